@@ -1,0 +1,3 @@
+"""nanohermes: a terminal coding agent for any OpenAI-compatible endpoint."""
+
+__version__ = "0.1.0"

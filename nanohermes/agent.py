@@ -1,0 +1,93 @@
+"""The turn loop: ask the model, run the tools it calls, feed results back, repeat.
+
+It ends when the model answers without tool calls, or at `max_turns`. Everything else
+(permissions, batching, clamping, rendering, persistence) plugs in around this loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Literal
+
+from nanohermes.events import UI, ModelStarted, Notice, TextDelta, TurnEnded, UsageUpdate
+from nanohermes.llm import LLM
+from nanohermes.messages import Message, ToolCall, Usage
+from nanohermes.runtime import INTERRUPTED, Runtime
+from nanohermes.session import Transcript
+
+Reason = Literal["completed", "max_turns", "interrupted", "error"]
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    reason: Reason
+    text: str
+    turns: int
+    tool_calls: int
+
+
+@dataclass
+class Agent:
+    llm: LLM
+    runtime: Runtime
+    ui: UI
+    system_prompt: str
+    max_turns: int = 50
+    transcript: Transcript | None = None
+    history: list[Message] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+
+    def messages(self) -> list[Message]:
+        return [Message.system(self.system_prompt), *self.history]
+
+    async def ask(self, prompt: str) -> TurnResult:
+        self._append(Message.user(prompt))
+        turns = calls = 0
+        pending: tuple[ToolCall, ...] = ()
+        results: dict[str, Message] = {}
+        try:
+            while turns < self.max_turns:
+                turns += 1
+                self.ui.emit(ModelStarted(turn=turns, model=self.llm.model))
+                done = await self.llm.complete(self.messages(), self.runtime.specs(), self._on_text)
+                self._count(done.usage)
+                self._append(done.message)
+                if not done.message.tool_calls:
+                    return self._end("completed", turns, calls, done.message.content or "")
+                pending, results = done.message.tool_calls, {}
+                calls += len(pending)
+                for result in await self.runtime.run_calls(pending, results):
+                    self._append(result)
+                pending = ()
+            self.ui.emit(Notice(level="warning", text=f"stopped after {self.max_turns} model calls (max_turns)"))
+            return self._end("max_turns", turns, calls, "")
+        except asyncio.CancelledError:
+            self._answer_pending(pending, results)
+            self._end("interrupted", turns, calls, "")
+            raise
+
+    def _on_text(self, piece: str) -> None:
+        self.ui.emit(TextDelta(text=piece))
+
+    def _count(self, usage: Usage) -> None:
+        self.usage = self.usage + usage
+        self.ui.emit(UsageUpdate(usage=usage, total=self.usage, model=self.llm.model))
+
+    def _append(self, message: Message) -> None:
+        self.history.append(message)
+        if self.transcript is not None:
+            self.transcript.append(message)
+
+    def _answer_pending(self, calls: tuple[ToolCall, ...], results: dict[str, Message]) -> None:
+        """Keep the history valid after a cancel: every call gets exactly one result."""
+        answered = {m.tool_call_id for m in self.history if m.role == "tool"}
+        for call in calls:
+            if call.id not in answered:
+                self._append(results.get(call.id) or Message.tool(call.id, INTERRUPTED))
+
+    def _end(self, reason: Reason, turns: int, calls: int, text: str) -> TurnResult:
+        if self.transcript is not None:
+            self.transcript.sync()
+        self.ui.emit(TurnEnded(reason=reason, turns=turns, tool_calls=calls, text=text))
+        return TurnResult(reason, text, turns, calls)

@@ -1,0 +1,69 @@
+"""Every output limit in one table, with its unit in its name, plus the exit clamp.
+
+Text limits are in characters (Python `str` length); raw-input limits are in bytes and say
+so in their name. Tools read their caps from `Limits` (a frozen copy lives on each tool
+context), so a test can lower any one of them and check the exact note.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+KiB = 1024
+MiB = 1024 * KiB
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    """The SPEC §4 table. Config may override any field by name."""
+
+    max_output: int = 20_000  # chars: every tool result, success and error, at the exit clamp
+    read_file_max_bytes: int = 4 * MiB  # a file read whole
+    read_file_window_lines: int = 2000  # default `limit` of read_file
+    read_file_line_chars: int = 2000  # one line of read_file output
+    binary_sniff_bytes: int = 8 * KiB  # NUL in this prefix means binary
+    list_dir_entries: int = 300
+    grep_matches: int = 200
+    grep_file_max_bytes: int = 1 * MiB
+    grep_line_chars: int = 240
+    grep_max_files: int = 50_000  # files visited by grep/glob walks
+    glob_results: int = 500
+    run_command_capture_bytes: int = 256 * KiB  # per stream
+    task_capture_bytes: int = 512 * KiB  # per stream, background tasks
+    web_fetch_body_bytes: int = 2 * MiB
+    web_fetch_timeout_secs: float = 30.0
+    skill_body_chars: int = 20_000
+    project_docs_chars: int = 20_000
+    todo_items: int = 50
+    agent_preview_chars: int = 500
+    session_budget_chars: int = 120_000
+    aggregate_budget_chars: int | None = None  # None: min(200,000, session budget / 2)
+    persisted_preview_chars: int = 2000
+
+    @property
+    def aggregate_chars(self) -> int:
+        if self.aggregate_budget_chars is not None:
+            return self.aggregate_budget_chars
+        return min(200_000, self.session_budget_chars // 2)
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+
+def truncation_note(omitted: int) -> str:
+    return f"\n… output truncated ({omitted} chars omitted) …\n"
+
+
+def clamp(text: str, limit: int) -> str:
+    """Keep the first 3/4 and the last 1/4 of `limit` chars, with an exact note between.
+
+    The tail is kept because tools put their own notes last ("showing lines ...",
+    "stopped after ..."), and those must survive the safety net. The note is not counted.
+    """
+    if len(text) <= limit:
+        return text
+    head = limit * 3 // 4
+    tail = limit - head
+    omitted = len(text) - head - tail
+    return text[:head] + truncation_note(omitted) + (text[-tail:] if tail else "")

@@ -1,0 +1,173 @@
+"""Command line: the REPL by default, `-p` for one-shot runs, and the flags.
+
+This is the only module that exits the process. Run-ending errors are caught here once and
+shown as one line plus a hint (a traceback only with --verbose). Exit codes: 0 success,
+1 endpoint or internal error, 2 usage or config error, 3 turn limit reached, 130 interrupted.
+"""
+
+
+import asyncio
+import json
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Any, Optional
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_TURNS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+def main() -> None:
+    # `--version` must not pay for typer, pydantic or openai imports.
+    if sys.argv[1:] in (["--version"], ["-V"]):
+        from nanohermes import __version__
+
+        print(f"nanohermes {__version__}")
+        return
+    app = _make_app()
+    app(prog_name="nanohermes")
+
+
+class OutputFormat(str, Enum):
+    text = "text"
+    json = "json"
+    stream_json = "stream-json"
+
+
+class ModeChoice(str, Enum):
+    default = "default"
+    accept_edits = "accept-edits"
+    plan = "plan"
+    debug = "debug"
+    goal = "goal"
+
+
+def _fail(err: Exception, verbose: bool) -> int:
+    from nanohermes.errors import NanohermesError
+
+    if verbose:
+        import traceback
+
+        traceback.print_exception(err, file=sys.stderr)
+    if isinstance(err, NanohermesError):
+        sys.stderr.write(f"nanohermes: error: {err.message}\n")
+        if err.hint:
+            sys.stderr.write(f"hint: {err.hint}\n")
+        return err.exit_code
+    sys.stderr.write(f"nanohermes: internal error: {type(err).__name__}: {err}\n")
+    sys.stderr.write("hint: run again with --verbose for the traceback, and report it\n")
+    return EXIT_ERROR
+
+
+def _make_app() -> Any:
+    import typer
+
+    app = typer.Typer(add_completion=False, invoke_without_command=True, no_args_is_help=False,
+                      context_settings={"help_option_names": ["-h", "--help"]}, pretty_exceptions_enable=False)
+
+    @app.callback()
+    def root(
+        ctx: typer.Context,
+        prompt: Optional[str] = typer.Option(None, "-p", "--print", help="Run one prompt without the REPL and print the answer. Piped stdin is appended."),
+        output_format: OutputFormat = typer.Option(OutputFormat.text, "--output-format", help="With -p: text, json (one object) or stream-json (one event per line)."),
+        model: Optional[str] = typer.Option(None, "--model", "-m", help="Model name (config `model`, env NANOHERMES_MODEL)."),
+        base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1."),
+        api_key: Optional[str] = typer.Option(None, "--api-key", help="API key (default: $OPENAI_API_KEY)."),
+        mode: Optional[ModeChoice] = typer.Option(None, "--mode", help="Permission mode."),
+        yes: bool = typer.Option(False, "--yes", "-y", help="Approve every call that would ask (not those a mode blocks)."),
+        config: Optional[Path] = typer.Option(None, "--config", help="Config file to use instead of the user config."),
+        cwd: Optional[Path] = typer.Option(None, "-C", "--cwd", help="Workspace directory (default: the current one)."),
+        max_turns: Optional[int] = typer.Option(None, "--max-turns", min=1, help="Stop after this many model calls in one turn."),
+        no_session: bool = typer.Option(False, "--no-session", help="Do not save this session's transcript."),
+        verbose: bool = typer.Option(False, "--verbose", "-v", help="Show progress on stderr and tracebacks on errors."),
+        version: bool = typer.Option(False, "--version", "-V", help="Print the version and exit."),
+    ) -> None:
+        """nanohermes: a coding agent in your terminal, for any OpenAI-compatible endpoint."""
+        if version:
+            from nanohermes import __version__
+
+            print(f"nanohermes {__version__}")
+            raise typer.Exit(0)
+        if ctx.invoked_subcommand is not None:
+            return
+        flags = {"model": model, "base_url": base_url, "api_key": api_key,
+                 "permission_mode": mode.value if mode else None, "auto_approve": True if yes else None,
+                 "max_turns": max_turns}
+        code = run(prompt=prompt, fmt=output_format.value, flags=flags, config_file=config, cwd=cwd,
+                   verbose=verbose, save_session=not no_session)
+        raise typer.Exit(code)
+
+    return app
+
+
+def _workspace(cwd: Path | None) -> Path:
+    from nanohermes.errors import UsageError
+
+    ws = (cwd or Path(os.getcwd())).expanduser().resolve()
+    if not ws.is_dir():
+        raise UsageError(f"workspace {ws} is not a directory", hint="pass an existing directory to -C/--cwd")
+    return ws
+
+
+def run(*, prompt: str | None, fmt: str, flags: dict[str, Any], config_file: Path | None, cwd: Path | None,
+        verbose: bool, save_session: bool) -> int:
+    try:
+        from nanohermes.config import load_config
+        from nanohermes.errors import UsageError
+
+        workspace = _workspace(cwd)
+        loaded = load_config(workspace, config_file=config_file, flags=flags)
+        for w in loaded.warnings:
+            sys.stderr.write(f"nanohermes: warning: {w}\n")
+        if prompt is None:
+            if sys.stdin.isatty():
+                raise UsageError("the interactive REPL is not available in this build", hint='run a prompt with -p "..."')
+            prompt = ""
+        if not sys.stdin.isatty():
+            piped = sys.stdin.read()
+            if piped.strip():
+                prompt = f"{prompt}\n\n{piped}" if prompt.strip() else piped
+        if not prompt.strip():
+            raise UsageError("the prompt is empty", hint='pass one with -p "..." or pipe text on stdin')
+        return _headless(prompt, fmt, loaded.config, workspace, verbose, save_session)
+    except KeyboardInterrupt:
+        sys.stderr.write("nanohermes: interrupted\n")
+        return EXIT_INTERRUPTED
+    except Exception as e:  # the single place run-ending errors are reported
+        return _fail(e, verbose)
+
+
+def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool, save_session: bool) -> int:
+    from nanohermes.assemble import build_agent
+    from nanohermes.errors import NanohermesError
+    from nanohermes.ui.headless import HeadlessUI
+
+    ui = HeadlessUI(fmt=fmt, verbose=verbose, interactive=sys.stdin.isatty() and sys.stderr.isatty())
+    built = build_agent(config, workspace, ui, save_session=save_session)
+    for w in built.warnings:
+        sys.stderr.write(f"nanohermes: warning: {w}\n")
+    agent = built.agent
+    session_id = agent.transcript.id if agent.transcript else None
+    try:
+        result = asyncio.run(agent.ask(prompt))
+    except KeyboardInterrupt:
+        if fmt != "text":
+            _print_json(ui.result_object(result="", exit_reason="interrupted", session_id=session_id, model=config.model), fmt)
+        sys.stderr.write("nanohermes: interrupted\n")
+        return EXIT_INTERRUPTED
+    except NanohermesError as e:
+        if fmt != "text":
+            _print_json(ui.result_object(result="", exit_reason="error", session_id=session_id, model=config.model,
+                                         error=e.message), fmt)
+        raise
+    finally:
+        if agent.transcript is not None:
+            agent.transcript.close()
+    if fmt != "text":
+        _print_json(ui.result_object(result=result.text, exit_reason=result.reason, session_id=session_id, model=config.model), fmt)
+    return EXIT_TURNS if result.reason == "max_turns" else EXIT_OK
+
+
+def _print_json(obj: dict[str, Any], fmt: str) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=None if fmt == "stream-json" else 2) + "\n")
+    sys.stdout.flush()

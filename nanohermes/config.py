@@ -1,0 +1,190 @@
+"""Settings: pydantic models and the layered loader.
+
+Precedence, lowest first: defaults < user file ($XDG_CONFIG_HOME/nanohermes/config.json)
+< project file (<workspace>/.nanohermes/config.json) < environment < command-line flags.
+Each file is validated on its own so an error names the file and the key; unknown keys
+become warnings, never failures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from nanohermes.budget import Limits
+from nanohermes.errors import ConfigError
+
+Mode = Literal["default", "accept-edits", "plan", "debug", "goal"]
+MODES: tuple[str, ...] = ("default", "accept-edits", "plan", "debug", "goal")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="ignore", validate_assignment=True)
+
+
+class WebSearchConfig(_Section):
+    provider: Literal["duckduckgo", "searxng", "brave", "tavily"] = "duckduckgo"
+    searxng_url: str | None = None
+
+
+class PermissionsConfig(_Section):
+    allow: list[str] = Field(default_factory=list)
+    ask: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
+class Config(_Section):
+    model: str = "gpt-4.1-mini"
+    base_url: str = "https://api.openai.com/v1"
+    api_key: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    permission_mode: Mode = "default"
+    auto_approve: bool = False
+    allowed_tools: list[str] = Field(default_factory=list)
+    disallowed_tools: list[str] = Field(default_factory=list)
+    permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
+    max_output: int = Field(20_000, ge=100)
+    max_turns: int = Field(50, ge=1)
+    max_parallel_tools: int = Field(10, ge=1, le=64)
+    request_timeout: float = Field(600.0, gt=0)
+    max_retries: int = Field(4, ge=0, le=20)
+    session_budget_chars: int = Field(120_000, ge=1000)
+    aggregate_budget_chars: int | None = Field(None, ge=100)
+    grep_max_files: int = Field(50_000, ge=1)
+    extra_write_roots: list[str] = Field(default_factory=list)
+    limits: dict[str, int | float] = Field(default_factory=dict)  # any Limits field, by name
+    web_search: WebSearchConfig = Field(default_factory=WebSearchConfig)
+
+    def resolved_api_key(self) -> str | None:
+        return self.api_key or os.environ.get(self.api_key_env) or None
+
+    def build_limits(self) -> Limits:
+        unknown = set(self.limits) - set(Limits.names())
+        if unknown:
+            raise ConfigError(
+                f"config key `limits` names unknown limits: {', '.join(sorted(unknown))}",
+                hint=f"known limits: {', '.join(Limits.names())}",
+            )
+        values: dict[str, Any] = {
+            "max_output": self.max_output,
+            "session_budget_chars": self.session_budget_chars,
+            "aggregate_budget_chars": self.aggregate_budget_chars,
+            "grep_max_files": self.grep_max_files,
+        }
+        values.update(self.limits)
+        return Limits(**values)
+
+
+def config_home() -> Path:
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "nanohermes"
+
+
+def data_home() -> Path:
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "nanohermes"
+
+
+def state_home() -> Path:
+    return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "nanohermes"
+
+
+def user_config_path() -> Path:
+    return config_home() / "config.json"
+
+
+def project_config_path(workspace: Path) -> Path:
+    return workspace / ".nanohermes" / "config.json"
+
+
+@dataclass
+class Loaded:
+    config: Config
+    files: list[Path] = field(default_factory=list)  # files that existed and were read
+    warnings: list[str] = field(default_factory=list)
+
+
+def _unknown_keys(model: type[BaseModel], data: dict[str, Any], prefix: str = "") -> list[str]:
+    out: list[str] = []
+    for key, value in data.items():
+        f = model.model_fields.get(key)
+        if f is None:
+            out.append(prefix + key)
+            continue
+        ann = f.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel) and isinstance(value, dict):
+            out.extend(_unknown_keys(ann, value, prefix + key + "."))
+    return out
+
+
+def _describe(err: ValidationError) -> str:
+    e = err.errors()[0]
+    key = ".".join(str(p) for p in e["loc"]) or "(top level)"
+    got = e.get("input")
+    shown = json.dumps(got)[:60] if not isinstance(got, dict) else "an object"
+    return f"key `{key}`: {e['msg'].lower()} (got {shown})"
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", hint="fix the file or move it away") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}", hint="check the path and its permissions") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a JSON object at the top level", hint='start the file with "{"')
+    return data
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def _env_layer() -> dict[str, Any]:
+    env: dict[str, Any] = {}
+    if v := os.environ.get("OPENAI_BASE_URL"):
+        env["base_url"] = v
+    if v := os.environ.get("NANOHERMES_MODEL"):
+        env["model"] = v
+    # OPENAI_API_KEY is read through api_key_env at use time so a file's api_key_env wins.
+    return env
+
+
+def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict[str, Any] | None = None) -> Loaded:
+    """Merge every layer and validate. `config_file` (from --config) replaces the user file."""
+    loaded = Loaded(Config())
+    layers: list[tuple[str, dict[str, Any]]] = []
+    files = [config_file] if config_file else [user_config_path()]
+    files.append(project_config_path(workspace))
+    for path in files:
+        if path is None or not path.is_file():
+            if path is config_file and config_file is not None:
+                raise ConfigError(f"{config_file}: no such config file", hint="check the --config path")
+            continue
+        data = _read_file(path)
+        try:
+            Config.model_validate(data)
+        except ValidationError as e:
+            raise ConfigError(f"{path}: {_describe(e)}", hint="see config.example.json for every key") from None
+        if unknown := _unknown_keys(Config, data):
+            loaded.warnings.append(f"{path}: unknown config keys ignored: {', '.join(unknown)}")
+        loaded.files.append(path)
+        layers.append((str(path), data))
+    layers.append(("environment", _env_layer()))
+    layers.append(("command line", {k: v for k, v in (flags or {}).items() if v is not None}))
+    merged: dict[str, Any] = {}
+    for _, data in layers:
+        merged = _merge(merged, data)
+    try:
+        loaded.config = Config.model_validate(merged)
+    except ValidationError as e:  # env or flags
+        raise ConfigError(f"{_describe(e)}", hint="check the environment variables and flags") from None
+    loaded.config.build_limits()  # reject unknown limit names early
+    return loaded

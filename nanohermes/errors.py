@@ -1,0 +1,57 @@
+"""Run-ending errors: the ones that stop nanohermes with one clear line, a hint and an exit code.
+
+Tool failures are *not* here: they are `nanohermes.tools.ToolError`, shown to the model as an
+`ERROR: ...` result, and the turn goes on.
+
+    NanohermesError            exit 1 unless a subclass says otherwise
+    ├── ConfigError            exit 2  bad config file, bad flag value
+    ├── UsageError             exit 2  bad command-line usage
+    └── EndpointError          exit 1  the model endpoint failed for good
+        ├── AuthError                  401/403: the key was refused
+        ├── UnreachableError           connection refused, DNS, timeout
+        ├── ModelNotFoundError         the endpoint does not serve the model
+        └── ContextTooLongError        the request does not fit the model's context
+
+`cli.py` catches these once and prints `error: <message>` and `hint: <hint>`.
+"""
+
+from __future__ import annotations
+
+
+class NanohermesError(Exception):
+    """Base of every run-ending error."""
+
+    exit_code: int = 1
+
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+class ConfigError(NanohermesError):
+    exit_code = 2
+
+
+class UsageError(NanohermesError):
+    exit_code = 2
+
+
+class EndpointError(NanohermesError):
+    pass
+
+
+class AuthError(EndpointError):
+    pass
+
+
+class UnreachableError(EndpointError):
+    pass
+
+
+class ModelNotFoundError(EndpointError):
+    pass
+
+
+class ContextTooLongError(EndpointError):
+    pass

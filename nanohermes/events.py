@@ -1,0 +1,142 @@
+"""What the core tells its front ends, and the one thing it asks them.
+
+The core emits frozen events and never renders; the REPL, `-p text`, `-p json` and
+`-p stream-json` are consumers of the same stream. Approval is the single request/reply
+seam: `await ui.confirm(request)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol, Union
+
+from nanohermes.messages import Usage
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelStarted:
+    """A request to the model is on its way (front ends show a spinner)."""
+
+    turn: int
+    model: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolStarted:
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | str  # parsed when valid, raw text otherwise
+    summary: str  # one line for display: the command, the path, the pattern
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolProgress:
+    call_id: str
+    name: str
+    text: str  # an output line, or a status such as "1.2 MB so far"
+    elapsed: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolFinished:
+    call_id: str
+    name: str
+    result: str  # exactly what the model sees (clamped)
+    is_error: bool
+    elapsed: float
+    display: str | None = None  # richer view for people: a unified diff of an edit
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalRequest:
+    call_id: str
+    tool: str
+    summary: str  # the exact command, or "edit path"
+    detail: str = ""  # a diff or the full command text
+    rule: str = ""  # the rule "always" would remember, e.g. run_command(git log *)
+    reason: str = ""  # why it is asked: "runs a shell command", "writes outside the workspace"
+
+
+@dataclass(frozen=True, kw_only=True)
+class UsageUpdate:
+    usage: Usage  # this model call
+    total: Usage  # the session so far
+    model: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Notice:
+    level: Literal["info", "warning", "error"]
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnEnded:
+    reason: Literal["completed", "max_turns", "interrupted", "error"]
+    turns: int  # model calls in this turn
+    tool_calls: int
+    text: str  # the final answer (may be empty)
+
+
+Event = Union[ModelStarted, TextDelta, ToolStarted, ToolProgress, ToolFinished, ApprovalRequest, UsageUpdate, Notice, TurnEnded]
+
+Choice = Literal["once", "always", "deny"]
+
+
+@dataclass(frozen=True)
+class ApprovalReply:
+    choice: Choice
+    note: str = ""  # with "deny": passed on to the model
+
+
+class UI(Protocol):
+    def emit(self, event: Event) -> None: ...
+
+    async def confirm(self, request: ApprovalRequest) -> ApprovalReply: ...
+
+
+class NullUI:
+    """Drops events and refuses approvals: the safe stand-in when nobody can answer."""
+
+    def emit(self, event: Event) -> None:
+        pass
+
+    async def confirm(self, request: ApprovalRequest) -> ApprovalReply:
+        return ApprovalReply("deny")
+
+
+@dataclass
+class RecordingUI:
+    """Keeps every event and answers approvals from a queue; for tests and embedding."""
+
+    answers: list[ApprovalReply | Choice] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)
+
+    async def confirm(self, request: ApprovalRequest) -> ApprovalReply:
+        self.events.append(request)
+        if not self.answers:
+            return ApprovalReply("deny")
+        a = self.answers.pop(0)
+        return a if isinstance(a, ApprovalReply) else ApprovalReply(a)
+
+    def of(self, kind: type) -> list[Any]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    """The stream-json form: {"type": "tool_finished", ...fields}."""
+    name = type(event).__name__
+    snake = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
+    d = asdict(event)
+    if isinstance(event, UsageUpdate):
+        d["usage"] = event.usage.to_dict()
+        d["total"] = event.total.to_dict()
+    return {"type": snake, **d}

@@ -1,0 +1,208 @@
+"""Tool-call execution: look up, parse, permit, batch, run, clamp, budget, persist.
+
+Every call in an assistant message gets exactly one result, in the model's order, whatever
+happens: unknown tool, bad JSON, a missing field, a denial, a crash. Consecutive
+concurrency-safe calls run together (bounded by `max_parallel`); any other call runs alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Sequence
+
+from nanohermes.budget import Limits, clamp
+from nanohermes.config import Config
+from nanohermes.events import UI, ApprovalRequest, ToolFinished, ToolStarted
+from nanohermes.messages import Message, ToolCall
+from nanohermes.permissions import Policy, Rule, blocked, decide
+from nanohermes.tools import Params, Tool, ToolContext, ToolError, ToolResult
+
+DENIED = "Command denied by the user. Do not retry it; ask what to do instead."
+INTERRUPTED = "interrupted by user"
+
+
+@dataclass
+class _Call:
+    call: ToolCall
+    tool: Tool | None = None
+    args: Params | None = None
+    error: str | None = None  # set when the call cannot run at all
+    safe: bool = False
+
+
+@dataclass
+class Runtime:
+    tools: list[Tool]  # the assembled pool, in pool order
+    config: Config
+    workspace: Path
+    ui: UI
+    policy: Policy
+    limits: Limits = field(default_factory=Limits)
+    session_dir: Path | None = None  # where over-budget results are persisted
+    state: dict[str, Any] = field(default_factory=dict)
+    _confirm_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
+
+    def __post_init__(self) -> None:
+        self._by_name = {t.name: t for t in self.tools}
+
+    # -- what the model sees ---------------------------------------------------------------
+    def visible_tools(self) -> list[Tool]:
+        return [t for t in self.tools if blocked(self.policy, t.name) is None]
+
+    def specs(self) -> list[dict[str, Any]]:
+        return [t.spec() for t in self.visible_tools()]
+
+    def set_mode(self, mode: str) -> None:
+        self.policy = replace(self.policy, mode=mode)
+
+    def remember(self, rule: Rule) -> None:
+        """An "always" answer: allowed for the rest of the session, whatever the mode."""
+        if rule not in self.policy.allow:
+            self.policy = replace(self.policy, allow=(*self.policy.allow, rule))
+
+    # -- running calls ---------------------------------------------------------------------
+    async def run_calls(self, calls: Sequence[ToolCall], results: dict[str, Message] | None = None) -> list[Message]:
+        """Run one assistant message's calls. `results` fills in as calls finish, so a
+        caller that is cancelled mid-way knows which calls still need an answer."""
+        done = results if results is not None else {}
+        prepared = [self._prepare(c) for c in calls]
+        i = 0
+        while i < len(prepared):
+            batch = [prepared[i]]
+            if prepared[i].safe:
+                while i + len(batch) < len(prepared) and prepared[i + len(batch)].safe:
+                    batch.append(prepared[i + len(batch)])
+            i += len(batch)
+            if len(batch) == 1:
+                done[batch[0].call.id] = await self._execute(batch[0])
+            else:
+                sem = asyncio.Semaphore(self.config.max_parallel_tools)
+
+                async def one(p: _Call) -> None:
+                    async with sem:
+                        done[p.call.id] = await self._execute(p)
+
+                await asyncio.gather(*(one(p) for p in batch))
+        out = [done[c.id] for c in calls]
+        return self._apply_aggregate(prepared, out)
+
+    def _prepare(self, call: ToolCall) -> _Call:
+        p = _Call(call)
+        tool = self._by_name.get(call.name)
+        if tool is None:
+            names = ", ".join(t.name for t in self.visible_tools())
+            p.error = f"unknown tool `{call.name}`; available tools: {names}"
+            return p
+        p.tool = tool
+        try:
+            raw = json.loads(call.arguments) if call.arguments.strip() else {}
+        except json.JSONDecodeError as e:
+            p.error = f"arguments for {call.name} are not valid JSON ({e.msg} at char {e.pos}); send a JSON object"
+            return p
+        if not isinstance(raw, dict):
+            p.error = f"arguments for {call.name} must be a JSON object, got {type(raw).__name__}"
+            return p
+        try:
+            p.args = tool.parse(raw)
+        except ToolError as e:
+            p.error = f"{call.name}: {e}"
+            return p
+        try:  # a predicate that raises means "unsafe"
+            p.safe = bool(tool.concurrency_safe(p.args))
+        except Exception:
+            p.safe = False
+        return p
+
+    def _context(self, call_id: str) -> ToolContext:
+        return ToolContext(
+            workspace=self.workspace, limits=self.limits, config=self.config,
+            call_id=call_id, emit=self.ui.emit, state=self.state,
+        )
+
+    async def _execute(self, p: _Call) -> Message:
+        started = time.monotonic()
+        name = p.call.name
+        args_view: dict[str, Any] | str = p.args.model_dump() if p.args else p.call.arguments
+        summary = p.tool.summary(p.args) if p.tool and p.args else ""
+        self.ui.emit(ToolStarted(call_id=p.call.id, name=name, arguments=args_view, summary=summary))
+        display: str | None = None
+        if p.error is not None:
+            text, is_error = "ERROR: " + p.error, True
+        else:
+            assert p.tool is not None and p.args is not None
+            text, is_error, display = await self._permitted_run(p.tool, p.args, p.call.id, summary)
+        text = clamp(text, self.limits.max_output)
+        self.ui.emit(ToolFinished(call_id=p.call.id, name=name, result=text, is_error=is_error,
+                                  elapsed=time.monotonic() - started, display=display))
+        return Message.tool(p.call.id, text)
+
+    async def _permitted_run(self, tool: Tool, args: Params, call_id: str, summary: str) -> tuple[str, bool, str | None]:
+        ctx = self._context(call_id)
+        try:
+            read_only = bool(tool.read_only(args))
+            subject = tool.rule_subject(args)
+            protected = bool(tool.protected(args, ctx))
+        except Exception:
+            read_only, subject, protected = False, None, True
+        verdict = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args),
+                         read_only=read_only, subject=subject, protected=protected)
+        if verdict.decision == "deny":
+            return f"ERROR: {verdict.reason}", True, None
+        if verdict.decision == "ask":
+            async with self._confirm_lock:  # one prompt at a time, even for parallel calls
+                reply = await self.ui.confirm(ApprovalRequest(
+                    call_id=call_id, tool=tool.name, summary=summary, detail=tool.approval_detail(args),
+                    rule=str(tool.suggest_rule(args)), reason=verdict.reason))
+            if reply.choice == "deny":
+                return DENIED + (f"\nThe user said: {reply.note}" if reply.note else ""), False, None
+            if reply.choice == "always":
+                self.remember(tool.suggest_rule(args))
+        try:
+            out = await tool.run(args, ctx)
+        except ToolError as e:
+            return f"ERROR: {e}", True, None
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # a tool bug must not end the turn
+            return f"ERROR: {tool.name} failed unexpectedly: {type(e).__name__}: {e}", True, None
+        if isinstance(out, ToolResult):
+            return out.text, False, out.display
+        return out, False, None
+
+    # -- the per-message aggregate ---------------------------------------------------------
+    def _apply_aggregate(self, prepared: list[_Call], results: list[Message]) -> list[Message]:
+        """Over the aggregate budget, persist the largest results to files, leaving previews."""
+        budget = self.limits.aggregate_chars
+        total = sum(len(m.content or "") for m in results)
+        if total <= budget or self.session_dir is None:
+            return results
+        out = list(results)
+        for i in sorted(range(len(out)), key=lambda i: len(out[i].content or ""), reverse=True):
+            if total <= budget:
+                break
+            tool = prepared[i].tool
+            if tool is not None and not tool.persist:
+                continue
+            text = out[i].content or ""
+            preview = self.persist(prepared[i].call.id, text)
+            total -= len(text) - len(preview)
+            out[i] = Message.tool(prepared[i].call.id, preview)
+        return out
+
+    def persist(self, call_id: str, text: str) -> str:
+        assert self.session_dir is not None
+        folder = self.session_dir / "tool-results"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{call_id}.txt"
+        path.write_text(text, encoding="utf-8")
+        n = self.limits.persisted_preview_chars
+        return (
+            f'<persisted-output path="{path}">\n'
+            f"{text[:n]}\n"
+            f"… {len(text)} chars in all; the full output is in the file above (read it with read_file offset/limit)\n"
+            f"</persisted-output>"
+        )

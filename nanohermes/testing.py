@@ -1,0 +1,503 @@
+"""Loopback fake of an OpenAI-compatible chat-completions server, for tests.
+
+This module owns `FakeServer` and its script vocabulary (`Reply`, `FakeToolCall`,
+`Fault`). A test scripts the assistant's answers in order, points a client at
+`server.base_url`, and afterwards inspects `server.requests`, `server.headers`
+and `server.violations`.
+
+Besides answering, the server checks the tool-calling protocol of every
+conversation it receives (each assistant tool call answered by exactly one
+contiguous tool message, no orphan tool messages, valid roles). Real providers
+reject such conversations with a 400, so the fake does too, and records why.
+
+`ScriptedLLM` plays the same script in-process, through the `LLM` protocol,
+for tests of the loop that need no HTTP. `call()` and `tool_reply()` are
+shorthands for scripting tool calls.
+
+The server uses the standard library only; `ScriptedLLM` imports nanohermes's
+message types lazily, so tests of any layer can use the server without pulling
+in the code under test.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Union
+
+__all__ = ["FakeServer", "FakeToolCall", "Fault", "Reply", "ScriptItem", "ScriptedLLM", "call", "tool_reply"]
+
+VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+EXHAUSTED_MESSAGE = "fake server script exhausted"
+
+
+@dataclass(frozen=True, kw_only=True)
+class FakeToolCall:
+    """One tool call the scripted assistant makes."""
+
+    name: str
+    # A dict is json.dumps'ed; a str is sent verbatim so tests can send malformed JSON.
+    arguments: str | dict[str, Any]
+    # "auto": the server assigns a unique "call_<n>"; None: the id field is omitted.
+    id: str | None = "auto"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reply:
+    """One scripted assistant answer."""
+
+    text: str = ""
+    tool_calls: tuple[FakeToolCall, ...] = ()
+    usage: tuple[int, int] | None = (10, 5)  # (prompt, completion) tokens; None: no usage
+    drop_after: int | None = None  # streaming only: abort the socket after this many text chars
+    delay: float = 0.0  # seconds to wait before answering
+    chunk_size: int = 4  # streamed text (and argument) piece size
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fault:
+    """An HTTP error answer instead of a completion."""
+
+    status: int
+    retry_after: float | None = None  # sent as the Retry-After header
+    message: str = "injected fault"
+    code: str | None = None  # e.g. "context_length_exceeded", "model_not_found"
+
+
+ScriptItem = Union[Reply, Fault, Callable[[dict[str, Any]], Union[Reply, Fault]]]
+
+
+def _error_type(status: int) -> str:
+    # Mirrors the "type" values OpenAI uses, so client error mapping sees realistic bodies.
+    if status == 403:
+        return "permission_error"
+    if status == 429:
+        return "rate_limit_error"
+    if status >= 500:
+        return "server_error"
+    return "invalid_request_error"
+
+
+def _pieces(text: str, size: int, minimum: int = 1) -> list[str]:
+    """Split text into pieces of at most `size` chars, padding with "" up to `minimum`."""
+    if minimum > 1 and len(text) >= minimum:
+        size = min(size, len(text) // minimum)  # force a real split, not just padding
+    size = max(1, size)
+    parts = [text[i : i + size] for i in range(0, len(text), size)]
+    return parts + [""] * (minimum - len(parts))
+
+
+def _role(msg: Any) -> Any:
+    return msg.get("role") if isinstance(msg, dict) else None
+
+
+def check_protocol(messages: Any) -> list[str]:
+    """Return descriptions of tool-calling protocol violations in `messages`."""
+    if not isinstance(messages, list) or not messages:
+        return ["'messages' must be a non-empty list"]
+    problems: list[str] = []
+    i = 0
+    while i < len(messages):
+        msg, role = messages[i], _role(messages[i])
+        start, i = i, i + 1
+        if role not in VALID_ROLES:
+            problems.append(f"messages[{start}] has invalid role {role!r}")
+            continue
+        if role == "tool":
+            # Tool messages inside a valid block are consumed below; reaching one here
+            # means it does not directly follow the assistant message that made the call.
+            problems.append(
+                f"messages[{start}] (tool) answers tool_call_id {msg.get('tool_call_id')!r} "
+                "which is not a tool call of the immediately preceding assistant message"
+            )
+            continue
+        calls = msg.get("tool_calls") if role == "assistant" else None
+        if not calls:
+            continue
+        pending: list[str] = []
+        for k, call in enumerate(calls):
+            cid = call.get("id") if isinstance(call, dict) else None
+            if isinstance(cid, str) and cid:
+                pending.append(cid)
+            else:
+                problems.append(f"messages[{start}] (assistant) tool_calls[{k}] has no id")
+        answered: set[str] = set()
+        # The results must follow contiguously (in any order); consume that run of tool messages.
+        while i < len(messages) and _role(messages[i]) == "tool":
+            tid = messages[i].get("tool_call_id")
+            if not isinstance(tid, str):
+                problems.append(f"messages[{i}] (tool) has no tool_call_id")
+            elif tid in pending:
+                pending.remove(tid)
+                answered.add(tid)
+            elif tid in answered:
+                problems.append(f"messages[{i}] (tool) answers tool_call_id {tid!r} a second time")
+            else:
+                problems.append(f"messages[{i}] (tool) answers unknown tool_call_id {tid!r}")
+            i += 1
+        if pending:
+            where = f"before messages[{i}] ({_role(messages[i])})" if i < len(messages) else "at the end of the conversation"
+            problems.append(f"messages[{start}] (assistant) tool call id(s) {pending} have no tool result {where}")
+    return problems
+
+
+class _Handler(BaseHTTPRequestHandler):
+    # HTTP/1.1 so chunked streaming is allowed; every response still closes its
+    # connection, which keeps shutdown simple (no idle keep-alive threads).
+    protocol_version = "HTTP/1.1"
+    server: _HTTPServer
+    timeout = 30  # a stuck client must not pin a handler thread forever
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass  # quiet: tests should not print access logs
+
+    @property
+    def fake(self) -> FakeServer:
+        return self.server.fake
+
+    # -- plumbing --------------------------------------------------------
+
+    def _send_json(self, status: int, payload: Any, extra: dict[str, str] | None = None) -> None:
+        body = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        for key, value in (extra or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
+        self.close_connection = True
+
+    def _send_error(self, status: int, message: str, code: str | None = None, headers: dict[str, str] | None = None) -> None:
+        error = {"message": message, "type": _error_type(status), "code": code}
+        self._send_json(status, {"error": error}, headers)
+
+    def _authorized(self) -> bool:
+        key = self.fake.api_key
+        if key is None or self.headers.get("Authorization") == f"Bearer {key}":
+            return True
+        self._send_error(401, "Incorrect API key provided", "invalid_api_key")
+        return False
+
+    def _path(self) -> str:
+        return self.path.split("?", 1)[0].rstrip("/")
+
+    # -- routes ----------------------------------------------------------
+
+    def do_GET(self) -> None:
+        if self._path() != "/v1/models":
+            self._send_error(404, f"Unknown path {self.path}", "not_found")
+        elif self._authorized():
+            data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.fake.models]
+            self._send_json(200, {"object": "list", "data": data})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if self._path() != "/v1/chat/completions":
+            self._send_error(404, f"Unknown path {self.path}", "not_found")
+            return
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            self._send_error(400, "request body is not a JSON object")
+            return
+        # Recorded before auth so tests can inspect what a rejected client sent.
+        self.fake._record(body, {k.lower(): v for k, v in self.headers.items()})
+        if not self._authorized():
+            return
+        problems = check_protocol(body.get("messages"))
+        if problems:
+            # Not consuming a script item: the provider would reject before generating.
+            self.fake._violate(problems)
+            self._send_error(400, "; ".join(problems))
+            return
+        item = self.fake._next_item(body)
+        if item is None:
+            self._send_error(500, EXHAUSTED_MESSAGE)
+            return
+        if isinstance(item, Reply) and item.delay > 0:
+            self.fake._stopping.wait(item.delay)  # interruptible so stop() is never slow
+        if isinstance(item, Fault):
+            extra = {} if item.retry_after is None else {"Retry-After": f"{item.retry_after:g}"}
+            self._send_error(item.status, item.message, item.code, extra)
+        elif body.get("stream"):
+            self._stream(body, item)
+        else:
+            self._complete(body, item)
+
+    # -- completions -----------------------------------------------------
+
+    def _complete(self, body: dict[str, Any], reply: Reply) -> None:
+        calls = self.fake._render_calls(reply)
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text or (None if calls else "")}
+        if calls:
+            message["tool_calls"] = calls
+        payload: dict[str, Any] = {
+            "id": self.fake._completion_id(),
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model") or self.fake.models[0],
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+        }
+        if reply.usage is not None:
+            payload["usage"] = _usage(reply.usage)
+        self._send_json(200, payload)
+
+    def _chunk(self, data: bytes) -> None:
+        # One chunked-encoding frame per SSE event, flushed so the client sees it now.
+        self.wfile.write(b"%X\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _stream(self, body: dict[str, Any], reply: Reply) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        base = {
+            "id": self.fake._completion_id(),
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": body.get("model") or self.fake.models[0],
+        }
+
+        def event(payload: dict[str, Any]) -> None:
+            self._chunk(b"data: " + json.dumps({**base, **payload}).encode() + b"\n\n")
+
+        def delta(d: dict[str, Any], finish: str | None = None) -> None:
+            event({"choices": [{"index": 0, "delta": d, "finish_reason": finish}]})
+
+        delta({"role": "assistant", "content": ""})
+        text = reply.text if reply.drop_after is None else reply.text[: reply.drop_after]
+        for piece in _pieces(text, reply.chunk_size) if text else []:
+            delta({"content": piece})
+        if reply.drop_after is not None:
+            # Abort mid-body: the chunked stream is left unterminated, like a dead upstream.
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        calls = self.fake._render_calls(reply)
+        for d in _tool_call_deltas(calls, reply.chunk_size):
+            delta({"tool_calls": [d]})
+        delta({}, "tool_calls" if calls else "stop")
+        options = body.get("stream_options") or {}
+        if reply.usage is not None and isinstance(options, dict) and options.get("include_usage"):
+            event({"choices": [], "usage": _usage(reply.usage)})
+        self._chunk(b"data: [DONE]\n\n")
+        self._chunk(b"")  # zero-length frame terminates the chunked body
+
+
+def _usage(usage: tuple[int, int]) -> dict[str, int]:
+    prompt, completion = usage
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def _tool_call_deltas(calls: list[dict[str, Any]], chunk_size: int) -> Iterator[dict[str, Any]]:
+    """Yield streaming deltas for `calls`, interleaving their argument pieces.
+
+    Each call's header delta (index, id, type, name, empty arguments) precedes its
+    own pieces, but pieces of different calls are interleaved round-robin, so a
+    client only reassembles correctly if it keys on "index" (not "the last call").
+    """
+    queues: list[deque[dict[str, Any]]] = []
+    for index, call in enumerate(calls):
+        header: dict[str, Any] = {"index": index, "type": "function", "function": {"name": call["function"]["name"], "arguments": ""}}
+        if "id" in call:
+            header["id"] = call["id"]
+        pieces = _pieces(call["function"]["arguments"], chunk_size, minimum=2)
+        queues.append(deque([header, *({"index": index, "function": {"arguments": p}} for p in pieces)]))
+    while any(queues):
+        for q in queues:
+            if q:
+                yield q.popleft()
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    fake: FakeServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # clients hanging up mid-answer are expected in tests; stay quiet
+
+
+class FakeServer:
+    """A scripted OpenAI-compatible server on 127.0.0.1, run in a daemon thread."""
+
+    def __init__(
+        self,
+        script: Iterable[ScriptItem] = (),
+        *,
+        api_key: str | None = None,
+        models: Sequence[str] = ("fake-model",),
+        default: Reply | None = None,
+    ) -> None:
+        self.api_key = api_key
+        self.models = tuple(models)
+        self.default = default
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.violations: list[str] = []
+        self._script: deque[ScriptItem] = deque(script)
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)  # completion ids
+        self._call_ids = itertools.count(1)  # "call_<n>", unique for the server's lifetime
+        self._stopping = threading.Event()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("FakeServer is not started")
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def start(self) -> FakeServer:
+        if self._httpd is not None:
+            return self
+        self._stopping.clear()
+        httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
+        httpd.fake = self
+        self._httpd = httpd
+        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, thread = self._httpd, self._thread
+        if httpd is None:
+            return  # idempotent: never started or already stopped
+        self._stopping.set()  # wakes handlers sleeping in a Reply.delay
+        httpd.shutdown()
+        httpd.server_close()
+        if thread is not None:
+            thread.join(timeout=5)
+        self._httpd = self._thread = None
+
+    def __enter__(self) -> FakeServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def add(self, *items: ScriptItem) -> None:
+        """Append items to the script (safe while the server is answering)."""
+        with self._lock:
+            self._script.extend(items)
+
+    # -- used by the handler threads --------------------------------------
+
+    def _record(self, body: dict[str, Any], headers: dict[str, str]) -> None:
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append(headers)
+
+    def _violate(self, problems: list[str]) -> None:
+        with self._lock:
+            self.violations.extend(problems)
+
+    def _next_item(self, body: dict[str, Any]) -> Reply | Fault | None:
+        with self._lock:
+            item = self._script.popleft() if self._script else self.default
+            if item is None:
+                self.violations.append(f"{EXHAUSTED_MESSAGE} (request #{len(self.requests)})")
+                return None
+        if isinstance(item, (Reply, Fault)):
+            return item
+        try:
+            return item(body)  # outside the lock, so a callable may itself call add()
+        except Exception as exc:  # a broken script must fail the test, not hang the client
+            self._violate([f"script callable raised {exc!r}"])
+            return Fault(status=500, message=f"script callable raised {exc!r}")
+
+    def _completion_id(self) -> str:
+        with self._lock:
+            return f"chatcmpl-fake-{next(self._ids)}"
+
+    def _render_calls(self, reply: Reply) -> list[dict[str, Any]]:
+        calls: list[dict[str, Any]] = []
+        for call in reply.tool_calls:
+            args = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
+            rendered: dict[str, Any] = {"type": "function", "function": {"name": call.name, "arguments": args}}
+            if call.id == "auto":
+                with self._lock:
+                    rendered["id"] = f"call_{next(self._call_ids)}"
+            elif call.id is not None:
+                rendered["id"] = call.id
+            calls.append(rendered)
+        return calls
+
+
+def call(name: str, arguments: str | dict[str, Any] | None = None, *, id: str | None = "auto") -> FakeToolCall:  # noqa: A002
+    """Shorthand: `call("read_file", {"path": "a.txt"})`."""
+    return FakeToolCall(name=name, arguments={} if arguments is None else arguments, id=id)
+
+
+def tool_reply(*calls: FakeToolCall, text: str = "") -> Reply:
+    """Shorthand for an assistant answer that calls tools."""
+    return Reply(text=text, tool_calls=tuple(calls))
+
+
+class ScriptedLLM:
+    """The same script vocabulary, played in-process through the `LLM` protocol.
+
+    Records each request's wire messages and tool specs, checks the tool-calling protocol
+    like the server does, and raises `EndpointError` for a `Fault`.
+    """
+
+    def __init__(self, script: Iterable[ScriptItem] = (), *, model: str = "scripted", default: Reply | None = None) -> None:
+        self.model = model
+        self.default = default
+        self._script: deque[ScriptItem] = deque(script)
+        self._call_ids = itertools.count(1)
+        self.requests: list[dict[str, Any]] = []
+        self.violations: list[str] = []
+
+    def add(self, *items: ScriptItem) -> None:
+        self._script.extend(items)
+
+    async def complete(self, messages: Any, tools: Any, on_text: Callable[[str], None]) -> Any:
+        import asyncio
+
+        from nanohermes.errors import EndpointError
+        from nanohermes.messages import Completion, Message, ToolCall, Usage
+
+        body = {"model": self.model, "messages": [m.to_wire() for m in messages], "tools": list(tools)}
+        self.requests.append(body)
+        if problems := check_protocol(body["messages"]):
+            self.violations.extend(problems)
+            raise EndpointError("protocol violation: " + "; ".join(problems))
+        item = self._script.popleft() if self._script else self.default
+        if item is None:
+            self.violations.append(EXHAUSTED_MESSAGE)
+            raise EndpointError(EXHAUSTED_MESSAGE)
+        reply = item if isinstance(item, (Reply, Fault)) else item(body)
+        if isinstance(reply, Fault):
+            raise EndpointError(f"the model endpoint answered {reply.status}: {reply.message}")
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        for piece in _pieces(reply.text, reply.chunk_size):
+            if piece:
+                on_text(piece)
+        calls = tuple(
+            ToolCall(
+                id=c.id if c.id not in ("auto", None) else f"call_{next(self._call_ids)}",
+                name=c.name,
+                arguments=c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments),
+            )
+            for c in reply.tool_calls
+        )
+        message = Message("assistant", reply.text or None, calls)
+        usage = Usage(*reply.usage) if reply.usage else Usage()
+        return Completion(message, usage, "tool_calls" if calls else "stop")

@@ -1,0 +1,191 @@
+"""The tool contract, the context tools run in, and the registry.
+
+A tool is a frozen keyword-only dataclass: its fields are its settings (limits, roots),
+its class attributes are its identity (name, group, description, params model) and its
+behaviour flags. Flags default to the worst case: not read-only, not concurrency-safe,
+asks for approval. Forgetting to declare one makes a tool slower and safer, never faster
+and riskier. A flag may depend on the parsed arguments (override the method).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from nanohermes.budget import Limits
+from nanohermes.events import Event, ToolProgress
+from nanohermes.permissions import Rule
+
+if TYPE_CHECKING:
+    from nanohermes.config import Config
+
+# How a call is approved when nothing else decides: "never" (harmless), "edit" (a file
+# write: skipped in accept-edits), "always" (a command, a commit, an unknown MCP tool).
+Approval = Literal["never", "edit", "always"]
+
+
+class ToolError(Exception):
+    """A failure the model should see as `ERROR: <text>`; the turn goes on."""
+
+
+class Params(BaseModel):
+    """Base of every tool's parameters: unknown fields rejected.
+
+    `non_empty` maps string fields that must not be blank to the next step to suggest;
+    the check runs at parse time, before any I/O.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    non_empty: ClassVar[dict[str, str]] = {}
+
+    @model_validator(mode="after")
+    def _check_non_empty(self) -> Params:
+        for name, hint in self.non_empty.items():
+            value = getattr(self, name)
+            if isinstance(value, str) and not value.strip():
+                raise ValueError(f"{name} must not be empty" + (f"; {hint}" if hint else ""))
+        return self
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolResult:
+    text: str
+    display: str | None = None  # for people only, e.g. the unified diff of an edit
+
+
+@dataclass(kw_only=True)
+class ToolContext:
+    """What a running tool may use. One per call; `state` is shared by the session."""
+
+    workspace: Path
+    limits: Limits
+    config: Config
+    call_id: str = ""
+    emit: Callable[[Event], None] = lambda e: None
+    state: dict[str, Any] = field(default_factory=dict)  # session-wide: todos, task manager, ...
+    started: float = field(default_factory=time.monotonic)
+
+    def progress(self, name: str, text: str) -> None:
+        self.emit(ToolProgress(call_id=self.call_id, name=name, text=text, elapsed=time.monotonic() - self.started))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tool:
+    name: ClassVar[str]
+    group: ClassVar[str] = "other"
+    description: ClassVar[str]
+    params: ClassVar[type[Params]]
+    source: ClassVar[str] = "built-in"
+    approval: ClassVar[Approval] = "always"
+    persist: ClassVar[bool] = True  # may the aggregate budget persist this result to a file?
+
+    def read_only(self, args: Params) -> bool:
+        return False
+
+    def concurrency_safe(self, args: Params) -> bool:
+        return False
+
+    def approval_for(self, args: Params) -> Approval:
+        return self.approval
+
+    def rule_subject(self, args: Params) -> str | None:
+        """What a permission rule `name(pattern)` is matched against (command, path, domain)."""
+        return None
+
+    def protected(self, args: Params, ctx: ToolContext) -> bool:
+        """Does this call write somewhere that always needs a person's yes (outside the
+        workspace, inside .git/, nanohermes's own config)?"""
+        return False
+
+    def suggest_rule(self, args: Params) -> Rule:
+        """The rule an "always" answer remembers. Narrower is better; tools refine it."""
+        return Rule(self.name)
+
+    def approval_detail(self, args: Params) -> str:
+        """What an approval prompt shows in full: the command, or the diff of an edit."""
+        return ""
+
+    def summary(self, args: Params) -> str:
+        """One line for the UI and approval prompts."""
+        for key in ("command", "path", "pattern", "url", "query", "message"):
+            v = getattr(args, key, None)
+            if isinstance(v, str) and v:
+                return v.splitlines()[0][:200]
+        return ""
+
+    def output_limit(self) -> str:
+        return "max_output"
+
+    def spec(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": params_schema(self.params)},
+        }
+
+    def parse(self, raw: dict[str, Any]) -> Params:
+        try:
+            return self.params.model_validate(raw)
+        except ValidationError as e:
+            raise ToolError(describe_validation(e, self.params)) from None
+
+    async def run(self, args: Params, ctx: ToolContext) -> str | ToolResult:
+        raise NotImplementedError
+
+    async def in_thread(self, fn: Callable[..., Any], *a: Any) -> Any:
+        """Blocking bodies run off the event loop so parallel batches really overlap."""
+        return await asyncio.to_thread(fn, *a)
+
+
+_TYPE_WORDS = {"string_type": "string", "int_type": "integer", "int_parsing": "integer", "bool_type": "boolean",
+               "bool_parsing": "boolean", "list_type": "array", "dict_type": "object", "float_type": "number",
+               "float_parsing": "number", "model_type": "object"}
+
+
+def describe_validation(err: ValidationError, model: type[BaseModel] | None = None) -> str:
+    """Turn pydantic's report into one line that names the field, e.g. missing string field `path`."""
+    props = model.model_json_schema().get("properties", {}) if model else {}
+    parts: list[str] = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "arguments"
+        kind = e["type"]
+        if kind == "missing":
+            kind_word = props.get(str(e["loc"][0]), {}).get("type", "") if e["loc"] else ""
+            parts.append(f"missing {kind_word} field `{loc}`".replace("  ", " "))
+        elif kind == "extra_forbidden":
+            parts.append(f"unknown field `{loc}`")
+        elif kind in _TYPE_WORDS:
+            parts.append(f"field `{loc}` must be a {_TYPE_WORDS[kind]}")
+        elif kind == "value_error":
+            parts.append(str(e.get("ctx", {}).get("error", e["msg"])))
+        else:
+            parts.append(f"field `{loc}`: {e['msg']}")
+    return "; ".join(parts)
+
+
+def params_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """JSON schema for the model: pydantic's, without titles (noise in every request)."""
+    schema = model.model_json_schema()
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    out = strip(schema)
+    out.setdefault("properties", {})
+    return out
+
+
+def build_tools(config: Config | None = None, workspace: Path | None = None) -> list[Tool]:
+    """The built-in pool, sorted by name. Conditional tools are added by their owners."""
+    from nanohermes.tools import files
+
+    tools: list[Tool] = [*files.tools()]
+    return sorted(tools, key=lambda t: t.name)

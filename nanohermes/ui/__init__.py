@@ -1,0 +1,1 @@
+"""Front ends: consumers of the core's event stream (the REPL and the `-p` sinks)."""

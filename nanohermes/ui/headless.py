@@ -1,0 +1,104 @@
+"""The `-p` front ends: text, json and stream-json sinks over the core's event stream.
+
+stdout carries only the answer (text), one JSON object (json) or one event per line
+(stream-json); progress goes to stderr, and for text only with --verbose or a terminal.
+Approvals: with a terminal on stdin the user is asked on stderr; without one (a script)
+every request is refused, never run silently and never waited on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from nanohermes.events import (
+    ApprovalReply, ApprovalRequest, Event, Notice, TextDelta, ToolFinished, ToolStarted, TurnEnded, UsageUpdate,
+    event_to_dict,
+)
+from nanohermes.messages import Usage
+
+
+def ask_on_terminal(request: ApprovalRequest, out: TextIO) -> ApprovalReply:
+    """A plain y/a/n prompt on stderr, reading the answer from stdin."""
+    out.write(f"\nnanohermes wants to run {request.tool}: {request.summary}\n")
+    if request.detail and request.detail != request.summary:
+        out.write(request.detail.rstrip() + "\n")
+    always = f" (remembers {request.rule})" if request.rule else ""
+    out.write(f"Allow? [y]es once / [a]lways{always} / [n]o (Enter = yes): ")
+    out.flush()
+    answer = sys.stdin.readline().strip().lower()
+    if answer in ("", "y", "yes"):
+        return ApprovalReply("once")
+    if answer in ("a", "always"):
+        return ApprovalReply("always")
+    note = answer[1:].strip(" :") if answer.startswith("n ") else ""
+    return ApprovalReply("deny", note)
+
+
+@dataclass
+class HeadlessUI:
+    fmt: str = "text"  # text | json | stream-json
+    verbose: bool = False
+    interactive: bool = False  # may approvals be asked on the terminal?
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    err: TextIO = field(default_factory=lambda: sys.stderr)
+    usage: Usage = field(default_factory=Usage)
+    ended: TurnEnded | None = None
+    _text_open: bool = False
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, UsageUpdate):
+            self.usage = event.total
+        if isinstance(event, TurnEnded):
+            self.ended = event
+        if self.fmt == "stream-json":
+            self.out.write(json.dumps(event_to_dict(event), ensure_ascii=False) + "\n")
+            self.out.flush()
+            return
+        if isinstance(event, Notice) and event.level != "info":
+            self.err.write(f"nanohermes: {event.level}: {event.text}\n")
+        if self.fmt != "text":
+            return
+        if isinstance(event, TextDelta):
+            self.out.write(event.text)
+            self.out.flush()
+            self._text_open = not event.text.endswith("\n")
+        elif isinstance(event, TurnEnded) and self._text_open:
+            self.out.write("\n")
+            self._text_open = False
+        elif self.verbose or self.err.isatty():
+            self._progress(event)
+
+    def _progress(self, event: Event) -> None:
+        if isinstance(event, ToolStarted):
+            self.err.write(f"→ {event.name} {event.summary}\n")
+        elif isinstance(event, ToolFinished):
+            status = "error" if event.is_error else "ok"
+            self.err.write(f"← {event.name} {status} ({len(event.result)} chars, {event.elapsed:.1f}s)\n")
+        elif isinstance(event, Notice) and event.level == "info":
+            self.err.write(f"nanohermes: {event.text}\n")
+
+    async def confirm(self, request: ApprovalRequest) -> ApprovalReply:
+        if self.fmt == "stream-json":
+            self.emit(request)
+        if not self.interactive:
+            return ApprovalReply("deny")
+        return await asyncio.to_thread(ask_on_terminal, request, self.err)
+
+    def result_object(self, *, result: str, exit_reason: str, session_id: str | None, model: str, error: str | None = None) -> dict[str, Any]:
+        ended = self.ended
+        return {
+            "type": "result",
+            "result": result,
+            "exit_reason": exit_reason,
+            "is_error": error is not None,
+            "error": error,
+            "turns": ended.turns if ended else 0,
+            "tool_calls": ended.tool_calls if ended else 0,
+            "usage": self.usage.to_dict(),
+            "session_id": session_id,
+            "model": model,
+        }

@@ -1,0 +1,77 @@
+"""Shared fixtures: a tmp workspace and tmp HOME per test, the fake server, and a CLI runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from nanohermes.testing import FakeServer
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own HOME and XDG folders, so no real config or session leaks in."""
+    h = tmp_path / "home"
+    h.mkdir()
+    monkeypatch.setenv("HOME", str(h))
+    for var, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"), ("XDG_STATE_HOME", ".local/state")):
+        monkeypatch.setenv(var, str(h / sub))
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "NANOHERMES_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    return h
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with FakeServer() as s:
+        yield s
+    assert s.violations == [], s.violations
+
+
+@dataclass
+class Ran:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+    def lines(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.out.splitlines() if line.strip()]
+
+
+@pytest.fixture
+def cli(workspace: Path, home: Path):  # type: ignore[no-untyped-def]
+    """Run the real `nanohermes` process: cli(*args, stdin=..., server=..., config=...)."""
+
+    def run(*args: str, stdin: str | None = "", server: FakeServer | None = None, config: dict[str, Any] | None = None,
+            cwd: Path | None = None, timeout: float = 60, env: dict[str, str] | None = None) -> Ran:
+        full_env = {**os.environ, **(env or {})}
+        argv = [sys.executable, "-m", "nanohermes", *args]
+        if server is not None:
+            argv += ["--base-url", server.base_url, "--model", "fake-model"]
+            full_env.setdefault("OPENAI_API_KEY", "test-key")
+        if config is not None:
+            cfg = home / ".config" / "nanohermes" / "config.json"
+            cfg.parent.mkdir(parents=True, exist_ok=True)
+            cfg.write_text(json.dumps(config))
+        p = subprocess.run(argv, input=stdin, capture_output=True, text=True, cwd=cwd or workspace,
+                           env=full_env, timeout=timeout)
+        return Ran(p.returncode, p.stdout, p.stderr)
+
+    return run

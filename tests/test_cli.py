@@ -1,0 +1,198 @@
+"""`nanohermes -p` end to end: a real process against the loopback fake server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from nanohermes.testing import Fault, FakeServer, Reply, call, tool_reply
+
+
+def test_text_answer_on_stdout(cli, server: FakeServer) -> None:
+    server.add(Reply(text="Hello from the model."))
+    r = cli("-p", "say hi", server=server)
+    assert r.code == 0, r.err
+    assert r.out == "Hello from the model.\n"
+    assert server.requests[0]["messages"][-1] == {"role": "user", "content": "say hi"}
+
+
+def test_json_answer_is_one_object(cli, server: FakeServer) -> None:
+    server.add(Reply(text="42", usage=(100, 7)))
+    r = cli("-p", "answer", "--output-format", "json", server=server)
+    assert r.code == 0, r.err
+    obj = r.json()
+    assert obj["result"] == "42"
+    assert obj["exit_reason"] == "completed"
+    assert obj["turns"] == 1 and obj["tool_calls"] == 0
+    assert obj["usage"]["prompt_tokens"] == 100 and obj["usage"]["completion_tokens"] == 7
+    assert obj["session_id"]
+    assert obj["is_error"] is False
+
+
+def test_stream_json_one_event_per_line(cli, server: FakeServer, workspace: Path) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+    server.add(tool_reply(call("read_file", {"path": "a.txt"})), Reply(text="done"))
+    r = cli("-p", "read it", "--output-format", "stream-json", server=server)
+    assert r.code == 0, r.err
+    events = r.lines()
+    types = [e["type"] for e in events]
+    assert types[0] == "model_started"
+    assert "tool_started" in types and "tool_finished" in types
+    assert types[-2:] == ["turn_ended", "result"]
+    finished = next(e for e in events if e["type"] == "tool_finished")
+    assert finished["result"] == "1\talpha"
+    assert "".join(e["text"] for e in events if e["type"] == "text_delta") == "done"
+
+
+def test_piped_stdin_is_appended_to_the_prompt(cli, server: FakeServer) -> None:
+    server.add(Reply(text="ok"))
+    r = cli("-p", "summarise:", stdin="line one\nline two\n", server=server)
+    assert r.code == 0, r.err
+    assert server.requests[0]["messages"][-1]["content"] == "summarise:\n\nline one\nline two\n"
+
+
+def test_tool_round_trip(cli, server: FakeServer, workspace: Path) -> None:
+    (workspace / "notes.md").write_text("first\nsecond\n")
+    server.add(tool_reply(call("read_file", {"path": "notes.md"}, id="c1")), Reply(text="It has two lines."))
+    r = cli("-p", "how many lines?", server=server)
+    assert r.code == 0, r.err
+    assert r.out == "It has two lines.\n"
+    msgs = server.requests[1]["messages"]
+    assert msgs[-1] == {"role": "tool", "content": "1\tfirst\n2\tsecond", "tool_call_id": "c1"}
+
+
+def test_bad_calls_each_get_one_error_and_the_turn_goes_on(cli, server: FakeServer) -> None:
+    server.add(
+        tool_reply(call("no_such_tool", {}, id="u"), call("read_file", '{"path": ', id="j"), call("read_file", {}, id="m")),
+        Reply(text="recovered"),
+    )
+    r = cli("-p", "go", server=server)
+    assert r.code == 0, r.err
+    assert r.out == "recovered\n"
+    results = {m["tool_call_id"]: m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"}
+    assert results["u"].startswith("ERROR: unknown tool `no_such_tool`; available tools: list_dir, read_file")
+    assert results["j"].startswith("ERROR: arguments for read_file are not valid JSON")
+    assert results["m"] == "ERROR: read_file: missing string field `path`"
+
+
+def test_retries_429_twice_then_succeeds(cli, server: FakeServer) -> None:
+    server.add(Fault(status=429, retry_after=0), Fault(status=429, retry_after=0), Reply(text="finally"))
+    r = cli("-p", "x", server=server)
+    assert r.code == 0, r.err
+    assert r.out == "finally\n"
+    assert len(server.requests) == 3
+    assert r.err.count("endpoint answered 429; retrying") == 2
+
+
+def test_retries_500_then_succeeds(cli, server: FakeServer) -> None:
+    server.add(Fault(status=500), Reply(text="fine"))
+    r = cli("-p", "x", server=server)
+    assert (r.code, r.out) == (0, "fine\n"), r.err
+    assert "endpoint answered 500; retrying" in r.err
+
+
+def test_dropped_stream_is_retried_without_duplicated_text(cli, server: FakeServer) -> None:
+    text = "The quick brown fox jumps over the lazy dog."
+    server.add(Reply(text=text, drop_after=12), Reply(text=text))
+    r = cli("-p", "x", server=server)
+    assert r.code == 0, r.err
+    assert r.out == text + "\n"
+    assert "stream dropped; retrying" in r.err
+    assert len(server.requests) == 2
+
+
+def test_bad_key_exits_1_with_hint(cli, workspace: Path) -> None:
+    with FakeServer(api_key="right-key") as s:
+        r = cli("-p", "x", server=s, env={"OPENAI_API_KEY": "wrong-key"})
+    assert r.code == 1
+    assert "refused the API key (401" in r.err
+    assert "hint: check the key" in r.err
+    assert "Traceback" not in r.err
+
+
+def test_unreachable_base_url_exits_1_with_hint(cli) -> None:
+    r = cli("-p", "x", "--base-url", "http://127.0.0.1:9/v1", config={"max_retries": 0})
+    assert r.code == 1
+    assert "cannot reach the model endpoint at http://127.0.0.1:9/v1" in r.err
+    assert "hint: check base_url" in r.err
+
+
+def test_bad_config_exits_2_naming_file_and_key(cli, home: Path) -> None:
+    r = cli("-p", "x", config={"max_turns": "many"})
+    assert r.code == 2
+    cfg = home / ".config" / "nanohermes" / "config.json"
+    assert f"{cfg}: key `max_turns`" in r.err
+    assert "hint:" in r.err
+
+
+def test_unknown_config_keys_warn(cli, server: FakeServer) -> None:
+    server.add(Reply(text="ok"))
+    r = cli("-p", "x", server=server, config={"modle": "typo"})
+    assert r.code == 0
+    assert "unknown config keys ignored: modle" in r.err
+
+
+def test_turn_limit_exits_3(cli, server: FakeServer, workspace: Path) -> None:
+    (workspace / "a").write_text("a")
+    server.add(*[tool_reply(call("read_file", {"path": "a"})) for _ in range(2)])
+    r = cli("-p", "loop", "--max-turns", "2", "--output-format", "json", server=server)
+    assert r.code == 3
+    assert r.json()["exit_reason"] == "max_turns"
+    assert len(server.requests) == 2
+
+
+def test_approval_without_tty_is_refused_with_denial_text(cli, server: FakeServer, workspace: Path) -> None:
+    (workspace / "secret.txt").write_text("s3cret")
+    server.add(tool_reply(call("read_file", {"path": "secret.txt"}, id="r")), Reply(text="ok"))
+    r = cli("-p", "read", server=server, config={"permissions": {"ask": ["read_file"]}})
+    assert r.code == 0, r.err
+    result = server.requests[1]["messages"][-1]
+    assert result["content"] == "Command denied by the user. Do not retry it; ask what to do instead."
+
+
+def test_yes_approves_what_would_ask(cli, server: FakeServer, workspace: Path) -> None:
+    (workspace / "secret.txt").write_text("s3cret")
+    server.add(tool_reply(call("read_file", {"path": "secret.txt"})), Reply(text="ok"))
+    r = cli("-p", "read", "--yes", server=server, config={"permissions": {"ask": ["read_file"]}})
+    assert r.code == 0, r.err
+    assert server.requests[1]["messages"][-1]["content"] == "1\ts3cret"
+
+
+def test_clamp_note_exact_with_max_output_lowered_to_3(cli, server: FakeServer, workspace: Path) -> None:
+    (workspace / "f.txt").write_text("abcdefghij\n")
+    server.add(tool_reply(call("read_file", {"path": "f.txt"})), Reply(text="ok"))
+    r = cli("-p", "read", server=server, config={"limits": {"max_output": 3}})
+    assert r.code == 0, r.err
+    # "1\tabcdefghij" is 12 chars: keep 2 + 1, omit exactly 9.
+    assert server.requests[1]["messages"][-1]["content"] == "1\t\n… output truncated (9 chars omitted) …\nj"
+
+
+def test_plan_mode_sends_no_write_tools(cli, server: FakeServer) -> None:
+    server.add(Reply(text="ok"))
+    r = cli("-p", "x", "--mode", "plan", server=server)
+    assert r.code == 0, r.err
+    names = {t["function"]["name"] for t in server.requests[0]["tools"]}
+    assert names and not names & {"write_file", "edit_file", "apply_patch", "run_command", "git_commit"}
+
+
+def test_session_transcript_is_saved(cli, server: FakeServer, home: Path) -> None:
+    server.add(Reply(text="saved"))
+    r = cli("-p", "remember me", "--output-format", "json", server=server)
+    sid = r.json()["session_id"]
+    files = list((home / ".local/share/nanohermes/sessions").glob(f"*/{sid}.jsonl"))
+    assert len(files) == 1
+    lines = [json.loads(x) for x in files[0].read_text().splitlines()]
+    assert lines[0]["type"] == "meta"
+    assert [line["message"]["role"] for line in lines[1:]] == ["user", "assistant"]
+
+
+def test_empty_prompt_is_a_usage_error(cli) -> None:
+    r = cli("-p", "   ")
+    assert r.code == 2
+    assert "the prompt is empty" in r.err
+
+
+def test_version(cli) -> None:
+    r = cli("--version")
+    assert r.code == 0
+    assert r.out.startswith("nanohermes ")

@@ -1,0 +1,69 @@
+"""Config layering and its errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nanohermes.config import load_config, project_config_path, user_config_path
+from nanohermes.errors import ConfigError
+
+
+def write(path: Path, data: object) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data) if not isinstance(data, str) else data)
+    return path
+
+
+def test_precedence_defaults_user_project_env_flags(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(user_config_path(), {"model": "user-model", "max_turns": 7, "base_url": "http://user/v1", "max_output": 500})
+    write(project_config_path(workspace), {"model": "project-model", "max_turns": 9})
+    monkeypatch.setenv("NANOHERMES_MODEL", "env-model")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://env/v1")
+    cfg = load_config(workspace, flags={"model": "flag-model", "max_turns": None}).config
+    assert cfg.model == "flag-model"
+    assert cfg.base_url == "http://env/v1"
+    assert cfg.max_turns == 9
+    assert cfg.max_output == 500
+    assert cfg.max_parallel_tools == 10
+
+
+def test_api_key_env_indirection(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(user_config_path(), {"api_key_env": "MY_KEY"})
+    monkeypatch.setenv("MY_KEY", "k-123")
+    assert load_config(workspace).config.resolved_api_key() == "k-123"
+
+
+@pytest.mark.parametrize("content,expect", [
+    ('{"max_turns": "many"}', "key `max_turns`: input should be a valid integer"),
+    ('{"permission_mode": "yolo"}', "key `permission_mode`"),
+    ('{"model": ', "invalid JSON at line 1"),
+    ("[1, 2]", "expected a JSON object at the top level"),
+    ('{"web_search": {"provider": "bing"}}', "key `web_search.provider`"),
+])
+def test_invalid_file_names_file_and_key(workspace: Path, content: str, expect: str) -> None:
+    path = write(project_config_path(workspace), content)
+    with pytest.raises(ConfigError) as e:
+        load_config(workspace)
+    assert e.value.message.startswith(f"{path}: ")
+    assert expect in e.value.message
+    assert e.value.exit_code == 2
+
+
+def test_unknown_keys_warn_with_their_names(workspace: Path) -> None:
+    write(user_config_path(), {"modle": "x", "web_search": {"provder": "y"}})
+    loaded = load_config(workspace)
+    assert loaded.warnings == [f"{user_config_path()}: unknown config keys ignored: modle, web_search.provder"]
+
+
+def test_unknown_limit_name_is_a_config_error(workspace: Path) -> None:
+    write(user_config_path(), {"limits": {"grep_matchez": 3}})
+    with pytest.raises(ConfigError, match="unknown limits: grep_matchez"):
+        load_config(workspace)
+
+
+def test_explicit_config_file_must_exist(workspace: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_config(workspace, config_file=tmp_path / "nope.json")
