@@ -14,6 +14,8 @@ import pytest
 
 from nanohermes.testing import FakeServer
 
+REPO = Path(__file__).resolve().parent.parent
+
 
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -61,7 +63,8 @@ def cli(workspace: Path, home: Path):  # type: ignore[no-untyped-def]
 
     def run(*args: str, stdin: str | None = "", server: FakeServer | None = None, config: dict[str, Any] | None = None,
             cwd: Path | None = None, timeout: float = 60, env: dict[str, str] | None = None) -> Ran:
-        full_env = {**os.environ, **(env or {})}
+        # The checkout under test, not whatever copy of nanohermes is installed.
+        full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
         argv = [sys.executable, "-m", "nanohermes", *args]
         if server is not None:
             argv += ["--base-url", server.base_url, "--model", "fake-model"]
