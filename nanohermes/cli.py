@@ -97,6 +97,24 @@ def _make_app() -> Any:
                    verbose=verbose, save_session=not no_session)
         raise typer.Exit(code)
 
+    @app.command()
+    def doctor(
+        model: Optional[str] = typer.Option(None, "--model", "-m", help="Model to check."),
+        base_url: Optional[str] = typer.Option(None, "--base-url", help="Endpoint to check."),
+        api_key: Optional[str] = typer.Option(None, "--api-key", help="API key to check."),
+        config: Optional[Path] = typer.Option(None, "--config", help="Config file to use instead of the user config."),
+        cwd: Optional[Path] = typer.Option(None, "-C", "--cwd", help="Workspace directory."),
+    ) -> None:
+        """Check the set-up: config, endpoint, key, model, streaming and tools, git, folders."""
+        from nanohermes.doctor import doctor as run_doctor
+
+        try:
+            code = run_doctor(_workspace(cwd), config_file=config,
+                              flags={"model": model, "base_url": base_url, "api_key": api_key})
+        except Exception as e:
+            code = _fail(e, False)
+        raise typer.Exit(code)
+
     return app
 
 
