@@ -101,7 +101,7 @@ class OpenAIChat:
         usage: Usage | None = None
         finish: str | None = None
         try:
-            stream = await self.client().chat.completions.create(**request)
+            stream = await self._post_stream(request)
             async for chunk in stream:
                 if getattr(chunk, "usage", None):
                     u = chunk.usage
@@ -146,6 +146,18 @@ class OpenAIChat:
         )
         message = Message("assistant", "".join(text) or None, tool_calls)
         return Completion(message, usage or estimate_usage(messages, message), finish)
+
+    async def _post_stream(self, request: dict[str, Any]) -> Any:
+        """POST the request as it is. `chat.completions.create` walks every message through
+        the SDK's typed transform on each call, which costs more CPU than the request
+        itself once a history is long; our wire dicts are already in their final form."""
+        from openai import AsyncStream
+        from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+        return await self.client().post(
+            "/chat/completions", body=request, cast_to=ChatCompletion, stream=True,
+            stream_cls=AsyncStream[ChatCompletionChunk],
+        )
 
     @staticmethod
     def _show(piece: str, on_text: TextSink, shown: _Shown) -> None:
