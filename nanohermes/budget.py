@@ -32,9 +32,15 @@ class Limits:
     task_capture_bytes: int = 512 * KiB  # per stream, background tasks
     web_fetch_body_bytes: int = 2 * MiB
     web_fetch_timeout_secs: float = 30.0
+    web_fetch_max_redirects: int = 5
+    web_search_timeout_secs: float = 15.0
+    web_search_snippet_chars: int = 300  # each result's title and snippet
     skill_body_chars: int = 20_000
     project_docs_chars: int = 20_000
     todo_items: int = 50
+    memory_text_chars: int = 500  # one memory_save sentence
+    memory_search_max_results: int = 50  # upper clamp of memory_search `limit`
+    memory_busy_timeout_secs: float = 5.0  # wait for another process's write lock
     agent_preview_chars: int = 500
     session_budget_chars: int = 120_000
     aggregate_budget_chars: int | None = None  # None: min(200,000, session budget / 2)

@@ -30,6 +30,16 @@ class _Section(BaseModel):
 class WebSearchConfig(_Section):
     provider: Literal["duckduckgo", "searxng", "brave", "tavily"] = "duckduckgo"
     searxng_url: str | None = None
+    brave_api_key_env: str = "BRAVE_API_KEY"
+    tavily_api_key_env: str = "TAVILY_API_KEY"
+    brave_url: str = "https://api.search.brave.com/res/v1/web/search"
+    tavily_url: str = "https://api.tavily.com/search"
+
+
+class WebFetchConfig(_Section):
+    # Host patterns (fnmatch, case-insensitive); "example.com" also covers its subdomains.
+    allowed_hosts: list[str] = Field(default_factory=list)  # non-empty: only these hosts
+    denied_hosts: list[str] = Field(default_factory=list)  # always refused, even if allowed
 
 
 class PermissionsConfig(_Section):
@@ -59,6 +69,7 @@ class Config(_Section):
     extra_write_roots: list[str] = Field(default_factory=list)
     limits: dict[str, int | float] = Field(default_factory=dict)  # any Limits field, by name
     web_search: WebSearchConfig = Field(default_factory=WebSearchConfig)
+    web_fetch: WebFetchConfig = Field(default_factory=WebFetchConfig)
 
     def resolved_api_key(self) -> str | None:
         return self.api_key or os.environ.get(self.api_key_env) or None

@@ -83,7 +83,21 @@ class TurnEnded:
     text: str  # the final answer (may be empty)
 
 
+@dataclass(frozen=True, kw_only=True)
+class TodoItem:
+    content: str
+    status: Literal["pending", "in_progress", "completed"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TodoUpdated:
+    """The session's todo list after a todo_write replaced it (front ends show it)."""
+
+    items: tuple[TodoItem, ...]
+
+
 Event = Union[ModelStarted, TextDelta, ToolStarted, ToolProgress, ToolFinished, ApprovalRequest, UsageUpdate, Notice, TurnEnded]
+Event = Union[Event, TodoUpdated]
 
 Choice = Literal["once", "always", "deny"]
 

@@ -186,6 +186,8 @@ def params_schema(model: type[BaseModel]) -> dict[str, Any]:
 def build_tools(config: Config | None = None, workspace: Path | None = None) -> list[Tool]:
     """The built-in pool, sorted by name. Conditional tools are added by their owners."""
     from nanohermes.tools import files
+    from nanohermes.tools import memory, todo, web
 
     tools: list[Tool] = [*files.tools()]
+    tools += [*web.tools(), *todo.tools(), *memory.tools()]
     return sorted(tools, key=lambda t: t.name)

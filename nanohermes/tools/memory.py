@@ -1,0 +1,340 @@
+"""What the agent remembers between sessions: memory_save, memory_search, and the store.
+
+One SQLite database with an FTS5 index (standard library sqlite3) at
+`$XDG_DATA_HOME/nanohermes/memory.db`, shared by every nanohermes process: WAL journal and a
+busy timeout make concurrent writers wait instead of failing, and every write takes the
+lock up front (BEGIN IMMEDIATE) so a read-then-write can never deadlock. A memory belongs to
+one project (the repository root, or the workspace outside git) or is global. A corrupt or
+locked database becomes a `ToolError` with the next step, never a crash.
+
+`list_entries()` and `delete_entry()` are the plain functions behind the `/memory` command.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
+
+GLOBAL = "global"
+# Normalised texts this similar (difflib ratio) count as the same memory.
+NEAR_DUPLICATE_RATIO = 0.9
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS memories (
+    id INTEGER PRIMARY KEY,
+    text TEXT NOT NULL,
+    scope TEXT NOT NULL,          -- 'global' or the project's root path
+    created TEXT NOT NULL         -- ISO 8601, UTC
+);
+CREATE INDEX IF NOT EXISTS memories_scope ON memories(scope);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+    text, content='memories', content_rowid='id', tokenize='porter unicode61'
+);
+CREATE TRIGGER IF NOT EXISTS memories_ai AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts(rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_ad AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Memory:
+    id: int
+    text: str
+    scope: str  # "global" or a project root path
+    created: str  # ISO 8601, UTC
+
+    @property
+    def date(self) -> str:
+        return self.created[:10]
+
+    def scope_label(self, project: str) -> str:
+        if self.scope == GLOBAL:
+            return "global"
+        return "project" if self.scope == project else f"project {self.scope}"
+
+
+def default_path() -> Path:
+    from nanohermes.config import data_home
+
+    return data_home() / "memory.db"
+
+
+def project_root(workspace: Path) -> str:
+    """The repository root holding the workspace (nearest `.git`), else the workspace itself."""
+    ws = workspace.resolve()
+    for d in (ws, *ws.parents):
+        if (d / ".git").exists():
+            return str(d)
+    return str(ws)
+
+
+def _normal(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def _fts_query(text: str) -> str:
+    # Each word quoted (so FTS syntax in the model's text is inert), any word may match;
+    # bm25 ranks rows matching more and rarer words first.
+    words = re.findall(r"\w+", text.lower())
+    return " OR ".join('"' + w + '"' for w in dict.fromkeys(words))
+
+
+class MemoryStore:
+    """One database file; every method opens its own short-lived connection (thread-safe)."""
+
+    def __init__(self, path: Path | None = None, *, busy_timeout_secs: float = 5.0) -> None:
+        self.path = path or default_path()
+        self.busy_timeout_secs = busy_timeout_secs
+
+    def _error(self, e: sqlite3.Error) -> ToolError:
+        msg = str(e)
+        if "locked" in msg or "busy" in msg:
+            return ToolError(
+                f"memory database {self.path} is locked by another process (waited {self.busy_timeout_secs:g} s); "
+                "try again in a moment"
+            )
+        if "not a database" in msg or "malformed" in msg or "corrupt" in msg:
+            return ToolError(
+                f"memory database {self.path} is corrupt ({msg}); move it away "
+                f"(mv {self.path} {self.path}.bak) and a new one is started on the next call"
+            )
+        if "fts5" in msg:
+            return ToolError(f"this Python's sqlite3 lacks FTS5 ({msg}); memory needs a Python built with FTS5")
+        return ToolError(f"memory database {self.path}: {msg}")
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ToolError(f"cannot create {self.path.parent}: {e.strerror}; check XDG_DATA_HOME") from None
+        try:
+            conn = sqlite3.connect(self.path, timeout=self.busy_timeout_secs, isolation_level=None)
+        except sqlite3.Error as e:
+            raise self._error(e) from None
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            # Only a new file needs the schema; skipping the DDL keeps readers off the write lock.
+            if conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'memories_ad'").fetchone()[0] == 0:
+                conn.executescript(_SCHEMA)
+        except sqlite3.Error as e:
+            conn.close()
+            raise self._error(e) from None
+        return conn
+
+    def save(self, text: str, scope: str) -> tuple[Memory, bool]:
+        """Store `text`; returns (the memory, True) or (the near-duplicate kept, False)."""
+        conn = self._connect()
+        try:
+            conn.execute("BEGIN IMMEDIATE")  # take the write lock first: no read-to-write upgrade deadlock
+            dup = self._near_duplicate(conn, text, scope)
+            if dup is not None:
+                conn.execute("COMMIT")
+                return dup, False
+            created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            cur = conn.execute("INSERT INTO memories(text, scope, created) VALUES (?, ?, ?)", (text, scope, created))
+            conn.execute("COMMIT")
+            return Memory(id=int(cur.lastrowid or 0), text=text, scope=scope, created=created), True
+        except sqlite3.Error as e:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise self._error(e) from None
+        finally:
+            conn.close()
+
+    def _near_duplicate(self, conn: sqlite3.Connection, text: str, scope: str) -> Memory | None:
+        norm = _normal(text)
+        query = _fts_query(text)
+        if not query:
+            rows = conn.execute("SELECT id, text, scope, created FROM memories WHERE scope = ?", (scope,)).fetchall()
+        else:
+            rows = conn.execute(
+                "SELECT m.id, m.text, m.scope, m.created FROM memories_fts f JOIN memories m ON m.id = f.rowid "
+                "WHERE memories_fts MATCH ? AND m.scope = ? ORDER BY bm25(memories_fts) LIMIT 20",
+                (query, scope),
+            ).fetchall()
+        for row in rows:
+            other = _normal(row[1])
+            if other == norm or difflib.SequenceMatcher(None, norm, other).ratio() >= NEAR_DUPLICATE_RATIO:
+                return Memory(id=row[0], text=row[1], scope=row[2], created=row[3])
+        return None
+
+    def search(self, query: str, project: str, limit: int) -> list[Memory]:
+        """Best matches first (bm25), among this project's memories and the global ones."""
+        fts = _fts_query(query)
+        if not fts:
+            return []
+        conn = self._connect()
+        try:
+            rows = conn.execute(
+                "SELECT m.id, m.text, m.scope, m.created FROM memories_fts f JOIN memories m ON m.id = f.rowid "
+                "WHERE memories_fts MATCH ? AND m.scope IN (?, ?) ORDER BY bm25(memories_fts), m.id DESC LIMIT ?",
+                (fts, project, GLOBAL, limit),
+            ).fetchall()
+        except sqlite3.Error as e:
+            raise self._error(e) from None
+        finally:
+            conn.close()
+        return [Memory(id=r[0], text=r[1], scope=r[2], created=r[3]) for r in rows]
+
+    def count(self, project: str) -> int:
+        conn = self._connect()
+        try:
+            return int(conn.execute("SELECT count(*) FROM memories WHERE scope IN (?, ?)", (project, GLOBAL)).fetchone()[0])
+        except sqlite3.Error as e:
+            raise self._error(e) from None
+        finally:
+            conn.close()
+
+    def entries(self, project: str | None = None) -> list[Memory]:
+        """Newest first; with `project`, only that project's memories and the global ones."""
+        conn = self._connect()
+        try:
+            if project is None:
+                rows = conn.execute("SELECT id, text, scope, created FROM memories ORDER BY id DESC").fetchall()
+            else:
+                rows = conn.execute(
+                    "SELECT id, text, scope, created FROM memories WHERE scope IN (?, ?) ORDER BY id DESC",
+                    (project, GLOBAL),
+                ).fetchall()
+        except sqlite3.Error as e:
+            raise self._error(e) from None
+        finally:
+            conn.close()
+        return [Memory(id=r[0], text=r[1], scope=r[2], created=r[3]) for r in rows]
+
+    def delete(self, memory_id: int) -> bool:
+        conn = self._connect()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            cur = conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+            conn.execute("COMMIT")
+            return cur.rowcount > 0
+        except sqlite3.Error as e:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise self._error(e) from None
+        finally:
+            conn.close()
+
+
+def list_entries(workspace: Path, *, all_projects: bool = False, path: Path | None = None) -> list[Memory]:
+    """The memories `/memory` shows: this project's and the global ones, newest first."""
+    return MemoryStore(path).entries(None if all_projects else project_root(workspace))
+
+
+def delete_entry(memory_id: int, *, path: Path | None = None) -> bool:
+    """Delete one memory by id; False when there was none."""
+    return MemoryStore(path).delete(memory_id)
+
+
+def _store(ctx: ToolContext, path: Path | None) -> MemoryStore:
+    return MemoryStore(path, busy_timeout_secs=ctx.limits.memory_busy_timeout_secs)
+
+
+class MemorySaveParams(Params):
+    text: str = Field(description="One concise, self-contained sentence to remember.")
+    scope: Literal["project", "global"] = Field(
+        "project", description="project: only in this repository; global: everywhere."
+    )
+
+    non_empty: ClassVar[dict[str, str]] = {"text": "write the fact to remember as one sentence"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemorySave(Tool):
+    name: ClassVar[str] = "memory_save"
+    group: ClassVar[str] = "memory"
+    description: ClassVar[str] = (
+        "Remember a fact across sessions: a user preference, a project convention, a hard-won fix. "
+        "`text` is one concise, self-contained sentence (at most 500 chars) that makes sense without this "
+        "conversation. `scope` is project (default: this repository only) or global. A near-duplicate of an "
+        "existing memory is not saved again. Find memories later with memory_search."
+    )
+    params: ClassVar[type[Params]] = MemorySaveParams
+    approval: ClassVar[Approval] = "never"  # writes only nanohermes's own store
+    path: Path | None = None  # the database; default $XDG_DATA_HOME/nanohermes/memory.db
+
+    def summary(self, args: Params) -> str:
+        return getattr(args, "text", "")[:200]
+
+    def output_limit(self) -> str:
+        return "memory_text_chars chars"
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        assert isinstance(args, MemorySaveParams)
+        text = " ".join(args.text.split())  # one line: newlines would break the one-sentence listing
+        cap = ctx.limits.memory_text_chars
+        if len(text) > cap:
+            raise ToolError(
+                f"text is {len(text)} chars (> {cap}); memory_save takes one concise sentence: "
+                "shorten it or save separate facts separately"
+            )
+        project = project_root(ctx.workspace)
+        scope = GLOBAL if args.scope == "global" else project
+        memory, saved = await self.in_thread(_store(ctx, self.path).save, text, scope)
+        label = memory.scope_label(project)
+        if not saved:
+            return f"Already remembered (#{memory.id}, {memory.date}, {label}): {memory.text}\nNot saved again."
+        return f"Remembered (#{memory.id}, {label}): {memory.text}"
+
+
+class MemorySearchParams(Params):
+    query: str = Field(description="Words to look for; any may match, best matches first.")
+    limit: int = Field(10, description="Maximum results (1..50).")
+
+    non_empty: ClassVar[dict[str, str]] = {"query": "pass the words to look for"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemorySearch(Tool):
+    name: ClassVar[str] = "memory_search"
+    group: ClassVar[str] = "memory"
+    description: ClassVar[str] = (
+        "Search what was remembered with memory_save in earlier sessions: this project's memories and the "
+        "global ones, ranked by relevance (full-text, word stems match), each with its id, date and scope. "
+        "Returns at most `limit` results (default 10, at most 50)."
+    )
+    params: ClassVar[type[Params]] = MemorySearchParams
+    approval: ClassVar[Approval] = "never"
+    path: Path | None = None
+
+    def read_only(self, args: Params) -> bool:
+        return True
+
+    def concurrency_safe(self, args: Params) -> bool:
+        return True
+
+    def output_limit(self) -> str:
+        return "memory_search_max_results results"
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        assert isinstance(args, MemorySearchParams)
+        limit = max(1, min(args.limit, ctx.limits.memory_search_max_results))
+        project = project_root(ctx.workspace)
+        store = _store(ctx, self.path)
+        found = await self.in_thread(store.search, args.query, project, limit)
+        if not found:
+            total = await self.in_thread(store.count, project)
+            return (f'No memories match "{args.query}" ({total} memories in this project and global); '
+                    "try other words")
+        lines = [f"{i}. [{m.date}, {m.scope_label(project)}, #{m.id}] {m.text}" for i, m in enumerate(found, 1)]
+        text = f'{len(found)} memories match "{args.query}", best first:\n' + "\n".join(lines)
+        if args.limit > limit:
+            text += f"\n\n(limit {args.limit} was clamped to {limit})"
+        return text
+
+
+def tools() -> list[Tool]:
+    return [MemorySave(), MemorySearch()]

@@ -1,0 +1,131 @@
+"""The session's plan: todo_write (replaces the whole list) and todo_read.
+
+The list lives in the session-wide `ToolContext.state` under one key; `current()` and
+`restore()` are the accessors for whoever saves or resumes a session. Every write emits
+`TodoUpdated` so front ends can show the list as it changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from nanohermes.events import TodoItem, TodoUpdated
+from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
+
+STATE_KEY = "todos"
+_MARKS = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
+
+
+def current(state: dict[str, Any]) -> tuple[TodoItem, ...]:
+    """The todo list of a session (empty until the first todo_write)."""
+    items = state.get(STATE_KEY, ())
+    return tuple(items)
+
+
+def restore(state: dict[str, Any], items: list[TodoItem] | tuple[TodoItem, ...]) -> None:
+    """Put a saved list back, e.g. when a session is resumed or compacted."""
+    state[STATE_KEY] = tuple(items)
+
+
+def render(items: tuple[TodoItem, ...] | list[TodoItem]) -> str:
+    """The list as the model and people read it: `[x] 1. content`."""
+    return "\n".join(f"{_MARKS[t.status]} {i}. {t.content}" for i, t in enumerate(items, 1))
+
+
+def _counts(items: tuple[TodoItem, ...]) -> str:
+    done = sum(t.status == "completed" for t in items)
+    doing = sum(t.status == "in_progress" for t in items)
+    return f"{len(items)} items: {done} completed, {doing} in progress, {len(items) - done - doing} pending"
+
+
+class TodoEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    content: str = Field(description="What to do, as a short imperative sentence.")
+    status: Literal["pending", "in_progress", "completed"] = Field(description="pending, in_progress or completed.")
+
+    @field_validator("content")
+    @classmethod
+    def _content_not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("todo content must not be empty; describe the step")
+        return v.strip()
+
+
+class TodoWriteParams(Params):
+    todos: list[TodoEntry] = Field(description="The complete new list, in order. An empty list clears it.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TodoWrite(Tool):
+    name: ClassVar[str] = "todo_write"
+    group: ClassVar[str] = "plan"
+    description: ClassVar[str] = (
+        "Write the session's todo list for a multi-step task. This replaces any previous list: always send "
+        "every item, each with `content` and `status` (pending, in_progress or completed). Keep exactly one "
+        "item in_progress and mark items completed as soon as they are done. At most 50 items. Returns the "
+        "list as saved. Use todo_read to see the current list."
+    )
+    params: ClassVar[type[Params]] = TodoWriteParams
+    approval: ClassVar[Approval] = "never"  # session bookkeeping: plan mode must allow it
+
+    def output_limit(self) -> str:
+        return "todo_items items"
+
+    def summary(self, args: Params) -> str:
+        assert isinstance(args, TodoWriteParams)
+        return f"{len(args.todos)} items"
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        assert isinstance(args, TodoWriteParams)
+        cap = ctx.limits.todo_items
+        if len(args.todos) > cap:
+            raise ToolError(
+                f"todo_write got {len(args.todos)} items (> {cap}); the list was not changed. "
+                f"Send at most {cap}: merge small steps or drop completed ones"
+            )
+        items = tuple(TodoItem(content=t.content, status=t.status) for t in args.todos)
+        restore(ctx.state, items)
+        ctx.emit(TodoUpdated(items=items))
+        if not items:
+            return "Todo list cleared."
+        text = f"Todo list saved ({_counts(items)}):\n{render(items)}"
+        doing = [str(i) for i, t in enumerate(items, 1) if t.status == "in_progress"]
+        if len(doing) > 1:
+            text += (f"\n\nwarning: {len(doing)} items are in_progress ({', '.join(doing)}); "
+                     "keep exactly one in progress and finish it before starting the next")
+        return text
+
+
+class TodoReadParams(Params):
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class TodoRead(Tool):
+    name: ClassVar[str] = "todo_read"
+    group: ClassVar[str] = "plan"
+    description: ClassVar[str] = (
+        "Show the session's current todo list with each item's status ([x] completed, [~] in progress, "
+        "[ ] pending). Takes no arguments. Use todo_write to change the list."
+    )
+    params: ClassVar[type[Params]] = TodoReadParams
+    approval: ClassVar[Approval] = "never"
+
+    def read_only(self, args: Params) -> bool:
+        return True
+
+    def concurrency_safe(self, args: Params) -> bool:
+        return True
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        items = current(ctx.state)
+        if not items:
+            return "No todo list yet; create one with todo_write."
+        return f"Todo list ({_counts(items)}):\n{render(items)}"
+
+
+def tools() -> list[Tool]:
+    return [TodoRead(), TodoWrite()]
