@@ -87,7 +87,7 @@ def test_html_becomes_markdown_with_header_title_and_charset(site: LocalSite, wo
     head, body = out.split("\n\n", 1)
     assert head == f"URL: {site.url('/page.html')} (200, text/html)\nTitle: Café notes"
     assert "# Brewing" in body
-    assert "[good bean](/beans)" in body
+    assert f"[good bean]({site.url('/beans')})" in body  # absolute: fetchable as it stands
     assert "café au lait" in body  # the document's own charset (iso-8859-1) was used
     assert "- grind" in body and "| bloom | 1 |" in body
     assert "script text" not in body and "color: red" not in body and "About the navigation" not in body

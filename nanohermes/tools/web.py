@@ -121,22 +121,19 @@ def charset_of(header_charset: str | None, body: bytes, kind: str) -> str:
     return "utf-8"
 
 
-_CONVERT_OPTIONS: Any = None
-
-
-def html_to_markdown(html: str) -> tuple[str, str | None]:
-    """(Markdown, title) of an HTML page, scripts, styles and navigation left out."""
-    global _CONVERT_OPTIONS
+def html_to_markdown(html: str, base_url: str | None = None) -> tuple[str, str | None]:
+    """(Markdown, title) of an HTML page, scripts, styles and navigation left out. Relative
+    links are made absolute against `base_url` so the model can fetch them as they stand."""
     import html_to_markdown as h2m
 
-    if _CONVERT_OPTIONS is None:
-        _CONVERT_OPTIONS = h2m.ConversionOptions(
-            extract_metadata=True,  # for the title; the front matter it adds is cut below
-            compact_tables=True,  # padded tables can be larger than the HTML they came from
-            inline_data_media="drop_element",  # data: images are kilobytes of base64
-            exclude_selectors=["script", "style", "noscript", "template", "svg", "nav", "iframe"],
-        )
-    result = h2m.convert(html, _CONVERT_OPTIONS)
+    options = h2m.ConversionOptions(
+        extract_metadata=True,  # for the title; the front matter it adds is cut below
+        compact_tables=True,  # padded tables can be larger than the HTML they came from
+        inline_data_media="drop_element",  # data: images are kilobytes of base64
+        exclude_selectors=["script", "style", "noscript", "template", "svg", "nav", "iframe"],
+        base_url=base_url,
+    )
+    result = h2m.convert(html, options)
     text: str = result.content
     if text.startswith("---\n") and (end := text.find("\n---\n", 4)) != -1:
         text = text[end + 5:]
@@ -145,12 +142,12 @@ def html_to_markdown(html: str) -> tuple[str, str | None]:
     return text, (" ".join(title.split()) if title else None)
 
 
-def _to_text(raw: bytes, kind: str, charset: str) -> tuple[str, str | None, str | None]:
+def _to_text(raw: bytes, kind: str, charset: str, url: str | None = None) -> tuple[str, str | None, str | None]:
     """(text, title, a note) for a body already known not to be binary."""
     decoded = raw.decode(charset, errors="replace")
     if kind == "html":
         try:
-            text, title = html_to_markdown(decoded)
+            text, title = html_to_markdown(decoded, url)
         except Exception as e:  # a converter failure must not lose the page
             return decoded, None, f"[the HTML could not be converted ({type(e).__name__}); shown as sent]"
         return text, title, None
@@ -360,7 +357,7 @@ class WebFetch(Tool):
                             "text, HTML and JSON")
         body: _Body = page["body"]
         charset = charset_of(page["charset"], body.kept, page["kind"])
-        text, title, note = _to_text(body.kept, page["kind"], charset)
+        text, title, note = _to_text(body.kept, page["kind"], charset, page["url"])
         if title:
             header += f"\nTitle: {title}"
         notes: list[str] = []
@@ -560,6 +557,7 @@ class WebSearch(Tool):
                 lines.append(f"   {_clip(h.snippet, n)}")
         if args.count != count:
             lines.append(f"\n(count {args.count} was clamped to {count})")
+        lines.append("\nFollow up with web_fetch on a URL to read the page.")
         return "\n".join(lines)
 
 
