@@ -25,8 +25,19 @@ from pydantic import Field
 from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
 
 GLOBAL = "global"
-# Normalised texts this similar (difflib ratio) count as the same memory.
-NEAR_DUPLICATE_RATIO = 0.9
+# Two memories are the same fact when their words match up to case, punctuation, order and
+# a couple of misspelt or inflected words (each this similar to its counterpart). A differing
+# number or negation is news ("port 5433" vs "port 5434", "use X" vs "never use X").
+NEAR_DUPLICATE_WORDS = 2
+NEAR_DUPLICATE_WORD_RATIO = 0.8
+_NEGATIONS = frozenset({"not", "no", "never", "nor", "without", "cannot", "dont", "doesnt", "isnt", "arent",
+                        "wont", "shouldnt", "t"})
+# Left out of search queries: with OR semantics they would match nearly every memory.
+_STOPWORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "by", "do", "does", "for", "from", "how", "i", "in", "is", "it",
+    "me", "my", "of", "on", "or", "so", "that", "the", "this", "to", "was", "we", "what", "when", "where",
+    "which", "who", "why", "with", "you", "your",
+})
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS memories (
@@ -84,10 +95,27 @@ def _normal(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
 
+def near_duplicate(a: str, b: str) -> bool:
+    """The same fact in other words (see NEAR_DUPLICATE_WORDS)."""
+    wa, wb = set(_normal(a).split()), set(_normal(b).split())
+    only_a, only_b = sorted(wa - wb), sorted(wb - wa)
+    if not only_a and not only_b:
+        return True
+    if len(only_a) != len(only_b) or len(only_a) > NEAR_DUPLICATE_WORDS:
+        return False
+    if any(w in _NEGATIONS or any(c.isdigit() for c in w) for w in (*only_a, *only_b)):
+        return False
+    return all(max(difflib.SequenceMatcher(None, x, y).ratio() for y in only_b) >= NEAR_DUPLICATE_WORD_RATIO
+               for x in only_a) and all(
+        max(difflib.SequenceMatcher(None, y, x).ratio() for x in only_a) >= NEAR_DUPLICATE_WORD_RATIO
+        for y in only_b)
+
+
 def _fts_query(text: str) -> str:
     # Each word quoted (so FTS syntax in the model's text is inert), any word may match;
     # bm25 ranks rows matching more and rarer words first.
     words = re.findall(r"\w+", text.lower())
+    words = [w for w in words if w not in _STOPWORDS] or words
     return " OR ".join('"' + w + '"' for w in dict.fromkeys(words))
 
 
@@ -125,6 +153,8 @@ class MemoryStore:
             raise self._error(e) from None
         try:
             conn.execute("PRAGMA journal_mode=WAL")
+            # In WAL mode NORMAL cannot corrupt the file; it only skips an fsync per commit.
+            conn.execute("PRAGMA synchronous=NORMAL")
             # Only a new file needs the schema; skipping the DDL keeps readers off the write lock.
             if conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'memories_ad'").fetchone()[0] == 0:
                 conn.executescript(_SCHEMA)
@@ -154,7 +184,6 @@ class MemoryStore:
             conn.close()
 
     def _near_duplicate(self, conn: sqlite3.Connection, text: str, scope: str) -> Memory | None:
-        norm = _normal(text)
         query = _fts_query(text)
         if not query:
             rows = conn.execute("SELECT id, text, scope, created FROM memories WHERE scope = ?", (scope,)).fetchall()
@@ -165,8 +194,7 @@ class MemoryStore:
                 (query, scope),
             ).fetchall()
         for row in rows:
-            other = _normal(row[1])
-            if other == norm or difflib.SequenceMatcher(None, norm, other).ratio() >= NEAR_DUPLICATE_RATIO:
+            if near_duplicate(text, row[1]):
                 return Memory(id=row[0], text=row[1], scope=row[2], created=row[3])
         return None
 
