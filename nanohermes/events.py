@@ -96,8 +96,8 @@ class TodoUpdated:
     items: tuple[TodoItem, ...]
 
 
-Event = Union[ModelStarted, TextDelta, ToolStarted, ToolProgress, ToolFinished, ApprovalRequest, UsageUpdate, Notice, TurnEnded]
-Event = Union[Event, TodoUpdated]
+Event = Union[ModelStarted, TextDelta, ToolStarted, ToolProgress, ToolFinished, ApprovalRequest, UsageUpdate, Notice, TurnEnded,
+              TodoUpdated]
 
 Choice = Literal["once", "always", "deny"]
 

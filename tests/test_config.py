@@ -67,3 +67,10 @@ def test_unknown_limit_name_is_a_config_error(workspace: Path) -> None:
 def test_explicit_config_file_must_exist(workspace: Path, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no such config file"):
         load_config(workspace, config_file=tmp_path / "nope.json")
+
+
+def test_example_config_is_valid_and_complete(workspace: Path) -> None:
+    example = Path(__file__).resolve().parent.parent / "config.example.json"
+    loaded = load_config(workspace, config_file=example)
+    assert loaded.warnings == []
+    assert loaded.config.web_fetch.denied_hosts == [] and loaded.config.web_search.brave_api_key_env == "BRAVE_API_KEY"

@@ -134,7 +134,7 @@ def html_to_markdown(html: str, base_url: str | None = None) -> tuple[str, str |
         base_url=base_url,
     )
     result = h2m.convert(html, options)
-    text: str = result.content
+    text: str = result.content or ""
     if text.startswith("---\n") and (end := text.find("\n---\n", 4)) != -1:
         text = text[end + 5:]
     title = result.metadata.document.title if result.metadata and result.metadata.document else None
@@ -175,6 +175,18 @@ class _Body:
     kept: bytes
     received: int  # bytes actually read, kept or not
     drained: bool  # read to the end (False: the deadline stopped the draining)
+
+
+@dataclass
+class _Page:
+    url: str  # the final URL, after redirects
+    status: int
+    mime: str
+    charset: str | None  # from the Content-Type header
+    hops: list[str]  # the URLs that redirected, in order
+    kind: str = "text"
+    body: _Body | None = None
+    size: str = ""  # of a binary body, for the refusal
 
 
 def _connect_error(e: Exception, url: str) -> ToolError:
@@ -241,9 +253,9 @@ class WebFetch(Tool):
         except TimeoutError:
             raise ToolError(f"timed out after {seconds:g} s fetching {args.url} (web_fetch_timeout_secs); "
                             "the server is slow or stuck: try again later or another URL") from None
-        return await self.in_thread(self._render, page, args, ctx, max_chars)
+        return await self.in_thread(self._render, page, ctx, max_chars)
 
-    async def _fetch(self, url: str, ctx: ToolContext, deadline: float) -> dict[str, Any]:
+    async def _fetch(self, url: str, ctx: ToolContext, deadline: float) -> _Page:
         import httpx
 
         from nanohermes import __version__
@@ -285,15 +297,17 @@ class WebFetch(Tool):
                     await resp.aclose()
 
     async def _read(self, resp: httpx.Response, url: str, hops: list[str], ctx: ToolContext,
-                    deadline: float) -> dict[str, Any]:
+                    deadline: float) -> _Page:
         import httpx
 
         mime = (resp.headers.get("content-type") or "").split(";")[0].strip().lower()
-        page: dict[str, Any] = {"url": str(resp.url), "status": resp.status_code, "reason": resp.reason_phrase,
-                                "mime": mime, "charset": resp.charset_encoding, "hops": hops}
+        page = _Page(url=str(resp.url), status=resp.status_code, mime=mime, charset=resp.charset_encoding, hops=hops)
         cap = ctx.limits.web_fetch_body_bytes
         if resp.status_code >= 400:
-            body = await self._body(resp, ERROR_BODY_BYTES, ctx, None)
+            try:
+                body = await self._body(resp, ERROR_BODY_BYTES, ctx, None)
+            except httpx.HTTPError:
+                body = _Body(b"", 0, drained=False)  # the status says enough
             excerpt = await self.in_thread(_excerpt, body.kept, mime, resp.charset_encoding)
             reason = f" {resp.reason_phrase}" if resp.reason_phrase else ""
             hint = ("check the URL" if resp.status_code in (404, 410) else
@@ -301,7 +315,7 @@ class WebFetch(Tool):
                     "the server failed; try again later" if resp.status_code >= 500 else "check the URL")
             raise ToolError(f"HTTP {resp.status_code}{reason} from {url}; {hint}" + (f"\n{excerpt}" if excerpt else ""))
         if mime and kind_of(mime, b"") == "binary" and "content-length" in resp.headers:
-            page.update(kind="binary", size=f"{resp.headers['content-length']} bytes (Content-Length)")
+            page.kind, page.size = "binary", f"{resp.headers['content-length']} bytes (Content-Length)"
             return page
         try:
             body = await self._body(resp, cap, ctx, deadline)
@@ -309,10 +323,9 @@ class WebFetch(Tool):
             raise TimeoutError from None
         except httpx.HTTPError as e:
             raise ToolError(f"reading {url} failed: {type(e).__name__}: {e}") from None
-        kind = kind_of(mime, body.kept)
-        page.update(kind=kind, body=body)
-        if kind == "binary":
-            page["size"] = f"{body.received} bytes" if body.drained else f"more than {body.received} bytes"
+        page.kind, page.body = kind_of(mime, body.kept), body
+        if page.kind == "binary":
+            page.size = f"{body.received} bytes" if body.drained else f"more than {body.received} bytes"
         return page
 
     async def _body(self, resp: httpx.Response, cap: int, ctx: ToolContext, deadline: float | None) -> _Body:
@@ -346,18 +359,19 @@ class WebFetch(Tool):
             return _Body(bytes(kept), received, drained=False)
         return _Body(bytes(kept), received, drained=True)
 
-    def _render(self, page: dict[str, Any], args: WebFetchParams, ctx: ToolContext, max_chars: int) -> str:
-        mime = page["mime"] or "no content-type"
-        header = f"URL: {page['url']} ({page['status']}, {mime})"
-        if page["hops"]:
-            n = len(page["hops"])
-            header += f"\nRedirected from {page['hops'][0]} ({n} redirect{'s' if n != 1 else ''})"
-        if page["kind"] == "binary":
-            raise ToolError(f"{page['url']} is binary content ({mime}, {page['size']}); web_fetch returns only "
+    def _render(self, page: _Page, ctx: ToolContext, max_chars: int) -> str:
+        mime = page.mime or "no content-type"
+        header = f"URL: {page.url} ({page.status}, {mime})"
+        if page.hops:
+            n = len(page.hops)
+            header += f"\nRedirected from {page.hops[0]} ({n} redirect{'s' if n != 1 else ''})"
+        if page.kind == "binary":
+            raise ToolError(f"{page.url} is binary content ({mime}, {page.size}); web_fetch returns only "
                             "text, HTML and JSON")
-        body: _Body = page["body"]
-        charset = charset_of(page["charset"], body.kept, page["kind"])
-        text, title, note = _to_text(body.kept, page["kind"], charset, page["url"])
+        body = page.body
+        assert body is not None
+        charset = charset_of(page.charset, body.kept, page.kind)
+        text, title, note = _to_text(body.kept, page.kind, charset, page.url)
         if title:
             header += f"\nTitle: {title}"
         notes: list[str] = []
