@@ -519,6 +519,8 @@ def search_duckduckgo_sync(query: str, count: int, timeout: float) -> list[Searc
     except TimeoutException:
         raise _provider_error("duckduckgo", f"timed out after {timeout:g} s") from None
     except DDGSException as e:
+        if str(e) == "No results found.":  # ddgs's way of saying an empty page of results
+            return []
         raise _provider_error("duckduckgo", f"is unreachable or failed ({_clip(str(e), 200)})") from None
     return [SearchHit(r.get("title", ""), r.get("href", ""), r.get("body") or "") for r in rows or []][:count]
 
