@@ -280,3 +280,10 @@ def test_plan_mode_allows_it(site: LocalSite, workspace: Path) -> None:
                  policy=Policy(mode="plan"), limits=Limits())
     [msg] = asyncio.run(rt.run_calls([ToolCall(id="c", name="web_fetch", arguments=json.dumps({"url": site.url("/notes.txt")}))]))
     assert (msg.content or "").endswith("first line\nsecond line\n")
+
+
+def test_https_to_a_plain_http_server_is_a_clear_error(site: LocalSite, workspace: Path) -> None:
+    url = site.url("/notes.txt").replace("http://", "https://")
+    out = fetch(workspace, {"url": url})
+    assert out.startswith("ERROR: TLS with 127.0.0.1 failed (")
+    assert out.endswith("; the site does not serve https there or its certificate is not trusted: check the URL")

@@ -190,11 +190,16 @@ class _Page:
 
 
 def _connect_error(e: Exception, url: str) -> ToolError:
+    import ssl
+
+    host = urlsplit(url).hostname
     cause: BaseException | None = e
     while cause is not None:
         if isinstance(cause, socket.gaierror):
-            host = urlsplit(url).hostname
             return ToolError(f"cannot resolve host {host} (DNS lookup failed: {cause.strerror}); check the URL's spelling")
+        if isinstance(cause, ssl.SSLError):
+            return ToolError(f"TLS with {host} failed ({cause}); the site does not serve https there or its "
+                             "certificate is not trusted: check the URL")
         cause = cause.__cause__ or cause.__context__
     parts = urlsplit(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
