@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from nanohermes.agent import Agent
 from nanohermes.config import Config
@@ -14,6 +15,7 @@ from nanohermes.context import system_prompt
 from nanohermes.events import UI, Notice
 from nanohermes.llm import LLM, OpenAIChat
 from nanohermes.permissions import Policy, Rule
+from nanohermes.redact import protect as protect_secrets
 from nanohermes.runtime import Runtime
 from nanohermes.session import Transcript
 from nanohermes.tools import Tool, build_tools
@@ -25,13 +27,15 @@ class Built:
     warnings: list[str] = field(default_factory=list)
 
 
-def parse_rules(texts: list[str], where: str, warnings: list[str]) -> tuple[Rule, ...]:
+def parse_rules(texts: list[str], where: str, warnings: list[str], origin: Callable[[str], str] | None = None) -> tuple[Rule, ...]:
+    """Parse config rules; a malformed one is reported with its file and ignored."""
     rules: list[Rule] = []
     for text in texts:
+        source = origin(text) if origin else ""
         try:
-            rules.append(Rule.parse(text))
+            rules.append(Rule.parse(text, origin=source))
         except ValueError as e:
-            warnings.append(f"{where}: {e}; rule ignored")
+            warnings.append(f"{source + ': ' if source else ''}{where}: {e}; rule ignored")
     return tuple(rules)
 
 
@@ -42,9 +46,10 @@ def build_policy(config: Config, warnings: list[str]) -> Policy:
         auto_approve=config.auto_approve,
         allowed_tools=tuple(config.allowed_tools),
         disallowed_tools=tuple(config.disallowed_tools),
-        allow=parse_rules(p.allow, "permissions.allow", warnings),
-        ask=parse_rules(p.ask, "permissions.ask", warnings),
-        deny=parse_rules(p.deny, "permissions.deny", warnings),
+        allow=parse_rules(p.allow, "permissions.allow", warnings, lambda t: p.origin("allow", t)),
+        ask=parse_rules(p.ask, "permissions.ask", warnings, lambda t: p.origin("ask", t)),
+        deny=parse_rules(p.deny, "permissions.deny", warnings, lambda t: p.origin("deny", t)),
+        secret_files=tuple(p.secret_files),
     )
 
 
@@ -61,6 +66,7 @@ def assemble_pool(builtins: list[Tool], *extra_groups: list[Tool]) -> list[Tool]
 
 def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = None, save_session: bool = True) -> Built:
     warnings: list[str] = []
+    protect_secrets(config)
     limits = config.build_limits()
     if llm is None:
         llm = OpenAIChat(

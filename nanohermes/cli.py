@@ -44,17 +44,18 @@ class ModeChoice(str, Enum):
 
 def _fail(err: Exception, verbose: bool) -> int:
     from nanohermes.errors import NanohermesError
+    from nanohermes.redact import redact
 
     if verbose:
         import traceback
 
         traceback.print_exception(err, file=sys.stderr)
     if isinstance(err, NanohermesError):
-        sys.stderr.write(f"nanohermes: error: {err.message}\n")
+        sys.stderr.write(f"nanohermes: error: {redact(err.message)}\n")
         if err.hint:
             sys.stderr.write(f"hint: {err.hint}\n")
         return err.exit_code
-    sys.stderr.write(f"nanohermes: internal error: {type(err).__name__}: {err}\n")
+    sys.stderr.write(f"nanohermes: internal error: {type(err).__name__}: {redact(str(err))}\n")
     sys.stderr.write("hint: run again with --verbose for the traceback, and report it\n")
     return EXIT_ERROR
 
@@ -135,6 +136,9 @@ def run(*, prompt: str | None, fmt: str, flags: dict[str, Any], config_file: Pat
 
         workspace = _workspace(cwd)
         loaded = load_config(workspace, config_file=config_file, flags=flags)
+        from nanohermes.redact import protect
+
+        protect(loaded.config)  # before anything can print a key
         for w in loaded.warnings:
             sys.stderr.write(f"nanohermes: warning: {w}\n")
         if prompt is None:
@@ -187,5 +191,7 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
 
 
 def _print_json(obj: dict[str, Any], fmt: str) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=None if fmt == "stream-json" else 2) + "\n")
+    from nanohermes.redact import redact
+
+    sys.stdout.write(redact(json.dumps(obj, ensure_ascii=False, indent=None if fmt == "stream-json" else 2)) + "\n")
     sys.stdout.flush()

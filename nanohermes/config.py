@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from nanohermes.budget import Limits
 from nanohermes.errors import ConfigError
+from nanohermes.permissions import DEFAULT_SECRET_FILES
 
 Mode = Literal["default", "accept-edits", "plan", "debug", "goal"]
 MODES: tuple[str, ...] = ("default", "accept-edits", "plan", "debug", "goal")
@@ -46,6 +47,13 @@ class PermissionsConfig(_Section):
     allow: list[str] = Field(default_factory=list)
     ask: list[str] = Field(default_factory=list)
     deny: list[str] = Field(default_factory=list)
+    # File names whose contents are asked for before a tool or command reads them.
+    secret_files: list[str] = Field(default_factory=lambda: list(DEFAULT_SECRET_FILES))
+    # (kind, rule text) -> the file or layer that contributed it; filled by load_config.
+    _origins: dict[tuple[str, str], str] = PrivateAttr(default_factory=dict)
+
+    def origin(self, kind: str, text: str) -> str:
+        return self._origins.get((kind, text), "")
 
 
 class Config(_Section):
@@ -193,9 +201,22 @@ def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict
     merged: dict[str, Any] = {}
     for _, data in layers:
         merged = _merge(merged, data)
+    # Permission rules add up across layers: a project file must not drop the user's deny rules.
+    origins: dict[tuple[str, str], str] = {}
+    for where, data in layers:
+        perms = data.get("permissions")
+        for kind in ("allow", "ask", "deny"):
+            for text in (perms.get(kind) or []) if isinstance(perms, dict) else []:
+                if isinstance(text, str) and (kind, text) not in origins:
+                    origins[(kind, text)] = where
+    if origins:
+        merged["permissions"] = dict(merged.get("permissions") or {})
+        for kind in ("allow", "ask", "deny"):
+            merged["permissions"][kind] = [t for (k, t) in origins if k == kind]
     try:
         loaded.config = Config.model_validate(merged)
     except ValidationError as e:  # env or flags
         raise ConfigError(f"{_describe(e)}", hint="check the environment variables and flags") from None
+    loaded.config.permissions._origins = origins
     loaded.config.build_limits()  # reject unknown limit names early
     return loaded

@@ -99,7 +99,8 @@ class TodoUpdated:
 Event = Union[ModelStarted, TextDelta, ToolStarted, ToolProgress, ToolFinished, ApprovalRequest, UsageUpdate, Notice, TurnEnded,
               TodoUpdated]
 
-Choice = Literal["once", "always", "deny"]
+# "project": always, and saved to the project config for later sessions.
+Choice = Literal["once", "always", "deny", "project"]
 
 
 @dataclass(frozen=True)

@@ -5,16 +5,27 @@ model sees (`visible`) and checks every call at run time (`decide`), because a m
 replay a tool name from history after the mode changed.
 
 Check order: mode block list, then `disallowed_tools`, then `allowed_tools` (when non-empty,
-only those), then deny rules, then plan-mode read-only check, then ask/allow rules and the
-tool's own approval level.
+only those), then deny rules, then plan-mode read-only check, then protected writes, then
+goal mode / --yes, then ask rules, then allow rules (learned ones included), the built-in
+read-only commands and the tool's own approval level.
+
+Rules are `tool` or `tool(pattern)`. What the pattern is matched against depends on the tool
+(`SUBJECT_KINDS`): a command prefix with `*` for run_command, checked against every simple
+command of the line (see shellparse); a path glob relative to the workspace for file tools
+(`*` stays inside a folder, `**` crosses folders, a pattern without `/` matches the file name
+at any depth); `domain:host` for web_fetch; a name prefix `mcp__server` for MCP tools.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import os
+import posixpath
 import re
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Callable, Literal
+
+from nanohermes.shellparse import ParseError, SimpleCommand, split
 
 Decision = Literal["allow", "ask", "deny"]
 
@@ -27,6 +38,21 @@ MODE_BLOCKS: dict[str, frozenset[str]] = {
     "goal": frozenset(),
 }
 
+# What a rule's pattern is matched against, per tool. Unlisted tools: plain text (fnmatch).
+SUBJECT_KINDS: dict[str, str] = {
+    "run_command": "command",
+    "read_file": "path", "write_file": "path", "edit_file": "path", "list_dir": "path",
+    "grep": "path", "glob": "path", "git_diff": "path", "git_log": "path",
+    "web_fetch": "domain",
+}
+# Tools whose subject file's contents reach the model: a secret file is asked first.
+SECRET_READERS = frozenset({"read_file", "grep"})
+
+DEFAULT_SECRET_FILES: tuple[str, ...] = (
+    ".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",
+    "credentials.json", "credentials", ".netrc", ".pgpass", ".npmrc", ".pypirc", "*.keystore", "*.jks",
+)
+
 _RULE = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*(?:\((.*)\))?\s*$", re.S)
 
 
@@ -34,14 +60,18 @@ _RULE = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*(?:\((.*)\))?\s*$", re.S)
 class Rule:
     tool: str  # a tool name, or an MCP prefix such as mcp__server
     pattern: str | None = None
+    origin: str = field(default="", compare=False)  # where it came from, for /permissions
 
     @classmethod
-    def parse(cls, text: str) -> Rule:
+    def parse(cls, text: str, origin: str = "") -> Rule:
         m = _RULE.match(text)
         if not m:
             raise ValueError(f"malformed permission rule {text!r}; expected `tool` or `tool(pattern)`")
         pattern = m.group(2)
-        return cls(m.group(1), pattern.strip() if pattern is not None else None)
+        rule = cls(m.group(1), pattern.strip() if pattern is not None else None, origin)
+        if problem := rule_problem(rule):
+            raise ValueError(f"malformed permission rule {text!r}; {problem}")
+        return rule
 
     def __str__(self) -> str:
         return self.tool if self.pattern is None else f"{self.tool}({self.pattern})"
@@ -55,7 +85,28 @@ class Rule:
             return False
         if self.pattern is None:
             return True
-        return subject is not None and fnmatch.fnmatchcase(subject, self.pattern)
+        if subject is None:
+            return False
+        kind = SUBJECT_KINDS.get(tool_name, "text")
+        if kind == "path":
+            return match_path(self.pattern, subject)
+        if kind == "domain":
+            return match_domain(self.pattern, subject)
+        if kind == "command":
+            return match_command_text(self.pattern, subject)
+        return fnmatch.fnmatchcase(subject, self.pattern)
+
+
+def rule_problem(rule: Rule) -> str | None:
+    """What is wrong with a rule's pattern for its tool, or None."""
+    if rule.pattern is None:
+        return None
+    if not rule.pattern:
+        return f"empty pattern; write `{rule.tool}` to name the whole tool"
+    kind = SUBJECT_KINDS.get(rule.tool)
+    if kind == "domain" and not rule.pattern.startswith("domain:"):
+        return f"web_fetch patterns look like `domain:example.com`, not `{rule.pattern}`"
+    return None
 
 
 def names_tool(rules: list[str] | tuple[str, ...], tool_name: str) -> bool:
@@ -69,6 +120,373 @@ def names_tool(rules: list[str] | tuple[str, ...], tool_name: str) -> bool:
     return False
 
 
+# -- matchers ------------------------------------------------------------------------------
+
+def match_command_text(pattern: str, text: str) -> bool:
+    """`git log *` matches `git log` and `git log -5`; `npm test` only itself."""
+    if pattern.endswith(" *") and fnmatch.fnmatchcase(text, pattern[:-2]):
+        return True
+    if pattern.endswith(":*"):  # the `prefix:*` spelling some users bring along
+        return fnmatch.fnmatchcase(text, pattern[:-2]) or fnmatch.fnmatchcase(text, pattern[:-2] + " *")
+    return fnmatch.fnmatchcase(text, pattern)
+
+
+_GLOB_CACHE: dict[str, re.Pattern[str]] = {}
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    if pattern not in _GLOB_CACHE:
+        out: list[str] = []
+        i = 0
+        while i < len(pattern):
+            c = pattern[i]
+            if pattern.startswith("**/", i):
+                out.append("(?:.*/)?")
+                i += 3
+                continue
+            if pattern.startswith("/**", i) and i + 3 == len(pattern):
+                out.append("(?:/.*)?")  # `src/**` also names `src` itself
+                i += 3
+                continue
+            if pattern.startswith("**", i):
+                out.append(".*")
+                i += 2
+                continue
+            if c == "*":
+                out.append("[^/]*")
+            elif c == "?":
+                out.append("[^/]")
+            elif c == "[":
+                end = pattern.find("]", i + 1)
+                if end < 0:
+                    out.append(re.escape(c))
+                else:
+                    body = pattern[i + 1:end]
+                    out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
+                    i = end
+            else:
+                out.append(re.escape(c))
+            i += 1
+        _GLOB_CACHE[pattern] = re.compile("".join(out) + r"\Z", re.S)
+    return _GLOB_CACHE[pattern]
+
+
+def match_path(pattern: str, subject: str) -> bool:
+    """A path glob against a workspace-relative (or, outside it, absolute) path."""
+    pattern = os.path.expanduser(pattern) if pattern.startswith("~") else pattern
+    if pattern.startswith("./"):
+        pattern = pattern[2:]
+    if "/" not in pattern.rstrip("/"):  # a bare name: any depth, like .gitignore
+        return bool(_glob_regex(pattern.rstrip("/")).match(posixpath.basename(subject.rstrip("/"))))
+    return bool(_glob_regex(pattern.rstrip("/") if pattern != "/" else pattern).match(subject))
+
+
+def match_domain(pattern: str, subject: str) -> bool:
+    host = subject.lower().rstrip(".")
+    pat = pattern[len("domain:"):] if pattern.startswith("domain:") else pattern
+    return fnmatch.fnmatchcase(host, pat.lower().rstrip("."))
+
+
+def is_secret(path: str, patterns: tuple[str, ...] | list[str], *, glob: bool = False) -> bool:
+    """Does the path's file name match the secret list? With `glob`, the path is itself a shell
+    glob: does it match a file name the list would name (`.e*` could be `.env`)?"""
+    name = posixpath.basename(path.rstrip("/"))
+    if not name:
+        return False
+    if not glob:
+        return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+    for p in patterns:
+        sample = p.replace("*", "x").replace("?", "x")
+        if sample.startswith(".") and not name.startswith("."):
+            continue  # the shell's * does not match a leading dot
+        if fnmatch.fnmatchcase(sample, name) or fnmatch.fnmatchcase(name, p):
+            return True
+    return False
+
+
+def escape_pattern(text: str) -> str:
+    """A literal for use inside a rule pattern."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
+
+
+# -- built-in read-only commands -----------------------------------------------------------
+
+def _no(*flags: str) -> Callable[[tuple[str, ...]], bool]:
+    """Safe unless one of these options (or `--opt=...`, or a short one glued to others) is used."""
+    longs = {f for f in flags if f.startswith("--")}
+    shorts = {f[1] for f in flags if len(f) == 2 and f.startswith("-")}
+    words = {f for f in flags if not f.startswith("--") and len(f) > 2}  # e.g. find's -exec
+
+    def check(args: tuple[str, ...]) -> bool:
+        for a in args:
+            if a == "--":
+                break
+            if a.split("=", 1)[0] in longs or a in words:
+                return False
+            if a.startswith("-") and not a.startswith("--") and shorts & set(a[1:]):
+                return False
+        return True
+
+    return check
+
+
+def _plain(args: tuple[str, ...]) -> bool:
+    return True
+
+
+def _positionals(args: tuple[str, ...], most: int, **takes_value: bool) -> bool:
+    """At most `most` non-option arguments (e.g. uniq's second one is an output file)."""
+    n = 0
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a.startswith("-") and a != "-":
+            skip = takes_value.get(a.lstrip("-"), False)
+        else:
+            n += 1
+    return n <= most
+
+
+_SED_CMD = re.compile(
+    r"""^\s*(?:(?:\d+|\$|/(?:[^/\\]|\\.)*/)(?:\s*,\s*(?:\d+|\$|/(?:[^/\\]|\\.)*/))?)?\s*!?\s*"""
+    r"""(?:[pdqQ=nNgGhHxl]|s(?P<d>[^\w\s\\])(?:(?!(?P=d))[^\\]|\\.)*(?P=d)(?:(?!(?P=d))[^\\]|\\.)*(?P=d)[gpiImM0-9]*)?\s*$""",
+    re.S,
+)
+
+
+def _sed(args: tuple[str, ...]) -> bool:
+    """sed without -i and with a script of only printing commands (no w, e, or r file)."""
+    scripts: list[str] = []
+    i = 0
+    explicit = False
+    while i < len(args):
+        a = args[i]
+        if a in ("-i", "--in-place") or a.startswith("--in-place") or (a.startswith("-") and not a.startswith("--")
+                                                                            and "i" in a[1:] and a[1:2] != "e"):
+            return False
+        if a in ("-e", "--expression"):
+            if i + 1 >= len(args):
+                return False
+            scripts.append(args[i + 1])
+            explicit = True
+            i += 2
+            continue
+        if a.startswith("--expression="):
+            scripts.append(a.split("=", 1)[1])
+            explicit = True
+        elif a in ("-f", "--file") or a.startswith("--file="):
+            return False  # a script from a file: not readable here
+        elif not a.startswith("-") and not explicit and not scripts:
+            scripts.append(a)
+        i += 1
+    return all(all(_SED_CMD.match(part) for part in re.split(r"[;\n]", s)) for s in scripts)
+
+
+_GIT_READ = frozenset({"status", "log", "diff", "show", "blame", "shortlog", "describe", "rev-parse", "rev-list",
+                       "ls-files", "ls-tree", "cat-file", "grep", "merge-base", "name-rev", "count-objects",
+                       "whatchanged", "version", "check-ignore", "for-each-ref", "show-ref", "reflog",
+                       "branch", "tag", "remote", "stash"})
+_GIT_GLOBAL_VALUE = frozenset({"-C"})
+_GIT_GLOBAL_FLAGS = frozenset({"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--bare",
+                               "--no-replace-objects", "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs"})
+_LISTING_VALUE_OPTS = ("--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "--sort", "--format")
+
+
+def _git(args: tuple[str, ...]) -> bool:
+    """git status|log|diff|show|branch|... without -c, --output, external diff or pager options."""
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in _GIT_GLOBAL_VALUE:
+            i += 2
+            continue
+        if a in _GIT_GLOBAL_FLAGS or a.startswith(("--git-dir=", "--work-tree=")):
+            i += 1
+            continue
+        break  # -c, --config-env, --exec-path, -p/--paginate and anything unknown end here
+    if i >= len(args) or args[i] not in _GIT_READ:
+        return False
+    sub, rest = args[i], args[i + 1:]
+    for a in rest:
+        if a.split("=", 1)[0] in ("--output", "--ext-diff", "--open-files-in-pager", "--exec") or a == "-O" \
+                or (a.startswith("-O") and sub == "grep"):
+            return False
+    if sub in ("branch", "tag"):
+        listing = {"-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose", "--list", "-l", "--show-current",
+                   "-i", "--ignore-case", "--no-color", "--color", "--no-column", "-n", "--omit-empty"}
+        positional_ok = "--list" in rest or "-l" in rest
+        j = 0
+        while j < len(rest):
+            a = rest[j]
+            if a in _LISTING_VALUE_OPTS:
+                j += 2
+                continue
+            if a.split("=", 1)[0] in _LISTING_VALUE_OPTS or a.startswith(("--color=", "--column=")) or a in listing:
+                j += 1
+                continue
+            if a.startswith("-") or not positional_ok:
+                return False
+            j += 1
+        return True
+    if sub == "remote":
+        return not rest or rest[0] in ("-v", "--verbose", "show", "get-url")
+    if sub == "stash":
+        return bool(rest) and rest[0] in ("list", "show")
+    if sub == "reflog":
+        return not rest or rest[0] == "show" or rest[0].startswith("-")
+    return True
+
+
+# name -> check of its arguments (True: read-only). A path such as ./ls never matches a name.
+READ_ONLY_COMMANDS: dict[str, Callable[[tuple[str, ...]], bool]] = {
+    **{n: _plain for n in (
+        "ls", "cat", "head", "tail", "wc", "pwd", "echo", "printf", "true", "false", "test", "[", "which", "whoami",
+        "id", "uname", "basename", "dirname", "realpath", "readlink", "stat", "du", "df", "cut", "tr", "nl", "tac",
+        "rev", "comm", "cmp", "diff", "column", "seq", "grep", "egrep", "fgrep", "jq", "cd", "type", "strings",
+        "od", "hexdump", "md5sum", "sha1sum", "sha256sum", "sha512sum", "cksum", "base64", "sleep",
+    )},
+    "date": _no("-s", "--set"),
+    "hostname": lambda a: not any(not x.startswith("-") for x in a),
+    "file": _no("-C", "--compile"),
+    "tree": _no("-o", "-R"),
+    "find": _no("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"),
+    "rg": _no("--pre", "--pre-glob"),
+    "sort": lambda a: _no("-o", "--output", "--compress-program")(a),
+    "uniq": lambda a: _positionals(a, 1, f=True, s=True, w=True, **{"skip-fields": True}),
+    "xxd": lambda a: _no("-r", "--revert")(a) and _positionals(a, 1, c=True, g=True, l=True, s=True, o=True),
+    "sed": _sed,
+    "git": _git,
+    "command": lambda a: bool(a) and a[0] in ("-v", "-V"),
+}
+# Commands that print what is in the files they are given: a secret file among them is asked.
+CONTENT_READERS = frozenset({
+    "cat", "head", "tail", "grep", "egrep", "fgrep", "rg", "sed", "sort", "uniq", "cut", "tr", "nl", "tac", "rev",
+    "comm", "cmp", "diff", "od", "hexdump", "xxd", "strings", "base64", "jq", "git", "less", "more", "awk", "cp",
+    "scp", "curl", "tee", "source", ".", "python", "python3", "node",
+})
+# Their dynamic arguments cannot change what they do beyond printing.
+DYNAMIC_OK = frozenset({"echo", "printf", "cd", "test", "[", "true", "false", "sleep"})
+# Assignments that change which program runs or what it loads.
+_DANGEROUS_VARS = frozenset({"PATH", "BASH_ENV", "ENV", "IFS", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND",
+                             "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "NODE_OPTIONS", "PERL5OPT", "PERL5LIB",
+                             "RUBYOPT", "RUBYLIB", "PAGER", "EDITOR", "VISUAL", "MANPAGER", "LESSOPEN", "HOME",
+                             "ZDOTDIR", "TMPDIR"})
+
+
+def _dangerous_assign(assign: str) -> bool:
+    name = assign.split("=", 1)[0].rstrip("+").split("[", 1)[0]
+    return name in _DANGEROUS_VARS or name.startswith(("LD_", "DYLD_", "GIT_", "BASH_FUNC_"))
+
+
+def is_read_only(cmd: SimpleCommand) -> bool:
+    """In the built-in read-only list, with safe arguments? Ignores redirections (see writes)."""
+    if not cmd.words:
+        return not any(_dangerous_assign(a) for a in cmd.assigns)
+    head = cmd.words[0]
+    if head.dynamic or "/" in head.text:
+        return False  # ./sed, /bin/ls or $CMD never counts as the built-in
+    check = READ_ONLY_COMMANDS.get(head.text)
+    if check is None or any(_dangerous_assign(a) for a in cmd.assigns):
+        return False
+    if cmd.open_args and check is not _plain:
+        return False  # xargs appends arguments: option checks cannot see them
+    if head.text not in DYNAMIC_OK and any(w.dynamic for w in cmd.words[1:]):
+        return False
+    return check(cmd.argv[1:])
+
+
+def reads_secret(cmd: SimpleCommand, patterns: tuple[str, ...]) -> bool:
+    """Would the command print the contents of a file on the secret list?"""
+    if not patterns:
+        return False
+    for r in cmd.redirects:
+        if r.op in ("<", "<>") and r.target is not None and is_secret(r.target.text, patterns, glob=r.target.glob):
+            return True
+    if not cmd.words or posixpath.basename(cmd.words[0].text) not in CONTENT_READERS:
+        return False
+    for w in cmd.words[1:]:
+        for part in re.split(r"[=:]", w.text) if "=" in w.text or ":" in w.text else [w.text]:
+            if part and is_secret(part, patterns, glob=w.glob):
+                return True
+    return False
+
+
+# -- rule suggestions ----------------------------------------------------------------------
+
+_SUBCOMMAND_TOOLS = frozenset({
+    "git", "npm", "pnpm", "yarn", "bun", "cargo", "go", "docker", "podman", "kubectl", "pip", "pip3", "uv", "poetry",
+    "make", "gh", "apt", "apt-get", "brew", "dotnet", "mvn", "gradle", "terraform", "systemctl", "conda", "bundle",
+    "rake", "mix", "helm", "npx", "pdm", "hatch", "tox", "nox", "just", "deno", "composer", "rustup", "nix",
+})
+_INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "perl", "php", "bash", "sh", "zsh", "deno"})
+_SUBWORD = re.compile(r"[a-z][a-z0-9]*(?:[-_:][a-z0-9]+)*")
+
+
+def suggest_command_rule(cmd: SimpleCommand, tool_name: str = "run_command") -> Rule:
+    """The narrowest useful rule for "always": the command's prefix up to its first argument
+    that looks like a value (`git log *`, `rm -rf *`, `python -m pytest *`); the exact text
+    when a prefix would cover code (`python -c ...`) or a changed environment."""
+    argv = cmd.argv
+    exact = Rule(tool_name, escape_pattern(_rule_text(cmd, full=True)))
+    if not argv or any(_dangerous_assign(a) for a in cmd.assigns) or cmd.writes or cmd.words[0].dynamic:
+        return exact
+    name, rest = argv[0], argv[1:]
+    words = [name]
+    if posixpath.basename(name) in _INTERPRETERS:
+        for i, a in enumerate(rest):
+            if a in ("-c", "-e", "--eval", "-p", "--print", "-E"):
+                return exact
+            if a == "-m" and i + 1 < len(rest):
+                words += ["-m", rest[i + 1]]
+                break
+            words.append(a)
+            if not a.startswith("-"):
+                break  # the script
+    elif posixpath.basename(name) in _SUBCOMMAND_TOOLS:
+        for a in rest:
+            if len(words) >= 3 or not _SUBWORD.fullmatch(a):
+                break
+            words.append(a)
+    else:
+        for a in rest:
+            if not a.startswith("-") or "=" in a:
+                break
+            words.append(a)
+    if len(words) == len(argv) and len(words) > 1 and posixpath.basename(name) in _INTERPRETERS:
+        return Rule(tool_name, escape_pattern(" ".join(words)))
+    return Rule(tool_name, escape_pattern(" ".join(words)) + " *")
+
+
+def _rule_text(cmd: SimpleCommand, *, full: bool = False, basename: bool = False) -> str:
+    """The text allow rules see: dangerous assignments stay in front (a rule for `git log`
+    must not cover `GIT_PAGER=x git log`); `full` adds every assignment and redirection."""
+    words = list(cmd.argv)
+    if basename and words:
+        words[0] = posixpath.basename(words[0])
+    assigns = [a for a in cmd.assigns if full or _dangerous_assign(a)]
+    redirs = [f"{r.fd}{r.op} {r.target.text}" for r in cmd.redirects if full and r.target is not None and r.writes_file]
+    return " ".join([*assigns, *words, *redirs])
+
+
+def _allow_matches(rule: Rule, cmd: SimpleCommand) -> bool:
+    if not cmd.words or cmd.words[0].dynamic:
+        return False  # $CMD args: the program is only known at run time
+    return match_command_text(rule.pattern or "*", _rule_text(cmd))
+
+
+def _deny_matches(rule: Rule, cmd: SimpleCommand) -> bool:
+    """Deny and ask rules catch a command however it is spelled: /bin/rm as rm, with its
+    assignments or redirections or without them."""
+    if rule.pattern is None:
+        return True
+    texts = {cmd.text, _rule_text(cmd), _rule_text(cmd, full=True), _rule_text(cmd, basename=True),
+             " ".join([posixpath.basename(cmd.name), *cmd.argv[1:]])}
+    return any(match_command_text(rule.pattern, t) for t in texts if t)
+
+
+# -- the decision --------------------------------------------------------------------------
+
 @dataclass(frozen=True, kw_only=True)
 class Policy:
     mode: str = "default"
@@ -78,12 +496,16 @@ class Policy:
     allow: tuple[Rule, ...] = ()
     ask: tuple[Rule, ...] = ()
     deny: tuple[Rule, ...] = ()
+    secret_files: tuple[str, ...] = DEFAULT_SECRET_FILES
 
 
 @dataclass(frozen=True)
 class Verdict:
     decision: Decision
     reason: str = ""
+    # For "ask": the rules an "always" answer should remember (empty: the tool's own
+    # suggestion). None: nothing can be remembered, this call is asked every time.
+    suggest: tuple[Rule, ...] | None = ()
 
 
 def blocked(policy: Policy, tool_name: str) -> str | None:
@@ -104,6 +526,18 @@ def visible(policy: Policy, tool_name: str) -> bool:
     return blocked(policy, tool_name) is None
 
 
+def _unattended(policy: Policy) -> bool:
+    return policy.mode == "goal" or policy.auto_approve
+
+
+def _protected(policy: Policy) -> Verdict:
+    if policy.mode in ("plan", "debug"):
+        return Verdict("deny", f"protected path: refused in {policy.mode} mode")
+    if _unattended(policy):
+        return Verdict("allow")
+    return Verdict("ask", "writes a protected path (outside the workspace, .git/ or nanohermes config)", None)
+
+
 def decide(
     policy: Policy,
     *,
@@ -113,28 +547,131 @@ def decide(
     subject: str | None = None,
     protected: bool = False,
 ) -> Verdict:
-    """allow | ask | deny for one call. `approval` is the tool's own level: never, edit, always."""
+    """allow | ask | deny for one call. `approval` is the tool's own level: never, edit, always.
+
+    `subject` is what rule patterns are matched against, already normalised by the caller:
+    the command line, the workspace-relative path (symlinks and `..` resolved), the host."""
     if why := blocked(policy, tool_name):
         return Verdict("deny", why)
+    if SUBJECT_KINDS.get(tool_name) == "command" and subject is not None:
+        return _decide_command(policy, tool_name, subject, protected)
     for rule in policy.deny:
         if rule.matches(tool_name, subject):
             return Verdict("deny", f"denied by rule {rule}")
     if policy.mode == "plan" and not read_only and approval != "never":
         return Verdict("deny", f"{tool_name} changes things and plan mode is read-only")
     if protected:
-        if policy.mode in ("plan", "debug"):
-            return Verdict("deny", f"protected path: refused in {policy.mode} mode")
-        if policy.mode == "goal" or policy.auto_approve:
-            return Verdict("allow")
-        return Verdict("ask", "writes a protected path")
-    if policy.mode == "goal" or policy.auto_approve:
+        return _protected(policy)
+    if _unattended(policy):
         return Verdict("allow")
     for rule in policy.ask:
         if rule.matches(tool_name, subject):
-            return Verdict("ask", f"rule {rule} asks")
+            return Verdict("ask", f"rule {rule} asks", None)
+    secret = (tool_name in SECRET_READERS and subject is not None and is_secret(subject, policy.secret_files))
     for rule in policy.allow:
-        if rule.matches(tool_name, subject):
+        # A secret file needs a rule that names it: `read_file` alone does not cover .env.
+        if rule.matches(tool_name, subject) and not (secret and rule.pattern is None):
             return Verdict("allow")
+    if secret:
+        assert subject is not None
+        return Verdict("ask", f"{subject} is on the secret-file list (permissions.secret_files)",
+                       (Rule(tool_name, escape_pattern(subject)),))
     if approval == "never" or (approval == "edit" and policy.mode == "accept-edits"):
         return Verdict("allow")
     return Verdict("ask", "edits a file" if approval == "edit" else "needs approval")
+
+
+def _decide_command(policy: Policy, tool_name: str, command: str, protected: bool) -> Verdict:
+    try:
+        commands: list[SimpleCommand] | None = split(command)
+        problem = ""
+    except ParseError as e:
+        commands, problem = None, str(e)
+    for rule in policy.deny:
+        if not rule.names(tool_name):
+            continue
+        if rule.pattern is None or match_command_text(rule.pattern, command.strip()) \
+                or any(_deny_matches(rule, c) for c in commands or ()):
+            return Verdict("deny", f"denied by rule {rule}")
+    if policy.mode == "plan":
+        return Verdict("deny", f"{tool_name} changes things and plan mode is read-only")
+    if protected:
+        return _protected(policy)
+    if _unattended(policy):
+        return Verdict("allow")
+    if commands is None:
+        for rule in policy.ask:
+            if rule.names(tool_name):
+                return Verdict("ask", f"rule {rule} asks", None)
+        return Verdict("ask", f"the command cannot be analysed ({problem}), so it is asked every time", None)
+    reasons: list[str] = []
+    suggest: list[Rule] = []
+    remember = True
+    for cmd in commands:
+        why, rule = _check_simple(policy, tool_name, cmd)
+        if why:
+            reasons.append(why)
+            if rule is None:
+                remember = False
+            elif rule not in suggest:
+                suggest.append(rule)
+    if not reasons:
+        return Verdict("allow")
+    return Verdict("ask", "; ".join(reasons), tuple(suggest) if remember else None)
+
+
+def _check_simple(policy: Policy, tool_name: str, cmd: SimpleCommand) -> tuple[str, Rule | None]:
+    """("", None) when this simple command may run; else why not, and the rule to learn."""
+    shown = _rule_text(cmd, full=True) or "(empty command)"
+    for rule in policy.ask:
+        if rule.names(tool_name) and _deny_matches(rule, cmd):
+            return f"rule {rule} asks for `{shown}`", None
+    secret = reads_secret(cmd, policy.secret_files)
+    by_rule = None
+    for rule in policy.allow:
+        if rule.names(tool_name) and (rule.pattern is None and not secret or rule.pattern and _allow_matches(rule, cmd)):
+            by_rule = rule
+            break
+    if by_rule is None and not (is_read_only(cmd) and not secret):
+        if secret:
+            return f"`{shown}` reads a file on the secret-file list", Rule(tool_name, escape_pattern(shown))
+        return f"`{shown}` is not allowed by a rule", suggest_command_rule(cmd, tool_name)
+    if cmd.writes and policy.mode != "accept-edits":
+        # A read-only allow does not cover writing a file; a rule must spell the redirection.
+        full = _rule_text(cmd, full=True)
+        covered = by_rule is not None and (by_rule.pattern is None or ((">" in by_rule.pattern or cmd.name == "tee")
+                                                                       and match_command_text(by_rule.pattern, full)))
+        if not covered:
+            return f"`{shown}` writes {', '.join(cmd.writes)}", Rule(tool_name, escape_pattern(full))
+    return "", None
+
+
+# -- reporting -----------------------------------------------------------------------------
+
+def describe(policy: Policy) -> list[str]:
+    """The rules in force and where each came from, one line each (for /permissions)."""
+    lines = [f"mode: {policy.mode}" + ("  (--yes: every call that would ask is approved)" if policy.auto_approve else "")]
+    blocked_tools = sorted(MODE_BLOCKS.get(policy.mode, frozenset()))
+    if blocked_tools:
+        lines.append(f"blocked by the mode: {', '.join(blocked_tools)}")
+    if policy.allowed_tools:
+        lines.append(f"allowed_tools (only these): {', '.join(policy.allowed_tools)}")
+    if policy.disallowed_tools:
+        lines.append(f"disallowed_tools: {', '.join(policy.disallowed_tools)}")
+    for kind, rules in (("deny", policy.deny), ("ask", policy.ask), ("allow", policy.allow)):
+        for rule in rules:
+            lines.append(f"{kind:<5}  {rule}  — {rule.origin or 'config'}")
+    if not (policy.deny or policy.ask or policy.allow):
+        lines.append("no allow/ask/deny rules")
+    lines.append("built-in: read-only commands run without asking (" + ", ".join(sorted(READ_ONLY_COMMANDS)[:12])
+                 + ", ...; with their risky options checked)")
+    if policy.secret_files:
+        lines.append(f"secret files, asked before reading: {', '.join(policy.secret_files)}")
+    return lines
+
+
+__all__ = [
+    "DEFAULT_SECRET_FILES", "Decision", "MODE_BLOCKS", "Policy", "READ_ONLY_COMMANDS", "Rule", "SUBJECT_KINDS",
+    "Verdict", "blocked", "decide", "describe", "is_read_only", "is_secret", "match_path", "names_tool",
+    "rule_problem", "suggest_command_rule", "visible",
+]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,9 +17,10 @@ from typing import Any, Sequence
 
 from nanohermes.budget import Limits, clamp
 from nanohermes.config import Config
-from nanohermes.events import UI, ApprovalRequest, ToolFinished, ToolStarted
+from nanohermes.events import UI, ApprovalRequest, Notice, ToolFinished, ToolStarted
 from nanohermes.messages import Message, ToolCall
-from nanohermes.permissions import Policy, Rule, blocked, decide
+from nanohermes.pathrules import command_protected, host_subject, path_subject
+from nanohermes.permissions import SUBJECT_KINDS, Policy, Rule, blocked, decide, describe
 from nanohermes.tools import Params, Tool, ToolContext, ToolError, ToolResult
 
 DENIED = "Command denied by the user. Do not retry it; ask what to do instead."
@@ -59,10 +61,41 @@ class Runtime:
     def set_mode(self, mode: str) -> None:
         self.policy = replace(self.policy, mode=mode)
 
-    def remember(self, rule: Rule) -> None:
+    def remember(self, rule: Rule, origin: str = "learned this session") -> None:
         """An "always" answer: allowed for the rest of the session, whatever the mode."""
         if rule not in self.policy.allow:
-            self.policy = replace(self.policy, allow=(*self.policy.allow, rule))
+            self.policy = replace(self.policy, allow=(*self.policy.allow, Rule(rule.tool, rule.pattern, origin)))
+
+    def remember_in_project(self, rules: Sequence[Rule]) -> None:
+        """"Always for this project": remembered now and written to the project config."""
+        from nanohermes.config import project_config_path
+
+        path = project_config_path(self.workspace)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+            if not isinstance(data, dict):
+                raise ValueError("the top level is not an object")
+            perms = data.setdefault("permissions", {})
+            allow = perms.setdefault("allow", [])
+            if not isinstance(perms, dict) or not isinstance(allow, list):
+                raise ValueError("`permissions.allow` is not a list")
+            allow.extend(str(r) for r in rules if str(r) not in allow)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            tmp.replace(path)
+        except (OSError, ValueError) as e:
+            for rule in rules:
+                self.remember(rule)
+            self.ui.emit(Notice(level="warning", text=f"could not save to {path} ({e}); remembered for this session only"))
+            return
+        for rule in rules:
+            self.remember(rule, f"learned, saved to {path}")
+        self.ui.emit(Notice(level="info", text=f"saved {', '.join(map(str, rules))} to {path}"))
+
+    def permissions_report(self) -> list[str]:
+        """The rules in force and where each came from (the /permissions listing)."""
+        return describe(self.policy)
 
     # -- running calls ---------------------------------------------------------------------
     async def run_calls(self, calls: Sequence[ToolCall], results: dict[str, Message] | None = None) -> list[Message]:
@@ -144,8 +177,8 @@ class Runtime:
         ctx = self._context(call_id)
         try:
             read_only = bool(tool.read_only(args))
-            subject = tool.rule_subject(args)
-            protected = bool(tool.protected(args, ctx))
+            subject, protected = self._subject(tool, args)
+            protected = protected or bool(tool.protected(args, ctx))
         except Exception:
             read_only, subject, protected = False, None, True
         verdict = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args),
@@ -153,14 +186,18 @@ class Runtime:
         if verdict.decision == "deny":
             return f"ERROR: {verdict.reason}", True, None
         if verdict.decision == "ask":
+            learn = list(verdict.suggest or ()) or ([tool.suggest_rule(args)] if verdict.suggest is not None else [])
             async with self._confirm_lock:  # one prompt at a time, even for parallel calls
                 reply = await self.ui.confirm(ApprovalRequest(
                     call_id=call_id, tool=tool.name, summary=summary, detail=tool.approval_detail(args),
-                    rule=str(tool.suggest_rule(args)), reason=verdict.reason))
+                    rule=", ".join(map(str, learn)), reason=verdict.reason))
             if reply.choice == "deny":
                 return DENIED + (f"\nThe user said: {reply.note}" if reply.note else ""), False, None
             if reply.choice == "always":
-                self.remember(tool.suggest_rule(args))
+                for rule in learn:
+                    self.remember(rule)
+            elif reply.choice == "project" and learn:
+                self.remember_in_project(learn)
         try:
             out = await tool.run(args, ctx)
         except ToolError as e:
@@ -172,6 +209,22 @@ class Runtime:
         if isinstance(out, ToolResult):
             return out.text, False, out.display
         return out, False, None
+
+    def _subject(self, tool: Tool, args: Params) -> tuple[str | None, bool]:
+        """The rule subject, normalised for its kind, and whether a command writes a protected path."""
+        raw = tool.rule_subject(args)
+        if raw is None:
+            return None, False
+        kind = SUBJECT_KINDS.get(tool.name)
+        cwd_arg = getattr(args, "cwd", None)  # relative paths of a command are taken from its cwd
+        cwd = self.workspace / os.path.expanduser(cwd_arg) if isinstance(cwd_arg, str) and cwd_arg.strip() else None
+        if kind == "path":
+            return path_subject(self.workspace, raw, cwd=cwd), False
+        if kind == "domain":
+            return host_subject(raw), False
+        if kind == "command":
+            return raw, command_protected(raw, self.workspace, cwd=cwd, extra_roots=self.config.extra_write_roots)
+        return raw, False
 
     # -- the per-message aggregate ---------------------------------------------------------
     def _apply_aggregate(self, prepared: list[_Call], results: list[Message]) -> list[Message]:

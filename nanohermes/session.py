@@ -17,6 +17,7 @@ from typing import IO, Any
 
 from nanohermes.config import data_home
 from nanohermes.messages import Message
+from nanohermes.redact import redact
 
 
 def project_key(workspace: Path) -> str:
@@ -60,7 +61,7 @@ class Transcript:
     def _write(self, obj: dict[str, Any]) -> None:
         if self._f is None:
             self._f = open(self.path, "a", encoding="utf-8")
-        self._f.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        self._f.write(redact(json.dumps(obj, ensure_ascii=False)) + "\n")
         self._f.flush()
 
     def append(self, message: Message) -> None:

@@ -14,7 +14,7 @@ CASES = [
     (Policy(), "write_file", "edit", False, "a.py", False, "ask"),
     (Policy(mode="accept-edits"), "write_file", "edit", False, "a.py", False, "allow"),
     (Policy(mode="accept-edits"), "write_file", "edit", False, "/etc/x", True, "ask"),
-    (Policy(mode="accept-edits"), "run_command", "always", False, "ls", False, "ask"),
+    (Policy(mode="accept-edits"), "run_command", "always", False, "make", False, "ask"),
     (Policy(mode="plan"), "write_file", "edit", False, "a.py", False, "deny"),
     (Policy(mode="plan"), "run_command", "always", False, "ls", False, "deny"),
     (Policy(mode="plan"), "mcp__srv__mutate", "always", False, None, False, "deny"),

@@ -19,6 +19,7 @@ from nanohermes.events import (
     event_to_dict,
 )
 from nanohermes.messages import Usage
+from nanohermes.redact import redact
 
 
 def ask_on_terminal(request: ApprovalRequest, out: TextIO) -> ApprovalReply:
@@ -27,13 +28,16 @@ def ask_on_terminal(request: ApprovalRequest, out: TextIO) -> ApprovalReply:
     if request.detail and request.detail != request.summary:
         out.write(request.detail.rstrip() + "\n")
     always = f" (remembers {request.rule})" if request.rule else ""
-    out.write(f"Allow? [y]es once / [a]lways{always} / [n]o (Enter = yes): ")
+    project = " / [p]roject (always, saved for this project)" if request.rule else ""
+    out.write(f"Allow? [y]es once / [a]lways{always}{project} / [n]o (Enter = yes): ")
     out.flush()
     answer = sys.stdin.readline().strip().lower()
     if answer in ("", "y", "yes"):
         return ApprovalReply("once")
     if answer in ("a", "always"):
         return ApprovalReply("always")
+    if answer in ("p", "project"):
+        return ApprovalReply("project")
     note = answer[1:].strip(" :") if answer.startswith("n ") else ""
     return ApprovalReply("deny", note)
 
@@ -55,11 +59,11 @@ class HeadlessUI:
         if isinstance(event, TurnEnded):
             self.ended = event
         if self.fmt == "stream-json":
-            self.out.write(json.dumps(event_to_dict(event), ensure_ascii=False) + "\n")
+            self.out.write(redact(json.dumps(event_to_dict(event), ensure_ascii=False)) + "\n")
             self.out.flush()
             return
         if isinstance(event, Notice) and event.level != "info":
-            self.err.write(f"nanohermes: {event.level}: {event.text}\n")
+            self.err.write(f"nanohermes: {event.level}: {redact(event.text)}\n")
         if self.fmt != "text":
             return
         if isinstance(event, TextDelta):

@@ -1,0 +1,93 @@
+"""Keeping API keys and tokens out of everything nanohermes writes down.
+
+One process-wide set of secret values (the configured API key, the key variable it names,
+any `*_API_KEY` / `*_TOKEN` / `*_SECRET` / `*_PASSWORD` variable in the environment, and
+string config values under such names) and one function, `redact()`, that the transcript
+writer, the `-p` JSON outputs and error messages pass their text through. A value is
+replaced wherever it appears, also in its JSON-escaped form.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from typing import Any, Iterable
+
+REDACTED = "[REDACTED]"
+MIN_SECRET_CHARS = 8  # shorter values would blot out ordinary words
+# Names that end like a credential: OPENAI_API_KEY, GITHUB_TOKEN, api_key, DB_PASSWORD.
+_SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|SECRET_?KEY|PASSWORD|PASSWD|CREDENTIALS?)$", re.I)
+
+_lock = threading.Lock()
+_values: set[str] = set()
+_pattern: re.Pattern[str] | None = None
+
+
+def add_secrets(values: Iterable[str | None]) -> None:
+    """Remember values that must never be written out."""
+    global _pattern
+    with _lock:
+        fresh = {v.strip() for v in values if isinstance(v, str) and len(v.strip()) >= MIN_SECRET_CHARS}
+        forms = set()
+        for v in fresh:
+            forms.add(v)
+            forms.add(json.dumps(v, ensure_ascii=False)[1:-1])
+            forms.add(json.dumps(v)[1:-1])
+        if not forms - _values:
+            return
+        _values.update(forms)
+        # Longest first, so a value containing another is replaced whole.
+        _pattern = re.compile("|".join(re.escape(v) for v in sorted(_values, key=len, reverse=True)))
+
+
+def secret_names(name: str) -> bool:
+    return bool(_SECRET_NAME.search(name))
+
+
+def collect(config: Any = None, environ: dict[str, str] | None = None) -> list[str]:
+    """The secret values visible to this process: from the environment and the config."""
+    env = os.environ if environ is None else environ
+    found = [v for k, v in env.items() if secret_names(k)]
+    if config is not None:
+        key_env = getattr(config, "api_key_env", "")
+        if key_env and env.get(key_env):
+            found.append(env[key_env])
+
+        def walk(node: Any, name: str = "") -> None:
+            if isinstance(node, dict):
+                for k, v in node.items():
+                    walk(v, str(k))
+            elif isinstance(node, list):
+                for v in node:
+                    walk(v, name)
+            elif isinstance(node, str) and secret_names(name):
+                found.append(node)
+
+        walk(config.model_dump() if hasattr(config, "model_dump") else config)
+    return found
+
+
+def protect(config: Any = None) -> None:
+    """Collect and remember every secret this run knows of; call once the config is loaded."""
+    add_secrets(collect(config))
+
+
+def redact(text: str) -> str:
+    """`text` with every known secret value replaced by [REDACTED]."""
+    pattern = _pattern
+    if pattern is None or not text:
+        return text
+    return pattern.sub(REDACTED, text)
+
+
+def redact_obj(obj: Any) -> Any:
+    """Strings anywhere inside dicts and lists, redacted."""
+    if isinstance(obj, str):
+        return redact(obj)
+    if isinstance(obj, dict):
+        return {k: redact_obj(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [redact_obj(v) for v in obj]
+    return obj
