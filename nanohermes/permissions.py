@@ -345,6 +345,7 @@ READ_ONLY_COMMANDS: dict[str, Callable[[tuple[str, ...]], bool]] = {
         "id", "uname", "basename", "dirname", "realpath", "readlink", "stat", "du", "df", "cut", "tr", "nl", "tac",
         "rev", "comm", "cmp", "diff", "column", "seq", "grep", "egrep", "fgrep", "jq", "cd", "type", "strings",
         "od", "hexdump", "md5sum", "sha1sum", "sha256sum", "sha512sum", "cksum", "base64", "sleep",
+        "tee",  # its files are writes, checked like redirections
     )},
     "date": _no("-s", "--set"),
     "hostname": lambda a: not any(not x.startswith("-") for x in a),
@@ -472,7 +473,10 @@ def _rule_text(cmd: SimpleCommand, *, full: bool = False, basename: bool = False
 def _allow_matches(rule: Rule, cmd: SimpleCommand) -> bool:
     if not cmd.words or cmd.words[0].dynamic:
         return False  # $CMD args: the program is only known at run time
-    return match_command_text(rule.pattern or "*", _rule_text(cmd))
+    pattern = rule.pattern or "*"
+    if ">" in pattern:  # a rule that spells a redirection is matched with it
+        return match_command_text(pattern, _rule_text(cmd, full=True))
+    return match_command_text(pattern, _rule_text(cmd))
 
 
 def _deny_matches(rule: Rule, cmd: SimpleCommand) -> bool:

@@ -19,7 +19,7 @@ from nanohermes.budget import Limits, clamp
 from nanohermes.config import Config
 from nanohermes.events import UI, ApprovalRequest, Notice, ToolFinished, ToolStarted
 from nanohermes.messages import Message, ToolCall
-from nanohermes.pathrules import command_protected, host_subject, path_subject
+from nanohermes.pathrules import command_protected, host_subject, path_subject, protected_write
 from nanohermes.permissions import SUBJECT_KINDS, Policy, Rule, blocked, decide, describe
 from nanohermes.tools import Params, Tool, ToolContext, ToolError, ToolResult
 
@@ -177,7 +177,7 @@ class Runtime:
         ctx = self._context(call_id)
         try:
             read_only = bool(tool.read_only(args))
-            subject, protected = self._subject(tool, args)
+            subject, protected = self._subject(tool, args, read_only)
             protected = protected or bool(tool.protected(args, ctx))
         except Exception:
             read_only, subject, protected = False, None, True
@@ -210,8 +210,9 @@ class Runtime:
             return out.text, False, out.display
         return out, False, None
 
-    def _subject(self, tool: Tool, args: Params) -> tuple[str | None, bool]:
-        """The rule subject, normalised for its kind, and whether a command writes a protected path."""
+    def _subject(self, tool: Tool, args: Params, read_only: bool) -> tuple[str | None, bool]:
+        """The rule subject, normalised for its kind, and whether the call writes a protected
+        path (checked here for every path and command tool, so no tool can forget it)."""
         raw = tool.rule_subject(args)
         if raw is None:
             return None, False
@@ -219,7 +220,9 @@ class Runtime:
         cwd_arg = getattr(args, "cwd", None)  # relative paths of a command are taken from its cwd
         cwd = self.workspace / os.path.expanduser(cwd_arg) if isinstance(cwd_arg, str) and cwd_arg.strip() else None
         if kind == "path":
-            return path_subject(self.workspace, raw, cwd=cwd), False
+            protected = not read_only and protected_write(self.workspace, raw, cwd=cwd,
+                                                          extra_roots=self.config.extra_write_roots)
+            return path_subject(self.workspace, raw, cwd=cwd), protected
         if kind == "domain":
             return host_subject(raw), False
         if kind == "command":

@@ -168,11 +168,10 @@ class _Scanner:
             if c == "" or c in " \t\n;&|()":
                 break
             if c in "<>":
-                if self.peek(1) == "(":  # process substitution
-                    sub_start = self.i
+                if self.peek(1) == "(":  # process substitution: becomes one /dev/fd path, so
+                    sub_start = self.i  # the word stays static; its commands are collected
                     self.i += 2
                     self.nested(")")
-                    substitutes = True
                     out.append(self.s[sub_start:self.i])
                     continue
                 break

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nanohermes.permissions import Policy, Rule, decide, visible
+from nanohermes.permissions import Policy, Rule, decide, describe, match_path, visible
 
 R = Rule.parse
 
@@ -63,3 +63,134 @@ def test_visible_uses_the_same_matcher(policy: Policy, tool: str, shown: bool) -
 def test_malformed_rules_are_rejected(text: str) -> None:
     with pytest.raises(ValueError, match="malformed permission rule"):
         Rule.parse(text)
+
+
+# -- the mode x rule precedence matrix -----------------------------------------------------
+# For each tool: (approval, read_only, subject) and, per mode, the decision with
+# (no rule, an allow rule, an ask rule, a deny rule) naming the tool.
+MATRIX = {
+    ("write_file", "edit", False, "a.py"): {
+        "default": "ask allow ask deny", "accept-edits": "allow allow ask deny", "plan": "deny deny deny deny",
+        "debug": "deny deny deny deny", "goal": "allow allow allow deny"},
+    ("run_command", "always", False, "make"): {
+        "default": "ask allow ask deny", "accept-edits": "ask allow ask deny", "plan": "deny deny deny deny",
+        "debug": "ask allow ask deny", "goal": "allow allow allow deny"},
+    ("read_file", "never", True, "a.py"): {
+        "default": "allow allow ask deny", "accept-edits": "allow allow ask deny", "plan": "allow allow ask deny",
+        "debug": "allow allow ask deny", "goal": "allow allow allow deny"},
+    ("mcp__srv__mutate", "always", False, None): {
+        "default": "ask allow ask deny", "accept-edits": "ask allow ask deny", "plan": "deny deny deny deny",
+        "debug": "ask allow ask deny", "goal": "allow allow allow deny"},
+}
+MATRIX_CASES = [
+    (tool, approval, ro, subject, mode, kind, expected)
+    for (tool, approval, ro, subject), modes in MATRIX.items()
+    for mode, row in modes.items()
+    for kind, expected in zip(("none", "allow", "ask", "deny"), row.split())
+]
+
+
+@pytest.mark.parametrize("tool,approval,read_only,subject,mode,kind,expected", MATRIX_CASES)
+def test_mode_by_rule_matrix(tool: str, approval: str, read_only: bool, subject: str | None, mode: str, kind: str,
+                             expected: str) -> None:
+    rule = (R(tool) if tool.startswith("mcp__") or kind == "deny" else R(f"{tool}({subject})"),)
+    policy = Policy(mode=mode, **({} if kind == "none" else {kind: rule}))  # type: ignore[arg-type]
+    v = decide(policy, tool_name=tool, approval=approval, read_only=read_only, subject=subject)
+    assert v.decision == expected, v.reason
+
+
+@pytest.mark.parametrize("mode,rules,expected", [
+    ("default", {}, "ask"),
+    ("default", {"allow": (R("write_file"),)}, "ask"),  # an allow rule does not cover a protected write
+    ("accept-edits", {}, "ask"),
+    ("plan", {}, "deny"),
+    ("debug", {}, "deny"),
+    ("goal", {}, "allow"),
+    ("goal", {"deny": (R("write_file(/etc/**)"),)}, "deny"),
+])
+def test_protected_writes(mode: str, rules: dict[str, tuple[Rule, ...]], expected: str) -> None:
+    tool = "run_command" if mode == "debug" else "write_file"  # debug blocks write_file outright
+    subject = "echo x > /etc/x" if tool == "run_command" else "/etc/x"
+    v = decide(Policy(mode=mode, **rules), tool_name=tool, approval="edit", read_only=False,  # type: ignore[arg-type]
+               subject=subject, protected=True)
+    assert v.decision == expected, v.reason
+    if expected == "ask":
+        assert v.suggest is None  # nothing to remember: it is asked every time
+
+
+def test_auto_approve_never_beats_a_mode_block_or_deny() -> None:
+    assert decide(Policy(mode="plan", auto_approve=True), tool_name="write_file", approval="edit", read_only=False,
+                  subject="a").decision == "deny"
+    assert decide(Policy(auto_approve=True, deny=(R("read_file(secrets/**)"),)), tool_name="read_file",
+                  approval="never", read_only=True, subject="secrets/k").decision == "deny"
+
+
+# -- path, domain and secret rules ---------------------------------------------------------
+@pytest.mark.parametrize("pattern,subject,hit", [
+    ("src/**", "src/a/b.py", True),
+    ("src/**", "src", True),
+    ("src/**", "srcx/a.py", False),
+    ("src/*", "src/a.py", True),
+    ("src/*", "src/a/b.py", False),  # * stays inside one folder
+    ("*.py", "deep/er/a.py", True),  # a bare name matches at any depth
+    (".env", "config/.env", True),
+    ("**/*.md", "README.md", True),
+    ("**/*.md", "docs/x/y.md", True),
+    ("/etc/**", "/etc/passwd", True),
+    ("/etc/**", "etc/passwd", False),
+    ("docs/[ab].md", "docs/a.md", True),
+    ("./src/**", "src/x", True),
+])
+def test_path_patterns(pattern: str, subject: str, hit: bool) -> None:
+    assert match_path(pattern, subject) is hit
+
+
+@pytest.mark.parametrize("rule,host,hit", [
+    ("web_fetch(domain:docs.python.org)", "docs.python.org", True),
+    ("web_fetch(domain:docs.python.org)", "evil.org", False),
+    ("web_fetch(domain:*.python.org)", "docs.python.org", True),
+    ("web_fetch(domain:*.python.org)", "python.org.evil.com", False),
+    ("web_fetch(domain:Docs.Python.org)", "docs.python.org", True),
+])
+def test_domain_rules(rule: str, host: str, hit: bool) -> None:
+    assert R(rule).matches("web_fetch", host) is hit
+
+
+@pytest.mark.parametrize("text,problem", [
+    ("web_fetch(docs.python.org)", "web_fetch patterns look like `domain:example.com`"),
+    ("run_command()", "empty pattern"),
+])
+def test_rules_with_the_wrong_pattern_shape_are_malformed(text: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        R(text)
+
+
+@pytest.mark.parametrize("policy,tool,subject,expected", [
+    (Policy(), "read_file", ".env", "ask"),
+    (Policy(), "read_file", "config/prod.pem", "ask"),
+    (Policy(), "grep", ".env.local", "ask"),
+    (Policy(), "read_file", "env.py", "allow"),
+    (Policy(), "list_dir", ".env", "allow"),  # listing is not reading
+    (Policy(allow=(R("read_file"),)), "read_file", ".env", "ask"),  # the whole tool does not name it
+    (Policy(allow=(R("read_file(.env)"),)), "read_file", ".env", "allow"),
+    (Policy(secret_files=("*.secret",)), "read_file", ".env", "allow"),
+    (Policy(secret_files=("*.secret",)), "read_file", "a.secret", "ask"),
+    (Policy(mode="goal"), "read_file", ".env", "allow"),
+])
+def test_secret_files_are_asked_before_reading(policy: Policy, tool: str, subject: str, expected: str) -> None:
+    v = decide(policy, tool_name=tool, approval="never", read_only=True, subject=subject)
+    assert v.decision == expected, v.reason
+    if expected == "ask":
+        assert [str(r) for r in v.suggest or ()] == [f"{tool}({subject})"]
+
+
+def test_describe_lists_rules_with_their_origin() -> None:
+    policy = Policy(mode="debug", allow=(Rule("run_command", "git log *", "/home/u/.config/nanohermes/config.json"),),
+                    deny=(Rule("web_fetch", "domain:evil.org", "/ws/.nanohermes/config.json"),),
+                    ask=(Rule("read_file"),))
+    lines = describe(policy)
+    assert lines[0] == "mode: debug"
+    assert "blocked by the mode: apply_patch, edit_file, git_commit, write_file" in lines
+    assert "deny   web_fetch(domain:evil.org)  — /ws/.nanohermes/config.json" in lines
+    assert "ask    read_file  — config" in lines
+    assert "allow  run_command(git log *)  — /home/u/.config/nanohermes/config.json" in lines

@@ -1,0 +1,338 @@
+"""Permissions at run time: real commands, real files and symlinks, learned and saved rules,
+and keys kept out of transcripts and `-p` output."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from pydantic import Field
+
+from nanohermes.assemble import build_policy
+from nanohermes.config import Config, load_config, project_config_path, user_config_path
+from nanohermes.events import ApprovalReply, ApprovalRequest, RecordingUI
+from nanohermes.messages import ToolCall
+from nanohermes.permissions import Policy, Rule
+from nanohermes.runtime import DENIED, Runtime
+from nanohermes.testing import FakeServer, Reply, call, tool_reply
+from nanohermes.tools import Approval, Params, Tool, ToolContext
+from nanohermes.tools.files import ReadFile
+
+R = Rule.parse
+
+
+class ShellParams(Params):
+    command: str
+    cwd: str | None = Field(None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Bash(Tool):
+    """A minimal real shell tool under the run_command name: runs `bash -c` in the workspace."""
+
+    name: ClassVar[str] = "run_command"
+    description: ClassVar[str] = "run a command"
+    params: ClassVar[type[Params]] = ShellParams
+    approval: ClassVar[Approval] = "always"
+
+    def rule_subject(self, args: Params) -> str | None:
+        return args.command  # type: ignore[attr-defined]
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        assert isinstance(args, ShellParams)
+        proc = await asyncio.create_subprocess_exec("bash", "-c", args.command, cwd=ctx.workspace / (args.cwd or "."),
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        out, _ = await proc.communicate()
+        return f"exit {proc.returncode}\n{out.decode()}"
+
+
+def runtime(ws: Path, ui: RecordingUI, policy: Policy, config: Config | None = None) -> Runtime:
+    return Runtime(tools=[Bash(), ReadFile()], config=config or Config(), workspace=ws, ui=ui, policy=policy)
+
+
+def run(rt: Runtime, name: str, **args: object) -> str:
+    [msg] = asyncio.run(rt.run_calls([ToolCall(id="c", name=name, arguments=json.dumps(args))]))
+    return msg.content or ""
+
+
+def asked(ui: RecordingUI) -> list[ApprovalRequest]:
+    return ui.of(ApprovalRequest)
+
+
+# -- commands ------------------------------------------------------------------------------
+def test_chained_command_is_asked_and_always_remembers_each_part(workspace: Path) -> None:
+    ui = RecordingUI(answers=["always"])
+    rt = runtime(workspace, ui, Policy(allow=(R("run_command(git log *)"),)))
+    out = run(rt, "run_command", command="touch made && ls made")
+    assert out == "exit 0\nmade\n"
+    [req] = asked(ui)
+    assert req.rule == "run_command(touch *)"  # ls is read-only: only touch needed approval
+    assert req.reason == "`touch made` is not allowed by a rule"
+    assert run(rt, "run_command", command="touch other && ls other") == "exit 0\nother\n"
+    assert len(asked(ui)) == 1  # learned: not asked again
+
+
+def test_read_only_commands_run_without_asking(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("one\ntwo\n")
+    ui = RecordingUI()
+    out = run(runtime(workspace, ui, Policy()), "run_command", command="cat a.txt | grep -c o && pwd")
+    assert out == f"exit 0\n2\n{workspace}\n"
+    assert asked(ui) == []
+
+
+def test_a_redirection_is_asked_and_refusal_leaves_no_file(workspace: Path) -> None:
+    ui = RecordingUI(answers=["deny"])
+    out = run(runtime(workspace, ui, Policy()), "run_command", command="ls > listing.txt")
+    assert out == DENIED
+    assert not (workspace / "listing.txt").exists()
+    assert asked(ui)[0].reason == "`ls > listing.txt` writes listing.txt"
+
+
+def test_accept_edits_lets_a_workspace_redirection_through(workspace: Path) -> None:
+    ui = RecordingUI()
+    out = run(runtime(workspace, ui, Policy(mode="accept-edits")), "run_command", command="echo hi > out.txt")
+    assert out == "exit 0\n"
+    assert (workspace / "out.txt").read_text() == "hi\n"
+    assert asked(ui) == []
+
+
+@pytest.mark.parametrize("command", [
+    "echo x > ../outside.txt",  # outside the workspace
+    "echo x >> .git/config",  # inside .git/
+    "echo '{}' | tee .nanohermes/config.json",  # nanohermes's own config
+    "echo x > escape/f",  # a symlink inside the workspace that points outside
+    "cd .. && echo x > f",  # relative to a folder changed on the way
+    'echo x > "$TARGET"',  # only known at run time
+])
+def test_protected_redirections_are_asked_even_in_accept_edits(workspace: Path, tmp_path: Path, command: str) -> None:
+    (workspace / ".git").mkdir()
+    (workspace / ".nanohermes").mkdir()
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (workspace / "escape").symlink_to(outside)
+    ui = RecordingUI(answers=["deny"])
+    out = run(runtime(workspace, ui, Policy(mode="accept-edits", allow=(R("run_command"),))), "run_command",
+              command=command)
+    assert out == DENIED
+    [req] = asked(ui)
+    assert req.reason.startswith("writes a protected path")
+    assert req.rule == ""  # nothing to remember: protected writes are asked every time
+    assert not (outside / "f").exists() and not (tmp_path / "outside.txt").exists()
+
+
+def test_protected_redirection_is_refused_in_debug_mode(workspace: Path) -> None:
+    ui = RecordingUI()
+    out = run(runtime(workspace, ui, Policy(mode="debug")), "run_command", command="echo x > /tmp/x-debug")
+    assert out == "ERROR: protected path: refused in debug mode"
+    assert asked(ui) == []
+
+
+def test_learned_rules_survive_mode_changes(workspace: Path) -> None:
+    ui = RecordingUI(answers=["always"])
+    rt = runtime(workspace, ui, Policy())
+    assert run(rt, "run_command", command="touch one") == "exit 0\n"
+    rt.set_mode("debug")  # commands are asked in debug mode, but the rule was learned
+    assert run(rt, "run_command", command="touch two") == "exit 0\n"
+    rt.set_mode("plan")
+    assert run(rt, "run_command", command="touch three").startswith("ERROR: run_command is not available in plan mode")
+    rt.set_mode("default")
+    assert run(rt, "run_command", command="touch four") == "exit 0\n"
+    assert len(asked(ui)) == 1
+    assert [p.name for p in sorted(workspace.iterdir())] == ["four", "one", "two"]
+    assert "allow  run_command(touch *)  — learned this session" in rt.permissions_report()
+
+
+# -- paths ---------------------------------------------------------------------------------
+@pytest.fixture
+def tree(workspace: Path, tmp_path: Path) -> Path:
+    (workspace / "docs").mkdir()
+    (workspace / "private").mkdir()
+    (workspace / "docs" / "a.md").write_text("doc")
+    (workspace / "private" / "k").write_text("key material")
+    (workspace / "docs" / "link").symlink_to(workspace / "private" / "k")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("outside")
+    (workspace / "docs" / "out").symlink_to(outside)
+    return workspace
+
+
+@pytest.mark.parametrize("path,expected", [
+    ("docs/a.md", "1\tdoc"),
+    ("docs/../private/k", "ERROR: denied by rule read_file(private/**)"),  # `..` resolved first
+    ("docs/link", "ERROR: denied by rule read_file(private/**)"),  # a symlink is the file it points to
+    ("./private//k", "ERROR: denied by rule read_file(private/**)"),
+])
+def test_path_rules_resolve_dots_and_symlinks(tree: Path, path: str, expected: str) -> None:
+    ui = RecordingUI()
+    assert run(runtime(tree, ui, Policy(deny=(R("read_file(private/**)"),))), "read_file", path=path) == expected
+
+
+def test_a_symlink_out_of_the_workspace_is_matched_by_its_real_path(tree: Path, tmp_path: Path) -> None:
+    ui = RecordingUI()
+    policy = Policy(ask=(R("read_file(docs/**)"),), allow=(R(f"read_file({tmp_path}/*.txt)"),))
+    rt = runtime(tree, ui, policy)
+    assert run(rt, "read_file", path="docs/out") == "1\toutside"  # matched as /tmp/.../outside.txt
+    assert asked(ui) == []
+
+
+def test_reading_a_secret_file_asks_first(workspace: Path) -> None:
+    (workspace / ".env").write_text("TOKEN=abc")
+    ui = RecordingUI(answers=["deny", "always"])
+    rt = runtime(workspace, ui, Policy())
+    assert run(rt, "read_file", path=".env") == DENIED
+    assert run(rt, "read_file", path=".env") == "1\tTOKEN=abc"
+    assert [r.rule for r in asked(ui)] == ["read_file(.env)", "read_file(.env)"]
+    assert run(rt, "read_file", path=".env") == "1\tTOKEN=abc"  # remembered
+    assert len(asked(ui)) == 2
+
+
+# -- always for this project ---------------------------------------------------------------
+def test_always_for_this_project_is_saved_and_loaded_next_time(workspace: Path) -> None:
+    cfg = project_config_path(workspace)
+    cfg.parent.mkdir()
+    cfg.write_text(json.dumps({"model": "m1", "permissions": {"deny": ["run_command(rm *)"]}}))
+    ui = RecordingUI(answers=[ApprovalReply("project")])
+    rt = runtime(workspace, ui, Policy())
+    assert run(rt, "run_command", command="touch a && mkdir -p b") == "exit 0\n"
+    saved = json.loads(cfg.read_text())
+    assert saved == {"model": "m1", "permissions": {"deny": ["run_command(rm *)"],
+                                                    "allow": ["run_command(touch *)", "run_command(mkdir -p *)"]}}
+    assert "allow  run_command(touch *)  — learned, saved to " + str(cfg) in rt.permissions_report()
+    # A new session loads it, with the file as its origin.
+    warnings: list[str] = []
+    policy = build_policy(load_config(workspace).config, warnings)
+    assert warnings == []
+    assert [(str(r), r.origin) for r in policy.allow] == [("run_command(touch *)", str(cfg)),
+                                                          ("run_command(mkdir -p *)", str(cfg))]
+    ui2 = RecordingUI()
+    assert run(runtime(workspace, ui2, policy), "run_command", command="touch c") == "exit 0\n"
+    assert asked(ui2) == []
+
+
+def test_an_unreadable_project_config_is_not_overwritten(workspace: Path) -> None:
+    cfg = project_config_path(workspace)
+    cfg.parent.mkdir()
+    cfg.write_text("{ not json")
+    ui = RecordingUI(answers=[ApprovalReply("project")])
+    rt = runtime(workspace, ui, Policy())
+    assert run(rt, "run_command", command="touch a") == "exit 0\n"
+    assert cfg.read_text() == "{ not json"
+    notes = [e.text for e in ui.events if type(e).__name__ == "Notice"]
+    assert len(notes) == 1 and notes[0].startswith(f"could not save to {cfg} (")
+    assert notes[0].endswith("remembered for this session only")
+    assert run(rt, "run_command", command="touch b") == "exit 0\n"
+    assert len(asked(ui)) == 1
+
+
+def test_rules_add_up_across_config_files_and_keep_their_origin(workspace: Path, home: Path) -> None:
+    user = user_config_path()
+    user.parent.mkdir(parents=True)
+    user.write_text(json.dumps({"permissions": {"deny": ["run_command(rm *)"], "allow": ["run_command(make *)"]}}))
+    proj = project_config_path(workspace)
+    proj.parent.mkdir()
+    proj.write_text(json.dumps({"permissions": {"allow": ["run_command(npm test)", "run_command(make *)"],
+                                                "deny": ["web_fetch(evil.org)"]}}))
+    warnings: list[str] = []
+    policy = build_policy(load_config(workspace).config, warnings)
+    assert [(str(r), r.origin) for r in policy.deny] == [("run_command(rm *)", str(user))]
+    assert [(str(r), r.origin) for r in policy.allow] == [("run_command(make *)", str(user)),
+                                                          ("run_command(npm test)", str(proj))]
+    assert warnings == [f"{proj}: permissions.deny: malformed permission rule 'web_fetch(evil.org)'; web_fetch patterns "
+                        "look like `domain:example.com`, not `evil.org`; rule ignored"]
+
+
+# -- no terminal, and secrets kept out of what is written ----------------------------------
+def test_malformed_rule_is_reported_at_startup_with_its_file(cli, server: FakeServer, home: Path) -> None:
+    server.add(Reply(text="ok"))
+    r = cli("-p", "x", server=server, config={"permissions": {"allow": ["run_command(", "read_file"]}})
+    assert r.code == 0, r.err
+    cfg = home / ".config" / "nanohermes" / "config.json"
+    assert (f"nanohermes: warning: {cfg}: permissions.allow: malformed permission rule 'run_command('; expected "
+            "`tool` or `tool(pattern)`; rule ignored") in r.err
+
+
+def test_secret_file_read_is_refused_without_a_terminal(cli, server: FakeServer, workspace: Path) -> None:
+    (workspace / ".env").write_text("DB_PASSWORD=hunter2hunter2")
+    server.add(tool_reply(call("read_file", {"path": ".env"}, id="r")), Reply(text="ok"))
+    r = cli("-p", "read .env", server=server)
+    assert r.code == 0, r.err
+    assert server.requests[1]["messages"][-1]["content"] == DENIED
+
+
+KEY = "sk-live-0123456789abcdefXYZ"
+
+
+def test_keys_are_redacted_in_json_output_and_transcript(cli, server: FakeServer, workspace: Path, home: Path) -> None:
+    (workspace / "notes.txt").write_text(f"the key is {KEY}\n")
+    server.add(tool_reply(call("read_file", {"path": "notes.txt"}, id="r")), Reply(text=f"I found {KEY} in notes."))
+    r = cli("-p", f"where is {KEY}?", "--output-format", "json", server=server,
+            env={"OPENAI_API_KEY": KEY, "GITHUB_TOKEN": "ghp_abcdefghijklmnop"})
+    assert r.code == 0, r.err
+    assert r.json()["result"] == "I found [REDACTED] in notes."
+    assert KEY not in r.out and KEY not in r.err
+    [transcript] = (home / ".local" / "share" / "nanohermes" / "sessions").glob("*/*.jsonl")
+    text = transcript.read_text()
+    assert KEY not in text
+    lines = [json.loads(line) for line in text.splitlines()]
+    contents = [m["message"].get("content") for m in lines if m["type"] == "message"]
+    assert contents[0] == "where is [REDACTED]?"
+    assert "1\tthe key is [REDACTED]" in contents
+    # The model itself still got the real text: redaction is for what is written down.
+    assert server.requests[1]["messages"][-1]["content"] == f"1\tthe key is {KEY}"
+
+
+def test_keys_are_redacted_in_stream_json(cli, server: FakeServer, workspace: Path) -> None:
+    (workspace / "notes.txt").write_text(f"token: {KEY}\n")
+    server.add(tool_reply(call("read_file", {"path": "notes.txt"}, id="r")), Reply(text="done"))
+    r = cli("-p", "read", "--output-format", "stream-json", server=server, config={"api_key": KEY})
+    assert r.code == 0, r.err
+    assert KEY not in r.out
+    finished = next(e for e in r.lines() if e["type"] == "tool_finished")
+    assert finished["result"] == "1\ttoken: [REDACTED]"
+
+
+class WriteParams(Params):
+    path: str
+    content: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlainWrite(Tool):
+    """A writing tool that declares nothing about protected paths: the runtime still checks."""
+
+    name: ClassVar[str] = "write_file"
+    description: ClassVar[str] = "write a file"
+    params: ClassVar[type[Params]] = WriteParams
+    approval: ClassVar[Approval] = "edit"
+
+    def rule_subject(self, args: Params) -> str | None:
+        return args.path  # type: ignore[attr-defined]
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        assert isinstance(args, WriteParams)
+        (ctx.workspace / args.path).write_text(args.content)
+        return "written"
+
+
+@pytest.mark.parametrize("path,protected", [
+    ("src.py", False), (".git/hooks/pre-commit", True), (".nanohermes/config.json", True), ("escape/x", True),
+    ("../x", True), ("sub/../../x", True), ("extra/x", False),
+])
+def test_file_writes_to_protected_paths_are_asked_in_accept_edits(workspace: Path, tmp_path: Path, path: str,
+                                                                   protected: bool) -> None:
+    for d in (".git/hooks", ".nanohermes", "sub"):
+        (workspace / d).mkdir(parents=True)
+    (tmp_path / "away").mkdir()
+    (workspace / "escape").symlink_to(tmp_path / "away")
+    (tmp_path / "extra").mkdir()
+    (workspace / "extra").symlink_to(tmp_path / "extra")
+    ui = RecordingUI(answers=["deny"])
+    rt = Runtime(tools=[PlainWrite()], config=Config(extra_write_roots=[str(tmp_path / "extra")]), workspace=workspace,
+                 ui=ui, policy=Policy(mode="accept-edits"))
+    out = run(rt, "write_file", path=path, content="x")
+    assert out == (DENIED if protected else "written")
+    assert len(asked(ui)) == (1 if protected else 0)
