@@ -518,6 +518,12 @@ def _unwrap(cmd: SimpleCommand) -> list[SimpleCommand]:
         open_args = True
     elif name in _SHELLS:
         return _shell_c(cmd, rest)
+    elif name == "eval":
+        if any(w.dynamic for w in rest):
+            raise ParseError("eval of text built at run time is not analysed")
+        return _script(cmd, " ".join(w.text for w in rest))
+    elif name == "find":
+        return [cmd, *_find_exec(cmd, rest)]
     else:
         return [cmd]
     if not inner:
@@ -551,10 +557,31 @@ def _shell_c(cmd: SimpleCommand, rest: list[Word]) -> list[SimpleCommand]:
     script = rest[i]
     if script.dynamic:
         raise ParseError(f"{cmd.name} -c with a script built at run time is not analysed")
-    inner = split(script.text)
-    out = [replace(c, wrappers=(*cmd.wrappers, cmd.name, *c.wrappers)) for c in inner]
+    return _script(cmd, script.text)
+
+
+def _script(cmd: SimpleCommand, script: str) -> list[SimpleCommand]:
+    """The commands of a script run by `cmd` (bash -c, eval); its own redirections stay a command."""
+    out = [replace(c, wrappers=(*cmd.wrappers, cmd.name, *c.wrappers)) for c in split(script)]
     if cmd.redirects or cmd.assigns:
         out.append(SimpleCommand((), cmd.assigns, cmd.redirects, (*cmd.wrappers, cmd.name)))
+    return out
+
+
+def _find_exec(cmd: SimpleCommand, rest: list[Word]) -> list[SimpleCommand]:
+    """`find -exec CMD {} ;` runs CMD: seen as a command of its own (find itself stays a
+    non-read-only command because of -exec)."""
+    out: list[SimpleCommand] = []
+    i = 0
+    while i < len(rest):
+        if rest[i].text in ("-exec", "-execdir", "-ok", "-okdir"):
+            j = i + 1
+            while j < len(rest) and rest[j].text not in (";", "+"):
+                j += 1
+            if j > i + 1:
+                out += _unwrap(SimpleCommand(tuple(rest[i + 1:j]), wrappers=(*cmd.wrappers, "find"), open_args=True))
+            i = j
+        i += 1
     return out
 
 
@@ -563,7 +590,10 @@ def split(command: str) -> list[SimpleCommand]:
     if "\x00" in command:
         raise ParseError("NUL byte in command")
     sc = _Scanner(command)
-    sc.parse_list(stop="")
+    try:
+        sc.parse_list(stop="")
+    except RecursionError:
+        raise ParseError("nested too deeply") from None
     if sc.heredocs:
         sc.read_heredocs()
     return sc.commands

@@ -228,3 +228,29 @@ def test_an_unparseable_command_cannot_be_remembered() -> None:
     v = decide(NONE, tool_name="run_command", approval="always", read_only=False, subject="case x in a) ls;; esac")
     assert v.decision == "ask" and v.suggest is None
     assert "cannot be analysed" in v.reason
+
+
+@pytest.mark.parametrize("command", ["eval 'rm -rf build'", "find . -name x -exec rm -f {} \\;",
+                                     "find . -execdir sh -c 'rm x' \\;", "xargs rm < list"])
+def test_deny_rules_see_commands_run_by_eval_and_find_exec_even_in_goal_mode(command: str) -> None:
+    v = decide(rules(deny=("rm *",), mode="goal"), tool_name="run_command", approval="always", read_only=False,
+               subject=command)
+    assert v.decision == "deny", v.reason
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+SHELLISH = st.lists(st.sampled_from(list("ab -;&|()<>$`'\"\\\n{}=*#!~/.e1") + ["rm", "ls", "bash -c ", "<<", "$(", "EOF"]),
+                    max_size=30).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(SHELLISH)
+def test_any_text_is_either_analysed_or_asked(command: str) -> None:
+    try:
+        split(command)
+    except ParseError:
+        pass
+    v = decide(DENY_RM, tool_name="run_command", approval="always", read_only=False, subject=command)
+    assert v.decision in ("allow", "ask", "deny")
