@@ -16,7 +16,7 @@ import threading
 from typing import Any, Iterable
 
 REDACTED = "[REDACTED]"
-MIN_SECRET_CHARS = 8  # shorter values would blot out ordinary words
+MIN_SECRET_CHARS = 10  # shorter values would blot out ordinary words (and are no real keys)
 # Names that end like a credential: OPENAI_API_KEY, GITHUB_TOKEN, api_key, DB_PASSWORD.
 _SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|SECRET_?KEY|PASSWORD|PASSWD|CREDENTIALS?)$", re.I)
 

@@ -336,3 +336,29 @@ def test_file_writes_to_protected_paths_are_asked_in_accept_edits(workspace: Pat
     out = run(rt, "write_file", path=path, content="x")
     assert out == (DENIED if protected else "written")
     assert len(asked(ui)) == (1 if protected else 0)
+
+
+def test_project_answer_on_a_terminal_saves_the_rule(workspace: Path, home: Path, server: FakeServer) -> None:
+    import os
+    import sys
+
+    import pexpect
+
+    (workspace / ".env").write_text("A=1\n")
+    server.add(tool_reply(call("read_file", {"path": ".env"}, id="r1")), Reply(text="first"),
+               tool_reply(call("read_file", {"path": ".env"}, id="r2")), Reply(text="second"))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent), "OPENAI_API_KEY": "k"}
+    argv = ["-m", "nanohermes", "--base-url", server.base_url, "--model", "m", "-p", "read .env"]
+    child = pexpect.spawn(sys.executable, argv, cwd=str(workspace), env=env, encoding="utf-8", timeout=60)
+    child.expect(r"\(\.env is on the secret-file list \(permissions\.secret_files\)\)")
+    child.expect(r"\[a\]lways \(remembers read_file\(\.env\)\) / \[p\]roject")
+    child.sendline("p")
+    child.expect("first")
+    child.expect(pexpect.EOF)
+    assert json.loads(project_config_path(workspace).read_text()) == {"permissions": {"allow": ["read_file(.env)"]}}
+    assert server.requests[1]["messages"][-1]["content"] == "1\tA=1"
+    # The next run reads it without asking (a prompt would never be answered): the rule was saved.
+    child = pexpect.spawn(sys.executable, argv, cwd=str(workspace), env=env, encoding="utf-8", timeout=60)
+    assert child.expect(["Allow\\?", "second"]) == 1
+    child.expect(pexpect.EOF)
+    assert server.requests[3]["messages"][-1]["content"] == "1\tA=1"

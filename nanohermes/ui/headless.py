@@ -27,16 +27,18 @@ def ask_on_terminal(request: ApprovalRequest, out: TextIO) -> ApprovalReply:
     out.write(f"\nnanohermes wants to run {request.tool}: {request.summary}\n")
     if request.detail and request.detail != request.summary:
         out.write(request.detail.rstrip() + "\n")
-    always = f" (remembers {request.rule})" if request.rule else ""
-    project = " / [p]roject (always, saved for this project)" if request.rule else ""
-    out.write(f"Allow? [y]es once / [a]lways{always}{project} / [n]o (Enter = yes): ")
+    if request.reason:
+        out.write(f"({request.reason})\n")
+    # No rule: the call is asked every time (a protected write), so "always" is not offered.
+    always = f" / [a]lways (remembers {request.rule}) / [p]roject (always, saved for this project)" if request.rule else ""
+    out.write(f"Allow? [y]es once{always} / [n]o (Enter = yes): ")
     out.flush()
     answer = sys.stdin.readline().strip().lower()
     if answer in ("", "y", "yes"):
         return ApprovalReply("once")
-    if answer in ("a", "always"):
+    if answer in ("a", "always") and request.rule:
         return ApprovalReply("always")
-    if answer in ("p", "project"):
+    if answer in ("p", "project") and request.rule:
         return ApprovalReply("project")
     note = answer[1:].strip(" :") if answer.startswith("n ") else ""
     return ApprovalReply("deny", note)
