@@ -427,14 +427,16 @@ _SUBWORD = re.compile(r"[a-z][a-z0-9]*(?:[-_:][a-z0-9]+)*")
 def suggest_command_rule(cmd: SimpleCommand, tool_name: str = "run_command") -> Rule:
     """The narrowest useful rule for "always": the command's prefix up to its first argument
     that looks like a value (`git log *`, `rm -rf *`, `python -m pytest *`); the exact text
-    when a prefix would cover code (`python -c ...`) or a changed environment."""
+    when a prefix would cover arbitrary code (`python -c ...`, `sh` reading stdin, `git -C x
+    push`), a changed environment or a write."""
     argv = cmd.argv
-    exact = Rule(tool_name, escape_pattern(_rule_text(cmd, full=True)))
+    exact = Rule(tool_name, escape_pattern(_rule_text(cmd, full=bool(cmd.writes))))
     if not argv or any(_dangerous_assign(a) for a in cmd.assigns) or cmd.writes or cmd.words[0].dynamic:
         return exact
     name, rest = argv[0], argv[1:]
+    base = posixpath.basename(name)
     words = [name]
-    if posixpath.basename(name) in _INTERPRETERS:
+    if base in _INTERPRETERS:
         for i, a in enumerate(rest):
             if a in ("-c", "-e", "--eval", "-p", "--print", "-E"):
                 return exact
@@ -444,18 +446,20 @@ def suggest_command_rule(cmd: SimpleCommand, tool_name: str = "run_command") -> 
             words.append(a)
             if not a.startswith("-"):
                 break  # the script
-    elif posixpath.basename(name) in _SUBCOMMAND_TOOLS:
+        else:
+            return exact  # no script: it would run whatever comes on stdin
+    elif base in _SUBCOMMAND_TOOLS:
         for a in rest:
             if len(words) >= 3 or not _SUBWORD.fullmatch(a):
                 break
             words.append(a)
+        if len(words) == 1:
+            return exact  # `git -C x push` or a bare `git`: a prefix would be the whole tool
     else:
         for a in rest:
             if not a.startswith("-") or "=" in a:
                 break
             words.append(a)
-    if len(words) == len(argv) and len(words) > 1 and posixpath.basename(name) in _INTERPRETERS:
-        return Rule(tool_name, escape_pattern(" ".join(words)))
     return Rule(tool_name, escape_pattern(" ".join(words)) + " *")
 
 

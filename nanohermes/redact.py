@@ -80,14 +80,3 @@ def redact(text: str) -> str:
     if pattern is None or not text:
         return text
     return pattern.sub(REDACTED, text)
-
-
-def redact_obj(obj: Any) -> Any:
-    """Strings anywhere inside dicts and lists, redacted."""
-    if isinstance(obj, str):
-        return redact(obj)
-    if isinstance(obj, dict):
-        return {k: redact_obj(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [redact_obj(v) for v in obj]
-    return obj

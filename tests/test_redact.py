@@ -1,0 +1,44 @@
+"""redact(): known key values replaced wherever they appear, raw or JSON-escaped."""
+
+from __future__ import annotations
+
+import json
+import secrets
+
+from nanohermes.config import Config
+from nanohermes.redact import MIN_SECRET_CHARS, REDACTED, add_secrets, collect, redact
+
+
+def fresh(prefix: str = "sk-") -> str:
+    return prefix + secrets.token_hex(12)
+
+
+def test_a_known_value_is_replaced_everywhere() -> None:
+    key = fresh()
+    add_secrets([key])
+    assert redact(f"a {key} b {key}") == f"a {REDACTED} b {REDACTED}"
+
+
+def test_json_escaped_forms_are_replaced_too() -> None:
+    key = fresh('p"w\\') + "é"
+    add_secrets([key])
+    line = json.dumps({"content": f"key={key}"})
+    assert key not in redact(line)
+    assert json.loads(redact(line)) == {"content": f"key={REDACTED}"}
+    ascii_line = json.dumps({"content": key}, ensure_ascii=True)
+    assert json.loads(redact(ascii_line)) == {"content": REDACTED}
+
+
+def test_short_values_are_not_secrets() -> None:
+    short = secrets.token_hex(8)[: MIN_SECRET_CHARS - 1]
+    long = secrets.token_hex(8)[:MIN_SECRET_CHARS]
+    add_secrets([short, long])
+    assert redact(f"{short} {long}") == f"{short} {REDACTED}"
+
+
+def test_collect_takes_keys_from_env_and_config_but_not_names_or_file_lists() -> None:
+    cfg = Config(api_key="from-config-123456", api_key_env="MY_KEY_VAR")
+    env = {"MY_KEY_VAR": "named-by-config-1", "GITHUB_TOKEN": "ghp_token_value", "DB_PASSWORD": "hunter2hunter2",
+           "HOME": "/home/someone", "TOKENIZERS_PARALLELISM": "false-or-true"}
+    found = collect(cfg, env)
+    assert set(found) == {"from-config-123456", "named-by-config-1", "ghp_token_value", "hunter2hunter2"}
