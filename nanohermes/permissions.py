@@ -293,6 +293,24 @@ _GIT_GLOBAL_FLAGS = frozenset({"--no-pager", "-P", "--no-optional-locks", "--lit
 _LISTING_VALUE_OPTS = ("--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "--sort", "--format")
 
 
+def _awk(args: tuple[str, ...]) -> bool:
+    """awk with an inline program that cannot run commands or write files."""
+    program = None
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-f", "--file", "-i", "--include", "-E", "--exec", "-l", "--load") or a.startswith(("--file=", "-f")):
+            return False
+        if a in ("-F", "-v", "--assign", "--field-separator"):
+            i += 2
+            continue
+        if not a.startswith("-") or a == "-":
+            program = a
+            break
+        i += 1
+    return program is not None and not re.search(r"system|getline|[|>]|close|fflush|printf?\s*>", program)
+
+
 def _git(args: tuple[str, ...]) -> bool:
     """git status|log|diff|show|branch|... without -c, --output, external diff or pager options."""
     i = 0
@@ -345,7 +363,7 @@ READ_ONLY_COMMANDS: dict[str, Callable[[tuple[str, ...]], bool]] = {
         "id", "uname", "basename", "dirname", "realpath", "readlink", "stat", "du", "df", "cut", "tr", "nl", "tac",
         "rev", "comm", "cmp", "diff", "column", "seq", "grep", "egrep", "fgrep", "jq", "cd", "type", "strings",
         "od", "hexdump", "md5sum", "sha1sum", "sha256sum", "sha512sum", "cksum", "base64", "sleep",
-        "tee",  # its files are writes, checked like redirections
+        "ps", "tee",  # tee's files are writes, checked like redirections
     )},
     "date": _no("-s", "--set"),
     "hostname": lambda a: not any(not x.startswith("-") for x in a),
@@ -357,6 +375,7 @@ READ_ONLY_COMMANDS: dict[str, Callable[[tuple[str, ...]], bool]] = {
     "uniq": lambda a: _positionals(a, 1, f=True, s=True, w=True, **{"skip-fields": True}),
     "xxd": lambda a: _no("-r", "--revert")(a) and _positionals(a, 1, c=True, g=True, l=True, s=True, o=True),
     "sed": _sed,
+    "awk": _awk, "gawk": _awk, "mawk": _awk,
     "git": _git,
     "command": lambda a: bool(a) and a[0] in ("-v", "-V"),
 }
@@ -392,8 +411,9 @@ def is_read_only(cmd: SimpleCommand) -> bool:
         return False
     if cmd.open_args and check is not _plain:
         return False  # xargs appends arguments: option checks cannot see them
-    if head.text not in DYNAMIC_OK and any(w.dynamic for w in cmd.words[1:]):
-        return False
+    if any(w.dynamic for w in cmd.words[1:]) and head.text not in DYNAMIC_OK \
+            and (check is not _plain or head.text in CONTENT_READERS):
+        return False  # a run-time value could be a risky option, or a secret file's name
     return check(cmd.argv[1:])
 
 
