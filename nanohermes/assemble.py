@@ -27,7 +27,8 @@ class Built:
     warnings: list[str] = field(default_factory=list)
 
 
-def parse_rules(texts: list[str], where: str, warnings: list[str], origin: Callable[[str], str] | None = None) -> tuple[Rule, ...]:
+def parse_rules(texts: list[str], where: str, warnings: list[str],
+                origin: Callable[[str], str] | None = None) -> tuple[Rule, ...]:
     """Parse config rules; a malformed one is reported with its file and ignored."""
     rules: list[Rule] = []
     for text in texts:

@@ -21,6 +21,7 @@ from nanohermes.events import UI, ApprovalRequest, Notice, ToolFinished, ToolSta
 from nanohermes.messages import Message, ToolCall
 from nanohermes.pathrules import command_protected, host_subject, path_subject, protected_write
 from nanohermes.permissions import SUBJECT_KINDS, Policy, Rule, blocked, decide, describe
+from nanohermes.redact import redact
 from nanohermes.tools import Params, Tool, ToolContext, ToolError, ToolResult
 
 DENIED = "Command denied by the user. Do not retry it; ask what to do instead."
@@ -254,7 +255,7 @@ class Runtime:
         folder = self.session_dir / "tool-results"
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{call_id}.txt"
-        path.write_text(text, encoding="utf-8")
+        path.write_text(redact(text), encoding="utf-8")  # a session file: no keys in it
         n = self.limits.persisted_preview_chars
         return (
             f'<persisted-output path="{path}">\n'
