@@ -5,13 +5,14 @@ Both front ends (the REPL and `-p`) and the tests call `build_agent`, so they ca
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import AsyncIterator, Callable
 
 from nanohermes.agent import Agent
-from nanohermes.config import Config
-from nanohermes.context import system_prompt
+from nanohermes.config import Config, McpServerConfig, state_home
+from nanohermes.context import ProjectDocs, load_project_docs, system_prompt
 from nanohermes.events import UI, Notice
 from nanohermes.llm import LLM, OpenAIChat
 from nanohermes.permissions import Policy, Rule
@@ -19,12 +20,92 @@ from nanohermes.redact import protect as protect_secrets
 from nanohermes.runtime import Runtime
 from nanohermes.session import Transcript
 from nanohermes.tools import Tool, build_tools
+from nanohermes.tools import skills as skill_tools
+from nanohermes.tools import subagents as subagent_tools
+from nanohermes.tools.mcp import McpManager
+from nanohermes.tools.skills import SkillSet
+from nanohermes.tools.subagents import SubagentManager
 
 
 @dataclass
 class Built:
+    """A ready agent and the components around it that live as long as the session.
+
+    MCP servers start asynchronously, so a front end runs its session inside
+    `async with built.session():` (or calls `start()` and `aclose()` itself): servers are
+    connected and their tools join the pool before the first turn, and on the way out
+    sub-agents are cancelled and servers shut down.
+    """
+
     agent: Agent
     warnings: list[str] = field(default_factory=list)
+    docs: ProjectDocs = field(default_factory=ProjectDocs)
+    skills: SkillSet = field(default_factory=SkillSet)
+    mcp: McpManager | None = None
+    subagents: SubagentManager | None = None
+    builtins: list[Tool] = field(default_factory=list)
+
+    def pool(self) -> list[Tool]:
+        """SPEC §2 order: built-ins by name, then skill, then MCP by name, then sub-agent tools."""
+        return assemble_pool(self.builtins, skill_tools.tools(self.skills),
+                             self.mcp.tools() if self.mcp else [], subagent_tools.tools(self.subagents))
+
+    async def start(self) -> None:
+        """Connect MCP servers and add their tools; each failure is one warning, never fatal."""
+        notices: list[str] = []
+        if self.mcp is not None:
+            notices += await self.mcp.start()
+        self.agent.runtime.set_tools(self.pool())
+        if self.subagents is not None:
+            notices += self.subagents.check(self.agent.runtime.tools)
+        for text in notices:
+            self.agent.ui.emit(Notice(level="warning", text=text))
+
+    async def aclose(self) -> None:
+        """Cancel running sub-agents, then shut every MCP server down."""
+        try:
+            if self.subagents is not None:
+                await self.subagents.aclose()
+        finally:
+            if self.mcp is not None:
+                await self.mcp.aclose()
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[Agent]:
+        await self.start()
+        try:
+            yield self.agent
+        finally:
+            await self.aclose()
+
+    def context_lines(self) -> list[str]:
+        """For `/context`: the AGENTS.md files loaded and their sizes, the skills, the prompt size."""
+        from nanohermes.context import context_lines
+
+        lines = context_lines(self.docs)
+        lines.append(f"skills: {len(self.skills.skills)}" + (
+            " (" + ", ".join(s.name for s in self.skills.skills) + ")" if self.skills.skills else ""))
+        lines.append(f"system prompt: {len(self.agent.system_prompt)} chars")
+        return lines
+
+    def mcp_lines(self) -> list[str]:
+        """For `/mcp`: each server's status, tool count and error."""
+        if self.mcp is None:
+            return ["no MCP servers configured (config key mcp.servers)"]
+        return self.mcp.status_lines()
+
+
+def disabled_servers(policy: Policy, servers: dict[str, McpServerConfig]) -> dict[str, str]:
+    """Servers a bare rule removes whole (`mcp__<server>` in a deny rule or disallowed_tools):
+    they are not even started."""
+    out: dict[str, str] = {}
+    for name in servers:
+        prefix = f"mcp__{name}"
+        if any(r.tool == prefix and r.pattern is None for r in policy.deny):
+            out[name] = f"denied by rule {prefix}"
+        elif prefix in policy.disallowed_tools:
+            out[name] = "listed in disallowed_tools"
+    return out
 
 
 def parse_rules(texts: list[str], where: str, warnings: list[str],
@@ -69,18 +150,42 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     warnings: list[str] = []
     protect_secrets(config)
     limits = config.build_limits()
-    if llm is None:
-        llm = OpenAIChat(
-            model=config.model, base_url=config.base_url, api_key=config.resolved_api_key(),
+    given = llm
+
+    def make_llm(model: str | None = None) -> LLM:
+        if given is not None:  # tests and embedders: one model for the agent and its sub-agents
+            return given
+        return OpenAIChat(
+            model=model or config.model, base_url=config.base_url, api_key=config.resolved_api_key(),
             timeout=config.request_timeout, max_retries=config.max_retries,
             on_notice=lambda text: ui.emit(Notice(level="warning", text=text)),
         )
+
+    llm = make_llm()
+    docs = load_project_docs(workspace, limits.project_docs_chars)
+    skills = skill_tools.discover_skills(workspace)
+    warnings += docs.errors + skills.warnings
+    prompt = system_prompt(workspace, docs=docs, skill_index=skill_tools.skill_index(skills, limits))
+    policy = build_policy(config, warnings)
+    mcp = None
+    if config.mcp.servers:
+        mcp = McpManager(config.mcp.servers, limits, workspace=workspace, log_dir=state_home() / "mcp",
+                         disabled=disabled_servers(policy, config.mcp.servers))
+    subagents = None
+    if config.subagents:
+        subagents = SubagentManager(configs=config.subagents, make_llm=make_llm, ui=ui, limits=limits,
+                                    system_prompt=prompt, max_turns=config.max_turns)
     transcript = Transcript.create(workspace, model=config.model, mode=config.permission_mode) if save_session else None
     runtime = Runtime(
-        tools=assemble_pool(build_tools(config, workspace)), config=config, workspace=workspace, ui=ui,
-        policy=build_policy(config, warnings), limits=limits,
+        tools=[], config=config, workspace=workspace, ui=ui,
+        policy=policy, limits=limits,
         session_dir=transcript.dir if transcript else None,
     )
-    agent = Agent(llm=llm, runtime=runtime, ui=ui, system_prompt=system_prompt(workspace),
+    agent = Agent(llm=llm, runtime=runtime, ui=ui, system_prompt=prompt,
                   max_turns=config.max_turns, transcript=transcript)
-    return Built(agent, warnings)
+    built = Built(agent, warnings, docs=docs, skills=skills, mcp=mcp, subagents=subagents,
+                  builtins=build_tools(config, workspace))
+    if subagents is not None:
+        subagents.parent = runtime
+    runtime.set_tools(built.pool())  # MCP tools join in start()
+    return built

@@ -45,6 +45,11 @@ class Limits:
     session_budget_chars: int = 120_000
     aggregate_budget_chars: int | None = None  # None: min(200,000, session budget / 2)
     persisted_preview_chars: int = 2000
+    skill_description_chars: int = 1024  # one skill's description in the prompt index
+    skill_index_chars: int = 10_000  # the whole skill index in the system prompt
+    skill_files_listed: int = 100  # other files of a skill's folder listed by the skill tool
+    mcp_startup_timeout_secs: float = 30.0  # all MCP servers together, at startup
+    mcp_call_timeout_secs: float = 300.0  # one MCP request (tool call, resource, prompt)
 
     @property
     def aggregate_chars(self) -> int:

@@ -171,7 +171,7 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
     agent = built.agent
     session_id = agent.transcript.id if agent.transcript else None
     try:
-        result = asyncio.run(agent.ask(prompt))
+        result = asyncio.run(_one_turn(built, prompt))
     except KeyboardInterrupt:
         if fmt != "text":
             _print_json(ui.result_object(result="", exit_reason="interrupted", session_id=session_id, model=config.model), fmt)
@@ -188,6 +188,11 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
     if fmt != "text":
         _print_json(ui.result_object(result=result.text, exit_reason=result.reason, session_id=session_id, model=config.model), fmt)
     return EXIT_TURNS if result.reason == "max_turns" else EXIT_OK
+
+
+async def _one_turn(built: Any, prompt: str) -> Any:
+    async with built.session() as agent:  # MCP servers up before the turn, down after it
+        return await agent.ask(prompt)
 
 
 def _print_json(obj: dict[str, Any], fmt: str) -> None:

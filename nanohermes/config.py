@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from nanohermes.budget import Limits
 from nanohermes.errors import ConfigError
@@ -56,6 +57,55 @@ class PermissionsConfig(_Section):
         return self._origins.get((kind, text), "")
 
 
+# Names that become part of tool names (mcp__<server>__<tool>): the characters providers accept,
+# and no "__", which separates the parts.
+_EXT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*(?:_[A-Za-z0-9-]+)*$")
+
+
+def _check_names(names: dict[str, Any], what: str) -> None:
+    for name in names:
+        if not _EXT_NAME.match(name) or len(name) > 40:
+            raise ValueError(f"{what} name {name!r} must be 1-40 letters, digits, - or single _")
+
+
+class McpServerConfig(_Section):
+    """One MCP server: `command` (stdio) or `url` (streamable HTTP)."""
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    trusted: bool = False  # its tools that declare readOnlyHint run without asking, in parallel
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("set either `command` (a stdio server) or `url` (a streamable HTTP server)")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError("`url` must start with http:// or https://")
+        return self
+
+
+class McpConfig(_Section):
+    servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+
+    @field_validator("servers")
+    @classmethod
+    def _names(cls, v: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
+        _check_names(v, "MCP server")
+        return v
+
+
+class SubagentConfig(_Section):
+    description: str
+    prompt: str = ""
+    tools: list[str] | None = None  # None: the parent's tools (except sub-agent tools)
+    model: str | None = None  # None: the parent's model
+    max_turns: int | None = Field(None, ge=1)
+
+
 class Config(_Section):
     model: str = "gpt-4.1-mini"
     base_url: str = "https://api.openai.com/v1"
@@ -78,6 +128,14 @@ class Config(_Section):
     limits: dict[str, int | float] = Field(default_factory=dict)  # any Limits field, by name
     web_search: WebSearchConfig = Field(default_factory=WebSearchConfig)
     web_fetch: WebFetchConfig = Field(default_factory=WebFetchConfig)
+    mcp: McpConfig = Field(default_factory=McpConfig)
+    subagents: dict[str, SubagentConfig] = Field(default_factory=dict)
+
+    @field_validator("subagents")
+    @classmethod
+    def _subagent_names(cls, v: dict[str, SubagentConfig]) -> dict[str, SubagentConfig]:
+        _check_names(v, "sub-agent")
+        return v
 
     def resolved_api_key(self) -> str | None:
         return self.api_key or os.environ.get(self.api_key_env) or None

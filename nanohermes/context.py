@@ -1,9 +1,18 @@
-"""The system prompt: who the agent is, where it works, and the facts of its environment."""
+"""The system prompt: who the agent is, where it works, the facts of its environment, the
+project's instructions (the AGENTS.md chain) and the skill index.
+
+The AGENTS.md chain is the user's global file, then every AGENTS.md from the repository root
+down to the workspace, de-duplicated by real path. It is shown general first, specific last,
+but its budget is spent the other way round: the files nearest the workspace are kept whole
+first, and what did not fit is named in a note with exact counts.
+"""
 
 from __future__ import annotations
 
+import os
 import platform
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 IDENTITY = """You are nanohermes, a coding agent working in the user's repository through tools.
@@ -12,6 +21,116 @@ checks when they exist. Tool results may be truncated; when a result says so, fo
 (offset/limit, a narrower pattern) instead of guessing. When a tool returns ERROR, read the
 message and adjust; do not repeat the same failing call. When a call is denied by the user,
 do not retry it: ask what to do instead. Answer concisely when you are done."""
+
+DOC_NAME = "AGENTS.md"
+
+
+@dataclass(frozen=True)
+class DocFile:
+    """One AGENTS.md of the chain: its size and how much of it the prompt carries."""
+
+    path: Path
+    chars: int  # the whole file
+    kept: int  # chars in the prompt: == chars when whole, 0 when left out
+
+    @property
+    def status(self) -> str:
+        if self.kept == self.chars:
+            return "whole"
+        return "omitted" if self.kept == 0 else "cut"
+
+
+@dataclass
+class ProjectDocs:
+    files: list[DocFile] = field(default_factory=list)  # general first: global, root, ..., workspace
+    text: str = ""  # the prompt section, empty when there is no file
+    budget: int = 0
+    errors: list[str] = field(default_factory=list)  # files that exist but could not be read
+
+    @property
+    def note(self) -> str:
+        """What was cut, with exact counts, or "" when every file is whole."""
+        cut = [f for f in reversed(self.files) if f.status != "whole"]
+        if not cut:
+            return ""
+        parts = [f"{f.path} kept {f.kept} of {f.chars} chars" if f.kept else f"{f.path} left out ({f.chars} chars)"
+                 for f in cut]
+        return (f"[project instructions over the {self.budget}-char budget (limit project_docs_chars); the files "
+                f"nearest the workspace were kept whole first: " + "; ".join(parts) + "]")
+
+
+def repo_root(workspace: Path) -> Path | None:
+    """The nearest folder at or above the workspace holding `.git` (a folder, or a worktree's file)."""
+    for folder in (workspace, *workspace.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def doc_chain(workspace: Path, config_dir: Path) -> list[Path]:
+    """The AGENTS.md files that exist, general first, each real path once."""
+    ws = workspace.resolve()
+    root = repo_root(ws) or ws
+    folders = [ws, *ws.parents]
+    folders = folders[: folders.index(root) + 1]
+    candidates = [config_dir / DOC_NAME, *(f / DOC_NAME for f in reversed(folders))]
+    seen: set[str] = set()
+    out: list[Path] = []
+    for p in candidates:
+        if not p.is_file():
+            continue
+        real = os.path.realpath(p)
+        if real in seen:
+            continue
+        seen.add(real)
+        out.append(p)
+    return out
+
+
+def load_project_docs(workspace: Path, max_chars: int, *, config_dir: Path | None = None) -> ProjectDocs:
+    if config_dir is None:
+        from nanohermes.config import config_home
+
+        config_dir = config_home()
+    texts: list[tuple[Path, str]] = []
+    docs = ProjectDocs(budget=max_chars)
+    for p in doc_chain(workspace, config_dir):
+        try:
+            texts.append((p, p.read_text(encoding="utf-8", errors="replace")))
+        except OSError as e:
+            docs.errors.append(f"{p}: cannot read: {e.strerror}")
+    left = max_chars
+    kept: dict[int, int] = {}
+    for i in reversed(range(len(texts))):  # most specific first
+        n = len(texts[i][1])
+        kept[i] = min(n, left)
+        left -= kept[i]
+    sections: list[str] = []
+    for i, (p, text) in enumerate(texts):
+        docs.files.append(DocFile(p, len(text), kept[i]))
+        if kept[i]:
+            body = text[: kept[i]].rstrip()
+            if kept[i] < len(text):
+                body += f"\n… ({len(text) - kept[i]} chars of this file cut)"
+            sections.append(f"## {p}\n{body}")
+    if sections:
+        docs.text = "# Project instructions (AGENTS.md)\n\n" + "\n\n".join(sections)
+        if docs.note:
+            docs.text += "\n\n" + docs.note
+    return docs
+
+
+def context_lines(docs: ProjectDocs) -> list[str]:
+    """For `/context`: each AGENTS.md loaded, its size, and whether it was cut."""
+    if not docs.files:
+        return ["no AGENTS.md loaded (looked in the config folder and from the repository root to the workspace)"]
+    total = sum(f.kept for f in docs.files)
+    lines = [f"project instructions: {len(docs.files)} files, {total} of {docs.budget} chars used"]
+    for f in docs.files:
+        state = "" if f.status == "whole" else f" ({f.status}: {f.kept} kept)"
+        lines.append(f"  {f.path}  {f.chars} chars{state}")
+    lines.extend(f"  {e}" for e in docs.errors)
+    return lines
 
 
 def environment_facts(workspace: Path) -> str:
@@ -22,6 +141,7 @@ def environment_facts(workspace: Path) -> str:
     ])
 
 
-def system_prompt(workspace: Path, *, extra: list[str] | None = None) -> str:
-    parts = [IDENTITY, environment_facts(workspace), *(extra or [])]
+def system_prompt(workspace: Path, *, extra: list[str] | None = None, docs: ProjectDocs | None = None,
+                  skill_index: str = "") -> str:
+    parts = [IDENTITY, environment_facts(workspace), docs.text if docs else "", skill_index, *(extra or [])]
     return "\n\n".join(p for p in parts if p)

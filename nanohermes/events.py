@@ -60,6 +60,7 @@ class ApprovalRequest:
     detail: str = ""  # a diff or the full command text
     rule: str = ""  # the rule "always" would remember, e.g. run_command(git log *)
     reason: str = ""  # why it is asked: "runs a shell command", "writes outside the workspace"
+    agent: str = ""  # set when a sub-agent asks: its name and id, e.g. "explore agent-1"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,6 +99,19 @@ class TodoUpdated:
 
 Event = Union[ModelStarted, TextDelta, ToolStarted, ToolProgress, ToolFinished, ApprovalRequest, UsageUpdate, Notice, TurnEnded,
               TodoUpdated]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubagentEvent:
+    """An event of a sub-agent, wrapped so front ends show it nested and never mistake it
+    for the main agent's (its text is not the answer, its turn end is not the run's)."""
+
+    agent_id: str
+    agent: str  # the configured sub-agent name
+    event: Event
+
+
+Event = Union[Event, SubagentEvent]  # type: ignore[misc]
 
 # "project": always, and saved to the project config for later sessions.
 Choice = Literal["once", "always", "deny", "project"]
@@ -148,6 +162,9 @@ class RecordingUI:
 
 def event_to_dict(event: Event) -> dict[str, Any]:
     """The stream-json form: {"type": "tool_finished", ...fields}."""
+    if isinstance(event, SubagentEvent):
+        return {"type": "subagent_event", "agent_id": event.agent_id, "agent": event.agent,
+                "event": event_to_dict(event.event)}
     name = type(event).__name__
     snake = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
     d = asdict(event)

@@ -52,6 +52,11 @@ class Runtime:
     def __post_init__(self) -> None:
         self._by_name = {t.name: t for t in self.tools}
 
+    def set_tools(self, tools: list[Tool]) -> None:
+        """Replace the pool, e.g. when MCP servers have started and their tools are known."""
+        self.tools = tools
+        self._by_name = {t.name: t for t in tools}
+
     # -- what the model sees ---------------------------------------------------------------
     def visible_tools(self) -> list[Tool]:
         return [t for t in self.tools if blocked(self.policy, t.name) is None]

@@ -1,0 +1,583 @@
+"""MCP client sessions, their tools, and the four mcp_* helper tools.
+
+`McpManager` owns every configured server's connection: it starts them concurrently under one
+startup timeout, keeps each one alive in its own task (the SDK's client must be entered and
+left in the same task), and shuts them all down on `aclose()`, leaving no process behind.
+A server that fails is reported in one line and the agent works on without it.
+
+Each server tool becomes `mcp__<server>__<tool>` with the server's own JSON schema. MCP tools
+are treated as not read-only, not concurrency-safe and asking for approval, unless the server
+is marked `trusted` and the tool declares `readOnlyHint`. Results become text: text blocks as
+they are, structured content as JSON, images, audio and binary as a short note.
+The `mcp` SDK is imported only when a server is configured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import os
+import re
+import shlex
+import time
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable, ClassVar, Literal, TypeVar
+
+from pydantic import ConfigDict, Field
+
+from nanohermes.budget import Limits
+from nanohermes.config import McpServerConfig
+from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
+
+T = TypeVar("T")
+Status = Literal["disabled", "starting", "connected", "failed", "stopped"]
+
+_NAME_OK = re.compile(r"[^A-Za-z0-9_-]")
+MAX_TOOL_NAME = 64  # what OpenAI-compatible endpoints accept for a function name
+_LIST_PAGES = 100  # a paginating server that never ends cannot hang startup
+_CONNECTION_CLOSED = -32000
+_REQUEST_TIMEOUT = -32001
+
+
+def tool_name(server: str, remote: str, taken: set[str]) -> str:
+    """`mcp__<server>__<tool>`, made of the characters providers accept, at most 64 chars, unique."""
+    base = f"mcp__{server}__{_NAME_OK.sub('_', remote)}"
+    if len(base) > MAX_TOOL_NAME:
+        base = base[: MAX_TOOL_NAME - 9] + "_" + hashlib.sha1(remote.encode()).hexdigest()[:8]
+    name, n = base, 2
+    while name in taken:
+        suffix = f"_{n}"
+        name, n = base[: MAX_TOOL_NAME - len(suffix)] + suffix, n + 1
+    taken.add(name)
+    return name
+
+
+def describe_error(err: BaseException) -> str:
+    """One line for an exception, looking through the SDK's exception groups."""
+    while isinstance(err, BaseExceptionGroup) and err.exceptions:
+        err = err.exceptions[0]
+    text = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def _binary_note(kind: str, mime: str | None, data: str) -> str:
+    size = len(data) * 3 // 4 - data[-2:].count("=")
+    return f"[{kind}{' ' + mime if mime else ''}, {size} bytes; not shown as text]"
+
+
+def result_text(result: Any, server: str) -> str:
+    """A CallToolResult as text for the model."""
+    parts: list[str] = []
+    texts: list[str] = []
+    for block in result.content:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            parts.append(block.text)
+            texts.append(block.text)
+        elif kind in ("image", "audio"):
+            parts.append(_binary_note(kind, block.mime_type, block.data))
+        elif kind == "resource_link":
+            parts.append(f"[resource link {block.uri} ({block.name}); read it with mcp_read_resource "
+                         f"server={server} uri={block.uri}]")
+        elif kind == "resource":
+            parts.append(resource_contents_text(block.resource))
+        else:
+            parts.append(f"[{kind or 'unknown'} content; not shown]")
+    structured = getattr(result, "structured_content", None)
+    if structured is not None and not _same_as_text(structured, texts):
+        parts.append("structured content:\n" + json.dumps(structured, ensure_ascii=False, indent=2))
+    return "\n".join(parts)
+
+
+def _same_as_text(structured: Any, texts: list[str]) -> bool:
+    """Servers often send the same value twice: as JSON text and as structured content."""
+    joined = "\n".join(texts)
+    try:
+        parsed = json.loads(joined)
+    except ValueError:
+        return False
+    wrapped = isinstance(structured, dict) and set(structured) == {"result"} and structured["result"] == parsed
+    return parsed == structured or wrapped
+
+
+def resource_contents_text(contents: Any) -> str:
+    text = getattr(contents, "text", None)
+    if text is not None:
+        return f"[resource {contents.uri}]\n{text}"
+    return f"[resource {contents.uri}] " + _binary_note("binary data", contents.mime_type, contents.blob)
+
+
+@dataclass
+class Server:
+    """One configured server and the state of its connection."""
+
+    name: str
+    config: McpServerConfig
+    status: Status = "starting"
+    error: str = ""
+    tools: list[Tool] = field(default_factory=list)
+    client: Any = None
+    instructions: str | None = None
+    log_path: Path | None = None
+    _log_start: int = 0
+    _task: asyncio.Task[None] | None = None
+    _ready: asyncio.Event = field(default_factory=asyncio.Event)
+    _stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def target(self) -> str:
+        c = self.config
+        if c.url is not None:
+            return f"http {c.url}"
+        return "stdio " + shlex.join([c.command or "", *c.args])
+
+    def stderr_tail(self) -> str:
+        """The last line the server wrote on stderr during this run, for error messages."""
+        if self.log_path is None:
+            return ""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self._log_start)
+                lines = [ln.strip() for ln in f.read()[-4096:].decode("utf-8", "replace").splitlines() if ln.strip()]
+        except OSError:
+            return ""
+        return lines[-1][:300] if lines else ""
+
+
+class McpManager:
+    """Starts, serves and stops every configured MCP server."""
+
+    def __init__(self, servers: dict[str, McpServerConfig], limits: Limits, *, workspace: Path,
+                 log_dir: Path | None = None, disabled: dict[str, str] | None = None) -> None:
+        self.limits = limits
+        self.workspace = workspace
+        self.log_dir = log_dir
+        self.servers: dict[str, Server] = {}
+        for name, cfg in servers.items():
+            s = Server(name, cfg)
+            if disabled and name in disabled:
+                s.status, s.error = "disabled", disabled[name]
+            self.servers[name] = s
+        self._started = False
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.servers)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    async def start(self) -> list[str]:
+        """Connect every enabled server concurrently; returns one warning line per failure."""
+        if self._started:
+            return []
+        self._started = True
+        todo = [s for s in self.servers.values() if s.status == "starting"]
+        if not todo:
+            return []
+        for s in todo:
+            s._task = asyncio.create_task(self._run(s), name=f"mcp-{s.name}")
+        timeout = self.limits.mcp_startup_timeout_secs
+        waiters = [asyncio.create_task(s._ready.wait()) for s in todo]
+        _, pending = await asyncio.wait(waiters, timeout=timeout)
+        for w in pending:
+            w.cancel()
+        late = [s for s in todo if not s._ready.is_set()]
+        for s in late:
+            s.status = "failed"
+            s.error = f"did not start within {timeout:g} s (limit mcp_startup_timeout_secs)"
+            tail = s.stderr_tail()
+            if tail:
+                s.error += f"; its stderr ends with: {tail}"
+        await asyncio.gather(*(self._stop_one(s) for s in late))
+        return [f"MCP server {s.name} failed to start: {s.error}; continuing without it"
+                for s in todo if s.status == "failed"]
+
+    async def aclose(self) -> None:
+        """Stop every server; bounded, and safe to call twice or while being cancelled."""
+        await asyncio.gather(*(self._stop_one(s) for s in self.servers.values()), return_exceptions=True)
+
+    async def _stop_one(self, s: Server) -> None:
+        task = s._task
+        if task is None or task.done():
+            return
+        s._stop.set()
+        try:
+            # The SDK's stdio shutdown is itself bounded (close stdin, then SIGTERM, then SIGKILL
+            # of the process group, about 5 s at worst); this is a net over it.
+            await asyncio.wait_for(asyncio.shield(task), timeout=10)
+        except (asyncio.TimeoutError, Exception):
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def _run(self, s: Server) -> None:
+        try:
+            async with AsyncExitStack() as stack:
+                client = await self._connect(s, stack)
+                s.client = client
+                s.instructions = getattr(client, "instructions", None)
+                s.tools = await self._list_tools(s, client)
+                s.status = "connected"
+                s._ready.set()
+                await s._stop.wait()
+        except asyncio.CancelledError:
+            if s.status == "starting":
+                s.status = "failed"
+            raise
+        except BaseException as e:  # the SDK reports failures as exception groups too
+            if s.status in ("starting", "connected"):
+                s.status = "failed"
+                s.error = describe_error(e)
+                tail = s.stderr_tail()
+                if tail and tail not in s.error:
+                    s.error += f"; its stderr ends with: {tail}"
+            if not isinstance(e, Exception):
+                raise
+        finally:
+            s.client = None
+            if s.status == "connected":
+                s.status = "stopped"
+            s._ready.set()
+
+    async def _connect(self, s: Server, stack: AsyncExitStack) -> Any:
+        from mcp import Client  # heavy: only when a server is configured
+
+        cfg = s.config
+        timeout = self.limits.mcp_call_timeout_secs
+        if cfg.url is not None:
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            http = await stack.enter_async_context(create_mcp_http_client(headers=dict(cfg.headers) or None))
+            transport = streamable_http_client(cfg.url, http_client=http)
+        else:
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            errlog = self._errlog(s, stack)
+            cwd = Path(os.path.expanduser(cfg.cwd)) if cfg.cwd else self.workspace
+            if not cwd.is_absolute():
+                cwd = self.workspace / cwd
+            params = StdioServerParameters(command=os.path.expanduser(cfg.command or ""), args=list(cfg.args),
+                                           env=dict(cfg.env) or None, cwd=cwd)
+            transport = stdio_client(params, errlog=errlog)
+        return await stack.enter_async_context(Client(transport, read_timeout_seconds=timeout))
+
+    def _errlog(self, s: Server, stack: AsyncExitStack) -> Any:
+        """A server's stderr goes to its own log file, never over the user's terminal."""
+        if self.log_dir is None:
+            f = open(os.devnull, "w")
+        else:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            s.log_path = self.log_dir / f"{s.name}.log"
+            f = open(s.log_path, "a", encoding="utf-8")
+            f.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {s.target}\n")
+            f.flush()
+            s._log_start = f.tell()
+        stack.callback(f.close)
+        return f
+
+    async def _list_tools(self, s: Server, client: Any) -> list[Tool]:
+        remote: list[Any] = []
+        cursor: str | None = None
+        for _ in range(_LIST_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            remote.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        taken: set[str] = set()
+        out: list[Tool] = []
+        for t in remote:
+            annotations = getattr(t, "annotations", None)
+            read_only = bool(s.config.trusted and annotations is not None and annotations.read_only_hint)
+            desc = (t.description or "").strip() or f"The {t.name} tool"
+            out.append(McpTool(name=tool_name(s.name, t.name, taken), server=s.name, remote=t.name,
+                               description=f"{desc}\n(MCP tool `{t.name}` of server {s.name})",
+                               schema=dict(t.input_schema or {}), trusted_read_only=read_only, manager=self))
+        return sorted(out, key=lambda t: t.name)
+
+    # -- what the agent sees ------------------------------------------------------------------
+    def tools(self) -> list[Tool]:
+        """Connected servers' tools and, when any server is configured, the four helpers."""
+        if not self.servers:
+            return []
+        helpers: list[Tool] = [McpListResources(manager=self), McpReadResource(manager=self),
+                               McpListPrompts(manager=self), McpGetPrompt(manager=self)]
+        server_tools = [t for s in self.servers.values() if s.status == "connected" for t in s.tools]
+        return sorted([*server_tools, *helpers], key=lambda t: t.name)
+
+    def status_lines(self) -> list[str]:
+        """For `/mcp`: each server's status, tool count and error."""
+        if not self.servers:
+            return ["no MCP servers configured (config key mcp.servers)"]
+        lines = []
+        for s in self.servers.values():
+            line = f"{s.name}: {s.status}, {len(s.tools)} tools ({s.target})"
+            if s.error:
+                line += f" — {s.error}"
+            lines.append(line)
+        return lines
+
+    # -- calls ----------------------------------------------------------------------------------
+    def server(self, name: str) -> Server:
+        s = self.servers.get(name)
+        if s is None:
+            raise ToolError(f"unknown MCP server `{name}`; configured: {', '.join(self.servers) or 'none'}")
+        if s.status == "disabled":
+            raise ToolError(f"MCP server {name} is disabled ({s.error})")
+        if s.status != "connected" or s.client is None:
+            why = f": {s.error}" if s.error else ""
+            raise ToolError(f"MCP server {name} is not connected ({s.status}{why}); fix its config (see /mcp) "
+                            f"and restart nanohermes, or work without it")
+        return s
+
+    async def request(self, s: Server, what: str, fn: Callable[[Any], Awaitable[T]]) -> T:
+        """Run one request against a server, turning the SDK's failures into ToolErrors."""
+        from mcp import MCPError
+
+        try:
+            return await fn(s.client)
+        except MCPError as e:
+            if e.code == _REQUEST_TIMEOUT:
+                raise ToolError(f"{what} timed out after {self.limits.mcp_call_timeout_secs:g} s "
+                                f"(limit mcp_call_timeout_secs); try a smaller request") from None
+            if e.code == _CONNECTION_CLOSED:
+                s.status = "failed"
+                s.error = "the connection closed (the server exited or dropped it)"
+                tail = s.stderr_tail()
+                if tail:
+                    s.error += f"; its stderr ends with: {tail}"
+                raise ToolError(f"{what} failed: MCP server {s.name} closed the connection; it is not available "
+                                f"for the rest of this session (restart nanohermes to reconnect)") from None
+            raise ToolError(f"{what} failed: MCP server {s.name} answered error {e.code}: {e.message}") from None
+        except ToolError:
+            raise
+        except Exception as e:
+            raise ToolError(f"{what} failed: {describe_error(e)}") from None
+
+
+class McpArgs(Params):
+    """Whatever the server's schema allows: the server validates its own arguments."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+@dataclass(frozen=True, kw_only=True)
+class McpTool(Tool):
+    name: str  # type: ignore[misc]  # per instance: mcp__<server>__<tool>
+    description: str  # type: ignore[misc]
+    group: ClassVar[str] = "mcp"
+    params: ClassVar[type[Params]] = McpArgs
+    source: ClassVar[str] = "mcp"
+    server: str
+    remote: str
+    schema: dict[str, Any]
+    trusted_read_only: bool = False
+    manager: McpManager = field(repr=False, compare=False)
+
+    def read_only(self, args: Params) -> bool:
+        return self.trusted_read_only
+
+    def concurrency_safe(self, args: Params) -> bool:
+        return self.trusted_read_only
+
+    def approval_for(self, args: Params) -> Approval:
+        return "never" if self.trusted_read_only else "always"
+
+    def spec(self) -> dict[str, Any]:
+        schema = dict(self.schema)
+        schema.setdefault("type", "object")
+        schema.setdefault("properties", {})
+        return {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                 "parameters": schema}}
+
+    def summary(self, args: Params) -> str:
+        return json.dumps(args.model_dump(), ensure_ascii=False)[:200]
+
+    def approval_detail(self, args: Params) -> str:
+        return f"MCP server {self.server}, tool {self.remote}, arguments:\n" + json.dumps(
+            args.model_dump(), ensure_ascii=False, indent=2)
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        s = self.manager.server(self.server)
+        result = await self.manager.request(s, self.name, lambda c: c.call_tool(self.remote, args.model_dump()))
+        text = result_text(result, self.server)
+        if result.is_error:
+            raise ToolError(text or f"{self.name} reported an error without a message")
+        return text or "(the tool returned no content)"
+
+
+# -- the helper tools --------------------------------------------------------------------------
+
+
+class _Helper(Tool):
+    group: ClassVar[str] = "mcp"
+    source: ClassVar[str] = "mcp"
+    approval: ClassVar[Approval] = "never"
+
+    def read_only(self, args: Params) -> bool:
+        return True
+
+    def concurrency_safe(self, args: Params) -> bool:
+        return True
+
+    def _targets(self, manager: McpManager, server: str | None) -> list[Server | str]:
+        """The servers to list: each connected one, or a line saying why one is not."""
+        if server:
+            return [manager.server(server)]
+        out: list[Server | str] = []
+        for s in manager.servers.values():
+            if s.status == "connected" and s.client is not None:
+                out.append(s)
+            else:
+                out.append(f"{s.name}: not connected ({s.status}{': ' + s.error if s.error else ''})")
+        return out
+
+
+class ListParams(Params):
+    server: str | None = Field(None, description="Only this server (default: every connected server).")
+
+
+class ReadResourceParams(Params):
+    server: str = Field(description="The MCP server that has the resource.")
+    uri: str = Field(description="The resource URI, as mcp_list_resources shows it.")
+
+    non_empty: ClassVar[dict[str, str]] = {"server": "", "uri": "list them with mcp_list_resources"}
+
+
+class GetPromptParams(Params):
+    server: str = Field(description="The MCP server that has the prompt.")
+    name: str = Field(description="The prompt name, as mcp_list_prompts shows it.")
+    arguments: dict[str, str] = Field(default_factory=dict, description="The prompt's arguments, by name.")
+
+    non_empty: ClassVar[dict[str, str]] = {"server": "", "name": "list them with mcp_list_prompts"}
+
+
+def _offers(s: Server, feature: str) -> bool:
+    """Did the server declare this capability? Asking one that did not only earns an error."""
+    try:
+        return getattr(s.client.server_capabilities, feature, None) is not None
+    except Exception:
+        return True  # unknown: ask, and let the answer speak
+
+
+@dataclass(frozen=True, kw_only=True)
+class McpListResources(_Helper):
+    name: ClassVar[str] = "mcp_list_resources"
+    description: ClassVar[str] = (
+        "List the resources (readable data such as files or records) that connected MCP servers offer: "
+        "one line each with server, URI, name, MIME type and description, plus URI templates. "
+        "Read one with mcp_read_resource. Pass `server` to list only that server."
+    )
+    params: ClassVar[type[Params]] = ListParams
+    manager: McpManager = field(repr=False, compare=False)
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        assert isinstance(args, ListParams)
+        lines: list[str] = []
+        for s in self._targets(self.manager, args.server):
+            if isinstance(s, str):
+                lines.append(s)
+                continue
+            if not _offers(s, "resources"):
+                lines.append(f"{s.name}: offers no resources")
+                continue
+            res = await self.manager.request(s, "mcp_list_resources", lambda c: c.list_resources())
+            if not res.resources:
+                lines.append(f"{s.name}: no resources")
+            for r in res.resources:
+                mime = f" [{r.mime_type}]" if r.mime_type else ""
+                desc = f" — {r.description}" if r.description else ""
+                lines.append(f"{s.name}  {r.uri}  {r.name}{mime}{desc}")
+            try:
+                tpl = await self.manager.request(s, "mcp_list_resources", lambda c: c.list_resource_templates())
+                lines.extend(f"{s.name}  template {t.uri_template}  {t.name}" for t in tpl.resource_templates)
+            except ToolError:
+                pass  # templates are optional; the resources above are the answer
+        return "\n".join(lines) or "no MCP servers"
+
+
+@dataclass(frozen=True, kw_only=True)
+class McpReadResource(_Helper):
+    name: ClassVar[str] = "mcp_read_resource"
+    description: ClassVar[str] = (
+        "Read one resource of an MCP server by URI (find URIs with mcp_list_resources). Returns its text; "
+        "binary contents are described in a short note instead."
+    )
+    params: ClassVar[type[Params]] = ReadResourceParams
+    manager: McpManager = field(repr=False, compare=False)
+
+    def summary(self, args: Params) -> str:
+        return f"{args.server} {args.uri}"  # type: ignore[attr-defined]
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        assert isinstance(args, ReadResourceParams)
+        s = self.manager.server(args.server)
+        res = await self.manager.request(s, "mcp_read_resource", lambda c: c.read_resource(args.uri))
+        return "\n".join(resource_contents_text(c) for c in res.contents) or f"{args.uri} is empty"
+
+
+@dataclass(frozen=True, kw_only=True)
+class McpListPrompts(_Helper):
+    name: ClassVar[str] = "mcp_list_prompts"
+    description: ClassVar[str] = (
+        "List the prompt templates that connected MCP servers offer, with their arguments (* = required) "
+        "and descriptions. Fetch one with mcp_get_prompt. Pass `server` to list only that server."
+    )
+    params: ClassVar[type[Params]] = ListParams
+    manager: McpManager = field(repr=False, compare=False)
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        assert isinstance(args, ListParams)
+        lines: list[str] = []
+        for s in self._targets(self.manager, args.server):
+            if isinstance(s, str):
+                lines.append(s)
+                continue
+            if not _offers(s, "prompts"):
+                lines.append(f"{s.name}: offers no prompts")
+                continue
+            res = await self.manager.request(s, "mcp_list_prompts", lambda c: c.list_prompts())
+            if not res.prompts:
+                lines.append(f"{s.name}: no prompts")
+            for p in res.prompts:
+                names = ", ".join(a.name + ("*" if a.required else "") for a in p.arguments or [])
+                desc = f" — {p.description}" if p.description else ""
+                lines.append(f"{s.name}  {p.name}({names}){desc}")
+        return "\n".join(lines) or "no MCP servers"
+
+
+@dataclass(frozen=True, kw_only=True)
+class McpGetPrompt(_Helper):
+    name: ClassVar[str] = "mcp_get_prompt"
+    description: ClassVar[str] = (
+        "Fetch a prompt template of an MCP server, filled with `arguments` (a map of strings); returns its "
+        "messages as text. Find prompts and their arguments with mcp_list_prompts."
+    )
+    params: ClassVar[type[Params]] = GetPromptParams
+    manager: McpManager = field(repr=False, compare=False)
+
+    def summary(self, args: Params) -> str:
+        return f"{args.server} {args.name}"  # type: ignore[attr-defined]
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        assert isinstance(args, GetPromptParams)
+        s = self.manager.server(args.server)
+        res = await self.manager.request(s, "mcp_get_prompt",
+                                         lambda c: c.get_prompt(args.name, dict(args.arguments) or None))
+        lines = [f"[description] {res.description}"] if res.description else []
+        for m in res.messages:
+            block = m.content
+            kind = getattr(block, "type", "")
+            if kind == "text":
+                body = block.text
+            elif kind == "resource":
+                body = resource_contents_text(block.resource)
+            elif kind in ("image", "audio"):
+                body = _binary_note(kind, block.mime_type, block.data)
+            else:
+                body = f"[{kind} content; not shown]"
+            lines.append(f"[{m.role}] {body}")
+        return "\n".join(lines) or f"prompt {args.name} has no messages"

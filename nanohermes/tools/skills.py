@@ -1,0 +1,208 @@
+"""Skills (the Agent Skills format): discovery of SKILL.md folders, the prompt index, the `skill` tool.
+
+A skill is a folder holding `SKILL.md`: YAML front matter with `name` and `description`,
+then the instructions. Folders are searched in order (the first skill of a name wins):
+`<workspace>/.nanohermes/skills`, `$XDG_CONFIG_HOME/nanohermes/skills`, and, for
+compatibility, `<workspace>/.claude/skills`. A file with bad front matter is skipped with a
+warning naming it. The system prompt carries a one-line index; the tool returns the body.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from nanohermes.budget import Limits
+from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
+
+SKILL_FILE = "SKILL.md"
+_FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
+
+
+@dataclass(frozen=True)
+class Skill:
+    name: str
+    description: str
+    path: Path  # the SKILL.md file
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+
+@dataclass
+class SkillSet:
+    skills: list[Skill] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def get(self, name: str) -> Skill | None:
+        return next((s for s in self.skills if s.name == name), None)
+
+
+class FrontMatterError(ValueError):
+    pass
+
+
+def parse_skill(text: str) -> tuple[dict[str, Any], str]:
+    """Split SKILL.md into its front matter (validated) and its body."""
+    import yaml  # only when a skill exists
+
+    m = _FRONT.match(text)
+    if not m:
+        raise FrontMatterError("no YAML front matter (the file must start with a line `---`, then `name:` and "
+                               "`description:`, then a closing `---`)")
+    try:
+        meta = yaml.safe_load(m.group(1))
+    except yaml.YAMLError as e:
+        where = getattr(e, "problem_mark", None)
+        line = f" at line {where.line + 2}" if where is not None else ""
+        raise FrontMatterError(f"front matter is not valid YAML{line}: {getattr(e, 'problem', None) or e}") from None
+    if not isinstance(meta, dict):
+        raise FrontMatterError("front matter must be a mapping with `name` and `description`")
+    for key in ("name", "description"):
+        value = meta.get(key)
+        if not isinstance(value, str) or not value.strip():
+            raise FrontMatterError(f"front matter needs a non-empty string `{key}`")
+    return meta, text[m.end():]
+
+
+def skill_roots(workspace: Path, config_dir: Path) -> list[Path]:
+    return [workspace / ".nanohermes" / "skills", config_dir / "skills", workspace / ".claude" / "skills"]
+
+
+def discover_skills(workspace: Path, *, config_dir: Path | None = None) -> SkillSet:
+    if config_dir is None:
+        from nanohermes.config import config_home
+
+        config_dir = config_home()
+    found = SkillSet()
+    for root in skill_roots(workspace, config_dir):
+        try:
+            folders = sorted(p for p in root.iterdir() if p.is_dir())
+        except OSError:
+            continue  # no such folder: nothing to find there
+        for folder in folders:
+            path = folder / SKILL_FILE
+            if not path.is_file():
+                continue
+            try:
+                meta, _ = parse_skill(path.read_text(encoding="utf-8", errors="replace"))
+            except FrontMatterError as e:
+                found.warnings.append(f"{path}: {e}; skill skipped")
+                continue
+            except OSError as e:
+                found.warnings.append(f"{path}: cannot read: {e.strerror}; skill skipped")
+                continue
+            name = " ".join(meta["name"].split())
+            if (first := found.get(name)) is not None:
+                found.warnings.append(f"{path}: skill `{name}` is also defined in {first.path}, which wins; skipped")
+                continue
+            found.skills.append(Skill(name, " ".join(meta["description"].split()), path))
+    return found
+
+
+def skill_index(skills: SkillSet, limits: Limits) -> str:
+    """The prompt's one-line-per-skill index, bounded by `skill_index_chars`."""
+    if not skills.skills:
+        return ""
+    lines: list[str] = []
+    used = 0
+    cap = limits.skill_description_chars
+    for i, s in enumerate(skills.skills):
+        desc = s.description if len(s.description) <= cap else s.description[:cap] + "…"
+        line = f"- {s.name}: {desc}"
+        if used + len(line) > limits.skill_index_chars:
+            rest = len(skills.skills) - i
+            lines.append(f"… {rest} more skills not listed (index limit {limits.skill_index_chars} chars; "
+                         f"limit skill_index_chars); the skill tool loads any skill by name")
+            break
+        lines.append(line)
+        used += len(line)
+    return ("# Skills\nWhen a task matches one of these, load its instructions with the skill tool first:\n"
+            + "\n".join(lines))
+
+
+class SkillParams(Params):
+    name: str = Field(description="The skill's name, as listed in the system prompt.")
+
+    non_empty: ClassVar[dict[str, str]] = {"name": "pass one of the skill names listed in the system prompt"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SkillTool(Tool):
+    name: ClassVar[str] = "skill"
+    group: ClassVar[str] = "skills"
+    description: ClassVar[str] = (
+        "Load a skill by name: returns its instructions (the body of its SKILL.md, at most 20,000 chars, with "
+        "a note when cut) and lists the other files in its folder, to open with read_file when the "
+        "instructions mention them. The available skills are listed in the system prompt under Skills."
+    )
+    params: ClassVar[type[Params]] = SkillParams
+    approval: ClassVar[Approval] = "never"
+    skills: SkillSet
+
+    def read_only(self, args: Params) -> bool:
+        return True
+
+    def concurrency_safe(self, args: Params) -> bool:
+        return True
+
+    def output_limit(self) -> str:
+        return "skill_body_chars chars, skill_files_listed files"
+
+    def spec(self) -> dict[str, Any]:
+        spec = super().spec()
+        spec["function"]["parameters"]["properties"]["name"]["enum"] = [s.name for s in self.skills.skills]
+        return spec
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        assert isinstance(args, SkillParams)
+        skill = self.skills.get(args.name.strip())
+        if skill is None:
+            names = ", ".join(s.name for s in self.skills.skills)
+            raise ToolError(f"unknown skill {args.name}; available: {names}")
+        return await self.in_thread(self._load, skill, ctx.limits)
+
+    @staticmethod
+    def _load(skill: Skill, limits: Limits) -> str:
+        try:
+            _, body = parse_skill(skill.path.read_text(encoding="utf-8", errors="replace"))
+        except OSError as e:
+            raise ToolError(f"cannot read {skill.path}: {e.strerror}") from None
+        except FrontMatterError as e:
+            raise ToolError(f"{skill.path} changed and is no longer valid: {e}") from None
+        body = body.strip("\n")
+        cap = limits.skill_body_chars
+        out = [f"# Skill {skill.name}  (folder {skill.folder})", "", body[:cap]]
+        if len(body) > cap:
+            out.append(f"\n… skill body truncated: showing the first {cap} of {len(body)} chars; "
+                       f"read the rest with read_file {skill.path}")
+        files = _other_files(skill.folder)
+        if files:
+            shown = files[: limits.skill_files_listed]
+            out += ["", f"Other files in {skill.folder} (open them with read_file):", *shown]
+            if len(files) > len(shown):
+                out.append(f"… {len(files)} files, showing the first {len(shown)}; use list_dir or glob for the rest")
+        return "\n".join(out)
+
+
+def _other_files(folder: Path) -> list[str]:
+    out: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if d != ".git")
+        rel = Path(dirpath).relative_to(folder)
+        for f in filenames:
+            p = (rel / f).as_posix()
+            if p != SKILL_FILE:
+                out.append(p)
+    return sorted(out)
+
+
+def tools(skills: SkillSet) -> list[Tool]:
+    """The `skill` tool, only when at least one skill was found."""
+    return [SkillTool(skills=skills)] if skills.skills else []

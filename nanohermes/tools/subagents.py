@@ -1,0 +1,316 @@
+"""Sub-agents: the `subagent` and `agent_list` tools, the board of runs, and the nested UI.
+
+A sub-agent is a child `Agent` with its own history, its configured prompt and only its
+listed tools. Its policy is the parent's (mode, lists, rules) narrowed to those tools, so it
+never has more permission than its parent. Its events reach the parent's UI wrapped in
+`SubagentEvent`; its approval prompts go to the parent's UI, marked with its name. It runs
+in the background (the board in `agent_list` shows it) or, with `wait: true`, inside the
+call. A child is cancelled when the turn that started it is interrupted, and at session end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal
+
+from pydantic import Field
+
+from nanohermes.budget import Limits
+from nanohermes.config import SubagentConfig
+from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, SubagentEvent, ToolStarted
+from nanohermes.permissions import blocked, names_tool
+from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
+
+if TYPE_CHECKING:
+    from nanohermes.agent import Agent
+    from nanohermes.llm import LLM
+    from nanohermes.runtime import Runtime
+
+RunStatus = Literal["running", "completed", "max_turns", "failed", "cancelled"]
+SUBAGENT_TOOLS = frozenset({"subagent", "agent_list"})
+
+
+@dataclass
+class Run:
+    """One sub-agent run on the board."""
+
+    id: str
+    name: str
+    task: str
+    status: RunStatus = "running"
+    started: float = field(default_factory=time.monotonic)
+    ended: float | None = None
+    result: str = ""
+    error: str = ""
+    tool_calls: int = 0
+    activity: str = ""  # the last tool it started, while running
+    result_path: Path | None = None
+    agent: Agent | None = None
+    task_handle: asyncio.Task[None] | None = None
+
+    @property
+    def elapsed(self) -> float:
+        return (self.ended or time.monotonic()) - self.started
+
+
+@dataclass
+class NestedUI:
+    """The UI a child sees: events go to the parent's UI wrapped; approvals too, marked."""
+
+    parent: UI
+    run: Run
+    lock: asyncio.Lock
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, ToolStarted):
+            self.run.tool_calls += 1
+            self.run.activity = f"{event.name} {event.summary}".strip()
+        self.parent.emit(SubagentEvent(agent_id=self.run.id, agent=self.run.name, event=event))
+
+    async def confirm(self, request: ApprovalRequest) -> ApprovalReply:
+        async with self.lock:  # children ask one at a time
+            return await self.parent.confirm(replace(request, agent=f"{self.run.name} {self.run.id}"))
+
+
+def _child_prompt(base: str, name: str, cfg: SubagentConfig) -> str:
+    role = f"# Your role\nYou are the sub-agent `{name}`, working on a task handed to you by another agent."
+    if cfg.prompt.strip():
+        role += "\n" + cfg.prompt.strip()
+    role += ("\nThe other agent sees only your final answer, not your tool calls: end with a complete, "
+             "self-contained report of what you found or did.")
+    return f"{base}\n\n{role}"
+
+
+@dataclass
+class SubagentManager:
+    """Starts children, keeps the board, and stops them."""
+
+    configs: dict[str, SubagentConfig]
+    make_llm: Callable[[str | None], LLM]
+    ui: UI
+    limits: Limits
+    system_prompt: str
+    max_turns: int
+    parent: Runtime | None = None  # set once the parent's runtime exists
+    runs: dict[str, Run] = field(default_factory=dict)
+    _ids: Any = field(default_factory=lambda: itertools.count(1))
+    _confirm_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _results_dir: Path | None = None
+
+    def names(self) -> str:
+        return ", ".join(self.configs) or "none"
+
+    def check(self, pool: list[Tool]) -> list[str]:
+        """Warnings for listed tools that do not exist in the pool."""
+        names = {t.name for t in pool}
+        out = []
+        for agent, cfg in self.configs.items():
+            unknown = [n for n in cfg.tools or [] if not any(names_tool([n], t) for t in names)]
+            if unknown:
+                out.append(f"sub-agent {agent} lists tools that do not exist: {', '.join(unknown)}; "
+                           f"they are ignored (see /tools)")
+        return out
+
+    def child_runtime(self, name: str, ui: UI, run_id: str) -> Runtime:
+        """The child's tools and policy: the parent's, narrowed to the tools it lists."""
+        from nanohermes.runtime import Runtime
+
+        parent = self.parent
+        assert parent is not None, "SubagentManager.parent is set by build_agent"
+        cfg = self.configs[name]
+        pool = [t for t in parent.tools if t.name not in SUBAGENT_TOOLS]
+        listed = cfg.tools if cfg.tools is not None else [t.name for t in pool]
+        allowed = [t for t in pool if names_tool(listed, t.name) and blocked(parent.policy, t.name) is None]
+        # An empty allowed_tools means "no restriction" to the policy, so a child with no tools
+        # also gets no tools in its pool.
+        policy = replace(parent.policy, allowed_tools=tuple(t.name for t in allowed) or parent.policy.allowed_tools)
+        session_dir = parent.session_dir / "agents" / run_id if parent.session_dir else None
+        return Runtime(tools=allowed, config=parent.config, workspace=parent.workspace, ui=ui, policy=policy,
+                       limits=parent.limits, session_dir=session_dir)
+
+    def spawn(self, name: str, task: str) -> Run:
+        from nanohermes.agent import Agent
+
+        if name not in self.configs:
+            raise ToolError(f"unknown sub-agent `{name}`; configured: {self.names()}")
+        cfg = self.configs[name]
+        run = Run(id=f"agent-{next(self._ids)}", name=name, task=task)
+        ui = NestedUI(self.ui, run, self._confirm_lock)
+        run.agent = Agent(llm=self.make_llm(cfg.model), runtime=self.child_runtime(name, ui, run.id), ui=ui,
+                          system_prompt=_child_prompt(self.system_prompt, name, cfg),
+                          max_turns=cfg.max_turns or self.max_turns)
+        self.runs[run.id] = run
+        run.task_handle = asyncio.create_task(self._drive(run), name=f"subagent-{run.id}")
+        starter = asyncio.current_task()
+        if starter is not None:  # interrupting the turn that started it stops it too
+            starter.add_done_callback(lambda t, r=run: self._starter_done(t, r))
+        return run
+
+    def _starter_done(self, starter: asyncio.Task[Any], run: Run) -> None:
+        if starter.cancelled() and run.task_handle is not None and not run.task_handle.done():
+            run.task_handle.cancel()
+
+    async def _drive(self, run: Run) -> None:
+        agent = run.agent
+        assert agent is not None
+        try:
+            result = await agent.ask(run.task)
+            if result.reason == "completed":
+                run.status, run.result = "completed", result.text
+            else:
+                last = next((m.content for m in reversed(agent.history) if m.role == "assistant" and m.content), "")
+                run.status = "max_turns"
+                run.result = (last or "") + f"\n[stopped after {result.turns} model calls (max_turns)]"
+        except asyncio.CancelledError:
+            run.status = "cancelled"
+            raise
+        except Exception as e:  # an endpoint failure ends the child, never the parent
+            run.status = "failed"
+            run.error = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
+        finally:
+            run.ended = time.monotonic()
+            run.activity = ""
+            self._save(run)
+            self.ui.emit(Notice(level="info", text=f"sub-agent {run.id} ({run.name}) {run.status} "
+                                                   f"after {run.elapsed:.1f}s"))
+
+    def _save(self, run: Run) -> None:
+        """The full result goes to a file, so a board preview never loses anything."""
+        if not run.result:
+            return
+        parent = self.parent
+        try:
+            if parent is not None and parent.session_dir is not None:
+                folder = parent.session_dir / "agents"
+            else:
+                if self._results_dir is None:
+                    self._results_dir = Path(tempfile.mkdtemp(prefix="nanohermes-agents-"))
+                folder = self._results_dir
+            folder.mkdir(parents=True, exist_ok=True)
+            run.result_path = folder / f"{run.id}.md"
+            run.result_path.write_text(run.result, encoding="utf-8")
+        except OSError:
+            run.result_path = None
+
+    async def wait(self, run: Run) -> Run:
+        assert run.task_handle is not None
+        await asyncio.gather(run.task_handle, return_exceptions=True)
+        return run
+
+    async def cancel_all(self) -> int:
+        """Cancel every running child and wait for them; returns how many were running."""
+        running = [r.task_handle for r in self.runs.values() if r.task_handle is not None and not r.task_handle.done()]
+        for t in running:
+            t.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        return len(running)
+
+    async def aclose(self) -> None:
+        n = await self.cancel_all()
+        if n:
+            self.ui.emit(Notice(level="warning", text=f"cancelled {n} running sub-agent{'s' if n > 1 else ''} at exit"))
+
+    def board(self) -> str:
+        if not self.runs:
+            return f"no sub-agents started yet; configured: {self.names()}"
+        cap = self.limits.agent_preview_chars
+        rows = []
+        for r in self.runs.values():
+            head = f"{r.id}  {r.name}  {r.status}  {r.elapsed:.1f}s  {r.tool_calls} tool calls"
+            if r.status == "running":
+                rows.append(head + (f"\n  now: {r.activity}" if r.activity else ""))
+                continue
+            text = r.error if r.status == "failed" else " ".join(r.result.split())
+            preview = text[:cap]
+            if len(text) > cap:
+                where = f"; full result: {r.result_path} (read it with read_file)" if r.result_path else ""
+                preview += f"… ({len(text)} chars, showing the first {cap}{where})"
+            rows.append(head + f"\n  {'error' if r.status == 'failed' else 'result'}: {preview or '(empty)'}")
+        return "\n".join(rows)
+
+
+class SubagentParams(Params):
+    agent: str = Field(description="Which configured sub-agent to start.")
+    task: str = Field(description="The task, complete and self-contained: the sub-agent sees nothing else.")
+    wait: bool = Field(False, description="Wait for it to finish and return its answer (default: run in the "
+                                          "background and return its id).")
+
+    non_empty: ClassVar[dict[str, str]] = {"agent": "", "task": "describe the work to hand over"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubagentTool(Tool):
+    name: ClassVar[str] = "subagent"
+    group: ClassVar[str] = "agents"
+    description: ClassVar[str] = (
+        "Hand a task to a sub-agent: a helper with its own fresh history and a limited set of tools, never "
+        "more permission than yours. By default it runs in the background and this returns its id at once; "
+        "check agent_list for its status and result, and do other work meanwhile. With wait=true it returns "
+        "the sub-agent's final answer instead. Give the task in full: it sees nothing of this conversation."
+    )
+    params: ClassVar[type[Params]] = SubagentParams
+    # Starting a child asks nothing: each of its own calls is checked and asked like yours.
+    approval: ClassVar[Approval] = "never"
+    manager: SubagentManager = field(repr=False, compare=False)
+
+    def summary(self, args: Params) -> str:
+        return f"{args.agent}: {args.task.splitlines()[0][:150]}"  # type: ignore[attr-defined]
+
+    def spec(self) -> dict[str, Any]:
+        spec = super().spec()
+        fn = spec["function"]
+        fn["parameters"]["properties"]["agent"]["enum"] = list(self.manager.configs)
+        fn["description"] += " Sub-agents: " + "; ".join(
+            f"{n}: {c.description}" for n, c in self.manager.configs.items()) + "."
+        return spec
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        assert isinstance(args, SubagentParams)
+        run = self.manager.spawn(args.agent.strip(), args.task)
+        if not args.wait:
+            return (f"started sub-agent {run.name} as {run.id}; it works in the background. "
+                    f"Check agent_list for its status and result.")
+        await self.manager.wait(run)
+        if run.status == "failed":
+            raise ToolError(f"sub-agent {run.id} ({run.name}) failed: {run.error}")
+        if run.status == "cancelled":
+            raise ToolError(f"sub-agent {run.id} ({run.name}) was cancelled")
+        return f"sub-agent {run.id} ({run.name}) {run.status} after {run.elapsed:.1f}s:\n{run.result or '(no answer)'}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentListTool(Tool):
+    name: ClassVar[str] = "agent_list"
+    group: ClassVar[str] = "agents"
+    description: ClassVar[str] = (
+        "Show the sub-agents started in this session: id, name, status (running, completed, max_turns, failed, "
+        "cancelled), elapsed time, and the first 500 chars of each result (the full result is in a file "
+        "named there). Start one with subagent."
+    )
+    params: ClassVar[type[Params]] = Params
+    approval: ClassVar[Approval] = "never"
+    manager: SubagentManager = field(repr=False, compare=False)
+
+    def read_only(self, args: Params) -> bool:
+        return True
+
+    def concurrency_safe(self, args: Params) -> bool:
+        return True
+
+    def output_limit(self) -> str:
+        return "agent_preview_chars chars per result"
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        return self.manager.board()
+
+
+def tools(manager: SubagentManager | None) -> list[Tool]:
+    """`subagent` and `agent_list`, only when sub-agents are configured."""
+    if manager is None or not manager.configs:
+        return []
+    return [SubagentTool(manager=manager), AgentListTool(manager=manager)]

@@ -1,0 +1,103 @@
+"""An MCP server for the tests, written with the SDK's server API.
+
+`python demo_server.py` serves on stdio; `python demo_server.py --http` serves streamable
+HTTP on 127.0.0.1 at a free port and prints `PORT <n>` on stdout once it listens.
+Tools: echo, add (structured), fail (a tool error), slow, crash (exits mid-call),
+picture (image content), peek (declares readOnlyHint), dotted.name (a name the client
+must sanitise). Resources: note://hello (text), blob://bytes (binary). Prompt: review.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import sys
+
+from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+
+server = MCPServer("demo", instructions="A server for the nanohermes tests.", log_level="ERROR")
+
+
+@server.tool(description="Echo the text back.")
+def echo(text: str) -> str:
+    return f"echo: {text}"
+
+
+@server.tool(description="Add two integers.")
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@server.tool(description="Always fails.")
+def fail(reason: str = "broken on purpose") -> str:
+    raise ToolError(reason)
+
+
+@server.tool(description="Sleep, then answer.")
+async def slow(seconds: float = 5.0) -> str:
+    await asyncio.sleep(seconds)
+    return f"slept {seconds}"
+
+
+@server.tool(description="Exit the server process in the middle of the call.")
+def crash() -> str:
+    sys.stdout.flush()
+    os._exit(3)
+
+
+@server.tool(description="Return a tiny PNG.")
+def picture() -> Image:
+    return Image(data=b"\x89PNG\r\n\x1a\n" + b"\x00" * 24, format="png")
+
+
+@server.tool(description="Read-only peek.", annotations=ToolAnnotations(read_only_hint=True))
+def peek() -> str:
+    return "peeked"
+
+
+@server.tool(name="dotted.name", description="A tool whose name has a dot.")
+def dotted() -> str:
+    return "dotted ok"
+
+
+@server.tool(description="Report this server's process id.")
+def pid() -> str:
+    return str(os.getpid())
+
+
+@server.resource("note://hello", name="hello", description="A greeting.", mime_type="text/plain")
+def hello() -> str:
+    return "Hello from a resource."
+
+
+@server.resource("blob://bytes", name="bytes", description="Some bytes.", mime_type="application/octet-stream")
+def blob() -> bytes:
+    return b"\x00\x01\x02\x03"
+
+
+@server.prompt(description="Ask for a code review.")
+def review(code: str) -> str:
+    return f"Please review this code:\n{code}"
+
+
+async def serve_http() -> None:
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    app = server.streamable_http_app()
+    config = uvicorn.Config(app, log_level="error", lifespan="on")
+    srv = uvicorn.Server(config)
+    print(f"PORT {sock.getsockname()[1]}", flush=True)
+    await srv.serve(sockets=[sock])
+
+
+if __name__ == "__main__":
+    if "--http" in sys.argv:
+        asyncio.run(serve_http())
+    else:
+        server.run()
