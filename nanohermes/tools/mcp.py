@@ -94,14 +94,17 @@ def result_text(result: Any, server: str) -> str:
 
 
 def _same_as_text(structured: Any, texts: list[str]) -> bool:
-    """Servers often send the same value twice: as JSON text and as structured content."""
+    """Servers often send one value twice: as text and as structured content (maybe wrapped in
+    {"result": ...}). The model needs it once."""
     joined = "\n".join(texts)
     try:
-        parsed = json.loads(joined)
+        parsed: Any = json.loads(joined)
     except ValueError:
-        return False
-    wrapped = isinstance(structured, dict) and set(structured) == {"result"} and structured["result"] == parsed
-    return parsed == structured or wrapped
+        parsed = joined
+    candidates = [structured]
+    if isinstance(structured, dict) and set(structured) == {"result"}:
+        candidates.append(structured["result"])
+    return any(c == parsed or c == joined for c in candidates)
 
 
 def resource_contents_text(contents: Any) -> str:
@@ -202,6 +205,10 @@ class McpManager:
     async def _stop_one(self, s: Server) -> None:
         task = s._task
         if task is None or task.done():
+            return
+        if not s._ready.is_set():  # still connecting: nothing will look at the stop event
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
             return
         s._stop.set()
         try:

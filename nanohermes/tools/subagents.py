@@ -146,10 +146,16 @@ class SubagentManager:
                           max_turns=cfg.max_turns or self.max_turns)
         self.runs[run.id] = run
         run.task_handle = asyncio.create_task(self._drive(run), name=f"subagent-{run.id}")
+        run.task_handle.add_done_callback(lambda t, r=run: self._settle(r))
         starter = asyncio.current_task()
         if starter is not None:  # interrupting the turn that started it stops it too
             starter.add_done_callback(lambda t, r=run: self._starter_done(t, r))
         return run
+
+    def _settle(self, run: Run) -> None:
+        """A task cancelled before its first step never ran `_drive`: still put it on the board."""
+        if run.status == "running":
+            run.status, run.ended = "cancelled", time.monotonic()
 
     def _starter_done(self, starter: asyncio.Task[Any], run: Run) -> None:
         if starter.cancelled() and run.task_handle is not None and not run.task_handle.done():

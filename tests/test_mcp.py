@@ -1,0 +1,330 @@
+"""MCP against real servers started as subprocesses: the demo server written for the tests
+(stdio and streamable HTTP on 127.0.0.1), the published `mcp-server-time`, and servers that fail."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, AsyncIterator, Iterator
+
+import pytest
+
+from nanohermes.assemble import Built, build_agent
+from nanohermes.config import Config
+from nanohermes.events import Notice, RecordingUI
+from nanohermes.messages import ToolCall
+from nanohermes.testing import FakeServer, Reply, ScriptedLLM, call, tool_reply
+from nanohermes.tools.mcp import tool_name
+
+DEMO = str(Path(__file__).parent / "mcp" / "demo_server.py")
+STDIO = {"command": sys.executable, "args": [DEMO]}
+
+
+def alive(pid: int) -> bool:
+    """Is there a live (non-zombie) process with this id? Read from /proc."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def build(workspace: Path, servers: dict[str, Any], **config: Any) -> tuple[Built, RecordingUI]:
+    ui = RecordingUI()
+    cfg = Config.model_validate({"mcp": {"servers": servers}, "permission_mode": "goal", **config})
+    return build_agent(cfg, workspace, ui, llm=ScriptedLLM(), save_session=False), ui
+
+
+async def calls(built: Built, *pairs: tuple[str, dict[str, Any]]) -> list[str]:
+    out = await built.agent.runtime.run_calls([ToolCall(f"c{i}", name, json.dumps(args))
+                                               for i, (name, args) in enumerate(pairs)])
+    return [m.content or "" for m in out]
+
+
+@pytest.fixture
+def http_url() -> Iterator[str]:
+    proc = subprocess.Popen([sys.executable, DEMO, "--http"], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        assert line.startswith("PORT "), f"the HTTP demo server did not start: {line!r}"
+        yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_stdio_tools_are_named_by_server_and_keep_their_schema(workspace: Path) -> None:
+    built, _ = build(workspace, {"demo": STDIO})
+
+    async def go() -> None:
+        async with built.session():
+            tools = {t.name: t for t in built.agent.runtime.tools}
+            mcp_names = [n for n in tools if n.startswith("mcp")]
+            assert mcp_names == sorted(mcp_names)
+            assert {"mcp__demo__echo", "mcp__demo__add", "mcp__demo__dotted_name", "mcp_list_resources",
+                    "mcp_read_resource", "mcp_list_prompts", "mcp_get_prompt"} <= set(mcp_names)
+            spec = tools["mcp__demo__add"].spec()["function"]
+            assert spec["parameters"]["required"] == ["a", "b"]
+            assert spec["parameters"]["properties"]["a"]["type"] == "integer"
+            assert spec["description"] == "Add two integers.\n(MCP tool `add` of server demo)"
+            echo = tools["mcp__demo__echo"]
+            args = echo.parse({"text": "x"})
+            assert (echo.read_only(args), echo.concurrency_safe(args), echo.approval_for(args)) == (False, False, "always")
+            peek = tools["mcp__demo__peek"]  # declares readOnlyHint, but the server is not trusted
+            assert peek.read_only(peek.parse({})) is False
+            assert built.mcp_lines() == [f"demo: connected, 9 tools (stdio {sys.executable} {DEMO})"]
+
+    asyncio.run(go())
+
+
+def test_pool_order_builtins_then_skill_then_mcp_then_subagents(workspace: Path) -> None:
+    skill = workspace / ".nanohermes" / "skills" / "s"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: s\ndescription: d\n---\nbody")
+    built, _ = build(workspace, {"demo": STDIO}, subagents={"helper": {"description": "helps"}})
+
+    async def go() -> list[str]:
+        async with built.session():
+            return [t.name for t in built.agent.runtime.tools]
+
+    names = asyncio.run(go())
+    first_mcp = names.index("skill") + 1
+    builtins = names[: names.index("skill")]
+    assert builtins == sorted(builtins) and "read_file" in builtins
+    assert names[first_mcp:-2] == sorted(names[first_mcp:-2]) and all(n.startswith("mcp") for n in names[first_mcp:-2])
+    assert names[-2:] == ["subagent", "agent_list"]
+
+
+def test_trusted_server_tool_with_read_only_hint_is_read_only_and_parallel(workspace: Path) -> None:
+    built, _ = build(workspace, {"demo": {**STDIO, "trusted": True}})
+
+    async def go() -> None:
+        async with built.session():
+            tools = {t.name: t for t in built.agent.runtime.tools}
+            peek, echo = tools["mcp__demo__peek"], tools["mcp__demo__echo"]
+            assert (peek.read_only(peek.parse({})), peek.concurrency_safe(peek.parse({})),
+                    peek.approval_for(peek.parse({}))) == (True, True, "never")
+            assert echo.read_only(echo.parse({"text": "x"})) is False  # no hint: trust alone is not enough
+
+    asyncio.run(go())
+
+
+def test_results_become_text(workspace: Path) -> None:
+    built, _ = build(workspace, {"demo": STDIO})
+
+    async def go() -> list[str]:
+        async with built.session():
+            return await calls(built, ("mcp__demo__echo", {"text": "hi"}), ("mcp__demo__add", {"a": 2, "b": 3}),
+                               ("mcp__demo__picture", {}), ("mcp__demo__dotted_name", {}),
+                               ("mcp__demo__fail", {"reason": "no disk"}), ("mcp__demo__add", {"a": "x"}))
+
+    out = asyncio.run(go())
+    assert out[0] == "echo: hi"
+    assert out[1] == "5"  # the structured copy of the same value is not repeated
+    assert out[2] == "[image image/png, 32 bytes; not shown as text]"
+    assert out[3] == "dotted ok"
+    assert out[4] == "ERROR: Error executing tool fail: no disk"
+    assert out[5].startswith("ERROR: ") and "b" in out[5] and "Field required" in out[5]
+
+
+def test_slow_tool_times_out_at_the_lowered_limit_and_the_server_stays_usable(workspace: Path) -> None:
+    built, _ = build(workspace, {"demo": STDIO}, limits={"mcp_call_timeout_secs": 0.5})
+
+    async def go() -> list[str]:
+        async with built.session():
+            return await calls(built, ("mcp__demo__slow", {"seconds": 30}), ("mcp__demo__echo", {"text": "still here"}))
+
+    out = asyncio.run(go())
+    assert out == ["ERROR: mcp__demo__slow timed out after 0.5 s (limit mcp_call_timeout_secs); try a smaller request",
+                   "echo: still here"]
+
+
+def test_crash_mid_call_is_an_error_and_the_server_is_marked_failed(workspace: Path) -> None:
+    built, _ = build(workspace, {"demo": STDIO})
+
+    async def go() -> tuple[list[str], list[str]]:
+        async with built.session():
+            pid = int((await calls(built, ("mcp__demo__pid", {})))[0])
+            out = await calls(built, ("mcp__demo__crash", {}), ("mcp__demo__echo", {"text": "x"}))
+            assert not alive(pid)
+            return out, built.mcp_lines()
+
+    out, status = asyncio.run(go())
+    assert out[0] == ("ERROR: mcp__demo__crash failed: MCP server demo closed the connection; it is not available "
+                      "for the rest of this session (restart nanohermes to reconnect)")
+    assert out[1].startswith("ERROR: MCP server demo is not connected (failed: the connection closed")
+    assert status[0].startswith("demo: failed, 9 tools") and "the connection closed" in status[0]
+
+
+def test_resource_and_prompt_helpers(workspace: Path) -> None:
+    built, _ = build(workspace, {"demo": STDIO, "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]}})
+
+    async def go() -> list[str]:
+        async with built.session():
+            return await calls(
+                built, ("mcp_list_resources", {"server": "demo"}), ("mcp_read_resource", {"server": "demo", "uri": "note://hello"}),
+                ("mcp_read_resource", {"server": "demo", "uri": "blob://bytes"}), ("mcp_list_prompts", {}),
+                ("mcp_get_prompt", {"server": "demo", "name": "review", "arguments": {"code": "x = 1"}}),
+                ("mcp_read_resource", {"server": "nope", "uri": "a://b"}),
+                ("mcp_read_resource", {"server": "demo", "uri": "note://missing"}))
+
+    out = asyncio.run(go())
+    assert out[0] == ("demo  note://hello  hello [text/plain] — A greeting.\n"
+                      "demo  blob://bytes  bytes [application/octet-stream] — Some bytes.")
+    assert out[1] == "[resource note://hello]\nHello from a resource."
+    assert out[2] == "[resource blob://bytes] [binary data application/octet-stream, 4 bytes; not shown as text]"
+    assert out[3] == "demo  review(code*) — Ask for a code review.\ntime: no prompts"
+    assert out[4] == "[description] Ask for a code review.\n[user] Please review this code:\nx = 1"
+    assert out[5] == "ERROR: unknown MCP server `nope`; configured: demo, time"
+    assert out[6].startswith("ERROR: mcp_read_resource failed: MCP server demo answered error")
+
+
+def test_streamable_http_server_on_loopback(workspace: Path, http_url: str) -> None:
+    built, _ = build(workspace, {"web": {"url": http_url, "headers": {"X-Test": "1"}}})
+
+    async def go() -> list[str]:
+        async with built.session():
+            assert built.mcp_lines() == [f"web: connected, 9 tools (http {http_url})"]
+            return await calls(built, ("mcp__web__echo", {"text": "over http"}), ("mcp__web__add", {"a": 1, "b": 1}))
+
+    assert asyncio.run(go()) == ["echo: over http", "2"]
+
+
+def test_published_time_server_from_pypi(workspace: Path) -> None:
+    server = {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"], "trusted": True}
+    built, _ = build(workspace, {"time": server})
+
+    async def go() -> tuple[list[str], bool]:
+        async with built.session():
+            tools = {t.name: t for t in built.agent.runtime.tools}
+            tool = tools["mcp__time__get_current_time"]
+            read_only = tool.read_only(tool.parse({"timezone": "UTC"}))
+            return await calls(built, ("mcp__time__get_current_time", {"timezone": "Asia/Tokyo"}),
+                               ("mcp__time__get_current_time", {"timezone": "Not/AZone"})), read_only
+
+    (ok, bad), read_only = asyncio.run(go())
+    assert read_only is True  # trusted, and the server declares readOnlyHint
+    assert json.loads(ok)["timezone"] == "Asia/Tokyo"
+    assert bad.startswith("ERROR: ") and "Not/AZone" in bad
+
+
+def test_servers_that_fail_to_start_are_warned_about_and_the_rest_work(workspace: Path, tmp_path: Path) -> None:
+    servers = {
+        "missing": {"command": str(tmp_path / "no-such-server")},
+        "dies": {"command": sys.executable, "args": ["-c", "import sys; sys.exit('config file not found: x.toml')"]},
+        "demo": STDIO,
+    }
+    built, ui = build(workspace, servers)
+
+    async def go() -> tuple[list[str], list[str]]:
+        async with built.session():
+            return await calls(built, ("mcp__demo__echo", {"text": "fine"})), built.mcp_lines()
+
+    out, status = asyncio.run(go())
+    assert out == ["echo: fine"]
+    warnings = [e.text for e in ui.of(Notice) if e.level == "warning"]
+    assert len(warnings) == 2
+    missing, dies = warnings
+    assert missing.startswith("MCP server missing failed to start: FileNotFoundError") and missing.endswith(
+        "; continuing without it")
+    assert dies.startswith("MCP server dies failed to start: ") and "its stderr ends with: config file not found: x.toml" in dies
+    assert [line.split(",")[0] for line in status] == ["missing: failed", "dies: failed", "demo: connected"]
+    assert status[1].endswith("its stderr ends with: config file not found: x.toml")
+
+
+def test_a_server_that_hangs_at_startup_times_out_and_is_killed(workspace: Path, tmp_path: Path) -> None:
+    hang = tmp_path / "hang.py"
+    hang.write_text("import os, sys, time\nprint(os.getpid(), file=sys.stderr, flush=True)\ntime.sleep(120)\n")
+    built, ui = build(workspace, {"hangs": {"command": sys.executable, "args": [str(hang)]}},
+                      limits={"mcp_startup_timeout_secs": 2})
+    asyncio.run(built.start())
+    [warning] = [e.text for e in ui.of(Notice) if e.level == "warning"]
+    assert warning.startswith("MCP server hangs failed to start: did not start within 2 s (limit mcp_startup_timeout_secs)")
+    assert not alive(int(warning.rsplit("its stderr ends with: ", 1)[1].split(";")[0]))
+    asyncio.run(built.aclose())  # nothing left to stop: harmless
+
+
+def test_helpers_appear_only_when_a_server_is_configured(workspace: Path) -> None:
+    built = build_agent(Config(), workspace, RecordingUI(), llm=ScriptedLLM(), save_session=False)
+    assert not [t.name for t in built.agent.runtime.tools if t.name.startswith("mcp")]
+    assert built.mcp_lines() == ["no MCP servers configured (config key mcp.servers)"]
+    built, _ = build(workspace, {"gone": {"command": "/nonexistent"}})
+    asyncio.run(built.start())
+    assert [t.name for t in built.agent.runtime.tools if t.name.startswith("mcp")] == [
+        "mcp_get_prompt", "mcp_list_prompts", "mcp_list_resources", "mcp_read_resource"]
+
+
+def test_tool_names_are_sanitised_bounded_and_unique() -> None:
+    taken: set[str] = set()
+    assert tool_name("srv", "a.b c", taken) == "mcp__srv__a_b_c"
+    assert tool_name("srv", "a/b c", taken) == "mcp__srv__a_b_c_2"
+    long = tool_name("srv", "x" * 100, taken)
+    assert len(long) == 64 and long.startswith("mcp__srv__xxx")
+
+
+def test_deny_rule_naming_a_server_removes_it_before_the_model_sees_it(cli, server: FakeServer, home: Path) -> None:
+    config = {"mcp": {"servers": {"demo": STDIO, "other": STDIO}}, "permissions": {"deny": ["mcp__demo"]}}
+    server.add(tool_reply(call("mcp__demo__echo", {"text": "x"}), call("mcp__other__echo", {"text": "y"})),
+               Reply(text="done"))
+    r = cli("-p", "go", "--yes", server=server, config=config)
+    assert r.code == 0, r.err
+    names = [t["function"]["name"] for t in server.requests[0]["tools"]]
+    assert "mcp__other__echo" in names
+    assert not [n for n in names if n.startswith("mcp__demo")]
+    results = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert results[0]["content"].startswith("ERROR: unknown tool `mcp__demo__echo`")
+    assert results[1]["content"] == "echo: y"
+    assert not (home / ".local" / "state" / "nanohermes" / "mcp" / "demo.log").exists()  # never started
+
+
+def test_cli_session_leaves_no_server_process_behind(cli, server: FakeServer, home: Path) -> None:
+    server.add(tool_reply(call("mcp__demo__pid", {})), Reply(text="done"))
+    r = cli("-p", "which pid?", "--yes", server=server, config={"mcp": {"servers": {"demo": STDIO}}})
+    assert r.code == 0, r.err
+    pid = int(next(m for m in server.requests[1]["messages"] if m["role"] == "tool")["content"])
+    assert pid != os.getpid()
+    assert not alive(pid)
+    log = home / ".local" / "state" / "nanohermes" / "mcp" / "demo.log"
+    assert log.read_text().startswith("--- ")  # the server's stderr went to its log, not the terminal
+
+
+def test_cli_warns_once_for_a_failed_server_and_answers(cli, server: FakeServer) -> None:
+    server.add(Reply(text="answered"))
+    r = cli("-p", "hi", server=server, config={"mcp": {"servers": {"broken": {"command": "/nonexistent/server"}}}})
+    assert r.code == 0, r.err
+    assert r.out == "answered\n"
+    lines = [ln for ln in r.err.splitlines() if "broken" in ln]
+    assert len(lines) == 1 and lines[0].startswith("nanohermes: warning: MCP server broken failed to start: ")
+
+
+def test_bad_server_config_names_the_key(cli, home: Path) -> None:
+    r = cli("-p", "hi", config={"mcp": {"servers": {"x": {"args": ["a"]}}}})
+    assert r.code == 2
+    assert "key `mcp.servers.x`" in r.err and "set either `command`" in r.err
+
+
+def test_cancelled_turn_during_an_mcp_call_answers_it_and_shuts_down(workspace: Path) -> None:
+    from nanohermes.events import ToolStarted
+
+    built, ui = build(workspace, {"demo": STDIO})
+    llm = built.agent.llm
+    assert isinstance(llm, ScriptedLLM)
+    llm.add(tool_reply(call("mcp__demo__pid", {}, id="p")), tool_reply(call("mcp__demo__slow", {"seconds": 60}, id="s")))
+
+    async def go() -> int:
+        async with built.session() as agent:
+            task = asyncio.create_task(agent.ask("go"))
+            while not any(isinstance(e, ToolStarted) and e.call_id == "s" for e in ui.events):
+                await asyncio.sleep(0.02)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            return int(next(m.content for m in agent.history if m.tool_call_id == "p") or 0)
+
+    pid = asyncio.run(go())
+    assert built.agent.history[-1].tool_call_id == "s" and built.agent.history[-1].content == "interrupted by user"
+    assert not alive(pid)

@@ -1,0 +1,263 @@
+"""Sub-agents end to end: a child with its own history and tools, permissions never wider than
+the parent's, approvals through the parent's UI, the board, nesting, and cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from pydantic import Field
+
+from nanohermes.agent import Agent
+from nanohermes.assemble import assemble_pool, build_agent
+from nanohermes.budget import Limits
+from nanohermes.config import Config
+from nanohermes.events import ApprovalRequest, ModelStarted, Notice, RecordingUI, SubagentEvent, TextDelta, ToolFinished
+from nanohermes.messages import ToolCall
+from nanohermes.permissions import Policy
+from nanohermes.runtime import Runtime
+from nanohermes.testing import FakeServer, Reply, ScriptedLLM, call, tool_reply
+from nanohermes.tools import Approval, Params, Tool, ToolContext
+from nanohermes.tools import subagents as subagent_tools
+from nanohermes.tools.files import ListDir, ReadFile
+from nanohermes.tools.subagents import SubagentManager
+
+
+class WriteParams(Params):
+    path: str
+    content: str = Field("")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Write(Tool):
+    """A minimal real writing tool, to exercise write permissions in the child."""
+
+    name: ClassVar[str] = "write_file"
+    description: ClassVar[str] = "write a file"
+    params: ClassVar[type[Params]] = WriteParams
+    approval: ClassVar[Approval] = "edit"
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        assert isinstance(args, WriteParams)
+        (ctx.workspace / args.path).write_text(args.content)
+        return f"wrote {args.path}"
+
+
+AGENTS = {
+    "explore": {"description": "Reads code", "prompt": "Only read; never change files.", "tools": ["read_file", "list_dir"]},
+    "writer": {"description": "Writes files", "tools": ["write_file", "read_file"]},
+}
+
+
+@dataclass
+class Family:
+    parent: Agent
+    manager: SubagentManager
+    ui: RecordingUI
+    child_llm: ScriptedLLM
+
+
+def family(ws: Path, *, parent_script: list[Any] = (), child_script: list[Any] = (), mode: str = "default",
+           limits: Limits | None = None, answers: list[Any] | None = None) -> Family:  # type: ignore[assignment]
+    ui = RecordingUI(answers=list(answers or []))
+    config = Config.model_validate({"subagents": AGENTS})
+    limits = limits or Limits()
+    child_llm = ScriptedLLM(list(child_script))
+    runtime = Runtime(tools=[], config=config, workspace=ws, ui=ui, policy=Policy(mode=mode), limits=limits)
+    manager = SubagentManager(configs=config.subagents, make_llm=lambda model: child_llm, ui=ui, limits=limits,
+                              system_prompt="parent prompt", max_turns=5, parent=runtime)
+    runtime.set_tools(assemble_pool([ReadFile(), ListDir(), Write()], subagent_tools.tools(manager)))
+    parent = Agent(llm=ScriptedLLM(list(parent_script)), runtime=runtime, ui=ui, system_prompt="parent prompt")
+    return Family(parent, manager, ui, child_llm)
+
+
+def tool_results(agent: Agent) -> list[str]:
+    return [m.content or "" for m in agent.history if m.role == "tool"]
+
+
+def test_waited_child_has_its_own_history_prompt_and_tools(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+    f = family(workspace,
+               parent_script=[tool_reply(call("subagent", {"agent": "explore", "task": "What is in a.txt?", "wait": True})),
+                              Reply(text="It says alpha.")],
+               child_script=[tool_reply(call("read_file", {"path": "a.txt"})), Reply(text="a.txt holds alpha")])
+    result = asyncio.run(f.parent.ask("look"))
+    assert result.text == "It says alpha."
+    assert re.fullmatch(r"sub-agent agent-1 \(explore\) completed after \d+\.\ds:\na\.txt holds alpha",
+                        tool_results(f.parent)[0])
+    first = f.child_llm.requests[0]
+    assert [m["role"] for m in first["messages"]] == ["system", "user"]  # fresh history: only the task
+    assert first["messages"][1]["content"] == "What is in a.txt?"
+    assert first["messages"][0]["content"].startswith("parent prompt\n\n# Your role\nYou are the sub-agent `explore`")
+    assert "Only read; never change files." in first["messages"][0]["content"]
+    assert [t["function"]["name"] for t in first["tools"]] == ["list_dir", "read_file"]
+    assert f.child_llm.requests[1]["messages"][-1]["content"] == "1\talpha"
+    assert f.child_llm.violations == [] and f.parent.llm.violations == []  # type: ignore[attr-defined]
+
+
+def test_child_is_denied_a_tool_its_parent_has(workspace: Path) -> None:
+    f = family(workspace, mode="accept-edits",
+               parent_script=[tool_reply(call("subagent", {"agent": "explore", "task": "write x", "wait": True})),
+                              Reply(text="ok")],
+               child_script=[tool_reply(call("write_file", {"path": "x", "content": "no"})), Reply(text="could not")])
+    asyncio.run(f.parent.ask("go"))
+    assert "write_file" in [t["function"]["name"] for t in f.parent.llm.requests[0]["tools"]]  # type: ignore[attr-defined]
+    assert "write_file" not in [t["function"]["name"] for t in f.child_llm.requests[0]["tools"]]
+    assert f.child_llm.requests[1]["messages"][-1]["content"] == (
+        "ERROR: unknown tool `write_file`; available tools: list_dir, read_file")
+    assert not (workspace / "x").exists()
+
+
+def test_child_never_has_more_permission_than_the_parents_mode(workspace: Path) -> None:
+    # writer lists write_file, but the parent is in plan mode: the child cannot write either.
+    f = family(workspace, mode="plan",
+               parent_script=[tool_reply(call("subagent", {"agent": "writer", "task": "write x", "wait": True})),
+                              Reply(text="ok")],
+               child_script=[tool_reply(call("write_file", {"path": "x", "content": "no"})), Reply(text="blocked")])
+    asyncio.run(f.parent.ask("go"))
+    assert [t["function"]["name"] for t in f.child_llm.requests[0]["tools"]] == ["read_file"]
+    assert f.child_llm.requests[1]["messages"][-1]["content"].startswith("ERROR: unknown tool `write_file`")
+    assert not (workspace / "x").exists()
+
+
+def test_child_approvals_go_to_the_parents_ui_marked_with_its_name(workspace: Path) -> None:
+    f = family(workspace, answers=["once"],
+               parent_script=[tool_reply(call("subagent", {"agent": "writer", "task": "write x", "wait": True})),
+                              Reply(text="ok")],
+               child_script=[tool_reply(call("write_file", {"path": "x", "content": "yes"})), Reply(text="wrote it")])
+    asyncio.run(f.parent.ask("go"))
+    [request] = f.ui.of(ApprovalRequest)
+    assert (request.tool, request.agent) == ("write_file", "writer agent-1")
+    assert (workspace / "x").read_text() == "yes"
+
+
+def test_child_events_reach_the_parent_nested(workspace: Path) -> None:
+    f = family(workspace,
+               parent_script=[tool_reply(call("subagent", {"agent": "explore", "task": "t", "wait": True})), Reply(text="P")],
+               child_script=[tool_reply(call("list_dir", {})), Reply(text="child words")])
+    asyncio.run(f.parent.ask("go"))
+    nested = f.ui.of(SubagentEvent)
+    assert {(e.agent_id, e.agent) for e in nested} == {("agent-1", "explore")}
+    inner = [type(e.event).__name__ for e in nested]
+    assert inner[0] == "ModelStarted" and "ToolFinished" in inner and inner[-1] == "TurnEnded"
+    assert "".join(e.text for e in f.ui.of(TextDelta)) == "P"  # the child's text is never the parent's
+    assert [e.name for e in f.ui.of(ToolFinished)] == ["subagent"]
+
+
+def test_background_run_and_the_board_with_a_lowered_preview(workspace: Path, tmp_path: Path) -> None:
+    f = family(workspace, limits=Limits(agent_preview_chars=5), child_script=[Reply(text="abcdefghijkl")])
+    f.parent.runtime.session_dir = tmp_path / "session"
+
+    async def go() -> tuple[str, str]:
+        [started] = await f.parent.runtime.run_calls([ToolCall("1", "subagent", '{"agent": "explore", "task": "t"}')])
+        await f.manager.wait(f.manager.runs["agent-1"])
+        [board] = await f.parent.runtime.run_calls([ToolCall("2", "agent_list", "{}")])
+        return started.content or "", board.content or ""
+
+    started, board = asyncio.run(go())
+    assert started == ("started sub-agent explore as agent-1; it works in the background. "
+                       "Check agent_list for its status and result.")
+    path = tmp_path / "session" / "agents" / "agent-1.md"
+    head, result = board.split("\n")
+    assert re.fullmatch(r"agent-1  explore  completed  \d+\.\ds  0 tool calls", head)
+    assert result == f"  result: abcde… (12 chars, showing the first 5; full result: {path} (read it with read_file))"
+    assert path.read_text() == "abcdefghijkl"
+    assert any(isinstance(e, Notice) and e.text.startswith("sub-agent agent-1 (explore) completed") for e in f.ui.events)
+
+
+def test_unknown_subagent_lists_the_configured_ones(workspace: Path) -> None:
+    f = family(workspace)
+    out = asyncio.run(f.parent.runtime.run_calls([ToolCall("1", "subagent", '{"agent": "nope", "task": "t"}')]))
+    assert out[0].content == "ERROR: unknown sub-agent `nope`; configured: explore, writer"
+    assert f.manager.board() == "no sub-agents started yet; configured: explore, writer"
+
+
+def test_children_are_cancelled_with_their_parent(workspace: Path) -> None:
+    f = family(workspace,
+               parent_script=[tool_reply(call("subagent", {"agent": "explore", "task": "bg"}),
+                                         call("subagent", {"agent": "explore", "task": "fg", "wait": True}))],
+               child_script=[Reply(text="slow", delay=60), Reply(text="slow", delay=60)])
+
+    async def go() -> None:
+        task = asyncio.create_task(f.parent.ask("go"))
+        while len([e for e in f.ui.of(SubagentEvent) if isinstance(e.event, ModelStarted)]) < 2:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0)  # let the done-callbacks run
+        for run in f.manager.runs.values():
+            assert run.task_handle is not None
+            await asyncio.gather(run.task_handle, return_exceptions=True)
+
+    asyncio.run(go())
+    assert [(r.id, r.status) for r in f.manager.runs.values()] == [("agent-1", "cancelled"), ("agent-2", "cancelled")]
+    assert tool_results(f.parent)[1] == "interrupted by user"
+
+
+def test_session_end_cancels_running_children(workspace: Path) -> None:
+    f = family(workspace, child_script=[Reply(text="slow", delay=60)])
+
+    async def go() -> None:
+        await f.parent.runtime.run_calls([ToolCall("1", "subagent", '{"agent": "explore", "task": "t"}')])
+        await f.manager.aclose()
+
+    asyncio.run(go())
+    assert f.manager.runs["agent-1"].status == "cancelled"
+    assert any(isinstance(e, Notice) and e.text == "cancelled 1 running sub-agent at exit" for e in f.ui.events)
+
+
+def test_waited_result_is_clamped_like_any_tool(workspace: Path) -> None:
+    f = family(workspace, limits=Limits(max_output=40),
+               parent_script=[tool_reply(call("subagent", {"agent": "explore", "task": "t", "wait": True})), Reply(text="ok")],
+               child_script=[Reply(text="z" * 500)])
+    asyncio.run(f.parent.ask("go"))
+    assert "… output truncated (" in tool_results(f.parent)[0]
+
+
+def test_tools_only_when_subagents_are_configured(workspace: Path) -> None:
+    plain = build_agent(Config(), workspace, RecordingUI(), llm=ScriptedLLM(), save_session=False)
+    assert {"subagent", "agent_list"}.isdisjoint(t.name for t in plain.agent.runtime.tools)
+    cfg = Config.model_validate({"subagents": AGENTS})
+    built = build_agent(cfg, workspace, RecordingUI(), llm=ScriptedLLM(), save_session=False)
+    spec = next(t.spec() for t in built.agent.runtime.tools if t.name == "subagent")["function"]
+    assert spec["parameters"]["properties"]["agent"]["enum"] == ["explore", "writer"]
+    assert spec["description"].endswith("Sub-agents: explore: Reads code; writer: Writes files.")
+
+
+def test_cli_end_to_end_with_the_fake_server(cli, server: FakeServer, workspace: Path) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+    server.add(tool_reply(call("subagent", {"agent": "explore", "task": "read a.txt", "wait": True})),
+               tool_reply(call("read_file", {"path": "a.txt"})), Reply(text="child: alpha"), Reply(text="parent: done"))
+    r = cli("-p", "go", "--output-format", "stream-json", server=server, config={"subagents": AGENTS})
+    assert r.code == 0, r.err
+    events = r.lines()
+    nested = [e for e in events if e["type"] == "subagent_event"]
+    assert nested and {e["agent"] for e in nested} == {"explore"}
+    assert [e["event"]["type"] for e in nested if e["event"]["type"] in ("tool_started", "tool_finished")] == [
+        "tool_started", "tool_finished"]
+    assert events[-1]["result"] == "parent: done"
+    child_request = server.requests[1]
+    assert [t["function"]["name"] for t in child_request["tools"]] == ["list_dir", "read_file"]
+    assert server.requests[3]["messages"][-1]["content"].endswith("child: alpha")
+
+
+def test_cli_text_mode_prints_only_the_parents_answer(cli, server: FakeServer) -> None:
+    server.add(tool_reply(call("subagent", {"agent": "explore", "task": "say something", "wait": True})),
+               Reply(text="child words"), Reply(text="parent words"))
+    r = cli("-p", "go", server=server, config={"subagents": AGENTS})
+    assert r.code == 0, r.err
+    assert r.out == "parent words\n"
+
+
+def test_unknown_tools_in_a_subagent_config_are_warned_about(workspace: Path) -> None:
+    cfg = Config.model_validate({"subagents": {"x": {"description": "d", "tools": ["read_file", "no_such_tool"]}}})
+    ui = RecordingUI()
+    built = build_agent(cfg, workspace, ui, llm=ScriptedLLM(), save_session=False)
+    asyncio.run(built.start())
+    assert [e.text for e in ui.of(Notice)] == [
+        "sub-agent x lists tools that do not exist: no_such_tool; they are ignored (see /tools)"]
