@@ -50,6 +50,7 @@ class Limits:
     skill_files_listed: int = 100  # other files of a skill's folder listed by the skill tool
     mcp_startup_timeout_secs: float = 30.0  # all MCP servers together, at startup
     mcp_call_timeout_secs: float = 300.0  # one MCP request (tool call, resource, prompt)
+    mcp_log_max_bytes: int = 1 * MiB  # a server's stderr log is started afresh when it is larger
 
     @property
     def aggregate_chars(self) -> int:

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, AsyncIterator, Iterator
 
@@ -31,6 +32,17 @@ def alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def gone(pid: int, within: float = 10.0) -> bool:
+    """Has the process exited (or become a zombie) within a generous wait? Exit is not instant:
+    a dying process closes its pipes before the kernel marks it dead."""
+    deadline = time.monotonic() + within
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def build(workspace: Path, servers: dict[str, Any], **config: Any) -> tuple[Built, RecordingUI]:
@@ -76,7 +88,7 @@ def test_stdio_tools_are_named_by_server_and_keep_their_schema(workspace: Path) 
             assert (echo.read_only(args), echo.concurrency_safe(args), echo.approval_for(args)) == (False, False, "always")
             peek = tools["mcp__demo__peek"]  # declares readOnlyHint, but the server is not trusted
             assert peek.read_only(peek.parse({})) is False
-            assert built.mcp_lines() == [f"demo: connected, 9 tools (stdio {sys.executable} {DEMO})"]
+            assert built.mcp_lines() == [f"demo: connected, 10 tools (stdio {sys.executable} {DEMO})"]
 
     asyncio.run(go())
 
@@ -132,15 +144,32 @@ def test_results_become_text(workspace: Path) -> None:
 
 
 def test_slow_tool_times_out_at_the_lowered_limit_and_the_server_stays_usable(workspace: Path) -> None:
-    built, _ = build(workspace, {"demo": STDIO}, limits={"mcp_call_timeout_secs": 0.5})
+    built, _ = build(workspace, {"demo": STDIO}, limits={"mcp_call_timeout_secs": 0.5, "max_output": 120})
 
     async def go() -> list[str]:
         async with built.session():
-            return await calls(built, ("mcp__demo__slow", {"seconds": 30}), ("mcp__demo__echo", {"text": "still here"}))
+            return await calls(built, ("mcp__demo__slow", {"seconds": 30}), ("mcp__demo__echo", {"text": "still here"}),
+                               ("mcp__demo__echo", {"text": "y" * 300}))
 
     out = asyncio.run(go())
-    assert out == ["ERROR: mcp__demo__slow timed out after 0.5 s (limit mcp_call_timeout_secs); try a smaller request",
-                   "echo: still here"]
+    assert out[:2] == ["ERROR: mcp__demo__slow timed out after 0.5 s (limit mcp_call_timeout_secs); try a smaller request",
+                       "echo: still here"]
+    # MCP results are clamped at the exit like any tool's: 90 head chars, 30 tail chars, exact count between.
+    assert out[2] == "echo: " + "y" * 84 + "\n… output truncated (186 chars omitted) …\n" + "y" * 30
+
+
+def test_server_log_is_started_afresh_over_its_limit(workspace: Path, home: Path) -> None:
+    log = home / ".local" / "state" / "nanohermes" / "mcp" / "dies.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("old line\n" * 20)
+    dies = {"command": sys.executable, "args": ["-c", "import sys; sys.exit('bad start')"]}
+    built, _ = build(workspace, {"dies": dies}, limits={"mcp_log_max_bytes": 100})
+    asyncio.run(built.start())
+    text = log.read_text()
+    assert "old line" not in text and text.startswith("--- ") and "bad start" in text
+    built, _ = build(workspace, {"dies": dies})  # under the default limit: appended
+    asyncio.run(built.start())
+    assert log.read_text().startswith(text) and log.read_text().count("\nbad start\n") == 2
 
 
 def test_crash_mid_call_is_an_error_and_the_server_is_marked_failed(workspace: Path) -> None:
@@ -148,16 +177,16 @@ def test_crash_mid_call_is_an_error_and_the_server_is_marked_failed(workspace: P
 
     async def go() -> tuple[list[str], list[str]]:
         async with built.session():
-            pid = int((await calls(built, ("mcp__demo__pid", {})))[0])
+            pid = int((await calls(built, ("mcp__demo__pid", {})))[0].split()[0])
             out = await calls(built, ("mcp__demo__crash", {}), ("mcp__demo__echo", {"text": "x"}))
-            assert not alive(pid)
+            assert gone(pid)
             return out, built.mcp_lines()
 
     out, status = asyncio.run(go())
     assert out[0] == ("ERROR: mcp__demo__crash failed: MCP server demo closed the connection; it is not available "
                       "for the rest of this session (restart nanohermes to reconnect)")
     assert out[1].startswith("ERROR: MCP server demo is not connected (failed: the connection closed")
-    assert status[0].startswith("demo: failed, 9 tools") and "the connection closed" in status[0]
+    assert status[0].startswith("demo: failed, 10 tools") and "the connection closed" in status[0]
 
 
 def test_resource_and_prompt_helpers(workspace: Path) -> None:
@@ -184,14 +213,15 @@ def test_resource_and_prompt_helpers(workspace: Path) -> None:
 
 
 def test_streamable_http_server_on_loopback(workspace: Path, http_url: str) -> None:
-    built, _ = build(workspace, {"web": {"url": http_url, "headers": {"X-Test": "1"}}})
+    built, _ = build(workspace, {"web": {"url": http_url, "headers": {"X-Test": "configured"}}})
 
     async def go() -> list[str]:
         async with built.session():
-            assert built.mcp_lines() == [f"web: connected, 9 tools (http {http_url})"]
-            return await calls(built, ("mcp__web__echo", {"text": "over http"}), ("mcp__web__add", {"a": 1, "b": 1}))
+            assert built.mcp_lines() == [f"web: connected, 10 tools (http {http_url})"]
+            return await calls(built, ("mcp__web__echo", {"text": "over http"}), ("mcp__web__add", {"a": 1, "b": 1}),
+                               ("mcp__web__header", {"name": "X-Test"}))
 
-    assert asyncio.run(go()) == ["echo: over http", "2"]
+    assert asyncio.run(go()) == ["echo: over http", "2", "configured"]
 
 
 def test_published_time_server_from_pypi(workspace: Path) -> None:
@@ -244,7 +274,7 @@ def test_a_server_that_hangs_at_startup_times_out_and_is_killed(workspace: Path,
     asyncio.run(built.start())
     [warning] = [e.text for e in ui.of(Notice) if e.level == "warning"]
     assert warning.startswith("MCP server hangs failed to start: did not start within 2 s (limit mcp_startup_timeout_secs)")
-    assert not alive(int(warning.rsplit("its stderr ends with: ", 1)[1].split(";")[0]))
+    assert gone(int(warning.rsplit("its stderr ends with: ", 1)[1].split(";")[0]))
     asyncio.run(built.aclose())  # nothing left to stop: harmless
 
 
@@ -282,12 +312,14 @@ def test_deny_rule_naming_a_server_removes_it_before_the_model_sees_it(cli, serv
 
 
 def test_cli_session_leaves_no_server_process_behind(cli, server: FakeServer, home: Path) -> None:
+    # --linger: the server outlives its stdin and holds a child, so only a real shutdown stops both.
+    config = {"mcp": {"servers": {"demo": {**STDIO, "args": [DEMO, "--linger"]}}}}
     server.add(tool_reply(call("mcp__demo__pid", {})), Reply(text="done"))
-    r = cli("-p", "which pid?", "--yes", server=server, config={"mcp": {"servers": {"demo": STDIO}}})
+    r = cli("-p", "which pid?", "--yes", server=server, config=config)
     assert r.code == 0, r.err
-    pid = int(next(m for m in server.requests[1]["messages"] if m["role"] == "tool")["content"])
-    assert pid != os.getpid()
-    assert not alive(pid)
+    pids = [int(p) for p in next(m for m in server.requests[1]["messages"] if m["role"] == "tool")["content"].split()]
+    assert len(pids) == 2 and os.getpid() not in pids
+    assert all(gone(p) for p in pids)
     log = home / ".local" / "state" / "nanohermes" / "mcp" / "demo.log"
     assert log.read_text().startswith("--- ")  # the server's stderr went to its log, not the terminal
 
@@ -327,4 +359,11 @@ def test_cancelled_turn_during_an_mcp_call_answers_it_and_shuts_down(workspace: 
 
     pid = asyncio.run(go())
     assert built.agent.history[-1].tool_call_id == "s" and built.agent.history[-1].content == "interrupted by user"
-    assert not alive(pid)
+    assert gone(pid)
+
+
+def test_example_config_sections_validate() -> None:
+    data = json.loads((Path(__file__).parent.parent / "config.example.json").read_text())
+    cfg = Config.model_validate(data)
+    assert cfg.mcp.servers["time"].trusted and cfg.mcp.servers["docs"].url
+    assert cfg.subagents["explore"].tools == ["read_file", "list_dir", "grep", "glob"]

@@ -261,3 +261,26 @@ def test_unknown_tools_in_a_subagent_config_are_warned_about(workspace: Path) ->
     asyncio.run(built.start())
     assert [e.text for e in ui.of(Notice)] == [
         "sub-agent x lists tools that do not exist: no_such_tool; they are ignored (see /tools)"]
+
+
+def test_terminal_prompt_names_the_asking_sub_agent(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import sys
+
+    from nanohermes.ui.headless import ask_on_terminal
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("n\n"))
+    out = io.StringIO()
+    reply = ask_on_terminal(ApprovalRequest(call_id="1", tool="write_file", summary="x", agent="writer agent-1"), out)
+    assert reply.choice == "deny"
+    assert out.getvalue().startswith("\nnanohermes (sub-agent writer agent-1) wants to run write_file: x\n")
+
+
+def test_verbose_progress_shows_child_calls_indented(cli, server: FakeServer, workspace: Path) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+    server.add(tool_reply(call("subagent", {"agent": "explore", "task": "read", "wait": True})),
+               tool_reply(call("read_file", {"path": "a.txt"})), Reply(text="c"), Reply(text="p"))
+    r = cli("-p", "go", "--verbose", server=server, config={"subagents": AGENTS})
+    assert r.code == 0, r.err
+    assert "  [explore agent-1] → read_file a.txt\n" in r.err
+    assert r.err.index("→ subagent") < r.err.index("  [explore agent-1] → read_file")

@@ -278,7 +278,11 @@ class McpManager:
         else:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             s.log_path = self.log_dir / f"{s.name}.log"
-            f = open(s.log_path, "a", encoding="utf-8")
+            try:
+                big = s.log_path.stat().st_size > self.limits.mcp_log_max_bytes
+            except OSError:
+                big = False
+            f = open(s.log_path, "w" if big else "a", encoding="utf-8")
             f.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {s.target}\n")
             f.flush()
             s._log_start = f.tell()

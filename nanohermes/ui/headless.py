@@ -18,13 +18,15 @@ from nanohermes.events import (
     ApprovalReply, ApprovalRequest, Event, Notice, TextDelta, ToolFinished, ToolStarted, TurnEnded, UsageUpdate,
     event_to_dict,
 )
+from nanohermes.events import SubagentEvent
 from nanohermes.messages import Usage
 from nanohermes.redact import redact
 
 
 def ask_on_terminal(request: ApprovalRequest, out: TextIO) -> ApprovalReply:
     """A plain y/a/n prompt on stderr, reading the answer from stdin."""
-    out.write(f"\nnanohermes wants to run {request.tool}: {request.summary}\n")
+    who = f"nanohermes (sub-agent {request.agent})" if request.agent else "nanohermes"
+    out.write(f"\n{who} wants to run {request.tool}: {request.summary}\n")
     if request.detail and request.detail != request.summary:
         out.write(request.detail.rstrip() + "\n")
     if request.reason:
@@ -78,12 +80,14 @@ class HeadlessUI:
         elif self.verbose or self.err.isatty():
             self._progress(event)
 
-    def _progress(self, event: Event) -> None:
-        if isinstance(event, ToolStarted):
-            self.err.write(f"→ {event.name} {event.summary}\n")
+    def _progress(self, event: Event, prefix: str = "") -> None:
+        if isinstance(event, SubagentEvent):  # a sub-agent's tool calls, indented under its name
+            self._progress(event.event, f"{prefix}  [{event.agent} {event.agent_id}] ")
+        elif isinstance(event, ToolStarted):
+            self.err.write(f"{prefix}→ {event.name} {event.summary}\n")
         elif isinstance(event, ToolFinished):
             status = "error" if event.is_error else "ok"
-            self.err.write(f"← {event.name} {status} ({len(event.result)} chars, {event.elapsed:.1f}s)\n")
+            self.err.write(f"{prefix}← {event.name} {status} ({len(event.result)} chars, {event.elapsed:.1f}s)\n")
         elif isinstance(event, Notice) and event.level == "info":
             self.err.write(f"nanohermes: {event.text}\n")
 

@@ -1,10 +1,11 @@
 """An MCP server for the tests, written with the SDK's server API.
 
 `python demo_server.py` serves on stdio; `python demo_server.py --http` serves streamable
-HTTP on 127.0.0.1 at a free port and prints `PORT <n>` on stdout once it listens.
+HTTP on 127.0.0.1 at a free port and prints `PORT <n>` on stdout once it listens; with
+`--linger` it keeps running after stdin closes and holds a child process.
 Tools: echo, add (structured), fail (a tool error), slow, crash (exits mid-call),
 picture (image content), peek (declares readOnlyHint), dotted.name (a name the client
-must sanitise). Resources: note://hello (text), blob://bytes (binary). Prompt: review.
+must sanitise), pid, header (an HTTP request header). Resources: note://hello (text), blob://bytes (binary). Prompt: review.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import os
 import socket
 import sys
 
-from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
@@ -63,9 +64,18 @@ def dotted() -> str:
     return "dotted ok"
 
 
-@server.tool(description="Report this server's process id.")
+HELPERS: list[int] = []  # pids of child processes started with --linger
+
+
+@server.tool(description="Report this server's process id, then its helper children's.")
 def pid() -> str:
-    return str(os.getpid())
+    return " ".join(str(p) for p in [os.getpid(), *HELPERS])
+
+
+@server.tool(description="Report an HTTP request header (none on stdio).")
+def header(name: str, ctx: Context) -> str:
+    headers = ctx.headers or {}
+    return headers.get(name.lower(), "(none)")
 
 
 @server.resource("note://hello", name="hello", description="A greeting.", mime_type="text/plain")
@@ -96,7 +106,20 @@ async def serve_http() -> None:
     await srv.serve(sockets=[sock])
 
 
+def linger() -> None:
+    """Outlive the end of stdin (a non-daemon thread) and hold a child process: a server that
+    only a kill of its process group stops."""
+    import subprocess
+    import threading
+    import time
+
+    threading.Thread(target=time.sleep, args=(120,), daemon=False).start()
+    HELPERS.append(subprocess.Popen(["sleep", "120"]).pid)
+
+
 if __name__ == "__main__":
+    if "--linger" in sys.argv:
+        linger()
     if "--http" in sys.argv:
         asyncio.run(serve_http())
     else:
