@@ -157,6 +157,32 @@ async def check_dirs(s: Setup) -> list[Check]:
 CHECKS: list[CheckFn] = [check_config, check_endpoint, check_git, check_dirs]
 
 
+async def check_mcp(s: Setup) -> list[Check]:
+    """Start every configured MCP server as a session would, count its tools, and stop it."""
+    servers = s.config.mcp.servers
+    if not servers:
+        return []
+    from nanohermes.tools.mcp import McpManager
+
+    manager = McpManager(servers, s.config.build_limits(), workspace=s.workspace, log_dir=state_home() / "mcp")
+    try:
+        await manager.start()
+    finally:
+        await manager.aclose()
+    out: list[Check] = []
+    for srv in manager.servers.values():
+        name = f"mcp {srv.name}"
+        if srv.status == "failed":
+            log = f"; its stderr is in {srv.log_path}" if srv.log_path else ""
+            out.append(Check(name, "fail", srv.error, f"check mcp.servers.{srv.name} ({srv.target}){log}"))
+        else:
+            out.append(Check(name, "ok", f"{len(srv.tools)} tools ({srv.target})"))
+    return out
+
+
+CHECKS.append(check_mcp)
+
+
 async def run_checks(setup: Setup, emit: Callable[[Check], None]) -> list[Check]:
     results: list[Check] = []
     for fn in CHECKS:

@@ -367,3 +367,13 @@ def test_example_config_sections_validate() -> None:
     cfg = Config.model_validate(data)
     assert cfg.mcp.servers["time"].trusted and cfg.mcp.servers["docs"].url
     assert cfg.subagents["explore"].tools == ["read_file", "list_dir", "grep", "glob"]
+
+
+def test_doctor_starts_each_server_and_reports_it(cli, server: FakeServer) -> None:
+    server.add(tool_reply(call("probe", {"ok": True})))
+    config = {"mcp": {"servers": {"demo": STDIO, "broken": {"command": "/nonexistent/server"}}}}
+    r = cli("doctor", "--base-url", server.base_url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"}, config=config)
+    assert r.code == 1, r.out + r.err
+    assert f"[ok]   mcp demo: 10 tools (stdio {sys.executable} {DEMO})" in r.out
+    assert "[FAIL] mcp broken: FileNotFoundError" in r.out
+    assert "fix: check mcp.servers.broken (stdio /nonexistent/server); its stderr is in " in r.out
