@@ -23,6 +23,8 @@ class Limits:
     read_file_line_chars: int = 2000  # one line of read_file output
     binary_sniff_bytes: int = 8 * KiB  # NUL in this prefix means binary
     list_dir_entries: int = 300
+    edit_file_max_bytes: int = 32 * MiB  # a file edit_file or apply_patch loads whole
+    edit_diff_chars: int = 20_000  # the diff of an edit shown to people (approval prompt, UI)
     grep_matches: int = 200
     grep_file_max_bytes: int = 1 * MiB
     grep_line_chars: int = 240
@@ -51,21 +53,12 @@ class Limits:
     mcp_startup_timeout_secs: float = 30.0  # all MCP servers together, at startup
     mcp_call_timeout_secs: float = 300.0  # one MCP request (tool call, resource, prompt)
     mcp_log_max_bytes: int = 1 * MiB  # a server's stderr log is started afresh when it is larger
-    compact_keep_chars: int | None = None  # recent history kept verbatim; None: session budget / 4
-    compact_item_chars: int = 4000  # each older message as quoted into the summary request
-    compact_summary_chars: int = 12_000  # the summary that replaces the older turns
 
     @property
     def aggregate_chars(self) -> int:
         if self.aggregate_budget_chars is not None:
             return self.aggregate_budget_chars
         return min(200_000, self.session_budget_chars // 2)
-
-    @property
-    def keep_chars(self) -> int:
-        if self.compact_keep_chars is not None:
-            return self.compact_keep_chars
-        return self.session_budget_chars // 4
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

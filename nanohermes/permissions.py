@@ -42,6 +42,7 @@ MODE_BLOCKS: dict[str, frozenset[str]] = {
 SUBJECT_KINDS: dict[str, str] = {
     "run_command": "command",
     "read_file": "path", "write_file": "path", "edit_file": "path", "list_dir": "path",
+    "apply_patch": "path",  # when the patch touches one file; several files give no subject
     "grep": "path", "glob": "path", "git_diff": "path", "git_log": "path",
     "web_fetch": "domain",
 }

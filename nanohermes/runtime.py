@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,7 +22,7 @@ from nanohermes.messages import Message, ToolCall
 from nanohermes.pathrules import command_protected, host_subject, path_subject, protected_write
 from nanohermes.permissions import SUBJECT_KINDS, Policy, Rule, blocked, decide, describe
 from nanohermes.redact import redact
-from nanohermes.tools import Params, Tool, ToolContext, ToolError, ToolResult
+from nanohermes.tools import Params, Tool, ToolContext, ToolError, ToolResult, with_context
 
 DENIED = "Command denied by the user. Do not retry it; ask what to do instead."
 INTERRUPTED = "interrupted by user"
@@ -196,7 +195,7 @@ class Runtime:
             learn = list(verdict.suggest or ()) or ([tool.suggest_rule(args)] if verdict.suggest is not None else [])
             async with self._confirm_lock:  # one prompt at a time, even for parallel calls
                 reply = await self.ui.confirm(ApprovalRequest(
-                    call_id=call_id, tool=tool.name, summary=summary, detail=tool.approval_detail(args),
+                    call_id=call_id, tool=tool.name, summary=summary, detail=with_context(tool.approval_detail, args, ctx),
                     rule=", ".join(map(str, learn)), reason=verdict.reason))
             if reply.choice == "deny":
                 return DENIED + (f"\nThe user said: {reply.note}" if reply.note else ""), False, None
@@ -251,8 +250,6 @@ class Runtime:
             if tool is not None and not tool.persist:
                 continue
             text = out[i].content or ""
-            if len(text) <= self.limits.persisted_preview_chars:
-                continue  # its preview would be no shorter
             preview = self.persist(prepared[i].call.id, text)
             total -= len(text) - len(preview)
             out[i] = Message.tool(prepared[i].call.id, preview)
@@ -262,14 +259,7 @@ class Runtime:
         assert self.session_dir is not None
         folder = self.session_dir / "tool-results"
         folder.mkdir(parents=True, exist_ok=True)
-        # The id comes from the model: keep it to a safe file name, and never overwrite an
-        # earlier result (some endpoints reuse ids such as call_0 in every message).
-        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", call_id).lstrip(".")[:100] or "call"
-        path = folder / f"{stem}.txt"
-        copy = 1
-        while path.exists():
-            copy += 1
-            path = folder / f"{stem}-{copy}.txt"
+        path = folder / f"{call_id}.txt"
         path.write_text(redact(text), encoding="utf-8")  # a session file: no keys in it
         n = self.limits.persisted_preview_chars
         return (

@@ -10,6 +10,7 @@ and riskier. A flag may depend on the parsed arguments (override the method).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,8 +107,9 @@ class Tool:
         """The rule an "always" answer remembers. Narrower is better; tools refine it."""
         return Rule(self.name)
 
-    def approval_detail(self, args: Params) -> str:
-        """What an approval prompt shows in full: the command, or the diff of an edit."""
+    def approval_detail(self, args: Params, ctx: ToolContext | None = None) -> str:
+        """What an approval prompt shows in full: the command, or the diff of an edit
+        (computed without writing). `ctx` is passed to overrides that accept it."""
         return ""
 
     def summary(self, args: Params) -> str:
@@ -139,6 +141,25 @@ class Tool:
     async def in_thread(self, fn: Callable[..., Any], *a: Any) -> Any:
         """Blocking bodies run off the event loop so parallel batches really overlap."""
         return await asyncio.to_thread(fn, *a)
+
+
+def with_context(method: Callable[..., Any], args: Params, ctx: ToolContext) -> Any:
+    """Call `approval_detail` with the call's context when the override takes a `ctx`
+    parameter (an edit's diff needs the workspace); overrides written as `(self, args)`
+    keep working."""
+    return method(args, ctx=ctx) if _takes_ctx(getattr(method, "__func__", method)) else method(args)
+
+
+_CTX_CACHE: dict[Any, bool] = {}
+
+
+def _takes_ctx(fn: Any) -> bool:
+    if fn not in _CTX_CACHE:
+        try:
+            _CTX_CACHE[fn] = "ctx" in inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            _CTX_CACHE[fn] = False
+    return _CTX_CACHE[fn]
 
 
 _TYPE_WORDS = {"string_type": "string", "int_type": "integer", "int_parsing": "integer", "bool_type": "boolean",

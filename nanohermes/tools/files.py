@@ -1,43 +1,285 @@
-"""File tools: read_file and list_dir, and the workspace path policy they share."""
+"""File tools: read_file, write_file, edit_file, list_dir; the path helpers, atomic writes
+and text decoding they share with apply_patch; the unified diff shown to people for an edit.
+
+Paths are taken relative to the workspace (absolute paths work too); writes go through
+symlinks to the real file. Reading is allowed anywhere. A write is *protected* (asked even
+in accept-edits, refused in plan and debug) when `nanohermes.pathrules.protected_write` says
+so: outside the workspace and `extra_write_roots`, inside `.git/`, or nanohermes's own config.
+"""
 
 from __future__ import annotations
 
+import difflib
 import os
+import secrets
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import BinaryIO, ClassVar, Iterator
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
+from nanohermes.budget import clamp
+from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError, ToolResult
+
+# --------------------------------------------------------------------------------------
+# paths
 
 
 def resolve_path(ctx: ToolContext, path: str) -> Path:
     """A model-given path as an absolute path: relative ones are taken from the workspace."""
+    if "\x00" in path:
+        raise ToolError(f"path {path!r} contains a NUL byte; pass a plain file path")
     p = Path(os.path.expanduser(path))
     if not p.is_absolute():
         p = ctx.workspace / p
     return Path(os.path.normpath(p))
 
 
+def real_path(ctx: ToolContext, path: str) -> Path:
+    """The path with every symlink resolved (a missing tail is kept as written)."""
+    return Path(os.path.realpath(resolve_path(ctx, path)))
+
+
+def _workspace_real(ctx: ToolContext) -> Path:
+    return Path(os.path.realpath(ctx.workspace))
+
+
+def _inside(p: Path, root: Path) -> bool:
+    return p == root or root in p.parents
+
+
 def display_path(ctx: ToolContext, p: Path) -> str:
-    try:
-        return p.relative_to(ctx.workspace).as_posix() or "."
-    except ValueError:
-        return str(p)
+    """Workspace-relative when inside it (lexically or once symlinks are resolved)."""
+    for root in (ctx.workspace, _workspace_real(ctx)):
+        try:
+            return p.relative_to(root).as_posix() or "."
+        except ValueError:
+            continue
+    return str(p)
+
+
+def is_protected_write(ctx: ToolContext, path: str) -> bool:
+    """Does writing `path` need a person's yes whatever the mode (see nanohermes.pathrules)?"""
+    from nanohermes.pathrules import protected_write
+
+    return protected_write(ctx.workspace, path, extra_roots=ctx.config.extra_write_roots)
+
+
+def check_write_path(ctx: ToolContext, path: str) -> Path:
+    """The real file a write to `path` lands on (through symlinks, so links stay links),
+    or a ToolError naming the path and what to do instead. The protected-path question is
+    the runtime's (asked before the tool runs), not this function's."""
+    target = real_path(ctx, path)
+    shown = display_path(ctx, resolve_path(ctx, path))
+    if target.is_dir():
+        raise ToolError(f"{shown} is a directory; give the path of a file inside it")
+    if target.exists() and not target.is_file():
+        raise ToolError(f"{shown} is not a regular file; only regular files can be written")
+    for parent in target.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ToolError(f"cannot write {shown}: {display_path(ctx, parent)} is a file, not a directory; choose another path")
+            break
+    return target
+
+
+# --------------------------------------------------------------------------------------
+# bytes, text and atomic writes
 
 
 def looks_binary(head: bytes) -> bool:
     return b"\x00" in head
 
 
+BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class TextFile:
+    """A file decoded so that encoding back gives the very same bytes."""
+
+    text: str  # without the BOM; undecodable bytes kept as surrogate escapes
+    bom: bool
+    utf8: bool  # False: some bytes are not UTF-8 (kept as they are)
+    mode: int | None  # permission bits to keep; None for a new file
+
+    @classmethod
+    def decode(cls, data: bytes, mode: int | None = None) -> TextFile:
+        bom = data.startswith(BOM)
+        body = data[len(BOM):] if bom else data
+        try:
+            return cls(body.decode("utf-8"), bom, True, mode)
+        except UnicodeDecodeError:
+            return cls(body.decode("utf-8", errors="surrogateescape"), bom, False, mode)
+
+    def encode(self, text: str) -> bytes:
+        return (BOM if self.bom else b"") + text.encode("utf-8", errors="surrogateescape")
+
+    @property
+    def eol(self) -> str:
+        """The file's dominant line ending."""
+        crlf = self.text.count("\r\n")
+        return "\r\n" if crlf and crlf >= self.text.count("\n") - crlf else "\n"
+
+
+def with_eol(text: str, eol: str) -> str:
+    text = text.replace("\r\n", "\n")
+    return text.replace("\n", eol) if eol != "\n" else text
+
+
+def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Replace `path` with `data` so that a crash leaves either the old or the new file.
+
+    The bytes go to a temp file in the same directory (same filesystem, so the rename is
+    atomic), are fsynced, get the old file's mode, and are renamed over the target.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+    # os.open with 0o666 lets the kernel apply the umask, like any new file gets.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, stat.S_IMODE(mode))
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:  # make the rename itself durable; not every platform allows fsync on a directory
+        dfd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+def write_error(shown: str, e: OSError) -> ToolError:
+    return ToolError(f"cannot write {shown}: {e.strerror or e}; check the path and its permissions")
+
+
+# --------------------------------------------------------------------------------------
+# diffs for people
+
+
+def _range(start: int, length: int) -> str:
+    # The same conventions as diff -u: "N" for one line, "N-1,0" for none.
+    if length == 1:
+        return str(start + 1)
+    if length == 0:
+        return f"{start},0"
+    return f"{start + 1},{length}"
+
+
+def _diff_line(tag: str, line: str) -> str:
+    if line.endswith("\n"):
+        return tag + line
+    return tag + line + "\n\\ No newline at end of file\n"
+
+
+def unified_diff(old: str, new: str, old_name: str, new_name: str, context: int = 3) -> str:
+    """A unified diff git apply accepts. The common head and tail are skipped before
+    matching, so a one-line edit of a huge file costs one pass, not a quadratic match."""
+    a, b = split_lines(old), split_lines(new)
+    if a == b:
+        return ""
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    lo = max(0, head - context)
+    cut = max(0, tail - context)
+    a_mid, b_mid = a[lo:len(a) - cut], b[lo:len(b) - cut]
+    out = [f"--- {old_name}\n", f"+++ {new_name}\n"]
+    if len(a_mid) * len(b_mid) > 4_000_000:  # too big to match line by line: one hunk
+        groups = [[("replace", 0, len(a_mid), 0, len(b_mid))]]
+    else:
+        groups = list(difflib.SequenceMatcher(None, a_mid, b_mid).get_grouped_opcodes(context))
+    for group in groups:
+        i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
+        out.append(f"@@ -{_range(lo + i1, i2 - i1)} +{_range(lo + j1, j2 - j1)} @@\n")
+        for tag, x1, x2, y1, y2 in group:
+            if tag == "equal":
+                out.extend(_diff_line(" ", line) for line in a_mid[x1:x2])
+                continue
+            out.extend(_diff_line("-", line) for line in a_mid[x1:x2])
+            out.extend(_diff_line("+", line) for line in b_mid[y1:y2])
+    return "".join(out)
+
+
+def diff_stat(diff: str) -> tuple[int, int]:
+    """(+added, -removed) lines of one file's diff from unified_diff (its two header lines skipped)."""
+    body = diff.split("\n")[2:]
+    return sum(1 for ln in body if ln.startswith("+")), sum(1 for ln in body if ln.startswith("-"))
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, split on "\n" only (str.splitlines also splits on form feeds,
+    \x1c-\x1e, \x85 and \u2028, which are ordinary characters in a source file)."""
+    parts = text.split("\n")
+    out = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        out.append(parts[-1])
+    return out
+
+
+def bounded_diff(diff: str, limit: int) -> str:
+    return clamp(diff, limit)
+
+
+# --------------------------------------------------------------------------------------
+# read_file
+
+
 class ReadFileParams(Params):
     path: str = Field(description="File path, relative to the workspace or absolute.")
-    offset: int = Field(1, ge=1, description="1-based line number to start at.")
-    limit: int = Field(2000, ge=1, description="Maximum number of lines to return.")
+    offset: int = Field(1, ge=1, description="1-based line number to start at (default 1).")
+    limit: int = Field(2000, ge=1, description="Maximum number of lines to return (default 2000).")
 
     non_empty: ClassVar[dict[str, str]] = {"path": ""}
+
+
+def _stat_file(ctx: ToolContext, path: str, shown: str, tool: str) -> os.stat_result:
+    p = resolve_path(ctx, path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        hint = "use write_file to create it" if tool == "edit_file" else "check the path with list_dir or glob"
+        raise ToolError(f"{shown} does not exist; {hint}") from None
+    except OSError as e:
+        raise ToolError(f"cannot read {shown}: {e.strerror}; check the path and its permissions") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolError(f"{shown} is a directory; use list_dir to see its entries")
+    if not stat.S_ISREG(st.st_mode):
+        raise ToolError(f"{shown} is not a regular file (a device, pipe or socket); {tool} reads regular files only")
+    return st
+
+
+def _lines(f: BinaryIO, cap_bytes: int) -> Iterator[tuple[bytes, bool]]:
+    """(head of each line, clipped?) with at most `cap_bytes` of a line in memory, so a
+    one-line 1 GB file streams in bounded memory too."""
+    readline = f.readline
+    while True:
+        chunk: bytes = readline(cap_bytes)
+        if not chunk:
+            return
+        if chunk.endswith(b"\n") or len(chunk) < cap_bytes:
+            yield chunk, False
+            continue
+        rest = chunk
+        while rest and not rest.endswith(b"\n"):  # skip the remainder of an overlong line
+            rest = readline(cap_bytes)
+        yield chunk, True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,10 +287,12 @@ class ReadFile(Tool):
     name: ClassVar[str] = "read_file"
     group: ClassVar[str] = "files"
     description: ClassVar[str] = (
-        "Read a text file and return its lines numbered as `N\\tline`. Reads at most `limit` lines "
-        "(default 2000) from `offset` (1-based); when more lines remain, the last line says how to "
-        "continue. Files over 4 MiB must be read in chunks with offset/limit. Binary files are refused. "
-        "Use list_dir for directories and grep to find text across files."
+        "Read a text file; returns its lines numbered as `N<TAB>line`. Reads at most `limit` lines "
+        "(default 2000) from `offset` (1-based, default 1); when lines remain, the last line says "
+        "`showing lines A-B of N; continue with offset=B+1`. Lines over 2000 chars are clipped with a note. "
+        "Files over 4 MiB are refused unless you pass offset/limit to read a window. Binary files "
+        "are refused; invalid UTF-8 shows as U+FFFD. Use list_dir for directories and grep to find "
+        "text across files."
     )
     params: ClassVar[type[Params]] = ReadFileParams
     approval: ClassVar[Approval] = "never"
@@ -61,10 +305,10 @@ class ReadFile(Tool):
         return True
 
     def rule_subject(self, args: Params) -> str | None:
-        return args.path  # type: ignore[attr-defined]
+        return args.path  # type: ignore[attr-defined]  # the runtime resolves it (pathrules.path_subject)
 
     def output_limit(self) -> str:
-        return "read_file_window_lines lines, read_file_max_bytes"
+        return "read_file_window_lines lines, read_file_max_bytes, read_file_line_chars, max_output"
 
     async def run(self, args: Params, ctx: ToolContext) -> str:
         assert isinstance(args, ReadFileParams)
@@ -74,57 +318,97 @@ class ReadFile(Tool):
         lim = ctx.limits
         p = resolve_path(ctx, args.path)
         shown = display_path(ctx, p)
+        st = _stat_file(ctx, args.path, shown, self.name)
         try:
-            st = p.stat()
-        except FileNotFoundError:
-            raise ToolError(f"{shown} does not exist; check the path with list_dir or glob") from None
+            f = open(p, "rb")
         except OSError as e:
-            raise ToolError(f"cannot read {shown}: {e.strerror}") from None
-        if stat.S_ISDIR(st.st_mode):
-            raise ToolError(f"{shown} is a directory; use list_dir to see its entries")
-        windowed = args.offset != 1 or args.limit != lim.read_file_window_lines
-        if st.st_size > lim.read_file_max_bytes and not windowed:
-            raise ToolError(
-                f"{shown} is {st.st_size} bytes (> {lim.read_file_max_bytes}); read it in chunks with offset/limit"
-            )
-        with open(p, "rb") as f:
+            raise ToolError(f"cannot read {shown}: {e.strerror}; check its permissions") from None
+        with f:
             if looks_binary(f.read(lim.binary_sniff_bytes)):
-                raise ToolError(f"{shown} looks like a binary file ({st.st_size} bytes); it cannot be shown as text")
-        limit = min(args.limit, lim.read_file_window_lines) if not windowed else args.limit
-        return self._window(p, shown, args.offset, limit, lim.read_file_line_chars)
+                raise ToolError(f"{shown} looks like a binary file ({st.st_size} bytes); read_file shows text files only")
+            # A window given explicitly streams even a huge file; the default whole read is gated.
+            windowed = bool({"offset", "limit"} & args.model_fields_set)
+            if st.st_size > lim.read_file_max_bytes and not windowed:
+                raise ToolError(
+                    f"{shown} is {st.st_size} bytes (> {lim.read_file_max_bytes}); read it in chunks with offset/limit"
+                )
+            limit = args.limit if "limit" in args.model_fields_set else lim.read_file_window_lines
+            return self._window(f, shown, args.offset, limit, lim.read_file_line_chars, lim.max_output)
 
     @staticmethod
-    def _window(p: Path, shown: str, offset: int, limit: int, line_chars: int) -> str:
-        # Stream the file: a window of a huge log must not load the whole file.
-        out: list[str] = []
-        total = 0
-        clipped = 0
-        with open(p, encoding="utf-8", errors="replace", newline="") as f:
-            for total, line in enumerate(f, 1):
-                if offset <= total < offset + limit:
-                    line = line.rstrip("\r\n")
-                    if len(line) > line_chars:
-                        line = line[:line_chars] + "…"
-                        clipped += 1
-                    out.append(line)
+    def _window(f: BinaryIO, shown: str, offset: int, limit: int, line_chars: int, max_chars: int) -> str:
+        total = _count_lines(f)  # the file's total, so the number width is the same in every window
         if total == 0:
             return f"{shown} is empty (0 lines)"
         if offset > total:
-            raise ToolError(f"offset {offset} is past the end of {shown} ({total} lines)")
-        # Number width from the file's total so columns line up across windows.
+            raise ToolError(f"offset {offset} is past the end of {shown} ({total} lines); use an offset from 1 to {total}")
         width = len(str(total))
+        # Lines are kept while they fit the output budget (less room for the notes), so the
+        # exit clamp never cuts the middle of a window and `continue with` stays exact.
+        budget = max(0, max_chars - 200)
+        out: list[str] = []
+        used = clipped = 0
+        _skip_lines(f, offset - 1)
+        for n, (raw, over) in enumerate(_lines(f, line_chars * 4 + 4), offset):
+            if n >= offset + limit:
+                break
+            if n == 1 and raw.startswith(BOM):
+                raw = raw[len(BOM):]
+            line = raw.decode("utf-8", errors="replace").removesuffix("\n").removesuffix("\r")
+            if over or len(line) > line_chars:
+                line = line[:line_chars] + "…"
+                clipped += 1
+            cost = len(line) + width + 2
+            if out and used + cost > budget:
+                break
+            out.append(line)
+            used += cost
         last = offset + len(out) - 1
-        body = "\n".join(f"{n:>{width}}\t{text}" for n, text in enumerate(out, offset))
+        body = "\n".join(f"{num:>{width}}\t{text}" for num, text in enumerate(out, offset))
         notes: list[str] = []
         if clipped:
-            notes.append(f"{clipped} lines longer than {line_chars} chars were clipped with …")
+            notes.append(f"{clipped} line{'s' if clipped != 1 else ''} longer than {line_chars} chars clipped with …")
         if last < total:
             notes.append(f"showing lines {offset}-{last} of {total}; continue with offset={last + 1}")
         return body + ("\n\n" + "\n".join(notes) if notes else "")
 
 
+def _skip_lines(f: BinaryIO, k: int) -> None:
+    """Position `f` at the start of line k+1, counting newlines a chunk at a time."""
+    f.seek(0)
+    pos = 0
+    while k > 0:
+        chunk = f.read(1 << 20)
+        if not chunk:
+            return
+        c = chunk.count(b"\n")
+        if c < k:
+            k -= c
+            pos += len(chunk)
+            continue
+        i = -1
+        for _ in range(k):
+            i = chunk.index(b"\n", i + 1)
+        f.seek(pos + i + 1)
+        return
+
+
+def _count_lines(f: BinaryIO) -> int:
+    """Lines in a binary file: newlines, plus one for a last line without its newline."""
+    f.seek(0)
+    n, last = 0, b""
+    while chunk := f.read(1 << 20):
+        n += chunk.count(b"\n")
+        last = chunk[-1:]
+    return n + (1 if last and last != b"\n" else 0)
+
+
+# --------------------------------------------------------------------------------------
+# list_dir
+
+
 class ListDirParams(Params):
-    path: str = Field(".", description="Directory, relative to the workspace or absolute.")
+    path: str = Field(".", description='Directory, relative to the workspace or absolute (default ".").')
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,9 +416,10 @@ class ListDir(Tool):
     name: ClassVar[str] = "list_dir"
     group: ClassVar[str] = "files"
     description: ClassVar[str] = (
-        "List a directory: subdirectories first (ending in /), then files with their sizes in bytes; "
-        "symlinks are marked. Shows every entry (no ignore rules) up to 300. "
-        "Use glob to find files by name pattern across the tree."
+        "List one directory (not recursive): subdirectories first (ending in /), then files with "
+        "their sizes in bytes, each group sorted by name; symlinks are shown as `name -> target`. "
+        "Shows every entry, hidden and ignored ones included, up to 300, then says how many there were. "
+        "Use glob to find files by name across the tree and read_file to read one."
     )
     params: ClassVar[type[Params]] = ListDirParams
     approval: ClassVar[Approval] = "never"
@@ -146,7 +431,7 @@ class ListDir(Tool):
         return True
 
     def rule_subject(self, args: Params) -> str | None:
-        return args.path  # type: ignore[attr-defined]
+        return args.path  # type: ignore[attr-defined]  # the runtime resolves it (pathrules.path_subject)
 
     def output_limit(self) -> str:
         return "list_dir_entries entries"
@@ -162,31 +447,275 @@ class ListDir(Tool):
             raise ToolError(f"{shown} does not exist; list the parent directory to see what is there")
         if not p.is_dir():
             raise ToolError(f"{shown} is not a directory; use read_file to read it")
-        dirs: list[str] = []
-        files: list[str] = []
         try:
-            entries = list(os.scandir(p))
+            with os.scandir(p) as it:
+                entries = list(it)
         except OSError as e:
-            raise ToolError(f"cannot list {shown}: {e.strerror}") from None
-        for e in entries:
-            link = e.is_symlink()
-            if e.is_dir():
-                dirs.append(e.name + "/" + (" -> " + os.readlink(e.path) if link else ""))
-            else:
-                try:
-                    size = e.stat().st_size
-                    files.append(f"{e.name}  {size}" + (" -> " + os.readlink(e.path) if link else ""))
-                except OSError:
-                    files.append(f"{e.name}  (broken link -> {os.readlink(e.path)})" if link else e.name)
-        rows = sorted(dirs) + sorted(files)
-        if not rows:
-            return f"{shown}/ is empty"
+            raise ToolError(f"cannot list {shown}: {e.strerror}; check its permissions") from None
+
+        def is_dir(e: os.DirEntry[str]) -> bool:
+            try:
+                return e.is_dir()  # follows symlinks: a link to a directory lists with them
+            except OSError:
+                return False
+
+        # Sort first, then stat only what is shown: a 100,000-entry folder costs 300 stats.
+        dirs = sorted((e for e in entries if is_dir(e)), key=lambda e: e.name)
+        files = sorted((e for e in entries if not is_dir(e)), key=lambda e: e.name)
+        ordered = [*dirs, *files]
+        if not ordered:
+            return f"{shown}/ is empty" if shown != "." else "the directory is empty"
         cap = ctx.limits.list_dir_entries
-        text = "\n".join(rows[:cap])
-        if len(rows) > cap:
-            text += f"\n\n{len(rows)} entries, showing first {cap}"
+        rows = [_entry_row(e, is_dir(e)) for e in ordered[:cap]]
+        text = "\n".join(rows)
+        if len(ordered) > cap:
+            text += f"\n\n{len(ordered)} entries, showing first {cap}"
         return text
 
 
+def _entry_row(e: os.DirEntry[str], is_dir: bool) -> str:
+    link = ""
+    if e.is_symlink():
+        try:
+            link = " -> " + os.readlink(e.path)
+        except OSError:
+            link = " -> ?"
+    if is_dir:
+        return f"{e.name}/{link}"
+    try:
+        size = e.stat().st_size
+    except OSError:  # a link whose target is gone
+        return f"{e.name}{link} (broken link)"
+    return f"{e.name}  {size}{link}"
+
+
+# --------------------------------------------------------------------------------------
+# the write tools
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Writer(Tool):
+    """What write_file and edit_file share: approval "edit", the protected-path check, the
+    rule subject, and a diff computed without writing for the approval prompt."""
+
+    group: ClassVar[str] = "files"
+    approval: ClassVar[Approval] = "edit"
+
+    def rule_subject(self, args: Params) -> str | None:
+        return args.path  # type: ignore[attr-defined]  # the runtime resolves it (pathrules.path_subject)
+
+    def protected(self, args: Params, ctx: ToolContext) -> bool:
+        return is_protected_write(ctx, args.path)  # type: ignore[attr-defined]
+
+    def approval_detail(self, args: Params, ctx: ToolContext | None = None) -> str:
+        if ctx is None:
+            return ""
+        try:
+            return self.plan(args, ctx).diff(ctx)
+        except ToolError as e:
+            return f"(the change cannot be previewed: {e})"
+        except Exception as e:  # a preview must never break the approval prompt
+            return f"(the change cannot be previewed: {type(e).__name__}: {e})"
+
+    def plan(self, args: Params, ctx: ToolContext) -> Change:
+        raise NotImplementedError
+
+    async def run(self, args: Params, ctx: ToolContext) -> ToolResult:
+        return await self.in_thread(self._apply, args, ctx)
+
+    def _apply(self, args: Params, ctx: ToolContext) -> ToolResult:
+        change = self.plan(args, ctx)
+        try:
+            atomic_write(change.target, change.new_bytes, change.mode)
+        except OSError as e:
+            raise write_error(change.shown, e) from None
+        return ToolResult(text=change.report, display=change.diff(ctx))
+
+
+@dataclass(frozen=True)
+class Change:
+    """One file's planned new content, computed before anything is written."""
+
+    target: Path
+    shown: str
+    old_text: str | None  # None: the file does not exist yet
+    new_text: str
+    new_bytes: bytes
+    mode: int | None
+    report: str
+
+    def diff(self, ctx: ToolContext) -> str:
+        old = "/dev/null" if self.old_text is None else f"a/{self.shown}"
+        d = unified_diff(self.old_text or "", self.new_text, old, f"b/{self.shown}")
+        return bounded_diff(d, ctx.limits.edit_diff_chars)
+
+
+def _load_text(ctx: ToolContext, path: str, tool: str) -> tuple[Path, str, TextFile]:
+    """Read a whole existing text file for editing, refusing what cannot be edited safely."""
+    target = check_write_path(ctx, path)
+    shown = display_path(ctx, resolve_path(ctx, path))
+    st = _stat_file(ctx, path, shown, tool)
+    if st.st_size > ctx.limits.edit_file_max_bytes:
+        raise ToolError(f"{shown} is {st.st_size} bytes (> {ctx.limits.edit_file_max_bytes}); too big to edit in memory")
+    try:
+        data = target.read_bytes()
+    except OSError as e:
+        raise ToolError(f"cannot read {shown}: {e.strerror}; check its permissions") from None
+    if looks_binary(data[: ctx.limits.binary_sniff_bytes]):
+        raise ToolError(f"{shown} looks like a binary file ({len(data)} bytes); {tool} edits text files only")
+    return target, shown, TextFile.decode(data, st.st_mode)
+
+
+class WriteFileParams(Params):
+    path: str = Field(description="File path, relative to the workspace or absolute. Parent folders are created.")
+    content: str = Field(description="The complete new content of the file.")
+
+    non_empty: ClassVar[dict[str, str]] = {"path": ""}
+
+
+@dataclass(frozen=True, kw_only=True)
+class WriteFile(_Writer):
+    name: ClassVar[str] = "write_file"
+    description: ClassVar[str] = (
+        "Create a file or replace its whole content with `content`; parent folders are created. "
+        "The write is atomic (the old content stays intact if anything fails) and keeps the file's "
+        "permissions. Returns the bytes and lines written. Prefer edit_file for small changes to an "
+        "existing file, and apply_patch for many changes at once."
+    )
+    params: ClassVar[type[Params]] = WriteFileParams
+
+    def plan(self, args: Params, ctx: ToolContext) -> Change:
+        assert isinstance(args, WriteFileParams)
+        target = check_write_path(ctx, args.path)
+        shown = display_path(ctx, resolve_path(ctx, args.path))
+        old: TextFile | None = None
+        mode: int | None = None
+        if target.exists():
+            try:
+                st = target.stat()
+                mode = st.st_mode
+                # The old content only feeds the diff: a huge or binary file is not loaded for it.
+                data = target.read_bytes() if st.st_size <= ctx.limits.edit_file_max_bytes else b"\x00"
+            except OSError as e:
+                raise ToolError(f"cannot read {shown}: {e.strerror}; check its permissions") from None
+            old = TextFile.decode(data, mode) if not looks_binary(data[: ctx.limits.binary_sniff_bytes]) else None
+        new_bytes = args.content.encode("utf-8", errors="surrogateescape")
+        lines = args.content.count("\n") + (0 if args.content.endswith("\n") or not args.content else 1)
+        verb = "overwrote" if target.exists() else "created"
+        report = f"{verb} {shown} ({len(new_bytes)} bytes, {lines} line{'s' if lines != 1 else ''})"
+        old_text = (old.text if old else "") if target.exists() else None
+        return Change(target, shown, old_text, args.content, new_bytes, mode, report)
+
+
+class EditFileParams(Params):
+    path: str = Field(description="File path, relative to the workspace or absolute.")
+    old_string: str = Field(description="The exact text to replace, including whitespace and indentation.")
+    new_string: str = Field(description="The text to put in its place (may be empty to delete).")
+    replace_all: bool = Field(False, description="Replace every occurrence instead of exactly one (default false).")
+
+    non_empty: ClassVar[dict[str, str]] = {"path": ""}
+
+    @model_validator(mode="after")
+    def _old_string_given(self) -> EditFileParams:
+        # Only "" is empty here: replacing a run of spaces or a tab is a real edit.
+        if self.old_string == "":
+            raise ValueError("old_string must not be empty; use write_file to create a file")
+        return self
+
+
+@dataclass(frozen=True, kw_only=True)
+class EditFile(_Writer):
+    name: ClassVar[str] = "edit_file"
+    description: ClassVar[str] = (
+        "Replace `old_string` with `new_string` in a file. `old_string` must match the file exactly, "
+        "including whitespace and indentation, and occur exactly once unless `replace_all` is true "
+        "(default false); add surrounding lines to make it unique. Keeps the file's line endings "
+        "(CRLF stays CRLF), encoding, BOM and final newline; the write is atomic. Returns what changed. "
+        "Read the file first. Use write_file to create a file and apply_patch for many changes at once."
+    )
+    params: ClassVar[type[Params]] = EditFileParams
+
+    def plan(self, args: Params, ctx: ToolContext) -> Change:
+        assert isinstance(args, EditFileParams)
+        if args.old_string == args.new_string:
+            raise ToolError("old_string and new_string are identical; nothing would change")
+        target, shown, f = _load_text(ctx, args.path, self.name)
+        text = f.text
+        old, new = _match_eol(text, f.eol, args.old_string, args.new_string)
+        count = text.count(old)
+        if count == 0:
+            raise ToolError(f"old_string not found in {shown}; read the file and match it exactly, including whitespace"
+                            + _near_miss(text, args.old_string))
+        if count > 1 and not args.replace_all:
+            lines = _occurrence_lines(text, old)
+            raise ToolError(f"old_string occurs {count} times in {shown} (lines {lines}); "
+                            "pass replace_all=true or add context to make it unique")
+        if not f.utf8 and not new.isascii():
+            raise ToolError(f"{shown} is not UTF-8, and edit_file keeps its bytes as they are; "
+                            "new_string must be ASCII here (or rewrite the file with write_file)")
+        result = _replace(text, old, new, f.eol, args.replace_all)
+        n = count if args.replace_all else 1
+        plus, minus = diff_stat(unified_diff(text, result, "a", "b"))
+        report = f"edited {shown}: replaced {n} occurrence{'s' if n != 1 else ''} (+{plus} -{minus} lines)"
+        return Change(target, shown, text, result, f.encode(result), f.mode, report)
+
+
+def _match_eol(text: str, eol: str, old: str, new: str) -> tuple[str, str]:
+    """Translate the model's line endings to the file's: a CRLF file stays CRLF even when
+    old_string and new_string come with LF. The text as sent wins when it matches."""
+    old_eol, new_eol = with_eol(old, eol), with_eol(new, eol)
+    if old_eol in text:
+        return old_eol, new_eol
+    if old in text:
+        return old, new
+    return old_eol, new_eol
+
+
+def _replace(text: str, old: str, new: str, eol: str, replace_all: bool) -> str:
+    """Replace left to right like str.replace, touching nothing outside the matched spans.
+    A match that ends the file keeps the file's final newline (or its absence): only that
+    replacement is adjusted, never a byte around it."""
+    out: list[str] = []
+    start = 0
+    while (i := text.find(old, start)) >= 0:
+        end = i + len(old)
+        piece = new
+        if end == len(text):
+            head = "".join(out) + text[start:i]
+            if text.endswith("\n") and head + piece and not (head + piece).endswith("\n"):
+                piece += eol
+            elif not text.endswith("\n") and piece.endswith("\n"):
+                piece = piece[:-2] if piece.endswith("\r\n") else piece[:-1]
+        out.append(text[start:i] + piece)
+        start = end
+        if not replace_all:
+            break
+    out.append(text[start:])
+    return "".join(out)
+
+
+def _occurrence_lines(text: str, needle: str, limit: int = 10) -> str:
+    lines: list[str] = []
+    start = 0
+    while len(lines) < limit and (i := text.find(needle, start)) >= 0:
+        lines.append(str(text.count("\n", 0, i) + 1))
+        start = i + max(1, len(needle))
+    more = text.count(needle) - len(lines)
+    return ", ".join(lines) + (f" and {more} more" if more > 0 else "")
+
+
+def _near_miss(text: str, old: str) -> str:
+    """A hint when old_string differs from the file only in whitespace."""
+    first = next((ln.strip() for ln in old.split("\n") if ln.strip()), "")
+    if not first:
+        return ""
+    for n, line in enumerate(text.split("\n"), 1):
+        if line.strip() == first:
+            return f" (its first line appears at line {n} with different whitespace or surrounding text)"
+    return ""
+
+
 def tools() -> list[Tool]:
-    return [ReadFile(), ListDir()]
+    from nanohermes.tools.patch import ApplyPatch
+
+    return [ReadFile(), ListDir(), WriteFile(), EditFile(), ApplyPatch()]
