@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
+from nanohermes.errors import ContextTooLongError
 from nanohermes.events import UI, ModelStarted, Notice, TextDelta, TurnEnded, UsageUpdate
 from nanohermes.llm import LLM
-from nanohermes.messages import Message, ToolCall, Usage
+from nanohermes.messages import Completion, Message, ToolCall, Usage
 from nanohermes.runtime import INTERRUPTED, Runtime
 from nanohermes.session import Transcript
+
+if TYPE_CHECKING:
+    from nanohermes.compact import Compactor
 
 Reason = Literal["completed", "max_turns", "interrupted", "error"]
 
@@ -37,6 +41,7 @@ class Agent:
     transcript: Transcript | None = None
     history: list[Message] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    compactor: Compactor | None = None  # keeps the history inside the session budget
 
     def messages(self) -> list[Message]:
         return [Message.system(self.system_prompt), *self.history]
@@ -50,8 +55,8 @@ class Agent:
             while turns < self.max_turns:
                 turns += 1
                 self.ui.emit(ModelStarted(turn=turns, model=self.llm.model))
-                done = await self.llm.complete(self.messages(), self.runtime.specs(), self._on_text)
-                self._count(done.usage)
+                done = await self._call_model()
+                self.count_usage(done.usage)
                 self._append(done.message)
                 if not done.message.tool_calls:
                     return self._end("completed", turns, calls, done.message.content or "")
@@ -67,11 +72,31 @@ class Agent:
             self._end("interrupted", turns, calls, "")
             raise
 
+    async def _call_model(self) -> Completion:
+        """One model call, with the history compacted first when it outgrew the budget, and
+        once more (then retried) when the endpoint still finds it too long."""
+        if self.compactor is not None:
+            await self.compactor.before_call(self)
+        try:
+            return await self.llm.complete(self.messages(), self.runtime.specs(), self._on_text)
+        except ContextTooLongError:
+            if self.compactor is None or not await self.compactor.on_too_long(self):
+                raise
+        return await self.llm.complete(self.messages(), self.runtime.specs(), self._on_text)
+
+    def compacted(self, summary: Message, kept: int) -> None:
+        """Replace all but the last `kept` messages by `summary`, on disk too."""
+        self.history = [summary, *self.history[len(self.history) - kept:]]
+        if self.transcript is not None:
+            self.transcript.record_compaction(summary, kept)
+
     def _on_text(self, piece: str) -> None:
         self.ui.emit(TextDelta(text=piece))
 
-    def _count(self, usage: Usage) -> None:
+    def count_usage(self, usage: Usage) -> None:
         self.usage = self.usage + usage
+        if self.transcript is not None:
+            self.transcript.record_usage(usage, self.llm.model)
         self.ui.emit(UsageUpdate(usage=usage, total=self.usage, model=self.llm.model))
 
     def _append(self, message: Message) -> None:
@@ -88,6 +113,6 @@ class Agent:
 
     def _end(self, reason: Reason, turns: int, calls: int, text: str) -> TurnResult:
         if self.transcript is not None:
-            self.transcript.sync()
+            self.transcript.checkpoint(self.runtime.state)
         self.ui.emit(TurnEnded(reason=reason, turns=turns, tool_calls=calls, text=text))
         return TurnResult(reason, text, turns, calls)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import AsyncIterator, Callable
 
 from nanohermes.agent import Agent
+from nanohermes.compact import Compactor
 from nanohermes.config import Config, McpServerConfig, state_home
 from nanohermes.context import ProjectDocs, load_project_docs, system_prompt
 from nanohermes.events import UI, Notice
@@ -18,7 +19,7 @@ from nanohermes.llm import LLM, OpenAIChat
 from nanohermes.permissions import Policy, Rule
 from nanohermes.redact import protect as protect_secrets
 from nanohermes.runtime import Runtime
-from nanohermes.session import Transcript
+from nanohermes.session import Transcript, restore_state
 from nanohermes.tools import Tool, build_tools
 from nanohermes.tools import skills as skill_tools
 from nanohermes.tools import subagents as subagent_tools
@@ -146,7 +147,9 @@ def assemble_pool(builtins: list[Tool], *extra_groups: list[Tool]) -> list[Tool]
     return pool
 
 
-def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = None, save_session: bool = True) -> Built:
+def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = None, save_session: bool = True,
+                resume: Path | None = None) -> Built:
+    """`resume`: a saved transcript to continue (its history, meters and todo list)."""
     warnings: list[str] = []
     protect_secrets(config)
     limits = config.build_limits()
@@ -176,13 +179,24 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
         subagents = SubagentManager(configs=config.subagents, make_llm=make_llm, ui=ui, limits=limits,
                                     system_prompt=prompt, max_turns=config.max_turns)
     transcript = Transcript.create(workspace, model=config.model, mode=config.permission_mode) if save_session else None
+    loaded = None
+    if resume is not None:
+        transcript, loaded = Transcript.open(resume)
+        if loaded.skipped:
+            warnings.append(f"{resume}: {loaded.skipped} unreadable transcript lines skipped")
+        if loaded.repaired:
+            warnings.append(f"{len(loaded.repaired)} tool calls were still running when the session stopped; "
+                            "they are marked as interrupted")
     runtime = Runtime(
         tools=[], config=config, workspace=workspace, ui=ui,
         policy=policy, limits=limits,
         session_dir=transcript.dir if transcript else None,
     )
     agent = Agent(llm=llm, runtime=runtime, ui=ui, system_prompt=prompt,
-                  max_turns=config.max_turns, transcript=transcript)
+                  max_turns=config.max_turns, transcript=transcript, compactor=Compactor(llm, limits, ui))
+    if loaded is not None:
+        agent.history, agent.usage = list(loaded.history), loaded.usage
+        restore_state(runtime.state, loaded.state)
     built = Built(agent, warnings, docs=docs, skills=skills, mcp=mcp, subagents=subagents,
                   builtins=build_tools(config, workspace))
     if subagents is not None:

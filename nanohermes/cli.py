@@ -25,7 +25,22 @@ def main() -> None:
         print(f"nanohermes {__version__}")
         return
     app = _make_app()
-    app(prog_name="nanohermes")
+    app(args=_bare_resume(sys.argv[1:]), prog_name="nanohermes")
+
+
+_VALUED = {"-p", "--print", "--output-format", "--model", "-m", "--base-url", "--api-key", "--mode", "--config",
+           "-C", "--cwd", "--max-turns"}
+
+
+def _bare_resume(argv: list[str]) -> list[str]:
+    """`--resume` may come without an ID (then a picker asks): give it an empty value."""
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        bare = i + 1 == len(argv) or argv[i + 1].startswith("-")
+        if arg in ("--resume", "-r") and bare and (i == 0 or argv[i - 1] not in _VALUED):
+            arg = "--resume="
+        out.append(arg)
+    return out
 
 
 class OutputFormat(str, Enum):
@@ -80,6 +95,8 @@ def _make_app() -> Any:
         cwd: Optional[Path] = typer.Option(None, "-C", "--cwd", help="Workspace directory (default: the current one)."),
         max_turns: Optional[int] = typer.Option(None, "--max-turns", min=1, help="Stop after this many model calls in one turn."),
         no_session: bool = typer.Option(False, "--no-session", help="Do not save this session's transcript."),
+        continue_: bool = typer.Option(False, "--continue", "-c", help="Continue the latest session of this workspace."),
+        resume: Optional[str] = typer.Option(None, "--resume", "-r", help="Resume a session by ID (or ID prefix); without an ID, pick one from a list."),
         verbose: bool = typer.Option(False, "--verbose", "-v", help="Show progress on stderr and tracebacks on errors."),
         version: bool = typer.Option(False, "--version", "-V", help="Print the version and exit."),
     ) -> None:
@@ -90,12 +107,13 @@ def _make_app() -> Any:
             print(f"nanohermes {__version__}")
             raise typer.Exit(0)
         if ctx.invoked_subcommand is not None:
+            ctx.obj = {"cwd": cwd}
             return
         flags = {"model": model, "base_url": base_url, "api_key": api_key,
                  "permission_mode": mode.value if mode else None, "auto_approve": True if yes else None,
                  "max_turns": max_turns}
         code = run(prompt=prompt, fmt=output_format.value, flags=flags, config_file=config, cwd=cwd,
-                   verbose=verbose, save_session=not no_session)
+                   verbose=verbose, save_session=not no_session, cont=continue_, resume=resume)
         raise typer.Exit(code)
 
     @app.command()
@@ -116,7 +134,62 @@ def _make_app() -> Any:
             code = _fail(e, False)
         raise typer.Exit(code)
 
+    @app.command("sessions")
+    def sessions_cmd(
+        ctx: typer.Context,
+        cwd: Optional[Path] = typer.Option(None, "-C", "--cwd", help="Workspace directory (default: the current one)."),
+        as_json: bool = typer.Option(False, "--json", help="One JSON object per session."),
+    ) -> None:
+        """List this workspace's saved sessions, the most recent first."""
+        raise typer.Exit(list_sessions_command(cwd or (ctx.obj or {}).get("cwd"), as_json))
+
     return app
+
+
+def list_sessions_command(cwd: Path | None, as_json: bool) -> int:
+    try:
+        from nanohermes.session import list_sessions
+        from nanohermes.ui.sessions import format_sessions
+
+        sessions = list_sessions(_workspace(cwd))
+        if as_json:
+            for i in sessions:
+                print(json.dumps({"id": i.id, "title": i.title, "started": i.started, "updated": i.updated,
+                                  "turns": i.turns, "model": i.model, "path": str(i.path)}, ensure_ascii=False))
+        else:
+            print(format_sessions(sessions))
+        return EXIT_OK
+    except Exception as e:
+        return _fail(e, False)
+
+
+def _resume_target(workspace: Path, cont: bool, resume: str | None, save_session: bool) -> Path | None:
+    """The transcript `--continue` or `--resume [ID]` names, if any."""
+    from nanohermes.errors import UsageError
+    from nanohermes.session import find_session, latest_session, list_sessions
+
+    if not cont and resume is None:
+        return None
+    if cont and resume is not None:
+        raise UsageError("--continue and --resume cannot be used together", hint="--continue takes the latest session; --resume ID a given one")
+    if not save_session:
+        raise UsageError("--no-session cannot be combined with --continue or --resume", hint="drop --no-session to resume")
+    if cont:
+        return latest_session(workspace)
+    if resume:
+        return find_session(workspace, resume)
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        raise UsageError("--resume without an ID needs a terminal to pick a session",
+                         hint="pass an ID (`nanohermes sessions` lists them) or use --continue for the latest")
+    from nanohermes.ui.sessions import pick_session
+
+    sessions = list_sessions(workspace)
+    if not sessions:
+        latest_session(workspace)  # raises the "no saved session" error with its hint
+    picked = pick_session(sessions, sys.stdin, sys.stderr)
+    if picked is None:
+        raise UsageError("no session picked", hint="`nanohermes sessions` lists them; --continue takes the latest")
+    return picked.path
 
 
 def _workspace(cwd: Path | None) -> Path:
@@ -129,7 +202,7 @@ def _workspace(cwd: Path | None) -> Path:
 
 
 def run(*, prompt: str | None, fmt: str, flags: dict[str, Any], config_file: Path | None, cwd: Path | None,
-        verbose: bool, save_session: bool) -> int:
+        verbose: bool, save_session: bool, cont: bool = False, resume: str | None = None) -> int:
     try:
         from nanohermes.config import load_config
         from nanohermes.errors import UsageError
@@ -141,6 +214,7 @@ def run(*, prompt: str | None, fmt: str, flags: dict[str, Any], config_file: Pat
         protect(loaded.config)  # before anything can print a key
         for w in loaded.warnings:
             sys.stderr.write(f"nanohermes: warning: {w}\n")
+        resume_path = _resume_target(workspace, cont, resume, save_session)
         if prompt is None:
             if sys.stdin.isatty():
                 raise UsageError("the interactive REPL is not available in this build", hint='run a prompt with -p "..."')
@@ -151,7 +225,7 @@ def run(*, prompt: str | None, fmt: str, flags: dict[str, Any], config_file: Pat
                 prompt = f"{prompt}\n\n{piped}" if prompt.strip() else piped
         if not prompt.strip():
             raise UsageError("the prompt is empty", hint='pass one with -p "..." or pipe text on stdin')
-        return _headless(prompt, fmt, loaded.config, workspace, verbose, save_session)
+        return _headless(prompt, fmt, loaded.config, workspace, verbose, save_session, resume_path)
     except KeyboardInterrupt:
         sys.stderr.write("nanohermes: interrupted\n")
         return EXIT_INTERRUPTED
@@ -159,34 +233,43 @@ def run(*, prompt: str | None, fmt: str, flags: dict[str, Any], config_file: Pat
         return _fail(e, verbose)
 
 
-def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool, save_session: bool) -> int:
+def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool, save_session: bool,
+              resume: Path | None = None) -> int:
     from nanohermes.assemble import build_agent
     from nanohermes.errors import NanohermesError
     from nanohermes.ui.headless import HeadlessUI
 
     ui = HeadlessUI(fmt=fmt, verbose=verbose, interactive=sys.stdin.isatty() and sys.stderr.isatty())
-    built = build_agent(config, workspace, ui, save_session=save_session)
+    built = build_agent(config, workspace, ui, save_session=save_session, resume=resume)
     for w in built.warnings:
         sys.stderr.write(f"nanohermes: warning: {w}\n")
     agent = built.agent
     session_id = agent.transcript.id if agent.transcript else None
+
+    def meters() -> dict[str, Any]:
+        from nanohermes.meters import context_breakdown, cost_report
+
+        return {"cost": cost_report(ui.meter.turn, agent.usage, config, config.model), "context": context_breakdown(agent)}
+
     try:
         result = asyncio.run(_one_turn(built, prompt))
     except KeyboardInterrupt:
         if fmt != "text":
-            _print_json(ui.result_object(result="", exit_reason="interrupted", session_id=session_id, model=config.model), fmt)
+            _print_json(ui.result_object(result="", exit_reason="interrupted", session_id=session_id, model=config.model,
+                                         extra=meters()), fmt)
         sys.stderr.write("nanohermes: interrupted\n")
         return EXIT_INTERRUPTED
     except NanohermesError as e:
         if fmt != "text":
             _print_json(ui.result_object(result="", exit_reason="error", session_id=session_id, model=config.model,
-                                         error=e.message), fmt)
+                                         error=e.message, extra=meters()), fmt)
         raise
     finally:
         if agent.transcript is not None:
             agent.transcript.close()
     if fmt != "text":
-        _print_json(ui.result_object(result=result.text, exit_reason=result.reason, session_id=session_id, model=config.model), fmt)
+        _print_json(ui.result_object(result=result.text, exit_reason=result.reason, session_id=session_id, model=config.model,
+                                     extra=meters()), fmt)
     return EXIT_TURNS if result.reason == "max_turns" else EXIT_OK
 
 

@@ -104,6 +104,11 @@ class SubagentConfig(_Section):
     tools: list[str] | None = None  # None: the parent's tools (except sub-agent tools)
     model: str | None = None  # None: the parent's model
     max_turns: int | None = Field(None, ge=1)
+class Price(_Section):
+    """Dollars per million tokens, for the cost meter."""
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
 
 
 class Config(_Section):
@@ -136,6 +141,7 @@ class Config(_Section):
     def _subagent_names(cls, v: dict[str, SubagentConfig]) -> dict[str, SubagentConfig]:
         _check_names(v, "sub-agent")
         return v
+    prices: dict[str, Price] = Field(default_factory=dict)  # by model name
 
     def resolved_api_key(self) -> str | None:
         return self.api_key or os.environ.get(self.api_key_env) or None

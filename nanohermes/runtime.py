@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -250,6 +251,8 @@ class Runtime:
             if tool is not None and not tool.persist:
                 continue
             text = out[i].content or ""
+            if len(text) <= self.limits.persisted_preview_chars:
+                continue  # its preview would be no shorter
             preview = self.persist(prepared[i].call.id, text)
             total -= len(text) - len(preview)
             out[i] = Message.tool(prepared[i].call.id, preview)
@@ -259,7 +262,14 @@ class Runtime:
         assert self.session_dir is not None
         folder = self.session_dir / "tool-results"
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{call_id}.txt"
+        # The id comes from the model: keep it to a safe file name, and never overwrite an
+        # earlier result (some endpoints reuse ids such as call_0 in every message).
+        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", call_id).lstrip(".")[:100] or "call"
+        path = folder / f"{stem}.txt"
+        copy = 1
+        while path.exists():
+            copy += 1
+            path = folder / f"{stem}-{copy}.txt"
         path.write_text(redact(text), encoding="utf-8")  # a session file: no keys in it
         n = self.limits.persisted_preview_chars
         return (

@@ -1,11 +1,24 @@
-"""Transcripts: one append-only JSON-lines file per session.
+"""Transcripts: one append-only JSON-lines file per session, and finding them again.
 
-The first line is the session's metadata; every later line is one message in its wire
-form, written before the next model call so a crash loses at most the call in flight.
+Layout: `$XDG_DATA_HOME/nanohermes/sessions/<project>/<session-id>.jsonl`, with the session's
+side files (persisted tool results) in the folder of the same name next to it. Records, one
+per line:
+
+    {"type": "meta", workspace, model, mode, started, title}   first line
+    {"type": "message", "message": <wire dict>}                 what the model saw, verbatim
+    {"type": "usage", "usage": {...}, "model": ...}             one per model call, for the meters
+    {"type": "compaction", "summary": <wire dict>, "kept": N}   history := [summary] + last N
+    {"type": "state", "todos": [...]}                           the todo list, when it changed
+
+Each line is flushed as it is written, before the next model call, so a crash loses at most
+the call in flight; the file is fsynced at the end of each turn. Loading tolerates a torn
+last line (cut off mid-write) and answers tool calls that a crash left without a result, so
+a resumed history is always one the endpoint accepts.
 """
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -16,8 +29,29 @@ from pathlib import Path
 from typing import IO, Any
 
 from nanohermes.config import data_home
-from nanohermes.messages import Message
+from nanohermes.errors import UsageError
+from nanohermes.messages import Message, Usage
 from nanohermes.redact import redact
+
+TITLE_CHARS = 80
+# The result given to a call that was running when the process died.
+LOST_RESULT = "interrupted: nanohermes stopped before this call finished; its effects, if any, are unknown"
+
+
+def saved_state(state: dict[str, Any]) -> dict[str, Any]:
+    """The part of the session-wide tool state that is saved with the session, as JSON."""
+    from nanohermes.tools import todo
+
+    return {"todos": [{"content": t.content, "status": t.status} for t in todo.current(state)]}
+
+
+def restore_state(state: dict[str, Any], saved: dict[str, Any]) -> None:
+    from nanohermes.events import TodoItem
+    from nanohermes.tools import todo
+
+    if isinstance(saved.get("todos"), list):
+        todo.restore(state, [TodoItem(content=str(t["content"]), status=t["status"]) for t in saved["todos"]
+                             if isinstance(t, dict) and "content" in t and t.get("status") in ("pending", "in_progress", "completed")])
 
 
 def project_key(workspace: Path) -> str:
@@ -26,12 +60,97 @@ def project_key(workspace: Path) -> str:
     return f"{workspace.name or 'root'}-{hashlib.sha1(real.encode()).hexdigest()[:8]}"
 
 
+def sessions_root() -> Path:
+    return data_home() / "sessions"
+
+
 def sessions_dir(workspace: Path) -> Path:
-    return data_home() / "sessions" / project_key(workspace)
+    return sessions_root() / project_key(workspace)
 
 
 def new_session_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+
+
+def make_title(prompt: str) -> str:
+    """The first non-blank line of the first prompt, clipped."""
+    line = next((ln.strip() for ln in prompt.splitlines() if ln.strip()), "")
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+
+
+@dataclass
+class Loaded:
+    """A transcript read back: the history as the model last saw it, plus what the meters need."""
+
+    meta: dict[str, Any]
+    history: list[Message]
+    usage: Usage
+    state: dict[str, Any]
+    turns: int  # user prompts in the session
+    good_bytes: int  # length of the valid prefix; anything after it is a torn write
+    skipped: int  # unreadable lines in the middle (reported, never fatal)
+    repaired: list[Message]  # results added for calls a crash left unanswered
+
+
+def _parse(path: Path) -> Loaded:
+    data = path.read_bytes()
+    meta: dict[str, Any] = {}
+    history: list[Message] = []
+    usage = Usage()
+    state: dict[str, Any] = {}
+    turns = skipped = good = 0
+    pos = 0
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        if end < 0:  # no newline: the last write was cut off
+            break
+        line = data[pos:end]
+        pos = end + 1
+        try:
+            rec = json.loads(line)
+            kind = rec["type"]
+            if kind == "meta":
+                meta = {k: v for k, v in rec.items() if k != "type"}
+            elif kind == "message":
+                msg = Message.from_wire(rec["message"])
+                history.append(msg)
+                turns += msg.role == "user" and not is_summary(msg)
+            elif kind == "usage":
+                u = rec["usage"]
+                usage = usage + Usage(int(u["prompt_tokens"]), int(u["completion_tokens"]), bool(u.get("estimated")))
+            elif kind == "compaction":
+                kept = int(rec["kept"])
+                history = [Message.from_wire(rec["summary"]), *(history[len(history) - kept:] if kept else [])]
+            elif kind == "state":
+                state.update({k: v for k, v in rec.items() if k != "type"})
+        except (ValueError, KeyError, TypeError):
+            if pos >= len(data):  # a torn last line that happens to end in a newline
+                break
+            skipped += 1
+        good = pos
+    loaded = Loaded(meta, history, usage, state, turns, good, skipped, [])
+    loaded.repaired = _answer_dangling(history)
+    history.extend(loaded.repaired)
+    return loaded
+
+
+SUMMARY_TAG = "<conversation-summary>"
+
+
+def is_summary(m: Message) -> bool:
+    return m.role == "user" and (m.content or "").startswith(SUMMARY_TAG)
+
+
+def _answer_dangling(history: list[Message]) -> list[Message]:
+    """Results for the calls of the last assistant message that never got one."""
+    for i in range(len(history) - 1, -1, -1):
+        m = history[i]
+        if m.role == "assistant":
+            answered = {x.tool_call_id for x in history[i + 1:] if x.role == "tool"}
+            return [Message.tool(c.id, LOST_RESULT) for c in m.tool_calls if c.id not in answered]
+        if m.role != "tool":
+            return []
+    return []
 
 
 @dataclass
@@ -39,6 +158,7 @@ class Transcript:
     path: Path
     meta: dict[str, Any] = field(default_factory=dict)
     _f: IO[str] | None = field(default=None, init=False, repr=False)
+    _state: dict[str, Any] = field(default_factory=dict, init=False, repr=False)  # last saved
 
     @property
     def id(self) -> str:
@@ -51,24 +171,73 @@ class Transcript:
 
     @classmethod
     def create(cls, workspace: Path, **meta: Any) -> Transcript:
+        """A new session. Nothing is written until the first message, which gives the title."""
         folder = sessions_dir(workspace)
-        folder.mkdir(parents=True, exist_ok=True)
-        t = cls(folder / f"{new_session_id()}.jsonl",
-                {"workspace": str(workspace), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **meta})
-        t._write({"type": "meta", **t.meta})
-        return t
+        return cls(folder / f"{new_session_id()}.jsonl",
+                   {"workspace": str(workspace), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **meta})
+
+    @classmethod
+    def open(cls, path: Path) -> tuple[Transcript, Loaded]:
+        """Reopen a saved session for appending; cut a torn tail so new lines start clean.
+        Another process still writing to it is refused, so two writers never interleave."""
+        t = cls(path)
+        t._open_locked()
+        loaded = _parse(path)
+        if loaded.good_bytes < path.stat().st_size:
+            with open(path, "r+b") as f:
+                f.truncate(loaded.good_bytes)
+        t.meta = loaded.meta
+        t._state = dict(loaded.state)
+        for m in loaded.repaired:  # on disk too, so the file and the history agree
+            t.append(m)
+        return t, loaded
+
+    def _open_locked(self) -> IO[str]:
+        if self._f is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            f = open(self.path, "a", encoding="utf-8")
+            try:
+                import fcntl
+
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except ImportError:  # no advisory locks on this platform
+                pass
+            except OSError:
+                f.close()
+                raise UsageError(f"session {self.id} is in use by another nanohermes process",
+                                 hint="wait for it to finish, or start a new session (without --continue/--resume)") from None
+            self._f = f
+        return self._f
 
     def _write(self, obj: dict[str, Any]) -> None:
         if self._f is None:
-            self._f = open(self.path, "a", encoding="utf-8")
+            f = self._open_locked()
+            if self.path.stat().st_size == 0:
+                f.write(redact(json.dumps({"type": "meta", **self.meta}, ensure_ascii=False)) + "\n")
         self._f.write(redact(json.dumps(obj, ensure_ascii=False)) + "\n")
         self._f.flush()
 
     def append(self, message: Message) -> None:
+        if "title" not in self.meta and message.role == "user" and message.content:
+            self.meta["title"] = make_title(message.content)
         self._write({"type": "message", "message": message.to_wire()})
 
+    def record_usage(self, usage: Usage, model: str) -> None:
+        self._write({"type": "usage", "usage": usage.to_dict(), "model": model})
+
+    def record_compaction(self, summary: Message, kept: int) -> None:
+        self._write({"type": "compaction", "summary": summary.to_wire(), "kept": kept})
+
+    def checkpoint(self, state: dict[str, Any]) -> None:
+        """End of a turn: save the session state if it changed, then make the turn durable."""
+        now = saved_state(state)
+        changed = {k: v for k, v in now.items() if v != self._state.get(k, [])}
+        if changed and self._f is not None:
+            self._write({"type": "state", **changed})
+            self._state.update(changed)
+        self.sync()
+
     def sync(self) -> None:
-        """End of a turn: make it durable."""
         if self._f is not None:
             self._f.flush()
             os.fsync(self._f.fileno())
@@ -78,3 +247,67 @@ class Transcript:
             self.sync()
             self._f.close()
             self._f = None
+
+
+# -- finding sessions ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SessionInfo:
+    id: str
+    path: Path
+    title: str
+    started: str
+    updated: float  # mtime
+    turns: int
+    model: str
+    workspace: str
+
+
+_USER_LINE = b'\n{"type": "message", "message": {"role": "user"'
+
+
+def _info(path: Path) -> SessionInfo | None:
+    """Listing reads the meta line and counts prompts by their line prefix: no full parse,
+    so listing stays fast with many long sessions."""
+    try:
+        data = path.read_bytes()
+        updated = path.stat().st_mtime
+    except OSError:
+        return None
+    try:
+        m = json.loads(data[: data.find(b"\n")])
+        m = m if isinstance(m, dict) and m.get("type") == "meta" else {}
+    except ValueError:
+        m = {}
+    return SessionInfo(id=path.stem, path=path, title=str(m.get("title") or "(untitled)"), started=str(m.get("started", "")),
+                       updated=updated, turns=data.count(_USER_LINE), model=str(m.get("model", "")),
+                       workspace=str(m.get("workspace", "")))
+
+
+def list_sessions(workspace: Path) -> list[SessionInfo]:
+    """This workspace's sessions, the most recently used first."""
+    folder = sessions_dir(workspace)
+    paths = sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True) if folder.is_dir() else []
+    return [i for i in map(_info, paths) if i is not None]
+
+
+def latest_session(workspace: Path) -> Path:
+    sessions = list_sessions(workspace)
+    if not sessions:
+        raise UsageError(f"no saved session for {workspace}", hint='start one with nanohermes -p "..." (or run nanohermes)')
+    return sessions[0].path
+
+
+def find_session(workspace: Path, session_id: str) -> Path:
+    """A session by ID or unique ID prefix: this workspace's first, then any project's."""
+    if not session_id.strip() or "/" in session_id or os.sep in session_id:
+        raise UsageError(f"`{session_id}` is not a session ID", hint="`nanohermes sessions` lists this workspace's sessions")
+    for folder in (sessions_dir(workspace), sessions_root()):
+        stem = glob.escape(session_id)
+        pattern = f"{stem}*.jsonl" if folder != sessions_root() else f"*/{stem}*.jsonl"
+        hits = sorted(folder.glob(pattern)) if folder.is_dir() else []
+        if len(hits) == 1:
+            return hits[0]
+        if len(hits) > 1:
+            raise UsageError(f"session ID `{session_id}` is ambiguous ({len(hits)} sessions start with it)",
+                             hint="give more of the ID; `nanohermes sessions` lists them")
+    raise UsageError(f"no session `{session_id}`", hint="`nanohermes sessions` lists this workspace's sessions")

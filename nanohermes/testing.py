@@ -470,7 +470,7 @@ class ScriptedLLM:
     async def complete(self, messages: Any, tools: Any, on_text: Callable[[str], None]) -> Any:
         import asyncio
 
-        from nanohermes.errors import EndpointError
+        from nanohermes.errors import ContextTooLongError, EndpointError
         from nanohermes.messages import Completion, Message, ToolCall, Usage
 
         body = {"model": self.model, "messages": [m.to_wire() for m in messages], "tools": list(tools)}
@@ -484,6 +484,8 @@ class ScriptedLLM:
             raise EndpointError(EXHAUSTED_MESSAGE)
         reply = item if isinstance(item, (Reply, Fault)) else item(body)
         if isinstance(reply, Fault):
+            if reply.code == "context_length_exceeded":  # as the HTTP adapter classifies it
+                raise ContextTooLongError(f"the conversation no longer fits the model's context ({reply.message})")
             raise EndpointError(f"the model endpoint answered {reply.status}: {reply.message}")
         if reply.delay:
             await asyncio.sleep(reply.delay)

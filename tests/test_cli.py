@@ -185,7 +185,7 @@ def test_session_transcript_is_saved(cli, server: FakeServer, home: Path) -> Non
     assert len(files) == 1
     lines = [json.loads(x) for x in files[0].read_text().splitlines()]
     assert lines[0]["type"] == "meta"
-    assert [line["message"]["role"] for line in lines[1:]] == ["user", "assistant"]
+    assert [line["message"]["role"] for line in lines[1:] if line["type"] == "message"] == ["user", "assistant"]
 
 
 def test_empty_prompt_is_a_usage_error(cli) -> None:

@@ -20,6 +20,7 @@ from nanohermes.events import (
 )
 from nanohermes.events import SubagentEvent
 from nanohermes.messages import Usage
+from nanohermes.meters import Meter
 from nanohermes.redact import redact
 
 
@@ -55,9 +56,11 @@ class HeadlessUI:
     err: TextIO = field(default_factory=lambda: sys.stderr)
     usage: Usage = field(default_factory=Usage)
     ended: TurnEnded | None = None
+    meter: Meter = field(default_factory=Meter)
     _text_open: bool = False
 
     def emit(self, event: Event) -> None:
+        self.meter.on_event(event)
         if isinstance(event, UsageUpdate):
             self.usage = event.total
         if isinstance(event, TurnEnded):
@@ -98,7 +101,9 @@ class HeadlessUI:
             return ApprovalReply("deny")
         return await asyncio.to_thread(ask_on_terminal, request, self.err)
 
-    def result_object(self, *, result: str, exit_reason: str, session_id: str | None, model: str, error: str | None = None) -> dict[str, Any]:
+    def result_object(self, *, result: str, exit_reason: str, session_id: str | None, model: str, error: str | None = None,
+                      extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """`usage` is this run's turn; `extra` adds the session meters (cost, context)."""
         ended = self.ended
         return {
             "type": "result",
@@ -108,7 +113,8 @@ class HeadlessUI:
             "error": error,
             "turns": ended.turns if ended else 0,
             "tool_calls": ended.tool_calls if ended else 0,
-            "usage": self.usage.to_dict(),
+            "usage": self.meter.turn.to_dict(),
             "session_id": session_id,
             "model": model,
+            **(extra or {}),
         }

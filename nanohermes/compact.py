@@ -1,0 +1,140 @@
+"""Compaction: when the history outgrows the session budget, summarise the older turns.
+
+The `Compactor` runs around the turn loop, not inside it: the agent asks it to check the
+history before each model call, and to compact when the endpoint says the context is too
+long. One model call summarises the older messages (goal, decisions, files touched, open
+todos, unresolved errors); the most recent messages stay verbatim, cut only where no tool
+call is separated from its result. The system prompt (identity and project instructions) is
+rebuilt for every request, so it survives compaction as is; the todo list is re-injected
+into the summary. The summary request is fitted to the session budget before it is sent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+from nanohermes.budget import Limits, clamp
+from nanohermes.errors import ContextTooLongError
+from nanohermes.events import UI, Notice
+from nanohermes.llm import LLM
+from nanohermes.messages import Message
+from nanohermes.session import SUMMARY_TAG, is_summary
+from nanohermes.tools import todo
+
+if TYPE_CHECKING:
+    from nanohermes.agent import Agent
+
+SUMMARY_INSTRUCTIONS = """You compact the conversation of a coding agent so that it can carry on in a fresh context.
+Write a factual summary of the conversation below under these headings, and nothing else:
+Goal: what the user asked for (quote the words that matter).
+Decisions: what was decided and why.
+Files touched: each path read, created or changed, and what changed.
+Open todos: what is left to do.
+Unresolved errors: failures not yet fixed, with their exact messages.
+Be concise and concrete. Never invent what is not in the conversation."""
+
+
+def history_chars(history: Sequence[Message]) -> int:
+    return sum(m.chars() for m in history)
+
+
+def choose_cut(history: Sequence[Message], keep_chars: int) -> int:
+    """Where the verbatim tail starts: as much recent history as fits `keep_chars`, at a point
+    that does not separate a tool call from its result. 0 means nothing can be summarised."""
+    best = 0
+    tail = 0
+    for i in range(len(history) - 1, 0, -1):
+        tail += history[i].chars()
+        if history[i].role == "tool":
+            continue  # a tool result stays with the assistant message that asked for it
+        if tail > keep_chars and best:
+            break
+        best = i
+    return best
+
+
+def render(history: Sequence[Message], item_chars: int) -> list[str]:
+    """The older messages as plain text for the summariser, each clamped."""
+    out: list[str] = []
+    for m in history:
+        parts = [m.content or ""]
+        parts += [f"-> calls {c.name}({c.arguments})" for c in m.tool_calls]
+        who = f"tool result {m.tool_call_id}" if m.role == "tool" else m.role
+        out.append(f"[{who}]\n" + clamp("\n".join(p for p in parts if p), item_chars))
+    return out
+
+
+def fit(items: list[str], budget_chars: int) -> str:
+    """Join the rendered messages within the budget: the first (the goal) is always kept,
+    the oldest of the rest are dropped first, and the count is said."""
+    def note(n: int) -> str:
+        return f"[… {n} older messages omitted to fit the summary request …]"
+
+    total = sum(len(x) + 2 for x in items)
+    dropped = 0
+    while total + (len(note(dropped)) + 2 if dropped else 0) > budget_chars and len(items) - dropped > 2:
+        dropped += 1
+        total -= len(items[dropped]) + 2
+    kept = items[:1] + ([note(dropped)] if dropped else []) + items[1 + dropped:]
+    return clamp("\n\n".join(kept), budget_chars)
+
+
+@dataclass
+class Compactor:
+    llm: LLM
+    limits: Limits
+    ui: UI
+
+    async def before_call(self, agent: Agent) -> None:
+        if history_chars(agent.history) > self.limits.session_budget_chars:
+            await self.compact(agent, reason=f"history over the session budget of {self.limits.session_budget_chars} chars")
+
+    async def on_too_long(self, agent: Agent) -> bool:
+        """The endpoint refused the request as too long: its window is smaller than the
+        budget, so keep a quarter of what was sent (at most a quarter of the usual tail)."""
+        keep = min(self.limits.keep_chars, history_chars(agent.history)) // 4
+        return await self.compact(agent, reason="the endpoint said the context is too long", keep_chars=keep) is not None
+
+    async def manual(self, agent: Agent, focus: str = "") -> str | None:
+        """`/compact [focus]`: summarise everything but the latest exchange, now."""
+        return await self.compact(agent, focus=focus, reason="/compact", keep_chars=0)
+
+    async def compact(self, agent: Agent, *, focus: str = "", reason: str = "requested",
+                      keep_chars: int | None = None) -> str | None:
+        """Summarise the older part of the history; returns the summary, or None if there was
+        nothing old enough to summarise."""
+        history = agent.history
+        cut = choose_cut(history, self.limits.keep_chars if keep_chars is None else keep_chars)
+        if cut == 0 or (cut == 1 and is_summary(history[0])):  # summarising a summary alone gains nothing
+            self.ui.emit(Notice(level="warning", text=f"cannot compact ({reason}): no older turns to summarise"))
+            return None
+        older, kept = history[:cut], len(history) - cut
+        summary = await self._summarise(agent, older, focus)
+        text = clamp(summary, self.limits.compact_summary_chars)
+        body = (f"{SUMMARY_TAG}\nThe earlier part of this conversation ({len(older)} messages) was compacted. "
+                f"Summary:\n{text}\n</conversation-summary>")
+        if todos := todo.current(agent.runtime.state):
+            body += f"\n\nCurrent todo list (kept from before compacting):\n{todo.render(todos)}"
+        agent.compacted(Message.user(body), kept)
+        self.ui.emit(Notice(level="info", text=(
+            f"compacted {len(older)} older messages ({history_chars(older)} chars) into a {len(text)}-char summary; "
+            f"kept {kept} recent messages verbatim ({reason})")))
+        return text
+
+    async def _summarise(self, agent: Agent, older: Sequence[Message], focus: str) -> str:
+        ask = "Summarise the conversation above." + (f" Focus especially on: {focus}" if focus.strip() else "")
+        budget = self.limits.session_budget_chars - len(SUMMARY_INSTRUCTIONS) - len(ask) - 8
+        items = render(older, self.limits.compact_item_chars)
+        for attempt in range(2):
+            request = [Message.system(SUMMARY_INSTRUCTIONS), Message.user(fit(list(items), max(budget, 1000)) + "\n\n" + ask)]
+            try:
+                done = await self.llm.complete(request, [], lambda _: None)
+            except ContextTooLongError:
+                if attempt:
+                    raise
+                budget //= 2  # the endpoint's window is smaller than the budget: try once with half
+                continue
+            agent.count_usage(done.usage)
+            return done.message.content or "(the summary came back empty)"
+        raise AssertionError("unreachable")

@@ -1,0 +1,106 @@
+"""Meters: tokens per turn and per session, cost, and what fills the context.
+
+`Meter` follows the event stream (any front end can feed it); `cost_usd` prices a `Usage`
+when the config has prices for the model; `context_breakdown` sizes what the next request
+will carry. Sizes are in chars with tokens estimated at 4 chars a token; usage reported by
+the endpoint is used as is, and estimated usage is marked as such.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from nanohermes.events import Event, TurnEnded, UsageUpdate
+from nanohermes.messages import Usage
+
+if TYPE_CHECKING:
+    from nanohermes.agent import Agent
+    from nanohermes.config import Config
+
+CHARS_PER_TOKEN = 4
+
+
+def est_tokens(chars: int) -> int:
+    return (chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+@dataclass
+class Meter:
+    """Usage of the current (or last) turn and of the whole session, from UsageUpdate events."""
+
+    turn: Usage = field(default_factory=Usage)
+    session: Usage = field(default_factory=Usage)
+    calls: int = 0  # model calls this turn
+    _fresh: bool = True  # the next UsageUpdate starts a new turn
+
+    def on_event(self, event: Event) -> None:
+        if isinstance(event, UsageUpdate):
+            if self._fresh:
+                self.turn, self.calls, self._fresh = Usage(), 0, False
+            self.turn = self.turn + event.usage
+            self.session = event.total
+            self.calls += 1
+        elif isinstance(event, TurnEnded):
+            self._fresh = True
+
+
+def price_for(config: Config, model: str) -> Any | None:
+    return (getattr(config, "prices", None) or {}).get(model)
+
+
+def cost_usd(usage: Usage, price: Any | None) -> float | None:
+    """Dollars for `usage` at `price` (per million tokens), or None without a price."""
+    if price is None:
+        return None
+    return (usage.prompt_tokens * price.input_per_mtok + usage.completion_tokens * price.output_per_mtok) / 1_000_000
+
+
+def cost_report(turn: Usage, session: Usage, config: Config, model: str) -> dict[str, Any]:
+    """The `/cost` numbers, also put in `-p --output-format json`."""
+    price = price_for(config, model)
+
+    def priced(u: Usage) -> dict[str, Any]:
+        c = cost_usd(u, price)
+        return {**u.to_dict(), "cost_usd": None if c is None else round(c, 6)}
+
+    return {"model": model, "turn": priced(turn), "session": priced(session), "priced": price is not None}
+
+
+def format_cost(report: dict[str, Any]) -> str:
+    def line(label: str, d: dict[str, Any]) -> str:
+        est = " (estimated)" if d["estimated"] else ""
+        cost = f", ${d['cost_usd']:.4f}" if d["cost_usd"] is not None else ""
+        return f"{label}: {d['prompt_tokens']:,} in, {d['completion_tokens']:,} out{est}{cost}"
+
+    tail = "" if report["priced"] else f"\nno price configured for {report['model']} (config key `prices`)"
+    return line("this turn", report["turn"]) + "\n" + line("session", report["session"]) + tail
+
+
+def context_breakdown(agent: Agent) -> dict[str, Any]:
+    """What the next request carries, by part, in chars and estimated tokens."""
+    system = len(agent.system_prompt)
+    tools = len(json.dumps(agent.runtime.specs(), ensure_ascii=False))
+    results = sum(m.chars() for m in agent.history if m.role == "tool")
+    history = sum(m.chars() for m in agent.history) - results
+    parts = {"system_prompt": system, "tool_specs": tools, "history": history, "tool_results": results}
+    budget = agent.runtime.limits.session_budget_chars
+    return {
+        "parts": {k: {"chars": v, "tokens_est": est_tokens(v)} for k, v in parts.items()},
+        "total": {"chars": sum(parts.values()), "tokens_est": est_tokens(sum(parts.values()))},
+        "messages": len(agent.history),
+        "session_budget_chars": budget,
+        "history_used": round((history + results) / budget, 4) if budget else None,
+    }
+
+
+def format_context(b: dict[str, Any]) -> str:
+    labels = {"system_prompt": "system prompt", "tool_specs": "tool specs", "history": "history", "tool_results": "tool results"}
+    rows = [f"{labels[k]:<14}{v['chars']:>10,} chars  ~{v['tokens_est']:>8,} tokens" for k, v in b["parts"].items()]
+    t = b["total"]
+    rows.append(f"{'total':<14}{t['chars']:>10,} chars  ~{t['tokens_est']:>8,} tokens")
+    if b["history_used"] is not None:
+        rows.append(f"history is {b['history_used']:.0%} of the session budget ({b['session_budget_chars']:,} chars; "
+                    f"{b['messages']} messages); it is compacted past 100%")
+    return "\n".join(rows)

@@ -1,0 +1,238 @@
+"""Compaction: triggered by the session budget or by the endpoint, fitted, and reproduced on resume."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nanohermes.assemble import build_agent
+from nanohermes.budget import truncation_note
+from nanohermes.compact import SUMMARY_INSTRUCTIONS, choose_cut, fit
+from nanohermes.config import Config
+from nanohermes.events import Notice, RecordingUI
+from nanohermes.messages import Message, ToolCall
+from nanohermes.session import Transcript
+from nanohermes.tools import todo
+from nanohermes.testing import Fault, FakeServer, Reply, ScriptedLLM, call, tool_reply
+
+TODOS = [{"content": "write the parser", "status": "in_progress"}, {"content": "add tests", "status": "pending"}]
+
+
+def is_summary_request(body: dict[str, Any]) -> bool:
+    return body["messages"][0]["content"] == SUMMARY_INSTRUCTIONS
+
+
+def history_chars(body: dict[str, Any]) -> int:
+    """The history part of a request as the session budget counts it (no system prompt)."""
+    n = 0
+    for m in body["messages"][1:]:
+        n += len(m.get("content") or "")
+        n += sum(len(c["function"]["name"]) + len(c["function"]["arguments"]) for c in m.get("tool_calls") or ())
+    return n
+
+
+def config_for(server: FakeServer | None = None, **kw: Any) -> Config:
+    return Config(model="fake-model", base_url=server.base_url if server else "http://127.0.0.1:9/v1",
+                  api_key="k", max_retries=0, **kw)
+
+
+def test_lowered_session_budget_compacts_and_keeps_instructions_and_todos(server: FakeServer, workspace: Path) -> None:
+    (workspace / "a.txt").write_text("".join(f"{i:02} " + "y" * 95 + "\n" for i in range(9)))  # read result: 918 chars
+    answers = deque(r for n in range(1, 5) for r in (tool_reply(call("read_file", {"path": "a.txt"})), Reply(text=f"done {n}")))
+    answers.appendleft(tool_reply(call("todo_write", {"todos": TODOS})))  # the plan, made by the real tool
+    summaries = 0
+
+    def script(body: dict[str, Any]) -> Reply:
+        nonlocal summaries
+        if is_summary_request(body):
+            summaries += 1
+            return Reply(text=f"SUMMARY {summaries}: the user wants a.txt read four times")
+        return answers.popleft()
+
+    server.default = script  # type: ignore[assignment]
+    ui = RecordingUI()
+    agent = build_agent(config_for(server, session_budget_chars=2000), workspace, ui).agent
+
+    async def session() -> None:
+        for n in range(1, 5):
+            assert (await agent.ask(f"task {n}: read a.txt")).text == f"done {n}"
+
+    asyncio.run(session())
+    model_requests = [r for r in server.requests if not is_summary_request(r)]
+    sizes = [history_chars(r) for r in model_requests]
+    assert summaries >= 1
+    assert max(sizes) <= 2000, sizes  # every request the model saw fitted the budget
+    # Without compaction the last request would have carried all four turns.
+    assert sum(m.chars() for m in agent.history) < 4 * 918
+    first_after = next(i for i, r in enumerate(server.requests) if i and is_summary_request(server.requests[i - 1]))
+    after = server.requests[first_after]
+    assert after["messages"][0] == server.requests[0]["messages"][0]  # the system prompt, instructions included
+    summary_msg = after["messages"][1]["content"]
+    assert summary_msg.startswith("<conversation-summary>\nThe earlier part of this conversation (")
+    assert "SUMMARY 1: the user wants a.txt read four times" in summary_msg
+    assert summary_msg.endswith("Current todo list (kept from before compacting):\n[~] 1. write the parser\n[ ] 2. add tests")
+    # The summariser was asked for the goal and saw the first prompt.
+    summary_request = server.requests[first_after - 1]
+    assert "task 1: read a.txt" in summary_request["messages"][1]["content"]
+    assert "tools" not in summary_request
+    assert any(isinstance(e, Notice) and e.text.startswith("compacted ") for e in ui.events)
+
+    # Resume rebuilds exactly the compacted history.
+    assert agent.transcript is not None
+    agent.transcript.close()
+    resumed = build_agent(config_for(server), workspace, RecordingUI(), resume=agent.transcript.path).agent
+    assert [m.to_wire() for m in resumed.history] == [m.to_wire() for m in agent.history]
+    assert [(t.content, t.status) for t in todo.current(resumed.runtime.state)] == [  # saved with the session
+        (t["content"], t["status"]) for t in TODOS]
+
+
+def test_context_too_long_compacts_and_retries(cli, server: FakeServer, workspace: Path) -> None:
+    (workspace / "big.txt").write_text(("z" * 99 + "\n") * 90)  # a 9,000-char read
+    server.add(tool_reply(call("read_file", {"path": "big.txt"})), Reply(text="read it"))
+    assert cli("-p", "read big.txt", server=server).code == 0
+    server.add(Fault(status=400, code="context_length_exceeded", message="This model's maximum context length is 8192 tokens"),
+               Reply(text="SUMMARY: big.txt was read"), Reply(text="answered after compacting"))
+    r = cli("--continue", "-p", "what was in it?", "--verbose", server=server)
+    assert (r.code, r.out) == (0, "answered after compacting\n"), r.err
+    failed, summary_req, retry = server.requests[2:]
+    assert is_summary_request(summary_req)
+    assert "z" * 99 in summary_req["messages"][1]["content"]
+    assert history_chars(retry) < history_chars(failed)
+    assert retry["messages"][1]["content"].startswith("<conversation-summary>")
+    assert "SUMMARY: big.txt was read" in retry["messages"][1]["content"]
+    assert retry["messages"][-1] == {"role": "user", "content": "what was in it?"}
+    assert "the endpoint said the context is too long" in r.err
+
+
+def test_context_too_long_with_nothing_to_compact_ends_with_the_error(cli, server: FakeServer) -> None:
+    server.add(Fault(status=400, code="context_length_exceeded", message="too long"))
+    r = cli("-p", "hello", server=server)
+    assert r.code == 1
+    assert "no longer fits the model's context" in r.err
+    assert len(server.requests) == 1
+
+
+def test_summary_request_that_is_itself_too_long_is_halved_once(server: FakeServer, workspace: Path) -> None:
+    ui = RecordingUI()
+    agent = build_agent(config_for(server), workspace, ui).agent
+    agent.history = [Message.user("goal"), *[Message("assistant", f"{i} " + "w" * 3000) for i in range(40)], Message.user("now")]
+    server.add(Fault(status=400, code="context_length_exceeded"), Reply(text="short summary"))
+    assert asyncio.run(agent.compactor.compact(agent)) == "short summary"  # type: ignore[union-attr]
+    first, second = (len(r["messages"][1]["content"]) for r in server.requests)
+    assert first > 60_000 >= second  # the retry fits half the 120,000-char session budget
+    assert "goal" in server.requests[1]["messages"][1]["content"]
+
+
+def test_manual_compact_with_focus(workspace: Path) -> None:
+    llm = ScriptedLLM([Reply(text="the summary")])
+    agent = build_agent(config_for(), workspace, RecordingUI(), llm=llm).agent
+    agent.history = [Message.user("first"), Message("assistant", "a"), Message.user("second"), Message("assistant", "b")]
+    assert asyncio.run(agent.compactor.manual(agent, "the parser API")) == "the summary"  # type: ignore[union-attr]
+    ask = llm.requests[0]["messages"][1]["content"]
+    assert ask.endswith("Summarise the conversation above. Focus especially on: the parser API")
+    assert llm.requests[0]["tools"] == []
+    assert agent.history[0].content == (
+        "<conversation-summary>\nThe earlier part of this conversation (3 messages) was compacted. Summary:\n"
+        "the summary\n</conversation-summary>")
+    assert agent.history[1:] == [Message("assistant", "b")]
+    assert agent.usage.prompt_tokens == 10  # the summary call is metered
+
+
+def test_nothing_to_compact_says_so_without_a_model_call(workspace: Path) -> None:
+    llm = ScriptedLLM()
+    ui = RecordingUI()
+    agent = build_agent(config_for(), workspace, ui, llm=llm).agent
+    agent.history = [Message.user("only")]
+    assert asyncio.run(agent.compactor.compact(agent)) is None  # type: ignore[union-attr]
+    assert llm.requests == []
+    assert ui.of(Notice)[-1].text == "cannot compact (requested): no older turns to summarise"
+
+
+# -- the pieces, table-driven ----------------------------------------------------------------
+def u(n: int) -> Message:
+    return Message.user("u" * n)
+
+
+def a(n: int, *calls: str) -> Message:
+    return Message("assistant", "a" * n, tuple(ToolCall(c, "t", "") for c in calls))
+
+
+def t(cid: str, n: int) -> Message:
+    return Message.tool(cid, "r" * n)
+
+
+@pytest.mark.parametrize(("history", "keep", "cut"), [
+    ([u(10), a(10), u(10), a(10)], 25, 2),  # the last two messages fit
+    ([u(10), a(10), u(10), a(10)], 5, 3),  # nothing fits: keep the last message alone
+    ([u(10), a(0, "x", "y"), t("x", 10), t("y", 10), a(10)], 25, 4),
+    ([u(10), a(0, "x", "y"), t("x", 10), t("y", 10), a(10)], 35, 1),  # whole tool block kept with its call
+    ([u(10), a(0, "x", "y"), t("x", 10), t("y", 10)], 15, 1),  # never between a call and its results
+    ([u(10)], 100, 0),  # nothing older to summarise
+])
+def test_choose_cut_never_separates_a_call_from_its_results(history: list[Message], keep: int, cut: int) -> None:
+    assert choose_cut(history, keep) == cut
+    if cut:
+        assert history[cut].role != "tool"
+
+
+def test_fit_keeps_the_goal_and_drops_the_oldest_with_a_count() -> None:
+    items = ["GOAL", "1" * 100, "2" * 100, "3" * 100, "LAST"]
+    assert fit(items, 10_000) == "\n\n".join(items)
+    assert fit(items, 230) == "GOAL\n\n[… 2 older messages omitted to fit the summary request …]\n\n" + "3" * 100 + "\n\nLAST"
+
+
+def test_compact_item_chars_lowered_clamps_each_quoted_message(workspace: Path) -> None:
+    llm = ScriptedLLM([Reply(text="s")])
+    agent = build_agent(config_for(limits={"compact_item_chars": 20}), workspace, RecordingUI(), llm=llm).agent
+    agent.history = [Message.user("q" * 100), Message("assistant", "done")]
+    asyncio.run(agent.compactor.compact(agent))  # type: ignore[union-attr]
+    quoted = llm.requests[0]["messages"][1]["content"]
+    assert quoted.startswith("[user]\n" + "q" * 15 + truncation_note(80) + "q" * 5 + "\n\nSummarise")
+
+
+def test_compact_summary_chars_lowered_clamps_the_summary(workspace: Path) -> None:
+    llm = ScriptedLLM([Reply(text="S" * 100)])
+    agent = build_agent(config_for(limits={"compact_summary_chars": 40}), workspace, RecordingUI(), llm=llm).agent
+    agent.history = [Message.user("q"), Message("assistant", "done")]
+    assert asyncio.run(agent.compactor.compact(agent)) == "S" * 30 + truncation_note(60) + "S" * 10  # type: ignore[union-attr]
+
+
+def test_compact_keep_chars_lowered_keeps_exactly_what_fits(workspace: Path) -> None:
+    llm = ScriptedLLM([Reply(text="s")])
+    agent = build_agent(config_for(limits={"compact_keep_chars": 25}), workspace, RecordingUI(), llm=llm).agent
+    agent.history = [u(10), a(10), u(10), a(10), u(10), a(10)]
+    asyncio.run(agent.compactor.compact(agent))  # type: ignore[union-attr]
+    assert agent.history[1:] == [u(10), a(10)]
+    assert "(4 messages) was compacted" in (agent.history[0].content or "")
+
+
+def test_compaction_record_replays_on_load(workspace: Path) -> None:
+    llm = ScriptedLLM([Reply(text="sum")])
+    agent = build_agent(config_for(limits={"compact_keep_chars": 15}), workspace, RecordingUI(), llm=llm).agent
+    assert agent.transcript is not None
+    for m in (u(10), a(10), u(10), a(10)):
+        agent.history.append(m)
+        agent.transcript.append(m)
+    asyncio.run(agent.compactor.compact(agent))  # type: ignore[union-attr]
+    agent.transcript.close()
+    _, loaded = Transcript.open(agent.transcript.path)
+    assert loaded.history == agent.history
+    kinds = [json.loads(x)["type"] for x in agent.transcript.path.read_text().splitlines()]
+    assert kinds.count("compaction") == 1
+
+
+def test_agent_retries_once_after_compacting_on_context_too_long(workspace: Path) -> None:
+    llm = ScriptedLLM([Fault(status=400, code="context_length_exceeded"), Reply(text="summary"), Reply(text="fits now")])
+    ui = RecordingUI()
+    agent = build_agent(config_for(), workspace, ui, llm=llm).agent
+    agent.history = [Message.user("old"), Message("assistant", "x" * 5000)]
+    result = asyncio.run(agent.ask("new"))
+    assert (result.reason, result.text) == ("completed", "fits now")
+    retry = llm.requests[2]["messages"]
+    assert [m["role"] for m in retry] == ["system", "user", "user"]
+    assert retry[1]["content"].startswith("<conversation-summary>") and retry[2]["content"] == "new"

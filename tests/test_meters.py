@@ -1,0 +1,142 @@
+"""Meters (tokens, cost, context) and the per-message aggregate budget across resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from nanohermes.events import TurnEnded, UsageUpdate
+from nanohermes.messages import Usage
+from nanohermes.meters import Meter, format_context, format_cost
+from nanohermes.testing import FakeServer, Reply, call, tool_reply
+
+PRICES = {"prices": {"fake-model": {"input_per_mtok": 2.0, "output_per_mtok": 10.0}}}
+
+
+def test_json_has_turn_and_session_usage_and_cost(cli, server: FakeServer) -> None:
+    server.add(Reply(text="one", usage=(1000, 100)), tool_reply(call("list_dir"), text=""), Reply(text="two", usage=(3000, 50)))
+    r1 = cli("-p", "first", "--output-format", "json", server=server, config=PRICES)
+    assert r1.code == 0, r1.err
+    r2 = cli("--continue", "-p", "second", "--output-format", "json", server=server, config=PRICES)
+    obj = r2.json()
+    # this turn: two model calls (10+5 from the tool call's default usage, then 3000+50)
+    assert (obj["usage"]["prompt_tokens"], obj["usage"]["completion_tokens"]) == (3010, 55)
+    cost = obj["cost"]
+    assert cost["priced"] is True
+    assert cost["turn"]["cost_usd"] == round((3010 * 2 + 55 * 10) / 1e6, 6)
+    assert (cost["session"]["prompt_tokens"], cost["session"]["completion_tokens"]) == (4010, 155)
+    assert cost["session"]["cost_usd"] == round((4010 * 2 + 155 * 10) / 1e6, 6)
+    assert cost["session"]["estimated"] is False
+
+
+def test_missing_usage_is_estimated_and_marked(cli, server: FakeServer) -> None:
+    server.add(Reply(text="an answer of 27 characters.", usage=None))
+    obj = cli("-p", "hello there", "--output-format", "json", server=server).json()
+    sent = server.requests[0]["messages"]
+    assert obj["usage"] == {"prompt_tokens": sum(len(m["content"]) for m in sent) // 4, "completion_tokens": 27 // 4,
+                            "total_tokens": obj["usage"]["total_tokens"], "estimated": True}
+    assert obj["cost"]["priced"] is False and obj["cost"]["turn"]["cost_usd"] is None
+
+
+def test_context_breakdown_in_json_matches_the_request(cli, server: FakeServer, workspace: Path) -> None:
+    (workspace / "f.txt").write_text("hello\n")
+    server.add(tool_reply(call("read_file", {"path": "f.txt"}, id="c1")), Reply(text="done"))
+    obj = cli("-p", "read f", "--output-format", "json", server=server).json()
+    req = server.requests[1]
+    parts = obj["context"]["parts"]
+    assert parts["system_prompt"]["chars"] == len(req["messages"][0]["content"])
+    assert parts["tool_specs"]["chars"] == len(json.dumps(req["tools"], ensure_ascii=False))
+    assert parts["tool_results"] == {"chars": len("1\thello"), "tokens_est": 2}
+    call_chars = len("read_file") + len('{"path": "f.txt"}')
+    assert parts["history"]["chars"] == len("read f") + call_chars + len("done")
+    assert obj["context"]["messages"] == 4
+    assert obj["context"]["session_budget_chars"] == 120_000
+
+
+def test_meter_resets_per_turn_and_formats() -> None:
+    m = Meter()
+    m.on_event(UsageUpdate(usage=Usage(10, 1), total=Usage(10, 1), model="x"))
+    m.on_event(TurnEnded(reason="completed", turns=1, tool_calls=0, text=""))
+    m.on_event(UsageUpdate(usage=Usage(20, 2, estimated=True), total=Usage(30, 3, estimated=True), model="x"))
+    assert (m.turn, m.session) == (Usage(20, 2, estimated=True), Usage(30, 3, estimated=True))
+    from nanohermes.config import Config
+    from nanohermes.meters import cost_report
+
+    report = cost_report(m.turn, m.session, Config.model_validate(PRICES), "fake-model")
+    assert format_cost(report) == ("this turn: 20 in, 2 out (estimated), $0.0001\n"
+                                   "session: 30 in, 3 out (estimated), $0.0001")
+    unpriced = cost_report(m.turn, m.session, Config(), "other")
+    assert format_cost(unpriced).endswith("no price configured for other (config key `prices`)")
+
+
+def test_format_context_rows() -> None:
+    b = {"parts": {k: {"chars": 400, "tokens_est": 100} for k in ("system_prompt", "tool_specs", "history", "tool_results")},
+         "total": {"chars": 1600, "tokens_est": 400}, "messages": 3, "session_budget_chars": 1000, "history_used": 0.8}
+    lines = format_context(b).splitlines()
+    assert lines[0].split() == ["system", "prompt", "400", "chars", "~", "100", "tokens"]
+    assert lines[-1] == "history is 80% of the session budget (1,000 chars; 3 messages); it is compacted past 100%"
+
+
+def test_bad_prices_config_names_the_key(workspace: Path, tmp_path: Path) -> None:
+    import pytest
+
+    from nanohermes.config import load_config
+    from nanohermes.errors import ConfigError
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"prices": {"m": {"input_per_mtok": -1, "output_per_mtok": 1}}}))
+    with pytest.raises(ConfigError, match=r"key `prices\.m\.input_per_mtok`: input should be greater than or equal to 0"):
+        load_config(workspace, config_file=bad)
+
+
+# -- the per-message aggregate ---------------------------------------------------------------
+def test_aggregate_lowered_preview_and_file_exact_and_identical_after_resume(cli, server: FakeServer, workspace: Path,
+                                                                              home: Path) -> None:
+    (workspace / "many").mkdir()
+    for i in range(60):
+        (workspace / "many" / f"entry{i:03}.txt").write_text("x" * i)
+    (workspace / "few").mkdir()
+    (workspace / "few" / "one.txt").write_text("1")
+    (workspace / "r.txt").write_text("r" * 400 + "\n")
+    server.add(tool_reply(call("list_dir", {"path": "many"}, id="big"), call("list_dir", {"path": "few"}, id="small"),
+                          call("read_file", {"path": "r.txt"}, id="read")),
+               Reply(text="listed"), Reply(text="still here"))
+    config = {"limits": {"aggregate_budget_chars": 900, "persisted_preview_chars": 120}}
+    r = cli("-p", "list", "--output-format", "stream-json", server=server, config=config)
+    assert r.code == 0, r.err
+    full = {e["call_id"]: e["result"] for e in r.lines() if e["type"] == "tool_finished"}
+    sid = r.lines()[-1]["session_id"]
+    path = next((home / ".local/share/nanohermes/sessions").glob(f"*/{sid}")) / "tool-results" / "big.txt"
+    assert path.read_text() == full["big"]  # the file holds the whole result
+    sent = {m["tool_call_id"]: m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"}
+    assert sent["big"] == (
+        f'<persisted-output path="{path}">\n{full["big"][:120]}\n'
+        f"… {len(full['big'])} chars in all; the full output is in the file above (read it with read_file offset/limit)\n"
+        "</persisted-output>")
+    assert sent["small"] == full["small"]  # under budget once the largest was persisted
+    assert sent["read"] == full["read"]  # read_file is never persisted, even though it is larger than "small"
+    assert sum(map(len, full.values())) > 900 >= sum(map(len, sent.values()))
+    assert len(full["big"]) > len(full["read"]) > len(full["small"])
+
+    r2 = cli("--continue", "-p", "again", server=server, config=config)
+    assert r2.code == 0, r2.err
+    before = server.requests[1]["messages"]
+    assert server.requests[2]["messages"][1:len(before)] == before[1:]  # previews included, byte for byte
+    assert server.requests[2]["messages"][len(before)] == {"role": "assistant", "content": "listed"}
+    assert sorted(p.name for p in path.parent.iterdir()) == ["big.txt"]  # nothing persisted again on resume
+
+
+def test_persisted_file_names_are_safe_and_never_overwritten(workspace: Path, tmp_path: Path) -> None:
+    from nanohermes.config import Config
+    from nanohermes.events import NullUI
+    from nanohermes.permissions import Policy
+    from nanohermes.runtime import Runtime
+
+    rt = Runtime(tools=[], config=Config(), workspace=workspace, ui=NullUI(), policy=Policy(), session_dir=tmp_path / "s")
+    folder = tmp_path / "s" / "tool-results"
+    rt.persist("../../evil", "e")
+    rt.persist("call_0", "first")
+    second = rt.persist("call_0", "second")  # some endpoints reuse ids in every message
+    assert sorted(p.name for p in folder.iterdir()) == ["_.._evil.txt", "call_0-2.txt", "call_0.txt"]
+    assert (folder / "call_0.txt").read_text() == "first"
+    assert second.startswith(f'<persisted-output path="{folder / "call_0-2.txt"}">\nsecond\n')
