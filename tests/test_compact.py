@@ -43,6 +43,7 @@ def config_for(server: FakeServer | None = None, **kw: Any) -> Config:
 
 def test_lowered_session_budget_compacts_and_keeps_instructions_and_todos(server: FakeServer, workspace: Path) -> None:
     (workspace / "a.txt").write_text("".join(f"{i:02} " + "y" * 95 + "\n" for i in range(9)))  # read result: 918 chars
+    (workspace / "AGENTS.md").write_text("Always run `make check` before answering.\n")
     answers = deque(r for n in range(1, 5) for r in (tool_reply(call("read_file", {"path": "a.txt"})), Reply(text=f"done {n}")))
     answers.appendleft(tool_reply(call("todo_write", {"todos": TODOS})))  # the plan, made by the real tool
     summaries = 0
@@ -72,6 +73,7 @@ def test_lowered_session_budget_compacts_and_keeps_instructions_and_todos(server
     first_after = next(i for i, r in enumerate(server.requests) if i and is_summary_request(server.requests[i - 1]))
     after = server.requests[first_after]
     assert after["messages"][0] == server.requests[0]["messages"][0]  # the system prompt, instructions included
+    assert "Always run `make check` before answering." in after["messages"][0]["content"]
     summary_msg = after["messages"][1]["content"]
     assert summary_msg.startswith("<conversation-summary>\nThe earlier part of this conversation (")
     assert "SUMMARY 1: the user wants a.txt read four times" in summary_msg
