@@ -178,15 +178,8 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     if config.subagents:
         subagents = SubagentManager(configs=config.subagents, make_llm=make_llm, ui=ui, limits=limits,
                                     system_prompt=prompt, max_turns=config.max_turns)
-    transcript = Transcript.create(workspace, model=config.model, mode=config.permission_mode) if save_session else None
-    loaded = None
-    if resume is not None:
-        transcript, loaded = Transcript.open(resume)
-        if loaded.skipped:
-            warnings.append(f"{resume}: {loaded.skipped} unreadable transcript lines skipped")
-        if loaded.repaired:
-            warnings.append(f"{len(loaded.repaired)} tool calls were still running when the session stopped; "
-                            "they are marked as interrupted")
+    fresh = save_session and resume is None
+    transcript = Transcript.create(workspace, model=config.model, mode=config.permission_mode) if fresh else None
     runtime = Runtime(
         tools=[], config=config, workspace=workspace, ui=ui,
         policy=policy, limits=limits,
@@ -194,12 +187,33 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     )
     agent = Agent(llm=llm, runtime=runtime, ui=ui, system_prompt=prompt,
                   max_turns=config.max_turns, transcript=transcript, compactor=Compactor(llm, limits, ui))
-    if loaded is not None:
-        agent.history, agent.usage = list(loaded.history), loaded.usage
-        restore_state(runtime.state, loaded.state)
+    if resume is not None:
+        warnings += resume_into(agent, resume)
     built = Built(agent, warnings, docs=docs, skills=skills, mcp=mcp, subagents=subagents,
                   builtins=build_tools(config, workspace))
     if subagents is not None:
         subagents.parent = runtime
     runtime.set_tools(built.pool())  # MCP tools join in start()
     return built
+
+
+def resume_into(agent: Agent, path: Path) -> list[str]:
+    """Continue the saved session at `path` in `agent` (at start-up, or `/resume` in a running
+    REPL): the history exactly as the model last saw it, the meters, the todo list, and the
+    folder of persisted results. Returns the warnings to show."""
+    if agent.transcript is not None and agent.transcript.path == path:
+        agent.transcript.close()  # resuming the session already open: release our own lock
+    transcript, loaded = Transcript.open(path)
+    if agent.transcript is not None:
+        agent.transcript.close()
+    agent.transcript = transcript
+    agent.history, agent.usage = list(loaded.history), loaded.usage
+    agent.runtime.session_dir = transcript.dir
+    restore_state(agent.runtime.state, loaded.state)
+    warnings: list[str] = []
+    if loaded.skipped:
+        warnings.append(f"{path}: {loaded.skipped} unreadable transcript lines skipped")
+    if loaded.repaired:
+        warnings.append(f"{len(loaded.repaired)} tool calls were still running when the session stopped; "
+                        "they are marked as interrupted")
+    return warnings

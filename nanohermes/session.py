@@ -49,9 +49,9 @@ def restore_state(state: dict[str, Any], saved: dict[str, Any]) -> None:
     from nanohermes.events import TodoItem
     from nanohermes.tools import todo
 
-    if isinstance(saved.get("todos"), list):
-        todo.restore(state, [TodoItem(content=str(t["content"]), status=t["status"]) for t in saved["todos"]
-                             if isinstance(t, dict) and "content" in t and t.get("status") in ("pending", "in_progress", "completed")])
+    items = saved.get("todos") if isinstance(saved.get("todos"), list) else []
+    todo.restore(state, [TodoItem(content=str(t["content"]), status=t["status"]) for t in items
+                         if isinstance(t, dict) and "content" in t and t.get("status") in ("pending", "in_progress", "completed")])
 
 
 def project_key(workspace: Path) -> str:

@@ -278,3 +278,31 @@ def test_a_session_in_use_is_not_opened_twice(workspace: Path) -> None:
     again, loaded = Transcript.open(t.path)  # free again once the first writer is done
     again.close()
     assert [m.content for m in loaded.history] == ["busy"]
+
+
+def test_resume_into_a_running_agent_switches_session(workspace: Path) -> None:
+    import asyncio
+
+    from nanohermes.assemble import build_agent, resume_into
+    from nanohermes.config import Config
+    from nanohermes.events import RecordingUI
+    from nanohermes.testing import ScriptedLLM
+    from nanohermes.tools import todo
+
+    other = write_session(workspace, Message.user("the other topic"), Message("assistant", "noted"))
+    llm = ScriptedLLM([Reply(text="first"), Reply(text="second"), Reply(text="third")])
+    agent = build_agent(Config(), workspace, RecordingUI(), llm=llm).agent
+    asyncio.run(agent.ask("current topic"))
+    assert agent.transcript is not None
+    current = agent.transcript.path
+    todo.restore(agent.runtime.state, [])
+    assert resume_into(agent, other.path) == []
+    assert [m.content for m in agent.history] == ["the other topic", "noted"]
+    assert agent.runtime.session_dir == other.dir
+    asyncio.run(agent.ask("back to it"))
+    assert llm.requests[1]["messages"][1]["content"] == "the other topic"
+    assert [r["message"]["content"] for r in records(other.path) if r["type"] == "message"][-2:] == ["back to it", "second"]
+    resume_into(agent, current)  # and back again; our own lock on it was released first
+    resume_into(agent, current)
+    assert [m.content for m in agent.history] == ["current topic", "first"]
+    agent.transcript.close()
