@@ -63,13 +63,16 @@ class Built:
             self.agent.ui.emit(Notice(level="warning", text=text))
 
     async def aclose(self) -> None:
-        """Cancel running sub-agents, then shut every MCP server down."""
+        """Cancel running sub-agents, kill background tasks, then shut every MCP server down."""
         try:
             if self.subagents is not None:
                 await self.subagents.aclose()
         finally:
-            if self.mcp is not None:
-                await self.mcp.aclose()
+            try:
+                await self.agent.runtime.close()
+            finally:
+                if self.mcp is not None:
+                    await self.mcp.aclose()
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[Agent]:

@@ -32,6 +32,10 @@ class Limits:
     glob_results: int = 500
     run_command_capture_bytes: int = 256 * KiB  # per stream
     task_capture_bytes: int = 512 * KiB  # per stream, background tasks
+    task_timeout_secs: float = 3600.0  # hard timeout of a background task
+    command_kill_grace_secs: float = 2.0  # between TERM and KILL of a command's process group
+    command_pipe_grace_secs: float = 2.0  # wait for grandchildren holding the pipes after the shell exits
+    git_timeout_secs: float = 120.0  # one git_* call (commit hooks included)
     web_fetch_body_bytes: int = 2 * MiB
     web_fetch_timeout_secs: float = 30.0
     web_fetch_max_redirects: int = 5

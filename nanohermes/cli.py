@@ -2,19 +2,22 @@
 
 This is the only module that exits the process. Run-ending errors are caught here once and
 shown as one line plus a hint (a traceback only with --verbose). Exit codes: 0 success,
-1 endpoint or internal error, 2 usage or config error, 3 turn limit reached, 130 interrupted.
+1 endpoint or internal error, 2 usage or config error, 3 turn limit reached, 130 interrupted,
+143 terminated (SIGTERM or SIGHUP). However it ends, the session's background tasks are killed.
 """
 
 
 import asyncio
 import json
 import os
+import signal
 import sys
 from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_TURNS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_TERMINATED = 143
 
 
 def main() -> None:
@@ -253,6 +256,11 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
 
     try:
         result = asyncio.run(_one_turn(built, prompt))
+    except asyncio.CancelledError:  # SIGTERM or SIGHUP, turned into a clean exit
+        if fmt != "text":
+            _print_json(ui.result_object(result="", exit_reason="interrupted", session_id=session_id, model=config.model), fmt)
+        sys.stderr.write("nanohermes: terminated\n")
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         if fmt != "text":
             _print_json(ui.result_object(result="", exit_reason="interrupted", session_id=session_id, model=config.model,
@@ -274,8 +282,28 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
 
 
 async def _one_turn(built: Any, prompt: str) -> Any:
-    async with built.session() as agent:  # MCP servers up before the turn, down after it
-        return await agent.ask(prompt)
+    """One turn inside the session (MCP servers up before it; background tasks, sub-agents
+    and servers closed after it, however it ends). SIGTERM and SIGHUP cancel the turn
+    instead of killing the process, so the close still runs; once closing, they wait for it."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    asking = True
+
+    def on_signal() -> None:
+        if asking and task is not None:
+            task.cancel()
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(sig, on_signal)
+    try:
+        async with built.session() as agent:
+            try:
+                return await agent.ask(prompt)
+            finally:
+                asking = False
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            loop.remove_signal_handler(sig)
 
 
 def _print_json(obj: dict[str, Any], fmt: str) -> None:

@@ -129,6 +129,7 @@ class Config(_Section):
     session_budget_chars: int = Field(120_000, ge=1000)
     aggregate_budget_chars: int | None = Field(None, ge=100)
     grep_max_files: int = Field(50_000, ge=1)
+    task_timeout_secs: float = Field(3600.0, gt=0)
     extra_write_roots: list[str] = Field(default_factory=list)
     limits: dict[str, int | float] = Field(default_factory=dict)  # any Limits field, by name
     web_search: WebSearchConfig = Field(default_factory=WebSearchConfig)
@@ -158,6 +159,7 @@ class Config(_Section):
             "session_budget_chars": self.session_budget_chars,
             "aggregate_budget_chars": self.aggregate_budget_chars,
             "grep_max_files": self.grep_max_files,
+            "task_timeout_secs": self.task_timeout_secs,
         }
         values.update(self.limits)
         return Limits(**values)

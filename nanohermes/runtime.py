@@ -236,6 +236,18 @@ class Runtime:
             return raw, command_protected(raw, self.workspace, cwd=cwd, extra_roots=self.config.extra_write_roots)
         return raw, False
 
+    async def close(self) -> None:
+        """End what tools keep in the session state (background tasks, ...): every value
+        with an `aclose()` is closed. Called once when the session ends, however it ends."""
+        for key, value in list(self.state.items()):
+            aclose = getattr(value, "aclose", None)
+            if aclose is None:
+                continue
+            try:
+                await aclose()
+            except Exception as e:  # one failing closer must not keep the others from running
+                self.ui.emit(Notice(level="warning", text=f"closing {key} failed: {type(e).__name__}: {e}"))
+
     # -- the per-message aggregate ---------------------------------------------------------
     def _apply_aggregate(self, prepared: list[_Call], results: list[Message]) -> list[Message]:
         """Over the aggregate budget, persist the largest results to files, leaving previews."""

@@ -1,0 +1,476 @@
+"""run_command, and the process machinery every command-running tool shares.
+
+Owns how a command runs: in its own process session (so its whole group can be killed),
+stdin at /dev/null (a command waiting for input fails at once), stdout and stderr drained
+concurrently into capped buffers (the first N bytes kept, the rest read and counted, so no
+pipe can fill and memory stays flat), the whole group killed on timeout, cancellation or
+exit, and a bounded wait for grandchildren that still hold the pipes after the shell has
+exited. Also owns fitting a command's stdout and stderr sections into one result.
+Background tasks (tasks.py) and the git tools (git.py) run on the same pieces.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, ClassVar
+
+from pydantic import Field, field_validator
+
+from nanohermes.budget import Limits
+from nanohermes.permissions import Rule
+from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
+
+# Called with (fd, chunk) for every chunk read from the command's stdout (1) or stderr (2).
+OnData = Callable[[int, bytes], None]
+
+_REAP_SECS = 5.0  # how long to wait for a SIGKILLed shell to be reaped before giving up on it
+_MARKER_CHARS = 60  # room reserved per section for its "… N chars omitted …" marker
+
+# Process groups started and not yet closed: killed at interpreter exit as a last resort,
+# for exits that skip the orderly close (an exception escaping the event loop).
+_live_groups: set[int] = set()
+_atexit_hooked = False
+
+
+def _kill_live_groups() -> None:
+    for pgid in list(_live_groups):
+        _signal_group(pgid, signal.SIGKILL)
+    _live_groups.clear()
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is already gone
+
+
+class Capture:
+    """One stream's bytes: keeps at most `cap` unread bytes, reads and counts the rest."""
+
+    __slots__ = ("cap", "data", "total", "dropped")
+
+    def __init__(self, cap: int) -> None:
+        self.cap = max(0, cap)
+        self.data = bytearray()
+        self.total = 0  # bytes the command wrote to this stream
+        self.dropped = 0  # bytes read and discarded because `cap` unread bytes were already kept
+
+    def feed(self, chunk: bytes) -> None:
+        n = len(chunk)
+        self.total += n
+        room = self.cap - len(self.data)
+        if n <= room:
+            self.data += chunk
+            return
+        if room > 0:
+            self.data += memoryview(chunk)[:room]
+        self.dropped += n - max(room, 0)
+
+    def take(self, limit: int) -> bytes:
+        """Remove and return up to `limit` bytes from the front: whole lines when a line
+        ends within the limit, and never part of a UTF-8 character."""
+        n = utf8_boundary(self.data, limit)
+        if n < len(self.data):
+            n = self.data.rfind(b"\n", 0, n) + 1 or n
+        out = bytes(self.data[:n])
+        del self.data[:n]
+        return out
+
+    def text(self) -> str:
+        return decode(self.data)
+
+
+def utf8_boundary(buf: bytes | bytearray, limit: int) -> int:
+    """The largest cut <= limit that does not fall inside a UTF-8 sequence (when there is one)."""
+    if limit >= len(buf):
+        return len(buf)
+    cut = i = max(0, limit)
+    while i > 0 and cut - i < 3 and (buf[i] & 0xC0) == 0x80:  # continuation bytes are 10xxxxxx
+        i -= 1
+    return i if i > 0 and (buf[i] & 0xC0) != 0x80 else cut
+
+
+def decode(data: bytes | bytearray) -> str:
+    return bytes(data).decode("utf-8", errors="replace")
+
+
+class _Drain(asyncio.SubprocessProtocol):
+    """Reads both pipes as data arrives and never pauses: a full pipe cannot happen."""
+
+    def __init__(self, out: Capture, err: Capture, on_data: OnData | None) -> None:
+        loop = asyncio.get_running_loop()
+        self.captures = {1: out, 2: err}
+        self.on_data = on_data
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.pipes_closed: asyncio.Future[None] = loop.create_future()
+        self._open = {1, 2}
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        self.captures[fd].feed(data)
+        if self.on_data is not None:
+            self.on_data(fd, data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        self._open.discard(fd)
+        if not self._open and not self.pipes_closed.done():
+            self.pipes_closed.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+async def _wait(fut: asyncio.Future[None], timeout: float | None) -> bool:
+    """Wait for `fut` at most `timeout` seconds without cancelling it; True if it is done."""
+    if fut.done():
+        return True
+    try:
+        await asyncio.wait_for(asyncio.shield(fut), timeout)
+    except asyncio.TimeoutError:
+        return False
+    return True
+
+
+@dataclass(eq=False)
+class Process:
+    """A command running in its own process group (its pgid is its pid)."""
+
+    pid: int
+    out: Capture
+    err: Capture
+    _transport: asyncio.SubprocessTransport = field(repr=False)
+    _drain: _Drain = field(repr=False)
+    started: float = field(default_factory=time.monotonic)
+    _closed: bool = False
+
+    @property
+    def returncode(self) -> int | None:
+        return self._transport.get_returncode()
+
+    @property
+    def exited(self) -> bool:
+        return self._drain.exited.done()
+
+    async def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the command itself (the shell) to exit; False if `timeout` passed first."""
+        return await _wait(self._drain.exited, timeout)
+
+    def signal(self, sig: int) -> None:
+        """Signal every process of the group, grandchildren included."""
+        if not self._closed:
+            _signal_group(self.pid, sig)
+
+    async def stop(self, grace: float) -> None:
+        """TERM the group; KILL it after `grace` seconds, and KILL any member that outlived the shell."""
+        self.signal(signal.SIGTERM)
+        if not await self.wait(grace):
+            self.signal(signal.SIGKILL)
+            await self.wait(_REAP_SECS)
+        self.signal(signal.SIGKILL)
+
+    async def settle(self, grace: float) -> bool:
+        """Once the shell has exited: give processes still holding the pipes `grace` seconds
+        to let go, then kill the group. True if something was still holding them."""
+        if await _wait(self._drain.pipes_closed, grace):
+            return False
+        self.signal(signal.SIGKILL)
+        await _wait(self._drain.pipes_closed, _REAP_SECS)
+        return True
+
+    def close(self) -> None:
+        """Kill whatever is left of the group and release the pipes. Idempotent, synchronous,
+        so it is safe in `finally` blocks of cancelled tasks."""
+        if self._closed:
+            return
+        # Leftover members (`cmd &` that closed its pipes) die with the command. The shell
+        # is already reaped here, so its pid names only its group, and the group exists
+        # only while a member does.
+        self.signal(signal.SIGKILL)
+        self._closed = True
+        _live_groups.discard(self.pid)
+        self._transport.close()
+
+
+def shell_argv(command: str) -> list[str]:
+    """bash -c, or sh -c where bash is missing."""
+    return [shutil.which("bash") or "/bin/sh", "-c", command]
+
+
+def command_env() -> dict[str, str]:
+    """The user's environment, with pagers off and no colour requested."""
+    env = dict(os.environ)
+    for key in ("FORCE_COLOR", "CLICOLOR_FORCE"):
+        env.pop(key, None)
+    env.update(PAGER="cat", GIT_PAGER="cat", NO_COLOR="1", GIT_TERMINAL_PROMPT="0")
+    return env
+
+
+async def spawn(argv: list[str], *, cwd: Path, env: dict[str, str], out_cap: int, err_cap: int,
+                on_data: OnData | None = None) -> Process:
+    """Start `argv` in a new session with stdin at /dev/null and both pipes drained.
+
+    Raises OSError (FileNotFoundError when the program is missing) if it cannot start.
+    """
+    global _atexit_hooked
+    if not _atexit_hooked:
+        atexit.register(_kill_live_groups)
+        _atexit_hooked = True
+    loop = asyncio.get_running_loop()
+    out, err = Capture(out_cap), Capture(err_cap)
+    transport, drain = await loop.subprocess_exec(
+        lambda: _Drain(out, err, on_data), *argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, cwd=cwd, env=env, start_new_session=True,
+    )
+    pid = transport.get_pid()
+    _live_groups.add(pid)
+    return Process(pid=pid, out=out, err=err, _transport=transport, _drain=drain)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finished:
+    """How a foreground command ended, with what it wrote."""
+
+    exit_code: int | None
+    out: Capture
+    err: Capture
+    timed_out: float | None  # the timeout that fired, in seconds
+    pipes_held: bool  # leftover processes held the pipes after the shell exited and were killed
+    elapsed: float
+
+
+async def run_capped(argv: list[str], *, cwd: Path, env: dict[str, str], limits: Limits, timeout: float,
+                     out_cap: int, err_cap: int, on_data: OnData | None = None) -> Finished:
+    """Run to completion: kill the group at `timeout`, never hang on inherited pipes, and
+    leave nothing running behind, also when cancelled."""
+    proc = await spawn(argv, cwd=cwd, env=env, out_cap=out_cap, err_cap=err_cap, on_data=on_data)
+    try:
+        timed_out = None
+        if not await proc.wait(timeout):
+            timed_out = timeout
+            await proc.stop(limits.command_kill_grace_secs)
+        held = await proc.settle(limits.command_pipe_grace_secs)
+        return Finished(exit_code=proc.returncode, out=proc.out, err=proc.err, timed_out=timed_out,
+                        pipes_held=held, elapsed=time.monotonic() - proc.started)
+    finally:
+        proc.close()
+
+
+# -- presenting output ---------------------------------------------------------------------
+
+def secs(value: float) -> str:
+    return f"{int(value)}s" if value == int(value) else f"{value:.1f}s"
+
+
+def describe_exit(code: int | None, timed_out: float | None = None) -> str:
+    if timed_out is not None:
+        return f"killed (timed out after {secs(timed_out)})"
+    if code is None:
+        return "unknown"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return str(code)
+
+
+def shares(lengths: list[int], budget: int) -> list[int]:
+    """Split `budget` among sections: short ones whole, the rest evenly (water-filling),
+    so a long stdout never pushes stderr out."""
+    out = [0] * len(lengths)
+    left, count = max(0, budget), len(lengths)
+    for i in sorted(range(len(lengths)), key=lambda i: lengths[i]):
+        give = min(lengths[i], left // count)
+        out[i] = give
+        left -= give
+        count -= 1
+    return out
+
+
+def cut_middle(text: str, keep: int) -> str:
+    """Keep the first 3/4 and the last 1/4 of `keep` chars, with an exact note between."""
+    if len(text) <= keep:
+        return text
+    head = keep * 3 // 4
+    tail = keep - head
+    return f"{text[:head]}\n… {len(text) - keep} chars omitted …\n{text[len(text) - tail:] if tail else ''}"
+
+
+def strip_newline(text: str) -> str:
+    return text[:-1] if text.endswith("\n") else text
+
+
+def format_command(fin: Finished, limits: Limits) -> str:
+    """The run_command result: exit code, stdout, stderr, then short notes with exact counts."""
+    notes: list[str] = []
+    for label, cap in (("stdout", fin.out), ("stderr", fin.err)):
+        if cap.dropped:
+            notes.append(f"note: {label} was {cap.total} bytes; only the first {len(cap.data)} were kept "
+                         f"({cap.dropped} bytes omitted); filter it (grep, head, tail) or redirect it to a file and read that")
+    if fin.pipes_held:
+        notes.append(f"note: processes the command left running still held its output "
+                     f"{secs(limits.command_pipe_grace_secs)} after it exited and were killed; "
+                     f"use background=true for servers and other long-running processes")
+    head = f"exit code: {describe_exit(fin.exit_code, fin.timed_out)}\n\nstdout:\n"
+    mid = "\n\nstderr:\n"
+    tail = "".join("\n\n" + n for n in notes)
+    texts = [strip_newline(fin.out.text()), strip_newline(fin.err.text())]
+    budget = limits.max_output - len(head) - len(mid) - len(tail) - 2 * _MARKER_CHARS
+    out, err = (cut_middle(t, n) if t else "(empty)" for t, n in zip(texts, shares([len(t) for t in texts], budget)))
+    return head + out + mid + err + tail
+
+
+class _ProgressLines:
+    """Turns a command's output into a few progress lines per tick: the UI needs the
+    gist as it happens, not every line of a flood (only each chunk's tail is looked at)."""
+
+    TICK_SECS = 0.2
+    LINES_PER_TICK = 5
+    LINE_CHARS = 200
+    TAIL_BYTES = 4096
+
+    def __init__(self, ctx: ToolContext, name: str) -> None:
+        self.ctx = ctx
+        self.name = name
+        self.partial: dict[int, bytes] = {1: b"", 2: b""}
+        self.lines: deque[str] = deque(maxlen=self.LINES_PER_TICK)
+        self._handle: asyncio.TimerHandle | None = None
+
+    def feed(self, fd: int, data: bytes) -> None:
+        if len(data) > self.TAIL_BYTES:
+            parts = data[-self.TAIL_BYTES:].split(b"\n")[1:]  # the first piece is a partial line
+            if not parts:
+                return
+        else:
+            parts = (self.partial[fd] + data).split(b"\n")
+        *complete, rest = parts
+        self.partial[fd] = rest[-self.TAIL_BYTES:]
+        for line in complete[-self.LINES_PER_TICK:]:
+            self._add(line)
+        if complete and self._handle is None:
+            self._handle = asyncio.get_running_loop().call_later(self.TICK_SECS, self.flush)
+
+    def _add(self, raw: bytes) -> None:
+        line = decode(raw.rstrip(b"\r").rsplit(b"\r", 1)[-1]).rstrip()
+        if line:
+            self.lines.append(line[: self.LINE_CHARS])
+
+    def flush(self) -> None:
+        self._handle = None
+        while self.lines:
+            self.ctx.progress(self.name, self.lines.popleft())
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        for fd in (1, 2):
+            if self.partial[fd]:
+                self._add(self.partial[fd])
+        self.flush()
+
+
+def resolve_cwd(ctx: ToolContext, cwd: str | None) -> Path:
+    """The directory to run in: the workspace, or a directory inside it."""
+    if cwd is None or not cwd.strip():
+        return ctx.workspace
+    p = Path(os.path.expanduser(cwd))
+    real = (p if p.is_absolute() else ctx.workspace / p).resolve()
+    root = ctx.workspace.resolve()
+    if real != root and root not in real.parents:
+        raise ToolError(f"cwd {cwd} is outside the workspace {root}; pass a directory inside it, or omit cwd")
+    if not real.is_dir():
+        raise ToolError(f"cwd {cwd} is not an existing directory; create it first or omit cwd")
+    return real
+
+
+# -- the tool ------------------------------------------------------------------------------
+
+class RunCommandParams(Params):
+    command: str = Field(description="The command line, run with bash -c.")
+    cwd: str | None = Field(None, description="Directory to run in, inside the workspace (default: the workspace).")
+    timeout_secs: int = Field(120, description="Kill the command after this many seconds (clamped to 1..3600).")
+    background: bool = Field(False, description="Start it as a background task and return its task id at once.")
+
+    non_empty: ClassVar[dict[str, str]] = {"command": "pass the command line to run"}
+
+    @field_validator("timeout_secs", mode="after")
+    @classmethod
+    def _clamp(cls, value: int) -> int:
+        return min(max(value, 1), 3600)
+
+
+_SIMPLE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -_./=:,@%+")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunCommand(Tool):
+    name: ClassVar[str] = "run_command"
+    group: ClassVar[str] = "execution"
+    description: ClassVar[str] = (
+        "Run a shell command (bash -c) in the workspace, or in `cwd` inside it, and return its exit code, "
+        "stdout and stderr. stdin is empty, so a command that waits for input fails at once; pagers and "
+        "colours are off. The whole process group is killed after `timeout_secs` (default 120, 1..3600). "
+        "Each stream keeps its first 256 KiB (the rest is counted and reported); long output is shortened "
+        "in the middle to fit the result. Processes a command leaves running are killed when it exits: "
+        "use background=true for long tasks (servers, watchers, long builds), then poll task_output "
+        "(task_kill stops one). Prefer read_file, grep, glob and the git_* tools over cat, grep, find "
+        "and git through the shell."
+    )
+    params: ClassVar[type[Params]] = RunCommandParams
+    approval: ClassVar[Approval] = "always"
+
+    def rule_subject(self, args: Params) -> str | None:
+        return args.command  # type: ignore[attr-defined]
+
+    def suggest_rule(self, args: Params) -> Rule:
+        """A prefix rule for a plain command (`git log *`); the exact command line otherwise,
+        since a prefix of a chain or a substitution would allow far more than was approved."""
+        command = args.command.strip()  # type: ignore[attr-defined]
+        words = command.split()
+        if set(command) <= _SIMPLE and words:
+            prefix = words[:2] if len(words) > 1 and words[1][:1].isalpha() else words[:1]
+            if len(words) > len(prefix):
+                return Rule(self.name, " ".join(prefix) + " *")
+        return Rule(self.name, "".join(f"[{c}]" if c in "*?[" else c for c in command))
+
+    def approval_detail(self, args: Params) -> str:
+        return args.command  # type: ignore[attr-defined]
+
+    def output_limit(self) -> str:
+        return "run_command_capture_bytes per stream, max_output"
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        assert isinstance(args, RunCommandParams)
+        cwd = resolve_cwd(ctx, args.cwd)
+        if args.background:
+            from nanohermes.tools.tasks import start_task
+
+            timeout = ctx.limits.task_timeout_secs
+            if "timeout_secs" in args.model_fields_set:
+                timeout = min(timeout, args.timeout_secs)
+            return await start_task(ctx, args.command, cwd=cwd, timeout=timeout)
+        lim = ctx.limits
+        progress = _ProgressLines(ctx, self.name)
+        try:
+            fin = await run_capped(shell_argv(args.command), cwd=cwd, env=command_env(), limits=lim,
+                                   timeout=args.timeout_secs, out_cap=lim.run_command_capture_bytes,
+                                   err_cap=lim.run_command_capture_bytes, on_data=progress.feed)
+        except OSError as e:
+            raise ToolError(f"cannot start the shell: {e.strerror or e}; check that bash or sh is installed") from None
+        finally:
+            progress.close()
+        return format_command(fin, lim)
+
+
+def tools() -> list[Tool]:
+    return [RunCommand()]

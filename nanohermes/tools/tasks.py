@@ -1,0 +1,271 @@
+"""Background tasks: the TaskManager, and task_output, task_list, task_kill.
+
+One TaskManager per session lives in `ToolContext.state`. A task is a command in its own
+process group whose stdout and stderr are both drained continuously into capped buffers,
+so no pipe can fill whatever the task writes. A task ends when its command exits, at its
+hard timeout, on task_kill, or when the session closes (`aclose`, called however
+nanohermes exits): no task outlives nanohermes. A notice is emitted when a task ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, ClassVar, Literal
+
+from pydantic import Field
+
+from nanohermes.budget import Limits
+from nanohermes.events import Event, Notice
+from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
+from nanohermes.tools.shell import (
+    Capture, Process, command_env, decode, describe_exit, secs, shares, shell_argv, spawn, strip_newline,
+)
+
+STATE_KEY = "tasks"
+Status = Literal["running", "exited", "killed"]
+
+
+@dataclass(eq=False)
+class Task:
+    id: str
+    command: str
+    proc: Process
+    timeout: float
+    started: float = field(default_factory=time.monotonic)
+    ended: float | None = None
+    status: Status = "running"
+    kill_reason: str = ""  # "task_kill", "timed out after 60s", "nanohermes exited"
+    exit_code: int | None = None
+    pipes_held: bool = False
+    reported_dropped: dict[str, int] = field(default_factory=lambda: {"stdout": 0, "stderr": 0})
+    watcher: asyncio.Task[None] | None = None
+
+    def runtime(self) -> float:
+        return (self.ended if self.ended is not None else time.monotonic()) - self.started
+
+    def state(self) -> str:
+        if self.status == "running":
+            return f"running for {elapsed(self.runtime())}"
+        if self.status == "killed":
+            return f"killed ({self.kill_reason}) after {elapsed(self.runtime())}"
+        return f"exited after {elapsed(self.runtime())}"
+
+    def exit_text(self) -> str:
+        if self.status == "running":
+            return "none yet (still running)"
+        if self.status == "killed":
+            return f"killed ({self.kill_reason})"
+        return describe_exit(self.exit_code)
+
+    def streams(self) -> tuple[tuple[str, Capture], tuple[str, Capture]]:
+        return ("stdout", self.proc.out), ("stderr", self.proc.err)
+
+
+def elapsed(seconds: float) -> str:
+    return f"{seconds:.1f}s"
+
+
+def first_line(command: str, width: int = 80) -> str:
+    line = command.strip().splitlines()[0] if command.strip() else ""
+    more = len(line) > width or "\n" in command.strip()
+    return line[:width] + ("…" if more else "")
+
+
+@dataclass(eq=False)
+class TaskManager:
+    """The session's background tasks. Bound to the event loop that started them."""
+
+    limits: Limits
+    emit: Callable[[Event], None] = lambda e: None
+    tasks: dict[str, Task] = field(default_factory=dict)
+
+    async def start(self, command: str, *, cwd: Path, timeout: float) -> Task:
+        cap = self.limits.task_capture_bytes
+        proc = await spawn(shell_argv(command), cwd=cwd, env=command_env(), out_cap=cap, err_cap=cap)
+        task = Task(id=self._new_id(), command=command, proc=proc, timeout=timeout)
+        self.tasks[task.id] = task
+        task.watcher = asyncio.get_running_loop().create_task(self._watch(task), name=f"task-{task.id}")
+        return task
+
+    def _new_id(self) -> str:
+        while (tid := secrets.token_hex(3)) in self.tasks:
+            pass
+        return tid
+
+    def get(self, task_id: str) -> Task:
+        task = self.tasks.get(task_id.strip())
+        if task is None:
+            known = ", ".join(self.tasks) if self.tasks else "none started in this session"
+            raise ToolError(f"no background task `{task_id}` (known tasks: {known}); see task_list")
+        return task
+
+    async def _watch(self, task: Task) -> None:
+        proc = task.proc
+        try:
+            if not await proc.wait(task.timeout):
+                if task.status == "running":
+                    task.status, task.kill_reason = "killed", f"timed out after {secs(task.timeout)}"
+                await proc.stop(self.limits.command_kill_grace_secs)
+            task.pipes_held = await proc.settle(self.limits.command_pipe_grace_secs)
+        finally:
+            # Also reached when the event loop shuts down and cancels this watcher: the
+            # group is killed here even if nobody called aclose().
+            proc.close()
+            task.ended = time.monotonic()
+            task.exit_code = proc.returncode
+            if task.status == "running":
+                task.status = "exited"
+            code = f", exit code {task.exit_text()}" if task.status == "exited" else ""
+            self.emit(Notice(level="info", text=f"background task {task.id} {task.state()}{code}: {first_line(task.command)}"))
+
+    async def kill(self, task: Task, reason: str = "task_kill") -> None:
+        if task.ended is None and not task.proc.exited and task.status == "running":
+            task.status, task.kill_reason = "killed", reason
+            await task.proc.stop(self.limits.command_kill_grace_secs)
+        if task.watcher is not None:
+            await asyncio.wait({task.watcher})
+
+    async def aclose(self) -> None:
+        """Kill every task still running and wait for them to be reaped: the session is over."""
+        running = [t for t in self.tasks.values() if t.ended is None]
+        await asyncio.gather(*(self.kill(t, "nanohermes exited") for t in running), return_exceptions=True)
+        for t in running:
+            t.proc.close()
+
+    def read(self, task: Task, budget: int) -> tuple[list[tuple[str, str]], list[str]]:
+        """Take what is new on both streams, sharing `budget` chars; leave the rest unread.
+
+        Returns the sections and the notes (bytes left for the next call, bytes dropped)."""
+        streams = task.streams()
+        allow = shares([len(c.data) for _, c in streams], budget)
+        sections: list[tuple[str, str]] = []
+        notes: list[str] = []
+        for (label, cap), n in zip(streams, allow):
+            sections.append((label, strip_newline(decode(cap.take(n)))))
+            if cap.data:
+                notes.append(f"note: {len(cap.data)} more bytes of {label} not shown yet; call task_output again to read on")
+            dropped = cap.dropped - task.reported_dropped[label]
+            if dropped:
+                task.reported_dropped[label] = cap.dropped
+                notes.append(f"note: {dropped} bytes of {label} were dropped because {cap.cap} unread bytes "
+                             f"were already buffered; call task_output more often")
+        return sections, notes
+
+
+def task_manager(ctx: ToolContext) -> TaskManager:
+    mgr = ctx.state.get(STATE_KEY)
+    if not isinstance(mgr, TaskManager):
+        mgr = ctx.state[STATE_KEY] = TaskManager(limits=ctx.limits, emit=ctx.emit)
+    return mgr
+
+
+async def start_task(ctx: ToolContext, command: str, *, cwd: Path, timeout: float) -> str:
+    """run_command with background=true: start the task and say how to follow it."""
+    try:
+        task = await task_manager(ctx).start(command, cwd=cwd, timeout=timeout)
+    except OSError as e:
+        raise ToolError(f"cannot start the shell: {e.strerror or e}; check that bash or sh is installed") from None
+    return (f"started background task {task.id}: {first_line(command)}\n"
+            f"It is killed after {secs(timeout)} or when nanohermes exits. Read its output with "
+            f'task_output(task_id="{task.id}"); stop it with task_kill.')
+
+
+class TaskIdParams(Params):
+    task_id: str = Field(description="The id run_command returned when it started the background task.")
+
+    non_empty: ClassVar[dict[str, str]] = {"task_id": "task_list shows the ids"}
+
+
+class NoParams(Params):
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskOutput(Tool):
+    name: ClassVar[str] = "task_output"
+    group: ClassVar[str] = "execution"
+    description: ClassVar[str] = (
+        "Read what a background task (run_command with background=true) wrote since the last "
+        "task_output call, stdout and stderr labelled, with its status (running, exited, killed) and "
+        "exit code. Unread output is kept up to 512 KiB per stream; beyond that it is dropped and "
+        "counted. Long output comes in pieces: call again to read on. task_list shows every task."
+    )
+    params: ClassVar[type[Params]] = TaskIdParams
+    approval: ClassVar[Approval] = "never"
+
+    def read_only(self, args: Params) -> bool:
+        return True
+
+    def output_limit(self) -> str:
+        return "task_capture_bytes per stream, max_output"
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        assert isinstance(args, TaskIdParams)
+        mgr = task_manager(ctx)
+        task = mgr.get(args.task_id)
+        head = (f"task {task.id}: {task.state()}\nexit code: {task.exit_text()}\n"
+                f"command: {first_line(task.command, 200)}\n")
+        # Room for the labels, the notes (at most four short lines) and a margin.
+        budget = ctx.limits.max_output - len(head) - 600
+        sections, notes = mgr.read(task, budget)
+        body = "".join(f"\n{label} (new since the last read):\n{text or '(nothing new)'}\n" for label, text in sections)
+        return head + body + "".join(f"\n{n}" for n in notes)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskList(Tool):
+    name: ClassVar[str] = "task_list"
+    group: ClassVar[str] = "execution"
+    description: ClassVar[str] = (
+        "List the background tasks of this session: id, status, runtime, exit code and command. "
+        "Read a task's output with task_output; stop one with task_kill."
+    )
+    params: ClassVar[type[Params]] = NoParams
+    approval: ClassVar[Approval] = "never"
+
+    def read_only(self, args: Params) -> bool:
+        return True
+
+    def concurrency_safe(self, args: Params) -> bool:
+        return True
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        tasks = list(task_manager(ctx).tasks.values())
+        if not tasks:
+            return "no background tasks; start one with run_command(background=true)"
+        rows = [("id", "status", "runtime", "exit code", "command")]
+        for t in tasks:
+            code = "-" if t.status == "running" else (describe_exit(t.exit_code) if t.status == "exited" else "killed")
+            status = t.status if t.status != "killed" else f"killed ({t.kill_reason})"
+            rows.append((t.id, status, elapsed(t.runtime()), code, first_line(t.command)))
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4] for r in rows)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskKill(Tool):
+    name: ClassVar[str] = "task_kill"
+    group: ClassVar[str] = "execution"
+    description: ClassVar[str] = (
+        "Stop a background task: kills its whole process group (TERM, then KILL after a short grace) "
+        "and returns its final status. Output it wrote before is still readable with task_output."
+    )
+    params: ClassVar[type[Params]] = TaskIdParams
+    approval: ClassVar[Approval] = "never"  # it only stops what this session started
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        assert isinstance(args, TaskIdParams)
+        mgr = task_manager(ctx)
+        task = mgr.get(args.task_id)
+        if task.ended is not None:
+            return f"task {task.id} had already ended: {task.state()}, exit code {task.exit_text()}; nothing to kill"
+        await mgr.kill(task)
+        return f"task {task.id}: {task.state()}, exit code {task.exit_text()}; read what it wrote with task_output"
+
+
+def tools() -> list[Tool]:
+    return [TaskKill(), TaskList(), TaskOutput()]

@@ -1,0 +1,65 @@
+"""Commands through the real `nanohermes -p` process: approvals, and no task outlives it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from exec_support import marked_pids, no_leftover_processes, wait_until  # noqa: F401
+from nanohermes.testing import FakeServer, Reply, call, tool_reply
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def tool_results(server: FakeServer, request: int) -> list[str]:
+    return [m["content"] for m in server.requests[request]["messages"] if m["role"] == "tool"]
+
+
+def test_command_is_refused_without_a_terminal_or_yes(cli, server: FakeServer, workspace: Path) -> None:
+    server.add(tool_reply(call("run_command", {"command": "touch made"})), Reply(text="ok"))
+    r = cli("-p", "go", server=server)
+    assert r.code == 0, r.err
+    assert tool_results(server, 1) == ["Command denied by the user. Do not retry it; ask what to do instead."]
+    assert not (workspace / "made").exists()
+
+
+def test_tasks_are_killed_when_the_run_ends(cli, server: FakeServer, no_leftover_processes: str) -> None:
+    server.add(tool_reply(call("run_command", {"command": "sleep 300 & sleep 301; wait", "background": True})),
+               Reply(text="started it"))
+    r = cli("-p", "start a server", "--yes", "--verbose", server=server)
+    assert r.code == 0, r.err
+    assert tool_results(server, 1)[0].startswith("started background task ")
+    assert "killed (nanohermes exited)" in r.err  # the task-finished notice
+    assert wait_until(lambda: not marked_pids(no_leftover_processes), timeout=10)
+
+
+@pytest.mark.parametrize("sig,code,said", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")])
+def test_tasks_are_killed_when_nanohermes_is_signalled(server: FakeServer, workspace: Path, no_leftover_processes: str,
+                                                        sig: int, code: int, said: str) -> None:
+    # The model starts a task with a child, then takes its time answering: the signal
+    # arrives while nanohermes waits on the model with the task running.
+    server.add(tool_reply(call("run_command", {"command": "sleep 300 & sleep 301; wait", "background": True})),
+               Reply(text="never seen", delay=60))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OPENAI_API_KEY": "k"}
+    argv = [sys.executable, "-m", "nanohermes", "-p", "go", "--yes", "--output-format", "json",
+            "--base-url", server.base_url, "--model", "fake-model"]
+    proc = subprocess.Popen(argv, cwd=workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        # nanohermes itself, the task's shell and its two sleeps
+        assert wait_until(lambda: len(marked_pids(no_leftover_processes)) >= 4 and len(server.requests) >= 2, timeout=30)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == code, err
+    assert f"nanohermes: {said}" in err
+    assert '"exit_reason": "interrupted"' in out
+    assert wait_until(lambda: not marked_pids(no_leftover_processes), timeout=10)
