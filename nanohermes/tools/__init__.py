@@ -208,9 +208,9 @@ def build_tools(config: Config | None = None, workspace: Path | None = None) -> 
     """The built-in pool, sorted by name. Conditional tools are added by their owners."""
     from nanohermes.tools import files
     from nanohermes.tools import memory, todo, web
-    from nanohermes.tools import shell, tasks
+    from nanohermes.tools import git, shell, tasks
 
     tools: list[Tool] = [*files.tools()]
     tools += [*web.tools(), *todo.tools(), *memory.tools()]
-    tools += [*shell.tools(), *tasks.tools()]
+    tools += [*shell.tools(), *tasks.tools(), *git.tools()]
     return sorted(tools, key=lambda t: t.name)

@@ -1,0 +1,222 @@
+"""git_status, git_diff, git_log (read-only) and git_commit.
+
+git runs directly (no shell) in the workspace through the same capped drain as commands:
+stdin at /dev/null, no pager, no colour, the process group killed at `git_timeout_secs`.
+The read-only tools turn git's optional locks off so parallel calls never fight over
+index.lock. Any failure names git's exit code and includes git's own message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from pydantic import Field, field_validator
+
+from nanohermes.permissions import Rule
+from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
+from nanohermes.tools.shell import command_env, run_capped, secs, strip_newline
+
+_NOTE_CHARS = 400  # room kept for the tool's own notes when fitting output into max_output
+
+
+async def git(ctx: ToolContext, *args: str, read_only: bool = True) -> str:
+    """Run `git args...` in the workspace; its stdout, with notes when it had to be cut."""
+    env = command_env()
+    if read_only:
+        env["GIT_OPTIONAL_LOCKS"] = "0"
+    lim = ctx.limits
+    argv = ["git", "-c", "color.ui=never", "-c", "core.quotepath=off", *args]
+    try:
+        fin = await run_capped(argv, cwd=ctx.workspace, env=env, limits=lim, timeout=lim.git_timeout_secs,
+                               out_cap=lim.run_command_capture_bytes, err_cap=lim.run_command_capture_bytes)
+    except FileNotFoundError:
+        raise ToolError("git is not installed (no `git` on PATH); install git to use the git_* tools") from None
+    except OSError as e:
+        raise ToolError(f"cannot run git: {e.strerror or e}") from None
+    message = (fin.err.text().strip() or fin.out.text().strip())[:4000]
+    if fin.timed_out is not None:
+        raise ToolError(f"git {args[0]} timed out after {secs(fin.timed_out)} and was killed"
+                        + (f"; git said: {message}" if message else ""))
+    if fin.exit_code != 0:
+        if "not a git repository" in message:
+            raise ToolError(f"{ctx.workspace} is not inside a git repository; create one with run_command "
+                            f"(git init) or work in a repository\ngit exited with code {fin.exit_code}: {message}")
+        raise ToolError(f"git {args[0]} failed with exit code {fin.exit_code}: {message or '(no message)'}")
+    text = fin.out.text()
+    if fin.out.dropped:
+        text += (f"\n[git output was {fin.out.total} bytes; only the first {len(fin.out.data)} were kept "
+                 f"({fin.out.dropped} bytes omitted)]")
+    return text
+
+
+def fit(text: str, limit: int, hint: str) -> str:
+    """Keep the head of `text` within `limit` chars, with an exact note and a next step."""
+    keep = max(0, limit - _NOTE_CHARS)
+    if len(text) <= limit:
+        return text
+    return f"{text[:keep]}\n… {len(text) - keep} more chars not shown; {hint}"
+
+
+class NoParams(Params):
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class _ReadOnlyGit(Tool):
+    group: ClassVar[str] = "git"
+    approval: ClassVar[Approval] = "never"
+
+    def read_only(self, args: Params) -> bool:
+        return True
+
+    def concurrency_safe(self, args: Params) -> bool:
+        return True
+
+    def output_limit(self) -> str:
+        return "run_command_capture_bytes, max_output"
+
+
+@dataclass(frozen=True, kw_only=True)
+class GitStatus(_ReadOnlyGit):
+    name: ClassVar[str] = "git_status"
+    description: ClassVar[str] = (
+        "Show the current branch (with ahead/behind counts) and a short status of staged, unstaged and "
+        "untracked files, one per line (`git status --short --branch`). Read-only; see git_diff for the changes."
+    )
+    params: ClassVar[type[Params]] = NoParams
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        out = strip_newline(await git(ctx, "status", "--short", "--branch"))
+        if len(out.splitlines()) <= 1:
+            out += "\nnothing to commit, working tree clean"
+        return fit(out, ctx.limits.max_output, "see one folder with git_diff(path=...) or git_diff(stat=true)")
+
+
+class GitDiffParams(Params):
+    staged: bool = Field(False, description="Show staged changes (index vs HEAD) instead of unstaged ones.")
+    path: str | None = Field(None, description="Limit the diff to this file or folder.")
+    stat: bool = Field(False, description="Show only the per-file summary of changed lines.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class GitDiff(_ReadOnlyGit):
+    name: ClassVar[str] = "git_diff"
+    description: ClassVar[str] = (
+        "Show changes as a unified diff: unstaged changes by default (working tree vs index), staged "
+        "ones with staged=true (index vs HEAD). `path` limits it to a file or folder; stat=true shows only "
+        "per-file line counts. A long diff is cut with a note: narrow it with path or use stat=true."
+    )
+    params: ClassVar[type[Params]] = GitDiffParams
+
+    def rule_subject(self, args: Params) -> str | None:
+        return args.path  # type: ignore[attr-defined]
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        assert isinstance(args, GitDiffParams)
+        argv = ["diff", "--no-ext-diff"]
+        if args.staged:
+            argv.append("--staged")
+        if args.stat:
+            argv.append("--stat")
+        if args.path:
+            argv += ["--", args.path]
+        out = strip_newline(await git(ctx, *argv))
+        if not out:
+            where = f" in {args.path}" if args.path else ""
+            return (f"no staged changes{where}; unstaged ones: git_diff()" if args.staged
+                    else f"no unstaged changes{where}; staged ones: git_diff(staged=true)")
+        return fit(out, ctx.limits.max_output, "narrow it with path, or see the overview with stat=true")
+
+
+class GitLogParams(Params):
+    count: int = Field(20, description="How many commits, newest first (clamped to 1..200).")
+    path: str | None = Field(None, description="Only commits that touched this file or folder.")
+
+    @field_validator("count", mode="after")
+    @classmethod
+    def _clamp(cls, value: int) -> int:
+        return min(max(value, 1), 200)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GitLog(_ReadOnlyGit):
+    name: ClassVar[str] = "git_log"
+    description: ClassVar[str] = (
+        "Show recent commits, newest first, one per line: short hash, date, author and subject. "
+        "`count` defaults to 20 (1..200); `path` keeps only commits that touched it."
+    )
+    params: ClassVar[type[Params]] = GitLogParams
+
+    def rule_subject(self, args: Params) -> str | None:
+        return args.path  # type: ignore[attr-defined]
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        assert isinstance(args, GitLogParams)
+        argv = ["log", f"--max-count={args.count}", "--date=short", "--format=%h %ad %an: %s"]
+        if args.path:
+            argv += ["--", args.path]
+        out = strip_newline(await git(ctx, *argv))
+        if not out:
+            return f"no commits touch {args.path}" if args.path else "no commits yet"
+        return fit(out, ctx.limits.max_output, "lower count or pass a path")
+
+
+class GitCommitParams(Params):
+    message: str = Field(description="The commit message: a short subject line, optionally a blank line and a body.")
+    paths: list[str] | None = Field(None, description="Files or folders to stage (git add) before committing.")
+    all: bool = Field(False, description="Stage every change to tracked files first (git commit -a).")
+
+    non_empty: ClassVar[dict[str, str]] = {"message": "describe the change in a short subject line"}
+
+    @field_validator("paths", mode="after")
+    @classmethod
+    def _no_blank_paths(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and any(not p.strip() for p in value):
+            raise ValueError("paths must not contain empty strings; list the files to stage, or omit paths")
+        return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class GitCommit(Tool):
+    name: ClassVar[str] = "git_commit"
+    group: ClassVar[str] = "git"
+    description: ClassVar[str] = (
+        "Commit with `message`. Stages `paths` first when given (new files included), or every change to "
+        "tracked files with all=true; otherwise commits what is already staged. Returns the new commit "
+        "hash and a summary. Asks the user to confirm unless auto-approval is on."
+    )
+    params: ClassVar[type[Params]] = GitCommitParams
+    approval: ClassVar[Approval] = "always"
+
+    def suggest_rule(self, args: Params) -> Rule:
+        return Rule(self.name)
+
+    def approval_detail(self, args: Params) -> str:
+        assert isinstance(args, GitCommitParams)
+        if args.paths:
+            what = "stages " + ", ".join(args.paths) + (" and every change to tracked files" if args.all else "")
+        else:
+            what = "stages every change to tracked files" if args.all else "commits what is already staged"
+        return f"{what}\n\n{args.message}"
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        assert isinstance(args, GitCommitParams)
+        if args.paths:
+            await git(ctx, "add", "--", *args.paths, read_only=False)
+        argv = ["commit", "-m", args.message]
+        if args.all:
+            argv.append("--all")
+        try:
+            out = strip_newline(await git(ctx, *argv, read_only=False))
+        except ToolError as e:
+            if "nothing to commit" in str(e) or "no changes added to commit" in str(e):
+                raise ToolError(f"nothing to commit: nothing is staged; pass paths to stage, or all=true for every "
+                                f"change to tracked files\n{e}") from None
+            raise
+        head = strip_newline(await git(ctx, "rev-parse", "HEAD"))
+        return fit(f"committed {head}\n{out}", ctx.limits.max_output, "see the whole commit with git_log and git_diff")
+
+
+def tools() -> list[Tool]:
+    return [GitCommit(), GitDiff(), GitLog(), GitStatus()]
