@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from exec_support import marked_pids, no_leftover_processes, wait_until  # noqa: F401
-from nanohermes.testing import FakeServer, Reply, call, tool_reply
+from nanohermes.testing import FakeServer, Fault, Reply, call, tool_reply
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -58,6 +58,15 @@ def test_tasks_are_killed_when_the_run_ends(cli, server: FakeServer, no_leftover
     assert r.code == 0, r.err
     assert tool_results(server, 1)[0].startswith("started background task ")
     assert "killed (nanohermes exited)" in r.err  # the task-finished notice
+    assert wait_until(lambda: not marked_pids(no_leftover_processes), timeout=10)
+
+
+def test_tasks_are_killed_when_the_run_fails(cli, server: FakeServer, no_leftover_processes: str) -> None:
+    server.add(tool_reply(call("run_command", {"command": "sleep 300 & sleep 301; wait", "background": True})),
+               Fault(status=400, message="bad request"))
+    r = cli("-p", "start a server", "--yes", server=server)
+    assert r.code == 1, r.err
+    assert "bad request" in r.err
     assert wait_until(lambda: not marked_pids(no_leftover_processes), timeout=10)
 
 

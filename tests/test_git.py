@@ -168,3 +168,14 @@ def test_git_errors_carry_exit_code_and_stderr(repo: Path) -> None:
     out = call(make_runtime(repo), "git_commit", message="x", paths=["does-not-exist.txt"])
     assert out == ("ERROR: git add failed with exit code 128: "
                    "fatal: pathspec 'does-not-exist.txt' did not match any files")
+
+
+def test_git_timeout_lowered_kills_a_hanging_hook(repo: Path, no_leftover_processes: str) -> None:
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho checking >&2\nsleep 300\n")
+    hook.chmod(0o755)
+    (repo / "a.txt").write_text("changed\n")
+    rt = make_runtime(repo, limits=Limits(git_timeout_secs=1, command_kill_grace_secs=0.2))
+    out = call(rt, "git_commit", message="blocked by hook", all=True)
+    assert out == "ERROR: git commit timed out after 1s and was killed; git said: checking"
+    assert git(repo, "log", "--format=%s") == "first commit\n"

@@ -209,8 +209,9 @@ class TaskOutput(Tool):
         task = mgr.get(args.task_id)
         head = (f"task {task.id}: {task.state()}\nexit code: {task.exit_text()}\n"
                 f"command: {first_line(task.command, 200)}\n")
-        # Room for the labels, the notes (at most four short lines) and a margin.
-        budget = ctx.limits.max_output - len(head) - 600
+        # Room for the labels, the notes (at most four short lines) and a margin; a floor so
+        # that even a tiny max_output makes progress through the buffer.
+        budget = max(ctx.limits.max_output - len(head) - 600, 256)
         sections, notes = mgr.read(task, budget)
         body = "".join(f"\n{label} (new since the last read):\n{text or '(nothing new)'}\n" for label, text in sections)
         return head + body + "".join(f"\n{n}" for n in notes)
