@@ -26,7 +26,8 @@ from typing import Callable, ClassVar
 from pydantic import Field, field_validator
 
 from nanohermes.budget import Limits
-from nanohermes.permissions import Rule
+from nanohermes.permissions import Rule, escape_pattern, suggest_command_rule
+from nanohermes.shellparse import ParseError, split
 from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
 
 # Called with (fd, chunk) for every chunk read from the command's stdout (1) or stderr (2).
@@ -409,9 +410,6 @@ class RunCommandParams(Params):
         return min(max(value, 1), 3600)
 
 
-_SIMPLE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -_./=:,@%+")
-
-
 @dataclass(frozen=True, kw_only=True)
 class RunCommand(Tool):
     name: ClassVar[str] = "run_command"
@@ -433,15 +431,16 @@ class RunCommand(Tool):
         return args.command  # type: ignore[attr-defined]
 
     def suggest_rule(self, args: Params) -> Rule:
-        """A prefix rule for a plain command (`git log *`); the exact command line otherwise,
-        since a prefix of a chain or a substitution would allow far more than was approved."""
+        """The command analysis's narrow rule (`git log *`); the exact line when the line is
+        not one plain simple command, since a prefix would allow more than was approved."""
         command = args.command.strip()  # type: ignore[attr-defined]
-        words = command.split()
-        if set(command) <= _SIMPLE and words:
-            prefix = words[:2] if len(words) > 1 and words[1][:1].isalpha() else words[:1]
-            if len(words) > len(prefix):
-                return Rule(self.name, " ".join(prefix) + " *")
-        return Rule(self.name, "".join(f"[{c}]" if c in "*?[" else c for c in command))
+        try:
+            commands = split(command)
+        except ParseError:
+            commands = []
+        if len(commands) == 1:
+            return suggest_command_rule(commands[0], self.name)
+        return Rule(self.name, escape_pattern(command))
 
     def approval_detail(self, args: Params) -> str:
         return args.command  # type: ignore[attr-defined]
