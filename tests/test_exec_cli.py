@@ -57,7 +57,7 @@ def test_tasks_are_killed_when_the_run_ends(cli, server: FakeServer, no_leftover
     r = cli("-p", "start a server", "--yes", "--verbose", server=server)
     assert r.code == 0, r.err
     assert tool_results(server, 1)[0].startswith("started background task ")
-    assert "killed (nanohermes exited)" in r.err  # the task-finished notice
+    assert "killed (session ended)" in r.err  # the task-finished notice
     assert wait_until(lambda: not marked_pids(no_leftover_processes), timeout=10)
 
 

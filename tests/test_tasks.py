@@ -200,7 +200,7 @@ def test_closing_the_session_kills_every_running_task(workspace: Path, no_leftov
     ids = asyncio.run(go())
     assert not marked_pids(no_leftover_processes)
     texts = sorted(n.text for n in ui.of(Notice))
-    assert [t.split(" killed (nanohermes exited) after ")[0] for t in texts] == sorted(f"background task {i}" for i in ids)
+    assert [t.split(" killed (session ended) after ")[0] for t in texts] == sorted(f"background task {i}" for i in ids)
 
 
 def test_a_loop_shutting_down_without_close_still_kills_its_tasks(workspace: Path, no_leftover_processes: str) -> None:
@@ -230,3 +230,31 @@ def test_reading_tools_never_ask(workspace: Path, name: str) -> None:
         assert ui.of(ApprovalRequest) == []
 
     scenario(workspace, body, mode="default")
+
+
+def test_a_sub_agents_background_tasks_end_with_it(workspace: Path, no_leftover_processes: str) -> None:
+    from nanohermes.agent import Agent
+    from nanohermes.assemble import assemble_pool
+    from nanohermes.permissions import Policy
+    from nanohermes.testing import Reply, ScriptedLLM, call, tool_reply
+    from nanohermes.tools import build_tools
+    from nanohermes.tools import subagents as subagent_tools
+    from nanohermes.tools.subagents import SubagentManager
+
+    ui = RecordingUI()
+    config = Config.model_validate({"subagents": {"runner": {"description": "runs things", "tools": ["run_command"]}}})
+    runtime = Runtime(tools=[], config=config, workspace=workspace, ui=ui, policy=Policy(mode="goal"), limits=Limits())
+    child = ScriptedLLM([tool_reply(call("run_command", {"command": "sleep 300", "background": True})),
+                         Reply(text="started it")])
+    manager = SubagentManager(configs=config.subagents, make_llm=lambda model: child, ui=ui, limits=Limits(),
+                              system_prompt="p", max_turns=5, parent=runtime)
+    runtime.set_tools(assemble_pool(build_tools(), subagent_tools.tools(manager)))
+    parent = Agent(llm=ScriptedLLM([tool_reply(call("subagent", {"agent": "runner", "task": "start", "wait": True})),
+                                    Reply(text="done")]), runtime=runtime, ui=ui, system_prompt="p")
+
+    async def go() -> None:
+        assert (await parent.ask("go")).text == "done"
+        # The parent session goes on, but the child is over: its task is gone.
+        assert await asyncio.to_thread(wait_until, lambda: not marked_pids(no_leftover_processes), 10)
+
+    asyncio.run(go())

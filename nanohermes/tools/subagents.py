@@ -184,6 +184,7 @@ class SubagentManager:
             self._save(run)
             self.ui.emit(Notice(level="info", text=f"sub-agent {run.id} ({run.name}) {run.status} "
                                                    f"after {run.elapsed:.1f}s"))
+            await agent.runtime.close()  # its background tasks end with it: no one else can read them
 
     def _save(self, run: Run) -> None:
         """The full result goes to a file, so a board preview never loses anything."""

@@ -38,7 +38,7 @@ class Task:
     started: float = field(default_factory=time.monotonic)
     ended: float | None = None
     status: Status = "running"
-    kill_reason: str = ""  # "task_kill", "timed out after 60s", "nanohermes exited"
+    kill_reason: str = ""  # "task_kill", "timed out after 60s", "session ended"
     exit_code: int | None = None
     pipes_held: bool = False
     reported_dropped: dict[str, int] = field(default_factory=lambda: {"stdout": 0, "stderr": 0})
@@ -132,7 +132,7 @@ class TaskManager:
     async def aclose(self) -> None:
         """Kill every task still running and wait for them to be reaped: the session is over."""
         running = [t for t in self.tasks.values() if t.ended is None]
-        await asyncio.gather(*(self.kill(t, "nanohermes exited") for t in running), return_exceptions=True)
+        await asyncio.gather(*(self.kill(t, "session ended") for t in running), return_exceptions=True)
         for t in running:
             t.proc.close()
 
