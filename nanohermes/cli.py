@@ -258,7 +258,8 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
         result = asyncio.run(_one_turn(built, prompt))
     except asyncio.CancelledError:  # SIGTERM or SIGHUP, turned into a clean exit
         if fmt != "text":
-            _print_json(ui.result_object(result="", exit_reason="interrupted", session_id=session_id, model=config.model), fmt)
+            _print_json(ui.result_object(result="", exit_reason="interrupted", session_id=session_id, model=config.model,
+                                         extra=meters()), fmt)
         sys.stderr.write("nanohermes: terminated\n")
         return EXIT_TERMINATED
     except KeyboardInterrupt:
