@@ -53,6 +53,12 @@ class Runtime:
     def __post_init__(self) -> None:
         self._by_name = {t.name: t for t in self.tools}
 
+    @property
+    def confirm_lock(self) -> asyncio.Lock:
+        """Held while an approval prompt is open; sub-agents asking through this runtime's UI
+        take it too, so two prompts never share the terminal."""
+        return self._confirm_lock
+
     def set_tools(self, tools: list[Tool]) -> None:
         """Replace the pool, e.g. when MCP servers have started and their tools are known."""
         self.tools = tools

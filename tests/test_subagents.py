@@ -284,3 +284,31 @@ def test_verbose_progress_shows_child_calls_indented(cli, server: FakeServer, wo
     assert r.code == 0, r.err
     assert "  [explore agent-1] → read_file a.txt\n" in r.err
     assert r.err.index("→ subagent") < r.err.index("  [explore agent-1] → read_file")
+
+
+def test_parent_and_child_prompts_never_overlap(workspace: Path) -> None:
+    spans: list[tuple[str, float, float]] = []
+
+    class SlowUI(RecordingUI):
+        async def confirm(self, request: ApprovalRequest) -> Any:
+            start = asyncio.get_running_loop().time()
+            await asyncio.sleep(0.2)  # a person reading the prompt
+            spans.append((request.agent or "parent", start, asyncio.get_running_loop().time()))
+            return await super().confirm(request)
+
+    f = family(workspace,
+               parent_script=[tool_reply(call("subagent", {"agent": "writer", "task": "write c"}),
+                                         call("write_file", {"path": "p", "content": "parent"})), Reply(text="ok")],
+               child_script=[tool_reply(call("write_file", {"path": "c", "content": "child"})), Reply(text="done")])
+    ui = SlowUI(answers=["once", "once"])
+    f.parent.ui = f.parent.runtime.ui = f.manager.ui = ui
+
+    async def go() -> None:
+        await f.parent.ask("go")
+        await f.manager.wait(f.manager.runs["agent-1"])
+
+    asyncio.run(go())
+    assert sorted(who for who, _, _ in spans) == ["parent", "writer agent-1"]
+    (_, _, first_end), (_, second_start, _) = sorted(spans, key=lambda s: s[1])
+    assert first_end <= second_start
+    assert (workspace / "p").read_text() == "parent" and (workspace / "c").read_text() == "child"

@@ -73,7 +73,7 @@ class NestedUI:
         self.parent.emit(SubagentEvent(agent_id=self.run.id, agent=self.run.name, event=event))
 
     async def confirm(self, request: ApprovalRequest) -> ApprovalReply:
-        async with self.lock:  # children ask one at a time
+        async with self.lock:  # the parent's prompt lock: one prompt at a time, parent or child
             return await self.parent.confirm(replace(request, agent=f"{self.run.name} {self.run.id}"))
 
 
@@ -99,7 +99,6 @@ class SubagentManager:
     parent: Runtime | None = None  # set once the parent's runtime exists
     runs: dict[str, Run] = field(default_factory=dict)
     _ids: Any = field(default_factory=lambda: itertools.count(1))
-    _confirm_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _results_dir: Path | None = None
 
     def names(self) -> str:
@@ -140,7 +139,8 @@ class SubagentManager:
             raise ToolError(f"unknown sub-agent `{name}`; configured: {self.names()}")
         cfg = self.configs[name]
         run = Run(id=f"agent-{next(self._ids)}", name=name, task=task)
-        ui = NestedUI(self.ui, run, self._confirm_lock)
+        assert self.parent is not None, "SubagentManager.parent is set by build_agent"
+        ui = NestedUI(self.ui, run, self.parent.confirm_lock)
         run.agent = Agent(llm=self.make_llm(cfg.model), runtime=self.child_runtime(name, ui, run.id), ui=ui,
                           system_prompt=_child_prompt(self.system_prompt, name, cfg),
                           max_turns=cfg.max_turns or self.max_turns)
