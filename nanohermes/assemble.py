@@ -76,8 +76,8 @@ class Built:
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[Agent]:
-        await self.start()
-        try:
+        try:  # an interrupt during startup still stops what had started
+            await self.start()
             yield self.agent
         finally:
             await self.aclose()

@@ -62,9 +62,10 @@ class Family:
 
 
 def family(ws: Path, *, parent_script: list[Any] = (), child_script: list[Any] = (), mode: str = "default",
-           limits: Limits | None = None, answers: list[Any] | None = None) -> Family:  # type: ignore[assignment]
+           limits: Limits | None = None, answers: list[Any] | None = None,  # type: ignore[assignment]
+           agents: dict[str, Any] | None = None) -> Family:
     ui = RecordingUI(answers=list(answers or []))
-    config = Config.model_validate({"subagents": AGENTS})
+    config = Config.model_validate({"subagents": agents or AGENTS})
     limits = limits or Limits()
     child_llm = ScriptedLLM(list(child_script))
     runtime = Runtime(tools=[], config=config, workspace=ws, ui=ui, policy=Policy(mode=mode), limits=limits)
@@ -312,3 +313,24 @@ def test_parent_and_child_prompts_never_overlap(workspace: Path) -> None:
     (_, _, first_end), (_, second_start, _) = sorted(spans, key=lambda s: s[1])
     assert first_end <= second_start
     assert (workspace / "p").read_text() == "parent" and (workspace / "c").read_text() == "child"
+
+
+def test_child_stopped_at_its_max_turns_reports_what_it_had(workspace: Path) -> None:
+    agents = {"brief": {"description": "d", "tools": ["list_dir"], "max_turns": 1}}
+    f = family(workspace, agents=agents,
+               parent_script=[tool_reply(call("subagent", {"agent": "brief", "task": "t", "wait": True})), Reply(text="ok")],
+               child_script=[tool_reply(call("list_dir", {}), text="looking around")])
+    asyncio.run(f.parent.ask("go"))
+    assert re.fullmatch(r"sub-agent agent-1 \(brief\) max_turns after \d+\.\ds:\n"
+                        r"looking around\n\[stopped after 1 model calls \(max_turns\)\]", tool_results(f.parent)[0])
+    assert f.manager.runs["agent-1"].status == "max_turns"
+
+
+def test_failed_child_is_an_error_for_the_waiting_parent_and_on_the_board(workspace: Path) -> None:
+    f = family(workspace,
+               parent_script=[tool_reply(call("subagent", {"agent": "explore", "task": "t", "wait": True})), Reply(text="ok")],
+               child_script=[])  # the child's model has nothing to say: its endpoint fails
+    asyncio.run(f.parent.ask("go"))
+    assert tool_results(f.parent)[0] == "ERROR: sub-agent agent-1 (explore) failed: fake server script exhausted"
+    assert f.manager.board().endswith("\n  error: fake server script exhausted")
+    assert f.parent.llm.violations == []  # type: ignore[attr-defined]  # the parent went on

@@ -466,6 +466,21 @@ class GetPromptParams(Params):
     non_empty: ClassVar[dict[str, str]] = {"server": "", "name": "list them with mcp_list_prompts"}
 
 
+async def _pages(manager: McpManager, s: Server, what: str, attr: str,
+                 fetch: Callable[[Any, str | None], Awaitable[Any]]) -> list[Any]:
+    """Every page of a listing, up to a fixed number of pages (a server that never stops
+    paginating cannot hang the call; the exit clamp bounds the text)."""
+    items: list[Any] = []
+    cursor: str | None = None
+    for _ in range(_LIST_PAGES):
+        page = await manager.request(s, what, lambda c, cur=cursor: fetch(c, cur))
+        items.extend(getattr(page, attr))
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return items
+
+
 def _offers(s: Server, feature: str) -> bool:
     """Did the server declare this capability? Asking one that did not only earns an error."""
     try:
@@ -495,10 +510,11 @@ class McpListResources(_Helper):
             if not _offers(s, "resources"):
                 lines.append(f"{s.name}: offers no resources")
                 continue
-            res = await self.manager.request(s, "mcp_list_resources", lambda c: c.list_resources())
-            if not res.resources:
+            resources = await _pages(self.manager, s, "mcp_list_resources", "resources",
+                                     lambda c, cursor: c.list_resources(cursor=cursor))
+            if not resources:
                 lines.append(f"{s.name}: no resources")
-            for r in res.resources:
+            for r in resources:
                 mime = f" [{r.mime_type}]" if r.mime_type else ""
                 desc = f" — {r.description}" if r.description else ""
                 lines.append(f"{s.name}  {r.uri}  {r.name}{mime}{desc}")
@@ -550,10 +566,11 @@ class McpListPrompts(_Helper):
             if not _offers(s, "prompts"):
                 lines.append(f"{s.name}: offers no prompts")
                 continue
-            res = await self.manager.request(s, "mcp_list_prompts", lambda c: c.list_prompts())
-            if not res.prompts:
+            prompts = await _pages(self.manager, s, "mcp_list_prompts", "prompts",
+                                   lambda c, cursor: c.list_prompts(cursor=cursor))
+            if not prompts:
                 lines.append(f"{s.name}: no prompts")
-            for p in res.prompts:
+            for p in prompts:
                 names = ", ".join(a.name + ("*" if a.required else "") for a in p.arguments or [])
                 desc = f" — {p.description}" if p.description else ""
                 lines.append(f"{s.name}  {p.name}({names}){desc}")
