@@ -334,3 +334,17 @@ def test_failed_child_is_an_error_for_the_waiting_parent_and_on_the_board(worksp
     assert tool_results(f.parent)[0] == "ERROR: sub-agent agent-1 (explore) failed: fake server script exhausted"
     assert f.manager.board().endswith("\n  error: fake server script exhausted")
     assert f.parent.llm.violations == []  # type: ignore[attr-defined]  # the parent went on
+
+
+def test_a_long_child_task_is_compacted_inside_the_budget(workspace: Path) -> None:
+    (workspace / "big.txt").write_text("b" * 500)
+    f = family(workspace, limits=Limits(session_budget_chars=300, compact_keep_chars=10),
+               parent_script=[tool_reply(call("subagent", {"agent": "explore", "task": "read big.txt", "wait": True})),
+                              Reply(text="ok")],
+               child_script=[tool_reply(call("read_file", {"path": "big.txt"})), Reply(text="Goal: read big.txt"),
+                             Reply(text="it is all b")])
+    asyncio.run(f.parent.ask("go"))
+    assert tool_results(f.parent)[0].endswith("\nit is all b")
+    assert f.child_llm.requests[1]["messages"][0]["content"].startswith("You compact the conversation")
+    compacted = [e.event.text for e in f.ui.of(SubagentEvent) if isinstance(e.event, Notice)]
+    assert any(t.startswith("compacted 1 older messages") for t in compacted)

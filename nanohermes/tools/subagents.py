@@ -134,6 +134,7 @@ class SubagentManager:
 
     def spawn(self, name: str, task: str) -> Run:
         from nanohermes.agent import Agent
+        from nanohermes.compact import Compactor
 
         if name not in self.configs:
             raise ToolError(f"unknown sub-agent `{name}`; configured: {self.names()}")
@@ -141,9 +142,11 @@ class SubagentManager:
         run = Run(id=f"agent-{next(self._ids)}", name=name, task=task)
         assert self.parent is not None, "SubagentManager.parent is set by build_agent"
         ui = NestedUI(self.ui, run, self.parent.confirm_lock)
-        run.agent = Agent(llm=self.make_llm(cfg.model), runtime=self.child_runtime(name, ui, run.id), ui=ui,
+        llm = self.make_llm(cfg.model)
+        run.agent = Agent(llm=llm, runtime=self.child_runtime(name, ui, run.id), ui=ui,
                           system_prompt=_child_prompt(self.system_prompt, name, cfg),
-                          max_turns=cfg.max_turns or self.max_turns)
+                          max_turns=cfg.max_turns or self.max_turns,
+                          compactor=Compactor(llm, self.limits, ui))  # a long task stays inside the budget
         self.runs[run.id] = run
         run.task_handle = asyncio.create_task(self._drive(run), name=f"subagent-{run.id}")
         run.task_handle.add_done_callback(lambda t, r=run: self._settle(r))
