@@ -377,3 +377,12 @@ def test_doctor_starts_each_server_and_reports_it(cli, server: FakeServer) -> No
     assert f"[ok]   mcp demo: 10 tools (stdio {sys.executable} {DEMO})" in r.out
     assert "[FAIL] mcp broken: FileNotFoundError" in r.out
     assert "fix: check mcp.servers.broken (stdio /nonexistent/server); its stderr is in " in r.out
+
+
+def test_importing_the_cli_and_assembly_loads_no_mcp_or_yaml() -> None:
+    code = ("import sys, nanohermes.cli, nanohermes.assemble, nanohermes.tools.mcp, nanohermes.tools.skills; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'mcp', 'yaml', 'anyio', 'httpx2'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
