@@ -50,8 +50,6 @@ DEFAULT_IGNORE_DIRS: tuple[str, ...] = (
     "dist", "node_modules", "target", "venv",
 )
 
-_EARLY_FILES = 256  # files grep reads in path order while ripgrep searches the rest
-
 AUTO = "auto"  # Grep/Glob `ripgrep` field: find the binary at run time
 
 
@@ -285,11 +283,13 @@ def _ancestor_levels(root: Path) -> list[_Level]:
 class Walk:
     files: list[str]  # root-relative, forward slashes, walk order
     truncated: bool  # more files existed than the cap allowed
+    pruned: list[str] = field(default_factory=list)  # folders not entered (Python walk only)
 
 
 def walk_python(root: Path, ignore_dirs: frozenset[str], max_files: int) -> Walk:
     """The walk in pure Python: depth first, names sorted, stops after `max_files` files."""
     files: list[str] = []
+    pruned: list[str] = []
     base = _ancestor_levels(root)
 
     def entries(directory: str, rel: str, levels: list[_Level]) -> tuple[Iterator[os.DirEntry[str]], list[_Level]]:
@@ -320,13 +320,14 @@ def walk_python(root: Path, ignore_dirs: frozenset[str], max_files: int) -> Walk
             continue
         if is_dir:
             if name in ignore_dirs or _ignored(levels, child, True):
+                pruned.append(child)
                 continue
             stack.append(entries(e.path, child + "/", levels) + (child + "/",))
         elif is_file and not _ignored(levels, child, False):
             if len(files) >= max_files:
-                return Walk(files, True)
+                return Walk(files, True, pruned)
             files.append(child)
-    return Walk(files, False)
+    return Walk(files, False, pruned)
 
 
 # -- ripgrep -------------------------------------------------------------------------------
@@ -338,16 +339,24 @@ def _rg_common(ignore_dirs: frozenset[str]) -> list[str]:
     return args
 
 
+class RipgrepFailed(Exception):
+    """ripgrep could not answer (not runnable, or rejected the pattern); use Python."""
+
+
 async def _rg(argv: list[str], cwd: Path) -> tuple[int, bytes, bytes]:
-    proc = await asyncio.create_subprocess_exec(
-        *argv, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+    except (OSError, ValueError) as e:  # not runnable, or an argument the OS cannot take
+        raise RipgrepFailed(str(e)) from None
     try:
         out, err = await proc.communicate()
     except BaseException:  # cancelled: never leave a search running behind the turn
         if proc.returncode is None:
             proc.kill()
+        await asyncio.shield(proc.wait())  # reap it while the loop still runs
         raise
     return proc.returncode or 0, out, err
 
@@ -361,15 +370,8 @@ def _walk_order(path: str) -> list[str]:
     return path.split("/")
 
 
-class RipgrepFailed(Exception):
-    """ripgrep could not answer (not runnable, or rejected the pattern); use Python."""
-
-
 async def walk_ripgrep(rg: str, root: Path, ignore_dirs: frozenset[str], max_files: int) -> Walk:
-    try:
-        code, out, err = await _rg([rg, "--files", *_rg_common(ignore_dirs), "."], root)
-    except OSError as e:
-        raise RipgrepFailed(str(e)) from None
+    code, out, err = await _rg([rg, "--files", *_rg_common(ignore_dirs), "."], root)
     if code not in (0, 1) and not out:
         raise RipgrepFailed(err.decode(errors="replace").strip())
     files = _rg_paths(out, b"\n")
@@ -405,7 +407,12 @@ class Matcher:
 
     def quick_reject(self, data: bytes) -> bool:
         """True when the raw bytes certainly hold no match (plain literals only)."""
-        return self.rx is None and self.pattern.encode("utf-8", "surrogateescape") not in data
+        if self.rx is not None:
+            return False
+        try:
+            return self.pattern.encode("utf-8") not in data
+        except UnicodeEncodeError:  # a lone surrogate: let the full search decide
+            return False
 
     def _find(self, text: str, pos: int) -> tuple[int, int]:
         if self.rx is None:
@@ -569,6 +576,7 @@ class Grep(Tool):
     params: ClassVar[type[Params]] = GrepParams
     approval: ClassVar[Approval] = "never"
     ripgrep: str | None = AUTO  # a binary path, AUTO to look for one, None for pure Python
+    early_files: int = 256  # files read in path order while ripgrep searches the rest
 
     def read_only(self, args: Params) -> bool:
         return True
@@ -597,7 +605,7 @@ class Grep(Tool):
         if root.is_file():
             res = await self.in_thread(scan, root.parent, [root.name], matcher, lim, False)
             assert res is not None
-            return _format_grep(args, ctx, root.parent, shown, res, 1, False)
+            return _format_grep(args, ctx, shown[: len(shown) - len(root.name)], shown, res, 1, False)
         dirs = ignore_dir_names(ctx.config)
         rg = self._binary()
         if rg is not None:
@@ -609,7 +617,7 @@ class Grep(Tool):
         rels = sorted(r for r in walk.files if keep(r))
         res = await self.in_thread(scan, root, rels, matcher, lim, False)
         assert res is not None
-        return _format_grep(args, ctx, root, shown, res, len(rels), walk.truncated)
+        return _format_grep(args, ctx, _prefix(shown), shown, res, len(rels), walk.truncated)
 
     async def _with_ripgrep(self, rg: str, args: GrepParams, ctx: ToolContext, matcher: Matcher, root: Path,
                             shown: str, keep: Callable[[str], bool], dirs: frozenset[str]) -> str:
@@ -628,9 +636,9 @@ class Grep(Tool):
             walked = [r for r in listing.files if keep(r)]
             # A common pattern fills the cap within the first few files in path order, long
             # before ripgrep has visited every file: read the start of the tree meanwhile.
-            early = await self.in_thread(scan, root, sorted(walked), matcher, lim, False, _EARLY_FILES)
+            early = await self.in_thread(scan, root, sorted(walked), matcher, lim, False, self.early_files)
             if early is not None:
-                return _format_grep(args, ctx, root, shown, early, len(walked), listing.truncated)
+                return _format_grep(args, ctx, _prefix(shown), shown, early, len(walked), listing.truncated)
             code, out, err = await found_task
         finally:
             if not found_task.done():  # answered early, failed or cancelled: stop ripgrep
@@ -645,10 +653,15 @@ class Grep(Tool):
         candidates.sort()
         res = await self.in_thread(scan, root, candidates, matcher, lim, True)
         assert res is not None
-        return _format_grep(args, ctx, root, shown, res, len(walked), listing.truncated)
+        return _format_grep(args, ctx, _prefix(shown), shown, res, len(walked), listing.truncated)
 
 
-def _format_grep(args: GrepParams, ctx: ToolContext, root: Path, shown: str, res: Scan, searched: int,
+def _prefix(shown: str) -> str:
+    """What goes before a root-relative path to show it from the workspace."""
+    return "" if shown == "." else shown.rstrip("/") + "/"
+
+
+def _format_grep(args: GrepParams, ctx: ToolContext, prefix: str, shown: str, res: Scan, searched: int,
                  truncated: bool) -> str:
     lim = ctx.limits
     notes: list[str] = []
@@ -669,9 +682,6 @@ def _format_grep(args: GrepParams, ctx: ToolContext, root: Path, shown: str, res
         return "\n".join([body, *notes])
     cap = lim.grep_line_chars
     rows: list[str] = []
-    prefix = "" if shown == "." else shown.rstrip("/") + "/"
-    if root.is_file():
-        prefix = shown[: len(shown) - len(root.name)]
     for rel, lineno, line in hits:
         if len(line) > cap:
             line = line[:cap] + "…"
@@ -738,7 +748,7 @@ class Glob(Tool):
             walk = await self.in_thread(walk_python, root, dirs, lim.grep_max_files)
         match = rx.fullmatch
         found = sorted(r for r in walk.files if match(r))
-        prefix = "" if shown == "." else shown.rstrip("/") + "/"
+        prefix = _prefix(shown)
         notes: list[str] = []
         if len(found) > lim.glob_results:
             notes.append(f"… {len(found)} files match, showing first {lim.glob_results}; narrow the pattern or path")
