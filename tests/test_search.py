@@ -140,7 +140,7 @@ def make_corpus(root: Path) -> list[str]:
         "a.bak", "important.bak", "deep/d.txt", "sub/deep/d.txt", ".hidden/h.py", ".hiddenfile", "trailing ",
         "vendor/v.py", "sub/vendor", "excluded_by_info.txt", "sub/excluded_by_info.txt", "ünï/ço.txt",
         "a-b.py", "a/b.py", "a0.py", "src/main.rs", "src/lib/util.ts", "src/lib/deeper/x.ts",
-        "node_modules/pkg/index.js", "sub/__pycache__/m.pyc", ".venv/lib/site.py",
+        "node_modules/pkg/index.js", "sub/__pycache__/m.pyc", ".venv/lib/site.py", "odd\nname.txt",
     ]
     for i, name in enumerate(names):
         write(root, name, f"{name} line one\n" + text * (1 + i % 3))
@@ -278,6 +278,9 @@ def test_grep_output_format_on_the_corpus(corpus: Path) -> None:
     assert f"unicode.md:2:{'é' * 240}…" in lines
     assert f"unicode.md:3:{'x' * 239}é…" in lines
     assert "latin1.txt:1:caf\ufffd alpha" in lines
+    # A newline in a file name cannot break the one-hit-per-line format.
+    assert grep(corpus, RG, pattern="beta", include="odd*") == "odd\\nname.txt:3:alpha beta"
+    assert glob(corpus, RG, pattern="odd*") == "odd\\nname.txt"
     assert ".hidden/h.py:2:alpha beta" in lines  # hidden files are searched
     assert not any(p.startswith(("x.log", "node_modules/", "sub/__pycache__/", ".venv/", ".git/")) for p, _ in keys)
     assert out.endswith("\n\n3 files skipped: 2 larger than 1 MiB, 1 binary")
@@ -443,6 +446,7 @@ def test_git_folder_is_never_entered(workspace: Path, rg: str | None) -> None:
     subprocess.run(["git", "init", "-q", str(workspace)], check=True)
     write(workspace, ".git/hit.txt", "hit\n")
     write(workspace, ".github/w.yml", "hit\n")
+    write(workspace, "mod/.git", "gitdir: ../.git/modules/mod\nhit\n")  # a submodule's pointer file
     assert grep(workspace, rg, pattern="hit") == ".github/w.yml:1:hit"
     assert glob(workspace, rg, pattern="**") == ".github/w.yml"
 

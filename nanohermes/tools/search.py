@@ -281,7 +281,7 @@ def _ancestor_levels(root: Path) -> list[_Level]:
 
 @dataclass
 class Walk:
-    files: list[str]  # root-relative, forward slashes, sorted
+    files: list[str]  # root-relative, forward slashes; sorted when truncated
     truncated: bool  # more files existed than the cap allowed
     pruned: list[str] = field(default_factory=list)  # folders not entered (Python walk only)
 
@@ -388,9 +388,13 @@ async def _rg(argv: list[str], cwd: Path) -> tuple[int, bytes, bytes]:
 
 
 def _rg_paths(out: bytes, sep: str) -> list[str]:
-    # ripgrep was given "." to search, so every path starts with "./".
-    text = out.decode(sys.getfilesystemencoding(), "surrogateescape")
-    return [p[2:] if p.startswith("./") else p for p in text.split(sep) if p]
+    # ripgrep was given "." to search, so every path starts with "./": drop it at C speed.
+    raw = out.replace(sep.encode() + b"./", sep.encode())
+    text = os.fsdecode(raw[2:] if raw.startswith(b"./") else raw)
+    paths = text.split(sep)
+    if paths and not paths[-1]:
+        paths.pop()
+    return paths
 
 
 def _rg_stats(out: bytes) -> tuple[bytes, int]:
@@ -403,12 +407,12 @@ def _rg_stats(out: bytes) -> tuple[bytes, int]:
 
 
 async def walk_ripgrep(rg: str, root: Path, ignore_dirs: frozenset[str], max_files: int) -> Walk:
-    code, out, err = await _rg([rg, "--files", *_rg_common(ignore_dirs), "."], root)
+    code, out, err = await _rg([rg, "--files", "--null", *_rg_common(ignore_dirs), "."], root)
     if code not in (0, 1) and not out:
         raise RipgrepFailed(err.decode(errors="replace").strip())
-    files = _rg_paths(out, "\n")
-    files.sort()  # the order of the Python walk, so a cap keeps the same files
+    files = _rg_paths(out, "\0")
     if len(files) > max_files:
+        files.sort()  # the Python walk's order, so the cap keeps the same files
         return Walk(files[:max_files], True)
     return Walk(files, False)
 
@@ -705,6 +709,16 @@ def _scan_walk(root: Path, dirs: frozenset[str], keep: Callable[[str], bool], ma
     return res, walk.truncated
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _safe(path: str) -> str:
+    """A path on one line: control characters (a newline in a file name) shown escaped."""
+    if not _CONTROL.search(path):
+        return path
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], path)
+
+
 def _prefix(shown: str) -> str:
     """What goes before a root-relative path to show it from the workspace."""
     return "" if shown == "." else shown.rstrip("/") + "/"
@@ -734,7 +748,7 @@ def _format_grep(args: GrepParams, ctx: ToolContext, prefix: str, shown: str, re
     for rel, lineno, line in hits:
         if len(line) > cap:
             line = line[:cap] + "…"
-        rows.append(f"{prefix}{rel}:{lineno}:{line}")
+        rows.append(f"{_safe(prefix + rel)}:{lineno}:{line}")
     return "\n".join(rows) + ("\n\n" + "\n".join(notes) if notes else "")
 
 
@@ -802,6 +816,7 @@ class Glob(Tool):
             found = [r for r in walk.files if r.endswith(suffix) and match(r)]
         else:
             found = [r for r in walk.files if match(r)]
+        found.sort()
         prefix = _prefix(shown)
         notes: list[str] = []
         if len(found) > lim.glob_results:
@@ -812,7 +827,7 @@ class Glob(Tool):
         if not found:
             n = len(walk.files)
             return "\n".join([f"no files match {args.pattern!r} under {shown} ({n} file{'' if n == 1 else 's'} walked)", *notes])
-        return "\n".join(prefix + r for r in found) + ("\n\n" + "\n".join(notes) if notes else "")
+        return "\n".join(_safe(prefix + r) for r in found) + ("\n\n" + "\n".join(notes) if notes else "")
 
 
 def tools(config: Config | None = None) -> list[Tool]:
