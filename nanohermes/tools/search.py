@@ -29,6 +29,8 @@ import re
 import shutil
 import sys
 import sysconfig
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator
@@ -527,6 +529,44 @@ def walk_note(limits: Limits) -> str:
     return f"… stopped walking after {limits.grep_max_files} files; search a narrower path"
 
 
+def _read_upto(path: str, max_bytes: int) -> bytes | None:
+    """The file's bytes, or None when it is larger than `max_bytes`. Raw reads sized from
+    fstat: one open, one stat and usually one read per file."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        size = os.fstat(fd).st_size
+        if size > max_bytes:
+            return None
+        chunks = [os.read(fd, size + 1)]
+        got = len(chunks[0])
+        while got > size and got <= max_bytes:  # it grew since the stat: read on to the limit
+            more = os.read(fd, max_bytes + 1 - got)
+            if not more:
+                break
+            chunks.append(more)
+            got += len(more)
+        return None if got > max_bytes else b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _read_ahead(rels: Iterable[str], base: str, max_bytes: int, depth: int = 64,
+                workers: int = 4) -> Iterator[tuple[str, Future[bytes | None]]]:
+    """Read the next files in threads while the caller searches this one; order is kept.
+
+    Reading is mostly system calls that release the GIL, so a few threads keep the disk
+    cache busy. At most `depth` files are in flight; leaving early waits only for those.
+    """
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grep-read") as pool:
+        queue: deque[tuple[str, Future[bytes | None]]] = deque()
+        for rel in rels:
+            queue.append((rel, pool.submit(_read_upto, base + rel, max_bytes)))
+            if len(queue) >= depth:
+                yield queue.popleft()
+        while queue:
+            yield queue.popleft()
+
+
 @dataclass
 class Scan:
     hits: list[tuple[str, int, str]] = field(default_factory=list)  # (rel, line number, text)
@@ -544,27 +584,22 @@ def scan(root: Path, rels: Iterable[str], matcher: Matcher, limits: Limits, know
     res = Scan()
     need = limits.grep_matches + 1
     max_bytes = limits.grep_file_max_bytes
-    for rel in rels:
+    base = os.path.join(root, "")
+    for rel, pending in _read_ahead(rels, base, max_bytes):
         res.searched += 1
-        path = os.path.join(root, rel)
+        path = base + rel
         try:
-            size = os.stat(path).st_size
-            if size > max_bytes:
-                if known or matcher.file_has_match(path):
-                    res.large += 1
-                continue
-            with open(path, "rb") as f:
-                data = f.read(max_bytes + 1)
+            data = pending.result()
         except OSError:
             continue
-        if len(data) > max_bytes:  # grew since the stat
-            res.large += 1 if known or matcher.file_has_match(path) else 0
+        if data is None:
+            if known or matcher.file_has_match(path):
+                res.large += 1
             continue
-        binary = b"\x00" in data[: limits.binary_sniff_bytes]
         if not known and matcher.quick_reject(data):
             continue
         text = data.decode("utf-8", "replace")
-        if binary:
+        if data.find(b"\x00", 0, limits.binary_sniff_bytes) >= 0:
             if known or matcher.has_match(text):
                 res.binary += 1
             continue
