@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from pydantic import Field
 
 from nanohermes.assemble import build_policy
 from nanohermes.config import Config, load_config, project_config_path, user_config_path
@@ -21,42 +20,23 @@ from nanohermes.runtime import DENIED, Runtime
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 from nanohermes.tools import Approval, Params, Tool, ToolContext
 from nanohermes.tools.files import ReadFile
+from nanohermes.tools.shell import RunCommand
 
 R = Rule.parse
 
 
-class ShellParams(Params):
-    command: str
-    cwd: str | None = Field(None)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Bash(Tool):
-    """A minimal real shell tool under the run_command name: runs `bash -c` in the workspace."""
-
-    name: ClassVar[str] = "run_command"
-    description: ClassVar[str] = "run a command"
-    params: ClassVar[type[Params]] = ShellParams
-    approval: ClassVar[Approval] = "always"
-
-    def rule_subject(self, args: Params) -> str | None:
-        return args.command  # type: ignore[attr-defined]
-
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, ShellParams)
-        proc = await asyncio.create_subprocess_exec("bash", "-c", args.command, cwd=ctx.workspace / (args.cwd or "."),
-                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-        out, _ = await proc.communicate()
-        return f"exit {proc.returncode}\n{out.decode()}"
-
-
 def runtime(ws: Path, ui: RecordingUI, policy: Policy, config: Config | None = None) -> Runtime:
-    return Runtime(tools=[Bash(), ReadFile()], config=config or Config(), workspace=ws, ui=ui, policy=policy)
+    return Runtime(tools=[RunCommand(), ReadFile()], config=config or Config(), workspace=ws, ui=ui, policy=policy)
 
 
 def run(rt: Runtime, name: str, **args: object) -> str:
     [msg] = asyncio.run(rt.run_calls([ToolCall(id="c", name=name, arguments=json.dumps(args))]))
     return msg.content or ""
+
+
+def ok(stdout: str = "(empty)") -> str:
+    """What the real run_command returns for a command that succeeded."""
+    return f"exit code: 0\n\nstdout:\n{stdout}\n\nstderr:\n(empty)"
 
 
 def asked(ui: RecordingUI) -> list[ApprovalRequest]:
@@ -68,11 +48,11 @@ def test_chained_command_is_asked_and_always_remembers_each_part(workspace: Path
     ui = RecordingUI(answers=["always"])
     rt = runtime(workspace, ui, Policy(allow=(R("run_command(git log *)"),)))
     out = run(rt, "run_command", command="touch made && ls made")
-    assert out == "exit 0\nmade\n"
+    assert out == ok("made")
     [req] = asked(ui)
     assert req.rule == "run_command(touch *)"  # ls is read-only: only touch needed approval
     assert req.reason == "`touch made` is not allowed by a rule"
-    assert run(rt, "run_command", command="touch other && ls other") == "exit 0\nother\n"
+    assert run(rt, "run_command", command="touch other && ls other") == ok("other")
     assert len(asked(ui)) == 1  # learned: not asked again
 
 
@@ -80,7 +60,7 @@ def test_read_only_commands_run_without_asking(workspace: Path) -> None:
     (workspace / "a.txt").write_text("one\ntwo\n")
     ui = RecordingUI()
     out = run(runtime(workspace, ui, Policy()), "run_command", command="cat a.txt | grep -c o && pwd")
-    assert out == f"exit 0\n2\n{workspace}\n"
+    assert out == ok(f"2\n{workspace}")
     assert asked(ui) == []
 
 
@@ -95,7 +75,7 @@ def test_a_redirection_is_asked_and_refusal_leaves_no_file(workspace: Path) -> N
 def test_accept_edits_lets_a_workspace_redirection_through(workspace: Path) -> None:
     ui = RecordingUI()
     out = run(runtime(workspace, ui, Policy(mode="accept-edits")), "run_command", command="echo hi > out.txt")
-    assert out == "exit 0\n"
+    assert out == ok()
     assert (workspace / "out.txt").read_text() == "hi\n"
     assert asked(ui) == []
 
@@ -134,13 +114,13 @@ def test_protected_redirection_is_refused_in_debug_mode(workspace: Path) -> None
 def test_learned_rules_survive_mode_changes(workspace: Path) -> None:
     ui = RecordingUI(answers=["always"])
     rt = runtime(workspace, ui, Policy())
-    assert run(rt, "run_command", command="touch one") == "exit 0\n"
+    assert run(rt, "run_command", command="touch one") == ok()
     rt.set_mode("debug")  # commands are asked in debug mode, but the rule was learned
-    assert run(rt, "run_command", command="touch two") == "exit 0\n"
+    assert run(rt, "run_command", command="touch two") == ok()
     rt.set_mode("plan")
     assert run(rt, "run_command", command="touch three").startswith("ERROR: run_command is not available in plan mode")
     rt.set_mode("default")
-    assert run(rt, "run_command", command="touch four") == "exit 0\n"
+    assert run(rt, "run_command", command="touch four") == ok()
     assert len(asked(ui)) == 1
     assert [p.name for p in sorted(workspace.iterdir())] == ["four", "one", "two"]
     assert "allow  run_command(touch *)  — learned this session" in rt.permissions_report()
@@ -197,7 +177,7 @@ def test_always_for_this_project_is_saved_and_loaded_next_time(workspace: Path) 
     cfg.write_text(json.dumps({"model": "m1", "permissions": {"deny": ["run_command(rm *)"]}}))
     ui = RecordingUI(answers=[ApprovalReply("project")])
     rt = runtime(workspace, ui, Policy())
-    assert run(rt, "run_command", command="touch a && mkdir -p b") == "exit 0\n"
+    assert run(rt, "run_command", command="touch a && mkdir -p b") == ok()
     saved = json.loads(cfg.read_text())
     assert saved == {"model": "m1", "permissions": {"deny": ["run_command(rm *)"],
                                                     "allow": ["run_command(touch *)", "run_command(mkdir -p *)"]}}
@@ -209,7 +189,7 @@ def test_always_for_this_project_is_saved_and_loaded_next_time(workspace: Path) 
     assert [(str(r), r.origin) for r in policy.allow] == [("run_command(touch *)", str(cfg)),
                                                           ("run_command(mkdir -p *)", str(cfg))]
     ui2 = RecordingUI()
-    assert run(runtime(workspace, ui2, policy), "run_command", command="touch c") == "exit 0\n"
+    assert run(runtime(workspace, ui2, policy), "run_command", command="touch c") == ok()
     assert asked(ui2) == []
 
 
@@ -219,12 +199,12 @@ def test_an_unreadable_project_config_is_not_overwritten(workspace: Path) -> Non
     cfg.write_text("{ not json")
     ui = RecordingUI(answers=[ApprovalReply("project")])
     rt = runtime(workspace, ui, Policy())
-    assert run(rt, "run_command", command="touch a") == "exit 0\n"
+    assert run(rt, "run_command", command="touch a") == ok()
     assert cfg.read_text() == "{ not json"
     notes = [e.text for e in ui.events if type(e).__name__ == "Notice"]
     assert len(notes) == 1 and notes[0].startswith(f"could not save to {cfg} (")
     assert notes[0].endswith("remembered for this session only")
-    assert run(rt, "run_command", command="touch b") == "exit 0\n"
+    assert run(rt, "run_command", command="touch b") == ok()
     assert len(asked(ui)) == 1
 
 
@@ -362,3 +342,16 @@ def test_project_answer_on_a_terminal_saves_the_rule(workspace: Path, home: Path
     assert child.expect(["Allow\\?", "second"]) == 1
     child.expect(pexpect.EOF)
     assert server.requests[3]["messages"][-1]["content"] == "1\tA=1"
+
+
+def test_p_runs_read_only_commands_and_refuses_the_rest_without_a_terminal(cli, server: FakeServer,
+                                                                           workspace: Path) -> None:
+    (workspace / "a.txt").write_text("x\ny\n")
+    server.add(tool_reply(call("run_command", {"command": "cat a.txt | wc -l"}, id="r"),
+                          call("run_command", {"command": "wc -l a.txt && touch made"}, id="w")),
+               Reply(text="ok"))
+    r = cli("-p", "count", server=server, config={"permissions": {"allow": ["run_command(git log *)"]}})
+    assert r.code == 0, r.err
+    results = {m["tool_call_id"]: m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"}
+    assert results == {"r": ok("2"), "w": DENIED}
+    assert not (workspace / "made").exists()
