@@ -508,3 +508,12 @@ def test_an_unrunnable_ripgrep_falls_back_to_python(workspace: Path) -> None:
     write(workspace, "a.txt", "hit\n")
     assert grep(workspace, str(workspace / "no-such-rg"), pattern="hit") == "a.txt:1:hit"
     assert glob(workspace, str(workspace / "no-such-rg"), pattern="*") == "a.txt"
+
+
+@pytest.mark.parametrize("rg", BACKENDS)
+def test_glob_any_depth_suffix(workspace: Path, rg: str | None) -> None:
+    for name in ("a.py", ".py", "x/b.py", "x/y/c.py", "a.py.txt", "x/py", "x.pyc"):
+        write(workspace, name)
+    assert glob(workspace, rg, pattern="**/*.py") == ".py\na.py\nx/b.py\nx/y/c.py"
+    assert glob(workspace, rg, pattern="*.py") == ".py\na.py"
+    assert glob(workspace, rg, pattern="x/**/*.py") == "x/b.py\nx/y/c.py"

@@ -848,7 +848,10 @@ class Glob(Tool):
         last = args.pattern.rsplit("/", 1)[-1]
         if last.startswith("*") and last != "*" and not any(c in last[1:] for c in "*?[\\"):
             suffix = last[1:]  # `**/*.py`: a cheap test of the name before the regex
-            found = [r for r in walk.files if r.endswith(suffix) and match(r)]
+            if args.pattern == "**/" + last:  # ...which is then the whole answer
+                found = [r for r in walk.files if r.endswith(suffix)]
+            else:
+                found = [r for r in walk.files if r.endswith(suffix) and match(r)]
         else:
             found = [r for r in walk.files if match(r)]
         found.sort()
