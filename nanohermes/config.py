@@ -141,6 +141,7 @@ class Config(_Section):
     web_fetch: WebFetchConfig = Field(default_factory=WebFetchConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
     subagents: dict[str, SubagentConfig] = Field(default_factory=dict)
+    summary_model: str | None = None  # a small model that labels each batch of tool calls in the REPL
 
     @field_validator("subagents")
     @classmethod

@@ -1,0 +1,135 @@
+"""The interactive approval prompt: `await approver.confirm(request) -> ApprovalReply`.
+
+Shows what would run (the exact command, or the coloured diff of an edit) and why it is
+asked, then offers three answers: yes once (y), always for this session (a, remembered as the
+rule the request names), no (n, then an optional note passed to the model). Arrow keys move
+the highlight and Enter takes it; Esc is no; Ctrl-C is no and interrupts the turn. Requests
+are answered one at a time, even when parallel calls ask together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable
+
+from prompt_toolkit.application import Application
+from prompt_toolkit.formatted_text import FormattedText
+from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.layout import Layout, Window
+from prompt_toolkit.layout.controls import FormattedTextControl
+from prompt_toolkit.shortcuts import PromptSession
+from rich.console import Console
+from rich.text import Text
+
+from nanohermes.events import ApprovalReply, ApprovalRequest, Choice
+from nanohermes.ui import render
+
+INTERRUPT = "interrupt"
+
+
+def choices(request: ApprovalRequest) -> list[tuple[Choice, str, str]]:
+    """(answer, key, label) in display order; the first one is highlighted at the start."""
+    always = f"Always (remember {request.rule} for this session)" if request.rule else "Always, for this session"
+    return [("once", "y", "Yes, once"), ("always", "a", always), ("deny", "n", "No, and tell the model what to do instead")]
+
+
+class Approver:
+    """Asks on the terminal. `before`/`after` let the REPL pause its live display around it;
+    `on_interrupt` is called when the user presses Ctrl-C at the prompt."""
+
+    def __init__(self, console: Console, *, before: Callable[[], None] = lambda: None,
+                 after: Callable[[], None] = lambda: None, on_interrupt: Callable[[], None] = lambda: None,
+                 pt_input: Any = None, pt_output: Any = None) -> None:
+        self.console = console
+        self.before = before
+        self.after = after
+        self.on_interrupt = on_interrupt
+        self._input = pt_input  # prompt-toolkit Input/Output: None means the real terminal
+        self._output = pt_output
+        self._lock = asyncio.Lock()
+        self._always: set[str] = set()  # rules answered "always" in this session
+
+    async def confirm(self, request: ApprovalRequest) -> ApprovalReply:
+        async with self._lock:
+            if request.rule and request.rule in self._always:
+                # A parallel call asked before its sibling's "always" was remembered.
+                return ApprovalReply("once")
+            self.before()
+            try:
+                return await self._ask(request)
+            finally:
+                self.after()
+
+    async def _ask(self, request: ApprovalRequest) -> ApprovalReply:
+        self.console.print(render.approval(request))
+        picked = await self._choose(request)
+        if picked == INTERRUPT:
+            self.console.print(Text("⊘ no (interrupted)", style="yellow"))
+            self.on_interrupt()
+            return ApprovalReply("deny")
+        if picked == "deny":
+            note = await self._note()
+            self.console.print(Text("⊘ no" + (f": {note}" if note else ""), style="yellow"))
+            return ApprovalReply("deny", note)
+        if picked == "always":
+            if request.rule:
+                self._always.add(request.rule)
+            self.console.print(Text(f"✓ always: {request.rule or request.tool}", style="green"))
+        else:
+            self.console.print(Text("✓ yes, once", style="green"))
+        return ApprovalReply(picked)  # type: ignore[arg-type]
+
+    async def _choose(self, request: ApprovalRequest) -> str:
+        options = choices(request)
+        selected = [0]
+
+        def text() -> FormattedText:
+            parts: list[tuple[str, str]] = []
+            for i, (_, key, label) in enumerate(options):
+                on = i == selected[0]
+                parts.append(("bold reverse" if on else "", f"{'❯' if on else ' '} [{key}] {label}"))
+                parts.append(("", "\n"))
+            parts.append(("italic", "  ↑/↓ and Enter, or press y / a / n"))
+            return FormattedText(parts)
+
+        kb = KeyBindings()
+
+        def pick(value: str) -> Callable[[Any], None]:
+            return lambda event: event.app.exit(result=value)
+
+        for answer, key, _ in options:
+            kb.add(key)(pick(answer))
+            kb.add(key.upper())(pick(answer))
+        kb.add("escape", eager=True)(pick("deny"))
+        kb.add("c-c")(pick(INTERRUPT))
+        kb.add("c-d")(pick(INTERRUPT))
+
+        @kb.add("up")
+        @kb.add("left")
+        @kb.add("s-tab")
+        def _up(event: Any) -> None:
+            selected[0] = (selected[0] - 1) % len(options)
+
+        @kb.add("down")
+        @kb.add("right")
+        @kb.add("tab")
+        def _down(event: Any) -> None:
+            selected[0] = (selected[0] + 1) % len(options)
+
+        @kb.add("enter")
+        def _enter(event: Any) -> None:
+            event.app.exit(result=options[selected[0]][0])
+
+        app: Application[str] = Application(
+            layout=Layout(Window(FormattedTextControl(text, focusable=True, show_cursor=False),
+                                 height=len(options) + 1)),
+            key_bindings=kb, full_screen=False, erase_when_done=True, input=self._input, output=self._output,
+        )
+        return await app.run_async()
+
+    async def _note(self) -> str:
+        session: PromptSession[str] = PromptSession(input=self._input, output=self._output)
+        try:
+            return (await session.prompt_async("note for the model (Enter to skip): ")).strip()
+        except (KeyboardInterrupt, EOFError):
+            return ""

@@ -1,0 +1,376 @@
+"""Events and REPL facts as rich renderables: pure functions, no I/O, snapshot-tested.
+
+The REPL decides when to print; this module decides what it looks like. Everything fits 80
+columns: one-line summaries are cut with an ellipsis, long outputs are folded with a count of
+the hidden lines, diffs are coloured line by line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, is_dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from nanohermes.events import (
+    ApprovalRequest, ModelStarted, Notice, TextDelta, ToolFinished, ToolProgress, ToolStarted, TurnEnded, UsageUpdate,
+)
+from nanohermes.budget import Limits
+from nanohermes.messages import Usage
+from nanohermes.runtime import DENIED, INTERRUPTED
+
+if TYPE_CHECKING:
+    from nanohermes.tools import Tool
+    from nanohermes.ui.commands import Command
+
+PREVIEW_LINES = 4  # result lines shown under a tool call
+ERROR_LINES = 6  # error lines shown under a failed call
+DIFF_LINES = 60  # diff lines shown for an edit or in an approval prompt
+DETAIL_LINES = 40  # command or detail lines shown in an approval prompt
+LINE_CHARS = 200  # any single folded line
+
+
+def fold(text: str, max_lines: int, *, style: str = "", indent: str = "  ") -> Text:
+    """The first `max_lines` lines, then `… N more lines` when some were hidden."""
+    lines = text.rstrip("\n").split("\n") if text.strip() else []
+    out = Text()
+    for line in lines[:max_lines]:
+        if len(line) > LINE_CHARS:
+            line = line[:LINE_CHARS] + "…"
+        out.append(indent + line + "\n", style=style)
+    hidden = len(lines) - max_lines
+    if hidden > 0:
+        out.append(f"{indent}… {hidden} more line{'s' if hidden != 1 else ''}\n", style="dim")
+    out.rstrip()
+    return out
+
+
+def diff(text: str, max_lines: int = DIFF_LINES) -> Text:
+    """A unified diff with + green, - red, @@ cyan, headers bold; folded past `max_lines`."""
+    lines = text.rstrip("\n").split("\n") if text.strip() else []
+    out = Text()
+    for line in lines[:max_lines]:
+        if line.startswith(("+++", "---")):
+            style = "bold"
+        elif line.startswith("+"):
+            style = "green"
+        elif line.startswith("-"):
+            style = "red"
+        elif line.startswith("@@"):
+            style = "cyan"
+        else:
+            style = "dim"
+        if len(line) > LINE_CHARS:
+            line = line[:LINE_CHARS] + "…"
+        out.append("  " + line + "\n", style=style)
+    hidden = len(lines) - max_lines
+    if hidden > 0:
+        out.append(f"  … {hidden} more diff line{'s' if hidden != 1 else ''}\n", style="dim")
+    out.rstrip()
+    return out
+
+
+def elapsed(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    m, s = divmod(int(seconds), 60)
+    return f"{m}m{s:02d}s"
+
+
+def status_of(ev: ToolFinished) -> str:
+    if ev.is_error:
+        return "error"
+    if ev.result.startswith(DENIED):
+        return "denied"
+    if ev.result == INTERRUPTED:
+        return "interrupted"
+    return "ok"
+
+
+_MARK = {"ok": ("✓", "green"), "error": ("✗", "red"), "denied": ("⊘", "yellow"), "interrupted": ("⊘", "yellow")}
+
+
+def _one_line(left: Text, right: Text) -> RenderableType:
+    """`left` cut with an ellipsis to fit the width; `right` (elapsed, status) always shown."""
+    if left.cell_len + 1 + right.cell_len <= 80:  # fits any usable terminal: no table needed
+        return Text.assemble(left, " ", right, no_wrap=True, overflow="ellipsis")
+    grid = Table.grid(padding=(0, 1), expand=True)
+    grid.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
+    grid.add_column(no_wrap=True, width=right.cell_len)
+    grid.add_row(left, right)
+    return grid
+
+
+def tool_line(name: str, summary: str, status: str, seconds: float) -> RenderableType:
+    """`✓ read_file notes.md · 0.1s`: the one line a finished call gets."""
+    mark, style = _MARK.get(status, ("•", ""))
+    left = Text()
+    left.append(f"{mark} ", style=style)
+    left.append(name, style="bold")
+    if summary:
+        left.append(" " + summary.replace("\n", " ")[:LINE_CHARS])
+    right = Text(f"· {elapsed(seconds)}", style="dim")
+    if status != "ok":
+        right.append(f" · {status}", style=style)
+    return _one_line(left, right)
+
+
+def tool_finished(ev: ToolFinished, summary: str) -> RenderableType:
+    """The call line plus its body: the diff of an edit, the error, or a folded preview."""
+    status = status_of(ev)
+    parts: list[RenderableType] = [tool_line(ev.name, summary, status, ev.elapsed)]
+    if ev.display:
+        parts.append(diff(ev.display))
+    elif status == "error":
+        parts.append(fold(ev.result, ERROR_LINES, style="red"))
+    elif status == "ok" and ev.result.strip():
+        parts.append(fold(ev.result, PREVIEW_LINES, style="dim"))
+    return Group(*parts)
+
+
+def tool_running(name: str, summary: str, seconds: float, progress: str = "") -> RenderableType:
+    left = Text()
+    left.append(name, style="bold")
+    if summary:
+        left.append(" " + summary.replace("\n", " ")[:LINE_CHARS])
+    right = Text(f"· {elapsed(seconds)}", style="dim")
+    if progress:
+        right.append(" · " + progress.replace("\n", " ")[:60], style="dim")
+    return _one_line(left, right)
+
+
+def batch_label(label: str, calls: int) -> RenderableType:
+    left = Text()
+    left.append("▸ ", style="cyan")
+    left.append(label, style="bold")
+    return _one_line(left, Text(f"· {calls} call{'s' if calls != 1 else ''}", style="dim"))
+
+
+def notice(ev: Notice) -> Text:
+    style = {"info": "dim", "warning": "yellow", "error": "red"}[ev.level]
+    prefix = "" if ev.level == "info" else f"{ev.level}: "
+    return Text(prefix + ev.text, style=style)
+
+
+def turn_ended(ev: TurnEnded) -> Text | None:
+    if ev.reason == "interrupted":
+        return Text("⊘ interrupted (pending calls were answered \"interrupted by user\")", style="yellow")
+    if ev.reason == "max_turns":
+        return Text(f"stopped after {ev.turns} model calls; say \"continue\" to go on", style="yellow")
+    if ev.reason == "error":
+        return Text("the turn ended with an error", style="red")
+    return None
+
+
+def info(text: str) -> Text:
+    return Text(text, style="cyan")
+
+
+def unknown(event: Any) -> Text:
+    """Any event this module does not know yet: its type and fields on one dim line."""
+    name = type(event).__name__
+    if is_dataclass(event):
+        pairs = ", ".join(f"{f.name}={_short(getattr(event, f.name))}" for f in fields(event))
+    else:
+        pairs = _short(event)
+    return Text(f"• {name}: {pairs}", style="dim", no_wrap=True, overflow="ellipsis")
+
+
+def _short(value: Any) -> str:
+    text = repr(value) if not isinstance(value, str) else value
+    text = text.replace("\n", " ")
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def event(ev: Any, summary: str = "") -> RenderableType | None:
+    """What the scrolling transcript shows for one event (None: nothing, or shown elsewhere)."""
+    if isinstance(ev, (ModelStarted, TextDelta, ToolStarted, ToolProgress, UsageUpdate, ApprovalRequest)):
+        return None  # the live area, the answer stream, the toolbar and the approval prompt show these
+    if isinstance(ev, ToolFinished):
+        return tool_finished(ev, summary)
+    if isinstance(ev, Notice):
+        return notice(ev)
+    if isinstance(ev, TurnEnded):
+        return turn_ended(ev)
+    return unknown(ev)
+
+
+def approval(req: ApprovalRequest) -> Panel:
+    """The approval prompt's body: what would run, why it asks, what "always" remembers."""
+    body: list[RenderableType] = []
+    head = Text()
+    head.append(req.tool, style="bold")
+    if req.summary:
+        head.append(" " + req.summary)
+    body.append(head)
+    detail = req.detail.strip("\n")
+    if detail and detail != req.summary:
+        if _looks_like_diff(detail):
+            body.append(diff(detail))
+        else:
+            body.append(fold(detail, DETAIL_LINES))
+    if req.reason:
+        body.append(Text(f"asked because: {req.reason}", style="dim"))
+    return Panel(Group(*body), title="approve?", title_align="left", border_style="yellow")
+
+
+def _looks_like_diff(text: str) -> bool:
+    return text.startswith(("--- ", "diff ", "@@")) or "\n@@ " in text
+
+
+@dataclass(frozen=True)
+class ToolRow:
+    name: str
+    group: str
+    read_only: str  # yes | no | per call
+    concurrency_safe: str
+    output_limit: str
+    source: str
+    hidden: str = ""  # why the current mode or lists hide it
+
+
+def flag(tool: Tool, which: str) -> str:
+    """A behaviour flag for display. Flags may depend on the arguments, so the predicate is
+    tried on the defaults; when it needs a real argument the answer is "per call"."""
+    try:
+        args = tool.params.model_construct()
+        return "yes" if getattr(tool, which)(args) else "no"
+    except Exception:
+        return "per call"
+
+
+def limit_text(text: str, limits: Limits) -> str:
+    """A tool's `output_limit()` with each Limits name replaced by its value and unit."""
+    out = []
+    words = text.replace(",", " ,").split(" ")
+    for i, word in enumerate(words):
+        value = getattr(limits, word, None) if word in Limits.names() else None
+        if value is None:
+            out.append(word)
+            continue
+        following = words[i + 1] if i + 1 < len(words) else ""
+        if word.endswith("_bytes"):
+            out.append(_bytes(int(value)))
+        elif (word.endswith("_chars") or word == "max_output") and following != "chars":
+            out.append(f"{value:,} chars")
+        else:
+            out.append(f"{value:,}")
+    return " ".join(out).replace(" ,", ",")
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n:,} bytes"
+
+
+def tools_table(rows: Sequence[ToolRow], mode: str) -> Group:
+    """Every tool in pool order; the hidden ones dimmed, with the reason listed under the table."""
+    t = Table(title=f"tools (mode: {mode})", title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD)
+    t.add_column("name", style="bold", no_wrap=True)
+    t.add_column("group", no_wrap=True)
+    t.add_column("read-only", no_wrap=True)
+    t.add_column("parallel", no_wrap=True)
+    t.add_column("output limit")
+    t.add_column("source", no_wrap=True)
+    t.add_column("shown", no_wrap=True)
+    reasons = Text()
+    for r in rows:
+        shown = Text("hidden", style="yellow") if r.hidden else Text("yes", style="green")
+        t.add_row(*(Text(v) for v in (r.name, r.group, r.read_only, r.concurrency_safe, r.output_limit, r.source)),
+                  shown, style="dim" if r.hidden else "")
+        if r.hidden:
+            why = r.hidden[len(r.name) + 1:] if r.hidden.startswith(r.name + " ") else r.hidden
+            reasons.append(f"hidden {r.name}: {why}\n", style="yellow")
+    reasons.rstrip()
+    return Group(t, reasons) if reasons else Group(t)
+
+
+def help_table(commands: Iterable[Command]) -> Group:
+    t = Table(show_header=False, box=None, pad_edge=False)
+    t.add_column(style="bold cyan", no_wrap=True)
+    t.add_column()
+    for c in commands:
+        t.add_row(Text("/" + c.name + (f" {c.usage}" if c.usage else "")), Text(c.help))
+    keys = Text(
+        "Enter sends · Alt+Enter or Esc Enter: new line · Tab completes /commands and @paths\n"
+        "@path attaches a file · Shift+Tab cycles the mode · Ctrl-C cancels the turn · Ctrl-D exits",
+        style="dim",
+    )
+    return Group(t, keys)
+
+
+def context_table(parts: dict[str, int], counts: dict[str, int], sizes: dict[str, int], budget_chars: int) -> Table:
+    t = Table(title="context", title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD)
+    t.add_column("part")
+    t.add_column("items", justify="right")
+    t.add_column("chars", justify="right")
+    for name, n in parts.items():
+        t.add_row(name, "", f"{n:,}")
+    for name, n in sizes.items():
+        t.add_row(name, str(counts[name]), f"{n:,}")
+    history = sum(sizes.values())
+    t.add_row(Text("history vs session budget", style="bold"), "",
+              f"{history:,} / {budget_chars:,} ({100 * history // max(1, budget_chars)}%)")
+    return t
+
+
+def usage_text(usage: Usage, model: str) -> Text:
+    est = " (estimated: the endpoint sent no usage)" if usage.estimated else ""
+    return Text(
+        f"{model}: {usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion = "
+        f"{usage.total_tokens:,} tokens{est}; price unknown",
+        style="cyan",
+    )
+
+
+def toolbar(model: str, mode: str, history_chars: int, budget_chars: int, usage: Usage) -> str:
+    """The bottom toolbar text (plain: prompt-toolkit draws it)."""
+    pct = 100 * history_chars // max(1, budget_chars)
+    tokens = f" · {usage.total_tokens:,} tokens" if usage.total_tokens else ""
+    return f" {model} · mode: {mode} · context {pct}% ({history_chars // 1000}k/{budget_chars // 1000}k chars){tokens}"
+
+
+class MarkdownBlocks:
+    """Splits a streamed answer into finished Markdown blocks.
+
+    A block is finished at a blank line outside a code fence; finished blocks are printed
+    for good, and only the unfinished tail is redrawn live, so a long answer never needs a
+    live area taller than the screen.
+    """
+
+    def __init__(self) -> None:
+        self.pending = ""
+
+    def feed(self, piece: str) -> list[str]:
+        self.pending += piece
+        done: list[str] = []
+        in_fence = False
+        start = 0
+        pos = 0
+        cut = 0
+        for line in self.pending.splitlines(keepends=True):
+            pos += len(line)
+            stripped = line.strip()
+            if stripped.startswith(("```", "~~~")):
+                in_fence = not in_fence
+            elif not stripped and not in_fence and line.endswith("\n") and self.pending[start:pos - len(line)].strip():
+                done.append(self.pending[start:pos])
+                start = cut = pos
+        self.pending = self.pending[cut:]
+        return [b.strip("\n") for b in done]
+
+    def flush(self) -> str:
+        rest, self.pending = self.pending.strip("\n"), ""
+        return rest
+
+
+def answer(markdown_text: str) -> RenderableType:
+    from rich.markdown import Markdown
+
+    return Markdown(markdown_text)

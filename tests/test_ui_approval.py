@@ -1,0 +1,88 @@
+"""The approval prompt, driven through prompt-toolkit's pipe input: keys in, ApprovalReply out."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+from rich.console import Console
+
+from nanohermes.events import ApprovalReply, ApprovalRequest
+from nanohermes.ui.approval import Approver
+
+REQ = ApprovalRequest(call_id="c1", tool="run_command", summary="git push", detail="git push origin main",
+                      rule="run_command(git push *)", reason="runs a shell command")
+
+
+def ask(keys: list[str], *requests: ApprovalRequest, **kw: Any) -> tuple[list[ApprovalReply], str]:
+    console = Console(width=80, record=True, force_terminal=False)
+
+    async def go() -> list[ApprovalReply]:
+        with create_pipe_input() as inp:
+            approver = Approver(console, pt_input=inp, pt_output=DummyOutput(), **kw)
+
+            async def feed() -> None:
+                for k in keys:  # one answer at a time, as a person would type them
+                    await asyncio.sleep(0.05)
+                    inp.send_text(k)
+
+            feeder = asyncio.create_task(feed())
+            replies = await asyncio.wait_for(asyncio.gather(*(approver.confirm(r) for r in requests)), 30)
+            await feeder
+            return list(replies)
+
+    replies = asyncio.run(go())
+    return replies, console.export_text()
+
+
+@pytest.mark.parametrize("key, choice", [("y", "once"), ("a", "always"), ("\r", "once"), ("\x1b[B\r", "always"),
+                                         ("\x1b[B\x1b[B\x1b[B\r", "once"), ("\x1b[A\r\r", "deny")])
+def test_keys_pick_the_answer(key: str, choice: str) -> None:
+    replies, _ = ask([key], REQ)
+    assert replies == [ApprovalReply(choice)]  # type: ignore[arg-type]
+
+
+def test_no_takes_a_note_for_the_model() -> None:
+    replies, shown = ask(["n", "use git status instead\r"], REQ)
+    assert replies == [ApprovalReply("deny", "use git status instead")]
+    assert "⊘ no: use git status instead" in shown
+
+
+def test_escape_is_no_without_a_note() -> None:
+    replies, _ = ask(["\x1b", "\r"], REQ)
+    assert replies == [ApprovalReply("deny", "")]
+
+
+def test_prompt_shows_the_command_the_reason_and_the_rule() -> None:
+    _, shown = ask(["y"], REQ)
+    assert "run_command git push" in shown
+    assert "git push origin main" in shown
+    assert "asked because: runs a shell command" in shown
+    assert "✓ yes, once" in shown
+
+
+def test_ctrl_c_refuses_and_interrupts_the_turn() -> None:
+    interrupted: list[bool] = []
+    replies, _ = ask(["\x03"], REQ, on_interrupt=lambda: interrupted.append(True))
+    assert replies == [ApprovalReply("deny")]
+    assert interrupted == [True]
+
+
+def test_parallel_requests_are_asked_one_at_a_time() -> None:
+    events: list[str] = []
+    second = ApprovalRequest(call_id="c2", tool="run_command", summary="git tag v1", rule="run_command(git tag *)")
+    replies, shown = ask(["y", "n", "\r"], REQ, second, before=lambda: events.append("open"),
+                         after=lambda: events.append("close"))
+    assert replies == [ApprovalReply("once"), ApprovalReply("deny", "")]
+    assert events == ["open", "close", "open", "close"]
+    assert shown.index("git push") < shown.index("✓ yes, once") < shown.index("git tag v1")
+
+
+def test_always_covers_a_parallel_sibling_waiting_with_the_same_rule() -> None:
+    sibling = ApprovalRequest(call_id="c2", tool="run_command", summary="git push --tags", rule=REQ.rule)
+    replies, shown = ask(["a"], REQ, sibling)
+    assert replies == [ApprovalReply("always"), ApprovalReply("once")]
+    assert shown.count("approve?") == 1

@@ -1,0 +1,193 @@
+"""Rendering snapshots: each renderable printed by a recording rich Console at 80 columns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from nanohermes.budget import Limits
+from nanohermes.events import ApprovalRequest, Notice, TextDelta, ToolFinished, TurnEnded
+from nanohermes.messages import Usage
+from nanohermes.runtime import DENIED, INTERRUPTED
+from nanohermes.ui import render
+
+
+def text_of(renderable: Any, width: int = 80) -> str:
+    c = Console(width=width, record=True, force_terminal=False, color_system=None)
+    c.print(renderable)
+    return "\n".join(line.rstrip() for line in c.export_text().splitlines())
+
+
+def styled(renderable: Any, width: int = 80) -> str:
+    c = Console(width=width, record=True, force_terminal=True, color_system="standard")
+    c.print(renderable)
+    return c.export_text(styles=True)
+
+
+def finished(result: str, **kw: Any) -> ToolFinished:
+    return ToolFinished(call_id="c1", name=kw.pop("name", "read_file"), result=result,
+                        is_error=kw.pop("is_error", False), elapsed=kw.pop("elapsed", 0.25), **kw)
+
+
+def test_finished_call_is_one_line_with_a_folded_preview() -> None:
+    ev = finished("\n".join(f"{i}\tline {i}" for i in range(1, 8)))
+    assert text_of(render.tool_finished(ev, "notes.md")) == (
+        "✓ read_file notes.md · 0.2s\n"
+        "  1     line 1\n"
+        "  2     line 2\n"
+        "  3     line 3\n"
+        "  4     line 4\n"
+        "  … 3 more lines"
+    )
+
+
+def test_failed_call_shows_the_error_in_red() -> None:
+    ev = finished("ERROR: x does not exist; check the path with list_dir or glob", is_error=True, elapsed=61)
+    assert text_of(render.tool_finished(ev, "x")) == (
+        "✗ read_file x · 1m01s · error\n"
+        "  ERROR: x does not exist; check the path with list_dir or glob"
+    )
+    assert "\x1b[31m  ERROR: x does not exist" in styled(render.tool_finished(ev, "x"))
+
+
+def test_denied_and_interrupted_calls_say_so_without_a_preview() -> None:
+    assert text_of(render.tool_finished(finished(DENIED + "\nThe user said: no"), "a")) == "⊘ read_file a · 0.2s · denied"
+    assert text_of(render.tool_finished(finished(INTERRUPTED), "a")) == "⊘ read_file a · 0.2s · interrupted"
+
+
+def test_edit_shows_its_diff_coloured() -> None:
+    diff = "--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n-x = 1\n+x = 2\n keep"
+    ev = finished("edited app.py", name="edit_file", display=diff)
+    assert text_of(render.tool_finished(ev, "app.py")) == (
+        "✓ edit_file app.py · 0.2s\n"
+        "  --- a/app.py\n"
+        "  +++ b/app.py\n"
+        "  @@ -1,2 +1,2 @@\n"
+        "  -x = 1\n"
+        "  +x = 2\n"
+        "   keep"
+    )
+    out = styled(render.diff(diff))
+    assert "\x1b[31m  -x = 1" in out  # red
+    assert "\x1b[32m  +x = 2" in out  # green
+    assert "\x1b[36m  @@ -1,2 +1,2 @@" in out  # cyan
+
+
+def test_long_diff_is_folded_with_the_count_of_hidden_lines() -> None:
+    diff = "@@ -1,100 +1,100 @@\n" + "\n".join(f"+line {i}" for i in range(100))
+    out = text_of(render.diff(diff, max_lines=5)).splitlines()
+    assert out[-1] == "  … 96 more diff lines"
+    assert len(out) == 6
+
+
+def test_long_summary_is_cut_but_elapsed_and_status_stay_at_80_columns() -> None:
+    line = text_of(render.tool_line("grep", "a very long pattern " * 10, "error", 1.0))
+    assert line == "✗ grep a very long pattern a very long pattern a very long patte… · 1.0s · error"
+    assert len(line) <= 80
+    narrow = text_of(render.tool_line("grep", "a very long pattern " * 10, "ok", 1.0), width=30)
+    assert narrow == "✓ grep a very long pat… · 1.0s"
+
+
+def test_running_call_shows_progress() -> None:
+    assert text_of(render.tool_running("run_command", "make test", 12.0, "1.2 MB so far")) == (
+        "run_command make test · 12.0s · 1.2 MB so far")
+
+
+def test_approval_panel_shows_command_reason_and_diff() -> None:
+    req = ApprovalRequest(call_id="c", tool="edit_file", summary="edit a.py",
+                          detail="--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y", rule="edit_file(a.py)",
+                          reason="edits a file")
+    assert text_of(render.approval(req)) == (
+        "╭─ approve? ───────────────────────────────────────────────────────────────────╮\n"
+        "│ edit_file edit a.py                                                          │\n"
+        "│   --- a/a.py                                                                 │\n"
+        "│   +++ b/a.py                                                                 │\n"
+        "│   @@ -1 +1 @@                                                                │\n"
+        "│   -x                                                                         │\n"
+        "│   +y                                                                         │\n"
+        "│ asked because: edits a file                                                  │\n"
+        "╰──────────────────────────────────────────────────────────────────────────────╯"
+    )
+
+
+def test_approval_panel_folds_a_long_command() -> None:
+    cmd = "\n".join(f"echo {i}" for i in range(50))
+    req = ApprovalRequest(call_id="c", tool="run_command", summary="echo 0", detail=cmd)
+    out = text_of(render.approval(req))
+    assert "echo 39" in out and "echo 40" not in out
+    assert "… 10 more lines" in out
+
+
+def test_tools_table_marks_hidden_tools_with_the_reason() -> None:
+    rows = [render.ToolRow("read_file", "files", "yes", "yes", "2,000 lines", "built-in"),
+            render.ToolRow("write_file", "files", "no", "no", "20,000 chars", "built-in",
+                           "write_file is not available in plan mode")]
+    assert text_of(render.tools_table(rows, "plan")) == (
+        "tools (mode: plan)\n"
+        "\n"
+        " name         group   read-only   parallel   output limit   source     shown\n"
+        " ────────────────────────────────────────────────────────────────────────────\n"
+        " read_file    files   yes         yes        2,000 lines    built-in   yes\n"
+        " write_file   files   no          no         20,000 chars   built-in   hidden\n"
+        "\n"
+        "hidden write_file: is not available in plan mode"
+    )
+
+
+def test_limit_names_become_values_with_units() -> None:
+    lim = Limits(read_file_window_lines=3)
+    assert render.limit_text("read_file_window_lines lines, read_file_max_bytes", lim) == "3 lines, 4 MiB"
+    assert render.limit_text("max_output", lim) == "20,000 chars"
+    assert render.limit_text("run_command_capture_bytes per stream", lim) == "256 KiB per stream"
+
+
+def test_unknown_event_is_one_dim_line() -> None:
+    @dataclass(frozen=True)
+    class TodoUpdated:
+        todos: list[dict[str, str]]
+        note: str
+
+    out = text_of(render.event(TodoUpdated(todos=[{"content": "write tests", "status": "pending"}], note="x\ny")))
+    assert out == "• TodoUpdated: todos=[{'content': 'write tests', 'status': 'pending'}], note=x y"
+
+
+def test_events_shown_elsewhere_render_nothing() -> None:
+    assert render.event(TextDelta(text="hi")) is None
+
+
+def test_notices_and_turn_ends() -> None:
+    assert text_of(render.event(Notice(level="warning", text="retrying in 1.0s"))) == "warning: retrying in 1.0s"
+    assert text_of(render.event(TurnEnded(reason="interrupted", turns=1, tool_calls=2, text=""))) == (
+        '⊘ interrupted (pending calls were answered "interrupted by user")')
+    assert render.event(TurnEnded(reason="completed", turns=1, tool_calls=0, text="ok")) is None
+
+
+def test_toolbar_and_usage() -> None:
+    assert render.toolbar("gpt-x", "plan", 12_345, 120_000, Usage(100, 20)) == (
+        " gpt-x · mode: plan · context 10% (12k/120k chars) · 120 tokens")
+    assert text_of(render.usage_text(Usage(1000, 20), "gpt-x")) == (
+        "gpt-x: 1,000 prompt + 20 completion = 1,020 tokens; price unknown")
+
+
+def test_batch_label_line() -> None:
+    assert text_of(render.batch_label("Read the notes", 2)) == "▸ Read the notes · 2 calls"
+
+
+@pytest.mark.parametrize("pieces", [["one big piece"], "char by char"])
+def test_markdown_blocks_finish_at_blank_lines_outside_fences(pieces: Any) -> None:
+    text = "# Title\n\nFirst para\nstill first.\n\n```py\na = 1\n\nb = 2\n```\n\nTail"
+    blocks = render.MarkdownBlocks()
+    done: list[str] = []
+    for p in ([text] if pieces == ["one big piece"] else list(text)):
+        done += blocks.feed(p)
+    assert done == ["# Title", "First para\nstill first.", "```py\na = 1\n\nb = 2\n```"]
+    assert blocks.flush() == "Tail"
+    assert blocks.pending == ""
+
+
+def test_answer_renders_markdown() -> None:
+    out = text_of(render.answer("Some **bold** text\n\n- one\n- two"))
+    assert out == "Some bold text\n\n • one\n • two"
