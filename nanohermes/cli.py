@@ -7,14 +7,13 @@ shown as one line plus a hint (a traceback only with --verbose). Exit codes: 0 s
 """
 
 
-import asyncio
 import json
 import os
 import signal
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, NoReturn, Optional
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_TURNS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 EXIT_TERMINATED = 143
@@ -220,7 +219,7 @@ def run(*, prompt: str | None, fmt: str, flags: dict[str, Any], config_file: Pat
         resume_path = _resume_target(workspace, cont, resume, save_session)
         if prompt is None:
             if sys.stdin.isatty():
-                raise UsageError("the interactive REPL is not available in this build", hint='run a prompt with -p "..."')
+                _interactive(loaded.config, workspace, save_session, resume_path)
             prompt = ""
         if not sys.stdin.isatty():
             piped = sys.stdin.read()
@@ -234,6 +233,18 @@ def run(*, prompt: str | None, fmt: str, flags: dict[str, Any], config_file: Pat
         return EXIT_INTERRUPTED
     except Exception as e:  # the single place run-ending errors are reported
         return _fail(e, verbose)
+
+
+def _interactive(config: Any, workspace: Path, save_session: bool, resume: Path | None = None) -> NoReturn:
+    from nanohermes.ui.repl import run_repl
+
+    code = run_repl(config, workspace, save_session=save_session, resume=resume)
+    # Everything is saved and closed by now. Exiting here skips the interpreter's teardown
+    # (most of a second with the SDK loaded) and cannot hang on a tool thread stuck in a
+    # blocking call.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool, save_session: bool,
@@ -253,6 +264,8 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
         from nanohermes.meters import context_breakdown, cost_report
 
         return {"cost": cost_report(ui.meter.turn, agent.usage, config, config.model), "context": context_breakdown(agent)}
+
+    import asyncio  # here, not at the top: `--version` must not pay for it
 
     try:
         result = asyncio.run(_one_turn(built, prompt))
@@ -286,6 +299,8 @@ async def _one_turn(built: Any, prompt: str) -> Any:
     """One turn inside the session (MCP servers up before it; background tasks, sub-agents
     and servers closed after it, however it ends). SIGTERM and SIGHUP cancel the turn
     instead of killing the process, so the close still runs; once closing, they wait for it."""
+    import asyncio
+
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     asking = True

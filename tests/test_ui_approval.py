@@ -11,7 +11,7 @@ from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
 from nanohermes.events import ApprovalReply, ApprovalRequest
-from nanohermes.ui.approval import Approver
+from nanohermes.ui.approval import Approver, choices
 
 REQ = ApprovalRequest(call_id="c1", tool="run_command", summary="git push", detail="git push origin main",
                       rule="run_command(git push *)", reason="runs a shell command")
@@ -38,11 +38,27 @@ def ask(keys: list[str], *requests: ApprovalRequest, **kw: Any) -> tuple[list[Ap
     return replies, console.export_text()
 
 
-@pytest.mark.parametrize("key, choice", [("y", "once"), ("a", "always"), ("\r", "once"), ("\x1b[B\r", "always"),
-                                         ("\x1b[B\x1b[B\x1b[B\r", "once"), ("\x1b[A\r\r", "deny")])
+@pytest.mark.parametrize("key, choice", [("y", "once"), ("a", "always"), ("p", "project"), ("\r", "once"),
+                                         ("\x1b[B\r", "always"), ("\x1b[B\x1b[B\r", "project"),
+                                         ("\x1b[B\x1b[B\x1b[B\x1b[B\r", "once"), ("\x1b[A\r\r", "deny")])
 def test_keys_pick_the_answer(key: str, choice: str) -> None:
     replies, _ = ask([key], REQ)
     assert replies == [ApprovalReply(choice)]  # type: ignore[arg-type]
+
+
+def test_a_request_without_a_rule_offers_only_yes_and_no() -> None:
+    protected = ApprovalRequest(call_id="c1", tool="write_file", summary="edit .git/config", rule="",
+                                reason="writes a protected path")
+    replies, _ = ask(["a", "p", "\x1b[B\r", "\r"], protected)  # a and p do nothing; down reaches No
+    assert replies == [ApprovalReply("deny", "")]
+    assert [answer for answer, _, _ in choices(protected)] == ["once", "deny"]
+
+
+def test_a_sub_agent_request_names_the_agent() -> None:
+    req = ApprovalRequest(call_id="c1", tool="run_command", summary="make", rule="run_command(make)",
+                          agent="explore agent-1")
+    _, shown = ask(["y"], req)
+    assert "sub-agent explore agent-1: run_command make" in shown
 
 
 def test_no_takes_a_note_for_the_model() -> None:

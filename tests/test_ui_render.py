@@ -9,10 +9,14 @@ import pytest
 from rich.console import Console
 
 from nanohermes.budget import Limits
-from nanohermes.events import ApprovalRequest, Notice, TextDelta, ToolFinished, TurnEnded
+from nanohermes.events import (
+    ApprovalRequest, Notice, SubagentEvent, TextDelta, TodoItem, TodoUpdated, ToolFinished, TurnEnded,
+)
 from nanohermes.messages import Usage
+from nanohermes.redact import add_secrets
 from nanohermes.runtime import DENIED, INTERRUPTED
 from nanohermes.ui import render
+from nanohermes.ui.repl import toolbar
 
 
 def text_of(renderable: Any, width: int = 80) -> str:
@@ -141,17 +145,40 @@ def test_limit_names_become_values_with_units() -> None:
     lim = Limits(read_file_window_lines=3)
     assert render.limit_text("read_file_window_lines lines, read_file_max_bytes", lim) == "3 lines, 4 MiB"
     assert render.limit_text("max_output", lim) == "20,000 chars"
+    assert render.limit_text("read_file_line_chars", lim) == "2,000 chars a line"
     assert render.limit_text("run_command_capture_bytes per stream", lim) == "256 KiB per stream"
 
 
 def test_unknown_event_is_one_dim_line() -> None:
     @dataclass(frozen=True)
-    class TodoUpdated:
-        todos: list[dict[str, str]]
+    class FileWatched:
+        paths: list[str]
         note: str
 
-    out = text_of(render.event(TodoUpdated(todos=[{"content": "write tests", "status": "pending"}], note="x\ny")))
-    assert out == "• TodoUpdated: todos=[{'content': 'write tests', 'status': 'pending'}], note=x y"
+    out = text_of(render.event(FileWatched(paths=["a.py", "b.py"], note="x\ny")))
+    assert out == "• FileWatched: paths=['a.py', 'b.py'], note=x y"
+
+
+def test_todo_list_shows_each_item_and_progress() -> None:
+    ev = TodoUpdated(items=(TodoItem(content="write tests", status="completed"),
+                            TodoItem(content="land it", status="in_progress"),
+                            TodoItem(content="report", status="pending")))
+    assert text_of(render.event(ev)) == "todo (1/3 done)\n  ☑ write tests\n  ▶ land it\n  ☐ report"
+
+
+def test_sub_agent_calls_are_nested_and_its_text_is_not_shown() -> None:
+    done = ToolFinished(call_id="s1", name="grep", result="a.py:1:x", is_error=False, elapsed=0.5)
+    ev = SubagentEvent(agent_id="agent-1", agent="explore", event=done)
+    assert text_of(render.event(ev, "TODO")) == "  ↳ explore agent-1 ✓ grep TODO · 0.5s"
+    assert render.event(SubagentEvent(agent_id="agent-1", agent="explore", event=TextDelta(text="x"))) is None
+
+
+def test_secrets_are_redacted_from_previews_and_notices() -> None:
+    add_secrets(["sk-test-0123456789abcdef"])
+    ev = finished("KEY=sk-test-0123456789abcdef\nok")
+    assert "sk-test" not in text_of(render.tool_finished(ev, "env"))
+    assert text_of(render.notice(Notice(level="error", text="bad key sk-test-0123456789abcdef"))) == (
+        "error: bad key [REDACTED]")
 
 
 def test_events_shown_elsewhere_render_nothing() -> None:
@@ -165,11 +192,12 @@ def test_notices_and_turn_ends() -> None:
     assert render.event(TurnEnded(reason="completed", turns=1, tool_calls=0, text="ok")) is None
 
 
-def test_toolbar_and_usage() -> None:
-    assert render.toolbar("gpt-x", "plan", 12_345, 120_000, Usage(100, 20)) == (
+def test_toolbar() -> None:
+    assert toolbar("gpt-x", "plan", 12_345, 120_000, Usage(100, 20)) == (
         " gpt-x · mode: plan · context 10% (12k/120k chars) · 120 tokens")
-    assert text_of(render.usage_text(Usage(1000, 20), "gpt-x")) == (
-        "gpt-x: 1,000 prompt + 20 completion = 1,020 tokens; price unknown")
+    assert toolbar("gpt-x", "plan", 0, 120_000, Usage(1000, 20), 0.0123) == (
+        " gpt-x · mode: plan · context 0% (0k/120k chars) · 1,020 tokens · $0.0123")
+    assert toolbar("gpt-x", "default", 0, 0, None) == " gpt-x · mode: default · starting…"
 
 
 def test_batch_label_line() -> None:

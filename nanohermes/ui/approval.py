@@ -1,8 +1,9 @@
 """The interactive approval prompt: `await approver.confirm(request) -> ApprovalReply`.
 
 Shows what would run (the exact command, or the coloured diff of an edit) and why it is
-asked, then offers three answers: yes once (y), always for this session (a, remembered as the
-rule the request names), no (n, then an optional note passed to the model). Arrow keys move
+asked, then offers: yes once (y), always for this session (a, remembered as the rule the
+request names), always in this project (p, saved to the project config), no (n, then an
+optional note passed to the model). A request without a rule offers only yes and no. Arrow keys move
 the highlight and Enter takes it; Esc is no; Ctrl-C is no and interrupts the turn. Requests
 are answered one at a time, even when parallel calls ask together.
 """
@@ -28,9 +29,15 @@ INTERRUPT = "interrupt"
 
 
 def choices(request: ApprovalRequest) -> list[tuple[Choice, str, str]]:
-    """(answer, key, label) in display order; the first one is highlighted at the start."""
-    always = f"Always (remember {request.rule} for this session)" if request.rule else "Always, for this session"
-    return [("once", "y", "Yes, once"), ("always", "a", always), ("deny", "n", "No, and tell the model what to do instead")]
+    """(answer, key, label) in display order; the first one is highlighted at the start.
+
+    A request without a rule is asked every time (a protected write): no "always" then."""
+    out: list[tuple[Choice, str, str]] = [("once", "y", "Yes, once")]
+    if request.rule:
+        out.append(("always", "a", f"Always this session ({request.rule})"))
+        out.append(("project", "p", "Always in this project (saved to .nanohermes/config.json)"))
+    out.append(("deny", "n", "No, and tell the model what to do instead"))
+    return out
 
 
 class Approver:
@@ -71,10 +78,11 @@ class Approver:
             note = await self._note()
             self.console.print(Text("⊘ no" + (f": {note}" if note else ""), style="yellow"))
             return ApprovalReply("deny", note)
-        if picked == "always":
+        if picked in ("always", "project"):
             if request.rule:
                 self._always.add(request.rule)
-            self.console.print(Text(f"✓ always: {request.rule or request.tool}", style="green"))
+            where = "in this project" if picked == "project" else "this session"
+            self.console.print(Text(f"✓ always {where}: {request.rule}", style="green"))
         else:
             self.console.print(Text("✓ yes, once", style="green"))
         return ApprovalReply(picked)  # type: ignore[arg-type]
@@ -89,7 +97,8 @@ class Approver:
                 on = i == selected[0]
                 parts.append(("bold reverse" if on else "", f"{'❯' if on else ' '} [{key}] {label}"))
                 parts.append(("", "\n"))
-            parts.append(("italic", "  ↑/↓ and Enter, or press y / a / n"))
+            keys = " / ".join(key for _, key, _ in options)
+            parts.append(("italic", f"  ↑/↓ and Enter, or press {keys}"))
             return FormattedText(parts)
 
         kb = KeyBindings()

@@ -11,7 +11,9 @@ Any module can add a command with the `command` decorator (or `register`):
 
 A handler receives the REPL's `CommandContext` and the text after the command name; it may be
 sync or async. The module must be imported before the REPL starts: add its dotted name to
-`COMMAND_MODULES` below. `/help` lists every registered command in name order.
+`COMMAND_MODULES` below. `/help` lists every registered command in name order. A name may be
+registered once; the built-ins marked `fallback=True` below are plain stand-ins over the core's
+functions, and a module registering the same name replaces them.
 
 Lookup (`resolve`): an exact name wins, then a unique prefix (`/mo` -> `/mode`); an ambiguous
 prefix lists the candidates; an unknown name gets the closest suggestion.
@@ -22,14 +24,15 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Union
 
 if TYPE_CHECKING:
     from nanohermes.agent import Agent
+    from nanohermes.assemble import Built
     from nanohermes.config import Config
+    from nanohermes.meters import Meter
 
 Handler = Callable[["CommandContext", str], Union[None, Awaitable[None]]]
 
@@ -43,11 +46,13 @@ class Command:
     help: str  # one line
     handler: Handler
     usage: str = ""  # argument synopsis, e.g. "[name]"
+    fallback: bool = False  # a stand-in: a later registration of the same name replaces it
 
 
 @dataclass
 class CommandContext:
-    """What a command may touch: the agent (history, runtime, llm), the config, the output."""
+    """What a command may touch: the agent (history, runtime, llm), the config, the output,
+    and `built` (skills, MCP servers, sub-agents, project docs) when the REPL has it."""
 
     agent: Agent
     config: Config
@@ -55,6 +60,8 @@ class CommandContext:
     print: Callable[[Any], None]  # a string or a rich renderable, printed above the prompt
     registry: Registry
     state: dict[str, Any] = field(default_factory=dict)  # REPL-wide settings (view mode, ...)
+    built: Built | None = None
+    meter: Meter | None = None  # usage of the last turn and the session
     exit_requested: bool = False
 
     def request_exit(self) -> None:
@@ -72,19 +79,24 @@ class Registry:
     def __init__(self) -> None:
         self._commands: dict[str, Command] = {}
 
-    def register(self, name: str, help: str, handler: Handler, *, usage: str = "") -> Command:  # noqa: A002
+    def register(self, name: str, help: str, handler: Handler, *, usage: str = "",  # noqa: A002
+                 fallback: bool = False) -> Command:
         name = name.lstrip("/")
         if not name or any(c.isspace() for c in name):
             raise ValueError(f"bad command name {name!r}: one word, no spaces")
-        if name in self._commands:
+        cmd = Command(name, help, handler, usage, fallback)
+        old = self._commands.get(name)
+        if old is not None and not old.fallback:
+            if fallback:
+                return old  # the real one is already there
             raise ValueError(f"/{name} is already registered")
-        cmd = Command(name, help, handler, usage)
         self._commands[name] = cmd
         return cmd
 
-    def command(self, name: str, *, help: str, usage: str = "") -> Callable[[Handler], Handler]:  # noqa: A002
+    def command(self, name: str, *, help: str, usage: str = "",  # noqa: A002
+                fallback: bool = False) -> Callable[[Handler], Handler]:
         def deco(fn: Handler) -> Handler:
-            self.register(name, help, fn, usage=usage)
+            self.register(name, help, fn, usage=usage, fallback=fallback)
             return fn
 
         return deco
@@ -216,34 +228,37 @@ def _clear(ctx: CommandContext, arg: str) -> None:
 
 @command("context", help="What fills the context: system prompt, tool specs, history, tool results")
 def _context(ctx: CommandContext, arg: str) -> None:
+    from nanohermes.meters import context_breakdown, format_context
     from nanohermes.ui import render
 
-    agent = ctx.agent
-    parts: dict[str, int] = {"system prompt": len(agent.system_prompt),
-                             "tool specs": len(json.dumps(agent.runtime.specs(), ensure_ascii=False))}
-    counts = {"user messages": 0, "assistant messages": 0, "tool calls": 0, "tool results": 0}
-    sizes = {k: 0 for k in counts}
-    for m in agent.history:
-        if m.role == "tool":
-            key = "tool results"
-        elif m.role == "user":
-            key = "user messages"
-        else:
-            key = "assistant messages"
-        counts[key] += 1
-        sizes[key] += len(m.content or "")
-        for c in m.tool_calls:
-            counts["tool calls"] += 1
-            sizes["tool calls"] += len(c.name) + len(c.arguments)
-    budget = agent.runtime.limits.session_budget_chars
-    ctx.print(render.context_table(parts, counts, sizes, budget))
+    ctx.print(render.lines(format_context(context_breakdown(ctx.agent)).splitlines()))
+    if ctx.built is not None:
+        ctx.print(render.lines(ctx.built.context_lines()))
 
 
-@command("cost", help="Tokens used in this session")
+@command("permissions", help="The mode and the allow/ask/deny rules in force, with where each came from")
+def _permissions(ctx: CommandContext, arg: str) -> None:
+    from nanohermes.ui import render
+
+    ctx.print(render.lines(ctx.agent.runtime.permissions_report()))
+
+
+@command("mcp", help="Each MCP server: status, number of tools, error")
+def _mcp(ctx: CommandContext, arg: str) -> None:
+    from nanohermes.ui import render
+
+    lines = ctx.built.mcp_lines() if ctx.built is not None else ["no MCP servers configured (config key mcp.servers)"]
+    ctx.print(render.lines(lines))
+
+
+@command("cost", help="Tokens (and cost, when `prices` has the model) of the last turn and the session")
 def _cost(ctx: CommandContext, arg: str) -> None:
+    from nanohermes.meters import Meter, cost_report, format_cost
     from nanohermes.ui import render
 
-    ctx.print(render.usage_text(ctx.agent.usage, ctx.agent.llm.model))
+    meter = ctx.meter if ctx.meter is not None else Meter()
+    report = cost_report(meter.turn, ctx.agent.usage, ctx.config, ctx.agent.llm.model)
+    ctx.print(render.lines(format_cost(report).splitlines()))
 
 
 @command("view", help="full: one line per tool call; compact: one label per batch", usage="[full|compact]")
@@ -261,3 +276,70 @@ def _view(ctx: CommandContext, arg: str) -> None:
 @command("exit", help="Leave nanohermes (also Ctrl-D)")
 def _exit(ctx: CommandContext, arg: str) -> None:
     ctx.request_exit()
+
+
+# -- stand-ins over the core's functions (a module registering the same name replaces them) --
+
+@command("compact", help="Summarise the older turns now to free context", usage="[focus]", fallback=True)
+async def _compact(ctx: CommandContext, arg: str) -> None:
+    from nanohermes.messages import Message
+    from nanohermes.ui import render
+
+    agent = ctx.agent
+    if agent.compactor is None:
+        ctx.print(_error_text("compaction is not available in this session"))
+        return
+    before = sum(Message.chars(m) for m in agent.history)
+    summary = await agent.compactor.manual(agent, focus=arg)
+    if summary is not None:
+        after = sum(Message.chars(m) for m in agent.history)
+        ctx.print(render.info(f"compacted: {before:,} -> {after:,} chars of history"))
+
+
+@command("resume", help="List this project's saved sessions, or continue one", usage="[id]", fallback=True)
+def _resume(ctx: CommandContext, arg: str) -> None:
+    from nanohermes.assemble import resume_into
+    from nanohermes.session import find_session, list_sessions
+    from nanohermes.ui import render
+
+    if not arg:
+        sessions = list_sessions(ctx.workspace)
+        if not sessions:
+            ctx.print(render.info("no saved sessions in this project"))
+            return
+        ctx.print(render.lines([f"{s.id}  {s.title}" for s in sessions[:20]]
+                               + ([f"… {len(sessions) - 20} older"] if len(sessions) > 20 else [])
+                               + ["continue one with /resume ID (a unique prefix is enough)"]))
+        return
+    path = find_session(ctx.workspace, arg)
+    for w in resume_into(ctx.agent, path):
+        ctx.print(_warning_text(w))
+    ctx.print(render.info(f"resumed {path.stem}: {len(ctx.agent.history)} messages"))
+
+
+@command("memory", help="List the memories of this project and the global ones, or delete one",
+         usage="[delete ID]", fallback=True)
+def _memory(ctx: CommandContext, arg: str) -> None:
+    from nanohermes.tools.memory import delete_entry, list_entries
+    from nanohermes.ui import render
+
+    words = arg.split()
+    if words[:1] == ["delete"]:
+        if len(words) != 2 or not words[1].isdigit():
+            ctx.print(_error_text("usage: /memory delete ID (the number /memory shows)"))
+            return
+        found = delete_entry(int(words[1]))
+        ctx.print(render.info(f"memory {words[1]} deleted") if found else _error_text(f"no memory {words[1]}"))
+        return
+    entries = list_entries(ctx.workspace)
+    if not entries:
+        ctx.print(render.info("no memories yet (the model saves them with memory_save)"))
+        return
+    ctx.print(render.lines([f"{m.id:>4}  {m.date}  {'global ' if m.scope == 'global' else 'project'}  {m.text}"
+                            for m in entries] + ["delete one with /memory delete ID"]))
+
+
+def _warning_text(text: str) -> Any:
+    from rich.text import Text
+
+    return Text(f"warning: {text}", style="yellow")

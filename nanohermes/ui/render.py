@@ -17,10 +17,11 @@ from rich.table import Table
 from rich.text import Text
 
 from nanohermes.events import (
-    ApprovalRequest, ModelStarted, Notice, TextDelta, ToolFinished, ToolProgress, ToolStarted, TurnEnded, UsageUpdate,
+    ApprovalRequest, ModelStarted, Notice, SubagentEvent, TextDelta, TodoUpdated, ToolFinished, ToolProgress,
+    ToolStarted, TurnEnded, UsageUpdate,
 )
 from nanohermes.budget import Limits
-from nanohermes.messages import Usage
+from nanohermes.redact import redact
 from nanohermes.runtime import DENIED, INTERRUPTED
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ LINE_CHARS = 200  # any single folded line
 
 def fold(text: str, max_lines: int, *, style: str = "", indent: str = "  ") -> Text:
     """The first `max_lines` lines, then `… N more lines` when some were hidden."""
+    text = redact(text)
     lines = text.rstrip("\n").split("\n") if text.strip() else []
     out = Text()
     for line in lines[:max_lines]:
@@ -51,6 +53,7 @@ def fold(text: str, max_lines: int, *, style: str = "", indent: str = "  ") -> T
 
 def diff(text: str, max_lines: int = DIFF_LINES) -> Text:
     """A unified diff with + green, - red, @@ cyan, headers bold; folded past `max_lines`."""
+    text = redact(text)
     lines = text.rstrip("\n").split("\n") if text.strip() else []
     out = Text()
     for line in lines[:max_lines]:
@@ -153,7 +156,7 @@ def batch_label(label: str, calls: int) -> RenderableType:
 def notice(ev: Notice) -> Text:
     style = {"info": "dim", "warning": "yellow", "error": "red"}[ev.level]
     prefix = "" if ev.level == "info" else f"{ev.level}: "
-    return Text(prefix + ev.text, style=style)
+    return Text(prefix + redact(ev.text), style=style)
 
 
 def turn_ended(ev: TurnEnded) -> Text | None:
@@ -170,6 +173,11 @@ def info(text: str) -> Text:
     return Text(text, style="cyan")
 
 
+def lines(items: Sequence[str]) -> Text:
+    """Plain report lines (never read as markup)."""
+    return Text("\n".join(redact(i) for i in items))
+
+
 def unknown(event: Any) -> Text:
     """Any event this module does not know yet: its type and fields on one dim line."""
     name = type(event).__name__
@@ -182,8 +190,38 @@ def unknown(event: Any) -> Text:
 
 def _short(value: Any) -> str:
     text = repr(value) if not isinstance(value, str) else value
-    text = text.replace("\n", " ")
+    text = redact(text).replace("\n", " ")
     return text if len(text) <= 60 else text[:59] + "…"
+
+
+_TODO_MARK = {"pending": ("☐", ""), "in_progress": ("▶", "bold cyan"), "completed": ("☑", "dim")}
+
+
+def todos(ev: TodoUpdated) -> Text:
+    out = Text()
+    done = sum(1 for i in ev.items if i.status == "completed")
+    out.append(f"todo ({done}/{len(ev.items)} done)\n", style="bold")
+    for item in ev.items:
+        mark, style = _TODO_MARK.get(item.status, ("•", ""))
+        out.append(f"  {mark} {item.content}\n", style=style)
+    out.rstrip()
+    return out
+
+
+def subagent(ev: SubagentEvent, summary: str = "") -> RenderableType | None:
+    """A sub-agent's finished calls and notices, indented under its name; its text is not
+    the answer and its other events are not shown."""
+    inner = ev.event
+    if isinstance(inner, ToolFinished):
+        body: RenderableType = tool_line(inner.name, summary, status_of(inner), inner.elapsed)
+    elif isinstance(inner, Notice):
+        body = notice(inner)
+    elif isinstance(inner, TurnEnded):
+        body = Text(f"finished: {inner.reason}, {inner.tool_calls} tool calls", style="dim")
+    else:
+        return None
+    head = Text(f"  ↳ {ev.agent} {ev.agent_id} ", style="magenta")
+    return Group(head, body) if not isinstance(body, Text) else Text.assemble(head, body)
 
 
 def event(ev: Any, summary: str = "") -> RenderableType | None:
@@ -196,6 +234,10 @@ def event(ev: Any, summary: str = "") -> RenderableType | None:
         return notice(ev)
     if isinstance(ev, TurnEnded):
         return turn_ended(ev)
+    if isinstance(ev, TodoUpdated):
+        return todos(ev)
+    if isinstance(ev, SubagentEvent):
+        return subagent(ev, summary)
     return unknown(ev)
 
 
@@ -203,6 +245,8 @@ def approval(req: ApprovalRequest) -> Panel:
     """The approval prompt's body: what would run, why it asks, what "always" remembers."""
     body: list[RenderableType] = []
     head = Text()
+    if req.agent:
+        head.append(f"sub-agent {req.agent}: ", style="magenta")
     head.append(req.tool, style="bold")
     if req.summary:
         head.append(" " + req.summary)
@@ -255,6 +299,8 @@ def limit_text(text: str, limits: Limits) -> str:
         following = words[i + 1] if i + 1 < len(words) else ""
         if word.endswith("_bytes"):
             out.append(_bytes(int(value)))
+        elif word.endswith("_line_chars"):
+            out.append(f"{value:,} chars a line")
         elif (word.endswith("_chars") or word == "max_output") and following != "chars":
             out.append(f"{value:,} chars")
         else:
@@ -303,37 +349,6 @@ def help_table(commands: Iterable[Command]) -> Group:
         style="dim",
     )
     return Group(t, keys)
-
-
-def context_table(parts: dict[str, int], counts: dict[str, int], sizes: dict[str, int], budget_chars: int) -> Table:
-    t = Table(title="context", title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD)
-    t.add_column("part")
-    t.add_column("items", justify="right")
-    t.add_column("chars", justify="right")
-    for name, n in parts.items():
-        t.add_row(name, "", f"{n:,}")
-    for name, n in sizes.items():
-        t.add_row(name, str(counts[name]), f"{n:,}")
-    history = sum(sizes.values())
-    t.add_row(Text("history vs session budget", style="bold"), "",
-              f"{history:,} / {budget_chars:,} ({100 * history // max(1, budget_chars)}%)")
-    return t
-
-
-def usage_text(usage: Usage, model: str) -> Text:
-    est = " (estimated: the endpoint sent no usage)" if usage.estimated else ""
-    return Text(
-        f"{model}: {usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion = "
-        f"{usage.total_tokens:,} tokens{est}; price unknown",
-        style="cyan",
-    )
-
-
-def toolbar(model: str, mode: str, history_chars: int, budget_chars: int, usage: Usage) -> str:
-    """The bottom toolbar text (plain: prompt-toolkit draws it)."""
-    pct = 100 * history_chars // max(1, budget_chars)
-    tokens = f" · {usage.total_tokens:,} tokens" if usage.total_tokens else ""
-    return f" {model} · mode: {mode} · context {pct}% ({history_chars // 1000}k/{budget_chars // 1000}k chars){tokens}"
 
 
 class MarkdownBlocks:

@@ -1,0 +1,183 @@
+"""What the REPL shows while a turn runs, and the UI object the agent talks to.
+
+`TurnView` draws one turn's events: finished output (Markdown blocks of the answer, one line
+per tool call, notices) scrolls, and a transient live area below it shows the unfinished
+answer and a spinner with what is running and for how long. `ReplUI` is the `events.UI` the
+agent gets: events go to the view (and the batch summarizer), approvals to the `Approver`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from rich.console import Console, Group, RenderableType
+from rich.text import Text
+
+from nanohermes.events import (
+    ApprovalReply, ApprovalRequest, Event, ModelStarted, SubagentEvent, TextDelta, ToolFinished, ToolProgress,
+    ToolStarted, UsageUpdate,
+)
+from nanohermes.meters import Meter
+from nanohermes.ui import render
+from nanohermes.ui.approval import Approver
+from nanohermes.ui.summaries import BatchSummarizer
+
+
+@dataclass
+class _Running:
+    name: str
+    summary: str
+    started: float
+    progress: str = ""
+
+
+class TurnView:
+    """Draws one turn's events: finished output scrolls, a transient live area below it shows
+    the unfinished answer and a spinner with what is running and for how long."""
+
+    def __init__(self, console: Console, *, view: Callable[[], str], typed_ahead: Callable[[], int]) -> None:
+        self.console = console
+        self.view = view
+        self.typed_ahead = typed_ahead
+        self.blocks = render.MarkdownBlocks()
+        self.running: dict[str, _Running] = {}
+        self.summaries: dict[str, str] = {}
+        self.waiting_since: float | None = None
+        self.model = ""
+        self._live: Any = None
+        self._spinner: Any = None
+        self._blocks_shown = 0
+        self._held: list[RenderableType] | None = None
+        self.out: Callable[[RenderableType], None] = console.print  # the REPL routes it around its prompt
+
+    # lifecycle
+    def start(self) -> None:
+        from rich.spinner import Spinner
+
+        self._spinner = Spinner("dots", style="cyan")
+        self._start_live()
+
+    def _start_live(self) -> None:
+        # A fresh Live each time: a stopped one remembers the height it had and would move
+        # the cursor over lines printed since.
+        from rich.live import Live
+
+        self._live = Live(get_renderable=self._render, console=self.console, transient=True,
+                          refresh_per_second=8, redirect_stdout=False, redirect_stderr=False)
+        self._live.start()
+
+    def stop(self) -> None:
+        self._flush_text()
+        self.running.clear()
+        self.waiting_since = None
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    def pause(self) -> None:
+        """An approval prompt takes the screen: output of calls still running waits."""
+        self._flush_text()
+        if self._live is not None:
+            self._live.stop()
+        self._held = []
+
+    def resume(self) -> None:
+        held, self._held = self._held or [], None
+        for renderable in held:
+            self.console.print(renderable)
+        if self._live is not None:
+            self._start_live()
+
+    def print(self, renderable: RenderableType) -> None:
+        if self._held is not None:
+            self._held.append(renderable)
+        else:
+            self.out(renderable)
+
+    # events
+    def handle(self, ev: Event) -> None:
+        if isinstance(ev, ModelStarted):
+            self._flush_text()
+            self.model = ev.model
+            self.waiting_since = time.monotonic()
+        elif isinstance(ev, TextDelta):
+            self.waiting_since = None
+            for block in self.blocks.feed(ev.text):
+                self._print_block(block)
+        elif isinstance(ev, ToolStarted):
+            self._flush_text()
+            self.waiting_since = None
+            self.summaries[ev.call_id] = ev.summary
+            self.running[ev.call_id] = _Running(ev.name, ev.summary, time.monotonic())
+        elif isinstance(ev, ToolProgress):
+            if r := self.running.get(ev.call_id):
+                r.progress = ev.text
+        elif isinstance(ev, ToolFinished):
+            self.running.pop(ev.call_id, None)
+            summary = self.summaries.pop(ev.call_id, "")
+            if self.view() == "full" or ev.is_error:
+                self.print(render.tool_finished(ev, summary))
+        elif isinstance(ev, UsageUpdate):
+            pass  # the toolbar shows it
+        elif isinstance(ev, SubagentEvent):
+            key = f"{ev.agent_id}/{getattr(ev.event, 'call_id', '')}"
+            if isinstance(ev.event, ToolStarted):
+                self.summaries[key] = ev.event.summary
+            elif (out := render.subagent(ev, self.summaries.pop(key, ""))) is not None:
+                self.print(out)
+        else:
+            self._flush_text()
+            if (out := render.event(ev)) is not None:
+                self.print(out)
+
+    def _print_block(self, block: str) -> None:
+        if self._blocks_shown:
+            self.print("")  # Markdown's own spacing between blocks printed one by one
+        self._blocks_shown += 1
+        self.print(render.answer(block))
+
+    def _flush_text(self) -> None:
+        rest = self.blocks.flush()
+        if rest.strip():
+            self._print_block(rest)
+        self._blocks_shown = 0
+
+    def _render(self) -> RenderableType:
+        from rich.spinner import Spinner
+
+        parts: list[RenderableType] = []
+        if self.blocks.pending.strip():
+            parts.append(render.answer(self.blocks.pending))
+        now = time.monotonic()
+        lines: list[RenderableType] = []
+        if self.waiting_since is not None:
+            lines.append(Text(f"waiting for {self.model} · {render.elapsed(now - self.waiting_since)}", style="dim"))
+        for r in list(self.running.values()):
+            lines.append(render.tool_running(r.name, r.summary, now - r.started, r.progress))
+        if lines:
+            typed = self.typed_ahead()
+            if typed:
+                lines.append(Text(f"{typed} chars typed ahead: sent when the turn ends", style="dim"))
+            assert isinstance(self._spinner, Spinner)
+            self._spinner.update(text=Group(*lines))
+            parts.append(self._spinner)
+        return Group(*parts)
+
+
+@dataclass
+class ReplUI:
+    view: TurnView
+    approver: Approver
+    summarizer: BatchSummarizer | None = None
+    meter: Meter = field(default_factory=Meter)  # the last turn's and the session's usage
+
+    def emit(self, event: Event) -> None:
+        self.meter.on_event(event)
+        self.view.handle(event)
+        if self.summarizer is not None:
+            self.summarizer.observe(event)
+
+    async def confirm(self, request: ApprovalRequest) -> ApprovalReply:
+        return await self.approver.confirm(request)

@@ -1,0 +1,556 @@
+"""The interactive REPL: prompt-toolkit input, rich output, slash commands, approvals, Ctrl-C.
+
+Between turns prompt-toolkit owns the terminal (history, multi-line input, completion of
+/commands and @paths, the bottom toolbar). During a turn the agent runs as an asyncio task and
+its events are drawn by `live.TurnView`; the terminal stops echoing so typed-ahead text waits
+in the kernel's buffer and is sent when the turn ends. Ctrl-C during a turn cancels the task:
+the agent answers every pending call with "interrupted by user", so the history stays valid,
+and the prompt comes back.
+
+Start-up draws the prompt first: the agent (and with it the core, the tools and their
+schemas) is built right after the first draw, MCP servers start behind the prompt, and the
+openai SDK is imported in a background thread. Input typed meanwhile waits for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.document import Document
+from prompt_toolkit.key_binding import KeyBindings
+from rich.console import Console, RenderableType
+from rich.text import Text
+
+from nanohermes.config import MODES, Config, state_home
+from nanohermes.ui.commands import CommandContext, Registry, load_commands
+
+if TYPE_CHECKING:
+    from nanohermes.agent import Agent
+    from nanohermes.assemble import Built
+    from nanohermes.messages import Usage
+    from nanohermes.ui.live import ReplUI
+    from nanohermes.ui.summaries import BatchCall
+
+PATH_COMPLETIONS = 200  # entries offered when completing an @path
+_ATTACH = re.compile(r"(?<!\S)@(\S+)")
+_ESCAPES = re.compile(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|O.|.)", re.S)
+
+
+# -- type-ahead ----------------------------------------------------------------------------
+
+def split_typeahead(raw: str) -> tuple[list[str], str]:
+    """Keys typed during a turn -> (finished lines to send, the unfinished rest).
+
+    Applies the line editing the terminal would have done (backspace, Ctrl-U, Ctrl-W) and
+    drops escape sequences (arrow keys) and other control characters.
+    """
+    raw = _ESCAPES.sub("", raw)
+    lines: list[str] = []
+    cur: list[str] = []
+    for ch in raw:
+        if ch in "\r\n":
+            if "".join(cur).strip():
+                lines.append("".join(cur))
+            cur = []
+        elif ch in "\x7f\b":
+            if cur:
+                cur.pop()
+        elif ch == "\x15":  # Ctrl-U
+            cur = []
+        elif ch == "\x17":  # Ctrl-W
+            while cur and cur[-1] == " ":
+                cur.pop()
+            while cur and cur[-1] != " ":
+                cur.pop()
+        elif ch == "\t" or ch >= " ":
+            cur.append(ch)
+    return lines, "".join(cur)
+
+
+class Terminal:
+    """The controlling terminal's input side during a turn (POSIX; a no-op elsewhere)."""
+
+    def __init__(self, fd: int | None) -> None:
+        self.fd = fd
+
+    @contextlib.contextmanager
+    def turn_mode(self) -> Iterator[None]:
+        """No echo and no line editing (type-ahead waits unseen in the kernel buffer), but
+        Ctrl-C still raises SIGINT."""
+        try:
+            import termios
+
+            old = termios.tcgetattr(self.fd) if self.fd is not None else None
+        except Exception:
+            old = None
+        if old is None:
+            yield
+            return
+        new = list(old)
+        new[3] &= ~(termios.ECHO | termios.ICANON)
+        new[3] |= termios.ISIG | termios.NOFLSH  # NOFLSH: Ctrl-C keeps what was typed ahead
+        new[6] = list(old[6])
+        new[6][termios.VMIN] = 1
+        new[6][termios.VTIME] = 0
+        termios.tcsetattr(self.fd, termios.TCSANOW, new)
+        try:
+            yield
+        finally:
+            termios.tcsetattr(self.fd, termios.TCSANOW, old)
+
+    def pending(self) -> int:
+        """Bytes typed and not yet read."""
+        if self.fd is None:
+            return 0
+        try:
+            import fcntl
+            import struct
+            import termios
+
+            return struct.unpack("i", fcntl.ioctl(self.fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+        except Exception:
+            return 0
+
+    def drain(self) -> str:
+        n = self.pending()
+        if n <= 0 or self.fd is None:
+            return ""
+        try:
+            return os.read(self.fd, n).decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+
+
+class _Completer(Completer):
+    """/commands at the start of the input; workspace paths after @."""
+
+    def __init__(self, registry: Registry, workspace: Path) -> None:
+        self.registry = registry
+        self.workspace = workspace
+
+    def get_completions(self, document: Document, complete_event: Any) -> Iterator[Completion]:
+        before = document.text_before_cursor
+        if before.startswith("/") and " " not in before:
+            for c in self.registry.all():
+                if c.name.startswith(before[1:]):
+                    yield Completion("/" + c.name, start_position=-len(before), display_meta=c.help)
+            return
+        word = document.get_word_before_cursor(WORD=True)
+        if not word.startswith("@"):
+            return
+        typed = word[1:]
+        folder, _, prefix = typed.rpartition("/")
+        base = (self.workspace / folder) if folder else self.workspace
+        try:
+            entries = sorted(os.scandir(base), key=lambda e: e.name)
+        except OSError:
+            return
+        shown = 0
+        for e in entries:
+            if not e.name.startswith(prefix) or (e.name.startswith(".") and not prefix.startswith(".")):
+                continue
+            rel = (folder + "/" if folder else "") + e.name + ("/" if e.is_dir() else "")
+            yield Completion("@" + rel, start_position=-len(word), display=e.name + ("/" if e.is_dir() else ""))
+            shown += 1
+            if shown >= PATH_COMPLETIONS:
+                return
+
+
+# -- the REPL ------------------------------------------------------------------------------
+
+class Repl:
+    def __init__(self, config: Config, workspace: Path, console: Console, registry: Registry, terminal: Terminal,
+                 *, save_session: bool = True, resume: Path | None = None) -> None:
+        self.config = config
+        self.workspace = workspace
+        self.console = console
+        self.registry = registry
+        self.terminal = terminal
+        self.save_session = save_session
+        self.resume = resume  # a saved transcript to continue
+        self.state: dict[str, Any] = {"view": "compact" if config.summary_model else "full"}
+        # Set by build(), right after the first prompt is drawn.
+        self.agent: Agent | None = None
+        self.built: Built | None = None
+        self.ui: ReplUI | None = None
+        self.ctx: CommandContext | None = None
+        self.ready = asyncio.Event()
+        self.build_error: BaseException | None = None
+        self.started: asyncio.Task[None] | None = None  # the session start (MCP servers)
+        self.queue: list[str] = []  # typed-ahead lines waiting to be sent
+        self.partial = ""  # typed-ahead text without Enter: the next prompt starts with it
+        self.typed_raw = ""
+        self.turn: asyncio.Task[Any] | None = None
+        self.prompting = False
+        self._session: Any = None
+        self._building: asyncio.Task[None] | None = None
+        self._arrow = "› " if _can_encode("›") else "> "
+
+    # -- building the agent behind the first prompt ------------------------------------------
+    def _construct(self) -> tuple[Built, ReplUI]:
+        """The agent and its UI. Runs in a worker thread: these imports and tool schemas
+        are most of the start-up cost, and the prompt stays responsive meanwhile."""
+        from nanohermes.assemble import build_agent
+        from nanohermes.ui.approval import Approver
+        from nanohermes.ui.live import ReplUI, TurnView
+        from nanohermes.ui.summaries import BatchSummarizer
+
+        view = TurnView(self.console, view=lambda: self.state.get("view", "full"), typed_ahead=self.terminal.pending)
+        view.out = self._out
+        approver = Approver(self.console, before=self.before_approval, after=view.resume, on_interrupt=self.interrupt)
+        ui = ReplUI(view=view, approver=approver)
+        built = build_agent(self.config, self.workspace, ui, save_session=self.save_session, resume=self.resume)
+        if self.config.summary_model:
+            ui.summarizer = BatchSummarizer(model=self.config.summary_model, base_url=self.config.base_url,
+                                            api_key=self.config.resolved_api_key(), on_label=self.on_label)
+        return built, ui
+
+    async def build(self) -> None:
+        """Build the agent behind the first prompt, then start its session (MCP servers)."""
+        try:
+            built, ui = await asyncio.get_running_loop().run_in_executor(None, self._construct)
+            self.agent, self.built, self.ui = built.agent, built, ui
+            self.ctx = CommandContext(agent=built.agent, config=self.config, workspace=self.workspace,
+                                      print=self.print, registry=self.registry, state=self.state, built=built,
+                                      meter=ui.meter)
+            for w in built.warnings:
+                self._out(Text(f"warning: {w}", style="yellow"))
+            self.started = asyncio.get_running_loop().create_task(built.start())
+            _warm_imports()
+        except Exception as e:  # shown as the run-ending error it is, once the prompt is gone
+            self.build_error = e
+            if self.prompting and self._session is not None and self._session.app.is_running:
+                self._session.app.exit(exception=e)
+        finally:
+            self.ready.set()
+            if self.prompting and self._session is not None:
+                self._session.app.invalidate()  # the toolbar can show the real numbers now
+
+    async def _ready(self) -> None:
+        await self.ready.wait()
+        if self.build_error is not None:
+            raise self.build_error
+
+    async def _started(self) -> None:
+        """MCP servers finish starting (and their tools join the pool) before the first turn."""
+        if self.started is None:
+            return
+        task, self.started = self.started, None
+        await asyncio.wait({task})
+        if not task.cancelled() and (err := task.exception()) is not None:
+            self._show_error(err)
+
+    # -- output ----------------------------------------------------------------------------
+    def print(self, renderable: Any) -> None:
+        if isinstance(renderable, str):
+            renderable = Text(renderable)  # plain text from a command, never read as markup
+        if self.ui is not None:
+            self.ui.view.print(renderable)
+        else:
+            self._out(renderable)
+
+    def _out(self, renderable: RenderableType) -> None:
+        """Output can arrive while the prompt is showing (a batch label, an MCP server's
+        warning): then it is printed above the prompt, which is redrawn below it."""
+        if self.prompting:
+            from prompt_toolkit.application import run_in_terminal
+
+            run_in_terminal(lambda: self.console.print(renderable))
+        else:
+            self.console.print(renderable)
+
+    def on_label(self, label: str, batch: list[BatchCall]) -> None:
+        from nanohermes.ui import render
+
+        if self.state.get("view") == "compact":
+            self.print(render.batch_label(label or _fallback_label(batch), len(batch)))
+
+    def interrupt(self) -> None:
+        if self.turn is not None and not self.turn.done():
+            self.turn.cancel()
+
+    def _show_error(self, err: BaseException) -> None:
+        from nanohermes.errors import NanohermesError
+        from nanohermes.redact import redact
+
+        if isinstance(err, NanohermesError):
+            self.print(Text(f"error: {redact(err.message)}", style="red"))
+            if err.hint:
+                self.print(Text(f"hint: {err.hint}", style="dim"))
+        else:
+            self.print(Text(f"internal error: {type(err).__name__}: {redact(str(err))}", style="red"))
+
+    # -- input -----------------------------------------------------------------------------
+    def _prompt_session(self) -> Any:
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.history import FileHistory, InMemoryHistory
+
+        kb = KeyBindings()
+
+        @kb.add("escape", "enter")
+        def _newline(event: Any) -> None:
+            event.current_buffer.insert_text("\n")
+
+        @kb.add("c-c")
+        def _cancel(event: Any) -> None:
+            buf = event.app.current_buffer
+            if buf.text:
+                buf.reset()
+            else:
+                event.app.exit(exception=KeyboardInterrupt())
+
+        @kb.add("s-tab")
+        def _cycle(event: Any) -> None:
+            if self.agent is None:
+                return
+            runtime = self.agent.runtime
+            i = MODES.index(runtime.policy.mode) if runtime.policy.mode in MODES else -1
+            runtime.set_mode(MODES[(i + 1) % len(MODES)])
+            event.app.invalidate()
+
+        try:
+            folder = state_home()
+            folder.mkdir(parents=True, exist_ok=True)
+            history: Any = FileHistory(str(folder / "history"))
+        except OSError:
+            history = InMemoryHistory()
+        return PromptSession(history=history, key_bindings=kb, completer=_Completer(self.registry, self.workspace),
+                             complete_while_typing=False, bottom_toolbar=self._toolbar, enable_history_search=False)
+
+    def _toolbar(self) -> str:
+        a = self.agent
+        if a is None:
+            return toolbar(self.config.model, self.config.permission_mode, 0, 0, None)
+        from nanohermes.meters import cost_usd, price_for
+
+        chars = sum(m.chars() for m in a.messages())
+        cost = cost_usd(a.usage, price_for(self.config, a.llm.model))
+        return toolbar(a.llm.model, a.runtime.policy.mode, chars, a.runtime.limits.session_budget_chars, a.usage, cost)
+
+    def _message(self) -> Any:
+        mode = self.agent.runtime.policy.mode if self.agent is not None else self.config.permission_mode
+        prefix = [("ansiyellow", f"{mode} ")] if mode != "default" else []
+        return [*prefix, ("bold", self._arrow)]
+
+    async def read(self) -> str | None:
+        """The next message or command; None at Ctrl-D or a second Ctrl-C on an empty prompt."""
+        if self.queue:
+            line = self.queue.pop(0)
+            self.print(Text(self._arrow + line, style="dim"))
+            return line
+        if self._session is None:
+            self._session = self._prompt_session()
+        ctrl_c = 0
+        while True:
+            self.prompting = True
+            try:
+                default, self.partial = self.partial, ""
+                return await self._session.prompt_async(self._message, default=default, pre_run=self._pre_run)
+            except EOFError:
+                return None
+            except KeyboardInterrupt:
+                ctrl_c += 1
+                if ctrl_c >= 2:
+                    return None
+                self.console.print(Text("press Ctrl-C again or Ctrl-D to exit", style="dim"))
+            finally:
+                self.prompting = False
+
+    def _pre_run(self) -> None:
+        # prompt-toolkit draws the prompt right after pre_run; the task's first step (which
+        # hands the build to a thread) runs after that draw.
+        if self._building is None:
+            self._building = asyncio.get_running_loop().create_task(self.build())
+
+    # -- a turn ----------------------------------------------------------------------------
+    async def run_turn(self, text: str) -> None:
+        assert self.agent is not None and self.ui is not None
+        await self._started()
+        text = await self.attach_files(text)
+        loop = asyncio.get_running_loop()
+        self.ui.view.start()
+        self.turn = loop.create_task(self.agent.ask(text))
+        sigint = True
+        try:
+            loop.add_signal_handler(signal.SIGINT, self.interrupt)
+        except (NotImplementedError, RuntimeError, ValueError):
+            sigint = False
+        try:
+            with self.terminal.turn_mode():
+                await asyncio.wait({self.turn})
+                self.typed_raw += self.terminal.drain()
+        finally:
+            if sigint:
+                loop.remove_signal_handler(signal.SIGINT)
+            self.ui.view.stop()
+        task, self.turn = self.turn, None
+        if not task.cancelled() and (err := task.exception()) is not None:
+            self._show_error(err)
+        lines, partial = split_typeahead(self.typed_raw)
+        self.typed_raw = ""
+        if task.cancelled():  # after Ctrl-C nothing is sent by itself: it all waits in the prompt
+            self.partial = "\n".join([*lines, partial]) if partial else "\n".join(lines)
+        else:
+            self.queue.extend(lines)
+            self.partial = partial
+
+    def before_approval(self) -> None:
+        # Keys typed ahead must never answer the prompt: keep them for the next message.
+        self.typed_raw += self.terminal.drain()
+        if self.ui is not None:
+            self.ui.view.pause()
+
+    async def attach_files(self, text: str) -> str:
+        """`@path` appends that file's content, bounded and noted exactly as read_file does."""
+        from nanohermes.budget import clamp
+        from nanohermes.tools import ToolContext, ToolError
+
+        assert self.agent is not None
+        rt = self.agent.runtime
+        tool = next((t for t in rt.tools if t.name == "read_file"), None)
+        if tool is None:
+            return text
+        attached: list[str] = []
+        seen: set[str] = set()
+        for m in _ATTACH.finditer(text):
+            path = m.group(1).rstrip(".,;:!?)")
+            if path in seen or not (self.workspace / path).is_file():
+                continue
+            seen.add(path)
+            ctx = ToolContext(workspace=self.workspace, limits=rt.limits, config=rt.config, state=rt.state)
+            try:
+                # The configured window, so a lowered read_file_window_lines applies here too.
+                args = tool.parse({"path": path, "limit": rt.limits.read_file_window_lines})
+                out = await tool.run(args, ctx)
+            except ToolError as e:
+                self.print(Text(f"@{path} not attached: {e}", style="yellow"))
+                continue
+            body = clamp(out if isinstance(out, str) else out.text, rt.limits.max_output)
+            attached.append(f'<file path="{path}">\n{body}\n</file>')
+            self.print(Text(f"attached {path}", style="dim"))
+        return text + ("\n\n" + "\n\n".join(attached) if attached else "")
+
+    # -- the loop --------------------------------------------------------------------------
+    async def run(self) -> int:
+        self.console.print(Text.assemble(
+            ("nanohermes", "bold"), f" · {self.config.model} · {self.workspace}", (" · /help for commands", "dim")))
+        try:
+            while True:
+                line = await self.read()
+                if line is None:
+                    break
+                if not line.strip():
+                    continue
+                await self._ready()
+                assert self.ctx is not None
+                if line.lstrip().startswith("/"):
+                    try:
+                        await self.registry.run(line.strip(), self.ctx)
+                    except Exception as e:  # a broken command must not end the session
+                        self._show_error(e)
+                    if self.ctx.exit_requested:
+                        break
+                    continue
+                await self.run_turn(line)
+        finally:
+            await self.close()
+        return 0
+
+    async def close(self) -> None:
+        if self._building is not None:
+            await asyncio.wait({self._building})
+        if self.ui is not None and self.ui.summarizer is not None:
+            await self.ui.summarizer.aclose()
+        if self.built is not None:
+            if self.started is not None:
+                self.started.cancel()
+                await self._started()
+            await self.built.aclose()
+        if self.agent is not None and self.agent.transcript is not None:
+            self.agent.transcript.close()
+
+
+def toolbar(model: str, mode: str, history_chars: int, budget_chars: int, usage: Usage | None,
+            cost: float | None = None) -> str:
+    """The bottom toolbar: model, mode, context used, tokens and cost so far (cost only when
+    `prices` has the model). Plain text: prompt-toolkit draws it."""
+    if usage is None:
+        return f" {model} · mode: {mode} · starting…"
+    pct = 100 * history_chars // max(1, budget_chars)
+    tokens = f" · {usage.total_tokens:,} tokens" if usage.total_tokens else ""
+    dollars = f" · ${cost:.4f}" if cost is not None else ""
+    return (f" {model} · mode: {mode} · context {pct}% ({history_chars // 1000}k/{budget_chars // 1000}k chars)"
+            f"{tokens}{dollars}")
+
+
+def _can_encode(text: str) -> bool:
+    try:
+        text.encode(sys.stdout.encoding or "ascii")
+        return True
+    except (UnicodeEncodeError, LookupError):
+        return False
+
+
+def _fallback_label(batch: list[BatchCall]) -> str:
+    counts: dict[str, int] = {}
+    for c in batch:
+        counts[c.name] = counts.get(c.name, 0) + 1
+    return ", ".join(n + (f" ×{k}" if k > 1 else "") for n, k in counts.items())
+
+
+def _warm_imports() -> None:
+    def work() -> None:
+        with contextlib.suppress(Exception):
+            import openai  # noqa: F401
+            import rich.markdown  # noqa: F401
+
+    threading.Thread(target=work, name="warm-imports", daemon=True).start()
+
+
+def make_console() -> Console:
+    # A terminal that cannot encode a character shows "?" instead of crashing.
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.reconfigure(errors="replace")  # type: ignore[union-attr]
+    return Console(highlight=False)
+
+
+def run_repl(config: Config, workspace: Path, *, save_session: bool = True, resume: Path | None = None) -> int:
+    """Run the REPL until Ctrl-D or /exit; returns the exit code. A run-ending error while
+    building the agent (bad config) is raised for the CLI to report."""
+    console = make_console()
+    terminal = Terminal(sys.stdin.fileno() if sys.stdin.isatty() else None)
+    loop = asyncio.new_event_loop()
+    # Our own pool for blocking tool bodies, so exit can abandon a thread stuck in one.
+    executor = ThreadPoolExecutor(thread_name_prefix="tool")
+    loop.set_default_executor(executor)
+    try:
+        repl = Repl(config, workspace, console, load_commands(), terminal, save_session=save_session, resume=resume)
+        return loop.run_until_complete(repl.run())
+    finally:
+        _close_loop(loop, executor)
+
+
+def _close_loop(loop: asyncio.AbstractEventLoop, executor: ThreadPoolExecutor) -> None:
+    """Like asyncio.run's cleanup, but a tool thread stuck in a blocking call cannot hang
+    exit: the pool is shut down without waiting (the CLI exits past such a thread)."""
+    try:
+        tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
+        executor.shutdown(wait=False, cancel_futures=True)
+        loop.close()

@@ -1,0 +1,387 @@
+"""The REPL in a real pseudo-terminal (pexpect) against the loopback fake server.
+
+Each test starts `nanohermes` with no -p on a pty, types like a person, and reads the screen
+output with escape sequences stripped. Waits are on text, with generous timeouts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+import pexpect
+import pytest
+
+from nanohermes.runtime import DENIED, INTERRUPTED
+from nanohermes.testing import FakeServer, Fault, Reply, call, tool_reply
+
+REPO = Path(__file__).resolve().parent.parent
+WAIT = 60  # seconds for any one thing to appear on screen; only reached when something is broken
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78NOMDEc]|[\r\x07\x0e\x0f]")
+
+
+class Term:
+    def __init__(self, workspace: Path, home: Path, server: FakeServer, *, config: dict[str, Any] | None = None,
+                 env: dict[str, str] | None = None, args: tuple[str, ...] = ()) -> None:
+        if config is not None:
+            cfg = home / ".config" / "nanohermes" / "config.json"
+            cfg.parent.mkdir(parents=True, exist_ok=True)
+            cfg.write_text(json.dumps(config))
+        full_env = {**os.environ, "PYTHONPATH": str(REPO), "OPENAI_API_KEY": "test-key", "TERM": "xterm-256color",
+                    **(env or {})}
+        full_env.pop("NO_COLOR", None) if "NO_COLOR" not in (env or {}) else None
+        self.child = pexpect.spawn(sys.executable, ["-m", "nanohermes", "--base-url", server.base_url, "--model",
+                                                    "fake-model", *args],
+                                   cwd=str(workspace), env=full_env, dimensions=(40, 100), encoding="utf-8",
+                                   codec_errors="replace", timeout=WAIT)
+        self.raw = ""
+        self.text = ""
+        self.mark = 0  # waits look only after the previous match
+
+    def _pump(self) -> None:
+        try:
+            chunk = self.child.read_nonblocking(65536, timeout=0.2)
+        except pexpect.TIMEOUT:
+            return
+        # Answer cursor-position requests as a terminal would (prompt-toolkit sizes its
+        # bottom toolbar from the reply).
+        for _ in range(chunk.count("\x1b[6n")):
+            self.child.send("\x1b[1;1R")
+        self.raw += chunk
+        self.text = _ANSI.sub("", self.raw)
+
+    def wait(self, text: str, timeout: float = WAIT) -> None:
+        """Wait until `text` appears after the previous match."""
+        import time
+
+        end = time.monotonic() + timeout
+        while True:
+            i = self.text.find(text, self.mark)
+            if i >= 0:
+                self.mark = i + len(text)
+                return
+            if time.monotonic() > end:
+                raise AssertionError(f"{text!r} did not appear; screen since the last match:\n{self.text[self.mark:][-3000:]}")
+            try:
+                self._pump()
+            except pexpect.EOF:
+                raise AssertionError(f"nanohermes exited before {text!r} appeared:\n{self.text[-3000:]}") from None
+
+    def prompt(self) -> None:
+        """Wait for the input prompt's bottom toolbar (drawn with the prompt)."""
+        self.wait("mode:")
+
+    def type(self, line: str) -> None:
+        self.child.send(line + "\r")
+
+    def exit_code(self) -> int:
+        import time
+
+        end = time.monotonic() + WAIT
+        while True:  # keep answering the terminal until the process is gone
+            assert time.monotonic() < end, f"nanohermes did not exit:\n{self.text[-2000:]}"
+            try:
+                self._pump()
+            except pexpect.EOF:
+                break
+        self.child.close()
+        assert self.child.exitstatus is not None, self.text[-2000:]
+        return self.child.exitstatus
+
+
+@pytest.fixture
+def term(workspace: Path, home: Path, server: FakeServer) -> Iterator[Any]:
+    started: list[Term] = []
+
+    def start(**kw: Any) -> Term:
+        t = Term(workspace, home, server, **kw)
+        started.append(t)
+        return t
+
+    yield start
+    for t in started:
+        if t.child.isalive():
+            t.child.terminate(force=True)
+
+
+def wait_for(cond: Any, timeout: float = WAIT) -> None:
+    import time
+
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, "condition not met in time"
+        time.sleep(0.05)
+
+
+def tool_results(request: dict[str, Any]) -> dict[str, str]:
+    return {m["tool_call_id"]: m["content"] for m in request["messages"] if m["role"] == "tool"}
+
+
+def test_prompt_gets_the_answer_and_ctrl_d_exits_0(term: Any, server: FakeServer, home: Path) -> None:
+    server.add(Reply(text="Hello from **the model**.\n\n- first point\n- second point"), Reply(text="two lines"),
+               Reply(text="pasted"))
+    t = term()
+    t.prompt()
+    t.type("say hi")
+    t.wait("Hello from the model.")
+    t.wait("• second point")
+    t.prompt()
+    t.type("line one\x1b\rline two")  # Alt+Enter adds a line
+    t.wait("two lines")
+    t.prompt()
+    t.type("\x1b[200~pasted\nblock\x1b[201~")  # a bracketed paste stays one message
+    t.wait("pasted")
+    t.prompt()
+    t.child.send("\x04")
+    assert t.exit_code() == 0
+    users = [r["messages"][-1]["content"] for r in server.requests]
+    assert users == ["say hi", "line one\nline two", "pasted\nblock"]
+    assert "+say hi" in (home / ".local/state/nanohermes/history").read_text()
+
+
+def test_tools_and_plan_mode_refuse_a_write_call(term: Any, server: FakeServer, workspace: Path) -> None:
+    server.add(tool_reply(call("write_file", {"path": "new.txt", "content": "x"}, id="w1")), Reply(text="ok, refused"))
+    t = term(config={"disallowed_tools": ["list_dir"]})
+    t.prompt()
+    t.type("/too\t")  # Tab completes the command
+    t.wait("read_file")
+    t.wait("hidden list_dir: is disallowed by config (disallowed_tools)")
+    t.prompt()
+    t.child.send("\x1b[Z")  # Shift+Tab cycles the mode
+    t.wait("accept-edits")
+    t.type("/mode plan")
+    t.wait("mode: plan")
+    t.prompt()
+    t.type("write it")
+    t.wait("✗ write_file new.txt")
+    t.wait("ok, refused")
+    t.prompt()
+    t.child.send("\x04")
+    assert t.exit_code() == 0
+    assert not (workspace / "new.txt").exists()
+    names = {s["function"]["name"] for s in server.requests[0]["tools"]}
+    assert "write_file" not in names and "list_dir" not in names
+    assert tool_results(server.requests[1])["w1"] == "ERROR: write_file is not available in plan mode"
+
+
+def test_an_edit_is_approved_on_its_diff_and_shown_coloured(term: Any, server: FakeServer, workspace: Path) -> None:
+    (workspace / "app.py").write_text("x = 1\ny = 2\n")
+    server.add(tool_reply(call("edit_file", {"path": "app.py", "old_string": "x = 1", "new_string": "x = 42"}, id="e1")),
+               Reply(text="edited"))
+    t = term()
+    t.prompt()
+    t.type("change x")
+    t.wait("approve?")
+    t.wait("+x = 42")  # the diff is in the prompt
+    t.wait("[n] No")
+    t.child.send("y")
+    t.wait("✓ edit_file app.py")
+    t.wait("+x = 42")  # and under the finished call
+    t.wait("edited")
+    t.prompt()
+    t.child.send("\x04")
+    assert t.exit_code() == 0
+    assert (workspace / "app.py").read_text() == "x = 42\ny = 2\n"
+    assert re.search(r"\x1b\[(?:[0-9;]*;)?32m\s*\+x = 42", t.raw), "added lines are green"
+    assert re.search(r"\x1b\[(?:[0-9;]*;)?31m\s*-x = 1", t.raw), "removed lines are red"
+
+
+def test_approval_answered_yes_then_no_with_a_note(term: Any, server: FakeServer, workspace: Path) -> None:
+    (workspace / "secret.txt").write_text("s3cret\n")
+    server.add(tool_reply(call("read_file", {"path": "secret.txt"}, id="r1")), Reply(text="read it"),
+               tool_reply(call("read_file", {"path": "secret.txt"}, id="r2")), Reply(text="did not read it"))
+    t = term(config={"permissions": {"ask": ["read_file"]}})
+    t.prompt()
+    t.type("read the secret")
+    t.wait("approve?")
+    t.wait("asked because: rule read_file asks")
+    t.wait("[n] No")
+    t.child.send("y")
+    t.wait("✓ yes, once")
+    t.wait("read it")
+    t.prompt()
+    t.type("again")
+    t.wait("approve?")
+    t.wait("[n] No")
+    t.child.send("n")
+    t.wait("note for the model")
+    t.type("use the public file")
+    t.wait("⊘ read_file secret.txt")
+    t.wait("did not read it")
+    t.prompt()
+    t.child.send("\x04")
+    assert t.exit_code() == 0
+    assert tool_results(server.requests[1]) == {"r1": "1\ts3cret"}
+    assert tool_results(server.requests[3])["r2"] == DENIED + "\nThe user said: use the public file"
+
+
+def test_ctrl_c_while_waiting_for_the_model_keeps_the_history_valid(term: Any, server: FakeServer) -> None:
+    server.add(Reply(text="too late", delay=120), Reply(text="back again"))
+    t = term()
+    t.prompt()
+    t.type("take your time")
+    t.wait("waiting for fake-model")
+    wait_for(lambda: len(server.requests) == 1)  # the request is with the model, not still leaving
+    t.child.send("\x03")
+    t.wait("⊘ interrupted")
+    t.prompt()
+    t.type("hello again")
+    t.wait("back again")
+    t.prompt()
+    t.child.send("\x04")
+    assert t.exit_code() == 0
+    # FakeServer rejects (and the fixture reports) a conversation with an unanswered call.
+    roles = [(m["role"], m["content"]) for m in server.requests[1]["messages"][1:]]
+    assert roles == [("user", "take your time"), ("user", "hello again")]
+
+
+def test_ctrl_c_during_a_stuck_tool_answers_every_call_and_exit_does_not_hang(
+        term: Any, server: FakeServer, workspace: Path) -> None:
+    # A web server that accepts and never answers: web_fetch waits on it (a tool that hangs).
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    url = f"http://127.0.0.1:{silent.getsockname()[1]}/slow"
+    (workspace / "a.txt").write_text("a\n")
+    server.add(tool_reply(call("read_file", {"path": "a.txt"}, id="ok1"), call("web_fetch", {"url": url}, id="stuck"),
+                          call("list_dir", {}, id="ls")),
+               Reply(text="recovered"))
+    try:
+        t = term()
+        t.prompt()
+        t.type("fetch it")
+        t.wait("✓ list_dir")  # the batch's other calls are done; web_fetch is still waiting
+        t.child.send("\x03")
+        t.wait("⊘ interrupted")
+        t.prompt()
+        t.type("what happened?")
+        t.wait("recovered")
+        t.prompt()
+        t.child.send("\x04")
+        assert t.exit_code() == 0
+    finally:
+        silent.close()
+    # The three run as one parallel batch: the two that finished keep their results.
+    results = tool_results(server.requests[1])
+    assert results == {"ok1": "1\ta", "stuck": INTERRUPTED, "ls": "a.txt  2"}
+
+
+def test_text_typed_during_a_turn_is_sent_when_it_ends(term: Any, server: FakeServer) -> None:
+    release = threading.Event()
+
+    def slow(body: dict[str, Any]) -> Reply:
+        release.wait(WAIT)
+        return Reply(text="first answer")
+
+    server.add(slow, Reply(text="second answer"))
+    t = term()
+    t.prompt()
+    t.type("first")
+    t.wait("waiting for fake-model")
+    t.type("queued question")
+    t.wait("chars typed ahead")
+    release.set()
+    t.wait("first answer")
+    t.wait("second answer")
+    t.prompt()
+    t.child.send("\x04")
+    assert t.exit_code() == 0
+    assert server.requests[1]["messages"][-1] == {"role": "user", "content": "queued question"}
+
+
+def test_at_path_attaches_the_file_bounded_like_read_file(term: Any, server: FakeServer, workspace: Path) -> None:
+    (workspace / "notes.md").write_text("one\ntwo\nthree\n")
+    server.add(Reply(text="got it"))
+    t = term(config={"limits": {"read_file_window_lines": 2}})
+    t.prompt()
+    t.child.send("look at @no\t")  # Tab completes the path
+    t.wait("@notes.md")
+    t.type(" please")
+    t.wait("attached notes.md")
+    t.wait("got it")
+    t.prompt()
+    t.child.send("\x04")
+    assert t.exit_code() == 0
+    assert server.requests[0]["messages"][-1]["content"] == (
+        'look at @notes.md please\n\n<file path="notes.md">\n1\tone\n2\ttwo\n\n'
+        "showing lines 1-2 of 3; continue with offset=3\n</file>")
+
+
+def test_ctrl_c_twice_at_an_empty_prompt_exits(term: Any, server: FakeServer) -> None:
+    t = term()
+    t.prompt()
+    t.child.send("\x03")
+    t.wait("press Ctrl-C again or Ctrl-D to exit")
+    t.child.send("\x03")
+    assert t.exit_code() == 0
+
+
+def test_compact_view_shows_the_summary_label(term: Any, server: FakeServer, workspace: Path) -> None:
+    (workspace / "a.txt").write_text("a\n")
+
+    def route(body: dict[str, Any]) -> Reply:
+        if body["model"] == "labeller":
+            return Reply(text="Read the a file")
+        return main.pop(0)
+
+    main = [tool_reply(call("read_file", {"path": "a.txt"})), Reply(text="all done")]
+    server.default = route  # type: ignore[assignment]
+    t = term(config={"summary_model": "labeller"})
+    t.prompt()
+    t.type("go")
+    t.wait("all done")
+    t.wait("▸ Read the a file · 1 call")
+    t.child.send("\x04")
+    assert t.exit_code() == 0
+
+
+def test_no_color_and_an_ascii_terminal_do_not_crash(term: Any, server: FakeServer) -> None:
+    server.add(Reply(text="héllo ✓ wörld"))
+    t = term(env={"NO_COLOR": "1", "PYTHONIOENCODING": "ascii", "LANG": "C", "LC_ALL": "C"})
+    t.prompt()
+    t.type("hi")
+    t.wait("h?llo ? w?rld")
+    assert "> hi" in t.text  # the prompt falls back to ASCII
+    t.child.setwinsize(24, 60)  # a resized terminal keeps working
+    t.type("/tools")
+    t.wait("read_file")
+    t.prompt()
+    t.child.send("\x04")
+    assert t.exit_code() == 0
+    assert not re.search(r"\x1b\[[0-9;]*3[0-7]m", t.raw), "colour codes despite NO_COLOR"
+
+
+def test_mcp_servers_start_behind_the_prompt_and_report_failures(term: Any, server: FakeServer) -> None:
+    server.add(Reply(text="still works"))
+    t = term(config={"mcp": {"servers": {"broken": {"command": "/nonexistent/mcp-server"}}}})
+    t.wait("MCP server broken failed to start")
+    t.prompt()
+    t.type("/mcp")
+    t.wait("broken: failed, 0 tools")
+    t.prompt()
+    t.type("hi")
+    t.wait("still works")
+    t.prompt()
+    t.child.send("\x04")
+    assert t.exit_code() == 0
+
+
+def test_an_error_ending_a_turn_is_shown_and_the_repl_goes_on(term: Any, server: FakeServer) -> None:
+    server.add(Fault(status=401, message="bad key"), Reply(text="fine now"))
+    t = term()
+    t.prompt()
+    t.type("first")
+    t.wait("error: the model endpoint refused the API key (401")
+    t.wait("hint: check the key")
+    t.prompt()
+    t.type("second")
+    t.wait("fine now")
+    t.prompt()
+    t.child.send("\x04")
+    assert t.exit_code() == 0
