@@ -385,3 +385,26 @@ def test_an_error_ending_a_turn_is_shown_and_the_repl_goes_on(term: Any, server:
     t.prompt()
     t.child.send("\x04")
     assert t.exit_code() == 0
+
+
+def test_continue_opens_the_repl_on_the_latest_session(term: Any, workspace: Path, server: FakeServer) -> None:
+    from nanohermes.messages import Message
+    from nanohermes.session import Transcript
+
+    saved = Transcript.create(workspace, model="fake-model", mode="default")
+    for m in (Message.user("remember the number 7"), Message("assistant", "noted: 7")):
+        saved.append(m)
+    saved.close()
+    server.add(Reply(text="it was 7"))
+    t = term(args=("--continue",))
+    t.prompt()
+    t.type("which number?")
+    t.wait("it was 7")
+    t.prompt()
+    t.type("/exit")
+    assert t.exit_code() == 0
+    assert server.requests[0]["messages"][1:] == [{"role": "user", "content": "remember the number 7"},
+                                                  {"role": "assistant", "content": "noted: 7"},
+                                                  {"role": "user", "content": "which number?"}]
+    lines = [json.loads(x) for x in saved.path.read_text().splitlines()]
+    assert [x["message"]["content"] for x in lines if x["type"] == "message"][-2:] == ["which number?", "it was 7"]

@@ -202,7 +202,9 @@ def test_resume_lists_and_continues_a_saved_session(tmp_path: Path) -> None:
     sid = first.agent.transcript.id
     ctx, console = make_ctx(tmp_path)
     run(ctx, "/resume")
-    assert sid in console.export_text()
+    listing = console.export_text()
+    assert sid in listing
+    assert "TURNS" in listing and "remember the number 7" in listing  # title, time and turns
     run(ctx, f"/resume {sid[:-2]}")
     assert [m.content for m in ctx.agent.history] == ["remember the number 7", "hi"]
     assert f"resumed {sid}: 2 messages" in console.export_text()

@@ -301,13 +301,14 @@ def _resume(ctx: CommandContext, arg: str) -> None:
     from nanohermes.assemble import resume_into
     from nanohermes.session import find_session, list_sessions
     from nanohermes.ui import render
+    from nanohermes.ui.sessions import format_sessions
 
     if not arg:
         sessions = list_sessions(ctx.workspace)
         if not sessions:
             ctx.print(render.info("no saved sessions in this project"))
             return
-        ctx.print(render.lines([f"{s.id}  {s.title}" for s in sessions[:20]]
+        ctx.print(render.lines(format_sessions(sessions[:20]).splitlines()
                                + ([f"… {len(sessions) - 20} older"] if len(sessions) > 20 else [])
                                + ["continue one with /resume ID (a unique prefix is enough)"]))
         return
