@@ -27,6 +27,8 @@ from nanohermes.tools import Params, Tool, ToolContext, ToolError, ToolResult, w
 
 DENIED = "Command denied by the user. Do not retry it; ask what to do instead."
 INTERRUPTED = "interrupted by user"
+# After a result clamped by the aggregate budget when there is no session folder to keep it in.
+UNSAVED_NOTE = "\n(cut to fit the per-message budget; not saved, the session is not recorded: narrow the call to see more)"
 
 
 @dataclass
@@ -256,10 +258,11 @@ class Runtime:
 
     # -- the per-message aggregate ---------------------------------------------------------
     def _apply_aggregate(self, prepared: list[_Call], results: list[Message]) -> list[Message]:
-        """Over the aggregate budget, persist the largest results to files, leaving previews."""
+        """Over the aggregate budget, persist the largest results to files, leaving previews.
+        Without a session folder (--no-session) they are clamped to the preview size instead."""
         budget = self.limits.aggregate_chars
         total = sum(len(m.content or "") for m in results)
-        if total <= budget or self.session_dir is None:
+        if total <= budget:
             return results
         out = list(results)
         for i in sorted(range(len(out)), key=lambda i: len(out[i].content or ""), reverse=True):
@@ -271,7 +274,12 @@ class Runtime:
             text = out[i].content or ""
             if len(text) <= self.limits.persisted_preview_chars:
                 continue  # its preview would be no shorter
-            preview = self.persist(prepared[i].call.id, text)
+            if self.session_dir is None:
+                preview = clamp(text, self.limits.persisted_preview_chars) + UNSAVED_NOTE
+            else:
+                preview = self.persist(prepared[i].call.id, text)
+            if len(preview) >= len(text):
+                continue  # the wrapper would outweigh what it saves: keep the result as it is
             total -= len(text) - len(preview)
             out[i] = Message.tool(prepared[i].call.id, preview)
         return out
@@ -288,11 +296,14 @@ class Runtime:
         while path.exists():
             copy += 1
             path = folder / f"{stem}-{copy}.txt"
-        path.write_text(redact(text), encoding="utf-8")  # a session file: no keys in it
         n = self.limits.persisted_preview_chars
-        return (
+        preview = (
             f'<persisted-output path="{path}">\n'
             f"{text[:n]}\n"
             f"… {len(text)} chars in all; the full output is in the file above (read it with read_file offset/limit)\n"
             f"</persisted-output>"
         )
+        if len(preview) >= len(text):
+            return text  # nothing gained: no file
+        path.write_text(redact(text), encoding="utf-8")  # a session file: no keys in it
+        return preview

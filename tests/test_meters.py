@@ -134,9 +134,44 @@ def test_persisted_file_names_are_safe_and_never_overwritten(workspace: Path, tm
 
     rt = Runtime(tools=[], config=Config(), workspace=workspace, ui=NullUI(), policy=Policy(), session_dir=tmp_path / "s")
     folder = tmp_path / "s" / "tool-results"
-    rt.persist("../../evil", "e")
-    rt.persist("call_0", "first")
-    second = rt.persist("call_0", "second")  # some endpoints reuse ids in every message
+    rt.persist("../../evil", "e" * 3000)
+    rt.persist("call_0", "1" * 3000)
+    second = rt.persist("call_0", "2" * 3000)  # some endpoints reuse ids in every message
     assert sorted(p.name for p in folder.iterdir()) == ["_.._evil.txt", "call_0-2.txt", "call_0.txt"]
-    assert (folder / "call_0.txt").read_text() == "first"
-    assert second.startswith(f'<persisted-output path="{folder / "call_0-2.txt"}">\nsecond\n')
+    assert (folder / "call_0.txt").read_text() == "1" * 3000
+    assert second.startswith(f'<persisted-output path="{folder / "call_0-2.txt"}">\n{"2" * 2000}\n')
+
+
+def test_aggregate_without_a_session_folder_clamps_with_a_visible_note(workspace: Path) -> None:
+    import asyncio
+
+    from nanohermes.budget import Limits, truncation_note
+    from nanohermes.config import Config
+    from nanohermes.events import RecordingUI, ToolFinished
+    from nanohermes.messages import ToolCall
+    from nanohermes.permissions import Policy
+    from nanohermes.runtime import UNSAVED_NOTE, Runtime
+    from nanohermes.tools.files import ListDir
+
+    for i in range(30):
+        (workspace / f"f{i:02}").write_text("")
+    ui = RecordingUI()
+    rt = Runtime(tools=[ListDir()], config=Config(), workspace=workspace, ui=ui, policy=Policy(),
+                 limits=Limits(aggregate_budget_chars=100, persisted_preview_chars=40))
+    calls = [ToolCall("a", "list_dir", "{}"), ToolCall("b", "list_dir", '{"path": "f00"}')]
+    out = asyncio.run(rt.run_calls(calls))
+    full = "\n".join(f"f{i:02}  0" for i in range(30))
+    assert out[0].content == full[:30] + truncation_note(len(full) - 40) + full[-10:] + UNSAVED_NOTE
+    small = next(e.result for e in ui.of(ToolFinished) if e.call_id == "b")
+    assert out[1].content == small  # clamping it would not have made it shorter
+
+
+def test_a_result_whose_preview_would_be_longer_is_not_persisted(workspace: Path, tmp_path: Path) -> None:
+    from nanohermes.config import Config
+    from nanohermes.events import NullUI
+    from nanohermes.permissions import Policy
+    from nanohermes.runtime import Runtime
+
+    rt = Runtime(tools=[], config=Config(), workspace=workspace, ui=NullUI(), policy=Policy(), session_dir=tmp_path / "s")
+    assert rt.persist("c1", "x" * 50) == "x" * 50
+    assert not (tmp_path / "s" / "tool-results" / "c1.txt").exists()
