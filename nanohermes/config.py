@@ -122,6 +122,7 @@ class Config(_Section):
     allowed_tools: list[str] = Field(default_factory=list)
     disallowed_tools: list[str] = Field(default_factory=list)
     permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
+    trusted_projects: list[str] = Field(default_factory=list)
     max_output: int = Field(20_000, ge=100)
     max_turns: int = Field(50, ge=1)
     max_parallel_tools: int = Field(10, ge=1, le=64)
@@ -248,6 +249,26 @@ def _env_layer() -> dict[str, Any]:
     return env
 
 
+# Keys a project file may set only when the user trusts the project: a cloned repository
+# must not turn off approvals, send the user's key to another host, or start programs.
+PROJECT_TRUST_KEYS = ("auto_approve", "permission_mode", "base_url", "api_key", "api_key_env", "mcp",
+                      "extra_write_roots", "trusted_projects")
+
+
+def _untrusted_project_keys(data: dict[str, Any]) -> list[str]:
+    risky = [k for k in PROJECT_TRUST_KEYS if k in data]
+    if data.get("permission_mode") in ("default", "plan", "debug"):  # narrowing is always fine
+        risky.remove("permission_mode")
+    if "auto_approve" in risky and data["auto_approve"] is False:
+        risky.remove("auto_approve")
+    return risky
+
+
+def is_trusted(workspace: Path, trusted: list[str]) -> bool:
+    real = workspace.resolve()
+    return any(real == Path(t).expanduser().resolve() for t in trusted)
+
+
 def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict[str, Any] | None = None) -> Loaded:
     """Merge every layer and validate. `config_file` (from --config) replaces the user file."""
     loaded = Loaded(Config())
@@ -266,6 +287,14 @@ def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict
             raise ConfigError(f"{path}: {_describe(e)}", hint="see config.example.json for every key") from None
         if unknown := _unknown_keys(Config, data):
             loaded.warnings.append(f"{path}: unknown config keys ignored: {', '.join(unknown)}")
+        if path == project_config_path(workspace):
+            trusted = [t for _, d in layers for t in d.get("trusted_projects") or []]
+            risky = _untrusted_project_keys(data)
+            if risky and not is_trusted(workspace, trusted):
+                data = {k: v for k, v in data.items() if k not in risky}
+                loaded.warnings.append(
+                    f"{path}: ignored {', '.join(risky)} because this project is not trusted; to allow them, add "
+                    f'"{workspace.resolve()}" to trusted_projects in {user_config_path()}')
         loaded.files.append(path)
         layers.append((str(path), data))
     layers.append(("environment", _env_layer()))
