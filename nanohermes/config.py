@@ -30,27 +30,34 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="ignore", validate_assignment=True)
 
 
+def _d(default: Any = ..., text: str = "", **kw: Any) -> Any:
+    """A field with its one-line description: the config reference in the README is generated from these."""
+    if callable(default):  # a type or a lambda: build a fresh value per model
+        return Field(default_factory=default, description=text, **kw)
+    return Field(default, description=text, **kw)
+
+
 class WebSearchConfig(_Section):
-    provider: Literal["duckduckgo", "searxng", "brave", "tavily"] = "duckduckgo"
-    searxng_url: str | None = None
-    brave_api_key_env: str = "BRAVE_API_KEY"
-    tavily_api_key_env: str = "TAVILY_API_KEY"
-    brave_url: str = "https://api.search.brave.com/res/v1/web/search"
-    tavily_url: str = "https://api.tavily.com/search"
+    provider: Literal["duckduckgo", "searxng", "brave", "tavily"] = _d("duckduckgo", "web_search backend")
+    searxng_url: str | None = _d(None, "SearXNG instance URL (its JSON API must be enabled)")
+    brave_api_key_env: str = _d("BRAVE_API_KEY", "environment variable holding the Brave Search key")
+    tavily_api_key_env: str = _d("TAVILY_API_KEY", "environment variable holding the Tavily key")
+    brave_url: str = _d("https://api.search.brave.com/res/v1/web/search", "Brave Search endpoint")
+    tavily_url: str = _d("https://api.tavily.com/search", "Tavily endpoint")
 
 
 class WebFetchConfig(_Section):
     # Host patterns (fnmatch, case-insensitive); "example.com" also covers its subdomains.
-    allowed_hosts: list[str] = Field(default_factory=list)  # non-empty: only these hosts
-    denied_hosts: list[str] = Field(default_factory=list)  # always refused, even if allowed
+    allowed_hosts: list[str] = _d(list, "when non-empty, web_fetch reaches only these hosts")
+    denied_hosts: list[str] = _d(list, "hosts web_fetch always refuses, even if allowed")
 
 
 class PermissionsConfig(_Section):
-    allow: list[str] = Field(default_factory=list)
-    ask: list[str] = Field(default_factory=list)
-    deny: list[str] = Field(default_factory=list)
-    # File names whose contents are asked for before a tool or command reads them.
-    secret_files: list[str] = Field(default_factory=lambda: list(DEFAULT_SECRET_FILES))
+    allow: list[str] = _d(list, "rules that run without asking, e.g. run_command(git log *)")
+    ask: list[str] = _d(list, "rules that always ask")
+    deny: list[str] = _d(list, "rules that are always refused (checked first)")
+    secret_files: list[str] = _d(lambda: list(DEFAULT_SECRET_FILES),
+                                 "file names whose contents are asked for before a tool or command reads them")
     # (kind, rule text) -> the file or layer that contributed it; filled by load_config.
     _origins: dict[tuple[str, str], str] = PrivateAttr(default_factory=dict)
 
@@ -72,13 +79,13 @@ def _check_names(names: dict[str, Any], what: str) -> None:
 class McpServerConfig(_Section):
     """One MCP server: `command` (stdio) or `url` (streamable HTTP)."""
 
-    command: str | None = None
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
-    cwd: str | None = None
-    url: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
-    trusted: bool = False  # its tools that declare readOnlyHint run without asking, in parallel
+    command: str | None = _d(None, "program to start (stdio transport)")
+    args: list[str] = _d(list, "its arguments")
+    env: dict[str, str] = _d(dict, "extra environment variables for it")
+    cwd: str | None = _d(None, "its working directory")
+    url: str | None = _d(None, "server URL (streamable HTTP transport)")
+    headers: dict[str, str] = _d(dict, "HTTP headers sent to it")
+    trusted: bool = _d(False, "its tools that declare readOnlyHint run without asking, in parallel")
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:
@@ -90,7 +97,7 @@ class McpServerConfig(_Section):
 
 
 class McpConfig(_Section):
-    servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    servers: dict[str, McpServerConfig] = _d(dict, "MCP servers by name: {command, args, env, cwd} or {url, headers}")
 
     @field_validator("servers")
     @classmethod
@@ -100,56 +107,58 @@ class McpConfig(_Section):
 
 
 class SubagentConfig(_Section):
-    description: str
-    prompt: str = ""
-    tools: list[str] | None = None  # None: the parent's tools (except sub-agent tools)
-    model: str | None = None  # None: the parent's model
-    max_turns: int | None = Field(None, ge=1)
+    description: str = _d(..., "what the sub-agent is for (shown to the model)")
+    prompt: str = _d("", "its system prompt")
+    tools: list[str] | None = _d(None, "the tools it may use; null: the parent's (except sub-agent tools)")
+    model: str | None = _d(None, "its model; null: the parent's")
+    max_turns: int | None = _d(None, "its model-call limit per task; null: the parent's", ge=1)
+
+
 class Price(_Section):
     """Dollars per million tokens, for the cost meter."""
 
-    input_per_mtok: float = Field(ge=0)
-    output_per_mtok: float = Field(ge=0)
+    input_per_mtok: float = _d(..., "dollars per million prompt tokens", ge=0)
+    output_per_mtok: float = _d(..., "dollars per million completion tokens", ge=0)
 
 
 class Config(_Section):
-    model: str = "gpt-4.1-mini"
-    base_url: str = "https://api.openai.com/v1"
-    api_key: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    permission_mode: Mode = "default"
-    auto_approve: bool = False
-    allowed_tools: list[str] = Field(default_factory=list)
-    disallowed_tools: list[str] = Field(default_factory=list)
-    permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
-    trusted_projects: list[str] = Field(default_factory=list)
-    max_output: int = Field(20_000, ge=100)
-    max_turns: int = Field(50, ge=1)
-    max_parallel_tools: int = Field(10, ge=1, le=64)
-    request_timeout: float = Field(600.0, gt=0)
-    max_retries: int = Field(4, ge=0, le=20)
-    session_budget_chars: int = Field(120_000, ge=1000)
-    aggregate_budget_chars: int | None = Field(None, ge=100)
-    grep_max_files: int = Field(50_000, ge=1)
-    task_timeout_secs: float = Field(3600.0, gt=0)
-    # Folder names grep and glob skip at any depth: None keeps the built-in list of build and
-    # cache folders (nanohermes.tools.search.DEFAULT_IGNORE_DIRS), a list replaces it.
-    search_ignore_dirs: list[Annotated[str, Field(pattern=_DIR_NAME)]] | None = None
-    search_ignore_extra: list[Annotated[str, Field(pattern=_DIR_NAME)]] = Field(default_factory=list)  # added to it
-    extra_write_roots: list[str] = Field(default_factory=list)
-    limits: dict[str, int | float] = Field(default_factory=dict)  # any Limits field, by name
-    web_search: WebSearchConfig = Field(default_factory=WebSearchConfig)
-    web_fetch: WebFetchConfig = Field(default_factory=WebFetchConfig)
-    mcp: McpConfig = Field(default_factory=McpConfig)
-    subagents: dict[str, SubagentConfig] = Field(default_factory=dict)
-    summary_model: str | None = None  # a small model that labels each batch of tool calls in the REPL
+    model: str = _d("gpt-4.1-mini", "model name sent to the endpoint (env NANOHERMES_MODEL, --model)")
+    base_url: str = _d("https://api.openai.com/v1", "OpenAI-compatible endpoint (env OPENAI_BASE_URL, --base-url)")
+    api_key: str | None = _d(None, "API key; prefer api_key_env so the key stays out of files (--api-key)")
+    api_key_env: str = _d("OPENAI_API_KEY", "environment variable holding the API key")
+    permission_mode: Mode = _d("default", "default, accept-edits, plan, debug or goal (--mode)")
+    auto_approve: bool = _d(False, "approve every call that would ask; mode blocks still apply (--yes)")
+    allowed_tools: list[str] = _d(list, "when non-empty, only these tools are offered and run")
+    disallowed_tools: list[str] = _d(list, "tools never offered nor run (mcp__server names a whole server)")
+    permissions: PermissionsConfig = _d(PermissionsConfig, "allow / ask / deny rules and secret files")
+    trusted_projects: list[str] = _d(list, "workspaces whose project config may widen trust (user config only)")
+    max_output: int = _d(20_000, "chars: every tool result is clamped to this", ge=100)
+    max_turns: int = _d(50, "model calls in one turn before it stops (exit 3 with -p; --max-turns)", ge=1)
+    max_parallel_tools: int = _d(10, "concurrency-safe calls run at once", ge=1, le=64)
+    request_timeout: float = _d(600.0, "seconds one model request may take", gt=0)
+    max_retries: int = _d(4, "retries of 429, 5xx, connection errors and dropped streams", ge=0, le=20)
+    session_budget_chars: int = _d(120_000, "history size that triggers compaction", ge=1000)
+    aggregate_budget_chars: int | None = _d(None, "tool results answering one message before the largest are "
+                                                  "saved to files; null: min(200,000, session budget / 2)", ge=100)
+    grep_max_files: int = _d(50_000, "files grep and glob visit before they stop", ge=1)
+    task_timeout_secs: float = _d(3600.0, "hard timeout of a background task", gt=0)
+    search_ignore_dirs: list[Annotated[str, Field(pattern=_DIR_NAME)]] | None = _d(
+        None, "folder names grep and glob skip at any depth; null: the built-in build and cache folders")
+    search_ignore_extra: list[Annotated[str, Field(pattern=_DIR_NAME)]] = _d(list, "folder names added to that list")
+    extra_write_roots: list[str] = _d(list, "folders outside the workspace that writes may reach without being protected")
+    limits: dict[str, int | float] = _d(dict, "any output limit by name (see Limits below)")
+    web_search: WebSearchConfig = _d(WebSearchConfig, "web_search provider settings")
+    web_fetch: WebFetchConfig = _d(WebFetchConfig, "web_fetch host lists")
+    mcp: McpConfig = _d(McpConfig, "MCP servers")
+    subagents: dict[str, SubagentConfig] = _d(dict, "sub-agents by name")
+    summary_model: str | None = _d(None, "a small model that labels each batch of tool calls in the REPL")
+    prices: dict[str, Price] = _d(dict, "prices by model name, for the cost meter")
 
     @field_validator("subagents")
     @classmethod
     def _subagent_names(cls, v: dict[str, SubagentConfig]) -> dict[str, SubagentConfig]:
         _check_names(v, "sub-agent")
         return v
-    prices: dict[str, Price] = Field(default_factory=dict)  # by model name
 
     def resolved_api_key(self) -> str | None:
         return self.api_key or os.environ.get(self.api_key_env) or None

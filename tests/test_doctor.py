@@ -15,6 +15,7 @@ def test_healthy_setup_passes(cli, server: FakeServer) -> None:
     assert "[ok]   model: fake-model is listed" in r.out
     assert "[ok]   streaming + tools: streamed" in r.out and "the model called the probe tool" in r.out
     assert "[ok]   git: git version" in r.out
+    assert "[ok]   ripgrep: ripgrep " in r.out
     assert "0 failed" in r.out
     probe = server.requests[0]
     assert probe["stream"] is True and probe["tools"][0]["function"]["name"] == "probe"

@@ -666,7 +666,7 @@ class Grep(Tool):
         return getattr(args, "path", None) or "."
 
     def output_limit(self) -> str:
-        return "grep_matches matches, grep_line_chars chars a line, grep_file_max_bytes, grep_max_files files"
+        return "grep_matches matches, grep_line_chars, grep_file_max_bytes, grep_max_files files"
 
     def _binary(self) -> str | None:
         return find_ripgrep() if self.ripgrep == AUTO else self.ripgrep

@@ -1,0 +1,50 @@
+"""The README's reference tables and config.example.json agree with the code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from nanohermes.budget import Limits
+from nanohermes.config import Config
+from nanohermes.reference import SECTIONS, limits_table, render_into
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_readme_reference_matches_the_code() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert render_into(readme) == readme, "run: python -m nanohermes.reference --write README.md"
+
+
+def test_every_limit_is_documented_with_what_it_bounds() -> None:
+    rows = [r for r in limits_table().splitlines()[2:]]
+    assert [r.split("`")[1] for r in rows] == list(Limits.names())
+    assert all(not r.endswith("|  |") for r in rows), "a Limits field lacks its comment in budget.py"
+
+
+def test_every_config_key_has_a_description() -> None:
+    def walk(model: type[BaseModel], prefix: str) -> list[str]:
+        missing = []
+        for name, f in model.model_fields.items():
+            if not f.description:
+                missing.append(prefix + name)
+            ann = f.annotation
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                missing += walk(ann, f"{prefix}{name}.")
+        return missing
+
+    assert walk(Config, "") == []
+
+
+def test_example_config_lists_every_top_level_key() -> None:
+    example = json.loads((ROOT / "config.example.json").read_text())
+    assert sorted(set(Config.model_fields) - set(example)) == []
+
+
+def test_a_changed_limit_makes_the_docs_check_fail(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    monkeypatch.setitem(SECTIONS, "limits", lambda: limits_table().replace("`200`", "`201`"))
+    assert render_into(readme) != readme
