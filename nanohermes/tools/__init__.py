@@ -162,6 +162,20 @@ def _takes_ctx(fn: Any) -> bool:
     return _CTX_CACHE[fn]
 
 
+
+@dataclass(frozen=True, kw_only=True)
+class ReadOnlyTool(Tool):
+    """A tool that only reads: it never asks and runs in parallel with other such calls.
+    Subclassing this is the explicit promise the conservative defaults of `Tool` wait for."""
+
+    approval: ClassVar[Approval] = "never"
+
+    def read_only(self, args: Params) -> bool:
+        return True
+
+    def concurrency_safe(self, args: Params) -> bool:
+        return True
+
 _TYPE_WORDS = {"string_type": "string", "int_type": "integer", "int_parsing": "integer", "bool_type": "boolean",
                "bool_parsing": "boolean", "list_type": "array", "dict_type": "object", "float_type": "number",
                "float_parsing": "number", "model_type": "object"}

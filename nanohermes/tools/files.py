@@ -20,7 +20,7 @@ from typing import BinaryIO, ClassVar, Iterator
 from pydantic import Field, model_validator
 
 from nanohermes.budget import clamp
-from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError, ToolResult
+from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError, ToolResult
 
 # --------------------------------------------------------------------------------------
 # paths
@@ -283,7 +283,7 @@ def _lines(f: BinaryIO, cap_bytes: int) -> Iterator[tuple[bytes, bool]]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ReadFile(Tool):
+class ReadFile(ReadOnlyTool):
     name: ClassVar[str] = "read_file"
     group: ClassVar[str] = "files"
     description: ClassVar[str] = (
@@ -295,14 +295,7 @@ class ReadFile(Tool):
         "text across files."
     )
     params: ClassVar[type[Params]] = ReadFileParams
-    approval: ClassVar[Approval] = "never"
     persist: ClassVar[bool] = False  # its own window bounds it; persisting would loop read -> file -> read
-
-    def read_only(self, args: Params) -> bool:
-        return True
-
-    def concurrency_safe(self, args: Params) -> bool:
-        return True
 
     def rule_subject(self, args: Params) -> str | None:
         return args.path  # type: ignore[attr-defined]  # the runtime resolves it (pathrules.path_subject)
@@ -412,7 +405,7 @@ class ListDirParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ListDir(Tool):
+class ListDir(ReadOnlyTool):
     name: ClassVar[str] = "list_dir"
     group: ClassVar[str] = "files"
     description: ClassVar[str] = (
@@ -422,13 +415,6 @@ class ListDir(Tool):
         "Use glob to find files by name across the tree and read_file to read one."
     )
     params: ClassVar[type[Params]] = ListDirParams
-    approval: ClassVar[Approval] = "never"
-
-    def read_only(self, args: Params) -> bool:
-        return True
-
-    def concurrency_safe(self, args: Params) -> bool:
-        return True
 
     def rule_subject(self, args: Params) -> str | None:
         return args.path  # type: ignore[attr-defined]  # the runtime resolves it (pathrules.path_subject)

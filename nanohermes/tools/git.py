@@ -14,7 +14,7 @@ from typing import ClassVar
 from pydantic import Field, field_validator
 
 from nanohermes.permissions import Rule
-from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
+from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes.tools.shell import command_env, run_capped, secs, strip_newline
 
 _NOTE_CHARS = 400  # room kept for the tool's own notes when fitting output into max_output
@@ -63,15 +63,8 @@ class NoParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class _ReadOnlyGit(Tool):
+class _ReadOnlyGit(ReadOnlyTool):
     group: ClassVar[str] = "git"
-    approval: ClassVar[Approval] = "never"
-
-    def read_only(self, args: Params) -> bool:
-        return True
-
-    def concurrency_safe(self, args: Params) -> bool:
-        return True
 
     def output_limit(self) -> str:
         return "run_command_capture_bytes, max_output"

@@ -15,7 +15,6 @@ The `mcp` SDK is imported only when a server is configured.
 from __future__ import annotations
 
 import asyncio
-import base64
 import hashlib
 import json
 import os
@@ -31,7 +30,7 @@ from pydantic import ConfigDict, Field
 
 from nanohermes.budget import Limits
 from nanohermes.config import McpServerConfig
-from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
+from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 
 T = TypeVar("T")
 Status = Literal["disabled", "starting", "connected", "failed", "stopped"]
@@ -423,16 +422,9 @@ class McpTool(Tool):
 # -- the helper tools --------------------------------------------------------------------------
 
 
-class _Helper(Tool):
+class _Helper(ReadOnlyTool):
     group: ClassVar[str] = "mcp"
     source: ClassVar[str] = "mcp"
-    approval: ClassVar[Approval] = "never"
-
-    def read_only(self, args: Params) -> bool:
-        return True
-
-    def concurrency_safe(self, args: Params) -> bool:
-        return True
 
     def _targets(self, manager: McpManager, server: str | None) -> list[Server | str]:
         """The servers to list: each connected one, or a line saying why one is not."""

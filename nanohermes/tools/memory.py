@@ -22,7 +22,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
+from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 
 GLOBAL = "global"
 # Two memories are the same fact when their words match up to case, punctuation, order and
@@ -326,7 +326,7 @@ class MemorySearchParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class MemorySearch(Tool):
+class MemorySearch(ReadOnlyTool):
     name: ClassVar[str] = "memory_search"
     group: ClassVar[str] = "memory"
     description: ClassVar[str] = (
@@ -335,14 +335,7 @@ class MemorySearch(Tool):
         "Returns at most `limit` results (default 10, at most 50)."
     )
     params: ClassVar[type[Params]] = MemorySearchParams
-    approval: ClassVar[Approval] = "never"
     path: Path | None = None
-
-    def read_only(self, args: Params) -> bool:
-        return True
-
-    def concurrency_safe(self, args: Params) -> bool:
-        return True
 
     def output_limit(self) -> str:
         return "memory_search_max_results results"

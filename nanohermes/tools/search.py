@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator
 from pydantic import Field
 
 from nanohermes.budget import KiB, MiB, Limits
-from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
+from nanohermes.tools import Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes.tools.files import display_path, resolve_path
 
 if TYPE_CHECKING:
@@ -640,7 +640,7 @@ class GrepParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Grep(Tool):
+class Grep(ReadOnlyTool):
     name: ClassVar[str] = "grep"
     group: ClassVar[str] = "search"
     description: ClassVar[str] = (
@@ -652,15 +652,8 @@ class Grep(Tool):
         "counted in a summary line; the walk stops after 50,000 files. Use glob to find files by name."
     )
     params: ClassVar[type[Params]] = GrepParams
-    approval: ClassVar[Approval] = "never"
     ripgrep: str | None = AUTO  # a binary path, AUTO to look for one, None for pure Python
     early_files: int = 256  # files read in path order while ripgrep searches the rest
-
-    def read_only(self, args: Params) -> bool:
-        return True
-
-    def concurrency_safe(self, args: Params) -> bool:
-        return True
 
     def rule_subject(self, args: Params) -> str | None:
         return getattr(args, "path", None) or "."
@@ -803,7 +796,7 @@ class GlobParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Glob(Tool):
+class Glob(ReadOnlyTool):
     name: ClassVar[str] = "glob"
     group: ClassVar[str] = "search"
     description: ClassVar[str] = (
@@ -815,14 +808,7 @@ class Glob(Tool):
         "the walk stops after 50,000 files. Use grep to search file contents."
     )
     params: ClassVar[type[Params]] = GlobParams
-    approval: ClassVar[Approval] = "never"
     ripgrep: str | None = AUTO
-
-    def read_only(self, args: Params) -> bool:
-        return True
-
-    def concurrency_safe(self, args: Params) -> bool:
-        return True
 
     def rule_subject(self, args: Params) -> str | None:
         return getattr(args, "path", None) or "."

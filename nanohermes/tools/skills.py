@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from nanohermes.budget import Limits
-from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
+from nanohermes.tools import Params, ReadOnlyTool, Tool, ToolContext, ToolError
 
 SKILL_FILE = "SKILL.md"
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
@@ -134,7 +134,7 @@ class SkillParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class SkillTool(Tool):
+class SkillTool(ReadOnlyTool):
     name: ClassVar[str] = "skill"
     group: ClassVar[str] = "skills"
     description: ClassVar[str] = (
@@ -143,14 +143,7 @@ class SkillTool(Tool):
         "instructions mention them. The available skills are listed in the system prompt under Skills."
     )
     params: ClassVar[type[Params]] = SkillParams
-    approval: ClassVar[Approval] = "never"
     skills: SkillSet
-
-    def read_only(self, args: Params) -> bool:
-        return True
-
-    def concurrency_safe(self, args: Params) -> bool:
-        return True
 
     def output_limit(self) -> str:
         return "skill_body_chars chars, skill_files_listed files"

@@ -24,7 +24,7 @@ from nanohermes.budget import Limits
 from nanohermes.config import SubagentConfig
 from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, SubagentEvent, ToolStarted
 from nanohermes.permissions import blocked, names_tool
-from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
+from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
     from nanohermes.agent import Agent
@@ -294,7 +294,7 @@ class SubagentTool(Tool):
 
 
 @dataclass(frozen=True, kw_only=True)
-class AgentListTool(Tool):
+class AgentListTool(ReadOnlyTool):
     name: ClassVar[str] = "agent_list"
     group: ClassVar[str] = "agents"
     description: ClassVar[str] = (
@@ -303,14 +303,7 @@ class AgentListTool(Tool):
         "named there). Start one with subagent."
     )
     params: ClassVar[type[Params]] = Params
-    approval: ClassVar[Approval] = "never"
     manager: SubagentManager = field(repr=False, compare=False)
-
-    def read_only(self, args: Params) -> bool:
-        return True
-
-    def concurrency_safe(self, args: Params) -> bool:
-        return True
 
     def output_limit(self) -> str:
         return "agent_preview_chars chars per result"

@@ -20,7 +20,7 @@ from pydantic import Field
 
 from nanohermes.budget import Limits
 from nanohermes.events import Event, Notice
-from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
+from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes.tools.shell import (
     Capture, Process, command_env, decode, describe_exit, secs, shares, shell_argv, spawn, strip_newline,
 )
@@ -218,7 +218,7 @@ class TaskOutput(Tool):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TaskList(Tool):
+class TaskList(ReadOnlyTool):
     name: ClassVar[str] = "task_list"
     group: ClassVar[str] = "execution"
     description: ClassVar[str] = (
@@ -226,13 +226,6 @@ class TaskList(Tool):
         "Read a task's output with task_output; stop one with task_kill."
     )
     params: ClassVar[type[Params]] = NoParams
-    approval: ClassVar[Approval] = "never"
-
-    def read_only(self, args: Params) -> bool:
-        return True
-
-    def concurrency_safe(self, args: Params) -> bool:
-        return True
 
     async def run(self, args: Params, ctx: ToolContext) -> str:
         tasks = list(task_manager(ctx).tasks.values())

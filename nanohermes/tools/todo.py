@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from nanohermes.events import TodoItem, TodoUpdated
-from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
+from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 
 STATE_KEY = "todos"
 _MARKS = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
@@ -104,7 +104,7 @@ class TodoReadParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TodoRead(Tool):
+class TodoRead(ReadOnlyTool):
     name: ClassVar[str] = "todo_read"
     group: ClassVar[str] = "plan"
     description: ClassVar[str] = (
@@ -112,13 +112,6 @@ class TodoRead(Tool):
         "[ ] pending). Takes no arguments. Use todo_write to change the list."
     )
     params: ClassVar[type[Params]] = TodoReadParams
-    approval: ClassVar[Approval] = "never"
-
-    def read_only(self, args: Params) -> bool:
-        return True
-
-    def concurrency_safe(self, args: Params) -> bool:
-        return True
 
     async def run(self, args: Params, ctx: ToolContext) -> str:
         items = current(ctx.state)

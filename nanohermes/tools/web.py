@@ -23,7 +23,7 @@ from urllib.parse import urljoin, urlsplit
 
 from pydantic import Field, field_validator
 
-from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
+from nanohermes.tools import Params, ReadOnlyTool, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
     import httpx
@@ -220,7 +220,7 @@ class WebFetchParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class WebFetch(Tool):
+class WebFetch(ReadOnlyTool):
     name: ClassVar[str] = "web_fetch"
     group: ClassVar[str] = "web"
     description: ClassVar[str] = (
@@ -232,13 +232,6 @@ class WebFetch(Tool):
         "Use web_search to find pages first."
     )
     params: ClassVar[type[Params]] = WebFetchParams
-    approval: ClassVar[Approval] = "never"
-
-    def read_only(self, args: Params) -> bool:
-        return True
-
-    def concurrency_safe(self, args: Params) -> bool:
-        return True
 
     def rule_subject(self, args: Params) -> str | None:
         return (urlsplit(getattr(args, "url", "")).hostname or "").lower() or None
@@ -531,7 +524,7 @@ def search_duckduckgo_sync(query: str, count: int, timeout: float) -> list[Searc
 
 
 @dataclass(frozen=True, kw_only=True)
-class WebSearch(Tool):
+class WebSearch(ReadOnlyTool):
     name: ClassVar[str] = "web_search"
     group: ClassVar[str] = "web"
     description: ClassVar[str] = (
@@ -540,13 +533,6 @@ class WebSearch(Tool):
         "web_fetch on a result's URL to read the page."
     )
     params: ClassVar[type[Params]] = WebSearchParams
-    approval: ClassVar[Approval] = "never"
-
-    def read_only(self, args: Params) -> bool:
-        return True
-
-    def concurrency_safe(self, args: Params) -> bool:
-        return True
 
     def output_limit(self) -> str:
         return "10 results, web_search_snippet_chars chars each"
