@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import re
 import sqlite3
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -151,17 +152,27 @@ class MemoryStore:
             conn = sqlite3.connect(self.path, timeout=self.busy_timeout_secs, isolation_level=None)
         except sqlite3.Error as e:
             raise self._error(e) from None
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            # In WAL mode NORMAL cannot corrupt the file; it only skips an fsync per commit.
-            conn.execute("PRAGMA synchronous=NORMAL")
-            # Only a new file needs the schema; skipping the DDL keeps readers off the write lock.
-            if conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'memories_ad'").fetchone()[0] == 0:
-                conn.executescript(_SCHEMA)
-        except sqlite3.Error as e:
-            conn.close()
-            raise self._error(e) from None
-        return conn
+        # Switching a new file to WAL needs an exclusive lock, and SQLite answers "locked" at once
+        # instead of calling the busy handler when two processes create the store together:
+        # retry the set-up for as long as the busy timeout allows.
+        deadline = time.monotonic() + self.busy_timeout_secs
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                # In WAL mode NORMAL cannot corrupt the file; it only skips an fsync per commit.
+                conn.execute("PRAGMA synchronous=NORMAL")
+                # Only a new file needs the schema; skipping the DDL keeps readers off the write lock.
+                if conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'memories_ad'").fetchone()[0] == 0:
+                    conn.executescript(_SCHEMA)
+                return conn
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e).lower() or time.monotonic() >= deadline:
+                    conn.close()
+                    raise self._error(e) from None
+                time.sleep(0.02)
+            except sqlite3.Error as e:
+                conn.close()
+                raise self._error(e) from None
 
     def save(self, text: str, scope: str) -> tuple[Memory, bool]:
         """Store `text`; returns (the memory, True) or (the near-duplicate kept, False)."""
