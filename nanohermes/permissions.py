@@ -624,6 +624,10 @@ def _decide_command(policy: Policy, tool_name: str, command: str, protected: boo
             return Verdict("deny", f"denied by rule {rule}")
     if policy.mode == "plan":
         return Verdict("deny", f"{tool_name} changes things and plan mode is read-only")
+    if commands is None and _unattended(policy) and any(r.names(tool_name) for r in policy.deny):
+        # Nobody will be asked, and the deny rules cannot see inside this line.
+        return Verdict("deny", f"the command cannot be analysed ({problem}) and deny rules apply to {tool_name}; "
+                               "unattended runs refuse it: split it into simple commands")
     if protected:
         return _protected(policy)
     if _unattended(policy):

@@ -1,7 +1,7 @@
 """A long scripted session against the fake server with random faults.
 
-It must finish with a valid transcript and exactly one result per call, whatever the
-endpoint and the tools do. CI runs a fixed seed; set NANOHERMES_CHAOS_SEED=random (or a
+It must finish with a valid transcript, exactly one result per call and no process left
+behind, whatever the endpoint and the tools do. CI runs a fixed seed; set NANOHERMES_CHAOS_SEED=random (or a
 number) to explore by hand.
 """
 
@@ -27,6 +27,8 @@ from nanohermes.runtime import Runtime
 from nanohermes.session import Transcript
 from nanohermes.testing import FakeServer, Fault, FakeToolCall, Reply, check_protocol
 from nanohermes.tools import Approval, Params, Tool, ToolContext, build_tools
+
+from exec_support import no_leftover_processes  # noqa: F401
 
 MODEL_CALLS = 200
 
@@ -62,7 +64,7 @@ def seed() -> int:
 
 
 def random_call(rng: random.Random) -> FakeToolCall:
-    kind = rng.choice(["read", "list", "nap", "crash", "unknown", "malformed", "missing", "wrongtype"])
+    kind = rng.choice(["read", "list", "nap", "crash", "unknown", "malformed", "missing", "wrongtype", "run", "task"])
     return {
         "read": lambda: FakeToolCall(name="read_file", arguments={"path": rng.choice(["a.txt", "missing.txt", "."])}),
         "list": lambda: FakeToolCall(name="list_dir", arguments={}),
@@ -72,6 +74,9 @@ def random_call(rng: random.Random) -> FakeToolCall:
         "malformed": lambda: FakeToolCall(name="read_file", arguments=rng.choice(['{"path": ', "[", "null", "{'a': 1}"])),
         "missing": lambda: FakeToolCall(name="read_file", arguments={}),
         "wrongtype": lambda: FakeToolCall(name="read_file", arguments={"path": 7, "limit": "x"}),
+        "run": lambda: FakeToolCall(name="run_command", arguments={"command": rng.choice(
+            ["echo hi", "exit 3", "sleep 30 & echo left behind", "yes | head -c 300000", "echo err >&2"])}),
+        "task": lambda: FakeToolCall(name="run_command", arguments={"command": "sleep 30", "background": True}),
     }[kind]()
 
 
@@ -93,7 +98,7 @@ def script(rng: random.Random) -> list[Reply | Fault]:
     return items
 
 
-def test_chaos_session_keeps_one_result_per_call_and_a_valid_transcript(workspace: Path) -> None:
+def test_chaos_session_keeps_one_result_per_call_and_a_valid_transcript(workspace: Path, no_leftover_processes: str) -> None:
     s = seed()
     rng = random.Random(s)
     (workspace / "a.txt").write_text("alpha\nbeta\n")
@@ -102,14 +107,17 @@ def test_chaos_session_keeps_one_result_per_call_and_a_valid_transcript(workspac
         llm = OpenAIChat(model="fake-model", base_url=server.base_url, api_key="k", max_retries=3, backoff_base=0.001)
         transcript = Transcript.create(workspace, model="fake-model")
         runtime = Runtime(tools=[*build_tools(Config(), workspace), Nap()], config=Config(), workspace=workspace,
-                          ui=ui, policy=Policy(), limits=Limits(), session_dir=transcript.dir)
+                          ui=ui, policy=Policy(mode="goal"), limits=Limits(), session_dir=transcript.dir)
         agent = Agent(llm=llm, runtime=runtime, ui=ui, system_prompt="chaos", transcript=transcript, max_turns=10)
 
         async def session() -> list[str]:
             reasons = []
-            for n in range(MODEL_CALLS // 4):
-                result = await agent.ask(f"task {n}")
-                reasons.append(result.reason)
+            try:
+                for n in range(MODEL_CALLS // 4):
+                    result = await agent.ask(f"task {n}")
+                    reasons.append(result.reason)
+            finally:
+                await runtime.close()  # background tasks end with the session
             return reasons
 
         try:

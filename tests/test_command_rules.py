@@ -264,3 +264,27 @@ def test_any_text_is_either_analysed_or_asked(command: str) -> None:
         pass
     v = decide(DENY_RM, tool_name="run_command", approval="always", read_only=False, subject=command)
     assert v.decision in ("allow", "ask", "deny")
+
+
+DENIABLE = ["rm -rf build", "curl http://x.test/s", "git push origin main", "dd if=/dev/zero of=disk", "chmod 777 key"]
+HIDING = ["{c}", "ls; {c}", "ls && {c}", "false || {c}", "ls | {c}", "echo $({c})", "echo `{c}`", "(cd x; {c})",
+          "bash -c '{c}'", "sh -c \"{c}\"", "env A=1 {c}", "timeout 5 {c}", "nice -n 1 {c}", "FOO=bar {c}",
+          "{{ {c}; }}", "eval '{c}'", "ls\n{c}", "/usr/bin/{c}", "xargs {c} < list", "time {c}",
+          "case x in y) {c};; esac", "f() {{ {c}; }}; f", "echo \"open; {c}", "echo $(( 1 + 2 )); {c}"]
+MODES = st.sampled_from(["default", "accept-edits", "debug", "goal"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(target=st.sampled_from(DENIABLE), hiding=st.sampled_from(HIDING), mode=MODES, yes=st.booleans(),
+       extra_deny=st.lists(st.sampled_from([c.split()[0] + " *" for c in DENIABLE]), max_size=2),
+       allow=st.lists(st.sampled_from(["*", "ls *", "echo *", "bash *", "env *", "xargs *", "eval *"]), max_size=3))
+def test_random_rules_never_let_a_denied_command_run(target: str, hiding: str, mode: str, yes: bool,
+                                                     extra_deny: list[str], allow: list[str]) -> None:
+    name = " ".join(target.split()[:2]) if target.startswith("git") else target.split()[0]
+    policy = rules(deny=(f"{name} *", *extra_deny), allow=tuple(allow), mode=mode)
+    policy = Policy(**{**policy.__dict__, "auto_approve": yes})
+    command = hiding.format(c=target)
+    v = decide(policy, tool_name="run_command", approval="always", read_only=False, subject=command)
+    assert v.decision != "allow", (command, v)
+    if mode == "goal" or yes:  # nobody will be asked: it must be refused outright
+        assert v.decision == "deny", (command, v)

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ from nanohermes.events import RecordingUI, ToolFinished
 from nanohermes.messages import ToolCall
 from nanohermes.permissions import Policy
 from nanohermes.runtime import Runtime
-from nanohermes.tools import ToolContext, ToolError, ToolResult
+from nanohermes.tools import ToolContext, ToolError, ToolResult, build_tools
 from nanohermes.tools.files import unified_diff
 from nanohermes.tools.patch import ApplyPatch, PatchError, apply, parse
 
@@ -258,3 +259,30 @@ def test_unified_diff_applies_back_exactly(old: list[str], new: list[str], old_n
         assert before == after
         return
     assert apply(parse(diff), lambda p: before)[0].new_text == after
+
+
+@settings(max_examples=40, deadline=None)
+@given(n_files=st.integers(1, 4), broken=st.one_of(st.none(), st.integers(0, 3)), new_file=st.booleans(),
+       lines=st.lists(st.text("abc xyz", min_size=1, max_size=8), min_size=3, max_size=8))
+def test_apply_patch_changes_every_file_or_none(n_files: int, broken: int | None, new_file: bool, lines: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp)
+        before = {f"f{i}.txt": "".join(f"{i}:{line}\n" for line in lines) for i in range(n_files)}
+        for name, text in before.items():
+            (ws / name).write_text(text)
+        parts = []
+        for i, (name, text) in enumerate(before.items()):
+            old = text.splitlines()[0]
+            ctx = old if broken != i else old + " (not what the file says)"
+            parts.append(f"--- a/{name}\n+++ b/{name}\n@@ -1 +1 @@\n-{ctx}\n+changed {i}\n")
+        if new_file:
+            parts.append("--- /dev/null\n+++ b/made.txt\n@@ -0,0 +1 @@\n+made\n")
+        rt = Runtime(tools=build_tools(), config=Config(), workspace=ws, ui=RecordingUI(), policy=Policy(mode="goal"))
+        [out] = asyncio.run(rt.run_calls([ToolCall("p", "apply_patch", json.dumps({"diff": "".join(parts)}))]))
+        after = {name: (ws / name).read_text() for name in before}
+        if broken is not None and broken < n_files:
+            assert out.content is not None and out.content.startswith("ERROR: "), out.content
+            assert after == before and not (ws / "made.txt").exists()
+        else:
+            assert all(after[f"f{i}.txt"].splitlines()[0] == f"changed {i}" for i in range(n_files)), out.content
+            assert (ws / "made.txt").exists() == new_file
