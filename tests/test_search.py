@@ -517,3 +517,19 @@ def test_glob_any_depth_suffix(workspace: Path, rg: str | None) -> None:
     assert glob(workspace, rg, pattern="**/*.py") == ".py\na.py\nx/b.py\nx/y/c.py"
     assert glob(workspace, rg, pattern="*.py") == ".py\na.py"
     assert glob(workspace, rg, pattern="x/**/*.py") == "x/b.py\nx/y/c.py"
+
+
+def test_grep_over_a_folder_does_not_show_secret_files(workspace: Path) -> None:
+    (workspace / ".env").write_text("API_TOKEN=abc123\n")
+    (workspace / "app.py").write_text("token = os.environ['API_TOKEN']\n")
+    (workspace / "keys").mkdir()
+    (workspace / "keys" / "server.pem").write_text("API_TOKEN in a pem\n")
+    for rg in (RG, None):
+        out = grep(workspace, rg=rg, early_files=0, pattern="API_TOKEN")
+        assert out == ("app.py:1:token = os.environ['API_TOKEN']\n\n"
+                       "2 secret files with matches not shown (permissions.secret_files); grep one by its path to be asked for it")
+
+
+def test_grep_of_a_named_secret_file_is_left_to_the_permission_check(workspace: Path) -> None:
+    (workspace / ".env").write_text("API_TOKEN=abc123\n")
+    assert grep(workspace, rg=RG, pattern="API_TOKEN", path=".env") == ".env:1:API_TOKEN=abc123"

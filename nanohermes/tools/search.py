@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator
 from pydantic import Field
 
 from nanohermes.budget import KiB, MiB, Limits
+from nanohermes.permissions import is_secret
 from nanohermes.tools import Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes.tools.files import display_path, resolve_path
 
@@ -649,7 +650,8 @@ class Grep(ReadOnlyTool):
         "the workspace) honouring .gitignore, .ignore and build/cache folders, hidden files included; "
         "`include` is a glob such as `*.py` or `src/**/*.ts`. Returns at most 200 matches, lines clipped at "
         "240 chars; files over 1 MiB and binary files are not shown, and those containing the pattern are "
-        "counted in a summary line; the walk stops after 50,000 files. Use glob to find files by name."
+        "counted in a summary line; the walk stops after 50,000 files. Secret files (.env, keys) are searched "
+        "only when named in `path`. Use glob to find files by name."
     )
     params: ClassVar[type[Params]] = GrepParams
     ripgrep: str | None = AUTO  # a binary path, AUTO to look for one, None for pure Python
@@ -675,7 +677,7 @@ class Grep(ReadOnlyTool):
         lim = ctx.limits
         if root.is_file():
             res = await self.in_thread(scan, root.parent, [root.name], matcher, lim, False)
-            return _format_grep(args, ctx, shown[: len(shown) - len(root.name)], shown, res, False)
+            return _format_grep(args, ctx, shown[: len(shown) - len(root.name)], shown, res, False, searched_dir=False)
         dirs = ignore_dir_names(ctx.config)
         rg = self._binary()
         if rg is not None:
@@ -758,10 +760,17 @@ def _prefix(shown: str) -> str:
     return "" if shown == "." else shown.rstrip("/") + "/"
 
 
-def _format_grep(args: GrepParams, ctx: ToolContext, prefix: str, shown: str, res: Scan, truncated: bool) -> str:
+def _format_grep(args: GrepParams, ctx: ToolContext, prefix: str, shown: str, res: Scan, truncated: bool,
+                 searched_dir: bool = True) -> str:
     lim = ctx.limits
     notes: list[str] = []
     hits = res.hits
+    if searched_dir:  # a secret file shows only when named (and then the user is asked first)
+        secret = {rel for rel, _, _ in hits if is_secret(rel, ctx.config.permissions.secret_files)}
+        if secret:
+            hits = [h for h in hits if h[0] not in secret]
+            notes.append(f"{len(secret)} secret file{'' if len(secret) == 1 else 's'} with matches not shown "
+                         f"(permissions.secret_files); grep one by its path to be asked for it")
     if len(hits) > lim.grep_matches:
         hits = hits[: lim.grep_matches]
         notes.append(f"… stopped after {lim.grep_matches} matches")
