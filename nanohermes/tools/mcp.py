@@ -438,6 +438,25 @@ class _Helper(ReadOnlyTool):
                 out.append(f"{s.name}: not connected ({s.status}{': ' + s.error if s.error else ''})")
         return out
 
+    async def _listing(self, server: str | None, kind: str, fetch: Callable[[Any, Any], Any],
+                       line: Callable[[Any], str], extra: Callable[[Server], Awaitable[list[str]]] | None = None) -> str:
+        """One line per item of `kind` (resources, prompts) of each target server, or why none."""
+        lines: list[str] = []
+        for s in self._targets(self.manager, server):  # type: ignore[attr-defined]
+            if isinstance(s, str):
+                lines.append(s)
+                continue
+            if not _offers(s, kind):
+                lines.append(f"{s.name}: offers no {kind}")
+                continue
+            items = await _pages(self.manager, s, self.name, kind, fetch)  # type: ignore[attr-defined]
+            if not items:
+                lines.append(f"{s.name}: no {kind}")
+            lines.extend(f"{s.name}  {line(item)}" for item in items)
+            if extra is not None:
+                lines.extend(await extra(s))
+        return "\n".join(lines) or "no MCP servers"
+
 
 class ListParams(Params):
     server: str | None = Field(None, description="Only this server (default: every connected server).")
@@ -494,28 +513,20 @@ class McpListResources(_Helper):
 
     async def run(self, args: Params, ctx: ToolContext) -> str:
         assert isinstance(args, ListParams)
-        lines: list[str] = []
-        for s in self._targets(self.manager, args.server):
-            if isinstance(s, str):
-                lines.append(s)
-                continue
-            if not _offers(s, "resources"):
-                lines.append(f"{s.name}: offers no resources")
-                continue
-            resources = await _pages(self.manager, s, "mcp_list_resources", "resources",
-                                     lambda c, cursor: c.list_resources(cursor=cursor))
-            if not resources:
-                lines.append(f"{s.name}: no resources")
-            for r in resources:
-                mime = f" [{r.mime_type}]" if r.mime_type else ""
-                desc = f" — {r.description}" if r.description else ""
-                lines.append(f"{s.name}  {r.uri}  {r.name}{mime}{desc}")
+
+        def line(r: Any) -> str:
+            mime = f" [{r.mime_type}]" if r.mime_type else ""
+            return f"{r.uri}  {r.name}{mime}" + (f" — {r.description}" if r.description else "")
+
+        async def templates(s: Server) -> list[str]:
             try:
-                tpl = await self.manager.request(s, "mcp_list_resources", lambda c: c.list_resource_templates())
-                lines.extend(f"{s.name}  template {t.uri_template}  {t.name}" for t in tpl.resource_templates)
+                tpl = await self.manager.request(s, self.name, lambda c: c.list_resource_templates())
             except ToolError:
-                pass  # templates are optional; the resources above are the answer
-        return "\n".join(lines) or "no MCP servers"
+                return []  # templates are optional; the resources are the answer
+            return [f"{s.name}  template {t.uri_template}  {t.name}" for t in tpl.resource_templates]
+
+        return await self._listing(args.server, "resources", lambda c, cursor: c.list_resources(cursor=cursor),
+                                   line, templates)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -550,23 +561,12 @@ class McpListPrompts(_Helper):
 
     async def run(self, args: Params, ctx: ToolContext) -> str:
         assert isinstance(args, ListParams)
-        lines: list[str] = []
-        for s in self._targets(self.manager, args.server):
-            if isinstance(s, str):
-                lines.append(s)
-                continue
-            if not _offers(s, "prompts"):
-                lines.append(f"{s.name}: offers no prompts")
-                continue
-            prompts = await _pages(self.manager, s, "mcp_list_prompts", "prompts",
-                                   lambda c, cursor: c.list_prompts(cursor=cursor))
-            if not prompts:
-                lines.append(f"{s.name}: no prompts")
-            for p in prompts:
-                names = ", ".join(a.name + ("*" if a.required else "") for a in p.arguments or [])
-                desc = f" — {p.description}" if p.description else ""
-                lines.append(f"{s.name}  {p.name}({names}){desc}")
-        return "\n".join(lines) or "no MCP servers"
+
+        def line(p: Any) -> str:
+            names = ", ".join(a.name + ("*" if a.required else "") for a in p.arguments or [])
+            return f"{p.name}({names})" + (f" — {p.description}" if p.description else "")
+
+        return await self._listing(args.server, "prompts", lambda c, cursor: c.list_prompts(cursor=cursor), line)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -214,44 +214,34 @@ class MemoryStore:
         fts = _fts_query(query)
         if not fts:
             return []
-        conn = self._connect()
-        try:
-            rows = conn.execute(
-                "SELECT m.id, m.text, m.scope, m.created FROM memories_fts f JOIN memories m ON m.id = f.rowid "
-                "WHERE memories_fts MATCH ? AND m.scope IN (?, ?) ORDER BY bm25(memories_fts), m.id DESC LIMIT ?",
-                (fts, project, GLOBAL, limit),
-            ).fetchall()
-        except sqlite3.Error as e:
-            raise self._error(e) from None
-        finally:
-            conn.close()
+        rows = self._query(
+            "SELECT m.id, m.text, m.scope, m.created FROM memories_fts f JOIN memories m ON m.id = f.rowid "
+            "WHERE memories_fts MATCH ? AND m.scope IN (?, ?) ORDER BY bm25(memories_fts), m.id DESC LIMIT ?",
+            (fts, project, GLOBAL, limit),
+        )
         return [Memory(id=r[0], text=r[1], scope=r[2], created=r[3]) for r in rows]
 
     def count(self, project: str) -> int:
-        conn = self._connect()
-        try:
-            return int(conn.execute("SELECT count(*) FROM memories WHERE scope IN (?, ?)", (project, GLOBAL)).fetchone()[0])
-        except sqlite3.Error as e:
-            raise self._error(e) from None
-        finally:
-            conn.close()
+        return int(self._query("SELECT count(*) FROM memories WHERE scope IN (?, ?)", (project, GLOBAL))[0][0])
 
     def entries(self, project: str | None = None) -> list[Memory]:
         """Newest first; with `project`, only that project's memories and the global ones."""
+        if project is None:
+            rows = self._query("SELECT id, text, scope, created FROM memories ORDER BY id DESC")
+        else:
+            rows = self._query("SELECT id, text, scope, created FROM memories WHERE scope IN (?, ?) ORDER BY id DESC",
+                               (project, GLOBAL))
+        return [Memory(id=r[0], text=r[1], scope=r[2], created=r[3]) for r in rows]
+
+    def _query(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+        """One read on its own connection; any database error becomes a ToolError."""
         conn = self._connect()
         try:
-            if project is None:
-                rows = conn.execute("SELECT id, text, scope, created FROM memories ORDER BY id DESC").fetchall()
-            else:
-                rows = conn.execute(
-                    "SELECT id, text, scope, created FROM memories WHERE scope IN (?, ?) ORDER BY id DESC",
-                    (project, GLOBAL),
-                ).fetchall()
+            return conn.execute(sql, params).fetchall()
         except sqlite3.Error as e:
             raise self._error(e) from None
         finally:
             conn.close()
-        return [Memory(id=r[0], text=r[1], scope=r[2], created=r[3]) for r in rows]
 
     def delete(self, memory_id: int) -> bool:
         conn = self._connect()
