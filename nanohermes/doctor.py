@@ -222,7 +222,8 @@ def doctor(workspace: Path, *, config_file: Path | None, flags: dict[str, object
         setup = Setup(workspace, None, config_error=e.message)
     results = asyncio.run(run_checks(setup, lambda c: print(c.line(), flush=True)))
     failed = [c for c in results if c.status == "fail"]
-    print(f"\n{len(results)} checks: {len(failed)} failed, {sum(c.status == 'warn' for c in results)} warnings")
+    warned = sum(c.status == "warn" for c in results)
+    print(f"\n{len(results)} checks: {len(failed)} failed, {warned} warning{'' if warned == 1 else 's'}")
     return 1 if failed else 0
 
 
