@@ -422,16 +422,18 @@ class McpTool(Tool):
 # -- the helper tools --------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, kw_only=True)
 class _Helper(ReadOnlyTool):
     group: ClassVar[str] = "mcp"
     source: ClassVar[str] = "mcp"
+    manager: McpManager = field(repr=False, compare=False)
 
-    def _targets(self, manager: McpManager, server: str | None) -> list[Server | str]:
+    def _targets(self, server: str | None) -> list[Server | str]:
         """The servers to list: each connected one, or a line saying why one is not."""
         if server:
-            return [manager.server(server)]
+            return [self.manager.server(server)]
         out: list[Server | str] = []
-        for s in manager.servers.values():
+        for s in self.manager.servers.values():
             if s.status == "connected" and s.client is not None:
                 out.append(s)
             else:
@@ -442,14 +444,14 @@ class _Helper(ReadOnlyTool):
                        line: Callable[[Any], str], extra: Callable[[Server], Awaitable[list[str]]] | None = None) -> str:
         """One line per item of `kind` (resources, prompts) of each target server, or why none."""
         lines: list[str] = []
-        for s in self._targets(self.manager, server):  # type: ignore[attr-defined]
+        for s in self._targets(server):
             if isinstance(s, str):
                 lines.append(s)
                 continue
             if not _offers(s, kind):
                 lines.append(f"{s.name}: offers no {kind}")
                 continue
-            items = await _pages(self.manager, s, self.name, kind, fetch)  # type: ignore[attr-defined]
+            items = await _pages(self.manager, s, self.name, kind, fetch)
             if not items:
                 lines.append(f"{s.name}: no {kind}")
             lines.extend(f"{s.name}  {line(item)}" for item in items)
@@ -509,7 +511,6 @@ class McpListResources(_Helper):
         "Read one with mcp_read_resource. Pass `server` to list only that server."
     )
     params: ClassVar[type[Params]] = ListParams
-    manager: McpManager = field(repr=False, compare=False)
 
     async def run(self, args: Params, ctx: ToolContext) -> str:
         assert isinstance(args, ListParams)
@@ -537,7 +538,6 @@ class McpReadResource(_Helper):
         "binary contents are described in a short note instead."
     )
     params: ClassVar[type[Params]] = ReadResourceParams
-    manager: McpManager = field(repr=False, compare=False)
 
     def summary(self, args: Params) -> str:
         return f"{args.server} {args.uri}"  # type: ignore[attr-defined]
@@ -557,7 +557,6 @@ class McpListPrompts(_Helper):
         "and descriptions. Fetch one with mcp_get_prompt. Pass `server` to list only that server."
     )
     params: ClassVar[type[Params]] = ListParams
-    manager: McpManager = field(repr=False, compare=False)
 
     async def run(self, args: Params, ctx: ToolContext) -> str:
         assert isinstance(args, ListParams)
@@ -577,7 +576,6 @@ class McpGetPrompt(_Helper):
         "messages as text. Find prompts and their arguments with mcp_list_prompts."
     )
     params: ClassVar[type[Params]] = GetPromptParams
-    manager: McpManager = field(repr=False, compare=False)
 
     def summary(self, args: Params) -> str:
         return f"{args.server} {args.name}"  # type: ignore[attr-defined]
