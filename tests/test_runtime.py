@@ -20,26 +20,7 @@ from nanohermes.runtime import DENIED, INTERRUPTED, Runtime
 from nanohermes.testing import Reply, ScriptedLLM, call, tool_reply
 from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
 from nanohermes.tools.files import ListDir, ReadFile
-
-
-class WriteParams(Params):
-    path: str
-    content: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class TinyWrite(Tool):
-    """A real (minimal) writing tool under the write_file name, to exercise write policy."""
-
-    name: ClassVar[str] = "write_file"
-    description: ClassVar[str] = "write a file"
-    params: ClassVar[type[Params]] = WriteParams
-    approval: ClassVar[Approval] = "edit"
-
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, WriteParams)
-        (ctx.workspace / args.path).write_text(args.content)
-        return f"wrote {args.path}"
+from tool_support import TinyWrite
 
 
 class SlowParams(Params):

@@ -7,10 +7,9 @@ import asyncio
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
-from pydantic import Field
 
 from nanohermes.agent import Agent
 from nanohermes.assemble import assemble_pool, build_agent
@@ -21,30 +20,10 @@ from nanohermes.messages import ToolCall
 from nanohermes.permissions import Policy
 from nanohermes.runtime import Runtime
 from nanohermes.testing import FakeServer, Reply, ScriptedLLM, call, tool_reply
-from nanohermes.tools import Approval, Params, Tool, ToolContext
 from nanohermes.tools import subagents as subagent_tools
 from nanohermes.tools.files import ListDir, ReadFile
 from nanohermes.tools.subagents import SubagentManager
-
-
-class WriteParams(Params):
-    path: str
-    content: str = Field("")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Write(Tool):
-    """A minimal real writing tool, to exercise write permissions in the child."""
-
-    name: ClassVar[str] = "write_file"
-    description: ClassVar[str] = "write a file"
-    params: ClassVar[type[Params]] = WriteParams
-    approval: ClassVar[Approval] = "edit"
-
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, WriteParams)
-        (ctx.workspace / args.path).write_text(args.content)
-        return f"wrote {args.path}"
+from tool_support import TinyWrite
 
 
 AGENTS = {
@@ -71,7 +50,7 @@ def family(ws: Path, *, parent_script: list[Any] = (), child_script: list[Any] =
     runtime = Runtime(tools=[], config=config, workspace=ws, ui=ui, policy=Policy(mode=mode), limits=limits)
     manager = SubagentManager(configs=config.subagents, make_llm=lambda model: child_llm, ui=ui, limits=limits,
                               system_prompt="parent prompt", max_turns=5, parent=runtime)
-    runtime.set_tools(assemble_pool([ReadFile(), ListDir(), Write()], subagent_tools.tools(manager)))
+    runtime.set_tools(assemble_pool([ReadFile(), ListDir(), TinyWrite()], subagent_tools.tools(manager)))
     parent = Agent(llm=ScriptedLLM(list(parent_script)), runtime=runtime, ui=ui, system_prompt="parent prompt")
     return Family(parent, manager, ui, child_llm)
 
