@@ -197,3 +197,12 @@ def test_provider_from_config_through_the_cli(cli, server: FakeServer, site: Loc
     tool_msg = server.requests[1]["messages"][-1]
     assert tool_msg["tool_call_id"] == "w"
     assert tool_msg["content"].startswith('Results for "pytest fixtures" (searxng):\n\n1. Result number 1\n')
+
+
+def test_search_timeout_lowered(workspace: Path, site: LocalSite) -> None:
+    @site.route("/search")
+    def slow(h: Any) -> None:
+        h.server.site.stopping.wait(10)
+
+    out = search(workspace, {"query": "slow"}, searxng(site), Limits(web_search_timeout_secs=0.3))
+    assert out.startswith(f"ERROR: web_search provider searxng timed out after 0.3 s at {site.base}/search")
