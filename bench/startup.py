@@ -67,9 +67,9 @@ def peak_rss(argv: list[str], environ: dict[str, str], cwd: Path) -> int:
     return usage.ru_maxrss
 
 
-def first_prompt(environ: dict[str, str], cwd: Path, base_url: str, until: bytes = b"mode:") -> float:
-    """Launch the REPL on a pty; seconds until `until` is drawn: the toolbar ("mode:") comes
-    with the first prompt, "context" once the agent is built and the prompt is ready."""
+def first_prompt(environ: dict[str, str], cwd: Path, base_url: str, until: bytes = b"starting") -> float:
+    """Launch the REPL on a pty; seconds until `until` is drawn: the toolbar reads "starting…"
+    with the first prompt, and shows the "context" once the agent is built behind it."""
     master, slave = pty.openpty()
     start = time.perf_counter()
     p = subprocess.Popen([PY, "-m", "nanohermes", "--base-url", base_url, "--model", "fake-model"], env=environ,

@@ -12,7 +12,8 @@ from typing import AsyncIterator, Callable
 
 from nanohermes.agent import Agent
 from nanohermes.compact import Compactor
-from nanohermes.config import Config, McpServerConfig, state_home
+from nanohermes.config import Config, McpServerConfig
+from nanohermes.dirs import state_home
 from nanohermes.context import ProjectDocs, load_project_docs, system_prompt
 from nanohermes.events import UI, Notice
 from nanohermes.llm import LLM, OpenAIChat

@@ -13,7 +13,7 @@ import signal
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Any, NoReturn, Optional
+from typing import Any, Callable, NamedTuple, NoReturn, Optional
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_TURNS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 EXIT_TERMINATED = 143
@@ -26,8 +26,24 @@ def main() -> None:
 
         print(f"nanohermes {__version__}")
         return
-    app = _make_app()
-    app(args=_bare_resume(sys.argv[1:]), prog_name="nanohermes")
+    argv = _bare_resume(sys.argv[1:])
+    if sys.stdin.isatty() and sys.stdout.isatty() and _opens_repl(argv):
+        _repl_first(argv)
+    _make_app()(args=argv, prog_name="nanohermes")
+
+
+class Launch(NamedTuple):  # not a dataclass: `dataclasses` would cost `--version` its inspect import
+    """The root command's options, parsed and coerced."""
+
+    prompt: str | None
+    fmt: str
+    flags: dict[str, Any]  # config keys set on the command line
+    config_file: Path | None
+    cwd: Path | None
+    verbose: bool
+    save_session: bool
+    cont: bool
+    resume: str | None
 
 
 _VALUED = {"-p", "--print", "--output-format", "--model", "-m", "--base-url", "--api-key", "--mode", "--config",
@@ -59,10 +75,13 @@ class ModeChoice(str, Enum):
     goal = "goal"
 
 
-def _fail(err: Exception, verbose: bool) -> int:
+def _fail(err: BaseException, verbose: bool) -> int:
     from nanohermes.errors import NanohermesError
     from nanohermes.redact import redact
 
+    if isinstance(err, KeyboardInterrupt):
+        sys.stderr.write("nanohermes: interrupted\n")
+        return EXIT_INTERRUPTED
     if verbose:
         import traceback
 
@@ -77,7 +96,8 @@ def _fail(err: Exception, verbose: bool) -> int:
     return EXIT_ERROR
 
 
-def _make_app() -> Any:
+def _make_app(launch: Callable[[Launch], int] | None = None) -> Any:
+    """The typer app. `launch` receives the root command's options (default: `run`)."""
     import typer
 
     app = typer.Typer(add_completion=False, invoke_without_command=True, no_args_is_help=False,
@@ -114,8 +134,8 @@ def _make_app() -> Any:
         flags = {"model": model, "base_url": base_url, "api_key": api_key,
                  "permission_mode": mode.value if mode else None, "auto_approve": True if yes else None,
                  "max_turns": max_turns}
-        code = run(prompt=prompt, fmt=output_format.value, flags=flags, config_file=config, cwd=cwd,
-                   verbose=verbose, save_session=not no_session, cont=continue_, resume=resume)
+        code = (launch or run)(Launch(prompt=prompt, fmt=output_format.value, flags=flags, config_file=config, cwd=cwd,
+                                      verbose=verbose, save_session=not no_session, cont=continue_, resume=resume))
         raise typer.Exit(code)
 
     @app.command()
@@ -203,23 +223,79 @@ def _workspace(cwd: Path | None) -> Path:
     return ws
 
 
-def run(*, prompt: str | None, fmt: str, flags: dict[str, Any], config_file: Path | None, cwd: Path | None,
-        verbose: bool, save_session: bool, cont: bool = False, resume: str | None = None) -> int:
+def _opens_repl(argv: list[str]) -> bool:
+    """Whether these arguments start the REPL: no -p, --help, --version, subcommand or session
+    picker. Read from the parser alone, which is cheap; typer's coercion of the values imports
+    pydantic, so it runs behind the REPL's first prompt (see `_repl_first`)."""
     try:
-        from nanohermes.config import load_config
+        import typer
+
+        cmd = typer.main.get_command(_make_app())
+        ctx = typer.Context(cmd, info_name="nanohermes", **cmd.context_settings)
+        opts, rest, _ = cmd.make_parser(ctx).parse_args(list(argv))
+    except Exception:  # a usage error: the full parse reports it
+        return False
+    return not rest and opts.get("prompt") is None and not opts.get("help") and not opts.get("version") \
+        and opts.get("resume") != ""
+
+
+def _repl_first(argv: list[str]) -> NoReturn:
+    """The REPL with its prompt drawn first: parsing the flags and loading the config run
+    behind it, and an error there is reported as it would have been before the REPL."""
+    from nanohermes.ui.repl import Start
+
+    parsed: list[Launch] = []
+
+    def keep(launch: Launch) -> int:
+        parsed.append(launch)
+        return EXIT_OK
+
+    def start() -> Start:
         from nanohermes.errors import UsageError
 
-        workspace = _workspace(cwd)
-        loaded = load_config(workspace, config_file=config_file, flags=flags)
-        from nanohermes.redact import protect
+        try:
+            _make_app(keep)(args=argv, prog_name="nanohermes", standalone_mode=False)
+        except Exception as e:
+            if callable(getattr(e, "format_message", None)):  # typer's usage error: a bad value
+                raise UsageError(e.format_message(), hint="`nanohermes --help` lists the options") from None
+            raise
+        warnings: list[str] = []
+        config, workspace, resume = _prepare(parsed[0], warnings.append)
+        return Start(config, workspace, save_session=parsed[0].save_session, resume=resume, warnings=tuple(warnings))
 
-        protect(loaded.config)  # before anything can print a key
-        for w in loaded.warnings:
-            sys.stderr.write(f"nanohermes: warning: {w}\n")
-        resume_path = _resume_target(workspace, cont, resume, save_session)
+    try:
+        _interactive(start)
+    except (KeyboardInterrupt, Exception) as e:
+        code = _fail(e, bool(parsed) and parsed[0].verbose)
+    sys.exit(code)
+
+
+def _prepare(launch: Launch, warn: Callable[[str], None]) -> tuple[Any, Path, Path | None]:
+    """The validated config, the workspace and the transcript to resume (None for a new
+    session); raises the run-ending errors (bad config, unknown session)."""
+    from nanohermes.config import load_config
+    from nanohermes.redact import protect
+
+    workspace = _workspace(launch.cwd)
+    loaded = load_config(workspace, config_file=launch.config_file, flags=launch.flags)
+    protect(loaded.config)  # before anything can print a key
+    for w in loaded.warnings:
+        warn(w)
+    return loaded.config, workspace, _resume_target(workspace, launch.cont, launch.resume, launch.save_session)
+
+
+def run(launch: Launch) -> int:
+    try:
+        from nanohermes.errors import UsageError
+
+        config, workspace, resume_path = _prepare(launch, lambda w: sys.stderr.write(f"nanohermes: warning: {w}\n"))
+        prompt = launch.prompt
         if prompt is None:
             if sys.stdin.isatty():
-                _interactive(loaded.config, workspace, save_session, resume_path)
+                from nanohermes.ui.repl import Start
+
+                start = Start(config, workspace, save_session=launch.save_session, resume=resume_path)
+                _interactive(lambda: start)
             prompt = ""
         if not sys.stdin.isatty():
             piped = sys.stdin.read()
@@ -227,18 +303,15 @@ def run(*, prompt: str | None, fmt: str, flags: dict[str, Any], config_file: Pat
                 prompt = f"{prompt}\n\n{piped}" if prompt.strip() else piped
         if not prompt.strip():
             raise UsageError("the prompt is empty", hint='pass one with -p "..." or pipe text on stdin')
-        return _headless(prompt, fmt, loaded.config, workspace, verbose, save_session, resume_path)
-    except KeyboardInterrupt:
-        sys.stderr.write("nanohermes: interrupted\n")
-        return EXIT_INTERRUPTED
-    except Exception as e:  # the single place run-ending errors are reported
-        return _fail(e, verbose)
+        return _headless(prompt, launch.fmt, config, workspace, launch.verbose, launch.save_session, resume_path)
+    except (KeyboardInterrupt, Exception) as e:  # the single place run-ending errors are reported
+        return _fail(e, launch.verbose)
 
 
-def _interactive(config: Any, workspace: Path, save_session: bool, resume: Path | None = None) -> NoReturn:
+def _interactive(start: Callable[[], Any]) -> NoReturn:
     from nanohermes.ui.repl import run_repl
 
-    code = run_repl(config, workspace, save_session=save_session, resume=resume)
+    code = run_repl(start)
     # Everything is saved and closed by now. Exiting here skips the interpreter's teardown
     # (most of a second with the SDK loaded) and cannot hang on a tool thread stuck in a
     # blocking call.

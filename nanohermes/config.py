@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from nanohermes.budget import Limits
+from nanohermes.dirs import config_home
 from nanohermes.errors import ConfigError
 from nanohermes.permissions import DEFAULT_SECRET_FILES
 
@@ -179,18 +180,6 @@ class Config(_Section):
         }
         values.update(self.limits)
         return Limits(**values)
-
-
-def config_home() -> Path:
-    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "nanohermes"
-
-
-def data_home() -> Path:
-    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "nanohermes"
-
-
-def state_home() -> Path:
-    return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "nanohermes"
 
 
 def user_config_path() -> Path:

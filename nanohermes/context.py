@@ -89,7 +89,7 @@ def doc_chain(workspace: Path, config_dir: Path) -> list[Path]:
 
 def load_project_docs(workspace: Path, max_chars: int, *, config_dir: Path | None = None) -> ProjectDocs:
     if config_dir is None:
-        from nanohermes.config import config_home
+        from nanohermes.dirs import config_home
 
         config_dir = config_home()
     texts: list[tuple[Path, str]] = []

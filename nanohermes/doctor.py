@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Awaitable, Callable, Literal
 
-from nanohermes.config import Config, Loaded, config_home, data_home, state_home
+from nanohermes.config import Config, Loaded
+from nanohermes.dirs import config_home, data_home, state_home
 
 Status = Literal["ok", "warn", "fail"]
 

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from nanohermes.config import config_home
+from nanohermes.dirs import config_home
 from nanohermes.shellparse import ParseError, split
 
 

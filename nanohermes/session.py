@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from nanohermes.config import data_home
+from nanohermes.dirs import data_home
 from nanohermes.errors import UsageError
 from nanohermes.messages import Message, Usage
 from nanohermes.redact import redact

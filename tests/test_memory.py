@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from nanohermes.budget import Limits
-from nanohermes.config import Config, data_home
+from nanohermes.config import Config
+from nanohermes.dirs import data_home
 from nanohermes.events import RecordingUI
 from nanohermes.messages import ToolCall
 from nanohermes.permissions import Policy

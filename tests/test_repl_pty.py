@@ -336,6 +336,7 @@ def test_compact_view_shows_the_summary_label(term: Any, server: FakeServer, wor
     t.prompt()
     t.type("go")
     t.wait("all done")
+    t.mark = 0  # the label is printed when it arrives: before or after the answer's text
     t.wait("▸ Read the a file · 1 call")
     t.child.send("\x04")
     assert t.exit_code() == 0
@@ -408,3 +409,61 @@ def test_continue_opens_the_repl_on_the_latest_session(term: Any, workspace: Pat
                                                   {"role": "user", "content": "which number?"}]
     lines = [json.loads(x) for x in saved.path.read_text().splitlines()]
     assert [x["message"]["content"] for x in lines if x["type"] == "message"][-2:] == ["which number?", "it was 7"]
+
+
+def test_a_bad_flag_value_ends_the_repl_with_the_usage_error(term: Any) -> None:
+    t = term(args=("--mode", "bogus"))
+    t.wait("nanohermes: error: Invalid value for '--mode'")
+    t.wait("hint: `nanohermes --help` lists the options")
+    assert t.exit_code() == 2
+
+
+def test_a_broken_config_ends_the_repl_with_the_config_error(term: Any, workspace: Path) -> None:
+    bad = workspace / "bad.json"
+    bad.write_text('{"model": 1')
+    t = term(args=("--config", str(bad)))
+    t.wait(f"nanohermes: error: {bad}: invalid JSON at line 1")
+    t.wait("hint: fix the file or move it away")
+    assert t.exit_code() == 2
+
+
+def test_config_warnings_and_another_workspace_show_above_the_prompt(term: Any, server: FakeServer,
+                                                                      workspace: Path) -> None:
+    other = workspace / "sub"
+    other.mkdir()
+    (other / "only-here.txt").write_text("x\n")
+    server.add(Reply(text="seen"))
+    t = term(config={"modle": "x"}, args=("-C", str(other)))
+    t.wait(f"workspace: {other.resolve()}")
+    t.wait("warning:")
+    t.wait("modle")  # the line ("<path>: unknown config keys ignored: modle") may wrap
+    t.prompt()
+    t.child.send("@only\t")  # @paths complete in the workspace named by -C
+    t.wait("@only-here.txt")
+    t.type("")
+    t.wait("seen")
+    t.prompt()
+    t.child.send("\x04")
+    assert t.exit_code() == 0
+
+
+def test_resume_without_an_id_picks_a_session_then_opens_the_repl(term: Any, workspace: Path,
+                                                                    server: FakeServer) -> None:
+    from nanohermes.messages import Message
+    from nanohermes.session import Transcript
+
+    saved = Transcript.create(workspace, model="fake-model", mode="default")
+    saved.append(Message.user("the picked topic"))
+    saved.close()
+    server.add(Reply(text="back on it"))
+    t = term(args=("--resume",))
+    t.wait("the picked topic")
+    t.wait("Resume which session?")
+    t.type("1")
+    t.prompt()
+    t.type("go on")
+    t.wait("back on it")
+    t.prompt()
+    t.child.send("\x04")
+    assert t.exit_code() == 0
+    assert [m["content"] for m in server.requests[0]["messages"][1:]] == ["the picked topic", "go on"]

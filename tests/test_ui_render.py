@@ -197,7 +197,6 @@ def test_toolbar() -> None:
         " gpt-x · mode: plan · context 10% (12k/120k chars) · 120 tokens")
     assert toolbar("gpt-x", "plan", 0, 120_000, Usage(1000, 20), 0.0123) == (
         " gpt-x · mode: plan · context 0% (0k/120k chars) · 1,020 tokens · $0.0123")
-    assert toolbar("gpt-x", "default", 0, 0, None) == " gpt-x · mode: default · starting…"
 
 
 def test_batch_label_line() -> None:

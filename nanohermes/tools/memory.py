@@ -78,7 +78,7 @@ class Memory:
 
 
 def default_path() -> Path:
-    from nanohermes.config import data_home
+    from nanohermes.dirs import data_home
 
     return data_home() / "memory.db"
 

@@ -77,7 +77,7 @@ def skill_roots(workspace: Path, config_dir: Path) -> list[Path]:
 
 def discover_skills(workspace: Path, *, config_dir: Path | None = None) -> SkillSet:
     if config_dir is None:
-        from nanohermes.config import config_home
+        from nanohermes.dirs import config_home
 
         config_dir = config_home()
     found = SkillSet()

@@ -7,9 +7,11 @@ in the kernel's buffer and is sent when the turn ends. Ctrl-C during a turn canc
 the agent answers every pending call with "interrupted by user", so the history stays valid,
 and the prompt comes back.
 
-Start-up draws the prompt first: the agent (and with it the core, the tools and their
-schemas) is built right after the first draw, MCP servers start behind the prompt, and the
-openai SDK is imported in a background thread. Input typed meanwhile waits for them.
+Start-up draws the prompt first. Right after that first draw a worker thread runs `start`
+(the CLI's flag parsing and config validation, which import pydantic) and builds the agent
+(the core, the tools and their schemas); MCP servers start behind the prompt and the openai
+SDK is imported in a background thread. Input typed meanwhile waits for them; an error
+there (a bad flag or config) ends the REPL and is reported like any run-ending error.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ import signal
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.document import Document
@@ -31,12 +34,13 @@ from prompt_toolkit.key_binding import KeyBindings
 from rich.console import Console, RenderableType
 from rich.text import Text
 
-from nanohermes.config import MODES, Config, state_home
+from nanohermes.dirs import state_home
 from nanohermes.ui.commands import CommandContext, Registry, load_commands
 
 if TYPE_CHECKING:
     from nanohermes.agent import Agent
     from nanohermes.assemble import Built
+    from nanohermes.config import Config
     from nanohermes.messages import Usage
     from nanohermes.ui.live import ReplUI
     from nanohermes.ui.summaries import BatchCall
@@ -44,6 +48,18 @@ if TYPE_CHECKING:
 PATH_COMPLETIONS = 200  # entries offered when completing an @path
 _ATTACH = re.compile(r"(?<!\S)@(\S+)")
 _ESCAPES = re.compile(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|O.|.)", re.S)
+STARTING = " nanohermes · starting…"  # the toolbar until the agent is built
+
+
+@dataclass(frozen=True)
+class Start:
+    """What a REPL session runs on: made by the `start` callable given to `run_repl`."""
+
+    config: Config
+    workspace: Path
+    save_session: bool = True
+    resume: Path | None = None  # a saved transcript to continue
+    warnings: tuple[str, ...] = ()  # from loading the config, shown once the prompt is up
 
 
 # -- type-ahead ----------------------------------------------------------------------------
@@ -134,9 +150,9 @@ class Terminal:
 class _Completer(Completer):
     """/commands at the start of the input; workspace paths after @."""
 
-    def __init__(self, registry: Registry, workspace: Path) -> None:
+    def __init__(self, registry: Registry, workspace: Callable[[], Path]) -> None:
         self.registry = registry
-        self.workspace = workspace
+        self.workspace = workspace  # known only once the REPL's start has run
 
     def get_completions(self, document: Document, complete_event: Any) -> Iterator[Completion]:
         before = document.text_before_cursor
@@ -150,7 +166,7 @@ class _Completer(Completer):
             return
         typed = word[1:]
         folder, _, prefix = typed.rpartition("/")
-        base = (self.workspace / folder) if folder else self.workspace
+        base = self.workspace() / folder
         try:
             entries = sorted(os.scandir(base), key=lambda e: e.name)
         except OSError:
@@ -169,16 +185,13 @@ class _Completer(Completer):
 # -- the REPL ------------------------------------------------------------------------------
 
 class Repl:
-    def __init__(self, config: Config, workspace: Path, console: Console, registry: Registry, terminal: Terminal,
-                 *, save_session: bool = True, resume: Path | None = None) -> None:
-        self.config = config
-        self.workspace = workspace
+    def __init__(self, start: Callable[[], Start], console: Console, registry: Registry, terminal: Terminal) -> None:
+        self.start = start
+        self.workspace = Path(".")  # the process's folder until start() names the workspace
         self.console = console
         self.registry = registry
         self.terminal = terminal
-        self.save_session = save_session
-        self.resume = resume  # a saved transcript to continue
-        self.state: dict[str, Any] = {"view": "compact" if config.summary_model else "full"}
+        self.state: dict[str, Any] = {"view": "full"}
         # Set by build(), right after the first prompt is drawn.
         self.agent: Agent | None = None
         self.built: Built | None = None
@@ -197,33 +210,41 @@ class Repl:
         self._arrow = "› " if _can_encode("›") else "> "
 
     # -- building the agent behind the first prompt ------------------------------------------
-    def _construct(self) -> tuple[Built, ReplUI]:
-        """The agent and its UI. Runs in a worker thread: these imports and tool schemas
-        are most of the start-up cost, and the prompt stays responsive meanwhile."""
+    def _construct(self) -> tuple[Start, Built, ReplUI]:
+        """The config, the agent and its UI. Runs in a worker thread: these imports, the
+        config models and the tool schemas are most of the start-up cost, and the prompt
+        stays responsive meanwhile."""
+        s = self.start()
         from nanohermes.assemble import build_agent
         from nanohermes.ui.approval import Approver
         from nanohermes.ui.live import ReplUI, TurnView
         from nanohermes.ui.summaries import BatchSummarizer
 
+        self.workspace = s.workspace
+        config = s.config
+        if config.summary_model:
+            self.state["view"] = "compact"
         view = TurnView(self.console, view=lambda: self.state.get("view", "full"), typed_ahead=self.terminal.pending)
         view.out = self._out
         approver = Approver(self.console, before=self.before_approval, after=view.resume, on_interrupt=self.interrupt)
         ui = ReplUI(view=view, approver=approver)
-        built = build_agent(self.config, self.workspace, ui, save_session=self.save_session, resume=self.resume)
-        if self.config.summary_model:
-            ui.summarizer = BatchSummarizer(model=self.config.summary_model, base_url=self.config.base_url,
-                                            api_key=self.config.resolved_api_key(), on_label=self.on_label)
-        return built, ui
+        built = build_agent(config, s.workspace, ui, save_session=s.save_session, resume=s.resume)
+        if config.summary_model:
+            ui.summarizer = BatchSummarizer(model=config.summary_model, base_url=config.base_url,
+                                            api_key=config.resolved_api_key(), on_label=self.on_label)
+        return s, built, ui
 
     async def build(self) -> None:
         """Build the agent behind the first prompt, then start its session (MCP servers)."""
         try:
-            built, ui = await asyncio.get_running_loop().run_in_executor(None, self._construct)
+            s, built, ui = await asyncio.get_running_loop().run_in_executor(None, self._construct)
             self.agent, self.built, self.ui = built.agent, built, ui
-            self.ctx = CommandContext(agent=built.agent, config=self.config, workspace=self.workspace,
+            self.ctx = CommandContext(agent=built.agent, config=s.config, workspace=s.workspace,
                                       print=self.print, registry=self.registry, state=self.state, built=built,
                                       meter=ui.meter)
-            for w in built.warnings:
+            if s.workspace != Path.cwd().resolve():
+                self._out(Text(f"workspace: {s.workspace}", style="dim"))
+            for w in (*s.warnings, *built.warnings):
                 self._out(Text(f"warning: {w}", style="yellow"))
             self.started = asyncio.get_running_loop().create_task(built.start())
             _warm_imports()
@@ -313,6 +334,8 @@ class Repl:
         def _cycle(event: Any) -> None:
             if self.agent is None:
                 return
+            from nanohermes.config import MODES
+
             runtime = self.agent.runtime
             i = MODES.index(runtime.policy.mode) if runtime.policy.mode in MODES else -1
             runtime.set_mode(MODES[(i + 1) % len(MODES)])
@@ -324,21 +347,21 @@ class Repl:
             history: Any = FileHistory(str(folder / "history"))
         except OSError:
             history = InMemoryHistory()
-        return PromptSession(history=history, key_bindings=kb, completer=_Completer(self.registry, self.workspace),
+        return PromptSession(history=history, key_bindings=kb, completer=_Completer(self.registry, lambda: self.workspace),
                              complete_while_typing=False, bottom_toolbar=self._toolbar, enable_history_search=False)
 
     def _toolbar(self) -> str:
         a = self.agent
         if a is None:
-            return toolbar(self.config.model, self.config.permission_mode, 0, 0, None)
+            return STARTING
         from nanohermes.meters import cost_usd, price_for
 
         chars = sum(m.chars() for m in a.messages())
-        cost = cost_usd(a.usage, price_for(self.config, a.llm.model))
+        cost = cost_usd(a.usage, price_for(a.runtime.config, a.llm.model))
         return toolbar(a.llm.model, a.runtime.policy.mode, chars, a.runtime.limits.session_budget_chars, a.usage, cost)
 
     def _message(self) -> Any:
-        mode = self.agent.runtime.policy.mode if self.agent is not None else self.config.permission_mode
+        mode = self.agent.runtime.policy.mode if self.agent is not None else "default"
         prefix = [("ansiyellow", f"{mode} ")] if mode != "default" else []
         return [*prefix, ("bold", self._arrow)]
 
@@ -442,8 +465,7 @@ class Repl:
 
     # -- the loop --------------------------------------------------------------------------
     async def run(self) -> int:
-        self.console.print(Text.assemble(
-            ("nanohermes", "bold"), f" · {self.config.model} · {self.workspace}", (" · /help for commands", "dim")))
+        self.console.print(Text.assemble(("nanohermes", "bold"), (" · /help for commands", "dim")))
         try:
             while True:
                 line = await self.read()
@@ -480,12 +502,10 @@ class Repl:
             self.agent.transcript.close()
 
 
-def toolbar(model: str, mode: str, history_chars: int, budget_chars: int, usage: Usage | None,
+def toolbar(model: str, mode: str, history_chars: int, budget_chars: int, usage: Usage,
             cost: float | None = None) -> str:
-    """The bottom toolbar: model, mode, context used, tokens and cost so far (cost only when
-    `prices` has the model). Plain text: prompt-toolkit draws it."""
-    if usage is None:
-        return f" {model} · mode: {mode} · starting…"
+    """The bottom toolbar once the agent is built: model, mode, context used, tokens and cost
+    so far (cost only when `prices` has the model). Plain text: prompt-toolkit draws it."""
     pct = 100 * history_chars // max(1, budget_chars)
     tokens = f" · {usage.total_tokens:,} tokens" if usage.total_tokens else ""
     dollars = f" · ${cost:.4f}" if cost is not None else ""
@@ -525,9 +545,10 @@ def make_console() -> Console:
     return Console(highlight=False)
 
 
-def run_repl(config: Config, workspace: Path, *, save_session: bool = True, resume: Path | None = None) -> int:
-    """Run the REPL until Ctrl-D or /exit; returns the exit code. A run-ending error while
-    building the agent (bad config) is raised for the CLI to report."""
+def run_repl(start: Callable[[], Start]) -> int:
+    """Run the REPL until Ctrl-D or /exit; returns the exit code. `start` runs in a worker
+    thread once the first prompt is drawn; a run-ending error from it or from building the
+    agent (a bad flag or config) is raised for the CLI to report."""
     console = make_console()
     terminal = Terminal(sys.stdin.fileno() if sys.stdin.isatty() else None)
     loop = asyncio.new_event_loop()
@@ -535,7 +556,7 @@ def run_repl(config: Config, workspace: Path, *, save_session: bool = True, resu
     executor = ThreadPoolExecutor(thread_name_prefix="tool")
     loop.set_default_executor(executor)
     try:
-        repl = Repl(config, workspace, console, load_commands(), terminal, save_session=save_session, resume=resume)
+        repl = Repl(start, console, load_commands(), terminal)
         return loop.run_until_complete(repl.run())
     finally:
         _close_loop(loop, executor)
