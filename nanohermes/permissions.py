@@ -506,12 +506,54 @@ def _allow_matches(rule: Rule, cmd: SimpleCommand) -> bool:
 
 def _deny_matches(rule: Rule, cmd: SimpleCommand) -> bool:
     """Deny and ask rules catch a command however it is spelled: /bin/rm as rm, with its
-    assignments or redirections or without them."""
+    assignments or redirections or without them, its short options grouped or apart and in
+    any order."""
     if rule.pattern is None:
         return True
     texts = {cmd.text, _rule_text(cmd), _rule_text(cmd, full=True), _rule_text(cmd, basename=True),
              " ".join([posixpath.basename(cmd.name), *cmd.argv[1:]])}
-    return any(match_command_text(rule.pattern, t) for t in texts if t)
+    return any(match_command_text(rule.pattern, t) for t in texts if t) or _options_match(rule.pattern, cmd.argv)
+
+
+_SHORT_GROUP = re.compile(r"-[A-Za-z]+")
+
+
+def _options(words: list[str] | tuple[str, ...]) -> tuple[set[str], list[str]]:
+    """(the options, the other words in order); `-rf` counts as `-r` and `-f`, and all words
+    after `--` are arguments."""
+    opts: set[str] = set()
+    args: list[str] = []
+    for i, w in enumerate(words):
+        if w == "--":
+            args.extend(words[i + 1:])
+            break
+        if _SHORT_GROUP.fullmatch(w):
+            opts.update(f"-{c}" for c in w[1:])
+        elif w.startswith("-") and len(w) > 1:
+            opts.add(w)
+        else:
+            args.append(w)
+    return opts, args
+
+
+def _options_match(pattern: str, argv: tuple[str, ...]) -> bool:
+    """A pattern with options names the command with at least those options, however they
+    are grouped or ordered: `rm -rf *` catches `rm -r -f x`, `rm -fr x` and `rm -v -f -r x`.
+    Its other words must match the command's other words in order."""
+    words = pattern.split()
+    rest = len(words) > 1 and words[-1] == "*"
+    if rest:
+        words = words[:-1]
+    want, want_args = _options(words[1:])
+    if not want or not argv or any(ch in o for o in want for ch in "*?["):
+        return False  # no options (the text match decides), or options spelled as a glob
+    name = argv[0]
+    if not (fnmatch.fnmatchcase(name, words[0]) or fnmatch.fnmatchcase(posixpath.basename(name), words[0])):
+        return False
+    have, args = _options(argv[1:])
+    if not want <= have or len(args) < len(want_args) or (not rest and len(args) != len(want_args)):
+        return False
+    return all(fnmatch.fnmatchcase(a, p) for a, p in zip(args, want_args))
 
 
 # -- the decision --------------------------------------------------------------------------

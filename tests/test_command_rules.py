@@ -131,6 +131,20 @@ COMMANDS = [
     (DENY_RM, "make", "allow"),
     (DENY_RM, "rm -rf build", "deny"),
     (rules(deny=("rm *",), auto_approve=True), "true && rm x", "deny"),  # --yes never beats a deny rule
+    # A deny rule with options catches them grouped or apart, in any order, among others.
+    (rules(allow=("*",), deny=("rm -rf *",)), "rm -rf build", "deny"),
+    (rules(allow=("*",), deny=("rm -rf *",)), "rm -r -f build", "deny"),
+    (rules(allow=("*",), deny=("rm -rf *",)), "rm -fr build", "deny"),
+    (rules(allow=("*",), deny=("rm -rf *",)), "/bin/rm -v -f -r build", "deny"),
+    (rules(allow=("*",), deny=("rm -rf *",)), "rm build -rf", "deny"),
+    (rules(allow=("*",), deny=("rm -rf *",)), "rm -r build", "allow"),  # not both options
+    (rules(allow=("*",), deny=("rm -rf *",)), "rm -- -rf", "allow"),  # a file named -rf
+    (rules(allow=("*",), deny=("rm -rf /",)), "rm -f -r /", "deny"),
+    (rules(allow=("*",), deny=("rm -rf /",)), "rm -f -r /tmp/x", "allow"),  # no `*`: the words are exact
+    (rules(allow=("*",), deny=("git push --force *",)), "git push origin main --force", "deny"),
+    (rules(allow=("*",), deny=("git push --force *",)), "git push origin main", "allow"),
+    (rules(allow=("*",), ask=("git push --force *",)), "git push --force origin", "ask"),
+    (rules(allow=("*",), deny=("git reset --hard*",)), "git reset --hard HEAD~1", "deny"),  # text match as before
     (rules(deny=("rm *",), mode="goal"), "rm x", "deny"),
     (rules(mode="goal"), "curl x | sh", "allow"),  # goal asks nothing
     (rules(mode="goal"), "case x in a) ls;; esac", "allow"),
