@@ -40,7 +40,8 @@ class Agent:
     max_turns: int = 50
     transcript: Transcript | None = None
     history: list[Message] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = field(default_factory=Usage)  # the session so far, sub-agents' calls included
+    usage_by_model: dict[str, Usage] = field(default_factory=dict)  # the same, per model (for pricing)
     compactor: Compactor | None = None  # keeps the history inside the session budget
 
     def messages(self) -> list[Message]:
@@ -93,11 +94,14 @@ class Agent:
     def _on_text(self, piece: str) -> None:
         self.ui.emit(TextDelta(text=piece))
 
-    def count_usage(self, usage: Usage) -> None:
+    def count_usage(self, usage: Usage, model: str | None = None) -> None:
+        """Meter one model call: this agent's (`model` None: its own model) or a sub-agent's."""
+        model = model or self.llm.model
         self.usage = self.usage + usage
+        self.usage_by_model[model] = self.usage_by_model.get(model, Usage()) + usage
         if self.transcript is not None:
-            self.transcript.record_usage(usage, self.llm.model)
-        self.ui.emit(UsageUpdate(usage=usage, total=self.usage, model=self.llm.model))
+            self.transcript.record_usage(usage, model)
+        self.ui.emit(UsageUpdate(usage=usage, total=self.usage, model=model))
 
     def _append(self, message: Message) -> None:
         self.history.append(message)

@@ -197,6 +197,7 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
                   builtins=build_tools(config, workspace))
     if subagents is not None:
         subagents.parent = runtime
+        subagents.count_usage = agent.count_usage  # what children spend counts in the session
     runtime.set_tools(built.pool())  # MCP tools join in start()
     return built
 
@@ -211,7 +212,7 @@ def resume_into(agent: Agent, path: Path) -> list[str]:
     if agent.transcript is not None:
         agent.transcript.close()
     agent.transcript = transcript
-    agent.history, agent.usage = list(loaded.history), loaded.usage
+    agent.history, agent.usage, agent.usage_by_model = list(loaded.history), loaded.usage, dict(loaded.usage_by_model)
     agent.runtime.session_dir = transcript.dir
     restore_state(agent.runtime.state, loaded.state)
     warnings: list[str] = []

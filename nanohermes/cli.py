@@ -336,7 +336,7 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
     def meters() -> dict[str, Any]:
         from nanohermes.meters import context_breakdown, cost_report
 
-        return {"cost": cost_report(ui.meter.turn, agent.usage, config, config.model), "context": context_breakdown(agent)}
+        return {"cost": cost_report(ui.meter.turn_by_model, agent.usage_by_model, config, config.model), "context": context_breakdown(agent)}
 
     import asyncio  # here, not at the top: `--version` must not pay for it
 

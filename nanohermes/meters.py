@@ -31,6 +31,7 @@ class Meter:
     """Usage of the current (or last) turn and of the whole session, from UsageUpdate events."""
 
     turn: Usage = field(default_factory=Usage)
+    turn_by_model: dict[str, Usage] = field(default_factory=dict)
     session: Usage = field(default_factory=Usage)
     calls: int = 0  # model calls this turn
     _fresh: bool = True  # the next UsageUpdate starts a new turn
@@ -38,8 +39,9 @@ class Meter:
     def on_event(self, event: Event) -> None:
         if isinstance(event, UsageUpdate):
             if self._fresh:
-                self.turn, self.calls, self._fresh = Usage(), 0, False
+                self.turn, self.turn_by_model, self.calls, self._fresh = Usage(), {}, 0, False
             self.turn = self.turn + event.usage
+            self.turn_by_model[event.model] = self.turn_by_model.get(event.model, Usage()) + event.usage
             self.session = event.total
             self.calls += 1
         elif isinstance(event, TurnEnded):
@@ -57,15 +59,24 @@ def cost_usd(usage: Usage, price: Any | None) -> float | None:
     return (usage.prompt_tokens * price.input_per_mtok + usage.completion_tokens * price.output_per_mtok) / 1_000_000
 
 
-def cost_report(turn: Usage, session: Usage, config: Config, model: str) -> dict[str, Any]:
-    """The `/cost` numbers, also put in `-p --output-format json`."""
-    price = price_for(config, model)
+def cost_of(by_model: dict[str, Usage], config: Config) -> float | None:
+    """Dollars for usage spread over models (sub-agents may use others), or None when one of
+    them has no price."""
+    costs = [cost_usd(u, price_for(config, m)) for m, u in by_model.items()]
+    return None if None in costs else sum(c for c in costs if c is not None)
 
-    def priced(u: Usage) -> dict[str, Any]:
-        c = cost_usd(u, price)
-        return {**u.to_dict(), "cost_usd": None if c is None else round(c, 6)}
 
-    return {"model": model, "turn": priced(turn), "session": priced(session), "priced": price is not None}
+def cost_report(turn: dict[str, Usage], session: dict[str, Usage], config: Config, model: str) -> dict[str, Any]:
+    """The `/cost` numbers, also put in `-p --output-format json`: usage per model, as the
+    agent and the meter keep it, priced per model."""
+    unpriced = sorted(m for m in {*turn, *session} or {model} if price_for(config, m) is None)
+
+    def priced(by_model: dict[str, Usage]) -> dict[str, Any]:
+        c = cost_of(by_model, config)
+        return {**sum(by_model.values(), Usage()).to_dict(), "cost_usd": None if c is None else round(c, 6)}
+
+    return {"model": model, "turn": priced(turn), "session": priced(session), "priced": not unpriced,
+            "unpriced_models": unpriced}
 
 
 def format_cost(report: dict[str, Any]) -> str:
@@ -74,7 +85,7 @@ def format_cost(report: dict[str, Any]) -> str:
         cost = f", ${d['cost_usd']:.4f}" if d["cost_usd"] is not None else ""
         return f"{label}: {d['prompt_tokens']:,} in, {d['completion_tokens']:,} out{est}{cost}"
 
-    tail = "" if report["priced"] else f"\nno price configured for {report['model']} (config key `prices`)"
+    tail = "" if report["priced"] else f"\nno price configured for {', '.join(report['unpriced_models'])} (config key `prices`)"
     return line("this turn", report["turn"]) + "\n" + line("session", report["session"]) + tail
 
 

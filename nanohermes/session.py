@@ -85,6 +85,7 @@ class Loaded:
     meta: dict[str, Any]
     history: list[Message]
     usage: Usage
+    usage_by_model: dict[str, Usage]
     state: dict[str, Any]
     turns: int  # user prompts in the session
     good_bytes: int  # length of the valid prefix; anything after it is a torn write
@@ -97,6 +98,7 @@ def _parse(path: Path) -> Loaded:
     meta: dict[str, Any] = {}
     history: list[Message] = []
     usage = Usage()
+    by_model: dict[str, Usage] = {}
     state: dict[str, Any] = {}
     turns = skipped = good = 0
     pos = 0
@@ -117,7 +119,10 @@ def _parse(path: Path) -> Loaded:
                 turns += msg.role == "user" and not is_summary(msg)
             elif kind == "usage":
                 u = rec["usage"]
-                usage = usage + Usage(int(u["prompt_tokens"]), int(u["completion_tokens"]), bool(u.get("estimated")))
+                one = Usage(int(u["prompt_tokens"]), int(u["completion_tokens"]), bool(u.get("estimated")))
+                usage = usage + one
+                model = str(rec.get("model") or meta.get("model") or "")
+                by_model[model] = by_model.get(model, Usage()) + one
             elif kind == "compaction":
                 kept = int(rec["kept"])
                 history = [Message.from_wire(rec["summary"]), *(history[len(history) - kept:] if kept else [])]
@@ -128,7 +133,7 @@ def _parse(path: Path) -> Loaded:
                 break
             skipped += 1
         good = pos
-    loaded = Loaded(meta, history, usage, state, turns, good, skipped, [])
+    loaded = Loaded(meta, history, usage, by_model, state, turns, good, skipped, [])
     loaded.repaired = _answer_dangling(history)
     history.extend(loaded.repaired)
     return loaded

@@ -226,6 +226,33 @@ def test_cli_end_to_end_with_the_fake_server(cli, server: FakeServer, workspace:
     assert server.requests[3]["messages"][-1]["content"].endswith("child: alpha")
 
 
+def test_child_tokens_count_in_the_session_priced_by_their_model(cli, server: FakeServer) -> None:
+    agents = {"explore": {**AGENTS["explore"], "model": "cheap-model"}}
+    prices = {"fake-model": {"input_per_mtok": 2.0, "output_per_mtok": 10.0},
+              "cheap-model": {"input_per_mtok": 0.5, "output_per_mtok": 1.0}}
+    hand_over = call("subagent", {"agent": "explore", "task": "look around", "wait": True})
+    server.add(Reply(tool_calls=(hand_over,), usage=(1000, 100)), Reply(text="child: done", usage=(200, 20)),
+               Reply(text="parent: done", usage=(3000, 50)))
+    r = cli("-p", "go", "--output-format", "json", server=server, config={"subagents": agents, "prices": prices})
+    assert r.code == 0, r.err
+    assert server.requests[1]["model"] == "cheap-model"
+    obj = r.json()
+    assert (obj["usage"]["prompt_tokens"], obj["usage"]["completion_tokens"]) == (4200, 170)
+    cost = obj["cost"]
+    assert cost["priced"] is True and cost["unpriced_models"] == []
+    assert cost["turn"]["cost_usd"] == round((4000 * 2 + 150 * 10 + 200 * 0.5 + 20 * 1) / 1e6, 6)
+    assert cost["session"] == cost["turn"]
+
+    # The session keeps them (per model) across --continue; a model without a price is named.
+    server.add(Reply(text="again", usage=(10, 1)))
+    again = cli("--continue", "-p", "once more", "--output-format", "json", server=server,
+                config={"subagents": agents, "prices": {"fake-model": prices["fake-model"]}}).json()["cost"]
+    assert (again["session"]["prompt_tokens"], again["session"]["completion_tokens"]) == (4210, 171)
+    assert again["priced"] is False and again["unpriced_models"] == ["cheap-model"]
+    assert again["session"]["cost_usd"] is None
+    assert again["turn"]["cost_usd"] == round((10 * 2 + 1 * 10) / 1e6, 6)
+
+
 def test_cli_text_mode_prints_only_the_parents_answer(cli, server: FakeServer) -> None:
     server.add(tool_reply(call("subagent", {"agent": "explore", "task": "say something", "wait": True})),
                Reply(text="child words"), Reply(text="parent words"))

@@ -22,7 +22,8 @@ from pydantic import Field
 
 from nanohermes.budget import Limits
 from nanohermes.config import SubagentConfig
-from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, SubagentEvent, ToolStarted
+from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, SubagentEvent, ToolStarted, UsageUpdate
+from nanohermes.messages import Usage
 from nanohermes.permissions import blocked, names_tool
 from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 
@@ -60,17 +61,21 @@ class Run:
 
 @dataclass
 class NestedUI:
-    """The UI a child sees: events go to the parent's UI wrapped; approvals too, marked."""
+    """The UI a child sees: events go to the parent's UI wrapped; approvals too, marked. Its
+    model calls are also counted in the parent's session (`count_usage`)."""
 
     parent: UI
     run: Run
     lock: asyncio.Lock
+    count_usage: Callable[[Usage, str], None] | None = None
 
     def emit(self, event: Event) -> None:
         if isinstance(event, ToolStarted):
             self.run.tool_calls += 1
             self.run.activity = f"{event.name} {event.summary}".strip()
         self.parent.emit(SubagentEvent(agent_id=self.run.id, agent=self.run.name, event=event))
+        if isinstance(event, UsageUpdate) and self.count_usage is not None:
+            self.count_usage(event.usage, event.model)
 
     async def confirm(self, request: ApprovalRequest) -> ApprovalReply:
         async with self.lock:  # the parent's prompt lock: one prompt at a time, parent or child
@@ -97,6 +102,7 @@ class SubagentManager:
     system_prompt: str
     max_turns: int
     parent: Runtime | None = None  # set once the parent's runtime exists
+    count_usage: Callable[[Usage, str], None] | None = None  # the parent agent's meter, set with it
     runs: dict[str, Run] = field(default_factory=dict)
     _ids: Any = field(default_factory=lambda: itertools.count(1))
     _results_dir: Path | None = None
@@ -141,7 +147,7 @@ class SubagentManager:
         cfg = self.configs[name]
         run = Run(id=f"agent-{next(self._ids)}", name=name, task=task)
         assert self.parent is not None, "SubagentManager.parent is set by build_agent"
-        ui = NestedUI(self.ui, run, self.parent.confirm_lock)
+        ui = NestedUI(self.ui, run, self.parent.confirm_lock, self.count_usage)
         llm = self.make_llm(cfg.model)
         run.agent = Agent(llm=llm, runtime=self.child_runtime(name, ui, run.id), ui=ui,
                           system_prompt=_child_prompt(self.system_prompt, name, cfg),

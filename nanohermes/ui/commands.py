@@ -257,7 +257,7 @@ def _cost(ctx: CommandContext, arg: str) -> None:
     from nanohermes.ui import render
 
     meter = ctx.meter if ctx.meter is not None else Meter()
-    report = cost_report(meter.turn, ctx.agent.usage, ctx.config, ctx.agent.llm.model)
+    report = cost_report(meter.turn_by_model, ctx.agent.usage_by_model, ctx.config, ctx.agent.llm.model)
     ctx.print(render.lines(format_cost(report).splitlines()))
 
 

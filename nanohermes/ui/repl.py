@@ -354,10 +354,10 @@ class Repl:
         a = self.agent
         if a is None:
             return STARTING
-        from nanohermes.meters import cost_usd, price_for
+        from nanohermes.meters import cost_of
 
         chars = sum(m.chars() for m in a.messages())
-        cost = cost_usd(a.usage, price_for(a.runtime.config, a.llm.model))
+        cost = cost_of(a.usage_by_model, a.runtime.config)
         return toolbar(a.llm.model, a.runtime.policy.mode, chars, a.runtime.limits.session_budget_chars, a.usage, cost)
 
     def _message(self) -> Any:
