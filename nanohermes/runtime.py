@@ -178,17 +178,21 @@ class Runtime:
         summary = p.tool.summary(p.args) if p.tool and p.args else ""
         self.ui.emit(ToolStarted(call_id=p.call.id, name=name, arguments=args_view, summary=summary))
         display: str | None = None
+        waited = 0.0
         if p.error is not None:
             text, is_error = "ERROR: " + p.error, True
         else:
             assert p.tool is not None and p.args is not None
-            text, is_error, display = await self._permitted_run(p.tool, p.args, p.call.id, summary)
+            text, is_error, display, waited = await self._permitted_run(p.tool, p.args, p.call.id, summary)
         text = clamp(text, self.limits.max_output)
+        # The time shown is the tool's own: an approval prompt's wait is not counted.
         self.ui.emit(ToolFinished(call_id=p.call.id, name=name, result=text, is_error=is_error,
-                                  elapsed=time.monotonic() - started, display=display))
+                                  elapsed=time.monotonic() - started - waited, display=display))
         return Message.tool(p.call.id, text)
 
-    async def _permitted_run(self, tool: Tool, args: Params, call_id: str, summary: str) -> tuple[str, bool, str | None]:
+    async def _permitted_run(self, tool: Tool, args: Params, call_id: str,
+                             summary: str) -> tuple[str, bool, str | None, float]:
+        """(result text, is_error, display, seconds spent waiting for the approval)."""
         ctx = self._context(call_id)
         try:
             read_only = bool(tool.read_only(args))
@@ -199,15 +203,18 @@ class Runtime:
         verdict = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args),
                          read_only=read_only, subject=subject, protected=protected)
         if verdict.decision == "deny":
-            return f"ERROR: {verdict.reason}", True, None
+            return f"ERROR: {verdict.reason}", True, None, 0.0
+        waited = 0.0
         if verdict.decision == "ask":
             learn = list(verdict.suggest or ()) or ([tool.suggest_rule(args)] if verdict.suggest is not None else [])
+            asked = time.monotonic()
             async with self._confirm_lock:  # one prompt at a time, even for parallel calls
                 reply = await self.ui.confirm(ApprovalRequest(
                     call_id=call_id, tool=tool.name, summary=summary, detail=with_context(tool.approval_detail, args, ctx),
                     rule=", ".join(map(str, learn)), reason=verdict.reason))
+            waited = time.monotonic() - asked
             if reply.choice == "deny":
-                return DENIED + (f"\nThe user said: {reply.note}" if reply.note else ""), False, None
+                return DENIED + (f"\nThe user said: {reply.note}" if reply.note else ""), False, None, waited
             if reply.choice == "always":
                 for rule in learn:
                     self.remember(rule)
@@ -216,14 +223,14 @@ class Runtime:
         try:
             out = await tool.run(args, ctx)
         except ToolError as e:
-            return f"ERROR: {e}", True, None
+            return f"ERROR: {e}", True, None, waited
         except asyncio.CancelledError:
             raise
         except Exception as e:  # a tool bug must not end the turn
-            return f"ERROR: {tool.name} failed unexpectedly: {type(e).__name__}: {e}", True, None
+            return f"ERROR: {tool.name} failed unexpectedly: {type(e).__name__}: {e}", True, None, waited
         if isinstance(out, ToolResult):
-            return out.text, False, out.display
-        return out, False, None
+            return out.text, False, out.display, waited
+        return out, False, None, waited
 
     def _subject(self, tool: Tool, args: Params, read_only: bool) -> tuple[str | None, bool]:
         """The rule subject, normalised for its kind, and whether the call writes a protected

@@ -56,6 +56,21 @@ def test_chained_command_is_asked_and_always_remembers_each_part(workspace: Path
     assert len(asked(ui)) == 1  # learned: not asked again
 
 
+class SlowToAnswer(RecordingUI):
+    async def confirm(self, request: ApprovalRequest) -> ApprovalReply:
+        await asyncio.sleep(1.0)  # a person reading the prompt
+        return await super().confirm(request)
+
+
+def test_the_time_shown_for_a_call_leaves_out_the_approval_wait(workspace: Path) -> None:
+    from nanohermes.events import ToolFinished
+
+    ui = SlowToAnswer(answers=["yes"])
+    assert run(runtime(workspace, ui, Policy()), "run_command", command="touch made") == ok()
+    [done] = ui.of(ToolFinished)
+    assert 0 < done.elapsed < 1.0
+
+
 def test_read_only_commands_run_without_asking(workspace: Path) -> None:
     (workspace / "a.txt").write_text("one\ntwo\n")
     ui = RecordingUI()
