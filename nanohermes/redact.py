@@ -3,8 +3,9 @@
 One process-wide set of secret values (the configured API key, the key variable it names,
 any `*_API_KEY` / `*_TOKEN` / `*_SECRET` / `*_PASSWORD` variable in the environment, and
 string config values under such names) and one function, `redact()`, that the transcript
-writer, the `-p` JSON outputs and error messages pass their text through. A value is
-replaced wherever it appears, also in its JSON-escaped form.
+writer, the `-p` outputs, the REPL's screen and error messages pass their text through. A
+value is replaced wherever it appears, also in its JSON-escaped form. Streamed text (an answer
+arriving in pieces) goes through a `StreamRedactor`, so a key split across pieces is caught.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ _SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|SECRET_?KEY|PASSWORD|PASSWD|C
 _lock = threading.Lock()
 _values: set[str] = set()
 _pattern: re.Pattern[str] | None = None
+_forms: tuple[str, ...] = ()  # _values, readable without the lock
 
 
 def add_secrets(values: Iterable[str | None]) -> None:
     """Remember values that must never be written out."""
-    global _pattern
+    global _pattern, _forms
     with _lock:
         fresh = {v.strip() for v in values if isinstance(v, str) and len(v.strip()) >= MIN_SECRET_CHARS}
         forms = set()
@@ -38,6 +40,7 @@ def add_secrets(values: Iterable[str | None]) -> None:
         if not forms - _values:
             return
         _values.update(forms)
+        _forms = tuple(_values)
         # Longest first, so a value containing another is replaced whole.
         _pattern = re.compile("|".join(re.escape(v) for v in sorted(_values, key=len, reverse=True)))
 
@@ -80,3 +83,43 @@ def redact(text: str) -> str:
     if pattern is None or not text:
         return text
     return pattern.sub(REDACTED, text)
+
+
+def _partial_tail(text: str) -> int:
+    """Length of the longest end of `text` that begins a secret without completing it."""
+    best = 0
+    for v in _forms:
+        for k in range(min(len(v) - 1, len(text)), best, -1):
+            if text[-k] == v[0] and text.endswith(v[:k]):
+                best = k
+                break
+    return best
+
+
+def settle(text: str) -> tuple[str, str]:
+    """(the redacted part of `text` that can be shown now, the raw end held back because it
+    may be the start of a secret that the next piece completes)."""
+    pattern = _pattern
+    if pattern is None or not text:
+        return text, ""
+    cut = len(text) - _partial_tail(text)
+    for m in pattern.finditer(text):  # never cut through a secret that is already whole
+        if m.start() < cut < m.end():
+            cut = m.end()
+    return pattern.sub(REDACTED, text[:cut]), text[cut:]
+
+
+class StreamRedactor:
+    """Redacts text that arrives in pieces: what could begin a secret waits for the next
+    piece, or for `flush()` when the text ends."""
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        shown, self._held = settle(self._held + piece)
+        return shown
+
+    def flush(self) -> str:
+        held, self._held = self._held, ""
+        return redact(held)

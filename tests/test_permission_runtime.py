@@ -290,6 +290,26 @@ def test_keys_are_redacted_in_stream_json(cli, server: FakeServer, workspace: Pa
     assert finished["result"] == "1\ttoken: [REDACTED]"
 
 
+@pytest.mark.parametrize("fmt", ["text", "stream-json"])
+def test_a_key_streamed_in_pieces_is_redacted_in_plain_and_streamed_output(cli, server: FakeServer, fmt: str) -> None:
+    agents = {"helper": {"description": "Helps", "tools": []}}
+    server.add(tool_reply(call("subagent", {"agent": "helper", "task": "say it", "wait": True})),
+               Reply(text=f"child says {KEY}", chunk_size=3), Reply(text=f"The key: {KEY}!\nEnd.", chunk_size=3))
+    r = cli("-p", "go", "--output-format", fmt, server=server, env={"OPENAI_API_KEY": KEY},
+            config={"subagents": agents})
+    assert r.code == 0, r.err
+    assert KEY[:8] not in r.out  # no piece of the key either
+    if fmt == "text":
+        assert r.out == "The key: [REDACTED]!\nEnd.\n"
+        return
+    events = r.lines()
+    text = "".join(e["text"] for e in events if e["type"] == "text_delta")
+    assert text == "The key: [REDACTED]!\nEnd."
+    child = "".join(e["event"]["text"] for e in events if e["type"] == "subagent_event"
+                    and e["event"]["type"] == "text_delta")
+    assert child == "child says [REDACTED]"
+
+
 class WriteParams(Params):
     path: str
     content: str = ""

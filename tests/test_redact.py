@@ -42,3 +42,30 @@ def test_collect_takes_keys_from_env_and_config_but_not_names_or_file_lists() ->
            "HOME": "/home/someone", "TOKENIZERS_PARALLELISM": "false-or-true"}
     found = collect(cfg, env)
     assert set(found) == {"from-config-123456", "named-by-config-1", "ghp_token_value", "hunter2hunter2"}
+
+
+def test_a_key_split_across_streamed_pieces_is_still_redacted() -> None:
+    from nanohermes.redact import StreamRedactor
+
+    key = fresh()
+    add_secrets([key])
+    text = f"the key is {key}, and again {key}.\nbye"
+    for a in range(len(text) + 1):
+        for b in range(a, len(text) + 1, 7):
+            stream = StreamRedactor()
+            shown = [stream.feed(text[:a]), stream.feed(text[a:b]), stream.feed(text[b:]), stream.flush()]
+            assert "".join(shown) == f"the key is {REDACTED}, and again {REDACTED}.\nbye", (a, b)
+            assert not any(key[:MIN_SECRET_CHARS] in piece for piece in shown)
+
+
+def test_only_what_may_begin_a_key_is_held_back() -> None:
+    from nanohermes.redact import StreamRedactor
+
+    key = fresh("tok-")
+    add_secrets([key])
+    stream = StreamRedactor()
+    assert stream.feed("plain words ") == "plain words "  # nothing like a key: shown at once
+    assert stream.feed("then tok") == "then "  # "tok" may begin the key
+    assert stream.feed("en ok") == "token ok"  # it did not
+    assert stream.feed(key[:-1]) == ""
+    assert stream.flush() == key[:-1]  # the text ended before the key did: not a key

@@ -218,3 +218,11 @@ def test_markdown_blocks_finish_at_blank_lines_outside_fences(pieces: Any) -> No
 def test_answer_renders_markdown() -> None:
     out = text_of(render.answer("Some **bold** text\n\n- one\n- two"))
     assert out == "Some bold text\n\n • one\n • two"
+
+
+def test_answer_text_is_redacted_and_a_streaming_end_hides_a_key_in_progress() -> None:
+    key = "sk-screen-0123456789abcdef"
+    add_secrets([key])
+    assert text_of(render.answer(f"Your key is `{key}`.")) == "Your key is [REDACTED]."
+    assert text_of(render.answer(f"Your key is {key[:12]}", streaming=True)) == "Your key is"
+    assert text_of(render.answer(f"Your key is {key} and", streaming=True)) == "Your key is [REDACTED] and"

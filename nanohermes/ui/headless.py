@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
 from nanohermes.events import (
@@ -21,7 +21,7 @@ from nanohermes.events import (
 from nanohermes.events import SubagentEvent
 from nanohermes.messages import Usage
 from nanohermes.meters import Meter
-from nanohermes.redact import redact
+from nanohermes.redact import StreamRedactor, redact
 
 
 def ask_on_terminal(request: ApprovalRequest, out: TextIO) -> ApprovalReply:
@@ -58,6 +58,7 @@ class HeadlessUI:
     ended: TurnEnded | None = None
     meter: Meter = field(default_factory=Meter)
     _text_open: bool = False
+    _streams: dict[str, StreamRedactor] = field(default_factory=dict)  # by agent id, "" for the main one
 
     def emit(self, event: Event) -> None:
         self.meter.on_event(event)
@@ -65,6 +66,26 @@ class HeadlessUI:
             self.usage = event.total
         if isinstance(event, TurnEnded):
             self.ended = event
+        for ev in self._settled(event):
+            self._show(ev)
+
+    def _settled(self, event: Event) -> list[Event]:
+        """The event with its streamed text redacted: the end of a text piece that may begin
+        a key waits for the next piece, or goes out before that agent's next other event."""
+        nested = event if isinstance(event, SubagentEvent) else None
+        inner = nested.event if nested is not None else event
+        stream = self._streams.setdefault(nested.agent_id if nested is not None else "", StreamRedactor())
+
+        def wrap(e: Event) -> Event:
+            return replace(nested, event=e) if nested is not None else e
+
+        if isinstance(inner, TextDelta):
+            text = stream.feed(inner.text)
+            return [wrap(replace(inner, text=text))] if text else []
+        held = stream.flush()
+        return [wrap(TextDelta(text=held)), event] if held else [event]
+
+    def _show(self, event: Event) -> None:
         if self.fmt == "stream-json":
             self.out.write(redact(json.dumps(event_to_dict(event), ensure_ascii=False)) + "\n")
             self.out.flush()

@@ -149,7 +149,7 @@ class TurnView:
 
         parts: list[RenderableType] = []
         if self.blocks.pending.strip():
-            parts.append(render.answer(self.blocks.pending))
+            parts.append(render.answer(self.blocks.pending, streaming=True))
         now = time.monotonic()
         lines: list[RenderableType] = []
         if self.waiting_since is not None:

@@ -385,7 +385,11 @@ class MarkdownBlocks:
         return rest
 
 
-def answer(markdown_text: str) -> RenderableType:
+def answer(markdown_text: str, *, streaming: bool = False) -> RenderableType:
+    """The answer as Markdown, keys redacted; `streaming`: the unfinished end of an answer,
+    shown without a tail that may be the start of a key."""
     from rich.markdown import Markdown
 
-    return Markdown(markdown_text)
+    from nanohermes.redact import settle
+
+    return Markdown(settle(markdown_text)[0] if streaming else redact(markdown_text))
