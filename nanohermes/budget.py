@@ -30,8 +30,8 @@ class Limits:
     grep_line_chars: int = 240  # each hit line, clipped with …
     grep_max_files: int = 50_000  # files visited by grep/glob walks
     glob_results: int = 500  # paths one glob returns
-    run_command_capture_bytes: int = 256 * KiB  # per stream
-    task_capture_bytes: int = 512 * KiB  # per stream, background tasks
+    run_command_capture_bytes: int = 256 * KiB  # per stream: its first and last halves
+    task_capture_bytes: int = 512 * KiB  # per stream of a background task, unread: first and newest halves
     task_timeout_secs: float = 3600.0  # hard timeout of a background task
     command_kill_grace_secs: float = 2.0  # between TERM and KILL of a command's process group
     command_pipe_grace_secs: float = 2.0  # wait for grandchildren holding the pipes after the shell exits

@@ -76,7 +76,7 @@ OWN_CAPS = [  # tool, its own limit lowered to 3, arguments, the tool's own note
     ("list_dir", {"list_dir_entries": 3}, {}, "entries, showing first 3"),
     ("grep", {"grep_matches": 3}, {"pattern": "line"}, "… stopped after 3 matches"),
     ("glob", {"glob_results": 3}, {"pattern": "**/*"}, "showing first 3"),
-    ("run_command", {"run_command_capture_bytes": 3}, {"command": "seq 1 100"}, "bytes omitted"),
+    ("run_command", {"run_command_capture_bytes": 3}, {"command": "seq 1 100"}, "bytes dropped where marked"),
 ]
 
 

@@ -89,7 +89,9 @@ def test_git_output_capture_lowered(repo: Path) -> None:
     expected = git(repo, "log", "--max-count=20", "--date=short", "--format=%h %ad %an: %s")
     out = call(make_runtime(repo, limits=Limits(run_command_capture_bytes=10)), "git_log")
     n = len(expected.encode())
-    assert out == f"{expected[:10]}\n[git output was {n} bytes; only the first 10 were kept ({n - 10} bytes omitted)]"
+    raw = expected.encode()
+    assert out == (f"{raw[:5].decode()}\n[… {n - 10} bytes dropped here …]\n{raw[-5:].decode()}\n"
+                   f"[git output was {n} bytes; the first 5 and the last 5 were kept ({n - 10} bytes dropped where marked)]")
 
 
 def test_commit_paths_returns_hash_and_summary(repo: Path) -> None:

@@ -5,14 +5,17 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from exec_support import acall, call, make_runtime, marked_pids, no_leftover_processes, wait_until  # noqa: F401
 from nanohermes.budget import KiB, MiB, Limits
 from nanohermes.events import ApprovalRequest, RecordingUI, ToolProgress, ToolStarted
 from nanohermes.tools import ToolError
-from nanohermes.tools.shell import Capture, RunCommand, RunCommandParams, utf8_boundary
+from nanohermes.tools.shell import Capture, RunCommand, RunCommandParams, gap_marker, utf8_boundary
 
 
 def test_exit_code_and_both_sections(workspace: Path) -> None:
@@ -25,14 +28,16 @@ def test_empty_stream_says_empty(workspace: Path) -> None:
     assert out == "exit code: 0\n\nstdout:\n(empty)\n\nstderr:\n(empty)"
 
 
-def test_huge_output_is_capped_with_the_exact_omitted_count(workspace: Path) -> None:
+def test_huge_output_keeps_its_start_and_its_end_with_the_exact_dropped_count(workspace: Path) -> None:
     size = 64 * MiB  # big enough to prove the cap, small enough to be quick on a shared machine
-    out = call(make_runtime(workspace), "run_command", command=f"yes | head -c {size}")
+    out = call(make_runtime(workspace), "run_command", command=f"yes | head -c {size}; echo 3 failed, 97 passed")
     cap = 256 * KiB
+    total = size + len("3 failed, 97 passed\n")
     assert out.startswith("exit code: 0\n\nstdout:\ny\ny\n")
+    assert "y\ny\n3 failed, 97 passed\n\nstderr:\n(empty)" in out  # a build's final summary survives
     assert out.endswith(
-        f"note: stdout was {size} bytes; only the first {cap} were kept ({size - cap} bytes omitted); "
-        "filter it (grep, head, tail) or redirect it to a file and read that"
+        f"note: stdout was {total} bytes; the first {cap // 2} and the last {cap // 2} were kept "
+        f"({total - cap} bytes dropped where marked); filter it (grep, head, tail) or redirect it to a file and read that"
     )
     assert len(out) <= Limits().max_output
 
@@ -41,10 +46,10 @@ def test_capture_lowered_to_3_bytes(workspace: Path) -> None:
     rt = make_runtime(workspace, limits=Limits(run_command_capture_bytes=3))
     out = call(rt, "run_command", command="printf abcdef; printf 12345 >&2")
     assert out == (
-        "exit code: 0\n\nstdout:\nabc\n\nstderr:\n123\n\n"
-        "note: stdout was 6 bytes; only the first 3 were kept (3 bytes omitted); "
+        "exit code: 0\n\nstdout:\na\n[… 3 bytes dropped here …]\nef\n\nstderr:\n1\n[… 2 bytes dropped here …]\n45\n\n"
+        "note: stdout was 6 bytes; the first 1 and the last 2 were kept (3 bytes dropped where marked); "
         "filter it (grep, head, tail) or redirect it to a file and read that\n\n"
-        "note: stderr was 5 bytes; only the first 3 were kept (2 bytes omitted); "
+        "note: stderr was 5 bytes; the first 1 and the last 2 were kept (2 bytes dropped where marked); "
         "filter it (grep, head, tail) or redirect it to a file and read that"
     )
 
@@ -207,14 +212,19 @@ def test_suggested_rule_is_narrow(command: str, rule: str) -> None:
     assert (suggested.tool, suggested.pattern) == ("run_command", rule)
 
 
-def test_capture_keeps_the_first_bytes_and_counts_the_rest() -> None:
-    cap = Capture(5)
+def test_capture_keeps_the_start_and_the_newest_bytes_and_marks_the_gap() -> None:
+    cap = Capture(6)
     for chunk in (b"ab", b"cdef", b"ghij"):
         cap.feed(chunk)
-    assert (bytes(cap.data), cap.total, cap.dropped) == (b"abcde", 10, 5)
-    assert cap.take(2) == b"ab"
-    cap.feed(b"XYZ")
-    assert (bytes(cap.data), cap.dropped) == (b"cdeXY", 6)
+    assert (cap.text(), cap.total, cap.dropped, cap.unread) == ("abc\n[… 4 bytes dropped here …]\nhij", 10, 4, 6)
+    assert cap.take(2) == ("ab", 0)
+    assert cap.take(5) == ("c\n[… 4 bytes dropped here …]\nhij", 4)  # reading on passes the gap
+    cap.feed(b"XYZ")  # read empty: new bytes start a fresh buffer
+    assert (cap.text(), cap.dropped, cap.unread) == ("XYZ", 4, 3)
+    for _ in range(1000):  # a flood keeps memory at the cap
+        cap.feed(b"0123456789")
+        assert cap.unread <= 6
+    assert (cap.text(), cap.dropped) == ("XYZ\n[… 9997 bytes dropped here …]\n789", 4 + 9997)
 
 
 def test_take_never_splits_a_utf8_character() -> None:
@@ -231,3 +241,33 @@ def test_missing_cwd_error_is_a_tool_error(workspace: Path) -> None:
     with pytest.raises(ToolError, match="outside the workspace"):
         resolve_cwd(ctx, "/")
     assert resolve_cwd(ctx, None) == workspace
+
+
+@settings(max_examples=300, deadline=None)
+@given(cap=st.integers(0, 40),
+       steps=st.lists(st.one_of(st.text("abcxyz-", min_size=1, max_size=30).map(lambda t: ("feed", t.encode())),
+                                st.integers(1, 50).map(lambda n: ("take", n))), max_size=40))
+def test_capture_loses_nothing_it_does_not_count(cap: int, steps: list[tuple[str, Any]]) -> None:
+    """Any mix of writes and reads: memory stays within the cap, and every byte written is
+    read, still unread, or dropped and counted at a marker that sits where it was."""
+    c = Capture(cap)
+    written = bytearray()
+    read: list[str] = []
+    for op, arg in steps:
+        if op == "feed":
+            c.feed(arg)
+            written += arg
+        else:
+            text, gap = c.take(arg)
+            assert (gap_marker(gap) in text) if gap else "dropped here" not in text
+            read.append(text)
+        assert c.unread <= cap
+    read.append(c.text())
+    pieces = re.split(r"\n\[… (\d+) bytes dropped here …\]\n", "".join(read))
+    kept, dropped = pieces[::2], [int(n) for n in pieces[1::2]]
+    assert sum(dropped) == c.dropped and c.total == len(written)
+    expected, pos = written.decode(), 0
+    for segment, gap in zip(kept, [*dropped, 0]):
+        assert expected[pos:pos + len(segment)] == segment  # in order, nothing altered
+        pos += len(segment) + gap
+    assert pos == len(written)

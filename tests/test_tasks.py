@@ -72,16 +72,18 @@ def test_a_megabyte_on_stderr_does_not_block_and_is_readable(workspace: Path) ->
         first = await acall(rt, "task_output", task_id=tid)
         assert first.startswith(f"task {tid}: exited after ")
         assert "\nexit code: 0\n" in first and "\nstdout (new since the last read):\ndone\n" in first
-        assert "note: 475712 bytes of stderr were dropped because 524288 unread bytes were already buffered; " \
-               "call task_output more often" in first
-        stderr = 0
-        out = first
-        while True:
-            stderr += len(re.search(r"stderr \(new since the last read\):\n(e*)", out).group(1))  # type: ignore[union-attr]
-            if "more bytes of stderr not shown yet" not in out:
-                break
-            out = await acall(rt, "task_output", task_id=tid)
-        assert stderr == 512 * KiB  # everything the buffer kept was read, none lost
+        reads = [first]
+        while "more bytes of stderr not shown yet" in reads[-1]:
+            reads.append(await acall(rt, "task_output", task_id=tid))
+        sections = [out.split("stderr (new since the last read):\n", 1)[1].split("\n\nnote: ", 1)[0].rstrip("\n")
+                    for out in reads]
+        marker = "\n[… 475712 bytes dropped here …]\n"
+        # The first half and the newest half of the buffer are kept; the middle is marked where it was.
+        [gap_read] = [i for i, s in enumerate(sections) if marker in s]
+        assert "note: 475712 bytes of stderr were dropped where marked, because 524288 unread bytes were already " \
+               "buffered; call task_output more often" in reads[gap_read]
+        stderr = "".join(sections).replace(marker, "")
+        assert stderr == "e" * (512 * KiB)  # everything the buffer kept was read, none lost
         assert "(nothing new)" in await acall(rt, "task_output", task_id=tid)
 
     scenario(workspace, body)
@@ -110,9 +112,12 @@ def test_task_capture_lowered_to_3_bytes(workspace: Path) -> None:
         await finished(ui, tid)
         out = await acall(rt, "task_output", task_id=tid)
         assert out.endswith(
-            "stdout (new since the last read):\nabc\n\nstderr (new since the last read):\n123\n\n"
-            "note: 3 bytes of stdout were dropped because 3 unread bytes were already buffered; call task_output more often\n"
-            "note: 2 bytes of stderr were dropped because 3 unread bytes were already buffered; call task_output more often"
+            "stdout (new since the last read):\na\n[… 3 bytes dropped here …]\nef\n\n"
+            "stderr (new since the last read):\n1\n[… 2 bytes dropped here …]\n45\n\n"
+            "note: 3 bytes of stdout were dropped where marked, because 3 unread bytes were already buffered; "
+            "call task_output more often\n"
+            "note: 2 bytes of stderr were dropped where marked, because 3 unread bytes were already buffered; "
+            "call task_output more often"
         )
 
     scenario(workspace, body, limits=Limits(task_capture_bytes=3))

@@ -45,8 +45,8 @@ async def git(ctx: ToolContext, *args: str, read_only: bool = True) -> str:
         raise ToolError(f"git {args[0]} failed with exit code {fin.exit_code}: {message or '(no message)'}")
     text = fin.out.text()
     if fin.out.dropped:
-        text += (f"\n[git output was {fin.out.total} bytes; only the first {len(fin.out.data)} were kept "
-                 f"({fin.out.dropped} bytes omitted)]")
+        text += (f"\n[git output was {fin.out.total} bytes; the first {len(fin.out.data)} and the last "
+                 f"{fin.out.tail_len} were kept ({fin.out.dropped} bytes dropped where marked)]")
     return text
 
 

@@ -2,8 +2,8 @@
 
 Owns how a command runs: in its own process session (so its whole group can be killed),
 stdin at /dev/null (a command waiting for input fails at once), stdout and stderr drained
-concurrently into capped buffers (the first N bytes kept, the rest read and counted, so no
-pipe can fill and memory stays flat), the whole group killed on timeout, cancellation or
+concurrently into capped buffers (past the cap the start and the newest bytes are kept, and
+what falls between is read, counted and marked, so no pipe can fill and memory stays flat), the whole group killed on timeout, cancellation or
 exit, and a bounded wait for grandchildren that still hold the pipes after the shell has
 exited. Also owns fitting a command's stdout and stderr sections into one result.
 Background tasks (tasks.py) and the git tools (git.py) run on the same pieces.
@@ -56,30 +56,105 @@ def _signal_group(pgid: int, sig: int) -> None:
 
 
 class Capture:
-    """One stream's bytes: keeps at most `cap` unread bytes, reads and counts the rest."""
+    """One stream's unread bytes, at most `cap` of them. When more arrive, the first half is
+    kept and the newest bytes keep rolling in behind it; what rolls out in between is counted
+    and marked where it was. A long build log keeps its start and its final summary."""
 
-    __slots__ = ("cap", "data", "total", "dropped")
+    __slots__ = ("cap", "data", "_ring", "_end", "_tail_len", "gap", "total", "dropped")
 
     def __init__(self, cap: int) -> None:
         self.cap = max(0, cap)
-        self.data = bytearray()
+        self.data = bytearray()  # the unread bytes up to the gap (all of them when there is none)
+        # The newest unread bytes, after `data`: a ring of the cap's remaining room, written in
+        # place so a flood reuses the same memory.
+        self._ring = bytearray()
+        self._end = 0  # where the ring's next byte goes
+        self._tail_len = 0
+        self.gap = 0  # bytes rolled out between `data` and the tail, not yet passed by a read
         self.total = 0  # bytes the command wrote to this stream
-        self.dropped = 0  # bytes read and discarded because `cap` unread bytes were already kept
+        self.dropped = 0  # bytes rolled out over the stream's life
+
+    @property
+    def unread(self) -> int:
+        return len(self.data) + self._tail_len
+
+    @property
+    def tail_len(self) -> int:
+        return self._tail_len
 
     def feed(self, chunk: bytes) -> None:
         n = len(chunk)
         self.total += n
-        room = self.cap - len(self.data)
-        if n <= room:
+        if not self._ring and len(self.data) + n <= self.cap:
             self.data += chunk
             return
-        if room > 0:
-            self.data += memoryview(chunk)[:room]
-        self.dropped += n - max(room, 0)
+        if not self._ring:  # the first overflow since the last read: keep the first half
+            half = self.cap // 2
+            spill = b""
+            if len(self.data) > half:
+                cut = utf8_boundary(self.data, half)
+                spill = bytes(self.data[cut:])
+                del self.data[cut:]
+            else:
+                fill = half - len(self.data)
+                self.data += chunk[:fill]
+                chunk = chunk[fill:]
+            self._ring = bytearray(self.cap - len(self.data))
+            if not self._ring:  # no room at all (a cap of 0): everything past `data` is dropped
+                self._roll_out(len(spill) + len(chunk))
+                return
+            self._roll(spill)
+        self._roll(chunk)
 
-    def take(self, limit: int) -> bytes:
-        """Remove and return up to `limit` bytes from the front: whole lines when a line
-        ends within the limit, and never part of a UTF-8 character."""
+    def _roll(self, chunk: bytes) -> None:
+        """Write into the ring; what it overwrites rolls out."""
+        n = len(chunk)
+        if not n:
+            return
+        room = len(self._ring)
+        view = memoryview(chunk)
+        if n >= room:  # only its last `room` bytes can stay
+            self._roll_out(self._tail_len + n - room)
+            self._ring[:] = view[n - room:]
+            self._end, self._tail_len = 0, room
+            return
+        first = min(n, room - self._end)
+        self._ring[self._end:self._end + first] = view[:first]
+        self._ring[:n - first] = view[first:]
+        self._end = (self._end + n) % room
+        self._roll_out(max(0, self._tail_len + n - room))
+        self._tail_len = min(room, self._tail_len + n)
+
+    def _roll_out(self, n: int) -> None:
+        self.gap += n
+        self.dropped += n
+
+    def _tail_bytes(self) -> bytes:
+        room, n = len(self._ring), self._tail_len
+        if not n:
+            return b""
+        start = (self._end - n) % room
+        if start + n <= room:
+            return bytes(self._ring[start:start + n])
+        return bytes(self._ring[start:]) + bytes(self._ring[:self._end])
+
+    def text(self) -> str:
+        """Every unread byte, decoded, with a marked gap where bytes rolled out."""
+        return decode(self.data) + gap_marker(self.gap) + decode(self._tail_bytes())
+
+    def take(self, limit: int) -> tuple[str, int]:
+        """Remove up to `limit` unread bytes from the front: whole lines when a line ends
+        within the limit, never part of a UTF-8 character. Returns them decoded, and the
+        bytes of the gap this read went past (its marker is in the text, in its place)."""
+        out = self._take_data(limit)
+        if self.data or not (self._tail_len or self.gap) or len(out) >= limit:
+            return decode(out), 0
+        gap, self.gap = self.gap, 0
+        self.data = bytearray(self._tail_bytes())  # the tail is next: it becomes the front
+        self._ring, self._end, self._tail_len = bytearray(), 0, 0
+        return decode(out) + gap_marker(gap) + decode(self._take_data(limit - len(out))), gap
+
+    def _take_data(self, limit: int) -> bytes:
         n = utf8_boundary(self.data, limit)
         if n < len(self.data):
             n = self.data.rfind(b"\n", 0, n) + 1 or n
@@ -87,8 +162,10 @@ class Capture:
         del self.data[:n]
         return out
 
-    def text(self) -> str:
-        return decode(self.data)
+
+def gap_marker(dropped: int) -> str:
+    """Marks where bytes of a stream were dropped (empty when none were)."""
+    return f"\n[… {dropped} bytes dropped here …]\n" if dropped else ""
 
 
 def utf8_boundary(buf: bytes | bytearray, limit: int) -> int:
@@ -316,8 +393,9 @@ def format_command(fin: Finished, limits: Limits) -> str:
     notes: list[str] = []
     for label, cap in (("stdout", fin.out), ("stderr", fin.err)):
         if cap.dropped:
-            notes.append(f"note: {label} was {cap.total} bytes; only the first {len(cap.data)} were kept "
-                         f"({cap.dropped} bytes omitted); filter it (grep, head, tail) or redirect it to a file and read that")
+            notes.append(f"note: {label} was {cap.total} bytes; the first {len(cap.data)} and the last {cap.tail_len} "
+                         f"were kept ({cap.dropped} bytes dropped where marked); filter it (grep, head, tail) or "
+                         f"redirect it to a file and read that")
     if fin.pipes_held:
         notes.append(f"note: processes the command left running still held its output "
                      f"{secs(limits.command_pipe_grace_secs)} after it exited and were killed; "
@@ -418,8 +496,8 @@ class RunCommand(Tool):
         "Run a shell command (bash -c) in the workspace, or in `cwd` inside it, and return its exit code, "
         "stdout and stderr. stdin is empty, so a command that waits for input fails at once; pagers and "
         "colours are off. The whole process group is killed after `timeout_secs` (default 120, 1..3600). "
-        "Each stream keeps its first 256 KiB (the rest is counted and reported); long output is shortened "
-        "in the middle to fit the result. Processes a command leaves running are killed when it exits: "
+        "Each stream keeps its first and last 128 KiB (what lies between is counted and marked); long "
+        "output is shortened in the middle to fit the result. Processes a command leaves running are killed when it exits: "
         "use background=true for long tasks (servers, watchers, long builds), then poll task_output "
         "(task_kill stops one). Prefer read_file, grep, glob and the git_* tools over cat, grep, find "
         "and git through the shell."

@@ -22,7 +22,7 @@ from nanohermes.budget import Limits
 from nanohermes.events import Event, Notice
 from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes.tools.shell import (
-    Capture, Process, command_env, decode, describe_exit, secs, shares, shell_argv, spawn, strip_newline,
+    Capture, Process, command_env, describe_exit, secs, shares, shell_argv, spawn, strip_newline,
 )
 
 STATE_KEY = "tasks"
@@ -41,7 +41,6 @@ class Task:
     kill_reason: str = ""  # "task_kill", "timed out after 60s", "session ended"
     exit_code: int | None = None
     pipes_held: bool = False
-    reported_dropped: dict[str, int] = field(default_factory=lambda: {"stdout": 0, "stderr": 0})
     watcher: asyncio.Task[None] | None = None
 
     def runtime(self) -> float:
@@ -141,18 +140,17 @@ class TaskManager:
 
         Returns the sections and the notes (bytes left for the next call, bytes dropped)."""
         streams = task.streams()
-        allow = shares([len(c.data) for _, c in streams], budget)
+        allow = shares([c.unread for _, c in streams], budget)
         sections: list[tuple[str, str]] = []
         notes: list[str] = []
         for (label, cap), n in zip(streams, allow):
-            sections.append((label, strip_newline(decode(cap.take(n)))))
-            if cap.data:
-                notes.append(f"note: {len(cap.data)} more bytes of {label} not shown yet; call task_output again to read on")
-            dropped = cap.dropped - task.reported_dropped[label]
+            text, dropped = cap.take(n)
+            sections.append((label, strip_newline(text)))
+            if cap.unread:
+                notes.append(f"note: {cap.unread} more bytes of {label} not shown yet; call task_output again to read on")
             if dropped:
-                task.reported_dropped[label] = cap.dropped
-                notes.append(f"note: {dropped} bytes of {label} were dropped because {cap.cap} unread bytes "
-                             f"were already buffered; call task_output more often")
+                notes.append(f"note: {dropped} bytes of {label} were dropped where marked, because {cap.cap} unread "
+                             f"bytes were already buffered; call task_output more often")
         return sections, notes
 
 
@@ -191,8 +189,8 @@ class TaskOutput(Tool):
     description: ClassVar[str] = (
         "Read what a background task (run_command with background=true) wrote since the last "
         "task_output call, stdout and stderr labelled, with its status (running, exited, killed) and "
-        "exit code. Unread output is kept up to 512 KiB per stream; beyond that it is dropped and "
-        "counted. Long output comes in pieces: call again to read on. task_list shows every task."
+        "exit code. Unread output is kept up to 512 KiB per stream; beyond that its start and its newest "
+        "bytes are kept and what lies between is dropped, counted and marked. Long output comes in pieces: call again to read on. task_list shows every task."
     )
     params: ClassVar[type[Params]] = TaskIdParams
     approval: ClassVar[Approval] = "never"
