@@ -8,7 +8,7 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AsyncIterator, Callable
+from typing import TYPE_CHECKING, AsyncIterator, Callable
 
 from nanohermes.agent import Agent
 from nanohermes.compact import Compactor
@@ -23,10 +23,11 @@ from nanohermes.runtime import Runtime
 from nanohermes.session import Transcript, restore_state
 from nanohermes.tools import Tool, build_tools
 from nanohermes.tools import skills as skill_tools
-from nanohermes.tools import subagents as subagent_tools
-from nanohermes.tools.mcp import McpManager
 from nanohermes.tools.skills import SkillSet
-from nanohermes.tools.subagents import SubagentManager
+
+if TYPE_CHECKING:  # imported only when configured: most sessions use neither
+    from nanohermes.tools.mcp import McpManager
+    from nanohermes.tools.subagents import SubagentManager
 
 
 @dataclass
@@ -49,8 +50,13 @@ class Built:
 
     def pool(self) -> list[Tool]:
         """SPEC §2 order: built-ins by name, then skill, then MCP by name, then sub-agent tools."""
-        return assemble_pool(self.builtins, skill_tools.tools(self.skills),
-                             self.mcp.tools() if self.mcp else [], subagent_tools.tools(self.subagents))
+        children: list[Tool] = []
+        if self.subagents is not None:
+            from nanohermes.tools import subagents as subagent_tools
+
+            children = subagent_tools.tools(self.subagents)
+        return assemble_pool(self.builtins, skill_tools.tools(self.skills), self.mcp.tools() if self.mcp else [],
+                             children)
 
     async def start(self) -> None:
         """Connect MCP servers and add their tools; each failure is one warning, never fatal."""
@@ -176,10 +182,14 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     policy = build_policy(config, warnings)
     mcp = None
     if config.mcp.servers:
+        from nanohermes.tools.mcp import McpManager
+
         mcp = McpManager(config.mcp.servers, limits, workspace=workspace, log_dir=state_home() / "mcp",
                          disabled=disabled_servers(policy, config.mcp.servers))
     subagents = None
     if config.subagents:
+        from nanohermes.tools.subagents import SubagentManager
+
         subagents = SubagentManager(configs=config.subagents, make_llm=make_llm, ui=ui, limits=limits,
                                     system_prompt=prompt, max_turns=config.max_turns)
     fresh = save_session and resume is None
