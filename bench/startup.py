@@ -41,7 +41,9 @@ def env(home: Path, **extra: str) -> dict[str, str]:
     e = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home), "OPENAI_API_KEY": "bench-key",
          "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
          "XDG_STATE_HOME": str(home / ".local/state"), "TERM": "xterm-256color", **extra}
-    for var in ("OPENAI_BASE_URL", "NANOHERMES_MODEL", "NO_COLOR"):
+    # PYTHONDONTWRITEBYTECODE would make every run compile nanohermes from source, which an
+    # installed copy never does.
+    for var in ("OPENAI_BASE_URL", "NANOHERMES_MODEL", "NO_COLOR", "PYTHONDONTWRITEBYTECODE"):
         e.pop(var, None)
     return e
 
