@@ -533,3 +533,27 @@ def test_grep_over_a_folder_does_not_show_secret_files(workspace: Path) -> None:
 def test_grep_of_a_named_secret_file_is_left_to_the_permission_check(workspace: Path) -> None:
     (workspace / ".env").write_text("API_TOKEN=abc123\n")
     assert grep(workspace, rg=RG, pattern="API_TOKEN", path=".env") == ".env:1:API_TOKEN=abc123"
+
+
+@pytest.mark.parametrize("rg", BACKENDS)
+def test_the_global_git_excludes_file_counts_like_git_and_ripgrep_read_it(workspace: Path, home: Path,
+                                                                         rg: str | None) -> None:
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    for name in ("keep.py", "notes.swp", ".idea/ws.xml", "out.tmp2", "back.in"):
+        write(workspace, name)
+    write(workspace, ".git/info/exclude", "!back.in\n")  # the repository's own file wins over the global one
+
+    def walked() -> str:
+        shown = glob(workspace, rg, pattern="**/*")
+        assert set(shown.splitlines()) == {"keep.py", "notes.swp", ".idea/ws.xml", "out.tmp2", "back.in"} - \
+            git_ignored(workspace, ["keep.py", "notes.swp", ".idea/ws.xml", "out.tmp2", "back.in"])
+        return shown
+
+    write(home, ".config/git/ignore", "*.swp\n.idea/\n*.in\n")  # the default place
+    assert walked() == "back.in\nkeep.py\nout.tmp2"
+    write(home, ".config/git/config", "[core]\n\texcludesFile = ~/xdg-ignores\n")
+    write(home, "xdg-ignores", "*.tmp2\n")
+    assert walked() == ".idea/ws.xml\nback.in\nkeep.py\nnotes.swp"
+    write(home, ".gitconfig", '[user]\n\tname = x\n[core]\n\texcludesfile = "~/home-ignores"\n')  # wins over XDG
+    write(home, "home-ignores", "keep.py\n")
+    assert walked() == ".idea/ws.xml\nback.in\nnotes.swp\nout.tmp2"

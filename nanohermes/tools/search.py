@@ -3,9 +3,10 @@
 The walk honours `.gitignore` files (nested, negation, anchored patterns), `.ignore` and
 `.rgignore`, `.git/info/exclude`, and a configurable list of build and cache directories; it
 includes hidden files, never enters `.git` and does not follow symlinks. Ignore rules follow
-ripgrep's precedence (`.rgignore` over `.ignore` over `.gitignore` over the exclude file, the
+ripgrep's precedence (`.rgignore` over `.ignore` over `.gitignore` over the exclude files, the
 deepest file of a kind first; git rules only inside a repository); pathspec supplies the
-gitignore pattern semantics. The global git excludes file is not read.
+gitignore pattern semantics. The global git excludes file (`core.excludesFile`, else
+~/.config/git/ignore) counts below `.git/info/exclude`, found as ripgrep finds it.
 
 The walk yields files in plain string order of their paths (siblings sorted as `name/` for
 folders, `name` for files), which is also the order of grep's output: grep searches while it
@@ -226,6 +227,23 @@ def _git_exclude_file(dot_git: Path) -> Path:
     return dot_git / "info" / "exclude"
 
 
+_EXCLUDES_FILE = re.compile(r'^\s*excludesfile\s*=\s*"?\s*(\S+?)\s*"?\s*$', re.I | re.M)
+
+
+def global_excludes_file() -> Path:
+    """Git's global excludes file as ripgrep finds it: `core.excludesFile` from ~/.gitconfig,
+    else from $XDG_CONFIG_HOME/git/config, else $XDG_CONFIG_HOME/git/ignore."""
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    for config in (Path.home() / ".gitconfig", xdg / "git" / "config"):
+        try:
+            m = _EXCLUDES_FILE.search(config.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+        if m:
+            return Path(os.path.expanduser(m.group(1)))
+    return xdg / "git" / "ignore"
+
+
 @dataclass
 class _Level:
     """The ignore files of one directory, and how to express a walk path relative to it."""
@@ -240,7 +258,9 @@ class _Level:
         kinds: tuple[list[_Pattern], ...] = tuple(
             _load_patterns(directory / f) if names is None or f in names else [] for f in _KIND_FILES
         )
-        exclude = _load_patterns(_git_exclude_file(directory / ".git")) if has_git else []
+        # The global file first: info/exclude, read after it, wins where both decide.
+        exclude = (_load_patterns(global_excludes_file()) + _load_patterns(_git_exclude_file(directory / ".git"))
+                   if has_git else [])
         if not has_git and not any(kinds):
             return None
         return cls(prefix, strip, has_git, (*kinds, exclude))  # type: ignore[arg-type]
@@ -368,7 +388,7 @@ def walk_python(root: Path, ignore_dirs: frozenset[str], max_files: int) -> Walk
 # -- ripgrep -------------------------------------------------------------------------------
 
 def _rg_common(ignore_dirs: frozenset[str]) -> list[str]:
-    args = ["--no-config", "--hidden", "--no-ignore-global", "--no-messages", "--glob", "!.git"]
+    args = ["--no-config", "--hidden", "--no-messages", "--glob", "!.git"]
     for d in sorted(ignore_dirs):
         args += ["--glob", f"!{d}/"]
     return args
