@@ -80,6 +80,12 @@ class Term:
     def type(self, line: str) -> None:
         self.child.send(line + "\r")
 
+    def leave(self) -> None:
+        """Ctrl-D at the next prompt: nanohermes exits with 0."""
+        self.prompt()
+        self.child.send("\x04")
+        assert self.exit_code() == 0
+
     def exit_code(self) -> int:
         import time
 
@@ -137,9 +143,7 @@ def test_prompt_gets_the_answer_and_ctrl_d_exits_0(term: Any, server: FakeServer
     t.prompt()
     t.type("\x1b[200~pasted\nblock\x1b[201~")  # a bracketed paste stays one message
     t.wait("pasted")
-    t.prompt()
-    t.child.send("\x04")
-    assert t.exit_code() == 0
+    t.leave()
     users = [r["messages"][-1]["content"] for r in server.requests]
     assert users == ["say hi", "line one\nline two", "pasted\nblock"]
     assert "+say hi" in (home / ".local/state/nanohermes/history").read_text()
@@ -161,9 +165,7 @@ def test_tools_and_plan_mode_refuse_a_write_call(term: Any, server: FakeServer, 
     t.type("write it")
     t.wait("✗ write_file new.txt")
     t.wait("ok, refused")
-    t.prompt()
-    t.child.send("\x04")
-    assert t.exit_code() == 0
+    t.leave()
     assert not (workspace / "new.txt").exists()
     names = {s["function"]["name"] for s in server.requests[0]["tools"]}
     assert "write_file" not in names and "list_dir" not in names
@@ -184,9 +186,7 @@ def test_an_edit_is_approved_on_its_diff_and_shown_coloured(term: Any, server: F
     t.wait("✓ edit_file app.py")
     t.wait("+x = 42")  # and under the finished call
     t.wait("edited")
-    t.prompt()
-    t.child.send("\x04")
-    assert t.exit_code() == 0
+    t.leave()
     assert (workspace / "app.py").read_text() == "x = 42\ny = 2\n"
     assert re.search(r"\x1b\[(?:[0-9;]*;)?32m\s*\+x = 42", t.raw), "added lines are green"
     assert re.search(r"\x1b\[(?:[0-9;]*;)?31m\s*-x = 1", t.raw), "removed lines are red"
@@ -214,9 +214,7 @@ def test_approval_answered_yes_then_no_with_a_note(term: Any, server: FakeServer
     t.type("use the public file")
     t.wait("⊘ read_file secret.txt")
     t.wait("did not read it")
-    t.prompt()
-    t.child.send("\x04")
-    assert t.exit_code() == 0
+    t.leave()
     assert tool_results(server.requests[1]) == {"r1": "1\ts3cret"}
     assert tool_results(server.requests[3])["r2"] == DENIED + "\nThe user said: use the public file"
 
@@ -233,9 +231,7 @@ def test_ctrl_c_while_waiting_for_the_model_keeps_the_history_valid(term: Any, s
     t.prompt()
     t.type("hello again")
     t.wait("back again")
-    t.prompt()
-    t.child.send("\x04")
-    assert t.exit_code() == 0
+    t.leave()
     # FakeServer rejects (and the fixture reports) a conversation with an unanswered call.
     roles = [(m["role"], m["content"]) for m in server.requests[1]["messages"][1:]]
     assert roles == [("user", "take your time"), ("user", "hello again")]
@@ -262,9 +258,7 @@ def test_ctrl_c_during_a_stuck_tool_answers_every_call_and_exit_does_not_hang(
         t.prompt()
         t.type("what happened?")
         t.wait("recovered")
-        t.prompt()
-        t.child.send("\x04")
-        assert t.exit_code() == 0
+        t.leave()
     finally:
         silent.close()
     # The three run as one parallel batch: the two that finished keep their results.
@@ -289,9 +283,7 @@ def test_text_typed_during_a_turn_is_sent_when_it_ends(term: Any, server: FakeSe
     release.set()
     t.wait("first answer")
     t.wait("second answer")
-    t.prompt()
-    t.child.send("\x04")
-    assert t.exit_code() == 0
+    t.leave()
     assert server.requests[1]["messages"][-1] == {"role": "user", "content": "queued question"}
 
 
@@ -305,9 +297,7 @@ def test_at_path_attaches_the_file_bounded_like_read_file(term: Any, server: Fak
     t.type(" please")
     t.wait("attached notes.md")
     t.wait("got it")
-    t.prompt()
-    t.child.send("\x04")
-    assert t.exit_code() == 0
+    t.leave()
     assert server.requests[0]["messages"][-1]["content"] == (
         'look at @notes.md please\n\n<file path="notes.md">\n1\tone\n2\ttwo\n\n'
         "showing lines 1-2 of 3; continue with offset=3\n</file>")
@@ -352,9 +342,7 @@ def test_no_color_and_an_ascii_terminal_do_not_crash(term: Any, server: FakeServ
     t.child.setwinsize(24, 60)  # a resized terminal keeps working
     t.type("/tools")
     t.wait("read_file")
-    t.prompt()
-    t.child.send("\x04")
-    assert t.exit_code() == 0
+    t.leave()
     assert not re.search(r"\x1b\[[0-9;]*3[0-7]m", t.raw), "colour codes despite NO_COLOR"
 
 
@@ -368,9 +356,7 @@ def test_mcp_servers_start_behind_the_prompt_and_report_failures(term: Any, serv
     t.prompt()
     t.type("hi")
     t.wait("still works")
-    t.prompt()
-    t.child.send("\x04")
-    assert t.exit_code() == 0
+    t.leave()
 
 
 def test_an_error_ending_a_turn_is_shown_and_the_repl_goes_on(term: Any, server: FakeServer) -> None:
@@ -383,9 +369,7 @@ def test_an_error_ending_a_turn_is_shown_and_the_repl_goes_on(term: Any, server:
     t.prompt()
     t.type("second")
     t.wait("fine now")
-    t.prompt()
-    t.child.send("\x04")
-    assert t.exit_code() == 0
+    t.leave()
 
 
 def test_continue_opens_the_repl_on_the_latest_session(term: Any, workspace: Path, server: FakeServer) -> None:
@@ -442,9 +426,7 @@ def test_config_warnings_and_another_workspace_show_above_the_prompt(term: Any, 
     t.wait("@only-here.txt")
     t.type("")
     t.wait("seen")
-    t.prompt()
-    t.child.send("\x04")
-    assert t.exit_code() == 0
+    t.leave()
 
 
 def test_resume_without_an_id_picks_a_session_then_opens_the_repl(term: Any, workspace: Path,
@@ -463,7 +445,5 @@ def test_resume_without_an_id_picks_a_session_then_opens_the_repl(term: Any, wor
     t.prompt()
     t.type("go on")
     t.wait("back on it")
-    t.prompt()
-    t.child.send("\x04")
-    assert t.exit_code() == 0
+    t.leave()
     assert [m["content"] for m in server.requests[0]["messages"][1:]] == ["the picked topic", "go on"]
