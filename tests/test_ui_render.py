@@ -128,17 +128,42 @@ def test_approval_panel_folds_a_long_command() -> None:
 def test_tools_table_marks_hidden_tools_with_the_reason() -> None:
     rows = [render.ToolRow("read_file", "files", "yes", "yes", "2,000 lines", "built-in"),
             render.ToolRow("write_file", "files", "no", "no", "20,000 chars", "built-in",
-                           "write_file is not available in plan mode")]
-    assert text_of(render.tools_table(rows, "plan")) == (
+                           "write_file is not available in plan mode"),
+            render.ToolRow("mcp__gh__get_issue", "mcp", "per call", "no", "20,000 chars", "mcp:gh")]
+    assert text_of(render.tools_table(rows, "plan"), width=100) == (
         "tools (mode: plan)\n"
         "\n"
-        " name         group   read-only   parallel   output limit   source     shown\n"
-        " ────────────────────────────────────────────────────────────────────────────\n"
-        " read_file    files   yes         yes        2,000 lines    built-in   yes\n"
-        " write_file   files   no          no         20,000 chars   built-in   hidden\n"
+        " name                 group   read-only   parallel   output limit   source     shown\n"
+        " ────────────────────────────────────────────────────────────────────────────────────\n"
+        " read_file            files   yes         yes        2,000 lines    built-in   yes\n"
+        " write_file           files   no          no         20,000 chars   built-in   hidden\n"
+        " mcp__gh__get_issue   mcp     per call    no         20,000 chars   mcp:gh     yes\n"
         "\n"
         "hidden write_file: is not available in plan mode"
     )
+    # Narrower: group, flags and source share a column.
+    assert text_of(render.tools_table(rows, "plan"), width=80) == (
+        "tools (mode: plan)\n"
+        "\n"
+        " name                 kind                              output limit\n"
+        " ───────────────────────────────────────────────────────────────────\n"
+        " read_file            files, read-only, parallel        2,000 lines\n"
+        " write_file           files, hidden                     20,000 chars\n"
+        " mcp__gh__get_issue   mcp, read-only per call, mcp:gh   20,000 chars\n"
+        "\n"
+        "hidden write_file: is not available in plan mode"
+    )
+
+
+def test_tools_table_fits_80_columns_with_a_long_mcp_tool_name() -> None:
+    rows = [render.ToolRow("grep", "search", "yes", "yes", "200 matches, 240 chars a line, 1 MiB, 50,000 files",
+                           "built-in"),
+            render.ToolRow("mcp__github__create_pull_request_review", "mcp", "no", "no", "20,000 chars", "mcp:github")]
+    lines = text_of(render.tools_table(rows, "default")).splitlines()
+    assert max(len(line) for line in lines) <= 80
+    text = "\n".join(lines)
+    for piece in ("200 matches, 240", "50,000", "20,000 chars", "mcp:github", "mcp__github__create_"):
+        assert piece in text  # every column is still there, wrapped rather than dropped
 
 
 def test_limit_names_become_values_with_units() -> None:

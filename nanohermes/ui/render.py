@@ -315,26 +315,62 @@ def _bytes(n: int) -> str:
     return f"{n:,} bytes"
 
 
-def tools_table(rows: Sequence[ToolRow], mode: str) -> Group:
-    """Every tool in pool order; the hidden ones dimmed, with the reason listed under the table."""
-    t = Table(title=f"tools (mode: {mode})", title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD)
-    t.add_column("name", style="bold", no_wrap=True)
-    t.add_column("group", no_wrap=True)
-    t.add_column("read-only", no_wrap=True)
-    t.add_column("parallel", no_wrap=True)
-    t.add_column("output limit")
-    t.add_column("source", no_wrap=True)
-    t.add_column("shown", no_wrap=True)
-    reasons = Text()
-    for r in rows:
-        shown = Text("hidden", style="yellow") if r.hidden else Text("yes", style="green")
-        t.add_row(*(Text(v) for v in (r.name, r.group, r.read_only, r.concurrency_safe, r.output_limit, r.source)),
-                  shown, style="dim" if r.hidden else "")
-        if r.hidden:
-            why = r.hidden[len(r.name) + 1:] if r.hidden.startswith(r.name + " ") else r.hidden
-            reasons.append(f"hidden {r.name}: {why}\n", style="yellow")
-    reasons.rstrip()
-    return Group(t, reasons) if reasons else Group(t)
+WIDE_TOOLS_TABLE = 100  # columns from which /tools gives each property its own column
+
+
+@dataclass(frozen=True)
+class ToolsTable:
+    """Every tool in pool order; the hidden ones dimmed, with the reason listed under the
+    table. On a terminal narrower than WIDE_TOOLS_TABLE the group, flags and source share one
+    column, so the output limit keeps room to be read (laid out anew on each print, so a
+    resized terminal gets the right one)."""
+
+    rows: Sequence[ToolRow]
+    mode: str
+
+    def __rich_console__(self, console: Any, options: Any) -> Iterable[RenderableType]:
+        wide = options.max_width >= WIDE_TOOLS_TABLE
+        t = Table(title=f"tools (mode: {self.mode})", title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD)
+        t.add_column("name", style="bold", no_wrap=wide, overflow="fold", max_width=None if wide else 20)
+        if wide:
+            for header in ("group", "read-only", "parallel"):
+                t.add_column(header, no_wrap=True)
+            t.add_column("output limit")
+            t.add_column("source", no_wrap=True)
+            t.add_column("shown", no_wrap=True)
+        else:
+            t.add_column("kind")
+            t.add_column("output limit")
+        reasons = Text()
+        for r in self.rows:
+            if wide:
+                shown = Text("hidden", style="yellow") if r.hidden else Text("yes", style="green")
+                cells = [*(Text(v) for v in (r.name, r.group, r.read_only, r.concurrency_safe, r.output_limit,
+                                             r.source)), shown]
+            else:
+                cells = [Text(r.name), _kind(r), Text(r.output_limit)]
+            t.add_row(*cells, style="dim" if r.hidden else "")
+            if r.hidden:
+                why = r.hidden[len(r.name) + 1:] if r.hidden.startswith(r.name + " ") else r.hidden
+                reasons.append(f"hidden {r.name}: {why}\n", style="yellow")
+        reasons.rstrip()
+        yield t
+        if reasons:
+            yield reasons
+
+
+def _kind(r: ToolRow) -> Text:
+    """group, flags and source in one cell: `files, read-only, parallel`."""
+    flags = [f"{label}{'' if value == 'yes' else ' ' + value}"
+             for label, value in (("read-only", r.read_only), ("parallel", r.concurrency_safe)) if value != "no"]
+    text = Text(", ".join([r.group, *flags] + ([r.source] if r.source != "built-in" else [])))
+    if r.hidden:
+        text.append(", hidden", style="yellow")
+    return text
+
+
+def tools_table(rows: Sequence[ToolRow], mode: str) -> ToolsTable:
+    return ToolsTable(rows, mode)
 
 
 def help_table(commands: Iterable[Command]) -> Group:
