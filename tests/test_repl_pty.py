@@ -149,6 +149,27 @@ def test_prompt_gets_the_answer_and_ctrl_d_exits_0(term: Any, server: FakeServer
     assert "+say hi" in (home / ".local/state/nanohermes/history").read_text()
 
 
+def test_the_toolbar_shows_the_cost_only_when_the_model_has_a_price(term: Any, server: FakeServer) -> None:
+    server.add(Reply(text="unpriced", usage=(1000, 100)))
+    t = term()
+    t.prompt()
+    assert "$" not in t.text.split("mode:")[-1]  # nothing known yet
+    t.type("one")
+    t.wait("unpriced")
+    t.wait("1,100 tokens")  # the toolbar, redrawn with the prompt
+    assert "$" not in t.text
+    t.child.send("\x04")
+    assert t.exit_code() == 0
+    server.add(Reply(text="priced", usage=(1000, 100)))
+    t = term(config={"prices": {"fake-model": {"input_per_mtok": 2.0, "output_per_mtok": 10.0}}})
+    t.prompt()
+    t.type("two")
+    t.wait("priced")
+    t.wait("1,100 tokens · $0.0030")
+    t.child.send("\x04")
+    assert t.exit_code() == 0
+
+
 def test_tools_and_plan_mode_refuse_a_write_call(term: Any, server: FakeServer, workspace: Path) -> None:
     server.add(tool_reply(call("write_file", {"path": "new.txt", "content": "x"}, id="w1")), Reply(text="ok, refused"))
     t = term(config={"disallowed_tools": ["list_dir"]})
