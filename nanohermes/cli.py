@@ -7,6 +7,7 @@ shown as one line plus a hint (a traceback only with --verbose). Exit codes: 0 s
 """
 
 
+import contextlib
 import json
 import os
 import signal
@@ -312,6 +313,9 @@ def _interactive(start: Callable[[], Any]) -> NoReturn:
     from nanohermes.ui.repl import run_repl
 
     code = run_repl(start)
+    if code == EXIT_TERMINATED:
+        with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
+            sys.stderr.write("nanohermes: terminated\n")
     # Everything is saved and closed by now. Exiting here skips the interpreter's teardown
     # (most of a second with the SDK loaded) and cannot hang on a tool thread stuck in a
     # blocking call.

@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import socket
 import sys
 import threading
+import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -468,3 +470,38 @@ def test_resume_without_an_id_picks_a_session_then_opens_the_repl(term: Any, wor
     t.wait("back on it")
     t.leave()
     assert [m["content"] for m in server.requests[0]["messages"][1:]] == ["the picked topic", "go on"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_or_a_closed_terminal_ends_the_session_and_its_background_tasks(term: Any, server: FakeServer,
+                                                                                 sig: int) -> None:
+    from exec_support import marked_pids, wait_until
+
+    marker = uuid.uuid4().hex
+    server.add(tool_reply(call("run_command", {"command": "sleep 300", "background": True})), Reply(text="all set"))
+    t = term(env={"NH_TEST_PROC_MARK": marker}, args=("--yes",))
+    t.prompt()
+    t.type("start a server")
+    t.wait("all set")
+    t.prompt()
+    assert wait_until(lambda: len(marked_pids(marker)) >= 2)  # nanohermes and its task
+    t.child.kill(sig)
+    assert t.exit_code() == 143
+    assert "nanohermes: terminated" in t.text
+    assert wait_until(lambda: not marked_pids(marker), timeout=10), "a background task outlived nanohermes"
+
+
+def test_sigterm_during_a_turn_stops_it_and_exits(term: Any, server: FakeServer) -> None:
+    from exec_support import marked_pids, wait_until
+
+    marker = uuid.uuid4().hex
+    server.add(tool_reply(call("run_command", {"command": "sleep 300"})))
+    t = term(env={"NH_TEST_PROC_MARK": marker}, args=("--yes",))
+    t.prompt()
+    t.type("run it")
+    t.wait("run_command sleep 300")
+    assert wait_until(lambda: len(marked_pids(marker)) >= 2)
+    t.child.kill(signal.SIGTERM)
+    assert t.exit_code() == 143
+    assert wait_until(lambda: not marked_pids(marker), timeout=10), "the command outlived nanohermes"
+    assert len(server.requests) == 1  # the interrupted turn was not carried on

@@ -49,6 +49,7 @@ PATH_COMPLETIONS = 200  # entries offered when completing an @path
 _ATTACH = re.compile(r"(?<!\S)@(\S+)")
 _ESCAPES = re.compile(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|O.|.)", re.S)
 STARTING = " nanohermes · starting…"  # the toolbar until the agent is built
+EXIT_TERMINATED = 143  # as the CLI's: ended by SIGTERM or SIGHUP
 
 
 @dataclass(frozen=True)
@@ -205,6 +206,7 @@ class Repl:
         self.typed_raw = ""
         self.turn: asyncio.Task[Any] | None = None
         self.prompting = False
+        self.terminated = False  # by SIGTERM or SIGHUP
         self._session: Any = None
         self._building: asyncio.Task[None] | None = None
         self._arrow = "› " if _can_encode("›") else "> "
@@ -465,15 +467,18 @@ class Repl:
 
     # -- the loop --------------------------------------------------------------------------
     async def run(self) -> int:
+        """Read and run until Ctrl-D, /exit or SIGTERM/SIGHUP; returns the exit code."""
         self.console.print(Text.assemble(("nanohermes", "bold"), (" · /help for commands", "dim")))
         try:
-            while True:
+            while not self.terminated:
                 line = await self.read()
-                if line is None:
+                if line is None or self.terminated:
                     break
                 if not line.strip():
                     continue
                 await self._ready()
+                if self.terminated:
+                    break
                 assert self.ctx is not None
                 if line.lstrip().startswith("/"):
                     try:
@@ -486,7 +491,15 @@ class Repl:
                 await self.run_turn(line)
         finally:
             await self.close()
-        return 0
+        return EXIT_TERMINATED if self.terminated else 0
+
+    def terminate(self) -> None:
+        """SIGTERM or SIGHUP (the terminal was closed): end the session as /exit does, so its
+        background tasks, sub-agents and MCP servers are closed, from wherever the REPL is."""
+        self.terminated = True
+        self.interrupt()
+        if self.prompting and self._session is not None and self._session.app.is_running:
+            self._session.app.exit(exception=EOFError())
 
     async def close(self) -> None:
         if self._building is not None:
@@ -557,6 +570,9 @@ def run_repl(start: Callable[[], Start]) -> int:
     loop.set_default_executor(executor)
     try:
         repl = Repl(start, console, load_commands(), terminal)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, repl.terminate)
         return loop.run_until_complete(repl.run())
     finally:
         _close_loop(loop, executor)
