@@ -252,3 +252,16 @@ def test_answer_text_is_redacted_and_a_streaming_end_hides_a_key_in_progress() -
     assert text_of(render.answer(f"Your key is {key[:12]}", streaming=True)) == "Your key is"
     # (ends in a newline, which no key begins with: other tests' keys share the process-wide set)
     assert text_of(render.answer(f"Your key is {key} and\n", streaming=True)) == "Your key is [REDACTED] and"
+
+
+def test_a_resumed_session_recaps_the_last_prompt_and_answer() -> None:
+    from nanohermes.messages import Message
+
+    history = [Message.user("old question"), Message("assistant", "old answer"),
+               Message.user("fix the parser\nplease, it breaks on tabs"),
+               Message("assistant", "\n".join(f"step {i}" for i in range(1, 10)))]
+    assert text_of(render.resumed("20261129-abc123", history)) == (
+        "resumed 20261129-abc123: 4 messages\n"
+        "  › fix the parser\n"
+        "    step 1\n    step 2\n    step 3\n    step 4\n    step 5\n    step 6\n"
+        "    … 3 more lines")

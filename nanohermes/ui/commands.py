@@ -315,7 +315,7 @@ def _resume(ctx: CommandContext, arg: str) -> None:
     path = find_session(ctx.workspace, arg)
     for w in resume_into(ctx.agent, path):
         ctx.print(_warning_text(w))
-    ctx.print(render.info(f"resumed {path.stem}: {len(ctx.agent.history)} messages"))
+    ctx.print(render.resumed(path.stem, ctx.agent.history))
 
 
 @command("memory", help="List the memories of this project and the global ones, or delete one",

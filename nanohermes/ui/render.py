@@ -25,6 +25,7 @@ from nanohermes.redact import redact
 from nanohermes.runtime import DENIED, INTERRUPTED
 
 if TYPE_CHECKING:
+    from nanohermes.messages import Message
     from nanohermes.tools import Tool
     from nanohermes.ui.commands import Command
 
@@ -171,6 +172,23 @@ def turn_ended(ev: TurnEnded) -> Text | None:
 
 def info(text: str) -> Text:
     return Text(text, style="cyan")
+
+
+RECAP_LINES = 6  # lines of the last answer shown when a session is resumed
+
+
+def resumed(session_id: str, history: Sequence[Message]) -> Text:
+    """Where a resumed session left off: its size, the last prompt and the last answer."""
+    out = Text(f"resumed {session_id}: {len(history)} messages", style="cyan")
+    prompt = next((m.content for m in reversed(history) if m.role == "user" and m.content), "")
+    answer = next((m.content for m in reversed(history) if m.role == "assistant" and m.content), "")
+    if prompt:
+        first = redact(prompt).strip().split("\n")[0]
+        out.append("\n  › " + (first[:LINE_CHARS] + "…" if len(first) > LINE_CHARS else first), style="dim")
+    if answer:
+        out.append("\n")
+        out.append_text(fold(answer, RECAP_LINES, style="dim", indent="    "))
+    return out
 
 
 def lines(items: Sequence[str]) -> Text:

@@ -246,6 +246,10 @@ class Repl:
                                       meter=ui.meter)
             if s.workspace != Path.cwd().resolve():
                 self._out(Text(f"workspace: {s.workspace}", style="dim"))
+            if s.resume is not None:
+                from nanohermes.ui import render
+
+                self._out(render.resumed(s.resume.stem, built.agent.history))
             for w in (*s.warnings, *built.warnings):
                 self._out(Text(f"warning: {w}", style="yellow"))
             self.started = asyncio.get_running_loop().create_task(built.start())
