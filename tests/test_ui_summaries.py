@@ -14,6 +14,7 @@ from nanohermes.agent import Agent
 from nanohermes.config import Config
 from nanohermes.events import ApprovalReply, ApprovalRequest, Event
 from nanohermes.llm import OpenAIChat
+from nanohermes.messages import Usage
 from nanohermes.permissions import Policy
 from nanohermes.runtime import Runtime
 from nanohermes.testing import Fault, FakeServer, Reply, ScriptItem, call, tool_reply
@@ -34,10 +35,14 @@ class FeedUI:
         return ApprovalReply("deny")
 
 
-def run_turn(server: FakeServer, ws: Path, labels: list[tuple[str, list[BatchCall]]]) -> Any:
+def run_turn(server: FakeServer, ws: Path, labels: list[tuple[str, list[BatchCall]]],
+             costs: list[tuple[Usage, str]] | None = None) -> Any:
+    spent = costs if costs is not None else []
+
     async def go() -> Any:
         s = BatchSummarizer(model="labeller", base_url=server.base_url, api_key="k",
-                            on_label=lambda label, batch: labels.append((label, batch)))
+                            on_label=lambda label, batch: labels.append((label, batch)),
+                            on_usage=lambda usage, model: spent.append((usage, model)))
         ui = FeedUI(s)
         runtime = Runtime(tools=[ListDir(), ReadFile()], config=Config(), workspace=ws, ui=ui, policy=Policy())
         llm = OpenAIChat(model="fake-model", base_url=server.base_url, api_key="k", max_retries=0)
@@ -71,16 +76,19 @@ def test_label_arrives_while_the_next_model_call_runs(workspace: Path) -> None:
         seen.append(body)
         # Answer only once the loop has made its next model call: had the summary delayed
         # that call, this would wait out its 30 s and the label would be missing.
-        return Reply(text='"Read the notes file."\nsecond line') if second_call.wait(30) else Fault(status=500)
+        return (Reply(text='"Read the notes file."\nsecond line', usage=(70, 6)) if second_call.wait(30)
+                else Fault(status=500))
 
     def answer(body: dict[str, Any]) -> Reply:
         second_call.set()
         return Reply(text="It has two lines.")
 
     labels: list[tuple[str, list[BatchCall]]] = []
+    costs: list[tuple[Usage, str]] = []
     with FakeServer(default=router([tool_reply(call("read_file", {"path": "notes.md"}), call("list_dir")), answer],
                                    label)) as server:
-        result = run_turn(server, workspace, labels)
+        result = run_turn(server, workspace, labels, costs)
+    assert costs == [(Usage(70, 6), "labeller")]  # metered with the session, at the label model's price
     assert result.text == "It has two lines."
     assert [(lbl, [c.name for c in batch]) for lbl, batch in labels] == [("Read the notes file", ["read_file", "list_dir"])]
     msgs = seen[0]["messages"]

@@ -233,7 +233,8 @@ class Repl:
         built = build_agent(config, s.workspace, ui, save_session=s.save_session, resume=s.resume)
         if config.summary_model:
             ui.summarizer = BatchSummarizer(model=config.summary_model, base_url=config.base_url,
-                                            api_key=config.resolved_api_key(), on_label=self.on_label)
+                                            api_key=config.resolved_api_key(), on_label=self.on_label,
+                                            on_usage=built.agent.count_usage)
         return s, built, ui
 
     async def build(self) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from nanohermes.events import Event, ModelStarted, ToolFinished, ToolStarted, TurnEnded
+from nanohermes.messages import Usage
 
 LABEL_CHARS = 50  # the longest label shown
 RESULT_HEAD_CHARS = 300  # of each result, sent to the summary model
@@ -58,6 +59,7 @@ class BatchSummarizer:
     base_url: str
     api_key: str | None
     on_label: Callable[[str, list[BatchCall]], None]  # (label, the batch); label "" when labelling failed
+    on_usage: Callable[[Usage, str], None] | None = None  # what each label cost, to meter it with the session
     timeout: float = TIMEOUT_SECS
     _started: dict[str, tuple[int, str]] = field(default_factory=dict)  # call id -> (order, summary)
     _batch: list[tuple[int, BatchCall]] = field(default_factory=list)
@@ -97,6 +99,8 @@ class BatchSummarizer:
             model=self.model, max_tokens=30, stream=False,
             messages=[{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": description}],
         )
+        if resp.usage is not None and self.on_usage is not None:
+            self.on_usage(Usage(resp.usage.prompt_tokens, resp.usage.completion_tokens), self.model)
         return resp.choices[0].message.content or ""
 
     async def wait(self) -> None:
