@@ -85,7 +85,8 @@ def format_cost(report: dict[str, Any]) -> str:
         cost = f", ${d['cost_usd']:.4f}" if d["cost_usd"] is not None else ""
         return f"{label}: {d['prompt_tokens']:,} in, {d['completion_tokens']:,} out{est}{cost}"
 
-    tail = "" if report["priced"] else f"\nno price configured for {', '.join(report['unpriced_models'])} (config key `prices`)"
+    unpriced = ", ".join(report["unpriced_models"])
+    tail = "" if report["priced"] else f"\nno price configured for {unpriced} (config key `prices`)"
     return line("this turn", report["turn"]) + "\n" + line("session", report["session"]) + tail
 
 
