@@ -7,7 +7,6 @@ import asyncio
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 
@@ -18,9 +17,10 @@ from nanohermes.messages import ToolCall
 from nanohermes.permissions import Policy, Rule
 from nanohermes.runtime import DENIED, Runtime
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
-from nanohermes.tools import Approval, Params, Tool, ToolContext
+from nanohermes.tools import Params
 from nanohermes.tools.files import ReadFile
 from nanohermes.tools.shell import RunCommand
+from tool_support import TinyWrite
 
 R = Rule.parse
 
@@ -310,27 +310,13 @@ def test_a_key_streamed_in_pieces_is_redacted_in_plain_and_streamed_output(cli, 
     assert child == "child says [REDACTED]"
 
 
-class WriteParams(Params):
-    path: str
-    content: str = ""
-
-
 @dataclass(frozen=True, kw_only=True)
-class PlainWrite(Tool):
-    """A writing tool that declares nothing about protected paths: the runtime still checks."""
-
-    name: ClassVar[str] = "write_file"
-    description: ClassVar[str] = "write a file"
-    params: ClassVar[type[Params]] = WriteParams
-    approval: ClassVar[Approval] = "edit"
+class PlainWrite(TinyWrite):
+    """A writing tool with a rule subject that declares nothing about protected paths: the
+    runtime still checks."""
 
     def rule_subject(self, args: Params) -> str | None:
         return args.path  # type: ignore[attr-defined]
-
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, WriteParams)
-        (ctx.workspace / args.path).write_text(args.content)
-        return "written"
 
 
 @pytest.mark.parametrize("path,protected", [
@@ -349,7 +335,7 @@ def test_file_writes_to_protected_paths_are_asked_in_accept_edits(workspace: Pat
     rt = Runtime(tools=[PlainWrite()], config=Config(extra_write_roots=[str(tmp_path / "extra")]), workspace=workspace,
                  ui=ui, policy=Policy(mode="accept-edits"))
     out = run(rt, "write_file", path=path, content="x")
-    assert out == (DENIED if protected else "written")
+    assert out == (DENIED if protected else f"wrote {path}")
     assert len(asked(ui)) == (1 if protected else 0)
 
 
