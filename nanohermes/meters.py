@@ -59,10 +59,10 @@ def cost_usd(usage: Usage, price: Any | None) -> float | None:
     return (usage.prompt_tokens * price.input_per_mtok + usage.completion_tokens * price.output_per_mtok) / 1_000_000
 
 
-def cost_of(by_model: dict[str, Usage], config: Config) -> float | None:
+def cost_of(by_model: dict[str, Usage], config: Config, model: str) -> float | None:
     """Dollars for usage spread over models (sub-agents may use others), or None when one of
-    them has no price."""
-    costs = [cost_usd(u, price_for(config, m)) for m, u in by_model.items()]
+    them has no price. With no usage yet it is $0 if `model` (the current one) has a price."""
+    costs = [cost_usd(u, price_for(config, m)) for m, u in (by_model or {model: Usage()}).items()]
     return None if None in costs else sum(c for c in costs if c is not None)
 
 
@@ -72,7 +72,7 @@ def cost_report(turn: dict[str, Usage], session: dict[str, Usage], config: Confi
     unpriced = sorted(m for m in {*turn, *session} or {model} if price_for(config, m) is None)
 
     def priced(by_model: dict[str, Usage]) -> dict[str, Any]:
-        c = cost_of(by_model, config)
+        c = cost_of(by_model, config, model)
         return {**sum(by_model.values(), Usage()).to_dict(), "cost_usd": None if c is None else round(c, 6)}
 
     return {"model": model, "turn": priced(turn), "session": priced(session), "priced": not unpriced,

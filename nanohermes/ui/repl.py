@@ -364,7 +364,7 @@ class Repl:
         from nanohermes.meters import cost_of
 
         chars = sum(m.chars() for m in a.messages())
-        cost = cost_of(a.usage_by_model or {a.llm.model: a.usage}, a.runtime.config)  # None: no price
+        cost = cost_of(a.usage_by_model, a.runtime.config, a.llm.model)  # None: no price
         return toolbar(a.llm.model, a.runtime.policy.mode, chars, a.runtime.limits.session_budget_chars, a.usage, cost)
 
     def _message(self) -> Any:
