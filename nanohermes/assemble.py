@@ -63,6 +63,8 @@ class Built:
         notices: list[str] = []
         if self.mcp is not None:
             notices += await self.mcp.start()
+            if section := self.mcp.instructions():
+                self.agent.system_prompt += "\n\n" + section
         self.agent.runtime.set_tools(self.pool())
         if self.subagents is not None:
             notices += self.subagents.check(self.agent.runtime.tools)
@@ -104,6 +106,21 @@ class Built:
         if self.mcp is None:
             return ["no MCP servers configured (config key mcp.servers)"]
         return self.mcp.status_lines()
+
+
+def preload_mcp_sdk() -> None:
+    """Import the MCP SDK (a few hundred ms) in a thread while the rest of the session is
+    built; the first connection then finds it loaded (Python's import lock makes it wait if not)."""
+    import threading
+
+    def load() -> None:
+        try:
+            import mcp.client.stdio  # noqa: F401
+            import mcp.client.streamable_http  # noqa: F401
+        except Exception:
+            pass  # the connection reports import problems itself
+
+    threading.Thread(target=load, name="mcp-import", daemon=True).start()
 
 
 def disabled_servers(policy: Policy, servers: dict[str, McpServerConfig]) -> dict[str, str]:
@@ -182,10 +199,12 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     policy = build_policy(config, warnings)
     mcp = None
     if config.mcp.servers:
+        preload_mcp_sdk()
         from nanohermes.tools.mcp import McpManager
 
         mcp = McpManager(config.mcp.servers, limits, workspace=workspace, log_dir=state_home() / "mcp",
-                         disabled=disabled_servers(policy, config.mcp.servers))
+                         disabled=disabled_servers(policy, config.mcp.servers),
+                         on_notice=lambda text: ui.emit(Notice(level="warning", text=text)))
     subagents = None
     if config.subagents:
         from nanohermes.tools.subagents import SubagentManager

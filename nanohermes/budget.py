@@ -57,6 +57,7 @@ class Limits:
     mcp_startup_timeout_secs: float = 30.0  # all MCP servers together, at startup
     mcp_call_timeout_secs: float = 300.0  # one MCP request (tool call, resource, prompt)
     mcp_log_max_bytes: int = 1 * MiB  # a server's stderr log is started afresh when it is larger
+    mcp_instructions_chars: int = 2000  # one server's instructions in the system prompt
     compact_keep_chars: int | None = None  # recent history kept verbatim; None: session budget / 4
     compact_item_chars: int = 4000  # each older message as quoted into the summary request
     compact_summary_chars: int = 12_000  # the summary that replaces the older turns

@@ -386,3 +386,71 @@ def test_importing_the_cli_and_assembly_loads_no_mcp_or_yaml() -> None:
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+RAW = {"command": sys.executable, "args": [str(Path(__file__).parent / "mcp" / "raw_server.py")]}
+
+
+def test_a_server_that_dies_mid_session_is_told_to_the_person_once(workspace: Path) -> None:
+    built, ui = build(workspace, {"demo": STDIO})
+
+    async def go() -> list[str]:
+        async with built.session():
+            return await calls(built, ("mcp__demo__crash", {}), ("mcp__demo__echo", {"text": "x"}))
+
+    out = asyncio.run(go())
+    assert out[0].startswith("ERROR: mcp__demo__crash failed: MCP server demo closed the connection")
+    warnings = [e.text for e in ui.events if isinstance(e, Notice) and e.level == "warning"]
+    assert warnings == ["MCP server demo stopped (the connection closed (the server exited or dropped it)); its tools "
+                        "are unavailable for the rest of this session (see /mcp, restart nanohermes to reconnect)"]
+
+
+def test_cli_prints_the_dead_server_warning_on_stderr(cli, server: FakeServer) -> None:
+    server.add(tool_reply(call("mcp__demo__crash", {})), Reply(text="done"))
+    r = cli("-p", "go", "--yes", server=server, config={"mcp": {"servers": {"demo": STDIO}}})
+    assert r.code == 0, r.err
+    assert r.err.count("MCP server demo stopped") == 1
+    assert r.out.strip().endswith("done")
+
+
+def test_tools_that_require_tasks_are_hidden_and_named_in_mcp_status(workspace: Path) -> None:
+    built, _ = build(workspace, {"raw": RAW})
+
+    async def go() -> tuple[list[str], list[str]]:
+        async with built.session():
+            names = [t.name for t in built.agent.runtime.tools if t.name.startswith("mcp__")]
+            return names, built.mcp_lines()
+
+    names, status = asyncio.run(go())
+    assert names == ["mcp__raw__plain", "mcp__raw__progress"]
+    assert status[0].startswith("raw: connected, 2 tools")
+    assert status[1] == "  task_only: not offered, runs only as a task (taskSupport required), which nanohermes does not do"
+
+
+def test_server_instructions_reach_the_system_prompt_bounded(workspace: Path) -> None:
+    long = "Use the echo tool for greetings. " + "x" * 100
+    demo = {**STDIO, "env": {"DEMO_INSTRUCTIONS": long}}
+    built, _ = build(workspace, {"demo": demo, "raw": RAW}, limits={"mcp_instructions_chars": 40})
+
+    async def go() -> str:
+        async with built.session():
+            return built.agent.system_prompt
+
+    prompt = asyncio.run(go())
+    section = prompt[prompt.index("# MCP servers"):]
+    assert section == ("# MCP servers\n\n## MCP server demo\n" + long[:40] +
+                       f"\n[instructions of MCP server demo cut to 40 of {len(long)} chars (limit mcp_instructions_chars)]")
+
+
+def test_progress_notifications_become_tool_progress(workspace: Path) -> None:
+    from nanohermes.events import ToolProgress
+
+    built, ui = build(workspace, {"raw": RAW})
+
+    async def go() -> list[str]:
+        async with built.session():
+            return await calls(built, ("mcp__raw__progress", {}))
+
+    assert asyncio.run(go()) == ["progress done"]
+    seen = [e.text for e in ui.events if isinstance(e, ToolProgress) and e.name == "mcp__raw__progress"]
+    assert seen == ["1/3 step 1", "2/3 step 2", "3/3 step 3"]

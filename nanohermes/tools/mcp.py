@@ -7,8 +7,11 @@ A server that fails is reported in one line and the agent works on without it.
 
 Each server tool becomes `mcp__<server>__<tool>` with the server's own JSON schema. MCP tools
 are treated as not read-only, not concurrency-safe and asking for approval, unless the server
-is marked `trusted` and the tool declares `readOnlyHint`. Results become text: text blocks as
-they are, structured content as JSON, images, audio and binary as a short note.
+is marked `trusted` and the tool declares `readOnlyHint`. Tools that can only run as tasks
+(`execution.taskSupport: "required"`) are not offered: every plain call of theirs would fail;
+`/mcp` names them. Results become text: text blocks as they are, structured content as JSON,
+images, audio and binary as a short note. A long call's progress notifications become tool
+progress. A server that dies mid-session is reported to the person once, not only to the model.
 The `mcp` SDK is imported only when a server is configured.
 """
 
@@ -122,6 +125,7 @@ class Server:
     status: Status = "starting"
     error: str = ""
     tools: list[Tool] = field(default_factory=list)
+    hidden: list[tuple[str, str]] = field(default_factory=list)  # (remote tool name, why it is not offered)
     client: Any = None
     instructions: str | None = None
     log_path: Path | None = None
@@ -154,8 +158,10 @@ class McpManager:
     """Starts, serves and stops every configured MCP server."""
 
     def __init__(self, servers: dict[str, McpServerConfig], limits: Limits, *, workspace: Path,
-                 log_dir: Path | None = None, disabled: dict[str, str] | None = None) -> None:
+                 log_dir: Path | None = None, disabled: dict[str, str] | None = None,
+                 on_notice: Callable[[str], None] | None = None) -> None:
         self.limits = limits
+        self.on_notice = on_notice  # tells the person (stderr, the REPL) what only the model would see
         self.workspace = workspace
         self.log_dir = log_dir
         self.servers: dict[str, Server] = {}
@@ -233,7 +239,9 @@ class McpManager:
                 s.status = "failed"
             raise
         except BaseException as e:  # the SDK reports failures as exception groups too
-            if s.status in ("starting", "connected"):
+            if s.status == "connected":
+                self.lost(s, describe_error(e))
+            elif s.status == "starting":
                 s.status = "failed"
                 s.error = describe_error(e)
                 tail = s.stderr_tail()
@@ -246,6 +254,19 @@ class McpManager:
             if s.status == "connected":
                 s.status = "stopped"
             s._ready.set()
+
+    def lost(self, s: Server, why: str) -> None:
+        """A connected server stopped answering: mark it failed and say so once, to the person."""
+        if s.status != "connected":
+            return
+        s.status = "failed"
+        s.error = why
+        tail = s.stderr_tail()
+        if tail and tail not in s.error:
+            s.error += f"; its stderr ends with: {tail}"
+        if self.on_notice is not None:
+            self.on_notice(f"MCP server {s.name} stopped ({s.error}); its tools are unavailable for the rest of "
+                           f"this session (see /mcp, restart nanohermes to reconnect)")
 
     async def _connect(self, s: Server, stack: AsyncExitStack) -> Any:
         from mcp import Client  # heavy: only when a server is configured
@@ -299,7 +320,12 @@ class McpManager:
                 break
         taken: set[str] = set()
         out: list[Tool] = []
+        s.hidden = []
         for t in remote:
+            execution = getattr(t, "execution", None)
+            if execution is not None and getattr(execution, "task_support", None) == "required":
+                s.hidden.append((t.name, "runs only as a task (taskSupport required), which nanohermes does not do"))
+                continue
             annotations = getattr(t, "annotations", None)
             read_only = bool(s.config.trusted and annotations is not None and annotations.read_only_hint)
             desc = (t.description or "").strip() or f"The {t.name} tool"
@@ -328,7 +354,22 @@ class McpManager:
             if s.error:
                 line += f" — {s.error}"
             lines.append(line)
+            lines.extend(f"  {remote}: not offered, {why}" for remote, why in s.hidden)
         return lines
+
+    def instructions(self) -> str:
+        """The connected servers' `instructions`, each bounded, as a system-prompt section."""
+        cap = self.limits.mcp_instructions_chars
+        parts: list[str] = []
+        for s in self.servers.values():
+            text = (s.instructions or "").strip()
+            if s.status != "connected" or not text:
+                continue
+            if len(text) > cap:
+                text = (text[:cap] + f"\n[instructions of MCP server {s.name} cut to {cap} of {len(text)} chars "
+                        f"(limit mcp_instructions_chars)]")
+            parts.append(f"## MCP server {s.name}\n{text}")
+        return "# MCP servers\n\n" + "\n\n".join(parts) if parts else ""
 
     # -- calls ----------------------------------------------------------------------------------
     def server(self, name: str) -> Server:
@@ -354,11 +395,7 @@ class McpManager:
                 raise ToolError(f"{what} timed out after {self.limits.mcp_call_timeout_secs:g} s "
                                 f"(limit mcp_call_timeout_secs); try a smaller request") from None
             if e.code == _CONNECTION_CLOSED:
-                s.status = "failed"
-                s.error = "the connection closed (the server exited or dropped it)"
-                tail = s.stderr_tail()
-                if tail:
-                    s.error += f"; its stderr ends with: {tail}"
+                self.lost(s, "the connection closed (the server exited or dropped it)")
                 raise ToolError(f"{what} failed: MCP server {s.name} closed the connection; it is not available "
                                 f"for the rest of this session (restart nanohermes to reconnect)") from None
             raise ToolError(f"{what} failed: MCP server {s.name} answered error {e.code}: {e.message}") from None
@@ -412,7 +449,13 @@ class McpTool(Tool):
 
     async def run(self, args: Params, ctx: ToolContext) -> str:
         s = self.manager.server(self.server)
-        result = await self.manager.request(s, self.name, lambda c: c.call_tool(self.remote, args.model_dump()))
+
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            amount = f"{done:g}/{total:g}" if total else f"{done:g}"
+            ctx.progress(self.name, f"{amount} {message}" if message else amount)
+
+        result = await self.manager.request(
+            s, self.name, lambda c: c.call_tool(self.remote, args.model_dump(), progress_callback=progress))
         text = result_text(result, self.server)
         if result.is_error:
             raise ToolError(text or f"{self.name} reported an error without a message")
