@@ -274,10 +274,12 @@ class McpManager:
         cfg = s.config
         timeout = self.limits.mcp_call_timeout_secs
         if cfg.url is not None:
+            import httpx2  # the HTTP client the SDK's transport is written for
             from mcp.client.streamable_http import streamable_http_client
-            from mcp.shared._httpx_utils import create_mcp_http_client
 
-            http = await stack.enter_async_context(create_mcp_http_client(headers=dict(cfg.headers) or None))
+            # The SDK's own defaults: 30 s to connect or send, a long read for a held-open stream.
+            http = await stack.enter_async_context(httpx2.AsyncClient(
+                headers=dict(cfg.headers), timeout=httpx2.Timeout(30.0, read=max(timeout, 300.0))))
             transport = streamable_http_client(cfg.url, http_client=http)
         else:
             from mcp.client.stdio import StdioServerParameters, stdio_client
