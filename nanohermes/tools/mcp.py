@@ -172,10 +172,6 @@ class McpManager:
             self.servers[name] = s
         self._started = False
 
-    @property
-    def configured(self) -> bool:
-        return bool(self.servers)
-
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> list[str]:
         """Connect every enabled server concurrently; returns one warning line per failure."""
