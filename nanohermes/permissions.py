@@ -9,11 +9,14 @@ only those), then deny rules, then plan-mode read-only check, then protected wri
 goal mode / --yes, then ask rules, then allow rules (learned ones included), the built-in
 read-only commands and the tool's own approval level.
 
-Rules are `tool` or `tool(pattern)`. What the pattern is matched against depends on the tool
-(`SUBJECT_KINDS`): a command prefix with `*` for run_command, checked against every simple
-command of the line (see shellparse); a path glob relative to the workspace for file tools
-(`*` stays inside a folder, `**` crosses folders, a pattern without `/` matches the file name
-at any depth); `domain:host` for web_fetch; a name prefix `mcp__server` for MCP tools.
+Rules are `tool` or `tool(pattern)`. What the pattern is matched against comes from the
+tool's declared subject kind (carried by the call's `Target`): a command prefix with `*` for
+a command tool, checked against every simple command of the line (see shellparse); a path
+glob relative to the workspace for path tools (`*` stays inside a folder, `**` crosses
+folders, a pattern without `/` matches the file name at any depth), checked against every
+path the call touches; `domain:host` for host tools, compared in canonical form; a name
+prefix `mcp__server` for MCP tools. Modes block by effect, never by name: plan blocks every
+tool that writes or runs, debug every tool that writes.
 """
 
 from __future__ import annotations
@@ -23,31 +26,58 @@ import os
 import posixpath
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from pathlib import Path
+from typing import Callable, Iterable, Literal
 
+from nanohermes.hosts import canonical_host, canonical_ip, host_matches
 from nanohermes.shellparse import ParseError, SimpleCommand, split
 
 Decision = Literal["allow", "ask", "deny"]
+# What a tool's arguments name: a file path, a command line, a web host, an MCP server's tool, nothing.
+SubjectKind = Literal["path", "command", "host", "mcp", "none"]
+# What a call does with it. "state" changes only nanohermes's own state (the todo list, the
+# memory store, this session's background tasks, a sub-agent whose calls are judged by
+# themselves): nothing a mode protects.
+Effect = Literal["read", "write", "run", "state"]
 
-WRITE_TOOLS = frozenset({"write_file", "edit_file", "apply_patch"})
-MODE_BLOCKS: dict[str, frozenset[str]] = {
-    "default": frozenset(),
-    "accept-edits": frozenset(),
-    "plan": WRITE_TOOLS | {"run_command", "git_commit"},
-    "debug": WRITE_TOOLS | {"git_commit"},
-    "goal": frozenset(),
+# The effects each mode blocks outright (the tool is hidden and refused).
+MODE_BLOCKED_EFFECTS: dict[str, frozenset[str]] = {
+    "plan": frozenset({"write", "run"}),
+    "debug": frozenset({"write"}),
 }
 
-# What a rule's pattern is matched against, per tool. Unlisted tools: plain text (fnmatch).
-SUBJECT_KINDS: dict[str, str] = {
-    "run_command": "command",
-    "read_file": "path", "write_file": "path", "edit_file": "path", "list_dir": "path",
-    "apply_patch": "path",  # when the patch touches one file; several files give no subject
-    "grep": "path", "glob": "path", "git_diff": "path", "git_log": "path",
-    "web_fetch": "domain",
-}
-# Tools whose subject file's contents reach the model: a secret file is asked first.
-SECRET_READERS = frozenset({"read_file", "grep"})
+
+@dataclass(frozen=True)
+class Target:
+    """What one call touches, computed once by the runtime from the tool's declaration and
+    handed to both `decide()` and the tool, so the path judged is the path used.
+
+    `subjects` are what rule patterns see: every path (physical: symlinks and `..` resolved
+    the way the kernel does; workspace-relative inside it, absolute outside), the command
+    line, or the canonical host. `aliases` are other spellings of those paths that the call
+    also suggests (`l/../x` read lexically while `l` is a symlink): deny and ask rules and the
+    secret list look at them too, and an allow rule must cover them as well.
+    """
+
+    kind: SubjectKind = "none"
+    effect: Effect = "run"
+    subjects: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    protected: bool = False  # writes somewhere that always needs a person's yes
+    shows_contents: bool = True  # a path reader whose output holds the file's contents
+    raw: tuple[str, ...] = ()  # the paths as the call wrote them
+    paths: tuple[Path, ...] = ()  # the resolved path of each of `raw`, for the tool to use
+    cwd: Path | None = None  # a command's directory
+    addresses: tuple[str, ...] = ()  # what a host resolves to, canonical
+
+    @property
+    def read_only(self) -> bool:
+        return self.effect == "read"
+
+    def path_of(self, raw: str) -> Path | None:
+        """The resolved path judged for `raw` (as the call wrote it), or None if not judged."""
+        return self.paths[self.raw.index(raw)] if raw in self.raw else None
+
 
 DEFAULT_SECRET_FILES: tuple[str, ...] = (
     ".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",
@@ -81,33 +111,46 @@ class Rule:
         """Does the rule name this tool? `mcp__srv` names every tool of that server."""
         return tool_name == self.tool or (self.tool.startswith("mcp__") and tool_name.startswith(self.tool + "__"))
 
-    def matches(self, tool_name: str, subject: str | None) -> bool:
+    def matches(self, tool_name: str, subject: str | None, kind: SubjectKind | None = None) -> bool:
+        """Does the rule cover this tool and subject? `kind` is the tool's declared subject
+        kind; without it, a `domain:` pattern is read as a host and anything else as text."""
         if not self.names(tool_name):
             return False
         if self.pattern is None:
             return True
         if subject is None:
             return False
-        kind = SUBJECT_KINDS.get(tool_name, "text")
+        if kind is None:
+            kind = "host" if self.pattern.startswith("domain:") else "none"
         if kind == "path":
             return match_path(self.pattern, subject)
-        if kind == "domain":
+        if kind == "host":
             return match_domain(self.pattern, subject)
         if kind == "command":
             return match_command_text(self.pattern, subject)
         return fnmatch.fnmatchcase(subject, self.pattern)
 
 
-def rule_problem(rule: Rule) -> str | None:
-    """What is wrong with a rule's pattern for its tool, or None."""
+def rule_problem(rule: Rule, kind: SubjectKind | None = None) -> str | None:
+    """What is wrong with a rule's pattern for its tool, or None. `kind` defaults to the
+    declared subject kind of the built-in tool of that name."""
     if rule.pattern is None:
         return None
     if not rule.pattern:
         return f"empty pattern; write `{rule.tool}` to name the whole tool"
-    kind = SUBJECT_KINDS.get(rule.tool)
-    if kind == "domain" and not rule.pattern.startswith("domain:"):
-        return f"web_fetch patterns look like `domain:example.com`, not `{rule.pattern}`"
+    if kind is None:
+        kind = builtin_declarations().get(rule.tool, ("none", "run"))[0]
+    if kind == "host" and not rule.pattern.startswith("domain:"):
+        return f"{rule.tool} patterns look like `domain:example.com`, not `{rule.pattern}`"
     return None
+
+
+def builtin_declarations() -> dict[str, tuple[SubjectKind, Effect]]:
+    """(subject kind, effect) of each built-in tool, read from the tools' own declarations:
+    for checking a rule's shape before any tool exists, and for the /permissions listing."""
+    from nanohermes.tools import declarations  # lazy: the tools import this module
+
+    return declarations()
 
 
 def names_tool(rules: list[str] | tuple[str, ...], tool_name: str) -> bool:
@@ -183,8 +226,12 @@ def match_path(pattern: str, subject: str) -> bool:
 
 
 def match_domain(pattern: str, subject: str) -> bool:
-    host = subject.lower().rstrip(".")
+    """`domain:docs.python.org`, `domain:*.python.org`, `domain:127.0.0.1` (an IP in any
+    spelling) against a host; both sides are compared in canonical form."""
+    host = canonical_host(subject)
     pat = pattern[len("domain:"):] if pattern.startswith("domain:") else pattern
+    if canonical_ip(pat):
+        return canonical_host(pat) == host
     return fnmatch.fnmatchcase(host, pat.lower().rstrip("."))
 
 
@@ -579,9 +626,10 @@ class Verdict:
     suggest: tuple[Rule, ...] | None = ()
 
 
-def blocked(policy: Policy, tool_name: str) -> str | None:
-    """Why a tool is hidden from the model and refused outright, or None."""
-    if tool_name in MODE_BLOCKS.get(policy.mode, frozenset()):
+def blocked(policy: Policy, tool_name: str, effect: Effect = "run") -> str | None:
+    """Why a tool is hidden from the model and refused outright, or None. `effect` is what
+    the tool declares it does; the worst case when unknown."""
+    if effect in MODE_BLOCKED_EFFECTS.get(policy.mode, frozenset()):
         return f"{tool_name} is not available in {policy.mode} mode"
     if names_tool(policy.disallowed_tools, tool_name):
         return f"{tool_name} is disallowed by config (disallowed_tools)"
@@ -593,8 +641,8 @@ def blocked(policy: Policy, tool_name: str) -> str | None:
     return None
 
 
-def visible(policy: Policy, tool_name: str) -> bool:
-    return blocked(policy, tool_name) is None
+def visible(policy: Policy, tool_name: str, effect: Effect = "run") -> bool:
+    return blocked(policy, tool_name, effect) is None
 
 
 def _unattended(policy: Policy) -> bool:
@@ -609,44 +657,59 @@ def _protected(policy: Policy) -> Verdict:
     return Verdict("ask", "writes a protected path (outside the workspace, .git/ or nanohermes config)", None)
 
 
-def decide(
-    policy: Policy,
-    *,
-    tool_name: str,
-    approval: str,
-    read_only: bool,
-    subject: str | None = None,
-    protected: bool = False,
-) -> Verdict:
+def _hits(rule: Rule, tool_name: str, target: Target, *, every: bool) -> bool:
+    """Does a rule cover the call's subjects? Deny and ask rules need one subject (`every`
+    False), allow rules all of them, aliases included; a host is also known by the addresses
+    it resolves to, which count for denials only."""
+    if not rule.names(tool_name):
+        return False
+    if rule.pattern is None:
+        return True
+    if target.kind == "host" and rule.pattern.startswith("domain:"):
+        pat = rule.pattern[len("domain:"):]
+        if not every and any(host_matches(a, (), pat, by_address=False) for a in target.addresses):
+            return True
+    subjects = (*target.subjects, *target.aliases)
+    if not subjects:
+        return False
+    test = all if every else any
+    return test(rule.matches(tool_name, s, target.kind) for s in subjects)
+
+
+def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> Verdict:
     """allow | ask | deny for one call. `approval` is the tool's own level: never, edit, always.
 
-    `subject` is what rule patterns are matched against, already normalised by the caller:
-    the command line, the workspace-relative path (symlinks and `..` resolved), the host."""
-    if why := blocked(policy, tool_name):
+    `target` is what the call touches, already resolved by the caller (see `Target`): its
+    subjects are what rule patterns are matched against, its kind says how."""
+    if why := blocked(policy, tool_name, target.effect):
         return Verdict("deny", why)
-    if SUBJECT_KINDS.get(tool_name) == "command" and subject is not None:
-        return _decide_command(policy, tool_name, subject, protected)
+    if target.kind == "command" and target.subjects:
+        return _decide_command(policy, tool_name, target.subjects[0], target.protected)
     for rule in policy.deny:
-        if rule.matches(tool_name, subject):
+        if _hits(rule, tool_name, target, every=False):
             return Verdict("deny", f"denied by rule {rule}")
-    if policy.mode == "plan" and not read_only and approval != "never":
+    if policy.mode == "plan" and target.effect in ("write", "run") and approval != "never":
         return Verdict("deny", f"{tool_name} changes things and plan mode is read-only")
-    if protected:
+    if target.protected:
         return _protected(policy)
     if _unattended(policy):
         return Verdict("allow")
     for rule in policy.ask:
-        if rule.matches(tool_name, subject):
+        if _hits(rule, tool_name, target, every=False):
             return Verdict("ask", f"rule {rule} asks", None)
-    secret = (tool_name in SECRET_READERS and subject is not None and is_secret(subject, policy.secret_files))
+    secrets = [s for s in (*target.subjects, *target.aliases) if is_secret(s, policy.secret_files)] \
+        if target.kind == "path" and target.read_only and target.shows_contents else []
     for rule in policy.allow:
         # A secret file needs a rule that names it: `read_file` alone does not cover .env.
-        if rule.matches(tool_name, subject) and not (secret and rule.pattern is None):
+        if _hits(rule, tool_name, target, every=True) and not (secrets and rule.pattern is None):
             return Verdict("allow")
-    if secret:
-        assert subject is not None
-        return Verdict("ask", f"{subject} is on the secret-file list (permissions.secret_files)",
-                       (Rule(tool_name, escape_pattern(subject)),))
+    if secrets:
+        return Verdict("ask", f"{secrets[0]} is on the secret-file list (permissions.secret_files)",
+                       tuple(Rule(tool_name, escape_pattern(s)) for s in dict.fromkeys(secrets)))
+    if target.kind == "host" and target.subjects and policy.mode in ("default", "accept-edits"):
+        host = target.subjects[0]
+        return Verdict("ask", f"fetches from {host}, a host no rule allows yet",
+                       (Rule(tool_name, "domain:" + escape_pattern(host)),))
     if approval == "never" or (approval == "edit" and policy.mode == "accept-edits"):
         return Verdict("allow")
     return Verdict("ask", "edits a file" if approval == "edit" else "needs approval")
@@ -723,10 +786,13 @@ def _check_simple(policy: Policy, tool_name: str, cmd: SimpleCommand) -> tuple[s
 
 # -- reporting -----------------------------------------------------------------------------
 
-def describe(policy: Policy) -> list[str]:
-    """The rules in force and where each came from, one line each (for /permissions)."""
+def describe(policy: Policy, tools: Iterable[tuple[str, Effect]] | None = None) -> list[str]:
+    """The rules in force and where each came from, one line each (for /permissions).
+    `tools` are the (name, effect) of the pool; by default the built-in tools."""
     lines = [f"mode: {policy.mode}" + ("  (--yes: every call that would ask is approved)" if policy.auto_approve else "")]
-    blocked_tools = sorted(MODE_BLOCKS.get(policy.mode, frozenset()))
+    pool = tools if tools is not None else ((n, e) for n, (_, e) in builtin_declarations().items())
+    blocked_effects = MODE_BLOCKED_EFFECTS.get(policy.mode, frozenset())
+    blocked_tools = sorted({n for n, e in pool if e in blocked_effects})
     if blocked_tools:
         lines.append(f"blocked by the mode: {', '.join(blocked_tools)}")
     if policy.allowed_tools:
@@ -746,7 +812,7 @@ def describe(policy: Policy) -> list[str]:
 
 
 __all__ = [
-    "DEFAULT_SECRET_FILES", "Decision", "MODE_BLOCKS", "Policy", "READ_ONLY_COMMANDS", "Rule", "SUBJECT_KINDS",
-    "Verdict", "blocked", "decide", "describe", "is_read_only", "is_secret", "match_path", "names_tool",
+    "DEFAULT_SECRET_FILES", "Decision", "Effect", "MODE_BLOCKED_EFFECTS", "Policy", "READ_ONLY_COMMANDS", "Rule",
+    "SubjectKind", "Target", "Verdict", "blocked", "decide", "describe", "is_read_only", "is_secret", "match_path", "names_tool",
     "rule_problem", "suggest_command_rule", "visible",
 ]

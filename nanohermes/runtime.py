@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from nanohermes.budget import Limits, clamp
 from nanohermes.config import Config
 from nanohermes.events import UI, ApprovalRequest, Notice, ToolFinished, ToolStarted
 from nanohermes.messages import Message, ToolCall
-from nanohermes.pathrules import command_protected, host_subject, path_subject, protected_write
-from nanohermes.permissions import SUBJECT_KINDS, Policy, Rule, blocked, decide, describe
+from nanohermes.permissions import Policy, Rule, Target, blocked, decide, describe
 from nanohermes.redact import redact
 from nanohermes.tools import Params, Tool, ToolContext, ToolError, ToolResult, with_context
 
@@ -68,7 +66,7 @@ class Runtime:
 
     # -- what the model sees ---------------------------------------------------------------
     def visible_tools(self) -> list[Tool]:
-        return [t for t in self.tools if blocked(self.policy, t.name) is None]
+        return [t for t in self.tools if blocked(self.policy, t.name, t.effect) is None]
 
     def specs(self) -> list[dict[str, Any]]:
         return [t.spec() for t in self.visible_tools()]
@@ -171,6 +169,16 @@ class Runtime:
             call_id=call_id, emit=self.ui.emit, state=self.state,
         )
 
+    def _refusal(self, tool: Tool, args: Params) -> Callable[[Target], str | None]:
+        """For a tool that reaches a further target mid-call (a redirect to another host):
+        why the policy would not let it through unasked, or None."""
+        def refusal(target: Target) -> str | None:
+            v = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
+            if v.decision == "allow":
+                return None
+            return v.reason if v.decision == "deny" else f"it needs approval ({v.reason})"
+        return refusal
+
     async def _execute(self, p: _Call) -> Message:
         started = time.monotonic()
         name = p.call.name
@@ -195,13 +203,17 @@ class Runtime:
         """(result text, is_error, display, seconds spent waiting for the approval)."""
         ctx = self._context(call_id)
         try:
-            read_only = bool(tool.read_only(args))
-            subject, protected = self._subject(tool, args, read_only)
-            protected = protected or bool(tool.protected(args, ctx))
-        except Exception:
-            read_only, subject, protected = False, None, True
-        verdict = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args),
-                         read_only=read_only, subject=subject, protected=protected)
+            # Once per call, off the loop (a host's addresses come from the resolver); the
+            # verdict and the tool both use this one Target.
+            target = await asyncio.to_thread(tool.target, args, ctx)
+            target = replace(target, protected=target.protected or bool(tool.protected(args, ctx)))
+        except ToolError as e:  # a subject that cannot be judged: a clear error, before any question
+            return f"ERROR: {e}", True, None, 0.0
+        except Exception:  # a declaration that cannot be evaluated: the worst case, asked every time
+            target = Target(effect=tool.effect, protected=True)
+        ctx.target = target
+        ctx.refusal = self._refusal(tool, args)
+        verdict = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
         if verdict.decision == "deny":
             return f"ERROR: {verdict.reason}", True, None, 0.0
         waited = 0.0
@@ -231,25 +243,6 @@ class Runtime:
         if isinstance(out, ToolResult):
             return out.text, False, out.display, waited
         return out, False, None, waited
-
-    def _subject(self, tool: Tool, args: Params, read_only: bool) -> tuple[str | None, bool]:
-        """The rule subject, normalised for its kind, and whether the call writes a protected
-        path (checked here for every path and command tool, so no tool can forget it)."""
-        raw = tool.rule_subject(args)
-        if raw is None:
-            return None, False
-        kind = SUBJECT_KINDS.get(tool.name)
-        cwd_arg = getattr(args, "cwd", None)  # relative paths of a command are taken from its cwd
-        cwd = self.workspace / os.path.expanduser(cwd_arg) if isinstance(cwd_arg, str) and cwd_arg.strip() else None
-        if kind == "path":
-            protected = not read_only and protected_write(self.workspace, raw, cwd=cwd,
-                                                          extra_roots=self.config.extra_write_roots)
-            return path_subject(self.workspace, raw, cwd=cwd), protected
-        if kind == "domain":
-            return host_subject(raw), False
-        if kind == "command":
-            return raw, command_protected(raw, self.workspace, cwd=cwd, extra_roots=self.config.extra_write_roots)
-        return raw, False
 
     async def close(self) -> None:
         """End what tools keep in the session state (background tasks, ...): every value

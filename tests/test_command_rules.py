@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from nanohermes.permissions import Policy, Rule, decide, suggest_command_rule
+from nanohermes.permissions import Policy, Rule, suggest_command_rule
 from nanohermes.shellparse import ParseError, split
+from tool_support import decide_call
 
 R = Rule.parse
 
@@ -171,7 +172,7 @@ COMMANDS = [
 
 @pytest.mark.parametrize("policy,command,expected", COMMANDS, ids=[c[1][:40] for c in COMMANDS])
 def test_command_decisions(policy: Policy, command: str, expected: str) -> None:
-    v = decide(policy, tool_name="run_command", approval="always", read_only=False, subject=command)
+    v = decide_call(policy, tool_name="run_command", approval="always", read_only=False, subject=command)
     assert v.decision == expected, v.reason
 
 
@@ -234,7 +235,7 @@ def test_suggested_rule_is_the_prefix_up_to_the_first_value(command: str, rule: 
 
 
 def test_a_chain_suggests_one_rule_per_part_that_asked() -> None:
-    v = decide(GIT_LOG, tool_name="run_command", approval="always", read_only=False,
+    v = decide_call(GIT_LOG, tool_name="run_command", approval="always", read_only=False,
                subject="git log && npm test && git push origin main")
     assert v.decision == "ask"
     assert [str(r) for r in v.suggest or ()] == ["run_command(npm test *)", "run_command(git push origin *)"]
@@ -243,13 +244,13 @@ def test_a_chain_suggests_one_rule_per_part_that_asked() -> None:
 
 def test_learned_suggestions_stop_the_asking() -> None:
     command = "git log && npm test && git push origin main"
-    v = decide(GIT_LOG, tool_name="run_command", approval="always", read_only=False, subject=command)
+    v = decide_call(GIT_LOG, tool_name="run_command", approval="always", read_only=False, subject=command)
     learned = Policy(allow=(*GIT_LOG.allow, *(v.suggest or ())))
-    assert decide(learned, tool_name="run_command", approval="always", read_only=False, subject=command).decision == "allow"
+    assert decide_call(learned, tool_name="run_command", approval="always", read_only=False, subject=command).decision == "allow"
 
 
 def test_an_unparseable_command_cannot_be_remembered() -> None:
-    v = decide(NONE, tool_name="run_command", approval="always", read_only=False, subject="case x in a) ls;; esac")
+    v = decide_call(NONE, tool_name="run_command", approval="always", read_only=False, subject="case x in a) ls;; esac")
     assert v.decision == "ask" and v.suggest is None
     assert "cannot be analysed" in v.reason
 
@@ -257,7 +258,7 @@ def test_an_unparseable_command_cannot_be_remembered() -> None:
 @pytest.mark.parametrize("command", ["eval 'rm -rf build'", "find . -name x -exec rm -f {} \\;",
                                      "find . -execdir sh -c 'rm x' \\;", "xargs rm < list"])
 def test_deny_rules_see_commands_run_by_eval_and_find_exec_even_in_goal_mode(command: str) -> None:
-    v = decide(rules(deny=("rm *",), mode="goal"), tool_name="run_command", approval="always", read_only=False,
+    v = decide_call(rules(deny=("rm *",), mode="goal"), tool_name="run_command", approval="always", read_only=False,
                subject=command)
     assert v.decision == "deny", v.reason
 
@@ -276,7 +277,7 @@ def test_any_text_is_either_analysed_or_asked(command: str) -> None:
         split(command)
     except ParseError:
         pass
-    v = decide(DENY_RM, tool_name="run_command", approval="always", read_only=False, subject=command)
+    v = decide_call(DENY_RM, tool_name="run_command", approval="always", read_only=False, subject=command)
     assert v.decision in ("allow", "ask", "deny")
 
 
@@ -298,7 +299,7 @@ def test_random_rules_never_let_a_denied_command_run(target: str, hiding: str, m
     policy = rules(deny=(f"{name} *", *extra_deny), allow=tuple(allow), mode=mode)
     policy = Policy(**{**policy.__dict__, "auto_approve": yes})
     command = hiding.format(c=target)
-    v = decide(policy, tool_name="run_command", approval="always", read_only=False, subject=command)
+    v = decide_call(policy, tool_name="run_command", approval="always", read_only=False, subject=command)
     assert v.decision != "allow", (command, v)
     if mode == "goal" or yes:  # nobody will be asked: it must be refused outright
         assert v.decision == "deny", (command, v)

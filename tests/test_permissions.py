@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from nanohermes.permissions import Policy, Rule, decide, describe, match_path, visible
+from nanohermes.permissions import Policy, Rule, describe, match_path, visible
+from nanohermes.tools import declarations
+from tool_support import decide_call
 
 R = Rule.parse
 
@@ -43,7 +45,7 @@ CASES = [
 
 @pytest.mark.parametrize("policy,tool,approval,read_only,subject,protected,expected", CASES)
 def test_decide(policy: Policy, tool: str, approval: str, read_only: bool, subject: str | None, protected: bool, expected: str) -> None:
-    v = decide(policy, tool_name=tool, approval=approval, read_only=read_only, subject=subject, protected=protected)
+    v = decide_call(policy, tool_name=tool, approval=approval, read_only=read_only, subject=subject, protected=protected)
     assert v.decision == expected, v.reason
 
 
@@ -56,7 +58,8 @@ def test_decide(policy: Policy, tool: str, approval: str, read_only: bool, subje
     (Policy(deny=(R("run_command(rm *)"),)), "run_command", True),  # a pattern rule does not hide the tool
 ])
 def test_visible_uses_the_same_matcher(policy: Policy, tool: str, shown: bool) -> None:
-    assert visible(policy, tool) is shown
+    effect = declarations().get(tool, ("mcp", "run"))[1]  # what the tool declares it does
+    assert visible(policy, tool, effect) is shown
 
 
 @pytest.mark.parametrize("text", ["", "run_command(", "two words", "(x)"])
@@ -95,7 +98,7 @@ def test_mode_by_rule_matrix(tool: str, approval: str, read_only: bool, subject:
                              expected: str) -> None:
     rule = (R(tool) if tool.startswith("mcp__") or kind == "deny" else R(f"{tool}({subject})"),)
     policy = Policy(mode=mode, **({} if kind == "none" else {kind: rule}))  # type: ignore[arg-type]
-    v = decide(policy, tool_name=tool, approval=approval, read_only=read_only, subject=subject)
+    v = decide_call(policy, tool_name=tool, approval=approval, read_only=read_only, subject=subject)
     assert v.decision == expected, v.reason
 
 
@@ -111,7 +114,7 @@ def test_mode_by_rule_matrix(tool: str, approval: str, read_only: bool, subject:
 def test_protected_writes(mode: str, rules: dict[str, tuple[Rule, ...]], expected: str) -> None:
     tool = "run_command" if mode == "debug" else "write_file"  # debug blocks write_file outright
     subject = "echo x > /etc/x" if tool == "run_command" else "/etc/x"
-    v = decide(Policy(mode=mode, **rules), tool_name=tool, approval="edit", read_only=False,  # type: ignore[arg-type]
+    v = decide_call(Policy(mode=mode, **rules), tool_name=tool, approval="edit", read_only=False,  # type: ignore[arg-type]
                subject=subject, protected=True)
     assert v.decision == expected, v.reason
     if expected == "ask":
@@ -119,9 +122,9 @@ def test_protected_writes(mode: str, rules: dict[str, tuple[Rule, ...]], expecte
 
 
 def test_auto_approve_never_beats_a_mode_block_or_deny() -> None:
-    assert decide(Policy(mode="plan", auto_approve=True), tool_name="write_file", approval="edit", read_only=False,
+    assert decide_call(Policy(mode="plan", auto_approve=True), tool_name="write_file", approval="edit", read_only=False,
                   subject="a").decision == "deny"
-    assert decide(Policy(auto_approve=True, deny=(R("read_file(secrets/**)"),)), tool_name="read_file",
+    assert decide_call(Policy(auto_approve=True, deny=(R("read_file(secrets/**)"),)), tool_name="read_file",
                   approval="never", read_only=True, subject="secrets/k").decision == "deny"
 
 
@@ -178,7 +181,7 @@ def test_rules_with_the_wrong_pattern_shape_are_malformed(text: str, problem: st
     (Policy(mode="goal"), "read_file", ".env", "allow"),
 ])
 def test_secret_files_are_asked_before_reading(policy: Policy, tool: str, subject: str, expected: str) -> None:
-    v = decide(policy, tool_name=tool, approval="never", read_only=True, subject=subject)
+    v = decide_call(policy, tool_name=tool, approval="never", read_only=True, subject=subject)
     assert v.decision == expected, v.reason
     if expected == "ask":
         assert [str(r) for r in v.suggest or ()] == [f"{tool}({subject})"]

@@ -272,7 +272,7 @@ def test_ctrl_c_during_a_stuck_tool_answers_every_call_and_exit_does_not_hang(
                           call("list_dir", {}, id="ls")),
                Reply(text="recovered"))
     try:
-        t = term()
+        t = term(config={"permissions": {"allow": ["web_fetch"]}})  # no question: the fetch itself hangs
         t.prompt()
         t.type("fetch it")
         t.wait("✓ list_dir")  # the batch's other calls are done; web_fetch is still waiting

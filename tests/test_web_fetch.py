@@ -16,7 +16,7 @@ from nanohermes.budget import Limits
 from nanohermes.config import Config
 from nanohermes.events import RecordingUI, ToolProgress
 from nanohermes.messages import ToolCall
-from nanohermes.permissions import Policy
+from nanohermes.permissions import Policy, Rule
 from nanohermes.runtime import Runtime
 from nanohermes.tools.web import WebFetch
 
@@ -74,9 +74,10 @@ def site() -> Iterator[LocalSite]:
 
 def fetch(workspace: Path, args: dict[str, Any] | str, *, limits: Limits | None = None,
           config: Config | None = None, ui: RecordingUI | None = None) -> str:
-    """One web_fetch call through the real runtime: what the model would see."""
+    """One web_fetch call through the real runtime, every host allowed by a rule (the
+    question per host is tested on its own): what the model would see."""
     rt = Runtime(tools=[WebFetch()], config=config or Config(), workspace=workspace, ui=ui or RecordingUI(),
-                 policy=Policy(), limits=limits or Limits())
+                 policy=Policy(allow=(Rule("web_fetch"),)), limits=limits or Limits())
     raw = args if isinstance(args, str) else json.dumps(args)
     [msg] = asyncio.run(rt.run_calls([ToolCall(id="c1", name="web_fetch", arguments=raw)]))
     return msg.content or ""

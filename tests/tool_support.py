@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from nanohermes.tools import Approval, Params, Tool, ToolContext
+from nanohermes.permissions import Policy, Target, Verdict, decide
+from nanohermes.tools import Approval, Effect, Params, SubjectKind, Tool, ToolContext, build_tools
 
 
 class WriteParams(Params):
@@ -22,8 +23,21 @@ class TinyWrite(Tool):
     description: ClassVar[str] = "write a file"
     params: ClassVar[type[Params]] = WriteParams
     approval: ClassVar[Approval] = "edit"
+    kind: ClassVar[SubjectKind] = "path"
+    effect: ClassVar[Effect] = "write"
 
     async def run(self, args: Params, ctx: ToolContext) -> str:
         assert isinstance(args, WriteParams)
         (ctx.workspace / args.path).write_text(args.content)
         return f"wrote {args.path}"
+
+
+def decide_call(policy: Policy, *, tool_name: str, approval: str, read_only: bool, subject: str | None = None,
+                protected: bool = False) -> Verdict:
+    """`decide()` for one call of a built-in tool, its Target built from the tool's own
+    declaration: the subject as the runtime would have resolved it."""
+    tool = {t.name: t for t in build_tools()}.get(tool_name)
+    kind, effect = (tool.kind, tool.effect) if tool else ("mcp" if tool_name.startswith("mcp__") else "none", "run")
+    target = Target(kind=kind, effect="read" if read_only else effect, subjects=() if subject is None else (subject,),
+                    protected=protected, shows_contents=tool.shows_contents if tool else True)
+    return decide(policy, tool_name=tool_name, approval=approval, target=target)

@@ -5,6 +5,13 @@ its class attributes are its identity (name, group, description, params model) a
 behaviour flags. Flags default to the worst case: not read-only, not concurrency-safe,
 asks for approval. Forgetting to declare one makes a tool slower and safer, never faster
 and riskier. A flag may depend on the parsed arguments (override the method).
+
+A tool also declares what it touches: its subject `kind` (path, command, host, mcp, none),
+its `effect` (read, write, run, or only nanohermes's own state) and which arguments name the
+subject (`subjects`). From that declaration `Tool.target` computes the call's `Target` once
+(paths resolved by the one resolver in `nanohermes.pathrules`, hosts in canonical form);
+the runtime judges it and passes the same Target to `run` as `ctx.target`, so a tool uses
+exactly the paths that were judged (`Tool.resolved`).
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from nanohermes.budget import Limits
 from nanohermes.events import Event, ToolProgress
-from nanohermes.permissions import Rule
+from nanohermes.permissions import Effect, Rule, SubjectKind, Target
 
 if TYPE_CHECKING:
     from nanohermes.config import Config
@@ -70,6 +77,10 @@ class ToolContext:
     emit: Callable[[Event], None] = lambda e: None
     state: dict[str, Any] = field(default_factory=dict)  # session-wide: todos, task manager, ...
     started: float = field(default_factory=time.monotonic)
+    target: Target | None = None  # what this call was judged on; None when run outside the runtime
+    # Why the policy would not let this call reach another target unasked (a redirect to
+    # another host), or None when it would; None: no policy to ask (a direct run).
+    refusal: Callable[[Target], str | None] | None = None
 
     def progress(self, name: str, text: str) -> None:
         self.emit(ToolProgress(call_id=self.call_id, name=name, text=text, elapsed=time.monotonic() - self.started))
@@ -84,9 +95,38 @@ class Tool:
     source: ClassVar[str] = "built-in"
     approval: ClassVar[Approval] = "always"
     persist: ClassVar[bool] = True  # may the aggregate budget persist this result to a file?
+    kind: ClassVar[SubjectKind] = "none"  # what `subjects` names
+    effect: ClassVar[Effect] = "run"  # what the tool does with it; "run" is the worst case
+    shows_contents: ClassVar[bool] = True  # a path reader's output holds file contents (secret files asked)
 
     def read_only(self, args: Params) -> bool:
         return False
+
+    def subjects(self, args: Params) -> list[str]:
+        """What the call names, as the model wrote it: its paths (every one a patch touches),
+        its command line or its URL. By default the single `rule_subject`."""
+        one = self.rule_subject(args)
+        return [] if one is None else [one]
+
+    def base_dir(self, args: Params) -> str | None:
+        """The folder relative paths are taken from (a command's cwd); None: the workspace."""
+        return None
+
+    def target(self, args: Params, ctx: ToolContext) -> Target:
+        """The call's Target, computed from the declaration. Not for overriding: tools
+        declare `kind`, `effect` and `subjects`; resolution is the same for every tool."""
+        from nanohermes.pathrules import PathProblem, compute_target
+
+        effect: Effect = "read" if self.read_only(args) else self.effect
+        try:
+            return compute_target(self.kind, effect, self.subjects(args), ctx.workspace, base=self.base_dir(args),
+                                  extra_roots=ctx.config.extra_write_roots, shows_contents=self.shows_contents)
+        except PathProblem as e:
+            raise ToolError(str(e)) from None
+
+    def resolved(self, args: Params, ctx: ToolContext) -> Target:
+        """The Target the runtime judged, or (run outside the runtime) the same computation."""
+        return ctx.target if ctx.target is not None else self.target(args, ctx)
 
     def concurrency_safe(self, args: Params) -> bool:
         return False
@@ -143,6 +183,10 @@ class Tool:
         return await asyncio.to_thread(fn, *a)
 
 
+__all__ = ["Approval", "Effect", "Params", "ReadOnlyTool", "SubjectKind", "Target", "Tool", "ToolContext", "ToolError",
+           "ToolResult", "build_tools", "declarations", "describe_validation", "params_schema", "with_context"]
+
+
 def with_context(method: Callable[..., Any], args: Params, ctx: ToolContext) -> Any:
     """Call `approval_detail` with the call's context when the override takes a `ctx`
     parameter (an edit's diff needs the workspace); overrides written as `(self, args)`
@@ -169,6 +213,7 @@ class ReadOnlyTool(Tool):
     Subclassing this is the explicit promise the conservative defaults of `Tool` wait for."""
 
     approval: ClassVar[Approval] = "never"
+    effect: ClassVar[Effect] = "read"
 
     def read_only(self, args: Params) -> bool:
         return True
@@ -216,6 +261,16 @@ def params_schema(model: type[BaseModel]) -> dict[str, Any]:
     out = strip(schema)
     out.setdefault("properties", {})
     return out
+
+
+def declarations() -> dict[str, tuple[SubjectKind, Effect]]:
+    """(kind, effect) of every built-in tool, by name, read from the classes themselves."""
+    if not _DECLARATIONS:
+        _DECLARATIONS.update({t.name: (t.kind, t.effect) for t in build_tools()})
+    return dict(_DECLARATIONS)
+
+
+_DECLARATIONS: dict[str, tuple[SubjectKind, Effect]] = {}
 
 
 def build_tools(config: Config | None = None, workspace: Path | None = None) -> list[Tool]:

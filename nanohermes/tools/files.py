@@ -1,10 +1,12 @@
 """File tools: read_file, write_file, edit_file, list_dir; the path helpers, atomic writes
 and text decoding they share with apply_patch; the unified diff shown to people for an edit.
 
-Paths are taken relative to the workspace (absolute paths work too); writes go through
-symlinks to the real file. Reading is allowed anywhere. A write is *protected* (asked even
-in accept-edits, refused in plan and debug) when `nanohermes.pathrules.protected_write` says
-so: outside the workspace and `extra_write_roots`, inside `.git/`, or nanohermes's own config.
+Paths are taken relative to the workspace (absolute paths work too) and resolved once, by
+`nanohermes.pathrules.resolve`, into the call's Target; the tools read and write exactly those
+resolved paths, opened without following a symlink put there after the check. Writes go
+through symlinks to the real file. Reading is allowed anywhere. A write is *protected* (asked
+even in accept-edits, refused in plan and debug) when `nanohermes.pathrules.protected_write`
+says so: outside the workspace and `extra_write_roots`, inside `.git/`, or nanohermes's own config.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import BinaryIO, ClassVar, Iterator
 from pydantic import Field, model_validator
 
 from nanohermes.budget import clamp
+from nanohermes.pathrules import PathProblem, lexical, open_dir, open_exact, read_exact, resolve, swapped
+from nanohermes.permissions import Effect, SubjectKind
 from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError, ToolResult
 
 # --------------------------------------------------------------------------------------
@@ -27,18 +31,25 @@ from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, 
 
 
 def resolve_path(ctx: ToolContext, path: str) -> Path:
-    """A model-given path as an absolute path: relative ones are taken from the workspace."""
+    """A model-given path as an absolute path to show and walk: relative ones are taken from
+    the workspace and `.`/`..` folded, unless folding `..` would name another file than the
+    kernel reaches (a `..` after a symlink): then the physical path, the one rules judged."""
     if "\x00" in path:
         raise ToolError(f"path {path!r} contains a NUL byte; pass a plain file path")
     p = Path(os.path.expanduser(path))
     if not p.is_absolute():
         p = ctx.workspace / p
-    return Path(os.path.normpath(p))
+    physical = resolve(ctx.workspace, path)
+    return Path(os.path.normpath(p)) if lexical(ctx.workspace, path) == physical else physical
 
 
 def real_path(ctx: ToolContext, path: str) -> Path:
-    """The path with every symlink resolved (a missing tail is kept as written)."""
-    return Path(os.path.realpath(resolve_path(ctx, path)))
+    """The path with every symlink and `..` resolved the way the kernel walks it (a missing
+    tail is kept as written): `nanohermes.pathrules.resolve`, the resolver rules use."""
+    try:
+        return resolve(ctx.workspace, path)
+    except PathProblem as e:
+        raise ToolError(str(e)) from None
 
 
 def _workspace_real(ctx: ToolContext) -> Path:
@@ -70,8 +81,11 @@ def check_write_path(ctx: ToolContext, path: str) -> Path:
     """The real file a write to `path` lands on (through symlinks, so links stay links),
     or a ToolError naming the path and what to do instead. The protected-path question is
     the runtime's (asked before the tool runs), not this function's."""
-    target = real_path(ctx, path)
-    shown = display_path(ctx, resolve_path(ctx, path))
+    return checked_write_target(ctx, real_path(ctx, path), display_path(ctx, resolve_path(ctx, path)))
+
+
+def checked_write_target(ctx: ToolContext, target: Path, shown: str) -> Path:
+    """`target` (already resolved) if a file can be written there, else a ToolError."""
     if target.is_dir():
         raise ToolError(f"{shown} is a directory; give the path of a file inside it")
     if target.exists() and not target.is_file():
@@ -131,38 +145,44 @@ def with_eol(text: str, eol: str) -> str:
 def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
     """Replace `path` with `data` so that a crash leaves either the old or the new file.
 
-    The bytes go to a temp file in the same directory (same filesystem, so the rename is
-    atomic), are fsynced, get the old file's mode, and are renamed over the target.
+    `path` is a resolved path (no symlinks in it): its folders are opened one by one without
+    following links (missing ones are made), so the file lands exactly where the path was
+    judged even if a link is swapped in meanwhile. The bytes go to a temp file in the same
+    folder (same filesystem, so the rename is atomic), are fsynced, get the old file's mode,
+    and are renamed over the target; a rename replaces a link put there, never follows it.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
-    # os.open with 0o666 lets the kernel apply the umask, like any new file gets.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+    dfd = open_dir(path.parent, create=True)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        if mode is not None:
-            os.chmod(tmp, stat.S_IMODE(mode))
-        os.replace(tmp, path)
-    except BaseException:
+        tmp = f".{path.name}.{secrets.token_hex(4)}.tmp"
+        # os.open with 0o666 lets the kernel apply the umask, like any new file gets.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o666,
+                     dir_fd=dfd)
         try:
-            os.unlink(tmp)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                if mode is not None:
+                    os.fchmod(f.fileno(), stat.S_IMODE(mode))
+                os.fsync(f.fileno())
+            os.replace(tmp, path.name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=dfd)
+            except OSError:
+                pass
+            raise
+        try:  # make the rename itself durable; not every platform allows fsync on a directory
+            os.fsync(dfd)
         except OSError:
             pass
-        raise
-    try:  # make the rename itself durable; not every platform allows fsync on a directory
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
+    finally:
+        os.close(dfd)
 
 
 def write_error(shown: str, e: OSError) -> ToolError:
+    if swapped(e):
+        return ToolError(f"cannot write {shown}: a symlink appeared in its path after it was checked; nothing was "
+                         "written: check the path and try again")
     return ToolError(f"cannot write {shown}: {e.strerror or e}; check the path and its permissions")
 
 
@@ -249,10 +269,11 @@ class ReadFileParams(Params):
     non_empty: ClassVar[dict[str, str]] = {"path": ""}
 
 
-def _stat_file(ctx: ToolContext, path: str, shown: str, tool: str) -> os.stat_result:
-    p = resolve_path(ctx, path)
+def _stat_file(ctx: ToolContext, path: str, shown: str, tool: str, real: Path | None = None) -> os.stat_result:
+    """The file's stat, or a ToolError saying what it is instead. `real` (a resolved path) is
+    looked at without following a final symlink: one there now was put after the check."""
     try:
-        st = p.stat()
+        st = os.stat(real, follow_symlinks=False) if real is not None else resolve_path(ctx, path).stat()
     except FileNotFoundError:
         hint = "use write_file to create it" if tool == "edit_file" else "check the path with list_dir or glob"
         raise ToolError(f"{shown} does not exist; {hint}") from None
@@ -296,6 +317,7 @@ class ReadFile(ReadOnlyTool):
     )
     params: ClassVar[type[Params]] = ReadFileParams
     persist: ClassVar[bool] = False  # its own window bounds it; persisting would loop read -> file -> read
+    kind: ClassVar[SubjectKind] = "path"
 
     def rule_subject(self, args: Params) -> str | None:
         return args.path  # type: ignore[attr-defined]  # the runtime resolves it (pathrules.path_subject)
@@ -309,12 +331,15 @@ class ReadFile(ReadOnlyTool):
 
     def _read(self, args: ReadFileParams, ctx: ToolContext) -> str:
         lim = ctx.limits
-        p = resolve_path(ctx, args.path)
-        shown = display_path(ctx, p)
-        st = _stat_file(ctx, args.path, shown, self.name)
+        real = self.resolved(args, ctx).paths[0]  # the file the secret list and rules judged
+        shown = display_path(ctx, resolve_path(ctx, args.path))
+        st = _stat_file(ctx, args.path, shown, self.name, real)
         try:
-            f = open(p, "rb")
+            f = os.fdopen(open_exact(real), "rb")
         except OSError as e:
+            if swapped(e):
+                raise ToolError(f"cannot read {shown}: a symlink appeared in its path after it was checked; "
+                                "read it again") from None
             raise ToolError(f"cannot read {shown}: {e.strerror}; check its permissions") from None
         with f:
             if looks_binary(f.read(lim.binary_sniff_bytes)):
@@ -415,6 +440,8 @@ class ListDir(ReadOnlyTool):
         "Use glob to find files by name across the tree and read_file to read one."
     )
     params: ClassVar[type[Params]] = ListDirParams
+    kind: ClassVar[SubjectKind] = "path"
+    shows_contents: ClassVar[bool] = False  # names and sizes only: a secret file's name is no secret
 
     def rule_subject(self, args: Params) -> str | None:
         return args.path  # type: ignore[attr-defined]  # the runtime resolves it (pathrules.path_subject)
@@ -486,12 +513,11 @@ class _Writer(Tool):
 
     group: ClassVar[str] = "files"
     approval: ClassVar[Approval] = "edit"
+    kind: ClassVar[SubjectKind] = "path"
+    effect: ClassVar[Effect] = "write"
 
     def rule_subject(self, args: Params) -> str | None:
-        return args.path  # type: ignore[attr-defined]  # the runtime resolves it (pathrules.path_subject)
-
-    def protected(self, args: Params, ctx: ToolContext) -> bool:
-        return is_protected_write(ctx, args.path)  # type: ignore[attr-defined]
+        return args.path  # type: ignore[attr-defined]  # the runtime resolves it into the Target
 
     def approval_detail(self, args: Params, ctx: ToolContext | None = None) -> str:
         if ctx is None:
@@ -536,15 +562,16 @@ class Change:
         return bounded_diff(d, ctx.limits.edit_diff_chars)
 
 
-def _load_text(ctx: ToolContext, path: str, tool: str) -> tuple[Path, str, TextFile]:
-    """Read a whole existing text file for editing, refusing what cannot be edited safely."""
-    target = check_write_path(ctx, path)
+def _load_text(ctx: ToolContext, path: str, tool: str, real: Path) -> tuple[Path, str, TextFile]:
+    """Read a whole existing text file for editing, refusing what cannot be edited safely.
+    `real` is the resolved path the call was judged on."""
     shown = display_path(ctx, resolve_path(ctx, path))
-    st = _stat_file(ctx, path, shown, tool)
+    target = checked_write_target(ctx, real, shown)
+    st = _stat_file(ctx, path, shown, tool, target)
     if st.st_size > ctx.limits.edit_file_max_bytes:
         raise ToolError(f"{shown} is {st.st_size} bytes (> {ctx.limits.edit_file_max_bytes}); too big to edit in memory")
     try:
-        data = target.read_bytes()
+        data = read_exact(target)
     except OSError as e:
         raise ToolError(f"cannot read {shown}: {e.strerror}; check its permissions") from None
     if looks_binary(data[: ctx.limits.binary_sniff_bytes]):
@@ -572,8 +599,8 @@ class WriteFile(_Writer):
 
     def plan(self, args: Params, ctx: ToolContext) -> Change:
         assert isinstance(args, WriteFileParams)
-        target = check_write_path(ctx, args.path)
         shown = display_path(ctx, resolve_path(ctx, args.path))
+        target = checked_write_target(ctx, self.resolved(args, ctx).paths[0], shown)
         old: TextFile | None = None
         mode: int | None = None
         if target.exists():
@@ -581,7 +608,7 @@ class WriteFile(_Writer):
                 st = target.stat()
                 mode = st.st_mode
                 # The old content only feeds the diff: a huge or binary file is not loaded for it.
-                data = target.read_bytes() if st.st_size <= ctx.limits.edit_file_max_bytes else b"\x00"
+                data = read_exact(target) if st.st_size <= ctx.limits.edit_file_max_bytes else b"\x00"
             except OSError as e:
                 raise ToolError(f"cannot read {shown}: {e.strerror}; check its permissions") from None
             old = TextFile.decode(data, mode) if not looks_binary(data[: ctx.limits.binary_sniff_bytes]) else None
@@ -625,7 +652,7 @@ class EditFile(_Writer):
         assert isinstance(args, EditFileParams)
         if args.old_string == args.new_string:
             raise ToolError("old_string and new_string are identical; nothing would change")
-        target, shown, f = _load_text(ctx, args.path, self.name)
+        target, shown, f = _load_text(ctx, args.path, self.name, self.resolved(args, ctx).paths[0])
         text = f.text
         old, new = _match_eol(text, f.eol, args.old_string, args.new_string)
         count = text.count(old)

@@ -101,6 +101,7 @@ class GitDiff(_ReadOnlyGit):
         "per-file line counts. A long diff is cut with a note: narrow it with path or use stat=true."
     )
     params: ClassVar[type[Params]] = GitDiffParams
+    kind = "path"
 
     def rule_subject(self, args: Params) -> str | None:
         return args.path  # type: ignore[attr-defined]
@@ -140,6 +141,8 @@ class GitLog(_ReadOnlyGit):
         "`count` defaults to 20 (1..200); `path` keeps only commits that touched it."
     )
     params: ClassVar[type[Params]] = GitLogParams
+    kind = "path"
+    shows_contents = False  # commit lines, never a file's contents
 
     def rule_subject(self, args: Params) -> str | None:
         return args.path  # type: ignore[attr-defined]
@@ -181,6 +184,7 @@ class GitCommit(Tool):
     )
     params: ClassVar[type[Params]] = GitCommitParams
     approval: ClassVar[Approval] = "always"
+    effect = "write"  # the repository's history
 
     def suggest_rule(self, args: Params) -> Rule:
         return Rule(self.name)

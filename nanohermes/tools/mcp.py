@@ -33,7 +33,7 @@ from pydantic import ConfigDict, Field
 
 from nanohermes.budget import Limits
 from nanohermes.config import McpServerConfig
-from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
+from nanohermes.tools import Approval, Effect, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 
 T = TypeVar("T")
 Status = Literal["disabled", "starting", "connected", "failed", "stopped"]
@@ -421,6 +421,12 @@ class McpTool(Tool):
     schema: dict[str, Any]
     trusted_read_only: bool = False
     manager: McpManager = field(repr=False, compare=False)
+
+    kind = "mcp"
+
+    @property
+    def effect(self) -> Effect:  # type: ignore[override]  # per server: what its hints were trusted to say
+        return "read" if self.trusted_read_only else "run"
 
     def read_only(self, args: Params) -> bool:
         return self.trusted_read_only

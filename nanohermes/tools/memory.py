@@ -293,6 +293,7 @@ class MemorySave(Tool):
     )
     params: ClassVar[type[Params]] = MemorySaveParams
     approval: ClassVar[Approval] = "never"  # writes only nanohermes's own store
+    effect = "state"
     path: Path | None = None  # the database; default $XDG_DATA_HOME/nanohermes/memory.db
 
     def summary(self, args: Params) -> str:

@@ -22,14 +22,15 @@ from typing import Callable, ClassVar
 
 from pydantic import Field
 
+from nanohermes.pathrules import read_exact, unlink_exact
+from nanohermes.permissions import Effect, SubjectKind
 from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError, ToolResult
 from nanohermes.tools.files import (
     TextFile,
     atomic_write,
     bounded_diff,
-    check_write_path,
+    checked_write_target,
     diff_stat,
-    is_protected_write,
     looks_binary,
     unified_diff,
 )
@@ -275,6 +276,27 @@ def _only_blank_until_header(lines: list[str], i: int) -> bool:
     return i == len(lines) or not lines[i][:1] in (" ", "-", "+", "\\") or lines[i].startswith("--- ")
 
 
+def touched_paths(diff_text: str) -> list[str]:
+    """Every path a patch touches, in order, once each: each file, both ends of a rename or
+    copy, deletions; normalised as the tool uses them. A diff that does not parse touches
+    nothing (it fails before any file is read), and a path the tool refuses (absolute, or
+    leaving the workspace) is left out: it fails the whole patch before anything is written."""
+    try:
+        patches = parse(diff_text)
+    except PatchError:
+        return []
+    out: list[str] = []
+    for fp in patches:
+        for p in (fp.old_path, fp.new_path):
+            try:
+                norm = _safe_rel(p) if p is not None else None
+            except PatchError:
+                continue
+            if norm is not None and norm not in out:
+                out.append(norm)
+    return out
+
+
 # --------------------------------------------------------------------------------------
 # apply
 
@@ -510,6 +532,8 @@ class ApplyPatch(Tool):
     )
     params: ClassVar[type[Params]] = ApplyPatchParams
     approval: ClassVar[Approval] = "edit"
+    kind: ClassVar[SubjectKind] = "path"
+    effect: ClassVar[Effect] = "write"
 
     def summary(self, args: Params) -> str:
         try:
@@ -526,21 +550,12 @@ class ApplyPatch(Tool):
         return sorted({p for fp in patches for p in (fp.old_path, fp.new_path) if p is not None})
 
     def rule_subject(self, args: Params) -> str | None:
-        # One subject per call: a patch touching several files has none, so only rules
-        # without a pattern (`apply_patch`) speak for it. Every path is still checked by
-        # `protected` below.
+        # The single path of a one-file patch; rules see every path through `subjects`.
         paths = self._paths(args)
         return paths[0] if len(paths) == 1 else None
 
-    def protected(self, args: Params, ctx: ToolContext) -> bool:
-        # Paths that leave the workspace are refused when the tool runs; asking first would nag.
-        for p in self._paths(args):
-            try:
-                if is_protected_write(ctx, _safe_rel(p)):
-                    return True
-            except PatchError:
-                continue
-        return False
+    def subjects(self, args: Params) -> list[str]:
+        return touched_paths(args.diff)  # type: ignore[attr-defined]
 
     def approval_detail(self, args: Params, ctx: ToolContext | None = None) -> str:
         if ctx is None:
@@ -564,9 +579,13 @@ class ApplyPatch(Tool):
             raise ToolError(str(e)) from None
         files: dict[str, TextFile | None] = {}
         paths: dict[str, Path] = {}
+        judged = self.resolved(args, ctx)
 
         def read(path: str) -> str | None:
-            target = check_write_path(ctx, path)
+            real = judged.path_of(path)
+            if real is None:  # cannot happen: every path the parser finds was judged
+                raise ToolError(f"{path} was not checked before the patch ran; no file was changed")
+            target = checked_write_target(ctx, real, path)
             paths[path] = target
             if not target.exists():
                 files[path] = None
@@ -574,7 +593,7 @@ class ApplyPatch(Tool):
             st = target.stat()
             if st.st_size > ctx.limits.edit_file_max_bytes:
                 raise ToolError(f"{path} is {st.st_size} bytes (> {ctx.limits.edit_file_max_bytes}); too big to patch in memory")
-            data = target.read_bytes()
+            data = read_exact(target)
             if looks_binary(data[: ctx.limits.binary_sniff_bytes]):
                 raise ToolError(f"{path} looks like a binary file ({len(data)} bytes); apply_patch changes text files only")
             tf = TextFile.decode(data, st.st_mode)
@@ -601,11 +620,11 @@ class ApplyPatch(Tool):
         originals: dict[Path, bytes | None] = {}
         try:
             for path, (text, executable) in final.items():
-                target = plan.paths.get(path) or check_write_path(ctx, path)
-                originals[target] = target.read_bytes() if target.exists() else None
+                target = plan.paths[path]  # every final path was read, so judged and checked, while planning
+                originals[target] = read_exact(target) if target.exists() else None
                 if text is None:
                     if target.exists():
-                        target.unlink()
+                        unlink_exact(target)
                     continue
                 like = plan.files.get(path) or _source_encoding(plan, path)
                 data = like.encode(text) if like else text.encode("utf-8", errors="surrogateescape")
@@ -679,11 +698,11 @@ def _restore(originals: dict[Path, bytes | None]) -> None:
         try:
             if data is None:
                 if target.exists():
-                    target.unlink()
+                    unlink_exact(target)
             else:
                 atomic_write(target, data, target.stat().st_mode if target.exists() else None)
         except OSError:
             pass
 
 
-__all__ = ["ApplyPatch", "FilePatch", "Hunk", "Outcome", "PatchError", "apply", "apply_file", "parse"]
+__all__ = ["ApplyPatch", "FilePatch", "Hunk", "Outcome", "PatchError", "apply", "apply_file", "parse", "touched_paths"]

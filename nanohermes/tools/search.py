@@ -674,6 +674,7 @@ class Grep(ReadOnlyTool):
         "only when named in `path`. Use glob to find files by name."
     )
     params: ClassVar[type[Params]] = GrepParams
+    kind = "path"
     ripgrep: str | None = AUTO  # a binary path, AUTO to look for one, None for pure Python
     early_files: int = 256  # files read in path order while ripgrep searches the rest
 
@@ -837,6 +838,8 @@ class Glob(ReadOnlyTool):
         "the walk stops after 50,000 files. Use grep to search file contents."
     )
     params: ClassVar[type[Params]] = GlobParams
+    kind = "path"
+    shows_contents = False  # file names only
     ripgrep: str | None = AUTO
 
     def rule_subject(self, args: Params) -> str | None:

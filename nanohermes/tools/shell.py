@@ -26,7 +26,7 @@ from typing import Callable, ClassVar
 from pydantic import Field, field_validator
 
 from nanohermes.budget import Limits
-from nanohermes.permissions import Rule, escape_pattern, suggest_command_rule
+from nanohermes.permissions import Effect, Rule, SubjectKind, escape_pattern, suggest_command_rule
 from nanohermes.shellparse import ParseError, split
 from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
 
@@ -460,16 +460,12 @@ class _ProgressLines:
 
 def resolve_cwd(ctx: ToolContext, cwd: str | None) -> Path:
     """The directory to run in: the workspace, or a directory inside it."""
-    if cwd is None or not cwd.strip():
-        return ctx.workspace
-    p = Path(os.path.expanduser(cwd))
-    real = (p if p.is_absolute() else ctx.workspace / p).resolve()
-    root = ctx.workspace.resolve()
-    if real != root and root not in real.parents:
-        raise ToolError(f"cwd {cwd} is outside the workspace {root}; pass a directory inside it, or omit cwd")
-    if not real.is_dir():
-        raise ToolError(f"cwd {cwd} is not an existing directory; create it first or omit cwd")
-    return real
+    from nanohermes.pathrules import PathProblem, resolve_cwd as resolve
+
+    try:
+        return resolve(ctx.workspace, cwd)
+    except PathProblem as e:
+        raise ToolError(str(e)) from None
 
 
 # -- the tool ------------------------------------------------------------------------------
@@ -504,9 +500,14 @@ class RunCommand(Tool):
     )
     params: ClassVar[type[Params]] = RunCommandParams
     approval: ClassVar[Approval] = "always"
+    kind: ClassVar[SubjectKind] = "command"
+    effect: ClassVar[Effect] = "run"
 
     def rule_subject(self, args: Params) -> str | None:
         return args.command  # type: ignore[attr-defined]
+
+    def base_dir(self, args: Params) -> str | None:
+        return args.cwd  # type: ignore[attr-defined,no-any-return]
 
     def suggest_rule(self, args: Params) -> Rule:
         """The command analysis's narrow rule (`git log *`); the exact line when the line is
@@ -528,7 +529,7 @@ class RunCommand(Tool):
 
     async def run(self, args: Params, ctx: ToolContext) -> str:
         assert isinstance(args, RunCommandParams)
-        cwd = resolve_cwd(ctx, args.cwd)
+        cwd = self.resolved(args, ctx).cwd or resolve_cwd(ctx, args.cwd)  # the folder that was judged
         if args.background:
             from nanohermes.tools.tasks import start_task
 

@@ -130,7 +130,7 @@ class SubagentManager:
         cfg = self.configs[name]
         pool = [t for t in parent.tools if t.name not in SUBAGENT_TOOLS]
         listed = cfg.tools if cfg.tools is not None else [t.name for t in pool]
-        allowed = [t for t in pool if names_tool(listed, t.name) and blocked(parent.policy, t.name) is None]
+        allowed = [t for t in pool if names_tool(listed, t.name) and blocked(parent.policy, t.name, t.effect) is None]
         # An empty allowed_tools means "no restriction" to the policy, so a child with no tools
         # also gets no tools in its pool.
         policy = replace(parent.policy, allowed_tools=tuple(t.name for t in allowed) or parent.policy.allowed_tools)
@@ -272,6 +272,7 @@ class SubagentTool(Tool):
     params: ClassVar[type[Params]] = SubagentParams
     # Starting a child asks nothing: each of its own calls is checked and asked like yours.
     approval: ClassVar[Approval] = "never"
+    effect = "state"
     manager: SubagentManager = field(repr=False, compare=False)
 
     def summary(self, args: Params) -> str:

@@ -194,6 +194,7 @@ class TaskOutput(Tool):
     )
     params: ClassVar[type[Params]] = TaskIdParams
     approval: ClassVar[Approval] = "never"
+    effect = "read"
 
     def read_only(self, args: Params) -> bool:
         return True
@@ -248,6 +249,7 @@ class TaskKill(Tool):
     )
     params: ClassVar[type[Params]] = TaskIdParams
     approval: ClassVar[Approval] = "never"  # it only stops what this session started
+    effect = "state"
 
     async def run(self, args: Params, ctx: ToolContext) -> str:
         assert isinstance(args, TaskIdParams)

@@ -70,6 +70,7 @@ class TodoWrite(Tool):
     )
     params: ClassVar[type[Params]] = TodoWriteParams
     approval: ClassVar[Approval] = "never"  # session bookkeeping: plan mode must allow it
+    effect = "state"
 
     def output_limit(self) -> str:
         return "todo_items items"

@@ -1,7 +1,8 @@
 """The model's window on the web: web_fetch (one page as text) and web_search (providers).
 
 web_fetch validates the URL before any I/O, checks every hop (redirects included) against
-the configured allowed/denied hosts, keeps at most `web_fetch_body_bytes` of the body while
+the configured allowed/denied hosts and, for a hop to another host, against the permission
+rules (hosts compared in canonical form, with the addresses a name resolves to), keeps at most `web_fetch_body_bytes` of the body while
 reading and discarding the rest, and turns HTML into Markdown with html-to-markdown. The
 whole fetch, redirects included, has one deadline. Search providers: DuckDuckGo (keyless,
 through ddgs), SearXNG (its JSON API), Brave and Tavily (keys from the environment).
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import fnmatch
 import json
 import os
 import re
@@ -23,6 +23,8 @@ from urllib.parse import urljoin, urlsplit
 
 from pydantic import Field, field_validator
 
+from nanohermes.hosts import canonical_host, host_matches, resolve
+from nanohermes.permissions import SubjectKind
 from nanohermes.tools import Params, ReadOnlyTool, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
@@ -61,19 +63,21 @@ def check_url(url: str) -> str:
     return url.strip()
 
 
-def _host_matches(host: str, pattern: str) -> bool:
-    pattern = pattern.strip().lower()
-    return fnmatch.fnmatchcase(host, pattern) or host.endswith("." + pattern)
-
-
-def host_refusal(host: str, config: Config) -> str | None:
-    """Why config refuses this host, or None. Denied wins over allowed."""
-    host = host.lower()
+def host_refusal(host: str, config: Config, addresses: tuple[str, ...] | None = None) -> str | None:
+    """Why config refuses this host, or None. Denied wins over allowed. Both lists compare
+    canonical forms (`127.1` is `127.0.0.1`); a denied address also denies every name that
+    resolves to it (`addresses`, looked up here when not given). Only the name itself, or
+    the IP literal, can be allowed."""
+    host = canonical_host(host)
     wf = config.web_fetch
+    if wf.denied_hosts and addresses is None:
+        addresses = resolve(host)
     for pattern in wf.denied_hosts:
-        if _host_matches(host, pattern):
-            return f"host {host} is denied by config web_fetch.denied_hosts ({pattern}); fetch another site"
-    if wf.allowed_hosts and not any(_host_matches(host, p) for p in wf.allowed_hosts):
+        if host_matches(host, addresses or (), pattern, by_address=True):
+            via = "" if host_matches(host, (), pattern, by_address=False) else \
+                f" (it resolves to {', '.join(addresses or ())})"
+            return f"host {host}{via} is denied by config web_fetch.denied_hosts ({pattern}); fetch another site"
+    if wf.allowed_hosts and not any(host_matches(host, (), p, by_address=False) for p in wf.allowed_hosts):
         return (f"host {host} is not in config web_fetch.allowed_hosts ({', '.join(wf.allowed_hosts)}); "
                 "fetch one of those or ask the user to allow it")
     return None
@@ -232,9 +236,10 @@ class WebFetch(ReadOnlyTool):
         "Use web_search to find pages first."
     )
     params: ClassVar[type[Params]] = WebFetchParams
+    kind: ClassVar[SubjectKind] = "host"
 
     def rule_subject(self, args: Params) -> str | None:
-        return (urlsplit(getattr(args, "url", "")).hostname or "").lower() or None
+        return canonical_host(urlsplit(getattr(args, "url", "")).hostname or "") or None
 
     def output_limit(self) -> str:
         return "max_chars (500..max_output) chars, web_fetch_body_bytes"
@@ -263,11 +268,21 @@ class WebFetch(ReadOnlyTool):
                    "Accept": "text/html,application/xhtml+xml,application/json;q=0.9,text/plain;q=0.8,*/*;q=0.5"}
         hops: list[str] = []
         timeout = httpx.Timeout(limits.web_fetch_timeout_secs)
+        judged = ctx.target.subjects if ctx.target is not None and ctx.target.kind == "host" else ()
         async with httpx.AsyncClient(headers=headers, timeout=timeout, follow_redirects=False) as client:
             while True:
-                host = urlsplit(url).hostname or ""
-                if why := host_refusal(host, ctx.config):
+                host = canonical_host(urlsplit(url).hostname or "")
+                if ctx.target is not None and not hops and host in judged:
+                    hop = ctx.target  # the first hop: the Target the call was judged on
+                else:
+                    hop = await self.in_thread(self.target, self.params.model_validate({"url": url}), ctx)
+                if why := host_refusal(host, ctx.config, hop.addresses):
                     raise ToolError(why + (f" (reached by a redirect from {hops[0]})" if hops else ""))
+                if hops and host not in judged and ctx.refusal is not None and (why := ctx.refusal(hop)):
+                    # Another host than the one approved: its own rules decide, and a
+                    # question cannot be asked mid-fetch, so the model fetches it itself.
+                    raise ToolError(f"{hops[0]} redirects to {url}, on host {host}, which this fetch may not reach: "
+                                    f"{why}; fetch that URL directly if it is needed")
                 try:
                     resp = await client.send(client.build_request("GET", url), stream=True)
                 except httpx.ConnectError as e:

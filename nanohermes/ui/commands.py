@@ -178,7 +178,7 @@ def _tools(ctx: CommandContext, arg: str) -> None:
     rows = [render.ToolRow(name=t.name, group=t.group, read_only=render.flag(t, "read_only"),
                            concurrency_safe=render.flag(t, "concurrency_safe"),
                            output_limit=render.limit_text(t.output_limit(), runtime.limits),
-                           source=t.source, hidden=blocked(runtime.policy, t.name) or "")
+                           source=t.source, hidden=blocked(runtime.policy, t.name, t.effect) or "")
             for t in runtime.tools]
     ctx.print(render.tools_table(rows, mode=runtime.policy.mode))
 
