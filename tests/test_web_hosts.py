@@ -1,0 +1,176 @@
+"""web_fetch hosts: canonical forms for every IP spelling, names judged by the addresses they
+resolve to, each redirect hop checked, and the question per host (real HTTP on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from localweb import LocalSite
+from nanohermes.config import Config
+from nanohermes.events import ApprovalRequest, RecordingUI
+from nanohermes.hosts import canonical_host, canonical_ip, resolve
+from nanohermes.messages import ToolCall
+from nanohermes.permissions import Policy, Rule
+from nanohermes.runtime import DENIED, Runtime
+from nanohermes.testing import FakeServer, Reply, call, tool_reply
+from nanohermes.tools.web import WebFetch
+
+R = Rule.parse
+SPELLINGS = ["127.0.0.1", "127.1", "2130706433", "0x7f.1", "0x7f000001", "0177.0.0.1", "017700000001",
+             "127.0.0.1.", "[::ffff:127.0.0.1]", "[::ffff:7f00:1]"]
+
+
+@pytest.fixture
+def site() -> Iterator[LocalSite]:
+    s = LocalSite()
+    s.static("/notes.txt", "first line\n", "text/plain")
+    with s:
+        yield s
+
+
+def port(site: LocalSite) -> int:
+    return int(site.url("/").rsplit(":", 1)[1].split("/")[0])
+
+
+def fetch(ws: Path, url: str, policy: Policy, *, config: Config | None = None,
+          ui: RecordingUI | None = None) -> str:
+    rt = Runtime(tools=[WebFetch()], config=config or Config(), workspace=ws, ui=ui or RecordingUI(), policy=policy)
+    [msg] = asyncio.run(rt.run_calls([ToolCall(id="c", name="web_fetch", arguments=json.dumps({"url": url}))]))
+    return msg.content or ""
+
+
+@pytest.mark.parametrize("text", SPELLINGS)
+def test_every_spelling_of_an_ip_has_one_canonical_form(text: str) -> None:
+    assert canonical_host(text) == "127.0.0.1"
+
+
+@pytest.mark.parametrize("text,canon", [
+    ("Docs.Python.org", "docs.python.org"), ("example.com.", "example.com"), ("[::1]", "::1"),
+    ("0:0:0:0:0:0:0:1", "::1"), ("1.2.3", "1.2.0.3"), ("1e100.net", "1e100.net"), ("256.1.1.1", "256.1.1.1"),
+])
+def test_canonical_names_and_addresses(text: str, canon: str) -> None:
+    assert canonical_host(text) == canon
+    assert (canonical_ip(text) is None) is (canon in ("docs.python.org", "example.com", "1e100.net", "256.1.1.1"))
+
+
+def test_a_name_resolves_to_its_addresses() -> None:
+    assert "127.0.0.1" in resolve("localhost")
+    assert resolve("0x7f.1") == ("127.0.0.1",)
+    assert resolve("no-such-host.invalid") == ()
+
+
+@pytest.mark.parametrize("host", SPELLINGS)
+def test_denied_hosts_catch_every_spelling_before_any_request(site: LocalSite, workspace: Path, host: str) -> None:
+    cfg = Config.model_validate({"web_fetch": {"denied_hosts": ["127.0.0.1", "localhost"]}})
+    out = fetch(workspace, f"http://{host}:{port(site)}/notes.txt", Policy(mode="goal"), config=cfg)
+    assert out == ("ERROR: host 127.0.0.1 is denied by config web_fetch.denied_hosts (127.0.0.1); "
+                   "fetch another site")
+    assert site.requests == []
+
+
+@pytest.mark.parametrize("host", SPELLINGS)
+def test_a_deny_rule_catches_every_spelling(site: LocalSite, workspace: Path, host: str) -> None:
+    policy = Policy(mode="goal", deny=(R("web_fetch(domain:127.1)"),))
+    out = fetch(workspace, f"http://{host}:{port(site)}/notes.txt", policy)
+    assert out == "ERROR: denied by rule web_fetch(domain:127.1)"
+    assert site.requests == []
+
+
+def test_a_name_that_resolves_to_a_denied_address_is_denied(site: LocalSite, workspace: Path) -> None:
+    cfg = Config.model_validate({"web_fetch": {"denied_hosts": ["0x7f.0.0.1"]}})
+    out = fetch(workspace, f"http://localhost:{port(site)}/notes.txt", Policy(mode="goal"), config=cfg)
+    assert out == ("ERROR: host localhost (it resolves to 127.0.0.1) is denied by config web_fetch.denied_hosts "
+                   "(0x7f.0.0.1); fetch another site")
+    cidr = Config.model_validate({"web_fetch": {"denied_hosts": ["127.0.0.0/8"]}})
+    assert fetch(workspace, f"http://localhost:{port(site)}/notes.txt", Policy(mode="goal"), config=cidr).startswith(
+        "ERROR: host localhost (it resolves to 127.0.0.1) is denied by config web_fetch.denied_hosts (127.0.0.0/8)")
+    rule = Policy(mode="goal", deny=(R("web_fetch(domain:127.0.0.1)"),))
+    assert fetch(workspace, f"http://localhost:{port(site)}/notes.txt", rule) == (
+        "ERROR: denied by rule web_fetch(domain:127.0.0.1)")
+    assert site.requests == []
+
+
+def test_allowed_hosts_do_not_grant_by_address(site: LocalSite, workspace: Path) -> None:
+    cfg = Config.model_validate({"web_fetch": {"allowed_hosts": ["127.0.0.1"]}})
+    assert fetch(workspace, f"http://0x7f.1:{port(site)}/notes.txt", Policy(mode="goal"), config=cfg).endswith(
+        "first line\n")
+    out = fetch(workspace, f"http://localhost:{port(site)}/notes.txt", Policy(mode="goal"), config=cfg)
+    assert out.startswith("ERROR: host localhost is not in config web_fetch.allowed_hosts (127.0.0.1)")
+
+
+# -- redirects -----------------------------------------------------------------------------
+def test_a_redirect_hop_is_judged_by_the_rules_of_its_own_host(site: LocalSite, workspace: Path) -> None:
+    target = f"http://localhost:{port(site)}/notes.txt"
+    site.routes[("GET", "/away")] = lambda h: h.send(302, b"", "text/plain", {"Location": target})
+    start = site.url("/away")
+    # Allowed for 127.0.0.1 only: the hop to localhost would be asked, which cannot happen mid-fetch.
+    out = fetch(workspace, start, Policy(allow=(R("web_fetch(domain:127.0.0.1)"),)))
+    assert out == (f"ERROR: {start} redirects to {target}, on host localhost, which this fetch may not reach: it needs "
+                   "approval (fetches from localhost, a host no rule allows yet); fetch that URL directly if it is needed")
+    denied = Policy(mode="goal", deny=(R("web_fetch(domain:localhost)"),))
+    assert fetch(workspace, start, denied) == (
+        f"ERROR: {start} redirects to {target}, on host localhost, which this fetch may not reach: denied by rule "
+        "web_fetch(domain:localhost); fetch that URL directly if it is needed")
+    assert [r["path"] for r in site.requests] == ["/away", "/away"]  # the hop itself was never requested
+    both = Policy(allow=(R("web_fetch(domain:127.0.0.1)"), R("web_fetch(domain:localhost)")))
+    assert fetch(workspace, start, both).endswith("first line\n")
+    assert fetch(workspace, start, Policy(mode="goal")).endswith("first line\n")
+
+
+def test_a_redirect_to_a_denied_address_spelled_otherwise_is_refused(site: LocalSite, workspace: Path) -> None:
+    site.routes[("GET", "/away")] = lambda h: h.send(302, b"", "text/plain",
+                                                     {"Location": f"http://[0:0:0::0:1]:{port(site)}/notes.txt"})
+    cfg = Config.model_validate({"web_fetch": {"denied_hosts": ["::1"]}})
+    assert fetch(workspace, site.url("/away"), Policy(mode="goal"), config=cfg) == (
+        "ERROR: host ::1 is denied by config web_fetch.denied_hosts (::1); fetch another site "
+        f"(reached by a redirect from {site.url('/away')})")
+    assert [r["path"] for r in site.requests] == ["/away"]
+
+
+# -- the question per host -----------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["default", "accept-edits"])
+def test_each_host_is_asked_once_and_always_remembers_the_domain(site: LocalSite, workspace: Path, mode: str) -> None:
+    ui = RecordingUI(answers=["deny", "always"])
+    rt = Runtime(tools=[WebFetch()], config=Config(), workspace=workspace, ui=ui, policy=Policy(mode=mode))
+
+    def get(url: str) -> str:
+        [msg] = asyncio.run(rt.run_calls([ToolCall(id="c", name="web_fetch", arguments=json.dumps({"url": url}))]))
+        return msg.content or ""
+
+    assert get(site.url("/notes.txt")) == DENIED
+    assert site.requests == []
+    assert get(site.url("/notes.txt")).endswith("first line\n")
+    assert get(f"http://127.1:{port(site)}/notes.txt").endswith("first line\n")  # the same host, spelled otherwise
+    reqs = ui.of(ApprovalRequest)
+    assert [(r.tool, r.rule, r.reason) for r in reqs] == [
+        ("web_fetch", "web_fetch(domain:127.0.0.1)", "fetches from 127.0.0.1, a host no rule allows yet")] * 2
+    assert "allow  web_fetch(domain:127.0.0.1)  — learned this session" in rt.permissions_report()
+    assert get(f"http://localhost:{port(site)}/notes.txt") == DENIED  # another host: asked again
+    assert len(ui.of(ApprovalRequest)) == 3
+
+
+@pytest.mark.parametrize("policy", [
+    Policy(allow=(R("web_fetch(domain:127.0.0.1)"),)), Policy(allow=(R("web_fetch(domain:0x7f.1)"),)),
+    Policy(allow=(R("web_fetch"),)), Policy(mode="goal"), Policy(auto_approve=True), Policy(mode="plan"),
+], ids=["rule", "rule-other-spelling", "whole-tool", "goal", "yes", "plan"])
+def test_what_skips_the_question(site: LocalSite, workspace: Path, policy: Policy) -> None:
+    ui = RecordingUI()
+    assert fetch(workspace, site.url("/notes.txt"), policy, ui=ui).endswith("first line\n")
+    assert ui.of(ApprovalRequest) == []
+
+
+def test_without_a_terminal_an_unknown_host_is_refused(cli, server: FakeServer, site: LocalSite) -> None:
+    server.add(tool_reply(call("web_fetch", {"url": site.url("/notes.txt")}, id="f")), Reply(text="ok"))
+    r = cli("-p", "fetch it", server=server)
+    assert r.code == 0, r.err
+    assert server.requests[1]["messages"][-1]["content"] == DENIED
+    assert site.requests == []
+    server.add(tool_reply(call("web_fetch", {"url": site.url("/notes.txt")}, id="g")), Reply(text="ok"))
+    r = cli("-p", "fetch it", server=server, config={"permissions": {"allow": ["web_fetch(domain:127.0.0.1)"]}})
+    assert r.code == 0, r.err
+    assert server.requests[3]["messages"][-1]["content"].endswith("first line\n")
