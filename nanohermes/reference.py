@@ -52,7 +52,7 @@ def tools_table() -> str:
     limits = Limits()
     rows = ["| tool | group | parameters | read-only | parallel | asks | own limit |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for t in build_tools():
-        asks = {"never": "no", "edit": "edits", "always": "yes"}[t.approval]
+        asks = "per host" if t.kind == "host" else {"never": "no", "edit": "edits", "always": "yes"}[t.approval]
         rows.append(f"| `{t.name}` | {t.group} | {_cell(_params(t))} | {flag(t, 'read_only')} | "
                     f"{flag(t, 'concurrency_safe')} | {asks} | {_cell(limit_text(t.output_limit(), limits))} |")
     return "\n".join(rows)

@@ -108,7 +108,7 @@ class Runtime:
 
     def permissions_report(self) -> list[str]:
         """The rules in force and where each came from (the /permissions listing)."""
-        return describe(self.policy)
+        return describe(self.policy, [(t.name, t.effect) for t in self.tools])
 
     # -- running calls ---------------------------------------------------------------------
     async def run_calls(self, calls: Sequence[ToolCall], results: dict[str, Message] | None = None) -> list[Message]:
