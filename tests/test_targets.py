@@ -11,15 +11,23 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from tool_support import WriteParams
 
 from nanohermes.config import Config
 from nanohermes.events import ApprovalRequest, RecordingUI
 from nanohermes.messages import ToolCall
 from nanohermes.permissions import Policy, Rule
 from nanohermes.runtime import DENIED, Runtime
-from nanohermes.tools import Approval, Effect, Params, SubjectKind, Tool, ToolContext, build_tools
+from nanohermes.tools import (
+    Approval,
+    Effect,
+    Params,
+    SubjectKind,
+    Tool,
+    ToolContext,
+    build_tools,
+)
 from nanohermes.tools.patch import touched_paths
-from tool_support import WriteParams
 
 R = Rule.parse
 

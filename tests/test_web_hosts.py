@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-
 from localweb import LocalSite
+
 from nanohermes.config import Config
 from nanohermes.events import ApprovalRequest, RecordingUI
 from nanohermes.hosts import canonical_host, canonical_ip, resolve
@@ -174,3 +174,20 @@ def test_without_a_terminal_an_unknown_host_is_refused(cli, server: FakeServer, 
     r = cli("-p", "fetch it", server=server, config={"permissions": {"allow": ["web_fetch(domain:127.0.0.1)"]}})
     assert r.code == 0, r.err
     assert server.requests[3]["messages"][-1]["content"].endswith("first line\n")
+
+
+def test_the_request_goes_to_the_address_that_was_checked(site: LocalSite, workspace: Path) -> None:
+    """The name is not looked up again after the check (a resolver answering otherwise the
+    second time cannot redirect the request): here it cannot be resolved at all, yet the
+    fetch reaches the address the Target holds, with the name in the Host header."""
+    from nanohermes.budget import Limits
+    from nanohermes.permissions import Target
+    from nanohermes.tools import ToolContext
+
+    url = f"http://no-such-host.invalid:{port(site)}/notes.txt"
+    target = Target(kind="host", effect="read", subjects=("no-such-host.invalid",), addresses=("127.0.0.1",))
+    ctx = ToolContext(workspace=workspace, limits=Limits(), config=Config(), target=target)
+    tool = WebFetch()
+    out = asyncio.run(tool.run(tool.parse({"url": url}), ctx))
+    assert out == f"URL: {url} (200, text/plain)\n\nfirst line\n"
+    assert [r["headers"]["Host"] for r in site.requests] == [f"no-such-host.invalid:{port(site)}"]

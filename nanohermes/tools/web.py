@@ -23,7 +23,7 @@ from urllib.parse import urljoin, urlsplit
 
 from pydantic import Field, field_validator
 
-from nanohermes.hosts import canonical_host, host_matches, resolve
+from nanohermes.hosts import canonical_host, canonical_ip, host_matches, resolve
 from nanohermes.permissions import SubjectKind
 from nanohermes.tools import Params, ReadOnlyTool, Tool, ToolContext, ToolError
 
@@ -284,7 +284,7 @@ class WebFetch(ReadOnlyTool):
                     raise ToolError(f"{hops[0]} redirects to {url}, on host {host}, which this fetch may not reach: "
                                     f"{why}; fetch that URL directly if it is needed")
                 try:
-                    resp = await client.send(client.build_request("GET", url), stream=True)
+                    resp = await self._send(client, url, hop.addresses)
                 except httpx.ConnectError as e:
                     raise _connect_error(e, url) from None
                 except httpx.TimeoutException:
@@ -309,12 +309,35 @@ class WebFetch(ReadOnlyTool):
                 finally:
                     await resp.aclose()
 
+    @staticmethod
+    async def _send(client: httpx.AsyncClient, url: str, addresses: tuple[str, ...]) -> httpx.Response:
+        """GET `url` from one of the addresses its host was checked with: the name is not
+        looked up again, so a resolver that answers differently the second time (DNS
+        rebinding) cannot steer the request to an address the checks never saw. The Host
+        header and TLS (server name and certificate) still use the name."""
+        import httpx
+
+        parts = httpx.URL(url)
+        if not addresses or canonical_ip(parts.host):
+            return await client.send(client.build_request("GET", url), stream=True)
+        failure: httpx.ConnectError | None = None
+        for address in addresses:
+            request = client.build_request(
+                "GET", parts.copy_with(host=address), headers={"Host": parts.netloc.decode("ascii")},
+                extensions={"sni_hostname": parts.host} if parts.scheme == "https" else {})
+            try:
+                return await client.send(request, stream=True)
+            except httpx.ConnectError as e:  # the next address, as a connect by name would
+                failure = e
+        assert failure is not None
+        raise failure
+
     async def _read(self, resp: httpx.Response, url: str, hops: list[str], ctx: ToolContext,
                     deadline: float) -> _Page:
         import httpx
 
         mime = (resp.headers.get("content-type") or "").split(";")[0].strip().lower()
-        page = _Page(url=str(resp.url), status=resp.status_code, mime=mime, charset=resp.charset_encoding, hops=hops)
+        page = _Page(url=str(httpx.URL(url)), status=resp.status_code, mime=mime, charset=resp.charset_encoding, hops=hops)
         cap = ctx.limits.web_fetch_body_bytes
         if resp.status_code >= 400:
             try:
