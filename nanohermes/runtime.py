@@ -21,7 +21,7 @@ from nanohermes.events import UI, ApprovalRequest, Notice, ToolFinished, ToolSta
 from nanohermes.messages import Message, ToolCall
 from nanohermes.permissions import Policy, Rule, Target, blocked, decide, describe
 from nanohermes.redact import redact
-from nanohermes.tools import Params, Tool, ToolContext, ToolError, ToolResult, with_context
+from nanohermes.tools import Params, Tool, ToolContext, ToolError, ToolResult
 
 DENIED = "Command denied by the user. Do not retry it; ask what to do instead."
 INTERRUPTED = "interrupted by user"
@@ -222,7 +222,7 @@ class Runtime:
             asked = time.monotonic()
             async with self._confirm_lock:  # one prompt at a time, even for parallel calls
                 reply = await self.ui.confirm(ApprovalRequest(
-                    call_id=call_id, tool=tool.name, summary=summary, detail=with_context(tool.approval_detail, args, ctx),
+                    call_id=call_id, tool=tool.name, summary=summary, detail=tool.approval_detail(args, ctx),
                     rule=", ".join(map(str, learn)), reason=verdict.reason))
             waited = time.monotonic() - asked
             if reply.choice == "deny":

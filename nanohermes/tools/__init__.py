@@ -17,11 +17,10 @@ exactly the paths that were judged (`Tool.resolved`).
 from __future__ import annotations
 
 import asyncio
-import inspect
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generic, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
@@ -30,7 +29,11 @@ from nanohermes.events import Event, ToolProgress
 from nanohermes.permissions import Effect, Rule, SubjectKind, Target
 
 if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
     from nanohermes.config import Config
+else:
+    from typing import TypeVar
 
 # How a call is approved when nothing else decides: "never" (harmless), "edit" (a file
 # write: skipped in accept-edits), "always" (a command, a commit, an unknown MCP tool).
@@ -60,6 +63,14 @@ class Params(BaseModel):
         return self
 
 
+# A tool's params model. A bare `Tool` is a tool of any params (the pool, the runtime); the
+# default exists for the type checker only (TypeVar defaults are newer than Python 3.11).
+if TYPE_CHECKING:
+    P = TypeVar("P", bound=Params, default=Any)
+else:
+    P = TypeVar("P", bound=Params)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ToolResult:
     text: str
@@ -87,7 +98,10 @@ class ToolContext:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Tool:
+class Tool(Generic[P]):
+    """A tool over its params model `P`: `Tool[ReadFileParams]` gets `ReadFileParams` in every
+    hook, as parsed by `parse` from `params` (which must be that same model)."""
+
     name: ClassVar[str]
     group: ClassVar[str] = "other"
     description: ClassVar[str]
@@ -99,20 +113,20 @@ class Tool:
     effect: ClassVar[Effect] = "run"  # what the tool does with it; "run" is the worst case
     shows_contents: ClassVar[bool] = True  # a path reader's output holds file contents (secret files asked)
 
-    def read_only(self, args: Params) -> bool:
+    def read_only(self, args: P) -> bool:
         return False
 
-    def subjects(self, args: Params) -> list[str]:
+    def subjects(self, args: P) -> list[str]:
         """What the call names, as the model wrote it: its paths (every one a patch touches),
         its command line or its URL. By default the single `rule_subject`."""
         one = self.rule_subject(args)
         return [] if one is None else [one]
 
-    def base_dir(self, args: Params) -> str | None:
+    def base_dir(self, args: P) -> str | None:
         """The folder relative paths are taken from (a command's cwd); None: the workspace."""
         return None
 
-    def target(self, args: Params, ctx: ToolContext) -> Target:
+    def target(self, args: P, ctx: ToolContext) -> Target:
         """The call's Target, computed from the declaration. Not for overriding: tools
         declare `kind`, `effect` and `subjects`; resolution is the same for every tool."""
         from nanohermes.pathrules import PathProblem, compute_target
@@ -124,35 +138,35 @@ class Tool:
         except PathProblem as e:
             raise ToolError(str(e)) from None
 
-    def resolved(self, args: Params, ctx: ToolContext) -> Target:
+    def resolved(self, args: P, ctx: ToolContext) -> Target:
         """The Target the runtime judged, or (run outside the runtime) the same computation."""
         return ctx.target if ctx.target is not None else self.target(args, ctx)
 
-    def concurrency_safe(self, args: Params) -> bool:
+    def concurrency_safe(self, args: P) -> bool:
         return False
 
-    def approval_for(self, args: Params) -> Approval:
+    def approval_for(self, args: P) -> Approval:
         return self.approval
 
-    def rule_subject(self, args: Params) -> str | None:
+    def rule_subject(self, args: P) -> str | None:
         """What a permission rule `name(pattern)` is matched against (command, path, domain)."""
         return None
 
-    def protected(self, args: Params, ctx: ToolContext) -> bool:
+    def protected(self, args: P, ctx: ToolContext) -> bool:
         """Does this call write somewhere that always needs a person's yes (outside the
         workspace, inside .git/, nanohermes's own config)?"""
         return False
 
-    def suggest_rule(self, args: Params) -> Rule:
+    def suggest_rule(self, args: P) -> Rule:
         """The rule an "always" answer remembers. Narrower is better; tools refine it."""
         return Rule(self.name)
 
-    def approval_detail(self, args: Params, ctx: ToolContext | None = None) -> str:
+    def approval_detail(self, args: P, ctx: ToolContext) -> str:
         """What an approval prompt shows in full: the command, or the diff of an edit
-        (computed without writing). `ctx` is passed to overrides that accept it."""
+        (computed without writing)."""
         return ""
 
-    def summary(self, args: Params) -> str:
+    def summary(self, args: P) -> str:
         """One line for the UI and approval prompts."""
         for key in ("command", "path", "pattern", "url", "query", "message"):
             v = getattr(args, key, None)
@@ -169,13 +183,13 @@ class Tool:
             "function": {"name": self.name, "description": self.description, "parameters": params_schema(self.params)},
         }
 
-    def parse(self, raw: dict[str, Any]) -> Params:
+    def parse(self, raw: dict[str, Any]) -> P:
         try:
-            return self.params.model_validate(raw)
+            return cast(P, self.params.model_validate(raw))  # `params` is the model P names
         except ValidationError as e:
             raise ToolError(describe_validation(e, self.params)) from None
 
-    async def run(self, args: Params, ctx: ToolContext) -> str | ToolResult:
+    async def run(self, args: P, ctx: ToolContext) -> str | ToolResult:
         raise NotImplementedError
 
     async def in_thread(self, fn: Callable[..., Any], *a: Any) -> Any:
@@ -184,41 +198,21 @@ class Tool:
 
 
 __all__ = ["Approval", "Effect", "Params", "ReadOnlyTool", "SubjectKind", "Target", "Tool", "ToolContext", "ToolError",
-           "ToolResult", "build_tools", "declarations", "describe_validation", "params_schema", "with_context"]
-
-
-def with_context(method: Callable[..., Any], args: Params, ctx: ToolContext) -> Any:
-    """Call `approval_detail` with the call's context when the override takes a `ctx`
-    parameter (an edit's diff needs the workspace); overrides written as `(self, args)`
-    keep working."""
-    return method(args, ctx=ctx) if _takes_ctx(getattr(method, "__func__", method)) else method(args)
-
-
-_CTX_CACHE: dict[Any, bool] = {}
-
-
-def _takes_ctx(fn: Any) -> bool:
-    if fn not in _CTX_CACHE:
-        try:
-            _CTX_CACHE[fn] = "ctx" in inspect.signature(fn).parameters
-        except (TypeError, ValueError):
-            _CTX_CACHE[fn] = False
-    return _CTX_CACHE[fn]
-
+           "ToolResult", "build_tools", "declarations", "describe_validation", "params_schema"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class ReadOnlyTool(Tool):
+class ReadOnlyTool(Tool[P]):
     """A tool that only reads: it never asks and runs in parallel with other such calls.
     Subclassing this is the explicit promise the conservative defaults of `Tool` wait for."""
 
     approval: ClassVar[Approval] = "never"
     effect: ClassVar[Effect] = "read"
 
-    def read_only(self, args: Params) -> bool:
+    def read_only(self, args: P) -> bool:
         return True
 
-    def concurrency_safe(self, args: Params) -> bool:
+    def concurrency_safe(self, args: P) -> bool:
         return True
 
 _TYPE_WORDS = {"string_type": "string", "int_type": "integer", "int_parsing": "integer", "bool_type": "boolean",

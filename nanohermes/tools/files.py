@@ -17,7 +17,7 @@ import secrets
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, ClassVar, Iterator
+from typing import BinaryIO, ClassVar, Iterator, TypeVar
 
 from pydantic import Field, model_validator
 
@@ -304,7 +304,7 @@ def _lines(f: BinaryIO, cap_bytes: int) -> Iterator[tuple[bytes, bool]]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ReadFile(ReadOnlyTool):
+class ReadFile(ReadOnlyTool[ReadFileParams]):
     name: ClassVar[str] = "read_file"
     group: ClassVar[str] = "files"
     description: ClassVar[str] = (
@@ -319,15 +319,15 @@ class ReadFile(ReadOnlyTool):
     persist: ClassVar[bool] = False  # its own window bounds it; persisting would loop read -> file -> read
     kind: ClassVar[SubjectKind] = "path"
 
-    def rule_subject(self, args: Params) -> str | None:
-        return args.path  # type: ignore[attr-defined]  # the runtime resolves it (pathrules.path_subject)
+    def rule_subject(self, args: ReadFileParams) -> str | None:
+        return args.path  # the runtime resolves it into the Target
 
     def output_limit(self) -> str:
         return "read_file_window_lines lines, read_file_max_bytes, read_file_line_chars, max_output"
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, ReadFileParams)
-        return await self.in_thread(self._read, args, ctx)
+    async def run(self, args: ReadFileParams, ctx: ToolContext) -> str:
+        text: str = await self.in_thread(self._read, args, ctx)
+        return text
 
     def _read(self, args: ReadFileParams, ctx: ToolContext) -> str:
         lim = ctx.limits
@@ -430,7 +430,7 @@ class ListDirParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ListDir(ReadOnlyTool):
+class ListDir(ReadOnlyTool[ListDirParams]):
     name: ClassVar[str] = "list_dir"
     group: ClassVar[str] = "files"
     description: ClassVar[str] = (
@@ -443,15 +443,15 @@ class ListDir(ReadOnlyTool):
     kind: ClassVar[SubjectKind] = "path"
     shows_contents: ClassVar[bool] = False  # names and sizes only: a secret file's name is no secret
 
-    def rule_subject(self, args: Params) -> str | None:
-        return args.path  # type: ignore[attr-defined]  # the runtime resolves it (pathrules.path_subject)
+    def rule_subject(self, args: ListDirParams) -> str | None:
+        return args.path  # the runtime resolves it into the Target
 
     def output_limit(self) -> str:
         return "list_dir_entries entries"
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, ListDirParams)
-        return await self.in_thread(self._list, args, ctx)
+    async def run(self, args: ListDirParams, ctx: ToolContext) -> str:
+        text: str = await self.in_thread(self._list, args, ctx)
+        return text
 
     def _list(self, args: ListDirParams, ctx: ToolContext) -> str:
         p = resolve_path(ctx, args.path)
@@ -506,8 +506,12 @@ def _entry_row(e: os.DirEntry[str], is_dir: bool) -> str:
 # the write tools
 
 
+# The params of a writer: every one names its file in `path`.
+_WP = TypeVar("_WP", "WriteFileParams", "EditFileParams")
+
+
 @dataclass(frozen=True, kw_only=True)
-class _Writer(Tool):
+class _Writer(Tool[_WP]):
     """What write_file and edit_file share: approval "edit", the protected-path check, the
     rule subject, and a diff computed without writing for the approval prompt."""
 
@@ -516,12 +520,10 @@ class _Writer(Tool):
     kind: ClassVar[SubjectKind] = "path"
     effect: ClassVar[Effect] = "write"
 
-    def rule_subject(self, args: Params) -> str | None:
-        return args.path  # type: ignore[attr-defined]  # the runtime resolves it into the Target
+    def rule_subject(self, args: _WP) -> str | None:
+        return args.path  # the runtime resolves it into the Target
 
-    def approval_detail(self, args: Params, ctx: ToolContext | None = None) -> str:
-        if ctx is None:
-            return ""
+    def approval_detail(self, args: _WP, ctx: ToolContext) -> str:
         try:
             return self.plan(args, ctx).diff(ctx)
         except ToolError as e:
@@ -529,13 +531,14 @@ class _Writer(Tool):
         except Exception as e:  # a preview must never break the approval prompt
             return f"(the change cannot be previewed: {type(e).__name__}: {e})"
 
-    def plan(self, args: Params, ctx: ToolContext) -> Change:
+    def plan(self, args: _WP, ctx: ToolContext) -> Change:
         raise NotImplementedError
 
-    async def run(self, args: Params, ctx: ToolContext) -> ToolResult:
-        return await self.in_thread(self._apply, args, ctx)
+    async def run(self, args: _WP, ctx: ToolContext) -> ToolResult:
+        result: ToolResult = await self.in_thread(self._apply, args, ctx)
+        return result
 
-    def _apply(self, args: Params, ctx: ToolContext) -> ToolResult:
+    def _apply(self, args: _WP, ctx: ToolContext) -> ToolResult:
         change = self.plan(args, ctx)
         try:
             atomic_write(change.target, change.new_bytes, change.mode)
@@ -587,7 +590,7 @@ class WriteFileParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class WriteFile(_Writer):
+class WriteFile(_Writer[WriteFileParams]):
     name: ClassVar[str] = "write_file"
     description: ClassVar[str] = (
         "Create a file or replace its whole content with `content`; parent folders are created. "
@@ -597,8 +600,7 @@ class WriteFile(_Writer):
     )
     params: ClassVar[type[Params]] = WriteFileParams
 
-    def plan(self, args: Params, ctx: ToolContext) -> Change:
-        assert isinstance(args, WriteFileParams)
+    def plan(self, args: WriteFileParams, ctx: ToolContext) -> Change:
         shown = display_path(ctx, resolve_path(ctx, args.path))
         target = checked_write_target(ctx, self.resolved(args, ctx).paths[0], shown)
         old: TextFile | None = None
@@ -637,7 +639,7 @@ class EditFileParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class EditFile(_Writer):
+class EditFile(_Writer[EditFileParams]):
     name: ClassVar[str] = "edit_file"
     description: ClassVar[str] = (
         "Replace `old_string` with `new_string` in a file. `old_string` must match the file exactly, "
@@ -648,8 +650,7 @@ class EditFile(_Writer):
     )
     params: ClassVar[type[Params]] = EditFileParams
 
-    def plan(self, args: Params, ctx: ToolContext) -> Change:
-        assert isinstance(args, EditFileParams)
+    def plan(self, args: EditFileParams, ctx: ToolContext) -> Change:
         if args.old_string == args.new_string:
             raise ToolError("old_string and new_string are identical; nothing would change")
         target, shown, f = _load_text(ctx, args.path, self.name, self.resolved(args, ctx).paths[0])

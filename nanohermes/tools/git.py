@@ -189,7 +189,7 @@ class GitCommit(Tool):
     def suggest_rule(self, args: Params) -> Rule:
         return Rule(self.name)
 
-    def approval_detail(self, args: Params) -> str:
+    def approval_detail(self, args: Params, ctx: ToolContext) -> str:
         assert isinstance(args, GitCommitParams)
         if args.paths:
             what = "stages " + ", ".join(args.paths) + (" and every change to tracked files" if args.all else "")

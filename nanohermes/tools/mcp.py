@@ -447,7 +447,7 @@ class McpTool(Tool):
     def summary(self, args: Params) -> str:
         return json.dumps(args.model_dump(), ensure_ascii=False)[:200]
 
-    def approval_detail(self, args: Params) -> str:
+    def approval_detail(self, args: Params, ctx: ToolContext) -> str:
         return f"MCP server {self.server}, tool {self.remote}, arguments:\n" + json.dumps(
             args.model_dump(), ensure_ascii=False, indent=2)
 

@@ -557,9 +557,7 @@ class ApplyPatch(Tool):
     def subjects(self, args: Params) -> list[str]:
         return touched_paths(args.diff)  # type: ignore[attr-defined]
 
-    def approval_detail(self, args: Params, ctx: ToolContext | None = None) -> str:
-        if ctx is None:
-            return args.diff  # type: ignore[attr-defined,no-any-return]
+    def approval_detail(self, args: Params, ctx: ToolContext) -> str:
         try:
             return self._display(self._plan(args, ctx), ctx)
         except (ToolError, PatchError) as e:

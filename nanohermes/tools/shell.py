@@ -521,7 +521,7 @@ class RunCommand(Tool):
             return suggest_command_rule(commands[0], self.name)
         return Rule(self.name, escape_pattern(command))
 
-    def approval_detail(self, args: Params) -> str:
+    def approval_detail(self, args: Params, ctx: ToolContext) -> str:
         return args.command  # type: ignore[attr-defined]
 
     def output_limit(self) -> str:

@@ -224,7 +224,7 @@ class WebFetchParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class WebFetch(ReadOnlyTool):
+class WebFetch(ReadOnlyTool[WebFetchParams]):
     name: ClassVar[str] = "web_fetch"
     group: ClassVar[str] = "web"
     description: ClassVar[str] = (
@@ -238,14 +238,13 @@ class WebFetch(ReadOnlyTool):
     params: ClassVar[type[Params]] = WebFetchParams
     kind: ClassVar[SubjectKind] = "host"
 
-    def rule_subject(self, args: Params) -> str | None:
-        return canonical_host(urlsplit(getattr(args, "url", "")).hostname or "") or None
+    def rule_subject(self, args: WebFetchParams) -> str | None:
+        return canonical_host(urlsplit(args.url).hostname or "") or None
 
     def output_limit(self) -> str:
         return "max_chars (500..max_output) chars, web_fetch_body_bytes"
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, WebFetchParams)
+    async def run(self, args: WebFetchParams, ctx: ToolContext) -> str:
         limits = ctx.limits
         max_chars = max(MAX_CHARS_FLOOR, min(args.max_chars, limits.max_output))
         seconds = limits.web_fetch_timeout_secs
@@ -256,7 +255,8 @@ class WebFetch(ReadOnlyTool):
         except TimeoutError:
             raise ToolError(f"timed out after {seconds:g} s fetching {args.url} (web_fetch_timeout_secs); "
                             "the server is slow or stuck: try again later or another URL") from None
-        return await self.in_thread(self._render, page, ctx, max_chars)
+        text: str = await self.in_thread(self._render, page, ctx, max_chars)
+        return text
 
     async def _fetch(self, url: str, ctx: ToolContext, deadline: float) -> _Page:
         import httpx
@@ -275,7 +275,7 @@ class WebFetch(ReadOnlyTool):
                 if ctx.target is not None and not hops and host in judged:
                     hop = ctx.target  # the first hop: the Target the call was judged on
                 else:
-                    hop = await self.in_thread(self.target, self.params.model_validate({"url": url}), ctx)
+                    hop = await self.in_thread(self.target, self.parse({"url": url}), ctx)
                 if why := host_refusal(host, ctx.config, hop.addresses):
                     raise ToolError(why + (f" (reached by a redirect from {hops[0]})" if hops else ""))
                 if hops and host not in judged and ctx.refusal is not None and (why := ctx.refusal(hop)):
@@ -562,7 +562,7 @@ def search_duckduckgo_sync(query: str, count: int, timeout: float) -> list[Searc
 
 
 @dataclass(frozen=True, kw_only=True)
-class WebSearch(ReadOnlyTool):
+class WebSearch(ReadOnlyTool[WebSearchParams]):
     name: ClassVar[str] = "web_search"
     group: ClassVar[str] = "web"
     description: ClassVar[str] = (
@@ -575,8 +575,7 @@ class WebSearch(ReadOnlyTool):
     def output_limit(self) -> str:
         return "10 results, web_search_snippet_chars chars each"
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, WebSearchParams)
+    async def run(self, args: WebSearchParams, ctx: ToolContext) -> str:
         count = max(1, min(args.count, 10))
         provider = ctx.config.web_search.provider
         timeout = ctx.limits.web_search_timeout_secs
