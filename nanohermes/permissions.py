@@ -7,7 +7,8 @@ replay a tool name from history after the mode changed.
 Check order: mode block list, then `disallowed_tools`, then `allowed_tools` (when non-empty,
 only those), then deny rules, then plan-mode read-only check, then protected writes, then
 goal mode / --yes, then ask rules, then allow rules (learned ones included), the built-in
-read-only commands and the tool's own approval level.
+read-only commands, the secret-file list, the question per web host (default and
+accept-edits modes) and the tool's own approval level.
 
 Rules are `tool` or `tool(pattern)`. What the pattern is matched against comes from the
 tool's declared subject kind (carried by the call's `Target`): a command prefix with `*` for

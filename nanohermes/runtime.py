@@ -209,8 +209,9 @@ class Runtime:
             target = replace(target, protected=target.protected or bool(tool.protected(args, ctx)))
         except ToolError as e:  # a subject that cannot be judged: a clear error, before any question
             return f"ERROR: {e}", True, None, 0.0
-        except Exception:  # a declaration that cannot be evaluated: the worst case, asked every time
-            target = Target(effect=tool.effect, protected=True)
+        except Exception as e:  # a tool whose declaration fails cannot be judged: refused, not guessed
+            return (f"ERROR: {tool.name} cannot say what this call touches ({type(e).__name__}: {e}); "
+                    "the call was refused"), True, None, 0.0
         ctx.target = target
         ctx.refusal = self._refusal(tool, args)
         verdict = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)

@@ -237,3 +237,28 @@ def test_a_patch_writing_a_protected_path_among_others_is_asked_in_accept_edits(
     [req] = ui.of(ApprovalRequest)
     assert req.reason.startswith("writes a protected path")
     assert not (workspace / ".git" / "hooks").exists() and (workspace / "a.txt").read_text() == "a\n"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Unsure(Scribble):
+    """A tool whose declaration fails: what it touches cannot be told."""
+
+    name: ClassVar[str] = "unsure"
+
+    def subjects(self, args: Params) -> list[str]:
+        raise RuntimeError("no idea")
+
+
+@pytest.mark.parametrize("mode", ["default", "goal"])
+def test_a_call_whose_target_cannot_be_computed_is_refused(workspace: Path, mode: str) -> None:
+    ui = RecordingUI(answers=["yes"])
+    out = run(runtime(workspace, ui, Policy(mode=mode), tools=[Unsure()]), "unsure", path="a", content="x")
+    assert out == "ERROR: unsure cannot say what this call touches (RuntimeError: no idea); the call was refused"
+    assert ui.of(ApprovalRequest) == [] and list(workspace.iterdir()) == []
+
+
+def test_a_path_with_a_nul_byte_is_refused_before_any_question(workspace: Path) -> None:
+    ui = RecordingUI(answers=["yes"])
+    out = run(runtime(workspace, ui, Policy()), "write_file", path="a\u0000b", content="x")
+    assert out == "ERROR: path 'a\\x00b' contains a NUL byte; pass a plain file path"
+    assert ui.of(ApprovalRequest) == []
