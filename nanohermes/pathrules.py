@@ -66,12 +66,6 @@ def subject_of(workspace: Path, real: Path | str) -> str:
     return "." if rel == "." else Path(rel).as_posix()
 
 
-def path_subject(workspace: Path, path: str, *, cwd: Path | None = None) -> str:
-    """What a file tool's path rule sees: `src/a.py` inside the workspace, an absolute path
-    outside it. `a/../b` is `b`; a symlink counts as the file it points to."""
-    return subject_of(workspace, resolve(cwd or workspace, path))
-
-
 def host_subject(url_or_host: str) -> str:
     """web_fetch rules match the host: `https://Docs.Python.org:443/x` -> `docs.python.org`;
     an IP literal in any spelling gives its usual form."""
