@@ -197,10 +197,6 @@ class Tool(Generic[P]):
         return await asyncio.to_thread(fn, *a)
 
 
-__all__ = ["Approval", "Effect", "Params", "ReadOnlyTool", "SubjectKind", "Target", "Tool", "ToolContext", "ToolError",
-           "ToolResult", "build_tools", "declarations", "describe_validation", "params_schema"]
-
-
 @dataclass(frozen=True, kw_only=True)
 class ReadOnlyTool(Tool[P]):
     """A tool that only reads: it never asks and runs in parallel with other such calls.
@@ -279,3 +275,7 @@ def build_tools(config: Config | None = None, workspace: Path | None = None) -> 
     tools += [*shell.tools(), *tasks.tools(), *git.tools()]
     tools += search.tools(config)
     return sorted(tools, key=lambda t: t.name)
+
+
+__all__ = ["Approval", "Effect", "Params", "ReadOnlyTool", "SubjectKind", "Target", "Tool", "ToolContext", "ToolError",
+           "ToolResult", "build_tools", "declarations", "describe_validation", "params_schema"]
