@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from nanohermes.errors import ContextTooLongError
 from nanohermes.events import UI, ModelStarted, Notice, TextDelta, TurnEnded, UsageUpdate
@@ -21,6 +21,16 @@ if TYPE_CHECKING:
     from nanohermes.compact import Compactor
 
 Reason = Literal["completed", "max_turns", "interrupted", "error"]
+
+
+class TurnHooks(Protocol):
+    """What runs around a turn (the UserPromptSubmit and Stop hooks)."""
+
+    async def prompt_submitted(self, prompt: str) -> str | None:
+        """The prompt to send (context may be added); None: blocked, the turn does not run."""
+
+    async def stopping(self, answer: str) -> str | None:
+        """A reason to keep working instead of ending the turn; None: the turn ends."""
 
 
 @dataclass(frozen=True)
@@ -43,12 +53,16 @@ class Agent:
     usage: Usage = field(default_factory=Usage)  # the session so far, sub-agents' calls included
     usage_by_model: dict[str, Usage] = field(default_factory=dict)  # the same, per model (for pricing)
     compactor: Compactor | None = None  # keeps the history inside the session budget
+    turn_hooks: TurnHooks | None = None
 
     def messages(self) -> list[Message]:
         return [Message.system(self.system_prompt), *self.history]
 
     async def ask(self, prompt: str) -> TurnResult:
-        self._append(Message.user(prompt))
+        hooked = await self.turn_hooks.prompt_submitted(prompt) if self.turn_hooks is not None else prompt
+        if hooked is None:
+            return self._end("error", 0, 0, "")
+        self._append(Message.user(hooked))
         turns = calls = 0
         pending: tuple[ToolCall, ...] = ()
         results: dict[str, Message] = {}
@@ -60,7 +74,10 @@ class Agent:
                 self.count_usage(done.usage)
                 self._append(done.message)
                 if not done.message.tool_calls:
-                    return self._end("completed", turns, calls, done.message.content or "")
+                    if (more := await self._stop_hooks(done.message)) is None:
+                        return self._end("completed", turns, calls, done.message.content or "")
+                    self._append(Message.user(more))
+                    continue
                 pending, results = done.message.tool_calls, {}
                 calls += len(pending)
                 for result in await self.runtime.run_calls(pending, results):
@@ -72,6 +89,9 @@ class Agent:
             self._answer_pending(pending, results)
             self._end("interrupted", turns, calls, "")
             raise
+
+    async def _stop_hooks(self, answer: Message) -> str | None:
+        return await self.turn_hooks.stopping(answer.content or "") if self.turn_hooks is not None else None
 
     async def _call_model(self) -> Completion:
         """One model call, with the history compacted first when it outgrew the budget, and

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, AsyncIterator, Callable
 
 from nanohermes.agent import Agent
 from nanohermes.compact import Compactor
-from nanohermes.config import Config, McpServerConfig
+from nanohermes.config import HOOK_EVENTS, Config, McpServerConfig
 from nanohermes.dirs import state_home
 from nanohermes.context import ProjectDocs, load_project_docs, system_prompt
 from nanohermes.events import UI, Notice
@@ -25,7 +25,8 @@ from nanohermes.tools import Tool, build_tools
 from nanohermes.tools import skills as skill_tools
 from nanohermes.tools.skills import SkillSet
 
-if TYPE_CHECKING:  # imported only when configured: most sessions use neither
+if TYPE_CHECKING:  # imported only when configured: most sessions use none of them
+    from nanohermes.hooks import Hooks
     from nanohermes.tools.mcp import McpManager
     from nanohermes.tools.subagents import SubagentManager
 
@@ -47,6 +48,8 @@ class Built:
     mcp: McpManager | None = None
     subagents: SubagentManager | None = None
     builtins: list[Tool] = field(default_factory=list)
+    hooks: Hooks | None = None
+    resumed: bool = False
 
     def pool(self) -> list[Tool]:
         """SPEC §2 order: built-ins by name, then skill, then MCP by name, then sub-agent tools."""
@@ -61,6 +64,8 @@ class Built:
     async def start(self) -> None:
         """Connect MCP servers and add their tools; each failure is one warning, never fatal."""
         notices: list[str] = []
+        if self.hooks is not None and (extra := await self.hooks.session_start("resume" if self.resumed else "startup")):
+            self.agent.system_prompt += f"\n\n<session-start-context>\n{extra}\n</session-start-context>"
         if self.mcp is not None:
             notices += await self.mcp.start()
             if section := self.mcp.instructions():
@@ -72,8 +77,11 @@ class Built:
             self.agent.ui.emit(Notice(level="warning", text=text))
 
     async def aclose(self) -> None:
-        """Cancel running sub-agents, kill background tasks, then shut every MCP server down."""
+        """Run the SessionEnd hooks, cancel running sub-agents, kill background tasks, then shut
+        every MCP server down."""
         try:
+            if self.hooks is not None:
+                await self.hooks.session_end("exit")
             if self.subagents is not None:
                 await self.subagents.aclose()
         finally:
@@ -175,11 +183,20 @@ def assemble_pool(builtins: list[Tool], *extra_groups: list[Tool]) -> list[Tool]
 
 
 def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = None, save_session: bool = True,
-                resume: Path | None = None) -> Built:
-    """`resume`: a saved transcript to continue (its history, meters and todo list)."""
+                resume: Path | None = None, asks: bool = False, idle_between_turns: bool = False) -> Built:
+    """`resume`: a saved transcript to continue (its history, meters and todo list). `asks`: a
+    person answers the approval prompts; `idle_between_turns`: a finished turn waits for them
+    (both fire the Notification hooks)."""
     warnings: list[str] = []
     protect_secrets(config)
     limits = config.build_limits()
+    hooks = None
+    if any(config.hooks.groups(e) for e in HOOK_EVENTS):
+        from nanohermes.hooks import Hooks, NotifyingUI
+
+        hooks = Hooks.from_config(config.hooks, workspace, limits, ui.emit)
+        if asks or idle_between_turns:
+            ui = NotifyingUI(ui, hooks, approvals=asks, idle=idle_between_turns)
     given = llm
 
     def make_llm(model: str | None = None) -> LLM:
@@ -216,14 +233,17 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     runtime = Runtime(
         tools=[], config=config, workspace=workspace, ui=ui,
         policy=policy, limits=limits,
-        session_dir=transcript.dir if transcript else None,
+        session_dir=transcript.dir if transcript else None, hooks=hooks,
     )
     agent = Agent(llm=llm, runtime=runtime, ui=ui, system_prompt=prompt,
-                  max_turns=config.max_turns, transcript=transcript, compactor=Compactor(llm, limits, ui))
+                  max_turns=config.max_turns, transcript=transcript, compactor=Compactor(llm, limits, ui),
+                  turn_hooks=hooks)
+    if hooks is not None:
+        hooks.session = lambda: (agent.transcript.id, str(agent.transcript.path)) if agent.transcript else ("", "")
     if resume is not None:
         warnings += resume_into(agent, resume)
     built = Built(agent, warnings, docs=docs, skills=skills, mcp=mcp, subagents=subagents,
-                  builtins=build_tools(config, workspace))
+                  builtins=build_tools(config, workspace), hooks=hooks, resumed=resume is not None)
     if subagents is not None:
         subagents.parent = runtime
         subagents.count_usage = agent.count_usage  # what children spend counts in the session

@@ -61,6 +61,8 @@ class Limits:
     compact_keep_chars: int | None = None  # recent history kept verbatim; None: session budget / 4
     compact_item_chars: int = 4000  # each older message as quoted into the summary request
     compact_summary_chars: int = 12_000  # the summary that replaces the older turns
+    hook_output_bytes: int = 64 * KiB  # per stream of one hook: the rest is read and discarded
+    hook_context_chars: int = 10_000  # additionalContext of the hooks of one event, added to the prompt
 
     @property
     def aggregate_chars(self) -> int:

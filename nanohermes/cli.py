@@ -331,7 +331,7 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
     from nanohermes.ui.headless import HeadlessUI
 
     ui = HeadlessUI(fmt=fmt, verbose=verbose, interactive=sys.stdin.isatty() and sys.stderr.isatty())
-    built = build_agent(config, workspace, ui, save_session=save_session, resume=resume)
+    built = build_agent(config, workspace, ui, save_session=save_session, resume=resume, asks=ui.interactive)
     for w in built.warnings:
         sys.stderr.write(f"nanohermes: warning: {w}\n")
     agent = built.agent

@@ -110,6 +110,8 @@ class Compactor:
             self.ui.emit(Notice(level="warning", text=f"cannot compact ({reason}): no older turns to summarise"))
             return None
         older, kept = history[:cut], len(history) - cut
+        if agent.runtime.hooks is not None:
+            await agent.runtime.hooks.pre_compact("manual" if reason == "/compact" else "auto", focus)
         summary = await self._summarise(agent, older, focus)
         text = clamp(summary, self.limits.compact_summary_chars)
         body = (f"{SUMMARY_TAG}\nThe earlier part of this conversation ({len(older)} messages) was compacted. "

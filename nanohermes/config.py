@@ -122,6 +122,53 @@ class Price(_Section):
     output_per_mtok: float = _d(..., "dollars per million completion tokens", ge=0)
 
 
+HOOK_EVENTS: tuple[str, ...] = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart", "SessionEnd",
+                                 "PreCompact", "Notification")
+
+
+class HookCommand(_Section):
+    type: Literal["command"] = _d("command", "the only kind: a shell command line")
+    command: str = _d(..., "the command line, run by /bin/sh in the workspace", min_length=1)
+    timeout: float = _d(60.0, "seconds before it is killed (its whole process group)", gt=0, le=3600)
+
+
+class HookGroup(_Section):
+    matcher: str = _d("", "regular expression matched against the tool name (the whole name); empty or * matches all")
+    hooks: list[HookCommand] = _d(list, "the commands to run, in order")
+    _origin: str = PrivateAttr(default="")  # the file that defined it, for /hooks
+
+    @field_validator("matcher")
+    @classmethod
+    def _regex(cls, v: str) -> str:
+        if v not in ("", "*"):
+            try:
+                re.compile(v)
+            except re.error as e:
+                raise ValueError(f"matcher {v!r} is not a regular expression: {e}") from None
+        return v
+
+    @property
+    def origin(self) -> str:
+        return self._origin
+
+
+class HooksConfig(_Section):
+    """Commands run at points of a session; each event takes a list of {matcher, hooks}."""
+
+    PreToolUse: list[HookGroup] = _d(list, "before a tool call: may allow, deny, ask or rewrite it")
+    PostToolUse: list[HookGroup] = _d(list, "after a tool call succeeded: may add a reason for the model")
+    UserPromptSubmit: list[HookGroup] = _d(list, "before a prompt is sent: may block it or add context")
+    Stop: list[HookGroup] = _d(list, "when the model has answered: may send it back to work with a reason")
+    SessionStart: list[HookGroup] = _d(list, "when a session starts or is resumed: may add context")
+    SessionEnd: list[HookGroup] = _d(list, "when a session ends")
+    PreCompact: list[HookGroup] = _d(list, "before the history is compacted")
+    Notification: list[HookGroup] = _d(list, "when nanohermes waits for you (an approval, a finished turn)")
+
+    def groups(self, event: str) -> list[HookGroup]:
+        groups: list[HookGroup] = getattr(self, event)
+        return groups
+
+
 class Config(_Section):
     model: str = _d("gpt-4.1-mini", "model name sent to the endpoint (env NANOHERMES_MODEL, --model)")
     base_url: str = _d("https://api.openai.com/v1", "OpenAI-compatible endpoint (env OPENAI_BASE_URL, --base-url)")
@@ -154,6 +201,7 @@ class Config(_Section):
     subagents: dict[str, SubagentConfig] = _d(dict, "sub-agents by name")
     summary_model: str | None = _d(None, "a small model that labels each batch of tool calls in the REPL")
     prices: dict[str, Price] = _d(dict, "prices by model name, for the cost meter")
+    hooks: HooksConfig = _d(HooksConfig, "commands run at points of the session (user config or a trusted project)")
 
     @field_validator("subagents")
     @classmethod
@@ -250,7 +298,7 @@ def _env_layer() -> dict[str, Any]:
 # Keys a project file may set only when the user trusts the project: a cloned repository
 # must not turn off approvals, send the user's key to another host, or start programs.
 PROJECT_TRUST_KEYS = ("auto_approve", "permission_mode", "base_url", "api_key", "api_key_env", "mcp",
-                      "extra_write_roots", "trusted_projects")
+                      "extra_write_roots", "trusted_projects", "hooks")
 
 
 def _untrusted_project_keys(data: dict[str, Any]) -> list[str]:
@@ -260,6 +308,22 @@ def _untrusted_project_keys(data: dict[str, Any]) -> list[str]:
     if "auto_approve" in risky and data["auto_approve"] is False:
         risky.remove("auto_approve")
     return risky
+
+
+def _merge_hooks(layers: list[tuple[str, dict[str, Any]]], merged: dict[str, Any]) -> dict[str, list[str]]:
+    """Hooks add up across layers (a project's never drop the user's); returns each event's
+    group origins, in order."""
+    origins: dict[str, list[str]] = {}
+    groups: dict[str, list[Any]] = {}
+    for where, data in layers:
+        hooks = data.get("hooks")
+        for event in HOOK_EVENTS:
+            for group in (hooks.get(event) or []) if isinstance(hooks, dict) else []:
+                groups.setdefault(event, []).append(group)
+                origins.setdefault(event, []).append(where)
+    if groups:
+        merged["hooks"] = {**(merged.get("hooks") or {}), **groups}
+    return origins
 
 
 def is_trusted(workspace: Path, trusted: list[str]) -> bool:
@@ -312,10 +376,14 @@ def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict
         merged["permissions"] = dict(merged.get("permissions") or {})
         for kind in ("allow", "ask", "deny"):
             merged["permissions"][kind] = [t for (k, t) in origins if k == kind]
+    hook_origins = _merge_hooks(layers, merged)
     try:
         loaded.config = Config.model_validate(merged)
     except ValidationError as e:  # env or flags
         raise ConfigError(f"{_describe(e)}", hint="check the environment variables and flags") from None
     loaded.config.permissions._origins = origins
+    for event, sources in hook_origins.items():
+        for group, origin in zip(loaded.config.hooks.groups(event), sources):
+            group._origin = origin
     loaded.config.build_limits()  # reject unknown limit names early
     return loaded

@@ -199,6 +199,27 @@ async def check_mcp(s: Setup) -> list[Check]:
 CHECKS.append(check_mcp)
 
 
+async def check_hooks(s: Setup) -> list[Check]:
+    """Each configured hook's program exists (hooks themselves are not run)."""
+    from nanohermes.config import HOOK_EVENTS
+    from nanohermes.hooks import missing_program
+
+    out: list[Check] = []
+    for event in HOOK_EVENTS:
+        for group in s.config.hooks.groups(event):
+            for hook in group.hooks:
+                name = f"hook {event}"
+                problem = missing_program(hook.command, s.workspace)
+                if problem is None:
+                    out.append(Check(name, "ok", hook.command))
+                else:
+                    out.append(Check(name, "fail", problem, f"fix the hook `{hook.command}` in {group.origin or 'the config'}"))
+    return out
+
+
+CHECKS.append(check_hooks)
+
+
 async def run_checks(setup: Setup, emit: Callable[[Check], None]) -> list[Check]:
     results: list[Check] = []
     for fn in CHECKS:

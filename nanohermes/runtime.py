@@ -13,7 +13,7 @@ import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from nanohermes.budget import Limits, clamp
 from nanohermes.config import Config
@@ -22,6 +22,9 @@ from nanohermes.messages import Message, ToolCall
 from nanohermes.permissions import Policy, Rule, Target, blocked, decide, describe
 from nanohermes.redact import redact
 from nanohermes.tools import Params, Tool, ToolContext, ToolError, ToolResult
+
+if TYPE_CHECKING:
+    from nanohermes.hooks import Hooks
 
 DENIED = "Command denied by the user. Do not retry it; ask what to do instead."
 INTERRUPTED = "interrupted by user"
@@ -48,6 +51,7 @@ class Runtime:
     limits: Limits = field(default_factory=Limits)
     session_dir: Path | None = None  # where over-budget results are persisted
     state: dict[str, Any] = field(default_factory=dict)
+    hooks: Hooks | None = None  # PreToolUse / PostToolUse commands of the user or a trusted project
     _confirm_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
 
     def __post_init__(self) -> None:
@@ -202,6 +206,11 @@ class Runtime:
                              summary: str) -> tuple[str, bool, str | None, float]:
         """(result text, is_error, display, seconds spent waiting for the approval)."""
         ctx = self._context(call_id)
+        hooked = await self.hooks.pre_tool_use(tool, args) if self.hooks is not None else None
+        if hooked is not None:  # a hook may refuse the call or rewrite it; the rules then judge the result
+            if hooked.refusal is not None:
+                return hooked.refusal, True, None, 0.0
+            args = hooked.args
         try:
             # Once per call, off the loop (a host's addresses come from the resolver); the
             # verdict and the tool both use this one Target.
@@ -215,6 +224,7 @@ class Runtime:
         ctx.target = target
         ctx.refusal = self._refusal(tool, args)
         verdict = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
+        verdict = hooked.adjust(verdict) if hooked is not None else verdict
         if verdict.decision == "deny":
             return f"ERROR: {verdict.reason}", True, None, 0.0
         waited = 0.0
@@ -241,9 +251,10 @@ class Runtime:
             raise
         except Exception as e:  # a tool bug must not end the turn
             return f"ERROR: {tool.name} failed unexpectedly: {type(e).__name__}: {e}", True, None, waited
-        if isinstance(out, ToolResult):
-            return out.text, False, out.display, waited
-        return out, False, None, waited
+        text, display = (out.text, out.display) if isinstance(out, ToolResult) else (out, None)
+        if self.hooks is not None:
+            text = await self.hooks.post_tool_use(tool, args, text)
+        return text, False, display, waited
 
     async def close(self) -> None:
         """End what tools keep in the session state (background tasks, ...): every value

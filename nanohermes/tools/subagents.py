@@ -136,7 +136,7 @@ class SubagentManager:
         policy = replace(parent.policy, allowed_tools=tuple(t.name for t in allowed) or parent.policy.allowed_tools)
         session_dir = parent.session_dir / "agents" / run_id if parent.session_dir else None
         return Runtime(tools=allowed, config=parent.config, workspace=parent.workspace, ui=ui, policy=policy,
-                       limits=parent.limits, session_dir=session_dir)
+                       limits=parent.limits, session_dir=session_dir, hooks=parent.hooks)
 
     def spawn(self, name: str, task: str) -> Run:
         from nanohermes.agent import Agent

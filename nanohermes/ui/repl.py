@@ -230,7 +230,8 @@ class Repl:
         view.out = self._out
         approver = Approver(self.console, before=self.before_approval, after=view.resume, on_interrupt=self.interrupt)
         ui = ReplUI(view=view, approver=approver)
-        built = build_agent(config, s.workspace, ui, save_session=s.save_session, resume=s.resume)
+        built = build_agent(config, s.workspace, ui, save_session=s.save_session, resume=s.resume,
+                            asks=True, idle_between_turns=True)
         if config.summary_model:
             ui.summarizer = BatchSummarizer(model=config.summary_model, base_url=config.base_url,
                                             api_key=config.resolved_api_key(), on_label=self.on_label,

@@ -1,0 +1,408 @@
+"""Hooks: real hook processes recording their stdin, driven through a real agent and ScriptedLLM."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nanohermes.assemble import Built, build_agent
+from nanohermes.budget import Limits
+from nanohermes.config import Config, load_config
+from nanohermes.doctor import Setup, check_hooks
+from nanohermes.events import ApprovalRequest, Notice, RecordingUI
+from nanohermes.hooks import Hook, Hooks, missing_program
+from nanohermes.testing import Reply, ScriptedLLM, call, tool_reply
+
+# A hook that appends its stdin (one JSON object) to LOG, then answers as told by its
+# arguments: `out` printed on stdout, `err` on stderr, then exit with `code`. With
+# `--once`, it answers only the first time (a Stop hook that sends the model back once).
+RECORDER = r'''
+import json, sys
+log, code, out, err = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+once = "--once" in sys.argv
+data = json.loads(sys.stdin.read())
+with open(log, "a") as f:
+    f.write(json.dumps(data) + "\n")
+if once and data.get("stop_hook_active"):
+    sys.exit(0)
+sys.stdout.write(out)
+sys.stderr.write(err)
+sys.exit(code)
+'''
+
+
+@pytest.fixture
+def recorder(tmp_path: Path) -> Path:
+    script = tmp_path / "recorder.py"
+    script.write_text(RECORDER)
+    return script
+
+
+def hook_cmd(recorder: Path, log: Path, code: int = 0, out: str | dict[str, Any] = "", err: str = "",
+             once: bool = False) -> str:
+    text = json.dumps(out) if isinstance(out, dict) else out
+    return " ".join(shlex.quote(str(a)) for a in
+                    [sys.executable, recorder, log, code, text, err] + (["--once"] if once else []))
+
+
+def group(command: str, matcher: str = "", timeout: float = 30) -> dict[str, Any]:
+    return {"matcher": matcher, "hooks": [{"type": "command", "command": command, "timeout": timeout}]}
+
+
+def records(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def build(ws: Path, llm: ScriptedLLM, ui: RecordingUI, hooks: dict[str, Any], **config: Any) -> Built:
+    return build_agent(Config(hooks=hooks, **config), ws, ui, llm=llm, asks=True, idle_between_turns=True)
+
+
+def ask(built: Built, *prompts: str) -> None:
+    async def go() -> None:
+        async with built.session() as agent:
+            for p in prompts:
+                await agent.ask(p)
+
+    asyncio.run(go())
+
+
+def tool_messages(llm: ScriptedLLM) -> list[str]:
+    return [m["content"] for m in llm.requests[-1]["messages"] if m["role"] == "tool"]
+
+
+def warnings(ui: RecordingUI) -> list[str]:
+    return [n.text for n in ui.of(Notice) if n.level == "warning"]
+
+
+def test_every_event_fires_with_its_documented_input(workspace: Path, recorder: Path, tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    events = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart", "SessionEnd", "PreCompact",
+              "Notification")
+    llm = ScriptedLLM([tool_reply(call("write_file", {"path": "a.txt", "content": "A"})), Reply(text="done"),
+                       Reply(text="the summary")])
+    ui = RecordingUI(answers=["once"])
+    built = build(workspace, llm, ui, {e: [group(hook_cmd(recorder, log))] for e in events})
+
+    async def go() -> None:
+        async with built.session() as agent:
+            await agent.ask("hello")
+            assert agent.compactor is not None
+            await agent.compactor.manual(agent, focus="the files")
+
+    asyncio.run(go())
+    got = records(log)
+    transcript = built.agent.transcript
+    assert transcript is not None
+    for r in got:
+        assert r["session_id"] == transcript.id and r["transcript_path"] == str(transcript.path)
+        assert r["cwd"] == str(workspace)
+    by = {e: [r for r in got if r["hook_event_name"] == e] for e in events}
+    assert by["SessionStart"] == [{**by["SessionStart"][0], "source": "startup"}]
+    assert by["UserPromptSubmit"][0]["prompt"] == "hello"
+    assert by["PreToolUse"][0]["tool_name"] == "write_file"
+    assert by["PreToolUse"][0]["tool_input"] == {"path": "a.txt", "content": "A"}
+    assert by["PostToolUse"][0]["tool_input"] == {"path": "a.txt", "content": "A"}
+    assert "a.txt" in by["PostToolUse"][0]["tool_response"]
+    assert by["Stop"][0]["stop_hook_active"] is False
+    assert by["PreCompact"][0]["trigger"] == "manual" and by["PreCompact"][0]["custom_instructions"] == "the files"
+    messages = sorted(r["message"] for r in by["Notification"])
+    assert messages == ["nanohermes is waiting for your input", "nanohermes needs your permission to use write_file: a.txt"]
+    assert by["SessionEnd"][0]["reason"] == "exit"
+    assert got[0]["hook_event_name"] == "SessionStart" and got[-1]["hook_event_name"] == "SessionEnd"
+    assert (workspace / "a.txt").read_text() == "A"
+
+
+def test_pre_tool_use_allow_answers_the_approval_question(workspace: Path, recorder: Path, tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    llm = ScriptedLLM([tool_reply(call("write_file", {"path": "a.txt", "content": "A"})), Reply(text="done")])
+    ui = RecordingUI()  # would refuse any question
+    ask(build(workspace, llm, ui, {"PreToolUse": [group(hook_cmd(recorder, log, out={
+        "permissionDecision": "allow", "permissionDecisionReason": "writes are fine"}), matcher="write_file|edit_file")]}),
+        "go")
+    assert ui.of(ApprovalRequest) == []
+    assert (workspace / "a.txt").read_text() == "A"
+
+
+def test_pre_tool_use_allow_never_lifts_a_deny_rule(workspace: Path, recorder: Path, tmp_path: Path) -> None:
+    llm = ScriptedLLM([tool_reply(call("write_file", {"path": "a.txt", "content": "A"})), Reply(text="done")])
+    ask(build(workspace, llm, RecordingUI(), {"PreToolUse": [group(hook_cmd(recorder, tmp_path / "l", out={
+        "permissionDecision": "allow"}))]}, permissions={"deny": ["write_file(a.txt)"]}), "go")
+    assert not (workspace / "a.txt").exists()
+    assert tool_messages(llm)[0].startswith("ERROR:") and "write_file(a.txt)" in tool_messages(llm)[0]
+
+
+def test_pre_tool_use_deny_sends_its_reason_to_the_model(workspace: Path, recorder: Path, tmp_path: Path) -> None:
+    llm = ScriptedLLM([tool_reply(call("write_file", {"path": "a.txt", "content": "A"})), Reply(text="done")])
+    ui = RecordingUI(answers=["once"])
+    ask(build(workspace, llm, ui, {"PreToolUse": [group(hook_cmd(recorder, tmp_path / "l", out={
+        "hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "no writes on Fridays"}}))]}),
+        "go")
+    assert tool_messages(llm) == ["ERROR: blocked by a PreToolUse hook: no writes on Fridays"]
+    assert not (workspace / "a.txt").exists() and ui.of(ApprovalRequest) == []
+
+
+def test_pre_tool_use_ask_asks_what_auto_approve_would_allow(workspace: Path, recorder: Path, tmp_path: Path) -> None:
+    llm = ScriptedLLM([tool_reply(call("write_file", {"path": "a.txt", "content": "A"})), Reply(text="done")])
+    ui = RecordingUI()  # nobody answers: refused
+    ask(build(workspace, llm, ui, {"PreToolUse": [group(hook_cmd(recorder, tmp_path / "l", out={
+        "permissionDecision": "ask", "permissionDecisionReason": "check this one"}))]}, auto_approve=True), "go")
+    [req] = ui.of(ApprovalRequest)
+    assert req.reason == "a PreToolUse hook asks: check this one" and req.rule == ""
+    assert not (workspace / "a.txt").exists()
+    assert tool_messages(llm)[0].startswith("Command denied by the user.")
+
+
+def test_updated_input_replaces_the_arguments(workspace: Path, recorder: Path, tmp_path: Path) -> None:
+    llm = ScriptedLLM([tool_reply(call("write_file", {"path": "a.txt", "content": "A"})), Reply(text="done")])
+    ui = RecordingUI()
+    ask(build(workspace, llm, ui, {"PreToolUse": [group(hook_cmd(recorder, tmp_path / "l", out={
+        "updatedInput": {"path": "safe/a.txt", "content": "A, checked"}}))]}, auto_approve=True), "go")
+    assert not (workspace / "a.txt").exists()
+    assert (workspace / "safe" / "a.txt").read_text() == "A, checked"
+    assert "a PreToolUse hook rewrote the arguments of write_file" in [n.text for n in ui.of(Notice)]
+
+
+def test_updated_input_is_checked_by_the_deny_rules_again(workspace: Path, recorder: Path, tmp_path: Path) -> None:
+    llm = ScriptedLLM([tool_reply(call("write_file", {"path": "a.txt", "content": "A"})), Reply(text="done")])
+    ask(build(workspace, llm, RecordingUI(), {"PreToolUse": [group(hook_cmd(recorder, tmp_path / "l", out={
+        "permissionDecision": "allow", "updatedInput": {"path": "secret/a.txt", "content": "A"}}))]},
+        auto_approve=True, permissions={"deny": ["write_file(secret/**)"]}), "go")
+    assert not (workspace / "secret").exists() and not (workspace / "a.txt").exists()
+    [result] = tool_messages(llm)
+    assert result.startswith("ERROR:") and "write_file(secret/**)" in result
+
+
+def test_updated_input_that_fails_validation_is_refused(workspace: Path, recorder: Path, tmp_path: Path) -> None:
+    llm = ScriptedLLM([tool_reply(call("write_file", {"path": "a.txt", "content": "A"})), Reply(text="done")])
+    ask(build(workspace, llm, RecordingUI(), {"PreToolUse": [group(hook_cmd(recorder, tmp_path / "l", out={
+        "updatedInput": {"content": "no path"}}))]}, auto_approve=True), "go")
+    [result] = tool_messages(llm)
+    assert result.startswith("ERROR: a PreToolUse hook rewrote the arguments of write_file into invalid ones:")
+    assert "path" in result and not (workspace / "a.txt").exists()
+
+
+def test_exit_2_blocks_with_stderr_as_the_reason(workspace: Path, recorder: Path, tmp_path: Path) -> None:
+    llm = ScriptedLLM([tool_reply(call("write_file", {"path": "a.txt", "content": "A"})), Reply(text="done")])
+    ask(build(workspace, llm, RecordingUI(), {"PreToolUse": [group(hook_cmd(recorder, tmp_path / "l", code=2,
+                                                                              err="use the formatter first\n"))]},
+              auto_approve=True), "go")
+    assert tool_messages(llm) == ["ERROR: blocked by a PreToolUse hook: use the formatter first"]
+    assert not (workspace / "a.txt").exists()
+
+
+def test_matcher_is_a_regular_expression_over_the_whole_tool_name() -> None:
+    def hook(m: str) -> Hook:
+        return Hook("PreToolUse", m, "true", 1, "")
+
+    assert hook("run_command|write_file").matches("write_file")
+    assert not hook("write").matches("write_file")  # the whole name
+    assert hook("mcp__github__.*").matches("mcp__github__create_issue")
+    assert not hook("mcp__github__.*").matches("mcp__gitlab__x")
+    assert hook("").matches("anything") and hook("*").matches("anything")
+
+
+def test_a_hook_only_runs_for_matching_tools(workspace: Path, recorder: Path, tmp_path: Path) -> None:
+    (workspace / "a.txt").write_text("x")
+    log = tmp_path / "log.jsonl"
+    llm = ScriptedLLM([tool_reply(call("read_file", {"path": "a.txt"}), call("list_dir", {})), Reply(text="done")])
+    ask(build(workspace, llm, RecordingUI(), {"PreToolUse": [group(hook_cmd(recorder, log), matcher="list_dir")]}), "go")
+    assert [r["tool_name"] for r in records(log)] == ["list_dir"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_a_timeout_kills_the_hooks_process_group_and_the_call_goes_on(workspace: Path, tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    command = f"sleep 300 & echo $! > {shlex.quote(str(pidfile))}; sleep 300"
+    llm = ScriptedLLM([tool_reply(call("write_file", {"path": "a.txt", "content": "A"})), Reply(text="done")])
+    ui = RecordingUI()
+    started = time.monotonic()
+    ask(build(workspace, llm, ui, {"PreToolUse": [group(command, timeout=0.5)]}, auto_approve=True), "go")
+    assert time.monotonic() - started < 60
+    assert f"PreToolUse hook `{command[:57]}…` timed out after 0.5s; its process group was killed" in warnings(ui)
+    assert (workspace / "a.txt").read_text() == "A"
+    pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
+
+
+def test_a_crashing_hook_is_a_warning_and_the_call_goes_on(workspace: Path, recorder: Path, tmp_path: Path) -> None:
+    llm = ScriptedLLM([tool_reply(call("write_file", {"path": "a.txt", "content": "A"})), Reply(text="done")])
+    ui = RecordingUI()
+    crash = tmp_path / "crash.py"
+    crash.write_text("raise RuntimeError('hook bug')\n")
+    command = f"{shlex.quote(sys.executable)} {crash}"
+    ask(build(workspace, llm, ui, {"PreToolUse": [group(command)]}, auto_approve=True), "go")
+    assert warnings(ui) == [f"PreToolUse hook `{command[:57]}…` exited with 1: RuntimeError: hook bug; going on"]
+    assert (workspace / "a.txt").read_text() == "A"
+
+
+def test_other_exit_codes_warn_with_the_first_stderr_line(workspace: Path, recorder: Path, tmp_path: Path) -> None:
+    llm = ScriptedLLM([tool_reply(call("list_dir", {})), Reply(text="done")])
+    ui = RecordingUI()
+    command = hook_cmd(recorder, tmp_path / "l", code=3, err="warming up\nboom\n")
+    ask(build(workspace, llm, ui, {"PreToolUse": [group(command)]}), "go")
+    assert warnings(ui) == [f"PreToolUse hook `{command[:57]}…` exited with 3: boom; going on"]
+    assert not tool_messages(llm)[0].startswith("ERROR")
+
+
+def test_post_tool_use_block_reason_reaches_the_model_and_the_turn_goes_on(workspace: Path, recorder: Path,
+                                                                           tmp_path: Path) -> None:
+    llm = ScriptedLLM([tool_reply(call("write_file", {"path": "a.py", "content": "x=1"})), Reply(text="fixed")])
+    ask(build(workspace, llm, RecordingUI(), {"PostToolUse": [group(hook_cmd(recorder, tmp_path / "l", out={
+        "decision": "block", "reason": "lint: missing spaces"}), matcher="write_file")]}, auto_approve=True), "go")
+    [result] = tool_messages(llm)
+    assert result.endswith("\n\nPostToolUse hook: lint: missing spaces")
+    assert len(llm.requests) == 2
+
+
+def test_stop_block_sends_the_model_back_with_the_reason(workspace: Path, recorder: Path, tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    llm = ScriptedLLM([Reply(text="all done"), Reply(text="tests run, now done")])
+    ui = RecordingUI()
+    built = build(workspace, llm, ui, {"Stop": [group(hook_cmd(recorder, log, out={
+        "decision": "block", "reason": "run the tests first"}, once=True))]})
+    ask(built, "go")
+    last = llm.requests[-1]["messages"]
+    assert last[-1] == {"role": "user", "content": "A Stop hook asks you to go on before ending the turn:\n"
+                                                   "run the tests first"}
+    assert [r["stop_hook_active"] for r in records(log)] == [False, True]
+    assert built.agent.history[-1].content == "tests run, now done"
+
+
+def test_stop_exit_2_blocks_too(workspace: Path, recorder: Path, tmp_path: Path) -> None:
+    llm = ScriptedLLM([Reply(text="done"), Reply(text="really done")])
+    ask(build(workspace, llm, RecordingUI(), {"Stop": [group(hook_cmd(recorder, tmp_path / "l", code=2,
+                                                                        err="not yet", once=True))]}), "go")
+    assert llm.requests[-1]["messages"][-1]["content"].endswith("\nnot yet")
+
+
+def test_user_prompt_submit_adds_context_and_can_block(workspace: Path, recorder: Path, tmp_path: Path) -> None:
+    llm = ScriptedLLM([Reply(text="ok")])
+    ask(build(workspace, llm, RecordingUI(), {"UserPromptSubmit": [group(hook_cmd(recorder, tmp_path / "l", out={
+        "additionalContext": "branch: main"}))]}), "hello")
+    assert llm.requests[0]["messages"][-1]["content"] == "hello\n\n<hook-context>\nbranch: main\n</hook-context>"
+
+    llm2 = ScriptedLLM([])
+    ui = RecordingUI()
+    ask(build(workspace, llm2, ui, {"UserPromptSubmit": [group(hook_cmd(recorder, tmp_path / "l", code=2,
+                                                                          err="no secrets in prompts"))]}), "my key")
+    assert llm2.requests == []  # never sent
+    assert "prompt blocked by a UserPromptSubmit hook: no secrets in prompts" in warnings(ui)
+
+
+def test_session_start_context_joins_the_system_prompt(workspace: Path, recorder: Path, tmp_path: Path) -> None:
+    llm = ScriptedLLM([Reply(text="ok")])
+    ask(build(workspace, llm, RecordingUI(), {"SessionStart": [group(hook_cmd(recorder, tmp_path / "l",
+                                                                                out="open tickets: 3"))]}), "hi")
+    system = llm.requests[0]["messages"][0]["content"]
+    assert system.endswith("\n\n<session-start-context>\nopen tickets: 3\n</session-start-context>")
+
+
+def test_hook_context_limit_lowered(workspace: Path, recorder: Path, tmp_path: Path) -> None:
+    llm = ScriptedLLM([Reply(text="ok")])
+    ask(build(workspace, llm, RecordingUI(), {"UserPromptSubmit": [group(hook_cmd(recorder, tmp_path / "l", out={
+        "additionalContext": "x" * 100}))]}, limits={"hook_context_chars": 40}), "hi")
+    expected = "x" * 30 + "\n… output truncated (60 chars omitted) …\n" + "x" * 10
+    assert llm.requests[0]["messages"][-1]["content"] == f"hi\n\n<hook-context>\n{expected}\n</hook-context>"
+
+
+def test_hook_output_limit_lowered(workspace: Path, tmp_path: Path) -> None:
+    ui = RecordingUI()
+    command = f"{shlex.quote(sys.executable)} -c \"import sys; sys.stdout.write('y' * 5000)\""
+    hooks = Hooks([Hook("SessionEnd", "", command, 30, "test")], workspace, Limits(hook_output_bytes=1000), ui.emit)
+    run = asyncio.run(hooks.run(hooks.hooks[0], hooks.payload("SessionEnd")))
+    assert run.stdout == "y" * 1000
+    assert warnings(ui) == [f"SessionEnd hook `{command[:57]}…` stdout cut at 1000 bytes (4000 bytes omitted)"]
+
+
+def test_notification_needs_a_person_to_wait(workspace: Path, recorder: Path, tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    llm = ScriptedLLM([tool_reply(call("write_file", {"path": "a.txt", "content": "A"})), Reply(text="done")])
+    built = build_agent(Config(hooks={"Notification": [group(hook_cmd(recorder, log))]}), workspace, RecordingUI(),
+                        llm=llm)  # as `-p` without a terminal: nobody is waited on
+    ask(built, "go")
+    assert records(log) == []
+
+
+def write_config(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+def test_an_untrusted_projects_hooks_are_ignored(workspace: Path, home: Path) -> None:
+    project = workspace / ".nanohermes" / "config.json"
+    write_config(project, {"hooks": {"PreToolUse": [group("touch pwned")]}})
+    loaded = load_config(workspace)
+    assert loaded.config.hooks.PreToolUse == []
+    assert any(w.startswith(f"{project}: ignored hooks because this project is not trusted") for w in loaded.warnings)
+
+
+def test_a_trusted_projects_hooks_add_to_the_users(workspace: Path, home: Path) -> None:
+    user = home / ".config" / "nanohermes" / "config.json"
+    project = workspace / ".nanohermes" / "config.json"
+    write_config(user, {"trusted_projects": [str(workspace)], "hooks": {"PreToolUse": [group("user-hook")]}})
+    write_config(project, {"hooks": {"PreToolUse": [group("project-hook", matcher="run_command")],
+                                     "Stop": [group("stop-hook")]}})
+    config = load_config(workspace).config
+    hooks = Hooks.from_config(config.hooks, workspace, Limits(), lambda e: None)
+    assert [(h.event, h.command, h.origin) for h in hooks.hooks] == [
+        ("PreToolUse", "user-hook", str(user)), ("PreToolUse", "project-hook", str(project)),
+        ("Stop", "stop-hook", str(project))]
+    assert hooks.lines()[1] == f"PreToolUse       run_command          project-hook  (timeout 30s; {project})"
+
+
+def test_a_bad_matcher_names_the_file(workspace: Path, home: Path) -> None:
+    from nanohermes.errors import ConfigError
+
+    write_config(home / ".config" / "nanohermes" / "config.json", {"hooks": {"Stop": [group("x", matcher="(")]}})
+    with pytest.raises(ConfigError, match="matcher '\\(' is not a regular expression"):
+        load_config(workspace)
+
+
+def test_doctor_checks_each_hooks_program(workspace: Path, home: Path) -> None:
+    script = workspace / "hooks" / "ok.sh"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    (workspace / "hooks" / "plain.sh").write_text("#!/bin/sh\n")
+    write_config(home / ".config" / "nanohermes" / "config.json", {"hooks": {"PreToolUse": [
+        {"hooks": [{"command": "./hooks/ok.sh --fast"}, {"command": "FOO=1 no-such-program-xyz arg"},
+                   {"command": "hooks/plain.sh"}, {"command": "cat"}]}]}})
+    setup = Setup(workspace, load_config(workspace))
+    checks = asyncio.run(check_hooks(setup))
+    assert [(c.status, c.detail) for c in checks] == [
+        ("ok", "./hooks/ok.sh --fast"), ("fail", "no-such-program-xyz: not found on PATH"),
+        ("fail", "hooks/plain.sh: not executable (chmod +x it)"), ("ok", "cat")]
+    assert missing_program("'unclosed", workspace) == "cannot parse the command line: No closing quotation"
+
+
+def test_hooks_command_lists_the_hooks_in_force(workspace: Path, recorder: Path, tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from nanohermes.ui.commands import REGISTRY, CommandContext, load_commands
+
+    load_commands()
+    built = build(workspace, ScriptedLLM([]), RecordingUI(), {"Stop": [group("notify-done", matcher="")]})
+    console = Console(width=200, record=True, color_system=None)
+    ctx = CommandContext(agent=built.agent, config=built.agent.runtime.config, workspace=workspace,
+                         print=console.print, registry=REGISTRY, built=built)
+    asyncio.run(REGISTRY.run("/hooks", ctx))
+    assert "Stop             *                    notify-done  (timeout 30s; config)" in console.export_text()
+    assert os.environ.get("NANOHERMES_PROJECT_DIR") is None  # hooks get it, the process does not
