@@ -391,7 +391,9 @@ async def _one_turn(built: Any, prompt: str) -> Any:
     try:
         async with built.session() as agent:
             try:
-                return await agent.ask(prompt)
+                from nanohermes import custom_commands  # `/name args` runs a custom command
+
+                return await custom_commands.ask(agent, prompt)
             finally:
                 asking = False
     finally:

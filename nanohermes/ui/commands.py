@@ -47,6 +47,7 @@ class Command:
     handler: Handler
     usage: str = ""  # argument synopsis, e.g. "[name]"
     fallback: bool = False  # a stand-in: a later registration of the same name replaces it
+    source: str = ""  # a custom command's file; "" for a built-in
 
 
 @dataclass
@@ -62,6 +63,8 @@ class CommandContext:
     state: dict[str, Any] = field(default_factory=dict)  # REPL-wide settings (view mode, ...)
     built: Built | None = None
     meter: Meter | None = None  # usage of the last turn and the session
+    # Runs a turn with this prompt as the front end runs typed ones (None: agent.ask).
+    submit: Callable[[str], Awaitable[Any]] | None = None
     exit_requested: bool = False
 
     def request_exit(self) -> None:
@@ -78,6 +81,17 @@ class Resolved:
 class Registry:
     def __init__(self) -> None:
         self._commands: dict[str, Command] = {}
+        self.shadowed: list[Command] = []  # custom commands a built-in of the same name hides
+
+    def add_custom(self, name: str, help: str, handler: Handler, *, usage: str = "", source: str) -> bool:  # noqa: A002
+        """A custom command (from a Markdown file); a built-in of the same name wins."""
+        cmd = Command(name, help, handler, usage, source=source)
+        old = self._commands.get(name)
+        if old is not None and not old.source:
+            self.shadowed.append(cmd)
+            return False
+        self._commands[name] = cmd
+        return True
 
     def register(self, name: str, help: str, handler: Handler, *, usage: str = "",  # noqa: A002
                  fallback: bool = False) -> Command:
@@ -167,6 +181,8 @@ def _help(ctx: CommandContext, arg: str) -> None:
     from nanohermes.ui import render
 
     ctx.print(render.help_table(ctx.registry.all()))
+    for c in ctx.registry.shadowed:
+        ctx.print(render.info(f"/{c.name} from {c.source} is hidden by the built-in /{c.name}; rename the file to use it"))
 
 
 @command("tools", help="The tool pool: group, flags, output limit, source; hidden tools with the reason")

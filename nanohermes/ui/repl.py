@@ -245,14 +245,17 @@ class Repl:
             self.agent, self.built, self.ui = built.agent, built, ui
             self.ctx = CommandContext(agent=built.agent, config=s.config, workspace=s.workspace,
                                       print=self.print, registry=self.registry, state=self.state, built=built,
-                                      meter=ui.meter)
+                                      meter=ui.meter, submit=lambda text: self.run_turn(text, attach=False))
+            from nanohermes.ui.extensions import install_custom_commands
+
+            custom_warnings = install_custom_commands(self.registry, s.workspace)
             if s.workspace != Path.cwd().resolve():
                 self._out(Text(f"workspace: {s.workspace}", style="dim"))
             if s.resume is not None:
                 from nanohermes.ui import render
 
                 self._out(render.resumed(s.resume.stem, built.agent.history))
-            for w in (*s.warnings, *built.warnings):
+            for w in (*s.warnings, *built.warnings, *custom_warnings):
                 self._out(Text(f"warning: {w}", style="yellow"))
             self.started = asyncio.get_running_loop().create_task(built.start())
             _warm_imports()
@@ -404,10 +407,11 @@ class Repl:
             self._building = asyncio.get_running_loop().create_task(self.build())
 
     # -- a turn ----------------------------------------------------------------------------
-    async def run_turn(self, text: str) -> None:
+    async def run_turn(self, text: str, *, attach: bool = True) -> None:
+        """`attach`: expand @paths (a custom command's prompt comes with its own attachments)."""
         assert self.agent is not None and self.ui is not None
         await self._started()
-        text = await self.attach_files(text)
+        text = await self.attach_files(text) if attach else text
         loop = asyncio.get_running_loop()
         self.ui.view.start()
         self.turn = loop.create_task(self.agent.ask(text))

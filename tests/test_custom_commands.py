@@ -1,0 +1,185 @@
+"""Custom slash commands from Markdown files: discovery, expansion, attachments, the REPL and -p."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+import pytest
+from prompt_toolkit.document import Document
+from rich.console import Console
+
+from nanohermes.agent import Agent
+from nanohermes.config import Config
+from nanohermes.custom_commands import CustomCommand, discover, expand
+from nanohermes.events import RecordingUI
+from nanohermes.permissions import Policy
+from nanohermes.runtime import Runtime
+from nanohermes.testing import FakeServer, Reply, ScriptedLLM
+from nanohermes.tools.files import ListDir, ReadFile
+from nanohermes.ui.commands import CommandContext, Registry
+from nanohermes.ui.extensions import install_custom_commands
+from nanohermes.ui.repl import _Completer
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def builtin_registry() -> Registry:
+    from nanohermes.ui.commands import REGISTRY, load_commands
+
+    load_commands()
+    reg = Registry()
+    for c in REGISTRY.all():
+        if not c.source:
+            reg.register(c.name, c.help, c.handler, usage=c.usage)
+    return reg
+
+
+def make_ctx(ws: Path, llm: ScriptedLLM, registry: Registry) -> tuple[CommandContext, Console]:
+    console = Console(width=200, record=True, force_terminal=False, color_system=None)
+    cfg = Config()
+    ui = RecordingUI()
+    runtime = Runtime(tools=[ListDir(), ReadFile()], config=cfg, workspace=ws, ui=ui, policy=Policy())
+    agent = Agent(llm=llm, runtime=runtime, ui=ui, system_prompt="sys")
+    return CommandContext(agent=agent, config=cfg, workspace=ws, print=console.print, registry=registry), console
+
+
+def sent(llm: ScriptedLLM, i: int = 0) -> str:
+    return str(llm.requests[i]["messages"][-1]["content"])
+
+
+def test_file_names_become_commands_with_namespaces(workspace: Path, home: Path) -> None:
+    write(workspace / ".nanohermes" / "commands" / "review.md", "Review the code.")
+    write(workspace / ".nanohermes" / "commands" / "frontend" / "test.md", "Run the frontend tests.")
+    write(workspace / ".claude" / "commands" / "review.md", "hidden by the .nanohermes one")
+    write(workspace / ".claude" / "commands" / "explain.md", "Explain.")
+    write(home / ".config" / "nanohermes" / "commands" / "deploy.md", "Deploy.")
+    write(home / ".config" / "nanohermes" / "commands" / "explain.md", "hidden by the project's")
+    write(workspace / ".nanohermes" / "commands" / "bad name.md", "x")
+    found = discover(workspace)
+    assert sorted(found.commands) == ["deploy", "explain", "frontend:test", "review"]
+    assert found.commands["review"].body == "Review the code." and found.commands["review"].project
+    assert found.commands["explain"].body == "Explain."
+    assert not found.commands["deploy"].project
+    assert found.warnings == [f"{workspace / '.nanohermes' / 'commands' / 'bad name.md'}: command names are letters, "
+                              "digits, _ . and -; file skipped"]
+
+
+def test_front_matter_gives_description_hint_and_model(workspace: Path) -> None:
+    write(workspace / ".nanohermes" / "commands" / "fix.md",
+          "---\ndescription: Fix an issue\nargument-hint: <issue> [priority]\nmodel: big-model\n---\nFix issue $1.\n")
+    write(workspace / ".nanohermes" / "commands" / "broken.md", "---\ndescription: [unclosed\n---\nbody")
+    found = discover(workspace)
+    fix = found.commands["fix"]
+    assert (fix.description, fix.argument_hint, fix.model, fix.body) == (
+        "Fix an issue", "<issue> [priority]", "big-model", "Fix issue $1.")
+    assert "broken" not in found.commands
+    assert found.warnings[0].startswith(f"{workspace / '.nanohermes' / 'commands' / 'broken.md'}: front matter is "
+                                        "not valid YAML")
+
+
+@pytest.mark.parametrize("body, args, expected", [
+    ("Fix $ARGUMENTS now", "issue 12", "Fix issue 12 now"),
+    ("From $1 to $2, not $3.", "'a b' c", "From a b to c, not ."),
+    ("$1 and $10", "x", "x and $10"),
+    ("Review the diff.", "carefully please", "Review the diff.\n\nARGUMENTS: carefully please"),
+    ("Review the diff.", "", "Review the diff."),
+    ("Quote: $1", "'unbalanced", "Quote: 'unbalanced"),
+])
+def test_arguments_are_substituted(body: str, args: str, expected: str) -> None:
+    assert expand(CustomCommand(name="x", path=Path("x.md"), project=True, body=body), args) == expected
+
+
+def test_a_command_runs_a_turn_with_its_prompt_and_model(workspace: Path) -> None:
+    write(workspace / ".nanohermes" / "commands" / "frontend" / "test.md",
+          "---\nmodel: big-model\n---\nRun the tests of $1 with care.")
+    llm = ScriptedLLM([Reply(text="done"), Reply(text="next")], model="small-model")
+    reg = builtin_registry()
+    assert install_custom_commands(reg, workspace) == []
+    ctx, _ = make_ctx(workspace, llm, reg)
+    asyncio.run(reg.run("/frontend:test web", ctx))
+    assert sent(llm) == "Run the tests of web with care."
+    assert llm.requests[0]["model"] == "big-model"
+    assert ctx.agent.llm.model == "small-model"  # for that turn only
+    asyncio.run(ctx.agent.ask("plain"))
+    assert llm.requests[1]["model"] == "small-model"
+
+
+def test_at_path_attaches_files_bounded_like_the_repl(workspace: Path, tmp_path: Path) -> None:
+    write(workspace / "src" / "a.py", "\n".join(f"line {i}" for i in range(1, 8)) + "\n")
+    write(workspace / ".nanohermes" / "commands" / "review.md", "Review @src/a.py and @missing.py.")
+    llm = ScriptedLLM([Reply(text="ok")])
+    reg = builtin_registry()
+    install_custom_commands(reg, workspace)
+    ctx, console = make_ctx(workspace, llm, reg)
+    ctx.agent.runtime.limits = type(ctx.agent.runtime.limits)(read_file_window_lines=3)
+    asyncio.run(reg.run("/review", ctx))
+    text = sent(llm)
+    assert text.startswith("Review @src/a.py and @missing.py.\n\n<file path=\"src/a.py\">\n")
+    assert "line 3" in text and "line 4" not in text and "showing lines 1-3 of 7; continue with offset=4" in text
+    assert text.endswith("</file>") and "attached src/a.py" in console.export_text()
+
+
+def test_a_project_command_attaches_only_the_workspaces_non_secret_files(workspace: Path, tmp_path: Path,
+                                                                         home: Path) -> None:
+    outside = write(tmp_path / "outside.txt", "PRIVATE")
+    write(workspace / ".env", "TOKEN=abc")
+    (workspace / "link.txt").symlink_to(outside)
+    write(workspace / ".nanohermes" / "commands" / "leak.md", f"Look at @{outside} @.env @link.txt")
+    write(home / ".config" / "nanohermes" / "commands" / "mine.md", f"Look at @{outside}")
+    llm = ScriptedLLM([Reply(text="ok"), Reply(text="ok")])
+    reg = builtin_registry()
+    install_custom_commands(reg, workspace)
+    ctx, console = make_ctx(workspace, llm, reg)
+    asyncio.run(reg.run("/leak", ctx))
+    assert "PRIVATE" not in sent(llm) and "TOKEN" not in sent(llm)
+    assert console.export_text().count("not attached: a project command may attach only the workspace's non-secret "
+                                       "files") == 3
+    asyncio.run(reg.run("/mine", ctx))  # the person's own command attaches what they named
+    assert "PRIVATE" in sent(llm, 1)
+
+
+def test_a_builtin_wins_a_clash_and_help_says_so(workspace: Path) -> None:
+    write(workspace / ".nanohermes" / "commands" / "help.md", "Not the help.")
+    write(workspace / ".nanohermes" / "commands" / "review.md", "---\ndescription: Review the diff\n"
+                                                               "argument-hint: '[focus]'\n---\nReview.")
+    llm = ScriptedLLM([])
+    reg = builtin_registry()
+    install_custom_commands(reg, workspace)
+    ctx, console = make_ctx(workspace, llm, reg)
+    asyncio.run(reg.run("/help", ctx))
+    out = console.export_text()
+    assert re.search(r"^/review \[focus\] +Review the diff \(project command\) *$", out, re.M)
+    path = workspace / ".nanohermes" / "commands" / "help.md"
+    assert f"/help from {path} is hidden by the built-in /help; rename the file to use it" in out
+    assert llm.requests == []  # the built-in ran
+
+
+def test_tab_completes_custom_commands(workspace: Path) -> None:
+    write(workspace / ".nanohermes" / "commands" / "frontend" / "test.md", "---\ndescription: Frontend tests\n---\nx")
+    reg = builtin_registry()
+    install_custom_commands(reg, workspace)
+    completer = _Completer(reg, lambda: workspace)
+    got = [(c.text, c.display_meta_text) for c in completer.get_completions(Document("/fro"), None)]
+    assert got == [("/frontend:test", "Frontend tests (project command)")]
+
+
+def test_print_mode_expands_a_leading_command(cli, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    write(workspace / "notes.txt", "NOTES")
+    write(workspace / ".nanohermes" / "commands" / "ops" / "explain.md",
+          "---\ndescription: Explain\nmodel: other-model\n---\nExplain $1 in $2 words. See @notes.txt")
+    server.add(Reply(text="explained"), Reply(text="plain"))
+    ran = cli("-p", "/ops:explain 'the cache' 10", server=server)
+    assert ran.code == 0, ran.err
+    assert ran.out.strip() == "explained"
+    body = server.requests[0]
+    assert body["model"] == "other-model"
+    assert body["messages"][-1]["content"] == ('Explain the cache in 10 words. See @notes.txt\n\n'
+                                               '<file path="notes.txt">\n1\tNOTES\n</file>')
+    ran = cli("-p", "/unknown stays as typed", server=server)
+    assert ran.code == 0 and server.requests[1]["messages"][-1]["content"] == "/unknown stays as typed"
