@@ -53,13 +53,13 @@ class Agent:
     usage: Usage = field(default_factory=Usage)  # the session so far, sub-agents' calls included
     usage_by_model: dict[str, Usage] = field(default_factory=dict)  # the same, per model (for pricing)
     compactor: Compactor | None = None  # keeps the history inside the session budget
-    turn_hooks: TurnHooks | None = None
+    turn_hooks: list[TurnHooks] = field(default_factory=list)  # in order: hooks, then checkpoints
 
     def messages(self) -> list[Message]:
         return [Message.system(self.system_prompt), *self.history]
 
     async def ask(self, prompt: str) -> TurnResult:
-        hooked = await self.turn_hooks.prompt_submitted(prompt) if self.turn_hooks is not None else prompt
+        hooked = await self._prompt_hooks(prompt)
         if hooked is None:
             return self._end("error", 0, 0, "")
         self._append(Message.user(hooked))
@@ -90,8 +90,19 @@ class Agent:
             self._end("interrupted", turns, calls, "")
             raise
 
+    async def _prompt_hooks(self, prompt: str) -> str | None:
+        text: str | None = prompt
+        for hooks in self.turn_hooks:
+            if text is None:
+                break  # blocked: later ones (a checkpoint) have nothing to do
+            text = await hooks.prompt_submitted(text)
+        return text
+
     async def _stop_hooks(self, answer: Message) -> str | None:
-        return await self.turn_hooks.stopping(answer.content or "") if self.turn_hooks is not None else None
+        for hooks in self.turn_hooks:
+            if (reason := await hooks.stopping(answer.content or "")) is not None:
+                return reason
+        return None
 
     async def _call_model(self) -> Completion:
         """One model call, with the history compacted first when it outgrew the budget, and

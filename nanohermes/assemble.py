@@ -26,6 +26,7 @@ from nanohermes.tools import skills as skill_tools
 from nanohermes.tools.skills import SkillSet
 
 if TYPE_CHECKING:  # imported only when configured: most sessions use none of them
+    from nanohermes.checkpoints import Checkpoints
     from nanohermes.hooks import Hooks
     from nanohermes.tools.mcp import McpManager
     from nanohermes.tools.subagents import SubagentManager
@@ -49,6 +50,7 @@ class Built:
     subagents: SubagentManager | None = None
     builtins: list[Tool] = field(default_factory=list)
     hooks: Hooks | None = None
+    checkpoints: Checkpoints | None = None  # None: `checkpoints` is off
     resumed: bool = False
 
     def pool(self) -> list[Tool]:
@@ -237,13 +239,20 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     )
     agent = Agent(llm=llm, runtime=runtime, ui=ui, system_prompt=prompt,
                   max_turns=config.max_turns, transcript=transcript, compactor=Compactor(llm, limits, ui),
-                  turn_hooks=hooks)
+                  turn_hooks=[hooks] if hooks is not None else [])
     if hooks is not None:
         hooks.session = lambda: (agent.transcript.id, str(agent.transcript.path)) if agent.transcript else ("", "")
     if resume is not None:
         warnings += resume_into(agent, resume)
     built = Built(agent, warnings, docs=docs, skills=skills, mcp=mcp, subagents=subagents,
                   builtins=build_tools(config, workspace), hooks=hooks, resumed=resume is not None)
+    if config.checkpoints:
+        from nanohermes.checkpoints import Checkpoints, Store
+        from nanohermes.tools.search import ignore_dir_names
+
+        store = Store(workspace, limits, ignore_dir_names(config), session=agent.transcript.id if agent.transcript else "")
+        built.checkpoints = Checkpoints(agent, store)
+        agent.turn_hooks.append(built.checkpoints)
     if subagents is not None:
         subagents.parent = runtime
         subagents.count_usage = agent.count_usage  # what children spend counts in the session

@@ -201,6 +201,7 @@ class Config(_Section):
     subagents: dict[str, SubagentConfig] = _d(dict, "sub-agents by name")
     summary_model: str | None = _d(None, "a small model that labels each batch of tool calls in the REPL")
     prices: dict[str, Price] = _d(dict, "prices by model name, for the cost meter")
+    checkpoints: bool = _d(True, "record the files before each turn, for /rewind and /undo")
     hooks: HooksConfig = _d(HooksConfig, "commands run at points of the session (user config or a trusted project)")
 
     @field_validator("subagents")

@@ -9,6 +9,7 @@ per line:
     {"type": "usage", "usage": {...}, "model": ...}             one per model call, for the meters
     {"type": "compaction", "summary": <wire dict>, "kept": N}   history := [summary] + last N
     {"type": "state", "todos": [...]}                           the todo list, when it changed
+    {"type": "rewind", "keep": N}                               history := its first N messages
 
 Each line is flushed as it is written, before the next model call, so a crash loses at most
 the call in flight; the file is fsynced at the end of each turn. Loading tolerates a torn
@@ -126,6 +127,9 @@ def _parse(path: Path) -> Loaded:
             elif kind == "compaction":
                 kept = int(rec["kept"])
                 history = [Message.from_wire(rec["summary"]), *(history[len(history) - kept:] if kept else [])]
+            elif kind == "rewind":
+                history = history[:int(rec["keep"])]
+                turns = sum(m.role == "user" and not is_summary(m) for m in history)
             elif kind == "state":
                 state.update({k: v for k, v in rec.items() if k != "type"})
         except (ValueError, KeyError, TypeError):
@@ -232,6 +236,9 @@ class Transcript:
 
     def record_compaction(self, summary: Message, kept: int) -> None:
         self._write({"type": "compaction", "summary": summary.to_wire(), "kept": kept})
+
+    def record_rewind(self, keep: int) -> None:
+        self._write({"type": "rewind", "keep": keep})
 
     def checkpoint(self, state: dict[str, Any]) -> None:
         """End of a turn: save the session state if it changed, then make the turn durable."""

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 Handler = Callable[["CommandContext", str], Union[None, Awaitable[None]]]
 
 # Modules that register commands when imported; loaded once by `load_commands()`.
-COMMAND_MODULES: list[str] = ["nanohermes.ui.extensions"]
+COMMAND_MODULES: list[str] = ["nanohermes.ui.extensions", "nanohermes.ui.rewind"]
 
 
 @dataclass(frozen=True)

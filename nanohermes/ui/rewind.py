@@ -1,0 +1,71 @@
+"""REPL commands over the checkpoints: /rewind (list the turns, or go back to before one) and
+/undo (the last turn's file changes)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from nanohermes.ui.commands import CommandContext, command
+
+if TYPE_CHECKING:
+    from nanohermes.checkpoints import Checkpoints
+
+_MODES = ("both", "files", "conversation")
+
+
+def _checkpoints(ctx: CommandContext) -> Checkpoints | None:
+    from nanohermes.checkpoints import Checkpoints
+
+    return next((h for h in ctx.agent.turn_hooks if isinstance(h, Checkpoints)), None)
+
+
+def _off(ctx: CommandContext) -> None:
+    from nanohermes.ui import render
+
+    ctx.print(render.info("checkpoints are off (config key checkpoints)"))
+
+
+@command("rewind", help="List the turns, or go back to before one: its files, its conversation, or both",
+         usage="[turn] [both|files|conversation]")
+async def _rewind(ctx: CommandContext, arg: str) -> None:
+    from nanohermes.ui import render
+
+    cps = _checkpoints(ctx)
+    if cps is None:
+        return _off(ctx)
+    turns = cps.turns()
+    if not turns:
+        ctx.print(render.info("no checkpoints yet in this session (one is recorded before each turn)"))
+        return
+    words = arg.split()
+    if not words:
+        changed = await cps.changed()
+        lines = []
+        for t, files in zip(turns, changed):
+            what = (f"{len(files)} file{'s' if len(files) != 1 else ''}: " + ", ".join(files[:5])
+                    + (" …" if len(files) > 5 else "")) if files else "no file changes"
+            lines.append(f"{t.turn:>3}  {t.when}  {t.prompt.splitlines()[0][:50] if t.prompt else '':<50}  {what}"
+                         + ("  (files undone)" if t.undone else ""))
+        lines.append("go back with /rewind N [both|files|conversation] (both by default); /undo undoes the last turn's files")
+        ctx.print(render.lines(lines))
+        return
+    mode = words[1] if len(words) > 1 else "both"
+    turn = next((t for t in turns if words[0].isdigit() and t.turn == int(words[0])), None)
+    if turn is None or mode not in _MODES or len(words) > 2:
+        from rich.text import Text
+
+        ctx.print(Text(f"usage: /rewind N [both|files|conversation], N one of "
+                       f"{', '.join(str(t.turn) for t in turns)} (/rewind lists them)", style="red"))
+        return
+    lines = await cps.rewind(turn, files=mode in ("both", "files"), conversation=mode in ("both", "conversation"))
+    ctx.print(render.lines(lines))
+
+
+@command("undo", help="Undo the file changes of the last turn (again: the turn before it)")
+async def _undo(ctx: CommandContext, arg: str) -> None:
+    from nanohermes.ui import render
+
+    cps = _checkpoints(ctx)
+    if cps is None:
+        return _off(ctx)
+    ctx.print(render.lines(await cps.undo()))

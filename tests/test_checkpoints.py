@@ -1,0 +1,257 @@
+"""Checkpoints and rewind: real files, real git (the user's repository and the shadow one), a
+real agent driven by ScriptedLLM, and the /rewind and /undo command functions."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from nanohermes.assemble import Built, build_agent
+from nanohermes.checkpoints import store_dir
+from nanohermes.config import Config
+from nanohermes.events import Notice, RecordingUI
+from nanohermes.testing import Reply, ScriptedLLM, call, tool_reply
+from nanohermes.ui.commands import REGISTRY, CommandContext, load_commands
+
+
+def git(ws: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+    return subprocess.run(["git", *args], cwd=ws, env=env, check=True, capture_output=True, text=True).stdout
+
+
+def tree(ws: Path) -> dict[str, bytes]:
+    """Every file outside .git, by relative path: its bytes (a symbolic link: its target)."""
+    out: dict[str, bytes] = {}
+    for folder, dirs, names in os.walk(ws):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for n in names:
+            p = Path(folder) / n
+            rel = str(p.relative_to(ws))
+            out[rel] = (b"-> " + os.readlink(p).encode()) if p.is_symlink() else p.read_bytes()
+    return out
+
+
+def git_state(ws: Path) -> dict[str, Any]:
+    """What the user's git knows: HEAD, every ref, the index file, the stash, the status."""
+    return {"head": git(ws, "rev-parse", "HEAD"), "refs": git(ws, "for-each-ref"),
+            "index": hashlib.sha256((ws / ".git" / "index").read_bytes()).hexdigest(),
+            "stash": git(ws, "stash", "list"), "config": (ws / ".git" / "config").read_bytes()}
+
+
+@pytest.fixture
+def repo(workspace: Path) -> Path:
+    """A user's repository: committed, staged, stashed, untracked and ignored files."""
+    git(workspace, "init", "-q", "-b", "main")
+    (workspace / ".gitignore").write_text("*.log\n")
+    (workspace / ".gitattributes").write_text("* text eol=crlf\n")  # must not alter what is restored
+    (workspace / "tracked.txt").write_text("alpha\nbeta\n")
+    (workspace / "other.txt").write_text("one\ntwo\nthree\n")
+    (workspace / "gone.txt").write_text("will be deleted\n")
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-q", "-m", "first")
+    (workspace / "tracked.txt").write_text("alpha\nbeta\nstashed\n")
+    git(workspace, "stash", "-q")
+    (workspace / "staged.txt").write_text("staged\n")
+    git(workspace, "add", "staged.txt")
+    (workspace / "untracked.txt").write_text("untracked\n")
+    (workspace / "ignored.log").write_text("log line\n")
+    (workspace / "bin.dat").write_bytes(bytes(range(256)))
+    (workspace / "link").symlink_to("tracked.txt")
+    return workspace
+
+
+def build(ws: Path, llm: ScriptedLLM, ui: RecordingUI | None = None, resume: Path | None = None,
+          **config: Any) -> Built:
+    return build_agent(Config(auto_approve=True, **config), ws, ui or RecordingUI(), llm=llm, resume=resume)
+
+
+def ask(built: Built, *prompts: str) -> None:
+    async def go() -> None:
+        for p in prompts:
+            await built.agent.ask(p)
+
+    asyncio.run(go())
+
+
+def command(built: Built, line: str) -> str:
+    load_commands()
+    console = Console(width=250, record=True, color_system=None)
+    ctx = CommandContext(agent=built.agent, config=built.agent.runtime.config, workspace=built.agent.runtime.workspace,
+                         print=console.print, registry=REGISTRY, built=built)
+    asyncio.run(REGISTRY.run(line, ctx))
+    return console.export_text()
+
+
+PATCH = "--- a/other.txt\n+++ b/other.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n"
+COMMAND = ("printf 'made' > made.txt && echo more >> ignored.log && rm untracked.txt gone.txt && "
+           "mkdir -p d/e && printf z > d/e/f.txt && chmod +x tracked.txt && rm link && ln -s other.txt link")
+
+
+def every_kind_of_edit() -> list[Any]:
+    return [tool_reply(call("write_file", {"path": "new.txt", "content": "new\n"}),
+                       call("edit_file", {"path": "tracked.txt", "old_string": "beta", "new_string": "BETA"})),
+            tool_reply(call("apply_patch", {"diff": PATCH})),
+            tool_reply(call("run_command", {"command": COMMAND})),
+            Reply(text="all changed")]
+
+
+def test_rewind_restores_every_change_byte_for_byte_and_leaves_git_alone(repo: Path) -> None:
+    before, state = tree(repo), git_state(repo)
+    mode = (repo / "tracked.txt").stat().st_mode
+    llm = ScriptedLLM(every_kind_of_edit())
+    built = build(repo, llm)
+    ask(built, "change everything")
+    messages = len(built.agent.history)
+    changed = tree(repo)
+    # (the user's git stash checked tracked.txt out with CRLF, as its .gitattributes says)
+    assert changed["new.txt"] == b"new\n" and changed["tracked.txt"] == before["tracked.txt"].replace(b"beta", b"BETA")
+    assert changed["other.txt"] == b"one\nTWO\nthree\n" and "untracked.txt" not in changed and "gone.txt" not in changed
+    assert changed["d/e/f.txt"] == b"z" and changed["ignored.log"] == b"log line\nmore\n"
+    assert not any(m["role"] == "tool" and m["content"].startswith("ERROR") for m in llm.requests[-1]["messages"])
+    out = command(built, "/rewind 1 files")
+    assert ("restored 9 files to before turn 1: d/e/f.txt, gone.txt, ignored.log, link, made.txt, new.txt, "
+            "other.txt, tracked.txt, untracked.txt") in out
+    assert tree(repo) == before
+    assert (repo / "tracked.txt").stat().st_mode == mode
+    assert not (repo / "d").exists()
+    assert git_state(repo) == state
+    assert len(built.agent.history) == messages  # files only: the conversation stays
+
+
+def test_rewind_lists_turns_with_prompt_time_and_files(repo: Path) -> None:
+    llm = ScriptedLLM([tool_reply(call("write_file", {"path": "a.txt", "content": "a"})), Reply(text="one"),
+                       Reply(text="nothing to do"),
+                       tool_reply(call("run_command", {"command": "rm other.txt"})), Reply(text="three")])
+    built = build(repo, llm)
+    ask(built, "write a", "just talk", "remove other")
+    out = command(built, "/rewind")
+    lines = [line.rstrip() for line in out.splitlines()]
+    assert lines[0].startswith("  1  20") and lines[0].endswith("write a" + " " * 43 + "  1 file: a.txt")
+    assert lines[1].endswith("just talk" + " " * 41 + "  no file changes")
+    assert lines[2].endswith("remove other" + " " * 38 + "  1 file: other.txt")
+    assert lines[3].startswith("go back with /rewind N")
+
+
+def test_an_unchanged_workspace_reuses_the_last_checkpoint(repo: Path) -> None:
+    built = build(repo, ScriptedLLM([Reply(text="a"), Reply(text="b")]))
+    ask(built, "one", "two")
+    assert built.checkpoints is not None
+    first, second = built.checkpoints.turns()
+    assert first.commit == second.commit
+
+
+def test_conversation_only_rewind_keeps_the_files(repo: Path) -> None:
+    llm = ScriptedLLM([Reply(text="first answer"), tool_reply(call("write_file", {"path": "a.txt", "content": "a"})),
+                       Reply(text="second answer"), Reply(text="after the rewind")])
+    built = build(repo, llm)
+    ask(built, "first", "second")
+    out = command(built, "/rewind 2 conversation")
+    assert "conversation rewound to before turn 2 ('second')" in out
+    assert (repo / "a.txt").read_text() == "a"
+    assert [m.content for m in built.agent.history] == ["first", "first answer"]
+    assert built.checkpoints is not None and [t.turn for t in built.checkpoints.turns()] == [1]
+    ask(built, "third")
+    assert [m["content"] for m in llm.requests[-1]["messages"][1:]] == ["first", "first answer", "third"]
+    transcript = built.agent.transcript
+    assert transcript is not None
+    transcript.close()
+    resumed = build(repo, ScriptedLLM([]), resume=transcript.path)
+    assert [m.content for m in resumed.agent.history] == ["first", "first answer", "third", "after the rewind"]
+    assert resumed.checkpoints is not None and [t.turn for t in resumed.checkpoints.turns()] == [1, 2]
+
+
+def test_both_rewinds_files_and_conversation(repo: Path) -> None:
+    before = tree(repo)
+    llm = ScriptedLLM([tool_reply(call("write_file", {"path": "tracked.txt", "content": "x"})), Reply(text="done")])
+    built = build(repo, llm)
+    ask(built, "overwrite")
+    out = command(built, "/rewind 1")
+    assert "restored 1 files to before turn 1: tracked.txt" in out and "conversation rewound" in out
+    assert tree(repo) == before and built.agent.history == []
+
+
+def test_undo_steps_back_one_turn_at_a_time(repo: Path) -> None:
+    llm = ScriptedLLM([tool_reply(call("write_file", {"path": "a.txt", "content": "1"})), Reply(text="one"),
+                       tool_reply(call("write_file", {"path": "a.txt", "content": "2"})), Reply(text="two")])
+    built = build(repo, llm)
+    ask(built, "first", "second")
+    messages = len(built.agent.history)
+    assert "restored 1 files to before turn 2: a.txt" in command(built, "/undo")
+    assert (repo / "a.txt").read_text() == "1"
+    assert "restored 1 files to before turn 1: a.txt" in command(built, "/undo")
+    assert not (repo / "a.txt").exists()
+    assert "nothing to undo" in command(built, "/undo")
+    assert len(built.agent.history) == messages  # /undo leaves the conversation
+    assert "(files undone)" in command(built, "/rewind")
+
+
+def test_checkpoints_survive_resume(repo: Path) -> None:
+    before = tree(repo)
+    built = build(repo, ScriptedLLM([tool_reply(call("run_command", {"command": "rm tracked.txt"})), Reply(text="x")]))
+    ask(built, "delete it")
+    transcript = built.agent.transcript
+    assert transcript is not None
+    transcript.close()
+    resumed = build(repo, ScriptedLLM([]), resume=transcript.path)
+    assert "1 file: tracked.txt" in command(resumed, "/rewind")
+    command(resumed, "/undo")
+    assert tree(repo) == before
+
+
+def test_a_file_too_big_to_keep_is_named_and_left_alone(repo: Path) -> None:
+    (repo / "big.bin").write_bytes(b"B" * 300)
+    ui = RecordingUI()
+    built = build(repo, ScriptedLLM([tool_reply(call("run_command", {"command": "printf small > big.bin"})),
+                                     Reply(text="ok")]), ui, limits={"checkpoint_file_max_bytes": 299})
+    ask(built, "shrink it")
+    assert ("checkpoints: 1 files too big to keep (> 299 bytes, limits.checkpoint_file_max_bytes): big.bin; "
+            "/rewind leaves them as they are") in [n.text for n in ui.of(Notice)]
+    out = command(built, "/undo")
+    assert "big.bin was too big to keep; left as it is" in out
+    assert (repo / "big.bin").read_bytes() == b"small"
+
+
+def test_a_workspace_with_too_many_files_is_not_checkpointed(repo: Path) -> None:
+    ui = RecordingUI()
+    built = build(repo, ScriptedLLM([Reply(text="ok")]), ui, limits={"checkpoint_max_files": 3})
+    ask(built, "hi")
+    assert [n.text for n in ui.of(Notice) if n.level == "warning"] == [
+        "checkpoints: the workspace has more than 3 files (limits.checkpoint_max_files); checkpoints are off for it; "
+        "/rewind cannot undo this session's turns"]
+    assert "no checkpoints yet" in command(built, "/rewind")
+
+
+def test_the_store_is_pruned_oldest_first(repo: Path) -> None:
+    ui = RecordingUI()
+    script: list[Any] = []
+    for i in range(3):
+        script += [tool_reply(call("write_file", {"path": "a.txt", "content": f"version {i}"})), Reply(text="ok")]
+    built = build(repo, ScriptedLLM(script), ui, limits={"checkpoint_store_bytes": 1})
+    ask(built, "one", "two", "three")
+    pruned = [n.text for n in ui.of(Notice) if n.text.startswith("checkpoints: pruned")]
+    assert pruned[0] == "checkpoints: pruned 1 old checkpoints to keep the store under 1 bytes (limits.checkpoint_store_bytes)"
+    out = command(built, "/rewind 1 files")
+    assert "the checkpoint of turn 1 was pruned (limits.checkpoint_store_bytes)" in out
+
+
+def test_checkpoints_can_be_turned_off(repo: Path) -> None:
+    built = build(repo, ScriptedLLM([Reply(text="ok")]), checkpoints=False)
+    ask(built, "hi")
+    assert built.checkpoints is None and not store_dir(repo).exists()
+    assert "checkpoints are off (config key checkpoints)" in command(built, "/rewind")
+
+
+def test_the_shadow_store_lives_outside_the_workspace(repo: Path, home: Path) -> None:
+    built = build(repo, ScriptedLLM([Reply(text="ok")]))
+    ask(built, "hi")
+    assert store_dir(repo).is_relative_to(home / ".local" / "share" / "nanohermes" / "checkpoints")
+    assert (store_dir(repo) / "git" / "HEAD").exists()
+    assert git(repo, "status", "--porcelain") == "A  staged.txt\n?? bin.dat\n?? link\n?? untracked.txt\n"
