@@ -183,3 +183,47 @@ def test_print_mode_expands_a_leading_command(cli, server: FakeServer, workspace
                                                '<file path="notes.txt">\n1\tNOTES\n</file>')
     ran = cli("-p", "/unknown stays as typed", server=server)
     assert ran.code == 0 and server.requests[1]["messages"][-1]["content"] == "/unknown stays as typed"
+
+
+def test_init_writes_agents_md_through_the_fake_server(server: FakeServer, workspace: Path) -> None:
+    from nanohermes.assemble import build_agent
+    from nanohermes.testing import call, tool_reply
+
+    write(workspace / "pyproject.toml", "[project]\nname = 'demo'\n")
+    server.add(tool_reply(call("read_file", {"path": "pyproject.toml"})),
+               tool_reply(call("write_file", {"path": "AGENTS.md", "content": "# demo\n\nTest: `pytest`\n"})),
+               Reply(text="wrote AGENTS.md"))
+    config = Config(base_url=server.base_url, api_key="k", model="fake-model", permission_mode="accept-edits",
+                    checkpoints=False)
+    built = build_agent(config, workspace, RecordingUI())
+    reg = builtin_registry()
+    console = Console(width=200, record=True, color_system=None)
+    ctx = CommandContext(agent=built.agent, config=config, workspace=workspace, print=console.print, registry=reg,
+                         built=built)
+    asyncio.run(reg.run("/init mention the demo", ctx))
+    assert (workspace / "AGENTS.md").read_text() == "# demo\n\nTest: `pytest`\n"
+    prompt = server.requests[0]["messages"][-1]["content"]
+    assert prompt.startswith("Study this repository and write an AGENTS.md at its root")
+    assert prompt.endswith("\nAlso: mention the demo") and "exists already" not in prompt
+    server.add(Reply(text="improved"))
+    asyncio.run(reg.run("/init", ctx))
+    assert server.requests[-1]["messages"][-1]["content"].startswith("Study this repository and improve an AGENTS.md")
+    assert "An AGENTS.md exists already: read it first" in server.requests[-1]["messages"][-1]["content"]
+
+
+def test_export_writes_the_conversation_as_markdown(workspace: Path) -> None:
+    from nanohermes.testing import call, tool_reply
+
+    write(workspace / "a.txt", "has ``` fences\n")
+    llm = ScriptedLLM([tool_reply(call("read_file", {"path": "a.txt"}), text="Let me look."), Reply(text="It has fences.")])
+    reg = builtin_registry()
+    ctx, console = make_ctx(workspace, llm, reg)
+    asyncio.run(reg.run("/export", ctx))
+    assert "nothing to export yet" in console.export_text()
+    asyncio.run(ctx.agent.ask("what is in a.txt?"))
+    asyncio.run(reg.run("/export out/chat.md", ctx))
+    text = (workspace / "out" / "chat.md").read_text()
+    assert text == ("# nanohermes conversation\n\n## You\n\nwhat is in a.txt?\n\n## nanohermes\n\nLet me look.\n\n"
+                    "Tool call: **read_file**\n\n```json\n{\"path\": \"a.txt\"}\n```\n\n"
+                    "Result:\n\n````\n1\thas ``` fences\n````\n\n## nanohermes\n\nIt has fences.\n")
+    assert f"exported 4 messages to {workspace / 'out' / 'chat.md'}" in console.export_text()

@@ -1,5 +1,6 @@
-"""REPL commands for the extension points: /hooks (the hooks in force) and the custom
-commands read from Markdown files (installed into the registry once the workspace is known)."""
+"""REPL commands for the extension points: /hooks (the hooks in force), the custom commands
+read from Markdown files (installed into the registry once the workspace is known), /init
+(a turn that writes AGENTS.md) and /export (the conversation as Markdown)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from nanohermes.ui.commands import CommandContext, Handler, Registry, command
 
 if TYPE_CHECKING:
     from nanohermes.custom_commands import CustomCommand
+    from nanohermes.messages import Message
 
 
 @command("hooks", help="The hooks in force: event, matcher, command, timeout, and where each came from")
@@ -45,3 +47,77 @@ def _handler(cmd: CustomCommand) -> Handler:
         await run(ctx.agent, cmd, text, ctx.submit)
 
     return handle
+
+
+INIT_PROMPT = """Study this repository and {action} an AGENTS.md at its root: the instructions a coding agent (or a new
+contributor) needs to work here. Look before you write: the build and package files, the test set-up, the CI
+configuration, the README, the layout of the source folders, a few representative modules and tests.
+
+Then write AGENTS.md with, in this order and only what is true of this repository:
+- Set up, build and test: the exact commands (how to run one test file, too), and any needed services.
+- Layout: the main folders and modules, one line each on what they own.
+- Conventions: code style, naming, error handling, typing, how tests are written, commit habits you can see.
+- Pitfalls: anything surprising a newcomer would trip over.
+Keep it short (well under 200 lines), concrete and checkable; no generic advice.{existing}"""
+
+
+@command("init", help="Study the repository and write (or improve) AGENTS.md, in one turn")
+async def _init(ctx: CommandContext, arg: str) -> None:
+    path = ctx.workspace / "AGENTS.md"
+    existing = ("\nAn AGENTS.md exists already: read it first, keep what is right, fix what is wrong or stale, and add what"
+                " is missing.") if path.exists() else ""
+    prompt = INIT_PROMPT.format(action="improve" if path.exists() else "write", existing=existing)
+    if arg.strip():
+        prompt += f"\nAlso: {arg.strip()}"
+    await (ctx.submit or ctx.agent.ask)(prompt)
+
+
+@command("export", help="Write the conversation as Markdown to a file", usage="[file]")
+def _export(ctx: CommandContext, arg: str) -> None:
+    import time
+
+    from nanohermes.redact import redact
+    from nanohermes.ui import render
+
+    if not ctx.agent.history:
+        ctx.print(render.info("nothing to export yet"))
+        return
+    name = arg.strip() or f"conversation-{time.strftime('%Y%m%d-%H%M%S')}.md"
+    path = Path(name).expanduser()
+    path = path if path.is_absolute() else ctx.workspace / path
+    session = ctx.agent.transcript.id if ctx.agent.transcript is not None else ""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(redact(conversation_markdown(ctx.agent.history, session)), encoding="utf-8")
+    except OSError as e:
+        from rich.text import Text
+
+        ctx.print(Text(f"could not write {path}: {e.strerror or e}", style="red"))
+        return
+    ctx.print(render.info(f"exported {len(ctx.agent.history)} messages to {path}"))
+
+
+def conversation_markdown(history: list[Message], session: str = "") -> str:
+    """The conversation for people: prompts, answers, and each tool call with its result."""
+    out = [f"# nanohermes conversation{f' {session}' if session else ''}", ""]
+    for m in history:
+        if m.role == "user":
+            out += ["## You", "", m.content or "", ""]
+        elif m.role == "assistant":
+            out += ["## nanohermes", ""]
+            if m.content:
+                out += [m.content, ""]
+            for c in m.tool_calls:
+                out += [f"Tool call: **{c.name}**", "", _fenced(c.arguments, "json"), ""]
+        elif m.role == "tool":
+            out += ["Result:", "", _fenced(m.content or ""), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _fenced(text: str, lang: str = "") -> str:
+    """A code block whose fence is longer than any backtick run inside it."""
+    import re
+
+    longest = max((len(r) for r in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{text}\n{fence}"
