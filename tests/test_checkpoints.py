@@ -255,3 +255,42 @@ def test_the_shadow_store_lives_outside_the_workspace(repo: Path, home: Path) ->
     assert store_dir(repo).is_relative_to(home / ".local" / "share" / "nanohermes" / "checkpoints")
     assert (store_dir(repo) / "git" / "HEAD").exists()
     assert git(repo, "status", "--porcelain") == "A  staged.txt\n?? bin.dat\n?? link\n?? untracked.txt\n"
+
+
+def test_in_the_repl_a_custom_command_runs_and_undo_takes_its_changes_back(workspace: Path, home: Path,
+                                                                          tmp_path: Path) -> None:
+    import json
+    import shlex
+    import sys
+
+    from test_repl_pty import Term
+
+    from nanohermes.testing import FakeServer
+
+    log = tmp_path / "notified.jsonl"
+    (workspace / ".nanohermes" / "commands").mkdir(parents=True)
+    (workspace / ".nanohermes" / "commands" / "make.md").write_text("---\ndescription: Make a file\n---\nCreate $1.")
+    record = f"{shlex.quote(sys.executable)} -c \"import sys; open({str(log)!r}, 'a').write(sys.stdin.read() + '\\n')\""
+    with FakeServer() as server:
+        server.add(tool_reply(call("write_file", {"path": "made.txt", "content": "made"})), Reply(text="made it"))
+        t = Term(workspace, home, server, config={"auto_approve": True, "hooks": {"Notification": [
+            {"hooks": [{"type": "command", "command": record}]}]}})
+        try:
+            t.prompt()
+            t.child.send("/ma\t")  # Tab completes the custom command
+            t.wait("/make")
+            t.type(" made.txt")
+            t.wait("made it")
+            t.prompt()
+            assert (workspace / "made.txt").read_text() == "made"
+            t.type("/undo")
+            t.wait("restored 1 files to before turn 1: made.txt")
+            t.leave()
+        finally:
+            if t.child.isalive():
+                t.child.terminate(force=True)
+        assert server.requests[0]["messages"][-1]["content"] == "Create made.txt."
+    assert not (workspace / "made.txt").exists()
+    notified = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    assert [n["message"] for n in notified] == ["nanohermes is waiting for your input"]
+    assert notified[0]["hook_event_name"] == "Notification" and notified[0]["cwd"] == str(workspace)
