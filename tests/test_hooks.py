@@ -406,3 +406,18 @@ def test_hooks_command_lists_the_hooks_in_force(workspace: Path, recorder: Path,
     asyncio.run(REGISTRY.run("/hooks", ctx))
     assert "Stop             *                    notify-done  (timeout 30s; config)" in console.export_text()
     assert os.environ.get("NANOHERMES_PROJECT_DIR") is None  # hooks get it, the process does not
+
+
+def test_a_sub_agents_tool_calls_go_through_the_hooks_too(workspace: Path, recorder: Path, tmp_path: Path) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+    log = tmp_path / "log.jsonl"
+    llm = ScriptedLLM([tool_reply(call("subagent", {"agent": "explore", "task": "read a.txt", "wait": True})),
+                       tool_reply(call("read_file", {"path": "a.txt"})), Reply(text="child done"),
+                       Reply(text="parent done")])
+    built = build(workspace, llm, RecordingUI(), {"PreToolUse": [group(hook_cmd(recorder, log, out={
+        "permissionDecision": "deny", "permissionDecisionReason": "no reading"}), matcher="read_file")]},
+        subagents={"explore": {"description": "Reads", "tools": ["read_file"]}})
+    ask(built, "go")
+    assert [r["tool_name"] for r in records(log)] == ["read_file"]
+    child_results = [m["content"] for m in llm.requests[2]["messages"] if m["role"] == "tool"]
+    assert child_results == ["ERROR: blocked by a PreToolUse hook: no reading"]
