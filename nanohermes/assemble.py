@@ -66,6 +66,8 @@ class Built:
     async def start(self) -> None:
         """Connect MCP servers and add their tools; each failure is one warning, never fatal."""
         notices: list[str] = []
+        if self.checkpoints is not None:
+            self.checkpoints.start()
         if self.hooks is not None and (extra := await self.hooks.session_start("resume" if self.resumed else "startup")):
             self.agent.system_prompt += f"\n\n<session-start-context>\n{extra}\n</session-start-context>"
         if self.mcp is not None:
@@ -82,6 +84,8 @@ class Built:
         """Run the SessionEnd hooks, cancel running sub-agents, kill background tasks, then shut
         every MCP server down."""
         try:
+            if self.checkpoints is not None:
+                await self.checkpoints.aclose()
             if self.hooks is not None:
                 await self.hooks.session_end("exit")
             if self.subagents is not None:

@@ -260,8 +260,23 @@ class Checkpoints:
         self._turns: list[Turn] = []
         self._session: str | None = None
         self._warned_big: set[str] = set()
+        self._warming: asyncio.Future[Snapshot] | None = None
         self.disabled = ""  # why checkpoints stopped for this session
 
+    def start(self) -> None:
+        """At session start, a first snapshot in the background: it fills the index's stat
+        cache, so the checkpoint before the first turn rarely has to hash anything."""
+        self._warming = asyncio.ensure_future(asyncio.to_thread(self.store.snapshot, "session start"))
+
+    async def aclose(self) -> None:
+        await self._warmed()
+
+    async def _warmed(self) -> None:
+        if self._warming is not None:
+            warming, self._warming = self._warming, None
+            await asyncio.wait({warming})
+            if not warming.cancelled():
+                warming.exception()  # a failure shows again, as a warning, at the first turn
     # -- the session's list ----------------------------------------------------------------
     def _file(self) -> Path | None:
         t = self.agent.transcript
@@ -305,6 +320,7 @@ class Checkpoints:
 
     # -- before each turn ------------------------------------------------------------------
     async def prompt_submitted(self, prompt: str) -> str | None:
+        await self._warmed()
         if self.disabled:
             return prompt
         turns = self.turns()
@@ -341,6 +357,7 @@ class Checkpoints:
         turns = self.turns()
         if not turns:
             return []
+        await self._warmed()  # one git at a time on the session's index
 
         def work() -> list[list[str]]:
             now = self.store.snapshot("now").commit
@@ -357,6 +374,7 @@ class Checkpoints:
 
     async def rewind(self, turn: Turn, *, files: bool, conversation: bool) -> list[str]:
         """Back to before `turn`: its files, its conversation, or both. Returns what to show."""
+        await self._warmed()
         out: list[str] = []
         if conversation and not self.conversation_ok(turn):
             return [f"the conversation was compacted since turn {turn.turn}; only its files can be rewound "

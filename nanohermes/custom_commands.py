@@ -193,9 +193,12 @@ async def ask(agent: Agent, prompt: str) -> TurnResult:
     from nanohermes.events import Notice
 
     if prompt.lstrip().startswith("/"):
+        from nanohermes.ui.commands import load_commands
+
         name, arguments = split(prompt)
         command = discover(agent.runtime.workspace).commands.get(name)
-        if command is not None:
+        builtin = load_commands().get(name)
+        if command is not None and (builtin is None or builtin.source):  # a built-in wins, as in the REPL
             text, notes = await prompt_for(command, arguments, agent.runtime)
             for note in notes:
                 agent.ui.emit(Notice(level="warning" if "not attached" in note else "info", text=note))

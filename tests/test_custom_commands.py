@@ -227,3 +227,10 @@ def test_export_writes_the_conversation_as_markdown(workspace: Path) -> None:
                     "Tool call: **read_file**\n\n```json\n{\"path\": \"a.txt\"}\n```\n\n"
                     "Result:\n\n````\n1\thas ``` fences\n````\n\n## nanohermes\n\nIt has fences.\n")
     assert f"exported 4 messages to {workspace / 'out' / 'chat.md'}" in console.export_text()
+
+
+def test_print_mode_leaves_a_builtins_name_alone(cli, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    write(workspace / ".nanohermes" / "commands" / "help.md", "Not the help.")
+    server.add(Reply(text="ok"))
+    ran = cli("-p", "/help me", server=server)
+    assert ran.code == 0 and server.requests[0]["messages"][-1]["content"] == "/help me"
