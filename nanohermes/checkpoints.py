@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import subprocess
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -84,8 +85,13 @@ class Store:
         self.skip_dirs = skip_dirs
         self.root = store_dir(self.workspace)
         self.git_dir = self.root / "git"
-        self.index = self.root / f"index-{_safe(session)}"
+        # A session's own index (its stat cache); a session not recorded gets one for this process.
+        self.ephemeral = not session
+        self.index = self.root / f"index-{_safe(session) if session else f'pid{os.getpid()}'}"
         self._last: tuple[str, str] | None = None  # (tree, commit) of the last snapshot
+        # One git command at a time on the session's index, whichever thread asks.
+        self.lock = threading.RLock()
+        self._fresh = True
         # nanohermes's own data (this store, the sessions) when the workspace holds it ($HOME)
         own = data_home().resolve()
         self._own = str(own) if own.is_relative_to(self.workspace) else None
@@ -108,6 +114,11 @@ class Store:
                               cwd=self.workspace, timeout=600)
 
     def _init(self) -> None:
+        if self._fresh:
+            # Only this process uses this session's index (the transcript is locked), so a lock
+            # file left by a process that was killed mid-snapshot is stale.
+            self._fresh = False
+            self.index.with_name(self.index.name + ".lock").unlink(missing_ok=True)
         if (self.git_dir / "HEAD").exists():
             return
         self.root.mkdir(parents=True, exist_ok=True)
@@ -149,6 +160,10 @@ class Store:
         return keep, big
 
     def snapshot(self, message: str) -> Snapshot:
+        with self.lock:
+            return self._snapshot(message)
+
+    def _snapshot(self, message: str) -> Snapshot:
         self._init()
         keep, big = self.files()
         indexed = set(filter(None, self.git("ls-files", "-z").split("\0")))
@@ -167,8 +182,10 @@ class Store:
         return Snapshot(commit, tuple(big))
 
     def exists(self, commit: str) -> bool:
-        return bool(commit) and (self.git_dir / "HEAD").exists() and \
-            self._run("cat-file", "-e", f"{commit}^{{commit}}").returncode == 0
+        """Whether the checkpoint is still kept (its ref, which keeps its objects, was not pruned)."""
+        if not commit or not (self.git_dir / "HEAD").exists():
+            return False
+        return bool(self.git("for-each-ref", "--format=%(objectname)", f"{REF_PREFIX}*-{commit}", check=False).strip())
 
     def changes(self, a: str, b: str) -> list[tuple[str, str]]:
         """(status A/M/D/T, path) from commit a to commit b."""
@@ -177,7 +194,11 @@ class Store:
 
     def restore(self, target: str, too_big: list[str]) -> tuple[list[str], list[str]]:
         """Put the files back as they were at `target`: (paths restored or deleted, notes)."""
-        now = self.snapshot("before a rewind").commit
+        with self.lock:
+            return self._restore(target, too_big)
+
+    def _restore(self, target: str, too_big: list[str]) -> tuple[list[str], list[str]]:
+        now = self._snapshot("before a rewind").commit
         changes = self.changes(now, target)
         keep_away = set(too_big)
         notes: list[str] = []
@@ -228,7 +249,13 @@ class Store:
         return total
 
     def prune(self) -> int:
-        """Drop the oldest checkpoints until the store fits its cap; returns how many went."""
+        with self.lock:
+            return self._prune()
+
+    def _prune(self) -> int:
+        """Drop the oldest checkpoints until the store fits its cap; returns how many went.
+        Objects younger than a few minutes stay: another session of this workspace may be
+        writing a snapshot whose objects no ref holds yet."""
         cap = self.limits.checkpoint_store_bytes
         if self.size() <= cap:
             return 0
@@ -243,7 +270,7 @@ class Store:
                 self.git("update-ref", "-d", ref)
             dropped += cut
             self.git("reflog", "expire", "--expire=now", "--all", check=False)
-            self.git("gc", "-q", "--prune=now", check=False)
+            self.git("gc", "-q", "--prune=10.minutes.ago", check=False)
             if self.size() <= cap:
                 break
         if self._last is not None and not self.exists(self._last[1]):
@@ -260,23 +287,30 @@ class Checkpoints:
         self._turns: list[Turn] = []
         self._session: str | None = None
         self._warned_big: set[str] = set()
-        self._warming: asyncio.Future[Snapshot] | None = None
+        self._warming: threading.Thread | None = None
         self.disabled = ""  # why checkpoints stopped for this session
 
     def start(self) -> None:
-        """At session start, a first snapshot in the background: it fills the index's stat
-        cache, so the checkpoint before the first turn rarely has to hash anything."""
-        self._warming = asyncio.ensure_future(asyncio.to_thread(self.store.snapshot, "session start"))
+        """At session start, a first snapshot in a background thread: it fills the index's
+        stat cache, so the checkpoint before the first turn rarely has to hash anything (the
+        store's lock makes that one wait for it)."""
+        def warm() -> None:
+            try:
+                self.store.snapshot("session start")
+            except Exception:  # noqa: S110 - the first turn's snapshot reports it as a warning
+                pass
+
+        self._warming = threading.Thread(target=warm, name="checkpoint-warm", daemon=True)
+        self._warming.start()
 
     async def aclose(self) -> None:
-        await self._warmed()
-
-    async def _warmed(self) -> None:
+        """Let a snapshot still running finish, so no git command is cut off at exit."""
         if self._warming is not None:
-            warming, self._warming = self._warming, None
-            await asyncio.wait({warming})
-            if not warming.cancelled():
-                warming.exception()  # a failure shows again, as a warning, at the first turn
+            await asyncio.to_thread(self._warming.join)
+            self._warming = None
+        if self.store.ephemeral:
+            with self.store.lock:
+                self.store.index.unlink(missing_ok=True)
     # -- the session's list ----------------------------------------------------------------
     def _file(self) -> Path | None:
         t = self.agent.transcript
@@ -320,7 +354,6 @@ class Checkpoints:
 
     # -- before each turn ------------------------------------------------------------------
     async def prompt_submitted(self, prompt: str) -> str | None:
-        await self._warmed()
         if self.disabled:
             return prompt
         turns = self.turns()
@@ -357,10 +390,12 @@ class Checkpoints:
         turns = self.turns()
         if not turns:
             return []
-        await self._warmed()  # one git at a time on the session's index
 
         def work() -> list[list[str]]:
-            now = self.store.snapshot("now").commit
+            with self.store.lock:
+                return changes(self.store.snapshot("now").commit)
+
+        def changes(now: str) -> list[list[str]]:
             ends = [t.commit for t in turns[1:]] + [now]
             out: list[list[str]] = []
             for t, end in zip(turns, ends):
@@ -374,7 +409,6 @@ class Checkpoints:
 
     async def rewind(self, turn: Turn, *, files: bool, conversation: bool) -> list[str]:
         """Back to before `turn`: its files, its conversation, or both. Returns what to show."""
-        await self._warmed()
         out: list[str] = []
         if conversation and not self.conversation_ok(turn):
             return [f"the conversation was compacted since turn {turn.turn}; only its files can be rewound "

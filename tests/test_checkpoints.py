@@ -294,3 +294,18 @@ def test_in_the_repl_a_custom_command_runs_and_undo_takes_its_changes_back(works
     notified = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     assert [n["message"] for n in notified] == ["nanohermes is waiting for your input"]
     assert notified[0]["hook_event_name"] == "Notification" and notified[0]["cwd"] == str(workspace)
+
+
+def test_a_session_not_recorded_keeps_checkpoints_in_memory_and_leaves_no_index(repo: Path) -> None:
+    llm = ScriptedLLM([tool_reply(call("write_file", {"path": "a.txt", "content": "a"})), Reply(text="ok")])
+    built = build_agent(Config(auto_approve=True), repo, RecordingUI(), llm=llm, save_session=False)
+
+    async def go() -> None:
+        async with built.session() as agent:
+            await agent.ask("write")
+            assert list(store_dir(repo).glob("index-pid*"))
+
+    asyncio.run(go())
+    assert built.checkpoints is not None and [t.turn for t in built.checkpoints.turns()] == [1]
+    assert not list(store_dir(repo).glob("index-*"))
+    assert "restored 1 files to before turn 1: a.txt" in command(built, "/undo")
