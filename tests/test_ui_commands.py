@@ -227,7 +227,7 @@ def test_memory_lists_and_deletes(tmp_path: Path) -> None:
 
 def test_exit_requests_exit(tmp_path: Path) -> None:
     ctx, _ = make_ctx(tmp_path)
-    run(ctx, "/ex")
+    run(ctx, "/exi")  # "/ex" is ambiguous now: /exit, /export
     assert ctx.exit_requested
 
 
