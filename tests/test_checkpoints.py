@@ -309,3 +309,19 @@ def test_a_session_not_recorded_keeps_checkpoints_in_memory_and_leaves_no_index(
     assert built.checkpoints is not None and [t.turn for t in built.checkpoints.turns()] == [1]
     assert not list(store_dir(repo).glob("index-*"))
     assert "restored 1 files to before turn 1: a.txt" in command(built, "/undo")
+
+
+def test_after_a_compaction_only_the_files_of_an_older_turn_can_be_rewound(repo: Path) -> None:
+    llm = ScriptedLLM([Reply(text="one"), tool_reply(call("write_file", {"path": "a.txt", "content": "a"})),
+                       Reply(text="two"), Reply(text="three"), Reply(text="the summary")])
+    built = build(repo, llm)
+    ask(built, "first", "second", "third")
+    assert built.agent.compactor is not None
+    asyncio.run(built.agent.compactor.manual(built.agent))
+    out = command(built, "/rewind 2")
+    assert "the conversation was compacted since turn 2; only its files can be rewound (/rewind 2 files)" in out
+    assert (repo / "a.txt").exists()
+    assert "restored 1 files to before turn 2: a.txt" in command(built, "/rewind 2 files")
+    assert not (repo / "a.txt").exists()
+    assert "conversation rewound to before turn 1" in command(built, "/rewind 1 conversation")  # to the start
+    assert built.agent.history == []

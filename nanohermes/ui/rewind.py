@@ -44,6 +44,8 @@ async def _rewind(ctx: CommandContext, arg: str) -> None:
         for t, files in zip(turns, changed):
             what = (f"{len(files)} file{'s' if len(files) != 1 else ''}: " + ", ".join(files[:5])
                     + (" …" if len(files) > 5 else "")) if files else "no file changes"
+            if files == ["(pruned)"]:
+                what = "checkpoint pruned"
             lines.append(f"{t.turn:>3}  {t.when}  {t.prompt.splitlines()[0][:50] if t.prompt else '':<50}  {what}"
                          + ("  (files undone)" if t.undone else ""))
         lines.append("go back with /rewind N [both|files|conversation] (both by default); /undo undoes the last turn's files")
