@@ -246,6 +246,7 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
                   turn_hooks=[hooks] if hooks is not None else [])
     if hooks is not None:
         hooks.session = lambda: (agent.transcript.id, str(agent.transcript.path)) if agent.transcript else ("", "")
+        hooks.mode = lambda: runtime.policy.mode
     if resume is not None:
         warnings += resume_into(agent, resume)
     built = Built(agent, warnings, docs=docs, skills=skills, mcp=mcp, subagents=subagents,

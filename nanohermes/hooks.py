@@ -117,6 +117,7 @@ class Hooks:
     emit: Callable[[Event], None] = lambda e: None
     # (session id, transcript path) at the time a hook runs: /clear and /resume change them.
     session: Callable[[], tuple[str, str]] = lambda: ("", "")
+    mode: Callable[[], str] = lambda: "default"  # the permission mode at the time a hook runs
     _stop_active: bool = False
     _background: set[asyncio.Task[Any]] = field(default_factory=set)
 
@@ -143,7 +144,7 @@ class Hooks:
     def payload(self, event: str, **extra: Any) -> dict[str, Any]:
         session_id, transcript = self.session()
         return {"session_id": session_id, "transcript_path": transcript, "cwd": str(self.workspace),
-                "hook_event_name": event, **extra}
+                "permission_mode": self.mode(), "hook_event_name": event, **extra}
 
     async def run(self, hook: Hook, payload: dict[str, Any]) -> HookRun:
         """Run one hook to its end or its timeout; then kill whatever is left of its group."""

@@ -103,7 +103,7 @@ def test_every_event_fires_with_its_documented_input(workspace: Path, recorder: 
     assert transcript is not None
     for r in got:
         assert r["session_id"] == transcript.id and r["transcript_path"] == str(transcript.path)
-        assert r["cwd"] == str(workspace)
+        assert r["cwd"] == str(workspace) and r["permission_mode"] == "default"
     by = {e: [r for r in got if r["hook_event_name"] == e] for e in events}
     assert by["SessionStart"] == [{**by["SessionStart"][0], "source": "startup"}]
     assert by["UserPromptSubmit"][0]["prompt"] == "hello"
