@@ -50,6 +50,7 @@ class CheckpointError(Exception):
 class Snapshot:
     commit: str
     too_big: tuple[str, ...] = ()  # paths present but not kept
+    unreadable: tuple[str, ...] = ()  # paths present that could not be read: not kept either
 
 
 @dataclass
@@ -128,11 +129,12 @@ class Store:
         (info / "attributes").write_text(_ATTRIBUTES)
 
     # -- snapshot --------------------------------------------------------------------------
-    def files(self) -> tuple[list[str], list[str]]:
-        """(paths to keep, paths too big to keep), relative, sorted; raises CheckpointError
+    def files(self) -> tuple[list[str], list[str], list[str]]:
+        """(paths to keep, too big to keep, unreadable), relative, sorted; raises CheckpointError
         when the workspace has more files than a checkpoint may hold."""
         keep: list[str] = []
         big: list[str] = []
+        unreadable: list[str] = []
         cap = self.limits.checkpoint_max_files
         for folder, dirs, names in os.walk(self.workspace):
             links = [d for d in dirs if os.path.islink(os.path.join(folder, d))]  # kept as links, not followed
@@ -153,11 +155,14 @@ class Store:
                 if not os.path.islink(path) and st.st_size > self.limits.checkpoint_file_max_bytes:
                     big.append(relpath)
                     continue
+                if not os.path.islink(path) and not os.access(path, os.R_OK):
+                    unreadable.append(relpath)  # git could not read it; a rewind leaves it alone too
+                    continue
                 keep.append(relpath)
                 if len(keep) > cap:
                     raise CheckpointError(f"the workspace has more than {cap} files "
                                           "(limits.checkpoint_max_files); checkpoints are off for it")
-        return keep, big
+        return keep, big, unreadable
 
     def snapshot(self, message: str) -> Snapshot:
         with self.lock:
@@ -165,7 +170,7 @@ class Store:
 
     def _snapshot(self, message: str) -> Snapshot:
         self._init()
-        keep, big = self.files()
+        keep, big, unreadable = self.files()
         indexed = set(filter(None, self.git("ls-files", "-z").split("\0")))
         stale = indexed - set(keep)
         if stale:
@@ -174,12 +179,12 @@ class Store:
             self.git("update-index", "-z", "--add", "--remove", "--replace", "--stdin", stdin=_nul(keep))
         tree = self.git("write-tree").strip()
         if self._last is not None and self._last[0] == tree and self.exists(self._last[1]):
-            return Snapshot(self._last[1], tuple(big))
+            return Snapshot(self._last[1], tuple(big), tuple(unreadable))
         # No parent: each checkpoint is reachable only from its own ref, so pruning a ref frees it.
         commit = self.git("commit-tree", tree, "-m", message[:200] or "checkpoint").strip()
         self.git("update-ref", f"{REF_PREFIX}{time.time_ns():020d}-{commit}", commit)  # names sort oldest first
         self._last = (tree, commit)
-        return Snapshot(commit, tuple(big))
+        return Snapshot(commit, tuple(big), tuple(unreadable))
 
     def exists(self, commit: str) -> bool:
         """Whether the checkpoint is still kept (its ref, which keeps its objects, was not pruned)."""
@@ -208,7 +213,7 @@ class Store:
             if status != "D":
                 continue
             if path in keep_away:
-                notes.append(f"{path} was too big to keep; left as it is")
+                notes.append(f"{path} was not kept (too big or unreadable); left as it is")
                 continue
             full = root / path
             if not full.parent.resolve().is_relative_to(root):  # never through a symlinked folder
@@ -376,7 +381,8 @@ class Checkpoints:
                 f"checkpoints: {len(fresh)} files too big to keep (> {self.store.limits.checkpoint_file_max_bytes} "
                 f"bytes, limits.checkpoint_file_max_bytes): {shown}; /rewind leaves them as they are")))
         turn = Turn(turn=(turns[-1].turn + 1 if turns else 1), prompt=prompt[:200], time=time.time(),
-                    commit=snap.commit, history=history, mark=_mark(self.agent, history), too_big=list(snap.too_big))
+                    commit=snap.commit, history=history, mark=_mark(self.agent, history),
+                    too_big=[*snap.too_big, *snap.unreadable])
         turns.append(turn)
         self._write({"type": "turn", **asdict(turn)})
         return prompt

@@ -215,7 +215,7 @@ def test_a_file_too_big_to_keep_is_named_and_left_alone(repo: Path) -> None:
     assert ("checkpoints: 1 files too big to keep (> 299 bytes, limits.checkpoint_file_max_bytes): big.bin; "
             "/rewind leaves them as they are") in [n.text for n in ui.of(Notice)]
     out = command(built, "/undo")
-    assert "big.bin was too big to keep; left as it is" in out
+    assert "big.bin was not kept (too big or unreadable); left as it is" in out
     assert (repo / "big.bin").read_bytes() == b"small"
 
 
