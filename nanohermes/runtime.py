@@ -210,7 +210,7 @@ class Runtime:
         if hooked is not None:  # a hook may refuse the call or rewrite it; the rules then judge the result
             if hooked.refusal is not None:
                 return hooked.refusal, True, None, 0.0
-            args = hooked.args
+            args, summary = hooked.args, tool.summary(hooked.args)  # an approval shows what will run
         try:
             # Once per call, off the loop (a host's addresses come from the resolver); the
             # verdict and the tool both use this one Target.

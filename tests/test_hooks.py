@@ -421,3 +421,13 @@ def test_a_sub_agents_tool_calls_go_through_the_hooks_too(workspace: Path, recor
     assert [r["tool_name"] for r in records(log)] == ["read_file"]
     child_results = [m["content"] for m in llm.requests[2]["messages"] if m["role"] == "tool"]
     assert child_results == ["ERROR: blocked by a PreToolUse hook: no reading"]
+
+
+def test_an_approval_shows_the_arguments_a_hook_rewrote(workspace: Path, recorder: Path, tmp_path: Path) -> None:
+    llm = ScriptedLLM([tool_reply(call("write_file", {"path": "a.txt", "content": "A"})), Reply(text="done")])
+    ui = RecordingUI(answers=["once"])
+    ask(build(workspace, llm, ui, {"PreToolUse": [group(hook_cmd(recorder, tmp_path / "l", out={
+        "permissionDecision": "ask", "updatedInput": {"path": "b.txt", "content": "B"}}))]}), "go")
+    [req] = ui.of(ApprovalRequest)
+    assert req.summary == "b.txt" and "+B" in req.detail.splitlines() and "+A" not in req.detail.splitlines()
+    assert (workspace / "b.txt").read_text() == "B" and not (workspace / "a.txt").exists()
