@@ -294,6 +294,7 @@ class Checkpoints:
         self._warned_big: set[str] = set()
         self._warming: threading.Thread | None = None
         self.disabled = ""  # why checkpoints stopped for this session
+        self.rewound_prompt = ""  # the prompt of the turn the last conversation rewind took back
 
     def start(self) -> None:
         """At session start, a first snapshot in a background thread: it fills the index's
@@ -380,7 +381,7 @@ class Checkpoints:
             self.agent.ui.emit(Notice(level="warning", text=(
                 f"checkpoints: {len(fresh)} files too big to keep (> {self.store.limits.checkpoint_file_max_bytes} "
                 f"bytes, limits.checkpoint_file_max_bytes): {shown}; /rewind leaves them as they are")))
-        turn = Turn(turn=(turns[-1].turn + 1 if turns else 1), prompt=prompt[:200], time=time.time(),
+        turn = Turn(turn=(turns[-1].turn + 1 if turns else 1), prompt=prompt[:200], time=time.time(),  # for the listing
                     commit=snap.commit, history=history, mark=_mark(self.agent, history),
                     too_big=[*snap.too_big, *snap.unreadable])
         turns.append(turn)
@@ -428,6 +429,8 @@ class Checkpoints:
             out += notes
         if conversation:
             agent = self.agent
+            asked = agent.history[turn.history] if turn.history < len(agent.history) else None
+            self.rewound_prompt = (asked.content or "") if asked is not None and asked.role == "user" else ""
             agent.history = agent.history[:turn.history]
             if agent.transcript is not None:
                 agent.transcript.record_rewind(turn.history)

@@ -81,11 +81,11 @@ def ask(built: Built, *prompts: str) -> None:
     asyncio.run(go())
 
 
-def command(built: Built, line: str) -> str:
+def command(built: Built, line: str, state: dict[str, Any] | None = None) -> str:
     load_commands()
     console = Console(width=250, record=True, color_system=None)
     ctx = CommandContext(agent=built.agent, config=built.agent.runtime.config, workspace=built.agent.runtime.workspace,
-                         print=console.print, registry=REGISTRY, built=built)
+                         print=console.print, registry=REGISTRY, built=built, state=state if state is not None else {})
     asyncio.run(REGISTRY.run(line, ctx))
     return console.export_text()
 
@@ -153,8 +153,10 @@ def test_conversation_only_rewind_keeps_the_files(repo: Path) -> None:
                        Reply(text="second answer"), Reply(text="after the rewind")])
     built = build(repo, llm)
     ask(built, "first", "second")
-    out = command(built, "/rewind 2 conversation")
+    state: dict[str, Any] = {}
+    out = command(built, "/rewind 2 conversation", state)
     assert "conversation rewound to before turn 2 ('second')" in out
+    assert state == {"prefill": "second"}  # the REPL offers the prompt again
     assert (repo / "a.txt").read_text() == "a"
     assert [m.content for m in built.agent.history] == ["first", "first answer"]
     assert built.checkpoints is not None and [t.turn for t in built.checkpoints.turns()] == [1]
@@ -285,6 +287,11 @@ def test_in_the_repl_a_custom_command_runs_and_undo_takes_its_changes_back(works
             assert (workspace / "made.txt").read_text() == "made"
             t.type("/undo")
             t.wait("restored 1 files to before turn 1: made.txt")
+            t.prompt()
+            t.type("/rewind 1 conversation")
+            t.wait("conversation rewound to before turn 1 ('Create made.txt.')")
+            t.wait("Create made.txt.")  # offered again at the prompt
+            t.child.send("\x03")  # Ctrl-C clears it
             t.leave()
         finally:
             if t.child.isalive():

@@ -495,6 +495,7 @@ class Repl:
                         await self.registry.run(line.strip(), self.ctx)
                     except Exception as e:  # a broken command must not end the session
                         self._show_error(e)
+                    self.partial = self.state.pop("prefill", None) or self.partial  # e.g. /rewind's prompt
                     if self.ctx.exit_requested:
                         break
                     continue

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from nanohermes.ui.commands import CommandContext, command
@@ -59,8 +60,13 @@ async def _rewind(ctx: CommandContext, arg: str) -> None:
         ctx.print(Text(f"usage: /rewind N [both|files|conversation], N one of "
                        f"{', '.join(str(t.turn) for t in turns)} (/rewind lists them)", style="red"))
         return
-    lines = await cps.rewind(turn, files=mode in ("both", "files"), conversation=mode in ("both", "conversation"))
+    conversation = mode in ("both", "conversation")
+    lines = await cps.rewind(turn, files=mode in ("both", "files"), conversation=conversation)
     ctx.print(render.lines(lines))
+    if conversation and any(line.startswith("conversation rewound") for line in lines):
+        # The REPL offers that prompt again, to edit and resend: as typed, without what was
+        # attached to it.
+        ctx.state["prefill"] = re.split(r"\n\n<(?:file path=|hook-context>)", cps.rewound_prompt, maxsplit=1)[0]
 
 
 @command("undo", help="Undo the file changes of the last turn (again: the turn before it)")
