@@ -162,8 +162,9 @@ class Hooks:
                    asyncio.ensure_future(_read_capped(proc.stderr, cap))]
         code: int | None = None
         try:
-            await _feed(proc, json.dumps(payload, ensure_ascii=False).encode())
-            code = await asyncio.wait_for(proc.wait(), hook.timeout_secs)
+            # Feeding stdin counts against the timeout too: a hook may never read it.
+            code = await asyncio.wait_for(_feed_and_wait(proc, json.dumps(payload, ensure_ascii=False).encode()),
+                                          hook.timeout_secs)
         except asyncio.TimeoutError:
             self._warn(hook, f"timed out after {hook.timeout_secs:g}s; its process group was killed")
         finally:
@@ -359,6 +360,11 @@ def missing_program(command: str, workspace: Path) -> str | None:
 
 _SHELL_WORDS = {"cd", "echo", "exit", "test", "[", "true", "false", "printf", "read", "exec", "if", "for", "while",
                 "case", "{", "(", "!", ".", ":", "export", "set"}
+
+
+async def _feed_and_wait(proc: asyncio.subprocess.Process, data: bytes) -> int:
+    await _feed(proc, data)
+    return await proc.wait()
 
 
 async def _feed(proc: asyncio.subprocess.Process, data: bytes) -> None:

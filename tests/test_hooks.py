@@ -431,3 +431,12 @@ def test_an_approval_shows_the_arguments_a_hook_rewrote(workspace: Path, recorde
     [req] = ui.of(ApprovalRequest)
     assert req.summary == "b.txt" and "+B" in req.detail.splitlines() and "+A" not in req.detail.splitlines()
     assert (workspace / "b.txt").read_text() == "B" and not (workspace / "a.txt").exists()
+
+
+def test_a_hook_that_never_reads_a_large_input_still_times_out(workspace: Path, tmp_path: Path) -> None:
+    ui = RecordingUI()
+    hooks = Hooks([Hook("PostToolUse", "", "sleep 300", 0.5, "test")], workspace, Limits(), ui.emit)
+    started = time.monotonic()
+    run = asyncio.run(hooks.run(hooks.hooks[0], hooks.payload("PostToolUse", tool_response="x" * 1_000_000)))
+    assert run.code is None and time.monotonic() - started < 30
+    assert warnings(ui) == ["PostToolUse hook `sleep 300` timed out after 0.5s; its process group was killed"]
