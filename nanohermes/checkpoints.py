@@ -423,7 +423,10 @@ class Checkpoints:
         if files:
             if not await asyncio.to_thread(self.store.exists, turn.commit):
                 return [f"the checkpoint of turn {turn.turn} was pruned (limits.checkpoint_store_bytes)"]
-            touched, notes = await asyncio.to_thread(self.store.restore, turn.commit, turn.too_big)
+            try:
+                touched, notes = await asyncio.to_thread(self.store.restore, turn.commit, turn.too_big)
+            except (CheckpointError, OSError, subprocess.SubprocessError) as e:
+                return [f"could not restore the files of turn {turn.turn}: {e}"]
             out.append(f"restored {len(touched)} files to before turn {turn.turn}" +
                        (": " + ", ".join(touched[:10]) + (" …" if len(touched) > 10 else "") if touched else ""))
             out += notes
