@@ -221,7 +221,8 @@ class Hooks:
             if run.code == BLOCK_EXIT:
                 return PreToolUse(args, refusal=self._refusal(run.stderr.strip(), hook))
             out = run.output()
-            said = out.get("permissionDecision")
+            # The older spelling: {"decision": "approve" | "block"}.
+            said = out.get("permissionDecision") or {"approve": "allow"}.get(str(out.get("decision")))
             reason = str(out.get("permissionDecisionReason") or out.get("reason") or "")
             if said == "deny" or out.get("decision") == "block":
                 return PreToolUse(args, refusal=self._refusal(reason, hook))

@@ -131,6 +131,19 @@ def test_pre_tool_use_allow_answers_the_approval_question(workspace: Path, recor
     assert (workspace / "a.txt").read_text() == "A"
 
 
+def test_pre_tool_use_reads_the_older_decision_spelling(workspace: Path, recorder: Path, tmp_path: Path) -> None:
+    for decision, written in (("approve", True), ("block", False)):
+        ws = workspace / decision
+        ws.mkdir()
+        llm = ScriptedLLM([tool_reply(call("write_file", {"path": "a.txt", "content": "A"})), Reply(text="done")])
+        ask(build(ws, llm, RecordingUI(), {"PreToolUse": [group(hook_cmd(recorder, tmp_path / "l", out={
+            "decision": decision, "reason": "old style"}))]}), "go")
+        assert (ws / "a.txt").exists() == written
+        [result] = tool_messages(llm)
+        assert result.startswith("ERROR") != written
+        assert written or result == "ERROR: blocked by a PreToolUse hook: old style"
+
+
 def test_pre_tool_use_allow_never_lifts_a_deny_rule(workspace: Path, recorder: Path, tmp_path: Path) -> None:
     llm = ScriptedLLM([tool_reply(call("write_file", {"path": "a.txt", "content": "A"})), Reply(text="done")])
     ask(build(workspace, llm, RecordingUI(), {"PreToolUse": [group(hook_cmd(recorder, tmp_path / "l", out={
