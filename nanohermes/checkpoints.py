@@ -111,8 +111,11 @@ class Store:
                    GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_LITERAL_PATHSPECS="1",
                    GIT_TERMINAL_PROMPT="0", GIT_AUTHOR_NAME="nanohermes", GIT_AUTHOR_EMAIL="nanohermes@localhost",
                    GIT_COMMITTER_NAME="nanohermes", GIT_COMMITTER_EMAIL="nanohermes@localhost")
-        return subprocess.run(["git", *_GIT_CONFIG, *args], input=stdin, capture_output=True, env=env,
-                              cwd=self.workspace, timeout=600)
+        try:
+            return subprocess.run(["git", *_GIT_CONFIG, *args], input=stdin, capture_output=True, env=env,
+                                  cwd=self.workspace, timeout=600)
+        except FileNotFoundError:
+            raise CheckpointError("git was not found on PATH (checkpoints need it; install git)") from None
 
     def _init(self) -> None:
         if self._fresh:

@@ -332,3 +332,17 @@ def test_after_a_compaction_only_the_files_of_an_older_turn_can_be_rewound(repo:
     assert not (repo / "a.txt").exists()
     assert "conversation rewound to before turn 1" in command(built, "/rewind 1 conversation")  # to the start
     assert built.agent.history == []
+
+
+def test_without_git_checkpoints_are_off_with_one_warning(repo: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    ui = RecordingUI()
+    built = build(repo, ScriptedLLM([Reply(text="a"), Reply(text="b")]), ui)
+    monkeypatch.setenv("PATH", str(empty))
+    ask(built, "one", "two")
+    assert [n.text for n in ui.of(Notice) if n.level == "warning"] == [
+        "checkpoints: git was not found on PATH (checkpoints need it; install git); /rewind cannot undo this "
+        "session's turns"]
+    assert [m.content for m in built.agent.history] == ["one", "a", "two", "b"]  # the turns ran
