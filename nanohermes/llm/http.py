@@ -14,6 +14,8 @@ import asyncio
 import json
 import random
 import re
+import sys
+import types
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -52,6 +54,22 @@ CONTEXT_OVERFLOW = re.compile(
     r"|reduce the length of the messages|too large for model|input is too long",
     re.IGNORECASE | re.DOTALL,
 )
+
+
+def import_httpx() -> Any:
+    """httpx, without its command-line client: the package's init imports `httpx._main` (click,
+    rich, pygments: about 50 ms) only to offer `httpx.main`, which nothing here calls."""
+    if "httpx" not in sys.modules and "httpx._main" not in sys.modules:
+        stub = types.ModuleType("httpx._main")
+
+        def main() -> None:
+            raise SystemExit("the httpx command-line client is not loaded in nanohermes")
+
+        stub.main = main  # type: ignore[attr-defined]
+        sys.modules["httpx._main"] = stub
+    import httpx
+
+    return httpx
 
 
 def is_context_overflow(text: str) -> bool:
@@ -205,8 +223,7 @@ class HttpWire:
 
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
-            import httpx  # imported on first use: `--version` and the REPL's first prompt skip it
-
+            httpx = import_httpx()  # on first use: `--version` and the REPL's first prompt skip it
             headers = {"Authorization": f"Bearer {self.api_key or 'no-key-set'}", "Accept": "text/event-stream"}
             self._client = httpx.AsyncClient(
                 headers=headers, timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 30.0)),
@@ -247,7 +264,7 @@ class HttpWire:
 
     async def _once(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], on_text: TextSink,
                     on_reasoning: TextSink | None, shown: Shown) -> Completion:
-        import httpx
+        httpx = import_httpx()
 
         shown.replay, shown.diverged = 0, False
         shown_text = lambda piece: shown.show(piece, on_text)  # a sink that skips replayed text
