@@ -226,7 +226,8 @@ class Repl:
         config = s.config
         if config.summary_model:
             self.state["view"] = "compact"
-        view = TurnView(self.console, view=lambda: self.state.get("view", "full"), typed_ahead=self.terminal.pending)
+        view = TurnView(self.console, view=lambda: self.state.get("view", "full"), typed_ahead=self.terminal.pending,
+                        thinking=lambda: bool(self.state.get("thinking")))
         view.out = self._out
         approver = Approver(self.console, before=self.before_approval, after=view.resume, on_interrupt=self.interrupt)
         ui = ReplUI(view=view, approver=approver)
