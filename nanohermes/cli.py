@@ -210,6 +210,7 @@ def _make_app(launch: Callable[[Launch], int] | None = None) -> Any:
         model: Optional[str] = typer.Option(None, "--model", "-m", help="Model to check."),
         base_url: Optional[str] = typer.Option(None, "--base-url", help="Endpoint to check."),
         api_key: Optional[str] = typer.Option(None, "--api-key", help="API key to check."),
+        wire_api: Optional[WireChoice] = typer.Option(None, "--wire-api", help="The endpoint's API to check: chat or responses."),
         config: Optional[Path] = typer.Option(None, "--config", help="Config file to use instead of the user config."),
         cwd: Optional[Path] = typer.Option(None, "-C", "--cwd", help="Workspace directory."),
     ) -> None:
@@ -218,7 +219,8 @@ def _make_app(launch: Callable[[Launch], int] | None = None) -> Any:
 
         try:
             code = run_doctor(_workspace(cwd), config_file=config,
-                              flags={"model": model, "base_url": base_url, "api_key": api_key})
+                              flags={"model": model, "base_url": base_url, "api_key": api_key,
+                                     "wire_api": wire_api.value if wire_api else None})
         except Exception as e:
             code = _fail(e, False)
         raise typer.Exit(code)

@@ -256,7 +256,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self._path() != "/v1/models":
             self._send_error(404, f"Unknown path {self.path}", "not_found")
         elif self._authorized():
-            data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.fake.models]
+            data = [{"id": m, "object": "model", "created": 0, "owned_by": self.fake.owned_by} for m in self.fake.models]
             self._send_json(200, {"object": "list", "data": data})
 
     def do_POST(self) -> None:
@@ -498,9 +498,11 @@ class FakeServer:
         api_key: str | None = None,
         models: Sequence[str] = ("fake-model",),
         default: Reply | None = None,
+        owned_by: str = "fake",  # what /v1/models says owns each model ("llamacpp", "vllm", "library" for Ollama)
     ) -> None:
         self.api_key = api_key
         self.models = tuple(models)
+        self.owned_by = owned_by
         self.default = default
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []

@@ -99,7 +99,11 @@ def describe_connect_error(url: str, exc: BaseException) -> str:
                                  "packet length too long", "http_request"))
     if tls and url.startswith("https://"):
         return f"{text}; the server seems to speak plain HTTP: try http:// instead of https://"
-    if url.startswith("http://") and any(w in low for w in ("reset", "disconnected", "without sending", "illegal status")):
+    # A TLS server sent plain HTTP drops the connection or answers with bytes that are no
+    # HTTP status line.
+    dropped = type(exc).__name__ in ("ReadError", "RemoteProtocolError") or any(
+        w in low for w in ("reset", "disconnected", "without sending", "illegal status"))
+    if url.startswith("http://") and dropped:
         return f"{text}; if the server speaks TLS, use https:// instead of http://"
     return text
 
@@ -223,11 +227,11 @@ class HttpWire:
 
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
-            httpx = import_httpx()  # on first use: `--version` and the REPL's first prompt skip it
+            hx = import_httpx()  # on first use: `--version` and the REPL's first prompt skip it
             headers = {"Authorization": f"Bearer {self.api_key or 'no-key-set'}", "Accept": "text/event-stream"}
-            self._client = httpx.AsyncClient(
-                headers=headers, timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 30.0)),
-                limits=httpx.Limits(max_keepalive_connections=4), follow_redirects=False)
+            self._client = hx.AsyncClient(
+                headers=headers, timeout=hx.Timeout(self.timeout, connect=min(self.timeout, 30.0)),
+                limits=hx.Limits(max_keepalive_connections=4), follow_redirects=False)
         client: httpx.AsyncClient = self._client
         return client
 
@@ -299,9 +303,9 @@ class HttpWire:
         except (Retry, EndpointError):
             raise
         except (httpx.TimeoutException, httpx.TransportError) as e:
-            final = UnreachableError(
-                f"cannot reach the model endpoint at {self.base_url} ({describe_connect_error(self.base_url, e)})",
-                hint=BASE_URL_HINT)
+            # Before an answer began, the failure may be a TLS/plain-HTTP mix-up worth naming.
+            detail = describe_connect_error(self.base_url, e) if not started else f"{type(e).__name__}: {e}"
+            final = UnreachableError(f"cannot reach the model endpoint at {self.base_url} ({detail})", hint=BASE_URL_HINT)
             if started or shown.text:
                 raise Retry("the response stream dropped", final) from None
             raise Retry(f"cannot connect to {self.base_url}", final) from None
