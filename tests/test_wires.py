@@ -132,3 +132,32 @@ def test_non_streamed_answer_is_read(cli, server: FakeServer, wire: str) -> None
     server.add(Raw(body=json.dumps(body).encode(), content_type="application/json"))
     r = run(cli, server, wire, "-p", "x")
     assert (r.code, r.out) == (0, "whole\n"), r.err
+
+
+def _events(*events: dict[str, Any]) -> tuple[bytes, ...]:
+    return tuple(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+
+
+def test_responses_failed_event_with_context_overflow_compacts(cli, server: FakeServer, workspace: Path) -> None:
+    from nanohermes.testing import Raw
+
+    (workspace / "big.txt").write_text("y" * 3000)
+    failed = {"type": "response.failed", "response": {"id": "r1", "status": "failed", "output": [], "error": {
+        "code": "context_length_exceeded", "message": "Your input exceeds the context window of this model."}}}
+    server.add(tool_reply(call("read_file", {"path": "big.txt"})),
+               Raw(body=_events({"type": "response.created", "response": {"id": "r1", "status": "in_progress"}}, failed)),
+               Reply(text="SUMMARY"), Reply(text="fits now"))
+    r = run(cli, server, "responses", "-p", "read big.txt", "--verbose")
+    assert (r.code, r.out) == (0, "fits now\n"), r.err
+    assert "the endpoint said the context is too long" in r.err
+
+
+def test_responses_error_event_mid_stream_is_retried(cli, server: FakeServer) -> None:
+    from nanohermes.testing import Raw
+
+    server.add(Raw(body=_events({"type": "response.output_text.delta", "item_id": "m", "delta": "par"},
+                                {"type": "error", "code": "server_error", "message": "The server had an error"})),
+               Reply(text="partial then whole"))
+    r = run(cli, server, "responses", "-p", "x")
+    assert (r.code, r.out) == (0, "partial then whole\n"), r.err  # "par" already shown is not shown twice
+    assert "the endpoint reported an error mid-answer; retrying" in r.err
