@@ -396,9 +396,13 @@ class _Handler(BaseHTTPRequestHandler):
                     "encrypted_content": "enc:" + reply.reasoning[::-1]}  # opaque to the client, checkable by tests
             events.append({"type": "response.output_item.added", "output_index": len(output),
                            "item": {**item, "summary": []}})
-            events.append({"type": "response.reasoning_summary_part.added", "item_id": item["id"], "summary_index": 0})
-            events += [{"type": "response.reasoning_summary_text.delta", "item_id": item["id"], "delta": p}
+            at = {"item_id": item["id"], "output_index": len(output), "summary_index": 0}
+            events.append({"type": "response.reasoning_summary_part.added", **at, "part": {"type": "summary_text", "text": ""}})
+            events += [{"type": "response.reasoning_summary_text.delta", **at, "delta": p}
                        for p in _pieces(reply.reasoning, reply.chunk_size)]
+            events.append({"type": "response.reasoning_summary_text.done", **at, "text": reply.reasoning})
+            events.append({"type": "response.reasoning_summary_part.done", **at,
+                           "part": {"type": "summary_text", "text": reply.reasoning}})
             events.append({"type": "response.output_item.done", "output_index": len(output), "item": item})
             output.append(item)
         text = reply.text if reply.drop_after is None else reply.text[: reply.drop_after]
@@ -407,9 +411,13 @@ class _Handler(BaseHTTPRequestHandler):
                    "content": [{"type": "output_text", "text": reply.text, "annotations": []}]}
             events.append({"type": "response.output_item.added", "output_index": len(output),
                            "item": {**msg, "content": [], "status": "in_progress"}})
-            events += [{"type": "response.output_text.delta", "item_id": msg["id"], "output_index": len(output),
-                        "content_index": 0, "delta": p} for p in _pieces(text, reply.chunk_size)]
+            at = {"item_id": msg["id"], "output_index": len(output), "content_index": 0}
+            events.append({"type": "response.content_part.added", **at,
+                           "part": {"type": "output_text", "text": "", "annotations": []}})
+            events += [{"type": "response.output_text.delta", **at, "delta": p} for p in _pieces(text, reply.chunk_size)]
             if reply.drop_after is None:
+                events.append({"type": "response.output_text.done", **at, "text": reply.text})
+                events.append({"type": "response.content_part.done", **at, "part": msg["content"][0]})
                 events.append({"type": "response.output_item.done", "output_index": len(output), "item": msg})
             output.append(msg)
         for n, call in enumerate(fake._render_calls(reply)):
