@@ -229,9 +229,12 @@ class HttpWire:
         if self._client is None:
             hx = import_httpx()  # on first use: `--version` and the REPL's first prompt skip it
             headers = {"Authorization": f"Bearer {self.api_key or 'no-key-set'}", "Accept": "text/event-stream"}
+            # Loading the CA bundle costs tens of milliseconds; a plain-HTTP endpoint (a local
+            # server) never uses it, since redirects are not followed to another scheme.
+            plain = self.base_url.startswith("http://")
             self._client = hx.AsyncClient(
                 headers=headers, timeout=hx.Timeout(self.timeout, connect=min(self.timeout, 30.0)),
-                limits=hx.Limits(max_keepalive_connections=4), follow_redirects=False)
+                limits=hx.Limits(max_keepalive_connections=4), follow_redirects=False, verify=not plain)
         client: httpx.AsyncClient = self._client
         return client
 
