@@ -215,3 +215,12 @@ def test_context_overflow_in_each_wording_compacts(cli, server: FakeServer, work
     assert "the endpoint said the context is too long" in r.err
     assert "SUMMARY: big.txt was read" in server.requests[3]["messages"][1]["content"]
     assert len(server.requests) == 4
+
+
+def test_an_error_body_cannot_send_terminal_escapes(cli, server: FakeServer) -> None:
+    server.add(_json_error(400, {"message": "bad request \x1b]52;c;aGk=\x07\x1b[2J here"}))
+    r = cli("-p", "hi", server=server)
+    print(r.err)
+    assert r.code == 1
+    assert "\x1b" not in r.err and "\x07" not in r.err
+    assert "bad request ?]52;c;aGk=??[2J here" in r.err

@@ -167,7 +167,20 @@ class StreamParser(Protocol):
         ...
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str, limit: int = 300) -> str:
+    """Server-sent text made safe for a terminal line: control characters (escape sequences a
+    hostile endpoint could send) become "?", and the length is capped."""
+    return _CONTROL.sub("?", text[:limit])
+
+
 def error_message(body: Any, fallback: str = "") -> str:
+    return printable(_error_message(body, fallback))
+
+
+def _error_message(body: Any, fallback: str = "") -> str:
     """The message of an error body in any of the shapes servers use: {"error": {...}},
     {"error": "text"}, [{"error": {...}}] (Gemini), {"message": ...} or {"detail": ...}."""
     if isinstance(body, list) and body:
@@ -386,7 +399,7 @@ class HttpWire:
 
 
 def _not_a_stream(ctype: str) -> str:
-    return f"the endpoint answered {ctype}, not an event stream; check base_url"
+    return f"the endpoint answered {printable(ctype, 80)}, not an event stream; check base_url"
 
 
 def _not_a_stream_hint(base_url: str) -> str:
