@@ -111,10 +111,13 @@ class Message:
         )
 
     def chars(self) -> int:
-        """Size as the session budget counts it: content plus tool-call arguments."""
+        """Size as the session budget counts it: content plus tool-call arguments, and the
+        reasoning that goes back with tool calls (see `to_chat`)."""
         n = len(self.content or "")
         for c in self.tool_calls:
             n += len(c.name) + len(c.arguments)
+        if self.tool_calls and self.reasoning:
+            n += len(self.reasoning)
         return n
 
 

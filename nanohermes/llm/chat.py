@@ -84,6 +84,8 @@ class CallAssembler:
         cid = fragment.get("id") or None
         name = fn.get("name") or None
         open_call = self._at.get(index) if index is not None else self._current
+        if open_call is None and cid is None and name is None:
+            open_call = self._current  # a bare continuation at an index not seen yet
         slot: _Call | None = None
         if cid is not None:
             slot = next((c for c in self.calls if c.id == cid), None)
