@@ -348,6 +348,9 @@ def _prepare(launch: Launch, warn: Callable[[str], None]) -> tuple[Any, Path, Pa
     workspace = _workspace(launch.cwd)
     loaded = load_config(workspace, config_file=launch.config_file, flags=launch.flags)
     protect(loaded.config)  # before anything can print a key
+    from nanohermes.llm.http import check_base_url
+
+    check_base_url(loaded.config.base_url)  # a URL no request could use ends the run now (exit 2)
     for w in loaded.warnings:
         warn(w)
     return loaded.config, workspace, _resume_target(workspace, launch.cont, launch.resume, launch.save_session)
