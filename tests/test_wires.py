@@ -161,3 +161,25 @@ def test_responses_error_event_mid_stream_is_retried(cli, server: FakeServer) ->
     r = run(cli, server, "responses", "-p", "x")
     assert (r.code, r.out) == (0, "partial then whole\n"), r.err  # "par" already shown is not shown twice
     assert "the endpoint reported an error mid-answer; retrying" in r.err
+
+
+@pytest.mark.parametrize(("wire", "message", "option"), [
+    ("chat", "Unrecognized request argument supplied: stream_options", "stream_options"),
+    ("responses", "Encrypted content is not supported with this model.", "include"),
+])
+def test_an_option_the_endpoint_refuses_is_dropped_once(cli, server: FakeServer, wire: str, message: str,
+                                                       option: str) -> None:
+    server.add(Fault(status=400, message=message), Reply(text="without it"))
+    r = run(cli, server, wire, "-p", "x")
+    assert (r.code, r.out) == (0, "without it\n"), r.err
+    first, second = server.requests
+    assert option in first and option not in second
+
+
+def test_requests_say_who_sends_them_and_carry_the_key(cli, server: FakeServer, wire: str) -> None:
+    server.add(Reply(text="ok"))
+    r = run(cli, server, wire, "-p", "x", env={"OPENAI_API_KEY": "sk-wire-key"})
+    assert r.code == 0, r.err
+    headers = server.headers[0]
+    assert headers["authorization"] == "Bearer sk-wire-key"
+    assert headers["user-agent"].startswith("nanohermes/") and headers["accept"] == "text/event-stream"

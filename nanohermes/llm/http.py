@@ -241,7 +241,9 @@ class HttpWire:
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
             hx = import_httpx()  # on first use: `--version` and the REPL's first prompt skip it
-            headers = {"Authorization": f"Bearer {self.api_key or 'no-key-set'}", "Accept": "text/event-stream"}
+            from nanohermes import __version__
+
+            headers = {"Authorization": f"Bearer {self.api_key or 'no-key-set'}", "User-Agent": f"nanohermes/{__version__}"}
             # Loading the CA bundle costs tens of milliseconds; a plain-HTTP endpoint (a local
             # server) never uses it, since redirects are not followed to another scheme.
             plain = self.base_url.startswith("http://")
@@ -292,7 +294,8 @@ class HttpWire:
         request = self.build_request(messages, tools)
         started = False
         try:
-            async with self.client().stream("POST", self.url(self.path), json=request) as response:
+            async with self.client().stream("POST", self.url(self.path), json=request,
+                                            headers={"Accept": "text/event-stream"}) as response:
                 started = True
                 if response.status_code >= 400:
                     raw = await response.aread()
