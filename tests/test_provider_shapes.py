@@ -224,3 +224,13 @@ def test_an_error_body_cannot_send_terminal_escapes(cli, server: FakeServer) -> 
     assert r.code == 1
     assert "\x1b" not in r.err and "\x07" not in r.err
     assert "bad request ?]52;c;aGk=??[2J here" in r.err
+
+
+def test_a_redirect_is_not_followed_with_the_key(cli, server: FakeServer) -> None:
+    server.add(Raw(body=b"", status=301, content_type="text/html",
+                   headers=(("Location", "https://elsewhere.example/v1/chat/completions"),)))
+    r = cli("-p", "hi", server=server)
+    print(r.err)
+    assert r.code == 1
+    assert "the endpoint redirected the request (301) to https://elsewhere.example/v1/chat/completions; check base_url" in r.err
+    assert len(server.requests) == 1

@@ -300,6 +300,10 @@ class HttpWire:
                 if response.status_code >= 400:
                     raw = await response.aread()
                     raise self.classify_status(response.status_code, raw, response.headers.get("retry-after"))
+                if 300 <= response.status_code < 400:  # not followed: the key must not travel to another address
+                    where = printable(response.headers.get("location", "another address"), 200)
+                    raise EndpointError(f"the endpoint redirected the request ({response.status_code}) to {where}; "
+                                        "check base_url", hint="set base_url to the address the API really answers at")
                 ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
                 if ctype in ("text/event-stream", ""):  # no type at all: read it as a stream
                     async for name, data in sse_events(response.aiter_lines()):
