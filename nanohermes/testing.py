@@ -662,9 +662,10 @@ class ScriptedLLM:
             raise EndpointError(f"the model endpoint answered {reply.status}: {reply.message}")
         if reply.delay:
             await asyncio.sleep(reply.delay)
-        for piece in _pieces(reply.reasoning, reply.chunk_size) if on_reasoning is not None else []:
-            if piece:
-                on_reasoning(piece)
+        if on_reasoning is not None:
+            for piece in _pieces(reply.reasoning, reply.chunk_size):
+                if piece:
+                    on_reasoning(piece)
         for piece in _pieces(reply.text, reply.chunk_size):
             if piece:
                 on_text(piece)

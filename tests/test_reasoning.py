@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from nanohermes.events import ModelStarted, ReasoningDelta, TextDelta
-from nanohermes.testing import FakeServer, Raw, Reply, call, sse, tool_reply
+from nanohermes.testing import FakeServer, Raw, Reply, call, sse
 
 
 @pytest.fixture
@@ -154,3 +154,25 @@ def test_thinking_command_toggles_the_setting() -> None:
     found.command.handler(ctx, "")
     assert ctx.state["thinking"] is False
     assert "thinking: folded" in str(printed[-1])
+
+
+@pytest.mark.parametrize("wire", ["chat", "responses"])
+def test_the_agent_emits_reasoning_events_apart_from_text(server: FakeServer, workspace: Path, wire: str) -> None:
+    import asyncio
+
+    from nanohermes.assemble import build_agent
+    from nanohermes.config import Config
+    from nanohermes.events import RecordingUI, TurnEnded
+    from nanohermes.testing import ScriptedLLM
+
+    for llm in (None, ScriptedLLM([Reply(reasoning="weighing it", text="decided")])):
+        server.add(Reply(reasoning="weighing it", text="decided"))
+        ui = RecordingUI()
+        config = Config(model="fake-model", base_url=server.base_url, api_key="k", max_retries=0, wire_api=wire)
+        agent = build_agent(config, workspace, ui, llm=llm, save_session=False).agent
+        result = asyncio.run(agent.ask("decide"))
+        assert result.text == "decided"
+        assert "".join(e.text for e in ui.of(ReasoningDelta)) == "weighing it"
+        assert "".join(e.text for e in ui.of(TextDelta)) == "decided"
+        assert ui.of(TurnEnded)[0].text == "decided"
+        assert agent.history[-1].reasoning == "weighing it"
