@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import re
 import sys
@@ -247,9 +248,13 @@ class HttpWire:
             # Loading the CA bundle costs tens of milliseconds; a plain-HTTP endpoint (a local
             # server) never uses it, since redirects are not followed to another scheme.
             plain = self.base_url.startswith("http://")
+            # Reading the environment costs a scan of urllib's proxy settings; it matters only
+            # for TLS (SSL_CERT_FILE) or when a proxy variable is set.
+            proxied = any(k.lower().endswith("_proxy") for k in os.environ)
             self._client = hx.AsyncClient(
                 headers=headers, timeout=hx.Timeout(self.timeout, connect=min(self.timeout, 30.0)),
-                limits=hx.Limits(max_keepalive_connections=4), follow_redirects=False, verify=not plain)
+                limits=hx.Limits(max_keepalive_connections=4), follow_redirects=False, verify=not plain,
+                trust_env=not plain or proxied)
         client: httpx.AsyncClient = self._client
         return client
 
