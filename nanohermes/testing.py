@@ -248,7 +248,10 @@ class _Handler(BaseHTTPRequestHandler):
         return False
 
     def _path(self) -> str:
-        return self.path.split("?", 1)[0].rstrip("/")
+        path = self.path
+        if path.startswith(("http://", "https://")):  # absolute form: the client sent it through us as a proxy
+            path = "/" + path.split("://", 1)[1].partition("/")[2]
+        return path.split("?", 1)[0].rstrip("/")
 
     # -- routes ----------------------------------------------------------
 

@@ -183,3 +183,13 @@ def test_requests_say_who_sends_them_and_carry_the_key(cli, server: FakeServer, 
     headers = server.headers[0]
     assert headers["authorization"] == "Bearer sk-wire-key"
     assert headers["user-agent"].startswith("nanohermes/") and headers["accept"] == "text/event-stream"
+
+
+def test_a_proxy_variable_is_honoured_for_a_plain_http_endpoint(cli, server: FakeServer) -> None:
+    # The loopback server answers as the proxy: the request reaches it for a host that does not exist.
+    server.add(Reply(text="through the proxy"))
+    r = cli("-p", "x", "--base-url", "http://model.invalid/v1", "--model", "fake-model",
+            env={"HTTP_PROXY": server.base_url.removesuffix("/v1"), "OPENAI_API_KEY": "k", "NO_PROXY": ""})
+    print(r.out)
+    assert (r.code, r.out) == (0, "through the proxy\n"), r.err
+    assert server.headers[0]["host"] == "model.invalid"
