@@ -20,7 +20,8 @@ try:
     main()
 except SystemExit as e:
     code = e.code
-heavy = [m for m in ("openai", "typer", "rich", "prompt_toolkit", "click", "pygments", "mcp") if m in sys.modules]
+heavy = [m for m in ("openai", "typer", "rich", "prompt_toolkit", "click", "pygments", "mcp", "nanohermes.llm.responses",
+                      "httpx._main") if m in sys.modules and getattr(sys.modules[m], "__file__", None)]
 print("exit", code, "loaded", heavy, file=sys.stderr)
 """
 
