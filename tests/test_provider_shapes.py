@@ -234,3 +234,26 @@ def test_a_redirect_is_not_followed_with_the_key(cli, server: FakeServer) -> Non
     assert r.code == 1
     assert "the endpoint redirected the request (301) to https://elsewhere.example/v1/chat/completions; check base_url" in r.err
     assert len(server.requests) == 1
+
+
+IN_STREAM = {
+    "openai": {"message": "This model's maximum context length is 8192 tokens.", "code": "context_length_exceeded"},
+    "vllm": {"message": "The prompt (total length 9000) is too long to fit into the model (context length 8192).",
+             "type": "BadRequestError", "code": 400},
+    "gemini": {"message": "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
+               "status": "INVALID_ARGUMENT", "code": 400},
+    "anthropic_via_proxy": {"message": "input length and `max_tokens` exceed context limit: 198000 + 8192 > 200000"},
+    "ollama": {"message": "the input length exceeds the context length"},
+}
+
+
+@pytest.mark.parametrize("provider", list(IN_STREAM))
+def test_context_overflow_inside_a_200_stream_compacts(cli, server: FakeServer, workspace: Path, provider: str) -> None:
+    (workspace / "big.txt").write_text(("q" * 99 + "\n") * 40)
+    server.add(tool_reply(call("read_file", {"path": "big.txt"})),
+               Raw(body=sse(chunk({"role": "assistant", "content": ""}), {"error": IN_STREAM[provider]}, done=False)),
+               Reply(text="SUMMARY"), Reply(text="fits again"))
+    r = cli("-p", "read big.txt", "--verbose", server=server)
+    print(r.out)
+    assert (r.code, r.out) == (0, "fits again\n"), r.err
+    assert "the endpoint said the context is too long" in r.err
