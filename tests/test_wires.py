@@ -193,3 +193,14 @@ def test_a_proxy_variable_is_honoured_for_a_plain_http_endpoint(cli, server: Fak
     print(r.out)
     assert (r.code, r.out) == (0, "through the proxy\n"), r.err
     assert server.headers[0]["host"] == "model.invalid"
+
+
+def test_json_that_is_no_answer_fails_at_once(cli, server: FakeServer, wire: str) -> None:
+    from nanohermes.testing import Raw
+
+    server.add(Raw(body=b'{"status": "ok", "service": "gateway"}', content_type="application/json"))
+    r = run(cli, server, wire, "-p", "x")
+    print(r.err)
+    assert r.code == 1
+    assert "the endpoint answered JSON that is not" in r.err and "check base_url" in r.err
+    assert len(server.requests) == 1

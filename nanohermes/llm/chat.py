@@ -150,9 +150,11 @@ class ChatParser:
         return False  # the usage chunk may still follow the finish
 
     def whole(self, body: Any) -> None:
-        if isinstance(body, dict):
-            self.event(None, body)
-            self.finish = self.finish or "stop"
+        if not isinstance(body, dict) or not isinstance(body.get("choices"), list):
+            raise EndpointError("the endpoint answered JSON that is not a chat completion; check base_url",
+                                hint="base_url should be the API root of an OpenAI-compatible server (usually .../v1)")
+        self.event(None, body)
+        self.finish = self.finish or "stop"
 
     def _usage(self, u: Any) -> None:
         if isinstance(u, dict):

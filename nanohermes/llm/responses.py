@@ -107,10 +107,12 @@ class ResponsesParser:
         return False
 
     def whole(self, body: Any) -> None:
-        if isinstance(body, dict):
-            for item in body.get("output") or ():
-                self._item(item, done=True)
-            self._finish(body, None)
+        if not isinstance(body, dict) or not isinstance(body.get("output"), list):
+            raise EndpointError("the endpoint answered JSON that is not a response of the Responses API; check base_url",
+                                hint="use wire_api \"chat\" unless the server offers /v1/responses")
+        for item in body["output"]:
+            self._item(item, done=True)
+        self._finish(body, None)
 
     def _text(self, piece: str) -> None:
         if piece:
