@@ -257,3 +257,13 @@ def test_context_overflow_inside_a_200_stream_compacts(cli, server: FakeServer, 
     print(r.out)
     assert (r.code, r.out) == (0, "fits again\n"), r.err
     assert "the endpoint said the context is too long" in r.err
+
+
+def test_a_named_error_event_ends_the_stream_with_its_message(cli, server: FakeServer) -> None:
+    # Anthropic-style proxies name the event instead of wrapping the body in "error".
+    server.add(Raw(body=(b'event: error\ndata: {"type": "invalid_request_error", "message": "model is not allowed"}\n\n',)))
+    r = cli("-p", "hi", server=server)
+    print(r.err)
+    assert r.code == 1
+    assert "the model endpoint reported an error: model is not allowed" in r.err
+    assert "retrying" not in r.err

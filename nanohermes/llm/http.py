@@ -316,6 +316,8 @@ class HttpWire:
                             break
                         if is_error_body(data):
                             raise self.classify_error_event(data)
+                        if name == "error" and isinstance(data, dict):  # a named error event: {"message": ...}
+                            raise self.classify_error_event({"error": data})
                         if parser.event(name, data):
                             break
                 elif ctype == "application/json" or ctype.endswith("+json"):
