@@ -176,3 +176,13 @@ def test_the_agent_emits_reasoning_events_apart_from_text(server: FakeServer, wo
         assert "".join(e.text for e in ui.of(TextDelta)) == "decided"
         assert ui.of(TurnEnded)[0].text == "decided"
         assert agent.history[-1].reasoning == "weighing it"
+
+
+def test_reasoning_cannot_send_terminal_escapes() -> None:
+    from nanohermes.ui import render
+
+    console = Console(width=80, record=True, force_terminal=True, color_system="standard")
+    console.print(render.reasoning("evil \x1b]52;c;aGk=\x07 \x1b[2J done", shown=True))
+    console.print(render.reasoning_live("\x1b[2Jlive"))
+    out = console.export_text(styles=False)
+    assert "\x1b" not in out and "evil ?]52;c;aGk=? ?[2J done" in out and "?[2Jlive" in out

@@ -7,6 +7,7 @@ the hidden lines, diffs are coloured line by line.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields, is_dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
@@ -196,9 +197,12 @@ def lines(items: Sequence[str]) -> Text:
     return Text("\n".join(redact(i) for i in items))
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # rich passes ESC through: a model must not drive the terminal
+
+
 def reasoning(text: str, *, shown: bool) -> Text | None:
     """The model's finished thinking: dimmed, folded to one line unless `/thinking on`."""
-    body = redact(text).strip()
+    body = _CONTROL.sub("?", redact(text)).strip()
     if not body:
         return None
     lines = body.count("\n") + 1
@@ -209,7 +213,7 @@ def reasoning(text: str, *, shown: bool) -> Text | None:
 
 def reasoning_live(text: str) -> Text:
     """The thinking still streaming, for the live area: its latest line, dimmed."""
-    last = redact(text).rstrip().rsplit("\n", 1)[-1]
+    last = _CONTROL.sub("?", redact(text)).rstrip().rsplit("\n", 1)[-1]
     return Text(f"✻ {last}", style="dim italic", no_wrap=True, overflow="ellipsis")
 
 
