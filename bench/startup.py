@@ -9,7 +9,9 @@ median of the per-pair ratios):
                                                  vs `python -c "import typer, rich.console, prompt_toolkit"`
   agent ready        launch to the agent built behind that prompt (the toolbar shows the context)
   one -p turn        `nanohermes -p` against the loopback fake server
-                                                 vs a bare openai-SDK script making the same streamed request
+                                                 vs a bare httpx script making the same streamed request
+                                                 (goal: within 1.3x)
+  -p turn CPU        the same pair in user+system CPU seconds, which a busy machine skews less
 and the peak RSS of the `-p` run beside that of the bare script. Run it on an idle machine:
 the ratios are what to compare between versions.
 """
@@ -56,6 +58,16 @@ def timed(argv: list[str], environ: dict[str, str], cwd: Path) -> float:
     if p.returncode != 0:
         raise SystemExit(f"{argv} failed ({p.returncode}): {p.stderr.decode()[-500:]}")
     return wall
+
+
+def cpu_seconds(argv: list[str], environ: dict[str, str], cwd: Path) -> float:
+    """User + system CPU seconds of one run: steadier than wall time on a busy machine."""
+    p = subprocess.Popen(argv, env=environ, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(p.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{argv} failed")
+    return usage.ru_utime + usage.ru_stime
 
 
 def peak_rss(argv: list[str], environ: dict[str, str], cwd: Path) -> int:
@@ -118,6 +130,7 @@ def paired(ours: Callable[[], float], base: Callable[[], float], runs: int) -> t
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines())
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--only-turn", action="store_true", help="measure only the -p turn against its floor")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp, FakeServer(default=Reply(text=ANSWER, usage=(20, 5))) as server:
@@ -126,12 +139,18 @@ def main() -> None:
         home.mkdir()
         ws.mkdir()
         e = env(home)
-        bare_sdk = (
-            "from openai import OpenAI\n"
-            f"c = OpenAI(base_url={server.base_url!r}, api_key='bench-key', max_retries=0)\n"
-            "s = c.chat.completions.create(model='fake-model', stream=True, stream_options={'include_usage': True},\n"
-            "    messages=[{'role': 'system', 'content': 'x'}, {'role': 'user', 'content': 'What is the answer?'}])\n"
-            "print(''.join(ch.choices[0].delta.content or '' for ch in s if ch.choices))\n"
+        # The floor of one turn: start Python, stream the same request over httpx, print the text.
+        bare = (
+            "import json, httpx\n"
+            "body = {'model': 'fake-model', 'stream': True, 'stream_options': {'include_usage': True},\n"
+            "        'messages': [{'role': 'system', 'content': 'x'}, {'role': 'user', 'content': 'What is the answer?'}]}\n"
+            "out = []\n"
+            f"with httpx.stream('POST', {server.base_url + '/chat/completions'!r}, json=body,\n"
+            "                  headers={'Authorization': 'Bearer bench-key'}) as r:\n"
+            "    for line in r.iter_lines():\n"
+            "        if line.startswith('data: ') and line != 'data: [DONE]':\n"
+            "            out += [c['delta'].get('content') or '' for c in json.loads(line[6:])['choices']]\n"
+            "print(''.join(out))\n"
         )
         one_turn = [PY, "-m", "nanohermes", "-p", "What is the answer?", "--base-url", server.base_url,
                     "--model", "fake-model"]
@@ -145,16 +164,20 @@ def main() -> None:
              "import typer, rich.console, prompt_toolkit",
              lambda: timed([PY, "-c", "import typer, rich.console, prompt_toolkit"], e, ws)),
             ("one -p turn", lambda: timed(one_turn, e, ws),
-             "bare openai-SDK request", lambda: timed([PY, "-c", bare_sdk], e, ws)),
+             "bare httpx streaming request (goal 1.3x)", lambda: timed([PY, "-c", bare], e, ws)),
+            ("-p turn CPU", lambda: cpu_seconds(one_turn, e, ws),
+             "the same, CPU seconds (steadier under load)", lambda: cpu_seconds([PY, "-c", bare], e, ws)),
         ]
+        if args.only_turn:
+            rows = rows[-2:]
         print(f"{'measure':<14} {'nanohermes':>11} {'baseline':>10} {'ratio':>7}  baseline is")
         for name, ours, base_name, base in rows:
             a, b, ratio = paired(ours, base, args.runs)
             print(f"{name:<14} {a:>10.3f}s {b:>9.3f}s {ratio:>6.2f}x  {base_name}")
         ours_rss = max(peak_rss(one_turn, e, ws) for _ in range(3))
-        bare_rss = max(peak_rss([PY, "-c", bare_sdk], e, ws) for _ in range(3))
+        bare_rss = max(peak_rss([PY, "-c", bare], e, ws) for _ in range(3))
         print(f"{'peak RSS -p':<14} {ours_rss / 1024:>8.1f}MiB {bare_rss / 1024:>7.1f}MiB {ours_rss / bare_rss:>6.2f}x"
-              "  bare openai-SDK request")
+              "  bare httpx streaming request")
         if server.violations:
             raise SystemExit(f"fake server saw protocol violations: {server.violations}")
 

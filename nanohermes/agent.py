@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from nanohermes.errors import ContextTooLongError
-from nanohermes.events import UI, ModelStarted, Notice, TextDelta, TurnEnded, UsageUpdate
+from nanohermes.events import UI, ModelStarted, Notice, ReasoningDelta, TextDelta, TurnEnded, UsageUpdate
 from nanohermes.llm import LLM
 from nanohermes.messages import Completion, Message, ToolCall, Usage
 from nanohermes.runtime import INTERRUPTED, Runtime
@@ -110,11 +110,11 @@ class Agent:
         if self.compactor is not None:
             await self.compactor.before_call(self)
         try:
-            return await self.llm.complete(self.messages(), self.runtime.specs(), self._on_text)
+            return await self.llm.complete(self.messages(), self.runtime.specs(), self._on_text, self._on_reasoning)
         except ContextTooLongError:
             if self.compactor is None or not await self.compactor.on_too_long(self):
                 raise
-        return await self.llm.complete(self.messages(), self.runtime.specs(), self._on_text)
+        return await self.llm.complete(self.messages(), self.runtime.specs(), self._on_text, self._on_reasoning)
 
     def compacted(self, summary: Message, kept: int) -> None:
         """Replace all but the last `kept` messages by `summary`, on disk too."""
@@ -124,6 +124,9 @@ class Agent:
 
     def _on_text(self, piece: str) -> None:
         self.ui.emit(TextDelta(text=piece))
+
+    def _on_reasoning(self, piece: str) -> None:
+        self.ui.emit(ReasoningDelta(text=piece))
 
     def count_usage(self, usage: Usage, model: str | None = None) -> None:
         """Meter one model call: this agent's (`model` None: its own model) or a sub-agent's."""

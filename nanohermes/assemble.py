@@ -16,7 +16,8 @@ from nanohermes.config import HOOK_EVENTS, Config, McpServerConfig
 from nanohermes.dirs import state_home
 from nanohermes.context import ProjectDocs, load_project_docs, system_prompt
 from nanohermes.events import UI, Notice
-from nanohermes.llm import LLM, OpenAIChat
+from nanohermes.llm import LLM
+from nanohermes.llm import make_llm as make_wire
 from nanohermes.permissions import Policy, Rule
 from nanohermes.redact import protect as protect_secrets
 from nanohermes.runtime import Runtime
@@ -208,9 +209,9 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     def make_llm(model: str | None = None) -> LLM:
         if given is not None:  # tests and embedders: one model for the agent and its sub-agents
             return given
-        return OpenAIChat(
-            model=model or config.model, base_url=config.base_url, api_key=config.resolved_api_key(),
-            timeout=config.request_timeout, max_retries=config.max_retries,
+        return make_wire(
+            config.wire_api, model=model or config.model, base_url=config.base_url, api_key=config.resolved_api_key(),
+            timeout=config.request_timeout, max_retries=config.max_retries, reasoning_effort=config.reasoning_effort,
             on_notice=lambda text: ui.emit(Notice(level="warning", text=text)),
         )
 

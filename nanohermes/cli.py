@@ -30,6 +30,8 @@ def main() -> None:
     argv = _bare_resume(sys.argv[1:])
     if sys.stdin.isatty() and sys.stdout.isatty() and _opens_repl(argv):
         _repl_first(argv)
+    if (launch := _quick_launch(argv)) is not None:
+        sys.exit(run(launch))
     _make_app()(args=argv, prog_name="nanohermes")
 
 
@@ -48,7 +50,54 @@ class Launch(NamedTuple):  # not a dataclass: `dataclasses` would cost `--versio
 
 
 _VALUED = {"-p", "--print", "--output-format", "--model", "-m", "--base-url", "--api-key", "--mode", "--config",
-           "-C", "--cwd", "--max-turns"}
+           "-C", "--cwd", "--max-turns", "--wire-api", "--reasoning-effort"}
+_FORMATS = ("text", "json", "stream-json")
+_MODES = ("default", "accept-edits", "plan", "debug", "goal")
+_WIRES = ("chat", "responses")
+_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+_QUICK_FLAGS = {"--yes": "yes", "-y": "yes", "--no-session": "no_session", "--continue": "cont", "-c": "cont",
+                "--verbose": "verbose", "-v": "verbose"}
+_QUICK_NAMES = {"-p": "prompt", "--print": "prompt", "--output-format": "fmt", "--model": "model", "-m": "model",
+                "--base-url": "base_url", "--api-key": "api_key", "--mode": "mode", "--config": "config", "-C": "cwd",
+                "--cwd": "cwd", "--max-turns": "max_turns", "--resume": "resume", "-r": "resume",
+                "--wire-api": "wire_api", "--reasoning-effort": "reasoning_effort"}
+
+
+def _quick_launch(argv: list[str]) -> Launch | None:
+    """A `-p` run's options read without typer (whose import and coercion cost a one-shot run
+    more than its model call). Anything unusual (help, a subcommand, an unknown or doubled
+    option, a bad value) returns None, and typer parses it and reports the error as usual."""
+    got: dict[str, Any] = {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if name in _QUICK_FLAGS and not eq:
+            got[_QUICK_FLAGS[name]] = True
+        elif name in _QUICK_NAMES and _QUICK_NAMES[name] not in got:
+            if not eq:
+                if i + 1 >= len(argv):
+                    return None
+                i += 1
+                value = argv[i]
+            got[_QUICK_NAMES[name]] = value
+        else:
+            return None
+        i += 1
+    if got.get("prompt") is None or got.get("fmt", "text") not in _FORMATS or got.get("mode", "default") not in _MODES \
+            or got.get("wire_api", "chat") not in _WIRES or got.get("reasoning_effort", "low") not in _EFFORTS:
+        return None
+    turns = got.get("max_turns")
+    if turns is not None and not (turns.isdigit() and int(turns) >= 1):
+        return None
+    flags = {"model": got.get("model"), "base_url": got.get("base_url"), "api_key": got.get("api_key"),
+             "permission_mode": got.get("mode"), "auto_approve": True if got.get("yes") else None,
+             "max_turns": int(turns) if turns is not None else None, "wire_api": got.get("wire_api"),
+             "reasoning_effort": got.get("reasoning_effort")}
+    return Launch(prompt=got["prompt"], fmt=got.get("fmt", "text"), flags=flags,
+                  config_file=Path(got["config"]) if "config" in got else None,
+                  cwd=Path(got["cwd"]) if "cwd" in got else None, verbose=bool(got.get("verbose")),
+                  save_session=not got.get("no_session"), cont=bool(got.get("cont")), resume=got.get("resume"))
 
 
 def _bare_resume(argv: list[str]) -> list[str]:
@@ -74,6 +123,20 @@ class ModeChoice(str, Enum):
     plan = "plan"
     debug = "debug"
     goal = "goal"
+
+
+class WireChoice(str, Enum):
+    chat = "chat"
+    responses = "responses"
+
+
+class EffortChoice(str, Enum):
+    none = "none"
+    minimal = "minimal"
+    low = "low"
+    medium = "medium"
+    high = "high"
+    xhigh = "xhigh"
 
 
 def _fail(err: BaseException, verbose: bool) -> int:
@@ -117,6 +180,8 @@ def _make_app(launch: Callable[[Launch], int] | None = None) -> Any:
         config: Optional[Path] = typer.Option(None, "--config", help="Config file to use instead of the user config."),
         cwd: Optional[Path] = typer.Option(None, "-C", "--cwd", help="Workspace directory (default: the current one)."),
         max_turns: Optional[int] = typer.Option(None, "--max-turns", min=1, help="Stop after this many model calls in one turn."),
+        wire_api: Optional[WireChoice] = typer.Option(None, "--wire-api", help="The endpoint's API: chat (chat completions) or responses."),
+        reasoning_effort: Optional[EffortChoice] = typer.Option(None, "--reasoning-effort", help="How hard a reasoning model thinks (sent only when set)."),
         no_session: bool = typer.Option(False, "--no-session", help="Do not save this session's transcript."),
         continue_: bool = typer.Option(False, "--continue", "-c", help="Continue the latest session of this workspace."),
         resume: Optional[str] = typer.Option(None, "--resume", "-r", help="Resume a session by ID (or ID prefix); without an ID, pick one from a list."),
@@ -134,7 +199,8 @@ def _make_app(launch: Callable[[Launch], int] | None = None) -> Any:
             return
         flags = {"model": model, "base_url": base_url, "api_key": api_key,
                  "permission_mode": mode.value if mode else None, "auto_approve": True if yes else None,
-                 "max_turns": max_turns}
+                 "max_turns": max_turns, "wire_api": wire_api.value if wire_api else None,
+                 "reasoning_effort": reasoning_effort.value if reasoning_effort else None}
         code = (launch or run)(Launch(prompt=prompt, fmt=output_format.value, flags=flags, config_file=config, cwd=cwd,
                                       verbose=verbose, save_session=not no_session, cont=continue_, resume=resume))
         raise typer.Exit(code)
@@ -144,6 +210,7 @@ def _make_app(launch: Callable[[Launch], int] | None = None) -> Any:
         model: Optional[str] = typer.Option(None, "--model", "-m", help="Model to check."),
         base_url: Optional[str] = typer.Option(None, "--base-url", help="Endpoint to check."),
         api_key: Optional[str] = typer.Option(None, "--api-key", help="API key to check."),
+        wire_api: Optional[WireChoice] = typer.Option(None, "--wire-api", help="The endpoint's API to check: chat or responses."),
         config: Optional[Path] = typer.Option(None, "--config", help="Config file to use instead of the user config."),
         cwd: Optional[Path] = typer.Option(None, "-C", "--cwd", help="Workspace directory."),
     ) -> None:
@@ -152,7 +219,8 @@ def _make_app(launch: Callable[[Launch], int] | None = None) -> Any:
 
         try:
             code = run_doctor(_workspace(cwd), config_file=config,
-                              flags={"model": model, "base_url": base_url, "api_key": api_key})
+                              flags={"model": model, "base_url": base_url, "api_key": api_key,
+                                     "wire_api": wire_api.value if wire_api else None})
         except Exception as e:
             code = _fail(e, False)
         raise typer.Exit(code)
@@ -280,6 +348,9 @@ def _prepare(launch: Launch, warn: Callable[[str], None]) -> tuple[Any, Path, Pa
     workspace = _workspace(launch.cwd)
     loaded = load_config(workspace, config_file=launch.config_file, flags=launch.flags)
     protect(loaded.config)  # before anything can print a key
+    from nanohermes.llm.http import check_base_url
+
+    check_base_url(loaded.config.base_url)  # a URL no request could use ends the run now (exit 2)
     for w in loaded.warnings:
         warn(w)
     return loaded.config, workspace, _resume_target(workspace, launch.cont, launch.resume, launch.save_session)

@@ -183,6 +183,10 @@ class Config(_Section):
     max_output: int = _d(20_000, "chars: every tool result is clamped to this", ge=100)
     max_turns: int = _d(50, "model calls in one turn before it stops (exit 3 with -p; --max-turns)", ge=1)
     max_parallel_tools: int = _d(10, "concurrency-safe calls run at once", ge=1, le=64)
+    wire_api: Literal["chat", "responses"] = _d("chat", "the endpoint's API: chat (chat completions) or responses "
+                                                        "(the Responses API, for models served only there; --wire-api)")
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = _d(
+        None, "how hard a reasoning model thinks; sent only when set (--reasoning-effort)")
     request_timeout: float = _d(600.0, "seconds one model request may take", gt=0)
     max_retries: int = _d(4, "retries of 429, 5xx, connection errors and dropped streams", ge=0, le=20)
     session_budget_chars: int = _d(120_000, "history size that triggers compaction", ge=1000)

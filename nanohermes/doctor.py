@@ -18,7 +18,7 @@ from typing import Awaitable, Callable, Literal
 from nanohermes.config import Config, Loaded
 from nanohermes.dirs import config_home, data_home, state_home
 
-Status = Literal["ok", "warn", "fail"]
+Status = Literal["ok", "warn", "fail", "skip"]  # skip: could not run because a check it needs failed
 
 
 @dataclass(frozen=True)
@@ -29,9 +29,9 @@ class Check:
     hint: str = ""
 
     def line(self) -> str:
-        mark = {"ok": "[ok]  ", "warn": "[warn]", "fail": "[FAIL]"}[self.status]
+        mark = {"ok": "[ok]  ", "warn": "[warn]", "fail": "[FAIL]", "skip": "[skip]"}[self.status]
         text = f"{mark} {self.name}: {self.detail}"
-        return text + (f"\n       fix: {self.hint}" if self.hint and self.status != "ok" else "")
+        return text + (f"\n       fix: {self.hint}" if self.hint and self.status in ("warn", "fail") else "")
 
 
 @dataclass
@@ -61,45 +61,101 @@ async def check_config(s: Setup) -> list[Check]:
     return out
 
 
-def _client(cfg: Config, timeout: float = 15.0):  # type: ignore[no-untyped-def]
-    from openai import AsyncOpenAI
+# Why a model answers the tool probe in text, by server: each needs a start-up flag or a model
+# whose chat template knows tools.
+TOOL_HINTS = {
+    "llama.cpp": "start llama-server with --jinja (tool calls need the model's chat template)",
+    "vllm": "start vLLM with --enable-auto-tool-choice --tool-call-parser <parser for the model> (e.g. hermes)",
+    "ollama": "use an Ollama model that supports tools (`ollama show MODEL` lists `tools` under Capabilities)",
+}
+DEPENDENT = ("api key", "model", "chat", "tool calls")
 
-    return AsyncOpenAI(api_key=cfg.resolved_api_key() or "no-key-set", base_url=cfg.base_url, timeout=timeout, max_retries=0)
+
+def _server_kind(cfg: Config, owners: set[str], server_header: str) -> str | None:
+    """Which local server this is, from the /models owners, the Server header or the port."""
+    text = " ".join(owners | {server_header}).lower()
+    if "llama" in text:
+        return "llama.cpp"
+    if "vllm" in text:
+        return "vllm"
+    if "ollama" in text or "library" in owners or ":11434" in cfg.base_url:
+        return "ollama"
+    return None
+
+
+def _skipped(why: str, names: tuple[str, ...] = DEPENDENT) -> list[Check]:
+    return [Check(name, "skip", f"skipped: {why}") for name in names]
+
+
+def _wire(cfg: Config):  # type: ignore[no-untyped-def]
+    from nanohermes.llm import make_llm
+
+    return make_llm(cfg.wire_api, model=cfg.model, base_url=cfg.base_url, api_key=cfg.resolved_api_key(),
+                    timeout=min(cfg.request_timeout, 60.0), max_retries=0, reasoning_effort=cfg.reasoning_effort)
 
 
 async def check_endpoint(s: Setup) -> list[Check]:
-    import openai
+    """Reachable, key accepted by chat itself (not only by /models), model listed, a streamed
+    answer, and a real tool call in it; what cannot be checked says so as skipped."""
+    from nanohermes.errors import AuthError, ConfigError
+    from nanohermes.llm import check_base_url
+    from nanohermes.llm.http import BASE_URL_HINT, describe_connect_error, import_httpx
 
     cfg = s.config
     out: list[Check] = []
-    if not cfg.resolved_api_key():
+    try:
+        check_base_url(cfg.base_url)
+    except ConfigError as e:
+        return [Check("endpoint", "fail", e.message, e.hint), *_skipped("base_url is not a usable URL")]
+    key = cfg.resolved_api_key()
+    if not key:
         out.append(Check("api key", "warn", f"no key set (${cfg.api_key_env} is empty, no api_key in config)",
                          f"export {cfg.api_key_env}=... unless the endpoint needs no key (Ollama, llama.cpp)"))
-    client = _client(cfg)
+    httpx = import_httpx()
+    llm = _wire(cfg)
+    owners: set[str] = set()
+    server_header = ""
+    listed: list[str] | None = None
     try:
-        page = await client.models.list()
-        s.models = sorted(m.id for m in page.data)
-    except openai.APIConnectionError as e:
-        out.append(Check("endpoint", "fail", f"cannot reach {cfg.base_url} ({e.__cause__ or e})",
-                         "check base_url (--base-url, OPENAI_BASE_URL or config) and that the server is running"))
-        return out
-    except openai.APIStatusError as e:
-        if e.status_code in (401, 403):
+        response = await llm.client().get(llm.url("/models"))
+        server_header = response.headers.get("server", "")
+        if response.status_code in (401, 403):
             out.append(Check("endpoint", "ok", f"{cfg.base_url} answers"))
-            out.append(Check("api key", "fail", f"refused ({e.status_code})", f"set a valid key in ${cfg.api_key_env} or --api-key"))
-            return out
-        out.append(Check("endpoint", "warn", f"{cfg.base_url} answers, but listing models gave {e.status_code}",
-                         "fine if the endpoint has no /models route; otherwise check base_url (it usually ends in /v1)"))
-    else:
-        out.append(Check("endpoint", "ok", f"{cfg.base_url} answers"))
-        out.append(Check("api key", "ok", "accepted"))
-        if cfg.model in s.models:
+            out.append(Check("api key", "fail", f"refused ({response.status_code})",
+                             f"set a valid key in ${cfg.api_key_env} or --api-key"))
+            return out + _skipped("the key was refused", ("model", "chat", "tool calls"))
+        if response.status_code >= 400:
+            out.append(Check("endpoint", "warn", f"{cfg.base_url} answers, but listing models gave {response.status_code}",
+                             "fine if the endpoint has no /models route; otherwise check base_url (it usually ends in /v1)"))
+        else:
+            out.append(Check("endpoint", "ok", f"{cfg.base_url} answers"))
+            data = response.json().get("data") if "json" in response.headers.get("content-type", "") else None
+            if isinstance(data, list):
+                listed = sorted(str(m.get("id")) for m in data if isinstance(m, dict))
+                owners = {str(m.get("owned_by") or "") for m in data if isinstance(m, dict)}
+    except (httpx.TimeoutException, httpx.TransportError) as e:
+        out.append(Check("endpoint", "fail", f"cannot reach {cfg.base_url} ({describe_connect_error(cfg.base_url, e)})",
+                         BASE_URL_HINT))
+        await llm.aclose()
+        return out + _skipped("the endpoint is not reachable", tuple(n for n in DEPENDENT if not (n == "api key" and not key)))
+    except ValueError:
+        out.append(Check("endpoint", "warn", f"{cfg.base_url} answers, but its model list is not JSON",
+                         "check base_url: it usually ends in /v1"))
+    s.models = listed
+    if listed is not None:
+        if cfg.model in listed:
             out.append(Check("model", "ok", f"{cfg.model} is listed"))
         else:
-            shown = ", ".join(s.models[:15]) + (" …" if len(s.models) > 15 else "")
-            out.append(Check("model", "fail", f"{cfg.model} is not among the {len(s.models)} listed models: {shown}",
+            shown = ", ".join(listed[:15]) + (" …" if len(listed) > 15 else "")
+            out.append(Check("model", "fail", f"{cfg.model} is not among the {len(listed)} listed models: {shown}",
                              "set model in config, --model or NANOHERMES_MODEL to a listed one"))
-    out.append(await _probe(cfg, client))
+    try:
+        out += await _probe(cfg, llm, _server_kind(cfg, owners, server_header), bool(key))
+    except AuthError as e:
+        out.append(Check("api key", "fail", f"chat refused it: {e.message}", e.hint))
+        out += _skipped("chat refused the key", ("chat", "tool calls"))
+    finally:
+        await llm.aclose()
     return out
 
 
@@ -110,27 +166,34 @@ PROBE_TOOL = {
 }
 
 
-async def _probe(cfg: Config, client) -> Check:  # type: ignore[no-untyped-def]
-    """A tiny streaming request carrying one tool spec: is streaming and `tools` accepted?"""
-    import openai
+async def _probe(cfg: Config, llm, server: str | None, keyed: bool) -> list[Check]:  # type: ignore[no-untyped-def]
+    """One streamed chat request with the key and a tool spec, as a session sends them: is
+    the key accepted by chat, does streaming work, and does the model really call the tool?"""
+    from nanohermes.errors import AuthError, EndpointError
+    from nanohermes.messages import Message
 
+    pieces: list[str] = []
     try:
-        stream = await client.chat.completions.create(
-            model=cfg.model, stream=True, max_tokens=16, tools=[PROBE_TOOL],
-            messages=[{"role": "user", "content": "Call the probe tool with ok=true."}],
-        )
-        chunks, called = 0, False
-        async for chunk in stream:
-            chunks += 1
-            for c in chunk.choices or ():
-                called = called or bool(c.delta and c.delta.tool_calls)
-    except openai.APIStatusError as e:
-        return Check("streaming + tools", "fail", f"the probe request was refused ({e.status_code}: {str(e)[:120]})",
-                     "use a model and server that support streamed chat completions with tools")
-    except openai.APIError as e:
-        return Check("streaming + tools", "fail", f"the probe failed: {type(e).__name__}: {e}", "check the endpoint's health")
-    how = "the model called the probe tool" if called else "tools accepted; the model answered in text"
-    return Check("streaming + tools", "ok", f"streamed {chunks} chunks; {how}")
+        done = await llm.complete([Message.user("Call the probe tool with ok=true. Do not answer in text.")],
+                                  [PROBE_TOOL], pieces.append)
+    except AuthError:
+        raise
+    except EndpointError as e:
+        return [Check("chat", "fail", f"the probe request failed: {e.message}", e.hint or "check the endpoint's health"),
+                *_skipped("chat failed", ("tool calls",))]
+    out = [Check("api key", "ok", "accepted by chat")] if keyed else []
+    out.append(Check("chat", "ok", f"streamed an answer ({cfg.wire_api} wire)"))
+    called = [c.name for c in done.message.tool_calls]
+    if "probe" in called:
+        out.append(Check("tool calls", "ok", "the model called the probe tool"))
+        return out
+    said = (done.message.content or "").strip().replace("\n", " ")[:80]
+    detail = (f"the model answered in text instead of calling the probe tool ({said!r})" if said and not called
+              else f"the model called {', '.join(called)!r}, not the probe tool" if called
+              else "the model answered without a tool call")
+    hints = [TOOL_HINTS[server]] if server else [f"{name}: {hint}" for name, hint in TOOL_HINTS.items()]
+    out.append(Check("tool calls", "fail", detail, "; ".join(hints) + "; or pick a model trained for tool calls"))
+    return out
 
 
 async def check_git(s: Setup) -> list[Check]:
@@ -242,10 +305,20 @@ def doctor(workspace: Path, *, config_file: Path | None, flags: dict[str, object
         setup = Setup(workspace, load_config(workspace, config_file=config_file, flags=flags))
     except ConfigError as e:
         setup = Setup(workspace, None, config_error=e.message)
+    if setup.loaded is not None:  # a base_url no request could use: say so before anything is sent
+        from nanohermes.llm import check_base_url
+
+        try:
+            check_base_url(setup.config.base_url)
+        except ConfigError as e:
+            print(Check("endpoint", "fail", e.message, e.hint).line(), flush=True)
+            return 2
     results = asyncio.run(run_checks(setup, lambda c: print(c.line(), flush=True)))
     failed = [c for c in results if c.status == "fail"]
     warned = sum(c.status == "warn" for c in results)
-    print(f"\n{len(results)} checks: {len(failed)} failed, {warned} warning{'' if warned == 1 else 's'}")
+    skipped = sum(c.status == "skip" for c in results)
+    print(f"\n{len(results)} checks: {len(failed)} failed, {warned} warning{'' if warned == 1 else 's'}"
+          + (f", {skipped} skipped" if skipped else ""))
     return 1 if failed else 0
 
 

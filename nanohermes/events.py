@@ -27,6 +27,14 @@ class TextDelta:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ReasoningDelta:
+    """A piece of the model's thinking: front ends show it apart (dimmed, folded), never as
+    part of the answer."""
+
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class ToolStarted:
     call_id: str
     name: str
@@ -97,7 +105,7 @@ class TodoUpdated:
     items: tuple[TodoItem, ...]
 
 
-Event = Union[ModelStarted, TextDelta, ToolStarted, ToolProgress, ToolFinished, ApprovalRequest, UsageUpdate, Notice, TurnEnded,
+Event = Union[ModelStarted, TextDelta, ReasoningDelta, ToolStarted, ToolProgress, ToolFinished, ApprovalRequest, UsageUpdate, Notice, TurnEnded,
               TodoUpdated]
 
 

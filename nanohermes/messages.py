@@ -2,14 +2,21 @@
 
 This is the only place that converts between our dataclasses and the chat-completions dicts;
 the transcript on disk uses the same wire form, so a resumed history is what the model saw.
+`Message.to_chat()` is what a chat-completions request carries: the transcript form less the
+fields only another wire reads (the Responses API's reasoning items).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
+
+# Keys of a tool-call dict that are ours to build; any other key a provider sent on the call
+# (Gemini's `extra_content.google.thought_signature`) is echoed back unchanged.
+_CALL_KEYS = frozenset({"id", "type", "function", "index"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,14 +24,21 @@ class ToolCall:
     id: str
     name: str
     arguments: str  # raw JSON text as the model sent it; may be malformed
+    extra: tuple[tuple[str, Any], ...] = ()  # provider fields sent on the call, echoed back as they came
 
     def to_wire(self) -> dict[str, Any]:
-        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+        d: dict[str, Any] = {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+        d.update(self.extra)
+        return d
 
     @classmethod
     def from_wire(cls, d: dict[str, Any]) -> ToolCall:
         fn = d.get("function") or {}
-        return cls(id=str(d.get("id") or ""), name=str(fn.get("name") or ""), arguments=str(fn.get("arguments") or ""))
+        args = fn.get("arguments")
+        if isinstance(args, (dict, list)):  # some servers send the arguments as an object
+            args = json.dumps(args, ensure_ascii=False)
+        return cls(id=str(d.get("id") or ""), name=str(fn.get("name") or ""), arguments=str(args or ""),
+                   extra=tuple((k, v) for k, v in d.items() if k not in _CALL_KEYS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +47,13 @@ class Message:
     content: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None  # role == "tool" only
+    # The model's thinking (assistant only): shown dimmed, never part of the answer. Some
+    # providers (DeepSeek) refuse the next request unless it comes back on a message with
+    # tool calls, under the key it arrived in (`reasoning_field`).
+    reasoning: str | None = None
+    reasoning_field: str = "reasoning_content"
+    reasoning_details: tuple[Any, ...] = ()  # OpenRouter's structured reasoning, echoed as it came
+    reasoning_items: tuple[Any, ...] = ()  # the Responses API's reasoning items (encrypted), for that wire only
 
     @classmethod
     def system(cls, text: str) -> Message:
@@ -46,12 +67,29 @@ class Message:
     def tool(cls, call_id: str, text: str) -> Message:
         return cls("tool", text, tool_call_id=call_id)
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_chat(self) -> dict[str, Any]:
+        """The chat-completions form. Reasoning goes back only with tool calls: that is where
+        providers need it, and elsewhere it would only cost prompt tokens."""
         d: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.tool_calls:
             d["tool_calls"] = [c.to_wire() for c in self.tool_calls]
+            if self.reasoning:
+                d[self.reasoning_field] = self.reasoning
+            if self.reasoning_details:
+                d["reasoning_details"] = list(self.reasoning_details)
         if self.tool_call_id is not None:
             d["tool_call_id"] = self.tool_call_id
+        return d
+
+    def to_wire(self) -> dict[str, Any]:
+        """The transcript form: the chat form plus what another wire needs to resume."""
+        d = self.to_chat()
+        if self.reasoning and self.reasoning_field not in d:
+            d[self.reasoning_field] = self.reasoning
+        if self.reasoning_details:
+            d["reasoning_details"] = list(self.reasoning_details)
+        if self.reasoning_items:
+            d["reasoning_items"] = list(self.reasoning_items)
         return d
 
     @classmethod
@@ -59,18 +97,27 @@ class Message:
         content = d.get("content")
         if isinstance(content, list):  # content parts: keep the text ones
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        field_name = next((k for k in ("reasoning_content", "reasoning") if isinstance(d.get(k), str) and d.get(k)),
+                          "reasoning_content")
         return cls(
             role=d["role"],
             content=content,
             tool_calls=tuple(ToolCall.from_wire(c) for c in d.get("tool_calls") or ()),
             tool_call_id=d.get("tool_call_id"),
+            reasoning=d.get(field_name) or None,
+            reasoning_field=field_name,
+            reasoning_details=tuple(d.get("reasoning_details") or ()),
+            reasoning_items=tuple(d.get("reasoning_items") or ()),
         )
 
     def chars(self) -> int:
-        """Size as the session budget counts it: content plus tool-call arguments."""
+        """Size as the session budget counts it: content plus tool-call arguments, and the
+        reasoning that goes back with tool calls (see `to_chat`)."""
         n = len(self.content or "")
         for c in self.tool_calls:
             n += len(c.name) + len(c.arguments)
+        if self.tool_calls and self.reasoning:
+            n += len(self.reasoning)
         return n
 
 

@@ -1,9 +1,12 @@
-"""Loopback fake of an OpenAI-compatible chat-completions server, for tests.
+"""Loopback fake of an OpenAI-compatible server (chat completions and the Responses API), for tests.
 
 This module owns `FakeServer` and its script vocabulary (`Reply`, `FakeToolCall`,
-`Fault`). A test scripts the assistant's answers in order, points a client at
-`server.base_url`, and afterwards inspects `server.requests`, `server.headers`
-and `server.violations`.
+`Fault`, `Raw`). A test scripts the assistant's answers in order, points a client at
+`server.base_url`, and afterwards inspects `server.requests`, `server.paths`,
+`server.headers` and `server.violations`. The same `Reply` is played as chat-completion
+chunks on `/v1/chat/completions` and as Responses events on `/v1/responses`, so one
+scenario tests both wires; `Raw` sends exactly the bytes a test gives (a provider's
+stream shape, an HTML page), on either route.
 
 Besides answering, the server checks the tool-calling protocol of every
 conversation it receives (each assistant tool call answered by exactly one
@@ -32,7 +35,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Union
 
-__all__ = ["FakeServer", "FakeToolCall", "Fault", "Reply", "ScriptItem", "ScriptedLLM", "call", "tool_reply"]
+__all__ = ["FakeServer", "FakeToolCall", "Fault", "Raw", "Reply", "ScriptItem", "ScriptedLLM", "call", "sse", "tool_reply"]
 
 VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 EXHAUSTED_MESSAGE = "fake server script exhausted"
@@ -59,6 +62,25 @@ class Reply:
     drop_after: int | None = None  # streaming only: abort the socket after this many text chars
     delay: float = 0.0  # seconds to wait before answering
     chunk_size: int = 4  # streamed text (and argument) piece size
+    reasoning: str = ""  # the model's thinking: `reasoning_content` deltas, or a Responses reasoning item
+
+
+@dataclass(frozen=True, kw_only=True)
+class Raw:
+    """An answer of exactly these bytes: each element of `body` is written (and flushed) as
+    one piece, so a test can replay a provider's stream as that provider sends it."""
+
+    body: bytes | tuple[bytes, ...]
+    status: int = 200
+    content_type: str = "text/event-stream"
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+def sse(*events: Any, done: bool = True) -> tuple[bytes, ...]:
+    """Server-sent-event frames: a dict is sent as `data: <json>`, bytes as they are;
+    `data: [DONE]` ends the stream unless `done` is False."""
+    frames = [e if isinstance(e, bytes) else b"data: " + json.dumps(e).encode() + b"\n\n" for e in events]
+    return tuple(frames + ([b"data: [DONE]\n\n"] if done else []))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,7 +93,7 @@ class Fault:
     code: str | None = None  # e.g. "context_length_exceeded", "model_not_found"
 
 
-ScriptItem = Union[Reply, Fault, Callable[[dict[str, Any]], Union[Reply, Fault]]]
+ScriptItem = Union[Reply, Fault, Raw, Callable[[dict[str, Any]], Union[Reply, Fault, Raw]]]
 
 
 def _error_type(status: int) -> str:
@@ -148,6 +170,44 @@ def check_protocol(messages: Any) -> list[str]:
     return problems
 
 
+def check_responses_protocol(items: Any) -> list[str]:
+    """The Responses API's form of `check_protocol`: every function_call answered by exactly
+    one function_call_output after it, no output without its call, no item ids (with
+    store=false the server keeps no items to refer to)."""
+    if not isinstance(items, list) or not items:
+        return ["'input' must be a non-empty list"]
+    problems: list[str] = []
+    calls: dict[str, int] = {}
+    answered: set[str] = set()
+    for k, item in enumerate(items):
+        if not isinstance(item, dict):
+            problems.append(f"input[{k}] is not an object")
+            continue
+        kind = item.get("type", "message")
+        if kind == "message" and item.get("role") not in VALID_ROLES:
+            problems.append(f"input[{k}] has invalid role {item.get('role')!r}")
+        if item.get("id") and kind in ("reasoning", "message", "function_call"):
+            problems.append(f"input[{k}] ({kind}) refers to item id {item['id']!r}, but items are not stored")
+        if kind == "reasoning" and not item.get("encrypted_content"):
+            problems.append(f"input[{k}] (reasoning) has no encrypted_content")
+        cid = item.get("call_id")
+        if kind == "function_call":
+            if not isinstance(cid, str) or not cid:
+                problems.append(f"input[{k}] (function_call) has no call_id")
+            else:
+                calls[cid] = k
+        elif kind == "function_call_output":
+            if cid not in calls:
+                problems.append(f"input[{k}] (function_call_output) answers unknown call_id {cid!r}")
+            elif cid in answered:
+                problems.append(f"input[{k}] (function_call_output) answers call_id {cid!r} a second time")
+            answered.add(str(cid))
+    missing = [c for c in calls if c not in answered]
+    if missing:
+        problems.append(f"function call(s) {missing} have no function_call_output")
+    return problems
+
+
 class _Handler(BaseHTTPRequestHandler):
     # HTTP/1.1 so chunked streaming is allowed; every response still closes its
     # connection, which keeps shutdown simple (no idle keep-alive threads).
@@ -188,7 +248,10 @@ class _Handler(BaseHTTPRequestHandler):
         return False
 
     def _path(self) -> str:
-        return self.path.split("?", 1)[0].rstrip("/")
+        path = self.path
+        if path.startswith(("http://", "https://")):  # absolute form: the client sent it through us as a proxy
+            path = "/" + path.split("://", 1)[1].partition("/")[2]
+        return path.split("?", 1)[0].rstrip("/")
 
     # -- routes ----------------------------------------------------------
 
@@ -196,13 +259,14 @@ class _Handler(BaseHTTPRequestHandler):
         if self._path() != "/v1/models":
             self._send_error(404, f"Unknown path {self.path}", "not_found")
         elif self._authorized():
-            data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.fake.models]
+            data = [{"id": m, "object": "model", "created": 0, "owned_by": self.fake.owned_by} for m in self.fake.models]
             self._send_json(200, {"object": "list", "data": data})
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if self._path() != "/v1/chat/completions":
+        route = self._path()
+        if route not in ("/v1/chat/completions", "/v1/responses"):
             self._send_error(404, f"Unknown path {self.path}", "not_found")
             return
         try:
@@ -213,10 +277,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(400, "request body is not a JSON object")
             return
         # Recorded before auth so tests can inspect what a rejected client sent.
-        self.fake._record(body, {k.lower(): v for k, v in self.headers.items()})
+        self.fake._record(body, {k.lower(): v for k, v in self.headers.items()}, route)
         if not self._authorized():
             return
-        problems = check_protocol(body.get("messages"))
+        responses = route == "/v1/responses"
+        problems = check_responses_protocol(body.get("input")) if responses else check_protocol(body.get("messages"))
         if problems:
             # Not consuming a script item: the provider would reject before generating.
             self.fake._violate(problems)
@@ -228,19 +293,39 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if isinstance(item, Reply) and item.delay > 0:
             self.fake._stopping.wait(item.delay)  # interruptible so stop() is never slow
-        if isinstance(item, Fault):
+        if isinstance(item, Raw):
+            self._raw(item)
+        elif isinstance(item, Fault):
             extra = {} if item.retry_after is None else {"Retry-After": f"{item.retry_after:g}"}
             self._send_error(item.status, item.message, item.code, extra)
+        elif responses:
+            self._respond(body, item)
         elif body.get("stream"):
             self._stream(body, item)
         else:
             self._complete(body, item)
+
+    def _raw(self, item: Raw) -> None:
+        pieces = (item.body,) if isinstance(item.body, bytes) else item.body
+        self.send_response(item.status)
+        self.send_header("Content-Type", item.content_type)
+        self.send_header("Content-Length", str(sum(len(p) for p in pieces)))
+        self.send_header("Connection", "close")
+        for key, value in item.headers:
+            self.send_header(key, value)
+        self.end_headers()
+        self.close_connection = True
+        for piece in pieces:
+            self.wfile.write(piece)
+            self.wfile.flush()
 
     # -- completions -----------------------------------------------------
 
     def _complete(self, body: dict[str, Any], reply: Reply) -> None:
         calls = self.fake._render_calls(reply)
         message: dict[str, Any] = {"role": "assistant", "content": reply.text or (None if calls else "")}
+        if reply.reasoning:
+            message["reasoning_content"] = reply.reasoning
         if calls:
             message["tool_calls"] = calls
         payload: dict[str, Any] = {
@@ -281,6 +366,8 @@ class _Handler(BaseHTTPRequestHandler):
             event({"choices": [{"index": 0, "delta": d, "finish_reason": finish}]})
 
         delta({"role": "assistant", "content": ""})
+        for piece in _pieces(reply.reasoning, reply.chunk_size) if reply.reasoning else []:
+            delta({"reasoning_content": piece})
         text = reply.text if reply.drop_after is None else reply.text[: reply.drop_after]
         for piece in _pieces(text, reply.chunk_size) if text else []:
             delta({"content": piece})
@@ -297,6 +384,86 @@ class _Handler(BaseHTTPRequestHandler):
             event({"choices": [], "usage": _usage(reply.usage)})
         self._chunk(b"data: [DONE]\n\n")
         self._chunk(b"")  # zero-length frame terminates the chunked body
+
+
+    # -- the Responses API -------------------------------------------------
+
+    def _respond(self, body: dict[str, Any], reply: Reply) -> None:
+        """`reply` as the Responses API answers it: streamed events, or one response object."""
+        fake = self.fake
+        rid = fake._completion_id().replace("chatcmpl", "resp")
+        output: list[dict[str, Any]] = []
+        events: list[dict[str, Any]] = []
+        if reply.reasoning:
+            item = {"type": "reasoning", "id": f"rs_{rid}", "summary": [{"type": "summary_text", "text": reply.reasoning}],
+                    "encrypted_content": "enc:" + reply.reasoning[::-1]}  # opaque to the client, checkable by tests
+            events.append({"type": "response.output_item.added", "output_index": len(output),
+                           "item": {**item, "summary": []}})
+            at = {"item_id": item["id"], "output_index": len(output), "summary_index": 0}
+            events.append({"type": "response.reasoning_summary_part.added", **at, "part": {"type": "summary_text", "text": ""}})
+            events += [{"type": "response.reasoning_summary_text.delta", **at, "delta": p}
+                       for p in _pieces(reply.reasoning, reply.chunk_size)]
+            events.append({"type": "response.reasoning_summary_text.done", **at, "text": reply.reasoning})
+            events.append({"type": "response.reasoning_summary_part.done", **at,
+                           "part": {"type": "summary_text", "text": reply.reasoning}})
+            events.append({"type": "response.output_item.done", "output_index": len(output), "item": item})
+            output.append(item)
+        text = reply.text if reply.drop_after is None else reply.text[: reply.drop_after]
+        if reply.text:
+            msg = {"type": "message", "id": f"msg_{rid}", "role": "assistant", "status": "completed",
+                   "content": [{"type": "output_text", "text": reply.text, "annotations": []}]}
+            events.append({"type": "response.output_item.added", "output_index": len(output),
+                           "item": {**msg, "content": [], "status": "in_progress"}})
+            at = {"item_id": msg["id"], "output_index": len(output), "content_index": 0}
+            events.append({"type": "response.content_part.added", **at,
+                           "part": {"type": "output_text", "text": "", "annotations": []}})
+            events += [{"type": "response.output_text.delta", **at, "delta": p} for p in _pieces(text, reply.chunk_size)]
+            if reply.drop_after is None:
+                events.append({"type": "response.output_text.done", **at, "text": reply.text})
+                events.append({"type": "response.content_part.done", **at, "part": msg["content"][0]})
+                events.append({"type": "response.output_item.done", "output_index": len(output), "item": msg})
+            output.append(msg)
+        for n, call in enumerate(fake._render_calls(reply)):
+            fc = {"type": "function_call", "id": f"fc_{rid}_{n}", "call_id": call.get("id", f"call_{rid}_{n}"),
+                  "name": call["function"]["name"], "arguments": call["function"]["arguments"], "status": "completed"}
+            events.append({"type": "response.output_item.added", "output_index": len(output),
+                           "item": {**fc, "arguments": "", "status": "in_progress"}})
+            events += [{"type": "response.function_call_arguments.delta", "item_id": fc["id"], "output_index": len(output),
+                        "delta": p} for p in _pieces(fc["arguments"], reply.chunk_size, minimum=2)]
+            events.append({"type": "response.function_call_arguments.done", "item_id": fc["id"],
+                           "output_index": len(output), "arguments": fc["arguments"]})
+            events.append({"type": "response.output_item.done", "output_index": len(output), "item": fc})
+            output.append(fc)
+        response: dict[str, Any] = {"id": rid, "object": "response", "created_at": int(time.time()), "status": "completed",
+                                    "model": body.get("model") or fake.models[0], "output": output}
+        if reply.usage is not None:
+            prompt, completion = reply.usage
+            response["usage"] = {"input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion}
+        if not body.get("stream"):
+            self._send_json(200, response)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        head = {**response, "status": "in_progress", "output": []}
+        head.pop("usage", None)
+        seq = itertools.count()
+
+        def send(event: dict[str, Any]) -> None:
+            event = {**event, "sequence_number": next(seq)}
+            self._chunk(f"event: {event['type']}\ndata: ".encode() + json.dumps(event).encode() + b"\n\n")
+
+        send({"type": "response.created", "response": head})
+        for event in events:
+            send(event)
+        if reply.drop_after is not None:
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        send({"type": "response.completed", "response": response})
+        self._chunk(b"")
 
 
 def _usage(usage: tuple[int, int]) -> dict[str, int]:
@@ -342,12 +509,15 @@ class FakeServer:
         api_key: str | None = None,
         models: Sequence[str] = ("fake-model",),
         default: Reply | None = None,
+        owned_by: str = "fake",  # what /v1/models says owns each model ("llamacpp", "vllm", "library" for Ollama)
     ) -> None:
         self.api_key = api_key
         self.models = tuple(models)
+        self.owned_by = owned_by
         self.default = default
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.paths: list[str] = []  # the route of each request: /v1/chat/completions or /v1/responses
         self.violations: list[str] = []
         self._script: deque[ScriptItem] = deque(script)
         self._lock = threading.Lock()
@@ -398,22 +568,23 @@ class FakeServer:
 
     # -- used by the handler threads --------------------------------------
 
-    def _record(self, body: dict[str, Any], headers: dict[str, str]) -> None:
+    def _record(self, body: dict[str, Any], headers: dict[str, str], path: str = "/v1/chat/completions") -> None:
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
+            self.paths.append(path)
 
     def _violate(self, problems: list[str]) -> None:
         with self._lock:
             self.violations.extend(problems)
 
-    def _next_item(self, body: dict[str, Any]) -> Reply | Fault | None:
+    def _next_item(self, body: dict[str, Any]) -> Reply | Fault | Raw | None:
         with self._lock:
             item = self._script.popleft() if self._script else self.default
             if item is None:
                 self.violations.append(f"{EXHAUSTED_MESSAGE} (request #{len(self.requests)})")
                 return None
-        if isinstance(item, (Reply, Fault)):
+        if isinstance(item, (Reply, Fault, Raw)):
             return item
         try:
             return item(body)  # outside the lock, so a callable may itself call add()
@@ -467,7 +638,8 @@ class ScriptedLLM:
     def add(self, *items: ScriptItem) -> None:
         self._script.extend(items)
 
-    async def complete(self, messages: Any, tools: Any, on_text: Callable[[str], None]) -> Any:
+    async def complete(self, messages: Any, tools: Any, on_text: Callable[[str], None],
+                       on_reasoning: Callable[[str], None] | None = None) -> Any:
         import asyncio
 
         from nanohermes.errors import ContextTooLongError, EndpointError
@@ -482,13 +654,21 @@ class ScriptedLLM:
         if item is None:
             self.violations.append(EXHAUSTED_MESSAGE)
             raise EndpointError(EXHAUSTED_MESSAGE)
-        reply = item if isinstance(item, (Reply, Fault)) else item(body)
+        reply = item if isinstance(item, (Reply, Fault, Raw)) else item(body)
+        if isinstance(reply, Raw):
+            raise EndpointError("ScriptedLLM cannot play Raw bytes; use FakeServer")
         if isinstance(reply, Fault):
-            if reply.code == "context_length_exceeded":  # as the HTTP adapter classifies it
+            from nanohermes.llm import is_context_overflow
+
+            if is_context_overflow(f"{reply.code or ''} {reply.message}"):  # as the HTTP adapter classifies it
                 raise ContextTooLongError(f"the conversation no longer fits the model's context ({reply.message})")
             raise EndpointError(f"the model endpoint answered {reply.status}: {reply.message}")
         if reply.delay:
             await asyncio.sleep(reply.delay)
+        if on_reasoning is not None:
+            for piece in _pieces(reply.reasoning, reply.chunk_size):
+                if piece:
+                    on_reasoning(piece)
         for piece in _pieces(reply.text, reply.chunk_size):
             if piece:
                 on_text(piece)
@@ -500,6 +680,6 @@ class ScriptedLLM:
             )
             for c in reply.tool_calls
         )
-        message = Message("assistant", reply.text or None, calls)
+        message = Message("assistant", reply.text or None, calls, reasoning=reply.reasoning or None)
         usage = Usage(*reply.usage) if reply.usage else Usage()
         return Completion(message, usage, "tool_calls" if calls else "stop")

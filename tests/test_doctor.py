@@ -13,7 +13,8 @@ def test_healthy_setup_passes(cli, server: FakeServer) -> None:
     assert r.code == 0, r.out + r.err
     assert "[ok]   endpoint: " in r.out
     assert "[ok]   model: fake-model is listed" in r.out
-    assert "[ok]   streaming + tools: streamed" in r.out and "the model called the probe tool" in r.out
+    assert "[ok]   api key: accepted by chat" in r.out and "[ok]   chat: streamed an answer" in r.out
+    assert "[ok]   tool calls: the model called the probe tool" in r.out
     assert "[ok]   git: git version" in r.out
     assert "[ok]   ripgrep: ripgrep " in r.out
     assert "0 failed" in r.out

@@ -310,3 +310,45 @@ def test_stop_is_idempotent_and_quick_despite_delay() -> None:
     started = time.monotonic()
     srv.stop()
     assert time.monotonic() - started < 2
+
+
+def test_responses_route_is_read_by_the_sdk(server: FakeServer) -> None:
+    # The Responses fake must be what the real SDK parses: text, reasoning and a function call.
+    server.add(Reply(text="Hi there.", reasoning="Think first.",
+                     tool_calls=(FakeToolCall(name="read_file", arguments={"path": "a.py"}),), usage=(9, 4)))
+    sdk = client(server)
+    with sdk.responses.stream(model="fake-model", input=[{"role": "user", "content": "hi"}], store=False) as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_response()
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    assert "response.reasoning_summary_text.delta" in kinds and "response.function_call_arguments.delta" in kinds
+    assert final.output_text == "Hi there."
+    calls = [o for o in final.output if o.type == "function_call"]
+    assert calls[0].name == "read_file" and json.loads(calls[0].arguments) == {"path": "a.py"}
+    reasoning = [o for o in final.output if o.type == "reasoning"][0]
+    assert reasoning.encrypted_content == "enc:" + "Think first."[::-1]
+    assert final.usage is not None and (final.usage.input_tokens, final.usage.output_tokens) == (9, 4)
+    assert server.paths == ["/v1/responses"]
+
+
+def test_responses_protocol_violations_are_refused(server: FakeServer) -> None:
+    body = {"model": "m", "stream": False, "input": [
+        {"role": "user", "content": "hi"},
+        {"type": "function_call_output", "call_id": "nope", "output": "x"},
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+    ]}
+    response = httpx.post(f"{server.base_url}/responses", json=body)
+    assert response.status_code == 400
+    message = response.json()["error"]["message"]
+    assert "answers unknown call_id 'nope'" in message
+    assert "refers to item id 'rs_1'" in message and "has no encrypted_content" in message
+    server.violations.clear()
+
+
+def test_raw_sends_exactly_its_bytes(server: FakeServer) -> None:
+    from nanohermes.testing import Raw
+
+    server.add(Raw(body=(b"data: {\"a\": 1}\n\n", b": comment\n\n"), content_type="text/event-stream"))
+    response = httpx.post(f"{server.base_url}/chat/completions", json={"model": "m", "messages": USER, "stream": True})
+    assert response.content == b"data: {\"a\": 1}\n\n: comment\n\n"
+    assert response.headers["content-type"] == "text/event-stream"

@@ -289,6 +289,17 @@ def _view(ctx: CommandContext, arg: str) -> None:
     ctx.print(render.info(f"view: {ctx.state.get('view', 'full')}"))
 
 
+@command("thinking", help="Show the model's reasoning whole, or fold it to one line", usage="[on|off]")
+def _thinking(ctx: CommandContext, arg: str) -> None:
+    from nanohermes.ui import render
+
+    if arg and arg not in ("on", "off"):
+        ctx.print(_error_text(f"unknown setting {arg!r}; choose on or off"))
+        return
+    ctx.state["thinking"] = (arg == "on") if arg else not ctx.state.get("thinking")
+    ctx.print(render.info(f"thinking: {'shown' if ctx.state['thinking'] else 'folded'}"))
+
+
 @command("exit", help="Leave nanohermes (also Ctrl-D)")
 def _exit(ctx: CommandContext, arg: str) -> None:
     ctx.request_exit()

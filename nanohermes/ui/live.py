@@ -16,8 +16,8 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from nanohermes.events import (
-    ApprovalReply, ApprovalRequest, Event, ModelStarted, SubagentEvent, TextDelta, ToolFinished, ToolProgress,
-    ToolStarted, UsageUpdate,
+    ApprovalReply, ApprovalRequest, Event, ModelStarted, ReasoningDelta, SubagentEvent, TextDelta, ToolFinished,
+    ToolProgress, ToolStarted, UsageUpdate,
 )
 from nanohermes.meters import Meter
 from nanohermes.ui import render
@@ -37,10 +37,13 @@ class TurnView:
     """Draws one turn's events: finished output scrolls, a transient live area below it shows
     the unfinished answer and a spinner with what is running and for how long."""
 
-    def __init__(self, console: Console, *, view: Callable[[], str], typed_ahead: Callable[[], int]) -> None:
+    def __init__(self, console: Console, *, view: Callable[[], str], typed_ahead: Callable[[], int],
+                 thinking: Callable[[], bool] = lambda: False) -> None:
         self.console = console
         self.view = view
         self.typed_ahead = typed_ahead
+        self.thinking = thinking  # show the model's reasoning whole (`/thinking on`) instead of folded
+        self.reasoning = ""  # the current model call's thinking, until its answer or tool calls begin
         self.blocks = render.MarkdownBlocks()
         self.running: dict[str, _Running] = {}
         self.summaries: dict[str, str] = {}
@@ -102,7 +105,10 @@ class TurnView:
             self._flush_text()
             self.model = ev.model
             self.waiting_since = time.monotonic()
+        elif isinstance(ev, ReasoningDelta):
+            self.reasoning += ev.text
         elif isinstance(ev, TextDelta):
+            self._flush_reasoning()
             self.waiting_since = None
             for block in self.blocks.feed(ev.text):
                 self._print_block(block)
@@ -138,7 +144,14 @@ class TurnView:
         self._blocks_shown += 1
         self.print(render.answer(block))
 
+    def _flush_reasoning(self) -> None:
+        """The finished thinking goes above the answer, dimmed (folded unless asked for)."""
+        text, self.reasoning = self.reasoning, ""
+        if (out := render.reasoning(text, shown=self.thinking())) is not None:
+            self.print(out)
+
     def _flush_text(self) -> None:
+        self._flush_reasoning()
         rest = self.blocks.flush()
         if rest.strip():
             self._print_block(rest)
@@ -148,6 +161,8 @@ class TurnView:
         from rich.spinner import Spinner
 
         parts: list[RenderableType] = []
+        if self.reasoning.strip():
+            parts.append(render.reasoning_live(self.reasoning))
         if self.blocks.pending.strip():
             parts.append(render.answer(self.blocks.pending, streaming=True))
         now = time.monotonic()

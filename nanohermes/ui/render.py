@@ -7,6 +7,7 @@ the hidden lines, diffs are coloured line by line.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields, is_dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
@@ -17,8 +18,8 @@ from rich.table import Table
 from rich.text import Text
 
 from nanohermes.events import (
-    ApprovalRequest, ModelStarted, Notice, SubagentEvent, TextDelta, TodoUpdated, ToolFinished, ToolProgress,
-    ToolStarted, TurnEnded, UsageUpdate,
+    ApprovalRequest, ModelStarted, Notice, ReasoningDelta, SubagentEvent, TextDelta, TodoUpdated, ToolFinished,
+    ToolProgress, ToolStarted, TurnEnded, UsageUpdate,
 )
 from nanohermes.budget import Limits
 from nanohermes.redact import redact
@@ -196,6 +197,26 @@ def lines(items: Sequence[str]) -> Text:
     return Text("\n".join(redact(i) for i in items))
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # rich passes ESC through: a model must not drive the terminal
+
+
+def reasoning(text: str, *, shown: bool) -> Text | None:
+    """The model's finished thinking: dimmed, folded to one line unless `/thinking on`."""
+    body = _CONTROL.sub("?", redact(text)).strip()
+    if not body:
+        return None
+    lines = body.count("\n") + 1
+    if not shown:
+        return Text(f"✻ thought for {lines} line{'s' if lines != 1 else ''} (/thinking on shows it)", style="dim italic")
+    return Text.assemble(("✻ thinking\n", "dim italic"), (body, "dim"))
+
+
+def reasoning_live(text: str) -> Text:
+    """The thinking still streaming, for the live area: its latest line, dimmed."""
+    last = _CONTROL.sub("?", redact(text)).rstrip().rsplit("\n", 1)[-1]
+    return Text(f"✻ {last}", style="dim italic", no_wrap=True, overflow="ellipsis")
+
+
 def unknown(event: Any) -> Text:
     """Any event this module does not know yet: its type and fields on one dim line."""
     name = type(event).__name__
@@ -244,7 +265,7 @@ def subagent(ev: SubagentEvent, summary: str = "") -> RenderableType | None:
 
 def event(ev: Any, summary: str = "") -> RenderableType | None:
     """What the scrolling transcript shows for one event (None: nothing, or shown elsewhere)."""
-    if isinstance(ev, (ModelStarted, TextDelta, ToolStarted, ToolProgress, UsageUpdate, ApprovalRequest)):
+    if isinstance(ev, (ModelStarted, TextDelta, ReasoningDelta, ToolStarted, ToolProgress, UsageUpdate, ApprovalRequest)):
         return None  # the live area, the answer stream, the toolbar and the approval prompt show these
     if isinstance(ev, ToolFinished):
         return tool_finished(ev, summary)

@@ -9,8 +9,8 @@ and the prompt comes back.
 
 Start-up draws the prompt first. Right after that first draw a worker thread runs `start`
 (the CLI's flag parsing and config validation, which import pydantic) and builds the agent
-(the core, the tools and their schemas); MCP servers start behind the prompt and the openai
-SDK is imported in a background thread. Input typed meanwhile waits for them; an error
+(the core, the tools and their schemas); MCP servers start behind the prompt and the HTTP
+client is imported in a background thread. Input typed meanwhile waits for them; an error
 there (a bad flag or config) ends the REPL and is reported like any run-ending error.
 """
 
@@ -226,7 +226,8 @@ class Repl:
         config = s.config
         if config.summary_model:
             self.state["view"] = "compact"
-        view = TurnView(self.console, view=lambda: self.state.get("view", "full"), typed_ahead=self.terminal.pending)
+        view = TurnView(self.console, view=lambda: self.state.get("view", "full"), typed_ahead=self.terminal.pending,
+                        thinking=lambda: bool(self.state.get("thinking")))
         view.out = self._out
         approver = Approver(self.console, before=self.before_approval, after=view.resume, on_interrupt=self.interrupt)
         ui = ReplUI(view=view, approver=approver)
@@ -555,7 +556,9 @@ def _fallback_label(batch: list[BatchCall]) -> str:
 def _warm_imports() -> None:
     def work() -> None:
         with contextlib.suppress(Exception):
-            import openai  # noqa: F401
+            from nanohermes.llm.http import import_httpx
+
+            import_httpx()  # what the first model call needs
             import rich.markdown  # noqa: F401
 
     threading.Thread(target=work, name="warm-imports", daemon=True).start()

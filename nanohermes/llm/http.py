@@ -1,0 +1,466 @@
+"""The HTTP side both wires share: one streamed POST, its retries, and what its failures mean.
+
+`HttpWire` owns the httpx client, the retry loop (429, 5xx, connection errors and dropped
+streams, with exponential backoff and jitter, honouring Retry-After), the server-sent-event
+reader, the checks on a body that is not an event stream, and the mapping of every failure to
+an `errors.EndpointError` subclass with a hint. A wire (chat completions, Responses) only
+builds its request and turns events into a `Completion` through a `StreamParser`.
+httpx is imported on first use so the CLI starts fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import re
+import sys
+import types
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from urllib.parse import urlsplit
+
+from nanohermes.errors import (
+    AuthError,
+    ConfigError,
+    ContextTooLongError,
+    EndpointError,
+    ModelNotFoundError,
+    UnreachableError,
+)
+from nanohermes.messages import Completion, Message, Usage
+
+if TYPE_CHECKING:
+    import httpx
+
+TextSink = Callable[[str], None]
+NoticeSink = Callable[[str], None]
+
+BASE_URL_HINT = "check base_url (--base-url, OPENAI_BASE_URL or config) and that the server is running"
+CONTEXT_HINT = "start a new session or compact the conversation"
+
+# How the servers people run say "the request does not fit the context window", in status
+# errors and in-stream error events alike: OpenAI and DeepSeek ("maximum context length",
+# context_length_exceeded), llama.cpp (exceed_context_size_error, "exceeds the available
+# context size"), vLLM ("is too long to fit into the model", "too long and exceeds limit"),
+# Gemini ("input token count ... exceeds the maximum"), Anthropic behind a proxy ("prompt is
+# too long", "exceed context limit"), Ollama ("input length exceeds", "prompt too long"),
+# Mistral and Groq ("too large for model", "reduce the length of the messages").
+CONTEXT_OVERFLOW = re.compile(
+    r"context_length_exceeded|exceed_context_size|context[ _]length|maximum context|context window"
+    r"|exceeds the available context|too long to fit|is too long and exceeds|input token count.{0,40}exceeds the maximum"
+    r"|prompt is too long|exceeds? context limit|input length exceeds|prompt too long|too many tokens"
+    r"|reduce the length of the messages|too large for model|input is too long",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def import_httpx() -> Any:
+    """httpx, without its command-line client: the package's init imports `httpx._main` (click,
+    rich, pygments: about 50 ms) only to offer `httpx.main`, which nothing here calls."""
+    if "httpx" not in sys.modules and "httpx._main" not in sys.modules:
+        stub = types.ModuleType("httpx._main")
+
+        def main() -> None:
+            raise SystemExit("the httpx command-line client is not loaded in nanohermes")
+
+        stub.main = main  # type: ignore[attr-defined]
+        sys.modules["httpx._main"] = stub
+    import httpx
+
+    return httpx
+
+
+def is_context_overflow(text: str) -> bool:
+    return bool(CONTEXT_OVERFLOW.search(text))
+
+
+def check_base_url(url: str) -> None:
+    """Refuse a base_url no request could use (no scheme, a typo in it, no host), at once."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        if parts.scheme not in ("http", "https") and "://" not in url:
+            why = "it has no http:// or https:// scheme"
+        elif parts.scheme not in ("http", "https"):
+            why = f"its scheme {parts.scheme!r} is not http or https"
+        else:
+            why = "it names no host"
+        raise ConfigError(f"base_url {url!r} is not a usable URL: {why}",
+                          hint="set it like http://127.0.0.1:8080/v1 or https://api.openai.com/v1 "
+                               "(--base-url, OPENAI_BASE_URL or config)")
+
+
+def describe_connect_error(url: str, exc: BaseException) -> str:
+    """One phrase for a failed connection, naming the usual TLS mix-ups."""
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    low = str(exc).lower()
+    tls = any(w in low for w in ("wrong_version_number", "wrong version number", "record layer failure", "unknown protocol",
+                                 "packet length too long", "http_request"))
+    if tls and url.startswith("https://"):
+        return f"{text}; the server seems to speak plain HTTP: try http:// instead of https://"
+    # A TLS server sent plain HTTP drops the connection or answers with bytes that are no
+    # HTTP status line.
+    dropped = type(exc).__name__ in ("ReadError", "RemoteProtocolError") or any(
+        w in low for w in ("reset", "disconnected", "without sending", "illegal status"))
+    if url.startswith("http://") and dropped:
+        return f"{text}; if the server speaks TLS, use https:// instead of http://"
+    return text
+
+
+def estimate_usage(messages: Sequence[Message], answer: Message) -> Usage:
+    """4 chars a token, marked as estimated, for endpoints that report no usage."""
+    prompt = sum(m.chars() for m in messages)
+    return Usage(prompt // 4, answer.chars() // 4, estimated=True)
+
+
+class Retry(Exception):
+    """This attempt failed in a way worth trying again; `final` is raised once retries run out."""
+
+    def __init__(self, reason: str, final: EndpointError, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.final = final
+        self.retry_after = retry_after
+
+
+@dataclass
+class Shown:
+    """Text already passed to the UI in this request, across retries."""
+
+    text: str = ""
+    replay: int = 0  # chars of the current attempt's stream still being matched against `text`
+    diverged: bool = False
+
+    def show(self, piece: str, on_text: TextSink) -> None:
+        """Pass new text to the UI, skipping what a dropped attempt already showed."""
+        if not self.diverged:
+            remaining = self.text[self.replay:]
+            if remaining:
+                head = piece[: len(remaining)]
+                if remaining.startswith(head):
+                    self.replay += len(head)
+                    piece = piece[len(head):]
+                else:  # the retry says something else: mark the break so the reader is not misled
+                    self.diverged = True
+                    piece = "\n[response restarted]\n" + piece
+        if piece:
+            self.text += piece
+            if not self.diverged:
+                self.replay = len(self.text)
+            on_text(piece)
+
+
+class StreamParser(Protocol):
+    """Turns one attempt's events into a Completion (one instance per attempt)."""
+
+    def event(self, name: str | None, data: Any) -> bool:
+        """Take one event; True when the answer is complete."""
+        ...
+
+    def whole(self, body: Any) -> None:
+        """Take a complete JSON answer sent instead of an event stream."""
+        ...
+
+    def result(self) -> Completion | None:
+        """The answer, or None when the stream ended before it was complete."""
+        ...
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str, limit: int = 300) -> str:
+    """Server-sent text made safe for a terminal line: control characters (escape sequences a
+    hostile endpoint could send) become "?", and the length is capped."""
+    return _CONTROL.sub("?", text[:limit])
+
+
+def error_message(body: Any, fallback: str = "") -> str:
+    return printable(_error_message(body, fallback))
+
+
+def _error_message(body: Any, fallback: str = "") -> str:
+    """The message of an error body in any of the shapes servers use: {"error": {...}},
+    {"error": "text"}, [{"error": {...}}] (Gemini), {"message": ...} or {"detail": ...}."""
+    if isinstance(body, list) and body:
+        body = body[0]
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, str) and err:
+            return err[:300]
+        if isinstance(err, dict):
+            for key in ("message", "detail", "msg"):
+                value = err.get(key)
+                if isinstance(value, str) and value:
+                    return value[:300]
+        if isinstance(body.get("detail"), str):
+            return str(body["detail"])[:300]
+    return fallback[:300]
+
+
+def error_fields(body: Any) -> tuple[str, str]:
+    """(code, type) of an error body, as text ('' when absent)."""
+    if isinstance(body, list) and body:
+        body = body[0]
+    err = body.get("error", body) if isinstance(body, dict) else None
+    if not isinstance(err, dict):
+        return "", ""
+    return str(err.get("code") or err.get("status") or ""), str(err.get("type") or "")
+
+
+def is_error_body(data: Any) -> bool:
+    """An event or a 200 body that carries an error instead of an answer."""
+    if isinstance(data, list):
+        return bool(data) and isinstance(data[0], dict) and "error" in data[0]
+    return isinstance(data, dict) and (data.get("error") not in (None, "", {}) or data.get("object") == "error")
+
+
+@dataclass
+class HttpWire:
+    """The transport and retry policy one wire builds on; subclasses set `path` and implement
+    `build_request` and `parser`."""
+
+    model: str
+    base_url: str
+    api_key: str | None = None
+    timeout: float = 600.0
+    max_retries: int = 4
+    on_notice: NoticeSink = lambda text: None
+    backoff_base: float = 0.5
+    backoff_cap: float = 30.0
+    reasoning_effort: str | None = None  # sent only when set
+    _client: Any = field(default=None, init=False, repr=False)
+
+    path: ClassVar[str] = "/chat/completions"
+    what: ClassVar[str] = "chat completions"
+
+    def __post_init__(self) -> None:
+        check_base_url(self.base_url)
+
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            hx = import_httpx()  # on first use: `--version` and the REPL's first prompt skip it
+            from nanohermes import __version__
+
+            headers = {"Authorization": f"Bearer {self.api_key or 'no-key-set'}", "User-Agent": f"nanohermes/{__version__}"}
+            # Loading the CA bundle costs tens of milliseconds; a plain-HTTP endpoint (a local
+            # server) never uses it, since redirects are not followed to another scheme.
+            plain = self.base_url.startswith("http://")
+            # Reading the environment costs a scan of urllib's proxy settings; it matters only
+            # for TLS (SSL_CERT_FILE) or when a proxy variable is set.
+            proxied = any(k.lower().endswith("_proxy") for k in os.environ)
+            self._client = hx.AsyncClient(
+                headers=headers, timeout=hx.Timeout(self.timeout, connect=min(self.timeout, 30.0)),
+                limits=hx.Limits(max_keepalive_connections=4), follow_redirects=False, verify=not plain,
+                trust_env=not plain or proxied)
+        client: httpx.AsyncClient = self._client
+        return client
+
+    def url(self, path: str) -> str:
+        return self.base_url.rstrip("/") + path
+
+    # -- the retry loop ----------------------------------------------------
+
+    async def complete(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], on_text: TextSink,
+                       on_reasoning: TextSink | None = None) -> Completion:
+        shown = Shown()
+        attempt = 0
+        while True:
+            try:
+                return await self._once(messages, tools, on_text, on_reasoning, shown)
+            except Retry as r:
+                if attempt >= self.max_retries:
+                    raise r.final from None
+                delay = r.retry_after if r.retry_after is not None else min(self.backoff_cap, self.backoff_base * 2**attempt) * (0.5 + random.random())
+                attempt += 1
+                self.on_notice(f"{r.reason}; retrying in {delay:.1f}s (attempt {attempt} of {self.max_retries})")
+                await asyncio.sleep(delay)
+
+    def build_request(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def parser(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], on_text: TextSink,
+               on_reasoning: TextSink | None) -> StreamParser:
+        raise NotImplementedError
+
+    def refused(self, status: int, message: str) -> Exception | None:
+        """A wire's own reading of a 400 (for example a request option it can drop); None: none."""
+        return None
+
+    async def _once(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], on_text: TextSink,
+                    on_reasoning: TextSink | None, shown: Shown) -> Completion:
+        httpx = import_httpx()
+
+        shown.replay, shown.diverged = 0, False
+        shown_text = lambda piece: shown.show(piece, on_text)  # a sink that skips replayed text
+        parser = self.parser(messages, tools, shown_text, on_reasoning)
+        request = self.build_request(messages, tools)
+        started = False
+        try:
+            async with self.client().stream("POST", self.url(self.path), json=request,
+                                            headers={"Accept": "text/event-stream"}) as response:
+                started = True
+                if response.status_code >= 400:
+                    raw = await response.aread()
+                    raise self.classify_status(response.status_code, raw, response.headers.get("retry-after"))
+                if 300 <= response.status_code < 400:  # not followed: the key must not travel to another address
+                    where = printable(response.headers.get("location", "another address"), 200)
+                    raise EndpointError(f"the endpoint redirected the request ({response.status_code}) to {where}; "
+                                        "check base_url", hint="set base_url to the address the API really answers at")
+                ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                if ctype in ("text/event-stream", ""):  # no type at all: read it as a stream
+                    async for name, data in sse_events(response.aiter_lines()):
+                        if data == "[DONE]":
+                            break
+                        if is_error_body(data):
+                            raise self.classify_error_event(data)
+                        if name == "error" and isinstance(data, dict):  # a named error event: {"message": ...}
+                            raise self.classify_error_event({"error": data})
+                        if parser.event(name, data):
+                            break
+                elif ctype == "application/json" or ctype.endswith("+json"):
+                    body = _json_or_none(await response.aread())
+                    if body is None:
+                        raise Retry("the endpoint sent malformed JSON", EndpointError(
+                            "the endpoint kept sending malformed JSON", hint="check the endpoint's health, then try again"))
+                    if is_error_body(body):
+                        raise self.classify_error_event(body)
+                    parser.whole(body)
+                else:
+                    raise EndpointError(_not_a_stream(ctype), hint=_not_a_stream_hint(self.base_url))
+        except (Retry, EndpointError):
+            raise
+        except (httpx.TimeoutException, httpx.TransportError) as e:
+            # Before an answer began, the failure may be a TLS/plain-HTTP mix-up worth naming.
+            detail = describe_connect_error(self.base_url, e) if not started else f"{type(e).__name__}: {e}"
+            final = UnreachableError(f"cannot reach the model endpoint at {self.base_url} ({detail})", hint=BASE_URL_HINT)
+            if started or shown.text:
+                raise Retry("the response stream dropped", final) from None
+            raise Retry(f"cannot connect to {self.base_url}", final) from None
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except Exception as e:  # a stream cut mid-way can surface as a decode error
+            raise Retry(f"the response stream failed ({type(e).__name__})", EndpointError(
+                f"the response stream kept failing: {type(e).__name__}: {e}", hint="check the endpoint's health, then try again")) from None
+        done = parser.result()
+        if done is None:
+            raise Retry("the response stream ended early", EndpointError(
+                "the response stream kept ending before the answer was complete", hint="check the endpoint's health, then try again"))
+        return done
+
+    # -- what failures mean ------------------------------------------------
+
+    def classify_status(self, status: int, raw: bytes, retry_after: str | None = None) -> Exception:
+        body = _json_or_none(raw)
+        text = raw.decode("utf-8", "replace").strip()
+        body_msg = error_message(body, text if text and not text.startswith("<") else f"Error code: {status}")
+        code, kind = error_fields(body)
+        wait = _retry_after(retry_after)
+        overflow = is_context_overflow(" ".join((body_msg, code, kind)))
+        if overflow and status not in (401, 403, 404, 429):  # llama.cpp once sent it as a 500
+            return ContextTooLongError(f"the conversation no longer fits the model's context ({body_msg})", hint=CONTEXT_HINT)
+        if status == 429 or status >= 500 or status in (408, 409):
+            final = EndpointError(f"the model endpoint answered {status}: {body_msg}",
+                                  hint="the service is overloaded or rate-limited; wait and retry, or raise max_retries")
+            return Retry(f"endpoint answered {status}", final, wait)
+        if status in (401, 403):
+            return AuthError(f"the model endpoint refused the API key ({status}: {body_msg})",
+                             hint="check the key: set OPENAI_API_KEY, pass --api-key, or set api_key / api_key_env in config")
+        low = body_msg.lower()
+        if status == 404 and ("model" in low or code == "model_not_found"):
+            return ModelNotFoundError(f"the endpoint does not serve model `{self.model}` ({body_msg})",
+                                      hint="pick a listed model with --model or NANOHERMES_MODEL; `nanohermes doctor` lists them")
+        if status == 400 and (own := self.refused(status, body_msg)) is not None:
+            return own
+        if status == 404:
+            return EndpointError(f"the endpoint answered 404 for {self.what} at {self.base_url}",
+                                 hint="check base_url: it usually ends in /v1")
+        # Gemini says a refused key with a 400 ("API key not valid").
+        if status == 400 and ("api key" in low or "api_key" in low) and ("invalid" in low or "not valid" in low):
+            return AuthError(f"the model endpoint refused the API key ({status}: {body_msg})",
+                             hint="check the key: set OPENAI_API_KEY, pass --api-key, or set api_key / api_key_env in config")
+        return EndpointError(f"the model endpoint answered {status}: {body_msg}", hint="check the model name and request settings")
+
+    def classify_error_event(self, data: Any) -> Exception:
+        """An error sent inside a 200 answer (an event of the stream, or the whole body)."""
+        msg = error_message(data, "unknown error")
+        code, kind = error_fields(data)
+        if is_context_overflow(" ".join((msg, code, kind))):
+            return ContextTooLongError(f"the conversation no longer fits the model's context ({msg})", hint=CONTEXT_HINT)
+        status = int(code) if code.isdigit() else 0
+        if status == 429 or status >= 500 or any(w in f"{code} {kind}".lower() for w in ("overload", "server_error",
+                                                                                          "rate_limit", "unavailable")):
+            return Retry("the endpoint reported an error mid-answer", EndpointError(
+                f"the model endpoint kept failing mid-answer: {msg}", hint="the service is overloaded or failing; wait and retry"))
+        if status in (401, 403):
+            return AuthError(f"the model endpoint refused the API key ({msg})",
+                             hint="check the key: set OPENAI_API_KEY, pass --api-key, or set api_key / api_key_env in config")
+        return EndpointError(f"the model endpoint reported an error: {msg}", hint="check the model name and request settings")
+
+    async def list_models(self) -> list[str]:
+        response = await self.client().get(self.url("/models"))
+        if response.status_code >= 400:
+            raise self.classify_status(response.status_code, response.content)
+        data = response.json().get("data") or []
+        return sorted(str(m.get("id")) for m in data if isinstance(m, dict))
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+def _not_a_stream(ctype: str) -> str:
+    return f"the endpoint answered {printable(ctype, 80)}, not an event stream; check base_url"
+
+
+def _not_a_stream_hint(base_url: str) -> str:
+    return f"{base_url} should be the API root of an OpenAI-compatible server (it usually ends in /v1), not a web page or proxy"
+
+
+def _json_or_none(raw: bytes) -> Any:
+    try:
+        return json.loads(raw) if raw.strip() else None
+    except ValueError:
+        return None
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return max(0.0, min(float(value), 120.0)) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str | None, Any]]:
+    """Server-sent events as (event name, parsed data); "[DONE]" comes through as the string.
+    llama.cpp reports a failure mid-stream on an `error:` line, read here as an error event."""
+    name: str | None = None
+    data: list[str] = []
+    async for line in lines:
+        if not line:
+            if data:
+                yield name, _event_data("\n".join(data))
+            name, data = None, []
+            continue
+        if line.startswith(":"):
+            continue  # a comment, sent as keep-alive (OpenRouter's ": OPENROUTER PROCESSING")
+        key, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if key == "data":
+            data.append(value)
+        elif key == "event":
+            name = value
+        elif key == "error":
+            parsed = _json_or_none(value.encode())
+            yield "error", parsed if is_error_body(parsed) else {"error": parsed if isinstance(parsed, dict) else {"message": value}}
+    if data:
+        yield name, _event_data("\n".join(data))
+
+
+def _event_data(text: str) -> Any:
+    if text.strip() == "[DONE]":
+        return "[DONE]"
+    return json.loads(text)

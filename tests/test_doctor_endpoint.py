@@ -1,0 +1,153 @@
+"""`nanohermes doctor`'s endpoint checks: the key probed on chat itself, a real tool call in the
+probe answer, dependent checks shown as skipped, base_url refused before any request, and a
+TLS/plain-HTTP mix-up named. Each against a real loopback server."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import subprocess
+import threading
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from nanohermes.testing import FakeServer, Fault, Reply, call, tool_reply
+
+
+def doctor(cli, *args: str, **kw):  # type: ignore[no-untyped-def]
+    r = cli("doctor", *args, **kw)
+    print(r.out, r.err)
+    return r
+
+
+def test_a_key_models_accepts_but_chat_refuses_fails(cli, server: FakeServer) -> None:
+    server.add(Fault(status=401, message="Invalid API key for chat", code="invalid_api_key"))
+    r = doctor(cli, "--base-url", server.base_url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
+    assert r.code == 1
+    assert "[ok]   api key" not in r.out
+    assert "[FAIL] api key: chat refused it: the model endpoint refused the API key (401: Invalid API key for chat)" in r.out
+    assert "[skip] chat: skipped: chat refused the key" in r.out
+    assert "[skip] tool calls: skipped: chat refused the key" in r.out
+    assert server.paths == ["/v1/chat/completions"]  # /models is not in paths: only POSTs are recorded
+
+
+def test_a_text_answer_to_the_probe_fails_tool_calls_with_every_server_hint(cli, server: FakeServer) -> None:
+    server.add(Reply(text="Sure! ok=true"))
+    r = doctor(cli, "--base-url", server.base_url, "--model", "fake-model")
+    assert r.code == 1
+    assert "[ok]   chat: streamed an answer (chat wire)" in r.out
+    assert "[FAIL] tool calls: the model answered in text instead of calling the probe tool ('Sure! ok=true')" in r.out
+    assert "llama.cpp: start llama-server with --jinja" in r.out
+    assert "vllm: start vLLM with --enable-auto-tool-choice --tool-call-parser" in r.out
+    assert "ollama: use an Ollama model that supports tools" in r.out
+
+
+@pytest.mark.parametrize(("owner", "hint", "not_hint"), [
+    ("llamacpp", "fix: start llama-server with --jinja", "vLLM"),
+    ("vllm", "fix: start vLLM with --enable-auto-tool-choice --tool-call-parser", "--jinja"),
+    ("library", "fix: use an Ollama model that supports tools", "--jinja"),
+])
+def test_the_tool_call_hint_names_the_server_it_detects(cli, owner: str, hint: str, not_hint: str) -> None:
+    with FakeServer(owned_by=owner) as s:
+        s.add(Reply(text="I would call probe"))
+        r = doctor(cli, "--base-url", s.base_url, "--model", "fake-model")
+    assert r.code == 1
+    assert hint in r.out and not_hint not in r.out.split("tool calls:")[1]
+
+
+def test_a_call_of_another_tool_is_not_the_probe(cli, server: FakeServer) -> None:
+    server.add(tool_reply(call("run_command", {"command": "true"})))
+    r = doctor(cli, "--base-url", server.base_url, "--model", "fake-model")
+    assert "[FAIL] tool calls: the model called 'run_command', not the probe tool" in r.out
+
+
+def test_endpoint_down_shows_the_dependent_checks_as_skipped(cli) -> None:
+    r = doctor(cli, "--base-url", "http://127.0.0.1:9/v1", env={"OPENAI_API_KEY": "k"})
+    assert r.code == 1
+    assert "[FAIL] endpoint: cannot reach http://127.0.0.1:9/v1" in r.out
+    for name in ("api key", "model", "chat", "tool calls"):
+        assert f"[skip] {name}: skipped: the endpoint is not reachable" in r.out
+    assert "4 skipped" in r.out
+    assert "[ok]   git:" in r.out  # checks that do not need the endpoint still run
+
+
+@pytest.mark.parametrize(("url", "why"), [
+    ("127.0.0.1:8080/v1", "it has no http:// or https:// scheme"),
+    ("localhost:11434/v1", "it has no http:// or https:// scheme"),
+    ("htp://127.0.0.1:8080/v1", "its scheme 'htp' is not http or https"),
+    ("http:///v1", "it names no host"),
+])
+def test_an_unusable_base_url_exits_2_before_any_request(cli, url: str, why: str) -> None:
+    r = doctor(cli, "--base-url", url)
+    assert r.code == 2
+    assert f"[FAIL] endpoint: base_url {url!r} is not a usable URL: {why}" in r.out
+    assert "fix: set it like http://127.0.0.1:8080/v1" in r.out
+    assert "checks:" not in r.out  # nothing else ran
+
+
+def test_an_unusable_base_url_ends_a_p_run_with_exit_2(cli, server: FakeServer) -> None:
+    r = cli("-p", "hi", "--base-url", "127.0.0.1:8080/v1")
+    print(r.err)
+    assert r.code == 2
+    assert "base_url '127.0.0.1:8080/v1' is not a usable URL: it has no http:// or https:// scheme" in r.err
+    assert "retrying" not in r.err
+
+
+def test_https_against_a_plain_http_server_is_named(cli, server: FakeServer) -> None:
+    url = server.base_url.replace("http://", "https://")
+    r = doctor(cli, "--base-url", url)
+    assert r.code == 1
+    assert "the server seems to speak plain HTTP: try http:// instead of https://" in r.out
+    r = cli("-p", "hi", "--base-url", url, "--model", "fake-model", config={"max_retries": 0})
+    assert "try http:// instead of https://" in r.err
+
+
+@pytest.fixture
+def tls_port(tmp_path: Path) -> Iterator[int]:
+    """A TLS server on 127.0.0.1 with a throwaway self-signed certificate."""
+    key, cert = tmp_path / "k.pem", tmp_path / "c.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            try:
+                with ctx.wrap_socket(conn, server_side=True):
+                    pass
+            except (OSError, ssl.SSLError):
+                pass  # a plain-HTTP client fails the handshake: the case under test
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1]
+    stop.set()
+    thread.join(timeout=5)
+    listener.close()
+
+
+def test_plain_http_against_a_tls_server_is_named(cli, tls_port: int) -> None:
+    r = doctor(cli, "--base-url", f"http://127.0.0.1:{tls_port}/v1")
+    assert r.code == 1
+    assert "[FAIL] endpoint: cannot reach" in r.out
+    assert "if the server speaks TLS, use https:// instead of http://" in r.out
+
+
+def test_the_responses_wire_is_probed_on_its_own_route(cli, server: FakeServer) -> None:
+    server.add(tool_reply(call("probe", {"ok": True})))
+    r = doctor(cli, "--base-url", server.base_url, "--model", "fake-model", "--wire-api", "responses",
+               env={"OPENAI_API_KEY": "k"})
+    assert r.code == 0, r.out
+    assert "[ok]   chat: streamed an answer (responses wire)" in r.out
+    assert "[ok]   tool calls: the model called the probe tool" in r.out
+    assert server.paths == ["/v1/responses"]

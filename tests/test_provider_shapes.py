@@ -1,0 +1,269 @@
+"""Stream shapes real servers send, replayed byte for byte by the loopback server, each run
+once through the real `nanohermes -p` with the answer printed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nanohermes.testing import FakeServer, Raw, Reply, call, sse, tool_reply
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "fake-model",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def calls(*fragments: dict[str, Any]) -> list[dict[str, Any]]:
+    """A stream of tool-call fragments, one chunk each, ended by finish_reason tool_calls."""
+    return [chunk({"role": "assistant", "content": None}), *(chunk({"tool_calls": [f]}) for f in fragments),
+            chunk({}, "tool_calls")]
+
+
+def results(request: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in request["messages"] if m["role"] == "tool"]
+
+
+def assistant_calls(request: dict[str, Any]) -> list[dict[str, Any]]:
+    return [c for m in request["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or ()]
+
+
+@pytest.fixture
+def files(workspace: Path) -> Path:
+    (workspace / "a.txt").write_text("alpha contents\n")
+    (workspace / "b.txt").write_text("beta contents\n")
+    return workspace
+
+
+def run(cli, server: FakeServer, *extra: str) -> Any:  # type: ignore[no-untyped-def]
+    r = cli("-p", "read the files", *extra, server=server)
+    print(r.out, r.err)
+    return r
+
+
+def test_ollama_parallel_calls_reuse_index_0(cli, server: FakeServer, files: Path) -> None:
+    # Ollama sends each parallel call whole, every one at index 0, each with its own id.
+    server.add(Raw(body=sse(*calls(
+        {"index": 0, "id": "call_a", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}},
+        {"index": 0, "id": "call_b", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "b.txt"}'}},
+    ))), Reply(text="both read"))
+    r = run(cli, server)
+    assert (r.code, r.out) == (0, "both read\n"), r.err
+    sent = assistant_calls(server.requests[1])
+    assert [(c["id"], c["function"]["name"]) for c in sent] == [("call_a", "read_file"), ("call_b", "read_file")]
+    assert [json.loads(c["function"]["arguments"]) for c in sent] == [{"path": "a.txt"}, {"path": "b.txt"}]
+    assert any("alpha contents" in t for t in results(server.requests[1]))
+    assert any("beta contents" in t for t in results(server.requests[1]))
+
+
+def test_sglang_streamed_parallel_calls_reuse_index_0(cli, server: FakeServer, files: Path) -> None:
+    # SGLang streams each call in pieces, the second again at index 0 with a new id and name.
+    server.add(Raw(body=sse(*calls(
+        {"index": 0, "id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": ""}},
+        {"index": 0, "function": {"arguments": '{"path": '}},
+        {"index": 0, "function": {"arguments": '"a.txt"}'}},
+        {"index": 0, "id": "call_2", "type": "function", "function": {"name": "read_file", "arguments": ""}},
+        {"index": 0, "function": {"arguments": '{"path": "b.txt"}'}},
+    ))), Reply(text="done"))
+    r = run(cli, server)
+    assert (r.code, r.out) == (0, "done\n"), r.err
+    sent = assistant_calls(server.requests[1])
+    assert [c["function"]["name"] for c in sent] == ["read_file", "read_file"]
+    assert [json.loads(c["function"]["arguments"])["path"] for c in sent] == ["a.txt", "b.txt"]
+    assert len(results(server.requests[1])) == 2
+
+
+def test_name_repeated_on_every_fragment_is_set_once(cli, server: FakeServer, files: Path) -> None:
+    server.add(Raw(body=sse(*calls(
+        {"index": 0, "id": "call_r", "type": "function", "function": {"name": "read_file", "arguments": '{"pa'}},
+        {"index": 0, "id": "call_r", "type": "function", "function": {"name": "read_file", "arguments": 'th": "a.txt"}'}},
+        {"index": 0, "function": {"name": "read_file", "arguments": ""}},
+    ))), Reply(text="read once"))
+    r = run(cli, server)
+    assert (r.code, r.out) == (0, "read once\n"), r.err
+    sent = assistant_calls(server.requests[1])
+    assert [c["function"]["name"] for c in sent] == ["read_file"]
+    assert json.loads(sent[0]["function"]["arguments"]) == {"path": "a.txt"}
+
+
+def test_gemini_index_less_fragments_form_one_call(cli, server: FakeServer, files: Path) -> None:
+    server.add(Raw(body=sse(*calls(
+        {"id": "g1", "type": "function", "function": {"name": "read_file", "arguments": '{"path":'}},
+        {"function": {"arguments": ' "a.txt"}'}},
+    ))), Reply(text="one call"))
+    r = run(cli, server)
+    assert (r.code, r.out) == (0, "one call\n"), r.err
+    sent = assistant_calls(server.requests[1])
+    assert len(sent) == 1 and json.loads(sent[0]["function"]["arguments"]) == {"path": "a.txt"}
+    assert "alpha contents" in results(server.requests[1])[0]
+
+
+def test_gemini_thought_signature_is_echoed_on_the_tool_call(cli, server: FakeServer, files: Path) -> None:
+    extra = {"google": {"thought_signature": "sig-123=="}}
+    server.add(Raw(body=sse(*calls(
+        {"index": 0, "id": "g2", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'},
+         "extra_content": extra},
+    ))), Reply(text="signed"))
+    r = run(cli, server)
+    assert (r.code, r.out) == (0, "signed\n"), r.err
+    assert assistant_calls(server.requests[1])[0]["extra_content"] == extra
+
+
+def test_llamacpp_object_arguments_are_serialised(cli, server: FakeServer, files: Path) -> None:
+    server.add(Raw(body=sse(*calls(
+        {"index": 0, "id": "l1", "type": "function", "function": {"name": "read_file", "arguments": {"path": "b.txt"}}},
+    ))), Reply(text="object read"))
+    r = run(cli, server)
+    assert (r.code, r.out) == (0, "object read\n"), r.err
+    assert "internal error" not in r.err
+    assert json.loads(assistant_calls(server.requests[1])[0]["function"]["arguments"]) == {"path": "b.txt"}
+    assert "beta contents" in results(server.requests[1])[0]
+
+
+def test_functions_prefix_is_stripped_for_a_known_tool(cli, server: FakeServer, files: Path) -> None:
+    server.add(Raw(body=sse(*calls(
+        {"index": 0, "id": "k1", "type": "function", "function": {"name": "functions.read_file", "arguments": '{"path": "a.txt"}'}},
+        {"index": 1, "id": "k2", "type": "function", "function": {"name": "functions.no_such_tool", "arguments": "{}"}},
+    ))), Reply(text="prefixed"))
+    r = run(cli, server)
+    assert (r.code, r.out) == (0, "prefixed\n"), r.err
+    assert [c["function"]["name"] for c in assistant_calls(server.requests[1])] == ["read_file", "functions.no_such_tool"]
+    first, second = results(server.requests[1])
+    assert "alpha contents" in first and second.startswith("ERROR:")
+
+
+def test_complete_json_answer_to_a_stream_request_is_used(cli, server: FakeServer) -> None:
+    body = {"id": "x", "object": "chat.completion", "model": "fake-model",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "whole answer"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 30, "completion_tokens": 2, "total_tokens": 32}}
+    server.add(Raw(body=json.dumps(body).encode(), content_type="application/json"))
+    r = cli("-p", "hi", "--output-format", "json", server=server)
+    assert r.code == 0, r.err
+    out = r.json()
+    print(out["result"])
+    assert out["result"] == "whole answer"
+    assert len(server.requests) == 1
+    assert "retrying" not in r.err
+
+
+def test_html_page_from_a_proxy_fails_at_once(cli, server: FakeServer) -> None:
+    server.add(Raw(body=b"<html><body>Sign in to the portal</body></html>", content_type="text/html; charset=utf-8"))
+    r = cli("-p", "hi", server=server)
+    print(r.err)
+    assert r.code == 1
+    assert "the endpoint answered text/html, not an event stream; check base_url" in r.err
+    assert "retrying" not in r.err and len(server.requests) == 1
+
+
+def test_gemini_list_shaped_error_body_keeps_its_message(cli, server: FakeServer) -> None:
+    body = [{"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.", "status": "INVALID_ARGUMENT"}}]
+    server.add(Raw(body=json.dumps(body).encode(), status=400, content_type="application/json"))
+    r = cli("-p", "hi", server=server)
+    print(r.err)
+    assert r.code == 1
+    assert "API key not valid. Please pass a valid API key." in r.err
+    assert "hint: check the key" in r.err
+
+
+def test_openrouter_keepalive_comments_and_error_chunk(cli, server: FakeServer) -> None:
+    server.add(Raw(body=sse(b": OPENROUTER PROCESSING\n\n", chunk({"content": "Hel"}), b": OPENROUTER PROCESSING\n\n",
+                            chunk({"content": "lo"}, "stop"))))
+    r = cli("-p", "hi", server=server)
+    assert (r.code, r.out) == (0, "Hello\n"), r.err
+
+
+def _json_error(status: int, error: dict[str, Any]) -> Raw:
+    return Raw(body=json.dumps({"error": error}).encode(), status=status, content_type="application/json")
+
+
+OVERFLOWS = {
+    "openai": _json_error(400, {"message": "This model's maximum context length is 8192 tokens. However, your messages "
+                                           "resulted in 9000 tokens.", "type": "invalid_request_error",
+                                "code": "context_length_exceeded"}),
+    "llamacpp_400": _json_error(400, {"code": 400, "message": "request (9000 tokens) exceeds the available context size "
+                                      "(8192 tokens), try increasing it", "type": "exceed_context_size_error",
+                                      "n_prompt_tokens": 9000, "n_ctx": 8192}),
+    "llamacpp_in_stream": Raw(body=(b'error: {"code": 500, "message": "the request exceeds the available context size. '
+                                    b'try increasing the context size or enable context shift", '
+                                    b'"type": "exceed_context_size_error"}\n\n',)),
+    "llamacpp_in_stream_data": Raw(body=sse({"error": {"code": 400, "message": "the request exceeds the available context "
+                                                       "size", "type": "exceed_context_size_error"}}, done=False)),
+    "vllm": _json_error(400, {"object": "error", "message": "This model's maximum context length is 4096 tokens. However, "
+                              "you requested 5000 tokens (4900 in the messages, 100 in the completion).",
+                              "type": "BadRequestError", "code": 400}),
+    "gemini": Raw(body=json.dumps([{"error": {"code": 400, "message": "The input token count (1200000) exceeds the maximum "
+                                              "number of tokens allowed (1048576).", "status": "INVALID_ARGUMENT"}}]).encode(),
+                  status=400, content_type="application/json"),
+    "anthropic_via_proxy": _json_error(400, {"type": "invalid_request_error",
+                                             "message": "prompt is too long: 210000 tokens > 200000 maximum"}),
+    "ollama": Raw(body=json.dumps({"error": "prompt too long; exceeded max context length by 120 tokens"}).encode(),
+                  status=400, content_type="application/json"),
+}
+
+
+@pytest.mark.parametrize("provider", list(OVERFLOWS))
+def test_context_overflow_in_each_wording_compacts(cli, server: FakeServer, workspace: Path, provider: str) -> None:
+    (workspace / "big.txt").write_text(("z" * 99 + "\n") * 40)
+    server.add(tool_reply(call("read_file", {"path": "big.txt"})), OVERFLOWS[provider],
+               Reply(text="SUMMARY: big.txt was read"), Reply(text="answered after compacting"))
+    r = cli("-p", "read big.txt", "--verbose", server=server)
+    print(r.out)
+    assert (r.code, r.out) == (0, "answered after compacting\n"), r.err
+    assert "the endpoint said the context is too long" in r.err
+    assert "SUMMARY: big.txt was read" in server.requests[3]["messages"][1]["content"]
+    assert len(server.requests) == 4
+
+
+def test_an_error_body_cannot_send_terminal_escapes(cli, server: FakeServer) -> None:
+    server.add(_json_error(400, {"message": "bad request \x1b]52;c;aGk=\x07\x1b[2J here"}))
+    r = cli("-p", "hi", server=server)
+    print(r.err)
+    assert r.code == 1
+    assert "\x1b" not in r.err and "\x07" not in r.err
+    assert "bad request ?]52;c;aGk=??[2J here" in r.err
+
+
+def test_a_redirect_is_not_followed_with_the_key(cli, server: FakeServer) -> None:
+    server.add(Raw(body=b"", status=301, content_type="text/html",
+                   headers=(("Location", "https://elsewhere.example/v1/chat/completions"),)))
+    r = cli("-p", "hi", server=server)
+    print(r.err)
+    assert r.code == 1
+    assert "the endpoint redirected the request (301) to https://elsewhere.example/v1/chat/completions; check base_url" in r.err
+    assert len(server.requests) == 1
+
+
+IN_STREAM = {
+    "openai": {"message": "This model's maximum context length is 8192 tokens.", "code": "context_length_exceeded"},
+    "vllm": {"message": "The prompt (total length 9000) is too long to fit into the model (context length 8192).",
+             "type": "BadRequestError", "code": 400},
+    "gemini": {"message": "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
+               "status": "INVALID_ARGUMENT", "code": 400},
+    "anthropic_via_proxy": {"message": "input length and `max_tokens` exceed context limit: 198000 + 8192 > 200000"},
+    "ollama": {"message": "the input length exceeds the context length"},
+}
+
+
+@pytest.mark.parametrize("provider", list(IN_STREAM))
+def test_context_overflow_inside_a_200_stream_compacts(cli, server: FakeServer, workspace: Path, provider: str) -> None:
+    (workspace / "big.txt").write_text(("q" * 99 + "\n") * 40)
+    server.add(tool_reply(call("read_file", {"path": "big.txt"})),
+               Raw(body=sse(chunk({"role": "assistant", "content": ""}), {"error": IN_STREAM[provider]}, done=False)),
+               Reply(text="SUMMARY"), Reply(text="fits again"))
+    r = cli("-p", "read big.txt", "--verbose", server=server)
+    print(r.out)
+    assert (r.code, r.out) == (0, "fits again\n"), r.err
+    assert "the endpoint said the context is too long" in r.err
+
+
+def test_a_named_error_event_ends_the_stream_with_its_message(cli, server: FakeServer) -> None:
+    # Anthropic-style proxies name the event instead of wrapping the body in "error".
+    server.add(Raw(body=(b'event: error\ndata: {"type": "invalid_request_error", "message": "model is not allowed"}\n\n',)))
+    r = cli("-p", "hi", server=server)
+    print(r.err)
+    assert r.code == 1
+    assert "the model endpoint reported an error: model is not allowed" in r.err
+    assert "retrying" not in r.err
