@@ -6,7 +6,7 @@ Both front ends (the REPL and `-p`) and the tests call `build_agent`, so they ca
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, AsyncIterator, Callable
 
@@ -166,7 +166,7 @@ def parse_rules(texts: list[str], where: str, warnings: list[str],
 
 def build_policy(config: Config, warnings: list[str]) -> Policy:
     p = config.permissions
-    return Policy(
+    policy = Policy(
         mode=config.permission_mode,
         auto_approve=config.auto_approve,
         allowed_tools=tuple(config.allowed_tools),
@@ -176,6 +176,13 @@ def build_policy(config: Config, warnings: list[str]) -> Policy:
         deny=parse_rules(p.deny, "permissions.deny", warnings, lambda t: p.origin("deny", t)),
         secret_files=tuple(p.secret_files),
     )
+    if hasattr(policy, "sandboxed"):
+        # Whether commands that run unasked are confined here: without Landlock the
+        # permission layer lets far less run without asking.
+        from nanohermes.sandbox import probe
+
+        policy = replace(policy, sandboxed=probe().landlock)  # type: ignore[call-arg]
+    return policy
 
 
 def assemble_pool(builtins: list[Tool], *extra_groups: list[Tool]) -> list[Tool]:

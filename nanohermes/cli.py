@@ -50,17 +50,18 @@ class Launch(NamedTuple):  # not a dataclass: `dataclasses` would cost `--versio
 
 
 _VALUED = {"-p", "--print", "--output-format", "--model", "-m", "--base-url", "--api-key", "--mode", "--config",
-           "-C", "--cwd", "--max-turns", "--wire-api", "--reasoning-effort"}
+           "-C", "--cwd", "--max-turns", "--wire-api", "--reasoning-effort", "--sandbox"}
 _FORMATS = ("text", "json", "stream-json")
 _MODES = ("default", "accept-edits", "plan", "debug", "goal")
 _WIRES = ("chat", "responses")
 _EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+_SANDBOXES = ("auto", "off")
 _QUICK_FLAGS = {"--yes": "yes", "-y": "yes", "--no-session": "no_session", "--continue": "cont", "-c": "cont",
                 "--verbose": "verbose", "-v": "verbose"}
 _QUICK_NAMES = {"-p": "prompt", "--print": "prompt", "--output-format": "fmt", "--model": "model", "-m": "model",
                 "--base-url": "base_url", "--api-key": "api_key", "--mode": "mode", "--config": "config", "-C": "cwd",
                 "--cwd": "cwd", "--max-turns": "max_turns", "--resume": "resume", "-r": "resume",
-                "--wire-api": "wire_api", "--reasoning-effort": "reasoning_effort"}
+                "--wire-api": "wire_api", "--reasoning-effort": "reasoning_effort", "--sandbox": "sandbox"}
 
 
 def _quick_launch(argv: list[str]) -> Launch | None:
@@ -85,7 +86,8 @@ def _quick_launch(argv: list[str]) -> Launch | None:
             return None
         i += 1
     if got.get("prompt") is None or got.get("fmt", "text") not in _FORMATS or got.get("mode", "default") not in _MODES \
-            or got.get("wire_api", "chat") not in _WIRES or got.get("reasoning_effort", "low") not in _EFFORTS:
+            or got.get("wire_api", "chat") not in _WIRES or got.get("reasoning_effort", "low") not in _EFFORTS \
+            or got.get("sandbox", "auto") not in _SANDBOXES:
         return None
     turns = got.get("max_turns")
     if turns is not None and not (turns.isdigit() and int(turns) >= 1):
@@ -93,7 +95,8 @@ def _quick_launch(argv: list[str]) -> Launch | None:
     flags = {"model": got.get("model"), "base_url": got.get("base_url"), "api_key": got.get("api_key"),
              "permission_mode": got.get("mode"), "auto_approve": True if got.get("yes") else None,
              "max_turns": int(turns) if turns is not None else None, "wire_api": got.get("wire_api"),
-             "reasoning_effort": got.get("reasoning_effort")}
+             "reasoning_effort": got.get("reasoning_effort"),
+             "sandbox": {"mode": got["sandbox"]} if "sandbox" in got else None}
     return Launch(prompt=got["prompt"], fmt=got.get("fmt", "text"), flags=flags,
                   config_file=Path(got["config"]) if "config" in got else None,
                   cwd=Path(got["cwd"]) if "cwd" in got else None, verbose=bool(got.get("verbose")),
@@ -115,6 +118,11 @@ class OutputFormat(str, Enum):
     text = "text"
     json = "json"
     stream_json = "stream-json"
+
+
+class SandboxChoice(str, Enum):
+    auto = "auto"
+    off = "off"
 
 
 class ModeChoice(str, Enum):
@@ -177,6 +185,7 @@ def _make_app(launch: Callable[[Launch], int] | None = None) -> Any:
         api_key: Optional[str] = typer.Option(None, "--api-key", help="API key (default: $OPENAI_API_KEY)."),
         mode: Optional[ModeChoice] = typer.Option(None, "--mode", help="Permission mode."),
         yes: bool = typer.Option(False, "--yes", "-y", help="Approve every call that would ask (not those a mode blocks)."),
+        sandbox: Optional[SandboxChoice] = typer.Option(None, "--sandbox", help="auto: commands nobody approved run in the OS sandbox; off: unconfined (config sandbox.mode)."),
         config: Optional[Path] = typer.Option(None, "--config", help="Config file to use instead of the user config."),
         cwd: Optional[Path] = typer.Option(None, "-C", "--cwd", help="Workspace directory (default: the current one)."),
         max_turns: Optional[int] = typer.Option(None, "--max-turns", min=1, help="Stop after this many model calls in one turn."),
@@ -200,7 +209,8 @@ def _make_app(launch: Callable[[Launch], int] | None = None) -> Any:
         flags = {"model": model, "base_url": base_url, "api_key": api_key,
                  "permission_mode": mode.value if mode else None, "auto_approve": True if yes else None,
                  "max_turns": max_turns, "wire_api": wire_api.value if wire_api else None,
-                 "reasoning_effort": reasoning_effort.value if reasoning_effort else None}
+                 "reasoning_effort": reasoning_effort.value if reasoning_effort else None,
+                 "sandbox": {"mode": sandbox.value} if sandbox else None}
         code = (launch or run)(Launch(prompt=prompt, fmt=output_format.value, flags=flags, config_file=config, cwd=cwd,
                                       verbose=verbose, save_session=not no_session, cont=continue_, resume=resume))
         raise typer.Exit(code)

@@ -77,6 +77,14 @@ def _check_names(names: dict[str, Any], what: str) -> None:
             raise ValueError(f"{what} name {name!r} must be 1-40 letters, digits, - or single _")
 
 
+class SandboxConfig(_Section):
+    mode: Literal["auto", "off"] = _d("auto", "auto: commands nobody approved run under the OS sandbox; off: none "
+                                               "do (--sandbox); a project file may not turn it off")
+    network: bool = _d(False, "let sandboxed commands use the network (a trust key in project files)")
+    writable_roots: list[str] = _d(list, "more folders sandboxed commands may write under workspace-write "
+                                         "(a trust key in project files)")
+
+
 class McpServerConfig(_Section):
     """One MCP server: `command` (stdio) or `url` (streamable HTTP)."""
 
@@ -198,6 +206,7 @@ class Config(_Section):
         None, "folder names grep and glob skip at any depth; null: the built-in build and cache folders")
     search_ignore_extra: list[Annotated[str, Field(pattern=_DIR_NAME)]] = _d(list, "folder names added to that list")
     extra_write_roots: list[str] = _d(list, "folders outside the workspace that writes may reach without being protected")
+    sandbox: SandboxConfig = _d(SandboxConfig, "the OS sandbox of commands nobody approved (Landlock)")
     limits: dict[str, int | float] = _d(dict, "any output limit by name (see Limits below)")
     web_search: WebSearchConfig = _d(WebSearchConfig, "web_search provider settings")
     web_fetch: WebFetchConfig = _d(WebFetchConfig, "web_fetch host lists")
@@ -312,6 +321,10 @@ def _untrusted_project_keys(data: dict[str, Any]) -> list[str]:
         risky.remove("permission_mode")
     if "auto_approve" in risky and data["auto_approve"] is False:
         risky.remove("auto_approve")
+    sandbox = data.get("sandbox")
+    if isinstance(sandbox, dict) and (sandbox.get("mode", "auto") != "auto" or sandbox.get("network", False) is not False
+                                      or sandbox.get("writable_roots", []) != []):
+        risky.append("sandbox")  # a project may keep the sandbox on, never turn it off or widen it
     return risky
 
 

@@ -105,8 +105,20 @@ class TodoUpdated:
     items: tuple[TodoItem, ...]
 
 
-Event = Union[ModelStarted, TextDelta, ReasoningDelta, ToolStarted, ToolProgress, ToolFinished, ApprovalRequest, UsageUpdate, Notice, TurnEnded,
-              TodoUpdated]
+@dataclass(frozen=True, kw_only=True)
+class SandboxRefused:
+    """The OS sandbox refused something a call tried (its result says what to do)."""
+
+    call_id: str
+    tool: str
+    summary: str  # the command line
+    sandbox: str  # the policy it ran under
+    refused: tuple[str, ...]  # "a write to /path", "a network connection"
+    rerun: bool = False  # a person approved running it again outside the sandbox
+
+
+Event = Union[ModelStarted, TextDelta, ReasoningDelta, ToolStarted, ToolProgress, ToolFinished, ApprovalRequest, UsageUpdate,
+              Notice, TurnEnded, TodoUpdated, SandboxRefused]
 
 
 @dataclass(frozen=True, kw_only=True)

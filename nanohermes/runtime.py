@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from nanohermes.budget import Limits, clamp
 from nanohermes.config import Config
-from nanohermes.events import UI, ApprovalRequest, Notice, ToolFinished, ToolStarted
+from nanohermes.events import UI, ApprovalRequest, Notice, SandboxRefused, ToolFinished, ToolStarted
 from nanohermes.messages import Message, ToolCall
 from nanohermes.permissions import Policy, Rule, Target, blocked, decide, describe
 from nanohermes.redact import redact
@@ -111,8 +111,12 @@ class Runtime:
         self.ui.emit(Notice(level="info", text=f"saved {', '.join(map(str, rules))} to {path}"))
 
     def permissions_report(self) -> list[str]:
-        """The rules in force and where each came from (the /permissions listing)."""
-        return describe(self.policy, [(t.name, t.effect) for t in self.tools])
+        """The rules in force and where each came from (the /permissions listing), and what
+        the OS sandbox confines here."""
+        from nanohermes.sandbox import describe_availability
+
+        return [*describe(self.policy, [(t.name, t.effect) for t in self.tools]),
+                *describe_availability(self.config.sandbox.mode)]
 
     # -- running calls ---------------------------------------------------------------------
     async def run_calls(self, calls: Sequence[ToolCall], results: dict[str, Message] | None = None) -> list[Message]:
@@ -228,6 +232,7 @@ class Runtime:
         if verdict.decision == "deny":
             return f"ERROR: {verdict.reason}", True, None, 0.0
         waited = 0.0
+        ctx.sandbox = self._sandbox_for(tool, args, verdict.decision, target)
         if verdict.decision == "ask":
             learn = list(verdict.suggest or ()) or ([tool.suggest_rule(args)] if verdict.suggest is not None else [])
             asked = time.monotonic()
@@ -245,6 +250,9 @@ class Runtime:
                 self.remember_in_project(learn)
         try:
             out = await tool.run(args, ctx)
+            if ctx.sandbox_refusals:
+                out, asked = await self._refused(tool, args, ctx, summary, out)
+                waited += asked
         except ToolError as e:
             return f"ERROR: {e}", True, None, waited
         except asyncio.CancelledError:
@@ -255,6 +263,43 @@ class Runtime:
         if self.hooks is not None:
             text = await self.hooks.post_tool_use(tool, args, text)
         return text, False, display, waited
+
+    def _sandbox_for(self, tool: Tool, args: Params, decision: str, target: Target) -> str:
+        """The OS sandbox of a call's processes. A person answering yes to this exact call:
+        none. Allowed only because every command is a built-in read-only one (the same call
+        would be allowed with no allow rule, no --yes, outside goal mode): read-only.
+        Anything else that runs unasked: workspace-write."""
+        if decision == "ask" or self.config.sandbox.mode == "off":
+            return "off"
+        bare = replace(self.policy, mode="default", auto_approve=False, allow=())
+        verdict = decide(bare, tool_name=tool.name, approval=tool.approval_for(args), target=target)
+        return "read-only" if verdict.decision == "allow" else "workspace-write"
+
+    async def _refused(self, tool: Tool, args: Params, ctx: ToolContext, summary: str,
+                       out: str | ToolResult) -> tuple[str | ToolResult, float]:
+        """The sandbox refused something: offer the person to run the same call outside it
+        (one keypress, like any approval); without one the model is told it needs a person."""
+        refused = tuple(ctx.sandbox_refusals)
+        rerun = False
+        asked = time.monotonic()
+        if self.policy.mode != "goal":  # goal mode runs unattended: nobody to wait for
+            async with self._confirm_lock:
+                reply = await self.ui.confirm(ApprovalRequest(
+                    call_id=ctx.call_id, tool=tool.name, summary=summary, detail=tool.approval_detail(args, ctx),
+                    reason=f"the sandbox ({ctx.sandbox}) refused {', '.join(refused)}; run it again outside the sandbox?"))
+            rerun = reply.choice != "deny"
+        waited = time.monotonic() - asked
+        self.ui.emit(SandboxRefused(call_id=ctx.call_id, tool=tool.name, summary=summary, sandbox=ctx.sandbox,
+                                    refused=refused, rerun=rerun))
+        if not rerun:
+            return out, waited
+        again = self._context(ctx.call_id)
+        again.sandbox, again.target, again.refusal = "off", ctx.target, ctx.refusal
+        first = out.text if isinstance(out, ToolResult) else out
+        second = await tool.run(args, again)
+        text = second.text if isinstance(second, ToolResult) else second
+        return (f"{text}\n\n(ran outside the sandbox, approved by the user, after the sandboxed run was refused "
+                f"{', '.join(refused)}; the sandboxed run's result was:\n{first[:2000]})"), waited
 
     async def close(self) -> None:
         """End what tools keep in the session state (background tasks, ...): every value

@@ -92,6 +92,12 @@ class ToolContext:
     # Why the policy would not let this call reach another target unasked (a redirect to
     # another host), or None when it would; None: no policy to ask (a direct run).
     refusal: Callable[[Target], str | None] | None = None
+    # The OS sandbox the call's processes start in, chosen by the runtime from how the call
+    # was permitted: "read-only", "workspace-write" (the safe default) or "off" (a person
+    # approved this exact call, or the sandbox is turned off).
+    sandbox: str = "workspace-write"
+    # What the sandbox refused during the call, as the tool read it ("a write to /x").
+    sandbox_refusals: list[str] = field(default_factory=list)
 
     def progress(self, name: str, text: str) -> None:
         self.emit(ToolProgress(call_id=self.call_id, name=name, text=text, elapsed=time.monotonic() - self.started))

@@ -3,11 +3,17 @@
 git runs directly (no shell) in the workspace through the same capped drain as commands:
 stdin at /dev/null, no pager, no colour, the process group killed at `git_timeout_secs`.
 The read-only tools turn git's optional locks off so parallel calls never fight over
-index.lock. Any failure names git's exit code and includes git's own message.
+index.lock, run in the `read-only` OS sandbox, and turn off every program a repository's
+config can name for them (fsmonitor, hooks, pager, external diff, textconv, filters,
+signature checks): plan mode promises that nothing runs, and a cloned repository writes its
+own `.git/config`. git_commit runs in the sandbox its approval earned, as run_command does,
+with the repository's hooks and filters (a person approved it, or it is confined).
+Any failure names git's exit code and includes git's own message.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -15,21 +21,58 @@ from pydantic import Field, field_validator
 
 from nanohermes.permissions import Rule
 from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
-from nanohermes.tools.shell import command_env, run_capped, secs, strip_newline
+from nanohermes import sandbox
+from nanohermes.tools.shell import command_env, confinement_for, run_capped, secs, strip_newline
 
 _NOTE_CHARS = 400  # room kept for the tool's own notes when fitting output into max_output
+
+
+# Settings that stop git from starting a program a repository's config names.
+_NO_PROGRAMS = ("core.fsmonitor=false", "core.hooksPath=/dev/null", "core.pager=cat", "diff.external=",
+                "log.showSignature=false", "status.submoduleSummary=false", "core.sshCommand=false",
+                "credential.helper=", "gpg.program=false", "core.alternateRefsCommand=false")
+# Per-driver keys that name programs: a driver's name is the repository's choice, so they
+# are looked up first and each one is blanked (an empty command means "no filter").
+_DRIVER_KEYS = re.compile(r"^(filter|diff|merge)\.(.+)\.(clean|smudge|process|textconv|command|driver)$")
+
+
+async def _no_program_overrides(ctx: ToolContext, conf: sandbox.Confinement, env: dict[str, str]) -> list[str]:
+    lim = ctx.limits
+    argv = ["git", *_flags(_NO_PROGRAMS), "config", "--name-only", "--get-regexp", r"^(filter|diff|merge)\."]
+    fin = await run_capped(argv, cwd=ctx.workspace, env=env, limits=lim, timeout=lim.git_timeout_secs,
+                           out_cap=lim.run_command_capture_bytes, err_cap=4096, confinement=conf)
+    out: list[str] = []
+    for name in fin.out.text().split():
+        m = _DRIVER_KEYS.match(name)
+        if m and "\n" not in name:
+            out.append(f"{name}=")
+            if m.group(1) == "filter":
+                out.append(f"filter.{m.group(2)}.required=false")  # a blanked required filter would fail the call
+    return out
+
+
+def _flags(settings: tuple[str, ...] | list[str]) -> list[str]:
+    return [x for kv in settings for x in ("-c", kv)]
 
 
 async def git(ctx: ToolContext, *args: str, read_only: bool = True) -> str:
     """Run `git args...` in the workspace; its stdout, with notes when it had to be cut."""
     env = command_env()
+    lim = ctx.limits
+    argv = ["git", "--no-pager", "-c", "color.ui=never", "-c", "core.quotepath=off"]
     if read_only:
         env["GIT_OPTIONAL_LOCKS"] = "0"
-    lim = ctx.limits
-    argv = ["git", "-c", "color.ui=never", "-c", "core.quotepath=off", *args]
+        conf = confinement_for(ctx, "read-only")
+    else:
+        conf = confinement_for(ctx)
     try:
-        fin = await run_capped(argv, cwd=ctx.workspace, env=env, limits=lim, timeout=lim.git_timeout_secs,
-                               out_cap=lim.run_command_capture_bytes, err_cap=lim.run_command_capture_bytes)
+        if read_only:
+            argv += _flags([*_NO_PROGRAMS, *await _no_program_overrides(ctx, conf, env)])
+        fin = await run_capped([*argv, *args], cwd=ctx.workspace, env=env, limits=lim, timeout=lim.git_timeout_secs,
+                               out_cap=lim.run_command_capture_bytes, err_cap=lim.run_command_capture_bytes,
+                               confinement=conf)
+    except sandbox.SandboxError as e:
+        raise ToolError(f"{e}; git did not run. `nanohermes doctor` shows what the sandbox needs") from None
     except FileNotFoundError:
         raise ToolError("git is not installed (no `git` on PATH); install git to use the git_* tools") from None
     except OSError as e:
@@ -108,7 +151,7 @@ class GitDiff(_ReadOnlyGit):
 
     async def run(self, args: Params, ctx: ToolContext) -> str:
         assert isinstance(args, GitDiffParams)
-        argv = ["diff", "--no-ext-diff"]
+        argv = ["diff", "--no-ext-diff", "--no-textconv"]
         if args.staged:
             argv.append("--staged")
         if args.stat:
@@ -149,7 +192,7 @@ class GitLog(_ReadOnlyGit):
 
     async def run(self, args: Params, ctx: ToolContext) -> str:
         assert isinstance(args, GitLogParams)
-        argv = ["log", f"--max-count={args.count}", "--date=short", "--format=%h %ad %an: %s"]
+        argv = ["log", "--no-textconv", "--no-ext-diff", f"--max-count={args.count}", "--date=short", "--format=%h %ad %an: %s"]
         if args.path:
             argv += ["--", args.path]
         out = strip_newline(await git(ctx, *argv))

@@ -6,7 +6,9 @@ concurrently into capped buffers (past the cap the start and the newest bytes ar
 what falls between is read, counted and marked, so no pipe can fill and memory stays flat), the whole group killed on timeout, cancellation or
 exit, and a bounded wait for grandchildren that still hold the pipes after the shell has
 exited. Also owns fitting a command's stdout and stderr sections into one result.
-Background tasks (tasks.py) and the git tools (git.py) run on the same pieces.
+Background tasks (tasks.py) and the git tools (git.py) run on the same pieces, and every
+process starts through `spawn`, in the OS sandbox the call was given (sandbox.py); when a
+command ends, what it left running outside its group is swept and counted.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Callable, ClassVar
 
 from pydantic import Field, field_validator
 
+from nanohermes import sandbox
 from nanohermes.budget import Limits
 from nanohermes.permissions import Effect, Rule, SubjectKind, escape_pattern, suggest_command_rule
 from nanohermes.shellparse import ParseError, split
@@ -229,6 +232,10 @@ class Process:
     _transport: asyncio.SubprocessTransport = field(repr=False)
     _drain: _Drain = field(repr=False)
     started: float = field(default_factory=time.monotonic)
+    confinement: sandbox.Confinement = field(default_factory=lambda: sandbox.Confinement("off"))
+    marker: str = ""  # the environment marker its processes carry
+    escaped: int = 0  # processes that had left its group and were killed when it ended
+    _prepared: sandbox.Prepared | None = field(default=None, repr=False)
     _closed: bool = False
 
     @property
@@ -276,7 +283,15 @@ class Process:
         self.signal(signal.SIGKILL)
         self._closed = True
         _live_groups.discard(self.pid)
+        if self.marker:  # then what left the group (setsid, double fork)
+            self.escaped = sandbox.kill_escaped(self.marker, pgid=self.pid)
+        if self._prepared is not None:
+            self._prepared.cleanup()
         self._transport.close()
+
+    def refusals(self, cwd: Path) -> list[str]:
+        """What the sandbox probably refused, read from the output (see sandbox.refusals)."""
+        return sandbox.refusals(self.out.text() + "\n" + self.err.text(), self.confinement, cwd)
 
 
 def shell_argv(command: str) -> list[str]:
@@ -293,25 +308,57 @@ def command_env() -> dict[str, str]:
     return env
 
 
-async def spawn(argv: list[str], *, cwd: Path, env: dict[str, str], out_cap: int, err_cap: int,
-                on_data: OnData | None = None) -> Process:
-    """Start `argv` in a new session with stdin at /dev/null and both pipes drained.
+def confinement_for(ctx: ToolContext, policy: str | None = None) -> sandbox.Confinement:
+    """The sandbox of one call: its policy (the runtime's choice unless given) with the
+    configured roots and network. `sandbox.mode: off` turns every policy off."""
+    cfg = ctx.config.sandbox
+    if cfg.mode == "off":
+        return sandbox.Confinement("off")
+    from nanohermes.config import project_config_path
+    from nanohermes.dirs import config_home
 
-    Raises OSError (FileNotFoundError when the program is missing) if it cannot start.
+    roots = tuple(Path(os.path.expanduser(r)) for r in (*ctx.config.extra_write_roots, *cfg.writable_roots))
+    return sandbox.confinement(policy or ctx.sandbox, workspace=ctx.workspace, write_roots=roots, network=cfg.network,
+                               config_files=(config_home(), project_config_path(ctx.workspace)))
+
+
+async def spawn(argv: list[str], *, cwd: Path, env: dict[str, str], out_cap: int, err_cap: int,
+                on_data: OnData | None = None, confinement: sandbox.Confinement | None = None) -> Process:
+    """Start `argv` in a new session with stdin at /dev/null and both pipes drained, in
+    `confinement` (none when not given).
+
+    Raises OSError (FileNotFoundError when the program is missing) if it cannot start, and
+    sandbox.SandboxError when the sandbox cannot be set up (the command does not run).
     """
     global _atexit_hooked
     if not _atexit_hooked:
         atexit.register(_kill_live_groups)
         _atexit_hooked = True
+    sandbox.become_subreaper()
+    conf = confinement or sandbox.Confinement("off")
+    prepared = conf.prepare()
+    marker = sandbox.new_marker()
+    env = prepared.env(env)
+    env[sandbox.MARKER] = marker
     loop = asyncio.get_running_loop()
     out, err = Capture(out_cap), Capture(err_cap)
-    transport, drain = await loop.subprocess_exec(
-        lambda: _Drain(out, err, on_data), *argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, cwd=cwd, env=env, start_new_session=True,
-    )
+    try:
+        transport, drain = await loop.subprocess_exec(
+            lambda: _Drain(out, err, on_data), *argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, cwd=cwd, env=env, start_new_session=True, preexec_fn=prepared.preexec,
+        )
+    except subprocess.SubprocessError as e:  # the child failed while entering the sandbox
+        prepared.cleanup()
+        raise sandbox.SandboxError(f"the sandbox could not be set up ({e})") from None
+    except BaseException:
+        prepared.cleanup()
+        raise
+    prepared.release_ruleset()  # the child has it; the temp folder lives until the command ends
     pid = transport.get_pid()
     _live_groups.add(pid)
-    return Process(pid=pid, out=out, err=err, _transport=transport, _drain=drain)
+    sandbox.note_session(pid)
+    return Process(pid=pid, out=out, err=err, _transport=transport, _drain=drain, confinement=conf, marker=marker,
+                   _prepared=prepared)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -324,23 +371,29 @@ class Finished:
     timed_out: float | None  # the timeout that fired, in seconds
     pipes_held: bool  # leftover processes held the pipes after the shell exited and were killed
     elapsed: float
+    escaped: int = 0  # processes that had left the group (setsid, double fork), killed at the end
+    sandbox: str = "off"  # the policy it ran under
+    refused: tuple[str, ...] = ()  # what the sandbox probably refused
 
 
 async def run_capped(argv: list[str], *, cwd: Path, env: dict[str, str], limits: Limits, timeout: float,
-                     out_cap: int, err_cap: int, on_data: OnData | None = None) -> Finished:
+                     out_cap: int, err_cap: int, on_data: OnData | None = None,
+                     confinement: sandbox.Confinement | None = None) -> Finished:
     """Run to completion: kill the group at `timeout`, never hang on inherited pipes, and
     leave nothing running behind, also when cancelled."""
-    proc = await spawn(argv, cwd=cwd, env=env, out_cap=out_cap, err_cap=err_cap, on_data=on_data)
+    proc = await spawn(argv, cwd=cwd, env=env, out_cap=out_cap, err_cap=err_cap, on_data=on_data,
+                       confinement=confinement)
     try:
         timed_out = None
         if not await proc.wait(timeout):
             timed_out = timeout
             await proc.stop(limits.command_kill_grace_secs)
         held = await proc.settle(limits.command_pipe_grace_secs)
-        return Finished(exit_code=proc.returncode, out=proc.out, err=proc.err, timed_out=timed_out,
-                        pipes_held=held, elapsed=time.monotonic() - proc.started)
     finally:
         proc.close()
+    return Finished(exit_code=proc.returncode, out=proc.out, err=proc.err, timed_out=timed_out, pipes_held=held,
+                    elapsed=time.monotonic() - proc.started, escaped=proc.escaped, sandbox=proc.confinement.policy,
+                    refused=tuple(proc.refusals(cwd)))
 
 
 # -- presenting output ---------------------------------------------------------------------
@@ -384,6 +437,15 @@ def cut_middle(text: str, keep: int) -> str:
     return f"{text[:head]}\n… {len(text) - keep} chars omitted …\n{text[len(text) - tail:] if tail else ''}"
 
 
+def refusal_note(policy: str, refused: tuple[str, ...] | list[str]) -> str:
+    """What the sandbox refused and what to do about it, for the model."""
+    where = ("it may write only its temporary folder ($TMPDIR)" if policy == "read-only" else
+             "it may write the workspace and $TMPDIR, but not .git/config, .git/hooks/ or .nanohermes/, and has no network")
+    return (f"note: the OS sandbox ({policy}) refused {', '.join(refused)}: this line ran sandboxed because no person "
+            f"approved it, and {where}. Running it outside the sandbox needs a person's approval at the prompt; "
+            "otherwise change the approach (write inside the workspace, or use the file tools)")
+
+
 def strip_newline(text: str) -> str:
     return text[:-1] if text.endswith("\n") else text
 
@@ -396,6 +458,12 @@ def format_command(fin: Finished, limits: Limits) -> str:
             notes.append(f"note: {label} was {cap.total} bytes; the first {len(cap.data)} and the last {cap.tail_len} "
                          f"were kept ({cap.dropped} bytes dropped where marked); filter it (grep, head, tail) or "
                          f"redirect it to a file and read that")
+    if fin.escaped:
+        notes.append(f"note: {fin.escaped} process{'es' if fin.escaped != 1 else ''} the command started outside its "
+                     f"process group (setsid, double fork) {'were' if fin.escaped != 1 else 'was'} still running and "
+                     f"killed when it ended; use background=true for servers and other long-running processes")
+    if fin.refused:
+        notes.append(refusal_note(fin.sandbox, fin.refused))
     if fin.pipes_held:
         notes.append(f"note: processes the command left running still held its output "
                      f"{secs(limits.command_pipe_grace_secs)} after it exited and were killed; "
@@ -542,11 +610,15 @@ class RunCommand(Tool):
         try:
             fin = await run_capped(shell_argv(args.command), cwd=cwd, env=command_env(), limits=lim,
                                    timeout=args.timeout_secs, out_cap=lim.run_command_capture_bytes,
-                                   err_cap=lim.run_command_capture_bytes, on_data=progress.feed)
+                                   err_cap=lim.run_command_capture_bytes, on_data=progress.feed,
+                                   confinement=confinement_for(ctx))
+        except sandbox.SandboxError as e:
+            raise ToolError(f"{e}; the command did not run. `nanohermes doctor` shows what the sandbox needs") from None
         except OSError as e:
             raise ToolError(f"cannot start the shell: {e.strerror or e}; check that bash or sh is installed") from None
         finally:
             progress.close()
+        ctx.sandbox_refusals.extend(fin.refused)
         return format_command(fin, lim)
 
 

@@ -4,7 +4,9 @@ One TaskManager per session lives in `ToolContext.state`. A task is a command in
 process group whose stdout and stderr are both drained continuously into capped buffers,
 so no pipe can fill whatever the task writes. A task ends when its command exits, at its
 hard timeout, on task_kill, or when the session closes (`aclose`, called however
-nanohermes exits): no task outlives nanohermes. A notice is emitted when a task ends.
+nanohermes exits): no task outlives nanohermes, and neither does anything it started
+outside its group (setsid, double fork): those are swept and counted when it ends. A task
+runs in the OS sandbox its run_command call was given. A notice is emitted when a task ends.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ from typing import Callable, ClassVar, Literal
 
 from pydantic import Field
 
+from nanohermes import sandbox
 from nanohermes.budget import Limits
 from nanohermes.events import Event, Notice
 from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes.tools.shell import (
-    Capture, Process, command_env, describe_exit, secs, shares, shell_argv, spawn, strip_newline,
+    Capture, Process, command_env, confinement_for, describe_exit, refusal_note, secs, shares, shell_argv, spawn,
+    strip_newline,
 )
 
 STATE_KEY = "tasks"
@@ -41,7 +45,9 @@ class Task:
     kill_reason: str = ""  # "task_kill", "timed out after 60s", "session ended"
     exit_code: int | None = None
     pipes_held: bool = False
+    refused: list[str] = field(default_factory=list)
     watcher: asyncio.Task[None] | None = None
+    cwd: Path = field(default_factory=Path.cwd)
 
     def runtime(self) -> float:
         return (self.ended if self.ended is not None else time.monotonic()) - self.started
@@ -52,6 +58,19 @@ class Task:
         if self.status == "killed":
             return f"killed ({self.kill_reason}) after {elapsed(self.runtime())}"
         return f"exited after {elapsed(self.runtime())}"
+
+    def end_notes(self) -> list[str]:
+        """Once it has ended: what was swept after it, and what the sandbox refused."""
+        if self.ended is None:
+            return []
+        out = []
+        if self.proc.escaped:
+            n = self.proc.escaped
+            out.append(f"note: {n} process{'es' if n != 1 else ''} it started outside its process group "
+                       f"(setsid, double fork) {'were' if n != 1 else 'was'} still running and killed when it ended")
+        if self.refused:
+            out.append(refusal_note(self.proc.confinement.policy, self.refused))
+        return out
 
     def exit_text(self) -> str:
         if self.status == "running":
@@ -82,10 +101,13 @@ class TaskManager:
     emit: Callable[[Event], None] = lambda e: None
     tasks: dict[str, Task] = field(default_factory=dict)
 
-    async def start(self, command: str, *, cwd: Path, timeout: float) -> Task:
+    async def start(self, command: str, *, cwd: Path, timeout: float,
+                    confinement: sandbox.Confinement | None = None) -> Task:
         cap = self.limits.task_capture_bytes
-        proc = await spawn(shell_argv(command), cwd=cwd, env=command_env(), out_cap=cap, err_cap=cap)
+        proc = await spawn(shell_argv(command), cwd=cwd, env=command_env(), out_cap=cap, err_cap=cap,
+                           confinement=confinement)
         task = Task(id=self._new_id(), command=command, proc=proc, timeout=timeout)
+        task.cwd = cwd
         self.tasks[task.id] = task
         task.watcher = asyncio.get_running_loop().create_task(self._watch(task), name=f"task-{task.id}")
         return task
@@ -113,13 +135,16 @@ class TaskManager:
         finally:
             # Also reached when the event loop shuts down and cancels this watcher: the
             # group is killed here even if nobody called aclose().
+            task.refused = proc.refusals(task.cwd)  # read before task_output takes the bytes away
             proc.close()
             task.ended = time.monotonic()
             task.exit_code = proc.returncode
             if task.status == "running":
                 task.status = "exited"
             code = f", exit code {task.exit_text()}" if task.status == "exited" else ""
-            self.emit(Notice(level="info", text=f"background task {task.id} {task.state()}{code}: {first_line(task.command)}"))
+            swept = f"; {proc.escaped} escaped process(es) killed" if proc.escaped else ""
+            self.emit(Notice(level="info", text=f"background task {task.id} {task.state()}{code}{swept}: "
+                                                f"{first_line(task.command)}"))
 
     async def kill(self, task: Task, reason: str = "task_kill") -> None:
         if task.ended is None and not task.proc.exited and task.status == "running":
@@ -164,7 +189,9 @@ def task_manager(ctx: ToolContext) -> TaskManager:
 async def start_task(ctx: ToolContext, command: str, *, cwd: Path, timeout: float) -> str:
     """run_command with background=true: start the task and say how to follow it."""
     try:
-        task = await task_manager(ctx).start(command, cwd=cwd, timeout=timeout)
+        task = await task_manager(ctx).start(command, cwd=cwd, timeout=timeout, confinement=confinement_for(ctx))
+    except sandbox.SandboxError as e:
+        raise ToolError(f"{e}; the task did not start. `nanohermes doctor` shows what the sandbox needs") from None
     except OSError as e:
         raise ToolError(f"cannot start the shell: {e.strerror or e}; check that bash or sh is installed") from None
     return (f"started background task {task.id}: {first_line(command)}\n"
@@ -213,7 +240,7 @@ class TaskOutput(Tool):
         budget = max(ctx.limits.max_output - len(head) - 600, 256)
         sections, notes = mgr.read(task, budget)
         body = "".join(f"\n{label} (new since the last read):\n{text or '(nothing new)'}\n" for label, text in sections)
-        return head + body + "".join(f"\n{n}" for n in notes)
+        return head + body + "".join(f"\n{n}" for n in notes + task.end_notes())
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -258,7 +285,8 @@ class TaskKill(Tool):
         if task.ended is not None:
             return f"task {task.id} had already ended: {task.state()}, exit code {task.exit_text()}; nothing to kill"
         await mgr.kill(task)
-        return f"task {task.id}: {task.state()}, exit code {task.exit_text()}; read what it wrote with task_output"
+        notes = "".join(f"\n{n}" for n in task.end_notes())
+        return f"task {task.id}: {task.state()}, exit code {task.exit_text()}; read what it wrote with task_output{notes}"
 
 
 def tools() -> list[Tool]:

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
 from nanohermes.events import (
-    ApprovalReply, ApprovalRequest, Event, Notice, TextDelta, ToolFinished, ToolStarted, TurnEnded, UsageUpdate,
-    event_to_dict,
+    ApprovalReply, ApprovalRequest, Event, Notice, SandboxRefused, TextDelta, ToolFinished, ToolStarted, TurnEnded,
+    UsageUpdate, event_to_dict,
 )
 from nanohermes.events import SubagentEvent
 from nanohermes.messages import Usage
@@ -58,6 +58,7 @@ class HeadlessUI:
     ended: TurnEnded | None = None
     meter: Meter = field(default_factory=Meter)
     _text_open: bool = False
+    sandbox_refusals: list[dict[str, Any]] = field(default_factory=list)  # for the json result
     _streams: dict[str, StreamRedactor] = field(default_factory=dict)  # by agent id, "" for the main one
 
     def emit(self, event: Event) -> None:
@@ -66,6 +67,9 @@ class HeadlessUI:
             self.usage = event.total
         if isinstance(event, TurnEnded):
             self.ended = event
+        if isinstance(event, SandboxRefused):
+            self.sandbox_refusals.append({"tool": event.tool, "command": redact(event.summary), "sandbox": event.sandbox,
+                                          "refused": list(event.refused), "rerun": event.rerun})
         for ev in self._settled(event):
             self._show(ev)
 
@@ -137,5 +141,6 @@ class HeadlessUI:
             "usage": self.meter.turn.to_dict(),
             "session_id": session_id,
             "model": model,
+            "sandbox_refusals": self.sandbox_refusals,
             **(extra or {}),
         }

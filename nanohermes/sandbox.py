@@ -1,0 +1,607 @@
+"""The OS sandbox every process spawned for the model starts in, and the sweep for escapees.
+
+Owns: the policies (`read-only`, `workspace-write`, `off`), the Landlock layer (raw
+syscalls through ctypes: landlock_create_ruleset/add_rule/restrict_self and prctl), the
+private user + mount (+ network) namespace that keeps `.git/config`, `.git/hooks/`,
+`.nanohermes/` and nanohermes's own config read-only inside writable trees, the per-call
+temporary folder, the availability probe (`doctor`, `/permissions`), reading a refusal out
+of a command's output, and finding and killing processes that left a command's process
+group (setsid, double fork) once it ends.
+
+How a call is confined: the Landlock ruleset is built in nanohermes itself (a few cheap
+syscalls); the forked child, before `exec`, enters its namespaces, bind-mounts the
+protected paths read-only, drops every capability, sets no_new_privs and restricts itself.
+No root, no setuid helper, no daemon, and no second interpreter per command.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import functools
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Literal
+
+SandboxPolicy = Literal["read-only", "workspace-write", "off"]
+POLICIES: tuple[str, ...] = ("read-only", "workspace-write", "off")
+
+# Every process spawned for the model carries this variable (inherited by its descendants):
+# how the sweep tells a command's escapees from unrelated children such as MCP servers.
+MARKER = "NANOHERMES_RUN"
+
+# -- kernel constants ----------------------------------------------------------------------
+# The Landlock syscall numbers are the same on every architecture (they were added after the
+# tables were unified).
+_SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH = 1
+
+_FS_EXECUTE, _FS_WRITE_FILE, _FS_READ_FILE, _FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+_FS_REFER, _FS_TRUNCATE, _FS_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+_NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
+_SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1 << 0, 1 << 1
+
+_PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS, _PR_SET_CHILD_SUBREAPER = 24, 38, 36
+_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+_CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
+_MS_NOATIME, _MS_NODIRATIME, _MS_REMOUNT, _MS_BIND = 1024, 2048, 32, 4096
+_MS_REC, _MS_PRIVATE, _MS_RELATIME = 16384, 1 << 18, 1 << 21
+_ST_RELATIME = 4096  # statvfs's f_flag bit for relatime (ST_RDONLY..ST_NODIRATIME match MS_*)
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
+_libc.unshare.argtypes = [ctypes.c_int]
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+class SandboxError(Exception):
+    """The sandbox could not be set up for a call: the command does not run."""
+
+
+def _fail(what: str) -> SandboxError:
+    e = ctypes.get_errno()
+    return SandboxError(f"{what}: {os.strerror(e)}")
+
+
+def _fs_rights(abi: int) -> int:
+    """Every filesystem right the running kernel knows, which is what a ruleset handles."""
+    rights = (1 << 13) - 1  # ABI 1: execute .. make_sym
+    if abi >= 2:
+        rights |= _FS_REFER
+    if abi >= 3:
+        rights |= _FS_TRUNCATE
+    if abi >= 5:
+        rights |= _FS_IOCTL_DEV
+    return rights
+
+
+def _file_rights(abi: int) -> int:
+    """The rights that apply to a file that is not a folder (others make add_rule fail)."""
+    return _fs_rights(abi) & (_FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE | _FS_TRUNCATE | _FS_IOCTL_DEV)
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version; 0 when Landlock is missing or disabled."""
+    r = _libc.syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
+    return int(r) if r > 0 else 0
+
+
+# -- availability --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Availability:
+    abi: int  # Landlock ABI, 0 when missing
+    namespaces: bool  # may a child enter a new user + mount namespace?
+    landlock_error: str = ""  # why Landlock cannot be used, when it cannot
+    namespace_error: str = ""
+
+    @property
+    def landlock(self) -> bool:
+        return self.abi > 0 and not self.landlock_error
+
+    def lines(self) -> list[tuple[bool, str]]:
+        """(good, text) per part: what the sandbox has here and what is weaker."""
+        out: list[tuple[bool, str]] = []
+        if not self.landlock:
+            why = self.landlock_error or "the kernel has no Landlock (Linux 5.13+ with landlock in the LSM list)"
+            out.append((False, f"Landlock unavailable ({why}): commands are not confined; only argument-checked "
+                               "built-in read-only commands run without asking"))
+        else:
+            weak = []
+            if self.abi < 4:
+                weak.append("TCP connect/bind is not blocked (ABI < 4)")
+            if self.abi < 6:
+                weak.append("signals and abstract unix sockets are not scoped (ABI < 6)")
+            if self.abi < 3:
+                weak.append("truncating files is not controlled (ABI < 3)")
+            out.append((not weak, f"Landlock ABI {self.abi}: commands that run unasked are confined"
+                                  + (f"; weaker: {', '.join(weak)}" if weak else "")))
+        if self.namespaces:
+            out.append((True, "user namespaces: .git/config, .git/hooks/, .nanohermes/ and nanohermes config stay "
+                              "read-only under workspace-write; no network at all (UDP included) unless allowed"))
+        else:
+            why = self.namespace_error or "unprivileged user namespaces are disabled"
+            out.append((False, f"user namespaces unavailable ({why}): under workspace-write .git/config, "
+                               ".git/hooks/, .nanohermes/ and nanohermes config in the workspace stay writable, "
+                               "and UDP is not blocked"))
+        return out
+
+
+@functools.lru_cache(maxsize=1)
+def probe() -> Availability:
+    """Check once, for real, by starting `true` under each piece."""
+    abi = landlock_abi()
+    ll_err = ns_err = ""
+    true = shutil.which("true") or "/bin/true"
+    if abi:
+        try:
+            _probe_run([true], Confinement("read-only", abi=abi, namespaces=False))
+        except (OSError, subprocess.SubprocessError, SandboxError) as e:
+            ll_err = str(e) or type(e).__name__
+    ns = True
+    try:
+        _probe_run([true], Confinement("read-only", abi=0, namespaces=True))
+    except (OSError, subprocess.SubprocessError, SandboxError) as e:
+        ns, ns_err = False, str(e) or type(e).__name__
+    return Availability(abi=abi, namespaces=ns, landlock_error=ll_err, namespace_error=ns_err)
+
+
+def _probe_run(argv: list[str], conf: Confinement) -> None:
+    prepared = conf.prepare()
+    try:
+        r = subprocess.run(argv, preexec_fn=prepared.preexec, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=10, env=prepared.env({}), close_fds=True)
+        if r.returncode != 0:
+            raise SandboxError(f"a confined `true` exited with {r.returncode}")
+    finally:
+        prepared.cleanup()
+
+
+def describe_availability(mode: str) -> list[str]:
+    """The /permissions lines about the sandbox."""
+    if mode == "off":
+        return ["sandbox: off (sandbox.mode or --sandbox off): unasked commands run with your full rights"]
+    return ["sandbox: " + text for _, text in probe().lines()]
+
+
+# -- the confinement of one call -------------------------------------------------------------
+
+def protected_paths(workspace: Path, config_files: tuple[Path, ...] = ()) -> list[Path]:
+    """Paths inside writable trees that stay read-only: writing them runs code the next
+    time git or nanohermes starts. Includes a linked worktree's git folders."""
+    out = [workspace / ".nanohermes"]
+    for gd in git_dirs(workspace):
+        out += [gd / "config", gd / "hooks", gd / "config.worktree"]
+    out += list(config_files)
+    return out
+
+
+def git_dirs(workspace: Path) -> list[Path]:
+    """The workspace's git folders: `.git`, or for a linked worktree the folders its `.git`
+    file names (its own and the common one, where objects and config live)."""
+    dot_git = workspace / ".git"
+    found = [dot_git] if dot_git.is_dir() else []
+    if dot_git.is_file():  # a linked worktree: "gitdir: <path>", whose commondir holds config and hooks
+        try:
+            text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+            if text.startswith("gitdir:"):
+                gd = (workspace / text[len("gitdir:"):].strip()).resolve()
+                found.append(gd)
+                common = gd / "commondir"
+                if common.is_file():
+                    found.append((gd / common.read_text(encoding="utf-8").strip()).resolve())
+        except OSError:
+            pass
+    return found
+
+
+@dataclass
+class Confinement:
+    """What one call may do. Built by the tools from the policy the runtime chose."""
+
+    policy: SandboxPolicy
+    abi: int = 0  # 0: no Landlock (off, or unavailable)
+    namespaces: bool = False
+    write_roots: tuple[Path, ...] = ()  # beyond the call's own temp folder and /dev/null
+    read_only_paths: tuple[Path, ...] = ()  # protected paths inside write roots
+    network: bool = False
+
+    def prepare(self) -> Prepared:
+        """Create the temp folder and the ruleset; the returned object's `preexec` runs in the child."""
+        if self.policy == "off":
+            return Prepared(self, tmpdir=None)
+        tmp = Path(tempfile.mkdtemp(prefix="nanohermes-sandbox-"))
+        prepared = Prepared(self, tmpdir=tmp)
+        try:
+            if self.abi:
+                prepared.ruleset_fd = self._ruleset(tmp)
+            if self.namespaces:
+                prepared.mounts = self._mounts()
+        except BaseException:
+            prepared.cleanup()
+            raise
+        return prepared
+
+    def _ruleset(self, tmp: Path) -> int:
+        abi = self.abi
+        handled = _fs_rights(abi)
+        attr = _RulesetAttr(handled_access_fs=handled)
+        size = 8
+        if abi >= 4 and not self.network:
+            attr.handled_access_net = _NET_BIND_TCP | _NET_CONNECT_TCP
+            size = 16
+        if abi >= 6:
+            # A confined command may not signal nanohermes or anything outside its domain.
+            attr.scoped = _SCOPE_SIGNAL | (0 if self.network else _SCOPE_ABSTRACT_UNIX)
+            size = 24
+        fd = int(_libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)))
+        if fd < 0:
+            raise _fail("landlock_create_ruleset")
+        try:
+            self._add(fd, Path("/"), _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR)
+            self._add(fd, Path("/dev/null"), _file_rights(abi))
+            roots = [tmp] + ([*self.write_roots] if self.policy == "workspace-write" else [])
+            for root in roots:
+                self._add(fd, root, handled)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _add(self, ruleset: int, path: Path, rights: int) -> None:
+        try:
+            pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            return  # a root that does not exist grants nothing
+        try:
+            if not os.path.isdir(f"/proc/self/fd/{pfd}"):
+                rights &= _file_rights(self.abi)
+            rule = _PathBeneath(allowed_access=rights, parent_fd=pfd)
+            if _libc.syscall(_SYS_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), ctypes.c_uint32(0)) != 0:
+                raise _fail(f"landlock_add_rule {path}")
+        finally:
+            os.close(pfd)
+
+    def _mounts(self) -> list[tuple[bytes, int]]:
+        """(path, remount flags) pairs, in order; flags 0 means a read-write bind of a path
+        onto itself, so that it is a mount point (a mount point cannot be renamed or removed,
+        which stops `mv .git x && mkdir .git`)."""
+        if self.policy != "workspace-write":
+            return []
+        out: list[tuple[bytes, int]] = []
+        inside = [p for p in self.read_only_paths if any(_within(p, r) for r in self.write_roots)]
+        anchors: list[Path] = []
+        for root in self.write_roots:
+            if root.is_dir():
+                anchors.append(root)
+        for p in inside:
+            if p.name in ("config", "hooks", "config.worktree") and p.parent.is_dir():
+                anchors.append(p.parent)  # the git folder itself
+        for a in _dedupe(anchors):
+            out.append((os.fsencode(a), 0))
+        for p in inside:
+            if p.name == "hooks" and not p.exists() and p.parent.is_dir():
+                try:  # an empty hooks folder, as git itself makes, so there is something to bind over
+                    p.mkdir()
+                except OSError:
+                    pass
+            if p.exists():
+                out.append((os.fsencode(p), _locked_flags(p) | _MS_RDONLY))
+        return out
+
+
+def _dedupe(paths: list[Path]) -> list[Path]:
+    seen: set[Path] = set()
+    out = []
+    for p in sorted(paths, key=lambda p: len(p.parts)):  # outer mounts first
+        if p not in seen:
+            seen.add(p)
+            out.append(p)
+    return out
+
+
+def _within(path: Path, root: Path) -> bool:
+    try:
+        return path.resolve() == root.resolve() or root.resolve() in path.resolve().parents
+    except OSError:
+        return False
+
+
+def _locked_flags(path: Path) -> int:
+    """A read-only remount inside a user namespace must keep the flags the original mount
+    has (nosuid, nodev, ...), or the kernel refuses it."""
+    flags = os.statvfs(path).f_flag
+    out = flags & (_MS_NOSUID | _MS_NODEV | _MS_NOEXEC | _MS_NOATIME | _MS_NODIRATIME)
+    if flags & _ST_RELATIME:
+        out |= _MS_RELATIME
+    return out
+
+
+@dataclass
+class Prepared:
+    """One call's temp folder and ruleset; `preexec` runs in the forked child before exec."""
+
+    conf: Confinement
+    tmpdir: Path | None
+    ruleset_fd: int = -1
+    mounts: list[tuple[bytes, int]] = field(default_factory=list)
+
+    @property
+    def active(self) -> bool:
+        return self.conf.policy != "off"
+
+    def env(self, base: dict[str, str]) -> dict[str, str]:
+        env = dict(base)
+        if self.tmpdir is not None:
+            env.update(TMPDIR=str(self.tmpdir), TMP=str(self.tmpdir), TEMP=str(self.tmpdir))
+        if self.conf.policy != "off" and (self.conf.abi or self.conf.namespaces):
+            env["NANOHERMES_SANDBOX"] = self.conf.policy
+        return env
+
+    @property
+    def preexec(self) -> Callable[[], None] | None:
+        if not self.active or (self.ruleset_fd < 0 and not self.conf.namespaces):
+            return None
+        return self._in_child
+
+    def _in_child(self) -> None:
+        """Runs between fork and exec: only syscalls, no allocation-heavy Python."""
+        conf = self.conf
+        if conf.namespaces:
+            uid, gid = os.geteuid(), os.getegid()
+            flags = _CLONE_NEWUSER | _CLONE_NEWNS | (0 if conf.network else _CLONE_NEWNET)
+            if _libc.unshare(flags) != 0:
+                raise _fail("unshare")
+            _write("/proc/self/setgroups", b"deny")
+            _write("/proc/self/uid_map", b"%d %d 1" % (uid, uid))
+            _write("/proc/self/gid_map", b"%d %d 1" % (gid, gid))
+            # Private, so that the binds below never show in nanohermes's own namespace.
+            if _libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+                raise _fail("making / private")
+            for path, ro_flags in self.mounts:
+                if _libc.mount(path, path, None, _MS_BIND | _MS_REC, None) != 0:
+                    raise _fail(f"bind {path!r}")
+                if ro_flags and _libc.mount(None, path, None, _MS_BIND | _MS_REMOUNT | ro_flags, None) != 0:
+                    raise _fail(f"read-only remount {path!r}")
+            if self.mounts:
+                # The working folder was entered before the binds: enter it again through
+                # them, or relative paths would reach the writable files underneath.
+                os.chdir(os.getcwd())
+        _drop_capabilities()
+        if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise _fail("no_new_privs")
+        if self.ruleset_fd >= 0 and _libc.syscall(_SYS_RESTRICT_SELF, self.ruleset_fd, ctypes.c_uint32(0)) != 0:
+            raise _fail("landlock_restrict_self")
+
+    def release_ruleset(self) -> None:
+        if self.ruleset_fd >= 0:
+            os.close(self.ruleset_fd)
+            self.ruleset_fd = -1
+
+    def cleanup(self) -> None:
+        """After the call and its escapees are gone: the ruleset and the temp folder."""
+        self.release_ruleset()
+        if self.tmpdir is not None:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+            self.tmpdir = None
+
+
+def _write(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _drop_capabilities() -> None:
+    """No capability survives into the command: as root it could otherwise load a kernel
+    module or reach past the sandbox. Without CAP_SETPCAP the drops fail harmlessly."""
+    for cap in range(64):
+        if _libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == errno.EINVAL:
+            break
+    _libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    hdr = _CapHeader(version=0x20080522, pid=0)
+    data = (_CapData * 2)()
+    _libc.capset(ctypes.byref(hdr), data)
+
+
+# -- choosing the confinement -------------------------------------------------------------
+
+def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] = (), network: bool = False,
+                config_files: tuple[Path, ...] = ()) -> Confinement:
+    """The confinement for `policy` on this machine. Where Landlock is missing the command
+    runs unconfined (the permission layer then lets nothing but checked read-only commands
+    run unasked); where namespaces are missing the protected paths stay writable."""
+    if policy not in ("read-only", "workspace-write"):
+        return Confinement("off")
+    avail = probe()
+    # A linked worktree commits into folders outside it: they are written as the workspace is.
+    roots = (workspace, *git_dirs(workspace), *write_roots) if policy == "workspace-write" else ()
+    resolved = tuple(_dedupe([Path(os.path.realpath(r)) for r in roots]))
+    protected = tuple(Path(os.path.realpath(p)) for p in protected_paths(workspace, config_files))
+    return Confinement(policy, abi=avail.abi if avail.landlock else 0, namespaces=avail.namespaces,  # type: ignore[arg-type]
+                       write_roots=resolved, read_only_paths=protected, network=network)
+
+
+# -- refusals ------------------------------------------------------------------------------
+
+_DENIED = r"(?:Permission denied|Read-only file system|Operation not permitted)"
+_PATH_PATTERNS = [
+    re.compile(r"['‘`\"]([^'’`\"\n]+)['’`\"]:? " + _DENIED),  # touch: cannot touch 'x': Permission denied
+    re.compile(_DENIED + r"\]?:? ['‘\"]([^'’\"\n]+)['’\"]"),  # PermissionError: [Errno 13] Permission denied: 'x'
+    re.compile(r"(?:^|\s)(/?[\w.~+@%/-][^\s:'\"]*): " + _DENIED, re.M),  # bash: x: Permission denied
+]
+_NET = re.compile(r"Network is unreachable|Could not resolve host|Temporary failure in name resolution|"
+                  r"Name or service not known|(?:connect|bind)[^\n]{0,80}(?:Permission denied|EACCES)|"
+                  r"\.(?:connect|bind)\([^\n]*\)\s*\n(?:.*\n)?.*(?:Errno 13|EACCES)|"
+                  r"(?:Errno 13|EACCES)[^\n]{0,40}(?:connect|socket)", re.I)
+
+
+def refusals(text: str, conf: Confinement, cwd: Path) -> list[str]:
+    """What the sandbox probably refused, read from a command's output: the paths named in
+    "Permission denied" / "Read-only file system" messages that the command could have
+    written without the sandbox (checked with access(2)), and network failures while the
+    network is closed. A heuristic: a program that fails silently or words its errors its
+    own way is not seen, and a path that is unwritable anyway is not blamed on the sandbox."""
+    if conf.policy == "off" or not (conf.abi or conf.namespaces):
+        return []
+    found: list[str] = []
+    for pattern in _PATH_PATTERNS:
+        for m in pattern.finditer(text):
+            raw = m.group(1).strip()
+            if not raw or len(raw) > 4096:
+                continue
+            path = Path(os.path.expanduser(raw))
+            path = path if path.is_absolute() else cwd / path
+            if _sandbox_blocks(path, conf):
+                what = f"a write to {os.path.normpath(path)}"
+                if what not in found:
+                    found.append(what)
+    if not conf.network and _NET.search(text):
+        found.append("a network connection (the sandbox has no network)")
+    return found[:10]
+
+
+def _sandbox_blocks(path: Path, conf: Confinement) -> bool:
+    """Could nanohermes itself write here, and does the confinement forbid it?"""
+    real = Path(os.path.realpath(path))
+    target = real if real.exists() else real.parent
+    if not os.access(target, os.W_OK):
+        return False  # unwritable without the sandbox too: not ours to blame
+    if any(_within(real, p) for p in conf.read_only_paths) and conf.namespaces:
+        return True
+    if conf.policy == "workspace-write" and any(_within(real, r) for r in conf.write_roots):
+        return False
+    return str(real) != "/dev/null"
+
+
+# -- escapees ------------------------------------------------------------------------------
+
+_subreaper = False
+_reaped_sids: set[int] = set()  # sessions of commands we started: their orphans are ours to reap
+_killed: set[int] = set()  # escapees we killed and must still wait for (we are their subreaper)
+
+
+def become_subreaper() -> None:
+    """Orphans of commands are re-parented to nanohermes rather than to init, so they stay
+    in reach of the sweep and never outlive a session unnoticed."""
+    global _subreaper
+    if not _subreaper:
+        _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        _subreaper = True
+
+
+def new_marker() -> str:
+    return secrets.token_hex(8)
+
+
+def note_session(sid: int) -> None:
+    _reaped_sids.add(sid)
+
+
+def _stat(pid: str) -> tuple[int, int, int, str] | None:
+    """(ppid, pgid, sid, state) of a process, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    fields = data[data.rfind(b")") + 2:].split()
+    return int(fields[1]), int(fields[2]), int(fields[3]), fields[0].decode()
+
+
+def _has_marker(pid: str, needle: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return needle in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def kill_escaped(marker: str, *, pgid: int) -> int:
+    """Kill what a command left running outside its process group: every process carrying
+    its marker, and every descendant of one (even one that cleared its environment).
+    Returns how many were killed. Its own group is the caller's to kill."""
+    needle = f"{MARKER}={marker}".encode()
+    me = os.getpid()
+    killed: set[int] = set()
+    for _ in range(5):  # a process may fork while we look: look again until nothing is left
+        procs: dict[int, tuple[int, int, int, str]] = {}
+        for name in os.listdir("/proc"):
+            if name.isdigit() and (st := _stat(name)) is not None:
+                procs[int(name)] = st
+        hit = {pid for pid, (_, pg, _, state) in procs.items()
+               if pid != me and pg != pgid and state != "Z" and _has_marker(str(pid), needle)}
+        if not hit:
+            break
+        children: dict[int, list[int]] = {}
+        for pid, (ppid, _, _, _) in procs.items():
+            children.setdefault(ppid, []).append(pid)
+        todo = list(hit)
+        while todo:
+            pid = todo.pop()
+            for c in children.get(pid, ()):
+                if c not in hit and c != me:
+                    hit.add(c)
+                    todo.append(c)
+        for pid in hit:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            except (ProcessLookupError, PermissionError):
+                pass
+    _killed.update(killed)
+    reap_orphans()
+    return len(killed)
+
+
+def reap_orphans() -> None:
+    """Wait for the zombies nanohermes inherited as subreaper: escapees it killed and
+    leftover members of command sessions. Never a child some other code waits for (a
+    command's shell, an MCP server)."""
+    if not _subreaper:
+        return
+    me = os.getpid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        st = _stat(name)
+        if st is None or st[0] != me or st[3] != "Z":
+            continue
+        pid = int(name)
+        ours = pid in _killed or (st[2] in _reaped_sids and pid != st[2])
+        if ours:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+            _killed.discard(pid)
