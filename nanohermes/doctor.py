@@ -233,7 +233,24 @@ async def check_dirs(s: Setup) -> list[Check]:
     return out
 
 
-CHECKS: list[CheckFn] = [check_config, check_endpoint, check_ripgrep, check_git, check_dirs]
+async def check_sandbox(s: Setup) -> list[Check]:
+    """One line for Landlock and one for namespaces, each saying what is weaker when missing."""
+    from nanohermes.sandbox import probe
+
+    if s.config.sandbox.mode == "off":
+        return [Check("sandbox", "warn", "off (sandbox.mode or --sandbox off): commands that run without asking "
+                                         "(allow rules, --yes, goal mode) run with your full rights",
+                      'set "sandbox": {"mode": "auto"} in the config')]
+    avail = await asyncio.to_thread(probe)
+    names = ("landlock", "namespaces")
+    hints = ("use Linux 5.13+ with `landlock` in the lsm= boot list (or a container that allows it)",
+             "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
+             "or user.max_user_namespaces > 0)")
+    return [Check(f"sandbox {name}", "ok" if good else "warn", text, hint)
+            for name, (good, text), hint in zip(names, avail.lines(), hints)]
+
+
+CHECKS: list[CheckFn] = [check_config, check_endpoint, check_ripgrep, check_git, check_dirs, check_sandbox]
 
 
 async def check_mcp(s: Setup) -> list[Check]:

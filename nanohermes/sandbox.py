@@ -233,13 +233,17 @@ class Confinement:
     write_roots: tuple[Path, ...] = ()  # beyond the call's own temp folder and /dev/null
     read_only_paths: tuple[Path, ...] = ()  # protected paths inside write roots
     network: bool = False
+    # Paths that must not appear: absent ones cannot be bound read-only, so one the command
+    # creates is removed after it (a `.git/commondir` would point git at another config).
+    must_not_appear: tuple[Path, ...] = ()
 
     def prepare(self) -> Prepared:
         """Create the temp folder and the ruleset; the returned object's `preexec` runs in the child."""
         if self.policy == "off":
             return Prepared(self, tmpdir=None)
         tmp = Path(tempfile.mkdtemp(prefix="nanohermes-sandbox-"))
-        prepared = Prepared(self, tmpdir=tmp)
+        absent = tuple(p for p in self.must_not_appear if not os.path.lexists(p)) if self.policy == "workspace-write" else ()
+        prepared = Prepared(self, tmpdir=tmp, absent=absent)
         try:
             if self.abi:
                 prepared.ruleset_fd = self._ruleset(tmp)
@@ -353,6 +357,8 @@ class Prepared:
     tmpdir: Path | None
     ruleset_fd: int = -1
     mounts: list[tuple[bytes, int]] = field(default_factory=list)
+    absent: tuple[Path, ...] = ()
+    removed: list[Path] = field(default_factory=list)  # planted paths taken away after the call
 
     @property
     def active(self) -> bool:
@@ -407,8 +413,17 @@ class Prepared:
             self.ruleset_fd = -1
 
     def cleanup(self) -> None:
-        """After the call and its escapees are gone: the ruleset and the temp folder."""
+        """After the call and its escapees are gone: the ruleset, the temp folder, and any
+        path the command planted where it must not."""
         self.release_ruleset()
+        for p in self.absent:
+            if os.path.lexists(p):
+                if p.is_dir() and not p.is_symlink():
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    p.unlink(missing_ok=True)
+                self.removed.append(p)
+        self.absent = ()
         if self.tmpdir is not None:
             shutil.rmtree(self.tmpdir, ignore_errors=True)
             self.tmpdir = None
@@ -448,8 +463,11 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
     roots = (workspace, *git_dirs(workspace), *write_roots) if policy == "workspace-write" else ()
     resolved = tuple(_dedupe([Path(os.path.realpath(r)) for r in roots]))
     protected = tuple(Path(os.path.realpath(p)) for p in protected_paths(workspace, config_files))
+    planted = [Path(os.path.realpath(workspace / ".nanohermes"))]
+    planted += [Path(os.path.realpath(gd / "commondir")) for gd in git_dirs(workspace) if gd.name == ".git"]
     return Confinement(policy, abi=avail.abi if avail.landlock else 0, namespaces=avail.namespaces,  # type: ignore[arg-type]
-                       write_roots=resolved, read_only_paths=protected, network=network)
+                       write_roots=resolved, read_only_paths=protected, network=network,
+                       must_not_appear=tuple(planted))
 
 
 # -- refusals ------------------------------------------------------------------------------

@@ -290,8 +290,11 @@ class Process:
         self._transport.close()
 
     def refusals(self, cwd: Path) -> list[str]:
-        """What the sandbox probably refused, read from the output (see sandbox.refusals)."""
-        return sandbox.refusals(self.out.text() + "\n" + self.err.text(), self.confinement, cwd)
+        """What the sandbox probably refused, read from the output (see sandbox.refusals),
+        and what it created where it must not (removed once the command has ended)."""
+        found = sandbox.refusals(self.out.text() + "\n" + self.err.text(), self.confinement, cwd)
+        removed = self._prepared.removed if self._prepared is not None else []
+        return found + [f"creating {p} (removed: it would change how git or nanohermes starts)" for p in removed]
 
 
 def shell_argv(command: str) -> list[str]:

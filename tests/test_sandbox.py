@@ -1,0 +1,439 @@
+"""The OS sandbox with the real kernel: what confined commands can and cannot do, which
+policy a call gets from how it was permitted, refusals, the git tools' programs, and the
+sweep of escaped processes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from exec_support import acall, call, make_runtime, marked_pids, no_leftover_processes, wait_until  # noqa: F401
+from nanohermes import sandbox
+from nanohermes.assemble import parse_rules
+from nanohermes.budget import Limits
+from nanohermes.config import Config, load_config
+from nanohermes.events import ApprovalRequest, Notice, RecordingUI, SandboxRefused
+from nanohermes.permissions import Policy
+from nanohermes.runtime import Runtime
+from nanohermes.tools import ToolContext, build_tools
+from nanohermes.tools.shell import RunCommand, RunCommandParams
+from nanohermes.tools.tasks import task_manager
+
+AVAIL = sandbox.probe()
+needs_landlock = pytest.mark.skipif(not AVAIL.landlock, reason=f"Landlock is not available here: {AVAIL.lines()[0][1]}")
+needs_namespaces = pytest.mark.skipif(not AVAIL.namespaces, reason="user namespaces are not available here")
+pytestmark = needs_landlock
+
+CONFINED = ("read-only", "workspace-write")
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def repo(workspace: Path) -> Path:
+    git(workspace, "init", "-q")
+    git(workspace, "config", "user.email", "t@example.com")
+    git(workspace, "config", "user.name", "T")
+    (workspace / "a.txt").write_text("one\n")
+    git(workspace, "add", "a.txt")
+    git(workspace, "commit", "-qm", "first")
+    return workspace
+
+
+def run(ws: Path, command: str, policy: str, config: Config | None = None) -> tuple[str, ToolContext]:
+    """run_command as the runtime would call it with `policy` chosen."""
+    ctx = ToolContext(workspace=ws, limits=Limits(), config=config or Config(), sandbox=policy)
+    out = asyncio.run(RunCommand().run(RunCommandParams(command=command), ctx))
+    return out, ctx
+
+
+@pytest.fixture
+def listener() -> Iterator[tuple[int, list[object]]]:
+    """A TCP listener on 127.0.0.1 that records every connection it accepts."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+    srv.settimeout(0.2)
+    accepted: list[object] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                continue
+            accepted.append(conn)
+            conn.close()
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    yield srv.getsockname()[1], accepted
+    stop.set()
+    t.join()
+    srv.close()
+
+
+# -- what a confined command can and cannot do ---------------------------------------------
+
+@pytest.mark.parametrize("policy", CONFINED)
+def test_cannot_create_a_file_outside_its_writable_roots(workspace: Path, tmp_path: Path, policy: str) -> None:
+    outside = tmp_path / "outside.txt"
+    out, ctx = run(workspace, f"echo x > {outside}", policy)
+    assert out.startswith("exit code: 1")
+    assert not outside.exists()
+    assert ctx.sandbox_refusals == [f"a write to {outside}"]
+    assert f"note: the OS sandbox ({policy}) refused a write to {outside}" in out
+    assert "needs a person's approval" in out
+
+
+@pytest.mark.parametrize("policy", CONFINED)
+def test_cannot_write_git_config_or_hooks(repo: Path, policy: str) -> None:
+    before = (repo / ".git" / "config").read_text()
+    out, ctx = run(repo, "echo '[core] fsmonitor = evil' >> .git/config; mkdir -p .git/hooks; "
+                         "echo evil > .git/hooks/x; echo evil > .git/hooks/pre-commit", policy)
+    assert (repo / ".git" / "config").read_text() == before
+    assert not (repo / ".git" / "hooks" / "x").exists()
+    assert not (repo / ".git" / "hooks" / "pre-commit").exists()
+    assert f"a write to {repo / '.git' / 'config'}" in ctx.sandbox_refusals
+
+
+@needs_namespaces
+def test_workspace_write_cannot_move_the_git_folder_away_to_replace_its_config(repo: Path) -> None:
+    before = (repo / ".git" / "config").read_text()
+    out, ctx = run(repo, "mv .git .git-old; rm -rf .git; mv .git/config .git/c; echo x > .git/commondir",
+                   "workspace-write")
+    assert "mv: cannot move '.git' to '.git-old': Device or resource busy" in out  # a mount point in the sandbox
+    assert not (repo / ".git-old").exists()
+    assert (repo / ".git" / "config").read_text() == before
+    assert not (repo / ".git" / "commondir").exists()  # it would point git at another config
+    assert f"creating {repo / '.git' / 'commondir'} (removed: it would change how git or nanohermes starts)" \
+        in ctx.sandbox_refusals
+
+
+@needs_namespaces
+def test_nanohermes_folder_and_config_stay_read_only_under_workspace_write(workspace: Path, home: Path) -> None:
+    (workspace / ".nanohermes").mkdir()
+    (workspace / ".nanohermes" / "config.json").write_text("{}")
+    cfg = home / ".config" / "nanohermes"
+    cfg.mkdir(parents=True)
+    (cfg / "config.json").write_text("{}")
+    config = Config(sandbox={"writable_roots": [str(home)]})  # the config folder lies in a writable root
+    out, _ = run(workspace, f"echo '{{\"auto_approve\": true}}' > .nanohermes/config.json; "
+                            f"echo '{{\"auto_approve\": true}}' > {cfg / 'config.json'}; echo ok > {home / 'free.txt'}",
+                 "workspace-write", config)
+    assert (workspace / ".nanohermes" / "config.json").read_text() == "{}"
+    assert (cfg / "config.json").read_text() == "{}"
+    assert (home / "free.txt").read_text() == "ok\n"  # the rest of the writable root is writable
+    assert out.count("Read-only file system") == 2
+
+
+@pytest.mark.parametrize("policy", CONFINED)
+def test_cannot_connect_to_a_tcp_listener_on_loopback(workspace: Path, policy: str,
+                                                      listener: tuple[int, list[object]]) -> None:
+    port, accepted = listener
+    out, ctx = run(workspace, f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 2)'"
+                              " && echo CONNECTED", policy)
+    assert "CONNECTED" not in out
+    assert accepted == []
+    assert "a network connection (the sandbox has no network)" in ctx.sandbox_refusals
+
+
+def test_network_true_lets_a_command_connect(workspace: Path, listener: tuple[int, list[object]]) -> None:
+    port, accepted = listener
+    out, ctx = run(workspace, f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 2)'"
+                              " && echo CONNECTED", "workspace-write", Config(sandbox={"network": True}))
+    assert "CONNECTED" in out
+    assert wait_until(lambda: len(accepted) == 1, timeout=5)
+    assert ctx.sandbox_refusals == []
+
+
+@pytest.mark.parametrize("policy", CONFINED)
+def test_can_read_the_workspace_and_write_its_temp_folder(workspace: Path, policy: str) -> None:
+    (workspace / "a.txt").write_text("hello\n")
+    out, ctx = run(workspace, 'cat a.txt; echo tmp > "$TMPDIR/t" && cat "$TMPDIR/t"; echo "$TMPDIR"; '
+                              'echo gone > /dev/null; echo "$NANOHERMES_SANDBOX"', policy)
+    lines = out.split("stdout:\n")[1].split("\n\nstderr:")[0].splitlines()
+    assert lines[:2] == ["hello", "tmp"]
+    assert lines[3] == policy
+    assert not Path(lines[2]).exists()  # the call's private temp folder is removed after it
+    assert ctx.sandbox_refusals == []
+
+
+def test_workspace_write_writes_the_workspace_and_read_only_does_not(workspace: Path) -> None:
+    out, _ = run(workspace, "echo x > made.txt", "workspace-write")
+    assert (workspace / "made.txt").read_text() == "x\n"
+    out, ctx = run(workspace, "echo y > made2.txt", "read-only")
+    assert not (workspace / "made2.txt").exists()
+    assert ctx.sandbox_refusals == [f"a write to {workspace / 'made2.txt'}"]
+
+
+@needs_namespaces
+def test_the_read_only_binds_never_show_in_nanohermes_own_mounts(repo: Path) -> None:
+    before = Path("/proc/self/mountinfo").read_text()
+    run(repo, "true", "workspace-write")
+    assert Path("/proc/self/mountinfo").read_text() == before
+    assert str(repo) not in before
+
+
+def test_sandbox_mode_off_runs_unconfined(workspace: Path, tmp_path: Path) -> None:
+    out, ctx = run(workspace, f"echo x > {tmp_path / 'free.txt'}; echo \"[$NANOHERMES_SANDBOX]\"", "workspace-write",
+                   Config(sandbox={"mode": "off"}))
+    assert (tmp_path / "free.txt").exists()
+    assert "[]" in out and ctx.sandbox_refusals == []
+
+
+# -- which command runs where ----------------------------------------------------------------
+
+def runtime(ws: Path, *, mode: str = "default", allow: list[str] = (), yes: bool = False,  # type: ignore[assignment]
+            answers: list[Any] | None = None, config: Config | None = None) -> tuple[Runtime, RecordingUI]:
+    ui = RecordingUI(answers=list(answers or []))
+    policy = Policy(mode=mode, auto_approve=yes, allow=parse_rules(list(allow), "test", []))
+    return Runtime(tools=build_tools(), config=config or Config(), workspace=ws, ui=ui, policy=policy,
+                   limits=Limits()), ui
+
+
+SHOW = 'echo "[$NANOHERMES_SANDBOX]"'
+
+
+@pytest.mark.parametrize(("how", "expected"), [
+    ({}, "[read-only]"),  # a built-in read-only command, allowed as such
+    ({"allow": ["run_command(echo *)"]}, "[read-only]"),  # the rule is not needed: still read-only
+    ({"allow": ["run_command(touch *)"], "cmd": "touch f; " + SHOW}, "[workspace-write]"),
+    ({"yes": True, "cmd": "touch f; " + SHOW}, "[workspace-write]"),
+    ({"mode": "goal", "cmd": "touch f; " + SHOW}, "[workspace-write]"),
+    ({"answers": ["once"], "cmd": "touch f; " + SHOW}, "[]"),  # a person said yes to this line
+    ({"answers": ["always"], "cmd": "touch f; " + SHOW}, "[]"),  # the first run of an "always" answer
+])
+def test_the_policy_follows_how_the_call_was_permitted(workspace: Path, how: dict[str, Any], expected: str) -> None:
+    cmd = how.pop("cmd", SHOW)
+    rt, _ = runtime(workspace, **how)
+    out = call(rt, "run_command", command=cmd)
+    assert f"stdout:\n{expected}" in out
+
+
+def test_a_learned_always_rule_runs_later_calls_confined(workspace: Path) -> None:
+    rt, _ = runtime(workspace, answers=["always"])
+    first = call(rt, "run_command", command="touch f; " + SHOW)
+    second = call(rt, "run_command", command="touch g; " + SHOW)
+    assert "stdout:\n[]" in first and "stdout:\n[workspace-write]" in second
+
+
+# Lines a static reading of bash can get wrong: whatever the analyser makes of them, what
+# runs unasked cannot write outside what its policy allows.
+DESYNCS = [
+    "echo $[1<<2]\ntouch {out}/A; echo pwned >> .git/config",
+    "grep -c x $[2<<1] /dev/null\ntouch {out}/B; echo pwned >> .git/config",
+    "ls $[1<<2]\ntouch {out}/C; mkdir -p .git/hooks; echo pwned > .git/hooks/pre-commit",
+]
+
+
+@pytest.mark.parametrize("line", DESYNCS)
+@pytest.mark.parametrize("allow", [[], ["run_command(echo *)", "run_command(ls *)", "run_command(grep *)"]])
+def test_parser_desync_lines_that_run_unasked_cannot_write(repo: Path, tmp_path: Path, line: str,
+                                                           allow: list[str]) -> None:
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    config_before = (repo / ".git" / "config").read_text()
+    rt, ui = runtime(repo, allow=allow)
+    result = call(rt, "run_command", command=line.format(out=out_dir))
+    assert list(out_dir.iterdir()) == []
+    assert (repo / ".git" / "config").read_text() == config_before
+    assert not (repo / ".git" / "hooks" / "pre-commit").exists()
+    if not ui.of(ApprovalRequest):  # it ran unasked: confined, and the refusal reported
+        assert "refused" in result and ui.of(SandboxRefused)
+
+
+# -- refusals --------------------------------------------------------------------------------
+
+def test_a_refusal_is_offered_to_the_person_and_rerun_outside(workspace: Path, tmp_path: Path) -> None:
+    target = tmp_path / "outside.txt"
+    rt, ui = runtime(workspace, allow=["run_command(touch *)"], answers=["once"])
+    out = call(rt, "run_command", command=f"touch {target}")
+    assert target.exists()
+    [req] = ui.of(ApprovalRequest)
+    assert req.reason == (f"the sandbox (workspace-write) refused a write to {target}; "
+                          "run it again outside the sandbox?")
+    [ev] = ui.of(SandboxRefused)
+    assert ev.rerun and ev.refused == (f"a write to {target}",) and ev.sandbox == "workspace-write"
+    assert out.startswith("exit code: 0")
+    assert "ran outside the sandbox, approved by the user" in out
+
+
+def test_a_refusal_nobody_approves_tells_the_model_it_needs_a_person(workspace: Path, tmp_path: Path) -> None:
+    target = tmp_path / "outside.txt"
+    rt, ui = runtime(workspace, allow=["run_command(touch *)"], answers=["deny"])
+    out = call(rt, "run_command", command=f"touch {target}")
+    assert not target.exists()
+    assert len(ui.of(ApprovalRequest)) == 1
+    [ev] = ui.of(SandboxRefused)
+    assert not ev.rerun
+    assert "Running it outside the sandbox needs a person's approval at the prompt" in out
+
+
+def test_goal_mode_does_not_wait_for_a_person_on_a_refusal(workspace: Path, tmp_path: Path) -> None:
+    target = tmp_path / "outside.txt"
+    rt, ui = runtime(workspace, mode="goal", answers=["once"])
+    out = call(rt, "run_command", command=f"touch {target}")
+    assert not target.exists() and ui.of(ApprovalRequest) == []
+    assert len(ui.of(SandboxRefused)) == 1 and "needs a person's approval" in out
+
+
+def test_json_output_lists_sandbox_refusals(cli: Any, server: Any, workspace: Path, tmp_path: Path) -> None:
+    from nanohermes.testing import Reply, call as fcall, tool_reply
+
+    target = tmp_path / "outside.txt"
+    server.add(tool_reply(fcall("run_command", {"command": f"touch {target}"}, id="t1")), Reply(text="done"))
+    r = cli("-p", "touch it", "--output-format", "json", "--yes", server=server, stdin=None)
+    assert r.code == 0, r.err
+    data = r.json()
+    assert data["sandbox_refusals"] == [{"tool": "run_command", "command": f"touch {target}",
+                                         "sandbox": "workspace-write", "refused": [f"a write to {target}"],
+                                         "rerun": False}]
+    assert not target.exists()
+
+
+def test_sandbox_off_flag_and_config(cli: Any, server: Any, workspace: Path, tmp_path: Path) -> None:
+    from nanohermes.testing import Reply, call as fcall, tool_reply
+
+    target = tmp_path / "outside.txt"
+    server.add(tool_reply(fcall("run_command", {"command": f"touch {target}"}, id="t1")), Reply(text="done"))
+    r = cli("-p", "touch it", "--output-format", "json", "--yes", "--sandbox", "off", server=server, stdin=None)
+    assert r.code == 0, r.err
+    assert r.json()["sandbox_refusals"] == [] and target.exists()
+
+
+def test_a_project_config_cannot_turn_the_sandbox_off_or_widen_it(workspace: Path) -> None:
+    (workspace / ".nanohermes").mkdir()
+    for bad in ({"mode": "off"}, {"network": True}, {"writable_roots": ["/"]}):
+        (workspace / ".nanohermes" / "config.json").write_text(json.dumps({"sandbox": bad}))
+        loaded = load_config(workspace)
+        assert loaded.config.sandbox.mode == "auto" and loaded.config.sandbox.network is False
+        assert loaded.config.sandbox.writable_roots == []
+        assert any("ignored sandbox because this project is not trusted" in w for w in loaded.warnings)
+    (workspace / ".nanohermes" / "config.json").write_text(json.dumps({"sandbox": {"mode": "auto"}}))
+    assert load_config(workspace).warnings == []
+
+
+def test_permissions_report_says_what_the_sandbox_confines(workspace: Path) -> None:
+    rt, _ = runtime(workspace)
+    lines = rt.permissions_report()
+    assert f"sandbox: Landlock ABI {AVAIL.abi}: commands that run unasked are confined" in "\n".join(lines)
+    rt, _ = runtime(workspace, config=Config(sandbox={"mode": "off"}))
+    assert rt.permissions_report()[-1].startswith("sandbox: off")
+
+
+# -- the git tools run no program a repository names -----------------------------------------
+
+def _evil_repo(repo: Path, marker: Path) -> None:
+    """A repository whose config runs a marker-writing program for status, diff and add."""
+    (repo / ".gitattributes").write_text("*.txt filter=evil diff=evil\n")
+    git(repo, "add", ".gitattributes")
+    git(repo, "commit", "-qm", "attrs")
+    cmd = f"touch {marker}"
+    git(repo, "config", "core.fsmonitor", cmd)
+    git(repo, "config", "filter.evil.clean", f"{cmd}; cat")
+    git(repo, "config", "filter.evil.required", "true")
+    git(repo, "config", "diff.evil.textconv", f"{cmd}; cat")
+    git(repo, "config", "diff.external", cmd)
+    git(repo, "config", "core.hooksPath", str(repo / "hooks"))
+    (repo / "a.txt").write_text("two\n")  # a change: status and diff must look at it
+
+
+def test_the_evil_repo_really_runs_its_programs_under_plain_git(repo: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    _evil_repo(repo, marker)
+    subprocess.run(["git", "status", "--short"], cwd=repo, capture_output=True)
+    assert marker.exists()  # so the tests below would see a program run
+
+
+@pytest.mark.parametrize("mode", ["default", "plan"])
+@pytest.mark.parametrize("sandbox_mode", ["auto", "off"])
+def test_git_tools_run_no_repo_configured_program(repo: Path, tmp_path: Path, mode: str, sandbox_mode: str) -> None:
+    marker = tmp_path / "marker"
+    _evil_repo(repo, marker)
+    rt, ui = runtime(repo, mode=mode, config=Config(sandbox={"mode": sandbox_mode}))
+    status = call(rt, "git_status")
+    assert "M a.txt" in status
+    diff = call(rt, "git_diff")
+    assert "-one\n+two" in diff
+    call(rt, "git_diff", stat=True)
+    log = call(rt, "git_log")
+    assert "attrs" in log
+    assert not marker.exists()
+    assert ui.of(ApprovalRequest) == []
+
+
+# -- escaped processes ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("policy", ["off", "workspace-write"])
+def test_a_setsid_daemon_is_killed_when_its_command_ends(workspace: Path, no_leftover_processes: str,
+                                                         policy: str) -> None:
+    out, _ = run(workspace, "setsid sleep 300 > /dev/null 2>&1 < /dev/null & "
+                            "(setsid sh -c 'sleep 301 & sleep 302' > /dev/null 2>&1 &); sleep 0.3; echo started",
+                 policy)
+    assert "started" in out
+    assert ("note: 4 processes the command started outside its process group (setsid, double fork) were still "
+            "running and killed when it ended") in out
+    assert marked_pids(no_leftover_processes) == []
+
+
+def test_a_setsid_daemon_of_a_background_task_is_killed_when_it_ends(workspace: Path,
+                                                                     no_leftover_processes: str) -> None:
+    async def go() -> tuple[str, list[Notice]]:
+        ui = RecordingUI()
+        rt = Runtime(tools=build_tools(), config=Config(), workspace=workspace, ui=ui, policy=Policy(mode="goal"))
+        started = await acall(rt, "run_command", command="setsid sleep 300 > /dev/null 2>&1 < /dev/null & sleep 0.3",
+                              background=True)
+        tid = started.split()[3].rstrip(":")
+        task = task_manager(ToolContext(workspace=workspace, limits=Limits(), config=Config(), state=rt.state)).get(tid)
+        assert task.watcher is not None
+        await asyncio.wait({task.watcher})
+        out = await acall(rt, "task_output", task_id=tid)
+        await rt.close()
+        return out, ui.of(Notice)
+
+    out, notices = asyncio.run(go())
+    assert ("note: 1 process it started outside its process group (setsid, double fork) was still running and "
+            "killed when it ended") in out
+    assert any("1 escaped process(es) killed" in n.text for n in notices)
+    assert marked_pids(no_leftover_processes) == []
+
+
+def test_the_sweep_leaves_unrelated_processes_alone(workspace: Path) -> None:
+    other = subprocess.Popen(["sleep", "300"], start_new_session=True)  # like an MCP server
+    try:
+        out, _ = run(workspace, "setsid sleep 300 > /dev/null 2>&1 < /dev/null & sleep 0.2", "workspace-write")
+        assert "note: 1 process the command started" in out
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_no_zombies_are_left_behind(workspace: Path) -> None:
+    run(workspace, "setsid sleep 300 > /dev/null 2>&1 < /dev/null & sleep 1 & sleep 0.2", "workspace-write")
+    me = str(os.getpid())
+
+    def zombies() -> list[str]:
+        out = []
+        for name in os.listdir("/proc"):
+            try:
+                fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields[1] == me and fields[0] == "Z":
+                out.append(name)
+        return out
+
+    assert zombies() == []
