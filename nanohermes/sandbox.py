@@ -241,7 +241,7 @@ class Confinement:
         """Create the temp folder and the ruleset; the returned object's `preexec` runs in the child."""
         if self.policy == "off":
             return Prepared(self, tmpdir=None)
-        tmp = Path(tempfile.mkdtemp(prefix="nanohermes-sandbox-"))
+        tmp = _new_temp_folder()
         absent = tuple(p for p in self.must_not_appear if not os.path.lexists(p)) if self.policy == "workspace-write" else ()
         prepared = Prepared(self, tmpdir=tmp, absent=absent)
         try:
@@ -425,8 +425,23 @@ class Prepared:
                 self.removed.append(p)
         self.absent = ()
         if self.tmpdir is not None:
-            shutil.rmtree(self.tmpdir, ignore_errors=True)
+            try:
+                os.rmdir(self.tmpdir)  # the usual case, and far cheaper than a tree walk
+            except OSError:
+                shutil.rmtree(self.tmpdir, ignore_errors=True)
             self.tmpdir = None
+
+
+def _new_temp_folder() -> Path:
+    """A private folder (mode 0700) under the system's temporary folder."""
+    base = Path(tempfile.gettempdir())
+    while True:
+        path = base / f"nanohermes-sandbox-{secrets.token_hex(6)}"
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            continue
 
 
 def _write(path: str, data: bytes) -> None:
@@ -565,6 +580,47 @@ def _has_marker(pid: str, needle: bytes) -> bool:
         return False
 
 
+def _descendants() -> dict[int, tuple[int, int, int, str]] | None:
+    """Every process below nanohermes, by walking /proc/<tid>/children from here down:
+    as subreaper, everything a command left running stays in this subtree, so the sweep
+    never reads the rest of the machine. None when the kernel has no children files."""
+    me = os.getpid()
+    try:
+        tids = os.listdir(f"/proc/{me}/task")
+    except OSError:
+        return None
+    todo: list[tuple[int, str]] = [(me, t) for t in tids]
+    out: dict[int, tuple[int, int, int, str]] = {}
+    while todo:
+        pid, tid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                kids = [int(k) for k in f.read().split()]
+        except FileNotFoundError:
+            if pid == me:
+                return None  # no CONFIG_PROC_CHILDREN
+            continue
+        except OSError:
+            continue
+        for kid in kids:
+            if kid in out or (st := _stat(str(kid))) is None:
+                continue
+            out[kid] = st
+            try:
+                todo += [(kid, t) for t in os.listdir(f"/proc/{kid}/task")]
+            except OSError:
+                pass
+    return out
+
+
+def _all_processes() -> dict[int, tuple[int, int, int, str]]:
+    procs: dict[int, tuple[int, int, int, str]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (st := _stat(name)) is not None:
+            procs[int(name)] = st
+    return procs
+
+
 def kill_escaped(marker: str, *, pgid: int) -> int:
     """Kill what a command left running outside its process group: every process carrying
     its marker, and every descendant of one (even one that cleared its environment).
@@ -573,10 +629,9 @@ def kill_escaped(marker: str, *, pgid: int) -> int:
     me = os.getpid()
     killed: set[int] = set()
     for _ in range(5):  # a process may fork while we look: look again until nothing is left
-        procs: dict[int, tuple[int, int, int, str]] = {}
-        for name in os.listdir("/proc"):
-            if name.isdigit() and (st := _stat(name)) is not None:
-                procs[int(name)] = st
+        procs = (_descendants() if _subreaper else None)
+        if procs is None:
+            procs = _all_processes()
         hit = {pid for pid, (_, pg, _, state) in procs.items()
                if pid != me and pg != pgid and state != "Z" and _has_marker(str(pid), needle)}
         if not hit:
@@ -609,13 +664,12 @@ def reap_orphans() -> None:
     if not _subreaper:
         return
     me = os.getpid()
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
+    procs = _descendants()
+    if procs is None:
+        procs = _all_processes()
+    for pid, st in procs.items():
+        if st[0] != me or st[3] != "Z":
             continue
-        st = _stat(name)
-        if st is None or st[0] != me or st[3] != "Z":
-            continue
-        pid = int(name)
         ours = pid in _killed or (st[2] in _reaped_sids and pid != st[2])
         if ours:
             try:

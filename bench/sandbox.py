@@ -1,0 +1,79 @@
+"""Benchmark: what the OS sandbox costs per command.
+
+Runs the same short commands through run_command's process path (spawn, drain, sweep)
+unsandboxed, under `read-only` and under `workspace-write` (in a git repository, so the
+read-only binds of .git/config and .git/hooks are made), and prints the median wall time
+per command side by side, with the difference in ms and the ratio. Goal: under 10 ms more
+per command.
+
+Usage: python bench/sandbox.py [--repeat K]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from nanohermes import sandbox  # noqa: E402
+from nanohermes.budget import Limits  # noqa: E402
+from nanohermes.tools.shell import command_env, run_capped, shell_argv  # noqa: E402
+
+COMMANDS = ["true", "echo hi > /dev/null", "ls -la", "git status --short"]
+
+
+def median_ms(command: str, conf: sandbox.Confinement, ws: Path, repeat: int) -> float:
+    async def go() -> list[float]:
+        times = []
+        lim = Limits()
+        for _ in range(repeat):
+            t = time.perf_counter()
+            fin = await run_capped(shell_argv(command), cwd=ws, env=command_env(), limits=lim, timeout=60,
+                                   out_cap=lim.run_command_capture_bytes, err_cap=lim.run_command_capture_bytes,
+                                   confinement=conf)
+            times.append(time.perf_counter() - t)
+            assert fin.exit_code == 0, (command, conf.policy, fin.err.text())
+        return times
+
+    return statistics.median(asyncio.run(go())) * 1000
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=50)
+    args = ap.parse_args()
+    avail = sandbox.probe()
+    for good, line in avail.lines():
+        print(("" if good else "weaker: ") + line)
+    if not avail.landlock:
+        print("Landlock is not available: nothing to measure")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp)
+        subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+        (ws / "a.txt").write_text("x\n")
+        confs = {p: sandbox.confinement(p, workspace=ws) for p in ("off", "read-only", "workspace-write")}
+        print(f"\nmedian of {args.repeat} runs per command, ms (difference, ratio against unsandboxed)")
+        print(f"{'command':24} {'unsandboxed':>12} {'read-only':>22} {'workspace-write':>22}")
+        worst = 0.0
+        for cmd in COMMANDS:
+            base = median_ms(cmd, confs["off"], ws, args.repeat)
+            cells = []
+            for p in ("read-only", "workspace-write"):
+                ms = median_ms(cmd, confs[p], ws, args.repeat)
+                worst = max(worst, ms - base)
+                cells.append(f"{ms:6.2f} (+{ms - base:5.2f}, {ms / base:4.2f}x)")
+            print(f"{cmd:24} {base:12.2f} {cells[0]:>22} {cells[1]:>22}")
+        print(f"\nworst cost per command: {worst:.2f} ms (goal: under 10 ms)")
+
+
+if __name__ == "__main__":
+    main()
