@@ -26,6 +26,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Literal
@@ -653,8 +654,22 @@ def kill_escaped(marker: str, *, pgid: int) -> int:
             except (ProcessLookupError, PermissionError):
                 pass
     _killed.update(killed)
+    _await_deaths(killed, pgid)
     reap_orphans()
     return len(killed)
+
+
+def _await_deaths(killed: set[int], sid: int, limit: float = 0.05) -> None:
+    """SIGKILL takes effect a moment later: wait briefly (bounded) until what was killed,
+    and the command's own session, are zombies, so they are reaped now and not later."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        procs = _descendants()
+        if procs is None:
+            return
+        if not any(st[3] != "Z" and (pid in killed or st[2] == sid) for pid, st in procs.items()):
+            return
+        time.sleep(0.001)
 
 
 def reap_orphans() -> None:
