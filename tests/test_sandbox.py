@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import socket
 import subprocess
 import threading
@@ -437,3 +438,67 @@ def test_no_zombies_are_left_behind(workspace: Path) -> None:
         return out
 
     assert zombies() == []
+
+
+# -- unprivileged ----------------------------------------------------------------------------
+
+_UNPRIVILEGED = """
+import os, subprocess, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from nanohermes import sandbox
+ws = Path(sys.argv[2])
+conf = sandbox.confinement("workspace-write", workspace=ws)
+prepared = conf.prepare()
+r = subprocess.run(["bash", "-c", sys.argv[3]], cwd=ws, preexec_fn=prepared.preexec,
+                   env=prepared.env(dict(os.environ)), capture_output=True, text=True)
+prepared.cleanup()
+print(os.getuid(), conf.namespaces, r.stdout.strip(), r.stderr, sep="\\n")
+"""
+
+
+@pytest.fixture
+def nobody_dir() -> Iterator[Path]:
+    """A folder straight under the system temp folder, so user 65534 can reach it."""
+    import shutil
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="nanohermes-test-nobody-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _nobody_python() -> list[str] | None:
+    """A python that user 65534 can run (this one may live in root's home), or None."""
+    import shutil
+
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        return None
+    for py in ("/usr/bin/python3", "/usr/local/bin/python3", sys.executable):
+        argv = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", py]
+        if Path(py).exists() and subprocess.run([*argv, "-c", "import ctypes"], capture_output=True).returncode == 0:
+            return argv
+    return None
+
+
+@needs_namespaces
+def test_an_unprivileged_user_gets_the_same_confinement(nobody_dir: Path) -> None:
+    argv = _nobody_python()
+    if argv is None:
+        pytest.skip("needs root and setpriv to become an unprivileged user, and a python that user can run")
+    base = nobody_dir
+    ws = base / "ws"
+    ws.mkdir(parents=True)
+    git(ws, "init", "-q")
+    subprocess.run(["chown", "-R", "65534:65534", str(base)], check=True)
+    line = f"echo x >> .git/config; echo ok > in.txt; echo no > {base / 'out.txt'}; id -u"
+    r = subprocess.run([*argv, "-c", _UNPRIVILEGED, str(Path(__file__).resolve().parent.parent), str(ws), line],
+                       capture_output=True, text=True, env={"PATH": os.environ["PATH"], "HOME": str(base)})
+    assert r.returncode == 0, r.stderr
+    uid, namespaces, out, err = r.stdout.split("\n", 3)
+    assert (uid, namespaces, out) == ("65534", "True", "65534")
+    assert ".git/config: Read-only file system" in err
+    assert f"{base / 'out.txt'}: Permission denied" in err
+    assert (ws / "in.txt").read_text() == "ok\n" and not (base / "out.txt").exists()
+    assert "x" not in (ws / ".git" / "config").read_text().split()
