@@ -502,3 +502,21 @@ def test_an_unprivileged_user_gets_the_same_confinement(nobody_dir: Path) -> Non
     assert f"{base / 'out.txt'}: Permission denied" in err
     assert (ws / "in.txt").read_text() == "ok\n" and not (base / "out.txt").exists()
     assert "x" not in (ws / ".git" / "config").read_text().split()
+
+
+def test_doctor_has_one_line_for_landlock_and_one_for_namespaces(cli: Any) -> None:
+    r = cli("doctor", "--base-url", "http://127.0.0.1:9/v1")
+    lines = [line for line in r.out.splitlines() if "sandbox " in line]
+    assert lines[0] == f"[ok]   sandbox landlock: Landlock ABI {AVAIL.abi}: commands that run unasked are confined"
+    assert lines[1].startswith("[ok]   sandbox namespaces: user namespaces: .git/config, .git/hooks/, .nanohermes/")
+    r = cli("doctor", "--base-url", "http://127.0.0.1:9/v1", config={"sandbox": {"mode": "off"}})
+    assert "[warn] sandbox: off (sandbox.mode or --sandbox off): commands that run without asking" in r.out
+
+
+def test_availability_lines_say_what_is_weaker() -> None:
+    weak = sandbox.Availability(abi=3, namespaces=False, namespace_error="EPERM")
+    (good1, landlock), (good2, ns) = weak.lines()
+    assert not good1 and "TCP connect/bind is not blocked (ABI < 4)" in landlock
+    assert not good2 and ns.startswith("user namespaces unavailable (EPERM): under workspace-write .git/config")
+    (good, none), _ = sandbox.Availability(abi=0, namespaces=True).lines()
+    assert not good and "only argument-checked built-in read-only commands run without asking" in none
