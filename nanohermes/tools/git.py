@@ -123,7 +123,9 @@ class GitStatus(_ReadOnlyGit):
     params: ClassVar[type[Params]] = NoParams
 
     async def run(self, args: Params, ctx: ToolContext) -> str:
-        out = strip_newline(await git(ctx, "status", "--short", "--branch"))
+        # Submodules' own work trees are not inspected: that would run git inside them, under
+        # their config, whose filter drivers the overrides here cannot name.
+        out = strip_newline(await git(ctx, "status", "--short", "--branch", "--ignore-submodules=dirty"))
         if len(out.splitlines()) <= 1:
             out += "\nnothing to commit, working tree clean"
         return fit(out, ctx.limits.max_output, "see one folder with git_diff(path=...) or git_diff(stat=true)")
@@ -151,7 +153,7 @@ class GitDiff(_ReadOnlyGit):
 
     async def run(self, args: Params, ctx: ToolContext) -> str:
         assert isinstance(args, GitDiffParams)
-        argv = ["diff", "--no-ext-diff", "--no-textconv"]
+        argv = ["diff", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"]
         if args.staged:
             argv.append("--staged")
         if args.stat:
