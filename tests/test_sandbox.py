@@ -233,26 +233,34 @@ def test_a_learned_always_rule_runs_later_calls_confined(workspace: Path) -> Non
 # Lines a static reading of bash can get wrong: whatever the analyser makes of them, what
 # runs unasked cannot write outside what its policy allows.
 DESYNCS = [
-    "echo $[1<<2]\ntouch {out}/A; echo pwned >> .git/config",
-    "grep -c x $[2<<1] /dev/null\ntouch {out}/B; echo pwned >> .git/config",
-    "ls $[1<<2]\ntouch {out}/C; mkdir -p .git/hooks; echo pwned > .git/hooks/pre-commit",
+    "echo $[1<<2]\ntouch {out}/A in-ws; echo pwned >> .git/config",
+    "grep -c x $[2<<1] /dev/null\ntouch {out}/B in-ws; echo pwned >> .git/config",
+    "ls $[1<<2]\ntouch {out}/C in-ws; mkdir -p .git/hooks; echo pwned > .git/hooks/pre-commit",
 ]
 
 
 @pytest.mark.parametrize("line", DESYNCS)
-@pytest.mark.parametrize("allow", [[], ["run_command(echo *)", "run_command(ls *)", "run_command(grep *)"]])
+@pytest.mark.parametrize("how", [{}, {"allow": ["run_command(echo *)", "run_command(ls *)", "run_command(grep *)"]},
+                                 {"yes": True}], ids=["read-only-commands", "allow-rules", "yes"])
 def test_parser_desync_lines_that_run_unasked_cannot_write(repo: Path, tmp_path: Path, line: str,
-                                                           allow: list[str]) -> None:
+                                                           how: dict[str, Any]) -> None:
     out_dir = tmp_path / "out"
     out_dir.mkdir()
     config_before = (repo / ".git" / "config").read_text()
-    rt, ui = runtime(repo, allow=allow)
-    result = call(rt, "run_command", command=line.format(out=out_dir))
+    rt, ui = runtime(repo, **how)
+    # Under --yes, a visible write first, so the line is not read as read-only commands only.
+    prefix = "mkdir -p visible; " if how.get("yes") else ""
+    result = call(rt, "run_command", command=prefix + line.format(out=out_dir) + "; " + SHOW)
     assert list(out_dir.iterdir()) == []
     assert (repo / ".git" / "config").read_text() == config_before
     assert not (repo / ".git" / "hooks" / "pre-commit").exists()
-    if not ui.of(ApprovalRequest):  # it ran unasked: confined, and the refusal reported
-        assert "refused" in result and ui.of(SandboxRefused)
+    if any(not r.reason.startswith("the sandbox") for r in ui.of(ApprovalRequest)):
+        return  # the analysis asked (and nobody answered): nothing ran
+    assert "refused" in result and ui.of(SandboxRefused)
+    if how.get("yes"):  # unasked for another reason than read-only commands: the workspace is writable
+        assert "[workspace-write]" in result and (repo / "in-ws").exists()
+    else:  # read as built-in read-only commands: nothing at all is written
+        assert "[read-only]" in result and not (repo / "in-ws").exists()
 
 
 # -- refusals --------------------------------------------------------------------------------
