@@ -8,7 +8,7 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
 
 from nanohermes.agent import Agent
 from nanohermes.compact import Compactor
@@ -181,7 +181,8 @@ def build_policy(config: Config, warnings: list[str]) -> Policy:
         # permission layer lets far less run without asking.
         from nanohermes.sandbox import probe
 
-        policy = replace(policy, sandboxed=probe().landlock)  # type: ignore[call-arg]
+        changes: dict[str, Any] = {"sandboxed": probe().landlock}
+        policy = replace(policy, **changes)
     return policy
 
 

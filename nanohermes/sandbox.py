@@ -201,8 +201,23 @@ def protected_paths(workspace: Path, config_files: tuple[Path, ...] = ()) -> lis
     out = [workspace / ".nanohermes"]
     for gd in git_dirs(workspace):
         out += [gd / "config", gd / "hooks", gd / "config.worktree"]
+        out += [workspace / h for h in _hooks_paths(gd / "config")]
     out += list(config_files)
     return out
+
+
+_HOOKS_PATH = re.compile(r"^\s*hookspath\s*=\s*(.+?)\s*$", re.I | re.M)
+
+
+def _hooks_paths(config: Path) -> list[str]:
+    """`core.hooksPath` values in a repository's config (a tracked `.husky/` or `.githooks/`
+    folder is as much code execution as `.git/hooks/`). A plain reading: enough to protect
+    the usual case; git itself never runs these hooks for the git tools."""
+    try:
+        text = config.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return [os.path.expanduser(m.group(1).strip('"')) for m in _HOOKS_PATH.finditer(text)]
 
 
 def git_dirs(workspace: Path) -> list[Path]:

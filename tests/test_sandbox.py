@@ -531,3 +531,14 @@ def test_availability_lines_say_what_is_weaker() -> None:
     assert not good2 and ns.startswith("user namespaces unavailable (EPERM): under workspace-write .git/config")
     (good, none), _ = sandbox.Availability(abi=0, namespaces=True).lines()
     assert not good and "only argument-checked built-in read-only commands run without asking" in none
+
+
+@needs_namespaces
+def test_a_hooks_folder_named_by_core_hooks_path_stays_read_only(repo: Path) -> None:
+    (repo / ".husky").mkdir()
+    (repo / ".husky" / "pre-commit").write_text("npm test\n")
+    git(repo, "config", "core.hooksPath", ".husky")
+    out, _ = run(repo, "echo evil >> .husky/pre-commit; echo evil > .husky/post-checkout", "workspace-write")
+    assert (repo / ".husky" / "pre-commit").read_text() == "npm test\n"
+    assert not (repo / ".husky" / "post-checkout").exists()
+    assert out.count("Read-only file system") == 2
