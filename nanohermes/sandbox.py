@@ -637,10 +637,24 @@ def _all_processes() -> dict[int, tuple[int, int, int, str]]:
     return procs
 
 
-def kill_escaped(marker: str, *, pgid: int) -> int:
+def user_namespace(pid: int) -> str:
+    """The user namespace a process is in ("" when unknown): a confined command's own one
+    identifies its processes even after they clear their environment."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/user")
+    except OSError:
+        return ""
+
+
+def _in_namespace(pid: int, userns: str) -> bool:
+    return bool(userns) and user_namespace(pid) == userns
+
+
+def kill_escaped(marker: str, *, pgid: int, userns: str = "") -> int:
     """Kill what a command left running outside its process group: every process carrying
-    its marker, and every descendant of one (even one that cleared its environment).
-    Returns how many were killed. Its own group is the caller's to kill."""
+    its marker or living in its private user namespace, and every descendant of one (even
+    one that cleared its environment). Returns how many were killed. Its own group is the
+    caller's to kill."""
     needle = f"{MARKER}={marker}".encode()
     me = os.getpid()
     killed: set[int] = set()
@@ -649,7 +663,8 @@ def kill_escaped(marker: str, *, pgid: int) -> int:
         if procs is None:
             procs = _all_processes()
         hit = {pid for pid, (_, pg, _, state) in procs.items()
-               if pid != me and pg != pgid and state != "Z" and _has_marker(str(pid), needle)}
+               if pid != me and pg != pgid and state != "Z"
+               and (_has_marker(str(pid), needle) or _in_namespace(pid, userns))}
         if not hit:
             break
         children: dict[int, list[int]] = {}

@@ -542,3 +542,21 @@ def test_a_hooks_folder_named_by_core_hooks_path_stays_read_only(repo: Path) -> 
     assert (repo / ".husky" / "pre-commit").read_text() == "npm test\n"
     assert not (repo / ".husky" / "post-checkout").exists()
     assert out.count("Read-only file system") == 2
+
+
+@needs_namespaces
+def test_a_daemon_that_clears_its_environment_is_still_found_when_confined(workspace: Path) -> None:
+    out, _ = run(workspace, "setsid env -i sleep 303 > /dev/null 2>&1 < /dev/null & sleep 0.3", "workspace-write")
+    assert "note: 1 process the command started outside its process group" in out
+
+    def sleepers() -> list[str]:
+        found = []
+        for name in os.listdir("/proc"):
+            try:
+                if Path(f"/proc/{name}/cmdline").read_bytes() == b"sleep\x00303\x00":
+                    found.append(name)
+            except OSError:
+                pass
+        return found
+
+    assert wait_until(lambda: sleepers() == [], timeout=5)

@@ -234,6 +234,7 @@ class Process:
     started: float = field(default_factory=time.monotonic)
     confinement: sandbox.Confinement = field(default_factory=lambda: sandbox.Confinement("off"))
     marker: str = ""  # the environment marker its processes carry
+    userns: str = ""  # its private user namespace, when confined in one
     escaped: int = 0  # processes that had left its group and were killed when it ended
     _prepared: sandbox.Prepared | None = field(default=None, repr=False)
     _closed: bool = False
@@ -284,7 +285,7 @@ class Process:
         self._closed = True
         _live_groups.discard(self.pid)
         if self.marker:  # then what left the group (setsid, double fork)
-            self.escaped = sandbox.kill_escaped(self.marker, pgid=self.pid)
+            self.escaped = sandbox.kill_escaped(self.marker, pgid=self.pid, userns=self.userns)
         if self._prepared is not None:
             self._prepared.cleanup()
         self._transport.close()
@@ -360,8 +361,10 @@ async def spawn(argv: list[str], *, cwd: Path, env: dict[str, str], out_cap: int
     pid = transport.get_pid()
     _live_groups.add(pid)
     sandbox.note_session(pid)
+    # The child has exec'd by now, so it is already in its own user namespace (if any).
+    userns = sandbox.user_namespace(pid) if conf.namespaces and prepared.active else ""
     return Process(pid=pid, out=out, err=err, _transport=transport, _drain=drain, confinement=conf, marker=marker,
-                   _prepared=prepared)
+                   userns=userns, _prepared=prepared)
 
 
 @dataclass(frozen=True, kw_only=True)
