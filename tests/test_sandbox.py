@@ -560,3 +560,33 @@ def test_a_daemon_that_clears_its_environment_is_still_found_when_confined(works
         return found
 
     assert wait_until(lambda: sleepers() == [], timeout=5)
+
+
+def test_extra_write_roots_are_writable_under_workspace_write_only(workspace: Path, tmp_path: Path) -> None:
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    config = Config(extra_write_roots=[str(extra)])
+    run(workspace, f"echo ok > {extra / 'a'}", "workspace-write", config)
+    out, ctx = run(workspace, f"echo ok > {extra / 'b'}", "read-only", config)
+    assert (extra / "a").read_text() == "ok\n" and not (extra / "b").exists()
+    assert ctx.sandbox_refusals == [f"a write to {extra / 'b'}"]
+
+
+def test_a_background_task_reports_what_the_sandbox_refused(workspace: Path, tmp_path: Path) -> None:
+    target = tmp_path / "outside.txt"
+
+    async def go() -> str:
+        rt = Runtime(tools=build_tools(), config=Config(), workspace=workspace, ui=RecordingUI(),
+                     policy=Policy(mode="goal"))
+        started = await acall(rt, "run_command", command=f"touch {target}", background=True)
+        tid = started.split()[3].rstrip(":")
+        task = task_manager(ToolContext(workspace=workspace, limits=Limits(), config=Config(), state=rt.state)).get(tid)
+        assert task.watcher is not None
+        await asyncio.wait({task.watcher})
+        out = await acall(rt, "task_output", task_id=tid)
+        await rt.close()
+        return out
+
+    out = asyncio.run(go())
+    assert not target.exists()
+    assert f"note: the OS sandbox (workspace-write) refused a write to {target}" in out
