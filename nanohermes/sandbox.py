@@ -1,17 +1,19 @@
 """The OS sandbox every process spawned for the model starts in, and the sweep for escapees.
 
-Owns: the policies (`read-only`, `workspace-write`, `off`), the Landlock layer (raw
-syscalls through ctypes: landlock_create_ruleset/add_rule/restrict_self and prctl), the
-private user + mount (+ network) namespace that keeps `.git/config`, `.git/hooks/`,
-`.nanohermes/` and nanohermes's own config read-only inside writable trees, the per-call
-temporary folder, the availability probe (`doctor`, `/permissions`), reading a refusal out
-of a command's output, and finding and killing processes that left a command's process
+Owns: the policies (`read-only`, `workspace-write`, `off`); the Landlock layer (raw
+syscalls through ctypes: landlock_create_ruleset/add_rule/restrict_self, prctl, unshare,
+mount, mount_setattr, capset); the private user + mount (+ network) namespace in which the
+whole tree is read-only except the writable roots, and `.git/config`, `.git/hooks/`,
+`.nanohermes/` and nanohermes's own config stay read-only inside those; the per-call
+temporary folder; the availability probe (`doctor`, `/permissions`); reading a refusal out
+of a command's output; and finding and killing the processes that left a command's process
 group (setsid, double fork) once it ends.
 
 How a call is confined: the Landlock ruleset is built in nanohermes itself (a few cheap
-syscalls); the forked child, before `exec`, enters its namespaces, bind-mounts the
-protected paths read-only, drops every capability, sets no_new_privs and restricts itself.
-No root, no setuid helper, no daemon, and no second interpreter per command.
+syscalls); the forked child, before `exec`, enters its namespaces, remounts the tree
+read-only and binds the writable roots and protected paths, drops every capability, sets
+no_new_privs and restricts itself. No root, no setuid helper, no daemon, and no second
+interpreter per command.
 """
 
 from __future__ import annotations
@@ -53,10 +55,8 @@ _SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1 << 0, 1 << 1
 _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS, _PR_SET_CHILD_SUBREAPER = 24, 38, 36
 _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 _CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
-_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
-_MS_NOATIME, _MS_NODIRATIME, _MS_REMOUNT, _MS_BIND = 1024, 2048, 32, 4096
-_MS_REC, _MS_PRIVATE, _MS_RELATIME = 16384, 1 << 18, 1 << 21
-_ST_RELATIME = 4096  # statvfs's f_flag bit for relatime (ST_RDONLY..ST_NODIRATIME match MS_*)
+_MS_BIND, _MS_REC, _MS_PRIVATE = 4096, 16384, 1 << 18
+_SYS_MOUNT_SETATTR, _AT_FDCWD, _AT_RECURSIVE, _MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 1  # same on every arch
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -73,6 +73,11 @@ class _RulesetAttr(ctypes.Structure):
 class _PathBeneath(ctypes.Structure):
     _pack_ = 1
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64), ("propagation", ctypes.c_uint64),
+                ("userns_fd", ctypes.c_uint64)]
 
 
 class _CapHeader(ctypes.Structure):
@@ -264,7 +269,7 @@ class Confinement:
             if self.abi:
                 prepared.ruleset_fd = self._ruleset(tmp)
             if self.namespaces:
-                prepared.mounts = self._mounts()
+                prepared.mounts = self._mounts(tmp)
         except BaseException:
             prepared.cleanup()
             raise
@@ -310,23 +315,21 @@ class Confinement:
         finally:
             os.close(pfd)
 
-    def _mounts(self) -> list[tuple[bytes, int]]:
-        """(path, remount flags) pairs, in order; flags 0 means a read-write bind of a path
-        onto itself, so that it is a mount point (a mount point cannot be renamed or removed,
-        which stops `mv .git x && mkdir .git`)."""
+    def _mounts(self, tmp: Path) -> list[tuple[bytes, bool]]:
+        """(path, read-only) binds, in order, made after the whole tree is remounted
+        read-only: Landlock does not cover chmod, chown, utimes or xattrs, a read-only mount
+        does. The writable roots (the temp folder, and under workspace-write the workspace
+        and its git folder) are bound read-write again; being mount points, they cannot be
+        renamed away (`mv .git x && mkdir .git`). The protected paths come last, read-only."""
+        out: list[tuple[bytes, bool]] = [(os.fsencode(tmp), False)]
         if self.policy != "workspace-write":
-            return []
-        out: list[tuple[bytes, int]] = []
+            return out
         inside = [p for p in self.read_only_paths if any(_within(p, r) for r in self.write_roots)]
-        anchors: list[Path] = []
-        for root in self.write_roots:
-            if root.is_dir():
-                anchors.append(root)
+        anchors: list[Path] = [r for r in self.write_roots if r.is_dir()]
         for p in inside:
             if p.name in ("config", "hooks", "config.worktree") and p.parent.is_dir():
                 anchors.append(p.parent)  # the git folder itself
-        for a in _dedupe(anchors):
-            out.append((os.fsencode(a), 0))
+        out += [(os.fsencode(a), False) for a in _dedupe(anchors)]
         for p in inside:
             if p.name == "hooks" and not p.exists() and p.parent.is_dir():
                 try:  # an empty hooks folder, as git itself makes, so there is something to bind over
@@ -334,7 +337,7 @@ class Confinement:
                 except OSError:
                     pass
             if p.exists():
-                out.append((os.fsencode(p), _locked_flags(p) | _MS_RDONLY))
+                out.append((os.fsencode(p), True))
         return out
 
 
@@ -355,16 +358,6 @@ def _within(path: Path, root: Path) -> bool:
         return False
 
 
-def _locked_flags(path: Path) -> int:
-    """A read-only remount inside a user namespace must keep the flags the original mount
-    has (nosuid, nodev, ...), or the kernel refuses it."""
-    flags = os.statvfs(path).f_flag
-    out = flags & (_MS_NOSUID | _MS_NODEV | _MS_NOEXEC | _MS_NOATIME | _MS_NODIRATIME)
-    if flags & _ST_RELATIME:
-        out |= _MS_RELATIME
-    return out
-
-
 @dataclass
 class Prepared:
     """One call's temp folder and ruleset; `preexec` runs in the forked child before exec."""
@@ -372,7 +365,7 @@ class Prepared:
     conf: Confinement
     tmpdir: Path | None
     ruleset_fd: int = -1
-    mounts: list[tuple[bytes, int]] = field(default_factory=list)
+    mounts: list[tuple[bytes, bool]] = field(default_factory=list)
     absent: tuple[Path, ...] = ()
     removed: list[Path] = field(default_factory=list)  # planted paths taken away after the call
 
@@ -408,15 +401,14 @@ class Prepared:
             # Private, so that the binds below never show in nanohermes's own namespace.
             if _libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
                 raise _fail("making / private")
-            for path, ro_flags in self.mounts:
+            _set_read_only(b"/", True)
+            for path, read_only in self.mounts:
                 if _libc.mount(path, path, None, _MS_BIND | _MS_REC, None) != 0:
                     raise _fail(f"bind {path!r}")
-                if ro_flags and _libc.mount(None, path, None, _MS_BIND | _MS_REMOUNT | ro_flags, None) != 0:
-                    raise _fail(f"read-only remount {path!r}")
-            if self.mounts:
-                # The working folder was entered before the binds: enter it again through
-                # them, or relative paths would reach the writable files underneath.
-                os.chdir(os.getcwd())
+                _set_read_only(path, read_only)
+            # The working folder was entered before the binds: enter it again through them,
+            # or relative paths would reach the files underneath.
+            os.chdir(os.getcwd())
         _drop_capabilities()
         if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise _fail("no_new_privs")
@@ -458,6 +450,14 @@ def _new_temp_folder() -> Path:
             return path
         except FileExistsError:
             continue
+
+
+def _set_read_only(path: bytes, read_only: bool) -> None:
+    """Make the mount at `path` and every mount below it read-only, or read-write again."""
+    attr = _MountAttr(attr_set=_MOUNT_ATTR_RDONLY if read_only else 0, attr_clr=0 if read_only else _MOUNT_ATTR_RDONLY)
+    if _libc.syscall(_SYS_MOUNT_SETATTR, _AT_FDCWD, path, _AT_RECURSIVE, ctypes.byref(attr),
+                     ctypes.c_size_t(ctypes.sizeof(attr))) != 0:
+        raise _fail(f"mount_setattr {path!r}")
 
 
 def _write(path: str, data: bytes) -> None:

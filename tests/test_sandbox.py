@@ -510,7 +510,7 @@ def test_an_unprivileged_user_gets_the_same_confinement(nobody_dir: Path) -> Non
     uid, namespaces, out, err = r.stdout.split("\n", 3)
     assert (uid, namespaces, out) == ("65534", "True", "65534")
     assert ".git/config: Read-only file system" in err
-    assert f"{base / 'out.txt'}: Permission denied" in err
+    assert f"{base / 'out.txt'}: Read-only file system" in err
     assert (ws / "in.txt").read_text() == "ok\n" and not (base / "out.txt").exists()
     assert "x" not in (ws / ".git" / "config").read_text().split()
 
@@ -590,3 +590,18 @@ def test_a_background_task_reports_what_the_sandbox_refused(workspace: Path, tmp
     out = asyncio.run(go())
     assert not target.exists()
     assert f"note: the OS sandbox (workspace-write) refused a write to {target}" in out
+
+
+@needs_namespaces
+@pytest.mark.parametrize("policy", CONFINED)
+def test_cannot_change_metadata_outside_its_writable_roots(workspace: Path, tmp_path: Path, policy: str) -> None:
+    """Landlock does not cover chmod, chown, utimes or xattrs: the read-only tree does."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("x")
+    victim.chmod(0o644)
+    before = victim.stat()
+    out, _ = run(workspace, f"chmod 777 {victim}; touch -d 2001-01-01 {victim}; echo to-stderr > /dev/stderr", policy)
+    after = victim.stat()
+    assert (after.st_mode, after.st_mtime) == (before.st_mode, before.st_mtime)
+    assert out.count("Read-only file system") == 2
+    assert "stderr:\n" in out and "to-stderr" in out  # /dev/stderr still works
