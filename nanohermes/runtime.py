@@ -295,11 +295,10 @@ class Runtime:
             return out, waited
         again = self._context(ctx.call_id)
         again.sandbox, again.target, again.refusal = "off", ctx.target, ctx.refusal
-        first = out.text if isinstance(out, ToolResult) else out
         second = await tool.run(args, again)
         text = second.text if isinstance(second, ToolResult) else second
         return (f"{text}\n\n(ran outside the sandbox, approved by the user, after the sandboxed run was refused "
-                f"{', '.join(refused)}; the sandboxed run's result was:\n{first[:2000]})"), waited
+                f"{', '.join(refused)})"), waited
 
     async def close(self) -> None:
         """End what tools keep in the session state (background tasks, ...): every value

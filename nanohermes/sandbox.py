@@ -537,7 +537,7 @@ def refusals(text: str, conf: Confinement, cwd: Path) -> list[str]:
                     found.append(what)
     if not conf.network and _NET.search(text):
         found.append("a network connection (the sandbox has no network)")
-    return found[:10]
+    return found
 
 
 def _sandbox_blocks(path: Path, conf: Confinement) -> bool:

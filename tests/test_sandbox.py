@@ -605,3 +605,14 @@ def test_cannot_change_metadata_outside_its_writable_roots(workspace: Path, tmp_
     assert (after.st_mode, after.st_mtime) == (before.st_mode, before.st_mtime)
     assert out.count("Read-only file system") == 2
     assert "stderr:\n" in out and "to-stderr" in out  # /dev/stderr still works
+
+
+def test_sandbox_refusals_listed_lowered_to_2(workspace: Path, tmp_path: Path) -> None:
+    targets = [tmp_path / f"t{i}" for i in range(4)]
+    ctx = ToolContext(workspace=workspace, limits=Limits(sandbox_refusals_listed=2), config=Config(),
+                      sandbox="workspace-write")
+    out = asyncio.run(RunCommand().run(RunCommandParams(command="; ".join(f"touch {t}" for t in targets)), ctx))
+    assert ctx.sandbox_refusals == [f"a write to {targets[0]}", f"a write to {targets[1]}",
+                                    "2 more (sandbox_refusals_listed is 2)"]
+    assert (f"refused a write to {targets[0]}, a write to {targets[1]}, 2 more (sandbox_refusals_listed is 2):"
+            in out)

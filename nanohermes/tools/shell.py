@@ -295,7 +295,8 @@ class Process:
         and what it created where it must not (removed once the command has ended)."""
         found = sandbox.refusals(self.out.text() + "\n" + self.err.text(), self.confinement, cwd)
         removed = self._prepared.removed if self._prepared is not None else []
-        return found + [f"creating {p} (removed: it would change how git or nanohermes starts)" for p in removed]
+        planted = [f"creating {p} (removed: it would change how git or nanohermes starts)" for p in removed]
+        return planted + found  # what was undone first: it matters most
 
 
 def shell_argv(command: str) -> list[str]:
@@ -399,7 +400,7 @@ async def run_capped(argv: list[str], *, cwd: Path, env: dict[str, str], limits:
         proc.close()
     return Finished(exit_code=proc.returncode, out=proc.out, err=proc.err, timed_out=timed_out, pipes_held=held,
                     elapsed=time.monotonic() - proc.started, escaped=proc.escaped, sandbox=proc.confinement.policy,
-                    refused=tuple(proc.refusals(cwd)))
+                    refused=tuple(listed(proc.refusals(cwd), limits.sandbox_refusals_listed)))
 
 
 # -- presenting output ---------------------------------------------------------------------
@@ -441,6 +442,14 @@ def cut_middle(text: str, keep: int) -> str:
     head = keep * 3 // 4
     tail = keep - head
     return f"{text[:head]}\n… {len(text) - keep} chars omitted …\n{text[len(text) - tail:] if tail else ''}"
+
+
+def listed(refused: list[str], limit: int) -> list[str]:
+    """The first `limit` refusals, and how many more there were."""
+    if len(refused) <= limit:
+        return refused
+    more = len(refused) - limit
+    return [*refused[:max(0, limit)], f"{more} more (sandbox_refusals_listed is {limit})"]
 
 
 def refusal_note(policy: str, refused: tuple[str, ...] | list[str]) -> str:

@@ -25,7 +25,7 @@ from nanohermes.budget import Limits
 from nanohermes.events import Event, Notice
 from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes.tools.shell import (
-    Capture, Process, command_env, confinement_for, describe_exit, refusal_note, secs, shares, shell_argv, spawn,
+    Capture, Process, command_env, confinement_for, describe_exit, listed, refusal_note, secs, shares, shell_argv, spawn,
     strip_newline,
 )
 
@@ -135,7 +135,8 @@ class TaskManager:
         finally:
             # Also reached when the event loop shuts down and cancels this watcher: the
             # group is killed here even if nobody called aclose().
-            task.refused = proc.refusals(task.cwd)  # read before task_output takes the bytes away
+            # Read before task_output takes the bytes away.
+            task.refused = listed(proc.refusals(task.cwd), self.limits.sandbox_refusals_listed)
             proc.close()
             task.ended = time.monotonic()
             task.exit_code = proc.returncode
