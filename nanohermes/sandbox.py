@@ -27,6 +27,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -58,11 +59,13 @@ _CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
 _MS_BIND, _MS_REC, _MS_PRIVATE = 4096, 16384, 1 << 18
 _SYS_MOUNT_SETATTR, _AT_FDCWD, _AT_RECURSIVE, _MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 1  # same on every arch
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
-_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
-_libc.unshare.argtypes = [ctypes.c_int]
+LINUX = sys.platform.startswith("linux")
+if LINUX:
+    _libc = ctypes.CDLL(None, use_errno=True)
+    _libc.syscall.restype = ctypes.c_long
+    _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
+    _libc.unshare.argtypes = [ctypes.c_int]
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -116,6 +119,8 @@ def _file_rights(abi: int) -> int:
 
 def landlock_abi() -> int:
     """The kernel's Landlock ABI version; 0 when Landlock is missing or disabled."""
+    if not LINUX:
+        return 0
     r = _libc.syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
     return int(r) if r > 0 else 0
 
@@ -164,6 +169,9 @@ class Availability:
 @functools.lru_cache(maxsize=1)
 def probe() -> Availability:
     """Check once, for real, by starting `true` under each piece."""
+    if not LINUX:  # nothing to confine with (a Seatbelt policy for macOS is described in the README)
+        return Availability(abi=0, namespaces=False, landlock_error=f"not Linux ({sys.platform})",
+                            namespace_error=f"not Linux ({sys.platform})")
     abi = landlock_abi()
     ll_err = ns_err = ""
     true = shutil.which("true") or "/bin/true"
@@ -564,7 +572,7 @@ def become_subreaper() -> None:
     """Orphans of commands are re-parented to nanohermes rather than to init, so they stay
     in reach of the sweep and never outlive a session unnoticed."""
     global _subreaper
-    if not _subreaper:
+    if not _subreaper and LINUX:
         _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
         _subreaper = True
 
@@ -655,6 +663,8 @@ def kill_escaped(marker: str, *, pgid: int, userns: str = "") -> int:
     its marker or living in its private user namespace, and every descendant of one (even
     one that cleared its environment). Returns how many were killed. Its own group is the
     caller's to kill."""
+    if not LINUX:
+        return 0  # no /proc to look in: the process group is all that is killed
     needle = f"{MARKER}={marker}".encode()
     me = os.getpid()
     killed: set[int] = set()
