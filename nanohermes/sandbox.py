@@ -645,20 +645,29 @@ def _all_processes() -> dict[int, tuple[int, int, int, str]]:
     return procs
 
 
-def user_namespace(pid: int) -> str:
-    """The user namespace a process is in ("" when unknown): a confined command's own one
-    identifies its processes even after they clear their environment."""
+def hold_user_namespace(pid: int) -> tuple[tuple[int, int], int] | None:
+    """The identity of the user namespace a process is in, and an fd that keeps it alive:
+    a freed namespace's number is given to the next one made, so a command's namespace
+    identifies its processes only while it is held. None when it cannot be opened."""
     try:
-        return os.readlink(f"/proc/{pid}/ns/user")
+        fd = os.open(f"/proc/{pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
-        return ""
+        return None
+    st = os.fstat(fd)
+    return (st.st_dev, st.st_ino), fd
 
 
-def _in_namespace(pid: int, userns: str) -> bool:
-    return bool(userns) and user_namespace(pid) == userns
+def _in_namespace(pid: int, userns: tuple[int, int] | None) -> bool:
+    if userns is None:
+        return False
+    try:
+        st = os.stat(f"/proc/{pid}/ns/user")
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == userns
 
 
-def kill_escaped(marker: str, *, pgid: int, userns: str = "") -> int:
+def kill_escaped(marker: str, *, pgid: int, userns: tuple[int, int] | None = None) -> int:
     """Kill what a command left running outside its process group: every process carrying
     its marker or living in its private user namespace, and every descendant of one (even
     one that cleared its environment). Returns how many were killed. Its own group is the

@@ -616,3 +616,27 @@ def test_sandbox_refusals_listed_lowered_to_2(workspace: Path, tmp_path: Path) -
                                     "2 more (sandbox_refusals_listed is 2)"]
     assert (f"refused a write to {targets[0]}, a write to {targets[1]}, 2 more (sandbox_refusals_listed is 2):"
             in out)
+
+
+@needs_namespaces
+def test_the_sweep_of_an_ended_command_spares_a_command_started_after_it(workspace: Path) -> None:
+    """A freed namespace's number goes to the next one made: the sweep must not take a
+    later command's namespace for the ended command's."""
+    from nanohermes.tools.shell import confinement_for, spawn
+
+    async def go() -> int | None:
+        ctx = ToolContext(workspace=workspace, limits=Limits(), config=Config(), sandbox="read-only")
+        first = await spawn(["true"], cwd=workspace, env=dict(os.environ), out_cap=100, err_cap=100,
+                            confinement=confinement_for(ctx))
+        await first.wait(10)
+        await asyncio.sleep(0.1)  # its namespace is gone once it has exited
+        second = await spawn(["sleep", "2"], cwd=workspace, env=dict(os.environ), out_cap=100, err_cap=100,
+                             confinement=confinement_for(ctx))
+        first.close()  # the sweep after the first command
+        try:
+            await second.wait(10)
+            return second.returncode
+        finally:
+            second.close()
+
+    assert asyncio.run(go()) == 0

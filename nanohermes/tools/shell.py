@@ -234,7 +234,8 @@ class Process:
     started: float = field(default_factory=time.monotonic)
     confinement: sandbox.Confinement = field(default_factory=lambda: sandbox.Confinement("off"))
     marker: str = ""  # the environment marker its processes carry
-    userns: str = ""  # its private user namespace, when confined in one
+    userns: tuple[int, int] | None = None  # its private user namespace, when confined in one
+    _userns_fd: int = field(default=-1, repr=False)  # holds that namespace, so its number stays its own
     escaped: int = 0  # processes that had left its group and were killed when it ended
     _prepared: sandbox.Prepared | None = field(default=None, repr=False)
     _closed: bool = False
@@ -286,6 +287,9 @@ class Process:
         _live_groups.discard(self.pid)
         if self.marker:  # then what left the group (setsid, double fork)
             self.escaped = sandbox.kill_escaped(self.marker, pgid=self.pid, userns=self.userns)
+        if self._userns_fd >= 0:
+            os.close(self._userns_fd)
+            self._userns_fd = -1
         if self._prepared is not None:
             self._prepared.cleanup()
         self._transport.close()
@@ -363,9 +367,10 @@ async def spawn(argv: list[str], *, cwd: Path, env: dict[str, str], out_cap: int
     _live_groups.add(pid)
     sandbox.note_session(pid)
     # The child has exec'd by now, so it is already in its own user namespace (if any).
-    userns = sandbox.user_namespace(pid) if conf.namespaces and prepared.active else ""
+    held = sandbox.hold_user_namespace(pid) if conf.namespaces and prepared.active else None
+    userns, userns_fd = held if held is not None else (None, -1)
     return Process(pid=pid, out=out, err=err, _transport=transport, _drain=drain, confinement=conf, marker=marker,
-                   userns=userns, _prepared=prepared)
+                   userns=userns, _userns_fd=userns_fd, _prepared=prepared)
 
 
 @dataclass(frozen=True, kw_only=True)
