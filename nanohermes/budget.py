@@ -37,6 +37,8 @@ class Limits:
     command_pipe_grace_secs: float = 2.0  # wait for grandchildren holding the pipes after the shell exits
     git_timeout_secs: float = 120.0  # one git_* call (commit hooks included)
     sandbox_refusals_listed: int = 5  # what the sandbox refused, named per command; the rest are counted
+    secret_scan_entries: int = 20_000  # files and folders looked at for secret files a command would read
+    secret_scan_secs: float = 1.0  # time for that look; over either bound the command is asked
     web_fetch_body_bytes: int = 2 * MiB  # body kept; the rest is drained and discarded
     web_fetch_timeout_secs: float = 30.0  # one fetch, redirects included
     web_fetch_max_redirects: int = 5  # redirects followed

@@ -1,8 +1,9 @@
 """What a call touches, computed with the file system: the one path resolver, the `Target`
 built from a tool's declaration, the subject a path rule is matched against
-(workspace-relative, `..` and symlinks resolved) and whether a write lands somewhere that
+(workspace-relative, `..` and symlinks resolved), whether a write lands somewhere that
 always needs a person's yes (outside the workspace and `extra_write_roots`, inside `.git/`,
-or nanohermes's own config files); and opening exactly the resolved path afterwards.
+or nanohermes's own config files), whether a command line reads a secret file through a
+symlink, a glob or a folder it reads whole; and opening exactly the resolved path afterwards.
 
 Paths are resolved once, the way the kernel walks them: each symlink is followed where it
 stands and a `..` after it climbs from where the link points (`l/../x` with `l -> deep/er`
@@ -15,14 +16,19 @@ reading is kept as an alias, so a rule written for either spelling sees the call
 from __future__ import annotations
 
 import errno
+import fnmatch
+import glob as globlib
+import itertools
 import os
+import re
+import time
 from pathlib import Path
 from typing import Iterable
 from urllib.parse import urlsplit
 
 from nanohermes.dirs import config_home
-from nanohermes.permissions import Effect, SubjectKind, Target
-from nanohermes.shellparse import ParseError, split
+from nanohermes.permissions import CONTENT_READERS, Effect, SubjectKind, Target
+from nanohermes.shellparse import ParseError, SimpleCommand, Word, split
 
 
 class PathProblem(ValueError):
@@ -211,33 +217,198 @@ def protected_write(workspace: Path, path: str, *, cwd: Path | None = None,
     return True
 
 
+def _unknown_path(w: Word) -> bool:
+    """A word whose path is only known when bash expands it: variables, substitutions,
+    globs (`.gi?`), braces (`{.git/config,x}`) and tilde forms other than `~` and `~/`
+    (`~+` is $PWD, `~-` $OLDPWD, `~user` another home)."""
+    return w.dynamic or w.glob or w.brace or (w.tilde and not (w.text == "~" or w.text.startswith("~/")))
+
+
+def _cd(cmd: SimpleCommand, base: Path | None, cdpath: bool) -> Path | None:
+    """The folder after `cd`/`pushd`/`popd`, or None when only the run knows it."""
+    if cmd.name == "popd":
+        return None
+    args = [w for w in cmd.words[1:] if not w.text.startswith("-") or w.text == "-"]
+    if not args:
+        return Path.home() if cmd.name == "cd" else None
+    t = args[0]
+    if _unknown_path(t) or t.text == "-" or base is None:
+        return None
+    if cdpath and not t.text.startswith(("/", "./", "../", "~")) and t.text not in (".", ".."):
+        return None  # CDPATH may send a relative cd anywhere
+    return Path(_real(base, t.text))
+
+
 def command_protected(command: str, workspace: Path, *, cwd: Path | None = None,
                       extra_roots: list[str] | tuple[str, ...] = ()) -> bool:
     """Does a command line write (by `>`, `>>`, `tee`) to a protected path? A target only
-    known at run time, or after a `cd` whose folder is, counts as protected."""
+    known at run time (an expansion, a glob, a brace, `~+`), or after a `cd` whose folder
+    is (the same, `-`, `popd`, or a relative folder while CDPATH may be set), counts as
+    protected."""
     try:
         commands = split(command)
     except ParseError:
         return False  # asked anyway: an unparseable command is never allowed silently
+    cdpath = "CDPATH" in os.environ or "CDPATH" in command
     base: Path | None = cwd or workspace
     for cmd in commands:
-        if cmd.name in ("cd", "pushd"):
-            args = [w for w in cmd.words[1:] if not w.text.startswith("-")]
-            if not args:
-                base = Path.home()
-            elif args[0].dynamic or args[0].text == "-":
-                base = None
-            else:
-                base = Path(_real(base, args[0].text)) if base is not None else None
+        if cmd.name in ("cd", "pushd", "popd"):
+            base = _cd(cmd, base, cdpath)
             continue
         targets = [r.target for r in cmd.redirects if r.writes_file and r.target is not None]
         if cmd.name == "tee":
             targets += [w for w in cmd.words[1:] if not w.text.startswith("-") and w.text != "/dev/null"]
         for t in targets:
-            if t.dynamic or t.glob:
+            if _unknown_path(t):
                 return True
             if base is None and not os.path.isabs(os.path.expanduser(t.text)):
                 return True
             if protected_write(workspace, t.text, cwd=base, extra_roots=extra_roots):
                 return True
     return False
+
+
+# Readers that go through whole folders; `grep` and friends only with -r/-R.
+_RECURSIVE_READERS = frozenset({"rg", "ag", "ack", "ack-grep"})
+_GREPS = frozenset({"grep", "egrep", "fgrep", "zgrep"})
+_FIND_RUNS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+
+
+def _read_operands(cmd: SimpleCommand) -> tuple[list[Word], bool]:
+    """(the words that may name files this command prints, whether it reads folders whole)."""
+    words: list[Word] = [r.target for r in cmd.redirects if r.op in ("<", "<>") and r.target is not None]
+    if not cmd.words:
+        return words, False
+    name = os.path.basename(cmd.name)
+    args = list(cmd.words[1:])
+    if name == "find":
+        runs = [args[i + 1] for i, w in enumerate(args[:-1]) if w.text in _FIND_RUNS]
+        if any(os.path.basename(r.text) in CONTENT_READERS or r.text in ("sh", "bash") for r in runs):
+            starts = []
+            for w in args:
+                if w.text.startswith(("-", "(", "!")):
+                    break
+                starts.append(w)
+            return words + (starts or [Word(".", ".")]), True
+        return words, False
+    if name not in CONTENT_READERS and name not in _RECURSIVE_READERS:
+        return words, False
+    searcher = name in _GREPS or name in _RECURSIVE_READERS
+    if name == "git":
+        if not (args and args[0].text == "grep"):
+            return words + [w for w in args if not w.text.startswith("-")], False
+        args, searcher = args[1:], True
+    recursive = name in _RECURSIVE_READERS or cmd.open_args or name == "git"
+    if name in _GREPS:
+        recursive = recursive or any(w.text in ("--recursive", "--dereference-recursive")
+                                     or (w.text.startswith("-") and not w.text.startswith("--")
+                                         and ("r" in w.text or "R" in w.text))
+                                     or w.text.startswith("--directories=recurse") for w in args)
+    positionals: list[Word] = []
+    pattern_given = False
+    for w in args:
+        if w.text.startswith("-") and "=" in w.text:
+            value = w.text.split("=", 1)[1]
+            pattern_given = pattern_given or w.text.startswith(("--regexp=", "--file="))
+            words.append(Word(value, value, glob=w.glob))
+        elif w.text.startswith("-") and w.text != "-":
+            pattern_given = pattern_given or w.text in ("-e", "-f", "--regexp", "--file")
+        else:
+            positionals.append(w)
+    if searcher and not pattern_given and positionals:
+        positionals = positionals[1:]  # the pattern
+    words += positionals
+    if recursive and not positionals:
+        words.append(Word(".", "."))  # with no folder named, they read the current one
+    return words, recursive
+
+
+class _Scan:
+    """A bounded look through the file system for secret files."""
+
+    def __init__(self, workspace: Path, patterns: tuple[str, ...], max_entries: int, max_secs: float) -> None:
+        self.workspace = workspace
+        self.patterns = patterns
+        self.left = max_entries
+        self.max_entries = max_entries
+        self.max_secs = max_secs
+        self.deadline = time.monotonic() + max_secs
+        # One compiled test for every name: folders of tens of thousands of files are common.
+        self.names = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
+
+    def spent(self) -> str:
+        self.left -= 1
+        if self.left < 0:
+            return f"more than {self.max_entries} files to check for secret files (secret_scan_entries)"
+        if time.monotonic() > self.deadline:
+            return f"files that took over {self.max_secs:g}s to check for secret files (secret_scan_secs)"
+        return ""
+
+    def secret(self, path: str) -> bool:
+        if self.names.match(os.path.basename(path.rstrip("/"))):
+            return True
+        return os.path.islink(path) and bool(self.names.match(os.path.basename(os.path.realpath(path))))
+
+    def check(self, path: str, recursive: bool) -> str:
+        if too_much := self.spent():
+            return too_much
+        if self.secret(path):
+            return subject_of(self.workspace, os.path.realpath(path))
+        if not recursive or not os.path.isdir(path):
+            return ""
+        # Links are followed (grep -R and rg -L do; a loop only runs the budget down).
+        for root, dirs, files in os.walk(os.path.realpath(path), followlinks=True):
+            dirs[:] = [d for d in dirs if d != ".git"]  # git's own store holds no named secrets
+            for name in (*files, *dirs):
+                if too_much := self.spent():
+                    return too_much
+                if self.names.match(name) or self.secret(os.path.join(root, name)):
+                    return subject_of(self.workspace, os.path.realpath(os.path.join(root, name)))
+        return ""
+
+
+def command_secret(command: str, workspace: Path, *, cwd: Path | None = None,
+                   patterns: tuple[str, ...] | list[str] = (), max_entries: int = 20_000,
+                   max_secs: float = 1.0) -> str:
+    """A secret file (workspace-relative when inside it) the command line would print:
+    named through a symlink, matched by a glob, or inside a folder read whole (`grep -r`,
+    `rg`, `find -exec cat`, `xargs cat`); or why that could not be checked within the
+    bounds. "" when none. Names themselves are checked without the file system by
+    `permissions.reads_secret`."""
+    patterns = tuple(patterns)
+    if not patterns:
+        return ""
+    try:
+        commands = split(command)
+    except ParseError:
+        return ""  # asked anyway
+    scan = _Scan(workspace, patterns, max_entries, max_secs)
+    cdpath = "CDPATH" in os.environ or "CDPATH" in command
+    base: Path | None = cwd or workspace
+    for cmd in commands:
+        if cmd.name in ("cd", "pushd", "popd"):
+            base = _cd(cmd, base, cdpath)
+            continue
+        words, recursive = _read_operands(cmd)
+        for w in words:
+            if w.dynamic:
+                continue  # not known here: the command analysis asks for dynamic reads
+            if (base is None and not os.path.isabs(os.path.expanduser(w.text))) \
+                    or (w.tilde and not (w.text == "~" or w.text.startswith("~/"))):
+                return "files in a folder known only at run time"  # after `cd $X`, `cd -`, `popd`; `~+`
+            root = str(base) if base is not None else str(workspace)
+            if w.glob:
+                try:  # lazily, and no more names than the look may check
+                    matches = list(itertools.islice(globlib.iglob(os.path.expanduser(w.text), root_dir=root),
+                                                    max_entries + 1))
+                except (OSError, ValueError):
+                    matches = []
+                paths = [os.path.join(root, m) for m in matches]
+            else:
+                paths = [os.path.join(root, os.path.expanduser(w.text))]
+            for path in paths:
+                if not os.path.lexists(path):
+                    continue
+                if found := scan.check(path, recursive):
+                    return found
+    return ""

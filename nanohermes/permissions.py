@@ -18,6 +18,14 @@ folders, a pattern without `/` matches the file name at any depth), checked agai
 path the call touches; `domain:host` for host tools, compared in canonical form; a name
 prefix `mcp__server` for MCP tools. Modes block by effect, never by name: plan blocks every
 tool that writes or runs, debug every tool that writes.
+
+Commands fail closed: a line the shell analysis cannot follow exactly (see shellparse) is
+asked every time, and refused when nobody will be asked and a deny rule applies; deny and
+ask rules see through git's global options; the built-in read-only list checks each
+program's arguments the way the program parses them; "always" learns the exact line for
+programs whose arguments run code. Facts that need the file system (protected paths,
+secret files reached through links, globs and folders) are computed by pathrules and
+passed in on the `Target`.
 """
 
 from __future__ import annotations
@@ -26,12 +34,12 @@ import fnmatch
 import os
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Literal
 
 from nanohermes.hosts import canonical_host, canonical_ip, host_matches
-from nanohermes.shellparse import ParseError, SimpleCommand, split
+from nanohermes.shellparse import ParseError, SimpleCommand, Word, split
 
 Decision = Literal["allow", "ask", "deny"]
 # What a tool's arguments name: a file path, a command line, a web host, an MCP server's tool, nothing.
@@ -70,6 +78,9 @@ class Target:
     paths: tuple[Path, ...] = ()  # the resolved path of each of `raw`, for the tool to use
     cwd: Path | None = None  # a command's directory
     addresses: tuple[str, ...] = ()  # what a host resolves to, canonical
+    # For a command: a secret file it would print, found through the file system (a link, a
+    # glob, a folder read whole), or why that could not be checked; "" when none.
+    secret_read: str = ""
 
     @property
     def read_only(self) -> bool:
@@ -302,33 +313,64 @@ _SED_CMD = re.compile(
     r"""(?:[pdqQ=nNgGhHxl]|s(?P<d>[^\w\s\\])(?:(?!(?P=d))[^\\]|\\.)*(?P=d)(?:(?!(?P=d))[^\\]|\\.)*(?P=d)[gpiImM0-9]*)?\s*$""",
     re.S,
 )
+# sed's options: -> takes a value? (-i, -f, --in-place, --file and unknown ones end the check)
+_SED_SHORT = {"n": False, "E": False, "r": False, "s": False, "u": False, "z": False, "b": False,
+              "e": True, "l": True}
+_SED_LONG = {"--quiet": False, "--silent": False, "--regexp-extended": False, "--separate": False,
+             "--unbuffered": False, "--null-data": False, "--posix": False, "--debug": False, "--sandbox": False,
+             "--binary": False, "--follow-symlinks": False, "--expression": True, "--line-length": True}
 
 
 def _sed(args: tuple[str, ...]) -> bool:
-    """sed without -i and with a script of only printing commands (no w, e, or r file)."""
+    """sed without -i or a script file, and with a script of only printing commands (no w,
+    W, e, r, R). Options are parsed as sed parses them: `-l 9` takes 9, `-ne p` takes p."""
     scripts: list[str] = []
-    i = 0
     explicit = False
+    i = 0
     while i < len(args):
         a = args[i]
-        if a in ("-i", "--in-place") or a.startswith("--in-place") or (a.startswith("-") and not a.startswith("--")
-                                                                            and "i" in a[1:] and a[1:2] != "e"):
-            return False
-        if a in ("-e", "--expression"):
-            if i + 1 >= len(args):
-                return False
-            scripts.append(args[i + 1])
-            explicit = True
-            i += 2
-            continue
-        if a.startswith("--expression="):
-            scripts.append(a.split("=", 1)[1])
-            explicit = True
-        elif a in ("-f", "--file") or a.startswith("--file="):
-            return False  # a script from a file: not readable here
-        elif not a.startswith("-") and not explicit and not scripts:
-            scripts.append(a)
         i += 1
+        if a == "--":
+            if not explicit and i < len(args):
+                scripts.append(args[i])
+            break
+        if a.startswith("--"):
+            name, eq, value = a.partition("=")
+            if name not in _SED_LONG:
+                return False  # --in-place, --file and anything unknown
+            if _SED_LONG[name]:
+                if not eq:
+                    if i >= len(args):
+                        return False
+                    value = args[i]
+                    i += 1
+                if name == "--expression":
+                    scripts.append(value)
+                    explicit = True
+            continue
+        if a.startswith("-") and a != "-":
+            j = 1
+            while j < len(a):
+                c = a[j]
+                if c not in _SED_SHORT:
+                    return False  # -i, -f and anything unknown
+                if _SED_SHORT[c]:
+                    value = a[j + 1:]
+                    if not value:
+                        if i >= len(args):
+                            return False
+                        value = args[i]
+                        i += 1
+                    if c == "e":
+                        scripts.append(value)
+                        explicit = True
+                    break
+                j += 1
+            continue
+        if not explicit and not scripts:
+            scripts.append(a)  # the first operand is the script
+    if not scripts:
+        return False
     return all(all(_SED_CMD.match(part) for part in re.split(r"[;\n]", s)) for s in scripts)
 
 
@@ -336,48 +378,98 @@ _GIT_READ = frozenset({"status", "log", "diff", "show", "blame", "shortlog", "de
                        "ls-files", "ls-tree", "cat-file", "grep", "merge-base", "name-rev", "count-objects",
                        "whatchanged", "version", "check-ignore", "for-each-ref", "show-ref", "reflog",
                        "branch", "tag", "remote", "stash"})
-_GIT_GLOBAL_VALUE = frozenset({"-C"})
-_GIT_GLOBAL_FLAGS = frozenset({"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--bare",
-                               "--no-replace-objects", "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs"})
+# Global options before git's subcommand. The harmless ones change only output and pathspec
+# reading; every other one points git at another repository, config or program, so a line
+# using one is unanalysable (deny and ask rules still see through them).
+_GIT_HARMLESS = frozenset({"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--glob-pathspecs",
+                           "--noglob-pathspecs", "--icase-pathspecs", "--no-replace-objects", "--no-advice",
+                           "--no-lazy-fetch"})
+_GIT_GLOBAL_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env",
+                               "--super-prefix", "--exec-path", "--list-cmds", "--attr-source"})
+
+
+def git_globals(argv: tuple[str, ...]) -> tuple[list[str], int]:
+    """(git's global options, the index of its subcommand) for argv[0] == git; the index is
+    len(argv) when there is no subcommand."""
+    opts: list[str] = []
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if not a.startswith("-") or a == "-":
+            break
+        opts.append(a)
+        name = a.split("=", 1)[0]
+        # `--exec-path` alone prints a path; with `=` it sets one, like the others' `=` form.
+        takes_next = name in _GIT_GLOBAL_VALUE and "=" not in a and name not in ("--exec-path", "--list-cmds")
+        i += 2 if takes_next else 1
+    return opts, i
+
+
 _LISTING_VALUE_OPTS = ("--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "--sort", "--format")
 
 
+_AWK_VALUE = frozenset({"-F", "-v", "--field-separator", "--assign"})
+_AWK_FLAGS = frozenset({"-b", "--characters-as-bytes", "-c", "--traditional", "-P", "--posix", "-r", "--re-interval",
+                        "-S", "--sandbox", "-N", "--use-lc-numeric", "-s", "--no-optimize", "-C", "--copyright",
+                        "-V", "--version", "-h", "--help", "-n", "--non-decimal-data"})
+_AWK_RISKY = re.compile(r"system|getline|close|fflush|[|>@]|ENVIRON|PROCINFO|\bextension\b")
+
+
 def _awk(args: tuple[str, ...]) -> bool:
-    """awk with an inline program that cannot run commands or write files."""
-    program = None
+    """awk with inline programs that cannot run commands, write files or load code; options
+    outside a short list (`-f`, `-i`, `-l`, `-o`, `-p`, `-d`, `-W` ...) end the check."""
+    programs: list[str] = []
     i = 0
     while i < len(args):
         a = args[i]
-        if a in ("-f", "--file", "-i", "--include", "-E", "--exec", "-l", "--load") or a.startswith(("--file=", "-f")):
-            return False
-        if a in ("-F", "-v", "--assign", "--field-separator"):
-            i += 2
-            continue
-        if not a.startswith("-") or a == "-":
-            program = a
+        if a == "--":
+            i += 1
             break
-        i += 1
-    return program is not None and not re.search(r"system|getline|[|>]|close|fflush|printf?\s*>", program)
+        if not a.startswith("-") or a == "-":
+            break
+        name = a.split("=", 1)[0]
+        if name in _AWK_VALUE:
+            i += 1 if "=" in a else 2
+            continue
+        if a[:2] in ("-F", "-v") and len(a) > 2:
+            i += 1
+            continue
+        if name in ("-e", "--source"):
+            if "=" in a:
+                programs.append(a.split("=", 1)[1])
+                i += 1
+            elif i + 1 < len(args):
+                programs.append(args[i + 1])
+                i += 2
+            else:
+                return False
+            continue
+        if a in _AWK_FLAGS:
+            i += 1
+            continue
+        return False
+    if not programs:
+        if i >= len(args):
+            return False
+        programs.append(args[i])
+    return all(not _AWK_RISKY.search(p) for p in programs)
 
 
 def _git(args: tuple[str, ...]) -> bool:
-    """git status|log|diff|show|branch|... without -c, --output, external diff or pager options."""
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if a in _GIT_GLOBAL_VALUE:
-            i += 2
-            continue
-        if a in _GIT_GLOBAL_FLAGS or a.startswith(("--git-dir=", "--work-tree=")):
-            i += 1
-            continue
-        break  # -c, --config-env, --exec-path, -p/--paginate and anything unknown end here
+    """git status|log|diff|show|branch|... without global options other than the harmless
+    ones (-C, -c, --git-dir, --exec-path ... point git at other config and programs), and
+    without --output, external diff or pager options."""
+    opts, i = git_globals(("git", *args))
+    if any(o not in _GIT_HARMLESS for o in opts):
+        return False
+    i -= 1
     if i >= len(args) or args[i] not in _GIT_READ:
         return False
     sub, rest = args[i], args[i + 1:]
     for a in rest:
-        if a.split("=", 1)[0] in ("--output", "--ext-diff", "--open-files-in-pager", "--exec") or a == "-O" \
-                or (a.startswith("-O") and sub == "grep"):
+        if a.split("=", 1)[0] in ("--output", "--ext-diff", "--open-files-in-pager", "--exec", "--textconv",
+                                  "--upload-pack", "--receive-pack", "--config-env") or a == "-O" \
+                or (a.startswith("-O") and sub == "grep") or a.startswith("--output"):
             return False
     if sub in ("branch", "tag"):
         listing = {"-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose", "--list", "-l", "--show-current",
@@ -412,14 +504,18 @@ READ_ONLY_COMMANDS: dict[str, Callable[[tuple[str, ...]], bool]] = {
         "id", "uname", "basename", "dirname", "realpath", "readlink", "stat", "du", "df", "cut", "tr", "nl", "tac",
         "rev", "comm", "cmp", "diff", "column", "seq", "grep", "egrep", "fgrep", "jq", "cd", "type", "strings",
         "od", "hexdump", "md5sum", "sha1sum", "sha256sum", "sha512sum", "cksum", "base64", "sleep",
-        "ps", "tee",  # tee's files are writes, checked like redirections
+        "tee",  # tee's files are writes, checked like redirections
+        "[[", "wait", ":",  # their risky forms are marked by the shell analysis
     )},
+    "set": lambda a: bool(a) and a[0][:1] in ("-", "+"),
+    # BSD-style `e` shows every process's environment (nanohermes's keys among them).
+    "ps": lambda a: not any("e" in x for x in a if not x.startswith("-")),  # options only: `set` alone prints every variable
     "date": _no("-s", "--set"),
     "hostname": lambda a: not any(not x.startswith("-") for x in a),
     "file": _no("-C", "--compile"),
     "tree": _no("-o", "-R"),
     "find": _no("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"),
-    "rg": _no("--pre", "--pre-glob"),
+    "rg": _no("--pre", "--pre-glob", "--hostname-bin"),  # each runs a program
     "sort": lambda a: _no("-o", "--output", "--compress-program")(a),
     "uniq": lambda a: _positionals(a, 1, f=True, s=True, w=True, **{"skip-fields": True}),
     "xxd": lambda a: _no("-r", "--revert")(a) and _positionals(a, 1, c=True, g=True, l=True, s=True, o=True),
@@ -434,45 +530,117 @@ CONTENT_READERS = frozenset({
     "comm", "cmp", "diff", "od", "hexdump", "xxd", "strings", "base64", "jq", "git", "less", "more", "awk", "cp",
     "scp", "curl", "tee", "source", ".", "python", "python3", "node",
 })
-# Their dynamic arguments cannot change what they do beyond printing.
+# Their dynamic arguments cannot change what they do beyond printing (printf and test are
+# also checked by the shell analysis, which marks their risky forms unmodelled).
 DYNAMIC_OK = frozenset({"echo", "printf", "cd", "test", "[", "true", "false", "sleep"})
-# Assignments that change which program runs or what it loads.
+# Assignments that change which program runs, what it loads or which config it reads.
 _DANGEROUS_VARS = frozenset({"PATH", "BASH_ENV", "ENV", "IFS", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND",
-                             "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "NODE_OPTIONS", "PERL5OPT", "PERL5LIB",
-                             "RUBYOPT", "RUBYLIB", "PAGER", "EDITOR", "VISUAL", "MANPAGER", "LESSOPEN", "HOME",
-                             "ZDOTDIR", "TMPDIR"})
+                             "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONBREAKPOINT", "NODE_OPTIONS",
+                             "NODE_PATH", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "PAGER",
+                             "EDITOR", "VISUAL", "MANPAGER", "LESSOPEN", "LESSCLOSE", "HOME", "ZDOTDIR", "TMPDIR",
+                             "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "GCONV_PATH",
+                             "GLIBC_TUNABLES", "LOCPATH", "NLSPATH", "RIPGREP_CONFIG_PATH", "AWKPATH", "AWKLIBPATH",
+                             "CDPATH", "GREP_OPTIONS", "TAR_OPTIONS", "RSYNC_RSH", "SSH_ASKPASS", "SHELL", "BROWSER",
+                             "MAKEFLAGS", "CC", "CXX", "RUSTC_WRAPPER", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",
+                             "TERMINFO", "BASH_COMPAT", "GLOBIGNORE", "EXECIGNORE", "BASH_LOADABLES_PATH"})
+# The only assignments a built-in read-only command may carry: locale and output settings.
+_HARMLESS_VARS = frozenset({"LANG", "LANGUAGE", "TZ", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE",
+                            "COLUMNS", "LINES", "TERM", "GREP_COLOR", "GREP_COLORS", "LS_COLORS", "TIME_STYLE",
+                            "QUOTING_STYLE", "BLOCK_SIZE", "DF_BLOCK_SIZE", "DU_BLOCK_SIZE"})
+
+
+def _var(assign: str) -> str:
+    return assign.split("=", 1)[0].rstrip("+").split("[", 1)[0]
 
 
 def _dangerous_assign(assign: str) -> bool:
-    name = assign.split("=", 1)[0].rstrip("+").split("[", 1)[0]
-    return name in _DANGEROUS_VARS or name.startswith(("LD_", "DYLD_", "GIT_", "BASH_FUNC_"))
+    name = _var(assign)
+    return name in _DANGEROUS_VARS or name.startswith(("LD_", "DYLD_", "GIT_", "BASH_FUNC_", "npm_config_",
+                                                       "NPM_CONFIG_", "PIP_", "UV_", "CARGO_"))
+
+
+def _harmless_assign(assign: str) -> bool:
+    name = _var(assign)
+    return name in _HARMLESS_VARS or name.startswith("LC_")
+
+
+def _uncertain(w: Word) -> bool:
+    """A word whose final form is known only at run time: expansions, globs, braces."""
+    return w.dynamic or w.glob or w.brace
 
 
 def is_read_only(cmd: SimpleCommand) -> bool:
     """In the built-in read-only list, with safe arguments? Ignores redirections (see writes)."""
+    if cmd.unmodelled:
+        return False
     if not cmd.words:
         return not any(_dangerous_assign(a) for a in cmd.assigns)
     head = cmd.words[0]
     if head.dynamic or "/" in head.text:
         return False  # ./sed, /bin/ls or $CMD never counts as the built-in
     check = READ_ONLY_COMMANDS.get(head.text)
-    if check is None or any(_dangerous_assign(a) for a in cmd.assigns):
+    if check is None or not all(_harmless_assign(a) for a in cmd.assigns):
         return False
     if cmd.open_args and check is not _plain:
         return False  # xargs appends arguments: option checks cannot see them
-    if any(w.dynamic for w in cmd.words[1:]) and head.text not in DYNAMIC_OK \
-            and (check is not _plain or head.text in CONTENT_READERS):
-        return False  # a run-time value could be a risky option, or a secret file's name
+    if head.text not in DYNAMIC_OK and any(_uncertain(w) if check is not _plain else
+                                           (w.dynamic and head.text in CONTENT_READERS) for w in cmd.words[1:]):
+        # A run-time value or a file a glob matches could be a risky option (a file named
+        # `--pre=x`), or a secret file's name (globs are checked against the list).
+        return False
     return check(cmd.argv[1:])
 
 
+def unanalysable(cmd: SimpleCommand) -> str:
+    """Why what this simple command does is not modelled exactly, or "": the shell analysis's
+    own verdict, and git pointed elsewhere by a global option."""
+    if cmd.unmodelled:
+        return cmd.unmodelled
+    if cmd.words and posixpath.basename(cmd.name) == "git":
+        opts, i = git_globals(cmd.argv)
+        risky = [o for o in opts if o not in _GIT_HARMLESS]
+        if risky:
+            return f"the git global option {risky[0]} before the subcommand is not analysed"
+        rest = cmd.argv[i:]
+        if rest[:2] in (("submodule", "foreach"), ("bisect", "run")) or rest[:1] == ("filter-branch",) \
+                or (rest[:1] in (("rebase",), ("difftool",), ("mergetool",))
+                    and any(a in ("-x", "--exec", "--extcmd", "-t", "--tool") or a.startswith(("--exec=", "--extcmd=",
+                                                                                              "--tool="))
+                            for a in rest[1:])):
+            return f"`git {' '.join(rest[:2])}` runs commands it is given; it is not analysed"
+    return ""
+
+
+_ENVIRON = re.compile(r"/proc/[^/]+/(?:task/[^/]+/)?environ\Z")
+
+
+def _environ(w: Word | None) -> bool:
+    """A process's environment (nanohermes's own holds its keys), by any spelling or glob."""
+    if w is None:
+        return False
+    return bool(_ENVIRON.search(w.text)) or (w.glob and fnmatch.fnmatchcase("/proc/1/environ", w.text))
+
+
 def reads_secret(cmd: SimpleCommand, patterns: tuple[str, ...]) -> bool:
-    """Would the command print the contents of a file on the secret list?"""
+    """Would the command print the contents of a file on the secret list, or a process's
+    environment?"""
+    if any(_environ(r.target) for r in cmd.redirects if r.op in ("<", "<>")) \
+            or (cmd.words and posixpath.basename(cmd.name) in CONTENT_READERS and any(map(_environ, cmd.words[1:]))):
+        return True
     if not patterns:
         return False
     for r in cmd.redirects:
         if r.op in ("<", "<>") and r.target is not None and is_secret(r.target.text, patterns, glob=r.target.glob):
             return True
+    for i, w in enumerate(cmd.words):
+        # A list of file names read from a file: the names, that is the contents, are printed
+        # in error messages (`du --files0-from=.env`).
+        if w.text.startswith("--files0-from="):
+            if is_secret(w.text.split("=", 1)[1], patterns, glob=w.glob):
+                return True
+        elif w.text == "--files0-from" and i + 1 < len(cmd.words):
+            if is_secret(cmd.words[i + 1].text, patterns, glob=cmd.words[i + 1].glob):
+                return True
     if not cmd.words or posixpath.basename(cmd.words[0].text) not in CONTENT_READERS:
         return False
     for w in cmd.words[1:]:
@@ -493,54 +661,85 @@ _INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "perl", "php", "
 _SUBWORD = re.compile(r"[a-z][a-z0-9]*(?:[-_:][a-z0-9]+)*")
 
 
+# Programs whose arguments can run code or write files in ways a prefix rule would not
+# bound (sed scripts and -i, awk programs, find -exec, xargs, env, interpreters' flags, ...):
+# "always" learns the exact command line.
+_EXACT_LEARN = frozenset({"sed", "gsed", "awk", "gawk", "mawk", "nawk", "find", "xargs", "env", "perl", "ruby", "php",
+                          "lua", "tclsh", "expect", "tar", "rsync", "ssh", "scp", "sftp", "zip", "less", "more",
+                          "vi", "vim", "nvim", "emacs", "nano", "man", "dd", "tee", "parallel", "watch", "rg",
+                          "osascript", "timeout", "nice", "nohup", "stdbuf", "command", "builtin", "time",
+                          "sort", "git"})
+
+
+def _exact_only(cmd: SimpleCommand) -> bool:
+    base = posixpath.basename(cmd.name)
+    if base == "git":
+        # git's subcommands are learned as a prefix, unless a global option (or -c) points
+        # git at other config and programs, or an option runs something.
+        opts, _ = git_globals(cmd.argv)
+        return bool(opts) or any(a.startswith(("--exec", "--upload-pack", "--receive-pack", "--ext-diff",
+                                               "--textconv", "--config", "--output", "--open-files-in-pager"))
+                                 for a in cmd.argv)
+    if base == "sort":
+        return any(a.startswith(("--compress-program", "-o", "--output")) for a in cmd.argv[1:])
+    return base in _EXACT_LEARN or bool(cmd.wrappers) or cmd.open_args
+
+
 def suggest_command_rule(cmd: SimpleCommand, tool_name: str = "run_command") -> Rule:
     """The narrowest useful rule for "always": the command's prefix up to its first argument
     that looks like a value (`git log *`, `rm -rf *`, `python -m pytest *`); the exact text
     when a prefix would cover arbitrary code (`python -c ...`, `sh` reading stdin, `git -C x
-    push`), a changed environment or a write."""
+    push`, sed, awk, find, xargs, env ...), a changed environment or a write. Words keep
+    their quotes as written, so the rule re-parsed matches the same command."""
     argv = cmd.argv
-    exact = Rule(tool_name, escape_pattern(_rule_text(cmd, full=bool(cmd.writes))))
-    if not argv or any(_dangerous_assign(a) for a in cmd.assigns) or cmd.writes or cmd.words[0].dynamic:
+    exact = Rule(tool_name, escape_pattern(_rule_text(cmd, full=bool(cmd.writes), raw=True,
+                                                      assigns=bool(cmd.wrappers) or _exact_only(cmd))))
+    if not argv or any(_dangerous_assign(a) for a in cmd.assigns) or cmd.writes or cmd.words[0].dynamic \
+            or unanalysable(cmd) or _exact_only(cmd):
         return exact
+    raws = [w.raw or w.text for w in cmd.words]
     name, rest = argv[0], argv[1:]
     base = posixpath.basename(name)
-    words = [name]
+    words = [raws[0]]
     if base in _INTERPRETERS:
         for i, a in enumerate(rest):
-            if a in ("-c", "-e", "--eval", "-p", "--print", "-E"):
-                return exact
+            if a.startswith("-") and a != "-m":
+                return exact  # -c, -e, -p, -I, -r ...: flags that run or load code
             if a == "-m" and i + 1 < len(rest):
-                words += ["-m", rest[i + 1]]
+                words += ["-m", raws[i + 2]]
                 break
-            words.append(a)
-            if not a.startswith("-"):
-                break  # the script
+            words.append(raws[i + 1])
+            break  # the script
         else:
             return exact  # no script: it would run whatever comes on stdin
     elif base in _SUBCOMMAND_TOOLS:
-        for a in rest:
-            if len(words) >= 3 or not _SUBWORD.fullmatch(a):
+        for i, a in enumerate(rest):
+            if len(words) >= 3 or not _SUBWORD.fullmatch(a) or raws[i + 1] != a:
                 break
             words.append(a)
         if len(words) == 1:
             return exact  # `git -C x push` or a bare `git`: a prefix would be the whole tool
     else:
-        for a in rest:
+        for i, a in enumerate(rest):
             if not a.startswith("-") or "=" in a:
                 break
-            words.append(a)
+            words.append(raws[i + 1])
     return Rule(tool_name, escape_pattern(" ".join(words)) + " *")
 
 
-def _rule_text(cmd: SimpleCommand, *, full: bool = False, basename: bool = False) -> str:
-    """The text allow rules see: dangerous assignments stay in front (a rule for `git log`
-    must not cover `GIT_PAGER=x git log`); `full` adds every assignment and redirection."""
-    words = list(cmd.argv)
+def _rule_text(cmd: SimpleCommand, *, full: bool = False, basename: bool = False, raw: bool = False,
+               assigns: bool = False) -> str:
+    """The text rules see: dangerous assignments stay in front (a rule for `git log` must not
+    cover `GIT_PAGER=x git log`); `full` adds every assignment and redirection; `raw` keeps
+    the words as written, quotes included (allow rules match that, so `sed -i '1e x' f` and
+    `sed -i 1e x f` are different commands to them)."""
+    words = [w.raw or w.text for w in cmd.words] if raw else list(cmd.argv)
     if basename and words:
         words[0] = posixpath.basename(words[0])
-    assigns = [a for a in cmd.assigns if full or _dangerous_assign(a)]
-    redirs = [f"{r.fd}{r.op} {r.target.text}" for r in cmd.redirects if full and r.target is not None and r.writes_file]
-    return " ".join([*assigns, *words, *redirs])
+    kept = [a for a in cmd.assigns if full or assigns or _dangerous_assign(a)]
+    redirs = [f"{r.fd}{r.op} {(r.target.raw or r.target.text) if raw else r.target.text}"
+              for r in cmd.redirects if full and r.target is not None and r.writes_file]
+    return " ".join([*kept, *words, *redirs])
 
 
 def _allow_matches(rule: Rule, cmd: SimpleCommand) -> bool:
@@ -548,19 +747,68 @@ def _allow_matches(rule: Rule, cmd: SimpleCommand) -> bool:
         return False  # $CMD args: the program is only known at run time
     pattern = rule.pattern or "*"
     if ">" in pattern:  # a rule that spells a redirection is matched with it
-        return match_command_text(pattern, _rule_text(cmd, full=True))
-    return match_command_text(pattern, _rule_text(cmd))
+        return match_command_text(pattern, _rule_text(cmd, full=True, raw=True))
+    # Harmless assignments may be left out of a rule, or spelled in it (exact learned rules).
+    return match_command_text(pattern, _rule_text(cmd, raw=True)) \
+        or match_command_text(pattern, _rule_text(cmd, raw=True, assigns=True))
+
+
+def _seen_through(cmd: SimpleCommand) -> list[SimpleCommand]:
+    """The command, and for git the same command without its global options (`git -C . -c
+    k=v --no-pager push` is `git push` to a deny rule)."""
+    out = [cmd]
+    if cmd.words and posixpath.basename(cmd.name) == "git":
+        opts, i = git_globals(cmd.argv)
+        if opts and i < len(cmd.words):
+            out.append(replace(cmd, words=(cmd.words[0], *cmd.words[i:])))
+    return out
 
 
 def _deny_matches(rule: Rule, cmd: SimpleCommand) -> bool:
     """Deny and ask rules catch a command however it is spelled: /bin/rm as rm, with its
     assignments or redirections or without them, its short options grouped or apart and in
-    any order."""
+    any order, git with or without global options, quoted or not."""
     if rule.pattern is None:
         return True
-    texts = {cmd.text, _rule_text(cmd), _rule_text(cmd, full=True), _rule_text(cmd, basename=True),
-             " ".join([posixpath.basename(cmd.name), *cmd.argv[1:]])}
-    return any(match_command_text(rule.pattern, t) for t in texts if t) or _options_match(rule.pattern, cmd.argv)
+    for c in _seen_through(cmd):
+        texts = {c.text, _rule_text(c), _rule_text(c, full=True), _rule_text(c, basename=True),
+                 _rule_text(c, raw=True), " ".join([posixpath.basename(c.name), *c.argv[1:]])}
+        if any(match_command_text(rule.pattern, t) for t in texts if t) or _options_match(rule.pattern, c.argv):
+            return True
+    return False
+
+
+def _could_match(rule: Rule, cmd: SimpleCommand) -> bool:
+    """Could the pattern match once the command's expansions, globs and appended arguments
+    are known? (`git pus[h]`, `git $SUB`, `xargs git`, `rm *` against `rm -rf *`.)"""
+    if rule.pattern is None:
+        return False
+    pwords = rule.pattern.split()
+    star = len(pwords) > 1 and pwords[-1] == "*"
+    if star:
+        pwords = pwords[:-1]
+    for c in _seen_through(cmd):
+        words = c.words
+        if not words or not (c.open_args or any(_uncertain(w) for w in words[1:])):
+            continue
+        if not (fnmatch.fnmatchcase(c.name, pwords[0]) or fnmatch.fnmatchcase(posixpath.basename(c.name), pwords[0])):
+            continue
+        if any(p.startswith("-") for p in pwords[1:]):
+            return True  # options may come anywhere: an unknown word could be one
+        for i, p in enumerate(pwords[1:], 1):
+            if i >= len(words):
+                if c.open_args or any(_uncertain(w) for w in words[1:]):
+                    return True
+                break
+            if _uncertain(words[i]):
+                return True
+            if not fnmatch.fnmatchcase(words[i].text, p):
+                break
+        else:
+            rest = words[len(pwords):]
+            if not star and (c.open_args or (rest and all(w.splits for w in rest))):
+                return True  # `$EMPTY` expands to no word at all
+    return False
 
 
 _SHORT_GROUP = re.compile(r"-[A-Za-z]+")
@@ -616,6 +864,10 @@ class Policy:
     ask: tuple[Rule, ...] = ()
     deny: tuple[Rule, ...] = ()
     secret_files: tuple[str, ...] = DEFAULT_SECRET_FILES
+    # False where the OS sandbox is unavailable: then no command runs unasked but the
+    # argument-checked built-in read-only ones written as plain words (allow rules and
+    # learned rules ask); --yes and goal mode still approve, as the person chose.
+    sandboxed: bool = True
 
 
 @dataclass(frozen=True)
@@ -648,6 +900,11 @@ def visible(policy: Policy, tool_name: str, effect: Effect = "run") -> bool:
 
 def _unattended(policy: Policy) -> bool:
     return policy.mode == "goal" or policy.auto_approve
+
+
+def unattended(policy: Policy) -> bool:
+    """Nobody is asked (goal mode, --yes): facts that only lead to a question need no look."""
+    return _unattended(policy)
 
 
 def _protected(policy: Policy) -> Verdict:
@@ -685,7 +942,8 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
     if why := blocked(policy, tool_name, target.effect):
         return Verdict("deny", why)
     if target.kind == "command" and target.subjects:
-        return _decide_command(policy, tool_name, target.subjects[0], target.protected)
+        return _decide_command(policy, tool_name, target.subjects[0], target.protected,
+                               target.secret_read)
     for rule in policy.deny:
         if _hits(rule, tool_name, target, every=False):
             return Verdict("deny", f"denied by rule {rule}")
@@ -716,56 +974,117 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
     return Verdict("ask", "edits a file" if approval == "edit" else "needs approval")
 
 
-def _decide_command(policy: Policy, tool_name: str, command: str, protected: bool) -> Verdict:
+UNANALYSABLE_HELP = ("write it as plain simple commands with every word spelled out (no eval, exec, brace "
+                     "expansion, computed names or arithmetic on variables), or leave it for a person to approve")
+
+
+def _decide_command(policy: Policy, tool_name: str, command: str, protected: bool, secret: str = "") -> Verdict:
     try:
         commands: list[SimpleCommand] | None = split(command)
         problem = ""
     except ParseError as e:
         commands, problem = None, str(e)
-    for rule in policy.deny:
-        if not rule.names(tool_name):
-            continue
+    denies = [r for r in policy.deny if r.names(tool_name)]
+    seen = commands if commands is not None else _line_by_line(command)
+    for rule in denies:
         if rule.pattern is None or match_command_text(rule.pattern, command.strip()) \
-                or any(_deny_matches(rule, c) for c in commands or ()):
+                or any(_deny_matches(rule, c) for c in seen):
             return Verdict("deny", f"denied by rule {rule}")
     if policy.mode == "plan":
         return Verdict("deny", f"{tool_name} changes things and plan mode is read-only")
-    if commands is None and _unattended(policy) and any(r.names(tool_name) for r in policy.deny):
+    if commands is not None:
+        problem = next((why for c in commands if (why := unanalysable(c))), "")
+    maybe = next((r for r in denies if any(_could_match(r, c) for c in commands or ())), None)
+    if _unattended(policy) and denies and problem:
         # Nobody will be asked, and the deny rules cannot see inside this line.
         return Verdict("deny", f"the command cannot be analysed ({problem}) and deny rules apply to {tool_name}; "
-                               "unattended runs refuse it: split it into simple commands")
+                               f"unattended runs refuse it: {UNANALYSABLE_HELP}")
+    if _unattended(policy) and maybe is not None:
+        return Verdict("deny", f"the command could match deny rule {maybe} once its globs, expansions or appended "
+                               "arguments are known; unattended runs refuse it: spell those words out")
     if protected:
         return _protected(policy)
     if _unattended(policy):
         return Verdict("allow")
-    if commands is None:
+    if problem:
         for rule in policy.ask:
             if rule.names(tool_name):
                 return Verdict("ask", f"rule {rule} asks", None)
         return Verdict("ask", f"the command cannot be analysed ({problem}), so it is asked every time", None)
+    assert commands is not None
+    if maybe is not None:
+        return Verdict("ask", f"the command could match deny rule {maybe} once its globs, expansions or appended "
+                              "arguments are known", None)
     reasons: list[str] = []
     suggest: list[Rule] = []
     remember = True
+    readers = [c for c in commands if _reads_files(c)] or commands
     for cmd in commands:
-        why, rule = _check_simple(policy, tool_name, cmd)
+        why, learn = _check_simple(policy, tool_name, cmd, secret if cmd in readers else "")
         if why:
             reasons.append(why)
-            if rule is None:
+            if learn is None:
                 remember = False
-            elif rule not in suggest:
-                suggest.append(rule)
-    if not reasons:
-        return Verdict("allow")
-    return Verdict("ask", "; ".join(reasons), tuple(suggest) if remember else None)
+            elif learn not in suggest:
+                suggest.append(learn)
+    if reasons:
+        return Verdict("ask", "; ".join(reasons), tuple(suggest) if remember else None)
+    if not policy.sandboxed and not (_plain_words(command, commands) and all(is_read_only(c) for c in commands)):
+        return Verdict("ask", "there is no OS sandbox on this system, so only the built-in read-only commands "
+                              "written as plain words run without asking", None)
+    return Verdict("allow")
 
 
-def _check_simple(policy: Policy, tool_name: str, cmd: SimpleCommand) -> tuple[str, Rule | None]:
+def _line_by_line(command: str) -> list[SimpleCommand]:
+    """For deny rules only, when the whole line cannot be analysed: the commands of each
+    physical line that can be (a line bash reads as text, not commands, only adds refusals)."""
+    out: list[SimpleCommand] = []
+    for line in command.splitlines():
+        try:
+            out += split(line)
+        except ParseError:
+            continue
+    return out
+
+
+def read_only_line(command: str, *, plain: bool = False) -> bool:
+    """Is every simple command of the line a built-in read-only one with checked arguments,
+    analysable, writing nothing? With `plain`, also one command of words and quotes only
+    (what may run unasked where there is no OS sandbox)."""
+    try:
+        commands = split(command)
+    except ParseError:
+        return False
+    if not commands or any(unanalysable(c) or c.writes or not is_read_only(c) for c in commands):
+        return False
+    return not plain or _plain_words(command, commands)
+
+
+def _reads_files(cmd: SimpleCommand) -> bool:
+    return (bool(cmd.words) and posixpath.basename(cmd.name) in (*CONTENT_READERS, "find", "xargs")) \
+        or any(r.op in ("<", "<>") for r in cmd.redirects)
+
+
+def _plain_words(command: str, commands: list[SimpleCommand]) -> bool:
+    """One simple command of words and quotes, and nothing else: no operators,
+    redirections, assignments, wrappers, expansions or globs."""
+    if len(commands) != 1:
+        return False
+    [cmd] = commands
+    if cmd.assigns or cmd.redirects or cmd.wrappers or not cmd.words \
+            or any(_uncertain(w) or w.tilde or w.splits for w in cmd.words):
+        return False
+    pattern = r"\s*" + r"[ \t]+".join(re.escape(w.raw) for w in cmd.words) + r"\s*"
+    return re.fullmatch(pattern, command) is not None
+
+
+def _check_simple(policy: Policy, tool_name: str, cmd: SimpleCommand, found_secret: str = "") -> tuple[str, Rule | None]:
     """("", None) when this simple command may run; else why not, and the rule to learn."""
-    shown = _rule_text(cmd, full=True) or "(empty command)"
+    shown = _rule_text(cmd, full=True, raw=True) or "(empty command)"
     for rule in policy.ask:
-        if rule.names(tool_name) and _deny_matches(rule, cmd):
+        if rule.names(tool_name) and (_deny_matches(rule, cmd) or _could_match(rule, cmd)):
             return f"rule {rule} asks for `{shown}`", None
-    secret = reads_secret(cmd, policy.secret_files)
+    secret = reads_secret(cmd, policy.secret_files) or bool(found_secret)
     by_rule = None
     for rule in policy.allow:
         if rule.names(tool_name) and (rule.pattern is None and not secret or rule.pattern and _allow_matches(rule, cmd)):
@@ -773,11 +1092,12 @@ def _check_simple(policy: Policy, tool_name: str, cmd: SimpleCommand) -> tuple[s
             break
     if by_rule is None and not (is_read_only(cmd) and not secret):
         if secret:
-            return f"`{shown}` reads a file on the secret-file list", Rule(tool_name, escape_pattern(shown))
+            what = found_secret or "a file on the secret-file list"
+            return f"`{shown}` reads {what} (permissions.secret_files)", Rule(tool_name, escape_pattern(shown))
         return f"`{shown}` is not allowed by a rule", suggest_command_rule(cmd, tool_name)
     if cmd.writes and policy.mode != "accept-edits":
         # A read-only allow does not cover writing a file; a rule must spell the redirection.
-        full = _rule_text(cmd, full=True)
+        full = _rule_text(cmd, full=True, raw=True)
         covered = by_rule is not None and (by_rule.pattern is None or ((">" in by_rule.pattern or cmd.name == "tee")
                                                                        and match_command_text(by_rule.pattern, full)))
         if not covered:
@@ -807,6 +1127,12 @@ def describe(policy: Policy, tools: Iterable[tuple[str, Effect]] | None = None) 
         lines.append("no allow/ask/deny rules")
     lines.append("built-in: read-only commands run without asking (" + ", ".join(sorted(READ_ONLY_COMMANDS)[:12])
                  + ", ...; with their risky options checked)")
+    lines.append("commands the analysis cannot follow exactly (eval, exec, brace expansion, computed names, ...) are "
+                 "asked every time" + ("; with deny rules, --yes and goal mode refuse them"
+                                       if any(r.names("run_command") for r in policy.deny) else ""))
+    if not policy.sandboxed:
+        lines.append("no OS sandbox: only built-in read-only commands written as plain words run without asking; "
+                     "allow and learned rules ask, and --yes / goal mode run commands unconfined")
     if policy.secret_files:
         lines.append(f"secret files, asked before reading: {', '.join(policy.secret_files)}")
     return lines
@@ -814,6 +1140,7 @@ def describe(policy: Policy, tools: Iterable[tuple[str, Effect]] | None = None) 
 
 __all__ = [
     "DEFAULT_SECRET_FILES", "Decision", "Effect", "MODE_BLOCKED_EFFECTS", "Policy", "READ_ONLY_COMMANDS", "Rule",
-    "SubjectKind", "Target", "Verdict", "blocked", "decide", "describe", "is_read_only", "is_secret", "match_path", "names_tool",
-    "rule_problem", "suggest_command_rule", "visible",
+    "SubjectKind", "Target", "Verdict", "blocked", "decide", "describe", "git_globals", "is_read_only", "is_secret",
+    "match_path", "names_tool", "read_only_line", "rule_problem", "suggest_command_rule", "unanalysable", "unattended",
+    "visible",
 ]

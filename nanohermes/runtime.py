@@ -19,7 +19,8 @@ from nanohermes.budget import Limits, clamp
 from nanohermes.config import Config
 from nanohermes.events import UI, ApprovalRequest, Notice, SandboxRefused, ToolFinished, ToolStarted
 from nanohermes.messages import Message, ToolCall
-from nanohermes.permissions import Policy, Rule, Target, blocked, decide, describe
+from nanohermes.pathrules import command_secret
+from nanohermes.permissions import Policy, Rule, Target, blocked, decide, describe, unattended
 from nanohermes.redact import redact
 from nanohermes.tools import Params, Tool, ToolContext, ToolError, ToolResult
 
@@ -225,6 +226,8 @@ class Runtime:
         except Exception as e:  # a tool whose declaration fails cannot be judged: refused, not guessed
             return (f"ERROR: {tool.name} cannot say what this call touches ({type(e).__name__}: {e}); "
                     "the call was refused"), True, None, 0.0
+        if target.kind == "command" and target.subjects and not unattended(self.policy):
+            target = replace(target, secret_read=await asyncio.to_thread(self._command_secret, target))
         ctx.target = target
         ctx.refusal = self._refusal(tool, args)
         verdict = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
@@ -299,6 +302,15 @@ class Runtime:
         text = second.text if isinstance(second, ToolResult) else second
         return (f"{text}\n\n(ran outside the sandbox, approved by the user, after the sandboxed run was refused "
                 f"{', '.join(refused)})"), waited
+    def _command_secret(self, target: Target) -> str:
+        """A secret file the command line would print through the file system (asked only
+        when someone would be asked, so goal mode does not pay for the look)."""
+        try:
+            return command_secret(target.subjects[0], self.workspace, cwd=target.cwd,
+                                  patterns=self.policy.secret_files, max_entries=self.limits.secret_scan_entries,
+                                  max_secs=self.limits.secret_scan_secs)
+        except Exception as e:  # a look that fails cannot clear the line: it is asked
+            return f"files that could not be checked for secret files ({type(e).__name__})"
 
     async def close(self) -> None:
         """End what tools keep in the session state (background tasks, ...): every value

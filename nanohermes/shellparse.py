@@ -8,9 +8,20 @@ substitution `<( )`, and the scripts of `bash -c '...'`. Quotes are respected (a
 wrappers `env`, `timeout`, `nice`, `time`, `nohup`, `stdbuf`, `command`, `xargs` are seen
 through, so a rule is matched against the command that really runs.
 
-Anything this module cannot read with certainty (case statements, function definitions,
-arithmetic commands, substitutions inside `${...}`, unbalanced quotes) raises `ParseError`;
-the caller asks the user instead of guessing. Pure: no I/O, no globals that change.
+The analysis fails closed, on two levels:
+- `ParseError`: the line's structure is not followed with certainty (case statements,
+  function definitions, arithmetic with anything but numbers, `${...}` with operators,
+  `$'...'` with escapes beyond the plain ones, backticks with backslashes, array
+  subscripts, brace expansion / globs / expansions in command position, unquoted
+  here-documents with substitutions, unbalanced quotes). The caller asks instead of guessing.
+- `SimpleCommand.unmodelled`: the structure is known (so deny rules can still look at the
+  commands) but what a command does is not modelled exactly: `exec`, `setsid`, `sudo` and
+  other runners, wrappers with options not listed here (`env -S`), a shell reading its
+  script from standard input (`bash <<< ...`, `... | sh`), builtins that evaluate text as
+  code or variable names (`eval`, `source`, `trap`, `let`, `declare`, `printf -v`,
+  `test -v`, `read` into arrays...), assignments that change how later commands resolve
+  (`PATH=...;`), brace expansion in arguments. The caller treats the line as unanalysable.
+Pure: no I/O, no globals that change.
 
 A hand-written scanner, because the one maintained Python bash parser (bashlex) is GPL
 licensed and lags bash's grammar; the subset a permission check needs is small.
@@ -34,7 +45,10 @@ class Word:
     raw: str = ""  # the source text
     expands: bool = False  # contains a parameter expansion ($X, ${X})
     substitutes: bool = False  # contains a command or process substitution
-    glob: bool = False  # contains an unquoted * ? or [
+    glob: bool = False  # contains an unquoted * ? or [...]
+    brace: bool = False  # contains an unquoted brace expansion: {a,b} or {1..3}
+    splits: bool = False  # contains an unquoted expansion: its value is split into words and globbed
+    tilde: bool = False  # starts with an unquoted ~ (bash expands ~, ~/x, ~user, ~+, ~-)
 
     @property
     def dynamic(self) -> bool:
@@ -67,6 +81,7 @@ class SimpleCommand:
     redirects: tuple[Redirect, ...] = ()
     wrappers: tuple[str, ...] = ()  # wrappers seen through, outermost first
     open_args: bool = False  # xargs appends arguments at run time
+    unmodelled: str = ""  # why what this command does is not modelled exactly ("" when it is)
 
     @property
     def argv(self) -> tuple[str, ...]:
@@ -95,6 +110,22 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 _RESERVED_SKIP = frozenset({"!", "{", "}", "if", "then", "elif", "else", "fi", "do", "done", "while", "until"})
 _UNSUPPORTED = frozenset({"case", "esac", "function", "select", "coproc"})
+_LITERAL_ARITH = re.compile(r"[0-9\s+\-*/%<>=!&|^~(),?:]*")
+_SIMPLE_BRACED = re.compile(r"\$\{(?:#?[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])\}")
+_ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v", "\\": "\\",
+                 "'": "'", '"': '"', "?": "?"}
+
+
+def _unsafe_heredoc_line(line: str) -> bool:
+    """Would bash run or evaluate something in this line of an unquoted here-document?"""
+    if "`" in line or line.endswith("\\"):
+        return True
+    for m in re.finditer(r"\$(.)", line):
+        if m.group(1) in "([":
+            return True
+        if m.group(1) == "{" and not _SIMPLE_BRACED.match(line, m.start()):
+            return True
+    return False
 
 
 class _Scanner:
@@ -162,7 +193,9 @@ class _Scanner:
     def word(self) -> Word:
         start = self.i
         out: list[str] = []
-        expands = substitutes = glob = False
+        shape: list[str] = []  # unquoted literal characters; "\x00" for anything quoted or expanded
+        expands = substitutes = glob = splits = False
+        bracket = False
         while True:
             c = self.peek()
             if c == "" or c in " \t\n;&|()":
@@ -173,39 +206,56 @@ class _Scanner:
                     self.i += 2
                     self.nested(")")
                     out.append(self.s[sub_start:self.i])
+                    shape.append("\x00")
                     continue
+                if re.fullmatch(r"\{[A-Za-z_][A-Za-z0-9_]*\}", self.s[start:self.i]):
+                    raise ParseError("a {name} redirection (a descriptor held in a variable) is not analysed")
                 break
             if c == "\\":
                 nxt = self.peek(1)
                 self.i += 2
                 if nxt != "\n":
                     out.append(nxt)
+                    shape.append("\x00")
                 continue
             if c == "'":
                 end = self.s.find("'", self.i + 1)
                 if end < 0:
                     raise ParseError("unbalanced single quote")
                 out.append(self.s[self.i + 1:end])
+                shape.append("\x00")
                 self.i = end + 1
                 continue
             if c == '"':
                 e, s = self.double_quoted(out)
                 expands, substitutes = expands or e, substitutes or s
+                shape.append("\x00")
                 continue
             if c == "`":
                 out.append(self.backticks())
-                substitutes = True
+                substitutes = splits = True
+                shape.append("\x00")
                 continue
             if c == "$":
+                quoted = self.peek(1) in ("'", '"')
                 text, e, s = self.dollar()
                 out.append(text)
                 expands, substitutes = expands or e, substitutes or s
+                splits = splits or (not quoted and (e or s))
+                shape.append("\x00")
                 continue
-            if c in "*?[":
+            if c in "*?":
+                glob = True
+            elif c == "[":
+                bracket = True
+            elif c == "]" and bracket:
                 glob = True
             out.append(c)
+            shape.append(c)
             self.i += 1
-        return Word("".join(out), self.s[start:self.i], expands, substitutes, glob)
+        raw = self.s[start:self.i]
+        brace = bool(re.search(r"\{[^{}]*(?:,|\.\.)[^{}]*\}", "".join(shape)))
+        return Word("".join(out), raw, expands, substitutes, glob, brace, splits, raw.startswith("~"))
 
     def double_quoted(self, out: list[str]) -> tuple[bool, bool]:
         self.i += 1
@@ -225,17 +275,22 @@ class _Scanner:
                 out.append(self.backticks())
                 substitutes = True
             elif c == "$":
-                text, e, s = self.dollar()
+                text, e, s = self.dollar(in_quotes=True)
                 out.append(text)
                 expands, substitutes = expands or e, substitutes or s
             else:
                 out.append(c)
                 self.i += 1
 
-    def dollar(self) -> tuple[str, bool, bool]:
+    def dollar(self, *, in_quotes: bool = False) -> tuple[str, bool, bool]:
         """At a `$`: returns (text, expands, substitutes) and moves past the expansion."""
         start = self.i
         nxt = self.peek(1)
+        if in_quotes and nxt in ("'", '"'):
+            self.i += 1  # inside "...", $' and $" are a plain dollar sign
+            return "$", False, False
+        if nxt == "[":
+            raise ParseError("arithmetic $[...] is not analysed")
         if self.startswith("$(("):
             depth, j = 0, self.i + 1
             while j < len(self.s):
@@ -249,8 +304,10 @@ class _Scanner:
             else:
                 raise ParseError("unbalanced $((")
             body = self.s[self.i:j + 1]
-            if "$(" in body[3:] or "`" in body:
-                raise ParseError("command substitution inside arithmetic is not analysed")
+            # Names in arithmetic are evaluated recursively (`x='a[$(cmd)]'; $((x))` runs cmd):
+            # only numbers and operators are followed.
+            if not body.endswith("))") or not _LITERAL_ARITH.fullmatch(body[3:-2]):
+                raise ParseError("arithmetic $((...)) with names, quotes or expansions is not analysed")
             self.i = j + 1
             return body, True, False
         if nxt == "(":
@@ -258,32 +315,13 @@ class _Scanner:
             self.nested(")")
             return self.s[start:self.i], False, True
         if nxt == "{":
-            end = self.s.find("}", self.i)
-            if end < 0:
-                raise ParseError("unbalanced ${")
-            body = self.s[self.i:end + 1]
-            if "$(" in body or "`" in body or "<(" in body or ">(" in body:
-                raise ParseError("substitution inside ${...} is not analysed")
-            self.i = end + 1
-            return body, True, False
+            m = _SIMPLE_BRACED.match(self.s, self.i)
+            if not m:
+                raise ParseError("a ${...} expansion with operators, subscripts or quotes is not analysed")
+            self.i = m.end()
+            return m.group(0), True, False
         if nxt == "'":  # ANSI-C quoting: $'...'
-            end, j = -1, self.i + 2
-            while j < len(self.s):
-                if self.s[j] == "\\":
-                    j += 2
-                    continue
-                if self.s[j] == "'":
-                    end = j
-                    break
-                j += 1
-            if end < 0:
-                raise ParseError("unbalanced $' quote")
-            body = self.s[self.i + 2:end]
-            self.i = end + 1
-            try:
-                return body.encode("latin-1", "backslashreplace").decode("unicode_escape"), False, False
-            except UnicodeDecodeError:
-                raise ParseError("unreadable $'...' escape") from None
+            return self.ansi_c()
         if nxt == '"':  # $"..." is a localised double-quoted string
             self.i += 1
             return "", False, False
@@ -297,19 +335,40 @@ class _Scanner:
         self.i += 1
         return "$", False, False
 
+    def ansi_c(self) -> tuple[str, bool, bool]:
+        """`$'...'` with only the plain escapes (\\n \\t \\' ...); hex, octal, unicode and
+        control escapes are decoded by bash in ways not followed here."""
+        out: list[str] = []
+        j = self.i + 2
+        while j < len(self.s):
+            c = self.s[j]
+            if c == "'":
+                self.i = j + 1
+                return "".join(out), False, False
+            if c == "\\":
+                esc = self.s[j + 1:j + 2]
+                if esc not in _ANSI_ESCAPES:
+                    raise ParseError(f"$'...' with the escape \\{esc} is not analysed")
+                out.append(_ANSI_ESCAPES[esc])
+                j += 2
+                continue
+            out.append(c)
+            j += 1
+        raise ParseError("unbalanced $' quote")
+
     def backticks(self) -> str:
         start = self.i
         j = self.i + 1
         inner: list[str] = []
         while j < len(self.s) and self.s[j] != "`":
-            if self.s[j] == "\\" and j + 1 < len(self.s) and self.s[j + 1] in "`\\$":
-                inner.append(self.s[j + 1])
-                j += 2
-                continue
+            if self.s[j] == "\\":  # the escaping rules inside backticks differ by context
+                raise ParseError("backslashes inside backticks are not analysed; use $(...)")
             inner.append(self.s[j])
             j += 1
         if j >= len(self.s):
             raise ParseError("unbalanced backtick")
+        if self.heredocs and "\n" in inner:
+            raise ParseError("a line break inside backticks while a here-document is pending is not analysed")
         self.i = j + 1
         sub = _Scanner("".join(inner))
         sub.parse_list(stop="")
@@ -318,9 +377,18 @@ class _Scanner:
 
     def nested(self, stop: str) -> None:
         """Parse a substitution body up to its closing `)`; its commands join ours."""
+        outer, start = self.heredocs, self.i
+        self.heredocs = []
         self.parse_list(stop=stop)
         if self.token() != ("op", stop):
             raise ParseError(f"unbalanced {stop}")
+        if self.heredocs:
+            raise ParseError("a here-document opened inside ( ) or $( ) and ended after it is not analysed")
+        if outer and "\n" in self.s[start:self.i]:
+            # Where bash reads the body of a here-document opened before the ( ) then depends
+            # on the kind of nesting.
+            raise ParseError("a line break inside ( ) or $( ) while a here-document is pending is not analysed")
+        self.heredocs = outer
 
     def read_heredocs(self) -> None:
         for delim, strip, expands in self.heredocs:
@@ -330,8 +398,9 @@ class _Scanner:
                 self.i = len(self.s) if end < 0 else end + 1
                 if (line.lstrip("\t") if strip else line) == delim:
                     break
-                if expands and ("$(" in line or "`" in line):
-                    raise ParseError("command substitution inside a here-document is not analysed")
+                if expands and _unsafe_heredoc_line(line):
+                    raise ParseError("substitutions, arithmetic, ${...} operators or a trailing backslash inside "
+                                     "an unquoted here-document are not analysed")
                 if end < 0:
                     break
         self.heredocs = []
@@ -400,6 +469,8 @@ class _Scanner:
             if kind == "op":  # "(" after words: a function definition
                 raise ParseError("function definitions are not analysed")
             if kind == "redir":
+                if words and words[0].text == "[[":
+                    raise ParseError("[[ ... ]] with < or > inside is not analysed")
                 redirects.append(self.redirect(value))  # type: ignore[arg-type]
                 continue
             w: Word = value  # type: ignore[assignment]
@@ -416,6 +487,8 @@ class _Scanner:
                     self.for_header()
                     return
                 if _ASSIGN.match(w.raw) and not w.raw.startswith("="):
+                    if "[" in w.raw.split("=", 1)[0]:
+                        raise ParseError("array subscripts are evaluated as arithmetic and are not analysed")
                     assigns.append(w.text)
                     continue
             if words and words[0].text == "[[":
@@ -427,10 +500,15 @@ class _Scanner:
         if words and words[0].text == "[[" and words[-1].text != "]]":
             raise ParseError("[[ ... ]] with operators inside is not analysed")
         if words or assigns or redirects:
-            self.commands.extend(_unwrap(SimpleCommand(tuple(words), tuple(assigns), tuple(redirects))))
+            cmd = SimpleCommand(tuple(words), tuple(assigns), tuple(redirects))
+            self.commands.extend(_finish(c) for c in _unwrap(cmd))
 
     def for_header(self) -> None:
         """`for NAME in WORDS ;` — the words may hold substitutions (already collected)."""
+        kind, value = self.token()
+        if kind == "word" and isinstance(value, Word) and value.text in _SHELL_STATE_VARS:
+            raise ParseError(f"a for loop assigning {value.text} is not analysed")
+        self.back = (kind, value)
         while True:
             kind, value = self.token()
             if kind == "eof":
@@ -482,8 +560,24 @@ def _skip_options(words: list[Word], opts: dict[str, bool], *, attached: bool = 
     return []
 
 
+def _mark(cmd: SimpleCommand, why: str) -> SimpleCommand:
+    return cmd if cmd.unmodelled else replace(cmd, unmodelled=why)
+
+
+# Programs that run their arguments as a command in ways not followed here (privileges,
+# namespaces, other sessions, repeated runs): the line is unanalysable.
+_RUNNERS = frozenset({"sudo", "doas", "su", "runuser", "chroot", "unshare", "nsenter", "flock", "ionice", "chrt",
+                      "taskset", "strace", "ltrace", "watch", "script", "setpriv", "firejail", "systemd-run",
+                      "busybox", "toybox", "parallel", "fakeroot", "proot", "bwrap", "valgrind", "catchsegv",
+                      "xdg-open", "open", "osascript", "nohup.exe", "start-stop-daemon", "daemonize", "at", "batch",
+                      "crontab", "tmux", "screen", "expect", "rlwrap", "unbuffer", "cgexec", "numactl", "prlimit"})
+_EXEC_OPTS = {"-a": True, "-c": False, "-l": False}
+_SETSID_OPTS = {"-c": False, "--ctty": False, "-f": False, "--fork": False, "-w": False, "--wait": False}
+
+
 def _unwrap(cmd: SimpleCommand) -> list[SimpleCommand]:
-    """See through wrappers: `timeout 5 env X=1 nice git log` checks `git log`."""
+    """See through wrappers: `timeout 5 env X=1 nice git log` checks `git log`. A wrapper
+    with an option not listed here is not seen through, and the command is unmodelled."""
     words = list(cmd.words)
     if not words or words[0].dynamic:
         return [cmd]
@@ -492,10 +586,13 @@ def _unwrap(cmd: SimpleCommand) -> list[SimpleCommand]:
     inner: list[Word] | None
     assigns = list(cmd.assigns)
     open_args = cmd.open_args
+    why = ""
     if name == "env":
         inner = _skip_options(rest, _ENV_OPTS)
         if inner is not None:
             while inner and _ASSIGN.match(inner[0].raw):
+                if "[" in inner[0].raw.split("=", 1)[0]:
+                    raise ParseError("array subscripts are evaluated as arithmetic and are not analysed")
                 assigns.append(inner[0].text)
                 inner = inner[1:]
     elif name == "timeout":
@@ -511,47 +608,97 @@ def _unwrap(cmd: SimpleCommand) -> list[SimpleCommand]:
         if any(w.text in ("-v", "-V") for w in rest[:1]):
             return [cmd]  # a lookup, not a run
         inner = _skip_options(rest, {"-p": False})
+    elif name == "exec":
+        # Replaces the shell; with only redirections it rewires every later command's output.
+        inner, why = _skip_options(rest, _EXEC_OPTS), "`exec` is not analysed"
+        if inner is not None and not inner:
+            return [_mark(cmd, why)]
+    elif name == "setsid":
+        # A new session outlives the command's process group.
+        inner, why = _skip_options(rest, _SETSID_OPTS), "`setsid` is not analysed"
     elif name == "xargs":
         inner = _skip_options(rest, _XARGS_OPTS)
         if inner is not None and not inner:
             inner = [Word("echo", "echo")]
+        if any(w.text in ("-I", "-i") or w.text.startswith(("-I", "--replace")) for w in rest):
+            why = "`xargs -I` places its input anywhere in the command; it is not analysed"
         open_args = True
+        # `xargs -a FILE` reads the arguments from FILE: seen as the command's input, so a
+        # secret file read that way is still a read.
+        for j, w in enumerate(rest[:len(rest) - len(inner or [])]):
+            if w.text in ("-a", "--arg-file") and j + 1 < len(rest):
+                cmd = replace(cmd, redirects=(*cmd.redirects, Redirect("<", "", rest[j + 1])))
+            elif w.text.startswith("--arg-file=") or (w.text.startswith("-a") and len(w.text) > 2):
+                value = w.text.split("=", 1)[1] if "=" in w.text else w.text[2:]
+                cmd = replace(cmd, redirects=(*cmd.redirects, Redirect("<", "", Word(value, value))))
     elif name in _SHELLS:
-        return _shell_c(cmd, rest)
+        return [_mark(c, why) if why else c for c in _shell_c(cmd, rest)]
     elif name == "eval":
         if any(w.dynamic for w in rest):
             raise ParseError("eval of text built at run time is not analysed")
-        return _script(cmd, " ".join(w.text for w in rest))
+        return [_mark(c, "`eval` runs text as code; it is not analysed")
+                for c in _script(cmd, " ".join(w.text for w in rest))]
     elif name == "find":
         return [cmd, *_find_exec(cmd, rest)]
+    elif name in _RUNNERS:
+        return [_mark(cmd, f"`{name}` runs another command in a way that is not analysed")]
     else:
         return [cmd]
+    if inner is None:
+        return [_mark(cmd, why or f"`{name}` with an option not analysed here")]
     if not inner:
-        return [cmd]  # nothing wrapped (`env` alone prints the environment), or unknown options
-    return _unwrap(replace(cmd, words=tuple(inner), assigns=tuple(assigns), wrappers=(*cmd.wrappers, name),
-                           open_args=open_args))
+        if open_args and name != "xargs":  # `xargs env`: the arguments it appends are the command
+            return [_mark(cmd, f"`xargs {name}` runs its input as a command; it is not analysed")]
+        return [_mark(cmd, why) if why else cmd]  # nothing wrapped (`env` alone prints the environment)
+    out = _unwrap(replace(cmd, words=tuple(inner), assigns=tuple(assigns), wrappers=(*cmd.wrappers, name),
+                          open_args=open_args))
+    return [_mark(c, why) if why else c for c in out]
+
+
+_SHELL_LONG = frozenset({"--norc", "--noprofile", "--posix", "--login", "--noediting", "--restricted"})
 
 
 def _shell_c(cmd: SimpleCommand, rest: list[Word]) -> list[SimpleCommand]:
-    """`bash -c 'script'` runs the script: analyse it. Without -c it is a plain command."""
+    """`bash -c 'script'` runs the script: analyse it. `bash file` runs a file (a plain
+    command). A shell reading its script from standard input (`bash`, `bash -s`, `... | sh`,
+    `sh <<< ...`) or given options not listed here is unmodelled."""
     i = 0
     script_mode = False
     while i < len(rest):
         t = rest[i].text
+        if rest[i].dynamic or rest[i].glob or rest[i].brace:
+            break  # a script (checked below) or a script file's name
         if t in ("--", "-"):
+            if t == "-":
+                return [_mark(cmd, f"`{cmd.name} -` reads its script from standard input; it is not analysed")]
             i += 1
             break
         if t.startswith("--"):
+            if t not in _SHELL_LONG:
+                return [_mark(cmd, f"`{cmd.name} {t}` is not analysed")]
             i += 1
             continue
         if t[:1] in "-+" and len(t) > 1:
-            if "c" in t[1:] and t[0] == "-":
+            letters = t[1:]
+            if set(letters) - set("abcefhklmnptuvxBCEHPTo") or "s" in letters:
+                return [_mark(cmd, f"`{cmd.name} {t}` is not analysed")]
+            if "c" in letters and t[0] == "-":
                 script_mode = True
-            i += 2 if t[1:] in ("o", "O") else 1
+            if "o" in letters:
+                if i + 1 >= len(rest):
+                    return [_mark(cmd, f"`{cmd.name} {t}` without an option name is not analysed")]
+                i += 1  # the option's name
+            i += 1
             continue
         break
     if not script_mode:
-        return [cmd]
+        if i >= len(rest) and not cmd.open_args:
+            return [_mark(cmd, f"`{cmd.name}` reading its script from standard input is not analysed")]
+        if cmd.open_args:
+            return [_mark(cmd, f"`xargs {cmd.name}` is not analysed")]
+        if rest[i].dynamic or rest[i].glob or rest[i].brace:
+            return [_mark(cmd, f"`{cmd.name}` running a script named only at run time is not analysed")]
+        return [cmd]  # runs a script file: a plain command
     if i >= len(rest):
         raise ParseError(f"{cmd.name} -c without a script")
     script = rest[i]
@@ -583,6 +730,124 @@ def _find_exec(cmd: SimpleCommand, rest: list[Word]) -> list[SimpleCommand]:
             i = j
         i += 1
     return out
+
+
+# Builtins that evaluate text as code, as variable names (array subscripts are arithmetic,
+# and arithmetic runs `$(...)` found in a variable's value) or change how later lines parse
+# or resolve commands.
+_EVALUATING = {
+    "let": "`let` evaluates arithmetic", "declare": "`declare` evaluates names and values",
+    "typeset": "`typeset` evaluates names and values", "local": "`local` evaluates names and values",
+    "source": "`source` runs a file's commands", ".": "`.` runs a file's commands", "trap": "`trap` runs code later",
+    "mapfile": "`mapfile` runs callbacks and assigns arrays", "readarray": "`readarray` runs callbacks",
+    "getopts": "`getopts` assigns a named variable", "shopt": "`shopt` changes how later lines parse",
+    "enable": "`enable` loads builtins", "hash": "`hash` changes which program a name runs",
+    "alias": "`alias` changes what later names run", "bind": "`bind` runs code on keys",
+    "complete": "`complete` runs code", "compgen": "`compgen` runs code", "compopt": "`compopt`",
+    "fc": "`fc` runs history through an editor", "history": "`history` can rewrite what runs",
+}
+# Variables whose value changes which program a later command runs or what the shell does.
+_SHELL_STATE_VARS = frozenset({"PATH", "IFS", "BASH_ENV", "ENV", "CDPATH", "SHELLOPTS", "BASHOPTS", "PS4",
+                               "PROMPT_COMMAND", "GLOBIGNORE", "BASH_COMPAT", "POSIXLY_CORRECT", "EXECIGNORE",
+                               "BASH_LOADABLES_PATH", "FUNCNEST", "HOME", "OLDPWD", "PWD"})
+_SET_OK = frozenset("euxvfCnhbm")
+_TEST_UNARY = frozenset({"-a", "-b", "-c", "-d", "-e", "-f", "-g", "-h", "-k", "-p", "-r", "-s", "-t", "-u", "-w",
+                         "-x", "-G", "-L", "-N", "-O", "-S", "-z", "-n", "!"})
+_TEST_BINARY = frozenset({"=", "==", "!=", "<", ">", "-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-nt", "-ot", "-ef"})
+_ARITH_OPS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+
+
+def _var_name(text: str) -> str:
+    return text.split("=", 1)[0].rstrip("+")
+
+
+def _finish(cmd: SimpleCommand) -> SimpleCommand:
+    """Refuse a command name bash would compute, and mark builtins that evaluate code."""
+    for a in cmd.assigns:
+        if not cmd.words and _var_name(a) in _SHELL_STATE_VARS:
+            cmd = _mark(cmd, f"assigning {_var_name(a)} changes how later commands run")
+    if not cmd.words:
+        return cmd
+    head = cmd.words[0]
+    if head.dynamic:
+        raise ParseError("a command name known only at run time ($X, $(...)) is not analysed")
+    if head.brace:
+        raise ParseError("brace expansion in command position is not analysed")
+    if head.glob and head.text not in ("[", "[["):
+        raise ParseError("a glob in command position is not analysed")
+    if head.text.startswith("{") or (head.tilde and not (head.text == "~" or head.text.startswith("~/"))):
+        raise ParseError(f"the command name {head.raw!r} is not analysed")
+    name, args = head.text, cmd.words[1:]
+    why = ""
+    if any(w.brace for w in args):
+        why = "brace expansion is not analysed"
+    elif name in _EVALUATING:
+        why = _EVALUATING[name] + "; it is not analysed"
+    elif name in ("export", "readonly"):
+        for w in args:
+            if w.dynamic or w.glob or w.brace or w.text.startswith("-") and w.text != "--" \
+                    or "[" in _var_name(w.text) or _var_name(w.text) in _SHELL_STATE_VARS:
+                why = f"`{name} {w.text}` is not analysed"
+                break
+    elif name == "read":
+        for w in args:
+            into_array = w.text.startswith("-") and not w.text.startswith("--") and "a" in w.text
+            if w.dynamic or w.glob or w.brace or into_array or "[" in w.text or w.text in _SHELL_STATE_VARS:
+                why = f"`read {w.text}` is not analysed"
+                break
+    elif name == "unset":
+        if any(w.dynamic or "[" in w.text for w in args):
+            why = "`unset` of an array element evaluates it; it is not analysed"
+    elif name == "wait":
+        if any(w.text.startswith("-") and "p" in w.text or w.splits for w in args):
+            why = "`wait -p` assigns a named variable; it is not analysed"
+    elif name == "printf":
+        first = args[1] if args and args[0].text == "--" else (args[0] if args else None)
+        if first is not None and (first.dynamic or first.glob or first.brace or first.text.startswith("-v")):
+            why = "`printf -v` (or a format known only at run time) assigns a variable; it is not analysed"
+    elif name == "set":
+        for w in args:
+            t = w.text
+            if t == "--" or not t[:1] in "-+":
+                break
+            if w.dynamic or (t[1:] != "o" and set(t[1:]) - _SET_OK - {"o"}):
+                why = f"`set {t}` is not analysed"
+                break
+        if not why and any(w.text in ("-o", "+o") for w in args):
+            opts = [args[i + 1].text for i, w in enumerate(args[:-1]) if w.text in ("-o", "+o")]
+            if any(o not in ("pipefail", "errexit", "nounset", "xtrace", "verbose", "noclobber", "noglob")
+                   for o in opts):
+                why = "`set -o` with this option is not analysed"
+    elif name in ("test", "["):
+        why = _test_problem(args[:-1] if name == "[" and args and args[-1].text == "]" else args)
+    elif name == "[[":
+        inner = args[:-1]
+        texts = [w.text for w in inner]
+        if "-v" in texts or "-R" in texts:
+            why = "`[[ -v ]]` evaluates a variable name; it is not analysed"
+        for i, t in enumerate(texts):
+            if t in _ARITH_OPS and inner[i].raw == t:
+                operands = [inner[j] for j in (i - 1, i + 1) if 0 <= j < len(inner)]
+                if any(not re.fullmatch(r"-?[0-9]+", o.text) or o.dynamic for o in operands):
+                    why = f"`[[ ... {t} ... ]]` evaluates its operands as arithmetic; it is not analysed"
+    return _mark(cmd, why) if why else cmd
+
+
+def _test_problem(args: tuple[Word, ...]) -> str:
+    """`test -v` evaluates a name (and its subscript); a value known only at run time could
+    become that operator. Only the forms whose operators are written out are followed."""
+    if any(w.text in ("-v", "-R") for w in args):
+        return "`test -v` evaluates a variable name; it is not analysed"
+    if any(w.splits or w.glob or w.brace for w in args):
+        return "`test` with unquoted expansions is not analysed"
+    dynamic = [i for i, w in enumerate(args) if w.dynamic]
+    if not dynamic:
+        return ""
+    n = len(args)
+    if n == 1 or (n == 2 and not args[0].dynamic and args[0].text in _TEST_UNARY) \
+            or (n == 3 and not args[1].dynamic and args[1].text in _TEST_BINARY):
+        return ""
+    return "`test` with values known only at run time in this form is not analysed"
 
 
 def split(command: str) -> list[SimpleCommand]:
