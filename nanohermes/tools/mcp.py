@@ -284,8 +284,12 @@ class McpManager:
             cwd = Path(os.path.expanduser(cfg.cwd)) if cfg.cwd else self.workspace
             if not cwd.is_absolute():
                 cwd = self.workspace / cwd
+            # The SDK starts a server with a few safe variables (PATH, HOME, ...) and the `env`
+            # its config names; nanohermes adds only what shell_env.keep lets children have.
+            from nanohermes.redact import kept_env
+
             params = StdioServerParameters(command=os.path.expanduser(cfg.command or ""), args=list(cfg.args),
-                                           env=dict(cfg.env) or None, cwd=cwd)
+                                           env={**kept_env(), **cfg.env} or None, cwd=cwd)
             transport = stdio_client(params, errlog=errlog)
         return await stack.enter_async_context(Client(transport, read_timeout_seconds=timeout))
 
