@@ -298,13 +298,15 @@ class McpManager:
         if self.log_dir is None:
             f = open(os.devnull, "w")
         else:
-            self.log_dir.mkdir(parents=True, exist_ok=True)
+            from nanohermes.dirs import open_private, private_dir
+
+            private_dir(self.log_dir)
             s.log_path = self.log_dir / f"{s.name}.log"
             try:
                 big = s.log_path.stat().st_size > self.limits.mcp_log_max_bytes
             except OSError:
                 big = False
-            f = open(s.log_path, "w" if big else "a", encoding="utf-8")
+            f = open_private(s.log_path, "w" if big else "a")  # 0600: a server may log anything
             f.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {s.target}\n")
             f.flush()
             s._log_start = f.tell()

@@ -353,10 +353,20 @@ class Repl:
             runtime.set_mode(MODES[(i + 1) % len(MODES)])
             event.app.invalidate()
 
+        class _History(FileHistory):
+            """The input history: 0600, and a pasted key is stored redacted."""
+
+            def store_string(self, string: str) -> None:
+                from nanohermes.redact import redact
+
+                super().store_string(redact(string))
+
         try:
-            folder = state_home()
-            folder.mkdir(parents=True, exist_ok=True)
-            history: Any = FileHistory(str(folder / "history"))
+            from nanohermes.dirs import open_private
+
+            path = state_home() / "history"
+            open_private(path, "a").close()  # created 0600 before prompt-toolkit appends to it
+            history: Any = _History(str(path))
         except OSError:
             history = InMemoryHistory()
         return PromptSession(history=history, key_bindings=kb, completer=_Completer(self.registry, lambda: self.workspace),
