@@ -39,6 +39,7 @@ from nanohermes.ui.commands import CommandContext, Registry, load_commands
 
 if TYPE_CHECKING:
     from nanohermes.agent import Agent
+    from nanohermes.ui.trust import TrustQuestion
     from nanohermes.assemble import Built
     from nanohermes.config import Config
     from nanohermes.messages import Usage
@@ -61,6 +62,7 @@ class Start:
     save_session: bool = True
     resume: Path | None = None  # a saved transcript to continue
     warnings: tuple[str, ...] = ()  # from loading the config, shown once the prompt is up
+    trust: TrustQuestion | None = None  # the project asks for trust keys: asked before the agent is built
 
 
 # -- type-ahead ----------------------------------------------------------------------------
@@ -210,13 +212,15 @@ class Repl:
         self._session: Any = None
         self._building: asyncio.Task[None] | None = None
         self._arrow = "› " if _can_encode("›") else "> "
+        self.closing = False
+        self._trust_done: asyncio.Event | None = None  # set when the trust question is answered
+        self._trust_app: Any = None  # the question while it is on screen (SIGTERM ends it)
 
     # -- building the agent behind the first prompt ------------------------------------------
-    def _construct(self) -> tuple[Start, Built, ReplUI]:
-        """The config, the agent and its UI. Runs in a worker thread: these imports, the
-        config models and the tool schemas are most of the start-up cost, and the prompt
-        stays responsive meanwhile."""
-        s = self.start()
+    def _construct(self, s: Start) -> tuple[Start, Built, ReplUI]:
+        """The agent and its UI. Runs in a worker thread: these imports, the config models
+        and the tool schemas are most of the start-up cost, and the prompt stays responsive
+        meanwhile."""
         from nanohermes.assemble import build_agent
         from nanohermes.ui.approval import Approver
         from nanohermes.ui.live import ReplUI, TurnView
@@ -242,7 +246,11 @@ class Repl:
     async def build(self) -> None:
         """Build the agent behind the first prompt, then start its session (MCP servers)."""
         try:
-            s, built, ui = await asyncio.get_running_loop().run_in_executor(None, self._construct)
+            loop = asyncio.get_running_loop()
+            s = await loop.run_in_executor(None, self.start)
+            if s.trust is not None:
+                s = await self._ask_trust(s, s.trust)
+            s, built, ui = await loop.run_in_executor(None, self._construct, s)
             self.agent, self.built, self.ui = built.agent, built, ui
             self.ctx = CommandContext(agent=built.agent, config=s.config, workspace=s.workspace,
                                       print=self.print, registry=self.registry, state=self.state, built=built,
@@ -268,6 +276,43 @@ class Repl:
             self.ready.set()
             if self.prompting and self._session is not None:
                 self._session.app.invalidate()  # the toolbar can show the real numbers now
+
+    async def _ask_trust(self, s: Start, q: TrustQuestion) -> Start:
+        """The folder-trust question, before the agent is built with the project's keys. The
+        first prompt is already up: it steps aside (keeping what was typed), the question
+        is answered, and it comes back."""
+        from nanohermes.ui import trust
+
+        if self.closing:
+            return s
+        session = self._session
+        if self.prompting and session is not None and session.app.is_running:
+            text = session.default_buffer.text
+            try:
+                self._trust_done = asyncio.Event()
+                session.app.exit(exception=_TrustPause())
+                self.partial = text
+            except Exception:  # the prompt was just answered: it is ending by itself
+                pass
+        while self.prompting:  # let the prompt finish leaving the screen
+            await asyncio.sleep(0.01)
+        try:
+            trust.show(self.console, q)
+            answer = await trust.choose(started=self._hold_trust_app)
+            if self.terminated:
+                answer = "interrupted"
+            label = {"trust": "✓ trusted this folder", "without": "continuing without them",
+                     "interrupted": "continuing without them (asked again next time)"}[answer]
+            self.console.print(Text(label, style="green" if answer == "trust" else "yellow"))
+            fresh = await asyncio.get_running_loop().run_in_executor(None, trust.settle, q, answer)
+            return fresh if fresh is not None else s
+        finally:
+            self._trust_app = None
+            if self._trust_done is not None:
+                self._trust_done.set()
+
+    def _hold_trust_app(self, app: Any) -> None:
+        self._trust_app = app
 
     async def _ready(self) -> None:
         await self.ready.wait()
@@ -398,6 +443,7 @@ class Repl:
         ctrl_c = 0
         while True:
             self.prompting = True
+            paused = None
             try:
                 default, self.partial = self.partial, ""
                 return await self._session.prompt_async(self._message, default=default, pre_run=self._pre_run)
@@ -408,8 +454,14 @@ class Repl:
                 if ctrl_c >= 2:
                     return None
                 self.console.print(Text("press Ctrl-C again or Ctrl-D to exit", style="dim"))
+            except _TrustPause:  # the folder-trust question needs the terminal
+                paused = self._trust_done
             finally:
                 self.prompting = False
+            if paused is not None:
+                await paused.wait()
+                if self.terminated:
+                    return None
 
     def _pre_run(self) -> None:
         # prompt-toolkit draws the prompt right after pre_run; the task's first step (which
@@ -520,10 +572,14 @@ class Repl:
         background tasks, sub-agents and MCP servers are closed, from wherever the REPL is."""
         self.terminated = True
         self.interrupt()
+        app = self._trust_app
+        if app is not None and app.is_running and not app.future.done():
+            app.exit(result="interrupted")
         if self.prompting and self._session is not None and self._session.app.is_running:
             self._session.app.exit(exception=EOFError())
 
     async def close(self) -> None:
+        self.closing = True  # no trust question once the REPL is on its way out
         if self._building is not None:
             await asyncio.wait({self._building})
         if self.ui is not None and self.ui.summarizer is not None:
@@ -535,6 +591,10 @@ class Repl:
             await self.built.aclose()
         if self.agent is not None and self.agent.transcript is not None:
             self.agent.transcript.close()
+
+
+class _TrustPause(Exception):
+    """Ends the prompt for a moment so the folder-trust question can use the terminal."""
 
 
 def toolbar(model: str, mode: str, history_chars: int, budget_chars: int, usage: Usage,
