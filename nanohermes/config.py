@@ -287,7 +287,7 @@ def _describe(err: ValidationError) -> str:
 # Nesting levels a config file may have. Settings are at most a few levels deep; the parser
 # recurses per level, so a hostile file of 100,000 `[` would crash it instead of being an error.
 CONFIG_MAX_DEPTH = 64
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")
 
 
@@ -505,11 +505,17 @@ def _intersect(out: Narrowed, key: str, mine: list[str], have: list[str], base: 
     _set(out.data, key, both)
 
 
-def describe_ask(key: str, value: Any) -> str:
-    """One line of the trust question: the key and what it would do, control characters escaped."""
+# Chars of one value shown in the trust question. Not a config limit: the question is about
+# the project's config, which must not be able to shorten it.
+ASK_VALUE_CHARS = 200
+
+
+def describe_ask(key: str, value: Any, max_chars: int = ASK_VALUE_CHARS) -> str:
+    """One line of the trust question: the key and its value as JSON, so control characters
+    and escapes are shown escaped (`\u001b`), never drawn; a long value is cut with a marker."""
     shown = json.dumps(value, ensure_ascii=True)
-    if len(shown) > 200:
-        shown = shown[:200] + f"… ({len(shown) - 200} more chars)"
+    if len(shown) > max_chars:
+        shown = shown[:max_chars] + f"… ({len(shown) - max_chars} more chars)"
     return f"{key}: {shown}"
 
 
@@ -618,7 +624,7 @@ def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict
 
 def _drop(data: dict[str, Any], dotted: list[str]) -> dict[str, Any]:
     """`data` without the unknown keys (so they never count as a project's trust request)."""
-    out = json.loads(json.dumps(data))
+    out: dict[str, Any] = json.loads(json.dumps(data))
     for key in dotted:
         *parents, last = key.split(".")
         node = out

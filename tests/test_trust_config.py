@@ -249,3 +249,16 @@ def test_a_declined_question_is_remembered_until_the_project_asks_for_more(works
     decline_trust(workspace, asks)
     assert trust_declined(workspace, asks)
     assert not trust_declined(workspace, {**asks, "base_url": "http://x/"})
+
+
+# -- the question's listing ------------------------------------------------------------------
+def test_the_question_lists_keys_escaped_and_bounded(workspace: Path) -> None:
+    from nanohermes.config import describe_ask
+    from nanohermes.ui.trust import TrustQuestion, lines
+
+    assert describe_ask("base_url", "http://x/\x1b[2K\r") == 'base_url: "http://x/\\u001b[2K\\r"'
+    assert describe_ask("model", "m" * 30, max_chars=10) == 'model: "mmmmmmmmm… (22 more chars)'
+    q = TrustQuestion(workspace=workspace, project_file=project_config_path(workspace), user_file=user_config_path(),
+                      asks={"model": "a", "base_url": "b", "mcp": {}}, reload=lambda: None)
+    assert lines(q, max_keys=2) == ['model: "a"', 'base_url: "b"', "… and 1 more keys"]
+    assert len(lines(q)) == 3

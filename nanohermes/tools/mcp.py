@@ -27,7 +27,7 @@ import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, ClassVar, Literal, TypeVar
+from typing import IO, Any, Awaitable, Callable, ClassVar, Literal, TypeVar
 
 from pydantic import ConfigDict, Field
 
@@ -295,6 +295,7 @@ class McpManager:
 
     def _errlog(self, s: Server, stack: AsyncExitStack) -> Any:
         """A server's stderr goes to its own log file, never over the user's terminal."""
+        f: IO[Any]
         if self.log_dir is None:
             f = open(os.devnull, "w")
         else:

@@ -39,12 +39,12 @@ from nanohermes.ui.commands import CommandContext, Registry, load_commands
 
 if TYPE_CHECKING:
     from nanohermes.agent import Agent
-    from nanohermes.ui.trust import TrustQuestion
     from nanohermes.assemble import Built
     from nanohermes.config import Config
     from nanohermes.messages import Usage
     from nanohermes.ui.live import ReplUI
     from nanohermes.ui.summaries import BatchCall
+    from nanohermes.ui.trust import TrustQuestion
 
 PATH_COMPLETIONS = 200  # entries offered when completing an @path
 _ATTACH = re.compile(r"(?<!\S)@(\S+)")
@@ -285,15 +285,13 @@ class Repl:
 
         if self.closing:
             return s
-        session = self._session
-        if self.prompting and session is not None and session.app.is_running:
-            text = session.default_buffer.text
-            try:
-                self._trust_done = asyncio.Event()
-                session.app.exit(exception=_TrustPause())
-                self.partial = text
-            except Exception:  # the prompt was just answered: it is ending by itself
-                pass
+        app = self._session.app if self._session is not None else None
+        # A prompt whose answer is already set is ending by itself (its line was just sent).
+        if self.prompting and app is not None and app.is_running and app.future is not None \
+                and not app.future.done():
+            self._trust_done = asyncio.Event()
+            self.partial = self._session.default_buffer.text
+            app.exit(exception=_TrustPause())
         while self.prompting:  # let the prompt finish leaving the screen
             await asyncio.sleep(0.01)
         try:

@@ -9,9 +9,10 @@ continue without, and nothing is remembered then.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from prompt_toolkit.application import Application
 from prompt_toolkit.formatted_text import FormattedText
@@ -22,7 +23,9 @@ from rich.console import Console
 from rich.text import Text
 
 Answer = Literal["trust", "without", "interrupted"]
-MAX_ASKS_SHOWN = 20  # lines of the list; the rest is counted
+# Keys listed by the question; the rest are counted. Not a config limit: the project being
+# asked about must not be able to shorten its own listing.
+MAX_ASKS_SHOWN = 20
 
 
 @dataclass(frozen=True)
@@ -36,12 +39,12 @@ class TrustQuestion:
     reload: Callable[[], Any]  # the REPL's Start once the folder is trusted (reads the config again)
 
 
-def lines(q: TrustQuestion) -> list[str]:
+def lines(q: TrustQuestion, max_keys: int = MAX_ASKS_SHOWN) -> list[str]:
     from nanohermes.config import describe_ask
 
-    shown = [describe_ask(k, v) for k, v in list(q.asks.items())[:MAX_ASKS_SHOWN]]
-    if len(q.asks) > MAX_ASKS_SHOWN:
-        shown.append(f"… and {len(q.asks) - MAX_ASKS_SHOWN} more keys")
+    shown = [describe_ask(k, v) for k, v in list(q.asks.items())[:max_keys]]
+    if len(q.asks) > max_keys:
+        shown.append(f"… and {len(q.asks) - max_keys} more keys")
     return shown
 
 
