@@ -412,6 +412,9 @@ class Narrowed:
     asks: dict[str, Any] = field(default_factory=dict)  # dotted key -> the project's value, in file order
     user_only: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # how a narrowing value was combined, when it is not obvious
+    # Added after every key is read (so a later union of the same list cannot drop them):
+    # allow lists with nothing in common leave nothing allowed.
+    block: dict[str, list[str]] = field(default_factory=dict)
 
 
 def narrow_project(project: dict[str, Any], base: Config, *, trusted: bool) -> Narrowed:
@@ -456,6 +459,10 @@ def narrow_project(project: dict[str, Any], base: Config, *, trusted: bool) -> N
                 _set(out.data, key, value)
             else:
                 out.asks[key] = value
+    for key, extra in out.block.items():
+        section, _, name = key.rpartition(".")
+        have = (out.data.get(section, {}) if section else out.data).get(name)
+        _set(out.data, key, [*(have if have is not None else _get(base, key)), *extra])
     return out
 
 
@@ -489,16 +496,14 @@ def _intersect(out: Narrowed, key: str, mine: list[str], have: list[str], base: 
         both = [t for t in mine if names_tool(have, t)] + [t for t in have if names_tool(mine, t) and t not in mine]
         if not both:  # nothing is in both lists: nothing may run, never "everything"
             _set(out.data, key, have)
-            _set(out.data, "disallowed_tools", [*(out.data.get("disallowed_tools") or base.disallowed_tools),
-                                                *have])
+            out.block["disallowed_tools"] = have
             out.notes.append(f"allowed_tools share no tool with the user's ({', '.join(have)}): no tool is allowed")
             return
     else:  # web_fetch.allowed_hosts
         both = [h for h in mine if _host_covers(have, h)] + [h for h in have if _host_covers(mine, h) and h not in mine]
         if not both:
             _set(out.data, key, have)
-            denied = out.data.get("web_fetch", {}).get("denied_hosts") or list(base.web_fetch.denied_hosts)
-            _set(out.data, "web_fetch.denied_hosts", [*denied, "*"])
+            out.block["web_fetch.denied_hosts"] = ["*"]
             out.notes.append(f"web_fetch.allowed_hosts share no host with the user's ({', '.join(have)}): "
                              "web_fetch reaches no host")
             return

@@ -95,3 +95,16 @@ def test_project_mode_narrows_the_users_through_the_cli(cli: Any, server: FakeSe
     assert not (workspace / "a.txt").exists()
     # write_file is not even offered in plan mode
     assert "write_file" not in [t["function"]["name"] for t in server.requests[0]["tools"]]
+
+
+def test_allowed_hosts_with_nothing_in_common_fetch_nothing(cli: Any, server: FakeServer, workspace: Path,
+                                                            mine: LocalSite) -> None:
+    mine.static("/page", "<p>hello page</p>", "text/html")
+    write(project_config_path(workspace), {"web_fetch": {"allowed_hosts": ["evil.org"]}})
+    server.add(tool_reply(call("web_fetch", {"url": mine.url("/page")})), Reply(text="done"))
+    r = cli("-p", "fetch", "--yes", server=server, config={"web_fetch": {"allowed_hosts": ["127.0.0.1"]}})
+    assert r.code == 0, r.err
+    assert mine.requests == []
+    result = server.requests[1]["messages"][-1]["content"]
+    assert result.startswith("ERROR: ") and "denied by config web_fetch.denied_hosts (*)" in result
+    assert "web_fetch.allowed_hosts share no host with the user's (127.0.0.1): web_fetch reaches no host" in r.err
