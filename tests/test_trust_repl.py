@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
 from nanohermes.config import project_config_path, user_config_path
+from nanohermes.dirs import state_home
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 from test_repl_pty import Term
 
@@ -18,6 +20,14 @@ QUESTION = "a folder you trust:"
 def screen(t: Term) -> str:
     """The screen text with wrapped lines joined again."""
     return " ".join(t.text.split())
+
+
+@pytest.fixture(autouse=True)
+def umask_022() -> Iterator[None]:
+    """The REPL inherits it: the files it writes must be private anyway."""
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
 
 
 @pytest.fixture
@@ -98,6 +108,12 @@ def test_continuing_without_ignores_the_keys_and_is_not_asked_again(term: Any, s
     assert "ignored permissions.allow, web_search.searxng_url because this project is not trusted" in screen(t)
     assert not (workspace / "marker").exists()
     assert not user_config_path().exists()  # nothing saved as trust
+    # What the REPL wrote in the state folder (the input history, the remembered answer) is private.
+    state = state_home()
+    written = {str(p.relative_to(state)): (p.stat().st_mode & 0o777, p.stat().st_uid) for p in state.rglob("*")}
+    assert written == {"history": (0o600, os.getuid()), "trust-declined.json": (0o600, os.getuid())}
+    assert state.stat().st_mode & 0o777 == 0o700
+    assert json.loads((state / "trust-declined.json").read_text()).keys() == {str(workspace.resolve())}
     # The answer is remembered: the next start does not ask, and still warns.
     server.add(Reply(text="hello again"))
     t2 = term()
