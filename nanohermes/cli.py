@@ -378,8 +378,10 @@ def _repl_start(launch: Launch) -> Any:
     trust = None
     if loaded.asks and loaded.project_file is not None and loaded.user_file is not None \
             and not trust_declined(workspace, loaded.asks):
+        # Read again once trusted, on the session already chosen (a picker is not shown twice).
+        again = launch._replace(cont=False, resume=resume.stem if resume is not None else None)
         trust = TrustQuestion(workspace=workspace, project_file=loaded.project_file, user_file=loaded.user_file,
-                              asks=dict(loaded.asks), reload=lambda: _repl_start(launch))
+                              asks=dict(loaded.asks), reload=lambda: _repl_start(again))
     return Start(config, workspace, save_session=launch.save_session, resume=resume, warnings=tuple(warnings),
                  trust=trust)
 

@@ -11,7 +11,10 @@ Start-up draws the prompt first. Right after that first draw a worker thread run
 (the CLI's flag parsing and config validation, which import pydantic) and builds the agent
 (the core, the tools and their schemas); MCP servers start behind the prompt and the HTTP
 client is imported in a background thread. Input typed meanwhile waits for them; an error
-there (a bad flag or config) ends the REPL and is reported like any run-ending error.
+there (a bad flag or config) ends the REPL and is reported like any run-ending error. When
+the project's config asks for trust keys, the folder-trust question comes between reading
+the config and building the agent: the prompt steps aside for it and comes back with what
+was typed.
 """
 
 from __future__ import annotations
@@ -571,7 +574,7 @@ class Repl:
         self.terminated = True
         self.interrupt()
         app = self._trust_app
-        if app is not None and app.is_running and not app.future.done():
+        if app is not None and app.is_running and app.future is not None and not app.future.done():
             app.exit(result="interrupted")
         if self.prompting and self._session is not None and self._session.app.is_running:
             self._session.app.exit(exception=EOFError())
