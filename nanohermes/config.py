@@ -350,8 +350,22 @@ MODE_STRICTNESS: tuple[str, ...] = ("plan", "debug", "default", "accept-edits", 
 # Top-level keys that are limits (a project may lower them, never raise them).
 LIMIT_KEYS = ("max_output", "max_turns", "max_parallel_tools", "request_timeout", "max_retries",
               "session_budget_chars", "aggregate_budget_chars", "grep_max_files", "task_timeout_secs")
-# Limits on what a person is shown before approving: lowering them hides part of what runs.
-_SHOWN_LIMITS = frozenset({"edit_diff_chars"})
+# The `limits` a project may lower, listed (not "all but some") so that a limit added later
+# is a trust key until someone decides. Not edit_diff_chars: it bounds the diff a person
+# approves, and a shorter one hides part of what runs.
+LOWERABLE_LIMITS: tuple[str, ...] = (
+    "max_output", "read_file_max_bytes", "read_file_window_lines", "read_file_line_chars", "binary_sniff_bytes",
+    "list_dir_entries", "edit_file_max_bytes", "grep_matches", "grep_file_max_bytes", "grep_line_chars",
+    "grep_max_files", "glob_results", "run_command_capture_bytes", "task_capture_bytes", "task_timeout_secs",
+    "command_kill_grace_secs", "command_pipe_grace_secs", "git_timeout_secs", "web_fetch_body_bytes",
+    "web_fetch_timeout_secs", "web_fetch_max_redirects", "web_search_timeout_secs", "web_search_snippet_chars",
+    "skill_body_chars", "project_docs_chars", "todo_items", "memory_text_chars", "memory_search_max_results",
+    "memory_busy_timeout_secs", "agent_preview_chars", "session_budget_chars", "aggregate_budget_chars",
+    "persisted_preview_chars", "skill_description_chars", "skill_index_chars", "skill_files_listed",
+    "mcp_startup_timeout_secs", "mcp_call_timeout_secs", "mcp_log_max_bytes", "mcp_instructions_chars",
+    "compact_keep_chars",
+    "compact_item_chars", "compact_summary_chars",
+)
 
 # Every key an untrusted project may set, and how it combines with the user's value:
 #   union      the project's entries are added to the user's (deny and ask rules, secret files, ...)
@@ -371,7 +385,7 @@ NARROWING: dict[str, str] = {
     "permission_mode": "stricter", "auto_approve": "stricter",
     "search_ignore_dirs": "project", "search_ignore_extra": "project",
     **{k: "lower" for k in LIMIT_KEYS},
-    **{f"limits.{n}": "lower" for n in Limits.names() if n not in _SHOWN_LIMITS},
+    **{f"limits.{n}": "lower" for n in LOWERABLE_LIMITS},
 }
 # Keys no project file may set, trusted or not: the list of trusted folders itself, and the
 # URLs a search key is sent to (a key goes only where the user's own config says).

@@ -10,7 +10,8 @@ from typing import Any, Callable
 import pytest
 
 from nanohermes.config import (
-    CONFIG_MAX_DEPTH, NARROWING, USER_ONLY, Config, Loaded, load_config, project_config_path, read_config_file,
+    CONFIG_MAX_DEPTH, NARROWING, USER_ONLY, Config, Loaded, load_config, narrow_project, project_config_path,
+    read_config_file,
     trust_declined, decline_trust, trust_folder, user_config_path,
 )
 from nanohermes.errors import ConfigError
@@ -163,11 +164,24 @@ def test_the_table_covers_every_narrowing_kind_and_many_cases() -> None:
 
 
 def test_every_key_not_listed_is_a_trust_key(workspace: Path) -> None:
-    """Fail closed: each top-level key of the config is narrowing, user-only or a trust key."""
+    """Fail closed: the keys that name URLs, commands, variables, credentials or spend money
+    are trust keys, and so is any key the list does not name (one added later)."""
     narrowing_roots = {k.split(".")[0] for k in NARROWING}
-    trust_keys = [k for k in Config.model_fields if k not in narrowing_roots and k not in USER_ONLY]
-    assert sorted(trust_keys) == sorted(["model", "base_url", "api_key", "api_key_env", "extra_write_roots",
-                                         "web_search", "mcp", "subagents", "summary_model", "prices"])
+    for key in ("model", "base_url", "api_key", "api_key_env", "extra_write_roots", "web_search", "mcp",
+                "subagents", "summary_model", "prices"):
+        assert key in Config.model_fields and key not in narrowing_roots and key not in USER_ONLY
+    narrowed = narrow_project({"sandbox": {"mode": "off"}, "hooks": {"x": "rm -rf /"}, "limits": {"new_limit": 1}},
+                              Config(), trusted=False)
+    assert narrowed.asks == {"sandbox": {"mode": "off"}, "hooks": {"x": "rm -rf /"}, "limits.new_limit": 1}
+    assert narrowed.data == {}
+
+
+def test_the_lowerable_limits_are_real_and_spare_the_approval_diff() -> None:
+    from nanohermes.budget import Limits
+    from nanohermes.config import LOWERABLE_LIMITS
+
+    assert set(LOWERABLE_LIMITS) <= set(Limits.names())
+    assert "edit_diff_chars" not in LOWERABLE_LIMITS
 
 
 @pytest.mark.parametrize("trusted", [False, True])
