@@ -577,7 +577,9 @@ def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict
     layers: list[tuple[str, dict[str, Any]]] = []
     project = project_config_path(workspace)
     files = [config_file] if config_file else [user_config_path()]
-    files.append(project)
+    # A --config naming the project file makes it the person's own file, read once, as theirs.
+    if not (config_file is not None and config_file.resolve() == project.resolve()):
+        files.append(project)
     for path in files:
         if path is None or not path.is_file():
             if path is config_file and config_file is not None:
@@ -593,7 +595,7 @@ def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict
         if unknown := _unknown_keys(Config, data):
             loaded.warnings.append(f"{path}: unknown config keys ignored: {', '.join(unknown)}")
             data = _drop(data, unknown)
-        if path == project:
+        if path is project:
             loaded.project_file = path
             trusted = is_trusted(workspace, [t for _, d in layers for t in d.get("trusted_projects") or []])
             below = Config.model_validate(_merge({}, layers[0][1]) if layers else {})

@@ -284,3 +284,10 @@ def test_the_question_lists_keys_escaped_and_bounded(workspace: Path) -> None:
                       asks={"model": "a", "base_url": "b", "mcp": {}}, reload=lambda: None)
     assert lines(q, max_keys=2) == ['model: "a"', 'base_url: "b"', "… and 1 more keys"]
     assert len(lines(q)) == 3
+
+
+def test_a_config_flag_naming_the_project_file_makes_it_the_persons_own(workspace: Path) -> None:
+    proj = write(project_config_path(workspace), {"permission_mode": "goal", "base_url": "http://mine/v1"})
+    loaded = load_config(workspace, config_file=proj)
+    assert (loaded.config.permission_mode, loaded.config.base_url) == ("goal", "http://mine/v1")
+    assert loaded.asks == {} and loaded.warnings == [] and loaded.files == [proj]
