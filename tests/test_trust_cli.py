@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-
 from localweb import LocalSite
-from nanohermes.config import project_config_path, user_config_path
+
+from nanohermes.config import project_config_path
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 MODEL_KEY = "sk-model-key-0123456789"

@@ -10,9 +10,19 @@ from typing import Any, Callable
 import pytest
 
 from nanohermes.config import (
-    CONFIG_MAX_DEPTH, NARROWING, USER_ONLY, Config, Loaded, load_config, narrow_project, project_config_path,
+    CONFIG_MAX_DEPTH,
+    NARROWING,
+    USER_ONLY,
+    Config,
+    Loaded,
+    decline_trust,
+    load_config,
+    narrow_project,
+    project_config_path,
     read_config_file,
-    trust_declined, decline_trust, trust_folder, user_config_path,
+    trust_declined,
+    trust_folder,
+    user_config_path,
 )
 from nanohermes.errors import ConfigError
 from nanohermes.permissions import DEFAULT_SECRET_FILES

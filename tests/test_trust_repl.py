@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from test_repl_pty import Term
 
 from nanohermes.config import project_config_path, user_config_path
 from nanohermes.dirs import state_home
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
-from test_repl_pty import Term
 
 QUESTION = "a folder you trust:"
 
