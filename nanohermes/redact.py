@@ -161,3 +161,73 @@ def kept_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     otherwise start with only the SDK's few safe variables and their configured `env`)."""
     env = os.environ if environ is None else environ
     return {k: env[k] for k in sorted(_kept) if k in env}
+
+
+class RedactingPipe:
+    """A pipe whose reading end is copied, redacted, into `out` (a child's stderr log: the
+    child writes into `writer`, a thread copies what arrives). `drain()` copies what is
+    already in the pipe now, so a log read right after the child died is complete."""
+
+    def __init__(self, out: Any) -> None:
+        import codecs
+
+        self._out = out
+        r, w = os.pipe()
+        os.set_blocking(r, False)
+        self._r = r
+        self.writer = os.fdopen(w, "w", encoding="utf-8")  # hand this to the child as its stderr
+        self._lock = threading.Lock()
+        self._redactor = StreamRedactor()
+        self._decode = codecs.getincrementaldecoder("utf-8")("replace").decode
+        self._closed = False
+        threading.Thread(target=self._pump, name="redacting-pipe", daemon=True).start()
+
+    def _copy(self) -> bool:
+        """Copy what the pipe holds (caller has the lock); False at its end."""
+        while True:
+            try:
+                chunk = os.read(self._r, 65536)
+            except BlockingIOError:
+                return True
+            except OSError:
+                return False
+            if not chunk:
+                return False
+            self._out.write(self._redactor.feed(self._decode(chunk)))
+            self._out.flush()
+
+    def _pump(self) -> None:
+        import select
+
+        while True:
+            with self._lock:
+                if self._closed:
+                    return
+                r = self._r
+            try:
+                select.select([r], [], [], 0.5)
+            except (OSError, ValueError):  # closed meanwhile
+                return
+            with self._lock:
+                if self._closed or not self._copy():
+                    return
+
+    def drain(self) -> None:
+        """Copy everything written so far, the held-back end included (the writer is done)."""
+        with self._lock:
+            if not self._closed:
+                self._copy()
+                self._out.write(self._redactor.flush())
+                self._out.flush()
+
+    def close(self) -> None:
+        """Close our end of the writer, copy what is left, and close the log."""
+        self.writer.close()
+        with self._lock:
+            if self._closed:
+                return
+            self._copy()
+            self._out.write(self._redactor.flush())
+            self._closed = True
+            os.close(self._r)
+            self._out.close()

@@ -96,3 +96,22 @@ def test_existing_loose_folders_and_store_are_tightened(workspace: Path, server:
     run_under_umask_022(workspace, server, {}, "-p", "go")
     assert data.stat().st_mode & 0o777 == 0o700
     assert (data / "memory.db").stat().st_mode & 0o777 == 0o600
+
+
+def test_an_mcp_servers_log_is_redacted(workspace: Path, server: FakeServer) -> None:
+    token = "given-by-config-0123456789"
+    servers = {
+        "demo": {"command": "sh", "args": ["-c", f'echo "starting with $DEMO_TOKEN" >&2; exec "{sys.executable}" "{DEMO}"'],
+                 "env": {"DEMO_TOKEN": token}},
+        "broken": {"command": "sh", "args": ["-c", 'echo "failing with $DEMO_TOKEN" >&2; exit 1'],
+                   "env": {"DEMO_TOKEN": token}},
+    }
+    server.add(tool_reply(call("mcp__demo__echo", {"text": "hi"})), Reply(text="done"))
+    err = run_under_umask_022(workspace, server, {"mcp": {"servers": servers}}, "-p", "go")
+    demo = (state_home() / "mcp" / "demo.log").read_text()
+    broken = (state_home() / "mcp" / "broken.log").read_text()
+    assert "starting with [REDACTED]\n" in demo and token not in demo
+    assert "failing with [REDACTED]\n" in broken and token not in broken
+    assert "its stderr ends with: failing with [REDACTED]" in err and token not in err
+    for log in ("demo.log", "broken.log"):
+        assert (state_home() / "mcp" / log).stat().st_mode & 0o777 == 0o600

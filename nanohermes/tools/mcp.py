@@ -130,6 +130,7 @@ class Server:
     instructions: str | None = None
     log_path: Path | None = None
     _log_start: int = 0
+    _log: Any = None  # the redacting pipe its stderr goes through
     _task: asyncio.Task[None] | None = None
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
@@ -145,6 +146,8 @@ class Server:
         """The last line the server wrote on stderr during this run, for error messages."""
         if self.log_path is None:
             return ""
+        if self._log is not None:
+            self._log.drain()
         try:
             with open(self.log_path, "rb") as f:
                 f.seek(self._log_start)
@@ -311,6 +314,13 @@ class McpManager:
             f.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {s.target}\n")
             f.flush()
             s._log_start = f.tell()
+            from nanohermes.redact import RedactingPipe
+
+            # The server writes into a pipe copied into the log through redaction: no key
+            # it prints reaches the file.
+            s._log = RedactingPipe(f)
+            stack.callback(s._log.close)
+            return s._log.writer
         stack.callback(f.close)
         return f
 
