@@ -431,13 +431,22 @@ class Narrowed:
     block: dict[str, list[str]] = field(default_factory=dict)
 
 
-def narrow_project(project: dict[str, Any], base: Config, *, trusted: bool) -> Narrowed:
-    """Combine a project file's settings with `base` (defaults and user file): see NARROWING."""
+def narrow_project(project: dict[str, Any], base: Config, *, trusted: bool,
+                   approved: frozenset[str] = frozenset()) -> Narrowed:
+    """Combine a project file's settings with `base` (defaults and user file): see NARROWING.
+    `approved`: allow rules the person saved to this project ("always in this project")."""
     out = Narrowed()
     limits = base.build_limits()
     for key, value in _leaves(project):
         if key in USER_ONLY:
             out.user_only.append(key)
+            continue
+        if key == "permissions.allow" and not trusted and isinstance(value, list):
+            mine = [r for r in value if r in approved]
+            if mine:
+                _set(out.data, key, mine)
+            if others := [r for r in value if r not in approved]:
+                out.asks[key] = others
             continue
         kind = NARROWING.get(key)
         if kind is None:  # a trust key
@@ -599,7 +608,7 @@ def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict
             loaded.project_file = path
             trusted = is_trusted(workspace, [t for _, d in layers for t in d.get("trusted_projects") or []])
             below = Config.model_validate(_merge({}, layers[0][1]) if layers else {})
-            narrowed = narrow_project(data, below, trusted=trusted)
+            narrowed = narrow_project(data, below, trusted=trusted, approved=approved_rules(workspace))
             data = narrowed.data
             loaded.asks = narrowed.asks
             if narrowed.asks:
@@ -687,6 +696,37 @@ def trust_folder(workspace: Path, user_file: Path) -> None:
     write_private(user_file, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
+def _approved_path() -> Path:
+    from nanohermes.dirs import state_home
+
+    return state_home() / "approved-rules.json"
+
+
+def _read_state(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def approved_rules(workspace: Path) -> frozenset[str]:
+    """Allow rules the person saved to this workspace's project file by answering "always in
+    this project": they apply even in an untrusted folder (the person approved them)."""
+    rules = _read_state(_approved_path()).get(str(workspace.resolve()))
+    return frozenset(r for r in rules if isinstance(r, str)) if isinstance(rules, list) else frozenset()
+
+
+def record_approved_rules(workspace: Path, rules: list[str]) -> None:
+    from nanohermes.dirs import write_private
+
+    data = _read_state(_approved_path())
+    key = str(workspace.resolve())
+    have = [r for r in data.get(key) or [] if isinstance(r, str)]
+    data[key] = have + [r for r in rules if r not in have]
+    write_private(_approved_path(), json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
 def asks_fingerprint(asks: dict[str, Any]) -> str:
     import hashlib
 
@@ -701,22 +741,13 @@ def _declined_path() -> Path:
 
 def trust_declined(workspace: Path, asks: dict[str, Any]) -> bool:
     """Whether the person already answered "continue without" to these same requests here."""
-    try:
-        data = json.loads(_declined_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and data.get(str(workspace.resolve())) == asks_fingerprint(asks)
+    return _read_state(_declined_path()).get(str(workspace.resolve())) == asks_fingerprint(asks)
 
 
 def decline_trust(workspace: Path, asks: dict[str, Any]) -> None:
     """Remember "continue without": not asked again until the project asks for something else."""
     from nanohermes.dirs import write_private
 
-    try:
-        data = json.loads(_declined_path().read_text(encoding="utf-8"))
-        if not isinstance(data, dict):
-            data = {}
-    except (OSError, ValueError):
-        data = {}
+    data = _read_state(_declined_path())
     data[str(workspace.resolve())] = asks_fingerprint(asks)
     write_private(_declined_path(), json.dumps(data, indent=2) + "\n")

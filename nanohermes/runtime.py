@@ -101,6 +101,11 @@ class Runtime:
             tmp = path.with_name(path.name + ".tmp")
             tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
             tmp.replace(path)
+            # The project file comes with the repository, so its allow rules apply only in a
+            # trusted folder, or when this person saved them: record that outside it.
+            from nanohermes.config import record_approved_rules
+
+            record_approved_rules(self.workspace, [str(r) for r in rules])
         except (OSError, ValueError) as e:
             for rule in rules:
                 self.remember(rule)

@@ -187,9 +187,6 @@ def test_reading_a_secret_file_asks_first(workspace: Path) -> None:
 
 # -- always for this project ---------------------------------------------------------------
 def test_always_for_this_project_is_saved_and_loaded_next_time(workspace: Path) -> None:
-    # Allow rules in a project file apply only once the person trusts the folder.
-    user_config_path().parent.mkdir(parents=True)
-    user_config_path().write_text(json.dumps({"trusted_projects": [str(workspace)]}))
     cfg = project_config_path(workspace)
     cfg.parent.mkdir()
     cfg.write_text(json.dumps({"model": "m1", "permissions": {"deny": ["run_command(rm *)"]}}))
@@ -350,8 +347,6 @@ def test_project_answer_on_a_terminal_saves_the_rule(workspace: Path, home: Path
     import pexpect
 
     (workspace / ".env").write_text("A=1\n")
-    user_config_path().parent.mkdir(parents=True)  # the saved rule applies in a trusted folder
-    user_config_path().write_text(json.dumps({"trusted_projects": [str(workspace)]}))
     server.add(tool_reply(call("read_file", {"path": ".env"}, id="r1")), Reply(text="first"),
                tool_reply(call("read_file", {"path": ".env"}, id="r2")), Reply(text="second"))
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent), "OPENAI_API_KEY": "k"}

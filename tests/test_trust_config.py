@@ -301,3 +301,17 @@ def test_a_config_flag_naming_the_project_file_makes_it_the_persons_own(workspac
     loaded = load_config(workspace, config_file=proj)
     assert (loaded.config.permission_mode, loaded.config.base_url) == ("goal", "http://mine/v1")
     assert loaded.asks == {} and loaded.warnings == [] and loaded.files == [proj]
+
+
+def test_rules_the_person_saved_to_the_project_apply_without_trust(workspace: Path) -> None:
+    from nanohermes.config import approved_rules, record_approved_rules
+
+    record_approved_rules(workspace, ["run_command(touch *)"])
+    record_approved_rules(workspace, ["run_command(touch *)"])  # recorded once
+    assert approved_rules(workspace) == {"run_command(touch *)"}
+    assert approved_rules(workspace.parent) == frozenset()  # only in that folder
+    proj = write(project_config_path(workspace), {"permissions": {"allow": ["run_command(touch *)", "run_command"]}})
+    loaded = load_config(workspace)
+    assert loaded.config.permissions.allow == ["run_command(touch *)"]
+    assert loaded.config.permissions.origin("allow", "run_command(touch *)") == str(proj)
+    assert loaded.asks == {"permissions.allow": ["run_command"]}
