@@ -135,8 +135,10 @@ def test_text_typed_before_the_question_comes_back_after_it(term: Any, server: F
                                                             project: Path) -> None:
     server.add(Reply(text="answered"))
     t = term()
-    t.wait("starting")  # the prompt is up; the config is still loading behind it
+    # Typed at once: the prompt takes these keys when it starts, before the config is read
+    # behind it (the question can only come after that).
     t.child.send("hello")
+    t.wait("starting")
     t.wait(QUESTION)
     t.child.send("c")
     t.wait("continuing without them")
