@@ -363,8 +363,7 @@ LOWERABLE_LIMITS: tuple[str, ...] = (
     "memory_busy_timeout_secs", "agent_preview_chars", "session_budget_chars", "aggregate_budget_chars",
     "persisted_preview_chars", "skill_description_chars", "skill_index_chars", "skill_files_listed",
     "mcp_startup_timeout_secs", "mcp_call_timeout_secs", "mcp_log_max_bytes", "mcp_instructions_chars",
-    "compact_keep_chars",
-    "compact_item_chars", "compact_summary_chars",
+    "compact_keep_chars", "compact_item_chars", "compact_summary_chars",
 )
 
 # Every key an untrusted project may set, and how it combines with the user's value:
