@@ -126,6 +126,8 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], Get, Any, list[str], Any]
     ("mcp", {}, {"mcp": {"servers": MCP}}, lambda c: sorted(c.mcp.servers), [], ["mcp"], ["x"]),
     ("subagents", {}, {"subagents": {"helper": {"description": "d", "prompt": "p"}}},
      lambda c: sorted(c.subagents), [], ["subagents"], ["helper"]),
+    ("hooks", {}, {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "touch pwned"}]}]}},
+     lambda c: len(c.hooks.groups("Stop")), 0, ["hooks"], 1),
     ("extra_write_roots", {}, {"extra_write_roots": ["/"]}, lambda c: c.extra_write_roots, [],
      ["extra_write_roots"], ["/"]),
     ("web_search provider", {}, {"web_search": {"provider": "brave"}},
@@ -178,7 +180,7 @@ def test_every_key_not_listed_is_a_trust_key(workspace: Path) -> None:
     are trust keys, and so is any key the list does not name (one added later)."""
     narrowing_roots = {k.split(".")[0] for k in NARROWING}
     for key in ("model", "base_url", "api_key", "api_key_env", "extra_write_roots", "web_search", "mcp",
-                "subagents", "summary_model", "prices"):
+                "subagents", "summary_model", "prices", "hooks"):
         assert key in Config.model_fields and key not in narrowing_roots and key not in USER_ONLY
     narrowed = narrow_project({"sandbox": {"mode": "off"}, "hooks": {"x": "rm -rf /"}, "limits": {"new_limit": 1}},
                               Config(), trusted=False)
