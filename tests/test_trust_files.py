@@ -63,6 +63,9 @@ def test_every_file_written_is_private_and_holds_no_key(workspace: Path, server:
     for name, mode in kinds.items():
         if name.endswith("/."):
             continue
+        if "/checkpoints/" in name and "/git/objects/" in name and mode.startswith("file"):
+            assert mode == "file 0o400", (name, mode)  # git makes its objects read-only
+            continue
         assert mode == ("dir 0o700" if mode.startswith("dir") else "file 0o600"), (name, mode)
     names = sorted(kinds)
     # What this run wrote: the transcript, a persisted result, the sub-agent's result, the
@@ -71,6 +74,8 @@ def test_every_file_written_is_private_and_holds_no_key(workspace: Path, server:
     assert any("/tool-results/" in n for n in names), names
     assert any("/agents/" in n and n.endswith(".md") for n in names)
     assert "data/memory.db" in names and "state/mcp/demo.log" in names
+    assert any(n.startswith("data/checkpoints/") and "/git/objects/" in n for n in names)  # the shadow store
+    assert any(n.endswith("/checkpoints.jsonl") for n in names)
 
     # No key anywhere on disk: not in the memory store, not in the sub-agent's result.
     for root in (data, state):
