@@ -373,6 +373,8 @@ LOWERABLE_LIMITS: tuple[str, ...] = (
 #              auto_approve false)
 #   lower      a limit: applies only when lower than the user's
 #   project    only about the repository's own files (which folders search skips)
+#   sandbox    the whole section applies when it only narrows (mode auto, no network, writable
+#              roots the user's list holds); otherwise it is a trust request
 # Any other key is a trust key: it names a URL, a command, an environment variable or a
 # credential, spends the user's money (models, sub-agents) or changes what the user is told
 # (prices); a key added later is a trust key until it is listed here. A value that widens a
@@ -383,6 +385,7 @@ NARROWING: dict[str, str] = {
     "allowed_tools": "intersect", "web_fetch.allowed_hosts": "intersect", "shell_env.keep": "intersect",
     "permission_mode": "stricter", "auto_approve": "stricter",
     "search_ignore_dirs": "project", "search_ignore_extra": "project",
+    "sandbox": "sandbox",  # judged whole: it may keep the sandbox on, never turn it off or widen it
     **{k: "lower" for k in LIMIT_KEYS},
     **{f"limits.{n}": "lower" for n in LOWERABLE_LIMITS},
 }
@@ -468,6 +471,16 @@ def narrow_project(project: dict[str, Any], base: Config, *, trusted: bool,
                 out.asks[key] = value
             else:
                 _set(out.data, key, value)
+        elif kind == "sandbox":
+            have = base.sandbox
+            value = value if isinstance(value, dict) else {}
+            narrows = (value.get("mode", have.mode) in ("auto", have.mode)
+                       and value.get("network", have.network) in (False, have.network)
+                       and all(r in have.writable_roots for r in value.get("writable_roots", [])))
+            if narrows or trusted:
+                _set(out.data, key, value)
+            else:
+                out.asks[key] = value
         elif kind == "lower":
             name = key.removeprefix("limits.")
             have = getattr(limits, name, None) if name in Limits.names() else getattr(base, name)

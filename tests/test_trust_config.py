@@ -140,6 +140,16 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], Get, Any, list[str], Any]
      {"shell_env": {"keep": ["NPM_TOKEN"]}}, lambda c: c.shell_env.keep, ["NPM_TOKEN"], [], ["NPM_TOKEN"]),
     ("shell_env.keep may not add names", {}, {"shell_env": {"keep": ["OPENAI_API_KEY"]}},
      lambda c: c.shell_env.keep, [], ["shell_env.keep"], ["OPENAI_API_KEY"]),
+    ("sandbox may stay on", {"sandbox": {"mode": "off"}}, {"sandbox": {"mode": "auto"}},
+     lambda c: c.sandbox.mode, "auto", [], "auto"),
+    ("sandbox may not be turned off", {}, {"sandbox": {"mode": "off"}}, lambda c: c.sandbox.mode, "auto",
+     ["sandbox"], "off"),
+    ("sandbox network needs trust", {}, {"sandbox": {"network": True}}, lambda c: c.sandbox.network, False,
+     ["sandbox"], True),
+    ("sandbox roots may only shrink", {"sandbox": {"writable_roots": ["/a", "/b"]}},
+     {"sandbox": {"writable_roots": ["/b"]}}, lambda c: c.sandbox.writable_roots, ["/b"], [], ["/b"]),
+    ("sandbox roots may not grow", {}, {"sandbox": {"writable_roots": ["/"]}},
+     lambda c: c.sandbox.writable_roots, [], ["sandbox"], ["/"]),
     ("search_ignore_extra is the project's own", {}, {"search_ignore_extra": ["fixtures"]},
      lambda c: c.search_ignore_extra, ["fixtures"], [], ["fixtures"]),
 ]
@@ -172,7 +182,7 @@ def test_project_layer(workspace: Path, case: str, user: dict[str, Any], project
 def test_the_table_covers_every_narrowing_kind_and_many_cases() -> None:
     assert len(CASES) >= 30
     kinds = set(NARROWING.values())
-    assert kinds == {"union", "intersect", "stricter", "lower", "project"}
+    assert kinds == {"union", "intersect", "stricter", "lower", "project", "sandbox"}
 
 
 def test_every_key_not_listed_is_a_trust_key(workspace: Path) -> None:
