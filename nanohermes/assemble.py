@@ -20,6 +20,7 @@ from nanohermes.llm import LLM
 from nanohermes.llm import make_llm as make_wire
 from nanohermes.permissions import Policy, Rule
 from nanohermes.redact import protect as protect_secrets
+from nanohermes.redact import set_child_env_policy
 from nanohermes.runtime import Runtime
 from nanohermes.session import Transcript, restore_state
 from nanohermes.tools import Tool, build_tools
@@ -204,6 +205,9 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     (both fire the Notification hooks)."""
     warnings: list[str] = []
     protect_secrets(config)
+    # What spawned processes inherit: never the keys nanohermes itself reads.
+    set_child_env_policy(own_vars=(config.api_key_env, config.web_search.brave_api_key_env,
+                                   config.web_search.tavily_api_key_env), keep=config.shell_env.keep)
     limits = config.build_limits()
     hooks = None
     if any(config.hooks.groups(e) for e in HOOK_EVENTS):

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nanohermes.budget import Limits
-from nanohermes.dirs import data_home
+from nanohermes.dirs import data_home, open_private, private_dir, write_private
 from nanohermes.events import Notice
 
 if TYPE_CHECKING:
@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 REF_PREFIX = "refs/nanohermes/checkpoints/"
 _GIT_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.autocrlf=false",
                "-c", "core.safecrlf=false", "-c", "core.symlinks=true", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
-               "-c", "core.quotepath=off", "-c", "core.untrackedCache=false", "-c", "core.splitIndex=false")
+               "-c", "core.quotepath=off", "-c", "core.untrackedCache=false", "-c", "core.splitIndex=false",
+               # The store holds copies of the workspace's files: owner-only, whatever the umask.
+               "-c", "core.sharedRepository=0600")
 # info/attributes wins over every .gitattributes of the workspace: no line-ending or filter changes.
 _ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding -diff -merge\n"
 
@@ -125,11 +127,9 @@ class Store:
             self.index.with_name(self.index.name + ".lock").unlink(missing_ok=True)
         if (self.git_dir / "HEAD").exists():
             return
-        self.root.mkdir(parents=True, exist_ok=True)
+        private_dir(self.root)
         self.git("init", "-q", "--template=")
-        info = self.git_dir / "info"
-        info.mkdir(exist_ok=True)
-        (info / "attributes").write_text(_ATTRIBUTES)
+        write_private(private_dir(self.git_dir / "info") / "attributes", _ATTRIBUTES)
 
     # -- snapshot --------------------------------------------------------------------------
     def files(self) -> tuple[list[str], list[str], list[str]]:
@@ -357,8 +357,7 @@ class Checkpoints:
         path = self._file()
         if path is None:
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as f:
+        with open_private(path, "a") as f:  # 0600, in a 0700 session folder
             f.write(json.dumps(rec, ensure_ascii=False) + "\n")
 
     # -- before each turn ------------------------------------------------------------------

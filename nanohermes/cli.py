@@ -321,15 +321,13 @@ def _opens_repl(argv: list[str]) -> bool:
 def _repl_first(argv: list[str]) -> NoReturn:
     """The REPL with its prompt drawn first: parsing the flags and loading the config run
     behind it, and an error there is reported as it would have been before the REPL."""
-    from nanohermes.ui.repl import Start
-
     parsed: list[Launch] = []
 
     def keep(launch: Launch) -> int:
         parsed.append(launch)
         return EXIT_OK
 
-    def start() -> Start:
+    def start() -> Any:
         from nanohermes.errors import UsageError
 
         try:
@@ -338,9 +336,7 @@ def _repl_first(argv: list[str]) -> NoReturn:
             if callable(getattr(e, "format_message", None)):  # typer's usage error: a bad value
                 raise UsageError(e.format_message(), hint="`nanohermes --help` lists the options") from None
             raise
-        warnings: list[str] = []
-        config, workspace, resume = _prepare(parsed[0], warnings.append)
-        return Start(config, workspace, save_session=parsed[0].save_session, resume=resume, warnings=tuple(warnings))
+        return _repl_start(parsed[0])
 
     try:
         _interactive(start)
@@ -349,7 +345,8 @@ def _repl_first(argv: list[str]) -> NoReturn:
     sys.exit(code)
 
 
-def _prepare(launch: Launch, warn: Callable[[str], None]) -> tuple[Any, Path, Path | None]:
+def _prepare(launch: Launch, warn: Callable[[str], None],
+             loaded_to: Callable[[Any], None] = lambda loaded: None) -> tuple[Any, Path, Path | None]:
     """The validated config, the workspace and the transcript to resume (None for a new
     session); raises the run-ending errors (bad config, unknown session)."""
     from nanohermes.config import load_config
@@ -363,21 +360,42 @@ def _prepare(launch: Launch, warn: Callable[[str], None]) -> tuple[Any, Path, Pa
     check_base_url(loaded.config.base_url)  # a URL no request could use ends the run now (exit 2)
     for w in loaded.warnings:
         warn(w)
+    loaded_to(loaded)
     return loaded.config, workspace, _resume_target(workspace, launch.cont, launch.resume, launch.save_session)
+
+
+def _repl_start(launch: Launch) -> Any:
+    """The REPL's Start: the config, and the folder-trust question when the project asks for
+    trust keys the person has not answered yet (`-p` never asks: it warns and ignores them)."""
+    from nanohermes.config import trust_declined
+    from nanohermes.ui.repl import Start
+    from nanohermes.ui.trust import TrustQuestion
+
+    warnings: list[str] = []
+    box: list[Any] = []
+    config, workspace, resume = _prepare(launch, warnings.append, box.append)
+    loaded = box[0]
+    trust = None
+    if loaded.asks and loaded.project_file is not None and loaded.user_file is not None \
+            and not trust_declined(workspace, loaded.asks):
+        # Read again once trusted, on the session already chosen (a picker is not shown twice).
+        again = launch._replace(cont=False, resume=resume.stem if resume is not None else None)
+        trust = TrustQuestion(workspace=workspace, project_file=loaded.project_file, user_file=loaded.user_file,
+                              asks=dict(loaded.asks), reload=lambda: _repl_start(again))
+    return Start(config, workspace, save_session=launch.save_session, resume=resume, warnings=tuple(warnings),
+                 trust=trust)
 
 
 def run(launch: Launch) -> int:
     try:
         from nanohermes.errors import UsageError
 
-        config, workspace, resume_path = _prepare(launch, lambda w: sys.stderr.write(f"nanohermes: warning: {w}\n"))
         prompt = launch.prompt
+        if prompt is None and sys.stdin.isatty():
+            start = _repl_start(launch)  # its warnings are shown in the REPL
+            _interactive(lambda: start)
+        config, workspace, resume_path = _prepare(launch, lambda w: sys.stderr.write(f"nanohermes: warning: {w}\n"))
         if prompt is None:
-            if sys.stdin.isatty():
-                from nanohermes.ui.repl import Start
-
-                start = Start(config, workspace, save_session=launch.save_session, resume=resume_path)
-                _interactive(lambda: start)
             prompt = ""
         if not sys.stdin.isatty():
             piped = sys.stdin.read()

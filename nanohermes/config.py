@@ -1,9 +1,14 @@
-"""Settings: pydantic models and the layered loader.
+"""Settings: pydantic models and the layered loader, and which layer may set what.
 
 Precedence, lowest first: defaults < user file ($XDG_CONFIG_HOME/nanohermes/config.json)
 < project file (<workspace>/.nanohermes/config.json) < environment < command-line flags.
 Each file is validated on its own so an error names the file and the key; unknown keys
 become warnings, never failures.
+
+The project file comes with the repository, so it is treated as written by a stranger: it
+may only narrow (`NARROWING` lists every key it may set and how each combines with the
+layers below), and every other key is a trust key, applied only when the user config lists
+the workspace in `trusted_projects`. The environment and the flags are the person's own.
 """
 
 from __future__ import annotations
@@ -51,6 +56,11 @@ class WebFetchConfig(_Section):
     # Host patterns (fnmatch, case-insensitive); "example.com" also covers its subdomains.
     allowed_hosts: list[str] = _d(list, "when non-empty, web_fetch reaches only these hosts")
     denied_hosts: list[str] = _d(list, "hosts web_fetch always refuses, even if allowed")
+
+
+class ShellEnvConfig(_Section):
+    keep: list[str] = _d(list, "secret variables (nanohermes's key, *_API_KEY, *_TOKEN, *_SECRET, *_PASSWORD) "
+                               "that commands, background tasks and MCP servers still inherit")
 
 
 class PermissionsConfig(_Section):
@@ -207,6 +217,7 @@ class Config(_Section):
     search_ignore_extra: list[Annotated[str, Field(pattern=_DIR_NAME)]] = _d(list, "folder names added to that list")
     extra_write_roots: list[str] = _d(list, "folders outside the workspace that writes may reach without being protected")
     sandbox: SandboxConfig = _d(SandboxConfig, "the OS sandbox of commands nobody approved (Landlock)")
+    shell_env: ShellEnvConfig = _d(ShellEnvConfig, "the environment of commands, background tasks and MCP servers")
     limits: dict[str, int | float] = _d(dict, "any output limit by name (see Limits below)")
     web_search: WebSearchConfig = _d(WebSearchConfig, "web_search provider settings")
     web_fetch: WebFetchConfig = _d(WebFetchConfig, "web_fetch host lists")
@@ -252,13 +263,6 @@ def project_config_path(workspace: Path) -> Path:
     return workspace / ".nanohermes" / "config.json"
 
 
-@dataclass
-class Loaded:
-    config: Config
-    files: list[Path] = field(default_factory=list)  # files that existed and were read
-    warnings: list[str] = field(default_factory=list)
-
-
 def _unknown_keys(model: type[BaseModel], data: dict[str, Any], prefix: str = "") -> list[str]:
     out: list[str] = []
     for key, value in data.items():
@@ -280,13 +284,42 @@ def _describe(err: ValidationError) -> str:
     return f"key `{key}`: {e['msg'].lower()} (got {shown})"
 
 
-def _read_file(path: Path) -> dict[str, Any]:
+# Nesting levels a config file may have. Settings are at most a few levels deep; the parser
+# recurses per level, so a hostile file of 100,000 `[` would crash it instead of being an error.
+CONFIG_MAX_DEPTH = 64
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def json_depth(text: str) -> int:
+    """How deeply arrays and objects nest in JSON `text` (brackets inside strings do not count)."""
+    depth = deepest = 0
+    for m in _BRACKET.finditer(_JSON_STRING.sub('""', text)):
+        if m.group() in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def read_config_file(path: Path, *, max_depth: int = CONFIG_MAX_DEPTH) -> dict[str, Any]:
+    """One config file as a dict; every way it can be wrong is a ConfigError naming it."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", hint="fix the file or move it away") from None
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(f"{path}: cannot read: {e.strerror}", hint="check the path and its permissions") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text", hint="save the file as UTF-8 JSON") from None
+    if (depth := json_depth(text)) > max_depth:
+        raise ConfigError(f"{path}: nested {depth} levels deep, more than the {max_depth} a config file may have",
+                          hint="fix the file or move it away") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", hint="fix the file or move it away") from None
+    except RecursionError:  # the depth check counts what the parser recurses on; kept as a backstop
+        raise ConfigError(f"{path}: nested too deeply", hint="fix the file or move it away") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON object at the top level", hint='start the file with "{"')
     return data
@@ -309,23 +342,221 @@ def _env_layer() -> dict[str, Any]:
     return env
 
 
-# Keys a project file may set only when the user trusts the project: a cloned repository
-# must not turn off approvals, send the user's key to another host, or start programs.
-PROJECT_TRUST_KEYS = ("auto_approve", "permission_mode", "base_url", "api_key", "api_key_env", "mcp",
-                      "extra_write_roots", "trusted_projects", "hooks")
+# -- what a project file may set -------------------------------------------------------------
+# Modes from the one that lets the least happen to the one that lets the most: plan refuses
+# edits and commands; debug refuses edits but asks for commands; default asks for both;
+# accept-edits runs edits unasked; goal runs everything unasked.
+MODE_STRICTNESS: tuple[str, ...] = ("plan", "debug", "default", "accept-edits", "goal")
+# Top-level keys that are limits (a project may lower them, never raise them).
+LIMIT_KEYS = ("max_output", "max_turns", "max_parallel_tools", "request_timeout", "max_retries",
+              "session_budget_chars", "aggregate_budget_chars", "grep_max_files", "task_timeout_secs")
+# The `limits` a project may lower, listed (not "all but some") so that a limit added later
+# is a trust key until someone decides. Not edit_diff_chars: it bounds the diff a person
+# approves, and a shorter one hides part of what runs.
+LOWERABLE_LIMITS: tuple[str, ...] = (
+    "max_output", "read_file_max_bytes", "read_file_window_lines", "read_file_line_chars", "binary_sniff_bytes",
+    "list_dir_entries", "edit_file_max_bytes", "grep_matches", "grep_file_max_bytes", "grep_line_chars",
+    "grep_max_files", "glob_results", "run_command_capture_bytes", "task_capture_bytes", "task_timeout_secs",
+    "command_kill_grace_secs", "command_pipe_grace_secs", "git_timeout_secs", "web_fetch_body_bytes",
+    "web_fetch_timeout_secs", "web_fetch_max_redirects", "web_search_timeout_secs", "web_search_snippet_chars",
+    "skill_body_chars", "project_docs_chars", "todo_items", "memory_text_chars", "memory_search_max_results",
+    "memory_busy_timeout_secs", "agent_preview_chars", "session_budget_chars", "aggregate_budget_chars",
+    "persisted_preview_chars", "skill_description_chars", "skill_index_chars", "skill_files_listed",
+    "mcp_startup_timeout_secs", "mcp_call_timeout_secs", "mcp_log_max_bytes", "mcp_instructions_chars",
+    "compact_keep_chars", "compact_item_chars", "compact_summary_chars",
+)
+
+# Every key an untrusted project may set, and how it combines with the user's value:
+#   union      the project's entries are added to the user's (deny and ask rules, secret files, ...)
+#   intersect  a non-empty project list keeps only what both lists allow; an empty one changes nothing
+#   stricter   applies only when stricter than the user's (permission_mode by MODE_STRICTNESS;
+#              auto_approve false)
+#   lower      a limit: applies only when lower than the user's
+#   project    only about the repository's own files (which folders search skips)
+#   sandbox    the whole section applies when it only narrows (mode auto, no network, writable
+#              roots the user's list holds); otherwise it is a trust request
+# Any other key is a trust key: it names a URL, a command, an environment variable or a
+# credential, spends the user's money (models, sub-agents) or changes what the user is told
+# (prices); a key added later is a trust key until it is listed here. A value that widens a
+# narrowing key (a looser mode, a higher limit, a longer shell_env.keep) is a trust request too.
+NARROWING: dict[str, str] = {
+    "permissions.deny": "union", "permissions.ask": "union", "permissions.secret_files": "union",
+    "disallowed_tools": "union", "web_fetch.denied_hosts": "union",
+    "allowed_tools": "intersect", "web_fetch.allowed_hosts": "intersect", "shell_env.keep": "intersect",
+    "permission_mode": "stricter", "auto_approve": "stricter",
+    "search_ignore_dirs": "project", "search_ignore_extra": "project",
+    "sandbox": "sandbox",  # judged whole: it may keep the sandbox on, never turn it off or widen it
+    **{k: "lower" for k in LIMIT_KEYS},
+    **{f"limits.{n}": "lower" for n in LOWERABLE_LIMITS},
+}
+# Keys no project file may set, trusted or not: the list of trusted folders itself, and the
+# URLs a search key is sent to (a key goes only where the user's own config says).
+USER_ONLY: tuple[str, ...] = ("trusted_projects", "web_search.brave_url", "web_search.tavily_url")
+# Sections whose keys are judged one by one; any other object (mcp, subagents, prices) is one key.
+_SECTIONS = ("permissions", "web_fetch", "web_search", "shell_env", "limits")
 
 
-def _untrusted_project_keys(data: dict[str, Any]) -> list[str]:
-    risky = [k for k in PROJECT_TRUST_KEYS if k in data]
-    if data.get("permission_mode") in ("default", "plan", "debug"):  # narrowing is always fine
-        risky.remove("permission_mode")
-    if "auto_approve" in risky and data["auto_approve"] is False:
-        risky.remove("auto_approve")
-    sandbox = data.get("sandbox")
-    if isinstance(sandbox, dict) and (sandbox.get("mode", "auto") != "auto" or sandbox.get("network", False) is not False
-                                      or sandbox.get("writable_roots", []) != []):
-        risky.append("sandbox")  # a project may keep the sandbox on, never turn it off or widen it
-    return risky
+def _leaves(data: dict[str, Any]) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for key, value in data.items():
+        if key in _SECTIONS and isinstance(value, dict):
+            out += [(f"{key}.{k}", v) for k, v in value.items()]
+        else:
+            out.append((key, value))
+    return out
+
+
+def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, last = dotted.split(".")
+    for p in parents:
+        data = data.setdefault(p, {})
+    data[last] = value
+
+
+def _host_covers(patterns: list[str], host: str) -> bool:
+    import fnmatch
+
+    return any(fnmatch.fnmatchcase(host.lower(), p.lower()) or host.lower().endswith("." + p.lower()) or
+               host.lower() == p.lower() for p in patterns)
+
+
+@dataclass
+class Narrowed:
+    """The project layer as it applies, and what it asked for that needs trust."""
+
+    data: dict[str, Any] = field(default_factory=dict)
+    asks: dict[str, Any] = field(default_factory=dict)  # dotted key -> the project's value, in file order
+    user_only: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # how a narrowing value was combined, when it is not obvious
+    # Added after every key is read (so a later union of the same list cannot drop them):
+    # allow lists with nothing in common leave nothing allowed.
+    block: dict[str, list[str]] = field(default_factory=dict)
+
+
+def narrow_project(project: dict[str, Any], base: Config, *, trusted: bool,
+                   approved: frozenset[str] = frozenset()) -> Narrowed:
+    """Combine a project file's settings with `base` (defaults and user file): see NARROWING.
+    `approved`: allow rules the person saved to this project ("always in this project")."""
+    out = Narrowed()
+    limits = base.build_limits()
+    for key, value in _leaves(project):
+        if key in USER_ONLY:
+            out.user_only.append(key)
+            continue
+        if key == "permissions.allow" and not trusted and isinstance(value, list):
+            mine = [r for r in value if r in approved]
+            if mine:
+                _set(out.data, key, mine)
+            if others := [r for r in value if r not in approved]:
+                out.asks[key] = others
+            continue
+        kind = NARROWING.get(key)
+        if kind is None:  # a trust key
+            if trusted:
+                _set(out.data, key, value)
+            else:
+                out.asks[key] = value
+            continue
+        if kind == "project" or key in ("permissions.deny", "permissions.ask"):
+            _set(out.data, key, value)  # rules add up across layers in load_config
+        elif kind == "union":
+            have = _get(base, key)
+            _set(out.data, key, [*have, *(v for v in value if v not in have)])
+        elif kind == "intersect":
+            _intersect(out, key, list(value), list(_get(base, key)), base, trusted)
+        elif kind == "stricter":
+            looser = (MODE_STRICTNESS.index(value) > MODE_STRICTNESS.index(base.permission_mode)
+                      if key == "permission_mode" else bool(value) and not base.auto_approve)
+            if looser and not trusted:
+                out.asks[key] = value
+            else:
+                _set(out.data, key, value)
+        elif kind == "sandbox":
+            have = base.sandbox
+            value = value if isinstance(value, dict) else {}
+            narrows = (value.get("mode", have.mode) in ("auto", have.mode)
+                       and value.get("network", have.network) in (False, have.network)
+                       and all(r in have.writable_roots for r in value.get("writable_roots", [])))
+            if narrows or trusted:
+                _set(out.data, key, value)
+            else:
+                out.asks[key] = value
+        elif kind == "lower":
+            name = key.removeprefix("limits.")
+            have = getattr(limits, name, None) if name in Limits.names() else getattr(base, name)
+            if name == "aggregate_budget_chars" and have is None:
+                have = limits.aggregate_chars
+            elif name == "compact_keep_chars" and have is None:
+                have = limits.keep_chars
+            lowers = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 \
+                and (have is None or value <= have)
+            if lowers or trusted:
+                _set(out.data, key, value)
+            else:
+                out.asks[key] = value
+    for key, extra in out.block.items():
+        section, _, name = key.rpartition(".")
+        have = (out.data.get(section, {}) if section else out.data).get(name)
+        _set(out.data, key, [*(have if have is not None else _get(base, key)), *extra])
+    return out
+
+
+def _get(base: Config, dotted: str) -> Any:
+    node: Any = base
+    for part in dotted.split("."):
+        node = getattr(node, part)
+    return node
+
+
+def _intersect(out: Narrowed, key: str, mine: list[str], have: list[str], base: Config, trusted: bool) -> None:
+    if key == "shell_env.keep":
+        # Keeping a secret variable for commands widens: the project may drop names from the
+        # user's list; adding one is a trust request.
+        extra = [v for v in mine if v not in have]
+        if extra and trusted:
+            _set(out.data, key, mine)
+            return
+        if extra:
+            out.asks[key] = extra
+        _set(out.data, key, [v for v in have if v in mine])
+        return
+    if not mine:
+        return  # an empty list means "no restriction": it must not lift the user's
+    if not have:
+        _set(out.data, key, mine)
+        return
+    if key == "allowed_tools":
+        from nanohermes.permissions import names_tool
+
+        both = [t for t in mine if names_tool(have, t)] + [t for t in have if names_tool(mine, t) and t not in mine]
+        if not both:  # nothing is in both lists: nothing may run, never "everything"
+            _set(out.data, key, have)
+            out.block["disallowed_tools"] = have
+            out.notes.append(f"allowed_tools share no tool with the user's ({', '.join(have)}): no tool is allowed")
+            return
+    else:  # web_fetch.allowed_hosts
+        both = [h for h in mine if _host_covers(have, h)] + [h for h in have if _host_covers(mine, h) and h not in mine]
+        if not both:
+            _set(out.data, key, have)
+            out.block["web_fetch.denied_hosts"] = ["*"]
+            out.notes.append(f"web_fetch.allowed_hosts share no host with the user's ({', '.join(have)}): "
+                             "web_fetch reaches no host")
+            return
+    _set(out.data, key, both)
+
+
+# Chars of one value shown in the trust question. Not a config limit: the question is about
+# the project's config, which must not be able to shorten it.
+ASK_VALUE_CHARS = 200
+
+
+def describe_ask(key: str, value: Any, max_chars: int = ASK_VALUE_CHARS) -> str:
+    """One line of the trust question: the key and its value as JSON, so control characters
+    and escapes are shown escaped (`\u001b`), never drawn; a long value is cut with a marker."""
+    shown = json.dumps(value, ensure_ascii=True)
+    if len(shown) > max_chars:
+        shown = shown[:max_chars] + f"… ({len(shown) - max_chars} more chars)"
+    return f"{key}: {shown}"
 
 
 def _merge_hooks(layers: list[tuple[str, dict[str, Any]]], merged: dict[str, Any]) -> dict[str, list[str]]:
@@ -349,32 +580,57 @@ def is_trusted(workspace: Path, trusted: list[str]) -> bool:
     return any(real == Path(t).expanduser().resolve() for t in trusted)
 
 
+@dataclass
+class Loaded:
+    config: Config
+    files: list[Path] = field(default_factory=list)  # files that existed and were read
+    warnings: list[str] = field(default_factory=list)
+    # What the project file asked for that needs trust (dotted key -> value); empty when the
+    # project is trusted or asks for nothing.
+    asks: dict[str, Any] = field(default_factory=dict)
+    user_file: Path | None = None  # where trusted_projects is read from (and saved to)
+    project_file: Path | None = None
+
+
 def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict[str, Any] | None = None) -> Loaded:
     """Merge every layer and validate. `config_file` (from --config) replaces the user file."""
-    loaded = Loaded(Config())
+    loaded = Loaded(Config(), user_file=config_file or user_config_path())
     layers: list[tuple[str, dict[str, Any]]] = []
+    project = project_config_path(workspace)
     files = [config_file] if config_file else [user_config_path()]
-    files.append(project_config_path(workspace))
+    # A --config naming the project file makes it the person's own file, read once, as theirs.
+    if not (config_file is not None and config_file.resolve() == project.resolve()):
+        files.append(project)
     for path in files:
         if path is None or not path.is_file():
             if path is config_file and config_file is not None:
                 raise ConfigError(f"{config_file}: no such config file", hint="check the --config path")
             continue
-        data = _read_file(path)
+        data = read_config_file(path)
         try:
             Config.model_validate(data)
         except ValidationError as e:
             raise ConfigError(f"{path}: {_describe(e)}", hint="see config.example.json for every key") from None
+        except RecursionError:
+            raise ConfigError(f"{path}: nested too deeply", hint="fix the file or move it away") from None
         if unknown := _unknown_keys(Config, data):
             loaded.warnings.append(f"{path}: unknown config keys ignored: {', '.join(unknown)}")
-        if path == project_config_path(workspace):
-            trusted = [t for _, d in layers for t in d.get("trusted_projects") or []]
-            risky = _untrusted_project_keys(data)
-            if risky and not is_trusted(workspace, trusted):
-                data = {k: v for k, v in data.items() if k not in risky}
+            data = _drop(data, unknown)
+        if path is project:
+            loaded.project_file = path
+            trusted = is_trusted(workspace, [t for _, d in layers for t in d.get("trusted_projects") or []])
+            below = Config.model_validate(_merge({}, layers[0][1]) if layers else {})
+            narrowed = narrow_project(data, below, trusted=trusted, approved=approved_rules(workspace))
+            data = narrowed.data
+            loaded.asks = narrowed.asks
+            if narrowed.asks:
                 loaded.warnings.append(
-                    f"{path}: ignored {', '.join(risky)} because this project is not trusted; to allow them, add "
-                    f'"{workspace.resolve()}" to trusted_projects in {user_config_path()}')
+                    f"{path}: ignored {', '.join(narrowed.asks)} because this project is not trusted; to allow them, "
+                    f'add "{workspace.resolve()}" to trusted_projects in {loaded.user_file}')
+            if narrowed.user_only:
+                loaded.warnings.append(f"{path}: ignored {', '.join(narrowed.user_only)}: only the user config "
+                                       f"({loaded.user_file}) may set them")
+            loaded.warnings += [f"{path}: {n}" for n in narrowed.notes]
         loaded.files.append(path)
         layers.append((str(path), data))
     layers.append(("environment", _env_layer()))
@@ -403,5 +659,107 @@ def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict
     for event, sources in hook_origins.items():
         for group, origin in zip(loaded.config.hooks.groups(event), sources):
             group._origin = origin
+    loaded.warnings += _guard_search_keys(loaded.config)
     loaded.config.build_limits()  # reject unknown limit names early
     return loaded
+
+
+def _drop(data: dict[str, Any], dotted: list[str]) -> dict[str, Any]:
+    """`data` without the unknown keys (so they never count as a project's trust request)."""
+    out: dict[str, Any] = json.loads(json.dumps(data))
+    for key in dotted:
+        *parents, last = key.split(".")
+        node = out
+        for p in parents:
+            node = node.get(p, {})
+        node.pop(last, None)
+    return out
+
+
+def _guard_search_keys(config: Config) -> list[str]:
+    """A search provider's key variable must not be the model's key: that key would go to the
+    search provider's URL."""
+    ws = config.web_search
+    own = {config.api_key_env, "OPENAI_API_KEY"}
+    warnings: list[str] = []
+    for name in ("brave_api_key_env", "tavily_api_key_env"):
+        if getattr(ws, name) in own:
+            default = WebSearchConfig.model_fields[name].default
+            warnings.append(f"web_search.{name} names the model's key variable ${getattr(ws, name)}; "
+                            f"using ${default} instead, so the model key never goes to a search provider")
+            setattr(ws, name, default)
+    return warnings
+
+
+# -- trusting a folder -------------------------------------------------------------------------
+def trust_folder(workspace: Path, user_file: Path) -> None:
+    """Add `workspace` to trusted_projects in `user_file`, keeping the rest of the file; the
+    file is replaced atomically and readable only by its owner."""
+    from nanohermes.dirs import write_private
+
+    data = read_config_file(user_file) if user_file.is_file() else {}
+    listed = data.get("trusted_projects")
+    if not isinstance(listed, list):
+        listed = []
+    real = str(workspace.resolve())
+    if real not in listed:
+        listed.append(real)
+    data["trusted_projects"] = listed
+    write_private(user_file, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _approved_path() -> Path:
+    from nanohermes.dirs import state_home
+
+    return state_home() / "approved-rules.json"
+
+
+def _read_state(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def approved_rules(workspace: Path) -> frozenset[str]:
+    """Allow rules the person saved to this workspace's project file by answering "always in
+    this project": they apply even in an untrusted folder (the person approved them)."""
+    rules = _read_state(_approved_path()).get(str(workspace.resolve()))
+    return frozenset(r for r in rules if isinstance(r, str)) if isinstance(rules, list) else frozenset()
+
+
+def record_approved_rules(workspace: Path, rules: list[str]) -> None:
+    from nanohermes.dirs import write_private
+
+    data = _read_state(_approved_path())
+    key = str(workspace.resolve())
+    have = [r for r in data.get(key) or [] if isinstance(r, str)]
+    data[key] = have + [r for r in rules if r not in have]
+    write_private(_approved_path(), json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def asks_fingerprint(asks: dict[str, Any]) -> str:
+    import hashlib
+
+    return hashlib.sha256(json.dumps(asks, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def _declined_path() -> Path:
+    from nanohermes.dirs import state_home
+
+    return state_home() / "trust-declined.json"
+
+
+def trust_declined(workspace: Path, asks: dict[str, Any]) -> bool:
+    """Whether the person already answered "continue without" to these same requests here."""
+    return _read_state(_declined_path()).get(str(workspace.resolve())) == asks_fingerprint(asks)
+
+
+def decline_trust(workspace: Path, asks: dict[str, Any]) -> None:
+    """Remember "continue without": not asked again until the project asks for something else."""
+    from nanohermes.dirs import write_private
+
+    data = _read_state(_declined_path())
+    data[str(workspace.resolve())] = asks_fingerprint(asks)
+    write_private(_declined_path(), json.dumps(data, indent=2) + "\n")

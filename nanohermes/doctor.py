@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Awaitable, Callable, Literal
 
 from nanohermes.config import Config, Loaded
-from nanohermes.dirs import config_home, data_home, state_home
+from nanohermes.dirs import config_home, data_home, private_dir, state_home
 
 Status = Literal["ok", "warn", "fail", "skip"]  # skip: could not run because a check it needs failed
 
@@ -223,7 +223,7 @@ async def check_dirs(s: Setup) -> list[Check]:
     out: list[Check] = []
     for label, folder in (("config dir", config_home()), ("data dir", data_home()), ("state dir", state_home())):
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            private_dir(folder)  # 0700, as nanohermes creates it everywhere else
             with tempfile.NamedTemporaryFile(dir=folder, prefix=".doctor-"):
                 pass
             out.append(Check(label, "ok", f"{folder} is writable"))

@@ -6,6 +6,10 @@ string config values under such names) and one function, `redact()`, that the tr
 writer, the `-p` outputs, the REPL's screen and error messages pass their text through. A
 value is replaced wherever it appears, also in its JSON-escaped form. Streamed text (an answer
 arriving in pieces) goes through a `StreamRedactor`, so a key split across pieces is caught.
+
+It also decides which variables of nanohermes's environment its child processes (commands,
+background tasks, git, MCP servers) inherit: none of its own key variables and none named
+like a credential, unless the user's `shell_env.keep` lists them.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from typing import Any, Iterable
 REDACTED = "[REDACTED]"
 MIN_SECRET_CHARS = 10  # shorter values would blot out ordinary words (and are no real keys)
 # Names that end like a credential: OPENAI_API_KEY, GITHUB_TOKEN, api_key, DB_PASSWORD.
-_SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|SECRET_?KEY|PASSWORD|PASSWD|CREDENTIALS?)$", re.I)
+_SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|SECRET_?KEY|ACCESS_?KEY|PRIVATE_?KEY|PASSWORD|PASSWD|CREDENTIALS?)$",
+                          re.I)
 
 _lock = threading.Lock()
 _values: set[str] = set()
@@ -77,6 +82,32 @@ def protect(config: Any = None) -> None:
     add_secrets(collect(config))
 
 
+# -- the environment of child processes --------------------------------------------------------
+# Variables nanohermes reads keys from whatever they are called; the configured ones are added.
+_OWN_KEY_VARS = ("OPENAI_API_KEY",)
+_env_lock = threading.Lock()
+_own_vars: frozenset[str] = frozenset(_OWN_KEY_VARS)
+_kept: frozenset[str] = frozenset()
+
+
+def set_child_env_policy(*, own_vars: Iterable[str] = (), keep: Iterable[str] = ()) -> None:
+    """From the loaded config: the variables holding nanohermes's keys (api_key_env, the search
+    providers' key variables) and `shell_env.keep`, the secret-looking ones children still get."""
+    global _own_vars, _kept
+    with _env_lock:
+        _own_vars = frozenset({*_OWN_KEY_VARS, *(v for v in own_vars if v)})
+        _kept = frozenset(keep)
+
+
+def child_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """`environ` (default: this process's) without nanohermes's key variables and without
+    any variable named like a credential (*_API_KEY, *_TOKEN, *_SECRET, *_PASSWORD, ...),
+    except those `shell_env.keep` names."""
+    env = dict(os.environ if environ is None else environ)
+    own, kept = _own_vars, _kept
+    return {k: v for k, v in env.items() if k in kept or not (k in own or secret_names(k))}
+
+
 def redact(text: str) -> str:
     """`text` with every known secret value replaced by [REDACTED]."""
     pattern = _pattern
@@ -123,3 +154,80 @@ class StreamRedactor:
     def flush(self) -> str:
         held, self._held = self._held, ""
         return redact(held)
+
+
+def kept_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The variables `shell_env.keep` names that are set here (for MCP servers, which
+    otherwise start with only the SDK's few safe variables and their configured `env`)."""
+    env = os.environ if environ is None else environ
+    return {k: env[k] for k in sorted(_kept) if k in env}
+
+
+class RedactingPipe:
+    """A pipe whose reading end is copied, redacted, into `out` (a child's stderr log: the
+    child writes into `writer`, a thread copies what arrives). `drain()` copies what is
+    already in the pipe now, so a log read right after the child died is complete."""
+
+    def __init__(self, out: Any) -> None:
+        import codecs
+
+        self._out = out
+        r, w = os.pipe()
+        os.set_blocking(r, False)
+        self._r = r
+        self.writer = os.fdopen(w, "w", encoding="utf-8")  # hand this to the child as its stderr
+        self._lock = threading.Lock()
+        self._redactor = StreamRedactor()
+        self._decode = codecs.getincrementaldecoder("utf-8")("replace").decode
+        self._closed = False
+        threading.Thread(target=self._pump, name="redacting-pipe", daemon=True).start()
+
+    def _copy(self) -> bool:
+        """Copy what the pipe holds (caller has the lock); False at its end."""
+        while True:
+            try:
+                chunk = os.read(self._r, 65536)
+            except BlockingIOError:
+                return True
+            except OSError:
+                return False
+            if not chunk:
+                return False
+            self._out.write(self._redactor.feed(self._decode(chunk)))
+            self._out.flush()
+
+    def _pump(self) -> None:
+        import select
+
+        while True:
+            with self._lock:
+                if self._closed:
+                    return
+                r = self._r
+            try:
+                select.select([r], [], [], 0.5)
+            except (OSError, ValueError):  # closed meanwhile
+                return
+            with self._lock:
+                if self._closed or not self._copy():
+                    return
+
+    def drain(self) -> None:
+        """Copy everything written so far, the held-back end included (the writer is done)."""
+        with self._lock:
+            if not self._closed:
+                self._copy()
+                self._out.write(self._redactor.flush())
+                self._out.flush()
+
+    def close(self) -> None:
+        """Close our end of the writer, copy what is left, and close the log."""
+        self.writer.close()
+        with self._lock:
+            if self._closed:
+                return
+            self._copy()
+            self._out.write(self._redactor.flush())
+            self._closed = True
+            os.close(self._r)
+            self._out.close()

@@ -102,6 +102,11 @@ class Runtime:
             tmp = path.with_name(path.name + ".tmp")
             tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
             tmp.replace(path)
+            # The project file comes with the repository, so its allow rules apply only in a
+            # trusted folder, or when this person saved them: record that outside it.
+            from nanohermes.config import record_approved_rules
+
+            record_approved_rules(self.workspace, [str(r) for r in rules])
         except (OSError, ValueError) as e:
             for rule in rules:
                 self.remember(rule)
@@ -354,8 +359,9 @@ class Runtime:
 
     def persist(self, call_id: str, text: str) -> str:
         assert self.session_dir is not None
-        folder = self.session_dir / "tool-results"
-        folder.mkdir(parents=True, exist_ok=True)
+        from nanohermes.dirs import private_dir, write_private
+
+        folder = private_dir(self.session_dir / "tool-results")
         # The id comes from the model: keep it to a safe file name, and never overwrite an
         # earlier result (some endpoints reuse ids such as call_0 in every message).
         stem = re.sub(r"[^A-Za-z0-9_.-]", "_", call_id).lstrip(".")[:100] or "call"
@@ -373,5 +379,5 @@ class Runtime:
         )
         if len(preview) >= len(text):
             return text  # nothing gained: no file
-        path.write_text(redact(text), encoding="utf-8")  # a session file: no keys in it
+        write_private(path, redact(text))  # a session file: no keys in it, 0600
         return preview

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from nanohermes.dirs import data_home
+from nanohermes.dirs import data_home, open_private
 from nanohermes.errors import UsageError
 from nanohermes.messages import Message, Usage
 from nanohermes.redact import redact
@@ -203,8 +203,8 @@ class Transcript:
 
     def _open_locked(self) -> IO[str]:
         if self._f is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            f = open(self.path, "a", encoding="utf-8")
+            # 0700 folders, a 0600 file: a transcript holds everything the model saw.
+            f = open_private(self.path, "a")
             try:
                 import fcntl
 

@@ -226,7 +226,8 @@ def test_an_unreadable_project_config_is_not_overwritten(workspace: Path) -> Non
 def test_rules_add_up_across_config_files_and_keep_their_origin(workspace: Path, home: Path) -> None:
     user = user_config_path()
     user.parent.mkdir(parents=True)
-    user.write_text(json.dumps({"permissions": {"deny": ["run_command(rm *)"], "allow": ["run_command(make *)"]}}))
+    user.write_text(json.dumps({"permissions": {"deny": ["run_command(rm *)"], "allow": ["run_command(make *)"]},
+                                "trusted_projects": [str(workspace)]}))
     proj = project_config_path(workspace)
     proj.parent.mkdir()
     proj.write_text(json.dumps({"permissions": {"allow": ["run_command(npm test)", "run_command(make *)"],

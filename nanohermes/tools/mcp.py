@@ -27,7 +27,7 @@ import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, ClassVar, Literal, TypeVar
+from typing import IO, Any, Awaitable, Callable, ClassVar, Literal, TypeVar
 
 from pydantic import ConfigDict, Field
 
@@ -130,6 +130,7 @@ class Server:
     instructions: str | None = None
     log_path: Path | None = None
     _log_start: int = 0
+    _log: Any = None  # the redacting pipe its stderr goes through
     _task: asyncio.Task[None] | None = None
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
@@ -145,6 +146,8 @@ class Server:
         """The last line the server wrote on stderr during this run, for error messages."""
         if self.log_path is None:
             return ""
+        if self._log is not None:
+            self._log.drain()
         try:
             with open(self.log_path, "rb") as f:
                 f.seek(self._log_start)
@@ -284,26 +287,40 @@ class McpManager:
             cwd = Path(os.path.expanduser(cfg.cwd)) if cfg.cwd else self.workspace
             if not cwd.is_absolute():
                 cwd = self.workspace / cwd
+            # The SDK starts a server with a few safe variables (PATH, HOME, ...) and the `env`
+            # its config names; nanohermes adds only what shell_env.keep lets children have.
+            from nanohermes.redact import kept_env
+
             params = StdioServerParameters(command=os.path.expanduser(cfg.command or ""), args=list(cfg.args),
-                                           env=dict(cfg.env) or None, cwd=cwd)
+                                           env={**kept_env(), **cfg.env} or None, cwd=cwd)
             transport = stdio_client(params, errlog=errlog)
         return await stack.enter_async_context(Client(transport, read_timeout_seconds=timeout))
 
     def _errlog(self, s: Server, stack: AsyncExitStack) -> Any:
         """A server's stderr goes to its own log file, never over the user's terminal."""
+        f: IO[Any]
         if self.log_dir is None:
             f = open(os.devnull, "w")
         else:
-            self.log_dir.mkdir(parents=True, exist_ok=True)
+            from nanohermes.dirs import open_private, private_dir
+
+            private_dir(self.log_dir)
             s.log_path = self.log_dir / f"{s.name}.log"
             try:
                 big = s.log_path.stat().st_size > self.limits.mcp_log_max_bytes
             except OSError:
                 big = False
-            f = open(s.log_path, "w" if big else "a", encoding="utf-8")
+            f = open_private(s.log_path, "w" if big else "a")  # 0600: a server may log anything
             f.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {s.target}\n")
             f.flush()
             s._log_start = f.tell()
+            from nanohermes.redact import RedactingPipe
+
+            # The server writes into a pipe copied into the log through redaction: no key
+            # it prints reaches the file.
+            s._log = RedactingPipe(f)
+            stack.callback(s._log.close)
+            return s._log.writer
         stack.callback(f.close)
         return f
 

@@ -13,6 +13,7 @@ locked database becomes a `ToolError` with the next step, never a crash.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import sqlite3
 import time
@@ -23,6 +24,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from nanohermes.dirs import FILE_MODE, make_private, private_dir
+from nanohermes.redact import redact
 from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 
 GLOBAL = "global"
@@ -145,9 +148,16 @@ class MemoryStore:
 
     def _connect(self) -> sqlite3.Connection:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(self.path.parent)
+            # Created 0600 before SQLite opens it: SQLite gives its -wal and -shm files the
+            # database file's mode.
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE))
+            for path in (self.path, self.path.with_name(self.path.name + "-wal"),
+                         self.path.with_name(self.path.name + "-shm")):
+                if path.exists():
+                    make_private(path)  # a store made by an older version
         except OSError as e:
-            raise ToolError(f"cannot create {self.path.parent}: {e.strerror}; check XDG_DATA_HOME") from None
+            raise ToolError(f"cannot create {self.path}: {e.strerror}; check XDG_DATA_HOME") from None
         try:
             conn = sqlite3.connect(self.path, timeout=self.busy_timeout_secs, isolation_level=None)
         except sqlite3.Error as e:
@@ -304,7 +314,9 @@ class MemorySave(Tool):
 
     async def run(self, args: Params, ctx: ToolContext) -> str:
         assert isinstance(args, MemorySaveParams)
-        text = " ".join(args.text.split())  # one line: newlines would break the one-sentence listing
+        # One line (newlines would break the one-sentence listing), and no key: memories
+        # outlive the session and reach every later one.
+        text = redact(" ".join(args.text.split()))
         cap = ctx.limits.memory_text_chars
         if len(text) > cap:
             raise ToolError(

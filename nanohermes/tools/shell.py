@@ -309,8 +309,12 @@ def shell_argv(command: str) -> list[str]:
 
 
 def command_env() -> dict[str, str]:
-    """The user's environment, with pagers off and no colour requested."""
-    env = dict(os.environ)
+    """The user's environment without nanohermes's keys and other credentials (unless
+    `shell_env.keep` lists them: a command the model writes must not be able to print them),
+    with pagers off and no colour requested."""
+    from nanohermes.redact import child_env
+
+    env = child_env()
     for key in ("FORCE_COLOR", "CLICOLOR_FORCE"):
         env.pop(key, None)
     env.update(PAGER="cat", GIT_PAGER="cat", NO_COLOR="1", GIT_TERMINAL_PROMPT="0")

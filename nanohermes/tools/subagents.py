@@ -22,9 +22,11 @@ from pydantic import Field
 
 from nanohermes.budget import Limits
 from nanohermes.config import SubagentConfig
+from nanohermes.dirs import private_dir, write_private
 from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, SubagentEvent, ToolStarted, UsageUpdate
 from nanohermes.messages import Usage
 from nanohermes.permissions import blocked, names_tool
+from nanohermes.redact import redact
 from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
@@ -188,6 +190,8 @@ class SubagentManager:
             run.status = "failed"
             run.error = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
         finally:
+            # The board, the saved file and the parent's answer all read these: no key in them.
+            run.result, run.error = redact(run.result), redact(run.error)
             run.ended = time.monotonic()
             run.activity = ""
             self._save(run)
@@ -207,9 +211,9 @@ class SubagentManager:
                 if self._results_dir is None:
                     self._results_dir = Path(tempfile.mkdtemp(prefix="nanohermes-agents-"))
                 folder = self._results_dir
-            folder.mkdir(parents=True, exist_ok=True)
+            private_dir(folder)
             run.result_path = folder / f"{run.id}.md"
-            run.result_path.write_text(run.result, encoding="utf-8")
+            write_private(run.result_path, redact(run.result))
         except OSError:
             run.result_path = None
 
@@ -241,7 +245,7 @@ class SubagentManager:
             if r.status == "running":
                 rows.append(head + (f"\n  now: {r.activity}" if r.activity else ""))
                 continue
-            text = r.error if r.status == "failed" else " ".join(r.result.split())
+            text = redact(r.error if r.status == "failed" else " ".join(r.result.split()))
             preview = text[:cap]
             if len(text) > cap:
                 where = f"; full result: {r.result_path} (read it with read_file)" if r.result_path else ""

@@ -11,7 +11,10 @@ Start-up draws the prompt first. Right after that first draw a worker thread run
 (the CLI's flag parsing and config validation, which import pydantic) and builds the agent
 (the core, the tools and their schemas); MCP servers start behind the prompt and the HTTP
 client is imported in a background thread. Input typed meanwhile waits for them; an error
-there (a bad flag or config) ends the REPL and is reported like any run-ending error.
+there (a bad flag or config) ends the REPL and is reported like any run-ending error. When
+the project's config asks for trust keys, the folder-trust question comes between reading
+the config and building the agent: the prompt steps aside for it and comes back with what
+was typed.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ if TYPE_CHECKING:
     from nanohermes.messages import Usage
     from nanohermes.ui.live import ReplUI
     from nanohermes.ui.summaries import BatchCall
+    from nanohermes.ui.trust import TrustQuestion
 
 PATH_COMPLETIONS = 200  # entries offered when completing an @path
 _ATTACH = re.compile(r"(?<!\S)@(\S+)")
@@ -61,6 +65,7 @@ class Start:
     save_session: bool = True
     resume: Path | None = None  # a saved transcript to continue
     warnings: tuple[str, ...] = ()  # from loading the config, shown once the prompt is up
+    trust: TrustQuestion | None = None  # the project asks for trust keys: asked before the agent is built
 
 
 # -- type-ahead ----------------------------------------------------------------------------
@@ -210,13 +215,15 @@ class Repl:
         self._session: Any = None
         self._building: asyncio.Task[None] | None = None
         self._arrow = "› " if _can_encode("›") else "> "
+        self.closing = False
+        self._trust_done: asyncio.Event | None = None  # set when the trust question is answered
+        self._trust_app: Any = None  # the question while it is on screen (SIGTERM ends it)
 
     # -- building the agent behind the first prompt ------------------------------------------
-    def _construct(self) -> tuple[Start, Built, ReplUI]:
-        """The config, the agent and its UI. Runs in a worker thread: these imports, the
-        config models and the tool schemas are most of the start-up cost, and the prompt
-        stays responsive meanwhile."""
-        s = self.start()
+    def _construct(self, s: Start) -> tuple[Start, Built, ReplUI]:
+        """The agent and its UI. Runs in a worker thread: these imports, the config models
+        and the tool schemas are most of the start-up cost, and the prompt stays responsive
+        meanwhile."""
         from nanohermes.assemble import build_agent
         from nanohermes.ui.approval import Approver
         from nanohermes.ui.live import ReplUI, TurnView
@@ -242,7 +249,11 @@ class Repl:
     async def build(self) -> None:
         """Build the agent behind the first prompt, then start its session (MCP servers)."""
         try:
-            s, built, ui = await asyncio.get_running_loop().run_in_executor(None, self._construct)
+            loop = asyncio.get_running_loop()
+            s = await loop.run_in_executor(None, self.start)
+            if s.trust is not None:
+                s = await self._ask_trust(s, s.trust)
+            s, built, ui = await loop.run_in_executor(None, self._construct, s)
             self.agent, self.built, self.ui = built.agent, built, ui
             self.ctx = CommandContext(agent=built.agent, config=s.config, workspace=s.workspace,
                                       print=self.print, registry=self.registry, state=self.state, built=built,
@@ -268,6 +279,41 @@ class Repl:
             self.ready.set()
             if self.prompting and self._session is not None:
                 self._session.app.invalidate()  # the toolbar can show the real numbers now
+
+    async def _ask_trust(self, s: Start, q: TrustQuestion) -> Start:
+        """The folder-trust question, before the agent is built with the project's keys. The
+        first prompt is already up: it steps aside (keeping what was typed), the question
+        is answered, and it comes back."""
+        from nanohermes.ui import trust
+
+        if self.closing:
+            return s
+        app = self._session.app if self._session is not None else None
+        # A prompt whose answer is already set is ending by itself (its line was just sent).
+        if self.prompting and app is not None and app.is_running and app.future is not None \
+                and not app.future.done():
+            self._trust_done = asyncio.Event()
+            self.partial = self._session.default_buffer.text
+            app.exit(exception=_TrustPause())
+        while self.prompting:  # let the prompt finish leaving the screen
+            await asyncio.sleep(0.01)
+        try:
+            trust.show(self.console, q)
+            answer = await trust.choose(started=self._hold_trust_app)
+            if self.terminated:
+                answer = "interrupted"
+            label = {"trust": "✓ trusted this folder", "without": "continuing without them",
+                     "interrupted": "continuing without them (asked again next time)"}[answer]
+            self.console.print(Text(label, style="green" if answer == "trust" else "yellow"))
+            fresh = await asyncio.get_running_loop().run_in_executor(None, trust.settle, q, answer)
+            return fresh if fresh is not None else s
+        finally:
+            self._trust_app = None
+            if self._trust_done is not None:
+                self._trust_done.set()
+
+    def _hold_trust_app(self, app: Any) -> None:
+        self._trust_app = app
 
     async def _ready(self) -> None:
         await self.ready.wait()
@@ -353,10 +399,20 @@ class Repl:
             runtime.set_mode(MODES[(i + 1) % len(MODES)])
             event.app.invalidate()
 
+        class _History(FileHistory):
+            """The input history: 0600, and a pasted key is stored redacted."""
+
+            def store_string(self, string: str) -> None:
+                from nanohermes.redact import redact
+
+                super().store_string(redact(string))
+
         try:
-            folder = state_home()
-            folder.mkdir(parents=True, exist_ok=True)
-            history: Any = FileHistory(str(folder / "history"))
+            from nanohermes.dirs import open_private
+
+            path = state_home() / "history"
+            open_private(path, "a").close()  # created 0600 before prompt-toolkit appends to it
+            history: Any = _History(str(path))
         except OSError:
             history = InMemoryHistory()
         return PromptSession(history=history, key_bindings=kb, completer=_Completer(self.registry, lambda: self.workspace),
@@ -388,6 +444,7 @@ class Repl:
         ctrl_c = 0
         while True:
             self.prompting = True
+            paused = None
             try:
                 default, self.partial = self.partial, ""
                 return await self._session.prompt_async(self._message, default=default, pre_run=self._pre_run)
@@ -398,8 +455,14 @@ class Repl:
                 if ctrl_c >= 2:
                     return None
                 self.console.print(Text("press Ctrl-C again or Ctrl-D to exit", style="dim"))
+            except _TrustPause:  # the folder-trust question needs the terminal
+                paused = self._trust_done
             finally:
                 self.prompting = False
+            if paused is not None:
+                await paused.wait()
+                if self.terminated:
+                    return None
 
     def _pre_run(self) -> None:
         # prompt-toolkit draws the prompt right after pre_run; the task's first step (which
@@ -510,10 +573,14 @@ class Repl:
         background tasks, sub-agents and MCP servers are closed, from wherever the REPL is."""
         self.terminated = True
         self.interrupt()
+        app = self._trust_app
+        if app is not None and app.is_running and app.future is not None and not app.future.done():
+            app.exit(result="interrupted")
         if self.prompting and self._session is not None and self._session.app.is_running:
             self._session.app.exit(exception=EOFError())
 
     async def close(self) -> None:
+        self.closing = True  # no trust question once the REPL is on its way out
         if self._building is not None:
             await asyncio.wait({self._building})
         if self.ui is not None and self.ui.summarizer is not None:
@@ -525,6 +592,10 @@ class Repl:
             await self.built.aclose()
         if self.agent is not None and self.agent.transcript is not None:
             self.agent.transcript.close()
+
+
+class _TrustPause(Exception):
+    """Ends the prompt for a moment so the folder-trust question can use the terminal."""
 
 
 def toolbar(model: str, mode: str, history_chars: int, budget_chars: int, usage: Usage,
