@@ -54,6 +54,7 @@ class Agent:
     usage_by_model: dict[str, Usage] = field(default_factory=dict)  # the same, per model (for pricing)
     compactor: Compactor | None = None  # keeps the history inside the session budget
     turn_hooks: list[TurnHooks] = field(default_factory=list)  # in order: hooks, then checkpoints
+    _partial: list[str] = field(default_factory=list, init=False, repr=False)  # this call's text so far
 
     def messages(self) -> list[Message]:
         return [Message.system(self.system_prompt), *self.history]
@@ -70,7 +71,9 @@ class Agent:
             while turns < self.max_turns:
                 turns += 1
                 self.ui.emit(ModelStarted(turn=turns, model=self.llm.model))
+                self._partial = []
                 done = await self._call_model()
+                self._partial = []
                 self.count_usage(done.usage)
                 self._append(done.message)
                 if not done.message.tool_calls:
@@ -86,8 +89,9 @@ class Agent:
             self.ui.emit(Notice(level="warning", text=f"stopped after {self.max_turns} model calls (max_turns)"))
             return self._end("max_turns", turns, calls, "")
         except asyncio.CancelledError:
-            self._answer_pending(pending, results)
-            self._end("interrupted", turns, calls, "")
+            if "".join(self._partial).strip():  # what the person saw stays in the history
+                self._append(Message("assistant", "".join(self._partial)))
+            self._end("interrupted", turns, calls, "", self._answer_pending(pending, results))
             raise
 
     async def _prompt_hooks(self, prompt: str) -> str | None:
@@ -123,6 +127,7 @@ class Agent:
             self.transcript.record_compaction(summary, kept)
 
     def _on_text(self, piece: str) -> None:
+        self._partial.append(piece)
         self.ui.emit(TextDelta(text=piece))
 
     def _on_reasoning(self, piece: str) -> None:
@@ -142,15 +147,22 @@ class Agent:
         if self.transcript is not None:
             self.transcript.append(message)
 
-    def _answer_pending(self, calls: tuple[ToolCall, ...], results: dict[str, Message]) -> None:
-        """Keep the history valid after a cancel: every call gets exactly one result."""
-        answered = {m.tool_call_id for m in self.history if m.role == "tool"}
+    def _answer_pending(self, calls: tuple[ToolCall, ...], results: dict[str, Message]) -> int:
+        """Keep the history valid after a cancel: every call of the last assistant message
+        gets exactly one result (ids such as call_0 repeat across messages, so only the
+        results after that message count). Returns how many were answered "interrupted"."""
+        last = max((i for i, m in enumerate(self.history) if m.role == "assistant" and m.tool_calls), default=-1)
+        answered = {m.tool_call_id for m in self.history[last + 1:] if m.role == "tool"}
+        cut = 0
         for call in calls:
             if call.id not in answered:
-                self._append(results.get(call.id) or Message.tool(call.id, INTERRUPTED))
+                result = results.get(call.id)
+                cut += result is None
+                self._append(result or Message.tool(call.id, INTERRUPTED))
+        return cut
 
-    def _end(self, reason: Reason, turns: int, calls: int, text: str) -> TurnResult:
+    def _end(self, reason: Reason, turns: int, calls: int, text: str, interrupted: int = 0) -> TurnResult:
         if self.transcript is not None:
             self.transcript.checkpoint(self.runtime.state)
-        self.ui.emit(TurnEnded(reason=reason, turns=turns, tool_calls=calls, text=text))
+        self.ui.emit(TurnEnded(reason=reason, turns=turns, tool_calls=calls, text=text, interrupted_calls=interrupted))
         return TurnResult(reason, text, turns, calls)

@@ -90,6 +90,7 @@ class TurnEnded:
     turns: int  # model calls in this turn
     tool_calls: int
     text: str  # the final answer (may be empty)
+    interrupted_calls: int = 0  # calls answered "interrupted by user" when the turn was cancelled
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -63,6 +63,8 @@ class Reply:
     delay: float = 0.0  # seconds to wait before answering
     chunk_size: int = 4  # streamed text (and argument) piece size
     reasoning: str = ""  # the model's thinking: `reasoning_content` deltas, or a Responses reasoning item
+    stall_after: int | None = None  # streaming only: after this many text chars, stall for `stall_secs`
+    stall_secs: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -369,8 +371,17 @@ class _Handler(BaseHTTPRequestHandler):
         for piece in _pieces(reply.reasoning, reply.chunk_size) if reply.reasoning else []:
             delta({"reasoning_content": piece})
         text = reply.text if reply.drop_after is None else reply.text[: reply.drop_after]
+        sent = 0
         for piece in _pieces(text, reply.chunk_size) if text else []:
-            delta({"content": piece})
+            if reply.stall_after is not None and sent <= reply.stall_after < sent + len(piece):
+                head = reply.stall_after - sent
+                if head:
+                    delta({"content": piece[:head]})
+                self.fake._stopping.wait(reply.stall_secs)  # a model that stops mid-answer
+                delta({"content": piece[head:]})
+            else:
+                delta({"content": piece})
+            sent += len(piece)
         if reply.drop_after is not None:
             # Abort mid-body: the chunked stream is left unterminated, like a dead upstream.
             self.connection.shutdown(socket.SHUT_RDWR)

@@ -508,3 +508,129 @@ def test_sigterm_during_a_turn_stops_it_and_exits(term: Any, server: FakeServer)
     assert t.exit_code() == 143
     assert wait_until(lambda: not marked_pids(marker), timeout=10), "the command outlived nanohermes"
     assert len(server.requests) == 1  # the interrupted turn was not carried on
+
+
+# -- Ctrl-C in every state -------------------------------------------------------------------
+
+@pytest.mark.parametrize("answer", ["y", "a"], ids=["after-yes", "after-always"])
+def test_ctrl_c_stops_an_approved_command(term: Any, server: FakeServer, workspace: Path, answer: str) -> None:
+    from exec_support import marked_pids, wait_until
+
+    marker = uuid.uuid4().hex
+    server.add(tool_reply(call("run_command", {"command": "sleep 300 && touch done.txt"}, id="call_0")), Reply(text="stopped it"))
+    t = term(env={"NH_TEST_PROC_MARK": marker})
+    t.prompt()
+    t.type("run it")
+    t.wait("approve?")
+    t.wait("[n] No")
+    t.child.send(answer)
+    t.wait("run_command sleep 300 && touch done.txt")
+    assert wait_until(lambda: len(marked_pids(marker)) >= 2)  # nanohermes and the sleeping shell
+    t.child.send("\x03")
+    t.wait("⊘ run_command sleep 300 && touch done.txt")  # the interrupted call keeps its line
+    t.wait("interrupted")
+    t.wait('⊘ interrupted (1 unfinished call was answered "interrupted by user")')
+    assert wait_until(lambda: len(marked_pids(marker)) == 1, timeout=10), "the command outlived Ctrl-C"
+    t.prompt()
+    t.type("what now?")
+    t.wait("stopped it")
+    t.leave()
+    assert "Unknown child process" not in t.text
+    assert not (workspace / "done.txt").exists()
+    assert len(server.requests) == 2
+    assert tool_results(server.requests[1]) == {"call_0": INTERRUPTED}
+
+
+def test_ctrl_c_at_an_approval_prompt_sends_nothing(term: Any, server: FakeServer) -> None:
+    server.add(tool_reply(call("run_command", {"command": "touch never"}, id="call_0")), Reply(text="fine"))
+    t = term()
+    t.prompt()
+    t.type("do it")
+    t.wait("approve?")
+    t.wait("[n] No")
+    t.child.send("\x03")
+    t.wait("⊘ no (interrupted)")
+    t.wait("⊘ interrupted")
+    t.prompt()
+    assert len(server.requests) == 1  # no request went out after the cancelled prompt
+    t.type("next")
+    t.wait("fine")
+    t.leave()
+    assert len(server.requests) == 2
+    assert tool_results(server.requests[1]) == {"call_0": INTERRUPTED}
+
+
+def test_ctrl_c_mid_answer_keeps_what_was_shown(term: Any, server: FakeServer) -> None:
+    server.add(Reply(text="The first half is here and the rest never comes", stall_after=22, stall_secs=120),
+               Reply(text="resumed"))
+    t = term()
+    t.prompt()
+    t.type("explain")
+    t.wait("The first half is here")
+    t.child.send("\x03")
+    t.wait("⊘ interrupted")
+    assert "unfinished call" not in t.text  # there were no calls to answer
+    t.prompt()
+    t.type("go on")
+    t.wait("resumed")
+    t.leave()
+    assert server.requests[1]["messages"][1:] == [
+        {"role": "user", "content": "explain"},
+        {"role": "assistant", "content": "The first half is here"},
+        {"role": "user", "content": "go on"}]
+
+
+def test_ctrl_c_with_call_ids_repeated_across_turns_keeps_the_history_valid(term: Any, server: FakeServer,
+                                                                              workspace: Path) -> None:
+    # Endpoints that number calls per message send call_0 again: the earlier result for
+    # call_0 must not count as the answer to the new, interrupted call_0.
+    (workspace / "a.txt").write_text("a\n")
+    server.add(tool_reply(call("read_file", {"path": "a.txt"}, id="call_0")), Reply(text="read"),
+               tool_reply(call("run_command", {"command": "sleep 300"}, id="call_0")), Reply(text="valid"))
+    t = term(args=("--yes",))
+    t.prompt()
+    t.type("read")
+    t.wait("read")
+    t.prompt()
+    t.type("sleep")
+    t.wait("run_command sleep 300")
+    t.child.send("\x03")
+    t.wait("⊘ interrupted (1 unfinished call")
+    t.prompt()
+    t.type("again")
+    t.wait("valid")
+    t.leave()
+    assert not server.violations
+    last = server.requests[3]["messages"]
+    assert [m["content"] for m in last if m["role"] == "tool"] == ["1\ta", INTERRUPTED]
+
+
+def test_ctrl_c_while_the_model_reads_a_background_task_keeps_the_task_and_the_history(
+        term: Any, server: FakeServer) -> None:
+    from exec_support import marked_pids, wait_until
+
+    marker = uuid.uuid4().hex
+
+    def poll(body: dict[str, Any]) -> Reply:
+        task_id = re.search(r'task_id="(\w+)"', tool_results(body)["bg"])
+        assert task_id is not None
+        return tool_reply(call("task_output", {"task_id": task_id.group(1)}, id="poll"))
+
+    server.add(tool_reply(call("run_command", {"command": "sleep 300", "background": True}, id="bg")), poll,
+               Reply(text="never shown", delay=120), Reply(text="still here"))
+
+    t = term(env={"NH_TEST_PROC_MARK": marker}, args=("--yes",))
+    t.prompt()
+    t.type("serve")
+    t.wait("task_output")
+    t.wait("waiting for fake-model")
+    wait_for(lambda: len(server.requests) == 3)
+    t.child.send("\x03")
+    t.wait("⊘ interrupted")
+    assert len(marked_pids(marker)) >= 2  # Ctrl-C stops the turn, not the background task
+    t.prompt()
+    t.type("status?")
+    t.wait("still here")
+    t.leave()
+    assert not server.violations
+    assert wait_until(lambda: not marked_pids(marker), timeout=10), "the background task outlived the session"

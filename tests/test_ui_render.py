@@ -212,8 +212,10 @@ def test_events_shown_elsewhere_render_nothing() -> None:
 
 def test_notices_and_turn_ends() -> None:
     assert text_of(render.event(Notice(level="warning", text="retrying in 1.0s"))) == "warning: retrying in 1.0s"
-    assert text_of(render.event(TurnEnded(reason="interrupted", turns=1, tool_calls=2, text=""))) == (
-        '⊘ interrupted (pending calls were answered "interrupted by user")')
+    # The notice names the calls it answered, and claims none when there were none.
+    assert text_of(render.event(TurnEnded(reason="interrupted", turns=1, tool_calls=2, text=""))) == "⊘ interrupted"
+    assert text_of(render.event(TurnEnded(reason="interrupted", turns=1, tool_calls=3, text="", interrupted_calls=2))) == (
+        '⊘ interrupted (2 unfinished calls were answered "interrupted by user")')
     assert render.event(TurnEnded(reason="completed", turns=1, tool_calls=0, text="ok")) is None
 
 

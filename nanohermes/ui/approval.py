@@ -73,6 +73,9 @@ class Approver:
         if picked == INTERRUPT:
             self.console.print(Text("⊘ no (interrupted)", style="yellow"))
             self.on_interrupt()
+            # The turn was cancelled just now: let that land here, before the runtime could
+            # carry on to the next model call (nothing may be sent after a cancelled prompt).
+            await asyncio.sleep(0)
             return ApprovalReply("deny")
         if picked == "deny":
             note = await self._note()
@@ -134,11 +137,13 @@ class Approver:
                                  height=len(options) + 1)),
             key_bindings=kb, full_screen=False, erase_when_done=True, input=self._input, output=self._output,
         )
-        return await app.run_async()
+        # handle_sigint=False: prompt-toolkit would otherwise take the SIGINT handler and, on
+        # leaving, remove it, so Ctrl-C during the approved command would do nothing.
+        return await app.run_async(handle_sigint=False)
 
     async def _note(self) -> str:
         session: PromptSession[str] = PromptSession(input=self._input, output=self._output)
         try:
-            return (await session.prompt_async("note for the model (Enter to skip): ")).strip()
+            return (await session.prompt_async("note for the model (Enter to skip): ", handle_sigint=False)).strip()
         except (KeyboardInterrupt, EOFError):
             return ""

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from nanohermes.events import (
     ApprovalReply, ApprovalRequest, Event, ModelStarted, ReasoningDelta, SubagentEvent, TextDelta, ToolFinished,
-    ToolProgress, ToolStarted, UsageUpdate,
+    ToolProgress, ToolStarted, TurnEnded, UsageUpdate,
 )
 from nanohermes.meters import Meter
 from nanohermes.ui import render
@@ -135,8 +135,18 @@ class TurnView:
                 self.print(out)
         else:
             self._flush_text()
+            if isinstance(ev, TurnEnded) and ev.reason == "interrupted":
+                self._interrupted_lines()
             if (out := render.event(ev)) is not None:
                 self.print(out)
+
+    def _interrupted_lines(self) -> None:
+        """Calls cut off by Ctrl-C keep their line in the scrollback, marked interrupted."""
+        now = time.monotonic()
+        for call_id, r in list(self.running.items()):
+            self.summaries.pop(call_id, None)
+            self.print(render.tool_line(r.name, r.summary, "interrupted", now - r.started))
+        self.running.clear()
 
     def _print_block(self, block: str) -> None:
         if self._blocks_shown:

@@ -163,7 +163,9 @@ def notice(ev: Notice) -> Text:
 
 def turn_ended(ev: TurnEnded) -> Text | None:
     if ev.reason == "interrupted":
-        return Text("⊘ interrupted (pending calls were answered \"interrupted by user\")", style="yellow")
+        n = ev.interrupted_calls
+        calls = f" ({n} unfinished call{'s were' if n != 1 else ' was'} answered \"interrupted by user\")" if n else ""
+        return Text(f"⊘ interrupted{calls}", style="yellow")
     if ev.reason == "max_turns":
         return Text(f"stopped after {ev.turns} model calls; say \"continue\" to go on", style="yellow")
     if ev.reason == "error":

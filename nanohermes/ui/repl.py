@@ -357,6 +357,12 @@ class Repl:
     def interrupt(self) -> None:
         if self.turn is not None and not self.turn.done():
             self.turn.cancel()
+            # Ctrl-C at an approval asked by a sub-agent: its own task stops too, before it
+            # could carry on to its next model call.
+            with contextlib.suppress(RuntimeError):
+                current = asyncio.current_task()
+                if current is not None and current is not self.turn:
+                    current.cancel()
 
     def _show_error(self, err: BaseException) -> None:
         from nanohermes.errors import NanohermesError
