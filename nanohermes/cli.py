@@ -443,8 +443,13 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
 
     import asyncio  # here, not at the top: `--version` must not pay for it
 
+    def started(a: Any) -> None:
+        ui.init_event(session_id=session_id, model=config.model, mode=a.runtime.policy.mode,
+                      tools=[t.name for t in a.runtime.visible_tools()], workspace=str(workspace))
+
+    failed = False  # by a run-ending error
     try:
-        result = asyncio.run(_one_turn(built, prompt))
+        result = asyncio.run(_one_turn(built, prompt, started))
     except asyncio.CancelledError:  # SIGTERM or SIGHUP, turned into a clean exit
         if fmt != "text":
             _print_json(ui.result_object(result="", exit_reason="interrupted", session_id=session_id, model=config.model,
@@ -458,6 +463,7 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
         sys.stderr.write("nanohermes: interrupted\n")
         return EXIT_INTERRUPTED
     except NanohermesError as e:
+        failed = True
         if fmt != "text":
             _print_json(ui.result_object(result="", exit_reason="error", session_id=session_id, model=config.model,
                                          error=e.message, extra=meters()), fmt)
@@ -465,13 +471,25 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
     finally:
         if agent.transcript is not None:
             agent.transcript.close()
+            if failed and resume is None and not any(m.role == "assistant" for m in agent.history):
+                _discard(agent.transcript)
     if fmt != "text":
         _print_json(ui.result_object(result=result.text, exit_reason=result.reason, session_id=session_id, model=config.model,
                                      extra=meters()), fmt)
     return EXIT_TURNS if result.reason == "max_turns" else EXIT_OK
 
 
-async def _one_turn(built: Any, prompt: str) -> Any:
+def _discard(transcript: Any) -> None:
+    """A new session whose run failed before the model answered (endpoint down, a refused
+    key) holds nothing to go back to: it is not kept, so --continue finds the last real one."""
+    import shutil
+
+    with contextlib.suppress(OSError):
+        transcript.path.unlink(missing_ok=True)
+    shutil.rmtree(transcript.dir, ignore_errors=True)
+
+
+async def _one_turn(built: Any, prompt: str, started: Callable[[Any], None] = lambda a: None) -> Any:
     """One turn inside the session (MCP servers up before it; background tasks, sub-agents
     and servers closed after it, however it ends). SIGTERM and SIGHUP cancel the turn
     instead of killing the process, so the close still runs; once closing, they wait for it."""
@@ -489,6 +507,7 @@ async def _one_turn(built: Any, prompt: str) -> Any:
         loop.add_signal_handler(sig, on_signal)
     try:
         async with built.session() as agent:
+            started(agent)
             try:
                 from nanohermes import custom_commands  # `/name args` runs a custom command
 

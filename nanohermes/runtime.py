@@ -27,10 +27,19 @@ from nanohermes.tools import Params, Tool, ToolContext, ToolError, ToolResult
 if TYPE_CHECKING:
     from nanohermes.hooks import Hooks
 
-DENIED = "Command denied by the user. Do not retry it; ask what to do instead."
+# A refused call's result. With the person's note, the note is the instruction instead.
+DENIED_PREFIX = "Denied by the user"
+DENIED = DENIED_PREFIX + ". Do not retry it; ask what to do instead."
 INTERRUPTED = "interrupted by user"
 # After a result clamped by the aggregate budget when there is no session folder to keep it in.
 UNSAVED_NOTE = "\n(cut to fit the per-message budget; not saved, the session is not recorded: narrow the call to see more)"
+
+
+def denied(note: str = "") -> str:
+    """The result of a refused call: the person's note, when they gave one, says what to do."""
+    if not note:
+        return DENIED
+    return f"{DENIED_PREFIX}, who said: {note}\nDo not retry the call as it was; follow what they said."
 
 
 @dataclass
@@ -250,7 +259,7 @@ class Runtime:
                     rule=", ".join(map(str, learn)), reason=verdict.reason))
             waited = time.monotonic() - asked
             if reply.choice == "deny":
-                return DENIED + (f"\nThe user said: {reply.note}" if reply.note else ""), False, None, waited
+                return denied(reply.note), False, None, waited
             if reply.choice == "always":
                 for rule in learn:
                     self.remember(rule)

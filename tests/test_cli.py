@@ -36,7 +36,7 @@ def test_stream_json_one_event_per_line(cli, server: FakeServer, workspace: Path
     assert r.code == 0, r.err
     events = r.lines()
     types = [e["type"] for e in events]
-    assert types[0] == "model_started"
+    assert types[:2] == ["init", "model_started"]  # what the run works with comes first
     assert "tool_started" in types and "tool_finished" in types
     assert types[-2:] == ["turn_ended", "result"]
     finished = next(e for e in events if e["type"] == "tool_finished")
@@ -149,7 +149,7 @@ def test_approval_without_tty_is_refused_with_denial_text(cli, server: FakeServe
     r = cli("-p", "read", server=server, config={"permissions": {"ask": ["read_file"]}})
     assert r.code == 0, r.err
     result = server.requests[1]["messages"][-1]
-    assert result["content"] == "Command denied by the user. Do not retry it; ask what to do instead."
+    assert result["content"] == "Denied by the user. Do not retry it; ask what to do instead."
 
 
 def test_yes_approves_what_would_ask(cli, server: FakeServer, workspace: Path) -> None:
@@ -198,3 +198,82 @@ def test_version(cli) -> None:
     r = cli("--version")
     assert r.code == 0
     assert r.out.startswith("nanohermes ")
+
+
+# -- -p prints the answer, and only the answer ----------------------------------------------
+
+def _text_and_json(cli, server: FakeServer, script: list, *args: str) -> tuple:  # type: ignore[no-untyped-def]
+    server.add(*script)
+    text = cli("-p", "go", *args, server=server)
+    server.add(*script)
+    obj = cli("-p", "go", "--output-format", "json", *args, server=server)
+    return text, obj
+
+
+def test_text_output_is_the_final_answer_alone_and_matches_json(cli, server: FakeServer, workspace: Path) -> None:
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    script = [tool_reply(call("read_file", {"path": "calc.py"}), text="Let me look."),
+              Reply(text="calc.py defines add.")]
+    text, obj = _text_and_json(cli, server, script)
+    assert (text.code, text.out) == (0, "calc.py defines add.\n"), text.err
+    assert text.out == obj.json()["result"] + "\n"
+    assert "Let me look." not in text.err  # progress and narration need --verbose without a terminal
+    server.add(*script)
+    verbose = cli("-p", "go", "--verbose", server=server)
+    assert verbose.out == "calc.py defines add.\n"
+    assert "Let me look.\n→ read_file calc.py\n" in verbose.err  # the narration on its own line
+
+
+def test_a_turn_limit_run_prints_no_narration(cli, server: FakeServer) -> None:
+    script = [tool_reply(call("list_dir", {}), text="again"), tool_reply(call("list_dir", {}), text="again")]
+    text, obj = _text_and_json(cli, server, script, "--max-turns", "2")
+    assert (text.code, text.out) == (3, "")
+    assert obj.json()["result"] == "" and obj.json()["exit_reason"] == "max_turns"
+
+
+def test_a_restarted_stream_prints_only_the_final_answer(cli, server: FakeServer) -> None:
+    script = [Reply(text="Hello there, friend", drop_after=8), Reply(text="Goodbye, entirely.")]
+    text, obj = _text_and_json(cli, server, script)
+    assert (text.code, text.out) == (0, "Goodbye, entirely.\n"), text.err
+    assert obj.json()["result"] == "Goodbye, entirely."
+
+
+def test_a_refusal_without_a_terminal_is_said_on_stderr_and_listed(cli, server: FakeServer, workspace: Path) -> None:
+    script = [tool_reply(call("run_command", {"command": "touch made"}, id="c1")), Reply(text="could not")]
+    text, obj = _text_and_json(cli, server, script)
+    line = "nanohermes: refused run_command `touch made`: needs approval; rerun with --yes or add an allow rule\n"
+    assert text.err.count("refused run_command") == 1 and line in text.err
+    assert text.out == "could not\n"
+    denials = obj.json()["permission_denials"]
+    assert [(d["tool"], d["target"]) for d in denials] == [("run_command", "touch made")]
+    assert denials[0]["reason"].startswith("needs approval")
+    assert not (workspace / "made").exists()
+    server.add(*script)
+    verbose = cli("-p", "go", "--verbose", server=server)
+    assert "← run_command denied" in verbose.err and "← run_command ok" not in verbose.err
+    server.add(Reply(text="nothing refused"))
+    assert cli("-p", "go", "--output-format", "json", server=server).json()["permission_denials"] == []
+
+
+def test_stream_json_starts_with_an_init_event(cli, server: FakeServer, workspace: Path) -> None:
+    server.add(Reply(text="hi"))
+    r = cli("-p", "go", "--output-format", "stream-json", "--mode", "plan", server=server)
+    init = r.lines()[0]
+    assert init["type"] == "init"
+    assert (init["model"], init["mode"], init["workspace"]) == ("fake-model", "plan", str(workspace.resolve()))
+    assert init["session_id"] == r.lines()[-1]["session_id"]
+    assert "read_file" in init["tools"] and "write_file" not in init["tools"]  # plan mode hides writes
+
+
+def test_a_failed_run_is_not_saved_and_continue_takes_the_last_real_session(cli, server: FakeServer) -> None:
+    server.add(Reply(text="remembered: 7"))
+    good = cli("-p", "remember 7", "--output-format", "json", server=server).json()["session_id"]
+    server.add(Fault(status=401, message="bad key"))
+    assert cli("-p", "this fails", server=server).code == 1
+    r = cli("-p", "x", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", config={"max_retries": 0})
+    assert r.code == 1
+    listed = [json.loads(x)["id"] for x in cli("sessions", "--json").out.splitlines()]
+    assert listed == [good]
+    server.add(Reply(text="it was 7"))
+    again = cli("-p", "which number?", "--continue", "--output-format", "json", server=server).json()
+    assert again["session_id"] == good

@@ -27,7 +27,7 @@ def test_commit_is_refused_without_a_terminal_or_yes(cli, server: FakeServer, wo
     server.add(tool_reply(call("git_commit", {"message": "sneaky", "paths": ["a.txt"]})), Reply(text="ok"))
     r = cli("-p", "commit it", server=server)
     assert r.code == 0, r.err
-    assert tool_results(server, 1) == ["Command denied by the user. Do not retry it; ask what to do instead."]
+    assert tool_results(server, 1) == ["Denied by the user. Do not retry it; ask what to do instead."]
     log = subprocess.run(["git", "log"], cwd=workspace, capture_output=True, text=True)
     assert log.returncode != 0 and "does not have any commits yet" in log.stderr
 
@@ -47,7 +47,7 @@ def test_command_is_refused_without_a_terminal_or_yes(cli, server: FakeServer, w
     server.add(tool_reply(call("run_command", {"command": "touch made"})), Reply(text="ok"))
     r = cli("-p", "go", server=server)
     assert r.code == 0, r.err
-    assert tool_results(server, 1) == ["Command denied by the user. Do not retry it; ask what to do instead."]
+    assert tool_results(server, 1) == ["Denied by the user. Do not retry it; ask what to do instead."]
     assert not (workspace / "made").exists()
 
 

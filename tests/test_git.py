@@ -127,7 +127,7 @@ def test_commit_asks_and_a_refusal_commits_nothing(repo: Path) -> None:
     ui = RecordingUI(answers=["deny"])
     (repo / "a.txt").write_text("changed\n")
     out = call(make_runtime(repo, ui=ui, mode="default"), "git_commit", message="risky", all=True)
-    assert out == "Command denied by the user. Do not retry it; ask what to do instead."
+    assert out == "Denied by the user. Do not retry it; ask what to do instead."
     [req] = ui.of(ApprovalRequest)
     assert (req.tool, req.summary, req.detail) == ("git_commit", "risky", "stages every change to tracked files\n\nrisky")
     assert git(repo, "log", "--format=%s") == "first commit\n"

@@ -209,7 +209,7 @@ def test_patch_into_dot_git_is_asked_even_in_accept_edits(tmp_path: Path) -> Non
     rt, ui = _runtime(ws, "accept-edits", ["deny"])
     diff = "--- a/.git/config\n+++ b/.git/config\n@@ -1 +1,2 @@\n [core]\n+\tbare = true\n"
     out = asyncio.run(rt.run_calls([ToolCall("1", "apply_patch", json.dumps({"diff": diff}))]))
-    assert out[0].content.startswith("Command denied by the user.")
+    assert out[0].content.startswith("Denied by the user.")
     req = ui.events[1]
     assert req.reason.startswith("writes a protected path")  # type: ignore[union-attr]
     assert "+\tbare = true" in req.detail  # type: ignore[union-attr]

@@ -20,7 +20,7 @@ from typing import Any, Iterator
 import pexpect
 import pytest
 
-from nanohermes.runtime import DENIED, INTERRUPTED
+from nanohermes.runtime import INTERRUPTED, denied
 from nanohermes.testing import FakeServer, Fault, Reply, call, tool_reply
 
 REPO = Path(__file__).resolve().parent.parent
@@ -239,7 +239,7 @@ def test_approval_answered_yes_then_no_with_a_note(term: Any, server: FakeServer
     t.wait("did not read it")
     t.leave()
     assert tool_results(server.requests[1]) == {"r1": "1\ts3cret"}
-    assert tool_results(server.requests[3])["r2"] == DENIED + "\nThe user said: use the public file"
+    assert tool_results(server.requests[3])["r2"] == denied("use the public file")
 
 
 def test_ctrl_c_while_waiting_for_the_model_keeps_the_history_valid(term: Any, server: FakeServer) -> None:
@@ -634,3 +634,17 @@ def test_ctrl_c_while_the_model_reads_a_background_task_keeps_the_task_and_the_h
     t.leave()
     assert not server.violations
     assert wait_until(lambda: not marked_pids(marker), timeout=10), "the background task outlived the session"
+
+
+def test_a_command_that_fails_is_shown_as_a_failure_with_its_stderr(term: Any, server: FakeServer) -> None:
+    script = "echo progress; echo 'E   assert 2 == 3' >&2; exit 2"
+    server.add(tool_reply(call("run_command", {"command": script})), Reply(text="it failed"))
+    t = term(args=("--yes",))
+    t.prompt()
+    t.type("test")
+    t.wait(f"✗ run_command {script}")
+    t.wait("failed")
+    t.wait("E   assert 2 == 3")  # the stderr tail, not "exit code / stdout:"
+    t.wait("it failed")
+    t.leave()
+    assert re.search(r"\x1b\[(?:[0-9;]*;)?31m✗", t.raw), "the failure mark is red"

@@ -16,7 +16,7 @@ from nanohermes.config import Config
 from nanohermes.events import RecordingUI, ToolFinished, ToolStarted
 from nanohermes.messages import Message, ToolCall
 from nanohermes.permissions import Policy
-from nanohermes.runtime import DENIED, INTERRUPTED, Runtime
+from nanohermes.runtime import INTERRUPTED, Runtime
 from nanohermes.testing import Reply, ScriptedLLM, call, tool_reply
 from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
 from nanohermes.tools.files import ListDir, ReadFile
@@ -102,7 +102,9 @@ def test_denied_approval_returns_denial_text_with_note(workspace: Path) -> None:
 
     ui = RecordingUI(answers=[ApprovalReply("deny", "use a temp dir")])
     out = run_calls(make_runtime(workspace, ui), tc("w", "write_file", '{"path":"x"}'))
-    assert out[0].content == DENIED + "\nThe user said: use a temp dir"
+    # The note is the instruction: the result does not also say "ask what to do instead".
+    assert out[0].content == ("Denied by the user, who said: use a temp dir\n"
+                              "Do not retry the call as it was; follow what they said.")
     assert not (workspace / "x").exists()
 
 

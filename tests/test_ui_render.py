@@ -267,3 +267,33 @@ def test_a_resumed_session_recaps_the_last_prompt_and_answer() -> None:
         "  › fix the parser\n"
         "    step 1\n    step 2\n    step 3\n    step 4\n    step 5\n    step 6\n"
         "    … 3 more lines")
+
+
+def command_result(code: int, out: str, err: str) -> str:
+    return f"exit code: {code}\n\nstdout:\n{out or '(empty)'}\n\nstderr:\n{err or '(empty)'}"
+
+
+def test_a_command_exiting_non_zero_is_a_failure_showing_the_stderr_tail() -> None:
+    err = "\n".join(f"trace {i}" for i in range(1, 10)) + "\nAssertionError: 2 != 3"
+    ev = finished(command_result(2, "collected 3 items", err), name="run_command")
+    assert text_of(render.tool_finished(ev, "pytest -q")) == (
+        "✗ run_command pytest -q · 0.2s · failed\n"
+        "  … 4 earlier lines\n"
+        "  trace 5\n  trace 6\n  trace 7\n  trace 8\n  trace 9\n"
+        "  AssertionError: 2 != 3")
+    assert "\x1b[31m✗" in styled(render.tool_finished(ev, "pytest -q"))
+
+
+def test_a_long_successful_command_shows_its_last_lines() -> None:
+    out = "\n".join(f"test_{i} PASSED" for i in range(1, 21)) + "\n===== 20 passed in 0.5s ====="
+    ev = finished(command_result(0, out, ""), name="run_command")
+    assert text_of(render.tool_finished(ev, "pytest -v")) == (
+        "✓ run_command pytest -v · 0.2s\n"
+        "  … 17 earlier lines\n"
+        "  test_18 PASSED\n  test_19 PASSED\n  test_20 PASSED\n"
+        "  ===== 20 passed in 0.5s =====")
+
+
+def test_a_failing_command_without_stderr_shows_the_stdout_tail() -> None:
+    ev = finished(command_result(1, "FAILED test_x", ""), name="run_command")
+    assert text_of(render.tool_finished(ev, "make")) == "✗ run_command make · 0.2s · failed\n  FAILED test_x"

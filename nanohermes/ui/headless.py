@@ -1,9 +1,11 @@
 """The `-p` front ends: text, json and stream-json sinks over the core's event stream.
 
-stdout carries only the answer (text), one JSON object (json) or one event per line
-(stream-json); progress goes to stderr, and for text only with --verbose or a terminal.
-Approvals: with a terminal on stdin the user is asked on stderr; without one (a script)
-every request is refused, never run silently and never waited on.
+stdout carries only the final answer (text), one JSON object (json) or one event per line
+(stream-json, an `init` event first). The text of earlier steps (the model narrating what it
+does next) and progress go to stderr, each on its own line, for text only with --verbose or a
+terminal. Approvals: with a terminal on stdin the user is asked on stderr; without one (a
+script) every request is refused, never run silently and never waited on, and one stderr
+line says so. Every refusal is listed in the result's `permission_denials`.
 """
 
 from __future__ import annotations
@@ -15,21 +17,24 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
 from nanohermes.events import (
-    ApprovalReply, ApprovalRequest, Event, Notice, SandboxRefused, TextDelta, ToolFinished, ToolStarted, TurnEnded,
+    ApprovalReply, ApprovalRequest, Event, ModelStarted, Notice, SandboxRefused, TextDelta, ToolFinished, ToolStarted,
+    TurnEnded,
     UsageUpdate, event_to_dict,
 )
 from nanohermes.events import SubagentEvent
 from nanohermes.messages import Usage
 from nanohermes.meters import Meter
 from nanohermes.redact import StreamRedactor, redact
+from nanohermes.ui.visible import escape_controls, status_of
 
 
 def ask_on_terminal(request: ApprovalRequest, out: TextIO) -> ApprovalReply:
     """A plain y/a/n prompt on stderr, reading the answer from stdin."""
     who = f"nanohermes (sub-agent {request.agent})" if request.agent else "nanohermes"
-    out.write(f"\n{who} wants to run {request.tool}: {request.summary}\n")
+    # Escaped: what the person approves is what runs, not what the terminal makes of it.
+    out.write(f"\n{who} wants to run {request.tool}: {escape_controls(request.summary, newlines=True)}\n")
     if request.detail and request.detail != request.summary:
-        out.write(request.detail.rstrip() + "\n")
+        out.write(escape_controls(request.detail.rstrip()) + "\n")
     if request.reason:
         out.write(f"({request.reason})\n")
     # No rule: the call is asked every time (a protected write), so "always" is not offered.
@@ -57,8 +62,9 @@ class HeadlessUI:
     usage: Usage = field(default_factory=Usage)
     ended: TurnEnded | None = None
     meter: Meter = field(default_factory=Meter)
-    _text_open: bool = False
     sandbox_refusals: list[dict[str, Any]] = field(default_factory=list)  # for the json result
+    denials: list[dict[str, str]] = field(default_factory=list)  # tool, target, reason of each refusal
+    _step: list[str] = field(default_factory=list)  # the current model call's text
     _streams: dict[str, StreamRedactor] = field(default_factory=dict)  # by agent id, "" for the main one
 
     def emit(self, event: Event) -> None:
@@ -98,15 +104,25 @@ class HeadlessUI:
             self.err.write(f"nanohermes: {event.level}: {redact(event.text)}\n")
         if self.fmt != "text":
             return
-        if isinstance(event, TextDelta):
-            self.out.write(event.text)
-            self.out.flush()
-            self._text_open = not event.text.endswith("\n")
-        elif isinstance(event, TurnEnded) and self._text_open:
-            self.out.write("\n")
-            self._text_open = False
+        if isinstance(event, ModelStarted):
+            self._step = []
+        elif isinstance(event, TextDelta):
+            self._step.append(event.text)  # the answer only once it is known to be the last step
+        elif isinstance(event, TurnEnded):
+            if event.text:
+                self.out.write(redact(event.text) + "\n")
+                self.out.flush()
         elif self.verbose or self.err.isatty():
+            if isinstance(event, ToolStarted):
+                self._narrate()
             self._progress(event)
+
+    def _narrate(self) -> None:
+        """The text the model wrote before calling tools: not the answer, so stderr."""
+        said = "".join(self._step).strip()
+        self._step = []
+        if said:
+            self.err.write(said + "\n")
 
     def _progress(self, event: Event, prefix: str = "") -> None:
         if isinstance(event, SubagentEvent):  # a sub-agent's tool calls, indented under its name
@@ -114,7 +130,7 @@ class HeadlessUI:
         elif isinstance(event, ToolStarted):
             self.err.write(f"{prefix}→ {event.name} {event.summary}\n")
         elif isinstance(event, ToolFinished):
-            status = "error" if event.is_error else "ok"
+            status = status_of(event)
             self.err.write(f"{prefix}← {event.name} {status} ({len(event.result)} chars, {event.elapsed:.1f}s)\n")
         elif isinstance(event, Notice) and event.level == "info":
             self.err.write(f"nanohermes: {event.text}\n")
@@ -122,9 +138,29 @@ class HeadlessUI:
     async def confirm(self, request: ApprovalRequest) -> ApprovalReply:
         if self.fmt == "stream-json":
             self.emit(request)
+        target = escape_controls(request.detail or request.summary, newlines=True)
         if not self.interactive:
+            self.denials.append({"tool": request.tool, "target": target,
+                                 "reason": f"needs approval ({request.reason})" if request.reason else "needs approval",
+                                 "answered_by": "no terminal to ask"})
+            self.err.write(f"nanohermes: refused {request.tool} `{target}`: needs approval; "
+                           f"rerun with --yes or add an allow rule\n")
+            self.err.flush()
             return ApprovalReply("deny")
-        return await asyncio.to_thread(ask_on_terminal, request, self.err)
+        reply = await asyncio.to_thread(ask_on_terminal, request, self.err)
+        if reply.choice == "deny":
+            self.denials.append({"tool": request.tool, "target": target,
+                                 "reason": "refused by the user" + (f": {reply.note}" if reply.note else ""),
+                                 "answered_by": "user"})
+        return reply
+
+    def init_event(self, *, session_id: str | None, model: str, mode: str, tools: list[str],
+                   workspace: str) -> None:
+        """stream-json's first line: what this run works with."""
+        if self.fmt == "stream-json":
+            self.out.write(redact(json.dumps({"type": "init", "session_id": session_id, "model": model, "mode": mode,
+                                              "tools": tools, "workspace": workspace}, ensure_ascii=False)) + "\n")
+            self.out.flush()
 
     def result_object(self, *, result: str, exit_reason: str, session_id: str | None, model: str, error: str | None = None,
                       extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -142,5 +178,6 @@ class HeadlessUI:
             "session_id": session_id,
             "model": model,
             "sandbox_refusals": self.sandbox_refusals,
+            "permission_denials": list(self.denials),
             **(extra or {}),
         }

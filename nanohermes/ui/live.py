@@ -123,7 +123,7 @@ class TurnView:
         elif isinstance(ev, ToolFinished):
             self.running.pop(ev.call_id, None)
             summary = self.summaries.pop(ev.call_id, "")
-            if self.view() == "full" or ev.is_error:
+            if self.view() == "full" or render.status_of(ev) in ("error", "failed"):
                 self.print(render.tool_finished(ev, summary))
         elif isinstance(ev, UsageUpdate):
             pass  # the toolbar shows it

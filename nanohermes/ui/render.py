@@ -23,7 +23,7 @@ from nanohermes.events import (
 )
 from nanohermes.budget import Limits
 from nanohermes.redact import redact
-from nanohermes.runtime import DENIED, INTERRUPTED
+from nanohermes.ui import visible
 
 if TYPE_CHECKING:
     from nanohermes.messages import Message
@@ -87,16 +87,36 @@ def elapsed(seconds: float) -> str:
 
 
 def status_of(ev: ToolFinished) -> str:
-    if ev.is_error:
-        return "error"
-    if ev.result.startswith(DENIED):
-        return "denied"
-    if ev.result == INTERRUPTED:
-        return "interrupted"
-    return "ok"
+    return visible.status_of(ev)
 
 
-_MARK = {"ok": ("✓", "green"), "error": ("✗", "red"), "denied": ("⊘", "yellow"), "interrupted": ("⊘", "yellow")}
+_MARK = {"ok": ("✓", "green"), "error": ("✗", "red"), "failed": ("✗", "red"), "denied": ("⊘", "yellow"),
+         "interrupted": ("⊘", "yellow")}
+_COMMAND = re.compile(r"\Aexit code: [^\n]*\n\nstdout:\n(?P<out>.*?)\n\nstderr:\n(?P<err>.*?)(?:\n\nnote: .*)?\Z", re.S)
+
+
+def fold_tail(text: str, max_lines: int, *, style: str = "", indent: str = "  ") -> Text:
+    """The last `max_lines` lines, after `… N earlier lines` when some were hidden: the end
+    of a command's output (a test summary, the error) is what matters."""
+    lines = text.rstrip("\n").split("\n") if text.strip() else []
+    hidden = len(lines) - max_lines
+    out = Text()
+    if hidden > 0:
+        out.append(f"{indent}… {hidden} earlier line{'s' if hidden != 1 else ''}\n", style="dim")
+    out.append_text(fold("\n".join(lines[max(hidden, 0):]), max_lines, style=style, indent=indent))
+    return out
+
+
+def command_preview(result: str, failed: bool) -> Text | None:
+    """A run_command result's lines that matter: for a failure the tail of stderr (or of
+    stdout when stderr is empty), otherwise the tail of stdout. None: not a command result."""
+    m = _COMMAND.match(result)
+    if m is None:
+        return None
+    out, err = (x if x != "(empty)" else "" for x in (m.group("out"), m.group("err")))
+    if failed:
+        return fold_tail(err or out, ERROR_LINES, style="red")
+    return fold_tail(out, PREVIEW_LINES, style="dim") if out.strip() else Text()
 
 
 def _one_line(left: Text, right: Text) -> RenderableType:
@@ -130,6 +150,9 @@ def tool_finished(ev: ToolFinished, summary: str) -> RenderableType:
     parts: list[RenderableType] = [tool_line(ev.name, summary, status, ev.elapsed)]
     if ev.display:
         parts.append(diff(ev.display))
+    elif status in ("ok", "failed") and (preview := command_preview(ev.result, status == "failed")) is not None:
+        if preview:
+            parts.append(preview)
     elif status == "error":
         parts.append(fold(ev.result, ERROR_LINES, style="red"))
     elif status == "ok" and ev.result.strip():
