@@ -207,9 +207,9 @@ def test_an_edit_is_approved_on_its_diff_and_shown_coloured(term: Any, server: F
     t.wait("[n] No")
     t.child.send("y")
     t.wait("✓ edit_file app.py")
-    t.wait("+x = 42")  # and under the finished call
     t.wait("edited")
     t.leave()
+    assert t.text.count("+x = 42") == 1  # the approved diff is not printed a second time
     assert (workspace / "app.py").read_text() == "x = 42\ny = 2\n"
     assert re.search(r"\x1b\[(?:[0-9;]*;)?32m\s*\+x = 42", t.raw), "added lines are green"
     assert re.search(r"\x1b\[(?:[0-9;]*;)?31m\s*-x = 1", t.raw), "removed lines are red"
@@ -648,3 +648,62 @@ def test_a_command_that_fails_is_shown_as_a_failure_with_its_stderr(term: Any, s
     t.wait("it failed")
     t.leave()
     assert re.search(r"\x1b\[(?:[0-9;]*;)?31m✗", t.raw), "the failure mark is red"
+
+
+def test_an_approval_shows_escape_sequences_and_carriage_returns_escaped(term: Any, server: FakeServer,
+                                                                        workspace: Path) -> None:
+    # A command that would draw as `git status --short` if the terminal acted on its escapes.
+    command = "touch X; echo hi #\x1b[2K\x1b[1G  git status --short\rgit log"
+    server.add(tool_reply(call("run_command", {"command": command})), Reply(text="refused"))
+    t = term()
+    t.prompt()
+    t.type("run")
+    t.wait("approve?")
+    t.wait("[n] No")
+    assert "#\\x1b[2K\\x1b[1G  git status --short\\rgit log" in t.text
+    assert "\x1b[2K\x1b[1G  git status" not in t.raw
+    t.child.send("n")
+    t.wait("note for the model")
+    t.type("")
+    t.wait("refused")
+    t.leave()
+    assert not (workspace / "X").exists()
+
+
+def test_the_todo_list_is_printed_once(term: Any, server: FakeServer) -> None:
+    todos = [{"content": "write the parser", "status": "in_progress"}, {"content": "test it", "status": "pending"}]
+    server.add(tool_reply(call("todo_write", {"todos": todos})), Reply(text="planned"))
+    t = term()
+    t.prompt()
+    t.type("plan")
+    t.wait("✓ todo_write")
+    t.wait("planned")
+    t.leave()
+    assert t.text.count("write the parser") == 1
+
+
+def test_shift_tab_cycles_the_attended_modes_and_goal_is_reached_on_purpose(term: Any, server: FakeServer) -> None:
+    t = term()
+    t.prompt()
+    seen = []
+    for _ in range(4):
+        t.child.send("\x1b[Z")
+        t.type("/mode")
+        t.wait("mode: ")
+        t.wait(" (modes:")
+        seen.append(t.text[:t.mark].rsplit("mode: ", 1)[1].split(" ")[0])
+    assert seen == ["accept-edits", "plan", "default", "accept-edits"]
+    t.type("/mode goal")
+    t.wait("mode: goal")
+    t.wait("warning: goal mode: every call runs without asking")
+    t.prompt()
+    t.type("/tools")
+    t.wait("read_file")
+    t.leave()
+
+
+def test_goal_mode_from_the_command_line_warns_once(term: Any, server: FakeServer) -> None:
+    t = term(args=("--mode", "goal"))
+    t.wait("warning: goal mode: every call runs without asking")
+    t.leave()
+    assert t.text.count("goal mode: every call") == 1

@@ -117,12 +117,54 @@ def test_approval_panel_shows_command_reason_and_diff() -> None:
     )
 
 
-def test_approval_panel_folds_a_long_command() -> None:
+def test_approval_panel_shows_every_line_of_a_multi_line_command() -> None:
+    # What is approved is what runs: 50 lines are all shown; past DETAIL_LINES a count says
+    # how many more there are.
     cmd = "\n".join(f"echo {i}" for i in range(50))
-    req = ApprovalRequest(call_id="c", tool="run_command", summary="echo 0", detail=cmd)
-    out = text_of(render.approval(req))
-    assert "echo 39" in out and "echo 40" not in out
+    out = text_of(render.approval(ApprovalRequest(call_id="c", tool="run_command", summary="echo 0", detail=cmd)))
+    assert all(f"echo {i}" in out for i in range(50))
+    huge = "\n".join(f"echo {i}" for i in range(render.DETAIL_LINES + 10))
+    out = text_of(render.approval(ApprovalRequest(call_id="c", tool="run_command", summary="echo 0", detail=huge)))
+    assert f"echo {render.DETAIL_LINES - 1}" in out and f"echo {render.DETAIL_LINES}\n" not in out
     assert "… 10 more lines" in out
+
+
+@pytest.mark.parametrize("command, shown", [
+    ("touch X; echo hi #\x1b[2K\x1b[1G  git status --short", "touch X; echo hi #\\x1b[2K\\x1b[1G  git status --short"),
+    ("rm -rf ~/tmp\rgit status", "rm -rf ~/tmp\\rgit status"),
+    ("echo \x07\x08\x9b31m", "echo \\x07\\x08\\x9b31m"),
+])
+def test_approval_panel_shows_control_characters_escaped(command: str, shown: str) -> None:
+    req = ApprovalRequest(call_id="c", tool="run_command", summary=command, detail=command, rule="run_command(x)")
+    c = Console(width=200, record=True, force_terminal=True, color_system="standard")
+    c.print(render.approval(req))
+    raw = c.export_text(styles=True)
+    assert "\x1b[2K" not in raw and "\r" not in raw and "\x07" not in raw and "\x9b" not in raw
+    assert shown in text_of(render.approval(req), width=200)
+
+
+def test_approval_panel_wraps_a_very_long_line_instead_of_cutting_it() -> None:
+    command = "echo " + "a" * 300 + " && rm -rf build"
+    out = text_of(render.approval(ApprovalRequest(call_id="c", tool="run_command", summary=command, detail=command)))
+    assert "rm -rf build" in out  # the end of the line is there, wrapped, not cut off
+    assert out.count("…") == 1  # only the head line is cut, and visibly
+
+
+def test_a_wrapped_diff_line_keeps_its_marker() -> None:
+    long = "x = '" + "y" * 120 + "'"
+    out = text_of(render.diff(f"@@ -1 +1 @@\n-{long}\n+{long}z"), width=80)
+    lines = out.split("\n")
+    assert len(lines) > 3
+    added = [ln for ln in lines if "y" in ln and not ln.lstrip().startswith("-")]
+    assert added and all(ln.startswith("  +") for ln in added)
+    removed = [ln for ln in lines if "y" in ln and ln.lstrip().startswith("-")]
+    assert len(removed) >= 2 and all(ln.startswith("  -") for ln in removed)
+
+
+def test_tool_output_preview_escapes_control_characters() -> None:
+    ev = finished("safe\x1b[2K\rgone")
+    out = text_of(render.tool_finished(ev, "log\x1b[31m"))
+    assert out == "✓ read_file log\\x1b[31m · 0.2s\n  safe\\x1b[2K\\rgone"
 
 
 def test_tools_table_marks_hidden_tools_with_the_reason() -> None:

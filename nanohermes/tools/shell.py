@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import os
 import shutil
 import signal
@@ -406,6 +407,12 @@ async def run_capped(argv: list[str], *, cwd: Path, env: dict[str, str], limits:
             await proc.stop(limits.command_kill_grace_secs)
         held = await proc.settle(limits.command_pipe_grace_secs)
     finally:
+        if not proc.exited:  # cancelled (Ctrl-C): kill, and let asyncio's child watcher reap it
+            proc.signal(signal.SIGKILL)
+            # Closing a live shell's transport polls it, and reaping it there makes the
+            # watcher log "Unknown child process pid N" onto the screen.
+            with contextlib.suppress(asyncio.CancelledError):
+                await proc.wait(_REAP_SECS)
         proc.close()
     return Finished(exit_code=proc.returncode, out=proc.out, err=proc.err, timed_out=timed_out, pipes_held=held,
                     elapsed=time.monotonic() - proc.started, escaped=proc.escaped, sandbox=proc.confinement.policy,

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 Handler = Callable[["CommandContext", str], Union[None, Awaitable[None]]]
 
+GOAL_WARNING = "goal mode: every call runs without asking (mode blocks and deny rules still apply); /mode default to go back"
+
 # Modules that register commands when imported; loaded once by `load_commands()`.
 COMMAND_MODULES: list[str] = ["nanohermes.ui.extensions", "nanohermes.ui.rewind"]
 
@@ -199,7 +201,8 @@ def _tools(ctx: CommandContext, arg: str) -> None:
     ctx.print(render.tools_table(rows, mode=runtime.policy.mode))
 
 
-@command("mode", help="Show the permission mode, or switch it (Shift+Tab cycles)", usage="[name]")
+@command("mode", help="Show the permission mode, or switch it (Shift+Tab cycles default, accept-edits, plan)",
+         usage="[name]")
 def _mode(ctx: CommandContext, arg: str) -> None:
     from nanohermes.config import MODES
     from nanohermes.ui import render
@@ -214,6 +217,8 @@ def _mode(ctx: CommandContext, arg: str) -> None:
         return
     runtime.set_mode(matches[0])
     ctx.print(render.info(f"mode: {matches[0]}"))
+    if matches[0] == "goal":
+        ctx.print(_warning_text(GOAL_WARNING))
 
 
 @command("model", help="Show the model, or switch it for the next call", usage="[name]")

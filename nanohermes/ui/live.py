@@ -9,15 +9,15 @@ agent gets: events go to the view (and the batch summarizer), approvals to the `
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from nanohermes.events import (
-    ApprovalReply, ApprovalRequest, Event, ModelStarted, ReasoningDelta, SubagentEvent, TextDelta, ToolFinished,
-    ToolProgress, ToolStarted, TurnEnded, UsageUpdate,
+    ApprovalReply, ApprovalRequest, Event, ModelStarted, ReasoningDelta, SubagentEvent, TextDelta, TodoUpdated,
+    ToolFinished, ToolProgress, ToolStarted, TurnEnded, UsageUpdate,
 )
 from nanohermes.meters import Meter
 from nanohermes.ui import render
@@ -53,6 +53,8 @@ class TurnView:
         self._spinner: Any = None
         self._blocks_shown = 0
         self._held: list[RenderableType] | None = None
+        self.diff_shown: set[str] = set()  # calls whose diff the approval prompt showed: not again
+        self._todo_shown = False  # the list a todo call just printed: its result would repeat it
         self.out: Callable[[RenderableType], None] = console.print  # the REPL routes it around its prompt
 
     # lifecycle
@@ -123,7 +125,14 @@ class TurnView:
         elif isinstance(ev, ToolFinished):
             self.running.pop(ev.call_id, None)
             summary = self.summaries.pop(ev.call_id, "")
-            if self.view() == "full" or render.status_of(ev) in ("error", "failed"):
+            status = render.status_of(ev)
+            if ev.call_id in self.diff_shown:
+                self.diff_shown.discard(ev.call_id)
+                ev = replace(ev, display=None)
+            if self._todo_shown and status == "ok":
+                self._todo_shown = False
+                self.print(render.tool_line(ev.name, summary, status, ev.elapsed))
+            elif self.view() == "full" or status in ("error", "failed"):
                 self.print(render.tool_finished(ev, summary))
         elif isinstance(ev, UsageUpdate):
             pass  # the toolbar shows it
@@ -137,6 +146,7 @@ class TurnView:
             self._flush_text()
             if isinstance(ev, TurnEnded) and ev.reason == "interrupted":
                 self._interrupted_lines()
+            self._todo_shown = isinstance(ev, TodoUpdated)
             if (out := render.event(ev)) is not None:
                 self.print(out)
 
@@ -205,4 +215,7 @@ class ReplUI:
             self.summarizer.observe(event)
 
     async def confirm(self, request: ApprovalRequest) -> ApprovalReply:
-        return await self.approver.confirm(request)
+        reply = await self.approver.confirm(request)
+        if reply.choice != "deny" and render.looks_like_diff(request.detail.strip("\n")):
+            self.view.diff_shown.add(request.call_id)  # the prompt showed it; the result line will not
+        return reply

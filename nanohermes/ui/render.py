@@ -33,18 +33,20 @@ if TYPE_CHECKING:
 PREVIEW_LINES = 4  # result lines shown under a tool call
 ERROR_LINES = 6  # error lines shown under a failed call
 DIFF_LINES = 60  # diff lines shown for an edit or in an approval prompt
-DETAIL_LINES = 40  # command or detail lines shown in an approval prompt
+DETAIL_LINES = 200  # command or detail lines shown in an approval prompt (then a count of the rest)
 LINE_CHARS = 200  # any single folded line
 
 
-def fold(text: str, max_lines: int, *, style: str = "", indent: str = "  ") -> Text:
-    """The first `max_lines` lines, then `… N more lines` when some were hidden."""
-    text = redact(text)
+def fold(text: str, max_lines: int, *, style: str = "", indent: str = "  ", wrap: bool = False) -> Text:
+    """The first `max_lines` lines, then `… N more lines` when some were hidden. Control
+    characters are shown escaped, never acted on; a line over LINE_CHARS is cut with a
+    count of what was cut, or (`wrap`, for what a person approves) shown whole."""
+    text = visible.escape_controls(redact(text))
     lines = text.rstrip("\n").split("\n") if text.strip() else []
     out = Text()
     for line in lines[:max_lines]:
-        if len(line) > LINE_CHARS:
-            line = line[:LINE_CHARS] + "…"
+        if len(line) > LINE_CHARS and not wrap:
+            line = line[:LINE_CHARS] + f"… (+{len(line) - LINE_CHARS} chars)"
         out.append(indent + line + "\n", style=style)
     hidden = len(lines) - max_lines
     if hidden > 0:
@@ -53,11 +55,32 @@ def fold(text: str, max_lines: int, *, style: str = "", indent: str = "  ") -> T
     return out
 
 
-def diff(text: str, max_lines: int = DIFF_LINES) -> Text:
-    """A unified diff with + green, - red, @@ cyan, headers bold; folded past `max_lines`."""
-    text = redact(text)
+@dataclass(frozen=True)
+class Diff:
+    """A unified diff, + green, - red, @@ cyan, headers bold, laid out at the console's width:
+    a wrapped line repeats its +/- marker, so no continuation reads as context."""
+
+    lines: tuple[tuple[str, str], ...]  # (line, style)
+    hidden: int
+
+    def __rich_console__(self, console: Any, options: Any) -> Iterable[RenderableType]:
+        width = max(20, options.max_width)
+        for line, style in self.lines:
+            marker = line[:1] if line[:1] in "+- " and not line.startswith(("+++", "---")) else ""
+            body = line[len(marker):]
+            room = width - 2 - len(marker)
+            pieces = Text(body).wrap(console, room, overflow="fold") if body else [Text("")]
+            for piece in pieces:
+                yield Text.assemble(("  " + marker + piece.plain, style), no_wrap=True, overflow="fold")
+        if self.hidden > 0:
+            yield Text(f"  … {self.hidden} more diff line{'s' if self.hidden != 1 else ''}", style="dim")
+
+
+def diff(text: str, max_lines: int = DIFF_LINES) -> Diff:
+    """A unified diff, control characters escaped, folded past `max_lines`."""
+    text = visible.escape_controls(redact(text))
     lines = text.rstrip("\n").split("\n") if text.strip() else []
-    out = Text()
+    styled: list[tuple[str, str]] = []
     for line in lines[:max_lines]:
         if line.startswith(("+++", "---")):
             style = "bold"
@@ -69,14 +92,8 @@ def diff(text: str, max_lines: int = DIFF_LINES) -> Text:
             style = "cyan"
         else:
             style = "dim"
-        if len(line) > LINE_CHARS:
-            line = line[:LINE_CHARS] + "…"
-        out.append("  " + line + "\n", style=style)
-    hidden = len(lines) - max_lines
-    if hidden > 0:
-        out.append(f"  … {hidden} more diff line{'s' if hidden != 1 else ''}\n", style="dim")
-    out.rstrip()
-    return out
+        styled.append((line, style))
+    return Diff(tuple(styled), len(lines) - max_lines)
 
 
 def elapsed(seconds: float) -> str:
@@ -130,6 +147,12 @@ def _one_line(left: Text, right: Text) -> RenderableType:
     return grid
 
 
+def one_line(text: str) -> str:
+    """A summary on one line: line breaks as spaces, other controls escaped, bounded (the
+    row's ellipsis marks a cut)."""
+    return visible.escape_controls(text.replace("\r\n", " ").replace("\n", " "))[:LINE_CHARS]
+
+
 def tool_line(name: str, summary: str, status: str, seconds: float) -> RenderableType:
     """`✓ read_file notes.md · 0.1s`: the one line a finished call gets."""
     mark, style = _MARK.get(status, ("•", ""))
@@ -137,7 +160,7 @@ def tool_line(name: str, summary: str, status: str, seconds: float) -> Renderabl
     left.append(f"{mark} ", style=style)
     left.append(name, style="bold")
     if summary:
-        left.append(" " + summary.replace("\n", " ")[:LINE_CHARS])
+        left.append(" " + one_line(summary))
     right = Text(f"· {elapsed(seconds)}", style="dim")
     if status != "ok":
         right.append(f" · {status}", style=style)
@@ -164,10 +187,10 @@ def tool_running(name: str, summary: str, seconds: float, progress: str = "") ->
     left = Text()
     left.append(name, style="bold")
     if summary:
-        left.append(" " + summary.replace("\n", " ")[:LINE_CHARS])
+        left.append(" " + one_line(summary))
     right = Text(f"· {elapsed(seconds)}", style="dim")
     if progress:
-        right.append(" · " + progress.replace("\n", " ")[:60], style="dim")
+        right.append(" · " + visible.escape_controls(progress, newlines=True)[:60], style="dim")
     return _one_line(left, right)
 
 
@@ -312,21 +335,24 @@ def approval(req: ApprovalRequest) -> Panel:
     if req.agent:
         head.append(f"sub-agent {req.agent}: ", style="magenta")
     head.append(req.tool, style="bold")
-    if req.summary:
-        head.append(" " + req.summary)
+    summary = visible.escape_controls(req.summary, newlines=True)
+    if summary:
+        head.append(" " + (summary if len(summary) <= LINE_CHARS else summary[:LINE_CHARS] + "…"))
     body.append(head)
     detail = req.detail.strip("\n")
-    if detail and detail != req.summary:
-        if _looks_like_diff(detail):
+    # What is approved is what runs: the detail is shown unless it says exactly what the
+    # (escaped, whole) head line says; long lines wrap, nothing is cut without a marker.
+    if detail and (detail != req.summary or summary != req.summary or len(summary) > LINE_CHARS):
+        if looks_like_diff(detail):
             body.append(diff(detail))
         else:
-            body.append(fold(detail, DETAIL_LINES))
+            body.append(fold(detail, DETAIL_LINES, wrap=True))
     if req.reason:
         body.append(Text(f"asked because: {req.reason}", style="dim"))
     return Panel(Group(*body), title="approve?", title_align="left", border_style="yellow")
 
 
-def _looks_like_diff(text: str) -> bool:
+def looks_like_diff(text: str) -> bool:
     return text.startswith(("--- ", "diff ", "@@")) or "\n@@ " in text
 
 
@@ -445,7 +471,7 @@ def help_table(commands: Iterable[Command]) -> Group:
         t.add_row(Text("/" + c.name + (f" {c.usage}" if c.usage else "")), Text(c.help))
     keys = Text(
         "Enter sends · Alt+Enter or Esc Enter: new line · Tab completes /commands and @paths\n"
-        "@path attaches a file · Shift+Tab cycles the mode · Ctrl-C cancels the turn · Ctrl-D exits",
+        "@path attaches a file · Shift+Tab cycles default, accept-edits, plan · Ctrl-C cancels the turn · Ctrl-D exits",
         style="dim",
     )
     return Group(t, keys)

@@ -38,7 +38,7 @@ from rich.console import Console, RenderableType
 from rich.text import Text
 
 from nanohermes.dirs import state_home
-from nanohermes.ui.commands import CommandContext, Registry, load_commands
+from nanohermes.ui.commands import GOAL_WARNING, CommandContext, Registry, load_commands
 
 if TYPE_CHECKING:
     from nanohermes.agent import Agent
@@ -54,6 +54,7 @@ _ATTACH = re.compile(r"(?<!\S)@(\S+)")
 _ESCAPES = re.compile(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|O.|.)", re.S)
 STARTING = " nanohermes · starting…"  # the toolbar until the agent is built
 EXIT_TERMINATED = 143  # as the CLI's: ended by SIGTERM or SIGHUP
+CYCLE_MODES = ("default", "accept-edits", "plan")  # what Shift+Tab steps through
 
 
 @dataclass(frozen=True)
@@ -269,6 +270,8 @@ class Repl:
                 self._out(render.resumed(s.resume.stem, built.agent.history))
             for w in (*s.warnings, *built.warnings, *custom_warnings):
                 self._out(Text(f"warning: {w}", style="yellow"))
+            if built.agent.runtime.policy.mode == "goal":
+                self._out(Text(f"warning: {GOAL_WARNING}", style="yellow"))
             self.started = asyncio.get_running_loop().create_task(built.start())
             _warm_imports()
         except Exception as e:  # shown as the run-ending error it is, once the prompt is gone
@@ -396,13 +399,14 @@ class Repl:
 
         @kb.add("s-tab")
         def _cycle(event: Any) -> None:
+            # Only the attended modes: goal (nothing asked) is reached on purpose, by /mode
+            # goal or --mode goal, never by a key pressed once too often.
             if self.agent is None:
                 return
-            from nanohermes.config import MODES
-
             runtime = self.agent.runtime
-            i = MODES.index(runtime.policy.mode) if runtime.policy.mode in MODES else -1
-            runtime.set_mode(MODES[(i + 1) % len(MODES)])
+            mode = runtime.policy.mode
+            i = CYCLE_MODES.index(mode) if mode in CYCLE_MODES else -1
+            runtime.set_mode(CYCLE_MODES[(i + 1) % len(CYCLE_MODES)])
             event.app.invalidate()
 
         class _History(FileHistory):
