@@ -87,8 +87,17 @@ class Compactor:
     ui: UI
 
     async def before_call(self, agent: Agent) -> None:
-        if history_chars(agent.history) > self.limits.session_budget_chars:
-            await self.compact(agent, reason=f"history over the session budget of {self.limits.session_budget_chars} chars")
+        if history_chars(agent.history) <= self.limits.session_budget_chars:
+            return
+        # The latest messages alone fill the budget (a huge paste): summarising the little
+        # before them would spend a model call and lose it, and gain nothing.
+        older = history_chars(agent.history[:choose_cut(agent.history, self.limits.keep_chars)])
+        if older < self.limits.keep_chars:
+            self.ui.emit(Notice(level="warning", text=(
+                f"not compacting: the older turns ({older} chars) are under the keep budget "
+                f"({self.limits.keep_chars} chars); the latest messages alone fill the context")))
+            return
+        await self.compact(agent, reason=f"history over the session budget of {self.limits.session_budget_chars} chars")
 
     async def on_too_long(self, agent: Agent) -> bool:
         """The endpoint refused the request as too long: its window is smaller than the

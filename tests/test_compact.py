@@ -238,3 +238,16 @@ def test_agent_retries_once_after_compacting_on_context_too_long(workspace: Path
     retry = llm.requests[2]["messages"]
     assert [m["role"] for m in retry] == ["system", "user", "user"]
     assert retry[1]["content"].startswith("<conversation-summary>") and retry[2]["content"] == "new"
+
+
+def test_no_model_call_to_summarise_older_turns_under_the_keep_budget(workspace: Path) -> None:
+    # A huge last message fills the budget; the little before it is not worth a summary call.
+    llm = ScriptedLLM([Reply(text="answered")])
+    ui = RecordingUI()
+    agent = build_agent(config_for(limits={"session_budget_chars": 2000, "compact_keep_chars": 300}),
+                        workspace, ui, llm=llm).agent
+    agent.history = [u(100), a(113)]
+    assert asyncio.run(agent.ask("p" * 3000)).text == "answered"
+    assert len(llm.requests) == 1 and not is_summary_request(llm.requests[0])
+    assert ui.of(Notice)[-1].text == ("not compacting: the older turns (213 chars) are under the keep budget "
+                                      "(300 chars); the latest messages alone fill the context")

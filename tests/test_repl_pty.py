@@ -707,3 +707,73 @@ def test_goal_mode_from_the_command_line_warns_once(term: Any, server: FakeServe
     t.wait("warning: goal mode: every call runs without asking")
     t.leave()
     assert t.text.count("goal mode: every call") == 1
+
+
+def test_compact_view_without_a_summary_model_labels_each_batch(term: Any, server: FakeServer,
+                                                                workspace: Path) -> None:
+    for name in ("a", "b", "c"):
+        (workspace / f"{name}.txt").write_text(name + "\n")
+    server.add(tool_reply(call("read_file", {"path": "a.txt"}), call("read_file", {"path": "b.txt"}),
+                          call("read_file", {"path": "c.txt"}), call("grep", {"pattern": "a"}),
+                          call("grep", {"pattern": "b"})),
+               Reply(text="all read"))
+    t = term()
+    t.prompt()
+    t.type("/view compact")
+    t.wait("view: compact")
+    t.prompt()
+    t.type("read them")
+    t.wait("▸ read 3 files, grep ×2 · 5 calls")
+    t.wait("all read")
+    t.leave()
+    assert "✓ read_file" not in t.text  # one label, not a line per call
+
+
+def test_compact_prints_one_line(term: Any, server: FakeServer) -> None:
+    server.add(Reply(text="first answer " * 10), Reply(text="second answer"), Reply(text="Goal: the summary."))
+    t = term()
+    for prompt in ("one", "two"):
+        t.prompt()
+        t.type(prompt)
+    t.wait("second answer")
+    t.prompt()
+    t.type("/compact")
+    t.wait("compacted 3 older messages")
+    t.leave()
+    assert t.text.count("compacted") == 1
+
+
+def test_a_long_paste_shows_as_a_label_and_is_sent_whole(term: Any, server: FakeServer) -> None:
+    server.add(Reply(text="got the paste"))
+    pasted = "\n".join(f"row {i}" for i in range(40))
+    t = term()
+    t.prompt()
+    t.type("count these: \x1b[200~" + pasted + "\x1b[201~")
+    t.wait("[pasted 40 lines, 1 KB]")
+    t.wait("got the paste")
+    t.leave()
+    assert "row 39" not in t.text  # the input showed the label, not the rows
+    assert server.requests[0]["messages"][-1]["content"] == "count these: " + pasted
+
+
+def test_a_paste_over_the_message_budget_is_saved_to_a_file_the_model_reads(term: Any, server: FakeServer,
+                                                                          home: Path) -> None:
+    pasted = "\n".join(f"log line {i} " + "x" * 40 for i in range(200))  # ~10 KB
+
+    def read_it(body: dict[str, Any]) -> Reply:
+        m = re.search(r"saved to (\S+?\.txt)", body["messages"][-1]["content"])
+        assert m is not None, body["messages"][-1]["content"]
+        return tool_reply(call("read_file", {"path": m.group(1), "offset": 200, "limit": 1}, id="r"))
+
+    server.add(read_it, Reply(text="read the end"))
+    t = term(config={"limits": {"session_budget_chars": 8000}})
+    t.prompt()
+    t.child.send("\x1b[200~" + pasted + "\x1b[201~")
+    t.wait("[pasted 200 lines, 10 KB]")
+    t.type("")
+    t.wait("pasted text saved to")
+    t.wait("read the end")
+    t.leave()
+    sent = server.requests[0]["messages"][-1]["content"]
+    assert "log line 5 " not in sent and "over the per-message budget of 4,000 chars" in sent
+    assert tool_results(server.requests[1])["r"].startswith("200\tlog line 199 ")

@@ -314,18 +314,12 @@ def _exit(ctx: CommandContext, arg: str) -> None:
 
 @command("compact", help="Summarise the older turns now to free context", usage="[focus]", fallback=True)
 async def _compact(ctx: CommandContext, arg: str) -> None:
-    from nanohermes.messages import Message
-    from nanohermes.ui import render
-
     agent = ctx.agent
     if agent.compactor is None:
         ctx.print(_error_text("compaction is not available in this session"))
         return
-    before = sum(Message.chars(m) for m in agent.history)
-    summary = await agent.compactor.manual(agent, focus=arg)
-    if summary is not None:
-        after = sum(Message.chars(m) for m in agent.history)
-        ctx.print(render.info(f"compacted: {before:,} -> {after:,} chars of history"))
+    # The compactor's own notice is the one line this prints (what was compacted, or why not).
+    await agent.compactor.manual(agent, focus=arg)
 
 
 @command("resume", help="List this project's saved sessions, or continue one", usage="[id]", fallback=True)

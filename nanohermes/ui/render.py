@@ -471,6 +471,7 @@ def help_table(commands: Iterable[Command]) -> Group:
         t.add_row(Text("/" + c.name + (f" {c.usage}" if c.usage else "")), Text(c.help))
     keys = Text(
         "Enter sends · Alt+Enter or Esc Enter: new line · Tab completes /commands and @paths\n"
+        "a long paste shows as [pasted N lines]: Ctrl-O expands it · "
         "@path attaches a file · Shift+Tab cycles default, accept-edits, plan · Ctrl-C cancels the turn · Ctrl-D exits",
         style="dim",
     )

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from nanohermes.ui.trust import TrustQuestion
 
 PATH_COMPLETIONS = 200  # entries offered when completing an @path
+PASTE_LINES = 5  # a paste with more lines shows as one `[pasted N lines, S]` label (Ctrl-O expands it)
 _ATTACH = re.compile(r"(?<!\S)@(\S+)")
 _ESCAPES = re.compile(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|O.|.)", re.S)
 STARTING = " nanohermes · starting…"  # the toolbar until the agent is built
@@ -210,6 +211,7 @@ class Repl:
         self.queue: list[str] = []  # typed-ahead lines waiting to be sent
         self.partial = ""  # typed-ahead text without Enter: the next prompt starts with it
         self.typed_raw = ""
+        self.pastes: dict[str, str] = {}  # label shown in the input -> the pasted text
         self.turn: asyncio.Task[Any] | None = None
         self.prompting = False
         self.terminated = False  # by SIGTERM or SIGHUP
@@ -241,10 +243,10 @@ class Repl:
         ui = ReplUI(view=view, approver=approver)
         built = build_agent(config, s.workspace, ui, save_session=s.save_session, resume=s.resume,
                             asks=True, idle_between_turns=True)
-        if config.summary_model:
-            ui.summarizer = BatchSummarizer(model=config.summary_model, base_url=config.base_url,
-                                            api_key=config.resolved_api_key(), on_label=self.on_label,
-                                            on_usage=built.agent.count_usage)
+        # Without summary_model the batches still get a label in the compact view: the built-in one.
+        ui.summarizer = BatchSummarizer(model=config.summary_model or "", base_url=config.base_url,
+                                        api_key=config.resolved_api_key(), on_label=self.on_label,
+                                        on_usage=built.agent.count_usage)
         return s, built, ui
 
     async def build(self) -> None:
@@ -389,6 +391,28 @@ class Repl:
         def _newline(event: Any) -> None:
             event.current_buffer.insert_text("\n")
 
+        from prompt_toolkit.keys import Keys
+
+        @kb.add(Keys.BracketedPaste)
+        def _paste(event: Any) -> None:
+            # A long paste is one short label in the input; the text goes with the message.
+            data = event.data.replace("\r\n", "\n").replace("\r", "\n")
+            if data.count("\n") < PASTE_LINES:
+                event.current_buffer.insert_text(data)
+                return
+            label = paste_label(data, len(self.pastes))
+            self.pastes[label] = data
+            event.current_buffer.insert_text(label)
+
+        @kb.add("c-o")
+        def _expand(event: Any) -> None:
+            buf = event.current_buffer
+            text = buf.text
+            for label, data in self.pastes.items():
+                text = text.replace(label, data)
+            buf.text = text
+            buf.cursor_position = len(text)
+
         @kb.add("c-c")
         def _cancel(event: Any) -> None:
             buf = event.app.current_buffer
@@ -481,10 +505,48 @@ class Repl:
             self._building = asyncio.get_running_loop().create_task(self.build())
 
     # -- a turn ----------------------------------------------------------------------------
+    def expand_pastes(self, text: str) -> str:
+        """The labels of long pastes replaced by what was pasted. A message that would then
+        be over the per-message budget gets each paste saved to a file the model can read
+        (in the session folder), with a note saying where, instead of its text."""
+        used = [(label, data) for label, data in self.pastes.items() if label in text]
+        self.pastes = {}
+        full = text
+        for label, data in used:
+            full = full.replace(label, data)
+        assert self.agent is not None
+        rt = self.agent.runtime
+        if len(full) <= rt.limits.aggregate_chars or not used:
+            return full
+        from nanohermes.redact import redact
+
+        folder = rt.session_dir / "pastes" if rt.session_dir is not None else state_home() / "pastes"
+        for label, data in used:
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                n = 1
+                while (path := folder / f"paste-{n}.txt").exists():
+                    n += 1
+                path.write_text(redact(data), encoding="utf-8")  # a session file: no keys in it
+                os.chmod(path, 0o600)
+            except OSError as e:
+                self.print(Text(f"the paste could not be saved ({e}); it is sent cut to the budget", style="yellow"))
+                from nanohermes.budget import clamp
+
+                text = text.replace(label, clamp(data, rt.limits.aggregate_chars // max(1, len(used))))
+                continue
+            note = (f"{label[:-1]}: over the per-message budget of {rt.limits.aggregate_chars:,} chars, "
+                    f"saved to {path}; read it with read_file (offset/limit)]")
+            text = text.replace(label, note)
+            self.print(Text(f"pasted text saved to {path} (over the per-message budget); the model is told where",
+                            style="yellow"))
+        return text
+
     async def run_turn(self, text: str, *, attach: bool = True) -> None:
         """`attach`: expand @paths (a custom command's prompt comes with its own attachments)."""
         assert self.agent is not None and self.ui is not None
         await self._started()
+        text = self.expand_pastes(text)
         text = await self.attach_files(text) if attach else text
         loop = asyncio.get_running_loop()
         self.ui.view.start()
@@ -608,6 +670,14 @@ class _TrustPause(Exception):
     """Ends the prompt for a moment so the folder-trust question can use the terminal."""
 
 
+def paste_label(data: str, index: int = 0) -> str:
+    """`[pasted 4,000 lines, 224 KB]`: what a long paste shows in the input."""
+    lines = data.count("\n") + (0 if data.endswith("\n") else 1)
+    size = len(data.encode("utf-8"))
+    shown = f"{size / 1024 / 1024:.1f} MB" if size >= 1024 * 1024 else f"{max(1, round(size / 1024)):,} KB"
+    return f"[pasted {lines:,} lines, {shown}{f' #{index + 1}' if index else ''}]"
+
+
 def toolbar(model: str, mode: str, history_chars: int, budget_chars: int, usage: Usage,
             cost: float | None = None) -> str:
     """The bottom toolbar once the agent is built: model, mode, context used, tokens and cost
@@ -627,11 +697,24 @@ def _can_encode(text: str) -> bool:
         return False
 
 
+# How the built-in label counts calls of a few tools: (verb, noun) -> "read 3 files".
+_LABEL_WORDS = {"read_file": ("read", "file"), "write_file": ("wrote", "file"), "edit_file": ("edited", "file"),
+                "list_dir": ("listed", "folder"), "web_fetch": ("fetched", "page")}
+
+
 def _fallback_label(batch: list[BatchCall]) -> str:
+    """`read 3 files, grep ×2`: the calls of a batch counted by tool, in their order."""
     counts: dict[str, int] = {}
     for c in batch:
         counts[c.name] = counts.get(c.name, 0) + 1
-    return ", ".join(n + (f" ×{k}" if k > 1 else "") for n, k in counts.items())
+    parts = []
+    for name, k in counts.items():
+        if name in _LABEL_WORDS:
+            verb, noun = _LABEL_WORDS[name]
+            parts.append(f"{verb} {k} {noun}{'s' if k != 1 else ''}" if k > 1 else f"{verb} {noun}")
+        else:
+            parts.append(name + (f" ×{k}" if k > 1 else ""))
+    return ", ".join(parts)
 
 
 def _warm_imports() -> None:

@@ -3,7 +3,8 @@
 A consumer of the event stream, not part of the turn loop. The calls answering one assistant
 message form a batch; when the next model call starts (or the turn ends) the batch is sent to
 `summary_model` on the same endpoint in a background task, and the label (a commit subject of
-at most 50 chars) is handed to `on_label` ("" when it failed). The request never delays the
+at most 50 chars) is handed to `on_label` ("" when it failed, or at once when no model is set:
+the front end then shows its built-in label). The request never delays the
 next model call, and a failure only means no label: it is presentation only.
 """
 
@@ -76,6 +77,9 @@ class BatchSummarizer:
         elif isinstance(event, (ModelStarted, TurnEnded)) and self._batch:
             batch = [c for _, c in sorted(self._batch, key=lambda p: p[0])]  # the model's call order
             self._batch, self._started = [], {}
+            if not self.model:  # no summary_model: the front end's built-in label, at once
+                self.on_label("", batch)
+                return
             task = asyncio.get_running_loop().create_task(self._label(batch))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
