@@ -27,12 +27,12 @@ def main() -> None:
 
         print(f"nanohermes {__version__}")
         return
-    argv = _bare_resume(sys.argv[1:])
+    argv, first = _first_prompt(_bool_words(_bare_resume(sys.argv[1:])))
     if sys.stdin.isatty() and sys.stdout.isatty() and _opens_repl(argv):
-        _repl_first(argv)
-    if (launch := _quick_launch(argv)) is not None:
+        _repl_first(argv, first)
+    if first is None and (launch := _quick_launch(argv)) is not None:
         sys.exit(run(launch))
-    _make_app()(args=argv, prog_name="nanohermes")
+    _make_app(first_prompt=first)(args=argv, prog_name="nanohermes")
 
 
 class Launch(NamedTuple):  # not a dataclass: `dataclasses` would cost `--version` its inspect import
@@ -47,6 +47,7 @@ class Launch(NamedTuple):  # not a dataclass: `dataclasses` would cost `--versio
     save_session: bool
     cont: bool
     resume: str | None
+    first_prompt: str | None = None  # `nanohermes "fix it"`: the REPL starts with it
 
 
 _VALUED = {"-p", "--print", "--output-format", "--model", "-m", "--base-url", "--api-key", "--mode", "--config",
@@ -114,6 +115,53 @@ def _bare_resume(argv: list[str]) -> list[str]:
     return out
 
 
+_FLAGS = {"--yes", "-y", "--no-session", "--continue", "-c", "--verbose", "-v"}
+_TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
+SUBCOMMANDS = ("doctor", "sessions")
+
+
+def _bool_words(argv: list[str]) -> list[str]:
+    """`--yes false` means the flag is off and `--yes true` that it is on, instead of `false`
+    being read as a command."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        word = argv[i + 1].lower() if i + 1 < len(argv) else ""
+        if arg in _FLAGS and (i == 0 or argv[i - 1] not in _VALUED) and word in _TRUE | _FALSE:
+            if word in _TRUE:
+                out.append(arg)
+            i += 2
+            continue
+        out.append(arg)
+        i += 1
+    return out
+
+
+def _first_prompt(argv: list[str]) -> tuple[list[str], str | None]:
+    """`nanohermes "fix it"`: words that are not an option, its value or a subcommand are the
+    REPL's first prompt. Returns the arguments without them, and the prompt."""
+    rest: list[str] = []
+    words: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            words += argv[i + 1:]
+            break
+        if arg.startswith("-") and arg != "-":
+            rest.append(arg)
+            if arg in _VALUED | {"--resume", "-r"} and i + 1 < len(argv):  # a bare --resume is `--resume=` by now
+                rest.append(argv[i + 1])
+                i += 1
+        elif not words and arg in SUBCOMMANDS:
+            return argv, None  # a subcommand takes the rest as its own
+        else:
+            words.append(arg)
+        i += 1
+    return (rest, " ".join(words)) if words else (argv, None)
+
+
 class OutputFormat(str, Enum):
     text = "text"
     json = "json"
@@ -151,6 +199,10 @@ def _fail(err: BaseException, verbose: bool) -> int:
     from nanohermes.errors import NanohermesError
     from nanohermes.redact import redact
 
+    from nanohermes.errors import Cancelled
+
+    if isinstance(err, Cancelled):  # the person cancelled a question: nothing went wrong
+        return EXIT_OK
     if isinstance(err, KeyboardInterrupt):
         sys.stderr.write("nanohermes: interrupted\n")
         return EXIT_INTERRUPTED
@@ -168,11 +220,13 @@ def _fail(err: BaseException, verbose: bool) -> int:
     return EXIT_ERROR
 
 
-def _make_app(launch: Callable[[Launch], int] | None = None) -> Any:
-    """The typer app. `launch` receives the root command's options (default: `run`)."""
+def _make_app(launch: Callable[[Launch], int] | None = None, first_prompt: str | None = None) -> Any:
+    """The typer app. `launch` receives the root command's options (default: `run`);
+    `first_prompt` is the REPL's first message, taken from the words before typer ran."""
     import typer
 
-    app = typer.Typer(add_completion=False, invoke_without_command=True, no_args_is_help=False,
+    # Plain help (rich_markup_mode=None): the rich layout prints `<bool>` after every flag.
+    app = typer.Typer(add_completion=False, invoke_without_command=True, no_args_is_help=False, rich_markup_mode=None,
                       context_settings={"help_option_names": ["-h", "--help"]}, pretty_exceptions_enable=False)
 
     @app.callback()
@@ -184,20 +238,24 @@ def _make_app(launch: Callable[[Launch], int] | None = None) -> Any:
         base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1."),
         api_key: Optional[str] = typer.Option(None, "--api-key", help="API key (default: $OPENAI_API_KEY)."),
         mode: Optional[ModeChoice] = typer.Option(None, "--mode", help="Permission mode."),
-        yes: bool = typer.Option(False, "--yes", "-y", help="Approve every call that would ask (not those a mode blocks)."),
+        yes: bool = typer.Option(False, "--yes", "-y", help="Approve every call that would ask (not those a mode blocks).", metavar=""),
         sandbox: Optional[SandboxChoice] = typer.Option(None, "--sandbox", help="auto: commands nobody approved run in the OS sandbox; off: unconfined (config sandbox.mode)."),
         config: Optional[Path] = typer.Option(None, "--config", help="Config file to use instead of the user config."),
         cwd: Optional[Path] = typer.Option(None, "-C", "--cwd", help="Workspace directory (default: the current one)."),
         max_turns: Optional[int] = typer.Option(None, "--max-turns", min=1, help="Stop after this many model calls in one turn."),
         wire_api: Optional[WireChoice] = typer.Option(None, "--wire-api", help="The endpoint's API: chat (chat completions) or responses."),
         reasoning_effort: Optional[EffortChoice] = typer.Option(None, "--reasoning-effort", help="How hard a reasoning model thinks (sent only when set)."),
-        no_session: bool = typer.Option(False, "--no-session", help="Do not save this session's transcript."),
-        continue_: bool = typer.Option(False, "--continue", "-c", help="Continue the latest session of this workspace."),
+        no_session: bool = typer.Option(False, "--no-session", help="Do not save this session's transcript.", metavar=""),
+        continue_: bool = typer.Option(False, "--continue", "-c", help="Continue the latest session of this workspace.", metavar=""),
         resume: Optional[str] = typer.Option(None, "--resume", "-r", help="Resume a session by ID (or ID prefix); without an ID, pick one from a list."),
-        verbose: bool = typer.Option(False, "--verbose", "-v", help="Show progress on stderr and tracebacks on errors."),
-        version: bool = typer.Option(False, "--version", "-V", help="Print the version and exit."),
+        verbose: bool = typer.Option(False, "--verbose", "-v", help="Show progress on stderr and tracebacks on errors.", metavar=""),
+        version: bool = typer.Option(False, "--version", "-V", help="Print the version and exit.", metavar=""),
     ) -> None:
-        """nanohermes: a coding agent in your terminal, for any OpenAI-compatible endpoint."""
+        """nanohermes: a coding agent in your terminal, for any OpenAI-compatible endpoint.
+
+        `nanohermes` opens the REPL; `nanohermes "fix the failing test"` opens it with that first
+        message; `nanohermes -p "..."` runs one prompt and prints the answer.
+        """
         if version:
             from nanohermes import __version__
 
@@ -212,7 +270,8 @@ def _make_app(launch: Callable[[Launch], int] | None = None) -> Any:
                  "reasoning_effort": reasoning_effort.value if reasoning_effort else None,
                  "sandbox": {"mode": sandbox.value} if sandbox else None}
         code = (launch or run)(Launch(prompt=prompt, fmt=output_format.value, flags=flags, config_file=config, cwd=cwd,
-                                      verbose=verbose, save_session=not no_session, cont=continue_, resume=resume))
+                                      verbose=verbose, save_session=not no_session, cont=continue_, resume=resume,
+                                      first_prompt=first_prompt))
         raise typer.Exit(code)
 
     @app.command()
@@ -289,7 +348,9 @@ def _resume_target(workspace: Path, cont: bool, resume: str | None, save_session
         latest_session(workspace)  # raises the "no saved session" error with its hint
     picked = pick_session(sessions, sys.stdin, sys.stderr)
     if picked is None:
-        raise UsageError("no session picked", hint="`nanohermes sessions` lists them; --continue takes the latest")
+        from nanohermes.errors import Cancelled
+
+        raise Cancelled("no session picked")
     return picked.path
 
 
@@ -318,7 +379,7 @@ def _opens_repl(argv: list[str]) -> bool:
         and opts.get("resume") != ""
 
 
-def _repl_first(argv: list[str]) -> NoReturn:
+def _repl_first(argv: list[str], first: str | None = None) -> NoReturn:
     """The REPL with its prompt drawn first: parsing the flags and loading the config run
     behind it, and an error there is reported as it would have been before the REPL."""
     parsed: list[Launch] = []
@@ -339,7 +400,7 @@ def _repl_first(argv: list[str]) -> NoReturn:
         return _repl_start(parsed[0])
 
     try:
-        _interactive(start)
+        _interactive(start, first)
     except (KeyboardInterrupt, Exception) as e:
         code = _fail(e, bool(parsed) and parsed[0].verbose)
     sys.exit(code)
@@ -393,9 +454,12 @@ def run(launch: Launch) -> int:
         prompt = launch.prompt
         if prompt is None and sys.stdin.isatty():
             start = _repl_start(launch)  # its warnings are shown in the REPL
-            _interactive(lambda: start)
+            _interactive(lambda: start, launch.first_prompt)
         config, workspace, resume_path = _prepare(launch, lambda w: sys.stderr.write(f"nanohermes: warning: {w}\n"))
         if prompt is None:
+            if launch.first_prompt is not None:
+                raise UsageError("a prompt without -p opens the REPL, which needs a terminal",
+                                 hint=f'run it on a terminal, or use -p "{launch.first_prompt[:40]}" in scripts')
             prompt = ""
         if not sys.stdin.isatty():
             piped = sys.stdin.read()
@@ -408,10 +472,10 @@ def run(launch: Launch) -> int:
         return _fail(e, launch.verbose)
 
 
-def _interactive(start: Callable[[], Any]) -> NoReturn:
+def _interactive(start: Callable[[], Any], first: str | None = None) -> NoReturn:
     from nanohermes.ui.repl import run_repl
 
-    code = run_repl(start)
+    code = run_repl(start, first)
     if code == EXIT_TERMINATED:
         with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
             sys.stderr.write("nanohermes: terminated\n")

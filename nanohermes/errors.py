@@ -4,6 +4,7 @@ Tool failures are *not* here: they are `nanohermes.tools.ToolError`, shown to th
 `ERROR: ...` result, and the turn goes on.
 
     NanohermesError            exit 1 unless a subclass says otherwise
+    ├── Cancelled              exit 0  the person cancelled a question (the session picker): no message
     ├── ConfigError            exit 2  bad config file, bad flag value
     ├── UsageError             exit 2  bad command-line usage
     └── EndpointError          exit 1  the model endpoint failed for good
@@ -27,6 +28,10 @@ class NanohermesError(Exception):
         super().__init__(message)
         self.message = message
         self.hint = hint
+
+
+class Cancelled(NanohermesError):
+    exit_code = 0
 
 
 class ConfigError(NanohermesError):

@@ -277,3 +277,33 @@ def test_a_failed_run_is_not_saved_and_continue_takes_the_last_real_session(cli,
     server.add(Reply(text="it was 7"))
     again = cli("-p", "which number?", "--continue", "--output-format", "json", server=server).json()
     assert again["session_id"] == good
+
+
+# -- the command line itself -----------------------------------------------------------------
+
+def test_help_shows_no_bool_placeholder_for_plain_flags(cli) -> None:
+    r = cli("--help", env={"COLUMNS": "120"})
+    assert r.code == 0
+    assert "<bool>" not in r.out
+    assert "--yes" in r.out and "--verbose" in r.out
+
+
+def test_a_flag_followed_by_false_or_true_is_read_as_its_value(cli, server: FakeServer, workspace: Path) -> None:
+    script = [tool_reply(call("run_command", {"command": "touch made"})), Reply(text="done")]
+    server.add(*script)
+    off = cli("-p", "go", "--yes", "false", server=server)
+    assert off.code == 0, off.err
+    assert "No such command" not in off.err and not (workspace / "made").exists()
+    server.add(*script)
+    on = cli("-p", "go", "--yes", "true", server=server)
+    assert on.code == 0, on.err
+    assert (workspace / "made").exists()
+
+
+def test_a_bare_prompt_without_a_terminal_says_to_use_p(cli, server: FakeServer) -> None:
+    r = cli("fix it", server=server)
+    assert r.code == 2
+    assert "No such command" not in r.err
+    assert "a prompt without -p opens the REPL, which needs a terminal" in r.err
+    assert 'hint: run it on a terminal, or use -p "fix it" in scripts' in r.err
+    assert server.requests == []

@@ -777,3 +777,72 @@ def test_a_paste_over_the_message_budget_is_saved_to_a_file_the_model_reads(term
     sent = server.requests[0]["messages"][-1]["content"]
     assert "log line 5 " not in sent and "over the per-message budget of 4,000 chars" in sent
     assert tool_results(server.requests[1])["r"].startswith("200\tlog line 199 ")
+
+
+def test_a_bare_prompt_opens_the_repl_with_it_and_exit_prints_the_resume_hint(term: Any, server: FakeServer,
+                                                                              workspace: Path) -> None:
+    from nanohermes.session import list_sessions
+
+    server.add(Reply(text="on it"))
+    t = term(args=("fix it",))
+    t.wait("on it")
+    t.leave()
+    assert server.requests[0]["messages"][-1] == {"role": "user", "content": "fix it"}
+    m = re.search(r"session (\S+) · resume with: nanohermes --resume (\S+)", t.text)
+    assert m is not None and m.group(1) == m.group(2)
+    assert [i.id for i in list_sessions(workspace)] == [m.group(1)]
+
+
+def test_cancelling_the_resume_picker_exits_0_quietly(term: Any, workspace: Path) -> None:
+    from nanohermes.messages import Message
+    from nanohermes.session import Transcript
+
+    saved = Transcript.create(workspace, model="fake-model", mode="default")
+    saved.append(Message.user("a topic"))
+    saved.close()
+    t = term(args=("--resume",))
+    t.wait("Resume which session?")
+    t.type("q")
+    assert t.exit_code() == 0
+    assert "error" not in t.text[t.mark:]
+
+
+def test_model_lists_the_endpoint_models_and_checks_a_name(term: Any, server: FakeServer) -> None:
+    t = term()
+    t.prompt()
+    t.type("/model")
+    t.wait("model: fake-model")
+    t.wait("the endpoint serves")
+    t.prompt()
+    t.type("/model fake-modle")
+    t.wait("the endpoint does not serve 'fake-modle'; did you mean fake-model?")
+    t.prompt()
+    t.type("/model")
+    t.wait("model: fake-model")
+    t.leave()
+
+
+def test_a_missing_at_path_warns(term: Any, server: FakeServer) -> None:
+    server.add(Reply(text="no file"))
+    t = term()
+    t.prompt()
+    t.type("look at @missing.py")
+    t.wait("@missing.py is not a file in the workspace: not attached (sent as text)")
+    t.wait("no file")
+    t.leave()
+
+
+def test_no_key_on_the_default_endpoint_says_how_to_configure_before_sending(tmp_path: Path, home: Path,
+                                                                             workspace: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    child = pexpect.spawn(sys.executable, ["-m", "nanohermes"], cwd=str(workspace),
+                          env={**env, "PYTHONPATH": str(REPO), "HOME": str(home), "TERM": "xterm-256color"},
+                          dimensions=(40, 200), encoding="utf-8", timeout=WAIT)
+    try:
+        child.expect("no API key for https://api.openai.com/v1: set OPENAI_API_KEY")
+        child.send("hello\r")
+        child.expect("nothing is sent until then")
+        child.send("\x04")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)

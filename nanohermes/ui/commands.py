@@ -221,16 +221,48 @@ def _mode(ctx: CommandContext, arg: str) -> None:
         ctx.print(_warning_text(GOAL_WARNING))
 
 
-@command("model", help="Show the model, or switch it for the next call", usage="[name]")
-def _model(ctx: CommandContext, arg: str) -> None:
+MODEL_LIST_SECS = 10.0  # how long /model waits for the endpoint's model list
+
+
+async def _endpoint_models(ctx: CommandContext) -> tuple[list[str] | None, str]:
+    """The endpoint's model ids, or None and why they could not be listed."""
+    import asyncio
+
+    lister = getattr(ctx.agent.llm, "list_models", None)
+    if lister is None:
+        return None, "this endpoint type cannot list its models"
+    try:
+        return list(await asyncio.wait_for(lister(), MODEL_LIST_SECS)), ""
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:
+        return None, getattr(e, "message", None) or f"{type(e).__name__}: {e}"
+
+
+@command("model", help="Show the model and the endpoint's models, or switch (checked against that list)",
+         usage="[name]")
+async def _model(ctx: CommandContext, arg: str) -> None:
     from nanohermes.ui import render
 
     llm = ctx.agent.llm
-    if arg:
-        llm.model = arg
-        ctx.print(render.info(f"model: {arg} (from the next call)"))
-    else:
+    models, why = await _endpoint_models(ctx)
+    if not arg:
         ctx.print(render.info(f"model: {llm.model}"))
+        if models:
+            ctx.print(render.lines([f"the endpoint serves {len(models)}: " + ", ".join(models[:40])
+                                    + (f" … and {len(models) - 40} more" if len(models) > 40 else "")]))
+        elif models is None:
+            ctx.print(_warning_text(f"could not list the endpoint's models ({why})"))
+        return
+    if models is not None and arg not in models:
+        close = difflib.get_close_matches(arg, models, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; /model lists them"
+        ctx.print(_error_text(f"the endpoint does not serve {arg!r}{hint} (model unchanged: {llm.model})"))
+        return
+    llm.model = arg
+    ctx.print(render.info(f"model: {arg} (from the next call)"))
+    if models is None:
+        ctx.print(_warning_text(f"could not check the name against the endpoint ({why})"))
 
 
 @command("clear", help="Start a new conversation (the old one stays saved)")

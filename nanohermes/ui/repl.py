@@ -274,6 +274,8 @@ class Repl:
                 self._out(Text(f"warning: {w}", style="yellow"))
             if built.agent.runtime.policy.mode == "goal":
                 self._out(Text(f"warning: {GOAL_WARNING}", style="yellow"))
+            if (hint := no_key_hint(s.config)) is not None:
+                self._out(Text(hint, style="yellow"))
             self.started = asyncio.get_running_loop().create_task(built.start())
             _warm_imports()
         except Exception as e:  # shown as the run-ending error it is, once the prompt is gone
@@ -321,6 +323,8 @@ class Repl:
         self._trust_app = app
 
     async def _ready(self) -> None:
+        if self._building is None:  # a first message given on the command line: no prompt was drawn
+            self._building = asyncio.get_running_loop().create_task(self.build())
         await self.ready.wait()
         if self.build_error is not None:
             raise self.build_error
@@ -545,6 +549,9 @@ class Repl:
     async def run_turn(self, text: str, *, attach: bool = True) -> None:
         """`attach`: expand @paths (a custom command's prompt comes with its own attachments)."""
         assert self.agent is not None and self.ui is not None
+        if (hint := no_key_hint(self.agent.runtime.config)) is not None:
+            self.print(Text(hint, style="yellow"))  # nothing is sent: it could only be refused
+            return
         await self._started()
         text = self.expand_pastes(text)
         text = await self.attach_files(text) if attach else text
@@ -595,7 +602,12 @@ class Repl:
         seen: set[str] = set()
         for m in _ATTACH.finditer(text):
             path = m.group(1).rstrip(".,;:!?)")
-            if path in seen or not (self.workspace / path).is_file():
+            if path in seen:
+                continue
+            if not (self.workspace / path).is_file():
+                seen.add(path)
+                what = "is a folder" if (self.workspace / path).is_dir() else "is not a file in the workspace"
+                self.print(Text(f"@{path} {what}: not attached (sent as text)", style="yellow"))
                 continue
             seen.add(path)
             ctx = ToolContext(workspace=self.workspace, limits=rt.limits, config=rt.config, state=rt.state)
@@ -663,7 +675,24 @@ class Repl:
                 await self._started()
             await self.built.aclose()
         if self.agent is not None and self.agent.transcript is not None:
-            self.agent.transcript.close()
+            transcript = self.agent.transcript
+            transcript.close()
+            if transcript.path.exists():  # something was said: the way back
+                with contextlib.suppress(Exception):  # the terminal may be gone (SIGHUP)
+                    self.console.print(Text(f"session {transcript.id} · resume with: nanohermes --resume {transcript.id}",
+                                            style="dim"))
+
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def no_key_hint(config: Config) -> str | None:
+    """How to set up an endpoint, when the default one would be asked without a key."""
+    if config.resolved_api_key() or config.base_url.rstrip("/") != DEFAULT_BASE_URL:
+        return None
+    return (f"no API key for {DEFAULT_BASE_URL}: set {config.api_key_env} (or pass --api-key), or point "
+            f"--base-url / `base_url` in ~/.config/nanohermes/config.json at another endpoint "
+            f"(a local one such as http://localhost:11434/v1 needs no key); nothing is sent until then")
 
 
 class _TrustPause(Exception):
@@ -736,7 +765,7 @@ def make_console() -> Console:
     return Console(highlight=False)
 
 
-def run_repl(start: Callable[[], Start]) -> int:
+def run_repl(start: Callable[[], Start], first: str | None = None) -> int:
     """Run the REPL until Ctrl-D or /exit; returns the exit code. `start` runs in a worker
     thread once the first prompt is drawn; a run-ending error from it or from building the
     agent (a bad flag or config) is raised for the CLI to report."""
@@ -748,6 +777,8 @@ def run_repl(start: Callable[[], Start]) -> int:
     loop.set_default_executor(executor)
     try:
         repl = Repl(start, console, load_commands(), terminal)
+        if first is not None and first.strip():  # `nanohermes "fix it"`: sent as the first message
+            repl.queue.append(first)
         for sig in (signal.SIGTERM, signal.SIGHUP):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, repl.terminate)
