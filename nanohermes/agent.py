@@ -142,6 +142,11 @@ class Agent:
             self.transcript.record_usage(usage, model)
         self.ui.emit(UsageUpdate(usage=usage, total=self.usage, model=model))
 
+    def add_context(self, text: str) -> None:
+        """Something the person did outside a turn (a `!command` and its output), as a user
+        message the model sees with the next prompt."""
+        self._append(Message.user(text))
+
     def _append(self, message: Message) -> None:
         self.history.append(message)
         if self.transcript is not None:

@@ -846,3 +846,118 @@ def test_no_key_on_the_default_endpoint_says_how_to_configure_before_sending(tmp
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
+
+
+# -- conveniences ------------------------------------------------------------------------------
+
+def test_bang_runs_the_persons_command_and_the_model_sees_it(term: Any, server: FakeServer, workspace: Path) -> None:
+    (workspace / "hello.txt").write_text("hi\n")
+    server.add(Reply(text="I see hello.txt"))
+    t = term()
+    t.prompt()
+    t.type("!ls")
+    t.wait("✓ !ls")
+    t.wait("hello.txt")
+    t.prompt()
+    assert server.requests == []  # nothing asked, nothing sent yet
+    t.type("what did you see?")
+    t.wait("I see hello.txt")
+    t.leave()
+    sent = [m["content"] for m in server.requests[0]["messages"][1:]]
+    assert sent == ['<user-shell command="ls" exit="0">\nhello.txt\n</user-shell>', "what did you see?"]
+
+
+def test_show_prints_a_tool_result_whole(term: Any, server: FakeServer, workspace: Path) -> None:
+    (workspace / "long.txt").write_text("".join(f"line {i}\n" for i in range(1, 31)))
+    server.add(tool_reply(call("read_file", {"path": "long.txt"})), Reply(text="read"))
+    t = term()
+    t.prompt()
+    t.type("read it")
+    t.wait("… 26 more lines")  # the row's preview
+    t.wait("read")
+    t.prompt()
+    t.type("/show")
+    t.wait("1  read_file")
+    t.prompt()
+    t.type("/show 1")
+    t.wait("read_file {")
+    t.wait("line 29")
+    t.wait("line 30")  # the whole result, past the preview's four lines
+    t.leave()
+
+
+def test_tasks_lists_background_tasks_and_kills_one(term: Any, server: FakeServer) -> None:
+    from exec_support import marked_pids, wait_until
+
+    marker = uuid.uuid4().hex
+    server.add(tool_reply(call("run_command", {"command": "sleep 300", "background": True}, id="bg")),
+               Reply(text="started"))
+    t = term(env={"NH_TEST_PROC_MARK": marker}, args=("--yes",))
+    t.prompt()
+    t.type("serve")
+    t.wait("started")
+    t.prompt()
+    t.type("/tasks")
+    t.wait("running")
+    t.wait("sleep 300")
+    task_id = re.search(r"\n\s*(\w{6})\s+running", t.text)
+    assert task_id is not None, t.text[-1000:]
+    assert wait_until(lambda: len(marked_pids(marker)) >= 2)
+    t.type(f"/tasks kill {task_id.group(1)}")
+    t.wait(f"task {task_id.group(1)}: killed")
+    assert wait_until(lambda: len(marked_pids(marker)) == 1, timeout=10)
+    t.leave()
+
+
+def test_resume_in_the_repl_picks_by_number(term: Any, server: FakeServer, workspace: Path) -> None:
+    from nanohermes.messages import Message
+    from nanohermes.session import Transcript
+
+    saved = Transcript.create(workspace, model="fake-model", mode="default")
+    for m in (Message.user("the old topic"), Message("assistant", "old answer")):
+        saved.append(m)
+    saved.close()
+    server.add(Reply(text="continuing"))
+    t = term()
+    t.prompt()
+    t.type("/resume")
+    t.wait("1. " + saved.path.stem)
+    t.prompt()
+    t.type("/resume 1")
+    t.wait(f"resumed {saved.path.stem}: 2 messages")
+    t.wait("old answer")
+    t.prompt()
+    t.type("go on")
+    t.wait("continuing")
+    t.leave()
+    assert [m["content"] for m in server.requests[0]["messages"][1:]] == ["the old topic", "old answer", "go on"]
+
+
+def test_the_command_menu_appears_while_typing_and_links_show_their_url(term: Any, server: FakeServer) -> None:
+    server.add(Reply(text="See [the docs](https://example.org/docs) for more."))
+    t = term()
+    t.prompt()
+    t.child.send("/per")
+    t.wait("The mode and the allow/ask/deny rules")  # the menu's help for /permissions, untouched by Tab
+    t.child.send("\x15")  # Ctrl-U clears the line
+    t.type("link please")
+    t.wait("the docs")
+    t.wait("https://example.org/docs")
+    t.leave()
+
+
+def test_context_and_the_toolbar_agree(term: Any, server: FakeServer) -> None:
+    server.add(Reply(text="x" * 30_000))
+    t = term()
+    t.prompt()
+    t.type("fill")
+    t.wait("xxxx")
+    t.prompt()
+    t.type("/context")
+    t.wait("history is ")
+    t.wait("% of the session budget")
+    pct = t.text[:t.mark].rsplit("history is ", 1)[1].split("%")[0]
+    t.wait(f"context {pct}%")  # the toolbar, redrawn with the next prompt
+    assert pct == "25"  # 30,000 of 120,000 chars
+    t.child.send("\x04")
+    assert t.exit_code() == 0

@@ -354,23 +354,31 @@ async def _compact(ctx: CommandContext, arg: str) -> None:
     await agent.compactor.manual(agent, focus=arg)
 
 
-@command("resume", help="List this project's saved sessions, or continue one", usage="[id]", fallback=True)
+@command("resume", help="List this project's saved sessions, numbered, or continue one", usage="[N|id]",
+         fallback=True)
 def _resume(ctx: CommandContext, arg: str) -> None:
     from nanohermes.assemble import resume_into
     from nanohermes.session import find_session, list_sessions
     from nanohermes.ui import render
     from nanohermes.ui.sessions import format_sessions
 
+    sessions = list_sessions(ctx.workspace)
     if not arg:
-        sessions = list_sessions(ctx.workspace)
         if not sessions:
             ctx.print(render.info("no saved sessions in this project"))
             return
-        ctx.print(render.lines(format_sessions(sessions[:20]).splitlines()
+        rows = format_sessions(sessions[:20]).splitlines()
+        ctx.print(render.lines([rows[0]] + [f"{n:>3}. {row}" for n, row in enumerate(rows[1:], 1)]
                                + ([f"… {len(sessions) - 20} older"] if len(sessions) > 20 else [])
-                               + ["continue one with /resume ID (a unique prefix is enough)"]))
+                               + ["continue one with /resume N (its number) or /resume ID"]))
         return
-    path = find_session(ctx.workspace, arg)
+    if arg.isdigit() and len(arg) <= 2:  # a number from the list above
+        if not 1 <= int(arg) <= min(20, len(sessions)):
+            ctx.print(_error_text(f"no session number {arg}; /resume lists them"))
+            return
+        path = sessions[int(arg) - 1].path
+    else:
+        path = find_session(ctx.workspace, arg)
     for w in resume_into(ctx.agent, path):
         ctx.print(_warning_text(w))
     ctx.print(render.resumed(path.stem, ctx.agent.history))
@@ -396,6 +404,81 @@ def _memory(ctx: CommandContext, arg: str) -> None:
         return
     ctx.print(render.lines([f"{m.id:>4}  {m.date}  {'global ' if m.scope == 'global' else 'project'}  {m.text}"
                             for m in entries] + ["delete one with /memory delete ID"]))
+
+
+async def _run_tool(ctx: CommandContext, name: str, **args: Any) -> str:
+    """Run one of the session's tools for the person (their own command: nothing is asked)."""
+    from nanohermes.tools import ToolContext, ToolError
+
+    rt = ctx.agent.runtime
+    tool = next((t for t in rt.tools if t.name == name), None)
+    if tool is None:
+        return f"{name} is not in this session's tools"
+    tctx = ToolContext(workspace=ctx.workspace, limits=rt.limits, config=rt.config, state=rt.state)
+    try:
+        out = await tool.run(tool.parse(args), tctx)
+    except ToolError as e:
+        return f"ERROR: {e}"
+    return out if isinstance(out, str) else out.text
+
+
+@command("tasks", help="The background tasks with their state; kill one", usage="[kill ID]")
+async def _tasks(ctx: CommandContext, arg: str) -> None:
+    from nanohermes.ui import render
+
+    words = arg.split()
+    if words[:1] == ["kill"]:
+        if len(words) != 2:
+            ctx.print(_error_text("usage: /tasks kill ID (the id /tasks shows)"))
+            return
+        out = await _run_tool(ctx, "task_kill", task_id=words[1])
+    else:
+        out = await _run_tool(ctx, "task_list")
+        if not out.startswith(("ERROR", "no background")):
+            out += "\nkill one with /tasks kill ID"
+    ctx.print(render.lines(out.splitlines()) if not out.startswith("ERROR") else _error_text(out))
+
+
+def tool_results(agent: Agent) -> list[tuple[str, str, str]]:
+    """(tool name, arguments, result) of every call in the history, oldest first: what
+    /show numbers."""
+    calls = {c.id: c for m in agent.history if m.role == "assistant" for c in m.tool_calls}
+    out = []
+    for m in agent.history:
+        if m.role == "tool":
+            call = calls.get(m.tool_call_id or "")
+            out.append((call.name if call else "?", call.arguments if call else "", m.content or ""))
+    return out
+
+
+@command("show", help="A tool call's whole result (the rows show a preview); without N, the last calls",
+         usage="[N]")
+def _show(ctx: CommandContext, arg: str) -> None:
+    import re
+
+    from nanohermes.ui import render
+
+    results = tool_results(ctx.agent)
+    if not results:
+        ctx.print(render.info("no tool calls yet"))
+        return
+    if not arg.strip():
+        start = max(0, len(results) - 10)
+        ctx.print(render.lines([f"{i + 1:>4}  {name} {args[:60]}" for i, (name, args, _) in
+                                enumerate(results[start:], start)] + ["show one whole with /show N"]))
+        return
+    if not arg.strip().isdigit() or not 1 <= int(arg) <= len(results):
+        ctx.print(_error_text(f"/show takes a call number from 1 to {len(results)} (/show lists them)"))
+        return
+    name, args, text = results[int(arg) - 1]
+    m = re.match(r'<persisted-output path="([^"]+)">', text)
+    if m is not None:  # the whole output was kept in a file: show that
+        try:
+            text = Path(m.group(1)).read_text(encoding="utf-8", errors="replace")
+        except OSError as e:
+            ctx.print(_warning_text(f"the saved output {m.group(1)} cannot be read ({e}); showing the preview"))
+    ctx.print(render.lines([f"{name} {args}"]))
+    ctx.print(render.fold(text, max(1, text.count("\n") + 1), wrap=True))
 
 
 def _warning_text(text: str) -> Any:

@@ -519,4 +519,5 @@ def answer(markdown_text: str, *, streaming: bool = False) -> RenderableType:
 
     from nanohermes.redact import settle
 
-    return Markdown(settle(markdown_text)[0] if streaming else redact(markdown_text))
+    # hyperlinks=False: a link shows its URL after its text; terminals without OSC 8 would hide it.
+    return Markdown(settle(markdown_text)[0] if streaming else redact(markdown_text), hyperlinks=False)

@@ -453,8 +453,15 @@ class Repl:
             history: Any = _History(str(path))
         except OSError:
             history = InMemoryHistory()
+        from prompt_toolkit.application import get_app
+        from prompt_toolkit.filters import Condition
+
+        # The /command menu opens as you type; @paths complete on Tab (a folder scan per key
+        # would be noise).
+        commands_typed = Condition(lambda: get_app().current_buffer.text.startswith("/"))
         return PromptSession(history=history, key_bindings=kb, completer=_Completer(self.registry, lambda: self.workspace),
-                             complete_while_typing=False, bottom_toolbar=self._toolbar, enable_history_search=False)
+                             complete_while_typing=commands_typed, bottom_toolbar=self._toolbar,
+                             enable_history_search=False)
 
     def _toolbar(self) -> str:
         a = self.agent
@@ -462,7 +469,7 @@ class Repl:
             return STARTING
         from nanohermes.meters import cost_of
 
-        chars = sum(m.chars() for m in a.messages())
+        chars = sum(m.chars() for m in a.history)  # what the budget and /context count
         cost = cost_of(a.usage_by_model, a.runtime.config, a.llm.model)  # None: no price
         return toolbar(a.llm.model, a.runtime.policy.mode, chars, a.runtime.limits.session_budget_chars, a.usage, cost)
 
@@ -582,6 +589,50 @@ class Repl:
             self.queue.extend(lines)
             self.partial = partial
 
+    async def shell(self, command: str) -> None:
+        """`!command`: the person's own command, run without asking (they typed it), shown,
+        and added to the conversation so the model knows what they saw."""
+        from nanohermes.tools.shell import describe_exit, run_capped, shell_argv, command_env
+        from nanohermes.budget import clamp
+        from nanohermes.ui import render
+
+        assert self.agent is not None
+        if not command:
+            self.print(Text("usage: !command (runs it in the workspace; the output joins the conversation)",
+                            style="yellow"))
+            return
+        rt = self.agent.runtime
+        lim = rt.limits
+        task = asyncio.get_running_loop().create_task(run_capped(
+            shell_argv(command), cwd=self.workspace, env=command_env(), limits=lim, timeout=lim.task_timeout_secs,
+            out_cap=lim.run_command_capture_bytes, err_cap=lim.run_command_capture_bytes))
+        self.turn = task  # Ctrl-C stops it like a turn
+        sigint = True
+        loop = asyncio.get_running_loop()
+        try:
+            loop.add_signal_handler(signal.SIGINT, self.interrupt)
+        except (NotImplementedError, RuntimeError, ValueError):
+            sigint = False
+        try:
+            await asyncio.wait({task})
+        finally:
+            self.turn = None
+            if sigint:
+                loop.remove_signal_handler(signal.SIGINT)
+        if task.cancelled():
+            self.print(Text(f"⊘ !{command} · interrupted", style="yellow"))
+            return
+        fin = task.result()
+        out = (fin.out.text() + fin.err.text()).rstrip("\n")
+        code = describe_exit(fin.exit_code, fin.timed_out)
+        mark, style = ("✓", "green") if code == "0" else ("✗", "red")
+        self.print(Text.assemble((f"{mark} ", style), ("!", "bold"), render.one_line(command),
+                                 (f" · exit {code}" if code != "0" else "", style)))
+        if out:
+            self.print(render.fold(out, max(1, out.count("\n") + 1)))
+        body = clamp(out, lim.max_output) if out else "(no output)"
+        self.agent.add_context(f'<user-shell command="{command}" exit="{code}">\n{body}\n</user-shell>')
+
     def before_approval(self) -> None:
         # Keys typed ahead must never answer the prompt: keep them for the next message.
         self.typed_raw += self.terminal.drain()
@@ -638,6 +689,12 @@ class Repl:
                 if self.terminated:
                     break
                 assert self.ctx is not None
+                if line.lstrip().startswith("!"):
+                    try:
+                        await self.shell(line.lstrip()[1:].strip())
+                    except Exception as e:  # a broken command must not end the session
+                        self._show_error(e)
+                    continue
                 if line.lstrip().startswith("/"):
                     try:
                         await self.registry.run(line.strip(), self.ctx)
@@ -711,7 +768,7 @@ def toolbar(model: str, mode: str, history_chars: int, budget_chars: int, usage:
             cost: float | None = None) -> str:
     """The bottom toolbar once the agent is built: model, mode, context used, tokens and cost
     so far (cost only when `prices` has the model). Plain text: prompt-toolkit draws it."""
-    pct = 100 * history_chars // max(1, budget_chars)
+    pct = round(100 * history_chars / max(1, budget_chars))  # as /context rounds it
     tokens = f" · {usage.total_tokens:,} tokens" if usage.total_tokens else ""
     dollars = f" · ${cost:.4f}" if cost is not None else ""
     return (f" {model} · mode: {mode} · context {pct}% ({history_chars // 1000}k/{budget_chars // 1000}k chars)"
