@@ -298,14 +298,18 @@ def test_answer_text_is_redacted_and_a_streaming_end_hides_a_key_in_progress() -
     assert text_of(render.answer(f"Your key is {key} and\n", streaming=True)) == "Your key is [REDACTED] and"
 
 
-def test_a_resumed_session_recaps_the_last_prompt_and_answer() -> None:
+def test_a_resumed_session_recaps_its_recent_turns() -> None:
     from nanohermes.messages import Message
 
-    history = [Message.user("old question"), Message("assistant", "old answer"),
+    history = [Message.user("oldest"), Message("assistant", "gone"),
+               Message.user("old question"), Message("assistant", "old answer\nmore"),
+               Message.user("middle"), Message("assistant", "mid answer"),
                Message.user("fix the parser\nplease, it breaks on tabs"),
                Message("assistant", "\n".join(f"step {i}" for i in range(1, 10)))]
     assert text_of(render.resumed("20261129-abc123", history)) == (
-        "resumed 20261129-abc123: 4 messages\n"
+        "resumed 20261129-abc123: 8 messages\n"
+        "  › old question\n    old answer\n    … 1 more line\n"
+        "  › middle\n    mid answer\n"
         "  › fix the parser\n"
         "    step 1\n    step 2\n    step 3\n    step 4\n    step 5\n    step 6\n"
         "    … 3 more lines")
@@ -339,3 +343,17 @@ def test_a_long_successful_command_shows_its_last_lines() -> None:
 def test_a_failing_command_without_stderr_shows_the_stdout_tail() -> None:
     ev = finished(command_result(1, "FAILED test_x", ""), name="run_command")
     assert text_of(render.tool_finished(ev, "make")) == "✗ run_command make · 0.2s · failed\n  FAILED test_x"
+
+
+def test_a_streamed_answer_has_one_blank_line_between_blocks_and_shows_link_urls() -> None:
+    text = ("Here is the plan:\n\n- one\n- two\n\n```python\nx = 1\n\ny = 2\n```\n\n"
+            "Done, see [the docs](https://example.org/d).\n")
+    blocks = render.MarkdownBlocks()
+    done: list[str] = []
+    for i in range(0, len(text), 3):  # as it streams, three chars at a time
+        done += blocks.feed(text[i:i + 3])
+        assert not any(b in blocks.pending for b in done)  # a printed block never lingers in the live area
+    done.append(blocks.flush())
+    shown = "\n\n".join(text_of(render.answer(b)) for b in done)
+    assert shown == ("Here is the plan:\n\n • one\n • two\n\n x = 1\n\n y = 2\n\n"
+                     "Done, see the docs (https://example.org/d).")

@@ -224,19 +224,26 @@ def info(text: str) -> Text:
 
 
 RECAP_LINES = 6  # lines of the last answer shown when a session is resumed
+RECAP_TURNS = 3  # recent exchanges shown when a session is resumed (earlier ones: one line each)
 
 
 def resumed(session_id: str, history: Sequence[Message]) -> Text:
-    """Where a resumed session left off: its size, the last prompt and the last answer."""
+    """Where a resumed session left off: its size and its recent exchanges, the last answer
+    at more length."""
     out = Text(f"resumed {session_id}: {len(history)} messages", style="cyan")
-    prompt = next((m.content for m in reversed(history) if m.role == "user" and m.content), "")
-    answer = next((m.content for m in reversed(history) if m.role == "assistant" and m.content), "")
-    if prompt:
-        first = redact(prompt).strip().split("\n")[0]
+    turns: list[list[str]] = []  # [prompt, last answer to it]
+    for m in history:
+        if m.role == "user" and m.content and not m.content.startswith("<"):  # not a summary or context
+            turns.append([m.content, ""])
+        elif m.role == "assistant" and m.content and turns:
+            turns[-1][1] = m.content
+    shown = turns[-RECAP_TURNS:]
+    for k, (prompt, answer) in enumerate(shown):
+        first = visible.escape_controls(redact(prompt)).strip().split("\n")[0]
         out.append("\n  › " + (first[:LINE_CHARS] + "…" if len(first) > LINE_CHARS else first), style="dim")
-    if answer:
-        out.append("\n")
-        out.append_text(fold(answer, RECAP_LINES, style="dim", indent="    "))
+        if answer:
+            out.append("\n")
+            out.append_text(fold(answer, RECAP_LINES if k == len(shown) - 1 else 1, style="dim", indent="    "))
     return out
 
 
@@ -490,26 +497,48 @@ class MarkdownBlocks:
         self.pending = ""
 
     def feed(self, piece: str) -> list[str]:
-        self.pending += piece
+        # `pending` is read by the live display's refresh thread: it is assigned once, never
+        # left holding a block that is also being printed (a stale half-rendered block).
+        text = self.pending + piece
         done: list[str] = []
         in_fence = False
         start = 0
         pos = 0
         cut = 0
-        for line in self.pending.splitlines(keepends=True):
+        for line in text.splitlines(keepends=True):
             pos += len(line)
             stripped = line.strip()
             if stripped.startswith(("```", "~~~")):
                 in_fence = not in_fence
-            elif not stripped and not in_fence and line.endswith("\n") and self.pending[start:pos - len(line)].strip():
-                done.append(self.pending[start:pos])
+            elif not stripped and not in_fence and line.endswith("\n") and text[start:pos - len(line)].strip():
+                done.append(text[start:pos])
                 start = cut = pos
-        self.pending = self.pending[cut:]
+        self.pending = text[cut:]
         return [b.strip("\n") for b in done]
 
     def flush(self) -> str:
         rest, self.pending = self.pending.strip("\n"), ""
         return rest
+
+
+@dataclass(frozen=True)
+class Trimmed:
+    """A renderable without its leading and trailing blank lines: blocks of an answer are
+    printed one by one with one blank line between them, and rich's own margins (a list's
+    leading line, a code block's padding) would double it."""
+
+    inner: RenderableType
+
+    def __rich_console__(self, console: Any, options: Any) -> Iterable[Any]:
+        from rich.segment import Segment
+
+        lines = console.render_lines(self.inner, options, pad=False)
+        blank = [not "".join(seg.text for seg in line).strip() for line in lines]
+        start = next((i for i, b in enumerate(blank) if not b), len(lines))
+        end = len(lines) - next((i for i, b in enumerate(reversed(blank)) if not b), len(lines))
+        for line in lines[start:end]:
+            yield from line
+            yield Segment.line()
 
 
 def answer(markdown_text: str, *, streaming: bool = False) -> RenderableType:
@@ -520,4 +549,4 @@ def answer(markdown_text: str, *, streaming: bool = False) -> RenderableType:
     from nanohermes.redact import settle
 
     # hyperlinks=False: a link shows its URL after its text; terminals without OSC 8 would hide it.
-    return Markdown(settle(markdown_text)[0] if streaming else redact(markdown_text), hyperlinks=False)
+    return Trimmed(Markdown(settle(markdown_text)[0] if streaming else redact(markdown_text), hyperlinks=False))
