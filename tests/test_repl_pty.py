@@ -961,3 +961,51 @@ def test_context_and_the_toolbar_agree(term: Any, server: FakeServer) -> None:
     assert pct == "25"  # 30,000 of 120,000 chars
     t.child.send("\x04")
     assert t.exit_code() == 0
+
+
+DEMO_MCP = str(REPO / "tests" / "mcp" / "demo_server.py")
+
+
+def _is_summary(body: dict[str, Any]) -> bool:
+    from nanohermes.compact import SUMMARY_INSTRUCTIONS
+
+    return body["messages"][0]["content"] == SUMMARY_INSTRUCTIONS
+
+
+@pytest.mark.parametrize("state", ["sub-agent", "mcp-call", "compaction"])
+def test_ctrl_c_stops_a_sub_agent_an_mcp_call_and_a_compaction(term: Any, server: FakeServer, state: str) -> None:
+    slow = Reply(text="too late", delay=120)
+    config: dict[str, Any] = {}
+    if state == "sub-agent":
+        config = {"subagents": {"explore": {"description": "Reads code", "tools": ["read_file"]}}}
+        server.add(tool_reply(call("subagent", {"agent": "explore", "task": "look around", "wait": True}, id="sa")),
+                   slow, Reply(text="back again"))
+        running, requests_at_cancel = "subagent", 2
+    elif state == "mcp-call":
+        config = {"mcp": {"servers": {"demo": {"command": sys.executable, "args": [DEMO_MCP]}}}}
+        server.add(tool_reply(call("mcp__demo__slow", {"seconds": 120}, id="m")), Reply(text="back again"))
+        running, requests_at_cancel = "mcp__demo__slow", 1
+    else:
+        config = {"limits": {"session_budget_chars": 2000, "compact_keep_chars": 100}}
+        summaries = [slow, Reply(text="Goal: the summary.")]
+        answers = [Reply(text="y" * 2100), Reply(text="back again")]
+        server.default = lambda body: (summaries if _is_summary(body) else answers).pop(0)  # type: ignore[assignment]
+        running, requests_at_cancel = "waiting for fake-model", 2
+    t = term(config=config, args=("--yes",))
+    if state == "compaction":
+        t.prompt()
+        t.type("fill the context")
+        t.wait("yyyy")
+    t.prompt()
+    t.type("go")
+    t.wait(running)
+    wait_for(lambda: len(server.requests) == requests_at_cancel)
+    t.child.send("\x03")
+    t.wait("⊘ interrupted")
+    t.prompt()
+    t.type("and now?")
+    t.wait("back again")
+    t.leave()
+    assert not server.violations
+    if state != "compaction":
+        assert tool_results(server.requests[-1]) == {("sa" if state == "sub-agent" else "m"): INTERRUPTED}
