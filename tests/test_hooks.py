@@ -170,7 +170,7 @@ def test_pre_tool_use_ask_asks_what_auto_approve_would_allow(workspace: Path, re
     [req] = ui.of(ApprovalRequest)
     assert req.reason == "a PreToolUse hook asks: check this one" and req.rule == ""
     assert not (workspace / "a.txt").exists()
-    assert tool_messages(llm)[0].startswith("Command denied by the user.")
+    assert tool_messages(llm)[0].startswith("Denied by the user.")
 
 
 def test_updated_input_replaces_the_arguments(workspace: Path, recorder: Path, tmp_path: Path) -> None:
