@@ -56,7 +56,7 @@ def test_tool_round_trip_with_parallel_calls(cli, server: FakeServer, wire: str,
     server.add(tool_reply(call("read_file", {"path": "a.txt"}), call("read_file", {"path": "b.txt"}), text="Reading."),
                Reply(text="read both"))
     r = run(cli, server, wire, "-p", "read a and b")
-    assert (r.code, r.out) == (0, "Reading.read both\n"), r.err
+    assert (r.code, r.out) == (0, "read both\n"), r.err  # the answer only: "Reading." was narration
     results = outputs(wire, server.requests[1])
     assert len(results) == 2 and "alpha" in results[0] and "beta" in results[1]
     assert server.violations == []
