@@ -44,14 +44,14 @@ from nanohermes.shellparse import ParseError, SimpleCommand, Word, split
 Decision = Literal["allow", "ask", "deny"]
 # What a tool's arguments name: a file path, a command line, a web host, an MCP server's tool, nothing.
 SubjectKind = Literal["path", "command", "host", "mcp", "none"]
-# What a call does with it. "state" changes only nanohermes's own state (the todo list, the
-# memory store, this session's background tasks, a sub-agent whose calls are judged by
-# themselves): nothing a mode protects.
-Effect = Literal["read", "write", "run", "state"]
+# What a call does with it. "state" changes only this session's own state (the todo list, a
+# sub-agent whose calls are judged by themselves): nothing a mode protects. "store" changes
+# what nanohermes keeps beyond the session (the memory store): plan mode changes nothing.
+Effect = Literal["read", "write", "run", "state", "store"]
 
 # The effects each mode blocks outright (the tool is hidden and refused).
 MODE_BLOCKED_EFFECTS: dict[str, frozenset[str]] = {
-    "plan": frozenset({"write", "run"}),
+    "plan": frozenset({"write", "run", "store"}),
     "debug": frozenset({"write"}),
 }
 

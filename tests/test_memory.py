@@ -188,7 +188,10 @@ def test_flags_and_plan_mode(workspace: Path) -> None:
     s = search.parse({"query": "q"})
     assert search.read_only(s) and search.concurrency_safe(s)
     assert not save.concurrency_safe(save.parse({"text": "t"}))
-    assert run(workspace, "memory_save", {"text": "Planning note."}, mode="plan").startswith("Remembered")
+    # Plan mode changes nothing that outlives the session; reading memories stays open.
+    assert run(workspace, "memory_save", {"text": "Planning note."}, mode="plan") == (
+        "ERROR: memory_save is not available in plan mode")
+    assert run(workspace, "memory_search", {"query": "note"}, mode="plan").startswith("No memories match")
 
 
 def test_saved_in_one_process_found_in_the_next(cli, workspace: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from nanohermes.permissions import Policy, Rule, describe, match_path, visible
@@ -197,3 +199,16 @@ def test_describe_lists_rules_with_their_origin() -> None:
     assert "deny   web_fetch(domain:evil.org)  — /ws/.nanohermes/config.json" in lines
     assert "ask    read_file  — config" in lines
     assert "allow  run_command(git log *)  — /home/u/.config/nanohermes/config.json" in lines
+
+
+@pytest.mark.parametrize("mode, shown", [("plan", False), ("debug", True), ("default", True)])
+def test_plan_mode_offers_neither_memory_save_nor_task_kill(tmp_path: Path, mode: str, shown: bool) -> None:
+    from nanohermes.config import Config
+    from nanohermes.events import RecordingUI
+    from nanohermes.runtime import Runtime
+    from nanohermes.tools import build_tools
+
+    rt = Runtime(tools=build_tools(), config=Config(), workspace=tmp_path, ui=RecordingUI(), policy=Policy(mode=mode))
+    names = {t.name for t in rt.visible_tools()}
+    assert ("memory_save" in names, "task_kill" in names) == (shown, shown)
+    assert "todo_write" in names and "memory_search" in names

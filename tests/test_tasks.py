@@ -222,7 +222,8 @@ def test_a_loop_shutting_down_without_close_still_kills_its_tasks(workspace: Pat
 def test_task_tools_are_read_only_where_they_should_be(workspace: Path) -> None:
     rt = make_runtime(workspace, mode="plan")
     names = {t.name for t in rt.visible_tools()}
-    assert {"task_output", "task_list", "task_kill"} <= names and "run_command" not in names
+    # Reading tasks stays open in plan mode; stopping one changes things (the person has /tasks).
+    assert {"task_output", "task_list"} <= names and not {"run_command", "task_kill"} & names
 
 
 @pytest.mark.parametrize("name", ["task_output", "task_list"])

@@ -303,7 +303,7 @@ class MemorySave(Tool):
     )
     params: ClassVar[type[Params]] = MemorySaveParams
     approval: ClassVar[Approval] = "never"  # writes only nanohermes's own store
-    effect = "state"
+    effect = "store"  # outlives the session: plan mode changes nothing
     path: Path | None = None  # the database; default $XDG_DATA_HOME/nanohermes/memory.db
 
     def summary(self, args: Params) -> str:

@@ -277,7 +277,7 @@ class TaskKill(Tool):
     )
     params: ClassVar[type[Params]] = TaskIdParams
     approval: ClassVar[Approval] = "never"  # it only stops what this session started
-    effect = "state"
+    effect = "run"  # it acts on processes: plan mode changes nothing
 
     async def run(self, args: Params, ctx: ToolContext) -> str:
         assert isinstance(args, TaskIdParams)
