@@ -357,3 +357,10 @@ def test_a_streamed_answer_has_one_blank_line_between_blocks_and_shows_link_urls
     shown = "\n\n".join(text_of(render.answer(b)) for b in done)
     assert shown == ("Here is the plan:\n\n • one\n • two\n\n x = 1\n\n y = 2\n\n"
                      "Done, see the docs (https://example.org/d).")
+
+
+def test_escape_sequences_in_an_answer_are_shown_not_sent_to_the_terminal() -> None:
+    shown = styled(render.answer("before \x1b[2J\x1b]52;c;aGk=\x07 after\r\n"))
+    assert "\x1b[2J" not in shown and "\x1b]52" not in shown
+    assert text_of(render.answer("before \x1b[2J\x1b]52;c;aGk=\x07 after")) == (
+        "before \\x1b[2J\\x1b]52;c;aGk=\\x07 after")

@@ -548,5 +548,10 @@ def answer(markdown_text: str, *, streaming: bool = False) -> RenderableType:
 
     from nanohermes.redact import settle
 
-    # hyperlinks=False: a link shows its URL after its text; terminals without OSC 8 would hide it.
-    return Trimmed(Markdown(settle(markdown_text)[0] if streaming else redact(markdown_text), hyperlinks=False))
+    from nanohermes.ui.visible import escape_controls
+
+    text = settle(markdown_text)[0] if streaming else redact(markdown_text)
+    # The model's text may carry escape sequences (clear the screen, write the clipboard):
+    # shown, never acted on. hyperlinks=False: a link shows its URL after its text;
+    # terminals without OSC 8 would hide it.
+    return Trimmed(Markdown(escape_controls(text), hyperlinks=False))
