@@ -18,9 +18,11 @@ class Limits:
     """The SPEC §4 table. Config may override any field by name."""
 
     max_output: int = 20_000  # chars: every tool result, success and error, at the exit clamp
+    tool_args_max_depth: int = 64  # nesting of one call's JSON arguments (objects and arrays)
     read_file_max_bytes: int = 4 * MiB  # a file read whole
     read_file_window_lines: int = 2000  # default `limit` of read_file
     read_file_line_chars: int = 2000  # one line of read_file output
+    read_file_count_bytes: int = 4 * MiB  # read past a window's end to count the lines; beyond it "of at least N"
     binary_sniff_bytes: int = 8 * KiB  # NUL in this prefix means binary
     list_dir_entries: int = 300  # entries one list_dir returns
     edit_file_max_bytes: int = 32 * MiB  # a file edit_file or apply_patch loads whole
@@ -31,6 +33,7 @@ class Limits:
     grep_max_files: int = 50_000  # files visited by grep/glob walks
     glob_results: int = 500  # paths one glob returns
     run_command_capture_bytes: int = 256 * KiB  # per stream: its first and last halves
+    run_command_max_timeout_secs: int = 3600  # upper clamp of run_command `timeout_secs`
     task_capture_bytes: int = 512 * KiB  # per stream of a background task, unread: first and newest halves
     task_timeout_secs: float = 3600.0  # hard timeout of a background task
     command_kill_grace_secs: float = 2.0  # between TERM and KILL of a command's process group
@@ -44,6 +47,7 @@ class Limits:
     web_fetch_max_redirects: int = 5  # redirects followed
     web_search_timeout_secs: float = 15.0  # one search request
     web_search_snippet_chars: int = 300  # each result's title and snippet
+    web_search_max_results: int = 10  # upper clamp of web_search `count`
     skill_body_chars: int = 20_000  # a loaded skill's body
     project_docs_chars: int = 20_000  # the AGENTS.md chain in the system prompt
     todo_items: int = 50  # items in one todo_write

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from nanohermes.arguments import parse_arguments
 from nanohermes.budget import Limits, clamp
 from nanohermes.config import Config
 from nanohermes.events import UI, ApprovalRequest, Notice, SandboxRefused, ToolFinished, ToolStarted
@@ -83,7 +84,7 @@ class Runtime:
         return [t for t in self.tools if blocked(self.policy, t.name, t.effect) is None]
 
     def specs(self) -> list[dict[str, Any]]:
-        return [t.spec() for t in self.visible_tools()]
+        return [t.spec(self.limits) for t in self.visible_tools()]
 
     def set_mode(self, mode: str) -> None:
         self.policy = replace(self.policy, mode=mode)
@@ -168,12 +169,9 @@ class Runtime:
             return p
         p.tool = tool
         try:
-            raw = json.loads(call.arguments) if call.arguments.strip() else {}
-        except json.JSONDecodeError as e:
-            p.error = f"arguments for {call.name} are not valid JSON ({e.msg} at char {e.pos}); send a JSON object"
-            return p
-        if not isinstance(raw, dict):
-            p.error = f"arguments for {call.name} must be a JSON object, got {type(raw).__name__}"
+            raw = parse_arguments(call.arguments, self.limits.tool_args_max_depth)
+        except ValueError as e:
+            p.error = f"arguments for {call.name} {e}"
             return p
         try:
             p.args = tool.parse(raw)

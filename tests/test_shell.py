@@ -151,9 +151,19 @@ def test_empty_command_fails_before_anything_runs(workspace: Path) -> None:
     assert out == "ERROR: run_command: command must not be empty; pass the command line to run"
 
 
-@pytest.mark.parametrize("given,expected", [(0, 1), (-5, 1), (120, 120), (99999, 3600)])
+# The upper clamp moved into Limits (run_command_max_timeout_secs) and is applied when the
+# command runs, with a note; parsing keeps only the lower bound.
+@pytest.mark.parametrize("given,expected", [(0, 1), (-5, 1), (120, 120), (99999, 99999)])
 def test_timeout_is_clamped(given: int, expected: int) -> None:
     assert RunCommand().parse({"command": "x", "timeout_secs": given}).timeout_secs == expected  # type: ignore[attr-defined]
+
+
+def test_timeout_clamp_lowered_to_one_second(workspace: Path) -> None:
+    rt = make_runtime(workspace, limits=Limits(run_command_max_timeout_secs=1))
+    out = call(rt, "run_command", command="sleep 30", timeout_secs=3600)
+    assert out.startswith("exit code: killed (timed out after 1s)")
+    assert out.endswith("\n(timeout_secs 3600 was clamped to 1, limit run_command_max_timeout_secs)")
+    assert "1..1)" in rt.specs()[[s["function"]["name"] for s in rt.specs()].index("run_command")]["function"]["description"]
 
 
 def test_output_lines_stream_as_progress(workspace: Path) -> None:

@@ -85,6 +85,14 @@ def test_count_is_clamped_to_1_10(site: LocalSite, workspace: Path, count: int, 
     assert out.endswith(f"\n\n{note}\n\nFollow up with web_fetch on a URL to read the page.")
 
 
+def test_count_clamp_lowered_to_three(site: LocalSite, workspace: Path) -> None:
+    site.json("/search", searxng_answer("q", [searxng_result(i) for i in range(1, 13)]))
+    out = search(workspace, {"query": "q", "count": 5}, searxng(site), Limits(web_search_max_results=3))
+    assert "\n3. Result number 3\n" in out and "\n4. " not in out
+    assert out.endswith("\n\n(count 5 was clamped to 3)\n\nFollow up with web_fetch on a URL to read the page.")
+    assert "`count` is 1..3." in WebSearch().spec(Limits(web_search_max_results=3))["function"]["description"]
+
+
 def test_no_results(site: LocalSite, workspace: Path) -> None:
     site.json("/search", searxng_answer("zzz", []))
     assert search(workspace, {"query": "zzz"}, searxng(site)) == 'No results for "zzz" from searxng; try other words.'

@@ -17,6 +17,7 @@ exactly the paths that were judged (`Tool.resolved`).
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,10 +184,15 @@ class Tool(Generic[P]):
     def output_limit(self) -> str:
         return "max_output"
 
-    def spec(self) -> dict[str, Any]:
+    def describe(self, limits: Limits | None = None) -> str:
+        """The description the model reads, its `{limit}` placeholders filled in."""
+        return render_limits(self.description, limits or Limits())
+
+    def spec(self, limits: Limits | None = None) -> dict[str, Any]:
         return {
             "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": params_schema(self.params)},
+            "function": {"name": self.name, "description": self.describe(limits),
+                         "parameters": params_schema(self.params)},
         }
 
     def parse(self, raw: dict[str, Any]) -> P:
@@ -244,17 +250,32 @@ def describe_validation(err: ValidationError, model: type[BaseModel] | None = No
 
 
 def params_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """JSON schema for the model: pydantic's, without titles (noise in every request)."""
+    """JSON schema for the model in the plain subset every endpoint takes: no titles, no
+    `$defs`/`$ref` (inlined), and an optional field is its plain type, not `anyOf` with
+    null (a null default is left out: absent means the default)."""
     schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
 
-    def strip(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {k: strip(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+    def lean(node: Any) -> Any:
         if isinstance(node, list):
-            return [strip(v) for v in node]
-        return node
+            return [lean(v) for v in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            target = defs[node["$ref"].rsplit("/", 1)[-1]]
+            node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+        out = {k: lean(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+        options = out.get("anyOf")
+        if isinstance(options, list):
+            real = [o for o in options if o != {"type": "null"}]
+            if len(real) == 1 and len(real) < len(options):
+                del out["anyOf"]
+                out = {**real[0], **out}
+                if out.get("default", 0) is None:
+                    del out["default"]
+        return out
 
-    out = strip(schema)
+    out: dict[str, Any] = lean(schema)
     out.setdefault("properties", {})
     return out
 
@@ -267,6 +288,32 @@ def declarations() -> dict[str, tuple[SubjectKind, Effect]]:
 
 
 _DECLARATIONS: dict[str, tuple[SubjectKind, Effect]] = {}
+
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def limit_value(name: str, value: float | int) -> str:
+    """A limit as a description states it: sizes in KiB/MiB, the rest as plain numbers."""
+    if name.endswith("_bytes"):
+        n = int(value)
+        for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+            if n >= size and n % size == 0:
+                return f"{n // size} {unit}"
+        return f"{n} bytes"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def render_limits(text: str, limits: Limits) -> str:
+    """`{name}` of a Limits field replaced by its value, so a lowered limit is what the
+    model reads; other braces are left as they are."""
+    names = set(Limits.names())
+
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1)
+        return limit_value(name, getattr(limits, name)) if name in names else m.group(0)
+
+    return _PLACEHOLDER.sub(sub, text)
 
 
 def build_tools(config: Config | None = None, workspace: Path | None = None) -> list[Tool]:

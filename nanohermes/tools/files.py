@@ -1,5 +1,6 @@
-"""File tools: read_file, write_file, edit_file, list_dir; the path helpers, atomic writes
-and text decoding they share with apply_patch; the unified diff shown to people for an edit.
+"""File tools: read_file, write_file, edit_file, list_dir; the path helpers, atomic writes,
+text decoding and the stale-file guard (what the model has seen of each file this session)
+they share with apply_patch; the unified diff shown to people for an edit.
 
 Paths are taken relative to the workspace (absolute paths work too) and resolved once, by
 `nanohermes.pathrules.resolve`, into the call's Target; the tools read and write exactly those
@@ -12,16 +13,17 @@ says so: outside the workspace and `extra_write_roots`, inside `.git/`, or nanoh
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 import secrets
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, ClassVar, Iterator, TypeVar
+from typing import Any, BinaryIO, ClassVar, Iterator, TypeVar
 
 from pydantic import Field, model_validator
 
-from nanohermes.budget import clamp
+from nanohermes.budget import Limits, clamp
 from nanohermes.pathrules import PathProblem, lexical, open_dir, open_exact, read_exact, resolve, swapped
 from nanohermes.permissions import Effect, SubjectKind
 from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError, ToolResult
@@ -187,6 +189,89 @@ def write_error(shown: str, e: OSError) -> ToolError:
 
 
 # --------------------------------------------------------------------------------------
+# what the model has seen: the stale-file guard
+#
+# Every read and write of a file in this session is recorded in the session state, keyed
+# by real path, with the file's mtime and size (and a hash of its bytes when a tool had
+# them all). A write or edit is refused when the file changed on disk since then (the
+# user, an editor or a command changed it), and write_file will not replace an existing
+# file the model never looked at: either would silently lose someone's change.
+
+SEEN_KEY = "files.seen"
+
+
+@dataclass(frozen=True)
+class Seen:
+    mtime_ns: int
+    size: int
+    digest: str | None  # sha256 of the bytes, when the whole file was read or written
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _seen_table(ctx: ToolContext) -> dict[str, Seen]:
+    table: dict[str, Seen] = ctx.state.setdefault(SEEN_KEY, {})
+    return table
+
+
+def remember_file(ctx: ToolContext, real: Path, data: bytes | None = None) -> None:
+    """Record that the model has seen `real` as it is now (after a read or a write)."""
+    try:
+        st = os.stat(real)
+    except OSError:
+        _seen_table(ctx).pop(str(real), None)
+        return
+    _seen_table(ctx)[str(real)] = Seen(st.st_mtime_ns, st.st_size, _digest(data) if data is not None else None)
+
+
+def forget_file(ctx: ToolContext, real: Path) -> None:
+    _seen_table(ctx).pop(str(real), None)
+
+
+def changed_since_seen(ctx: ToolContext, real: Path, data: bytes | None = None) -> bool | None:
+    """None: not read or written in this session; True: changed on disk since; False: as seen.
+    With the current bytes and a recorded hash, content decides (a `touch` is no change)."""
+    seen = _seen_table(ctx).get(str(real))
+    if seen is None:
+        return None
+    if seen.digest is not None and data is not None:
+        return _digest(data) != seen.digest
+    try:
+        st = os.stat(real)
+    except OSError:
+        return True
+    return (st.st_mtime_ns, st.st_size) != (seen.mtime_ns, seen.size)
+
+
+def stale_error(shown: str) -> ToolError:
+    return ToolError(f"{shown} changed on disk since you last read or wrote it (someone or a command changed it); "
+                     "nothing was written. Read it again with read_file and redo the change on its current content")
+
+
+def unread_error(shown: str) -> ToolError:
+    return ToolError(f"{shown} already exists and you have not read it in this session; read it first with "
+                     "read_file (then write it, or change it with edit_file)")
+
+
+def guard_fresh(ctx: ToolContext, real: Path, shown: str, data: bytes | None = None, *,
+                must_have_seen: bool = False) -> None:
+    """Refuse to change an existing file that changed since the model saw it, or (for a
+    whole replacement) one it never saw. An empty file has nothing to lose."""
+    state = changed_since_seen(ctx, real, data)
+    if state:
+        raise stale_error(shown)
+    if state is None and must_have_seen:
+        try:
+            empty = os.stat(real).st_size == 0
+        except OSError:
+            return
+        if not empty:
+            raise unread_error(shown)
+
+
+# --------------------------------------------------------------------------------------
 # diffs for people
 
 
@@ -262,9 +347,9 @@ def bounded_diff(diff: str, limit: int) -> str:
 
 
 class ReadFileParams(Params):
-    path: str = Field(description="File path, relative to the workspace or absolute.")
-    offset: int = Field(1, ge=1, description="1-based line number to start at (default 1).")
-    limit: int = Field(2000, ge=1, description="Maximum number of lines to return (default 2000).")
+    path: str
+    offset: int = Field(1, ge=1)
+    limit: int = Field(2000, ge=1)
 
     non_empty: ClassVar[dict[str, str]] = {"path": ""}
 
@@ -308,12 +393,11 @@ class ReadFile(ReadOnlyTool[ReadFileParams]):
     name: ClassVar[str] = "read_file"
     group: ClassVar[str] = "files"
     description: ClassVar[str] = (
-        "Read a text file; returns its lines numbered as `N<TAB>line`. Reads at most `limit` lines "
-        "(default 2000) from `offset` (1-based, default 1); when lines remain, the last line says "
-        "`showing lines A-B of N; continue with offset=B+1`. Lines over 2000 chars are clipped with a note. "
-        "Files over 4 MiB are refused unless you pass offset/limit to read a window. Binary files "
-        "are refused; invalid UTF-8 shows as U+FFFD. Use list_dir for directories and grep to find "
-        "text across files."
+        "Read a text file as numbered lines (`N<TAB>line`): `limit` lines (default "
+        "{read_file_window_lines}) from `offset` (1-based). When more remain, a last line says how to "
+        "continue (offset=…). Lines over {read_file_line_chars} chars are clipped; files over "
+        "{read_file_max_bytes} need offset/limit; binary files are refused. Use list_dir for folders and "
+        "grep to search across files."
     )
     params: ClassVar[type[Params]] = ReadFileParams
     persist: ClassVar[bool] = False  # its own window bounds it; persisting would loop read -> file -> read
@@ -324,6 +408,12 @@ class ReadFile(ReadOnlyTool[ReadFileParams]):
 
     def output_limit(self) -> str:
         return "read_file_window_lines lines, read_file_max_bytes, read_file_line_chars, max_output"
+
+    def spec(self, limits: Limits | None = None) -> dict[str, Any]:
+        spec = super().spec(limits)
+        # The default window is a limit: the schema states the one in force.
+        spec["function"]["parameters"]["properties"]["limit"]["default"] = (limits or Limits()).read_file_window_lines
+        return spec
 
     async def run(self, args: ReadFileParams, ctx: ToolContext) -> str:
         text: str = await self.in_thread(self._read, args, ctx)
@@ -351,24 +441,28 @@ class ReadFile(ReadOnlyTool[ReadFileParams]):
                     f"{shown} is {st.st_size} bytes (> {lim.read_file_max_bytes}); read it in chunks with offset/limit"
                 )
             limit = args.limit if "limit" in args.model_fields_set else lim.read_file_window_lines
-            return self._window(f, shown, args.offset, limit, lim.read_file_line_chars, lim.max_output)
+            text = self._window(f, shown, args.offset, limit, lim)
+        remember_file(ctx, real)
+        return text
 
     @staticmethod
-    def _window(f: BinaryIO, shown: str, offset: int, limit: int, line_chars: int, max_chars: int) -> str:
-        total = _count_lines(f)  # the file's total, so the number width is the same in every window
-        if total == 0:
-            return f"{shown} is empty (0 lines)"
-        if offset > total:
-            raise ToolError(f"offset {offset} is past the end of {shown} ({total} lines); use an offset from 1 to {total}")
-        width = len(str(total))
+    def _window(f: BinaryIO, shown: str, offset: int, limit: int, lim: Limits) -> str:
+        # Only the window is read, then at most `read_file_count_bytes` more to count the
+        # lines after it: a window of a 20 GiB log costs what the window costs.
+        line_chars, max_chars = lim.read_file_line_chars, lim.max_output
+        total_if_short = _skip_lines(f, offset - 1)
+        if total_if_short is not None:
+            return _past_end(shown, offset, total_if_short)
         # Lines are kept while they fit the output budget (less room for the notes), so the
         # exit clamp never cuts the middle of a window and `continue with` stays exact.
         budget = max(0, max_chars - 200)
         out: list[str] = []
         used = clipped = 0
-        _skip_lines(f, offset - 1)
+        end = f.tell()
+        more = False  # a line after the window exists
         for n, (raw, over) in enumerate(_lines(f, line_chars * 4 + 4), offset):
             if n >= offset + limit:
+                more = True
                 break
             if n == 1 and raw.startswith(BOM):
                 raw = raw[len(BOM):]
@@ -376,49 +470,77 @@ class ReadFile(ReadOnlyTool[ReadFileParams]):
             if over or len(line) > line_chars:
                 line = line[:line_chars] + "…"
                 clipped += 1
-            cost = len(line) + width + 2
+            cost = len(line) + 9  # the number, a tab and a newline
             if out and used + cost > budget:
+                more = True
                 break
             out.append(line)
             used += cost
+            end = f.tell()
+        if not out:
+            return _past_end(shown, offset, offset - 1)
         last = offset + len(out) - 1
+        total: int | None = last
+        at_least = last
+        if more:
+            f.seek(end)
+            rest, at_eof = _count_lines_bounded(f, lim.read_file_count_bytes)
+            total = last + rest if at_eof else None
+            at_least = last + rest + 1  # bytes remain past the count: at least one more line
+        width = len(str(total if total is not None else last))
         body = "\n".join(f"{num:>{width}}\t{text}" for num, text in enumerate(out, offset))
         notes: list[str] = []
         if clipped:
             notes.append(f"{clipped} line{'s' if clipped != 1 else ''} longer than {line_chars} chars clipped with …")
-        if last < total:
+        if total is None:
+            notes.append(f"showing lines {offset}-{last} of at least {at_least} (not counted to the end); "
+                         f"continue with offset={last + 1}")
+        elif last < total:
             notes.append(f"showing lines {offset}-{last} of {total}; continue with offset={last + 1}")
         return body + ("\n\n" + "\n".join(notes) if notes else "")
 
 
-def _skip_lines(f: BinaryIO, k: int) -> None:
-    """Position `f` at the start of line k+1, counting newlines a chunk at a time."""
+def _past_end(shown: str, offset: int, total: int) -> str:
+    if total == 0:
+        return f"{shown} is empty (0 lines)"
+    raise ToolError(f"offset {offset} is past the end of {shown} ({total} lines); use an offset from 1 to {total}")
+
+
+def _skip_lines(f: BinaryIO, k: int) -> int | None:
+    """Position `f` at the start of line k+1, counting newlines a chunk at a time. None when
+    it got there; else the file ended first, and this is its number of lines."""
     f.seek(0)
-    pos = 0
+    pos = n = 0
+    last = b""
     while k > 0:
         chunk = f.read(1 << 20)
         if not chunk:
-            return
+            return n + (1 if last and last != b"\n" else 0)
         c = chunk.count(b"\n")
         if c < k:
             k -= c
+            n += c
             pos += len(chunk)
+            last = chunk[-1:]
             continue
         i = -1
         for _ in range(k):
             i = chunk.index(b"\n", i + 1)
         f.seek(pos + i + 1)
-        return
+        return None
+    return None
 
 
-def _count_lines(f: BinaryIO) -> int:
-    """Lines in a binary file: newlines, plus one for a last line without its newline."""
-    f.seek(0)
-    n, last = 0, b""
-    while chunk := f.read(1 << 20):
+def _count_lines_bounded(f: BinaryIO, cap: int) -> tuple[int, bool]:
+    """(lines from the position on, reached the end?), reading at most `cap` bytes."""
+    n, read = 0, 0
+    last = b""
+    while read < cap and (chunk := f.read(min(1 << 20, cap - read))):
         n += chunk.count(b"\n")
         last = chunk[-1:]
-    return n + (1 if last and last != b"\n" else 0)
+        read += len(chunk)
+    at_eof = read < cap or not f.read(1)
+    return n + (1 if at_eof and last and last != b"\n" else 0), at_eof
 
 
 # --------------------------------------------------------------------------------------
@@ -426,7 +548,7 @@ def _count_lines(f: BinaryIO) -> int:
 
 
 class ListDirParams(Params):
-    path: str = Field(".", description='Directory, relative to the workspace or absolute (default ".").')
+    path: str = "."
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -434,10 +556,9 @@ class ListDir(ReadOnlyTool[ListDirParams]):
     name: ClassVar[str] = "list_dir"
     group: ClassVar[str] = "files"
     description: ClassVar[str] = (
-        "List one directory (not recursive): subdirectories first (ending in /), then files with "
-        "their sizes in bytes, each group sorted by name; symlinks are shown as `name -> target`. "
-        "Shows every entry, hidden and ignored ones included, up to 300, then says how many there were. "
-        "Use glob to find files by name across the tree and read_file to read one."
+        "List one folder (not recursive): subfolders first (ending in /), then files with sizes in "
+        "bytes; symlinks as `name -> target`; hidden and ignored entries included, at most "
+        "{list_dir_entries}. Use glob to find files by name across the tree."
     )
     params: ClassVar[type[Params]] = ListDirParams
     kind: ClassVar[SubjectKind] = "path"
@@ -525,13 +646,13 @@ class _Writer(Tool[_WP]):
 
     def approval_detail(self, args: _WP, ctx: ToolContext) -> str:
         try:
-            return self.plan(args, ctx).diff(ctx)
+            return self.plan(args, ctx, guard=False).diff(ctx)  # the stale-file guard speaks when it runs
         except ToolError as e:
             return f"(the change cannot be previewed: {e})"
         except Exception as e:  # a preview must never break the approval prompt
             return f"(the change cannot be previewed: {type(e).__name__}: {e})"
 
-    def plan(self, args: _WP, ctx: ToolContext) -> Change:
+    def plan(self, args: _WP, ctx: ToolContext, *, guard: bool = True) -> Change:
         raise NotImplementedError
 
     async def run(self, args: _WP, ctx: ToolContext) -> ToolResult:
@@ -544,6 +665,7 @@ class _Writer(Tool[_WP]):
             atomic_write(change.target, change.new_bytes, change.mode)
         except OSError as e:
             raise write_error(change.shown, e) from None
+        remember_file(ctx, change.target, change.new_bytes)
         return ToolResult(text=change.report, display=change.diff(ctx))
 
 
@@ -565,9 +687,10 @@ class Change:
         return bounded_diff(d, ctx.limits.edit_diff_chars)
 
 
-def _load_text(ctx: ToolContext, path: str, tool: str, real: Path) -> tuple[Path, str, TextFile]:
+def _load_text(ctx: ToolContext, path: str, tool: str, real: Path) -> tuple[Path, str, TextFile, bytes]:
     """Read a whole existing text file for editing, refusing what cannot be edited safely.
-    `real` is the resolved path the call was judged on."""
+    `real` is the resolved path the call was judged on; the bytes come back too, for the
+    stale-file guard."""
     shown = display_path(ctx, resolve_path(ctx, path))
     target = checked_write_target(ctx, real, shown)
     st = _stat_file(ctx, path, shown, tool, target)
@@ -579,12 +702,12 @@ def _load_text(ctx: ToolContext, path: str, tool: str, real: Path) -> tuple[Path
         raise ToolError(f"cannot read {shown}: {e.strerror}; check its permissions") from None
     if looks_binary(data[: ctx.limits.binary_sniff_bytes]):
         raise ToolError(f"{shown} looks like a binary file ({len(data)} bytes); {tool} edits text files only")
-    return target, shown, TextFile.decode(data, st.st_mode)
+    return target, shown, TextFile.decode(data, st.st_mode), data
 
 
 class WriteFileParams(Params):
-    path: str = Field(description="File path, relative to the workspace or absolute. Parent folders are created.")
-    content: str = Field(description="The complete new content of the file.")
+    path: str
+    content: str
 
     non_empty: ClassVar[dict[str, str]] = {"path": ""}
 
@@ -593,14 +716,13 @@ class WriteFileParams(Params):
 class WriteFile(_Writer[WriteFileParams]):
     name: ClassVar[str] = "write_file"
     description: ClassVar[str] = (
-        "Create a file or replace its whole content with `content`; parent folders are created. "
-        "The write is atomic (the old content stays intact if anything fails) and keeps the file's "
-        "permissions. Returns the bytes and lines written. Prefer edit_file for small changes to an "
-        "existing file, and apply_patch for many changes at once."
+        "Create a file or replace its whole content (parent folders are created; atomic; keeps "
+        "permissions). Replacing an existing file needs a read_file of it first in this session. Prefer "
+        "edit_file for small changes, apply_patch for many."
     )
     params: ClassVar[type[Params]] = WriteFileParams
 
-    def plan(self, args: WriteFileParams, ctx: ToolContext) -> Change:
+    def plan(self, args: WriteFileParams, ctx: ToolContext, *, guard: bool = True) -> Change:
         shown = display_path(ctx, resolve_path(ctx, args.path))
         target = checked_write_target(ctx, self.resolved(args, ctx).paths[0], shown)
         old: TextFile | None = None
@@ -610,9 +732,14 @@ class WriteFile(_Writer[WriteFileParams]):
                 st = target.stat()
                 mode = st.st_mode
                 # The old content only feeds the diff: a huge or binary file is not loaded for it.
-                data = read_exact(target) if st.st_size <= ctx.limits.edit_file_max_bytes else b"\x00"
+                whole = st.st_size <= ctx.limits.edit_file_max_bytes
+                data = read_exact(target) if whole else b"\x00"
+                head = data if whole else _head(target, ctx.limits.binary_sniff_bytes)
             except OSError as e:
                 raise ToolError(f"cannot read {shown}: {e.strerror}; check its permissions") from None
+            if guard:
+                # read_file refuses a binary file, so for one only its staleness counts.
+                guard_fresh(ctx, target, shown, data if whole else None, must_have_seen=not looks_binary(head))
             old = TextFile.decode(data, mode) if not looks_binary(data[: ctx.limits.binary_sniff_bytes]) else None
         new_bytes = args.content.encode("utf-8", errors="surrogateescape")
         lines = args.content.count("\n") + (0 if args.content.endswith("\n") or not args.content else 1)
@@ -622,11 +749,16 @@ class WriteFile(_Writer[WriteFileParams]):
         return Change(target, shown, old_text, args.content, new_bytes, mode, report)
 
 
+def _head(target: Path, n: int) -> bytes:
+    with os.fdopen(open_exact(target), "rb") as f:
+        return f.read(n)
+
+
 class EditFileParams(Params):
-    path: str = Field(description="File path, relative to the workspace or absolute.")
-    old_string: str = Field(description="The exact text to replace, including whitespace and indentation.")
-    new_string: str = Field(description="The text to put in its place (may be empty to delete).")
-    replace_all: bool = Field(False, description="Replace every occurrence instead of exactly one (default false).")
+    path: str
+    old_string: str
+    new_string: str
+    replace_all: bool = False
 
     non_empty: ClassVar[dict[str, str]] = {"path": ""}
 
@@ -642,36 +774,98 @@ class EditFileParams(Params):
 class EditFile(_Writer[EditFileParams]):
     name: ClassVar[str] = "edit_file"
     description: ClassVar[str] = (
-        "Replace `old_string` with `new_string` in a file. `old_string` must match the file exactly, "
-        "including whitespace and indentation, and occur exactly once unless `replace_all` is true "
-        "(default false); add surrounding lines to make it unique. Keeps the file's line endings "
-        "(CRLF stays CRLF), encoding, BOM and final newline; the write is atomic. Returns what changed. "
-        "Read the file first. Use write_file to create a file and apply_patch for many changes at once."
+        "Replace `old_string` with `new_string` in a file you read. `old_string` must occur once (or pass "
+        "replace_all=true): add surrounding lines to make it unique. Matched exactly, else ignoring "
+        "whitespace or Unicode punctuation if unique (the result says so); read_file's line numbers are "
+        "stripped; a miss shows the closest lines. Keeps line endings and encoding. "
+        "Use write_file to create a file and apply_patch for many changes."
     )
     params: ClassVar[type[Params]] = EditFileParams
 
-    def plan(self, args: EditFileParams, ctx: ToolContext) -> Change:
+    def plan(self, args: EditFileParams, ctx: ToolContext, *, guard: bool = True) -> Change:
         if args.old_string == args.new_string:
             raise ToolError("old_string and new_string are identical; nothing would change")
-        target, shown, f = _load_text(ctx, args.path, self.name, self.resolved(args, ctx).paths[0])
+        target, shown, f, data = _load_text(ctx, args.path, self.name, self.resolved(args, ctx).paths[0])
+        if guard:
+            guard_fresh(ctx, target, shown, data)
         text = f.text
         old, new = _match_eol(text, f.eol, args.old_string, args.new_string)
         count = text.count(old)
+        extra = ""
         if count == 0:
-            raise ToolError(f"old_string not found in {shown}; read the file and match it exactly, including whitespace"
-                            + _near_miss(text, args.old_string))
-        if count > 1 and not args.replace_all:
-            lines = _occurrence_lines(text, old)
-            raise ToolError(f"old_string occurs {count} times in {shown} (lines {lines}); "
-                            "pass replace_all=true or add context to make it unique")
+            n, new, extra, result = self._loose(text, f, args, shown)
+        else:
+            if count > 1 and not args.replace_all:
+                lines = _occurrence_lines(text, old)
+                raise ToolError(f"old_string occurs {count} times in {shown} (lines {lines}); "
+                                "pass replace_all=true or add context to make it unique")
+            result = _replace(text, old, new, f.eol, args.replace_all)
+            n = count if args.replace_all else 1
         if not f.utf8 and not new.isascii():
             raise ToolError(f"{shown} is not UTF-8, and edit_file keeps its bytes as they are; "
                             "new_string must be ASCII here (or rewrite the file with write_file)")
-        result = _replace(text, old, new, f.eol, args.replace_all)
-        n = count if args.replace_all else 1
         plus, minus = diff_stat(unified_diff(text, result, "a", "b"))
-        report = f"edited {shown}: replaced {n} occurrence{'s' if n != 1 else ''} (+{plus} -{minus} lines)"
+        report = f"edited {shown}: replaced {n} occurrence{'s' if n != 1 else ''} (+{plus} -{minus} lines){extra}"
         return Change(target, shown, text, result, f.encode(result), f.mode, report)
+
+    @staticmethod
+    def _loose(text: str, f: TextFile, args: EditFileParams, shown: str) -> tuple[int, str, str, str]:
+        """No exact match: strip read_file's line numbers, then the looser tiers (a unique
+        match only). (replacements, new_string as used, note for the report, new text), or a
+        ToolError showing the closest region of the file."""
+        from nanohermes.tools.matching import TIERS, closest_region, find_text, quote_lines, reindent, strip_line_numbers
+
+        old_s, new_s, notes = args.old_string, args.new_string, []
+        unnumbered = strip_line_numbers(old_s.replace("\r\n", "\n"))
+        if unnumbered is not None:
+            old_s = unnumbered
+            new_s = strip_line_numbers(new_s.replace("\r\n", "\n")) or new_s
+            notes.append("read_file's line numbers stripped from old_string")
+        needle = old_s.replace("\r\n", "\n")
+        found = find_text(text, with_eol(needle, f.eol)) or find_text(text, needle)
+        if found is None:
+            lines = text.split("\n")
+            if lines and lines[-1] == "":
+                lines.pop()
+            want = needle.split("\n")
+            region = closest_region(lines, want)
+            hint = ""
+            if region is not None:
+                lo = max(0, region - 2)
+                hi = min(len(lines), lo + len(want) + 4)
+                hint = f"\nThe closest region of the file, lines {lo + 1}-{hi}:\n" + quote_lines(lines, lo, hi - lo)
+                hint += "\nCopy old_string from these lines (without the line numbers) and retry."
+            raise ToolError(f"old_string not found in {shown}; read the file and match it exactly, including whitespace"
+                            f" (also tried: {', '.join(TIERS[1:])})" + hint)
+        spans, tier = found
+        new_eol = with_eol(new_s, f.eol)
+        extra = f" ({'; '.join(notes)})" if notes else ""
+        if tier == 0:  # the numbers were all that differed: an exact match after all
+            old_eol = text[spans[0].start:spans[0].end]
+            if len(spans) > 1 and not args.replace_all:
+                raise ToolError(f"old_string occurs {len(spans)} times in {shown} (lines {_occurrence_lines(text, old_eol)}); "
+                                "pass replace_all=true or add context to make it unique")
+            n = len(spans) if args.replace_all else 1
+            return n, new_eol, extra, _replace(text, old_eol, new_eol, f.eol, args.replace_all)
+        if len(spans) > 1:
+            where = ", ".join(str(text.count("\n", 0, sp.start) + 1) for sp in spans[:10])
+            raise ToolError(f"old_string is not in {shown} as written; with {TIERS[tier]} it matches "
+                            f"{len(spans)} places (lines {where}), and a loose match must be unique: "
+                            "copy old_string exactly from the file, or add context")
+        sp = spans[0]
+        notes.append(f"matched with {TIERS[tier]}")
+        if tier >= 2:  # indentation was ignored: new_string's is translated to the file's
+            first = text.count("\n", 0, sp.start)
+            want = needle.split("\n")
+            have = [ln.rstrip("\r") for ln in text.split("\n")[first:first + len(want)]]
+            new_lines = new_s.replace("\r\n", "\n").split("\n")
+            fixed = reindent(list(zip(have, want)), new_lines)
+            if fixed != new_lines and not needle[:1].isspace():
+                fixed[0] = new_lines[0]  # it goes after the file's own indentation, kept in place
+            if fixed != new_lines:
+                notes.append("new_string re-indented like the file")
+                new_eol = with_eol("\n".join(fixed), f.eol)
+        return 1, new_eol, f" ({'; '.join(notes)})", text[: sp.start] + new_eol + text[sp.end:]
 
 
 def _match_eol(text: str, eol: str, old: str, new: str) -> tuple[str, str]:
@@ -716,17 +910,6 @@ def _occurrence_lines(text: str, needle: str, limit: int = 10) -> str:
         start = i + max(1, len(needle))
     more = text.count(needle) - len(lines)
     return ", ".join(lines) + (f" and {more} more" if more > 0 else "")
-
-
-def _near_miss(text: str, old: str) -> str:
-    """A hint when old_string differs from the file only in whitespace."""
-    first = next((ln.strip() for ln in old.split("\n") if ln.strip()), "")
-    if not first:
-        return ""
-    for n, line in enumerate(text.split("\n"), 1):
-        if line.strip() == first:
-            return f" (its first line appears at line {n} with different whitespace or surrounding text)"
-    return ""
 
 
 def tools() -> list[Tool]:

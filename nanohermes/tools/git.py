@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar
 
-from pydantic import Field, field_validator
+from pydantic import field_validator
 
 from nanohermes.permissions import Rule
 from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
@@ -117,8 +117,8 @@ class _ReadOnlyGit(ReadOnlyTool):
 class GitStatus(_ReadOnlyGit):
     name: ClassVar[str] = "git_status"
     description: ClassVar[str] = (
-        "Show the current branch (with ahead/behind counts) and a short status of staged, unstaged and "
-        "untracked files, one per line (`git status --short --branch`). Read-only; see git_diff for the changes."
+        "Show the branch (ahead/behind) and the short status of staged, unstaged and untracked files. "
+        "See git_diff for the changes."
     )
     params: ClassVar[type[Params]] = NoParams
 
@@ -132,18 +132,17 @@ class GitStatus(_ReadOnlyGit):
 
 
 class GitDiffParams(Params):
-    staged: bool = Field(False, description="Show staged changes (index vs HEAD) instead of unstaged ones.")
-    path: str | None = Field(None, description="Limit the diff to this file or folder.")
-    stat: bool = Field(False, description="Show only the per-file summary of changed lines.")
+    staged: bool = False
+    path: str | None = None
+    stat: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
 class GitDiff(_ReadOnlyGit):
     name: ClassVar[str] = "git_diff"
     description: ClassVar[str] = (
-        "Show changes as a unified diff: unstaged changes by default (working tree vs index), staged "
-        "ones with staged=true (index vs HEAD). `path` limits it to a file or folder; stat=true shows only "
-        "per-file line counts. A long diff is cut with a note: narrow it with path or use stat=true."
+        "Show changes as a unified diff: unstaged by default, staged with staged=true; `path` narrows "
+        "it, stat=true gives per-file counts. A long diff is cut with a note."
     )
     params: ClassVar[type[Params]] = GitDiffParams
     kind = "path"
@@ -169,8 +168,8 @@ class GitDiff(_ReadOnlyGit):
 
 
 class GitLogParams(Params):
-    count: int = Field(20, description="How many commits, newest first (clamped to 1..200).")
-    path: str | None = Field(None, description="Only commits that touched this file or folder.")
+    count: int = 20
+    path: str | None = None
 
     @field_validator("count", mode="after")
     @classmethod
@@ -182,8 +181,8 @@ class GitLogParams(Params):
 class GitLog(_ReadOnlyGit):
     name: ClassVar[str] = "git_log"
     description: ClassVar[str] = (
-        "Show recent commits, newest first, one per line: short hash, date, author and subject. "
-        "`count` defaults to 20 (1..200); `path` keeps only commits that touched it."
+        "Show recent commits, newest first: short hash, date, author, subject. `count` is 1..200; `path` "
+        "keeps commits that touched it."
     )
     params: ClassVar[type[Params]] = GitLogParams
     kind = "path"
@@ -204,9 +203,9 @@ class GitLog(_ReadOnlyGit):
 
 
 class GitCommitParams(Params):
-    message: str = Field(description="The commit message: a short subject line, optionally a blank line and a body.")
-    paths: list[str] | None = Field(None, description="Files or folders to stage (git add) before committing.")
-    all: bool = Field(False, description="Stage every change to tracked files first (git commit -a).")
+    message: str
+    paths: list[str] | None = None
+    all: bool = False
 
     non_empty: ClassVar[dict[str, str]] = {"message": "describe the change in a short subject line"}
 
@@ -223,9 +222,9 @@ class GitCommit(Tool):
     name: ClassVar[str] = "git_commit"
     group: ClassVar[str] = "git"
     description: ClassVar[str] = (
-        "Commit with `message`. Stages `paths` first when given (new files included), or every change to "
-        "tracked files with all=true; otherwise commits what is already staged. Returns the new commit "
-        "hash and a summary. Asks the user to confirm unless auto-approval is on."
+        "Commit with `message`. Stages `paths` first when given, or every tracked change with all=true; "
+        "else commits what is staged. Returns the hash and a summary. Asks the user to confirm unless "
+        "auto-approval is on."
     )
     params: ClassVar[type[Params]] = GitCommitParams
     approval: ClassVar[Approval] = "always"

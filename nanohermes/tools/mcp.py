@@ -454,7 +454,7 @@ class McpTool(Tool):
     def approval_for(self, args: Params) -> Approval:
         return "never" if self.trusted_read_only else "always"
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self, limits: Limits | None = None) -> dict[str, Any]:
         schema = dict(self.schema)
         schema.setdefault("type", "object")
         schema.setdefault("properties", {})

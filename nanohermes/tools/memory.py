@@ -22,7 +22,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from pydantic import Field
 
 from nanohermes.dirs import FILE_MODE, make_private, private_dir
 from nanohermes.redact import redact
@@ -283,10 +282,8 @@ def _store(ctx: ToolContext, path: Path | None) -> MemoryStore:
 
 
 class MemorySaveParams(Params):
-    text: str = Field(description="One concise, self-contained sentence to remember.")
-    scope: Literal["project", "global"] = Field(
-        "project", description="project: only in this repository; global: everywhere."
-    )
+    text: str
+    scope: Literal["project", "global"] = "project"
 
     non_empty: ClassVar[dict[str, str]] = {"text": "write the fact to remember as one sentence"}
 
@@ -296,10 +293,9 @@ class MemorySave(Tool):
     name: ClassVar[str] = "memory_save"
     group: ClassVar[str] = "memory"
     description: ClassVar[str] = (
-        "Remember a fact across sessions: a user preference, a project convention, a hard-won fix. "
-        "`text` is one concise, self-contained sentence (at most 500 chars) that makes sense without this "
-        "conversation. `scope` is project (default: this repository only) or global. A near-duplicate of an "
-        "existing memory is not saved again. Find memories later with memory_search."
+        "Remember a fact across sessions: `text` is one concise, self-contained sentence (at most "
+        "{memory_text_chars} chars); `scope` is project or global. Near-duplicates are not saved. Find "
+        "memories with memory_search."
     )
     params: ClassVar[type[Params]] = MemorySaveParams
     approval: ClassVar[Approval] = "never"  # writes only nanohermes's own store
@@ -333,8 +329,8 @@ class MemorySave(Tool):
 
 
 class MemorySearchParams(Params):
-    query: str = Field(description="Words to look for; any may match, best matches first.")
-    limit: int = Field(10, description="Maximum results (1..50).")
+    query: str
+    limit: int = 10
 
     non_empty: ClassVar[dict[str, str]] = {"query": "pass the words to look for"}
 
@@ -344,9 +340,8 @@ class MemorySearch(ReadOnlyTool):
     name: ClassVar[str] = "memory_search"
     group: ClassVar[str] = "memory"
     description: ClassVar[str] = (
-        "Search what was remembered with memory_save in earlier sessions: this project's memories and the "
-        "global ones, ranked by relevance (full-text, word stems match), each with its id, date and scope. "
-        "Returns at most `limit` results (default 10, at most 50)."
+        "Search what memory_save stored (this project's memories and global ones), best first, each with "
+        "id, date and scope; at most `limit` results (1..{memory_search_max_results})."
     )
     params: ClassVar[type[Params]] = MemorySearchParams
     path: Path | None = None

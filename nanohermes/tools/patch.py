@@ -1,15 +1,19 @@
-"""apply_patch: unified diffs as `git diff` and `diff -u` write them.
+"""apply_patch: unified diffs as `git diff` and `diff -u` write them, and the `*** Begin
+Patch` format OpenAI's models write (Codex's apply_patch reads it), told apart by the text.
 
 `parse()` turns diff text into `FilePatch`es and `apply()` computes every file's new content
-from a read callback; both are pure, so the tool can check the whole patch before it touches
-a single file (all or nothing). Context must match exactly, line endings aside (a CRLF file
-keeps CRLF whatever the diff uses). A hunk whose line numbers drifted is found by its context,
-nearest the stated line first, and the result says where.
+from a read callback (`parse_begin_patch()` and `apply_begin_patch()` likewise for the other
+format); all are pure, so the tool can check the whole patch before it touches a single file
+(all or nothing). Context is matched in tiers (see nanohermes.tools.matching): exactly, line
+endings aside (a CRLF file keeps CRLF whatever the diff uses), then loosely when the loose
+match is unique, and the result names the tier. A hunk whose line numbers drifted is found by
+its context, nearest the stated line first, and the result says where.
 
 Leniencies for diffs written by a model, each also checked to give what the author meant:
 header line counts that do not add up (the body decides), `@@` headers without numbers,
 blank context lines that lost their leading space, and a missing "\\ No newline at end of
-file" marker (the file keeps its final-newline state).
+file" marker (the file keeps its final-newline state). What cannot be read as meant (a line
+without its prefix inside a hunk, a hunk that changes nothing) is an error naming the line.
 """
 
 from __future__ import annotations
@@ -18,16 +22,20 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, ClassVar
+from typing import Any, Callable, ClassVar
 
-from pydantic import Field
+from pydantic import model_validator
 
 from nanohermes.pathrules import read_exact, unlink_exact
 from nanohermes.permissions import Effect, SubjectKind
 from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError, ToolResult
+from nanohermes.tools.matching import TIERS, Ambiguous, closest_region, quote_lines, reindent, seek_lines
 from nanohermes.tools.files import (
     TextFile,
     atomic_write,
+    forget_file,
+    guard_fresh,
+    remember_file,
     bounded_diff,
     checked_write_target,
     diff_stat,
@@ -74,6 +82,8 @@ class FilePatch:
     copy: bool = False
     binary: bool = False
     named: bool = False  # the ---/+++ lines were seen
+    old_epoch: bool = False  # `diff -N`: the old side is dated at the epoch (the file is created)
+    new_epoch: bool = False
 
     @property
     def path(self) -> str:
@@ -138,16 +148,37 @@ def _git_names(rest: str) -> tuple[str | None, str | None]:
 
 
 def _strip_prefix(fp: FilePatch) -> None:
-    """git writes a/ and b/; `diff -ru before after` writes before/ and after/."""
+    """git writes a/ and b/; `diff -ru before after` writes before/ and after/ (one
+    component each, as `git apply` strips with -p1). A traditional diff names one file, so
+    two different names after the strip become the shorter one, as git apply takes it.
+    The same path on both sides (a model writing `--- src/x.py`) is kept as written."""
     old, new = fp.old_path, fp.new_path
     if fp.git or (old is None or old.startswith("a/")) and (new is None or new.startswith("b/")):
         if old is not None and old.startswith("a/"):
             old = old[2:]
         if new is not None and new.startswith("b/"):
             new = new[2:]
-    elif old is not None and new is not None and "/" in old and "/" in new and old.split("/")[0] != new.split("/")[0]:
-        old, new = old.split("/", 1)[1], new.split("/", 1)[1]
+    elif old is not None and new is not None and old != new:
+        a, b = old.removeprefix("a/"), new.removeprefix("b/")  # one side with git's prefix, one without
+        if a == b:
+            old = new = a
+        else:
+            old, new = _p1(old), _p1(new)
+            if old != new:
+                old = new = min(old, new, key=len)
+    elif old is None and new is not None and new.startswith("b/") is False and "/" in new and fp.old_epoch:
+        new = _p1(new)
+    elif new is None and old is not None and "/" in old and fp.new_epoch:
+        old = _p1(old)
     fp.old_path, fp.new_path = old, new
+
+
+def _p1(path: str) -> str:
+    return path.split("/", 1)[1] if "/" in path else path
+
+
+# `diff -N` marks the missing side of a created or deleted file with the epoch as its date.
+_EPOCH = re.compile(r"\t(1970-01-01|1969-12-31)[ T]\d\d:\d\d:\d\d(\.0+)?( [+-]\d{4})?\s*$")
 
 
 def parse(text: str) -> list[FilePatch]:
@@ -182,6 +213,15 @@ def parse(text: str) -> list[FilePatch]:
                 cur = FilePatch(old, new)
                 patches.append(cur)
             cur.named = True
+            if not cur.git:
+                cur.old_epoch = bool(_EPOCH.search(line))
+                cur.new_epoch = bool(_EPOCH.search(lines[i + 1]))
+                if cur.old_epoch and cur.new_epoch:
+                    cur.old_epoch = cur.new_epoch = False  # both dated 1970: an ordinary modification
+                if cur.old_epoch:
+                    cur.old_path = None
+                elif cur.new_epoch:
+                    cur.new_path = None
             _strip_prefix(cur)
             i += 2
             continue
@@ -223,6 +263,7 @@ def _extended(fp: FilePatch, line: str) -> None:
 
 def _hunk(lines: list[str], i: int, crlf: list[bool]) -> tuple[Hunk, int]:
     header = lines[i]
+    start = i
     m = _HUNK.match(header)
     if m:
         old_start, new_start = int(m.group(1)), int(m.group(3))
@@ -259,6 +300,10 @@ def _hunk(lines: list[str], i: int, crlf: list[bool]) -> tuple[Hunk, int]:
             line = " "  # a blank context line whose leading space was stripped
         tag = line[0]
         if tag not in " -+":
+            if _hunk_goes_on(lines, i + 1):
+                raise PatchError(f"line {i + 1}: `{_clip(line, 80)}` in hunk `{header}` is neither context "
+                                 "(a leading space), a removal (-) nor an addition (+); give every hunk line "
+                                 "its prefix (a context line keeps its leading space)")
             break
         hunk.lines.append((tag, line[1:]))
         hunk.cr.append(crlf[i])
@@ -267,34 +312,28 @@ def _hunk(lines: list[str], i: int, crlf: list[bool]) -> tuple[Hunk, int]:
         i += 1
     if not hunk.lines:
         raise PatchError(f"hunk `{header}` has no lines; give context lines (space), removals (-) and additions (+)")
+    if all(tag == " " for tag, _ in hunk.lines):
+        raise PatchError(f"line {start + 1}: hunk `{header}` has only context lines and would change nothing; "
+                         "mark the lines to remove with - and the lines to add with +")
     return hunk, i
+
+
+def _hunk_goes_on(lines: list[str], i: int) -> bool:
+    """Do removals or additions follow (before the next header or blank line)? Then the
+    line before them was meant to be part of the hunk."""
+    while i < len(lines) and lines[i] and not lines[i].startswith(("@@", "diff ", "--- ", "+++ ")):
+        if lines[i][0] in "-+":
+            return True
+        if lines[i][0] != " ":
+            return False
+        i += 1
+    return False
 
 
 def _only_blank_until_header(lines: list[str], i: int) -> bool:
     while i < len(lines) and lines[i] == "":
         i += 1
     return i == len(lines) or not lines[i][:1] in (" ", "-", "+", "\\") or lines[i].startswith("--- ")
-
-
-def touched_paths(diff_text: str) -> list[str]:
-    """Every path a patch touches, in order, once each: each file, both ends of a rename or
-    copy, deletions; normalised as the tool uses them. A diff that does not parse touches
-    nothing (it fails before any file is read), and a path the tool refuses (absolute, or
-    leaving the workspace) is left out: it fails the whole patch before anything is written."""
-    try:
-        patches = parse(diff_text)
-    except PatchError:
-        return []
-    out: list[str] = []
-    for fp in patches:
-        for p in (fp.old_path, fp.new_path):
-            try:
-                norm = _safe_rel(p) if p is not None else None
-            except PatchError:
-                continue
-            if norm is not None and norm not in out:
-                out.append(norm)
-    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -354,6 +393,17 @@ def apply_file(fp: FilePatch, text: str, path: str) -> tuple[str, list[str]]:
             stated = h.old_start - 1 if old else h.old_start
             expected = max(floor, stated + shift + drift)
         pos = _find(cur, old, expected, floor, at_eof=h.old_no_eol)
+        tier = 0
+        if pos is None and old:
+            try:
+                hit = seek_lines([c for c, _ in cur], old, floor, eof=h.old_no_eol)
+            except Ambiguous as e:
+                raise PatchError(f"{path}: hunk {k} ({h.header}) matches only with {TIERS[e.tier]}, and then at "
+                                 f"lines {', '.join(map(str, e.lines))}; no file was changed. Copy the context "
+                                 "exactly from the file, or add lines to make it unique") from None
+            if hit is not None:
+                pos, tier = hit
+                notes.append(f"hunk {k} of {path} ({h.header}) matched with {TIERS[tier]}")
         if pos is None:
             raise PatchError(_mismatch(path, k, h, cur, old, expected, floor, shift))
         found = pos - shift + 1
@@ -365,6 +415,10 @@ def apply_file(fp: FilePatch, text: str, path: str) -> tuple[str, list[str]]:
         at_end = pos + len(old) == len(cur)
         had_newline = not cur or cur[-1][1] != ""
         region, r = [], pos
+        plus = _added_lines(h.lines, [c for c, _ in cur], pos, tier)
+        if plus != [t for tag, t in h.lines if tag == "+"]:
+            notes[-1] += f", {_REINDENTED}"
+        added = iter(plus)
         for (tag, t), cr in zip(h.lines, h.cr):
             if tag == " ":
                 region.append(cur[r])
@@ -372,7 +426,7 @@ def apply_file(fp: FilePatch, text: str, path: str) -> tuple[str, list[str]]:
             elif tag == "-":
                 r += 1
             else:
-                region.append((t, eol or ("\r\n" if cr else "\n")))
+                region.append((next(added), eol or ("\r\n" if cr else "\n")))
         cur[pos:pos + len(old)] = region
         if eol is None:  # still none of its own: what the new lines use, else the diff's majority
             eol = _dominant(cur) if any(e for _, e in cur) else ("\r\n" if sum(h.cr) * 2 > len(h.cr) else "\n")
@@ -468,6 +522,9 @@ def apply(patches: list[FilePatch], read: Callable[[str], str | None]) -> list[O
         if kind in ("rename", "copy") and fp.new_path is not None and current(fp.new_path) is not None:
             raise PatchError(f"cannot {kind} {src} to {fp.new_path}: it already exists; no file was changed")
         new_text, notes = apply_file(fp, text or "", fp.path) if fp.hunks else (text or "", [])
+        if fp.hunks and kind == "modify" and new_text == text and fp.old_mode == fp.new_mode:
+            raise PatchError(f"{fp.path}: the hunks' - and + lines are the same, so the patch would change nothing; "
+                             "no file was changed. Put the new text on the + lines")
         if kind == "delete":
             if new_text != "":
                 raise PatchError(f"the patch deletes {src} but the file has other lines than the diff removes; "
@@ -489,21 +546,401 @@ def apply(patches: list[FilePatch], read: Callable[[str], str | None]) -> list[O
 
 
 # --------------------------------------------------------------------------------------
+# the `*** Begin Patch` format
+#
+# What OpenAI's models write (Codex's apply_patch reads it): file operations between
+# `*** Begin Patch` and `*** End Patch`; an update is a series of chunks, each optionally
+# opened by `@@` or `@@ <a line to find first>` (a class or def line), of context (space),
+# removed (-) and added (+) lines, found by content alone; `*** End of File` anchors the
+# chunk at the end. Markers may carry stray blanks around them.
+
+BEGIN, END = "*** Begin Patch", "*** End Patch"
+_ADD, _DELETE, _UPDATE, _MOVE = "*** Add File:", "*** Delete File:", "*** Update File:", "*** Move to:"
+_EOF_MARK = "*** End of File"
+
+
+def is_begin_patch(text: str) -> bool:
+    """Is this the `*** Begin Patch` format (detected from its first marker line)?"""
+    for line in text.lstrip().split("\n", 3)[:3]:
+        if line.strip() == BEGIN:
+            return True
+    return False
+
+
+@dataclass
+class Chunk:
+    context: str | None  # the text after `@@`, a line to find before the chunk's lines
+    lines: list[tuple[str, str]] = field(default_factory=list)  # (" " | "-" | "+", text)
+    eof: bool = False
+    line_no: int = 0  # where the chunk starts in the patch, for errors
+
+    @property
+    def old(self) -> list[str]:
+        return [t for tag, t in self.lines if tag != "+"]
+
+
+@dataclass
+class FileOp:
+    kind: str  # add | delete | update
+    path: str
+    move_to: str | None = None
+    content: str = ""  # add: the new file's text
+    chunks: list[Chunk] = field(default_factory=list)
+    line_no: int = 0
+
+
+def _marker(line: str, marker: str) -> str | None:
+    """The path after a marker like `*** Update File:`, blanks around either tolerated."""
+    t = line.strip()
+    if not t.startswith(marker):
+        return None
+    return t[len(marker):].strip()
+
+
+def _is_marker(line: str) -> bool:
+    t = line.strip()
+    return t in (END, _EOF_MARK) or t.startswith((_ADD, _DELETE, _UPDATE, _MOVE))
+
+
+def parse_begin_patch(text: str) -> list[FileOp]:
+    """Every file operation of a `*** Begin Patch` text, or a PatchError naming the line."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    # What a model puts around the patch (a sentence, a heredoc `<<'EOF'`, a code fence) is
+    # dropped before `*** Begin Patch`; after `*** End Patch` only the closing `EOF` or fence.
+    lo = next((i for i, ln in enumerate(lines) if ln.strip() == BEGIN), None)
+    if lo is None:
+        raise PatchError(f"the patch must start with `{BEGIN}`")
+    hi = next((i for i in range(len(lines) - 1, lo, -1) if lines[i].strip() == END), None)
+    if hi is None:
+        raise PatchError(f"line {len(lines)}: the patch must end with `{END}` (was it cut off?); no file was changed")
+    for j in range(hi + 1, len(lines)):
+        if lines[j].strip() not in ("", "EOF", "```"):
+            raise PatchError(f"line {j + 1}: `{_clip(lines[j], 80)}` comes after `{END}`; end the patch there")
+    hi += 1
+    ops: list[FileOp] = []
+    i = lo + 1
+    end = hi - 1
+    while i < end:
+        line = lines[i]
+        if not line.strip() or line.strip() in (BEGIN, END):  # blank, or two patches sent as one
+            i += 1
+            continue
+        if (path := _marker(line, _ADD)) is not None:
+            op = FileOp("add", path, line_no=i + 1)
+            i += 1
+            body: list[str] = []
+            while i < end and not _is_marker(lines[i]):
+                if lines[i] == "" and _more_added(lines, i, end):
+                    body.append("")  # an empty line whose + was dropped
+                    i += 1
+                    continue
+                if lines[i] == "":
+                    i += 1
+                    continue
+                if not lines[i].startswith("+"):
+                    raise PatchError(f"line {i + 1}: `{_clip(lines[i], 80)}` in `*** Add File: {path}`: every line "
+                                     "of a new file starts with +")
+                body.append(lines[i][1:])
+                i += 1
+            op.content = "".join(b + "\n" for b in body)
+            ops.append(op)
+        elif (path := _marker(line, _DELETE)) is not None:
+            ops.append(FileOp("delete", path, line_no=i + 1))
+            i += 1
+        elif (path := _marker(line, _UPDATE)) is not None:
+            op = FileOp("update", path, line_no=i + 1)
+            i += 1
+            if i < end and (dest := _marker(lines[i], _MOVE)) is not None:
+                op.move_to = dest
+                i += 1
+            i = _chunks(lines, i, end, op)
+            ops.append(op)
+        else:
+            raise PatchError(f"line {i + 1}: `{_clip(line, 80)}` is not a file operation; expected "
+                             f"`{_ADD} path`, `{_DELETE} path` or `{_UPDATE} path`")
+    if not ops:
+        raise PatchError(f"the patch has no file operations between `{BEGIN}` and `{END}`; nothing to do")
+    for op in ops:
+        if not op.path or (op.move_to is not None and not op.move_to):
+            raise PatchError(f"line {op.line_no}: a file operation without a path")
+    return ops
+
+
+# `@@ -12,4 +12,5 @@ def f():` written where `@@ def f():` belongs.
+_NUMBERED = re.compile(r"^-\d+(?:,\d+)? \+\d+(?:,\d+)? @@(.*)$")
+
+
+def _more_added(lines: list[str], i: int, end: int) -> bool:
+    while i < end and lines[i] == "":
+        i += 1
+    return i < end and lines[i].startswith("+")
+
+
+def _chunks(lines: list[str], i: int, end: int, op: FileOp) -> int:
+    chunk: Chunk | None = None
+    while i < end:
+        line = lines[i]
+        if _is_marker(line):
+            if line.strip() == _EOF_MARK:
+                if chunk is None or not chunk.lines:
+                    raise PatchError(f"line {i + 1}: `{_EOF_MARK}` with no lines before it in `{_UPDATE} {op.path}`")
+                chunk.eof = True
+                chunk = None
+                i += 1
+                continue
+            break
+        head = line.rstrip()
+        if head == "@@" or line.startswith("@@ "):
+            text = line[3:].strip() if head != "@@" else ""
+            if (numbered := _NUMBERED.match(text)) is not None:
+                text = numbered.group(1).strip()  # a unified-diff header: the content places the chunk
+            chunk = Chunk(text or None, line_no=i + 1)
+            op.chunks.append(chunk)
+            i += 1
+            continue
+        if chunk is None:
+            if not line.strip():  # blank lines before a chunk separate, they are not context
+                i += 1
+                continue
+            chunk = Chunk(None, line_no=i + 1)  # the first chunk may start without @@
+            op.chunks.append(chunk)
+        tag = line[:1]
+        if line == "":
+            chunk.lines.append((" ", ""))  # a blank context line that lost its space
+        elif tag in " -+":
+            chunk.lines.append((tag, line[1:]))
+        else:
+            raise PatchError(f"line {i + 1}: `{_clip(line, 80)}` in `{_UPDATE} {op.path}` is neither context "
+                             "(a leading space), a removal (-) nor an addition (+); give every line its prefix")
+        i += 1
+    if not op.chunks:
+        raise PatchError(f"line {op.line_no}: `{_UPDATE} {op.path}` has no changes; add @@ chunks with -/+ lines"
+                         + (" (or give only `*** Move to:` to rename? a move needs at least one chunk)" if op.move_to else ""))
+    for c in op.chunks:
+        while c.lines and c.lines[-1] == (" ", "") and not c.eof:
+            c.lines.pop()  # blank lines between chunks are separators, not context
+        if not any(tag != " " for tag, _ in c.lines):
+            raise PatchError(f"line {c.line_no}: the chunk of `{_UPDATE} {op.path}` has no - or + lines and would "
+                             "change nothing; mark what to remove with - and what to add with +")
+    return i
+
+
+def _apply_chunks(path: str, text: str, chunks: list[Chunk], notes: list[str]) -> str:
+    cur = _split(text)
+    content = [c for c, _ in cur]
+    eol = _dominant(cur) if cur else "\n"
+    out: list[str] = []
+    at = 0  # chunks apply in order: each is searched after the previous one
+    copied = 0
+    for k, c in enumerate(chunks, 1):
+        if c.context is not None:
+            # An @@ line is written without its indentation by convention: the first line
+            # below the cursor equal to it once stripped is the format's own definition.
+            want = c.context.strip()
+            plain = next((i for i in range(at, len(content)) if content[i].strip() == want), None)
+            try:
+                hit = (plain, 0) if plain is not None else seek_lines(content, [c.context], at)
+            except Ambiguous as e:
+                raise PatchError(f"{path}: `@@ {c.context}` (patch line {c.line_no}) matches only with "
+                                 f"{TIERS[e.tier]}, at lines {', '.join(map(str, e.lines))}; no file was changed. "
+                                 "Copy the line exactly") from None
+            if hit is None:
+                raise PatchError(_not_found(path, c, content, [c.context], at, f"`@@ {c.context}`"))
+            if hit[1]:
+                notes.append(f"{path}: `@@ {c.context}` matched with {TIERS[hit[1]]}")
+            at = hit[0] + 1
+        lines = c.lines
+        old = [t for tag, t in lines if tag != "+"]
+        if not old:
+            pos = at if c.context is not None and not c.eof else len(content)
+            tier = 0
+        else:
+            try:
+                hit = _seek_chunk(content, old, at, c.eof)
+                if hit is None and lines[-1] == (" ", ""):
+                    # A trailing blank context line may stand for the file's final newline.
+                    while lines and lines[-1] == (" ", ""):
+                        lines = lines[:-1]
+                    old = [t for tag, t in lines if tag != "+"]
+                    hit = _seek_chunk(content, old, at, c.eof) if old else (len(content), 0)
+            except Ambiguous as e:
+                raise PatchError(f"{path}: chunk {k} (patch line {c.line_no}) matches only with {TIERS[e.tier]}, at "
+                                 f"lines {', '.join(map(str, e.lines))}; no file was changed. Copy the lines "
+                                 "exactly, or add context (or an @@ line) to make it unique") from None
+            if hit is None:
+                raise PatchError(_not_found(path, c, content, old, at, f"chunk {k}"))
+            pos, tier = hit
+        if tier:
+            notes.append(f"{path}: chunk {k} matched with {TIERS[tier]}")
+        plus = _added_lines(lines, content, pos, tier)
+        if plus != [t for tag, t in lines if tag == "+"]:
+            notes[-1] += f", {_REINDENTED}"
+        added = iter(plus)
+        out.extend(content[copied:pos])
+        r = pos
+        for tag, t in lines:
+            if tag == " ":
+                out.append(content[r])  # the file's own line, whatever whitespace the patch gave
+                r += 1
+            elif tag == "-":
+                r += 1
+            else:
+                out.append(next(added))
+        copied = at = r
+    out.extend(content[copied:])
+    # Like Codex's apply_patch: an updated file ends with a newline; the file's line ending is kept.
+    return "".join(line + eol for line in out)
+
+
+def _added_lines(lines: list[tuple[str, str]], content: list[str], pos: int, tier: int) -> list[str]:
+    """The + lines of a hunk matched at `pos`; after a match that ignored indentation, with
+    the indentation translated to the file's (see matching.reindent)."""
+    plus = [t for tag, t in lines if tag == "+"]
+    if tier < 2:
+        return plus
+    old = [t for tag, t in lines if tag != "+"]
+    return reindent(list(zip(content[pos:pos + len(old)], old)), plus)
+
+
+_REINDENTED = "its + lines re-indented like the file"
+
+
+def _seek_chunk(content: list[str], old: list[str], at: int, eof: bool) -> tuple[int, int] | None:
+    """`*** End of File` tries the end first, then anywhere below the cursor (as Codex does)."""
+    return seek_lines(content, old, at, eof=eof) or (seek_lines(content, old, at) if eof else None)
+
+
+def _not_found(path: str, c: Chunk, content: list[str], want: list[str], at: int, what: str) -> str:
+    region = closest_region(content, want, floor=0)
+    tried = ", ".join(TIERS)
+    if region is None:
+        shown = quote_lines(content, at, 8) or "(the file is empty)"
+        where = f"The file has from line {at + 1}:" if content else "The file is empty."
+    else:
+        lo = max(0, region - 2)
+        shown = quote_lines(content, lo, len(want) + 4)
+        where = f"The closest region, lines {lo + 1}-{min(len(content), lo + len(want) + 4)}:"
+    return (f"{path}: {what} (patch line {c.line_no}) was not found (tried {tried}); no file was changed.\n"
+            f"It expects:\n" + "\n".join(_clip(w) for w in want[:12]) + ("\n…" if len(want) > 12 else "") +
+            f"\n{where}\n{shown if content else ''}".rstrip() +
+            "\nRead the file again and copy the lines from its current content (without read_file's line numbers).")
+
+
+def apply_begin_patch(ops: list[FileOp], read: Callable[[str], str | None]) -> list[Outcome]:
+    """Each operation's outcome, in order, computed from `read` without touching the disk.
+    Operations see the effect of earlier ones on the same path."""
+    state: dict[str, str | None] = {}
+
+    def current(path: str) -> str | None:
+        if path not in state:
+            state[path] = read(path)
+        return state[path]
+
+    out: list[Outcome] = []
+    for op in ops:
+        text = current(op.path)
+        if op.kind == "add":
+            # As Codex does, an added file replaces one that is there (the stale guard still applies).
+            kind = "create" if text is None else "modify"
+            out.append(Outcome(kind, op.path if text is not None else None, op.path, text, op.content, None, 0, []))
+            state[op.path] = op.content
+            continue
+        if text is None:
+            verb = "delete" if op.kind == "delete" else "update"
+            raise PatchError(f"{op.path} does not exist, so it cannot be {verb}d (patch line {op.line_no}); "
+                             "no file was changed. Check the path (relative to the workspace), or add it with `*** Add File:`")
+        if op.kind == "delete":
+            out.append(Outcome("delete", op.path, None, text, None, None, 0, []))
+            state[op.path] = None
+            continue
+        notes: list[str] = []
+        new_text = _apply_chunks(op.path, text, op.chunks, notes)
+        if new_text == text and op.move_to in (None, op.path):
+            raise PatchError(f"{op.path}: the chunks' - and + lines are the same, so `{_UPDATE} {op.path}` "
+                             f"(patch line {op.line_no}) would change nothing; no file was changed. Put the new text on the + lines")
+        dest = op.move_to or op.path
+        if dest != op.path:
+            existing = current(dest)
+            o = Outcome("rename", op.path, dest, text, new_text, None, len(op.chunks), notes)
+            if existing is not None:
+                o.notes.append(f"{dest} existed and was replaced by the moved file")
+            state[op.path] = None
+        else:
+            o = Outcome("modify", op.path, op.path, text, new_text, None, len(op.chunks), notes)
+        state[dest] = new_text
+        out.append(o)
+    return out
+
+
+def _subject_form(path: str) -> str:
+    """A patch path as `touched_paths` lists it (the subject the call is judged on)."""
+    return os.path.normpath(path) if os.path.isabs(path) and "\x00" not in path else _safe_rel(path)
+
+
+def touched_paths(diff_text: str) -> list[str]:
+    """Every path a patch (either format) touches, in order, once each: each file, both ends
+    of a rename or move, deletions; normalised as the tool uses them. An absolute path is kept
+    absolute (the tool accepts one inside the workspace, so a permission check must see it);
+    a path the tool refuses whatever the workspace (`..` leaving it, `~`) is left out, as is
+    everything of a patch that does not parse: either fails before any file is touched."""
+    try:
+        if is_begin_patch(diff_text):
+            found = [p for op in parse_begin_patch(diff_text) for p in (op.path, op.move_to) if p]
+        else:
+            found = [p for fp in parse(diff_text) for p in (fp.old_path, fp.new_path) if p is not None]
+    except PatchError:
+        return []
+    out: list[str] = []
+    for p in found:
+        try:
+            norm = _subject_form(p)
+        except PatchError:
+            continue
+        if norm not in out:
+            out.append(norm)
+    return out
+
+
+# --------------------------------------------------------------------------------------
 # the tool
 
 
 class ApplyPatchParams(Params):
-    diff: str = Field(description="A unified diff (as `git diff` or `diff -u` write it) with paths relative to the workspace.")
+    diff: str
 
-    non_empty: ClassVar[dict[str, str]] = {"diff": "pass a unified diff with ---/+++ headers and @@ hunks"}
+    @model_validator(mode="before")
+    @classmethod
+    def _other_names(cls, data: Any) -> Any:
+        # OpenAI's published apply_patch tool names its one argument `input`; some write `patch`.
+        if isinstance(data, dict) and "diff" not in data and len(data) == 1:
+            key = next(iter(data))
+            if key in ("input", "patch"):
+                return {"diff": data[key]}
+        return data
+
+    non_empty: ClassVar[dict[str, str]] = {"diff": "pass a unified diff with ---/+++ headers and @@ hunks, "
+                                                   "or a `*** Begin Patch` … `*** End Patch` patch"}
 
 
-def _safe_rel(path: str) -> str:
-    """A patch path must stay inside the workspace: no absolute paths, no `..` that leaves it."""
+def _safe_rel(path: str, workspace: Path | None = None) -> str:
+    """A patch path must stay inside the workspace: relative, or absolute inside it; no `..`
+    that leaves it."""
     if not path or "\x00" in path:
         raise PatchError(f"invalid path {path!r} in the diff; use paths relative to the workspace")
-    if os.path.isabs(path) or path.startswith("~"):
-        raise PatchError(f"{path}: absolute paths are refused in a patch; use paths relative to the workspace")
+    if path.startswith("~"):
+        raise PatchError(f"{path}: home-relative paths are refused in a patch; use paths relative to the workspace")
+    if os.path.isabs(path):
+        rel = None
+        if workspace is not None:
+            for root in (os.path.normpath(workspace), os.path.realpath(workspace)):
+                norm_abs = os.path.normpath(path)
+                if norm_abs.startswith(root.rstrip("/") + "/"):
+                    rel = norm_abs[len(root.rstrip("/")) + 1:]
+                    break
+        if rel is None:
+            raise PatchError(f"{path}: absolute paths outside the workspace are refused in a patch; "
+                             "use paths relative to the workspace")
+        path = rel
     norm = os.path.normpath(path)
     if norm == ".." or norm.startswith("../") or norm == ".":
         raise PatchError(f"{path}: the path leaves the workspace; use paths relative to the workspace")
@@ -522,13 +959,12 @@ class ApplyPatch(Tool):
     name: ClassVar[str] = "apply_patch"
     group: ClassVar[str] = "files"
     description: ClassVar[str] = (
-        "Apply a unified diff (as `git diff` or `diff -u` write it) to files in the workspace: "
-        "several files, @@ hunks with matching context lines, new files (--- /dev/null), deleted "
-        "files (+++ /dev/null), renames and `\\ No newline at end of file`. Use it for multi-hunk "
-        "or multi-file changes, instead of edit_file. The diff must include @@ hunks with context "
-        "that matches the file exactly; hunks whose line numbers drifted are found by their context "
-        "and reported. All or nothing: if any hunk fails, no file changes and the error shows the "
-        "lines actually there. CRLF files keep CRLF. Paths must be relative to the workspace."
+        "Apply a patch, for multi-hunk or multi-file changes, instead of edit_file: a unified diff "
+        "(`git diff`, `diff -u`), or\n*** Begin Patch\n*** Update File: path\n*** Move to: new/path "
+        "(optional)\n@@ def f():\n context\n-old\n+new\n*** Add File: path\n+line\n*** Delete File: path\n"
+        "*** End Patch\n(`@@` takes an optional line to find first; `*** End of File` anchors at the end.) "
+        "Context matches exactly, else ignoring whitespace or Unicode punctuation if unique (the result "
+        "says so). All or nothing: on failure no file changes and the error shows the file's lines."
     )
     params: ClassVar[type[Params]] = ApplyPatchParams
     approval: ClassVar[Approval] = "edit"
@@ -536,18 +972,14 @@ class ApplyPatch(Tool):
     effect: ClassVar[Effect] = "write"
 
     def summary(self, args: Params) -> str:
-        try:
-            paths = sorted({p.path for p in parse(args.diff)})  # type: ignore[attr-defined]
-        except PatchError:
+        diff = args.diff  # type: ignore[attr-defined]
+        paths = sorted(touched_paths(diff))
+        if not paths:
             return "a patch that does not parse"
         return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
 
     def _paths(self, args: Params) -> list[str]:
-        try:
-            patches = parse(args.diff)  # type: ignore[attr-defined]
-        except PatchError:
-            return []
-        return sorted({p for fp in patches for p in (fp.old_path, fp.new_path) if p is not None})
+        return touched_paths(args.diff)  # type: ignore[attr-defined]
 
     def rule_subject(self, args: Params) -> str | None:
         # The single path of a one-file patch; rules see every path through `subjects`.
@@ -568,11 +1000,26 @@ class ApplyPatch(Tool):
 
     def _plan(self, args: Params, ctx: ToolContext) -> _Plan:
         assert isinstance(args, ApplyPatchParams)
+        ops: list[FileOp] | None = None
+        patches: list[FilePatch] = []
+        judged_as: dict[str, str] = {}  # the tool's workspace-relative path -> the subject judged for it
+
+        def rel(written: str) -> str:
+            path = _safe_rel(written, ctx.workspace)
+            judged_as.setdefault(path, _subject_form(written))
+            return path
+
         try:
-            patches = parse(args.diff)
-            for fp in patches:
-                fp.old_path = _safe_rel(fp.old_path) if fp.old_path is not None else None
-                fp.new_path = _safe_rel(fp.new_path) if fp.new_path is not None else None
+            if is_begin_patch(args.diff):
+                ops = parse_begin_patch(args.diff)
+                for op in ops:
+                    op.path = rel(op.path)
+                    op.move_to = rel(op.move_to) if op.move_to is not None else None
+            else:
+                patches = parse(args.diff)
+                for fp in patches:
+                    fp.old_path = rel(fp.old_path) if fp.old_path is not None else None
+                    fp.new_path = rel(fp.new_path) if fp.new_path is not None else None
         except PatchError as e:
             raise ToolError(str(e)) from None
         files: dict[str, TextFile | None] = {}
@@ -580,7 +1027,7 @@ class ApplyPatch(Tool):
         judged = self.resolved(args, ctx)
 
         def read(path: str) -> str | None:
-            real = judged.path_of(path)
+            real = judged.path_of(judged_as.get(path, path))
             if real is None:  # cannot happen: every path the parser finds was judged
                 raise ToolError(f"{path} was not checked before the patch ran; no file was changed")
             target = checked_write_target(ctx, real, path)
@@ -594,12 +1041,21 @@ class ApplyPatch(Tool):
             data = read_exact(target)
             if looks_binary(data[: ctx.limits.binary_sniff_bytes]):
                 raise ToolError(f"{path} looks like a binary file ({len(data)} bytes); apply_patch changes text files only")
+            guard_fresh(ctx, target, path, data)
             tf = TextFile.decode(data, st.st_mode)
             files[path] = tf
             return tf.text
 
         try:
-            outcomes = apply(patches, read)
+            if ops is not None:
+                outcomes = apply_begin_patch(ops, read)
+                for o in outcomes:  # replacing a whole file the model never read: as write_file
+                    replaced = o.new_path if o.kind == "modify" and not o.hunks else (
+                        o.new_path if o.kind == "rename" and files.get(o.new_path or "") is not None else None)
+                    if replaced is not None and replaced in paths:
+                        guard_fresh(ctx, paths[replaced], replaced, must_have_seen=True)
+            else:
+                outcomes = apply(patches, read)
         except PatchError as e:
             raise ToolError(str(e)) from None
         except OSError as e:
@@ -623,6 +1079,7 @@ class ApplyPatch(Tool):
                 if text is None:
                     if target.exists():
                         unlink_exact(target)
+                    forget_file(ctx, target)
                     continue
                 like = plan.files.get(path) or _source_encoding(plan, path)
                 data = like.encode(text) if like else text.encode("utf-8", errors="surrogateescape")
@@ -631,8 +1088,11 @@ class ApplyPatch(Tool):
                     base = mode if mode is not None else (0o666 & ~_umask())
                     mode = base | 0o111 if executable else base & ~0o111
                 atomic_write(target, data, mode)
+                remember_file(ctx, target, data)
         except OSError as e:
             _restore(originals)
+            for target in originals:  # back as they were: what was recorded of the new content is void
+                forget_file(ctx, target)
             raise ToolError(f"cannot write {e.filename or ''}: {e.strerror or e}; every file was restored") from None
         return ToolResult(text=self._report(plan), display=self._display(plan, ctx))
 
@@ -651,6 +1111,8 @@ class ApplyPatch(Tool):
             elif o.kind in ("rename", "copy"):
                 verb = "renamed" if o.kind == "rename" else "copied"
                 rows.append(f"{verb} {o.old_path} -> {o.new_path}{stat_}")
+            elif not o.hunks:  # `*** Add File` over a file that was there
+                rows.append(f"replaced {o.new_path} (+{plus} -{minus})")
             else:
                 rows.append(f"patched {o.new_path}{stat_}")
             if o.executable is not None and o.kind != "create":
@@ -703,4 +1165,5 @@ def _restore(originals: dict[Path, bytes | None]) -> None:
             pass
 
 
-__all__ = ["ApplyPatch", "FilePatch", "Hunk", "Outcome", "PatchError", "apply", "apply_file", "parse", "touched_paths"]
+__all__ = ["ApplyPatch", "Chunk", "FileOp", "FilePatch", "Hunk", "Outcome", "PatchError", "apply", "apply_begin_patch",
+           "apply_file", "is_begin_patch", "parse", "parse_begin_patch", "touched_paths"]

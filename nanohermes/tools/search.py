@@ -651,11 +651,11 @@ def include_filter(include: str | None, root_shown: str) -> Callable[[str], bool
 
 
 class GrepParams(Params):
-    pattern: str = Field(description="Text to find: a literal substring, or a regular expression with regex=true.")
-    path: str | None = Field(None, description="File or directory to search, relative to the workspace or absolute; default the workspace.")
-    include: str | None = Field(None, description="Only files matching this glob, tried against the relative path and the file name (`*.py`, `src/**/*.ts`).")
-    case_insensitive: bool = Field(False, description="Ignore case.")
-    regex: bool = Field(False, description="Treat pattern as a regular expression.")
+    pattern: str = Field(description="A literal substring (a regex with regex=true).")
+    path: str | None = None
+    include: str | None = None
+    case_insensitive: bool = False
+    regex: bool = False
 
     non_empty: ClassVar[dict[str, str]] = {"pattern": "pass the text to search for"}
 
@@ -665,13 +665,12 @@ class Grep(ReadOnlyTool):
     name: ClassVar[str] = "grep"
     group: ClassVar[str] = "search"
     description: ClassVar[str] = (
-        "Search file contents for a literal substring (regex=true for a regular expression; matches stay "
-        "within one line) and return `path:line:text` lines sorted by path then line. Walks `path` (default "
-        "the workspace) honouring .gitignore, .ignore and build/cache folders, hidden files included; "
-        "`include` is a glob such as `*.py` or `src/**/*.ts`. Returns at most 200 matches, lines clipped at "
-        "240 chars; files over 1 MiB and binary files are not shown, and those containing the pattern are "
-        "counted in a summary line; the walk stops after 50,000 files. Secret files (.env, keys) are searched "
-        "only when named in `path`. Use glob to find files by name."
+        "Search file contents for a literal substring (regex=true: a regular expression, within one "
+        "line); returns sorted `path:line:text`. Walks `path` (default the workspace) honouring "
+        ".gitignore; `include` is a glob. At most {grep_matches} matches, lines clipped at "
+        "{grep_line_chars} chars; files over {grep_file_max_bytes} and binary ones are only counted; the "
+        "walk stops after {grep_max_files} files. Secret files (.env, keys) are searched only when named "
+        "in `path`. Use glob to find files by name."
     )
     params: ClassVar[type[Params]] = GrepParams
     kind = "path"
@@ -819,8 +818,8 @@ def _format_grep(args: GrepParams, ctx: ToolContext, prefix: str, shown: str, re
 # -- glob ----------------------------------------------------------------------------------
 
 class GlobParams(Params):
-    pattern: str = Field(description="Glob over paths relative to `path`, e.g. `**/*.py` or `src/*/index.ts`.")
-    path: str | None = Field(None, description="Directory to search, relative to the workspace or absolute; default the workspace.")
+    pattern: str = Field(description="e.g. `**/*.py`, `src/*/index.ts`.")
+    path: str | None = None
 
     non_empty: ClassVar[dict[str, str]] = {"pattern": "pass a glob such as **/*.py"}
 
@@ -830,12 +829,10 @@ class Glob(ReadOnlyTool):
     name: ClassVar[str] = "glob"
     group: ClassVar[str] = "search"
     description: ClassVar[str] = (
-        "Find files by name: return the paths under `path` (default the workspace) whose relative path "
-        "matches the glob `pattern`, sorted, one per line. The pattern must match the whole relative path: "
-        "`**` matches zero or more folders, `*` and `?` stay inside one folder, `[a-z]` and `[!x]` are "
-        "classes; so `*.py` finds top-level files only and `**/*.py` finds them at any depth. Honours "
-        ".gitignore, .ignore and build/cache folders, hidden files included. Returns at most 500 paths; "
-        "the walk stops after 50,000 files. Use grep to search file contents."
+        "Find files by name: paths under `path` (default the workspace) whose relative path matches "
+        "`pattern`, sorted. `**` spans folders, `*` and `?` stay in one: `*.py` is top level only, "
+        "`**/*.py` any depth. Honours .gitignore; at most {glob_results} paths, the walk stops after "
+        "{grep_max_files} files. Use grep to search file contents."
     )
     params: ClassVar[type[Params]] = GlobParams
     kind = "path"

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, ClassVar
 
-from pydantic import Field, field_validator
+from pydantic import field_validator
 
 from nanohermes import sandbox
 from nanohermes.budget import Limits
@@ -570,17 +570,17 @@ def resolve_cwd(ctx: ToolContext, cwd: str | None) -> Path:
 # -- the tool ------------------------------------------------------------------------------
 
 class RunCommandParams(Params):
-    command: str = Field(description="The command line, run with bash -c.")
-    cwd: str | None = Field(None, description="Directory to run in, inside the workspace (default: the workspace).")
-    timeout_secs: int = Field(120, description="Kill the command after this many seconds (clamped to 1..3600).")
-    background: bool = Field(False, description="Start it as a background task and return its task id at once.")
+    command: str
+    cwd: str | None = None
+    timeout_secs: int = 120
+    background: bool = False
 
     non_empty: ClassVar[dict[str, str]] = {"command": "pass the command line to run"}
 
     @field_validator("timeout_secs", mode="after")
     @classmethod
-    def _clamp(cls, value: int) -> int:
-        return min(max(value, 1), 3600)
+    def _at_least_one(cls, value: int) -> int:
+        return max(value, 1)  # the upper clamp is a limit (run_command_max_timeout_secs), applied when it runs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -588,14 +588,12 @@ class RunCommand(Tool):
     name: ClassVar[str] = "run_command"
     group: ClassVar[str] = "execution"
     description: ClassVar[str] = (
-        "Run a shell command (bash -c) in the workspace, or in `cwd` inside it, and return its exit code, "
-        "stdout and stderr. stdin is empty, so a command that waits for input fails at once; pagers and "
-        "colours are off. The whole process group is killed after `timeout_secs` (default 120, 1..3600). "
-        "Each stream keeps its first and last 128 KiB (what lies between is counted and marked); long "
-        "output is shortened in the middle to fit the result. Processes a command leaves running are killed when it exits: "
-        "use background=true for long tasks (servers, watchers, long builds), then poll task_output "
-        "(task_kill stops one). Prefer read_file, grep, glob and the git_* tools over cat, grep, find "
-        "and git through the shell."
+        "Run a shell command (bash -c) in the workspace or `cwd`; returns exit code, stdout and stderr. "
+        "stdin is empty; pagers and colours are off. Killed after `timeout_secs` "
+        "(1..{run_command_max_timeout_secs}). Each stream keeps its first and last halves of "
+        "{run_command_capture_bytes}. Processes it leaves running are killed: use background=true for "
+        "long tasks (servers, watchers), then poll task_output. Prefer read_file, grep, glob and the "
+        "git_* tools over the shell."
     )
     params: ClassVar[type[Params]] = RunCommandParams
     approval: ClassVar[Approval] = "always"
@@ -629,18 +627,21 @@ class RunCommand(Tool):
     async def run(self, args: Params, ctx: ToolContext) -> str:
         assert isinstance(args, RunCommandParams)
         cwd = self.resolved(args, ctx).cwd or resolve_cwd(ctx, args.cwd)  # the folder that was judged
+        lim = ctx.limits
+        clamped = min(args.timeout_secs, lim.run_command_max_timeout_secs)
+        note = (f"\n(timeout_secs {args.timeout_secs} was clamped to {clamped}, limit run_command_max_timeout_secs)"
+                if clamped != args.timeout_secs else "")
         if args.background:
             from nanohermes.tools.tasks import start_task
 
-            timeout = ctx.limits.task_timeout_secs
+            timeout = lim.task_timeout_secs
             if "timeout_secs" in args.model_fields_set:
-                timeout = min(timeout, args.timeout_secs)
-            return await start_task(ctx, args.command, cwd=cwd, timeout=timeout)
-        lim = ctx.limits
+                timeout = min(timeout, clamped)
+            return await start_task(ctx, args.command, cwd=cwd, timeout=timeout) + note
         progress = _ProgressLines(ctx, self.name)
         try:
             fin = await run_capped(shell_argv(args.command), cwd=cwd, env=command_env(), limits=lim,
-                                   timeout=args.timeout_secs, out_cap=lim.run_command_capture_bytes,
+                                   timeout=clamped, out_cap=lim.run_command_capture_bytes,
                                    err_cap=lim.run_command_capture_bytes, on_data=progress.feed,
                                    confinement=confinement_for(ctx))
         except sandbox.SandboxError as e:
@@ -650,7 +651,7 @@ class RunCommand(Tool):
         finally:
             progress.close()
         ctx.sandbox_refusals.extend(fin.refused)
-        return format_command(fin, lim)
+        return format_command(fin, lim) + note
 
 
 def tools() -> list[Tool]:

@@ -148,8 +148,8 @@ class SkillTool(ReadOnlyTool):
     def output_limit(self) -> str:
         return "skill_body_chars chars, skill_files_listed files"
 
-    def spec(self) -> dict[str, Any]:
-        spec = super().spec()
+    def spec(self, limits: Limits | None = None) -> dict[str, Any]:
+        spec = super().spec(limits)
         spec["function"]["parameters"]["properties"]["name"]["enum"] = [s.name for s in self.skills.skills]
         return spec
 

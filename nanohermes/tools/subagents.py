@@ -282,8 +282,8 @@ class SubagentTool(Tool):
     def summary(self, args: Params) -> str:
         return f"{args.agent}: {args.task.splitlines()[0][:150]}"  # type: ignore[attr-defined]
 
-    def spec(self) -> dict[str, Any]:
-        spec = super().spec()
+    def spec(self, limits: Limits | None = None) -> dict[str, Any]:
+        spec = super().spec(limits)
         fn = spec["function"]
         fn["parameters"]["properties"]["agent"]["enum"] = list(self.manager.configs)
         fn["description"] += " Sub-agents: " + "; ".join(

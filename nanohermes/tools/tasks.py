@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, ClassVar, Literal
 
-from pydantic import Field
 
 from nanohermes import sandbox
 from nanohermes.budget import Limits
@@ -201,7 +200,7 @@ async def start_task(ctx: ToolContext, command: str, *, cwd: Path, timeout: floa
 
 
 class TaskIdParams(Params):
-    task_id: str = Field(description="The id run_command returned when it started the background task.")
+    task_id: str
 
     non_empty: ClassVar[dict[str, str]] = {"task_id": "task_list shows the ids"}
 
@@ -215,10 +214,9 @@ class TaskOutput(Tool):
     name: ClassVar[str] = "task_output"
     group: ClassVar[str] = "execution"
     description: ClassVar[str] = (
-        "Read what a background task (run_command with background=true) wrote since the last "
-        "task_output call, stdout and stderr labelled, with its status (running, exited, killed) and "
-        "exit code. Unread output is kept up to 512 KiB per stream; beyond that its start and its newest "
-        "bytes are kept and what lies between is dropped, counted and marked. Long output comes in pieces: call again to read on. task_list shows every task."
+        "Read what a background task wrote since the last call (stdout and stderr labelled), with its "
+        "status and exit code. Unread output keeps up to {task_capture_bytes} per stream (its start and "
+        "newest bytes). Call again to read on; task_list lists tasks."
     )
     params: ClassVar[type[Params]] = TaskIdParams
     approval: ClassVar[Approval] = "never"
@@ -249,8 +247,8 @@ class TaskList(ReadOnlyTool):
     name: ClassVar[str] = "task_list"
     group: ClassVar[str] = "execution"
     description: ClassVar[str] = (
-        "List the background tasks of this session: id, status, runtime, exit code and command. "
-        "Read a task's output with task_output; stop one with task_kill."
+        "List this session's background tasks: id, status, runtime, exit code, command. See task_output "
+        "and task_kill."
     )
     params: ClassVar[type[Params]] = NoParams
 
@@ -272,8 +270,8 @@ class TaskKill(Tool):
     name: ClassVar[str] = "task_kill"
     group: ClassVar[str] = "execution"
     description: ClassVar[str] = (
-        "Stop a background task: kills its whole process group (TERM, then KILL after a short grace) "
-        "and returns its final status. Output it wrote before is still readable with task_output."
+        "Stop a background task (its whole process group) and return its final status; task_output still "
+        "reads its output."
     )
     params: ClassVar[type[Params]] = TaskIdParams
     approval: ClassVar[Approval] = "never"  # it only stops what this session started

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from nanohermes.events import TodoItem, TodoUpdated
 from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
@@ -43,8 +43,8 @@ def _counts(items: tuple[TodoItem, ...]) -> str:
 
 class TodoEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    content: str = Field(description="What to do, as a short imperative sentence.")
-    status: Literal["pending", "in_progress", "completed"] = Field(description="pending, in_progress or completed.")
+    content: str
+    status: Literal["pending", "in_progress", "completed"]
 
     @field_validator("content")
     @classmethod
@@ -55,7 +55,7 @@ class TodoEntry(BaseModel):
 
 
 class TodoWriteParams(Params):
-    todos: list[TodoEntry] = Field(description="The complete new list, in order. An empty list clears it.")
+    todos: list[TodoEntry]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,10 +63,9 @@ class TodoWrite(Tool):
     name: ClassVar[str] = "todo_write"
     group: ClassVar[str] = "plan"
     description: ClassVar[str] = (
-        "Write the session's todo list for a multi-step task. This replaces any previous list: always send "
-        "every item, each with `content` and `status` (pending, in_progress or completed). Keep exactly one "
-        "item in_progress and mark items completed as soon as they are done. At most 50 items. Returns the "
-        "list as saved. Use todo_read to see the current list."
+        "Write the todo list for multi-step work. This replaces any previous list: send every item with "
+        "`content` and `status`. Keep one item in_progress; mark items completed as soon as done. At "
+        "most {todo_items} items."
     )
     params: ClassVar[type[Params]] = TodoWriteParams
     approval: ClassVar[Approval] = "never"  # session bookkeeping: plan mode must allow it
@@ -109,8 +108,7 @@ class TodoRead(ReadOnlyTool):
     name: ClassVar[str] = "todo_read"
     group: ClassVar[str] = "plan"
     description: ClassVar[str] = (
-        "Show the session's current todo list with each item's status ([x] completed, [~] in progress, "
-        "[ ] pending). Takes no arguments. Use todo_write to change the list."
+        "Show the session's todo list with each item's status. Change it with todo_write."
     )
     params: ClassVar[type[Params]] = TodoReadParams
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urljoin, urlsplit
 
-from pydantic import Field, field_validator
+from pydantic import field_validator
 
 from nanohermes.hosts import canonical_host, canonical_ip, host_matches, resolve
 from nanohermes.permissions import SubjectKind
@@ -212,8 +212,8 @@ def _connect_error(e: Exception, url: str) -> ToolError:
 
 
 class WebFetchParams(Params):
-    url: str = Field(description="The http:// or https:// URL to fetch.")
-    max_chars: int = Field(20_000, description="Maximum characters of page text to return (500..20000).")
+    url: str
+    max_chars: int = 20_000
 
     non_empty: ClassVar[dict[str, str]] = {"url": "pass a full http:// or https:// URL"}
 
@@ -228,12 +228,10 @@ class WebFetch(ReadOnlyTool[WebFetchParams]):
     name: ClassVar[str] = "web_fetch"
     group: ClassVar[str] = "web"
     description: ClassVar[str] = (
-        "Fetch one http(s) URL and return its content as text: HTML pages become Markdown, JSON is "
-        "pretty-printed, plain text passes through; binary files (images, PDFs, archives) are refused. "
-        "The first line is `URL: <final url> (<status>, <content-type>)`; up to 5 redirects are followed. "
-        "Returns at most `max_chars` characters (default 20000, clamped to 500..20000) and says when it cut; "
-        "bodies over 2 MiB are truncated; one fetch times out after 30 s. "
-        "Use web_search to find pages first."
+        "Fetch one http(s) URL as text: HTML becomes Markdown, JSON is pretty-printed; binary files are "
+        "refused. Follows up to {web_fetch_max_redirects} redirects; returns at most `max_chars` "
+        "(500..{max_output}); bodies over {web_fetch_body_bytes} are cut; times out after "
+        "{web_fetch_timeout_secs} s. Use web_search to find pages."
     )
     params: ClassVar[type[Params]] = WebFetchParams
     kind: ClassVar[SubjectKind] = "host"
@@ -450,8 +448,8 @@ class SearchHit:
 
 
 class WebSearchParams(Params):
-    query: str = Field(description="What to search for.")
-    count: int = Field(5, description="Number of results (1..10).")
+    query: str
+    count: int = 5
 
     non_empty: ClassVar[dict[str, str]] = {"query": "pass the words to search for"}
 
@@ -566,17 +564,16 @@ class WebSearch(ReadOnlyTool[WebSearchParams]):
     name: ClassVar[str] = "web_search"
     group: ClassVar[str] = "web"
     description: ClassVar[str] = (
-        "Search the web and return numbered results, each with its title, URL and a short snippet. "
-        "`count` is the number of results (default 5, clamped to 1..10). Snippets are short: follow up with "
-        "web_fetch on a result's URL to read the page."
+        "Search the web: numbered results with title, URL and a short snippet; `count` is "
+        "1..{web_search_max_results}. Follow up with web_fetch to read a page."
     )
     params: ClassVar[type[Params]] = WebSearchParams
 
     def output_limit(self) -> str:
-        return "10 results, web_search_snippet_chars chars each"
+        return "web_search_max_results results, web_search_snippet_chars chars each"
 
     async def run(self, args: WebSearchParams, ctx: ToolContext) -> str:
-        count = max(1, min(args.count, 10))
+        count = max(1, min(args.count, ctx.limits.web_search_max_results))
         provider = ctx.config.web_search.provider
         timeout = ctx.limits.web_search_timeout_secs
         try:

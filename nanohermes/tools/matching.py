@@ -1,0 +1,297 @@
+"""Finding the text a model meant: context matching in tiers, the line-number prefix strip,
+and the closest region of a file quoted when nothing matches.
+
+Both edit_file's `old_string` and patch hunks go through the same tiers, strictest first:
+exact; ignoring trailing whitespace; ignoring leading and trailing whitespace; and with
+Unicode dashes, quotes and spaces mapped to ASCII. A match below the first tier is taken
+only when it is the one match of its tier, so a loose comparison never picks between two
+candidates. Callers name the tier in their result so the model learns what was forgiven.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Callable
+
+TIERS = ("exact", "trailing whitespace ignored", "leading and trailing whitespace ignored",
+         "Unicode punctuation mapped to ASCII")
+
+_PUNCT = str.maketrans({
+    **{c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"},
+    **{c: "'" for c in "\u2018\u2019\u201a\u201b"},
+    **{c: '"' for c in "\u201c\u201d\u201e\u201f"},
+    **{c: " " for c in "\u00a0\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"},
+})
+
+
+def ascii_punct(s: str) -> str:
+    """Typographic dashes, quotes and spaces as their ASCII look-alikes (one char for one)."""
+    return s.translate(_PUNCT)
+
+
+# Per tier: what one line is compared as. Each maps a line to a substring of itself (or a
+# same-length translation of one), which is what lets a match map back to the original.
+_LINE_FORMS: tuple[Callable[[str], str], ...] = (
+    lambda s: s,
+    lambda s: s.rstrip(),
+    lambda s: s.strip(),
+    lambda s: ascii_punct(s).strip(),
+)
+
+
+class Ambiguous(Exception):
+    """A loose tier found several candidates; the caller reports them and changes nothing."""
+
+    def __init__(self, tier: int, lines: list[int]) -> None:
+        super().__init__(tier, lines)
+        self.tier = tier
+        self.lines = lines  # 1-based line numbers of the candidates (first few)
+
+
+# --------------------------------------------------------------------------------------
+# line sequences (patch hunks)
+
+
+def seek_lines(lines: list[str], pattern: list[str], start: int, *, eof: bool = False,
+               order: Callable[[int], int] | None = None) -> tuple[int, int] | None:
+    """(index, tier) of `pattern` in `lines` at or after `start`, or None.
+
+    The exact tier takes the first candidate in `order` (by default: from `start` down the
+    file); looser tiers require a single candidate, else `Ambiguous`. With `eof` the
+    pattern must end the file, tried there first.
+    """
+    if not pattern:
+        return (start, 0) if start <= len(lines) else None
+    last = len(lines) - len(pattern)
+    if last < start:
+        return None
+    starts = [last] if eof else list(range(start, last + 1))
+    if order is not None and not eof:
+        starts.sort(key=order)
+    m = len(pattern)
+    for tier, form in enumerate(_LINE_FORMS):
+        want = [form(p) for p in pattern]
+        formed = lines if tier == 0 else [form(ln) for ln in lines]
+        first = want[0]
+        hits: list[int] = []
+        for i in starts:
+            if formed[i] == first and formed[i:i + m] == want:
+                if tier == 0:
+                    return i, 0
+                hits.append(i)
+                if len(hits) > 5:
+                    break
+        if len(hits) == 1:
+            return hits[0], tier
+        if hits:
+            raise Ambiguous(tier, [h + 1 for h in hits])
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# substrings (edit_file)
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int  # offsets into the original text
+    end: int
+    tier: int
+
+
+class _Normalised:
+    """The text with every line in one tier's form, and the way back to original offsets."""
+
+    def __init__(self, text: str, tier: int) -> None:
+        form = _LINE_FORMS[tier]
+        parts: list[str] = []
+        self.orig_start: list[int] = []  # each line's offset in the original
+        self.lead: list[int] = []  # chars the form dropped at the line's start
+        self.content_end: list[int] = []  # where the line's content ends (before "\r")
+        self.norm_start: list[int] = []
+        self.norm_len: list[int] = []
+        pos = npos = 0
+        for line in text.split("\n"):
+            f = form(line)
+            pre = ascii_punct(line) if tier == 3 else line
+            # The forms only strip ends (and translate one char for one), so `f` sits in
+            # the line where its first char is; that char is not blank, so find() is exact.
+            self.orig_start.append(pos)
+            self.lead.append(pre.find(f) if f else 0)
+            self.content_end.append(pos + len(line) - (1 if line.endswith("\r") else 0))
+            self.norm_start.append(npos)
+            self.norm_len.append(len(f))
+            parts.append(f)
+            pos += len(line) + 1
+            npos += len(f) + 1
+        self.norm = "\n".join(parts)
+
+    def _line(self, off: int) -> tuple[int, int]:
+        k = bisect.bisect_right(self.norm_start, off) - 1
+        return k, off - self.norm_start[k]
+
+    def start(self, off: int, *, widen: bool) -> int:
+        k, col = self._line(off)
+        if col == 0 and widen:
+            return self.orig_start[k]
+        return self.orig_start[k] + self.lead[k] + col
+
+    def end(self, off: int) -> int:
+        k, col = self._line(off)
+        if col == 0:
+            return self.orig_start[k]  # the needle ended with a newline
+        if col >= self.norm_len[k]:
+            return self.content_end[k]  # take in the blanks the needle left out
+        return self.orig_start[k] + self.lead[k] + col
+
+
+def find_text(text: str, needle: str) -> tuple[list[Span], int] | None:
+    """Every occurrence of `needle` in `text` in the first tier that has one: (spans, tier),
+    or None when no tier matches. Loose tiers compare line by line; a match that begins at
+    a line's first character (or ends at its last) takes in the indentation (or trailing
+    blanks) the model's version left out, so the replacement brings its own."""
+    if not needle:
+        return None
+    exact: list[Span] = []
+    i = text.find(needle)
+    while i >= 0 and len(exact) <= 1000:
+        exact.append(Span(i, i + len(needle), 0))
+        i = text.find(needle, i + len(needle))
+    if exact:
+        return exact, 0
+    for tier in range(1, len(_LINE_FORMS)):
+        form = _LINE_FORMS[tier]
+        nd = "\n".join(form(ln) for ln in needle.split("\n"))
+        if not nd.strip():
+            continue
+        hay = _Normalised(text, tier)
+        widen = needle[:1].isspace()  # the model gave indentation: its own replaces the file's
+        spans: list[Span] = []
+        j = hay.norm.find(nd)
+        while j >= 0 and len(spans) <= 10:
+            s = hay.start(j, widen=widen)
+            spans.append(Span(s, max(s, hay.end(j + len(nd))), tier))
+            j = hay.norm.find(nd, j + len(nd))
+        if spans:
+            return spans, tier
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# read_file's line-number prefix
+
+_PREFIX = re.compile(r"^ *\d+\t")
+
+
+def strip_line_numbers(s: str) -> str | None:
+    """`s` without read_file's `N<TAB>` prefixes, when every line carries one; else None."""
+    lines = s.split("\n")
+    body = lines[:-1] if lines and lines[-1] == "" else lines
+    if not body or not all(_PREFIX.match(ln) for ln in body):
+        return None
+    return "\n".join(_PREFIX.sub("", ln, count=1) for ln in lines)
+
+
+# --------------------------------------------------------------------------------------
+# the closest region, for errors
+
+
+def closest_region(lines: list[str], pattern: list[str], *, floor: int = 0) -> int | None:
+    """The index where the file looks most like `pattern` (most lines equal once stripped
+    and mapped to ASCII), or None when not one line is alike. Common lines (blank, `}`)
+    carry no vote, so the region is not just the first brace."""
+    form = _LINE_FORMS[3]
+    where: dict[str, list[int]] = defaultdict(list)
+    for i in range(floor, len(lines)):
+        where[form(lines[i])].append(i)
+    votes: dict[int, int] = defaultdict(int)
+    for j, p in enumerate(pattern):
+        f = form(p)
+        hits = where.get(f, [])
+        if not f or len(hits) > 50:
+            continue
+        for h in hits:
+            votes[h - j] += 1
+    if votes:
+        best = max(votes.items(), key=lambda kv: (kv[1], -kv[0]))[0]
+        return max(floor, min(best, len(lines) - 1))
+    # Nothing equal: the line most like the pattern's first non-blank line.
+    import difflib
+
+    # Bounded: the first 200 chars of each line, and the first 50,000 lines.
+    first = next((form(p) for p in pattern if form(p)), "")[:200]
+    if not first or not lines:
+        return None
+    best_i, best_r = None, 0.6
+    for i in range(floor, min(len(lines), floor + 50_000)):
+        sm = difflib.SequenceMatcher(None, first, form(lines[i])[:200])
+        if sm.real_quick_ratio() > best_r and sm.quick_ratio() > best_r and (r := sm.ratio()) > best_r:
+            best_i, best_r = i, r
+    return best_i
+
+
+def quote_lines(lines: list[str], start: int, count: int, *, offset: int = 1, clip: int = 200) -> str:
+    """Lines [start, start+count) numbered like read_file (N<TAB>line), clipped."""
+    width = len(str(min(len(lines), start + count) + offset - 1)) if lines else 1
+    out = []
+    for i in range(max(0, start), min(len(lines), start + count)):
+        t = lines[i].rstrip("\r")
+        out.append(f"{i + offset:>{width}}\t{t if len(t) <= clip else t[:clip] + '…'}")
+    return "\n".join(out)
+
+
+__all__ = ["TIERS", "Ambiguous", "Span", "ascii_punct", "closest_region", "find_text", "quote_lines",
+           "seek_lines", "strip_line_numbers"]
+
+
+# --------------------------------------------------------------------------------------
+# indentation, after a whitespace-blind match
+
+
+def _lead(s: str) -> str:
+    return s[: len(s) - len(s.lstrip(" \t"))]
+
+
+def reindent(pairs: list[tuple[str, str]], new: list[str]) -> list[str]:
+    """The model's `new` lines with its indentation translated to the file's, when the
+    matched (file line, model line) pairs show one consistent translation: a prefix the
+    model left out or added, or tabs for spaces (or spaces for tabs) level for level.
+    Without one, `new` is returned as it is: guessing could break a file that indentation
+    gives meaning to."""
+    shown = [(_lead(f), _lead(m)) for f, m in pairs if f.strip() and m.strip()]
+    if not shown or all(fw == mw for fw, mw in shown):
+        return new
+    body = [ln for ln in new if ln.strip()]
+    # The model left out a prefix (or wrote one too many): the same on every line.
+    if all(fw.endswith(mw) for fw, mw in shown):
+        extra = {fw[: len(fw) - len(mw)] for fw, mw in shown}
+        if len(extra) == 1:
+            p = extra.pop()
+            return [p + ln if ln.strip() else ln for ln in new]
+    if all(mw.endswith(fw) for fw, mw in shown):
+        extra = {mw[: len(mw) - len(fw)] for fw, mw in shown}
+        if len(extra) == 1 and all(ln.startswith(p := next(iter(extra))) for ln in body):
+            return [ln[len(p):] if ln.strip() else ln for ln in new]
+    # Tabs for spaces, level for level.
+    for unit_f, unit_m in (("\t", " "), (" ", "\t")):
+        if not all(set(fw) <= {unit_f} and set(mw) <= {unit_m} for fw, mw in shown):
+            continue
+        ratios = {(len(mw), len(fw)) for fw, mw in shown if fw or mw}
+        per = {m / f for m, f in ratios if f}
+        if len(per) != 1 or any(f == 0 and m for m, f in ratios):
+            continue
+        k = per.pop()  # model chars per file char
+        out = []
+        for ln in new:
+            lead = _lead(ln)
+            if not ln.strip() or not lead:
+                out.append(ln)
+                continue
+            if set(lead) != {unit_m} or (len(lead) / k) % 1:
+                return new
+            out.append(unit_f * int(len(lead) / k) + ln[len(lead):])
+        return out
+    return new
