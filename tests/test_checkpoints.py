@@ -172,7 +172,9 @@ def test_conversation_only_rewind_keeps_the_files(repo: Path) -> None:
 
 def test_both_rewinds_files_and_conversation(repo: Path) -> None:
     before = tree(repo)
-    llm = ScriptedLLM([tool_reply(call("write_file", {"path": "tracked.txt", "content": "x"})), Reply(text="done")])
+    # write_file replaces an existing file only once it was read in the session.
+    llm = ScriptedLLM([tool_reply(call("read_file", {"path": "tracked.txt"}),
+                                  call("write_file", {"path": "tracked.txt", "content": "x"})), Reply(text="done")])
     built = build(repo, llm)
     ask(built, "overwrite")
     out = command(built, "/rewind 1")
