@@ -364,6 +364,7 @@ LOWERABLE_LIMITS: tuple[str, ...] = (
     "persisted_preview_chars", "skill_description_chars", "skill_index_chars", "skill_files_listed",
     "mcp_startup_timeout_secs", "mcp_call_timeout_secs", "mcp_log_max_bytes", "mcp_instructions_chars",
     "compact_keep_chars", "compact_item_chars", "compact_summary_chars",
+    "read_file_count_bytes", "run_command_max_timeout_secs", "web_search_max_results", "tool_args_max_depth",
 )
 
 # Every key an untrusted project may set, and how it combines with the user's value:
