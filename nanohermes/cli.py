@@ -491,19 +491,14 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
               resume: Path | None = None) -> int:
     from nanohermes.assemble import build_agent
     from nanohermes.errors import NanohermesError
-    from nanohermes.ui.headless import HeadlessUI
+    from nanohermes.ui.headless import make_sink
 
-    ui = HeadlessUI(fmt=fmt, verbose=verbose, interactive=sys.stdin.isatty() and sys.stderr.isatty())
+    ui = make_sink(fmt, verbose=verbose, interactive=sys.stdin.isatty() and sys.stderr.isatty())
     built = build_agent(config, workspace, ui, save_session=save_session, resume=resume, asks=ui.interactive)
     for w in built.warnings:
         sys.stderr.write(f"nanohermes: warning: {w}\n")
     agent = built.agent
     session_id = agent.transcript.id if agent.transcript else None
-
-    def meters() -> dict[str, Any]:
-        from nanohermes.meters import context_breakdown, cost_report
-
-        return {"cost": cost_report(ui.meter.turn_by_model, agent.usage_by_model, config, config.model), "context": context_breakdown(agent)}
 
     import asyncio  # here, not at the top: `--version` must not pay for it
 
@@ -511,35 +506,36 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
         ui.init_event(session_id=session_id, model=config.model, mode=a.runtime.policy.mode,
                       tools=[t.name for t in a.runtime.visible_tools()], workspace=str(workspace))
 
+    def finish(result: str, reason: str, error: str | None = None) -> None:
+        """The one way a run ends: its result object (json, stream-json), with the meters."""
+        from nanohermes.meters import context_breakdown, cost_report
+
+        meters = {"cost": cost_report(ui.meter.turn_by_model, agent.usage_by_model, config, config.model),
+                  "context": context_breakdown(agent)}
+        ui.finish(ui.result_object(result=result, exit_reason=reason, session_id=session_id, model=config.model,
+                                   error=error, extra=meters))
+
     failed = False  # by a run-ending error
     try:
         result = asyncio.run(_one_turn(built, prompt, started))
     except asyncio.CancelledError:  # SIGTERM or SIGHUP, turned into a clean exit
-        if fmt != "text":
-            _print_json(ui.result_object(result="", exit_reason="interrupted", session_id=session_id, model=config.model,
-                                         extra=meters()), fmt)
+        finish("", "interrupted")
         sys.stderr.write("nanohermes: terminated\n")
         return EXIT_TERMINATED
     except KeyboardInterrupt:
-        if fmt != "text":
-            _print_json(ui.result_object(result="", exit_reason="interrupted", session_id=session_id, model=config.model,
-                                         extra=meters()), fmt)
+        finish("", "interrupted")
         sys.stderr.write("nanohermes: interrupted\n")
         return EXIT_INTERRUPTED
     except NanohermesError as e:
         failed = True
-        if fmt != "text":
-            _print_json(ui.result_object(result="", exit_reason="error", session_id=session_id, model=config.model,
-                                         error=e.message, extra=meters()), fmt)
+        finish("", "error", e.message)
         raise
     finally:
         if agent.transcript is not None:
             agent.transcript.close()
             if failed and resume is None and not any(m.role == "assistant" for m in agent.history):
                 _discard(agent.transcript)
-    if fmt != "text":
-        _print_json(ui.result_object(result=result.text, exit_reason=result.reason, session_id=session_id, model=config.model,
-                                     extra=meters()), fmt)
+    finish(result.text, result.reason)
     return EXIT_TURNS if result.reason == "max_turns" else EXIT_OK
 
 
@@ -583,8 +579,3 @@ async def _one_turn(built: Any, prompt: str, started: Callable[[Any], None] = la
             loop.remove_signal_handler(sig)
 
 
-def _print_json(obj: dict[str, Any], fmt: str) -> None:
-    from nanohermes.redact import redact
-
-    sys.stdout.write(redact(json.dumps(obj, ensure_ascii=False, indent=None if fmt == "stream-json" else 2)) + "\n")
-    sys.stdout.flush()

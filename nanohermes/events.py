@@ -118,8 +118,19 @@ class SandboxRefused:
     rerun: bool = False  # a person approved running it again outside the sandbox
 
 
+@dataclass(frozen=True, kw_only=True)
+class PermissionDenied:
+    """A call the mode, the tool lists, a deny rule or a hook refused without asking anyone
+    (its result tells the model why)."""
+
+    call_id: str
+    tool: str
+    summary: str  # what the call would have touched: the command, the path, the URL
+    reason: str
+
+
 Event = Union[ModelStarted, TextDelta, ReasoningDelta, ToolStarted, ToolProgress, ToolFinished, ApprovalRequest, UsageUpdate,
-              Notice, TurnEnded, TodoUpdated, SandboxRefused]
+              Notice, TurnEnded, TodoUpdated, SandboxRefused, PermissionDenied]
 
 
 @dataclass(frozen=True, kw_only=True)

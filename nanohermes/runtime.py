@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from nanohermes.arguments import parse_arguments
 from nanohermes.budget import Limits, clamp
 from nanohermes.config import Config
-from nanohermes.events import UI, ApprovalRequest, Notice, SandboxRefused, ToolFinished, ToolStarted
+from nanohermes.events import UI, ApprovalRequest, Notice, PermissionDenied, SandboxRefused, ToolFinished, ToolStarted
 from nanohermes.messages import Message, ToolCall
 from nanohermes.pathrules import command_secret
 from nanohermes.permissions import Policy, Rule, Target, blocked, decide, describe, unattended
@@ -226,6 +226,8 @@ class Runtime:
         hooked = await self.hooks.pre_tool_use(tool, args) if self.hooks is not None else None
         if hooked is not None:  # a hook may refuse the call or rewrite it; the rules then judge the result
             if hooked.refusal is not None:
+                self.ui.emit(PermissionDenied(call_id=call_id, tool=tool.name, summary=summary,
+                                              reason=hooked.refusal.removeprefix("ERROR: ")))
                 return hooked.refusal, True, None, 0.0
             args, summary = hooked.args, tool.summary(hooked.args)  # an approval shows what will run
         try:
@@ -245,6 +247,7 @@ class Runtime:
         verdict = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
         verdict = hooked.adjust(verdict) if hooked is not None else verdict
         if verdict.decision == "deny":
+            self.ui.emit(PermissionDenied(call_id=call_id, tool=tool.name, summary=summary, reason=verdict.reason))
             return f"ERROR: {verdict.reason}", True, None, 0.0
         waited = 0.0
         ctx.sandbox = self._sandbox_for(tool, args, verdict.decision, target)

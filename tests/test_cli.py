@@ -255,6 +255,24 @@ def test_a_refusal_without_a_terminal_is_said_on_stderr_and_listed(cli, server: 
     assert cli("-p", "go", "--output-format", "json", server=server).json()["permission_denials"] == []
 
 
+def test_calls_refused_by_a_rule_or_the_mode_are_listed_too(cli, server: FakeServer, workspace: Path) -> None:
+    server.add(tool_reply(call("run_command", {"command": "rm -rf build"}, id="c1"),
+                          call("write_file", {"path": "x.txt", "content": "x"}, id="c2")), Reply(text="stopped"))
+    r = cli("-p", "go", "--yes", "--mode", "debug", "--output-format", "json", server=server,
+            config={"permissions": {"deny": ["run_command(rm *)"]}})
+    assert r.code == 0, r.err
+    denials = r.json()["permission_denials"]
+    assert [(d["tool"], d["target"], d["answered_by"]) for d in denials] == [
+        ("run_command", "rm -rf build", "rules"), ("write_file", "x.txt", "rules")]
+    assert "rm *" in denials[0]["reason"] and "debug mode" in denials[1]["reason"]
+    assert not (workspace / "x.txt").exists()
+    server.add(tool_reply(call("run_command", {"command": "rm -rf build"}, id="c1")), Reply(text="stopped"))
+    lines = cli("-p", "go", "--yes", "--output-format", "stream-json", server=server,
+                config={"permissions": {"deny": ["run_command(rm *)"]}}).lines()
+    assert [e["tool"] for e in lines if e["type"] == "permission_denied"] == ["run_command"]
+    assert lines[-1]["permission_denials"][0]["tool"] == "run_command"
+
+
 def test_stream_json_starts_with_an_init_event(cli, server: FakeServer, workspace: Path) -> None:
     server.add(Reply(text="hi"))
     r = cli("-p", "go", "--output-format", "stream-json", "--mode", "plan", server=server)

@@ -1,4 +1,4 @@
-"""The `-p` front ends: text, json and stream-json sinks over the core's event stream.
+"""The `-p` front ends: three sinks (text, json, stream-json) over the core's event stream.
 
 stdout carries only the final answer (text), one JSON object (json) or one event per line
 (stream-json, an `init` event first). The text of earlier steps (the model narrating what it
@@ -14,12 +14,11 @@ import asyncio
 import json
 import sys
 from dataclasses import dataclass, field, replace
-from typing import Any, TextIO
+from typing import Any, ClassVar, TextIO
 
 from nanohermes.events import (
-    ApprovalReply, ApprovalRequest, Event, ModelStarted, Notice, SandboxRefused, TextDelta, ToolFinished, ToolStarted,
-    TurnEnded,
-    UsageUpdate, event_to_dict,
+    ApprovalReply, ApprovalRequest, Event, ModelStarted, Notice, PermissionDenied, SandboxRefused, TextDelta,
+    ToolFinished, ToolStarted, TurnEnded, UsageUpdate, event_to_dict,
 )
 from nanohermes.events import SubagentEvent
 from nanohermes.messages import Usage
@@ -53,8 +52,10 @@ def ask_on_terminal(request: ApprovalRequest, out: TextIO) -> ApprovalReply:
 
 
 @dataclass
-class HeadlessUI:
-    fmt: str = "text"  # text | json | stream-json
+class Sink:
+    """What every `-p` sink shares: meters, the refusals for the result, redaction of streamed
+    text, approvals, and the result object. Subclasses decide what reaches stdout."""
+
     verbose: bool = False
     interactive: bool = False  # may approvals be asked on the terminal?
     out: TextIO = field(default_factory=lambda: sys.stdout)
@@ -64,8 +65,9 @@ class HeadlessUI:
     meter: Meter = field(default_factory=Meter)
     sandbox_refusals: list[dict[str, Any]] = field(default_factory=list)  # for the json result
     denials: list[dict[str, str]] = field(default_factory=list)  # tool, target, reason of each refusal
-    _step: list[str] = field(default_factory=list)  # the current model call's text
     _streams: dict[str, StreamRedactor] = field(default_factory=dict)  # by agent id, "" for the main one
+
+    fmt: ClassVar[str]
 
     def emit(self, event: Event) -> None:
         self.meter.on_event(event)
@@ -76,6 +78,9 @@ class HeadlessUI:
         if isinstance(event, SandboxRefused):
             self.sandbox_refusals.append({"tool": event.tool, "command": redact(event.summary), "sandbox": event.sandbox,
                                           "refused": list(event.refused), "rerun": event.rerun})
+        if isinstance(event, PermissionDenied):
+            self.denials.append({"tool": event.tool, "target": escape_controls(redact(event.summary), newlines=True),
+                                 "reason": redact(event.reason), "answered_by": "rules"})
         for ev in self._settled(event):
             self._show(ev)
 
@@ -96,14 +101,64 @@ class HeadlessUI:
         return [wrap(TextDelta(text=held)), event] if held else [event]
 
     def _show(self, event: Event) -> None:
-        if self.fmt == "stream-json":
-            self.out.write(redact(json.dumps(event_to_dict(event), ensure_ascii=False)) + "\n")
-            self.out.flush()
-            return
         if isinstance(event, Notice) and event.level != "info":
             self.err.write(f"nanohermes: {event.level}: {redact(event.text)}\n")
-        if self.fmt != "text":
-            return
+
+    async def confirm(self, request: ApprovalRequest) -> ApprovalReply:
+        target = escape_controls(request.detail or request.summary, newlines=True)
+        if not self.interactive:
+            self.denials.append({"tool": request.tool, "target": target,
+                                 "reason": f"needs approval ({request.reason})" if request.reason else "needs approval",
+                                 "answered_by": "no terminal to ask"})
+            self.err.write(f"nanohermes: refused {request.tool} `{target}`: needs approval; "
+                           f"rerun with --yes or add an allow rule\n")
+            self.err.flush()
+            return ApprovalReply("deny")
+        reply = await asyncio.to_thread(ask_on_terminal, request, self.err)
+        if reply.choice == "deny":
+            self.denials.append({"tool": request.tool, "target": target,
+                                 "reason": "refused by the user" + (f": {reply.note}" if reply.note else ""),
+                                 "answered_by": "user"})
+        return reply
+
+    def init_event(self, *, session_id: str | None, model: str, mode: str, tools: list[str],
+                   workspace: str) -> None:
+        """What this run works with, once the session has started (stream-json's first line)."""
+
+    def result_object(self, *, result: str, exit_reason: str, session_id: str | None, model: str, error: str | None = None,
+                      extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """`usage` is this run's turn; `extra` adds the session meters (cost, context)."""
+        ended = self.ended
+        return {
+            "type": "result",
+            "result": result,
+            "exit_reason": exit_reason,
+            "is_error": error is not None,
+            "error": error,
+            "turns": ended.turns if ended else 0,
+            "tool_calls": ended.tool_calls if ended else 0,
+            "usage": self.meter.turn.to_dict(),
+            "session_id": session_id,
+            "model": model,
+            "sandbox_refusals": self.sandbox_refusals,
+            "permission_denials": list(self.denials),
+            **(extra or {}),
+        }
+
+    def finish(self, result: dict[str, Any]) -> None:
+        """The run is over (answered, stopped, failed or interrupted): `result` is its object."""
+
+
+@dataclass
+class TextSink(Sink):
+    """stdout: the final answer and a newline. stderr, with --verbose or a terminal: what the
+    model said between its tool calls and one line per call."""
+
+    fmt: ClassVar[str] = "text"
+    _step: list[str] = field(default_factory=list)  # the current model call's text
+
+    def _show(self, event: Event) -> None:
+        super()._show(event)
         if isinstance(event, ModelStarted):
             self._step = []
         elif isinstance(event, TextDelta):
@@ -135,49 +190,47 @@ class HeadlessUI:
         elif isinstance(event, Notice) and event.level == "info":
             self.err.write(f"nanohermes: {event.text}\n")
 
+
+@dataclass
+class JsonSink(Sink):
+    """stdout: one JSON object when the run ends."""
+
+    fmt: ClassVar[str] = "json"
+
+    def finish(self, result: dict[str, Any]) -> None:
+        self.out.write(redact(json.dumps(result, ensure_ascii=False, indent=2)) + "\n")
+        self.out.flush()
+
+
+@dataclass
+class StreamJsonSink(Sink):
+    """stdout: an `init` line, one line per event as it happens, then the result object."""
+
+    fmt: ClassVar[str] = "stream-json"
+
+    def _show(self, event: Event) -> None:
+        self._line(event_to_dict(event))
+
     async def confirm(self, request: ApprovalRequest) -> ApprovalReply:
-        if self.fmt == "stream-json":
-            self.emit(request)
-        target = escape_controls(request.detail or request.summary, newlines=True)
-        if not self.interactive:
-            self.denials.append({"tool": request.tool, "target": target,
-                                 "reason": f"needs approval ({request.reason})" if request.reason else "needs approval",
-                                 "answered_by": "no terminal to ask"})
-            self.err.write(f"nanohermes: refused {request.tool} `{target}`: needs approval; "
-                           f"rerun with --yes or add an allow rule\n")
-            self.err.flush()
-            return ApprovalReply("deny")
-        reply = await asyncio.to_thread(ask_on_terminal, request, self.err)
-        if reply.choice == "deny":
-            self.denials.append({"tool": request.tool, "target": target,
-                                 "reason": "refused by the user" + (f": {reply.note}" if reply.note else ""),
-                                 "answered_by": "user"})
-        return reply
+        self.emit(request)
+        return await super().confirm(request)
 
     def init_event(self, *, session_id: str | None, model: str, mode: str, tools: list[str],
                    workspace: str) -> None:
-        """stream-json's first line: what this run works with."""
-        if self.fmt == "stream-json":
-            self.out.write(redact(json.dumps({"type": "init", "session_id": session_id, "model": model, "mode": mode,
-                                              "tools": tools, "workspace": workspace}, ensure_ascii=False)) + "\n")
-            self.out.flush()
+        self._line({"type": "init", "session_id": session_id, "model": model, "mode": mode, "tools": tools,
+                    "workspace": workspace})
 
-    def result_object(self, *, result: str, exit_reason: str, session_id: str | None, model: str, error: str | None = None,
-                      extra: dict[str, Any] | None = None) -> dict[str, Any]:
-        """`usage` is this run's turn; `extra` adds the session meters (cost, context)."""
-        ended = self.ended
-        return {
-            "type": "result",
-            "result": result,
-            "exit_reason": exit_reason,
-            "is_error": error is not None,
-            "error": error,
-            "turns": ended.turns if ended else 0,
-            "tool_calls": ended.tool_calls if ended else 0,
-            "usage": self.meter.turn.to_dict(),
-            "session_id": session_id,
-            "model": model,
-            "sandbox_refusals": self.sandbox_refusals,
-            "permission_denials": list(self.denials),
-            **(extra or {}),
-        }
+    def finish(self, result: dict[str, Any]) -> None:
+        self._line(result)
+
+    def _line(self, obj: dict[str, Any]) -> None:
+        self.out.write(redact(json.dumps(obj, ensure_ascii=False)) + "\n")
+        self.out.flush()
+
+
+SINKS: dict[str, type[Sink]] = {sink.fmt: sink for sink in (TextSink, JsonSink, StreamJsonSink)}
+
+
+def make_sink(fmt: str, **options: Any) -> Sink:
+    """The sink for an --output-format value (text, json or stream-json)."""
+    return SINKS[fmt](**options)
