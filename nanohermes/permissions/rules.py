@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from nanohermes.hosts import canonical_host, canonical_ip
+from nanohermes.pathglob import glob_regex
 
 Decision = Literal["allow", "ask", "deny"]
 # What a tool's arguments name: a file path, a command line, a web host, an MCP server's tool, nothing.
@@ -160,54 +161,14 @@ def match_command_text(pattern: str, text: str) -> bool:
     return fnmatch.fnmatchcase(text, pattern)
 
 
-_GLOB_CACHE: dict[str, re.Pattern[str]] = {}
-
-
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    if pattern not in _GLOB_CACHE:
-        out: list[str] = []
-        i = 0
-        while i < len(pattern):
-            c = pattern[i]
-            if pattern.startswith("**/", i):
-                out.append("(?:.*/)?")
-                i += 3
-                continue
-            if pattern.startswith("/**", i) and i + 3 == len(pattern):
-                out.append("(?:/.*)?")  # `src/**` also names `src` itself
-                i += 3
-                continue
-            if pattern.startswith("**", i):
-                out.append(".*")
-                i += 2
-                continue
-            if c == "*":
-                out.append("[^/]*")
-            elif c == "?":
-                out.append("[^/]")
-            elif c == "[":
-                end = pattern.find("]", i + 1)
-                if end < 0:
-                    out.append(re.escape(c))
-                else:
-                    body = pattern[i + 1:end]
-                    out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
-                    i = end
-            else:
-                out.append(re.escape(c))
-            i += 1
-        _GLOB_CACHE[pattern] = re.compile("".join(out) + r"\Z", re.S)
-    return _GLOB_CACHE[pattern]
-
-
 def match_path(pattern: str, subject: str) -> bool:
     """A path glob against a workspace-relative (or, outside it, absolute) path."""
     pattern = os.path.expanduser(pattern) if pattern.startswith("~") else pattern
     if pattern.startswith("./"):
         pattern = pattern[2:]
     if "/" not in pattern.rstrip("/"):  # a bare name: any depth, like .gitignore
-        return bool(_glob_regex(pattern.rstrip("/")).match(posixpath.basename(subject.rstrip("/"))))
-    return bool(_glob_regex(pattern.rstrip("/") if pattern != "/" else pattern).match(subject))
+        return bool(glob_regex(pattern.rstrip("/"), rule=True).fullmatch(posixpath.basename(subject.rstrip("/"))))
+    return bool(glob_regex(pattern.rstrip("/") if pattern != "/" else pattern, rule=True).fullmatch(subject))
 
 
 def match_domain(pattern: str, subject: str) -> bool:
