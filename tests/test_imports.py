@@ -158,3 +158,28 @@ def test_a_package_may_list_its_parts_lazily(tmp_path: Path) -> None:
     # At module level the package importing its part is a circle like any other.
     (pkg / "__init__.py").write_text("from pkg import part\nclass Base: ...\n")
     assert circles(import_graph(pkg, {("pkg.late", "pkg.other")})) == [["pkg", "pkg.part"]]
+
+
+def test_every_name_imported_from_nanohermes_exists() -> None:
+    """A lazy import fails only when its function runs: check each one's names now."""
+    import importlib
+    import importlib.util
+
+    root = Path(nanohermes.__file__).parent
+    missing: list[str] = []
+    for mod, path in modules(root).items():
+        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            if not base.startswith("nanohermes"):
+                continue
+            target = importlib.import_module(base)
+            for alias in node.names:
+                if not hasattr(target, alias.name) and importlib.util.find_spec(f"{base}.{alias.name}") is None:
+                    missing.append(f"{mod}: from {base} import {alias.name}")
+    assert missing == []
