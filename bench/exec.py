@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from nanohermes.budget import Limits  # noqa: E402
-from nanohermes.tools.shell import command_env, run_capped, shell_argv  # noqa: E402
+from nanohermes.tools.process import command_env, run_capped, shell_argv  # noqa: E402
 from nanohermes.testing import FakeServer, Reply, call, tool_reply  # noqa: E402
 
 MiB = 1024 * 1024

@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO))
 
 from nanohermes import sandbox  # noqa: E402
 from nanohermes.budget import Limits  # noqa: E402
-from nanohermes.tools.shell import command_env, run_capped, shell_argv  # noqa: E402
+from nanohermes.tools.process import command_env, run_capped, shell_argv  # noqa: E402
 
 COMMANDS = ["true", "echo hi > /dev/null", "ls -la", "git status --short"]
 

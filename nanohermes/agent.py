@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal, Protocol
 
 from nanohermes.errors import ContextTooLongError
 from nanohermes.events import UI, ModelStarted, Notice, ReasoningDelta, TextDelta, TurnEnded, UsageUpdate
@@ -17,10 +17,20 @@ from nanohermes.messages import Completion, Message, ToolCall, Usage
 from nanohermes.runtime import INTERRUPTED, Runtime
 from nanohermes.session import Transcript
 
-if TYPE_CHECKING:
-    from nanohermes.compact import Compactor
-
 Reason = Literal["completed", "max_turns", "interrupted", "error"]
+
+
+class HistoryKeeper(Protocol):
+    """What keeps the history inside the session budget (compact.Compactor, which works on
+    the agent: declared here so the loop does not depend on the compactor's module)."""
+
+    async def before_call(self, agent: Agent) -> None: ...
+
+    async def on_too_long(self, agent: Agent) -> bool:
+        """True when the history was made shorter and the call may be retried."""
+        ...
+
+    async def manual(self, agent: Agent, focus: str = "") -> str | None: ...
 
 
 class TurnHooks(Protocol):
@@ -52,7 +62,7 @@ class Agent:
     history: list[Message] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)  # the session so far, sub-agents' calls included
     usage_by_model: dict[str, Usage] = field(default_factory=dict)  # the same, per model (for pricing)
-    compactor: Compactor | None = None  # keeps the history inside the session budget
+    compactor: HistoryKeeper | None = None  # keeps the history inside the session budget
     turn_hooks: list[TurnHooks] = field(default_factory=list)  # in order: hooks, then checkpoints
     _partial: list[str] = field(default_factory=list, init=False, repr=False)  # this call's text so far
 

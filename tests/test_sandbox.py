@@ -622,7 +622,7 @@ def test_sandbox_refusals_listed_lowered_to_2(workspace: Path, tmp_path: Path) -
 def test_the_sweep_of_an_ended_command_spares_a_command_started_after_it(workspace: Path) -> None:
     """A freed namespace's number goes to the next one made: the sweep must not take a
     later command's namespace for the ended command's."""
-    from nanohermes.tools.shell import confinement_for, spawn
+    from nanohermes.tools.process import confinement_for, spawn
 
     async def go() -> int | None:
         ctx = ToolContext(workspace=workspace, limits=Limits(), config=Config(), sandbox="read-only")

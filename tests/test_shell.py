@@ -15,7 +15,8 @@ from exec_support import acall, call, make_runtime, marked_pids, no_leftover_pro
 from nanohermes.budget import KiB, MiB, Limits
 from nanohermes.events import ApprovalRequest, RecordingUI, ToolProgress, ToolStarted
 from nanohermes.tools import ToolError
-from nanohermes.tools.shell import Capture, RunCommand, RunCommandParams, gap_marker, utf8_boundary
+from nanohermes.tools.process import Capture, gap_marker, utf8_boundary
+from nanohermes.tools.shell import RunCommand, RunCommandParams
 
 
 def test_exit_code_and_both_sections(workspace: Path) -> None:

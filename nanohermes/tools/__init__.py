@@ -318,12 +318,12 @@ def render_limits(text: str, limits: Limits) -> str:
 
 def build_tools(config: Config | None = None, workspace: Path | None = None) -> list[Tool]:
     """The built-in pool, sorted by name. Conditional tools are added by their owners."""
-    from nanohermes.tools import files
+    from nanohermes.tools import files, patch
     from nanohermes.tools import memory, todo, web
     from nanohermes.tools import git, shell, tasks
     from nanohermes.tools import search
 
-    tools: list[Tool] = [*files.tools()]
+    tools: list[Tool] = [*files.tools(), *patch.tools()]
     tools += [*web.tools(), *todo.tools(), *memory.tools()]
     tools += [*shell.tools(), *tasks.tools(), *git.tools()]
     tools += search.tools(config)

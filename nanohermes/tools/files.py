@@ -913,6 +913,4 @@ def _occurrence_lines(text: str, needle: str, limit: int = 10) -> str:
 
 
 def tools() -> list[Tool]:
-    from nanohermes.tools.patch import ApplyPatch
-
-    return [ReadFile(), ListDir(), WriteFile(), EditFile(), ApplyPatch()]
+    return [ReadFile(), ListDir(), WriteFile(), EditFile()]

@@ -22,7 +22,7 @@ from pydantic import field_validator
 from nanohermes.permissions import Rule
 from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes import sandbox
-from nanohermes.tools.shell import command_env, confinement_for, run_capped, secs, strip_newline
+from nanohermes.tools.process import command_env, confinement_for, run_capped, secs, strip_newline
 
 _NOTE_CHARS = 400  # room kept for the tool's own notes when fitting output into max_output
 

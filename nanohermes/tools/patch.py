@@ -1165,5 +1165,9 @@ def _restore(originals: dict[Path, bytes | None]) -> None:
             pass
 
 
+def tools() -> list[Tool]:
+    return [ApplyPatch()]
+
+
 __all__ = ["ApplyPatch", "Chunk", "FileOp", "FilePatch", "Hunk", "Outcome", "PatchError", "apply", "apply_begin_patch",
            "apply_file", "is_begin_patch", "parse", "parse_begin_patch", "touched_paths"]

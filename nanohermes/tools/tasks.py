@@ -23,7 +23,7 @@ from nanohermes import sandbox
 from nanohermes.budget import Limits
 from nanohermes.events import Event, Notice
 from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
-from nanohermes.tools.shell import (
+from nanohermes.tools.process import (
     Capture, Process, command_env, confinement_for, describe_exit, listed, refusal_note, secs, shares, shell_argv, spawn,
     strip_newline,
 )

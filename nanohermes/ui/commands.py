@@ -182,7 +182,8 @@ def _error_text(text: str) -> Any:
 def _help(ctx: CommandContext, arg: str) -> None:
     from nanohermes.ui import render
 
-    ctx.print(render.help_table(ctx.registry.all()))
+    rows = [("/" + c.name + (f" {c.usage}" if c.usage else ""), c.help) for c in ctx.registry.all()]
+    ctx.print(render.help_table(rows))
     for c in ctx.registry.shadowed:
         ctx.print(render.info(f"/{c.name} from {c.source} is hidden by the built-in /{c.name}; rename the file to use it"))
 

@@ -28,7 +28,6 @@ from nanohermes.ui import visible
 if TYPE_CHECKING:
     from nanohermes.messages import Message
     from nanohermes.tools import Tool
-    from nanohermes.ui.commands import Command
 
 PREVIEW_LINES = 4  # result lines shown under a tool call
 ERROR_LINES = 6  # error lines shown under a failed call
@@ -470,12 +469,13 @@ def tools_table(rows: Sequence[ToolRow], mode: str) -> ToolsTable:
     return ToolsTable(rows, mode)
 
 
-def help_table(commands: Iterable[Command]) -> Group:
+def help_table(rows: Iterable[tuple[str, str]]) -> Group:
+    """/help: (the command as typed, what it does) rows, then the keys."""
     t = Table(show_header=False, box=None, pad_edge=False)
     t.add_column(style="bold cyan", no_wrap=True)
     t.add_column()
-    for c in commands:
-        t.add_row(Text("/" + c.name + (f" {c.usage}" if c.usage else "")), Text(c.help))
+    for typed, help_text in rows:
+        t.add_row(Text(typed), Text(help_text))
     keys = Text(
         "Enter sends · Alt+Enter or Esc Enter: new line · Tab completes /commands and @paths\n"
         "a long paste shows as [pasted N lines]: Ctrl-O expands it · "

@@ -592,7 +592,7 @@ class Repl:
     async def shell(self, command: str) -> None:
         """`!command`: the person's own command, run without asking (they typed it), shown,
         and added to the conversation so the model knows what they saw."""
-        from nanohermes.tools.shell import describe_exit, run_capped, shell_argv, command_env
+        from nanohermes.tools.process import describe_exit, run_capped, shell_argv, command_env
         from nanohermes.budget import clamp
         from nanohermes.ui import render
 

@@ -1,0 +1,56 @@
+"""Who may run what: modes, tool lists, rules, and `decide()` -> allow | ask | deny.
+
+Pure functions over plain values, table-tested. The same matcher filters the tool specs the
+model sees (`visible`) and checks every call at run time (`decide`), because a model can
+replay a tool name from history after the mode changed.
+
+Check order: mode block list, then `disallowed_tools`, then `allowed_tools` (when non-empty,
+only those), then deny rules, then plan-mode read-only check, then protected writes, then
+goal mode / --yes, then ask rules, then allow rules (learned ones included), the built-in
+read-only commands, the secret-file list, the question per web host (default and
+accept-edits modes) and the tool's own approval level.
+
+Rules are `tool` or `tool(pattern)`. What the pattern is matched against comes from the
+tool's declared subject kind (carried by the call's `Target`): a command prefix with `*` for
+a command tool, checked against every simple command of the line (see shellparse); a path
+glob relative to the workspace for path tools (`*` stays inside a folder, `**` crosses
+folders, a pattern without `/` matches the file name at any depth), checked against every
+path the call touches; `domain:host` for host tools, compared in canonical form; a name
+prefix `mcp__server` for MCP tools. Modes block by effect, never by name: plan blocks every
+tool that writes or runs, debug every tool that writes.
+
+Commands fail closed: a line the shell analysis cannot follow exactly (see shellparse) is
+asked every time, and refused when nobody will be asked and a deny rule applies; deny and
+ask rules see through git's global options; the built-in read-only list checks each
+program's arguments the way the program parses them; "always" learns the exact line for
+programs whose arguments run code. Facts that need the file system (protected paths,
+secret files reached through links, globs and folders) are computed by pathrules and
+passed in on the `Target`.
+
+Parts: `rules` (rule shape, `Target`, the matchers), `commands` (the built-in read-only
+commands with their argument checks, how command rules meet a simple command, suggestions),
+`decision` (`Policy`, `blocked`, `decide`) and `report` (`describe`).
+"""
+
+from __future__ import annotations
+
+from nanohermes.permissions.commands import (
+    CONTENT_READERS, DYNAMIC_OK, READ_ONLY_COMMANDS, git_globals, is_read_only, reads_secret, suggest_command_rule,
+    unanalysable,
+)
+from nanohermes.permissions.decision import (
+    UNANALYSABLE_HELP, Policy, Verdict, blocked, decide, read_only_line, unattended, visible,
+)
+from nanohermes.permissions.report import describe
+from nanohermes.permissions.rules import (
+    DEFAULT_SECRET_FILES, MODE_BLOCKED_EFFECTS, Decision, Effect, Rule, SubjectKind, Target, builtin_declarations,
+    escape_pattern, is_secret, match_command_text, match_domain, match_path, names_tool, rule_problem,
+)
+
+__all__ = [
+    "CONTENT_READERS", "DEFAULT_SECRET_FILES", "DYNAMIC_OK", "Decision", "Effect", "MODE_BLOCKED_EFFECTS", "Policy",
+    "READ_ONLY_COMMANDS", "Rule", "SubjectKind", "Target", "UNANALYSABLE_HELP", "Verdict", "blocked",
+    "builtin_declarations", "decide", "describe", "escape_pattern", "git_globals", "is_read_only", "is_secret",
+    "match_command_text", "match_domain", "match_path", "names_tool", "read_only_line", "reads_secret",
+    "rule_problem", "suggest_command_rule", "unanalysable", "unattended", "visible",
+]

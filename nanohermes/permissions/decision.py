@@ -1,0 +1,271 @@
+"""The decision: `Policy`, `Verdict`, what a mode or tool list blocks (`blocked`, `visible`)
+and `decide()` for one call, commands judged simple command by simple command."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+
+from nanohermes.hosts import host_matches
+from nanohermes.permissions.commands import (
+    CONTENT_READERS, _allow_matches, _could_match, _deny_matches, _rule_text, _uncertain, is_read_only, reads_secret,
+    suggest_command_rule, unanalysable,
+)
+from nanohermes.permissions.rules import (
+    DEFAULT_SECRET_FILES, MODE_BLOCKED_EFFECTS, Decision, Effect, Rule, Target, escape_pattern, is_secret,
+    match_command_text, names_tool,
+)
+from nanohermes.shellparse import ParseError, SimpleCommand, split
+
+# -- the decision --------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class Policy:
+    mode: str = "default"
+    auto_approve: bool = False
+    allowed_tools: tuple[str, ...] = ()
+    disallowed_tools: tuple[str, ...] = ()
+    allow: tuple[Rule, ...] = ()
+    ask: tuple[Rule, ...] = ()
+    deny: tuple[Rule, ...] = ()
+    secret_files: tuple[str, ...] = DEFAULT_SECRET_FILES
+    # False where the OS sandbox is unavailable: then no command runs unasked but the
+    # argument-checked built-in read-only ones written as plain words (allow rules and
+    # learned rules ask); --yes and goal mode still approve, as the person chose.
+    sandboxed: bool = True
+
+
+@dataclass(frozen=True)
+class Verdict:
+    decision: Decision
+    reason: str = ""
+    # For "ask": the rules an "always" answer should remember (empty: the tool's own
+    # suggestion). None: nothing can be remembered, this call is asked every time.
+    suggest: tuple[Rule, ...] | None = ()
+
+
+def blocked(policy: Policy, tool_name: str, effect: Effect = "run") -> str | None:
+    """Why a tool is hidden from the model and refused outright, or None. `effect` is what
+    the tool declares it does; the worst case when unknown."""
+    if effect in MODE_BLOCKED_EFFECTS.get(policy.mode, frozenset()):
+        return f"{tool_name} is not available in {policy.mode} mode"
+    if names_tool(policy.disallowed_tools, tool_name):
+        return f"{tool_name} is disallowed by config (disallowed_tools)"
+    if policy.allowed_tools and not names_tool(policy.allowed_tools, tool_name):
+        return f"{tool_name} is not in allowed_tools"
+    for rule in policy.deny:
+        if rule.pattern is None and rule.names(tool_name):
+            return f"{tool_name} is denied by rule {rule}"
+    return None
+
+
+def visible(policy: Policy, tool_name: str, effect: Effect = "run") -> bool:
+    return blocked(policy, tool_name, effect) is None
+
+
+def _unattended(policy: Policy) -> bool:
+    return policy.mode == "goal" or policy.auto_approve
+
+
+def unattended(policy: Policy) -> bool:
+    """Nobody is asked (goal mode, --yes): facts that only lead to a question need no look."""
+    return _unattended(policy)
+
+
+def _protected(policy: Policy) -> Verdict:
+    if policy.mode in ("plan", "debug"):
+        return Verdict("deny", f"protected path: refused in {policy.mode} mode")
+    if _unattended(policy):
+        return Verdict("allow")
+    return Verdict("ask", "writes a protected path (outside the workspace, .git/ or nanohermes config)", None)
+
+
+def _hits(rule: Rule, tool_name: str, target: Target, *, every: bool) -> bool:
+    """Does a rule cover the call's subjects? Deny and ask rules need one subject (`every`
+    False), allow rules all of them, aliases included; a host is also known by the addresses
+    it resolves to, which count for denials only."""
+    if not rule.names(tool_name):
+        return False
+    if rule.pattern is None:
+        return True
+    if target.kind == "host" and rule.pattern.startswith("domain:"):
+        pat = rule.pattern[len("domain:"):]
+        if not every and any(host_matches(a, (), pat, by_address=False) for a in target.addresses):
+            return True
+    subjects = (*target.subjects, *target.aliases)
+    if not subjects:
+        return False
+    test = all if every else any
+    return test(rule.matches(tool_name, s, target.kind) for s in subjects)
+
+
+def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> Verdict:
+    """allow | ask | deny for one call. `approval` is the tool's own level: never, edit, always.
+
+    `target` is what the call touches, already resolved by the caller (see `Target`): its
+    subjects are what rule patterns are matched against, its kind says how."""
+    if why := blocked(policy, tool_name, target.effect):
+        return Verdict("deny", why)
+    if target.kind == "command" and target.subjects:
+        return _decide_command(policy, tool_name, target.subjects[0], target.protected,
+                               target.secret_read)
+    for rule in policy.deny:
+        if _hits(rule, tool_name, target, every=False):
+            return Verdict("deny", f"denied by rule {rule}")
+    if policy.mode == "plan" and target.effect in ("write", "run") and approval != "never":
+        return Verdict("deny", f"{tool_name} changes things and plan mode is read-only")
+    if target.protected:
+        return _protected(policy)
+    if _unattended(policy):
+        return Verdict("allow")
+    for rule in policy.ask:
+        if _hits(rule, tool_name, target, every=False):
+            return Verdict("ask", f"rule {rule} asks", None)
+    secrets = [s for s in (*target.subjects, *target.aliases) if is_secret(s, policy.secret_files)] \
+        if target.kind == "path" and target.read_only and target.shows_contents else []
+    for rule in policy.allow:
+        # A secret file needs a rule that names it: `read_file` alone does not cover .env.
+        if _hits(rule, tool_name, target, every=True) and not (secrets and rule.pattern is None):
+            return Verdict("allow")
+    if secrets:
+        return Verdict("ask", f"{secrets[0]} is on the secret-file list (permissions.secret_files)",
+                       tuple(Rule(tool_name, escape_pattern(s)) for s in dict.fromkeys(secrets)))
+    if target.kind == "host" and target.subjects and policy.mode in ("default", "accept-edits"):
+        host = target.subjects[0]
+        return Verdict("ask", f"fetches from {host}, a host no rule allows yet",
+                       (Rule(tool_name, "domain:" + escape_pattern(host)),))
+    if approval == "never" or (approval == "edit" and policy.mode == "accept-edits"):
+        return Verdict("allow")
+    return Verdict("ask", "edits a file" if approval == "edit" else "needs approval")
+
+
+UNANALYSABLE_HELP = ("write it as plain simple commands with every word spelled out (no eval, exec, brace "
+                     "expansion, computed names or arithmetic on variables), or leave it for a person to approve")
+
+
+def _decide_command(policy: Policy, tool_name: str, command: str, protected: bool, secret: str = "") -> Verdict:
+    try:
+        commands: list[SimpleCommand] | None = split(command)
+        problem = ""
+    except ParseError as e:
+        commands, problem = None, str(e)
+    denies = [r for r in policy.deny if r.names(tool_name)]
+    seen = commands if commands is not None else _line_by_line(command)
+    for rule in denies:
+        if rule.pattern is None or match_command_text(rule.pattern, command.strip()) \
+                or any(_deny_matches(rule, c) for c in seen):
+            return Verdict("deny", f"denied by rule {rule}")
+    if policy.mode == "plan":
+        return Verdict("deny", f"{tool_name} changes things and plan mode is read-only")
+    if commands is not None:
+        problem = next((why for c in commands if (why := unanalysable(c))), "")
+    maybe = next((r for r in denies if any(_could_match(r, c) for c in commands or ())), None)
+    if _unattended(policy) and denies and problem:
+        # Nobody will be asked, and the deny rules cannot see inside this line.
+        return Verdict("deny", f"the command cannot be analysed ({problem}) and deny rules apply to {tool_name}; "
+                               f"unattended runs refuse it: {UNANALYSABLE_HELP}")
+    if _unattended(policy) and maybe is not None:
+        return Verdict("deny", f"the command could match deny rule {maybe} once its globs, expansions or appended "
+                               "arguments are known; unattended runs refuse it: spell those words out")
+    if protected:
+        return _protected(policy)
+    if _unattended(policy):
+        return Verdict("allow")
+    if problem:
+        for rule in policy.ask:
+            if rule.names(tool_name):
+                return Verdict("ask", f"rule {rule} asks", None)
+        return Verdict("ask", f"the command cannot be analysed ({problem}), so it is asked every time", None)
+    assert commands is not None
+    if maybe is not None:
+        return Verdict("ask", f"the command could match deny rule {maybe} once its globs, expansions or appended "
+                              "arguments are known", None)
+    reasons: list[str] = []
+    suggest: list[Rule] = []
+    remember = True
+    readers = [c for c in commands if _reads_files(c)] or commands
+    for cmd in commands:
+        why, learn = _check_simple(policy, tool_name, cmd, secret if cmd in readers else "")
+        if why:
+            reasons.append(why)
+            if learn is None:
+                remember = False
+            elif learn not in suggest:
+                suggest.append(learn)
+    if reasons:
+        return Verdict("ask", "; ".join(reasons), tuple(suggest) if remember else None)
+    if not policy.sandboxed and not (_plain_words(command, commands) and all(is_read_only(c) for c in commands)):
+        return Verdict("ask", "there is no OS sandbox on this system, so only the built-in read-only commands "
+                              "written as plain words run without asking", None)
+    return Verdict("allow")
+
+
+def _line_by_line(command: str) -> list[SimpleCommand]:
+    """For deny rules only, when the whole line cannot be analysed: the commands of each
+    physical line that can be (a line bash reads as text, not commands, only adds refusals)."""
+    out: list[SimpleCommand] = []
+    for line in command.splitlines():
+        try:
+            out += split(line)
+        except ParseError:
+            continue
+    return out
+
+
+def read_only_line(command: str, *, plain: bool = False) -> bool:
+    """Is every simple command of the line a built-in read-only one with checked arguments,
+    analysable, writing nothing? With `plain`, also one command of words and quotes only
+    (what may run unasked where there is no OS sandbox)."""
+    try:
+        commands = split(command)
+    except ParseError:
+        return False
+    if not commands or any(unanalysable(c) or c.writes or not is_read_only(c) for c in commands):
+        return False
+    return not plain or _plain_words(command, commands)
+
+
+def _reads_files(cmd: SimpleCommand) -> bool:
+    return (bool(cmd.words) and posixpath.basename(cmd.name) in (*CONTENT_READERS, "find", "xargs")) \
+        or any(r.op in ("<", "<>") for r in cmd.redirects)
+
+
+def _plain_words(command: str, commands: list[SimpleCommand]) -> bool:
+    """One simple command of words and quotes, and nothing else: no operators,
+    redirections, assignments, wrappers, expansions or globs."""
+    if len(commands) != 1:
+        return False
+    [cmd] = commands
+    if cmd.assigns or cmd.redirects or cmd.wrappers or not cmd.words \
+            or any(_uncertain(w) or w.tilde or w.splits for w in cmd.words):
+        return False
+    pattern = r"\s*" + r"[ \t]+".join(re.escape(w.raw) for w in cmd.words) + r"\s*"
+    return re.fullmatch(pattern, command) is not None
+
+
+def _check_simple(policy: Policy, tool_name: str, cmd: SimpleCommand, found_secret: str = "") -> tuple[str, Rule | None]:
+    """("", None) when this simple command may run; else why not, and the rule to learn."""
+    shown = _rule_text(cmd, full=True, raw=True) or "(empty command)"
+    for rule in policy.ask:
+        if rule.names(tool_name) and (_deny_matches(rule, cmd) or _could_match(rule, cmd)):
+            return f"rule {rule} asks for `{shown}`", None
+    secret = reads_secret(cmd, policy.secret_files) or bool(found_secret)
+    by_rule = None
+    for rule in policy.allow:
+        if rule.names(tool_name) and (rule.pattern is None and not secret or rule.pattern and _allow_matches(rule, cmd)):
+            by_rule = rule
+            break
+    if by_rule is None and not (is_read_only(cmd) and not secret):
+        if secret:
+            what = found_secret or "a file on the secret-file list"
+            return f"`{shown}` reads {what} (permissions.secret_files)", Rule(tool_name, escape_pattern(shown))
+        return f"`{shown}` is not allowed by a rule", suggest_command_rule(cmd, tool_name)
+    if cmd.writes and policy.mode != "accept-edits":
+        # A read-only allow does not cover writing a file; a rule must spell the redirection.
+        full = _rule_text(cmd, full=True, raw=True)
+        covered = by_rule is not None and (by_rule.pattern is None or ((">" in by_rule.pattern or cmd.name == "tee")
+                                                                       and match_command_text(by_rule.pattern, full)))
+        if not covered:
+            return f"`{shown}` writes {', '.join(cmd.writes)}", Rule(tool_name, escape_pattern(full))
+    return "", None

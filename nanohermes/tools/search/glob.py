@@ -1,0 +1,88 @@
+"""The glob tool: files by a glob over their relative path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from pydantic import Field
+
+from nanohermes.tools import Params, ReadOnlyTool, ToolContext, ToolError
+from nanohermes.tools.files import display_path, resolve_path
+from nanohermes.tools.search.globs import compile_glob
+from nanohermes.tools.search.grep import _prefix, _safe, walk_note
+from nanohermes.tools.search.ripgrep import AUTO, RipgrepFailed, find_ripgrep, walk_ripgrep
+from nanohermes.tools.search.walk import Walk, ignore_dir_names, walk_python
+
+# -- glob ----------------------------------------------------------------------------------
+
+class GlobParams(Params):
+    pattern: str = Field(description="e.g. `**/*.py`, `src/*/index.ts`.")
+    path: str | None = None
+
+    non_empty: ClassVar[dict[str, str]] = {"pattern": "pass a glob such as **/*.py"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Glob(ReadOnlyTool):
+    name: ClassVar[str] = "glob"
+    group: ClassVar[str] = "search"
+    description: ClassVar[str] = (
+        "Find files by name: paths under `path` (default the workspace) whose relative path matches "
+        "`pattern`, sorted. `**` spans folders, `*` and `?` stay in one: `*.py` is top level only, "
+        "`**/*.py` any depth. Honours .gitignore; at most {glob_results} paths, the walk stops after "
+        "{grep_max_files} files. Use grep to search file contents."
+    )
+    params: ClassVar[type[Params]] = GlobParams
+    kind = "path"
+    shows_contents = False  # file names only
+    ripgrep: str | None = AUTO
+
+    def rule_subject(self, args: Params) -> str | None:
+        return getattr(args, "path", None) or "."
+
+    def output_limit(self) -> str:
+        return "glob_results paths, grep_max_files files"
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        assert isinstance(args, GlobParams)
+        rx = compile_glob(args.pattern)
+        root = resolve_path(ctx, args.path or ".")
+        shown = display_path(ctx, root)
+        if not root.exists():
+            raise ToolError(f"{shown} does not exist; check the path with list_dir")
+        if not root.is_dir():
+            raise ToolError(f"{shown} is a file, not a directory; pass its folder as path")
+        lim = ctx.limits
+        dirs = ignore_dir_names(ctx.config)
+        rg = find_ripgrep() if self.ripgrep == AUTO else self.ripgrep
+        walk: Walk | None = None
+        if rg is not None:
+            try:
+                walk = await walk_ripgrep(rg, root, dirs, lim.grep_max_files)
+            except RipgrepFailed:
+                walk = None
+        if walk is None:
+            walk = await self.in_thread(walk_python, root, dirs, lim.grep_max_files)
+        match = rx.fullmatch
+        last = args.pattern.rsplit("/", 1)[-1]
+        if last.startswith("*") and last != "*" and not any(c in last[1:] for c in "*?[\\"):
+            suffix = last[1:]  # `**/*.py`: a cheap test of the name before the regex
+            if args.pattern == "**/" + last:  # ...which is then the whole answer
+                found = [r for r in walk.files if r.endswith(suffix)]
+            else:
+                found = [r for r in walk.files if r.endswith(suffix) and match(r)]
+        else:
+            found = [r for r in walk.files if match(r)]
+        found.sort()
+        prefix = _prefix(shown)
+        notes: list[str] = []
+        if len(found) > lim.glob_results:
+            notes.append(f"… {len(found)} files match, showing first {lim.glob_results}; narrow the pattern or path")
+            found = found[: lim.glob_results]
+        if walk.truncated:
+            notes.append(walk_note(lim))
+        if not found:
+            n = len(walk.files)
+            return "\n".join([f"no files match {args.pattern!r} under {shown} ({n} file{'' if n == 1 else 's'} walked)", *notes])
+        return "\n".join(_safe(prefix + r) for r in found) + ("\n\n" + "\n".join(notes) if notes else "")

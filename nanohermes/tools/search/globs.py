@@ -1,0 +1,25 @@
+"""The glob tool's patterns and grep's `include`: normalised, then compiled by the shared
+engine (`nanohermes.pathglob`, glob dialect); a pattern it cannot compile is a ToolError."""
+
+from __future__ import annotations
+
+import re
+
+from nanohermes.pathglob import glob_regex
+from nanohermes.tools import ToolError
+
+
+def compile_glob(pattern: str) -> re.Pattern[str]:
+    """A path glob as a regex that must consume the whole relative path.
+
+    `**` as a whole segment matches zero or more segments; `*` and `?` stay inside one
+    segment (and match leading dots); `[a-z]` and `[!x]` classes; `\\` escapes. Forward
+    slashes separate segments.
+    """
+    pat = pattern.replace("\\/", "/")
+    while pat.startswith("./"):
+        pat = pat[2:]
+    try:
+        return glob_regex(pat)
+    except re.error as e:
+        raise ToolError(f"invalid glob {pattern!r}: {e}") from None

@@ -1,0 +1,211 @@
+"""The grep tool: parameters, the ripgrep-or-Python search, and the output (notes, secret
+files held back, paths on one line)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, ClassVar
+
+from pydantic import Field
+
+from nanohermes.budget import KiB, MiB, Limits
+from nanohermes.permissions import is_secret
+from nanohermes.tools import Params, ReadOnlyTool, ToolContext, ToolError
+from nanohermes.tools.files import display_path, resolve_path
+from nanohermes.tools.search.globs import compile_glob
+from nanohermes.tools.search.ripgrep import AUTO, RipgrepFailed, _prefilter, _rg, _rg_common, _rg_paths, _rg_stats, \
+    find_ripgrep, walk_ripgrep
+from nanohermes.tools.search.scan import Matcher, Scan, _scan_walk, scan
+from nanohermes.tools.search.walk import Walk, ignore_dir_names
+
+# -- grep ----------------------------------------------------------------------------------
+
+def _size_text(n: int) -> str:
+    if n >= MiB and n % MiB == 0:
+        return f"{n // MiB} MiB"
+    if n >= KiB and n % KiB == 0:
+        return f"{n // KiB} KiB"
+    return f"{n} bytes"
+
+
+def skipped_note(large: int, binary: int, limits: Limits) -> str:
+    total = large + binary
+    return (f"{total} file{'' if total == 1 else 's'} skipped: {large} larger than "
+            f"{_size_text(limits.grep_file_max_bytes)}, {binary} binary")
+
+
+def walk_note(limits: Limits) -> str:
+    return f"… stopped walking after {limits.grep_max_files} files; search a narrower path"
+
+
+def include_filter(include: str | None, root_shown: str) -> Callable[[str], bool]:
+    """Try the include glob against the root-relative path, the shown path and the name."""
+    if not include:
+        return lambda rel: True
+    rx = compile_glob(include)
+    prefix = "" if root_shown == "." else root_shown.rstrip("/") + "/"
+
+    def ok(rel: str) -> bool:
+        return bool(rx.fullmatch(rel) or rx.fullmatch(rel.rpartition("/")[2]) or (prefix and rx.fullmatch(prefix + rel)))
+
+    return ok
+
+
+class GrepParams(Params):
+    pattern: str = Field(description="A literal substring (a regex with regex=true).")
+    path: str | None = None
+    include: str | None = None
+    case_insensitive: bool = False
+    regex: bool = False
+
+    non_empty: ClassVar[dict[str, str]] = {"pattern": "pass the text to search for"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Grep(ReadOnlyTool):
+    name: ClassVar[str] = "grep"
+    group: ClassVar[str] = "search"
+    description: ClassVar[str] = (
+        "Search file contents for a literal substring (regex=true: a regular expression, within one "
+        "line); returns sorted `path:line:text`. Walks `path` (default the workspace) honouring "
+        ".gitignore; `include` is a glob. At most {grep_matches} matches, lines clipped at "
+        "{grep_line_chars} chars; files over {grep_file_max_bytes} and binary ones are only counted; the "
+        "walk stops after {grep_max_files} files. Secret files (.env, keys) are searched only when named "
+        "in `path`. Use glob to find files by name."
+    )
+    params: ClassVar[type[Params]] = GrepParams
+    kind = "path"
+    ripgrep: str | None = AUTO  # a binary path, AUTO to look for one, None for pure Python
+    early_files: int = 256  # files read in path order while ripgrep searches the rest
+
+    def rule_subject(self, args: Params) -> str | None:
+        return getattr(args, "path", None) or "."
+
+    def output_limit(self) -> str:
+        return "grep_matches matches, grep_line_chars, grep_file_max_bytes, grep_max_files files"
+
+    def _binary(self) -> str | None:
+        return find_ripgrep() if self.ripgrep == AUTO else self.ripgrep
+
+    async def run(self, args: Params, ctx: ToolContext) -> str:
+        assert isinstance(args, GrepParams)
+        matcher = Matcher.build(args.pattern, args.regex, args.case_insensitive)
+        root = resolve_path(ctx, args.path or ".")
+        shown = display_path(ctx, root)
+        keep = include_filter(args.include, shown)  # a bad glob fails here, before any I/O
+        if not root.exists():
+            raise ToolError(f"{shown} does not exist; check the path with list_dir or glob")
+        lim = ctx.limits
+        if root.is_file():
+            res = await self.in_thread(scan, root.parent, [root.name], matcher, lim, False)
+            return _format_grep(args, ctx, shown[: len(shown) - len(root.name)], shown, res, False, searched_dir=False)
+        dirs = ignore_dir_names(ctx.config)
+        rg = self._binary()
+        if rg is not None:
+            try:
+                return await self._with_ripgrep(rg, args, ctx, matcher, root, shown, keep, dirs)
+            except RipgrepFailed:
+                pass
+        res, truncated = await self.in_thread(_scan_walk, root, dirs, keep, matcher, lim, lim.grep_max_files)
+        return _format_grep(args, ctx, _prefix(shown), shown, res, truncated)
+
+    async def _with_ripgrep(self, rg: str, args: GrepParams, ctx: ToolContext, matcher: Matcher, root: Path,
+                            shown: str, keep: Callable[[str], bool], dirs: frozenset[str]) -> str:
+        lim = ctx.limits
+        argv = [rg, "--files-with-matches", "--null", "--stats", "--text", *_rg_common(dirs)]
+        if not args.regex:
+            argv.append("--fixed-strings")
+        if args.case_insensitive:
+            argv.append("--ignore-case")
+        if args.include and (g := _prefilter(args.include)):
+            argv += ["--glob", g]
+        argv += ["--regexp", args.pattern, "--", "."]
+        tasks: list[asyncio.Future[Any]] = [asyncio.ensure_future(_rg(argv, root))]
+        if args.include:  # the count of walked files and the include filter need the listing
+            tasks.append(asyncio.ensure_future(walk_ripgrep(rg, root, dirs, lim.grep_max_files)))
+        try:
+            # A common pattern fills the cap within the first files in path order, long before
+            # ripgrep has visited every file: walk and read the start of the tree meanwhile.
+            budget = min(self.early_files, lim.grep_max_files)
+            res, truncated = await self.in_thread(_scan_walk, root, dirs, keep, matcher, lim, budget)
+            if len(res.hits) > lim.grep_matches or not truncated or budget == lim.grep_max_files:
+                return _format_grep(args, ctx, _prefix(shown), shown, res, truncated)
+            code, out, err = await tasks[0]
+            if code not in (0, 1) and b"files searched" not in out:
+                raise RipgrepFailed(err.decode(errors="replace").strip())
+            found, total = _rg_stats(out)
+            candidates = _rg_paths(found, "\0")
+            if args.include:
+                listing: Walk = await tasks[1]
+                walked = [r for r in listing.files if keep(r)]
+                allowed: set[str] | None = set(walked)  # ripgrep's -g also admits ignored files
+                truncated, searched = listing.truncated, len(walked)
+            elif total > lim.grep_max_files:
+                listing = await walk_ripgrep(rg, root, dirs, lim.grep_max_files)
+                allowed, truncated, searched = set(listing.files), True, len(listing.files)
+            else:
+                allowed, truncated, searched = None, False, total
+        finally:
+            for t in tasks:  # answered early, failed or cancelled: stop ripgrep
+                if not t.done():
+                    t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if allowed is not None:
+            candidates = [c for c in candidates if c in allowed]
+        candidates.sort()
+        res = await self.in_thread(scan, root, candidates, matcher, lim, True)
+        res.searched = searched
+        return _format_grep(args, ctx, _prefix(shown), shown, res, truncated)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _safe(path: str) -> str:
+    """A path on one line: control characters (a newline in a file name) shown escaped."""
+    if not _CONTROL.search(path):
+        return path
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], path)
+
+
+def _prefix(shown: str) -> str:
+    """What goes before a root-relative path to show it from the workspace."""
+    return "" if shown == "." else shown.rstrip("/") + "/"
+
+
+def _format_grep(args: GrepParams, ctx: ToolContext, prefix: str, shown: str, res: Scan, truncated: bool,
+                 searched_dir: bool = True) -> str:
+    lim = ctx.limits
+    notes: list[str] = []
+    hits = res.hits
+    if searched_dir:  # a secret file shows only when named (and then the user is asked first)
+        secret = {rel for rel, _, _ in hits if is_secret(rel, ctx.config.permissions.secret_files)}
+        if secret:
+            hits = [h for h in hits if h[0] not in secret]
+            notes.append(f"{len(secret)} secret file{'' if len(secret) == 1 else 's'} with matches not shown "
+                         f"(permissions.secret_files); grep one by its path to be asked for it")
+    if len(hits) > lim.grep_matches:
+        hits = hits[: lim.grep_matches]
+        notes.append(f"… stopped after {lim.grep_matches} matches")
+        truncated = False  # the cap stopped the search before the walk limit did
+    if res.large or res.binary:
+        notes.append(skipped_note(res.large, res.binary, lim))
+    if truncated:
+        notes.append(walk_note(lim))
+    if not hits:
+        what = "regex" if args.regex else "literal"
+        extra = f"; include {args.include}" if args.include else ""
+        extra += "; case-insensitive" if args.case_insensitive else ""
+        n = res.searched
+        body = f"no matches for {what} {args.pattern!r} in {shown} ({n} file{'' if n == 1 else 's'} searched{extra})"
+        return "\n".join([body, *notes])
+    cap = lim.grep_line_chars
+    rows: list[str] = []
+    for rel, lineno, line in hits:
+        if len(line) > cap:
+            line = line[:cap] + "…"
+        rows.append(f"{_safe(prefix + rel)}:{lineno}:{line}")
+    return "\n".join(rows) + ("\n\n" + "\n".join(notes) if notes else "")

@@ -1,0 +1,194 @@
+"""The Python backend: the matcher, the threaded reader and the scan in path order that both
+backends end with (ripgrep only narrows the files it reads)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from nanohermes.budget import MiB, Limits
+from nanohermes.tools import ToolError
+from nanohermes.tools.search.walk import Capped, iter_walk
+
+# -- matching ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Matcher:
+    """Finds matching lines in a whole file's text without splitting it into lines."""
+
+    pattern: str
+    regex: bool
+    case_insensitive: bool
+    rx: re.Pattern[str] | None = field(default=None)
+
+    @classmethod
+    def build(cls, pattern: str, regex: bool, case_insensitive: bool) -> Matcher:
+        if "\n" in pattern or "\r" in pattern:
+            raise ToolError("pattern must be a single line; grep matches within one line")
+        rx: re.Pattern[str] | None = None
+        if regex or case_insensitive:
+            flags = re.MULTILINE | (re.IGNORECASE if case_insensitive else 0)
+            try:
+                rx = re.compile(pattern if regex else re.escape(pattern), flags)
+            except re.error as e:
+                raise ToolError(f"invalid regex {pattern!r}: {e}; pass regex=false to search for the literal text") from None
+        return cls(pattern, regex, case_insensitive, rx)
+
+    def quick_reject(self, data: bytes) -> bool:
+        """True when the raw bytes certainly hold no match (literals only)."""
+        if self.rx is None:
+            try:
+                return self.pattern.encode("utf-8") not in data
+            except UnicodeEncodeError:  # a lone surrogate: let the full search decide
+                return False
+        if self.regex or not self.pattern.isascii() or not data.isascii():
+            return False
+        # Both ASCII: case folding is plain lowering, done once for the whole file at C speed.
+        return self.pattern.lower().encode() not in data.lower()
+
+    def _find(self, text: str, pos: int) -> tuple[int, int]:
+        if self.rx is None:
+            s = text.find(self.pattern, pos)
+            return s, s + len(self.pattern)
+        m = self.rx.search(text, pos)
+        return (m.start(), m.end()) if m else (-1, -1)
+
+    def lines(self, text: str, limit: int) -> list[tuple[int, str]]:
+        """Up to `limit` (line number, line) pairs, in order, without a per-line loop."""
+        out: list[tuple[int, str]] = []
+        n = len(text)
+        pos, lineno, counted = 0, 1, 0
+        while len(out) < limit and pos <= n:
+            s, e = self._find(text, pos)
+            if s < 0 or (s == n and (n == 0 or text.endswith("\n"))):
+                break  # nothing more, or only the empty "line" after the final newline
+            ls = text.rfind("\n", 0, s) + 1
+            le = text.find("\n", s)
+            le = n if le < 0 else le
+            if e > le and self.rx is not None and self.rx.search(text, ls, le) is None:
+                pos = le + 1  # the match ran across a newline; this line alone has none
+                continue
+            lineno += text.count("\n", counted, ls)
+            counted = ls
+            line = text[ls:le]
+            out.append((lineno, line[:-1] if line.endswith("\r") else line))
+            pos = le + 1
+        return out
+
+    def has_match(self, text: str) -> bool:
+        return bool(self.lines(text, 1))
+
+    def file_has_match(self, path: str, chunk_bytes: int = 4 * MiB) -> bool:
+        """Stream a big file in line-aligned chunks; memory stays bounded."""
+        carry = b""
+        try:
+            with open(path, "rb") as f:
+                while True:
+                    chunk = f.read(chunk_bytes)
+                    data = carry + chunk
+                    if not chunk:
+                        return bool(data) and self.has_match(data.decode("utf-8", "replace"))
+                    cut = data.rfind(b"\n") + 1
+                    if cut == 0 and len(data) < 2 * chunk_bytes:
+                        carry = data  # one long line so far: keep reading (bounded below)
+                        continue
+                    cut = cut or len(data)
+                    if self.has_match(data[:cut].decode("utf-8", "replace")):
+                        return True
+                    carry = data[cut:]
+        except OSError:
+            return False
+
+
+def _read_upto(path: str, max_bytes: int) -> bytes | None:
+    """The file's bytes, or None when it is larger than `max_bytes`. Raw reads sized from
+    fstat: one open, one stat and usually one read per file."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        size = os.fstat(fd).st_size
+        if size > max_bytes:
+            return None
+        chunks = [os.read(fd, size + 1)]
+        got = len(chunks[0])
+        while got > size and got <= max_bytes:  # it grew since the stat: read on to the limit
+            more = os.read(fd, max_bytes + 1 - got)
+            if not more:
+                break
+            chunks.append(more)
+            got += len(more)
+        return None if got > max_bytes else b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _read_ahead(rels: Iterable[str], base: str, max_bytes: int, depth: int = 64,
+                workers: int = 4) -> Iterator[tuple[str, Future[bytes | None]]]:
+    """Read the next files in threads while the caller searches this one; order is kept.
+
+    Reading is mostly system calls that release the GIL, so a few threads keep the disk
+    cache busy. At most `depth` files are in flight; leaving early waits only for those.
+    """
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grep-read") as pool:
+        queue: deque[tuple[str, Future[bytes | None]]] = deque()
+        for rel in rels:
+            queue.append((rel, pool.submit(_read_upto, base + rel, max_bytes)))
+            if len(queue) >= depth:
+                yield queue.popleft()
+        while queue:
+            yield queue.popleft()
+
+
+@dataclass
+class Scan:
+    hits: list[tuple[str, int, str]] = field(default_factory=list)  # (rel, line number, text)
+    large: int = 0
+    binary: int = 0
+    searched: int = 0  # files taken from the input
+
+
+def scan(root: Path, rels: Iterable[str], matcher: Matcher, limits: Limits, known: bool) -> Scan:
+    """Read `rels` in the given (path) order until one hit more than the cap is found.
+
+    `known`: each file is already known to contain a match (ripgrep said so), so a big or
+    binary one is counted without being searched again.
+    """
+    res = Scan()
+    need = limits.grep_matches + 1
+    max_bytes = limits.grep_file_max_bytes
+    base = os.path.join(root, "")
+    for rel, pending in _read_ahead(rels, base, max_bytes):
+        res.searched += 1
+        path = base + rel
+        try:
+            data = pending.result()
+        except OSError:
+            continue
+        if data is None:
+            if known or matcher.file_has_match(path):
+                res.large += 1
+            continue
+        if not known and matcher.quick_reject(data):
+            continue
+        text = data.decode("utf-8", "replace")
+        if data.find(b"\x00", 0, limits.binary_sniff_bytes) >= 0:
+            if known or matcher.has_match(text):
+                res.binary += 1
+            continue
+        for lineno, line in matcher.lines(text, need - len(res.hits)):
+            res.hits.append((rel, lineno, line))
+        if len(res.hits) >= need:
+            break
+    return res
+
+
+def _scan_walk(root: Path, dirs: frozenset[str], keep: Callable[[str], bool], matcher: Matcher, lim: Limits,
+               cap: int) -> tuple[Scan, bool]:
+    """Walk and search together, stopping at the match cap or after `cap` walked files."""
+    walk = Capped(iter_walk(root, dirs), cap)
+    res = scan(root, (r for r in walk if keep(r)), matcher, lim, False)
+    return res, walk.truncated

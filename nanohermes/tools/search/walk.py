@@ -1,0 +1,233 @@
+"""The workspace walk grep and glob share: the ignore rules (.gitignore, .ignore, .rgignore,
+git's exclude files, the build and cache folders) and the walker that yields files in path
+order."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, Iterator
+
+if TYPE_CHECKING:
+    from nanohermes.config import Config
+
+# Build output, dependency and cache folders nobody wants in search results. Config replaces
+# the list with `search_ignore_dirs` or extends it with `search_ignore_extra`.
+DEFAULT_IGNORE_DIRS: tuple[str, ...] = (
+    ".eggs", ".gradle", ".hypothesis", ".mypy_cache", ".next", ".nox", ".nuxt", ".pytest_cache",
+    ".ruff_cache", ".terraform", ".tox", ".venv", "__pycache__", "bower_components", "build",
+    "dist", "node_modules", "target", "venv",
+)
+
+
+def ignore_dir_names(config: Config | None) -> frozenset[str]:
+    """The directory names the walk skips at any depth below the search root."""
+    if config is None:
+        return frozenset(DEFAULT_IGNORE_DIRS)
+    base = DEFAULT_IGNORE_DIRS if config.search_ignore_dirs is None else config.search_ignore_dirs
+    return frozenset([*base, *config.search_ignore_extra])
+
+
+# -- ignore rules --------------------------------------------------------------------------
+
+# Kinds, highest precedence first (ripgrep's order); the last two count only inside git.
+_KIND_FILES = (".rgignore", ".ignore", ".gitignore")
+_GIT_KINDS = (2, 3)
+
+_Pattern = tuple[bool, "re.Pattern[str]"]  # (ignores?, regex over a dir-relative path)
+
+
+def _load_patterns(path: Path) -> list[_Pattern]:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    from pathspec import GitIgnoreSpec
+
+    out: list[_Pattern] = []
+    for line in text.lstrip("\ufeff").splitlines():
+        try:  # one line at a time: git skips a bad line, it does not drop the file
+            spec = GitIgnoreSpec.from_lines([line])
+        except ValueError:
+            continue
+        for p in spec.patterns:
+            if p.include is not None and p.regex is not None:
+                out.append((bool(p.include), p.regex))
+    return out
+
+
+def _git_exclude_file(dot_git: Path) -> Path:
+    """`info/exclude` of a repository; `.git` may be a file pointing elsewhere (worktrees)."""
+    if dot_git.is_file():
+        try:
+            line = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return dot_git / "info" / "exclude"
+        if line.startswith("gitdir:"):
+            gitdir = (dot_git.parent / line[7:].strip()).resolve()
+            try:
+                common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve()
+            except OSError:
+                common = gitdir
+            return common / "info" / "exclude"
+    return dot_git / "info" / "exclude"
+
+
+_EXCLUDES_FILE = re.compile(r'^\s*excludesfile\s*=\s*"?\s*(\S+?)\s*"?\s*$', re.I | re.M)
+
+
+def global_excludes_file() -> Path:
+    """Git's global excludes file as ripgrep finds it: `core.excludesFile` from ~/.gitconfig,
+    else from $XDG_CONFIG_HOME/git/config, else $XDG_CONFIG_HOME/git/ignore."""
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    for config in (Path.home() / ".gitconfig", xdg / "git" / "config"):
+        try:
+            m = _EXCLUDES_FILE.search(config.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+        if m:
+            return Path(os.path.expanduser(m.group(1)))
+    return xdg / "git" / "ignore"
+
+
+@dataclass
+class _Level:
+    """The ignore files of one directory, and how to express a walk path relative to it."""
+
+    prefix: str  # prepended to the root-relative path (directories above the root)
+    strip: int  # characters of the root-relative path to drop (the root and below)
+    has_git: bool
+    kinds: tuple[list[_Pattern], list[_Pattern], list[_Pattern], list[_Pattern]]
+
+    @classmethod
+    def read(cls, directory: Path, prefix: str, strip: int, has_git: bool, names: set[str] | None) -> _Level | None:
+        kinds: tuple[list[_Pattern], ...] = tuple(
+            _load_patterns(directory / f) if names is None or f in names else [] for f in _KIND_FILES
+        )
+        # The global file first: info/exclude, read after it, wins where both decide.
+        exclude = (_load_patterns(global_excludes_file()) + _load_patterns(_git_exclude_file(directory / ".git"))
+                   if has_git else [])
+        if not has_git and not any(kinds):
+            return None
+        return cls(prefix, strip, has_git, (*kinds, exclude))  # type: ignore[arg-type]
+
+
+def _decide(patterns: list[_Pattern], probe: str, is_dir: bool) -> bool | None:
+    for ignores, rx in reversed(patterns):
+        m = rx.match(probe)
+        if m is None:
+            continue
+        # pathspec's regexes also match the contents of a directory (`foo/**` matches `foo/`);
+        # git decides a directory by its own path, so a bare "contents" match is not one.
+        if is_dir and m.end() == len(probe) and not m.groupdict().get("ps_d"):
+            continue
+        return ignores
+    return None
+
+
+def _ignored(levels: list[_Level], rel: str, is_dir: bool) -> bool:
+    any_git = any(lv.has_git for lv in levels)
+    for kind in range(4):
+        if kind in _GIT_KINDS and not any_git:
+            break
+        for lv in reversed(levels):
+            pats = lv.kinds[kind]
+            if pats:
+                probe = lv.prefix + rel[lv.strip:] + ("/" if is_dir else "")
+                verdict = _decide(pats, probe, is_dir)
+                if verdict is not None:
+                    return verdict
+            if kind in _GIT_KINDS and lv.has_git:
+                break  # git rules stop at the repository root
+    return False
+
+
+def _ancestor_levels(root: Path) -> list[_Level]:
+    levels: list[_Level] = []
+    root = Path(os.path.realpath(root))  # ripgrep sees the physical path of its working folder
+    for parent in root.parents:
+        prefix = root.relative_to(parent).as_posix() + "/"
+        lv = _Level.read(parent, prefix, 0, os.path.lexists(parent / ".git"), None)
+        if lv is not None:
+            levels.append(lv)
+    levels.reverse()  # outermost first, like the walk's own stack
+    return levels
+
+
+@dataclass
+class Walk:
+    files: list[str]  # root-relative, forward slashes; sorted when truncated
+    truncated: bool  # more files existed than the cap allowed
+    pruned: list[str] = field(default_factory=list)  # folders not entered (Python walk only)
+
+
+def iter_walk(root: Path, ignore_dirs: frozenset[str], pruned: list[str] | None = None) -> Iterator[str]:
+    """Yield the root-relative paths of the walk's files in plain string order, lazily.
+
+    Siblings are visited in the order of `name/` for folders and `name` for files, which makes
+    a depth-first walk come out in exactly the order a sort of the full paths would give.
+    """
+    base = _ancestor_levels(root)
+
+    def entries(directory: str, rel: str, levels: list[_Level]) -> tuple[Iterator[tuple[os.DirEntry[str], bool]], list[_Level]]:
+        try:
+            with os.scandir(directory) as it:
+                found = [(e, e.is_dir(follow_symlinks=False)) for e in it]
+        except OSError:
+            return iter(()), levels
+        found.sort(key=lambda pair: pair[0].name + "/" if pair[1] else pair[0].name)
+        names = {e.name for e, _ in found}
+        lv = _Level.read(Path(directory), "", len(rel), ".git" in names, names)
+        return iter(found), (levels + [lv] if lv is not None else levels)
+
+    stack = [(*entries(str(root), "", base), "")]
+    while stack:
+        it, levels, rel = stack[-1]
+        pair = next(it, None)
+        if pair is None:
+            stack.pop()
+            continue
+        e, is_dir = pair
+        name = e.name
+        if name == ".git" or e.is_symlink():
+            continue
+        child = rel + name
+        if is_dir:
+            if name in ignore_dirs or _ignored(levels, child, True):
+                if pruned is not None:
+                    pruned.append(child)
+                continue
+            stack.append((*entries(e.path, child + "/", levels), child + "/"))
+        else:
+            try:
+                regular = e.is_file(follow_symlinks=False)
+            except OSError:
+                continue
+            if regular and not _ignored(levels, child, False):
+                yield child
+
+
+class Capped:
+    """Passes on at most `cap` items; `truncated` turns true once a further one shows up."""
+
+    def __init__(self, items: Iterable[str], cap: int) -> None:
+        self.items = items
+        self.cap = cap
+        self.truncated = False
+
+    def __iter__(self) -> Iterator[str]:
+        for k, item in enumerate(self.items):
+            if k >= self.cap:
+                self.truncated = True
+                return
+            yield item
+
+
+def walk_python(root: Path, ignore_dirs: frozenset[str], max_files: int) -> Walk:
+    """The whole walk in pure Python, up to `max_files` files."""
+    pruned: list[str] = []
+    capped = Capped(iter_walk(root, ignore_dirs, pruned), max_files)
+    files = list(capped)
+    return Walk(files, capped.truncated, pruned)

@@ -1,0 +1,185 @@
+"""No import circles among nanohermes's modules.
+
+Every import counts: at module level, under TYPE_CHECKING (a circle of types is still two
+modules that each need the other) and inside functions (a lazy import hides a circle from
+the interpreter, not from the design). Two kinds of lazy import are the design and are
+left out:
+- a package's `__init__` importing its own submodules inside a function: the tool pool
+  (`nanohermes.tools.build_tools`) lists every tool module, and each tool module builds on
+  the package's base classes;
+- `LATE_LOOKUPS`: a module asking another, at call time, for facts that module owns, where
+  the owner depends on the asker's types.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import nanohermes
+
+LATE_LOOKUPS = {
+    # A rule's shape is checked against the built-in tools' own declarations (web_fetch's
+    # patterns are hosts); the tools declare themselves with the permission types.
+    ("nanohermes.permissions.rules", "nanohermes.tools"),
+}
+
+
+def modules(root: Path) -> dict[str, Path]:
+    """Dotted name -> file, for every module of the package at `root`."""
+    out: dict[str, Path] = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def import_graph(root: Path, late: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset()
+                 ) -> dict[str, set[str]]:
+    """Module -> the modules of the same package it imports (anywhere in its file)."""
+    mods = modules(root)
+    top = root.name
+
+    def owner(name: str) -> str | None:
+        while name and name not in mods:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for mod, path in mods.items():
+        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+
+        def visit(node: ast.AST, in_function: bool) -> None:
+            for child in ast.iter_child_nodes(node):
+                lazy = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+                names: list[str] = []
+                if isinstance(child, ast.Import):
+                    names = [a.name for a in child.names]
+                elif isinstance(child, ast.ImportFrom):
+                    base = child.module or ""
+                    if child.level:
+                        up = package.split(".")[: len(package.split(".")) - child.level + 1]
+                        base = ".".join([*up, base] if base else up)
+                    names = [base, *(f"{base}.{a.name}" for a in child.names)]
+                for name in names:
+                    target = owner(name)
+                    if target is None or target == mod or not target.startswith(top):
+                        continue
+                    own_part = path.name == "__init__.py" and target.startswith(mod + ".")
+                    if lazy and (own_part or (mod, target) in late):
+                        continue
+                    graph[mod].add(target)
+                visit(child, lazy)
+
+        visit(ast.parse(path.read_text(encoding="utf-8")), False)
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group: list[str] = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return found
+
+
+def test_no_import_circles() -> None:
+    root = Path(nanohermes.__file__).parent
+    assert circles(import_graph(root, LATE_LOOKUPS)) == []
+
+
+def test_the_late_lookups_are_still_needed() -> None:
+    """An exception that no longer closes a circle is removed from the list."""
+    root = Path(nanohermes.__file__).parent
+    for edge in LATE_LOOKUPS:
+        assert circles(import_graph(root, LATE_LOOKUPS - {edge})), edge
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root / "pkg"
+
+
+def test_every_kind_of_import_closes_a_circle(tmp_path: Path) -> None:
+    pkg = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/a.py": "from pkg import b\n",
+        "pkg/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import x\n",
+        "pkg/c.py": "from . import d\n",
+        "pkg/d.py": "def f():\n    from pkg import c\n",
+        "pkg/e.py": "import pkg.f\n",
+        "pkg/f.py": "import pkg.g\n",
+        "pkg/g.py": "from .e import y\n",
+        "pkg/h.py": "import pkg.a\n",
+    })
+    assert circles(import_graph(pkg)) == [["pkg.a", "pkg.b"], ["pkg.c", "pkg.d"], ["pkg.e", "pkg.f", "pkg.g"]]
+
+
+def test_a_package_may_list_its_parts_lazily(tmp_path: Path) -> None:
+    pkg = write(tmp_path, {
+        "pkg/__init__.py": "class Base: ...\ndef pool():\n    from pkg import part\n    return part.items()\n",
+        "pkg/part.py": "from pkg import Base\n",
+        "pkg/other.py": "from pkg import late\n",
+        "pkg/late.py": "def f():\n    from pkg import other\n",
+    })
+    assert circles(import_graph(pkg)) == [["pkg.late", "pkg.other"]]
+    assert circles(import_graph(pkg, {("pkg.late", "pkg.other")})) == []
+    # At module level the package importing its part is a circle like any other.
+    (pkg / "__init__.py").write_text("from pkg import part\nclass Base: ...\n")
+    assert circles(import_graph(pkg, {("pkg.late", "pkg.other")})) == [["pkg", "pkg.part"]]
+
+
+def test_every_name_imported_from_nanohermes_exists() -> None:
+    """A lazy import fails only when its function runs: check each one's names now."""
+    import importlib
+    import importlib.util
+
+    root = Path(nanohermes.__file__).parent
+    missing: list[str] = []
+    for mod, path in modules(root).items():
+        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            if not base.startswith("nanohermes"):
+                continue
+            target = importlib.import_module(base)
+            for alias in node.names:
+                if not hasattr(target, alias.name) and importlib.util.find_spec(f"{base}.{alias.name}") is None:
+                    missing.append(f"{mod}: from {base} import {alias.name}")
+    assert missing == []
