@@ -21,7 +21,7 @@ EXIT_TERMINATED = 143
 
 
 def main() -> None:
-    # `--version` must not pay for typer, pydantic or openai imports.
+    # `--version` must not pay for typer, pydantic or httpx imports.
     if sys.argv[1:] in (["--version"], ["-V"]):
         from nanohermes import __version__
 
