@@ -54,6 +54,9 @@ class Built:
     checkpoints: Checkpoints | None = None  # None: `checkpoints` is off
     resumed: bool = False
     llm_factory: Callable[..., LLM] | None = None  # where the agent's client came from
+    # Take the first checkpoint snapshot in the background at start: worth it while a person
+    # types the first prompt; a one-shot run's first turn would only wait for it and repeat it.
+    warm_checkpoints: bool = True
 
     def make_llm(self, model: str | None = None, **overrides: Any) -> LLM:
         """A model client of this session (`model`, default the configured one; `overrides`:
@@ -75,7 +78,7 @@ class Built:
     async def start(self) -> None:
         """Connect MCP servers and add their tools; each failure is one warning, never fatal."""
         notices: list[str] = []
-        if self.checkpoints is not None:
+        if self.checkpoints is not None and self.warm_checkpoints:
             self.checkpoints.start()
         if self.hooks is not None and (extra := await self.hooks.session_start("resume" if self.resumed else "startup")):
             self.agent.system_prompt += f"\n\n<session-start-context>\n{extra}\n</session-start-context>"
@@ -268,7 +271,7 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
         warnings += resume_into(agent, resume)
     built = Built(agent, warnings, docs=docs, skills=skills, mcp=mcp, subagents=subagents,
                   builtins=build_tools(config, workspace), hooks=hooks, resumed=resume is not None,
-                  llm_factory=make_llm)
+                  llm_factory=make_llm, warm_checkpoints=idle_between_turns)
     if config.checkpoints:
         from nanohermes.checkpoints import Checkpoints, Store
         from nanohermes.tools.search import ignore_dir_names
