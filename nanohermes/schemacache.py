@@ -17,12 +17,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nanohermes.dirs import state_home
+from nanohermes.dirs import state_home, write_private
 
 _FILE = "param-schemas.json"
 _read: dict[Path, dict[str, Any]] = {}  # each cache file's contents, read once per process
@@ -65,12 +64,8 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _save(path: Path, entries: dict[str, Any]) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".param-schemas-")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(entries, f, ensure_ascii=False)
-        os.replace(tmp, path)  # readers see the old file or the new one, never half of one
+    try:  # a private folder and file like every other of nanohermes's; replaced atomically
+        write_private(path, json.dumps(entries, ensure_ascii=False))
     except OSError:
         pass  # a read-only state folder: schemas are rendered each time
 

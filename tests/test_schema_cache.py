@@ -107,3 +107,9 @@ def test_a_p_turn_without_tool_calls_builds_no_tool_validator(home: Path, worksp
         p = run(PROBE, home, *args, cwd=workspace)
     assert p.stdout == "no tools needed\n"
     assert "validators built: []" in p.stderr
+
+
+def test_the_cache_is_private(home: Path) -> None:
+    run(SPECS, home)
+    assert cache_file(home).stat().st_mode & 0o777 == 0o600
+    assert cache_file(home).parent.stat().st_mode & 0o777 == 0o700
