@@ -3,7 +3,7 @@
 Rendering a params model's JSON schema makes pydantic build the model's validator first
 (the models are declared with `defer_build`), and doing that for every built-in tool is a
 large part of a one-shot `-p` run that may never call a tool. A built-in model's schema is
-stored in `<state>/cache/param-schemas.json` the first time it is rendered, keyed by the
+stored in `$XDG_CACHE_HOME/nanohermes/param-schemas.json` the first time it is rendered, keyed by the
 model's qualified name, the nanohermes and pydantic versions and the stamps (modification time
 and size) of the files that define the model and its bases, so any edit or upgrade renders it
 afresh. Only
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nanohermes.dirs import state_home, write_private
+from nanohermes.dirs import cache_home, write_private
 
 _FILE = "param-schemas.json"
 _read: dict[Path, dict[str, Any]] = {}  # each cache file's contents, read once per process
@@ -50,7 +50,7 @@ def _stamp(model: type) -> str | None:
 
 
 def _path() -> Path:
-    return state_home() / "cache" / _FILE
+    return cache_home() / _FILE
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -67,7 +67,7 @@ def _save(path: Path, entries: dict[str, Any]) -> None:
     try:  # a private folder and file like every other of nanohermes's; replaced atomically
         write_private(path, json.dumps(entries, ensure_ascii=False))
     except OSError:
-        pass  # a read-only state folder: schemas are rendered each time
+        pass  # a read-only cache folder: schemas are rendered each time
 
 
 def schema(model: type, render: Callable[[], dict[str, Any]]) -> dict[str, Any]:

@@ -23,8 +23,8 @@ print(json.dumps([t.spec() for t in build_tools(Config())], sort_keys=True))
 
 
 def run(code: str, home: Path, *args: str, cwd: Path | None = None,
-        state: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home), "XDG_STATE_HOME": str(state or home / "state"),
+        cache: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home), "XDG_CACHE_HOME": str(cache or home / "cache"),
            "OPENAI_API_KEY": "k"}
     p = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=60,
                        cwd=cwd, stdin=subprocess.DEVNULL)
@@ -33,7 +33,7 @@ def run(code: str, home: Path, *args: str, cwd: Path | None = None,
 
 
 def cache_file(home: Path) -> Path:
-    return home / "state" / "nanohermes" / "cache" / "param-schemas.json"
+    return home / "cache" / "nanohermes" / "param-schemas.json"
 
 
 def rendered(home: Path) -> Any:
@@ -41,7 +41,7 @@ def rendered(home: Path) -> Any:
     would be inside a file), every start renders them and writes nothing."""
     blocker = home / "not-a-folder"
     blocker.write_text("")
-    out = json.loads(run(SPECS, home, state=blocker / "state").stdout)
+    out = json.loads(run(SPECS, home, cache=blocker / "cache").stdout)
     assert blocker.read_text() == ""
     return out
 
