@@ -16,8 +16,7 @@ from nanohermes.config import HOOK_EVENTS, Config, McpServerConfig
 from nanohermes.dirs import state_home
 from nanohermes.context import ProjectDocs, load_project_docs, system_prompt
 from nanohermes.events import UI, Notice
-from nanohermes.llm import LLM
-from nanohermes.llm import make_llm as make_wire
+from nanohermes.llm import LLM, client_for
 from nanohermes.permissions import Policy, Rule
 from nanohermes.redact import protect as protect_secrets
 from nanohermes.redact import set_child_env_policy
@@ -54,6 +53,17 @@ class Built:
     hooks: Hooks | None = None
     checkpoints: Checkpoints | None = None  # None: `checkpoints` is off
     resumed: bool = False
+    llm_factory: Callable[..., LLM] | None = None  # where the agent's client came from
+    # Take the first checkpoint snapshot in the background at start: worth it while a person
+    # types the first prompt; a one-shot run's first turn would only wait for it and repeat it.
+    warm_checkpoints: bool = True
+
+    def make_llm(self, model: str | None = None, **overrides: Any) -> LLM:
+        """A model client of this session (`model`, default the configured one; `overrides`:
+        wire settings such as a shorter timeout), from the factory the agent's came from."""
+        if self.llm_factory is None:
+            return self.agent.llm
+        return self.llm_factory(model, **overrides)
 
     def pool(self) -> list[Tool]:
         """SPEC §2 order: built-ins by name, then skill, then MCP by name, then sub-agent tools."""
@@ -68,7 +78,7 @@ class Built:
     async def start(self) -> None:
         """Connect MCP servers and add their tools; each failure is one warning, never fatal."""
         notices: list[str] = []
-        if self.checkpoints is not None:
+        if self.checkpoints is not None and self.warm_checkpoints:
             self.checkpoints.start()
         if self.hooks is not None and (extra := await self.hooks.session_start("resume" if self.resumed else "startup")):
             self.agent.system_prompt += f"\n\n<session-start-context>\n{extra}\n</session-start-context>"
@@ -218,14 +228,11 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
             ui = NotifyingUI(ui, hooks, approvals=asks, idle=idle_between_turns)
     given = llm
 
-    def make_llm(model: str | None = None) -> LLM:
-        if given is not None:  # tests and embedders: one model for the agent and its sub-agents
+    def make_llm(model: str | None = None, **overrides: Any) -> LLM:
+        if given is not None:  # tests and embedders: one model for the agent, its sub-agents and labels
             return given
-        return make_wire(
-            config.wire_api, model=model or config.model, base_url=config.base_url, api_key=config.resolved_api_key(),
-            timeout=config.request_timeout, max_retries=config.max_retries, reasoning_effort=config.reasoning_effort,
-            on_notice=lambda text: ui.emit(Notice(level="warning", text=text)),
-        )
+        overrides.setdefault("on_notice", lambda text: ui.emit(Notice(level="warning", text=text)))
+        return client_for(config, model=model, **overrides)
 
     llm = make_llm()
     docs = load_project_docs(workspace, limits.project_docs_chars)
@@ -263,7 +270,8 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     if resume is not None:
         warnings += resume_into(agent, resume)
     built = Built(agent, warnings, docs=docs, skills=skills, mcp=mcp, subagents=subagents,
-                  builtins=build_tools(config, workspace), hooks=hooks, resumed=resume is not None)
+                  builtins=build_tools(config, workspace), hooks=hooks, resumed=resume is not None,
+                  llm_factory=make_llm, warm_checkpoints=idle_between_turns)
     if config.checkpoints:
         from nanohermes.checkpoints import Checkpoints, Store
         from nanohermes.tools.search import ignore_dir_names

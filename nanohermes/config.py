@@ -18,7 +18,8 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
@@ -33,7 +34,9 @@ _DIR_NAME = r"^[^/\\*?\[\]{}!]+$"  # a plain folder name: no separators, no glob
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="ignore", validate_assignment=True)
+    # Validators are built on first use: a run without config files never validates (see
+    # `_plain_layers`), so it never pays for building them.
+    model_config = ConfigDict(extra="ignore", validate_assignment=True, defer_build=True)
 
 
 def _d(default: Any = ..., text: str = "", **kw: Any) -> Any:
@@ -593,9 +596,52 @@ class Loaded:
     project_file: Path | None = None
 
 
+def _accepts(annotation: Any, value: Any) -> bool:
+    """Would validation keep `value` exactly as it is for a field of this type? Only the plain
+    types flags and environment variables give are recognised; anything else is left to pydantic."""
+    if annotation is str or annotation is bool or annotation is int:
+        return type(value) is annotation
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return type(value) is str and value in get_args(annotation)
+    if origin is Union or origin is UnionType:
+        return any(value is None if arg is type(None) else _accepts(arg, value) for arg in get_args(annotation))
+    return False
+
+
+def _plain_layers(merged: dict[str, Any]) -> bool:
+    """True when every value is one validation would accept unchanged (a known top-level key,
+    its exact plain type, within its bounds): then validating would only cost time."""
+    from annotated_types import Ge, Gt, Le, Lt
+
+    for key, value in merged.items():
+        f = Config.model_fields.get(key)
+        if f is None or not _accepts(f.annotation, value):
+            return False
+        for m in f.metadata:
+            if value is None:
+                continue
+            ok = (m.ge <= value if isinstance(m, Ge) else m.gt < value if isinstance(m, Gt)
+                  else value <= m.le if isinstance(m, Le) else value < m.lt if isinstance(m, Lt) else False)
+            if not ok:
+                return False
+    return True
+
+
+def _construct(model: type[_Section], values: dict[str, Any]) -> Any:
+    """`model` holding `values` and its defaults, built without running validation: for values
+    `_plain_layers` vouched for. Sections left at their defaults are constructed the same way."""
+    kw = dict(values)
+    for name, f in model.model_fields.items():
+        factory = f.default_factory
+        if name not in kw and isinstance(factory, type) and issubclass(factory, _Section):
+            kw[name] = _construct(factory, {})
+    return model.model_construct(_fields_set=set(values), **kw)
+
+
 def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict[str, Any] | None = None) -> Loaded:
     """Merge every layer and validate. `config_file` (from --config) replaces the user file."""
-    loaded = Loaded(Config(), user_file=config_file or user_config_path())
+    loaded = Loaded(_construct(Config, {}), user_file=config_file or user_config_path())
     layers: list[tuple[str, dict[str, Any]]] = []
     project = project_config_path(workspace)
     files = [config_file] if config_file else [user_config_path()]
@@ -653,7 +699,9 @@ def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict
             merged["permissions"][kind] = [t for (k, t) in origins if k == kind]
     hook_origins = _merge_hooks(layers, merged)
     try:
-        loaded.config = Config.model_validate(merged)
+        # Without files, the layers are the environment and flags: plain values, mostly.
+        plain = not loaded.files and _plain_layers(merged)
+        loaded.config = _construct(Config, merged) if plain else Config.model_validate(merged)
     except ValidationError as e:  # env or flags
         raise ConfigError(f"{_describe(e)}", hint="check the environment variables and flags") from None
     loaded.config.permissions._origins = origins

@@ -1,4 +1,4 @@
-"""Where nanohermes keeps its files (the XDG config, data and state folders), and how it
+"""Where nanohermes keeps its files (the XDG config, data, state and cache folders), and how it
 writes there: folders 0700 and files 0600 whatever the umask, since sessions, memories and
 logs can hold anything the model saw.
 
@@ -29,12 +29,18 @@ def state_home() -> Path:
     return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "nanohermes"
 
 
+def cache_home() -> Path:
+    """What can be rebuilt at any time (rendered tool schemas): deleting it only costs time."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nanohermes"
+
+
 def private_dir(path: Path) -> Path:
     """Create `path` as 0700, with its missing parents up to nanohermes's own folder (0700
     too; an existing one is tightened). Folders above that (~/.local/share) are shared with
     other programs and keep the usual mode; a folder outside nanohermes's own is only created."""
     path = Path(path)
-    root = next((r for r in (config_home(), data_home(), state_home()) if path == r or r in path.parents), None)
+    roots = (config_home(), data_home(), state_home(), cache_home())
+    root = next((r for r in roots if path == r or r in path.parents), None)
     if root is None:
         path.mkdir(parents=True, exist_ok=True)
         return path

@@ -13,10 +13,13 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Awaitable, Callable, Literal
+from typing import TYPE_CHECKING, Awaitable, Callable, Literal
 
 from nanohermes.config import Config, Loaded
 from nanohermes.dirs import config_home, data_home, private_dir, state_home
+
+if TYPE_CHECKING:
+    from nanohermes.llm import LLM, OpenAIChat, OpenAIResponses
 
 Status = Literal["ok", "warn", "fail", "skip"]  # skip: could not run because a check it needs failed
 
@@ -87,11 +90,12 @@ def _skipped(why: str, names: tuple[str, ...] = DEPENDENT) -> list[Check]:
     return [Check(name, "skip", f"skipped: {why}") for name in names]
 
 
-def _wire(cfg: Config):  # type: ignore[no-untyped-def]
-    from nanohermes.llm import make_llm
+def _wire(cfg: Config) -> OpenAIChat | OpenAIResponses:
+    """The session's model client, from the same factory, for a quick check: no retries, and
+    at most a minute per request."""
+    from nanohermes.llm import client_for
 
-    return make_llm(cfg.wire_api, model=cfg.model, base_url=cfg.base_url, api_key=cfg.resolved_api_key(),
-                    timeout=min(cfg.request_timeout, 60.0), max_retries=0, reasoning_effort=cfg.reasoning_effort)
+    return client_for(cfg, timeout=min(cfg.request_timeout, 60.0), max_retries=0)
 
 
 async def check_endpoint(s: Setup) -> list[Check]:
@@ -166,7 +170,7 @@ PROBE_TOOL = {
 }
 
 
-async def _probe(cfg: Config, llm, server: str | None, keyed: bool) -> list[Check]:  # type: ignore[no-untyped-def]
+async def _probe(cfg: Config, llm: LLM, server: str | None, keyed: bool) -> list[Check]:
     """One streamed chat request with the key and a tool spec, as a session sends them: is
     the key accepted by chat, does streaming work, and does the model really call the tool?"""
     from nanohermes.errors import AuthError, EndpointError
@@ -317,20 +321,22 @@ def doctor(workspace: Path, *, config_file: Path | None, flags: dict[str, object
     """Run every check, print one line each, return the exit code (1 when any failed)."""
     from nanohermes.config import load_config
     from nanohermes.errors import ConfigError
+    from nanohermes.redact import protect, redact
 
     try:
         setup = Setup(workspace, load_config(workspace, config_file=config_file, flags=flags))
     except ConfigError as e:
         setup = Setup(workspace, None, config_error=e.message)
+    protect(setup.loaded.config if setup.loaded else None)  # an endpoint's error text may quote the key
     if setup.loaded is not None:  # a base_url no request could use: say so before anything is sent
         from nanohermes.llm import check_base_url
 
         try:
             check_base_url(setup.config.base_url)
         except ConfigError as e:
-            print(Check("endpoint", "fail", e.message, e.hint).line(), flush=True)
+            print(redact(Check("endpoint", "fail", e.message, e.hint).line()), flush=True)
             return 2
-    results = asyncio.run(run_checks(setup, lambda c: print(c.line(), flush=True)))
+    results = asyncio.run(run_checks(setup, lambda c: print(redact(c.line()), flush=True)))
     failed = [c for c in results if c.status == "fail"]
     warned = sum(c.status == "warn" for c in results)
     skipped = sum(c.status == "skip" for c in results)

@@ -72,8 +72,13 @@ def collect(config: Any = None, environ: dict[str, str] | None = None) -> list[s
                     walk(v, name)
             elif isinstance(node, str) and secret_names(name):
                 found.append(node)
+            elif hasattr(type(node), "__pydantic_fields__"):
+                # A config section, read field by field: model_dump would build pydantic's
+                # serializer, which a run without config files otherwise never needs.
+                for k, v in node:
+                    walk(v, str(k))
 
-        walk(config.model_dump() if hasattr(config, "model_dump") else config)
+        walk(config)
     return found
 
 

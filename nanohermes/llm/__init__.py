@@ -2,8 +2,10 @@
 
 `OpenAIChat` speaks chat completions, `OpenAIResponses` the Responses API; both stream over
 httpx with the same retries, error mapping, usage and sinks (`nanohermes.llm.http`).
-`make_llm` picks one by the config's `wire_api`. Nothing here imports the `openai` SDK, and
-the Responses wire is imported only by a session that uses it.
+`make_llm` picks one by the config's `wire_api`; `client_for` is the one factory every
+model client of a session comes from (the agent, sub-agents, the tool-use summarizer, doctor),
+so retries, the endpoint checks and the settings are the same for all. Nothing here imports
+the `openai` SDK, and the Responses wire is imported only by a session that uses it.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ from nanohermes.llm.http import NoticeSink, TextSink, check_base_url, estimate_u
 from nanohermes.messages import Completion, Message
 
 if TYPE_CHECKING:
+    from nanohermes.config import Config
     from nanohermes.llm.responses import OpenAIResponses
 
-__all__ = ["LLM", "NoticeSink", "OpenAIChat", "OpenAIResponses", "TextSink", "check_base_url", "estimate_usage",
-           "is_context_overflow", "make_llm"]
+__all__ = ["LLM", "NoticeSink", "OpenAIChat", "OpenAIResponses", "TextSink", "check_base_url", "client_for",
+           "estimate_usage", "is_context_overflow", "make_llm"]
 
 WIRES = ("chat", "responses")
 
@@ -38,6 +41,20 @@ def make_llm(wire_api: str = "chat", **settings: Any) -> OpenAIChat | OpenAIResp
 
         return OpenAIResponses(**settings)
     return OpenAIChat(**settings)
+
+
+def client_for(config: Config, *, model: str | None = None, on_notice: NoticeSink | None = None,
+               **overrides: Any) -> OpenAIChat | OpenAIResponses:
+    """The model client for `config`'s endpoint and wire: `model` (default the configured
+    one), and any wire setting in `overrides` (a shorter timeout, no retries, an answer cap)."""
+    settings: dict[str, Any] = {
+        "model": model or config.model, "base_url": config.base_url, "api_key": config.resolved_api_key(),
+        "timeout": config.request_timeout, "max_retries": config.max_retries, "reasoning_effort": config.reasoning_effort,
+    }
+    if on_notice is not None:
+        settings["on_notice"] = on_notice
+    settings.update(overrides)
+    return make_llm(config.wire_api, **settings)
 
 
 def __getattr__(name: str) -> Any:

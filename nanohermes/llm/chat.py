@@ -231,6 +231,8 @@ class OpenAIChat(HttpWire):
             request["stream_options"] = {"include_usage": True}
         if self.reasoning_effort:
             request["reasoning_effort"] = self.reasoning_effort
+        if self.max_output_tokens is not None:
+            request["max_tokens"] = self.max_output_tokens
         return request
 
     def parser(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], on_text: TextSink,

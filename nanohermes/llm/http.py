@@ -231,6 +231,7 @@ class HttpWire:
     backoff_base: float = 0.5
     backoff_cap: float = 30.0
     reasoning_effort: str | None = None  # sent only when set
+    max_output_tokens: int | None = None  # a cap on the answer's tokens, sent only when set
     _client: Any = field(default=None, init=False, repr=False)
 
     path: ClassVar[str] = "/chat/completions"

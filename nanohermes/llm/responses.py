@@ -185,6 +185,8 @@ class OpenAIResponses(HttpWire):
             request["include"] = ["reasoning.encrypted_content"]
         if self.reasoning_effort:
             request["reasoning"] = {"effort": self.reasoning_effort, "summary": "auto"}
+        if self.max_output_tokens is not None:
+            request["max_output_tokens"] = self.max_output_tokens
         return request
 
     def parser(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], on_text: TextSink,

@@ -52,7 +52,9 @@ class Params(BaseModel):
     the check runs at parse time, before any I/O.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    # Validators are built on first use: a run that never calls a tool never builds its
+    # model (the schemas sent to the model come from a cache, see `params_schema`).
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     non_empty: ClassVar[dict[str, str]] = {}
 
     @model_validator(mode="after")
@@ -252,32 +254,38 @@ def describe_validation(err: ValidationError, model: type[BaseModel] | None = No
 def params_schema(model: type[BaseModel]) -> dict[str, Any]:
     """JSON schema for the model in the plain subset every endpoint takes: no titles, no
     `$defs`/`$ref` (inlined), and an optional field is its plain type, not `anyOf` with
-    null (a null default is left out: absent means the default)."""
-    schema = model.model_json_schema()
-    defs = schema.pop("$defs", {})
+    null (a null default is left out: absent means the default). Built-in models' schemas
+    come from `nanohermes.schemacache`, so a start skips building their validators."""
+    from nanohermes.schemacache import schema as cached
 
-    def lean(node: Any) -> Any:
-        if isinstance(node, list):
-            return [lean(v) for v in node]
-        if not isinstance(node, dict):
-            return node
-        if "$ref" in node:
-            target = defs[node["$ref"].rsplit("/", 1)[-1]]
-            node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
-        out = {k: lean(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
-        options = out.get("anyOf")
-        if isinstance(options, list):
-            real = [o for o in options if o != {"type": "null"}]
-            if len(real) == 1 and len(real) < len(options):
-                del out["anyOf"]
-                out = {**real[0], **out}
-                if out.get("default", 0) is None:
-                    del out["default"]
+    def render() -> dict[str, Any]:
+        schema = model.model_json_schema()
+        defs = schema.pop("$defs", {})
+
+        def lean(node: Any) -> Any:
+            if isinstance(node, list):
+                return [lean(v) for v in node]
+            if not isinstance(node, dict):
+                return node
+            if "$ref" in node:
+                target = defs[node["$ref"].rsplit("/", 1)[-1]]
+                node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+            out = {k: lean(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+            options = out.get("anyOf")
+            if isinstance(options, list):
+                real = [o for o in options if o != {"type": "null"}]
+                if len(real) == 1 and len(real) < len(options):
+                    del out["anyOf"]
+                    out = {**real[0], **out}
+                    if out.get("default", 0) is None:
+                        del out["default"]
+            return out
+
+        out: dict[str, Any] = lean(schema)
+        out.setdefault("properties", {})
         return out
 
-    out: dict[str, Any] = lean(schema)
-    out.setdefault("properties", {})
-    return out
+    return cached(model, render)
 
 
 def declarations() -> dict[str, tuple[SubjectKind, Effect]]:

@@ -42,7 +42,7 @@ def _counts(items: tuple[TodoItem, ...]) -> str:
 
 
 class TodoEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built with the params model that uses it
     content: str
     status: Literal["pending", "in_progress", "completed"]
 

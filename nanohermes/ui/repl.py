@@ -230,7 +230,7 @@ class Repl:
         from nanohermes.assemble import build_agent
         from nanohermes.ui.approval import Approver
         from nanohermes.ui.live import ReplUI, TurnView
-        from nanohermes.ui.summaries import BatchSummarizer
+        from nanohermes.ui.summaries import LABEL_WIRE, BatchSummarizer
 
         self.workspace = s.workspace
         config = s.config
@@ -244,9 +244,8 @@ class Repl:
         built = build_agent(config, s.workspace, ui, save_session=s.save_session, resume=s.resume,
                             asks=True, idle_between_turns=True)
         # Without summary_model the batches still get a label in the compact view: the built-in one.
-        ui.summarizer = BatchSummarizer(model=config.summary_model or "", base_url=config.base_url,
-                                        api_key=config.resolved_api_key(), on_label=self.on_label,
-                                        on_usage=built.agent.count_usage)
+        labeller = built.make_llm(config.summary_model, **LABEL_WIRE) if config.summary_model else None
+        ui.summarizer = BatchSummarizer(llm=labeller, on_label=self.on_label, on_usage=built.agent.count_usage)
         return s, built, ui
 
     async def build(self) -> None:

@@ -1,0 +1,115 @@
+"""Tool parameter schemas come from a cache on disk: the same specs as pydantic renders, no
+validator built at start for a tool that is never called, and a broken or stale cache ignored."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from nanohermes.testing import FakeServer, Reply
+
+REPO = Path(__file__).resolve().parent.parent
+
+SPECS = """
+import json
+from nanohermes.config import Config
+from nanohermes.tools import build_tools
+print(json.dumps([t.spec() for t in build_tools(Config())], sort_keys=True))
+"""
+
+
+def run(code: str, home: Path, *args: str, cwd: Path | None = None,
+        cache: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home), "XDG_CACHE_HOME": str(cache or home / "cache"),
+           "OPENAI_API_KEY": "k"}
+    p = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=60,
+                       cwd=cwd, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    return p
+
+
+def cache_file(home: Path) -> Path:
+    return home / "cache" / "nanohermes" / "param-schemas.json"
+
+
+def rendered(home: Path) -> Any:
+    """The specs as pydantic renders them: with a cache folder that cannot be created (it
+    would be inside a file), every start renders them and writes nothing."""
+    blocker = home / "not-a-folder"
+    blocker.write_text("")
+    out = json.loads(run(SPECS, home, cache=blocker / "cache").stdout)
+    assert blocker.read_text() == ""
+    return out
+
+
+def test_cached_specs_are_the_specs_pydantic_renders(home: Path) -> None:
+    fresh = rendered(home)
+    assert not cache_file(home).exists()
+    cold = json.loads(run(SPECS, home).stdout)  # renders and stores them
+    stored = json.loads(cache_file(home).read_text())
+    assert "nanohermes.tools.files.ReadFileParams" in stored
+    warm = json.loads(run(SPECS, home).stdout)  # read back
+    assert cold == fresh
+    assert warm == fresh
+
+
+def test_a_stored_schema_is_used_only_with_its_stamp(home: Path) -> None:
+    def read_file_params() -> Any:
+        specs = json.loads(run(SPECS, home).stdout)
+        return next(s["function"]["parameters"] for s in specs if s["function"]["name"] == "read_file")
+
+    first = read_file_params()
+    path = cache_file(home)
+    stored = json.loads(path.read_text())
+    entry = stored["nanohermes.tools.files.ReadFileParams"]
+    planted = json.loads(json.dumps(entry["schema"]))
+    planted["properties"]["planted"] = {"type": "string"}
+    stored["nanohermes.tools.files.ReadFileParams"] = {"stamp": entry["stamp"], "schema": planted}
+    path.write_text(json.dumps(stored))
+    assert "planted" in read_file_params()["properties"]  # the cache is what a start reads
+    stored["nanohermes.tools.files.ReadFileParams"] = {"stamp": entry["stamp"] + " edited", "schema": planted}
+    path.write_text(json.dumps(stored))
+    assert read_file_params() == first  # another version of the file: rendered again
+    assert json.loads(path.read_text())["nanohermes.tools.files.ReadFileParams"] == entry
+
+
+def test_a_broken_cache_file_is_rendered_over(home: Path) -> None:
+    fresh = rendered(home)
+    cache_file(home).parent.mkdir(parents=True)
+    cache_file(home).write_text("{not json")
+    assert json.loads(run(SPECS, home).stdout) == fresh
+    assert "nanohermes.tools.files.ReadFileParams" in json.loads(cache_file(home).read_text())
+
+
+PROBE = """
+import atexit, sys
+sys.argv = ["nanohermes", *sys.argv[1:]]
+
+def report():  # an exit handler: a finished -p run skips the rest of the interpreter's teardown
+    from nanohermes.tools import build_tools
+    built = sorted(t.name for t in build_tools() if getattr(t.params, "__pydantic_complete__", True))
+    print("validators built:", built, file=sys.stderr)
+
+atexit.register(report)
+from nanohermes.cli import main
+main()
+"""
+
+
+def test_a_p_turn_without_tool_calls_builds_no_tool_validator(home: Path, workspace: Path) -> None:
+    with FakeServer(default=Reply(text="no tools needed")) as server:
+        args = ("-p", "hi", "--base-url", server.base_url, "--model", "fake-model", "--no-session")
+        run(PROBE, home, *args, cwd=workspace)  # the first start fills the cache
+        p = run(PROBE, home, *args, cwd=workspace)
+    assert p.stdout == "no tools needed\n"
+    assert "validators built: []" in p.stderr
+
+
+def test_the_cache_is_private(home: Path) -> None:
+    run(SPECS, home)
+    assert cache_file(home).stat().st_mode & 0o777 == 0o600
+    assert cache_file(home).parent.stat().st_mode & 0o777 == 0o700
