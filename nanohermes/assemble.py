@@ -188,11 +188,12 @@ def build_policy(config: Config, warnings: list[str]) -> Policy:
         secret_files=tuple(p.secret_files),
     )
     if hasattr(policy, "sandboxed"):
-        # Whether commands that run unasked are confined here: without Landlock the
-        # permission layer lets far less run without asking.
+        # Whether commands that run unasked are confined here: without Landlock, or with the
+        # sandbox turned off, the analysis would again be all that stands between the model
+        # and the machine, so the permission layer lets far less run without asking.
         from nanohermes.sandbox import probe
 
-        changes: dict[str, Any] = {"sandboxed": probe().landlock}
+        changes: dict[str, Any] = {"sandboxed": config.sandbox.mode != "off" and probe().landlock}
         policy = replace(policy, **changes)
     return policy
 

@@ -243,7 +243,7 @@ async def check_sandbox(s: Setup) -> list[Check]:
 
     if s.config.sandbox.mode == "off":
         return [Check("sandbox", "warn", "off (sandbox.mode or --sandbox off): commands that run without asking "
-                                         "(allow rules, --yes, goal mode) run with your full rights",
+                                         "(--yes, goal mode) run with your full rights",
                       'set "sandbox": {"mode": "auto"} in the config')]
     avail = await asyncio.to_thread(probe)
     names = ("landlock", "namespaces")

@@ -202,7 +202,8 @@ def _probe_run(argv: list[str], conf: Confinement) -> None:
 def describe_availability(mode: str) -> list[str]:
     """The /permissions lines about the sandbox."""
     if mode == "off":
-        return ["sandbox: off (sandbox.mode or --sandbox off): unasked commands run with your full rights"]
+        return ["sandbox: off (sandbox.mode or --sandbox off): only built-in read-only commands written as plain "
+                "words run without asking; --yes and goal mode run everything with your full rights"]
     return ["sandbox: " + text for _, text in probe().lines()]
 
 
