@@ -47,24 +47,64 @@ def canonical_host(host: str) -> str:
     return h.lower().rstrip(".")
 
 
-def resolve(host: str) -> tuple[str, ...]:
+class LookupTimeout(OSError):
+    """The resolver did not answer in time: the host cannot be judged, so it is refused."""
+
+
+def _getaddrinfo(name: str, timeout: float | None) -> list[tuple[object, ...]]:
+    """getaddrinfo bounded by `timeout`: the C call cannot be cancelled, so it runs in a
+    daemon thread that is left to finish on its own when it overruns."""
+    if timeout is None:
+        return list(socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP))
+    import threading
+
+    box: list[object] = []
+
+    def look() -> None:
+        try:
+            box.append(socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP))
+        except (OSError, UnicodeError) as e:
+            box.append(e)
+
+    worker = threading.Thread(target=look, name="nanohermes-resolve", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if not box:
+        raise LookupTimeout(f"looking up {name} took longer than {timeout:g} s")
+    got = box[0]
+    if isinstance(got, BaseException):
+        raise got
+    return list(got)  # type: ignore[call-overload]
+
+
+def resolve(host: str, timeout: float | None = None) -> tuple[str, ...]:
     """The canonical addresses `host` resolves to (itself for an IP literal); () when the
-    lookup fails: the fetch then fails with the resolver's own error."""
+    lookup fails: the fetch then fails with the resolver's own error. A lookup that takes
+    longer than `timeout` raises LookupTimeout (a host that cannot be judged is refused)."""
     if ip := canonical_ip(host):
         return (ip,)
     name = host.strip().strip("[]")
     if not name:
         return ()
     try:
-        infos = socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)
+        infos = _getaddrinfo(name, timeout)
+    except LookupTimeout:
+        raise
     except (OSError, UnicodeError):
         return ()
     out: list[str] = []
     for info in infos:
-        ip = canonical_ip(str(info[4][0]))
+        ip = canonical_ip(str(info[4][0]))  # type: ignore[index]
         if ip and ip not in out:
             out.append(ip)
     return tuple(out)
+
+
+def plain_name(pattern: str) -> bool:
+    """A host pattern that is one DNS name (no wildcard, network or IP literal): the only kind
+    whose addresses can be looked up."""
+    p = pattern.strip()
+    return bool(p) and not canonical_ip(p) and "/" not in p and not any(c in p for c in "*?[")
 
 
 def host_matches(host: str, addresses: tuple[str, ...], pattern: str, *, by_address: bool) -> bool:

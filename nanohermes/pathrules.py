@@ -97,9 +97,11 @@ def resolve_cwd(workspace: Path, cwd: str | None) -> Path:
 
 
 def compute_target(kind: SubjectKind, effect: Effect, raw: list[str], workspace: Path, *, base: str | None = None,
-                   extra_roots: Iterable[str] = (), shows_contents: bool = True) -> Target:
-    """A call's Target from its tool's declaration and the subjects its arguments name.
-    Raises PathProblem for a subject that cannot be judged."""
+                   extra_roots: Iterable[str] = (), shows_contents: bool = True,
+                   lookup_secs: float | None = None) -> Target:
+    """A call's Target from its tool's declaration and the subjects its arguments name
+    (a host's name looked up within `lookup_secs`). Raises PathProblem for a subject that
+    cannot be judged."""
     roots = tuple(extra_roots)
     if kind == "path":
         start = resolve_cwd(workspace, base) if base else workspace
@@ -130,9 +132,14 @@ def compute_target(kind: SubjectKind, effect: Effect, raw: list[str], workspace:
     if kind == "host":
         from nanohermes.hosts import resolve as resolve_host
 
+        from nanohermes.hosts import LookupTimeout
+
         hosts = [h for h in (host_subject(r) for r in raw) if h]
-        return Target(kind=kind, effect=effect, subjects=tuple(dict.fromkeys(hosts)),
-                      addresses=tuple(a for h in dict.fromkeys(hosts) for a in resolve_host(h)))
+        try:
+            addresses = tuple(a for h in dict.fromkeys(hosts) for a in resolve_host(h, lookup_secs))
+        except LookupTimeout as e:  # a host that cannot be judged is refused, not guessed
+            raise PathProblem(f"{e}; its addresses cannot be checked against the host rules: try again later") from None
+        return Target(kind=kind, effect=effect, subjects=tuple(dict.fromkeys(hosts)), addresses=addresses)
     return Target(kind=kind, effect=effect, subjects=tuple(raw))
 
 

@@ -262,10 +262,11 @@ def test_denied_and_allowed_hosts(site: LocalSite, workspace: Path) -> None:
 
 
 def test_a_redirect_to_a_denied_host_is_refused(site: LocalSite, workspace: Path) -> None:
-    site.routes[("GET", "/away")] = lambda h: h.send(302, b"", "text/plain", {"Location": "http://localhost:1/x"})
-    cfg = Config.model_validate({"web_fetch": {"denied_hosts": ["localhost"]}})
+    site.routes[("GET", "/away")] = lambda h: h.send(302, b"", "text/plain", {"Location": "http://denied.invalid:1/x"})
+    # Not `localhost`: a denied name denies the addresses it resolves to, the site's own too.
+    cfg = Config.model_validate({"web_fetch": {"denied_hosts": ["denied.invalid"]}})
     assert fetch(workspace, {"url": site.url("/away")}, config=cfg) == (
-        "ERROR: host localhost is denied by config web_fetch.denied_hosts (localhost); fetch another site "
+        "ERROR: host denied.invalid is denied by config web_fetch.denied_hosts (denied.invalid); fetch another site "
         f"(reached by a redirect from {site.url('/away')})")
 
 

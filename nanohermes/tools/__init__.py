@@ -143,7 +143,8 @@ class Tool(Generic[P]):
         effect: Effect = "read" if self.read_only(args) else self.effect
         try:
             return compute_target(self.kind, effect, self.subjects(args), ctx.workspace, base=self.base_dir(args),
-                                  extra_roots=ctx.config.extra_write_roots, shows_contents=self.shows_contents)
+                                  extra_roots=ctx.config.extra_write_roots, shows_contents=self.shows_contents,
+                                  lookup_secs=ctx.limits.web_fetch_timeout_secs)
         except PathProblem as e:
             raise ToolError(str(e)) from None
 

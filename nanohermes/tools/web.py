@@ -23,7 +23,7 @@ from urllib.parse import urljoin, urlsplit
 
 from pydantic import field_validator
 
-from nanohermes.hosts import canonical_host, canonical_ip, host_matches, resolve
+from nanohermes.hosts import LookupTimeout, canonical_host, canonical_ip, host_matches, plain_name, resolve
 from nanohermes.permissions import SubjectKind
 from nanohermes.tools import Params, ReadOnlyTool, Tool, ToolContext, ToolError
 
@@ -63,20 +63,30 @@ def check_url(url: str) -> str:
     return url.strip()
 
 
-def host_refusal(host: str, config: Config, addresses: tuple[str, ...] | None = None) -> str | None:
+def host_refusal(host: str, config: Config, addresses: tuple[str, ...] | None = None,
+                 lookup_secs: float | None = None) -> str | None:
     """Why config refuses this host, or None. Denied wins over allowed. Both lists compare
     canonical forms (`127.1` is `127.0.0.1`); a denied address also denies every name that
-    resolves to it (`addresses`, looked up here when not given). Only the name itself, or
-    the IP literal, can be allowed."""
+    resolves to it (`addresses`, looked up here when not given), and a denied name denies the
+    addresses it resolves to (`localhost` denies `127.0.0.1`). Only the name itself, or the
+    IP literal, can be allowed. A lookup slower than `lookup_secs` refuses the host."""
     host = canonical_host(host)
     wf = config.web_fetch
-    if wf.denied_hosts and addresses is None:
-        addresses = resolve(host)
-    for pattern in wf.denied_hosts:
-        if host_matches(host, addresses or (), pattern, by_address=True):
-            via = "" if host_matches(host, (), pattern, by_address=False) else \
-                f" (it resolves to {', '.join(addresses or ())})"
-            return f"host {host}{via} is denied by config web_fetch.denied_hosts ({pattern}); fetch another site"
+    try:
+        if wf.denied_hosts and addresses is None:
+            addresses = resolve(host, lookup_secs)
+        mine = set(addresses or ()) | ({host} if canonical_ip(host) else set())
+        for pattern in wf.denied_hosts:
+            if host_matches(host, addresses or (), pattern, by_address=True):
+                via = "" if host_matches(host, (), pattern, by_address=False) else \
+                    f" (it resolves to {', '.join(addresses or ())})"
+                return f"host {host}{via} is denied by config web_fetch.denied_hosts ({pattern}); fetch another site"
+            if mine and plain_name(pattern) and (shared := mine & set(resolve(pattern, lookup_secs))):
+                return (f"host {host} is denied by config web_fetch.denied_hosts ({pattern}, which resolves to "
+                        f"{', '.join(sorted(shared))}); fetch another site")
+    except LookupTimeout as e:
+        return f"{e} (web_fetch_timeout_secs), so host {host} cannot be checked against web_fetch.denied_hosts; " \
+               "try again later"
     if wf.allowed_hosts and not any(host_matches(host, (), p, by_address=False) for p in wf.allowed_hosts):
         return (f"host {host} is not in config web_fetch.allowed_hosts ({', '.join(wf.allowed_hosts)}); "
                 "fetch one of those or ask the user to allow it")
@@ -274,7 +284,7 @@ class WebFetch(ReadOnlyTool[WebFetchParams]):
                     hop = ctx.target  # the first hop: the Target the call was judged on
                 else:
                     hop = await self.in_thread(self.target, self.parse({"url": url}), ctx)
-                if why := host_refusal(host, ctx.config, hop.addresses):
+                if why := host_refusal(host, ctx.config, hop.addresses, limits.web_fetch_timeout_secs):
                     raise ToolError(why + (f" (reached by a redirect from {hops[0]})" if hops else ""))
                 if hops and host not in judged and ctx.refusal is not None and (why := ctx.refusal(hop)):
                     # Another host than the one approved: its own rules decide, and a
