@@ -1,0 +1,287 @@
+"""Security promises end to end, as a hostile model and an attacker-written repository would
+test them: the real `nanohermes -p` process, the loopback fake model sending the tool calls,
+the real kernel's sandbox, real git, real files and real HTTP on 127.0.0.1.
+
+Many calls go out in one assistant message, so one process answers a whole class of lines;
+each call's own result is then read from what the model was sent back."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from localweb import LocalSite
+
+from nanohermes.hosts import LookupTimeout, resolve
+from nanohermes.sandbox import probe
+from nanohermes.testing import FakeServer, Reply, call, tool_reply
+
+ASKED = "Command denied by the user"  # what an asked call becomes with no terminal and no --yes
+needs_landlock = pytest.mark.skipif(not probe().landlock, reason="Landlock is not available on this kernel")
+
+
+def results(server: FakeServer) -> list[str]:
+    """The tool results the model got back in the last run, in the order of its calls."""
+    messages = server.requests[-1]["messages"]
+    return [m["content"] for m in messages if m["role"] == "tool"]
+
+
+def run_lines(cli: Any, server: FakeServer, lines: list[str], *args: str, config: dict[str, Any] | None = None,
+              tool: str = "run_command") -> tuple[Any, list[str]]:
+    server.add(tool_reply(*(call(tool, {"command": line}) for line in lines)), Reply(text="done"))
+    r = cli("-p", "go", "--output-format", "json", *args, server=server, config=config or {})
+    assert r.code == 0, r.err
+    got = results(server)
+    assert len(got) == len(lines), got
+    return r, got
+
+
+def git_repo(ws: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    (ws / "a.txt").write_text("one\n")
+
+
+# -- lines the analysis cannot follow: asked, so nothing runs without a person ----------------
+
+DESYNC_LINES = [
+    "echo $[1<<2]\ntouch X",  # `<<2]` is no here-document
+    "echo $'a\\'b' ; touch X",
+    'echo ${x:-"a}"} ; touch X',
+    "echo $(( 1 ))\ntouch X",
+    "x='a[$(touch X)]'; echo $((x))",
+    "x='a[$(touch X)]'; echo ${!x}",
+    "test -v 'a[$(touch X)]'",
+    "[ -v 'a[$(touch X)]' ]",
+    "printf -v 'a[$(touch X)]' x",
+    "printf -v PATH . ; ls",
+    "sed -l 9 '1e touch X' /dev/null",
+    "sed --expression='1e touch X' /dev/null",
+    "XDG_CONFIG_HOME=. git status",
+    "git --git-dir=.git status",
+    "git -c core.fsmonitor='touch X' status",
+    "cat /dev/null | sh",
+    "bash <<< 'touch X'",
+    "env -S 'touch X'",
+    "setsid touch X",
+    "exec touch X",
+    "{touch,X}",
+    "X=touch; $X X",
+    "/bin/tou[c]h X",
+    "echo a #\\\ntouch X",
+    "cd .gi? && touch X",
+    "git grep -O'touch X' x",
+    "man -P 'touch X' ls",
+    "a=(x); echo ${a[$(touch X)]}",
+]
+
+
+def test_lines_the_analysis_cannot_follow_are_asked_in_default_mode(cli: Any, server: FakeServer,
+                                                                     workspace: Path) -> None:
+    git_repo(workspace)
+    _, got = run_lines(cli, server, DESYNC_LINES)
+    for line, text in zip(DESYNC_LINES, got):
+        assert text.startswith(ASKED), (line, text)
+    assert not (workspace / "X").exists()
+
+
+@needs_landlock
+def test_a_misread_line_under_yes_writes_nothing_outside_the_workspace(cli: Any, server: FakeServer,
+                                                                        workspace: Path, home: Path) -> None:
+    """With --yes nobody is asked: the sandbox is what holds. The lines write their marker
+    outside the workspace, into .git/hooks and .git/config."""
+    git_repo(workspace)
+    outside = home / "X"
+    lines = [f"echo $[1<<2]\ntouch {outside}", f"x='a[$(touch {outside})]'; echo $((x))",
+             f"bash <<< 'touch {outside}'", "{cp,a.txt,.git/hooks/pre-commit}", "X=git; $X config core.hooksPath .",
+             "echo $(( 1 ))\necho '[core] fsmonitor = touch X' >> .git/config"]
+    r, got = run_lines(cli, server, lines, "--yes")
+    assert not outside.exists()
+    assert not (workspace / ".git/hooks/pre-commit").exists()
+    config = (workspace / ".git/config").read_text()
+    assert "hooksPath" not in config and "fsmonitor" not in config
+    refused = r.json()["sandbox_refusals"]
+    assert any(str(workspace / ".git/hooks/pre-commit") in json.dumps(x) for x in refused), refused
+    assert any(str(outside) in json.dumps(x) for x in refused), refused
+    assert all("sandbox" in text for text in got[:4]), got
+
+
+# -- deny rules under --yes: no respelling gets past them -----------------------------------
+
+RESPELLINGS = ["{rm,-f,victim}", "exec rm victim", "X=rm; $X victim", "/bin/r[m] victim", "bash <<< 'rm victim'",
+               "echo rm victim | sh", "env -S 'rm victim'", "setsid rm victim", "command rm victim", "\\rm victim",
+               "r''m victim", "nohup rm victim", "xargs rm <<< victim", "find . -name victim -exec rm {} +",
+               "sh -c 'rm victim'", "$(echo rm) victim", "rm${IFS}victim", "f() { rm victim; }; f",
+               "alias r=rm\nr victim", "if true; then rm victim; fi",
+               "git -C . push", "git --no-pager push", "git -c k=v push", "git --git-dir=.git push", "git -P push",
+               "git --work-tree=. push", "GIT_DIR=.git git push", "git pu''sh", "git -c alias.p=push p"]
+
+
+def test_deny_rules_see_through_respellings_under_yes(cli: Any, server: FakeServer, workspace: Path) -> None:
+    git_repo(workspace)
+    (workspace / "victim").write_text("keep me")
+    _, got = run_lines(cli, server, RESPELLINGS, "--yes",
+                       config={"permissions": {"deny": ["run_command(rm *)", "run_command(git push *)"]}})
+    for line, text in zip(RESPELLINGS, got):
+        assert text.startswith("ERROR: ") and ("denied by rule" in text or "cannot be analysed" in text), (line, text)
+    assert (workspace / "victim").read_text() == "keep me"
+
+
+# -- protected paths: asked in accept-edits, read-only in the sandbox ------------------------
+
+GIT_WRITES = ["cd .gi? && echo x >> config", "CDPATH=. cd .git && echo x >> config", "tee {.git/config,/dev/null} < a.txt",
+              "cd ~+/.. && cd - && echo x >> .git/config", "cp a.txt .git/hooks/x", "git config core.hooksPath .",
+              "echo x > ./.git/./config", "ln -sf /dev/null .git/config", "sed -i s/a/b/ .git/config",
+              "dd if=a.txt of=.git/config", "echo x | tee -a .git/config", "cp a.txt .nanohermes/config.json"]
+
+
+def test_writes_into_git_are_asked_in_accept_edits(cli: Any, server: FakeServer, workspace: Path) -> None:
+    git_repo(workspace)
+    (workspace / ".nanohermes").mkdir()
+    before = (workspace / ".git/config").read_text()
+    _, got = run_lines(cli, server, GIT_WRITES, "--mode", "accept-edits")
+    for line, text in zip(GIT_WRITES, got):
+        assert text.startswith(ASKED), (line, text)
+    assert (workspace / ".git/config").read_text() == before
+    assert not (workspace / ".git/hooks/x").exists() and not (workspace / ".nanohermes/config.json").exists()
+
+
+@needs_landlock
+@pytest.mark.parametrize("how", ["allow-rule", "yes"])
+def test_an_allowed_command_cannot_plant_git_hooks_or_config(cli: Any, server: FakeServer, workspace: Path,
+                                                             how: str) -> None:
+    git_repo(workspace)
+    (workspace / ".nanohermes").mkdir()
+    before = (workspace / ".git/config").read_text()
+    lines = ["cp a.txt .git/hooks/pre-commit", "git config core.hooksPath /tmp", "mv .git .git2",
+             "mv .git/hooks .git/h2", "mv .nanohermes .nh && mkdir .nanohermes && cp a.txt .nanohermes/config.json",
+             "echo x > .git/hooks/post-checkout"]
+    config = {"permissions": {"allow": ["run_command(cp *)", "run_command(git config *)", "run_command(mv *)",
+                                        "run_command(echo *)"]}} if how == "allow-rule" else {}
+    _, got = run_lines(cli, server, lines, *(("--yes",) if how == "yes" else ()), config=config)
+    assert not any(text.startswith(ASKED) for text in got[:2]), got  # they did run, sandboxed
+    assert (workspace / ".git/config").read_text() == before
+    assert sorted(p.name for p in (workspace / ".git/hooks").iterdir() if not p.name.endswith(".sample")) == []
+    assert (workspace / ".git").is_dir() and not (workspace / ".git2").exists()
+    assert not (workspace / ".nanohermes/config.json").exists()
+
+
+# -- the git tools run nothing a repository configures, in plan mode too ----------------------
+
+@pytest.mark.parametrize("mode", ["default", "plan"])
+def test_git_tools_run_no_program_the_repository_names(cli: Any, server: FakeServer, workspace: Path,
+                                                       tmp_path: Path, mode: str) -> None:
+    git_repo(workspace)
+    marker = tmp_path / "marker"
+    subprocess.run(["git", "-C", str(workspace), "add", "a.txt"], check=True)
+    subprocess.run(["git", "-C", str(workspace), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c"],
+                   check=True)
+    with (workspace / ".git/config").open("a") as f:
+        f.write(f"[core]\n\tfsmonitor = touch {marker}\n\tpager = touch {marker}\n"
+                f"[filter \"x\"]\n\tclean = touch {marker}\n[diff \"x\"]\n\ttextconv = touch {marker}\n"
+                f"[diff]\n\texternal = touch {marker}\n")
+    (workspace / ".gitattributes").write_text("*.txt filter=x diff=x\n")
+    (workspace / "a.txt").write_text("two\n")
+    server.add(tool_reply(call("git_status"), call("git_diff"), call("git_log")), Reply(text="done"))
+    r = cli("-p", "look", "--mode", mode, server=server, config={})
+    assert r.code == 0, r.err
+    status, diff, _ = results(server)
+    assert "a.txt" in status and "-one" in diff
+    assert not marker.exists()
+
+
+# -- sandbox off: the analysis is all there is, so allow rules ask ----------------------------
+
+def test_with_the_sandbox_off_allow_rules_ask_and_yes_still_runs(cli: Any, server: FakeServer, workspace: Path) -> None:
+    allow = {"permissions": {"allow": ["run_command"]}}
+    _, got = run_lines(cli, server, ["touch made"], "--sandbox", "off", config=allow)
+    assert got[0].startswith(ASKED) and not (workspace / "made").exists()
+    _, got = run_lines(cli, server, ["touch made"], config={**allow, "sandbox": {"mode": "off"}})
+    assert got[0].startswith(ASKED) and not (workspace / "made").exists()
+    _, got = run_lines(cli, server, ["ls"], "--sandbox", "off", config=allow)  # plain read-only words still run
+    assert got[0].startswith("exit code: 0")
+    _, got = run_lines(cli, server, ["touch made"], "--sandbox", "off", "--yes", config={})
+    assert got[0].startswith("exit code: 0") and (workspace / "made").exists()
+
+
+@needs_landlock
+def test_with_the_sandbox_on_an_allow_rule_runs_confined(cli: Any, server: FakeServer, workspace: Path,
+                                                         home: Path) -> None:
+    _, got = run_lines(cli, server, [f"touch made {home / 'out'}"], config={"permissions": {"allow": ["run_command"]}})
+    assert (workspace / "made").exists() and not (home / "out").exists()
+    assert "the OS sandbox (workspace-write) refused" in got[0]
+
+
+def test_permissions_report_says_the_sandbox_is_off(cli: Any, workspace: Path) -> None:
+    r = cli("doctor", "--base-url", "http://127.0.0.1:9/v1", config={"sandbox": {"mode": "off"}})
+    assert "[warn] sandbox: off (sandbox.mode or --sandbox off): commands that run without asking " \
+           "(--yes, goal mode) run with your full rights" in r.out
+
+
+# -- search tools: no argument the model picks becomes a ripgrep option -----------------------
+
+def test_search_arguments_never_become_ripgrep_options(cli: Any, server: FakeServer, workspace: Path) -> None:
+    (workspace / "a.txt").write_text("hello\n")
+    (workspace / "--pre=sh").write_text("hello\n")
+    script = workspace / "run-me"
+    script.write_text(f"#!/bin/sh\ntouch {workspace / 'X'}\ncat\n")
+    script.chmod(0o755)
+    calls = [call("grep", {"pattern": "--pre=./run-me"}), call("grep", {"pattern": "hello", "include": "--pre=./run-me"}),
+             call("grep", {"pattern": "hello", "path": "--pre=sh"}), call("grep", {"pattern": "-e"}),
+             call("grep", {"pattern": "hello", "include": "-z"}), call("glob", {"pattern": "--pre=./run-me"}),
+             call("glob", {"pattern": "-*"}), call("grep", {"pattern": "hello", "regex": True})]
+    server.add(tool_reply(*calls), Reply(text="done"))
+    r = cli("-p", "search", server=server, config={})
+    assert r.code == 0, r.err
+    got = results(server)
+    assert not (workspace / "X").exists()
+    assert "no matches for literal '--pre=./run-me'" in got[0]
+    assert "--pre=sh" in got[6]  # a file named like an option is listed as a file
+    assert "a.txt" in got[7] and "--pre=sh" in got[7]
+
+
+# -- web_fetch: a denied name denies its addresses, in every spelling -------------------------
+
+@pytest.fixture
+def site() -> Any:
+    with LocalSite() as s:
+        s.static("/page.txt", "the page", "text/plain")
+        yield s
+
+
+def test_a_name_in_denied_hosts_denies_its_addresses(cli: Any, server: FakeServer, site: LocalSite) -> None:
+    port = site.base.rsplit(":", 1)[1]
+    urls = [f"http://{h}:{port}/page.txt" for h in ("127.0.0.1", "127.1", "2130706433", "0x7f.1", "0177.0.0.1",
+                                                   "[::ffff:127.0.0.1]", "localhost", "LOCALHOST.")]
+    server.add(tool_reply(*(call("web_fetch", {"url": u}) for u in urls)), Reply(text="done"))
+    r = cli("-p", "fetch", "--yes", server=server, config={"web_fetch": {"denied_hosts": ["localhost"]}})
+    assert r.code == 0, r.err
+    got = results(server)
+    for url, text in zip(urls, got):
+        assert text.startswith("ERROR: host ") and "denied by config web_fetch.denied_hosts (localhost" in text, \
+            (url, text)
+    assert site.requests == []
+
+
+def test_a_host_lookup_slower_than_its_bound_is_refused_not_skipped() -> None:
+    # A bound of 0 s: the lookup (in its own thread) cannot have answered yet.
+    with pytest.raises(LookupTimeout, match="took longer than 0 s"):
+        resolve("nanohermes-lookup.invalid", 0)
+    assert resolve("127.1", 0) == ("127.0.0.1",)  # a literal needs no lookup
+
+
+def test_environment_keeps_no_keys_of_nanohermes(cli: Any, server: FakeServer, workspace: Path) -> None:
+    env = {"GITHUB_TOKEN": "ghp_0123456789abcdef", "AWS_SECRET_ACCESS_KEY": "aws-0123456789abcdef",
+           "PGPASSWORD": "pg-0123456789abcdef", "OPENAI_API_KEY": "sk-0123456789abcdef", "PLAIN": "visible"}
+    server.add(tool_reply(call("run_command", {"command": "env"})), Reply(text="done"))
+    r = cli("-p", "env", "--yes", server=server, config={}, env=env)
+    assert r.code == 0, r.err
+    [out] = results(server)
+    assert "PLAIN=visible" in out
+    for name in ("GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "PGPASSWORD", "OPENAI_API_KEY"):
+        assert f"{name}=" not in out, name
+    assert not any(v in out for v in env.values() if v != "visible")
+    assert os.environ.get("NANOHERMES_RUN") is None  # the marker is the child's, not ours
