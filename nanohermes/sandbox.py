@@ -235,22 +235,46 @@ def _hooks_paths(config: Path) -> list[str]:
 
 
 def git_dirs(workspace: Path) -> list[Path]:
-    """The workspace's git folders: `.git`, or for a linked worktree the folders its `.git`
-    file names (its own and the common one, where objects and config live)."""
+    """The workspace's git folders: `.git`, or for a linked worktree or a submodule the
+    folders its `.git` file names (its own and the common one, where objects and config
+    live). A `.git` file is anyone's to write, so the folders it names count only when git
+    itself wrote them for this workspace: a worktree's folder points back at this `.git`
+    file, a submodule's config names this workspace as its work tree. Otherwise a planted
+    `gitdir: /home/me` would make the home folder writable to every sandboxed command."""
     dot_git = workspace / ".git"
     found = [dot_git] if dot_git.is_dir() else []
-    if dot_git.is_file():  # a linked worktree: "gitdir: <path>", whose commondir holds config and hooks
+    if dot_git.is_file():
         try:
             text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
             if text.startswith("gitdir:"):
                 gd = (workspace / text[len("gitdir:"):].strip()).resolve()
-                found.append(gd)
                 common = gd / "commondir"
-                if common.is_file():
-                    found.append((gd / common.read_text(encoding="utf-8").strip()).resolve())
+                main = (gd / common.read_text(encoding="utf-8").strip()).resolve() if common.is_file() else None
+                if _git_wrote(gd, main, dot_git, workspace):
+                    found += [gd, *([main] if main is not None else [])]
         except OSError:
             pass
     return found
+
+
+_WORKTREE = re.compile(r"^\s*worktree\s*=\s*(.+?)\s*$", re.I | re.M)
+
+
+def _git_wrote(gd: Path, main: Path | None, dot_git: Path, workspace: Path) -> bool:
+    """Is `gd` the git folder git made for this workspace (see `git_dirs`)?"""
+    if not (gd / "HEAD").is_file():
+        return False
+    real_ws = workspace.resolve()
+    if main is not None:  # a linked worktree: <main>/worktrees/<name>, whose gitdir file names our .git
+        back = (gd / "gitdir").read_text(encoding="utf-8", errors="replace").strip() \
+            if (gd / "gitdir").is_file() else ""
+        return gd.parent.name == "worktrees" and gd.parent.parent == main and (main / "HEAD").is_file() \
+            and bool(back) and Path(os.path.realpath(gd / back)) == dot_git.resolve()
+    try:  # a submodule: its config names the work tree
+        config = (gd / "config").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return any(Path(os.path.realpath(gd / m.group(1).strip('"'))) == real_ws for m in _WORKTREE.finditer(config))
 
 
 @dataclass

@@ -285,3 +285,37 @@ def test_environment_keeps_no_keys_of_nanohermes(cli: Any, server: FakeServer, w
         assert f"{name}=" not in out, name
     assert not any(v in out for v in env.values() if v != "visible")
     assert os.environ.get("NANOHERMES_RUN") is None  # the marker is the child's, not ours
+
+
+# -- a `.git` file is anyone's to write: it cannot make a folder outside writable -------------
+
+@needs_landlock
+def test_a_planted_git_file_does_not_open_the_folder_it_names(cli: Any, server: FakeServer, workspace: Path,
+                                                             home: Path) -> None:
+    """In a workspace without a repository, one unasked command writes `.git` naming the home
+    folder as its git folder; the next one must still not write there."""
+    lines = [f"echo 'gitdir: {home}' > .git", f"touch {home / 'planted'}", f"mkdir -p {home}/worktrees/w"]
+    r, got = run_lines(cli, server, lines, "--yes")
+    assert (workspace / ".git").is_file()
+    assert not (home / "planted").exists() and not (home / "worktrees").exists()
+    assert "the OS sandbox (workspace-write) refused a write to " + str(home / "planted") in got[1]
+
+
+@needs_landlock
+def test_a_linked_worktree_can_still_commit_unasked(cli: Any, server: FakeServer, workspace: Path,
+                                                    tmp_path: Path) -> None:
+    git_repo(workspace)
+    ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "-C", str(workspace), "add", "a.txt"], check=True)
+    subprocess.run(["git", "-C", str(workspace), *ident, "commit", "-qm", "c"], check=True)
+    linked = tmp_path / "linked"
+    subprocess.run(["git", "-C", str(workspace), "worktree", "add", "-q", str(linked)], check=True)
+    (linked / "b.txt").write_text("b\n")
+    server.add(tool_reply(call("run_command", {"command": "git add b.txt && git -c user.name=t -c user.email=t@t "
+                                                          "commit -qm b && echo COMMITTED"})), Reply(text="done"))
+    r = cli("-p", "commit", "--yes", server=server, config={}, cwd=linked)
+    assert r.code == 0, r.err
+    [out] = results(server)
+    assert "COMMITTED" in out, out
+    log = subprocess.run(["git", "-C", str(workspace), "log", "--all", "--format=%s"], capture_output=True, text=True)
+    assert log.stdout.split() == ["b", "c"]
