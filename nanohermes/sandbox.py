@@ -216,8 +216,25 @@ def protected_paths(workspace: Path, config_files: tuple[Path, ...] = ()) -> lis
     for gd in git_dirs(workspace):
         out += [gd / "config", gd / "hooks", gd / "config.worktree"]
         out += [workspace / h for h in _hooks_paths(gd / "config")]
+        # A submodule's git folder lives in the superproject's: git runs its config's programs
+        # (fsmonitor, filters) whenever `git status` or `git diff` looks into the submodule.
+        for module in _submodule_dirs(gd / "modules"):
+            out += [module / "config", module / "hooks"]
     out += list(config_files)
     return out
+
+
+def _submodule_dirs(modules: Path, limit: int = 200) -> list[Path]:
+    """The git folders under `.git/modules` (nested submodules too), at most `limit`."""
+    found: list[Path] = []
+    if not modules.is_dir():
+        return found
+    for head in modules.rglob("HEAD"):
+        if (head.parent / "config").is_file():
+            found.append(head.parent)
+            if len(found) >= limit:
+                break
+    return found
 
 
 _HOOKS_PATH = re.compile(r"^\s*hookspath\s*=\s*(.+?)\s*$", re.I | re.M)

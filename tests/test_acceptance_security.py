@@ -319,3 +319,23 @@ def test_a_linked_worktree_can_still_commit_unasked(cli: Any, server: FakeServer
     assert "COMMITTED" in out, out
     log = subprocess.run(["git", "-C", str(workspace), "log", "--all", "--format=%s"], capture_output=True, text=True)
     assert log.stdout.split() == ["b", "c"]
+
+
+@needs_landlock
+def test_a_submodules_git_config_and_hooks_stay_read_only(cli: Any, server: FakeServer, workspace: Path,
+                                                          tmp_path: Path) -> None:
+    """`git status` in the superproject runs the programs a submodule's config names."""
+    ident = ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "protocol.file.allow=always"]
+    other = tmp_path / "other"
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    subprocess.run(["git", "-C", str(other), *ident, "commit", "-q", "--allow-empty", "-m", "o"], check=True)
+    git_repo(workspace)
+    subprocess.run(["git", "-C", str(workspace), *ident, "submodule", "add", "-q", str(other), "sm"], check=True)
+    module = workspace / ".git/modules/sm"
+    before = (module / "config").read_text()
+    lines = ["echo '[core] fsmonitor = touch X' >> .git/modules/sm/config", "cp a.txt .git/modules/sm/hooks/pre-commit",
+             "echo x > sm/new.txt && echo WROTE"]
+    _, got = run_lines(cli, server, lines, "--yes")
+    assert (module / "config").read_text() == before
+    assert not (module / "hooks/pre-commit").exists()
+    assert "WROTE" in got[2] and (workspace / "sm/new.txt").exists()  # the submodule's files are the workspace's
