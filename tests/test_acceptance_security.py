@@ -339,3 +339,24 @@ def test_a_submodules_git_config_and_hooks_stay_read_only(cli: Any, server: Fake
     assert (module / "config").read_text() == before
     assert not (module / "hooks/pre-commit").exists()
     assert "WROTE" in got[2] and (workspace / "sm/new.txt").exists()  # the submodule's files are the workspace's
+
+
+# -- secret files through the shell: any command may print them, a wildcard is no consent ------
+
+def test_shell_reads_of_secret_files_are_asked_whatever_the_command(cli: Any, server: FakeServer,
+                                                                   workspace: Path) -> None:
+    (workspace / ".env").write_text("API_TOKEN=tok-0123456789abcdef\n")
+    (workspace / "keys").mkdir()
+    (workspace / "keys/.env").write_text("K=tok-0123456789abcdef\n")
+    (workspace / "link").symlink_to(".env")
+    lines = ["column .env", "paste .env", "cat .env", "cat link", "cat k*/.e*", "grep -r API_TOKEN .", "grep -rh K keys/",
+             "fold link", "mawk 1 .env", "expand .env"]
+    allow = {"permissions": {"allow": ["run_command(cat *)", "run_command(paste *)", "run_command(fold *)",
+                                       "run_command(expand *)", "run_command(grep *)"]}}
+    _, got = run_lines(cli, server, lines, config=allow)
+    for line, text in zip(lines, got):
+        assert text.startswith(ASKED), (line, text)
+    _, got = run_lines(cli, server, ["cat .env"], config={"permissions": {"allow": ["run_command(cat .env)"]}})
+    assert "tok-" in got[0] or "[REDACTED]" in got[0]  # a rule spelling the line out is consent
+    _, got = run_lines(cli, server, ["ls -la .env", "wc -c .env"])
+    assert all(text.startswith("exit code: 0") for text in got), got

@@ -163,7 +163,12 @@ COMMANDS = [
     (NONE, "cat *.md", "allow"),
     (NONE, "ls -la .env", "allow"),  # listing a secret file does not read it
     (rules(allow=("cat .env",)), "cat .env", "allow"),  # a rule naming it allows it
-    (rules(allow=("*",)), "cat .env", "allow"),
+    (rules(allow=("*",)), "cat .env", "ask"),  # a wildcard is no more a rule naming it than the whole tool
+    (rules(allow=("cat *",)), "cat .env", "ask"),
+    (rules(allow=("paste *",)), "paste .env", "ask"),  # any command may print its files, not only a listed few
+    (NONE, "column .env", "ask"),
+    (NONE, "ls -la .env", "allow"),  # names, sizes and hashes are no contents
+    (NONE, "wc -c .env", "allow"),
     (Policy(allow=(R("run_command"),)), "cat .env", "ask"),  # the whole tool is not a rule naming it
     (Policy(allow=(R("run_command"),)), "rm -rf build > log", "allow"),
     (Policy(secret_files=()), "cat .env", "allow"),  # the list is configurable

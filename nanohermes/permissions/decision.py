@@ -13,7 +13,7 @@ from nanohermes.permissions.commands import (
     suggest_command_rule, unanalysable,
 )
 from nanohermes.permissions.rules import (
-    DEFAULT_SECRET_FILES, MODE_BLOCKED_EFFECTS, Decision, Effect, Rule, Target, escape_pattern, is_secret,
+    DEFAULT_SECRET_FILES, MODE_BLOCKED_EFFECTS, Decision, Effect, Rule, Target, escape_pattern, is_secret, literal_pattern,
     match_command_text, names_tool,
 )
 from nanohermes.shellparse import ParseError, SimpleCommand, split
@@ -227,7 +227,7 @@ def read_only_line(command: str, *, plain: bool = False) -> bool:
 
 
 def _reads_files(cmd: SimpleCommand) -> bool:
-    return (bool(cmd.words) and posixpath.basename(cmd.name) in (*CONTENT_READERS, "find", "xargs")) \
+    return (bool(cmd.words) and posixpath.basename(cmd.name) in CONTENT_READERS) \
         or any(r.op in ("<", "<>") for r in cmd.redirects)
 
 
@@ -253,7 +253,10 @@ def _check_simple(policy: Policy, tool_name: str, cmd: SimpleCommand, found_secr
     secret = reads_secret(cmd, policy.secret_files) or bool(found_secret)
     by_rule = None
     for rule in policy.allow:
-        if rule.names(tool_name) and (rule.pattern is None and not secret or rule.pattern and _allow_matches(rule, cmd)):
+        # A secret read needs a rule that spells the line out (what an "always" to the secret
+        # question learns): `run_command(cat *)` is no consent to `cat .env`.
+        if rule.names(tool_name) and (rule.pattern is None and not secret or rule.pattern and _allow_matches(rule, cmd)
+                                      and not (secret and not literal_pattern(rule.pattern))):
             by_rule = rule
             break
     if by_rule is None and not (is_read_only(cmd) and not secret):

@@ -198,6 +198,12 @@ def is_secret(path: str, patterns: tuple[str, ...] | list[str], *, glob: bool = 
     return False
 
 
+def literal_pattern(pattern: str) -> bool:
+    """Does a rule pattern match one text only (no wildcard but `[c]` escapes)?"""
+    bare = re.sub(r"\[[^\]]\]", "", pattern)
+    return not any(c in bare for c in "*?[")
+
+
 def escape_pattern(text: str) -> str:
     """A literal for use inside a rule pattern."""
     return "".join(f"[{c}]" if c in "*?[" else c for c in text)
