@@ -308,3 +308,18 @@ def test_random_rules_never_let_a_denied_command_run(target: str, hiding: str, m
     assert v.decision != "allow", (command, v)
     if mode == "goal" or yes:  # nobody will be asked: it must be refused outright
         assert v.decision == "deny", (command, v)
+
+
+@pytest.mark.parametrize("line", ['python3 <<< "print(1)"', "echo 'print(1)' | python3", "node < x.js",
+                                  "ed a.txt <<< '1d'", "sqlite3 db <<< 'select 1;'", "echo 1+1 | bc", "perl - < x"])
+def test_a_program_read_from_stdin_is_asked_every_time(line: str) -> None:
+    """The code is not on the line: "always" for one run would cover any other program."""
+    v = decide_call(Policy(), tool_name="run_command", approval="always", read_only=False, subject=line)
+    assert v.decision == "ask" and v.suggest is None, v
+
+
+@pytest.mark.parametrize("line", ["sqlite3 db .tables", "m4 x.m4", "gcc -wrapper sh x.c", "openssl enc -in a -out b",
+                                  "patch -p1 -i x.diff"])
+def test_always_learns_the_exact_line_for_programs_that_run_code_from_their_arguments(line: str) -> None:
+    v = decide_call(Policy(), tool_name="run_command", approval="always", read_only=False, subject=line)
+    assert v.decision == "ask" and v.suggest is not None and [str(r) for r in v.suggest] == [f"run_command({line})"]

@@ -429,7 +429,34 @@ _EXACT_LEARN = frozenset({"sed", "gsed", "awk", "gawk", "mawk", "nawk", "find", 
                           "lua", "tclsh", "expect", "tar", "rsync", "ssh", "scp", "sftp", "zip", "less", "more",
                           "vi", "vim", "nvim", "emacs", "nano", "man", "dd", "tee", "parallel", "watch", "rg",
                           "osascript", "timeout", "nice", "nohup", "stdbuf", "command", "builtin", "time",
-                          "sort", "git"})
+                          "sort", "git", "ed", "ex", "sqlite3", "m4", "bc", "dc", "gcc", "cc", "clang", "g++", "c++",
+                          "openssl", "gpg", "patch", "strace", "ltrace", "gdb", "script", "flock", "unshare", "chroot",
+                          "nsenter", "ionice", "chrt", "taskset", "sudo", "doas", "su", "busybox", "csh", "tcsh",
+                          "fish", "ksh", "dash", "mksh", "python2", "pypy3", "Rscript", "julia", "psql", "mysql",
+                          "at", "crontab", "systemd-run"})
+# Programs that run what comes on standard input when given no script or program argument
+# (`python3 <<< ...`, `... | sqlite3 db`): the code is not on the line, so nothing learned
+# from one run can stand for the next.
+_STDIN_CODE = frozenset({*_INTERPRETERS, "lua", "tclsh", "expect", "ed", "ex", "m4", "bc", "dc", "python2", "pypy3",
+                         "ksh", "dash", "mksh", "csh", "tcsh", "fish", "Rscript", "julia", "osascript"})
+_SCRIPT_FLAGS = frozenset({"-c", "-e", "-E", "-m", "-r", "-p", "-n", "-i", "--eval", "--print", "--command",
+                           "--version", "-V", "--help", "-h"})
+
+
+def code_from_stdin(cmd: SimpleCommand) -> bool:
+    """Does this command run a program read from standard input (see _STDIN_CODE)? sqlite3
+    does when it has no SQL argument after the database."""
+    if not cmd.argv:
+        return False
+    base, rest = posixpath.basename(cmd.argv[0]), cmd.argv[1:]
+    positional = [a for a in rest if not a.startswith("-") or a == "-"]
+    if base in ("sqlite3", "psql", "mysql"):
+        return len(positional) <= 1 and not any(a.startswith(("-c", "--command", "-e", "--execute")) for a in rest)
+    if base in ("ed", "ex"):
+        return True  # their commands always come on standard input; the file is what they edit
+    if base not in _STDIN_CODE:
+        return False
+    return "-" in positional or not positional and not any(a.split("=", 1)[0] in _SCRIPT_FLAGS for a in rest)
 
 
 def _exact_only(cmd: SimpleCommand) -> bool:

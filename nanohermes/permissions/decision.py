@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from nanohermes.hosts import host_matches
 from nanohermes.permissions.commands import (
-    CONTENT_READERS, _allow_matches, _could_match, _deny_matches, _rule_text, _uncertain, is_read_only, reads_secret,
-    suggest_command_rule, unanalysable,
+    CONTENT_READERS, _allow_matches, _could_match, _deny_matches, _rule_text, _uncertain, code_from_stdin,
+    is_read_only, reads_secret, suggest_command_rule, unanalysable,
 )
 from nanohermes.permissions.rules import (
     DEFAULT_SECRET_FILES, MODE_BLOCKED_EFFECTS, Decision, Effect, Rule, Target, escape_pattern, is_secret, literal_pattern,
@@ -263,6 +263,8 @@ def _check_simple(policy: Policy, tool_name: str, cmd: SimpleCommand, found_secr
         if secret:
             what = found_secret or "a file on the secret-file list"
             return f"`{shown}` reads {what} (permissions.secret_files)", Rule(tool_name, escape_pattern(shown))
+        if code_from_stdin(cmd):
+            return f"`{shown}` runs a program read from standard input, so it is asked every time", None
         return f"`{shown}` is not allowed by a rule", suggest_command_rule(cmd, tool_name)
     if cmd.writes and policy.mode != "accept-edits":
         # A read-only allow does not cover writing a file; a rule must spell the redirection.
