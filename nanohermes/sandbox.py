@@ -307,14 +307,19 @@ class Confinement:
     # Paths that must not appear: absent ones cannot be bound read-only, so one the command
     # creates is removed after it (a `.git/commondir` would point git at another config).
     must_not_appear: tuple[Path, ...] = ()
+    # The workspace's `.git` when it had none: a repository the command makes (`git init`) is
+    # kept only while its hooks and config name no program (see `_safe_new_repo`).
+    new_git: Path | None = None
 
     def prepare(self) -> Prepared:
         """Create the temp folder and the ruleset; the returned object's `preexec` runs in the child."""
         if self.policy == "off":
             return Prepared(self, tmpdir=None)
         tmp = _new_temp_folder()
-        absent = tuple(p for p in self.must_not_appear if not os.path.lexists(p)) if self.policy == "workspace-write" else ()
-        prepared = Prepared(self, tmpdir=tmp, absent=absent)
+        writes = self.policy == "workspace-write"
+        absent = tuple(p for p in self.must_not_appear if not os.path.lexists(p)) if writes else ()
+        new_git = self.new_git if writes and self.new_git is not None and not os.path.lexists(self.new_git) else None
+        prepared = Prepared(self, tmpdir=tmp, absent=absent, new_git=new_git)
         try:
             if self.abi:
                 prepared.ruleset_fd = self._ruleset(tmp)
@@ -391,6 +396,43 @@ class Confinement:
         return out
 
 
+# What `git init`, `git remote add` and a first push or commit write to a new repository's
+# config: none of it names a program git would run.
+_SAFE_NEW_KEYS = re.compile(
+    r"(core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|precomposeunicode|symlinks|autocrlf"
+    r"|eol|safecrlf)|extensions\.(objectformat|refstorage)|init\.defaultbranch|user\.(name|email)"
+    r"|remote\.[^\n]+\.(url|fetch|pushurl)|branch\.[^\n]+\.(remote|merge|rebase)|pull\.rebase|push\.default)")
+
+
+def _safe_new_repo(dot_git: Path) -> bool:
+    """Is a `.git` a sandboxed command created in a workspace that had none harmless the next
+    time git runs there, outside any sandbox? A folder whose hooks are git's samples and whose
+    config holds only the keys `git init` and the usual first steps write; never a `.git`
+    file or link (it points git at a config elsewhere)."""
+    if dot_git.is_symlink() or not dot_git.is_dir():
+        return False
+    hooks = dot_git / "hooks"
+    try:
+        if hooks.is_symlink() or any(not n.endswith(".sample") for n in (os.listdir(hooks) if hooks.is_dir() else ())):
+            return False
+        if any(os.path.lexists(dot_git / n) for n in ("commondir", "config.worktree", "modules")):
+            return False
+        config = dot_git / "config"
+        if not config.exists():
+            return True
+        if config.is_symlink():
+            return False
+        r = subprocess.run(["git", "config", "--file", str(config), "--list", "--name-only", "-z"],
+                           capture_output=True, timeout=10, env={"PATH": os.environ.get("PATH", ""),
+                                                                   "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"})
+    except (OSError, subprocess.SubprocessError):
+        return False
+    if r.returncode != 0:
+        return False
+    names = [n for n in r.stdout.decode("utf-8", "replace").split("\0") if n]
+    return all(_SAFE_NEW_KEYS.fullmatch(n.lower()) for n in names)
+
+
 def _dedupe(paths: list[Path]) -> list[Path]:
     seen: set[Path] = set()
     out = []
@@ -418,6 +460,7 @@ class Prepared:
     mounts: list[tuple[bytes, bool]] = field(default_factory=list)
     absent: tuple[Path, ...] = ()
     removed: list[Path] = field(default_factory=list)  # planted paths taken away after the call
+    new_git: Path | None = None  # the workspace's `.git`, absent before the call
 
     @property
     def active(self) -> bool:
@@ -482,6 +525,13 @@ class Prepared:
                     p.unlink(missing_ok=True)
                 self.removed.append(p)
         self.absent = ()
+        if self.new_git is not None and os.path.lexists(self.new_git) and not _safe_new_repo(self.new_git):
+            if self.new_git.is_dir() and not self.new_git.is_symlink():
+                shutil.rmtree(self.new_git, ignore_errors=True)
+            else:
+                self.new_git.unlink(missing_ok=True)
+            self.removed.append(self.new_git)
+        self.new_git = None
         if self.tmpdir is not None:
             try:
                 os.rmdir(self.tmpdir)  # the usual case, and far cheaper than a tree walk
@@ -548,7 +598,8 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
     planted += [Path(os.path.realpath(gd / "commondir")) for gd in git_dirs(workspace) if gd.name == ".git"]
     return Confinement(policy, abi=avail.abi if avail.landlock else 0, namespaces=avail.namespaces,  # type: ignore[arg-type]
                        write_roots=resolved, read_only_paths=protected, network=network,
-                       must_not_appear=tuple(planted))
+                       must_not_appear=tuple(planted),
+                       new_git=None if os.path.lexists(workspace / ".git") else Path(os.path.realpath(workspace)) / ".git")
 
 
 # -- refusals ------------------------------------------------------------------------------

@@ -360,3 +360,25 @@ def test_shell_reads_of_secret_files_are_asked_whatever_the_command(cli: Any, se
     assert "tok-" in got[0] or "[REDACTED]" in got[0]  # a rule spelling the line out is consent
     _, got = run_lines(cli, server, ["ls -la .env", "wc -c .env"])
     assert all(text.startswith("exit code: 0") for text in got), got
+
+
+@needs_landlock
+def test_a_repository_made_unasked_keeps_no_program_for_the_next_git(cli: Any, server: FakeServer, workspace: Path,
+                                                                     tmp_path: Path) -> None:
+    """In a workspace without a repository, `git init` under --yes is fine; one whose config
+    or hooks name a program (run by the person's next `git status`, unconfined) is removed."""
+    marker = tmp_path / "marker"
+    lines = [f"git init -q && git config core.fsmonitor 'touch {marker}' && echo MADE",
+             "git init -q && git remote add origin https://example.invalid/x.git && echo KEPT",
+             f"git init -q && printf '#!/bin/sh\\ntouch {marker}\\n' > .git/hooks/post-checkout && echo MADE",
+             "mkdir -p evil && git init -q evil && echo 'gitdir: evil/.git' > .git && echo MADE"]
+    for line in lines:
+        _, got = run_lines(cli, server, [line], "--yes")
+        if "KEPT" in line:
+            assert (workspace / ".git/config").is_file(), got
+            subprocess.run(["rm", "-rf", str(workspace / ".git")], check=True)
+        else:
+            assert not os.path.lexists(workspace / ".git"), (line, got)
+            assert f"creating {workspace / '.git'} (removed" in got[0], got
+    subprocess.run(["git", "status"], cwd=workspace, capture_output=True)
+    assert not marker.exists()
