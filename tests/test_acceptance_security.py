@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from localweb import LocalSite
 
-from nanohermes.hosts import LookupTimeout, resolve
+from nanohermes.runtime import DENIED
 from nanohermes.sandbox import probe
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
-ASKED = "Command denied by the user"  # what an asked call becomes with no terminal and no --yes
+ASKED = DENIED  # what an asked call becomes with no terminal and no --yes
 needs_landlock = pytest.mark.skipif(not probe().landlock, reason="Landlock is not available on this kernel")
 
 
@@ -266,13 +266,6 @@ def test_a_name_in_denied_hosts_denies_its_addresses(cli: Any, server: FakeServe
     assert site.requests == []
 
 
-def test_a_host_lookup_slower_than_its_bound_is_refused_not_skipped() -> None:
-    # A bound of 0 s: the lookup (in its own thread) cannot have answered yet.
-    with pytest.raises(LookupTimeout, match="took longer than 0 s"):
-        resolve("nanohermes-lookup.invalid", 0)
-    assert resolve("127.1", 0) == ("127.0.0.1",)  # a literal needs no lookup
-
-
 def test_environment_keeps_no_keys_of_nanohermes(cli: Any, server: FakeServer, workspace: Path) -> None:
     env = {"GITHUB_TOKEN": "ghp_0123456789abcdef", "AWS_SECRET_ACCESS_KEY": "aws-0123456789abcdef",
            "PGPASSWORD": "pg-0123456789abcdef", "OPENAI_API_KEY": "sk-0123456789abcdef", "PLAIN": "visible"}
@@ -296,9 +289,14 @@ def test_a_planted_git_file_does_not_open_the_folder_it_names(cli: Any, server: 
     folder as its git folder; the next one must still not write there."""
     lines = [f"echo 'gitdir: {home}' > .git", f"touch {home / 'planted'}", f"mkdir -p {home}/worktrees/w"]
     r, got = run_lines(cli, server, lines, "--yes")
-    assert (workspace / ".git").is_file()
+    assert not os.path.lexists(workspace / ".git")  # a .git file made unasked is taken away at once
     assert not (home / "planted").exists() and not (home / "worktrees").exists()
     assert "the OS sandbox (workspace-write) refused a write to " + str(home / "planted") in got[1]
+    # An unpacked archive that ships the .git file: the folder it names stays closed too.
+    (workspace / ".git").write_text(f"gitdir: {home}\n")
+    (home / "HEAD").write_text("ref: refs/heads/main\n")
+    _, got = run_lines(cli, server, [f"touch {home / 'planted'}"], "--yes")
+    assert not (home / "planted").exists(), got
 
 
 @needs_landlock
@@ -382,3 +380,19 @@ def test_a_repository_made_unasked_keeps_no_program_for_the_next_git(cli: Any, s
             assert f"creating {workspace / '.git'} (removed" in got[0], got
     subprocess.run(["git", "status"], cwd=workspace, capture_output=True)
     assert not marker.exists()
+
+
+# -- bounded inputs: a hostile nesting fails its own call, the others still run --------------
+
+def test_deeply_nested_tool_arguments_fail_that_call_only(cli: Any, server: FakeServer, workspace: Path) -> None:
+    (workspace / "a.txt").write_text("hello\n")
+    deep = '{"path": ' + "[" * 3000 + "]" * 3000 + "}"
+    deeper = '{"path": "a.txt", "x": ' + '{"a": ' * 3000 + "1" + "}" * 3000 + "}"
+    server.add(tool_reply(call("read_file", deep), call("read_file", deeper), call("read_file", {"path": "a.txt"})),
+               Reply(text="done"))
+    r = cli("-p", "go", server=server, config={})
+    assert r.code == 0, r.err
+    first, second, third = results(server)
+    assert first.startswith("ERROR: arguments for read_file ") and "64" in first, first
+    assert second.startswith("ERROR: arguments for read_file ") and "64" in second, second
+    assert "hello" in third
