@@ -58,11 +58,11 @@ def _getaddrinfo(name: str, timeout: float | None) -> list[tuple[object, ...]]:
         return list(socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP))
     import threading
 
-    box: list[object] = []
+    box: list[list[tuple[object, ...]] | BaseException] = []
 
     def look() -> None:
         try:
-            box.append(socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP))
+            box.append([tuple(i) for i in socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)])
         except (OSError, UnicodeError) as e:
             box.append(e)
 
@@ -74,7 +74,7 @@ def _getaddrinfo(name: str, timeout: float | None) -> list[tuple[object, ...]]:
     got = box[0]
     if isinstance(got, BaseException):
         raise got
-    return list(got)  # type: ignore[call-overload]
+    return got
 
 
 def resolve(host: str, timeout: float | None = None) -> tuple[str, ...]:
