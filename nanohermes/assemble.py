@@ -54,6 +54,7 @@ class Built:
     hooks: Hooks | None = None
     checkpoints: Checkpoints | None = None  # None: `checkpoints` is off
     resumed: bool = False
+    _start_context: str = ""  # what the SessionStart hooks added to the system prompt
 
     def pool(self) -> list[Tool]:
         """SPEC §2 order: built-ins by name, then skill, then MCP by name, then sub-agent tools."""
@@ -70,8 +71,7 @@ class Built:
         notices: list[str] = []
         if self.checkpoints is not None:
             self.checkpoints.start()
-        if self.hooks is not None and (extra := await self.hooks.session_start("resume" if self.resumed else "startup")):
-            self.agent.system_prompt += f"\n\n<session-start-context>\n{extra}\n</session-start-context>"
+        await self._session_start("resume" if self.resumed else "startup")
         if self.mcp is not None:
             notices += await self.mcp.start()
             if section := self.mcp.instructions():
@@ -81,6 +81,27 @@ class Built:
             notices += self.subagents.check(self.agent.runtime.tools)
         for text in notices:
             self.agent.ui.emit(Notice(level="warning", text=text))
+
+    async def _session_start(self, source: str) -> None:
+        """The SessionStart hooks (`source`: startup, resume or clear); their context replaces
+        what the last ones added to the system prompt."""
+        if self.hooks is None:
+            return
+        extra = await self.hooks.session_start(source)
+        prompt = self.agent.system_prompt
+        if self._start_context:
+            prompt = prompt.replace(self._start_context, "", 1)
+        self._start_context = f"\n\n<session-start-context>\n{extra}\n</session-start-context>" if extra else ""
+        self.agent.system_prompt = prompt + self._start_context
+
+    async def switch(self, swap: Callable[[], None], *, end: str, source: str) -> None:
+        """`/clear` and `/resume` in a running session: the SessionEnd hooks (reason `end`) of
+        the conversation that stops, `swap` to the next one, then its SessionStart hooks
+        (`source`), as Claude Code fires them."""
+        if self.hooks is not None:
+            await self.hooks.session_end(end)
+        swap()
+        await self._session_start(source)
 
     async def aclose(self) -> None:
         """Run the SessionEnd hooks, cancel running sub-agents, kill background tasks, then shut

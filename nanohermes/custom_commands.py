@@ -144,6 +144,8 @@ async def attach(text: str, runtime: Runtime, *, confined: bool = False) -> tupl
         seen.add(path)
         target = workspace / path
         if not target.is_file():
+            what = "is a folder" if target.is_dir() else "is not a file in the workspace"
+            notes.append(f"@{path} {what}: not attached (sent as text)")
             continue
         if confined:
             real = target.resolve()
