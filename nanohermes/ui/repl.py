@@ -167,7 +167,9 @@ class _Completer(Completer):
         if before.startswith("/") and " " not in before:
             for c in self.registry.all():
                 if c.name.startswith(before[1:]):
-                    yield Completion("/" + c.name, start_position=-len(before), display_meta=c.help)
+                    # The usage (a custom command's argument-hint) shows next to the name.
+                    yield Completion("/" + c.name, start_position=-len(before), display_meta=c.help,
+                                     display=f"/{c.name} {c.usage}" if c.usage else None)
             return
         word = document.get_word_before_cursor(WORD=True)
         if not word.startswith("@"):
