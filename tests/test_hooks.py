@@ -583,3 +583,35 @@ def test_repl_session_end_fires_on_ctrl_d_and_sigterm(workspace: Path, home: Pat
     seen = records(log)
     assert [(r["hook_event_name"], r.get("reason")) for r in seen][1:] == [("SessionEnd", "exit")]
     assert seen[1]["session_id"] == seen[0]["session_id"] != ""
+
+
+def test_print_mode_mcp_tools_match_as_mcp_server_tool(cli, server: Any, recorder: Path,  # type: ignore[no-untyped-def]
+                                                      tmp_path: Path) -> None:
+    from nanohermes.testing import Reply as R
+
+    demo = str(Path(__file__).parent / "mcp" / "demo_server.py")
+    log = tmp_path / "log.jsonl"
+    config = {"mcp": {"servers": {"demo": {"command": sys.executable, "args": [demo]}}},
+              "hooks": {"PreToolUse": [group(hook_cmd(recorder, log), matcher="mcp__demo__echo"),
+                                       group(hook_cmd(recorder, log, code=2, err="no adding"), matcher="mcp__demo__add")],
+                        "PostToolUse": [group(hook_cmd(recorder, log), matcher="mcp__.*")]}}
+    server.add(tool_reply(call("mcp__demo__echo", {"text": "hi"}, id="e"), call("mcp__demo__add", {"a": 1, "b": 2}, id="a")),
+               R(text="done"))
+    ran = cli("-p", "use the tools", "--yes", server=server, config=config)
+    assert ran.code == 0, ran.err
+    seen = [(r["hook_event_name"], r["tool_name"], r["tool_input"], r.get("tool_response")) for r in records(log)]
+    assert seen == [("PreToolUse", "mcp__demo__echo", {"text": "hi"}, None),
+                    ("PostToolUse", "mcp__demo__echo", {"text": "hi"}, "echo: hi"),
+                    ("PreToolUse", "mcp__demo__add", {"a": 1, "b": 2}, None)]
+    results = {m["tool_call_id"]: m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"}
+    assert results == {"e": "echo: hi", "a": "ERROR: blocked by a PreToolUse hook: no adding"}
+
+
+def test_a_hook_without_a_timeout_gets_60_seconds(workspace: Path, home: Path) -> None:
+    cfg = home / ".config" / "nanohermes" / "config.json"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}))
+    config = load_config(workspace).config
+    hooks = Hooks.from_config(config.hooks, workspace, Limits(), lambda e: None)
+    assert [h.timeout_secs for h in hooks.hooks] == [60.0]
+    assert hooks.lines() == [f"Stop             *                    true  (timeout 60s; {cfg})"]
