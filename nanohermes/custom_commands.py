@@ -191,13 +191,18 @@ async def run(agent: Agent, command: CustomCommand, prompt: str, submit: Any = N
 
 
 async def ask(agent: Agent, prompt: str) -> TurnResult:
-    """`-p`: a prompt starting with `/name` runs that custom command; anything else is sent as is."""
+    """`-p`: a prompt starting with `/name` runs that custom command, `/init` the turn that
+    writes AGENTS.md; anything else is sent as is."""
     from nanohermes.events import Notice
 
     if prompt.lstrip().startswith("/"):
         from nanohermes.ui.commands import load_commands
 
         name, arguments = split(prompt)
+        if name == "init":
+            from nanohermes.ui.extensions import init_prompt
+
+            return await agent.ask(init_prompt(agent.runtime.workspace, arguments))
         command = discover(agent.runtime.workspace).commands.get(name)
         builtin = load_commands().get(name)
         if command is not None and (builtin is None or builtin.source):  # a built-in wins, as in the REPL

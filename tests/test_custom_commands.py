@@ -274,3 +274,14 @@ def test_tab_shows_the_argument_hint(workspace: Path) -> None:
     install_custom_commands(reg, workspace)
     got = [(c.text, c.display_text) for c in _Completer(reg, lambda: workspace).get_completions(Document("/rev"), None)]
     assert got == [("/review", "/review [focus]")]
+
+
+def test_print_mode_init_writes_agents_md(cli, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    from nanohermes.testing import call, tool_reply
+
+    server.add(tool_reply(call("write_file", {"path": "AGENTS.md", "content": "# demo\n"})), Reply(text="written"))
+    ran = cli("-p", "/init keep it short", "--yes", server=server)
+    assert ran.code == 0, ran.err
+    assert (workspace / "AGENTS.md").read_text() == "# demo\n"
+    prompt = server.requests[0]["messages"][-1]["content"]
+    assert prompt.startswith("Study this repository and write an AGENTS.md") and prompt.endswith("\nAlso: keep it short")

@@ -61,15 +61,20 @@ Then write AGENTS.md with, in this order and only what is true of this repositor
 Keep it short (well under 200 lines), concrete and checkable; no generic advice.{existing}"""
 
 
-@command("init", help="Study the repository and write (or improve) AGENTS.md, in one turn")
-async def _init(ctx: CommandContext, arg: str) -> None:
-    path = ctx.workspace / "AGENTS.md"
+def init_prompt(workspace: Path, arg: str = "") -> str:
+    """The prompt of `/init` (in the REPL and in `-p`): write AGENTS.md, or improve the one there."""
+    path = workspace / "AGENTS.md"
     existing = ("\nAn AGENTS.md exists already: read it first, keep what is right, fix what is wrong or stale, and add what"
                 " is missing.") if path.exists() else ""
     prompt = INIT_PROMPT.format(action="improve" if path.exists() else "write", existing=existing)
     if arg.strip():
         prompt += f"\nAlso: {arg.strip()}"
-    await (ctx.submit or ctx.agent.ask)(prompt)
+    return prompt
+
+
+@command("init", help="Study the repository and write (or improve) AGENTS.md, in one turn")
+async def _init(ctx: CommandContext, arg: str) -> None:
+    await (ctx.submit or ctx.agent.ask)(init_prompt(ctx.workspace, arg))
 
 
 @command("export", help="Write the conversation as Markdown to a file", usage="[file]")
