@@ -539,7 +539,7 @@ def test_repl_notifies_clear_restarts_the_session_and_exit_ends_it(workspace: Pa
         finally:
             if t.child.isalive():
                 t.child.terminate(force=True)
-        system = [m for m in server.requests[-1]["messages"] if m["role"] == "system"][0]["content"]
+        system = next(m for m in server.requests[-1]["messages"] if m["role"] == "system")["content"]
     assert system.count("the build is make") == 1  # the clear's SessionStart context replaced the first
     seen = wait_for(log, n + 1)
     names = [(r["hook_event_name"], r.get("source") or r.get("reason") or r.get("message", "")[:40]) for r in seen]
