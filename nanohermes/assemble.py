@@ -57,6 +57,7 @@ class Built:
     # Take the first checkpoint snapshot in the background at start: worth it while a person
     # types the first prompt; a one-shot run's first turn would only wait for it and repeat it.
     warm_checkpoints: bool = True
+    _start_context: str = ""  # what the SessionStart hooks added to the system prompt
 
     def make_llm(self, model: str | None = None, **overrides: Any) -> LLM:
         """A model client of this session (`model`, default the configured one; `overrides`:
@@ -80,8 +81,7 @@ class Built:
         notices: list[str] = []
         if self.checkpoints is not None and self.warm_checkpoints:
             self.checkpoints.start()
-        if self.hooks is not None and (extra := await self.hooks.session_start("resume" if self.resumed else "startup")):
-            self.agent.system_prompt += f"\n\n<session-start-context>\n{extra}\n</session-start-context>"
+        await self._session_start("resume" if self.resumed else "startup")
         if self.mcp is not None:
             notices += await self.mcp.start()
             if section := self.mcp.instructions():
@@ -91,6 +91,27 @@ class Built:
             notices += self.subagents.check(self.agent.runtime.tools)
         for text in notices:
             self.agent.ui.emit(Notice(level="warning", text=text))
+
+    async def _session_start(self, source: str) -> None:
+        """The SessionStart hooks (`source`: startup, resume or clear); their context replaces
+        what the last ones added to the system prompt."""
+        if self.hooks is None:
+            return
+        extra = await self.hooks.session_start(source)
+        prompt = self.agent.system_prompt
+        if self._start_context:
+            prompt = prompt.replace(self._start_context, "", 1)
+        self._start_context = f"\n\n<session-start-context>\n{extra}\n</session-start-context>" if extra else ""
+        self.agent.system_prompt = prompt + self._start_context
+
+    async def switch(self, swap: Callable[[], None], *, end: str, source: str) -> None:
+        """`/clear` and `/resume` in a running session: the SessionEnd hooks (reason `end`) of
+        the conversation that stops, `swap` to the next one, then its SessionStart hooks
+        (`source`), as Claude Code fires them."""
+        if self.hooks is not None:
+            await self.hooks.session_end(end)
+        swap()
+        await self._session_start(source)
 
     async def aclose(self) -> None:
         """Run the SessionEnd hooks, cancel running sub-agents, kill background tasks, then shut

@@ -2,7 +2,7 @@
 
 This is the only module that exits the process. Run-ending errors are caught here once and
 shown as one line plus a hint (a traceback only with --verbose). Exit codes: 0 success,
-1 endpoint or internal error, 2 usage or config error, 3 turn limit reached, 130 interrupted,
+1 endpoint or internal error (or a prompt a hook blocked), 2 usage or config error, 3 turn limit reached, 130 interrupted,
 143 terminated (SIGTERM or SIGHUP). However it ends, the session's background tasks are killed.
 """
 
@@ -552,7 +552,14 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
             agent.transcript.close()
             if failed and resume is None and not any(m.role == "assistant" for m in agent.history):
                 _discard(agent.transcript)
-    finish(result.text, result.reason)
+    # A turn that ends in "error" never reached the model (a UserPromptSubmit hook blocked
+    # the prompt): the run failed, and a script must see that (exit 1, is_error true).
+    error = None
+    if result.reason == "error":
+        error = (built.hooks.blocked if built.hooks is not None else "") or "the prompt was not sent"
+    finish(result.text, result.reason, error)
+    if error is not None:
+        return EXIT_ERROR
     return EXIT_TURNS if result.reason == "max_turns" else EXIT_OK
 
 

@@ -144,6 +144,8 @@ async def attach(text: str, runtime: Runtime, *, confined: bool = False) -> tupl
         seen.add(path)
         target = workspace / path
         if not target.is_file():
+            what = "is a folder" if target.is_dir() else "is not a file in the workspace"
+            notes.append(f"@{path} {what}: not attached (sent as text)")
             continue
         if confined:
             real = target.resolve()
@@ -189,13 +191,16 @@ async def run(agent: Agent, command: CustomCommand, prompt: str, submit: Any = N
 
 
 async def ask(agent: Agent, prompt: str) -> TurnResult:
-    """`-p`: a prompt starting with `/name` runs that custom command; anything else is sent as is."""
+    """`-p`: a prompt starting with `/name` runs that custom command, `/init` the turn that
+    writes AGENTS.md; anything else is sent as is."""
     from nanohermes.events import Notice
 
     if prompt.lstrip().startswith("/"):
         from nanohermes.ui.commands import load_commands
 
         name, arguments = split(prompt)
+        if name == "init":
+            return await agent.ask(init_prompt(agent.runtime.workspace, arguments))
         command = discover(agent.runtime.workspace).commands.get(name)
         builtin = load_commands().get(name)
         if command is not None and (builtin is None or builtin.source):  # a built-in wins, as in the REPL
@@ -205,3 +210,26 @@ async def ask(agent: Agent, prompt: str) -> TurnResult:
             result: TurnResult = await run(agent, command, text)
             return result
     return await agent.ask(prompt)
+
+
+INIT_PROMPT = """Study this repository and {action} an AGENTS.md at its root: the instructions a coding agent (or a new
+contributor) needs to work here. Look before you write: the build and package files, the test set-up, the CI
+configuration, the README, the layout of the source folders, a few representative modules and tests.
+
+Then write AGENTS.md with, in this order and only what is true of this repository:
+- Set up, build and test: the exact commands (how to run one test file, too), and any needed services.
+- Layout: the main folders and modules, one line each on what they own.
+- Conventions: code style, naming, error handling, typing, how tests are written, commit habits you can see.
+- Pitfalls: anything surprising a newcomer would trip over.
+Keep it short (well under 200 lines), concrete and checkable; no generic advice.{existing}"""
+
+
+def init_prompt(workspace: Path, arg: str = "") -> str:
+    """The prompt of `/init` (in the REPL and in `-p`): write AGENTS.md, or improve the one there."""
+    path = workspace / "AGENTS.md"
+    existing = ("\nAn AGENTS.md exists already: read it first, keep what is right, fix what is wrong or stale, and add what"
+                " is missing.") if path.exists() else ""
+    prompt = INIT_PROMPT.format(action="improve" if path.exists() else "write", existing=existing)
+    if arg.strip():
+        prompt += f"\nAlso: {arg.strip()}"
+    return prompt

@@ -118,6 +118,7 @@ class Hooks:
     # (session id, transcript path) at the time a hook runs: /clear and /resume change them.
     session: Callable[[], tuple[str, str]] = lambda: ("", "")
     mode: Callable[[], str] = lambda: "default"  # the permission mode at the time a hook runs
+    blocked: str = ""  # why a UserPromptSubmit hook blocked the last prompt ("" when it went out)
     _stop_active: bool = False
     _background: set[asyncio.Task[Any]] = field(default_factory=set)
 
@@ -259,11 +260,13 @@ class Hooks:
     async def prompt_submitted(self, prompt: str) -> str | None:
         """The prompt to send, with the hooks' context added; None when a hook blocks it."""
         self._stop_active = False
+        self.blocked = ""
         if not self.of("UserPromptSubmit"):
             return prompt
         o = await self.fire("UserPromptSubmit", prompt=prompt)
         if o.blocks:
-            self.emit(Notice(level="warning", text="prompt blocked by a UserPromptSubmit hook: " + "; ".join(o.blocks)))
+            self.blocked = "prompt blocked by a UserPromptSubmit hook: " + "; ".join(o.blocks)
+            self.emit(Notice(level="warning", text=self.blocked))
             return None
         return prompt + (f"\n\n<hook-context>\n{o.context}\n</hook-context>" if o.context else "")
 

@@ -348,3 +348,72 @@ def test_without_git_checkpoints_are_off_with_one_warning(repo: Path, tmp_path: 
         "checkpoints: git was not found on PATH (checkpoints need it; install git); /rewind cannot undo this "
         "session's turns"]
     assert [m.content for m in built.agent.history] == ["one", "a", "two", "b"]  # the turns ran
+
+
+@pytest.mark.parametrize("where", ["subfolder of a repository", "not a repository"])
+def test_print_mode_checkpoints_are_rewound_after_resume_in_the_repl(cli, workspace: Path, home: Path,  # type: ignore[no-untyped-def]
+                                                                      tmp_path: Path, where: str) -> None:
+    """`-p` records the checkpoint; a new process resumes the session in the REPL and
+    /rewind puts every file back, whatever changed it, without touching the user's git."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_repl_pty import Term
+
+    from nanohermes.testing import FakeServer
+
+    outer = workspace
+    ws = outer / "pkg" if where.startswith("subfolder") else outer
+    ws.mkdir(exist_ok=True)
+    marker = tmp_path / "hook-ran"
+    if where.startswith("subfolder"):
+        git(outer, "init", "-q", "-b", "main")
+        (ws / "tracked.txt").write_text("alpha\n")
+        (outer / "top.txt").write_text("top\n")
+        git(outer, "add", "-A")
+        git(outer, "commit", "-q", "-m", "first")
+        (ws / "tracked.txt").write_text("alpha\nstashed\n")
+        git(outer, "stash", "-q")
+        (ws / "staged.txt").write_text("staged\n")
+        git(outer, "add", "pkg/staged.txt")
+        for name in ("pre-commit", "post-checkout", "reference-transaction", "post-index-change"):
+            hook = outer / ".git" / "hooks" / name
+            hook.parent.mkdir(exist_ok=True)
+            hook.write_text(f"#!/bin/sh\necho {name} >> {marker}\n")
+            hook.chmod(0o755)
+        before_git = {**git_state(outer), "hooks": sorted(p.name for p in (outer / ".git" / "hooks").iterdir())}
+    else:
+        (ws / "tracked.txt").write_text("alpha\n")
+        before_git = {}
+    (ws / "gone.txt").write_text("will be deleted\n")
+    (ws / "untracked.txt").write_text("untracked\n")
+    before = tree(outer)
+    cmd = ("printf made > made.txt && echo more >> tracked.txt && rm gone.txt untracked.txt && "
+           "mkdir -p d/e && printf z > d/e/f.txt")
+    with FakeServer() as server:
+        server.add(tool_reply(call("write_file", {"path": "new.txt", "content": "new\n"}),
+                              call("run_command", {"command": cmd})), Reply(text="all changed"))
+        ran = cli("-p", "change everything", "--yes", "--output-format", "json", server=server, cwd=ws)
+        assert ran.code == 0, ran.err
+        sid = json.loads(ran.out)["session_id"]
+        assert (ws / "made.txt").exists() and not (ws / "gone.txt").exists()
+        t = Term(ws, home, server, args=("--resume", sid))
+        try:
+            t.prompt()
+            t.type("/rewind")
+            t.wait("change everything")
+            t.wait("files:")
+            t.prompt()
+            t.type("/rewind 1 files")
+            t.wait("restored 6 files to before turn 1")
+            t.leave()
+        finally:
+            if t.child.isalive():
+                t.child.terminate(force=True)
+    assert not marker.exists(), "a hook of the user's repository ran: " + marker.read_text()
+    assert tree(outer) == before
+    if before_git:
+        assert {**git_state(outer), "hooks": sorted(p.name for p in (outer / ".git" / "hooks").iterdir())} == before_git
+        assert git(outer, "status", "--porcelain") == "A  pkg/staged.txt\n?? pkg/gone.txt\n?? pkg/untracked.txt\n"
+    assert not (ws / ".git").exists()

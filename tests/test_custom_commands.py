@@ -234,3 +234,54 @@ def test_print_mode_leaves_a_builtins_name_alone(cli, server: FakeServer, worksp
     server.add(Reply(text="ok"))
     ran = cli("-p", "/help me", server=server)
     assert ran.code == 0 and server.requests[0]["messages"][-1]["content"] == "/help me"
+
+
+def test_print_mode_runs_project_claude_and_user_commands(cli, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
+                                                          home: Path) -> None:
+    write(workspace / ".claude" / "commands" / "a" / "b" / "deep.md", "Deep: [$ARGUMENTS] first=[$1] third=[$3]")
+    write(home / ".config" / "nanohermes" / "commands" / "mine.md",
+          "---\nmodel: user-model\nargument-hint: '<what>'\n---\nMine: $ARGUMENTS")
+    server.add(Reply(text="deep"), Reply(text="mine"), Reply(text="plain"))
+    ran = cli("-p", """/a:b:deep "two words" 'it''s' """, server=server)
+    assert ran.code == 0, ran.err
+    # $ARGUMENTS is the text as typed (quotes kept); $1.. are the words a shell would see,
+    # and one not given is empty.
+    assert server.requests[0]["messages"][-1]["content"] == """Deep: ["two words" 'it''s'] first=[two words] third=[]"""
+    assert server.requests[0]["model"] == "fake-model"
+    ran = cli("-p", "/mine the cache", server=server)
+    assert ran.code == 0 and ran.out.strip() == "mine", ran.err
+    assert server.requests[1]["messages"][-1]["content"] == "Mine: the cache"
+    assert server.requests[1]["model"] == "user-model"
+    ran = cli("-p", "/a:b:nothing here", server=server)
+    assert ran.code == 0 and server.requests[2]["messages"][-1]["content"] == "/a:b:nothing here"
+
+
+def test_a_front_matter_model_is_for_that_turn_only(workspace: Path) -> None:
+    write(workspace / ".nanohermes" / "commands" / "big.md", "---\nmodel: big-model\n---\nThink hard.")
+    reg = builtin_registry()
+    install_custom_commands(reg, workspace)
+    llm = ScriptedLLM([Reply(text="a"), Reply(text="b")], model="small-model")
+    ctx, _ = make_ctx(workspace, llm, reg)
+    asyncio.run(reg.run("/big", ctx))
+    asyncio.run(ctx.agent.ask("and now"))
+    assert [r["model"] for r in llm.requests] == ["big-model", "small-model"]
+    assert llm.model == "small-model"
+
+
+def test_tab_shows_the_argument_hint(workspace: Path) -> None:
+    write(workspace / ".nanohermes" / "commands" / "review.md", "---\nargument-hint: '[focus]'\n---\nReview.")
+    reg = builtin_registry()
+    install_custom_commands(reg, workspace)
+    got = [(c.text, c.display_text) for c in _Completer(reg, lambda: workspace).get_completions(Document("/rev"), None)]
+    assert got == [("/review", "/review [focus]")]
+
+
+def test_print_mode_init_writes_agents_md(cli, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    from nanohermes.testing import call, tool_reply
+
+    server.add(tool_reply(call("write_file", {"path": "AGENTS.md", "content": "# demo\n"})), Reply(text="written"))
+    ran = cli("-p", "/init keep it short", "--yes", server=server)
+    assert ran.code == 0, ran.err
+    assert (workspace / "AGENTS.md").read_text() == "# demo\n"
+    prompt = server.requests[0]["messages"][-1]["content"]
+    assert prompt.startswith("Study this repository and write an AGENTS.md") and prompt.endswith("\nAlso: keep it short")

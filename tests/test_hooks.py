@@ -453,3 +453,165 @@ def test_a_hook_that_never_reads_a_large_input_still_times_out(workspace: Path, 
     run = asyncio.run(hooks.run(hooks.hooks[0], hooks.payload("PostToolUse", tool_response="x" * 1_000_000)))
     assert run.code is None and time.monotonic() - started < 30
     assert warnings(ui) == ["PostToolUse hook `sleep 300` timed out after 0.5s; its process group was killed"]
+
+
+# -- through the real CLI and REPL -------------------------------------------------------------
+def recording_config(recorder: Path, log: Path, events: tuple[str, ...], **kw: Any) -> dict[str, Any]:
+    return {"hooks": {e: [group(hook_cmd(recorder, log, **kw))] for e in events}}
+
+
+def test_print_mode_fires_the_session_events_with_the_runs_session(cli, server: Any, recorder: Path,  # type: ignore[no-untyped-def]
+                                                                  tmp_path: Path, workspace: Path) -> None:
+    from nanohermes.testing import Reply as R
+
+    log = tmp_path / "log.jsonl"
+    server.add(R(text="hi there"))
+    ran = cli("-p", "hello", "--output-format", "json", server=server,
+              config=recording_config(recorder, log, ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd")))
+    assert ran.code == 0, ran.err
+    sid = ran.json()["session_id"]
+    seen = records(log)
+    assert [r["hook_event_name"] for r in seen] == ["SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"]
+    for r in seen:
+        assert r["session_id"] == sid and r["cwd"] == str(workspace)
+        assert Path(r["transcript_path"]).is_file() and sid in r["transcript_path"]
+    assert seen[0]["source"] == "startup" and seen[1]["prompt"] == "hello" and seen[3]["reason"] == "exit"
+
+
+def test_print_mode_a_blocked_prompt_is_an_error_exit(cli, server: Any, recorder: Path,  # type: ignore[no-untyped-def]
+                                                      tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    config = {"hooks": {"UserPromptSubmit": [group(hook_cmd(recorder, log, code=2, err="no secrets in prompts"))]}}
+    ran = cli("-p", "the key is sk-123", "--output-format", "json", server=server, config=config)
+    assert ran.code == 1, ran.err
+    out = ran.json()
+    assert (out["exit_reason"], out["is_error"]) == ("error", True)
+    assert out["error"] == "prompt blocked by a UserPromptSubmit hook: no secrets in prompts"
+    assert out["turns"] == 0
+    text = cli("-p", "again", server=server, config=config)
+    assert text.code == 1 and text.out == ""
+    assert "prompt blocked by a UserPromptSubmit hook: no secrets in prompts" in text.err
+    assert server.requests == []  # the prompt never reached the model
+
+
+def repl_term(workspace: Path, home: Path, server: Any, config: dict[str, Any]) -> Any:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_repl_pty import Term
+
+    return Term(workspace, home, server, config=config)
+
+
+def wait_for(log: Path, n: int) -> list[dict[str, Any]]:
+    """The first `n` records, once they are there (Notification hooks run in the background)."""
+    end = time.monotonic() + 30
+    while len(records(log)) < n and time.monotonic() < end:
+        time.sleep(0.05)
+    return records(log)
+
+
+def test_repl_notifies_clear_restarts_the_session_and_exit_ends_it(workspace: Path, home: Path, recorder: Path,
+                                                                    tmp_path: Path) -> None:
+    from nanohermes.testing import FakeServer
+
+    log = tmp_path / "log.jsonl"
+    config = recording_config(recorder, log, ("SessionStart", "SessionEnd", "Notification"))
+    config["hooks"]["SessionStart"] = [group(hook_cmd(recorder, log, out={"additionalContext": "the build is make"}))]
+    with FakeServer() as server:
+        server.add(tool_reply(call("write_file", {"path": "a.txt", "content": "a"})), Reply(text="wrote it"),
+                   Reply(text="fresh start"))
+        t = repl_term(workspace, home, server, config)
+        try:
+            t.prompt()
+            t.type("write a file")
+            t.wait("[n] No")
+            t.child.send("y")
+            t.wait("wrote it")
+            t.prompt()
+            t.type("/clear")
+            t.wait("conversation cleared")
+            t.prompt()
+            t.type("hello again")
+            t.wait("fresh start")
+            t.prompt()
+            n = len(wait_for(log, 6))
+            t.type("/exit")
+            assert t.exit_code() == 0
+        finally:
+            if t.child.isalive():
+                t.child.terminate(force=True)
+        system = next(m for m in server.requests[-1]["messages"] if m["role"] == "system")["content"]
+    assert system.count("the build is make") == 1  # the clear's SessionStart context replaced the first
+    seen = wait_for(log, n + 1)
+    names = [(r["hook_event_name"], r.get("source") or r.get("reason") or r.get("message", "")[:40]) for r in seen]
+    assert names[0] == ("SessionStart", "startup")
+    asked = [r["message"] for r in seen if r["hook_event_name"] == "Notification" and "permission" in r["message"]]
+    assert len(asked) == 1 and asked[0].startswith("nanohermes needs your permission to use write_file"), asked
+    first_idle = names.index(("Notification", "nanohermes is waiting for your input"))
+    end_clear = names.index(("SessionEnd", "clear"))
+    start_clear = names.index(("SessionStart", "clear"))
+    assert first_idle < end_clear < start_clear
+    assert names[-1] == ("SessionEnd", "exit")
+    # /clear starts a new session: the hooks after it get the new one's id and transcript
+    assert seen[end_clear]["session_id"] == seen[0]["session_id"]
+    assert seen[start_clear]["session_id"] != seen[0]["session_id"]
+    assert seen[-1]["session_id"] == seen[start_clear]["session_id"]
+    assert seen[start_clear]["transcript_path"] != seen[0]["transcript_path"]
+
+
+@pytest.mark.parametrize("how", ["ctrl-d", "sigterm"])
+def test_repl_session_end_fires_on_ctrl_d_and_sigterm(workspace: Path, home: Path, recorder: Path, tmp_path: Path,
+                                                      how: str) -> None:
+    import signal
+
+    from nanohermes.testing import FakeServer
+
+    log = tmp_path / "log.jsonl"
+    with FakeServer() as server:
+        t = repl_term(workspace, home, server, recording_config(recorder, log, ("SessionStart", "SessionEnd")))
+        try:
+            t.prompt()
+            assert [r["hook_event_name"] for r in wait_for(log, 1)] == ["SessionStart"]
+            if how == "ctrl-d":
+                t.child.send("\x04")
+                assert t.exit_code() == 0
+            else:
+                t.child.kill(signal.SIGTERM)
+                assert t.exit_code() == 143
+        finally:
+            if t.child.isalive():
+                t.child.terminate(force=True)
+    seen = records(log)
+    assert [(r["hook_event_name"], r.get("reason")) for r in seen][1:] == [("SessionEnd", "exit")]
+    assert seen[1]["session_id"] == seen[0]["session_id"] != ""
+
+
+def test_print_mode_mcp_tools_match_as_mcp_server_tool(cli, server: Any, recorder: Path,  # type: ignore[no-untyped-def]
+                                                      tmp_path: Path) -> None:
+    from nanohermes.testing import Reply as R
+
+    demo = str(Path(__file__).parent / "mcp" / "demo_server.py")
+    log = tmp_path / "log.jsonl"
+    config = {"mcp": {"servers": {"demo": {"command": sys.executable, "args": [demo]}}},
+              "hooks": {"PreToolUse": [group(hook_cmd(recorder, log), matcher="mcp__demo__echo"),
+                                       group(hook_cmd(recorder, log, code=2, err="no adding"), matcher="mcp__demo__add")],
+                        "PostToolUse": [group(hook_cmd(recorder, log), matcher="mcp__.*")]}}
+    server.add(tool_reply(call("mcp__demo__echo", {"text": "hi"}, id="e"), call("mcp__demo__add", {"a": 1, "b": 2}, id="a")),
+               R(text="done"))
+    ran = cli("-p", "use the tools", "--yes", server=server, config=config)
+    assert ran.code == 0, ran.err
+    seen = [(r["hook_event_name"], r["tool_name"], r["tool_input"], r.get("tool_response")) for r in records(log)]
+    assert seen == [("PreToolUse", "mcp__demo__echo", {"text": "hi"}, None),
+                    ("PostToolUse", "mcp__demo__echo", {"text": "hi"}, "echo: hi"),
+                    ("PreToolUse", "mcp__demo__add", {"a": 1, "b": 2}, None)]
+    results = {m["tool_call_id"]: m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"}
+    assert results == {"e": "echo: hi", "a": "ERROR: blocked by a PreToolUse hook: no adding"}
+
+
+def test_a_hook_without_a_timeout_gets_60_seconds(workspace: Path, home: Path) -> None:
+    cfg = home / ".config" / "nanohermes" / "config.json"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}))
+    config = load_config(workspace).config
+    hooks = Hooks.from_config(config.hooks, workspace, Limits(), lambda e: None)
+    assert [h.timeout_secs for h in hooks.hooks] == [60.0]
+    assert hooks.lines() == [f"Stop             *                    true  (timeout 60s; {cfg})"]

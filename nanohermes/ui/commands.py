@@ -267,16 +267,23 @@ async def _model(ctx: CommandContext, arg: str) -> None:
 
 
 @command("clear", help="Start a new conversation (the old one stays saved)")
-def _clear(ctx: CommandContext, arg: str) -> None:
+async def _clear(ctx: CommandContext, arg: str) -> None:
     from nanohermes.session import Transcript
     from nanohermes.ui import render
 
     agent = ctx.agent
-    agent.history.clear()
-    if agent.transcript is not None:
-        agent.transcript.close()
-        agent.transcript = Transcript.create(ctx.workspace, model=agent.llm.model, mode=agent.runtime.policy.mode)
-        agent.runtime.session_dir = agent.transcript.dir
+
+    def swap() -> None:
+        agent.history.clear()
+        if agent.transcript is not None:
+            agent.transcript.close()
+            agent.transcript = Transcript.create(ctx.workspace, model=agent.llm.model, mode=agent.runtime.policy.mode)
+            agent.runtime.session_dir = agent.transcript.dir
+
+    if ctx.built is not None:  # the SessionEnd and SessionStart hooks fire around it
+        await ctx.built.switch(swap, end="clear", source="clear")
+    else:
+        swap()
     ctx.print(render.info("conversation cleared"))
 
 
@@ -357,7 +364,7 @@ async def _compact(ctx: CommandContext, arg: str) -> None:
 
 @command("resume", help="List this project's saved sessions, numbered, or continue one", usage="[N|id]",
          fallback=True)
-def _resume(ctx: CommandContext, arg: str) -> None:
+async def _resume(ctx: CommandContext, arg: str) -> None:
     from nanohermes.assemble import resume_into
     from nanohermes.session import find_session, list_sessions
     from nanohermes.ui import render
@@ -380,7 +387,12 @@ def _resume(ctx: CommandContext, arg: str) -> None:
         path = sessions[int(arg) - 1].path
     else:
         path = find_session(ctx.workspace, arg)
-    for w in resume_into(ctx.agent, path):
+    warnings: list[str] = []
+    if ctx.built is not None:  # the SessionEnd and SessionStart hooks fire around it
+        await ctx.built.switch(lambda: warnings.extend(resume_into(ctx.agent, path)), end="resume", source="resume")
+    else:
+        warnings = resume_into(ctx.agent, path)
+    for w in warnings:
         ctx.print(_warning_text(w))
     ctx.print(render.resumed(path.stem, ctx.agent.history))
 

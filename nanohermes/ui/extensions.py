@@ -49,27 +49,11 @@ def _handler(cmd: CustomCommand) -> Handler:
     return handle
 
 
-INIT_PROMPT = """Study this repository and {action} an AGENTS.md at its root: the instructions a coding agent (or a new
-contributor) needs to work here. Look before you write: the build and package files, the test set-up, the CI
-configuration, the README, the layout of the source folders, a few representative modules and tests.
-
-Then write AGENTS.md with, in this order and only what is true of this repository:
-- Set up, build and test: the exact commands (how to run one test file, too), and any needed services.
-- Layout: the main folders and modules, one line each on what they own.
-- Conventions: code style, naming, error handling, typing, how tests are written, commit habits you can see.
-- Pitfalls: anything surprising a newcomer would trip over.
-Keep it short (well under 200 lines), concrete and checkable; no generic advice.{existing}"""
-
-
 @command("init", help="Study the repository and write (or improve) AGENTS.md, in one turn")
 async def _init(ctx: CommandContext, arg: str) -> None:
-    path = ctx.workspace / "AGENTS.md"
-    existing = ("\nAn AGENTS.md exists already: read it first, keep what is right, fix what is wrong or stale, and add what"
-                " is missing.") if path.exists() else ""
-    prompt = INIT_PROMPT.format(action="improve" if path.exists() else "write", existing=existing)
-    if arg.strip():
-        prompt += f"\nAlso: {arg.strip()}"
-    await (ctx.submit or ctx.agent.ask)(prompt)
+    from nanohermes.custom_commands import init_prompt
+
+    await (ctx.submit or ctx.agent.ask)(init_prompt(ctx.workspace, arg))
 
 
 @command("export", help="Write the conversation as Markdown to a file", usage="[file]")

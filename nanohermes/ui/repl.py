@@ -167,7 +167,9 @@ class _Completer(Completer):
         if before.startswith("/") and " " not in before:
             for c in self.registry.all():
                 if c.name.startswith(before[1:]):
-                    yield Completion("/" + c.name, start_position=-len(before), display_meta=c.help)
+                    # The usage (a custom command's argument-hint) shows next to the name.
+                    yield Completion("/" + c.name, start_position=-len(before), display_meta=c.help,
+                                     display=f"/{c.name} {c.usage}" if c.usage else None)
             return
         word = document.get_word_before_cursor(WORD=True)
         if not word.startswith("@"):
@@ -640,38 +642,13 @@ class Repl:
 
     async def attach_files(self, text: str) -> str:
         """`@path` appends that file's content, bounded and noted exactly as read_file does."""
-        from nanohermes.budget import clamp
-        from nanohermes.tools import ToolContext, ToolError
+        from nanohermes.custom_commands import attach
 
         assert self.agent is not None
-        rt = self.agent.runtime
-        tool = next((t for t in rt.tools if t.name == "read_file"), None)
-        if tool is None:
-            return text
-        attached: list[str] = []
-        seen: set[str] = set()
-        for m in _ATTACH.finditer(text):
-            path = m.group(1).rstrip(".,;:!?)")
-            if path in seen:
-                continue
-            if not (self.workspace / path).is_file():
-                seen.add(path)
-                what = "is a folder" if (self.workspace / path).is_dir() else "is not a file in the workspace"
-                self.print(Text(f"@{path} {what}: not attached (sent as text)", style="yellow"))
-                continue
-            seen.add(path)
-            ctx = ToolContext(workspace=self.workspace, limits=rt.limits, config=rt.config, state=rt.state)
-            try:
-                # The configured window, so a lowered read_file_window_lines applies here too.
-                args = tool.parse({"path": path, "limit": rt.limits.read_file_window_lines})
-                out = await tool.run(args, ctx)
-            except ToolError as e:
-                self.print(Text(f"@{path} not attached: {e}", style="yellow"))
-                continue
-            body = clamp(out if isinstance(out, str) else out.text, rt.limits.max_output)
-            attached.append(f'<file path="{path}">\n{body}\n</file>')
-            self.print(Text(f"attached {path}", style="dim"))
-        return text + ("\n\n" + "\n\n".join(attached) if attached else "")
+        text, notes = await attach(text, self.agent.runtime)
+        for note in notes:
+            self.print(Text(note, style="yellow" if "not attached" in note else "dim"))
+        return text
 
     # -- the loop --------------------------------------------------------------------------
     async def run(self) -> int:
