@@ -21,7 +21,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generic, Literal, cast
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generic, Literal, ParamSpec, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
@@ -72,6 +72,10 @@ if TYPE_CHECKING:
     P = TypeVar("P", bound=Params, default=Any)
 else:
     P = TypeVar("P", bound=Params)
+
+# What `Tool.in_thread` passes through: the blocking function's arguments and result.
+_A = ParamSpec("_A")
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -207,9 +211,9 @@ class Tool(Generic[P]):
     async def run(self, args: P, ctx: ToolContext) -> str | ToolResult:
         raise NotImplementedError
 
-    async def in_thread(self, fn: Callable[..., Any], *a: Any) -> Any:
+    async def in_thread(self, fn: Callable[_A, _R], *a: _A.args, **kw: _A.kwargs) -> _R:
         """Blocking bodies run off the event loop so parallel batches really overlap."""
-        return await asyncio.to_thread(fn, *a)
+        return await asyncio.to_thread(fn, *a, **kw)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -339,5 +343,5 @@ def build_tools(config: Config | None = None, workspace: Path | None = None) -> 
     return sorted(tools, key=lambda t: t.name)
 
 
-__all__ = ["Approval", "Effect", "Params", "ReadOnlyTool", "SubjectKind", "Target", "Tool", "ToolContext", "ToolError",
+__all__ = ["Approval", "Effect", "P", "Params", "ReadOnlyTool", "SubjectKind", "Target", "Tool", "ToolContext", "ToolError",
            "ToolResult", "build_tools", "declarations", "describe_validation", "params_schema"]

@@ -20,7 +20,7 @@ from typing import ClassVar
 from pydantic import field_validator
 
 from nanohermes.permissions import Rule
-from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
+from nanohermes.tools import Approval, P, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes import sandbox
 from nanohermes.tools.process import command_env, confinement_for, run_capped, secs, strip_newline
 
@@ -106,7 +106,7 @@ class NoParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class _ReadOnlyGit(ReadOnlyTool):
+class _ReadOnlyGit(ReadOnlyTool[P]):
     group: ClassVar[str] = "git"
 
     def output_limit(self) -> str:
@@ -114,7 +114,7 @@ class _ReadOnlyGit(ReadOnlyTool):
 
 
 @dataclass(frozen=True, kw_only=True)
-class GitStatus(_ReadOnlyGit):
+class GitStatus(_ReadOnlyGit[NoParams]):
     name: ClassVar[str] = "git_status"
     description: ClassVar[str] = (
         "Show the branch (ahead/behind) and the short status of staged, unstaged and untracked files. "
@@ -122,7 +122,7 @@ class GitStatus(_ReadOnlyGit):
     )
     params: ClassVar[type[Params]] = NoParams
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
+    async def run(self, args: NoParams, ctx: ToolContext) -> str:
         # Submodules' own work trees are not inspected: that would run git inside them, under
         # their config, whose filter drivers the overrides here cannot name.
         out = strip_newline(await git(ctx, "status", "--short", "--branch", "--ignore-submodules=dirty"))
@@ -138,7 +138,7 @@ class GitDiffParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class GitDiff(_ReadOnlyGit):
+class GitDiff(_ReadOnlyGit[GitDiffParams]):
     name: ClassVar[str] = "git_diff"
     description: ClassVar[str] = (
         "Show changes as a unified diff: unstaged by default, staged with staged=true; `path` narrows "
@@ -147,11 +147,10 @@ class GitDiff(_ReadOnlyGit):
     params: ClassVar[type[Params]] = GitDiffParams
     kind = "path"
 
-    def rule_subject(self, args: Params) -> str | None:
-        return args.path  # type: ignore[attr-defined]
+    def rule_subject(self, args: GitDiffParams) -> str | None:
+        return args.path
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, GitDiffParams)
+    async def run(self, args: GitDiffParams, ctx: ToolContext) -> str:
         argv = ["diff", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"]
         if args.staged:
             argv.append("--staged")
@@ -178,7 +177,7 @@ class GitLogParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class GitLog(_ReadOnlyGit):
+class GitLog(_ReadOnlyGit[GitLogParams]):
     name: ClassVar[str] = "git_log"
     description: ClassVar[str] = (
         "Show recent commits, newest first: short hash, date, author, subject. `count` is 1..200; `path` "
@@ -188,11 +187,10 @@ class GitLog(_ReadOnlyGit):
     kind = "path"
     shows_contents = False  # commit lines, never a file's contents
 
-    def rule_subject(self, args: Params) -> str | None:
-        return args.path  # type: ignore[attr-defined]
+    def rule_subject(self, args: GitLogParams) -> str | None:
+        return args.path
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, GitLogParams)
+    async def run(self, args: GitLogParams, ctx: ToolContext) -> str:
         argv = ["log", "--no-textconv", "--no-ext-diff", f"--max-count={args.count}", "--date=short", "--format=%h %ad %an: %s"]
         if args.path:
             argv += ["--", args.path]
@@ -218,7 +216,7 @@ class GitCommitParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class GitCommit(Tool):
+class GitCommit(Tool[GitCommitParams]):
     name: ClassVar[str] = "git_commit"
     group: ClassVar[str] = "git"
     description: ClassVar[str] = (
@@ -230,19 +228,17 @@ class GitCommit(Tool):
     approval: ClassVar[Approval] = "always"
     effect = "write"  # the repository's history
 
-    def suggest_rule(self, args: Params) -> Rule:
+    def suggest_rule(self, args: GitCommitParams) -> Rule:
         return Rule(self.name)
 
-    def approval_detail(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, GitCommitParams)
+    def approval_detail(self, args: GitCommitParams, ctx: ToolContext) -> str:
         if args.paths:
             what = "stages " + ", ".join(args.paths) + (" and every change to tracked files" if args.all else "")
         else:
             what = "stages every change to tracked files" if args.all else "commits what is already staged"
         return f"{what}\n\n{args.message}"
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, GitCommitParams)
+    async def run(self, args: GitCommitParams, ctx: ToolContext) -> str:
         if args.paths:
             await git(ctx, "add", "--", *args.paths, read_only=False)
         argv = ["commit", "-m", args.message]

@@ -95,7 +95,7 @@ class RunCommandParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class RunCommand(Tool):
+class RunCommand(Tool[RunCommandParams]):
     name: ClassVar[str] = "run_command"
     group: ClassVar[str] = "execution"
     description: ClassVar[str] = (
@@ -111,16 +111,16 @@ class RunCommand(Tool):
     kind: ClassVar[SubjectKind] = "command"
     effect: ClassVar[Effect] = "run"
 
-    def rule_subject(self, args: Params) -> str | None:
-        return args.command  # type: ignore[attr-defined]
+    def rule_subject(self, args: RunCommandParams) -> str | None:
+        return args.command
 
-    def base_dir(self, args: Params) -> str | None:
-        return args.cwd  # type: ignore[attr-defined,no-any-return]
+    def base_dir(self, args: RunCommandParams) -> str | None:
+        return args.cwd
 
-    def suggest_rule(self, args: Params) -> Rule:
+    def suggest_rule(self, args: RunCommandParams) -> Rule:
         """The command analysis's narrow rule (`git log *`); the exact line when the line is
         not one plain simple command, since a prefix would allow more than was approved."""
-        command = args.command.strip()  # type: ignore[attr-defined]
+        command = args.command.strip()
         try:
             commands = split(command)
         except ParseError:
@@ -129,14 +129,13 @@ class RunCommand(Tool):
             return suggest_command_rule(commands[0], self.name)
         return Rule(self.name, escape_pattern(command))
 
-    def approval_detail(self, args: Params, ctx: ToolContext) -> str:
-        return args.command  # type: ignore[attr-defined]
+    def approval_detail(self, args: RunCommandParams, ctx: ToolContext) -> str:
+        return args.command
 
     def output_limit(self) -> str:
         return "run_command_capture_bytes per stream, max_output"
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, RunCommandParams)
+    async def run(self, args: RunCommandParams, ctx: ToolContext) -> str:
         cwd = self.resolved(args, ctx).cwd or resolve_cwd(ctx, args.cwd)  # the folder that was judged
         lim = ctx.limits
         clamped = min(args.timeout_secs, lim.run_command_max_timeout_secs)

@@ -134,7 +134,7 @@ class SkillParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class SkillTool(ReadOnlyTool):
+class SkillTool(ReadOnlyTool[SkillParams]):
     name: ClassVar[str] = "skill"
     group: ClassVar[str] = "skills"
     description: ClassVar[str] = (
@@ -153,8 +153,7 @@ class SkillTool(ReadOnlyTool):
         spec["function"]["parameters"]["properties"]["name"]["enum"] = [s.name for s in self.skills.skills]
         return spec
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, SkillParams)
+    async def run(self, args: SkillParams, ctx: ToolContext) -> str:
         skill = self.skills.get(args.name.strip())
         if skill is None:
             names = ", ".join(s.name for s in self.skills.skills)

@@ -210,7 +210,7 @@ class NoParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TaskOutput(Tool):
+class TaskOutput(Tool[TaskIdParams]):
     name: ClassVar[str] = "task_output"
     group: ClassVar[str] = "execution"
     description: ClassVar[str] = (
@@ -222,14 +222,13 @@ class TaskOutput(Tool):
     approval: ClassVar[Approval] = "never"
     effect = "read"
 
-    def read_only(self, args: Params) -> bool:
+    def read_only(self, args: TaskIdParams) -> bool:
         return True
 
     def output_limit(self) -> str:
         return "task_capture_bytes per stream, max_output"
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, TaskIdParams)
+    async def run(self, args: TaskIdParams, ctx: ToolContext) -> str:
         mgr = task_manager(ctx)
         task = mgr.get(args.task_id)
         head = (f"task {task.id}: {task.state()}\nexit code: {task.exit_text()}\n"
@@ -243,7 +242,7 @@ class TaskOutput(Tool):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TaskList(ReadOnlyTool):
+class TaskList(ReadOnlyTool[NoParams]):
     name: ClassVar[str] = "task_list"
     group: ClassVar[str] = "execution"
     description: ClassVar[str] = (
@@ -252,7 +251,7 @@ class TaskList(ReadOnlyTool):
     )
     params: ClassVar[type[Params]] = NoParams
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
+    async def run(self, args: NoParams, ctx: ToolContext) -> str:
         tasks = list(task_manager(ctx).tasks.values())
         if not tasks:
             return "no background tasks; start one with run_command(background=true)"
@@ -266,7 +265,7 @@ class TaskList(ReadOnlyTool):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TaskKill(Tool):
+class TaskKill(Tool[TaskIdParams]):
     name: ClassVar[str] = "task_kill"
     group: ClassVar[str] = "execution"
     description: ClassVar[str] = (
@@ -277,8 +276,7 @@ class TaskKill(Tool):
     approval: ClassVar[Approval] = "never"  # it only stops what this session started
     effect = "run"  # it acts on processes: plan mode changes nothing
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, TaskIdParams)
+    async def run(self, args: TaskIdParams, ctx: ToolContext) -> str:
         mgr = task_manager(ctx)
         task = mgr.get(args.task_id)
         if task.ended is not None:

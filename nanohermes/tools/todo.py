@@ -59,7 +59,7 @@ class TodoWriteParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TodoWrite(Tool):
+class TodoWrite(Tool[TodoWriteParams]):
     name: ClassVar[str] = "todo_write"
     group: ClassVar[str] = "plan"
     description: ClassVar[str] = (
@@ -74,12 +74,10 @@ class TodoWrite(Tool):
     def output_limit(self) -> str:
         return "todo_items items"
 
-    def summary(self, args: Params) -> str:
-        assert isinstance(args, TodoWriteParams)
+    def summary(self, args: TodoWriteParams) -> str:
         return f"{len(args.todos)} items"
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, TodoWriteParams)
+    async def run(self, args: TodoWriteParams, ctx: ToolContext) -> str:
         cap = ctx.limits.todo_items
         if len(args.todos) > cap:
             raise ToolError(
@@ -104,7 +102,7 @@ class TodoReadParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TodoRead(ReadOnlyTool):
+class TodoRead(ReadOnlyTool[TodoReadParams]):
     name: ClassVar[str] = "todo_read"
     group: ClassVar[str] = "plan"
     description: ClassVar[str] = (
@@ -112,7 +110,7 @@ class TodoRead(ReadOnlyTool):
     )
     params: ClassVar[type[Params]] = TodoReadParams
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
+    async def run(self, args: TodoReadParams, ctx: ToolContext) -> str:
         items = current(ctx.state)
         if not items:
             return "No todo list yet; create one with todo_write."
