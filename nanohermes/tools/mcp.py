@@ -33,7 +33,7 @@ from pydantic import ConfigDict, Field
 
 from nanohermes.budget import Limits
 from nanohermes.config import McpServerConfig
-from nanohermes.tools import Approval, Effect, Params, ReadOnlyTool, Tool, ToolContext, ToolError
+from nanohermes.tools import Approval, Effect, P, Params, ReadOnlyTool, SubjectKind, Tool, ToolContext, ToolError
 
 T = TypeVar("T")
 Status = Literal["disabled", "starting", "connected", "failed", "stopped"]
@@ -344,9 +344,9 @@ class McpManager:
             annotations = getattr(t, "annotations", None)
             read_only = bool(s.config.trusted and annotations is not None and annotations.read_only_hint)
             desc = (t.description or "").strip() or f"The {t.name} tool"
-            out.append(McpTool(name=tool_name(s.name, t.name, taken), server=s.name, remote=t.name,
-                               description=f"{desc}\n(MCP tool `{t.name}` of server {s.name})",
-                               schema=dict(t.input_schema or {}), trusted_read_only=read_only, manager=self))
+            cls = McpTool.named(tool_name(s.name, t.name, taken), f"{desc}\n(MCP tool `{t.name}` of server {s.name})",
+                                read_only)
+            out.append(cls(server=s.name, remote=t.name, schema=dict(t.input_schema or {}), manager=self))
         return sorted(out, key=lambda t: t.name)
 
     # -- what the agent sees ------------------------------------------------------------------
@@ -427,31 +427,41 @@ class McpArgs(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class McpTool(Tool):
-    name: str  # type: ignore[misc]  # per instance: mcp__<server>__<tool>
-    description: str  # type: ignore[misc]
+class McpTool(Tool[McpArgs]):
+    """A server's tool. Its identity (name, description, effect) is per tool, like a built-in
+    tool's, so each one gets its own subclass from `named`."""
+
     group: ClassVar[str] = "mcp"
     params: ClassVar[type[Params]] = McpArgs
     source: ClassVar[str] = "mcp"
+    kind: ClassVar[SubjectKind] = "mcp"
+    trusted_read_only: ClassVar[bool] = False  # the server is trusted and its hints say read-only
     server: str
     remote: str
     schema: dict[str, Any]
-    trusted_read_only: bool = False
     manager: McpManager = field(repr=False, compare=False)
 
-    kind = "mcp"
+    @staticmethod
+    def named(name: str, description: str, trusted_read_only: bool) -> type[McpTool]:
+        """The class of one server tool (`mcp__<server>__<tool>`)."""
+        tool_name, tool_description, read_only = name, description, trusted_read_only
 
-    @property
-    def effect(self) -> Effect:  # type: ignore[override]  # per server: what its hints were trusted to say
-        return "read" if self.trusted_read_only else "run"
+        class One(McpTool):
+            name: ClassVar[str] = tool_name
+            description: ClassVar[str] = tool_description
+            effect: ClassVar[Effect] = "read" if read_only else "run"
+            trusted_read_only: ClassVar[bool] = read_only
 
-    def read_only(self, args: Params) -> bool:
+        One.__qualname__ = One.__name__ = f"McpTool[{name}]"
+        return One
+
+    def read_only(self, args: McpArgs) -> bool:
         return self.trusted_read_only
 
-    def concurrency_safe(self, args: Params) -> bool:
+    def concurrency_safe(self, args: McpArgs) -> bool:
         return self.trusted_read_only
 
-    def approval_for(self, args: Params) -> Approval:
+    def approval_for(self, args: McpArgs) -> Approval:
         return "never" if self.trusted_read_only else "always"
 
     def spec(self, limits: Limits | None = None) -> dict[str, Any]:
@@ -461,14 +471,14 @@ class McpTool(Tool):
         return {"type": "function", "function": {"name": self.name, "description": self.description,
                                                  "parameters": schema}}
 
-    def summary(self, args: Params) -> str:
+    def summary(self, args: McpArgs) -> str:
         return json.dumps(args.model_dump(), ensure_ascii=False)[:200]
 
-    def approval_detail(self, args: Params, ctx: ToolContext) -> str:
+    def approval_detail(self, args: McpArgs, ctx: ToolContext) -> str:
         return f"MCP server {self.server}, tool {self.remote}, arguments:\n" + json.dumps(
             args.model_dump(), ensure_ascii=False, indent=2)
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
+    async def run(self, args: McpArgs, ctx: ToolContext) -> str:
         s = self.manager.server(self.server)
 
         async def progress(done: float, total: float | None, message: str | None) -> None:
@@ -487,7 +497,7 @@ class McpTool(Tool):
 
 
 @dataclass(frozen=True, kw_only=True)
-class _Helper(ReadOnlyTool):
+class _Helper(ReadOnlyTool[P]):
     group: ClassVar[str] = "mcp"
     source: ClassVar[str] = "mcp"
     manager: McpManager = field(repr=False, compare=False)
@@ -550,7 +560,10 @@ async def _pages(manager: McpManager, s: Server, what: str, attr: str,
     items: list[Any] = []
     cursor: str | None = None
     for _ in range(_LIST_PAGES):
-        page = await manager.request(s, what, lambda c, cur=cursor: fetch(c, cur))
+        async def one(client: Any, cur: str | None = cursor) -> Any:  # this page's cursor, bound now
+            return await fetch(client, cur)
+
+        page = await manager.request(s, what, one)
         items.extend(getattr(page, attr))
         cursor = page.next_cursor
         if cursor is None:
@@ -567,7 +580,7 @@ def _offers(s: Server, feature: str) -> bool:
 
 
 @dataclass(frozen=True, kw_only=True)
-class McpListResources(_Helper):
+class McpListResources(_Helper[ListParams]):
     name: ClassVar[str] = "mcp_list_resources"
     description: ClassVar[str] = (
         "List the resources (readable data such as files or records) that connected MCP servers offer: "
@@ -576,8 +589,7 @@ class McpListResources(_Helper):
     )
     params: ClassVar[type[Params]] = ListParams
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, ListParams)
+    async def run(self, args: ListParams, ctx: ToolContext) -> str:
 
         def line(r: Any) -> str:
             mime = f" [{r.mime_type}]" if r.mime_type else ""
@@ -595,7 +607,7 @@ class McpListResources(_Helper):
 
 
 @dataclass(frozen=True, kw_only=True)
-class McpReadResource(_Helper):
+class McpReadResource(_Helper[ReadResourceParams]):
     name: ClassVar[str] = "mcp_read_resource"
     description: ClassVar[str] = (
         "Read one resource of an MCP server by URI (find URIs with mcp_list_resources). Returns its text; "
@@ -603,18 +615,17 @@ class McpReadResource(_Helper):
     )
     params: ClassVar[type[Params]] = ReadResourceParams
 
-    def summary(self, args: Params) -> str:
-        return f"{args.server} {args.uri}"  # type: ignore[attr-defined]
+    def summary(self, args: ReadResourceParams) -> str:
+        return f"{args.server} {args.uri}"
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, ReadResourceParams)
+    async def run(self, args: ReadResourceParams, ctx: ToolContext) -> str:
         s = self.manager.server(args.server)
         res = await self.manager.request(s, "mcp_read_resource", lambda c: c.read_resource(args.uri))
         return "\n".join(resource_contents_text(c) for c in res.contents) or f"{args.uri} is empty"
 
 
 @dataclass(frozen=True, kw_only=True)
-class McpListPrompts(_Helper):
+class McpListPrompts(_Helper[ListParams]):
     name: ClassVar[str] = "mcp_list_prompts"
     description: ClassVar[str] = (
         "List the prompt templates that connected MCP servers offer, with their arguments (* = required) "
@@ -622,8 +633,7 @@ class McpListPrompts(_Helper):
     )
     params: ClassVar[type[Params]] = ListParams
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, ListParams)
+    async def run(self, args: ListParams, ctx: ToolContext) -> str:
 
         def line(p: Any) -> str:
             names = ", ".join(a.name + ("*" if a.required else "") for a in p.arguments or [])
@@ -633,7 +643,7 @@ class McpListPrompts(_Helper):
 
 
 @dataclass(frozen=True, kw_only=True)
-class McpGetPrompt(_Helper):
+class McpGetPrompt(_Helper[GetPromptParams]):
     name: ClassVar[str] = "mcp_get_prompt"
     description: ClassVar[str] = (
         "Fetch a prompt template of an MCP server, filled with `arguments` (a map of strings); returns its "
@@ -641,11 +651,10 @@ class McpGetPrompt(_Helper):
     )
     params: ClassVar[type[Params]] = GetPromptParams
 
-    def summary(self, args: Params) -> str:
-        return f"{args.server} {args.name}"  # type: ignore[attr-defined]
+    def summary(self, args: GetPromptParams) -> str:
+        return f"{args.server} {args.name}"
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, GetPromptParams)
+    async def run(self, args: GetPromptParams, ctx: ToolContext) -> str:
         s = self.manager.server(args.server)
         res = await self.manager.request(s, "mcp_get_prompt",
                                          lambda c: c.get_prompt(args.name, dict(args.arguments) or None))
