@@ -129,9 +129,6 @@ class PermissionDenied:
     reason: str
 
 
-Event = Union[ModelStarted, TextDelta, ReasoningDelta, ToolStarted, ToolProgress, ToolFinished, ApprovalRequest, UsageUpdate,
-              Notice, TurnEnded, TodoUpdated, SandboxRefused, PermissionDenied]
-
 
 @dataclass(frozen=True, kw_only=True)
 class SubagentEvent:
@@ -140,10 +137,11 @@ class SubagentEvent:
 
     agent_id: str
     agent: str  # the configured sub-agent name
-    event: Event
+    event: Event  # a sub-agent's own sub-agents nest once more
 
 
-Event = Union[Event, SubagentEvent]  # type: ignore[misc]
+Event = Union[ModelStarted, TextDelta, ReasoningDelta, ToolStarted, ToolProgress, ToolFinished, ApprovalRequest, UsageUpdate,
+              Notice, TurnEnded, TodoUpdated, SandboxRefused, PermissionDenied, SubagentEvent]
 
 # "project": always, and saved to the project config for later sessions.
 Choice = Literal["once", "always", "deny", "project"]

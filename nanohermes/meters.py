@@ -17,7 +17,7 @@ from nanohermes.messages import Usage
 
 if TYPE_CHECKING:
     from nanohermes.agent import Agent
-    from nanohermes.config import Config
+    from nanohermes.config import Config, Price
 
 CHARS_PER_TOKEN = 4
 
@@ -48,11 +48,11 @@ class Meter:
             self._fresh = True
 
 
-def price_for(config: Config, model: str) -> Any | None:
-    return (getattr(config, "prices", None) or {}).get(model)
+def price_for(config: Config, model: str) -> Price | None:
+    return config.prices.get(model)
 
 
-def cost_usd(usage: Usage, price: Any | None) -> float | None:
+def cost_usd(usage: Usage, price: Price | None) -> float | None:
     """Dollars for `usage` at `price` (per million tokens), or None without a price."""
     if price is None:
         return None
