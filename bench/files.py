@@ -15,15 +15,15 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nanohermes.budget import Limits  # noqa: E402
-from nanohermes.config import Config  # noqa: E402
-from nanohermes.tools import ToolContext  # noqa: E402
-from nanohermes.tools.files import ReadFile, unified_diff  # noqa: E402
+from nanohermes.budget import Limits
+from nanohermes.config import Config
+from nanohermes.tools import ToolContext
+from nanohermes.tools.files import ReadFile, unified_diff
 
 
 def best_of(fn: Callable[[], object], n: int = 5) -> float:

@@ -24,11 +24,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nanohermes.assemble import build_agent  # noqa: E402
-from nanohermes.config import Config  # noqa: E402
-from nanohermes.events import NullUI  # noqa: E402
-from nanohermes.messages import ToolCall  # noqa: E402
-from nanohermes.testing import ScriptedLLM  # noqa: E402
+from nanohermes.assemble import build_agent
+from nanohermes.config import Config
+from nanohermes.events import NullUI
+from nanohermes.messages import ToolCall
+from nanohermes.testing import ScriptedLLM
 
 DEMO = str(Path(__file__).resolve().parent.parent / "tests" / "mcp" / "demo_server.py")
 

@@ -21,15 +21,15 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nanohermes.budget import Limits  # noqa: E402
-from nanohermes.config import Config  # noqa: E402
-from nanohermes.tools import ToolContext  # noqa: E402
-from nanohermes.tools.search import Glob, Grep, find_ripgrep  # noqa: E402
+from nanohermes.budget import Limits
+from nanohermes.config import Config
+from nanohermes.tools import ToolContext
+from nanohermes.tools.search import Glob, Grep, find_ripgrep
 
 DATA = Path(__file__).resolve().parent / ".data"
 RARE = "zq_rare_marker"

@@ -23,12 +23,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nanohermes.assemble import build_agent  # noqa: E402
-from nanohermes.compact import SUMMARY_INSTRUCTIONS  # noqa: E402
-from nanohermes.config import Config  # noqa: E402
-from nanohermes.events import NullUI  # noqa: E402
-from nanohermes.session import Transcript  # noqa: E402
-from nanohermes.testing import FakeServer, Reply, call, tool_reply  # noqa: E402
+from nanohermes.assemble import build_agent
+from nanohermes.compact import SUMMARY_INSTRUCTIONS
+from nanohermes.config import Config
+from nanohermes.events import NullUI
+from nanohermes.session import Transcript
+from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 
 class TimedTranscript(Transcript):
@@ -89,7 +89,7 @@ def main() -> None:
     print(f"{turns} turns in {wall:.1f}s; transcript {size / 1024:.0f} KiB, {len(server.requests)} requests")
     print(f"{'per turn, median, microseconds':<34}{'first ' + str(k):>12}{'last ' + str(k):>12}{'ratio':>8}")
     for label, xs in (("appends (written and flushed)", writes), ("end-of-turn fsync", syncs),
-                      ("total", [a + b for a, b in zip(writes, syncs)])):
+                      ("total", [a + b for a, b in zip(writes, syncs, strict=True)])):
         first, last = statistics.median(xs[:k]) * 1e6, statistics.median(xs[-k:]) * 1e6
         print(f"{label:<34}{first:>12.1f}{last:>12.1f}{last / first:>8.2f}")
 

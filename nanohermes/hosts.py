@@ -30,7 +30,7 @@ def canonical_ip(text: str) -> str | None:
             return None
         mapped = v6.ipv4_mapped
         return str(mapped) if mapped is not None else str(v6)
-    if not all(c in "0123456789abcdefx." for c in t) or t.endswith(".") and t.count(".") > 3:
+    if not all(c in "0123456789abcdefx." for c in t) or (t.endswith(".") and t.count(".") > 3):
         return None
     try:
         return socket.inet_ntoa(socket.inet_aton(t.rstrip(".") if t.count(".") <= 3 else t))

@@ -11,9 +11,10 @@ import asyncio
 import json
 import re
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from nanohermes.arguments import parse_arguments
 from nanohermes.budget import Limits, clamp
@@ -140,6 +141,12 @@ class Runtime:
         caller that is cancelled mid-way knows which calls still need an answer."""
         done = results if results is not None else {}
         prepared = [self._prepare(c) for c in calls]
+        sem = asyncio.Semaphore(self.config.max_parallel_tools)  # batches run one after another
+
+        async def one(p: _Call) -> None:
+            async with sem:
+                done[p.call.id] = await self._execute(p)
+
         i = 0
         while i < len(prepared):
             batch = [prepared[i]]
@@ -150,12 +157,6 @@ class Runtime:
             if len(batch) == 1:
                 done[batch[0].call.id] = await self._execute(batch[0])
             else:
-                sem = asyncio.Semaphore(self.config.max_parallel_tools)
-
-                async def one(p: _Call) -> None:
-                    async with sem:
-                        done[p.call.id] = await self._execute(p)
-
                 await asyncio.gather(*(one(p) for p in batch))
         out = [done[c.id] for c in calls]
         return self._apply_aggregate(prepared, out)

@@ -30,9 +30,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 SandboxPolicy = Literal["read-only", "workspace-write", "off"]
 POLICIES: tuple[str, ...] = ("read-only", "workspace-write", "off")

@@ -33,7 +33,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Union
+from typing import Any
 
 __all__ = ["FakeServer", "FakeToolCall", "Fault", "Raw", "Reply", "ScriptItem", "ScriptedLLM", "call", "sse", "tool_reply"]
 
@@ -95,7 +95,7 @@ class Fault:
     code: str | None = None  # e.g. "context_length_exceeded", "model_not_found"
 
 
-ScriptItem = Union[Reply, Fault, Raw, Callable[[dict[str, Any]], Union[Reply, Fault, Raw]]]
+ScriptItem = Reply | Fault | Raw | Callable[[dict[str, Any]], Reply | Fault | Raw]
 
 
 def _error_type(status: int) -> str:
@@ -217,7 +217,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HTTPServer
     timeout = 30  # a stuck client must not pin a handler thread forever
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:  # the stdlib's signature, `format` included
         pass  # quiet: tests should not print access logs
 
     @property
@@ -621,7 +621,7 @@ class FakeServer:
         return calls
 
 
-def call(name: str, arguments: str | dict[str, Any] | None = None, *, id: str | None = "auto") -> FakeToolCall:  # noqa: A002
+def call(name: str, arguments: str | dict[str, Any] | None = None, *, id: str | None = "auto") -> FakeToolCall:
     """Shorthand: `call("read_file", {"path": "a.txt"})`."""
     return FakeToolCall(name=name, arguments={} if arguments is None else arguments, id=id)
 

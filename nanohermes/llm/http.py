@@ -274,7 +274,9 @@ class HttpWire:
             except Retry as r:
                 if attempt >= self.max_retries:
                     raise r.final from None
-                delay = r.retry_after if r.retry_after is not None else min(self.backoff_cap, self.backoff_base * 2**attempt) * (0.5 + random.random())
+                delay = r.retry_after
+                if delay is None:
+                    delay = min(self.backoff_cap, self.backoff_base * 2**attempt) * (0.5 + random.random())
                 attempt += 1
                 self.on_notice(f"{r.reason}; retrying in {delay:.1f}s (attempt {attempt} of {self.max_retries})")
                 await asyncio.sleep(delay)
@@ -295,7 +297,9 @@ class HttpWire:
         httpx = import_httpx()
 
         shown.replay, shown.diverged = 0, False
-        shown_text = lambda piece: shown.show(piece, on_text)  # a sink that skips replayed text
+        def shown_text(piece: str) -> None:  # a sink that skips replayed text
+            shown.show(piece, on_text)
+
         parser = self.parser(messages, tools, shown_text, on_reasoning)
         request = self.build_request(messages, tools)
         started = False

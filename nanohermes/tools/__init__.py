@@ -19,9 +19,10 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generic, Literal, ParamSpec, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, ParamSpec, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 

@@ -24,16 +24,20 @@ import os
 import re
 import shlex
 import time
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Awaitable, Callable, ClassVar, Literal, TypeVar
+from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from pydantic import ConfigDict, Field
 
 from nanohermes.budget import Limits
 from nanohermes.config import McpServerConfig
 from nanohermes.tools import Approval, Effect, P, Params, ReadOnlyTool, SubjectKind, Tool, ToolContext, ToolError
+
+if TYPE_CHECKING:
+    from mcp.client.stdio import StdioServerParameters
 
 T = TypeVar("T")
 Status = Literal["disabled", "starting", "connected", "failed", "stopped"]
@@ -219,7 +223,7 @@ class McpManager:
             # The SDK's stdio shutdown is itself bounded (close stdin, then SIGTERM, then SIGKILL
             # of the process group, about 5 s at worst); this is a net over it.
             await asyncio.wait_for(asyncio.shield(task), timeout=10)
-        except (asyncio.TimeoutError, Exception):
+        except Exception:  # it timed out, or the session task failed: either way it is gone
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
 
@@ -281,20 +285,24 @@ class McpManager:
                 headers=dict(cfg.headers), timeout=httpx2.Timeout(30.0, read=max(timeout, 300.0))))
             transport = streamable_http_client(cfg.url, http_client=http)
         else:
-            from mcp.client.stdio import StdioServerParameters, stdio_client
+            from mcp.client.stdio import stdio_client
 
-            errlog = self._errlog(s, stack)
-            cwd = Path(os.path.expanduser(cfg.cwd)) if cfg.cwd else self.workspace
-            if not cwd.is_absolute():
-                cwd = self.workspace / cwd
-            # The SDK starts a server with a few safe variables (PATH, HOME, ...) and the `env`
-            # its config names; nanohermes adds only what shell_env.keep lets children have.
-            from nanohermes.redact import kept_env
-
-            params = StdioServerParameters(command=os.path.expanduser(cfg.command or ""), args=list(cfg.args),
-                                           env={**kept_env(), **cfg.env} or None, cwd=cwd)
-            transport = stdio_client(params, errlog=errlog)
+            transport = stdio_client(self._stdio_params(cfg), errlog=self._errlog(s, stack))
         return await stack.enter_async_context(Client(transport, read_timeout_seconds=timeout))
+
+    def _stdio_params(self, cfg: McpServerConfig) -> StdioServerParameters:
+        """How to start a stdio server: `~` expanded, its cwd taken from the workspace."""
+        from mcp.client.stdio import StdioServerParameters
+
+        from nanohermes.redact import kept_env
+
+        cwd = Path(os.path.expanduser(cfg.cwd)) if cfg.cwd else self.workspace
+        if not cwd.is_absolute():
+            cwd = self.workspace / cwd
+        # The SDK starts a server with a few safe variables (PATH, HOME, ...) and the `env`
+        # its config names; nanohermes adds only what shell_env.keep lets children have.
+        return StdioServerParameters(command=os.path.expanduser(cfg.command or ""), args=list(cfg.args),
+                                     env={**kept_env(), **cfg.env} or None, cwd=cwd)
 
     def _errlog(self, s: Server, stack: AsyncExitStack) -> Any:
         """A server's stderr goes to its own log file, never over the user's terminal."""

@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, ClassVar, Literal
+from typing import ClassVar, Literal
 
 
 from nanohermes import sandbox
@@ -168,7 +169,7 @@ class TaskManager:
         allow = shares([c.unread for _, c in streams], budget)
         sections: list[tuple[str, str]] = []
         notes: list[str] = []
-        for (label, cap), n in zip(streams, allow):
+        for (label, cap), n in zip(streams, allow, strict=True):
             text, dropped = cap.take(n)
             sections.append((label, strip_newline(text)))
             if cap.unread:
@@ -261,7 +262,7 @@ class TaskList(ReadOnlyTool[NoParams]):
             status = t.status if t.status != "killed" else f"killed ({t.kill_reason})"
             rows.append((t.id, status, elapsed(t.runtime()), code, first_line(t.command)))
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
-        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4] for r in rows)
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4] for r in rows)
 
 
 @dataclass(frozen=True, kw_only=True)
