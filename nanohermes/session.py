@@ -50,7 +50,8 @@ def restore_state(state: dict[str, Any], saved: dict[str, Any]) -> None:
     from nanohermes.events import TodoItem
     from nanohermes.tools import todo
 
-    items = saved.get("todos") if isinstance(saved.get("todos"), list) else []
+    todos = saved.get("todos")
+    items = todos if isinstance(todos, list) else []
     todo.restore(state, [TodoItem(content=str(t["content"]), status=t["status"]) for t in items
                          if isinstance(t, dict) and "content" in t and t.get("status") in ("pending", "in_progress", "completed")])
 
@@ -219,12 +220,12 @@ class Transcript:
         return self._f
 
     def _write(self, obj: dict[str, Any]) -> None:
-        if self._f is None:
-            f = self._open_locked()
-            if self.path.stat().st_size == 0:
-                f.write(redact(json.dumps({"type": "meta", **self.meta}, ensure_ascii=False)) + "\n")
-        self._f.write(redact(json.dumps(obj, ensure_ascii=False)) + "\n")
-        self._f.flush()
+        opening = self._f is None
+        f = self._open_locked()
+        if opening and self.path.stat().st_size == 0:
+            f.write(redact(json.dumps({"type": "meta", **self.meta}, ensure_ascii=False)) + "\n")
+        f.write(redact(json.dumps(obj, ensure_ascii=False)) + "\n")
+        f.flush()
 
     def append(self, message: Message) -> None:
         if "title" not in self.meta and message.role == "user" and message.content:

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 
 from nanohermes.dirs import FILE_MODE, make_private, private_dir
@@ -242,7 +242,7 @@ class MemoryStore:
                                (project, GLOBAL))
         return [Memory(id=r[0], text=r[1], scope=r[2], created=r[3]) for r in rows]
 
-    def _query(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    def _query(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:  # rows as sqlite3 gives them
         """One read on its own connection; any database error becomes a ToolError."""
         conn = self._connect()
         try:
@@ -289,7 +289,7 @@ class MemorySaveParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class MemorySave(Tool):
+class MemorySave(Tool[MemorySaveParams]):
     name: ClassVar[str] = "memory_save"
     group: ClassVar[str] = "memory"
     description: ClassVar[str] = (
@@ -302,14 +302,13 @@ class MemorySave(Tool):
     effect = "store"  # outlives the session: plan mode changes nothing
     path: Path | None = None  # the database; default $XDG_DATA_HOME/nanohermes/memory.db
 
-    def summary(self, args: Params) -> str:
-        return getattr(args, "text", "")[:200]
+    def summary(self, args: MemorySaveParams) -> str:
+        return args.text[:200]
 
     def output_limit(self) -> str:
         return "memory_text_chars chars"
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, MemorySaveParams)
+    async def run(self, args: MemorySaveParams, ctx: ToolContext) -> str:
         # One line (newlines would break the one-sentence listing), and no key: memories
         # outlive the session and reach every later one.
         text = redact(" ".join(args.text.split()))
@@ -336,7 +335,7 @@ class MemorySearchParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class MemorySearch(ReadOnlyTool):
+class MemorySearch(ReadOnlyTool[MemorySearchParams]):
     name: ClassVar[str] = "memory_search"
     group: ClassVar[str] = "memory"
     description: ClassVar[str] = (
@@ -349,8 +348,7 @@ class MemorySearch(ReadOnlyTool):
     def output_limit(self) -> str:
         return "memory_search_max_results results"
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, MemorySearchParams)
+    async def run(self, args: MemorySearchParams, ctx: ToolContext) -> str:
         limit = max(1, min(args.limit, ctx.limits.memory_search_max_results))
         project = project_root(ctx.workspace)
         store = _store(ctx, self.path)

@@ -157,10 +157,10 @@ class SubagentManager:
                           compactor=Compactor(llm, self.limits, ui))  # a long task stays inside the budget
         self.runs[run.id] = run
         run.task_handle = asyncio.create_task(self._drive(run), name=f"subagent-{run.id}")
-        run.task_handle.add_done_callback(lambda t, r=run: self._settle(r))
+        run.task_handle.add_done_callback(lambda _: self._settle(run))
         starter = asyncio.current_task()
         if starter is not None:  # interrupting the turn that started it stops it too
-            starter.add_done_callback(lambda t, r=run: self._starter_done(t, r))
+            starter.add_done_callback(lambda t: self._starter_done(t, run))
         return run
 
     def _settle(self, run: Run) -> None:
@@ -264,7 +264,7 @@ class SubagentParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class SubagentTool(Tool):
+class SubagentTool(Tool[SubagentParams]):
     name: ClassVar[str] = "subagent"
     group: ClassVar[str] = "agents"
     description: ClassVar[str] = (
@@ -279,8 +279,8 @@ class SubagentTool(Tool):
     effect = "state"
     manager: SubagentManager = field(repr=False, compare=False)
 
-    def summary(self, args: Params) -> str:
-        return f"{args.agent}: {args.task.splitlines()[0][:150]}"  # type: ignore[attr-defined]
+    def summary(self, args: SubagentParams) -> str:
+        return f"{args.agent}: {args.task.splitlines()[0][:150]}"
 
     def spec(self, limits: Limits | None = None) -> dict[str, Any]:
         spec = super().spec(limits)
@@ -290,8 +290,7 @@ class SubagentTool(Tool):
             f"{n}: {c.description}" for n, c in self.manager.configs.items()) + "."
         return spec
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, SubagentParams)
+    async def run(self, args: SubagentParams, ctx: ToolContext) -> str:
         run = self.manager.spawn(args.agent.strip(), args.task)
         if not args.wait:
             return (f"started sub-agent {run.name} as {run.id}; it works in the background. "
@@ -305,7 +304,7 @@ class SubagentTool(Tool):
 
 
 @dataclass(frozen=True, kw_only=True)
-class AgentListTool(ReadOnlyTool):
+class AgentListTool(ReadOnlyTool[Params]):
     name: ClassVar[str] = "agent_list"
     group: ClassVar[str] = "agents"
     description: ClassVar[str] = (
