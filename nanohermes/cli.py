@@ -14,7 +14,7 @@ import signal
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, NamedTuple, NoReturn, Optional
+from typing import Any, Callable, NamedTuple, NoReturn, Optional, Protocol, runtime_checkable
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_TURNS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 EXIT_TERMINATED = 143
@@ -396,6 +396,13 @@ def _opens_repl(argv: list[str]) -> bool:
         and opts.get("resume") != ""
 
 
+@runtime_checkable
+class _Formatted(Protocol):
+    """typer's usage errors (its own copy of click's): they say what was wrong."""
+
+    def format_message(self) -> str: ...
+
+
 def _repl_first(argv: list[str], first: str | None = None) -> NoReturn:
     """The REPL with its prompt drawn first: parsing the flags and loading the config run
     behind it, and an error there is reported as it would have been before the REPL."""
@@ -411,7 +418,7 @@ def _repl_first(argv: list[str], first: str | None = None) -> NoReturn:
         try:
             _make_app(keep)(args=argv, prog_name="nanohermes", standalone_mode=False)
         except Exception as e:
-            if callable(getattr(e, "format_message", None)):  # typer's usage error: a bad value
+            if isinstance(e, _Formatted):  # typer's usage error: a bad value
                 raise UsageError(e.format_message(), hint="`nanohermes --help` lists the options") from None
             raise
         return _repl_start(parsed[0])
@@ -464,6 +471,10 @@ def _repl_start(launch: Launch) -> Any:
                  trust=trust)
 
 
+def _warn(text: str) -> None:
+    sys.stderr.write(f"nanohermes: warning: {text}\n")
+
+
 def run(launch: Launch) -> int:
     try:
         from nanohermes.errors import UsageError
@@ -472,7 +483,7 @@ def run(launch: Launch) -> int:
         if prompt is None and sys.stdin.isatty():
             start = _repl_start(launch)  # its warnings are shown in the REPL
             _interactive(lambda: start, launch.first_prompt)
-        config, workspace, resume_path = _prepare(launch, lambda w: sys.stderr.write(f"nanohermes: warning: {w}\n"))
+        config, workspace, resume_path = _prepare(launch, _warn)
         if prompt is None:
             if launch.first_prompt is not None:
                 raise UsageError("a prompt without -p opens the REPL, which needs a terminal",

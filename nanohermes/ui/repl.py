@@ -41,6 +41,8 @@ from nanohermes.dirs import state_home
 from nanohermes.ui.commands import GOAL_WARNING, CommandContext, Registry, load_commands
 
 if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
+
     from nanohermes.agent import Agent
     from nanohermes.assemble import Built
     from nanohermes.config import Config
@@ -111,13 +113,14 @@ class Terminal:
     def turn_mode(self) -> Iterator[None]:
         """No echo and no line editing (type-ahead waits unseen in the kernel buffer), but
         Ctrl-C still raises SIGINT."""
+        fd = self.fd
         try:
             import termios
 
-            old = termios.tcgetattr(self.fd) if self.fd is not None else None
+            old = termios.tcgetattr(fd) if fd is not None else None
         except Exception:
             old = None
-        if old is None:
+        if fd is None or old is None:
             yield
             return
         new = list(old)
@@ -126,11 +129,11 @@ class Terminal:
         new[6] = list(old[6])
         new[6][termios.VMIN] = 1
         new[6][termios.VTIME] = 0
-        termios.tcsetattr(self.fd, termios.TCSANOW, new)
+        termios.tcsetattr(fd, termios.TCSANOW, new)
         try:
             yield
         finally:
-            termios.tcsetattr(self.fd, termios.TCSANOW, old)
+            termios.tcsetattr(fd, termios.TCSANOW, old)
 
     def pending(self) -> int:
         """Bytes typed and not yet read."""
@@ -141,7 +144,8 @@ class Terminal:
             import struct
             import termios
 
-            return struct.unpack("i", fcntl.ioctl(self.fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+            count: int = struct.unpack("i", fcntl.ioctl(self.fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+            return count
         except Exception:
             return 0
 
@@ -217,7 +221,7 @@ class Repl:
         self.turn: asyncio.Task[Any] | None = None
         self.prompting = False
         self.terminated = False  # by SIGTERM or SIGHUP
-        self._session: Any = None
+        self._session: PromptSession[str] | None = None
         self._building: asyncio.Task[None] | None = None
         self._arrow = "› " if _can_encode("›") else "> "
         self.closing = False
@@ -296,12 +300,13 @@ class Repl:
 
         if self.closing:
             return s
-        app = self._session.app if self._session is not None else None
+        session = self._session
+        app = session.app if session is not None else None
         # A prompt whose answer is already set is ending by itself (its line was just sent).
-        if self.prompting and app is not None and app.is_running and app.future is not None \
-                and not app.future.done():
+        if self.prompting and session is not None and app is not None and app.is_running \
+                and app.future is not None and not app.future.done():
             self._trust_done = asyncio.Event()
-            self.partial = self._session.default_buffer.text
+            self.partial = session.default_buffer.text
             app.exit(exception=_TrustPause())
         while self.prompting:  # let the prompt finish leaving the screen
             await asyncio.sleep(0.01)
@@ -386,7 +391,7 @@ class Repl:
             self.print(Text(f"internal error: {type(err).__name__}: {redact(str(err))}", style="red"))
 
     # -- input -----------------------------------------------------------------------------
-    def _prompt_session(self) -> Any:
+    def _prompt_session(self) -> PromptSession[str]:
         from prompt_toolkit import PromptSession
         from prompt_toolkit.history import FileHistory, InMemoryHistory
 
