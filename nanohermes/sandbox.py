@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Literal
 
 SandboxPolicy = Literal["read-only", "workspace-write", "off"]
-POLICIES: tuple[str, ...] = ("read-only", "workspace-write", "off")
 
 # Every process spawned for the model carries this variable (inherited by its descendants):
 # how the sweep tells a command's escapees from unrelated children such as MCP servers.

@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 __all__ = ["LLM", "NoticeSink", "OpenAIChat", "OpenAIResponses", "TextSink", "check_base_url", "client_for",
            "estimate_usage", "is_context_overflow", "make_llm"]
 
-WIRES = ("chat", "responses")
-
 
 class LLM(Protocol):
     model: str
