@@ -5,10 +5,11 @@ Both front ends (the REPL and `-p`) and the tests call `build_agent`, so they ca
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
 
 from nanohermes.agent import Agent
 from nanohermes.compact import Compactor
@@ -162,7 +163,7 @@ def preload_mcp_sdk() -> None:
 
     def load() -> None:
         try:
-            import mcp.client.stdio  # noqa: F401
+            import mcp.client.stdio
             import mcp.client.streamable_http  # noqa: F401
         except Exception:
             pass  # the connection reports import problems itself

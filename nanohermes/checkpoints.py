@@ -306,7 +306,7 @@ class Checkpoints:
         def warm() -> None:
             try:
                 self.store.snapshot("session start")
-            except Exception:  # noqa: S110 - the first turn's snapshot reports it as a warning
+            except Exception:  # the first turn's snapshot reports it as a warning
                 pass
 
         self._warming = threading.Thread(target=warm, name="checkpoint-warm", daemon=True)
@@ -407,7 +407,7 @@ class Checkpoints:
         def changes(now: str) -> list[list[str]]:
             ends = [t.commit for t in turns[1:]] + [now]
             out: list[list[str]] = []
-            for t, end in zip(turns, ends):
+            for t, end in zip(turns, ends, strict=True):
                 if not self.store.exists(t.commit) or not self.store.exists(end):
                     out.append(["(pruned)"])
                     continue

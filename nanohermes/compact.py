@@ -11,8 +11,9 @@ into the summary. The summary request is fitted to the session budget before it 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from nanohermes.budget import Limits, clamp
 from nanohermes.errors import ContextTooLongError

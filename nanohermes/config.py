@@ -320,7 +320,8 @@ def read_config_file(path: Path, *, max_depth: int = CONFIG_MAX_DEPTH) -> dict[s
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
-        raise ConfigError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", hint="fix the file or move it away") from None
+        raise ConfigError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}",
+                          hint="fix the file or move it away") from None
     except RecursionError:  # the depth check counts what the parser recurses on; kept as a backstop
         raise ConfigError(f"{path}: nested too deeply", hint="fix the file or move it away") from None
     if not isinstance(data, dict):
@@ -706,7 +707,7 @@ def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict
         raise ConfigError(f"{_describe(e)}", hint="check the environment variables and flags") from None
     loaded.config.permissions._origins = origins
     for event, sources in hook_origins.items():
-        for group, origin in zip(loaded.config.hooks.groups(event), sources):
+        for group, origin in zip(loaded.config.hooks.groups(event), sources, strict=False):
             group._origin = origin
     loaded.warnings += _guard_search_keys(loaded.config)
     loaded.config.build_limits()  # reject unknown limit names early

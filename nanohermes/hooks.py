@@ -22,9 +22,10 @@ import json
 import os
 import re
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from nanohermes.budget import Limits, clamp
 from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, TurnEnded
@@ -166,7 +167,7 @@ class Hooks:
             # Feeding stdin counts against the timeout too: a hook may never read it.
             code = await asyncio.wait_for(_feed_and_wait(proc, json.dumps(payload, ensure_ascii=False).encode()),
                                           hook.timeout_secs)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._warn(hook, f"timed out after {hook.timeout_secs:g}s; its process group was killed")
         finally:
             _kill_group(proc.pid)

@@ -22,8 +22,8 @@ import itertools
 import os
 import re
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 from urllib.parse import urlsplit
 
 from nanohermes.dirs import config_home

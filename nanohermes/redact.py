@@ -18,7 +18,8 @@ import json
 import os
 import re
 import threading
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 REDACTED = "[REDACTED]"
 MIN_SECRET_CHARS = 10  # shorter values would blot out ordinary words (and are no real keys)

@@ -785,7 +785,7 @@ def _finish(cmd: SimpleCommand) -> SimpleCommand:
         why = _EVALUATING[name] + "; it is not analysed"
     elif name in ("export", "readonly"):
         for w in args:
-            if w.dynamic or w.glob or w.brace or w.text.startswith("-") and w.text != "--" \
+            if w.dynamic or w.glob or w.brace or (w.text.startswith("-") and w.text != "--") \
                     or "[" in _var_name(w.text) or _var_name(w.text) in _SHELL_STATE_VARS:
                 why = f"`{name} {w.text}` is not analysed"
                 break
@@ -799,7 +799,7 @@ def _finish(cmd: SimpleCommand) -> SimpleCommand:
         if any(w.dynamic or "[" in w.text for w in args):
             why = "`unset` of an array element evaluates it; it is not analysed"
     elif name == "wait":
-        if any(w.text.startswith("-") and "p" in w.text or w.splits for w in args):
+        if any((w.text.startswith("-") and "p" in w.text) or w.splits for w in args):
             why = "`wait -p` assigns a named variable; it is not analysed"
     elif name == "printf":
         first = args[1] if args and args[0].text == "--" else (args[0] if args else None)
@@ -808,7 +808,7 @@ def _finish(cmd: SimpleCommand) -> SimpleCommand:
     elif name == "set":
         for w in args:
             t = w.text
-            if t == "--" or not t[:1] in "-+":
+            if t == "--" or t[:1] not in "-+":
                 break
             if w.dynamic or (t[1:] != "o" and set(t[1:]) - _SET_OK - {"o"}):
                 why = f"`set {t}` is not analysed"

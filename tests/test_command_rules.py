@@ -271,7 +271,7 @@ def test_deny_rules_see_commands_run_by_eval_and_find_exec_even_in_goal_mode(com
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-SHELLISH = st.lists(st.sampled_from(list("ab -;&|()<>$`'\"\\\n{}=*#!~/.e1") + ["rm", "ls", "bash -c ", "<<", "$(", "EOF"]),
+SHELLISH = st.lists(st.sampled_from([*list("ab -;&|()<>$`'\"\\\n{}=*#!~/.e1"), "rm", "ls", "bash -c ", "<<", "$(", "EOF"]),
                     max_size=30).map("".join)
 
 

@@ -78,17 +78,18 @@ def test_context_listing_names_files_and_sizes(tmp_path: Path, home: Path) -> No
     ]
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert context_lines(load_project_docs(empty, 10, config_dir=empty)) == ["no AGENTS.md loaded (looked in the config folder and from the repository root to the workspace)"]
+    assert context_lines(load_project_docs(empty, 10, config_dir=empty)) == [
+        "no AGENTS.md loaded (looked in the config folder and from the repository root to the workspace)"]
 
 
 def test_prompt_carries_docs_after_environment(tmp_path: Path, home: Path) -> None:
-    cfg, root, ws, _ = nested_repo(tmp_path, home)
+    cfg, _root, ws, _ = nested_repo(tmp_path, home)
     prompt = system_prompt(ws, docs=load_project_docs(ws, 100, config_dir=cfg), skill_index="# Skills\n- a: b")
     assert prompt.index(f"Workspace: {ws}") < prompt.index("# Project instructions (AGENTS.md)") < prompt.index("# Skills")
 
 
 def test_cli_sends_the_chain_and_honours_a_lowered_limit(cli, server: FakeServer, tmp_path: Path, home: Path) -> None:
-    cfg, root, ws, _ = nested_repo(tmp_path, home)
+    _cfg, root, ws, _ = nested_repo(tmp_path, home)
     server.add(Reply(text="ok"))
     r = cli("-p", "hi", server=server, cwd=ws, config={"limits": {"project_docs_chars": 15}})
     assert r.code == 0, r.err

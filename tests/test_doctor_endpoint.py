@@ -8,8 +8,8 @@ import socket
 import ssl
 import subprocess
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 

@@ -325,7 +325,7 @@ def test_responses_route_is_read_by_the_sdk(server: FakeServer) -> None:
     assert final.output_text == "Hi there."
     calls = [o for o in final.output if o.type == "function_call"]
     assert calls[0].name == "read_file" and json.loads(calls[0].arguments) == {"path": "a.py"}
-    reasoning = [o for o in final.output if o.type == "reasoning"][0]
+    reasoning = next(o for o in final.output if o.type == "reasoning")
     assert reasoning.encrypted_content == "enc:" + "Think first."[::-1]
     assert final.usage is not None and (final.usage.input_tokens, final.usage.output_tokens) == (9, 4)
     assert server.paths == ["/v1/responses"]

@@ -14,8 +14,9 @@ import tempfile
 import time
 import struct
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -156,7 +157,8 @@ def test_crlf_and_bom_are_not_shown(workspace: Path) -> None:
     (lambda ws: (ws / "d").mkdir(), "d", "d is a directory; use list_dir to see its entries"),
     (lambda ws: None, "nope.txt", "nope.txt does not exist; check the path with list_dir or glob"),
     (lambda ws: (ws / "e.txt").write_text(""), "e.txt", None),
-    (lambda ws: os.mkfifo(ws / "pipe"), "pipe", "pipe is not a regular file (a device, pipe or socket); read_file reads regular files only"),
+    (lambda ws: os.mkfifo(ws / "pipe"), "pipe",
+     "pipe is not a regular file (a device, pipe or socket); read_file reads regular files only"),
 ])
 def test_read_errors_name_the_path_and_the_next_step(workspace: Path, setup: Any, path: str, expected: str | None) -> None:
     setup(workspace)
@@ -278,9 +280,9 @@ def test_check_write_path_errors(workspace: Path) -> None:
     ctx = ctx_for(workspace)
     (workspace / "d").mkdir()
     (workspace / "file").write_text("")
-    with pytest.raises(ToolError, match="^d is a directory; give the path of a file inside it$"):
+    with pytest.raises(ToolError, match=r"^d is a directory; give the path of a file inside it$"):
         check_write_path(ctx, "d")
-    with pytest.raises(ToolError, match="^cannot write file/x.txt: file is a file, not a directory; choose another path$"):
+    with pytest.raises(ToolError, match=r"^cannot write file/x\.txt: file is a file, not a directory; choose another path$"):
         check_write_path(ctx, "file/x.txt")
 
 
@@ -378,7 +380,7 @@ def test_edit_errors_say_what_to_do(workspace: Path) -> None:
 
 
 def test_empty_old_string_fails_before_any_io(workspace: Path) -> None:
-    with pytest.raises(ToolError, match="^old_string must not be empty; use write_file to create a file$"):
+    with pytest.raises(ToolError, match=r"^old_string must not be empty; use write_file to create a file$"):
         EditFile().parse({"path": "missing/x", "old_string": "", "new_string": "y"})
 
 
@@ -449,7 +451,8 @@ def test_accept_edits_writes_without_asking_but_asks_for_protected_paths(tmp_pat
     assert ui.of(ApprovalRequest) == []
     assert call(rt, "write_file", {"path": "../outside.txt", "content": "x"}) == DENIED
     req = ui.of(ApprovalRequest)[0]
-    assert (req.tool, req.summary, req.reason) == ("write_file", "../outside.txt", "writes a protected path (outside the workspace, .git/ or nanohermes config)")
+    assert (req.tool, req.summary, req.reason) == (
+        "write_file", "../outside.txt", "writes a protected path (outside the workspace, .git/ or nanohermes config)")
     assert req.detail == "--- /dev/null\n+++ b/" + str(tmp_path / "outside.txt") + "\n@@ -0,0 +1 @@\n+x\n\\ No newline at end of file\n"
     assert not (tmp_path / "outside.txt").exists()
 
@@ -572,7 +575,7 @@ def test_a_write_killed_midway_never_leaves_a_partial_file(tmp_path: Path, which
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     rng = random.Random(4)
     killed_mid_write = 0
-    for attempt in range(12):
+    for _attempt in range(12):
         proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(ws), which, str(size)],
                                 stdout=subprocess.PIPE, env=env)
         assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"

@@ -28,7 +28,8 @@ OFFLINE = ("web_fetch", "web_search")
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**6), st.floats(allow_nan=False, width=32),
                     st.text(max_size=30), st.sampled_from(["", " ", ".", "..", "a.txt", "*", "**/*", "\x00", "../../etc"]))
-values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=6)
+values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
+                                                                                          max_size=3), max_leaves=6)
 
 
 @st.composite

@@ -9,7 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ def run(workspace: Path, name: str, args: dict[str, Any], *, limits: Limits | No
 
 
 def today() -> str:
-    return datetime.now(timezone.utc).date().isoformat()
+    return datetime.now(UTC).date().isoformat()
 
 
 def test_save_then_search_shows_date_scope_and_id(workspace: Path) -> None:

@@ -91,7 +91,7 @@ MATRIX_CASES = [
     (tool, approval, ro, subject, mode, kind, expected)
     for (tool, approval, ro, subject), modes in MATRIX.items()
     for mode, row in modes.items()
-    for kind, expected in zip(("none", "allow", "ask", "deny"), row.split())
+    for kind, expected in zip(("none", "allow", "ask", "deny"), row.split(), strict=True)
 ]
 
 

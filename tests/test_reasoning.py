@@ -26,7 +26,7 @@ def test_deepseek_reasoning_content_is_passed_back_with_tool_calls(cli, server: 
     print(r.out)
     assert (r.code, r.out) == (0, "The file says alpha.\n"), r.err
     assert "I should read" not in r.out + r.err and "It says alpha" not in r.out
-    assistant = [m for m in server.requests[1]["messages"] if m["role"] == "assistant"][0]
+    assistant = next(m for m in server.requests[1]["messages"] if m["role"] == "assistant")
     assert assistant["reasoning_content"] == "I should read a.txt first."
     assert assistant["tool_calls"][0]["function"]["name"] == "read_file"
 
@@ -58,7 +58,7 @@ def test_openrouter_reasoning_details_are_joined_and_echoed(cli, server: FakeSer
     r = cli("-p", "look", server=server)
     print(r.out)
     assert (r.code, r.out) == (0, "looked\n"), r.err
-    assistant = [m for m in server.requests[1]["messages"] if m["role"] == "assistant"][0]
+    assistant = next(m for m in server.requests[1]["messages"] if m["role"] == "assistant")
     assert assistant["reasoning"] == "Let me look."
     assert assistant["reasoning_details"] == [{**detail, "text": "Let me look.", "signature": "sig"}]
 
@@ -116,7 +116,7 @@ def test_responses_reasoning_items_are_carried_across_turns(cli, server: FakeSer
     server.add(Reply(text="again"))
     r = cli("--continue", "-p", "more", "--wire-api", "responses", server=server)
     assert (r.code, r.out) == (0, "again\n"), r.err
-    assert [i for i in server.requests[2]["input"] if i.get("type") == "reasoning"][0] == reasoning
+    assert next(i for i in server.requests[2]["input"] if i.get("type") == "reasoning") == reasoning
 
 
 def test_repl_view_folds_reasoning_and_shows_it_when_asked() -> None:

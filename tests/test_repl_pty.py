@@ -14,8 +14,9 @@ import socket
 import sys
 import threading
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pexpect
 import pytest

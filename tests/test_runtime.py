@@ -63,7 +63,7 @@ def run_calls(rt: Runtime, *calls: ToolCall) -> list[Message]:
     return asyncio.run(rt.run_calls(calls))
 
 
-def tc(id: str, name: str, args: str) -> ToolCall:  # noqa: A002
+def tc(id: str, name: str, args: str) -> ToolCall:
     return ToolCall(id=id, name=name, arguments=args)
 
 

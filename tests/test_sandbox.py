@@ -11,8 +11,9 @@ import sys
 import socket
 import subprocess
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -101,7 +102,7 @@ def test_cannot_create_a_file_outside_its_writable_roots(workspace: Path, tmp_pa
 @pytest.mark.parametrize("policy", CONFINED)
 def test_cannot_write_git_config_or_hooks(repo: Path, policy: str) -> None:
     before = (repo / ".git" / "config").read_text()
-    out, ctx = run(repo, "echo '[core] fsmonitor = evil' >> .git/config; mkdir -p .git/hooks; "
+    _, ctx = run(repo, "echo '[core] fsmonitor = evil' >> .git/config; mkdir -p .git/hooks; "
                          "echo evil > .git/hooks/x; echo evil > .git/hooks/pre-commit", policy)
     assert (repo / ".git" / "config").read_text() == before
     assert not (repo / ".git" / "hooks" / "x").exists()
@@ -172,9 +173,9 @@ def test_can_read_the_workspace_and_write_its_temp_folder(workspace: Path, polic
 
 
 def test_workspace_write_writes_the_workspace_and_read_only_does_not(workspace: Path) -> None:
-    out, _ = run(workspace, "echo x > made.txt", "workspace-write")
+    run(workspace, "echo x > made.txt", "workspace-write")
     assert (workspace / "made.txt").read_text() == "x\n"
-    out, ctx = run(workspace, "echo y > made2.txt", "read-only")
+    _, ctx = run(workspace, "echo y > made2.txt", "read-only")
     assert not (workspace / "made2.txt").exists()
     assert ctx.sandbox_refusals == [f"a write to {workspace / 'made2.txt'}"]
 
@@ -567,7 +568,7 @@ def test_extra_write_roots_are_writable_under_workspace_write_only(workspace: Pa
     extra.mkdir()
     config = Config(extra_write_roots=[str(extra)])
     run(workspace, f"echo ok > {extra / 'a'}", "workspace-write", config)
-    out, ctx = run(workspace, f"echo ok > {extra / 'b'}", "read-only", config)
+    _, ctx = run(workspace, f"echo ok > {extra / 'b'}", "read-only", config)
     assert (extra / "a").read_text() == "ok\n" and not (extra / "b").exists()
     assert ctx.sandbox_refusals == [f"a write to {extra / 'b'}"]
 

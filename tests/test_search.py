@@ -117,7 +117,7 @@ foo/**
 \\#hash
 *.bak
 !important.bak
-trailing\\ 
+trailing\\\x20
 vendor
 """
 
@@ -460,7 +460,7 @@ def test_bad_arguments_fail_before_any_io(workspace: Path) -> None:
     with pytest.raises(ToolError, match="missing string field `pattern`"):
         tool.parse({})
     missing = workspace / "missing"
-    with pytest.raises(ToolError, match="invalid regex '\\(x'.*pass regex=false"):
+    with pytest.raises(ToolError, match=r"invalid regex '\(x'.*pass regex=false"):
         grep(missing, pattern="(x", regex=True)
     with pytest.raises(ToolError, match="single line"):
         grep(missing, pattern="a\nb")

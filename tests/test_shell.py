@@ -278,7 +278,7 @@ def test_capture_loses_nothing_it_does_not_count(cap: int, steps: list[tuple[str
     kept, dropped = pieces[::2], [int(n) for n in pieces[1::2]]
     assert sum(dropped) == c.dropped and c.total == len(written)
     expected, pos = written.decode(), 0
-    for segment, gap in zip(kept, [*dropped, 0]):
+    for segment, gap in zip(kept, [*dropped, 0], strict=True):
         assert expected[pos:pos + len(segment)] == segment  # in order, nothing altered
         pos += len(segment) + gap
     assert pos == len(written)

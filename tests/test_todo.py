@@ -35,7 +35,7 @@ def items(*pairs: tuple[str, str]) -> list[dict[str, str]]:
 
 
 def test_write_replaces_the_whole_list(workspace: Path) -> None:
-    rt, ui = runtime(workspace)
+    rt, _ui = runtime(workspace)
     run(rt, "todo_write", {"todos": items(("read the code", "completed"), ("fix the bug", "in_progress"),
                                           ("add a test", "pending"))})
     out = run(rt, "todo_write", {"todos": items(("add a test", "in_progress"), ("update the docs", "pending"))})

@@ -4,8 +4,9 @@ an untrusted project's settings never send a key anywhere nor run anything unask
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from localweb import LocalSite

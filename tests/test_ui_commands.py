@@ -136,7 +136,7 @@ def test_mode_shows_and_switches_the_runtime_mode(tmp_path: Path) -> None:
 
 
 def test_model_switches_the_next_call(tmp_path: Path) -> None:
-    ctx, console = make_ctx(tmp_path)
+    ctx, _console = make_ctx(tmp_path)
     run(ctx, "/model other-model")
     asyncio.run(ctx.agent.ask("hello"))
     assert ctx.agent.llm.requests[0]["model"] == "other-model"  # type: ignore[attr-defined]

@@ -18,7 +18,7 @@ import re
 import sqlite3
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -192,7 +192,7 @@ class MemoryStore:
             if dup is not None:
                 conn.execute("COMMIT")
                 return dup, False
-            created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            created = datetime.now(UTC).isoformat(timespec="seconds")
             cur = conn.execute("INSERT INTO memories(text, scope, created) VALUES (?, ?, ?)", (text, scope, created))
             conn.execute("COMMIT")
             return Memory(id=int(cur.lastrowid or 0), text=text, scope=scope, created=created), True

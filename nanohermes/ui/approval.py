@@ -11,7 +11,8 @@ are answered one at a time, even when parallel calls ask together.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from prompt_toolkit.application import Application
 from prompt_toolkit.formatted_text import FormattedText

@@ -24,9 +24,10 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Union
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nanohermes.agent import Agent
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from nanohermes.config import Config
     from nanohermes.meters import Meter
 
-Handler = Callable[["CommandContext", str], Union[None, Awaitable[None]]]
+Handler = Callable[["CommandContext", str], Awaitable[None] | None]
 
 GOAL_WARNING = "goal mode: every call runs without asking (mode blocks and deny rules still apply); /mode default to go back"
 
@@ -85,7 +86,7 @@ class Registry:
         self._commands: dict[str, Command] = {}
         self.shadowed: list[Command] = []  # custom commands a built-in of the same name hides
 
-    def add_custom(self, name: str, help: str, handler: Handler, *, usage: str = "", source: str) -> bool:  # noqa: A002
+    def add_custom(self, name: str, help: str, handler: Handler, *, usage: str = "", source: str) -> bool:
         """A custom command (from a Markdown file); a built-in of the same name wins."""
         cmd = Command(name, help, handler, usage, source=source)
         old = self._commands.get(name)
@@ -95,7 +96,7 @@ class Registry:
         self._commands[name] = cmd
         return True
 
-    def register(self, name: str, help: str, handler: Handler, *, usage: str = "",  # noqa: A002
+    def register(self, name: str, help: str, handler: Handler, *, usage: str = "",
                  fallback: bool = False) -> Command:
         name = name.lstrip("/")
         if not name or any(c.isspace() for c in name):
@@ -109,7 +110,7 @@ class Registry:
         self._commands[name] = cmd
         return cmd
 
-    def command(self, name: str, *, help: str, usage: str = "",  # noqa: A002
+    def command(self, name: str, *, help: str, usage: str = "",
                 fallback: bool = False) -> Callable[[Handler], Handler]:
         def deco(fn: Handler) -> Handler:
             self.register(name, help, fn, usage=usage, fallback=fallback)

@@ -9,8 +9,9 @@ agent gets: events go to the view (and the batch summarizer), approvals to the `
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.text import Text

@@ -26,10 +26,11 @@ import re
 import signal
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.document import Document

@@ -42,7 +42,7 @@ async def _rewind(ctx: CommandContext, arg: str) -> None:
     if not words:
         changed = await cps.changed()
         lines = []
-        for t, files in zip(turns, changed):
+        for t, files in zip(turns, changed, strict=False):  # read apart: a turn may land between
             what = (f"{len(files)} file{'s' if len(files) != 1 else ''}: " + ", ".join(files[:5])
                     + (" …" if len(files) > 5 else "")) if files else "no file changes"
             if files == ["(pruned)"]:

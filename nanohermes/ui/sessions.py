@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Sequence, TextIO
+from collections.abc import Sequence
+from typing import TextIO
 
 from nanohermes.session import SessionInfo
 

@@ -5,7 +5,9 @@ HTTP on 127.0.0.1 at a free port and prints `PORT <n>` on stdout once it listens
 `--linger` it keeps running after stdin closes and holds a child process.
 Tools: echo, add (structured), fail (a tool error), slow, crash (exits mid-call),
 picture (image content), peek (declares readOnlyHint), dotted.name (a name the client
-must sanitise), pid, header (an HTTP request header). DEMO_INSTRUCTIONS in the environment replaces the server's instructions. Resources: note://hello (text), blob://bytes (binary). Prompt: review.
+must sanitise), pid, header (an HTTP request header). DEMO_INSTRUCTIONS in the environment
+replaces the server's instructions. Resources: note://hello (text), blob://bytes (binary).
+Prompt: review.
 """
 
 from __future__ import annotations
