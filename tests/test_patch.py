@@ -162,6 +162,13 @@ def test_binary_patch_is_refused() -> None:
         parse("diff --git a/i.png b/i.png\nindex 1..2 100644\nBinary files a/i.png and b/i.png differ\n")
 
 
+def test_a_rename_from_dev_null_is_refused_with_the_header_named() -> None:
+    with pytest.raises(PatchError, match=r"^`rename from /dev/null`: a rename or copy names a file, not /dev/null"):
+        parse("diff --git a/x b/y\nsimilarity index 100%\nrename from /dev/null\nrename to y\n")
+    with pytest.raises(PatchError, match=r"^`copy to /dev/null`: a rename or copy names a file"):
+        parse("diff --git a/x b/y\nsimilarity index 100%\ncopy from x\ncopy to /dev/null\n")
+
+
 def test_apply_is_pure_and_sees_earlier_sections() -> None:
     diff = ("--- a/f\n+++ b/f\n@@ -1 +1 @@\n-one\n+two\n"
             "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-two\n+three\n")

@@ -253,12 +253,20 @@ def _extended(fp: FilePatch, line: str) -> None:
     elif line.startswith("deleted file mode"):
         fp.new_path = None
     elif line.startswith(("rename from ", "copy from ")):
-        fp.old_path = "a/" + _header_path(line.split(" ", 2)[2])  # type: ignore[operator]
+        fp.old_path = "a/" + _named_path(line)
         fp.copy = line.startswith("copy")
     elif line.startswith(("rename to ", "copy to ")):
-        fp.new_path = "b/" + _header_path(line.split(" ", 2)[2])  # type: ignore[operator]
+        fp.new_path = "b/" + _named_path(line)
     elif line.startswith(("Binary files ", "GIT binary patch")):
         fp.binary = True
+
+
+def _named_path(line: str) -> str:
+    """The path of a `rename from`/`copy to` line: a real file, never /dev/null."""
+    path = _header_path(line.split(" ", 2)[2])
+    if path is None:
+        raise PatchError(f"`{_clip(line.strip())}`: a rename or copy names a file, not /dev/null; fix the header")
+    return path
 
 
 def _hunk(lines: list[str], i: int, crlf: list[bool]) -> tuple[Hunk, int]:
@@ -536,12 +544,10 @@ def apply(patches: list[FilePatch], read: Callable[[str], str | None]) -> list[O
         o = Outcome(kind, src, fp.new_path if kind != "delete" else None, text,
                     None if kind == "delete" else new_text, executable, len(fp.hunks), notes)
         out.append(o)
-        if kind == "delete":
-            state[src] = None  # type: ignore[index]
-        else:
-            if kind == "rename":
-                state[src] = None  # type: ignore[index]
-            state[o.new_path] = new_text  # type: ignore[index]
+        if kind in ("delete", "rename") and src is not None:  # src is set: the file was read above
+            state[src] = None
+        if kind != "delete" and o.new_path is not None:
+            state[o.new_path] = new_text
     return out
 
 
@@ -955,7 +961,7 @@ class _Plan:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ApplyPatch(Tool):
+class ApplyPatch(Tool[ApplyPatchParams]):
     name: ClassVar[str] = "apply_patch"
     group: ClassVar[str] = "files"
     description: ClassVar[str] = (
@@ -971,35 +977,34 @@ class ApplyPatch(Tool):
     kind: ClassVar[SubjectKind] = "path"
     effect: ClassVar[Effect] = "write"
 
-    def summary(self, args: Params) -> str:
-        diff = args.diff  # type: ignore[attr-defined]
+    def summary(self, args: ApplyPatchParams) -> str:
+        diff = args.diff
         paths = sorted(touched_paths(diff))
         if not paths:
             return "a patch that does not parse"
         return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
 
-    def _paths(self, args: Params) -> list[str]:
-        return touched_paths(args.diff)  # type: ignore[attr-defined]
+    def _paths(self, args: ApplyPatchParams) -> list[str]:
+        return touched_paths(args.diff)
 
-    def rule_subject(self, args: Params) -> str | None:
+    def rule_subject(self, args: ApplyPatchParams) -> str | None:
         # The single path of a one-file patch; rules see every path through `subjects`.
         paths = self._paths(args)
         return paths[0] if len(paths) == 1 else None
 
-    def subjects(self, args: Params) -> list[str]:
-        return touched_paths(args.diff)  # type: ignore[attr-defined]
+    def subjects(self, args: ApplyPatchParams) -> list[str]:
+        return touched_paths(args.diff)
 
-    def approval_detail(self, args: Params, ctx: ToolContext) -> str:
+    def approval_detail(self, args: ApplyPatchParams, ctx: ToolContext) -> str:
         try:
             return self._display(self._plan(args, ctx), ctx)
         except (ToolError, PatchError) as e:
-            return f"(the patch cannot be applied: {e})\n\n{args.diff}"  # type: ignore[attr-defined]
+            return f"(the patch cannot be applied: {e})\n\n{args.diff}"
 
-    async def run(self, args: Params, ctx: ToolContext) -> ToolResult:
+    async def run(self, args: ApplyPatchParams, ctx: ToolContext) -> ToolResult:
         return await self.in_thread(self._run, args, ctx)
 
-    def _plan(self, args: Params, ctx: ToolContext) -> _Plan:
-        assert isinstance(args, ApplyPatchParams)
+    def _plan(self, args: ApplyPatchParams, ctx: ToolContext) -> _Plan:
         ops: list[FileOp] | None = None
         patches: list[FilePatch] = []
         judged_as: dict[str, str] = {}  # the tool's workspace-relative path -> the subject judged for it
@@ -1062,12 +1067,12 @@ class ApplyPatch(Tool):
             raise ToolError(f"cannot read {e.filename}: {e.strerror}; no file was changed") from None
         return _Plan(outcomes, files, paths)
 
-    def _run(self, args: Params, ctx: ToolContext) -> ToolResult:
+    def _run(self, args: ApplyPatchParams, ctx: ToolContext) -> ToolResult:
         plan = self._plan(args, ctx)
         final: dict[str, tuple[str | None, bool | None]] = {}  # path -> (new text or None to delete, exec)
         for o in plan.outcomes:
-            if o.kind in ("delete", "rename"):
-                final[o.old_path] = (None, None)  # type: ignore[index]
+            if o.kind in ("delete", "rename") and o.old_path is not None:
+                final[o.old_path] = (None, None)
             if o.new_path is not None:
                 prev_exec = final.get(o.new_path, (None, None))[1]
                 final[o.new_path] = (o.new_text, o.executable if o.executable is not None else prev_exec)
