@@ -587,7 +587,12 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
     """The confinement for `policy` on this machine. Where Landlock is missing the command
     runs unconfined (the permission layer then lets nothing but checked read-only commands
     run unasked); where namespaces are missing the protected paths stay writable."""
-    if policy not in ("read-only", "workspace-write"):
+    chosen: SandboxPolicy
+    if policy == "read-only":
+        chosen = "read-only"
+    elif policy == "workspace-write":
+        chosen = "workspace-write"
+    else:
         return Confinement("off")
     avail = probe()
     # A linked worktree commits into folders outside it: they are written as the workspace is.
@@ -596,7 +601,7 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
     protected = tuple(Path(os.path.realpath(p)) for p in protected_paths(workspace, config_files))
     planted = [Path(os.path.realpath(workspace / ".nanohermes"))]
     planted += [Path(os.path.realpath(gd / "commondir")) for gd in git_dirs(workspace) if gd.name == ".git"]
-    return Confinement(policy, abi=avail.abi if avail.landlock else 0, namespaces=avail.namespaces,  # type: ignore[arg-type]
+    return Confinement(chosen, abi=avail.abi if avail.landlock else 0, namespaces=avail.namespaces,
                        write_roots=resolved, read_only_paths=protected, network=network,
                        must_not_appear=tuple(planted),
                        new_git=None if os.path.lexists(workspace / ".git") else Path(os.path.realpath(workspace)) / ".git")

@@ -66,7 +66,7 @@ def import_httpx() -> Any:
         def main() -> None:
             raise SystemExit("the httpx command-line client is not loaded in nanohermes")
 
-        stub.main = main  # type: ignore[attr-defined]
+        vars(stub)["main"] = main
         sys.modules["httpx._main"] = stub
     import httpx
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final, Literal
 
 from prompt_toolkit.application import Application
 from prompt_toolkit.formatted_text import FormattedText
@@ -26,7 +26,8 @@ from rich.text import Text
 from nanohermes.events import ApprovalReply, ApprovalRequest, Choice
 from nanohermes.ui import render
 
-INTERRUPT = "interrupt"
+INTERRUPT: Final = "interrupt"
+Picked = Choice | Literal["interrupt"]  # an answer, or Ctrl-C/Ctrl-D
 
 
 def choices(request: ApprovalRequest) -> list[tuple[Choice, str, str]]:
@@ -89,9 +90,9 @@ class Approver:
             self.console.print(Text(f"✓ always {where}: {request.rule}", style="green"))
         else:
             self.console.print(Text("✓ yes, once", style="green"))
-        return ApprovalReply(picked)  # type: ignore[arg-type]
+        return ApprovalReply(picked)
 
-    async def _choose(self, request: ApprovalRequest) -> str:
+    async def _choose(self, request: ApprovalRequest) -> Picked:
         options = choices(request)
         selected = [0]
 
@@ -107,7 +108,7 @@ class Approver:
 
         kb = KeyBindings()
 
-        def pick(value: str) -> Callable[[Any], None]:
+        def pick(value: Picked) -> Callable[[Any], None]:
             return lambda event: event.app.exit(result=value)
 
         for answer, key, _ in options:
@@ -133,7 +134,7 @@ class Approver:
         def _enter(event: Any) -> None:
             event.app.exit(result=options[selected[0]][0])
 
-        app: Application[str] = Application(
+        app: Application[Picked] = Application(
             layout=Layout(Window(FormattedTextControl(text, focusable=True, show_cursor=False),
                                  height=len(options) + 1)),
             key_bindings=kb, full_screen=False, erase_when_done=True, input=self._input, output=self._output,

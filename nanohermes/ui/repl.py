@@ -799,8 +799,10 @@ def _warm_imports() -> None:
 def make_console() -> Console:
     # A terminal that cannot encode a character shows "?" instead of crashing.
     for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)  # a text file's, not every stream's
         with contextlib.suppress(Exception):
-            stream.reconfigure(errors="replace")  # type: ignore[union-attr]
+            if reconfigure is not None:
+                reconfigure(errors="replace")
     return Console(highlight=False)
 
 
