@@ -437,7 +437,7 @@ class _Scanner:
             if kind != "redir":
                 self.back = (kind, value)
                 break
-            redirects.append(self.redirect(value))  # type: ignore[arg-type]
+            redirects.append(self.redirect(value))  # type: ignore[arg-type]  # a redir token's value is (fd, op)
         if redirects:
             self.commands.append(SimpleCommand((), (), tuple(redirects)))
 
@@ -455,7 +455,7 @@ class _Scanner:
         kind, target = self.token()
         if kind != "word":
             raise ParseError(f"redirection {fd}{op} without a target")
-        return Redirect(op, fd, target)  # type: ignore[arg-type]
+        return Redirect(op, fd, target)  # type: ignore[arg-type]  # a word token's value is a Word
 
     def simple_command(self) -> None:
         words: list[Word] = []
@@ -471,9 +471,9 @@ class _Scanner:
             if kind == "redir":
                 if words and words[0].text == "[[":
                     raise ParseError("[[ ... ]] with < or > inside is not analysed")
-                redirects.append(self.redirect(value))  # type: ignore[arg-type]
+                redirects.append(self.redirect(value))  # type: ignore[arg-type]  # a redir token's value is (fd, op)
                 continue
-            w: Word = value  # type: ignore[assignment]
+            w: Word = value  # type: ignore[assignment]  # op, redir and eof were handled above
             if not words:
                 if not assigns and w.raw in _UNSUPPORTED:
                     raise ParseError(f"`{w.raw}` is not analysed")
