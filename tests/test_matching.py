@@ -317,5 +317,5 @@ def test_a_slipped_old_string_edits_the_lines_the_model_meant(n: int, start: int
         (ws / "v.py").write_text("\n".join(lines) + "\n")
         out = edit(runtime(ws), "v.py", old, "    replaced = True" if slip != "dedent" else "replaced = True")
         assert out.startswith("edited v.py: replaced 1 occurrence"), out
-        expected = lines[:start] + ["    replaced = True"] + lines[start + size:]
+        expected = [*lines[:start], "    replaced = True", *lines[start + size:]]
         assert (ws / "v.py").read_text() == "\n".join(expected) + "\n"

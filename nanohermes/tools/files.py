@@ -17,9 +17,10 @@ import hashlib
 import os
 import secrets
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, ClassVar, Iterator, TypeVar
+from typing import Any, BinaryIO, ClassVar, TypeVar
 
 from pydantic import Field, model_validator
 
@@ -859,7 +860,7 @@ class EditFile(_Writer[EditFileParams]):
             want = needle.split("\n")
             have = [ln.rstrip("\r") for ln in text.split("\n")[first:first + len(want)]]
             new_lines = new_s.replace("\r\n", "\n").split("\n")
-            fixed = reindent(list(zip(have, want)), new_lines)
+            fixed = reindent(list(zip(have, want, strict=False)), new_lines)  # the file may end first
             if fixed != new_lines and not needle[:1].isspace():
                 fixed[0] = new_lines[0]  # it goes after the file's own indentation, kept in place
             if fixed != new_lines:

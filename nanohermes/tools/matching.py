@@ -13,8 +13,8 @@ from __future__ import annotations
 import bisect
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 TIERS = ("exact", "trailing whitespace ignored", "leading and trailing whitespace ignored",
          "Unicode punctuation mapped to ASCII")

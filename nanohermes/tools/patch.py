@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import model_validator
 
@@ -153,7 +154,7 @@ def _strip_prefix(fp: FilePatch) -> None:
     two different names after the strip become the shorter one, as git apply takes it.
     The same path on both sides (a model writing `--- src/x.py`) is kept as written."""
     old, new = fp.old_path, fp.new_path
-    if fp.git or (old is None or old.startswith("a/")) and (new is None or new.startswith("b/")):
+    if fp.git or ((old is None or old.startswith("a/")) and (new is None or new.startswith("b/"))):
         if old is not None and old.startswith("a/"):
             old = old[2:]
         if new is not None and new.startswith("b/"):
@@ -188,7 +189,7 @@ def parse(text: str) -> list[FilePatch]:
     if raw and raw[-1] == "":
         raw.pop()
     crlf = [ln.endswith("\r") for ln in raw]
-    lines = [ln[:-1] if cr else ln for ln, cr in zip(raw, crlf)]
+    lines = [ln[:-1] if cr else ln for ln, cr in zip(raw, crlf, strict=True)]
     patches: list[FilePatch] = []
     cur: FilePatch | None = None
     i, n = 0, len(lines)
@@ -300,10 +301,10 @@ def _hunk(lines: list[str], i: int, crlf: list[bool]) -> tuple[Hunk, int]:
             break
         if (satisfied() or need_old < 0) and line.startswith("--- ") and i + 1 < n and lines[i + 1].startswith("+++ "):
             break
-        if satisfied() and (line in ("", "-- ") or not line[:1] in (" ", "-", "+")):
+        if satisfied() and (line in ("", "-- ") or line[:1] not in (" ", "-", "+")):
             break  # after the counted lines: a blank line or a mail signature ends the hunk
         if line == "":
-            if i == n - 1 or need_old < 0 and _only_blank_until_header(lines, i):
+            if i == n - 1 or (need_old < 0 and _only_blank_until_header(lines, i)):
                 break
             line = " "  # a blank context line whose leading space was stripped
         tag = line[0]
@@ -341,7 +342,7 @@ def _hunk_goes_on(lines: list[str], i: int) -> bool:
 def _only_blank_until_header(lines: list[str], i: int) -> bool:
     while i < len(lines) and lines[i] == "":
         i += 1
-    return i == len(lines) or not lines[i][:1] in (" ", "-", "+", "\\") or lines[i].startswith("--- ")
+    return i == len(lines) or lines[i][:1] not in (" ", "-", "+", "\\") or lines[i].startswith("--- ")
 
 
 # --------------------------------------------------------------------------------------
@@ -427,7 +428,7 @@ def apply_file(fp: FilePatch, text: str, path: str) -> tuple[str, list[str]]:
         if plus != [t for tag, t in h.lines if tag == "+"]:
             notes[-1] += f", {_REINDENTED}"
         added = iter(plus)
-        for (tag, t), cr in zip(h.lines, h.cr):
+        for (tag, _text), cr in zip(h.lines, h.cr, strict=True):
             if tag == " ":
                 region.append(cur[r])
                 r += 1
@@ -784,7 +785,7 @@ def _apply_chunks(path: str, text: str, chunks: list[Chunk], notes: list[str]) -
         added = iter(plus)
         out.extend(content[copied:pos])
         r = pos
-        for tag, t in lines:
+        for tag, _text in lines:
             if tag == " ":
                 out.append(content[r])  # the file's own line, whatever whitespace the patch gave
                 r += 1
@@ -805,7 +806,7 @@ def _added_lines(lines: list[tuple[str, str]], content: list[str], pos: int, tie
     if tier < 2:
         return plus
     old = [t for tag, t in lines if tag != "+"]
-    return reindent(list(zip(content[pos:pos + len(old)], old)), plus)
+    return reindent(list(zip(content[pos:pos + len(old)], old, strict=False)), plus)  # the file may end first
 
 
 _REINDENTED = "its + lines re-indented like the file"
