@@ -37,6 +37,7 @@ from nanohermes.config import McpServerConfig
 from nanohermes.tools import Approval, Effect, P, Params, ReadOnlyTool, SubjectKind, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
+    from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
 T = TypeVar("T")
@@ -130,7 +131,7 @@ class Server:
     error: str = ""
     tools: list[Tool] = field(default_factory=list)
     hidden: list[tuple[str, str]] = field(default_factory=list)  # (remote tool name, why it is not offered)
-    client: Any = None
+    client: Client | None = None
     instructions: str | None = None
     log_path: Path | None = None
     _log_start: int = 0
@@ -271,7 +272,7 @@ class McpManager:
             self.on_notice(f"MCP server {s.name} stopped ({s.error}); its tools are unavailable for the rest of "
                            f"this session (see /mcp, restart nanohermes to reconnect)")
 
-    async def _connect(self, s: Server, stack: AsyncExitStack) -> Any:
+    async def _connect(self, s: Server, stack: AsyncExitStack) -> Client:
         from mcp import Client  # heavy: only when a server is configured
 
         cfg = s.config
@@ -332,7 +333,7 @@ class McpManager:
         stack.callback(f.close)
         return f
 
-    async def _list_tools(self, s: Server, client: Any) -> list[Tool]:
+    async def _list_tools(self, s: Server, client: Client) -> list[Tool]:
         remote: list[Any] = []
         cursor: str | None = None
         for _ in range(_LIST_PAGES):
@@ -407,12 +408,15 @@ class McpManager:
                             f"and restart nanohermes, or work without it")
         return s
 
-    async def request(self, s: Server, what: str, fn: Callable[[Any], Awaitable[T]]) -> T:
+    async def request(self, s: Server, what: str, fn: Callable[[Client], Awaitable[T]]) -> T:
         """Run one request against a server, turning the SDK's failures into ToolErrors."""
         from mcp import MCPError
 
+        client = s.client
+        if client is None:  # `server()` hands out connected servers only; one may drop in between
+            raise ToolError(f"MCP server {s.name} is not connected ({s.status}); see /mcp")
         try:
-            return await fn(s.client)
+            return await fn(client)
         except MCPError as e:
             if e.code == _REQUEST_TIMEOUT:
                 raise ToolError(f"{what} timed out after {self.limits.mcp_call_timeout_secs:g} s "
@@ -489,12 +493,12 @@ class McpTool(Tool[McpArgs]):
     async def run(self, args: McpArgs, ctx: ToolContext) -> str:
         s = self.manager.server(self.server)
 
-        async def progress(done: float, total: float | None, message: str | None) -> None:
-            amount = f"{done:g}/{total:g}" if total else f"{done:g}"
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            amount = f"{progress:g}/{total:g}" if total else f"{progress:g}"
             ctx.progress(self.name, f"{amount} {message}" if message else amount)
 
         result = await self.manager.request(
-            s, self.name, lambda c: c.call_tool(self.remote, args.model_dump(), progress_callback=progress))
+            s, self.name, lambda c: c.call_tool(self.remote, args.model_dump(), progress_callback=on_progress))
         text = result_text(result, self.server)
         if result.is_error:
             raise ToolError(text or f"{self.name} reported an error without a message")
@@ -582,7 +586,7 @@ async def _pages(manager: McpManager, s: Server, what: str, attr: str,
 def _offers(s: Server, feature: str) -> bool:
     """Did the server declare this capability? Asking one that did not only earns an error."""
     try:
-        return getattr(s.client.server_capabilities, feature, None) is not None
+        return s.client is None or getattr(s.client.server_capabilities, feature, None) is not None
     except Exception:
         return True  # unknown: ask, and let the answer speak
 
@@ -666,17 +670,18 @@ class McpGetPrompt(_Helper[GetPromptParams]):
         s = self.manager.server(args.server)
         res = await self.manager.request(s, "mcp_get_prompt",
                                          lambda c: c.get_prompt(args.name, dict(args.arguments) or None))
+        from mcp.types import AudioContent, EmbeddedResource, ImageContent, TextContent
+
         lines = [f"[description] {res.description}"] if res.description else []
         for m in res.messages:
             block = m.content
-            kind = getattr(block, "type", "")
-            if kind == "text":
+            if isinstance(block, TextContent):
                 body = block.text
-            elif kind == "resource":
+            elif isinstance(block, EmbeddedResource):
                 body = resource_contents_text(block.resource)
-            elif kind in ("image", "audio"):
-                body = _binary_note(kind, block.mime_type, block.data)
+            elif isinstance(block, (ImageContent, AudioContent)):
+                body = _binary_note(block.type, block.mime_type, block.data)
             else:
-                body = f"[{kind} content; not shown]"
+                body = f"[{block.type} content; not shown]"
             lines.append(f"[{m.role}] {body}")
         return "\n".join(lines) or f"prompt {args.name} has no messages"
