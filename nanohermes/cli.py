@@ -12,9 +12,10 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, NamedTuple, NoReturn, Optional, Protocol, runtime_checkable
+from typing import Any, NamedTuple, NoReturn, Protocol, runtime_checkable
 
 EXIT_OK, EXIT_ERROR, EXIT_TURNS, EXIT_INTERRUPTED = 0, 1, 3, 130  # 2, a usage error, is UsageError's exit_code
 EXIT_TERMINATED = 143
@@ -249,22 +250,27 @@ def _make_app(launch: Callable[[Launch], int] | None = None, first_prompt: str |
     @app.callback()
     def root(
         ctx: typer.Context,
-        prompt: Optional[str] = typer.Option(None, "-p", "--print", help="Run one prompt without the REPL and print the answer. Piped stdin is appended."),
-        output_format: OutputFormat = typer.Option(OutputFormat.text, "--output-format", help="With -p: text, json (one object) or stream-json (one event per line)."),
-        model: Optional[str] = typer.Option(None, "--model", "-m", help="Model name (config `model`, env NANOHERMES_MODEL)."),
-        base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1."),
-        api_key: Optional[str] = typer.Option(None, "--api-key", help="API key (default: $OPENAI_API_KEY)."),
-        mode: Optional[ModeChoice] = typer.Option(None, "--mode", help="Permission mode."),
+        prompt: str | None = typer.Option(None, "-p", "--print", help="Run one prompt without the REPL and print the "
+                                          "answer. Piped stdin is appended."),
+        output_format: OutputFormat = typer.Option(OutputFormat.text, "--output-format", help="With -p: text, json "
+                                                   "(one object) or stream-json (one event per line)."),
+        model: str | None = typer.Option(None, "--model", "-m", help="Model name (config `model`, env NANOHERMES_MODEL)."),
+        base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1."),
+        api_key: str | None = typer.Option(None, "--api-key", help="API key (default: $OPENAI_API_KEY)."),
+        mode: ModeChoice | None = typer.Option(None, "--mode", help="Permission mode."),
         yes: bool = typer.Option(False, "--yes", "-y", help="Approve every call that would ask (not those a mode blocks).", metavar=""),
-        sandbox: Optional[SandboxChoice] = typer.Option(None, "--sandbox", help="auto: commands nobody approved run in the OS sandbox; off: unconfined (config sandbox.mode)."),
-        config: Optional[Path] = typer.Option(None, "--config", help="Config file to use instead of the user config."),
-        cwd: Optional[Path] = typer.Option(None, "-C", "--cwd", help="Workspace directory (default: the current one)."),
-        max_turns: Optional[int] = typer.Option(None, "--max-turns", min=1, help="Stop after this many model calls in one turn."),
-        wire_api: Optional[WireChoice] = typer.Option(None, "--wire-api", help="The endpoint's API: chat (chat completions) or responses."),
-        reasoning_effort: Optional[EffortChoice] = typer.Option(None, "--reasoning-effort", help="How hard a reasoning model thinks (sent only when set)."),
+        sandbox: SandboxChoice | None = typer.Option(None, "--sandbox", help="auto: commands nobody approved run in "
+                                                     "the OS sandbox; off: unconfined (config sandbox.mode)."),
+        config: Path | None = typer.Option(None, "--config", help="Config file to use instead of the user config."),
+        cwd: Path | None = typer.Option(None, "-C", "--cwd", help="Workspace directory (default: the current one)."),
+        max_turns: int | None = typer.Option(None, "--max-turns", min=1, help="Stop after this many model calls in one turn."),
+        wire_api: WireChoice | None = typer.Option(None, "--wire-api", help="The endpoint's API: chat (chat completions) or responses."),
+        reasoning_effort: EffortChoice | None = typer.Option(None, "--reasoning-effort", help="How hard a reasoning "
+                                                             "model thinks (sent only when set)."),
         no_session: bool = typer.Option(False, "--no-session", help="Do not save this session's transcript.", metavar=""),
         continue_: bool = typer.Option(False, "--continue", "-c", help="Continue the latest session of this workspace.", metavar=""),
-        resume: Optional[str] = typer.Option(None, "--resume", "-r", help="Resume a session by ID (or ID prefix); without an ID, pick one from a list."),
+        resume: str | None = typer.Option(None, "--resume", "-r", help="Resume a session by ID (or ID prefix); "
+                                          "without an ID, pick one from a list."),
         verbose: bool = typer.Option(False, "--verbose", "-v", help="Show progress on stderr and tracebacks on errors.", metavar=""),
         version: bool = typer.Option(False, "--version", "-V", help="Print the version and exit.", metavar=""),
     ) -> None:
@@ -293,12 +299,12 @@ def _make_app(launch: Callable[[Launch], int] | None = None, first_prompt: str |
 
     @app.command()
     def doctor(
-        model: Optional[str] = typer.Option(None, "--model", "-m", help="Model to check."),
-        base_url: Optional[str] = typer.Option(None, "--base-url", help="Endpoint to check."),
-        api_key: Optional[str] = typer.Option(None, "--api-key", help="API key to check."),
-        wire_api: Optional[WireChoice] = typer.Option(None, "--wire-api", help="The endpoint's API to check: chat or responses."),
-        config: Optional[Path] = typer.Option(None, "--config", help="Config file to use instead of the user config."),
-        cwd: Optional[Path] = typer.Option(None, "-C", "--cwd", help="Workspace directory."),
+        model: str | None = typer.Option(None, "--model", "-m", help="Model to check."),
+        base_url: str | None = typer.Option(None, "--base-url", help="Endpoint to check."),
+        api_key: str | None = typer.Option(None, "--api-key", help="API key to check."),
+        wire_api: WireChoice | None = typer.Option(None, "--wire-api", help="The endpoint's API to check: chat or responses."),
+        config: Path | None = typer.Option(None, "--config", help="Config file to use instead of the user config."),
+        cwd: Path | None = typer.Option(None, "-C", "--cwd", help="Workspace directory."),
     ) -> None:
         """Check the set-up: config, endpoint, key, model, streaming and tools, git, folders."""
         from nanohermes.doctor import doctor as run_doctor
@@ -314,7 +320,7 @@ def _make_app(launch: Callable[[Launch], int] | None = None, first_prompt: str |
     @app.command("sessions")
     def sessions_cmd(
         ctx: typer.Context,
-        cwd: Optional[Path] = typer.Option(None, "-C", "--cwd", help="Workspace directory (default: the current one)."),
+        cwd: Path | None = typer.Option(None, "-C", "--cwd", help="Workspace directory (default: the current one)."),
         as_json: bool = typer.Option(False, "--json", help="One JSON object per session."),
     ) -> None:
         """List this workspace's saved sessions, the most recent first."""
@@ -348,7 +354,8 @@ def _resume_target(workspace: Path, cont: bool, resume: str | None, save_session
     if not cont and resume is None:
         return None
     if cont and resume is not None:
-        raise UsageError("--continue and --resume cannot be used together", hint="--continue takes the latest session; --resume ID a given one")
+        raise UsageError("--continue and --resume cannot be used together",
+                         hint="--continue takes the latest session; --resume ID a given one")
     if not save_session:
         raise UsageError("--no-session cannot be combined with --continue or --resume", hint="drop --no-session to resume")
     if cont:

@@ -8,7 +8,7 @@ seam: `await ui.confirm(request)`.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Protocol, Union
+from typing import Any, Literal, Protocol
 
 from nanohermes.messages import Usage
 
@@ -129,7 +129,6 @@ class PermissionDenied:
     reason: str
 
 
-
 @dataclass(frozen=True, kw_only=True)
 class SubagentEvent:
     """An event of a sub-agent, wrapped so front ends show it nested and never mistake it
@@ -140,8 +139,8 @@ class SubagentEvent:
     event: Event  # a sub-agent's own sub-agents nest once more
 
 
-Event = Union[ModelStarted, TextDelta, ReasoningDelta, ToolStarted, ToolProgress, ToolFinished, ApprovalRequest, UsageUpdate,
-              Notice, TurnEnded, TodoUpdated, SandboxRefused, PermissionDenied, SubagentEvent]
+Event = (ModelStarted | TextDelta | ReasoningDelta | ToolStarted | ToolProgress | ToolFinished | ApprovalRequest
+         | UsageUpdate | Notice | TurnEnded | TodoUpdated | SandboxRefused | PermissionDenied | SubagentEvent)
 
 # "project": always, and saved to the project config for later sessions.
 Choice = Literal["once", "always", "deny", "project"]

@@ -51,7 +51,7 @@ def import_graph(root: Path, late: set[tuple[str, str]] | frozenset[tuple[str, s
     for mod, path in mods.items():
         package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
 
-        def visit(node: ast.AST, in_function: bool) -> None:
+        def visit(node: ast.AST, in_function: bool, mod: str = mod, path: Path = path, package: str = package) -> None:
             for child in ast.iter_child_nodes(node):
                 lazy = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
                 names: list[str] = []

@@ -9,8 +9,8 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 from nanohermes.permissions.rules import Rule, escape_pattern, is_secret, match_command_text
 from nanohermes.shellparse import SimpleCommand, Word
@@ -637,4 +637,4 @@ def _options_match(pattern: str, argv: tuple[str, ...]) -> bool:
     have, args = _options(argv[1:])
     if not want <= have or len(args) < len(want_args) or (not rest and len(args) != len(want_args)):
         return False
-    return all(fnmatch.fnmatchcase(a, p) for a, p in zip(args, want_args))
+    return all(fnmatch.fnmatchcase(a, p) for a, p in zip(args, want_args, strict=False))  # `rest`: more args

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from nanohermes.permissions.commands import READ_ONLY_COMMANDS
 from nanohermes.permissions.decision import Policy

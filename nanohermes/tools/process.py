@@ -4,9 +4,10 @@ the git tools).
 Owns how a command runs: in its own process session (so its whole group can be killed),
 stdin at /dev/null (a command waiting for input fails at once), stdout and stderr drained
 concurrently into capped buffers (past the cap the start and the newest bytes are kept, and
-what falls between is read, counted and marked, so no pipe can fill and memory stays flat), the whole group killed on timeout, cancellation or
-exit, and a bounded wait for grandchildren that still hold the pipes after the shell has
-exited. Also owns fitting a command's stdout and stderr sections into one result.
+what falls between is read, counted and marked, so no pipe can fill and memory stays flat),
+the whole group killed on timeout, cancellation or exit, and a bounded wait for
+grandchildren that still hold the pipes after the shell has exited. Also owns fitting a
+command's stdout and stderr sections into one result.
 Every process starts through `spawn`, in the OS sandbox the call was given (sandbox.py); when
 a command ends, what it left running outside its group is swept and counted.
 """
@@ -21,9 +22,9 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from nanohermes import sandbox
 from nanohermes.budget import Limits
@@ -59,7 +60,7 @@ class Capture:
     kept and the newest bytes keep rolling in behind it; what rolls out in between is counted
     and marked where it was. A long build log keeps its start and its final summary."""
 
-    __slots__ = ("cap", "data", "_ring", "_end", "_tail_len", "gap", "total", "dropped")
+    __slots__ = ("_end", "_ring", "_tail_len", "cap", "data", "dropped", "gap", "total")
 
     def __init__(self, cap: int) -> None:
         self.cap = max(0, cap)
@@ -213,7 +214,7 @@ async def _wait(fut: asyncio.Future[None], timeout: float | None) -> bool:
         return True
     try:
         await asyncio.wait_for(asyncio.shield(fut), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return False
     return True
 
@@ -499,5 +500,5 @@ def format_command(fin: Finished, limits: Limits) -> str:
     tail = "".join("\n\n" + n for n in notes)
     texts = [strip_newline(fin.out.text()), strip_newline(fin.err.text())]
     budget = limits.max_output - len(head) - len(mid) - len(tail) - 2 * _MARKER_CHARS
-    out, err = (cut_middle(t, n) if t else "(empty)" for t, n in zip(texts, shares([len(t) for t in texts], budget)))
+    out, err = (cut_middle(t, n) if t else "(empty)" for t, n in zip(texts, shares([len(t) for t in texts], budget), strict=True))
     return head + out + mid + err + tail

@@ -24,7 +24,7 @@ class GlobParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Glob(ReadOnlyTool):
+class Glob(ReadOnlyTool[GlobParams]):
     name: ClassVar[str] = "glob"
     group: ClassVar[str] = "search"
     description: ClassVar[str] = (
@@ -38,14 +38,13 @@ class Glob(ReadOnlyTool):
     shows_contents = False  # file names only
     ripgrep: str | None = AUTO
 
-    def rule_subject(self, args: Params) -> str | None:
-        return getattr(args, "path", None) or "."
+    def rule_subject(self, args: GlobParams) -> str | None:
+        return args.path or "."
 
     def output_limit(self) -> str:
         return "glob_results paths, grep_max_files files"
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, GlobParams)
+    async def run(self, args: GlobParams, ctx: ToolContext) -> str:
         rx = compile_glob(args.pattern)
         root = resolve_path(ctx, args.path or ".")
         shown = display_path(ctx, root)

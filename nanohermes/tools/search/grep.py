@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -65,7 +66,7 @@ class GrepParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Grep(ReadOnlyTool):
+class Grep(ReadOnlyTool[GrepParams]):
     name: ClassVar[str] = "grep"
     group: ClassVar[str] = "search"
     description: ClassVar[str] = (
@@ -81,8 +82,8 @@ class Grep(ReadOnlyTool):
     ripgrep: str | None = AUTO  # a binary path, AUTO to look for one, None for pure Python
     early_files: int = 256  # files read in path order while ripgrep searches the rest
 
-    def rule_subject(self, args: Params) -> str | None:
-        return getattr(args, "path", None) or "."
+    def rule_subject(self, args: GrepParams) -> str | None:
+        return args.path or "."
 
     def output_limit(self) -> str:
         return "grep_matches matches, grep_line_chars, grep_file_max_bytes, grep_max_files files"
@@ -90,8 +91,7 @@ class Grep(ReadOnlyTool):
     def _binary(self) -> str | None:
         return find_ripgrep() if self.ripgrep == AUTO else self.ripgrep
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
-        assert isinstance(args, GrepParams)
+    async def run(self, args: GrepParams, ctx: ToolContext) -> str:
         matcher = Matcher.build(args.pattern, args.regex, args.case_insensitive)
         root = resolve_path(ctx, args.path or ".")
         shown = display_path(ctx, root)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 import re
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 from nanohermes.budget import MiB, Limits
 from nanohermes.tools import ToolError

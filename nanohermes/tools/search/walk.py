@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Iterator
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from nanohermes.config import Config
@@ -103,15 +104,13 @@ class _Level:
 
     @classmethod
     def read(cls, directory: Path, prefix: str, strip: int, has_git: bool, names: set[str] | None) -> _Level | None:
-        kinds: tuple[list[_Pattern], ...] = tuple(
-            _load_patterns(directory / f) if names is None or f in names else [] for f in _KIND_FILES
-        )
+        rg, ig, gi = (_load_patterns(directory / f) if names is None or f in names else [] for f in _KIND_FILES)
         # The global file first: info/exclude, read after it, wins where both decide.
         exclude = (_load_patterns(global_excludes_file()) + _load_patterns(_git_exclude_file(directory / ".git"))
                    if has_git else [])
-        if not has_git and not any(kinds):
+        if not has_git and not (rg or ig or gi):
             return None
-        return cls(prefix, strip, has_git, (*kinds, exclude))  # type: ignore[arg-type]
+        return cls(prefix, strip, has_git, (rg, ig, gi, exclude))
 
 
 def _decide(patterns: list[_Pattern], probe: str, is_dir: bool) -> bool | None:
@@ -180,7 +179,7 @@ def iter_walk(root: Path, ignore_dirs: frozenset[str], pruned: list[str] | None 
         found.sort(key=lambda pair: pair[0].name + "/" if pair[1] else pair[0].name)
         names = {e.name for e, _ in found}
         lv = _Level.read(Path(directory), "", len(rel), ".git" in names, names)
-        return iter(found), (levels + [lv] if lv is not None else levels)
+        return iter(found), ([*levels, lv] if lv is not None else levels)
 
     stack = [(*entries(str(root), "", base), "")]
     while stack:
