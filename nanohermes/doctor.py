@@ -11,9 +11,10 @@ import asyncio
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Awaitable, Callable, Literal
+from typing import TYPE_CHECKING, Literal
 
 from nanohermes.config import Config, Loaded
 from nanohermes.dirs import config_home, data_home, private_dir, state_home
@@ -251,7 +252,7 @@ async def check_sandbox(s: Setup) -> list[Check]:
              "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
              "or user.max_user_namespaces > 0)")
     return [Check(f"sandbox {name}", "ok" if good else "warn", text, hint)
-            for name, (good, text), hint in zip(names, avail.lines(), hints)]
+            for name, (good, text), hint in zip(names, avail.lines(), hints, strict=False)]
 
 
 CHECKS: list[CheckFn] = [check_config, check_endpoint, check_ripgrep, check_git, check_dirs, check_sandbox]

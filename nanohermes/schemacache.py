@@ -80,8 +80,13 @@ def schema(model: type, render: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     entries = _load(path)
     entry = entries.get(key)
     if isinstance(entry, dict) and entry.get("stamp") == stamp and isinstance(entry.get("schema"), dict):
-        return json.loads(json.dumps(entry["schema"]))  # a fresh copy: callers may change theirs
+        return _copy(entry["schema"])  # a fresh copy: callers may change theirs
     out = render()
     entries[key] = {"stamp": stamp, "schema": out}
     _save(path, entries)
-    return json.loads(json.dumps(out))
+    return _copy(out)
+
+
+def _copy(schema: dict[str, Any]) -> dict[str, Any]:
+    copied: dict[str, Any] = json.loads(json.dumps(schema))  # JSON in, the same JSON out
+    return copied

@@ -13,8 +13,9 @@ the next model call, and a failure only means no label: it is presentation only.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from nanohermes.events import Event, ModelStarted, ToolFinished, ToolStarted, TurnEnded
 from nanohermes.messages import Message, Usage
