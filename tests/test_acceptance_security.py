@@ -83,7 +83,7 @@ def test_lines_the_analysis_cannot_follow_are_asked_in_default_mode(cli: Any, se
                                                                      workspace: Path) -> None:
     git_repo(workspace)
     _, got = run_lines(cli, server, DESYNC_LINES)
-    for line, text in zip(DESYNC_LINES, got):
+    for line, text in zip(DESYNC_LINES, got, strict=True):
         assert text.startswith(ASKED), (line, text)
     assert not (workspace / "X").exists()
 
@@ -125,7 +125,7 @@ def test_deny_rules_see_through_respellings_under_yes(cli: Any, server: FakeServ
     (workspace / "victim").write_text("keep me")
     _, got = run_lines(cli, server, RESPELLINGS, "--yes",
                        config={"permissions": {"deny": ["run_command(rm *)", "run_command(git push *)"]}})
-    for line, text in zip(RESPELLINGS, got):
+    for line, text in zip(RESPELLINGS, got, strict=True):
         assert text.startswith("ERROR: ") and ("denied by rule" in text or "cannot be analysed" in text), (line, text)
     assert (workspace / "victim").read_text() == "keep me"
 
@@ -143,7 +143,7 @@ def test_writes_into_git_are_asked_in_accept_edits(cli: Any, server: FakeServer,
     (workspace / ".nanohermes").mkdir()
     before = (workspace / ".git/config").read_text()
     _, got = run_lines(cli, server, GIT_WRITES, "--mode", "accept-edits")
-    for line, text in zip(GIT_WRITES, got):
+    for line, text in zip(GIT_WRITES, got, strict=True):
         assert text.startswith(ASKED), (line, text)
     assert (workspace / ".git/config").read_text() == before
     assert not (workspace / ".git/hooks/x").exists() and not (workspace / ".nanohermes/config.json").exists()
@@ -260,7 +260,7 @@ def test_a_name_in_denied_hosts_denies_its_addresses(cli: Any, server: FakeServe
     r = cli("-p", "fetch", "--yes", server=server, config={"web_fetch": {"denied_hosts": ["localhost"]}})
     assert r.code == 0, r.err
     got = results(server)
-    for url, text in zip(urls, got):
+    for url, text in zip(urls, got, strict=True):
         assert text.startswith("ERROR: host ") and "denied by config web_fetch.denied_hosts (localhost" in text, \
             (url, text)
     assert site.requests == []
@@ -352,7 +352,7 @@ def test_shell_reads_of_secret_files_are_asked_whatever_the_command(cli: Any, se
     allow = {"permissions": {"allow": ["run_command(cat *)", "run_command(paste *)", "run_command(fold *)",
                                        "run_command(expand *)", "run_command(grep *)"]}}
     _, got = run_lines(cli, server, lines, config=allow)
-    for line, text in zip(lines, got):
+    for line, text in zip(lines, got, strict=True):
         assert text.startswith(ASKED), (line, text)
     _, got = run_lines(cli, server, ["cat .env"], config={"permissions": {"allow": ["run_command(cat .env)"]}})
     assert "tok-" in got[0] or "[REDACTED]" in got[0]  # a rule spelling the line out is consent

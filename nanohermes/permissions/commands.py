@@ -456,7 +456,7 @@ def code_from_stdin(cmd: SimpleCommand) -> bool:
         return True  # their commands always come on standard input; the file is what they edit
     if base not in _STDIN_CODE:
         return False
-    return "-" in positional or not positional and not any(a.split("=", 1)[0] in _SCRIPT_FLAGS for a in rest)
+    return "-" in positional or (not positional and not any(a.split("=", 1)[0] in _SCRIPT_FLAGS for a in rest))
 
 
 def _exact_only(cmd: SimpleCommand) -> bool:

@@ -255,8 +255,8 @@ def _check_simple(policy: Policy, tool_name: str, cmd: SimpleCommand, found_secr
     for rule in policy.allow:
         # A secret read needs a rule that spells the line out (what an "always" to the secret
         # question learns): `run_command(cat *)` is no consent to `cat .env`.
-        if rule.names(tool_name) and (rule.pattern is None and not secret or rule.pattern and _allow_matches(rule, cmd)
-                                      and not (secret and not literal_pattern(rule.pattern))):
+        if rule.names(tool_name) and ((rule.pattern is None and not secret) or (rule.pattern and _allow_matches(rule, cmd)
+                                      and not (secret and not literal_pattern(rule.pattern)))):
             by_rule = rule
             break
     if by_rule is None and not (is_read_only(cmd) and not secret):
