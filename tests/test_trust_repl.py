@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_repl_pty import Term
+from test_repl_pty import Term, term  # noqa: F401  # the REPL fixture, shared
 
 from nanohermes.config import project_config_path, user_config_path
 from nanohermes.dirs import state_home
@@ -29,21 +29,6 @@ def umask_022() -> Iterator[None]:
     old = os.umask(0o022)
     yield
     os.umask(old)
-
-
-@pytest.fixture
-def term(workspace: Path, home: Path, server: FakeServer) -> Iterator[Any]:
-    started: list[Term] = []
-
-    def start(**kw: Any) -> Term:
-        t = Term(workspace, home, server, **kw)
-        started.append(t)
-        return t
-
-    yield start
-    for t in started:
-        if t.child.isalive():
-            t.child.terminate(force=True)
 
 
 @pytest.fixture

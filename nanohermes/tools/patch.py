@@ -505,15 +505,23 @@ def _clip(s: str, n: int = 200) -> str:
     return s if len(s) <= n else s[:n] + "…"
 
 
-def apply(patches: list[FilePatch], read: Callable[[str], str | None]) -> list[Outcome]:
-    """Each file section's outcome, in order. `read(path)` gives a file's current text or None
-    when it does not exist. Sections see the effect of earlier sections on the same path."""
+def _working_copy(read: Callable[[str], str | None]) -> tuple[dict[str, str | None], Callable[[str], str | None]]:
+    """The files as earlier sections of one patch left them (None: absent), each read from
+    `read` on first use; write a path's new text into the dict."""
     state: dict[str, str | None] = {}
 
     def current(path: str) -> str | None:
         if path not in state:
             state[path] = read(path)
         return state[path]
+
+    return state, current
+
+
+def apply(patches: list[FilePatch], read: Callable[[str], str | None]) -> list[Outcome]:
+    """Each file section's outcome, in order. `read(path)` gives a file's current text or None
+    when it does not exist. Sections see the effect of earlier sections on the same path."""
+    state, current = _working_copy(read)
 
     out: list[Outcome] = []
     for fp in patches:
@@ -836,12 +844,7 @@ def _not_found(path: str, c: Chunk, content: list[str], want: list[str], at: int
 def apply_begin_patch(ops: list[FileOp], read: Callable[[str], str | None]) -> list[Outcome]:
     """Each operation's outcome, in order, computed from `read` without touching the disk.
     Operations see the effect of earlier ones on the same path."""
-    state: dict[str, str | None] = {}
-
-    def current(path: str) -> str | None:
-        if path not in state:
-            state[path] = read(path)
-        return state[path]
+    state, current = _working_copy(read)
 
     out: list[Outcome] = []
     for op in ops:
