@@ -11,26 +11,26 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from nanohermes.errors import ContextTooLongError
-from nanohermes.events import UI, ModelStarted, Notice, ReasoningDelta, TextDelta, TurnEnded, UsageUpdate
+from nanohermes.events import UI, ModelStarted, Notice, ReasoningDelta, TextDelta, TurnEnded
 from nanohermes.llm import LLM
 from nanohermes.messages import Completion, Message, ToolCall, Usage
 from nanohermes.runtime import INTERRUPTED, Runtime
-from nanohermes.session import Transcript
+from nanohermes.session import Session
 
 Reason = Literal["completed", "max_turns", "interrupted", "error"]
 
 
 class HistoryKeeper(Protocol):
     """What keeps the history inside the session budget (compact.Compactor, which works on
-    the agent: declared here so the loop does not depend on the compactor's module)."""
+    the session: declared here so the loop does not depend on the compactor's module)."""
 
-    async def before_call(self, agent: Agent) -> None: ...
+    async def before_call(self, session: Session) -> None: ...
 
-    async def on_too_long(self, agent: Agent) -> bool:
+    async def on_too_long(self, session: Session) -> bool:
         """True when the history was made shorter and the call may be retried."""
         ...
 
-    async def manual(self, agent: Agent, focus: str = "") -> str | None: ...
+    async def manual(self, session: Session, focus: str = "") -> str | None: ...
 
 
 class TurnHooks(Protocol):
@@ -51,23 +51,43 @@ class TurnResult:
     tool_calls: int
 
 
+# A final answer that stopped for one of these did not end where the model meant it to.
+CUT_SHORT = {"length": "it reached the output token limit", "content_filter": "the endpoint's content filter stopped it"}
+
+
 @dataclass
 class Agent:
+    """Runs turns in its runtime's session (`session`): the history, transcript and meters
+    live there, the tools and the policy in the runtime, the model client here."""
+
     llm: LLM
     runtime: Runtime
     ui: UI
     system_prompt: str
     max_turns: int = 50
-    transcript: Transcript | None = None
-    history: list[Message] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)  # the session so far, sub-agents' calls included
-    usage_by_model: dict[str, Usage] = field(default_factory=dict)  # the same, per model (for pricing)
     compactor: HistoryKeeper | None = None  # keeps the history inside the session budget
     turn_hooks: list[TurnHooks] = field(default_factory=list)  # in order: hooks, then checkpoints
+    # Parts added to the system prompt after start-up (MCP servers' instructions, what the
+    # SessionStart hooks said), by name: setting one again replaces it.
+    prompt_parts: dict[str, str] = field(default_factory=dict)
     _partial: list[str] = field(default_factory=list, init=False, repr=False)  # this call's text so far
 
+    @property
+    def session(self) -> Session:
+        return self.runtime.session
+
+    def full_prompt(self) -> str:
+        return "".join([self.system_prompt, *(f"\n\n{part}" for part in self.prompt_parts.values() if part)])
+
+    def set_prompt_part(self, name: str, text: str) -> None:
+        self.prompt_parts[name] = text
+
+    def set_model(self, model: str) -> None:
+        """The model of the next calls (`/model`); the session meters each model apart."""
+        self.llm.model = model
+
     def messages(self) -> list[Message]:
-        return [Message.system(self.system_prompt), *self.history]
+        return [Message.system(self.full_prompt()), *self.session.history]
 
     async def ask(self, prompt: str) -> TurnResult:
         hooked = await self._prompt_hooks(prompt)
@@ -87,6 +107,8 @@ class Agent:
                 self.count_usage(done.usage)
                 self._append(done.message)
                 if not done.message.tool_calls:
+                    if why := CUT_SHORT.get(done.finish_reason):
+                        self.ui.emit(Notice(level="warning", text=f"the answer was cut short: {why} (finish_reason {done.finish_reason})"))
                     if (more := await self._stop_hooks(done.message)) is None:
                         return self._end("completed", turns, calls, done.message.content or "")
                     self._append(Message.user(more))
@@ -122,19 +144,13 @@ class Agent:
         """One model call, with the history compacted first when it outgrew the budget, and
         once more (then retried) when the endpoint still finds it too long."""
         if self.compactor is not None:
-            await self.compactor.before_call(self)
+            await self.compactor.before_call(self.session)
         try:
             return await self.llm.complete(self.messages(), self.runtime.specs(), self._on_text, self._on_reasoning)
         except ContextTooLongError:
-            if self.compactor is None or not await self.compactor.on_too_long(self):
+            if self.compactor is None or not await self.compactor.on_too_long(self.session):
                 raise
         return await self.llm.complete(self.messages(), self.runtime.specs(), self._on_text, self._on_reasoning)
-
-    def compacted(self, summary: Message, kept: int) -> None:
-        """Replace all but the last `kept` messages by `summary`, on disk too."""
-        self.history = [summary, *self.history[len(self.history) - kept:]]
-        if self.transcript is not None:
-            self.transcript.record_compaction(summary, kept)
 
     def _on_text(self, piece: str) -> None:
         self._partial.append(piece)
@@ -145,12 +161,7 @@ class Agent:
 
     def count_usage(self, usage: Usage, model: str | None = None) -> None:
         """Meter one model call: this agent's (`model` None: its own model) or a sub-agent's."""
-        model = model or self.llm.model
-        self.usage = self.usage + usage
-        self.usage_by_model[model] = self.usage_by_model.get(model, Usage()) + usage
-        if self.transcript is not None:
-            self.transcript.record_usage(usage, model)
-        self.ui.emit(UsageUpdate(usage=usage, total=self.usage, model=model))
+        self.ui.emit(self.session.count_usage(usage, model or self.llm.model))
 
     def add_context(self, text: str) -> None:
         """Something the person did outside a turn (a `!command` and its output), as a user
@@ -158,16 +169,15 @@ class Agent:
         self._append(Message.user(text))
 
     def _append(self, message: Message) -> None:
-        self.history.append(message)
-        if self.transcript is not None:
-            self.transcript.append(message)
+        self.session.append(message)
 
     def _answer_pending(self, calls: tuple[ToolCall, ...], results: dict[str, Message]) -> int:
         """Keep the history valid after a cancel: every call of the last assistant message
         gets exactly one result (ids such as call_0 repeat across messages, so only the
         results after that message count). Returns how many were answered "interrupted"."""
-        last = max((i for i, m in enumerate(self.history) if m.role == "assistant" and m.tool_calls), default=-1)
-        answered = {m.tool_call_id for m in self.history[last + 1:] if m.role == "tool"}
+        history = self.session.history
+        last = max((i for i, m in enumerate(history) if m.role == "assistant" and m.tool_calls), default=-1)
+        answered = {m.tool_call_id for m in history[last + 1:] if m.role == "tool"}
         cut = 0
         for call in calls:
             if call.id not in answered:
@@ -177,7 +187,6 @@ class Agent:
         return cut
 
     def _end(self, reason: Reason, turns: int, calls: int, text: str, interrupted: int = 0) -> TurnResult:
-        if self.transcript is not None:
-            self.transcript.checkpoint(self.runtime.state)
+        self.session.end_turn()
         self.ui.emit(TurnEnded(reason=reason, turns=turns, tool_calls=calls, text=text, interrupted_calls=interrupted))
         return TurnResult(reason, text, turns, calls)

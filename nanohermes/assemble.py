@@ -22,7 +22,7 @@ from nanohermes.permissions import Policy, Rule
 from nanohermes.redact import protect as protect_secrets
 from nanohermes.redact import set_child_env_policy
 from nanohermes.runtime import Runtime
-from nanohermes.session import Transcript, restore_state
+from nanohermes.session import Session
 from nanohermes.tools import Tool, build_tools
 from nanohermes.tools import skills as skill_tools
 from nanohermes.tools.skills import SkillSet
@@ -58,7 +58,6 @@ class Built:
     # Take the first checkpoint snapshot in the background at start: worth it while a person
     # types the first prompt; a one-shot run's first turn would only wait for it and repeat it.
     warm_checkpoints: bool = True
-    _start_context: str = ""  # what the SessionStart hooks added to the system prompt
 
     def make_llm(self, model: str | None = None, **overrides: Any) -> LLM:
         """A model client of this session (`model`, default the configured one; `overrides`:
@@ -85,8 +84,7 @@ class Built:
         await self._session_start("resume" if self.resumed else "startup")
         if self.mcp is not None:
             notices += await self.mcp.start()
-            if section := self.mcp.instructions():
-                self.agent.system_prompt += "\n\n" + section
+            self.agent.set_prompt_part("mcp", self.mcp.instructions())
         self.agent.runtime.set_tools(self.pool())
         if self.subagents is not None:
             notices += self.subagents.check(self.agent.runtime.tools)
@@ -99,16 +97,23 @@ class Built:
         if self.hooks is None:
             return
         extra = await self.hooks.session_start(source)
-        prompt = self.agent.system_prompt
-        if self._start_context:
-            prompt = prompt.replace(self._start_context, "", 1)
-        self._start_context = f"\n\n<session-start-context>\n{extra}\n</session-start-context>" if extra else ""
-        self.agent.system_prompt = prompt + self._start_context
+        self.agent.set_prompt_part("session-start", f"<session-start-context>\n{extra}\n</session-start-context>" if extra else "")
 
-    async def switch(self, swap: Callable[[], None], *, end: str, source: str) -> None:
-        """`/clear` and `/resume` in a running session: the SessionEnd hooks (reason `end`) of
-        the conversation that stops, `swap` to the next one, then its SessionStart hooks
-        (`source`), as Claude Code fires them."""
+    async def clear(self) -> None:
+        """`/clear`: a new conversation (the old one stays saved)."""
+        agent = self.agent
+        await self._switch(lambda: agent.session.clear(model=agent.llm.model, mode=agent.runtime.policy.mode),
+                           end="clear", source="clear")
+
+    async def resume(self, path: Path) -> list[str]:
+        """`/resume` in a running session: continue the saved one at `path`; returns warnings."""
+        warnings: list[str] = []
+        await self._switch(lambda: warnings.extend(self.agent.session.resume(path)), end="resume", source="resume")
+        return warnings
+
+    async def _switch(self, swap: Callable[[], None], *, end: str, source: str) -> None:
+        """The SessionEnd hooks (reason `end`) of the conversation that stops, `swap` to the
+        next one, then its SessionStart hooks (`source`), as Claude Code fires them."""
         if self.hooks is not None:
             await self.hooks.session_end(end)
         swap()
@@ -146,7 +151,7 @@ class Built:
         lines = context_lines(self.docs)
         lines.append(f"skills: {len(self.skills.skills)}" + (
             " (" + ", ".join(s.name for s in self.skills.skills) + ")" if self.skills.skills else ""))
-        lines.append(f"system prompt: {len(self.agent.system_prompt)} chars")
+        lines.append(f"system prompt: {len(self.agent.full_prompt())} chars")
         return lines
 
     def mcp_lines(self) -> list[str]:
@@ -242,11 +247,16 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     set_child_env_policy(own_vars=(config.api_key_env, config.web_search.brave_api_key_env,
                                    config.web_search.tavily_api_key_env), keep=config.shell_env.keep)
     limits = config.build_limits()
+    session = Session.new(workspace, record=save_session and resume is None, model=config.model,
+                          mode=config.permission_mode)
+    resumed = session.resume(resume) if resume is not None else []
     hooks = None
     if any(config.hooks.groups(e) for e in HOOK_EVENTS):
         from nanohermes.hooks import Hooks, NotifyingUI
 
-        hooks = Hooks.from_config(config.hooks, workspace, limits, ui.emit)
+        # The mode when a hook runs: the runtime's, which Shift+Tab and /mode change.
+        hooks = Hooks.from_config(config.hooks, workspace, limits, ui.emit, session=session,
+                                  mode=lambda: runtime.policy.mode)
         if asks or idle_between_turns:
             ui = NotifyingUI(ui, hooks, approvals=asks, idle=idle_between_turns)
     given = llm
@@ -271,61 +281,26 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
         mcp = McpManager(config.mcp.servers, limits, workspace=workspace, log_dir=state_home() / "mcp",
                          disabled=disabled_servers(policy, config.mcp.servers),
                          on_notice=lambda text: ui.emit(Notice(level="warning", text=text)))
+    checkpoints = None
+    if config.checkpoints:
+        from nanohermes.checkpoints import Checkpoints, Store
+        from nanohermes.tools.search import ignore_dir_names
+
+        checkpoints = Checkpoints(session, Store(workspace, limits, ignore_dir_names(config), session=session.id), ui.emit)
+    runtime = Runtime(tools=[], config=config, workspace=workspace, ui=ui, policy=policy, limits=limits,
+                      session=session, hooks=hooks)
+    agent = Agent(llm=llm, runtime=runtime, ui=ui, system_prompt=prompt, max_turns=config.max_turns,
+                  compactor=Compactor(llm, limits, ui, hooks),
+                  turn_hooks=[h for h in (hooks, checkpoints) if h is not None])
     subagents = None
     if config.subagents:
         from nanohermes.tools.subagents import SubagentManager
 
         subagents = SubagentManager(configs=config.subagents, make_llm=make_llm, ui=ui, limits=limits,
-                                    system_prompt=prompt, max_turns=config.max_turns)
-    fresh = save_session and resume is None
-    transcript = Transcript.create(workspace, model=config.model, mode=config.permission_mode) if fresh else None
-    runtime = Runtime(
-        tools=[], config=config, workspace=workspace, ui=ui,
-        policy=policy, limits=limits,
-        session_dir=transcript.dir if transcript else None, hooks=hooks,
-    )
-    agent = Agent(llm=llm, runtime=runtime, ui=ui, system_prompt=prompt,
-                  max_turns=config.max_turns, transcript=transcript, compactor=Compactor(llm, limits, ui),
-                  turn_hooks=[hooks] if hooks is not None else [])
-    if hooks is not None:
-        hooks.session = lambda: (agent.transcript.id, str(agent.transcript.path)) if agent.transcript else ("", "")
-        hooks.mode = lambda: runtime.policy.mode
-    if resume is not None:
-        warnings += resume_into(agent, resume)
-    built = Built(agent, warnings, docs=docs, skills=skills, mcp=mcp, subagents=subagents,
-                  builtins=build_tools(config, workspace), hooks=hooks, resumed=resume is not None,
-                  llm_factory=make_llm, warm_checkpoints=idle_between_turns)
-    if config.checkpoints:
-        from nanohermes.checkpoints import Checkpoints, Store
-        from nanohermes.tools.search import ignore_dir_names
-
-        store = Store(workspace, limits, ignore_dir_names(config), session=agent.transcript.id if agent.transcript else "")
-        built.checkpoints = Checkpoints(agent, store)
-        agent.turn_hooks.append(built.checkpoints)
-    if subagents is not None:
-        subagents.parent = runtime
-        subagents.count_usage = agent.count_usage  # what children spend counts in the session
+                                    system_prompt=prompt, max_turns=config.max_turns, parent=runtime,
+                                    count_usage=agent.count_usage)  # what children spend counts in the session
+    built = Built(agent, warnings + resumed, docs=docs, skills=skills, mcp=mcp, subagents=subagents,
+                  builtins=build_tools(config, workspace), hooks=hooks, checkpoints=checkpoints,
+                  resumed=resume is not None, llm_factory=make_llm, warm_checkpoints=idle_between_turns)
     runtime.set_tools(built.pool())  # MCP tools join in start()
     return built
-
-
-def resume_into(agent: Agent, path: Path) -> list[str]:
-    """Continue the saved session at `path` in `agent` (at start-up, or `/resume` in a running
-    REPL): the history exactly as the model last saw it, the meters, the todo list, and the
-    folder of persisted results. Returns the warnings to show."""
-    if agent.transcript is not None and agent.transcript.path == path:
-        agent.transcript.close()  # resuming the session already open: release our own lock
-    transcript, loaded = Transcript.open(path)
-    if agent.transcript is not None:
-        agent.transcript.close()
-    agent.transcript = transcript
-    agent.history, agent.usage, agent.usage_by_model = list(loaded.history), loaded.usage, dict(loaded.usage_by_model)
-    agent.runtime.session_dir = transcript.dir
-    restore_state(agent.runtime.state, loaded.state)
-    warnings: list[str] = []
-    if loaded.skipped:
-        warnings.append(f"{path}: {loaded.skipped} unreadable transcript lines skipped")
-    if loaded.repaired:
-        warnings.append(f"{len(loaded.repaired)} tool calls were still running when the session stopped; "
-                        "they are marked as interrupted")
-    return warnings

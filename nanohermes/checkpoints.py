@@ -23,16 +23,18 @@ import os
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nanohermes.budget import Limits
 from nanohermes.dirs import data_home, open_private, private_dir, write_private
-from nanohermes.events import Notice
+from nanohermes.events import Event, Notice
+from nanohermes.messages import Message
 
 if TYPE_CHECKING:
-    from nanohermes.agent import Agent
+    from nanohermes.session import Session
 
 REF_PREFIX = "refs/nanohermes/checkpoints/"
 _GIT_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.autocrlf=false",
@@ -289,9 +291,10 @@ class Store:
 class Checkpoints:
     """Per session: a checkpoint before each turn (an agent's TurnHooks), and rewinding."""
 
-    def __init__(self, agent: Agent, store: Store) -> None:
-        self.agent = agent
+    def __init__(self, session: Session, store: Store, emit: Callable[[Event], None]) -> None:
+        self.session = session
         self.store = store
+        self.emit = emit
         self._turns: list[Turn] = []
         self._session: str | None = None
         self._warned_big: set[str] = set()
@@ -322,13 +325,12 @@ class Checkpoints:
                 self.store.index.unlink(missing_ok=True)
     # -- the session's list ----------------------------------------------------------------
     def _file(self) -> Path | None:
-        t = self.agent.transcript
+        t = self.session.transcript  # an unrecorded session keeps its list in memory only
         return t.dir / "checkpoints.jsonl" if t is not None else None
 
     def turns(self) -> list[Turn]:
         """This session's checkpoints, read from its folder when the session changed (/resume)."""
-        t = self.agent.transcript
-        sid = t.id if t is not None else ""
+        sid = self.session.id
         if sid != self._session:
             self._session = sid
             self._turns = self._load()
@@ -365,26 +367,26 @@ class Checkpoints:
         if self.disabled:
             return prompt
         turns = self.turns()
-        history = len(self.agent.history)
+        history = len(self.session.history)
         try:
             snap = await asyncio.to_thread(self.store.snapshot, f"before: {prompt[:120]}")
             pruned = await asyncio.to_thread(self.store.prune)
         except (CheckpointError, OSError, subprocess.SubprocessError) as e:
             self.disabled = str(e)
-            self.agent.ui.emit(Notice(level="warning", text=f"checkpoints: {e}; /rewind cannot undo this session's turns"))
+            self.emit(Notice(level="warning", text=f"checkpoints: {e}; /rewind cannot undo this session's turns"))
             return prompt
         if pruned:
-            self.agent.ui.emit(Notice(level="info", text=(
+            self.emit(Notice(level="info", text=(
                 f"checkpoints: pruned {pruned} old checkpoints to keep the store under "
                 f"{self.store.limits.checkpoint_store_bytes} bytes (limits.checkpoint_store_bytes)")))
         if fresh := [p for p in snap.too_big if p not in self._warned_big]:
             self._warned_big.update(fresh)
             shown = ", ".join(fresh[:5]) + (f" and {len(fresh) - 5} more" if len(fresh) > 5 else "")
-            self.agent.ui.emit(Notice(level="warning", text=(
+            self.emit(Notice(level="warning", text=(
                 f"checkpoints: {len(fresh)} files too big to keep (> {self.store.limits.checkpoint_file_max_bytes} "
                 f"bytes, limits.checkpoint_file_max_bytes): {shown}; /rewind leaves them as they are")))
         turn = Turn(turn=(turns[-1].turn + 1 if turns else 1), prompt=prompt[:200], time=time.time(),  # for the listing
-                    commit=snap.commit, history=history, mark=_mark(self.agent, history),
+                    commit=snap.commit, history=history, mark=_mark(self.session.history, history),
                     too_big=[*snap.too_big, *snap.unreadable])
         turns.append(turn)
         self._write({"type": "turn", **asdict(turn)})
@@ -433,12 +435,10 @@ class Checkpoints:
                        (": " + ", ".join(touched[:10]) + (" …" if len(touched) > 10 else "") if touched else ""))
             out += notes
         if conversation:
-            agent = self.agent
-            asked = agent.history[turn.history] if turn.history < len(agent.history) else None
+            history = self.session.history
+            asked = history[turn.history] if turn.history < len(history) else None
             self.rewound_prompt = (asked.content or "") if asked is not None and asked.role == "user" else ""
-            agent.history = agent.history[:turn.history]
-            if agent.transcript is not None:
-                agent.transcript.record_rewind(turn.history)
+            self.session.rewind(turn.history)
             turns = self.turns()
             keep = turns.index(turn)
             del turns[keep:]
@@ -459,13 +459,16 @@ class Checkpoints:
         return out
 
     def conversation_ok(self, turn: Turn) -> bool:
-        return turn.history <= len(self.agent.history) and _mark(self.agent, turn.history) == turn.mark
+        history = self.session.history
+        return turn.history <= len(history) and _mark(history, turn.history) == turn.mark
 
 
-def _mark(agent: Agent, history: int) -> str:
-    if history == 0:
+def _mark(history: list[Message], upto: int) -> str:
+    """A fingerprint of the history's first `upto` messages (its last one), to tell whether
+    the conversation is still the one a checkpoint was taken in."""
+    if upto == 0:
         return ""
-    wire = json.dumps(agent.history[history - 1].to_wire(), sort_keys=True, ensure_ascii=False)
+    wire = json.dumps(history[upto - 1].to_wire(), sort_keys=True, ensure_ascii=False)
     return hashlib.sha1(wire.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 

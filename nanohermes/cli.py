@@ -533,7 +533,7 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
     for w in built.warnings:
         sys.stderr.write(f"nanohermes: warning: {w}\n")
     agent = built.agent
-    session_id = agent.transcript.id if agent.transcript else None
+    session_id = agent.session.id or None
 
     import asyncio  # here, not at the top: `--version` must not pay for it
 
@@ -545,12 +545,12 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
         """The one way a run ends: its result object (json, stream-json), with the meters."""
         from nanohermes.meters import context_breakdown, cost_report
 
-        meters = {"cost": cost_report(ui.meter.turn_by_model, agent.usage_by_model, config, config.model),
+        meters = {"cost": cost_report(ui.meter.turn_by_model, agent.session.usage_by_model, config, config.model),
                   "context": context_breakdown(agent)}
         ui.finish(ui.result_object(result=result, exit_reason=reason, session_id=session_id, model=config.model,
                                    error=error, extra=meters))
 
-    failed = False  # by a run-ending error
+    failed = False  # by a run-ending error, or a prompt a hook blocked
     try:
         result = asyncio.run(_one_turn(built, prompt, started))
     except asyncio.CancelledError:  # SIGTERM or SIGHUP, turned into a clean exit
@@ -565,11 +565,14 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
         failed = True
         finish("", "error", e.message)
         raise
+    else:
+        failed = result.reason == "error"
     finally:
-        if agent.transcript is not None:
-            agent.transcript.close()
-            if failed and resume is None and not any(m.role == "assistant" for m in agent.history):
-                _discard(agent.transcript)
+        # A new session whose run failed before the model answered (endpoint down, a refused
+        # key, a blocked prompt) holds nothing to go back to: it is not kept, so --continue
+        # finds the last real one.
+        agent.session.close(keep=not (failed and resume is None
+                                      and not any(m.role == "assistant" for m in agent.session.history)))
     # A turn that ends in "error" never reached the model (a UserPromptSubmit hook blocked
     # the prompt): the run failed, and a script must see that (exit 1, is_error true).
     error = None
@@ -579,16 +582,6 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
     if error is not None:
         return EXIT_ERROR
     return EXIT_TURNS if result.reason == "max_turns" else EXIT_OK
-
-
-def _discard(transcript: Any) -> None:
-    """A new session whose run failed before the model answered (endpoint down, a refused
-    key) holds nothing to go back to: it is not kept, so --continue finds the last real one."""
-    import shutil
-
-    with contextlib.suppress(OSError):
-        transcript.path.unlink(missing_ok=True)
-    shutil.rmtree(transcript.dir, ignore_errors=True)
 
 
 async def _one_turn(built: Any, prompt: str, started: Callable[[Any], None] = lambda a: None) -> Any:

@@ -20,11 +20,11 @@ from nanohermes.errors import ContextTooLongError
 from nanohermes.events import UI, Notice
 from nanohermes.llm import LLM
 from nanohermes.messages import Message
-from nanohermes.session import SUMMARY_TAG, is_summary
+from nanohermes.session import SUMMARY_TAG, Session, is_summary
 from nanohermes.tools import todo
 
 if TYPE_CHECKING:
-    from nanohermes.agent import Agent
+    from nanohermes.hooks import Hooks
 
 SUMMARY_INSTRUCTIONS = """You compact the conversation of a coding agent so that it can carry on in a fresh context.
 Write a factual summary of the conversation below under these headings, and nothing else:
@@ -83,58 +83,63 @@ def fit(items: list[str], budget_chars: int) -> str:
 
 @dataclass
 class Compactor:
+    """Keeps a session's history inside its budget, with its own model client (usually the
+    agent's) and the PreCompact hooks, if any."""
+
     llm: LLM
     limits: Limits
     ui: UI
+    hooks: Hooks | None = None
 
-    async def before_call(self, agent: Agent) -> None:
-        if history_chars(agent.history) <= self.limits.session_budget_chars:
+    async def before_call(self, session: Session) -> None:
+        history = session.history
+        if history_chars(history) <= self.limits.session_budget_chars:
             return
         # The latest messages alone fill the budget (a huge paste): summarising the little
         # before them would spend a model call and lose it, and gain nothing.
-        older = history_chars(agent.history[:choose_cut(agent.history, self.limits.keep_chars)])
+        older = history_chars(history[:choose_cut(history, self.limits.keep_chars)])
         if older < self.limits.keep_chars:
             self.ui.emit(Notice(level="warning", text=(
                 f"not compacting: the older turns ({older} chars) are under the keep budget "
                 f"({self.limits.keep_chars} chars); the latest messages alone fill the context")))
             return
-        await self.compact(agent, reason=f"history over the session budget of {self.limits.session_budget_chars} chars")
+        await self.compact(session, reason=f"history over the session budget of {self.limits.session_budget_chars} chars")
 
-    async def on_too_long(self, agent: Agent) -> bool:
+    async def on_too_long(self, session: Session) -> bool:
         """The endpoint refused the request as too long: its window is smaller than the
         budget, so keep a quarter of what was sent (at most a quarter of the usual tail)."""
-        keep = min(self.limits.keep_chars, history_chars(agent.history)) // 4
-        return await self.compact(agent, reason="the endpoint said the context is too long", keep_chars=keep) is not None
+        keep = min(self.limits.keep_chars, history_chars(session.history)) // 4
+        return await self.compact(session, reason="the endpoint said the context is too long", keep_chars=keep) is not None
 
-    async def manual(self, agent: Agent, focus: str = "") -> str | None:
+    async def manual(self, session: Session, focus: str = "") -> str | None:
         """`/compact [focus]`: summarise everything but the latest exchange, now."""
-        return await self.compact(agent, focus=focus, reason="/compact", keep_chars=0)
+        return await self.compact(session, focus=focus, reason="/compact", keep_chars=0)
 
-    async def compact(self, agent: Agent, *, focus: str = "", reason: str = "requested",
+    async def compact(self, session: Session, *, focus: str = "", reason: str = "requested",
                       keep_chars: int | None = None) -> str | None:
         """Summarise the older part of the history; returns the summary, or None if there was
         nothing old enough to summarise."""
-        history = agent.history
+        history = session.history
         cut = choose_cut(history, self.limits.keep_chars if keep_chars is None else keep_chars)
         if cut == 0 or (cut == 1 and is_summary(history[0])):  # summarising a summary alone gains nothing
             self.ui.emit(Notice(level="warning", text=f"cannot compact ({reason}): no older turns to summarise"))
             return None
         older, kept = history[:cut], len(history) - cut
-        if agent.runtime.hooks is not None:
-            await agent.runtime.hooks.pre_compact("manual" if reason == "/compact" else "auto", focus)
-        summary = await self._summarise(agent, older, focus)
+        if self.hooks is not None:
+            await self.hooks.pre_compact("manual" if reason == "/compact" else "auto", focus)
+        summary = await self._summarise(session, older, focus)
         text = clamp(summary, self.limits.compact_summary_chars)
         body = (f"{SUMMARY_TAG}\nThe earlier part of this conversation ({len(older)} messages) was compacted. "
                 f"Summary:\n{text}\n</conversation-summary>")
-        if todos := todo.current(agent.runtime.state):
+        if todos := todo.current(session.state):
             body += f"\n\nCurrent todo list (kept from before compacting):\n{todo.render(todos)}"
-        agent.compacted(Message.user(body), kept)
+        session.compacted(Message.user(body), kept)
         self.ui.emit(Notice(level="info", text=(
             f"compacted {len(older)} older messages ({history_chars(older)} chars) into a {len(text)}-char summary; "
             f"kept {kept} recent messages verbatim ({reason})")))
         return text
 
-    async def _summarise(self, agent: Agent, older: Sequence[Message], focus: str) -> str:
+    async def _summarise(self, session: Session, older: Sequence[Message], focus: str) -> str:
         ask = "Summarise the conversation above." + (f" Focus especially on: {focus}" if focus.strip() else "")
         budget = self.limits.session_budget_chars - len(SUMMARY_INSTRUCTIONS) - len(ask) - 8
         items = render(older, self.limits.compact_item_chars)
@@ -147,6 +152,6 @@ class Compactor:
                     raise
                 budget //= 2  # the endpoint's window is smaller than the budget: try once with half
                 continue
-            agent.count_usage(done.usage)
+            self.ui.emit(session.count_usage(done.usage, self.llm.model))
             return done.message.content or "(the summary came back empty)"
         raise AssertionError("unreachable")

@@ -153,7 +153,7 @@ async def attach(text: str, runtime: Runtime, *, confined: bool = False) -> tupl
                 notes.append(f"@{path} not attached: a project command may attach only the workspace's "
                              "non-secret files")
                 continue
-        ctx = ToolContext(workspace=workspace, limits=runtime.limits, config=runtime.config, state=runtime.state)
+        ctx = ToolContext(workspace=workspace, limits=runtime.limits, config=runtime.config, state=runtime.session.state)
         try:
             args = tool.parse({"path": path, "limit": runtime.limits.read_file_window_lines})
             out = await tool.run(args, ctx)

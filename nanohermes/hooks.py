@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from nanohermes.budget import Limits, clamp
 from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, TurnEnded
+from nanohermes.session import Session
 
 if TYPE_CHECKING:
     from nanohermes.config import HooksConfig
@@ -116,21 +117,21 @@ class Hooks:
     workspace: Path
     limits: Limits = field(default_factory=Limits)
     emit: Callable[[Event], None] = lambda e: None
-    # (session id, transcript path) at the time a hook runs: /clear and /resume change them.
-    session: Callable[[], tuple[str, str]] = lambda: ("", "")
+    # The session whose id and transcript a hook is told (/clear and /resume change them).
+    session: Session = field(default_factory=Session)
     mode: Callable[[], str] = lambda: "default"  # the permission mode at the time a hook runs
     blocked: str = ""  # why a UserPromptSubmit hook blocked the last prompt ("" when it went out)
     _stop_active: bool = False
     _background: set[asyncio.Task[Any]] = field(default_factory=set)
 
     @classmethod
-    def from_config(cls, config: HooksConfig, workspace: Path, limits: Limits,
-                    emit: Callable[[Event], None]) -> Hooks:
+    def from_config(cls, config: HooksConfig, workspace: Path, limits: Limits, emit: Callable[[Event], None], *,
+                    session: Session | None = None, mode: Callable[[], str] = lambda: "default") -> Hooks:
         from nanohermes.config import HOOK_EVENTS
 
         hooks = [Hook(event, group.matcher, h.command, h.timeout, group.origin)
                  for event in HOOK_EVENTS for group in config.groups(event) for h in group.hooks]
-        return cls(hooks, workspace, limits, emit)
+        return cls(hooks, workspace, limits, emit, session or Session(), mode)
 
     def of(self, event: str, subject: str | None = None) -> list[Hook]:
         return [h for h in self.hooks if h.event == event and h.matches(subject)]
@@ -144,8 +145,7 @@ class Hooks:
 
     # -- running ---------------------------------------------------------------------------
     def payload(self, event: str, **extra: Any) -> dict[str, Any]:
-        session_id, transcript = self.session()
-        return {"session_id": session_id, "transcript_path": transcript, "cwd": str(self.workspace),
+        return {"session_id": self.session.id, "transcript_path": str(self.session.path or ""), "cwd": str(self.workspace),
                 "permission_mode": self.mode(), "hook_event_name": event, **extra}
 
     async def run(self, hook: Hook, payload: dict[str, Any]) -> HookRun:

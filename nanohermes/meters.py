@@ -92,16 +92,16 @@ def format_cost(report: dict[str, Any]) -> str:
 
 def context_breakdown(agent: Agent) -> dict[str, Any]:
     """What the next request carries, by part, in chars and estimated tokens."""
-    system = len(agent.system_prompt)
+    system = len(agent.full_prompt())
     tools = len(json.dumps(agent.runtime.specs(), ensure_ascii=False))
-    results = sum(m.chars() for m in agent.history if m.role == "tool")
-    history = sum(m.chars() for m in agent.history) - results
+    results = sum(m.chars() for m in agent.session.history if m.role == "tool")
+    history = sum(m.chars() for m in agent.session.history) - results
     parts = {"system_prompt": system, "tool_specs": tools, "history": history, "tool_results": results}
     budget = agent.runtime.limits.session_budget_chars
     return {
         "parts": {k: {"chars": v, "tokens_est": est_tokens(v)} for k, v in parts.items()},
         "total": {"chars": sum(parts.values()), "tokens_est": est_tokens(sum(parts.values()))},
-        "messages": len(agent.history),
+        "messages": len(agent.session.history),
         "session_budget_chars": budget,
         "history_used": round((history + results) / budget, 4) if budget else None,
     }

@@ -24,6 +24,7 @@ from nanohermes.messages import Message, ToolCall
 from nanohermes.pathrules import command_secret
 from nanohermes.permissions import Policy, Rule, Target, blocked, decide, describe, unattended
 from nanohermes.redact import redact
+from nanohermes.session import Session
 from nanohermes.tools import Params, Tool, ToolContext, ToolError, ToolResult
 
 if TYPE_CHECKING:
@@ -61,8 +62,9 @@ class Runtime:
     ui: UI
     policy: Policy
     limits: Limits = field(default_factory=Limits)
-    session_dir: Path | None = None  # where over-budget results are persisted
-    state: dict[str, Any] = field(default_factory=dict)
+    # The conversation the calls run in: its tool state, and its folder, where over-budget
+    # results are persisted. The agent running turns on this runtime shares it.
+    session: Session = field(default_factory=Session)
     hooks: Hooks | None = None  # PreToolUse / PostToolUse commands of the user or a trusted project
     _confirm_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
 
@@ -188,7 +190,7 @@ class Runtime:
     def _context(self, call_id: str) -> ToolContext:
         return ToolContext(
             workspace=self.workspace, limits=self.limits, config=self.config,
-            call_id=call_id, emit=self.ui.emit, state=self.state,
+            call_id=call_id, emit=self.ui.emit, state=self.session.state,
         )
 
     def _refusal(self, tool: Tool, args: Params) -> Callable[[Target], str | None]:
@@ -331,7 +333,7 @@ class Runtime:
     async def close(self) -> None:
         """End what tools keep in the session state (background tasks, ...): every value
         with an `aclose()` is closed. Called once when the session ends, however it ends."""
-        for key, value in list(self.state.items()):
+        for key, value in list(self.session.state.items()):
             aclose = getattr(value, "aclose", None)
             if aclose is None:
                 continue
@@ -358,7 +360,7 @@ class Runtime:
             text = out[i].content or ""
             if len(text) <= self.limits.persisted_preview_chars:
                 continue  # its preview would be no shorter
-            if self.session_dir is None:
+            if self.session.folder is None:
                 preview = clamp(text, self.limits.persisted_preview_chars) + UNSAVED_NOTE
             else:
                 preview = self.persist(prepared[i].call.id, text)
@@ -369,10 +371,10 @@ class Runtime:
         return out
 
     def persist(self, call_id: str, text: str) -> str:
-        assert self.session_dir is not None
+        assert self.session.folder is not None
         from nanohermes.dirs import private_dir, write_private
 
-        folder = private_dir(self.session_dir / "tool-results")
+        folder = private_dir(self.session.folder / "tool-results")
         # The id comes from the model: keep it to a safe file name, and never overwrite an
         # earlier result (some endpoints reuse ids such as call_0 in every message).
         stem = re.sub(r"[^A-Za-z0-9_.-]", "_", call_id).lstrip(".")[:100] or "call"

@@ -1,4 +1,12 @@
-"""Transcripts: one append-only JSON-lines file per session, and finding them again.
+"""Sessions: the `Session` a conversation lives in, its transcript on disk, and finding them again.
+
+A `Session` owns what one conversation is made of: the history the model sees, the
+transcript and the folder of side files, the session-wide tool state (todo list, files seen,
+background tasks) and the token meters. The turn loop, the compactor, checkpoints and the
+front ends (`/clear`, `/resume`) change it only through its methods, so the history, the file
+and the meters cannot disagree.
+
+Transcripts are one append-only JSON-lines file per session.
 
 Layout: `$XDG_DATA_HOME/nanohermes/sessions/<project>/<session-id>.jsonl`, with the session's
 side files (persisted tool results) in the folder of the same name next to it. Records, one
@@ -19,6 +27,7 @@ a resumed history is always one the endpoint accepts.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import hashlib
 import json
@@ -31,6 +40,7 @@ from typing import IO, Any
 
 from nanohermes.dirs import data_home, open_private
 from nanohermes.errors import UsageError
+from nanohermes.events import UsageUpdate
 from nanohermes.messages import Message, Usage
 from nanohermes.redact import redact
 
@@ -182,9 +192,11 @@ class Transcript:
     @classmethod
     def create(cls, workspace: Path, **meta: Any) -> Transcript:
         """A new session. Nothing is written until the first message, which gives the title."""
-        folder = sessions_dir(workspace)
-        return cls(folder / f"{new_session_id()}.jsonl",
-                   {"workspace": str(workspace), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **meta})
+        return cls.create_in(sessions_dir(workspace), workspace=str(workspace), **meta)
+
+    @classmethod
+    def create_in(cls, folder: Path, **meta: Any) -> Transcript:
+        return cls(folder / f"{new_session_id()}.jsonl", {**meta, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
 
     @classmethod
     def open(cls, path: Path) -> tuple[Transcript, Loaded]:
@@ -260,6 +272,126 @@ class Transcript:
             self.sync()
             self._f.close()
             self._f = None
+
+
+@dataclass
+class Session:
+    """One conversation. `transcript` None: it is not recorded (`--no-session`, a sub-agent);
+    such a session may still keep side files in `side_dir` (a sub-agent's, under its
+    parent's folder)."""
+
+    transcript: Transcript | None = None
+    side_dir: Path | None = None
+    workspace: Path | None = None  # whose project folder the transcripts of `clear` go to
+    history: list[Message] = field(default_factory=list)
+    # Session-wide tool state, shared by every call: the todo list, the files the model has
+    # seen, the background task manager... Values with an `aclose()` are resources that
+    # outlive a conversation (`clear` keeps them; the runtime closes them at the end).
+    state: dict[str, Any] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)  # sub-agents' and the labeller's calls included
+    usage_by_model: dict[str, Usage] = field(default_factory=dict)  # the same, per model (for pricing)
+
+    @classmethod
+    def new(cls, workspace: Path, *, record: bool = True, **meta: Any) -> Session:
+        """A fresh conversation in `workspace`; `record`: kept on disk as a transcript."""
+        return cls(Transcript.create(workspace, **meta) if record else None, workspace=workspace)
+
+    @property
+    def id(self) -> str:
+        return self.transcript.id if self.transcript is not None else ""
+
+    @property
+    def path(self) -> Path | None:
+        return self.transcript.path if self.transcript is not None else None
+
+    @property
+    def folder(self) -> Path | None:
+        """Where this session's side files go (persisted results, pastes, checkpoints list)."""
+        return self.transcript.dir if self.transcript is not None else self.side_dir
+
+    # -- the turn loop ---------------------------------------------------------------------
+    def append(self, message: Message) -> None:
+        self.history.append(message)
+        if self.transcript is not None:
+            self.transcript.append(message)
+
+    def count_usage(self, usage: Usage, model: str) -> UsageUpdate:
+        """Meter one model call to `model`; returns the event that tells the front end."""
+        self.usage = self.usage + usage
+        self.usage_by_model[model] = self.usage_by_model.get(model, Usage()) + usage
+        if self.transcript is not None:
+            self.transcript.record_usage(usage, model)
+        return UsageUpdate(usage=usage, total=self.usage, model=model)
+
+    def end_turn(self) -> None:
+        """Save the tool state if it changed, and make the turn durable."""
+        if self.transcript is not None:
+            self.transcript.checkpoint(self.state)
+
+    # -- what compaction and rewinding do ----------------------------------------------------
+    def compacted(self, summary: Message, kept: int) -> None:
+        """Replace all but the last `kept` messages by `summary`, on disk too."""
+        self.history = [summary, *self.history[len(self.history) - kept:]]
+        if self.transcript is not None:
+            self.transcript.record_compaction(summary, kept)
+
+    def rewind(self, keep: int) -> None:
+        """Back to the first `keep` messages, on disk too."""
+        del self.history[keep:]
+        if self.transcript is not None:
+            self.transcript.record_rewind(keep)
+
+    # -- what the front ends do ---------------------------------------------------------------
+    def clear(self, **meta: Any) -> None:
+        """`/clear`: a new, empty conversation (recorded if this one was, next to it, with
+        `meta` such as the model and mode now in use). The old one stays saved. The meters and
+        the conversation's tool state start over; resources such as background tasks stay."""
+        old = self.transcript
+        if old is not None:
+            old.close()
+            self.transcript = (Transcript.create(self.workspace, **meta) if self.workspace is not None else
+                               Transcript.create_in(old.path.parent, workspace=old.meta.get("workspace", ""), **meta))
+        self._reset()
+
+    def resume(self, path: Path) -> list[str]:
+        """Continue the saved session at `path` (at start-up, or `/resume` in a running REPL):
+        the history exactly as the model last saw it, the meters, the todo list and the side
+        folder. Returns the warnings to show."""
+        if self.transcript is not None and self.transcript.path == path:
+            self.transcript.close()  # resuming the session already open: release our own lock
+        transcript, loaded = Transcript.open(path)
+        if self.transcript is not None:
+            self.transcript.close()
+        self.transcript = transcript
+        self._reset()
+        self.history, self.usage, self.usage_by_model = list(loaded.history), loaded.usage, dict(loaded.usage_by_model)
+        restore_state(self.state, loaded.state)
+        warnings: list[str] = []
+        if loaded.skipped:
+            warnings.append(f"{path}: {loaded.skipped} unreadable transcript lines skipped")
+        if loaded.repaired:
+            warnings.append(f"{len(loaded.repaired)} tool calls were still running when the session stopped; "
+                            "they are marked as interrupted")
+        return warnings
+
+    def _reset(self) -> None:
+        self.history = []
+        self.usage, self.usage_by_model = Usage(), {}
+        for key in [k for k, v in self.state.items() if not hasattr(v, "aclose")]:
+            del self.state[key]
+
+    def close(self, *, keep: bool = True) -> None:
+        """Close the transcript. `keep` False: remove it and its folder, for a new session
+        that holds nothing to go back to (its run failed before the model answered)."""
+        if self.transcript is None:
+            return
+        self.transcript.close()
+        if not keep:
+            import shutil
+
+            with contextlib.suppress(OSError):
+                self.transcript.path.unlink(missing_ok=True)
+            shutil.rmtree(self.transcript.dir, ignore_errors=True)
 
 
 # -- finding sessions ------------------------------------------------------------------------

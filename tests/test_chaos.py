@@ -24,7 +24,7 @@ from nanohermes.llm import OpenAIChat
 from nanohermes.messages import Message
 from nanohermes.permissions import Policy
 from nanohermes.runtime import Runtime
-from nanohermes.session import Transcript
+from nanohermes.session import Session, Transcript
 from nanohermes.testing import FakeServer, Fault, FakeToolCall, Reply, check_protocol
 from nanohermes.tools import Approval, Params, Tool, ToolContext, build_tools
 
@@ -107,8 +107,8 @@ def test_chaos_session_keeps_one_result_per_call_and_a_valid_transcript(workspac
         llm = OpenAIChat(model="fake-model", base_url=server.base_url, api_key="k", max_retries=3, backoff_base=0.001)
         transcript = Transcript.create(workspace, model="fake-model")
         runtime = Runtime(tools=[*build_tools(Config(), workspace), Nap()], config=Config(), workspace=workspace,
-                          ui=ui, policy=Policy(mode="goal"), limits=Limits(), session_dir=transcript.dir)
-        agent = Agent(llm=llm, runtime=runtime, ui=ui, system_prompt="chaos", transcript=transcript, max_turns=10)
+                          ui=ui, policy=Policy(mode="goal"), limits=Limits(), session=Session(transcript))
+        agent = Agent(llm=llm, runtime=runtime, ui=ui, system_prompt="chaos", max_turns=10)
 
         async def session() -> list[str]:
             reasons = []
@@ -129,9 +129,9 @@ def test_chaos_session_keeps_one_result_per_call_and_a_valid_transcript(workspac
     assert reasons == ["completed"] * (MODEL_CALLS // 4), f"seed {s}"
     lines = [json.loads(x) for x in transcript.path.read_text().splitlines()]
     saved = [Message.from_wire(x["message"]).to_wire() for x in lines if x["type"] == "message"]
-    assert saved == [m.to_wire() for m in agent.history], f"seed {s}: transcript differs from history"
+    assert saved == [m.to_wire() for m in agent.session.history], f"seed {s}: transcript differs from history"
     assert check_protocol(saved) == [], f"seed {s}"
-    calls = [c for m in agent.history for c in m.tool_calls]
-    results = [m for m in agent.history if m.role == "tool"]
+    calls = [c for m in agent.session.history for c in m.tool_calls]
+    results = [m for m in agent.session.history if m.role == "tool"]
     assert len(calls) == len(results) and {c.id for c in calls} == {m.tool_call_id for m in results}
     assert any(m.content and m.content.startswith("ERROR: nap failed unexpectedly") for m in results)

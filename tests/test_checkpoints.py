@@ -109,7 +109,7 @@ def test_rewind_restores_every_change_byte_for_byte_and_leaves_git_alone(repo: P
     llm = ScriptedLLM(every_kind_of_edit())
     built = build(repo, llm)
     ask(built, "change everything")
-    messages = len(built.agent.history)
+    messages = len(built.agent.session.history)
     changed = tree(repo)
     # (the user's git stash checked tracked.txt out with CRLF, as its .gitattributes says)
     assert changed["new.txt"] == b"new\n" and changed["tracked.txt"] == before["tracked.txt"].replace(b"beta", b"BETA")
@@ -123,7 +123,7 @@ def test_rewind_restores_every_change_byte_for_byte_and_leaves_git_alone(repo: P
     assert (repo / "tracked.txt").stat().st_mode == mode
     assert not (repo / "d").exists()
     assert git_state(repo) == state
-    assert len(built.agent.history) == messages  # files only: the conversation stays
+    assert len(built.agent.session.history) == messages  # files only: the conversation stays
 
 
 def test_rewind_lists_turns_with_prompt_time_and_files(repo: Path) -> None:
@@ -158,15 +158,15 @@ def test_conversation_only_rewind_keeps_the_files(repo: Path) -> None:
     assert "conversation rewound to before turn 2 ('second')" in out
     assert state == {"prefill": "second"}  # the REPL offers the prompt again
     assert (repo / "a.txt").read_text() == "a"
-    assert [m.content for m in built.agent.history] == ["first", "first answer"]
+    assert [m.content for m in built.agent.session.history] == ["first", "first answer"]
     assert built.checkpoints is not None and [t.turn for t in built.checkpoints.turns()] == [1]
     ask(built, "third")
     assert [m["content"] for m in llm.requests[-1]["messages"][1:]] == ["first", "first answer", "third"]
-    transcript = built.agent.transcript
+    transcript = built.agent.session.transcript
     assert transcript is not None
     transcript.close()
     resumed = build(repo, ScriptedLLM([]), resume=transcript.path)
-    assert [m.content for m in resumed.agent.history] == ["first", "first answer", "third", "after the rewind"]
+    assert [m.content for m in resumed.agent.session.history] == ["first", "first answer", "third", "after the rewind"]
     assert resumed.checkpoints is not None and [t.turn for t in resumed.checkpoints.turns()] == [1, 2]
 
 
@@ -179,7 +179,7 @@ def test_both_rewinds_files_and_conversation(repo: Path) -> None:
     ask(built, "overwrite")
     out = command(built, "/rewind 1")
     assert "restored 1 files to before turn 1: tracked.txt" in out and "conversation rewound" in out
-    assert tree(repo) == before and built.agent.history == []
+    assert tree(repo) == before and built.agent.session.history == []
 
 
 def test_undo_steps_back_one_turn_at_a_time(repo: Path) -> None:
@@ -187,13 +187,13 @@ def test_undo_steps_back_one_turn_at_a_time(repo: Path) -> None:
                        tool_reply(call("write_file", {"path": "a.txt", "content": "2"})), Reply(text="two")])
     built = build(repo, llm)
     ask(built, "first", "second")
-    messages = len(built.agent.history)
+    messages = len(built.agent.session.history)
     assert "restored 1 files to before turn 2: a.txt" in command(built, "/undo")
     assert (repo / "a.txt").read_text() == "1"
     assert "restored 1 files to before turn 1: a.txt" in command(built, "/undo")
     assert not (repo / "a.txt").exists()
     assert "nothing to undo" in command(built, "/undo")
-    assert len(built.agent.history) == messages  # /undo leaves the conversation
+    assert len(built.agent.session.history) == messages  # /undo leaves the conversation
     assert "(files undone)" in command(built, "/rewind")
 
 
@@ -201,7 +201,7 @@ def test_checkpoints_survive_resume(repo: Path) -> None:
     before = tree(repo)
     built = build(repo, ScriptedLLM([tool_reply(call("run_command", {"command": "rm tracked.txt"})), Reply(text="x")]))
     ask(built, "delete it")
-    transcript = built.agent.transcript
+    transcript = built.agent.session.transcript
     assert transcript is not None
     transcript.close()
     resumed = build(repo, ScriptedLLM([]), resume=transcript.path)
@@ -326,14 +326,14 @@ def test_after_a_compaction_only_the_files_of_an_older_turn_can_be_rewound(repo:
     built = build(repo, llm)
     ask(built, "first", "second", "third")
     assert built.agent.compactor is not None
-    asyncio.run(built.agent.compactor.manual(built.agent))
+    asyncio.run(built.agent.compactor.manual(built.agent.session))
     out = command(built, "/rewind 2")
     assert "the conversation was compacted since turn 2; only its files can be rewound (/rewind 2 files)" in out
     assert (repo / "a.txt").exists()
     assert "restored 1 files to before turn 2: a.txt" in command(built, "/rewind 2 files")
     assert not (repo / "a.txt").exists()
     assert "conversation rewound to before turn 1" in command(built, "/rewind 1 conversation")  # to the start
-    assert built.agent.history == []
+    assert built.agent.session.history == []
 
 
 def test_without_git_checkpoints_are_off_with_one_warning(repo: Path, tmp_path: Path,
@@ -347,7 +347,7 @@ def test_without_git_checkpoints_are_off_with_one_warning(repo: Path, tmp_path: 
     assert [n.text for n in ui.of(Notice) if n.level == "warning"] == [
         "checkpoints: git was not found on PATH (checkpoints need it; install git); /rewind cannot undo this "
         "session's turns"]
-    assert [m.content for m in built.agent.history] == ["one", "a", "two", "b"]  # the turns ran
+    assert [m.content for m in built.agent.session.history] == ["one", "a", "two", "b"]  # the turns ran
 
 
 @pytest.mark.parametrize("where", ["subfolder of a repository", "not a repository"])

@@ -325,3 +325,18 @@ def test_a_bare_prompt_without_a_terminal_says_to_use_p(cli, server: FakeServer)
     assert "a prompt without -p opens the REPL, which needs a terminal" in r.err
     assert 'hint: run it on a terminal, or use -p "fix it" in scripts' in r.err
     assert server.requests == []
+
+
+def test_an_answer_cut_short_by_the_token_limit_says_so(cli, server: FakeServer) -> None:
+    from nanohermes.testing import Raw, sse
+
+    def chunk(delta: dict, finish: str | None = None) -> dict:
+        return {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    server.add(Raw(body=sse(chunk({"role": "assistant", "content": "The three steps are: one, two"}), chunk({}, "length"))))
+    r = cli("-p", "list the steps", "--output-format", "json", server=server)
+    assert r.code == 0, r.err
+    assert r.json()["result"] == "The three steps are: one, two"
+    assert "the answer was cut short: it reached the output token limit (finish_reason length)" in r.err
+    server.add(Reply(text="whole"))
+    assert "cut short" not in cli("-p", "again", server=server).err

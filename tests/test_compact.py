@@ -69,7 +69,7 @@ def test_lowered_session_budget_compacts_and_keeps_instructions_and_todos(server
     assert summaries >= 1
     assert max(sizes) <= 2000, sizes  # every request the model saw fitted the budget
     # Without compaction the last request would have carried all four turns.
-    assert sum(m.chars() for m in agent.history) < 4 * 918
+    assert sum(m.chars() for m in agent.session.history) < 4 * 918
     first_after = next(i for i, r in enumerate(server.requests) if i and is_summary_request(server.requests[i - 1]))
     after = server.requests[first_after]
     assert after["messages"][0] == server.requests[0]["messages"][0]  # the system prompt, instructions included
@@ -85,11 +85,11 @@ def test_lowered_session_budget_compacts_and_keeps_instructions_and_todos(server
     assert any(isinstance(e, Notice) and e.text.startswith("compacted ") for e in ui.events)
 
     # Resume rebuilds exactly the compacted history.
-    assert agent.transcript is not None
-    agent.transcript.close()
-    resumed = build_agent(config_for(server), workspace, RecordingUI(), resume=agent.transcript.path).agent
-    assert [m.to_wire() for m in resumed.history] == [m.to_wire() for m in agent.history]
-    assert [(t.content, t.status) for t in todo.current(resumed.runtime.state)] == [  # saved with the session
+    assert agent.session.transcript is not None
+    agent.session.transcript.close()
+    resumed = build_agent(config_for(server), workspace, RecordingUI(), resume=agent.session.transcript.path).agent
+    assert [m.to_wire() for m in resumed.session.history] == [m.to_wire() for m in agent.session.history]
+    assert [(t.content, t.status) for t in todo.current(resumed.runtime.session.state)] == [  # saved with the session
         (t["content"], t["status"]) for t in TODOS]
 
 
@@ -122,9 +122,9 @@ def test_context_too_long_with_nothing_to_compact_ends_with_the_error(cli, serve
 def test_summary_request_that_is_itself_too_long_is_halved_once(server: FakeServer, workspace: Path) -> None:
     ui = RecordingUI()
     agent = build_agent(config_for(server), workspace, ui).agent
-    agent.history = [Message.user("goal"), *[Message("assistant", f"{i} " + "w" * 3000) for i in range(40)], Message.user("now")]
+    agent.session.history = [Message.user("goal"), *[Message("assistant", f"{i} " + "w" * 3000) for i in range(40)], Message.user("now")]
     server.add(Fault(status=400, code="context_length_exceeded"), Reply(text="short summary"))
-    assert asyncio.run(agent.compactor.compact(agent)) == "short summary"  # type: ignore[union-attr]
+    assert asyncio.run(agent.compactor.compact(agent.session)) == "short summary"  # type: ignore[union-attr]
     first, second = (len(r["messages"][1]["content"]) for r in server.requests)
     assert first > 60_000 >= second  # the retry fits half the 120,000-char session budget
     assert "goal" in server.requests[1]["messages"][1]["content"]
@@ -133,24 +133,24 @@ def test_summary_request_that_is_itself_too_long_is_halved_once(server: FakeServ
 def test_manual_compact_with_focus(workspace: Path) -> None:
     llm = ScriptedLLM([Reply(text="the summary")])
     agent = build_agent(config_for(), workspace, RecordingUI(), llm=llm).agent
-    agent.history = [Message.user("first"), Message("assistant", "a"), Message.user("second"), Message("assistant", "b")]
-    assert asyncio.run(agent.compactor.manual(agent, "the parser API")) == "the summary"  # type: ignore[union-attr]
+    agent.session.history = [Message.user("first"), Message("assistant", "a"), Message.user("second"), Message("assistant", "b")]
+    assert asyncio.run(agent.compactor.manual(agent.session, "the parser API")) == "the summary"  # type: ignore[union-attr]
     ask = llm.requests[0]["messages"][1]["content"]
     assert ask.endswith("Summarise the conversation above. Focus especially on: the parser API")
     assert llm.requests[0]["tools"] == []
-    assert agent.history[0].content == (
+    assert agent.session.history[0].content == (
         "<conversation-summary>\nThe earlier part of this conversation (3 messages) was compacted. Summary:\n"
         "the summary\n</conversation-summary>")
-    assert agent.history[1:] == [Message("assistant", "b")]
-    assert agent.usage.prompt_tokens == 10  # the summary call is metered
+    assert agent.session.history[1:] == [Message("assistant", "b")]
+    assert agent.session.usage.prompt_tokens == 10  # the summary call is metered
 
 
 def test_nothing_to_compact_says_so_without_a_model_call(workspace: Path) -> None:
     llm = ScriptedLLM()
     ui = RecordingUI()
     agent = build_agent(config_for(), workspace, ui, llm=llm).agent
-    agent.history = [Message.user("only")]
-    assert asyncio.run(agent.compactor.compact(agent)) is None  # type: ignore[union-attr]
+    agent.session.history = [Message.user("only")]
+    assert asyncio.run(agent.compactor.compact(agent.session)) is None  # type: ignore[union-attr]
     assert llm.requests == []
     assert ui.of(Notice)[-1].text == "cannot compact (requested): no older turns to summarise"
 
@@ -191,8 +191,8 @@ def test_fit_keeps_the_goal_and_drops_the_oldest_with_a_count() -> None:
 def test_compact_item_chars_lowered_clamps_each_quoted_message(workspace: Path) -> None:
     llm = ScriptedLLM([Reply(text="s")])
     agent = build_agent(config_for(limits={"compact_item_chars": 20}), workspace, RecordingUI(), llm=llm).agent
-    agent.history = [Message.user("q" * 100), Message("assistant", "done")]
-    asyncio.run(agent.compactor.compact(agent))  # type: ignore[union-attr]
+    agent.session.history = [Message.user("q" * 100), Message("assistant", "done")]
+    asyncio.run(agent.compactor.compact(agent.session))  # type: ignore[union-attr]
     quoted = llm.requests[0]["messages"][1]["content"]
     assert quoted.startswith("[user]\n" + "q" * 15 + truncation_note(80) + "q" * 5 + "\n\nSummarise")
 
@@ -200,31 +200,31 @@ def test_compact_item_chars_lowered_clamps_each_quoted_message(workspace: Path) 
 def test_compact_summary_chars_lowered_clamps_the_summary(workspace: Path) -> None:
     llm = ScriptedLLM([Reply(text="S" * 100)])
     agent = build_agent(config_for(limits={"compact_summary_chars": 40}), workspace, RecordingUI(), llm=llm).agent
-    agent.history = [Message.user("q"), Message("assistant", "done")]
-    assert asyncio.run(agent.compactor.compact(agent)) == "S" * 30 + truncation_note(60) + "S" * 10  # type: ignore[union-attr]
+    agent.session.history = [Message.user("q"), Message("assistant", "done")]
+    assert asyncio.run(agent.compactor.compact(agent.session)) == "S" * 30 + truncation_note(60) + "S" * 10  # type: ignore[union-attr]
 
 
 def test_compact_keep_chars_lowered_keeps_exactly_what_fits(workspace: Path) -> None:
     llm = ScriptedLLM([Reply(text="s")])
     agent = build_agent(config_for(limits={"compact_keep_chars": 25}), workspace, RecordingUI(), llm=llm).agent
-    agent.history = [u(10), a(10), u(10), a(10), u(10), a(10)]
-    asyncio.run(agent.compactor.compact(agent))  # type: ignore[union-attr]
-    assert agent.history[1:] == [u(10), a(10)]
-    assert "(4 messages) was compacted" in (agent.history[0].content or "")
+    agent.session.history = [u(10), a(10), u(10), a(10), u(10), a(10)]
+    asyncio.run(agent.compactor.compact(agent.session))  # type: ignore[union-attr]
+    assert agent.session.history[1:] == [u(10), a(10)]
+    assert "(4 messages) was compacted" in (agent.session.history[0].content or "")
 
 
 def test_compaction_record_replays_on_load(workspace: Path) -> None:
     llm = ScriptedLLM([Reply(text="sum")])
     agent = build_agent(config_for(limits={"compact_keep_chars": 15}), workspace, RecordingUI(), llm=llm).agent
-    assert agent.transcript is not None
+    assert agent.session.transcript is not None
     for m in (u(10), a(10), u(10), a(10)):
-        agent.history.append(m)
-        agent.transcript.append(m)
-    asyncio.run(agent.compactor.compact(agent))  # type: ignore[union-attr]
-    agent.transcript.close()
-    _, loaded = Transcript.open(agent.transcript.path)
-    assert loaded.history == agent.history
-    kinds = [json.loads(x)["type"] for x in agent.transcript.path.read_text().splitlines()]
+        agent.session.history.append(m)
+        agent.session.transcript.append(m)
+    asyncio.run(agent.compactor.compact(agent.session))  # type: ignore[union-attr]
+    agent.session.transcript.close()
+    _, loaded = Transcript.open(agent.session.transcript.path)
+    assert loaded.history == agent.session.history
+    kinds = [json.loads(x)["type"] for x in agent.session.transcript.path.read_text().splitlines()]
     assert kinds.count("compaction") == 1
 
 
@@ -232,7 +232,7 @@ def test_agent_retries_once_after_compacting_on_context_too_long(workspace: Path
     llm = ScriptedLLM([Fault(status=400, code="context_length_exceeded"), Reply(text="summary"), Reply(text="fits now")])
     ui = RecordingUI()
     agent = build_agent(config_for(), workspace, ui, llm=llm).agent
-    agent.history = [Message.user("old"), Message("assistant", "x" * 5000)]
+    agent.session.history = [Message.user("old"), Message("assistant", "x" * 5000)]
     result = asyncio.run(agent.ask("new"))
     assert (result.reason, result.text) == ("completed", "fits now")
     retry = llm.requests[2]["messages"]
@@ -246,7 +246,7 @@ def test_no_model_call_to_summarise_older_turns_under_the_keep_budget(workspace:
     ui = RecordingUI()
     agent = build_agent(config_for(limits={"session_budget_chars": 2000, "compact_keep_chars": 300}),
                         workspace, ui, llm=llm).agent
-    agent.history = [u(100), a(113)]
+    agent.session.history = [u(100), a(113)]
     assert asyncio.run(agent.ask("p" * 3000)).text == "answered"
     assert len(llm.requests) == 1 and not is_summary_request(llm.requests[0])
     assert ui.of(Notice)[-1].text == ("not compacting: the older turns (213 chars) are under the keep budget "

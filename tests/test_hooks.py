@@ -95,11 +95,11 @@ def test_every_event_fires_with_its_documented_input(workspace: Path, recorder: 
         async with built.session() as agent:
             await agent.ask("hello")
             assert agent.compactor is not None
-            await agent.compactor.manual(agent, focus="the files")
+            await agent.compactor.manual(agent.session, focus="the files")
 
     asyncio.run(go())
     got = records(log)
-    transcript = built.agent.transcript
+    transcript = built.agent.session.transcript
     assert transcript is not None
     for r in got:
         assert r["session_id"] == transcript.id and r["transcript_path"] == str(transcript.path)
@@ -296,7 +296,7 @@ def test_stop_block_sends_the_model_back_with_the_reason(workspace: Path, record
     assert last[-1] == {"role": "user", "content": "A Stop hook asks you to go on before ending the turn:\n"
                                                    "run the tests first"}
     assert [r["stop_hook_active"] for r in records(log)] == [False, True]
-    assert built.agent.history[-1].content == "tests run, now done"
+    assert built.agent.session.history[-1].content == "tests run, now done"
 
 
 def test_stop_exit_2_blocks_too(workspace: Path, recorder: Path, tmp_path: Path) -> None:
@@ -479,7 +479,7 @@ def test_print_mode_fires_the_session_events_with_the_runs_session(cli, server: 
 
 
 def test_print_mode_a_blocked_prompt_is_an_error_exit(cli, server: Any, recorder: Path,  # type: ignore[no-untyped-def]
-                                                      tmp_path: Path) -> None:
+                                                      tmp_path: Path, home: Path) -> None:
     log = tmp_path / "log.jsonl"
     config = {"hooks": {"UserPromptSubmit": [group(hook_cmd(recorder, log, code=2, err="no secrets in prompts"))]}}
     ran = cli("-p", "the key is sk-123", "--output-format", "json", server=server, config=config)
@@ -492,6 +492,8 @@ def test_print_mode_a_blocked_prompt_is_an_error_exit(cli, server: Any, recorder
     assert text.code == 1 and text.out == ""
     assert "prompt blocked by a UserPromptSubmit hook: no secrets in prompts" in text.err
     assert server.requests == []  # the prompt never reached the model
+    # Nothing was said: no session is left behind for --continue to find.
+    assert list((home / ".local/share/nanohermes/sessions").glob("*/*")) == []
 
 
 def repl_term(workspace: Path, home: Path, server: Any, config: dict[str, Any]) -> Any:

@@ -356,10 +356,10 @@ def test_cancelled_turn_during_an_mcp_call_answers_it_and_shuts_down(workspace: 
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
-            return int(next(m.content for m in agent.history if m.tool_call_id == "p") or 0)
+            return int(next(m.content for m in agent.session.history if m.tool_call_id == "p") or 0)
 
     pid = asyncio.run(go())
-    assert built.agent.history[-1].tool_call_id == "s" and built.agent.history[-1].content == "interrupted by user"
+    assert built.agent.session.history[-1].tool_call_id == "s" and built.agent.session.history[-1].content == "interrupted by user"
     assert gone(pid)
 
 
@@ -435,7 +435,7 @@ def test_server_instructions_reach_the_system_prompt_bounded(workspace: Path) ->
 
     async def go() -> str:
         async with built.session():
-            return built.agent.system_prompt
+            return built.agent.full_prompt()
 
     prompt = asyncio.run(go())
     section = prompt[prompt.index("# MCP servers"):]

@@ -135,8 +135,9 @@ def test_persisted_file_names_are_safe_and_never_overwritten(workspace: Path, tm
     from nanohermes.events import NullUI
     from nanohermes.permissions import Policy
     from nanohermes.runtime import Runtime
+    from nanohermes.session import Session
 
-    rt = Runtime(tools=[], config=Config(), workspace=workspace, ui=NullUI(), policy=Policy(), session_dir=tmp_path / "s")
+    rt = Runtime(tools=[], config=Config(), workspace=workspace, ui=NullUI(), policy=Policy(), session=Session(side_dir=tmp_path / "s"))
     folder = tmp_path / "s" / "tool-results"
     rt.persist("../../evil", "e" * 3000)
     rt.persist("call_0", "1" * 3000)
@@ -175,7 +176,8 @@ def test_a_result_whose_preview_would_be_longer_is_not_persisted(workspace: Path
     from nanohermes.events import NullUI
     from nanohermes.permissions import Policy
     from nanohermes.runtime import Runtime
+    from nanohermes.session import Session
 
-    rt = Runtime(tools=[], config=Config(), workspace=workspace, ui=NullUI(), policy=Policy(), session_dir=tmp_path / "s")
+    rt = Runtime(tools=[], config=Config(), workspace=workspace, ui=NullUI(), policy=Policy(), session=Session(side_dir=tmp_path / "s"))
     assert rt.persist("c1", "x" * 50) == "x" * 50
     assert not (tmp_path / "s" / "tool-results" / "c1.txt").exists()

@@ -175,7 +175,7 @@ def test_the_agent_emits_reasoning_events_apart_from_text(server: FakeServer, wo
         assert "".join(e.text for e in ui.of(ReasoningDelta)) == "weighing it"
         assert "".join(e.text for e in ui.of(TextDelta)) == "decided"
         assert ui.of(TurnEnded)[0].text == "decided"
-        assert agent.history[-1].reasoning == "weighing it"
+        assert agent.session.history[-1].reasoning == "weighing it"
 
 
 def test_reasoning_cannot_send_terminal_escapes() -> None:

@@ -17,6 +17,7 @@ from nanohermes.events import RecordingUI, ToolFinished, ToolStarted
 from nanohermes.messages import Message, ToolCall
 from nanohermes.permissions import Policy
 from nanohermes.runtime import INTERRUPTED, Runtime
+from nanohermes.session import Session
 from nanohermes.testing import Reply, ScriptedLLM, call, tool_reply
 from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
 from nanohermes.tools.files import ListDir, ReadFile
@@ -54,9 +55,9 @@ class Sleeper(Tool):
 
 
 def make_runtime(ws: Path, ui: RecordingUI, *, mode: str = "default", limits: Limits | None = None,
-                 tools: list[Tool] | None = None, session_dir: Path | None = None) -> Runtime:
+                 tools: list[Tool] | None = None, folder: Path | None = None) -> Runtime:
     return Runtime(tools=tools or [ListDir(), ReadFile(), TinyWrite(), Crashy(), Sleeper()], config=Config(),
-                   workspace=ws, ui=ui, policy=Policy(mode=mode), limits=limits or Limits(), session_dir=session_dir)
+                   workspace=ws, ui=ui, policy=Policy(mode=mode), limits=limits or Limits(), session=Session(side_dir=folder))
 
 
 def run_calls(rt: Runtime, *calls: ToolCall) -> list[Message]:
@@ -155,7 +156,7 @@ def test_aggregate_budget_persists_largest_results(workspace: Path, tmp_path: Pa
         (workspace / "d" / f"file{i:02}").write_text("")
     session = tmp_path / "session"
     rt = make_runtime(workspace, RecordingUI(), limits=Limits(aggregate_budget_chars=300, persisted_preview_chars=10),
-                      session_dir=session)
+                      folder=session)
     out = run_calls(rt, tc("r", "read_file", '{"path":"big"}'), tc("l", "list_dir", '{"path":"d"}'))
     assert out[0].content == "1\t" + "x" * 50  # read_file is never persisted
     listing = (session / "tool-results" / "l.txt").read_text()
@@ -181,7 +182,7 @@ def test_agent_cancel_answers_every_pending_call(workspace: Path) -> None:
             await task
 
     asyncio.run(go())
-    tools = [m for m in agent.history if m.role == "tool"]
+    tools = [m for m in agent.session.history if m.role == "tool"]
     assert [(m.tool_call_id, m.content) for m in tools] == [("a", "slept"), ("b", INTERRUPTED)]
     assert ui.events[-1].reason == "interrupted"  # type: ignore[union-attr]
 
@@ -193,4 +194,4 @@ def test_scripted_loop_ends_on_plain_answer(workspace: Path) -> None:
     result = asyncio.run(agent.ask("what is here?"))
     assert (result.reason, result.text, result.turns, result.tool_calls) == ("completed", "empty dir", 2, 1)
     assert llm.violations == []
-    assert [m.role for m in agent.history] == ["user", "assistant", "tool", "assistant"]
+    assert [m.role for m in agent.session.history] == ["user", "assistant", "tool", "assistant"]

@@ -406,7 +406,7 @@ def test_a_setsid_daemon_of_a_background_task_is_killed_when_it_ends(workspace: 
         started = await acall(rt, "run_command", command="setsid sleep 300 > /dev/null 2>&1 < /dev/null & sleep 0.3",
                               background=True)
         tid = started.split()[3].rstrip(":")
-        task = task_manager(ToolContext(workspace=workspace, limits=Limits(), config=Config(), state=rt.state)).get(tid)
+        task = task_manager(ToolContext(workspace=workspace, limits=Limits(), config=Config(), state=rt.session.state)).get(tid)
         assert task.watcher is not None
         await asyncio.wait({task.watcher})
         out = await acall(rt, "task_output", task_id=tid)
@@ -581,7 +581,7 @@ def test_a_background_task_reports_what_the_sandbox_refused(workspace: Path, tmp
                      policy=Policy(mode="goal"))
         started = await acall(rt, "run_command", command=f"touch {target}", background=True)
         tid = started.split()[3].rstrip(":")
-        task = task_manager(ToolContext(workspace=workspace, limits=Limits(), config=Config(), state=rt.state)).get(tid)
+        task = task_manager(ToolContext(workspace=workspace, limits=Limits(), config=Config(), state=rt.session.state)).get(tid)
         assert task.watcher is not None
         await asyncio.wait({task.watcher})
         out = await acall(rt, "task_output", task_id=tid)

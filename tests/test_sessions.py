@@ -268,10 +268,10 @@ def test_a_session_in_use_is_not_opened_twice(workspace: Path) -> None:
     assert [m.content for m in loaded.history] == ["busy"]
 
 
-def test_resume_into_a_running_agent_switches_session(workspace: Path) -> None:
+def test_resume_in_a_running_session_switches_to_it(workspace: Path) -> None:
     import asyncio
 
-    from nanohermes.assemble import build_agent, resume_into
+    from nanohermes.assemble import build_agent
     from nanohermes.config import Config
     from nanohermes.events import RecordingUI
     from nanohermes.testing import ScriptedLLM
@@ -281,16 +281,129 @@ def test_resume_into_a_running_agent_switches_session(workspace: Path) -> None:
     llm = ScriptedLLM([Reply(text="first"), Reply(text="second"), Reply(text="third")])
     agent = build_agent(Config(), workspace, RecordingUI(), llm=llm).agent
     asyncio.run(agent.ask("current topic"))
-    assert agent.transcript is not None
-    current = agent.transcript.path
-    todo.restore(agent.runtime.state, [])
-    assert resume_into(agent, other.path) == []
-    assert [m.content for m in agent.history] == ["the other topic", "noted"]
-    assert agent.runtime.session_dir == other.dir
+    assert agent.session.transcript is not None
+    current = agent.session.transcript.path
+    todo.restore(agent.runtime.session.state, [])
+    assert agent.session.resume(other.path) == []
+    assert [m.content for m in agent.session.history] == ["the other topic", "noted"]
+    assert agent.runtime.session.folder == other.dir
     asyncio.run(agent.ask("back to it"))
     assert llm.requests[1]["messages"][1]["content"] == "the other topic"
     assert [r["message"]["content"] for r in records(other.path) if r["type"] == "message"][-2:] == ["back to it", "second"]
-    resume_into(agent, current)  # and back again; our own lock on it was released first
-    resume_into(agent, current)
-    assert [m.content for m in agent.history] == ["current topic", "first"]
-    agent.transcript.close()
+    agent.session.resume(current)  # and back again; our own lock on it was released first
+    agent.session.resume(current)
+    assert [m.content for m in agent.session.history] == ["current topic", "first"]
+    agent.session.transcript.close()
+
+
+# -- one Session: /clear and /resume keep history, transcript, folder and meters together ----
+def saved(session_path: Path) -> tuple[list[dict], Usage]:
+    """What a transcript holds: its messages (no compaction in these tests) and usage."""
+    recs = records(session_path)
+    usage = Usage()
+    for r in recs:
+        if r["type"] == "usage":
+            usage = usage + Usage(r["usage"]["prompt_tokens"], r["usage"]["completion_tokens"])
+    return [r["message"] for r in recs if r["type"] == "message"], usage
+
+
+def assert_one_session(agent: object) -> None:
+    from nanohermes.agent import Agent
+
+    assert isinstance(agent, Agent)
+    session = agent.session
+    assert session.path is not None and session.transcript is not None
+    messages, usage = saved(session.path)
+    assert messages == [m.to_wire() for m in session.history]
+    assert usage == session.usage and session.usage_by_model == ({"scripted": usage} if usage != Usage() else {})
+    assert session.folder == session.transcript.dir
+
+
+def test_clear_and_resume_leave_one_consistent_session(workspace: Path) -> None:
+    import asyncio
+
+    from rich.console import Console
+
+    from nanohermes.assemble import build_agent
+    from nanohermes.config import Config
+    from nanohermes.events import RecordingUI
+    from nanohermes.testing import ScriptedLLM
+    from nanohermes.tools import todo
+    from nanohermes.ui.commands import REGISTRY, CommandContext, load_commands
+
+    load_commands()
+    (workspace / "d").mkdir()
+    for i in range(40):
+        (workspace / "d" / f"file{i:02}").write_text("")
+    llm = ScriptedLLM([
+        tool_reply(call("todo_write", {"todos": [{"content": "step one", "status": "in_progress"}]}),
+                   call("list_dir", {"path": "d"})),
+        Reply(text="first answer", usage=(7, 3)),
+        Reply(text="second answer", usage=(100, 1)),
+        Reply(text="after resuming"),
+    ])
+    config = Config.model_validate({"limits": {"aggregate_budget_chars": 300, "persisted_preview_chars": 10}})
+    built = build_agent(config, workspace, RecordingUI(), llm=llm)
+    agent = built.agent
+    console = Console(width=160, record=True, color_system=None)
+    ctx = CommandContext(agent=agent, config=config, workspace=workspace, print=console.print, registry=REGISTRY,
+                         built=built)
+
+    async def go() -> None:
+        async with built.session():
+            await agent.ask("first topic")
+            first = agent.session.path
+            assert first is not None
+            assert_one_session(agent)
+            assert agent.session.usage == Usage(17, 8)
+            assert [t.content for t in todo.current(agent.session.state)] == ["step one"]
+            assert [p.name for p in (first.with_suffix("") / "tool-results").iterdir()] == ["call_2.txt"]
+
+            await REGISTRY.run("/clear", ctx)
+            assert agent.session.path != first and agent.session.history == []
+            assert agent.session.usage == Usage() and agent.session.usage_by_model == {}
+            assert todo.current(agent.session.state) == ()
+            assert agent.runtime.session is agent.session and agent.session.folder == agent.session.path.with_suffix("")
+            await agent.ask("second topic")
+            assert_one_session(agent)
+            assert agent.session.usage == Usage(100, 1)
+            assert saved(first)[1] == Usage(17, 8)  # the old session is untouched on disk
+
+            await REGISTRY.run(f"/resume {first.stem}", ctx)
+            assert agent.session.path == first
+            assert_one_session(agent)
+            assert agent.session.usage == Usage(17, 8)
+            assert [t.content for t in todo.current(agent.session.state)] == ["step one"]
+            await agent.ask("back to the first")
+            assert_one_session(agent)
+            assert [m.content for m in agent.session.history if m.role == "assistant"][-1] == "after resuming"
+
+    asyncio.run(go())
+    shown = console.export_text()
+    assert "conversation cleared" in shown and f"resumed {agent.session.id}" in shown
+
+
+def test_a_sub_agent_keeps_its_files_in_the_folder_of_the_session_in_force(workspace: Path) -> None:
+    import asyncio
+
+    from nanohermes.assemble import build_agent
+    from nanohermes.config import Config
+    from nanohermes.events import RecordingUI
+    from nanohermes.testing import ScriptedLLM
+
+    llm = ScriptedLLM([Reply(text="one"),
+                       tool_reply(call("subagent", {"agent": "helper", "task": "say hi", "wait": True})),
+                       Reply(text="hi from the child"), Reply(text="done")])
+    built = build_agent(Config.model_validate({"subagents": {"helper": {"description": "helps", "tools": []}}}),
+                        workspace, RecordingUI(), llm=llm)
+    agent = built.agent
+
+    async def go() -> None:
+        async with built.session():
+            await agent.ask("first")
+            await built.clear()
+            await agent.ask("second")
+
+    asyncio.run(go())
+    folder = agent.session.folder
+    assert folder is not None and (folder / "agents" / "agent-1.md").read_text() == "hi from the child"

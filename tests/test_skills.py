@@ -128,12 +128,12 @@ def test_unknown_skill_lists_the_available_ones(workspace: Path, cfg_dir: Path) 
 def test_skill_tool_and_index_only_when_a_skill_exists(workspace: Path) -> None:
     built = build_agent(Config(), workspace, RecordingUI(), llm=ScriptedLLM(), save_session=False)
     assert "skill" not in [t.name for t in built.agent.runtime.tools]
-    assert "# Skills" not in built.agent.system_prompt
+    assert "# Skills" not in built.agent.full_prompt()
     make_skill(workspace / ".nanohermes" / "skills", "a", "name: a\ndescription: the a skill")
     built = build_agent(Config(), workspace, RecordingUI(), llm=ScriptedLLM(), save_session=False)
     names = [t.name for t in built.agent.runtime.tools]
     assert names[-1] == "skill" and names[:-1] == sorted(names[:-1])
-    assert "- a: the a skill" in built.agent.system_prompt
+    assert "- a: the a skill" in built.agent.full_prompt()
 
 
 def test_cli_warns_about_a_bad_skill_and_loads_a_good_one(cli, server: FakeServer, workspace: Path) -> None:

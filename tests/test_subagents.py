@@ -19,6 +19,7 @@ from nanohermes.events import ApprovalRequest, ModelStarted, Notice, RecordingUI
 from nanohermes.messages import ToolCall
 from nanohermes.permissions import Policy
 from nanohermes.runtime import Runtime
+from nanohermes.session import Session
 from nanohermes.testing import FakeServer, Reply, ScriptedLLM, call, tool_reply
 from nanohermes.tools import subagents as subagent_tools
 from nanohermes.tools.files import ListDir, ReadFile
@@ -42,12 +43,13 @@ class Family:
 
 def family(ws: Path, *, parent_script: list[Any] = (), child_script: list[Any] = (), mode: str = "default",
            limits: Limits | None = None, answers: list[Any] | None = None,  # type: ignore[assignment]
-           agents: dict[str, Any] | None = None) -> Family:
+           agents: dict[str, Any] | None = None, folder: Path | None = None) -> Family:
     ui = RecordingUI(answers=list(answers or []))
     config = Config.model_validate({"subagents": agents or AGENTS})
     limits = limits or Limits()
     child_llm = ScriptedLLM(list(child_script))
-    runtime = Runtime(tools=[], config=config, workspace=ws, ui=ui, policy=Policy(mode=mode), limits=limits)
+    runtime = Runtime(tools=[], config=config, workspace=ws, ui=ui, policy=Policy(mode=mode), limits=limits,
+                      session=Session(side_dir=folder))
     manager = SubagentManager(configs=config.subagents, make_llm=lambda model: child_llm, ui=ui, limits=limits,
                               system_prompt="parent prompt", max_turns=5, parent=runtime)
     runtime.set_tools(assemble_pool([ReadFile(), ListDir(), TinyWrite()], subagent_tools.tools(manager)))
@@ -56,7 +58,7 @@ def family(ws: Path, *, parent_script: list[Any] = (), child_script: list[Any] =
 
 
 def tool_results(agent: Agent) -> list[str]:
-    return [m.content or "" for m in agent.history if m.role == "tool"]
+    return [m.content or "" for m in agent.session.history if m.role == "tool"]
 
 
 def test_waited_child_has_its_own_history_prompt_and_tools(workspace: Path) -> None:
@@ -129,8 +131,8 @@ def test_child_events_reach_the_parent_nested(workspace: Path) -> None:
 
 
 def test_background_run_and_the_board_with_a_lowered_preview(workspace: Path, tmp_path: Path) -> None:
-    f = family(workspace, limits=Limits(agent_preview_chars=5), child_script=[Reply(text="abcdefghijkl")])
-    f.parent.runtime.session_dir = tmp_path / "session"
+    f = family(workspace, limits=Limits(agent_preview_chars=5), child_script=[Reply(text="abcdefghijkl")],
+               folder=tmp_path / "session")
 
     async def go() -> tuple[str, str]:
         [started] = await f.parent.runtime.run_calls([ToolCall("1", "subagent", '{"agent": "explore", "task": "t"}')])

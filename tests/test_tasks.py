@@ -50,7 +50,7 @@ async def finished(ui: RecordingUI, task_id: str) -> Notice:
 
 
 def manager(rt: Runtime) -> TaskManager:
-    mgr = rt.state[STATE_KEY]
+    mgr = rt.session.state[STATE_KEY]
     assert isinstance(mgr, TaskManager)
     return mgr
 

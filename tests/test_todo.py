@@ -41,7 +41,7 @@ def test_write_replaces_the_whole_list(workspace: Path) -> None:
     out = run(rt, "todo_write", {"todos": items(("add a test", "in_progress"), ("update the docs", "pending"))})
     assert out == ("Todo list saved (2 items: 0 completed, 1 in progress, 1 pending):\n"
                    "[~] 1. add a test\n[ ] 2. update the docs")
-    assert todo.current(rt.state) == (TodoItem(content="add a test", status="in_progress"),
+    assert todo.current(rt.session.state) == (TodoItem(content="add a test", status="in_progress"),
                                       TodoItem(content="update the docs", status="pending"))
     assert run(rt, "todo_read", {}) == ("Todo list (2 items: 0 completed, 1 in progress, 1 pending):\n"
                                         "[~] 1. add a test\n[ ] 2. update the docs")
@@ -69,7 +69,7 @@ def test_more_than_the_limit_is_rejected_and_the_list_kept(workspace: Path) -> N
     out = run(rt, "todo_write", {"todos": items(*[(f"step {i}", "pending") for i in range(4)])})
     assert out == ("ERROR: todo_write got 4 items (> 3); the list was not changed. Send at most 3: merge small "
                    "steps or drop completed ones")
-    assert todo.current(rt.state) == (TodoItem(content="keep me", status="pending"),)
+    assert todo.current(rt.session.state) == (TodoItem(content="keep me", status="pending"),)
     assert len(ui.of(TodoUpdated)) == 1
     assert run(rt, "todo_write", {"todos": items(*[(f"step {i}", "pending") for i in range(3)])}).startswith(
         "Todo list saved (3 items")
@@ -88,7 +88,7 @@ def test_more_than_one_in_progress_gets_a_warning(workspace: Path) -> None:
     out = run(rt, "todo_write", {"todos": items(("a", "in_progress"), ("b", "pending"), ("c", "in_progress"))})
     assert out.endswith("\n\nwarning: 2 items are in_progress (1, 3); keep exactly one in progress and finish "
                         "it before starting the next")
-    assert len(todo.current(rt.state)) == 3  # saved all the same
+    assert len(todo.current(rt.session.state)) == 3  # saved all the same
 
 
 def test_bad_items_name_the_problem(workspace: Path) -> None:
@@ -121,7 +121,7 @@ def test_list_lives_for_the_session_across_turns(workspace: Path) -> None:
 
 def test_restore_puts_a_saved_list_back(workspace: Path) -> None:
     rt, _ = runtime(workspace)
-    todo.restore(rt.state, [TodoItem(content="resumed", status="completed")])
+    todo.restore(rt.session.state, [TodoItem(content="resumed", status="completed")])
     assert run(rt, "todo_read", {}) == "Todo list (1 items: 1 completed, 0 in progress, 0 pending):\n[x] 1. resumed"
 
 

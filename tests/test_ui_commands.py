@@ -15,6 +15,7 @@ from nanohermes.events import RecordingUI
 from nanohermes.meters import Meter
 from nanohermes.permissions import Policy
 from nanohermes.runtime import Runtime
+from nanohermes.session import Session
 from nanohermes.testing import Reply, ScriptedLLM
 from nanohermes.tools.files import ListDir, ReadFile
 from nanohermes.ui.commands import REGISTRY, CommandContext, Registry
@@ -100,12 +101,13 @@ def test_decorator_registers_async_handlers(reg: Registry, tmp_path: Path) -> No
     assert reg.get("resume") is not None and reg.get("resume").usage == "[id]"  # type: ignore[union-attr]
 
 
-def make_ctx(ws: Path, registry: Registry = REGISTRY, **config: Any) -> tuple[CommandContext, Console]:
+def make_ctx(ws: Path, registry: Registry = REGISTRY, *, session: Session | None = None,
+             **config: Any) -> tuple[CommandContext, Console]:
     console = Console(width=160, record=True, force_terminal=False, color_system=None)
     cfg = Config(**config)
     ui = RecordingUI()
     runtime = Runtime(tools=[ListDir(), ReadFile()], config=cfg, workspace=ws, ui=ui,
-                      policy=Policy(disallowed_tools=tuple(cfg.disallowed_tools)))
+                      policy=Policy(disallowed_tools=tuple(cfg.disallowed_tools)), session=session or Session(workspace=ws))
     agent = Agent(llm=ScriptedLLM([Reply(text="hi")], model="m1"), runtime=runtime, ui=ui, system_prompt="sys")
     ctx = CommandContext(agent=agent, config=cfg, workspace=ws, print=console.print, registry=registry)
     return ctx, console
@@ -147,7 +149,7 @@ def test_clear_empties_history_and_context_counts_it(tmp_path: Path) -> None:
     asyncio.run(ctx.agent.ask("hello there"))
     run(ctx, "/context")
     run(ctx, "/clear")
-    assert ctx.agent.history == []
+    assert ctx.agent.session.history == []
     out = console.export_text()
     assert "system prompt          3 chars  ~       1 tokens" in out
     assert "history               13 chars  ~       4 tokens" in out  # "hello there" + "hi"
@@ -188,7 +190,7 @@ def test_compact_summarises_the_older_turns(tmp_path: Path) -> None:
     asyncio.run(agent.ask("first question " * 20))
     asyncio.run(agent.ask("second question"))
     run(ctx, "/compact")
-    assert "Goal: test compaction." in (agent.history[0].content or "")
+    assert "Goal: test compaction." in (agent.session.history[0].content or "")
     # One line says it: the compactor's notice (the command adds no second one).
     from nanohermes.events import Notice
 
@@ -199,18 +201,17 @@ def test_compact_summarises_the_older_turns(tmp_path: Path) -> None:
 def test_resume_lists_and_continues_a_saved_session(tmp_path: Path) -> None:
     from nanohermes.session import Transcript
 
-    first, _ = make_ctx(tmp_path)
-    first.agent.transcript = Transcript.create(tmp_path, model="m1", mode="default")
+    first, _ = make_ctx(tmp_path, session=Session(Transcript.create(tmp_path, model="m1", mode="default")))
     asyncio.run(first.agent.ask("remember the number 7"))
-    first.agent.transcript.close()
-    sid = first.agent.transcript.id
+    first.agent.session.transcript.close()
+    sid = first.agent.session.transcript.id
     ctx, console = make_ctx(tmp_path)
     run(ctx, "/resume")
     listing = console.export_text()
     assert sid in listing
     assert "TURNS" in listing and "remember the number 7" in listing  # title, time and turns
     run(ctx, f"/resume {sid[:-2]}")
-    assert [m.content for m in ctx.agent.history] == ["remember the number 7", "hi"]
+    assert [m.content for m in ctx.agent.session.history] == ["remember the number 7", "hi"]
     assert f"resumed {sid}: 2 messages" in console.export_text()
 
 

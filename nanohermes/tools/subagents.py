@@ -104,8 +104,8 @@ class SubagentManager:
     limits: Limits
     system_prompt: str
     max_turns: int
-    parent: Runtime | None = None  # set once the parent's runtime exists
-    count_usage: Callable[[Usage, str], None] | None = None  # the parent agent's meter, set with it
+    parent: Runtime  # the parent agent's: children narrow its tools and policy, and ask through it
+    count_usage: Callable[[Usage, str], None] | None = None  # the parent agent's meter
     runs: dict[str, Run] = field(default_factory=dict)
     _ids: Any = field(default_factory=lambda: itertools.count(1))
     _results_dir: Path | None = None
@@ -128,8 +128,9 @@ class SubagentManager:
         """The child's tools and policy: the parent's, narrowed to the tools it lists."""
         from nanohermes.runtime import Runtime
 
+        from nanohermes.session import Session
+
         parent = self.parent
-        assert parent is not None, "SubagentManager.parent is set by build_agent"
         cfg = self.configs[name]
         pool = [t for t in parent.tools if t.name not in SUBAGENT_TOOLS]
         listed = cfg.tools if cfg.tools is not None else [t.name for t in pool]
@@ -137,9 +138,10 @@ class SubagentManager:
         # An empty allowed_tools means "no restriction" to the policy, so a child with no tools
         # also gets no tools in its pool.
         policy = replace(parent.policy, allowed_tools=tuple(t.name for t in allowed) or parent.policy.allowed_tools)
-        session_dir = parent.session_dir / "agents" / run_id if parent.session_dir else None
+        folder = parent.session.folder
+        session = Session(side_dir=folder / "agents" / run_id if folder else None)
         return Runtime(tools=allowed, config=parent.config, workspace=parent.workspace, ui=ui, policy=policy,
-                       limits=parent.limits, session_dir=session_dir, hooks=parent.hooks)
+                       limits=parent.limits, session=session, hooks=parent.hooks)
 
     def spawn(self, name: str, task: str) -> Run:
         from nanohermes.agent import Agent
@@ -149,7 +151,6 @@ class SubagentManager:
             raise ToolError(f"unknown sub-agent `{name}`; configured: {self.names()}")
         cfg = self.configs[name]
         run = Run(id=f"agent-{next(self._ids)}", name=name, task=task)
-        assert self.parent is not None, "SubagentManager.parent is set by build_agent"
         ui = NestedUI(self.ui, run, self.parent.confirm_lock, self.count_usage)
         llm = self.make_llm(cfg.model)
         run.agent = Agent(llm=llm, runtime=self.child_runtime(name, ui, run.id), ui=ui,
@@ -181,7 +182,7 @@ class SubagentManager:
             if result.reason == "completed":
                 run.status, run.result = "completed", result.text
             else:
-                last = next((m.content for m in reversed(agent.history) if m.role == "assistant" and m.content), "")
+                last = next((m.content for m in reversed(agent.session.history) if m.role == "assistant" and m.content), "")
                 run.status = "max_turns"
                 run.result = (last or "") + f"\n[stopped after {result.turns} model calls (max_turns)]"
         except asyncio.CancelledError:
@@ -204,10 +205,9 @@ class SubagentManager:
         """The full result goes to a file, so a board preview never loses anything."""
         if not run.result:
             return
-        parent = self.parent
         try:
-            if parent is not None and parent.session_dir is not None:
-                folder = parent.session_dir / "agents"
+            if (parent := self.parent.session.folder) is not None:
+                folder = parent / "agents"
             else:
                 if self._results_dir is None:
                     self._results_dir = Path(tempfile.mkdtemp(prefix="nanohermes-agents-"))

@@ -261,7 +261,7 @@ async def _model(ctx: CommandContext, arg: str) -> None:
         hint = f"; did you mean {', '.join(close)}?" if close else "; /model lists them"
         ctx.print(_error_text(f"the endpoint does not serve {arg!r}{hint} (model unchanged: {llm.model})"))
         return
-    llm.model = arg
+    ctx.agent.set_model(arg)
     ctx.print(render.info(f"model: {arg} (from the next call)"))
     if models is None:
         ctx.print(_warning_text(f"could not check the name against the endpoint ({why})"))
@@ -269,22 +269,13 @@ async def _model(ctx: CommandContext, arg: str) -> None:
 
 @command("clear", help="Start a new conversation (the old one stays saved)")
 async def _clear(ctx: CommandContext, arg: str) -> None:
-    from nanohermes.session import Transcript
     from nanohermes.ui import render
 
     agent = ctx.agent
-
-    def swap() -> None:
-        agent.history.clear()
-        if agent.transcript is not None:
-            agent.transcript.close()
-            agent.transcript = Transcript.create(ctx.workspace, model=agent.llm.model, mode=agent.runtime.policy.mode)
-            agent.runtime.session_dir = agent.transcript.dir
-
     if ctx.built is not None:  # the SessionEnd and SessionStart hooks fire around it
-        await ctx.built.switch(swap, end="clear", source="clear")
+        await ctx.built.clear()
     else:
-        swap()
+        agent.session.clear(model=agent.llm.model, mode=agent.runtime.policy.mode)
     ctx.print(render.info("conversation cleared"))
 
 
@@ -319,7 +310,7 @@ def _cost(ctx: CommandContext, arg: str) -> None:
     from nanohermes.ui import render
 
     meter = ctx.meter if ctx.meter is not None else Meter()
-    report = cost_report(meter.turn_by_model, ctx.agent.usage_by_model, ctx.config, ctx.agent.llm.model)
+    report = cost_report(meter.turn_by_model, ctx.agent.session.usage_by_model, ctx.config, ctx.agent.llm.model)
     ctx.print(render.lines(format_cost(report).splitlines()))
 
 
@@ -360,13 +351,12 @@ async def _compact(ctx: CommandContext, arg: str) -> None:
         ctx.print(_error_text("compaction is not available in this session"))
         return
     # The compactor's own notice is the one line this prints (what was compacted, or why not).
-    await agent.compactor.manual(agent, focus=arg)
+    await agent.compactor.manual(agent.session, focus=arg)
 
 
 @command("resume", help="List this project's saved sessions, numbered, or continue one", usage="[N|id]",
          fallback=True)
 async def _resume(ctx: CommandContext, arg: str) -> None:
-    from nanohermes.assemble import resume_into
     from nanohermes.session import find_session, list_sessions
     from nanohermes.ui import render
     from nanohermes.ui.sessions import format_sessions
@@ -388,14 +378,11 @@ async def _resume(ctx: CommandContext, arg: str) -> None:
         path = sessions[int(arg) - 1].path
     else:
         path = find_session(ctx.workspace, arg)
-    warnings: list[str] = []
-    if ctx.built is not None:  # the SessionEnd and SessionStart hooks fire around it
-        await ctx.built.switch(lambda: warnings.extend(resume_into(ctx.agent, path)), end="resume", source="resume")
-    else:
-        warnings = resume_into(ctx.agent, path)
+    # With the session built around it, the SessionEnd and SessionStart hooks fire around it.
+    warnings = await ctx.built.resume(path) if ctx.built is not None else ctx.agent.session.resume(path)
     for w in warnings:
         ctx.print(_warning_text(w))
-    ctx.print(render.resumed(path.stem, ctx.agent.history))
+    ctx.print(render.resumed(path.stem, ctx.agent.session.history))
 
 
 @command("memory", help="List the memories of this project and the global ones, or delete one",
@@ -428,7 +415,7 @@ async def _run_tool(ctx: CommandContext, name: str, **args: Any) -> str:
     tool = next((t for t in rt.tools if t.name == name), None)
     if tool is None:
         return f"{name} is not in this session's tools"
-    tctx = ToolContext(workspace=ctx.workspace, limits=rt.limits, config=rt.config, state=rt.state)
+    tctx = ToolContext(workspace=ctx.workspace, limits=rt.limits, config=rt.config, state=rt.session.state)
     try:
         out = await tool.run(tool.parse(args), tctx)
     except ToolError as e:
@@ -456,9 +443,9 @@ async def _tasks(ctx: CommandContext, arg: str) -> None:
 def tool_results(agent: Agent) -> list[tuple[str, str, str]]:
     """(tool name, arguments, result) of every call in the history, oldest first: what
     /show numbers."""
-    calls = {c.id: c for m in agent.history if m.role == "assistant" for c in m.tool_calls}
+    calls = {c.id: c for m in agent.session.history if m.role == "assistant" for c in m.tool_calls}
     out = []
-    for m in agent.history:
+    for m in agent.session.history:
         if m.role == "tool":
             call = calls.get(m.tool_call_id or "")
             out.append((call.name if call else "?", call.arguments if call else "", m.content or ""))

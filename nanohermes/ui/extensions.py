@@ -63,22 +63,23 @@ def _export(ctx: CommandContext, arg: str) -> None:
     from nanohermes.redact import redact
     from nanohermes.ui import render
 
-    if not ctx.agent.history:
+    history = ctx.agent.session.history
+    if not history:
         ctx.print(render.info("nothing to export yet"))
         return
     name = arg.strip() or f"conversation-{time.strftime('%Y%m%d-%H%M%S')}.md"
     path = Path(name).expanduser()
     path = path if path.is_absolute() else ctx.workspace / path
-    session = ctx.agent.transcript.id if ctx.agent.transcript is not None else ""
+    session = ctx.agent.session.id
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(redact(conversation_markdown(ctx.agent.history, session)), encoding="utf-8")
+        path.write_text(redact(conversation_markdown(history, session)), encoding="utf-8")
     except OSError as e:
         from rich.text import Text
 
         ctx.print(Text(f"could not write {path}: {e.strerror or e}", style="red"))
         return
-    ctx.print(render.info(f"exported {len(ctx.agent.history)} messages to {path}"))
+    ctx.print(render.info(f"exported {len(history)} messages to {path}"))
 
 
 def conversation_markdown(history: list[Message], session: str = "") -> str:

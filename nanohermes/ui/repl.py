@@ -275,7 +275,7 @@ class Repl:
             if s.resume is not None:
                 from nanohermes.ui import render
 
-                self._out(render.resumed(s.resume.stem, built.agent.history))
+                self._out(render.resumed(s.resume.stem, built.agent.session.history))
             for w in (*s.warnings, *built.warnings, *custom_warnings):
                 self._out(Text(f"warning: {w}", style="yellow"))
             if built.agent.runtime.policy.mode == "goal":
@@ -476,9 +476,9 @@ class Repl:
             return STARTING
         from nanohermes.meters import cost_of
 
-        chars = sum(m.chars() for m in a.history)  # what the budget and /context count
-        cost = cost_of(a.usage_by_model, a.runtime.config, a.llm.model)  # None: no price
-        return toolbar(a.llm.model, a.runtime.policy.mode, chars, a.runtime.limits.session_budget_chars, a.usage, cost)
+        chars = sum(m.chars() for m in a.session.history)  # what the budget and /context count
+        cost = cost_of(a.session.usage_by_model, a.runtime.config, a.llm.model)  # None: no price
+        return toolbar(a.llm.model, a.runtime.policy.mode, chars, a.runtime.limits.session_budget_chars, a.session.usage, cost)
 
     def _message(self) -> Any:
         mode = self.agent.runtime.policy.mode if self.agent is not None else "default"
@@ -538,7 +538,7 @@ class Repl:
             return full
         from nanohermes.redact import redact
 
-        folder = rt.session_dir / "pastes" if rt.session_dir is not None else state_home() / "pastes"
+        folder = rt.session.folder / "pastes" if rt.session.folder is not None else state_home() / "pastes"
         for label, data in used:
             try:
                 folder.mkdir(parents=True, exist_ok=True)
@@ -713,12 +713,11 @@ class Repl:
                 self.started.cancel()
                 await self._started()
             await self.built.aclose()
-        if self.agent is not None and self.agent.transcript is not None:
-            transcript = self.agent.transcript
-            transcript.close()
-            if transcript.path.exists():  # something was said: the way back
+        if self.agent is not None and (path := self.agent.session.path) is not None:
+            self.agent.session.close()
+            if path.exists():  # something was said: the way back
                 with contextlib.suppress(Exception):  # the terminal may be gone (SIGHUP)
-                    self.console.print(Text(f"session {transcript.id} · resume with: nanohermes --resume {transcript.id}",
+                    self.console.print(Text(f"session {path.stem} · resume with: nanohermes --resume {path.stem}",
                                             style="dim"))
 
 
