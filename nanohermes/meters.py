@@ -47,6 +47,10 @@ class Meter:
         elif isinstance(event, TurnEnded):
             self._fresh = True
 
+    def reset(self) -> None:
+        """Another conversation is now in force (/clear, /resume): no turn of it yet."""
+        self.turn, self.turn_by_model, self.session, self.calls, self._fresh = Usage(), {}, Usage(), 0, True
+
 
 def price_for(config: Config, model: str) -> Price | None:
     return config.prices.get(model)

@@ -171,6 +171,19 @@ def test_cost_and_help(tmp_path: Path) -> None:
         assert name in out
 
 
+def test_clear_starts_the_meters_over(tmp_path: Path) -> None:
+    ctx, console = make_ctx(tmp_path, prices={"m1": {"input_per_mtok": 1000.0, "output_per_mtok": 2000.0}})
+    meter = Meter()
+    ctx.meter = meter
+    ctx.agent.ui = ctx.agent.runtime.ui = FanOut(ctx.agent.ui, meter)  # type: ignore[assignment]
+    asyncio.run(ctx.agent.ask("x"))
+    run(ctx, "/clear")
+    console.export_text()
+    run(ctx, "/cost")
+    out = console.export_text()
+    assert "this turn: 0 in, 0 out, $0.0000" in out and "session: 0 in, 0 out, $0.0000" in out
+
+
 def test_permissions_and_mcp_reports(tmp_path: Path) -> None:
     ctx, console = make_ctx(tmp_path)
     run(ctx, "/permissions")

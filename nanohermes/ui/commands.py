@@ -276,6 +276,8 @@ async def _clear(ctx: CommandContext, arg: str) -> None:
         await ctx.built.clear()
     else:
         agent.session.clear(model=agent.llm.model, mode=agent.runtime.policy.mode)
+    if ctx.meter is not None:
+        ctx.meter.reset()
     ctx.print(render.info("conversation cleared"))
 
 
@@ -367,7 +369,7 @@ async def _resume(ctx: CommandContext, arg: str) -> None:
             ctx.print(render.info("no saved sessions in this project"))
             return
         rows = format_sessions(sessions[:20]).splitlines()
-        ctx.print(render.lines([rows[0]] + [f"{n:>3}. {row}" for n, row in enumerate(rows[1:], 1)]
+        ctx.print(render.lines([" " * 5 + rows[0]] + [f"{n:>3}. {row}" for n, row in enumerate(rows[1:], 1)]
                                + ([f"… {len(sessions) - 20} older"] if len(sessions) > 20 else [])
                                + ["continue one with /resume N (its number) or /resume ID"]))
         return
@@ -380,6 +382,8 @@ async def _resume(ctx: CommandContext, arg: str) -> None:
         path = find_session(ctx.workspace, arg)
     # With the session built around it, the SessionEnd and SessionStart hooks fire around it.
     warnings = await ctx.built.resume(path) if ctx.built is not None else ctx.agent.session.resume(path)
+    if ctx.meter is not None:
+        ctx.meter.reset()
     for w in warnings:
         ctx.print(_warning_text(w))
     ctx.print(render.resumed(path.stem, ctx.agent.session.history))
