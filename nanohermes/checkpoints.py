@@ -263,29 +263,49 @@ class Store:
             return self._prune()
 
     def _prune(self) -> int:
-        """Drop the oldest checkpoints until the store fits its cap; returns how many went.
-        Objects younger than a few minutes stay: another session of this workspace may be
-        writing a snapshot whose objects no ref holds yet."""
+        """Drop the oldest checkpoints until the ones left fit the cap; returns how many went.
+
+        What the kept checkpoints need is measured, not the folder: objects younger than a
+        few minutes stay on disk after their refs are gone (another session of this
+        workspace may be writing a snapshot whose objects no ref holds yet), so the folder
+        stays over the cap for a while after any prune, and judging by it would drop every
+        checkpoint but the newest. The newest is always kept."""
         cap = self.limits.checkpoint_store_bytes
         if self.size() <= cap:
             return 0
-        dropped = 0
-        while True:
-            refs = [line.split() for line in self.git("for-each-ref", "--sort=refname",
-                                                      "--format=%(refname) %(objectname)", REF_PREFIX).splitlines()]
-            if len(refs) <= 1:
-                break
-            cut = max(1, len(refs) // 4)
-            for ref, _ in refs[:cut]:
-                self.git("update-ref", "-d", ref)
-            dropped += cut
-            self.git("reflog", "expire", "--expire=now", "--all", check=False)
-            self.git("gc", "-q", "--prune=10.minutes.ago", check=False)
-            if self.size() <= cap:
-                break
+        refs = [line.split() for line in self.git("for-each-ref", "--sort=refname",
+                                                  "--format=%(refname) %(objectname)", REF_PREFIX).splitlines()]
+        if len(refs) <= 1:
+            return 0
+        sizes = self._object_sizes()
+        # The bytes of the newest k checkpoints grow with k: find the largest k that fits.
+        lo, hi = 1, len(refs)
+        while lo < hi:
+            k = (lo + hi + 1) // 2
+            if self._needs([c for _, c in refs[-k:]], sizes) <= cap:
+                lo = k
+            else:
+                hi = k - 1
+        drop = refs[:len(refs) - lo]
+        if not drop:
+            return 0
+        self.git("update-ref", "--stdin", stdin="".join(f"delete {ref}\n" for ref, _ in drop).encode())
+        self.git("reflog", "expire", "--expire=now", "--all", check=False)
+        self.git("gc", "-q", "--prune=10.minutes.ago", check=False)
         if self._last is not None and not self.exists(self._last[1]):
             self._last = None
-        return dropped
+        return len(drop)
+
+    def _object_sizes(self) -> dict[str, int]:
+        """Every object in the store and its size on disk (compressed, or its share of a pack)."""
+        out = self.git("cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(objectsize:disk)")
+        return {name: int(size) for name, size in (line.split() for line in out.splitlines())}
+
+    def _needs(self, commits: list[str], sizes: dict[str, int]) -> int:
+        """The bytes on disk of what these checkpoints hold (objects they share count once)."""
+        out = self.git("rev-list", "--objects", "--no-object-names", "--stdin", stdin="".join(
+            f"{c}\n" for c in commits).encode())
+        return sum(sizes.get(name, 0) for name in out.split())
 
 
 class Checkpoints:

@@ -246,6 +246,32 @@ def test_the_store_is_pruned_oldest_first(repo: Path) -> None:
     assert "the checkpoint of turn 1 was pruned (limits.checkpoint_store_bytes)" in out
 
 
+def test_pruning_keeps_as_many_recent_checkpoints_as_fit_the_cap(repo: Path) -> None:
+    """Each turn writes ~20 KB that does not compress below ~20 KB: the cap holds three of
+    them. Objects of dropped checkpoints stay on disk a while (another session may still
+    need them), which must not make the store drop the recent ones too."""
+    versions = [os.urandom(20_000).hex() for _ in range(6)]
+    script: list[Any] = []
+    for v in versions:
+        script += [tool_reply(call("write_file", {"path": "a.txt", "content": v})), Reply(text="ok")]
+    ui = RecordingUI()
+    built = build(repo, ScriptedLLM(script), ui, limits={"checkpoint_store_bytes": 75_000,
+                                                                 "session_budget_chars": 10_000_000})
+    ask(built, *(f"turn {i}" for i in range(1, 7)))
+    note = "checkpoints: pruned {} old checkpoints to keep the store under 75000 bytes (limits.checkpoint_store_bytes)"
+    # Before turn 5 the store holds versions 0-3: the newest three checkpoints fit, turns 1 and
+    # 2 go; before turn 6, turn 3's.
+    assert [n.text for n in ui.of(Notice) if n.text.startswith("checkpoints: pruned")] == [note.format(2),
+                                                                                           note.format(1)]
+    for turn in (6, 5, 4):
+        out = command(built, f"/rewind {turn} files")
+        assert "restored" in out, out
+        assert (repo / "a.txt").read_text() == versions[turn - 2]
+    for turn in (3, 2, 1):
+        assert f"the checkpoint of turn {turn} was pruned (limits.checkpoint_store_bytes)" in command(
+            built, f"/rewind {turn} files")
+
+
 def test_checkpoints_can_be_turned_off(repo: Path) -> None:
     built = build(repo, ScriptedLLM([Reply(text="ok")]), checkpoints=False)
     ask(built, "hi")
