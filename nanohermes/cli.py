@@ -3,7 +3,8 @@
 This is the only module that exits the process. Run-ending errors are caught here once and
 shown as one line plus a hint (a traceback only with --verbose). Exit codes: 0 success,
 1 endpoint or internal error (or a prompt a hook blocked), 2 usage or config error, 3 turn limit reached, 130 interrupted,
-143 terminated (SIGTERM or SIGHUP). However it ends, the session's background tasks are killed.
+141 stdout closed by its reader (`| head`, quietly, as SIGPIPE ends other programs), 143 terminated (SIGTERM or
+SIGHUP). However it ends, the session's background tasks are killed.
 """
 
 
@@ -217,10 +218,12 @@ def _fail(err: BaseException, verbose: bool) -> int:
     from nanohermes.errors import NanohermesError
     from nanohermes.redact import redact
 
-    from nanohermes.errors import Cancelled
+    from nanohermes.errors import Cancelled, OutputClosed
 
     if isinstance(err, Cancelled):  # the person cancelled a question: nothing went wrong
         return EXIT_OK
+    if isinstance(err, OutputClosed):  # `| head` has what it wanted: nothing to say, and nowhere to say it
+        return err.exit_code
     if isinstance(err, KeyboardInterrupt):
         sys.stderr.write("nanohermes: interrupted\n")
         return EXIT_INTERRUPTED
@@ -598,19 +601,31 @@ async def _one_turn(built: Any, prompt: str, started: Callable[[Any], None] = la
         if asking and task is not None:
             task.cancel()
 
+    from nanohermes.errors import OutputClosed
+    from nanohermes.ui.headless import stdout_closed, stop_turn_when_stdout_closes
+
     for sig in (signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, on_signal)
+    stop_turn_when_stdout_closes(on_signal)  # a closed stdout (`| head`) ends the turn as a signal does
     try:
         async with built.session() as agent:
             started(agent)
             try:
                 from nanohermes import custom_commands  # `/name args` runs a custom command
 
-                return await custom_commands.ask(agent, prompt)
+                result = await custom_commands.ask(agent, prompt)
             finally:
                 asking = False
+    except asyncio.CancelledError:
+        if stdout_closed():
+            raise OutputClosed from None
+        raise
     finally:
+        stop_turn_when_stdout_closes(None)
         for sig in (signal.SIGTERM, signal.SIGHUP):
             loop.remove_signal_handler(sig)
+    if stdout_closed():
+        raise OutputClosed
+    return result
 
 

@@ -14,6 +14,10 @@ Tool failures are *not* here: they are `nanohermes.tools.ToolError`, shown to th
         └── ContextTooLongError        the request does not fit the model's context
 
 `cli.py` catches these once and prints `error: <message>` and `hint: <hint>`.
+
+    OutputClosed               exit 141  stdout's reader went away (`| head`): no message
+
+OutputClosed is no NanohermesError: nothing failed, so the session is kept and nothing is said.
 """
 
 from __future__ import annotations
@@ -60,3 +64,11 @@ class ModelNotFoundError(EndpointError):
 
 class ContextTooLongError(EndpointError):
     pass
+
+
+class OutputClosed(Exception):
+    """stdout was closed by its reader (`nanohermes -p … | head -c1`). The run ends quietly
+    with 141, the status a shell shows for a program that SIGPIPE ended (as `git log | head`
+    does); the session is saved as after any other turn."""
+
+    exit_code = 141

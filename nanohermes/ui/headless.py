@@ -6,15 +6,23 @@ does next) and progress go to stderr, each on its own line, for text only with -
 terminal. Approvals: with a terminal on stdin the user is asked on stderr; without one (a
 script) every request is refused, never run silently and never waited on, and one stderr
 line says so. Every refusal is listed in the result's `permission_denials`.
+
+A closed stdout (`| head -c1`) is no failure: the first write that meets it sends the rest of
+the output to /dev/null, stops the turn if it is still running (through the hook the caller
+set with `stop_turn_when_stdout_closes`), and the run ends with `OutputClosed`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TextIO
+
+from nanohermes.errors import OutputClosed
 
 from nanohermes.events import (
     ApprovalReply, ApprovalRequest, Event, ModelStarted, Notice, PermissionDenied, SandboxRefused, TextDelta,
@@ -25,6 +33,44 @@ from nanohermes.messages import Usage
 from nanohermes.meters import Meter
 from nanohermes.redact import StreamRedactor, redact
 from nanohermes.ui.visible import escape_controls, status_of
+
+
+# The process has one stdout: once its reader is gone, it is gone for every sink.
+_closed = False
+_stop_turn: Callable[[], None] | None = None
+
+
+def stdout_closed() -> bool:
+    """Has a write to stdout found its reader gone?"""
+    return _closed
+
+
+def stop_turn_when_stdout_closes(stop: Callable[[], None] | None) -> None:
+    """What ends the running turn when stdout closes (None: nothing is running). Called
+    from wherever the write happened, a loop callback included, so it only requests it."""
+    global _stop_turn
+    _stop_turn = stop
+
+
+def _write_out(out: TextIO, text: str, *, last: bool = False) -> None:
+    """Write and flush, quietly giving up once the reader has gone. `last`: nothing more
+    would be written by this turn anyway, so it need not be stopped."""
+    global _closed
+    if _closed:
+        return
+    try:
+        out.write(text)
+        out.flush()
+    except BrokenPipeError:
+        _closed = True
+        try:  # what is still buffered, and the interpreter's flush at exit, go nowhere instead of failing again
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, out.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+        if not last and _stop_turn is not None:
+            _stop_turn()
 
 
 def ask_on_terminal(request: ApprovalRequest, out: TextIO) -> ApprovalReply:
@@ -165,8 +211,7 @@ class TextSink(Sink):
             self._step.append(event.text)  # the answer only once it is known to be the last step
         elif isinstance(event, TurnEnded):
             if event.text:
-                self.out.write(redact(event.text) + "\n")
-                self.out.flush()
+                _write_out(self.out, redact(event.text) + "\n", last=True)
         elif self.verbose or self.err.isatty():
             if isinstance(event, ToolStarted):
                 self._narrate()
@@ -198,8 +243,9 @@ class JsonSink(Sink):
     fmt: ClassVar[str] = "json"
 
     def finish(self, result: dict[str, Any]) -> None:
-        self.out.write(redact(json.dumps(result, ensure_ascii=False, indent=2)) + "\n")
-        self.out.flush()
+        _write_out(self.out, redact(json.dumps(result, ensure_ascii=False, indent=2)) + "\n", last=True)
+        if _closed:
+            raise OutputClosed
 
 
 @dataclass
@@ -221,11 +267,12 @@ class StreamJsonSink(Sink):
                     "workspace": workspace})
 
     def finish(self, result: dict[str, Any]) -> None:
-        self._line(result)
+        self._line(result, last=True)
+        if _closed:
+            raise OutputClosed
 
-    def _line(self, obj: dict[str, Any]) -> None:
-        self.out.write(redact(json.dumps(obj, ensure_ascii=False)) + "\n")
-        self.out.flush()
+    def _line(self, obj: dict[str, Any], *, last: bool = False) -> None:
+        _write_out(self.out, redact(json.dumps(obj, ensure_ascii=False)) + "\n", last=last or obj.get("type") == "turn_ended")
 
 
 SINKS: dict[str, type[Sink]] = {sink.fmt: sink for sink in (TextSink, JsonSink, StreamJsonSink)}
