@@ -42,6 +42,9 @@ class Limits:
     sandbox_refusals_listed: int = 5  # what the sandbox refused, named per command; the rest are counted
     secret_scan_entries: int = 20_000  # files and folders looked at for secret files a command would read
     secret_scan_secs: float = 1.0  # time for that look; over either bound the command is asked
+    sandbox_secret_scan_entries: int = 200_000  # files and folders of the workspace looked through for secret files
+    sandbox_secret_scan_secs: float = 5.0  # time for that look (later looks reuse unchanged folders' listings)
+    sandbox_secret_files: int = 1000  # withheld from sandboxed commands; past any of these 3 bounds a program is asked
     web_fetch_body_bytes: int = 2 * MiB  # body kept; the rest is drained and discarded
     web_fetch_timeout_secs: float = 30.0  # one fetch, redirects included
     web_fetch_max_redirects: int = 5  # redirects followed

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -22,9 +23,10 @@ from nanohermes.config import Config
 from nanohermes.events import UI, ApprovalRequest, Notice, PermissionDenied, SandboxRefused, ToolFinished, ToolStarted
 from nanohermes.messages import Message, ToolCall
 from nanohermes.pathrules import command_secret
-from nanohermes.permissions import Policy, Rule, Target, blocked, decide, describe, unattended
+from nanohermes.permissions import Policy, Rule, Target, Verdict, blocked, decide, describe, reads_secret, unattended
 from nanohermes.redact import redact
 from nanohermes.session import Session
+from nanohermes.shellparse import ParseError, split
 from nanohermes.tools import Params, Tool, ToolContext, ToolError, ToolResult
 
 if TYPE_CHECKING:
@@ -190,7 +192,7 @@ class Runtime:
     def _context(self, call_id: str) -> ToolContext:
         return ToolContext(
             workspace=self.workspace, limits=self.limits, config=self.config,
-            call_id=call_id, emit=self.ui.emit, state=self.session.state,
+            call_id=call_id, emit=self.ui.emit, state=self.session.state, secret_files=self.policy.secret_files,
         )
 
     def _refusal(self, tool: Tool, args: Params) -> Callable[[Target], str | None]:
@@ -254,6 +256,8 @@ class Runtime:
             return f"ERROR: {verdict.reason}", True, None, 0.0
         waited = 0.0
         ctx.sandbox = self._sandbox_for(tool, args, verdict.decision, target)
+        if verdict.decision == "allow" and ctx.sandbox != "off" and target.kind == "command" and target.subjects:
+            verdict = await self._withholding(ctx, target, verdict)
         if verdict.decision == "ask":
             learn = list(verdict.suggest or ()) or ([tool.suggest_rule(args)] if verdict.suggest is not None else [])
             asked = time.monotonic()
@@ -295,6 +299,56 @@ class Runtime:
         bare = replace(self.policy, mode="default", auto_approve=False, allow=())
         verdict = decide(bare, tool_name=tool.name, approval=tool.approval_for(args), target=target)
         return "read-only" if verdict.decision == "allow" else "workspace-write"
+
+    async def _withholding(self, ctx: ToolContext, target: Target, verdict: Verdict) -> Verdict:
+        """The workspace's secret files are withheld from an unasked command's sandbox, but
+        not from a line that reads one and was allowed by a rule spelling it out (what "always"
+        to that question learns). Where they cannot all be withheld, a program is asked, and
+        a yes runs it outside the sandbox; with nobody to ask, the command fails closed."""
+        if unattended(self.policy):
+            return verdict  # nobody to ask: the sandbox itself refuses what it cannot withhold
+        if target.secret_read or self._names_secret(target.subjects[0]):
+            ctx.withhold_secrets = False
+            return verdict
+        if ctx.sandbox != "workspace-write":
+            # Built-in read-only commands, whose arguments were judged: a secret file named as
+            # one was allowed for what the command does with it (a size, a hash, a listing).
+            ctx.secrets_named = self._named_paths(target)
+            return verdict
+        from nanohermes.sandbox import probe
+        from nanohermes.tools.process import withheld_from
+
+        found = await asyncio.to_thread(withheld_from, ctx)
+        problem = found.problem or ("user namespaces are unavailable here" if found.files and not probe().namespaces
+                                    else "")
+        if not problem:
+            return verdict
+        ctx.sandbox = "off"
+        return Verdict("ask", f"{problem}, so the sandbox cannot withhold every secret file (permissions.secret_files) "
+                              "from it; a yes runs it outside the sandbox", None)
+
+    def _named_paths(self, target: Target) -> frozenset[str]:
+        """The real paths the line's plain words (and `--opt=value` values) name, from its folder."""
+        base = str(target.cwd or self.workspace)
+        try:
+            commands = split(target.subjects[0])
+        except ParseError:
+            return frozenset()
+        out: set[str] = set()
+        for cmd in commands:
+            for w in cmd.words[1:]:
+                if w.dynamic or w.glob or w.tilde or w.brace:
+                    continue
+                for part in (w.text, *(w.text.split("=", 1)[1:] if w.text.startswith("-") else ())):
+                    if part:
+                        out.add(os.path.realpath(os.path.join(base, part)))
+        return frozenset(out)
+
+    def _names_secret(self, line: str) -> bool:
+        try:
+            return any(reads_secret(cmd, self.policy.secret_files) for cmd in split(line))
+        except ParseError:
+            return False
 
     async def _refused(self, tool: Tool, args: Params, ctx: ToolContext, summary: str,
                        out: str | ToolResult) -> tuple[str | ToolResult, float]:

@@ -5,9 +5,10 @@ syscalls through ctypes: landlock_create_ruleset/add_rule/restrict_self, prctl, 
 mount, mount_setattr, capset); the private user + mount (+ network) namespace in which the
 whole tree is read-only except the writable roots, and `.git/config`, `.git/hooks/`,
 `.nanohermes/` and nanohermes's own config stay read-only inside those; the per-call
-temporary folder; the availability probe (`doctor`, `/permissions`); reading a refusal out
-of a command's output; and finding and killing the processes that left a command's process
-group (setsid, double fork) once it ends.
+temporary folder; the workspace's secret files, each covered by an empty unreadable file in
+the mount namespace (found by `withhold.py`); the availability probe (`doctor`,
+`/permissions`); reading a refusal out of a command's output; and finding and killing the
+processes that left a command's process group (setsid, double fork) once it ends.
 
 How a call is confined: the Landlock ruleset is built in nanohermes itself (a few cheap
 syscalls); the forked child, before `exec`, enters its namespaces, remounts the tree
@@ -157,12 +158,14 @@ class Availability:
                                   + (f"; weaker: {', '.join(weak)}" if weak else "")))
         if self.namespaces:
             out.append((True, "user namespaces: .git/config, .git/hooks/, .nanohermes/ and nanohermes config stay "
-                              "read-only under workspace-write; no network at all (UDP included) unless allowed"))
+                              "read-only under workspace-write; no network at all (UDP included) unless allowed; "
+                              "the workspace's secret files (permissions.secret_files) are withheld"))
         else:
             why = self.namespace_error or "unprivileged user namespaces are disabled"
             out.append((False, f"user namespaces unavailable ({why}): under workspace-write .git/config, "
                                ".git/hooks/, .nanohermes/ and nanohermes config in the workspace stay writable, "
-                               "and UDP is not blocked"))
+                               "and UDP is not blocked; secret files cannot be withheld, so in a workspace that "
+                               "has any, programs are asked"))
         return out
 
 
@@ -310,11 +313,23 @@ class Confinement:
     # The workspace's `.git` when it had none: a repository the command makes (`git init`) is
     # kept only while its hooks and config name no program (see `_safe_new_repo`).
     new_git: Path | None = None
+    # Secret files to withhold: (real path, device, inode) as the look found them. Landlock
+    # cannot take one file out of a readable tree; the mount namespace covers each one.
+    hidden: tuple[tuple[str, int, int], ...] = ()
+    # Why some secret files could not be withheld ("" when all are): a workspace-write call
+    # then does not run (a person may approve it to run outside the sandbox).
+    unhidden: str = ""
 
     def prepare(self) -> Prepared:
         """Create the temp folder and the ruleset; the returned object's `preexec` runs in the child."""
         if self.policy == "off":
             return Prepared(self, tmpdir=None)
+        if self.unhidden and self.policy == "workspace-write":
+            # Fail closed: this is what runs programs, and a program may open any file. The
+            # read-only level runs only built-in commands whose reads are checked by name.
+            raise SandboxError(f"{self.unhidden}, so the sandbox cannot withhold every secret file "
+                               "(permissions.secret_files) from a command no person approved; raise the limit, "
+                               "or approve the command at the prompt")
         tmp = _new_temp_folder()
         writes = self.policy == "workspace-write"
         absent = tuple(p for p in self.must_not_appear if not os.path.lexists(p)) if writes else ()
@@ -325,6 +340,9 @@ class Confinement:
                 prepared.ruleset_fd = self._ruleset(tmp)
             if self.namespaces:
                 prepared.mounts = self._mounts(tmp)
+                if self.hidden:
+                    prepared.cover = _placeholder()
+                    prepared.hidden = [(os.fsencode(p), dev, ino) for p, dev, ino in self.hidden]
         except BaseException:
             prepared.cleanup()
             raise
@@ -461,6 +479,8 @@ class Prepared:
     absent: tuple[Path, ...] = ()
     removed: list[Path] = field(default_factory=list)  # planted paths taken away after the call
     new_git: Path | None = None  # the workspace's `.git`, absent before the call
+    cover: bytes = b""  # the empty, unreadable file bound over each secret file
+    hidden: list[tuple[bytes, int, int]] = field(default_factory=list)
 
     @property
     def active(self) -> bool:
@@ -499,6 +519,8 @@ class Prepared:
                 if _libc.mount(path, path, None, _MS_BIND | _MS_REC, None) != 0:
                     raise _fail(f"bind {path!r}")
                 _set_read_only(path, read_only)
+            for path, dev, ino in self.hidden:
+                _cover(self.cover, path, dev, ino)
             # The working folder was entered before the binds: enter it again through them,
             # or relative paths would reach the files underneath.
             os.chdir(os.getcwd())
@@ -538,6 +560,46 @@ class Prepared:
             except OSError:
                 shutil.rmtree(self.tmpdir, ignore_errors=True)
             self.tmpdir = None
+
+
+def _cover(cover: bytes, path: bytes, dev: int, ino: int) -> None:
+    """Bind the empty file over one secret file, if it is still the file the look found: it
+    is opened without following a final link and bound through its descriptor, so a path
+    swapped meanwhile (by a background task) can neither dodge the cover nor move it. The
+    bind takes the read-only flag of the tree the empty file is in."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return  # deleted since the look: nothing to withhold
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (dev, ino):
+            raise SandboxError(f"the secret file {path!r} changed while the command started; run it again")
+        if _libc.mount(cover, b"/proc/self/fd/%d" % fd, None, _MS_BIND, None) != 0:
+            raise _fail(f"covering the secret file {path!r}")
+    finally:
+        os.close(fd)
+
+
+_cover_file: bytes = b""
+
+
+def _placeholder() -> bytes:
+    """An empty file no one may read or write (mode 0000), made once per process in a
+    private folder outside every writable root, and removed at exit."""
+    global _cover_file
+    if _cover_file and os.path.exists(_cover_file):
+        return _cover_file
+    import atexit
+
+    folder = Path(tempfile.mkdtemp(prefix="nanohermes-withheld-"))
+    path = folder / "secret"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0)
+    os.close(fd)
+    os.chmod(path, 0)
+    atexit.register(shutil.rmtree, folder, True)
+    _cover_file = os.fsencode(path)
+    return _cover_file
 
 
 def _new_temp_folder() -> Path:
@@ -583,10 +645,13 @@ def _drop_capabilities() -> None:
 # -- choosing the confinement -------------------------------------------------------------
 
 def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] = (), network: bool = False,
-                config_files: tuple[Path, ...] = ()) -> Confinement:
+                config_files: tuple[Path, ...] = (), hidden: tuple[tuple[str, int, int], ...] = (),
+                unhidden: str = "") -> Confinement:
     """The confinement for `policy` on this machine. Where Landlock is missing the command
     runs unconfined (the permission layer then lets nothing but checked read-only commands
-    run unasked); where namespaces are missing the protected paths stay writable."""
+    run unasked); where namespaces are missing the protected paths stay writable, and secret
+    files cannot be withheld (`hidden`: those the look found; `unhidden`: why the look is
+    incomplete)."""
     chosen: SandboxPolicy
     if policy == "read-only":
         chosen = "read-only"
@@ -601,9 +666,11 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
     protected = tuple(Path(os.path.realpath(p)) for p in protected_paths(workspace, config_files))
     planted = [Path(os.path.realpath(workspace / ".nanohermes"))]
     planted += [Path(os.path.realpath(gd / "commondir")) for gd in git_dirs(workspace) if gd.name == ".git"]
+    if hidden and not avail.namespaces:
+        unhidden, hidden = unhidden or "user namespaces are unavailable here", ()
     return Confinement(chosen, abi=avail.abi if avail.landlock else 0, namespaces=avail.namespaces,
                        write_roots=resolved, read_only_paths=protected, network=network,
-                       must_not_appear=tuple(planted),
+                       hidden=hidden, unhidden=unhidden, must_not_appear=tuple(planted),
                        new_git=None if os.path.lexists(workspace / ".git") else Path(os.path.realpath(workspace)) / ".git")
 
 
@@ -614,11 +681,15 @@ _PATH_PATTERNS = [
     re.compile(r"['‘`\"]([^'’`\"\n]+)['’`\"]:? " + _DENIED),  # touch: cannot touch 'x': Permission denied
     re.compile(_DENIED + r"\]?:? ['‘\"]([^'’\"\n]+)['’\"]"),  # PermissionError: [Errno 13] Permission denied: 'x'
     re.compile(r"(?:^|\s)(/?[\w.~+@%/-][^\s:'\"]*): " + _DENIED, re.M),  # bash: x: Permission denied
+    re.compile(r"['‘`\"]([^'’`\"\n]+)['’`\"] for (?:reading|writing): " + _DENIED),  # cp: cannot open 'x' for reading: ...
 ]
 _NET = re.compile(r"Network is unreachable|Could not resolve host|Temporary failure in name resolution|"
                   r"Name or service not known|(?:connect|bind)[^\n]{0,80}(?:Permission denied|EACCES)|"
                   r"\.(?:connect|bind)\([^\n]*\)\s*\n(?:.*\n)?.*(?:Errno 13|EACCES)|"
                   r"(?:Errno 13|EACCES)[^\n]{0,40}(?:connect|socket)", re.I)
+
+
+SECRET_WITHHELD = "a secret file the sandbox withholds (permissions.secret_files)"
 
 
 def refusals(text: str, conf: Confinement, cwd: Path) -> list[str]:
@@ -630,6 +701,7 @@ def refusals(text: str, conf: Confinement, cwd: Path) -> list[str]:
     if conf.policy == "off" or not (conf.abi or conf.namespaces):
         return []
     found: list[str] = []
+    hidden = {p for p, _, _ in conf.hidden} if conf.namespaces else set()
     for pattern in _PATH_PATTERNS:
         for m in pattern.finditer(text):
             raw = m.group(1).strip()
@@ -637,7 +709,11 @@ def refusals(text: str, conf: Confinement, cwd: Path) -> list[str]:
                 continue
             path = Path(os.path.expanduser(raw))
             path = path if path.is_absolute() else cwd / path
-            if _sandbox_blocks(path, conf):
+            if os.path.realpath(path) in hidden:
+                what = f"access to {os.path.normpath(path)}, {SECRET_WITHHELD}"
+                if what not in found:
+                    found.append(what)
+            elif _sandbox_blocks(path, conf):
                 what = f"a write to {os.path.normpath(path)}"
                 if what not in found:
                     found.append(what)

@@ -106,6 +106,14 @@ class ToolContext:
     sandbox: str = "workspace-write"
     # What the sandbox refused during the call, as the tool read it ("a write to /x").
     sandbox_refusals: list[str] = field(default_factory=list)
+    # Are the workspace's secret files withheld from the call's sandboxed processes? Not when
+    # a rule spelling the line out allowed it to read one (what "always" to that question learns).
+    withhold_secrets: bool = True
+    # Real paths of secret files the permission layer judged this line's use of by name (`wc -c
+    # .env` of a built-in read-only command): not withheld.
+    secrets_named: frozenset[str] = frozenset()
+    # The secret-file list in force (the runtime's policy); None: the config's.
+    secret_files: tuple[str, ...] | None = None
 
     def progress(self, name: str, text: str) -> None:
         self.emit(ToolProgress(call_id=self.call_id, name=name, text=text, elapsed=time.monotonic() - self.started))

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nanohermes import sandbox
+from nanohermes import sandbox, withhold
 from nanohermes.budget import Limits
 from nanohermes.tools import ToolContext
 
@@ -328,8 +328,20 @@ def confinement_for(ctx: ToolContext, policy: str | None = None) -> sandbox.Conf
     from nanohermes.dirs import config_home
 
     roots = tuple(Path(os.path.expanduser(r)) for r in (*ctx.config.extra_write_roots, *cfg.writable_roots))
-    return sandbox.confinement(policy or ctx.sandbox, workspace=ctx.workspace, write_roots=roots, network=cfg.network,
-                               config_files=(config_home(), project_config_path(ctx.workspace)))
+    chosen = policy or ctx.sandbox
+    secrets = withheld_from(ctx) if chosen != "off" and ctx.withhold_secrets else None
+    return sandbox.confinement(chosen, workspace=ctx.workspace, write_roots=roots, network=cfg.network,
+                               config_files=(config_home(), project_config_path(ctx.workspace)),
+                               hidden=tuple(f for f in secrets.files if f[0] not in ctx.secrets_named) if secrets else (),
+                               unhidden=secrets.problem if secrets else "")
+
+
+def withheld_from(ctx: ToolContext) -> withhold.Secrets:
+    """The workspace's secret files, which a sandboxed command may not read."""
+    lim = ctx.limits
+    patterns = ctx.config.permissions.secret_files if ctx.secret_files is None else ctx.secret_files
+    return withhold.find(ctx.workspace, patterns, max_entries=lim.sandbox_secret_scan_entries,
+                         max_files=lim.sandbox_secret_files, max_secs=lim.sandbox_secret_scan_secs)
 
 
 async def spawn(argv: list[str], *, cwd: Path, env: dict[str, str], out_cap: int, err_cap: int,
@@ -468,6 +480,10 @@ def refusal_note(policy: str, refused: tuple[str, ...] | list[str]) -> str:
     """What the sandbox refused and what to do about it, for the model."""
     where = ("it may write only its temporary folder ($TMPDIR)" if policy == "read-only" else
              "it may write the workspace and $TMPDIR, but not .git/config, .git/hooks/ or .nanohermes/, and has no network")
+    if all(sandbox.SECRET_WITHHELD in r for r in refused):
+        return (f"note: the OS sandbox ({policy}) refused {', '.join(refused)}: this line ran sandboxed because no person "
+                "approved it, and the workspace's secret files are withheld from it (reads fail with \"Permission "
+                "denied\"). Reading one needs a person's approval at the prompt; otherwise do without it")
     return (f"note: the OS sandbox ({policy}) refused {', '.join(refused)}: this line ran sandboxed because no person "
             f"approved it, and {where}. Running it outside the sandbox needs a person's approval at the prompt; "
             "otherwise change the approach (write inside the workspace, or use the file tools)")

@@ -1,0 +1,267 @@
+"""The workspace's secret files, as the OS sandbox withholds them from unasked commands.
+
+Owns: the bounded look through the workspace for files whose names are on
+`permissions.secret_files` (git-ignored ones included: a `.env` usually is), and for links
+in it that name such a file (`cfg -> ../.env`, `key -> ~/.ssh/id_rsa`); and the per-folder
+cache that makes the look cheap from one command to the next.
+
+The cache keeps each folder's listing with the folder's inode and change time (ctime, which
+no `touch -d` can set back). A folder whose change time is unchanged is not listed again:
+adding, removing or renaming an entry changes it. A listing made within `_RACY_NS` of the
+folder's last change is not trusted the next time (a change in the same clock tick would
+not show). Links are resolved afresh on every look: where they lead can change elsewhere.
+Folders named `.git` are not looked into (git's store holds no named secrets), nor are
+linked folders (what is outside the workspace is not withheld).
+
+A file the workspace's repository tracks and git's own index records as unchanged (same
+size, modification time and inode, and older than the index) is not withheld: its content
+is in `.git/objects`, readable anyway, and withholding it would break `git status` and
+`git diff`. The index is read here, as data: no git process runs unconfined for it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import stat
+import struct
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_RACY_NS = 2_000_000_000
+
+
+@dataclass(frozen=True)
+class Secrets:
+    """What the look found: each secret file's real path with the (device, inode) it had,
+    and why the list may be incomplete ("" when it is not)."""
+
+    files: tuple[tuple[str, int, int], ...] = ()
+    problem: str = ""
+
+
+@dataclass
+class _Folder:
+    ident: tuple[int, int, int]  # (inode, ctime_ns, mtime_ns) when listed
+    listed_ns: int
+    entries: int
+    secrets: list[tuple[str, int, int]] = field(default_factory=list)  # name, device, inode
+    folders: list[str] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
+
+
+_cache: dict[tuple[str, tuple[str, ...]], dict[str, _Folder]] = {}
+_lock = threading.Lock()  # looks run in worker threads; the cache is shared
+
+
+def find(workspace: Path, patterns: tuple[str, ...] | list[str], *, max_entries: int, max_files: int,
+         max_secs: float) -> Secrets:
+    """The workspace's secret files, looking at no more than `max_entries` files and folders
+    for no longer than `max_secs`, and finding no more than `max_files`; past a bound the
+    files found so far, with the bound's note as `problem`."""
+    patterns = tuple(patterns)
+    if not patterns:
+        return Secrets()
+    root = os.path.realpath(workspace)
+    names = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
+    with _lock:
+        cache = _cache.setdefault((root, patterns), {})
+        found = _look(root, names, cache, max_entries=max_entries, max_files=max_files, max_secs=max_secs)
+        if not found.files:
+            return found
+        unchanged = _unchanged_tracked(root)
+        return Secrets(files=tuple(f for f in found.files if not unchanged(f[0])), problem=found.problem)
+
+
+def _look(root: str, names: re.Pattern[str], cache: dict[str, _Folder], *, max_entries: int, max_files: int,
+          max_secs: float) -> Secrets:
+    deadline = time.monotonic() + max_secs
+    found: dict[str, tuple[str, int, int]] = {}
+    seen = 0
+    todo = [root]
+    visited: set[str] = set()
+    problem = ""
+    while todo:
+        folder = todo.pop()
+        if time.monotonic() > deadline:
+            problem = (f"the look for secret files in the workspace took over {max_secs:g}s "
+                       "(limits.sandbox_secret_scan_secs)")
+            break
+        entry = _folder(folder, cache, names)
+        if entry is None:
+            continue
+        visited.add(folder)
+        seen += entry.entries
+        if seen > max_entries:
+            problem = (f"more than {max_entries} files and folders in the workspace to look through for secret "
+                       "files (limits.sandbox_secret_scan_entries)")
+            break
+        for name, dev, ino in entry.secrets:
+            path = os.path.join(folder, name)
+            found.setdefault(path, (path, dev, ino))
+        for name in entry.links:
+            if hit := _link_target(os.path.join(folder, name), name, names):
+                found.setdefault(hit[0], hit)
+        if len(found) > max_files:
+            problem = f"more than {max_files} secret files in the workspace (limits.sandbox_secret_files)"
+            break
+        todo += [os.path.join(folder, d) for d in entry.folders]
+    for gone in [f for f in cache if f not in visited] if not problem else ():
+        del cache[gone]  # folders no longer reached: a bound on the cache's size too
+    files = tuple(sorted(found.values()))[:max_files]
+    return Secrets(files=files, problem=problem)
+
+
+def _folder(folder: str, cache: dict[str, _Folder], names: re.Pattern[str]) -> _Folder | None:
+    """The folder's listing, from the cache while the folder is unchanged."""
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        cache.pop(folder, None)
+        return None
+    if not stat.S_ISDIR(st.st_mode):
+        cache.pop(folder, None)
+        return None
+    ident = (st.st_ino, st.st_ctime_ns, st.st_mtime_ns)
+    old = cache.get(folder)
+    if old is not None and old.ident == ident and old.listed_ns - max(st.st_ctime_ns, st.st_mtime_ns) > _RACY_NS:
+        return old
+    now = time.time_ns()
+    entry = _Folder(ident=ident, listed_ns=now, entries=0)
+    try:
+        with os.scandir(folder) as it:
+            for e in it:
+                entry.entries += 1
+                try:
+                    if e.is_symlink():
+                        entry.links.append(e.name)
+                    elif e.is_dir(follow_symlinks=False):
+                        if e.name != ".git":
+                            entry.folders.append(e.name)
+                    elif names.match(e.name) and e.is_file(follow_symlinks=False):
+                        s = e.stat(follow_symlinks=False)
+                        entry.secrets.append((e.name, s.st_dev, s.st_ino))
+                except OSError:
+                    continue  # gone while listed: the folder's change time has changed too
+    except OSError:
+        cache.pop(folder, None)
+        return None
+    cache[folder] = entry
+    return entry
+
+
+def _link_target(path: str, name: str, names: re.Pattern[str]) -> tuple[str, int, int] | None:
+    """The file a link leads to, when the link's name or the file's is on the list."""
+    real = os.path.realpath(path)
+    if not (names.match(name) or names.match(os.path.basename(real))):
+        return None
+    try:
+        s = os.stat(real)
+    except OSError:
+        return None
+    return (real, s.st_dev, s.st_ino) if stat.S_ISREG(s.st_mode) else None
+
+
+# -- files git already holds -----------------------------------------------------------------
+
+_index_cache: dict[str, tuple[tuple[int, int, int, int], dict[str, tuple[int, int, int, int]]]] = {}
+
+
+def _unchanged_tracked(root: str) -> Callable[[str], bool]:
+    """A test: is this real path a file the repository at `root` tracks, unchanged since git
+    recorded it? Only a repository whose `.git` is a folder of the workspace is read."""
+    index = os.path.join(root, ".git", "index")
+    try:
+        ist = os.stat(index)
+    except OSError:
+        return lambda path: False
+    ident = (ist.st_ino, ist.st_size, ist.st_mtime_ns, ist.st_ctime_ns)
+    cached = _index_cache.get(root)
+    if cached is None or cached[0] != ident:
+        cached = (ident, _read_index(index, _hash_size(os.path.join(root, ".git", "config"))))
+        _index_cache[root] = cached
+    entries = cached[1]
+
+    def unchanged(path: str) -> bool:
+        rel = os.path.relpath(path, root)
+        if rel.startswith(".."):
+            return False
+        rec = entries.get(rel.replace(os.sep, "/"))
+        if rec is None:
+            return False
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return False
+        # Racily clean (changed in the tick the index was written) counts as changed, as for git.
+        return rec == (st.st_mtime_ns, st.st_size, st.st_ino & 0xFFFFFFFF, 0) and st.st_mtime_ns < ist.st_mtime_ns
+
+    return unchanged
+
+
+def _hash_size(config: str) -> int:
+    try:
+        with open(config, encoding="utf-8", errors="replace") as f:
+            text = f.read(65536)
+    except OSError:
+        return 20
+    return 32 if re.search(r"^\s*objectformat\s*=\s*sha256\s*$", text, re.I | re.M) else 20
+
+
+def _read_index(path: str, hash_size: int) -> dict[str, tuple[int, int, int, int]]:
+    """path -> (mtime_ns, size, inode, 0) of each stage-0 entry of a git index (versions
+    2-4); {} for anything else (a split index, a bad file): then nothing is exempt."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return {}
+    if len(data) < 12 or data[:4] != b"DIRC":
+        return {}
+    version, count = struct.unpack(">II", data[4:12])
+    if version not in (2, 3, 4):
+        return {}
+    out: dict[str, tuple[int, int, int, int]] = {}
+    pos, prev = 12, b""
+    fixed = 40 + hash_size + 2
+    try:
+        for _ in range(count):
+            start = pos
+            (_, _, mt_s, mt_ns, _, ino, mode, _, _, size) = struct.unpack(">10I", data[pos:pos + 40])
+            (flags,) = struct.unpack(">H", data[pos + 40 + hash_size:pos + fixed])
+            pos += fixed
+            if version >= 3 and flags & 0x4000:
+                pos += 2
+            if version == 4:
+                strip, pos = _varint(data, pos)
+                end = data.index(b"\0", pos)
+                name = prev[:len(prev) - strip] + data[pos:end]
+                pos = end + 1
+            else:
+                end = data.index(b"\0", pos)
+                name = data[pos:end]
+                pos = start + ((pos - start + len(name) + 8) & ~7)
+            prev = name
+            if (flags >> 12) & 3 == 0 and stat.S_ISREG(mode):
+                out[os.fsdecode(name)] = (mt_s * 1_000_000_000 + mt_ns, size, ino, 0)
+    except (struct.error, ValueError, IndexError):
+        return {}
+    if data[pos:pos + 4] == b"link":  # a split index: most entries live in another file
+        return {}
+    return out
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """git's offset varint (index version 4)."""
+    c = data[pos]
+    pos += 1
+    value = c & 0x7F
+    while c & 0x80:
+        c = data[pos]
+        pos += 1
+        value = ((value + 1) << 7) | (c & 0x7F)
+    return value, pos

@@ -1,0 +1,231 @@
+"""Secret files withheld by the OS sandbox: a program that runs unasked (allowed by a rule, or
+under --yes) cannot read the workspace's secret files, nested, git-ignored or reached
+through a link; the bounds of the look fail closed. The real `nanohermes -p` process with
+the loopback fake model, the real kernel's sandbox, real git and real files."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nanohermes import sandbox, withhold
+from nanohermes.budget import Limits
+from nanohermes.config import Config
+from nanohermes.runtime import DENIED
+from nanohermes.testing import FakeServer, Reply, call, tool_reply
+from nanohermes.tools import ToolContext
+from nanohermes.tools.shell import RunCommand, RunCommandParams
+
+AVAIL = sandbox.probe()
+pytestmark = pytest.mark.skipif(not (AVAIL.landlock and AVAIL.namespaces),
+                                reason="needs Landlock and user namespaces")
+
+TOKEN = "tok-0123456789abcdef"
+WITHHELD = "a secret file the sandbox withholds (permissions.secret_files)"
+PYTHON = {"permissions": {"allow": ["run_command(python3 *)"]}}
+
+
+def read(path: str) -> str:
+    """A python3 line that prints a file, or the error it met. The path is spelled inside the
+    program, where no analysis of the command line can see it."""
+    return (f"python3 -c \"p = bytes.fromhex('{path.encode().hex()}').decode()\ntry: print(open(p).read())\n"
+            f"except OSError as e: print('ERR', e)\"")
+
+
+def results(server: FakeServer) -> list[str]:
+    messages = server.requests[-1]["messages"]
+    return [m["content"] for m in messages if m["role"] == "tool"]
+
+
+def run_lines(cli: Any, server: FakeServer, lines: list[str], *args: str,
+              config: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
+    server.add(tool_reply(*(call("run_command", {"command": line}) for line in lines)), Reply(text="done"))
+    r = cli("-p", "go", "--output-format", "json", *args, server=server, config=config if config is not None else PYTHON)
+    assert r.code == 0, r.err
+    got = results(server)
+    assert len(got) == len(lines), got
+    return json.loads(r.out), got
+
+
+@pytest.fixture
+def secrets(workspace: Path, tmp_path: Path) -> Path:
+    """A repository whose secret files are git-ignored, nested, and reached through links
+    (one named innocently, one leading out of the workspace to a key)."""
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    (workspace / ".gitignore").write_text(".env*\n*.pem\n")
+    (workspace / ".env").write_text(f"API_TOKEN={TOKEN}\n")
+    (workspace / "deep/er").mkdir(parents=True)
+    (workspace / "deep/er/.env.local").write_text(f"K={TOKEN}\n")
+    (workspace / "settings.txt").symlink_to(".env")
+    outside = tmp_path / "keys"
+    outside.mkdir()
+    (outside / "id_ed25519").write_text(f"KEY {TOKEN}\n")
+    (workspace / "deploy").symlink_to(outside / "id_ed25519")
+    (workspace / "notes.txt").write_text("plain\n")
+    return workspace
+
+
+# -- what a program allowed by a rule can read ------------------------------------------------
+
+def test_a_program_allowed_by_a_rule_cannot_read_secret_files(cli: Any, server: FakeServer, secrets: Path) -> None:
+    lines = [read(".env"), read("deep/er/.env.local"), read("settings.txt"), read("deploy"), read("notes.txt")]
+    out, got = run_lines(cli, server, lines)
+    for text in got:
+        assert TOKEN not in text
+    for text, shown in zip(got[:4], [".env", "deep/er/.env.local", "settings.txt", "deploy"], strict=True):
+        assert f"ERR [Errno 13] Permission denied: '{shown}'" in text, text
+        assert WITHHELD in text, text
+        assert "Reading one needs a person's approval at the prompt; otherwise do without it" in text
+    assert got[4].startswith("exit code: 0") and "plain" in got[4] and "note:" not in got[4]
+    # Asked to run it outside the sandbox, nobody could answer: the model learns it was withheld.
+    refused = [r["refused"] for r in out["sandbox_refusals"]]
+    assert [f"access to {secrets / '.env'}, {WITHHELD}"] in refused
+    assert [f"access to {secrets / 'deploy'}, {WITHHELD}"] in refused
+    assert (secrets / ".env").read_text() == f"API_TOKEN={TOKEN}\n"  # nothing changed outside the sandbox
+
+
+def test_yes_runs_programs_sandboxed_with_the_secret_files_withheld(cli: Any, server: FakeServer,
+                                                                  secrets: Path) -> None:
+    _, got = run_lines(cli, server, [read(".env"), "cat .env; echo rc=$?"], "--yes", config={})
+    assert all(TOKEN not in text for text in got), got
+    assert "Permission denied: '.env'" in got[0] and "cat: .env: Permission denied\n" in got[1]
+
+
+def test_the_cover_cannot_be_moved_unmounted_linked_or_looked_behind(cli: Any, server: FakeServer,
+                                                                    secrets: Path) -> None:
+    lines = ["mv .env moved; rm .env; ln .env hard; umount .env; echo x > .env; cat /proc/$PPID/cwd/.env; "
+             "unshare -Urm cat .env; cat .env; ls -l .env",
+             read(".env")]
+    _, got = run_lines(cli, server, lines, "--yes", config={})
+    assert all(TOKEN not in text for text in got), got
+    text = got[0]
+    assert "mv: cannot move '.env' to 'moved': Device or resource busy" in text
+    assert "ln: failed to create hard link 'hard' => '.env': Invalid cross-device link" in text
+    assert "----------" in text  # what the command sees: an empty file no one may read
+    assert not (secrets / "moved").exists() and not (secrets / "hard").exists()
+    assert (secrets / ".env").read_text() == f"API_TOKEN={TOKEN}\n"
+
+
+def test_a_line_a_rule_spells_out_reads_the_secret_it_names(cli: Any, server: FakeServer, secrets: Path) -> None:
+    """What an "always" to the secret-file question learns is consent to that exact line."""
+    _, got = run_lines(cli, server, ["cat .env"], config={"permissions": {"allow": ["run_command(cat .env)"]}})
+    assert got[0].startswith("exit code: 0") and "API_TOKEN=" in got[0]
+
+
+def test_a_built_in_read_only_command_keeps_the_files_it_names_and_loses_the_others(secrets: Path) -> None:
+    """The read-only level runs only built-in commands whose arguments were judged: a size or a
+    listing of a named secret file is fine there; a file reached any other way is withheld."""
+    ctx = ToolContext(workspace=secrets, limits=Limits(), config=Config(), sandbox="read-only",
+                      secrets_named=frozenset({str(secrets / ".env")}))
+    out = asyncio.run(RunCommand().run(RunCommandParams(command="wc -c .env; wc -c deep/er/.env.local"), ctx))
+    assert f"{len(f'API_TOKEN={TOKEN}') + 1} .env" in out
+    assert "wc: deep/er/.env.local: Permission denied" in out
+    assert ctx.sandbox_refusals == [f"access to {secrets / 'deep/er/.env.local'}, {WITHHELD}"]
+
+
+# -- what the look finds -----------------------------------------------------------------------
+
+def look(ws: Path, **limits: Any) -> withhold.Secrets:
+    lim = Limits(**limits)
+    return withhold.find(ws, Config().permissions.secret_files, max_entries=lim.sandbox_secret_scan_entries,
+                         max_files=lim.sandbox_secret_files, max_secs=lim.sandbox_secret_scan_secs)
+
+
+def test_the_look_sees_a_secret_moved_where_the_cache_trusted_an_old_listing(secrets: Path) -> None:
+    """A folder renamed and its parent's time set back (`touch -d`) would fool a cache keyed by
+    modification time; the change time cannot be set back."""
+    (secrets / "a/b").mkdir(parents=True)
+    time.sleep(2.1)  # old enough for their listings to be trusted the next time
+    first = {os.path.relpath(p, secrets) for p, _, _ in look(secrets).files}
+    assert first == {".env", "deep/er/.env.local", os.path.relpath(secrets.parent / "keys/id_ed25519", secrets)}
+    before = os.stat(secrets / "deep")
+    os.rename(secrets / "deep/er", secrets / "deep/moved")
+    os.utime(secrets / "deep", ns=(before.st_atime_ns, before.st_mtime_ns))
+    (secrets / "a/b/server.pem").write_text("k\n")
+    found = {os.path.relpath(p, secrets) for p, _, _ in look(secrets).files}
+    assert {"deep/moved/.env.local", "a/b/server.pem"} <= found and "deep/er/.env.local" not in found
+
+
+def test_a_tracked_secret_git_holds_unchanged_is_not_withheld(cli: Any, server: FakeServer, workspace: Path) -> None:
+    """Its content is in .git/objects anyway; withholding it would only break `git diff`.
+    Once changed, what it holds is no longer git's, and it is withheld."""
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    (workspace / "tests").mkdir()
+    (workspace / "tests/server.pem").write_text("fixture\n")
+    subprocess.run(["git", "-C", str(workspace), "add", "."], check=True)
+    subprocess.run(["git", "-C", str(workspace), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c"],
+                   check=True)
+    time.sleep(0.05)  # the file is older than the index git wrote after it
+    subprocess.run(["git", "-C", str(workspace), "update-index", "--refresh"], check=True, capture_output=True)
+    _, got = run_lines(cli, server, ["git diff --stat && echo CLEAN", read("tests/server.pem")], "--yes", config={})
+    assert "CLEAN" in got[0] and "fixture" in got[1], got
+    (workspace / "tests/server.pem").write_text(f"real key {TOKEN}\n")
+    _, got = run_lines(cli, server, [read("tests/server.pem")], "--yes", config={})
+    assert TOKEN not in got[0] and "Permission denied" in got[0]
+
+
+# -- the bounds fail closed --------------------------------------------------------------------
+
+@pytest.mark.parametrize(("limits", "note"), [
+    ({"sandbox_secret_scan_entries": 3},
+     "more than 3 files and folders in the workspace to look through for secret files "
+     "(limits.sandbox_secret_scan_entries)"),
+    ({"sandbox_secret_files": 2}, "more than 2 secret files in the workspace (limits.sandbox_secret_files)"),
+    ({"sandbox_secret_scan_secs": 0}, "the look for secret files in the workspace took over 0s "
+                                      "(limits.sandbox_secret_scan_secs)"),
+])
+def test_past_a_bound_a_program_is_asked_and_refused_with_nobody_to_ask(cli: Any, server: FakeServer, secrets: Path,
+                                                                        limits: dict[str, Any], note: str) -> None:
+    assert look(secrets, **limits).problem == note
+    config = {**PYTHON, "limits": limits}
+    out, got = run_lines(cli, server, [read("notes.txt")], config=config)
+    assert got == [DENIED]
+    reason = (f"needs approval ({note}, so the sandbox cannot withhold every secret file (permissions.secret_files) "
+              "from it; a yes runs it outside the sandbox)")
+    assert out["permission_denials"][0]["reason"] == reason
+    _, got = run_lines(cli, server, [read("notes.txt")], "--yes", config={"limits": limits})
+    assert got == [f"ERROR: {note}, so the sandbox cannot withhold every secret file (permissions.secret_files) from "
+                   "a command no person approved; raise the limit, or approve the command at the prompt; the command "
+                   "did not run. `nanohermes doctor` shows what the sandbox needs"]
+    # Built-in read-only commands still run: their arguments are checked for secret reads by name.
+    _, got = run_lines(cli, server, ["ls notes.txt"], config={"limits": limits})
+    assert got[0].startswith("exit code: 0"), got
+
+
+def test_more_secret_files_than_the_bound_are_counted_exactly(workspace: Path) -> None:
+    for i in range(5):
+        (workspace / f"k{i}.pem").write_text("k\n")
+    found = look(workspace, sandbox_secret_files=4)
+    assert found.problem == "more than 4 secret files in the workspace (limits.sandbox_secret_files)"
+    assert len(found.files) == 4
+    assert len(look(workspace, sandbox_secret_files=5).files) == 5 and not look(workspace).problem
+    entries = look(workspace, sandbox_secret_scan_entries=4)  # the five files of the workspace's one folder
+    assert entries.problem.startswith("more than 4 files and folders") and not look(
+        workspace, sandbox_secret_scan_entries=5).problem
+
+
+def test_a_secret_file_replaced_after_the_look_stops_the_command(secrets: Path) -> None:
+    """The cover goes on the file the look found, through its descriptor: a path swapped in
+    between (by a background task) stops the command rather than leave the new file open."""
+    found = look(secrets)
+    os.rename(secrets / ".env", secrets / ".env.old")
+    (secrets / ".env").write_text(f"NEW={TOKEN}\n")
+    conf = sandbox.confinement("workspace-write", workspace=secrets,
+                               hidden=tuple(f for f in found.files if f[0] == str(secrets / ".env")))
+    prepared = conf.prepare()
+    try:
+        r = subprocess.run(["cat", ".env"], cwd=secrets, preexec_fn=prepared.preexec, capture_output=True, text=True,
+                           env=prepared.env(dict(os.environ)))
+    except subprocess.SubprocessError as e:
+        assert "preexec" in str(e)
+    else:
+        raise AssertionError(f"ran: {r.stdout!r}")
+    finally:
+        prepared.cleanup()
