@@ -305,8 +305,14 @@ class Runtime:
         not from a line that reads one and was allowed by a rule spelling it out (what "always"
         to that question learns). Where they cannot all be withheld, a program is asked, and
         a yes runs it outside the sandbox; with nobody to ask, the command fails closed."""
+        from nanohermes.sandbox import probe
+        from nanohermes.tools.process import withheld_from
+
         if unattended(self.policy):
-            return verdict  # nobody to ask: the sandbox itself refuses what it cannot withhold
+            # Nobody to ask: the sandbox itself refuses what it cannot withhold. The look runs
+            # here, off the loop, so the tool's own (then cached) look costs only stats.
+            await asyncio.to_thread(withheld_from, ctx)
+            return verdict
         if target.secret_read or self._names_secret(target.subjects[0]):
             ctx.withhold_secrets = False
             return verdict
@@ -314,10 +320,8 @@ class Runtime:
             # Built-in read-only commands, whose arguments were judged: a secret file named as
             # one was allowed for what the command does with it (a size, a hash, a listing).
             ctx.secrets_named = self._named_paths(target)
+            await asyncio.to_thread(withheld_from, ctx)
             return verdict
-        from nanohermes.sandbox import probe
-        from nanohermes.tools.process import withheld_from
-
         found = await asyncio.to_thread(withheld_from, ctx)
         problem = found.problem or ("user namespaces are unavailable here" if found.files and not probe().namespaces
                                     else "")

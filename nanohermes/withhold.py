@@ -110,8 +110,9 @@ def _look(root: str, names: re.Pattern[str], cache: dict[str, _Folder], *, max_e
             problem = f"more than {max_files} secret files in the workspace (limits.sandbox_secret_files)"
             break
         todo += [os.path.join(folder, d) for d in entry.folders]
-    for gone in [f for f in cache if f not in visited] if not problem else ():
-        del cache[gone]  # folders no longer reached: a bound on the cache's size too
+    if not problem:  # a whole look: folders it no longer reached leave the cache (which stays bounded)
+        for gone in [f for f in cache if f not in visited]:
+            del cache[gone]
     files = tuple(sorted(found.values()))[:max_files]
     return Secrets(files=files, problem=problem)
 
