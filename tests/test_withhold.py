@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -109,6 +110,7 @@ def test_the_cover_cannot_be_moved_unmounted_linked_or_looked_behind(cli: Any, s
     assert "mv: cannot move '.env' to 'moved': Device or resource busy" in text
     assert "ln: failed to create hard link 'hard' => '.env': Invalid cross-device link" in text
     assert "----------" in text  # what the command sees: an empty file no one may read
+    assert re.search(r"cat: /proc/\d+/cwd/.env: Permission denied", text), text  # Landlock: no look into nanohermes
     assert not (secrets / "moved").exists() and not (secrets / "hard").exists()
     assert (secrets / ".env").read_text() == f"API_TOKEN={TOKEN}\n"
 
