@@ -709,17 +709,33 @@ def refusals(text: str, conf: Confinement, cwd: Path) -> list[str]:
                 continue
             path = Path(os.path.expanduser(raw))
             path = path if path.is_absolute() else cwd / path
-            if os.path.realpath(path) in hidden:
+            if hidden and _real(path) in hidden:
                 what = f"access to {os.path.normpath(path)}, {SECRET_WITHHELD}"
                 if what not in found:
                     found.append(what)
-            elif _sandbox_blocks(path, conf):
+            elif _blames(path, conf):
                 what = f"a write to {os.path.normpath(path)}"
                 if what not in found:
                     found.append(what)
     if not conf.network and _NET.search(text):
         found.append("a network connection (the sandbox has no network)")
     return found
+
+
+def _real(path: Path) -> str:
+    try:
+        return os.path.realpath(path)
+    except OSError:  # a path nanohermes may not look at
+        return ""
+
+
+def _blames(path: Path, conf: Confinement) -> bool:
+    """`_sandbox_blocks`, and no for a path nanohermes may not even look at (`/proc/1/root/x`):
+    a command's output must never turn its finished run into an error."""
+    try:
+        return _sandbox_blocks(path, conf)
+    except OSError:
+        return False
 
 
 def _sandbox_blocks(path: Path, conf: Confinement) -> bool:

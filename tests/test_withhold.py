@@ -231,3 +231,13 @@ def test_a_secret_file_replaced_after_the_look_stops_the_command(secrets: Path) 
         raise AssertionError(f"ran: {r.stdout!r}")
     finally:
         prepared.cleanup()
+
+
+def test_a_refusal_naming_a_path_nanohermes_may_not_look_at_leaves_the_result_whole(secrets: Path) -> None:
+    """Reading refusals out of the output looks at the paths it names; one it may not even
+    look at (`/proc/1/root`, closed to the command by Landlock) is no sandbox refusal, and
+    the finished command is reported as it ran, not as a shell that could not start."""
+    ctx = ToolContext(workspace=secrets, limits=Limits(), config=Config(), sandbox="read-only")
+    out = asyncio.run(RunCommand().run(RunCommandParams(command="cat /proc/1/root/etc/hostname; echo DONE"), ctx))
+    assert out.startswith("exit code: 0") and "DONE" in out
+    assert "cat: /proc/1/root/etc/hostname: Permission denied" in out
