@@ -14,14 +14,17 @@ Folders named `.git` are not looked into (git's store holds no named secrets), n
 linked folders (what is outside the workspace is not withheld).
 
 A file the workspace's repository tracks and git's own index records as unchanged (same
-size, modification time and inode, and older than the index) is not withheld: its content
-is in `.git/objects`, readable anyway, and withholding it would break `git status` and
-`git diff`. The index is read here, as data: no git process runs unconfined for it.
+size, modification time and inode, older than the index, and content whose blob id is the
+entry's) is not withheld: its content is in `.git/objects`, readable anyway, and withholding
+it would break `git status` and `git diff`. The id is what a forged index entry cannot
+match without knowing the content. The index is read here, as data: no git process runs
+unconfined for it.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import os
 import re
 import stat
@@ -169,7 +172,10 @@ def _link_target(path: str, name: str, names: re.Pattern[str]) -> tuple[str, int
 
 # -- files git already holds -----------------------------------------------------------------
 
-_index_cache: dict[str, tuple[tuple[int, int, int, int], dict[str, tuple[int, int, int, int]]]] = {}
+_Entry = tuple[int, int, int, bytes]  # an index entry's (mtime_ns, size, inode, object id)
+_index_cache: dict[str, tuple[tuple[int, int, int, int], dict[str, _Entry], int]] = {}
+# Files hashed once while unchanged: (path, inode, size, mtime_ns, ctime_ns) -> object id.
+_hashed: dict[tuple[str, int, int, int, int], bytes] = {}
 
 
 def _unchanged_tracked(root: str) -> Callable[[str], bool]:
@@ -183,9 +189,10 @@ def _unchanged_tracked(root: str) -> Callable[[str], bool]:
     ident = (ist.st_ino, ist.st_size, ist.st_mtime_ns, ist.st_ctime_ns)
     cached = _index_cache.get(root)
     if cached is None or cached[0] != ident:
-        cached = (ident, _read_index(index, _hash_size(os.path.join(root, ".git", "config"))))
+        size = _hash_size(os.path.join(root, ".git", "config"))
+        cached = (ident, _read_index(index, size), size)
         _index_cache[root] = cached
-    entries = cached[1]
+    entries, hash_size = cached[1], cached[2]
 
     def unchanged(path: str) -> bool:
         rel = os.path.relpath(path, root)
@@ -199,9 +206,32 @@ def _unchanged_tracked(root: str) -> Callable[[str], bool]:
         except OSError:
             return False
         # Racily clean (changed in the tick the index was written) counts as changed, as for git.
-        return rec == (st.st_mtime_ns, st.st_size, st.st_ino & 0xFFFFFFFF, 0) and st.st_mtime_ns < ist.st_mtime_ns
+        if rec[:3] != (st.st_mtime_ns, st.st_size, st.st_ino & 0xFFFFFFFF) or st.st_mtime_ns >= ist.st_mtime_ns:
+            return False
+        # The index is writable to a sandboxed command, and the times can be guessed: only the
+        # content's own id, which nobody can forge without knowing the content, clears it.
+        return _object_id(path, st, hash_size) == rec[3]
 
     return unchanged
+
+
+def _object_id(path: str, st: os.stat_result, hash_size: int) -> bytes:
+    """git's blob id of the file's content (sha1, or sha256 for such a repository)."""
+    key = (path, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if (known := _hashed.get(key)) is not None:
+        return known
+    h = hashlib.sha256() if hash_size == 32 else hashlib.sha1()
+    h.update(b"blob %d\0" % st.st_size)
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+    except OSError:
+        return b""
+    if len(_hashed) > 10_000:
+        _hashed.clear()
+    _hashed[key] = h.digest()
+    return _hashed[key]
 
 
 def _hash_size(config: str) -> int:
@@ -213,8 +243,8 @@ def _hash_size(config: str) -> int:
     return 32 if re.search(r"^\s*objectformat\s*=\s*sha256\s*$", text, re.I | re.M) else 20
 
 
-def _read_index(path: str, hash_size: int) -> dict[str, tuple[int, int, int, int]]:
-    """path -> (mtime_ns, size, inode, 0) of each stage-0 entry of a git index (versions
+def _read_index(path: str, hash_size: int) -> dict[str, _Entry]:
+    """path -> (mtime_ns, size, inode, object id) of each stage-0 entry of a git index (versions
     2-4); {} for anything else (a split index, a bad file): then nothing is exempt."""
     try:
         with open(path, "rb") as f:
@@ -226,7 +256,7 @@ def _read_index(path: str, hash_size: int) -> dict[str, tuple[int, int, int, int
     version, count = struct.unpack(">II", data[4:12])
     if version not in (2, 3, 4):
         return {}
-    out: dict[str, tuple[int, int, int, int]] = {}
+    out: dict[str, _Entry] = {}
     pos, prev = 12, b""
     fixed = 40 + hash_size + 2
     try:
@@ -248,7 +278,8 @@ def _read_index(path: str, hash_size: int) -> dict[str, tuple[int, int, int, int
                 pos = start + ((pos - start + len(name) + 8) & ~7)
             prev = name
             if (flags >> 12) & 3 == 0 and stat.S_ISREG(mode):
-                out[os.fsdecode(name)] = (mt_s * 1_000_000_000 + mt_ns, size, ino, 0)
+                oid = data[start + 40:start + 40 + hash_size]
+                out[os.fsdecode(name)] = (mt_s * 1_000_000_000 + mt_ns, size, ino, oid)
     except (struct.error, ValueError, IndexError):
         return {}
     if data[pos:pos + 4] == b"link":  # a split index: most entries live in another file

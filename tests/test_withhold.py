@@ -241,3 +241,21 @@ def test_a_refusal_naming_a_path_nanohermes_may_not_look_at_leaves_the_result_wh
     out = asyncio.run(RunCommand().run(RunCommandParams(command="cat /proc/1/root/etc/hostname; echo DONE"), ctx))
     assert out.startswith("exit code: 0") and "DONE" in out
     assert "cat: /proc/1/root/etc/hostname: Permission denied" in out
+
+
+def test_an_index_entry_forged_to_match_a_secret_files_times_does_not_uncover_it(workspace: Path) -> None:
+    """`.git/index` is writable to a sandboxed command, and a file's times may be guessed
+    (its folder's time often equals them): only the content's blob id clears a tracked file."""
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    (workspace / ".env").write_text(f"API_TOKEN={TOKEN}\n")
+    subprocess.run(["git", "-C", str(workspace), "add", ".env"], check=True)
+    time.sleep(0.05)
+    subprocess.run(["git", "-C", str(workspace), "update-index", "--refresh"], check=True, capture_output=True)
+    assert look(workspace).files == ()  # what git holds is no secret from a command that can read .git/objects
+    real = bytes.fromhex(subprocess.run(["git", "-C", str(workspace), "rev-parse", ":.env"], check=True,
+                                        capture_output=True, text=True).stdout.strip())
+    index = workspace / ".git/index"
+    data = index.read_bytes()
+    assert data.count(real) == 1
+    index.write_bytes(data.replace(real, bytes(20)))  # same times, size and inode; another content
+    assert [os.path.basename(p) for p, _, _ in look(workspace).files] == [".env"]
