@@ -25,10 +25,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from nanohermes import sandbox, withhold
+from nanohermes import sandbox
 from nanohermes.budget import Limits
 from nanohermes.tools import ToolContext
+
+if TYPE_CHECKING:
+    from nanohermes.withhold import Secrets
 
 # Called with (fd, chunk) for every chunk read from the command's stdout (1) or stderr (2).
 OnData = Callable[[int, bytes], None]
@@ -336,8 +340,10 @@ def confinement_for(ctx: ToolContext, policy: str | None = None) -> sandbox.Conf
                                unhidden=secrets.problem if secrets else "")
 
 
-def withheld_from(ctx: ToolContext) -> withhold.Secrets:
+def withheld_from(ctx: ToolContext) -> Secrets:
     """The workspace's secret files, which a sandboxed command may not read."""
+    from nanohermes import withhold  # here: only a sandboxed command needs the look
+
     lim = ctx.limits
     patterns = ctx.config.permissions.secret_files if ctx.secret_files is None else ctx.secret_files
     return withhold.find(ctx.workspace, patterns, max_entries=lim.sandbox_secret_scan_entries,
