@@ -9,7 +9,8 @@ line says so. Every refusal is listed in the result's `permission_denials`.
 
 A closed stdout (`| head -c1`) is no failure: the first write that meets it sends the rest of
 the output to /dev/null, stops the turn if it is still running (through the hook the caller
-set with `stop_turn_when_stdout_closes`), and the run ends with `OutputClosed`.
+set with `stop_turn_when_stdout_closes`; when stream-json's `init` line meets it, at the turn's
+next event, so that the session has taken the prompt), and the run ends with `OutputClosed`.
 """
 
 from __future__ import annotations
@@ -56,21 +57,23 @@ def _write_out(out: TextIO, text: str, *, last: bool = False) -> None:
     """Write and flush, quietly giving up once the reader has gone. `last`: nothing more
     would be written by this turn anyway, so it need not be stopped."""
     global _closed
-    if _closed:
-        return
-    try:
-        out.write(text)
-        out.flush()
-    except BrokenPipeError:
-        _closed = True
-        try:  # what is still buffered, and the interpreter's flush at exit, go nowhere instead of failing again
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, out.fileno())
-            os.close(devnull)
-        except (OSError, ValueError, AttributeError):
-            pass
-        if not last and _stop_turn is not None:
-            _stop_turn()
+    if not _closed:
+        try:
+            out.write(text)
+            out.flush()
+            return
+        except BrokenPipeError:
+            _closed = True
+            try:  # what is still buffered, and the interpreter's flush at exit, go nowhere instead of failing again
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, out.fileno())
+                os.close(devnull)
+            except (OSError, ValueError, AttributeError):
+                pass
+    if not last and _stop_turn is not None:
+        stop = _stop_turn
+        stop_turn_when_stdout_closes(None)  # asked once
+        stop()
 
 
 def ask_on_terminal(request: ApprovalRequest, out: TextIO) -> ApprovalReply:
@@ -263,8 +266,9 @@ class StreamJsonSink(Sink):
 
     def init_event(self, *, session_id: str | None, model: str, mode: str, tools: list[str],
                    workspace: str) -> None:
+        # Not a reason to stop yet: the prompt is not in the session until the turn takes it.
         self._line({"type": "init", "session_id": session_id, "model": model, "mode": mode, "tools": tools,
-                    "workspace": workspace})
+                    "workspace": workspace}, last=True)
 
     def finish(self, result: dict[str, Any]) -> None:
         self._line(result, last=True)
