@@ -27,6 +27,7 @@ import re
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -585,19 +586,30 @@ _cover_file: bytes = b""
 
 
 def _placeholder() -> bytes:
-    """An empty file no one may read or write (mode 0000), made once per process in a
-    private folder outside every writable root, and removed at exit."""
+    """An empty file no one may read or write (mode 0000), outside every writable root: one
+    per user, kept in a private folder of the system's temporary folder and made again if it
+    went missing, so no session leaves one behind. A folder of that name this user does not
+    own privately (another user's, a link) is not used: then a fresh one is made."""
     global _cover_file
     if _cover_file and os.path.exists(_cover_file):
         return _cover_file
-    import atexit
-
-    folder = Path(tempfile.mkdtemp(prefix="nanohermes-withheld-"))
+    folder = Path(tempfile.gettempdir()) / f"nanohermes-withheld-{os.geteuid()}"
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        folder = Path(tempfile.mkdtemp(prefix="nanohermes-withheld-"))
     path = folder / "secret"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0)
-    os.close(fd)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0)
+        os.close(fd)
+    except FileExistsError:
+        pst = os.lstat(path)
+        if not stat.S_ISREG(pst.st_mode) or pst.st_size or pst.st_uid != os.geteuid():
+            raise SandboxError(f"{path} is not the empty file the sandbox covers secret files with; remove it") from None
     os.chmod(path, 0)
-    atexit.register(shutil.rmtree, folder, True)
     _cover_file = os.fsencode(path)
     return _cover_file
 
