@@ -128,13 +128,35 @@ def _unsafe_heredoc_line(line: str) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class _Op:
+    """A control operator or separator: ; & && || | |& ( ) or a newline."""
+    text: str
+
+
+@dataclass(frozen=True)
+class _Redir:
+    """A redirection operator with its explicit descriptor; the target follows as a word."""
+    fd: str
+    op: str
+
+
+@dataclass(frozen=True)
+class _Eof:
+    """The end of the input."""
+
+
+# What the scanner hands the grammar; a word token is the `Word` itself.
+_Token = _Op | _Redir | Word | _Eof
+
+
 class _Scanner:
     def __init__(self, src: str) -> None:
         self.s = src
         self.i = 0
         self.commands: list[SimpleCommand] = []
         self.heredocs: list[tuple[str, bool, bool]] = []  # (delimiter, strip tabs, expands)
-        self.back: tuple[str, object] | None = None  # a token read ahead and given back
+        self.back: _Token | None = None  # a token read ahead and given back
 
     # -- characters --------------------------------------------------------------------
     def peek(self, n: int = 0) -> str:
@@ -158,37 +180,37 @@ class _Scanner:
                 return
 
     # -- tokens ------------------------------------------------------------------------
-    def token(self) -> tuple[str, object]:
-        """The next token: ("op", text) | ("redir", (fd, op)) | ("word", Word) | ("eof", None)."""
+    def token(self) -> _Token:
+        """The next token: an operator, a redirection, a word or the end."""
         if self.back is not None:
             tok, self.back = self.back, None
             return tok
         self.skip_blanks()
         c = self.peek()
         if c == "":
-            return ("eof", None)
+            return _Eof()
         if c == "\n":
             self.i += 1
             self.read_heredocs()
-            return ("op", "\n")
+            return _Op("\n")
         for op in ("&&", "||", ";;", ";&", "|&", "&>>", "&>"):
             if self.startswith(op):
                 self.i += len(op)
                 if op in (";;", ";&"):
                     raise ParseError("case statements are not analysed")
                 if op.startswith("&>"):
-                    return ("redir", ("", op))
-                return ("op", op)
+                    return _Redir("", op)
+                return _Op(op)
         if c in ";|&()":
             if c == "(" and self.peek(1) == "(":
                 raise ParseError("arithmetic commands (( )) are not analysed")
             self.i += 1
-            return ("op", c)
+            return _Op(c)
         m = re.compile(r"(\d*)(>>|>\||>&|>|<<<|<<-|<<|<&|<>|<)").match(self.s, self.i)
         if m and not (m.group(2) in ("<", ">") and self.peek(len(m.group(0))) == "(" and not m.group(1)):
             self.i = m.end()
-            return ("redir", (m.group(1), m.group(2)))
-        return ("word", self.word())
+            return _Redir(m.group(1), m.group(2))
+        return self.word()
 
     def word(self) -> Word:
         start = self.i
@@ -380,7 +402,7 @@ class _Scanner:
         outer, start = self.heredocs, self.i
         self.heredocs = []
         self.parse_list(stop=stop)
-        if self.token() != ("op", stop):
+        if self.token() != _Op(stop):
             raise ParseError(f"unbalanced {stop}")
         if self.heredocs:
             raise ParseError("a here-document opened inside ( ) or $( ) and ended after it is not analysed")
@@ -409,23 +431,23 @@ class _Scanner:
     def parse_list(self, stop: str) -> None:
         """Commands until `stop` (")" for a substitution, "" for the end of input)."""
         while True:
-            kind, value = self.token()
-            if kind == "eof":
+            tok = self.token()
+            if isinstance(tok, _Eof):
                 if stop:
                     raise ParseError(f"unbalanced {stop}")
                 return
-            if kind == "op" and value == ")":
+            if tok == _Op(")"):
                 if stop == ")":
-                    self.back = (kind, value)
+                    self.back = tok
                     return
                 raise ParseError("unexpected )")
-            if kind == "op" and value == "(":
+            if tok == _Op("("):
                 self.nested(")")
                 self.trailing_redirects()
                 continue
-            if kind == "op":
+            if isinstance(tok, _Op):
                 continue  # a separator: ; && || | & newline
-            self.back = (kind, value)
+            self.back = tok
             self.simple_command()
 
     def trailing_redirects(self) -> None:
@@ -433,16 +455,16 @@ class _Scanner:
         command of their own, so a write is still a write."""
         redirects: list[Redirect] = []
         while True:
-            kind, value = self.token()
-            if kind != "redir":
-                self.back = (kind, value)
+            tok = self.token()
+            if not isinstance(tok, _Redir):
+                self.back = tok
                 break
-            redirects.append(self.redirect(value))  # type: ignore[arg-type]  # a redir token's value is (fd, op)
+            redirects.append(self.redirect(tok))
         if redirects:
             self.commands.append(SimpleCommand((), (), tuple(redirects)))
 
-    def redirect(self, value: tuple[str, str]) -> Redirect:
-        fd, op = value
+    def redirect(self, tok: _Redir) -> Redirect:
+        fd, op = tok.fd, tok.op
         if op in ("<<", "<<-"):
             self.skip_blanks()
             delim = self.word()
@@ -452,28 +474,27 @@ class _Scanner:
             self.heredocs.append((delim.text, op == "<<-", not quoted))
             return Redirect(op, fd, None)
         self.skip_blanks()
-        kind, target = self.token()
-        if kind != "word":
+        target = self.token()
+        if not isinstance(target, Word):
             raise ParseError(f"redirection {fd}{op} without a target")
-        return Redirect(op, fd, target)  # type: ignore[arg-type]  # a word token's value is a Word
+        return Redirect(op, fd, target)
 
     def simple_command(self) -> None:
         words: list[Word] = []
         assigns: list[str] = []
         redirects: list[Redirect] = []
         while True:
-            kind, value = self.token()
-            if kind == "eof" or (kind == "op" and value != "("):
-                self.back = (kind, value)
+            w = self.token()
+            if isinstance(w, _Eof) or (isinstance(w, _Op) and w.text != "("):
+                self.back = w
                 break
-            if kind == "op":  # "(" after words: a function definition
+            if isinstance(w, _Op):  # "(" after words: a function definition
                 raise ParseError("function definitions are not analysed")
-            if kind == "redir":
+            if isinstance(w, _Redir):
                 if words and words[0].text == "[[":
                     raise ParseError("[[ ... ]] with < or > inside is not analysed")
-                redirects.append(self.redirect(value))  # type: ignore[arg-type]  # a redir token's value is (fd, op)
+                redirects.append(self.redirect(w))
                 continue
-            w: Word = value  # type: ignore[assignment]  # op, redir and eof were handled above
             if not words:
                 if not assigns and w.raw in _UNSUPPORTED:
                     raise ParseError(f"`{w.raw}` is not analysed")
@@ -505,18 +526,18 @@ class _Scanner:
 
     def for_header(self) -> None:
         """`for NAME in WORDS ;` — the words may hold substitutions (already collected)."""
-        kind, value = self.token()
-        if kind == "word" and isinstance(value, Word) and value.text in _SHELL_STATE_VARS:
-            raise ParseError(f"a for loop assigning {value.text} is not analysed")
-        self.back = (kind, value)
+        tok = self.token()
+        if isinstance(tok, Word) and tok.text in _SHELL_STATE_VARS:
+            raise ParseError(f"a for loop assigning {tok.text} is not analysed")
+        self.back = tok
         while True:
-            kind, value = self.token()
-            if kind == "eof":
+            tok = self.token()
+            if isinstance(tok, _Eof):
                 return
-            if kind == "op" and value in (";", "\n"):
+            if tok in (_Op(";"), _Op("\n")):
                 return
-            if kind != "word":
-                self.back = (kind, value)
+            if not isinstance(tok, Word):
+                self.back = tok
                 return
 
 
