@@ -35,8 +35,6 @@ from nanohermes.tools.files import (
     ListDir,
     ReadFile,
     WriteFile,
-    check_write_path,
-    is_protected_write,
     unified_diff,
 )
 from nanohermes.tools.patch import ApplyPatch, apply, parse
@@ -246,6 +244,11 @@ def test_protected_writes_follow_the_shared_policy(tmp_path: Path, workspace: Pa
     extra.mkdir()
     (workspace / "out").symlink_to(tmp_path)
     ctx = ctx_for(workspace, Config(extra_write_roots=[str(extra)]))
+
+    def is_protected_write(ctx: ToolContext, path: str) -> bool:  # what the runtime judges a write_file call on
+        tool = WriteFile()
+        return tool.target(tool.parse({"path": path, "content": ""}), ctx).protected
+
     assert not is_protected_write(ctx, "src/a.py")
     assert not is_protected_write(ctx, str(workspace / "a.py"))
     assert not is_protected_write(ctx, str(extra / "x.txt"))
@@ -276,14 +279,13 @@ def test_path_rules_see_the_real_workspace_relative_path(workspace: Path) -> Non
     assert call(rt, "write_file", {"path": "other.py", "content": "y"}) == "created other.py (1 bytes, 1 line)"
 
 
-def test_check_write_path_errors(workspace: Path) -> None:
-    ctx = ctx_for(workspace)
+def test_write_path_errors(workspace: Path) -> None:
     (workspace / "d").mkdir()
     (workspace / "file").write_text("")
-    with pytest.raises(ToolError, match=r"^d is a directory; give the path of a file inside it$"):
-        check_write_path(ctx, "d")
-    with pytest.raises(ToolError, match=r"^cannot write file/x\.txt: file is a file, not a directory; choose another path$"):
-        check_write_path(ctx, "file/x.txt")
+    assert error(WriteFile(), workspace, {"path": "d", "content": "x"}) == "d is a directory; give the path of a file inside it"
+    assert error(WriteFile(), workspace, {"path": "file/x.txt", "content": "x"}) == (
+        "cannot write file/x.txt: file is a file, not a directory; choose another path")
+    assert sorted(p.name for p in workspace.iterdir()) == ["d", "file"] and (workspace / "file").read_text() == ""
 
 
 # -- write_file ------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, ClassVar, TypeVar
 from pydantic import Field, model_validator
 
 from nanohermes.budget import Limits, clamp
-from nanohermes.pathrules import PathProblem, lexical, open_dir, open_exact, read_exact, resolve, swapped
+from nanohermes.pathrules import open_dir, open_exact, read_exact, swapped
 from nanohermes.permissions import Effect, SubjectKind
 from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError, ToolResult
 
@@ -33,26 +33,16 @@ from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, 
 # paths
 
 
-def resolve_path(ctx: ToolContext, path: str) -> Path:
-    """A model-given path as an absolute path to show and walk: relative ones are taken from
-    the workspace and `.`/`..` folded, unless folding `..` would name another file than the
-    kernel reaches (a `..` after a symlink): then the physical path, the one rules judged."""
-    if "\x00" in path:
-        raise ToolError(f"path {path!r} contains a NUL byte; pass a plain file path")
-    p = Path(os.path.expanduser(path))
+def shown_path(ctx: ToolContext, written: str, real: Path) -> str:
+    """How the model is told about `real`, the resolved path its call was judged on: as it
+    wrote it (relative to the workspace, `.`/`..` folded, links kept) when that spelling
+    still reaches `real`, else `real` itself (a `..` after a symlink, or a link changed
+    since the check). Only names; what is read or written is always `real`."""
+    p = Path(os.path.expanduser(written))
     if not p.is_absolute():
         p = ctx.workspace / p
-    physical = resolve(ctx.workspace, path)
-    return Path(os.path.normpath(p)) if lexical(ctx.workspace, path) == physical else physical
-
-
-def real_path(ctx: ToolContext, path: str) -> Path:
-    """The path with every symlink and `..` resolved the way the kernel walks it (a missing
-    tail is kept as written): `nanohermes.pathrules.resolve`, the resolver rules use."""
-    try:
-        return resolve(ctx.workspace, path)
-    except PathProblem as e:
-        raise ToolError(str(e)) from None
+    folded = Path(os.path.normpath(p))
+    return display_path(ctx, folded if Path(os.path.realpath(folded)) == real else real)
 
 
 def _workspace_real(ctx: ToolContext) -> Path:
@@ -71,20 +61,6 @@ def display_path(ctx: ToolContext, p: Path) -> str:
         except ValueError:
             continue
     return str(p)
-
-
-def is_protected_write(ctx: ToolContext, path: str) -> bool:
-    """Does writing `path` need a person's yes whatever the mode (see nanohermes.pathrules)?"""
-    from nanohermes.pathrules import protected_write
-
-    return protected_write(ctx.workspace, path, extra_roots=ctx.config.extra_write_roots)
-
-
-def check_write_path(ctx: ToolContext, path: str) -> Path:
-    """The real file a write to `path` lands on (through symlinks, so links stay links),
-    or a ToolError naming the path and what to do instead. The protected-path question is
-    the runtime's (asked before the tool runs), not this function's."""
-    return checked_write_target(ctx, real_path(ctx, path), display_path(ctx, resolve_path(ctx, path)))
 
 
 def checked_write_target(ctx: ToolContext, target: Path, shown: str) -> Path:
@@ -355,11 +331,11 @@ class ReadFileParams(Params):
     non_empty: ClassVar[dict[str, str]] = {"path": ""}
 
 
-def _stat_file(ctx: ToolContext, path: str, shown: str, tool: str, real: Path | None = None) -> os.stat_result:
+def _stat_file(shown: str, tool: str, real: Path) -> os.stat_result:
     """The file's stat, or a ToolError saying what it is instead. `real` (a resolved path) is
     looked at without following a final symlink: one there now was put after the check."""
     try:
-        st = os.stat(real, follow_symlinks=False) if real is not None else resolve_path(ctx, path).stat()
+        st = os.stat(real, follow_symlinks=False)
     except FileNotFoundError:
         hint = "use write_file to create it" if tool == "edit_file" else "check the path with list_dir or glob"
         raise ToolError(f"{shown} does not exist; {hint}") from None
@@ -423,8 +399,8 @@ class ReadFile(ReadOnlyTool[ReadFileParams]):
     def _read(self, args: ReadFileParams, ctx: ToolContext) -> str:
         lim = ctx.limits
         real = self.resolved(args, ctx).paths[0]  # the file the secret list and rules judged
-        shown = display_path(ctx, resolve_path(ctx, args.path))
-        st = _stat_file(ctx, args.path, shown, self.name, real)
+        shown = shown_path(ctx, args.path, real)
+        st = _stat_file(shown, self.name, real)
         try:
             f = os.fdopen(open_exact(real), "rb")
         except OSError as e:
@@ -576,8 +552,8 @@ class ListDir(ReadOnlyTool[ListDirParams]):
         return text
 
     def _list(self, args: ListDirParams, ctx: ToolContext) -> str:
-        p = resolve_path(ctx, args.path)
-        shown = display_path(ctx, p)
+        p = self.resolved(args, ctx).paths[0]  # the folder the rules judged
+        shown = shown_path(ctx, args.path, p)
         if not p.exists():
             raise ToolError(f"{shown} does not exist; list the parent directory to see what is there")
         if not p.is_dir():
@@ -692,9 +668,9 @@ def _load_text(ctx: ToolContext, path: str, tool: str, real: Path) -> tuple[Path
     """Read a whole existing text file for editing, refusing what cannot be edited safely.
     `real` is the resolved path the call was judged on; the bytes come back too, for the
     stale-file guard."""
-    shown = display_path(ctx, resolve_path(ctx, path))
+    shown = shown_path(ctx, path, real)
     target = checked_write_target(ctx, real, shown)
-    st = _stat_file(ctx, path, shown, tool, target)
+    st = _stat_file(shown, tool, target)
     if st.st_size > ctx.limits.edit_file_max_bytes:
         raise ToolError(f"{shown} is {st.st_size} bytes (> {ctx.limits.edit_file_max_bytes}); too big to edit in memory")
     try:
@@ -724,8 +700,9 @@ class WriteFile(_Writer[WriteFileParams]):
     params: ClassVar[type[Params]] = WriteFileParams
 
     def plan(self, args: WriteFileParams, ctx: ToolContext, *, guard: bool = True) -> Change:
-        shown = display_path(ctx, resolve_path(ctx, args.path))
-        target = checked_write_target(ctx, self.resolved(args, ctx).paths[0], shown)
+        real = self.resolved(args, ctx).paths[0]  # the file the rules judged
+        shown = shown_path(ctx, args.path, real)
+        target = checked_write_target(ctx, real, shown)
         old: TextFile | None = None
         mode: int | None = None
         if target.exists():

@@ -8,7 +8,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from nanohermes.tools import Params, ReadOnlyTool, ToolContext, ToolError
-from nanohermes.tools.files import display_path, resolve_path
+from nanohermes.tools.files import shown_path
 from nanohermes.tools.search.globs import compile_glob
 from nanohermes.tools.search.grep import _prefix, _safe, walk_note
 from nanohermes.tools.search.ripgrep import AUTO, RipgrepFailed, find_ripgrep, walk_ripgrep
@@ -46,8 +46,8 @@ class Glob(ReadOnlyTool[GlobParams]):
 
     async def run(self, args: GlobParams, ctx: ToolContext) -> str:
         rx = compile_glob(args.pattern)
-        root = resolve_path(ctx, args.path or ".")
-        shown = display_path(ctx, root)
+        root = self.resolved(args, ctx).paths[0]  # the folder (or file) the rules judged
+        shown = shown_path(ctx, args.path or ".", root)
         if not root.exists():
             raise ToolError(f"{shown} does not exist; check the path with list_dir")
         if not root.is_dir():

@@ -15,7 +15,7 @@ from pydantic import Field
 from nanohermes.budget import KiB, MiB, Limits
 from nanohermes.permissions import is_secret
 from nanohermes.tools import Params, ReadOnlyTool, ToolContext, ToolError
-from nanohermes.tools.files import display_path, resolve_path
+from nanohermes.tools.files import shown_path
 from nanohermes.tools.search.globs import compile_glob
 from nanohermes.tools.search.ripgrep import AUTO, RipgrepFailed, _prefilter, _rg, _rg_common, _rg_paths, _rg_stats, \
     find_ripgrep, walk_ripgrep
@@ -93,8 +93,8 @@ class Grep(ReadOnlyTool[GrepParams]):
 
     async def run(self, args: GrepParams, ctx: ToolContext) -> str:
         matcher = Matcher.build(args.pattern, args.regex, args.case_insensitive)
-        root = resolve_path(ctx, args.path or ".")
-        shown = display_path(ctx, root)
+        root = self.resolved(args, ctx).paths[0]  # the folder (or file) the rules judged
+        shown = shown_path(ctx, args.path or ".", root)
         keep = include_filter(args.include, shown)  # a bad glob fails here, before any I/O
         if not root.exists():
             raise ToolError(f"{shown} does not exist; check the path with list_dir or glob")
