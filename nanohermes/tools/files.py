@@ -49,10 +49,6 @@ def _workspace_real(ctx: ToolContext) -> Path:
     return Path(os.path.realpath(ctx.workspace))
 
 
-def _inside(p: Path, root: Path) -> bool:
-    return p == root or root in p.parents
-
-
 def display_path(ctx: ToolContext, p: Path) -> str:
     """Workspace-relative when inside it (lexically or once symlinks are resolved)."""
     for root in (ctx.workspace, _workspace_real(ctx)):
