@@ -21,8 +21,10 @@ import glob as globlib
 import itertools
 import os
 import re
+import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -147,19 +149,23 @@ def compute_target(kind: SubjectKind, effect: Effect, raw: list[str], workspace:
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_O_PATH = getattr(os, "O_PATH", 0)  # Linux: a descriptor that only names a file
 
 
-def open_dir(real: Path, *, create: bool = False) -> int:
+def open_dir(real: Path, *, create: bool = False, path_only: bool = False) -> int:
     """A descriptor of the folder `real`, walked from / one component at a time without
     following any symlink (each folder is looked at once, so a link swapped in after the
-    check cannot redirect the walk). With `create`, missing folders are made on the way."""
+    check cannot redirect the walk). With `create`, missing folders are made on the way.
+    `path_only`: where the system has them, descriptors that only name the folders (O_PATH),
+    which need no read permission on them."""
     if not real.is_absolute():
         raise PathProblem(f"{real} is not an absolute path")
-    fd = os.open("/", _DIR_FLAGS)
+    flags = _DIR_FLAGS | (_O_PATH if path_only else 0)
+    fd = os.open("/", flags)
     try:
         for part in real.parts[1:]:
             try:
-                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                nxt = os.open(part, flags, dir_fd=fd)
             except FileNotFoundError:
                 if not create:
                     raise
@@ -167,7 +173,7 @@ def open_dir(real: Path, *, create: bool = False) -> int:
                     os.mkdir(part, 0o777, dir_fd=fd)
                 except FileExistsError:
                     pass
-                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                nxt = os.open(part, flags, dir_fd=fd)
             os.close(fd)
             fd = nxt
     except BaseException:
@@ -204,6 +210,39 @@ def unlink_exact(real: Path) -> None:
 def swapped(e: OSError) -> bool:
     """Did an open fail because a symlink stood where the judged path had none?"""
     return e.errno in (errno.ELOOP, errno.ENOTDIR)
+
+
+@contextmanager
+def held(real: Path) -> Iterator[tuple[Path, os.stat_result]]:
+    """`real` (already resolved: a folder or a file) opened without following any symlink
+    and kept open while the block runs, for walkers and processes that take paths. Yields a
+    path naming what was opened and its stat. Where the system names descriptors
+    (`/proc/<pid>/fd/<n>`, Linux) the path is that name, so a link swapped into `real` after
+    the check redirects nothing; elsewhere it is `real`, found link-free just now. On Linux
+    the descriptor is an O_PATH one: it needs no more permission than walking the path does
+    and never blocks on a FIFO. OSError as the opens raise (`swapped(e)`: a link appeared)."""
+    flags = (_O_PATH or (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))) | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    if real.parent == real:
+        fd = os.open(real, flags)
+    else:
+        dfd = open_dir(real.parent, path_only=True)
+        try:
+            fd = os.open(real.name, flags, dir_fd=dfd)
+        finally:
+            os.close(dfd)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISLNK(st.st_mode):  # O_PATH with O_NOFOLLOW opens a link itself
+            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(real))
+        by_fd = Path(f"/proc/{os.getpid()}/fd/{fd}")
+        try:
+            named: os.stat_result | None = os.stat(by_fd)
+        except OSError:
+            named = None
+        same = named is not None and (named.st_dev, named.st_ino) == (st.st_dev, st.st_ino)
+        yield (by_fd if same else real), st
+    finally:
+        os.close(fd)
 
 
 def protected_write(workspace: Path, path: str, *, cwd: Path | None = None,

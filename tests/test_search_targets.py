@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,49 @@ def test_outside_the_runtime_the_tools_resolve_as_the_runtime_does(linked: Path,
                                  (ListDir(), {"path": "l/../t"}, "f.txt  17")):
         out = asyncio.run(tool.run(tool.parse(args), ctx))
         assert (out.text if isinstance(out, ToolResult) else out) == expected == run(rt, tool.name, **args)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_symlink_swapped_into_the_judged_path_is_not_followed(linked: Path, tmp_path: Path,
+                                                               backend: str | None) -> None:
+    """`sub` is a folder when judged; while the person is asked it becomes a link to a folder
+    outside. The search refuses instead of walking where the link now points."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f.txt").write_text("needle outside\n")
+
+    class SwapWhileAsking(RecordingUI):
+        async def confirm(self, request: ApprovalRequest) -> object:  # type: ignore[override]  # answers like the base
+            (linked / "sub" / "f.txt").unlink()
+            (linked / "sub").rmdir()
+            (linked / "sub").symlink_to(outside)
+            return await super().confirm(request)
+
+    tools: list[Tool] = [Grep(ripgrep=backend), Glob(ripgrep=backend), ListDir()]
+    for name, args, verb in (("grep", {"pattern": "needle"}, "search"), ("glob", {"pattern": "*.txt"}, "search"),
+                             ("list_dir", {}, "list")):
+        if (linked / "sub").is_symlink():
+            (linked / "sub").unlink()
+        (linked / "sub").mkdir()
+        (linked / "sub" / "f.txt").write_text("needle inside\n")
+        ui = SwapWhileAsking(answers=["yes"])
+        rt = runtime(linked, ui, Policy(ask=(R(f"{name}(sub)"),)), tools)
+        assert run(rt, name, path="sub", **args) == (
+            f"ERROR: cannot {verb} sub: a symlink appeared in its path after it was checked; {verb} it again")
+        assert len(ui.of(ApprovalRequest)) == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_grep_of_a_file_named_through_a_link_shows_the_name_it_was_given(workspace: Path, backend: str | None) -> None:
+    (workspace / "real.txt").write_text("needle\n")
+    (workspace / "alias.txt").symlink_to("real.txt")
+    rt = runtime(workspace, RecordingUI(), Policy(), [Grep(ripgrep=backend)])
+    assert run(rt, "grep", pattern="needle", path="alias.txt") == "alias.txt:1:needle"
+    assert run(rt, "grep", pattern="needle", path="./real.txt") == "real.txt:1:needle"
+
+
+def test_grep_of_a_fifo_does_not_wait_for_a_writer(workspace: Path) -> None:
+    os.mkfifo(workspace / "pipe")
+    rt = runtime(workspace, RecordingUI(), Policy(), [Grep(ripgrep=None), ListDir()])
+    assert run(rt, "grep", pattern="needle", path="pipe") == "no matches for literal 'needle' in pipe (0 files searched)"
+    assert run(rt, "list_dir", path="pipe") == "ERROR: pipe is not a directory; use read_file to read it"

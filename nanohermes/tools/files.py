@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, ClassVar, TypeVar
 from pydantic import Field, model_validator
 
 from nanohermes.budget import Limits, clamp
-from nanohermes.pathrules import open_dir, open_exact, read_exact, swapped
+from nanohermes.pathrules import held, open_dir, open_exact, read_exact, swapped
 from nanohermes.permissions import Effect, SubjectKind
 from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError, ToolResult
 
@@ -555,10 +555,18 @@ class ListDir(ReadOnlyTool[ListDirParams]):
         if not p.is_dir():
             raise ToolError(f"{shown} is not a directory; use read_file to read it")
         try:
-            with os.scandir(p) as it:
-                entries = list(it)
+            with held(p) as (where, _):  # the folder judged, even if relinked since; held while its entries are read
+                return self._rows(where, shown, ctx)
         except OSError as e:
+            if swapped(e):
+                raise ToolError(f"cannot list {shown}: a symlink appeared in its path after it was checked; "
+                                "list it again") from None
             raise ToolError(f"cannot list {shown}: {e.strerror}; check its permissions") from None
+
+    @staticmethod
+    def _rows(where: Path, shown: str, ctx: ToolContext) -> str:
+        with os.scandir(where) as it:
+            entries = list(it)
 
         def is_dir(e: os.DirEntry[str]) -> bool:
             try:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 from pydantic import Field
 
+from nanohermes.pathrules import held, swapped
 from nanohermes.tools import Params, ReadOnlyTool, ToolContext, ToolError
 from nanohermes.tools.files import shown_path
 from nanohermes.tools.search.globs import compile_glob
@@ -44,6 +46,17 @@ class Glob(ReadOnlyTool[GlobParams]):
     def output_limit(self) -> str:
         return "glob_results paths, grep_max_files files"
 
+    async def _walk(self, root: Path, ctx: ToolContext) -> Walk:
+        lim = ctx.limits
+        dirs = ignore_dir_names(ctx.config)
+        rg = find_ripgrep() if self.ripgrep == AUTO else self.ripgrep
+        if rg is not None:
+            try:
+                return await walk_ripgrep(rg, root, dirs, lim.grep_max_files)
+            except RipgrepFailed:
+                pass
+        return await self.in_thread(walk_python, root, dirs, lim.grep_max_files)
+
     async def run(self, args: GlobParams, ctx: ToolContext) -> str:
         rx = compile_glob(args.pattern)
         root = self.resolved(args, ctx).paths[0]  # the folder (or file) the rules judged
@@ -52,17 +65,15 @@ class Glob(ReadOnlyTool[GlobParams]):
             raise ToolError(f"{shown} does not exist; check the path with list_dir")
         if not root.is_dir():
             raise ToolError(f"{shown} is a file, not a directory; pass its folder as path")
+        try:
+            with held(root) as (where, _):  # walked through `where`: what was judged, even if relinked since
+                walk = await self._walk(where, ctx)
+        except OSError as e:  # from opening the root; the walk itself skips what it cannot read
+            if swapped(e):
+                raise ToolError(f"cannot search {shown}: a symlink appeared in its path after it was checked; "
+                                "search it again") from None
+            raise ToolError(f"cannot search {shown}: {e.strerror}; check its permissions") from None
         lim = ctx.limits
-        dirs = ignore_dir_names(ctx.config)
-        rg = find_ripgrep() if self.ripgrep == AUTO else self.ripgrep
-        walk: Walk | None = None
-        if rg is not None:
-            try:
-                walk = await walk_ripgrep(rg, root, dirs, lim.grep_max_files)
-            except RipgrepFailed:
-                walk = None
-        if walk is None:
-            walk = await self.in_thread(walk_python, root, dirs, lim.grep_max_files)
         match = rx.fullmatch
         last = args.pattern.rsplit("/", 1)[-1]
         if last.startswith("*") and last != "*" and not any(c in last[1:] for c in "*?[\\"):

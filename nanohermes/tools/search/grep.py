@@ -4,7 +4,9 @@ files held back, paths on one line)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +15,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from nanohermes.budget import KiB, MiB, Limits
+from nanohermes.pathrules import held, swapped
 from nanohermes.permissions import is_secret
 from nanohermes.tools import Params, ReadOnlyTool, ToolContext, ToolError
 from nanohermes.tools.files import shown_path
@@ -98,10 +101,22 @@ class Grep(ReadOnlyTool[GrepParams]):
         keep = include_filter(args.include, shown)  # a bad glob fails here, before any I/O
         if not root.exists():
             raise ToolError(f"{shown} does not exist; check the path with list_dir or glob")
+        try:
+            with held(root) as (where, st):  # searched through `where`: what was judged, even if relinked since
+                return await self._search(args, ctx, matcher, where, st, shown, keep)
+        except OSError as e:  # from opening the root; the search itself reports what it could not read
+            if swapped(e):
+                raise ToolError(f"cannot search {shown}: a symlink appeared in its path after it was checked; "
+                                "search it again") from None
+            raise ToolError(f"cannot search {shown}: {e.strerror}; check its permissions") from None
+
+    async def _search(self, args: GrepParams, ctx: ToolContext, matcher: Matcher, root: Path, st: os.stat_result,
+                      shown: str, keep: Callable[[str], bool]) -> str:
         lim = ctx.limits
-        if root.is_file():
+        if stat.S_ISREG(st.st_mode):
             res = await self.in_thread(scan, root.parent, [root.name], matcher, lim, False)
-            return _format_grep(args, ctx, shown[: len(shown) - len(root.name)], shown, res, False, searched_dir=False)
+            res.hits = [(shown, lineno, line) for _, lineno, line in res.hits]  # named as the call named it
+            return _format_grep(args, ctx, "", shown, res, False, searched_dir=False)
         dirs = ignore_dir_names(ctx.config)
         rg = self._binary()
         if rg is not None:
