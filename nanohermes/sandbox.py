@@ -436,10 +436,15 @@ class Confinement:
 
 # What `git init`, `git remote add` and a first push or commit write to a new repository's
 # config: none of it names a program git would run.
-_SAFE_NEW_KEYS = re.compile(
+_SAFE_NEW_KEYS = (
     r"(core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|precomposeunicode|symlinks|autocrlf"
     r"|eol|safecrlf)|extensions\.(objectformat|refstorage)|init\.defaultbranch|user\.(name|email)"
     r"|remote\.[^\n]+\.(url|fetch|pushurl)|branch\.[^\n]+\.(remote|merge|rebase)|pull\.rebase|push\.default)")
+
+
+@functools.cache  # compiled for the first repository a command makes, not at import
+def _safe_new_keys() -> re.Pattern[str]:
+    return re.compile(_SAFE_NEW_KEYS)
 
 
 def _safe_new_repo(dot_git: Path) -> bool:
@@ -468,7 +473,7 @@ def _safe_new_repo(dot_git: Path) -> bool:
     if r.returncode != 0:
         return False
     names = [n for n in r.stdout.decode("utf-8", "replace").split("\0") if n]
-    return all(_SAFE_NEW_KEYS.fullmatch(n.lower()) for n in names)
+    return all(_safe_new_keys().fullmatch(n.lower()) for n in names)
 
 
 def _dedupe(paths: list[Path]) -> list[Path]:
@@ -711,16 +716,21 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
 # -- refusals ------------------------------------------------------------------------------
 
 _DENIED = r"(?:Permission denied|Read-only file system|Operation not permitted)"
-_PATH_PATTERNS = [
-    re.compile(r"['‘`\"]([^'’`\"\n]+)['’`\"]:? " + _DENIED),  # touch: cannot touch 'x': Permission denied
-    re.compile(_DENIED + r"\]?:? ['‘\"]([^'’\"\n]+)['’\"]"),  # PermissionError: [Errno 13] Permission denied: 'x'
-    re.compile(r"(?:^|\s)(/?[\w.~+@%/-][^\s:'\"]*): " + _DENIED, re.M),  # bash: x: Permission denied
-    re.compile(r"['‘`\"]([^'’`\"\n]+)['’`\"] for (?:reading|writing): " + _DENIED),  # cp: cannot open 'x' for reading: ...
-]
-_NET = re.compile(r"Network is unreachable|Could not resolve host|Temporary failure in name resolution|"
-                  r"Name or service not known|(?:connect|bind)[^\n]{0,80}(?:Permission denied|EACCES)|"
-                  r"\.(?:connect|bind)\([^\n]*\)\s*\n(?:.*\n)?.*(?:Errno 13|EACCES)|"
-                  r"(?:Errno 13|EACCES)[^\n]{0,40}(?:connect|socket)", re.I)
+_NET = (r"Network is unreachable|Could not resolve host|Temporary failure in name resolution|"
+        r"Name or service not known|(?:connect|bind)[^\n]{0,80}(?:Permission denied|EACCES)|"
+        r"\.(?:connect|bind)\([^\n]*\)\s*\n(?:.*\n)?.*(?:Errno 13|EACCES)|"
+        r"(?:Errno 13|EACCES)[^\n]{0,40}(?:connect|socket)")
+
+
+@functools.cache  # compiled when the first command's output is read, not at import
+def _refusal_patterns() -> tuple[list[re.Pattern[str]], re.Pattern[str]]:
+    paths = [
+        re.compile(r"['‘`\"]([^'’`\"\n]+)['’`\"]:? " + _DENIED),  # touch: cannot touch 'x': Permission denied
+        re.compile(_DENIED + r"\]?:? ['‘\"]([^'’\"\n]+)['’\"]"),  # PermissionError: [Errno 13] Permission denied: 'x'
+        re.compile(r"(?:^|\s)(/?[\w.~+@%/-][^\s:'\"]*): " + _DENIED, re.M),  # bash: x: Permission denied
+        re.compile(r"['‘`\"]([^'’`\"\n]+)['’`\"] for (?:reading|writing): " + _DENIED),  # cp: cannot open 'x' for reading: ...
+    ]
+    return paths, re.compile(_NET, re.I)
 
 
 SECRET_WITHHELD = "a secret file the sandbox withholds (permissions.secret_files)"
@@ -736,7 +746,8 @@ def refusals(text: str, conf: Confinement, cwd: Path) -> list[str]:
         return []
     found: list[str] = []
     hidden = {p for p, _, _ in conf.hidden} if conf.namespaces else set()
-    for pattern in _PATH_PATTERNS:
+    path_patterns, net = _refusal_patterns()
+    for pattern in path_patterns:
         for m in pattern.finditer(text):
             raw = m.group(1).strip()
             if not raw or len(raw) > 4096:
@@ -751,7 +762,7 @@ def refusals(text: str, conf: Confinement, cwd: Path) -> list[str]:
                 what = f"a write to {os.path.normpath(path)}"
                 if what not in found:
                     found.append(what)
-    if not conf.network and _NET.search(text):
+    if not conf.network and net.search(text):
         found.append("a network connection (the sandbox has no network)")
     return found
 
