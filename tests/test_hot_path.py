@@ -1,6 +1,6 @@
 """The one-shot path stays lean: a `-p` turn loads neither the SDK nor the REPL's libraries
-(nor ctypes, which only confining a command needs), and options it does not know still get
-typer's exact errors."""
+(nor ctypes or sqlite3, which only a confined command or the memory store needs), and options
+it does not know still get typer's exact errors."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def report():
     import gc
 
     heavy = [m for m in ("openai", "typer", "rich", "prompt_toolkit", "click", "pygments", "mcp",
-                         "nanohermes.llm.responses", "httpx._main", "ctypes")
+                         "nanohermes.llm.responses", "httpx._main", "ctypes", "sqlite3")
              if m in sys.modules and getattr(sys.modules[m], "__file__", None)]
     print("loaded", heavy, file=sys.stderr)
     print("collector", "on" if gc.isenabled() else "off", file=sys.stderr)
