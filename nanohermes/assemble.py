@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -204,7 +204,7 @@ def parse_rules(texts: list[str], where: str, warnings: list[str],
 
 def build_policy(config: Config, warnings: list[str]) -> Policy:
     p = config.permissions
-    policy = Policy(
+    return Policy(
         mode=config.permission_mode,
         auto_approve=config.auto_approve,
         allowed_tools=tuple(config.allowed_tools),
@@ -213,16 +213,18 @@ def build_policy(config: Config, warnings: list[str]) -> Policy:
         ask=parse_rules(p.ask, "permissions.ask", warnings, lambda t: p.origin("ask", t)),
         deny=parse_rules(p.deny, "permissions.deny", warnings, lambda t: p.origin("deny", t)),
         secret_files=tuple(p.secret_files),
-    )
-    if hasattr(policy, "sandboxed"):
         # Whether commands that run unasked are confined here: without Landlock, or with the
         # sandbox turned off, the analysis would again be all that stands between the model
-        # and the machine, so the permission layer lets far less run without asking.
-        from nanohermes.sandbox import probe
+        # and the machine, so the permission layer lets far less run without asking. Probing
+        # starts processes: it waits for the first command a decision weighs.
+        sandboxed=False if config.sandbox.mode == "off" else _landlock_works,
+    )
 
-        changes: dict[str, Any] = {"sandboxed": config.sandbox.mode != "off" and probe().landlock}
-        policy = replace(policy, **changes)
-    return policy
+
+def _landlock_works() -> bool:
+    from nanohermes.sandbox import probe  # ctypes and the probe's processes, for commands only
+
+    return probe().landlock
 
 
 def assemble_pool(builtins: list[Tool], *extra_groups: list[Tool]) -> list[Tool]:

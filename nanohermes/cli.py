@@ -33,6 +33,12 @@ def main() -> None:
     if sys.stdin.isatty() and sys.stdout.isatty() and _opens_repl(argv):
         _repl_first(argv, first)
     if first is None and (launch := _quick_launch(argv)) is not None:
+        # A start-up only adds objects that live as long as the run (modules, classes, the
+        # agent): the cyclic collector would scan them again and again while they load, for
+        # nothing. It is switched back on when the turn begins (`_headless`).
+        import gc
+
+        gc.disable()
         _leave(run(launch))
     _make_app(first_prompt=first)(args=argv, prog_name="nanohermes")
 
@@ -555,6 +561,10 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
 
     failed = False  # by a run-ending error, or a prompt a hook blocked
     try:
+        import gc
+
+        gc.freeze()  # what the start-up built stays; later collections skip it
+        gc.enable()
         result = asyncio.run(_one_turn(built, prompt, started))
     except asyncio.CancelledError:  # SIGTERM or SIGHUP, turned into a clean exit
         finish("", "interrupted")

@@ -635,8 +635,16 @@ def _construct(model: type[_Section], values: dict[str, Any]) -> Any:
     kw = dict(values)
     for name, f in model.model_fields.items():
         factory = f.default_factory
-        if name not in kw and isinstance(factory, type) and issubclass(factory, _Section):
+        if name in kw or factory is None:
+            continue
+        if isinstance(factory, type) and issubclass(factory, _Section):
             kw[name] = _construct(factory, {})
+        else:
+            # Called here rather than by `model_construct`, which first asks `inspect.signature`
+            # whether the factory wants the validated data: for a builtin such as `list` that
+            # parses its text signature with `tokenize`, a cost every start would pay. Every
+            # factory `_d` declares takes no argument.
+            kw[name] = factory()  # type: ignore[call-arg]  # pydantic's type allows one taking the data; ours never do
     return model.model_construct(_fields_set=set(values), **kw)
 
 

@@ -19,7 +19,6 @@ interpreter per command.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import functools
 import os
@@ -62,35 +61,52 @@ _MS_BIND, _MS_REC, _MS_PRIVATE = 4096, 16384, 1 << 18
 _SYS_MOUNT_SETATTR, _AT_FDCWD, _AT_RECURSIVE, _MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 1  # same on every arch
 
 LINUX = sys.platform.startswith("linux")
-if LINUX:
-    _libc = ctypes.CDLL(None, use_errno=True)
-    _libc.syscall.restype = ctypes.c_long
-    _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
-    _libc.unshare.argtypes = [ctypes.c_int]
 
 
-class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]
+class _Kernel:
+    """ctypes, libc and the kernel's structures, loaded the first time a call is confined
+    (or the sandbox is probed): a session that never runs a command never loads ctypes.
+    `Confinement.prepare` loads it in nanohermes itself, so the child between fork and exec
+    only uses what is already there."""
+
+    def __init__(self) -> None:
+        import ctypes
+
+        self.ctypes = ctypes
+        if LINUX:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.syscall.restype = ctypes.c_long
+            libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+            libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
+            libc.unshare.argtypes = [ctypes.c_int]
+            self.libc = libc
+
+        class RulesetAttr(ctypes.Structure):
+            _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                        ("scoped", ctypes.c_uint64)]
+
+        class PathBeneath(ctypes.Structure):
+            _pack_ = 1
+            _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+        class MountAttr(ctypes.Structure):
+            _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
+                        ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+
+        class CapHeader(ctypes.Structure):
+            _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+        class CapData(ctypes.Structure):
+            _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                        ("inheritable", ctypes.c_uint32)]
+
+        self.RulesetAttr, self.PathBeneath, self.MountAttr = RulesetAttr, PathBeneath, MountAttr
+        self.CapHeader, self.CapData = CapHeader, CapData
 
 
-class _PathBeneath(ctypes.Structure):
-    _pack_ = 1
-    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-
-
-class _MountAttr(ctypes.Structure):
-    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64), ("propagation", ctypes.c_uint64),
-                ("userns_fd", ctypes.c_uint64)]
-
-
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+@functools.cache
+def _k() -> _Kernel:
+    return _Kernel()
 
 
 class SandboxError(Exception):
@@ -98,7 +114,7 @@ class SandboxError(Exception):
 
 
 def _fail(what: str) -> SandboxError:
-    e = ctypes.get_errno()
+    e = _k().ctypes.get_errno()
     return SandboxError(f"{what}: {os.strerror(e)}")
 
 
@@ -123,7 +139,8 @@ def landlock_abi() -> int:
     """The kernel's Landlock ABI version; 0 when Landlock is missing or disabled."""
     if not LINUX:
         return 0
-    r = _libc.syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
+    k = _k()
+    r = k.libc.syscall(_SYS_CREATE_RULESET, None, k.ctypes.c_size_t(0), k.ctypes.c_uint32(_CREATE_RULESET_VERSION))
     return int(r) if r > 0 else 0
 
 
@@ -331,6 +348,7 @@ class Confinement:
             raise SandboxError(f"{self.unhidden}, so the sandbox cannot withhold every secret file "
                                "(permissions.secret_files) from a command no person approved; raise the limit, "
                                "or approve the command at the prompt")
+        _k()  # here, not in the child: between fork and exec nothing is imported
         tmp = _new_temp_folder()
         writes = self.policy == "workspace-write"
         absent = tuple(p for p in self.must_not_appear if not os.path.lexists(p)) if writes else ()
@@ -350,9 +368,9 @@ class Confinement:
         return prepared
 
     def _ruleset(self, tmp: Path) -> int:
-        abi = self.abi
+        abi, k = self.abi, _k()
         handled = _fs_rights(abi)
-        attr = _RulesetAttr(handled_access_fs=handled)
+        attr = k.RulesetAttr(handled_access_fs=handled)
         size = 8
         if abi >= 4 and not self.network:
             attr.handled_access_net = _NET_BIND_TCP | _NET_CONNECT_TCP
@@ -361,7 +379,7 @@ class Confinement:
             # A confined command may not signal nanohermes or anything outside its domain.
             attr.scoped = _SCOPE_SIGNAL | (0 if self.network else _SCOPE_ABSTRACT_UNIX)
             size = 24
-        fd = int(_libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)))
+        fd = int(k.libc.syscall(_SYS_CREATE_RULESET, k.ctypes.byref(attr), k.ctypes.c_size_t(size), k.ctypes.c_uint32(0)))
         if fd < 0:
             raise _fail("landlock_create_ruleset")
         try:
@@ -383,8 +401,9 @@ class Confinement:
         try:
             if not os.path.isdir(f"/proc/self/fd/{pfd}"):
                 rights &= _file_rights(self.abi)
-            rule = _PathBeneath(allowed_access=rights, parent_fd=pfd)
-            if _libc.syscall(_SYS_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), ctypes.c_uint32(0)) != 0:
+            k = _k()
+            rule = k.PathBeneath(allowed_access=rights, parent_fd=pfd)
+            if k.libc.syscall(_SYS_ADD_RULE, ruleset, _RULE_PATH_BENEATH, k.ctypes.byref(rule), k.ctypes.c_uint32(0)) != 0:
                 raise _fail(f"landlock_add_rule {path}")
         finally:
             os.close(pfd)
@@ -417,10 +436,15 @@ class Confinement:
 
 # What `git init`, `git remote add` and a first push or commit write to a new repository's
 # config: none of it names a program git would run.
-_SAFE_NEW_KEYS = re.compile(
+_SAFE_NEW_KEYS = (
     r"(core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|precomposeunicode|symlinks|autocrlf"
     r"|eol|safecrlf)|extensions\.(objectformat|refstorage)|init\.defaultbranch|user\.(name|email)"
     r"|remote\.[^\n]+\.(url|fetch|pushurl)|branch\.[^\n]+\.(remote|merge|rebase)|pull\.rebase|push\.default)")
+
+
+@functools.cache  # compiled for the first repository a command makes, not at import
+def _safe_new_keys() -> re.Pattern[str]:
+    return re.compile(_SAFE_NEW_KEYS)
 
 
 def _safe_new_repo(dot_git: Path) -> bool:
@@ -449,7 +473,7 @@ def _safe_new_repo(dot_git: Path) -> bool:
     if r.returncode != 0:
         return False
     names = [n for n in r.stdout.decode("utf-8", "replace").split("\0") if n]
-    return all(_SAFE_NEW_KEYS.fullmatch(n.lower()) for n in names)
+    return all(_safe_new_keys().fullmatch(n.lower()) for n in names)
 
 
 def _dedupe(paths: list[Path]) -> list[Path]:
@@ -503,21 +527,22 @@ class Prepared:
 
     def _in_child(self) -> None:
         """Runs between fork and exec: only syscalls, no allocation-heavy Python."""
-        conf = self.conf
+        conf, k = self.conf, _k()  # loaded by `prepare`, before the fork
+        libc = k.libc
         if conf.namespaces:
             uid, gid = os.geteuid(), os.getegid()
             flags = _CLONE_NEWUSER | _CLONE_NEWNS | (0 if conf.network else _CLONE_NEWNET)
-            if _libc.unshare(flags) != 0:
+            if libc.unshare(flags) != 0:
                 raise _fail("unshare")
             _write("/proc/self/setgroups", b"deny")
             _write("/proc/self/uid_map", b"%d %d 1" % (uid, uid))
             _write("/proc/self/gid_map", b"%d %d 1" % (gid, gid))
             # Private, so that the binds below never show in nanohermes's own namespace.
-            if _libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+            if libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
                 raise _fail("making / private")
             _set_read_only(b"/", True)
             for path, read_only in self.mounts:
-                if _libc.mount(path, path, None, _MS_BIND | _MS_REC, None) != 0:
+                if libc.mount(path, path, None, _MS_BIND | _MS_REC, None) != 0:
                     raise _fail(f"bind {path!r}")
                 _set_read_only(path, read_only)
             for path, dev, ino in self.hidden:
@@ -526,9 +551,9 @@ class Prepared:
             # or relative paths would reach the files underneath.
             os.chdir(os.getcwd())
         _drop_capabilities()
-        if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise _fail("no_new_privs")
-        if self.ruleset_fd >= 0 and _libc.syscall(_SYS_RESTRICT_SELF, self.ruleset_fd, ctypes.c_uint32(0)) != 0:
+        if self.ruleset_fd >= 0 and libc.syscall(_SYS_RESTRICT_SELF, self.ruleset_fd, k.ctypes.c_uint32(0)) != 0:
             raise _fail("landlock_restrict_self")
 
     def release_ruleset(self) -> None:
@@ -576,7 +601,7 @@ def _cover(cover: bytes, path: bytes, dev: int, ino: int) -> None:
         st = os.fstat(fd)
         if (st.st_dev, st.st_ino) != (dev, ino):
             raise SandboxError(f"the secret file {path!r} changed while the command started; run it again")
-        if _libc.mount(cover, b"/proc/self/fd/%d" % fd, None, _MS_BIND, None) != 0:
+        if _k().libc.mount(cover, b"/proc/self/fd/%d" % fd, None, _MS_BIND, None) != 0:  # loaded by `prepare`
             raise _fail(f"covering the secret file {path!r}")
     finally:
         os.close(fd)
@@ -628,9 +653,10 @@ def _new_temp_folder() -> Path:
 
 def _set_read_only(path: bytes, read_only: bool) -> None:
     """Make the mount at `path` and every mount below it read-only, or read-write again."""
-    attr = _MountAttr(attr_set=_MOUNT_ATTR_RDONLY if read_only else 0, attr_clr=0 if read_only else _MOUNT_ATTR_RDONLY)
-    if _libc.syscall(_SYS_MOUNT_SETATTR, _AT_FDCWD, path, _AT_RECURSIVE, ctypes.byref(attr),
-                     ctypes.c_size_t(ctypes.sizeof(attr))) != 0:
+    k = _k()
+    attr = k.MountAttr(attr_set=_MOUNT_ATTR_RDONLY if read_only else 0, attr_clr=0 if read_only else _MOUNT_ATTR_RDONLY)
+    if k.libc.syscall(_SYS_MOUNT_SETATTR, _AT_FDCWD, path, _AT_RECURSIVE, k.ctypes.byref(attr),
+                      k.ctypes.c_size_t(k.ctypes.sizeof(attr))) != 0:
         raise _fail(f"mount_setattr {path!r}")
 
 
@@ -645,13 +671,14 @@ def _write(path: str, data: bytes) -> None:
 def _drop_capabilities() -> None:
     """No capability survives into the command: as root it could otherwise load a kernel
     module or reach past the sandbox. Without CAP_SETPCAP the drops fail harmlessly."""
+    k = _k()
     for cap in range(64):
-        if _libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == errno.EINVAL:
+        if k.libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and k.ctypes.get_errno() == errno.EINVAL:
             break
-    _libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-    hdr = _CapHeader(version=0x20080522, pid=0)
-    data = (_CapData * 2)()
-    _libc.capset(ctypes.byref(hdr), data)
+    k.libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    hdr = k.CapHeader(version=0x20080522, pid=0)
+    data = (k.CapData * 2)()
+    k.libc.capset(k.ctypes.byref(hdr), data)
 
 
 # -- choosing the confinement -------------------------------------------------------------
@@ -689,16 +716,21 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
 # -- refusals ------------------------------------------------------------------------------
 
 _DENIED = r"(?:Permission denied|Read-only file system|Operation not permitted)"
-_PATH_PATTERNS = [
-    re.compile(r"['‘`\"]([^'’`\"\n]+)['’`\"]:? " + _DENIED),  # touch: cannot touch 'x': Permission denied
-    re.compile(_DENIED + r"\]?:? ['‘\"]([^'’\"\n]+)['’\"]"),  # PermissionError: [Errno 13] Permission denied: 'x'
-    re.compile(r"(?:^|\s)(/?[\w.~+@%/-][^\s:'\"]*): " + _DENIED, re.M),  # bash: x: Permission denied
-    re.compile(r"['‘`\"]([^'’`\"\n]+)['’`\"] for (?:reading|writing): " + _DENIED),  # cp: cannot open 'x' for reading: ...
-]
-_NET = re.compile(r"Network is unreachable|Could not resolve host|Temporary failure in name resolution|"
-                  r"Name or service not known|(?:connect|bind)[^\n]{0,80}(?:Permission denied|EACCES)|"
-                  r"\.(?:connect|bind)\([^\n]*\)\s*\n(?:.*\n)?.*(?:Errno 13|EACCES)|"
-                  r"(?:Errno 13|EACCES)[^\n]{0,40}(?:connect|socket)", re.I)
+_NET = (r"Network is unreachable|Could not resolve host|Temporary failure in name resolution|"
+        r"Name or service not known|(?:connect|bind)[^\n]{0,80}(?:Permission denied|EACCES)|"
+        r"\.(?:connect|bind)\([^\n]*\)\s*\n(?:.*\n)?.*(?:Errno 13|EACCES)|"
+        r"(?:Errno 13|EACCES)[^\n]{0,40}(?:connect|socket)")
+
+
+@functools.cache  # compiled when the first command's output is read, not at import
+def _refusal_patterns() -> tuple[list[re.Pattern[str]], re.Pattern[str]]:
+    paths = [
+        re.compile(r"['‘`\"]([^'’`\"\n]+)['’`\"]:? " + _DENIED),  # touch: cannot touch 'x': Permission denied
+        re.compile(_DENIED + r"\]?:? ['‘\"]([^'’\"\n]+)['’\"]"),  # PermissionError: [Errno 13] Permission denied: 'x'
+        re.compile(r"(?:^|\s)(/?[\w.~+@%/-][^\s:'\"]*): " + _DENIED, re.M),  # bash: x: Permission denied
+        re.compile(r"['‘`\"]([^'’`\"\n]+)['’`\"] for (?:reading|writing): " + _DENIED),  # cp: cannot open 'x' for reading: ...
+    ]
+    return paths, re.compile(_NET, re.I)
 
 
 SECRET_WITHHELD = "a secret file the sandbox withholds (permissions.secret_files)"
@@ -714,7 +746,8 @@ def refusals(text: str, conf: Confinement, cwd: Path) -> list[str]:
         return []
     found: list[str] = []
     hidden = {p for p, _, _ in conf.hidden} if conf.namespaces else set()
-    for pattern in _PATH_PATTERNS:
+    path_patterns, net = _refusal_patterns()
+    for pattern in path_patterns:
         for m in pattern.finditer(text):
             raw = m.group(1).strip()
             if not raw or len(raw) > 4096:
@@ -729,7 +762,7 @@ def refusals(text: str, conf: Confinement, cwd: Path) -> list[str]:
                 what = f"a write to {os.path.normpath(path)}"
                 if what not in found:
                     found.append(what)
-    if not conf.network and _NET.search(text):
+    if not conf.network and net.search(text):
         found.append("a network connection (the sandbox has no network)")
     return found
 
@@ -775,7 +808,7 @@ def become_subreaper() -> None:
     in reach of the sweep and never outlive a session unnoticed."""
     global _subreaper
     if not _subreaper and LINUX:
-        _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        _k().libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
         _subreaper = True
 
 

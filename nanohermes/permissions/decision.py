@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from nanohermes.hosts import host_matches
@@ -32,8 +33,14 @@ class Policy:
     secret_files: tuple[str, ...] = DEFAULT_SECRET_FILES
     # False where the OS sandbox is unavailable: then no command runs unasked but the
     # argument-checked built-in read-only ones written as plain words (allow rules and
-    # learned rules ask); --yes and goal mode still approve, as the person chose.
-    sandboxed: bool = True
+    # learned rules ask); --yes and goal mode still approve, as the person chose. It may be
+    # the check that tells instead (the sandbox probe starts processes): asked the first time
+    # a decision needs it, so a session that never runs a command never pays for it. Read it
+    # through `is_sandboxed`.
+    sandboxed: bool | Callable[[], bool] = True
+
+    def is_sandboxed(self) -> bool:
+        return self.sandboxed() if callable(self.sandboxed) else self.sandboxed
 
 
 @dataclass(frozen=True)
@@ -195,7 +202,7 @@ def _decide_command(policy: Policy, tool_name: str, command: str, protected: boo
                 suggest.append(learn)
     if reasons:
         return Verdict("ask", "; ".join(reasons), tuple(suggest) if remember else None)
-    if not policy.sandboxed and not (_plain_words(command, commands) and all(is_read_only(c) for c in commands)):
+    if not policy.is_sandboxed() and not (_plain_words(command, commands) and all(is_read_only(c) for c in commands)):
         return Verdict("ask", "there is no OS sandbox on this system, so only the built-in read-only commands "
                               "written as plain words run without asking", None)
     return Verdict("allow")

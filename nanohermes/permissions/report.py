@@ -33,7 +33,7 @@ def describe(policy: Policy, tools: Iterable[tuple[str, Effect]] | None = None) 
     lines.append("commands the analysis cannot follow exactly (eval, exec, brace expansion, computed names, ...) are "
                  "asked every time" + ("; with deny rules, --yes and goal mode refuse them"
                                        if any(r.names("run_command") for r in policy.deny) else ""))
-    if not policy.sandboxed:
+    if not policy.is_sandboxed():
         lines.append("no OS sandbox: only built-in read-only commands written as plain words run without asking; "
                      "allow and learned rules ask, and --yes / goal mode run commands unconfined")
     if policy.secret_files:

@@ -15,17 +15,19 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import sqlite3
 import time
 from dataclasses import dataclass
 from datetime import datetime, UTC
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 
 from nanohermes.dirs import FILE_MODE, make_private, private_dir
 from nanohermes.redact import redact
 from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
+
+if TYPE_CHECKING:  # loaded by the store's first connection: a run that never remembers skips it
+    import sqlite3
 
 GLOBAL = "global"
 # Two memories are the same fact when their words match up to case, punctuation, order and
@@ -146,6 +148,8 @@ class MemoryStore:
         return ToolError(f"memory database {self.path}: {msg}")
 
     def _connect(self) -> sqlite3.Connection:
+        import sqlite3
+
         try:
             private_dir(self.path.parent)
             # Created 0600 before SQLite opens it: SQLite gives its -wal and -shm files the
@@ -185,6 +189,8 @@ class MemoryStore:
 
     def save(self, text: str, scope: str) -> tuple[Memory, bool]:
         """Store `text`; returns (the memory, True) or (the near-duplicate kept, False)."""
+        import sqlite3
+
         conn = self._connect()
         try:
             conn.execute("BEGIN IMMEDIATE")  # take the write lock first: no read-to-write upgrade deadlock
@@ -244,6 +250,8 @@ class MemoryStore:
 
     def _query(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:  # rows as sqlite3 gives them
         """One read on its own connection; any database error becomes a ToolError."""
+        import sqlite3
+
         conn = self._connect()
         try:
             return conn.execute(sql, params).fetchall()
@@ -253,6 +261,8 @@ class MemoryStore:
             conn.close()
 
     def delete(self, memory_id: int) -> bool:
+        import sqlite3
+
         conn = self._connect()
         try:
             conn.execute("BEGIN IMMEDIATE")
