@@ -131,7 +131,7 @@ def paired(ours: Callable[[], float], base: Callable[[], float], runs: int) -> t
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines())
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--only-turn", action="store_true", help="measure only the -p turn against its floor")
     args = ap.parse_args()
