@@ -42,6 +42,10 @@ class TurnHooks(Protocol):
     async def stopping(self, answer: str) -> str | None:
         """A reason to keep working instead of ending the turn; None: the turn ends."""
 
+    async def settled(self) -> None:
+        """What `prompt_submitted` started in the background (a checkpoint) is done: awaited
+        before the turn's first tool call and before its Stop hooks."""
+
 
 @dataclass(frozen=True)
 class TurnResult:
@@ -115,6 +119,7 @@ class Agent:
                     continue
                 pending, results = done.message.tool_calls, {}
                 calls += len(pending)
+                await self._settle()
                 for result in await self.runtime.run_calls(pending, results):
                     self._append(result)
                 pending = ()
@@ -134,7 +139,12 @@ class Agent:
             text = await hooks.prompt_submitted(text)
         return text
 
+    async def _settle(self) -> None:
+        for hooks in self.turn_hooks:
+            await hooks.settled()
+
     async def _stop_hooks(self, answer: Message) -> str | None:
+        await self._settle()
         for hooks in self.turn_hooks:
             if (reason := await hooks.stopping(answer.content or "")) is not None:
                 return reason

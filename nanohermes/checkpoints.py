@@ -319,6 +319,7 @@ class Checkpoints:
         self._session: str | None = None
         self._warned_big: set[str] = set()
         self._warming: threading.Thread | None = None
+        self._pending: asyncio.Future[None] | None = None  # this turn's snapshot, while it is taken
         self.disabled = ""  # why checkpoints stopped for this session
         self.rewound_prompt = ""  # the prompt of the turn the last conversation rewind took back
 
@@ -337,6 +338,7 @@ class Checkpoints:
 
     async def aclose(self) -> None:
         """Let a snapshot still running finish, so no git command is cut off at exit."""
+        await self.settled()
         if self._warming is not None:
             await asyncio.to_thread(self._warming.join)
             self._warming = None
@@ -384,17 +386,34 @@ class Checkpoints:
 
     # -- before each turn ------------------------------------------------------------------
     async def prompt_submitted(self, prompt: str) -> str | None:
+        """Start the snapshot of the files as they are before the turn. It runs while the
+        model thinks (nothing changes files before its answer arrives); `settled` waits
+        for it before the first tool or Stop hook runs."""
+        await self.settled()  # a cancelled turn's snapshot may still be finishing
         if self.disabled:
             return prompt
         turns = self.turns()
         history = len(self.session.history)
+        turn = Turn(turn=(turns[-1].turn + 1 if turns else 1), prompt=prompt[:200], time=time.time(),  # for the listing
+                    commit="", history=history, mark=_mark(self.session.history, history))
+        # Shielded from the turn: cancelling the turn must not leave the snapshot half-taken.
+        self._pending = asyncio.ensure_future(self._take(turn, prompt))
+        return prompt
+
+    async def settled(self) -> None:
+        """The snapshot of the current turn is taken (or failed, and said so)."""
+        if self._pending is not None:
+            await asyncio.shield(self._pending)
+            self._pending = None
+
+    async def _take(self, turn: Turn, prompt: str) -> None:
         try:
             snap = await asyncio.to_thread(self.store.snapshot, f"before: {prompt[:120]}")
             pruned = await asyncio.to_thread(self.store.prune)
         except (CheckpointError, OSError, subprocess.SubprocessError) as e:
             self.disabled = str(e)
             self.emit(Notice(level="warning", text=f"checkpoints: {e}; /rewind cannot undo this session's turns"))
-            return prompt
+            return
         if pruned:
             self.emit(Notice(level="info", text=(
                 f"checkpoints: pruned {pruned} old checkpoints to keep the store under "
@@ -405,12 +424,9 @@ class Checkpoints:
             self.emit(Notice(level="warning", text=(
                 f"checkpoints: {len(fresh)} files too big to keep (> {self.store.limits.checkpoint_file_max_bytes} "
                 f"bytes, limits.checkpoint_file_max_bytes): {shown}; /rewind leaves them as they are")))
-        turn = Turn(turn=(turns[-1].turn + 1 if turns else 1), prompt=prompt[:200], time=time.time(),  # for the listing
-                    commit=snap.commit, history=history, mark=_mark(self.session.history, history),
-                    too_big=[*snap.too_big, *snap.unreadable])
-        turns.append(turn)
+        turn.commit, turn.too_big = snap.commit, [*snap.too_big, *snap.unreadable]
+        self.turns().append(turn)
         self._write({"type": "turn", **asdict(turn)})
-        return prompt
 
     async def stopping(self, answer: str) -> str | None:
         return None
@@ -418,6 +434,7 @@ class Checkpoints:
     # -- looking back ----------------------------------------------------------------------
     async def changed(self) -> list[list[str]]:
         """The files each turn changed: from its checkpoint to the next one (or to now)."""
+        await self.settled()
         turns = self.turns()
         if not turns:
             return []
@@ -440,6 +457,7 @@ class Checkpoints:
 
     async def rewind(self, turn: Turn, *, files: bool, conversation: bool) -> list[str]:
         """Back to before `turn`: its files, its conversation, or both. Returns what to show."""
+        await self.settled()
         out: list[str] = []
         if conversation and not self.conversation_ok(turn):
             return [f"the conversation was compacted since turn {turn.turn}; only its files can be rewound "
@@ -468,6 +486,7 @@ class Checkpoints:
 
     async def undo(self) -> list[str]:
         """The files of the last turn not undone yet, back to before it."""
+        await self.settled()
         todo = [t for t in self.turns() if not t.undone]
         if not todo:
             return ["nothing to undo"]

@@ -271,6 +271,9 @@ class Hooks:
             return None
         return prompt + (f"\n\n<hook-context>\n{o.context}\n</hook-context>" if o.context else "")
 
+    async def settled(self) -> None:
+        return None  # the prompt hooks run to their end before the prompt goes out
+
     async def stopping(self, answer: str) -> str | None:
         """A reason to keep working, when a Stop hook blocks the end of the turn."""
         if not self.of("Stop"):
