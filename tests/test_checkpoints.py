@@ -4,6 +4,7 @@ real agent driven by ScriptedLLM, and the /rewind and /undo command functions.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import subprocess
@@ -443,3 +444,25 @@ def test_print_mode_checkpoints_are_rewound_after_resume_in_the_repl(cli, worksp
         assert {**git_state(outer), "hooks": sorted(p.name for p in (outer / ".git" / "hooks").iterdir())} == before_git
         assert git(outer, "status", "--porcelain") == "A  pkg/staged.txt\n?? pkg/gone.txt\n?? pkg/untracked.txt\n"
     assert not (ws / ".git").exists()
+
+
+def test_a_turn_cancelled_while_the_model_answers_still_gets_its_checkpoint(repo: Path) -> None:
+    before = tree(repo)
+    built = build(repo, ScriptedLLM([Reply(text="slow", delay=30),
+                                     tool_reply(call("write_file", {"path": "made.txt", "content": "made\n"})),
+                                     Reply(text="done")]))
+
+    async def go() -> None:
+        turn = asyncio.ensure_future(built.agent.ask("first"))
+        await asyncio.sleep(0.05)  # the snapshot is taken while the model "answers"
+        turn.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await turn
+        await built.agent.ask("second")  # waits for the first one's snapshot before its own
+
+    asyncio.run(go())
+    assert (repo / "made.txt").read_text() == "made\n"
+    cps = built.checkpoints
+    assert cps is not None and [t.prompt for t in cps.turns()] == ["first", "second"]
+    assert "restored 1 files to before turn 2" in command(built, "/rewind 2 files")
+    assert tree(repo) == before
