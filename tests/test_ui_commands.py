@@ -156,12 +156,17 @@ def test_clear_empties_history_and_context_counts_it(tmp_path: Path) -> None:
     assert "conversation cleared" in out
 
 
-def test_cost_and_help(tmp_path: Path) -> None:
-    ctx, console = make_ctx(tmp_path, prices={"m1": {"input_per_mtok": 1000.0, "output_per_mtok": 2000.0}})
-    meter = Meter()
-    ctx.meter = meter
-    ctx.agent.ui = ctx.agent.runtime.ui = FanOut(ctx.agent.ui, meter)  # type: ignore[assignment]
+def metered_turn(ws: Path) -> tuple[CommandContext, Console]:
+    """A priced context whose meter sees the events, as the REPL's does, after one turn."""
+    ctx, console = make_ctx(ws, prices={"m1": {"input_per_mtok": 1000.0, "output_per_mtok": 2000.0}})
+    ctx.meter = Meter()
+    ctx.agent.ui = ctx.agent.runtime.ui = FanOut(ctx.agent.ui, ctx.meter)  # type: ignore[assignment]
     asyncio.run(ctx.agent.ask("x"))
+    return ctx, console
+
+
+def test_cost_and_help(tmp_path: Path) -> None:
+    ctx, console = metered_turn(tmp_path)
     run(ctx, "/cost")
     run(ctx, "/help")
     out = console.export_text()
@@ -172,11 +177,7 @@ def test_cost_and_help(tmp_path: Path) -> None:
 
 
 def test_clear_starts_the_meters_over(tmp_path: Path) -> None:
-    ctx, console = make_ctx(tmp_path, prices={"m1": {"input_per_mtok": 1000.0, "output_per_mtok": 2000.0}})
-    meter = Meter()
-    ctx.meter = meter
-    ctx.agent.ui = ctx.agent.runtime.ui = FanOut(ctx.agent.ui, meter)  # type: ignore[assignment]
-    asyncio.run(ctx.agent.ask("x"))
+    ctx, console = metered_turn(tmp_path)
     run(ctx, "/clear")
     console.export_text()
     run(ctx, "/cost")
