@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from nanohermes.events import Event, TurnEnded, UsageUpdate
+from nanohermes.events import Event, ModelStarted, TurnEnded, UsageUpdate
 from nanohermes.messages import Usage
 
 if TYPE_CHECKING:
@@ -37,7 +37,10 @@ class Meter:
     _fresh: bool = True  # the next UsageUpdate starts a new turn
 
     def on_event(self, event: Event) -> None:
-        if isinstance(event, UsageUpdate):
+        if isinstance(event, ModelStarted) and event.turn == 1:
+            # A turn starts: what was spent between turns (/compact) was not this turn's.
+            self.turn, self.turn_by_model, self.calls, self._fresh = Usage(), {}, 0, False
+        elif isinstance(event, UsageUpdate):
             if self._fresh:
                 self.turn, self.turn_by_model, self.calls, self._fresh = Usage(), {}, 0, False
             self.turn = self.turn + event.usage

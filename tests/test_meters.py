@@ -181,3 +181,18 @@ def test_a_result_whose_preview_would_be_longer_is_not_persisted(workspace: Path
     rt = Runtime(tools=[], config=Config(), workspace=workspace, ui=NullUI(), policy=Policy(), session=Session(side_dir=tmp_path / "s"))
     assert rt.persist("c1", "x" * 50) == "x" * 50
     assert not (tmp_path / "s" / "tool-results" / "c1.txt").exists()
+
+
+def test_usage_between_turns_is_not_the_next_turns() -> None:
+    from nanohermes.events import ModelStarted
+
+    m = Meter()
+    for event in (ModelStarted(turn=1, model="a"), UsageUpdate(usage=Usage(10, 5), total=Usage(10, 5), model="a"),
+                  TurnEnded(reason="completed", turns=1, tool_calls=0, text=""),
+                  UsageUpdate(usage=Usage(700, 50), total=Usage(710, 55), model="a")):  # /compact, between turns
+        m.on_event(event)
+    assert m.turn == Usage(700, 50)  # /cost right after /compact shows what it spent
+    for event in (ModelStarted(turn=1, model="a"), UsageUpdate(usage=Usage(20, 1), total=Usage(730, 56), model="a"),
+                  ModelStarted(turn=2, model="a"), UsageUpdate(usage=Usage(30, 2), total=Usage(760, 58), model="a")):
+        m.on_event(event)
+    assert (m.turn, m.calls, m.session) == (Usage(50, 3), 2, Usage(760, 58))
