@@ -14,6 +14,11 @@ header line counts that do not add up (the body decides), `@@` headers without n
 blank context lines that lost their leading space, and a missing "\\ No newline at end of
 file" marker (the file keeps its final-newline state). What cannot be read as meant (a line
 without its prefix inside a hunk, a hunk that changes nothing) is an error naming the line.
+
+Paths: the tool names every path as written (`written_paths`) as its subjects, so the runtime
+resolves them with the one resolver like any other tool's (`l/../x` with `l -> deep/er` is
+`deep/x`); the resolved paths are what the rules judge and what the patch reads and writes,
+through the link-refusing opens of `nanohermes.pathrules`. Nothing here folds `..` first.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import Any, ClassVar
 
 from pydantic import model_validator
 
-from nanohermes.pathrules import read_exact, unlink_exact
+from nanohermes.pathrules import read_exact, swapped, unlink_exact
 from nanohermes.permissions import Effect, SubjectKind
 from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError, ToolResult
 from nanohermes.tools.matching import TIERS, Ambiguous, closest_region, quote_lines, reindent, seek_lines
@@ -40,6 +45,7 @@ from nanohermes.tools.files import (
     bounded_diff,
     checked_write_target,
     diff_stat,
+    shown_path,
     looks_binary,
     unified_diff,
 )
@@ -882,30 +888,41 @@ def apply_begin_patch(ops: list[FileOp], read: Callable[[str], str | None]) -> l
     return out
 
 
-def _subject_form(path: str) -> str:
-    """A patch path as `touched_paths` lists it (the subject the call is judged on)."""
-    return os.path.normpath(path) if os.path.isabs(path) and "\x00" not in path else _safe_rel(path)
+def _written(diff_text: str) -> list[str]:
+    """Every path the patch names, in order, as written (git's a/ and b/ taken off)."""
+    if is_begin_patch(diff_text):
+        return [p for op in parse_begin_patch(diff_text) for p in (op.path, op.move_to) if p]
+    return [p for fp in parse(diff_text) for p in (fp.old_path, fp.new_path) if p is not None]
 
 
-def touched_paths(diff_text: str) -> list[str]:
-    """Every path a patch (either format) touches, in order, once each: each file, both ends
-    of a rename or move, deletions; normalised as the tool uses them. An absolute path is kept
-    absolute (the tool accepts one inside the workspace, so a permission check must see it);
-    a path the tool refuses whatever the workspace (`..` leaving it, `~`) is left out, as is
-    everything of a patch that does not parse: either fails before any file is touched."""
+def written_paths(diff_text: str) -> list[str]:
+    """Every path a patch (either format) touches, in order, once each, as written: each
+    file, both ends of a rename or move, deletions. These are the call's subjects: the one
+    resolver turns each into the path the kernel would use (a `..` after a symlink climbs
+    from where the link points), and that path is what is judged and written. A path the
+    tool refuses whatever the workspace (`..` leaving it as text, `~`, a NUL) is left out,
+    as is everything of a patch that does not parse: either fails before any file is touched."""
     try:
-        if is_begin_patch(diff_text):
-            found = [p for op in parse_begin_patch(diff_text) for p in (op.path, op.move_to) if p]
-        else:
-            found = [p for fp in parse(diff_text) for p in (fp.old_path, fp.new_path) if p is not None]
+        found = _written(diff_text)
     except PatchError:
         return []
     out: list[str] = []
     for p in found:
         try:
-            norm = _subject_form(p)
+            _check_written(p)
         except PatchError:
             continue
+        if p not in out:
+            out.append(p)
+    return out
+
+
+def touched_paths(diff_text: str) -> list[str]:
+    """The paths of `written_paths` read as text (`./n/../a` is `a`), once each: names for a
+    person, never what is judged or written (see `written_paths`)."""
+    out: list[str] = []
+    for p in written_paths(diff_text):
+        norm = os.path.normpath(p)
         if norm not in out:
             out.append(norm)
     return out
@@ -932,29 +949,28 @@ class ApplyPatchParams(Params):
                                                    "or a `*** Begin Patch` … `*** End Patch` patch"}
 
 
-def _safe_rel(path: str, workspace: Path | None = None) -> str:
-    """A patch path must stay inside the workspace: relative, or absolute inside it; no `..`
-    that leaves it."""
+def _check_written(path: str, workspace: Path | None = None) -> None:
+    """What a patch may name whatever the file system says: a path relative to the workspace
+    that does not climb out of it as text (as `git apply` takes a patch: files of one tree),
+    or an absolute path inside it (`workspace`: checked when given). Where such a path
+    really leads (symlinks and `..` resolved) is the resolver's to say and the rules' to judge:
+    outside the workspace it is a protected write, as for write_file."""
     if not path or "\x00" in path:
         raise PatchError(f"invalid path {path!r} in the diff; use paths relative to the workspace")
     if path.startswith("~"):
         raise PatchError(f"{path}: home-relative paths are refused in a patch; use paths relative to the workspace")
     if os.path.isabs(path):
-        rel = None
-        if workspace is not None:
-            for root in (os.path.normpath(workspace), os.path.realpath(workspace)):
-                norm_abs = os.path.normpath(path)
-                if norm_abs.startswith(root.rstrip("/") + "/"):
-                    rel = norm_abs[len(root.rstrip("/")) + 1:]
-                    break
-        if rel is None:
+        if workspace is None:
+            return
+        as_text = os.path.normpath(path)
+        roots = (os.path.normpath(workspace), os.path.realpath(workspace))
+        if not any(as_text.startswith(root.rstrip("/") + "/") for root in roots):
             raise PatchError(f"{path}: absolute paths outside the workspace are refused in a patch; "
                              "use paths relative to the workspace")
-        path = rel
-    norm = os.path.normpath(path)
-    if norm == ".." or norm.startswith("../") or norm == ".":
+        return
+    as_text = os.path.normpath(path)
+    if as_text == ".." or as_text.startswith("../") or as_text == ".":
         raise PatchError(f"{path}: the path leaves the workspace; use paths relative to the workspace")
-    return norm
 
 
 @dataclass(frozen=True)
@@ -982,22 +998,18 @@ class ApplyPatch(Tool[ApplyPatchParams]):
     effect: ClassVar[Effect] = "write"
 
     def summary(self, args: ApplyPatchParams) -> str:
-        diff = args.diff
-        paths = sorted(touched_paths(diff))
+        paths = sorted(written_paths(args.diff))  # as written, like write_file's path: what is judged is resolved
         if not paths:
             return "a patch that does not parse"
         return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
 
-    def _paths(self, args: ApplyPatchParams) -> list[str]:
-        return touched_paths(args.diff)
-
     def rule_subject(self, args: ApplyPatchParams) -> str | None:
         # The single path of a one-file patch; rules see every path through `subjects`.
-        paths = self._paths(args)
+        paths = written_paths(args.diff)
         return paths[0] if len(paths) == 1 else None
 
     def subjects(self, args: ApplyPatchParams) -> list[str]:
-        return touched_paths(args.diff)
+        return written_paths(args.diff)  # the runtime resolves them into the Target
 
     def approval_detail(self, args: ApplyPatchParams, ctx: ToolContext) -> str:
         try:
@@ -1011,35 +1023,46 @@ class ApplyPatch(Tool[ApplyPatchParams]):
     def _plan(self, args: ApplyPatchParams, ctx: ToolContext) -> _Plan:
         ops: list[FileOp] | None = None
         patches: list[FilePatch] = []
-        judged_as: dict[str, str] = {}  # the tool's workspace-relative path -> the subject judged for it
+        judged = self.resolved(args, ctx)
+        # Each path as written -> the name the patch is applied under: one per judged real
+        # path, so two spellings of one file (`a`, `./a`, `l/../x` and `deep/x`) are one
+        # file to the all-or-nothing working copy. The name is how the model is told about
+        # it (`files.shown_path`): as written while that spelling reaches the judged file.
+        names: dict[Path, str] = {}
+        real_of: dict[str, Path] = {}
 
-        def rel(written: str) -> str:
-            path = _safe_rel(written, ctx.workspace)
-            judged_as.setdefault(path, _subject_form(written))
-            return path
+        def name(written: str) -> str:
+            _check_written(written, ctx.workspace)
+            real = judged.path_of(written)
+            if real is None:  # cannot happen: every path the parser finds was judged
+                raise ToolError(f"{written} was not checked before the patch ran; no file was changed")
+            shown = names.setdefault(real, shown_path(ctx, written, real))
+            if real_of.setdefault(shown, real) != real:  # one name, two files: the full path tells them apart
+                shown = names[real] = str(real)
+                real_of[shown] = real
+            return shown
 
         try:
             if is_begin_patch(args.diff):
                 ops = parse_begin_patch(args.diff)
                 for op in ops:
-                    op.path = rel(op.path)
-                    op.move_to = rel(op.move_to) if op.move_to is not None else None
+                    op.path = name(op.path)
+                    op.move_to = name(op.move_to) if op.move_to is not None else None
             else:
                 patches = parse(args.diff)
                 for fp in patches:
-                    fp.old_path = rel(fp.old_path) if fp.old_path is not None else None
-                    fp.new_path = rel(fp.new_path) if fp.new_path is not None else None
+                    fp.old_path = name(fp.old_path) if fp.old_path is not None else None
+                    fp.new_path = name(fp.new_path) if fp.new_path is not None else None
         except PatchError as e:
             raise ToolError(str(e)) from None
         files: dict[str, TextFile | None] = {}
         paths: dict[str, Path] = {}
-        judged = self.resolved(args, ctx)
+
+        reading: list[str] = []  # the file being read, for an error that names it
 
         def read(path: str) -> str | None:
-            real = judged.path_of(judged_as.get(path, path))
-            if real is None:  # cannot happen: every path the parser finds was judged
-                raise ToolError(f"{path} was not checked before the patch ran; no file was changed")
-            target = checked_write_target(ctx, real, path)
+            reading[:] = [path]
+            target = checked_write_target(ctx, real_of[path], path)
             paths[path] = target
             if not target.exists():
                 files[path] = None
@@ -1068,6 +1091,9 @@ class ApplyPatch(Tool[ApplyPatchParams]):
         except PatchError as e:
             raise ToolError(str(e)) from None
         except OSError as e:
+            if swapped(e) and reading:
+                raise ToolError(f"cannot read {reading[0]}: a symlink appeared in its path after it was checked; "
+                                "no file was changed: check the path and try again") from None
             raise ToolError(f"cannot read {e.filename}: {e.strerror}; no file was changed") from None
         return _Plan(outcomes, files, paths)
 
@@ -1081,6 +1107,7 @@ class ApplyPatch(Tool[ApplyPatchParams]):
                 prev_exec = final.get(o.new_path, (None, None))[1]
                 final[o.new_path] = (o.new_text, o.executable if o.executable is not None else prev_exec)
         originals: dict[Path, bytes | None] = {}
+        path = ""
         try:
             for path, (text, executable) in final.items():
                 target = plan.paths[path]  # every final path was read, so judged and checked, while planning
@@ -1102,6 +1129,9 @@ class ApplyPatch(Tool[ApplyPatchParams]):
             _restore(originals)
             for target in originals:  # back as they were: what was recorded of the new content is void
                 forget_file(ctx, target)
+            if swapped(e):  # the judged path is opened without following links: one put there since fails
+                raise ToolError(f"cannot write {path}: a symlink appeared in its path after it was checked; every "
+                                "file was restored: check the path and try again") from None
             raise ToolError(f"cannot write {e.filename or ''}: {e.strerror or e}; every file was restored") from None
         return ToolResult(text=self._report(plan), display=self._display(plan, ctx))
 
@@ -1133,14 +1163,19 @@ class ApplyPatch(Tool[ApplyPatchParams]):
     def _display(plan: _Plan, ctx: ToolContext) -> str:
         parts: list[str] = []
         for o in plan.outcomes:
-            old = f"a/{o.old_path}" if o.old_text is not None and o.old_path else "/dev/null"
-            new = f"b/{o.new_path}" if o.new_path is not None else "/dev/null"
+            old = _side("a", o.old_path) if o.old_text is not None and o.old_path else "/dev/null"
+            new = _side("b", o.new_path) if o.new_path is not None else "/dev/null"
             d = unified_diff(o.old_text or "", o.new_text or "", old, new)
             if not d:
                 d = {"rename": f"rename {o.old_path} -> {o.new_path}\n", "copy": f"copy {o.old_path} -> {o.new_path}\n",
                      "create": f"new empty file {o.new_path}\n", "delete": f"deleted empty file {o.old_path}\n"}.get(o.kind, "")
             parts.append(d)
         return bounded_diff("".join(parts), ctx.limits.edit_diff_chars)
+
+
+def _side(prefix: str, path: str) -> str:
+    """A diff header's name: `a/src/x.py` inside the workspace, a path outside it as it is."""
+    return path if os.path.isabs(path) else f"{prefix}/{path}"
 
 
 def _source_encoding(plan: _Plan, path: str) -> TextFile | None:
@@ -1179,4 +1214,5 @@ def tools() -> list[Tool]:
 
 
 __all__ = ["ApplyPatch", "Chunk", "FileOp", "FilePatch", "Hunk", "Outcome", "PatchError", "apply", "apply_begin_patch",
-           "apply_file", "is_begin_patch", "parse", "parse_begin_patch", "touched_paths"]
+           "apply_file", "is_begin_patch", "parse", "parse_begin_patch", "touched_paths",
+           "written_paths"]
