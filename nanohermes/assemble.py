@@ -294,6 +294,10 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     agent = Agent(llm=llm, runtime=runtime, ui=ui, system_prompt=prompt, max_turns=config.max_turns,
                   compactor=Compactor(llm, limits, ui, hooks),
                   turn_hooks=[h for h in (hooks, checkpoints) if h is not None])
+    if mcp is not None:
+        # The model learns of a server lost mid-session from its next call's system prompt,
+        # even when it was not calling that server's tools.
+        mcp.on_lost = lambda: agent.set_prompt_part("mcp", mcp.instructions())
     subagents = None
     if config.subagents:
         from nanohermes.tools.subagents import SubagentManager

@@ -455,3 +455,104 @@ def test_progress_notifications_become_tool_progress(workspace: Path) -> None:
     assert asyncio.run(go()) == ["progress done"]
     seen = [e.text for e in ui.events if isinstance(e, ToolProgress) and e.name == "mcp__raw__progress"]
     assert seen == ["1/3 step 1", "2/3 step 2", "3/3 step 3"]
+
+
+def raw_with(tmp_path: Path, **env: str) -> dict[str, Any]:
+    """The raw server, writing its pid to a file (returned under "pid_file") and with `env`."""
+    pid_file = tmp_path / "raw.pid"
+    return {**RAW, "env": {"RAW_PID_FILE": str(pid_file), **env}, "pid_file": pid_file}
+
+
+async def warned(ui: RecordingUI, within: float = 10.0) -> list[str]:
+    """The warnings so far, once there is at least one (or after `within` seconds)."""
+    deadline = time.monotonic() + within
+    while not (seen := [e.text for e in ui.of(Notice) if e.level == "warning"]) and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    return seen
+
+
+LOST = ("MCP server raw stopped ({why}); its tools are unavailable for the rest of this session "
+        "(see /mcp, restart nanohermes to reconnect)")
+
+
+def test_a_server_killed_while_idle_is_reported_at_once_and_the_model_is_told(workspace: Path, tmp_path: Path) -> None:
+    raw = raw_with(tmp_path)
+    pid_file = raw.pop("pid_file")
+    built, ui = build(workspace, {"raw": raw})
+
+    async def go() -> tuple[list[str], list[str], list[str], str]:
+        async with built.session():
+            assert await calls(built, ("mcp__raw__plain", {})) == ["plain ok"]
+            assert "stopped during the session" not in built.agent.full_prompt()
+            os.kill(int(pid_file.read_text()), 9)
+            first = await warned(ui)
+            status = built.mcp_lines()
+            out = await calls(built, ("mcp__raw__plain", {}), ("mcp_list_prompts", {}))
+            await asyncio.sleep(0.3)  # nothing more arrives later
+            return first, status, out, built.agent.full_prompt()
+
+    first, status, out, prompt = asyncio.run(go())
+    assert first == [LOST.format(why="the server exited: killed by SIGKILL")]
+    assert [e.text for e in ui.of(Notice) if e.level == "warning"] == first  # once, calls after it add none
+    assert status[0] == f"raw: failed, 2 tools (stdio {sys.executable} {RAW['args'][0]}) — the server exited: killed by SIGKILL"
+    assert out[0] == ("ERROR: MCP server raw is not connected (failed: the server exited: killed by SIGKILL); fix its "
+                      "config (see /mcp) and restart nanohermes, or work without it")
+    assert out[1] == "raw: not connected (failed: the server exited: killed by SIGKILL)"
+    assert prompt.endswith("# MCP servers\n\n## MCP server raw\nThis server stopped during the session (the server "
+                           "exited: killed by SIGKILL). Its tools (mcp__raw__*) now fail at once: do not call them; "
+                           "work without them, and tell the person if the task needs them.")
+
+
+def test_a_server_that_exits_by_itself_while_idle_names_its_exit_code(workspace: Path, tmp_path: Path) -> None:
+    raw = raw_with(tmp_path, RAW_EXIT_AFTER_PLAIN="7")
+    raw.pop("pid_file")
+    built, ui = build(workspace, {"raw": raw, "demo": STDIO})
+
+    async def go() -> tuple[list[str], list[str], list[str]]:
+        async with built.session():
+            assert await calls(built, ("mcp__raw__plain", {})) == ["plain ok"]
+            first = await warned(ui)
+            return first, built.mcp_lines(), await calls(built, ("mcp__demo__echo", {"text": "still"}))
+
+    first, status, out = asyncio.run(go())
+    assert first == [LOST.format(why="the server exited with code 7")]
+    assert status[0].startswith("raw: failed, 2 tools") and status[0].endswith("— the server exited with code 7")
+    assert status[2].startswith("demo: connected, 10 tools")
+    assert out == ["echo: still"]  # the other server is untouched
+
+
+def test_a_crash_mid_call_adds_the_exit_code_to_the_status(workspace: Path) -> None:
+    built, ui = build(workspace, {"demo": STDIO})
+
+    async def go() -> list[str]:
+        async with built.session():
+            await calls(built, ("mcp__demo__crash", {}))
+            deadline = time.monotonic() + 10
+            while "code 3" not in built.mcp_lines()[0] and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            return built.mcp_lines()
+
+    status = asyncio.run(go())
+    assert status[0].endswith("— the connection closed (the server exited or dropped it); the server exited with code 3")
+    assert len([e for e in ui.of(Notice) if e.level == "warning"]) == 1
+
+
+def test_cli_a_server_dying_between_two_model_calls_warns_once_and_the_model_is_told(
+        cli, server: FakeServer, tmp_path: Path) -> None:
+    raw = raw_with(tmp_path, RAW_EXIT_AFTER_PLAIN="5")
+    raw.pop("pid_file")
+    # The server exits right after answering the first call; the second step is a command that
+    # runs while the death is noticed, and the third model call must know.
+    server.add(tool_reply(call("mcp__raw__plain", {})), tool_reply(call("run_command", {"command": "sleep 1"})),
+               tool_reply(call("mcp__raw__plain", {})), Reply(text="done"))
+    r = cli("-p", "go", "--yes", server=server, config={"mcp": {"servers": {"raw": raw}}})
+    assert r.code == 0, r.err
+    assert r.out.strip().endswith("done")
+    lines = [ln for ln in r.err.splitlines() if "MCP server raw" in ln]
+    assert lines == ["nanohermes: warning: " + LOST.format(why="the server exited with code 5")]
+    system = [req["messages"][0]["content"] for req in server.requests]
+    assert "stopped during the session" not in system[0]
+    assert all("## MCP server raw\nThis server stopped during the session (the server exited with code 5)" in s
+               for s in system[2:])
+    late = [m for m in server.requests[3]["messages"] if m["role"] == "tool"][-1]["content"]
+    assert late.startswith("ERROR: MCP server raw is not connected (failed: the server exited with code 5)")

@@ -18,14 +18,15 @@ The `mcp` SDK is imported only when a server is configured.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
 import re
 import shlex
 import time
-from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
@@ -121,6 +122,117 @@ def resource_contents_text(contents: Any) -> str:
     return f"[resource {contents.uri}] " + _binary_note("binary data", contents.mime_type, contents.blob)
 
 
+def exit_reason(returncode: int | None) -> str:
+    """How a server process ended, for the person and the model."""
+    if returncode is None:
+        return "the server closed its output (the process still runs)"
+    if returncode < 0:
+        import signal
+
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"the server exited: killed by {name}"
+    return f"the server exited with code {returncode}"
+
+
+@asynccontextmanager
+async def stdio_transport(params: StdioServerParameters, errlog: Any,
+                          exited: Callable[[str], None]) -> AsyncIterator[Any]:
+    """The SDK's stdio transport, plus what it does not tell: when the server's output ends
+    while nanohermes is not shutting it down, `exited` gets why (its exit code or signal).
+
+    Same protocol and shutdown as the SDK's `stdio_client`: newline-delimited JSON-RPC over
+    the pipes, the server in its own process group; on the way out stdin is closed, then the
+    group gets SIGTERM and SIGKILL, every wait bounded and shielded from cancellation."""
+    import anyio
+    import mcp_types
+    from anyio.streams.text import TextReceiveStream
+    from mcp.client.stdio import get_default_environment
+    from mcp.os.posix.utilities import terminate_posix_process_tree
+    from mcp.shared.message import SessionMessage
+
+    process = await anyio.open_process([params.command, *params.args], env=get_default_environment() | (params.env or {}),
+                                       stderr=errlog, cwd=params.cwd, start_new_session=True)
+    to_session, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, from_session = anyio.create_memory_object_stream[SessionMessage](0)
+    closing = False
+    writer_done = anyio.Event()
+    broken = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
+
+    async def wait_exit(within: float) -> bool:
+        # Polled, not process.wait(): that waits for pipe EOF too, and a child of the server
+        # holding the pipe would make an exited server look alive.
+        with anyio.move_on_after(within):
+            while process.returncode is None:
+                await anyio.sleep(0.01)
+        return process.returncode is not None
+
+    def message(line: str) -> SessionMessage | Exception:
+        try:
+            return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+        except ValueError as e:  # the session reports it
+            return e
+
+    async def reader() -> None:
+        assert process.stdout is not None
+        async with to_session:
+            buffer = ""
+            try:
+                async for chunk in TextReceiveStream(process.stdout, encoding=params.encoding,
+                                                     errors=params.encoding_error_handler):
+                    *lines, buffer = (buffer + chunk).split("\n")
+                    for line in lines:
+                        await to_session.send(message(line))
+            except broken:
+                pass
+        # The session has seen the connection end (pending requests fail at once); now say
+        # why, unless nanohermes itself is stopping the server.
+        if not closing:
+            await wait_exit(2.0)
+            if not closing:
+                exited(exit_reason(process.returncode))
+
+    async def writer() -> None:
+        assert process.stdin is not None
+        try:
+            async with from_session:
+                async for msg in from_session:
+                    data = msg.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                    await process.stdin.send(data.encode(params.encoding, params.encoding_error_handler))
+        except broken:
+            await to_session.aclose()  # the session sees the connection end instead of waiting
+        finally:
+            writer_done.set()
+
+    async def shutdown() -> None:
+        assert process.stdin is not None and process.stdout is not None
+        write_stream.close()
+        with anyio.move_on_after(0.5):  # what was already accepted is flushed
+            await writer_done.wait()
+        with contextlib.suppress(*broken):
+            await process.stdin.aclose()
+        if not await wait_exit(2.0):
+            await terminate_posix_process_tree(process, 2.0)
+            await wait_exit(2.0)
+        with contextlib.suppress(*broken):
+            await process.stdout.aclose()
+        for stream in (read_stream, write_stream, to_session, from_session):
+            await stream.aclose()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reader)
+        tg.start_soon(writer)
+        try:
+            yield read_stream, write_stream
+        finally:
+            closing = True
+            with anyio.CancelScope(shield=True):
+                await shutdown()
+            tg.cancel_scope.cancel()
+
+
 @dataclass
 class Server:
     """One configured server and the state of its connection."""
@@ -134,6 +246,7 @@ class Server:
     client: Client | None = None
     instructions: str | None = None
     log_path: Path | None = None
+    lost: bool = False  # it was connected and stopped during the session
     _log_start: int = 0
     _log: Any = None  # the redacting pipe its stderr goes through
     _task: asyncio.Task[None] | None = None
@@ -170,6 +283,7 @@ class McpManager:
                  on_notice: Callable[[str], None] | None = None) -> None:
         self.limits = limits
         self.on_notice = on_notice  # tells the person (stderr, the REPL) what only the model would see
+        self.on_lost: Callable[[], None] | None = None  # a server was lost: what the model is told changed
         self.workspace = workspace
         self.log_dir = log_dir
         self.servers: dict[str, Server] = {}
@@ -259,11 +373,20 @@ class McpManager:
                 s.status = "stopped"
             s._ready.set()
 
+    def _exited(self, s: Server, why: str) -> None:
+        """The server's process ended by itself: while idle this is the first sign of it; after a
+        call saw the connection close, it adds how the process ended."""
+        if s.status == "connected":
+            self.lost(s, why)
+        elif s.status == "failed" and why not in s.error:
+            s.error += f"; {why}"
+
     def lost(self, s: Server, why: str) -> None:
         """A connected server stopped answering: mark it failed and say so once, to the person."""
         if s.status != "connected":
             return
         s.status = "failed"
+        s.lost = True
         s.error = why
         tail = s.stderr_tail()
         if tail and tail not in s.error:
@@ -271,6 +394,8 @@ class McpManager:
         if self.on_notice is not None:
             self.on_notice(f"MCP server {s.name} stopped ({s.error}); its tools are unavailable for the rest of "
                            f"this session (see /mcp, restart nanohermes to reconnect)")
+        if self.on_lost is not None:
+            self.on_lost()
 
     async def _connect(self, s: Server, stack: AsyncExitStack) -> Client:
         from mcp import Client  # heavy: only when a server is configured
@@ -286,9 +411,8 @@ class McpManager:
                 headers=dict(cfg.headers), timeout=httpx2.Timeout(30.0, read=max(timeout, 300.0))))
             transport = streamable_http_client(cfg.url, http_client=http)
         else:
-            from mcp.client.stdio import stdio_client
-
-            transport = stdio_client(self._stdio_params(cfg), errlog=self._errlog(s, stack))
+            transport = stdio_transport(self._stdio_params(cfg), self._errlog(s, stack),
+                                        lambda why: self._exited(s, why))
         return await stack.enter_async_context(Client(transport, read_timeout_seconds=timeout))
 
     def _stdio_params(self, cfg: McpServerConfig) -> StdioServerParameters:
@@ -382,10 +506,17 @@ class McpManager:
         return lines
 
     def instructions(self) -> str:
-        """The connected servers' `instructions`, each bounded, as a system-prompt section."""
+        """The connected servers' `instructions`, each bounded, as a system-prompt section, and
+        a note for each server lost during the session (the model may not call its tools again
+        before it reads this, and a call would only fail)."""
         cap = self.limits.mcp_instructions_chars
         parts: list[str] = []
         for s in self.servers.values():
+            if s.lost:
+                parts.append(f"## MCP server {s.name}\nThis server stopped during the session ({s.error}). Its tools "
+                             f"(mcp__{s.name}__*) now fail at once: do not call them; work without them, and tell the "
+                             f"person if the task needs them.")
+                continue
             text = (s.instructions or "").strip()
             if s.status != "connected" or not text:
                 continue

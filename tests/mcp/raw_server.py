@@ -3,11 +3,14 @@ SDK's server API cannot send: a tool that declares `execution.taskSupport: "requ
 Tools: plain (answers "plain ok"), progress (sends three progress notifications for the
 call's progressToken, then answers), task_only (required task support; a call without a task
 fails with -32601, as such servers answer).
+RAW_PID_FILE in the environment: the server writes its pid there at start. RAW_EXIT_AFTER_PLAIN:
+after answering a `plain` call the server exits with that code (it dies while idle).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 TOOLS = [
@@ -29,6 +32,10 @@ def answer(request: dict, result: dict | None = None, error: dict | None = None)
     send(msg)
 
 
+if os.environ.get("RAW_PID_FILE"):
+    with open(os.environ["RAW_PID_FILE"], "w") as f:
+        f.write(str(os.getpid()))
+
 for line in sys.stdin:
     req = json.loads(line)
     if "id" not in req:
@@ -41,6 +48,8 @@ for line in sys.stdin:
         answer(req, {"tools": TOOLS})
     elif method == "tools/call" and req["params"]["name"] == "plain":
         answer(req, {"content": [{"type": "text", "text": "plain ok"}]})
+        if os.environ.get("RAW_EXIT_AFTER_PLAIN"):
+            sys.exit(int(os.environ["RAW_EXIT_AFTER_PLAIN"]))
     elif method == "tools/call" and req["params"]["name"] == "progress":
         token = req["params"].get("_meta", {}).get("progressToken")
         for step in range(1, 4):
