@@ -383,6 +383,31 @@ def test_mcp_servers_start_behind_the_prompt_and_report_failures(term: Any, serv
     t.leave()
 
 
+
+def test_an_mcp_server_killed_at_the_prompt_is_reported_there_once(term: Any, server: FakeServer, tmp_path: Path) -> None:
+    pid_file = tmp_path / "raw.pid"
+    raw = {"command": sys.executable, "args": [str(REPO / "tests" / "mcp" / "raw_server.py")],
+           "env": {"RAW_PID_FILE": str(pid_file)}}
+    server.add(Reply(text="first answer"), Reply(text="second answer"))
+    t = term(config={"mcp": {"servers": {"raw": raw}}})
+    t.prompt()
+    t.type("hello")
+    t.wait("first answer")
+    t.prompt()
+    os.kill(int(pid_file.read_text()), signal.SIGKILL)  # while the REPL waits for input, no turn running
+    t.wait("MCP server raw stopped (the server exited: killed by SIGKILL); its tools are unavailable")
+    t.type("/mcp")
+    t.wait("raw: failed, 2 tools")
+    t.wait("the server exited: killed by SIGKILL")
+    t.prompt()
+    t.type("anything else")
+    t.wait("second answer")
+    t.leave()
+    assert t.text.count("MCP server raw stopped") == 1
+    system = server.requests[1]["messages"][0]["content"]
+    assert "## MCP server raw\nThis server stopped during the session (the server exited: killed by SIGKILL)" in system
+    assert "stopped during the session" not in server.requests[0]["messages"][0]["content"]
+
 def test_an_error_ending_a_turn_is_shown_and_the_repl_goes_on(term: Any, server: FakeServer) -> None:
     server.add(Fault(status=401, message="bad key"), Reply(text="fine now"))
     t = term()
