@@ -184,7 +184,10 @@ async def _probe(cfg: Config, llm: LLM, server: str | None, keyed: bool) -> list
     except AuthError:
         raise
     except EndpointError as e:
-        return [Check("chat", "fail", f"the probe request failed: {e.message}", e.hint or "check the endpoint's health"),
+        # A refused key is an AuthError (401, 403, a key-shaped 400); any other failure came
+        # before the endpoint said anything about the key, so its line is skipped, not dropped.
+        key = _skipped("the chat probe failed before the key could be judged", ("api key",)) if keyed else []
+        return [*key, Check("chat", "fail", f"the probe request failed: {e.message}", e.hint or "check the endpoint's health"),
                 *_skipped("chat failed", ("tool calls",))]
     out = [Check("api key", "ok", "accepted by chat")] if keyed else []
     out.append(Check("chat", "ok", f"streamed an answer ({cfg.wire_api} wire)"))

@@ -161,3 +161,48 @@ def test_the_responses_wire_is_probed_on_its_own_route(cli, server: FakeServer) 
     assert "[ok]   chat: streamed an answer (responses wire)" in r.out
     assert "[ok]   tool calls: the model called the probe tool" in r.out
     assert server.paths == ["/v1/responses"]
+
+
+def checks_counted(out: str) -> int:
+    """The total on doctor's last line ("13 checks: ...")."""
+    return int(out.strip().splitlines()[-1].split()[0])
+
+
+@pytest.mark.parametrize(("wire", "fault", "chat"), [
+    ("chat", Fault(status=503, message="upstream is down"),
+     "[FAIL] chat: the probe request failed: the model endpoint answered 503: upstream is down"),
+    ("responses", Fault(status=404, message="no such route"),
+     "[FAIL] chat: the probe request failed: the endpoint answered 404 for "),
+])
+def test_a_probe_failing_for_another_reason_lists_the_key_as_skipped(cli, server: FakeServer, wire: str, fault: Fault,
+                                                                     chat: str) -> None:
+    args = ("--base-url", server.base_url, "--model", "fake-model", "--wire-api", wire)
+    server.add(tool_reply(call("probe", {"ok": True})))
+    healthy = doctor(cli, *args, env={"OPENAI_API_KEY": "k"})
+    assert healthy.code == 0, healthy.out
+    server.add(fault)
+    r = doctor(cli, *args, env={"OPENAI_API_KEY": "k"})
+    assert r.code == 1
+    lines = r.out.splitlines()
+    key = lines.index("[skip] api key: skipped: the chat probe failed before the key could be judged")
+    assert lines[key + 1].startswith(chat)
+    assert "[skip] tool calls: skipped: chat failed" in lines
+    assert checks_counted(r.out) == checks_counted(healthy.out)  # every check is listed, failed or not
+
+
+def test_a_probe_refused_with_403_fails_the_key(cli, server: FakeServer) -> None:
+    server.add(Fault(status=403, message="this key may not use chat"))
+    r = doctor(cli, "--base-url", server.base_url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
+    assert r.code == 1
+    assert ("[FAIL] api key: chat refused it: the model endpoint refused the API key (403: this key may not use chat)"
+            in r.out.splitlines())
+    assert "[skip] chat: skipped: chat refused the key" in r.out
+
+
+def test_without_a_key_a_failed_probe_keeps_the_one_key_warning(cli, server: FakeServer) -> None:
+    server.add(Fault(status=503, message="upstream is down"))
+    r = doctor(cli, "--base-url", server.base_url, "--model", "fake-model", env={"OPENAI_API_KEY": ""})
+    assert r.code == 1
+    assert [ln for ln in r.out.splitlines() if "api key:" in ln] == [
+        "[warn] api key: no key set ($OPENAI_API_KEY is empty, no api_key in config)"]
+    assert "[FAIL] chat: the probe request failed: the model endpoint answered 503: upstream is down" in r.out
