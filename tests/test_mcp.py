@@ -556,3 +556,59 @@ def test_cli_a_server_dying_between_two_model_calls_warns_once_and_the_model_is_
                for s in system[2:])
     late = [m for m in server.requests[3]["messages"] if m["role"] == "tool"][-1]["content"]
     assert late.startswith("ERROR: MCP server raw is not connected (failed: the server exited with code 5)")
+
+
+def test_an_http_server_killed_while_idle_is_reported_without_a_call(workspace: Path) -> None:
+    # Checked every 0.2 s (limit mcp_http_check_secs) instead of 15: found well within the wait.
+    proc = subprocess.Popen([sys.executable, DEMO, "--http"], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        url = f"http://127.0.0.1:{int(line.split()[1])}/mcp"
+        built, ui = build(workspace, {"web": {"url": url}}, limits={"mcp_http_check_secs": 0.2})
+
+        async def go() -> tuple[list[str], list[str], list[str]]:
+            async with built.session():
+                assert await calls(built, ("mcp__web__echo", {"text": "up"})) == ["echo: up"]
+                proc.kill()
+                first = await warned(ui)
+                return first, built.mcp_lines(), await calls(built, ("mcp__web__echo", {"text": "down"}))
+
+        first, status, out = asyncio.run(go())
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    port = url.split(":")[2].split("/")[0]
+    why = (f"the server stopped answering: nothing accepts connections at 127.0.0.1:{port} any more "
+           f"(ConnectionRefusedError: [Errno 111] Connect call failed ('127.0.0.1', {port}))")
+    assert first == [f"MCP server web stopped ({why}); its tools are unavailable for the rest of this session "
+                     "(see /mcp, restart nanohermes to reconnect)"]
+    assert status[0] == f"web: failed, 10 tools (http {url}) — {why}"
+    assert out[0].startswith(f"ERROR: MCP server web is not connected (failed: {why}")
+    assert len([e for e in ui.of(Notice) if e.level == "warning"]) == 1
+
+
+def test_an_http_server_gone_before_the_next_call_is_lost_at_that_call(workspace: Path) -> None:
+    proc = subprocess.Popen([sys.executable, DEMO, "--http"], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        url = f"http://127.0.0.1:{int(line.split()[1])}/mcp"
+        built, ui = build(workspace, {"web": {"url": url}})  # the idle check (15 s) does not come first
+
+        async def go() -> list[str]:
+            async with built.session():
+                proc.kill()
+                proc.wait(timeout=10)
+                return await calls(built, ("mcp__web__echo", {"text": "a"}), ("mcp__web__echo", {"text": "b"}))
+
+        out = asyncio.run(go())
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    why = "the server stopped answering: ConnectError: All connection attempts failed"
+    assert out == ["ERROR: mcp__web__echo failed: MCP server web closed the connection; it is not available for the "
+                   "rest of this session (restart nanohermes to reconnect)",
+                   f"ERROR: MCP server web is not connected (failed: {why}); fix its config (see /mcp) and restart "
+                   "nanohermes, or work without it"]
+    assert [e.text for e in ui.of(Notice) if e.level == "warning"] == [
+        f"MCP server web stopped ({why}); its tools are unavailable for the rest of this session "
+        "(see /mcp, restart nanohermes to reconnect)"]

@@ -233,6 +233,51 @@ async def stdio_transport(params: StdioServerParameters, errlog: Any,
             tg.cancel_scope.cancel()
 
 
+
+def _direct_address(url: str) -> tuple[str, int] | None:
+    """The host and port a connection to `url` goes to, unless a proxy sits in between (then
+    the proxy answering says nothing about the server)."""
+    import urllib.parse
+    import urllib.request
+
+    parts = urllib.parse.urlsplit(url)
+    if not parts.hostname:
+        return None
+    if urllib.request.getproxies() and not urllib.request.proxy_bypass(parts.hostname):
+        return None
+    return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+
+
+async def _refused(host: str, port: int, *, timeout: float) -> str | None:
+    """Why nothing accepts a connection at host:port, or None when something does (or the
+    network is only slow: a timeout proves nothing)."""
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout=timeout)
+    except TimeoutError:
+        return None
+    except OSError as e:
+        return f"nothing accepts connections at {host}:{port} any more ({describe_error(e)})"
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return None
+
+
+def _watched_http(refused: Callable[[str], None]) -> Any:
+    """httpx2's own transport, telling `refused` about each request that could not connect."""
+    import httpx2
+
+    class Watched(httpx2.AsyncHTTPTransport):
+        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+            try:
+                return await super().handle_async_request(request)
+            except httpx2.ConnectError as e:
+                refused(describe_error(e))
+                raise
+
+    return Watched()
+
+
 @dataclass
 class Server:
     """One configured server and the state of its connection."""
@@ -351,7 +396,7 @@ class McpManager:
                 s.tools = await self._list_tools(s, client)
                 s.status = "connected"
                 s._ready.set()
-                await s._stop.wait()
+                await self._serve(s)
         except asyncio.CancelledError:
             if s.status == "starting":
                 s.status = "failed"
@@ -373,6 +418,25 @@ class McpManager:
                 s.status = "stopped"
             s._ready.set()
 
+    async def _serve(self, s: Server) -> None:
+        """Hold the connection until stopped. A stdio server's exit shows by itself (its output
+        ends). A streamable HTTP server holds no stream open between requests, so an idle one
+        is checked now and then: its port refusing connections marks it lost."""
+        if s.config.url is None:
+            await s._stop.wait()
+            return
+        every = self.limits.mcp_http_check_secs
+        address = _direct_address(s.config.url)
+        while address is not None and s.status == "connected":
+            try:
+                await asyncio.wait_for(s._stop.wait(), timeout=every)
+                return
+            except TimeoutError:
+                pass
+            if (why := await _refused(*address, timeout=max(every, 5.0))) is not None:
+                self._unreachable(s, why)
+        await s._stop.wait()
+
     def _exited(self, s: Server, why: str) -> None:
         """The server's process ended by itself: while idle this is the first sign of it; after a
         call saw the connection close, it adds how the process ended."""
@@ -380,6 +444,13 @@ class McpManager:
             self.lost(s, why)
         elif s.status == "failed" and why not in s.error:
             s.error += f"; {why}"
+
+    def _unreachable(self, s: Server, why: str) -> None:
+        """A request to an HTTP server could not even connect. The SDK keeps a stream open for
+        the server's messages and reconnects it when it breaks, so a server that went away is
+        found within about a second even while no call is made."""
+        if s.status == "connected":
+            self.lost(s, f"the server stopped answering: {why}")
 
     def lost(self, s: Server, why: str) -> None:
         """A connected server stopped answering: mark it failed and say so once, to the person."""
@@ -408,7 +479,8 @@ class McpManager:
 
             # The SDK's own defaults: 30 s to connect or send, a long read for a held-open stream.
             http = await stack.enter_async_context(httpx2.AsyncClient(
-                headers=dict(cfg.headers), timeout=httpx2.Timeout(30.0, read=max(timeout, 300.0))))
+                headers=dict(cfg.headers), timeout=httpx2.Timeout(30.0, read=max(timeout, 300.0)),
+                transport=_watched_http(lambda why: self._unreachable(s, why))))
             transport = streamable_http_client(cfg.url, http_client=http)
         else:
             transport = stdio_transport(self._stdio_params(cfg), self._errlog(s, stack),
