@@ -11,7 +11,9 @@ is marked `trusted` and the tool declares `readOnlyHint`. Tools that can only ru
 (`execution.taskSupport: "required"`) are not offered: every plain call of theirs would fail;
 `/mcp` names them. Results become text: text blocks as they are, structured content as JSON,
 images, audio and binary as a short note. A long call's progress notifications become tool
-progress. A server that dies mid-session is reported to the person once, not only to the model.
+progress. A server that dies mid-session is reported to the person once, when it happens (a
+stdio server through `stdio_transport`, which knows its process; an HTTP server when it refuses
+connections), and the model reads it in the system prompt of its next call.
 The `mcp` SDK is imported only when a server is configured.
 """
 
