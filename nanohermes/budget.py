@@ -68,7 +68,7 @@ class Limits:
     mcp_call_timeout_secs: float = 300.0  # one MCP request (tool call, resource, prompt)
     mcp_log_max_bytes: int = 1 * MiB  # a server's stderr log is started afresh when it is larger
     mcp_instructions_chars: int = 2000  # one server's instructions in the system prompt
-    mcp_http_check_secs: float = 15.0  # how often an HTTP MCP server is pinged, so one that went away is noticed
+    mcp_http_check_secs: float = 15.0  # how often an idle HTTP MCP server's port is tried, so one that went away is noticed
     compact_keep_chars: int | None = None  # recent history kept verbatim; None: session budget / 4
     compact_item_chars: int = 4000  # each older message as quoted into the summary request
     compact_summary_chars: int = 12_000  # the summary that replaces the older turns

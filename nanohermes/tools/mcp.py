@@ -235,7 +235,6 @@ async def stdio_transport(params: StdioServerParameters, errlog: Any,
             tg.cancel_scope.cancel()
 
 
-
 def _direct_address(url: str) -> tuple[str, int] | None:
     """The host and port a connection to `url` goes to, unless a proxy sits in between (then
     the proxy answering says nothing about the server)."""
@@ -293,7 +292,7 @@ class Server:
     client: Client | None = None
     instructions: str | None = None
     log_path: Path | None = None
-    lost: bool = False  # it was connected and stopped during the session
+    lost: str = ""  # why it stopped during the session, in nanohermes's words (never its stderr)
     _log_start: int = 0
     _log: Any = None  # the redacting pipe its stderr goes through
     _task: asyncio.Task[None] | None = None
@@ -448,9 +447,8 @@ class McpManager:
             s.error += f"; {why}"
 
     def _unreachable(self, s: Server, why: str) -> None:
-        """A request to an HTTP server could not even connect. The SDK keeps a stream open for
-        the server's messages and reconnects it when it breaks, so a server that went away is
-        found within about a second even while no call is made."""
+        """An HTTP server could not even be connected to (by a request, or by the idle check
+        in `_serve`): it went away."""
         if s.status == "connected":
             self.lost(s, f"the server stopped answering: {why}")
 
@@ -459,7 +457,7 @@ class McpManager:
         if s.status != "connected":
             return
         s.status = "failed"
-        s.lost = True
+        s.lost = why
         s.error = why
         tail = s.stderr_tail()
         if tail and tail not in s.error:
@@ -586,8 +584,8 @@ class McpManager:
         cap = self.limits.mcp_instructions_chars
         parts: list[str] = []
         for s in self.servers.values():
-            if s.lost:
-                parts.append(f"## MCP server {s.name}\nThis server stopped during the session ({s.error}). Its tools "
+            if s.lost:  # the reason only: the server's own stderr does not belong in the system prompt
+                parts.append(f"## MCP server {s.name}\nThis server stopped during the session ({s.lost}). Its tools "
                              f"(mcp__{s.name}__*) now fail at once: do not call them; work without them, and tell the "
                              f"person if the task needs them.")
                 continue
