@@ -295,6 +295,8 @@ class Server:
     lost: str = ""  # why it stopped during the session, in nanohermes's words (never its stderr)
     _log_start: int = 0
     _log: Any = None  # the redacting pipe its stderr goes through
+    _calls: int = 0  # requests in flight
+    _exit: str = ""  # how its process ended, held while a request in flight reports the loss
     _task: asyncio.Task[None] | None = None
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
@@ -441,7 +443,9 @@ class McpManager:
     def _exited(self, s: Server, why: str) -> None:
         """The server's process ended by itself: while idle this is the first sign of it; after a
         call saw the connection close, it adds how the process ended."""
-        if s.status == "connected":
+        if s.status == "connected" and s._calls:
+            s._exit = why  # the call sees the connection close and says so first; see `request`
+        elif s.status == "connected":
             self.lost(s, why)
         elif s.status == "failed" and why not in s.error:
             s.error += f"; {why}"
@@ -618,6 +622,7 @@ class McpManager:
         client = s.client
         if client is None:  # `server()` hands out connected servers only; one may drop in between
             raise ToolError(f"MCP server {s.name} is not connected ({s.status}); see /mcp")
+        s._calls += 1
         try:
             return await fn(client)
         except MCPError as e:
@@ -633,6 +638,11 @@ class McpManager:
             raise
         except Exception as e:
             raise ToolError(f"{what} failed: {describe_error(e)}") from None
+        finally:
+            s._calls -= 1
+            if s._exit and not s._calls:  # the process ended while this ran: now it is told
+                why, s._exit = s._exit, ""
+                self._exited(s, why)
 
 
 class McpArgs(Params):
