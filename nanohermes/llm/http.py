@@ -122,9 +122,13 @@ def dropped_before_answer(url: str, exc: BaseException) -> bool:
         w in low for w in ("reset", "disconnected", "without sending", "illegal status")))
 
 
+def exception_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
 def describe_connect_error(url: str, exc: BaseException) -> str:
     """One phrase for a failed connection, naming the usual TLS mix-ups."""
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    text = exception_text(exc)
     if plain_http_answered(url, exc):
         return f"{text}; the server seems to speak plain HTTP: try http:// instead of https://"
     if dropped_before_answer(url, exc):
@@ -169,8 +173,7 @@ async def scheme_mismatch(url: str, exc: BaseException) -> UnreachableError | No
     if plain_http_answered(url, exc):
         detail = describe_connect_error(url, exc)
     elif dropped_before_answer(url, exc) and await speaks_tls(url):
-        text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        detail = f"{text}; the server speaks TLS: use https:// instead of http://"
+        detail = f"{exception_text(exc)}; the server speaks TLS: use https:// instead of http://"
     else:
         return None
     return UnreachableError(f"cannot reach the model endpoint at {url} ({detail})",
@@ -408,7 +411,9 @@ class HttpWire:
             # Before an answer began, the failure may be a TLS/plain-HTTP mix-up: said at once.
             if not started and (mismatch := await scheme_mismatch(self.base_url, e)) is not None:
                 raise mismatch from None
-            detail = describe_connect_error(self.base_url, e) if not started else f"{type(e).__name__}: {e}"
+            # A hang-up on plain HTTP was just probed and is no TLS server: no guess about TLS then.
+            guess = not started and not dropped_before_answer(self.base_url, e)
+            detail = describe_connect_error(self.base_url, e) if guess else exception_text(e)
             final = UnreachableError(f"cannot reach the model endpoint at {self.base_url} ({detail})", hint=BASE_URL_HINT)
             if started or shown.text:
                 raise Retry("the response stream dropped", final) from None
