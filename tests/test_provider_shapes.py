@@ -411,3 +411,12 @@ def test_nginx_plain_http_to_its_tls_port_fails_at_once(cli, server: FakeServer)
     assert "400 The plain HTTP request was sent to HTTPS port; the server speaks TLS: use https:// instead of http://" in r.err
     assert f"hint: set base_url to {server.base_url.replace('http://', 'https://')}" in r.err
     assert len(server.requests) == 1
+
+
+def test_proxy_labelling_an_html_page_as_an_event_stream_fails_at_once(cli, server: FakeServer) -> None:
+    server.add(Raw(body=b"<!DOCTYPE html>\n<html><body>Sign in to the portal</body></html>", content_type="text/event-stream"))
+    r = cli("-p", "hi", server=server)
+    print(r.err)
+    assert r.code == 1
+    assert "the endpoint answered an HTML page labelled text/event-stream, not an event stream; check base_url" in r.err
+    assert "retrying" not in r.err and len(server.requests) == 1

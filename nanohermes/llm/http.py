@@ -394,11 +394,15 @@ class HttpWire:
                 if ctype in ("text/event-stream", ""):  # no type at all: read it as a stream
                     lines = response.aiter_lines()
                     first = await _first_line(lines)
-                    if first is not None and first.lstrip("\ufeff \t")[:1] in ("{", "["):
+                    lead = first.lstrip("\ufeff \t")[:1] if first is not None else ""
+                    if lead in ("{", "["):
                         # A whole JSON answer labelled as a stream (some proxies do): no event
                         # line starts with a brace, so it is read as the answer itself.
                         rest = [line async for line in lines]
-                        self._whole(parser, "\n".join([first, *rest]).encode())
+                        self._whole(parser, "\n".join([first or "", *rest]).encode())
+                    elif lead == "<":  # a web page under the stream's label: no retry makes it an answer
+                        raise EndpointError(_not_a_stream(f"an HTML page labelled {ctype or 'with no type'}"),
+                                            hint=_not_a_stream_hint(self.base_url))
                     else:
                         await self._events(parser, _prepend(first, lines))
                 elif ctype == "application/json" or ctype.endswith("+json"):
