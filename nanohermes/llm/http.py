@@ -2,8 +2,9 @@
 
 `HttpWire` owns the httpx client, the retry loop (429, 5xx, connection errors and dropped
 streams, with exponential backoff and jitter, honouring Retry-After), the server-sent-event
-reader, the checks on a body that is not an event stream, and the mapping of every failure to
-an `errors.EndpointError` subclass with a hint. A wire (chat completions, Responses) only
+reader, the checks on a body that is not an event stream (a whole JSON answer is used, whatever
+its label), and the mapping of every failure to an `errors.EndpointError` subclass with a hint
+(a TLS/plain-HTTP mix-up in base_url is deterministic: it is said at once, never retried). A wire (chat completions, Responses) only
 builds its request and turns events into a `Completion` through a `StreamParser`.
 httpx is imported on first use so the CLI starts fast.
 """
