@@ -77,3 +77,33 @@ def test_gemini_style_index_less_pieces_form_one_call(args: dict[str, str], size
         assembler.feed({"function": {"arguments": p}})
     (call,) = assembler.result()
     assert (call.id, call.name, json.loads(call.arguments)) == ("g", "grep", args)
+
+
+def empty_object_opening_style(calls: list[tuple[str, dict[str, Any]]], size: int, opening: Any) -> list[dict[str, Any]]:
+    """The opening fragment carries empty-object arguments, then the real ones stream as text."""
+    out: list[dict[str, Any]] = []
+    for i, (n, a) in enumerate(calls):
+        out.append({"index": i, "id": f"c{i}", "type": "function", "function": {"name": n, "arguments": opening}})
+        out += [{"index": i, "function": {"arguments": p}} for p in pieces(json.dumps(a), size)]
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(calls=calls_st, size=st.integers(1, 7), opening=st.sampled_from([{}, "{}", "{ }", ""]))
+def test_an_empty_object_opening_fragment_is_a_placeholder(calls: list[tuple[str, dict[str, Any]]], size: int,
+                                                           opening: Any) -> None:
+    assembler = CallAssembler(frozenset(NAMES))
+    for fragment in empty_object_opening_style(calls, size, opening):
+        assembler.feed(fragment)
+    got = assembler.result()
+    assert [c.arguments for c in got] == [json.dumps(a) for _, a in calls]
+
+
+def test_empty_object_arguments_alone_or_with_blank_pieces_stay_an_empty_object() -> None:
+    for tail in ([], [""], [" "]):
+        assembler = CallAssembler(frozenset(NAMES))
+        assembler.feed({"index": 0, "id": "c0", "type": "function", "function": {"name": "grep", "arguments": {}}})
+        for p in tail:
+            assembler.feed({"index": 0, "function": {"arguments": p}})
+        (call,) = assembler.result()
+        assert json.loads(call.arguments) == {}

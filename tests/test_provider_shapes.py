@@ -201,6 +201,17 @@ OVERFLOWS = {
                                              "message": "prompt is too long: 210000 tokens > 200000 maximum"}),
     "ollama": Raw(body=json.dumps({"error": "prompt too long; exceeded max context length by 120 tokens"}).encode(),
                   status=400, content_type="application/json"),
+    # vLLM's input processor, byte for byte as it answers.
+    "vllm_decoder_prompt": Raw(body=b'{"error":{"message":"The decoder prompt (length 9000) is longer than the maximum model '
+                                    b'length of 8192. Make sure that max_model_len is no smaller than the number of text '
+                                    b'tokens."}}', status=400, content_type="application/json"),
+    "vllm_requested_tokens": _json_error(400, {"object": "error", "message": "This model's maximum context length is 8192 "
+                                               "tokens. However, you requested 9000 tokens in the messages, Please reduce "
+                                               "the length of the messages.", "type": "BadRequestError", "code": 400}),
+    "vllm_input_prompt": _json_error(400, {"object": "error", "message": "Input prompt (9000 tokens) is too long and "
+                                           "exceeds limit of 8192", "type": "BadRequestError", "code": 400}),
+    "vllm_engine_prompt": _json_error(400, {"message": "The engine prompt length 9000 exceeds the max_model_len 8192. "
+                                            "Please reduce prompt.", "type": "invalid_request_error", "code": 400}),
 }
 
 
@@ -244,6 +255,9 @@ IN_STREAM = {
                "status": "INVALID_ARGUMENT", "code": 400},
     "anthropic_via_proxy": {"message": "input length and `max_tokens` exceed context limit: 198000 + 8192 > 200000"},
     "ollama": {"message": "the input length exceeds the context length"},
+    "vllm_decoder_prompt": {"message": "The decoder prompt (length 9000) is longer than the maximum model length of 8192. "
+                                       "Make sure that max_model_len is no smaller than the number of text tokens.",
+                            "type": "BadRequestError", "code": 400},
 }
 
 
@@ -267,3 +281,142 @@ def test_a_named_error_event_ends_the_stream_with_its_message(cli, server: FakeS
     assert r.code == 1
     assert "the model endpoint reported an error: model is not allowed" in r.err
     assert "retrying" not in r.err
+
+
+def test_proxy_labelling_a_whole_json_answer_as_an_event_stream_is_used(cli, server: FakeServer) -> None:
+    # Some proxies forward the upstream's complete answer under the stream's content type.
+    body = {"id": "x", "object": "chat.completion", "model": "fake-model",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "whole, as a stream"},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 30, "completion_tokens": 4, "total_tokens": 34}}
+    server.add(Raw(body=b"\n" + json.dumps(body, indent=2).encode() + b"\n", content_type="text/event-stream"))
+    r = cli("-p", "hi", "--output-format", "json", server=server)
+    assert r.code == 0, r.err
+    out = r.json()
+    print(out["result"])
+    assert out["result"] == "whole, as a stream"
+    assert (out["usage"]["prompt_tokens"], out["usage"]["completion_tokens"]) == (30, 4)
+    assert "retrying" not in r.err and len(server.requests) == 1
+
+
+def test_proxy_labelling_a_json_error_as_an_event_stream_keeps_its_message(cli, server: FakeServer) -> None:
+    server.add(Raw(body=b'{"error": {"message": "model is not allowed for this key", "type": "invalid_request_error"}}',
+                   content_type="text/event-stream"))
+    r = cli("-p", "hi", server=server)
+    print(r.err)
+    assert r.code == 1
+    assert "the model endpoint reported an error: model is not allowed for this key" in r.err
+    assert "retrying" not in r.err and len(server.requests) == 1
+
+
+def test_empty_object_opening_fragment_then_text_arguments_is_one_object(cli, server: FakeServer, files: Path) -> None:
+    # The opening fragment carries `"arguments": {}`, then the real arguments stream as text.
+    server.add(Raw(body=sse(*calls(
+        {"index": 0, "id": "e1", "type": "function", "function": {"name": "read_file", "arguments": {}}},
+        {"index": 0, "function": {"arguments": '{"path": '}},
+        {"index": 0, "function": {"arguments": '"a.txt"}'}},
+        {"index": 1, "id": "e2", "type": "function", "function": {"name": "read_file", "arguments": "{}"}},
+        {"index": 1, "function": {"arguments": '{"path": "b.txt"}'}},
+    ))), Reply(text="placeholders dropped"))
+    r = run(cli, server)
+    assert (r.code, r.out) == (0, "placeholders dropped\n"), r.err
+    sent = assistant_calls(server.requests[1])
+    assert [c["function"]["arguments"] for c in sent] == ['{"path": "a.txt"}', '{"path": "b.txt"}']
+    first, second = results(server.requests[1])
+    assert "alpha contents" in first and "beta contents" in second
+
+
+def test_empty_object_arguments_sent_alone_stay_an_empty_object(cli, server: FakeServer) -> None:
+    server.add(Raw(body=sse(*calls(
+        {"index": 0, "id": "t1", "type": "function", "function": {"name": "todo_read", "arguments": {}}},
+    ))), Reply(text="no arguments"))
+    r = run(cli, server)
+    assert (r.code, r.out) == (0, "no arguments\n"), r.err
+    assert assistant_calls(server.requests[1])[0]["function"]["arguments"] == "{}"
+
+
+def test_done_without_finish_reason_ends_the_answer(cli, server: FakeServer) -> None:
+    # No chunk names a finish_reason; `data: [DONE]` is the only end.
+    server.add(Raw(body=sse(chunk({"role": "assistant", "content": ""}), chunk({"content": "finished "}),
+                            chunk({"content": "by DONE"}))))
+    r = cli("-p", "hi", "--output-format", "json", server=server)
+    assert r.code == 0, r.err
+    out = r.json()
+    print(out["result"])
+    assert out["result"] == "finished by DONE"
+    assert "retrying" not in r.err and len(server.requests) == 1
+
+
+def test_done_without_finish_reason_after_tool_calls_runs_them(cli, server: FakeServer, files: Path) -> None:
+    server.add(Raw(body=sse(chunk({"role": "assistant", "content": None}), chunk({"tool_calls": [
+        {"index": 0, "id": "d1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}]}))),
+        Reply(text="read after DONE"))
+    r = run(cli, server)
+    assert (r.code, r.out) == (0, "read after DONE\n"), r.err
+    assert "retrying" not in r.err
+    assert "alpha contents" in results(server.requests[1])[0]
+
+
+def test_a_stream_cut_before_done_and_finish_reason_is_still_retried(cli, server: FakeServer) -> None:
+    server.add(Raw(body=sse(chunk({"role": "assistant", "content": ""}), chunk({"content": "half"}), done=False)),
+               Reply(text="half and the rest"))
+    r = cli("-p", "hi", server=server)
+    assert (r.code, r.out) == (0, "half and the rest\n"), r.err
+    assert "the response stream ended early; retrying" in r.err
+
+
+NGINX_502 = (b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1>"
+             b"</center>\r\n<hr><center>nginx/1.24.0</center>\r\n</body>\r\n</html>\r\n")
+
+
+def test_nginx_502_page_names_the_gateway(cli, server: FakeServer) -> None:
+    server.add(*[Raw(body=NGINX_502, status=502, content_type="text/html")] * 3)
+    r = cli("-p", "hi", server=server, config={"max_retries": 2})
+    print(r.err)
+    assert r.code == 1
+    assert "the model endpoint answered 502 Bad Gateway: 502 Bad Gateway" in r.err
+    assert "hint: a proxy or gateway in front of the model server failed (retried 2 times)" in r.err
+    assert r.err.count("endpoint answered 502; retrying") == 2 and len(server.requests) == 3
+    assert "<" not in r.err
+
+
+def test_cloudflare_504_page_is_shown_short_and_printable(cli, server: FakeServer) -> None:
+    page = (b"<!DOCTYPE html><html><head><script>var x = '<b>';</script><title>api.example.com | 504: Gateway "
+            b"time-out\x1b[2J &amp; more</title></head><body>" + b"<p>filler</p>" * 200 + b"</body></html>")
+    server.add(Raw(body=page, status=504, content_type="text/html; charset=UTF-8"))
+    r = cli("-p", "hi", server=server, config={"max_retries": 0})
+    print(r.err)
+    assert r.code == 1
+    assert "the model endpoint answered 504 Gateway Timeout: api.example.com | 504: Gateway time-out?[2J & more" in r.err
+    assert "hint: a proxy or gateway in front of the model server timed out waiting for the model server " \
+           "(not retried: max_retries is 0)" in r.err
+    assert "\x1b" not in r.err and "filler" not in r.err
+
+
+def test_an_empty_error_body_says_the_reason_phrase(cli, server: FakeServer) -> None:
+    server.add(Raw(body=b"", status=503, content_type="text/plain"))
+    r = cli("-p", "hi", server=server, config={"max_retries": 0})
+    print(r.err)
+    assert r.code == 1
+    assert "the model endpoint answered 503 Service Unavailable\n" in r.err
+
+
+def test_nginx_plain_http_to_its_tls_port_fails_at_once(cli, server: FakeServer) -> None:
+    page = (b"<html>\r\n<head><title>400 The plain HTTP request was sent to HTTPS port</title></head>\r\n<body>\r\n"
+            b"<center><h1>400 Bad Request</h1></center>\r\n</body>\r\n</html>\r\n")
+    server.add(Raw(body=page, status=400, content_type="text/html"))
+    r = cli("-p", "hi", server=server)
+    print(r.err)
+    assert r.code == 1
+    assert "400 The plain HTTP request was sent to HTTPS port; the server speaks TLS: use https:// instead of http://" in r.err
+    assert f"hint: set base_url to {server.base_url.replace('http://', 'https://')}" in r.err
+    assert len(server.requests) == 1
+
+
+def test_proxy_labelling_an_html_page_as_an_event_stream_fails_at_once(cli, server: FakeServer) -> None:
+    server.add(Raw(body=b"<!DOCTYPE html>\n<html><body>Sign in to the portal</body></html>", content_type="text/event-stream"))
+    r = cli("-p", "hi", server=server)
+    print(r.err)
+    assert r.code == 1
+    assert "the endpoint answered an HTML page labelled text/event-stream, not an event stream; check base_url" in r.err
+    assert "retrying" not in r.err and len(server.requests) == 1

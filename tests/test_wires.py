@@ -204,3 +204,33 @@ def test_json_that_is_no_answer_fails_at_once(cli, server: FakeServer, wire: str
     assert r.code == 1
     assert "the endpoint answered JSON that is not" in r.err and "check base_url" in r.err
     assert len(server.requests) == 1
+
+
+def test_a_whole_json_answer_labelled_as_an_event_stream_is_read(cli, server: FakeServer, wire: str) -> None:
+    # A proxy that ignores `stream`, sends the whole answer, and keeps the stream's content type.
+    from nanohermes.testing import Raw
+
+    if wire == "chat":
+        body = {"object": "chat.completion", "choices": [{"index": 0, "finish_reason": "stop",
+                                                          "message": {"role": "assistant", "content": "whole"}}]}
+    else:
+        body = {"object": "response", "status": "completed", "usage": {"input_tokens": 3, "output_tokens": 1},
+                "output": [{"type": "message", "role": "assistant",
+                            "content": [{"type": "output_text", "text": "whole", "annotations": []}]}]}
+    server.add(Raw(body=json.dumps(body).encode(), content_type="text/event-stream"))
+    r = run(cli, server, wire, "-p", "x")
+    assert (r.code, r.out) == (0, "whole\n"), r.err
+    assert "retrying" not in r.err and len(server.requests) == 1
+
+
+def test_responses_stream_ended_by_done_before_completed_is_finished(cli, server: FakeServer) -> None:
+    from nanohermes.testing import Raw
+
+    msg = {"type": "message", "id": "m1", "role": "assistant", "content": []}
+    server.add(Raw(body=(*_events({"type": "response.output_item.added", "output_index": 0, "item": msg},
+                                  {"type": "response.output_text.delta", "item_id": "m1", "delta": "said, "},
+                                  {"type": "response.output_text.delta", "item_id": "m1", "delta": "then DONE"}),
+                         b"data: [DONE]\n\n")))
+    r = run(cli, server, "responses", "-p", "x")
+    assert (r.code, r.out) == (0, "said, then DONE\n"), r.err
+    assert "retrying" not in r.err and len(server.requests) == 1

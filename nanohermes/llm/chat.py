@@ -3,7 +3,8 @@
 Servers split a tool call into fragments in many ways: OpenAI sends an index with every
 fragment and the id and name once; Ollama and SGLang send each parallel call whole, all at
 index 0; Gemini sends fragments without an index; some repeat the name on every fragment;
-llama.cpp may send the arguments as a JSON object; some prefix the name with `functions.`.
+llama.cpp may send the arguments as a JSON object; some open a call with `{}` arguments and
+then stream the real ones as text; some prefix the name with `functions.`.
 `CallAssembler` reads all of them by one rule (see `feed`). Reasoning deltas
 (`reasoning_content`, `reasoning`, `reasoning_details`) are collected beside the text and
 never mixed into it.
@@ -106,12 +107,25 @@ class CallAssembler:
             slot.args.append(args)
         slot.extra.update({k: v for k, v in fragment.items() if k not in _OWN_KEYS and v is not None})
 
+    def has_calls(self) -> bool:
+        return any(c.name or c.args for c in self.calls)
+
     def result(self) -> tuple[ToolCall, ...]:
         return tuple(
             ToolCall(id=c.id or f"call_{uuid.uuid4().hex[:12]}", name=known_name(c.name, self.known),
-                     arguments="".join(c.args), extra=tuple(c.extra.items()))
+                     arguments=joined_arguments(c.args), extra=tuple(c.extra.items()))
             for c in self.calls if c.name or c.args
         )
+
+
+def joined_arguments(pieces: Sequence[str]) -> str:
+    """A call's argument pieces as one text. A first piece that is an empty object (`{}`, sent as
+    an object or as text) and is followed by more is a placeholder some servers put in the
+    call's opening fragment before streaming the real arguments: it is dropped, since `{}` with
+    anything after it is never valid JSON. A whole object sent alone (llama.cpp) is kept."""
+    if len(pieces) > 1 and "".join(pieces[0].split()) == "{}" and "".join(pieces[1:]).strip():
+        pieces = pieces[1:]
+    return "".join(pieces)
 
 
 def _text_of(content: Any) -> str:
@@ -155,6 +169,10 @@ class ChatParser:
                                 hint="base_url should be the API root of an OpenAI-compatible server (usually .../v1)")
         self.event(None, body)
         self.finish = self.finish or "stop"
+
+    def ended(self) -> None:
+        if self.finish is None:  # `[DONE]` with no finish_reason before it (some servers never send one)
+            self.finish = "tool_calls" if self.calls.has_calls() else "stop"
 
     def _usage(self, u: Any) -> None:
         if isinstance(u, dict):

@@ -2,8 +2,9 @@
 
 `HttpWire` owns the httpx client, the retry loop (429, 5xx, connection errors and dropped
 streams, with exponential backoff and jitter, honouring Retry-After), the server-sent-event
-reader, the checks on a body that is not an event stream, and the mapping of every failure to
-an `errors.EndpointError` subclass with a hint. A wire (chat completions, Responses) only
+reader, the checks on a body that is not an event stream (a whole JSON answer is used, whatever
+its label), and the mapping of every failure to an `errors.EndpointError` subclass with a hint
+(a TLS/plain-HTTP mix-up in base_url is deterministic: it is said at once, never retried). A wire (chat completions, Responses) only
 builds its request and turns events into a `Completion` through a `StreamParser`.
 httpx is imported on first use so the CLI starts fast.
 """
@@ -44,7 +45,9 @@ CONTEXT_HINT = "start a new session or compact the conversation"
 # How the servers people run say "the request does not fit the context window", in status
 # errors and in-stream error events alike: OpenAI and DeepSeek ("maximum context length",
 # context_length_exceeded), llama.cpp (exceed_context_size_error, "exceeds the available
-# context size"), vLLM ("is too long to fit into the model", "too long and exceeds limit"),
+# context size"), vLLM ("is too long to fit into the model", "too long and exceeds limit", "The
+# decoder prompt (length N) is longer than the maximum model length of M", "The engine prompt
+# length N exceeds the max_model_len M"),
 # Gemini ("input token count ... exceeds the maximum"), Anthropic behind a proxy ("prompt is
 # too long", "exceed context limit"), Ollama ("input length exceeds", "prompt too long"),
 # Mistral and Groq ("too large for model", "reduce the length of the messages").
@@ -52,7 +55,8 @@ CONTEXT_OVERFLOW = re.compile(
     r"context_length_exceeded|exceed_context_size|context[ _]length|maximum context|context window"
     r"|exceeds the available context|too long to fit|is too long and exceeds|input token count.{0,40}exceeds the maximum"
     r"|prompt is too long|exceeds? context limit|input length exceeds|prompt too long|too many tokens"
-    r"|reduce the length of the messages|too large for model|input is too long",
+    r"|reduce the length of the messages|too large for model|input is too long"
+    r"|longer than the maximum model length|exceeds the max_model_len",
     re.IGNORECASE | re.DOTALL,
 )
 
@@ -92,21 +96,90 @@ def check_base_url(url: str) -> None:
                                "(--base-url, OPENAI_BASE_URL or config)")
 
 
+_TLS_REFUSED = ("wrong_version_number", "wrong version number", "record layer failure", "unknown protocol",
+                "packet length too long", "http_request")
+
+
+def _chain_text(exc: BaseException) -> str:
+    """The text of an exception and of the ones it wraps (httpx keeps the ssl error as the cause)."""
+    parts: list[str] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(parts) < 4:
+        parts.append(str(seen))
+        seen = seen.__cause__ or seen.__context__
+    return " ".join(parts).lower()
+
+
+def plain_http_answered(url: str, exc: BaseException) -> bool:
+    """An https:// request whose handshake met bytes that are no TLS: the server speaks plain HTTP."""
+    return url.startswith("https://") and any(w in _chain_text(exc) for w in _TLS_REFUSED)
+
+
+def dropped_before_answer(url: str, exc: BaseException) -> bool:
+    """A plain-HTTP request the server hung up on or answered with no HTTP status line: what a TLS
+    server does with one (it may as well be a crash, so `speaks_tls` checks before anyone says so)."""
+    low = str(exc).lower()
+    return url.startswith("http://") and (type(exc).__name__ in ("ReadError", "RemoteProtocolError") or any(
+        w in low for w in ("reset", "disconnected", "without sending", "illegal status")))
+
+
+def exception_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
 def describe_connect_error(url: str, exc: BaseException) -> str:
     """One phrase for a failed connection, naming the usual TLS mix-ups."""
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    low = str(exc).lower()
-    tls = any(w in low for w in ("wrong_version_number", "wrong version number", "record layer failure", "unknown protocol",
-                                 "packet length too long", "http_request"))
-    if tls and url.startswith("https://"):
+    text = exception_text(exc)
+    if plain_http_answered(url, exc):
         return f"{text}; the server seems to speak plain HTTP: try http:// instead of https://"
-    # A TLS server sent plain HTTP drops the connection or answers with bytes that are no
-    # HTTP status line.
-    dropped = type(exc).__name__ in ("ReadError", "RemoteProtocolError") or any(
-        w in low for w in ("reset", "disconnected", "without sending", "illegal status"))
-    if url.startswith("http://") and dropped:
+    if dropped_before_answer(url, exc):
         return f"{text}; if the server speaks TLS, use https:// instead of http://"
     return text
+
+
+async def speaks_tls(url: str, timeout: float = 3.0) -> bool:
+    """Whether the server at `url`'s host and port completes a TLS handshake (the certificate is
+    not checked: this only tells a TLS server from a plain one, and nothing is sent over it)."""
+    import ssl  # already loaded with httpx
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return False
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port, ssl=ctx, server_hostname=host or None),
+                                           timeout)
+    except (OSError, ValueError):  # refused, timed out (TimeoutError) or no TLS (ssl.SSLError): all OSErrors
+        return False
+    writer.close()
+    try:
+        await asyncio.wait_for(writer.wait_closed(), timeout)
+    except OSError:
+        pass
+    return True
+
+
+def swap_scheme(url: str) -> str:
+    return "http://" + url[len("https://"):] if url.startswith("https://") else "https://" + url.removeprefix("http://")
+
+
+async def scheme_mismatch(url: str, exc: BaseException) -> UnreachableError | None:
+    """The failure as a TLS/plain-HTTP mix-up when it surely is one, else None. A mix-up is
+    deterministic, so it is said at once instead of being retried."""
+    if plain_http_answered(url, exc):
+        detail = describe_connect_error(url, exc)
+    elif dropped_before_answer(url, exc) and await speaks_tls(url):
+        detail = f"{exception_text(exc)}; the server speaks TLS: use https:// instead of http://"
+    else:
+        return None
+    return UnreachableError(f"cannot reach the model endpoint at {url} ({detail})",
+                            hint=f"set base_url to {swap_scheme(url)} (--base-url, OPENAI_BASE_URL or config); "
+                                 "a TLS/plain-HTTP mix-up is not retried")
 
 
 def estimate_usage(messages: Sequence[Message], answer: Message) -> Usage:
@@ -161,6 +234,10 @@ class StreamParser(Protocol):
 
     def whole(self, body: Any) -> None:
         """Take a complete JSON answer sent instead of an event stream."""
+        ...
+
+    def ended(self) -> None:
+        """The stream said it is over (`data: [DONE]`): what was received is the whole answer."""
         ...
 
     def result(self) -> Completion | None:
@@ -316,30 +393,32 @@ class HttpWire:
                                         "check base_url", hint="set base_url to the address the API really answers at")
                 ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
                 if ctype in ("text/event-stream", ""):  # no type at all: read it as a stream
-                    async for name, data in sse_events(response.aiter_lines()):
-                        if data == "[DONE]":
-                            break
-                        if is_error_body(data):
-                            raise self.classify_error_event(data)
-                        if name == "error" and isinstance(data, dict):  # a named error event: {"message": ...}
-                            raise self.classify_error_event({"error": data})
-                        if parser.event(name, data):
-                            break
+                    lines = response.aiter_lines()
+                    first = await _first_line(lines)
+                    lead = first.lstrip("\ufeff \t")[:1] if first is not None else ""
+                    if lead in ("{", "["):
+                        # A whole JSON answer labelled as a stream (some proxies do): no event
+                        # line starts with a brace, so it is read as the answer itself.
+                        rest = [line async for line in lines]
+                        self._whole(parser, "\n".join([first or "", *rest]).encode())
+                    elif lead == "<":  # a web page under the stream's label: no retry makes it an answer
+                        raise EndpointError(_not_a_stream(f"an HTML page labelled {ctype or 'with no type'}"),
+                                            hint=_not_a_stream_hint(self.base_url))
+                    else:
+                        await self._events(parser, _prepend(first, lines))
                 elif ctype == "application/json" or ctype.endswith("+json"):
-                    body = _json_or_none(await response.aread())
-                    if body is None:
-                        raise Retry("the endpoint sent malformed JSON", EndpointError(
-                            "the endpoint kept sending malformed JSON", hint="check the endpoint's health, then try again"))
-                    if is_error_body(body):
-                        raise self.classify_error_event(body)
-                    parser.whole(body)
+                    self._whole(parser, await response.aread())
                 else:
                     raise EndpointError(_not_a_stream(ctype), hint=_not_a_stream_hint(self.base_url))
         except (Retry, EndpointError):
             raise
         except (httpx.TimeoutException, httpx.TransportError) as e:
-            # Before an answer began, the failure may be a TLS/plain-HTTP mix-up worth naming.
-            detail = describe_connect_error(self.base_url, e) if not started else f"{type(e).__name__}: {e}"
+            # Before an answer began, the failure may be a TLS/plain-HTTP mix-up: said at once.
+            if not started and (mismatch := await scheme_mismatch(self.base_url, e)) is not None:
+                raise mismatch from None
+            # A hang-up on plain HTTP was just probed and is no TLS server: no guess about TLS then.
+            guess = not started and not dropped_before_answer(self.base_url, e)
+            detail = describe_connect_error(self.base_url, e) if guess else exception_text(e)
             final = UnreachableError(f"cannot reach the model endpoint at {self.base_url} ({detail})", hint=BASE_URL_HINT)
             if started or shown.text:
                 raise Retry("the response stream dropped", final) from None
@@ -355,20 +434,57 @@ class HttpWire:
                 "the response stream kept ending before the answer was complete", hint="check the endpoint's health, then try again"))
         return done
 
+    async def _events(self, parser: StreamParser, lines: AsyncIterator[str]) -> None:
+        async for name, data in sse_events(lines):
+            if data == "[DONE]":
+                parser.ended()  # the end of a stream, even one whose last chunk named no finish_reason
+                return
+            if is_error_body(data):
+                raise self.classify_error_event(data)
+            if name == "error" and isinstance(data, dict):  # a named error event: {"message": ...}
+                raise self.classify_error_event({"error": data})
+            if parser.event(name, data):
+                return
+
+    def _whole(self, parser: StreamParser, raw: bytes) -> None:
+        """A complete JSON body (an answer or an error) read as the whole reply."""
+        body = _json_or_none(raw)
+        if body is None:
+            raise Retry("the endpoint sent malformed JSON", EndpointError(
+                "the endpoint kept sending malformed JSON", hint="check the endpoint's health, then try again"))
+        if is_error_body(body):
+            raise self.classify_error_event(body)
+        parser.whole(body)
+
     # -- what failures mean ------------------------------------------------
 
     def classify_status(self, status: int, raw: bytes, retry_after: str | None = None) -> Exception:
         body = _json_or_none(raw)
         text = raw.decode("utf-8", "replace").strip()
-        body_msg = error_message(body, text if text and not text.startswith("<") else f"Error code: {status}")
+        page = body is None and text.startswith("<")  # a web page, from a proxy or gateway more often than not
+        body_msg = error_message(body, page_text(text) if page else text)
+        # Without a message of the server's own, the status's reason phrase says what it means.
+        said = f"{status} {_reason(status)}".strip() if page or not body_msg else str(status)
+        answered = f"{said}: {body_msg}" if body_msg else said
+        body_msg = body_msg or said
         code, kind = error_fields(body)
         wait = _retry_after(retry_after)
         overflow = is_context_overflow(" ".join((body_msg, code, kind)))
         if overflow and status not in (401, 403, 404, 429):  # llama.cpp once sent it as a 500
             return ContextTooLongError(f"the conversation no longer fits the model's context ({body_msg})", hint=CONTEXT_HINT)
+        if "plain http request was sent to https port" in text.lower():  # nginx, for http:// to its TLS port
+            return UnreachableError(f"the model endpoint answered {answered}; the server speaks TLS: use https:// "
+                                    "instead of http://", hint=f"set base_url to {swap_scheme(self.base_url)} "
+                                                              "(--base-url, OPENAI_BASE_URL or config)")
         if status == 429 or status >= 500 or status in (408, 409):
-            final = EndpointError(f"the model endpoint answered {status}: {body_msg}",
-                                  hint="the service is overloaded or rate-limited; wait and retry, or raise max_retries")
+            tried = f"retried {self.max_retries} times" if self.max_retries else "not retried: max_retries is 0"
+            if status in (502, 504) or (page and status >= 500):
+                failed = "timed out waiting for the model server" if status == 504 else "failed"
+                hint = (f"a proxy or gateway in front of the model server {failed} ({tried}); check that the server "
+                        "behind it is up, then try again")
+            else:
+                hint = f"the service is overloaded or rate-limited ({tried}); wait and retry, or raise max_retries"
+            final = EndpointError(f"the model endpoint answered {answered}", hint=hint)
             return Retry(f"endpoint answered {status}", final, wait)
         if status in (401, 403):
             return AuthError(f"the model endpoint refused the API key ({status}: {body_msg})",
@@ -386,7 +502,7 @@ class HttpWire:
         if status == 400 and ("api key" in low or "api_key" in low) and ("invalid" in low or "not valid" in low):
             return AuthError(f"the model endpoint refused the API key ({status}: {body_msg})",
                              hint="check the key: set OPENAI_API_KEY, pass --api-key, or set api_key / api_key_env in config")
-        return EndpointError(f"the model endpoint answered {status}: {body_msg}", hint="check the model name and request settings")
+        return EndpointError(f"the model endpoint answered {answered}", hint="check the model name and request settings")
 
     def classify_error_event(self, data: Any) -> Exception:
         """An error sent inside a 200 answer (an event of the stream, or the whole body)."""
@@ -417,12 +533,56 @@ class HttpWire:
             self._client = None
 
 
+def _reason(status: int) -> str:
+    """The standard reason phrase of a status ("Bad Gateway"), or "" for one outside the standard."""
+    from http import HTTPStatus
+
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
+_HEADING = re.compile(r"<h1[^>]*>(.*?)</h1\s*>", re.IGNORECASE | re.DOTALL)
+_SKIPPED = re.compile(r"<(script|style|head)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+
+
+def page_text(page: str, limit: int = 120) -> str:
+    """A short, printable line from an HTML page: its <title>, else its first heading, else its
+    text without tags. What a gateway's error page says is mostly in those."""
+    import html
+
+    found = _TITLE.search(page) or _HEADING.search(page)
+    text = found.group(1) if found else _TAG.sub(" ", _SKIPPED.sub(" ", page))
+    text = " ".join(_TAG.sub(" ", html.unescape(text)).split())
+    if len(text) > limit:
+        text = text[: limit - 1].rstrip() + "…"
+    return printable(text, limit)
+
+
 def _not_a_stream(ctype: str) -> str:
     return f"the endpoint answered {printable(ctype, 80)}, not an event stream; check base_url"
 
 
 def _not_a_stream_hint(base_url: str) -> str:
     return f"{base_url} should be the API root of an OpenAI-compatible server (it usually ends in /v1), not a web page or proxy"
+
+
+async def _first_line(lines: AsyncIterator[str]) -> str | None:
+    """The first line that is not blank, or None when the body ends first."""
+    async for line in lines:
+        if line.strip():
+            return line
+    return None
+
+
+async def _prepend(first: str | None, lines: AsyncIterator[str]) -> AsyncIterator[str]:
+    if first is not None:
+        yield first
+        async for line in lines:
+            yield line
 
 
 def _json_or_none(raw: bytes) -> Any:

@@ -114,6 +114,10 @@ class ResponsesParser:
             self._item(item, done=True)
         self._finish(body, None)
 
+    def ended(self) -> None:
+        if self.finish is None:  # a `[DONE]` line (some compatible servers end with one) before response.completed
+            self._finish({}, None)
+
     def _text(self, piece: str) -> None:
         if piece:
             self.text.append(piece)

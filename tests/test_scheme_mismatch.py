@@ -1,0 +1,115 @@
+"""A TLS/plain-HTTP mix-up in base_url is deterministic: `-p` and the REPL say so at once, with
+the scheme to use, instead of retrying it like a network fault. Against real loopback servers:
+the fake (plain HTTP), a TLS server with a throwaway certificate, and one that hangs up."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_repl_pty import term  # noqa: F401  (the REPL-on-a-pty fixture)
+
+from nanohermes.testing import FakeServer
+
+
+def _serve(listener: socket.socket, handle: Callable[[socket.socket], None]) -> Iterator[int]:
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            try:
+                handle(conn)
+            except OSError:
+                pass
+            finally:
+                conn.close()
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1]
+    stop.set()
+    thread.join(timeout=5)
+    listener.close()
+
+
+@pytest.fixture
+def tls_port(tmp_path: Path) -> Iterator[int]:
+    """A TLS server on 127.0.0.1 with a throwaway self-signed certificate; a plain-HTTP client
+    fails its handshake, which is the case under test."""
+    key, cert = tmp_path / "k.pem", tmp_path / "c.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+
+    def handshake(conn: socket.socket) -> None:
+        with ctx.wrap_socket(conn, server_side=True):
+            pass
+
+    yield from _serve(socket.create_server(("127.0.0.1", 0)), handshake)
+
+
+@pytest.fixture
+def hang_up_port() -> Iterator[int]:
+    """A plain server that reads the request and closes without answering (a crashing backend)."""
+    def hang_up(conn: socket.socket) -> None:
+        conn.recv(65536)
+
+    yield from _serve(socket.create_server(("127.0.0.1", 0)), hang_up)
+
+
+def test_https_against_a_plain_http_server_fails_at_once_in_p(cli, server: FakeServer) -> None:
+    url = server.base_url.replace("http://", "https://")
+    r = cli("-p", "hi", "--base-url", url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
+    print(r.err)
+    assert r.code == 1
+    assert f"cannot reach the model endpoint at {url} (" in r.err
+    assert "the server seems to speak plain HTTP: try http:// instead of https://" in r.err
+    assert f"hint: set base_url to {server.base_url} (--base-url, OPENAI_BASE_URL or config)" in r.err
+    assert "retrying" not in r.err
+
+
+def test_http_against_a_tls_server_fails_at_once_in_p(cli, tls_port: int) -> None:
+    url = f"http://127.0.0.1:{tls_port}/v1"
+    r = cli("-p", "hi", "--base-url", url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
+    print(r.err)
+    assert r.code == 1
+    assert f"cannot reach the model endpoint at {url} (" in r.err
+    assert "the server speaks TLS: use https:// instead of http://" in r.err
+    assert f"hint: set base_url to https://127.0.0.1:{tls_port}/v1" in r.err
+    assert "retrying" not in r.err
+
+
+def test_a_plain_server_that_hangs_up_is_still_retried(cli, hang_up_port: int) -> None:
+    # Not a TLS server: the probe finds no handshake, so this is a fault worth retrying.
+    url = f"http://127.0.0.1:{hang_up_port}/v1"
+    r = cli("-p", "hi", "--base-url", url, "--model", "fake-model", config={"max_retries": 1},
+            env={"OPENAI_API_KEY": "k"})
+    print(r.err)
+    assert r.code == 1
+    assert r.err.count(f"cannot connect to {url}; retrying") == 1
+    assert "the server speaks TLS" not in r.err
+    assert "hint: check base_url" in r.err
+
+
+def test_https_against_a_plain_http_server_fails_at_once_in_the_repl(term: Any, server: FakeServer) -> None:
+    url = server.base_url.replace("http://", "https://")
+    t = term(args=("--base-url", url))
+    t.prompt()
+    t.type("hello")
+    t.wait("the server seems to speak plain HTTP")  # the screen wraps the rest of the line
+    t.wait(f"hint: set base_url to {server.base_url} ")
+    t.leave()  # the REPL went on to the next prompt
+    assert "retrying" not in t.text
+    assert server.requests == []
