@@ -1,6 +1,6 @@
 """Benchmark grep and glob against raw ripgrep on a generated tree; prints ratios side by side.
 
-    python bench/search.py [--files 40000] [--mb 100] [--repeat 5]
+    python bench/search.py [--files 40000] [--mb 100] [--repeat 5] [--only glob]
 
 The tree (source-like text, some binaries, nested .gitignore files, ignored build output) is
 generated once under bench/.data/ (git-ignored) and reused while its parameters stay the same.
@@ -100,6 +100,7 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=40_000)
     ap.add_argument("--mb", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--only", default="", help="run only the cases whose name contains this text")
     opts = ap.parse_args()
     rg = find_ripgrep()
     if rg is None:
@@ -151,6 +152,8 @@ def main() -> None:
     print(head)
     print("-" * len(head))
     for name, ours, base_name, base, goal in cases:
+        if opts.only not in name:
+            continue
         a, b = timed_pair(ours, base, opts.repeat)
         ratio = a / b
         verdict = "" if goal is None else ("ok" if ratio <= goal else "SLOW")

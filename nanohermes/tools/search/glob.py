@@ -13,7 +13,7 @@ from nanohermes.tools import Params, ReadOnlyTool, ToolContext, ToolError
 from nanohermes.tools.files import shown_path
 from nanohermes.tools.search.globs import compile_glob
 from nanohermes.tools.search.grep import _prefix, _safe, walk_note
-from nanohermes.tools.search.ripgrep import AUTO, RipgrepFailed, find_ripgrep, walk_ripgrep
+from nanohermes.tools.search.ripgrep import AUTO, RipgrepFailed, capped, find_ripgrep, list_ripgrep
 from nanohermes.tools.search.walk import Walk, ignore_dir_names, walk_python
 
 # -- glob ----------------------------------------------------------------------------------
@@ -46,16 +46,27 @@ class Glob(ReadOnlyTool[GlobParams]):
     def output_limit(self) -> str:
         return "glob_results paths, grep_max_files files"
 
-    async def _walk(self, root: Path, ctx: ToolContext) -> Walk:
+    async def _candidates(self, root: Path, ctx: ToolContext, suffix: str) -> tuple[list[str], int, bool]:
+        """The walked files that end with `suffix`, how many files were walked, and whether
+        the walk hit its cap. From a whole ripgrep listing the few that end so are picked
+        out of the one string, without a string made for every file walked."""
         lim = ctx.limits
         dirs = ignore_dir_names(ctx.config)
         rg = find_ripgrep() if self.ripgrep == AUTO else self.ripgrep
+        walk: Walk | None = None
         if rg is not None:
             try:
-                return await walk_ripgrep(rg, root, dirs, lim.grep_max_files)
+                listing = await list_ripgrep(rg, root, dirs)
             except RipgrepFailed:
                 pass
-        return await self.in_thread(walk_python, root, dirs, lim.grep_max_files)
+            else:
+                if listing.count <= lim.grep_max_files:
+                    return (listing.ending(suffix) if suffix else listing.files()), listing.count, False
+                walk = capped(listing.files(), lim.grep_max_files)
+        if walk is None:
+            walk = await self.in_thread(walk_python, root, dirs, lim.grep_max_files)
+        files = [r for r in walk.files if r.endswith(suffix)] if suffix else walk.files
+        return files, len(walk.files), walk.truncated
 
     async def run(self, args: GlobParams, ctx: ToolContext) -> str:
         rx = compile_glob(args.pattern)
@@ -65,34 +76,33 @@ class Glob(ReadOnlyTool[GlobParams]):
             raise ToolError(f"{shown} does not exist; check the path with list_dir")
         if not root.is_dir():
             raise ToolError(f"{shown} is a file, not a directory; pass its folder as path")
+        last = args.pattern.rsplit("/", 1)[-1]
+        suffix = ""  # `**/*.py`: a cheap test of the name before the regex
+        if last.startswith("*") and last != "*" and not any(c in last[1:] for c in "*?[\\"):
+            suffix = last[1:]
         try:
             with held(root) as (where, _):  # walked through `where`: what was judged, even if relinked since
-                walk = await self._walk(where, ctx)
+                candidates, walked, truncated = await self._candidates(where, ctx, suffix)
         except OSError as e:  # from opening the root; the walk itself skips what it cannot read
             if swapped(e):
                 raise ToolError(f"cannot search {shown}: a symlink appeared in its path after it was checked; "
                                 "search it again") from None
             raise ToolError(f"cannot search {shown}: {e.strerror}; check its permissions") from None
         lim = ctx.limits
-        match = rx.fullmatch
-        last = args.pattern.rsplit("/", 1)[-1]
-        if last.startswith("*") and last != "*" and not any(c in last[1:] for c in "*?[\\"):
-            suffix = last[1:]  # `**/*.py`: a cheap test of the name before the regex
-            if args.pattern == "**/" + last:  # ...which is then the whole answer
-                found = [r for r in walk.files if r.endswith(suffix)]
-            else:
-                found = [r for r in walk.files if r.endswith(suffix) and match(r)]
+        if suffix and args.pattern == "**/" + last:
+            found = candidates  # the suffix is the whole answer
         else:
-            found = [r for r in walk.files if match(r)]
+            match = rx.fullmatch
+            found = [r for r in candidates if match(r)]
         found.sort()
         prefix = _prefix(shown)
         notes: list[str] = []
         if len(found) > lim.glob_results:
             notes.append(f"… {len(found)} files match, showing first {lim.glob_results}; narrow the pattern or path")
             found = found[: lim.glob_results]
-        if walk.truncated:
+        if truncated:
             notes.append(walk_note(lim))
         if not found:
-            n = len(walk.files)
+            n = walked
             return "\n".join([f"no files match {args.pattern!r} under {shown} ({n} file{'' if n == 1 else 's'} walked)", *notes])
         return "\n".join(_safe(prefix + r) for r in found) + ("\n\n" + "\n".join(notes) if notes else "")

@@ -77,12 +77,16 @@ async def _rg(argv: list[str], cwd: Path) -> tuple[int, bytes, bytes]:
 
 
 def _rg_paths(out: bytes, sep: str) -> list[str]:
-    # ripgrep was given "." to search, so every path starts with "./": drop it at C speed.
-    raw = out.replace(sep.encode() + b"./", sep.encode())
-    text = os.fsdecode(raw[2:] if raw.startswith(b"./") else raw)
-    paths = text.split(sep)
-    if paths and not paths[-1]:
-        paths.pop()
+    # ripgrep was given "." to search, so every path starts with "./": splitting at the
+    # separator and that prefix together drops it without another pass over the listing.
+    text = os.fsdecode(out)
+    if not text:
+        return []
+    paths = text.split(sep + "./")
+    if paths[0].startswith("./"):
+        paths[0] = paths[0][2:]
+    if paths[-1].endswith(sep):
+        paths[-1] = paths[-1][: -len(sep)]
     return paths
 
 
@@ -95,12 +99,39 @@ def _rg_stats(out: bytes) -> tuple[bytes, int]:
     return out[:cut], int(m.group(1))
 
 
-async def walk_ripgrep(rg: str, root: Path, ignore_dirs: frozenset[str], max_files: int) -> Walk:
+class Listing:
+    """`rg --files --null` output kept as one string: a glob picks its few matches from it
+    without making a string for every file walked."""
+
+    def __init__(self, out: bytes) -> None:
+        self._out = out
+        self.count = out.count(b"\0")
+
+    def files(self) -> list[str]:
+        return _rg_paths(self._out, "\0")
+
+    def ending(self, suffix: str) -> list[str]:
+        """The paths that end with `suffix`, in listing order."""
+        # Possessive: the path is taken whole, then its end tested once (no backtracking).
+        text = "\0" + os.fsdecode(self._out)  # every path is then "\0./" + path, ended by "\0"
+        return re.findall(r"\0\./([^\0]*+)(?<=" + re.escape(suffix) + r")(?=\0)", text)
+
+
+async def list_ripgrep(rg: str, root: Path, ignore_dirs: frozenset[str]) -> Listing:
+    """Every file of the walk under `root`, as `rg --files` lists them (in no fixed order)."""
     code, out, err = await _rg([rg, "--files", "--null", *_rg_common(ignore_dirs), "."], root)
     if code not in (0, 1) and not out:
         raise RipgrepFailed(err.decode(errors="replace").strip())
-    files = _rg_paths(out, "\0")
+    return Listing(out)
+
+
+def capped(files: list[str], max_files: int) -> Walk:
+    """The walk of `files` (any order) under the cap: the first `max_files` in path order."""
     if len(files) > max_files:
         files.sort()  # the Python walk's order, so the cap keeps the same files
         return Walk(files[:max_files], True)
     return Walk(files, False)
+
+
+async def walk_ripgrep(rg: str, root: Path, ignore_dirs: frozenset[str], max_files: int) -> Walk:
+    return capped((await list_ripgrep(rg, root, ignore_dirs)).files(), max_files)
