@@ -27,6 +27,8 @@ from nanohermes.tools.search.walk import Walk, ignore_dir_names
 
 # -- grep ----------------------------------------------------------------------------------
 
+EARLY_PROBE = 32  # files read in path order before the early read may give up on filling the cap
+
 def _size_text(n: int) -> str:
     if n >= MiB and n % MiB == 0:
         return f"{n // MiB} MiB"
@@ -145,7 +147,15 @@ class Grep(ReadOnlyTool[GrepParams]):
             # A common pattern fills the cap within the first files in path order, long before
             # ripgrep has visited every file: walk and read the start of the tree meanwhile.
             budget = min(self.early_files, lim.grep_max_files)
-            res, truncated = await self.in_thread(_scan_walk, root, dirs, keep, matcher, lim, budget)
+            need = lim.grep_matches + 1
+
+            def hopeless(files: int, hits: int) -> bool:
+                # A rare pattern will not fill the cap from these files: stop reading, so that
+                # ripgrep has the cores to itself (its answer is the same one).
+                return files >= EARLY_PROBE and hits * budget < need * files // 2
+
+            probe = hopeless if budget < lim.grep_max_files else None  # else these files are the answer
+            res, truncated = await self.in_thread(_scan_walk, root, dirs, keep, matcher, lim, budget, probe)
             if len(res.hits) > lim.grep_matches or not truncated or budget == lim.grep_max_files:
                 return _format_grep(args, ctx, _prefix(shown), shown, res, truncated)
             code, out, err = await tasks[0]

@@ -126,21 +126,42 @@ def _read_upto(path: str, max_bytes: int) -> bytes | None:
         os.close(fd)
 
 
-def _read_ahead(rels: Iterable[str], base: str, max_bytes: int, depth: int = 64,
-                workers: int = 4) -> Iterator[tuple[str, Future[bytes | None]]]:
+def _read_many(base: str, rels: list[str], max_bytes: int) -> list[bytes | OSError | None]:
+    out: list[bytes | OSError | None] = []
+    for rel in rels:
+        try:
+            out.append(_read_upto(base + rel, max_bytes))
+        except OSError as e:
+            out.append(e)
+    return out
+
+
+def _read_ahead(rels: Iterable[str], base: str, max_bytes: int, batch: int = 8, depth: int = 8,
+                workers: int = 2) -> Iterator[tuple[str, bytes | OSError | None]]:
     """Read the next files in threads while the caller searches this one; order is kept.
 
     Reading is mostly system calls that release the GIL, so a few threads keep the disk
-    cache busy. At most `depth` files are in flight; leaving early waits only for those.
+    cache busy. Each task reads `batch` files in a row: a task per file cost more in
+    hand-offs between threads than the reads themselves once the files are cached. At most
+    `depth` tasks are in flight; leaving early waits only for those.
     """
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grep-read") as pool:
-        queue: deque[tuple[str, Future[bytes | None]]] = deque()
+        queue: deque[tuple[list[str], Future[list[bytes | OSError | None]]]] = deque()
+        group: list[str] = []
         for rel in rels:
-            queue.append((rel, pool.submit(_read_upto, base + rel, max_bytes)))
+            group.append(rel)
+            if len(group) < batch:
+                continue
+            queue.append((group, pool.submit(_read_many, base, group, max_bytes)))
+            group = []
             if len(queue) >= depth:
-                yield queue.popleft()
+                names, done = queue.popleft()
+                yield from zip(names, done.result(), strict=True)
+        if group:
+            queue.append((group, pool.submit(_read_many, base, group, max_bytes)))
         while queue:
-            yield queue.popleft()
+            names, done = queue.popleft()
+            yield from zip(names, done.result(), strict=True)
 
 
 @dataclass
@@ -149,24 +170,28 @@ class Scan:
     large: int = 0
     binary: int = 0
     searched: int = 0  # files taken from the input
+    stopped: bool = False  # `hopeless` ended it before the input or the match cap did
 
 
-def scan(root: Path, rels: Iterable[str], matcher: Matcher, limits: Limits, known: bool) -> Scan:
+def scan(root: Path, rels: Iterable[str], matcher: Matcher, limits: Limits, known: bool,
+         hopeless: Callable[[int, int], bool] | None = None) -> Scan:
     """Read `rels` in the given (path) order until one hit more than the cap is found.
 
     `known`: each file is already known to contain a match (ripgrep said so), so a big or
-    binary one is counted without being searched again.
+    binary one is counted without being searched again. `hopeless(files, hits)`, asked
+    before each file, stops the scan early (`stopped`).
     """
     res = Scan()
     need = limits.grep_matches + 1
     max_bytes = limits.grep_file_max_bytes
     base = os.path.join(root, "")
-    for rel, pending in _read_ahead(rels, base, max_bytes):
+    for rel, data in _read_ahead(rels, base, max_bytes):
+        if hopeless is not None and hopeless(res.searched, len(res.hits)):
+            res.stopped = True
+            break
         res.searched += 1
         path = base + rel
-        try:
-            data = pending.result()
-        except OSError:
+        if isinstance(data, OSError):
             continue
         if data is None:
             if known or matcher.file_has_match(path):
@@ -187,8 +212,9 @@ def scan(root: Path, rels: Iterable[str], matcher: Matcher, limits: Limits, know
 
 
 def _scan_walk(root: Path, dirs: frozenset[str], keep: Callable[[str], bool], matcher: Matcher, lim: Limits,
-               cap: int) -> tuple[Scan, bool]:
-    """Walk and search together, stopping at the match cap or after `cap` walked files."""
+               cap: int, hopeless: Callable[[int, int], bool] | None = None) -> tuple[Scan, bool]:
+    """Walk and search together, stopping at the match cap or after `cap` walked files (or
+    when `hopeless` says so: then the walk counts as cut short)."""
     walk = Capped(iter_walk(root, dirs), cap)
-    res = scan(root, (r for r in walk if keep(r)), matcher, lim, False)
-    return res, walk.truncated
+    res = scan(root, (r for r in walk if keep(r)), matcher, lim, False, hopeless)
+    return res, walk.truncated or res.stopped
