@@ -519,6 +519,35 @@ def test_glob_any_depth_suffix(workspace: Path, rg: str | None) -> None:
     assert glob(workspace, rg, pattern="x/**/*.py") == "x/b.py\nx/y/c.py"
 
 
+@pytest.mark.parametrize("rg", BACKENDS)
+def test_glob_suffix_over_odd_names_and_the_walked_count(workspace: Path, rg: str | None) -> None:
+    # ripgrep's listing is searched as one string: names with newlines, "./" inside, a
+    # folder named like a match and bytes that are not UTF-8 must come out as the walk has them.
+    for name in ("a\nb.py", "c.py\nd.txt", "dir.py/e.py", "dir.py/f.txt", "g./h.py", "./i.py.py"):
+        write(workspace, name)
+    (workspace / os.fsdecode(b"caf\xe9.py")).write_text("x\n")
+    assert glob(workspace, rg, pattern="**/*.py") == "\n".join(
+        ["a\\nb.py", "caf\udce9.py", "dir.py/e.py", "g./h.py", "i.py.py"])
+    assert glob(workspace, rg, pattern="*.py") == "a\\nb.py\ncaf\udce9.py\ni.py.py"
+    assert glob(workspace, rg, pattern="**/*.rs") == "no files match '**/*.rs' under . (7 files walked)"
+
+
+def test_grep_early_read_that_gives_up_still_finds_every_match(workspace: Path) -> None:
+    # 100 files in path order; the rare text only in the last ones, past the point where the
+    # early read stops: ripgrep's answer must be the whole one, equal to Python's.
+    for i in range(100):
+        write(workspace, f"f{i:03}.txt", "common\n" * (3 if i < 50 else 1) + ("rare here\n" if i >= 95 else ""))
+    for query in ({"pattern": "rare"}, {"pattern": "RARE", "case_insensitive": True}, {"pattern": "common"}):
+        py = grep(workspace, None, **query)
+        assert grep(workspace, RG, early_files=256, **query) == py
+        assert grep(workspace, RG, early_files=0, **query) == py
+    assert grep(workspace, RG, pattern="rare").splitlines() == [f"f{i:03}.txt:2:rare here" for i in range(95, 100)]
+    # Common text fills the cap from the first files read; the note says where it stopped.
+    out = grep(workspace, RG, Limits(grep_matches=20), pattern="common")
+    assert out.splitlines()[:2] == ["f000.txt:1:common", "f000.txt:2:common"]
+    assert out.endswith("\n\n… stopped after 20 matches")
+
+
 def test_grep_over_a_folder_does_not_show_secret_files(workspace: Path) -> None:
     (workspace / ".env").write_text("API_TOKEN=abc123\n")
     (workspace / "app.py").write_text("token = os.environ['API_TOKEN']\n")
