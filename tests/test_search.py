@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -546,6 +547,33 @@ def test_grep_early_read_that_gives_up_still_finds_every_match(workspace: Path) 
     out = grep(workspace, RG, Limits(grep_matches=20), pattern="common")
     assert out.splitlines()[:2] == ["f000.txt:1:common", "f000.txt:2:common"]
     assert out.endswith("\n\n… stopped after 20 matches")
+
+
+def test_a_cancelled_grep_leaves_no_ripgrep_behind(workspace: Path, tmp_path: Path) -> None:
+    # A stand-in for a slow ripgrep: it says who it is, then sleeps far longer than the test.
+    pidfile = tmp_path / "pid"
+    slow = tmp_path / "slow-rg"
+    slow.write_text(f"#!/bin/sh\necho $$ > {pidfile}.tmp && mv {pidfile}.tmp {pidfile}\nexec sleep 60\n")
+    slow.chmod(0o755)
+    write(workspace, "a.txt", "alpha\n")
+    tool = Grep(ripgrep=str(slow), early_files=0)  # wait for "ripgrep"
+
+    async def go() -> float:
+        task = asyncio.ensure_future(tool.run(tool.parse({"pattern": "alpha"}), ctx_for(workspace)))
+        for _ in range(500):
+            if pidfile.exists() or task.done():
+                break
+            await asyncio.sleep(0.01)
+        assert pidfile.exists() and not task.done()
+        started = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return time.monotonic() - started
+
+    assert asyncio.run(go()) < 5
+    with pytest.raises(ProcessLookupError):  # killed and reaped, not even a zombie
+        os.kill(int(pidfile.read_text()), 0)
 
 
 def test_grep_over_a_folder_does_not_show_secret_files(workspace: Path) -> None:

@@ -8,6 +8,7 @@ import functools
 import os
 import re
 import shutil
+import subprocess
 import sys
 import sysconfig
 from pathlib import Path
@@ -59,19 +60,19 @@ class RipgrepFailed(Exception):
 
 
 async def _rg(argv: list[str], cwd: Path) -> tuple[int, bytes, bytes]:
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )
+    try:  # the spawn blocks no longer than the event loop's own spawn would; the wait is threaded
+        proc = subprocess.Popen(argv, cwd=str(cwd), stdin=subprocess.DEVNULL,  # noqa: ASYNC220
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except (OSError, ValueError) as e:  # not runnable, or an argument the OS cannot take
         raise RipgrepFailed(str(e)) from None
+    # A worker thread drains the pipes and reaps the process: cheaper than the event loop's
+    # subprocess support, which starts a watcher thread per process and wakes per pipe read.
+    done = asyncio.ensure_future(asyncio.to_thread(proc.communicate))
     try:
-        out, err = await proc.communicate()
+        out, err = await asyncio.shield(done)
     except BaseException:  # cancelled: never leave a search running behind the turn
-        if proc.returncode is None:
-            proc.kill()
-        await asyncio.shield(proc.wait())  # reap it while the loop still runs
+        proc.kill()  # a no-op once it has been reaped
+        await asyncio.wait({done})  # the thread ends with the process, which it reaps
         raise
     return proc.returncode or 0, out, err
 
