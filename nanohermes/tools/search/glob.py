@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -46,9 +47,9 @@ class Glob(ReadOnlyTool[GlobParams]):
     def output_limit(self) -> str:
         return "glob_results paths, grep_max_files files"
 
-    async def _candidates(self, root: Path, ctx: ToolContext, suffix: str) -> tuple[list[str], int, bool]:
-        """The walked files that end with `suffix`, how many files were walked, and whether
-        the walk hit its cap. From a whole ripgrep listing the few that end so are picked
+    async def _candidates(self, root: Path, ctx: ToolContext, suffix: str) -> tuple[list[str], Callable[[], int], bool]:
+        """The walked files that end with `suffix`, how many files were walked (asked only
+        for an empty answer), and whether the walk hit its cap. From a whole ripgrep listing the few that end so are picked
         out of the one string, without a string made for every file walked."""
         lim = ctx.limits
         dirs = ignore_dir_names(ctx.config)
@@ -60,13 +61,14 @@ class Glob(ReadOnlyTool[GlobParams]):
             except RipgrepFailed:
                 pass
             else:
-                if listing.count <= lim.grep_max_files:
-                    return (listing.ending(suffix) if suffix else listing.files()), listing.count, False
+                if listing.within(lim.grep_max_files):
+                    return (listing.ending(suffix) if suffix else listing.files()), lambda: listing.count, False
                 walk = capped(listing.files(), lim.grep_max_files)
         if walk is None:
             walk = await self.in_thread(walk_python, root, dirs, lim.grep_max_files)
         files = [r for r in walk.files if r.endswith(suffix)] if suffix else walk.files
-        return files, len(walk.files), walk.truncated
+        n = len(walk.files)
+        return files, lambda: n, walk.truncated
 
     async def run(self, args: GlobParams, ctx: ToolContext) -> str:
         rx = compile_glob(args.pattern)
@@ -103,6 +105,6 @@ class Glob(ReadOnlyTool[GlobParams]):
         if truncated:
             notes.append(walk_note(lim))
         if not found:
-            n = walked
+            n = walked()
             return "\n".join([f"no files match {args.pattern!r} under {shown} ({n} file{'' if n == 1 else 's'} walked)", *notes])
         return "\n".join(_safe(prefix + r) for r in found) + ("\n\n" + "\n".join(notes) if notes else "")

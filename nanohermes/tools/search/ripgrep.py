@@ -106,7 +106,15 @@ class Listing:
 
     def __init__(self, out: bytes) -> None:
         self._out = out
-        self.count = out.count(b"\0")
+
+    @functools.cached_property
+    def count(self) -> int:
+        return self._out.count(b"\0")
+
+    def within(self, cap: int) -> bool:
+        """At most `cap` files? Each takes at least four bytes ("./x" and its NUL), so a short
+        listing needs no count."""
+        return len(self._out) <= 4 * cap or self.count <= cap
 
     def files(self) -> list[str]:
         return _rg_paths(self._out, "\0")
