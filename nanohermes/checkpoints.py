@@ -81,6 +81,10 @@ def store_dir(workspace: Path) -> Path:
     return data_home() / "checkpoints" / project_key(workspace)
 
 
+# Sessions' indexes kept in a store; an older one is removed when a new session starts.
+KEPT_INDEXES = 8
+
+
 class Store:
     """The shadow repository of one workspace."""
 
@@ -122,16 +126,33 @@ class Store:
             raise CheckpointError("git was not found on PATH (checkpoints need it; install git)") from None
 
     def _init(self) -> None:
-        if self._fresh:
-            # Only this process uses this session's index (the transcript is locked), so a lock
-            # file left by a process that was killed mid-snapshot is stale.
-            self._fresh = False
-            self.index.with_name(self.index.name + ".lock").unlink(missing_ok=True)
         if (self.git_dir / "HEAD").exists():
+            if self._fresh:
+                self._fresh = False
+                # Only this process uses this session's index (the transcript is locked), so a
+                # lock file left by a process that was killed mid-snapshot is stale.
+                self.index.with_name(self.index.name + ".lock").unlink(missing_ok=True)
+                if not self.index.exists():
+                    self._seed_index()
             return
+        self._fresh = False
         private_dir(self.root)
         self.git("init", "-q", "--template=")
         write_private(private_dir(self.git_dir / "info") / "attributes", _ATTRIBUTES)
+
+    def _seed_index(self) -> None:
+        """Start a new session's index from the newest one of this workspace: it is a stat
+        cache, so the first snapshot hashes only what changed since (a `-p` run is a new
+        session each time). Old sessions' indexes beyond a few are removed: a session that
+        finds its own gone is seeded again."""
+        others = sorted((p for p in self.root.glob("index-*") if not p.name.endswith(".lock")),
+                        key=lambda p: p.stat().st_mtime_ns)
+        if others:
+            # git replaces an index by renaming a finished file over it: a copy is never torn.
+            with open_private(self.index, "wb") as f:
+                f.write(others[-1].read_bytes())
+        for old in others[:-KEPT_INDEXES]:
+            old.unlink(missing_ok=True)
 
     # -- snapshot --------------------------------------------------------------------------
     def files(self) -> tuple[list[str], list[str], list[str]]:

@@ -15,6 +15,7 @@ import pytest
 from rich.console import Console
 
 from nanohermes.assemble import Built, build_agent
+from nanohermes.budget import Limits
 from nanohermes.checkpoints import store_dir
 from nanohermes.config import Config
 from nanohermes.events import Notice, RecordingUI
@@ -466,3 +467,21 @@ def test_a_turn_cancelled_while_the_model_answers_still_gets_its_checkpoint(repo
     assert cps is not None and [t.prompt for t in cps.turns()] == ["first", "second"]
     assert "restored 1 files to before turn 2" in command(built, "/rewind 2 files")
     assert tree(repo) == before
+
+
+def test_a_new_session_starts_from_the_last_index_and_old_indexes_are_removed(repo: Path) -> None:
+    from nanohermes.checkpoints import KEPT_INDEXES, Store
+
+    first = Store(repo, Limits(), frozenset(), session="s0")
+    before = first.snapshot("first").commit
+    (repo / "tracked.txt").write_text("changed since\n")
+    second = Store(repo, Limits(), frozenset(), session="s1")
+    assert not second.index.exists()
+    after = second.snapshot("second").commit
+    assert second.index.exists() and second.index.stat().st_mode & 0o777 == 0o600
+    # Seeded from the first session's stat cache, the snapshot still sees the change.
+    assert [p for _, p in second.changes(before, after)] == ["tracked.txt"]
+    for n in range(2, KEPT_INDEXES + 5):
+        Store(repo, Limits(), frozenset(), session=f"s{n}").snapshot(f"s{n}")
+    indexes = [p.name for p in first.root.glob("index-*")]
+    assert len(indexes) == KEPT_INDEXES + 1 and f"index-s{KEPT_INDEXES + 4}" in indexes
