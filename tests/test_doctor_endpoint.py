@@ -4,12 +4,6 @@ TLS/plain-HTTP mix-up named. Each against a real loopback server."""
 
 from __future__ import annotations
 
-import socket
-import ssl
-import subprocess
-import threading
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -112,38 +106,6 @@ def test_https_against_a_plain_http_server_is_named(cli, server: FakeServer) -> 
     assert "the server seems to speak plain HTTP: try http:// instead of https://" in r.out
     r = cli("-p", "hi", "--base-url", url, "--model", "fake-model", config={"max_retries": 0})
     assert "try http:// instead of https://" in r.err
-
-
-@pytest.fixture
-def tls_port(tmp_path: Path) -> Iterator[int]:
-    """A TLS server on 127.0.0.1 with a throwaway self-signed certificate."""
-    key, cert = tmp_path / "k.pem", tmp_path / "c.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
-                    "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(cert, key)
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                continue
-            try:
-                with ctx.wrap_socket(conn, server_side=True):
-                    pass
-            except (OSError, ssl.SSLError):
-                pass  # a plain-HTTP client fails the handshake: the case under test
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield listener.getsockname()[1]
-    stop.set()
-    thread.join(timeout=5)
-    listener.close()
 
 
 def test_plain_http_against_a_tls_server_is_named(cli, tls_port: int) -> None:

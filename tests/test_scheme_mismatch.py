@@ -4,69 +4,11 @@ the fake (plain HTTP), a TLS server with a throwaway certificate, and one that h
 
 from __future__ import annotations
 
-import socket
-import ssl
-import subprocess
-import threading
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from test_repl_pty import term  # noqa: F401  (the REPL-on-a-pty fixture)
 
 from nanohermes.testing import FakeServer
-
-
-def _serve(listener: socket.socket, handle: Callable[[socket.socket], None]) -> Iterator[int]:
-    listener.settimeout(0.2)
-    stop = threading.Event()
-
-    def loop() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                continue
-            try:
-                handle(conn)
-            except OSError:
-                pass
-            finally:
-                conn.close()
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    yield listener.getsockname()[1]
-    stop.set()
-    thread.join(timeout=5)
-    listener.close()
-
-
-@pytest.fixture
-def tls_port(tmp_path: Path) -> Iterator[int]:
-    """A TLS server on 127.0.0.1 with a throwaway self-signed certificate; a plain-HTTP client
-    fails its handshake, which is the case under test."""
-    key, cert = tmp_path / "k.pem", tmp_path / "c.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
-                    "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(cert, key)
-
-    def handshake(conn: socket.socket) -> None:
-        with ctx.wrap_socket(conn, server_side=True):
-            pass
-
-    yield from _serve(socket.create_server(("127.0.0.1", 0)), handshake)
-
-
-@pytest.fixture
-def hang_up_port() -> Iterator[int]:
-    """A plain server that reads the request and closes without answering (a crashing backend)."""
-    def hang_up(conn: socket.socket) -> None:
-        conn.recv(65536)
-
-    yield from _serve(socket.create_server(("127.0.0.1", 0)), hang_up)
 
 
 def test_https_against_a_plain_http_server_fails_at_once_in_p(cli, server: FakeServer) -> None:

@@ -118,8 +118,10 @@ def test_stream_json_events_and_transcript_resume(cli, server: FakeServer, wire:
     assert server.violations == []
 
 
-def test_non_streamed_answer_is_read(cli, server: FakeServer, wire: str) -> None:
-    # A proxy that ignores `stream` and sends the whole answer as JSON.
+@pytest.mark.parametrize("content_type", ["application/json", "text/event-stream"])
+def test_non_streamed_answer_is_read(cli, server: FakeServer, wire: str, content_type: str) -> None:
+    # A proxy that ignores `stream` and sends the whole answer as JSON, with its own content
+    # type or still the stream's.
     from nanohermes.testing import Raw
 
     if wire == "chat":
@@ -129,9 +131,10 @@ def test_non_streamed_answer_is_read(cli, server: FakeServer, wire: str) -> None
         body = {"object": "response", "status": "completed", "usage": {"input_tokens": 3, "output_tokens": 1},
                 "output": [{"type": "message", "role": "assistant",
                             "content": [{"type": "output_text", "text": "whole", "annotations": []}]}]}
-    server.add(Raw(body=json.dumps(body).encode(), content_type="application/json"))
+    server.add(Raw(body=json.dumps(body).encode(), content_type=content_type))
     r = run(cli, server, wire, "-p", "x")
     assert (r.code, r.out) == (0, "whole\n"), r.err
+    assert "retrying" not in r.err and len(server.requests) == 1
 
 
 def _events(*events: dict[str, Any]) -> tuple[bytes, ...]:
@@ -204,23 +207,6 @@ def test_json_that_is_no_answer_fails_at_once(cli, server: FakeServer, wire: str
     assert r.code == 1
     assert "the endpoint answered JSON that is not" in r.err and "check base_url" in r.err
     assert len(server.requests) == 1
-
-
-def test_a_whole_json_answer_labelled_as_an_event_stream_is_read(cli, server: FakeServer, wire: str) -> None:
-    # A proxy that ignores `stream`, sends the whole answer, and keeps the stream's content type.
-    from nanohermes.testing import Raw
-
-    if wire == "chat":
-        body = {"object": "chat.completion", "choices": [{"index": 0, "finish_reason": "stop",
-                                                          "message": {"role": "assistant", "content": "whole"}}]}
-    else:
-        body = {"object": "response", "status": "completed", "usage": {"input_tokens": 3, "output_tokens": 1},
-                "output": [{"type": "message", "role": "assistant",
-                            "content": [{"type": "output_text", "text": "whole", "annotations": []}]}]}
-    server.add(Raw(body=json.dumps(body).encode(), content_type="text/event-stream"))
-    r = run(cli, server, wire, "-p", "x")
-    assert (r.code, r.out) == (0, "whole\n"), r.err
-    assert "retrying" not in r.err and len(server.requests) == 1
 
 
 def test_responses_stream_ended_by_done_before_completed_is_finished(cli, server: FakeServer) -> None:
