@@ -23,8 +23,9 @@ from nanohermes.redact import protect as protect_secrets
 from nanohermes.redact import set_child_env_policy
 from nanohermes.runtime import Runtime
 from nanohermes.session import Session
-from nanohermes.tools import Tool, build_tools
+from nanohermes.tools import Tool
 from nanohermes.tools import skills as skill_tools
+from nanohermes.tools.catalog import builtin_pool
 from nanohermes.tools.skills import SkillSet
 
 if TYPE_CHECKING:  # imported only when configured: most sessions use none of them
@@ -286,7 +287,7 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     checkpoints = None
     if config.checkpoints:
         from nanohermes.checkpoints import Checkpoints, Store
-        from nanohermes.tools.search import ignore_dir_names
+        from nanohermes.tools.search.walk import ignore_dir_names
 
         checkpoints = Checkpoints(session, Store(workspace, limits, ignore_dir_names(config), session=session.id), ui.emit)
     runtime = Runtime(tools=[], config=config, workspace=workspace, ui=ui, policy=policy, limits=limits,
@@ -306,7 +307,7 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
                                     system_prompt=prompt, max_turns=config.max_turns, parent=runtime,
                                     count_usage=agent.count_usage)  # what children spend counts in the session
     built = Built(agent, warnings + resumed, docs=docs, skills=skills, mcp=mcp, subagents=subagents,
-                  builtins=build_tools(config, workspace), hooks=hooks, checkpoints=checkpoints,
+                  builtins=builtin_pool(), hooks=hooks, checkpoints=checkpoints,
                   resumed=resume is not None, llm_factory=make_llm, warm_checkpoints=idle_between_turns)
     runtime.set_tools(built.pool())  # MCP tools join in start()
     return built

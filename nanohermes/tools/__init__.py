@@ -305,7 +305,9 @@ def params_schema(model: type[BaseModel]) -> dict[str, Any]:
 def declarations() -> dict[str, tuple[SubjectKind, Effect]]:
     """(kind, effect) of every built-in tool, by name, read from the classes themselves."""
     if not _DECLARATIONS:
-        _DECLARATIONS.update({t.name: (t.kind, t.effect) for t in build_tools()})
+        from nanohermes.tools.catalog import builtin_pool
+
+        _DECLARATIONS.update({t.name: (t.kind, t.effect) for t in builtin_pool()})
     return dict(_DECLARATIONS)
 
 

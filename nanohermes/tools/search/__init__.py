@@ -32,23 +32,46 @@ Python matcher and reader both backends share), `globs`, and the tools `grep` an
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from nanohermes.tools import Tool
-from nanohermes.tools.search.glob import Glob, GlobParams
-from nanohermes.tools.search.globs import compile_glob
-from nanohermes.tools.search.grep import Grep, GrepParams, include_filter, skipped_note, walk_note
-from nanohermes.tools.search.ripgrep import AUTO, RipgrepFailed, find_ripgrep, walk_ripgrep
-from nanohermes.tools.search.scan import Matcher, Scan, scan
-from nanohermes.tools.search.walk import (
-    DEFAULT_IGNORE_DIRS, Capped, Walk, global_excludes_file, ignore_dir_names, iter_walk, walk_python,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nanohermes.config import Config
+    from nanohermes.tools import Tool
+    from nanohermes.tools.search.glob import Glob, GlobParams
+    from nanohermes.tools.search.globs import compile_glob
+    from nanohermes.tools.search.grep import Grep, GrepParams, include_filter, skipped_note, walk_note
+    from nanohermes.tools.search.ripgrep import AUTO, RipgrepFailed, find_ripgrep, walk_ripgrep
+    from nanohermes.tools.search.scan import Matcher, Scan, scan
+    from nanohermes.tools.search.walk import (
+        DEFAULT_IGNORE_DIRS, Capped, Walk, global_excludes_file, ignore_dir_names, iter_walk, walk_python,
+    )
+
+# Where each name lives. The parts load when a name is first asked for, so that what needs one
+# part (the checkpoints' `walk.ignore_dir_names`, doctor's `find_ripgrep`) does not load them all.
+_PARTS = {
+    "glob": ("Glob", "GlobParams"),
+    "globs": ("compile_glob",),
+    "grep": ("Grep", "GrepParams", "include_filter", "skipped_note", "walk_note"),
+    "ripgrep": ("AUTO", "RipgrepFailed", "find_ripgrep", "walk_ripgrep"),
+    "scan": ("Matcher", "Scan", "scan"),
+    "walk": ("DEFAULT_IGNORE_DIRS", "Capped", "Walk", "global_excludes_file", "ignore_dir_names", "iter_walk",
+             "walk_python"),
+}
+_WHERE = {name: part for part, names in _PARTS.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    part = _WHERE.get(name)
+    if part is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{part}"), name)
 
 
 def tools(config: Config | None = None) -> list[Tool]:
+    from nanohermes.tools.search.glob import Glob
+    from nanohermes.tools.search.grep import Grep
+
     return [Grep(), Glob()]
 
 
