@@ -179,6 +179,7 @@ class Transcript:
     meta: dict[str, Any] = field(default_factory=dict)
     _f: IO[str] | None = field(default=None, init=False, repr=False)
     _state: dict[str, Any] = field(default_factory=dict, init=False, repr=False)  # last saved
+    _unsynced: bool = field(default=False, init=False, repr=False)  # written since the last fsync
 
     @property
     def id(self) -> str:
@@ -238,6 +239,7 @@ class Transcript:
             f.write(redact(json.dumps({"type": "meta", **self.meta}, ensure_ascii=False)) + "\n")
         f.write(redact(json.dumps(obj, ensure_ascii=False)) + "\n")
         f.flush()
+        self._unsynced = True
 
     def append(self, message: Message) -> None:
         if "title" not in self.meta and message.role == "user" and message.content:
@@ -263,9 +265,12 @@ class Transcript:
         self.sync()
 
     def sync(self) -> None:
-        if self._f is not None:
+        # Only what was written since the last sync costs a disk flush: closing right after
+        # a turn's end does not wait for the disk again.
+        if self._f is not None and self._unsynced:
             self._f.flush()
             os.fsync(self._f.fileno())
+            self._unsynced = False
 
     def close(self) -> None:
         if self._f is not None:
