@@ -22,9 +22,14 @@ REPO = Path(__file__).resolve().parent.parent
 
 POOL = """
 import json, sys
+from nanohermes.budget import Limits
 from nanohermes.tools.catalog import builtin_pool
 pool = builtin_pool()
-specs = [t.spec() for t in pool]
+# Every whole-number limit halved: a description or schema default that states a limit shows it.
+base = Limits()
+lowered = Limits(**{n: getattr(base, n) // 2 for n in Limits.names()
+                    if type(getattr(base, n)) is int and getattr(base, n) > 1})
+specs = [t.spec() for t in pool] + [t.spec(lowered) for t in pool]
 loaded = sorted(m for m in sys.modules if m.startswith("nanohermes.tools.") and m != "nanohermes.tools.catalog")
 print(json.dumps({"specs": specs, "kinds": sorted(type(t).__name__ for t in pool), "loaded": loaded,
                   "flags": {t.name: [t.group, t.approval, t.kind, t.effect, t.output_limit()] for t in pool}}))
@@ -87,9 +92,15 @@ def test_every_behaviour_of_a_deferred_tool_is_the_real_tools() -> None:
     # Methods that answer from the declaration; every other public method takes the call's
     # arguments (or runs it) and must come from the real tool, so a method added to Tool later
     # cannot silently keep the base class's default on a deferred tool.
-    declared = {"describe", "spec", "output_limit", "in_thread"}
+    declared = {"describe", "spec", "parameters", "output_limit", "in_thread"}
     public = {n for n, v in inspect.getmembers(Tool, inspect.isfunction) if not n.startswith("_")}
     assert public - declared <= set(vars(Deferred)), sorted(public - declared - set(vars(Deferred)))
+    # What a declaration holds is all a built-in may vary: a built-in overriding how its spec
+    # is made would be offered differently once deferred (limit-valued defaults are declared
+    # in `limit_defaults` instead).
+    for tool in build_tools():
+        for name in ("describe", "spec", "parameters"):
+            assert getattr(type(tool), name) is getattr(Tool, name), f"{tool.name} overrides {name}"
 
 
 PROMPT = """

@@ -134,6 +134,8 @@ class Tool(Generic[P]):
     kind: ClassVar[SubjectKind] = "none"  # what `subjects` names
     effect: ClassVar[Effect] = "run"  # what the tool does with it; "run" is the worst case
     shows_contents: ClassVar[bool] = True  # a path reader's output holds file contents (secret files asked)
+    # Parameters whose default is a limit, by the limit's name: the schema states the one in force.
+    limit_defaults: ClassVar[dict[str, str]] = {}
 
     def read_only(self, args: P) -> bool:
         return False
@@ -204,12 +206,16 @@ class Tool(Generic[P]):
         """The description the model reads, its `{limit}` placeholders filled in."""
         return render_limits(self.description, limits or Limits())
 
+    def parameters(self) -> dict[str, Any]:
+        """The params model's JSON schema (a fresh copy: the caller may change it)."""
+        return params_schema(self.params)
+
     def spec(self, limits: Limits | None = None) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.describe(limits),
-                         "parameters": params_schema(self.params)},
-        }
+        lim = limits or Limits()
+        schema = self.parameters()
+        for param, limit in self.limit_defaults.items():
+            schema["properties"][param]["default"] = getattr(lim, limit)
+        return {"type": "function", "function": {"name": self.name, "description": self.describe(lim), "parameters": schema}}
 
     def parse(self, raw: dict[str, Any]) -> P:
         try:

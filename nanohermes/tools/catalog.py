@@ -23,17 +23,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from nanohermes.tools import P, Tool, ToolContext, build_tools, params_schema
+from nanohermes.tools import P, Tool, ToolContext, build_tools
 
 if TYPE_CHECKING:
-    from nanohermes.budget import Limits
     from nanohermes.permissions import Rule, Target
     from nanohermes.tools import Approval, Params, ToolResult
 
 _FILE = "tools.json"
 _TOOLS_DIR = Path(__file__).resolve().parent
 # The class attributes a declaration carries; the rest of a tool is its code.
-_FLAGS = ("name", "group", "description", "source", "approval", "persist", "kind", "effect", "shows_contents")
+_FLAGS = ("name", "group", "description", "source", "approval", "persist", "kind", "effect", "shows_contents",
+          "limit_defaults")
 
 
 def _stamp() -> str | None:
@@ -63,7 +63,7 @@ def declaration(tool: Tool) -> dict[str, Any]:
     """What a start needs of `tool` without importing its module."""
     cls = type(tool)
     out: dict[str, Any] = {k: getattr(cls, k) for k in _FLAGS}
-    out.update(module=cls.__module__, qualname=cls.__qualname__, schema=params_schema(tool.params),
+    out.update(module=cls.__module__, qualname=cls.__qualname__, schema=tool.parameters(),
                output_limit=tool.output_limit())
     return out
 
@@ -133,10 +133,9 @@ class Deferred(Tool[Any]):
     def output_limit(self) -> str:
         return self.limit
 
-    def spec(self, limits: Limits | None = None) -> dict[str, Any]:
+    def parameters(self) -> dict[str, Any]:
         schema: dict[str, Any] = json.loads(json.dumps(self.schema))  # a fresh copy: callers may change theirs
-        return {"type": "function", "function": {"name": self.name, "description": self.describe(limits),
-                                                 "parameters": schema}}
+        return schema
 
     # -- the behaviour, from the real tool --------------------------------------------------
     def parse(self, raw: dict[str, Any]) -> Any:

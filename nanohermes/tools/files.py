@@ -20,7 +20,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, ClassVar, TypeVar
+from typing import BinaryIO, ClassVar, TypeVar
 
 from pydantic import Field, model_validator
 
@@ -375,18 +375,13 @@ class ReadFile(ReadOnlyTool[ReadFileParams]):
     params: ClassVar[type[Params]] = ReadFileParams
     persist: ClassVar[bool] = False  # its own window bounds it; persisting would loop read -> file -> read
     kind: ClassVar[SubjectKind] = "path"
+    limit_defaults: ClassVar[dict[str, str]] = {"limit": "read_file_window_lines"}  # the default window
 
     def rule_subject(self, args: ReadFileParams) -> str | None:
         return args.path  # the runtime resolves it into the Target
 
     def output_limit(self) -> str:
         return "read_file_window_lines lines, read_file_max_bytes, read_file_line_chars, max_output"
-
-    def spec(self, limits: Limits | None = None) -> dict[str, Any]:
-        spec = super().spec(limits)
-        # The default window is a limit: the schema states the one in force.
-        spec["function"]["parameters"]["properties"]["limit"]["default"] = (limits or Limits()).read_file_window_lines
-        return spec
 
     async def run(self, args: ReadFileParams, ctx: ToolContext) -> str:
         text: str = await self.in_thread(self._read, args, ctx)
