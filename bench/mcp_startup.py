@@ -35,7 +35,7 @@ DEMO = str(Path(__file__).resolve().parent.parent / "tests" / "mcp" / "demo_serv
 
 def built_with(n: int, workspace: Path):  # type: ignore[no-untyped-def]
     servers = {f"s{i}": {"command": sys.executable, "args": [DEMO]} for i in range(n)}
-    cfg = Config.model_validate({"mcp": {"servers": servers}, "permission_mode": "goal"})
+    cfg = Config.from_dict({"mcp": {"servers": servers}, "permission_mode": "goal"})
     return build_agent(cfg, workspace, NullUI(), llm=ScriptedLLM(), save_session=False)
 
 

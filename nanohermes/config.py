@@ -1,9 +1,16 @@
-"""Settings: pydantic models and the layered loader, and which layer may set what.
+"""Settings: the config sections (stdlib dataclasses, validated by pydantic) and the layered
+loader, and which layer may set what.
 
 Precedence, lowest first: defaults < user file ($XDG_CONFIG_HOME/nanohermes/config.json)
 < project file (<workspace>/.nanohermes/config.json) < environment < command-line flags.
 Each file is validated on its own so an error names the file and the key; unknown keys
 become warnings, never failures.
+
+The sections are plain dataclasses so that a run without config files, whose flags and
+environment are plain values, builds its config from the defaults without importing pydantic
+(see `_plain_layers`); pydantic is loaded only when there is something to validate
+(`Section.from_dict`). A field's metadata holds its description (the README's config
+reference is generated from it) and its bounds, which pydantic reads as `Field` arguments.
 
 The project file comes with the repository, so it is treated as written by a stranger: it
 may only narrow (`NARROWING` lists every key it may set and how each combines with the
@@ -13,40 +20,107 @@ the workspace in `trusted_projects`. The environment and the flags are the perso
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import operator
 import os
 import re
+import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import UnionType
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
-
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, Union, get_args, get_origin
 
 from nanohermes.budget import Limits
 from nanohermes.dirs import config_home
 from nanohermes.errors import ConfigError
 from nanohermes.permissions import DEFAULT_SECRET_FILES
 
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 Mode = Literal["default", "accept-edits", "plan", "debug", "goal"]
 MODES: tuple[str, ...] = ("default", "accept-edits", "plan", "debug", "goal")
-_DIR_NAME = r"^[^/\\*?\[\]{}!]+$"  # a plain folder name: no separators, no glob characters
+_DIR_NAME = re.compile(r"[^/\\*?\[\]{}!]+")  # a plain folder name: no separators, no glob characters
 
 
-class _Section(BaseModel):
-    # Validators are built on first use: a run without config files never validates (see
-    # `_plain_layers`), so it never pays for building them.
-    model_config = ConfigDict(extra="ignore", validate_assignment=True, defer_build=True)
+class _Invalid(ValueError):
+    """A section's own check failed (in `__post_init__`). `at` is the key inside the section and
+    `value` what it held, so the error names the whole key as a field constraint's would: pydantic
+    locates such an error only at the section."""
+
+    def __init__(self, at: tuple[str | int, ...], message: str, value: Any) -> None:
+        super().__init__(message)
+        self.at = at
+        self.value = value
+
+
+class Section:
+    """Base of every config section (each a keyword-only dataclass)."""
+
+    if TYPE_CHECKING:  # what makes it one, to `dataclasses.fields`
+        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """`data` validated into this section: converted where pydantic converts (text for a
+        number), unknown keys ignored; raises pydantic's ValidationError (`_describe` words it)."""
+        validated: Self = _adapter(cls).validate_python(data)
+        return validated
+
+
+# Per section, computed once. Plain dicts rather than functools.cache, whose Hashable bound
+# mypy checks against a dataclass's instance `__hash__`.
+_ADAPTERS: dict[type[Section], Any] = {}
+_FIELDS: dict[type[Section], dict[str, dataclasses.Field[Any]]] = {}
+_TYPES: dict[type[Section], dict[str, Any]] = {}
+
+
+def _adapter(cls: type[Section]) -> Any:
+    if (adapter := _ADAPTERS.get(cls)) is None:
+        # Imported and built on the first validation only: building Config's validator is most
+        # of pydantic's cost, and a run without config files never needs it.
+        from pydantic import TypeAdapter
+
+        adapter = _ADAPTERS[cls] = TypeAdapter(cls)
+    return adapter
+
+
+def section_fields(cls: type[Section]) -> dict[str, dataclasses.Field[Any]]:
+    """The keys of a section (its init fields: internal state such as `_origins` is not a key)."""
+    if (got := _FIELDS.get(cls)) is None:
+        got = _FIELDS[cls] = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    return got
+
+
+def section_types(cls: type[Section]) -> dict[str, Any]:
+    """Each key's type, evaluated (the annotations are text under `from __future__ import annotations`)."""
+    if (got := _TYPES.get(cls)) is None:
+        got = _TYPES[cls] = typing.get_type_hints(cls)
+    return got
+
+
+def default_of(f: dataclasses.Field[Any]) -> Any:
+    """A field's default value (a fresh one for a factory); `dataclasses.MISSING` when required."""
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
 
 
 def _d(default: Any = ..., text: str = "", **kw: Any) -> Any:
-    """A field with its one-line description: the config reference in the README is generated from these."""
-    if callable(default):  # a type or a lambda: build a fresh value per model
-        return Field(default_factory=default, description=text, **kw)
-    return Field(default, description=text, **kw)
+    """A field with its one-line description and its bounds (ge, gt, le, min_length, ...): the
+    config reference in the README is generated from these, and pydantic enforces the bounds."""
+    meta = {"description": text, **kw}
+    if default is ...:
+        return field(metadata=meta)
+    if callable(default):  # a type or a lambda: build a fresh value per instance
+        return field(default_factory=default, metadata=meta)
+    return field(default=default, metadata=meta)
 
 
-class WebSearchConfig(_Section):
+@dataclass(kw_only=True)
+class WebSearchConfig(Section):
     provider: Literal["duckduckgo", "searxng", "brave", "tavily"] = _d("duckduckgo", "web_search backend")
     searxng_url: str | None = _d(None, "SearXNG instance URL (its JSON API must be enabled)")
     brave_api_key_env: str = _d("BRAVE_API_KEY", "environment variable holding the Brave Search key")
@@ -55,25 +129,28 @@ class WebSearchConfig(_Section):
     tavily_url: str = _d("https://api.tavily.com/search", "Tavily endpoint")
 
 
-class WebFetchConfig(_Section):
+@dataclass(kw_only=True)
+class WebFetchConfig(Section):
     # Host patterns (fnmatch, case-insensitive); "example.com" also covers its subdomains.
     allowed_hosts: list[str] = _d(list, "when non-empty, web_fetch reaches only these hosts")
     denied_hosts: list[str] = _d(list, "hosts web_fetch always refuses, even if allowed")
 
 
-class ShellEnvConfig(_Section):
+@dataclass(kw_only=True)
+class ShellEnvConfig(Section):
     keep: list[str] = _d(list, "secret variables (nanohermes's key, *_API_KEY, *_TOKEN, *_SECRET, *_PASSWORD) "
                                "that commands, background tasks and MCP servers still inherit")
 
 
-class PermissionsConfig(_Section):
+@dataclass(kw_only=True)
+class PermissionsConfig(Section):
     allow: list[str] = _d(list, "rules that run without asking, e.g. run_command(git log *)")
     ask: list[str] = _d(list, "rules that always ask")
     deny: list[str] = _d(list, "rules that are always refused (checked first)")
     secret_files: list[str] = _d(lambda: list(DEFAULT_SECRET_FILES),
                                  "file names whose contents are asked for before a tool or command reads them")
     # (kind, rule text) -> the file or layer that contributed it; filled by load_config.
-    _origins: dict[tuple[str, str], str] = PrivateAttr(default_factory=dict)
+    _origins: dict[tuple[str, str], str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def origin(self, kind: str, text: str) -> str:
         return self._origins.get((kind, text), "")
@@ -84,13 +161,14 @@ class PermissionsConfig(_Section):
 _EXT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*(?:_[A-Za-z0-9-]+)*$")
 
 
-def _check_names(names: dict[str, Any], what: str) -> None:
+def _check_names(names: dict[str, Any], key: str, what: str) -> None:
     for name in names:
         if not _EXT_NAME.match(name) or len(name) > 40:
-            raise ValueError(f"{what} name {name!r} must be 1-40 letters, digits, - or single _")
+            raise _Invalid((key,), f"{what} name {name!r} must be 1-40 letters, digits, - or single _", name)
 
 
-class SandboxConfig(_Section):
+@dataclass(kw_only=True)
+class SandboxConfig(Section):
     mode: Literal["auto", "off"] = _d("auto", "auto: commands nobody approved run under the OS sandbox; off: none "
                                                "do (--sandbox); a project file may not turn it off")
     network: bool = _d(False, "let sandboxed commands use the network (a trust key in project files)")
@@ -98,7 +176,8 @@ class SandboxConfig(_Section):
                                          "(a trust key in project files)")
 
 
-class McpServerConfig(_Section):
+@dataclass(kw_only=True)
+class McpServerConfig(Section):
     """One MCP server: `command` (stdio) or `url` (streamable HTTP)."""
 
     command: str | None = _d(None, "program to start (stdio transport)")
@@ -109,26 +188,24 @@ class McpServerConfig(_Section):
     headers: dict[str, str] = _d(dict, "HTTP headers sent to it")
     trusted: bool = _d(False, "its tools that declare readOnlyHint run without asking, in parallel")
 
-    @model_validator(mode="after")
-    def _one_transport(self) -> McpServerConfig:
+    def __post_init__(self) -> None:
         if (self.command is None) == (self.url is None):
-            raise ValueError("set either `command` (a stdio server) or `url` (a streamable HTTP server)")
+            raise _Invalid((), "set either `command` (a stdio server) or `url` (a streamable HTTP server)",
+                          {"command": self.command, "url": self.url})
         if self.url is not None and not self.url.startswith(("http://", "https://")):
-            raise ValueError("`url` must start with http:// or https://")
-        return self
+            raise _Invalid(("url",), "`url` must start with http:// or https://", self.url)
 
 
-class McpConfig(_Section):
+@dataclass(kw_only=True)
+class McpConfig(Section):
     servers: dict[str, McpServerConfig] = _d(dict, "MCP servers by name: {command, args, env, cwd} or {url, headers}")
 
-    @field_validator("servers")
-    @classmethod
-    def _names(cls, v: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
-        _check_names(v, "MCP server")
-        return v
+    def __post_init__(self) -> None:
+        _check_names(self.servers, "servers", "MCP server")
 
 
-class SubagentConfig(_Section):
+@dataclass(kw_only=True)
+class SubagentConfig(Section):
     description: str = _d(..., "what the sub-agent is for (shown to the model)")
     prompt: str = _d("", "its system prompt")
     tools: list[str] | None = _d(None, "the tools it may use; null: the parent's (except sub-agent tools)")
@@ -136,7 +213,8 @@ class SubagentConfig(_Section):
     max_turns: int | None = _d(None, "its model-call limit per task; null: the parent's", ge=1)
 
 
-class Price(_Section):
+@dataclass(kw_only=True)
+class Price(Section):
     """Dollars per million tokens, for the cost meter."""
 
     input_per_mtok: float = _d(..., "dollars per million prompt tokens", ge=0)
@@ -147,33 +225,34 @@ HOOK_EVENTS: tuple[str, ...] = ("PreToolUse", "PostToolUse", "UserPromptSubmit",
                                  "PreCompact", "Notification")
 
 
-class HookCommand(_Section):
+@dataclass(kw_only=True)
+class HookCommand(Section):
     type: Literal["command"] = _d("command", "the only kind: a shell command line")
     command: str = _d(..., "the command line, run by /bin/sh in the workspace", min_length=1)
     timeout: float = _d(60.0, "seconds before it is killed (its whole process group)", gt=0, le=3600)
 
 
-class HookGroup(_Section):
+@dataclass(kw_only=True)
+class HookGroup(Section):
     matcher: str = _d("", "regular expression matched against the tool name (the whole name); empty or * matches all")
     hooks: list[HookCommand] = _d(list, "the commands to run, in order")
-    _origin: str = PrivateAttr(default="")  # the file that defined it, for /hooks
+    _origin: str = field(default="", init=False, repr=False, compare=False)  # the file that defined it, for /hooks
 
-    @field_validator("matcher")
-    @classmethod
-    def _regex(cls, v: str) -> str:
-        if v not in ("", "*"):
+    def __post_init__(self) -> None:
+        if self.matcher not in ("", "*"):
             try:
-                re.compile(v)
+                re.compile(self.matcher)
             except re.error as e:
-                raise ValueError(f"matcher {v!r} is not a regular expression: {e}") from None
-        return v
+                raise _Invalid(("matcher",), f"matcher {self.matcher!r} is not a regular expression: {e}",
+                              self.matcher) from None
 
     @property
     def origin(self) -> str:
         return self._origin
 
 
-class HooksConfig(_Section):
+@dataclass(kw_only=True)
+class HooksConfig(Section):
     """Commands run at points of a session; each event takes a list of {matcher, hooks}."""
 
     PreToolUse: list[HookGroup] = _d(list, "before a tool call: may allow, deny, ask or rewrite it")
@@ -190,7 +269,8 @@ class HooksConfig(_Section):
         return groups
 
 
-class Config(_Section):
+@dataclass(kw_only=True)
+class Config(Section):
     model: str = _d("gpt-4.1-mini", "model name sent to the endpoint (env NANOHERMES_MODEL, --model)")
     base_url: str = _d("https://api.openai.com/v1", "OpenAI-compatible endpoint (env OPENAI_BASE_URL, --base-url)")
     api_key: str | None = _d(None, "API key; prefer api_key_env so the key stays out of files (--api-key)")
@@ -215,9 +295,9 @@ class Config(_Section):
                                                   "saved to files; null: min(200,000, session budget / 2)", ge=100)
     grep_max_files: int = _d(50_000, "files grep and glob visit before they stop", ge=1)
     task_timeout_secs: float = _d(3600.0, "hard timeout of a background task", gt=0)
-    search_ignore_dirs: list[Annotated[str, Field(pattern=_DIR_NAME)]] | None = _d(
+    search_ignore_dirs: list[str] | None = _d(
         None, "folder names grep and glob skip at any depth; null: the built-in build and cache folders")
-    search_ignore_extra: list[Annotated[str, Field(pattern=_DIR_NAME)]] = _d(list, "folder names added to that list")
+    search_ignore_extra: list[str] = _d(list, "folder names added to that list")
     extra_write_roots: list[str] = _d(list, "folders outside the workspace that writes may reach without being protected")
     sandbox: SandboxConfig = _d(SandboxConfig, "the OS sandbox of commands nobody approved (Landlock)")
     shell_env: ShellEnvConfig = _d(ShellEnvConfig, "the environment of commands, background tasks and MCP servers")
@@ -231,11 +311,13 @@ class Config(_Section):
     checkpoints: bool = _d(True, "record the files before each turn, for /rewind and /undo")
     hooks: HooksConfig = _d(HooksConfig, "commands run at points of the session (user config or a trusted project)")
 
-    @field_validator("subagents")
-    @classmethod
-    def _subagent_names(cls, v: dict[str, SubagentConfig]) -> dict[str, SubagentConfig]:
-        _check_names(v, "sub-agent")
-        return v
+    def __post_init__(self) -> None:
+        _check_names(self.subagents, "subagents", "sub-agent")
+        for key in ("search_ignore_dirs", "search_ignore_extra"):
+            for i, name in enumerate(getattr(self, key) or ()):
+                if not (isinstance(name, str) and _DIR_NAME.fullmatch(name)):
+                    raise _Invalid((key, i), f"{name!r} is not a plain folder name (no /, \\ or glob characters "
+                                            "*?[]{}!)", name)
 
     def resolved_api_key(self) -> str | None:
         return self.api_key or os.environ.get(self.api_key_env) or None
@@ -266,25 +348,42 @@ def project_config_path(workspace: Path) -> Path:
     return workspace / ".nanohermes" / "config.json"
 
 
-def _unknown_keys(model: type[BaseModel], data: dict[str, Any], prefix: str = "") -> list[str]:
+def _unknown_keys(section: type[Section], data: dict[str, Any], prefix: str = "") -> list[str]:
     out: list[str] = []
+    keys, types = section_fields(section), section_types(section)
     for key, value in data.items():
-        f = model.model_fields.get(key)
-        if f is None:
+        if key not in keys:
             out.append(prefix + key)
             continue
-        ann = f.annotation
-        if isinstance(ann, type) and issubclass(ann, BaseModel) and isinstance(value, dict):
+        ann = types[key]
+        if isinstance(ann, type) and issubclass(ann, Section) and isinstance(value, dict):
             out.extend(_unknown_keys(ann, value, prefix + key + "."))
     return out
 
 
 def _describe(err: ValidationError) -> str:
+    """The first error of a validation, naming its dotted key, what is wrong and the value given."""
     e = err.errors()[0]
-    key = ".".join(str(p) for p in e["loc"]) or "(top level)"
+    loc: tuple[Any, ...] = tuple(e["loc"])
     got = e.get("input")
+    if isinstance(own := (e.get("ctx") or {}).get("error"), _Invalid):  # a section's own check: name its key
+        loc, got = loc + own.at, own.value
+    key = ".".join(str(p) for p in loc) or "(top level)"
     shown = json.dumps(got)[:60] if not isinstance(got, dict) else "an object"
     return f"key `{key}`: {e['msg'].lower()} (got {shown})"
+
+
+def _validated(data: dict[str, Any], where: str, hint: str) -> Config:
+    """`data` validated into a Config; a ConfigError naming `where` (a file, or "" for the
+    environment and flags) and the key otherwise."""
+    from pydantic import ValidationError
+
+    try:
+        return Config.from_dict(data)
+    except ValidationError as e:
+        raise ConfigError(f"{where}{_describe(e)}", hint=hint) from None
+    except RecursionError:
+        raise ConfigError(f"{where}nested too deeply", hint="fix the file or move it away") from None
 
 
 # Nesting levels a config file may have. Settings are at most a few levels deep; the parser
@@ -610,47 +709,30 @@ def _accepts(annotation: Any, value: Any) -> bool:
     return False
 
 
+_BOUNDS: dict[str, Callable[[Any, Any], bool]] = {"ge": operator.ge, "gt": operator.gt, "le": operator.le,
+                                                   "lt": operator.lt}
+
+
 def _plain_layers(merged: dict[str, Any]) -> bool:
     """True when every value is one validation would accept unchanged (a known top-level key,
-    its exact plain type, within its bounds): then validating would only cost time."""
-    from annotated_types import Ge, Gt, Le, Lt
-
+    its exact plain type, within its bounds): then `Config(**merged)` is what validating would
+    give, without importing pydantic."""
+    keys, types = section_fields(Config), section_types(Config)
     for key, value in merged.items():
-        f = Config.model_fields.get(key)
-        if f is None or not _accepts(f.annotation, value):
+        if key not in keys or not _accepts(types[key], value):
             return False
-        for m in f.metadata:
-            if value is None:
+        for name, bound in keys[key].metadata.items():
+            if name == "description" or value is None:
                 continue
-            ok = (m.ge <= value if isinstance(m, Ge) else m.gt < value if isinstance(m, Gt)
-                  else value <= m.le if isinstance(m, Le) else value < m.lt if isinstance(m, Lt) else False)
-            if not ok:
+            check = _BOUNDS.get(name)  # another constraint (a length, a pattern): left to pydantic
+            if check is None or not check(value, bound):
                 return False
     return True
 
 
-def _construct(model: type[_Section], values: dict[str, Any]) -> Any:
-    """`model` holding `values` and its defaults, built without running validation: for values
-    `_plain_layers` vouched for. Sections left at their defaults are constructed the same way."""
-    kw = dict(values)
-    for name, f in model.model_fields.items():
-        factory = f.default_factory
-        if name in kw or factory is None:
-            continue
-        if isinstance(factory, type) and issubclass(factory, _Section):
-            kw[name] = _construct(factory, {})
-        else:
-            # Called here rather than by `model_construct`, which first asks `inspect.signature`
-            # whether the factory wants the validated data: for a builtin such as `list` that
-            # parses its text signature with `tokenize`, a cost every start would pay. Every
-            # factory `_d` declares takes no argument.
-            kw[name] = factory()  # type: ignore[call-arg]  # pydantic's type allows one taking the data; ours never do
-    return model.model_construct(_fields_set=set(values), **kw)
-
-
 def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict[str, Any] | None = None) -> Loaded:
     """Merge every layer and validate. `config_file` (from --config) replaces the user file."""
-    loaded = Loaded(_construct(Config, {}), user_file=config_file or user_config_path())
+    loaded = Loaded(Config(), user_file=config_file or user_config_path())
     layers: list[tuple[str, dict[str, Any]]] = []
     project = project_config_path(workspace)
     files = [config_file] if config_file else [user_config_path()]
@@ -663,19 +745,14 @@ def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict
                 raise ConfigError(f"{config_file}: no such config file", hint="check the --config path")
             continue
         data = read_config_file(path)
-        try:
-            Config.model_validate(data)
-        except ValidationError as e:
-            raise ConfigError(f"{path}: {_describe(e)}", hint="see config.example.json for every key") from None
-        except RecursionError:
-            raise ConfigError(f"{path}: nested too deeply", hint="fix the file or move it away") from None
+        _validated(data, f"{path}: ", hint="see config.example.json for every key")
         if unknown := _unknown_keys(Config, data):
             loaded.warnings.append(f"{path}: unknown config keys ignored: {', '.join(unknown)}")
             data = _drop(data, unknown)
         if path is project:
             loaded.project_file = path
             trusted = is_trusted(workspace, [t for _, d in layers for t in d.get("trusted_projects") or []])
-            below = Config.model_validate(_merge({}, layers[0][1]) if layers else {})
+            below = Config.from_dict(_merge({}, layers[0][1]) if layers else {})  # the user file, validated above
             narrowed = narrow_project(data, below, trusted=trusted, approved=approved_rules(workspace))
             data = narrowed.data
             loaded.asks = narrowed.asks
@@ -707,12 +784,11 @@ def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict
         for kind in ("allow", "ask", "deny"):
             merged["permissions"][kind] = [t for (k, t) in origins if k == kind]
     hook_origins = _merge_hooks(layers, merged)
-    try:
-        # Without files, the layers are the environment and flags: plain values, mostly.
-        plain = not loaded.files and _plain_layers(merged)
-        loaded.config = _construct(Config, merged) if plain else Config.model_validate(merged)
-    except ValidationError as e:  # env or flags
-        raise ConfigError(f"{_describe(e)}", hint="check the environment variables and flags") from None
+    # Without files, the layers are the environment and flags: plain values, mostly.
+    if not loaded.files and _plain_layers(merged):
+        loaded.config = Config(**merged)
+    else:  # each file was validated on its own above, so an error here comes from the environment or a flag
+        loaded.config = _validated(merged, "", hint="check the environment variables and flags")
     loaded.config.permissions._origins = origins
     for event, sources in hook_origins.items():
         for group, origin in zip(loaded.config.hooks.groups(event), sources, strict=False):
@@ -742,7 +818,7 @@ def _guard_search_keys(config: Config) -> list[str]:
     warnings: list[str] = []
     for name in ("brave_api_key_env", "tavily_api_key_env"):
         if getattr(ws, name) in own:
-            default = WebSearchConfig.model_fields[name].default
+            default = section_fields(WebSearchConfig)[name].default
             warnings.append(f"web_search.{name} names the model's key variable ${getattr(ws, name)}; "
                             f"using ${default} instead, so the model key never goes to a search provider")
             setattr(ws, name, default)

@@ -2,8 +2,8 @@
 writes there: folders 0700 and files 0600 whatever the umask, since sessions, memories and
 logs can hold anything the model saw.
 
-Kept apart from the config models so that code needing only a path (the REPL's input
-history, the session list) does not import pydantic.
+Kept apart from the config so that code needing only a path (the REPL's input history, the
+session list) does not import it and what it imports.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ like a credential, unless the user's `shell_env.keep` lists them.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -73,11 +74,12 @@ def collect(config: Any = None, environ: dict[str, str] | None = None) -> list[s
                     walk(v, name)
             elif isinstance(node, str) and secret_names(name):
                 found.append(node)
-            elif hasattr(type(node), "__pydantic_fields__"):
-                # A config section, read field by field: model_dump would build pydantic's
-                # serializer, which a run without config files otherwise never needs.
-                for k, v in node:
-                    walk(v, str(k))
+            elif dataclasses.is_dataclass(node) and not isinstance(node, type):
+                # A config section, read key by key (its init fields: the rest is bookkeeping
+                # such as where each rule came from).
+                for f in dataclasses.fields(node):
+                    if f.init:
+                        walk(getattr(node, f.name), f.name)
 
         walk(config)
     return found

@@ -7,6 +7,7 @@ A test regenerates them and fails when the README no longer matches the code.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import re
@@ -16,11 +17,9 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from nanohermes import budget
 from nanohermes.budget import Limits
-from nanohermes.config import Config
+from nanohermes.config import Config, Section, default_of, section_fields, section_types
 from nanohermes.tools import Tool, build_tools
 
 
@@ -85,30 +84,32 @@ def _type_name(ann: Any) -> str:
     return "null" if ann is type(None) else getattr(ann, "__name__", str(ann))
 
 
-def _model(ann: Any) -> type[BaseModel] | None:
-    return ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+def _model(ann: Any) -> type[Section] | None:
+    return ann if isinstance(ann, type) and issubclass(ann, Section) else None
 
 
-def _dict_of_model(ann: Any) -> type[BaseModel] | None:
+def _dict_of_model(ann: Any) -> type[Section] | None:
     if typing.get_origin(ann) is dict:
         return _model(typing.get_args(ann)[1])
     return None
 
 
-def _config_rows(model: type[BaseModel], prefix: str) -> list[str]:
+def _config_rows(model: type[Section], prefix: str) -> list[str]:
     rows = []
-    for name, f in model.model_fields.items():
-        key = prefix + name
-        if sub := _model(f.annotation):
+    types = section_types(model)
+    for name, f in section_fields(model).items():
+        key, ann, text = prefix + name, types[name], f.metadata.get("description", "")
+        if sub := _model(ann):
             rows.extend(_config_rows(sub, key + "."))
             continue
-        if sub := _dict_of_model(f.annotation):
+        if sub := _dict_of_model(ann):
             placeholder = {"servers": "<server>", "subagents": "<name>", "prices": "<model>"}.get(name, "<name>")
-            rows.append(f"| `{key}` | object | `{{}}` | {_cell(f.description or '')} |")
+            rows.append(f"| `{key}` | object | `{{}}` | {_cell(text)} |")
             rows.extend(_config_rows(sub, f"{key}.{placeholder}."))
             continue
-        default = "required" if f.is_required() else f"`{_json_default(f.get_default(call_default_factory=True))}`"
-        rows.append(f"| `{key}` | {_cell(_type_name(f.annotation))} | {_cell(default)} | {_cell(f.description or '')} |")
+        value = default_of(f)
+        default = "required" if value is dataclasses.MISSING else f"`{_json_default(value)}`"
+        rows.append(f"| `{key}` | {_cell(_type_name(ann))} | {_cell(default)} | {_cell(text)} |")
     return rows
 
 

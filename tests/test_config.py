@@ -42,6 +42,17 @@ def test_api_key_env_indirection(workspace: Path, monkeypatch: pytest.MonkeyPatc
     ('{"model": ', "invalid JSON at line 1"),
     ("[1, 2]", "expected a JSON object at the top level"),
     ('{"web_search": {"provider": "bing"}}', "key `web_search.provider`"),
+    # A section's own checks name the key inside it, and the value.
+    ('{"search_ignore_extra": ["x", "[y]"]}',
+     'key `search_ignore_extra.1`: value error, \'[y]\' is not a plain folder name (no /, \\ or glob characters '
+     '*?[]{}!) (got "[y]")'),
+    ('{"mcp": {"servers": {"x": {"url": "ftp://h"}}}}',
+     'key `mcp.servers.x.url`: value error, `url` must start with http:// or https:// (got "ftp://h")'),
+    ('{"mcp": {"servers": {"a b": {"command": "x"}}}}', "key `mcp.servers`: value error, mcp server name 'a b' must"),
+    ('{"subagents": {"a__b": {"description": "d"}}}', "key `subagents`: value error, sub-agent name 'a__b' must"),
+    ('{"hooks": {"Stop": [{"matcher": "("}]}}', "key `hooks.Stop.0.matcher`: value error, matcher '(' is not a regular"),
+    ('{"hooks": {"Stop": [{"hooks": [{"command": ""}]}]}}',
+     'key `hooks.Stop.0.hooks.0.command`: string should have at least 1 character (got "")'),
 ])
 def test_invalid_file_names_file_and_key(workspace: Path, content: str, expect: str) -> None:
     path = write(project_config_path(workspace), content)
@@ -103,3 +114,14 @@ def test_project_may_narrow_the_mode_without_trust(workspace: Path) -> None:
     write(project_config_path(workspace), {"permission_mode": "plan", "auto_approve": False})
     loaded = load_config(workspace)
     assert loaded.config.permission_mode == "plan" and loaded.warnings == []
+
+
+def test_a_file_cannot_set_where_its_rules_and_hooks_came_from(workspace: Path) -> None:
+    # The origins shown by /permissions and /hooks are bookkeeping, not keys: a file naming them is ignored.
+    path = write(user_config_path(), {
+        "permissions": {"allow": ["read_file"], "_origins": {"allow": "elsewhere"}},
+        "hooks": {"Stop": [{"_origin": "elsewhere", "hooks": [{"command": "true"}]}]}})
+    loaded = load_config(workspace)
+    assert loaded.config.permissions.origin("allow", "read_file") == str(path)
+    assert loaded.config.hooks.Stop[0].origin == str(path)
+    assert loaded.warnings == [f"{path}: unknown config keys ignored: permissions._origins"]

@@ -1,14 +1,18 @@
 """A run without config files skips validation only where it would change nothing: the
-config equals the validated one, and every value validation would refuse or convert still
-goes through pydantic, with the same errors."""
+config equals the validated one, pydantic is not even imported, and every value validation
+would refuse or convert still goes through pydantic, with the same errors."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
 from nanohermes.config import Config, load_config, user_config_path
 from nanohermes.errors import ConfigError
@@ -29,8 +33,10 @@ def test_a_config_without_files_equals_the_validated_one(workspace: Path, flags:
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8/v1")
     loaded = load_config(workspace, flags=flags)
     given = {k: v for k, v in flags.items() if v is not None}
-    assert loaded.config == Config.model_validate({"base_url": "http://127.0.0.1:8/v1", **given})
-    assert loaded.config.model_fields_set == {"base_url", *given}
+    assert loaded.config == Config.from_dict({"base_url": "http://127.0.0.1:8/v1", **given})
+    defaults = Config()
+    changed = {f.name for f in fields(Config) if getattr(loaded.config, f.name) != getattr(defaults, f.name)}
+    assert changed == {"base_url", *given}  # every other key holds its default
     assert loaded.config.build_limits() == Config().build_limits()
     if "max_turns" in flags:
         assert loaded.config.max_turns == int(flags["max_turns"])
@@ -45,16 +51,6 @@ def test_values_validation_refuses_keep_their_errors(workspace: Path) -> None:
     assert e.value.message.startswith("key `permission_mode`: input should be 'default', 'accept-edits'")
 
 
-def test_a_config_without_files_still_validates_assignments(workspace: Path) -> None:
-    config = load_config(workspace).config
-    config.model = "other-model"
-    assert config.model == "other-model"
-    with pytest.raises(ValidationError):
-        config.max_turns = 0
-    with pytest.raises(ValidationError):
-        config.permissions.allow = "not a list"  # type: ignore[assignment]
-
-
 def test_secrets_are_collected_from_a_config_without_files_and_with_one(workspace: Path) -> None:
     plain = load_config(workspace, flags={"api_key": "sk-from-a-flag-0123456789"}).config
     assert "sk-from-a-flag-0123456789" in collect(plain, environ={})
@@ -63,3 +59,46 @@ def test_secrets_are_collected_from_a_config_without_files_and_with_one(workspac
                                   '{"url": "http://127.0.0.1:1/mcp", "headers": {"api_key": "hdr-secret-0123456789"}}}}}')
     filed = load_config(workspace).config
     assert "hdr-secret-0123456789" in collect(filed, environ={})
+
+
+# Loads the config in a fresh interpreter and prints which of these modules it imported.
+PROBE = """
+import json, sys
+from pathlib import Path
+from nanohermes.config import load_config
+from nanohermes.errors import ConfigError
+try:
+    config = load_config(Path(sys.argv[1]), flags=json.loads(sys.argv[2])).config
+    print(json.dumps({"pydantic": "pydantic" in sys.modules, "model": config.model, "max_turns": config.max_turns}))
+except ConfigError as e:
+    print(json.dumps({"pydantic": "pydantic" in sys.modules, "error": e.message}))
+"""
+
+
+def probe(workspace: Path, home: Path, flags: dict[str, Any] | None = None) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "NANOHERMES_MODEL")}
+    r = subprocess.run([sys.executable, "-c", PROBE, str(workspace), json.dumps(flags or {})], env=env,
+                       capture_output=True, text=True, timeout=60, check=True)
+    out: dict[str, Any] = json.loads(r.stdout)
+    return out
+
+
+def test_a_run_without_config_files_never_imports_pydantic(workspace: Path, home: Path) -> None:
+    assert not any(home.rglob("config.json"))
+    assert probe(workspace, home, {"model": "m", "max_turns": 3, "permission_mode": "plan"}) == {
+        "pydantic": False, "model": "m", "max_turns": 3}
+
+
+def test_values_that_need_validating_still_get_it(workspace: Path, home: Path) -> None:
+    # Text for a number is converted, as before; a value out of bounds is refused with its key.
+    assert probe(workspace, home, {"max_turns": "7"}) == {"pydantic": True, "model": "gpt-4.1-mini", "max_turns": 7}
+    assert probe(workspace, home, {"max_turns": 0}) == {
+        "pydantic": True, "error": "key `max_turns`: input should be greater than or equal to 1 (got 0)"}
+    # A config file is always validated, and a bad value in it names the file and the key.
+    user_config_path().parent.mkdir(parents=True)
+    user_config_path().write_text('{"model": "from-file"}')
+    assert probe(workspace, home) == {"pydantic": True, "model": "from-file", "max_turns": 50}
+    user_config_path().write_text('{"hooks": {"Stop": [{"hooks": [{"command": "true", "timeout": 0}]}]}}')
+    assert probe(workspace, home) == {
+        "pydantic": True,
+        "error": f"{user_config_path()}: key `hooks.Stop.0.hooks.0.timeout`: input should be greater than 0 (got 0)"}

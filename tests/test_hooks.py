@@ -62,7 +62,7 @@ def records(log: Path) -> list[dict[str, Any]]:
 
 
 def build(ws: Path, llm: ScriptedLLM, ui: RecordingUI, hooks: dict[str, Any], **config: Any) -> Built:
-    return build_agent(Config(hooks=hooks, **config), ws, ui, llm=llm, asks=True, idle_between_turns=True)
+    return build_agent(Config.from_dict({"hooks": hooks, **config}), ws, ui, llm=llm, asks=True, idle_between_turns=True)
 
 
 def ask(built: Built, *prompts: str) -> None:
@@ -348,8 +348,8 @@ def test_hook_output_limit_lowered(workspace: Path, tmp_path: Path) -> None:
 def test_notification_needs_a_person_to_wait(workspace: Path, recorder: Path, tmp_path: Path) -> None:
     log = tmp_path / "log.jsonl"
     llm = ScriptedLLM([tool_reply(call("write_file", {"path": "a.txt", "content": "A"})), Reply(text="done")])
-    built = build_agent(Config(hooks={"Notification": [group(hook_cmd(recorder, log))]}), workspace, RecordingUI(),
-                        llm=llm)  # as `-p` without a terminal: nobody is waited on
+    config = Config.from_dict({"hooks": {"Notification": [group(hook_cmd(recorder, log))]}})
+    built = build_agent(config, workspace, RecordingUI(), llm=llm)  # as `-p` without a terminal: nobody is waited on
     ask(built, "go")
     assert records(log) == []
 

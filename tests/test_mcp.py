@@ -48,7 +48,7 @@ def gone(pid: int, within: float = 10.0) -> bool:
 
 def build(workspace: Path, servers: dict[str, Any], **config: Any) -> tuple[Built, RecordingUI]:
     ui = RecordingUI()
-    cfg = Config.model_validate({"mcp": {"servers": servers}, "permission_mode": "goal", **config})
+    cfg = Config.from_dict({"mcp": {"servers": servers}, "permission_mode": "goal", **config})
     return build_agent(cfg, workspace, ui, llm=ScriptedLLM(), save_session=False), ui
 
 
@@ -365,7 +365,7 @@ def test_cancelled_turn_during_an_mcp_call_answers_it_and_shuts_down(workspace: 
 
 def test_example_config_sections_validate() -> None:
     data = json.loads((Path(__file__).parent.parent / "config.example.json").read_text())
-    cfg = Config.model_validate(data)
+    cfg = Config.from_dict(data)
     assert cfg.mcp.servers["time"].trusted and cfg.mcp.servers["docs"].url
     assert cfg.subagents["explore"].tools == ["read_file", "list_dir", "grep", "glob"]
 

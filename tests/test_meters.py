@@ -63,12 +63,12 @@ def test_meter_resets_per_turn_and_formats() -> None:
     from nanohermes.meters import cost_report
 
     assert m.turn_by_model == {"x": Usage(20, 2, estimated=True)}
-    report = cost_report({"fake-model": m.turn}, {"fake-model": m.session}, Config.model_validate(PRICES), "fake-model")
+    report = cost_report({"fake-model": m.turn}, {"fake-model": m.session}, Config.from_dict(PRICES), "fake-model")
     assert format_cost(report) == ("this turn: 20 in, 2 out (estimated), $0.0001\n"
                                    "session: 30 in, 3 out (estimated), $0.0001")
     unpriced = cost_report({}, {}, Config(), "other")
     assert format_cost(unpriced).endswith("no price configured for other (config key `prices`)")
-    mixed = cost_report({}, {"fake-model": Usage(10, 1), "y": Usage(5, 0), "z": Usage(1, 0)}, Config.model_validate(PRICES),
+    mixed = cost_report({}, {"fake-model": Usage(10, 1), "y": Usage(5, 0), "z": Usage(1, 0)}, Config.from_dict(PRICES),
                         "fake-model")
     assert format_cost(mixed).endswith("session: 16 in, 1 out\nno price configured for y, z (config key `prices`)")
 

@@ -130,7 +130,7 @@ def test_nanohermes_folder_and_config_stay_read_only_under_workspace_write(works
     cfg = home / ".config" / "nanohermes"
     cfg.mkdir(parents=True)
     (cfg / "config.json").write_text("{}")
-    config = Config(sandbox={"writable_roots": [str(home)]})  # the config folder lies in a writable root
+    config = Config.from_dict({"sandbox": {"writable_roots": [str(home)]}})  # the config folder lies in a writable root
     out, _ = run(workspace, f"echo '{{\"auto_approve\": true}}' > .nanohermes/config.json; "
                             f"echo '{{\"auto_approve\": true}}' > {cfg / 'config.json'}; echo ok > {home / 'free.txt'}",
                  "workspace-write", config)
@@ -154,7 +154,7 @@ def test_cannot_connect_to_a_tcp_listener_on_loopback(workspace: Path, policy: s
 def test_network_true_lets_a_command_connect(workspace: Path, listener: tuple[int, list[object]]) -> None:
     port, accepted = listener
     out, ctx = run(workspace, f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 2)'"
-                              " && echo CONNECTED", "workspace-write", Config(sandbox={"network": True}))
+                              " && echo CONNECTED", "workspace-write", Config.from_dict({"sandbox": {"network": True}}))
     assert "CONNECTED" in out
     assert wait_until(lambda: len(accepted) == 1, timeout=5)
     assert ctx.sandbox_refusals == []
@@ -190,7 +190,7 @@ def test_the_read_only_binds_never_show_in_nanohermes_own_mounts(repo: Path) -> 
 
 def test_sandbox_mode_off_runs_unconfined(workspace: Path, tmp_path: Path) -> None:
     out, ctx = run(workspace, f"echo x > {tmp_path / 'free.txt'}; echo \"[$NANOHERMES_SANDBOX]\"", "workspace-write",
-                   Config(sandbox={"mode": "off"}))
+                   Config.from_dict({"sandbox": {"mode": "off"}}))
     assert (tmp_path / "free.txt").exists()
     assert "[]" in out and ctx.sandbox_refusals == []
 
@@ -339,7 +339,7 @@ def test_permissions_report_says_what_the_sandbox_confines(workspace: Path) -> N
     rt, _ = runtime(workspace)
     lines = rt.permissions_report()
     assert f"sandbox: Landlock ABI {AVAIL.abi}: commands that run unasked are confined" in "\n".join(lines)
-    rt, _ = runtime(workspace, config=Config(sandbox={"mode": "off"}))
+    rt, _ = runtime(workspace, config=Config.from_dict({"sandbox": {"mode": "off"}}))
     assert rt.permissions_report()[-1].startswith("sandbox: off")
 
 
@@ -372,7 +372,7 @@ def test_the_evil_repo_really_runs_its_programs_under_plain_git(repo: Path, tmp_
 def test_git_tools_run_no_repo_configured_program(repo: Path, tmp_path: Path, mode: str, sandbox_mode: str) -> None:
     marker = tmp_path / "marker"
     _evil_repo(repo, marker)
-    rt, ui = runtime(repo, mode=mode, config=Config(sandbox={"mode": sandbox_mode}))
+    rt, ui = runtime(repo, mode=mode, config=Config.from_dict({"sandbox": {"mode": sandbox_mode}}))
     status = call(rt, "git_status")
     assert "M a.txt" in status
     diff = call(rt, "git_diff")

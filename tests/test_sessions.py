@@ -342,7 +342,7 @@ def test_clear_and_resume_leave_one_consistent_session(workspace: Path) -> None:
         Reply(text="second answer", usage=(100, 1)),
         Reply(text="after resuming"),
     ])
-    config = Config.model_validate({"limits": {"aggregate_budget_chars": 300, "persisted_preview_chars": 10}})
+    config = Config.from_dict({"limits": {"aggregate_budget_chars": 300, "persisted_preview_chars": 10}})
     built = build_agent(config, workspace, RecordingUI(), llm=llm)
     agent = built.agent
     console = Console(width=160, record=True, color_system=None)
@@ -394,7 +394,7 @@ def test_a_sub_agent_keeps_its_files_in_the_folder_of_the_session_in_force(works
     llm = ScriptedLLM([Reply(text="one"),
                        tool_reply(call("subagent", {"agent": "helper", "task": "say hi", "wait": True})),
                        Reply(text="hi from the child"), Reply(text="done")])
-    built = build_agent(Config.model_validate({"subagents": {"helper": {"description": "helps", "tools": []}}}),
+    built = build_agent(Config.from_dict({"subagents": {"helper": {"description": "helps", "tools": []}}}),
                         workspace, RecordingUI(), llm=llm)
     agent = built.agent
 

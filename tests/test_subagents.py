@@ -45,7 +45,7 @@ def family(ws: Path, *, parent_script: list[Any] = (), child_script: list[Any] =
            limits: Limits | None = None, answers: list[Any] | None = None,  # type: ignore[assignment]
            agents: dict[str, Any] | None = None, folder: Path | None = None) -> Family:
     ui = RecordingUI(answers=list(answers or []))
-    config = Config.model_validate({"subagents": agents or AGENTS})
+    config = Config.from_dict({"subagents": agents or AGENTS})
     limits = limits or Limits()
     child_llm = ScriptedLLM(list(child_script))
     runtime = Runtime(tools=[], config=config, workspace=ws, ui=ui, policy=Policy(mode=mode), limits=limits,
@@ -204,7 +204,7 @@ def test_waited_result_is_clamped_like_any_tool(workspace: Path) -> None:
 def test_tools_only_when_subagents_are_configured(workspace: Path) -> None:
     plain = build_agent(Config(), workspace, RecordingUI(), llm=ScriptedLLM(), save_session=False)
     assert {"subagent", "agent_list"}.isdisjoint(t.name for t in plain.agent.runtime.tools)
-    cfg = Config.model_validate({"subagents": AGENTS})
+    cfg = Config.from_dict({"subagents": AGENTS})
     built = build_agent(cfg, workspace, RecordingUI(), llm=ScriptedLLM(), save_session=False)
     spec = next(t.spec() for t in built.agent.runtime.tools if t.name == "subagent")["function"]
     assert spec["parameters"]["properties"]["agent"]["enum"] == ["explore", "writer"]
@@ -264,7 +264,7 @@ def test_cli_text_mode_prints_only_the_parents_answer(cli, server: FakeServer) -
 
 
 def test_unknown_tools_in_a_subagent_config_are_warned_about(workspace: Path) -> None:
-    cfg = Config.model_validate({"subagents": {"x": {"description": "d", "tools": ["read_file", "no_such_tool"]}}})
+    cfg = Config.from_dict({"subagents": {"x": {"description": "d", "tools": ["read_file", "no_such_tool"]}}})
     ui = RecordingUI()
     built = build_agent(cfg, workspace, ui, llm=ScriptedLLM(), save_session=False)
     asyncio.run(built.start())

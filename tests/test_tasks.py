@@ -249,7 +249,7 @@ def test_a_sub_agents_background_tasks_end_with_it(workspace: Path, no_leftover_
     from nanohermes.tools.subagents import SubagentManager
 
     ui = RecordingUI()
-    config = Config.model_validate({"subagents": {"runner": {"description": "runs things", "tools": ["run_command"]}}})
+    config = Config.from_dict({"subagents": {"runner": {"description": "runs things", "tools": ["run_command"]}}})
     runtime = Runtime(tools=[], config=config, workspace=workspace, ui=ui, policy=Policy(mode="goal"), limits=Limits())
     child = ScriptedLLM([tool_reply(call("run_command", {"command": "sleep 300", "background": True})),
                          Reply(text="started it")])

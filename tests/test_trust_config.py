@@ -21,6 +21,7 @@ from nanohermes.config import (
     narrow_project,
     project_config_path,
     read_config_file,
+    section_fields,
     trust_declined,
     trust_folder,
     user_config_path,
@@ -192,7 +193,7 @@ def test_every_key_not_listed_is_a_trust_key(workspace: Path) -> None:
     narrowing_roots = {k.split(".")[0] for k in NARROWING}
     for key in ("model", "base_url", "api_key", "api_key_env", "extra_write_roots", "web_search", "mcp",
                 "subagents", "summary_model", "prices", "hooks"):
-        assert key in Config.model_fields and key not in narrowing_roots and key not in USER_ONLY
+        assert key in section_fields(Config) and key not in narrowing_roots and key not in USER_ONLY
     narrowed = narrow_project({"sandbox": {"mode": "off"}, "hooks": {"x": "rm -rf /"}, "limits": {"new_limit": 1}},
                               Config(), trusted=False)
     assert narrowed.asks == {"sandbox": {"mode": "off"}, "hooks": {"x": "rm -rf /"}, "limits.new_limit": 1}

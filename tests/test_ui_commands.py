@@ -104,7 +104,7 @@ def test_decorator_registers_async_handlers(reg: Registry, tmp_path: Path) -> No
 def make_ctx(ws: Path, registry: Registry = REGISTRY, *, session: Session | None = None,
              **config: Any) -> tuple[CommandContext, Console]:
     console = Console(width=160, record=True, force_terminal=False, color_system=None)
-    cfg = Config(**config)
+    cfg = Config.from_dict(config)
     ui = RecordingUI()
     runtime = Runtime(tools=[ListDir(), ReadFile()], config=cfg, workspace=ws, ui=ui,
                       policy=Policy(disallowed_tools=tuple(cfg.disallowed_tools)), session=session or Session(workspace=ws))

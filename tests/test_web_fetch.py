@@ -252,11 +252,11 @@ def test_max_chars_above_the_exit_budget_is_clamped_to_it(site: LocalSite, works
 
 
 def test_denied_and_allowed_hosts(site: LocalSite, workspace: Path) -> None:
-    denied = Config.model_validate({"web_fetch": {"denied_hosts": ["127.0.0.1"]}})
+    denied = Config.from_dict({"web_fetch": {"denied_hosts": ["127.0.0.1"]}})
     assert fetch(workspace, {"url": site.url("/notes.txt")}, config=denied) == (
         "ERROR: host 127.0.0.1 is denied by config web_fetch.denied_hosts (127.0.0.1); fetch another site")
     assert site.requests == []  # refused before any I/O
-    only = Config.model_validate({"web_fetch": {"allowed_hosts": ["docs.python.org"]}})
+    only = Config.from_dict({"web_fetch": {"allowed_hosts": ["docs.python.org"]}})
     assert fetch(workspace, {"url": site.url("/notes.txt")}, config=only) == (
         "ERROR: host 127.0.0.1 is not in config web_fetch.allowed_hosts (docs.python.org); "
         "fetch one of those or ask the user to allow it")
@@ -265,7 +265,7 @@ def test_denied_and_allowed_hosts(site: LocalSite, workspace: Path) -> None:
 def test_a_redirect_to_a_denied_host_is_refused(site: LocalSite, workspace: Path) -> None:
     site.routes[("GET", "/away")] = lambda h: h.send(302, b"", "text/plain", {"Location": "http://denied.invalid:1/x"})
     # Not `localhost`: a denied name denies the addresses it resolves to, the site's own too.
-    cfg = Config.model_validate({"web_fetch": {"denied_hosts": ["denied.invalid"]}})
+    cfg = Config.from_dict({"web_fetch": {"denied_hosts": ["denied.invalid"]}})
     assert fetch(workspace, {"url": site.url("/away")}, config=cfg) == (
         "ERROR: host denied.invalid is denied by config web_fetch.denied_hosts (denied.invalid); fetch another site "
         f"(reached by a redirect from {site.url('/away')})")

@@ -66,7 +66,7 @@ def test_a_name_resolves_to_its_addresses() -> None:
 
 @pytest.mark.parametrize("host", SPELLINGS)
 def test_denied_hosts_catch_every_spelling_before_any_request(site: LocalSite, workspace: Path, host: str) -> None:
-    cfg = Config.model_validate({"web_fetch": {"denied_hosts": ["127.0.0.1", "localhost"]}})
+    cfg = Config.from_dict({"web_fetch": {"denied_hosts": ["127.0.0.1", "localhost"]}})
     out = fetch(workspace, f"http://{host}:{port(site)}/notes.txt", Policy(mode="goal"), config=cfg)
     assert out == ("ERROR: host 127.0.0.1 is denied by config web_fetch.denied_hosts (127.0.0.1); "
                    "fetch another site")
@@ -82,11 +82,11 @@ def test_a_deny_rule_catches_every_spelling(site: LocalSite, workspace: Path, ho
 
 
 def test_a_name_that_resolves_to_a_denied_address_is_denied(site: LocalSite, workspace: Path) -> None:
-    cfg = Config.model_validate({"web_fetch": {"denied_hosts": ["0x7f.0.0.1"]}})
+    cfg = Config.from_dict({"web_fetch": {"denied_hosts": ["0x7f.0.0.1"]}})
     out = fetch(workspace, f"http://localhost:{port(site)}/notes.txt", Policy(mode="goal"), config=cfg)
     assert out == ("ERROR: host localhost (it resolves to 127.0.0.1) is denied by config web_fetch.denied_hosts "
                    "(0x7f.0.0.1); fetch another site")
-    cidr = Config.model_validate({"web_fetch": {"denied_hosts": ["127.0.0.0/8"]}})
+    cidr = Config.from_dict({"web_fetch": {"denied_hosts": ["127.0.0.0/8"]}})
     assert fetch(workspace, f"http://localhost:{port(site)}/notes.txt", Policy(mode="goal"), config=cidr).startswith(
         "ERROR: host localhost (it resolves to 127.0.0.1) is denied by config web_fetch.denied_hosts (127.0.0.0/8)")
     rule = Policy(mode="goal", deny=(R("web_fetch(domain:127.0.0.1)"),))
@@ -96,7 +96,7 @@ def test_a_name_that_resolves_to_a_denied_address_is_denied(site: LocalSite, wor
 
 
 def test_allowed_hosts_do_not_grant_by_address(site: LocalSite, workspace: Path) -> None:
-    cfg = Config.model_validate({"web_fetch": {"allowed_hosts": ["127.0.0.1"]}})
+    cfg = Config.from_dict({"web_fetch": {"allowed_hosts": ["127.0.0.1"]}})
     assert fetch(workspace, f"http://0x7f.1:{port(site)}/notes.txt", Policy(mode="goal"), config=cfg).endswith(
         "first line\n")
     out = fetch(workspace, f"http://localhost:{port(site)}/notes.txt", Policy(mode="goal"), config=cfg)
@@ -125,7 +125,7 @@ def test_a_redirect_hop_is_judged_by_the_rules_of_its_own_host(site: LocalSite, 
 def test_a_redirect_to_a_denied_address_spelled_otherwise_is_refused(site: LocalSite, workspace: Path) -> None:
     site.routes[("GET", "/away")] = lambda h: h.send(302, b"", "text/plain",
                                                      {"Location": f"http://[0:0:0::0:1]:{port(site)}/notes.txt"})
-    cfg = Config.model_validate({"web_fetch": {"denied_hosts": ["::1"]}})
+    cfg = Config.from_dict({"web_fetch": {"denied_hosts": ["::1"]}})
     assert fetch(workspace, site.url("/away"), Policy(mode="goal"), config=cfg) == (
         "ERROR: host ::1 is denied by config web_fetch.denied_hosts (::1); fetch another site "
         f"(reached by a redirect from {site.url('/away')})")

@@ -52,7 +52,7 @@ def search(workspace: Path, args: dict[str, Any], config: Config, limits: Limits
 
 
 def searxng(site: LocalSite) -> Config:
-    return Config.model_validate({"web_search": {"provider": "searxng", "searxng_url": site.base + "/"}})
+    return Config.from_dict({"web_search": {"provider": "searxng", "searxng_url": site.base + "/"}})
 
 
 def closed_port() -> int:
@@ -115,14 +115,14 @@ def test_searxng_without_json_format_enabled(site: LocalSite, workspace: Path) -
 
 def test_searxng_unreachable_names_provider_and_the_way_out(workspace: Path) -> None:
     port = closed_port()
-    cfg = Config.model_validate({"web_search": {"provider": "searxng", "searxng_url": f"http://127.0.0.1:{port}"}})
+    cfg = Config.from_dict({"web_search": {"provider": "searxng", "searxng_url": f"http://127.0.0.1:{port}"}})
     out = search(workspace, {"query": "q"}, cfg)
     assert out.startswith(f"ERROR: web_search provider searxng is unreachable at http://127.0.0.1:{port}/search (ConnectError")
     assert out.endswith(f"; try again later, or {OTHER_PROVIDERS}")
 
 
 def test_searxng_needs_its_url(workspace: Path) -> None:
-    cfg = Config.model_validate({"web_search": {"provider": "searxng"}})
+    cfg = Config.from_dict({"web_search": {"provider": "searxng"}})
     assert search(workspace, {"query": "q"}, cfg) == (
         "ERROR: web_search provider searxng needs web_search.searxng_url (e.g. http://localhost:8888); set it, "
         f"or {OTHER_PROVIDERS}")
@@ -130,7 +130,7 @@ def test_searxng_needs_its_url(workspace: Path) -> None:
 
 def test_brave_without_key(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("BRAVE_API_KEY", raising=False)
-    cfg = Config.model_validate({"web_search": {"provider": "brave"}})
+    cfg = Config.from_dict({"web_search": {"provider": "brave"}})
     assert search(workspace, {"query": "q"}, cfg) == (
         f"ERROR: web_search provider brave needs an API key in $BRAVE_API_KEY; export it, or {OTHER_PROVIDERS}")
 
@@ -140,7 +140,7 @@ def test_brave_with_key_against_a_stand_in(site: LocalSite, workspace: Path, mon
     site.json("/res/v1/web/search", {"type": "search", "query": {"original": "rust"}, "web": {"type": "search", "results": [
         {"title": "The Rust Language", "url": "https://www.rust-lang.org/", "description": "A language empowering everyone.",
          "is_source_local": False, "language": "en", "profile": {"name": "Rust"}}]}})
-    cfg = Config.model_validate({"web_search": {"provider": "brave", "brave_api_key_env": "MY_BRAVE",
+    cfg = Config.from_dict({"web_search": {"provider": "brave", "brave_api_key_env": "MY_BRAVE",
                                                 "brave_url": site.url("/res/v1/web/search")}})
     out = search(workspace, {"query": "rust", "count": 3}, cfg)
     assert out.startswith('Results for "rust" (brave):\n\n1. The Rust Language\n   https://www.rust-lang.org/\n'
@@ -153,14 +153,14 @@ def test_brave_rejected_key(site: LocalSite, workspace: Path, monkeypatch: pytes
     monkeypatch.setenv("BRAVE_API_KEY", "wrong")
     site.static("/brave", json.dumps({"type": "ErrorResponse", "error": {"code": "SUBSCRIPTION_TOKEN_INVALID"}}),
                 "application/json", status=401)
-    cfg = Config.model_validate({"web_search": {"provider": "brave", "brave_url": site.url("/brave")}})
+    cfg = Config.from_dict({"web_search": {"provider": "brave", "brave_url": site.url("/brave")}})
     out = search(workspace, {"query": "q"}, cfg)
     assert out.startswith("ERROR: web_search provider brave rejected the key in $BRAVE_API_KEY (401: ")
 
 
 def test_tavily_without_key(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TAVILY_API_KEY", raising=False)
-    cfg = Config.model_validate({"web_search": {"provider": "tavily"}})
+    cfg = Config.from_dict({"web_search": {"provider": "tavily"}})
     assert search(workspace, {"query": "q"}, cfg) == (
         f"ERROR: web_search provider tavily needs an API key in $TAVILY_API_KEY; export it, or {OTHER_PROVIDERS}")
 
@@ -170,7 +170,7 @@ def test_tavily_with_key_against_a_stand_in(site: LocalSite, workspace: Path, mo
     site.json("/search", {"query": "uv", "answer": None, "images": [], "response_time": 0.5, "results": [
         {"title": "uv docs", "url": "https://docs.astral.sh/uv/", "content": "An extremely fast package manager.",
          "score": 0.9, "raw_content": None}]}, method="POST")
-    cfg = Config.model_validate({"web_search": {"provider": "tavily", "tavily_url": site.url("/search")}})
+    cfg = Config.from_dict({"web_search": {"provider": "tavily", "tavily_url": site.url("/search")}})
     out = search(workspace, {"query": "uv"}, cfg)
     assert out.startswith('Results for "uv" (tavily):\n\n1. uv docs\n   https://docs.astral.sh/uv/\n'
                           "   An extremely fast package manager.")

@@ -8,7 +8,7 @@ the agent answers every pending call with "interrupted by user", so the history 
 and the prompt comes back.
 
 Start-up draws the prompt first. Right after that first draw a worker thread runs `start`
-(the CLI's flag parsing and config validation, which import pydantic) and builds the agent
+(the CLI's flag parsing, which imports pydantic, and the config) and builds the agent
 (the core, the tools and their schemas); MCP servers start behind the prompt and the HTTP
 client is imported in a background thread. Input typed meanwhile waits for them; an error
 there (a bad flag or config) ends the REPL and is reported like any run-ending error. When
