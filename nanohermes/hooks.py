@@ -214,7 +214,7 @@ class Hooks:
         hooks = self.of("PreToolUse", tool.name)
         if not hooks:
             return None
-        tool_input: dict[str, Any] = args.model_dump(mode="json")
+        tool_input: dict[str, Any] = args.dump()
         updated = False
         decision: str | None = None
         reasons: list[str] = []
@@ -248,7 +248,7 @@ class Hooks:
         """The result the model gets: with the hooks' block reasons and context added."""
         if not self.of("PostToolUse", tool.name):
             return result
-        o = await self.fire("PostToolUse", tool.name, tool_name=tool.name, tool_input=args.model_dump(mode="json"),
+        o = await self.fire("PostToolUse", tool.name, tool_name=tool.name, tool_input=args.dump(),
                             tool_response=result)
         notes = [f"PostToolUse hook: {b}" for b in o.blocks] + ([o.context] if o.context else [])
         return result + "".join("\n\n" + n for n in notes)

@@ -208,7 +208,7 @@ class Runtime:
     async def _execute(self, p: _Call) -> Message:
         started = time.monotonic()
         name = p.call.name
-        args_view: dict[str, Any] | str = p.args.model_dump() if p.args else p.call.arguments
+        args_view: dict[str, Any] | str = p.args.dump() if p.args else p.call.arguments
         summary = p.tool.summary(p.args) if p.tool and p.args else ""
         self.ui.emit(ToolStarted(call_id=p.call.id, name=name, arguments=args_view, summary=summary))
         display: str | None = None

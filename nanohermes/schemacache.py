@@ -1,21 +1,23 @@
-"""Tool parameter schemas kept on disk, so a start does not rebuild them with pydantic.
+"""Tool parameter schemas kept on disk, so a start does not render them with pydantic.
 
-Rendering a params model's JSON schema makes pydantic build the model's validator first
-(the models are declared with `defer_build`), and doing that for every built-in tool is a
-large part of a one-shot `-p` run that may never call a tool. A built-in model's schema is
-stored in `$XDG_CACHE_HOME/nanohermes/param-schemas.json` the first time it is rendered, keyed by the
-model's qualified name, the nanohermes and pydantic versions and the stamps (modification time
-and size) of the files that define the model and its bases, so any edit or upgrade renders it
-afresh. Only
-models defined at the top level of a nanohermes module are kept: a class built in a function
-has no stable identity. A cache that cannot be read or written is ignored: the schema is
+Rendering a params class's JSON schema imports pydantic and builds a validator for it, and
+doing that for every built-in tool is a large part of a one-shot `-p` run that may never
+call a tool. A built-in class's schema is stored in `$XDG_CACHE_HOME/nanohermes/param-schemas.json`
+the first time it is rendered, keyed by the class's qualified name, the nanohermes and
+pydantic versions and the stamps (modification time and size) of the files that define the
+class and its bases, so any edit or upgrade renders it afresh. pydantic's version is read
+from its `version.py` without importing it (importing it alone costs more than the cache
+saves). Only classes defined at the top level of a nanohermes module are kept: a class built
+in a function has no stable identity. A cache that cannot be read or written is ignored: the schema is
 then rendered as before.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +27,24 @@ from nanohermes.dirs import cache_home, write_private
 
 _FILE = "param-schemas.json"
 _read: dict[Path, dict[str, Any]] = {}  # each cache file's contents, read once per process
+_VERSION = re.compile(r"""^VERSION\s*=\s*['"]([^'"]+)['"]""", re.MULTILINE)
+_pydantic: list[str | None] = []  # pydantic's version once looked up
+
+
+def _pydantic_version() -> str | None:
+    """The installed pydantic's version, from its source file, or None when it cannot be read."""
+    if not _pydantic:
+        found: str | None = None
+        try:
+            spec = importlib.util.find_spec("pydantic")
+            folders = list(spec.submodule_search_locations or []) if spec else []
+            text = (Path(folders[0]) / "version.py").read_text(encoding="utf-8") if folders else ""
+            m = _VERSION.search(text)
+            found = m.group(1) if m else None
+        except (OSError, ValueError, ImportError):
+            found = None
+        _pydantic.append(found)
+    return _pydantic[0]
 
 
 def _stamp(model: type) -> str | None:
@@ -32,10 +52,11 @@ def _stamp(model: type) -> str | None:
     versions, and the stamp of each nanohermes file among the model and its bases."""
     if not model.__module__.startswith("nanohermes.") or "<locals>" in model.__qualname__:
         return None
-    from pydantic.version import VERSION as pydantic_version
-
     from nanohermes import __version__
 
+    pydantic_version = _pydantic_version()
+    if pydantic_version is None:
+        return None
     parts = [__version__, pydantic_version]
     for module_name in dict.fromkeys(c.__module__ for c in model.__mro__ if c.__module__.startswith("nanohermes")):
         path = getattr(sys.modules.get(module_name), "__file__", None)

@@ -33,6 +33,7 @@ from exec_support import no_leftover_processes  # noqa: F401
 MODEL_CALLS = 200
 
 
+@dataclass(frozen=True, kw_only=True)
 class NapParams(Params):
     seconds: float = 0.0
     crash: bool = False

@@ -14,6 +14,7 @@ import tempfile
 import time
 import struct
 import zlib
+from dataclasses import fields
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -497,7 +498,7 @@ def test_flags_and_registry() -> None:
     for name in ("write_file", "edit_file", "apply_patch"):
         t = by[name]
         every = {"path": "a", "content": "", "old_string": "a", "new_string": "b", "diff": "x"}
-        args = t.parse({k: v for k, v in every.items() if k in t.params.model_fields})
+        args = t.parse({k: v for k, v in every.items() if k in {f.name for f in fields(t.params)}})
         assert (t.approval_for(args), t.concurrency_safe(args), t.read_only(args)) == ("edit", False, False)
     for name in ("read_file", "list_dir"):
         t = by[name]

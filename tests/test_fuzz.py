@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from nanohermes.tools import build_tools
 
 TOOLS = build_tools(Config(), Path("."))
 NAMES = [t.name for t in TOOLS]
-FIELDS = {t.name: list(t.params.model_fields) for t in TOOLS}
+FIELDS = {t.name: [f.name for f in fields(t.params)] for t in TOOLS}
 # Nothing reaches the network, and nothing that asks gets a yes (RecordingUI denies).
 OFFLINE = ("web_fetch", "web_search")
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from pydantic import Field
 
 from nanohermes.agent import Agent
 from nanohermes.budget import Limits
@@ -24,8 +23,9 @@ from nanohermes.tools.files import ListDir, ReadFile
 from tool_support import TinyWrite
 
 
+@dataclass(frozen=True, kw_only=True)
 class SlowParams(Params):
-    seconds: float = Field(0.05)
+    seconds: float = 0.05
 
 
 @dataclass(frozen=True, kw_only=True)

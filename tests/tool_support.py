@@ -10,6 +10,7 @@ from nanohermes.permissions import Policy, Target, Verdict, decide
 from nanohermes.tools import Approval, Effect, Params, SubjectKind, Tool, ToolContext, build_tools
 
 
+@dataclass(frozen=True, kw_only=True)
 class WriteParams(Params):
     path: str
     content: str = ""

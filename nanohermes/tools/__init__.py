@@ -17,20 +17,21 @@ exactly the paths that were judged (`Tool.resolved`).
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, ParamSpec, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, ParamSpec, Self, cast
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from nanohermes.budget import Limits
 from nanohermes.events import Event, ToolProgress
 from nanohermes.permissions import Effect, Rule, SubjectKind, Target
 
 if TYPE_CHECKING:
+    from pydantic import TypeAdapter, ValidationError
     from typing_extensions import TypeVar
 
     from nanohermes.config import Config
@@ -46,25 +47,92 @@ class ToolError(Exception):
     """A failure the model should see as `ERROR: <text>`; the turn goes on."""
 
 
-class Params(BaseModel):
-    """Base of every tool's parameters: unknown fields rejected.
+def about(description: str | None = None, *, shown_default: Any = MISSING, **constraints: Any) -> dict[str, Any]:
+    """A params field's metadata: what the model reads about it and its constraints, as
+    pydantic's `Field` takes them (`ge`, `le`, `min_length`, `pattern`, ...). Use it as
+    `field(default=..., metadata=about("...", ge=1))`. `shown_default` is the default the schema
+    states when the field's own default is None meaning "not given" (the tool then applies it)."""
+    out: dict[str, Any] = dict(constraints)
+    if description is not None:
+        out["description"] = description
+    if shown_default is not MISSING:
+        out["json_schema_extra"] = {"default": shown_default}
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class Params:
+    """Base of every tool's parameters: a frozen keyword-only dataclass (subclasses are
+    decorated the same way), unknown fields rejected.
+
+    Plain dataclasses, not pydantic models: building the pool and sending its specs (from
+    `nanohermes.schemacache`) imports no pydantic; it is imported on the first `Tool.parse`
+    (or a schema render) and validates the dataclass through a `TypeAdapter`. A check of
+    several fields, or a normalisation, lives in `__post_init__` (call `super().__post_init__()`);
+    a ValueError raised there is the model's error text.
 
     `non_empty` maps string fields that must not be blank to the next step to suggest;
     the check runs at parse time, before any I/O.
     """
 
-    # Validators are built on first use: a run that never calls a tool never builds its
-    # model (the schemas sent to the model come from a cache, see `params_schema`).
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    # Read by pydantic (inherited): unknown keys fail instead of being dropped.
+    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
     non_empty: ClassVar[dict[str, str]] = {}
 
-    @model_validator(mode="after")
-    def _check_non_empty(self) -> Params:
+    def __post_init__(self) -> None:
         for name, hint in self.non_empty.items():
             value = getattr(self, name)
             if isinstance(value, str) and not value.strip():
                 raise ValueError(f"{name} must not be empty" + (f"; {hint}" if hint else ""))
-        return self
+
+    @classmethod
+    def prepare(cls, raw: dict[str, Any]) -> dict[str, Any]:
+        """The arguments as validation sees them: a hook for other spellings of a field."""
+        return raw
+
+    @classmethod
+    def validate(cls, raw: dict[str, Any]) -> Self:
+        """Validated arguments; pydantic's ValidationError when they are not (see `Tool.parse`)."""
+        out: Self = _adapter(cls).validate_python(cls.prepare(raw))
+        return out
+
+    @classmethod
+    def defaults(cls) -> Self:
+        """An instance holding only the defaults, unchecked (a required field is absent):
+        for asking a flag what it says of a call that gives nothing."""
+        out = object.__new__(cls)
+        for f in fields(cls):
+            if f.default is not MISSING:
+                object.__setattr__(out, f.name, f.default)
+            elif f.default_factory is not MISSING:
+                object.__setattr__(out, f.name, f.default_factory())
+        return out
+
+    def dump(self) -> dict[str, Any]:
+        """The arguments as a JSON-safe dict (what hooks and the UI see). A field left out that
+        the schema states a default for (`about(shown_default=...)`) shows that default."""
+        values = asdict(self)
+        for f in fields(self):
+            shown = f.metadata.get("json_schema_extra", {})
+            if values[f.name] is None and "default" in shown:
+                values[f.name] = shown["default"]
+        out: dict[str, Any] = json.loads(json.dumps(values, default=str))
+        return out
+
+
+def _adapter(model: type[Any]) -> TypeAdapter[Any]:
+    """The validator of a params dataclass, built on first use (that is when pydantic is imported)."""
+    adapter = _ADAPTERS.get(model)
+    if adapter is None:
+        if "__dataclass_fields__" not in model.__dict__:  # a subclass without @dataclass would lose its fields
+            raise TypeError(f"{model.__qualname__} must be decorated with @dataclass(frozen=True, kw_only=True)")
+        from pydantic import TypeAdapter
+
+        adapter = _ADAPTERS[model] = TypeAdapter(model)
+    return adapter
+
+
+_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
 
 
 # A tool's params model. A bare `Tool` is a tool of any params (the pool, the runtime); the
@@ -218,8 +286,10 @@ class Tool(Generic[P]):
         return {"type": "function", "function": {"name": self.name, "description": self.describe(lim), "parameters": schema}}
 
     def parse(self, raw: dict[str, Any]) -> P:
+        from pydantic import ValidationError
+
         try:
-            return cast(P, self.params.model_validate(raw))  # `params` is the model P names
+            return cast(P, self.params.validate(raw))  # `params` is the class P names
         except ValidationError as e:
             raise ToolError(describe_validation(e, self.params)) from None
 
@@ -247,12 +317,14 @@ class ReadOnlyTool(Tool[P]):
 
 _TYPE_WORDS = {"string_type": "string", "int_type": "integer", "int_parsing": "integer", "bool_type": "boolean",
                "bool_parsing": "boolean", "list_type": "array", "dict_type": "object", "float_type": "number",
-               "float_parsing": "number", "model_type": "object"}
+               "float_parsing": "number", "model_type": "object", "dataclass_type": "object"}
+# An unknown field: `extra_forbidden` in a pydantic model, an unexpected keyword in a dataclass.
+_UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")
 
 
-def describe_validation(err: ValidationError, model: type[BaseModel] | None = None) -> str:
+def describe_validation(err: ValidationError, model: type[Params] | None = None) -> str:
     """Turn pydantic's report into one line that names the field, e.g. missing string field `path`."""
-    props = model.model_json_schema().get("properties", {}) if model else {}
+    props = params_schema(model).get("properties", {}) if model else {}
     parts: list[str] = []
     for e in err.errors():
         loc = ".".join(str(p) for p in e["loc"]) or "arguments"
@@ -260,7 +332,7 @@ def describe_validation(err: ValidationError, model: type[BaseModel] | None = No
         if kind == "missing":
             kind_word = props.get(str(e["loc"][0]), {}).get("type", "") if e["loc"] else ""
             parts.append(f"missing {kind_word} field `{loc}`".replace("  ", " "))
-        elif kind == "extra_forbidden":
+        elif kind in _UNKNOWN:
             parts.append(f"unknown field `{loc}`")
         elif kind in _TYPE_WORDS:
             parts.append(f"field `{loc}` must be a {_TYPE_WORDS[kind]}")
@@ -271,15 +343,15 @@ def describe_validation(err: ValidationError, model: type[BaseModel] | None = No
     return "; ".join(parts)
 
 
-def params_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """JSON schema for the model in the plain subset every endpoint takes: no titles, no
+def params_schema(model: type[Params]) -> dict[str, Any]:
+    """JSON schema for the params in the plain subset every endpoint takes: no titles, no
     `$defs`/`$ref` (inlined), and an optional field is its plain type, not `anyOf` with
-    null (a null default is left out: absent means the default). Built-in models' schemas
-    come from `nanohermes.schemacache`, so a start skips building their validators."""
+    null (a null default is left out: absent means the default). Built-in params' schemas
+    come from `nanohermes.schemacache`, so a start imports no pydantic."""
     from nanohermes.schemacache import schema as cached
 
     def render() -> dict[str, Any]:
-        schema = model.model_json_schema()
+        schema = _adapter(model).json_schema()
         defs = schema.pop("$defs", {})
 
         def lean(node: Any) -> Any:
@@ -361,4 +433,4 @@ def build_tools(config: Config | None = None, workspace: Path | None = None) -> 
 
 
 __all__ = ["Approval", "Effect", "P", "Params", "ReadOnlyTool", "SubjectKind", "Target", "Tool", "ToolContext", "ToolError",
-           "ToolResult", "build_tools", "declarations", "describe_validation", "params_schema"]
+           "ToolResult", "about", "build_tools", "declarations", "describe_validation", "params_schema"]

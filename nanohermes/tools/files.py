@@ -18,16 +18,14 @@ import os
 import secrets
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, ClassVar, TypeVar
-
-from pydantic import Field, model_validator
 
 from nanohermes.budget import Limits, clamp
 from nanohermes.pathrules import held, open_dir, open_exact, read_exact, swapped
 from nanohermes.permissions import Effect, SubjectKind
-from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError, ToolResult
+from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError, ToolResult, about
 
 # --------------------------------------------------------------------------------------
 # paths
@@ -319,10 +317,13 @@ def bounded_diff(diff: str, limit: int) -> str:
 # read_file
 
 
+@dataclass(frozen=True, kw_only=True)
 class ReadFileParams(Params):
     path: str
-    offset: int = Field(1, ge=1)
-    limit: int = Field(2000, ge=1)
+    # None: not given. A window given explicitly streams even a huge file; without `limit`
+    # the window is `read_file_window_lines`.
+    offset: int | None = field(default=None, metadata=about(ge=1, shown_default=1))
+    limit: int | None = field(default=None, metadata=about(ge=1, shown_default=2000))
 
     non_empty: ClassVar[dict[str, str]] = {"path": ""}
 
@@ -403,13 +404,13 @@ class ReadFile(ReadOnlyTool[ReadFileParams]):
             if looks_binary(f.read(lim.binary_sniff_bytes)):
                 raise ToolError(f"{shown} looks like a binary file ({st.st_size} bytes); read_file shows text files only")
             # A window given explicitly streams even a huge file; the default whole read is gated.
-            windowed = bool({"offset", "limit"} & args.model_fields_set)
+            windowed = args.offset is not None or args.limit is not None
             if st.st_size > lim.read_file_max_bytes and not windowed:
                 raise ToolError(
                     f"{shown} is {st.st_size} bytes (> {lim.read_file_max_bytes}); read it in chunks with offset/limit"
                 )
-            limit = args.limit if "limit" in args.model_fields_set else lim.read_file_window_lines
-            text = self._window(f, shown, args.offset, limit, lim)
+            limit = args.limit if args.limit is not None else lim.read_file_window_lines
+            text = self._window(f, shown, args.offset or 1, limit, lim)
         remember_file(ctx, real)
         return text
 
@@ -515,6 +516,7 @@ def _count_lines_bounded(f: BinaryIO, cap: int) -> tuple[int, bool]:
 # list_dir
 
 
+@dataclass(frozen=True, kw_only=True)
 class ListDirParams(Params):
     path: str = "."
 
@@ -681,6 +683,7 @@ def _load_text(ctx: ToolContext, path: str, tool: str, real: Path) -> tuple[Path
     return target, shown, TextFile.decode(data, st.st_mode), data
 
 
+@dataclass(frozen=True, kw_only=True)
 class WriteFileParams(Params):
     path: str
     content: str
@@ -731,6 +734,7 @@ def _head(target: Path, n: int) -> bytes:
         return f.read(n)
 
 
+@dataclass(frozen=True, kw_only=True)
 class EditFileParams(Params):
     path: str
     old_string: str
@@ -739,12 +743,11 @@ class EditFileParams(Params):
 
     non_empty: ClassVar[dict[str, str]] = {"path": ""}
 
-    @model_validator(mode="after")
-    def _old_string_given(self) -> EditFileParams:
+    def __post_init__(self) -> None:
+        super().__post_init__()
         # Only "" is empty here: replacing a run of spaces or a tab is a real edit.
         if self.old_string == "":
             raise ValueError("old_string must not be empty; use write_file to create a file")
-        return self
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,8 +17,6 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar
 
-from pydantic import field_validator
-
 from nanohermes.permissions import Rule
 from nanohermes.tools import Approval, P, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes import sandbox
@@ -101,6 +99,7 @@ def fit(text: str, limit: int, hint: str) -> str:
     return f"{text[:keep]}\n… {len(text) - keep} more chars not shown; {hint}"
 
 
+@dataclass(frozen=True, kw_only=True)
 class NoParams(Params):
     pass
 
@@ -131,6 +130,7 @@ class GitStatus(_ReadOnlyGit[NoParams]):
         return fit(out, ctx.limits.max_output, "see one folder with git_diff(path=...) or git_diff(stat=true)")
 
 
+@dataclass(frozen=True, kw_only=True)
 class GitDiffParams(Params):
     staged: bool = False
     path: str | None = None
@@ -166,14 +166,15 @@ class GitDiff(_ReadOnlyGit[GitDiffParams]):
         return fit(out, ctx.limits.max_output, "narrow it with path, or see the overview with stat=true")
 
 
+@dataclass(frozen=True, kw_only=True)
 class GitLogParams(Params):
     count: int = 20
     path: str | None = None
 
-    @field_validator("count", mode="after")
-    @classmethod
-    def _clamp(cls, value: int) -> int:
-        return min(max(value, 1), 200)
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # Clamped rather than refused (frozen, hence object.__setattr__).
+        object.__setattr__(self, "count", min(max(self.count, 1), 200))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -200,6 +201,7 @@ class GitLog(_ReadOnlyGit[GitLogParams]):
         return fit(out, ctx.limits.max_output, "lower count or pass a path")
 
 
+@dataclass(frozen=True, kw_only=True)
 class GitCommitParams(Params):
     message: str
     paths: list[str] | None = None
@@ -207,12 +209,10 @@ class GitCommitParams(Params):
 
     non_empty: ClassVar[dict[str, str]] = {"message": "describe the change in a short subject line"}
 
-    @field_validator("paths", mode="after")
-    @classmethod
-    def _no_blank_paths(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None and any(not p.strip() for p in value):
+    def __post_init__(self) -> None:
+        if self.paths is not None and any(not p.strip() for p in self.paths):
             raise ValueError("paths must not contain empty strings; list the files to stage, or omit paths")
-        return value
+        super().__post_init__()
 
 
 @dataclass(frozen=True, kw_only=True)

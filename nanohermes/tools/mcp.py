@@ -33,11 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
-from pydantic import ConfigDict, Field
-
 from nanohermes.budget import Limits
 from nanohermes.config import McpServerConfig
-from nanohermes.tools import Approval, Effect, P, Params, ReadOnlyTool, SubjectKind, Tool, ToolContext, ToolError
+from nanohermes.tools import Approval, Effect, P, Params, ReadOnlyTool, SubjectKind, Tool, ToolContext, ToolError, about
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -645,10 +643,16 @@ class McpManager:
                 self._exited(s, why)
 
 
+@dataclass(frozen=True, kw_only=True)
 class McpArgs(Params):
-    """Whatever the server's schema allows: the server validates its own arguments."""
+    """Whatever the server's schema allows: the server validates its own arguments, so
+    `McpTool.parse` keeps the call's object as it came."""
 
-    model_config = ConfigDict(extra="allow")
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def dump(self) -> dict[str, Any]:
+        out: dict[str, Any] = json.loads(json.dumps(self.values, default=str))
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -696,12 +700,15 @@ class McpTool(Tool[McpArgs]):
         return {"type": "function", "function": {"name": self.name, "description": self.description,
                                                  "parameters": schema}}
 
+    def parse(self, raw: dict[str, Any]) -> McpArgs:
+        return McpArgs(values=dict(raw))
+
     def summary(self, args: McpArgs) -> str:
-        return json.dumps(args.model_dump(), ensure_ascii=False)[:200]
+        return json.dumps(args.dump(), ensure_ascii=False)[:200]
 
     def approval_detail(self, args: McpArgs, ctx: ToolContext) -> str:
         return f"MCP server {self.server}, tool {self.remote}, arguments:\n" + json.dumps(
-            args.model_dump(), ensure_ascii=False, indent=2)
+            args.dump(), ensure_ascii=False, indent=2)
 
     async def run(self, args: McpArgs, ctx: ToolContext) -> str:
         s = self.manager.server(self.server)
@@ -711,7 +718,7 @@ class McpTool(Tool[McpArgs]):
             ctx.progress(self.name, f"{amount} {message}" if message else amount)
 
         result = await self.manager.request(
-            s, self.name, lambda c: c.call_tool(self.remote, args.model_dump(), progress_callback=on_progress))
+            s, self.name, lambda c: c.call_tool(self.remote, args.dump(), progress_callback=on_progress))
         text = result_text(result, self.server)
         if result.is_error:
             raise ToolError(text or f"{self.name} reported an error without a message")
@@ -759,21 +766,24 @@ class _Helper(ReadOnlyTool[P]):
         return "\n".join(lines) or "no MCP servers"
 
 
+@dataclass(frozen=True, kw_only=True)
 class ListParams(Params):
-    server: str | None = Field(None, description="Only this server (default: every connected server).")
+    server: str | None = field(default=None, metadata=about("Only this server (default: every connected server)."))
 
 
+@dataclass(frozen=True, kw_only=True)
 class ReadResourceParams(Params):
-    server: str = Field(description="The MCP server that has the resource.")
-    uri: str = Field(description="The resource URI, as mcp_list_resources shows it.")
+    server: str = field(metadata=about("The MCP server that has the resource."))
+    uri: str = field(metadata=about("The resource URI, as mcp_list_resources shows it."))
 
     non_empty: ClassVar[dict[str, str]] = {"server": "", "uri": "list them with mcp_list_resources"}
 
 
+@dataclass(frozen=True, kw_only=True)
 class GetPromptParams(Params):
-    server: str = Field(description="The MCP server that has the prompt.")
-    name: str = Field(description="The prompt name, as mcp_list_prompts shows it.")
-    arguments: dict[str, str] = Field(default_factory=dict, description="The prompt's arguments, by name.")
+    server: str = field(metadata=about("The MCP server that has the prompt."))
+    name: str = field(metadata=about("The prompt name, as mcp_list_prompts shows it."))
+    arguments: dict[str, str] = field(default_factory=dict, metadata=about("The prompt's arguments, by name."))
 
     non_empty: ClassVar[dict[str, str]] = {"server": "", "name": "list them with mcp_list_prompts"}
 

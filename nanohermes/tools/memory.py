@@ -291,6 +291,7 @@ def _store(ctx: ToolContext, path: Path | None) -> MemoryStore:
     return MemoryStore(path, busy_timeout_secs=ctx.limits.memory_busy_timeout_secs)
 
 
+@dataclass(frozen=True, kw_only=True)
 class MemorySaveParams(Params):
     text: str
     scope: Literal["project", "global"] = "project"
@@ -337,6 +338,7 @@ class MemorySave(Tool[MemorySaveParams]):
         return f"Remembered (#{memory.id}, {label}): {memory.text}"
 
 
+@dataclass(frozen=True, kw_only=True)
 class MemorySearchParams(Params):
     query: str
     limit: int = 10

@@ -30,8 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import model_validator
-
 from nanohermes.pathrules import read_exact, swapped, unlink_exact
 from nanohermes.permissions import Effect, SubjectKind
 from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError, ToolResult
@@ -932,18 +930,18 @@ def touched_paths(diff_text: str) -> list[str]:
 # the tool
 
 
+@dataclass(frozen=True, kw_only=True)
 class ApplyPatchParams(Params):
     diff: str
 
-    @model_validator(mode="before")
     @classmethod
-    def _other_names(cls, data: Any) -> Any:
+    def prepare(cls, raw: dict[str, Any]) -> dict[str, Any]:
         # OpenAI's published apply_patch tool names its one argument `input`; some write `patch`.
-        if isinstance(data, dict) and "diff" not in data and len(data) == 1:
-            key = next(iter(data))
+        if "diff" not in raw and len(raw) == 1:
+            key = next(iter(raw))
             if key in ("input", "patch"):
-                return {"diff": data[key]}
-        return data
+                return {"diff": raw[key]}
+        return raw
 
     non_empty: ClassVar[dict[str, str]] = {"diff": "pass a unified diff with ---/+++ headers and @@ hunks, "
                                                    "or a `*** Begin Patch` … `*** End Patch` patch"}

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
-
-from pydantic import field_validator
 
 from nanohermes import sandbox
 from nanohermes.permissions import Effect, Rule, SubjectKind, escape_pattern, suggest_command_rule
 from nanohermes.shellparse import ParseError, split
-from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
+from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError, about
 from nanohermes.tools.process import command_env, confinement_for, decode, format_command, run_capped, shell_argv
 from nanohermes.tools.tasks import start_task
 
@@ -80,18 +78,29 @@ def resolve_cwd(ctx: ToolContext, cwd: str | None) -> Path:
 
 # -- the tool ------------------------------------------------------------------------------
 
+_DEFAULT_TIMEOUT_SECS = 120
+
+
+@dataclass(frozen=True, kw_only=True)
 class RunCommandParams(Params):
     command: str
     cwd: str | None = None
-    timeout_secs: int = 120
+    # None: not given (a background task then keeps its own timeout); `timeout` is the value in force.
+    timeout_secs: int | None = field(default=None, metadata=about(shown_default=_DEFAULT_TIMEOUT_SECS))
     background: bool = False
 
     non_empty: ClassVar[dict[str, str]] = {"command": "pass the command line to run"}
 
-    @field_validator("timeout_secs", mode="after")
-    @classmethod
-    def _at_least_one(cls, value: int) -> int:
-        return max(value, 1)  # the upper clamp is a limit (run_command_max_timeout_secs), applied when it runs
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.timeout_secs is not None and self.timeout_secs < 1:
+            # Raised to 1 rather than refused (frozen, hence object.__setattr__); the upper
+            # clamp is a limit (run_command_max_timeout_secs), applied when it runs.
+            object.__setattr__(self, "timeout_secs", 1)
+
+    @property
+    def timeout(self) -> int:
+        return _DEFAULT_TIMEOUT_SECS if self.timeout_secs is None else self.timeout_secs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,12 +147,12 @@ class RunCommand(Tool[RunCommandParams]):
     async def run(self, args: RunCommandParams, ctx: ToolContext) -> str:
         cwd = self.resolved(args, ctx).cwd or resolve_cwd(ctx, args.cwd)  # the folder that was judged
         lim = ctx.limits
-        clamped = min(args.timeout_secs, lim.run_command_max_timeout_secs)
-        note = (f"\n(timeout_secs {args.timeout_secs} was clamped to {clamped}, limit run_command_max_timeout_secs)"
-                if clamped != args.timeout_secs else "")
+        clamped = min(args.timeout, lim.run_command_max_timeout_secs)
+        note = (f"\n(timeout_secs {args.timeout} was clamped to {clamped}, limit run_command_max_timeout_secs)"
+                if clamped != args.timeout else "")
         if args.background:
             timeout = lim.task_timeout_secs
-            if "timeout_secs" in args.model_fields_set:
+            if args.timeout_secs is not None:
                 timeout = min(timeout, clamped)
             return await start_task(ctx, args.command, cwd=cwd, timeout=timeout) + note
         progress = _ProgressLines(ctx, self.name)

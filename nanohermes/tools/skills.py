@@ -15,10 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import Field
-
 from nanohermes.budget import Limits
-from nanohermes.tools import Params, ReadOnlyTool, Tool, ToolContext, ToolError
+from nanohermes.tools import Params, ReadOnlyTool, Tool, ToolContext, ToolError, about
 
 SKILL_FILE = "SKILL.md"
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
@@ -127,8 +125,9 @@ def skill_index(skills: SkillSet, limits: Limits) -> str:
             + "\n".join(lines))
 
 
+@dataclass(frozen=True, kw_only=True)
 class SkillParams(Params):
-    name: str = Field(description="The skill's name, as listed in the system prompt.")
+    name: str = field(metadata=about("The skill's name, as listed in the system prompt."))
 
     non_empty: ClassVar[dict[str, str]] = {"name": "pass one of the skill names listed in the system prompt"}
 

@@ -19,8 +19,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import Field
-
 from nanohermes.budget import Limits
 from nanohermes.config import SubagentConfig
 from nanohermes.dirs import private_dir, write_private
@@ -28,7 +26,7 @@ from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Event, Notice,
 from nanohermes.messages import Usage
 from nanohermes.permissions import blocked, names_tool
 from nanohermes.redact import redact
-from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
+from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError, about
 
 if TYPE_CHECKING:
     from nanohermes.agent import Agent
@@ -255,11 +253,12 @@ class SubagentManager:
         return "\n".join(rows)
 
 
+@dataclass(frozen=True, kw_only=True)
 class SubagentParams(Params):
-    agent: str = Field(description="Which configured sub-agent to start.")
-    task: str = Field(description="The task, complete and self-contained: the sub-agent sees nothing else.")
-    wait: bool = Field(False, description="Wait for it to finish and return its answer (default: run in the "
-                                          "background and return its id).")
+    agent: str = field(metadata=about("Which configured sub-agent to start."))
+    task: str = field(metadata=about("The task, complete and self-contained: the sub-agent sees nothing else."))
+    wait: bool = field(default=False, metadata=about("Wait for it to finish and return its answer (default: run in "
+                                                     "the background and return its id)."))
 
     non_empty: ClassVar[dict[str, str]] = {"agent": "", "task": "describe the work to hand over"}
 

@@ -200,12 +200,14 @@ async def start_task(ctx: ToolContext, command: str, *, cwd: Path, timeout: floa
             f'task_output(task_id="{task.id}"); stop it with task_kill.')
 
 
+@dataclass(frozen=True, kw_only=True)
 class TaskIdParams(Params):
     task_id: str
 
     non_empty: ClassVar[dict[str, str]] = {"task_id": "task_list shows the ids"}
 
 
+@dataclass(frozen=True, kw_only=True)
 class NoParams(Params):
     pass
 

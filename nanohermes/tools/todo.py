@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
-
 from nanohermes.events import TodoItem, TodoUpdated
 from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 
@@ -41,19 +39,20 @@ def _counts(items: tuple[TodoItem, ...]) -> str:
     return f"{len(items)} items: {done} completed, {doing} in progress, {len(items) - done - doing} pending"
 
 
-class TodoEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # built with the params model that uses it
+@dataclass(frozen=True, kw_only=True)
+class TodoEntry:
+    # Validated with the params that hold it; unknown keys are refused as there.
+    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
     content: str
     status: Literal["pending", "in_progress", "completed"]
 
-    @field_validator("content")
-    @classmethod
-    def _content_not_blank(cls, v: str) -> str:
-        if not v.strip():
+    def __post_init__(self) -> None:
+        if not self.content.strip():
             raise ValueError("todo content must not be empty; describe the step")
-        return v.strip()
+        object.__setattr__(self, "content", self.content.strip())  # kept without its blanks (frozen)
 
 
+@dataclass(frozen=True, kw_only=True)
 class TodoWriteParams(Params):
     todos: list[TodoEntry]
 
@@ -97,6 +96,7 @@ class TodoWrite(Tool[TodoWriteParams]):
         return text
 
 
+@dataclass(frozen=True, kw_only=True)
 class TodoReadParams(Params):
     pass
 

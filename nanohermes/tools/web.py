@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urljoin, urlsplit
 
-from pydantic import field_validator
-
 from nanohermes.hosts import LookupTimeout, canonical_host, canonical_ip, host_matches, plain_name, resolve
 from nanohermes.permissions import SubjectKind
 from nanohermes.tools import Params, ReadOnlyTool, Tool, ToolContext, ToolError
@@ -221,16 +219,17 @@ def _connect_error(e: Exception, url: str) -> ToolError:
                      "check the URL and that the server is up")
 
 
+@dataclass(frozen=True, kw_only=True)
 class WebFetchParams(Params):
     url: str
     max_chars: int = 20_000
 
     non_empty: ClassVar[dict[str, str]] = {"url": "pass a full http:// or https:// URL"}
 
-    @field_validator("url")
-    @classmethod
-    def _http_only(cls, v: str) -> str:
-        return check_url(v) if v.strip() else v
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # http(s) only, kept as checked: without the blanks around it (frozen, hence object.__setattr__).
+        object.__setattr__(self, "url", check_url(self.url))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -457,6 +456,7 @@ class SearchHit:
     snippet: str
 
 
+@dataclass(frozen=True, kw_only=True)
 class WebSearchParams(Params):
     query: str
     count: int = 5

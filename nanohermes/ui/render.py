@@ -378,7 +378,7 @@ def flag(tool: Tool, which: str) -> str:
     """A behaviour flag for display. Flags may depend on the arguments, so the predicate is
     tried on the defaults; when it needs a real argument the answer is "per call"."""
     try:
-        args = tool.params.model_construct()
+        args = tool.params.defaults()
         return "yes" if getattr(tool, which)(args) else "no"
     except Exception:
         return "per call"

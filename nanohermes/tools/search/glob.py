@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import Field
-
 from nanohermes.pathrules import held, swapped
-from nanohermes.tools import Params, ReadOnlyTool, ToolContext, ToolError
+from nanohermes.tools import Params, ReadOnlyTool, ToolContext, ToolError, about
 from nanohermes.tools.files import shown_path
 from nanohermes.tools.search.globs import compile_glob
 from nanohermes.tools.search.grep import _prefix, _safe, walk_note
@@ -19,8 +17,9 @@ from nanohermes.tools.search.walk import Walk, ignore_dir_names, walk_python
 
 # -- glob ----------------------------------------------------------------------------------
 
+@dataclass(frozen=True, kw_only=True)
 class GlobParams(Params):
-    pattern: str = Field(description="e.g. `**/*.py`, `src/*/index.ts`.")
+    pattern: str = field(metadata=about("e.g. `**/*.py`, `src/*/index.ts`."))
     path: str | None = None
 
     non_empty: ClassVar[dict[str, str]] = {"pattern": "pass a glob such as **/*.py"}

@@ -8,16 +8,14 @@ import os
 import re
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
-
-from pydantic import Field
 
 from nanohermes.budget import KiB, MiB, Limits
 from nanohermes.pathrules import held, swapped
 from nanohermes.permissions import is_secret
-from nanohermes.tools import Params, ReadOnlyTool, ToolContext, ToolError
+from nanohermes.tools import Params, ReadOnlyTool, ToolContext, ToolError, about
 from nanohermes.tools.files import shown_path
 from nanohermes.tools.search.globs import compile_glob
 from nanohermes.tools.search.ripgrep import AUTO, RipgrepFailed, _prefilter, _rg, _rg_common, _rg_paths, _rg_stats, \
@@ -60,8 +58,9 @@ def include_filter(include: str | None, root_shown: str) -> Callable[[str], bool
     return ok
 
 
+@dataclass(frozen=True, kw_only=True)
 class GrepParams(Params):
-    pattern: str = Field(description="A literal substring (a regex with regex=true).")
+    pattern: str = field(metadata=about("A literal substring (a regex with regex=true)."))
     path: str | None = None
     include: str | None = None
     case_insensitive: bool = False

@@ -1,0 +1,143 @@
+"""Tool parameters are plain dataclasses: building the pool and sending its specs imports no
+pydantic, the schemas the model receives are the ones it always got, and the first parse
+(which imports pydantic) reports bad arguments in the same words."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError, build_tools
+from nanohermes.tools.files import ReadFile
+from nanohermes.tools.shell import RunCommand
+
+REPO = Path(__file__).resolve().parent.parent
+# The schema of every built-in params class as the model received it while they were pydantic
+# models, by qualified class name.
+FIXTURE = Path(__file__).parent / "fixtures" / "param_schemas.json"
+
+# Every params class of the tool modules (MCP server tools send the server's own schema).
+RENDER = """
+import importlib, json, pkgutil, sys
+import nanohermes.tools as T
+from nanohermes.tools import Params, params_schema
+for m in pkgutil.walk_packages(T.__path__, "nanohermes.tools."):
+    importlib.import_module(m.name)
+def subclasses(c):
+    for s in c.__subclasses__():
+        yield s
+        yield from subclasses(s)
+print(json.dumps({f"{c.__module__}.{c.__qualname__}": params_schema(c) for c in subclasses(Params)
+                  if c.__module__.startswith("nanohermes.tools") and c.__name__ != "McpArgs"}))
+"""
+
+COLD_START = """
+import json, sys
+from nanohermes.tools import build_tools
+tools = build_tools()
+specs = [t.spec() for t in tools]
+print(json.dumps({"pydantic": sorted(m for m in sys.modules if m.split(".")[0] in ("pydantic", "pydantic_core")),
+                  "tools": len(specs)}))
+read_file = next(t for t in tools if t.name == "read_file")
+errors = []
+for raw in ({}, {"path": "a", "x": 1}, {"path": "a", "limit": "many"}, {"path": " "}, {"path": "a", "offset": 0}):
+    try:
+        read_file.parse(raw)
+    except Exception as e:
+        errors.append(f"{type(e).__name__}: {e}")
+print(json.dumps({"errors": errors, "pydantic": "pydantic" in sys.modules}))
+"""
+
+
+def run(code: str, home: Path, cache: Path) -> list[Any]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home), "XDG_CACHE_HOME": str(cache)}
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    return [json.loads(line) for line in p.stdout.splitlines()]
+
+
+def test_the_schemas_the_model_receives_are_unchanged(home: Path) -> None:
+    want = json.loads(FIXTURE.read_text())
+    blocker = home / "not-a-folder"
+    blocker.write_text("")
+    (fresh,) = run(RENDER, home, blocker / "cache")  # no cache can be made: every schema rendered
+    (cold,) = run(RENDER, home, home / "cache")  # rendered and stored
+    (warm,) = run(RENDER, home, home / "cache")  # read back
+    assert (home / "cache" / "nanohermes" / "param-schemas.json").exists()
+    missing = sorted(set(want) - set(fresh))
+    assert missing == [], "a params class was renamed or removed: its schema is in tests/fixtures/param_schemas.json"
+    for name, schema in want.items():
+        assert fresh[name] == schema, name
+        assert cold[name] == schema, name
+        assert warm[name] == schema, name
+
+
+def test_a_warm_start_builds_the_pool_and_its_specs_without_pydantic(home: Path) -> None:
+    cache = home / "cache"
+    run(COLD_START, home, cache)  # fills the schema cache
+    first, then = run(COLD_START, home, cache)
+    assert first["pydantic"] == []
+    assert first["tools"] == len(build_tools())
+    # pydantic's version is still part of every stored schema's stamp: an upgrade renders afresh.
+    from pydantic.version import VERSION
+
+    stored = json.loads((cache / "nanohermes" / "param-schemas.json").read_text())
+    assert stored and all(VERSION in entry["stamp"].split() for entry in stored.values())
+    # The first parse imports pydantic and says what the model got wrong, as it always did.
+    assert then["errors"] == [
+        "ToolError: missing string field `path`",
+        "ToolError: unknown field `x`",
+        "ToolError: field `limit` must be a integer",
+        "ToolError: path must not be empty",
+        "ToolError: field `offset`: Input should be greater than or equal to 1",
+    ]
+    assert then["pydantic"] is True
+
+
+def test_hooks_and_the_ui_see_the_stated_defaults_of_a_field_left_out() -> None:
+    # A field left out is None inside ("not given"); what others see is the default the schema states.
+    args = RunCommand().parse({"command": "ls"})
+    assert args.timeout_secs is None
+    assert args.dump() == {"command": "ls", "cwd": None, "timeout_secs": 120, "background": False}
+    assert RunCommand().parse({"command": "ls", "timeout_secs": 0}).dump()["timeout_secs"] == 1
+    assert ReadFile().parse({"path": "a"}).dump() == {"path": "a", "offset": 1, "limit": 2000}
+    assert ReadFile().parse({"path": "a", "limit": 5}).dump() == {"path": "a", "offset": 1, "limit": 5}
+
+
+def test_nested_entries_are_checked_like_the_params_that_hold_them() -> None:
+    todo = next(t for t in build_tools() if t.name == "todo_write")
+    with pytest.raises(ToolError, match=r"^unknown field `todos.0.when`$"):
+        todo.parse({"todos": [{"content": "a", "status": "pending", "when": "now"}]})
+    with pytest.raises(ToolError, match=r"^field `todos.0` must be a object$"):
+        todo.parse({"todos": ["a"]})
+    with pytest.raises(ToolError, match=r"^todo content must not be empty; describe the step$"):
+        todo.parse({"todos": [{"content": "  ", "status": "pending"}]})
+    assert todo.parse({"todos": [{"content": " a ", "status": "pending"}]}).todos[0].content == "a"
+
+
+class Undecorated(Params):  # its fields would be lost: the dataclass decorator is missing
+    path: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Forgetful(Tool[Undecorated]):
+    name: ClassVar[str] = "forgetful"
+    description: ClassVar[str] = "has params that are not a dataclass of their own"
+    params: ClassVar[type[Params]] = Undecorated
+    approval: ClassVar[Approval] = "never"
+
+    async def run(self, args: Undecorated, ctx: ToolContext) -> str:
+        return args.path
+
+
+def test_a_params_class_without_its_dataclass_decorator_is_refused_by_name() -> None:
+    with pytest.raises(TypeError, match=r"^Undecorated must be decorated with @dataclass\(frozen=True, kw_only=True\)$"):
+        Forgetful().parse({"path": "a"})
