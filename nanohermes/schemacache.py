@@ -8,8 +8,8 @@ pydantic versions and the stamps (modification time and size) of the files that 
 class and its bases, so any edit or upgrade renders it afresh. pydantic's version is read
 from its `version.py` without importing it (importing it alone costs more than the cache
 saves). Only classes defined at the top level of a nanohermes module are kept: a class built
-in a function has no stable identity. A cache that cannot be read or written is ignored: the schema is
-then rendered as before.
+in a function has no stable identity. A cache that cannot be read or written is ignored: the
+schema is then rendered as before.
 """
 
 from __future__ import annotations

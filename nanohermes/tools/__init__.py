@@ -1,7 +1,7 @@
 """The tool contract, the context tools run in, and the registry.
 
 A tool is a frozen keyword-only dataclass: its fields are its settings (limits, roots),
-its class attributes are its identity (name, group, description, params model) and its
+its class attributes are its identity (name, group, description, params class) and its
 behaviour flags. Flags default to the worst case: not read-only, not concurrency-safe,
 asks for approval. Forgetting to declare one makes a tool slower and safer, never faster
 and riskier. A flag may depend on the parsed arguments (override the method).
@@ -24,7 +24,6 @@ from collections.abc import Callable
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, ParamSpec, Self, cast
-
 
 from nanohermes.budget import Limits
 from nanohermes.events import Event, ToolProgress
@@ -135,7 +134,7 @@ def _adapter(model: type[Any]) -> TypeAdapter[Any]:
 _ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
 
 
-# A tool's params model. A bare `Tool` is a tool of any params (the pool, the runtime); the
+# A tool's params class. A bare `Tool` is a tool of any params (the pool, the runtime); the
 # default exists for the type checker only (TypeVar defaults are newer than Python 3.11).
 if TYPE_CHECKING:
     P = TypeVar("P", bound=Params, default=Any)
@@ -189,8 +188,8 @@ class ToolContext:
 
 @dataclass(frozen=True, kw_only=True)
 class Tool(Generic[P]):
-    """A tool over its params model `P`: `Tool[ReadFileParams]` gets `ReadFileParams` in every
-    hook, as parsed by `parse` from `params` (which must be that same model)."""
+    """A tool over its params class `P`: `Tool[ReadFileParams]` gets `ReadFileParams` in every
+    hook, as parsed by `parse` from `params` (which must be that same class)."""
 
     name: ClassVar[str]
     group: ClassVar[str] = "other"
@@ -318,8 +317,6 @@ class ReadOnlyTool(Tool[P]):
 _TYPE_WORDS = {"string_type": "string", "int_type": "integer", "int_parsing": "integer", "bool_type": "boolean",
                "bool_parsing": "boolean", "list_type": "array", "dict_type": "object", "float_type": "number",
                "float_parsing": "number", "model_type": "object", "dataclass_type": "object"}
-# An unknown field: `extra_forbidden` in a pydantic model, an unexpected keyword in a dataclass.
-_UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")
 
 
 def describe_validation(err: ValidationError, model: type[Params] | None = None) -> str:
@@ -332,7 +329,7 @@ def describe_validation(err: ValidationError, model: type[Params] | None = None)
         if kind == "missing":
             kind_word = props.get(str(e["loc"][0]), {}).get("type", "") if e["loc"] else ""
             parts.append(f"missing {kind_word} field `{loc}`".replace("  ", " "))
-        elif kind in _UNKNOWN:
+        elif kind == "unexpected_keyword_argument":  # the dataclass's `extra: forbid`
             parts.append(f"unknown field `{loc}`")
         elif kind in _TYPE_WORDS:
             parts.append(f"field `{loc}` must be a {_TYPE_WORDS[kind]}")
