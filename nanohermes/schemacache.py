@@ -31,7 +31,7 @@ _VERSION = re.compile(r"""^VERSION\s*=\s*['"]([^'"]+)['"]""", re.MULTILINE)
 _pydantic: list[str | None] = []  # pydantic's version once looked up
 
 
-def _pydantic_version() -> str | None:
+def pydantic_version() -> str | None:
     """The installed pydantic's version, from its source file, or None when it cannot be read."""
     if not _pydantic:
         found: str | None = None
@@ -54,10 +54,10 @@ def _stamp(model: type) -> str | None:
         return None
     from nanohermes import __version__
 
-    pydantic_version = _pydantic_version()
-    if pydantic_version is None:
+    pydantic = pydantic_version()
+    if pydantic is None:
         return None
-    parts = [__version__, pydantic_version]
+    parts = [__version__, pydantic]
     for module_name in dict.fromkeys(c.__module__ for c in model.__mro__ if c.__module__.startswith("nanohermes")):
         path = getattr(sys.modules.get(module_name), "__file__", None)
         try:

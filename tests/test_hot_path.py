@@ -26,6 +26,11 @@ def report():
                          "nanohermes.llm.responses", "httpx._main", "ctypes", "sqlite3")
              if m in sys.modules and getattr(sys.modules[m], "__file__", None)]
     print("loaded", heavy, file=sys.stderr)
+    # What a turn that called no tool never needs once the caches are warm (the second run).
+    unused = sorted(m for m in sys.modules if m.split(".")[0] in ("pydantic", "pydantic_core", "annotated_types")
+                    or m in ("nanohermes.tools.files", "nanohermes.tools.patch", "nanohermes.tools.shell",
+                             "nanohermes.tools.search.grep", "nanohermes.tools.git", "nanohermes.tools.web"))
+    print("unused", unused, file=sys.stderr)
     print("collector", "on" if gc.isenabled() else "off", file=sys.stderr)
 
 atexit.register(report)
@@ -43,6 +48,30 @@ def test_a_p_turn_imports_no_sdk_no_typer_no_rich(server: FakeServer, workspace:
     print(p.stdout)
     assert p.stdout == "lean answer\n", p.stderr
     assert p.returncode == 0 and "loaded []" in p.stderr, p.stderr
+
+
+def test_a_warm_p_turn_without_tool_calls_imports_no_pydantic_and_no_tool_code(server: FakeServer, home: Path,
+                                                                               workspace: Path) -> None:
+    """pydantic (the validator of config files and tool arguments) and the tools' code load
+    only when there is something to validate or a tool to run."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OPENAI_API_KEY": "k", "HOME": str(home),
+           "XDG_CACHE_HOME": str(home / "cache")}
+    for answer in ("first", "second"):  # the first start fills the caches of tool declarations
+        server.add(Reply(text=answer))
+        p = subprocess.run([sys.executable, "-c", PROBE, "-p", "hi", "--base-url", server.base_url, "--model",
+                            "fake-model"], cwd=workspace, env=env, capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL, timeout=60)
+        assert p.returncode == 0 and p.stdout == answer + "\n", p.stderr
+    assert "unused []" in p.stderr, p.stderr
+    # A config file is validated: pydantic is loaded for it, and only for it.
+    (home / ".config" / "nanohermes").mkdir(parents=True, exist_ok=True)
+    (home / ".config" / "nanohermes" / "config.json").write_text('{"max_turns": 5}')
+    server.add(Reply(text="third"))
+    p = subprocess.run([sys.executable, "-c", PROBE, "-p", "hi", "--base-url", server.base_url, "--model",
+                        "fake-model"], cwd=workspace, env=env,
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+    assert p.returncode == 0 and p.stdout == "third\n", p.stderr
+    assert "'pydantic'" in p.stderr and "nanohermes.tools.files" not in p.stderr, p.stderr
 
 
 def test_the_collector_is_back_on_once_the_turn_runs(server: FakeServer, workspace: Path) -> None:

@@ -15,7 +15,6 @@ that cannot be read, or does not match, is ignored: the pool is then built from 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import json
 import os
 import sys
@@ -39,22 +38,20 @@ _FLAGS = ("name", "group", "description", "source", "approval", "persist", "kind
 def _stamp() -> str | None:
     """What identifies the code the declarations come from, or None when it cannot be told."""
     from nanohermes import __version__
+    from nanohermes.schemacache import pydantic_version
 
-    parts = [__version__, sys.version, str(_TOOLS_DIR)]
+    pydantic = pydantic_version()  # the schemas are pydantic's rendering
+    if pydantic is None:
+        return None
+    parts = [__version__, sys.version, str(_TOOLS_DIR), f"pydantic {pydantic}"]
     try:
-        spec = importlib.util.find_spec("pydantic")  # finds the package without importing it
-        origin = spec.origin if spec is not None else None
-        if origin is None:
-            return None
-        st = os.stat(origin)
-        parts.append(f"pydantic:{st.st_mtime_ns}:{st.st_size}")
         for folder, dirs, files in os.walk(_TOOLS_DIR):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
             for name in sorted(files):
                 if name.endswith(".py"):
                     st = os.stat(os.path.join(folder, name))
                     parts.append(f"{os.path.relpath(os.path.join(folder, name), _TOOLS_DIR)}:{st.st_mtime_ns}:{st.st_size}")
-    except (OSError, ImportError, ValueError):
+    except OSError:
         return None
     return "\n".join(parts)
 
