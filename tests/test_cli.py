@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from nanohermes.testing import Fault, FakeServer, Reply, call, tool_reply
 
 
@@ -84,6 +86,17 @@ def test_retries_429_twice_then_succeeds(cli, server: FakeServer) -> None:
     assert r.out == "finally\n"
     assert len(server.requests) == 3
     assert r.err.count("endpoint answered 429; retrying") == 2
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "stream-json"])
+def test_warnings_reach_stderr_in_every_format(cli, server: FakeServer, fmt: str) -> None:
+    server.add(Fault(status=429, retry_after=0), Reply(text="finally"))
+    r = cli("-p", "x", "--output-format", fmt, server=server)
+    assert r.code == 0, r.err
+    assert r.err.count("nanohermes: warning: endpoint answered 429; retrying") == 1, r.err
+    if fmt == "stream-json":  # and, for the script, as an event of the stream
+        notices = [e for e in map(json.loads, r.out.splitlines()) if e["type"] == "notice"]
+        assert [n["level"] for n in notices] == ["warning"] and "429" in notices[0]["text"]
 
 
 def test_retries_500_then_succeeds(cli, server: FakeServer) -> None:

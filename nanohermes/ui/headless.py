@@ -1,7 +1,8 @@
 """The `-p` front ends: three sinks (text, json, stream-json) over the core's event stream.
 
 stdout carries only the final answer (text), one JSON object (json) or one event per line
-(stream-json, an `init` event first). The text of earlier steps (the model narrating what it
+(stream-json, an `init` event first). Warnings and errors go to stderr in every format (in
+stream-json they are also `notice` events), so a person watching a script sees them. The text of earlier steps (the model narrating what it
 does next) and progress go to stderr, each on its own line, for text only with --verbose or a
 terminal. Approvals: with a terminal on stdin the user is asked on stderr; without one (a
 script) every request is refused, never run silently and never waited on, and one stderr
@@ -258,6 +259,7 @@ class StreamJsonSink(Sink):
     fmt: ClassVar[str] = "stream-json"
 
     def _show(self, event: Event) -> None:
+        super()._show(event)
         self._line(event_to_dict(event))
 
     async def confirm(self, request: ApprovalRequest) -> ApprovalReply:
