@@ -4,15 +4,13 @@ validator built at start for a tool that is never called, and a broken or stale 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+from tool_support import run_python as run
+
 from nanohermes.testing import FakeServer, Reply
 
-REPO = Path(__file__).resolve().parent.parent
 
 SPECS = """
 import json
@@ -20,16 +18,6 @@ from nanohermes.config import Config
 from nanohermes.tools import build_tools
 print(json.dumps([t.spec() for t in build_tools(Config())], sort_keys=True))
 """
-
-
-def run(code: str, home: Path, *args: str, cwd: Path | None = None,
-        cache: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home), "XDG_CACHE_HOME": str(cache or home / "cache"),
-           "OPENAI_API_KEY": "k"}
-    p = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=60,
-                       cwd=cwd, stdin=subprocess.DEVNULL)
-    assert p.returncode == 0, p.stderr
-    return p
 
 
 def cache_file(home: Path) -> Path:

@@ -6,19 +6,17 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tool_support import run_python as run
+
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 from nanohermes.tools import Tool, build_tools
 from nanohermes.tools.catalog import Deferred
 
-REPO = Path(__file__).resolve().parent.parent
 
 POOL = """
 import json, sys
@@ -34,15 +32,6 @@ loaded = sorted(m for m in sys.modules if m.startswith("nanohermes.tools.") and 
 print(json.dumps({"specs": specs, "kinds": sorted(type(t).__name__ for t in pool), "loaded": loaded,
                   "flags": {t.name: [t.group, t.approval, t.kind, t.effect, t.output_limit()] for t in pool}}))
 """
-
-
-def run(code: str, home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home), "XDG_CACHE_HOME": str(home / "cache"),
-           "OPENAI_API_KEY": "k"}
-    p = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=60,
-                       cwd=cwd, stdin=subprocess.DEVNULL)
-    assert p.returncode == 0, p.stderr
-    return p
 
 
 def cache_file(home: Path) -> Path:

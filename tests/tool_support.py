@@ -3,7 +3,11 @@ behaviour would only add noise."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 from nanohermes.permissions import Policy, Target, Verdict, decide
@@ -42,3 +46,18 @@ def decide_call(policy: Policy, *, tool_name: str, approval: str, read_only: boo
     target = Target(kind=kind, effect="read" if read_only else effect, subjects=() if subject is None else (subject,),
                     protected=protected, shows_contents=tool.shows_contents if tool else True)
     return decide(policy, tool_name=tool_name, approval=approval, target=target)
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def run_python(code: str, home: Path, *args: str, cwd: Path | None = None,
+               cache: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`python -c code args` as a fresh start with `home` as HOME and its own cache folder
+    (default `home/cache`); it must succeed."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home), "XDG_CACHE_HOME": str(cache or home / "cache"),
+           "OPENAI_API_KEY": "k"}
+    p = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=60,
+                       cwd=cwd, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    return p
