@@ -27,7 +27,8 @@ class HistoryKeeper(Protocol):
     async def before_call(self, session: Session) -> None: ...
 
     async def on_too_long(self, session: Session) -> bool:
-        """True when the history was made shorter and the call may be retried."""
+        """True when the history was made shorter and the call may be retried (strictly
+        shorter each time, so retrying on every True ends)."""
         ...
 
     async def manual(self, session: Session, focus: str = "") -> str | None: ...
@@ -152,15 +153,16 @@ class Agent:
 
     async def _call_model(self) -> Completion:
         """One model call, with the history compacted first when it outgrew the budget, and
-        once more (then retried) when the endpoint still finds it too long."""
+        shrunk again (then retried) each time the endpoint still finds it too long, until
+        nothing is left to shrink."""
         if self.compactor is not None:
             await self.compactor.before_call(self.session)
-        try:
-            return await self.llm.complete(self.messages(), self.runtime.specs(), self._on_text, self._on_reasoning)
-        except ContextTooLongError:
-            if self.compactor is None or not await self.compactor.on_too_long(self.session):
-                raise
-        return await self.llm.complete(self.messages(), self.runtime.specs(), self._on_text, self._on_reasoning)
+        while True:
+            try:
+                return await self.llm.complete(self.messages(), self.runtime.specs(), self._on_text, self._on_reasoning)
+            except ContextTooLongError:
+                if self.compactor is None or not await self.compactor.on_too_long(self.session):
+                    raise
 
     def _on_text(self, piece: str) -> None:
         self._partial.append(piece)

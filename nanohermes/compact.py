@@ -7,14 +7,21 @@ todos, unresolved errors); the most recent messages stay verbatim, cut only wher
 call is separated from its result. The system prompt (identity and project instructions) is
 rebuilt for every request, so it survives compaction as is; the todo list is re-injected
 into the summary. The summary request is fitted to the session budget before it is sent.
+
+When the endpoint refuses a request as too long, the retried one must be smaller, whatever
+made it large: the older turns are summarised when they are worth a model call, then the
+largest tool results of what is left are cut to previews (each saved whole in the session's
+results folder, see `persisted`) until the recent messages fit. Each refusal shrinks further;
+when nothing is left to shrink the refusal stands.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from nanohermes import persisted
 from nanohermes.budget import Limits, clamp
 from nanohermes.errors import ContextTooLongError
 from nanohermes.events import UI, Notice
@@ -107,9 +114,53 @@ class Compactor:
 
     async def on_too_long(self, session: Session) -> bool:
         """The endpoint refused the request as too long: its window is smaller than the
-        budget, so keep a quarter of what was sent (at most a quarter of the usual tail)."""
-        keep = min(self.limits.keep_chars, history_chars(session.history)) // 4
-        return await self.compact(session, reason="the endpoint said the context is too long", keep_chars=keep) is not None
+        budget, so keep a quarter of what was sent (at most a quarter of the usual tail).
+        True only when the history is now shorter than the refused one, so a caller that
+        retries on every True stops: each refusal shrinks the history again."""
+        refused = history_chars(session.history)
+        keep = min(self.limits.keep_chars, refused) // 4
+        history = session.history
+        cut = choose_cut(history, keep)
+        # Older turns smaller than the tail budget are not worth a summary (it would be about
+        # as long, and the person's own words would be lost): the tail's results are cut instead.
+        if cut and not (cut == 1 and is_summary(history[0])) and history_chars(history[:cut]) > keep:
+            await self.compact(session, reason="the endpoint said the context is too long", keep_chars=keep)
+        self._cut_results(session, keep)
+        if history_chars(session.history) < refused:
+            return True
+        self.ui.emit(Notice(level="warning", text=(
+            f"cannot shrink the conversation ({refused} chars) any further: no older turns to summarise "
+            "and no tool result left to cut")))
+        return False
+
+    def _cut_results(self, session: Session, keep: int) -> None:
+        """Cut the largest tool results until the messages after the summary fit `keep`
+        chars: each to a preview of at most `persisted_preview_chars` (half of `keep` when
+        that is less), the whole result saved in the session folder. Says once what it cut."""
+        history = session.history
+        summary = history[0].chars() if history and is_summary(history[0]) else 0
+        total = history_chars(history)
+        n = min(self.limits.persisted_preview_chars, keep // 2)
+        before = after = 0
+        done = 0
+        for i in sorted((i for i, m in enumerate(history) if m.role == "tool"), key=lambda i: -history[i].chars()):
+            if total - summary <= keep:
+                break
+            m = history[i]
+            text = m.content or ""
+            shorter = persisted.cut(text, m.tool_call_id or "call", session.folder, n)
+            if len(shorter) >= len(text):
+                continue
+            session.cut_result(i, replace(m, content=shorter))
+            total -= len(text) - len(shorter)
+            before, after, done = before + len(text), after + len(shorter), done + 1
+        if not done:
+            return
+        where = (f"the whole {'result is' if done == 1 else 'results are'} saved in {session.folder / persisted.RESULTS_DIR}"
+                 if session.folder is not None else "not saved: the session is not recorded")
+        self.ui.emit(Notice(level="info", text=(
+            f"cut {done} recent tool {'result' if done == 1 else 'results'} from {before} to {after} chars "
+            f"(the first {n} chars of each, with a note) {persisted.CONTEXT_NOTE}; {where}")))
 
     async def manual(self, session: Session, focus: str = "") -> str | None:
         """`/compact [focus]`: summarise everything but the latest exchange, now."""

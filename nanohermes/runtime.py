@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -24,7 +23,6 @@ from nanohermes.events import UI, ApprovalRequest, Notice, PermissionDenied, San
 from nanohermes.messages import Message, ToolCall
 from nanohermes.pathrules import command_secret
 from nanohermes.permissions import Policy, Rule, Target, Verdict, blocked, decide, describe, reads_secret, unattended
-from nanohermes.redact import redact
 from nanohermes.session import Session
 from nanohermes.shellparse import ParseError, split
 from nanohermes.tools import Params, Tool, ToolContext, ToolError, ToolResult
@@ -429,26 +427,14 @@ class Runtime:
         return out
 
     def persist(self, call_id: str, text: str) -> str:
+        """Save `text` in the session folder; returns the preview the model sees instead (or
+        `text` itself when the preview would be no shorter: then nothing is saved)."""
         assert self.session.folder is not None
-        from nanohermes.dirs import private_dir, write_private
+        from nanohermes import persisted
 
-        folder = private_dir(self.session.folder / "tool-results")
-        # The id comes from the model: keep it to a safe file name, and never overwrite an
-        # earlier result (some endpoints reuse ids such as call_0 in every message).
-        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", call_id).lstrip(".")[:100] or "call"
-        path = folder / f"{stem}.txt"
-        copy = 1
-        while path.exists():
-            copy += 1
-            path = folder / f"{stem}-{copy}.txt"
-        n = self.limits.persisted_preview_chars
-        preview = (
-            f'<persisted-output path="{path}">\n'
-            f"{text[:n]}\n"
-            f"… {len(text)} chars in all; the full output is in the file above (read it with read_file offset/limit)\n"
-            f"</persisted-output>"
-        )
+        path = persisted.free_path(self.session.folder, call_id)
+        preview = persisted.aggregate_preview(path, text, self.limits.persisted_preview_chars)
         if len(preview) >= len(text):
             return text  # nothing gained: no file
-        write_private(path, redact(text))  # a session file: no keys in it, 0600
+        persisted.write(path, text)
         return preview

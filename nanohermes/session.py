@@ -16,6 +16,7 @@ per line:
     {"type": "message", "message": <wire dict>}                 what the model saw, verbatim
     {"type": "usage", "usage": {...}, "model": ...}             one per model call, for the meters
     {"type": "compaction", "summary": <wire dict>, "kept": N}   history := [summary] + last N
+    {"type": "cut", "at": N, "message": <wire dict>}            history[N] := message (a tool result cut to a preview)
     {"type": "state", "todos": [...]}                           the todo list, when it changed
     {"type": "rewind", "keep": N}                               history := its first N messages
 
@@ -138,6 +139,11 @@ def _parse(path: Path) -> Loaded:
             elif kind == "compaction":
                 kept = int(rec["kept"])
                 history = [Message.from_wire(rec["summary"]), *(history[len(history) - kept:] if kept else [])]
+            elif kind == "cut":
+                at, msg = int(rec["at"]), Message.from_wire(rec["message"])
+                if not (0 <= at < len(history) and _same_result(history[at], msg)):
+                    raise ValueError("a cut record that does not match the history")
+                history[at] = msg
             elif kind == "rewind":
                 history = history[:int(rec["keep"])]
                 turns = sum(m.role == "user" and not is_summary(m) for m in history)
@@ -159,6 +165,11 @@ SUMMARY_TAG = "<conversation-summary>"
 
 def is_summary(m: Message) -> bool:
     return m.role == "user" and (m.content or "").startswith(SUMMARY_TAG)
+
+
+def _same_result(old: Message, new: Message) -> bool:
+    """A cut may replace a tool result only by a result of the same call."""
+    return old.role == new.role == "tool" and old.tool_call_id == new.tool_call_id
 
 
 def _answer_dangling(history: list[Message]) -> list[Message]:
@@ -252,6 +263,9 @@ class Transcript:
     def record_compaction(self, summary: Message, kept: int) -> None:
         self._write({"type": "compaction", "summary": summary.to_wire(), "kept": kept})
 
+    def record_cut(self, at: int, message: Message) -> None:
+        self._write({"type": "cut", "at": at, "message": message.to_wire()})
+
     def record_rewind(self, keep: int) -> None:
         self._write({"type": "rewind", "keep": keep})
 
@@ -339,6 +353,15 @@ class Session:
         self.history = [summary, *self.history[len(self.history) - kept:]]
         if self.transcript is not None:
             self.transcript.record_compaction(summary, kept)
+
+    def cut_result(self, at: int, message: Message) -> None:
+        """Replace the tool result at `at` by `message` (the same call's result, cut to a
+        preview after a context overflow), on disk too: a resume sees what the model saw."""
+        if not (0 <= at < len(self.history) and _same_result(self.history[at], message)):
+            raise ValueError(f"history[{at}] is not a result of call {message.tool_call_id!r}")
+        self.history[at] = message
+        if self.transcript is not None:
+            self.transcript.record_cut(at, message)
 
     def rewind(self, keep: int) -> None:
         """Back to the first `keep` messages, on disk too."""
