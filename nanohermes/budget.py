@@ -60,7 +60,7 @@ class Limits:
     agent_preview_chars: int = 500  # a sub-agent's result preview in agent_list
     session_budget_chars: int = 120_000  # history sent to the model before compaction
     aggregate_budget_chars: int | None = None  # tool results answering one message; None: min(200,000, session budget / 2)
-    persisted_preview_chars: int = 2000  # preview left in place of a result saved to a file
+    persisted_preview_chars: int = 2000  # preview left for a result saved to a file (aggregate budget, context overflow)
     skill_description_chars: int = 1024  # one skill's description in the prompt index
     skill_index_chars: int = 10_000  # the whole skill index in the system prompt
     skill_files_listed: int = 100  # other files of a skill's folder listed by the skill tool
