@@ -160,7 +160,8 @@ class Compactor:
                  if session.folder is not None else "not saved: the session is not recorded")
         self.ui.emit(Notice(level="info", text=(
             f"cut {done} recent tool {'result' if done == 1 else 'results'} from {before} to {after} chars "
-            f"(the first {n} chars of each, with a note) {persisted.CONTEXT_NOTE}; {where}")))
+            f"({'its' if done == 1 else 'the'} first {n} chars{'' if done == 1 else ' of each'}, with a note) "
+            f"{persisted.CONTEXT_NOTE}; {where}")))
 
     async def manual(self, session: Session, focus: str = "") -> str | None:
         """`/compact [focus]`: summarise everything but the latest exchange, now."""

@@ -293,7 +293,7 @@ def test_overflow_from_one_large_result_cuts_it_to_a_saved_preview_and_retries_s
     assert saved.read_text() == whole  # nothing is lost: the file holds the whole result
     assert preview == (f'<persisted-output path="{saved}">\n{whole[:300]}\n'
                        f"… {len(whole) - 300} of {len(whole)} {CUT_NOTE}\n</persisted-output>")
-    assert (f"cut 1 recent tool result from {len(whole)} to {len(preview)} chars (the first 300 chars of each, "
+    assert (f"cut 1 recent tool result from {len(whole)} to {len(preview)} chars (its first 300 chars, "
             f"with a note) to fit the model's context; the whole result is saved in {saved.parent}") in r.err
 
     # The transcript holds what the model saw: a resumed session sends the preview, not the whole.
@@ -364,14 +364,14 @@ def test_overflow_cut_keep_chars_lowered_halves_the_tail_budget_for_each_preview
                                                          f"… 4900 of 5000 {CUT_NOTE}\n</persisted-output>")
     assert (folder / "x.txt").read_text() == big
     cut = agent.session.history[2].content or ""
-    assert ui.of(Notice)[-1].text == (f"cut 1 recent tool result from 5000 to {len(cut)} chars (the first 100 chars of "
-                                      f"each, with a note) to fit the model's context; the whole result is saved in {folder}")
+    assert ui.of(Notice)[-1].text == (f"cut 1 recent tool result from 5000 to {len(cut)} chars (its first 100 chars, "
+                                      f"with a note) to fit the model's context; the whole result is saved in {folder}")
 
 
 def test_overflow_cuts_the_largest_results_first_and_only_as_many_as_needed(workspace: Path) -> None:
-    llm = ScriptedLLM()
+    ui = RecordingUI()
     agent = build_agent(config_for(limits={"compact_keep_chars": 40_000, "persisted_preview_chars": 50}),
-                        workspace, RecordingUI(), llm=llm).agent
+                        workspace, ui, llm=ScriptedLLM()).agent
     agent.session.history = [Message.user("go"), a(0, "x", "y", "z"), Message.tool("x", "x" * 8000),
                              Message.tool("y", "y" * 30_000), Message.tool("z", "z" * 500)]
     assert asyncio.run(agent.compactor.on_too_long(agent.session))  # type: ignore[union-attr]
@@ -379,6 +379,7 @@ def test_overflow_cuts_the_largest_results_first_and_only_as_many_as_needed(work
     x, y, z = (m.content or "" for m in agent.session.history[2:5])
     assert (x, z) == ("x" * 8000, "z" * 500)
     assert y.startswith('<persisted-output path="') and f"\n{'y' * 50}\n… 29950 of 30000 " in y
+    assert ui.of(Notice)[-1].text.startswith("cut 1 recent tool result from 30000 to ")
     assert [(m.role, m.tool_call_id) for m in agent.session.history[1:]] == [
         ("assistant", None), ("tool", "x"), ("tool", "y"), ("tool", "z")]  # each call keeps its result
 
@@ -431,3 +432,19 @@ def test_a_cut_record_replays_on_load_and_a_mismatched_one_is_skipped(workspace:
     _, loaded = Transcript.open(session.transcript.path)
     assert loaded.history == [Message.user("go"), a(0, "x"), Message.tool("x", "cut"), Message("assistant", "done")]
     assert loaded.skipped == 1
+
+
+def test_overflow_cut_of_several_results_is_told_once_with_the_count(workspace: Path) -> None:
+    ui = RecordingUI()
+    agent = build_agent(config_for(limits={"compact_keep_chars": 4000}), workspace, ui, llm=ScriptedLLM()).agent
+    agent.session.history = [Message.user("go"), a(0, "x", "y", "z"),
+                             *(Message.tool(c, c * 5000) for c in ("x", "y", "z"))]
+    assert asyncio.run(agent.compactor.on_too_long(agent.session))  # type: ignore[union-attr]
+    cuts = [m.content or "" for m in agent.session.history[2:]]
+    folder = agent.session.folder / "tool-results"  # type: ignore[operator]
+    # keep = 4000 // 4 = 1000; each preview at most 500 chars; even all three cut do not fit it.
+    assert [c.split("\n")[1] for c in cuts] == ["x" * 500, "y" * 500, "z" * 500]
+    assert sorted(p.name for p in folder.iterdir()) == ["x.txt", "y.txt", "z.txt"]
+    [notice] = [n for n in ui.of(Notice) if n.text.startswith("cut ")]
+    assert notice.text == (f"cut 3 recent tool results from 15000 to {sum(map(len, cuts))} chars (the first 500 chars "
+                           f"of each, with a note) to fit the model's context; the whole results are saved in {folder}")
