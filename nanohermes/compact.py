@@ -9,8 +9,8 @@ rebuilt for every request, so it survives compaction as is; the todo list is re-
 into the summary. The summary request is fitted to the session budget before it is sent.
 
 When the endpoint refuses a request as too long, the retried one must be smaller, whatever
-made it large: the older turns are summarised when they are worth a model call, then the
-largest tool results of what is left are cut to previews (each saved whole in the session's
+made it large: the older turns are summarised, then the largest tool results of the
+verbatim tail are cut to previews (each saved whole in the session's
 results folder, see `persisted`) until the recent messages fit. Each refusal shrinks further;
 when nothing is left to shrink the refusal stands.
 """
@@ -121,10 +121,10 @@ class Compactor:
         keep = min(self.limits.keep_chars, refused) // 4
         history = session.history
         cut = choose_cut(history, keep)
-        # Older turns smaller than the tail budget are not worth a summary (it would be about
-        # as long, and the person's own words would be lost): the tail's results are cut instead.
-        if cut and not (cut == 1 and is_summary(history[0])) and history_chars(history[:cut]) > keep:
+        if cut and not (cut == 1 and is_summary(history[0])):
             await self.compact(session, reason="the endpoint said the context is too long", keep_chars=keep)
+        # The summary cannot shrink what is kept verbatim: when that is what overflowed (one
+        # large read), its largest results are cut too.
         self._cut_results(session, keep)
         if history_chars(session.history) < refused:
             return True

@@ -283,10 +283,11 @@ def test_overflow_from_one_large_result_cuts_it_to_a_saved_preview_and_retries_s
     config = {"limits": {"persisted_preview_chars": 300}}
     r = cli("-p", "read big.txt", "--verbose", server=server, config=config)
     assert (r.code, r.out) == (0, "read it\n"), r.err
-    _, refused, retry = server.requests
-    assert not any(map(is_summary_request, server.requests))  # the prompt alone is not worth a summary
+    _, refused, summary, retry = server.requests
+    assert is_summary_request(summary)  # the prompt is summarised, the read it overflowed with is cut
     assert history_chars(retry) < 8000 < history_chars(refused)
-    assert retry["messages"][:3] == refused["messages"][:3]  # system prompt, prompt and the call stay as they were
+    assert retry["messages"][1]["content"].startswith("<conversation-summary>")
+    assert retry["messages"][2] == refused["messages"][2]  # the call, paired with its (cut) result
     [whole] = tool_results(refused)
     [preview] = tool_results(retry)
     [saved] = (home / ".local/share/nanohermes/sessions").glob("*/*/tool-results/*.txt")
@@ -299,7 +300,7 @@ def test_overflow_from_one_large_result_cuts_it_to_a_saved_preview_and_retries_s
     # The transcript holds what the model saw: a resumed session sends the preview, not the whole.
     r2 = cli("--continue", "-p", "and now?", server=server, config=config)
     assert (r2.code, r2.out) == (0, "still here\n"), r2.err
-    assert server.requests[3]["messages"][1:4] == retry["messages"][1:4]
+    assert server.requests[4]["messages"][1:4] == retry["messages"][1:4]
     assert list(saved.parent.iterdir()) == [saved]  # saved once
 
 
@@ -311,9 +312,11 @@ def test_repeated_overflow_cuts_the_preview_again_from_the_same_file(cli, server
                                          Reply(text="read it")])
     r = cli("-p", "read big.txt", "--verbose", server=server)
     assert (r.code, r.out) == (0, "read it\n"), r.err
-    sizes = [history_chars(b) for b in server.requests[1:]]
+    model = [b for b in server.requests[1:] if not is_summary_request(b)]
+    assert len(server.requests) - len(model) == 2  # one summary, at the first refusal only (then it is all there is)
+    sizes = [history_chars(b) for b in model]
     assert len(sizes) == 3 and sizes[0] > sizes[1] > 1500 > sizes[2], sizes
-    [whole], [first], [second] = (tool_results(b) for b in server.requests[1:])
+    [whole], [first], [second] = (tool_results(b) for b in model)
     [saved] = (home / ".local/share/nanohermes/sessions").glob("*/*/tool-results/*.txt")
     assert saved.read_text() == whole
     # Each cut keeps a quarter of what was refused, each preview at most half of that (and at
@@ -325,23 +328,22 @@ def test_repeated_overflow_cuts_the_preview_again_from_the_same_file(cli, server
     assert r.err.count("cut 1 recent tool result from") == 2
 
 
-def test_overflow_that_nothing_can_shrink_ends_with_the_context_error_at_once(cli, server: FakeServer,
-                                                                             workspace: Path) -> None:
-    (workspace / "a.txt").write_text("hello from a\n")
-    server.default = small_window(10, [tool_reply(call("read_file", {"path": "a.txt"}))])  # type: ignore[assignment]
-    r = cli("-p", "hi", "--verbose", server=server)
+def test_overflow_that_nothing_can_shrink_ends_with_the_context_error_at_once(cli, server: FakeServer) -> None:
+    server.default = small_window(1000, [Reply(text="never sent")])  # type: ignore[assignment]
+    r = cli("-p", "p" * 5000, "--verbose", server=server)
     assert r.code == 1
-    assert len(server.requests) == 2  # the call, then the refused request: no summary, no retry
+    assert len(server.requests) == 1  # no summary, no retry
     assert "no longer fits the model's context" in r.err
-    assert "cannot shrink the conversation (" in r.err and "no tool result left to cut" in r.err
+    assert ("cannot shrink the conversation (5000 chars) any further: no older turns to summarise "
+            "and no tool result left to cut") in r.err
 
 
 def test_overflow_that_never_fits_shrinks_each_time_then_stops(cli, server: FakeServer, workspace: Path) -> None:
     (workspace / "big.txt").write_text(("z" * 99 + "\n") * 150)
-    server.default = small_window(20, [tool_reply(call("read_file", {"path": "big.txt"}))])  # type: ignore[assignment]
+    server.default = small_window(100, [tool_reply(call("read_file", {"path": "big.txt"}))])  # type: ignore[assignment]
     r = cli("-p", "read big.txt", server=server)
     assert r.code == 1 and "no longer fits the model's context" in r.err
-    sizes = [history_chars(b) for b in server.requests[1:]]
+    sizes = [history_chars(b) for b in server.requests[1:] if not is_summary_request(b)]
     assert sizes == sorted(set(sizes), reverse=True), sizes  # every retry smaller than the one refused
     assert 2 < len(sizes) < 10, sizes  # a quarter of the refused size each time: it ends soon
     last = tool_results(server.requests[-1])[0]
@@ -351,13 +353,12 @@ def test_overflow_that_never_fits_shrinks_each_time_then_stops(cli, server: Fake
 
 
 def test_overflow_cut_keep_chars_lowered_halves_the_tail_budget_for_each_preview(workspace: Path) -> None:
-    llm = ScriptedLLM()
     ui = RecordingUI()
-    agent = build_agent(config_for(limits={"compact_keep_chars": 800}), workspace, ui, llm=llm).agent
+    agent = build_agent(config_for(limits={"compact_keep_chars": 800}), workspace, ui, llm=ScriptedLLM([Reply(text="s")])).agent
     big = "r" * 5000
     agent.session.history = [Message.user("go"), a(0, "x"), Message.tool("x", big)]
     assert asyncio.run(agent.compactor.on_too_long(agent.session))  # type: ignore[union-attr]
-    assert llm.requests == []  # "go" is not worth a summary
+    assert agent.session.history[0].content.startswith("<conversation-summary>")  # type: ignore[union-attr]
     # keep = 800 // 4 = 200 chars of tail; each preview is at most half of it.
     folder = agent.session.folder / "tool-results"  # type: ignore[operator]
     assert agent.session.history[2] == Message.tool("x", f'<persisted-output path="{folder / "x.txt"}">\n{"r" * 100}\n'
@@ -371,7 +372,7 @@ def test_overflow_cut_keep_chars_lowered_halves_the_tail_budget_for_each_preview
 def test_overflow_cuts_the_largest_results_first_and_only_as_many_as_needed(workspace: Path) -> None:
     ui = RecordingUI()
     agent = build_agent(config_for(limits={"compact_keep_chars": 40_000, "persisted_preview_chars": 50}),
-                        workspace, ui, llm=ScriptedLLM()).agent
+                        workspace, ui, llm=ScriptedLLM([Reply(text="s")])).agent
     agent.session.history = [Message.user("go"), a(0, "x", "y", "z"), Message.tool("x", "x" * 8000),
                              Message.tool("y", "y" * 30_000), Message.tool("z", "z" * 500)]
     assert asyncio.run(agent.compactor.on_too_long(agent.session))  # type: ignore[union-attr]
@@ -390,7 +391,7 @@ def test_no_session_overflow_cut_says_nothing_was_saved(cli, server: FakeServer,
                                          Reply(text="read it")])
     r = cli("-p", "read big.txt", "--no-session", "--verbose", server=server, config={"limits": {"persisted_preview_chars": 300}})
     assert (r.code, r.out) == (0, "read it\n"), r.err
-    [whole], [preview] = tool_results(server.requests[1]), tool_results(server.requests[2])
+    [whole], [preview] = tool_results(server.requests[1]), tool_results(server.requests[3])
     assert preview == (f"<cut-output>\n{whole[:300]}\n… {len(whole) - 300} of {len(whole)} chars cut to fit the model's "
                        "context; not saved, the session is not recorded: narrow the call to see more\n</cut-output>")
     assert "not saved: the session is not recorded" in r.err
@@ -436,7 +437,7 @@ def test_a_cut_record_replays_on_load_and_a_mismatched_one_is_skipped(workspace:
 
 def test_overflow_cut_of_several_results_is_told_once_with_the_count(workspace: Path) -> None:
     ui = RecordingUI()
-    agent = build_agent(config_for(limits={"compact_keep_chars": 4000}), workspace, ui, llm=ScriptedLLM()).agent
+    agent = build_agent(config_for(limits={"compact_keep_chars": 4000}), workspace, ui, llm=ScriptedLLM([Reply(text="s")])).agent
     agent.session.history = [Message.user("go"), a(0, "x", "y", "z"),
                              *(Message.tool(c, c * 5000) for c in ("x", "y", "z"))]
     assert asyncio.run(agent.compactor.on_too_long(agent.session))  # type: ignore[union-attr]
