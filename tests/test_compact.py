@@ -449,3 +449,20 @@ def test_overflow_cut_of_several_results_is_told_once_with_the_count(workspace: 
     [notice] = [n for n in ui.of(Notice) if n.text.startswith("cut ")]
     assert notice.text == (f"cut 3 recent tool results from 15000 to {sum(map(len, cuts))} chars (the first 500 chars "
                            f"of each, with a note) to fit the model's context; the whole results are saved in {folder}")
+
+
+def test_a_result_saved_by_the_aggregate_budget_is_cut_again_from_its_file(tmp_path: Path) -> None:
+    from nanohermes import persisted
+
+    folder = tmp_path / "s"
+    whole = "w" * 5000
+    path = persisted.free_path(folder, "c1")
+    persisted.write(path, whole)
+    preview = persisted.aggregate_preview(path, whole, 2000)
+    assert persisted.cut(preview, "c1", folder, 100) == (
+        f'<persisted-output path="{path}">\n{"w" * 100}\n… 4900 of 5000 {CUT_NOTE}\n</persisted-output>')
+    assert [p.name for p in path.parent.iterdir()] == ["c1.txt"]
+    # The same markup naming a file outside this session's results folder is not ours.
+    elsewhere = persisted.aggregate_preview(tmp_path / "other" / "c1.txt", whole, 2000)
+    assert persisted.read_preview(elsewhere, folder) is None
+    assert persisted.read_preview(preview, None) is None  # no folder: no saved preview can be ours
