@@ -466,3 +466,32 @@ def test_a_result_saved_by_the_aggregate_budget_is_cut_again_from_its_file(tmp_p
     elsewhere = persisted.aggregate_preview(tmp_path / "other" / "c1.txt", whole, 2000)
     assert persisted.read_preview(elsewhere, folder) is None
     assert persisted.read_preview(preview, None) is None  # no folder: no saved preview can be ours
+
+
+def test_the_model_reads_the_rest_of_a_cut_result_from_the_file_its_preview_names(cli, server: FakeServer,
+                                                                                  workspace: Path) -> None:
+    import re
+
+    (workspace / "big.txt").write_text("".join(f"line {i:03} " + "z" * 90 + "\n" for i in range(150)))
+    steps = deque(["read", "reread", "done"])
+
+    def script(body: dict[str, Any]) -> Reply | Fault:
+        if history_chars(body) > 8000:
+            return TOO_LONG
+        if is_summary_request(body):
+            return Reply(text="SUMMARY")
+        step = steps.popleft()
+        if step == "read":
+            return tool_reply(call("read_file", {"path": "big.txt"}))
+        if step == "reread":  # as the note says: the file above, in parts
+            m = re.match(r'<persisted-output path="([^"]+)">', tool_results(body)[-1])
+            assert m is not None
+            return tool_reply(call("read_file", {"path": m.group(1), "offset": 149, "limit": 2}))
+        return Reply(text="done")
+
+    server.default = script  # type: ignore[assignment]
+    r = cli("-p", "read big.txt", server=server)
+    assert (r.code, r.out) == (0, "done\n"), r.err
+    part = tool_results(server.requests[-1])[-1]
+    assert "line 148 " + "z" * 90 in part and "line 149 " + "z" * 90 in part  # past the preview, read without asking
+    assert "line 147 " not in part
