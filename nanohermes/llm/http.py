@@ -81,16 +81,65 @@ def is_context_overflow(text: str) -> bool:
     return bool(CONTEXT_OVERFLOW.search(text))
 
 
+_CHAR_NAMES = {" ": "space", "\t": "tab", "\n": "newline", "\r": "carriage return", "\x0b": "vertical tab",
+               "\x0c": "form feed", "\x00": "NUL character", "\x1b": "escape character", "\xa0": "no-break space",
+               "\u200b": "zero-width space", "\ufeff": "byte order mark"}
+
+
+def _stray_char(c: str) -> bool:
+    """Whitespace or an invisible character: no URL holds one unescaped (a pasted line ending,
+    an indent, a no-break space or byte order mark copied from a web page or editor)."""
+    import unicodedata
+
+    return c.isspace() or unicodedata.category(c) in ("Cc", "Cf", "Zs", "Zl", "Zp")
+
+
+def _char_name(c: str) -> str:
+    import unicodedata
+
+    known = _CHAR_NAMES.get(c)
+    if known is not None:
+        return known
+    kind = "control character" if unicodedata.category(c) == "Cc" else "invisible character"
+    return f"{kind} U+{ord(c):04X}" + (f" ({unicodedata.name(c).lower()})" if unicodedata.name(c, "") else "")
+
+
+def _article(name: str) -> str:
+    return ("an " if name[0] in "aeiou" else "a ") + name
+
+
+def _stray_chars(url: str) -> str | None:
+    """Why `url` cannot be used as typed because of whitespace or control characters, or None.
+    urlsplit would hide them (it strips leading spaces and C0 controls and drops tabs and
+    newlines), and httpx then fails each request in a way that looks like a network fault."""
+    stray = [_stray_char(c) for c in url]
+    if not any(stray):
+        return None
+    if all(stray):
+        return "it is blank (only whitespace or control characters)"
+    lead = stray.index(False)
+    tail = len(url) - stray[::-1].index(False)
+    has = ([f"a leading {_char_name(url[0])}"] if lead else []) + ([f"a trailing {_char_name(url[-1])}"] if tail < len(url) else [])
+    contains = list(dict.fromkeys(_article(_char_name(c)) for c, bad in zip(url[lead:tail], stray[lead:tail], strict=True) if bad))
+    text = f"it has {' and '.join(has)}" if has else ""
+    if contains:
+        text += (" and contains " if text else "it contains ") + " and ".join(contains)
+    return text
+
+
 def check_base_url(url: str) -> None:
-    """Refuse a base_url no request could use (no scheme, a typo in it, no host), at once."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    """Refuse a base_url no request could use (whitespace or control characters in it, no
+    scheme, a typo in it, no host), at once."""
+    why = _stray_chars(url)
+    if why is None:
+        parts = urlsplit(url)
         if parts.scheme not in ("http", "https") and "://" not in url:
             why = "it has no http:// or https:// scheme"
         elif parts.scheme not in ("http", "https"):
             why = f"its scheme {parts.scheme!r} is not http or https"
-        else:
+        elif not parts.hostname:
             why = "it names no host"
+    if why is not None:
         raise ConfigError(f"base_url {url!r} is not a usable URL: {why}",
                           hint="set it like http://127.0.0.1:8080/v1 or https://api.openai.com/v1 "
                                "(--base-url, OPENAI_BASE_URL or config)")
