@@ -75,7 +75,7 @@ def test_doctor_refuses_it_before_any_request(cli, server: FakeServer, spoil: An
     assert server.requests == []
 
 
-def test_the_repl_refuses_it_before_the_first_prompt(term: Any, server: FakeServer) -> None:  # noqa: F811
+def test_the_repl_refuses_it_before_the_first_prompt(term: Any, server: FakeServer) -> None:
     url = " " + server.base_url
     t = term(args=("--base-url", url))  # the later --base-url wins over the fixture's own
     t.wait(f"nanohermes: error: base_url {url!r} is not a usable URL: it has a leading space")

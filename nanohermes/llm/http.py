@@ -4,7 +4,9 @@
 streams, with exponential backoff and jitter, honouring Retry-After), the server-sent-event
 reader, the checks on a body that is not an event stream (a whole JSON answer is used, whatever
 its label), and the mapping of every failure to an `errors.EndpointError` subclass with a hint
-(a TLS/plain-HTTP mix-up in base_url is deterministic: it is said at once, never retried). A wire (chat completions, Responses) only
+(a TLS/plain-HTTP mix-up in base_url is deterministic: it is said at once, never retried). An
+error inside a 200 answer is judged as a status is (`rate_limited`, then `overflowed`), so a
+rate limit worded like an overflow is retried on both wires. A wire (chat completions, Responses) only
 builds its request and turns events into a `Completion` through a `StreamParser`.
 httpx is imported on first use so the CLI starts fast.
 """
@@ -61,6 +63,19 @@ CONTEXT_OVERFLOW = re.compile(
 )
 
 
+# How servers name a rate limit or quota in an error's code, status or type: OpenAI
+# (rate_limit_exceeded, type "tokens"/"requests" with code 429), Anthropic (rate_limit_error),
+# Gemini (RESOURCE_EXHAUSTED), and the HTTP reason phrase some proxies copy in.
+_RATE_LIMIT_FIELDS = ("rate_limit", "ratelimit", "rate limit", "resource_exhausted", "too_many_requests",
+                      "too many requests")
+# ...and in its message, when nothing else says so: "tokens per minute", "on tokens per min (TPM)".
+_RATE_LIMIT_TEXT = re.compile(r"(?i:rate[ _-]?limit|\b(tokens|requests) per (min|minute|day)\b)|\b[TR]P[MD]\b")
+# Codes, statuses and types of a server failing for now (5xx in words): worth a retry.
+_FAILING_FIELDS = ("overload", "server_error", "unavailable", "internal", "deadline_exceeded", "timeout")
+# ...and of a refused key.
+_AUTH_FIELDS = ("invalid_api_key", "authentication", "unauthenticated", "permission_denied", "permission_error")
+
+
 def import_httpx() -> Any:
     """httpx, without its command-line client: the package's init imports `httpx._main` (click,
     rich, pygments: about 50 ms) only to offer `httpx.main`, which nothing here calls."""
@@ -79,6 +94,31 @@ def import_httpx() -> Any:
 
 def is_context_overflow(text: str) -> bool:
     return bool(CONTEXT_OVERFLOW.search(text))
+
+
+def rate_limited(status: int, fields: str, message: str) -> bool:
+    """A rate limit or quota, judged as both the status path and the in-stream path do: status
+    429, a code/status/type that names one, or a message that does. Checked before the
+    overflow wordings, since "too many tokens per minute" is a rate limit, not a full context."""
+    low = fields.lower()
+    return status == 429 or any(w in low for w in _RATE_LIMIT_FIELDS) or bool(_RATE_LIMIT_TEXT.search(message))
+
+
+def overflowed(status: int, fields: str, message: str) -> bool:
+    """The request does not fit the context: an overflow wording in an error that is no rate
+    limit and no refusal of the key or the route (llama.cpp once sent it as a 500)."""
+    return (is_context_overflow(f"{message} {fields}") and status not in (401, 403, 404)
+            and not rate_limited(status, fields, message))
+
+
+def retry_hint(status: int, retries: int, page: bool = False) -> str:
+    """The hint once retries of a rate limit or a failing server ran out."""
+    tried = f"retried {retries} times" if retries else "not retried: max_retries is 0"
+    if status in (502, 504) or (page and status >= 500):
+        failed = "timed out waiting for the model server" if status == 504 else "failed"
+        return (f"a proxy or gateway in front of the model server {failed} ({tried}); check that the server "
+                "behind it is up, then try again")
+    return f"the service is overloaded or rate-limited ({tried}); wait and retry, or raise max_retries"
 
 
 _CHAR_NAMES = {" ": "space", "\t": "tab", "\n": "newline", "\r": "carriage return", "\x0b": "vertical tab",
@@ -326,14 +366,25 @@ def _error_message(body: Any, fallback: str = "") -> str:
     return fallback[:300]
 
 
-def error_fields(body: Any) -> tuple[str, str]:
-    """(code, type) of an error body, as text ('' when absent)."""
+def error_fields(body: Any) -> tuple[str, str, str]:
+    """(code, status, type) of an error body, as text ('' when absent). Gemini sends both a
+    numeric code and a status word (429, "RESOURCE_EXHAUSTED"): each may say what it is."""
     if isinstance(body, list) and body:
         body = body[0]
     err = body.get("error", body) if isinstance(body, dict) else None
     if not isinstance(err, dict):
-        return "", ""
-    return str(err.get("code") or err.get("status") or ""), str(err.get("type") or "")
+        return "", "", ""
+
+    def text(key: str) -> str:
+        value = err.get(key)
+        return "" if value is None else str(value)
+
+    return text("code"), text("status"), text("type")
+
+
+def error_status(code: str, status: str) -> int:
+    """The HTTP status an error inside a 200 answer stands for (its numeric code or status), else 0."""
+    return next((int(v) for v in (code, status) if v.isdigit() and 100 <= int(v) < 600), 0)
 
 
 def is_error_body(data: Any) -> bool:
@@ -516,24 +567,17 @@ class HttpWire:
         said = f"{status} {_reason(status)}".strip() if page or not body_msg else str(status)
         answered = f"{said}: {body_msg}" if body_msg else said
         body_msg = body_msg or said
-        code, kind = error_fields(body)
+        code, state, kind = error_fields(body)
+        fields = f"{code} {state} {kind}"
         wait = _retry_after(retry_after)
-        overflow = is_context_overflow(" ".join((body_msg, code, kind)))
-        if overflow and status not in (401, 403, 404, 429):  # llama.cpp once sent it as a 500
+        if overflowed(status, fields, body_msg):
             return ContextTooLongError(f"the conversation no longer fits the model's context ({body_msg})", hint=CONTEXT_HINT)
         if "plain http request was sent to https port" in text.lower():  # nginx, for http:// to its TLS port
             return UnreachableError(f"the model endpoint answered {answered}; the server speaks TLS: use https:// "
                                     "instead of http://", hint=f"set base_url to {swap_scheme(self.base_url)} "
                                                               "(--base-url, OPENAI_BASE_URL or config)")
         if status == 429 or status >= 500 or status in (408, 409):
-            tried = f"retried {self.max_retries} times" if self.max_retries else "not retried: max_retries is 0"
-            if status in (502, 504) or (page and status >= 500):
-                failed = "timed out waiting for the model server" if status == 504 else "failed"
-                hint = (f"a proxy or gateway in front of the model server {failed} ({tried}); check that the server "
-                        "behind it is up, then try again")
-            else:
-                hint = f"the service is overloaded or rate-limited ({tried}); wait and retry, or raise max_retries"
-            final = EndpointError(f"the model endpoint answered {answered}", hint=hint)
+            final = EndpointError(f"the model endpoint answered {answered}", hint=retry_hint(status, self.max_retries, page))
             return Retry(f"endpoint answered {status}", final, wait)
         if status in (401, 403):
             return AuthError(f"the model endpoint refused the API key ({status}: {body_msg})",
@@ -554,17 +598,22 @@ class HttpWire:
         return EndpointError(f"the model endpoint answered {answered}", hint="check the model name and request settings")
 
     def classify_error_event(self, data: Any) -> Exception:
-        """An error sent inside a 200 answer (an event of the stream, or the whole body)."""
+        """An error sent inside a 200 answer (an event of the stream, or the whole body), judged
+        as `classify_status` judges a status: its code, status and type first (a rate limit or
+        a failing server is retried with the same backoff), an overflow wording only then."""
         msg = error_message(data, "unknown error")
-        code, kind = error_fields(data)
-        if is_context_overflow(" ".join((msg, code, kind))):
+        code, state, kind = error_fields(data)
+        fields = f"{code} {state} {kind}"
+        status = error_status(code, state)
+        low = fields.lower()
+        if overflowed(status, fields, msg):
             return ContextTooLongError(f"the conversation no longer fits the model's context ({msg})", hint=CONTEXT_HINT)
-        status = int(code) if code.isdigit() else 0
-        if status == 429 or status >= 500 or any(w in f"{code} {kind}".lower() for w in ("overload", "server_error",
-                                                                                          "rate_limit", "unavailable")):
-            return Retry("the endpoint reported an error mid-answer", EndpointError(
-                f"the model endpoint kept failing mid-answer: {msg}", hint="the service is overloaded or failing; wait and retry"))
-        if status in (401, 403):
+        limited = rate_limited(status, fields, msg)
+        if limited or status >= 500 or status in (408, 409) or any(w in low for w in _FAILING_FIELDS):
+            what = "a rate limit" if limited else "an error"
+            return Retry(f"the endpoint reported {what} mid-answer", EndpointError(
+                f"the model endpoint kept failing mid-answer: {msg}", hint=retry_hint(status, self.max_retries)))
+        if status in (401, 403) or any(w in low for w in _AUTH_FIELDS):
             return AuthError(f"the model endpoint refused the API key ({msg})",
                              hint="check the key: set OPENAI_API_KEY, pass --api-key, or set api_key / api_key_env in config")
         return EndpointError(f"the model endpoint reported an error: {msg}", hint="check the model name and request settings")
