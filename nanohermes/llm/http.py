@@ -495,7 +495,7 @@ class HttpWire:
                 if ctype in ("text/event-stream", ""):  # no type at all: read it as a stream
                     lines = response.aiter_lines()
                     first = await _first_line(lines)
-                    lead = first.lstrip("\ufeff \t")[:1] if first is not None else ""
+                    lead = first.lstrip(" \t")[:1] if first is not None else ""
                     if lead in ("{", "["):
                         # A whole JSON answer labelled as a stream (some proxies do): no event
                         # line starts with a brace, so it is read as the answer itself.
@@ -560,7 +560,7 @@ class HttpWire:
 
     def classify_status(self, status: int, raw: bytes, retry_after: str | None = None) -> Exception:
         body = _json_or_none(raw)
-        text = raw.decode("utf-8", "replace").strip()
+        text = raw.decode("utf-8-sig", "replace").strip()  # without a leading byte order mark, so a page starts with "<"
         page = body is None and text.startswith("<")  # a web page, from a proxy or gateway more often than not
         body_msg = error_message(body, page_text(text) if page else text)
         # Without a message of the server's own, the status's reason phrase says what it means.
@@ -669,8 +669,13 @@ def _not_a_stream_hint(base_url: str) -> str:
 
 
 async def _first_line(lines: AsyncIterator[str]) -> str | None:
-    """The first line that is not blank, or None when the body ends first."""
+    """The first line that is not blank, or None when the body ends first. One byte order mark
+    at the very start of the body is dropped, as the event-stream format says: left in, it
+    would turn the first `data:` line into an unknown field and lose that event."""
+    start = True
     async for line in lines:
+        if start:
+            line, start = line.removeprefix("\ufeff"), False
         if line.strip():
             return line
     return None
