@@ -20,6 +20,8 @@ from nanohermes.config import Config, Loaded
 from nanohermes.dirs import config_home, data_home, private_dir, state_home
 
 if TYPE_CHECKING:
+    import httpx
+
     from nanohermes.llm import LLM, OpenAIChat, OpenAIResponses
 
 Status = Literal["ok", "warn", "fail", "skip"]  # skip: could not run because a check it needs failed
@@ -72,7 +74,9 @@ TOOL_HINTS = {
     "vllm": "start vLLM with --enable-auto-tool-choice --tool-call-parser <parser for the model> (e.g. hermes)",
     "ollama": "use an Ollama model that supports tools (`ollama show MODEL` lists `tools` under Capabilities)",
 }
-DEPENDENT = ("api key", "model", "chat", "tool calls")
+# The endpoint's checks, always each listed once and in this order, whatever failed: one that
+# cannot run because an earlier one failed is shown as skipped, with the reason.
+ENDPOINT_CHECKS = ("endpoint", "model", "api key", "chat", "tool calls")
 
 
 def _server_kind(cfg: Config, owners: set[str], server_header: str) -> str | None:
@@ -87,10 +91,6 @@ def _server_kind(cfg: Config, owners: set[str], server_header: str) -> str | Non
     return None
 
 
-def _skipped(why: str, names: tuple[str, ...] = DEPENDENT) -> list[Check]:
-    return [Check(name, "skip", f"skipped: {why}") for name in names]
-
-
 def _wire(cfg: Config) -> OpenAIChat | OpenAIResponses:
     """The session's model client, from the same factory, for a quick check: no retries, and
     at most a minute per request."""
@@ -99,69 +99,136 @@ def _wire(cfg: Config) -> OpenAIChat | OpenAIResponses:
     return client_for(cfg, timeout=min(cfg.request_timeout, 60.0), max_retries=0)
 
 
+class _Found:
+    """The endpoint's checks as they are decided; `listed` gives them all, in order, each once."""
+
+    def __init__(self) -> None:
+        self.by_name: dict[str, Check] = {}
+        self.now = "endpoint"  # the check being decided: the one a crash is told on
+
+    def set(self, name: str, status: Status, detail: str, hint: str = "") -> None:
+        self.by_name[name] = Check(name, status, detail, hint)
+
+    def skip(self, why: str, *names: str) -> None:
+        """Mark as skipped those of `names` not decided yet."""
+        for name in names:
+            self.by_name.setdefault(name, Check(name, "skip", f"skipped: {why}"))
+
+    def listed(self) -> list[Check]:
+        return [self.by_name[n] for n in ENDPOINT_CHECKS if n in self.by_name]
+
+
 async def check_endpoint(s: Setup) -> list[Check]:
     """Reachable, key accepted by chat itself (not only by /models), model listed, a streamed
-    answer, and a real tool call in it; what cannot be checked says so as skipped."""
+    answer, and a real tool call in it. Every one of them is listed whatever happens: what
+    cannot be checked says so as skipped, and a crash of the check is itself a finding."""
+    found = _Found()
+    try:
+        await _endpoint_checks(s, found)
+    except Exception as e:  # a broken check is a finding; the lines after it still show
+        missing = [n for n in ENDPOINT_CHECKS if n not in found.by_name]
+        if missing:
+            found.set(found.now if found.now in missing else missing[0], "fail",
+                      f"the check crashed: {type(e).__name__}: {e}")
+        found.skip("the endpoint check crashed", *ENDPOINT_CHECKS)
+    return found.listed()
+
+
+async def _endpoint_checks(s: Setup, found: _Found) -> None:
     from nanohermes.errors import AuthError, ConfigError
     from nanohermes.llm import check_base_url
     from nanohermes.llm.http import BASE_URL_HINT, describe_connect_error, import_httpx
 
     cfg = s.config
-    out: list[Check] = []
     try:
         check_base_url(cfg.base_url)
     except ConfigError as e:
-        return [Check("endpoint", "fail", e.message, e.hint), *_skipped("base_url is not a usable URL")]
+        found.set("endpoint", "fail", e.message, e.hint)
+        found.skip("base_url is not a usable URL", *ENDPOINT_CHECKS)
+        return
     key = cfg.resolved_api_key()
+    no_key = f"no key set (${cfg.api_key_env} is empty, no api_key in config)"
     if not key:
-        out.append(Check("api key", "warn", f"no key set (${cfg.api_key_env} is empty, no api_key in config)",
-                         f"export {cfg.api_key_env}=... unless the endpoint needs no key (Ollama, llama.cpp)"))
+        found.set("api key", "warn", no_key,
+                  f"export {cfg.api_key_env}=... unless the endpoint needs no key (Ollama, llama.cpp)")
     httpx = import_httpx()
     llm = _wire(cfg)
-    owners: set[str] = set()
-    server_header = ""
-    listed: list[str] | None = None
     try:
-        response = await llm.client().get(llm.url("/models"))
-        server_header = response.headers.get("server", "")
-        if response.status_code in (401, 403):
-            out.append(Check("endpoint", "ok", f"{cfg.base_url} answers"))
-            out.append(Check("api key", "fail", f"refused ({response.status_code})",
-                             f"set a valid key in ${cfg.api_key_env} or --api-key"))
-            return out + _skipped("the key was refused", ("model", "chat", "tool calls"))
-        if response.status_code >= 400:
-            out.append(Check("endpoint", "warn", f"{cfg.base_url} answers, but listing models gave {response.status_code}",
-                             "fine if the endpoint has no /models route; otherwise check base_url (it usually ends in /v1)"))
-        else:
-            out.append(Check("endpoint", "ok", f"{cfg.base_url} answers"))
-            data = response.json().get("data") if "json" in response.headers.get("content-type", "") else None
-            if isinstance(data, list):
-                listed = sorted(str(m.get("id")) for m in data if isinstance(m, dict))
-                owners = {str(m.get("owned_by") or "") for m in data if isinstance(m, dict)}
-    except (httpx.TimeoutException, httpx.TransportError) as e:
-        out.append(Check("endpoint", "fail", f"cannot reach {cfg.base_url} ({describe_connect_error(cfg.base_url, e)})",
-                         BASE_URL_HINT))
-        await llm.aclose()
-        return out + _skipped("the endpoint is not reachable", tuple(n for n in DEPENDENT if not (n == "api key" and not key)))
-    except ValueError:
-        out.append(Check("endpoint", "warn", f"{cfg.base_url} answers, but its model list is not JSON",
-                         "check base_url: it usually ends in /v1"))
-    s.models = listed
-    if listed is not None:
-        if cfg.model in listed:
-            out.append(Check("model", "ok", f"{cfg.model} is listed"))
-        else:
-            shown = ", ".join(listed[:15]) + (" …" if len(listed) > 15 else "")
-            out.append(Check("model", "fail", f"{cfg.model} is not among the {len(listed)} listed models: {shown}",
-                             "set model in config, --model or NANOHERMES_MODEL to a listed one"))
-    try:
-        out += await _probe(cfg, llm, _server_kind(cfg, owners, server_header), bool(key))
-    except AuthError as e:
-        out.append(Check("api key", "fail", f"chat refused it: {e.message}", e.hint))
-        out += _skipped("chat refused the key", ("chat", "tool calls"))
+        try:
+            response = await llm.client().get(llm.url("/models"))
+        except (httpx.TimeoutException, httpx.TransportError) as e:
+            found.set("endpoint", "fail", f"cannot reach {cfg.base_url} ({describe_connect_error(cfg.base_url, e)})",
+                      BASE_URL_HINT)
+            found.skip("the endpoint is not reachable", *ENDPOINT_CHECKS)
+            return
+        status = response.status_code
+        if status in (401, 403):
+            found.set("endpoint", "ok", f"{cfg.base_url} answers")
+            found.set("api key", "fail", f"refused ({status})" + ("" if key else f"; {no_key}"),
+                      f"set a valid key in ${cfg.api_key_env} or --api-key")
+            found.skip("the key was refused", *ENDPOINT_CHECKS)
+            return
+        listed, owners = _read_models(cfg, found, response)
+        found.now = "model"
+        s.models = listed
+        if listed is not None:
+            if cfg.model in listed:
+                found.set("model", "ok", f"{cfg.model} is listed")
+            else:
+                shown = ", ".join(listed[:15]) + (" …" if len(listed) > 15 else "")
+                found.set("model", "fail", f"{cfg.model} is not among the {len(listed)} listed models: {shown}",
+                          "set model in config, --model or NANOHERMES_MODEL to a listed one")
+        found.now = "chat"
+        try:
+            checks = await _probe(cfg, llm, _server_kind(cfg, owners, response.headers.get("server", "")), bool(key))
+        except AuthError as e:
+            found.set("api key", "fail", f"chat refused it: {e.message}" + ("" if key else f"; {no_key}"), e.hint)
+            found.skip("chat refused the key", "chat", "tool calls")
+            return
+        for c in checks:
+            found.by_name[c.name] = c
     finally:
         await llm.aclose()
-    return out
+
+
+def _read_models(cfg: Config, found: _Found, response: httpx.Response) -> tuple[list[str] | None, set[str]]:
+    """The endpoint line from the /models answer, and the listed ids and owners (None when the
+    answer lists none: the model line is then skipped with the reason)."""
+    import json
+
+    from nanohermes.llm.http import printable
+
+    status = response.status_code
+    ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if 300 <= status < 400:  # not followed, as no request of a session is
+        where = printable(response.headers.get("location", "another address"), 200)
+        found.set("endpoint", "warn", f"{cfg.base_url} answers, but listing models was redirected ({status}) to {where}",
+                  "set base_url to the address the API really answers at")
+        found.skip(f"listing models was redirected ({status})", "model")
+        return None, set()
+    if status >= 400:
+        found.set("endpoint", "warn", f"{cfg.base_url} answers, but listing models gave {status}",
+                  "the server failed on /models: check its health or logs" if status >= 500 else
+                  "fine if the endpoint has no /models route; otherwise check base_url (it usually ends in /v1)")
+        found.skip(f"listing models gave {status}", "model")
+        return None, set()
+    try:
+        body = json.loads(response.content)  # bytes: a leading byte order mark is allowed
+    except ValueError:
+        what = "an HTML page" if ctype == "text/html" or response.content.lstrip().startswith(b"<") else "not JSON"
+        found.set("endpoint", "warn", f"{cfg.base_url} answers, but its model list is {what}",
+                  "check base_url: it usually ends in /v1")
+        found.skip(f"the model list is {what}", "model")
+        return None, set()
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list):
+        found.set("endpoint", "warn", f'{cfg.base_url} answers, but its model list has no "data" list',
+                  "check base_url: it usually ends in /v1")
+        found.skip('the model list has no "data" list', "model")
+        return None, set()
+    found.set("endpoint", "ok", f"{cfg.base_url} answers")
+    entries = [m for m in data if isinstance(m, dict)]
+    return sorted(str(m.get("id")) for m in entries), {str(m.get("owned_by") or "") for m in entries}
 
 
 PROBE_TOOL = {
@@ -186,9 +253,9 @@ async def _probe(cfg: Config, llm: LLM, server: str | None, keyed: bool) -> list
     except EndpointError as e:
         # A refused key is an AuthError (401, 403, a key-shaped 400); any other failure came
         # before the endpoint said anything about the key, so its line is skipped, not dropped.
-        key = _skipped("the chat probe failed before the key could be judged", ("api key",)) if keyed else []
+        key = [Check("api key", "skip", "skipped: the chat probe failed before the key could be judged")] if keyed else []
         return [*key, Check("chat", "fail", f"the probe request failed: {e.message}", e.hint or "check the endpoint's health"),
-                *_skipped("chat failed", ("tool calls",))]
+                Check("tool calls", "skip", "skipped: chat failed")]
     out = [Check("api key", "ok", "accepted by chat")] if keyed else []
     out.append(Check("chat", "ok", f"streamed an answer ({cfg.wire_api} wire)"))
     called = [c.name for c in done.message.tool_calls]

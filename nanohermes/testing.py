@@ -6,7 +6,7 @@ This module owns `FakeServer` and its script vocabulary (`Reply`, `FakeToolCall`
 `server.headers` and `server.violations`. The same `Reply` is played as chat-completion
 chunks on `/v1/chat/completions` and as Responses events on `/v1/responses`, so one
 scenario tests both wires; `Raw` sends exactly the bytes a test gives (a provider's
-stream shape, an HTML page), on either route.
+stream shape, an HTML page), on either route; `models_answer` does the same for `/v1/models`.
 
 Besides answering, the server checks the tool-calling protocol of every
 conversation it receives (each assistant tool call answered by exactly one
@@ -258,8 +258,13 @@ class _Handler(BaseHTTPRequestHandler):
     # -- routes ----------------------------------------------------------
 
     def do_GET(self) -> None:
+        answer = self.fake.models_answer
         if self._path() != "/v1/models":
             self._send_error(404, f"Unknown path {self.path}", "not_found")
+        elif isinstance(answer, Raw):
+            self._raw(answer)
+        elif isinstance(answer, Fault):
+            self._send_error(answer.status, answer.message, answer.code)
         elif self._authorized():
             data = [{"id": m, "object": "model", "created": 0, "owned_by": self.fake.owned_by} for m in self.fake.models]
             self._send_json(200, {"object": "list", "data": data})
@@ -521,8 +526,10 @@ class FakeServer:
         models: Sequence[str] = ("fake-model",),
         default: Reply | None = None,
         owned_by: str = "fake",  # what /v1/models says owns each model ("llamacpp", "vllm", "library" for Ollama)
+        models_answer: Raw | Fault | None = None,  # what GET /v1/models answers instead of the list (a 404, a page)
     ) -> None:
         self.api_key = api_key
+        self.models_answer = models_answer
         self.models = tuple(models)
         self.owned_by = owned_by
         self.default = default

@@ -622,7 +622,12 @@ class HttpWire:
         response = await self.client().get(self.url("/models"))
         if response.status_code >= 400:
             raise self.classify_status(response.status_code, response.content)
-        data = response.json().get("data") or []
+        body = _json_or_none(response.content)  # a page, a redirect or another shape lists nothing
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, list):
+            what = f"redirected ({response.status_code})" if 300 <= response.status_code < 400 else \
+                'not JSON' if body is None else 'JSON without a "data" list'
+            raise EndpointError(f"the endpoint's model list is {what}", hint="check base_url: it usually ends in /v1")
         return sorted(str(m.get("id")) for m in data if isinstance(m, dict))
 
     async def aclose(self) -> None:
