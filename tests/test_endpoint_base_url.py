@@ -91,3 +91,29 @@ def test_a_clean_address_still_works(cli, server: FakeServer) -> None:
     server.add(Reply(text="fine"))
     r = cli("-p", "hi", server=server)
     assert (r.code, r.out) == (0, "fine\n"), r.err
+
+
+@pytest.mark.parametrize(("url", "why"), [
+    ("http://127.0.0.1:abc/v1", "its port 'abc' is not a number from 1 to 65535"),
+    ("http://127.0.0.1:99999/v1", "its port '99999' is not a number from 1 to 65535"),
+    ("http://127.0.0.1:8080:90/v1", "its port '8080:90' is not a number from 1 to 65535"),
+    ("http://[::1]:x/v1", "its port 'x' is not a number from 1 to 65535"),
+    ("http://[::1/v1", "it is not a well-formed URL (Invalid IPv6 URL)"),
+])
+@pytest.mark.parametrize("command", ["-p", "doctor"])
+def test_a_bad_port_or_address_is_refused_before_any_request(cli, url: str, why: str, command: str) -> None:
+    args = ("-p", "hi") if command == "-p" else ("doctor",)
+    r = cli(*args, "--base-url", url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
+    print(r.out, r.err)
+    assert r.code == 2
+    assert f"base_url {url!r} is not a usable URL: {why}" in (r.err if command == "-p" else r.out)
+    assert "retrying" not in r.err and "internal error" not in r.err
+
+
+def test_an_ipv6_address_with_a_port_is_usable(cli) -> None:
+    # Refused by the connection (nothing listens there), not by the up-front check.
+    r = cli("-p", "hi", "--base-url", "http://[::1]:9/v1", "--model", "fake-model", config={"max_retries": 0},
+            env={"OPENAI_API_KEY": "k"})
+    print(r.err)
+    assert r.code == 1
+    assert "cannot reach the model endpoint at http://[::1]:9/v1" in r.err and "not a usable URL" not in r.err

@@ -167,18 +167,33 @@ def _stray_chars(url: str) -> str | None:
     return text
 
 
+def _malformed(url: str) -> str | None:
+    """Why `url` is no http(s) URL with a host and a valid port, or None."""
+    try:
+        parts = urlsplit(url)
+    except ValueError as e:  # an unclosed IPv6 bracket
+        return f"it is not a well-formed URL ({e})"
+    if parts.scheme not in ("http", "https") and "://" not in url:
+        return "it has no http:// or https:// scheme"
+    if parts.scheme not in ("http", "https"):
+        return f"its scheme {parts.scheme!r} is not http or https"
+    if not parts.hostname:
+        return "it names no host"
+    host_port = parts.netloc.rpartition("@")[2]  # urlsplit's own `port` says only "invalid" or "out of range"
+    if host_port.startswith("["):  # an IPv6 address: the port follows its bracket
+        text = host_port.partition("]")[2].removeprefix(":")
+    else:
+        text = host_port.partition(":")[2]
+    if text and not (text.isascii() and text.isdigit() and 0 < int(text) < 65536):
+        return f"its port {text!r} is not a number from 1 to 65535"
+    return None
+
+
 def check_base_url(url: str) -> None:
     """Refuse a base_url no request could use (whitespace or control characters in it, no
-    scheme, a typo in it, no host), at once."""
-    why = _stray_chars(url)
-    if why is None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") and "://" not in url:
-            why = "it has no http:// or https:// scheme"
-        elif parts.scheme not in ("http", "https"):
-            why = f"its scheme {parts.scheme!r} is not http or https"
-        elif not parts.hostname:
-            why = "it names no host"
+    scheme, a typo in it, no host, a bad port or address), at once: each of these would
+    otherwise be retried as if the network had failed."""
+    why = _stray_chars(url) or _malformed(url)
     if why is not None:
         raise ConfigError(f"base_url {url!r} is not a usable URL: {why}",
                           hint="set it like http://127.0.0.1:8080/v1 or https://api.openai.com/v1 "
