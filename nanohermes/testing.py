@@ -676,9 +676,10 @@ class ScriptedLLM:
         if isinstance(reply, Raw):
             raise EndpointError("ScriptedLLM cannot play Raw bytes; use FakeServer")
         if isinstance(reply, Fault):
-            from nanohermes.llm import is_context_overflow
+            from nanohermes.llm.http import overflowed
 
-            if is_context_overflow(f"{reply.code or ''} {reply.message}"):  # as the HTTP adapter classifies it
+            # As the HTTP wire judges the same body (a 429 saying "too many tokens" is a rate limit).
+            if overflowed(reply.status, f"{reply.code or ''} {_error_type(reply.status)}", reply.message):
                 raise ContextTooLongError(f"the conversation no longer fits the model's context ({reply.message})")
             raise EndpointError(f"the model endpoint answered {reply.status}: {reply.message}")
         if reply.delay:

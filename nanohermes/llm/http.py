@@ -152,6 +152,8 @@ def _stray_chars(url: str) -> str | None:
     """Why `url` cannot be used as typed because of whitespace or control characters, or None.
     urlsplit would hide them (it strips leading spaces and C0 controls and drops tabs and
     newlines), and httpx then fails each request in a way that looks like a network fault."""
+    if url.isascii() and url.isprintable() and " " not in url:
+        return None  # the usual case, decided without loading unicodedata
     stray = [_stray_char(c) for c in url]
     if not any(stray):
         return None
