@@ -139,6 +139,9 @@ async def _endpoint_checks(s: Setup, found: _Found) -> None:
     from nanohermes.llm import check_base_url
     from nanohermes.llm.http import BASE_URL_HINT, describe_connect_error, import_httpx
 
+    if s.loaded is None:  # the endpoint, key and model it names are unknown: nothing is sent anywhere
+        found.skip("the config did not load", *ENDPOINT_CHECKS)
+        return
     cfg = s.config
     try:
         check_base_url(cfg.base_url)

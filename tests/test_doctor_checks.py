@@ -203,3 +203,17 @@ def test_an_endpoint_that_is_down_lists_every_check(cli, key: str) -> None:
         assert lines[name] == ("skip", "skipped: the endpoint is not reachable")
     assert lines["api key"][0] == ("skip" if key else "warn")
     assert counted(r.out) == healthy_count(cli)
+
+
+def test_a_config_that_does_not_load_skips_the_endpoint_checks(cli, workspace: Any) -> None:
+    # Its endpoint, key and model are unknown: nothing is sent, not even to the default endpoint.
+    (workspace / ".nanohermes").mkdir()
+    (workspace / ".nanohermes" / "config.json").write_text('{"max_turns": -1}')
+    with FakeServer() as s:
+        r = doctor(cli, s)
+        assert s.requests == []
+    lines = endpoint_lines(r.out)
+    assert all(lines[name] == ("skip", "skipped: the config did not load") for name in ENDPOINT)
+    assert "api.openai.com" not in r.out
+    assert counted(r.out) == healthy_count(cli)
+    assert r.code == 1
