@@ -6,8 +6,8 @@ reader, the checks on a body that is not an event stream (a whole JSON answer is
 its label), and the mapping of every failure to an `errors.EndpointError` subclass with a hint
 (a TLS/plain-HTTP mix-up in base_url is deterministic: it is said at once, never retried). An
 error inside a 200 answer is judged as a status is (`rate_limited`, then `overflowed`), so a
-rate limit worded like an overflow is retried on both wires. A wire (chat completions, Responses) only
-builds its request and turns events into a `Completion` through a `StreamParser`.
+rate limit worded like an overflow is retried on both wires. A wire (chat completions,
+Responses) only builds its request and turns events into a `Completion` through a `StreamParser`.
 httpx is imported on first use so the CLI starts fast.
 """
 
@@ -161,8 +161,11 @@ def _stray_chars(url: str) -> str | None:
         return "it is blank (only whitespace or control characters)"
     lead = stray.index(False)
     tail = len(url) - stray[::-1].index(False)
-    has = ([f"a leading {_char_name(url[0])}"] if lead else []) + ([f"a trailing {_char_name(url[-1])}"] if tail < len(url) else [])
-    contains = list(dict.fromkeys(_article(_char_name(c)) for c, bad in zip(url[lead:tail], stray[lead:tail], strict=True) if bad))
+    has = [f"a leading {_char_name(url[0])}"] if lead else []
+    if tail < len(url):
+        has.append(f"a trailing {_char_name(url[-1])}")
+    inner = (c for c, bad in zip(url[lead:tail], stray[lead:tail], strict=True) if bad)
+    contains = list(dict.fromkeys(_article(_char_name(c)) for c in inner))  # each kind once
     text = f"it has {' and '.join(has)}" if has else ""
     if contains:
         text += (" and contains " if text else "it contains ") + " and ".join(contains)
@@ -577,7 +580,7 @@ class HttpWire:
 
     def classify_status(self, status: int, raw: bytes, retry_after: str | None = None) -> Exception:
         body = _json_or_none(raw)
-        text = raw.decode("utf-8-sig", "replace").strip()  # without a leading byte order mark, so a page starts with "<"
+        text = raw.decode("utf-8-sig", "replace").strip()  # a leading byte order mark dropped: a page starts with "<"
         page = body is None and text.startswith("<")  # a web page, from a proxy or gateway more often than not
         body_msg = error_message(body, page_text(text) if page else text)
         # Without a message of the server's own, the status's reason phrase says what it means.
