@@ -11,19 +11,25 @@ import re
 from nanohermes.events import ToolFinished
 from nanohermes.runtime import DENIED_PREFIX, INTERRUPTED
 
-# C0 controls but tab and newline, DEL and the C1 range: a terminal would act on them.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 controls but tab and newline, DEL and the C1 range: a terminal would act on them. And
+# the invisible format characters that change how a line reads without being seen: bidi
+# embeddings, overrides, isolates and marks (text shown in another order than it runs), the
+# zero width space, the word joiner and invisible operators, the BOM. Not the zero width
+# (non-)joiners, which emoji and several scripts need to be drawn right and which hide nothing.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064"
+                      "\u2066-\u2069\ufeff]")
 _EXIT = re.compile(r"\Aexit code: (\S+)")
 
 
 def _escape_one(m: re.Match[str]) -> str:
     ch = m.group(0)
-    return {"\r": "\\r", "\x1b": "\\x1b"}.get(ch, f"\\x{ord(ch):02x}")
+    code = ord(ch)
+    return {"\r": "\\r", "\x1b": "\\x1b"}.get(ch, f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
 
 
 def escape_controls(text: str, *, newlines: bool = False) -> str:
-    """`text` with every control character written out (`\\x1b[2K`, `\\r`), so a terminal
-    shows it instead of acting on it; `newlines` escapes line breaks too (one-line views)."""
+    """`text` with every control character written out (`\\x1b[2K`, `\\r`, `\\u202e`), so a
+    terminal shows it instead of acting on it; `newlines` escapes line breaks too (one-line views)."""
     out = _CONTROL.sub(_escape_one, text)
     return out.replace("\n", "\\n") if newlines else out
 
