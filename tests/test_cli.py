@@ -99,6 +99,14 @@ def test_warnings_reach_stderr_in_every_format(cli, server: FakeServer, fmt: str
         assert [n["level"] for n in notices] == ["warning"] and "429" in notices[0]["text"]
 
 
+def test_an_error_text_from_the_endpoint_is_shown_without_its_invisible_characters(cli, server: FakeServer) -> None:
+    server.add(Fault(status=400, message="bad \u202erequest\u2066 \x1b[2Khere"))
+    r = cli("-p", "x", server=server)
+    assert r.code == 1
+    assert "bad ?request? ?[2Khere" in r.err, r.err
+    assert not any(ch in r.err for ch in "\u202e\u2066\x1b")
+
+
 def test_retries_500_then_succeeds(cli, server: FakeServer) -> None:
     server.add(Fault(status=500), Reply(text="fine"))
     r = cli("-p", "x", server=server)

@@ -354,13 +354,20 @@ class StreamParser(Protocol):
         ...
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# What no person should be shown raw (server text here, everything in `ui.visible`): C0
+# controls but tab and newline, DEL and the C1 range, which a terminal would act on; and the
+# invisible format characters that change how a line reads unseen: bidi embeddings,
+# overrides, isolates and marks (text shown in another order than it runs), the zero width
+# space, the word joiner and invisible operators, the BOM. Not the zero width (non-)joiners,
+# which emoji and several scripts need to be drawn right and which hide nothing.
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064"
+                      "\u2066-\u2069\ufeff]")
 
 
 def printable(text: str, limit: int = 300) -> str:
     """Server-sent text made safe for a terminal line: control characters (escape sequences a
     hostile endpoint could send) become "?", and the length is capped."""
-    return _CONTROL.sub("?", text[:limit])
+    return CONTROL.sub("?", text[:limit])
 
 
 def error_message(body: Any, fallback: str = "") -> str:

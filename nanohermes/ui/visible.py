@@ -9,15 +9,9 @@ from __future__ import annotations
 import re
 
 from nanohermes.events import ToolFinished
+from nanohermes.llm.http import CONTROL as _CONTROL
 from nanohermes.runtime import DENIED_PREFIX, INTERRUPTED
 
-# C0 controls but tab and newline, DEL and the C1 range: a terminal would act on them. And
-# the invisible format characters that change how a line reads without being seen: bidi
-# embeddings, overrides, isolates and marks (text shown in another order than it runs), the
-# zero width space, the word joiner and invisible operators, the BOM. Not the zero width
-# (non-)joiners, which emoji and several scripts need to be drawn right and which hide nothing.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064"
-                      "\u2066-\u2069\ufeff]")
 _EXIT = re.compile(r"\Aexit code: (\S+)")
 
 
