@@ -74,6 +74,17 @@ def collect(config: Any = None, environ: dict[str, str] | None = None) -> list[s
                     walk(v, name)
             elif isinstance(node, str) and secret_names(name):
                 found.append(node)
+            elif isinstance(node, str) and "://" in node and "@" in node:
+                # A URL with credentials in it (base_url, an MCP server's url): its password
+                # is a key like any other, wherever the URL is shown.
+                from urllib.parse import urlsplit
+
+                try:
+                    password = urlsplit(node.strip()).password
+                except ValueError:
+                    password = None
+                if password:
+                    found.append(password)
             elif dataclasses.is_dataclass(node) and not isinstance(node, type):
                 # A config section, read key by key (its init fields: the rest is bookkeeping
                 # such as where each rule came from).

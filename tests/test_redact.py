@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import socket
 
 from nanohermes.config import Config
 from nanohermes.redact import MIN_SECRET_CHARS, REDACTED, add_secrets, collect, redact
@@ -69,3 +70,20 @@ def test_only_what_may_begin_a_key_is_held_back() -> None:
     assert stream.feed("en ok") == "token ok"  # it did not
     assert stream.feed(key[:-1]) == ""
     assert stream.flush() == key[:-1]  # the text ended before the key did: not a key
+
+
+def test_a_password_in_a_url_of_the_config_is_a_secret() -> None:
+    cfg = Config.from_dict({"base_url": "http://me:url-pass-123456@127.0.0.1:9/v1",
+                            "mcp": {"servers": {"s": {"url": "https://bot:mcp-pass-654321@mcp.example/x"}}}})
+    assert {"url-pass-123456", "mcp-pass-654321"} <= set(collect(cfg, {}))
+    assert collect(Config.from_dict({"base_url": "http://me@127.0.0.1:9/v1"}), {}) == []  # a user alone is no secret
+
+
+def test_a_password_in_base_url_never_reaches_the_error_line(cli) -> None:
+    with socket.socket() as s:  # a port nothing listens on: the endpoint cannot be reached
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = cli("-p", "hi", "--base-url", f"http://me:url-pass-123456@127.0.0.1:{port}/v1", "--model", "m",
+            config={"max_retries": 0})
+    assert r.code == 1 and "cannot reach" in r.err, r.err
+    assert "url-pass-123456" not in r.err and "127.0.0.1" in r.err
