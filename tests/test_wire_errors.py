@@ -135,3 +135,20 @@ def test_an_in_stream_overflow_that_is_no_rate_limit_still_compacts(cli, server:
     assert "the endpoint said the context is too long" in r.err
     assert "retrying" not in r.err
     assert len(server.requests) == 4
+
+
+@pytest.mark.parametrize("how", ["status", "in-stream"])
+def test_a_request_too_large_for_the_rate_limit_compacts_instead_of_waiting(cli, server: FakeServer,
+                                                                           workspace: Path, how: str) -> None:
+    """No wait lets it through (it alone exceeds the per-minute limit): a shorter one may."""
+    message = ("Request too large for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, Requested "
+               "50000. The input or output tokens must be reduced in order to run successfully.")
+    refusal = (Fault(status=429, code="rate_limit_exceeded", message=message, retry_after=0) if how == "status"
+               else error_chunk({"code": "rate_limit_exceeded", "type": "tokens", "message": message}))
+    (workspace / "big.txt").write_text(("z" * 99 + "\n") * 40)
+    server.add(tool_reply(call("read_file", {"path": "big.txt"})), refusal, Reply(text="SUMMARY: read"),
+               Reply(text="fits now"))
+    r = cli("-p", "read big.txt", "--verbose", server=server)
+    assert (r.code, r.out) == (0, "fits now\n"), r.err
+    assert "the endpoint said the context is too long" in r.err and "retrying" not in r.err
+    assert len(server.requests) == 4

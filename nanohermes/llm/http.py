@@ -104,11 +104,20 @@ def rate_limited(status: int, fields: str, message: str) -> bool:
     return status == 429 or any(w in low for w in _RATE_LIMIT_FIELDS) or bool(_RATE_LIMIT_TEXT.search(message))
 
 
+# A request larger than a per-minute token limit: waiting never lets it through, a shorter
+# one may (OpenAI: 429 "Request too large for <model> ... on tokens per min (TPM): Limit N,
+# Requested M. The input or output tokens must be reduced in order to run successfully.").
+_TOO_LARGE = re.compile(r"request too large|must be reduced in order to run", re.IGNORECASE)
+
+
 def overflowed(status: int, fields: str, message: str) -> bool:
-    """The request does not fit the context: an overflow wording in an error that is no rate
-    limit and no refusal of the key or the route (llama.cpp once sent it as a 500)."""
-    return (is_context_overflow(f"{message} {fields}") and status not in (401, 403, 404)
-            and not rate_limited(status, fields, message))
+    """The request does not fit: an overflow wording in an error that is no rate limit and no
+    refusal of the key or the route (llama.cpp once sent it as a 500), or a request too large
+    for the rate limit itself."""
+    if status in (401, 403, 404):
+        return False
+    return bool(_TOO_LARGE.search(message)) or (is_context_overflow(f"{message} {fields}")
+                                                and not rate_limited(status, fields, message))
 
 
 def retry_hint(status: int, retries: int, page: bool = False) -> str:
