@@ -15,7 +15,10 @@ MiB = 1024 * KiB
 
 @dataclass(frozen=True, kw_only=True)
 class Limits:
-    """The SPEC §4 table. Config may override any field by name."""
+    """The SPEC §4 table. Config may override any field by name: a whole number for an `int`,
+    any number for a `float` (seconds), null only where the type allows it. A count or size is
+    at least 1 and a time more than 0, except the limits in `ZERO_ALLOWED`, whose comment says
+    what 0 means; a limit that is also a top-level config key takes that key's bounds."""
 
     max_output: int = 20_000  # chars: every tool result, success and error, at the exit clamp
     tool_args_max_depth: int = 64  # nesting of one call's JSON arguments (objects and arrays)
@@ -36,18 +39,18 @@ class Limits:
     run_command_max_timeout_secs: int = 3600  # upper clamp of run_command `timeout_secs`
     task_capture_bytes: int = 512 * KiB  # per stream of a background task, unread: first and newest halves
     task_timeout_secs: float = 3600.0  # hard timeout of a background task
-    command_kill_grace_secs: float = 2.0  # between TERM and KILL of a command's process group
-    command_pipe_grace_secs: float = 2.0  # wait for grandchildren holding the pipes after the shell exits
+    command_kill_grace_secs: float = 2.0  # between TERM and KILL of a command's process group; 0: KILL at once
+    command_pipe_grace_secs: float = 2.0  # wait for grandchildren holding the pipes after the shell exits; 0: none
     git_timeout_secs: float = 120.0  # one git_* call (commit hooks included)
-    sandbox_refusals_listed: int = 5  # what the sandbox refused, named per command; the rest are counted
+    sandbox_refusals_listed: int = 5  # what the sandbox refused, named per command, the rest counted (0: all counted)
     secret_scan_entries: int = 20_000  # files and folders looked at for secret files a command would read
-    secret_scan_secs: float = 1.0  # time for that look; over either bound the command is asked
+    secret_scan_secs: float = 1.0  # time for that look; over either bound the command is asked (0: always over)
     sandbox_secret_scan_entries: int = 200_000  # files and folders of the workspace looked through for secret files
-    sandbox_secret_scan_secs: float = 5.0  # time for that look (later looks reuse unchanged folders' listings)
+    sandbox_secret_scan_secs: float = 5.0  # time for that look, reusing unchanged folders' listings (0: always over)
     sandbox_secret_files: int = 1000  # withheld from sandboxed commands; past any of these 3 bounds a program is asked
     web_fetch_body_bytes: int = 2 * MiB  # body kept; the rest is drained and discarded
     web_fetch_timeout_secs: float = 30.0  # one fetch, redirects included
-    web_fetch_max_redirects: int = 5  # redirects followed
+    web_fetch_max_redirects: int = 5  # redirects followed; 0: none
     web_search_timeout_secs: float = 15.0  # one search request
     web_search_snippet_chars: int = 300  # each result's title and snippet
     web_search_max_results: int = 10  # upper clamp of web_search `count`
@@ -56,14 +59,14 @@ class Limits:
     todo_items: int = 50  # items in one todo_write
     memory_text_chars: int = 500  # one memory_save sentence
     memory_search_max_results: int = 50  # upper clamp of memory_search `limit`
-    memory_busy_timeout_secs: float = 5.0  # wait for another process's write lock
+    memory_busy_timeout_secs: float = 5.0  # wait for another process's write lock; 0: fail at once
     agent_preview_chars: int = 500  # a sub-agent's result preview in agent_list
     session_budget_chars: int = 120_000  # history sent to the model before compaction
     aggregate_budget_chars: int | None = None  # tool results answering one message; None: min(200,000, session budget / 2)
     persisted_preview_chars: int = 2000  # preview left for a result saved to a file (aggregate budget, context overflow)
     skill_description_chars: int = 1024  # one skill's description in the prompt index
     skill_index_chars: int = 10_000  # the whole skill index in the system prompt
-    skill_files_listed: int = 100  # other files of a skill's folder listed by the skill tool
+    skill_files_listed: int = 100  # other files of a skill's folder listed by the skill tool; 0: none
     mcp_startup_timeout_secs: float = 30.0  # all MCP servers together, at startup
     mcp_call_timeout_secs: float = 300.0  # one MCP request (tool call, resource, prompt)
     mcp_log_max_bytes: int = 1 * MiB  # a server's stderr log is started afresh when it is larger
@@ -93,6 +96,14 @@ class Limits:
     @classmethod
     def names(cls) -> tuple[str, ...]:
         return tuple(f.name for f in fields(cls))
+
+
+# Limits for which 0 is a meaning of its own (no grace, no redirect, nothing listed, no wait,
+# no time to look for secret files so the command is asked) rather than a limit that lets
+# nothing through.
+ZERO_ALLOWED: frozenset[str] = frozenset({
+    "command_kill_grace_secs", "command_pipe_grace_secs", "sandbox_refusals_listed", "web_fetch_max_redirects",
+    "memory_busy_timeout_secs", "skill_files_listed", "secret_scan_secs", "sandbox_secret_scan_secs"})
 
 
 def truncation_note(omitted: int) -> str:

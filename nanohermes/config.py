@@ -32,7 +32,7 @@ from pathlib import Path
 from types import UnionType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, Union, get_args, get_origin
 
-from nanohermes.budget import Limits
+from nanohermes.budget import ZERO_ALLOWED, Limits
 from nanohermes.dirs import config_home
 from nanohermes.errors import ConfigError
 from nanohermes.permissions import DEFAULT_SECRET_FILES
@@ -301,7 +301,10 @@ class Config(Section):
     extra_write_roots: list[str] = _d(list, "folders outside the workspace that writes may reach without being protected")
     sandbox: SandboxConfig = _d(SandboxConfig, "the OS sandbox of commands nobody approved (Landlock)")
     shell_env: ShellEnvConfig = _d(ShellEnvConfig, "the environment of commands, background tasks and MCP servers")
-    limits: dict[str, int | float] = _d(dict, "any output limit by name (see Limits below)")
+    # Any: each value is read by the limit's own type and bounds (`checked_limits`), so that a
+    # true or 2.5 is refused rather than read as 1 or kept as a float where a count is meant.
+    limits: dict[str, Any] = _d(dict, "any output limit by name (see Limits below): a whole number, or seconds; "
+                                      "null where the limit says so")
     web_search: WebSearchConfig = _d(WebSearchConfig, "web_search provider settings")
     web_fetch: WebFetchConfig = _d(WebFetchConfig, "web_fetch host lists")
     mcp: McpConfig = _d(McpConfig, "MCP servers")
@@ -318,26 +321,101 @@ class Config(Section):
                 if not (isinstance(name, str) and _DIR_NAME.fullmatch(name)):
                     raise _Invalid((key, i), f"{name!r} is not a plain folder name (no /, \\ or glob characters "
                                             "*?[]{}!)", name)
+        if self.limits:
+            try:
+                self.limits = checked_limits(self.limits)
+            except _Invalid as e:
+                raise _Invalid(("limits", *e.at), str(e), e.value) from None
 
     def resolved_api_key(self) -> str | None:
         return self.api_key or os.environ.get(self.api_key_env) or None
 
     def build_limits(self) -> Limits:
-        unknown = set(self.limits) - set(Limits.names())
-        if unknown:
-            raise ConfigError(
-                f"config key `limits` names unknown limits: {', '.join(sorted(unknown))}",
-                hint=f"known limits: {', '.join(Limits.names())}",
-            )
-        values: dict[str, Any] = {
-            "max_output": self.max_output,
-            "session_budget_chars": self.session_budget_chars,
-            "aggregate_budget_chars": self.aggregate_budget_chars,
-            "grep_max_files": self.grep_max_files,
-            "task_timeout_secs": self.task_timeout_secs,
-        }
+        """The limits in force: the top-level limit keys, overridden by `limits`. Checked again
+        here, as a file's are, for a Config built or changed in code."""
+        values: dict[str, Any] = {name: getattr(self, name) for name in _TOP_LIMITS}
         values.update(self.limits)
-        return Limits(**values)
+        try:
+            return Limits(**checked_limits(values))
+        except _Invalid as e:
+            name = str(e.at[0])
+            key = f"limits.{name}" if name in self.limits else name
+            raise ConfigError(f"config key `{key}`: {e} (got {json.dumps(e.value)[:60]})",
+                              hint="see the Limits table in the README") from None
+
+
+# Limits that are also top-level keys: `limits.<name>` overrides the key and obeys its bounds.
+_TOP_LIMITS = ("max_output", "session_budget_chars", "aggregate_budget_chars", "grep_max_files", "task_timeout_secs")
+_SIGNS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+# name -> (int or float, whether null is allowed, bounds as in field metadata); computed once.
+_LIMIT_RULES: dict[str, tuple[type, bool, dict[str, Any]]] = {}
+
+
+def _limit_rules() -> dict[str, tuple[type, bool, dict[str, Any]]]:
+    """Each limit's type from `Limits`, and its bounds: a top-level key's own, else those of
+    `Limits`' docstring (at least 1, more than 0 seconds, or 0 for `ZERO_ALLOWED`)."""
+    if not _LIMIT_RULES:
+        top, hints = section_fields(Config), typing.get_type_hints(Limits)
+        for name in Limits.names():
+            ann = hints[name]
+            args = get_args(ann) if get_origin(ann) in (Union, UnionType) else (ann,)
+            kind = next(a for a in args if a is not type(None))
+            if name in top:
+                bounds = {k: v for k, v in top[name].metadata.items() if k in _SIGNS}
+            elif name in ZERO_ALLOWED:
+                bounds = {"ge": 0}
+            else:  # a count or a size lets at least one through; a time is more than none
+                bounds = {"ge": 1} if kind is int else {"gt": 0}
+            _LIMIT_RULES[name] = (kind, type(None) in args, bounds)
+    return _LIMIT_RULES
+
+
+def limit_allows(name: str) -> str:
+    """What limit `name` takes, in words: "a whole number >= 1", "a number > 0 or null"."""
+    kind, nullable, bounds = _limit_rules()[name]
+    text = ("a whole number" if kind is int else "a number") + "".join(
+        f" {_SIGNS[k]} {v}" for k, v in bounds.items())
+    return text + (" or null" if nullable else "")
+
+
+def checked_limits(values: dict[str, Any]) -> dict[str, Any]:
+    """`values` (limits by name) read as `Limits` takes them: text converted where validation
+    converts it elsewhere in a file ("2" is 2), anything else refused with `_Invalid` naming the
+    limit and what it takes: an unknown name, true/false, 2.5 for a whole number, a value out of
+    its bounds, null where the limit has no null."""
+    import math
+
+    rules = _limit_rules()
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        if name not in rules:
+            import difflib
+
+            close = difflib.get_close_matches(name, list(rules), n=1)
+            raise _Invalid((name,), "no limit has this name" + (f"; did you mean {close[0]}?" if close else ""),
+                          value)
+        kind, nullable, bounds = rules[name]
+        got: Any = value
+        if value is None and nullable:
+            out[name] = None
+            continue
+        if type(value) is not kind and not (kind is float and type(value) is int):
+            got = None if value is None or isinstance(value, bool) else _converted(kind, value)
+        if got is None or (isinstance(got, float) and not math.isfinite(got)) or \
+                not all(_BOUNDS[k](got, bound) for k, bound in bounds.items()):
+            raise _Invalid((name,), f"must be {limit_allows(name)}", value)
+        out[name] = got
+    return out
+
+
+def _converted(kind: type, value: Any) -> Any:
+    """`value` as pydantic reads it for `kind` (int or float) in lax mode, or None."""
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        return TypeAdapter(kind).validate_python(value)
+    except ValidationError:
+        return None
 
 
 def user_config_path() -> Path:
@@ -348,17 +426,37 @@ def project_config_path(workspace: Path) -> Path:
     return workspace / ".nanohermes" / "config.json"
 
 
-def _unknown_keys(section: type[Section], data: dict[str, Any], prefix: str = "") -> list[str]:
-    out: list[str] = []
+KeyPath = tuple[str | int, ...]  # where a key is in a file: names, and indexes into lists
+
+
+def _unknown_keys(section: type[Section], data: dict[str, Any], at: KeyPath = ()) -> list[KeyPath]:
+    """Every key of `data` no section declares, in sections at any depth: nested ones, and those
+    held in a dict (an MCP server, a sub-agent, a price) or a list (a hook group, a hook command)."""
+    out: list[KeyPath] = []
     keys, types = section_fields(section), section_types(section)
     for key, value in data.items():
         if key not in keys:
-            out.append(prefix + key)
-            continue
-        ann = types[key]
-        if isinstance(ann, type) and issubclass(ann, Section) and isinstance(value, dict):
-            out.extend(_unknown_keys(ann, value, prefix + key + "."))
+            out.append((*at, key))
+        else:
+            out.extend(_unknown_within(types[key], value, (*at, key)))
     return out
+
+
+def _unknown_within(ann: Any, value: Any, at: KeyPath) -> list[KeyPath]:
+    if isinstance(ann, type) and issubclass(ann, Section):
+        return _unknown_keys(ann, value, at) if isinstance(value, dict) else []
+    origin, args = get_origin(ann), get_args(ann)
+    if origin is dict and isinstance(value, dict):
+        return [p for k, v in value.items() for p in _unknown_within(args[1], v, (*at, k))]
+    if origin is list and isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _unknown_within(args[0], v, (*at, i))]
+    if origin is Union or origin is UnionType:
+        return [p for a in args for p in _unknown_within(a, value, at)]
+    return []
+
+
+def _dotted(at: KeyPath) -> str:
+    return ".".join(str(p) for p in at)
 
 
 def _describe(err: ValidationError) -> str:
@@ -537,9 +635,29 @@ class Narrowed:
     block: dict[str, list[str]] = field(default_factory=dict)
 
 
+def as_read(project: dict[str, Any], read: Config) -> dict[str, Any]:
+    """The project file's narrowing values as validation read them (`read`): "3" for max_turns
+    is 3 there, as in a user file, so it is judged as the 3 it sets, never as a request for trust.
+    Other keys keep the file's own values (the trust question shows what the file says)."""
+    out = dict(project)
+    for key, value in project.items():
+        if key == "limits" and isinstance(value, dict):
+            out[key] = {name: read.limits[name] for name in value}
+        elif key in _SECTIONS or key == "sandbox":
+            if isinstance(value, dict):
+                section = getattr(read, key)
+                known = section_fields(type(section))
+                out[key] = {k: getattr(section, k) if k in known else v for k, v in value.items()}
+        elif key in NARROWING:
+            out[key] = getattr(read, key)
+    return out
+
+
 def narrow_project(project: dict[str, Any], base: Config, *, trusted: bool,
                    approved: frozenset[str] = frozenset()) -> Narrowed:
     """Combine a project file's settings with `base` (defaults and user file): see NARROWING.
+    `project` holds values as validation reads them (`as_read`), so that a narrowing value
+    written as text ("3") is judged as the number it sets.
     `approved`: allow rules the person saved to this project ("always in this project")."""
     out = Narrowed()
     limits = base.build_limits()
@@ -745,15 +863,15 @@ def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict
                 raise ConfigError(f"{config_file}: no such config file", hint="check the --config path")
             continue
         data = read_config_file(path)
-        _validated(data, f"{path}: ", hint="see config.example.json for every key")
+        read = _validated(data, f"{path}: ", hint="see config.example.json for every key")
         if unknown := _unknown_keys(Config, data):
-            loaded.warnings.append(f"{path}: unknown config keys ignored: {', '.join(unknown)}")
+            loaded.warnings.append(f"{path}: unknown config keys ignored: {', '.join(map(_dotted, unknown))}")
             data = _drop(data, unknown)
         if path is project:
             loaded.project_file = path
             trusted = is_trusted(workspace, [t for _, d in layers for t in d.get("trusted_projects") or []])
             below = Config.from_dict(_merge({}, layers[0][1]) if layers else {})  # the user file, validated above
-            narrowed = narrow_project(data, below, trusted=trusted, approved=approved_rules(workspace))
+            narrowed = narrow_project(as_read(data, read), below, trusted=trusted, approved=approved_rules(workspace))
             data = narrowed.data
             loaded.asks = narrowed.asks
             if narrowed.asks:
@@ -798,14 +916,13 @@ def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict
     return loaded
 
 
-def _drop(data: dict[str, Any], dotted: list[str]) -> dict[str, Any]:
+def _drop(data: dict[str, Any], keys: list[KeyPath]) -> dict[str, Any]:
     """`data` without the unknown keys (so they never count as a project's trust request)."""
     out: dict[str, Any] = json.loads(json.dumps(data))
-    for key in dotted:
-        *parents, last = key.split(".")
-        node = out
+    for *parents, last in keys:
+        node: Any = out
         for p in parents:
-            node = node.get(p, {})
+            node = node[p]  # the path was found in this same data
         node.pop(last, None)
     return out
 

@@ -181,13 +181,16 @@ def test_yes_approves_what_would_ask(cli, server: FakeServer, workspace: Path) -
     assert server.requests[1]["messages"][-1]["content"] == "1\ts3cret"
 
 
-def test_clamp_note_exact_with_max_output_lowered_to_3(cli, server: FakeServer, workspace: Path) -> None:
-    (workspace / "f.txt").write_text("abcdefghij\n")
+def test_clamp_note_exact_with_max_output_lowered_to_100(cli, server: FakeServer, workspace: Path) -> None:
+    line = "".join(chr(ord("a") + i % 26) for i in range(118))
+    (workspace / "f.txt").write_text(line + "\n")
     server.add(tool_reply(call("read_file", {"path": "f.txt"})), Reply(text="ok"))
-    r = cli("-p", "read", server=server, config={"limits": {"max_output": 3}})
+    r = cli("-p", "read", server=server, config={"limits": {"max_output": 100}})  # the least max_output takes
     assert r.code == 0, r.err
-    # "1\tabcdefghij" is 12 chars: keep 2 + 1, omit exactly 9.
-    assert server.requests[1]["messages"][-1]["content"] == "1\t\n… output truncated (9 chars omitted) …\nj"
+    # "1\t" + 118 letters is 120 chars: keep 75 + 25, omit exactly 20.
+    shown = "1\t" + line
+    assert server.requests[1]["messages"][-1]["content"] == (
+        shown[:75] + "\n… output truncated (20 chars omitted) …\n" + shown[-25:])
 
 
 def test_plan_mode_sends_no_write_tools(cli, server: FakeServer) -> None:

@@ -70,9 +70,11 @@ def test_unknown_keys_warn_with_their_names(workspace: Path) -> None:
 
 
 def test_unknown_limit_name_is_a_config_error(workspace: Path) -> None:
-    write(user_config_path(), {"limits": {"grep_matchez": 3}})
-    with pytest.raises(ConfigError, match="unknown limits: grep_matchez"):
+    path = write(user_config_path(), {"limits": {"grep_matchez": 3}})
+    with pytest.raises(ConfigError) as e:
         load_config(workspace)
+    assert e.value.message == (f"{path}: key `limits.grep_matchez`: value error, no limit has this name; did you mean "
+                               "grep_matches? (got 3)")
 
 
 def test_explicit_config_file_must_exist(workspace: Path, tmp_path: Path) -> None:
@@ -124,4 +126,4 @@ def test_a_file_cannot_set_where_its_rules_and_hooks_came_from(workspace: Path) 
     loaded = load_config(workspace)
     assert loaded.config.permissions.origin("allow", "read_file") == str(path)
     assert loaded.config.hooks.Stop[0].origin == str(path)
-    assert loaded.warnings == [f"{path}: unknown config keys ignored: permissions._origins"]
+    assert loaded.warnings == [f"{path}: unknown config keys ignored: permissions._origins, hooks.Stop.0._origin"]

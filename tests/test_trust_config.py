@@ -154,6 +154,23 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], Get, Any, list[str], Any]
      lambda c: c.sandbox.writable_roots, [], ["sandbox"], ["/"]),
     ("search_ignore_extra is the project's own", {}, {"search_ignore_extra": ["fixtures"]},
      lambda c: c.search_ignore_extra, ["fixtures"], [], ["fixtures"]),
+    # A value is judged as validation reads it, as it would be in the user's file.
+    ("a lower limit written as text", {}, {"max_turns": "1"}, lambda c: c.max_turns, 1, [], 1),
+    ("a higher limit written as text", {"max_turns": 20}, {"max_turns": "500"},
+     lambda c: c.max_turns, 20, ["max_turns"], 500),
+    ("a lower max_output written as text", {}, {"max_output": "1000"}, lambda c: c.max_output, 1000, [], 1000),
+    ("limits.* written as text", {}, {"limits": {"grep_matches": "2"}},
+     lambda c: c.build_limits().grep_matches, 2, [], 2),
+    ("limits.* higher as text", {}, {"limits": {"grep_matches": "100000"}},
+     lambda c: c.build_limits().grep_matches, 200, ["limits.grep_matches"], 100000),
+    ("auto_approve false written as text", {"auto_approve": True}, {"auto_approve": "false"},
+     lambda c: c.auto_approve, False, [], False),
+    ("auto_approve true written as text", {}, {"auto_approve": "true"},
+     lambda c: c.auto_approve, False, ["auto_approve"], True),
+    ("sandbox without network written as text", {}, {"sandbox": {"network": "false"}},
+     lambda c: c.sandbox.network, False, [], False),
+    ("sandbox network written as text", {}, {"sandbox": {"network": "true"}},
+     lambda c: c.sandbox.network, False, ["sandbox"], True),
 ]
 
 
