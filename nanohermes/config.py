@@ -340,10 +340,10 @@ class Config(Section):
         except _Invalid as e:
             name = str(e.at[0])
             key = f"limits.{name}" if name in self.limits else name
-            raise ConfigError(f"config key `{key}`: {e} (got {json.dumps(e.value)[:60]})",
-                              hint="see the Limits table in the README") from None
+            raise ConfigError(f"config key `{key}`: {e} (got {json.dumps(e.value)[:60]})", hint=LIMITS_HINT) from None
 
 
+LIMITS_HINT = "every limit is listed, with its default, in the Limits table of the README"
 # Limits that are also top-level keys: `limits.<name>` overrides the key and obeys its bounds.
 _TOP_LIMITS = ("max_output", "session_budget_chars", "aggregate_budget_chars", "grep_max_files", "task_timeout_secs")
 _SIGNS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
@@ -459,13 +459,18 @@ def _dotted(at: KeyPath) -> str:
     return ".".join(str(p) for p in at)
 
 
+def _located(err: ValidationError) -> tuple[tuple[Any, ...], Any]:
+    """The whole key of a validation's first error, and the value it held."""
+    e = err.errors()[0]
+    if isinstance(own := (e.get("ctx") or {}).get("error"), _Invalid):  # a section's own check: name its key
+        return tuple(e["loc"]) + own.at, own.value
+    return tuple(e["loc"]), e.get("input")
+
+
 def _describe(err: ValidationError) -> str:
     """The first error of a validation, naming its dotted key, what is wrong and the value given."""
     e = err.errors()[0]
-    loc: tuple[Any, ...] = tuple(e["loc"])
-    got = e.get("input")
-    if isinstance(own := (e.get("ctx") or {}).get("error"), _Invalid):  # a section's own check: name its key
-        loc, got = loc + own.at, own.value
+    loc, got = _located(err)
     key = ".".join(str(p) for p in loc) or "(top level)"
     shown = json.dumps(got)[:60] if not isinstance(got, dict) else "an object"
     return f"key `{key}`: {e['msg'].lower()} (got {shown})"
@@ -479,6 +484,8 @@ def _validated(data: dict[str, Any], where: str, hint: str) -> Config:
     try:
         return Config.from_dict(data)
     except ValidationError as e:
+        if _located(e)[0][:1] == ("limits",):  # the example file lists no limit
+            hint = LIMITS_HINT
         raise ConfigError(f"{where}{_describe(e)}", hint=hint) from None
     except RecursionError:
         raise ConfigError(f"{where}nested too deeply", hint="fix the file or move it away") from None

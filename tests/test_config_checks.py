@@ -53,7 +53,8 @@ def test_a_limit_the_file_gets_wrong_stops_naming_file_key_and_what_it_takes(
         cli: Any, limits: dict[str, Any], message: str) -> None:
     r = cli("-p", "hi", config={"limits": limits})
     assert r.code == 2, r.err
-    assert r.err.splitlines()[0] == f"nanohermes: error: {user_config_path()}: {message}"
+    assert r.err.splitlines() == [f"nanohermes: error: {user_config_path()}: {message}",
+                                  "hint: every limit is listed, with its default, in the Limits table of the README"]
     assert "internal error" not in r.err
 
 
