@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -95,7 +95,7 @@ def test_a_warm_start_builds_the_pool_and_its_specs_without_pydantic(home: Path)
     assert then["errors"] == [
         "ToolError: missing string field `path`",
         "ToolError: unknown field `x`",
-        "ToolError: field `limit` must be a integer",
+        "ToolError: field `limit` must be an integer",
         "ToolError: path must not be empty",
         "ToolError: field `offset`: Input should be greater than or equal to 1",
     ]
@@ -116,7 +116,7 @@ def test_nested_entries_are_checked_like_the_params_that_hold_them() -> None:
     todo = next(t for t in build_tools() if t.name == "todo_write")
     with pytest.raises(ToolError, match=r"^unknown field `todos.0.when`$"):
         todo.parse({"todos": [{"content": "a", "status": "pending", "when": "now"}]})
-    with pytest.raises(ToolError, match=r"^field `todos.0` must be a object$"):
+    with pytest.raises(ToolError, match=r"^field `todos.0` must be an object$"):
         todo.parse({"todos": ["a"]})
     with pytest.raises(ToolError, match=r"^todo content must not be empty; describe the step$"):
         todo.parse({"todos": [{"content": "  ", "status": "pending"}]})
@@ -141,3 +141,106 @@ class Forgetful(Tool[Undecorated]):
 def test_a_params_class_without_its_dataclass_decorator_is_refused_by_name() -> None:
     with pytest.raises(TypeError, match=r"^Undecorated must be decorated with @dataclass\(frozen=True, kw_only=True\)$"):
         Forgetful().parse({"path": "a"})
+
+
+def _params_classes() -> list[type[Params]]:
+    """Every params class of the tool modules (MCP server tools send the server's own schema)."""
+    import importlib
+    import pkgutil
+
+    import nanohermes.tools as package
+
+    for m in pkgutil.walk_packages(package.__path__, "nanohermes.tools."):
+        importlib.import_module(m.name)
+
+    def below(c: type[Params]) -> list[type[Params]]:
+        return [d for s in c.__subclasses__() for d in (s, *below(s))]
+
+    return [c for c in below(Params) if c.__module__.startswith("nanohermes.tools") and c.__name__ != "McpArgs"]
+
+
+# A value of each schema type that the params' own checks take, for the required fields.
+_SAMPLE: dict[str, Any] = {"string": "a", "integer": 1, "boolean": False, "array": [], "object": {}}
+_SAMPLE_OF: dict[str, Any] = {"url": "https://example.com/"}
+
+
+def test_null_for_an_optional_field_of_any_params_is_the_field_left_out() -> None:
+    from dataclasses import MISSING, fields
+
+    from pydantic import ValidationError
+
+    from nanohermes.tools import describe_validation, params_schema
+
+    checked = 0
+    for cls in _params_classes():
+        schema = params_schema(cls)
+        required = {name: _SAMPLE_OF.get(name, _SAMPLE[schema["properties"][name]["type"]])
+                    for name in schema.get("required", [])}
+        for f in fields(cls):
+            if f.default is MISSING and f.default_factory is MISSING:  # required: null is refused, by name
+                with pytest.raises(ValidationError) as e:
+                    cls.validate({**required, f.name: None})
+                assert f"field `{f.name}`" in describe_validation(e.value, cls), (cls, f.name)
+                continue
+            assert cls.validate({**required, f.name: None}) == cls.validate(required), (cls, f.name)
+            checked += 1
+    assert checked >= 20  # every built-in tool's optional fields, not a handful
+
+
+@dataclass(frozen=True, kw_only=True)
+class Step(Params):
+    """A developer's note on a nested class: never sent."""
+
+    text: str
+    done: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan(Params):
+    """A developer's note on the params class: never sent."""
+
+    steps: list[Step] = field(default_factory=list, metadata={"description": "What to do."})
+
+
+def test_nested_optional_fields_take_null_and_no_class_docstring_reaches_the_schema() -> None:
+    from nanohermes.tools import params_schema
+
+    assert Plan.validate({"steps": [{"text": "a", "done": None}]}) == Plan(steps=[Step(text="a")])
+    assert Plan.validate({"steps": None}) == Plan()
+    schema = params_schema(Plan)
+    assert "description" not in schema and "description" not in schema["properties"]["steps"]["items"]
+    assert schema["properties"]["steps"]["description"] == "What to do."  # a field's own text stays
+    for name, fixed in json.loads(FIXTURE.read_text()).items():
+        assert "description" not in fixed, name
+
+
+def test_argument_errors_name_the_nested_fields_type_with_its_article() -> None:
+    todo = next(t for t in build_tools() if t.name == "todo_write")
+    errors = []
+    for raw in ({"todos": [{"content": "a"}]}, {"todos": "x"}, {"todos": None}, {"todos": [None]}):
+        with pytest.raises(ToolError) as e:
+            todo.parse(raw)
+        errors.append(str(e.value))
+    assert errors == ["missing string field `todos.0.status`", "field `todos` must be an array",
+                      "field `todos` must be an array", "field `todos.0` must be an object"]
+    with pytest.raises(ToolError, match=r"^field `limit` must be an integer$"):
+        ReadFile().parse({"path": "a", "limit": "x"})
+
+
+def test_the_cli_runs_calls_with_null_optional_arguments_and_sends_no_class_docstring(
+        cli: Any, server: Any, workspace: Path) -> None:
+    from nanohermes.testing import Reply, call, tool_reply
+
+    (workspace / "a.txt").write_text("hello\n")
+    server.add(tool_reply(call("read_file", {"path": "a.txt", "offset": None, "limit": None}),
+                          call("list_dir", {"path": None}),
+                          call("grep", {"pattern": "hel", "regex": None, "case_insensitive": None}),
+                          call("read_file", {"path": None})),
+               Reply(text="done"))
+    r = cli("-p", "go", "--no-session", server=server, config={"subagents": {"explore": {"description": "Finds"}}})
+    assert r.code == 0, r.err
+    results = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert results == ["1\thello", "a.txt  6", "a.txt:1:hello", "ERROR: read_file: field `path` must be a string"]
+    sent = {t["function"]["name"]: t["function"]["parameters"] for t in server.requests[0]["tools"]}
+    assert sent["agent_list"] == {"additionalProperties": False, "properties": {}, "type": "object"}
+    assert [name for name, schema in sent.items() if "description" in schema] == []

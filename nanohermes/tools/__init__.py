@@ -30,7 +30,8 @@ from nanohermes.events import Event, ToolProgress
 from nanohermes.permissions import Effect, Rule, SubjectKind, Target
 
 if TYPE_CHECKING:
-    from pydantic import TypeAdapter, ValidationError
+    from pydantic import GetCoreSchemaHandler, TypeAdapter, ValidationError
+    from pydantic_core import CoreSchema
     from typing_extensions import TypeVar
 
     from nanohermes.config import Config
@@ -72,6 +73,10 @@ class Params:
 
     `non_empty` maps string fields that must not be blank to the next step to suggest;
     the check runs at parse time, before any I/O.
+
+    An optional field (one with a default) given as null is taken as not given, in these
+    params and in every params class nested in them: models often send null for what they
+    leave out. A required field given null is still refused, by name.
     """
 
     # Read by pydantic (inherited): unknown keys fail instead of being dropped.
@@ -83,6 +88,22 @@ class Params:
             value = getattr(self, name)
             if isinstance(value, str) and not value.strip():
                 raise ValueError(f"{name} must not be empty" + (f"; {hint}" if hint else ""))
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: type[Any], handler: GetCoreSchemaHandler) -> CoreSchema:
+        """Read by pydantic for every params class, nested ones too: the dataclass's own
+        validation, after the nulls of optional fields are dropped (see the class docstring).
+        The JSON schema is the dataclass's: a before-validator does not change it."""
+        from pydantic_core import core_schema
+
+        optional = frozenset(f.name for f in fields(cls) if f.default is not MISSING or f.default_factory is not MISSING)
+
+        def drop_nulls(value: Any) -> Any:
+            if isinstance(value, dict) and optional:
+                return {k: v for k, v in value.items() if v is not None or k not in optional}
+            return value
+
+        return core_schema.no_info_before_validator_function(drop_nulls, handler(source))
 
     @classmethod
     def prepare(cls, raw: dict[str, Any]) -> dict[str, Any]:
@@ -320,19 +341,22 @@ _TYPE_WORDS = {"string_type": "string", "int_type": "integer", "int_parsing": "i
 
 
 def describe_validation(err: ValidationError, model: type[Params] | None = None) -> str:
-    """Turn pydantic's report into one line that names the field, e.g. missing string field `path`."""
-    props = params_schema(model).get("properties", {}) if model else {}
+    """Turn pydantic's report into one line that names the field, e.g. missing string field `path`,
+    or field `todos` must be an array. A missing field's type is read from the schema the
+    model was sent, at that field's place (`todos.0.status` is a string)."""
+    schema = params_schema(model) if model else {}
     parts: list[str] = []
     for e in err.errors():
         loc = ".".join(str(p) for p in e["loc"]) or "arguments"
         kind = e["type"]
         if kind == "missing":
-            kind_word = props.get(str(e["loc"][0]), {}).get("type", "") if e["loc"] else ""
+            kind_word = _schema_at(schema, e["loc"]).get("type", "")
+            kind_word = kind_word if isinstance(kind_word, str) else ""
             parts.append(f"missing {kind_word} field `{loc}`".replace("  ", " "))
         elif kind == "unexpected_keyword_argument":  # the dataclass's `extra: forbid`
             parts.append(f"unknown field `{loc}`")
         elif kind in _TYPE_WORDS:
-            parts.append(f"field `{loc}` must be a {_TYPE_WORDS[kind]}")
+            parts.append(f"field `{loc}` must be {_with_article(_TYPE_WORDS[kind])}")
         elif kind == "value_error":
             parts.append(str(e.get("ctx", {}).get("error", e["msg"])))
         else:
@@ -340,16 +364,42 @@ def describe_validation(err: ValidationError, model: type[Params] | None = None)
     return "; ".join(parts)
 
 
+def _schema_at(schema: dict[str, Any], loc: tuple[int | str, ...]) -> dict[str, Any]:
+    """The part of a params schema that describes the value at `loc` (a field name steps into
+    `properties`, a list index into `items`); {} where the schema says nothing."""
+    node: Any = schema
+    for part in loc:
+        if not isinstance(node, dict):
+            return {}
+        if isinstance(part, int):
+            node = node.get("items", {})
+        elif part in node.get("properties", {}):
+            node = node["properties"][part]
+        else:
+            node = node.get("additionalProperties", {})
+    return node if isinstance(node, dict) else {}
+
+
+def _with_article(word: str) -> str:
+    return ("an " if word[:1] in "aeiou" else "a ") + word
+
+
 def params_schema(model: type[Params]) -> dict[str, Any]:
     """JSON schema for the params in the plain subset every endpoint takes: no titles, no
-    `$defs`/`$ref` (inlined), and an optional field is its plain type, not `anyOf` with
-    null (a null default is left out: absent means the default). Built-in params' schemas
-    come from `nanohermes.schemacache`, so a start imports no pydantic."""
+    `$defs`/`$ref` (inlined), no class docstrings (pydantic's `description` of a class: they
+    are written for developers, and would be sent with every request), and an optional field
+    is its plain type, not `anyOf` with null (a null default is left out: absent means the
+    default). Built-in params' schemas come from `nanohermes.schemacache`, so a start imports
+    no pydantic."""
     from nanohermes.schemacache import schema as cached
 
     def render() -> dict[str, Any]:
         schema = _adapter(model).json_schema()
         defs = schema.pop("$defs", {})
+        # The params class's own docstring and each nested class's (a field's `about()` text
+        # sits beside its `$ref`, so it stays).
+        for node in (schema, *defs.values()):
+            node.pop("description", None)
 
         def lean(node: Any) -> Any:
             if isinstance(node, list):

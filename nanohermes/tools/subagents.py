@@ -304,7 +304,12 @@ class SubagentTool(Tool[SubagentParams]):
 
 
 @dataclass(frozen=True, kw_only=True)
-class AgentListTool(ReadOnlyTool[Params]):
+class AgentListParams(Params):
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentListTool(ReadOnlyTool[AgentListParams]):
     name: ClassVar[str] = "agent_list"
     group: ClassVar[str] = "agents"
     description: ClassVar[str] = (
@@ -312,13 +317,13 @@ class AgentListTool(ReadOnlyTool[Params]):
         "cancelled), elapsed time, and the first 500 chars of each result (the full result is in a file "
         "named there). Start one with subagent."
     )
-    params: ClassVar[type[Params]] = Params
+    params: ClassVar[type[Params]] = AgentListParams
     manager: SubagentManager = field(repr=False, compare=False)
 
     def output_limit(self) -> str:
         return "agent_preview_chars chars per result"
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
+    async def run(self, args: AgentListParams, ctx: ToolContext) -> str:
         return self.manager.board()
 
 
