@@ -190,10 +190,40 @@ def test_tools_and_plan_mode_refuse_a_write_call(term: Any, server: FakeServer, 
     t.wait("✗ write_file new.txt")
     t.wait("ok, refused")
     t.leave()
+    assert "PermissionDenied" not in t.text and "call_id=" not in t.text  # the ✗ line says it, once
     assert not (workspace / "new.txt").exists()
     names = {s["function"]["name"] for s in server.requests[0]["tools"]}
     assert "write_file" not in names and "list_dir" not in names
     assert tool_results(server.requests[1])["w1"] == "ERROR: write_file is not available in plan mode"
+
+
+def test_a_deny_rule_and_a_sandbox_refusal_are_lines_of_their_own_not_event_dumps(
+        term: Any, server: FakeServer, workspace: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    server.add(tool_reply(call("write_file", {"path": "plan.txt", "content": "x"}, id="w1")), Reply(text="refused"),
+               tool_reply(call("run_command", {"command": f"touch {outside}/x"}, id="r1")), Reply(text="sandboxed"))
+    t = term(config={"permissions": {"deny": ["write_file(plan.txt)"], "allow": ["run_command(touch *)"]}})
+    t.prompt()
+    t.type("write the plan")
+    t.wait("✗ write_file plan.txt")
+    t.wait("refused")
+    t.prompt()
+    t.type("touch it")
+    t.wait("asked because: the sandbox (workspace-write) refused")
+    t.wait("[n] No")
+    t.child.send("n")
+    t.wait("note for the model")
+    t.type("")
+    t.wait("⊘ run_command touch")
+    t.wait("sandboxed")
+    t.leave()
+    squeezed = re.sub(r"\s+", "", t.text)  # the line wraps at the terminal's width
+    assert re.sub(r"\s+", "", f"⊘ run_command touch {outside}/x: sandbox (workspace-write) refused a write to "
+                              f"{outside}/x") in squeezed
+    assert "PermissionDenied" not in t.text and "SandboxRefused" not in t.text and "call_id=" not in t.text
+    assert not (workspace / "plan.txt").exists() and not (outside / "x").exists()
+    assert tool_results(server.requests[1])["w1"].startswith("ERROR: ")
 
 
 def test_an_edit_is_approved_on_its_diff_and_shown_coloured(term: Any, server: FakeServer, workspace: Path) -> None:

@@ -375,3 +375,51 @@ def test_escape_sequences_in_an_answer_are_shown_not_sent_to_the_terminal() -> N
     assert "\x1b[2J" not in shown and "\x1b]52" not in shown
     assert text_of(render.answer("before \x1b[2J\x1b]52;c;aGk=\x07 after")) == (
         "before \\x1b[2J\\x1b]52;c;aGk=\\x07 after")
+
+
+def every_event() -> list[Any]:
+    """One event of each type the core emits; a new type must be added here (and to render)."""
+    from nanohermes.events import (
+        Event, ModelStarted, PermissionDenied, ReasoningDelta, SandboxRefused, ToolProgress, ToolStarted, UsageUpdate,
+    )
+
+    events: list[Any] = [
+        ModelStarted(turn=1, model="m"), TextDelta(text="hi"), ReasoningDelta(text="hm"),
+        ToolStarted(call_id="c1", name="write_file", arguments={"path": "plan.txt"}, summary="plan.txt"),
+        ToolProgress(call_id="c1", name="run_command", text="1 MB so far", elapsed=1.0), finished("ok"),
+        ApprovalRequest(call_id="c1", tool="write_file", summary="plan.txt"),
+        UsageUpdate(usage=Usage(), total=Usage(), model="m"), Notice(level="info", text="note"),
+        TurnEnded(reason="completed", turns=1, tool_calls=0, text="ok"),
+        TodoUpdated(items=(TodoItem(content="a", status="pending"),)),
+        SandboxRefused(call_id="c1", tool="run_command", summary="touch /etc/x", sandbox="workspace-write",
+                       refused=("a write to /etc/x",)),
+        PermissionDenied(call_id="c1", tool="write_file", summary="plan.txt", reason="not available in plan mode"),
+    ]
+    events.append(SubagentEvent(agent_id="agent-1", agent="explore", event=events[-1]))
+    from typing import get_args
+
+    assert {type(e) for e in events} == set(get_args(Event)), "an event type without a sample"
+    return events
+
+
+def test_no_event_reaches_the_generic_fallback_alone_or_from_a_sub_agent() -> None:
+    for ev in every_event():
+        for shown in (ev, SubagentEvent(agent_id="agent-1", agent="explore", event=ev)):
+            out = render.event(shown, "plan.txt")
+            assert out is None or text_of(out) != text_of(render.unknown(shown)), shown
+            assert out is None or type(ev).__name__ not in text_of(out), shown
+
+
+def test_a_denied_call_has_only_its_error_line_and_a_sandbox_refusal_says_what() -> None:
+    from nanohermes.events import PermissionDenied, SandboxRefused
+
+    assert render.event(PermissionDenied(call_id="c1", tool="write_file", summary="plan.txt", reason="plan mode")) is None
+    refused = SandboxRefused(call_id="c1", tool="run_command", summary="touch /etc/x", sandbox="workspace-write",
+                             refused=("a write to /etc/x",))
+    assert text_of(render.event(refused)) == (
+        "⊘ run_command touch /etc/x: sandbox (workspace-write) refused a write to /etc/x")
+    again = SubagentEvent(agent_id="agent-1", agent="explore", event=SandboxRefused(
+        call_id="c1", tool="run_command", summary="touch /etc/x", sandbox="read-only", refused=("a write to /etc/x",),
+        rerun=True))
+    assert text_of(render.event(again)) == ("  ↳ explore agent-1 ⊘ run_command touch /etc/x: sandbox (read-only) "
+                                            "refused a\nwrite to /etc/x; run again outside it, as approved")

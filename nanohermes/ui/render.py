@@ -19,8 +19,8 @@ from rich.table import Table
 from rich.text import Text
 
 from nanohermes.events import (
-    ApprovalRequest, ModelStarted, Notice, ReasoningDelta, SubagentEvent, TextDelta, TodoUpdated, ToolFinished,
-    ToolProgress, ToolStarted, TurnEnded, UsageUpdate,
+    ApprovalRequest, ModelStarted, Notice, PermissionDenied, ReasoningDelta, SandboxRefused, SubagentEvent, TextDelta,
+    TodoUpdated, ToolFinished, ToolProgress, ToolStarted, TurnEnded, UsageUpdate,
 )
 from nanohermes.budget import Limits
 from nanohermes.redact import redact
@@ -302,14 +302,26 @@ def todos(ev: TodoUpdated) -> Text:
     return out
 
 
+def sandbox_refused(ev: SandboxRefused) -> Text:
+    """What the OS sandbox refused a call (its result line follows): the person learns it
+    even when nobody was asked to run it again (goal mode)."""
+    then = "; run again outside it, as approved" if ev.rerun else ""
+    what = ", ".join(ev.refused) or "something"
+    return Text(f"⊘ {ev.tool} {one_line(redact(ev.summary))}: sandbox ({ev.sandbox}) refused "
+                f"{one_line(redact(what))}{then}", style="yellow")
+
+
 def subagent(ev: SubagentEvent, summary: str = "") -> RenderableType | None:
-    """A sub-agent's finished calls and notices, indented under its name; its text is not
-    the answer and its other events are not shown."""
+    """A sub-agent's finished calls, notices and sandbox refusals, indented under its name;
+    its text is not the answer and its other events are not shown (a denied call's line says
+    it failed)."""
     inner = ev.event
     if isinstance(inner, ToolFinished):
         body: RenderableType = tool_line(inner.name, summary, status_of(inner), inner.elapsed)
     elif isinstance(inner, Notice):
         body = notice(inner)
+    elif isinstance(inner, SandboxRefused):
+        body = sandbox_refused(inner)
     elif isinstance(inner, TurnEnded):
         body = Text(f"finished: {inner.reason}, {inner.tool_calls} tool calls", style="dim")
     else:
@@ -322,6 +334,8 @@ def event(ev: Any, summary: str = "") -> RenderableType | None:
     """What the scrolling transcript shows for one event (None: nothing, or shown elsewhere)."""
     if isinstance(ev, (ModelStarted, TextDelta, ReasoningDelta, ToolStarted, ToolProgress, UsageUpdate, ApprovalRequest)):
         return None  # the live area, the answer stream, the toolbar and the approval prompt show these
+    if isinstance(ev, PermissionDenied):
+        return None  # the call's ✗ line follows, with the reason as its error
     if isinstance(ev, ToolFinished):
         return tool_finished(ev, summary)
     if isinstance(ev, Notice):
@@ -330,9 +344,11 @@ def event(ev: Any, summary: str = "") -> RenderableType | None:
         return turn_ended(ev)
     if isinstance(ev, TodoUpdated):
         return todos(ev)
+    if isinstance(ev, SandboxRefused):
+        return sandbox_refused(ev)
     if isinstance(ev, SubagentEvent):
         return subagent(ev, summary)
-    return unknown(ev)
+    return unknown(ev)  # not an event of nanohermes.events (tests check every one is handled above)
 
 
 def approval(req: ApprovalRequest) -> Panel:
