@@ -1,4 +1,4 @@
-"""Tool-call execution: look up, parse, permit, batch, run, clamp, budget, persist.
+"""Tool-call execution: look up, parse, permit, precheck, batch, run, clamp, budget, persist.
 
 Every call in an assistant message gets exactly one result, in the model's order, whatever
 happens: unknown tool, bad JSON, a missing field, a denial, a crash. Consecutive
@@ -257,6 +257,12 @@ class Runtime:
         if verdict.decision == "allow" and ctx.sandbox != "off" and target.kind == "command" and target.subjects:
             verdict = await self._withholding(ctx, target, verdict)
         if verdict.decision == "ask":
+            try:  # a call that can only fail fails now, with the tool's own error: nobody is asked in vain
+                await asyncio.to_thread(tool.precheck, args, ctx)
+            except ToolError as e:
+                return f"ERROR: {e}", True, None, 0.0
+            except Exception:  # a check that breaks knows nothing: the person is asked, and the run reports
+                pass
             learn = list(verdict.suggest or ()) or ([tool.suggest_rule(args)] if verdict.suggest is not None else [])
             asked = time.monotonic()
             async with self._confirm_lock:  # one prompt at a time, even for parallel calls

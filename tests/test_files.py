@@ -14,7 +14,7 @@ import tempfile
 import time
 import struct
 import zlib
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -474,6 +474,62 @@ def test_default_mode_asks_for_edits_with_the_diff(workspace: Path) -> None:
     req = ui.of(ApprovalRequest)[0]
     assert (req.reason, req.detail) == ("edits a file", "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+b\n")
     assert ui.of(ToolFinished)[0].display == req.detail
+
+
+def test_a_change_that_cannot_apply_fails_with_its_own_error_before_anyone_is_asked(workspace: Path) -> None:
+    (workspace / "notes.txt").write_text("old notes\n")
+    (workspace / "a.txt").write_text("a\n")
+    ui = RecordingUI(answers=["once"])
+    rt = Runtime(tools=[ReadFile(), WriteFile(), EditFile(), ApplyPatch()], config=Config(), workspace=workspace,
+                 ui=ui, policy=Policy())
+    assert call(rt, "write_file", {"path": "notes.txt", "content": "new"}) == (
+        "ERROR: notes.txt already exists and you have not read it in this session; read it first with read_file "
+        "(then write it, or change it with edit_file)")
+    assert call(rt, "edit_file", {"path": "a.txt", "old_string": "zzz", "new_string": "b"}).startswith(
+        "ERROR: old_string not found in a.txt; read the file and match it exactly")
+    bad = "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-not there\n+b\n"
+    assert call(rt, "apply_patch", {"diff": bad}).startswith("ERROR: ")
+    assert ui.of(ApprovalRequest) == []  # nobody was asked about a call that could only fail
+    assert [e.is_error for e in ui.of(ToolFinished)] == [True, True, True]
+    assert (workspace / "notes.txt").read_text() == "old notes\n" and (workspace / "a.txt").read_text() == "a\n"
+    # A change that can apply is asked as before, and the answer decides.
+    assert call(rt, "edit_file", {"path": "a.txt", "old_string": "a", "new_string": "b"}).startswith("edited a.txt")
+    assert [r.tool for r in ui.of(ApprovalRequest)] == ["edit_file"]
+    assert call(rt, "apply_patch", {"diff": "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-b\n+c\n"}) == DENIED
+    assert [r.tool for r in ui.of(ApprovalRequest)] == ["edit_file", "apply_patch"]
+    assert (workspace / "a.txt").read_text() == "b\n"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BrokenCheck(WriteFile):
+    """A write whose check itself breaks: that decides nothing, so the person is still asked."""
+
+    def precheck(self, args: Any, ctx: ToolContext) -> None:
+        raise RuntimeError("the check broke")
+
+
+def test_a_precheck_that_breaks_still_asks(workspace: Path) -> None:
+    ui = RecordingUI(answers=["once"])
+    rt = Runtime(tools=[BrokenCheck()], config=Config(), workspace=workspace, ui=ui, policy=Policy())
+    assert call(rt, "write_file", {"path": "n.txt", "content": "x"}) == "created n.txt (1 bytes, 1 line)"
+    assert [r.tool for r in ui.of(ApprovalRequest)] == ["write_file"]
+
+
+def test_without_a_terminal_a_change_that_cannot_apply_gets_its_own_error_not_needs_approval(
+        cli: Any, server: Any, workspace: Path) -> None:
+    from nanohermes.testing import Reply, call as model_call, tool_reply
+
+    (workspace / "notes.txt").write_text("old notes\n")
+    server.add(tool_reply(model_call("write_file", {"path": "notes.txt", "content": "new"}),
+                          model_call("edit_file", {"path": "notes.txt", "old_string": "zzz", "new_string": "b"})),
+               Reply(text="done"))
+    r = cli("-p", "go", "--no-session", server=server)
+    assert r.code == 0, r.err
+    results = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert results[0].startswith("ERROR: notes.txt already exists and you have not read it")
+    assert results[1].startswith("ERROR: old_string not found in notes.txt")
+    assert "needs approval" not in r.err
+    assert (workspace / "notes.txt").read_text() == "old notes\n"
 
 
 @pytest.mark.parametrize("mode", ["plan", "debug"])

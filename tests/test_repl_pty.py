@@ -226,6 +226,30 @@ def test_a_deny_rule_and_a_sandbox_refusal_are_lines_of_their_own_not_event_dump
     assert tool_results(server.requests[1])["w1"].startswith("ERROR: ")
 
 
+def test_a_change_that_cannot_apply_fails_at_once_without_an_approval_prompt(
+        term: Any, server: FakeServer, workspace: Path) -> None:
+    (workspace / "notes.txt").write_text("old notes\n")
+    bad_patch = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-not there\n+new\n"
+    server.add(tool_reply(call("write_file", {"path": "notes.txt", "content": "new"}, id="w1"),
+                          call("edit_file", {"path": "notes.txt", "old_string": "zzz", "new_string": "b"}, id="e1"),
+                          call("apply_patch", {"diff": bad_patch}, id="p1")),
+               Reply(text="all three failed"))
+    t = term()
+    t.prompt()
+    t.type("change the notes")
+    t.wait("✗ write_file notes.txt")
+    t.wait("read it first")
+    t.wait("✗ edit_file notes.txt")
+    t.wait("old_string not found in notes.txt")
+    t.wait("✗ apply_patch notes.txt")
+    t.wait("all three failed")
+    t.leave()
+    assert "approve?" not in t.text
+    results = tool_results(server.requests[1])
+    assert all(results[k].startswith("ERROR: ") for k in ("w1", "e1", "p1")), results
+    assert (workspace / "notes.txt").read_text() == "old notes\n"
+
+
 def test_an_edit_is_approved_on_its_diff_and_shown_coloured(term: Any, server: FakeServer, workspace: Path) -> None:
     (workspace / "app.py").write_text("x = 1\ny = 2\n")
     server.add(tool_reply(call("edit_file", {"path": "app.py", "old_string": "x = 1", "new_string": "x = 42"}, id="e1")),

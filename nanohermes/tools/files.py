@@ -612,7 +612,8 @@ _WP = TypeVar("_WP", "WriteFileParams", "EditFileParams")
 @dataclass(frozen=True, kw_only=True)
 class _Writer(Tool[_WP]):
     """What write_file and edit_file share: approval "edit", the protected-path check, the
-    rule subject, and a diff computed without writing for the approval prompt."""
+    rule subject, the planned change checked before anyone is asked, and a diff computed
+    without writing for the approval prompt."""
 
     group: ClassVar[str] = "files"
     approval: ClassVar[Approval] = "edit"
@@ -629,6 +630,9 @@ class _Writer(Tool[_WP]):
             return f"(the change cannot be previewed: {e})"
         except Exception as e:  # a preview must never break the approval prompt
             return f"(the change cannot be previewed: {type(e).__name__}: {e})"
+
+    def precheck(self, args: _WP, ctx: ToolContext) -> None:
+        self.plan(args, ctx)  # what `run` plans (a file never read, old_string not found), without the write
 
     def plan(self, args: _WP, ctx: ToolContext, *, guard: bool = True) -> Change:
         raise NotImplementedError
