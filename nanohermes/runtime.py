@@ -257,8 +257,12 @@ class Runtime:
         if verdict.decision == "allow" and ctx.sandbox != "off" and target.kind == "command" and target.subjects:
             verdict = await self._withholding(ctx, target, verdict)
         if verdict.decision == "ask":
-            try:  # a call that can only fail fails now, with the tool's own error: nobody is asked in vain
-                await asyncio.to_thread(tool.precheck, args, ctx)
+            # A call that can only fail fails now, with the tool's own error: nobody is asked in
+            # vain. Nothing is approved yet, so what the check starts runs read-only.
+            checking = replace(ctx, sandbox="off" if self.config.sandbox.mode == "off" else "read-only",
+                               sandbox_refusals=[])
+            try:
+                await tool.precheck(args, checking)
             except ToolError as e:
                 return f"ERROR: {e}", True, None, 0.0
             except Exception:  # a check that breaks knows nothing: the person is asked, and the run reports

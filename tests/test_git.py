@@ -133,6 +133,24 @@ def test_commit_asks_and_a_refusal_commits_nothing(repo: Path) -> None:
     assert git(repo, "log", "--format=%s") == "first commit\n"
 
 
+def test_a_commit_that_cannot_succeed_fails_before_anyone_is_asked(repo: Path, tmp_path: Path) -> None:
+    ui = RecordingUI(answers=["deny"])
+    (repo / "a.txt").write_text("changed\n")  # changed, not staged
+    out = call(make_runtime(repo, ui=ui, mode="default"), "git_commit", message="nothing staged")
+    assert out == ("ERROR: nothing to commit: nothing is staged; pass paths to stage, or all=true for every change "
+                   "to tracked files")
+    elsewhere = tmp_path / "not-a-repo"
+    elsewhere.mkdir()
+    out = call(make_runtime(elsewhere, ui=ui, mode="default"), "git_commit", message="x", all=True)
+    assert out.startswith(f"ERROR: {elsewhere} is not inside a git repository; create one with run_command (git init)")
+    assert ui.of(ApprovalRequest) == []
+    git(repo, "add", "a.txt")  # now there is something to commit: asked, and the answer decides
+    assert call(make_runtime(repo, ui=ui, mode="default"), "git_commit", message="staged") == (
+        "Denied by the user. Do not retry it; ask what to do instead.")
+    assert [r.tool for r in ui.of(ApprovalRequest)] == ["git_commit"]
+    assert git(repo, "log", "--format=%s") == "first commit\n"
+
+
 def test_read_only_git_tools_never_ask(repo: Path) -> None:
     ui = RecordingUI()
     rt = make_runtime(repo, ui=ui, mode="plan")

@@ -232,8 +232,9 @@ def test_a_change_that_cannot_apply_fails_at_once_without_an_approval_prompt(
     bad_patch = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-not there\n+new\n"
     server.add(tool_reply(call("write_file", {"path": "notes.txt", "content": "new"}, id="w1"),
                           call("edit_file", {"path": "notes.txt", "old_string": "zzz", "new_string": "b"}, id="e1"),
-                          call("apply_patch", {"diff": bad_patch}, id="p1")),
-               Reply(text="all three failed"))
+                          call("apply_patch", {"diff": bad_patch}, id="p1"),
+                          call("git_commit", {"message": "notes", "all": True}, id="g1")),
+               Reply(text="all four failed"))
     t = term()
     t.prompt()
     t.type("change the notes")
@@ -242,11 +243,13 @@ def test_a_change_that_cannot_apply_fails_at_once_without_an_approval_prompt(
     t.wait("✗ edit_file notes.txt")
     t.wait("old_string not found in notes.txt")
     t.wait("✗ apply_patch notes.txt")
-    t.wait("all three failed")
+    t.wait("✗ git_commit notes")
+    t.wait("fatal: not a git repository")
+    t.wait("all four failed")
     t.leave()
     assert "approve?" not in t.text
     results = tool_results(server.requests[1])
-    assert all(results[k].startswith("ERROR: ") for k in ("w1", "e1", "p1")), results
+    assert all(results[k].startswith("ERROR: ") for k in ("w1", "e1", "p1", "g1")), results
     assert (workspace / "notes.txt").read_text() == "old notes\n"
 
 

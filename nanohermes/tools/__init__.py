@@ -279,11 +279,11 @@ class Tool(Generic[P]):
         (computed without writing)."""
         return ""
 
-    def precheck(self, args: P, ctx: ToolContext) -> None:
+    async def precheck(self, args: P, ctx: ToolContext) -> None:
         """Raise the ToolError the call would fail with when the tool's own cheap checks (the
-        code `run` runs, writing nothing) already know it: the runtime calls this before it
+        code `run` runs, changing nothing) already know it: the runtime calls this before it
         asks a person, so nobody is asked to approve a call that can only fail. `ctx.target`
-        is the judged Target. By default there is nothing to check."""
+        is the judged Target; a process it starts runs read-only. By default nothing is checked."""
 
     def summary(self, args: P) -> str:
         """One line for the UI and approval prompts."""

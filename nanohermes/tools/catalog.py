@@ -174,8 +174,8 @@ class Deferred(Tool[Any]):
     def approval_detail(self, args: P, ctx: ToolContext) -> str:
         return self.load().approval_detail(args, ctx)
 
-    def precheck(self, args: P, ctx: ToolContext) -> None:
-        self.load().precheck(args, ctx)
+    async def precheck(self, args: P, ctx: ToolContext) -> None:
+        await self.load().precheck(args, ctx)
 
     def summary(self, args: P) -> str:
         return self.load().summary(args)

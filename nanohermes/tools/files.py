@@ -631,8 +631,9 @@ class _Writer(Tool[_WP]):
         except Exception as e:  # a preview must never break the approval prompt
             return f"(the change cannot be previewed: {type(e).__name__}: {e})"
 
-    def precheck(self, args: _WP, ctx: ToolContext) -> None:
-        self.plan(args, ctx)  # what `run` plans (a file never read, old_string not found), without the write
+    async def precheck(self, args: _WP, ctx: ToolContext) -> None:
+        # What `run` plans (a file never read or changed since, old_string not found), without the write.
+        await self.in_thread(self.plan, args, ctx)
 
     def plan(self, args: _WP, ctx: ToolContext, *, guard: bool = True) -> Change:
         raise NotImplementedError

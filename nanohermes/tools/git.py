@@ -215,6 +215,9 @@ class GitCommitParams(Params):
         super().__post_init__()
 
 
+_NOTHING_STAGED = "nothing to commit: nothing is staged; pass paths to stage, or all=true for every change to tracked files"
+
+
 @dataclass(frozen=True, kw_only=True)
 class GitCommit(Tool[GitCommitParams]):
     name: ClassVar[str] = "git_commit"
@@ -238,6 +241,14 @@ class GitCommit(Tool[GitCommitParams]):
             what = "stages every change to tracked files" if args.all else "commits what is already staged"
         return f"{what}\n\n{args.message}"
 
+    async def precheck(self, args: GitCommitParams, ctx: ToolContext) -> None:
+        # Read-only; outside a repository it says so. "XY path": X the index, Y the work tree.
+        status = await git(ctx, "status", "--porcelain=v1", "--untracked-files=no")
+        rows = [row for row in status.splitlines() if len(row) > 3]
+        staged = any(row[0] not in " ?" for row in rows)
+        if not args.paths and not staged and not (args.all and any(row[1] != " " for row in rows)):
+            raise ToolError(_NOTHING_STAGED)
+
     async def run(self, args: GitCommitParams, ctx: ToolContext) -> str:
         if args.paths:
             await git(ctx, "add", "--", *args.paths, read_only=False)
@@ -248,8 +259,7 @@ class GitCommit(Tool[GitCommitParams]):
             out = strip_newline(await git(ctx, *argv, read_only=False))
         except ToolError as e:
             if "nothing to commit" in str(e) or "no changes added to commit" in str(e):
-                raise ToolError(f"nothing to commit: nothing is staged; pass paths to stage, or all=true for every "
-                                f"change to tracked files\n{e}") from None
+                raise ToolError(f"{_NOTHING_STAGED}\n{e}") from None
             raise
         head = strip_newline(await git(ctx, "rev-parse", "HEAD"))
         return fit(f"committed {head}\n{out}", ctx.limits.max_output, "see the whole commit with git_log and git_diff")

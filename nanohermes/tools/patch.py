@@ -1015,8 +1015,8 @@ class ApplyPatch(Tool[ApplyPatchParams]):
         except (ToolError, PatchError) as e:
             return f"(the patch cannot be applied: {e})\n\n{args.diff}"
 
-    def precheck(self, args: ApplyPatchParams, ctx: ToolContext) -> None:
-        self._plan(args, ctx)  # a patch that does not apply (or a file never read) fails before anyone is asked
+    async def precheck(self, args: ApplyPatchParams, ctx: ToolContext) -> None:
+        await self.in_thread(self._plan, args, ctx)  # a patch that does not apply, without writing
 
     async def run(self, args: ApplyPatchParams, ctx: ToolContext) -> ToolResult:
         return await self.in_thread(self._run, args, ctx)
