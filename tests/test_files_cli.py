@@ -33,11 +33,14 @@ def test_accept_edits_edits_and_patches_and_streams_the_diff(cli, server: FakeSe
 
 def test_without_a_terminal_edits_are_refused_in_default_mode(cli, server: FakeServer, workspace: Path) -> None:
     (workspace / "a.txt").write_text("a\n")
-    server.add(tool_reply(call("write_file", {"path": "a.txt", "content": "b\n"}, id="w")), Reply(text="ok"))
+    # A write that could succeed (a new file; over a.txt, never read, it would fail before the question).
+    server.add(tool_reply(call("write_file", {"path": "b.txt", "content": "b\n"}, id="w"),
+                          call("edit_file", {"path": "a.txt", "old_string": "a", "new_string": "b"}, id="e")),
+               Reply(text="ok"))
     r = cli("-p", "change it", server=server)
     assert r.code == 0, r.err
-    assert tool_results(server) == {"w": DENIED}
-    assert (workspace / "a.txt").read_text() == "a\n"
+    assert tool_results(server) == {"w": DENIED, "e": DENIED}
+    assert (workspace / "a.txt").read_text() == "a\n" and not (workspace / "b.txt").exists()
 
 
 def test_protected_write_is_refused_in_accept_edits_and_allowed_with_yes(cli, server: FakeServer, workspace: Path,
