@@ -94,6 +94,7 @@ def test_edit_through_a_link_and_dots(linked: Path) -> None:
 def test_patch_through_a_link_and_dots(linked: Path) -> None:
     (linked / "secret" / "a").write_text("old\n")
     (linked / "x").write_text("old\n")
+    (linked / "deep" / "x").write_text("old\n")  # the file the patch reaches: it applies, so it is asked
 
     def patch(path: str) -> str:
         return f"--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-old\n+new\n"
@@ -105,6 +106,7 @@ def test_patch_through_a_link_and_dots(linked: Path) -> None:
     assert run(allow, "apply_patch", diff=patch("l/../x")) == DENIED  # asked: the rule covers deep/x, not the x the text names
     assert len(ui.of(ApprovalRequest)) == 1
     assert (linked / "secret" / "a").read_text() == "old\n" and (linked / "x").read_text() == "old\n"
+    assert (linked / "deep" / "x").read_text() == "old\n"
 
 
 def test_read_through_a_link_and_dots_is_denied_and_its_secret_check_sees_both_readings(linked: Path) -> None:
