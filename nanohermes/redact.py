@@ -56,6 +56,9 @@ def secret_names(name: str) -> bool:
     return bool(_SECRET_NAME.search(name))
 
 
+_URL_PASSWORD = re.compile(r"://([^/@:]*):([^/@]*)@")
+
+
 def collect(config: Any = None, environ: dict[str, str] | None = None) -> list[str]:
     """The secret values visible to this process: from the environment and the config."""
     env = os.environ if environ is None else environ
@@ -80,11 +83,16 @@ def collect(config: Any = None, environ: dict[str, str] | None = None) -> list[s
                 from urllib.parse import urlsplit
 
                 try:
-                    password = urlsplit(node.strip()).password
-                except ValueError:
-                    password = None
+                    parts = urlsplit(node.strip())
+                    password = parts.password
+                except ValueError:  # not a well-formed URL (an unclosed IPv6 bracket): its text still is shown
+                    m = _URL_PASSWORD.search(node)
+                    password = m.group(2) if m else None
                 if password:
-                    found.append(password)
+                    # The password alone, and as written with its user ("alice:pw@"): a short
+                    # password is no secret alone, but the credential in the URL always is.
+                    user = node.partition("://")[2].partition("@")[0]
+                    found.extend((password, user + "@"))
             elif dataclasses.is_dataclass(node) and not isinstance(node, type):
                 # A config section, read key by key (its init fields: the rest is bookkeeping
                 # such as where each rule came from).
