@@ -25,6 +25,7 @@ from rich.text import Text
 
 from nanohermes.events import ApprovalReply, ApprovalRequest, Choice
 from nanohermes.ui import render
+from nanohermes.ui.visible import escape_controls
 
 INTERRUPT: Final = "interrupt"
 Picked = Choice | Literal["interrupt"]  # an answer, or Ctrl-C/Ctrl-D
@@ -36,7 +37,7 @@ def choices(request: ApprovalRequest) -> list[tuple[Choice, str, str]]:
     A request without a rule is asked every time (a protected write): no "always" then."""
     out: list[tuple[Choice, str, str]] = [("once", "y", "Yes, once")]
     if request.rule:
-        out.append(("always", "a", f"Always this session ({request.rule})"))
+        out.append(("always", "a", f"Always this session ({escape_controls(request.rule, newlines=True)})"))
         out.append(("project", "p", "Always in this project (saved to .nanohermes/config.json)"))
     out.append(("deny", "n", "No, and tell the model what to do instead"))
     return out

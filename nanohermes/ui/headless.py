@@ -85,9 +85,10 @@ def ask_on_terminal(request: ApprovalRequest, out: TextIO) -> ApprovalReply:
     if request.detail and request.detail != request.summary:
         out.write(escape_controls(request.detail.rstrip()) + "\n")
     if request.reason:
-        out.write(f"({request.reason})\n")
+        out.write(f"({escape_controls(request.reason, newlines=True)})\n")
     # No rule: the call is asked every time (a protected write), so "always" is not offered.
-    always = f" / [a]lways (remembers {request.rule}) / [p]roject (always, saved for this project)" if request.rule else ""
+    rule = escape_controls(request.rule, newlines=True)
+    always = f" / [a]lways (remembers {rule}) / [p]roject (always, saved for this project)" if request.rule else ""
     out.write(f"Allow? [y]es once{always} / [n]o (Enter = yes): ")
     out.flush()
     answer = sys.stdin.readline().strip().lower()

@@ -371,7 +371,7 @@ def approval(req: ApprovalRequest) -> Panel:
         else:
             body.append(fold(detail, DETAIL_LINES, wrap=True))
     if req.reason:
-        body.append(Text(f"asked because: {req.reason}", style="dim"))
+        body.append(Text(f"asked because: {visible.escape_controls(req.reason, newlines=True)}", style="dim"))
     return Panel(Group(*body), title="approve?", title_align="left", border_style="yellow")
 
 
