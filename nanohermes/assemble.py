@@ -214,18 +214,19 @@ def build_policy(config: Config, warnings: list[str]) -> Policy:
         ask=parse_rules(p.ask, "permissions.ask", warnings, lambda t: p.origin("ask", t)),
         deny=parse_rules(p.deny, "permissions.deny", warnings, lambda t: p.origin("deny", t)),
         secret_files=tuple(p.secret_files),
-        # Whether commands that run unasked are confined here: without Landlock, or with the
+        # Whether commands that run unasked are confined here: without Landlock and user
+        # namespaces, or with the
         # sandbox turned off, the analysis would again be all that stands between the model
         # and the machine, so the permission layer lets far less run without asking. Probing
         # starts processes: it waits for the first command a decision weighs.
-        sandboxed=False if config.sandbox.mode == "off" else _landlock_works,
+        sandboxed=False if config.sandbox.mode == "off" else _sandbox_confines,
     )
 
 
-def _landlock_works() -> bool:
+def _sandbox_confines() -> bool:
     from nanohermes.sandbox import probe  # ctypes and the probe's processes, for commands only
 
-    return probe().landlock
+    return probe().confines
 
 
 def assemble_pool(builtins: list[Tool], *extra_groups: list[Tool]) -> list[Tool]:

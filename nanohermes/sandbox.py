@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from nanohermes import sockets
+
 SandboxPolicy = Literal["read-only", "workspace-write", "off"]
 
 # Every process spawned for the model carries this variable (inherited by its descendants):
@@ -58,6 +60,7 @@ _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS, _PR_SET_CHILD_SUBREAPER = 24, 38, 36
 _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 _CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
 _MS_BIND, _MS_REC, _MS_PRIVATE = 4096, 16384, 1 << 18
+_AF_INET, _SOCK_DGRAM, _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 2, 2, 0x8913, 0x8914, 1
 _SYS_MOUNT_SETATTR, _AT_FDCWD, _AT_RECURSIVE, _MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 1  # same on every arch
 
 LINUX = sys.platform.startswith("linux")
@@ -79,6 +82,8 @@ class _Kernel:
             libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
             libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
             libc.unshare.argtypes = [ctypes.c_int]
+            libc.socket.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
+            libc.ioctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p]
             self.libc = libc
 
         class RulesetAttr(ctypes.Structure):
@@ -99,6 +104,11 @@ class _Kernel:
         class CapData(ctypes.Structure):
             _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
                         ("inheritable", ctypes.c_uint32)]
+
+        class IfReq(ctypes.Structure):  # struct ifreq, for the flags of the loopback interface
+            _fields_ = [("name", ctypes.c_char * 16), ("flags", ctypes.c_short), ("pad", ctypes.c_char * 22)]
+
+        self.IfReq = IfReq
 
         self.RulesetAttr, self.PathBeneath, self.MountAttr = RulesetAttr, PathBeneath, MountAttr
         self.CapHeader, self.CapData = CapHeader, CapData
@@ -157,6 +167,12 @@ class Availability:
     def landlock(self) -> bool:
         return self.abi > 0 and not self.landlock_error
 
+    @property
+    def confines(self) -> bool:
+        """Can a command be confined here as a command nobody approved must be: Landlock for
+        the files, namespaces for the network, the sockets and the read-only git metadata."""
+        return self.landlock and self.namespaces
+
     def lines(self) -> list[tuple[bool, str]]:
         """(good, text) per part: what the sandbox has here and what is weaker."""
         out: list[tuple[bool, str]] = []
@@ -175,15 +191,16 @@ class Availability:
             out.append((not weak, f"Landlock ABI {self.abi}: commands that run unasked are confined"
                                   + (f"; weaker: {', '.join(weak)}" if weak else "")))
         if self.namespaces:
-            out.append((True, "user namespaces: .git/config, .git/hooks/, .nanohermes/ and nanohermes config stay "
-                              "read-only under workspace-write; no network at all (UDP included) unless allowed; "
-                              "the workspace's secret files (permissions.secret_files) are withheld"))
+            out.append((True, "user namespaces: each command gets its own network (only its own loopback; no "
+                              "network at all unless sandbox.network), its own /dev/shm, and a view of the files "
+                              "in which other programs' sockets (tmux, agents, D-Bus, container engines) are "
+                              "hidden, the workspace's secret files are withheld, and .git/config, git's hooks "
+                              "and nanohermes's config stay read-only"))
         else:
             why = self.namespace_error or "unprivileged user namespaces are disabled"
-            out.append((False, f"user namespaces unavailable ({why}): under workspace-write .git/config, "
-                               ".git/hooks/, .nanohermes/ and nanohermes config in the workspace stay writable, "
-                               "and UDP is not blocked; secret files cannot be withheld, so in a workspace that "
-                               "has any, programs are asked"))
+            out.append((False, f"user namespaces unavailable ({why}): other programs' sockets (tmux, agents, "
+                               "D-Bus) cannot be hidden from a command, so only argument-checked built-in "
+                               "read-only commands written as plain words run without asking"))
         return out
 
 
@@ -337,6 +354,8 @@ class Confinement:
     # Why some secret files could not be withheld ("" when all are): a workspace-write call
     # then does not run (a person may approve it to run outside the sandbox).
     unhidden: str = ""
+    # How many entries the look for other servers' sockets may read (sockets.look).
+    socket_scan_entries: int = 50_000
 
     def prepare(self) -> Prepared:
         """Create the temp folder and the ruleset; the returned object's `preexec` runs in the child."""
@@ -355,12 +374,26 @@ class Confinement:
         new_git = self.new_git if writes and self.new_git is not None and not os.path.lexists(self.new_git) else None
         prepared = Prepared(self, tmpdir=tmp, absent=absent, new_git=new_git)
         try:
+            shm = tmp / "shm"  # the call's own /dev/shm (POSIX semaphores, shared memory)
+            os.mkdir(shm, 0o700)
             if self.abi:
                 prepared.ruleset_fd = self._ruleset(tmp)
             if self.namespaces:
                 prepared.mounts = self._mounts(tmp)
-                if self.hidden:
+                if os.path.isdir("/dev/shm"):
+                    prepared.shm = os.fsencode(shm)
+                found = sockets.look(os.environ, keep=[str(tmp), *map(str, self.write_roots)],
+                                     own_network=not self.network, max_entries=self.socket_scan_entries)
+                if found.problem:
+                    raise SandboxError(f"{found.problem}, so the sandbox cannot hide every other server's socket "
+                                       "from the command; raise the limit, or approve the command at the prompt")
+                prepared.sockets = [os.fsencode(p) for p in found.sockets]
+                prepared.socket_folders = [os.fsencode(p) for p in found.folders]
+                if self.hidden or found.sockets:
                     prepared.cover = _placeholder()
+                if found.folders:
+                    prepared.cover_folder = _placeholder_folder()
+                if self.hidden:
                     prepared.hidden = [(os.fsencode(p), dev, ino) for p, dev, ino in self.hidden]
         except BaseException:
             prepared.cleanup()
@@ -372,7 +405,10 @@ class Confinement:
         handled = _fs_rights(abi)
         attr = k.RulesetAttr(handled_access_fs=handled)
         size = 8
-        if abi >= 4 and not self.network:
+        if abi >= 4 and not self.network and not self.namespaces:
+            # Without a network namespace of its own, TCP is closed here (loopback too). With
+            # one, the namespace is the boundary: it holds only its own loopback, so local
+            # test servers work and the host's listeners stay out of reach.
             attr.handled_access_net = _NET_BIND_TCP | _NET_CONNECT_TCP
             size = 16
         if abi >= 6:
@@ -385,7 +421,9 @@ class Confinement:
         try:
             self._add(fd, Path("/"), _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR)
             self._add(fd, Path("/dev/null"), _file_rights(abi))
-            roots = [tmp] + ([*self.write_roots] if self.policy == "workspace-write" else [])
+            # The temp folder's `shm` is also the call's /dev/shm: a bind's root is checked
+            # by its own inode, not through the temp folder.
+            roots = [tmp, tmp / "shm"] + ([*self.write_roots] if self.policy == "workspace-write" else [])
             for root in roots:
                 self._add(fd, root, handled)
         except BaseException:
@@ -504,15 +542,21 @@ class Prepared:
     absent: tuple[Path, ...] = ()
     removed: list[Path] = field(default_factory=list)  # planted paths taken away after the call
     new_git: Path | None = None  # the workspace's `.git`, absent before the call
-    cover: bytes = b""  # the empty, unreadable file bound over each secret file
+    cover: bytes = b""  # the empty, unreadable file bound over each secret file and other servers' sockets
     hidden: list[tuple[bytes, int, int]] = field(default_factory=list)
+    shm: bytes = b""  # the call's own folder bound over /dev/shm
+    sockets: list[bytes] = field(default_factory=list)  # other servers' sockets, each covered
+    socket_folders: list[bytes] = field(default_factory=list)  # the person's runtime folders, covered whole
+    cover_folder: bytes = b""  # the empty, unreadable folder bound over those
 
     @property
     def active(self) -> bool:
         return self.conf.policy != "off"
 
     def env(self, base: dict[str, str]) -> dict[str, str]:
-        env = dict(base)
+        # A confined command is not told where the person's servers listen (their sockets
+        # are hidden from it anyway): no TMUX, SSH_AUTH_SOCK, DBUS_SESSION_BUS_ADDRESS, ...
+        env = sockets.without_socket_variables(base) if self.active else dict(base)
         if self.tmpdir is not None:
             env.update(TMPDIR=str(self.tmpdir), TMP=str(self.tmpdir), TEMP=str(self.tmpdir))
         if self.conf.policy != "off" and (self.conf.abi or self.conf.namespaces):
@@ -547,6 +591,16 @@ class Prepared:
                 _set_read_only(path, read_only)
             for path, dev, ino in self.hidden:
                 _cover(self.cover, path, dev, ino)
+            if self.shm and libc.mount(self.shm, b"/dev/shm", None, _MS_BIND, None) != 0:
+                raise _fail("bind /dev/shm")
+            for path in self.socket_folders:
+                if libc.mount(self.cover_folder, path, None, _MS_BIND, None) != 0 and k.ctypes.get_errno() != errno.ENOENT:
+                    raise _fail(f"covering the folder {path!r}")
+            for path in self.sockets:
+                if libc.mount(self.cover, path, None, _MS_BIND, None) != 0 and k.ctypes.get_errno() != errno.ENOENT:
+                    raise _fail(f"covering the socket {path!r}")
+            if not conf.network:
+                _loopback_up()
             # The working folder was entered before the binds: enter it again through them,
             # or relative paths would reach the files underneath.
             os.chdir(os.getcwd())
@@ -581,11 +635,30 @@ class Prepared:
             self.removed.append(self.new_git)
         self.new_git = None
         if self.tmpdir is not None:
-            try:
-                os.rmdir(self.tmpdir)  # the usual case, and far cheaper than a tree walk
+            try:  # the usual case, and far cheaper than a tree walk
+                os.rmdir(self.tmpdir / "shm")
+                os.rmdir(self.tmpdir)
             except OSError:
                 shutil.rmtree(self.tmpdir, ignore_errors=True)
             self.tmpdir = None
+
+
+def _loopback_up() -> None:
+    """Bring up `lo` of the command's new network namespace (it starts down): 127.0.0.1 and ::1
+    are then the namespace's own, for local test servers, and nothing else is reachable."""
+    k = _k()
+    fd = k.libc.socket(_AF_INET, _SOCK_DGRAM, 0)
+    if fd < 0:
+        raise _fail("a socket to bring up the loopback interface")
+    try:
+        req = k.IfReq(name=b"lo")
+        if k.libc.ioctl(fd, _SIOCGIFFLAGS, k.ctypes.byref(req)) != 0:
+            raise _fail("reading the loopback interface's flags")
+        req.flags |= _IFF_UP
+        if k.libc.ioctl(fd, _SIOCSIFFLAGS, k.ctypes.byref(req)) != 0:
+            raise _fail("bringing up the loopback interface")
+    finally:
+        os.close(fd)
 
 
 def _cover(cover: bytes, path: bytes, dev: int, ino: int) -> None:
@@ -639,6 +712,29 @@ def _placeholder() -> bytes:
     return _cover_file
 
 
+_cover_folder: bytes = b""
+
+
+def _placeholder_folder() -> bytes:
+    """An empty folder no one may list or enter (mode 0000), beside the placeholder file:
+    bound over a folder a confined command must not see into."""
+    global _cover_folder
+    if _cover_folder and os.path.isdir(_cover_folder):
+        return _cover_folder
+    path = Path(os.fsdecode(_placeholder())).parent / "folder"
+    try:
+        os.mkdir(path, 0)
+    except FileExistsError:
+        st = os.lstat(path)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid():
+            os.chmod(path, 0o700)  # to look inside
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or os.listdir(path):
+            raise SandboxError(f"{path} is not the empty folder the sandbox covers folders with; remove it") from None
+    os.chmod(path, 0)
+    _cover_folder = os.fsencode(path)
+    return _cover_folder
+
+
 def _new_temp_folder() -> Path:
     """A private folder (mode 0700) under the system's temporary folder."""
     base = Path(tempfile.gettempdir())
@@ -685,7 +781,7 @@ def _drop_capabilities() -> None:
 
 def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] = (), network: bool = False,
                 config_files: tuple[Path, ...] = (), hidden: tuple[tuple[str, int, int], ...] = (),
-                unhidden: str = "") -> Confinement:
+                unhidden: str = "", socket_scan_entries: int = 50_000) -> Confinement:
     """The confinement for `policy` on this machine. Where Landlock is missing the command
     runs unconfined (the permission layer then lets nothing but checked read-only commands
     run unasked); where namespaces are missing the protected paths stay writable, and secret
@@ -710,6 +806,7 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
     return Confinement(chosen, abi=avail.abi if avail.landlock else 0, namespaces=avail.namespaces,
                        write_roots=resolved, read_only_paths=protected, network=network,
                        hidden=hidden, unhidden=unhidden, must_not_appear=tuple(planted),
+                       socket_scan_entries=socket_scan_entries,
                        new_git=None if os.path.lexists(workspace / ".git") else Path(os.path.realpath(workspace)) / ".git")
 
 
@@ -729,6 +826,7 @@ def _refusal_patterns() -> tuple[list[re.Pattern[str]], re.Pattern[str]]:
         re.compile(_DENIED + r"\]?:? ['‘\"]([^'’\"\n]+)['’\"]"),  # PermissionError: [Errno 13] Permission denied: 'x'
         re.compile(r"(?:^|\s)(/?[\w.~+@%/-][^\s:'\"]*): " + _DENIED, re.M),  # bash: x: Permission denied
         re.compile(r"['‘`\"]([^'’`\"\n]+)['’`\"] for (?:reading|writing): " + _DENIED),  # cp: cannot open 'x' for reading: ...
+        re.compile(r"\b(?:EACCES|EROFS|EPERM):? ['\"]?(/[^\s'\"]+)"),  # node: Error: connect EACCES /x/s.sock
     ]
     return paths, re.compile(_NET, re.I)
 
@@ -736,15 +834,29 @@ def _refusal_patterns() -> tuple[list[re.Pattern[str]], re.Pattern[str]]:
 SECRET_WITHHELD = "a secret file the sandbox withholds (permissions.secret_files)"
 
 
-def refusals(text: str, conf: Confinement, cwd: Path) -> list[str]:
+SOCKET_HIDDEN = "another program's server, hidden from sandboxed commands"
+_DENIED_BARE = re.compile(r"Permission denied|\[Errno 13\]|\bEACCES\b")
+_READ_ONLY_FS = re.compile(r"Read-only file system|\[Errno 30\]|\bEROFS\b")
+
+
+def refusals(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[str, ...] | list[str] = (),
+             command: str = "") -> list[str]:
     """What the sandbox probably refused, read from a command's output: the paths named in
     "Permission denied" / "Read-only file system" messages that the command could have
-    written without the sandbox (checked with access(2)), and network failures while the
-    network is closed. A heuristic: a program that fails silently or words its errors its
-    own way is not seen, and a path that is unwritable anyway is not blamed on the sandbox."""
+    written without the sandbox (checked with access(2)), a socket the sandbox hid
+    (`hidden_sockets`) that the output names (or the `command` line names, when the output
+    shows a refused or failed connection), a read-only file system named without a path
+    (a shared-memory lock, a semaphore), and network failures while the network is closed. A
+    heuristic: a program that fails silently or words its errors its own way is not seen, and
+    a path that is unwritable anyway is not blamed on the sandbox."""
     if conf.policy == "off" or not (conf.abi or conf.namespaces):
         return []
     found: list[str] = []
+
+    def add(what: str) -> None:
+        if what not in found:
+            found.append(what)
+
     hidden = {p for p, _, _ in conf.hidden} if conf.namespaces else set()
     path_patterns, net = _refusal_patterns()
     for pattern in path_patterns:
@@ -754,17 +866,57 @@ def refusals(text: str, conf: Confinement, cwd: Path) -> list[str]:
                 continue
             path = Path(os.path.expanduser(raw))
             path = path if path.is_absolute() else cwd / path
-            if hidden and _real(path) in hidden:
-                what = f"access to {os.path.normpath(path)}, {SECRET_WITHHELD}"
-                if what not in found:
-                    found.append(what)
+            real = _real(path)
+            if real and real in hidden_sockets:
+                continue  # named below, as a socket
+            if hidden and real in hidden:
+                add(f"access to {os.path.normpath(path)}, {SECRET_WITHHELD}")
             elif _blames(path, conf):
-                what = f"a write to {os.path.normpath(path)}"
-                if what not in found:
-                    found.append(what)
-    if not conf.network and net.search(text):
-        found.append("a network connection (the sandbox has no network)")
+                add(f"a write to {os.path.normpath(path)}")
+    failed = bool(_DENIED_BARE.search(text) or _NOT_CONNECTED.search(text))
+    for sock in hidden_sockets:
+        if sock in text or (failed and sock in command):
+            add(f"a connection to the socket {sock}, {SOCKET_HIDDEN}")
+    if not found and conf.namespaces:
+        if _READ_ONLY_FS.search(text):
+            add("a write outside its writable roots (\"Read-only file system\"; the output names no path)")
+        elif _DENIED_BARE.search(text):
+            # Capabilities are dropped in the sandbox, so even root's access to other users'
+            # files is refused there.
+            add("an access the sandbox refuses (\"Permission denied\", naming no path it could check: another "
+                "program's socket, a secret file, or a file outside its writable roots)")
+    if not conf.network and not any(SOCKET_HIDDEN in f for f in found):
+        if net.search(text):
+            add("a network connection (the sandbox has no network)")
+        elif conf.namespaces and _NOT_CONNECTED.search(text):
+            for port in _host_ports(text):
+                add(f"a connection to port {port} of the host's loopback (the sandbox has a loopback of its own: "
+                    "servers it starts are reachable, the host's are not)")
     return found
+
+
+_NOT_CONNECTED = re.compile(r"refused|(?:couldn't|could not|failed to|unable to|cannot) connect", re.I)
+_LOOPBACK_PORT = re.compile(r"(?:127\.0\.0\.1|localhost|::1)\]?['\"]?(?::|,\s*(?:port=)?|\s+port\s+)(\d{1,5})\b")
+
+
+def _host_ports(text: str) -> list[int]:
+    """The loopback ports the output names that a server of the host listens on (the sandbox's
+    own loopback cannot reach them)."""
+    named = {int(m.group(1)) for m in _LOOPBACK_PORT.finditer(text)}
+    if not named:
+        return []
+    listening: set[int] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, "rb") as f:
+                rows = f.read().split(b"\n")[1:]
+        except OSError:
+            continue
+        for row in rows:
+            parts = row.split()
+            if len(parts) > 3 and parts[3] == b"0A":  # LISTEN
+                listening.add(int(parts[1].rsplit(b":", 1)[1], 16))
+    return sorted(named & listening)
 
 
 def _real(path: Path) -> str:

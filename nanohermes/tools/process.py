@@ -235,6 +235,7 @@ class Process:
     started: float = field(default_factory=time.monotonic)
     confinement: sandbox.Confinement = field(default_factory=lambda: sandbox.Confinement("off"))
     marker: str = ""  # the environment marker its processes carry
+    argv: tuple[str, ...] = ()
     userns: tuple[int, int] | None = None  # its private user namespace, when confined in one
     _userns_fd: int = field(default=-1, repr=False)  # holds that namespace, so its number stays its own
     escaped: int = 0  # processes that had left its group and were killed when it ended
@@ -298,7 +299,9 @@ class Process:
     def refusals(self, cwd: Path) -> list[str]:
         """What the sandbox probably refused, read from the output (see sandbox.refusals),
         and what it created where it must not (removed once the command has ended)."""
-        found = sandbox.refusals(self.out.text() + "\n" + self.err.text(), self.confinement, cwd)
+        hidden = [os.fsdecode(p) for p in self._prepared.sockets] if self._prepared is not None else []
+        found = sandbox.refusals(self.out.text() + "\n" + self.err.text(), self.confinement, cwd, hidden,
+                                 " ".join(self.argv))
         removed = self._prepared.removed if self._prepared is not None else []
         planted = [f"creating {p} (removed: it would change how git or nanohermes starts)" for p in removed]
         return planted + found  # what was undone first: it matters most
@@ -337,7 +340,8 @@ def confinement_for(ctx: ToolContext, policy: str | None = None) -> sandbox.Conf
     return sandbox.confinement(chosen, workspace=ctx.workspace, write_roots=roots, network=cfg.network,
                                config_files=(config_home(), project_config_path(ctx.workspace)),
                                hidden=tuple(f for f in secrets.files if f[0] not in ctx.secrets_named) if secrets else (),
-                               unhidden=secrets.problem if secrets else "")
+                               unhidden=secrets.problem if secrets else "",
+                               socket_scan_entries=ctx.limits.sandbox_socket_scan_entries)
 
 
 def withheld_from(ctx: ToolContext) -> Secrets:
@@ -389,6 +393,7 @@ async def spawn(argv: list[str], *, cwd: Path, env: dict[str, str], out_cap: int
     held = sandbox.hold_user_namespace(pid) if conf.namespaces and prepared.active else None
     userns, userns_fd = held if held is not None else (None, -1)
     return Process(pid=pid, out=out, err=err, _transport=transport, _drain=drain, confinement=conf, marker=marker,
+                   argv=tuple(argv),
                    userns=userns, _userns_fd=userns_fd, _prepared=prepared)
 
 

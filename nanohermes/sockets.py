@@ -1,0 +1,206 @@
+"""The path-named unix sockets a confined command must not reach, and the variables that name them.
+
+A socket file is reached with connect(2), which neither Landlock (at this ABI) nor a read-only
+mount controls: a command that may read `/tmp` may talk to the person's tmux server, their
+ssh-agent, D-Bus or a container engine, each of which runs programs outside any sandbox. The
+sandbox therefore hides them in the command's mount namespace (see `sandbox.py`): every socket
+this look finds is covered by an empty unreadable file, and the per-user runtime folders whole
+by an empty unreadable folder, so sockets made there later are hidden too.
+
+What the look finds:
+- every path socket bound in nanohermes's own network namespace (`/proc/net/unix`): the
+  person's tmux and screen servers, agents, D-Bus, Docker and Podman, IDE servers, wherever
+  their files are. A sandboxed command runs in a network namespace of its own, so the
+  sockets it binds (in its temp folder or the workspace) are not among them;
+- socket files in the folders where servers of other network namespaces put theirs (`/run`,
+  `/var/run`, `/tmp`'s socket folders, `$XDG_RUNTIME_DIR`, `~/.gnupg`), and those the
+  environment names (`SSH_AUTH_SOCK`, `DBUS_SESSION_BUS_ADDRESS`, `DOCKER_HOST`, ...).
+
+What it cannot find, and so does not cover: a socket bound after the command started, in a
+folder not covered whole, by a server in another network namespace; a socket whose file was
+renamed after it was bound (the listing keeps the name it was bound under) is found only by
+the folder look.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+# Variables that name a socket (or a folder of them) a sandboxed command must not be pointed at.
+SOCKET_VARIABLES = frozenset({
+    "TMUX", "TMUX_PANE", "TMUX_TMPDIR", "STY", "WINDOW", "SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO",
+    "DBUS_SESSION_BUS_ADDRESS", "DBUS_SYSTEM_BUS_ADDRESS", "DOCKER_HOST", "CONTAINER_HOST", "PODMAN_HOST",
+    "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR", "PULSE_SERVER", "PIPEWIRE_REMOTE", "VSCODE_IPC_HOOK", "VSCODE_IPC_HOOK_CLI",
+    "VSCODE_GIT_IPC_HANDLE", "KITTY_LISTEN_ON", "WEZTERM_UNIX_SOCKET", "ALACRITTY_SOCKET", "NVIM",
+    "NVIM_LISTEN_ADDRESS", "EMACS_SOCKET_NAME", "SWAYSOCK", "I3SOCK", "HYPRLAND_INSTANCE_SIGNATURE", "ZELLIJ",
+    "ZELLIJ_SESSION_NAME", "JUPYTER_RUNTIME_DIR", "GNOME_KEYRING_CONTROL", "SYSTEMD_EXEC_PID", "NOTIFY_SOCKET",
+    "LISTEN_FDS", "LISTEN_PID", "XAUTHORITY", "SSH_CONNECTION", "SSH_CLIENT",
+})
+
+# Folders under /tmp (by name prefix) where servers keep their sockets: the person's tmux,
+# screen, X11 and ICE sessions, ssh-agent, IDEs.
+_TMP_SOCKET_FOLDERS = ("tmux-", ".X11-unix", ".ICE-unix", "ssh-", "screens", "vscode-", ".s.PGSQL", "mysql")
+
+
+@dataclass(frozen=True)
+class Found:
+    """What a confined command may not reach: socket files to cover one by one, and folders
+    (the person's runtime folders) to cover whole."""
+
+    sockets: tuple[str, ...] = ()
+    folders: tuple[str, ...] = ()
+    problem: str = ""  # why the look stopped early ("" when it did not)
+
+
+def _bound_paths() -> list[str]:
+    """Paths of the sockets bound in this network namespace, from /proc/net/unix (the path is
+    the eighth column, when there is one; `@` marks an abstract name, which has no file)."""
+    try:
+        with open("/proc/net/unix", "rb") as f:
+            lines = f.read().split(b"\n")[1:]
+    except OSError:
+        return []
+    out: list[str] = []
+    for line in lines:
+        parts = line.split(None, 7)
+        if len(parts) == 8 and parts[7].startswith(b"/"):
+            out.append(os.fsdecode(parts[7]))
+    return out
+
+
+def _named_by(env: Mapping[str, str]) -> list[str]:
+    """Socket paths the environment names: `unix:path=/x` (D-Bus), `unix:///x` (Docker), a
+    plain path, a tmux `path,pid,n` triple, a Wayland name inside the runtime folder."""
+    out: list[str] = []
+    for name, value in env.items():
+        if not value or len(value) > 4096:
+            continue
+        for piece in value.replace(";", ",").split(","):
+            piece = piece.strip()
+            for prefix in ("unix:path=", "unix:abstract=", "unix://", "unix:"):
+                if piece.startswith(prefix):
+                    piece = piece[len(prefix):].split(",", 1)[0]
+                    break
+            if piece.startswith("/"):
+                out.append(piece)
+        if name == "WAYLAND_DISPLAY" and env.get("XDG_RUNTIME_DIR") and not value.startswith("/"):
+            out.append(os.path.join(env["XDG_RUNTIME_DIR"], value))
+    return out
+
+
+def _sockets_in(folder: str, depth: int, budget: list[int]) -> Iterable[str]:
+    """Socket files under `folder` down to `depth` levels, looking at no more than `budget[0]`
+    entries in all (links are not followed)."""
+    try:
+        entries = os.scandir(folder)
+    except OSError:
+        return
+    with entries:
+        for e in entries:
+            budget[0] -= 1
+            if budget[0] < 0:
+                return
+            try:  # the entry's type comes with the listing: only an odd one costs a stat
+                if e.is_dir(follow_symlinks=False):
+                    if depth > 0:
+                        yield from _sockets_in(e.path, depth - 1, budget)
+                elif not (e.is_file(follow_symlinks=False) or e.is_symlink()) \
+                        and stat.S_ISSOCK(e.stat(follow_symlinks=False).st_mode):
+                    yield e.path
+            except OSError:
+                continue
+
+
+def runtime_folders(env: Mapping[str, str], uid: int) -> list[str]:
+    """The person's own runtime folders, covered whole: what servers put there later is hidden too."""
+    out = [f"/run/user/{uid}", f"/tmp/tmux-{uid}"]
+    for name in ("XDG_RUNTIME_DIR", "TMUX_TMPDIR"):
+        value = env.get(name, "")
+        if value.startswith("/"):
+            out.append(value if name == "XDG_RUNTIME_DIR" else os.path.join(value, f"tmux-{uid}"))
+    return out
+
+
+def look(env: Mapping[str, str], *, keep: Iterable[str], own_network: bool, max_entries: int) -> Found:
+    """The sockets and folders to hide from a confined command. `keep`: real paths of folders
+    the command may use whole (its temp folder, the workspace and the other writable roots): a
+    runtime folder holding one is not covered whole (its sockets are, one by one), and a socket
+    the folder look finds inside one is the command's own. With `own_network` (the command gets
+    a network namespace of its own) a socket bound in nanohermes's namespace is covered even
+    inside them: no sandboxed command made it. `max_entries` bounds the folder look."""
+    kept = [k.rstrip("/") + "/" for k in keep]
+
+    def inside_kept(path: str) -> bool:
+        return any((path + "/").startswith(k) for k in kept)
+
+    def holds_kept(folder: str) -> bool:
+        return any(k.startswith(folder.rstrip("/") + "/") for k in kept)
+
+    home = env.get("HOME", "")
+    budget = [max_entries]
+    bound = set(_bound_paths())
+    candidates = [*bound, *_named_by(env)]
+    for folder, depth in (("/run", 2), ("/var/run", 2), (os.path.join(home, ".gnupg") if home else "", 0)):
+        if folder:
+            candidates += _sockets_in(folder, depth, budget)
+    try:
+        tmp_entries = os.listdir("/tmp")
+    except OSError:
+        tmp_entries = []
+    for name in tmp_entries:
+        path = os.path.join("/tmp", name)
+        if name.startswith(_TMP_SOCKET_FOLDERS):
+            candidates += _sockets_in(path, 2, budget)
+        else:
+            budget[0] -= 1
+            try:
+                if stat.S_ISSOCK(os.lstat(path).st_mode):
+                    candidates.append(path)
+            except OSError:
+                pass
+    problem = ""
+    if budget[0] < 0:
+        problem = (f"the look for other programs' sockets went past "
+                   f"limits.sandbox_socket_scan_entries ({max_entries})")
+    folders: list[str] = []
+    for folder in dict.fromkeys(runtime_folders(env, os.geteuid())):
+        real = os.path.realpath(folder)
+        if os.path.isdir(real) and not holds_kept(real) and not inside_kept(real):
+            folders.append(real)
+    sockets: list[str] = []
+    seen: set[str] = set()
+    for path in candidates:
+        try:
+            real = os.path.realpath(path)
+            if real in seen or not stat.S_ISSOCK(os.lstat(real).st_mode):
+                continue
+        except OSError:
+            continue
+        seen.add(real)
+        if inside_kept(real) and not (own_network and (path in bound or real in bound)):
+            continue  # the command's own
+        if any((real + "/").startswith(f.rstrip("/") + "/") for f in folders):
+            continue  # its folder is covered whole
+        sockets.append(real)
+    return Found(sockets=tuple(sockets), folders=tuple(folders), problem=problem)
+
+
+def names_socket(name: str, value: str) -> bool:
+    """Does this variable point a program at a socket (by name, or by what its value names)?"""
+    if name in SOCKET_VARIABLES:
+        return True
+    for path in _named_by({name: value}):
+        try:
+            if stat.S_ISSOCK(os.stat(path).st_mode):
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
+
+
+def without_socket_variables(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment with every variable that names a socket taken out."""
+    return {k: v for k, v in env.items() if not names_socket(k, v)}
