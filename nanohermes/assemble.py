@@ -204,6 +204,8 @@ def parse_rules(texts: list[str], where: str, warnings: list[str],
 
 
 def build_policy(config: Config, warnings: list[str]) -> Policy:
+    from nanohermes.secrets import own_paths
+
     p = config.permissions
     return Policy(
         mode=config.permission_mode,
@@ -214,6 +216,7 @@ def build_policy(config: Config, warnings: list[str]) -> Policy:
         ask=parse_rules(p.ask, "permissions.ask", warnings, lambda t: p.origin("ask", t)),
         deny=parse_rules(p.deny, "permissions.deny", warnings, lambda t: p.origin("deny", t)),
         secret_files=tuple(p.secret_files),
+        own_secrets=own_paths(),
         # Whether commands that run unasked are confined here: without Landlock and user
         # namespaces, or with the
         # sandbox turned off, the analysis would again be all that stands between the model

@@ -468,7 +468,7 @@ def _prepare(launch: Launch, warn: Callable[[str], None],
 def _repl_start(launch: Launch) -> Any:
     """The REPL's Start: the config, and the folder-trust question when the project asks for
     trust keys the person has not answered yet (`-p` never asks: it warns and ignores them)."""
-    from nanohermes.config import trust_declined
+    from nanohermes.trust import trust_declined
     from nanohermes.ui.repl import Start
     from nanohermes.ui.trust import TrustQuestion
 

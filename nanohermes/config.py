@@ -33,9 +33,10 @@ from types import UnionType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, Union, get_args, get_origin
 
 from nanohermes.budget import ZERO_ALLOWED, Limits
-from nanohermes.dirs import config_home
+from nanohermes.dirs import project_config_path, user_config_path
 from nanohermes.errors import ConfigError
 from nanohermes.permissions import DEFAULT_SECRET_FILES
+from nanohermes.trust import approved_rules, is_trusted
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -418,14 +419,6 @@ def _converted(kind: type, value: Any) -> Any:
         return None
 
 
-def user_config_path() -> Path:
-    return config_home() / "config.json"
-
-
-def project_config_path(workspace: Path) -> Path:
-    return workspace / ".nanohermes" / "config.json"
-
-
 KeyPath = tuple[str | int, ...]  # where a key is in a file: names, and indexes into lists
 
 
@@ -804,11 +797,6 @@ def _merge_hooks(layers: list[tuple[str, dict[str, Any]]], merged: dict[str, Any
     return origins
 
 
-def is_trusted(workspace: Path, trusted: list[str]) -> bool:
-    real = workspace.resolve()
-    return any(real == Path(t).expanduser().resolve() for t in trusted)
-
-
 @dataclass
 class Loaded:
     config: Config
@@ -947,77 +935,3 @@ def _guard_search_keys(config: Config) -> list[str]:
                             f"using ${default} instead, so the model key never goes to a search provider")
             setattr(ws, name, default)
     return warnings
-
-
-# -- trusting a folder -------------------------------------------------------------------------
-def trust_folder(workspace: Path, user_file: Path) -> None:
-    """Add `workspace` to trusted_projects in `user_file`, keeping the rest of the file; the
-    file is replaced atomically and readable only by its owner."""
-    from nanohermes.dirs import write_private
-
-    data = read_config_file(user_file) if user_file.is_file() else {}
-    listed = data.get("trusted_projects")
-    if not isinstance(listed, list):
-        listed = []
-    real = str(workspace.resolve())
-    if real not in listed:
-        listed.append(real)
-    data["trusted_projects"] = listed
-    write_private(user_file, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
-def _approved_path() -> Path:
-    from nanohermes.dirs import state_home
-
-    return state_home() / "approved-rules.json"
-
-
-def _read_state(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def approved_rules(workspace: Path) -> frozenset[str]:
-    """Allow rules the person saved to this workspace's project file by answering "always in
-    this project": they apply even in an untrusted folder (the person approved them)."""
-    rules = _read_state(_approved_path()).get(str(workspace.resolve()))
-    return frozenset(r for r in rules if isinstance(r, str)) if isinstance(rules, list) else frozenset()
-
-
-def record_approved_rules(workspace: Path, rules: list[str]) -> None:
-    from nanohermes.dirs import write_private
-
-    data = _read_state(_approved_path())
-    key = str(workspace.resolve())
-    have = [r for r in data.get(key) or [] if isinstance(r, str)]
-    data[key] = have + [r for r in rules if r not in have]
-    write_private(_approved_path(), json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
-def asks_fingerprint(asks: dict[str, Any]) -> str:
-    import hashlib
-
-    return hashlib.sha256(json.dumps(asks, sort_keys=True, default=str).encode()).hexdigest()[:32]
-
-
-def _declined_path() -> Path:
-    from nanohermes.dirs import state_home
-
-    return state_home() / "trust-declined.json"
-
-
-def trust_declined(workspace: Path, asks: dict[str, Any]) -> bool:
-    """Whether the person already answered "continue without" to these same requests here."""
-    return _read_state(_declined_path()).get(str(workspace.resolve())) == asks_fingerprint(asks)
-
-
-def decline_trust(workspace: Path, asks: dict[str, Any]) -> None:
-    """Remember "continue without": not asked again until the project asks for something else."""
-    from nanohermes.dirs import write_private
-
-    data = _read_state(_declined_path())
-    data[str(workspace.resolve())] = asks_fingerprint(asks)
-    write_private(_declined_path(), json.dumps(data, indent=2) + "\n")

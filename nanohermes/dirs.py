@@ -34,6 +34,14 @@ def cache_home() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nanohermes"
 
 
+def user_config_path() -> Path:
+    return config_home() / "config.json"
+
+
+def project_config_path(workspace: Path) -> Path:
+    return workspace / ".nanohermes" / "config.json"
+
+
 def private_dir(path: Path) -> Path:
     """Create `path` as 0700, with its missing parents up to nanohermes's own folder (0700
     too; an existing one is tightened). Folders above that (~/.local/share) are shared with

@@ -69,6 +69,9 @@ class ApprovalRequest:
     rule: str = ""  # the rule "always" would remember, e.g. run_command(git log *)
     reason: str = ""  # why it is asked: "runs a shell command", "writes outside the workspace"
     agent: str = ""  # set when a sub-agent asks: its name and id, e.g. "explore agent-1"
+    # The sandbox refused the call, which already ran: a yes runs it again outside the sandbox.
+    rerun: bool = False
+    hint: str = ""  # what else would let it through, for a refusal with nobody to ask
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -105,7 +105,7 @@ class PreToolUse:
             return verdict
         why = f": {self.reason}" if self.reason else ""
         if self.decision == "allow":
-            return replace(verdict, decision="allow", reason=f"allowed by a PreToolUse hook{why}")
+            return replace(verdict, decision="allow", reason=f"allowed by a PreToolUse hook{why}", basis="hook")
         return replace(verdict, decision="ask", reason=f"a PreToolUse hook asks{why}", suggest=None)
 
 

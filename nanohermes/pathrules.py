@@ -16,11 +16,9 @@ reading is kept as an alias, so a rule written for either spelling sees the call
 from __future__ import annotations
 
 import errno
-import fnmatch
 import glob as globlib
 import itertools
 import os
-import re
 import stat
 import time
 from collections.abc import Iterable, Iterator
@@ -29,7 +27,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from nanohermes.dirs import config_home
-from nanohermes.permissions import CONTENT_READERS, Effect, SubjectKind, Target
+from nanohermes.permissions import CONTENT_READERS, Effect, SubjectKind, Target, option_reads
+from nanohermes.secrets import holds_own_secret, name_matcher, own_secret
 from nanohermes.shellparse import ParseError, SimpleCommand, Word, split
 
 
@@ -338,7 +337,7 @@ def _read_operands(cmd: SimpleCommand) -> tuple[list[Word], bool]:
             return words + (starts or [Word(".", ".")]), True
         return words, False
     if name not in CONTENT_READERS and name not in _RECURSIVE_READERS:
-        return words, False
+        return words + option_reads(cmd), False
     searcher = name in _GREPS or name in _RECURSIVE_READERS
     if name == "git":
         if not (args and args[0].text == "grep"):
@@ -372,15 +371,17 @@ def _read_operands(cmd: SimpleCommand) -> tuple[list[Word], bool]:
 class _Scan:
     """A bounded look through the file system for secret files."""
 
-    def __init__(self, workspace: Path, patterns: tuple[str, ...], max_entries: int, max_secs: float) -> None:
+    def __init__(self, workspace: Path, patterns: tuple[str, ...], max_entries: int, max_secs: float,
+                 own: tuple[str, ...] = ()) -> None:
         self.workspace = workspace
         self.patterns = patterns
+        self.own = own
         self.left = max_entries
         self.max_entries = max_entries
         self.max_secs = max_secs
         self.deadline = time.monotonic() + max_secs
         # One compiled test for every name: folders of tens of thousands of files are common.
-        self.names = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
+        self.names = name_matcher(patterns)
 
     def spent(self) -> str:
         self.left -= 1
@@ -400,6 +401,9 @@ class _Scan:
             return too_much
         if self.secret(path):
             return subject_of(self.workspace, os.path.realpath(path))
+        real = os.path.realpath(path)
+        if own_secret(real, self.own) or (recursive and holds_own_secret(real, self.own)):
+            return f"{real} (nanohermes's own files: its config, sessions, memory)"
         if not recursive or not os.path.isdir(path):
             return ""
         # Links are followed (grep -R and rg -L do; a loop only runs the budget down).
@@ -415,20 +419,20 @@ class _Scan:
 
 def command_secret(command: str, workspace: Path, *, cwd: Path | None = None,
                    patterns: tuple[str, ...] | list[str] = (), max_entries: int = 20_000,
-                   max_secs: float = 1.0) -> str:
+                   max_secs: float = 1.0, own: tuple[str, ...] = ()) -> str:
     """A secret file (workspace-relative when inside it) the command line would print:
     named through a symlink, matched by a glob, or inside a folder read whole (`grep -r`,
     `rg`, `find -exec cat`, `xargs cat`); or why that could not be checked within the
     bounds. "" when none. Names themselves are checked without the file system by
     `permissions.reads_secret`."""
     patterns = tuple(patterns)
-    if not patterns:
+    if not patterns and not own:
         return ""
     try:
         commands = split(command)
     except ParseError:
         return ""  # asked anyway
-    scan = _Scan(workspace, patterns, max_entries, max_secs)
+    scan = _Scan(workspace, patterns, max_entries, max_secs, own)
     cdpath = "CDPATH" in os.environ or "CDPATH" in command
     base: Path | None = cwd or workspace
     for cmd in commands:

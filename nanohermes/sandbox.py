@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -356,6 +356,10 @@ class Confinement:
     unhidden: str = ""
     # How many entries the look for other servers' sockets may read (sockets.look).
     socket_scan_entries: int = 50_000
+    # nanohermes's own secret folders (data, state), covered whole by an empty unreadable
+    # folder, and its own secret files (the user's config), covered as the secret files are.
+    hidden_folders: tuple[str, ...] = ()
+    own_files: tuple[str, ...] = ()
 
     def prepare(self) -> Prepared:
         """Create the temp folder and the ruleset; the returned object's `preexec` runs in the child."""
@@ -388,10 +392,11 @@ class Confinement:
                     raise SandboxError(f"{found.problem}, so the sandbox cannot hide every other server's socket "
                                        "from the command; raise the limit, or approve the command at the prompt")
                 prepared.sockets = [os.fsencode(p) for p in found.sockets]
-                prepared.socket_folders = [os.fsencode(p) for p in found.folders]
+                folders = [*found.folders, *_coverable(self.hidden_folders, [str(tmp), *map(str, self.write_roots)])]
+                prepared.socket_folders = [os.fsencode(p) for p in folders]
                 if self.hidden or found.sockets:
                     prepared.cover = _placeholder()
-                if found.folders:
+                if folders:
                     prepared.cover_folder = _placeholder_folder()
                 if self.hidden:
                     prepared.hidden = [(os.fsencode(p), dev, ino) for p, dev, ino in self.hidden]
@@ -643,6 +648,24 @@ class Prepared:
             self.tmpdir = None
 
 
+def _coverable(folders: tuple[str, ...], keep: list[str]) -> list[str]:
+    """The folders to cover whole so that `folders` are hidden but no kept root is: a folder
+    holding a kept root is covered part by part instead (its other entries)."""
+    out: list[str] = []
+    for folder in folders:
+        if not os.path.isdir(folder):
+            continue
+        if not any(k == folder or k.startswith(folder.rstrip("/") + "/") for k in keep):
+            out.append(folder)
+            continue
+        try:
+            entries = [os.path.join(folder, n) for n in os.listdir(folder)]
+        except OSError:
+            continue
+        out += _coverable(tuple(e for e in entries if os.path.isdir(e) and not os.path.islink(e)), keep)
+    return out
+
+
 def _loopback_up() -> None:
     """Bring up `lo` of the command's new network namespace (it starts down): 127.0.0.1 and ::1
     are then the namespace's own, for local test servers, and nothing else is reachable."""
@@ -781,7 +804,7 @@ def _drop_capabilities() -> None:
 
 def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] = (), network: bool = False,
                 config_files: tuple[Path, ...] = (), hidden: tuple[tuple[str, int, int], ...] = (),
-                unhidden: str = "", socket_scan_entries: int = 50_000) -> Confinement:
+                unhidden: str = "", socket_scan_entries: int = 50_000, own: tuple[str, ...] = ()) -> Confinement:
     """The confinement for `policy` on this machine. Where Landlock is missing the command
     runs unconfined (the permission layer then lets nothing but checked read-only commands
     run unasked); where namespaces are missing the protected paths stay writable, and secret
@@ -801,12 +824,24 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
     protected = tuple(Path(os.path.realpath(p)) for p in protected_paths(workspace, config_files))
     planted = [Path(os.path.realpath(workspace / ".nanohermes"))]
     planted += [Path(os.path.realpath(gd / "commondir")) for gd in git_dirs(workspace) if gd.name == ".git"]
+    # nanohermes's own secret files join the workspace's; its folders are covered whole.
+    own_files: list[tuple[str, int, int]] = []
+    for path in own:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            own_files.append((path, st.st_dev, st.st_ino))
+    hidden = (*hidden, *(f for f in own_files if f[0] not in {h[0] for h in hidden}))
+    folders = tuple(p for p in own if os.path.isdir(p))
     if hidden and not avail.namespaces:
         unhidden, hidden = unhidden or "user namespaces are unavailable here", ()
     return Confinement(chosen, abi=avail.abi if avail.landlock else 0, namespaces=avail.namespaces,
                        write_roots=resolved, read_only_paths=protected, network=network,
                        hidden=hidden, unhidden=unhidden, must_not_appear=tuple(planted),
-                       socket_scan_entries=socket_scan_entries,
+                       socket_scan_entries=socket_scan_entries, hidden_folders=folders,
+                       own_files=tuple(f[0] for f in own_files),
                        new_git=None if os.path.lexists(workspace / ".git") else Path(os.path.realpath(workspace)) / ".git")
 
 
@@ -835,6 +870,7 @@ SECRET_WITHHELD = "a secret file the sandbox withholds (permissions.secret_files
 
 
 SOCKET_HIDDEN = "another program's server, hidden from sandboxed commands"
+OWN_HIDDEN = "one of nanohermes's own files (its config, sessions, memory), hidden from sandboxed commands"
 _DENIED_BARE = re.compile(r"Permission denied|\[Errno 13\]|\bEACCES\b")
 _READ_ONLY_FS = re.compile(r"Read-only file system|\[Errno 30\]|\bEROFS\b")
 
@@ -869,7 +905,10 @@ def refusals(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[str,
             real = _real(path)
             if real and real in hidden_sockets:
                 continue  # named below, as a socket
-            if hidden and real in hidden:
+            if conf.namespaces and real and (real in conf.own_files or any(
+                    real == f or real.startswith(f.rstrip("/") + "/") for f in conf.hidden_folders)):
+                add(f"access to {os.path.normpath(path)}, {OWN_HIDDEN}")
+            elif hidden and real in hidden:
                 add(f"access to {os.path.normpath(path)}, {SECRET_WITHHELD}")
             elif _blames(path, conf):
                 add(f"a write to {os.path.normpath(path)}")
@@ -917,6 +956,25 @@ def _host_ports(text: str) -> list[int]:
             if len(parts) > 3 and parts[3] == b"0A":  # LISTEN
                 listening.add(int(parts[1].rsplit(b":", 1)[1], 16))
     return sorted(named & listening)
+
+
+def remedies(refused: Sequence[str]) -> str:
+    """What lets a refused sandboxed call through, for these refusals: the settings that widen
+    the sandbox for what they name, and the two that always do."""
+    out: list[str] = []
+    if any(r.startswith(("a write", "creating")) for r in refused):
+        out.append("add the folder to sandbox.writable_roots")
+    if any("network" in r or "loopback" in r for r in refused):
+        out.append('set "sandbox": {"network": true}')
+    if any(SECRET_WITHHELD in r for r in refused):
+        out.append("an allow rule naming the exact command line lets it read the secret file")
+    if any(OWN_HIDDEN in r for r in refused):
+        out.append("no setting opens nanohermes's own files to sandboxed commands")
+    if any(SOCKET_HIDDEN in r for r in refused):
+        out.append("no setting opens another program's socket to sandboxed commands")
+    out += ["--sandbox off (or sandbox.mode off) runs unasked commands unconfined",
+            "or a person's yes at the prompt runs this call outside the sandbox"]
+    return "; ".join(out)
 
 
 def _real(path: Path) -> str:

@@ -23,7 +23,6 @@ unconfined for it.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 import stat
@@ -33,6 +32,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from nanohermes.secrets import name_matcher
 
 _RACY_NS = 2_000_000_000
 
@@ -69,7 +70,7 @@ def find(workspace: Path, patterns: tuple[str, ...] | list[str], *, max_entries:
     if not patterns:
         return Secrets()
     root = os.path.realpath(workspace)
-    names = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
+    names = name_matcher(patterns)  # the one check of a name against the list
     with _lock:
         cache = _cache.setdefault((root, patterns), {})
         found = _look(root, names, cache, max_entries=max_entries, max_files=max_files, max_secs=max_secs)

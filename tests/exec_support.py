@@ -115,3 +115,32 @@ async def acall(rt: Runtime, name: str, **args: Any) -> str:
 def call(rt: Runtime, name: str, **args: Any) -> str:
     """One call in its own event loop: for foreground tools only (tasks live on their loop)."""
     return asyncio.run(acall(rt, name, **args))
+
+
+# -- a command run in a confinement of the test's choosing --------------------------------
+class Confined:
+    """What a command run by `run_confined` gave: its result text and what the sandbox refused."""
+
+    def __init__(self, text: str, refused: tuple[str, ...]) -> None:
+        self.text, self.refused = text, list(refused)
+
+
+def confined_context(ws: Path, policy: str, *, config: Config | None = None, limits: Limits | None = None,
+                     withhold: bool = True) -> Any:
+    """A tool context whose processes run as the gate would confine a call granted `policy`."""
+    from nanohermes.tools import ToolContext
+    from nanohermes.tools.process import confine
+
+    cfg, lim = config or Config(), limits or Limits()
+    return ToolContext(workspace=ws, limits=lim, config=cfg,
+                       confinement=confine(policy, workspace=ws, config=cfg, limits=lim, withhold=withhold))
+
+
+def run_confined(ws: Path, command: str, policy: str, *, config: Config | None = None,
+                 limits: Limits | None = None, withhold: bool = True) -> Confined:
+    """run_command, its processes confined as the gate would confine a call granted `policy`."""
+    from nanohermes.tools.shell import RunCommand, RunCommandParams
+
+    ctx = confined_context(ws, policy, config=config, limits=limits, withhold=withhold)
+    out = asyncio.run(RunCommand().run(RunCommandParams(command=command), ctx))
+    return Confined(out, ()) if isinstance(out, str) else Confined(out.text, out.refused)

@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
-from exec_support import acall, call, make_runtime, marked_pids, no_leftover_processes, wait_until  # noqa: F401
+from exec_support import (  # noqa: F401
+    Confined, acall, call, confined_context, make_runtime, marked_pids, no_leftover_processes, run_confined, wait_until,
+)
 from nanohermes import sandbox
 from nanohermes.assemble import parse_rules
 from nanohermes.budget import Limits
@@ -26,7 +28,6 @@ from nanohermes.events import ApprovalRequest, Notice, RecordingUI, SandboxRefus
 from nanohermes.permissions import Policy
 from nanohermes.runtime import Runtime
 from nanohermes.tools import ToolContext, build_tools
-from nanohermes.tools.shell import RunCommand, RunCommandParams
 from nanohermes.tools.tasks import task_manager
 
 AVAIL = sandbox.probe()
@@ -52,11 +53,10 @@ def repo(workspace: Path) -> Path:
     return workspace
 
 
-def run(ws: Path, command: str, policy: str, config: Config | None = None) -> tuple[str, ToolContext]:
-    """run_command as the runtime would call it with `policy` chosen."""
-    ctx = ToolContext(workspace=ws, limits=Limits(), config=config or Config(), sandbox=policy)
-    out = asyncio.run(RunCommand().run(RunCommandParams(command=command), ctx))
-    return out, ctx
+def run(ws: Path, command: str, policy: str, config: Config | None = None) -> tuple[str, Confined]:
+    """run_command as the gate would run a call granted `policy`."""
+    ran = run_confined(ws, command, policy, config=config)
+    return ran.text, ran
 
 
 @pytest.fixture
@@ -94,9 +94,10 @@ def test_cannot_create_a_file_outside_its_writable_roots(workspace: Path, tmp_pa
     out, ctx = run(workspace, f"echo x > {outside}", policy)
     assert out.startswith("exit code: 1")
     assert not outside.exists()
-    assert ctx.sandbox_refusals == [f"a write to {outside}"]
+    assert ctx.refused == [f"a write to {outside}"]
     assert f"note: the OS sandbox ({policy}) refused a write to {outside}" in out
-    assert "needs a person's approval" in out
+    assert "What lets it through: add the folder to sandbox.writable_roots;" in out
+    assert "a person's yes at the prompt runs this call outside the sandbox" in out
 
 
 @pytest.mark.parametrize("policy", CONFINED)
@@ -107,7 +108,7 @@ def test_cannot_write_git_config_or_hooks(repo: Path, policy: str) -> None:
     assert (repo / ".git" / "config").read_text() == before
     assert not (repo / ".git" / "hooks" / "x").exists()
     assert not (repo / ".git" / "hooks" / "pre-commit").exists()
-    assert f"a write to {repo / '.git' / 'config'}" in ctx.sandbox_refusals
+    assert f"a write to {repo / '.git' / 'config'}" in ctx.refused
 
 
 @needs_namespaces
@@ -120,7 +121,7 @@ def test_workspace_write_cannot_move_the_git_folder_away_to_replace_its_config(r
     assert (repo / ".git" / "config").read_text() == before
     assert not (repo / ".git" / "commondir").exists()  # it would point git at another config
     assert f"creating {repo / '.git' / 'commondir'} (removed: it would change how git or nanohermes starts)" \
-        in ctx.sandbox_refusals
+        in ctx.refused
 
 
 @needs_namespaces
@@ -147,7 +148,7 @@ def test_cannot_connect_to_a_tcp_listener_on_loopback(workspace: Path, policy: s
     out, ctx = run(workspace, f"curl -sS http://127.0.0.1:{port}/ && echo CONNECTED", policy)
     assert "CONNECTED" not in out
     assert accepted == []
-    assert any(f"port {port} of the host's loopback" in r for r in ctx.sandbox_refusals), out
+    assert any(f"port {port} of the host's loopback" in r for r in ctx.refused), out
 
 
 def test_network_true_lets_a_command_connect(workspace: Path, listener: tuple[int, list[object]]) -> None:
@@ -156,7 +157,7 @@ def test_network_true_lets_a_command_connect(workspace: Path, listener: tuple[in
                               " && echo CONNECTED", "workspace-write", Config.from_dict({"sandbox": {"network": True}}))
     assert "CONNECTED" in out
     assert wait_until(lambda: len(accepted) == 1, timeout=5)
-    assert ctx.sandbox_refusals == []
+    assert ctx.refused == []
 
 
 @pytest.mark.parametrize("policy", CONFINED)
@@ -168,7 +169,7 @@ def test_can_read_the_workspace_and_write_its_temp_folder(workspace: Path, polic
     assert lines[:2] == ["hello", "tmp"]
     assert lines[3] == policy
     assert not Path(lines[2]).exists()  # the call's private temp folder is removed after it
-    assert ctx.sandbox_refusals == []
+    assert ctx.refused == []
 
 
 def test_workspace_write_writes_the_workspace_and_read_only_does_not(workspace: Path) -> None:
@@ -176,7 +177,7 @@ def test_workspace_write_writes_the_workspace_and_read_only_does_not(workspace: 
     assert (workspace / "made.txt").read_text() == "x\n"
     _, ctx = run(workspace, "echo y > made2.txt", "read-only")
     assert not (workspace / "made2.txt").exists()
-    assert ctx.sandbox_refusals == [f"a write to {workspace / 'made2.txt'}"]
+    assert ctx.refused == [f"a write to {workspace / 'made2.txt'}"]
 
 
 @needs_namespaces
@@ -191,7 +192,7 @@ def test_sandbox_mode_off_runs_unconfined(workspace: Path, tmp_path: Path) -> No
     out, ctx = run(workspace, f"echo x > {tmp_path / 'free.txt'}; echo \"[$NANOHERMES_SANDBOX]\"", "workspace-write",
                    Config.from_dict({"sandbox": {"mode": "off"}}))
     assert (tmp_path / "free.txt").exists()
-    assert "[]" in out and ctx.sandbox_refusals == []
+    assert "[]" in out and ctx.refused == []
 
 
 # -- which command runs where ----------------------------------------------------------------
@@ -287,7 +288,7 @@ def test_a_refusal_nobody_approves_tells_the_model_it_needs_a_person(workspace: 
     assert len(ui.of(ApprovalRequest)) == 1
     [ev] = ui.of(SandboxRefused)
     assert not ev.rerun
-    assert "Running it outside the sandbox needs a person's approval at the prompt" in out
+    assert "a person's yes at the prompt runs this call outside the sandbox" in out
 
 
 def test_goal_mode_does_not_wait_for_a_person_on_a_refusal(workspace: Path, tmp_path: Path) -> None:
@@ -295,7 +296,7 @@ def test_goal_mode_does_not_wait_for_a_person_on_a_refusal(workspace: Path, tmp_
     rt, ui = runtime(workspace, mode="goal", answers=["once"])
     out = call(rt, "run_command", command=f"touch {target}")
     assert not target.exists() and ui.of(ApprovalRequest) == []
-    assert len(ui.of(SandboxRefused)) == 1 and "needs a person's approval" in out
+    assert len(ui.of(SandboxRefused)) == 1 and "a person's yes at the prompt runs this call" in out
 
 
 def test_json_output_lists_sandbox_refusals(cli: Any, server: Any, workspace: Path, tmp_path: Path) -> None:
@@ -570,7 +571,7 @@ def test_extra_write_roots_are_writable_under_workspace_write_only(workspace: Pa
     run(workspace, f"echo ok > {extra / 'a'}", "workspace-write", config)
     _, ctx = run(workspace, f"echo ok > {extra / 'b'}", "read-only", config)
     assert (extra / "a").read_text() == "ok\n" and not (extra / "b").exists()
-    assert ctx.sandbox_refusals == [f"a write to {extra / 'b'}"]
+    assert ctx.refused == [f"a write to {extra / 'b'}"]
 
 
 def test_a_background_task_reports_what_the_sandbox_refused(workspace: Path, tmp_path: Path) -> None:
@@ -610,10 +611,10 @@ def test_cannot_change_metadata_outside_its_writable_roots(workspace: Path, tmp_
 
 def test_sandbox_refusals_listed_lowered_to_2(workspace: Path, tmp_path: Path) -> None:
     targets = [tmp_path / f"t{i}" for i in range(4)]
-    ctx = ToolContext(workspace=workspace, limits=Limits(sandbox_refusals_listed=2), config=Config(),
-                      sandbox="workspace-write")
-    out = asyncio.run(RunCommand().run(RunCommandParams(command="; ".join(f"touch {t}" for t in targets)), ctx))
-    assert ctx.sandbox_refusals == [f"a write to {targets[0]}", f"a write to {targets[1]}",
+    ran = run_confined(workspace, "; ".join(f"touch {t}" for t in targets), "workspace-write",
+                       limits=Limits(sandbox_refusals_listed=2))
+    out = ran.text
+    assert ran.refused == [f"a write to {targets[0]}", f"a write to {targets[1]}",
                                     "2 more (sandbox_refusals_listed is 2)"]
     assert (f"refused a write to {targets[0]}, a write to {targets[1]}, 2 more (sandbox_refusals_listed is 2):"
             in out)
@@ -623,16 +624,16 @@ def test_sandbox_refusals_listed_lowered_to_2(workspace: Path, tmp_path: Path) -
 def test_the_sweep_of_an_ended_command_spares_a_command_started_after_it(workspace: Path) -> None:
     """A freed namespace's number goes to the next one made: the sweep must not take a
     later command's namespace for the ended command's."""
-    from nanohermes.tools.process import confinement_for, spawn
+    from nanohermes.tools.process import spawn
 
     async def go() -> int | None:
-        ctx = ToolContext(workspace=workspace, limits=Limits(), config=Config(), sandbox="read-only")
+        ctx = confined_context(workspace, "read-only")
         first = await spawn(["true"], cwd=workspace, env=dict(os.environ), out_cap=100, err_cap=100,
-                            confinement=confinement_for(ctx))
+                            confinement=ctx.confinement)
         await first.wait(10)
         await asyncio.sleep(0.1)  # its namespace is gone once it has exited
         second = await spawn(["sleep", "2"], cwd=workspace, env=dict(os.environ), out_cap=100, err_cap=100,
-                             confinement=confinement_for(ctx))
+                             confinement=ctx.confinement)
         first.close()  # the sweep after the first command
         try:
             await second.wait(10)

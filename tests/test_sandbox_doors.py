@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from exec_support import wait_until
+from exec_support import run_confined, wait_until
+from nanohermes.budget import Limits
 from nanohermes import sandbox
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
@@ -191,16 +192,9 @@ def test_terminal_injection_stays_blocked(cli: Any, server: FakeServer, workspac
 
 
 def test_the_socket_look_is_bounded_and_fails_closed(workspace: Path) -> None:
-    import asyncio
+    from nanohermes.tools import ToolError
 
-    from nanohermes.budget import Limits
-    from nanohermes.config import Config
-    from nanohermes.tools import ToolContext
-    from nanohermes.tools.shell import RunCommand, RunCommandParams
-
-    ctx = ToolContext(workspace=workspace, limits=Limits(sandbox_socket_scan_entries=1), config=Config(),
-                      sandbox="workspace-write")
-    with pytest.raises(Exception) as e:
-        asyncio.run(RunCommand().run(RunCommandParams(command="touch ran"), ctx))
+    with pytest.raises(ToolError) as e:
+        run_confined(workspace, "touch ran", "workspace-write", limits=Limits(sandbox_socket_scan_entries=1))
     assert "sockets went past limits.sandbox_socket_scan_entries (1)" in str(e.value)
     assert not (workspace / "ran").exists()

@@ -16,16 +16,14 @@ from nanohermes.config import (
     USER_ONLY,
     Config,
     Loaded,
-    decline_trust,
     load_config,
     narrow_project,
     project_config_path,
     read_config_file,
     section_fields,
-    trust_declined,
-    trust_folder,
     user_config_path,
 )
+from nanohermes.trust import decline_trust, trust_declined, trust_folder
 from nanohermes.errors import ConfigError
 from nanohermes.permissions import DEFAULT_SECRET_FILES
 
@@ -335,7 +333,7 @@ def test_a_config_flag_naming_the_project_file_makes_it_the_persons_own(workspac
 
 
 def test_rules_the_person_saved_to_the_project_apply_without_trust(workspace: Path) -> None:
-    from nanohermes.config import approved_rules, record_approved_rules
+    from nanohermes.trust import approved_rules, record_approved_rules
 
     record_approved_rules(workspace, ["run_command(touch *)"])
     record_approved_rules(workspace, ["run_command(touch *)"])  # recorded once

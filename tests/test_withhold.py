@@ -5,7 +5,6 @@ the loopback fake model, the real kernel's sandbox, real git and real files."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -21,8 +20,7 @@ from nanohermes.budget import Limits
 from nanohermes.config import Config
 from nanohermes.runtime import DENIED
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
-from nanohermes.tools import ToolContext
-from nanohermes.tools.shell import RunCommand, RunCommandParams
+from exec_support import run_confined
 
 AVAIL = sandbox.probe()
 pytestmark = pytest.mark.skipif(not (AVAIL.landlock and AVAIL.namespaces),
@@ -121,15 +119,13 @@ def test_a_line_a_rule_spells_out_reads_the_secret_it_names(cli: Any, server: Fa
     assert got[0].startswith("exit code: 0") and "API_TOKEN=" in got[0]
 
 
-def test_a_built_in_read_only_command_keeps_the_files_it_names_and_loses_the_others(secrets: Path) -> None:
-    """The read-only level runs only built-in commands whose arguments were judged: a size or a
-    listing of a named secret file is fine there; a file reached any other way is withheld."""
-    ctx = ToolContext(workspace=secrets, limits=Limits(), config=Config(), sandbox="read-only",
-                      secrets_named=frozenset({str(secrets / ".env")}))
-    out = asyncio.run(RunCommand().run(RunCommandParams(command="wc -c .env; wc -c deep/er/.env.local"), ctx))
-    assert f"{len(f'API_TOKEN={TOKEN}') + 1} .env" in out
-    assert "wc: deep/er/.env.local: Permission denied" in out
-    assert ctx.sandbox_refusals == [f"access to {secrets / 'deep/er/.env.local'}, {WITHHELD}"]
+def test_a_built_in_read_only_command_is_withheld_secret_files_too(secrets: Path) -> None:
+    """The argument reading lets `wc -c .env` run unasked (a size is no content), but it is
+    never the only guard: the read-only sandbox withholds every secret file as well."""
+    ran = run_confined(secrets, "wc -c .env; wc -c deep/er/.env.local", "read-only")
+    assert "wc: .env: Permission denied" in ran.text and "wc: deep/er/.env.local: Permission denied" in ran.text
+    assert ran.refused == [f"access to {secrets / '.env'}, {WITHHELD}",
+                           f"access to {secrets / 'deep/er/.env.local'}, {WITHHELD}"]
 
 
 # -- what the look finds -----------------------------------------------------------------------
@@ -237,8 +233,7 @@ def test_a_refusal_naming_a_path_nanohermes_may_not_look_at_leaves_the_result_wh
     """Reading refusals out of the output looks at the paths it names; one it may not even
     look at (`/proc/1/root`, closed to the command by Landlock) is no sandbox refusal, and
     the finished command is reported as it ran, not as a shell that could not start."""
-    ctx = ToolContext(workspace=secrets, limits=Limits(), config=Config(), sandbox="read-only")
-    out = asyncio.run(RunCommand().run(RunCommandParams(command="cat /proc/1/root/etc/hostname; echo DONE"), ctx))
+    out = run_confined(secrets, "cat /proc/1/root/etc/hostname; echo DONE", "read-only").text
     assert out.startswith("exit code: 0") and "DONE" in out
     assert "cat: /proc/1/root/etc/hostname: Permission denied" in out
 

@@ -35,11 +35,11 @@ commands with their argument checks, how command rules meet a simple command, su
 from __future__ import annotations
 
 from nanohermes.permissions.commands import (
-    CONTENT_READERS, DYNAMIC_OK, READ_ONLY_COMMANDS, git_globals, is_read_only, reads_secret, suggest_command_rule,
-    unanalysable,
+    CONTENT_READERS, DYNAMIC_OK, READ_ONLY_COMMANDS, git_globals, is_read_only, option_reads, reads_secret,
+    suggest_command_rule, unanalysable,
 )
 from nanohermes.permissions.decision import (
-    UNANALYSABLE_HELP, Policy, Verdict, blocked, decide, read_only_line, unattended, visible,
+    UNANALYSABLE_HELP, Basis, Policy, Verdict, blocked, decide, read_only_line, unattended, visible,
 )
 from nanohermes.permissions.report import describe
 from nanohermes.permissions.rules import (
@@ -48,9 +48,9 @@ from nanohermes.permissions.rules import (
 )
 
 __all__ = [
-    "CONTENT_READERS", "DEFAULT_SECRET_FILES", "DYNAMIC_OK", "Decision", "Effect", "MODE_BLOCKED_EFFECTS", "Policy",
+    "Basis", "CONTENT_READERS", "DEFAULT_SECRET_FILES", "DYNAMIC_OK", "Decision", "Effect", "MODE_BLOCKED_EFFECTS", "Policy",
     "READ_ONLY_COMMANDS", "Rule", "SubjectKind", "Target", "UNANALYSABLE_HELP", "Verdict", "blocked",
     "builtin_declarations", "decide", "describe", "escape_pattern", "git_globals", "is_read_only", "is_secret",
-    "match_command_text", "match_domain", "match_path", "names_tool", "read_only_line", "reads_secret",
+    "match_command_text", "match_domain", "match_path", "names_tool", "option_reads", "read_only_line", "reads_secret",
     "rule_problem", "suggest_command_rule", "unanalysable", "unattended", "visible",
 ]

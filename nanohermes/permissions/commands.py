@@ -281,6 +281,65 @@ NON_READERS = frozenset({
 })
 
 
+# Commands among the NON_READERS that do read a file when given an option: its value is read
+# (and printed back in error messages: `date -f .env`, `file -m .env`), or, for the flags of
+# the second set, every operand is (`tree --fromfile .env`, `sha256sum -c .env`).
+OPTION_READERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "date": (frozenset({"-f", "--file"}), frozenset()),
+    "file": (frozenset({"-f", "--files-from", "-m", "--magic-file"}), frozenset()),
+    "tree": (frozenset(), frozenset({"--fromfile"})),
+    "du": (frozenset({"-X", "--exclude-from", "--files0-from"}), frozenset()),
+    "ls": (frozenset(), frozenset()),
+    "wc": (frozenset({"--files0-from"}), frozenset()),
+    "hostname": (frozenset({"-F", "--file"}), frozenset()),
+    **{n: (frozenset(), frozenset({"-c", "--check"})) for n in ("md5sum", "sha1sum", "sha256sum", "sha512sum", "cksum")},
+}
+
+
+def option_reads(cmd: SimpleCommand) -> list[Word]:
+    """The words a NON_READER reads as files because of its options (OPTION_READERS)."""
+    name = posixpath.basename(cmd.name) if cmd.words else ""
+    if name not in OPTION_READERS:
+        return []
+    valued, all_operands = OPTION_READERS[name]
+    out: list[Word] = []
+    words = cmd.words[1:]
+    operands: list[Word] = []
+    whole = False
+    i = 0
+    while i < len(words):
+        w = words[i]
+        text = w.text
+        if text == "--":
+            operands += words[i + 1:]
+            break
+        opt, eq, _ = text.partition("=")
+        if text.startswith("--") and opt in valued:
+            if eq:
+                out.append(replace(w, text=text.split("=", 1)[1]))
+            elif i + 1 < len(words):
+                out.append(words[i + 1])
+                i += 1
+        elif text.startswith("--") and opt in all_operands:
+            whole = True
+        elif text.startswith("-") and not text.startswith("--") and len(text) > 1:
+            for j, c in enumerate(text[1:], 1):
+                if f"-{c}" in all_operands:
+                    whole = True
+                if f"-{c}" in valued:  # the rest of the word, or the next word, is its value
+                    rest = text[j + 1:]
+                    if rest:
+                        out.append(replace(w, text=rest))
+                    elif i + 1 < len(words):
+                        out.append(words[i + 1])
+                        i += 1
+                    break
+        else:
+            operands.append(w)
+        i += 1
+    return out + (operands if whole else [])
+
+
 class _ContentReaders:
     """`name in CONTENT_READERS`: may the command print the files it is given? Fails closed:
     every command but the NON_READERS."""
@@ -402,6 +461,8 @@ def reads_secret(cmd: SimpleCommand, patterns: tuple[str, ...]) -> bool:
         elif w.text == "--files0-from" and i + 1 < len(cmd.words):
             if is_secret(cmd.words[i + 1].text, patterns, glob=cmd.words[i + 1].glob):
                 return True
+    if any(is_secret(w.text, patterns, glob=w.glob) for w in option_reads(cmd)):
+        return True
     if not cmd.words or posixpath.basename(cmd.words[0].text) not in CONTENT_READERS:
         return False
     for w in cmd.words[1:]:

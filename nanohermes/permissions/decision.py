@@ -7,6 +7,7 @@ import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from nanohermes.hosts import host_matches
 from nanohermes.permissions.commands import (
@@ -17,6 +18,7 @@ from nanohermes.permissions.rules import (
     DEFAULT_SECRET_FILES, MODE_BLOCKED_EFFECTS, Decision, Effect, Rule, Target, escape_pattern, is_secret, literal_pattern,
     match_command_text, names_tool,
 )
+from nanohermes.secrets import holds_own_secret, own_secret
 from nanohermes.shellparse import ParseError, SimpleCommand, split
 
 # -- the decision --------------------------------------------------------------------------
@@ -31,6 +33,10 @@ class Policy:
     ask: tuple[Rule, ...] = ()
     deny: tuple[Rule, ...] = ()
     secret_files: tuple[str, ...] = DEFAULT_SECRET_FILES
+    # Real paths of nanohermes's own secret files and folders (`secrets.own_paths`), and the
+    # ones inside them this session may read anyway (its own saved tool results).
+    own_secrets: tuple[str, ...] = ()
+    own_readable: tuple[str, ...] = ()
     # False where the OS sandbox is unavailable: then no command runs unasked but the
     # argument-checked built-in read-only ones written as plain words (allow rules and
     # learned rules ask); --yes and goal mode still approve, as the person chose. It may be
@@ -43,6 +49,16 @@ class Policy:
         return self.sandboxed() if callable(self.sandboxed) else self.sandboxed
 
 
+# Why a call may run without a person's yes, as far as the rules know (the gate adds "person"
+# for a yes at the prompt): "read-only" every command is a built-in read-only one, or the tool
+# only reads; "tool" the tool needs no approval (it changes only nanohermes's own state);
+# "rule" an allow rule (configured, learned, saved in the project); "mode" accept-edits lets a
+# workspace edit through; "unattended" --yes, goal mode or auto_approve; "hook" a PreToolUse
+# hook answered the question. The gate confines by it: read-only for "read-only" and "tool",
+# workspace-write for the rest.
+Basis = Literal["person", "read-only", "tool", "rule", "mode", "unattended", "hook"]
+
+
 @dataclass(frozen=True)
 class Verdict:
     decision: Decision
@@ -50,6 +66,7 @@ class Verdict:
     # For "ask": the rules an "always" answer should remember (empty: the tool's own
     # suggestion). None: nothing can be remembered, this call is asked every time.
     suggest: tuple[Rule, ...] | None = ()
+    basis: Basis = "rule"  # for "allow": why (see Basis)
 
 
 def blocked(policy: Policy, tool_name: str, effect: Effect = "run") -> str | None:
@@ -84,7 +101,7 @@ def _protected(policy: Policy) -> Verdict:
     if policy.mode in ("plan", "debug"):
         return Verdict("deny", f"protected path: refused in {policy.mode} mode")
     if _unattended(policy):
-        return Verdict("allow")
+        return Verdict("allow", basis="unattended")
     return Verdict("ask", "writes a protected path (outside the workspace, .git/ or nanohermes config)", None)
 
 
@@ -124,27 +141,46 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
         return Verdict("deny", f"{tool_name} changes things and plan mode is read-only")
     if target.protected:
         return _protected(policy)
+    # A tool that needs no approval runs on that basis whatever else would allow it.
+    natural: Basis = ("read-only" if target.read_only else "tool") if approval == "never" else "rule"
     if _unattended(policy):
-        return Verdict("allow")
+        return Verdict("allow", basis="unattended" if natural == "rule" else natural)
     for rule in policy.ask:
         if _hits(rule, tool_name, target, every=False):
             return Verdict("ask", f"rule {rule} asks", None)
-    secrets = [s for s in (*target.subjects, *target.aliases) if is_secret(s, policy.secret_files)] \
+    secrets = [s for s in (*target.subjects, *target.aliases) if _secret_subject(policy, s)] \
         if target.kind == "path" and target.read_only and target.shows_contents else []
     for rule in policy.allow:
         # A secret file needs a rule that names it: `read_file` alone does not cover .env.
         if _hits(rule, tool_name, target, every=True) and not (secrets and rule.pattern is None):
-            return Verdict("allow")
+            return Verdict("allow", basis=natural)
     if secrets:
-        return Verdict("ask", f"{secrets[0]} is on the secret-file list (permissions.secret_files)",
+        what = ("holds nanohermes's own files (its config, sessions, memory)" if not is_secret(
+            secrets[0], policy.secret_files) else "is on the secret-file list (permissions.secret_files)")
+        return Verdict("ask", f"{secrets[0]} {what}",
                        tuple(Rule(tool_name, escape_pattern(s)) for s in dict.fromkeys(secrets)))
     if target.kind == "host" and target.subjects and policy.mode in ("default", "accept-edits"):
         host = target.subjects[0]
         return Verdict("ask", f"fetches from {host}, a host no rule allows yet",
                        (Rule(tool_name, "domain:" + escape_pattern(host)),))
-    if approval == "never" or (approval == "edit" and policy.mode == "accept-edits"):
-        return Verdict("allow")
+    if approval == "never":
+        return Verdict("allow", basis=natural)
+    if approval == "edit" and policy.mode == "accept-edits":
+        return Verdict("allow", basis="mode")
     return Verdict("ask", "edits a file" if approval == "edit" else "needs approval")
+
+
+def _secret_subject(policy: Policy, subject: str) -> bool:
+    """A path reader's subject on the secret list: by its name, or as (or holding, for a
+    folder read whole) one of nanohermes's own secret paths. Subjects outside the workspace
+    are absolute real paths."""
+    if is_secret(subject, policy.secret_files):
+        return True
+    if not policy.own_secrets or not subject.startswith("/"):
+        return False
+    if any(subject == r or subject.startswith(r.rstrip("/") + "/") for r in policy.own_readable):
+        return False
+    return bool(own_secret(subject, policy.own_secrets)) or holds_own_secret(subject, policy.own_secrets)
 
 
 UNANALYSABLE_HELP = ("write it as plain simple commands with every word spelled out (no eval, exec, brace "
@@ -178,7 +214,7 @@ def _decide_command(policy: Policy, tool_name: str, command: str, protected: boo
     if protected:
         return _protected(policy)
     if _unattended(policy):
-        return Verdict("allow")
+        return Verdict("allow", basis="read-only" if _all_read_only(policy, commands, secret) else "unattended")
     if problem:
         for rule in policy.ask:
             if rule.names(tool_name):
@@ -205,7 +241,22 @@ def _decide_command(policy: Policy, tool_name: str, command: str, protected: boo
     if not policy.is_sandboxed() and not (_plain_words(command, commands) and all(is_read_only(c) for c in commands)):
         return Verdict("ask", "there is no OS sandbox on this system, so only the built-in read-only commands "
                               "written as plain words run without asking", None)
-    return Verdict("allow")
+    if _all_read_only(policy, commands, secret):
+        return Verdict("allow", basis="read-only")
+    return Verdict("allow", basis="mode" if policy.mode == "accept-edits" and not any(
+        _allowed_by_rule(policy, tool_name, c) for c in commands) else "rule")
+
+
+def _all_read_only(policy: Policy, commands: list[SimpleCommand] | None, secret: str) -> bool:
+    """Would the line run with no rule at all: every simple command a built-in read-only one
+    that writes nothing and reads no secret file? Then it runs in the read-only sandbox."""
+    return bool(commands) and not secret and all(
+        not unanalysable(c) and is_read_only(c) and not c.writes and not reads_secret(c, policy.secret_files)
+        for c in commands or ())
+
+
+def _allowed_by_rule(policy: Policy, tool_name: str, cmd: SimpleCommand) -> bool:
+    return any(r.names(tool_name) and (r.pattern is None or _allow_matches(r, cmd)) for r in policy.allow)
 
 
 def _line_by_line(command: str) -> list[SimpleCommand]:

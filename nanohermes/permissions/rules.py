@@ -14,6 +14,9 @@ from typing import Literal
 
 from nanohermes.hosts import canonical_host, canonical_ip
 from nanohermes.pathglob import glob_regex
+from nanohermes.secrets import DEFAULT_SECRET_FILES, is_secret
+
+__all__ = ["DEFAULT_SECRET_FILES", "is_secret"]  # re-exported: the one list lives in nanohermes.secrets
 
 Decision = Literal["allow", "ask", "deny"]
 # What a tool's arguments name: a file path, a command line, a web host, an MCP server's tool, nothing.
@@ -64,11 +67,6 @@ class Target:
         """The resolved path judged for `raw` (as the call wrote it), or None if not judged."""
         return self.paths[self.raw.index(raw)] if raw in self.raw else None
 
-
-DEFAULT_SECRET_FILES: tuple[str, ...] = (
-    ".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",
-    "credentials.json", "credentials", ".netrc", ".pgpass", ".npmrc", ".pypirc", "*.keystore", "*.jks",
-)
 
 _RULE = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*(?:\((.*)\))?\s*$", re.S)
 
@@ -179,23 +177,6 @@ def match_domain(pattern: str, subject: str) -> bool:
     if canonical_ip(pat):
         return canonical_host(pat) == host
     return fnmatch.fnmatchcase(host, pat.lower().rstrip("."))
-
-
-def is_secret(path: str, patterns: tuple[str, ...] | list[str], *, glob: bool = False) -> bool:
-    """Does the path's file name match the secret list? With `glob`, the path is itself a shell
-    glob: does it match a file name the list would name (`.e*` could be `.env`)?"""
-    name = posixpath.basename(path.rstrip("/"))
-    if not name:
-        return False
-    if not glob:
-        return any(fnmatch.fnmatchcase(name, p) for p in patterns)
-    for p in patterns:
-        sample = p.replace("*", "x").replace("?", "x")
-        if sample.startswith(".") and not name.startswith("."):
-            continue  # the shell's * does not match a leading dot
-        if fnmatch.fnmatchcase(sample, name) or fnmatch.fnmatchcase(name, p):
-            return True
-    return False
 
 
 def literal_pattern(pattern: str) -> bool:

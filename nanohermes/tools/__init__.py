@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from typing_extensions import TypeVar
 
     from nanohermes.config import Config
+    from nanohermes.sandbox import Confinement
 else:
     from typing import TypeVar
 
@@ -171,6 +172,9 @@ _R = TypeVar("_R")
 class ToolResult:
     text: str
     display: str | None = None  # for people only, e.g. the unified diff of an edit
+    # What the OS sandbox refused during the call ("a write to /x"): the gate offers a person
+    # to run the call again outside it.
+    refused: tuple[str, ...] = ()
 
 
 @dataclass(kw_only=True)
@@ -188,20 +192,10 @@ class ToolContext:
     # Why the policy would not let this call reach another target unasked (a redirect to
     # another host), or None when it would; None: no policy to ask (a direct run).
     refusal: Callable[[Target], str | None] | None = None
-    # The OS sandbox the call's processes start in, chosen by the runtime from how the call
-    # was permitted: "read-only", "workspace-write" (the safe default) or "off" (a person
-    # approved this exact call, or the sandbox is turned off).
-    sandbox: str = "workspace-write"
-    # What the sandbox refused during the call, as the tool read it ("a write to /x").
-    sandbox_refusals: list[str] = field(default_factory=list)
-    # Are the workspace's secret files withheld from the call's sandboxed processes? Not when
-    # a rule spelling the line out allowed it to read one (what "always" to that question learns).
-    withhold_secrets: bool = True
-    # Real paths of secret files the permission layer judged this line's use of by name (`wc -c
-    # .env` of a built-in read-only command): not withheld.
-    secrets_named: frozenset[str] = frozenset()
-    # The secret-file list in force (the runtime's policy); None: the config's.
-    secret_files: tuple[str, ...] | None = None
+    # The OS sandbox the call's processes start in, as the gate granted it (None: the call
+    # runs outside the gate, and its processes get what an unasked call gets; see
+    # `process.confinement_of`). A tool never starts a process without one.
+    confinement: Confinement | None = None
 
     def progress(self, name: str, text: str) -> None:
         self.emit(ToolProgress(call_id=self.call_id, name=name, text=text, elapsed=time.monotonic() - self.started))
@@ -224,6 +218,9 @@ class Tool(Generic[P]):
     shows_contents: ClassVar[bool] = True  # a path reader's output holds file contents (secret files asked)
     # Parameters whose default is a limit, by the limit's name: the schema states the one in force.
     limit_defaults: ClassVar[dict[str, str]] = {}
+    # Does the tool start processes? The gate then finishes their confinement (the secret
+    # files' look included) before the call runs. A tool that never does says False.
+    spawns: ClassVar[bool] = True
 
     def read_only(self, args: P) -> bool:
         return False

@@ -32,7 +32,7 @@ _FILE = "tools.json"
 _TOOLS_DIR = Path(__file__).resolve().parent
 # The class attributes a declaration carries; the rest of a tool is its code.
 _FLAGS = ("name", "group", "description", "source", "approval", "persist", "kind", "effect", "shows_contents",
-          "limit_defaults")
+          "limit_defaults", "spawns")
 
 
 def _stamp() -> str | None:

@@ -364,6 +364,7 @@ def _lines(f: BinaryIO, cap_bytes: int) -> Iterator[tuple[bytes, bool]]:
 
 @dataclass(frozen=True, kw_only=True)
 class ReadFile(ReadOnlyTool[ReadFileParams]):
+    spawns: ClassVar[bool] = False
     name: ClassVar[str] = "read_file"
     group: ClassVar[str] = "files"
     description: ClassVar[str] = (
@@ -523,6 +524,7 @@ class ListDirParams(Params):
 
 @dataclass(frozen=True, kw_only=True)
 class ListDir(ReadOnlyTool[ListDirParams]):
+    spawns: ClassVar[bool] = False
     name: ClassVar[str] = "list_dir"
     group: ClassVar[str] = "files"
     description: ClassVar[str] = (
@@ -614,6 +616,7 @@ class _Writer(Tool[_WP]):
     """What write_file and edit_file share: approval "edit", the protected-path check, the
     rule subject, the planned change checked before anyone is asked, and a diff computed
     without writing for the approval prompt."""
+    spawns: ClassVar[bool] = False
 
     group: ClassVar[str] = "files"
     approval: ClassVar[Approval] = "edit"

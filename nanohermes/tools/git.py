@@ -20,7 +20,7 @@ from typing import ClassVar
 from nanohermes.permissions import Rule
 from nanohermes.tools import Approval, P, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes import sandbox
-from nanohermes.tools.process import command_env, confinement_for, run_capped, secs, strip_newline
+from nanohermes.tools.process import command_env, confinement_of, read_only_of, run_capped, secs, strip_newline
 
 _NOTE_CHARS = 400  # room kept for the tool's own notes when fitting output into max_output
 
@@ -60,9 +60,9 @@ async def git(ctx: ToolContext, *args: str, read_only: bool = True) -> str:
     argv = ["git", "--no-pager", "-c", "color.ui=never", "-c", "core.quotepath=off"]
     if read_only:
         env["GIT_OPTIONAL_LOCKS"] = "0"
-        conf = confinement_for(ctx, "read-only")
+        conf = read_only_of(ctx)
     else:
-        conf = confinement_for(ctx)
+        conf = confinement_of(ctx)
     try:
         if read_only:
             argv += _flags([*_NO_PROGRAMS, *await _no_program_overrides(ctx, conf, env)])

@@ -659,6 +659,7 @@ class McpArgs(Params):
 class McpTool(Tool[McpArgs]):
     """A server's tool. Its identity (name, description, effect) is per tool, like a built-in
     tool's, so each one gets its own subclass from `named`."""
+    spawns: ClassVar[bool] = False
 
     group: ClassVar[str] = "mcp"
     params: ClassVar[type[Params]] = McpArgs
@@ -730,6 +731,7 @@ class McpTool(Tool[McpArgs]):
 
 @dataclass(frozen=True, kw_only=True)
 class _Helper(ReadOnlyTool[P]):
+    spawns: ClassVar[bool] = False
     group: ClassVar[str] = "mcp"
     source: ClassVar[str] = "mcp"
     manager: McpManager = field(repr=False, compare=False)

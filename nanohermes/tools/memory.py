@@ -301,6 +301,7 @@ class MemorySaveParams(Params):
 
 @dataclass(frozen=True, kw_only=True)
 class MemorySave(Tool[MemorySaveParams]):
+    spawns: ClassVar[bool] = False
     name: ClassVar[str] = "memory_save"
     group: ClassVar[str] = "memory"
     description: ClassVar[str] = (
@@ -348,6 +349,7 @@ class MemorySearchParams(Params):
 
 @dataclass(frozen=True, kw_only=True)
 class MemorySearch(ReadOnlyTool[MemorySearchParams]):
+    spawns: ClassVar[bool] = False
     name: ClassVar[str] = "memory_search"
     group: ClassVar[str] = "memory"
     description: ClassVar[str] = (

@@ -980,6 +980,7 @@ class _Plan:
 
 @dataclass(frozen=True, kw_only=True)
 class ApplyPatch(Tool[ApplyPatchParams]):
+    spawns: ClassVar[bool] = False
     name: ClassVar[str] = "apply_patch"
     group: ClassVar[str] = "files"
     description: ClassVar[str] = (

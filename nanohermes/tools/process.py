@@ -32,6 +32,7 @@ from nanohermes.budget import Limits
 from nanohermes.tools import ToolContext
 
 if TYPE_CHECKING:
+    from nanohermes.config import Config
     from nanohermes.withhold import Secrets
 
 # Called with (fd, chunk) for every chunk read from the command's stdout (1) or stderr (2).
@@ -232,8 +233,8 @@ class Process:
     err: Capture
     _transport: asyncio.SubprocessTransport = field(repr=False)
     _drain: _Drain = field(repr=False)
+    confinement: sandbox.Confinement
     started: float = field(default_factory=time.monotonic)
-    confinement: sandbox.Confinement = field(default_factory=lambda: sandbox.Confinement("off"))
     marker: str = ""  # the environment marker its processes carry
     argv: tuple[str, ...] = ()
     userns: tuple[int, int] | None = None  # its private user namespace, when confined in one
@@ -325,39 +326,54 @@ def command_env() -> dict[str, str]:
     return env
 
 
-def confinement_for(ctx: ToolContext, policy: str | None = None) -> sandbox.Confinement:
-    """The sandbox of one call: its policy (the runtime's choice unless given) with the
-    configured roots and network. `sandbox.mode: off` turns every policy off."""
-    cfg = ctx.config.sandbox
-    if cfg.mode == "off":
+def confine(policy: str, *, workspace: Path, config: Config, limits: Limits,
+            secret_patterns: tuple[str, ...] | list[str] | None = None, withhold: bool = True) -> sandbox.Confinement:
+    """The finished confinement of a call's processes under `policy`, with the configured roots
+    and network, the protected files and the workspace's secret files withheld (unless a rule
+    spelling the line out let it read one: `withhold` False). `sandbox.mode: off` turns every
+    policy off."""
+    cfg = config.sandbox
+    if cfg.mode == "off" or policy == "off":
         return sandbox.Confinement("off")
-    from nanohermes.config import project_config_path
-    from nanohermes.dirs import config_home
+    from nanohermes.dirs import config_home, project_config_path
+    from nanohermes.secrets import own_paths
 
-    roots = tuple(Path(os.path.expanduser(r)) for r in (*ctx.config.extra_write_roots, *cfg.writable_roots))
-    chosen = policy or ctx.sandbox
-    secrets = withheld_from(ctx) if chosen != "off" and ctx.withhold_secrets else None
-    return sandbox.confinement(chosen, workspace=ctx.workspace, write_roots=roots, network=cfg.network,
-                               config_files=(config_home(), project_config_path(ctx.workspace)),
-                               hidden=tuple(f for f in secrets.files if f[0] not in ctx.secrets_named) if secrets else (),
-                               unhidden=secrets.problem if secrets else "",
-                               socket_scan_entries=ctx.limits.sandbox_socket_scan_entries)
+    roots = tuple(Path(os.path.expanduser(r)) for r in (*config.extra_write_roots, *cfg.writable_roots))
+    patterns = config.permissions.secret_files if secret_patterns is None else secret_patterns
+    found = withheld(workspace, patterns, limits) if withhold else None
+    return sandbox.confinement(policy, workspace=workspace, write_roots=roots, network=cfg.network,
+                               config_files=(config_home(), project_config_path(workspace)),
+                               hidden=found.files if found else (), unhidden=found.problem if found else "",
+                               socket_scan_entries=limits.sandbox_socket_scan_entries,
+                               own=own_paths())
 
 
-def withheld_from(ctx: ToolContext) -> Secrets:
+def confinement_of(ctx: ToolContext) -> sandbox.Confinement:
+    """The confinement the gate granted the call; a tool run outside the gate (a person's own
+    command in the REPL) gets what an unasked call gets: workspace-write, never none."""
+    if ctx.confinement is not None:
+        return ctx.confinement
+    return confine("workspace-write", workspace=ctx.workspace, config=ctx.config, limits=ctx.limits)
+
+
+def read_only_of(ctx: ToolContext) -> sandbox.Confinement:
+    """The read-only confinement for a call's reads (the git tools' status, log and diff),
+    whatever the call itself was granted; none only when the sandbox is turned off."""
+    return confine("read-only", workspace=ctx.workspace, config=ctx.config, limits=ctx.limits)
+
+
+def withheld(workspace: Path, patterns: tuple[str, ...] | list[str], limits: Limits) -> Secrets:
     """The workspace's secret files, which a sandboxed command may not read."""
     from nanohermes import withhold  # here: only a sandboxed command needs the look
 
-    lim = ctx.limits
-    patterns = ctx.config.permissions.secret_files if ctx.secret_files is None else ctx.secret_files
-    return withhold.find(ctx.workspace, patterns, max_entries=lim.sandbox_secret_scan_entries,
-                         max_files=lim.sandbox_secret_files, max_secs=lim.sandbox_secret_scan_secs)
+    return withhold.find(workspace, patterns, max_entries=limits.sandbox_secret_scan_entries,
+                         max_files=limits.sandbox_secret_files, max_secs=limits.sandbox_secret_scan_secs)
 
 
 async def spawn(argv: list[str], *, cwd: Path, env: dict[str, str], out_cap: int, err_cap: int,
-                on_data: OnData | None = None, confinement: sandbox.Confinement | None = None) -> Process:
+                confinement: sandbox.Confinement, on_data: OnData | None = None) -> Process:
     """Start `argv` in a new session with stdin at /dev/null and both pipes drained, in
-    `confinement` (none when not given).
+    `confinement` (which the caller must choose: there is no default).
 
     Raises OSError (FileNotFoundError when the program is missing) if it cannot start, and
     sandbox.SandboxError when the sandbox cannot be set up (the command does not run).
@@ -367,7 +383,7 @@ async def spawn(argv: list[str], *, cwd: Path, env: dict[str, str], out_cap: int
         atexit.register(_kill_live_groups)
         _atexit_hooked = True
     sandbox.become_subreaper()
-    conf = confinement or sandbox.Confinement("off")
+    conf = confinement
     prepared = conf.prepare()
     marker = sandbox.new_marker()
     env = prepared.env(env)
@@ -413,8 +429,8 @@ class Finished:
 
 
 async def run_capped(argv: list[str], *, cwd: Path, env: dict[str, str], limits: Limits, timeout: float,
-                     out_cap: int, err_cap: int, on_data: OnData | None = None,
-                     confinement: sandbox.Confinement | None = None) -> Finished:
+                     out_cap: int, err_cap: int, confinement: sandbox.Confinement,
+                     on_data: OnData | None = None) -> Finished:
     """Run to completion: kill the group at `timeout`, never hang on inherited pipes, and
     leave nothing running behind, also when cancelled."""
     proc = await spawn(argv, cwd=cwd, env=env, out_cap=out_cap, err_cap=err_cap, on_data=on_data,
@@ -490,14 +506,17 @@ def listed(refused: list[str], limit: int) -> list[str]:
 def refusal_note(policy: str, refused: tuple[str, ...] | list[str]) -> str:
     """What the sandbox refused and what to do about it, for the model."""
     where = ("it may write only its temporary folder ($TMPDIR)" if policy == "read-only" else
-             "it may write the workspace and $TMPDIR, but not .git/config, .git/hooks/ or .nanohermes/, and has no network")
+             "it may write the workspace, $TMPDIR and sandbox.writable_roots, but not git's config and hooks or "
+             ".nanohermes/")
+    where += ("; it has a loopback of its own but no other network, and sees neither other programs' sockets, "
+              "nor secret files, nor nanohermes's own files")
     if all(sandbox.SECRET_WITHHELD in r for r in refused):
         return (f"note: the OS sandbox ({policy}) refused {', '.join(refused)}: this line ran sandboxed because no person "
                 "approved it, and the workspace's secret files are withheld from it (reads fail with \"Permission "
                 "denied\"). Reading one needs a person's approval at the prompt; otherwise do without it")
     return (f"note: the OS sandbox ({policy}) refused {', '.join(refused)}: this line ran sandboxed because no person "
-            f"approved it, and {where}. Running it outside the sandbox needs a person's approval at the prompt; "
-            "otherwise change the approach (write inside the workspace, or use the file tools)")
+            f"approved it, and {where}. What lets it through: {sandbox.remedies(refused)}. Otherwise change the "
+            "approach (write inside the workspace, or use the file tools)")
 
 
 def strip_newline(text: str) -> str:

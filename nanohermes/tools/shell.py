@@ -13,8 +13,8 @@ from typing import ClassVar
 from nanohermes import sandbox
 from nanohermes.permissions import Effect, Rule, SubjectKind, escape_pattern, suggest_command_rule
 from nanohermes.shellparse import ParseError, split
-from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError, about
-from nanohermes.tools.process import command_env, confinement_for, decode, format_command, run_capped, shell_argv
+from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError, ToolResult, about
+from nanohermes.tools.process import command_env, confinement_of, decode, format_command, run_capped, shell_argv
 from nanohermes.tools.tasks import start_task
 
 class _ProgressLines:
@@ -144,7 +144,7 @@ class RunCommand(Tool[RunCommandParams]):
     def output_limit(self) -> str:
         return "run_command_capture_bytes per stream, max_output"
 
-    async def run(self, args: RunCommandParams, ctx: ToolContext) -> str:
+    async def run(self, args: RunCommandParams, ctx: ToolContext) -> str | ToolResult:
         cwd = self.resolved(args, ctx).cwd or resolve_cwd(ctx, args.cwd)  # the folder that was judged
         lim = ctx.limits
         clamped = min(args.timeout, lim.run_command_max_timeout_secs)
@@ -160,15 +160,14 @@ class RunCommand(Tool[RunCommandParams]):
             fin = await run_capped(shell_argv(args.command), cwd=cwd, env=command_env(), limits=lim,
                                    timeout=clamped, out_cap=lim.run_command_capture_bytes,
                                    err_cap=lim.run_command_capture_bytes, on_data=progress.feed,
-                                   confinement=confinement_for(ctx))
+                                   confinement=confinement_of(ctx))
         except sandbox.SandboxError as e:
             raise ToolError(f"{e}; the command did not run. `nanohermes doctor` shows what the sandbox needs") from None
         except OSError as e:
             raise ToolError(f"cannot start the shell: {e.strerror or e}; check that bash or sh is installed") from None
         finally:
             progress.close()
-        ctx.sandbox_refusals.extend(fin.refused)
-        return format_command(fin, lim) + note
+        return ToolResult(text=format_command(fin, lim) + note, refused=fin.refused)
 
 
 def tools() -> list[Tool]:

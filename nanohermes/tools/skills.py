@@ -134,6 +134,7 @@ class SkillParams(Params):
 
 @dataclass(frozen=True, kw_only=True)
 class SkillTool(ReadOnlyTool[SkillParams]):
+    spawns: ClassVar[bool] = False
     name: ClassVar[str] = "skill"
     group: ClassVar[str] = "skills"
     description: ClassVar[str] = (

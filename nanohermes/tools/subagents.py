@@ -265,6 +265,7 @@ class SubagentParams(Params):
 
 @dataclass(frozen=True, kw_only=True)
 class SubagentTool(Tool[SubagentParams]):
+    spawns: ClassVar[bool] = False
     name: ClassVar[str] = "subagent"
     group: ClassVar[str] = "agents"
     description: ClassVar[str] = (
@@ -310,6 +311,7 @@ class AgentListParams(Params):
 
 @dataclass(frozen=True, kw_only=True)
 class AgentListTool(ReadOnlyTool[AgentListParams]):
+    spawns: ClassVar[bool] = False
     name: ClassVar[str] = "agent_list"
     group: ClassVar[str] = "agents"
     description: ClassVar[str] = (

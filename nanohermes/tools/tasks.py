@@ -25,7 +25,7 @@ from nanohermes.budget import Limits
 from nanohermes.events import Event, Notice
 from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes.tools.process import (
-    Capture, Process, command_env, confinement_for, describe_exit, listed, refusal_note, secs, shares, shell_argv, spawn,
+    Capture, Process, command_env, confinement_of, describe_exit, listed, refusal_note, secs, shares, shell_argv, spawn,
     strip_newline,
 )
 
@@ -101,8 +101,7 @@ class TaskManager:
     emit: Callable[[Event], None] = lambda e: None
     tasks: dict[str, Task] = field(default_factory=dict)
 
-    async def start(self, command: str, *, cwd: Path, timeout: float,
-                    confinement: sandbox.Confinement | None = None) -> Task:
+    async def start(self, command: str, *, cwd: Path, timeout: float, confinement: sandbox.Confinement) -> Task:
         cap = self.limits.task_capture_bytes
         proc = await spawn(shell_argv(command), cwd=cwd, env=command_env(), out_cap=cap, err_cap=cap,
                            confinement=confinement)
@@ -190,7 +189,7 @@ def task_manager(ctx: ToolContext) -> TaskManager:
 async def start_task(ctx: ToolContext, command: str, *, cwd: Path, timeout: float) -> str:
     """run_command with background=true: start the task and say how to follow it."""
     try:
-        task = await task_manager(ctx).start(command, cwd=cwd, timeout=timeout, confinement=confinement_for(ctx))
+        task = await task_manager(ctx).start(command, cwd=cwd, timeout=timeout, confinement=confinement_of(ctx))
     except sandbox.SandboxError as e:
         raise ToolError(f"{e}; the task did not start. `nanohermes doctor` shows what the sandbox needs") from None
     except OSError as e:
@@ -214,6 +213,7 @@ class NoParams(Params):
 
 @dataclass(frozen=True, kw_only=True)
 class TaskOutput(Tool[TaskIdParams]):
+    spawns: ClassVar[bool] = False
     name: ClassVar[str] = "task_output"
     group: ClassVar[str] = "execution"
     description: ClassVar[str] = (
@@ -246,6 +246,7 @@ class TaskOutput(Tool[TaskIdParams]):
 
 @dataclass(frozen=True, kw_only=True)
 class TaskList(ReadOnlyTool[NoParams]):
+    spawns: ClassVar[bool] = False
     name: ClassVar[str] = "task_list"
     group: ClassVar[str] = "execution"
     description: ClassVar[str] = (
@@ -269,6 +270,7 @@ class TaskList(ReadOnlyTool[NoParams]):
 
 @dataclass(frozen=True, kw_only=True)
 class TaskKill(Tool[TaskIdParams]):
+    spawns: ClassVar[bool] = False
     name: ClassVar[str] = "task_kill"
     group: ClassVar[str] = "execution"
     description: ClassVar[str] = (

@@ -59,6 +59,7 @@ class TodoWriteParams(Params):
 
 @dataclass(frozen=True, kw_only=True)
 class TodoWrite(Tool[TodoWriteParams]):
+    spawns: ClassVar[bool] = False
     name: ClassVar[str] = "todo_write"
     group: ClassVar[str] = "plan"
     description: ClassVar[str] = (
@@ -103,6 +104,7 @@ class TodoReadParams(Params):
 
 @dataclass(frozen=True, kw_only=True)
 class TodoRead(ReadOnlyTool[TodoReadParams]):
+    spawns: ClassVar[bool] = False
     name: ClassVar[str] = "todo_read"
     group: ClassVar[str] = "plan"
     description: ClassVar[str] = (

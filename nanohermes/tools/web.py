@@ -234,6 +234,7 @@ class WebFetchParams(Params):
 
 @dataclass(frozen=True, kw_only=True)
 class WebFetch(ReadOnlyTool[WebFetchParams]):
+    spawns: ClassVar[bool] = False
     name: ClassVar[str] = "web_fetch"
     group: ClassVar[str] = "web"
     description: ClassVar[str] = (
@@ -571,6 +572,7 @@ def search_duckduckgo_sync(query: str, count: int, timeout: float) -> list[Searc
 
 @dataclass(frozen=True, kw_only=True)
 class WebSearch(ReadOnlyTool[WebSearchParams]):
+    spawns: ClassVar[bool] = False
     name: ClassVar[str] = "web_search"
     group: ClassVar[str] = "web"
     description: ClassVar[str] = (

@@ -161,8 +161,9 @@ class Sink:
             self.denials.append({"tool": request.tool, "target": target,
                                  "reason": f"needs approval ({request.reason})" if request.reason else "needs approval",
                                  "answered_by": "no terminal to ask"})
-            self.err.write(f"nanohermes: refused {request.tool} `{target}`: needs approval; "
-                           f"rerun with --yes or add an allow rule\n")
+            why = (f"{request.reason.removesuffix('; run it again outside the sandbox?')}; {request.hint}"
+                   if request.rerun else "needs approval; rerun with --yes or add an allow rule")
+            self.err.write(f"nanohermes: refused {request.tool} `{target}`: {why}\n")
             self.err.flush()
             return ApprovalReply("deny")
         reply = await asyncio.to_thread(ask_on_terminal, request, self.err)

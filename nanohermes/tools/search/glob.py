@@ -27,6 +27,7 @@ class GlobParams(Params):
 
 @dataclass(frozen=True, kw_only=True)
 class Glob(ReadOnlyTool[GlobParams]):
+    spawns: ClassVar[bool] = False  # ripgrep is nanohermes's own helper, started with fixed options on the judged paths
     name: ClassVar[str] = "glob"
     group: ClassVar[str] = "search"
     description: ClassVar[str] = (

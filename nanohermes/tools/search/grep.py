@@ -71,6 +71,7 @@ class GrepParams(Params):
 
 @dataclass(frozen=True, kw_only=True)
 class Grep(ReadOnlyTool[GrepParams]):
+    spawns: ClassVar[bool] = False  # ripgrep is nanohermes's own helper, started with fixed options on the judged paths
     name: ClassVar[str] = "grep"
     group: ClassVar[str] = "search"
     description: ClassVar[str] = (

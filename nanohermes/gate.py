@@ -1,0 +1,340 @@
+"""The one owner of "may this call run, and how confined".
+
+`Gate.judge(call)` weighs one parsed call and answers `Grant` or `Refusal`. Its inputs: the
+PreToolUse hooks' answer, the call's `Target` (resolved once, here, and handed to the tool),
+the mode and rules (`permissions.decide`, which says on what basis it allows), the secret
+files a command would read, whether the sandbox can withhold every secret file, and, when
+the rules ask, the person's answer (after the tool's own precheck, so nobody is asked to
+approve a call that can only fail). A Grant carries its basis and the finished confinement
+of the call's processes:
+
+| basis | confinement |
+| --- | --- |
+| person (a yes at the prompt) | none |
+| read-only (built-in read-only commands, reading tools) and tool (no approval needed) | read-only |
+| rule, mode (accept-edits), unattended (--yes, goal, auto_approve), hook | workspace-write |
+
+with `sandbox.mode: off` turning every confinement off. `Gate.attempt(grant)` runs the
+tool in it; when the sandbox refused something, it asks once (goal mode does not wait) and,
+on a yes, runs the call again outside the sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from nanohermes.budget import Limits
+from nanohermes.events import UI, ApprovalRequest, Notice, PermissionDenied, SandboxRefused
+from nanohermes.pathrules import command_secret
+from nanohermes.permissions import Basis, Policy, Rule, Target, Verdict, decide, reads_secret, unattended
+from nanohermes.sandbox import Confinement, SandboxError, remedies as sandbox_remedies
+from nanohermes.shellparse import ParseError, split
+from nanohermes.tools import Params, Tool, ToolContext, ToolError, ToolResult
+from nanohermes.tools.process import confine
+
+if TYPE_CHECKING:
+    from nanohermes.config import Config
+    from nanohermes.hooks import Hooks
+    from nanohermes.session import Session
+
+# A refused call's result. With the person's note, the note is the instruction instead.
+DENIED_PREFIX = "Denied by the user"
+DENIED = DENIED_PREFIX + ". Do not retry it; ask what to do instead."
+
+
+def denied(note: str = "") -> str:
+    """The result of a refused call: the person's note, when they gave one, says what to do."""
+    if not note:
+        return DENIED
+    return f"{DENIED_PREFIX}, who said: {note}\nDo not retry the call as it was; follow what they said."
+
+
+# The sandbox policy each basis earns (before `sandbox.mode: off`).
+POLICY_OF: dict[Basis, str] = {"person": "off", "read-only": "read-only", "tool": "read-only", "rule": "workspace-write",
+                               "mode": "workspace-write", "unattended": "workspace-write", "hook": "workspace-write"}
+
+
+@dataclass(frozen=True)
+class Grant:
+    """The call may run: on this basis, with these (perhaps hook-rewritten) arguments, judged
+    on this Target, its processes in this confinement (None for a tool that starts none)."""
+
+    basis: Basis
+    args: Params
+    target: Target
+    confinement: Confinement | None
+    summary: str
+    waited: float = 0.0  # seconds spent waiting for the person
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The call does not run: `text` is its result for the model."""
+
+    text: str
+    is_error: bool = True
+    waited: float = 0.0
+
+
+@dataclass(frozen=True)
+class Ran:
+    text: str
+    is_error: bool
+    display: str | None
+    waited: float
+
+
+class Host(Protocol):
+    """What the gate judges and runs calls for (the runtime): the session's policy, which
+    "always" answers change, the session whose folder holds files the model may read back
+    (saved results, pastes), the front end that answers questions, and the hooks."""
+
+    policy: Policy
+    config: Config
+    workspace: Path
+    ui: UI
+    limits: Limits
+    hooks: Hooks | None
+
+    @property
+    def session(self) -> Session: ...
+
+    @property
+    def confirm_lock(self) -> asyncio.Lock: ...
+
+
+@dataclass
+class Gate:
+    host: Host
+
+    @property
+    def policy(self) -> Policy:
+        """The session's policy, with this session's own folder readable to the file tools."""
+        policy = self.host.policy
+        folder = self.host.session.folder
+        if folder is None or not policy.own_secrets:
+            return policy
+        return replace(policy, own_readable=(os.path.realpath(folder),))
+
+    @property
+    def config(self) -> Config:
+        return self.host.config
+
+    @property
+    def workspace(self) -> Path:
+        return self.host.workspace
+
+    @property
+    def ui(self) -> UI:
+        return self.host.ui
+
+    @property
+    def limits(self) -> Limits:
+        return self.host.limits
+
+    @property
+    def confirm_lock(self) -> asyncio.Lock:
+        return self.host.confirm_lock
+
+    # -- judging -----------------------------------------------------------------------------
+    async def judge(self, tool: Tool, args: Params, ctx: ToolContext, summary: str) -> Grant | Refusal:
+        """May this call run, and how confined? Sets `ctx.target` (and the redirect check)
+        for the tool; the Grant's confinement is set on the context by `attempt`."""
+        hooks = self.host.hooks
+        hooked = await hooks.pre_tool_use(tool, args) if hooks is not None else None
+        if hooked is not None:  # a hook may refuse the call or rewrite it; the rules then judge the result
+            if hooked.refusal is not None:
+                self.ui.emit(PermissionDenied(call_id=ctx.call_id, tool=tool.name, summary=summary,
+                                              reason=hooked.refusal.removeprefix("ERROR: ")))
+                return Refusal(hooked.refusal)
+            args, summary = hooked.args, tool.summary(hooked.args)  # an approval shows what will run
+        try:
+            # Once per call, off the loop (a host's addresses come from the resolver); the
+            # verdict and the tool both use this one Target.
+            target = await asyncio.to_thread(tool.target, args, ctx)
+            target = replace(target, protected=target.protected or bool(tool.protected(args, ctx)))
+        except ToolError as e:  # a subject that cannot be judged: a clear error, before any question
+            return Refusal(f"ERROR: {e}")
+        except Exception as e:  # a tool whose declaration fails cannot be judged: refused, not guessed
+            return Refusal(f"ERROR: {tool.name} cannot say what this call touches ({type(e).__name__}: {e}); "
+                           "the call was refused")
+        if target.kind == "command" and target.subjects and not unattended(self.policy):
+            target = replace(target, secret_read=await asyncio.to_thread(self._command_secret, target))
+        ctx.target = target
+        ctx.refusal = self._redirect_check(tool, args)
+        verdict = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
+        verdict = hooked.adjust(verdict) if hooked is not None else verdict
+        if verdict.decision == "deny":
+            self.ui.emit(PermissionDenied(call_id=ctx.call_id, tool=tool.name, summary=summary, reason=verdict.reason))
+            return Refusal(f"ERROR: {verdict.reason}")
+        if verdict.decision == "allow":
+            try:
+                confinement = await self._confinement(tool, target, verdict.basis)
+            except _CannotWithhold as e:
+                verdict = Verdict("ask", f"{e}, so the sandbox cannot withhold every secret file "
+                                         "(permissions.secret_files) from it; a yes runs it outside the sandbox", None)
+            else:
+                return Grant(verdict.basis, args, target, confinement, summary)
+        return await self._ask(tool, args, ctx, summary, target, verdict)
+
+    async def _confinement(self, tool: Tool, target: Target, basis: Basis) -> Confinement | None:
+        """The finished confinement of an allowed call's processes. Secret files are withheld
+        from every sandboxed command, but not from a line an allow rule spelling it out let
+        read one (what "always" to that question learns). Where they cannot all be withheld, a
+        workspace-write command is asked (`_CannotWithhold`), or with nobody to ask refused by
+        the sandbox itself."""
+        if not tool.spawns:
+            return None
+        policy = POLICY_OF[basis]
+        spelled_out = target.kind == "command" and target.subjects and basis == "rule" and (
+            target.secret_read or self._names_secret(target.subjects[0]))
+        conf = await asyncio.to_thread(confine, policy, workspace=self.workspace, config=self.config,
+                                       limits=self.limits, secret_patterns=self.policy.secret_files,
+                                       withhold=not spelled_out)
+        if conf.policy == "workspace-write" and conf.unhidden and not unattended(self.policy) \
+                and target.kind == "command":
+            raise _CannotWithhold(conf.unhidden)
+        return conf
+
+    async def _ask(self, tool: Tool, args: Params, ctx: ToolContext, summary: str, target: Target,
+                   verdict: Verdict) -> Grant | Refusal:
+        # A call that can only fail fails now, with the tool's own error: nobody is asked in
+        # vain. Nothing is approved yet, so what the check starts runs read-only.
+        ctx.confinement = await asyncio.to_thread(confine, "read-only", workspace=self.workspace, config=self.config,
+                                                  limits=self.limits, secret_patterns=self.policy.secret_files)
+        try:
+            await tool.precheck(args, ctx)
+        except ToolError as e:
+            return Refusal(f"ERROR: {e}")
+        except Exception:  # a check that breaks knows nothing: the person is asked, and the run reports
+            pass
+        finally:
+            ctx.confinement = None
+        learn = list(verdict.suggest or ()) or ([tool.suggest_rule(args)] if verdict.suggest is not None else [])
+        asked = time.monotonic()
+        async with self.confirm_lock:  # one prompt at a time, even for parallel calls
+            reply = await self.ui.confirm(ApprovalRequest(
+                call_id=ctx.call_id, tool=tool.name, summary=summary, detail=tool.approval_detail(args, ctx),
+                rule=", ".join(map(str, learn)), reason=verdict.reason))
+        waited = time.monotonic() - asked
+        if reply.choice == "deny":
+            return Refusal(denied(reply.note), is_error=False, waited=waited)
+        if reply.choice == "always":
+            for rule in learn:
+                self.remember(rule)
+        elif reply.choice == "project" and learn:
+            self.remember_in_project(learn)
+        confinement = Confinement("off") if tool.spawns else None
+        return Grant("person", args, target, confinement, summary, waited=waited)
+
+    def _redirect_check(self, tool: Tool, args: Params) -> Callable[[Target], str | None]:
+        """For a tool that reaches a further target mid-call (a redirect to another host):
+        why the policy would not let it through unasked, or None."""
+        def refusal(target: Target) -> str | None:
+            v = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
+            if v.decision == "allow":
+                return None
+            return v.reason if v.decision == "deny" else f"it needs approval ({v.reason})"
+        return refusal
+
+    def _names_secret(self, line: str) -> bool:
+        try:
+            return any(reads_secret(cmd, self.policy.secret_files) for cmd in split(line))
+        except ParseError:
+            return False
+
+    def _command_secret(self, target: Target) -> str:
+        """A secret file the command line would print through the file system (asked only
+        when someone would be asked, so goal mode does not pay for the look)."""
+        try:
+            return command_secret(target.subjects[0], self.workspace, cwd=target.cwd,
+                                  patterns=self.policy.secret_files, max_entries=self.limits.secret_scan_entries,
+                                  max_secs=self.limits.secret_scan_secs, own=self.policy.own_secrets)
+        except Exception as e:  # a look that fails cannot clear the line: it is asked
+            return f"files that could not be checked for secret files ({type(e).__name__})"
+
+    # -- remembering -------------------------------------------------------------------------
+    def remember(self, rule: Rule, origin: str = "learned this session") -> None:
+        """An "always" answer: allowed for the rest of the session, whatever the mode."""
+        from nanohermes.trust import remember
+
+        self.host.policy = remember(self.host.policy, rule, origin)
+
+    def remember_in_project(self, rules: Sequence[Rule]) -> None:
+        """"Always for this project": remembered now and written to the project config."""
+        from nanohermes.dirs import project_config_path
+        from nanohermes.trust import save_project_rules
+
+        try:
+            path = save_project_rules(self.workspace, rules)
+        except (OSError, ValueError) as e:
+            for rule in rules:
+                self.remember(rule)
+            self.ui.emit(Notice(level="warning", text=f"could not save to {project_config_path(self.workspace)} ({e}); "
+                                                      "remembered for this session only"))
+            return
+        for rule in rules:
+            self.remember(rule, f"learned, saved to {path}")
+        self.ui.emit(Notice(level="info", text=f"saved {', '.join(map(str, rules))} to {path}"))
+
+    # -- running -----------------------------------------------------------------------------
+    async def attempt(self, tool: Tool, grant: Grant, ctx: ToolContext) -> Ran:
+        """Run the granted call in its confinement; on a sandbox refusal, ask once whether to
+        run it again outside the sandbox."""
+        ctx.target, ctx.confinement = grant.target, grant.confinement
+        waited = grant.waited
+        try:
+            out = await tool.run(grant.args, ctx)
+            if isinstance(out, ToolResult) and out.refused:
+                out, asked = await self._refused(tool, grant, ctx, out)
+                waited += asked
+        except ToolError as e:
+            return Ran(f"ERROR: {e}", True, None, waited)
+        except SandboxError as e:
+            return Ran(f"ERROR: {e}; the command did not run. `nanohermes doctor` shows what the sandbox needs",
+                       True, None, waited)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # a tool bug must not end the turn
+            return Ran(f"ERROR: {tool.name} failed unexpectedly: {type(e).__name__}: {e}", True, None, waited)
+        text, display = (out.text, out.display) if isinstance(out, ToolResult) else (out, None)
+        return Ran(text, False, display, waited)
+
+    async def _refused(self, tool: Tool, grant: Grant, ctx: ToolContext,
+                       out: ToolResult) -> tuple[str | ToolResult, float]:
+        """The sandbox refused something: offer the person to run the same call outside it
+        (one keypress, like any approval); without one the model is told it needs a person."""
+        refused = out.refused
+        policy = grant.confinement.policy if grant.confinement is not None else "off"
+        rerun = False
+        asked = time.monotonic()
+        if self.policy.mode != "goal":  # goal mode runs unattended: nobody to wait for
+            async with self.confirm_lock:
+                reply = await self.ui.confirm(ApprovalRequest(
+                    call_id=ctx.call_id, tool=tool.name, summary=grant.summary,
+                    detail=tool.approval_detail(grant.args, ctx),
+                    reason=f"the sandbox ({policy}) refused {', '.join(refused)}; run it again outside the sandbox?",
+                    rerun=True, hint=sandbox_remedies(refused)))
+            rerun = reply.choice != "deny"
+        waited = time.monotonic() - asked
+        self.ui.emit(SandboxRefused(call_id=ctx.call_id, tool=tool.name, summary=grant.summary, sandbox=policy,
+                                    refused=refused, rerun=rerun))
+        if not rerun:
+            return out, waited
+        again = ToolContext(workspace=ctx.workspace, limits=ctx.limits, config=ctx.config, call_id=ctx.call_id,
+                            emit=ctx.emit, state=ctx.state, target=ctx.target, refusal=ctx.refusal,
+                            confinement=Confinement("off"))
+        second = await tool.run(grant.args, again)
+        text = second.text if isinstance(second, ToolResult) else second
+        return (f"{text}\n\n(ran outside the sandbox, approved by the user, after the sandboxed run was refused "
+                f"{', '.join(refused)})"), waited
+
+
+class _CannotWithhold(Exception):
+    """The secret files' look was incomplete: a program no person approved may not run."""

@@ -1,0 +1,140 @@
+"""The gate's table: mode x rule x answer x tool effect -> verdict, its basis and the
+confinement of the call's processes, judged in-process with real tools, files and answers."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nanohermes.config import Config
+from nanohermes.events import ApprovalRequest, RecordingUI
+from nanohermes.gate import Grant, Refusal
+from nanohermes.permissions import Policy, Rule
+from nanohermes.runtime import Runtime
+from nanohermes.tools import Tool, ToolContext
+from nanohermes.tools.files import ReadFile
+from nanohermes.tools.git import GitCommit, GitStatus
+from nanohermes.tools.shell import RunCommand
+from nanohermes.tools.files import WriteFile
+
+TOOLS: dict[str, Tool] = {t.name: t for t in (RunCommand(), ReadFile(), WriteFile(), GitStatus(), GitCommit())}
+
+
+@dataclass(frozen=True)
+class Row:
+    tool: str
+    args: dict[str, Any]
+    mode: str = "default"
+    yes: bool = False
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    answer: str | None = None  # the person's answer, when asked
+    sandbox_mode: str = "auto"
+    # expected: "refused", or (basis, confinement policy or None when no process is started)
+    want: str | tuple[str, str | None] = "refused"
+    asked: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+ROWS = [
+    # commands: what runs unasked, and how confined
+    Row("run_command", {"command": "ls"}, want=("read-only", "read-only")),
+    Row("run_command", {"command": "ls"}, yes=True, want=("read-only", "read-only")),
+    Row("run_command", {"command": "ls"}, allow=("run_command(ls *)",), want=("read-only", "read-only")),
+    Row("run_command", {"command": "touch x"}, answer="deny", asked=True),
+    Row("run_command", {"command": "touch x"}, answer="once", asked=True, want=("person", "off")),
+    Row("run_command", {"command": "touch x"}, allow=("run_command(touch *)",), want=("rule", "workspace-write")),
+    Row("run_command", {"command": "touch x"}, yes=True, want=("unattended", "workspace-write")),
+    Row("run_command", {"command": "touch x"}, mode="goal", want=("unattended", "workspace-write")),
+    Row("run_command", {"command": "echo x > f"}, mode="accept-edits", want=("mode", "workspace-write")),
+    Row("run_command", {"command": "touch x"}, yes=True, sandbox_mode="off", want=("unattended", "off")),
+    Row("run_command", {"command": "ls"}, deny=("run_command(ls *)",)),
+    Row("run_command", {"command": "ls"}, mode="plan"),
+    Row("run_command", {"command": "touch x"}, mode="debug", answer="once", asked=True, want=("person", "off")),
+    Row("run_command", {"command": "touch x"}, mode="goal", deny=("run_command(touch *)",)),
+    # a secret read allowed by a rule spelling it out runs with the file not withheld
+    Row("run_command", {"command": "cat .env"}, allow=("run_command(cat .env)",), want=("rule", "workspace-write"),
+        extra={"withheld": False}),
+    Row("run_command", {"command": "touch x"}, yes=True, want=("unattended", "workspace-write"),
+        extra={"withheld": True}),
+    # reading tools: no process, no question
+    Row("read_file", {"path": "a.txt"}, want=("read-only", None)),
+    Row("read_file", {"path": "a.txt"}, mode="plan", want=("read-only", None)),
+    Row("read_file", {"path": ".env"}, answer="deny", asked=True),
+    # writing tools
+    Row("write_file", {"path": "b.txt", "content": "b"}, answer="deny", asked=True),
+    Row("write_file", {"path": "b.txt", "content": "b"}, answer="once", asked=True, want=("person", None)),
+    Row("write_file", {"path": "b.txt", "content": "b"}, mode="accept-edits", want=("mode", None)),
+    Row("write_file", {"path": "b.txt", "content": "b"}, allow=("write_file",), want=("rule", None)),
+    Row("write_file", {"path": "b.txt", "content": "b"}, mode="plan"),
+    Row("write_file", {"path": "b.txt", "content": "b"}, mode="debug"),
+    Row("write_file", {"path": "../out.txt", "content": "o"}, mode="accept-edits", answer="deny", asked=True),  # protected
+    Row("write_file", {"path": "../out.txt", "content": "o"}, yes=True, want=("unattended", None)),
+    # git: the read-only tools start read-only processes; a commit earns what a command does
+    Row("git_status", {}, want=("read-only", "read-only")),
+    Row("git_status", {}, yes=True, want=("read-only", "read-only")),
+    Row("git_commit", {"message": "m", "all": True}, yes=True, want=("unattended", "workspace-write")),
+    Row("git_commit", {"message": "m", "all": True}, allow=("git_commit",), want=("rule", "workspace-write")),
+    Row("git_commit", {"message": "m", "all": True}, answer="once", asked=True, want=("person", "off")),
+    Row("git_commit", {"message": "m"}, mode="plan"),
+]
+
+
+@pytest.fixture
+def repo(workspace: Path) -> Path:
+    subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
+    (workspace / "a.txt").write_text("a\n")
+    (workspace / ".env").write_text("TOKEN=x\n")
+    subprocess.run(["git", "add", "a.txt"], cwd=workspace, check=True)
+    subprocess.run(["git", "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-qm", "a"],
+                   cwd=workspace, check=True)
+    (workspace / "a.txt").write_text("changed\n")  # something to commit
+    return workspace
+
+
+def judge(ws: Path, row: Row) -> tuple[Grant | Refusal, RecordingUI]:
+    ui = RecordingUI(answers=[row.answer] if row.answer else [])
+    policy = Policy(mode=row.mode, auto_approve=row.yes, allow=tuple(map(Rule.parse, row.allow)),
+                    deny=tuple(map(Rule.parse, row.deny)))
+    config = Config.from_dict({"sandbox": {"mode": row.sandbox_mode}})
+    rt = Runtime(tools=list(TOOLS.values()), config=config, workspace=ws, ui=ui, policy=policy)
+    tool = TOOLS[row.tool]
+    args = tool.parse(row.args)
+    ctx = ToolContext(workspace=ws, limits=rt.limits, config=config, call_id="c1", state=rt.session.state)
+    return asyncio.run(rt.gate.judge(tool, args, ctx, tool.summary(args))), ui
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: f"{r.mode}{'+yes' if r.yes else ''}-{r.tool}-"
+                         f"{'/'.join(r.allow + r.deny) or 'norule'}-{r.answer or 'unasked'}-{r.args}")
+def test_the_gate_decides_by_mode_rule_answer_and_effect(repo: Path, row: Row) -> None:
+    verdict, ui = judge(repo, row)
+    assert bool(ui.of(ApprovalRequest)) == row.asked
+    if row.want == "refused":
+        assert isinstance(verdict, Refusal), verdict
+        return
+    assert isinstance(verdict, Grant), verdict
+    basis, policy = row.want
+    assert verdict.basis == basis
+    assert (verdict.confinement.policy if verdict.confinement is not None else None) == policy
+    if "withheld" in row.extra:
+        assert verdict.confinement is not None
+        hidden = {p for p, _, _ in verdict.confinement.hidden}
+        assert (str((repo / ".env").resolve()) in hidden) == row.extra["withheld"]
+
+
+def test_always_remembers_the_rule_and_the_next_call_runs_on_it(repo: Path) -> None:
+    ui = RecordingUI(answers=["always"])
+    rt = Runtime(tools=list(TOOLS.values()), config=Config(), workspace=repo, ui=ui, policy=Policy())
+    tool = TOOLS["run_command"]
+    for _ in range(2):
+        args = tool.parse({"command": "touch x"})
+        ctx = ToolContext(workspace=repo, limits=rt.limits, config=rt.config, call_id="c", state=rt.session.state)
+        verdict = asyncio.run(rt.gate.judge(tool, args, ctx, "touch x"))
+        assert isinstance(verdict, Grant)
+    assert len(ui.of(ApprovalRequest)) == 1 and verdict.basis == "rule"
+    assert [str(r) for r in rt.policy.allow] == ["run_command(touch *)"]
