@@ -28,16 +28,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nanohermes import programs
 from nanohermes.budget import Limits
 from nanohermes.dirs import data_home, open_private, private_dir, write_private
 from nanohermes.events import Event, Notice
 from nanohermes.messages import Message
+from nanohermes.programs import GIT_OWN
 
 if TYPE_CHECKING:
     from nanohermes.session import Session
 
 REF_PREFIX = "refs/nanohermes/checkpoints/"
-_GIT_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.autocrlf=false",
+_GIT_CONFIG = (*GIT_OWN, "-c", "core.autocrlf=false",
                "-c", "core.safecrlf=false", "-c", "core.symlinks=true", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
                "-c", "core.quotepath=off", "-c", "core.untrackedCache=false", "-c", "core.splitIndex=false",
                # The store holds copies of the workspace's files: owner-only, whatever the umask.
@@ -120,7 +122,7 @@ class Store:
                    GIT_TERMINAL_PROMPT="0", GIT_AUTHOR_NAME="nanohermes", GIT_AUTHOR_EMAIL="nanohermes@localhost",
                    GIT_COMMITTER_NAME="nanohermes", GIT_COMMITTER_EMAIL="nanohermes@localhost")
         try:
-            return subprocess.run(["git", *_GIT_CONFIG, *args], input=stdin, capture_output=True, env=env,
+            return subprocess.run([programs.git(), *_GIT_CONFIG, *args], input=stdin, capture_output=True, env=env,
                                   cwd=self.workspace, timeout=600)
         except FileNotFoundError:
             raise CheckpointError("git was not found on PATH (checkpoints need it; install git)") from None

@@ -8,7 +8,6 @@ The run exits non-zero when any check fails; warnings do not fail it.
 from __future__ import annotations
 
 import asyncio
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -53,6 +52,13 @@ class Setup:
     @property
     def config(self) -> Config:
         return self.loaded.config if self.loaded else Config()
+
+    def __post_init__(self) -> None:
+        # git and ripgrep are checked where a session would find them: outside what it may write.
+        from nanohermes import programs
+        from nanohermes.gate import writable_roots
+
+        programs.settle(writable_roots(self.workspace, self.config))
 
 
 CheckFn = Callable[[Setup], Awaitable[list[Check]]]
@@ -275,9 +281,12 @@ async def _probe(cfg: Config, llm: LLM, server: str | None, keyed: bool) -> list
 
 
 async def check_git(s: Setup) -> list[Check]:
-    git = shutil.which("git")
+    from nanohermes import programs
+
+    git = programs.find("git")
     if git is None:
-        return [Check("git", "fail", "git is not on PATH", "install git (apt-get install git, brew install git)")]
+        return [Check("git", "fail", "git is not on PATH (outside the workspace, where nanohermes looks for the "
+                                     "programs it runs itself)", "install git (apt-get install git, brew install git)")]
     version = await asyncio.to_thread(subprocess.run, [git, "--version"], capture_output=True, text=True)
     return [Check("git", "ok", version.stdout.strip())]
 

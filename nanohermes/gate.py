@@ -33,7 +33,8 @@ from nanohermes.budget import Limits
 from nanohermes.events import UI, ApprovalRequest, Notice, PermissionDenied, SandboxRefused
 from nanohermes.pathrules import command_secret
 from nanohermes.permissions import Basis, Policy, Rule, Target, Verdict, decide, reads_secret, unattended
-from nanohermes.sandbox import Confinement, SandboxError, remedies as sandbox_remedies
+from nanohermes.sandbox import Confinement, SandboxError, sweep_plants, tainted_programs
+from nanohermes.sandbox import remedies as sandbox_remedies
 from nanohermes.shellparse import ParseError, split
 from nanohermes.tools import Params, Tool, ToolContext, ToolError, ToolResult
 from nanohermes.tools.process import confine
@@ -146,6 +147,7 @@ class Gate:
     async def judge(self, tool: Tool, args: Params, ctx: ToolContext, summary: str) -> Grant | Refusal:
         """May this call run, and how confined? Sets `ctx.target` (and the redirect check)
         for the tool; the Grant's confinement is set on the context by `attempt`."""
+        self._sweep()  # what running background tasks planted is gone before anything is judged
         hooks = self.host.hooks
         hooked = await hooks.pre_tool_use(tool, args) if hooks is not None else None
         if hooked is not None:  # a hook may refuse the call or rewrite it; the rules then judge the result
@@ -217,11 +219,19 @@ class Gate:
         finally:
             ctx.confinement = None
         learn = list(verdict.suggest or ()) or ([tool.suggest_rule(args)] if verdict.suggest is not None else [])
+        reason = verdict.reason
+        self._sweep()
+        if tool.spawns and (tainted := tainted_programs()):
+            # A yes runs this outside the sandbox, where a program a sandboxed command wrote on
+            # PATH would run as the person.
+            reason += (f"; warning: commands nobody approved created or changed programs on PATH: "
+                       f"{', '.join(tainted)} (a yes runs this outside the sandbox, and it would run them if it "
+                       "names them)")
         asked = time.monotonic()
         async with self.confirm_lock:  # one prompt at a time, even for parallel calls
             reply = await self.ui.confirm(ApprovalRequest(
                 call_id=ctx.call_id, tool=tool.name, summary=summary, detail=tool.approval_detail(args, ctx),
-                rule=", ".join(map(str, learn)), reason=verdict.reason))
+                rule=", ".join(map(str, learn)), reason=reason))
         waited = time.monotonic() - asked
         if reply.choice == "deny":
             return Refusal(denied(reply.note), is_error=False, waited=waited)
@@ -232,6 +242,10 @@ class Gate:
             self.remember_in_project(learn)
         confinement = Confinement("off") if tool.spawns else None
         return Grant("person", args, target, confinement, summary, waited=waited)
+
+    def _sweep(self) -> None:
+        for found in sweep_plants():
+            self.ui.emit(Notice(level="warning", text=f"a running background task: {found}"))
 
     def _redirect_check(self, tool: Tool, args: Params) -> Callable[[Target], str | None]:
         """For a tool that reaches a further target mid-call (a redirect to another host):
@@ -338,3 +352,12 @@ class Gate:
 
 class _CannotWithhold(Exception):
     """The secret files' look was incomplete: a program no person approved may not run."""
+
+
+def writable_roots(workspace: Path, config: Config) -> list[Path]:
+    """Every folder a sandboxed command of this session may write: the workspace, the git
+    folders it commits into, `extra_write_roots` and `sandbox.writable_roots`."""
+    from nanohermes.gitmeta import git_dirs
+
+    extra = (*config.extra_write_roots, *config.sandbox.writable_roots)
+    return [workspace, *git_dirs(workspace), *(Path(os.path.expanduser(r)) for r in extra)]

@@ -15,11 +15,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nanohermes import programs
 from nanohermes.arguments import parse_arguments
 from nanohermes.budget import Limits, clamp
 from nanohermes.config import Config
 from nanohermes.events import UI, Notice, ToolFinished, ToolStarted
-from nanohermes.gate import DENIED, DENIED_PREFIX, Gate, Refusal, denied
+from nanohermes.gate import DENIED, DENIED_PREFIX, Gate, Refusal, denied, writable_roots
 from nanohermes.messages import Message, ToolCall
 from nanohermes.permissions import Policy, Rule, blocked, describe
 from nanohermes.session import Session
@@ -61,6 +62,8 @@ class Runtime:
     def __post_init__(self) -> None:
         self._by_name = {t.name: t for t in self.tools}
         self.gate = Gate(self)
+        # The programs nanohermes starts for itself are found outside what this session may write.
+        programs.settle(writable_roots(self.workspace, self.config))
 
     @property
     def confirm_lock(self) -> asyncio.Lock:

@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from nanohermes import sockets
+from nanohermes import programs, sockets
+from nanohermes.gitmeta import git_dirs, metadata, safe_new_repo, submodule_dirs
 
 SandboxPolicy = Literal["read-only", "workspace-write", "off"]
 
@@ -212,7 +213,7 @@ def probe() -> Availability:
                             namespace_error=f"not Linux ({sys.platform})")
     abi = landlock_abi()
     ll_err = ns_err = ""
-    true = shutil.which("true") or "/bin/true"
+    true = programs.find("true") or "/bin/true"
     if abi:
         try:
             _probe_run([true], Confinement("read-only", abi=abi, namespaces=False))
@@ -247,91 +248,6 @@ def describe_availability(mode: str) -> list[str]:
 
 # -- the confinement of one call -------------------------------------------------------------
 
-def protected_paths(workspace: Path, config_files: tuple[Path, ...] = ()) -> list[Path]:
-    """Paths inside writable trees that stay read-only: writing them runs code the next
-    time git or nanohermes starts. Includes a linked worktree's git folders."""
-    out = [workspace / ".nanohermes"]
-    for gd in git_dirs(workspace):
-        out += [gd / "config", gd / "hooks", gd / "config.worktree"]
-        out += [workspace / h for h in _hooks_paths(gd / "config")]
-        # A submodule's git folder lives in the superproject's: git runs its config's programs
-        # (fsmonitor, filters) whenever `git status` or `git diff` looks into the submodule.
-        for module in _submodule_dirs(gd / "modules"):
-            out += [module / "config", module / "hooks"]
-    out += list(config_files)
-    return out
-
-
-def _submodule_dirs(modules: Path, limit: int = 200) -> list[Path]:
-    """The git folders under `.git/modules` (nested submodules too), at most `limit`."""
-    found: list[Path] = []
-    if not modules.is_dir():
-        return found
-    for head in modules.rglob("HEAD"):
-        if (head.parent / "config").is_file():
-            found.append(head.parent)
-            if len(found) >= limit:
-                break
-    return found
-
-
-_HOOKS_PATH = re.compile(r"^\s*hookspath\s*=\s*(.+?)\s*$", re.I | re.M)
-
-
-def _hooks_paths(config: Path) -> list[str]:
-    """`core.hooksPath` values in a repository's config (a tracked `.husky/` or `.githooks/`
-    folder is as much code execution as `.git/hooks/`). A plain reading: enough to protect
-    the usual case; git itself never runs these hooks for the git tools."""
-    try:
-        text = config.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
-    return [os.path.expanduser(m.group(1).strip('"')) for m in _HOOKS_PATH.finditer(text)]
-
-
-def git_dirs(workspace: Path) -> list[Path]:
-    """The workspace's git folders: `.git`, or for a linked worktree or a submodule the
-    folders its `.git` file names (its own and the common one, where objects and config
-    live). A `.git` file is anyone's to write, so the folders it names count only when git
-    itself wrote them for this workspace: a worktree's folder points back at this `.git`
-    file, a submodule's config names this workspace as its work tree. Otherwise a planted
-    `gitdir: /home/me` would make the home folder writable to every sandboxed command."""
-    dot_git = workspace / ".git"
-    found = [dot_git] if dot_git.is_dir() else []
-    if dot_git.is_file():
-        try:
-            text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
-            if text.startswith("gitdir:"):
-                gd = (workspace / text[len("gitdir:"):].strip()).resolve()
-                common = gd / "commondir"
-                main = (gd / common.read_text(encoding="utf-8").strip()).resolve() if common.is_file() else None
-                if _git_wrote(gd, main, dot_git, workspace):
-                    found += [gd, *([main] if main is not None else [])]
-        except OSError:
-            pass
-    return found
-
-
-_WORKTREE = re.compile(r"^\s*worktree\s*=\s*(.+?)\s*$", re.I | re.M)
-
-
-def _git_wrote(gd: Path, main: Path | None, dot_git: Path, workspace: Path) -> bool:
-    """Is `gd` the git folder git made for this workspace (see `git_dirs`)?"""
-    if not (gd / "HEAD").is_file():
-        return False
-    real_ws = workspace.resolve()
-    if main is not None:  # a linked worktree: <main>/worktrees/<name>, whose gitdir file names our .git
-        back = (gd / "gitdir").read_text(encoding="utf-8", errors="replace").strip() \
-            if (gd / "gitdir").is_file() else ""
-        return gd.parent.name == "worktrees" and gd.parent.parent == main and (main / "HEAD").is_file() \
-            and bool(back) and Path(os.path.realpath(gd / back)) == dot_git.resolve()
-    try:  # a submodule: its config names the work tree
-        config = (gd / "config").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    return any(Path(os.path.realpath(gd / m.group(1).strip('"'))) == real_ws for m in _WORKTREE.finditer(config))
-
-
 @dataclass
 class Confinement:
     """What one call may do. Built by the tools from the policy the runtime chose."""
@@ -343,11 +259,17 @@ class Confinement:
     read_only_paths: tuple[Path, ...] = ()  # protected paths inside write roots
     network: bool = False
     # Paths that must not appear: absent ones cannot be bound read-only, so one the command
-    # creates is removed after it (a `.git/commondir` would point git at another config).
+    # creates is removed after it, and while it runs at every sweep (`sweep_plants`): a
+    # `.git/commondir` would point git at another config (see gitmeta.metadata).
     must_not_appear: tuple[Path, ...] = ()
-    # The workspace's `.git` when it had none: a repository the command makes (`git init`) is
-    # kept only while its hooks and config name no program (see `_safe_new_repo`).
+    # The workspace's `.git` when it had none, and the folders where git keeps submodules' git
+    # folders: a repository the command makes there (`git init`, a submodule's clone) is kept
+    # only while its hooks and config name no program (see `gitmeta.safe_new_repo`).
     new_git: Path | None = None
+    module_roots: tuple[Path, ...] = ()
+    # PATH folders inside the writable roots (`.venv/bin`, `node_modules/.bin`): a program the
+    # command creates or changes there is named, since an approved command would run it.
+    path_folders: tuple[str, ...] = ()
     # Secret files to withhold: (real path, device, inode) as the look found them. Landlock
     # cannot take one file out of a readable tree; the mount namespace covers each one.
     hidden: tuple[tuple[str, int, int], ...] = ()
@@ -374,9 +296,9 @@ class Confinement:
         _k()  # here, not in the child: between fork and exec nothing is imported
         tmp = _new_temp_folder()
         writes = self.policy == "workspace-write"
-        absent = tuple(p for p in self.must_not_appear if not os.path.lexists(p)) if writes else ()
-        new_git = self.new_git if writes and self.new_git is not None and not os.path.lexists(self.new_git) else None
-        prepared = Prepared(self, tmpdir=tmp, absent=absent, new_git=new_git)
+        prepared = Prepared(self, tmpdir=tmp)
+        if writes:
+            prepared.watch()
         try:
             shm = tmp / "shm"  # the call's own /dev/shm (POSIX semaphores, shared memory)
             os.mkdir(shm, 0o700)
@@ -477,48 +399,6 @@ class Confinement:
         return out
 
 
-# What `git init`, `git remote add` and a first push or commit write to a new repository's
-# config: none of it names a program git would run.
-_SAFE_NEW_KEYS = (
-    r"(core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|precomposeunicode|symlinks|autocrlf"
-    r"|eol|safecrlf)|extensions\.(objectformat|refstorage)|init\.defaultbranch|user\.(name|email)"
-    r"|remote\.[^\n]+\.(url|fetch|pushurl)|branch\.[^\n]+\.(remote|merge|rebase)|pull\.rebase|push\.default)")
-
-
-@functools.cache  # compiled for the first repository a command makes, not at import
-def _safe_new_keys() -> re.Pattern[str]:
-    return re.compile(_SAFE_NEW_KEYS)
-
-
-def _safe_new_repo(dot_git: Path) -> bool:
-    """Is a `.git` a sandboxed command created in a workspace that had none harmless the next
-    time git runs there, outside any sandbox? A folder whose hooks are git's samples and whose
-    config holds only the keys `git init` and the usual first steps write; never a `.git`
-    file or link (it points git at a config elsewhere)."""
-    if dot_git.is_symlink() or not dot_git.is_dir():
-        return False
-    hooks = dot_git / "hooks"
-    try:
-        if hooks.is_symlink() or any(not n.endswith(".sample") for n in (os.listdir(hooks) if hooks.is_dir() else ())):
-            return False
-        if any(os.path.lexists(dot_git / n) for n in ("commondir", "config.worktree", "modules")):
-            return False
-        config = dot_git / "config"
-        if not config.exists():
-            return True
-        if config.is_symlink():
-            return False
-        r = subprocess.run(["git", "config", "--file", str(config), "--list", "--name-only", "-z"],
-                           capture_output=True, timeout=10, env={"PATH": os.environ.get("PATH", ""),
-                                                                   "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"})
-    except (OSError, subprocess.SubprocessError):
-        return False
-    if r.returncode != 0:
-        return False
-    names = [n for n in r.stdout.decode("utf-8", "replace").split("\0") if n]
-    return all(_safe_new_keys().fullmatch(n.lower()) for n in names)
-
-
 def _dedupe(paths: list[Path]) -> list[Path]:
     seen: set[Path] = set()
     out = []
@@ -536,7 +416,7 @@ def _within(path: Path, root: Path) -> bool:
         return False
 
 
-@dataclass
+@dataclass(eq=False)  # one per call, kept in a set while it runs
 class Prepared:
     """One call's temp folder and ruleset; `preexec` runs in the forked child before exec."""
 
@@ -547,6 +427,10 @@ class Prepared:
     absent: tuple[Path, ...] = ()
     removed: list[Path] = field(default_factory=list)  # planted paths taken away after the call
     new_git: Path | None = None  # the workspace's `.git`, absent before the call
+    modules: frozenset[Path] = frozenset()  # submodules' git folders before the call
+    programs_before: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
+    programs_changed: list[str] = field(default_factory=list)  # on PATH, created or changed by the call
+    plants: list[str] = field(default_factory=list)  # what was taken away, as refusals read
     cover: bytes = b""  # the empty, unreadable file bound over each secret file and other servers' sockets
     hidden: list[tuple[bytes, int, int]] = field(default_factory=list)
     shm: bytes = b""  # the call's own folder bound over /dev/shm
@@ -562,6 +446,8 @@ class Prepared:
         # A confined command is not told where the person's servers listen (their sockets
         # are hidden from it anyway): no TMUX, SSH_AUTH_SOCK, DBUS_SESSION_BUS_ADDRESS, ...
         env = sockets.without_socket_variables(base) if self.active else dict(base)
+        if self.active:
+            env = programs.git_env(env, no_programs=self.conf.policy == "read-only")
         if self.tmpdir is not None:
             env.update(TMPDIR=str(self.tmpdir), TMP=str(self.tmpdir), TEMP=str(self.tmpdir))
         if self.conf.policy != "off" and (self.conf.abi or self.conf.namespaces):
@@ -620,25 +506,53 @@ class Prepared:
             os.close(self.ruleset_fd)
             self.ruleset_fd = -1
 
+    def watch(self) -> None:
+        """Before a command that may write runs: what it must not plant, and what is on PATH."""
+        conf = self.conf
+        self.absent = tuple(p for p in conf.must_not_appear if not os.path.lexists(p))
+        if conf.new_git is not None and not os.path.lexists(conf.new_git):
+            self.new_git = conf.new_git
+        self.modules = frozenset(m for root in conf.module_roots for m in submodule_dirs(root))
+        self.programs_before = _programs(conf.path_folders)
+        _watched.add(self)
+
+    def sweep(self) -> list[str]:
+        """Take away what the command planted so far where it must not, and note the programs
+        on PATH it created or changed; returns what this sweep found (also kept on the object)."""
+        found: list[str] = []
+        for p in self.absent:
+            if os.path.lexists(p) and p not in self.removed:
+                _remove(p)
+                self.removed.append(p)
+                self.plants.append(f"creating {p} (removed: it would change how git or nanohermes starts)")
+                found.append(self.plants[-1])
+        candidates = [m for root in self.conf.module_roots for m in submodule_dirs(root) if m not in self.modules]
+        if self.new_git is not None and os.path.lexists(self.new_git):
+            candidates.append(self.new_git)
+        for repo in candidates:
+            if repo not in self.removed and not safe_new_repo(repo):
+                _remove(repo)
+                self.removed.append(repo)
+                self.plants.append(f"creating {repo} (removed: its config or hooks name a program git would run)")
+                found.append(self.plants[-1])
+        if self.conf.path_folders:
+            after = _programs(self.conf.path_folders)
+            for path, st in after.items():
+                if self.programs_before.get(path) != st and path not in self.programs_changed and st[3] & 0o111:
+                    self.programs_changed.append(path)
+                    _tainted[path] = st
+                    found.append(f"a program on PATH: {path} (created or changed; a command a person approves "
+                                 "would run it outside the sandbox)")
+        return found
+
     def cleanup(self) -> None:
         """After the call and its escapees are gone: the ruleset, the temp folder, and any
         path the command planted where it must not."""
         self.release_ruleset()
-        for p in self.absent:
-            if os.path.lexists(p):
-                if p.is_dir() and not p.is_symlink():
-                    shutil.rmtree(p, ignore_errors=True)
-                else:
-                    p.unlink(missing_ok=True)
-                self.removed.append(p)
-        self.absent = ()
-        if self.new_git is not None and os.path.lexists(self.new_git) and not _safe_new_repo(self.new_git):
-            if self.new_git.is_dir() and not self.new_git.is_symlink():
-                shutil.rmtree(self.new_git, ignore_errors=True)
-            else:
-                self.new_git.unlink(missing_ok=True)
-            self.removed.append(self.new_git)
-        self.new_git = None
+        if self in _watched:
+            self.sweep()
+            _watched.discard(self)
+        self.absent, self.new_git = (), None
         if self.tmpdir is not None:
             try:  # the usual case, and far cheaper than a tree walk
                 os.rmdir(self.tmpdir / "shm")
@@ -664,6 +578,54 @@ def _coverable(folders: tuple[str, ...], keep: list[str]) -> list[str]:
             continue
         out += _coverable(tuple(e for e in entries if os.path.isdir(e) and not os.path.islink(e)), keep)
     return out
+
+
+# Calls that may write and are still running (background tasks): swept at every tool call.
+_watched: set[Prepared] = set()
+# Programs on PATH that commands nobody approved created or changed, with what the command
+# left there (inode, size, mtime, mode), in the order found.
+_tainted: dict[str, tuple[int, int, int, int]] = {}
+
+
+def sweep_plants() -> list[str]:
+    """Sweep every running command that may write (see `Prepared.sweep`): what was found now."""
+    return [f for prepared in list(_watched) for f in prepared.sweep()]
+
+
+def tainted_programs() -> list[str]:
+    """Programs that sandboxed commands created or changed and that are still there as they
+    left them, in a folder on PATH now: what a command a person approves could run."""
+    on_path = {os.path.realpath(f) for f in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(f)}
+    out = []
+    for path, st in _tainted.items():
+        if os.path.dirname(path) in on_path and _programs((os.path.dirname(path),)).get(path) == st:
+            out.append(path)
+    return out
+
+
+def _programs(folders: tuple[str, ...]) -> dict[str, tuple[int, int, int, int]]:
+    """(inode, size, mtime, mode) of every file in `folders`."""
+    out: dict[str, tuple[int, int, int, int]] = {}
+    for folder in folders:
+        try:
+            with os.scandir(folder) as entries:
+                for e in entries:
+                    try:
+                        st = e.stat()
+                    except OSError:
+                        continue
+                    if stat.S_ISREG(st.st_mode):
+                        out[e.path] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode)
+        except OSError:
+            continue
+    return out
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def _loopback_up() -> None:
@@ -821,9 +783,7 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
     # A linked worktree commits into folders outside it: they are written as the workspace is.
     roots = (workspace, *git_dirs(workspace), *write_roots) if policy == "workspace-write" else ()
     resolved = tuple(_dedupe([Path(os.path.realpath(r)) for r in roots]))
-    protected = tuple(Path(os.path.realpath(p)) for p in protected_paths(workspace, config_files))
-    planted = [Path(os.path.realpath(workspace / ".nanohermes"))]
-    planted += [Path(os.path.realpath(gd / "commondir")) for gd in git_dirs(workspace) if gd.name == ".git"]
+    meta = metadata(workspace, config_files) if policy == "workspace-write" else None
     # nanohermes's own secret files join the workspace's; its folders are covered whole.
     own_files: list[tuple[str, int, int]] = []
     for path in own:
@@ -838,10 +798,11 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
     if hidden and not avail.namespaces:
         unhidden, hidden = unhidden or "user namespaces are unavailable here", ()
     return Confinement(chosen, abi=avail.abi if avail.landlock else 0, namespaces=avail.namespaces,
-                       write_roots=resolved, read_only_paths=protected, network=network,
-                       hidden=hidden, unhidden=unhidden, must_not_appear=tuple(planted),
+                       write_roots=resolved, read_only_paths=meta.protected if meta else (), network=network,
+                       hidden=hidden, unhidden=unhidden, must_not_appear=meta.absent if meta else (),
                        socket_scan_entries=socket_scan_entries, hidden_folders=folders,
-                       own_files=tuple(f[0] for f in own_files),
+                       own_files=tuple(f[0] for f in own_files), module_roots=meta.module_roots if meta else (),
+                       path_folders=tuple(programs.path_folders_inside(map(str, resolved))),
                        new_git=None if os.path.lexists(workspace / ".git") else Path(os.path.realpath(workspace)) / ".git")
 
 

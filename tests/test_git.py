@@ -181,7 +181,8 @@ def test_git_missing_is_a_clear_error(workspace: Path, monkeypatch: pytest.Monke
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
     out = call(make_runtime(workspace), "git_log")
-    assert out == "ERROR: git is not installed (no `git` on PATH); install git to use the git_* tools"
+    assert out == ("ERROR: git is not installed (no `git` on PATH outside the workspace); install git to use the "
+                   "git_* tools")
 
 
 def test_git_errors_carry_exit_code_and_stderr(repo: Path) -> None:

@@ -19,7 +19,7 @@ from typing import ClassVar
 
 from nanohermes.permissions import Rule
 from nanohermes.tools import Approval, P, Params, ReadOnlyTool, Tool, ToolContext, ToolError
-from nanohermes import sandbox
+from nanohermes import programs, sandbox
 from nanohermes.tools.process import command_env, confinement_of, read_only_of, run_capped, secs, strip_newline
 
 _NOTE_CHARS = 400  # room kept for the tool's own notes when fitting output into max_output
@@ -36,7 +36,8 @@ _DRIVER_KEYS = re.compile(r"^(filter|diff|merge)\.(.+)\.(clean|smudge|process|te
 
 async def _no_program_overrides(ctx: ToolContext, conf: sandbox.Confinement, env: dict[str, str]) -> list[str]:
     lim = ctx.limits
-    argv = ["git", *_flags(_NO_PROGRAMS), "config", "--name-only", "--get-regexp", r"^(filter|diff|merge)\."]
+    argv = [programs.git(), *programs.GIT_OWN, *_flags(_NO_PROGRAMS), "config", "--name-only", "--get-regexp",
+            r"^(filter|diff|merge)\."]
     fin = await run_capped(argv, cwd=ctx.workspace, env=env, limits=lim, timeout=lim.git_timeout_secs,
                            out_cap=lim.run_command_capture_bytes, err_cap=4096, confinement=conf)
     out: list[str] = []
@@ -57,7 +58,12 @@ async def git(ctx: ToolContext, *args: str, read_only: bool = True) -> str:
     """Run `git args...` in the workspace; its stdout, with notes when it had to be cut."""
     env = command_env()
     lim = ctx.limits
-    argv = ["git", "--no-pager", "-c", "color.ui=never", "-c", "core.quotepath=off"]
+    try:
+        argv = [programs.git(), "--no-pager", "-c", "color.ui=never", "-c", "core.quotepath=off",
+                "-c", "safe.bareRepository=explicit"]
+    except FileNotFoundError:
+        raise ToolError("git is not installed (no `git` on PATH outside the workspace); install git to use "
+                        "the git_* tools") from None
     if read_only:
         env["GIT_OPTIONAL_LOCKS"] = "0"
         conf = read_only_of(ctx)
@@ -72,7 +78,8 @@ async def git(ctx: ToolContext, *args: str, read_only: bool = True) -> str:
     except sandbox.SandboxError as e:
         raise ToolError(f"{e}; git did not run. `nanohermes doctor` shows what the sandbox needs") from None
     except FileNotFoundError:
-        raise ToolError("git is not installed (no `git` on PATH); install git to use the git_* tools") from None
+        raise ToolError("git is not installed (no `git` on PATH outside the workspace); install git to use "
+                        "the git_* tools") from None
     except OSError as e:
         raise ToolError(f"cannot run git: {e.strerror or e}") from None
     message = (fin.err.text().strip() or fin.out.text().strip())[:4000]

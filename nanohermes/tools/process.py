@@ -18,7 +18,6 @@ import asyncio
 import atexit
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -303,14 +302,24 @@ class Process:
         hidden = [os.fsdecode(p) for p in self._prepared.sockets] if self._prepared is not None else []
         found = sandbox.refusals(self.out.text() + "\n" + self.err.text(), self.confinement, cwd, hidden,
                                  " ".join(self.argv))
-        removed = self._prepared.removed if self._prepared is not None else []
-        planted = [f"creating {p} (removed: it would change how git or nanohermes starts)" for p in removed]
+        planted = list(self._prepared.plants) if self._prepared is not None else []
         return planted + found  # what was undone first: it matters most
+
+    def sweep(self) -> list[str]:
+        """While it runs: take away what it planted where it must not (see Prepared.sweep)."""
+        return self._prepared.sweep() if self._prepared is not None and not self._closed else []
+
+    @property
+    def programs_changed(self) -> list[str]:
+        """Programs on PATH inside a writable root that it created or changed."""
+        return list(self._prepared.programs_changed) if self._prepared is not None else []
 
 
 def shell_argv(command: str) -> list[str]:
-    """bash -c, or sh -c where bash is missing."""
-    return [shutil.which("bash") or "/bin/sh", "-c", command]
+    """bash -c, or sh -c where bash is missing: the shell found outside every writable root."""
+    from nanohermes import programs
+
+    return [programs.shell(), "-c", command]
 
 
 def command_env() -> dict[str, str]:
@@ -426,6 +435,7 @@ class Finished:
     escaped: int = 0  # processes that had left the group (setsid, double fork), killed at the end
     sandbox: str = "off"  # the policy it ran under
     refused: tuple[str, ...] = ()  # what the sandbox probably refused
+    programs: tuple[str, ...] = ()  # programs on PATH it created or changed
 
 
 async def run_capped(argv: list[str], *, cwd: Path, env: dict[str, str], limits: Limits, timeout: float,
@@ -451,7 +461,8 @@ async def run_capped(argv: list[str], *, cwd: Path, env: dict[str, str], limits:
         proc.close()
     return Finished(exit_code=proc.returncode, out=proc.out, err=proc.err, timed_out=timed_out, pipes_held=held,
                     elapsed=time.monotonic() - proc.started, escaped=proc.escaped, sandbox=proc.confinement.policy,
-                    refused=tuple(listed(proc.refusals(cwd), limits.sandbox_refusals_listed)))
+                    refused=tuple(listed(proc.refusals(cwd), limits.sandbox_refusals_listed)),
+                    programs=tuple(proc.programs_changed))
 
 
 # -- presenting output ---------------------------------------------------------------------
@@ -519,6 +530,11 @@ def refusal_note(policy: str, refused: tuple[str, ...] | list[str]) -> str:
             "approach (write inside the workspace, or use the file tools)")
 
 
+def programs_note(paths: tuple[str, ...] | list[str]) -> str:
+    return (f"note: this created or changed programs in a folder on PATH: {', '.join(paths)}. Commands find them "
+            "by name there; before a person approves a command (which runs outside the sandbox), they are told")
+
+
 def strip_newline(text: str) -> str:
     return text[:-1] if text.endswith("\n") else text
 
@@ -537,6 +553,8 @@ def format_command(fin: Finished, limits: Limits) -> str:
                      f"killed when it ended; use background=true for servers and other long-running processes")
     if fin.refused:
         notes.append(refusal_note(fin.sandbox, fin.refused))
+    if fin.programs:
+        notes.append(programs_note(fin.programs))
     if fin.pipes_held:
         notes.append(f"note: processes the command left running still held its output "
                      f"{secs(limits.command_pipe_grace_secs)} after it exited and were killed; "

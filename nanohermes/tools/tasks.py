@@ -25,7 +25,8 @@ from nanohermes.budget import Limits
 from nanohermes.events import Event, Notice
 from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes.tools.process import (
-    Capture, Process, command_env, confinement_of, describe_exit, listed, refusal_note, secs, shares, shell_argv, spawn,
+    Capture, Process, command_env, confinement_of, describe_exit, listed, programs_note, refusal_note, secs, shares,
+    shell_argv, spawn,
     strip_newline,
 )
 
@@ -70,6 +71,8 @@ class Task:
                        f"(setsid, double fork) {'were' if n != 1 else 'was'} still running and killed when it ended")
         if self.refused:
             out.append(refusal_note(self.proc.confinement.policy, self.refused))
+        if self.proc.programs_changed:
+            out.append(programs_note(self.proc.programs_changed))
         return out
 
     def exit_text(self) -> str:
@@ -100,6 +103,7 @@ class TaskManager:
     limits: Limits
     emit: Callable[[Event], None] = lambda e: None
     tasks: dict[str, Task] = field(default_factory=dict)
+    SWEEP_SECS: ClassVar[float] = 1.0  # how often a running task's plants are looked for
 
     async def start(self, command: str, *, cwd: Path, timeout: float, confinement: sandbox.Confinement) -> Task:
         cap = self.limits.task_capture_bytes
@@ -126,7 +130,7 @@ class TaskManager:
     async def _watch(self, task: Task) -> None:
         proc = task.proc
         try:
-            if not await proc.wait(task.timeout):
+            if not await self._wait_sweeping(task):
                 if task.status == "running":
                     task.status, task.kill_reason = "killed", f"timed out after {secs(task.timeout)}"
                 await proc.stop(self.limits.command_kill_grace_secs)
@@ -145,6 +149,20 @@ class TaskManager:
             swept = f"; {proc.escaped} escaped process(es) killed" if proc.escaped else ""
             self.emit(Notice(level="info", text=f"background task {task.id} {task.state()}{code}{swept}: "
                                                 f"{first_line(task.command)}"))
+
+    async def _wait_sweeping(self, task: Task) -> bool:
+        """Wait for the task's command until its timeout, taking away what it plants where
+        it must not every second meanwhile (a `.git/commondir` must not wait for the task to
+        end). True when the command exited."""
+        deadline = task.started + task.timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return task.proc.exited
+            if await task.proc.wait(min(left, self.SWEEP_SECS)):
+                return True
+            for found in task.proc.sweep():
+                self.emit(Notice(level="warning", text=f"background task {task.id}: {found}"))
 
     async def kill(self, task: Task, reason: str = "task_kill") -> None:
         if task.ended is None and not task.proc.exited and task.status == "running":

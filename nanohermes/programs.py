@@ -1,0 +1,121 @@
+"""The programs nanohermes itself starts (git, ripgrep, the shell, the sandbox's probe), found
+outside every writable root.
+
+A folder inside a writable root (the workspace's `.venv/bin` or `node_modules/.bin`, a
+folder of `sandbox.writable_roots`) may hold a program a sandboxed command wrote: nanohermes
+never starts one from there for itself, and never one reached through a link into such a
+folder. PATH entries that are relative are skipped too (they name a folder of whatever the
+working folder is). `settle()` fixes the roots once a session knows them (every runtime
+does, for its workspace); before any session there is nothing a sandboxed command could have
+written. A name is looked up once per set of roots and PATH.
+
+Also owns how nanohermes runs git for itself: `GIT_OWN` turns off every program a
+repository's config can name and takes no folder for a repository unless it is named
+(`safe.bareRepository=explicit`), and `git_env` puts the same setting in force for a
+sandboxed command's own git.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+
+_roots: tuple[str, ...] | None = None
+_found: dict[tuple[str, tuple[str, ...]], str | None] = {}
+
+# Settings for every git nanohermes runs for itself: no program a repository's config names
+# (fsmonitor, hooks, pager, ssh, credential helper, signing), and a folder that merely looks
+# like a bare repository is never taken for one.
+GIT_OWN: tuple[str, ...] = (
+    "-c", "safe.bareRepository=explicit", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
+    "-c", "core.pager=cat", "-c", "core.sshCommand=false", "-c", "credential.helper=", "-c", "gpg.program=false",
+    "-c", "core.alternateRefsCommand=false", "-c", "diff.external=",
+)
+
+
+def settle(roots: Iterable[os.PathLike[str] | str]) -> None:
+    """The writable roots of this session (the workspace, its git folders, extra roots):
+    programs are found outside them from now on."""
+    global _roots
+    _roots = tuple(dict.fromkeys(os.path.realpath(os.path.expanduser(os.fspath(r))) for r in roots))
+
+
+def writable_roots() -> tuple[str, ...]:
+    return _roots if _roots is not None else ()
+
+
+def _inside(path: str, roots: tuple[str, ...]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def usable(path: str, roots: tuple[str, ...] | None = None) -> bool:
+    """Is `path` an executable file nanohermes may start: absolute, and neither it nor what
+    it links to inside a writable root?"""
+    roots = writable_roots() if roots is None else roots
+    if not os.path.isabs(path) or not os.path.isfile(path) or not os.access(path, os.X_OK):
+        return False
+    return not _inside(os.path.abspath(path), roots) and not _inside(os.path.realpath(path), roots)
+
+
+def find(name: str, *, first: Iterable[str] = ()) -> str | None:
+    """The absolute path of program `name`: in the folders `first`, then on PATH, skipping
+    relative entries and every folder inside a writable root. None when there is none."""
+    roots = writable_roots()
+    path = os.environ.get("PATH", os.defpath)
+    key = (name, (*roots, "\0", *first, "\0", path))
+    if key in _found:
+        return _found[key]
+    found = None
+    for folder in (*first, *path.split(os.pathsep)):
+        if not folder or not os.path.isabs(folder):
+            continue
+        candidate = os.path.join(folder, name)
+        if usable(candidate, roots):
+            found = candidate
+            break
+    _found[key] = found
+    return found
+
+
+def git() -> str:
+    """git's absolute path; FileNotFoundError when none is usable."""
+    path = find("git")
+    if path is None:
+        raise FileNotFoundError("git")
+    return path
+
+
+def shell() -> str:
+    """The shell commands run in: bash, or sh where bash is missing (sh is always there)."""
+    return find("bash") or find("sh") or "/bin/sh"
+
+
+def git_env(env: Mapping[str, str], *, no_programs: bool = False) -> dict[str, str]:
+    """`env` with `safe.bareRepository=explicit` added to the configuration git takes from the
+    environment (after any the person set there): a folder a sandboxed command made to look
+    like a repository is never opened as one, by that command's own git either. With
+    `no_programs` (a read-only sandbox), also none of the programs in GIT_OWN."""
+    out = dict(env)
+    try:
+        n = max(0, int(out.get("GIT_CONFIG_COUNT", "0")))
+    except ValueError:
+        n = 0
+    pairs = [GIT_OWN[i + 1].split("=", 1) for i in range(0, len(GIT_OWN), 2)]
+    for key, value in pairs if no_programs else pairs[:1]:
+        out.update({f"GIT_CONFIG_KEY_{n}": key, f"GIT_CONFIG_VALUE_{n}": value})
+        n += 1
+    out["GIT_CONFIG_COUNT"] = str(n)
+    return out
+
+
+def path_folders_inside(roots: Iterable[str], env: Mapping[str, str] | None = None) -> list[str]:
+    """The folders on PATH that lie inside one of `roots` (real paths): programs written there
+    run whenever a command names them."""
+    rs = tuple(roots)
+    out: list[str] = []
+    for folder in (env if env is not None else os.environ).get("PATH", "").split(os.pathsep):
+        if folder and os.path.isabs(folder):
+            real = os.path.realpath(folder)
+            if _inside(real, rs) and real not in out:
+                out.append(real)
+    return out
