@@ -192,12 +192,16 @@ def disabled_servers(policy: Policy, servers: dict[str, McpServerConfig]) -> dic
 
 def parse_rules(texts: list[str], where: str, warnings: list[str],
                 origin: Callable[[str], str] | None = None) -> tuple[Rule, ...]:
-    """Parse config rules; a malformed one is reported with its file and ignored."""
+    """Parse config rules; a malformed one (a pattern of the wrong shape for its built-in
+    tool too) is reported with its file and ignored."""
+    from nanohermes.tools import declarations
+
+    kinds = {name: kind for name, (kind, _) in declarations().items()}
     rules: list[Rule] = []
     for text in texts:
         source = origin(text) if origin else ""
         try:
-            rules.append(Rule.parse(text, origin=source))
+            rules.append(Rule.parse(text, origin=source, kinds=kinds))
         except ValueError as e:
             warnings.append(f"{source + ': ' if source else ''}{where}: {e}; rule ignored")
     return tuple(rules)

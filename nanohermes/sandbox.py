@@ -815,6 +815,9 @@ _NET = (r"Network is unreachable|Could not resolve host|Temporary failure in nam
         r"(?:Errno 13|EACCES)[^\n]{0,40}(?:connect|socket)")
 
 
+_BARE_WORD = 2  # the pattern of `bash: x: Permission denied`, whose word may be no path at all
+
+
 @functools.cache  # compiled when the first command's output is read, not at import
 def _refusal_patterns() -> tuple[list[re.Pattern[str]], re.Pattern[str]]:
     paths = [
@@ -832,7 +835,7 @@ SECRET_WITHHELD = "a secret file the sandbox withholds (permissions.secret_files
 
 SOCKET_HIDDEN = "another program's server, hidden from sandboxed commands"
 OWN_HIDDEN = "one of nanohermes's own files (its config, sessions, memory), hidden from sandboxed commands"
-_DENIED_BARE = re.compile(r"Permission denied|\[Errno 13\]|\bEACCES\b")
+_DENIED_BARE = re.compile(r"Permission denied|Operation not permitted|\[Errno (?:1|13)\]|\b(?:EACCES|EPERM)\b")
 _READ_ONLY_FS = re.compile(r"Read-only file system|\[Errno 30\]|\bEROFS\b")
 
 
@@ -856,13 +859,15 @@ def refusals(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[str,
 
     hidden = {p for p, _, _ in conf.hidden} if conf.namespaces else set()
     path_patterns, net = _refusal_patterns()
-    for pattern in path_patterns:
+    for i, pattern in enumerate(path_patterns):
         for m in pattern.finditer(text):
             raw = m.group(1).strip()
             if not raw or len(raw) > 4096:
                 continue
             path = Path(os.path.expanduser(raw))
             path = path if path.is_absolute() else cwd / path
+            if i == _BARE_WORD and not any(c in raw for c in "/.") and not os.path.lexists(path):
+                continue  # `open: Read-only file system` (perror) names a call, not a file
             real = _real(path)
             if real and real in hidden_sockets:
                 continue  # named below, as a socket
@@ -883,8 +888,9 @@ def refusals(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[str,
         elif _DENIED_BARE.search(text):
             # Capabilities are dropped in the sandbox, so even root's access to other users'
             # files is refused there.
-            add("an access the sandbox refuses (\"Permission denied\", naming no path it could check: another "
-                "program's socket, a secret file, or a file outside its writable roots)")
+            add("an access the sandbox refuses (\"Permission denied\" or \"Operation not permitted\", naming no "
+                "path it could check: another program's socket, a secret file, a file outside its writable roots, "
+                "or a process outside the sandbox)")
     if not conf.network and not any(SOCKET_HIDDEN in f for f in found):
         if net.search(text):
             add("a network connection (the sandbox has no network)")

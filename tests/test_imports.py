@@ -1,14 +1,9 @@
 """No import circles among nanohermes's modules.
 
-Every import counts: at module level, under TYPE_CHECKING (a circle of types is still two
-modules that each need the other) and inside functions (a lazy import hides a circle from
-the interpreter, not from the design). Two kinds of lazy import are the design and are
-left out:
-- a package's `__init__` importing its own submodules inside a function: the tool pool
-  (`nanohermes.tools.build_tools`) lists every tool module, and each tool module builds on
-  the package's base classes;
-- `LATE_LOOKUPS`: a module asking another, at call time, for facts that module owns, where
-  the owner depends on the asker's types.
+Every import counts, with no exception: at module level, under TYPE_CHECKING (a circle of
+types is still two modules that each need the other) and inside functions (a lazy import
+hides a circle from the interpreter, not from the design), a package's `__init__` listing
+its own parts included. What two modules both need moves to the module that owns it.
 """
 
 from __future__ import annotations
@@ -17,12 +12,6 @@ import ast
 from pathlib import Path
 
 import nanohermes
-
-LATE_LOOKUPS = {
-    # A rule's shape is checked against the built-in tools' own declarations (web_fetch's
-    # patterns are hosts); the tools declare themselves with the permission types.
-    ("nanohermes.permissions.rules", "nanohermes.tools"),
-}
 
 
 def modules(root: Path) -> dict[str, Path]:
@@ -36,8 +25,7 @@ def modules(root: Path) -> dict[str, Path]:
     return out
 
 
-def import_graph(root: Path, late: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset()
-                 ) -> dict[str, set[str]]:
+def import_graph(root: Path) -> dict[str, set[str]]:
     """Module -> the modules of the same package it imports (anywhere in its file)."""
     mods = modules(root)
     top = root.name
@@ -51,9 +39,8 @@ def import_graph(root: Path, late: set[tuple[str, str]] | frozenset[tuple[str, s
     for mod, path in mods.items():
         package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
 
-        def visit(node: ast.AST, in_function: bool, mod: str = mod, path: Path = path, package: str = package) -> None:
+        def visit(node: ast.AST, mod: str = mod, path: Path = path, package: str = package) -> None:
             for child in ast.iter_child_nodes(node):
-                lazy = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
                 names: list[str] = []
                 if isinstance(child, ast.Import):
                     names = [a.name for a in child.names]
@@ -67,13 +54,10 @@ def import_graph(root: Path, late: set[tuple[str, str]] | frozenset[tuple[str, s
                     target = owner(name)
                     if target is None or target == mod or not target.startswith(top):
                         continue
-                    own_part = path.name == "__init__.py" and target.startswith(mod + ".")
-                    if lazy and (own_part or (mod, target) in late):
-                        continue
                     graph[mod].add(target)
-                visit(child, lazy)
+                visit(child)
 
-        visit(ast.parse(path.read_text(encoding="utf-8")), False)
+        visit(ast.parse(path.read_text(encoding="utf-8")))
     return graph
 
 
@@ -114,14 +98,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_circles() -> None:
     root = Path(nanohermes.__file__).parent
-    assert circles(import_graph(root, LATE_LOOKUPS)) == []
-
-
-def test_the_late_lookups_are_still_needed() -> None:
-    """An exception that no longer closes a circle is removed from the list."""
-    root = Path(nanohermes.__file__).parent
-    for edge in LATE_LOOKUPS:
-        assert circles(import_graph(root, LATE_LOOKUPS - {edge})), edge
+    assert circles(import_graph(root)) == []
 
 
 def write(root: Path, files: dict[str, str]) -> Path:
@@ -146,18 +123,16 @@ def test_every_kind_of_import_closes_a_circle(tmp_path: Path) -> None:
     assert circles(import_graph(pkg)) == [["pkg.a", "pkg.b"], ["pkg.c", "pkg.d"], ["pkg.e", "pkg.f", "pkg.g"]]
 
 
-def test_a_package_may_list_its_parts_lazily(tmp_path: Path) -> None:
+def test_a_package_listing_its_parts_lazily_is_a_circle_too(tmp_path: Path) -> None:
     pkg = write(tmp_path, {
         "pkg/__init__.py": "class Base: ...\ndef pool():\n    from pkg import part\n    return part.items()\n",
         "pkg/part.py": "from pkg import Base\n",
-        "pkg/other.py": "from pkg import late\n",
-        "pkg/late.py": "def f():\n    from pkg import other\n",
+        "pkg/base.py": "class Base: ...\n",
+        "pkg/registry.py": "def pool():\n    from pkg.good import items\n",
+        "pkg/good.py": "from pkg.base import Base\n",
     })
-    assert circles(import_graph(pkg)) == [["pkg.late", "pkg.other"]]
-    assert circles(import_graph(pkg, {("pkg.late", "pkg.other")})) == []
-    # At module level the package importing its part is a circle like any other.
-    (pkg / "__init__.py").write_text("from pkg import part\nclass Base: ...\n")
-    assert circles(import_graph(pkg, {("pkg.late", "pkg.other")})) == [["pkg", "pkg.part"]]
+    # The contract in its own module breaks the circle the registry would close.
+    assert circles(import_graph(pkg)) == [["pkg", "pkg.part"]]
 
 
 def test_every_name_imported_from_nanohermes_exists() -> None:

@@ -166,8 +166,9 @@ def test_domain_rules(rule: str, host: str, hit: bool) -> None:
     ("run_command()", "empty pattern"),
 ])
 def test_rules_with_the_wrong_pattern_shape_are_malformed(text: str, problem: str) -> None:
+    kinds = {name: kind for name, (kind, _) in declarations().items()}  # what the built-in tools declare
     with pytest.raises(ValueError, match=problem):
-        R(text)
+        Rule.parse(text, kinds=kinds)
 
 
 @pytest.mark.parametrize("policy,tool,subject,expected", [
@@ -193,7 +194,7 @@ def test_describe_lists_rules_with_their_origin() -> None:
     policy = Policy(mode="debug", allow=(Rule("run_command", "git log *", "/home/u/.config/nanohermes/config.json"),),
                     deny=(Rule("web_fetch", "domain:evil.org", "/ws/.nanohermes/config.json"),),
                     ask=(Rule("read_file"),))
-    lines = describe(policy)
+    lines = describe(policy, [(n, e) for n, (_, e) in declarations().items()])
     assert lines[0] == "mode: debug"
     assert "blocked by the mode: apply_patch, edit_file, git_commit, write_file" in lines
     assert "deny   web_fetch(domain:evil.org)  — /ws/.nanohermes/config.json" in lines

@@ -198,3 +198,14 @@ def test_the_socket_look_is_bounded_and_fails_closed(workspace: Path) -> None:
         run_confined(workspace, "touch ran", "workspace-write", limits=Limits(sandbox_socket_scan_entries=1))
     assert "sockets went past limits.sandbox_socket_scan_entries (1)" in str(e.value)
     assert not (workspace / "ran").exists()
+
+
+@pytest.mark.parametrize("policy", ["read-only", "workspace-write"])
+def test_a_refusal_whose_output_names_no_path_is_still_a_sandbox_refusal(workspace: Path, policy: str) -> None:
+    """A program that words its failure as a bare errno (a semaphore, a lock file, a socket)
+    still gets the sandbox's note, not a plain program error."""
+    ran = run_confined(workspace, "python3 -c \"import os\ntry: os.open('/usr/nh-x', os.O_CREAT | os.O_WRONLY)\n"
+                                  "except OSError as e: print('failed:', os.strerror(e.errno))\"", policy)
+    assert "failed: Read-only file system" in ran.text
+    assert ran.refused == ["a write outside its writable roots (\"Read-only file system\"; the output names no path)"]
+    assert "note: the OS sandbox" in ran.text

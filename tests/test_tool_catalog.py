@@ -46,9 +46,10 @@ def test_a_warm_start_declares_the_same_tools_without_importing_them(home: Path)
     assert warm["flags"] == cold["flags"]
     assert "ReadFile" in cold["kinds"] and not any(k.startswith("Deferred") for k in cold["kinds"])
     assert all(k.startswith("Deferred[") for k in warm["kinds"]) and len(warm["kinds"]) == len(build_tools())
-    # No tool's module is imported: only the tool contract the pool is typed by.
+    # No tool's module is imported: only the tool contract the pool is typed by, and the registry.
     assert "nanohermes.tools.files" in cold["loaded"]
-    assert [m for m in warm["loaded"] if m not in ("nanohermes.tools.skills", "nanohermes.tools.todo")] == []
+    assert [m for m in warm["loaded"] if m not in ("nanohermes.tools.skills", "nanohermes.tools.todo",
+                                                  "nanohermes.tools.base", "nanohermes.tools.registry")] == []
 
 
 def test_a_cache_of_other_code_or_broken_or_naming_other_modules_is_not_used(home: Path) -> None:

@@ -43,14 +43,14 @@ from nanohermes.permissions.decision import (
 )
 from nanohermes.permissions.report import describe
 from nanohermes.permissions.rules import (
-    DEFAULT_SECRET_FILES, MODE_BLOCKED_EFFECTS, Decision, Effect, Rule, SubjectKind, Target, builtin_declarations,
+    DEFAULT_SECRET_FILES, MODE_BLOCKED_EFFECTS, Decision, Effect, Rule, SubjectKind, Target,
     escape_pattern, is_secret, match_command_text, match_domain, match_path, names_tool, rule_problem,
 )
 
 __all__ = [
     "Basis", "CONTENT_READERS", "DEFAULT_SECRET_FILES", "DYNAMIC_OK", "Decision", "Effect", "MODE_BLOCKED_EFFECTS", "Policy",
     "READ_ONLY_COMMANDS", "Rule", "SubjectKind", "Target", "UNANALYSABLE_HELP", "Verdict", "blocked",
-    "builtin_declarations", "decide", "describe", "escape_pattern", "git_globals", "is_read_only", "is_secret",
+    "decide", "describe", "escape_pattern", "git_globals", "is_read_only", "is_secret",
     "match_command_text", "match_domain", "match_path", "names_tool", "option_reads", "read_only_line", "reads_secret",
     "rule_problem", "suggest_command_rule", "unanalysable", "unattended", "visible",
 ]

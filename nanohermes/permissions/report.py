@@ -6,15 +6,15 @@ from collections.abc import Iterable
 
 from nanohermes.permissions.commands import READ_ONLY_COMMANDS
 from nanohermes.permissions.decision import Policy
-from nanohermes.permissions.rules import MODE_BLOCKED_EFFECTS, Effect, builtin_declarations
+from nanohermes.permissions.rules import MODE_BLOCKED_EFFECTS, Effect
 
 # -- reporting -----------------------------------------------------------------------------
 
-def describe(policy: Policy, tools: Iterable[tuple[str, Effect]] | None = None) -> list[str]:
+def describe(policy: Policy, tools: Iterable[tuple[str, Effect]] = ()) -> list[str]:
     """The rules in force and where each came from, one line each (for /permissions).
-    `tools` are the (name, effect) of the pool; by default the built-in tools."""
+    `tools` are the (name, effect) of the pool, for what the mode blocks."""
     lines = [f"mode: {policy.mode}" + ("  (--yes: every call that would ask is approved)" if policy.auto_approve else "")]
-    pool = tools if tools is not None else ((n, e) for n, (_, e) in builtin_declarations().items())
+    pool = tools
     blocked_effects = MODE_BLOCKED_EFFECTS.get(policy.mode, frozenset())
     blocked_tools = sorted({n for n, e in pool if e in blocked_effects})
     if blocked_tools:

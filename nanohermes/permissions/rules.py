@@ -8,6 +8,7 @@ import fnmatch
 import os
 import posixpath
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -78,13 +79,15 @@ class Rule:
     origin: str = field(default="", compare=False)  # where it came from, for /permissions
 
     @classmethod
-    def parse(cls, text: str, origin: str = "") -> Rule:
+    def parse(cls, text: str, origin: str = "", kinds: Mapping[str, SubjectKind] | None = None) -> Rule:
+        """A rule from its text; `kinds` (the tools' subject kinds by name, when known) checks
+        the pattern's shape for its tool."""
         m = _RULE.match(text)
         if not m:
             raise ValueError(f"malformed permission rule {text!r}; expected `tool` or `tool(pattern)`")
         pattern = m.group(2)
         rule = cls(m.group(1), pattern.strip() if pattern is not None else None, origin)
-        if problem := rule_problem(rule):
+        if problem := rule_problem(rule, (kinds or {}).get(rule.tool)):
             raise ValueError(f"malformed permission rule {text!r}; {problem}")
         return rule
 
@@ -116,25 +119,14 @@ class Rule:
 
 
 def rule_problem(rule: Rule, kind: SubjectKind | None = None) -> str | None:
-    """What is wrong with a rule's pattern for its tool, or None. `kind` defaults to the
-    declared subject kind of the built-in tool of that name."""
+    """What is wrong with a rule's pattern for a tool of subject `kind` (when known), or None."""
     if rule.pattern is None:
         return None
     if not rule.pattern:
         return f"empty pattern; write `{rule.tool}` to name the whole tool"
-    if kind is None:
-        kind = builtin_declarations().get(rule.tool, ("none", "run"))[0]
     if kind == "host" and not rule.pattern.startswith("domain:"):
         return f"{rule.tool} patterns look like `domain:example.com`, not `{rule.pattern}`"
     return None
-
-
-def builtin_declarations() -> dict[str, tuple[SubjectKind, Effect]]:
-    """(subject kind, effect) of each built-in tool, read from the tools' own declarations:
-    for checking a rule's shape before any tool exists, and for the /permissions listing."""
-    from nanohermes.tools import declarations  # lazy: the tools import this module
-
-    return declarations()
 
 
 def names_tool(rules: list[str] | tuple[str, ...], tool_name: str) -> bool:

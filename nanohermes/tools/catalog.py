@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from nanohermes.tools import P, Tool, ToolContext, build_tools
+from nanohermes.tools.base import Effect, P, SubjectKind, Tool, ToolContext
+from nanohermes.tools.registry import build_tools
 
 if TYPE_CHECKING:
     from nanohermes.permissions import Rule, Target
-    from nanohermes.tools import Approval, Params, ToolResult
+    from nanohermes.tools.base import Approval, Params, ToolResult
 
 _FILE = "tools.json"
 _TOOLS_DIR = Path(__file__).resolve().parent
@@ -209,4 +210,13 @@ def builtin_pool() -> list[Tool]:
     return tools
 
 
-__all__ = ["Deferred", "builtin_pool", "declaration"]
+def declarations() -> dict[str, tuple[SubjectKind, Effect]]:
+    """(kind, effect) of every built-in tool, by name, read from the pool a start builds."""
+    if not _DECLARATIONS:
+        _DECLARATIONS.update({t.name: (t.kind, t.effect) for t in builtin_pool()})
+    return dict(_DECLARATIONS)
+
+
+_DECLARATIONS: dict[str, tuple[SubjectKind, Effect]] = {}
+
+__all__ = ["Deferred", "builtin_pool", "declaration", "declarations"]

@@ -25,7 +25,7 @@ from typing import BinaryIO, ClassVar, TypeVar
 from nanohermes.budget import Limits, clamp
 from nanohermes.pathrules import held, open_dir, open_exact, read_exact, swapped
 from nanohermes.permissions import Effect, SubjectKind
-from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError, ToolResult, about
+from nanohermes.tools.base import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError, ToolResult, about
 
 # --------------------------------------------------------------------------------------
 # paths

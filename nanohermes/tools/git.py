@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from nanohermes.permissions import Rule
-from nanohermes.tools import Approval, P, Params, ReadOnlyTool, Tool, ToolContext, ToolError
+from nanohermes.tools.base import Approval, P, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes import programs, sandbox
 from nanohermes.tools.process import command_env, confinement_of, read_only_of, run_capped, secs, strip_newline
 

@@ -35,7 +35,7 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from nanohermes.budget import Limits
 from nanohermes.config import McpServerConfig
-from nanohermes.tools import Approval, Effect, P, Params, ReadOnlyTool, SubjectKind, Tool, ToolContext, ToolError, about
+from nanohermes.tools.base import Approval, Effect, P, Params, ReadOnlyTool, SubjectKind, Tool, ToolContext, ToolError, about
 
 if TYPE_CHECKING:
     from mcp import Client

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from nanohermes.dirs import FILE_MODE, make_private, private_dir
 from nanohermes.redact import redact
-from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
+from nanohermes.tools.base import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:  # loaded by the store's first connection: a run that never remembers skips it
     import sqlite3

@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 
 from nanohermes.pathrules import read_exact, swapped, unlink_exact
 from nanohermes.permissions import Effect, SubjectKind
-from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError, ToolResult
+from nanohermes.tools.base import Approval, Params, Tool, ToolContext, ToolError, ToolResult
 from nanohermes.tools.matching import TIERS, Ambiguous, closest_region, quote_lines, reindent, seek_lines
 from nanohermes.tools.files import (
     TextFile,

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from nanohermes import sandbox
 from nanohermes.budget import Limits
-from nanohermes.tools import ToolContext
+from nanohermes.tools.base import ToolContext
 
 if TYPE_CHECKING:
     from nanohermes.config import Config

@@ -13,7 +13,7 @@ from typing import ClassVar
 from nanohermes import sandbox
 from nanohermes.permissions import Effect, Rule, SubjectKind, escape_pattern, suggest_command_rule
 from nanohermes.shellparse import ParseError, split
-from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError, ToolResult, about
+from nanohermes.tools.base import Approval, Params, Tool, ToolContext, ToolError, ToolResult, about
 from nanohermes.tools.process import command_env, confinement_of, decode, format_command, run_capped, shell_argv
 from nanohermes.tools.tasks import start_task
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from nanohermes.budget import Limits
-from nanohermes.tools import Params, ReadOnlyTool, Tool, ToolContext, ToolError, about
+from nanohermes.tools.base import Params, ReadOnlyTool, Tool, ToolContext, ToolError, about
 
 SKILL_FILE = "SKILL.md"
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)

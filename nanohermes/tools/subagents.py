@@ -26,7 +26,7 @@ from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Event, Notice,
 from nanohermes.messages import Usage
 from nanohermes.permissions import blocked, names_tool
 from nanohermes.redact import redact
-from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError, about
+from nanohermes.tools.base import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError, about
 
 if TYPE_CHECKING:
     from nanohermes.agent import Agent

@@ -23,7 +23,7 @@ from typing import ClassVar, Literal
 from nanohermes import sandbox
 from nanohermes.budget import Limits
 from nanohermes.events import Event, Notice
-from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
+from nanohermes.tools.base import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes.tools.process import (
     Capture, Process, command_env, confinement_of, describe_exit, listed, programs_note, refusal_note, secs, shares,
     shell_argv, spawn,

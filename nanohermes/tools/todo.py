@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from nanohermes.events import TodoItem, TodoUpdated
-from nanohermes.tools import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
+from nanohermes.tools.base import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 
 STATE_KEY = "todos"
 _MARKS = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}

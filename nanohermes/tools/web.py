@@ -23,7 +23,7 @@ from urllib.parse import urljoin, urlsplit
 
 from nanohermes.hosts import LookupTimeout, canonical_host, canonical_ip, host_matches, plain_name, resolve
 from nanohermes.permissions import SubjectKind
-from nanohermes.tools import Params, ReadOnlyTool, Tool, ToolContext, ToolError
+from nanohermes.tools.base import Params, ReadOnlyTool, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
     import httpx

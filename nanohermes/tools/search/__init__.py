@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nanohermes.config import Config
-    from nanohermes.tools import Tool
+    from nanohermes.tools.base import Tool
     from nanohermes.tools.search.glob import Glob, GlobParams
     from nanohermes.tools.search.globs import compile_glob
     from nanohermes.tools.search.grep import Grep, GrepParams, include_filter, skipped_note, walk_note

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from nanohermes.pathrules import held, swapped
-from nanohermes.tools import Params, ReadOnlyTool, ToolContext, ToolError, about
+from nanohermes.tools.base import Params, ReadOnlyTool, ToolContext, ToolError, about
 from nanohermes.tools.files import shown_path
 from nanohermes.tools.search.globs import compile_glob
 from nanohermes.tools.search.grep import _prefix, _safe, walk_note

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from nanohermes.pathglob import glob_regex
-from nanohermes.tools import ToolError
+from nanohermes.tools.base import ToolError
 
 
 def compile_glob(pattern: str) -> re.Pattern[str]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nanohermes.budget import MiB, Limits
-from nanohermes.tools import ToolError
+from nanohermes.tools.base import ToolError
 from nanohermes.tools.search.walk import Capped, iter_walk
 
 # -- matching ------------------------------------------------------------------------------

@@ -1,0 +1,460 @@
+"""The tool contract and the context tools run in.
+
+A tool is a frozen keyword-only dataclass: its fields are its settings (limits, roots),
+its class attributes are its identity (name, group, description, params class) and its
+behaviour flags. Flags default to the worst case: not read-only, not concurrency-safe,
+asks for approval. Forgetting to declare one makes a tool slower and safer, never faster
+and riskier. A flag may depend on the parsed arguments (override the method).
+
+A tool also declares what it touches: its subject `kind` (path, command, host, mcp, none),
+its `effect` (read, write, run, or only nanohermes's own state) and which arguments name the
+subject (`subjects`). From that declaration `Tool.target` computes the call's `Target` once
+(paths resolved by the one resolver in `nanohermes.pathrules`, hosts in canonical form);
+the runtime judges it and passes the same Target to `run` as `ctx.target`, so a tool uses
+exactly the paths that were judged (`Tool.resolved`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, ParamSpec, Self, cast
+
+from nanohermes.budget import Limits
+from nanohermes.events import Event, ToolProgress
+from nanohermes.permissions import Effect, Rule, SubjectKind, Target
+
+if TYPE_CHECKING:
+    from pydantic import GetCoreSchemaHandler, TypeAdapter, ValidationError
+    from pydantic_core import CoreSchema
+    from typing_extensions import TypeVar
+
+    from nanohermes.config import Config
+    from nanohermes.sandbox import Confinement
+else:
+    from typing import TypeVar
+
+# How a call is approved when nothing else decides: "never" (harmless), "edit" (a file
+# write: skipped in accept-edits), "always" (a command, a commit, an unknown MCP tool).
+Approval = Literal["never", "edit", "always"]
+
+
+class ToolError(Exception):
+    """A failure the model should see as `ERROR: <text>`; the turn goes on."""
+
+
+def about(description: str | None = None, *, shown_default: Any = MISSING, **constraints: Any) -> dict[str, Any]:
+    """A params field's metadata: what the model reads about it and its constraints, as
+    pydantic's `Field` takes them (`ge`, `le`, `min_length`, `pattern`, ...). Use it as
+    `field(default=..., metadata=about("...", ge=1))`. `shown_default` is the default the schema
+    states when the field's own default is None meaning "not given" (the tool then applies it)."""
+    out: dict[str, Any] = dict(constraints)
+    if description is not None:
+        out["description"] = description
+    if shown_default is not MISSING:
+        out["json_schema_extra"] = {"default": shown_default}
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class Params:
+    """Base of every tool's parameters: a frozen keyword-only dataclass (subclasses are
+    decorated the same way), unknown fields rejected.
+
+    Plain dataclasses, not pydantic models: building the pool and sending its specs (from
+    `nanohermes.schemacache`) imports no pydantic; it is imported on the first `Tool.parse`
+    (or a schema render) and validates the dataclass through a `TypeAdapter`. A check of
+    several fields, or a normalisation, lives in `__post_init__` (call `super().__post_init__()`);
+    a ValueError raised there is the model's error text.
+
+    `non_empty` maps string fields that must not be blank to the next step to suggest;
+    the check runs at parse time, before any I/O.
+
+    An optional field (one with a default) given as null is taken as not given, in these
+    params and in every params class nested in them: models often send null for what they
+    leave out. A required field given null is still refused, by name.
+    """
+
+    # Read by pydantic (inherited): unknown keys fail instead of being dropped.
+    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
+    non_empty: ClassVar[dict[str, str]] = {}
+
+    def __post_init__(self) -> None:
+        for name, hint in self.non_empty.items():
+            value = getattr(self, name)
+            if isinstance(value, str) and not value.strip():
+                raise ValueError(f"{name} must not be empty" + (f"; {hint}" if hint else ""))
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: type[Any], handler: GetCoreSchemaHandler) -> CoreSchema:
+        """Read by pydantic for every params class, nested ones too: the dataclass's own
+        validation, after the nulls of optional fields are dropped (see the class docstring).
+        The JSON schema is the dataclass's: a before-validator does not change it."""
+        from pydantic_core import core_schema
+
+        optional = frozenset(f.name for f in fields(cls) if f.default is not MISSING or f.default_factory is not MISSING)
+
+        def drop_nulls(value: Any) -> Any:
+            if isinstance(value, dict) and optional:
+                return {k: v for k, v in value.items() if v is not None or k not in optional}
+            return value
+
+        return core_schema.no_info_before_validator_function(drop_nulls, handler(source))
+
+    @classmethod
+    def prepare(cls, raw: dict[str, Any]) -> dict[str, Any]:
+        """The arguments as validation sees them: a hook for other spellings of a field."""
+        return raw
+
+    @classmethod
+    def validate(cls, raw: dict[str, Any]) -> Self:
+        """Validated arguments; pydantic's ValidationError when they are not (see `Tool.parse`)."""
+        out: Self = _adapter(cls).validate_python(cls.prepare(raw))
+        return out
+
+    @classmethod
+    def defaults(cls) -> Self:
+        """An instance holding only the defaults, unchecked (a required field is absent):
+        for asking a flag what it says of a call that gives nothing."""
+        out = object.__new__(cls)
+        for f in fields(cls):
+            if f.default is not MISSING:
+                object.__setattr__(out, f.name, f.default)
+            elif f.default_factory is not MISSING:
+                object.__setattr__(out, f.name, f.default_factory())
+        return out
+
+    def dump(self) -> dict[str, Any]:
+        """The arguments as a JSON-safe dict (what hooks and the UI see). A field left out that
+        the schema states a default for (`about(shown_default=...)`) shows that default."""
+        values = asdict(self)
+        for f in fields(self):
+            shown = f.metadata.get("json_schema_extra", {})
+            if values[f.name] is None and "default" in shown:
+                values[f.name] = shown["default"]
+        out: dict[str, Any] = json.loads(json.dumps(values, default=str))
+        return out
+
+
+def _adapter(model: type[Any]) -> TypeAdapter[Any]:
+    """The validator of a params dataclass, built on first use (that is when pydantic is imported)."""
+    adapter = _ADAPTERS.get(model)
+    if adapter is None:
+        if "__dataclass_fields__" not in model.__dict__:  # a subclass without @dataclass would lose its fields
+            raise TypeError(f"{model.__qualname__} must be decorated with @dataclass(frozen=True, kw_only=True)")
+        from pydantic import TypeAdapter
+
+        adapter = _ADAPTERS[model] = TypeAdapter(model)
+    return adapter
+
+
+_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
+
+
+# A tool's params class. A bare `Tool` is a tool of any params (the pool, the runtime); the
+# default exists for the type checker only (TypeVar defaults are newer than Python 3.11).
+if TYPE_CHECKING:
+    P = TypeVar("P", bound=Params, default=Any)
+else:
+    P = TypeVar("P", bound=Params)
+
+# What `Tool.in_thread` passes through: the blocking function's arguments and result.
+_A = ParamSpec("_A")
+_R = TypeVar("_R")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolResult:
+    text: str
+    display: str | None = None  # for people only, e.g. the unified diff of an edit
+    # What the OS sandbox refused during the call ("a write to /x"): the gate offers a person
+    # to run the call again outside it.
+    refused: tuple[str, ...] = ()
+
+
+@dataclass(kw_only=True)
+class ToolContext:
+    """What a running tool may use. One per call; `state` is shared by the session."""
+
+    workspace: Path
+    limits: Limits
+    config: Config
+    call_id: str = ""
+    emit: Callable[[Event], None] = lambda e: None
+    state: dict[str, Any] = field(default_factory=dict)  # session-wide: todos, task manager, ...
+    started: float = field(default_factory=time.monotonic)
+    target: Target | None = None  # what this call was judged on; None when run outside the runtime
+    # Why the policy would not let this call reach another target unasked (a redirect to
+    # another host), or None when it would; None: no policy to ask (a direct run).
+    refusal: Callable[[Target], str | None] | None = None
+    # The OS sandbox the call's processes start in, as the gate granted it (None: the call
+    # runs outside the gate, and its processes get what an unasked call gets; see
+    # `process.confinement_of`). A tool never starts a process without one.
+    confinement: Confinement | None = None
+
+    def progress(self, name: str, text: str) -> None:
+        self.emit(ToolProgress(call_id=self.call_id, name=name, text=text, elapsed=time.monotonic() - self.started))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tool(Generic[P]):
+    """A tool over its params class `P`: `Tool[ReadFileParams]` gets `ReadFileParams` in every
+    hook, as parsed by `parse` from `params` (which must be that same class)."""
+
+    name: ClassVar[str]
+    group: ClassVar[str] = "other"
+    description: ClassVar[str]
+    params: ClassVar[type[Params]]
+    source: ClassVar[str] = "built-in"
+    approval: ClassVar[Approval] = "always"
+    persist: ClassVar[bool] = True  # may the aggregate budget persist this result to a file?
+    kind: ClassVar[SubjectKind] = "none"  # what `subjects` names
+    effect: ClassVar[Effect] = "run"  # what the tool does with it; "run" is the worst case
+    shows_contents: ClassVar[bool] = True  # a path reader's output holds file contents (secret files asked)
+    # Parameters whose default is a limit, by the limit's name: the schema states the one in force.
+    limit_defaults: ClassVar[dict[str, str]] = {}
+    # Does the tool start processes? The gate then finishes their confinement (the secret
+    # files' look included) before the call runs. A tool that never does says False.
+    spawns: ClassVar[bool] = True
+
+    def read_only(self, args: P) -> bool:
+        return False
+
+    def subjects(self, args: P) -> list[str]:
+        """What the call names, as the model wrote it: its paths (every one a patch touches),
+        its command line or its URL. By default the single `rule_subject`."""
+        one = self.rule_subject(args)
+        return [] if one is None else [one]
+
+    def base_dir(self, args: P) -> str | None:
+        """The folder relative paths are taken from (a command's cwd); None: the workspace."""
+        return None
+
+    def target(self, args: P, ctx: ToolContext) -> Target:
+        """The call's Target, computed from the declaration. Not for overriding: tools
+        declare `kind`, `effect` and `subjects`; resolution is the same for every tool."""
+        from nanohermes.pathrules import PathProblem, compute_target
+
+        effect: Effect = "read" if self.read_only(args) else self.effect
+        try:
+            return compute_target(self.kind, effect, self.subjects(args), ctx.workspace, base=self.base_dir(args),
+                                  extra_roots=ctx.config.extra_write_roots, shows_contents=self.shows_contents,
+                                  lookup_secs=ctx.limits.web_fetch_timeout_secs)
+        except PathProblem as e:
+            raise ToolError(str(e)) from None
+
+    def resolved(self, args: P, ctx: ToolContext) -> Target:
+        """The Target the runtime judged, or (run outside the runtime) the same computation."""
+        return ctx.target if ctx.target is not None else self.target(args, ctx)
+
+    def concurrency_safe(self, args: P) -> bool:
+        return False
+
+    def approval_for(self, args: P) -> Approval:
+        return self.approval
+
+    def rule_subject(self, args: P) -> str | None:
+        """What a permission rule `name(pattern)` is matched against (command, path, domain)."""
+        return None
+
+    def protected(self, args: P, ctx: ToolContext) -> bool:
+        """Does this call write somewhere that always needs a person's yes (outside the
+        workspace, inside .git/, nanohermes's own config)?"""
+        return False
+
+    def suggest_rule(self, args: P) -> Rule:
+        """The rule an "always" answer remembers. Narrower is better; tools refine it."""
+        return Rule(self.name)
+
+    def approval_detail(self, args: P, ctx: ToolContext) -> str:
+        """What an approval prompt shows in full: the command, or the diff of an edit
+        (computed without writing)."""
+        return ""
+
+    async def precheck(self, args: P, ctx: ToolContext) -> None:
+        """Raise the ToolError the call would fail with when the tool's own cheap checks (the
+        code `run` runs, changing nothing) already know it: the runtime calls this before it
+        asks a person, so nobody is asked to approve a call that can only fail. `ctx.target`
+        is the judged Target; a process it starts runs read-only. By default nothing is checked."""
+
+    def summary(self, args: P) -> str:
+        """One line for the UI and approval prompts."""
+        for key in ("command", "path", "pattern", "url", "query", "message"):
+            v = getattr(args, key, None)
+            if isinstance(v, str) and v:
+                return v.splitlines()[0][:200]
+        return ""
+
+    def output_limit(self) -> str:
+        return "max_output"
+
+    def describe(self, limits: Limits | None = None) -> str:
+        """The description the model reads, its `{limit}` placeholders filled in."""
+        return render_limits(self.description, limits or Limits())
+
+    def parameters(self) -> dict[str, Any]:
+        """The params model's JSON schema (a fresh copy: the caller may change it)."""
+        return params_schema(self.params)
+
+    def spec(self, limits: Limits | None = None) -> dict[str, Any]:
+        lim = limits or Limits()
+        schema = self.parameters()
+        for param, limit in self.limit_defaults.items():
+            schema["properties"][param]["default"] = getattr(lim, limit)
+        return {"type": "function", "function": {"name": self.name, "description": self.describe(lim), "parameters": schema}}
+
+    def parse(self, raw: dict[str, Any]) -> P:
+        from pydantic import ValidationError
+
+        try:
+            return cast(P, self.params.validate(raw))  # `params` is the class P names
+        except ValidationError as e:
+            raise ToolError(describe_validation(e, self.params)) from None
+
+    async def run(self, args: P, ctx: ToolContext) -> str | ToolResult:
+        raise NotImplementedError
+
+    async def in_thread(self, fn: Callable[_A, _R], *a: _A.args, **kw: _A.kwargs) -> _R:
+        """Blocking bodies run off the event loop so parallel batches really overlap."""
+        return await asyncio.to_thread(fn, *a, **kw)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReadOnlyTool(Tool[P]):
+    """A tool that only reads: it never asks and runs in parallel with other such calls.
+    Subclassing this is the explicit promise the conservative defaults of `Tool` wait for."""
+
+    approval: ClassVar[Approval] = "never"
+    effect: ClassVar[Effect] = "read"
+
+    def read_only(self, args: P) -> bool:
+        return True
+
+    def concurrency_safe(self, args: P) -> bool:
+        return True
+
+_TYPE_WORDS = {"string_type": "string", "int_type": "integer", "int_parsing": "integer", "bool_type": "boolean",
+               "bool_parsing": "boolean", "list_type": "array", "dict_type": "object", "float_type": "number",
+               "float_parsing": "number", "model_type": "object", "dataclass_type": "object"}
+
+
+def describe_validation(err: ValidationError, model: type[Params] | None = None) -> str:
+    """Turn pydantic's report into one line that names the field, e.g. missing string field `path`,
+    or field `todos` must be an array. A missing field's type is read from the schema the
+    model was sent, at that field's place (`todos.0.status` is a string)."""
+    schema = params_schema(model) if model else {}
+    parts: list[str] = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "arguments"
+        kind = e["type"]
+        if kind == "missing":
+            kind_word = _schema_at(schema, e["loc"]).get("type", "")
+            kind_word = kind_word if isinstance(kind_word, str) else ""
+            parts.append(f"missing {kind_word} field `{loc}`".replace("  ", " "))
+        elif kind == "unexpected_keyword_argument":  # the dataclass's `extra: forbid`
+            parts.append(f"unknown field `{loc}`")
+        elif kind in _TYPE_WORDS:
+            parts.append(f"field `{loc}` must be {_with_article(_TYPE_WORDS[kind])}")
+        elif kind == "value_error":
+            parts.append(str(e.get("ctx", {}).get("error", e["msg"])))
+        else:
+            parts.append(f"field `{loc}`: {e['msg']}")
+    return "; ".join(parts)
+
+
+def _schema_at(schema: dict[str, Any], loc: tuple[int | str, ...]) -> dict[str, Any]:
+    """The part of a params schema that describes the value at `loc` (a field name steps into
+    `properties`, a list index into `items`); {} where the schema says nothing."""
+    node: Any = schema
+    for part in loc:
+        if not isinstance(node, dict):
+            return {}
+        if isinstance(part, int):
+            node = node.get("items", {})
+        elif part in node.get("properties", {}):
+            node = node["properties"][part]
+        else:
+            node = node.get("additionalProperties", {})
+    return node if isinstance(node, dict) else {}
+
+
+def _with_article(word: str) -> str:
+    return ("an " if word[:1] in "aeiou" else "a ") + word
+
+
+def params_schema(model: type[Params]) -> dict[str, Any]:
+    """JSON schema for the params in the plain subset every endpoint takes: no titles, no
+    `$defs`/`$ref` (inlined), no class docstrings (pydantic's `description` of a class: they
+    are written for developers, and would be sent with every request), and an optional field
+    is its plain type, not `anyOf` with null (a null default is left out: absent means the
+    default). Built-in params' schemas come from `nanohermes.schemacache`, so a start imports
+    no pydantic."""
+    from nanohermes.schemacache import schema as cached
+
+    def render() -> dict[str, Any]:
+        schema = _adapter(model).json_schema()
+        defs = schema.pop("$defs", {})
+        # The params class's own docstring and each nested class's (a field's `about()` text
+        # sits beside its `$ref`, so it stays).
+        for node in (schema, *defs.values()):
+            node.pop("description", None)
+
+        def lean(node: Any) -> Any:
+            if isinstance(node, list):
+                return [lean(v) for v in node]
+            if not isinstance(node, dict):
+                return node
+            if "$ref" in node:
+                target = defs[node["$ref"].rsplit("/", 1)[-1]]
+                node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+            out = {k: lean(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+            options = out.get("anyOf")
+            if isinstance(options, list):
+                real = [o for o in options if o != {"type": "null"}]
+                if len(real) == 1 and len(real) < len(options):
+                    del out["anyOf"]
+                    out = {**real[0], **out}
+                    if out.get("default", 0) is None:
+                        del out["default"]
+            return out
+
+        out: dict[str, Any] = lean(schema)
+        out.setdefault("properties", {})
+        return out
+
+    return cached(model, render)
+
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def limit_value(name: str, value: float | int) -> str:
+    """A limit as a description states it: sizes in KiB/MiB, the rest as plain numbers."""
+    if name.endswith("_bytes"):
+        n = int(value)
+        for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+            if n >= size and n % size == 0:
+                return f"{n // size} {unit}"
+        return f"{n} bytes"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def render_limits(text: str, limits: Limits) -> str:
+    """`{name}` of a Limits field replaced by its value, so a lowered limit is what the
+    model reads; other braces are left as they are."""
+    names = set(Limits.names())
+
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1)
+        return limit_value(name, getattr(limits, name)) if name in names else m.group(0)
+
+    return _PLACEHOLDER.sub(sub, text)
+
+
+__all__ = ["Approval", "Effect", "P", "Params", "ReadOnlyTool", "SubjectKind", "Target", "Tool", "ToolContext", "ToolError",
+           "ToolResult", "about", "describe_validation", "limit_value", "params_schema", "render_limits"]

@@ -1,0 +1,33 @@
+"""The built-in tools: the one list of their modules, and what they declare.
+
+Each tool module lists its tools in `tools()`; a new module joins `build_tools` here. The
+modules are imported when the pool is first built from them (a start usually builds it from
+the declarations cache, `catalog.py`, and imports a module only when one of its tools is called).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nanohermes.tools.base import Tool
+
+if TYPE_CHECKING:
+    from nanohermes.config import Config
+
+
+def build_tools(config: Config | None = None, workspace: Path | None = None) -> list[Tool]:
+    """The built-in pool, sorted by name. Conditional tools are added by their owners."""
+    from nanohermes.tools.files import tools as files
+    from nanohermes.tools.git import tools as git
+    from nanohermes.tools.memory import tools as memory
+    from nanohermes.tools.patch import tools as patch
+    from nanohermes.tools.search import tools as search
+    from nanohermes.tools.shell import tools as shell
+    from nanohermes.tools.tasks import tools as tasks
+    from nanohermes.tools.todo import tools as todo
+    from nanohermes.tools.web import tools as web
+
+    tools: list[Tool] = [*files(), *patch(), *web(), *todo(), *memory(), *shell(), *tasks(), *git()]
+    tools += search(config)
+    return sorted(tools, key=lambda t: t.name)
