@@ -300,14 +300,12 @@ class Confinement:
         if writes:
             prepared.watch()
         try:
-            shm = tmp / "shm"  # the call's own /dev/shm (POSIX semaphores, shared memory)
-            os.mkdir(shm, 0o700)
             if self.abi:
                 prepared.ruleset_fd = self._ruleset(tmp)
             if self.namespaces:
                 prepared.mounts = self._mounts(tmp)
-                if os.path.isdir("/dev/shm"):
-                    prepared.shm = os.fsencode(shm)
+                if os.path.isdir("/dev/shm"):  # the temp folder is also the call's own /dev/shm
+                    prepared.shm = os.fsencode(tmp)
                 found = sockets.look(os.environ, keep=[str(tmp), *map(str, self.write_roots)],
                                      own_network=not self.network, max_entries=self.socket_scan_entries)
                 if found.problem:
@@ -348,9 +346,9 @@ class Confinement:
         try:
             self._add(fd, Path("/"), _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR)
             self._add(fd, Path("/dev/null"), _file_rights(abi))
-            # The temp folder's `shm` is also the call's /dev/shm: a bind's root is checked
-            # by its own inode, not through the temp folder.
-            roots = [tmp, tmp / "shm"] + ([*self.write_roots] if self.policy == "workspace-write" else [])
+            # The temp folder is also bound over /dev/shm (POSIX semaphores, shared memory): a
+            # bind's root is checked by its own inode, which is the temp folder's.
+            roots = [tmp] + ([*self.write_roots] if self.policy == "workspace-write" else [])
             for root in roots:
                 self._add(fd, root, handled)
         except BaseException:
@@ -433,7 +431,7 @@ class Prepared:
     plants: list[str] = field(default_factory=list)  # what was taken away, as refusals read
     cover: bytes = b""  # the empty, unreadable file bound over each secret file and other servers' sockets
     hidden: list[tuple[bytes, int, int]] = field(default_factory=list)
-    shm: bytes = b""  # the call's own folder bound over /dev/shm
+    shm: bytes = b""  # the call's own folder bound over /dev/shm (its temp folder)
     sockets: list[bytes] = field(default_factory=list)  # other servers' sockets, each covered
     socket_folders: list[bytes] = field(default_factory=list)  # the person's runtime folders, covered whole
     cover_folder: bytes = b""  # the empty, unreadable folder bound over those
@@ -555,7 +553,6 @@ class Prepared:
         self.absent, self.new_git = (), None
         if self.tmpdir is not None:
             try:  # the usual case, and far cheaper than a tree walk
-                os.rmdir(self.tmpdir / "shm")
                 os.rmdir(self.tmpdir)
             except OSError:
                 shutil.rmtree(self.tmpdir, ignore_errors=True)

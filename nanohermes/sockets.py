@@ -91,27 +91,46 @@ def _named_by(env: Mapping[str, str]) -> list[str]:
     return out
 
 
+# folder -> ((inode, mtime), the sockets right in it, its subfolders): a folder whose entries
+# did not change since (its mtime moves when one is added or removed) is not listed again.
+_listed: dict[str, tuple[tuple[int, int], list[str], list[str]]] = {}
+
+
 def _sockets_in(folder: str, depth: int, budget: list[int]) -> Iterable[str]:
-    """Socket files under `folder` down to `depth` levels, looking at no more than `budget[0]`
+    """Socket files under `folder` down to `depth` levels, listing no more than `budget[0]`
     entries in all (links are not followed)."""
     try:
-        entries = os.scandir(folder)
+        st = os.lstat(folder)
     except OSError:
         return
-    with entries:
-        for e in entries:
-            budget[0] -= 1
-            if budget[0] < 0:
-                return
-            try:  # the entry's type comes with the listing: only an odd one costs a stat
-                if e.is_dir(follow_symlinks=False):
-                    if depth > 0:
-                        yield from _sockets_in(e.path, depth - 1, budget)
-                elif not (e.is_file(follow_symlinks=False) or e.is_symlink()) \
-                        and stat.S_ISSOCK(e.stat(follow_symlinks=False).st_mode):
-                    yield e.path
-            except OSError:
-                continue
+    ident = (st.st_ino, st.st_mtime_ns)
+    cached = _listed.get(folder)
+    if cached is None or cached[0] != ident:
+        found: list[str] = []
+        subfolders: list[str] = []
+        try:
+            with os.scandir(folder) as entries:
+                for e in entries:
+                    budget[0] -= 1
+                    if budget[0] < 0:
+                        return
+                    try:  # the entry's type comes with the listing: only an odd one costs a stat
+                        if e.is_dir(follow_symlinks=False):
+                            subfolders.append(e.path)
+                        elif not (e.is_file(follow_symlinks=False) or e.is_symlink()) \
+                                and stat.S_ISSOCK(e.stat(follow_symlinks=False).st_mode):
+                            found.append(e.path)
+                    except OSError:
+                        continue
+        except OSError:
+            return
+        if len(_listed) > 4096:
+            _listed.clear()
+        _listed[folder] = cached = (ident, found, subfolders)
+    yield from cached[1]
+    if depth > 0:
+        for sub in cached[2]:
+            yield from _sockets_in(sub, depth - 1, budget)
 
 
 def runtime_folders(env: Mapping[str, str], uid: int) -> list[str]:
@@ -143,24 +162,16 @@ def look(env: Mapping[str, str], *, keep: Iterable[str], own_network: bool, max_
     budget = [max_entries]
     bound = set(_bound_paths())
     candidates = [*bound, *_named_by(env)]
+    scanned: set[str] = set()
     for folder, depth in (("/run", 2), ("/var/run", 2), (os.path.join(home, ".gnupg") if home else "", 0)):
-        if folder:
-            candidates += _sockets_in(folder, depth, budget)
-    try:
-        tmp_entries = os.listdir("/tmp")
-    except OSError:
-        tmp_entries = []
-    for name in tmp_entries:
-        path = os.path.join("/tmp", name)
-        if name.startswith(_TMP_SOCKET_FOLDERS):
-            candidates += _sockets_in(path, 2, budget)
-        else:
-            budget[0] -= 1
-            try:
-                if stat.S_ISSOCK(os.lstat(path).st_mode):
-                    candidates.append(path)
-            except OSError:
-                pass
+        real = os.path.realpath(folder) if folder else ""
+        if real and real not in scanned:  # /var/run is usually /run
+            scanned.add(real)
+            candidates += _sockets_in(real, depth, budget)
+    candidates += _sockets_in("/tmp", 0, budget)  # sockets right in /tmp, and in its socket folders
+    for folder in _listed.get("/tmp", ((0, 0), [], []))[2]:
+        if os.path.basename(folder).startswith(_TMP_SOCKET_FOLDERS):
+            candidates += _sockets_in(folder, 2, budget)
     problem = ""
     if budget[0] < 0:
         problem = (f"the look for other programs' sockets went past "
