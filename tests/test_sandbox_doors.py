@@ -209,3 +209,15 @@ def test_a_refusal_whose_output_names_no_path_is_still_a_sandbox_refusal(workspa
     assert "failed: Read-only file system" in ran.text
     assert ran.refused == ["a write outside its writable roots (\"Read-only file system\"; the output names no path)"]
     assert "note: the OS sandbox" in ran.text
+
+
+def test_without_a_terminal_a_sandbox_refusal_names_the_remedies_that_apply(cli: Any, server: FakeServer,
+                                                                            tmp_path: Path) -> None:
+    target = tmp_path / "outside.txt"
+    server.add(tool_reply(call("run_command", {"command": f"touch {target}"}, id="c1")), Reply(text="done"))
+    r = cli("-p", "go", server=server, stdin=None, config={"permissions": {"allow": ["run_command(touch *)"]}})
+    assert r.code == 0, r.err
+    [line] = [ln for ln in r.err.splitlines() if ln.startswith("nanohermes: refused")]
+    assert f"a write to {target}" in line and "sandbox.writable_roots" in line and "--sandbox off" in line
+    assert "rerun with --yes" not in line  # an allow rule already matched: --yes would change nothing
+    assert not target.exists()
