@@ -208,8 +208,10 @@ class Gate:
                    verdict: Verdict) -> Grant | Refusal:
         # A call that can only fail fails now, with the tool's own error: nobody is asked in
         # vain. Nothing is approved yet, so what the check starts runs read-only.
-        ctx.confinement = await asyncio.to_thread(confine, "read-only", workspace=self.workspace, config=self.config,
-                                                  limits=self.limits, secret_patterns=self.policy.secret_files)
+        if tool.spawns:
+            ctx.confinement = await asyncio.to_thread(confine, "read-only", workspace=self.workspace,
+                                                      config=self.config, limits=self.limits,
+                                                      secret_patterns=self.policy.secret_files)
         try:
             await tool.precheck(args, ctx)
         except ToolError as e:
