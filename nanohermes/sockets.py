@@ -3,7 +3,7 @@
 A socket file is reached with connect(2), which neither Landlock (at this ABI) nor a read-only
 mount controls: a command that may read `/tmp` may talk to the person's tmux server, their
 ssh-agent, D-Bus or a container engine, each of which runs programs outside any sandbox. The
-sandbox therefore hides them in the command's mount namespace (see `sandbox.py`): every socket
+sandbox therefore hides them in the command's mount namespace (see `sandbox/launch.py`): every socket
 this look finds is covered by an empty unreadable file, and the per-user runtime folders whole
 by an empty unreadable folder, so sockets made there later are hidden too.
 

@@ -461,7 +461,7 @@ sys.path.insert(0, sys.argv[1])
 from nanohermes import sandbox
 ws = Path(sys.argv[2])
 conf = sandbox.confinement("workspace-write", workspace=ws)
-prepared = conf.prepare()
+prepared = sandbox.prepare(conf)
 r = subprocess.run(["bash", "-c", sys.argv[3]], cwd=ws, preexec_fn=prepared.preexec,
                    env=prepared.env(dict(os.environ)), capture_output=True, text=True)
 prepared.cleanup()

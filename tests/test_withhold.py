@@ -217,7 +217,7 @@ def test_a_secret_file_replaced_after_the_look_stops_the_command(secrets: Path) 
     (secrets / ".env").write_text(f"NEW={TOKEN}\n")
     conf = sandbox.confinement("workspace-write", workspace=secrets,
                                hidden=tuple(f for f in found.files if f[0] == str(secrets / ".env")))
-    prepared = conf.prepare()
+    prepared = sandbox.prepare(conf)
     try:
         r = subprocess.run(["cat", ".env"], cwd=secrets, preexec_fn=prepared.preexec, capture_output=True, text=True,
                            env=prepared.env(dict(os.environ)))

@@ -8,7 +8,7 @@ what falls between is read, counted and marked, so no pipe can fill and memory s
 the whole group killed on timeout, cancellation or exit, and a bounded wait for
 grandchildren that still hold the pipes after the shell has exited. Also owns fitting a
 command's stdout and stderr sections into one result.
-Every process starts through `spawn`, in the OS sandbox the call was given (sandbox.py); when
+Every process starts through `spawn`, in the OS sandbox the call was given (`nanohermes/sandbox`); when
 a command ends, what it left running outside its group is swept and counted.
 """
 
@@ -393,7 +393,7 @@ async def spawn(argv: list[str], *, cwd: Path, env: dict[str, str], out_cap: int
         _atexit_hooked = True
     sandbox.become_subreaper()
     conf = confinement
-    prepared = conf.prepare()
+    prepared = sandbox.prepare(conf)
     marker = sandbox.new_marker()
     env = prepared.env(env)
     env[sandbox.MARKER] = marker

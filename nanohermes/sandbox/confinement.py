@@ -1,0 +1,110 @@
+"""What one call's processes may do: the finished confinement the gate grants (`Confinement`),
+and what this machine can confine with (`Availability`). Plain data; choosing them is
+`policy.py`'s, applying them `launch.py`'s."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+SandboxPolicy = Literal["read-only", "workspace-write", "off"]
+
+@dataclass(frozen=True)
+class Availability:
+    abi: int  # Landlock ABI, 0 when missing
+    namespaces: bool  # may a child enter a new user + mount namespace?
+    landlock_error: str = ""  # why Landlock cannot be used, when it cannot
+    namespace_error: str = ""
+
+    @property
+    def landlock(self) -> bool:
+        return self.abi > 0 and not self.landlock_error
+
+    @property
+    def confines(self) -> bool:
+        """Can a command be confined here as a command nobody approved must be: Landlock for
+        the files, namespaces for the network, the sockets and the read-only git metadata."""
+        return self.landlock and self.namespaces
+
+    def lines(self) -> list[tuple[bool, str]]:
+        """(good, text) per part: what the sandbox has here and what is weaker."""
+        out: list[tuple[bool, str]] = []
+        if not self.landlock:
+            why = self.landlock_error or "the kernel has no Landlock (Linux 5.13+ with landlock in the LSM list)"
+            out.append((False, f"Landlock unavailable ({why}): commands are not confined; only argument-checked "
+                               "built-in read-only commands run without asking"))
+        else:
+            weak = []
+            if self.abi < 4:
+                weak.append("TCP connect/bind is not blocked (ABI < 4)")
+            if self.abi < 6:
+                weak.append("signals and abstract unix sockets are not scoped (ABI < 6)")
+            if self.abi < 3:
+                weak.append("truncating files is not controlled (ABI < 3)")
+            out.append((not weak, f"Landlock ABI {self.abi}: commands that run unasked are confined"
+                                  + (f"; weaker: {', '.join(weak)}" if weak else "")))
+        if self.namespaces:
+            out.append((True, "user namespaces: each command gets its own network (only its own loopback; no "
+                              "network at all unless sandbox.network), its own /dev/shm, and a view of the files "
+                              "in which other programs' sockets (tmux, agents, D-Bus, container engines) are "
+                              "hidden, the workspace's secret files are withheld, and .git/config, git's hooks "
+                              "and nanohermes's config stay read-only"))
+        else:
+            why = self.namespace_error or "unprivileged user namespaces are disabled"
+            out.append((False, f"user namespaces unavailable ({why}): other programs' sockets (tmux, agents, "
+                               "D-Bus) cannot be hidden from a command, so only argument-checked built-in "
+                               "read-only commands written as plain words run without asking"))
+        return out
+
+
+@dataclass
+class Confinement:
+    """What one call may do. Built by the tools from the policy the runtime chose."""
+
+    policy: SandboxPolicy
+    abi: int = 0  # 0: no Landlock (off, or unavailable)
+    namespaces: bool = False
+    write_roots: tuple[Path, ...] = ()  # beyond the call's own temp folder and /dev/null
+    read_only_paths: tuple[Path, ...] = ()  # protected paths inside write roots
+    network: bool = False
+    # Paths that must not appear: absent ones cannot be bound read-only, so one the command
+    # creates is removed after it, and while it runs at every sweep (`sweep_plants`): a
+    # `.git/commondir` would point git at another config (see gitmeta.metadata).
+    must_not_appear: tuple[Path, ...] = ()
+    # The workspace's `.git` when it had none, and the folders where git keeps submodules' git
+    # folders: a repository the command makes there (`git init`, a submodule's clone) is kept
+    # only while its hooks and config name no program (see `gitmeta.safe_new_repo`).
+    new_git: Path | None = None
+    module_roots: tuple[Path, ...] = ()
+    # PATH folders inside the writable roots (`.venv/bin`, `node_modules/.bin`): a program the
+    # command creates or changes there is named, since an approved command would run it.
+    path_folders: tuple[str, ...] = ()
+    # Secret files to withhold: (real path, device, inode) as the look found them. Landlock
+    # cannot take one file out of a readable tree; the mount namespace covers each one.
+    hidden: tuple[tuple[str, int, int], ...] = ()
+    # Why some secret files could not be withheld ("" when all are): a workspace-write call
+    # then does not run (a person may approve it to run outside the sandbox).
+    unhidden: str = ""
+    # How many entries the look for other servers' sockets may read (sockets.look).
+    socket_scan_entries: int = 50_000
+    # nanohermes's own secret folders (data, state), covered whole by an empty unreadable
+    # folder, and its own secret files (the user's config), covered as the secret files are.
+    hidden_folders: tuple[str, ...] = ()
+    own_files: tuple[str, ...] = ()
+
+
+def dedupe(paths: list[Path]) -> list[Path]:
+    seen: set[Path] = set()
+    out = []
+    for p in sorted(paths, key=lambda p: len(p.parts)):  # outer mounts first
+        if p not in seen:
+            seen.add(p)
+            out.append(p)
+    return out
+
+def within(path: Path, root: Path) -> bool:
+    try:
+        return path.resolve() == root.resolve() or root.resolve() in path.resolve().parents
+    except OSError:
+        return False

@@ -1,0 +1,127 @@
+"""The mount plan of a confined call: the binds that make the tree read-only but for the
+writable roots and keep git's metadata read-only inside them, and the covers (an empty
+unreadable file or folder) over secret files, nanohermes's own files and other programs'
+sockets."""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from nanohermes.sandbox.confinement import Confinement, dedupe, within
+from nanohermes.sandbox.kernel import MS_BIND, SandboxError, fail, kern
+
+
+def mount_plan(self: Confinement, tmp: Path) -> list[tuple[bytes, bool]]:
+    """(path, read-only) binds, in order, made after the whole tree is remounted
+    read-only: Landlock does not cover chmod, chown, utimes or xattrs, a read-only mount
+    does. The writable roots (the temp folder, and under workspace-write the workspace
+    and its git folder) are bound read-write again; being mount points, they cannot be
+    renamed away (`mv .git x && mkdir .git`). The protected paths come last, read-only."""
+    out: list[tuple[bytes, bool]] = [(os.fsencode(tmp), False)]
+    if self.policy != "workspace-write":
+        return out
+    inside = [p for p in self.read_only_paths if any(within(p, r) for r in self.write_roots)]
+    anchors: list[Path] = [r for r in self.write_roots if r.is_dir()]
+    for p in inside:
+        if p.name in ("config", "hooks", "config.worktree") and p.parent.is_dir():
+            anchors.append(p.parent)  # the git folder itself
+    out += [(os.fsencode(a), False) for a in dedupe(anchors)]
+    for p in inside:
+        if p.name == "hooks" and not p.exists() and p.parent.is_dir():
+            try:  # an empty hooks folder, as git itself makes, so there is something to bind over
+                p.mkdir()
+            except OSError:
+                pass
+        if p.exists():
+            out.append((os.fsencode(p), True))
+    return out
+
+
+def coverable(folders: tuple[str, ...], keep: list[str]) -> list[str]:
+    """The folders to cover whole so that `folders` are hidden but no kept root is: a folder
+    holding a kept root is covered part by part instead (its other entries)."""
+    out: list[str] = []
+    for folder in folders:
+        if not os.path.isdir(folder):
+            continue
+        if not any(k == folder or k.startswith(folder.rstrip("/") + "/") for k in keep):
+            out.append(folder)
+            continue
+        try:
+            entries = [os.path.join(folder, n) for n in os.listdir(folder)]
+        except OSError:
+            continue
+        out += coverable(tuple(e for e in entries if os.path.isdir(e) and not os.path.islink(e)), keep)
+    return out
+
+def cover(cover: bytes, path: bytes, dev: int, ino: int) -> None:
+    """Bind the empty file over one secret file, if it is still the file the look found: it
+    is opened without following a final link and bound through its descriptor, so a path
+    swapped meanwhile (by a background task) can neither dodge the cover nor move it. The
+    bind takes the read-only flag of the tree the empty file is in."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return  # deleted since the look: nothing to withhold
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (dev, ino):
+            raise SandboxError(f"the secret file {path!r} changed while the command started; run it again")
+        if kern().libc.mount(cover, b"/proc/self/fd/%d" % fd, None, MS_BIND, None) != 0:  # loaded by `prepare`
+            raise fail(f"covering the secret file {path!r}")
+    finally:
+        os.close(fd)
+
+_cover_file: bytes = b""
+
+def placeholder() -> bytes:
+    """An empty file no one may read or write (mode 0000), outside every writable root: one
+    per user, kept in a private folder of the system's temporary folder and made again if it
+    went missing, so no session leaves one behind. A folder of that name this user does not
+    own privately (another user's, a link) is not used: then a fresh one is made."""
+    global _cover_file
+    if _cover_file and os.path.exists(_cover_file):
+        return _cover_file
+    folder = Path(tempfile.gettempdir()) / f"nanohermes-withheld-{os.geteuid()}"
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        folder = Path(tempfile.mkdtemp(prefix="nanohermes-withheld-"))
+    path = folder / "secret"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0)
+        os.close(fd)
+    except FileExistsError:
+        pst = os.lstat(path)
+        if not stat.S_ISREG(pst.st_mode) or pst.st_size or pst.st_uid != os.geteuid():
+            raise SandboxError(f"{path} is not the empty file the sandbox covers secret files with; remove it") from None
+    os.chmod(path, 0)
+    _cover_file = os.fsencode(path)
+    return _cover_file
+
+_cover_folder: bytes = b""
+
+def placeholder_folder() -> bytes:
+    """An empty folder no one may list or enter (mode 0000), beside the placeholder file:
+    bound over a folder a confined command must not see into."""
+    global _cover_folder
+    if _cover_folder and os.path.isdir(_cover_folder):
+        return _cover_folder
+    path = Path(os.fsdecode(placeholder())).parent / "folder"
+    try:
+        os.mkdir(path, 0)
+    except FileExistsError:
+        st = os.lstat(path)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid():
+            os.chmod(path, 0o700)  # to look inside
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or os.listdir(path):
+            raise SandboxError(f"{path} is not the empty folder the sandbox covers folders with; remove it") from None
+    os.chmod(path, 0)
+    _cover_folder = os.fsencode(path)
+    return _cover_folder

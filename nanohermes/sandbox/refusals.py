@@ -1,0 +1,169 @@
+"""Reading what the sandbox refused out of a command's output, and what lets it through."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from nanohermes.sandbox.confinement import Confinement, within
+
+_DENIED = r"(?:Permission denied|Read-only file system|Operation not permitted)"
+
+_NET = (r"Network is unreachable|Could not resolve host|Temporary failure in name resolution|"
+        r"Name or service not known|(?:connect|bind)[^\n]{0,80}(?:Permission denied|EACCES)|"
+        r"\.(?:connect|bind)\([^\n]*\)\s*\n(?:.*\n)?.*(?:Errno 13|EACCES)|"
+        r"(?:Errno 13|EACCES)[^\n]{0,40}(?:connect|socket)")
+
+_BARE_WORD = 2  # the pattern of `bash: x: Permission denied`, whose word may be no path at all
+
+@functools.cache  # compiled when the first command's output is read, not at import
+def _refusal_patterns() -> tuple[list[re.Pattern[str]], re.Pattern[str]]:
+    paths = [
+        re.compile(r"['‘`\"]([^'’`\"\n]+)['’`\"]:? " + _DENIED),  # touch: cannot touch 'x': Permission denied
+        re.compile(_DENIED + r"\]?:? ['‘\"]([^'’\"\n]+)['’\"]"),  # PermissionError: [Errno 13] Permission denied: 'x'
+        re.compile(r"(?:^|\s)(/?[\w.~+@%/-][^\s:'\"]*): " + _DENIED, re.M),  # bash: x: Permission denied
+        re.compile(r"['‘`\"]([^'’`\"\n]+)['’`\"] for (?:reading|writing): " + _DENIED),  # cp: cannot open 'x' for reading: ...
+        re.compile(r"\b(?:EACCES|EROFS|EPERM):? ['\"]?(/[^\s'\"]+)"),  # node: Error: connect EACCES /x/s.sock
+    ]
+    return paths, re.compile(_NET, re.I)
+
+SECRET_WITHHELD = "a secret file the sandbox withholds (permissions.secret_files)"
+
+SOCKET_HIDDEN = "another program's server, hidden from sandboxed commands"
+
+OWN_HIDDEN = "one of nanohermes's own files (its config, sessions, memory), hidden from sandboxed commands"
+
+_DENIED_BARE = re.compile(r"Permission denied|Operation not permitted|\[Errno (?:1|13)\]|\b(?:EACCES|EPERM)\b")
+
+_READ_ONLY_FS = re.compile(r"Read-only file system|\[Errno 30\]|\bEROFS\b")
+
+def refusals(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[str, ...] | list[str] = (),
+             command: str = "") -> list[str]:
+    """What the sandbox probably refused, read from a command's output: the paths named in
+    "Permission denied" / "Read-only file system" messages that the command could have
+    written without the sandbox (checked with access(2)), a socket the sandbox hid
+    (`hidden_sockets`) that the output names (or the `command` line names, when the output
+    shows a refused or failed connection), a read-only file system named without a path
+    (a shared-memory lock, a semaphore), and network failures while the network is closed. A
+    heuristic: a program that fails silently or words its errors its own way is not seen, and
+    a path that is unwritable anyway is not blamed on the sandbox."""
+    if conf.policy == "off" or not (conf.abi or conf.namespaces):
+        return []
+    found: list[str] = []
+
+    def add(what: str) -> None:
+        if what not in found:
+            found.append(what)
+
+    hidden = {p for p, _, _ in conf.hidden} if conf.namespaces else set()
+    path_patterns, net = _refusal_patterns()
+    for i, pattern in enumerate(path_patterns):
+        for m in pattern.finditer(text):
+            raw = m.group(1).strip()
+            if not raw or len(raw) > 4096:
+                continue
+            path = Path(os.path.expanduser(raw))
+            path = path if path.is_absolute() else cwd / path
+            if i == _BARE_WORD and not any(c in raw for c in "/.") and not os.path.lexists(path):
+                continue  # `open: Read-only file system` (perror) names a call, not a file
+            real = _real(path)
+            if real and real in hidden_sockets:
+                continue  # named below, as a socket
+            if conf.namespaces and real and (real in conf.own_files or any(
+                    real == f or real.startswith(f.rstrip("/") + "/") for f in conf.hidden_folders)):
+                add(f"access to {os.path.normpath(path)}, {OWN_HIDDEN}")
+            elif hidden and real in hidden:
+                add(f"access to {os.path.normpath(path)}, {SECRET_WITHHELD}")
+            elif _blames(path, conf):
+                add(f"a write to {os.path.normpath(path)}")
+    failed = bool(_DENIED_BARE.search(text) or _NOT_CONNECTED.search(text))
+    for sock in hidden_sockets:
+        if sock in text or (failed and sock in command):
+            add(f"a connection to the socket {sock}, {SOCKET_HIDDEN}")
+    if not found and conf.namespaces:
+        if _READ_ONLY_FS.search(text):
+            add("a write outside its writable roots (\"Read-only file system\"; the output names no path)")
+        elif _DENIED_BARE.search(text):
+            # Capabilities are dropped in the sandbox, so even root's access to other users'
+            # files is refused there.
+            add("an access the sandbox refuses (\"Permission denied\" or \"Operation not permitted\", naming no "
+                "path it could check: another program's socket, a secret file, a file outside its writable roots, "
+                "or a process outside the sandbox)")
+    if not conf.network and not any(SOCKET_HIDDEN in f for f in found):
+        if net.search(text):
+            add("a network connection (the sandbox has no network)")
+        elif conf.namespaces and _NOT_CONNECTED.search(text):
+            for port in _host_ports(text):
+                add(f"a connection to port {port} of the host's loopback (the sandbox has a loopback of its own: "
+                    "servers it starts are reachable, the host's are not)")
+    return found
+
+_NOT_CONNECTED = re.compile(r"refused|(?:couldn't|could not|failed to|unable to|cannot) connect", re.I)
+
+_LOOPBACK_PORT = re.compile(r"(?:127\.0\.0\.1|localhost|::1)\]?['\"]?(?::|,\s*(?:port=)?|\s+port\s+)(\d{1,5})\b")
+
+def _host_ports(text: str) -> list[int]:
+    """The loopback ports the output names that a server of the host listens on (the sandbox's
+    own loopback cannot reach them)."""
+    named = {int(m.group(1)) for m in _LOOPBACK_PORT.finditer(text)}
+    if not named:
+        return []
+    listening: set[int] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, "rb") as f:
+                rows = f.read().split(b"\n")[1:]
+        except OSError:
+            continue
+        for row in rows:
+            parts = row.split()
+            if len(parts) > 3 and parts[3] == b"0A":  # LISTEN
+                listening.add(int(parts[1].rsplit(b":", 1)[1], 16))
+    return sorted(named & listening)
+
+def remedies(refused: Sequence[str]) -> str:
+    """What lets a refused sandboxed call through, for these refusals: the settings that widen
+    the sandbox for what they name, and the two that always do."""
+    out: list[str] = []
+    if any(r.startswith(("a write", "creating")) for r in refused):
+        out.append("add the folder to sandbox.writable_roots")
+    if any("network" in r or "loopback" in r for r in refused):
+        out.append('set "sandbox": {"network": true}')
+    if any(SECRET_WITHHELD in r for r in refused):
+        out.append("an allow rule naming the exact command line lets it read the secret file")
+    if any(OWN_HIDDEN in r for r in refused):
+        out.append("no setting opens nanohermes's own files to sandboxed commands")
+    if any(SOCKET_HIDDEN in r for r in refused):
+        out.append("no setting opens another program's socket to sandboxed commands")
+    out += ["--sandbox off (or sandbox.mode off) runs unasked commands unconfined",
+            "or a person's yes at the prompt runs this call outside the sandbox"]
+    return "; ".join(out)
+
+def _real(path: Path) -> str:
+    try:
+        return os.path.realpath(path)
+    except OSError:  # a path nanohermes may not look at
+        return ""
+
+def _blames(path: Path, conf: Confinement) -> bool:
+    """`_sandbox_blocks`, and no for a path nanohermes may not even look at (`/proc/1/root/x`):
+    a command's output must never turn its finished run into an error."""
+    try:
+        return _sandbox_blocks(path, conf)
+    except OSError:
+        return False
+
+def _sandbox_blocks(path: Path, conf: Confinement) -> bool:
+    """Could nanohermes itself write here, and does the confinement forbid it?"""
+    real = Path(os.path.realpath(path))
+    target = real if real.exists() else real.parent
+    if not os.access(target, os.W_OK):
+        return False  # unwritable without the sandbox too: not ours to blame
+    if any(within(real, p) for p in conf.read_only_paths) and conf.namespaces:
+        return True
+    if conf.policy == "workspace-write" and any(within(real, r) for r in conf.write_roots):
+        return False
+    return str(real) != "/dev/null"
