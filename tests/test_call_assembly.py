@@ -49,6 +49,17 @@ def sglang_style(calls: list[tuple[str, dict[str, Any]]], size: int) -> list[dic
     return out
 
 
+def lmstudio_style(calls: list[tuple[str, dict[str, Any]]], size: int) -> list[dict[str, Any]]:
+    """LM Studio: a new id on every fragment of one call, at that call's index, the name on the
+    first fragment only."""
+    out: list[dict[str, Any]] = []
+    for i, (n, a) in enumerate(calls):
+        out.append({"index": i, "id": f"c{i}", "type": "function", "function": {"name": n, "arguments": ""}})
+        out += [{"index": i, "id": f"c{i}-{k}", "type": "function", "function": {"arguments": p}}
+                for k, p in enumerate(pieces(json.dumps(a), size))]
+    return out
+
+
 def object_style(calls: list[tuple[str, dict[str, Any]]], size: int) -> list[dict[str, Any]]:
     """llama.cpp: the arguments as an object, a `functions.` prefix on the name."""
     return [{"index": i, "id": f"c{i}", "type": "function", "function": {"name": f"functions.{n}", "arguments": a}}
@@ -56,7 +67,8 @@ def object_style(calls: list[tuple[str, dict[str, Any]]], size: int) -> list[dic
 
 
 @settings(max_examples=150, deadline=None)
-@given(calls=calls_st, size=st.integers(1, 7), style=st.sampled_from([openai_style, ollama_style, sglang_style, object_style]))
+@given(calls=calls_st, size=st.integers(1, 7), style=st.sampled_from([openai_style, ollama_style, sglang_style, lmstudio_style,
+                                                                          object_style]))
 def test_every_fragment_style_gives_back_the_calls(calls: list[tuple[str, dict[str, Any]]], size: int, style: Any) -> None:
     assembler = CallAssembler(frozenset(NAMES))
     for fragment in style(calls, size):

@@ -76,6 +76,23 @@ def test_sglang_streamed_parallel_calls_reuse_index_0(cli, server: FakeServer, f
     assert len(results(server.requests[1])) == 2
 
 
+def test_lmstudio_new_id_on_every_fragment_is_one_call(cli, server: FakeServer, files: Path) -> None:
+    # LM Studio: each fragment of one call carries an id of its own; only the first names the tool.
+    server.add(Raw(body=sse(*calls(
+        {"index": 0, "id": "366241530", "type": "function", "function": {"name": "run_command", "arguments": ""}},
+        {"index": 0, "id": "366241531", "type": "function", "function": {"arguments": '{"command":'}},
+        {"index": 0, "id": "366241532", "type": "function", "function": {"arguments": ' "cat a.txt'}},
+        {"index": 0, "id": "366241533", "type": "function", "function": {"arguments": ' b.txt"}'}},
+    ))), Reply(text="ran once"))
+    r = run(cli, server, "--yes")
+    assert (r.code, r.out) == (0, "ran once\n"), r.err
+    sent = assistant_calls(server.requests[1])
+    assert [(c["id"], c["function"]["name"]) for c in sent] == [("366241530", "run_command")]
+    assert json.loads(sent[0]["function"]["arguments"]) == {"command": "cat a.txt b.txt"}
+    (result,) = results(server.requests[1])
+    assert "alpha contents" in result and "beta contents" in result
+
+
 def test_name_repeated_on_every_fragment_is_set_once(cli, server: FakeServer, files: Path) -> None:
     server.add(Raw(body=sse(*calls(
         {"index": 0, "id": "call_r", "type": "function", "function": {"name": "read_file", "arguments": '{"pa'}},

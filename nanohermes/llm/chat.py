@@ -4,7 +4,8 @@ Servers split a tool call into fragments in many ways: OpenAI sends an index wit
 fragment and the id and name once; Ollama and SGLang send each parallel call whole, all at
 index 0; Gemini sends fragments without an index; some repeat the name on every fragment;
 llama.cpp may send the arguments as a JSON object; some open a call with `{}` arguments and
-then stream the real ones as text; some prefix the name with `functions.`.
+then stream the real ones as text; some prefix the name with `functions.`; LM Studio may put a
+new id on every fragment of one call (the name on the first only).
 `CallAssembler` reads all of them by one rule (see `feed`). Reasoning deltas
 (`reasoning_content`, `reasoning`, `reasoning_details`) are collected beside the text and
 never mixed into it.
@@ -77,8 +78,9 @@ class CallAssembler:
 
     def feed(self, fragment: dict[str, Any]) -> None:
         """The rule: a fragment with a new id and a name starts a new call, even at an index
-        already used; a fragment without id or name continues the call at its index (or the
-        current one when it has none); a name is set once, never concatenated."""
+        already used; a fragment without a name continues the call at its index (or the
+        current one when it has none), whatever id it carries (the first id is kept); a name
+        is set once, never concatenated."""
         index = fragment.get("index")
         raw_fn = fragment.get("function")
         fn: dict[str, Any] = raw_fn if isinstance(raw_fn, dict) else {}
@@ -90,9 +92,9 @@ class CallAssembler:
         slot: _Call | None = None
         if cid is not None:
             slot = next((c for c in self.calls if c.id == cid), None)
-            if slot is None and name is None and open_call is not None and open_call.id is None:
-                slot = open_call  # the id came after the first fragment
-                slot.id = cid
+            if slot is None and name is None and open_call is not None:
+                slot = open_call  # the id came after the first fragment, or a new one on each (LM Studio)
+                slot.id = slot.id or cid
         elif open_call is not None and (name is None or not open_call.name or open_call.name == name):
             slot = open_call
         if slot is None:
