@@ -25,6 +25,9 @@ class ToolCall:
     name: str
     arguments: str  # raw JSON text as the model sent it; may be malformed
     extra: tuple[tuple[str, Any], ...] = ()  # provider fields sent on the call, echoed back as they came
+    # The answer stopped at the output token limit while this call was written (finish_reason
+    # length): its arguments may be cut off. Not sent on the wire.
+    cut_off: bool = False
 
     def to_wire(self) -> dict[str, Any]:
         d: dict[str, Any] = {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}

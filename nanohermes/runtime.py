@@ -36,6 +36,15 @@ UNSAVED_NOTE = "\n(cut to fit the per-message budget; not saved, the session is 
 __all__ = ["DENIED", "DENIED_PREFIX", "INTERRUPTED", "UNSAVED_NOTE", "Runtime", "denied"]
 
 
+def cut_off_error(call: ToolCall) -> str:
+    """A call whose arguments the output token limit cut off: the next step is smaller calls,
+    not the same call again."""
+    return (f"this {call.name} call was cut off at the output token limit (finish_reason length) after "
+            f"{len(call.arguments)} chars of arguments, so it did not run. Do not send it again as it was: split the "
+            "content over several calls (write_file with the first part, then add the rest with edit_file), "
+            "each well under the limit")
+
+
 @dataclass
 class _Call:
     call: ToolCall
@@ -43,6 +52,7 @@ class _Call:
     args: Params | None = None
     error: str | None = None  # set when the call cannot run at all
     safe: bool = False
+    note: str = ""  # said after the result: how the call was read (a patch sent through the shell)
 
 
 @dataclass
@@ -130,6 +140,11 @@ class Runtime:
 
     def _prepare(self, call: ToolCall) -> _Call:
         p = _Call(call)
+        if call.name == "run_command" and "apply_patch" in self._by_name:
+            from nanohermes.tools.patch_command import NOTE, patch_call
+
+            if (patched := patch_call(call)) is not None:  # judged and approved as the edit it is
+                p.call, p.note, call = patched, NOTE, patched
         tool = self._by_name.get(call.name)
         if tool is None:
             names = ", ".join(t.name for t in self.visible_tools())
@@ -139,7 +154,7 @@ class Runtime:
         try:
             raw = parse_arguments(call.arguments, self.limits.tool_args_max_depth)
         except ValueError as e:
-            p.error = f"arguments for {call.name} {e}"
+            p.error = cut_off_error(call) if call.cut_off else f"arguments for {call.name} {e}"
             return p
         try:
             p.args = tool.parse(raw)
@@ -154,7 +169,7 @@ class Runtime:
 
     def _context(self, call_id: str) -> ToolContext:
         return ToolContext(workspace=self.workspace, limits=self.limits, config=self.config, call_id=call_id,
-                           emit=self.ui.emit, state=self.session.state)
+                           emit=self.ui.emit, state=self.session.state, session_folder=self.session.folder)
 
     async def _execute(self, p: _Call) -> Message:
         started = time.monotonic()
@@ -169,7 +184,7 @@ class Runtime:
         else:
             assert p.tool is not None and p.args is not None
             text, is_error, display, waited = await self._permitted_run(p.tool, p.args, p.call.id, summary)
-        text = clamp(text, self.limits.max_output)
+        text = clamp(text + (f"\n{p.note}" if p.note else ""), self.limits.max_output)
         # The time shown is the tool's own: an approval prompt's wait is not counted.
         self.ui.emit(ToolFinished(call_id=p.call.id, name=name, result=text, is_error=is_error,
                                   elapsed=time.monotonic() - started - waited, display=display))

@@ -193,7 +193,8 @@ def test_end_to_end_a_model_sends_a_begin_patch_and_a_slipped_edit(cli, server: 
     assert results == {
         "p": "patched app.py (1 hunk, +1 -1)",
         "e": "edited notes.md: replaced 1 occurrence (+1 -1 lines) (read_file's line numbers stripped from "
-             "old_string; matched with Unicode punctuation mapped to ASCII)",
+             "old_string and new_string; matched with Unicode punctuation mapped to ASCII; new_string's quotes written curly like the "
+             "file's)",
     }
     assert (workspace / "app.py").read_text() == "def main():\n    print('hello')\n    return 0\n"
-    assert (workspace / "notes.md").read_text() == 'Say "goodbye".\n'
+    assert (workspace / "notes.md").read_text() == "Say \u201cgoodbye\u201d.\n"

@@ -367,7 +367,9 @@ def test_edit_errors_say_what_to_do(workspace: Path) -> None:
     assert error(EditFile(), workspace, {"path": "a.py", "old_string": "w = 0", "new_string": "w = 1"}) == (
         "old_string not found in a.py; read the file and match it exactly, including whitespace"
         " (also tried: trailing whitespace ignored, leading and trailing whitespace ignored,"
-        " Unicode punctuation mapped to ASCII)")
+        " Unicode punctuation mapped to ASCII, blank lines at its ends, escapes decoded once)\n"
+        "Nothing in the file is alike; it begins, lines 1-5:\n1\tx = 1\n2\tx = 1\n3\ty = 2\n4\t    z = 3\n5\tx = 1\n"
+        "Copy old_string from these lines (without the line numbers) and retry.")
     # Differing only in indentation is no longer an error: the unique whitespace-blind match is
     # taken, with the model's indentation, and the result says so (see test_edit_tiers).
     assert run(EditFile(), workspace, {"path": "a.py", "old_string": "\tz = 3", "new_string": "\tz = 4"}) == (

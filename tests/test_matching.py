@@ -19,12 +19,8 @@ from nanohermes.messages import ToolCall
 from nanohermes.permissions import Policy
 from nanohermes.runtime import Runtime
 from nanohermes.tools import build_tools
-from nanohermes.tools.matching import (
-    Ambiguous,
-    find_text,
-    seek_lines,
-    strip_line_numbers,
-)
+from nanohermes.tools.artefacts import all_numbered, strip_numbers
+from nanohermes.tools.matching import Ambiguous, find_text, seek_lines
 
 
 def runtime(ws: Path) -> Runtime:
@@ -103,15 +99,17 @@ def test_line_numbers_copied_from_read_file_are_stripped(tmp_path: Path) -> None
     shown = call(rt, "read_file", path="f.py", offset=9, limit=2)
     assert shown.startswith(" 9\tline 9\n10\tline 10")
     out = edit(rt, "f.py", " 9\tline 9\n10\tline 10", " 9\tline nine\n10\tline ten")
-    assert out == "edited f.py: replaced 1 occurrence (+2 -2 lines) (read_file's line numbers stripped from old_string)"
+    assert out == ("edited f.py: replaced 1 occurrence (+2 -2 lines) (read_file's line numbers stripped from old_string "
+                   "and new_string)")
     assert "line nine\nline ten\nline 11\n" in (tmp_path / "f.py").read_text()
 
 
 def test_prefix_is_stripped_only_when_every_line_carries_it() -> None:
-    assert strip_line_numbers("1\ta\n2\tb\n") == "a\nb\n"
-    assert strip_line_numbers("  7\tx") == "x"
-    assert strip_line_numbers("1\ta\nb") is None
-    assert strip_line_numbers("no numbers") is None
+    assert all_numbered("1\ta\n2\tb\n") and strip_numbers("1\ta\n2\tb\n") == "a\nb\n"
+    assert all_numbered("  7\tx") and strip_numbers("  7\tx") == "x"
+    assert all_numbered("     1\u2192import os\n     2\u2192") and strip_numbers("     1\u2192import os") == "import os"
+    assert not all_numbered("1\ta\nb")
+    assert not all_numbered("no numbers")
 
 
 def test_a_file_that_really_holds_numbered_lines_matches_exactly_first(tmp_path: Path) -> None:
@@ -129,7 +127,8 @@ def test_a_miss_quotes_the_closest_region_with_line_numbers(tmp_path: Path) -> N
     out = edit(runtime(tmp_path), "geo.py", "def area(r):\n    return 3.1416 * r * r\n", "x")
     assert out == (
         "ERROR: old_string not found in geo.py; read the file and match it exactly, including whitespace (also "
-        "tried: trailing whitespace ignored, leading and trailing whitespace ignored, Unicode punctuation mapped to ASCII)\n"
+        "tried: trailing whitespace ignored, leading and trailing whitespace ignored, Unicode punctuation mapped to ASCII, "
+        "blank lines at its ends, escapes decoded once)\n"
         "The closest region of the file, lines 19-25:\n"
         "19\t# filler 18\n20\t# filler 19\n21\tdef area(r):\n22\t    return 3.14 * r * r\n23\t\n24\t\n25\tprint(area(2))\n"
         "Copy old_string from these lines (without the line numbers) and retry.")

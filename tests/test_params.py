@@ -95,7 +95,7 @@ def test_a_warm_start_builds_the_pool_and_its_specs_without_pydantic(home: Path)
     assert then["errors"] == [
         "ToolError: missing string field `path`",
         "ToolError: unknown field `x`",
-        "ToolError: field `limit` must be an integer",
+        "ToolError: field `limit` must be an integer, not a string",
         "ToolError: path must not be empty",
         "ToolError: field `offset`: Input should be greater than or equal to 1",
     ]
@@ -116,7 +116,7 @@ def test_nested_entries_are_checked_like_the_params_that_hold_them() -> None:
     todo = next(t for t in build_tools() if t.name == "todo_write")
     with pytest.raises(ToolError, match=r"^unknown field `todos.0.when`$"):
         todo.parse({"todos": [{"content": "a", "status": "pending", "when": "now"}]})
-    with pytest.raises(ToolError, match=r"^field `todos.0` must be an object$"):
+    with pytest.raises(ToolError, match=r"^field `todos.0` must be an object, not a string$"):
         todo.parse({"todos": ["a"]})
     with pytest.raises(ToolError, match=r"^todo content must not be empty; describe the step$"):
         todo.parse({"todos": [{"content": "  ", "status": "pending"}]})
@@ -221,9 +221,9 @@ def test_argument_errors_name_the_nested_fields_type_with_its_article() -> None:
         with pytest.raises(ToolError) as e:
             todo.parse(raw)
         errors.append(str(e.value))
-    assert errors == ["missing string field `todos.0.status`", "field `todos` must be an array",
-                      "field `todos` must be an array", "field `todos.0` must be an object"]
-    with pytest.raises(ToolError, match=r"^field `limit` must be an integer$"):
+    assert errors == ["missing string field `todos.0.status`", "field `todos` must be an array, not a string",
+                      "field `todos` must be an array, not null", "field `todos.0` must be an object, not null"]
+    with pytest.raises(ToolError, match=r"^field `limit` must be an integer, not a string$"):
         ReadFile().parse({"path": "a", "limit": "x"})
 
 
@@ -240,7 +240,7 @@ def test_the_cli_runs_calls_with_null_optional_arguments_and_sends_no_class_docs
     r = cli("-p", "go", "--no-session", server=server, config={"subagents": {"explore": {"description": "Finds"}}})
     assert r.code == 0, r.err
     results = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
-    assert results == ["1\thello", "a.txt  6", "a.txt:1:hello", "ERROR: read_file: field `path` must be a string"]
+    assert results == ["1\thello", "a.txt  6", "a.txt:1:hello", "ERROR: read_file: field `path` must be a string, not null"]
     sent = {t["function"]["name"]: t["function"]["parameters"] for t in server.requests[0]["tools"]}
     assert sent["agent_list"] == {"additionalProperties": False, "properties": {}, "type": "object"}
     assert [name for name, schema in sent.items() if "description" in schema] == []

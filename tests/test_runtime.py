@@ -132,7 +132,7 @@ def test_tool_crash_becomes_error_result(workspace: Path) -> None:
 def test_wrong_type_and_unknown_field_name_the_field(workspace: Path) -> None:
     out = run_calls(make_runtime(workspace, RecordingUI()), tc("1", "read_file", '{"path": 3}'),
                     tc("2", "read_file", '{"path": "a", "bogus": 1}'), tc("3", "read_file", '[1]'))
-    assert out[0].content == "ERROR: read_file: field `path` must be a string"
+    assert out[0].content == "ERROR: read_file: field `path` must be a string, not an integer"
     assert out[1].content == "ERROR: read_file: unknown field `bogus`"
     assert out[2].content == "ERROR: arguments for read_file must be a JSON object, got list"
 

@@ -164,7 +164,7 @@ def test_timeout_clamp_lowered_to_one_second(workspace: Path) -> None:
     out = call(rt, "run_command", command="sleep 30", timeout_secs=3600)
     assert out.startswith("exit code: killed (timed out after 1s)")
     assert out.endswith("\n(timeout_secs 3600 was clamped to 1, limit run_command_max_timeout_secs)")
-    assert "1..1)" in rt.specs()[[s["function"]["name"] for s in rt.specs()].index("run_command")]["function"]["description"]
+    assert "1..1;" in rt.specs()[[s["function"]["name"] for s in rt.specs()].index("run_command")]["function"]["description"]
 
 
 def test_output_lines_stream_as_progress(workspace: Path) -> None:

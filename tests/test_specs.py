@@ -92,7 +92,7 @@ def test_other_limits_reach_their_descriptions() -> None:
     assert "(500..20000)" in d["web_fetch"] and "(500..900)" in next(
         t for t in build_tools() if t.name == "web_fetch").describe(Limits(max_output=900))
     assert "at most 9." in d["list_dir"] and "At most 4 items" in d["todo_write"]
-    assert "(1..60)" in d["run_command"] and "`count` is 1..3." in d["web_search"]
+    assert "(1..60;" in d["run_command"] and "`count` is 1..3." in d["web_search"]
     assert "times out after 2.5 s" in d["web_fetch"]
     assert not any("{" in text and "}" in text and "_" in text.split("{")[1].split("}")[0] for text in d.values())
 

@@ -21,7 +21,7 @@ import re
 import sys
 import types
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from urllib.parse import urlsplit
 
@@ -306,6 +306,17 @@ def estimate_usage(messages: Sequence[Message], answer: Message) -> Usage:
     return Usage(prompt // 4, answer.chars() // 4, estimated=True)
 
 
+def cut_at_limit(done: Completion) -> Completion:
+    """An answer that stopped at the output token limit (finish_reason length) stopped while
+    its last tool call was being written: that call is marked, so a cut-off call is named as
+    such rather than as malformed JSON."""
+    calls = done.message.tool_calls
+    if done.finish_reason != "length" or not calls:
+        return done
+    marked = (*calls[:-1], replace(calls[-1], cut_off=True))
+    return replace(done, message=replace(done.message, tool_calls=marked))
+
+
 class Retry(Exception):
     """This attempt failed in a way worth trying again; `final` is raised once retries run out."""
 
@@ -568,7 +579,7 @@ class HttpWire:
         if done is None:
             raise Retry("the response stream ended early", EndpointError(
                 "the response stream kept ending before the answer was complete", hint="check the endpoint's health, then try again"))
-        return done
+        return cut_at_limit(done)
 
     async def _events(self, parser: StreamParser, lines: AsyncIterator[str]) -> None:
         async for name, data in sse_events(lines):

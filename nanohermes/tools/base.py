@@ -196,6 +196,8 @@ class ToolContext:
     # runs outside the gate, and its processes get what an unasked call gets; see
     # `process.confinement_of`). A tool never starts a process without one.
     confinement: Confinement | None = None
+    # The session's folder of side files (what a tool keeps for the person); None: not recorded.
+    session_folder: Path | None = None
 
     def progress(self, name: str, text: str) -> None:
         self.emit(ToolProgress(call_id=self.call_id, name=name, text=text, elapsed=time.monotonic() - self.started))
@@ -359,12 +361,33 @@ def describe_validation(err: ValidationError, model: type[Params] | None = None)
         elif kind == "unexpected_keyword_argument":  # the dataclass's `extra: forbid`
             parts.append(f"unknown field `{loc}`")
         elif kind in _TYPE_WORDS:
-            parts.append(f"field `{loc}` must be {_with_article(_TYPE_WORDS[kind])}")
+            parts.append(f"field `{loc}` must be {_with_article(_TYPE_WORDS[kind])}{_arrived(e.get('input'), _TYPE_WORDS[kind])}")
         elif kind == "value_error":
             parts.append(str(e.get("ctx", {}).get("error", e["msg"])))
         else:
             parts.append(f"field `{loc}`: {e['msg']}")
     return "; ".join(parts)
+
+
+_JSON_WORDS = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "array"),
+               (dict, "object"), (type(None), "null"))
+
+
+def _arrived(value: Any, wanted: str) -> str:
+    """", not a string" (the JSON type that arrived), and when a string holds the JSON of the
+    wanted type, that it was sent inside a string."""
+    got = next((word for t, word in _JSON_WORDS if isinstance(value, t)), "")
+    if not got or got == wanted:
+        return ""
+    hint = ""
+    if isinstance(value, str):
+        try:
+            inner = json.loads(value)
+        except ValueError:
+            inner = None
+        if next((word for t, word in _JSON_WORDS if isinstance(inner, t)), "") == wanted and wanted in ("array", "object"):
+            hint = f" (a JSON {wanted} sent inside a string: send the {wanted} itself, not quoted)"
+    return f", not {'null' if got == 'null' else _with_article(got)}{hint}"
 
 
 def _schema_at(schema: dict[str, Any], loc: tuple[int | str, ...]) -> dict[str, Any]:

@@ -15,17 +15,21 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
+import re
 import secrets
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, ClassVar, TypeVar
+from typing import TYPE_CHECKING, BinaryIO, ClassVar, TypeVar
 
 from nanohermes.budget import Limits, clamp
 from nanohermes.pathrules import held, open_dir, open_exact, read_exact, swapped
 from nanohermes.permissions import Effect, SubjectKind
 from nanohermes.tools.base import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError, ToolResult, about
+
+if TYPE_CHECKING:
+    from nanohermes.tools.matching import Span
 
 # --------------------------------------------------------------------------------------
 # paths
@@ -328,12 +332,14 @@ class ReadFileParams(Params):
     non_empty: ClassVar[dict[str, str]] = {"path": ""}
 
 
-def _stat_file(shown: str, tool: str, real: Path) -> os.stat_result:
+def _stat_file(shown: str, tool: str, real: Path, ctx: ToolContext) -> os.stat_result:
     """The file's stat, or a ToolError saying what it is instead. `real` (a resolved path) is
     looked at without following a final symlink: one there now was put after the check."""
     try:
         st = os.stat(real, follow_symlinks=False)
     except FileNotFoundError:
+        if (namesakes := near_namesakes(ctx, real)):
+            raise ToolError(f"{shown} does not exist; did you mean {namesakes}?") from None
         hint = "use write_file to create it" if tool == "edit_file" else "check the path with list_dir or glob"
         raise ToolError(f"{shown} does not exist; {hint}") from None
     except OSError as e:
@@ -343,6 +349,50 @@ def _stat_file(shown: str, tool: str, real: Path) -> os.stat_result:
     if not stat.S_ISREG(st.st_mode):
         raise ToolError(f"{shown} is not a regular file (a device, pipe or socket); {tool} reads regular files only")
     return st
+
+
+def near_namesakes(ctx: ToolContext, real: Path, most: int = 3) -> str:
+    """Files of the workspace a path that does not exist was probably meant to name, as the
+    model would write them (`src/utils.py` for `utils.py`): the same name in another folder,
+    or a name one slip away in the folder named. "" when there are none. The walk skips the
+    ignored folders and stops after `grep_max_files` entries, like a search's."""
+    import difflib
+
+    from nanohermes.tools.search.walk import ignore_dir_names
+
+    root = Path(os.path.realpath(ctx.workspace))
+    if root != real and root not in real.parents:
+        return ""
+    name, folder = real.name, real.parent
+    skip = ignore_dir_names(ctx.config) | {".git"}
+    same: list[Path] = []
+    stack, seen = [root], 0
+    while stack and seen < ctx.limits.grep_max_files and len(same) < most:
+        here = stack.pop()
+        try:
+            with os.scandir(here) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        for e in entries:
+            seen += 1
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    if e.name not in skip:
+                        stack.append(Path(e.path))
+                elif e.name == name and e.is_file(follow_symlinks=False):
+                    same.append(Path(e.path))
+            except OSError:
+                continue
+        stack.sort(key=lambda p: (len(p.parts), str(p)), reverse=True)  # shallower folders first
+    found = sorted(same, key=lambda p: (len(p.parts), str(p)))[:most]
+    if not found and folder.is_dir():
+        try:
+            siblings = [e for e in os.listdir(folder) if os.path.isfile(folder / e)]
+        except OSError:
+            siblings = []
+        found = [folder / n for n in difflib.get_close_matches(name, siblings, n=most, cutoff=0.8)]
+    return " or ".join(f"`{display_path(ctx, p)}`" for p in found)
 
 
 def _lines(f: BinaryIO, cap_bytes: int) -> Iterator[tuple[bytes, bool]]:
@@ -393,7 +443,7 @@ class ReadFile(ReadOnlyTool[ReadFileParams]):
         lim = ctx.limits
         real = self.resolved(args, ctx).paths[0]  # the file the secret list and rules judged
         shown = shown_path(ctx, args.path, real)
-        st = _stat_file(shown, self.name, real)
+        st = _stat_file(shown, self.name, real, ctx)
         try:
             f = os.fdopen(open_exact(real), "rb")
         except OSError as e:
@@ -647,6 +697,8 @@ class _Writer(Tool[_WP]):
 
     def _apply(self, args: _WP, ctx: ToolContext) -> ToolResult:
         change = self.plan(args, ctx)
+        if change.already:
+            return ToolResult(text=change.report)  # the edit stands already: the file is not touched
         try:
             atomic_write(change.target, change.new_bytes, change.mode)
         except OSError as e:
@@ -666,6 +718,7 @@ class Change:
     new_bytes: bytes
     mode: int | None
     report: str
+    already: bool = False  # an edit whose new text already stands in the file: nothing is written
 
     def diff(self, ctx: ToolContext) -> str:
         old = "/dev/null" if self.old_text is None else f"a/{self.shown}"
@@ -679,7 +732,7 @@ def _load_text(ctx: ToolContext, path: str, tool: str, real: Path) -> tuple[Path
     stale-file guard."""
     shown = shown_path(ctx, path, real)
     target = checked_write_target(ctx, real, shown)
-    st = _stat_file(shown, tool, target)
+    st = _stat_file(shown, tool, target, ctx)
     if st.st_size > ctx.limits.edit_file_max_bytes:
         raise ToolError(f"{shown} is {st.st_size} bytes (> {ctx.limits.edit_file_max_bytes}); too big to edit in memory")
     try:
@@ -729,12 +782,30 @@ class WriteFile(_Writer[WriteFileParams]):
                 # read_file refuses a binary file, so for one only its staleness counts.
                 guard_fresh(ctx, target, shown, data if whole else None, must_have_seen=not looks_binary(head))
             old = TextFile.decode(data, mode) if not looks_binary(data[: ctx.limits.binary_sniff_bytes]) else None
-        new_bytes = args.content.encode("utf-8", errors="surrogateescape")
-        lines = args.content.count("\n") + (0 if args.content.endswith("\n") or not args.content else 1)
+        content, notes = _content_artefacts(args.content, shown)
+        new_bytes = content.encode("utf-8", errors="surrogateescape")
+        lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
         verb = "overwrote" if target.exists() else "created"
         report = f"{verb} {shown} ({len(new_bytes)} bytes, {lines} line{'s' if lines != 1 else ''})"
+        report += f" ({'; '.join(notes)})" if notes else ""
         old_text = (old.text if old else "") if target.exists() else None
-        return Change(target, shown, old_text, args.content, new_bytes, mode, report)
+        return Change(target, shown, old_text, content, new_bytes, mode, report)
+
+
+def _content_artefacts(content: str, shown: str) -> tuple[str, list[str]]:
+    """A whole file's content without what models wrap around it: one Markdown fence, or line
+    breaks sent as literal escapes; each repair named, a guess refused with its reason."""
+    from nanohermes.tools.artefacts import Guess, decode_newlines, unfence
+
+    notes: list[str] = []
+    try:
+        content, note = unfence(content, shown)
+        notes += [note] if note else []
+        content, note = decode_newlines(content)
+        notes += [note] if note else []
+    except Guess as e:
+        raise ToolError(f"nothing was written to {shown}: {e}") from None
+    return content, notes
 
 
 def _head(target: Path, n: int) -> bytes:
@@ -764,8 +835,9 @@ class EditFile(_Writer[EditFileParams]):
     description: ClassVar[str] = (
         "Replace `old_string` with `new_string` in a file you read. `old_string` must occur once (or pass "
         "replace_all=true): add surrounding lines to make it unique. Matched exactly, else ignoring "
-        "whitespace or Unicode punctuation if unique (the result says so); read_file's line numbers are "
-        "stripped; a miss shows the closest lines. Keeps line endings and encoding. "
+        "whitespace or Unicode punctuation if unique (the result names each repair); a miss shows the closest "
+        "lines. read_file's `N<TAB>` line numbers are stripped only where every line of old_string has one (then "
+        "from new_string too) or every line of new_string does. Keeps line endings and encoding. "
         "Use write_file to create a file and apply_patch for many changes."
     )
     params: ClassVar[type[Params]] = EditFileParams
@@ -779,81 +851,259 @@ class EditFile(_Writer[EditFileParams]):
         text = f.text
         old, new = _match_eol(text, f.eol, args.old_string, args.new_string)
         count = text.count(old)
-        extra = ""
         if count == 0:
-            n, new, extra, result = self._loose(text, f, args, shown)
+            edit = _near_miss(text, f, args, shown)
         else:
             if count > 1 and not args.replace_all:
                 lines = _occurrence_lines(text, old)
                 raise ToolError(f"old_string occurs {count} times in {shown} (lines {lines}); "
                                 "pass replace_all=true or add context to make it unique")
-            result = _replace(text, old, new, f.eol, args.replace_all)
-            n = count if args.replace_all else 1
-        if not f.utf8 and not new.isascii():
+            new, notes = _new_string_artefacts(text, args.old_string, new, shown)
+            edit = _Edit(count if args.replace_all else 1, new, notes, _replace(text, old, new, f.eol, args.replace_all))
+        if not f.utf8 and not edit.new.isascii():
             raise ToolError(f"{shown} is not UTF-8, and edit_file keeps its bytes as they are; "
                             "new_string must be ASCII here (or rewrite the file with write_file)")
-        plus, minus = diff_stat(unified_diff(text, result, "a", "b"))
-        report = f"edited {shown}: replaced {n} occurrence{'s' if n != 1 else ''} (+{plus} -{minus} lines){extra}"
-        return Change(target, shown, text, result, f.encode(result), f.mode, report)
+        extra = f" ({'; '.join(edit.notes)})" if edit.notes else ""
+        if edit.result == text:
+            report = f"already applied: {edit.applied}; nothing changed in {shown}{extra}"
+        else:
+            plus, minus = diff_stat(unified_diff(text, edit.result, "a", "b"))
+            n = edit.n
+            report = f"edited {shown}: replaced {n} occurrence{'s' if n != 1 else ''} (+{plus} -{minus} lines){extra}"
+        return Change(target, shown, text, edit.result, f.encode(edit.result), f.mode, report,
+                      already=edit.result == text)
 
-    @staticmethod
-    def _loose(text: str, f: TextFile, args: EditFileParams, shown: str) -> tuple[int, str, str, str]:
-        """No exact match: strip read_file's line numbers, then the looser tiers (a unique
-        match only). (replacements, new_string as used, note for the report, new text), or a
-        ToolError showing the closest region of the file."""
-        from nanohermes.tools.matching import TIERS, closest_region, find_text, quote_lines, reindent, strip_line_numbers
 
-        old_s, new_s, notes = args.old_string, args.new_string, []
-        unnumbered = strip_line_numbers(old_s.replace("\r\n", "\n"))
-        if unnumbered is not None:
-            old_s = unnumbered
-            new_s = strip_line_numbers(new_s.replace("\r\n", "\n")) or new_s
-            notes.append("read_file's line numbers stripped from old_string")
-        needle = old_s.replace("\r\n", "\n")
-        found = find_text(text, with_eol(needle, f.eol)) or find_text(text, needle)
-        if found is None:
-            lines = text.split("\n")
-            if lines and lines[-1] == "":
-                lines.pop()
-            want = needle.split("\n")
-            region = closest_region(lines, want)
-            hint = ""
-            if region is not None:
-                lo = max(0, region - 2)
-                hi = min(len(lines), lo + len(want) + 4)
-                hint = f"\nThe closest region of the file, lines {lo + 1}-{hi}:\n" + quote_lines(lines, lo, hi - lo)
-                hint += "\nCopy old_string from these lines (without the line numbers) and retry."
-            raise ToolError(f"old_string not found in {shown}; read the file and match it exactly, including whitespace"
-                            f" (also tried: {', '.join(TIERS[1:])})" + hint)
-        spans, tier = found
-        new_eol = with_eol(new_s, f.eol)
-        extra = f" ({'; '.join(notes)})" if notes else ""
-        if tier == 0:  # the numbers were all that differed: an exact match after all
-            old_eol = text[spans[0].start:spans[0].end]
-            if len(spans) > 1 and not args.replace_all:
-                raise ToolError(f"old_string occurs {len(spans)} times in {shown} (lines {_occurrence_lines(text, old_eol)}); "
-                                "pass replace_all=true or add context to make it unique")
-            n = len(spans) if args.replace_all else 1
-            return n, new_eol, extra, _replace(text, old_eol, new_eol, f.eol, args.replace_all)
-        if len(spans) > 1:
-            where = ", ".join(str(text.count("\n", 0, sp.start) + 1) for sp in spans[:10])
-            raise ToolError(f"old_string is not in {shown} as written; with {TIERS[tier]} it matches "
-                            f"{len(spans)} places (lines {where}), and a loose match must be unique: "
-                            "copy old_string exactly from the file, or add context")
-        sp = spans[0]
-        notes.append(f"matched with {TIERS[tier]}")
-        if tier >= 2:  # indentation was ignored: new_string's is translated to the file's
-            first = text.count("\n", 0, sp.start)
-            want = needle.split("\n")
-            have = [ln.rstrip("\r") for ln in text.split("\n")[first:first + len(want)]]
-            new_lines = new_s.replace("\r\n", "\n").split("\n")
-            fixed = reindent(list(zip(have, want, strict=False)), new_lines)  # the file may end first
-            if fixed != new_lines and not needle[:1].isspace():
-                fixed[0] = new_lines[0]  # it goes after the file's own indentation, kept in place
-            if fixed != new_lines:
-                notes.append("new_string re-indented like the file")
-                new_eol = with_eol("\n".join(fixed), f.eol)
-        return 1, new_eol, f" ({'; '.join(notes)})", text[: sp.start] + new_eol + text[sp.end:]
+@dataclass(frozen=True)
+class _Edit:
+    """An edit worked out: replacements made, new_string as used, the repairs named, the new text."""
+
+    n: int
+    new: str
+    notes: list[str]
+    result: str
+    applied: str = ""  # the result is the text as it was: where new_string already stands
+
+
+def _new_string_artefacts(text: str, old_sent: str, new: str, shown: str) -> tuple[str, list[str]]:
+    """new_string without what a model copies into it by mistake, once old_string matched as
+    sent: read_file's line numbers on every line (where the file has no such lines of its
+    own, which would make them possibly content). A commented elision line (`# ... existing
+    code ...`) that old_string does not have would be written into the file as it is: refused."""
+    from nanohermes.tools.artefacts import all_numbered, commented_elision, numbered_like_content, strip_numbers
+
+    notes: list[str] = []
+    if all_numbered(new) and not all_numbered(old_sent):
+        if numbered_like_content(text):
+            raise ToolError(f"new_string's lines all start with line numbers like read_file's (`12<TAB>`) and "
+                            f"old_string's do not, but {shown} has lines like that of its own, so they may be content: "
+                            "send new_string without the numbers (if they are content, include such a line in "
+                            "old_string too)")
+        new = strip_numbers(new)
+        notes.append("line numbers copied from read_file stripped from new_string")
+    elided = [ln for ln in new.split("\n") if commented_elision(ln)]
+    if elided:
+        kept = {ln.strip() for ln in old_sent.split("\n")} | {ln.strip() for ln in text.split("\n")}
+        left_out = [ln for ln in elided if ln.strip() not in kept]
+        if left_out:
+            raise ToolError(f"new_string holds `{left_out[0].strip()}`, a line standing for lines left out, and "
+                            f"old_string does not: it would be written into {shown} as it is, in place of those lines. "
+                            "Send the whole new text, or put the same line in old_string where the lines to keep are")
+    return new, notes
+
+
+def _near_miss(text: str, f: TextFile, args: EditFileParams, shown: str) -> _Edit:
+    """old_string is not in the file as sent: read it as the model meant it, in order, and
+    take the first reading that matches (a loose tier only when unique): read_file's line
+    numbers stripped; blank lines at its start or end ignored; escaped twice (literal `\\n`,
+    `\\"`) decoded; a final newline the file's last line does not have; elision lines
+    (`...`, `# ... existing code ...`) in both strings as "the lines in between stay". With no
+    reading found, an edit whose new_string already stands there is "already applied";
+    anything else is a ToolError that shows the closest lines of the file."""
+    from nanohermes.tools.artefacts import all_numbered, is_elision, strip_numbers, unescape_twice
+    from nanohermes.tools.matching import TIERS, find_text
+
+    sent_old, sent_new = args.old_string.replace("\r\n", "\n"), args.new_string.replace("\r\n", "\n")
+    old_s, new_s, notes = sent_old, sent_new, []
+    if all_numbered(sent_old):
+        old_s, new_s = strip_numbers(sent_old), strip_numbers(sent_new)
+        notes.append("read_file's line numbers stripped from old_string" + (" and new_string" if new_s != sent_new else ""))
+    else:
+        new_s, more = _new_string_artefacts(text, sent_old, new_s, shown)
+        notes += more
+    readings = [(old_s, new_s, notes)]
+    if (trimmed := _trim_blank_edges(old_s, new_s)) is not None:
+        readings.append((trimmed[0], trimmed[1], [*notes, trimmed[2]]))
+    if (plain_old := unescape_twice(old_s)) is not None:
+        escaped = [*notes, "old_string and new_string were escaped twice (literal \\n or \\\"): read unescaped"]
+        plain_new = unescape_twice(new_s) or new_s
+        readings.append((plain_old, plain_new, escaped))
+        if (trimmed := _trim_blank_edges(plain_old, plain_new)) is not None:
+            readings.append((trimmed[0], trimmed[1], [*escaped, trimmed[2]]))
+    for tier in range(len(TIERS)):  # every reading exactly before any loosely
+        for old_r, new_r, why in readings:
+            one = range(tier, tier + 1)
+            found = find_text(text, with_eol(old_r, f.eol), one) or find_text(text, old_r, one)
+            if found is not None:
+                return _matched(text, f, args, shown, found, old_r, new_r, why)
+    for old_r, new_r, why in readings:
+        if old_r.endswith("\n") and not text.endswith("\n") and len(old_r) > 1:
+            tail = with_eol(old_r[:-1], f.eol)
+            if text.endswith(tail) and text.count(tail) == 1:
+                new_eol = with_eol(new_r, f.eol)
+                return _Edit(1, new_eol, [*why, "old_string's final newline ignored: the file's last line has none"],
+                             _replace(text, tail, new_eol, f.eol, False))
+    if any(is_elision(ln) for ln in old_s.split("\n")) and (done := _elided(text, f, old_s, new_s, shown)) is not None:
+        return _Edit(1, new_s, [*notes, done[1]], done[0])
+    for _old, new_r, why in readings:
+        if _stands(text, new_r, f.eol):
+            at = text.count("\n", 0, text.find(with_eol(new_r, f.eol) if with_eol(new_r, f.eol) in text else new_r)) + 1
+            return _Edit(0, new_r, why, text, applied=f"old_string is not in {shown} but new_string is (line {at})")
+    raise _not_found(text, shown, readings[-1][0])
+
+
+def _matched(text: str, f: TextFile, args: EditFileParams, shown: str, found: tuple[list[Span], int], needle: str,
+             new_s: str, notes: list[str]) -> _Edit:
+    """The edit for a reading of old_string found at `found` (spans, tier): every exact
+    occurrence with replace_all, else the one match; a loose one must be unique, and the new
+    text follows the file's indentation and quotes where the tier ignored them."""
+    from nanohermes.tools.matching import TIERS, follow_quotes, reindent
+
+    spans, tier = found
+    new_eol = with_eol(new_s, f.eol)
+    notes = list(notes)
+    if tier == 0:  # what the reading changed was all that differed: an exact match after all
+        old_eol = text[spans[0].start:spans[0].end]
+        if len(spans) > 1 and not args.replace_all:
+            raise ToolError(f"old_string occurs {len(spans)} times in {shown} (lines {_occurrence_lines(text, old_eol)}); "
+                            "pass replace_all=true or add context to make it unique")
+        n = len(spans) if args.replace_all else 1
+        return _Edit(n, new_eol, notes, _replace(text, old_eol, new_eol, f.eol, args.replace_all))
+    if len(spans) > 1:
+        where = ", ".join(str(text.count("\n", 0, sp.start) + 1) for sp in spans[:10])
+        raise ToolError(f"old_string is not in {shown} as written; with {TIERS[tier]} it matches "
+                        f"{len(spans)} places (lines {where}), and a loose match must be unique: "
+                        "copy old_string exactly from the file, or add context")
+    sp = spans[0]
+    notes.append(f"matched with {TIERS[tier]}")
+    if tier >= 2:  # indentation was ignored: new_string's is translated to the file's
+        first = text.count("\n", 0, sp.start)
+        want = needle.split("\n")
+        have = [ln.rstrip("\r") for ln in text.split("\n")[first:first + len(want)]]
+        new_lines = new_s.split("\n")
+        fixed = reindent(list(zip(have, want, strict=False)), new_lines)  # the file may end first
+        if fixed != new_lines and not needle[:1].isspace():
+            fixed[0] = new_lines[0]  # it goes after the file's own indentation, kept in place
+        if fixed != new_lines:
+            notes.append("new_string re-indented like the file")
+            new_eol = with_eol("\n".join(fixed), f.eol)
+    if tier >= 3:
+        new_eol, quoted = follow_quotes(text[sp.start:sp.end], needle, new_eol)
+        notes += [quoted.replace("new text's", "new_string's")] if quoted else []
+    return _Edit(1, new_eol, notes, text[: sp.start] + new_eol + text[sp.end:])
+
+
+_LEADING_BLANKS = re.compile(r"\A(?:[ \t]*\n)+")
+_TRAILING_BLANKS = re.compile(r"\n(?:[ \t]*\n)+[ \t]*\Z")
+
+
+def _trim_blank_edges(old: str, new: str) -> tuple[str, str, str] | None:
+    """old_string and new_string without the blank lines at old_string's start and end (a
+    model's spurious empty first line), and the note; None when it has none."""
+    what = []
+    if _LEADING_BLANKS.match(old) and old.strip():
+        old, new = _LEADING_BLANKS.sub("", old), _LEADING_BLANKS.sub("", new)
+        what.append("start")
+    if _TRAILING_BLANKS.search(old) and old.strip():
+        old, new = _TRAILING_BLANKS.sub("\n", old), _TRAILING_BLANKS.sub("\n", new)
+        what.append("end")
+    if not what:
+        return None
+    return old, new, f"blank lines at the {' and '.join(what)} of old_string ignored"
+
+
+def _elided(text: str, f: TextFile, old: str, new: str, shown: str) -> tuple[str, str] | None:
+    """old_string and new_string with the same elision lines (`# ... existing code ...`): each
+    part between them is found in order (the first uniquely), replaced by new_string's part,
+    and the file's lines in between stay. (new text, note), or None when that reading fails."""
+    from nanohermes.tools.artefacts import is_elision
+    from nanohermes.tools.matching import find_text
+
+    def parts(s: str) -> tuple[list[str], list[str]]:
+        segs: list[str] = []
+        cur: list[str] = []
+        marks: list[str] = []
+        for ln in s.split("\n"):
+            if is_elision(ln):
+                segs.append("\n".join(cur))
+                marks.append(ln.strip())
+                cur = []
+            else:
+                cur.append(ln)
+        segs.append("\n".join(cur))
+        return segs, marks
+
+    old_parts, marks = parts(old)
+    new_parts, new_marks = parts(new)
+    if len(old_parts) != len(new_parts):
+        raise ToolError(f"old_string has {len(marks)} elision line(s) ({marks[0]}) and new_string {len(new_marks)}; "
+                        "give both the same ones where the lines to keep are, or send the lines in full")
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for k, part in enumerate(old_parts):
+        if not part.strip():
+            if 0 < k < len(old_parts) - 1 or new_parts[k].strip():
+                return None  # two elisions in a row, or new text where nothing old stands
+            spans.append((pos, pos) if k == 0 else (len(text), len(text)))
+            continue
+        needle = with_eol(part, f.eol)
+        at = text.find(needle, pos)
+        if at < 0 or (not spans and text.count(needle) > 1):
+            hit = find_text(text[pos:], needle)
+            if hit is None or len(hit[0]) != 1:
+                return None
+            at, end = pos + hit[0][0].start, pos + hit[0][0].end
+        else:
+            end = at + len(needle)
+        spans.append((at, end))
+        pos = end
+    out = [text[:spans[0][0]]]
+    for k, (_start, end) in enumerate(spans):
+        out.append(with_eol(new_parts[k], f.eol) if old_parts[k].strip() else "")
+        out.append(text[end:spans[k + 1][0]] if k + 1 < len(spans) else text[end:])
+    kept = sum(text.count("\n", spans[k][1], spans[k + 1][0]) for k in range(len(spans) - 1))
+    return "".join(out), (f"the elision line `{marks[0]}` in old_string and new_string read as: the lines in between "
+                          f"stay ({max(0, kept - 1)} kept)")
+
+
+def _stands(text: str, new: str, eol: str) -> bool:
+    """Is new_string, substantial enough to tell (two lines, or a line of 8 chars), already in the file?"""
+    body = new.strip()
+    if len(body) < 8 and "\n" not in body:
+        return False
+    return with_eol(new, eol) in text or new in text
+
+
+def _not_found(text: str, shown: str, needle: str) -> ToolError:
+    """old_string is in no reading of the file: the closest lines (the file's first ones when
+    nothing is alike), to copy old_string from."""
+    from nanohermes.tools.matching import TIERS, closest_region, quote_lines
+
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    want = needle.split("\n")
+    region = closest_region(lines, want)
+    if not lines:
+        hint = f"\n{shown} is empty."
+    else:
+        lo = max(0, region - 2) if region is not None else 0
+        hi = min(len(lines), lo + len(want) + 4)
+        label = "The closest region of the file" if region is not None else "Nothing in the file is alike; it begins"
+        hint = (f"\n{label}, lines {lo + 1}-{hi}:\n" + quote_lines(lines, lo, hi - lo) +
+                "\nCopy old_string from these lines (without the line numbers) and retry.")
+    return ToolError(f"old_string not found in {shown}; read the file and match it exactly, including whitespace"
+                     f" (also tried: {', '.join(TIERS[1:])}, blank lines at its ends, escapes decoded once)" + hint)
 
 
 def _match_eol(text: str, eol: str, old: str, new: str) -> tuple[str, str]:

@@ -1,5 +1,6 @@
-"""Finding the text a model meant: context matching in tiers, the line-number prefix strip,
-and the closest region of a file quoted when nothing matches.
+"""Finding the text a model meant: context matching in tiers, the closest region of a file
+quoted when nothing matches, and the new text's quotes after a match that mapped them (the
+artefacts a model copies into text, such as line numbers, are `artefacts`').
 
 Both edit_file's `old_string` and patch hunks go through the same tiers, strictest first:
 exact; ignoring trailing whitespace; ignoring leading and trailing whitespace; and with
@@ -11,7 +12,6 @@ candidates. Callers name the tier in their result so the model learns what was f
 from __future__ import annotations
 
 import bisect
-import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -148,21 +148,23 @@ class _Normalised:
         return self.orig_start[k] + self.lead[k] + col
 
 
-def find_text(text: str, needle: str) -> tuple[list[Span], int] | None:
-    """Every occurrence of `needle` in `text` in the first tier that has one: (spans, tier),
-    or None when no tier matches. Loose tiers compare line by line; a match that begins at
-    a line's first character (or ends at its last) takes in the indentation (or trailing
+def find_text(text: str, needle: str, tiers: range = range(len(_LINE_FORMS))) -> tuple[list[Span], int] | None:
+    """Every occurrence of `needle` in `text` in the first of `tiers` that has one: (spans,
+    tier), or None when no tier matches. Loose tiers compare line by line; a match that begins
+    at a line's first character (or ends at its last) takes in the indentation (or trailing
     blanks) the model's version left out, so the replacement brings its own."""
     if not needle:
         return None
     exact: list[Span] = []
-    i = text.find(needle)
+    i = text.find(needle) if 0 in tiers else -1
     while i >= 0 and len(exact) <= 1000:
         exact.append(Span(i, i + len(needle), 0))
         i = text.find(needle, i + len(needle))
     if exact:
         return exact, 0
-    for tier in range(1, len(_LINE_FORMS)):
+    for tier in tiers:
+        if tier == 0:
+            continue
         form = _LINE_FORMS[tier]
         nd = "\n".join(form(ln) for ln in needle.split("\n"))
         if not nd.strip():
@@ -178,21 +180,6 @@ def find_text(text: str, needle: str) -> tuple[list[Span], int] | None:
         if spans:
             return spans, tier
     return None
-
-
-# --------------------------------------------------------------------------------------
-# read_file's line-number prefix
-
-_PREFIX = re.compile(r"^ *\d+\t")
-
-
-def strip_line_numbers(s: str) -> str | None:
-    """`s` without read_file's `N<TAB>` prefixes, when every line carries one; else None."""
-    lines = s.split("\n")
-    body = lines[:-1] if lines and lines[-1] == "" else lines
-    if not body or not all(_PREFIX.match(ln) for ln in body):
-        return None
-    return "\n".join(_PREFIX.sub("", ln, count=1) for ln in lines)
 
 
 # --------------------------------------------------------------------------------------
@@ -243,8 +230,44 @@ def quote_lines(lines: list[str], start: int, count: int, *, offset: int = 1, cl
     return "\n".join(out)
 
 
-__all__ = ["TIERS", "Ambiguous", "Span", "ascii_punct", "closest_region", "find_text", "quote_lines",
-           "seek_lines", "strip_line_numbers"]
+__all__ = ["TIERS", "Ambiguous", "Span", "ascii_punct", "closest_region", "find_text", "follow_quotes", "quote_lines",
+           "seek_lines"]
+
+
+# --------------------------------------------------------------------------------------
+# quotes, after a match that mapped Unicode punctuation to ASCII
+
+_QUOTES = (('"', "\u201c", "\u201d"), ("'", "\u2018", "\u2019"))
+
+
+def follow_quotes(have: str, want: str, new: str) -> tuple[str, str]:
+    """`new` with its quotes written as the file writes them, after `want` (the model's text)
+    matched `have` (the file's) only with punctuation mapped: straight where the file's
+    matched text has only straight quotes of that kind and the model wrote curly ones
+    (curly quotes in code do not parse), curly (opening or closing by what precedes) where
+    it has only curly ones and the model wrote straight. Where the file mixes both, `new`
+    is kept as sent. Returns (new text, a note naming the change or "")."""
+    out, notes = new, []
+    for straight, opening, closing in _QUOTES:
+        file_curly = have.count(opening) + have.count(closing)
+        file_straight = have.count(straight)
+        model_curly = want.count(opening) + want.count(closing)
+        if model_curly and file_straight and not file_curly:
+            if opening in out or closing in out:
+                out = out.replace(opening, straight).replace(closing, straight)
+                notes.append("straight")
+        elif want.count(straight) and file_curly and not file_straight and straight in out:
+            chars = list(out)
+            for i, c in enumerate(chars):
+                if c == straight:
+                    before = chars[i - 1] if i else " "
+                    chars[i] = opening if before.isspace() or before in "([{<\u2014\u2013-" else closing
+            out = "".join(chars)
+            notes.append("curly")
+    if not notes:
+        return new, ""
+    kind = "curly" if notes == ["curly"] * len(notes) else "straight" if notes == ["straight"] * len(notes) else ""
+    return out, (f"new text's quotes written {kind} like the file's" if kind else "new text's quotes written like the file's")
 
 
 # --------------------------------------------------------------------------------------

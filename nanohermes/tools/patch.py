@@ -33,12 +33,14 @@ from typing import Any, ClassVar
 from nanohermes.pathrules import read_exact, swapped, unlink_exact
 from nanohermes.permissions import Effect, SubjectKind
 from nanohermes.tools.base import Approval, Params, Tool, ToolContext, ToolError, ToolResult
-from nanohermes.tools.matching import TIERS, Ambiguous, closest_region, quote_lines, reindent, seek_lines
+from nanohermes.tools.matching import TIERS, Ambiguous, closest_region, follow_quotes, quote_lines, reindent, seek_lines
 from nanohermes.tools.files import (
     TextFile,
+    changed_since_seen,
     atomic_write,
     forget_file,
     guard_fresh,
+    near_namesakes,
     remember_file,
     bounded_diff,
     checked_write_target,
@@ -47,6 +49,10 @@ from nanohermes.tools.files import (
     looks_binary,
     unified_diff,
 )
+
+
+# Where the old content of a file a patch replaced unread is kept, in the session folder.
+REPLACED_DIR = "replaced"
 
 
 class PatchError(ValueError):
@@ -158,7 +164,11 @@ def _strip_prefix(fp: FilePatch) -> None:
     two different names after the strip become the shorter one, as git apply takes it.
     The same path on both sides (a model writing `--- src/x.py`) is kept as written."""
     old, new = fp.old_path, fp.new_path
-    if fp.git or ((old is None or old.startswith("a/")) and (new is None or new.startswith("b/"))):
+    git_prefixes = (old is None or old.startswith("a/")) and (new is None or new.startswith("b/"))
+    if fp.git and not git_prefixes and old is not None and new is not None and old != new \
+            and not fp.copy and _p1(old) == _p1(new) and "/" in old and "/" in new:
+        old = new = _p1(old)  # `git diff --src-prefix=orig/ --dst-prefix=mod/`: git apply -p1 strips any prefix
+    elif fp.git or git_prefixes:
         if old is not None and old.startswith("a/"):
             old = old[2:]
         if new is not None and new.startswith("b/"):
@@ -428,9 +438,9 @@ def apply_file(fp: FilePatch, text: str, path: str) -> tuple[str, list[str]]:
         at_end = pos + len(old) == len(cur)
         had_newline = not cur or cur[-1][1] != ""
         region, r = [], pos
-        plus = _added_lines(h.lines, [c for c, _ in cur], pos, tier)
-        if plus != [t for tag, t in h.lines if tag == "+"]:
-            notes[-1] += f", {_REINDENTED}"
+        plus, changed = _added_lines(h.lines, [c for c, _ in cur], pos, tier)
+        if changed:
+            notes[-1] += f", {changed}"
         added = iter(plus)
         for (tag, _text), cr in zip(h.lines, h.cr, strict=True):
             if tag == " ":
@@ -569,7 +579,8 @@ def apply(patches: list[FilePatch], read: Callable[[str], str | None]) -> list[O
 #
 # What OpenAI's models write (Codex's apply_patch reads it): file operations between
 # `*** Begin Patch` and `*** End Patch`; an update is a series of chunks, each optionally
-# opened by `@@` or `@@ <a line to find first>` (a class or def line), of context (space),
+# opened by `@@` or `@@ <a line to find first>` (a class or def line; several such lines
+# stacked are found in order, each below the one before), of context (space),
 # removed (-) and added (+) lines, found by content alone; `*** End of File` anchors the
 # chunk at the end. Markers may carry stray blanks around them.
 
@@ -588,7 +599,9 @@ def is_begin_patch(text: str) -> bool:
 
 @dataclass
 class Chunk:
-    context: str | None  # the text after `@@`, a line to find before the chunk's lines
+    # The text after each `@@` opening the chunk: lines to find in order before its lines
+    # (`@@ class A` then `@@ def f`, stacked, narrow the search as Codex does).
+    contexts: list[str] = field(default_factory=list)
     lines: list[tuple[str, str]] = field(default_factory=list)  # (" " | "-" | "+", text)
     eof: bool = False
     line_no: int = 0  # where the chunk starts in the patch, for errors
@@ -713,15 +726,18 @@ def _chunks(lines: list[str], i: int, end: int, op: FileOp) -> int:
             text = line[3:].strip() if head != "@@" else ""
             if (numbered := _NUMBERED.match(text)) is not None:
                 text = numbered.group(1).strip()  # a unified-diff header: the content places the chunk
-            chunk = Chunk(text or None, line_no=i + 1)
-            op.chunks.append(chunk)
+            if chunk is not None and not chunk.lines and chunk.contexts:
+                chunk.contexts += [text] if text else []  # stacked under the one before: narrows it
+            else:
+                chunk = Chunk([text] if text else [], line_no=i + 1)
+                op.chunks.append(chunk)
             i += 1
             continue
         if chunk is None:
             if not line.strip():  # blank lines before a chunk separate, they are not context
                 i += 1
                 continue
-            chunk = Chunk(None, line_no=i + 1)  # the first chunk may start without @@
+            chunk = Chunk(line_no=i + 1)  # the first chunk may start without @@
             op.chunks.append(chunk)
         tag = line[:1]
         if line == "":
@@ -752,26 +768,30 @@ def _apply_chunks(path: str, text: str, chunks: list[Chunk], notes: list[str]) -
     at = 0  # chunks apply in order: each is searched after the previous one
     copied = 0
     for k, c in enumerate(chunks, 1):
-        if c.context is not None:
+        for context in c.contexts:
             # An @@ line is written without its indentation by convention: the first line
             # below the cursor equal to it once stripped is the format's own definition.
-            want = c.context.strip()
+            want = context.strip()
             plain = next((i for i in range(at, len(content)) if content[i].strip() == want), None)
             try:
-                hit = (plain, 0) if plain is not None else seek_lines(content, [c.context], at)
+                hit = (plain, 0) if plain is not None else seek_lines(content, [context], at)
             except Ambiguous as e:
-                raise PatchError(f"{path}: `@@ {c.context}` (patch line {c.line_no}) matches only with "
+                raise PatchError(f"{path}: `@@ {context}` (patch line {c.line_no}) matches only with "
                                  f"{TIERS[e.tier]}, at lines {', '.join(map(str, e.lines))}; no file was changed. "
                                  "Copy the line exactly") from None
+            if hit is None and (start := _line_starting(content, want, at)) is not None:
+                # `@@ class A` for `class A(Base):`: the line's start, up to a word's end, names it.
+                notes.append(f"{path}: `@@ {context}` matched line {start + 1} by its start")
+                hit = (start, 0)
             if hit is None:
-                raise PatchError(_not_found(path, c, content, [c.context], at, f"`@@ {c.context}`"))
+                raise PatchError(_not_found(path, c, content, [context], at, f"`@@ {context}`"))
             if hit[1]:
-                notes.append(f"{path}: `@@ {c.context}` matched with {TIERS[hit[1]]}")
+                notes.append(f"{path}: `@@ {context}` matched with {TIERS[hit[1]]}")
             at = hit[0] + 1
         lines = c.lines
         old = [t for tag, t in lines if tag != "+"]
         if not old:
-            pos = at if c.context is not None and not c.eof else len(content)
+            pos = at if c.contexts and not c.eof else len(content)
             tier = 0
         else:
             try:
@@ -791,9 +811,9 @@ def _apply_chunks(path: str, text: str, chunks: list[Chunk], notes: list[str]) -
             pos, tier = hit
         if tier:
             notes.append(f"{path}: chunk {k} matched with {TIERS[tier]}")
-        plus = _added_lines(lines, content, pos, tier)
-        if plus != [t for tag, t in lines if tag == "+"]:
-            notes[-1] += f", {_REINDENTED}"
+        plus, changed = _added_lines(lines, content, pos, tier)
+        if changed:
+            notes[-1] += f", {changed}"
         added = iter(plus)
         out.extend(content[copied:pos])
         r = pos
@@ -811,14 +831,40 @@ def _apply_chunks(path: str, text: str, chunks: list[Chunk], notes: list[str]) -
     return "".join(line + eol for line in out)
 
 
-def _added_lines(lines: list[tuple[str, str]], content: list[str], pos: int, tier: int) -> list[str]:
-    """The + lines of a hunk matched at `pos`; after a match that ignored indentation, with
-    the indentation translated to the file's (see matching.reindent)."""
+def _line_starting(content: list[str], want: str, at: int) -> int | None:
+    """The first line at or after `at` that, stripped, starts with `want` where a word ends
+    (`class A` starts `class A(Base):`, not `class AB:`); None when there is none."""
+    if not want:
+        return None
+    for i in range(at, len(content)):
+        line = content[i].strip()
+        if line.startswith(want) and (len(line) == len(want) or not _word_char(line[len(want)])
+                                      or not _word_char(want[-1])):
+            return i
+    return None
+
+
+def _word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def _added_lines(lines: list[tuple[str, str]], content: list[str], pos: int, tier: int) -> tuple[list[str], str]:
+    """The + lines of a hunk matched at `pos`, and what was changed in them ("" for nothing):
+    after a match that ignored indentation, the indentation translated to the file's (see
+    matching.reindent); after one that mapped punctuation, the quotes written as the file's."""
     plus = [t for tag, t in lines if tag == "+"]
     if tier < 2:
-        return plus
+        return plus, ""
     old = [t for tag, t in lines if tag != "+"]
-    return reindent(list(zip(content[pos:pos + len(old)], old, strict=False)), plus)  # the file may end first
+    have = content[pos:pos + len(old)]  # the file may end first
+    fixed = reindent(list(zip(have, old, strict=False)), plus)
+    changed = [_REINDENTED] if fixed != plus else []
+    if tier >= 3:
+        quoted, note = follow_quotes("\n".join(have), "\n".join(old), "\n".join(fixed))
+        if note:
+            fixed = quoted.split("\n")
+            changed.append(note.replace("new text's", "its + lines'"))
+    return fixed, ", ".join(changed)
 
 
 _REINDENTED = "its + lines re-indented like the file"
@@ -930,17 +976,23 @@ def touched_paths(diff_text: str) -> list[str]:
 # the tool
 
 
+# Other tools' names for the patch text, and arguments that only comment on the call.
+_PATCH_NAMES = ("input", "patch")
+_COMMENTARY = frozenset({"explanation", "description", "reason", "summary", "thought"})
+
+
 @dataclass(frozen=True, kw_only=True)
 class ApplyPatchParams(Params):
     diff: str
 
     @classmethod
     def prepare(cls, raw: dict[str, Any]) -> dict[str, Any]:
-        # OpenAI's published apply_patch tool names its one argument `input`; some write `patch`.
-        if "diff" not in raw and len(raw) == 1:
-            key = next(iter(raw))
-            if key in ("input", "patch"):
-                return {"diff": raw[key]}
+        # OpenAI's published apply_patch tool names its argument `input`, others `patch`; editor
+        # agents teach models to send an `explanation` beside it, which changes nothing here.
+        if "diff" not in raw:
+            named = [k for k in _PATCH_NAMES if k in raw]
+            if len(named) == 1:
+                raw = {("diff" if k == named[0] else k): v for k, v in raw.items() if k not in _COMMENTARY}
         return raw
 
     non_empty: ClassVar[dict[str, str]] = {"diff": "pass a unified diff with ---/+++ headers and @@ hunks, "
@@ -976,6 +1028,9 @@ class _Plan:
     outcomes: list[Outcome]
     files: dict[str, TextFile | None]  # each touched path's original encoding facts
     paths: dict[str, Path]  # patch path -> real target
+    # Files an `*** Add File` or a `*** Move to` replaces whole that the model never read: as
+    # Codex does, they are replaced, but their old bytes are kept in the session folder first.
+    unread: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -987,7 +1042,8 @@ class ApplyPatch(Tool[ApplyPatchParams]):
         "Apply a patch, for multi-hunk or multi-file changes, instead of edit_file: a unified diff "
         "(`git diff`, `diff -u`), or\n*** Begin Patch\n*** Update File: path\n*** Move to: new/path "
         "(optional)\n@@ def f():\n context\n-old\n+new\n*** Add File: path\n+line\n*** Delete File: path\n"
-        "*** End Patch\n(`@@` takes an optional line to find first; `*** End of File` anchors at the end.) "
+        "*** End Patch\n(`@@` takes an optional line to find first; stacked, `@@ class A` then `@@ def f`, they narrow in "
+        "order; `*** End of File` anchors at the end.) "
         "Context matches exactly, else ignoring whitespace or Unicode punctuation if unique (the result "
         "says so). All or nothing: on failure no file changes and the error shows the file's lines."
     )
@@ -1059,6 +1115,7 @@ class ApplyPatch(Tool[ApplyPatchParams]):
             raise ToolError(str(e)) from None
         files: dict[str, TextFile | None] = {}
         paths: dict[str, Path] = {}
+        unread: list[str] = []
 
         reading: list[str] = []  # the file being read, for an error that names it
 
@@ -1083,21 +1140,34 @@ class ApplyPatch(Tool[ApplyPatchParams]):
         try:
             if ops is not None:
                 outcomes = apply_begin_patch(ops, read)
-                for o in outcomes:  # replacing a whole file the model never read: as write_file
+                for o in outcomes:  # replacing a whole file: one changed since it was read is refused
                     replaced = o.new_path if o.kind == "modify" and not o.hunks else (
                         o.new_path if o.kind == "rename" and files.get(o.new_path or "") is not None else None)
                     if replaced is not None and replaced in paths:
-                        guard_fresh(ctx, paths[replaced], replaced, must_have_seen=True)
+                        guard_fresh(ctx, paths[replaced], replaced)
+                        was = files.get(replaced)
+                        if was is not None and was.text and changed_since_seen(ctx, paths[replaced]) is None \
+                                and replaced not in unread:
+                            unread.append(replaced)
             else:
                 outcomes = apply(patches, read)
         except PatchError as e:
-            raise ToolError(str(e)) from None
+            message = str(e)
+            for path, was in files.items():  # a path that does not exist, with a namesake that does
+                if was is None and message.startswith(f"{path} does not exist") and \
+                        (namesakes := near_namesakes(ctx, paths[path])):
+                    message = message.replace(f"{path} does not exist", f"{path} does not exist (did you mean "
+                                              f"{namesakes}?)", 1)
+            raise ToolError(message) from None
         except OSError as e:
             if swapped(e) and reading:
                 raise ToolError(f"cannot read {reading[0]}: a symlink appeared in its path after it was checked; "
                                 "no file was changed: check the path and try again") from None
             raise ToolError(f"cannot read {e.filename}: {e.strerror}; no file was changed") from None
-        return _Plan(outcomes, files, paths)
+        if unread and ctx.session_folder is None:  # nowhere to keep what would be replaced
+            raise ToolError(f"{unread[0]} already exists and you have not read it in this session; read it first with "
+                            "read_file (the session is not recorded, so its content could not be kept if replaced)")
+        return _Plan(outcomes, files, paths, tuple(unread))
 
     def _run(self, args: ApplyPatchParams, ctx: ToolContext) -> ToolResult:
         plan = self._plan(args, ctx)
@@ -1109,6 +1179,7 @@ class ApplyPatch(Tool[ApplyPatchParams]):
                 prev_exec = final.get(o.new_path, (None, None))[1]
                 final[o.new_path] = (o.new_text, o.executable if o.executable is not None else prev_exec)
         originals: dict[Path, bytes | None] = {}
+        kept = self._keep_unread(plan, ctx)
         path = ""
         try:
             for path, (text, executable) in final.items():
@@ -1135,7 +1206,36 @@ class ApplyPatch(Tool[ApplyPatchParams]):
                 raise ToolError(f"cannot write {path}: a symlink appeared in its path after it was checked; every "
                                 "file was restored: check the path and try again") from None
             raise ToolError(f"cannot write {e.filename or ''}: {e.strerror or e}; every file was restored") from None
-        return ToolResult(text=self._report(plan), display=self._display(plan, ctx))
+        report = self._report(plan)
+        for shown, saved in kept:
+            report += f"\n{shown} existed and you had not read it; it was replaced, and its old content is kept in {saved}"
+        return ToolResult(text=report, display=self._display(plan, ctx))
+
+    @staticmethod
+    def _keep_unread(plan: _Plan, ctx: ToolContext) -> list[tuple[str, Path]]:
+        """Save the bytes of each unread file the patch replaces whole, before anything is written."""
+        from nanohermes.dirs import private_dir
+
+        if not plan.unread or ctx.session_folder is None:
+            return []
+        where = private_dir(ctx.session_folder / REPLACED_DIR)
+        out: list[tuple[str, Path]] = []
+        for shown in plan.unread:
+            stem = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{ctx.call_id or 'call'}-{Path(shown).name}").lstrip(".")[:120]
+            saved, n = where / stem, 1
+            while saved.exists():
+                n += 1
+                saved = where / f"{stem}.{n}"
+            try:
+                data = read_exact(plan.paths[shown])
+                fd = os.open(saved, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+            except OSError as e:
+                raise ToolError(f"{shown} exists and you have not read it; keeping its content before replacing it "
+                                f"failed ({e.strerror or e}), so no file was changed: read it first with read_file") from None
+            out.append((shown, saved))
+        return out
 
     @staticmethod
     def _report(plan: _Plan) -> str:

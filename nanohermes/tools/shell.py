@@ -76,6 +76,17 @@ def resolve_cwd(ctx: ToolContext, cwd: str | None) -> Path:
         raise ToolError(str(e)) from None
 
 
+def timeout_in_secs(value: int, max_secs: int) -> tuple[int, str]:
+    """A timeout as seconds, and a note when it was read otherwise: a value over the most
+    seconds allowed but within it as milliseconds can only be milliseconds (other agents'
+    shell tools take their timeout in ms, and a model sends 120000 meaning two minutes)."""
+    if max_secs < value <= max_secs * 1000:
+        secs = max(1, -(-value // 1000))
+        return secs, (f"\n(timeout_secs {value} is over the limit of {max_secs} seconds, so it was read as "
+                      f"milliseconds: {secs} s)")
+    return value, ""
+
+
 # -- the tool ------------------------------------------------------------------------------
 
 _DEFAULT_TIMEOUT_SECS = 120
@@ -109,8 +120,8 @@ class RunCommand(Tool[RunCommandParams]):
     group: ClassVar[str] = "execution"
     description: ClassVar[str] = (
         "Run a shell command (bash -c) in the workspace or `cwd`; returns exit code, stdout and stderr. "
-        "stdin is empty; pagers and colours are off. Killed after `timeout_secs` "
-        "(1..{run_command_max_timeout_secs}). Each stream keeps its first and last halves of "
+        "stdin is empty; pagers and colours are off. Killed after `timeout_secs` seconds "
+        "(1..{run_command_max_timeout_secs}; a larger value is read as milliseconds). Each stream keeps its first and last halves of "
         "{run_command_capture_bytes}. Processes it leaves running are killed: use background=true for "
         "long tasks (servers, watchers), then poll task_output. Prefer read_file, grep, glob and the "
         "git_* tools over the shell."
@@ -147,14 +158,13 @@ class RunCommand(Tool[RunCommandParams]):
     async def run(self, args: RunCommandParams, ctx: ToolContext) -> str | ToolResult:
         cwd = self.resolved(args, ctx).cwd or resolve_cwd(ctx, args.cwd)  # the folder that was judged
         lim = ctx.limits
-        clamped = min(args.timeout, lim.run_command_max_timeout_secs)
-        note = (f"\n(timeout_secs {args.timeout} was clamped to {clamped}, limit run_command_max_timeout_secs)"
-                if clamped != args.timeout else "")
+        timeout, note = timeout_in_secs(args.timeout, lim.run_command_max_timeout_secs)
+        clamped = min(timeout, lim.run_command_max_timeout_secs)
+        note += (f"\n(timeout_secs {timeout} was clamped to {clamped}, limit run_command_max_timeout_secs)"
+                 if clamped != timeout else "")
         if args.background:
-            timeout = lim.task_timeout_secs
-            if args.timeout_secs is not None:
-                timeout = min(timeout, clamped)
-            return await start_task(ctx, args.command, cwd=cwd, timeout=timeout) + note
+            limit = lim.task_timeout_secs if args.timeout_secs is None else min(lim.task_timeout_secs, clamped)
+            return await start_task(ctx, args.command, cwd=cwd, timeout=limit) + note
         progress = _ProgressLines(ctx, self.name)
         try:
             fin = await run_capped(shell_argv(args.command), cwd=cwd, env=command_env(), limits=lim,

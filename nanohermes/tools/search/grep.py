@@ -189,6 +189,24 @@ class Grep(ReadOnlyTool[GrepParams]):
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
+# What gives a pattern away as a regular expression written for a literal search: an escaped
+# metacharacter (grep's `foo\|bar`, `\d`, `\.`), `.*` or `.+`, an anchor at an end, a
+# character range, an alternation in parentheses, a repeat count.
+_REGEX_SIGNS = re.compile(r"\\[|()dDwWsSbB.+*?\[\]{}]|\.[*+?]|^\^|(?<!\\)\$$|\[\^?[^\]]*\w-\w[^\]]*\]"
+                          r"|\([^()]*\|[^()]*\)|\w\{\d+(?:,\d*)?\}")
+
+
+def looks_like_regex(pattern: str) -> bool:
+    """Is this literal pattern most likely meant as a regular expression (and a valid one)?"""
+    if not _REGEX_SIGNS.search(pattern):
+        return False
+    try:
+        re.compile(pattern.replace("\\|", "|"))
+    except re.error:
+        return False
+    return True
+
+
 def _safe(path: str) -> str:
     """A path on one line: control characters (a newline in a file name) shown escaped."""
     if not _CONTROL.search(path):
@@ -226,6 +244,8 @@ def _format_grep(args: GrepParams, ctx: ToolContext, prefix: str, shown: str, re
         extra += "; case-insensitive" if args.case_insensitive else ""
         n = res.searched
         body = f"no matches for {what} {args.pattern!r} in {shown} ({n} file{'' if n == 1 else 's'} searched{extra})"
+        if not args.regex and looks_like_regex(args.pattern):
+            body += "; it looks like a regular expression: set regex=true to search it as one"
         return "\n".join([body, *notes])
     cap = lim.grep_line_chars
     rows: list[str] = []
