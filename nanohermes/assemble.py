@@ -18,6 +18,7 @@ from nanohermes.dirs import state_home
 from nanohermes.context import ProjectDocs, load_project_docs, system_prompt
 from nanohermes.events import UI, Notice
 from nanohermes.llm import LLM, client_for
+from nanohermes.llm.textcalls import TextCallCheck
 from nanohermes.permissions import Policy, Rule
 from nanohermes.redact import protect as protect_secrets
 from nanohermes.redact import set_child_env_policy
@@ -300,9 +301,12 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
         checkpoints = Checkpoints(session, Store(workspace, limits, ignore_dir_names(config), session=session.id), ui.emit)
     runtime = Runtime(tools=[], config=config, workspace=workspace, ui=ui, policy=policy, limits=limits,
                       session=session, hooks=hooks)
+    # An answer holding a tool call written as text that cannot run goes back to the model first.
+    text_calls = TextCallCheck(lambda: [t.name for t in runtime.visible_tools()], limits.text_call_retries,
+                               lambda text: ui.emit(Notice(level="warning", text=text)))
     agent = Agent(llm=llm, runtime=runtime, ui=ui, system_prompt=prompt, max_turns=config.max_turns,
                   compactor=Compactor(llm, limits, ui, hooks),
-                  turn_hooks=[h for h in (hooks, checkpoints) if h is not None])
+                  turn_hooks=[h for h in (text_calls, hooks, checkpoints) if h is not None])
     if mcp is not None:
         # The model learns of a server lost mid-session from its next call's system prompt,
         # even when it was not calling that server's tools.

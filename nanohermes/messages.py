@@ -57,6 +57,9 @@ class Message:
     reasoning_field: str = "reasoning_content"
     reasoning_details: tuple[Any, ...] = ()  # OpenRouter's structured reasoning, echoed as it came
     reasoning_items: tuple[Any, ...] = ()  # the Responses API's reasoning items (encrypted), for that wire only
+    # The calls were written as text in the answer and read back (`llm.textcalls`): the format
+    # and the text as it came. Kept in the transcript, never sent.
+    recovered: tuple[str, str] | None = None
 
     @classmethod
     def system(cls, text: str) -> Message:
@@ -93,6 +96,8 @@ class Message:
             d["reasoning_details"] = list(self.reasoning_details)
         if self.reasoning_items:
             d["reasoning_items"] = list(self.reasoning_items)
+        if self.recovered is not None:
+            d["recovered_from_text"] = {"format": self.recovered[0], "text": self.recovered[1]}
         return d
 
     @classmethod
@@ -111,6 +116,7 @@ class Message:
             reasoning_field=field_name,
             reasoning_details=tuple(d.get("reasoning_details") or ()),
             reasoning_items=tuple(d.get("reasoning_items") or ()),
+            recovered=_recovered(d.get("recovered_from_text")),
         )
 
     def chars(self) -> int:
@@ -122,6 +128,12 @@ class Message:
         if self.tool_calls and self.reasoning:
             n += len(self.reasoning)
         return n
+
+
+def _recovered(value: Any) -> tuple[str, str] | None:
+    if isinstance(value, dict) and isinstance(value.get("format"), str) and isinstance(value.get("text"), str):
+        return value["format"], value["text"]
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -524,7 +524,12 @@ class HttpWire:
         def shown_text(piece: str) -> None:  # a sink that skips replayed text
             shown.show(piece, on_text)
 
-        parser = self.parser(messages, tools, shown_text, on_reasoning)
+        hold = None
+        if tools:  # a call the model writes as text is held back, not shown as the answer
+            from nanohermes.llm.textcalls import TextHold
+
+            hold = TextHold(shown_text)
+        parser = self.parser(messages, tools, hold.feed if hold is not None else shown_text, on_reasoning)
         request = self.build_request(messages, tools)
         started = False
         try:
@@ -579,7 +584,24 @@ class HttpWire:
         if done is None:
             raise Retry("the response stream ended early", EndpointError(
                 "the response stream kept ending before the answer was complete", hint="check the endpoint's health, then try again"))
-        return cut_at_limit(done)
+        return cut_at_limit(self._text_calls(done, tools, hold) if hold is not None else done)
+
+    def _text_calls(self, done: Completion, tools: Sequence[dict[str, Any]], hold: Any) -> Completion:
+        """An answer without tool calls whose text writes out whole calls of offered tools:
+        taken as those calls (the text as it came is kept on the message for the transcript);
+        anything else keeps its text, which is now shown."""
+        from nanohermes.llm.textcalls import as_tool_calls, recover
+
+        found = recover(done.message.content or "", tools) if not done.message.tool_calls else None
+        if found is None or not found.calls or found.format is None:
+            hold.release()
+            return done
+        calls = as_tool_calls(found)
+        self.on_notice(f"the model wrote its tool call{'s' if len(calls) > 1 else ''} as text ({found.format.name}); "
+                       f"read as a call to {', '.join(c.name for c in calls)}")
+        message = replace(done.message, content=found.text or None, tool_calls=calls,
+                          recovered=(found.format.name, done.message.content or ""))
+        return replace(done, message=message, finish_reason="tool_calls" if done.finish_reason != "length" else "length")
 
     async def _events(self, parser: StreamParser, lines: AsyncIterator[str]) -> None:
         async for name, data in sse_events(lines):
