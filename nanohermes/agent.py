@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from nanohermes.errors import ContextTooLongError
 from nanohermes.events import UI, ModelStarted, Notice, ReasoningDelta, TextDelta, TurnEnded
@@ -16,6 +16,9 @@ from nanohermes.llm import LLM
 from nanohermes.messages import Completion, Message, ToolCall, Usage
 from nanohermes.runtime import INTERRUPTED, Runtime
 from nanohermes.session import Session
+
+if TYPE_CHECKING:
+    from nanohermes.window import ContextBudget
 
 Reason = Literal["completed", "max_turns", "interrupted", "error"]
 
@@ -32,6 +35,11 @@ class HistoryKeeper(Protocol):
         ...
 
     async def manual(self, session: Session, focus: str = "") -> str | None: ...
+
+    @property
+    def budget(self) -> ContextBudget | None:
+        """The budget it keeps the history in, when it follows the model's window."""
+        ...
 
 
 class TurnHooks(Protocol):
@@ -88,8 +96,12 @@ class Agent:
         self.prompt_parts[name] = text
 
     def set_model(self, model: str) -> None:
-        """The model of the next calls (`/model`); the session meters each model apart."""
+        """The model of the next calls (`/model`); the session meters each model apart, and the
+        context budget follows the new model's window."""
         self.llm.model = model
+        budget = self.compactor.budget if self.compactor is not None else None
+        if budget is not None:
+            budget.follow(model)
 
     def messages(self) -> list[Message]:
         return [Message.system(self.full_prompt()), *self.session.history]
@@ -172,8 +184,9 @@ class Agent:
         self.ui.emit(ReasoningDelta(text=piece))
 
     def count_usage(self, usage: Usage, model: str | None = None) -> None:
-        """Meter one model call: this agent's (`model` None: its own model) or a sub-agent's."""
-        self.ui.emit(self.session.count_usage(usage, model or self.llm.model))
+        """Meter one model call: this agent's (`model` None: its own model, whose prompt is the
+        context) or a sub-agent's."""
+        self.ui.emit(self.session.count_usage(usage, model or self.llm.model, context=model is None))
 
     def add_context(self, text: str) -> None:
         """Something the person did outside a turn (a `!command` and its output), as a user

@@ -28,6 +28,7 @@ from nanohermes.tools import Tool
 from nanohermes.tools import skills as skill_tools
 from nanohermes.tools.catalog import builtin_pool
 from nanohermes.tools.skills import SkillSet
+from nanohermes.window import ContextBudget, budget_for
 
 if TYPE_CHECKING:  # imported only when configured: most sessions use none of them
     from nanohermes.checkpoints import Checkpoints
@@ -61,6 +62,11 @@ class Built:
     # types the first prompt; a one-shot run's first turn would only wait for it and repeat it.
     warm_checkpoints: bool = True
 
+    @property
+    def budget(self) -> ContextBudget | None:
+        """The context budget that follows the model's window."""
+        return self.agent.compactor.budget if self.agent.compactor is not None else None
+
     def make_llm(self, model: str | None = None, **overrides: Any) -> LLM:
         """A model client of this session (`model`, default the configured one; `overrides`:
         wire settings such as a shorter timeout), from the factory the agent's came from."""
@@ -79,8 +85,11 @@ class Built:
                              children)
 
     async def start(self) -> None:
-        """Connect MCP servers and add their tools; each failure is one warning, never fatal."""
+        """Connect MCP servers and add their tools; each failure is one warning, never fatal.
+        The model's context window is looked up meanwhile."""
         notices: list[str] = []
+        if (budget := self.budget) is not None:
+            budget.start(self.agent.llm.model)
         if self.checkpoints is not None and self.warm_checkpoints:
             self.checkpoints.start()
         await self._session_start("resume" if self.resumed else "startup")
@@ -125,6 +134,8 @@ class Built:
         """Run the SessionEnd hooks, cancel running sub-agents, kill background tasks, then shut
         every MCP server down."""
         try:
+            if self.budget is not None:
+                await self.budget.aclose()
             if self.checkpoints is not None:
                 await self.checkpoints.aclose()
             if self.hooks is not None:
@@ -299,13 +310,19 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
         from nanohermes.tools.search.walk import ignore_dir_names
 
         checkpoints = Checkpoints(session, Store(workspace, limits, ignore_dir_names(config), session=session.id), ui.emit)
-    runtime = Runtime(tools=[], config=config, workspace=workspace, ui=ui, policy=policy, limits=limits,
+    # The session budget follows the model's context window (see `window`): the limits it
+    # derives go to the runtime (the per-message aggregate) and the compactor.
+    budget = budget_for(config, limits)
+    runtime = Runtime(tools=[], config=config, workspace=workspace, ui=ui, policy=policy, limits=budget.limits(),
                       session=session, hooks=hooks)
+    compactor = Compactor(llm, budget.limits(), ui, hooks, budget=budget)
+    budget.apply += [lambda derived: setattr(runtime, "limits", derived),
+                     lambda derived: setattr(compactor, "limits", derived)]
     # An answer holding a tool call written as text that cannot run goes back to the model first.
     text_calls = TextCallCheck(lambda: [t.name for t in runtime.visible_tools()], limits.text_call_retries,
                                lambda text: ui.emit(Notice(level="warning", text=text)))
     agent = Agent(llm=llm, runtime=runtime, ui=ui, system_prompt=prompt, max_turns=config.max_turns,
-                  compactor=Compactor(llm, limits, ui, hooks),
+                  compactor=compactor,
                   turn_hooks=[h for h in (text_calls, hooks, checkpoints) if h is not None])
     if mcp is not None:
         # The model learns of a server lost mid-session from its next call's system prompt,

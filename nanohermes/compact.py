@@ -26,12 +26,13 @@ from nanohermes.budget import Limits, clamp
 from nanohermes.errors import ContextTooLongError
 from nanohermes.events import UI, Notice
 from nanohermes.llm import LLM
-from nanohermes.messages import Message
+from nanohermes.messages import CHARS_PER_TOKEN, Message
 from nanohermes.session import SUMMARY_TAG, Session, is_summary
 from nanohermes.tools import todo
 
 if TYPE_CHECKING:
     from nanohermes.hooks import Hooks
+    from nanohermes.window import ContextBudget
 
 SUMMARY_INSTRUCTIONS = """You compact the conversation of a coding agent so that it can carry on in a fresh context.
 Write a factual summary of the conversation below under these headings, and nothing else:
@@ -97,10 +98,19 @@ class Compactor:
     limits: Limits
     ui: UI
     hooks: Hooks | None = None
+    # The budget that follows the model's context window (None: `limits.session_budget_chars`
+    # alone, in chars); it hands this compactor the limits it derives.
+    budget: ContextBudget | None = None
 
     async def before_call(self, session: Session) -> None:
         history = session.history
-        if history_chars(history) <= self.limits.session_budget_chars:
+        chars = history_chars(history)
+        if self.budget is not None:
+            # A window still being looked up matters for a large context, in chars or as counted.
+            await self.budget.settle(max(chars, session.context_tokens()[0] * CHARS_PER_TOKEN))
+            if not self.budget.over(session, chars):
+                return
+        elif chars <= self.limits.session_budget_chars:
             return
         # The latest messages alone fill the budget (a huge paste): summarising the little
         # before them would spend a model call and lose it, and gain nothing.
@@ -110,7 +120,14 @@ class Compactor:
                 f"not compacting: the older turns ({older} chars) are under the keep budget "
                 f"({self.limits.keep_chars} chars); the latest messages alone fill the context")))
             return
-        await self.compact(session, reason=f"history over the session budget of {self.limits.session_budget_chars} chars")
+        await self.compact(session, reason=self._over_reason(session))
+
+    def _over_reason(self, session: Session) -> str:
+        b = self.budget
+        if b is None or b.explicit_chars is not None or not session.context_tokens()[1]:
+            return f"history over the session budget of {self.limits.session_budget_chars} chars"
+        return (f"context at ~{session.context_tokens()[0]} tokens, past {b.share:.0%} of the model's {b.window.tokens}-token "
+                f"window ({b.window.source})")
 
     async def on_too_long(self, session: Session) -> bool:
         """The endpoint refused the request as too long: its window is smaller than the

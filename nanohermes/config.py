@@ -291,7 +291,12 @@ class Config(Section):
         None, "how hard a reasoning model thinks; sent only when set (--reasoning-effort)")
     request_timeout: float = _d(600.0, "seconds one model request may take", gt=0)
     max_retries: int = _d(4, "retries of 429, 5xx, connection errors and dropped streams", ge=0, le=20)
-    session_budget_chars: int = _d(120_000, "history size that triggers compaction", ge=1000)
+    session_budget_chars: int | None = _d(None, "chars of history that trigger compaction, whatever the model's "
+                                                "context window; null: compact_at_share of the window", ge=1000)
+    context_window_tokens: int | None = _d(None, "the model's context window in tokens when the endpoint does not "
+                                                 "report one and the model is no known family; null: 32768", ge=1024)
+    compact_at_share: float = _d(0.8, "share of the context window the conversation may fill before it is compacted",
+                                 ge=0.1, le=0.95)
     aggregate_budget_chars: int | None = _d(None, "tool results answering one message before the largest are "
                                                   "saved to files; null: min(200,000, session budget / 2)", ge=100)
     grep_max_files: int = _d(50_000, "files grep and glob visit before they stop", ge=1)
@@ -335,6 +340,8 @@ class Config(Section):
         """The limits in force: the top-level limit keys, overridden by `limits`. Checked again
         here, as a file's are, for a Config built or changed in code."""
         values: dict[str, Any] = {name: getattr(self, name) for name in _TOP_LIMITS}
+        if values["session_budget_chars"] is None:  # not set: the context window's budget replaces it (`window`)
+            del values["session_budget_chars"]
         values.update(self.limits)
         try:
             return Limits(**checked_limits(values))

@@ -136,6 +136,14 @@ def _recovered(value: Any) -> tuple[str, str] | None:
     return None
 
 
+# Tokens estimated from text where no endpoint counted them: 4 chars a token.
+CHARS_PER_TOKEN = 4
+
+
+def est_tokens(chars: int) -> int:
+    return (chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
 @dataclass(frozen=True, slots=True)
 class Usage:
     prompt_tokens: int = 0

@@ -13,17 +13,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nanohermes.events import Event, ModelStarted, TurnEnded, UsageUpdate
-from nanohermes.messages import Usage
+from nanohermes.messages import CHARS_PER_TOKEN, Usage, est_tokens
 
 if TYPE_CHECKING:
     from nanohermes.agent import Agent
     from nanohermes.config import Config, Price
 
-CHARS_PER_TOKEN = 4
-
-
-def est_tokens(chars: int) -> int:
-    return (chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+__all__ = ["CHARS_PER_TOKEN", "Meter", "context_breakdown", "cost_of", "cost_report", "cost_usd", "est_tokens",
+           "format_context", "format_cost", "price_for", "window_line"]
 
 
 @dataclass
@@ -105,12 +102,15 @@ def context_breakdown(agent: Agent) -> dict[str, Any]:
     history = sum(m.chars() for m in agent.session.history) - results
     parts = {"system_prompt": system, "tool_specs": tools, "history": history, "tool_results": results}
     budget = agent.runtime.limits.session_budget_chars
+    window = agent.compactor.budget if agent.compactor is not None else None
     return {
         "parts": {k: {"chars": v, "tokens_est": est_tokens(v)} for k, v in parts.items()},
         "total": {"chars": sum(parts.values()), "tokens_est": est_tokens(sum(parts.values()))},
         "messages": len(agent.session.history),
         "session_budget_chars": budget,
         "history_used": round((history + results) / budget, 4) if budget else None,
+        # The model's context window, where it came from, and what the context holds of it.
+        "window": window.report(agent.session) if window is not None else None,
     }
 
 
@@ -122,4 +122,17 @@ def format_context(b: dict[str, Any]) -> str:
     if b["history_used"] is not None:
         rows.append(f"history is {b['history_used']:.0%} of the session budget ({b['session_budget_chars']:,} chars; "
                     f"{b['messages']} messages); it is compacted past 100%")
+    if (w := b.get("window")) is not None:
+        rows.append(window_line(w))
     return "\n".join(rows)
+
+
+def window_line(w: dict[str, Any]) -> str:
+    """The context window, where it came from, where compaction starts and what is used now."""
+    used = f"~{w['used_tokens']:,} tokens ({'as the endpoint counted them' if w['used_measured'] else 'estimated'})"
+    if w["session_budget_chars_override"] is not None:
+        limit = f"compacted past {w['session_budget_chars_override']:,} chars of history (session_budget_chars)"
+    else:
+        limit = f"compacted past {w['compact_at_share']:.0%} of it ({w['compact_at_tokens']:,} tokens)"
+    return (f"context window {w['tokens']:,} tokens ({w['source']}); {limit}; now {used}, {w['used_share']:.0%} "
+            "of the window")

@@ -14,7 +14,8 @@ per line:
 
     {"type": "meta", workspace, model, mode, started, title}   first line
     {"type": "message", "message": <wire dict>}                 what the model saw, verbatim
-    {"type": "usage", "usage": {...}, "model": ...}             one per model call, for the meters
+    {"type": "usage", "usage": {...}, "model": ..., "context"}  one per model call, for the meters ("context":
+                                                                true for the conversation's own calls)
     {"type": "compaction", "summary": <wire dict>, "kept": N}   history := [summary] + last N
     {"type": "cut", "at": N, "message": <wire dict>}            history[N] := message (a tool result cut to a preview)
     {"type": "state", "todos": [...]}                           the todo list, when it changed
@@ -42,7 +43,7 @@ from typing import IO, Any
 from nanohermes.dirs import data_home, open_private
 from nanohermes.errors import UsageError
 from nanohermes.events import UsageUpdate
-from nanohermes.messages import Message, Usage
+from nanohermes.messages import Message, Usage, est_tokens
 from nanohermes.redact import redact
 
 TITLE_CHARS = 80
@@ -104,6 +105,7 @@ class Loaded:
     good_bytes: int  # length of the valid prefix; anything after it is a torn write
     skipped: int  # unreadable lines in the middle (reported, never fatal)
     repaired: list[Message]  # results added for calls a crash left unanswered
+    measured: tuple[int, int] | None = None  # the conversation's last counted context (see Session.measured)
 
 
 def _parse(path: Path) -> Loaded:
@@ -113,6 +115,7 @@ def _parse(path: Path) -> Loaded:
     usage = Usage()
     by_model: dict[str, Usage] = {}
     state: dict[str, Any] = {}
+    measured: tuple[int, int] | None = None
     turns = skipped = good = 0
     pos = 0
     while pos < len(data):
@@ -136,16 +139,21 @@ def _parse(path: Path) -> Loaded:
                 usage = usage + one
                 model = str(rec.get("model") or meta.get("model") or "")
                 by_model[model] = by_model.get(model, Usage()) + one
+                if rec.get("context"):
+                    measured = None if one.estimated or not one.prompt_tokens else (one.prompt_tokens, len(history))
             elif kind == "compaction":
                 kept = int(rec["kept"])
                 history = [Message.from_wire(rec["summary"]), *(history[len(history) - kept:] if kept else [])]
+                measured = None
             elif kind == "cut":
                 at, msg = int(rec["at"]), Message.from_wire(rec["message"])
                 if not (0 <= at < len(history) and _same_result(history[at], msg)):
                     raise ValueError("a cut record that does not match the history")
                 history[at] = msg
+                measured = None
             elif kind == "rewind":
                 history = history[:int(rec["keep"])]
+                measured = None
                 turns = sum(m.role == "user" and not is_summary(m) for m in history)
             elif kind == "state":
                 state.update({k: v for k, v in rec.items() if k != "type"})
@@ -154,7 +162,7 @@ def _parse(path: Path) -> Loaded:
                 break
             skipped += 1
         good = pos
-    loaded = Loaded(meta, history, usage, by_model, state, turns, good, skipped, [])
+    loaded = Loaded(meta, history, usage, by_model, state, turns, good, skipped, [], measured)
     loaded.repaired = _answer_dangling(history)
     history.extend(loaded.repaired)
     return loaded
@@ -257,8 +265,8 @@ class Transcript:
             self.meta["title"] = make_title(message.content)
         self._write({"type": "message", "message": message.to_wire()})
 
-    def record_usage(self, usage: Usage, model: str) -> None:
-        self._write({"type": "usage", "usage": usage.to_dict(), "model": model})
+    def record_usage(self, usage: Usage, model: str, context: bool = False) -> None:
+        self._write({"type": "usage", "usage": usage.to_dict(), "model": model, **({"context": True} if context else {})})
 
     def record_compaction(self, summary: Message, kept: int) -> None:
         self._write({"type": "compaction", "summary": summary.to_wire(), "kept": kept})
@@ -309,6 +317,10 @@ class Session:
     state: dict[str, Any] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)  # sub-agents' and the labeller's calls included
     usage_by_model: dict[str, Usage] = field(default_factory=dict)  # the same, per model (for pricing)
+    # What the endpoint counted the context as at the agent's last call (its prompt tokens),
+    # and the history's length then; None when it reported no usage or the history changed
+    # since in a way the count no longer describes (compaction, a cut, a rewind).
+    measured: tuple[int, int] | None = field(default=None, repr=False)
 
     @classmethod
     def new(cls, workspace: Path, *, record: bool = True, **meta: Any) -> Session:
@@ -334,13 +346,26 @@ class Session:
         if self.transcript is not None:
             self.transcript.append(message)
 
-    def count_usage(self, usage: Usage, model: str) -> UsageUpdate:
-        """Meter one model call to `model`; returns the event that tells the front end."""
+    def count_usage(self, usage: Usage, model: str, *, context: bool = False) -> UsageUpdate:
+        """Meter one model call to `model`; returns the event that tells the front end.
+        `context`: the call was the conversation's own, so its prompt tokens are what the
+        context held (a sub-agent's or the summariser's are not)."""
+        if context:
+            self.measured = None if usage.estimated or not usage.prompt_tokens else (usage.prompt_tokens, len(self.history))
         self.usage = self.usage + usage
         self.usage_by_model[model] = self.usage_by_model.get(model, Usage()) + usage
         if self.transcript is not None:
-            self.transcript.record_usage(usage, model)
+            self.transcript.record_usage(usage, model, context)
         return UsageUpdate(usage=usage, total=self.usage, model=model)
+
+    def context_tokens(self) -> tuple[int, bool]:
+        """(tokens the context holds now, measured?): what the endpoint counted at the last call
+        plus the messages since at 4 chars a token; all of the history estimated so when it
+        counted nothing (the system prompt and tools are then not in it)."""
+        if self.measured is not None and self.measured[1] <= len(self.history):
+            tokens, at = self.measured
+            return tokens + est_tokens(sum(m.chars() for m in self.history[at:])), True
+        return est_tokens(sum(m.chars() for m in self.history)), False
 
     def end_turn(self) -> None:
         """Save the tool state if it changed, and make the turn durable."""
@@ -351,6 +376,7 @@ class Session:
     def compacted(self, summary: Message, kept: int) -> None:
         """Replace all but the last `kept` messages by `summary`, on disk too."""
         self.history = [summary, *self.history[len(self.history) - kept:]]
+        self.measured = None
         if self.transcript is not None:
             self.transcript.record_compaction(summary, kept)
 
@@ -360,12 +386,14 @@ class Session:
         if not (0 <= at < len(self.history) and _same_result(self.history[at], message)):
             raise ValueError(f"history[{at}] is not a result of call {message.tool_call_id!r}")
         self.history[at] = message
+        self.measured = None
         if self.transcript is not None:
             self.transcript.record_cut(at, message)
 
     def rewind(self, keep: int) -> None:
         """Back to the first `keep` messages, on disk too."""
         del self.history[keep:]
+        self.measured = None
         if self.transcript is not None:
             self.transcript.record_rewind(keep)
 
@@ -393,6 +421,7 @@ class Session:
         self.transcript = transcript
         self._reset()
         self.history, self.usage, self.usage_by_model = list(loaded.history), loaded.usage, dict(loaded.usage_by_model)
+        self.measured = loaded.measured
         restore_state(self.state, loaded.state)
         warnings: list[str] = []
         if loaded.skipped:
@@ -404,6 +433,7 @@ class Session:
 
     def _reset(self) -> None:
         self.history = []
+        self.measured = None
         self.usage, self.usage_by_model = Usage(), {}
         for key in [k for k, v in self.state.items() if not hasattr(v, "aclose")]:
             del self.state[key]

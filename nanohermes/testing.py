@@ -6,7 +6,9 @@ This module owns `FakeServer` and its script vocabulary (`Reply`, `FakeToolCall`
 `server.headers` and `server.violations`. The same `Reply` is played as chat-completion
 chunks on `/v1/chat/completions` and as Responses events on `/v1/responses`, so one
 scenario tests both wires; `Raw` sends exactly the bytes a test gives (a provider's
-stream shape, an HTML page), on either route; `models_answer` does the same for `/v1/models`.
+stream shape, an HTML page), on either route; `models_answer` does the same for `/v1/models`,
+whose entries `model_fields` extends (a context window); `routes` answers a local server's
+own paths (`/props`, `/api/show`, ...) with fixed JSON and records them in `routes_asked`.
 
 Besides answering, the server checks the tool-calling protocol of every
 conversation it receives (each assistant tool call answered by exactly one
@@ -257,8 +259,20 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- routes ----------------------------------------------------------
 
+    def _other_route(self) -> bool:
+        """A path of `FakeServer.routes` (a local server's own, such as /props): answered with
+        its JSON; True when it was one."""
+        path = self._path()
+        if path not in self.fake.routes:
+            return False
+        self.fake._record_route(self.command, path)
+        self._send_json(200, self.fake.routes[path])
+        return True
+
     def do_GET(self) -> None:
         answer = self.fake.models_answer
+        if self._other_route():
+            return
         if self._path() != "/v1/models":
             self._send_error(404, f"Unknown path {self.path}", "not_found")
         elif isinstance(answer, Raw):
@@ -266,12 +280,15 @@ class _Handler(BaseHTTPRequestHandler):
         elif isinstance(answer, Fault):
             self._send_error(answer.status, answer.message, answer.code)
         elif self._authorized():
-            data = [{"id": m, "object": "model", "created": 0, "owned_by": self.fake.owned_by} for m in self.fake.models]
+            data = [{"id": m, "object": "model", "created": 0, "owned_by": self.fake.owned_by, **self.fake.model_fields}
+                    for m in self.fake.models]
             self._send_json(200, {"object": "list", "data": data})
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if self._other_route():
+            return
         route = self._path()
         if route not in ("/v1/chat/completions", "/v1/responses"):
             self._send_error(404, f"Unknown path {self.path}", "not_found")
@@ -527,9 +544,14 @@ class FakeServer:
         default: Reply | None = None,
         owned_by: str = "fake",  # what /v1/models says owns each model ("llamacpp", "vllm", "library" for Ollama)
         models_answer: Raw | Fault | None = None,  # what GET /v1/models answers instead of the list (a 404, a page)
+        model_fields: dict[str, Any] | None = None,  # more fields of each /v1/models entry (context_length, ...)
+        routes: dict[str, Any] | None = None,  # other paths (GET or POST) and the JSON they answer: /props, /api/show
     ) -> None:
         self.api_key = api_key
         self.models_answer = models_answer
+        self.model_fields = dict(model_fields or {})
+        self.routes = dict(routes or {})
+        self.routes_asked: list[str] = []  # "GET /props", "POST /api/show", in order
         self.models = tuple(models)
         self.owned_by = owned_by
         self.default = default
@@ -591,6 +613,10 @@ class FakeServer:
             self.requests.append(body)
             self.headers.append(headers)
             self.paths.append(path)
+
+    def _record_route(self, method: str, path: str) -> None:
+        with self._lock:
+            self.routes_asked.append(f"{method} {path}")
 
     def _violate(self, problems: list[str]) -> None:
         with self._lock:

@@ -50,7 +50,11 @@ def test_context_breakdown_in_json_matches_the_request(cli, server: FakeServer, 
     call_chars = len("read_file") + len('{"path": "f.txt"}')
     assert parts["history"]["chars"] == len("read f") + call_chars + len("done")
     assert obj["context"]["messages"] == 4
-    assert obj["context"]["session_budget_chars"] == 120_000
+    # fake-model is no known family and the fake server names no window: the configured default,
+    # 80% of it in tokens, at 4 chars a token.
+    window = obj["context"]["window"]
+    assert (window["tokens"], window["source"]) == (32_768, "default 32768 tokens (config context_window_tokens)")
+    assert obj["context"]["session_budget_chars"] == 26_214 * 4
 
 
 def test_meter_resets_per_turn_and_formats() -> None:

@@ -1037,11 +1037,11 @@ def test_context_and_the_toolbar_agree(term: Any, server: FakeServer) -> None:
     t.wait("xxxx")
     t.prompt()
     t.type("/context")
-    t.wait("history is ")
-    t.wait("% of the session budget")
-    pct = t.text[:t.mark].rsplit("history is ", 1)[1].split("%")[0]
-    t.wait(f"context {pct}%")  # the toolbar, redrawn with the next prompt
-    assert pct == "25"  # 30,000 of 120,000 chars
+    t.wait("context window 32,768 tokens (default 32768 tokens (config context_window_tokens))")
+    t.wait("% of the window")
+    pct = t.text[:t.mark].rsplit("), ", 1)[1].split("%")[0]
+    t.wait(f"context {pct}% of 33k (default)")  # the toolbar, redrawn with the next prompt
+    assert pct == "23"  # the endpoint's 10 prompt tokens and the 30,004 chars since, at 4 a token: 7,511 of 32,768
     t.child.send("\x04")
     assert t.exit_code() == 0
 

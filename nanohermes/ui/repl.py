@@ -478,7 +478,9 @@ class Repl:
 
         chars = sum(m.chars() for m in a.session.history)  # what the budget and /context count
         cost = cost_of(a.session.usage_by_model, a.runtime.config, a.llm.model)  # None: no price
-        return toolbar(a.llm.model, a.runtime.policy.mode, chars, a.runtime.limits.session_budget_chars, a.session.usage, cost)
+        window = a.compactor.budget.report(a.session) if a.compactor is not None and a.compactor.budget else None
+        return toolbar(a.llm.model, a.runtime.policy.mode, chars, a.runtime.limits.session_budget_chars, a.session.usage, cost,
+                       window)
 
     def _message(self) -> Any:
         mode = self.agent.runtime.policy.mode if self.agent is not None else "default"
@@ -748,14 +750,21 @@ def paste_label(data: str, index: int = 0) -> str:
 
 
 def toolbar(model: str, mode: str, history_chars: int, budget_chars: int, usage: Usage,
-            cost: float | None = None) -> str:
-    """The bottom toolbar once the agent is built: model, mode, context used, tokens and cost
-    so far (cost only when `prices` has the model). Plain text: prompt-toolkit draws it."""
-    pct = round(100 * history_chars / max(1, budget_chars))  # as /context rounds it
+            cost: float | None = None, window: dict[str, Any] | None = None) -> str:
+    """The bottom toolbar once the agent is built: model, mode, context used (of the model's
+    window, and where the window came from), tokens and cost so far (cost only when `prices`
+    has the model). Plain text: prompt-toolkit draws it."""
     tokens = f" · {usage.total_tokens:,} tokens" if usage.total_tokens else ""
     dollars = f" · ${cost:.4f}" if cost is not None else ""
-    return (f" {model} · mode: {mode} · context {pct}% ({history_chars // 1000}k/{budget_chars // 1000}k chars)"
-            f"{tokens}{dollars}")
+    if window is not None and window["session_budget_chars_override"] is None:
+        from nanohermes.window import short_tokens
+
+        source = str(window["source"]).split(" ", 1)[0].replace("known", "family")
+        used = f"context {round(100 * window['used_share'])}% of {short_tokens(window['tokens'])} ({source})"
+    else:
+        pct = round(100 * history_chars / max(1, budget_chars))  # as /context rounds it
+        used = f"context {pct}% ({history_chars // 1000}k/{budget_chars // 1000}k chars)"
+    return f" {model} · mode: {mode} · {used}{tokens}{dollars}"
 
 
 def _can_encode(text: str) -> bool:

@@ -1,0 +1,388 @@
+"""The model's context window and the compaction budget that follows it.
+
+Where the window comes from, first that says: the endpoint (OpenRouter's and Together's
+`context_length` on `/models`, vLLM's `max_model_len`, Groq's `context_window`, Mistral's
+`max_context_length`; for a local server, llama.cpp's `n_ctx` from `/props` or `/slots`, LM
+Studio's `loaded_context_length` or `max_context_length` from `/api/v0/models`, Ollama's
+loaded `context_length` from `/api/ps`, else `num_ctx` or the model's `*.context_length` from
+`/api/show`); else a table of known model families; else `context_window_tokens` from the
+config. Compaction starts when the context passes `compact_at_share` of the window, measured
+in tokens from the endpoint's last reported usage (plus the messages since), in chars at 4 a
+token when it reports none. `session_budget_chars`, set by the person, overrides all of it.
+
+The lookup never delays or fails a turn: a remote endpoint's answer is cached per base_url
+and model in the cache folder for a day; a local server (loopback or a private address, whose
+window changes when it restarts) is asked afresh, concurrently with the first model call, and
+the first call waits for it only when the history is already large.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import ipaddress
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from nanohermes.budget import Limits
+from nanohermes.messages import CHARS_PER_TOKEN
+
+if TYPE_CHECKING:
+    from nanohermes.config import Config
+    from nanohermes.session import Session
+
+DEFAULT_WINDOW_TOKENS = 32_768  # when nothing says: a window every served model has had for years
+LOOKUP_SECS = 3.0  # the whole endpoint lookup
+CACHE_SECS = 24 * 3600  # a remote endpoint's answer
+CACHE_FILE = "context-windows.json"
+WAIT_FROM_CHARS = CHARS_PER_TOKEN * 2048  # a history this large waits for a pending lookup
+
+
+@dataclass(frozen=True)
+class Window:
+    tokens: int
+    source: str  # where it came from, for people: "endpoint /props n_ctx", "known model family gpt-4.1", ...
+
+
+# Known families' windows, by name prefix (the longest that matches wins), for endpoints that do not say.
+FAMILIES: dict[str, int] = {
+    "gpt-4.1": 1_047_576, "gpt-4o": 128_000, "gpt-4-turbo": 128_000, "gpt-4": 8_192, "gpt-3.5-turbo": 16_385,
+    "gpt-5": 400_000, "gpt-oss": 131_072, "o1": 200_000, "o3": 200_000, "o4-mini": 200_000, "codex-mini": 200_000,
+    "claude": 200_000, "gemini-1.5-pro": 2_097_152, "gemini-1.5-flash": 1_048_576, "gemini-2": 1_048_576,
+    "gemini-3": 1_048_576, "deepseek-chat": 131_072, "deepseek-reasoner": 131_072, "deepseek-v3": 131_072,
+    "deepseek-r1": 131_072, "deepseek-coder": 131_072, "qwen3-coder": 262_144, "qwen2.5-coder": 32_768,
+    "qwen2.5": 32_768, "qwen3": 40_960, "qwq": 131_072, "llama-3.1": 131_072, "llama-3.2": 131_072,
+    "llama-3.3": 131_072, "llama3.1": 131_072, "llama3.2": 131_072, "llama3.3": 131_072, "mistral-large": 131_072,
+    "mistral-small": 32_768, "mistral-medium": 131_072, "codestral": 256_000, "devstral": 131_072,
+    "kimi-k2": 131_072, "glm-4.5": 131_072, "glm-4.6": 202_752, "grok-3": 131_072, "grok-4": 256_000,
+}
+
+
+def family_window(model: str) -> Window | None:
+    """The window of `model` from the table: its name without a provider or folder prefix
+    (`openai/gpt-4.1`, `Qwen/Qwen3-Coder-30B`) and an Ollama tag (`:7b`), lowercased."""
+    name = model.lower().rsplit("/", 1)[-1].split(":", 1)[0]
+    best = max((k for k in FAMILIES if name.startswith(k)), key=len, default=None)
+    return Window(FAMILIES[best], f"known model family {best}") if best else None
+
+
+def fallback(model: str, configured: int | None) -> Window:
+    """The window when the endpoint does not say: the table, else the config's value."""
+    known = family_window(model)
+    if known is not None:
+        return known
+    if configured is not None:
+        return Window(configured, "config context_window_tokens")
+    return Window(DEFAULT_WINDOW_TOKENS, f"default {DEFAULT_WINDOW_TOKENS} tokens (config context_window_tokens)")
+
+
+# --------------------------------------------------------------------------------------
+# what endpoints say
+
+
+def is_local(base_url: str) -> bool:
+    """A server on this machine or the local network (its window changes when it restarts)."""
+    host = (urlsplit(base_url).hostname or "").lower()
+    if host in ("localhost", "") or host.endswith(".localhost") or host.endswith(".local"):
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return ip.is_loopback or ip.is_private or ip.is_link_local
+
+
+def _root(base_url: str) -> str:
+    """The server's root, where local servers keep their own routes (`/props`, `/api/...`)."""
+    base = base_url.rstrip("/")
+    return re.sub(r"/(?:api/)?v\d+$", "", base)
+
+
+def _positive(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+# The fields a /models entry names its window in, and whose they are.
+_MODEL_FIELDS = (("max_model_len", "vLLM max_model_len"), ("context_length", "context_length"),
+                 ("context_window", "context_window"), ("max_context_length", "max_context_length"))
+
+
+def from_models_list(body: Any, model: str) -> Window | None:
+    """The window `/models` gives for `model` (OpenRouter, vLLM, Groq, Mistral, Together)."""
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list):
+        return None
+    entries = [e for e in data if isinstance(e, dict)]
+    entry = next((e for e in entries if e.get("id") == model), None)
+    if entry is None and len(entries) == 1:
+        entry = entries[0]  # a local server serving one model under another name
+    if entry is None:
+        return None
+    for key, what in _MODEL_FIELDS:
+        if (n := _positive(entry.get(key))) is not None:
+            return Window(n, f"endpoint /models {what}")
+    top = entry.get("top_provider")
+    if isinstance(top, dict) and (n := _positive(top.get("context_length"))) is not None:
+        return Window(n, "endpoint /models top_provider context_length")
+    return None
+
+
+def from_llamacpp(body: Any) -> Window | None:
+    """llama.cpp's `/props` (`default_generation_settings.n_ctx`) or `/slots` (each slot's `n_ctx`)."""
+    if isinstance(body, dict):
+        settings = body.get("default_generation_settings")
+        n = _positive(settings.get("n_ctx")) if isinstance(settings, dict) else _positive(body.get("n_ctx"))
+        return Window(n, "endpoint /props n_ctx (llama.cpp)") if n else None
+    if isinstance(body, list) and body and isinstance(body[0], dict) and (n := _positive(body[0].get("n_ctx"))):
+        return Window(n, "endpoint /slots n_ctx (llama.cpp)")
+    return None
+
+
+def from_lmstudio(body: Any, model: str) -> Window | None:
+    """LM Studio's `/api/v0/models`: the loaded context if the model is loaded, else its maximum."""
+    data = body.get("data") if isinstance(body, dict) else None
+    entries = [e for e in data if isinstance(e, dict)] if isinstance(data, list) else ([body] if isinstance(body, dict) else [])
+    entry = next((e for e in entries if e.get("id") == model), None)
+    if entry is None:
+        return None
+    if (n := _positive(entry.get("loaded_context_length"))) is not None:
+        return Window(n, "endpoint /api/v0/models loaded_context_length (LM Studio)")
+    if (n := _positive(entry.get("max_context_length"))) is not None:
+        return Window(n, "endpoint /api/v0/models max_context_length (LM Studio)")
+    return None
+
+
+def from_ollama_ps(body: Any, model: str) -> Window | None:
+    """Ollama's `/api/ps`: the context the loaded model really runs with."""
+    loaded = body.get("models") if isinstance(body, dict) else None
+    for m in loaded if isinstance(loaded, list) else ():
+        if isinstance(m, dict) and model in (m.get("name"), m.get("model")) and (n := _positive(m.get("context_length"))):
+            return Window(n, "endpoint /api/ps context_length (Ollama)")
+    return None
+
+
+def from_ollama_show(body: Any) -> Window | None:
+    """Ollama's `/api/show`: `num_ctx` among the model's parameters, else its `*.context_length`."""
+    if not isinstance(body, dict):
+        return None
+    params = body.get("parameters")
+    if isinstance(params, str) and (m := re.search(r"^\s*num_ctx\s+(\d+)\s*$", params, re.MULTILINE)):
+        return Window(int(m.group(1)), "endpoint /api/show num_ctx (Ollama)")
+    info = body.get("model_info")
+    if isinstance(info, dict):
+        for key, value in info.items():
+            if key.endswith(".context_length") and (n := _positive(value)) is not None:
+                return Window(n, f"endpoint /api/show {key} (Ollama)")
+    return None
+
+
+async def endpoint_window(base_url: str, model: str, api_key: str | None, timeout: float = LOOKUP_SECS) -> Window | None:
+    """What the endpoint says of `model`'s window, or None (it says nothing, or fails, or is
+    slow: never an error)."""
+    from nanohermes.llm.http import import_httpx
+
+    httpx = import_httpx()
+    headers = {"Authorization": f"Bearer {api_key or 'no-key-set'}"}
+    plain = base_url.startswith("http://")
+    try:
+        async with httpx.AsyncClient(headers=headers, timeout=timeout, follow_redirects=False, verify=not plain,
+                                     trust_env=not plain) as client:
+            async def get(url: str, method: str = "GET", body: Any = None) -> Any:
+                try:
+                    r = await client.request(method, url, json=body)
+                    return r.json() if r.status_code == 200 else None
+                except (httpx.HTTPError, ValueError):
+                    return None
+
+            listed = from_models_list(await get(base_url.rstrip("/") + "/models"), model)
+            if listed is not None or not is_local(base_url):
+                return listed
+            root = _root(base_url)
+            props, slots, lms, ps, show = await asyncio.gather(
+                get(root + "/props"), get(root + "/slots"), get(root + "/api/v0/models"), get(root + "/api/ps"),
+                get(root + "/api/show", "POST", {"model": model}))
+            return (from_llamacpp(props) or from_llamacpp(slots) or from_lmstudio(lms, model)
+                    or from_ollama_ps(ps, model) or from_ollama_show(show))
+    except (httpx.HTTPError, OSError, ValueError):
+        return None
+
+
+# --------------------------------------------------------------------------------------
+# the cache of remote endpoints' answers
+
+
+def _cache_key(base_url: str, model: str) -> str:
+    return hashlib.sha256(f"{base_url.rstrip('/')}\n{model}".encode()).hexdigest()[:32]
+
+
+def cached(base_url: str, model: str, now: float | None = None) -> Window | None:
+    from nanohermes.dirs import cache_home
+
+    try:
+        entry = json.loads((cache_home() / CACHE_FILE).read_text(encoding="utf-8")).get(_cache_key(base_url, model))
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(entry, dict) or not isinstance(entry.get("at"), (int, float)) or not _positive(entry.get("tokens")):
+        return None
+    if (now if now is not None else time.time()) - entry["at"] > CACHE_SECS:
+        return None
+    return Window(entry["tokens"], f"{entry.get('source', 'endpoint')} (cached)")
+
+
+def store(base_url: str, model: str, window: Window) -> None:
+    from nanohermes.dirs import cache_home, write_private
+
+    path = cache_home() / CACHE_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data = data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        data = {}
+    data[_cache_key(base_url, model)] = {"tokens": window.tokens, "source": window.source, "at": time.time()}
+    try:
+        write_private(path, json.dumps(data))
+    except OSError:
+        pass  # a cache that cannot be written costs a lookup next time, nothing more
+
+
+# --------------------------------------------------------------------------------------
+# the budget compaction works to
+
+
+@dataclass
+class ContextBudget:
+    """The window in force and what it allows: compaction past `share` of it, in tokens when
+    the endpoint reports usage, else in chars; or, with `explicit_chars` (session_budget_chars
+    set by the person), that many chars of history whatever the window. `apply` hands the
+    derived limits (the session budget in chars and what follows from it) to whoever uses them."""
+
+    window: Window
+    share: float
+    base: Limits  # the configured limits, before the window's budget
+    explicit_chars: int | None = None
+    lookup: Callable[[str], Any] | None = None  # model -> awaitable of Window | None (the endpoint's answer)
+    known: Callable[[str], Window] | None = None  # model -> the window known without asking (cache, table, config)
+    apply: list[Callable[[Limits], None]] = field(default_factory=list)
+    _task: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+
+    @property
+    def trigger_tokens(self) -> int:
+        return max(1, int(self.window.tokens * self.share))
+
+    @property
+    def budget_chars(self) -> int:
+        if self.explicit_chars is not None:
+            return self.explicit_chars
+        return max(1000, self.trigger_tokens * CHARS_PER_TOKEN)
+
+    def limits(self) -> Limits:
+        return replace(self.base, session_budget_chars=self.budget_chars)
+
+    def set_window(self, window: Window) -> None:
+        self.window = window
+        limits = self.limits()
+        for hand in self.apply:
+            hand(limits)
+
+    def start(self, model: str) -> None:
+        """Ask the endpoint for `model`'s window, in the background (a running loop is needed)."""
+        if self.lookup is None:
+            return
+        if self._task is not None:
+            self._task.cancel()
+        lookup = self.lookup
+
+        async def ask() -> None:
+            try:
+                found = await lookup(model)
+            except Exception:  # a lookup that breaks knows nothing: the window stays as it is
+                return
+            if found is not None:
+                self.set_window(found)
+
+        self._task = asyncio.get_running_loop().create_task(ask())
+
+    def follow(self, model: str) -> None:
+        """Another model now (`/model`): its window as known at once, then as the endpoint says."""
+        if self.known is not None:
+            self.set_window(self.known(model))
+        try:
+            self.start(model)
+        except RuntimeError:  # no running loop (a caller outside the session): the known window stands
+            pass
+
+    async def settle(self, size_chars: int) -> None:
+        """Before a model call: wait for a pending lookup when the context (`size_chars`, its
+        history or its counted tokens as chars) is large enough for the window to matter now,
+        bounded by the lookup's own timeout."""
+        task = self._task
+        if task is None or task.done() or size_chars < WAIT_FROM_CHARS:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(task), LOOKUP_SECS + 1)
+        except Exception:  # slow or failed: the window known now stands
+            return
+
+    async def aclose(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            try:
+                await self._task
+            except BaseException:
+                pass
+        self._task = None
+
+    def over(self, session: Session, history_chars: int) -> bool:
+        """Is the context past the budget?"""
+        if self.explicit_chars is not None:
+            return history_chars > self.explicit_chars
+        tokens, measured = session.context_tokens()
+        return tokens > self.trigger_tokens if measured else history_chars > self.budget_chars
+
+    def report(self, session: Session) -> dict[str, Any]:
+        """The window and the budget, for /context, the toolbar and `-p` json."""
+        tokens, measured = session.context_tokens()
+        return {"tokens": self.window.tokens, "source": self.window.source, "compact_at_share": self.share,
+                "compact_at_tokens": None if self.explicit_chars is not None else self.trigger_tokens,
+                "session_budget_chars_override": self.explicit_chars, "used_tokens": tokens, "used_measured": measured,
+                "used_share": round(tokens / self.window.tokens, 4)}
+
+
+def budget_for(config: Config, limits: Limits) -> ContextBudget:
+    """The budget of a session on `config`'s endpoint and model: the cached or fallback window
+    now, the endpoint asked when it starts (`ContextBudget.start`)."""
+    explicit = config.session_budget_chars if config.session_budget_chars is not None else \
+        config.limits.get("session_budget_chars")
+    base_url = config.base_url
+    key = config.resolved_api_key()
+
+    async def lookup(model: str) -> Window | None:
+        remembered = None if is_local(base_url) else cached(base_url, model)
+        if remembered is not None:
+            return remembered
+        found = await endpoint_window(base_url, model, key)
+        if found is not None and not is_local(base_url):
+            await asyncio.to_thread(store, base_url, model, found)
+        return found
+
+    def known(model: str) -> Window:
+        return (None if is_local(base_url) else cached(base_url, model)) or fallback(model, config.context_window_tokens)
+
+    return ContextBudget(window=known(config.model), share=config.compact_at_share, base=limits,
+                         explicit_chars=explicit if isinstance(explicit, int) else None, lookup=lookup, known=known)
+
+
+def short_tokens(n: int) -> str:
+    """1047576 -> 1.0M, 131072 -> 131k, 8192 -> 8k."""
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.1f}M"
+    return f"{round(n / 1000)}k"
+
+
+__all__ = ["FAMILIES", "ContextBudget", "Window", "budget_for", "cached", "endpoint_window", "fallback", "family_window",
+           "is_local", "short_tokens", "store"]
