@@ -144,6 +144,7 @@ class SubagentManager:
     def spawn(self, name: str, task: str) -> Run:
         from nanohermes.agent import Agent
         from nanohermes.compact import Compactor
+        from nanohermes.llm.textcalls import TextCallCheck
 
         if name not in self.configs:
             raise ToolError(f"unknown sub-agent `{name}`; configured: {self.names()}")
@@ -151,10 +152,14 @@ class SubagentManager:
         run = Run(id=f"agent-{next(self._ids)}", name=name, task=task)
         ui = NestedUI(self.ui, run, self.parent.confirm_lock, self.count_usage)
         llm = self.make_llm(cfg.model)
-        run.agent = Agent(llm=llm, runtime=self.child_runtime(name, ui, run.id), ui=ui,
-                          system_prompt=_child_prompt(self.system_prompt, name, cfg),
+        runtime = self.child_runtime(name, ui, run.id)
+        # A call the child writes as text and that cannot run goes back to it, as for the parent.
+        text_calls = TextCallCheck(lambda: [t.name for t in runtime.visible_tools()], self.limits.text_call_retries,
+                                   lambda text: ui.emit(Notice(level="warning", text=text)))
+        run.agent = Agent(llm=llm, runtime=runtime, ui=ui, system_prompt=_child_prompt(self.system_prompt, name, cfg),
                           max_turns=cfg.max_turns or self.max_turns,
-                          compactor=Compactor(llm, self.limits, ui))  # a long task stays inside the budget
+                          compactor=Compactor(llm, self.limits, ui),  # a long task stays inside the budget
+                          turn_hooks=[text_calls])
         self.runs[run.id] = run
         run.task_handle = asyncio.create_task(self._drive(run), name=f"subagent-{run.id}")
         run.task_handle.add_done_callback(lambda _: self._settle(run))
