@@ -181,9 +181,10 @@ def from_ollama_show(body: Any) -> Window | None:
     return None
 
 
-async def endpoint_window(base_url: str, model: str, api_key: str | None, timeout: float = LOOKUP_SECS) -> Window | None:
+async def endpoint_window(base_url: str, model: str, api_key: str | None,
+                          timeout: float = LOOKUP_SECS) -> tuple[Window | None, bool]:
     """What the endpoint says of `model`'s window, or None (it says nothing, or fails, or is
-    slow: never an error)."""
+    slow: never an error), and whether it answered at all (its /models list came)."""
     from nanohermes.llm.http import import_httpx
 
     httpx = import_httpx()
@@ -199,17 +200,18 @@ async def endpoint_window(base_url: str, model: str, api_key: str | None, timeou
                 except (httpx.HTTPError, ValueError):
                     return None
 
-            listed = from_models_list(await get(base_url.rstrip("/") + "/models"), model)
+            models = await get(base_url.rstrip("/") + "/models")
+            listed = from_models_list(models, model)
             if listed is not None or not is_local(base_url):
-                return listed
+                return listed, models is not None
             root = _root(base_url)
             props, slots, lms, ps, show = await asyncio.gather(
                 get(root + "/props"), get(root + "/slots"), get(root + "/api/v0/models"), get(root + "/api/ps"),
                 get(root + "/api/show", "POST", {"model": model}))
             return (from_llamacpp(props) or from_llamacpp(slots) or from_lmstudio(lms, model)
-                    or from_ollama_ps(ps, model) or from_ollama_show(show))
+                    or from_ollama_ps(ps, model) or from_ollama_show(show)), True
     except (httpx.HTTPError, OSError, ValueError):
-        return None
+        return None, False
 
 
 # --------------------------------------------------------------------------------------
@@ -220,21 +222,37 @@ def _cache_key(base_url: str, model: str) -> str:
     return hashlib.sha256(f"{base_url.rstrip('/')}\n{model}".encode()).hexdigest()[:32]
 
 
-def cached(base_url: str, model: str, now: float | None = None) -> Window | None:
+def _entry(base_url: str, model: str, now: float | None) -> dict[str, Any] | None:
+    """The fresh cache entry of `model` on `base_url`: tokens 0 means the endpoint said nothing."""
     from nanohermes.dirs import cache_home
 
     try:
         entry = json.loads((cache_home() / CACHE_FILE).read_text(encoding="utf-8")).get(_cache_key(base_url, model))
     except (OSError, ValueError, AttributeError):
         return None
-    if not isinstance(entry, dict) or not isinstance(entry.get("at"), (int, float)) or not _positive(entry.get("tokens")):
+    if not isinstance(entry, dict) or not isinstance(entry.get("at"), (int, float)) or \
+            not isinstance(entry.get("tokens"), int) or entry["tokens"] < 0:
         return None
     if (now if now is not None else time.time()) - entry["at"] > CACHE_SECS:
+        return None
+    return entry
+
+
+def cached(base_url: str, model: str, now: float | None = None) -> Window | None:
+    entry = _entry(base_url, model, now)
+    if entry is None or not entry["tokens"]:
         return None
     return Window(entry["tokens"], f"{entry.get('source', 'endpoint')} (cached)")
 
 
-def store(base_url: str, model: str, window: Window) -> None:
+def said_nothing(base_url: str, model: str, now: float | None = None) -> bool:
+    """Did the endpoint, asked within the day, name no window for `model`? (Then it is not asked again.)"""
+    entry = _entry(base_url, model, now)
+    return entry is not None and entry["tokens"] == 0
+
+
+def store(base_url: str, model: str, window: Window | None) -> None:
+    """Remember the endpoint's answer for a day: its window, or that it named none."""
     from nanohermes.dirs import cache_home, write_private
 
     path = cache_home() / CACHE_FILE
@@ -243,7 +261,8 @@ def store(base_url: str, model: str, window: Window) -> None:
         data = data if isinstance(data, dict) else {}
     except (OSError, ValueError):
         data = {}
-    data[_cache_key(base_url, model)] = {"tokens": window.tokens, "source": window.source, "at": time.time()}
+    data[_cache_key(base_url, model)] = {"tokens": window.tokens if window else 0,
+                                         "source": window.source if window else "", "at": time.time()}
     try:
         write_private(path, json.dumps(data))
     except OSError:
@@ -362,11 +381,13 @@ def budget_for(config: Config, limits: Limits) -> ContextBudget:
     key = config.resolved_api_key()
 
     async def lookup(model: str) -> Window | None:
-        remembered = None if is_local(base_url) else cached(base_url, model)
-        if remembered is not None:
+        if is_local(base_url):
+            return (await endpoint_window(base_url, model, key))[0]
+        remembered = cached(base_url, model)
+        if remembered is not None or said_nothing(base_url, model):
             return remembered
-        found = await endpoint_window(base_url, model, key)
-        if found is not None and not is_local(base_url):
+        found, answered = await endpoint_window(base_url, model, key)
+        if answered:  # what it said, or that it said nothing; a failed request is asked again next time
             await asyncio.to_thread(store, base_url, model, found)
         return found
 
@@ -385,4 +406,4 @@ def short_tokens(n: int) -> str:
 
 
 __all__ = ["FAMILIES", "ContextBudget", "Window", "budget_for", "cached", "endpoint_window", "fallback", "family_window",
-           "is_local", "short_tokens", "store"]
+           "is_local", "said_nothing", "short_tokens", "store"]

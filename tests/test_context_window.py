@@ -21,7 +21,7 @@ from nanohermes.events import RecordingUI
 from nanohermes.meters import format_context
 from nanohermes.testing import FakeServer, Fault, Reply, ScriptedLLM
 from nanohermes.ui.repl import toolbar
-from nanohermes.window import CACHE_FILE, Window, budget_for, cached, family_window, store
+from nanohermes.window import CACHE_FILE, Window, budget_for, cached, family_window, said_nothing, store
 
 SHOW = {"parameters": "stop \"<|im_end|>\"\nnum_ctx 12288", "model_info": {"qwen2.context_length": 32768}}
 
@@ -199,6 +199,9 @@ def test_a_remote_endpoints_window_is_cached_per_base_url_and_model(tmp_path: Pa
     assert cached(url, "m1") == Window(200_000, "endpoint /models context_length (cached)")
     assert cached(url, "m2") is None and cached(url + "/", "m1") is not None
     assert cached(url, "m1", now=time.time() + 2 * 24 * 3600) is None  # a day old: asked again
+    store(url, "m3", None)  # the endpoint named no window: not asked again within the day
+    assert cached(url, "m3") is None and said_nothing(url, "m3") and not said_nothing(url, "m1")
+    assert not said_nothing(url, "m3", now=time.time() + 2 * 24 * 3600)
     # A session on it starts with the cached window, before any request.
     budget = budget_for(Config(model="m1", base_url=url, api_key="k"), Limits())
     assert budget.window.source.endswith("(cached)") and budget.limits().session_budget_chars == 160_000 * 4

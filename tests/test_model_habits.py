@@ -102,6 +102,18 @@ def test_a_patch_through_the_shell_is_refused_where_an_edit_would_be(cli, server
     assert (workspace / "src" / "app.py").read_text() == "def main():\n    return 1\n"
 
 
+@pytest.mark.parametrize("command", [
+    ["bash", "-lc", "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: f.txt\n@@\n-one\n+two\n*** End Patch\nEOF\n"],
+    ["apply_patch", "*** Begin Patch\n*** Update File: f.txt\n@@\n-one\n+two\n*** End Patch\n"],
+], ids=["bash-lc-heredoc", "argv"])
+def test_the_argv_codexs_shell_takes_is_read_as_the_patch_too(workspace: Path, command: list[str]) -> None:
+    (workspace / "f.txt").write_text("one\n")
+    rt = runtime(workspace)
+    assert not run(rt, "read_file", path="f.txt").startswith("ERROR")
+    assert run(rt, "run_command", command=command).startswith("patched f.txt (1 hunk, +1 -1)\n(this command was run as")
+    assert (workspace / "f.txt").read_text() == "two\n"
+
+
 def test_an_ordinary_command_naming_apply_patch_still_runs_as_a_command(workspace: Path) -> None:
     out = run(runtime(workspace), "run_command", command="echo apply_patch <<'EOF' && true")
     assert out.startswith("exit code: ") and "apply_patch tool" not in out

@@ -1,7 +1,8 @@
 """A patch sent as a shell command, read as the apply_patch call it stands for.
 
 Models trained on Codex write their edits as `apply_patch <<'EOF' ... EOF` (or `applypatch`,
-or the patch as one quoted argument) through the shell tool, and Codex intercepts the command
+or the patch as one quoted argument, or as the argv Codex's shell takes: `["bash", "-lc",
+"apply_patch <<'EOF' ..."]`) through the shell tool, and Codex intercepts the command
 instead of running it. Here there is no such program, so the command would fail with "command
 not found" and the edit would be lost: `patch_call` turns such a run_command call into the
 apply_patch call, before anything judges it, so it is approved as an edit of the files it
@@ -75,9 +76,18 @@ def patch_call(call: ToolCall) -> ToolCall | None:
         args: Any = json.loads(call.arguments)
     except ValueError:
         return None
-    if not isinstance(args, dict) or not isinstance(args.get("command"), str) or args.get("background"):
+    if not isinstance(args, dict) or args.get("background"):
         return None
-    found = patch_text(args["command"])
+    command = args.get("command")
+    if isinstance(command, list) and all(isinstance(w, str) for w in command):
+        # Codex's shell takes argv: ["apply_patch", patch] or ["bash", "-lc", "apply_patch <<'EOF' ..."].
+        if len(command) == 3 and command[0] in ("bash", "sh", "zsh") and command[1] in ("-c", "-lc"):
+            command = command[2]
+        elif len(command) == 2 and command[0] in _NAMES:
+            command = shlex.join(command)
+    if not isinstance(command, str):
+        return None
+    found = patch_text(command)
     if found is None:
         return None
     patch, folder = found
