@@ -149,7 +149,7 @@ _COMMENTED = re.compile(r"^[ \t]*(?:#|//|--|;|/\*|<!--)")
 def is_elision(line: str) -> bool:
     """`...`, `# ... existing code ...`, `// …`, `/* ... */`, `<!-- ... -->`: a line standing
     for lines left out."""
-    return bool(_ELISION.match(line))
+    return ("..." in line or "\u2026" in line) and bool(_ELISION.match(line))
 
 
 def commented_elision(line: str) -> bool:

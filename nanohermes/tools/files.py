@@ -721,6 +721,8 @@ class Change:
     already: bool = False  # an edit whose new text already stands in the file: nothing is written
 
     def diff(self, ctx: ToolContext) -> str:
+        if self.already:
+            return f"(already applied: {self.shown} holds new_string where old_string was; nothing will change)"
         old = "/dev/null" if self.old_text is None else f"a/{self.shown}"
         d = unified_diff(self.old_text or "", self.new_text, old, f"b/{self.shown}")
         return bounded_diff(d, ctx.limits.edit_diff_chars)

@@ -989,11 +989,9 @@ class ApplyPatchParams(Params):
     def prepare(cls, raw: dict[str, Any]) -> dict[str, Any]:
         # OpenAI's published apply_patch tool names its argument `input`, others `patch`; editor
         # agents teach models to send an `explanation` beside it, which changes nothing here.
-        if "diff" not in raw:
-            named = [k for k in _PATCH_NAMES if k in raw]
-            if len(named) == 1:
-                raw = {("diff" if k == named[0] else k): v for k, v in raw.items() if k not in _COMMENTARY}
-        return raw
+        named = [k for k in _PATCH_NAMES if k in raw] if "diff" not in raw else []
+        return {("diff" if named and k == named[0] and len(named) == 1 else k): v for k, v in raw.items()
+                if k not in _COMMENTARY or not isinstance(v, str)}
 
     non_empty: ClassVar[dict[str, str]] = {"diff": "pass a unified diff with ---/+++ headers and @@ hunks, "
                                                    "or a `*** Begin Patch` … `*** End Patch` patch"}
