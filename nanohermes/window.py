@@ -348,13 +348,11 @@ class ContextBudget:
             return
 
     async def aclose(self) -> None:
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-            try:
-                await self._task
-            except BaseException:
-                pass
-        self._task = None
+        """Stop a lookup still running (the session ends: its answer no longer matters)."""
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)  # its cancellation, not ours, is absorbed
 
     def over(self, session: Session, history_chars: int) -> bool:
         """Is the context past the budget?"""

@@ -356,8 +356,6 @@ def near_namesakes(ctx: ToolContext, real: Path, most: int = 3) -> str:
     model would write them (`src/utils.py` for `utils.py`): the same name in another folder,
     or a name one slip away in the folder named. "" when there are none. The walk skips the
     ignored folders and stops after `grep_max_files` entries, like a search's."""
-    import difflib
-
     from nanohermes.tools.search.walk import ignore_dir_names
 
     root = Path(os.path.realpath(ctx.workspace))
