@@ -119,6 +119,9 @@ def from_models_list(body: Any, model: str) -> Window | None:
         return None
     entries = [e for e in data if isinstance(e, dict)]
     entry = next((e for e in entries if e.get("id") == model), None)
+    if entry is None:  # `openai/gpt-4.1` listed for `gpt-4.1`, or the other way round
+        entry = next((e for e in entries if isinstance(e.get("id"), str) and
+                      (e["id"].endswith("/" + model) or model.endswith("/" + e["id"]))), None)
     if entry is None and len(entries) == 1:
         entry = entries[0]  # a local server serving one model under another name
     if entry is None:
@@ -404,4 +407,5 @@ def short_tokens(n: int) -> str:
 
 
 __all__ = ["FAMILIES", "ContextBudget", "Window", "budget_for", "cached", "endpoint_window", "fallback", "family_window",
-           "is_local", "said_nothing", "short_tokens", "store"]
+           "from_llamacpp", "from_lmstudio", "from_models_list", "from_ollama_ps", "from_ollama_show", "is_local",
+           "said_nothing", "short_tokens", "store"]

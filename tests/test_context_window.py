@@ -21,7 +21,7 @@ from nanohermes.events import RecordingUI
 from nanohermes.meters import format_context
 from nanohermes.testing import FakeServer, Fault, Reply, ScriptedLLM
 from nanohermes.ui.repl import toolbar
-from nanohermes.window import CACHE_FILE, Window, budget_for, cached, family_window, said_nothing, store
+from nanohermes.window import CACHE_FILE, Window, budget_for, cached, family_window, from_models_list, said_nothing, store
 
 SHOW = {"parameters": "stop \"<|im_end|>\"\nnum_ctx 12288", "model_info": {"qwen2.context_length": 32768}}
 
@@ -240,3 +240,11 @@ def test_switching_the_model_follows_the_new_models_window(workspace: Path) -> N
     assert (built.budget.window.tokens, built.budget.window.source) == (128_000, "known model family gpt-4o")
     assert agent.runtime.limits.session_budget_chars == 102_400 * 4  # the aggregate budget follows too
     assert agent.runtime.limits.aggregate_chars == 200_000
+
+
+def test_a_models_list_entry_is_found_by_the_name_with_or_without_its_provider() -> None:
+    listed = {"data": [{"id": "openai/gpt-4.1", "context_length": 1_047_576}, {"id": "qwen/qwq-32b", "context_length": 131_072}]}
+    assert from_models_list(listed, "gpt-4.1") == Window(1_047_576, "endpoint /models context_length")
+    assert from_models_list({"data": [{"id": "qwq-32b", "context_length": 131_072}, {"id": "x"}]}, "qwen/qwq-32b") == (
+        Window(131_072, "endpoint /models context_length"))
+    assert from_models_list(listed, "gpt-4o") is None  # two others listed: none of them is this one
