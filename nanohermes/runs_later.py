@@ -1,0 +1,102 @@
+"""Files that run code later without anyone typing their name: a git hook, a CI workflow, a
+package's scripts, a Makefile, an `.envrc`, an editor's tasks, a build script or build-backend
+hook, a test suite's conftest, a `.pth` file in a virtual environment. A turn that created or
+changed one is named at its end (the REPL's summary, `-p`'s json), so the person sees what
+will run the next time they commit, push, `make`, `pip install`, `npm install`, `pytest`,
+open the folder or start Python.
+
+`runs_later(path, before, after)` says why a changed file runs code later, or None; a file
+where only part of it runs code (`package.json`'s scripts, `pyproject.toml`'s build system)
+is named only when that part changed, when both contents are known.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from collections.abc import Callable
+
+_CI = re.compile(r"(^|/)(\.github/workflows/[^/]+\.ya?ml|\.gitlab-ci\.ya?ml|\.circleci/config\.ya?ml|azure-pipelines\.ya?ml"
+                 r"|\.travis\.ya?ml|Jenkinsfile|bitbucket-pipelines\.ya?ml|\.buildkite/[^/]+|\.drone\.ya?ml"
+                 r"|\.woodpecker(\.ya?ml|/[^/]+)|\.gitea/workflows/[^/]+\.ya?ml|\.forgejo/workflows/[^/]+\.ya?ml)$")
+_HOOKS = re.compile(r"(^|/)(\.git/(modules/.+/)?hooks/[^/]+|\.husky/.+|\.githooks/[^/]+|\.pre-commit-config\.ya?ml"
+                    r"|lefthook\.ya?ml|\.lefthook\.ya?ml)$")
+_NAMES: dict[str, str] = {
+    "Makefile": "a Makefile (runs at `make`)", "makefile": "a Makefile (runs at `make`)",
+    "GNUmakefile": "a Makefile (runs at `make`)", ".envrc": "an .envrc (direnv runs it on entering the folder)",
+    "setup.py": "a setup.py (runs at `pip install`)", "conftest.py": "a conftest.py (runs at `pytest`)",
+    "sitecustomize.py": "a sitecustomize.py (runs at every Python start)",
+    "usercustomize.py": "a usercustomize.py (runs at every Python start)",
+    "build.rs": "a Cargo build script (runs at `cargo build`)", "noxfile.py": "a noxfile (runs at `nox`)",
+    "Justfile": "a Justfile (runs at `just`)", "justfile": "a Justfile (runs at `just`)",
+    "Rakefile": "a Rakefile (runs at `rake`)", "Taskfile.yml": "a Taskfile (runs at `task`)",
+    "devcontainer.json": "a devcontainer (runs its commands when the folder is opened in a container)",
+}
+
+
+def _json_part(text: bytes | None, *keys: str) -> object:
+    if text is None:
+        return None
+    try:
+        data = json.loads(text.decode("utf-8", "replace"))
+    except ValueError:
+        return "(not JSON)"
+    return {k: data.get(k) for k in keys} if isinstance(data, dict) else "(not an object)"
+
+
+def _toml_part(text: bytes | None) -> object:
+    if text is None:
+        return None
+    import tomllib
+
+    try:
+        data = tomllib.loads(text.decode("utf-8", "replace"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return "(not TOML)"
+    tool = data.get("tool", {}) if isinstance(data.get("tool"), dict) else {}
+    # The build system, and the build hooks of the backends that have them.
+    return {"build-system": data.get("build-system"), "hatch": (tool.get("hatch") or {}).get("build"),
+            "setuptools": {k: (tool.get("setuptools") or {}).get(k) for k in ("cmdclass", "script-files")},
+            "pdm": (tool.get("pdm") or {}).get("build"), "scikit-build": tool.get("scikit-build"),
+            "poetry": (tool.get("poetry") or {}).get("build")}
+
+
+_PARTS: dict[str, tuple[str, Callable[[bytes | None], object]]] = {
+    "package.json": ("package.json scripts (run at `npm install`, `npm test`, ...)",
+                     lambda t: _json_part(t, "scripts", "bin", "husky", "simple-git-hooks", "lint-staged")),
+    "pyproject.toml": ("pyproject.toml's build system (runs at `pip install`)", _toml_part),
+    "tasks.json": ("an editor's tasks (run when the folder is opened, or by a key)", lambda t: t),
+}
+
+
+def runs_later(path: str, before: bytes | None = None, after: bytes | None = None, *,
+               contents_known: bool = False) -> str | None:
+    """Why the workspace-relative `path`, created or changed (`before`/`after` its contents,
+    None where it did not exist, when `contents_known`), runs code later; None when it does not."""
+    path = path.replace("\\", "/")
+    name = posixpath.basename(path)
+    if _HOOKS.search(path):
+        return "a git hook (runs at your next commit, checkout or push)"
+    if _CI.search(path):
+        return "a CI workflow (runs at your next push)"
+    if name.endswith(".pth") and "site-packages/" in path:
+        return "a .pth file of a virtual environment (runs at every Python start there)"
+    if name in _PARTS and (name != "tasks.json" or path.endswith(".vscode/tasks.json")):
+        what, part = _PARTS[name]
+        if contents_known and after is not None and before is not None and part(before) == part(after):
+            return None  # the file changed, but not the part that runs code
+        return what
+    if name.endswith(".mk"):
+        return "a Makefile (runs at `make`)"
+    return _NAMES.get(name) or None
+
+
+def named(changes: list[tuple[str, bytes | None, bytes | None]], *, contents_known: bool = True) -> list[str]:
+    """`path: why` for each changed file that runs code later, in the order given."""
+    out = []
+    for path, before, after in changes:
+        why = runs_later(path, before, after, contents_known=contents_known)
+        if why:
+            out.append(f"{path}: {why}")
+    return out
