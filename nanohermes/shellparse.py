@@ -771,6 +771,7 @@ _SHELL_STATE_VARS = frozenset({"PATH", "IFS", "BASH_ENV", "ENV", "CDPATH", "SHEL
                                "PROMPT_COMMAND", "GLOBIGNORE", "BASH_COMPAT", "POSIXLY_CORRECT", "EXECIGNORE",
                                "BASH_LOADABLES_PATH", "FUNCNEST", "HOME", "OLDPWD", "PWD"})
 _SET_OK = frozenset("euxvfCnhbm")
+_SET_O_OK = frozenset({"pipefail", "errexit", "nounset", "xtrace", "verbose", "noclobber", "noglob"})
 _TEST_UNARY = frozenset({"-a", "-b", "-c", "-d", "-e", "-f", "-g", "-h", "-k", "-p", "-r", "-s", "-t", "-u", "-w",
                          "-x", "-G", "-L", "-N", "-O", "-S", "-z", "-n", "!"})
 _TEST_BINARY = frozenset({"=", "==", "!=", "<", ">", "-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-nt", "-ot", "-ef"})
@@ -788,7 +789,15 @@ def _finish(cmd: SimpleCommand) -> SimpleCommand:
             cmd = _mark(cmd, f"assigning {_var_name(a)} changes how later commands run")
     if not cmd.words:
         return cmd
-    head = cmd.words[0]
+    _refuse_computed_name(cmd.words[0])
+    why = _builtin_problem(cmd.words[0].text, cmd.words[1:])
+    return _mark(cmd, why) if why else cmd
+
+
+def _refuse_computed_name(head: Word) -> None:
+    """A command name bash computes at run time (an expansion, brace expansion, a glob, a
+    `~user` directory, a `{`) could run any program, so the line is refused (ParseError)
+    rather than matched by the text it is written as. `[` and `[[` are names, not globs."""
     if head.dynamic:
         raise ParseError("a command name known only at run time ($X, $(...)) is not analysed")
     if head.brace:
@@ -797,60 +806,114 @@ def _finish(cmd: SimpleCommand) -> SimpleCommand:
         raise ParseError("a glob in command position is not analysed")
     if head.text.startswith("{") or (head.tilde and not (head.text == "~" or head.text.startswith("~/"))):
         raise ParseError(f"the command name {head.raw!r} is not analysed")
-    name, args = head.text, cmd.words[1:]
-    why = ""
+
+
+def _builtin_problem(name: str, args: tuple[Word, ...]) -> str:
+    """Why what `name args` does is not modelled exactly ("" when it is): brace expansion in
+    an argument (the words that run are not the ones written), a builtin that evaluates text
+    as code, or a builtin whose arguments can assign, evaluate or run more than they say."""
     if any(w.brace for w in args):
-        why = "brace expansion is not analysed"
-    elif name in _EVALUATING:
-        why = _EVALUATING[name] + "; it is not analysed"
-    elif name in ("export", "readonly"):
-        for w in args:
-            if w.dynamic or w.glob or w.brace or (w.text.startswith("-") and w.text != "--") \
-                    or "[" in _var_name(w.text) or _var_name(w.text) in _SHELL_STATE_VARS:
-                why = f"`{name} {w.text}` is not analysed"
-                break
-    elif name == "read":
-        for w in args:
-            into_array = w.text.startswith("-") and not w.text.startswith("--") and "a" in w.text
-            if w.dynamic or w.glob or w.brace or into_array or "[" in w.text or w.text in _SHELL_STATE_VARS:
-                why = f"`read {w.text}` is not analysed"
-                break
-    elif name == "unset":
-        if any(w.dynamic or "[" in w.text for w in args):
-            why = "`unset` of an array element evaluates it; it is not analysed"
-    elif name == "wait":
-        if any((w.text.startswith("-") and "p" in w.text) or w.splits for w in args):
-            why = "`wait -p` assigns a named variable; it is not analysed"
-    elif name == "printf":
-        first = args[1] if args and args[0].text == "--" else (args[0] if args else None)
-        if first is not None and (first.dynamic or first.glob or first.brace or first.text.startswith("-v")):
-            why = "`printf -v` (or a format known only at run time) assigns a variable; it is not analysed"
-    elif name == "set":
-        for w in args:
-            t = w.text
-            if t == "--" or t[:1] not in "-+":
-                break
-            if w.dynamic or (t[1:] != "o" and set(t[1:]) - _SET_OK - {"o"}):
-                why = f"`set {t}` is not analysed"
-                break
-        if not why and any(w.text in ("-o", "+o") for w in args):
-            opts = [args[i + 1].text for i, w in enumerate(args[:-1]) if w.text in ("-o", "+o")]
-            if any(o not in ("pipefail", "errexit", "nounset", "xtrace", "verbose", "noclobber", "noglob")
-                   for o in opts):
-                why = "`set -o` with this option is not analysed"
-    elif name in ("test", "["):
-        why = _test_problem(args[:-1] if name == "[" and args and args[-1].text == "]" else args)
-    elif name == "[[":
-        inner = args[:-1]
-        texts = [w.text for w in inner]
-        if "-v" in texts or "-R" in texts:
-            why = "`[[ -v ]]` evaluates a variable name; it is not analysed"
-        for i, t in enumerate(texts):
-            if t in _ARITH_OPS and inner[i].raw == t:
-                operands = [inner[j] for j in (i - 1, i + 1) if 0 <= j < len(inner)]
-                if any(not re.fullmatch(r"-?[0-9]+", o.text) or o.dynamic for o in operands):
-                    why = f"`[[ ... {t} ... ]]` evaluates its operands as arithmetic; it is not analysed"
-    return _mark(cmd, why) if why else cmd
+        return "brace expansion is not analysed"
+    if name in _EVALUATING:
+        return _EVALUATING[name] + "; it is not analysed"
+    if name in ("export", "readonly"):
+        return _export_problem(name, args)
+    if name == "read":
+        return _read_problem(args)
+    if name == "unset":
+        return _unset_problem(args)
+    if name == "wait":
+        return _wait_problem(args)
+    if name == "printf":
+        return _printf_problem(args)
+    if name == "set":
+        return _set_problem(args)
+    if name in ("test", "["):
+        return _test_problem(args[:-1] if name == "[" and args and args[-1].text == "]" else args)
+    if name == "[[":
+        return _double_bracket_problem(args)
+    return ""
+
+
+def _export_problem(name: str, args: tuple[Word, ...]) -> str:
+    """`export`/`readonly` are followed only for plain names: an option (`-f` exports a
+    function, `-n` unexports), a name known only at run time, an array element (its subscript
+    is arithmetic) or a variable that changes how later commands run (PATH, IFS...) is not."""
+    for w in args:
+        if w.dynamic or w.glob or w.brace or (w.text.startswith("-") and w.text != "--") \
+                or "[" in _var_name(w.text) or _var_name(w.text) in _SHELL_STATE_VARS:
+            return f"`{name} {w.text}` is not analysed"
+    return ""
+
+
+def _read_problem(args: tuple[Word, ...]) -> str:
+    """`read` assigns the names it is given; an assignment into an array (`-a`), an element
+    (its subscript is arithmetic), a name known only at run time or a variable that changes
+    how later commands run is not followed."""
+    for w in args:
+        into_array = w.text.startswith("-") and not w.text.startswith("--") and "a" in w.text
+        if w.dynamic or w.glob or w.brace or into_array or "[" in w.text or w.text in _SHELL_STATE_VARS:
+            return f"`read {w.text}` is not analysed"
+    return ""
+
+
+def _unset_problem(args: tuple[Word, ...]) -> str:
+    """`unset 'a[...]'` evaluates the subscript as arithmetic, which runs any `$(...)` in a
+    variable's value; so does a name known only at run time that could hold one."""
+    if any(w.dynamic or "[" in w.text for w in args):
+        return "`unset` of an array element evaluates it; it is not analysed"
+    return ""
+
+
+def _wait_problem(args: tuple[Word, ...]) -> str:
+    """`wait -p NAME` assigns a named variable; an unquoted expansion could become `-p`."""
+    if any((w.text.startswith("-") and "p" in w.text) or w.splits for w in args):
+        return "`wait -p` assigns a named variable; it is not analysed"
+    return ""
+
+
+def _printf_problem(args: tuple[Word, ...]) -> str:
+    """`printf -v NAME` assigns a named variable; a format known only at run time could be
+    `-v`."""
+    first = args[1] if args and args[0].text == "--" else (args[0] if args else None)
+    if first is not None and (first.dynamic or first.glob or first.brace or first.text.startswith("-v")):
+        return "`printf -v` (or a format known only at run time) assigns a variable; it is not analysed"
+    return ""
+
+
+def _set_problem(args: tuple[Word, ...]) -> str:
+    """`set` is followed for the flags and `-o` names that change only how errors, tracing,
+    clobbering and globbing behave; others (`set -o vi`, `-k`, `-B`...) change how later
+    lines run or parse, and a flag known only at run time could be any of them. Flags are
+    read up to `--` or the first non-option; every `-o`/`+o` name is checked."""
+    for w in args:
+        t = w.text
+        if t == "--" or t[:1] not in "-+":
+            break
+        if w.dynamic or (t[1:] != "o" and set(t[1:]) - _SET_OK - {"o"}):
+            return f"`set {t}` is not analysed"
+    opts = [args[i + 1].text for i, w in enumerate(args[:-1]) if w.text in ("-o", "+o")]
+    if any(o not in _SET_O_OK for o in opts):
+        return "`set -o` with this option is not analysed"
+    return ""
+
+
+def _double_bracket_problem(args: tuple[Word, ...]) -> str:
+    """`[[ -v NAME ]]` evaluates a name (and its subscript); the arithmetic operators
+    (-eq, -lt...) evaluate their operands as arithmetic, which runs `$(...)` found in a
+    variable's value, so only literal numbers are followed. The last such operator gives the
+    reason."""
+    inner = args[:-1]
+    texts = [w.text for w in inner]
+    why = ""
+    if "-v" in texts or "-R" in texts:
+        why = "`[[ -v ]]` evaluates a variable name; it is not analysed"
+    for i, t in enumerate(texts):
+        if t in _ARITH_OPS and inner[i].raw == t:
+            operands = [inner[j] for j in (i - 1, i + 1) if 0 <= j < len(inner)]
+            if any(not re.fullmatch(r"-?[0-9]+", o.text) or o.dynamic for o in operands):
+                why = f"`[[ ... {t} ... ]]` evaluates its operands as arithmetic; it is not analysed"
+    return why
 
 
 def _test_problem(args: tuple[Word, ...]) -> str:
