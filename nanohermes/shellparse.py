@@ -593,86 +593,130 @@ _RUNNERS = frozenset({"sudo", "doas", "su", "runuser", "chroot", "unshare", "nse
                       "crontab", "tmux", "screen", "expect", "rlwrap", "unbuffer", "cgexec", "numactl", "prlimit"})
 _EXEC_OPTS = {"-a": True, "-c": False, "-l": False}
 _SETSID_OPTS = {"-c": False, "--ctty": False, "-f": False, "--fork": False, "-w": False, "--wait": False}
+# Wrappers that take only options before the command they run: name -> (options, why the
+# wrapped command is unmodelled, "" when it runs as written).
+_OPTIONS_ONLY = {
+    "nice": (_NICE_OPTS, ""), "time": ({"-p": False}, ""), "nohup": ({"-p": False}, ""), "stdbuf": (_STDBUF_OPTS, ""),
+    "command": ({"-p": False}, ""), "builtin": ({"-p": False}, ""),
+    "setsid": (_SETSID_OPTS, "`setsid` is not analysed"),  # a new session outlives the command's process group
+}
 
 
 def _unwrap(cmd: SimpleCommand) -> list[SimpleCommand]:
     """See through wrappers: `timeout 5 env X=1 nice git log` checks `git log`. A wrapper
     with an option not listed here is not seen through, and the command is unmodelled."""
-    words = list(cmd.words)
-    if not words or words[0].dynamic:
+    if not cmd.words or cmd.words[0].dynamic:
         return [cmd]
-    name = words[0].text
-    rest = words[1:]
-    inner: list[Word] | None
-    assigns = list(cmd.assigns)
-    open_args = cmd.open_args
-    why = ""
+    name, rest = cmd.words[0].text, list(cmd.words[1:])
     if name == "env":
-        inner = _skip_options(rest, _ENV_OPTS)
-        if inner is not None:
-            while inner and _ASSIGN.match(inner[0].raw):
-                if "[" in inner[0].raw.split("=", 1)[0]:
-                    raise ParseError("array subscripts are evaluated as arithmetic and are not analysed")
-                assigns.append(inner[0].text)
-                inner = inner[1:]
-    elif name == "timeout":
+        return _env(cmd, rest)
+    if name == "timeout":
         inner = _skip_options(rest, _TIMEOUT_OPTS)
-        inner = inner[1:] if inner else None  # the duration
-    elif name == "nice":
-        inner = _skip_options(rest, _NICE_OPTS)
-    elif name in ("time", "nohup"):
-        inner = _skip_options(rest, {"-p": False})
-    elif name == "stdbuf":
-        inner = _skip_options(rest, _STDBUF_OPTS)
-    elif name in ("command", "builtin"):
-        if any(w.text in ("-v", "-V") for w in rest[:1]):
-            return [cmd]  # a lookup, not a run
-        inner = _skip_options(rest, {"-p": False})
-    elif name == "exec":
-        # Replaces the shell; with only redirections it rewires every later command's output.
-        inner, why = _skip_options(rest, _EXEC_OPTS), "`exec` is not analysed"
-        if inner is not None and not inner:
-            return [_mark(cmd, why)]
-    elif name == "setsid":
-        # A new session outlives the command's process group.
-        inner, why = _skip_options(rest, _SETSID_OPTS), "`setsid` is not analysed"
-    elif name == "xargs":
-        inner = _skip_options(rest, _XARGS_OPTS)
-        if inner is not None and not inner:
-            inner = [Word("echo", "echo")]
-        if any(w.text in ("-I", "-i") or w.text.startswith(("-I", "--replace")) for w in rest):
-            why = "`xargs -I` places its input anywhere in the command; it is not analysed"
-        open_args = True
-        # `xargs -a FILE` reads the arguments from FILE: seen as the command's input, so a
-        # secret file read that way is still a read.
-        for j, w in enumerate(rest[:len(rest) - len(inner or [])]):
-            if w.text in ("-a", "--arg-file") and j + 1 < len(rest):
-                cmd = replace(cmd, redirects=(*cmd.redirects, Redirect("<", "", rest[j + 1])))
-            elif w.text.startswith("--arg-file=") or (w.text.startswith("-a") and len(w.text) > 2):
-                value = w.text.split("=", 1)[1] if "=" in w.text else w.text[2:]
-                cmd = replace(cmd, redirects=(*cmd.redirects, Redirect("<", "", Word(value, value))))
-    elif name in _SHELLS:
-        return [_mark(c, why) if why else c for c in _shell_c(cmd, rest)]
-    elif name == "eval":
-        if any(w.dynamic for w in rest):
-            raise ParseError("eval of text built at run time is not analysed")
-        return [_mark(c, "`eval` runs text as code; it is not analysed")
-                for c in _script(cmd, " ".join(w.text for w in rest))]
-    elif name == "find":
+        return _wrapped(cmd, inner[1:] if inner else None)  # past the duration
+    if name in ("command", "builtin") and any(w.text in ("-v", "-V") for w in rest[:1]):
+        return [cmd]  # a lookup, not a run
+    if name in _OPTIONS_ONLY:
+        opts, why = _OPTIONS_ONLY[name]
+        return _wrapped(cmd, _skip_options(rest, opts), why=why)
+    if name == "exec":
+        return _exec(cmd, rest)
+    if name == "xargs":
+        return _xargs(cmd, rest)
+    if name in _SHELLS:
+        return _shell_c(cmd, rest)
+    if name == "eval":
+        return _eval(cmd, rest)
+    if name == "find":
         return [cmd, *_find_exec(cmd, rest)]
-    elif name in _RUNNERS:
+    if name in _RUNNERS:
         return [_mark(cmd, f"`{name}` runs another command in a way that is not analysed")]
-    else:
-        return [cmd]
+    return [cmd]
+
+
+def _wrapped(cmd: SimpleCommand, inner: list[Word] | None, *, why: str = "", assigns: tuple[str, ...] = (),
+             appends: bool = False) -> list[SimpleCommand]:
+    """The commands the wrapper `cmd` runs, given the words it wraps: None when one of its
+    options is not listed here (then it is not seen through and the wrapper is unmodelled),
+    empty when it wraps nothing. `why` marks every command when the wrapper changes how
+    they run; `assigns` are the wrapper's own (`env X=1`), added to the wrapped command's;
+    `appends` when the wrapper adds arguments at run time (xargs)."""
+    name = cmd.name
+    open_args = cmd.open_args or appends
     if inner is None:
         return [_mark(cmd, why or f"`{name}` with an option not analysed here")]
     if not inner:
         if open_args and name != "xargs":  # `xargs env`: the arguments it appends are the command
             return [_mark(cmd, f"`xargs {name}` runs its input as a command; it is not analysed")]
         return [_mark(cmd, why) if why else cmd]  # nothing wrapped (`env` alone prints the environment)
-    out = _unwrap(replace(cmd, words=tuple(inner), assigns=tuple(assigns), wrappers=(*cmd.wrappers, name),
+    out = _unwrap(replace(cmd, words=tuple(inner), assigns=(*cmd.assigns, *assigns), wrappers=(*cmd.wrappers, name),
                           open_args=open_args))
     return [_mark(c, why) if why else c for c in out]
+
+
+def _assigned(w: Word) -> str:
+    """The text of an assignment word. An array element's subscript is evaluated as
+    arithmetic, which runs `$(...)` found in a variable's value, so it is refused."""
+    if "[" in w.raw.split("=", 1)[0]:
+        raise ParseError("array subscripts are evaluated as arithmetic and are not analysed")
+    return w.text
+
+
+def _env(cmd: SimpleCommand, rest: list[Word]) -> list[SimpleCommand]:
+    """`env [options] [NAME=value...] CMD` runs CMD with the assignments: they join the
+    wrapped command's own, so an assignment that changes how it runs is still seen."""
+    inner = _skip_options(rest, _ENV_OPTS)
+    assigns: list[str] = []
+    while inner and _ASSIGN.match(inner[0].raw):
+        assigns.append(_assigned(inner[0]))
+        inner = inner[1:]
+    return _wrapped(cmd, inner, assigns=tuple(assigns))
+
+
+def _exec(cmd: SimpleCommand, rest: list[Word]) -> list[SimpleCommand]:
+    """`exec CMD` replaces the shell with CMD: seen through, but unmodelled. With only
+    redirections it rewires every later command's output."""
+    why = "`exec` is not analysed"
+    inner = _skip_options(rest, _EXEC_OPTS)
+    if inner is not None and not inner:
+        return [_mark(cmd, why)]
+    return _wrapped(cmd, inner, why=why)
+
+
+def _xargs(cmd: SimpleCommand, rest: list[Word]) -> list[SimpleCommand]:
+    """`xargs CMD` runs CMD with arguments it appends at run time (`open_args`); alone it runs
+    `echo`. With `-I` it places its input anywhere in the command: unmodelled. The files it
+    reads its arguments from (`-a FILE`) are seen as the command's input, so a secret file
+    read that way is still a read."""
+    inner = _skip_options(rest, _XARGS_OPTS)
+    if inner is not None and not inner:
+        inner = [Word("echo", "echo")]
+    why = ""
+    if any(w.text in ("-I", "-i") or w.text.startswith(("-I", "--replace")) for w in rest):
+        why = "`xargs -I` places its input anywhere in the command; it is not analysed"
+    files = _xargs_arg_files(rest, len(rest) - len(inner or []))
+    return _wrapped(replace(cmd, redirects=(*cmd.redirects, *files)), inner, why=why, appends=True)
+
+
+def _xargs_arg_files(rest: list[Word], options: int) -> list[Redirect]:
+    """The files named by `-a FILE`, `-aFILE` or `--arg-file=FILE` among xargs's first
+    `options` words, as redirections of its input."""
+    out: list[Redirect] = []
+    for j, w in enumerate(rest[:options]):
+        if w.text in ("-a", "--arg-file") and j + 1 < len(rest):
+            out.append(Redirect("<", "", rest[j + 1]))
+        elif w.text.startswith("--arg-file=") or (w.text.startswith("-a") and len(w.text) > 2):
+            value = w.text.split("=", 1)[1] if "=" in w.text else w.text[2:]
+            out.append(Redirect("<", "", Word(value, value)))
+    return out
+
+
+def _eval(cmd: SimpleCommand, rest: list[Word]) -> list[SimpleCommand]:
+    """`eval` runs its arguments, joined by spaces, as a script: its commands are analysed
+    (so deny rules still see them) but unmodelled; text built at run time is refused."""
+    if any(w.dynamic for w in rest):
+        raise ParseError("eval of text built at run time is not analysed")
+    return [_mark(c, "`eval` runs text as code; it is not analysed")
+            for c in _script(cmd, " ".join(w.text for w in rest))]
 
 
 _SHELL_LONG = frozenset({"--norc", "--noprofile", "--posix", "--login", "--noediting", "--restricted"})
