@@ -726,35 +726,9 @@ def _shell_c(cmd: SimpleCommand, rest: list[Word]) -> list[SimpleCommand]:
     """`bash -c 'script'` runs the script: analyse it. `bash file` runs a file (a plain
     command). A shell reading its script from standard input (`bash`, `bash -s`, `... | sh`,
     `sh <<< ...`) or given options not listed here is unmodelled."""
-    i = 0
-    script_mode = False
-    while i < len(rest):
-        t = rest[i].text
-        if rest[i].dynamic or rest[i].glob or rest[i].brace:
-            break  # a script (checked below) or a script file's name
-        if t in ("--", "-"):
-            if t == "-":
-                return [_mark(cmd, f"`{cmd.name} -` reads its script from standard input; it is not analysed")]
-            i += 1
-            break
-        if t.startswith("--"):
-            if t not in _SHELL_LONG:
-                return [_mark(cmd, f"`{cmd.name} {t}` is not analysed")]
-            i += 1
-            continue
-        if t[:1] in "-+" and len(t) > 1:
-            letters = t[1:]
-            if set(letters) - set("abcefhklmnptuvxBCEHPTo") or "s" in letters:
-                return [_mark(cmd, f"`{cmd.name} {t}` is not analysed")]
-            if "c" in letters and t[0] == "-":
-                script_mode = True
-            if "o" in letters:
-                if i + 1 >= len(rest):
-                    return [_mark(cmd, f"`{cmd.name} {t}` without an option name is not analysed")]
-                i += 1  # the option's name
-            i += 1
-            continue
-        break
+    i, script_mode, problem = _shell_options(cmd.name, rest)
+    if problem:
+        return [_mark(cmd, problem)]
     if not script_mode:
         if i >= len(rest) and not cmd.open_args:
             return [_mark(cmd, f"`{cmd.name}` reading its script from standard input is not analysed")]
@@ -769,6 +743,44 @@ def _shell_c(cmd: SimpleCommand, rest: list[Word]) -> list[SimpleCommand]:
     if script.dynamic:
         raise ParseError(f"{cmd.name} -c with a script built at run time is not analysed")
     return _script(cmd, script.text)
+
+
+def _shell_options(name: str, rest: list[Word]) -> tuple[int, bool, str]:
+    """A shell's leading options, as (where its operands start, whether `-c` makes the first
+    operand the script, why the options are not analysed or ""). Only the flags and long
+    options that leave where the script comes from unchanged are followed: `-s` and `-` read
+    it from standard input, and an option word known only at run time ends the options (it is
+    then judged as the script or the script file's name)."""
+    i = 0
+    script_mode = False
+    while i < len(rest):
+        t = rest[i].text
+        if rest[i].dynamic or rest[i].glob or rest[i].brace:
+            break  # a script (checked by the caller) or a script file's name
+        if t in ("--", "-"):
+            if t == "-":
+                return i, script_mode, f"`{name} -` reads its script from standard input; it is not analysed"
+            i += 1
+            break
+        if t.startswith("--"):
+            if t not in _SHELL_LONG:
+                return i, script_mode, f"`{name} {t}` is not analysed"
+            i += 1
+            continue
+        if t[:1] in "-+" and len(t) > 1:
+            letters = t[1:]
+            if set(letters) - set("abcefhklmnptuvxBCEHPTo") or "s" in letters:
+                return i, script_mode, f"`{name} {t}` is not analysed"
+            if "c" in letters and t[0] == "-":
+                script_mode = True
+            if "o" in letters:
+                if i + 1 >= len(rest):
+                    return i, script_mode, f"`{name} {t}` without an option name is not analysed"
+                i += 1  # the option's name
+            i += 1
+            continue
+        break
+    return i, script_mode, ""
 
 
 def _script(cmd: SimpleCommand, script: str) -> list[SimpleCommand]:
