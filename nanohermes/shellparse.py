@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import Literal
 
 __all__ = ["ParseError", "Redirect", "SimpleCommand", "Word", "split"]
 
@@ -212,6 +213,9 @@ class _Scanner:
         return self.word()
 
     def word(self) -> Word:
+        """A word up to a blank, an operator or a redirection: its text after quote removal,
+        and what bash would still do to it at run time (expand, substitute, glob, brace-expand,
+        split). A process substitution `<(...)` stays inside the word."""
         start = self.i
         out: list[str] = []
         shape: list[str] = []  # unquoted literal characters; "\x00" for anything quoted or expanded
@@ -247,22 +251,9 @@ class _Scanner:
                 shape.append("\x00")
                 self.i = end + 1
                 continue
-            if c == '"':
-                e, s = self.double_quoted(out)
-                expands, substitutes = expands or e, substitutes or s
-                shape.append("\x00")
-                continue
-            if c == "`":
-                out.append(self.backticks())
-                substitutes = splits = True
-                shape.append("\x00")
-                continue
-            if c == "$":
-                quoted = self.peek(1) in ("'", '"')
-                text, e, s = self.dollar()
-                out.append(text)
-                expands, substitutes = expands or e, substitutes or s
-                splits = splits or (not quoted and (e or s))
+            if c in '"`$':
+                e, s, sp = self.expanding_piece(out)
+                expands, substitutes, splits = expands or e, substitutes or s, splits or sp
                 shape.append("\x00")
                 continue
             if c in "*?":
@@ -277,6 +268,22 @@ class _Scanner:
         raw = self.s[start:self.i]
         brace = bool(re.search(r"\{[^{}]*(?:,|\.\.)[^{}]*\}", "".join(shape)))
         return Word("".join(out), raw, expands, substitutes, glob, brace, splits, raw.startswith("~"))
+
+    def expanding_piece(self, out: list[str]) -> tuple[bool, bool, bool]:
+        """At a `"`, a backtick or a `$`: adds the piece's text to `out` and returns whether it
+        expands a parameter, substitutes a command, and is split into words and globbed (an
+        unquoted expansion or substitution; inside double quotes it is not)."""
+        c = self.peek()
+        if c == '"':
+            expands, substitutes = self.double_quoted(out)
+            return expands, substitutes, False
+        if c == "`":
+            out.append(self.backticks())
+            return False, True, True
+        quoted = self.peek(1) in ("'", '"')
+        text, expands, substitutes = self.dollar()
+        out.append(text)
+        return expands, substitutes, not quoted and (expands or substitutes)
 
     def double_quoted(self, out: list[str]) -> tuple[bool, bool]:
         self.i += 1
@@ -479,49 +486,72 @@ class _Scanner:
         return Redirect(op, fd, target)
 
     def simple_command(self) -> None:
+        """One simple command: leading assignments, its words and its redirections, up to an
+        operator; its commands (wrappers seen through) join `commands`. In command position a
+        reserved word or a `for` header is not a command (`command_position`), and `[[`
+        collects its words up to `]]` (operators inside it would be tokens of their own)."""
         words: list[Word] = []
         assigns: list[str] = []
         redirects: list[Redirect] = []
-        while True:
-            w = self.token()
-            if isinstance(w, _Eof) or (isinstance(w, _Op) and w.text != "("):
-                self.back = w
-                break
-            if isinstance(w, _Op):  # "(" after words: a function definition
-                raise ParseError("function definitions are not analysed")
-            if isinstance(w, _Redir):
-                if words and words[0].text == "[[":
-                    raise ParseError("[[ ... ]] with < or > inside is not analysed")
-                redirects.append(self.redirect(w))
-                continue
+        while (w := self.command_word(words, redirects)) is not None:
             if not words:
-                if not assigns and w.raw in _UNSUPPORTED:
-                    raise ParseError(f"`{w.raw}` is not analysed")
-                if w.raw in _RESERVED_SKIP and w.raw == w.text:
-                    if redirects or assigns:
-                        break
-                    if w.raw in ("}", "fi", "done"):
-                        self.trailing_redirects()
-                    return  # a keyword: the next token starts a command
-                if w.raw in ("for", "select") and not assigns:
-                    self.for_header()
-                    return
-                if _ASSIGN.match(w.raw) and not w.raw.startswith("="):
-                    if "[" in w.raw.split("=", 1)[0]:
-                        raise ParseError("array subscripts are evaluated as arithmetic and are not analysed")
-                    assigns.append(w.text)
+                head = self.command_position(w, assigns, redirects)
+                if head == "assignment":
                     continue
-            if words and words[0].text == "[[":
-                words.append(w)
-                if w.text == "]]":
+                if head == "ends":
                     break
-                continue
+                if head == "keyword":
+                    return  # the next token starts a command
             words.append(w)
+            if words[0].text == "[[" and w.text == "]]":
+                break
         if words and words[0].text == "[[" and words[-1].text != "]]":
             raise ParseError("[[ ... ]] with operators inside is not analysed")
         if words or assigns or redirects:
             cmd = SimpleCommand(tuple(words), tuple(assigns), tuple(redirects))
             self.commands.extend(_finish(c) for c in _unwrap(cmd))
+
+    def command_word(self, words: list[Word], redirects: list[Redirect]) -> Word | None:
+        """The simple command's next word, its redirections on the way added to `redirects`;
+        None at an operator or the end (given back: it ends the command). A `(` after words
+        opens a function body, and `<`/`>` inside `[[ ]]` compare strings there: neither is
+        followed."""
+        while True:
+            tok = self.token()
+            if isinstance(tok, _Eof) or (isinstance(tok, _Op) and tok.text != "("):
+                self.back = tok
+                return None
+            if isinstance(tok, _Op):  # "(" after words: a function definition
+                raise ParseError("function definitions are not analysed")
+            if isinstance(tok, Word):
+                return tok
+            if words and words[0].text == "[[":
+                raise ParseError("[[ ... ]] with < or > inside is not analysed")
+            redirects.append(self.redirect(tok))
+
+    def command_position(self, w: Word, assigns: list[str],
+                         redirects: list[Redirect]) -> Literal["word", "assignment", "ends", "keyword"]:
+        """What a word before the command's name is: an `assignment` (added to `assigns`), the
+        command's first `word`, or a reserved word. A reserved word after assignments or
+        redirections `ends` the command before it; on its own it is a `keyword` that starts
+        no command (a `for` header is read here; redirections after `}`, `fi` and `done` are
+        collected, since they apply to the whole block). Unquoted only: `"if"` is a name.
+        Compound commands whose structure is not followed (`case`, functions) are refused."""
+        if not assigns and w.raw in _UNSUPPORTED:
+            raise ParseError(f"`{w.raw}` is not analysed")
+        if w.raw in _RESERVED_SKIP and w.raw == w.text:
+            if redirects or assigns:
+                return "ends"
+            if w.raw in ("}", "fi", "done"):
+                self.trailing_redirects()
+            return "keyword"
+        if w.raw in ("for", "select") and not assigns:
+            self.for_header()
+            return "keyword"
+        if _ASSIGN.match(w.raw) and not w.raw.startswith("="):
+            assigns.append(_assigned(w))
+            return "assignment"
+        return "word"
 
     def for_header(self) -> None:
         """`for NAME in WORDS ;` — the words may hold substitutions (already collected)."""
