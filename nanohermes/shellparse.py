@@ -718,12 +718,13 @@ def _xargs(cmd: SimpleCommand, rest: list[Word]) -> list[SimpleCommand]:
     reads its arguments from (`-a FILE`) are seen as the command's input, so a secret file
     read that way is still a read."""
     inner = _skip_options(rest, _XARGS_OPTS)
+    options = len(rest) - len(inner or [])  # counted before `echo` stands in for a missing command
     if inner is not None and not inner:
         inner = [Word("echo", "echo")]
     why = ""
     if any(w.text in ("-I", "-i") or w.text.startswith(("-I", "--replace")) for w in rest):
         why = "`xargs -I` places its input anywhere in the command; it is not analysed"
-    files = _xargs_arg_files(rest, len(rest) - len(inner or []))
+    files = _xargs_arg_files(rest, options)
     return _wrapped(replace(cmd, redirects=(*cmd.redirects, *files)), inner, why=why, appends=True)
 
 
@@ -961,7 +962,9 @@ def _wait_problem(args: tuple[Word, ...]) -> str:
 def _printf_problem(args: tuple[Word, ...]) -> str:
     """`printf -v NAME` assigns a named variable; a format known only at run time could be
     `-v`."""
-    first = args[1] if args and args[0].text == "--" else (args[0] if args else None)
+    if args and args[0].text == "--":
+        args = args[1:]
+    first = args[0] if args else None
     if first is not None and (first.dynamic or first.glob or first.brace or first.text.startswith("-v")):
         return "`printf -v` (or a format known only at run time) assigns a variable; it is not analysed"
     return ""

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.permissions import Policy, Rule, describe, is_read_only, suggest_command_rule
+from nanohermes.permissions import Policy, Rule, Target, decide, describe, is_read_only, suggest_command_rule
 from nanohermes.shellparse import ParseError, split
 from tool_support import decide_call
 
@@ -436,3 +436,15 @@ def test_other_process_listings_still_run(command: str) -> None:
 @pytest.mark.parametrize("line", ["echo $[1<<2]\ntouch X", "case x in a) ;; esac\ntouch X", "echo ${x:-y}\ntouch X y"])
 def test_a_deny_rule_still_sees_the_lines_it_can_read_in_a_line_that_cannot_be_analysed(line: str) -> None:
     assert verdict(Policy(deny=(R("run_command(touch *)"),)), line) == ("deny", "denied by rule run_command(touch *)")
+
+
+@pytest.mark.parametrize("line", ["xargs -a.env", "xargs --arg-file=.env", "xargs -a .env", "xargs --arg-file .env"])
+def test_xargs_reading_a_secret_file_alone_is_asked_in_every_spelling(line: str) -> None:
+    """Alone xargs runs echo on what it reads: the file given with -a is printed."""
+    v = decide(Policy(), tool_name="run_command", approval="always", target=Target(kind="command", subjects=(line,)))
+    assert v.decision == "ask" and "secret-file list" in v.reason, (line, v)
+
+
+def test_printf_with_only_a_double_dash_is_read_not_a_crash() -> None:
+    v = decide(Policy(), tool_name="run_command", approval="always", target=Target(kind="command", subjects=("printf --",)))
+    assert v.decision == "allow"
