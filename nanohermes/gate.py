@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -33,14 +34,12 @@ from nanohermes.budget import Limits
 from nanohermes.events import UI, ApprovalRequest, Notice, PermissionDenied, SandboxRefused
 from nanohermes.pathrules import command_secret
 from nanohermes.permissions import Basis, Policy, Rule, Target, Verdict, decide, reads_secret, unattended
-from nanohermes.sandbox import Confinement, SandboxError, sweep_plants, tainted_programs
-from nanohermes.sandbox import remedies as sandbox_remedies
 from nanohermes.shellparse import ParseError, split
 from nanohermes.tools import Params, Tool, ToolContext, ToolError, ToolResult
-from nanohermes.tools.process import confine
 
 if TYPE_CHECKING:
     from nanohermes.config import Config
+    from nanohermes.sandbox import Confinement
     from nanohermes.hooks import Hooks
     from nanohermes.session import Session
 
@@ -193,6 +192,8 @@ class Gate:
         the sandbox itself."""
         if not tool.spawns:
             return None
+        from nanohermes.tools.process import confine
+
         policy = POLICY_OF[basis]
         spelled_out = target.kind == "command" and target.subjects and basis == "rule" and (
             target.secret_read or self._names_secret(target.subjects[0]))
@@ -209,6 +210,8 @@ class Gate:
         # A call that can only fail fails now, with the tool's own error: nobody is asked in
         # vain. Nothing is approved yet, so what the check starts runs read-only.
         if tool.spawns:
+            from nanohermes.tools.process import confine
+
             ctx.confinement = await asyncio.to_thread(confine, "read-only", workspace=self.workspace,
                                                       config=self.config, limits=self.limits,
                                                       secret_patterns=self.policy.secret_files)
@@ -223,7 +226,7 @@ class Gate:
         learn = list(verdict.suggest or ()) or ([tool.suggest_rule(args)] if verdict.suggest is not None else [])
         reason = verdict.reason
         self._sweep()
-        if tool.spawns and (tainted := tainted_programs()):
+        if tool.spawns and (tainted := _tainted()):
             # A yes runs this outside the sandbox, where a program a sandboxed command wrote on
             # PATH would run as the person.
             reason += (f"; warning: commands nobody approved created or changed programs on PATH: "
@@ -242,10 +245,13 @@ class Gate:
                 self.remember(rule)
         elif reply.choice == "project" and learn:
             self.remember_in_project(learn)
-        confinement = Confinement("off") if tool.spawns else None
-        return Grant("person", args, target, confinement, summary, waited=waited)
+        return Grant("person", args, target, _unconfined() if tool.spawns else None, summary, waited=waited)
 
     def _sweep(self) -> None:
+        if "nanohermes.sandbox" not in sys.modules:
+            return  # nothing has run confined yet, so nothing is watched
+        from nanohermes.sandbox import sweep_plants
+
         for found in sweep_plants():
             self.ui.emit(Notice(level="warning", text=f"a running background task: {found}"))
 
@@ -303,6 +309,8 @@ class Gate:
     async def attempt(self, tool: Tool, grant: Grant, ctx: ToolContext) -> Ran:
         """Run the granted call in its confinement; on a sandbox refusal, ask once whether to
         run it again outside the sandbox."""
+        from nanohermes.sandbox import SandboxError
+
         ctx.target, ctx.confinement = grant.target, grant.confinement
         waited = grant.waited
         try:
@@ -326,6 +334,8 @@ class Gate:
                        out: ToolResult) -> tuple[str | ToolResult, float]:
         """The sandbox refused something: offer the person to run the same call outside it
         (one keypress, like any approval); without one the model is told it needs a person."""
+        from nanohermes.sandbox import remedies as sandbox_remedies
+
         refused = out.refused
         policy = grant.confinement.policy if grant.confinement is not None else "off"
         rerun = False
@@ -345,11 +355,26 @@ class Gate:
             return out, waited
         again = ToolContext(workspace=ctx.workspace, limits=ctx.limits, config=ctx.config, call_id=ctx.call_id,
                             emit=ctx.emit, state=ctx.state, target=ctx.target, refusal=ctx.refusal,
-                            confinement=Confinement("off"))
+                            confinement=_unconfined())
         second = await tool.run(grant.args, again)
         text = second.text if isinstance(second, ToolResult) else second
         return (f"{text}\n\n(ran outside the sandbox, approved by the user, after the sandboxed run was refused "
                 f"{', '.join(refused)})"), waited
+
+
+def _unconfined() -> Confinement:
+    """What a person's yes earns a call's processes: no sandbox."""
+    from nanohermes.sandbox import Confinement
+
+    return Confinement("off")
+
+
+def _tainted() -> list[str]:
+    if "nanohermes.sandbox" not in sys.modules:
+        return []  # nothing has run confined yet
+    from nanohermes.sandbox import tainted_programs
+
+    return tainted_programs()
 
 
 class _CannotWithhold(Exception):
