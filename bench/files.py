@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from nanohermes.budget import Limits
 from nanohermes.config import Config
 from nanohermes.tools import ToolContext
-from nanohermes.tools.files import ReadFile, unified_diff
+from nanohermes.tools.files import ReadFile
+from nanohermes.tools.fileops import unified_diff
 
 
 def best_of(fn: Callable[[], object], n: int = 5) -> float:

@@ -30,14 +30,8 @@ from nanohermes.messages import ToolCall
 from nanohermes.permissions import Policy, Rule
 from nanohermes.runtime import DENIED, Runtime
 from nanohermes.tools import Tool, ToolContext, ToolError, ToolResult, build_tools
-from nanohermes.tools.files import (
-    EditFile,
-    TextFile,
-    ListDir,
-    ReadFile,
-    WriteFile,
-    unified_diff,
-)
+from nanohermes.tools.fileops import TextFile, unified_diff
+from nanohermes.tools.files import EditFile, ListDir, ReadFile, WriteFile
 from nanohermes.tools.patch import ApplyPatch, apply, parse
 
 

@@ -28,7 +28,7 @@ from nanohermes.messages import ToolCall
 from nanohermes.permissions import Policy
 from nanohermes.runtime import Runtime
 from nanohermes.tools import ToolContext, ToolError, ToolResult, build_tools
-from nanohermes.tools.files import unified_diff
+from nanohermes.tools.fileops import unified_diff
 from nanohermes.tools.patch import ApplyPatch, PatchError, apply, parse
 
 FIXTURES = sorted(p for p in (Path(__file__).parent / "fixtures" / "patch").iterdir() if p.is_dir())

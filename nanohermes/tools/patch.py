@@ -34,7 +34,7 @@ from nanohermes.pathrules import read_exact, swapped, unlink_exact
 from nanohermes.permissions import Effect, SubjectKind
 from nanohermes.tools.base import Approval, Params, Tool, ToolContext, ToolError, ToolResult
 from nanohermes.tools.matching import TIERS, Ambiguous, closest_region, follow_quotes, quote_lines, reindent, seek_lines
-from nanohermes.tools.files import (
+from nanohermes.tools.fileops import (
     TextFile,
     changed_since_seen,
     atomic_write,

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from nanohermes.pathrules import held, swapped
 from nanohermes.tools.base import Params, ReadOnlyTool, ToolContext, ToolError, about
-from nanohermes.tools.files import shown_path
+from nanohermes.tools.fileops import shown_path
 from nanohermes.tools.search.globs import compile_glob
 from nanohermes.tools.search.grep import _prefix, _safe, walk_note
 from nanohermes.tools.search.ripgrep import AUTO, RipgrepFailed, capped, find_ripgrep, list_ripgrep

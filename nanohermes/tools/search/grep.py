@@ -16,7 +16,7 @@ from nanohermes.budget import KiB, MiB, Limits
 from nanohermes.pathrules import held, swapped
 from nanohermes.permissions import is_secret
 from nanohermes.tools.base import Params, ReadOnlyTool, ToolContext, ToolError, about
-from nanohermes.tools.files import shown_path
+from nanohermes.tools.fileops import shown_path
 from nanohermes.tools.search.globs import compile_glob
 from nanohermes.tools.search.ripgrep import AUTO, RipgrepFailed, _prefilter, _rg, _rg_common, _rg_paths, _rg_stats, \
     find_ripgrep, walk_ripgrep
