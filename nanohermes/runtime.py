@@ -141,7 +141,7 @@ class Runtime:
     def _prepare(self, call: ToolCall) -> _Call:
         p = _Call(call)
         if call.name == "run_command" and "apply_patch" in self._by_name:
-            from nanohermes.tools.patch_command import NOTE, patch_call
+            from nanohermes.tools.patches.command import NOTE, patch_call
 
             if (patched := patch_call(call)) is not None:  # judged and approved as the edit it is
                 p.call, p.note, call = patched, NOTE, patched

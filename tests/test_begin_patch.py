@@ -29,7 +29,8 @@ from nanohermes.runtime import Runtime
 from nanohermes.testing import FakeServer, Reply, tool_reply
 from nanohermes.testing import call as llm_call
 from nanohermes.tools import build_tools
-from nanohermes.tools.patch import is_begin_patch, touched_paths
+from nanohermes.tools.patch import touched_paths
+from nanohermes.tools.patches.begin_patch import is_begin_patch
 
 FIXTURES = sorted(p for p in (Path(__file__).parent / "fixtures" / "begin_patch").iterdir() if p.is_dir())
 

@@ -32,7 +32,8 @@ from nanohermes.runtime import DENIED, Runtime
 from nanohermes.tools import Tool, ToolContext, ToolError, ToolResult, build_tools
 from nanohermes.tools.fileops import TextFile, unified_diff
 from nanohermes.tools.files import EditFile, ListDir, ReadFile, WriteFile
-from nanohermes.tools.patch import ApplyPatch, apply, parse
+from nanohermes.tools.patch import ApplyPatch
+from nanohermes.tools.patches.unified import apply, parse
 
 
 _SESSIONS: dict[Path, dict[str, Any]] = {}

@@ -29,7 +29,9 @@ from nanohermes.permissions import Policy
 from nanohermes.runtime import Runtime
 from nanohermes.tools import ToolContext, ToolError, ToolResult, build_tools
 from nanohermes.tools.fileops import unified_diff
-from nanohermes.tools.patch import ApplyPatch, PatchError, apply, parse
+from nanohermes.tools.patch import ApplyPatch
+from nanohermes.tools.patches.common import PatchError
+from nanohermes.tools.patches.unified import apply, parse
 
 FIXTURES = sorted(p for p in (Path(__file__).parent / "fixtures" / "patch").iterdir() if p.is_dir())
 

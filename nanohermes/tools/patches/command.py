@@ -27,7 +27,6 @@ _HEREDOC = re.compile(
     r"\A\s*(?:cd\s+(?P<dir>'[^']*'|\"[^\"]*\"|[^\s;&|<>]+)\s*&&\s*)?(?P<name>apply_patch|applypatch)\s*"
     r"<<-?\s*(?P<q>['\"]?)(?P<delim>[A-Za-z_][\w.-]*)(?P=q)[ \t]*\n(?P<body>.*?)\n[ \t]*(?P=delim)[ \t]*\s*\Z",
     re.DOTALL)
-_MARKERS = ("*** Update File:", "*** Add File:", "*** Delete File:", "*** Move to:")
 
 NOTE = ("(this command was run as the apply_patch tool: a patch sent through the shell is applied like one sent to "
         "apply_patch, which takes the same text)")
@@ -44,27 +43,16 @@ def patch_text(command: str) -> tuple[str, str | None] | None:
         words = shlex.split(command)
     except ValueError:
         return None
-    if len(words) == 2 and words[0] in _NAMES and ("*** Begin Patch" in words[1] or "\n@@" in words[1]):
-        return words[1], None
+    if len(words) == 2 and words[0] in _NAMES:
+        from nanohermes.tools.patches.begin_patch import BEGIN  # here: an ordinary command never loads the format
+
+        if BEGIN in words[1] or "\n@@" in words[1]:
+            return words[1], None
     return None
 
 
 def _unquote(word: str) -> str:
     return word[1:-1] if word[:1] in "'\"" and word[-1:] == word[:1] else word
-
-
-def _under(folder: str, patch: str) -> str:
-    """A `*** Begin Patch` patch whose relative paths are read from `folder`, with those
-    paths written from the workspace instead (a unified diff is left as it is)."""
-    out = []
-    for line in patch.split("\n"):
-        marker = next((m for m in _MARKERS if line.strip().startswith(m)), None)
-        if marker is not None:
-            path = line.strip()[len(marker):].strip()
-            if path and not os.path.isabs(path):
-                line = f"{marker} {os.path.normpath(os.path.join(folder, path))}"
-        out.append(line)
-    return "\n".join(out)
 
 
 def patch_call(call: ToolCall) -> ToolCall | None:
@@ -94,9 +82,11 @@ def patch_call(call: ToolCall) -> ToolCall | None:
     cwd = args.get("cwd")
     base = os.path.join(cwd, folder) if isinstance(cwd, str) and cwd and folder else (folder or cwd)
     if isinstance(base, str) and base and os.path.normpath(base) != ".":
-        if "*** Begin Patch" not in patch:
+        from nanohermes.tools.patches.begin_patch import BEGIN, rebase_paths  # only a patch gets here (see patch_text)
+
+        if BEGIN not in patch:
             return None  # a unified diff's paths under another folder: the shell's to fail, not ours to guess
-        patch = _under(base, patch)
+        patch = rebase_paths(base, patch)
     return ToolCall(id=call.id, name="apply_patch", arguments=json.dumps({"diff": patch}, ensure_ascii=False),
                     extra=call.extra, cut_off=call.cut_off)
 
