@@ -384,7 +384,7 @@ def _harmless_assign(assign: str) -> bool:
     return name in _HARMLESS_VARS or name.startswith("LC_")
 
 
-def _uncertain(w: Word) -> bool:
+def uncertain_word(w: Word) -> bool:
     """A word whose final form is known only at run time: expansions, globs, braces."""
     return w.dynamic or w.glob or w.brace
 
@@ -403,7 +403,7 @@ def is_read_only(cmd: SimpleCommand) -> bool:
         return False
     if cmd.open_args and check is not _plain:
         return False  # xargs appends arguments: option checks cannot see them
-    if head.text not in DYNAMIC_OK and any(_uncertain(w) if check is not _plain else
+    if head.text not in DYNAMIC_OK and any(uncertain_word(w) if check is not _plain else
                                            (w.dynamic and head.text in CONTENT_READERS) for w in cmd.words[1:]):
         # A run-time value or a file a glob matches could be a risky option (a file named
         # `--pre=x`), or a secret file's name (globs are checked against the list).
@@ -541,7 +541,7 @@ def suggest_command_rule(cmd: SimpleCommand, tool_name: str = "run_command") -> 
     push`, sed, awk, find, xargs, env ...), a changed environment or a write. Words keep
     their quotes as written, so the rule re-parsed matches the same command."""
     argv = cmd.argv
-    exact = Rule(tool_name, escape_pattern(_rule_text(cmd, full=bool(cmd.writes), raw=True,
+    exact = Rule(tool_name, escape_pattern(rule_text(cmd, full=bool(cmd.writes), raw=True,
                                                       assigns=bool(cmd.wrappers) or _exact_only(cmd))))
     if not argv or any(_dangerous_assign(a) for a in cmd.assigns) or cmd.writes or cmd.words[0].dynamic \
             or unanalysable(cmd) or _exact_only(cmd):
@@ -576,7 +576,7 @@ def suggest_command_rule(cmd: SimpleCommand, tool_name: str = "run_command") -> 
     return Rule(tool_name, escape_pattern(" ".join(words)) + " *")
 
 
-def _rule_text(cmd: SimpleCommand, *, full: bool = False, basename: bool = False, raw: bool = False,
+def rule_text(cmd: SimpleCommand, *, full: bool = False, basename: bool = False, raw: bool = False,
                assigns: bool = False) -> str:
     """The text rules see: dangerous assignments stay in front (a rule for `git log` must not
     cover `GIT_PAGER=x git log`); `full` adds every assignment and redirection; `raw` keeps
@@ -591,15 +591,17 @@ def _rule_text(cmd: SimpleCommand, *, full: bool = False, basename: bool = False
     return " ".join([*kept, *words, *redirs])
 
 
-def _allow_matches(rule: Rule, cmd: SimpleCommand) -> bool:
+def allow_matches(rule: Rule, cmd: SimpleCommand) -> bool:
+    """Does an allow rule cover `cmd`? Matched against the words as written (quotes kept), with
+    the harmless assignments left out or spelled; a program known only at run time never is."""
     if not cmd.words or cmd.words[0].dynamic:
         return False  # $CMD args: the program is only known at run time
     pattern = rule.pattern or "*"
     if ">" in pattern:  # a rule that spells a redirection is matched with it
-        return match_command_text(pattern, _rule_text(cmd, full=True, raw=True))
+        return match_command_text(pattern, rule_text(cmd, full=True, raw=True))
     # Harmless assignments may be left out of a rule, or spelled in it (exact learned rules).
-    return match_command_text(pattern, _rule_text(cmd, raw=True)) \
-        or match_command_text(pattern, _rule_text(cmd, raw=True, assigns=True))
+    return match_command_text(pattern, rule_text(cmd, raw=True)) \
+        or match_command_text(pattern, rule_text(cmd, raw=True, assigns=True))
 
 
 def _seen_through(cmd: SimpleCommand) -> list[SimpleCommand]:
@@ -613,21 +615,21 @@ def _seen_through(cmd: SimpleCommand) -> list[SimpleCommand]:
     return out
 
 
-def _deny_matches(rule: Rule, cmd: SimpleCommand) -> bool:
+def deny_matches(rule: Rule, cmd: SimpleCommand) -> bool:
     """Deny and ask rules catch a command however it is spelled: /bin/rm as rm, with its
     assignments or redirections or without them, its short options grouped or apart and in
     any order, git with or without global options, quoted or not."""
     if rule.pattern is None:
         return True
     for c in _seen_through(cmd):
-        texts = {c.text, _rule_text(c), _rule_text(c, full=True), _rule_text(c, basename=True),
-                 _rule_text(c, raw=True), " ".join([posixpath.basename(c.name), *c.argv[1:]])}
+        texts = {c.text, rule_text(c), rule_text(c, full=True), rule_text(c, basename=True),
+                 rule_text(c, raw=True), " ".join([posixpath.basename(c.name), *c.argv[1:]])}
         if any(match_command_text(rule.pattern, t) for t in texts if t) or _options_match(rule.pattern, c.argv):
             return True
     return False
 
 
-def _could_match(rule: Rule, cmd: SimpleCommand) -> bool:
+def could_match(rule: Rule, cmd: SimpleCommand) -> bool:
     """Could the pattern match once the command's expansions, globs and appended arguments
     are known? (`git pus[h]`, `git $SUB`, `xargs git`, `rm *` against `rm -rf *`.)"""
     if rule.pattern is None:
@@ -638,7 +640,7 @@ def _could_match(rule: Rule, cmd: SimpleCommand) -> bool:
         pwords = pwords[:-1]
     for c in _seen_through(cmd):
         words = c.words
-        if not words or not (c.open_args or any(_uncertain(w) for w in words[1:])):
+        if not words or not (c.open_args or any(uncertain_word(w) for w in words[1:])):
             continue
         if not (fnmatch.fnmatchcase(c.name, pwords[0]) or fnmatch.fnmatchcase(posixpath.basename(c.name), pwords[0])):
             continue
@@ -646,10 +648,10 @@ def _could_match(rule: Rule, cmd: SimpleCommand) -> bool:
             return True  # options may come anywhere: an unknown word could be one
         for i, p in enumerate(pwords[1:], 1):
             if i >= len(words):
-                if c.open_args or any(_uncertain(w) for w in words[1:]):
+                if c.open_args or any(uncertain_word(w) for w in words[1:]):
                     return True
                 break
-            if _uncertain(words[i]):
+            if uncertain_word(words[i]):
                 return True
             if not fnmatch.fnmatchcase(words[i].text, p):
                 break

@@ -11,8 +11,8 @@ from typing import Literal
 
 from nanohermes.hosts import host_matches
 from nanohermes.permissions.commands import (
-    CONTENT_READERS, _allow_matches, _could_match, _deny_matches, _rule_text, _uncertain, code_from_stdin,
-    is_read_only, reads_secret, suggest_command_rule, unanalysable,
+    CONTENT_READERS, allow_matches, code_from_stdin, could_match, deny_matches, is_read_only, reads_secret, rule_text,
+    suggest_command_rule, unanalysable, uncertain_word,
 )
 from nanohermes.permissions.rules import (
     DEFAULT_SECRET_FILES, MODE_BLOCKED_EFFECTS, Decision, Effect, Rule, Target, escape_pattern, is_secret, literal_pattern,
@@ -197,13 +197,13 @@ def _decide_command(policy: Policy, tool_name: str, command: str, protected: boo
     seen = commands if commands is not None else _line_by_line(command)
     for rule in denies:
         if rule.pattern is None or match_command_text(rule.pattern, command.strip()) \
-                or any(_deny_matches(rule, c) for c in seen):
+                or any(deny_matches(rule, c) for c in seen):
             return Verdict("deny", f"denied by rule {rule}")
     if policy.mode == "plan":
         return Verdict("deny", f"{tool_name} changes things and plan mode is read-only")
     if commands is not None:
         problem = next((why for c in commands if (why := unanalysable(c))), "")
-    maybe = next((r for r in denies if any(_could_match(r, c) for c in commands or ())), None)
+    maybe = next((r for r in denies if any(could_match(r, c) for c in commands or ())), None)
     if _unattended(policy) and denies and problem:
         # Nobody will be asked, and the deny rules cannot see inside this line.
         return Verdict("deny", f"the command cannot be analysed ({problem}) and deny rules apply to {tool_name}; "
@@ -256,7 +256,7 @@ def _all_read_only(policy: Policy, commands: list[SimpleCommand] | None, secret:
 
 
 def _allowed_by_rule(policy: Policy, tool_name: str, cmd: SimpleCommand) -> bool:
-    return any(r.names(tool_name) and (r.pattern is None or _allow_matches(r, cmd)) for r in policy.allow)
+    return any(r.names(tool_name) and (r.pattern is None or allow_matches(r, cmd)) for r in policy.allow)
 
 
 def _line_by_line(command: str) -> list[SimpleCommand]:
@@ -296,7 +296,7 @@ def _plain_words(command: str, commands: list[SimpleCommand]) -> bool:
         return False
     [cmd] = commands
     if cmd.assigns or cmd.redirects or cmd.wrappers or not cmd.words \
-            or any(_uncertain(w) or w.tilde or w.splits for w in cmd.words):
+            or any(uncertain_word(w) or w.tilde or w.splits for w in cmd.words):
         return False
     pattern = r"\s*" + r"[ \t]+".join(re.escape(w.raw) for w in cmd.words) + r"\s*"
     return re.fullmatch(pattern, command) is not None
@@ -304,16 +304,16 @@ def _plain_words(command: str, commands: list[SimpleCommand]) -> bool:
 
 def _check_simple(policy: Policy, tool_name: str, cmd: SimpleCommand, found_secret: str = "") -> tuple[str, Rule | None]:
     """("", None) when this simple command may run; else why not, and the rule to learn."""
-    shown = _rule_text(cmd, full=True, raw=True) or "(empty command)"
+    shown = rule_text(cmd, full=True, raw=True) or "(empty command)"
     for rule in policy.ask:
-        if rule.names(tool_name) and (_deny_matches(rule, cmd) or _could_match(rule, cmd)):
+        if rule.names(tool_name) and (deny_matches(rule, cmd) or could_match(rule, cmd)):
             return f"rule {rule} asks for `{shown}`", None
     secret = reads_secret(cmd, policy.secret_files) or bool(found_secret)
     by_rule = None
     for rule in policy.allow:
         # A secret read needs a rule that spells the line out (what an "always" to the secret
         # question learns): `run_command(cat *)` is no consent to `cat .env`.
-        if rule.names(tool_name) and ((rule.pattern is None and not secret) or (rule.pattern and _allow_matches(rule, cmd)
+        if rule.names(tool_name) and ((rule.pattern is None and not secret) or (rule.pattern and allow_matches(rule, cmd)
                                       and not (secret and not literal_pattern(rule.pattern)))):
             by_rule = rule
             break
@@ -326,7 +326,7 @@ def _check_simple(policy: Policy, tool_name: str, cmd: SimpleCommand, found_secr
         return f"`{shown}` is not allowed by a rule", suggest_command_rule(cmd, tool_name)
     if cmd.writes and policy.mode != "accept-edits":
         # A read-only allow does not cover writing a file; a rule must spell the redirection.
-        full = _rule_text(cmd, full=True, raw=True)
+        full = rule_text(cmd, full=True, raw=True)
         covered = by_rule is not None and (by_rule.pattern is None or ((">" in by_rule.pattern or cmd.name == "tee")
                                                                        and match_command_text(by_rule.pattern, full)))
         if not covered:

@@ -40,11 +40,11 @@ if TYPE_CHECKING:
     from nanohermes.tools.base import Tool
     from nanohermes.tools.search.glob import Glob, GlobParams
     from nanohermes.tools.search.globs import compile_glob
-    from nanohermes.tools.search.grep import Grep, GrepParams, include_filter, skipped_note, walk_note
+    from nanohermes.tools.search.grep import Grep, GrepParams, include_filter, skipped_note
     from nanohermes.tools.search.ripgrep import AUTO, RipgrepFailed, find_ripgrep, walk_ripgrep
     from nanohermes.tools.search.scan import Matcher, Scan, scan
     from nanohermes.tools.search.walk import (
-        DEFAULT_IGNORE_DIRS, Capped, Walk, global_excludes_file, ignore_dir_names, iter_walk, walk_python,
+        DEFAULT_IGNORE_DIRS, Capped, Walk, global_excludes_file, ignore_dir_names, iter_walk, walk_note, walk_python,
     )
 
 # Where each name lives. The parts load when a name is first asked for, so that what needs one
@@ -52,11 +52,11 @@ if TYPE_CHECKING:
 _PARTS = {
     "glob": ("Glob", "GlobParams"),
     "globs": ("compile_glob",),
-    "grep": ("Grep", "GrepParams", "include_filter", "skipped_note", "walk_note"),
+    "grep": ("Grep", "GrepParams", "include_filter", "skipped_note"),
     "ripgrep": ("AUTO", "RipgrepFailed", "find_ripgrep", "walk_ripgrep"),
     "scan": ("Matcher", "Scan", "scan"),
     "walk": ("DEFAULT_IGNORE_DIRS", "Capped", "Walk", "global_excludes_file", "ignore_dir_names", "iter_walk",
-             "walk_python"),
+             "walk_note", "walk_python"),
 }
 _WHERE = {name: part for part, names in _PARTS.items() for name in names}
 

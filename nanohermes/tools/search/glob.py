@@ -11,9 +11,8 @@ from nanohermes.pathrules import held, swapped
 from nanohermes.tools.base import Params, ReadOnlyTool, ToolContext, ToolError, about
 from nanohermes.tools.fileops import shown_path
 from nanohermes.tools.search.globs import compile_glob
-from nanohermes.tools.search.grep import _prefix, _safe, walk_note
 from nanohermes.tools.search.ripgrep import AUTO, RipgrepFailed, capped, find_ripgrep, list_ripgrep
-from nanohermes.tools.search.walk import Walk, ignore_dir_names, walk_python
+from nanohermes.tools.search.walk import Walk, ignore_dir_names, one_line_path, shown_prefix, walk_note, walk_python
 
 # -- glob ----------------------------------------------------------------------------------
 
@@ -97,7 +96,7 @@ class Glob(ReadOnlyTool[GlobParams]):
             match = rx.fullmatch
             found = [r for r in candidates if match(r)]
         found.sort()
-        prefix = _prefix(shown)
+        prefix = shown_prefix(shown)
         notes: list[str] = []
         if len(found) > lim.glob_results:
             notes.append(f"… {len(found)} files match, showing first {lim.glob_results}; narrow the pattern or path")
@@ -107,4 +106,4 @@ class Glob(ReadOnlyTool[GlobParams]):
         if not found:
             n = walked()
             return "\n".join([f"no files match {args.pattern!r} under {shown} ({n} file{'' if n == 1 else 's'} walked)", *notes])
-        return "\n".join(_safe(prefix + r) for r in found) + ("\n\n" + "\n".join(notes) if notes else "")
+        return "\n".join(one_line_path(prefix + r) for r in found) + ("\n\n" + "\n".join(notes) if notes else "")

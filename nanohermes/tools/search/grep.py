@@ -18,10 +18,11 @@ from nanohermes.permissions import is_secret
 from nanohermes.tools.base import Params, ReadOnlyTool, ToolContext, ToolError, about
 from nanohermes.tools.fileops import shown_path
 from nanohermes.tools.search.globs import compile_glob
-from nanohermes.tools.search.ripgrep import AUTO, RipgrepFailed, _prefilter, _rg, _rg_common, _rg_paths, _rg_stats, \
-    find_ripgrep, walk_ripgrep
-from nanohermes.tools.search.scan import Matcher, Scan, _scan_walk, scan
-from nanohermes.tools.search.walk import Walk, ignore_dir_names
+from nanohermes.tools.search.ripgrep import (
+    AUTO, RipgrepFailed, find_ripgrep, prefilter_glob, rg_common_args, rg_paths, rg_stats, run_rg, walk_ripgrep,
+)
+from nanohermes.tools.search.scan import Matcher, Scan, scan, scan_walk
+from nanohermes.tools.search.walk import Walk, ignore_dir_names, one_line_path, shown_prefix, walk_note
 
 # -- grep ----------------------------------------------------------------------------------
 
@@ -39,10 +40,6 @@ def skipped_note(large: int, binary: int, limits: Limits) -> str:
     total = large + binary
     return (f"{total} file{'' if total == 1 else 's'} skipped: {large} larger than "
             f"{_size_text(limits.grep_file_max_bytes)}, {binary} binary")
-
-
-def walk_note(limits: Limits) -> str:
-    return f"… stopped walking after {limits.grep_max_files} files; search a narrower path"
 
 
 def include_filter(include: str | None, root_shown: str) -> Callable[[str], bool]:
@@ -126,21 +123,21 @@ class Grep(ReadOnlyTool[GrepParams]):
                 return await self._with_ripgrep(rg, args, ctx, matcher, root, shown, keep, dirs)
             except RipgrepFailed:
                 pass
-        res, truncated = await self.in_thread(_scan_walk, root, dirs, keep, matcher, lim, lim.grep_max_files)
-        return _format_grep(args, ctx, _prefix(shown), shown, res, truncated)
+        res, truncated = await self.in_thread(scan_walk, root, dirs, keep, matcher, lim, lim.grep_max_files)
+        return _format_grep(args, ctx, shown_prefix(shown), shown, res, truncated)
 
     async def _with_ripgrep(self, rg: str, args: GrepParams, ctx: ToolContext, matcher: Matcher, root: Path,
                             shown: str, keep: Callable[[str], bool], dirs: frozenset[str]) -> str:
         lim = ctx.limits
-        argv = [rg, "--files-with-matches", "--null", "--stats", "--text", *_rg_common(dirs)]
+        argv = [rg, "--files-with-matches", "--null", "--stats", "--text", *rg_common_args(dirs)]
         if not args.regex:
             argv.append("--fixed-strings")
         if args.case_insensitive:
             argv.append("--ignore-case")
-        if args.include and (g := _prefilter(args.include)):
+        if args.include and (g := prefilter_glob(args.include)):
             argv += ["--glob", g]
         argv += ["--regexp", args.pattern, "--", "."]
-        tasks: list[asyncio.Future[Any]] = [asyncio.ensure_future(_rg(argv, root))]
+        tasks: list[asyncio.Future[Any]] = [asyncio.ensure_future(run_rg(argv, root))]
         if args.include:  # the count of walked files and the include filter need the listing
             tasks.append(asyncio.ensure_future(walk_ripgrep(rg, root, dirs, lim.grep_max_files)))
         try:
@@ -155,14 +152,14 @@ class Grep(ReadOnlyTool[GrepParams]):
                 return files >= EARLY_PROBE and hits * budget < need * files // 2
 
             probe = hopeless if budget < lim.grep_max_files else None  # else these files are the answer
-            res, truncated = await self.in_thread(_scan_walk, root, dirs, keep, matcher, lim, budget, probe)
+            res, truncated = await self.in_thread(scan_walk, root, dirs, keep, matcher, lim, budget, probe)
             if len(res.hits) > lim.grep_matches or not truncated or budget == lim.grep_max_files:
-                return _format_grep(args, ctx, _prefix(shown), shown, res, truncated)
+                return _format_grep(args, ctx, shown_prefix(shown), shown, res, truncated)
             code, out, err = await tasks[0]
             if code not in (0, 1) and b"files searched" not in out:
                 raise RipgrepFailed(err.decode(errors="replace").strip())
-            found, total = _rg_stats(out)
-            candidates = _rg_paths(found, "\0")
+            found, total = rg_stats(out)
+            candidates = rg_paths(found, "\0")
             if args.include:
                 listing: Walk = await tasks[1]
                 walked = [r for r in listing.files if keep(r)]
@@ -183,10 +180,9 @@ class Grep(ReadOnlyTool[GrepParams]):
         candidates.sort()
         res = await self.in_thread(scan, root, candidates, matcher, lim, True)
         res.searched = searched
-        return _format_grep(args, ctx, _prefix(shown), shown, res, truncated)
+        return _format_grep(args, ctx, shown_prefix(shown), shown, res, truncated)
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 # What gives a pattern away as a regular expression written for a literal search: an escaped
@@ -205,18 +201,6 @@ def looks_like_regex(pattern: str) -> bool:
     except re.error:
         return False
     return True
-
-
-def _safe(path: str) -> str:
-    """A path on one line: control characters (a newline in a file name) shown escaped."""
-    if not _CONTROL.search(path):
-        return path
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], path)
-
-
-def _prefix(shown: str) -> str:
-    """What goes before a root-relative path to show it from the workspace."""
-    return "" if shown == "." else shown.rstrip("/") + "/"
 
 
 def _format_grep(args: GrepParams, ctx: ToolContext, prefix: str, shown: str, res: Scan, truncated: bool,
@@ -252,5 +236,5 @@ def _format_grep(args: GrepParams, ctx: ToolContext, prefix: str, shown: str, re
     for rel, lineno, line in hits:
         if len(line) > cap:
             line = line[:cap] + "…"
-        rows.append(f"{_safe(prefix + rel)}:{lineno}:{line}")
+        rows.append(f"{one_line_path(prefix + rel)}:{lineno}:{line}")
     return "\n".join(rows) + ("\n\n" + "\n".join(notes) if notes else "")

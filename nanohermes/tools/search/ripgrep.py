@@ -32,7 +32,7 @@ def find_ripgrep() -> str | None:
     return programs.find(exe, first=[d for d in dirs if d])
 
 
-def _prefilter(pattern: str) -> str | None:
+def prefilter_glob(pattern: str) -> str | None:
     """A ripgrep `-g` glob that matches at least every file `pattern` matches, or None.
 
     Only for a last segment preceded by nothing but `**`: ripgrep matches a slash-free glob
@@ -47,7 +47,8 @@ def _prefilter(pattern: str) -> str | None:
 
 # -- ripgrep -------------------------------------------------------------------------------
 
-def _rg_common(ignore_dirs: frozenset[str]) -> list[str]:
+def rg_common_args(ignore_dirs: frozenset[str]) -> list[str]:
+    """The options every ripgrep run takes: no config file, hidden files in, `.git` and `ignore_dirs` out."""
     args = ["--no-config", "--hidden", "--no-messages", "--glob", "!.git"]
     for d in sorted(ignore_dirs):
         args += ["--glob", f"!{d}/"]
@@ -58,7 +59,9 @@ class RipgrepFailed(Exception):
     """ripgrep could not answer (not runnable, or rejected the pattern); use Python."""
 
 
-async def _rg(argv: list[str], cwd: Path) -> tuple[int, bytes, bytes]:
+async def run_rg(argv: list[str], cwd: Path) -> tuple[int, bytes, bytes]:
+    """(exit code, stdout, stderr) of ripgrep run as `argv` in `cwd`; killed if the caller is
+    cancelled. RipgrepFailed when it cannot be started."""
     try:  # the spawn blocks no longer than the event loop's own spawn would; the wait is threaded
         proc = subprocess.Popen(argv, cwd=str(cwd), stdin=subprocess.DEVNULL,  # noqa: ASYNC220
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -76,7 +79,8 @@ async def _rg(argv: list[str], cwd: Path) -> tuple[int, bytes, bytes]:
     return proc.returncode or 0, out, err
 
 
-def _rg_paths(out: bytes, sep: str) -> list[str]:
+def rg_paths(out: bytes, sep: str) -> list[str]:
+    """The paths of a listing ripgrep printed for ".", `sep` after each, without the "./"."""
     # ripgrep was given "." to search, so every path starts with "./": splitting at the
     # separator and that prefix together drops it without another pass over the listing.
     text = os.fsdecode(out)
@@ -90,7 +94,7 @@ def _rg_paths(out: bytes, sep: str) -> list[str]:
     return paths
 
 
-def _rg_stats(out: bytes) -> tuple[bytes, int]:
+def rg_stats(out: bytes) -> tuple[bytes, int]:
     """Split `--null --stats` output into the NUL-ended paths and the files-searched count."""
     cut = out.rfind(b"\0") + 1
     m = re.search(rb"^(\d+) files searched$", out[cut:], re.M)
@@ -116,7 +120,7 @@ class Listing:
         return len(self._out) <= 4 * cap or self.count <= cap
 
     def files(self) -> list[str]:
-        return _rg_paths(self._out, "\0")
+        return rg_paths(self._out, "\0")
 
     def ending(self, suffix: str) -> list[str]:
         """The paths that end with `suffix`, in listing order."""
@@ -127,7 +131,7 @@ class Listing:
 
 async def list_ripgrep(rg: str, root: Path, ignore_dirs: frozenset[str]) -> Listing:
     """Every file of the walk under `root`, as `rg --files` lists them (in no fixed order)."""
-    code, out, err = await _rg([rg, "--files", "--null", *_rg_common(ignore_dirs), "."], root)
+    code, out, err = await run_rg([rg, "--files", "--null", *rg_common_args(ignore_dirs), "."], root)
     if code not in (0, 1) and not out:
         raise RipgrepFailed(err.decode(errors="replace").strip())
     return Listing(out)

@@ -211,7 +211,7 @@ def scan(root: Path, rels: Iterable[str], matcher: Matcher, limits: Limits, know
     return res
 
 
-def _scan_walk(root: Path, dirs: frozenset[str], keep: Callable[[str], bool], matcher: Matcher, lim: Limits,
+def scan_walk(root: Path, dirs: frozenset[str], keep: Callable[[str], bool], matcher: Matcher, lim: Limits,
                cap: int, hopeless: Callable[[int, int], bool] | None = None) -> tuple[Scan, bool]:
     """Walk and search together, stopping at the match cap or after `cap` walked files (or
     when `hopeless` says so: then the walk counts as cut short)."""

@@ -1,6 +1,6 @@
 """The workspace walk grep and glob share: the ignore rules (.gitignore, .ignore, .rgignore,
-git's exclude files, the build and cache folders) and the walker that yields files in path
-order."""
+git's exclude files, the build and cache folders), the walker that yields files in path
+order, and how both tools show a walked path and a walk cut short."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from nanohermes.budget import Limits
     from nanohermes.config import Config
 
 # Build output, dependency and cache folders nobody wants in search results. Config replaces
@@ -230,3 +231,25 @@ def walk_python(root: Path, ignore_dirs: frozenset[str], max_files: int) -> Walk
     capped = Capped(iter_walk(root, ignore_dirs, pruned), max_files)
     files = list(capped)
     return Walk(files, capped.truncated, pruned)
+
+
+# -- showing the walk ----------------------------------------------------------------------
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def one_line_path(path: str) -> str:
+    """A path on one line: control characters (a newline in a file name) shown escaped."""
+    if not _CONTROL.search(path):
+        return path
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], path)
+
+
+def shown_prefix(shown: str) -> str:
+    """What goes before a root-relative path to show it from the workspace."""
+    return "" if shown == "." else shown.rstrip("/") + "/"
+
+
+def walk_note(limits: Limits) -> str:
+    """The note for a walk stopped at `grep_max_files`."""
+    return f"… stopped walking after {limits.grep_max_files} files; search a narrower path"
