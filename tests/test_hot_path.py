@@ -30,7 +30,8 @@ def report():
     unused = sorted(m for m in sys.modules if m.split(".")[0] in ("pydantic", "pydantic_core", "annotated_types")
                     or m in ("nanohermes.tools.files", "nanohermes.tools.patch", "nanohermes.tools.shell",
                              "nanohermes.tools.search.grep", "nanohermes.tools.git", "nanohermes.tools.web",
-                             "nanohermes.sandbox", "nanohermes.tools.process", "nanohermes.sockets"))
+                             "nanohermes.sandbox", "nanohermes.tools.process", "nanohermes.sockets",
+                             "nanohermes.tools.patches.unified", "nanohermes.tools.patches.begin_patch"))
     print("unused", unused, file=sys.stderr)
     print("collector", "on" if gc.isenabled() else "off", file=sys.stderr)
 
