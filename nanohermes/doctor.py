@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import httpx
 
     from nanohermes.llm import LLM, OpenAIChat, OpenAIResponses
+    from nanohermes.tools import Tool
 
 Status = Literal["ok", "warn", "fail", "skip"]  # skip: could not run because a check it needs failed
 
@@ -381,7 +382,25 @@ async def check_hooks(s: Setup) -> list[Check]:
                     out.append(Check(name, "ok", hook.command))
                 else:
                     out.append(Check(name, "fail", problem, f"fix the hook `{hook.command}` in {group.origin or 'the config'}"))
+    out += [Check("hook matcher", "warn", w, "fix the matcher (see /tools for the names)")
+            for w in unmatched_matchers(s.config)]
     return out
+
+
+def unmatched_matchers(config: Config) -> list[str]:
+    """The tool matchers of the configured hooks that match no tool a session could offer: the
+    built-ins, the conditional tools and the configured MCP servers' tools."""
+    from nanohermes.hooks import Hooks, unmatched
+    from nanohermes.tools.catalog import builtin_pool
+    from nanohermes.tools.mcp import McpGetPrompt, McpListPrompts, McpListResources, McpReadResource
+    from nanohermes.tools.skills import SkillTool
+    from nanohermes.tools.subagents import AgentListTool, SubagentTool
+
+    hooks = Hooks.from_config(config.hooks, Path("."), config.build_limits(), lambda e: None).hooks
+    kinds: list[type[Tool]] = [SkillTool, SubagentTool, AgentListTool, McpListResources, McpReadResource,
+                               McpListPrompts, McpGetPrompt]
+    tools = {t.name: t.claude_names for t in builtin_pool()} | {k.name: k.claude_names for k in kinds}
+    return unmatched(hooks, tools, tuple(config.mcp.servers))
 
 
 CHECKS.append(check_hooks)

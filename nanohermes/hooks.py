@@ -48,10 +48,15 @@ class Hook:
     timeout_secs: float
     origin: str  # the config file that defined it
 
-    def matches(self, subject: str | None) -> bool:
+    def matches(self, subject: str | None, aliases: tuple[str, ...] = ()) -> bool:
+        """`aliases`: other names of the subject (Claude Code's names of a tool)."""
+        return self.matched(subject, aliases) is not None
+
+    def matched(self, subject: str | None, aliases: tuple[str, ...] = ()) -> str | None:
+        """The name the matcher matched (`subject` itself for "" and "*"), or None."""
         if self.matcher in ("", "*") or subject is None:
-            return True
-        return re.fullmatch(self.matcher, subject) is not None
+            return subject or ""
+        return next((name for name in (subject, *aliases) if re.fullmatch(self.matcher, name) is not None), None)
 
 
 @dataclass(frozen=True)
@@ -133,15 +138,17 @@ class Hooks:
                  for event in HOOK_EVENTS for group in config.groups(event) for h in group.hooks]
         return cls(hooks, workspace, limits, emit, session or Session(), mode)
 
-    def of(self, event: str, subject: str | None = None) -> list[Hook]:
-        return [h for h in self.hooks if h.event == event and h.matches(subject)]
+    def of(self, event: str, subject: str | None = None, aliases: tuple[str, ...] = ()) -> list[Hook]:
+        return [h for h in self.hooks if h.event == event and h.matches(subject, aliases)]
 
-    def lines(self) -> list[str]:
-        """For `/hooks`: each hook in force, with its matcher, timeout and origin."""
+    def lines(self, tools: dict[str, tuple[str, ...]] | None = None, servers: tuple[str, ...] = ()) -> list[str]:
+        """For `/hooks`: each hook in force, with its matcher, timeout and origin, then a warning
+        for each tool matcher that matches none of `tools` (name -> Claude Code's names)."""
         if not self.hooks:
             return ["no hooks configured (config key hooks; see the README)"]
-        return [f"{h.event:<16} {(h.matcher or '*'):<20} {h.command}  (timeout {h.timeout_secs:g}s; {h.origin or 'config'})"
-                for h in self.hooks]
+        out = [f"{h.event:<16} {(h.matcher or '*'):<20} {h.command}  (timeout {h.timeout_secs:g}s; {h.origin or 'config'})"
+               for h in self.hooks]
+        return out + ([f"warning: {w}" for w in unmatched(self.hooks, tools, servers)] if tools is not None else [])
 
     # -- running ---------------------------------------------------------------------------
     def payload(self, event: str, **extra: Any) -> dict[str, Any]:
@@ -187,12 +194,14 @@ class Hooks:
             self._warn(hook, f"exited with {code}" + (f": {last[0][:200]}" if last else "") + "; going on")
         return run
 
-    async def fire(self, event: str, subject: str | None = None, **extra: Any) -> Outcome:
-        """Run the hooks of `event` matching `subject`, in order, and sum up what they said."""
+    async def fire(self, event: str, subject: str | None = None, aliases: tuple[str, ...] = (),
+                   **extra: Any) -> Outcome:
+        """Run the hooks of `event` matching `subject` (or one of its `aliases`), in order, and
+        sum up what they said."""
         blocks: list[str] = []
         context: list[str] = []
-        for hook in self.of(event, subject):
-            run = await self.run(hook, self.payload(event, **extra))
+        for hook in self.of(event, subject, aliases):
+            run = await self.run(hook, self.payload(event, **_named(extra, hook, subject, aliases)))
             if run.code == BLOCK_EXIT:
                 blocks.append(run.stderr.strip() or f"blocked by hook `{_short(hook.command)}`")
                 continue
@@ -211,31 +220,37 @@ class Hooks:
         """None when no hook matches this tool."""
         from nanohermes.tools import ToolError
 
-        hooks = self.of("PreToolUse", tool.name)
+        hooks = self.of("PreToolUse", tool.name, tool.claude_names)
         if not hooks:
             return None
-        tool_input: dict[str, Any] = args.dump()
-        updated = False
+        inputs = tool_inputs(tool, args, self.workspace)
+        tool_input: dict[str, Any] | None = None  # a hook's updatedInput
         decision: str | None = None
         reasons: list[str] = []
         for hook in hooks:
-            run = await self.run(hook, self.payload("PreToolUse", tool_name=tool.name, tool_input=tool_input))
-            if run.code == BLOCK_EXIT:
-                return PreToolUse(args, refusal=self._refusal(run.stderr.strip(), hook))
-            out = run.output()
-            # The older spelling: {"decision": "approve" | "block"}.
-            said = out.get("permissionDecision") or {"approve": "allow"}.get(str(out.get("decision")))
-            reason = str(out.get("permissionDecisionReason") or out.get("reason") or "")
-            if said == "deny" or out.get("decision") == "block":
-                return PreToolUse(args, refusal=self._refusal(reason, hook))
-            if isinstance(out.get("updatedInput"), dict):
-                tool_input, updated = out["updatedInput"], True
-            if said == "ask" or (said == "allow" and decision is None):
-                decision = said
-                reasons.append(reason)
-            elif said is not None:
-                self._warn(hook, f"unknown permissionDecision {str(said)[:40]!r} ignored (allow, deny or ask)")
-        if updated:
+            for sent in inputs if tool_input is None else [tool_input]:
+                extra = _named({"tool_name": tool.name, "tool_input": sent}, hook, tool.name, tool.claude_names)
+                run = await self.run(hook, self.payload("PreToolUse", **extra))
+                if run.code == BLOCK_EXIT:
+                    return PreToolUse(args, refusal=self._refusal(run.stderr.strip(), hook))
+                out = run.output()
+                # The older spelling: {"decision": "approve" | "block"}.
+                said = out.get("permissionDecision") or {"approve": "allow"}.get(str(out.get("decision")))
+                reason = str(out.get("permissionDecisionReason") or out.get("reason") or "")
+                if said == "deny" or out.get("decision") == "block":
+                    return PreToolUse(args, refusal=self._refusal(reason, hook))
+                if isinstance(out.get("updatedInput"), dict):
+                    if len(inputs) > 1:  # one file's input of several: there is no one call to rewrite it into
+                        return PreToolUse(args, refusal=f"ERROR: a PreToolUse hook rewrote the input of one of the "
+                                                        f"{len(inputs)} files {tool.name} touches; a call touching "
+                                                        f"several files cannot be rewritten, so it was refused")
+                    tool_input = ours_again(out["updatedInput"], sent, type(args).claude_fields)
+                if said == "ask" or (said == "allow" and decision is None):
+                    decision = said
+                    reasons.append(reason)
+                elif said is not None:
+                    self._warn(hook, f"unknown permissionDecision {str(said)[:40]!r} ignored (allow, deny or ask)")
+        if tool_input is not None:
             try:
                 args = tool.parse(tool_input)
             except ToolError as e:
@@ -246,11 +261,13 @@ class Hooks:
 
     async def post_tool_use(self, tool: Tool, args: Params, result: str) -> str:
         """The result the model gets: with the hooks' block reasons and context added."""
-        if not self.of("PostToolUse", tool.name):
+        if not self.of("PostToolUse", tool.name, tool.claude_names):
             return result
-        o = await self.fire("PostToolUse", tool.name, tool_name=tool.name, tool_input=args.dump(),
-                            tool_response=result)
-        notes = [f"PostToolUse hook: {b}" for b in o.blocks] + ([o.context] if o.context else [])
+        notes: list[str] = []
+        for sent in tool_inputs(tool, args, self.workspace):
+            o = await self.fire("PostToolUse", tool.name, tool.claude_names, tool_name=tool.name, tool_input=sent,
+                                tool_response=result)
+            notes += [f"PostToolUse hook: {b}" for b in o.blocks] + ([o.context] if o.context else [])
         return result + "".join("\n\n" + n for n in notes)
 
     def _refusal(self, reason: str, hook: Hook) -> str:
@@ -406,3 +423,74 @@ def _kill_group(pid: int) -> None:
 def _short(command: str) -> str:
     line = command.strip().splitlines()[0] if command.strip() else command
     return line if len(line) <= 60 else line[:57] + "…"
+
+
+def tool_inputs(tool: Tool, args: Params, workspace: Path) -> list[dict[str, Any]]:
+    """What a hook reads as `tool_input`: the call's arguments, plus the same values under the
+    names Claude Code's tool of that purpose uses (`file_path`, absolute as Claude Code's is),
+    so a hook script written for Claude Code reads what it expects. A tool writing several
+    files (a patch) gives one input per file: a guard that reads `file_path` sees each."""
+    ours = args.dump()
+    shown = dict(ours)
+    for mine, theirs in type(args).claude_fields.items():
+        if mine in ours and theirs not in shown:
+            shown[theirs] = ours[mine]
+    if isinstance(shown.get("file_path"), str):
+        shown["file_path"] = _absolute(shown["file_path"], workspace)
+        return [shown]
+    if tool.kind == "path" and tool.effect == "write":
+        try:
+            paths = tool.subjects(args)
+        except Exception:  # a patch that cannot be read names no file; the tool reports why
+            paths = []
+        if paths:
+            return [{**shown, "file_path": _absolute(p, workspace)} for p in paths]
+    return [shown]
+
+
+def ours_again(updated: dict[str, Any], sent: dict[str, Any], fields: dict[str, str]) -> dict[str, Any]:
+    """A hook's `updatedInput` in the tool's own field names: a value given (or changed) under
+    Claude Code's name replaces ours, and the names only hooks were shown are dropped."""
+    out = dict(updated)
+    for mine, theirs in {**fields, "path": "file_path"}.items():
+        if theirs not in out:
+            continue
+        value = out.pop(theirs)
+        if mine in fields or theirs in fields.values():
+            if mine not in updated or value != sent.get(theirs):
+                out[mine] = value
+    return out
+
+
+def _absolute(path: str, workspace: Path) -> str:
+    """A path as Claude Code gives it to hooks: absolute, normalised (no link is resolved)."""
+    return os.path.normpath(os.path.join(workspace, os.path.expanduser(path)))
+
+
+def _named(extra: dict[str, Any], hook: Hook, subject: str | None, aliases: tuple[str, ...]) -> dict[str, Any]:
+    """The payload's `tool_name` as the hook's matcher knew it: a hook that matched only by
+    Claude Code's name of the tool (`Bash`) is told that name, as Claude Code would tell it."""
+    if "tool_name" not in extra or subject is None:
+        return extra
+    name = hook.matched(subject, aliases)
+    return {**extra, "tool_name": name} if name and name != subject else extra
+
+
+def unmatched(hooks: list[Hook], tools: dict[str, tuple[str, ...]], servers: tuple[str, ...] = ()) -> list[str]:
+    """One line per PreToolUse/PostToolUse matcher that matches none of `tools` (name -> Claude
+    Code's names), so a guard that never fires is seen. A matcher naming a configured MCP
+    server (`mcp__github__.*`) counts as matching: its tools are known only once it runs."""
+    out: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for h in hooks:
+        if h.event not in ("PreToolUse", "PostToolUse") or h.matcher in ("", "*") or (h.event, h.matcher) in seen:
+            continue
+        seen.add((h.event, h.matcher))
+        if any(h.matches(name, aliases) for name, aliases in tools.items()):
+            continue
+        if any(f"mcp__{server}" in h.matcher for server in servers):
+            continue
+        out.append(f"{h.event} matcher {h.matcher!r} ({h.origin or 'config'}) matches no tool, so its hook never "
+                   f"runs; tools are named as /tools lists them, or by Claude Code's names (Bash, Read, Write, "
+                   f"Edit, Glob, Grep, WebFetch, mcp__server__tool, ...)")
+    return out

@@ -108,8 +108,8 @@ def test_every_event_fires_with_its_documented_input(workspace: Path, recorder: 
     assert by["SessionStart"] == [{**by["SessionStart"][0], "source": "startup"}]
     assert by["UserPromptSubmit"][0]["prompt"] == "hello"
     assert by["PreToolUse"][0]["tool_name"] == "write_file"
-    assert by["PreToolUse"][0]["tool_input"] == {"path": "a.txt", "content": "A"}
-    assert by["PostToolUse"][0]["tool_input"] == {"path": "a.txt", "content": "A"}
+    assert by["PreToolUse"][0]["tool_input"] == {"path": "a.txt", "content": "A", "file_path": str(workspace / "a.txt")}
+    assert by["PostToolUse"][0]["tool_input"] == {"path": "a.txt", "content": "A", "file_path": str(workspace / "a.txt")}
     assert "a.txt" in by["PostToolUse"][0]["tool_response"]
     assert by["Stop"][0]["stop_hook_active"] is False
     assert by["PreCompact"][0]["trigger"] == "manual" and by["PreCompact"][0]["custom_instructions"] == "the files"

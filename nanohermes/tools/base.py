@@ -83,6 +83,9 @@ class Params:
     # Read by pydantic (inherited): unknown keys fail instead of being dropped.
     __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
     non_empty: ClassVar[dict[str, str]] = {}
+    # Fields Claude Code's tool of the same purpose names otherwise (ours -> theirs): a hook
+    # script written for it reads `.tool_input.file_path` where ours say `path`.
+    claude_fields: ClassVar[dict[str, str]] = {}
 
     def __post_init__(self) -> None:
         for name, hint in self.non_empty.items():
@@ -220,6 +223,9 @@ class Tool(Generic[P]):
     shows_contents: ClassVar[bool] = True  # a path reader's output holds file contents (secret files asked)
     # Parameters whose default is a limit, by the limit's name: the schema states the one in force.
     limit_defaults: ClassVar[dict[str, str]] = {}
+    # The names Claude Code gives its tools of the same purpose ("Bash", "Edit"): a hook's
+    # matcher written for Claude Code matches this tool by them too.
+    claude_names: ClassVar[tuple[str, ...]] = ()
     # Does the tool start processes? The gate then finishes their confinement (the secret
     # files' look included) before the call runs. A tool that never does says False.
     spawns: ClassVar[bool] = True

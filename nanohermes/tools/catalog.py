@@ -33,7 +33,7 @@ _FILE = "tools.json"
 _TOOLS_DIR = Path(__file__).resolve().parent
 # The class attributes a declaration carries; the rest of a tool is its code.
 _FLAGS = ("name", "group", "description", "source", "approval", "persist", "kind", "effect", "shows_contents",
-          "limit_defaults", "spawns")
+          "limit_defaults", "spawns", "claude_names")
 
 
 def _stamp() -> str | None:
@@ -192,6 +192,7 @@ def _deferred(decl: dict[str, Any]) -> Deferred:
     cls = _classes.get(name)
     if cls is None:
         attrs = {k: decl[k] for k in _FLAGS}
+        attrs["claude_names"] = tuple(attrs["claude_names"])  # JSON has lists only
         attrs.update(module=decl["module"], qualname=decl["qualname"], schema=decl["schema"],
                      limit=decl["output_limit"], __module__=__name__, __qualname__=f"Deferred[{name}]")
         cls = _classes[name] = type(f"Deferred[{name}]", (Deferred,), attrs)

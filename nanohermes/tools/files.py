@@ -58,6 +58,7 @@ class ReadFileParams(Params):
     limit: int | None = field(default=None, metadata=about(ge=1, shown_default=2000))
 
     non_empty: ClassVar[dict[str, str]] = {"path": ""}
+    claude_fields: ClassVar[dict[str, str]] = {"path": "file_path"}
 
 
 def _stat_file(shown: str, tool: str, real: Path, ctx: ToolContext) -> os.stat_result:
@@ -100,6 +101,7 @@ def _lines(f: BinaryIO, cap_bytes: int) -> Iterator[tuple[bytes, bool]]:
 class ReadFile(ReadOnlyTool[ReadFileParams]):
     spawns: ClassVar[bool] = False
     name: ClassVar[str] = "read_file"
+    claude_names: ClassVar[tuple[str, ...]] = ("Read",)
     group: ClassVar[str] = "files"
     description: ClassVar[str] = (
         "Read a text file as numbered lines (`N<TAB>line`): `limit` lines (default "
@@ -260,6 +262,7 @@ class ListDirParams(Params):
 class ListDir(ReadOnlyTool[ListDirParams]):
     spawns: ClassVar[bool] = False
     name: ClassVar[str] = "list_dir"
+    claude_names: ClassVar[tuple[str, ...]] = ("LS",)
     group: ClassVar[str] = "files"
     description: ClassVar[str] = (
         "List one folder (not recursive): subfolders first (ending in /), then files with sizes in "
@@ -436,11 +439,13 @@ class WriteFileParams(Params):
     content: str
 
     non_empty: ClassVar[dict[str, str]] = {"path": ""}
+    claude_fields: ClassVar[dict[str, str]] = {"path": "file_path"}
 
 
 @dataclass(frozen=True, kw_only=True)
 class WriteFile(_Writer[WriteFileParams]):
     name: ClassVar[str] = "write_file"
+    claude_names: ClassVar[tuple[str, ...]] = ("Write",)
     description: ClassVar[str] = (
         "Create a file or replace its whole content (parent folders are created; atomic; keeps "
         "permissions). Replacing an existing file needs a read_file of it first in this session. Prefer "
@@ -507,6 +512,7 @@ class EditFileParams(Params):
     replace_all: bool = False
 
     non_empty: ClassVar[dict[str, str]] = {"path": ""}
+    claude_fields: ClassVar[dict[str, str]] = {"path": "file_path"}
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -518,6 +524,7 @@ class EditFileParams(Params):
 @dataclass(frozen=True, kw_only=True)
 class EditFile(_Writer[EditFileParams]):
     name: ClassVar[str] = "edit_file"
+    claude_names: ClassVar[tuple[str, ...]] = ("Edit", "MultiEdit")
     description: ClassVar[str] = (
         "Replace `old_string` with `new_string` in a file you read. `old_string` must occur once (or pass "
         "replace_all=true): add surrounding lines to make it unique. Matched exactly, else ignoring "

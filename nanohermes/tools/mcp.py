@@ -819,6 +819,7 @@ def _offers(s: Server, feature: str) -> bool:
 @dataclass(frozen=True, kw_only=True)
 class McpListResources(_Helper[ListParams]):
     name: ClassVar[str] = "mcp_list_resources"
+    claude_names: ClassVar[tuple[str, ...]] = ("ListMcpResourcesTool",)
     description: ClassVar[str] = (
         "List the resources (readable data such as files or records) that connected MCP servers offer: "
         "one line each with server, URI, name, MIME type and description, plus URI templates. "
@@ -846,6 +847,7 @@ class McpListResources(_Helper[ListParams]):
 @dataclass(frozen=True, kw_only=True)
 class McpReadResource(_Helper[ReadResourceParams]):
     name: ClassVar[str] = "mcp_read_resource"
+    claude_names: ClassVar[tuple[str, ...]] = ("ReadMcpResourceTool",)
     description: ClassVar[str] = (
         "Read one resource of an MCP server by URI (find URIs with mcp_list_resources). Returns its text; "
         "binary contents are described in a short note instead."

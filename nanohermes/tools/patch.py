@@ -155,6 +155,7 @@ class _Plan:
 class ApplyPatch(Tool[ApplyPatchParams]):
     spawns: ClassVar[bool] = False
     name: ClassVar[str] = "apply_patch"
+    claude_names: ClassVar[tuple[str, ...]] = ("Edit", "MultiEdit", "Write")
     group: ClassVar[str] = "files"
     description: ClassVar[str] = (
         "Apply a patch, for multi-hunk or multi-file changes, instead of edit_file: a unified diff "

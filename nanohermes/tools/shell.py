@@ -101,6 +101,7 @@ class RunCommandParams(Params):
     background: bool = False
 
     non_empty: ClassVar[dict[str, str]] = {"command": "pass the command line to run"}
+    claude_fields: ClassVar[dict[str, str]] = {"background": "run_in_background"}
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -117,6 +118,7 @@ class RunCommandParams(Params):
 @dataclass(frozen=True, kw_only=True)
 class RunCommand(Tool[RunCommandParams]):
     name: ClassVar[str] = "run_command"
+    claude_names: ClassVar[tuple[str, ...]] = ("Bash",)
     group: ClassVar[str] = "execution"
     description: ClassVar[str] = (
         "Run a shell command (bash -c) in the workspace or `cwd`; returns exit code, stdout and stderr. "

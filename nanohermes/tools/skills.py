@@ -136,6 +136,7 @@ class SkillParams(Params):
 class SkillTool(ReadOnlyTool[SkillParams]):
     spawns: ClassVar[bool] = False
     name: ClassVar[str] = "skill"
+    claude_names: ClassVar[tuple[str, ...]] = ("Skill",)
     group: ClassVar[str] = "skills"
     description: ClassVar[str] = (
         "Load a skill by name: returns its instructions (the body of its SKILL.md, at most 20,000 chars, with "

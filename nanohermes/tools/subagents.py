@@ -266,12 +266,14 @@ class SubagentParams(Params):
                                                      "the background and return its id)."))
 
     non_empty: ClassVar[dict[str, str]] = {"agent": "", "task": "describe the work to hand over"}
+    claude_fields: ClassVar[dict[str, str]] = {"agent": "subagent_type", "task": "prompt"}
 
 
 @dataclass(frozen=True, kw_only=True)
 class SubagentTool(Tool[SubagentParams]):
     spawns: ClassVar[bool] = False
     name: ClassVar[str] = "subagent"
+    claude_names: ClassVar[tuple[str, ...]] = ("Task", "Agent")
     group: ClassVar[str] = "agents"
     description: ClassVar[str] = (
         "Hand a task to a sub-agent: a helper with its own fresh history and a limited set of tools, never "

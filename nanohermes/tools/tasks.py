@@ -233,6 +233,7 @@ class NoParams(Params):
 class TaskOutput(Tool[TaskIdParams]):
     spawns: ClassVar[bool] = False
     name: ClassVar[str] = "task_output"
+    claude_names: ClassVar[tuple[str, ...]] = ("BashOutput",)
     group: ClassVar[str] = "execution"
     description: ClassVar[str] = (
         "Read what a background task wrote since the last call (stdout and stderr labelled), with its "
@@ -290,6 +291,7 @@ class TaskList(ReadOnlyTool[NoParams]):
 class TaskKill(Tool[TaskIdParams]):
     spawns: ClassVar[bool] = False
     name: ClassVar[str] = "task_kill"
+    claude_names: ClassVar[tuple[str, ...]] = ("KillShell", "KillBash")
     group: ClassVar[str] = "execution"
     description: ClassVar[str] = (
         "Stop a background task (its whole process group) and return its final status; task_output still "

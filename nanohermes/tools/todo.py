@@ -61,6 +61,7 @@ class TodoWriteParams(Params):
 class TodoWrite(Tool[TodoWriteParams]):
     spawns: ClassVar[bool] = False
     name: ClassVar[str] = "todo_write"
+    claude_names: ClassVar[tuple[str, ...]] = ("TodoWrite",)
     group: ClassVar[str] = "plan"
     description: ClassVar[str] = (
         "Write the todo list for multi-step work. This replaces any previous list: send every item with "
@@ -106,6 +107,7 @@ class TodoReadParams(Params):
 class TodoRead(ReadOnlyTool[TodoReadParams]):
     spawns: ClassVar[bool] = False
     name: ClassVar[str] = "todo_read"
+    claude_names: ClassVar[tuple[str, ...]] = ("TodoRead",)
     group: ClassVar[str] = "plan"
     description: ClassVar[str] = (
         "Show the session's todo list with each item's status. Change it with todo_write."

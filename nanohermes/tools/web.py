@@ -236,6 +236,7 @@ class WebFetchParams(Params):
 class WebFetch(ReadOnlyTool[WebFetchParams]):
     spawns: ClassVar[bool] = False
     name: ClassVar[str] = "web_fetch"
+    claude_names: ClassVar[tuple[str, ...]] = ("WebFetch",)
     group: ClassVar[str] = "web"
     description: ClassVar[str] = (
         "Fetch one http(s) URL as text: HTML becomes Markdown, JSON is pretty-printed; binary files are "
@@ -574,6 +575,7 @@ def search_duckduckgo_sync(query: str, count: int, timeout: float) -> list[Searc
 class WebSearch(ReadOnlyTool[WebSearchParams]):
     spawns: ClassVar[bool] = False
     name: ClassVar[str] = "web_search"
+    claude_names: ClassVar[tuple[str, ...]] = ("WebSearch",)
     group: ClassVar[str] = "web"
     description: ClassVar[str] = (
         "Search the web: numbered results with title, URL and a short snippet; `count` is "

@@ -18,8 +18,13 @@ if TYPE_CHECKING:
 def _hooks(ctx: CommandContext, arg: str) -> None:
     from nanohermes.ui import render
 
-    hooks = ctx.agent.runtime.hooks
-    ctx.print(render.lines(hooks.lines() if hooks is not None else ["no hooks configured (config key hooks; see the README)"]))
+    runtime = ctx.agent.runtime
+    hooks = runtime.hooks
+    if hooks is None:
+        ctx.print(render.lines(["no hooks configured (config key hooks; see the README)"]))
+        return
+    tools = {t.name: t.claude_names for t in runtime.tools}
+    ctx.print(render.lines(hooks.lines(tools, tuple(runtime.config.mcp.servers))))
 
 
 def install_custom_commands(registry: Registry, workspace: Path) -> list[str]:

@@ -28,6 +28,7 @@ class GlobParams(Params):
 class Glob(ReadOnlyTool[GlobParams]):
     spawns: ClassVar[bool] = False  # ripgrep is nanohermes's own helper, started with fixed options on the judged paths
     name: ClassVar[str] = "glob"
+    claude_names: ClassVar[tuple[str, ...]] = ("Glob",)
     group: ClassVar[str] = "search"
     description: ClassVar[str] = (
         "Find files by name: paths under `path` (default the workspace) whose relative path matches "

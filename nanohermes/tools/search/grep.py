@@ -64,12 +64,14 @@ class GrepParams(Params):
     regex: bool = False
 
     non_empty: ClassVar[dict[str, str]] = {"pattern": "pass the text to search for"}
+    claude_fields: ClassVar[dict[str, str]] = {"include": "glob", "case_insensitive": "-i"}
 
 
 @dataclass(frozen=True, kw_only=True)
 class Grep(ReadOnlyTool[GrepParams]):
     spawns: ClassVar[bool] = False  # ripgrep is nanohermes's own helper, started with fixed options on the judged paths
     name: ClassVar[str] = "grep"
+    claude_names: ClassVar[tuple[str, ...]] = ("Grep",)
     group: ClassVar[str] = "search"
     description: ClassVar[str] = (
         "Search file contents for a literal substring (regex=true: a regular expression, within one "
