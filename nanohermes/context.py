@@ -2,7 +2,9 @@
 project's instructions (the AGENTS.md chain) and the skill index.
 
 The AGENTS.md chain is the user's global file, then every AGENTS.md from the repository root
-down to the workspace, de-duplicated by real path. It is shown general first, specific last,
+down to the workspace, de-duplicated by real path. Claude Code's files count as AGENTS.md
+does, beside it in each folder of the chain: CLAUDE.md, .claude/CLAUDE.md and CLAUDE.local.md
+(a repository written for Claude Code brings its instructions with it). It is shown general first, specific last,
 but its budget is spent the other way round: the files nearest the workspace are kept whole
 first, and what did not fit is named in a note with exact counts.
 """
@@ -60,6 +62,9 @@ numbers where useful), what you ran to verify it and with what result, and anyth
 undone or uncertain. Be concise; no filler, no repeating the whole diff."""
 
 DOC_NAME = "AGENTS.md"
+# Read in each folder of the chain, in this order: ours, then Claude Code's (the shared file,
+# then the person's own local one, which Claude Code reads last).
+DOC_NAMES = (DOC_NAME, "CLAUDE.md", ".claude/CLAUDE.md", "CLAUDE.local.md")
 
 
 @dataclass(frozen=True)
@@ -105,12 +110,13 @@ def repo_root(workspace: Path) -> Path | None:
 
 
 def doc_chain(workspace: Path, config_dir: Path) -> list[Path]:
-    """The AGENTS.md files that exist, general first, each real path once."""
+    """The AGENTS.md (and CLAUDE.md) files that exist, general first, each real path once."""
     ws = workspace.resolve()
     root = repo_root(ws) or ws
     folders = [ws, *ws.parents]
     folders = folders[: folders.index(root) + 1]
-    candidates = [config_dir / DOC_NAME, *(f / DOC_NAME for f in reversed(folders))]
+    candidates = [config_dir / DOC_NAME, config_dir / "CLAUDE.md",
+                  *(f / name for f in reversed(folders) for name in DOC_NAMES)]
     seen: set[str] = set()
     out: list[Path] = []
     for p in candidates:
@@ -151,7 +157,7 @@ def load_project_docs(workspace: Path, max_chars: int, *, config_dir: Path | Non
                 body += f"\n… ({len(text) - kept[i]} chars of this file cut)"
             sections.append(f"## {p}\n{body}")
     if sections:
-        docs.text = "# Project instructions (AGENTS.md)\n\n" + "\n\n".join(sections)
+        docs.text = "# Project instructions (AGENTS.md, CLAUDE.md)\n\n" + "\n\n".join(sections)
         if docs.note:
             docs.text += "\n\n" + docs.note
     return docs
@@ -160,7 +166,8 @@ def load_project_docs(workspace: Path, max_chars: int, *, config_dir: Path | Non
 def context_lines(docs: ProjectDocs) -> list[str]:
     """For `/context`: each AGENTS.md loaded, its size, and whether it was cut."""
     if not docs.files:
-        return ["no AGENTS.md loaded (looked in the config folder and from the repository root to the workspace)"]
+        return ["no AGENTS.md or CLAUDE.md loaded (looked in the config folder and from the repository root to "
+                "the workspace)"]
     total = sum(f.kept for f in docs.files)
     lines = [f"project instructions: {len(docs.files)} files, {total} of {docs.budget} chars used"]
     for f in docs.files:

@@ -79,13 +79,13 @@ def test_context_listing_names_files_and_sizes(tmp_path: Path, home: Path) -> No
     empty = tmp_path / "empty"
     empty.mkdir()
     assert context_lines(load_project_docs(empty, 10, config_dir=empty)) == [
-        "no AGENTS.md loaded (looked in the config folder and from the repository root to the workspace)"]
+        "no AGENTS.md or CLAUDE.md loaded (looked in the config folder and from the repository root to the workspace)"]
 
 
 def test_prompt_carries_docs_after_environment(tmp_path: Path, home: Path) -> None:
     cfg, _root, ws, _ = nested_repo(tmp_path, home)
     prompt = system_prompt(ws, docs=load_project_docs(ws, 100, config_dir=cfg), skill_index="# Skills\n- a: b")
-    assert prompt.index(f"Workspace: {ws}") < prompt.index("# Project instructions (AGENTS.md)") < prompt.index("# Skills")
+    assert prompt.index(f"Workspace: {ws}") < prompt.index("# Project instructions (AGENTS.md, CLAUDE.md)") < prompt.index("# Skills")
 
 
 def test_cli_sends_the_chain_and_honours_a_lowered_limit(cli, server: FakeServer, tmp_path: Path, home: Path) -> None:
@@ -96,3 +96,50 @@ def test_cli_sends_the_chain_and_honours_a_lowered_limit(cli, server: FakeServer
     system = server.requests[0]["messages"][0]["content"]
     assert "W" * 10 in system and "PPPPP\n… (5 chars of this file cut)" in system
     assert f"{root / 'AGENTS.md'} left out (10 chars)" in system
+
+
+def test_claude_code_files_join_the_chain_beside_agents_md(tmp_path: Path, home: Path) -> None:
+    """CLAUDE.md alone is read; with AGENTS.md both are, in each folder of the same chain."""
+    cfg, root, ws, _ = nested_repo(tmp_path, home)
+    (root / "CLAUDE.md").write_text("root claude")
+    (ws / "CLAUDE.md").write_text("ws claude")
+    (ws / ".claude").mkdir()
+    (ws / ".claude" / "CLAUDE.md").write_text("ws dot-claude")
+    (ws / "CLAUDE.local.md").write_text("ws local")
+    (tmp_path / "CLAUDE.md").write_text("above the repository")  # outside the chain's bounds
+    assert doc_chain(ws, cfg) == [cfg / "AGENTS.md", root / "AGENTS.md", root / "CLAUDE.md", root / "pkg" / "AGENTS.md",
+                                  ws / "AGENTS.md", ws / "CLAUDE.md", ws / ".claude" / "CLAUDE.md", ws / "CLAUDE.local.md"]
+    alone = tmp_path / "alone"
+    (alone / ".git").mkdir(parents=True)
+    (alone / "CLAUDE.md").write_text("only claude")
+    text = load_project_docs(alone, 1000, config_dir=cfg).text
+    assert f"## {alone / 'CLAUDE.md'}\nonly claude" in text
+
+
+def test_a_claude_md_linked_to_agents_md_is_read_once(tmp_path: Path, home: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    (ws / "AGENTS.md").write_text("shared")
+    (ws / "CLAUDE.md").symlink_to("AGENTS.md")
+    assert doc_chain(ws, home / ".config" / "nanohermes") == [ws / "AGENTS.md"]
+
+
+def test_claude_md_files_count_against_the_same_budget(tmp_path: Path, home: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    (ws / "AGENTS.md").write_text("A" * 10)
+    (ws / "CLAUDE.md").write_text("C" * 10)
+    (ws / "CLAUDE.local.md").write_text("L" * 10)
+    docs = load_project_docs(ws, 25, config_dir=home)
+    assert [(f.path.name, f.kept) for f in docs.files] == [("AGENTS.md", 5), ("CLAUDE.md", 10), ("CLAUDE.local.md", 10)]
+    assert f"{ws / 'AGENTS.md'} kept 5 of 10 chars" in docs.note
+
+
+def test_cli_sends_claude_md_and_claude_local_md(cli, server: FakeServer, workspace: Path) -> None:
+    (workspace / "CLAUDE.md").write_text("Always answer in French.")
+    (workspace / "CLAUDE.local.md").write_text("My name is Ada.")
+    server.add(Reply(text="ok"))
+    r = cli("-p", "hi", server=server)
+    assert r.code == 0, r.err
+    system = server.requests[0]["messages"][0]["content"]
+    assert system.index("Always answer in French.") < system.index("My name is Ada.")
