@@ -179,27 +179,41 @@ class SandboxConfig(Section):
 
 @dataclass(kw_only=True)
 class McpServerConfig(Section):
-    """One MCP server: `command` (stdio) or `url` (streamable HTTP)."""
+    """One MCP server: `command` (stdio) or `url` (streamable HTTP, or the older HTTP+SSE).
+    `${VAR}` and `${VAR:-default}` in command, args, env, cwd, url and headers are read from
+    the environment when the server starts (the shape Claude Code's `.mcp.json` uses)."""
 
+    type: Literal["stdio", "http", "sse"] | None = _d(None, "transport: stdio (command), http (streamable HTTP at url) "
+                                                            "or sse (the older HTTP+SSE at url); null: by the keys given")
     command: str | None = _d(None, "program to start (stdio transport)")
     args: list[str] = _d(list, "its arguments")
     env: dict[str, str] = _d(dict, "extra environment variables for it")
     cwd: str | None = _d(None, "its working directory")
-    url: str | None = _d(None, "server URL (streamable HTTP transport)")
+    url: str | None = _d(None, "server URL (streamable HTTP or SSE transport)")
     headers: dict[str, str] = _d(dict, "HTTP headers sent to it")
     trusted: bool = _d(False, "its tools that declare readOnlyHint run without asking, in parallel")
 
     def __post_init__(self) -> None:
         if (self.command is None) == (self.url is None):
-            raise _Invalid((), "set either `command` (a stdio server) or `url` (a streamable HTTP server)",
+            raise _Invalid((), "set either `command` (a stdio server) or `url` (a streamable HTTP or SSE server)",
                           {"command": self.command, "url": self.url})
-        if self.url is not None and not self.url.startswith(("http://", "https://")):
+        if self.type == "stdio" and self.command is None:
+            raise _Invalid(("type",), "a stdio server needs `command` (a `url` is for type http or sse)", self.type)
+        if self.type in ("http", "sse") and self.url is None:
+            raise _Invalid(("type",), f"a {self.type} server needs `url` (a `command` is for type stdio)", self.type)
+        if self.url is not None and not self.url.startswith(("http://", "https://", "${")):
             raise _Invalid(("url",), "`url` must start with http:// or https://", self.url)
+
+    @property
+    def transport(self) -> Literal["stdio", "http", "sse"]:
+        return self.type or ("stdio" if self.command is not None else "http")
 
 
 @dataclass(kw_only=True)
 class McpConfig(Section):
-    servers: dict[str, McpServerConfig] = _d(dict, "MCP servers by name: {command, args, env, cwd} or {url, headers}")
+    servers: dict[str, McpServerConfig] = _d(dict, "MCP servers by name: {command, args, env, cwd} or {url, headers}; "
+                                                   "a top-level `mcpServers` (the shape of Claude Code, Claude Desktop "
+                                                   "and Cursor) adds to these")
 
     def __post_init__(self) -> None:
         _check_names(self.servers, "servers", "MCP server")
@@ -864,7 +878,7 @@ def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict
             if path is config_file and config_file is not None:
                 raise ConfigError(f"{config_file}: no such config file", hint="check the --config path")
             continue
-        data = read_config_file(path)
+        data = fold_mcp_servers(read_config_file(path), path)
         read = _validated(data, f"{path}: ", hint="see config.example.json for every key")
         if unknown := _unknown_keys(Config, data):
             loaded.warnings.append(f"{path}: unknown config keys ignored: {', '.join(map(_dotted, unknown))}")
@@ -916,6 +930,21 @@ def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict
     loaded.warnings += _guard_search_keys(loaded.config)
     loaded.config.build_limits()  # reject unknown limit names early
     return loaded
+
+
+def fold_mcp_servers(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A top-level `mcpServers` (the shape of Claude Code's `.mcp.json` and `~/.claude.json`, of
+    Claude Desktop and Cursor) is `mcp.servers`; a name both hold keeps the `mcp.servers` entry."""
+    if "mcpServers" not in data:
+        return data
+    out = dict(data)
+    extra = out.pop("mcpServers")
+    mcp = out.get("mcp", {})
+    if not isinstance(extra, dict) or not isinstance(mcp, dict) or not isinstance(mcp.get("servers", {}), dict):
+        raise ConfigError(f"{path}: `mcpServers` and `mcp.servers` must be objects of servers by name",
+                          hint="see config.example.json for the shape")
+    out["mcp"] = {**mcp, "servers": {**extra, **mcp.get("servers", {})}}
+    return out
 
 
 def _drop(data: dict[str, Any], keys: list[KeyPath]) -> dict[str, Any]:

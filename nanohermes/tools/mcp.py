@@ -64,6 +64,42 @@ def tool_name(server: str, remote: str, taken: set[str]) -> str:
     return name
 
 
+class ServerConfigProblem(Exception):
+    """A server's config cannot be used as written (a variable it names is not set)."""
+
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
+
+
+def expanded(cfg: McpServerConfig, environ: dict[str, str] | None = None) -> McpServerConfig:
+    """`cfg` with `${VAR}` and `${VAR:-default}` replaced from the environment in command, args,
+    env, cwd, url and headers, as Claude Code reads `.mcp.json`. A variable that is not set and
+    has no default raises ServerConfigProblem naming it and the key that uses it."""
+    from dataclasses import replace
+
+    env = os.environ if environ is None else environ
+
+    def one(text: str, key: str) -> str:
+        def sub(m: re.Match[str]) -> str:
+            name, default = m.group(1), m.group(2)
+            value = env.get(name)
+            if value is not None and (value or default is None):
+                return value
+            if default is not None:
+                return default
+            raise ServerConfigProblem(f"${{{name}}} in `{key}` is not set and has no default; set {name} in the "
+                                      f"environment, or write ${{{name}:-default}}")
+        return _VAR.sub(sub, text)
+
+    return replace(
+        cfg, command=one(cfg.command, "command") if cfg.command is not None else None,
+        args=[one(a, f"args[{i}]") for i, a in enumerate(cfg.args)],
+        env={k: one(v, f"env.{k}") for k, v in cfg.env.items()},
+        cwd=one(cfg.cwd, "cwd") if cfg.cwd is not None else None,
+        url=one(cfg.url, "url") if cfg.url is not None else None,
+        headers={k: one(v, f"headers.{k}") for k, v in cfg.headers.items()})
+
+
 def describe_error(err: BaseException) -> str:
     """One line for an exception, looking through the SDK's exception groups."""
     while isinstance(err, BaseExceptionGroup) and err.exceptions:
@@ -288,6 +324,7 @@ class Server:
     tools: list[Tool] = field(default_factory=list)
     hidden: list[tuple[str, str]] = field(default_factory=list)  # (remote tool name, why it is not offered)
     client: Client | None = None
+    live: McpServerConfig | None = None  # the config it was started with, variables expanded
     instructions: str | None = None
     log_path: Path | None = None
     lost: str = ""  # why it stopped during the session, in nanohermes's words (never its stderr)
@@ -301,9 +338,10 @@ class Server:
 
     @property
     def target(self) -> str:
+        """How it is reached, as configured (`${VAR}` unexpanded: a token never shows here)."""
         c = self.config
         if c.url is not None:
-            return f"http {c.url}"
+            return f"{c.transport} {c.url}"
         return "stdio " + shlex.join([c.command or "", *c.args])
 
     def stderr_tail(self) -> str:
@@ -407,7 +445,7 @@ class McpManager:
                 self.lost(s, describe_error(e))
             elif s.status == "starting":
                 s.status = "failed"
-                s.error = describe_error(e)
+                s.error = str(e) if isinstance(e, ServerConfigProblem) else describe_error(e)
                 tail = s.stderr_tail()
                 if tail and tail not in s.error:
                     s.error += f"; its stderr ends with: {tail}"
@@ -423,11 +461,12 @@ class McpManager:
         """Hold the connection until stopped. A stdio server's exit shows by itself (its output
         ends). A streamable HTTP server holds no stream open between requests, so an idle one
         is checked now and then: its port refusing connections marks it lost."""
-        if s.config.url is None:
+        url = s.live.url if s.live is not None else None
+        if url is None:
             await s._stop.wait()
             return
         every = self.limits.mcp_http_check_secs
-        address = _direct_address(s.config.url)
+        address = _direct_address(url)
         while address is not None and s.status == "connected":
             try:
                 await asyncio.wait_for(s._stop.wait(), timeout=every)
@@ -473,17 +512,28 @@ class McpManager:
     async def _connect(self, s: Server, stack: AsyncExitStack) -> Client:
         from mcp import Client  # heavy: only when a server is configured
 
-        cfg = s.config
-        timeout = self.limits.mcp_call_timeout_secs
+        cfg = s.live = expanded(s.config)
+        timeout = call_timeout = self.limits.mcp_call_timeout_secs
+        transport: Any
         if cfg.url is not None:
-            import httpx2  # the HTTP client the SDK's transport is written for
-            from mcp.client.streamable_http import streamable_http_client
+            import httpx2  # the HTTP client the SDK's transports are written for
 
-            # The SDK's own defaults: 30 s to connect or send, a long read for a held-open stream.
-            http = await stack.enter_async_context(httpx2.AsyncClient(
-                headers=dict(cfg.headers), timeout=httpx2.Timeout(30.0, read=max(timeout, 300.0)),
-                transport=_watched_http(lambda why: self._unreachable(s, why))))
-            transport = streamable_http_client(cfg.url, http_client=http)
+            def client(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
+                       auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
+                # The SDK's own defaults: 30 s to connect or send, a long read for a held-open stream.
+                return httpx2.AsyncClient(headers={**cfg.headers, **(headers or {})}, auth=auth,
+                                          timeout=timeout or httpx2.Timeout(30.0, read=max(call_timeout, 300.0)),
+                                          transport=_watched_http(lambda why: self._unreachable(s, why)))
+
+            if cfg.transport == "sse":
+                from mcp.client.sse import sse_client
+
+                transport = sse_client(cfg.url, timeout=30.0, sse_read_timeout=max(timeout, 300.0),
+                                       httpx_client_factory=client)
+            else:
+                from mcp.client.streamable_http import streamable_http_client
+
+                transport = streamable_http_client(cfg.url, http_client=await stack.enter_async_context(client()))
         else:
             transport = stdio_transport(self._stdio_params(cfg), self._errlog(s, stack),
                                         lambda why: self._exited(s, why))
