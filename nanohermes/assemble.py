@@ -268,7 +268,8 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     protect_secrets(config)
     # What spawned processes inherit: never the keys nanohermes itself reads.
     set_child_env_policy(own_vars=(config.api_key_env, config.web_search.brave_api_key_env,
-                                   config.web_search.tavily_api_key_env), keep=config.shell_env.keep)
+                                   config.web_search.tavily_api_key_env), keep=config.shell_env.keep,
+                          extra=config.env)
     limits = config.build_limits()
     session = Session.new(workspace, record=save_session and resume is None, model=config.model,
                           mode=config.permission_mode)

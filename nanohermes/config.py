@@ -321,6 +321,8 @@ class Config(Section):
     extra_write_roots: list[str] = _d(list, "folders outside the workspace that writes may reach without being protected")
     sandbox: SandboxConfig = _d(SandboxConfig, "the OS sandbox of commands nobody approved (Landlock)")
     shell_env: ShellEnvConfig = _d(ShellEnvConfig, "the environment of commands, background tasks and MCP servers")
+    env: dict[str, str] = _d(dict, "variables set for commands, background tasks, hooks and MCP servers, as Claude "
+                                   "Code's `env` setting (a trust key in project files)")
     # Any: each value is read by the limit's own type and bounds (`checked_limits`), so that a
     # true or 2.5 is refused rather than read as 1 or kept as a float where a count is meant.
     limits: dict[str, Any] = _d(dict, "any output limit by name (see Limits below): a whole number, or seconds; "
@@ -866,30 +868,44 @@ def _plain_layers(merged: dict[str, Any]) -> bool:
 
 def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict[str, Any] | None = None) -> Loaded:
     """Merge every layer and validate. `config_file` (from --config) replaces the user file."""
+    from nanohermes.claude_files import Layer, project_layers
+
     loaded = Loaded(Config(), user_file=config_file or user_config_path())
     layers: list[tuple[str, dict[str, Any]]] = []
     project = project_config_path(workspace)
-    files = [config_file] if config_file else [user_config_path()]
+    files: list[Path | Layer] = [config_file] if config_file else [user_config_path()]
     # A --config naming the project file makes it the person's own file, read once, as theirs.
     if not (config_file is not None and config_file.resolve() == project.resolve()):
-        files.append(project)
-    for path in files:
-        if path is None or not path.is_file():
-            if path is config_file and config_file is not None:
+        files += [*project_layers(workspace, read_config_file), project]  # Claude Code's files below ours
+    user: dict[str, Any] = {}
+    for source in files:
+        if isinstance(source, Layer):  # one of Claude Code's files, already in our shape
+            path, data = source.path, source.data
+            loaded.warnings += source.notes
+        elif not source.is_file():
+            if source is config_file and config_file is not None:
                 raise ConfigError(f"{config_file}: no such config file", hint="check the --config path")
             continue
-        data = fold_mcp_servers(read_config_file(path), path)
+        else:
+            path, data = source, fold_mcp_servers(read_config_file(source), source)
         read = _validated(data, f"{path}: ", hint="see config.example.json for every key")
         if unknown := _unknown_keys(Config, data):
             loaded.warnings.append(f"{path}: unknown config keys ignored: {', '.join(map(_dotted, unknown))}")
             data = _drop(data, unknown)
-        if path is project:
-            loaded.project_file = path
-            trusted = is_trusted(workspace, [t for _, d in layers for t in d.get("trusted_projects") or []])
-            below = Config.from_dict(_merge({}, layers[0][1]) if layers else {})  # the user file, validated above
-            narrowed = narrow_project(as_read(data, read), below, trusted=trusted, approved=approved_rules(workspace))
+        if source is project or isinstance(source, Layer):
+            trusted = is_trusted(workspace, list(user.get("trusted_projects") or []))
+            below = Config.from_dict(user)  # the user file, validated above
+            approved = approved_rules(workspace) if source is project else frozenset()
+            narrowed = narrow_project(as_read(data, read), below, trusted=trusted, approved=approved)
             data = narrowed.data
-            loaded.asks = narrowed.asks
+            if source is project:
+                loaded.project_file = path
+                loaded.asks.update(narrowed.asks)
+            elif narrowed.asks:
+                # Claude Code's files ask under their own names, so the question says where each
+                # ask is from; their MCP servers one by one, so it lists them.
+                loaded.project_file = loaded.project_file or path
+                loaded.asks.update(_asks_of(path.relative_to(workspace), narrowed.asks))
             if narrowed.asks:
                 loaded.warnings.append(
                     f"{path}: ignored {', '.join(narrowed.asks)} because this project is not trusted; to allow them, "
@@ -898,6 +914,8 @@ def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict
                 loaded.warnings.append(f"{path}: ignored {', '.join(narrowed.user_only)}: only the user config "
                                        f"({loaded.user_file}) may set them")
             loaded.warnings += [f"{path}: {n}" for n in narrowed.notes]
+        else:
+            user = data
         loaded.files.append(path)
         layers.append((str(path), data))
     layers.append(("environment", _env_layer()))
@@ -930,6 +948,17 @@ def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict
     loaded.warnings += _guard_search_keys(loaded.config)
     loaded.config.build_limits()  # reject unknown limit names early
     return loaded
+
+
+def _asks_of(name: Path, asks: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in asks.items():
+        servers = value.get("servers") if key == "mcp" and isinstance(value, dict) else None
+        if isinstance(servers, dict) and len(value) == 1:
+            out.update({f"{name}: MCP server {server}": entry for server, entry in servers.items()})
+        else:
+            out[f"{name}: {key}"] = value
+    return out
 
 
 def fold_mcp_servers(data: dict[str, Any], path: Path) -> dict[str, Any]:

@@ -157,7 +157,10 @@ class Hooks:
 
     async def run(self, hook: Hook, payload: dict[str, Any]) -> HookRun:
         """Run one hook to its end or its timeout; then kill whatever is left of its group."""
-        env = {**os.environ, "NANOHERMES_PROJECT_DIR": str(self.workspace), "CLAUDE_PROJECT_DIR": str(self.workspace)}
+        from nanohermes.redact import configured_env
+
+        env = {**os.environ, **configured_env(), "NANOHERMES_PROJECT_DIR": str(self.workspace),
+               "CLAUDE_PROJECT_DIR": str(self.workspace)}
         try:
             proc = await asyncio.create_subprocess_shell(
                 hook.command, cwd=self.workspace, env=env, start_new_session=True, stdin=asyncio.subprocess.PIPE,

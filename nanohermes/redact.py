@@ -115,15 +115,24 @@ _OWN_KEY_VARS = ("OPENAI_API_KEY",)
 _env_lock = threading.Lock()
 _own_vars: frozenset[str] = frozenset(_OWN_KEY_VARS)
 _kept: frozenset[str] = frozenset()
+_set: dict[str, str] = {}
 
 
-def set_child_env_policy(*, own_vars: Iterable[str] = (), keep: Iterable[str] = ()) -> None:
+def set_child_env_policy(*, own_vars: Iterable[str] = (), keep: Iterable[str] = (),
+                         extra: dict[str, str] | None = None) -> None:
     """From the loaded config: the variables holding nanohermes's keys (api_key_env, the search
-    providers' key variables) and `shell_env.keep`, the secret-looking ones children still get."""
-    global _own_vars, _kept
+    providers' key variables), `shell_env.keep`, the secret-looking ones children still get,
+    and `env`, the variables the person set for every child."""
+    global _own_vars, _kept, _set
     with _env_lock:
         _own_vars = frozenset({*_OWN_KEY_VARS, *(v for v in own_vars if v)})
         _kept = frozenset(keep)
+        _set = dict(extra or {})
+
+
+def configured_env() -> dict[str, str]:
+    """The variables the config's `env` sets for every child (commands, hooks, MCP servers)."""
+    return dict(_set)
 
 
 def child_env(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -132,7 +141,8 @@ def child_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     except those `shell_env.keep` names."""
     env = dict(os.environ if environ is None else environ)
     own, kept = _own_vars, _kept
-    return {k: v for k, v in env.items() if k in kept or not (k in own or secret_names(k))}
+    # What the config's `env` sets was written for them by the person: it is kept as set.
+    return {**{k: v for k, v in env.items() if k in kept or not (k in own or secret_names(k))}, **_set}
 
 
 def redact(text: str) -> str:
@@ -184,10 +194,11 @@ class StreamRedactor:
 
 
 def kept_env(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The variables `shell_env.keep` names that are set here (for MCP servers, which
-    otherwise start with only the SDK's few safe variables and their configured `env`)."""
+    """The variables `shell_env.keep` names that are set here, and those the config's `env`
+    sets (for MCP servers, which otherwise start with only the SDK's few safe variables and
+    their own configured `env`)."""
     env = os.environ if environ is None else environ
-    return {k: env[k] for k in sorted(_kept) if k in env}
+    return {**{k: env[k] for k in sorted(_kept) if k in env}, **_set}
 
 
 class RedactingPipe:
