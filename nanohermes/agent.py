@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from nanohermes.errors import ContextTooLongError
-from nanohermes.events import UI, ModelStarted, Notice, ReasoningDelta, TextDelta, TurnEnded
+from nanohermes.events import UI, MessageAdded, ModelStarted, Notice, ReasoningDelta, TextDelta, TurnEnded
 from nanohermes.llm import LLM
 from nanohermes.messages import Completion, Message, ToolCall, Usage
 from nanohermes.runtime import INTERRUPTED, Runtime
@@ -195,6 +195,7 @@ class Agent:
 
     def _append(self, message: Message) -> None:
         self.session.append(message)
+        self.ui.emit(MessageAdded(message=message))
 
     def _answer_pending(self, calls: tuple[ToolCall, ...], results: dict[str, Message]) -> int:
         """Keep the history valid after a cancel: every call of the last assistant message

@@ -547,8 +547,9 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
     import asyncio  # here, not at the top: `--version` must not pay for it
 
     def started(a: Any) -> None:
+        servers = [{"name": s.name, "status": s.status} for s in built.mcp.servers.values()] if built.mcp else []
         ui.init_event(session_id=session_id, model=config.model, mode=a.runtime.policy.mode,
-                      tools=[t.name for t in a.runtime.visible_tools()], workspace=str(workspace))
+                      tools=[t.name for t in a.runtime.visible_tools()], workspace=str(workspace), mcp_servers=servers)
 
     def finish(result: str, reason: str, error: str | None = None) -> None:
         """The one way a run ends: its result object (json, stream-json), with the meters."""

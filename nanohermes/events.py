@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
-from nanohermes.messages import Usage
+from nanohermes.messages import Message, Usage
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,6 +72,7 @@ class ApprovalRequest:
     # The sandbox refused the call, which already ran: a yes runs it again outside the sandbox.
     rerun: bool = False
     hint: str = ""  # what else would let it through, for a refusal with nobody to ask
+    target: str = ""  # what the call touches: its paths, its command line, its host ("" when none)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,8 +129,17 @@ class PermissionDenied:
 
     call_id: str
     tool: str
-    summary: str  # what the call would have touched: the command, the path, the URL
+    summary: str  # the call in one line, as its tool shows it
     reason: str
+    target: str = ""  # what the call would have touched: its paths, its command line, its host
+
+
+@dataclass(frozen=True, kw_only=True)
+class MessageAdded:
+    """A message joined the conversation: the prompt, the model's answer with its tool calls,
+    each tool's result as the model reads it (stream-json prints them whole)."""
+
+    message: Message
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -143,7 +153,8 @@ class SubagentEvent:
 
 
 Event = (ModelStarted | TextDelta | ReasoningDelta | ToolStarted | ToolProgress | ToolFinished | ApprovalRequest
-         | UsageUpdate | Notice | TurnEnded | TodoUpdated | SandboxRefused | PermissionDenied | SubagentEvent)
+         | UsageUpdate | Notice | TurnEnded | TodoUpdated | SandboxRefused | PermissionDenied | MessageAdded
+         | SubagentEvent)
 
 # "project": always, and saved to the project config for later sessions.
 Choice = Literal["once", "always", "deny", "project"]

@@ -152,7 +152,7 @@ class Gate:
         if hooked is not None:  # a hook may refuse the call or rewrite it; the rules then judge the result
             if hooked.refusal is not None:
                 self.ui.emit(PermissionDenied(call_id=ctx.call_id, tool=tool.name, summary=summary,
-                                              reason=hooked.refusal.removeprefix("ERROR: ")))
+                                              reason=hooked.refusal.removeprefix("ERROR: "), target=_named(tool, args)))
                 return Refusal(hooked.refusal)
             args, summary = hooked.args, tool.summary(hooked.args)  # an approval shows what will run
         try:
@@ -172,7 +172,8 @@ class Gate:
         verdict = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
         verdict = hooked.adjust(verdict) if hooked is not None else verdict
         if verdict.decision == "deny":
-            self.ui.emit(PermissionDenied(call_id=ctx.call_id, tool=tool.name, summary=summary, reason=verdict.reason))
+            self.ui.emit(PermissionDenied(call_id=ctx.call_id, tool=tool.name, summary=summary, reason=verdict.reason,
+                                          target=target.shown))
             return Refusal(f"ERROR: {verdict.reason}")
         if verdict.decision == "allow":
             try:
@@ -236,7 +237,7 @@ class Gate:
         async with self.confirm_lock:  # one prompt at a time, even for parallel calls
             reply = await self.ui.confirm(ApprovalRequest(
                 call_id=ctx.call_id, tool=tool.name, summary=summary, detail=tool.approval_detail(args, ctx),
-                rule=", ".join(map(str, learn)), reason=reason))
+                rule=", ".join(map(str, learn)), reason=reason, target=target.shown))
         waited = time.monotonic() - asked
         if reply.choice == "deny":
             return Refusal(denied(reply.note), is_error=False, waited=waited)
@@ -346,7 +347,7 @@ class Gate:
                     call_id=ctx.call_id, tool=tool.name, summary=grant.summary,
                     detail=tool.approval_detail(grant.args, ctx),
                     reason=f"the sandbox ({policy}) refused {', '.join(refused)}; run it again outside the sandbox?",
-                    rerun=True, hint=sandbox_remedies(refused)))
+                    rerun=True, hint=sandbox_remedies(refused), target=grant.target.shown))
             rerun = reply.choice != "deny"
         waited = time.monotonic() - asked
         self.ui.emit(SandboxRefused(call_id=ctx.call_id, tool=tool.name, summary=grant.summary, sandbox=policy,
@@ -388,3 +389,11 @@ def writable_roots(workspace: Path, config: Config) -> list[Path]:
 
     extra = (*config.extra_write_roots, *config.sandbox.writable_roots)
     return [workspace, *git_dirs(workspace), *(Path(os.path.expanduser(r)) for r in extra)]
+
+
+def _named(tool: Tool, args: Params) -> str:
+    """What a call names, as written (before its Target is computed): its paths, command or URL."""
+    try:
+        return ", ".join(tool.subjects(args)) if tool.kind in ("path", "command", "host") else ""
+    except Exception:  # a subject that cannot even be read names nothing
+        return ""

@@ -38,11 +38,13 @@ def test_stream_json_one_event_per_line(cli, server: FakeServer, workspace: Path
     assert r.code == 0, r.err
     events = r.lines()
     types = [e["type"] for e in events]
-    assert types[:2] == ["init", "model_started"]  # what the run works with comes first
+    assert types[:2] == ["system", "model_started"]  # what the run works with comes first
     assert "tool_started" in types and "tool_finished" in types
-    assert types[-2:] == ["turn_ended", "result"]
+    assert [t for t in types if t in ("assistant", "user", "result")] == ["assistant", "user", "assistant", "result"]
     finished = next(e for e in events if e["type"] == "tool_finished")
     assert finished["result"] == "1\talpha"
+    result = next(e for e in events if e["type"] == "user")["message"]["content"][0]
+    assert (result["type"], result["content"], result["is_error"]) == ("tool_result", "1\talpha", False)
     assert "".join(e["text"] for e in events if e["type"] == "text_delta") == "done"
 
 
@@ -301,8 +303,8 @@ def test_stream_json_starts_with_an_init_event(cli, server: FakeServer, workspac
     server.add(Reply(text="hi"))
     r = cli("-p", "go", "--output-format", "stream-json", "--mode", "plan", server=server)
     init = r.lines()[0]
-    assert init["type"] == "init"
-    assert (init["model"], init["mode"], init["workspace"]) == ("fake-model", "plan", str(workspace.resolve()))
+    assert (init["type"], init["subtype"], init["permissionMode"]) == ("system", "init", "plan")
+    assert (init["model"], init["mode"], init["cwd"]) == ("fake-model", "plan", str(workspace.resolve()))
     assert init["session_id"] == r.lines()[-1]["session_id"]
     assert "read_file" in init["tools"] and "write_file" not in init["tools"]  # plan mode hides writes
 

@@ -33,8 +33,11 @@ def test_missing_usage_is_estimated_and_marked(cli, server: FakeServer) -> None:
     server.add(Reply(text="an answer of 27 characters.", usage=None))
     obj = cli("-p", "hello there", "--output-format", "json", server=server).json()
     sent = server.requests[0]["messages"]
-    assert obj["usage"] == {"prompt_tokens": sum(len(m["content"]) for m in sent) // 4, "completion_tokens": 27 // 4,
-                            "total_tokens": obj["usage"]["total_tokens"], "estimated": True}
+    prompt = sum(len(m["content"]) for m in sent) // 4
+    assert obj["usage"] == {"prompt_tokens": prompt, "completion_tokens": 27 // 4,
+                            "total_tokens": obj["usage"]["total_tokens"], "estimated": True,
+                            "input_tokens": prompt, "output_tokens": 27 // 4, "cache_creation_input_tokens": 0,
+                            "cache_read_input_tokens": 0}
     assert obj["cost"]["priced"] is False and obj["cost"]["turn"]["cost_usd"] is None
 
 

@@ -64,6 +64,12 @@ class Target:
     def read_only(self) -> bool:
         return self.effect == "read"
 
+    @property
+    def shown(self) -> str:
+        """What a refusal or a question names: the paths as judged, the command line, the
+        host; "" for a call that touches none of these."""
+        return ", ".join(self.subjects) if self.kind in ("path", "command", "host") else ""
+
     def path_of(self, raw: str) -> Path | None:
         """The resolved path judged for `raw` (as the call wrote it), or None if not judged."""
         return self.paths[self.raw.index(raw)] if raw in self.raw else None

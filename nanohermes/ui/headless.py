@@ -1,12 +1,24 @@
 """The `-p` front ends: three sinks (text, json, stream-json) over the core's event stream.
 
 stdout carries only the final answer (text), one JSON object (json) or one event per line
-(stream-json, an `init` event first). Warnings and errors go to stderr in every format (in
-stream-json they are also `notice` events), so a person watching a script sees them. The text of earlier steps (the model narrating what it
-does next) and progress go to stderr, each on its own line, for text only with --verbose or a
-terminal. Approvals: with a terminal on stdin the user is asked on stderr; without one (a
-script) every request is refused, never run silently and never waited on, and one stderr
-line says so. Every refusal is listed in the result's `permission_denials`.
+(stream-json). Both JSON formats speak Claude Code's shapes, so tools written for
+`claude -p --output-format json|stream-json` read them unchanged: stream-json starts with a
+`system` event of subtype `init`, prints each message whole as it joins the conversation (the
+model's as `assistant`, with text, thinking and tool_use blocks; each tool's result as a `user`
+message with a tool_result block) and ends with the `result` object, which is also json's one
+object (`subtype`, `is_error`, `num_turns`, `duration_ms`, `total_cost_usd`, `usage`,
+`session_id`, `permission_denials`, and nanohermes's own fields beside them). nanohermes's own
+events (text and reasoning deltas, tool starts and finishes, notices, todo lists, approvals,
+sandbox refusals, sub-agents' events) go out between them under names Claude Code does not use.
+
+Warnings and errors go to stderr in every format (in stream-json they are also `notice`
+events), so a person watching a script sees them. The text of earlier steps (the model
+narrating what it does next) and progress go to stderr, each on its own line, for text only
+with --verbose or a terminal. Approvals: with a terminal on stdin the user is asked on stderr;
+without one (a script) every request is refused, never run silently and never waited on, and
+one stderr line says so (stream-json then prints the refusal, never a question nobody can
+answer). Every refusal is listed in the result's `permission_denials`, naming what the call
+touched: its paths, its command line, its host.
 
 A closed stdout (`| head -c1`) is no failure: the first write that meets it sends the rest of
 the output to /dev/null, stops the turn if it is still running (through the hook the caller
@@ -20,6 +32,8 @@ import asyncio
 import json
 import os
 import sys
+import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TextIO
@@ -27,11 +41,11 @@ from typing import Any, ClassVar, TextIO
 from nanohermes.errors import OutputClosed
 
 from nanohermes.events import (
-    ApprovalReply, ApprovalRequest, Event, ModelStarted, Notice, PermissionDenied, SandboxRefused, TextDelta,
-    ToolFinished, ToolStarted, TurnEnded, UsageUpdate, event_to_dict,
+    ApprovalReply, ApprovalRequest, Event, MessageAdded, ModelStarted, Notice, PermissionDenied, SandboxRefused,
+    TextDelta, ToolFinished, ToolProgress, ToolStarted, TurnEnded, UsageUpdate, event_to_dict,
 )
 from nanohermes.events import SubagentEvent
-from nanohermes.messages import Usage
+from nanohermes.messages import Message, Usage
 from nanohermes.meters import Meter
 from nanohermes.redact import StreamRedactor, redact
 from nanohermes.ui.visible import escape_controls, status_of
@@ -115,25 +129,44 @@ class Sink:
     ended: TurnEnded | None = None
     meter: Meter = field(default_factory=Meter)
     sandbox_refusals: list[dict[str, Any]] = field(default_factory=list)  # for the json result
-    denials: list[dict[str, str]] = field(default_factory=list)  # tool, target, reason of each refusal
+    # Each refusal: Claude Code's fields (tool_name, tool_use_id, tool_input) and ours (tool,
+    # target, reason, answered_by).
+    denials: list[dict[str, Any]] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+    api_secs: float = 0.0  # time spent waiting on the model (Claude Code's duration_api_ms)
+    _asked_at: float | None = None
+    _inputs: dict[str, dict[str, Any]] = field(default_factory=dict)  # the main agent's calls' input, by call id
     _streams: dict[str, StreamRedactor] = field(default_factory=dict)  # by agent id, "" for the main one
 
     fmt: ClassVar[str]
 
     def emit(self, event: Event) -> None:
         self.meter.on_event(event)
+        if isinstance(event, ModelStarted):
+            self._asked_at = time.monotonic()
         if isinstance(event, UsageUpdate):
             self.usage = event.total
+            if self._asked_at is not None:
+                self.api_secs += time.monotonic() - self._asked_at
+                self._asked_at = None
+        if isinstance(event, MessageAdded):  # a call's input as the model wrote it, for a refusal of it
+            self._inputs.update({c.id: _input(c.arguments) for c in event.message.tool_calls})
         if isinstance(event, TurnEnded):
             self.ended = event
         if isinstance(event, SandboxRefused):
             self.sandbox_refusals.append({"tool": event.tool, "command": redact(event.summary), "sandbox": event.sandbox,
                                           "refused": list(event.refused), "rerun": event.rerun})
         if isinstance(event, PermissionDenied):
-            self.denials.append({"tool": event.tool, "target": escape_controls(redact(event.summary), newlines=True),
-                                 "reason": redact(event.reason), "answered_by": "rules"})
+            self._deny(event.call_id, event.tool, event.target or event.summary, event.reason, "rules")
         for ev in self._settled(event):
             self._show(ev)
+
+    def _deny(self, call_id: str, tool: str, target: str, reason: str, answered_by: str) -> dict[str, Any]:
+        entry = {"tool_name": tool, "tool_use_id": call_id, "tool_input": self._inputs.get(call_id, {}),
+                 "tool": tool, "target": escape_controls(redact(target), newlines=True), "reason": redact(reason),
+                 "answered_by": answered_by}
+        self.denials.append(entry)
+        return entry
 
     def _settled(self, event: Event) -> list[Event]:
         """The event with its streamed text redacted: the end of a text piece that may begin
@@ -156,44 +189,60 @@ class Sink:
             self.err.write(f"nanohermes: {event.level}: {redact(event.text)}\n")
 
     async def confirm(self, request: ApprovalRequest) -> ApprovalReply:
-        target = escape_controls(request.detail or request.summary, newlines=True)
         if not self.interactive:
-            self.denials.append({"tool": request.tool, "target": target,
-                                 "reason": f"needs approval ({request.reason})" if request.reason else "needs approval",
-                                 "answered_by": "no terminal to ask"})
-            why = (f"{request.reason.removesuffix('; run it again outside the sandbox?')}; {request.hint}"
-                   if request.rerun else "needs approval; rerun with --yes or add an allow rule")
-            self.err.write(f"nanohermes: refused {request.tool} `{target}`: {why}\n")
-            self.err.flush()
+            self.refused(request)
             return ApprovalReply("deny")
         reply = await asyncio.to_thread(ask_on_terminal, request, self.err)
         if reply.choice == "deny":
-            self.denials.append({"tool": request.tool, "target": target,
-                                 "reason": "refused by the user" + (f": {reply.note}" if reply.note else ""),
-                                 "answered_by": "user"})
+            self._deny(request.call_id, request.tool, request.target or request.summary,
+                       "refused by the user" + (f": {reply.note}" if reply.note else ""), "user")
         return reply
 
-    def init_event(self, *, session_id: str | None, model: str, mode: str, tools: list[str],
-                   workspace: str) -> None:
+    def refused(self, request: ApprovalRequest) -> dict[str, Any]:
+        """No terminal to ask: the request is refused, listed, and named on stderr by what the
+        call touches (a path, a command line, a host; never an edit's diff)."""
+        entry = self._deny(request.call_id, request.tool, request.target or request.summary,
+                           f"needs approval ({request.reason})" if request.reason else "needs approval",
+                           "no terminal to ask")
+        why = (f"{request.reason.removesuffix('; run it again outside the sandbox?')}; {request.hint}"
+               if request.rerun else "needs approval; rerun with --yes or add an allow rule")
+        self.err.write(f"nanohermes: refused {request.tool} `{entry['target']}`: {why}\n")
+        self.err.flush()
+        return entry
+
+    def init_event(self, *, session_id: str | None, model: str, mode: str, tools: list[str], workspace: str,
+                   mcp_servers: list[dict[str, str]] | None = None) -> None:
         """What this run works with, once the session has started (stream-json's first line)."""
 
     def result_object(self, *, result: str, exit_reason: str, session_id: str | None, model: str, error: str | None = None,
                       extra: dict[str, Any] | None = None) -> dict[str, Any]:
-        """`usage` is this run's turn; `extra` adds the session meters (cost, context)."""
+        """Claude Code's result message with nanohermes's fields beside it. `usage` is this run's
+        turn; `extra` adds the session meters (cost, context)."""
         ended = self.ended
+        turn = self.meter.turn
+        cost = ((extra or {}).get("cost") or {}).get("turn", {}).get("cost_usd")
+        subtype = "error_max_turns" if exit_reason == "max_turns" else \
+            "success" if exit_reason == "completed" and error is None else "error_during_execution"
         return {
             "type": "result",
-            "result": result,
-            "exit_reason": exit_reason,
+            "subtype": subtype,
             "is_error": error is not None,
+            "duration_ms": round((time.monotonic() - self.started) * 1000),
+            "duration_api_ms": round(self.api_secs * 1000),
+            "num_turns": ended.turns if ended else 0,
+            "result": result,
+            "session_id": session_id,
+            "total_cost_usd": cost or 0.0,  # 0 without a price (see `cost.priced`)
+            "usage": {"input_tokens": turn.prompt_tokens, "output_tokens": turn.completion_tokens,
+                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, **turn.to_dict()},
+            "permission_denials": list(self.denials),
+            "uuid": str(uuid.uuid4()),
+            "exit_reason": exit_reason,
             "error": error,
             "turns": ended.turns if ended else 0,
             "tool_calls": ended.tool_calls if ended else 0,
-            "usage": self.meter.turn.to_dict(),
-            "session_id": session_id,
             "model": model,
             "sandbox_refusals": self.sandbox_refusals,
-            "permission_denials": list(self.denials),
             **(extra or {}),
         }
 
@@ -254,25 +303,105 @@ class JsonSink(Sink):
             raise OutputClosed
 
 
+# Claude Code's names of the permission modes; debug has none (it asks as default does).
+CLAUDE_MODES = {"default": "default", "accept-edits": "acceptEdits", "plan": "plan", "goal": "bypassPermissions",
+                "debug": "default"}
+
+
 @dataclass
 class StreamJsonSink(Sink):
-    """stdout: an `init` line, one line per event as it happens, then the result object."""
+    """stdout: Claude Code's stream-json (see the module's docstring): `system`/`init`, each
+    message whole, nanohermes's own events under its own names, then the `result` object."""
 
     fmt: ClassVar[str] = "stream-json"
+    session_id: str | None = None
+    model: str = ""
+    _failed: dict[str, bool] = field(default_factory=dict)  # is_error of each finished call, by call id
+    _usage: Usage | None = None  # the last model call's, for its message
 
     def _show(self, event: Event) -> None:
         super()._show(event)
-        self._line(event_to_dict(event))
+        if isinstance(event, ToolFinished):
+            self._failed[event.call_id] = event.is_error
+        if isinstance(event, UsageUpdate):
+            self._usage = event.usage
+        if isinstance(event, MessageAdded):
+            if (obj := self._message(event.message)) is not None:
+                # The model's answer without tool calls is the turn's last message.
+                self._line(obj, last=obj["type"] == "assistant" and not event.message.tool_calls)
+        elif isinstance(event, TurnEnded):
+            return  # the result object says how the turn ended
+        elif isinstance(event, ToolProgress):
+            self._line(self._progress(event))
+        elif isinstance(event, SubagentEvent):
+            self._line(self._nested(event))
+        else:
+            self._line(event_to_dict(event))
+
+    def _base(self) -> dict[str, Any]:
+        return {"parent_tool_use_id": None, "session_id": self.session_id, "uuid": str(uuid.uuid4())}
+
+    def _message(self, m: Message) -> dict[str, Any] | None:
+        """A message of the conversation as Claude Code prints it; None for what it does not
+        print (the prompt, the system prompt)."""
+        if m.role == "assistant":
+            blocks: list[dict[str, Any]] = []
+            if m.reasoning:
+                blocks.append({"type": "thinking", "thinking": m.reasoning, "signature": ""})
+            if m.content:
+                blocks.append({"type": "text", "text": m.content})
+            for c in m.tool_calls:
+                blocks.append({"type": "tool_use", "id": c.id, "name": c.name, "input": _input(c.arguments)})
+            u = self._usage or Usage()
+            self._usage = None
+            return {"type": "assistant", "message": {
+                "id": f"msg_{uuid.uuid4().hex}", "type": "message", "role": "assistant", "model": self.model,
+                "content": blocks, "stop_reason": "tool_use" if m.tool_calls else "end_turn", "stop_sequence": None,
+                "usage": {"input_tokens": u.prompt_tokens, "output_tokens": u.completion_tokens,
+                          "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}, **self._base()}
+        if m.role == "tool":
+            call_id = m.tool_call_id or ""
+            return {"type": "user", "message": {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": call_id, "content": m.content or "",
+                 "is_error": self._failed.get(call_id, False)}]}, **self._base()}
+        return None
+
+    def _progress(self, ev: ToolProgress) -> dict[str, Any]:
+        """Claude Code's tool_progress, with the progress text beside it."""
+        return {"type": "tool_progress", "tool_use_id": ev.call_id, "tool_name": ev.name,
+                "elapsed_time_seconds": ev.elapsed, "text": ev.text, **self._base()}
+
+    def _nested(self, ev: SubagentEvent) -> dict[str, Any]:
+        inner = ev.event
+        if isinstance(inner, MessageAdded):
+            shown = self._message(inner.message) or {"type": "message_added", "role": inner.message.role}
+        elif isinstance(inner, SubagentEvent):
+            shown = self._nested(inner)
+        else:
+            shown = event_to_dict(inner)
+        return {"type": "subagent_event", "agent_id": ev.agent_id, "agent": ev.agent, "event": shown}
 
     async def confirm(self, request: ApprovalRequest) -> ApprovalReply:
+        if not self.interactive:
+            # Nobody can answer: the stream carries the refusal, never the question.
+            entry = self.refused(request)
+            self._line({"type": "permission_denied", "call_id": request.call_id, "tool": request.tool,
+                        "summary": request.summary, "target": entry["target"], "reason": entry["reason"],
+                        "answered_by": entry["answered_by"]})
+            return ApprovalReply("deny")
         self.emit(request)
         return await super().confirm(request)
 
-    def init_event(self, *, session_id: str | None, model: str, mode: str, tools: list[str],
-                   workspace: str) -> None:
+    def init_event(self, *, session_id: str | None, model: str, mode: str, tools: list[str], workspace: str,
+                   mcp_servers: list[dict[str, str]] | None = None) -> None:
+        from nanohermes import __version__
+
+        self.session_id, self.model = session_id, model
         # Not a reason to stop yet: the prompt is not in the session until the turn takes it.
-        self._line({"type": "init", "session_id": session_id, "model": model, "mode": mode, "tools": tools,
-                    "workspace": workspace}, last=True)
+        self._line({"type": "system", "subtype": "init", "cwd": workspace, "session_id": session_id, "tools": tools,
+                    "mcp_servers": mcp_servers or [], "model": model, "permissionMode": CLAUDE_MODES.get(mode, "default"),
+                    "slash_commands": [], "apiKeySource": "none", "output_style": "default", "uuid": str(uuid.uuid4()),
+                    "mode": mode, "workspace": workspace, "nanohermes_version": __version__}, last=True)
 
     def finish(self, result: dict[str, Any]) -> None:
         self._line(result, last=True)
@@ -280,7 +409,17 @@ class StreamJsonSink(Sink):
             raise OutputClosed
 
     def _line(self, obj: dict[str, Any], *, last: bool = False) -> None:
-        _write_out(self.out, redact(json.dumps(obj, ensure_ascii=False)) + "\n", last=last or obj.get("type") == "turn_ended")
+        _write_out(self.out, redact(json.dumps(obj, ensure_ascii=False)) + "\n", last=last)
+
+
+def _input(arguments: str) -> dict[str, Any]:
+    """A call's arguments as a tool_use block's `input` (an object): the model's JSON, or the
+    raw text under `arguments` when it is not an object (the call's result says what was wrong)."""
+    try:
+        value = json.loads(arguments or "{}")
+    except ValueError:
+        return {"arguments": arguments}
+    return value if isinstance(value, dict) else {"arguments": arguments}
 
 
 SINKS: dict[str, type[Sink]] = {sink.fmt: sink for sink in (TextSink, JsonSink, StreamJsonSink)}

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from nanohermes.events import (
     ApprovalReply, ApprovalRequest, Event, ModelStarted, ReasoningDelta, SubagentEvent, TextDelta, TodoUpdated,
-    ToolFinished, ToolProgress, ToolStarted, TurnEnded, UsageUpdate,
+    ToolFinished, ToolProgress, ToolStarted, TurnEnded, UsageUpdate, MessageAdded,
 )
 from nanohermes.meters import Meter
 from nanohermes.ui import render
@@ -135,8 +135,8 @@ class TurnView:
                 self.print(render.tool_line(ev.name, summary, status, ev.elapsed))
             elif self.view() == "full" or status in ("error", "failed"):
                 self.print(render.tool_finished(ev, summary))
-        elif isinstance(ev, UsageUpdate):
-            pass  # the toolbar shows it
+        elif isinstance(ev, (UsageUpdate, MessageAdded)):
+            pass  # the toolbar shows the usage; the stream and the tool lines showed the message
         elif isinstance(ev, SubagentEvent):
             key = f"{ev.agent_id}/{getattr(ev.event, 'call_id', '')}"
             if isinstance(ev.event, ToolStarted):

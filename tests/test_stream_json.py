@@ -1,0 +1,113 @@
+"""`-p --output-format stream-json` and `json` in Claude Code's shapes, read by a parser of
+Claude Code's stream-json schema (`claude_stream`), through the real CLI; and what a refusal
+names (the path, the command line, the host), never a question nobody can answer."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from claude_stream import (
+    AssistantMessage, ResultError, ResultSuccess, SystemInit, TextBlock, ToolProgress, ToolResultBlock, ToolUseBlock,
+    UserMessage, parse_line, parse_stream,
+)
+
+from nanohermes.testing import FakeServer, Reply, call, tool_reply
+
+DEMO = str(Path(__file__).parent / "mcp" / "demo_server.py")
+
+
+def test_claude_codes_parser_reads_a_whole_run(cli, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "a.txt").write_text("alpha\n")
+    server.add(tool_reply(call("read_file", {"path": "a.txt"}, id="r"),
+                          call("run_command", {"command": "rm -rf /tmp/x"}, id="d"),
+                          call("mcp__demo__echo", {"text": "hi"}, id="m"), text="Looking."),
+               tool_reply(call("run_command", {"command": "sleep 0.3; echo slow", "timeout_secs": 30}, id="s")),
+               Reply(text="All done."))
+    ran = cli("-p", "go", "--output-format", "stream-json", "--yes", server=server,
+              config={"permissions": {"deny": ["run_command(rm *)"]},
+                      "mcpServers": {"demo": {"command": sys.executable, "args": [DEMO]}}})
+    assert ran.code == 0, ran.err
+    messages, ours = parse_stream(ran.out)
+    init, *middle, result = messages
+    assert isinstance(init, SystemInit) and isinstance(result, ResultSuccess)
+    assert init.cwd == str(workspace.resolve()) and init.model == "fake-model" and "read_file" in init.tools
+    assert [s.model_dump() for s in init.mcp_servers] == [{"name": "demo", "status": "connected"}]
+    assert init.session_id == result.session_id
+    turns = [m for m in middle if isinstance(m, (AssistantMessage, UserMessage))]
+    assert [type(m).__name__ for m in turns] == ["AssistantMessage", "UserMessage", "UserMessage", "UserMessage",
+                                                 "AssistantMessage", "UserMessage", "AssistantMessage"]
+    first = turns[0]
+    assert isinstance(first, AssistantMessage)
+    assert [type(b).__name__ for b in first.message.content] == ["TextBlock", "ToolUseBlock", "ToolUseBlock",
+                                                                 "ToolUseBlock"]
+    uses = [b for b in first.message.content if isinstance(b, ToolUseBlock)]
+    assert [(u.id, u.name, u.input) for u in uses] == [("r", "read_file", {"path": "a.txt"}),
+                                                       ("d", "run_command", {"command": "rm -rf /tmp/x"}),
+                                                       ("m", "mcp__demo__echo", {"text": "hi"})]
+    assert first.message.stop_reason == "tool_use" and first.message.usage.input_tokens > 0
+    answers: dict[str, ToolResultBlock] = {}
+    for m in turns:
+        if isinstance(m, UserMessage):
+            assert not isinstance(m.message.content, str)
+            for b in m.message.content:
+                assert isinstance(b, ToolResultBlock)
+                answers[b.tool_use_id] = b
+    assert answers["r"].content == "1\talpha" and answers["r"].is_error is False
+    assert answers["d"].is_error is True and answers["m"].content == "echo: hi"
+    last = turns[-1]
+    assert isinstance(last, AssistantMessage) and last.message.stop_reason == "end_turn"
+    assert last.message.content == [TextBlock(type="text", text="All done.")]
+    assert result.result == "All done." and result.num_turns == 3 and result.is_error is False
+    assert result.usage.input_tokens > 0 and result.duration_ms >= result.duration_api_ms >= 0
+    (denial,) = result.permission_denials
+    assert (denial.tool_name, denial.tool_use_id, denial.tool_input) == ("run_command", "d", {"command": "rm -rf /tmp/x"})
+    progress = [m for m in middle if isinstance(m, ToolProgress)]  # a command's output lines, as they come
+    assert [(m.tool_use_id, m.tool_name, getattr(m, "text", None)) for m in progress] == [("s", "run_command", "slow")]
+    kinds = {o["type"] for o in ours}
+    assert {"text_delta", "tool_started", "tool_finished", "permission_denied"} <= kinds
+
+
+def test_a_run_cut_at_max_turns_is_an_error_result(cli, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    server.add(tool_reply(call("list_dir", {})), tool_reply(call("list_dir", {})))
+    ran = cli("-p", "loop", "--output-format", "stream-json", "--max-turns", "1", server=server)
+    assert ran.code == 3
+    result = parse_line(ran.out.splitlines()[-1])
+    assert isinstance(result, ResultError) and result.subtype == "error_max_turns" and result.num_turns == 1
+
+
+def test_json_output_is_claude_codes_result_message(cli, server: FakeServer) -> None:  # type: ignore[no-untyped-def]
+    server.add(Reply(text="42", usage=(100, 7)))
+    ran = cli("-p", "answer", "--output-format", "json", server=server)
+    result = parse_line(json.dumps(ran.json()))
+    assert isinstance(result, ResultSuccess)
+    assert (result.result, result.usage.input_tokens, result.usage.output_tokens) == ("42", 100, 7)
+
+
+def test_without_a_terminal_stream_json_prints_the_refusal_not_a_question(cli, server: FakeServer,  # type: ignore[no-untyped-def]
+                                                                         workspace: Path) -> None:
+    (workspace / "a.txt").write_text("old\n")
+    server.add(tool_reply(call("edit_file", {"path": "a.txt", "old_string": "old", "new_string": "new"}, id="e"),
+                          call("write_file", {"path": "b.txt", "content": "B"}, id="w"),
+                          call("run_command", {"command": "touch c.txt"}, id="c")), Reply(text="done"))
+    ran = cli("-p", "change things", "--output-format", "stream-json", server=server)
+    assert ran.code == 0, ran.err
+    lines = [json.loads(line) for line in ran.out.splitlines()]
+    assert not any(e["type"] == "approval_request" for e in lines)
+    denied = [(e["tool"], e["target"], e["answered_by"]) for e in lines if e["type"] == "permission_denied"]
+    assert denied == [("edit_file", "a.txt", "no terminal to ask"), ("write_file", "b.txt", "no terminal to ask"),
+                      ("run_command", "touch c.txt", "no terminal to ask")]
+    result = lines[-1]
+    assert [d["target"] for d in result["permission_denials"]] == ["a.txt", "b.txt", "touch c.txt"]
+    assert [d["tool_use_id"] for d in result["permission_denials"]] == ["e", "w", "c"]
+    assert "refused edit_file `a.txt`: needs approval" in ran.err and "@@" not in ran.err
+    assert (workspace / "a.txt").read_text() == "old\n"
+
+
+def test_a_refused_fetch_names_its_host(cli, server: FakeServer) -> None:  # type: ignore[no-untyped-def]
+    server.add(tool_reply(call("web_fetch", {"url": "http://127.0.0.1:9/page?q=1"}, id="f")), Reply(text="done"))
+    ran = cli("-p", "fetch", "--output-format", "json", server=server)
+    assert ran.code == 0, ran.err
+    (denial,) = ran.json()["permission_denials"]
+    assert (denial["tool"], denial["target"]) == ("web_fetch", "127.0.0.1")
