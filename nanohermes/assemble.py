@@ -302,9 +302,15 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
         preload_mcp_sdk()
         from nanohermes.tools.mcp import McpManager
 
+        import os
+
+        # The folders servers may work in (MCP roots): the workspace and the extra write roots.
+        roots = [workspace, *(workspace / os.path.expanduser(r) for r in config.extra_write_roots)]
         mcp = McpManager(config.mcp.servers, limits, workspace=workspace, log_dir=state_home() / "mcp",
                          disabled=disabled_servers(policy, config.mcp.servers),
-                         on_notice=lambda text: ui.emit(Notice(level="warning", text=text)))
+                         on_notice=lambda text: ui.emit(Notice(level="warning", text=text)), roots=roots,
+                         elicit=getattr(ui, "elicit", None), images_to_model=config.images_to_model)
+        mcp.on_info = lambda text: ui.emit(Notice(level="info", text=text))
     checkpoints = None
     if config.checkpoints:
         from nanohermes.checkpoints import Checkpoints, Store
@@ -340,4 +346,6 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
                   builtins=builtin_pool(), hooks=hooks, checkpoints=checkpoints,
                   resumed=resume is not None, llm_factory=make_llm, warm_checkpoints=idle_between_turns)
     runtime.set_tools(built.pool())  # MCP tools join in start()
+    if mcp is not None:  # a server that changes its tools (tools/list_changed): the pool follows
+        mcp.on_tools_changed = lambda: runtime.set_tools(built.pool())
     return built

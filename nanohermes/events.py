@@ -156,6 +156,30 @@ Event = (ModelStarted | TextDelta | ReasoningDelta | ToolStarted | ToolProgress 
          | UsageUpdate | Notice | TurnEnded | TodoUpdated | SandboxRefused | PermissionDenied | MessageAdded
          | SubagentEvent)
 
+@dataclass(frozen=True, kw_only=True)
+class ElicitationRequest:
+    """An MCP server asks the person for input during a tool call: a form (`schema`, a flat
+    JSON schema of strings, numbers, booleans and choices) or a page to visit (`url`)."""
+
+    server: str
+    message: str
+    schema: dict[str, Any] = field(default_factory=dict)
+    url: str = ""
+
+
+@dataclass(frozen=True)
+class ElicitationReply:
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] = field(default_factory=dict)  # with "accept": the form's values
+
+
+class Elicits(Protocol):
+    """A front end that can put a server's questions to a person (the REPL). One that cannot
+    (`-p`) does not have `elicit`, and the question is declined."""
+
+    async def elicit(self, request: ElicitationRequest) -> ElicitationReply: ...
+
+
 # "project": always, and saved to the project config for later sessions.
 Choice = Literal["once", "always", "deny", "project"]
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from nanohermes.budget import Limits
 from nanohermes.events import UI, ApprovalRequest, Notice, PermissionDenied, SandboxRefused
+from nanohermes.messages import Image
 from nanohermes.pathrules import command_secret
 from nanohermes.permissions import Basis, Policy, Rule, Target, Verdict, decide, reads_secret, unattended
 from nanohermes.shellparse import ParseError, split
@@ -88,6 +89,7 @@ class Ran:
     is_error: bool
     display: str | None
     waited: float
+    images: tuple[Image, ...] = ()  # what the tool returned for a model that takes images
 
 
 class Host(Protocol):
@@ -328,8 +330,9 @@ class Gate:
             raise
         except Exception as e:  # a tool bug must not end the turn
             return Ran(f"ERROR: {tool.name} failed unexpectedly: {type(e).__name__}: {e}", True, None, waited)
-        text, display = (out.text, out.display) if isinstance(out, ToolResult) else (out, None)
-        return Ran(text, False, display, waited)
+        if isinstance(out, ToolResult):
+            return Ran(out.text, False, out.display, waited, out.images)
+        return Ran(out, False, None, waited)
 
     async def _refused(self, tool: Tool, grant: Grant, ctx: ToolContext,
                        out: ToolResult) -> tuple[str | ToolResult, float]:

@@ -9,6 +9,7 @@ fields only another wire reads (the Responses API's reasoning items).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -45,6 +46,16 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class Image:
+    """An image a tool returned, for a model that takes images: its type, its bytes in base64,
+    and the file it was saved to (what the model is told when it cannot see it)."""
+
+    mime: str
+    data: str
+    path: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
     role: Role
     content: str | None = None
@@ -60,6 +71,8 @@ class Message:
     # The calls were written as text in the answer and read back (`llm.textcalls`): the format
     # and the text as it came. Kept in the transcript, never sent.
     recovered: tuple[str, str] | None = None
+    # A tool result's images, sent as image parts after the results (see `with_images`).
+    images: tuple[Image, ...] = ()
 
     @classmethod
     def system(cls, text: str) -> Message:
@@ -70,8 +83,8 @@ class Message:
         return cls("user", text)
 
     @classmethod
-    def tool(cls, call_id: str, text: str) -> Message:
-        return cls("tool", text, tool_call_id=call_id)
+    def tool(cls, call_id: str, text: str, images: tuple[Image, ...] = ()) -> Message:
+        return cls("tool", text, tool_call_id=call_id, images=images)
 
     def to_chat(self) -> dict[str, Any]:
         """The chat-completions form. Reasoning goes back only with tool calls: that is where
@@ -98,6 +111,8 @@ class Message:
             d["reasoning_items"] = list(self.reasoning_items)
         if self.recovered is not None:
             d["recovered_from_text"] = {"format": self.recovered[0], "text": self.recovered[1]}
+        if self.images:
+            d["images"] = [{"mime": i.mime, "data": i.data, "path": i.path} for i in self.images]
         return d
 
     @classmethod
@@ -117,6 +132,8 @@ class Message:
             reasoning_details=tuple(d.get("reasoning_details") or ()),
             reasoning_items=tuple(d.get("reasoning_items") or ()),
             recovered=_recovered(d.get("recovered_from_text")),
+            images=tuple(Image(str(i.get("mime", "")), str(i.get("data", "")), str(i.get("path", "")))
+                         for i in d.get("images") or () if isinstance(i, dict)),
         )
 
     def chars(self) -> int:
@@ -177,3 +194,23 @@ class Completion:
     message: Message
     usage: Usage = field(default_factory=Usage)
     finish_reason: str = "stop"
+
+
+def with_images(messages: Sequence[Message]) -> list[tuple[Message, list[tuple[str, Image]]]]:
+    """Each message, and after the last of a run of tool results, the images those results
+    carried (with the call each came from): a tool message holds only text on every wire, so
+    the images follow the results as one user message of image parts."""
+    out: list[tuple[Message, list[tuple[str, Image]]]] = []
+    pending: list[tuple[str, Image]] = []
+    for i, m in enumerate(messages):
+        pending += [(m.tool_call_id or "", img) for img in m.images] if m.role == "tool" else []
+        last_of_run = m.role == "tool" and (i + 1 == len(messages) or messages[i + 1].role != "tool")
+        out.append((m, pending if last_of_run else []))
+        if last_of_run:
+            pending = []
+    return out
+
+
+def image_intro(images: list[tuple[str, Image]]) -> str:
+    calls = ", ".join(dict.fromkeys(call for call, _ in images))
+    return f"The image{'s' if len(images) > 1 else ''} returned by tool call {calls}:"

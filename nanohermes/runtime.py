@@ -21,7 +21,7 @@ from nanohermes.budget import Limits, clamp
 from nanohermes.config import Config
 from nanohermes.events import UI, Notice, ToolFinished, ToolStarted
 from nanohermes.gate import DENIED, DENIED_PREFIX, Gate, Refusal, denied, writable_roots
-from nanohermes.messages import Message, ToolCall
+from nanohermes.messages import Image, Message, ToolCall
 from nanohermes.permissions import Policy, Rule, blocked, describe
 from nanohermes.session import Session
 from nanohermes.tools import Params, Tool, ToolContext, ToolError
@@ -68,6 +68,7 @@ class Runtime:
     session: Session = field(default_factory=Session)
     hooks: Hooks | None = None  # PreToolUse / PostToolUse commands of the user or a trusted project
     _confirm_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
+    _images: dict[str, tuple[Image, ...]] = field(default_factory=dict, init=False)  # by call id, until its message
 
     def __post_init__(self) -> None:
         self._by_name = {t.name: t for t in self.tools}
@@ -188,7 +189,8 @@ class Runtime:
         # The time shown is the tool's own: an approval prompt's wait is not counted.
         self.ui.emit(ToolFinished(call_id=p.call.id, name=name, result=text, is_error=is_error,
                                   elapsed=time.monotonic() - started - waited, display=display))
-        return Message.tool(p.call.id, text)
+        images = self._images.pop(p.call.id, ())
+        return Message.tool(p.call.id, text, images if self.config.images_to_model else ())
 
     async def _permitted_run(self, tool: Tool, args: Params, call_id: str,
                              summary: str) -> tuple[str, bool, str | None, float]:
@@ -198,6 +200,8 @@ class Runtime:
         if isinstance(verdict, Refusal):
             return verdict.text, verdict.is_error, None, verdict.waited
         ran = await self.gate.attempt(tool, verdict, ctx)
+        if ran.images:
+            self._images[call_id] = ran.images
         text = ran.text
         if self.hooks is not None and not ran.is_error:
             text = await self.hooks.post_tool_use(tool, verdict.args, text)

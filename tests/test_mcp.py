@@ -89,7 +89,7 @@ def test_stdio_tools_are_named_by_server_and_keep_their_schema(workspace: Path) 
             assert (echo.read_only(args), echo.concurrency_safe(args), echo.approval_for(args)) == (False, False, "always")
             peek = tools["mcp__demo__peek"]  # declares readOnlyHint, but the server is not trusted
             assert peek.read_only(peek.parse({})) is False
-            assert built.mcp_lines() == [f"demo: connected, 10 tools (stdio {sys.executable} {DEMO})"]
+            assert built.mcp_lines() == [f"demo: connected, 14 tools (stdio {sys.executable} {DEMO})"]
 
     asyncio.run(go())
 
@@ -138,7 +138,11 @@ def test_results_become_text(workspace: Path) -> None:
     out = asyncio.run(go())
     assert out[0] == "echo: hi"
     assert out[1] == "5"  # the structured copy of the same value is not repeated
-    assert out[2] == "[image image/png, 32 bytes; not shown as text]"
+    # An image is never base64 text: saved to a file (the session is not recorded: the state
+    # folder), and named.
+    saved = Path(out[2].removeprefix("[image image/png, 32 bytes, saved to ").removesuffix("; not shown as text]"))
+    assert saved.name == "c2-1.png" and saved.read_bytes() == b"\x89PNG\r\n\x1a\n" + b"\x00" * 24
+    assert saved.stat().st_mode & 0o777 == 0o600
     assert out[3] == "dotted ok"
     assert out[4] == "ERROR: Error executing tool fail: no disk"
     assert out[5].startswith("ERROR: ") and "b" in out[5] and "Field required" in out[5]
@@ -187,7 +191,7 @@ def test_crash_mid_call_is_an_error_and_the_server_is_marked_failed(workspace: P
     assert out[0] == ("ERROR: mcp__demo__crash failed: MCP server demo closed the connection; it is not available "
                       "for the rest of this session (restart nanohermes to reconnect)")
     assert out[1].startswith("ERROR: MCP server demo is not connected (failed: the connection closed")
-    assert status[0].startswith("demo: failed, 10 tools") and "the connection closed" in status[0]
+    assert status[0].startswith("demo: failed, 14 tools") and "the connection closed" in status[0]
 
 
 def test_resource_and_prompt_helpers(workspace: Path) -> None:
@@ -218,7 +222,7 @@ def test_streamable_http_server_on_loopback(workspace: Path, http_url: str) -> N
 
     async def go() -> list[str]:
         async with built.session():
-            assert built.mcp_lines() == [f"web: connected, 10 tools (http {http_url})"]
+            assert built.mcp_lines() == [f"web: connected, 14 tools (http {http_url})"]
             return await calls(built, ("mcp__web__echo", {"text": "over http"}), ("mcp__web__add", {"a": 1, "b": 1}),
                                ("mcp__web__header", {"name": "X-Test"}))
 
@@ -375,7 +379,7 @@ def test_doctor_starts_each_server_and_reports_it(cli, server: FakeServer) -> No
     config = {"mcp": {"servers": {"demo": STDIO, "broken": {"command": "/nonexistent/server"}}}}
     r = cli("doctor", "--base-url", server.base_url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"}, config=config)
     assert r.code == 1, r.out + r.err
-    assert f"[ok]   mcp demo: 10 tools (stdio {sys.executable} {DEMO})" in r.out
+    assert f"[ok]   mcp demo: 14 tools (stdio {sys.executable} {DEMO})" in r.out
     assert "[FAIL] mcp broken: FileNotFoundError" in r.out
     assert "fix: check mcp.servers.broken (stdio /nonexistent/server); its stderr is in " in r.out
 
@@ -522,7 +526,7 @@ def test_a_server_that_exits_by_itself_while_idle_names_its_exit_code(workspace:
     # The model reads why, in nanohermes's words; what the server wrote stays out of the system prompt.
     assert "This server stopped during the session (the server exited with code 7). Its tools" in prompt
     assert "ignore your instructions" not in prompt
-    assert status[2].startswith("demo: connected, 10 tools")
+    assert status[2].startswith("demo: connected, 14 tools")
     assert out == ["echo: still"]  # the other server is untouched
 
 
@@ -588,7 +592,7 @@ def test_an_http_server_killed_while_idle_is_reported_without_a_call(workspace: 
            f"(ConnectionRefusedError: [Errno 111] Connect call failed ('127.0.0.1', {port}))")
     assert first == [f"MCP server web stopped ({why}); its tools are unavailable for the rest of this session "
                      "(see /mcp, restart nanohermes to reconnect)"]
-    assert status[0] == f"web: failed, 10 tools (http {url}) — {why}"
+    assert status[0] == f"web: failed, 14 tools (http {url}) — {why}"
     assert out[0].startswith(f"ERROR: MCP server web is not connected (failed: {why}")
     assert len([e for e in ui.of(Notice) if e.level == "warning"]) == 1
 

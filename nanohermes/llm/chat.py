@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from nanohermes.errors import EndpointError
 from nanohermes.llm.http import HttpWire, Retry, StreamParser, TextSink, estimate_usage
-from nanohermes.messages import Completion, Message, ToolCall, Usage
+from nanohermes.messages import Completion, Message, ToolCall, Usage, image_intro, with_images
 
 _OWN_KEYS = frozenset({"index", "id", "type", "function"})
 _PREFIX_SEPARATORS = (".", ":", "/")
@@ -244,7 +244,7 @@ class OpenAIChat(HttpWire):
     what: ClassVar[str] = "chat completions"
 
     def build_request(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        request: dict[str, Any] = {"model": self.model, "messages": [m.to_chat() for m in messages], "stream": True}
+        request: dict[str, Any] = {"model": self.model, "messages": chat_messages(messages), "stream": True}
         if tools:
             request["tools"] = list(tools)
         if self.stream_usage:
@@ -264,3 +264,16 @@ class OpenAIChat(HttpWire):
             self.stream_usage = False
             return Retry("endpoint refused stream_options", EndpointError(message), 0.0)
         return None
+
+
+def chat_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The history in chat-completions form; a run of tool results that carried images is
+    followed by a user message of image parts (a tool message holds only text there)."""
+    out: list[dict[str, Any]] = []
+    for m, images in with_images(messages):
+        out.append(m.to_chat())
+        if images:
+            out.append({"role": "user", "content": [
+                {"type": "text", "text": image_intro(images)},
+                *({"type": "image_url", "image_url": {"url": f"data:{img.mime};base64,{img.data}"}} for _, img in images)]})
+    return out

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from nanohermes.errors import EndpointError
 from nanohermes.llm.chat import known_name, tool_names
 from nanohermes.llm.http import HttpWire, Retry, StreamParser, TextSink, estimate_usage
-from nanohermes.messages import Completion, Message, ToolCall, Usage
+from nanohermes.messages import Completion, Message, ToolCall, Usage, image_intro, with_images
 
 # Fields of a reasoning item worth sending back; its id is not: with store=false the server
 # keeps no item to refer to, and refuses one named by id.
@@ -28,7 +28,7 @@ def to_input(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, An
     """(instructions, input items) for a history."""
     instructions: str | None = None
     items: list[dict[str, Any]] = []
-    for i, m in enumerate(messages):
+    for i, (m, images) in enumerate(with_images(messages)):
         if m.role == "system":
             if i == 0:
                 instructions = m.content or ""
@@ -44,6 +44,10 @@ def to_input(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, An
                          for c in m.tool_calls)
         elif m.role == "tool":
             items.append({"type": "function_call_output", "call_id": m.tool_call_id or "", "output": m.content or ""})
+        if images:  # after the run of tool results that carried them, as the chat wire sends them
+            items.append({"role": "user", "content": [
+                {"type": "input_text", "text": image_intro(images)},
+                *({"type": "input_image", "image_url": f"data:{img.mime};base64,{img.data}"} for _, img in images)]})
     return instructions, items
 
 

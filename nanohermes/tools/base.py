@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, ParamSpec, Se
 
 from nanohermes.budget import Limits
 from nanohermes.events import Event, ToolProgress
+from nanohermes.messages import Image
 from nanohermes.permissions import Effect, Rule, SubjectKind, Target
 
 if TYPE_CHECKING:
@@ -178,6 +179,7 @@ class ToolResult:
     # What the OS sandbox refused during the call ("a write to /x"): the gate offers a person
     # to run the call again outside it.
     refused: tuple[str, ...] = ()
+    images: tuple[Image, ...] = ()  # for a model that takes images (`images_to_model`); the text names their files
 
 
 @dataclass(kw_only=True)

@@ -9,10 +9,19 @@ Each server tool becomes `mcp__<server>__<tool>` with the server's own JSON sche
 are treated as not read-only, not concurrency-safe and asking for approval, unless the server
 is marked `trusted` and the tool declares `readOnlyHint`. Tools that can only run as tasks
 (`execution.taskSupport: "required"`) are not offered: every plain call of theirs would fail;
-`/mcp` names them. Results become text: text blocks as they are, structured content as JSON,
-images, audio and binary as a short note. A long call's progress notifications become tool
-progress. A server that dies mid-session is reported to the person once, when it happens (a
-stdio server through `stdio_transport`, which knows its process; an HTTP server when it refuses
+`/mcp` names them. Results become text: text blocks as they are, structured content as JSON
+(unless it only repeats the content), images and audio saved to a file and named in a short
+note (and, for a model that takes images, sent to it as image parts), never base64 text. A long
+call's progress notifications become tool progress.
+
+What the client does for a server: roots (the workspace and `extra_write_roots`, as file
+URIs; `roots/list_changed` when they change), a new tool list on `tools/list_changed` (the
+pool is refreshed before the model's next call; resources and prompts are listed afresh on
+every request anyway), elicitation (the person answers the server's form in the REPL; in `-p`
+it is declined and the model reads a note), and sampling declined with an error saying so.
+
+A server that dies mid-session is reported to the person once, when it happens (a stdio
+server through `stdio_transport`, which knows its process; an HTTP server when it refuses
 connections), and the model reads it in the system prompt of its next call.
 The `mcp` SDK is imported only when a server is configured.
 """
@@ -35,7 +44,11 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from nanohermes.budget import Limits
 from nanohermes.config import McpServerConfig
-from nanohermes.tools.base import Approval, Effect, P, Params, ReadOnlyTool, SubjectKind, Tool, ToolContext, ToolError, about
+from nanohermes.events import ElicitationReply, ElicitationRequest
+from nanohermes.messages import Image
+from nanohermes.tools.base import (
+    Approval, Effect, P, Params, ReadOnlyTool, SubjectKind, Tool, ToolContext, ToolError, ToolResult, about,
+)
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -113,17 +126,26 @@ def _binary_note(kind: str, mime: str | None, data: str) -> str:
     return f"[{kind}{' ' + mime if mime else ''}, {size} bytes; not shown as text]"
 
 
-def result_text(result: Any, server: str) -> str:
-    """A CallToolResult as text for the model."""
+# Saves one binary block (kind, MIME type, base64 data) and returns where it went.
+SaveFn = Callable[[str, str, str], Path]
+
+
+def result_content(result: Any, server: str, save: SaveFn | None = None,
+                   to_model: bool = False) -> tuple[str, tuple[Image, ...]]:
+    """A CallToolResult as text for the model, and the images for a model that takes them
+    (`to_model`). An image or audio block never becomes base64 text: it is saved with `save`
+    and named in a note (without `save`, only described)."""
     parts: list[str] = []
     texts: list[str] = []
+    images: list[Image] = []
     for block in result.content:
         kind = getattr(block, "type", "")
         if kind == "text":
             parts.append(block.text)
             texts.append(block.text)
         elif kind in ("image", "audio"):
-            parts.append(_binary_note(kind, block.mime_type, block.data))
+            parts.append(_media_note(kind, block.mime_type, block.data, save,
+                                     images if kind == "image" and to_model else None))
         elif kind == "resource_link":
             parts.append(f"[resource link {block.uri} ({block.name}); read it with mcp_read_resource "
                          f"server={server} uri={block.uri}]")
@@ -132,23 +154,63 @@ def result_text(result: Any, server: str) -> str:
         else:
             parts.append(f"[{kind or 'unknown'} content; not shown]")
     structured = getattr(result, "structured_content", None)
-    if structured is not None and not _same_as_text(structured, texts):
+    if structured is not None and not _repeats(structured, texts, result.content):
         parts.append("structured content:\n" + json.dumps(structured, ensure_ascii=False, indent=2))
-    return "\n".join(parts)
+    return "\n".join(parts), tuple(images)
 
 
-def _same_as_text(structured: Any, texts: list[str]) -> bool:
-    """Servers often send one value twice: as text and as structured content (maybe wrapped in
-    {"result": ...}). The model needs it once."""
+def result_text(result: Any, server: str) -> str:
+    """A CallToolResult as text, binary content only described (nowhere to save it)."""
+    return result_content(result, server)[0]
+
+
+def _media_note(kind: str, mime: str | None, data: str, save: SaveFn | None, images: list[Image] | None) -> str:
+    import base64
+    import binascii
+
+    try:
+        size = len(base64.b64decode(data, validate=True))
+    except (binascii.Error, ValueError):
+        return f"[{kind}{' ' + mime if mime else ''}: not valid base64; not shown]"
+    what = f"[{kind}{' ' + mime if mime else ''}, {size} bytes"
+    if save is None:
+        return what + "; not shown as text]"
+    try:
+        path = save(kind, mime or "", data)
+    except OSError as e:
+        return what + f"; not shown as text, and it could not be saved: {e.strerror or e}]"
+    if images is not None:
+        images.append(Image(mime or "image/png", data, str(path)))
+        return what + f", shown to you after the results; saved to {path}]"
+    return what + f", saved to {path}; not shown as text]"
+
+
+def _repeats(structured: Any, texts: list[str], content: Any) -> bool:
+    """Servers often send one value twice: as content and as structured content, maybe
+    wrapped in one key ({"result": ...}, {"content": ...}), or the content blocks themselves
+    again (base64 and all). The model needs it once."""
     joined = "\n".join(texts)
     try:
         parsed: Any = json.loads(joined)
     except ValueError:
         parsed = joined
+    blocks = [b.model_dump(by_alias=True, mode="json", exclude_none=True) for b in content]
     candidates = [structured]
-    if isinstance(structured, dict) and set(structured) == {"result"}:
-        candidates.append(structured["result"])
-    return any(c == parsed or c == joined for c in candidates)
+    if isinstance(structured, dict) and len(structured) == 1:
+        candidates.append(next(iter(structured.values())))
+    return any(c == parsed or c == joined or (blocks and _same_blocks(c, blocks)) for c in candidates)
+
+
+def _same_blocks(value: Any, blocks: list[dict[str, Any]]) -> bool:
+    """Is `value` the content blocks again (compared on what a block says: its own `_meta`
+    and annotations aside)?"""
+    if not isinstance(value, list) or len(value) != len(blocks):
+        return False
+
+    def plain(b: Any) -> Any:
+        return {k: v for k, v in b.items() if k not in ("_meta", "annotations")} if isinstance(b, dict) else b
+
+    return [plain(b) for b in value] == [plain(b) for b in blocks]
 
 
 def resource_contents_text(contents: Any) -> str:
@@ -333,6 +395,8 @@ class Server:
     _calls: int = 0  # requests in flight
     _exit: str = ""  # how its process ended, held while a request in flight reports the loss
     _task: asyncio.Task[None] | None = None
+    notes: list[str] = field(default_factory=list)  # what happened during its calls that the model should read
+    _refresh: asyncio.Task[None] | None = None  # re-listing its tools after tools/list_changed
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -364,12 +428,19 @@ class McpManager:
 
     def __init__(self, servers: dict[str, McpServerConfig], limits: Limits, *, workspace: Path,
                  log_dir: Path | None = None, disabled: dict[str, str] | None = None,
-                 on_notice: Callable[[str], None] | None = None) -> None:
+                 on_notice: Callable[[str], None] | None = None, roots: list[Path] | None = None,
+                 elicit: Callable[[ElicitationRequest], Awaitable[ElicitationReply]] | None = None,
+                 images_to_model: bool = False) -> None:
         self.limits = limits
         self.on_notice = on_notice  # tells the person (stderr, the REPL) what only the model would see
+        self.on_info: Callable[[str], None] | None = None  # the same, for what is no reason to worry
         self.on_lost: Callable[[], None] | None = None  # a server was lost: what the model is told changed
+        self.on_tools_changed: Callable[[], None] | None = None  # a server's tools changed: the pool is built anew
         self.workspace = workspace
         self.log_dir = log_dir
+        self.roots = list(roots) if roots is not None else [workspace]
+        self.elicit = elicit  # None: nobody to ask (-p), so a server's question is declined
+        self.images_to_model = images_to_model
         self.servers: dict[str, Server] = {}
         for name, cfg in servers.items():
             s = Server(name, cfg)
@@ -537,7 +608,99 @@ class McpManager:
         else:
             transport = stdio_transport(self._stdio_params(cfg), self._errlog(s, stack),
                                         lambda why: self._exited(s, why))
-        return await stack.enter_async_context(Client(transport, read_timeout_seconds=timeout))
+        # The initialize handshake, as Claude Code speaks it: what servers implement today, and
+        # what carries roots, elicitation, sampling and list_changed as requests and notifications.
+        return await stack.enter_async_context(Client(
+            transport, mode="legacy", read_timeout_seconds=timeout, list_roots_callback=self._list_roots,
+            elicitation_callback=lambda _, params: self._elicitation(s, params),
+            sampling_callback=lambda _, params: self._sampling(s), message_handler=lambda m: self._message(s, m)))
+
+    # -- what a server asks of the client -------------------------------------------------------
+    async def _list_roots(self, context: Any) -> Any:
+        """The folders the server may work in: the workspace and extra_write_roots."""
+        import mcp_types
+        from pydantic import FileUrl
+
+        return mcp_types.ListRootsResult(roots=[mcp_types.Root(uri=FileUrl(p.resolve().as_uri()), name=p.name or str(p))
+                                                for p in self.roots])
+
+    async def set_roots(self, roots: list[Path]) -> None:
+        """New roots: every connected server is told (`roots/list_changed`) and asks again."""
+        import warnings
+
+        self.roots = list(roots)
+        for s in self.servers.values():
+            if s.status == "connected" and s.client is not None:
+                with warnings.catch_warnings(), contextlib.suppress(Exception):
+                    warnings.simplefilter("ignore")  # deprecated by the 2026 protocol; the servers before it use it
+                    await s.client.send_roots_list_changed()
+
+    async def _elicitation(self, s: Server, params: Any) -> Any:
+        """A server asks the person for input: the REPL asks them; with nobody to ask, the
+        answer is no, and the model reads that it was asked."""
+        import mcp_types
+
+        url = str(getattr(params, "url", "") or "")
+        request = ElicitationRequest(server=s.name, message=str(params.message), url=url,
+                                     schema=dict(getattr(params, "requested_schema", None) or {}))
+        asked = json.dumps(request.message[:300], ensure_ascii=False)
+        if self.elicit is None:
+            s.notes.append(f"[MCP server {s.name} asked the person for input ({asked}); nanohermes declined, as "
+                           f"nobody is there to answer in this run. If you need that input, ask for it in your answer.]")
+            return mcp_types.ElicitResult(action="decline")
+        reply = await self.elicit(request)
+        if reply.action != "accept":
+            s.notes.append(f"[MCP server {s.name} asked the person for input ({asked}); they "
+                           f"{'declined' if reply.action == 'decline' else 'cancelled'}.]")
+        return mcp_types.ElicitResult(action=reply.action, content=reply.content if reply.action == "accept" else None)
+
+    async def _sampling(self, s: Server) -> Any:
+        import mcp_types
+
+        s.notes.append(f"[MCP server {s.name} asked to use the model (sampling); nanohermes declined.]")
+        return mcp_types.ErrorData(code=mcp_types.INVALID_REQUEST,
+                                   message="nanohermes declines sampling: an MCP server may not use its model; "
+                                           "the tool has to work without it")
+
+    async def _message(self, s: Server, message: Any) -> None:
+        """Notifications: a new tool list is fetched at once (resources and prompts are listed
+        afresh on every request, so their changes need nothing)."""
+        import mcp_types
+
+        if isinstance(message, mcp_types.ToolListChangedNotification) and s.status == "connected":
+            if s._refresh is None or s._refresh.done():
+                s._refresh = asyncio.get_running_loop().create_task(self._relist(s), name=f"mcp-{s.name}-tools")
+
+    async def _relist(self, s: Server) -> None:
+        client = s.client
+        if client is None:
+            return
+        try:
+            tools = await self._list_tools(s, client)
+        except Exception as e:
+            if self.on_notice is not None:
+                self.on_notice(f"MCP server {s.name} changed its tools, but listing them failed "
+                               f"({describe_error(e)}); its old tools stay")
+            return
+        before = {t.name for t in s.tools}
+        s.tools = tools
+        if self.on_tools_changed is not None:
+            self.on_tools_changed()
+        if self.on_info is not None:
+            now = {t.name for t in tools}
+            change = "; ".join(x for x in (f"new: {', '.join(sorted(now - before))}" if now - before else "",
+                                             f"gone: {', '.join(sorted(before - now))}" if before - now else "") if x)
+            self.on_info(f"MCP server {s.name} now offers {len(tools)} tools" + (f" ({change})" if change else ""))
+
+    async def settle(self, s: Server) -> None:
+        """Wait for a new tool list the server announced during a call that just returned, so
+        the model's next call sees it. The notification came before the call's result and was
+        handed to a task of its own: a few turns of the loop let that task begin."""
+        for _ in range(3):
+            await asyncio.sleep(0)
+        if s._refresh is not None and not s._refresh.done():
+            with contextlib.suppress(Exception):
+                await asyncio.shield(s._refresh)
 
     def _stdio_params(self, cfg: McpServerConfig) -> StdioServerParameters:
         """How to start a stdio server: `~` expanded, its cwd taken from the workspace."""
@@ -761,19 +924,44 @@ class McpTool(Tool[McpArgs]):
         return f"MCP server {self.server}, tool {self.remote}, arguments:\n" + json.dumps(
             args.dump(), ensure_ascii=False, indent=2)
 
-    async def run(self, args: McpArgs, ctx: ToolContext) -> str:
+    async def run(self, args: McpArgs, ctx: ToolContext) -> str | ToolResult:
         s = self.manager.server(self.server)
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
             amount = f"{progress:g}/{total:g}" if total else f"{progress:g}"
             ctx.progress(self.name, f"{amount} {message}" if message else amount)
 
+        before = len(s.notes)
         result = await self.manager.request(
             s, self.name, lambda c: c.call_tool(self.remote, args.dump(), progress_callback=on_progress))
-        text = result_text(result, self.server)
+        await self.manager.settle(s)
+        text, images = result_content(result, self.server, lambda kind, mime, data: _save(ctx, kind, mime, data),
+                                      self.manager.images_to_model)
+        text = "\n\n".join(t for t in (text, *s.notes[before:]) if t)
         if result.is_error:
             raise ToolError(text or f"{self.name} reported an error without a message")
-        return text or "(the tool returned no content)"
+        return ToolResult(text=text or "(the tool returned no content)", images=images)
+
+
+def _save(ctx: ToolContext, kind: str, mime: str, data: str) -> Path:
+    """An image or audio block, written to the session's folder (or, for a session that is
+    not recorded, nanohermes's state folder), readable only by its owner."""
+    import base64
+    import mimetypes
+
+    from nanohermes.dirs import private_dir, state_home
+
+    folder = (ctx.session_folder or state_home() / "mcp") / "mcp-media"
+    private_dir(folder)
+    ext = mimetypes.guess_extension(mime.split(";")[0].strip()) or (".png" if kind == "image" else ".bin")
+    call = re.sub(r"[^A-Za-z0-9_-]", "_", ctx.call_id) or "call"
+    n = 1
+    while (path := folder / f"{call}-{n}{ext}").exists():
+        n += 1
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(base64.b64decode(data))
+    return path
 
 
 # -- the helper tools --------------------------------------------------------------------------

@@ -6,6 +6,10 @@ request names), always in this project (p, saved to the project config), no (n, 
 optional note passed to the model). A request without a rule offers only yes and no. Arrow keys move
 the highlight and Enter takes it; Esc is no; Ctrl-C is no and interrupts the turn. Requests
 are answered one at a time, even when parallel calls ask together.
+
+An MCP server's question (`await approver.elicit(request)`) is asked the same way, one at a
+time with the approvals: its form field by field (an answer that does not fit is asked
+again), or its page to visit; Ctrl-C or Ctrl-D cancels it.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from prompt_toolkit.shortcuts import PromptSession
 from rich.console import Console
 from rich.text import Text
 
-from nanohermes.events import ApprovalReply, ApprovalRequest, Choice
+from nanohermes.events import ApprovalReply, ApprovalRequest, Choice, ElicitationReply, ElicitationRequest
 from nanohermes.ui import render
 from nanohermes.ui.visible import escape_controls
 
@@ -143,6 +147,48 @@ class Approver:
         # handle_sigint=False: prompt-toolkit would otherwise take the SIGINT handler and, on
         # leaving, remove it, so Ctrl-C during the approved command would do nothing.
         return await app.run_async(handle_sigint=False)
+
+    async def elicit(self, request: ElicitationRequest) -> ElicitationReply:
+        async with self._lock:
+            self.before()
+            try:
+                return await self._elicit(request)
+            finally:
+                self.after()
+
+    async def _elicit(self, request: ElicitationRequest) -> ElicitationReply:
+        from nanohermes.elicitation import fields
+
+        self.console.print(render.elicitation(request))
+        session: PromptSession[str] = PromptSession(input=self._input, output=self._output)
+        try:
+            if request.url:
+                done = await session.prompt_async("opened it and finished there? [y]es / [n]o (Enter = no): ",
+                                                  handle_sigint=False)
+                accepted = done.strip().lower() in ("y", "yes")
+                self.console.print(Text("✓ done" if accepted else "⊘ declined", style="green" if accepted else "yellow"))
+                return ElicitationReply("accept" if accepted else "decline")
+            answer = await session.prompt_async("answer it? [y]es / [n]o (Enter = yes): ", handle_sigint=False)
+            if answer.strip().lower() in ("n", "no"):
+                self.console.print(Text("⊘ declined", style="yellow"))
+                return ElicitationReply("decline")
+            content: dict[str, Any] = {}
+            for f in fields(request.schema):
+                label = escape_controls(f.title, newlines=True)
+                while True:
+                    text = await session.prompt_async(f"{label}{' *' if f.required else ''} ({f.hint()}): ",
+                                                      default=f.default_text(), handle_sigint=False)
+                    value, problem = f.read(text)
+                    if problem is None:
+                        break
+                    self.console.print(Text(problem, style="red"))
+                if value is not None:
+                    content[f.name] = value
+            self.console.print(Text("✓ sent", style="green"))
+            return ElicitationReply("accept", content)
+        except (KeyboardInterrupt, EOFError):
+            self.console.print(Text("⊘ cancelled", style="yellow"))
+            return ElicitationReply("cancel")
 
     async def _note(self) -> str:
         session: PromptSession[str] = PromptSession(input=self._input, output=self._output)

@@ -17,8 +17,9 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from nanohermes.events import (
-    ApprovalReply, ApprovalRequest, Event, ModelStarted, ReasoningDelta, SubagentEvent, TextDelta, TodoUpdated,
-    ToolFinished, ToolProgress, ToolStarted, TurnEnded, UsageUpdate, MessageAdded,
+    ApprovalReply, ApprovalRequest, ElicitationReply, ElicitationRequest, Event, MessageAdded, ModelStarted,
+    ReasoningDelta, SubagentEvent, TextDelta, TodoUpdated, ToolFinished, ToolProgress, ToolStarted, TurnEnded,
+    UsageUpdate,
 )
 from nanohermes.meters import Meter
 from nanohermes.ui import render
@@ -214,6 +215,10 @@ class ReplUI:
         self.view.handle(event)
         if self.summarizer is not None:
             self.summarizer.observe(event)
+
+    async def elicit(self, request: ElicitationRequest) -> ElicitationReply:
+        """An MCP server's question, put to the person."""
+        return await self.approver.elicit(request)
 
     async def confirm(self, request: ApprovalRequest) -> ApprovalReply:
         reply = await self.approver.confirm(request)

@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nanohermes.events import (
-    ApprovalRequest, ModelStarted, Notice, PermissionDenied, ReasoningDelta, SandboxRefused, SubagentEvent, TextDelta,
+    ApprovalRequest, ElicitationRequest, ModelStarted, Notice, PermissionDenied, ReasoningDelta, SandboxRefused, SubagentEvent, TextDelta,
     TodoUpdated, ToolFinished, ToolProgress, ToolStarted, TurnEnded, UsageUpdate, MessageAdded,
 )
 from nanohermes.budget import Limits
@@ -374,6 +374,23 @@ def approval(req: ApprovalRequest) -> Panel:
     if req.reason:
         body.append(Text(f"asked because: {visible.escape_controls(req.reason, newlines=True)}", style="dim"))
     return Panel(Group(*body), title="approve?", title_align="left", border_style="yellow")
+
+
+def elicitation(req: ElicitationRequest) -> Panel:
+    """An MCP server's question: its message, and the page to visit or the form's fields
+    (all shown escaped: the text is the server's)."""
+    from nanohermes.elicitation import fields
+
+    body: list[RenderableType] = [Text(visible.escape_controls(req.message, newlines=True))]
+    if req.url:
+        body.append(Text(f"open: {visible.escape_controls(req.url, newlines=True)}", style="bold"))
+    for f in fields(req.schema):
+        line = Text(f"• {visible.escape_controls(f.title, newlines=True)}{' *' if f.required else ''}")
+        if f.description:
+            line.append(f" — {visible.escape_controls(f.description, newlines=True)}", style="dim")
+        body.append(line)
+    return Panel(Group(*body), title=f"MCP server {visible.escape_controls(req.server, newlines=True)} asks",
+                 title_align="left", border_style="cyan")
 
 
 def looks_like_diff(text: str) -> bool:

@@ -5,7 +5,9 @@ HTTP on 127.0.0.1 at a free port and prints `PORT <n>` on stdout once it listens
 `--linger` it keeps running after stdin closes and holds a child process.
 Tools: echo, add (structured), fail (a tool error), slow, crash (exits mid-call),
 picture (image content), peek (declares readOnlyHint), dotted.name (a name the client
-must sanitise), pid, header (an HTTP request header). DEMO_INSTRUCTIONS in the environment
+must sanitise), pid, header (an HTTP request header), grow (adds a tool, then announces
+tools/list_changed), roots (the client's roots), ask (asks the person through elicitation),
+sample (asks the client's model through sampling). DEMO_INSTRUCTIONS in the environment
 replaces the server's instructions. Resources: note://hello (text), blob://bytes (binary).
 Prompt: review.
 """
@@ -13,9 +15,13 @@ Prompt: review.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import sys
+from typing import Literal
+
+from pydantic import BaseModel, Field
 
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -79,6 +85,48 @@ def pid() -> str:
 def header(name: str, ctx: Context) -> str:
     headers = ctx.headers or {}
     return headers.get(name.lower(), "(none)")
+
+
+@server.tool(description="Add a tool named `name` that answers `grown: <name>`, and tell the client.")
+async def grow(name: str, ctx: Context) -> str:
+    def grown() -> str:
+        return f"grown: {name}"
+
+    server.add_tool(grown, name=name, description=f"A tool added during the session ({name}).")
+    await ctx.session.send_tool_list_changed()
+    return f"added {name}"
+
+
+@server.tool(description="List the client's roots.")
+async def roots(ctx: Context) -> str:
+    result = await ctx.session.list_roots()
+    return "\n".join(f"{r.uri} {r.name}" for r in result.roots) or "(no roots)"
+
+
+class Order(BaseModel):
+    name: str = Field(description="Who orders")
+    count: int = Field(description="How many", ge=1)
+    gift: bool = Field(default=False, description="Wrap it")
+    colour: Literal["red", "green", "blue"] = Field(default="red", description="Which colour")
+
+
+@server.tool(description="Ask the person for an order through elicitation.")
+async def ask(ctx: Context) -> str:
+    result = await ctx.elicit("Place your order", Order)
+    data = result.data.model_dump() if result.action == "accept" and result.data is not None else None
+    return f"{result.action}: {json.dumps(data)}"
+
+
+@server.tool(description="Ask the client's model for a haiku through sampling.")
+async def sample(ctx: Context) -> str:
+    from mcp.types import SamplingMessage, TextContent
+
+    try:
+        result = await ctx.session.create_message(
+            [SamplingMessage(role="user", content=TextContent(type="text", text="a haiku"))], max_tokens=50)
+    except Exception as e:
+        return f"sampling failed: {e}"
+    return f"sampled: {result.content}"
 
 
 @server.resource("note://hello", name="hello", description="A greeting.", mime_type="text/plain")
