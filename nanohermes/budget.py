@@ -74,6 +74,8 @@ class Limits:
     mcp_log_max_bytes: int = 1 * MiB  # a server's stderr log is started afresh when it is larger
     mcp_instructions_chars: int = 2000  # one server's instructions in the system prompt
     mcp_http_check_secs: float = 15.0  # how often an idle HTTP MCP server's port is tried, so one that went away is noticed
+    mcp_tool_specs_chars: int = 30_000  # MCP tools' specs sent whole; past it (or past max_tools) they are found with tool_search
+    tool_search_results: int = 10  # tools one tool_search shows and loads
     compact_keep_chars: int | None = None  # recent history kept verbatim; None: session budget / 4
     compact_item_chars: int = 4000  # each older message as quoted into the summary request
     compact_summary_chars: int = 12_000  # the summary that replaces the older turns

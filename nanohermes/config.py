@@ -299,6 +299,8 @@ class Config(Section):
     max_output: int = _d(20_000, "chars: every tool result is clamped to this", ge=100)
     max_turns: int = _d(50, "model calls in one turn before it stops (exit 3 with -p; --max-turns)", ge=1)
     max_parallel_tools: int = _d(10, "concurrency-safe calls run at once", ge=1, le=64)
+    max_tools: int = _d(128, "functions the endpoint takes in one request (OpenAI: 128); past it, MCP tools are found "
+                             "with tool_search", ge=2)
     wire_api: Literal["chat", "responses"] = _d("chat", "the endpoint's API: chat (chat completions) or responses "
                                                         "(the Responses API, for models served only there; --wire-api)")
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = _d(
@@ -574,7 +576,7 @@ def _env_layer() -> dict[str, Any]:
 # accept-edits runs edits unasked; goal runs everything unasked.
 MODE_STRICTNESS: tuple[str, ...] = ("plan", "debug", "default", "accept-edits", "goal")
 # Top-level keys that are limits (a project may lower them, never raise them).
-LIMIT_KEYS = ("max_output", "max_turns", "max_parallel_tools", "request_timeout", "max_retries",
+LIMIT_KEYS = ("max_output", "max_turns", "max_parallel_tools", "max_tools", "request_timeout", "max_retries",
               "session_budget_chars", "aggregate_budget_chars", "grep_max_files", "task_timeout_secs")
 # The `limits` a project may lower, listed (not "all but some") so that a limit added later
 # is a trust key until someone decides. Not edit_diff_chars: it bounds the diff a person
@@ -591,6 +593,7 @@ LOWERABLE_LIMITS: tuple[str, ...] = (
     "mcp_startup_timeout_secs", "mcp_call_timeout_secs", "mcp_log_max_bytes", "mcp_instructions_chars",
     "compact_keep_chars", "compact_item_chars", "compact_summary_chars",
     "read_file_count_bytes", "run_command_max_timeout_secs", "web_search_max_results", "tool_args_max_depth",
+    "mcp_tool_specs_chars", "tool_search_results",
 )
 
 # Every key an untrusted project may set, and how it combines with the user's value:

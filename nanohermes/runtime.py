@@ -89,7 +89,13 @@ class Runtime:
 
     # -- what the model sees ---------------------------------------------------------------
     def visible_tools(self) -> list[Tool]:
-        return [t for t in self.tools if blocked(self.policy, t.name, t.effect) is None]
+        """What the model is offered: what the policy does not block, within the endpoint's
+        function limit (past it, MCP tools are found with tool_search)."""
+        from nanohermes.tools.toolsearch import offered
+
+        allowed = [t for t in self.tools if blocked(self.policy, t.name, t.effect) is None]
+        return offered(allowed, self.session.state, self.config.max_tools, self.limits,
+                       lambda text: self.ui.emit(Notice(level="info", text=text)))
 
     def specs(self) -> list[dict[str, Any]]:
         return [t.spec(self.limits) for t in self.visible_tools()]

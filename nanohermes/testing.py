@@ -305,6 +305,14 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._authorized():
             return
         responses = route == "/v1/responses"
+        tools = body.get("tools") or []
+        if self.fake.max_tools is not None and isinstance(tools, list) and len(tools) > self.fake.max_tools:
+            # OpenAI's answer to too many functions; a client must never send such a request.
+            message = (f"Invalid 'tools': array too long. Expected an array with maximum length "
+                       f"{self.fake.max_tools}, but got an array with length {len(tools)} instead.")
+            self.fake._violate([message])
+            self._send_error(400, message, "array_above_max_length")
+            return
         problems = check_responses_protocol(body.get("input")) if responses else check_protocol(body.get("messages"))
         if problems:
             # Not consuming a script item: the provider would reject before generating.
@@ -546,8 +554,10 @@ class FakeServer:
         models_answer: Raw | Fault | None = None,  # what GET /v1/models answers instead of the list (a 404, a page)
         model_fields: dict[str, Any] | None = None,  # more fields of each /v1/models entry (context_length, ...)
         routes: dict[str, Any] | None = None,  # other paths (GET or POST) and the JSON they answer: /props, /api/show
+        max_tools: int | None = None,  # refuse a request with more functions, as OpenAI's 128 are refused
     ) -> None:
         self.api_key = api_key
+        self.max_tools = max_tools
         self.models_answer = models_answer
         self.model_fields = dict(model_fields or {})
         self.routes = dict(routes or {})

@@ -108,7 +108,8 @@ def test_pool_order_builtins_then_skill_then_mcp_then_subagents(workspace: Path)
     first_mcp = names.index("skill") + 1
     builtins = names[: names.index("skill")]
     assert builtins == sorted(builtins) and "read_file" in builtins
-    assert names[first_mcp:-2] == sorted(names[first_mcp:-2]) and all(n.startswith("mcp") for n in names[first_mcp:-2])
+    mcp_group = names[first_mcp:-2]
+    assert mcp_group == sorted(mcp_group) and all(n.startswith("mcp") or n == "tool_search" for n in mcp_group)
     assert names[-2:] == ["subagent", "agent_list"]
 
 

@@ -771,13 +771,19 @@ class McpManager:
 
     # -- what the agent sees ------------------------------------------------------------------
     def tools(self) -> list[Tool]:
-        """Connected servers' tools and, when any server is configured, the four helpers."""
+        """Connected servers' tools and, when any server is configured, the four helpers and
+        tool_search (offered only when the servers' tools must be deferred: see toolsearch)."""
+        from nanohermes.tools.toolsearch import ToolSearch
+
         if not self.servers:
             return []
         helpers: list[Tool] = [McpListResources(manager=self), McpReadResource(manager=self),
-                               McpListPrompts(manager=self), McpGetPrompt(manager=self)]
-        server_tools = [t for s in self.servers.values() if s.status == "connected" for t in s.tools]
-        return sorted([*server_tools, *helpers], key=lambda t: t.name)
+                               McpListPrompts(manager=self), McpGetPrompt(manager=self),
+                               ToolSearch(candidates=self.server_tools)]
+        return sorted([*self.server_tools(), *helpers], key=lambda t: t.name)
+
+    def server_tools(self) -> list[Tool]:
+        return [t for s in self.servers.values() if s.status == "connected" for t in s.tools]
 
     def status_lines(self) -> list[str]:
         """For `/mcp`: each server's status, tool count and error."""
