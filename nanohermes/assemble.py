@@ -189,6 +189,13 @@ def preload_mcp_sdk() -> None:
     threading.Thread(target=load, name="mcp-import", daemon=True).start()
 
 
+def mcp_roots(config: Config, workspace: Path) -> list[Path]:
+    """The folders MCP servers may work in (their roots): the workspace and extra_write_roots."""
+    import os
+
+    return [workspace, *(workspace / os.path.expanduser(r) for r in config.extra_write_roots)]
+
+
 def disabled_servers(policy: Policy, servers: dict[str, McpServerConfig]) -> dict[str, str]:
     """Servers a bare rule removes whole (`mcp__<server>` in a deny rule or disallowed_tools):
     they are not even started."""
@@ -302,13 +309,10 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
         preload_mcp_sdk()
         from nanohermes.tools.mcp import McpManager
 
-        import os
-
-        # The folders servers may work in (MCP roots): the workspace and the extra write roots.
-        roots = [workspace, *(workspace / os.path.expanduser(r) for r in config.extra_write_roots)]
         mcp = McpManager(config.mcp.servers, limits, workspace=workspace, log_dir=state_home() / "mcp",
                          disabled=disabled_servers(policy, config.mcp.servers),
-                         on_notice=lambda text: ui.emit(Notice(level="warning", text=text)), roots=roots,
+                         on_notice=lambda text: ui.emit(Notice(level="warning", text=text)),
+                         roots=mcp_roots(config, workspace),
                          elicit=getattr(ui, "elicit", None), images_to_model=config.images_to_model)
         mcp.on_info = lambda text: ui.emit(Notice(level="info", text=text))
     checkpoints = None

@@ -219,3 +219,19 @@ def test_server_everythings_image_and_structured_content(workspace: Path, npm_bi
     assert structured.count("temperature") == 1  # the structured copy of the text is not sent again
     assert workspace.resolve().as_uri() in roots
     assert not [e for e in ui.of(Notice) if e.level != "info"]
+
+
+def test_add_dir_in_the_repl_changes_the_servers_roots(term: Any, server: FakeServer, workspace: Path,
+                                                        tmp_path: Path) -> None:
+    extra = tmp_path / "more"
+    extra.mkdir()
+    server.add(tool_reply(call("mcp__demo__roots", {}, id="r")), Reply(text="listed"))
+    t = term(config={"mcpServers": {"demo": STDIO}, "permission_mode": "goal"})
+    t.prompt()
+    t.type(f"/add-dir {extra}")
+    t.wait("MCP servers were told (roots/list_changed)")
+    t.prompt()
+    t.type("list the roots")
+    t.wait("listed")
+    t.leave()
+    assert results(server, 1)["r"] == f"{workspace.resolve().as_uri()} ws\n{extra.resolve().as_uri()} more"

@@ -1,6 +1,7 @@
-"""REPL commands for the extension points: /hooks (the hooks in force), the custom commands
-read from Markdown files (installed into the registry once the workspace is known), /init
-(a turn that writes AGENTS.md) and /export (the conversation as Markdown)."""
+"""REPL commands for the extension points: /hooks (the hooks in force), /add-dir (a folder for
+writes and for the MCP servers' roots), the custom commands read from Markdown files
+(installed into the registry once the workspace is known), /init (a turn that writes
+AGENTS.md) and /export (the conversation as Markdown)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,33 @@ def _hooks(ctx: CommandContext, arg: str) -> None:
         return
     tools = {t.name: t.claude_names for t in runtime.tools}
     ctx.print(render.lines(hooks.lines(tools, tuple(runtime.config.mcp.servers))))
+
+
+@command("add-dir", help="Add a folder writes may reach without being protected (extra_write_roots), for this "
+                         "session; MCP servers get it as a root", usage="PATH")
+async def _add_dir(ctx: CommandContext, arg: str) -> None:
+    import os
+
+    from rich.text import Text
+
+    from nanohermes.assemble import mcp_roots
+
+    if not arg.strip():
+        ctx.print(Text("usage: /add-dir PATH (a folder, absolute or from the workspace)", style="red"))
+        return
+    folder = (ctx.workspace / os.path.expanduser(arg.strip())).resolve()
+    if not folder.is_dir():
+        ctx.print(Text(f"{folder} is not a folder; give an existing folder", style="red"))
+        return
+    roots = ctx.config.extra_write_roots
+    if str(folder) not in roots and folder != ctx.workspace.resolve():
+        roots.append(str(folder))
+    mcp = ctx.built.mcp if ctx.built is not None else None
+    if mcp is not None:
+        await mcp.set_roots(mcp_roots(ctx.config, ctx.workspace))
+    told = "; MCP servers were told (roots/list_changed)" if mcp is not None else ""
+    ctx.print(Text(f"added {folder} for this session: writes there are not asked as outside the workspace{told}",
+                   style="green"))
 
 
 def install_custom_commands(registry: Registry, workspace: Path) -> list[str]:
