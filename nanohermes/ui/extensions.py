@@ -40,8 +40,14 @@ async def _add_dir(ctx: CommandContext, arg: str) -> None:
     if not arg.strip():
         ctx.print(Text("usage: /add-dir PATH (a folder, absolute or from the workspace)", style="red"))
         return
-    folder = (ctx.workspace / os.path.expanduser(arg.strip())).resolve()
-    if not folder.is_dir():
+    def look() -> tuple[Path, bool]:  # file system calls, off the loop
+        found = (ctx.workspace / os.path.expanduser(arg.strip())).resolve()
+        return found, found.is_dir()
+
+    import asyncio
+
+    folder, is_dir = await asyncio.to_thread(look)
+    if not is_dir:
         ctx.print(Text(f"{folder} is not a folder; give an existing folder", style="red"))
         return
     roots = ctx.config.extra_write_roots
