@@ -413,13 +413,16 @@ class StreamJsonSink(Sink):
 
 
 def _input(arguments: str) -> dict[str, Any]:
-    """A call's arguments as a tool_use block's `input` (an object): the model's JSON, or the
-    raw text under `arguments` when it is not an object (the call's result says what was wrong)."""
+    """A call's arguments as a tool_use block's `input` (an object), read as the runtime reads
+    them (nesting bounded first), or the raw text under `arguments` when they are not an object
+    (the call's result says what was wrong)."""
+    from nanohermes.arguments import parse_arguments
+    from nanohermes.budget import Limits
+
     try:
-        value = json.loads(arguments or "{}")
+        return parse_arguments(arguments, Limits().tool_args_max_depth)
     except ValueError:
         return {"arguments": arguments}
-    return value if isinstance(value, dict) else {"arguments": arguments}
 
 
 SINKS: dict[str, type[Sink]] = {sink.fmt: sink for sink in (TextSink, JsonSink, StreamJsonSink)}
