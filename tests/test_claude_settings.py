@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -189,3 +190,24 @@ def test_a_looser_default_mode_waits_for_trust(workspace: Path) -> None:
 ])
 def test_rules_are_carried_over(rule: str, kind: str, ours: list[str] | None, workspace: Path) -> None:
     assert translate_rule(rule, kind, workspace) == ours
+
+
+@pytest.mark.skipif(shutil.which("jq") is None, reason="jq is not installed")
+def test_a_claude_settings_jq_guard_blocks_rm_in_a_trusted_project(cli, server: FakeServer,  # type: ignore[no-untyped-def]
+                                                                  workspace: Path) -> None:
+    """The guard as a Claude Code user keeps it: in .claude/hooks, named in .claude/settings.json
+    with $CLAUDE_PROJECT_DIR, reading the command with jq."""
+    hooks = workspace / ".claude" / "hooks"
+    hooks.mkdir(parents=True)
+    guard = hooks / "no-rm.sh"
+    guard.write_text("#!/bin/sh\ncmd=$(jq -r '.tool_input.command')\n"
+                     "case \"$cmd\" in *rm\\ *) echo \"blocked: $cmd\" >&2; exit 2 ;; esac\n")
+    guard.chmod(0o755)
+    settings(workspace, {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/no-rm.sh"}]}]}})
+    (workspace / "keep.txt").write_text("x")
+    server.add(tool_reply(call("run_command", {"command": "rm keep.txt"}, id="rm")), Reply(text="done"))
+    ran = cli("-p", "clean", "--yes", server=server, config=trusted(workspace))
+    assert ran.code == 0, ran.err
+    assert (workspace / "keep.txt").exists()
+    assert results(server)["rm"] == "ERROR: blocked by a PreToolUse hook: blocked: rm keep.txt"

@@ -584,7 +584,7 @@ class McpManager:
         from mcp import Client  # heavy: only when a server is configured
 
         cfg = s.live = expanded(s.config)
-        timeout = call_timeout = self.limits.mcp_call_timeout_secs
+        call_timeout = self.limits.mcp_call_timeout_secs
         transport: Any
         if cfg.url is not None:
             import httpx2  # the HTTP client the SDK's transports are written for
@@ -599,7 +599,7 @@ class McpManager:
             if cfg.transport == "sse":
                 from mcp.client.sse import sse_client
 
-                transport = sse_client(cfg.url, timeout=30.0, sse_read_timeout=max(timeout, 300.0),
+                transport = sse_client(cfg.url, timeout=30.0, sse_read_timeout=max(call_timeout, 300.0),
                                        httpx_client_factory=client)
             else:
                 from mcp.client.streamable_http import streamable_http_client
@@ -610,8 +610,10 @@ class McpManager:
                                         lambda why: self._exited(s, why))
         # The initialize handshake, as Claude Code speaks it: what servers implement today, and
         # what carries roots, elicitation, sampling and list_changed as requests and notifications.
+        # No read timeout of the SDK's: it would bound the handshake too, which the startup
+        # timeout bounds; each request is bounded in `request`.
         return await stack.enter_async_context(Client(
-            transport, mode="legacy", read_timeout_seconds=timeout, list_roots_callback=self._list_roots,
+            transport, mode="legacy", list_roots_callback=self._list_roots,
             elicitation_callback=lambda _, params: self._elicitation(s, params),
             sampling_callback=lambda _, params: self._sampling(s), message_handler=lambda m: self._message(s, m)))
 
@@ -676,7 +678,7 @@ class McpManager:
         if client is None:
             return
         try:
-            tools = await self._list_tools(s, client)
+            tools = await asyncio.wait_for(self._list_tools(s, client), self.limits.mcp_call_timeout_secs)
         except Exception as e:
             if self.on_notice is not None:
                 self.on_notice(f"MCP server {s.name} changed its tools, but listing them failed "
@@ -840,8 +842,12 @@ class McpManager:
         if client is None:  # `server()` hands out connected servers only; one may drop in between
             raise ToolError(f"MCP server {s.name} is not connected ({s.status}); see /mcp")
         s._calls += 1
+        timeout = self.limits.mcp_call_timeout_secs
         try:
-            return await fn(client)
+            return await asyncio.wait_for(fn(client), timeout)
+        except TimeoutError:
+            raise ToolError(f"{what} timed out after {timeout:g} s (limit mcp_call_timeout_secs); "
+                            f"try a smaller request") from None
         except MCPError as e:
             if e.code == _REQUEST_TIMEOUT:
                 raise ToolError(f"{what} timed out after {self.limits.mcp_call_timeout_secs:g} s "
