@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from nanohermes.budget import Limits
 from nanohermes.permissions import Effect
-from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError, about
+from nanohermes.tools.base import Approval, Params, Tool, ToolContext, ToolError, about
 
 # The MCP tools loaded with tool_search, oldest first (session state: they stay loaded).
 LOADED = "tool_search.loaded"
