@@ -227,11 +227,11 @@ class Hooks:
         if not hooks:
             return None
         inputs = tool_inputs(tool, args, self.workspace)
-        tool_input: dict[str, Any] | None = None  # a hook's updatedInput
+        rewritten = False
         decision: str | None = None
         reasons: list[str] = []
         for hook in hooks:
-            for sent in inputs if tool_input is None else [tool_input]:
+            for sent in inputs:
                 extra = _named({"tool_name": tool.name, "tool_input": sent}, hook, tool.name, tool.claude_names)
                 run = await self.run(hook, self.payload("PreToolUse", **extra))
                 if run.code == BLOCK_EXIT:
@@ -247,18 +247,19 @@ class Hooks:
                         return PreToolUse(args, refusal=f"ERROR: a PreToolUse hook rewrote the input of one of the "
                                                         f"{len(inputs)} files {tool.name} touches; a call touching "
                                                         f"several files cannot be rewritten, so it was refused")
-                    tool_input = ours_again(out["updatedInput"], sent, type(args).claude_fields)
+                    try:
+                        args = tool.parse(ours_again(out["updatedInput"], sent, type(args).claude_fields))
+                    except ToolError as e:
+                        return PreToolUse(args, refusal=f"ERROR: a PreToolUse hook rewrote the arguments of "
+                                                       f"{tool.name} into invalid ones: {e}")
+                    rewritten = True
+                    inputs = tool_inputs(tool, args, self.workspace)  # what the next hooks are shown
                 if said == "ask" or (said == "allow" and decision is None):
                     decision = said
                     reasons.append(reason)
                 elif said is not None:
                     self._warn(hook, f"unknown permissionDecision {str(said)[:40]!r} ignored (allow, deny or ask)")
-        if tool_input is not None:
-            try:
-                args = tool.parse(tool_input)
-            except ToolError as e:
-                return PreToolUse(args, refusal=f"ERROR: a PreToolUse hook rewrote the arguments of {tool.name} "
-                                               f"into invalid ones: {e}")
+        if rewritten:
             self.emit(Notice(level="info", text=f"a PreToolUse hook rewrote the arguments of {tool.name}"))
         return PreToolUse(args, decision=decision, reason="; ".join(r for r in reasons if r))
 

@@ -159,11 +159,6 @@ def result_content(result: Any, server: str, save: SaveFn | None = None,
     return "\n".join(parts), tuple(images)
 
 
-def result_text(result: Any, server: str) -> str:
-    """A CallToolResult as text, binary content only described (nowhere to save it)."""
-    return result_content(result, server)[0]
-
-
 def _media_note(kind: str, mime: str | None, data: str, save: SaveFn | None, images: list[Image] | None) -> str:
     import base64
     import binascii
