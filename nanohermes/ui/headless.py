@@ -326,7 +326,8 @@ class StreamJsonSink(Sink):
         if isinstance(event, UsageUpdate):
             self._usage = event.usage
         if isinstance(event, MessageAdded):
-            if (obj := self._message(event.message)) is not None:
+            usage, self._usage = self._usage, None
+            if (obj := self._message(event.message, usage)) is not None:
                 # The model's answer without tool calls is the turn's last message.
                 self._line(obj, last=obj["type"] == "assistant" and not event.message.tool_calls)
         elif isinstance(event, TurnEnded):
@@ -341,9 +342,9 @@ class StreamJsonSink(Sink):
     def _base(self) -> dict[str, Any]:
         return {"parent_tool_use_id": None, "session_id": self.session_id, "uuid": str(uuid.uuid4())}
 
-    def _message(self, m: Message) -> dict[str, Any] | None:
-        """A message of the conversation as Claude Code prints it; None for what it does not
-        print (the prompt, the system prompt)."""
+    def _message(self, m: Message, usage: Usage | None = None) -> dict[str, Any] | None:
+        """A message of the conversation as Claude Code prints it (`usage`: the model call's
+        that wrote it); None for what it does not print (the prompt, the system prompt)."""
         if m.role == "assistant":
             blocks: list[dict[str, Any]] = []
             if m.reasoning:
@@ -352,8 +353,7 @@ class StreamJsonSink(Sink):
                 blocks.append({"type": "text", "text": m.content})
             for c in m.tool_calls:
                 blocks.append({"type": "tool_use", "id": c.id, "name": c.name, "input": _input(c.arguments)})
-            u = self._usage or Usage()
-            self._usage = None
+            u = usage or Usage()
             return {"type": "assistant", "message": {
                 "id": f"msg_{uuid.uuid4().hex}", "type": "message", "role": "assistant", "model": self.model,
                 "content": blocks, "stop_reason": "tool_use" if m.tool_calls else "end_turn", "stop_sequence": None,
