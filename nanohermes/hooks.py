@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nanohermes import programs
 from nanohermes.budget import Limits, clamp
 from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, TurnEnded
 from nanohermes.session import Session
@@ -161,6 +162,8 @@ class Hooks:
 
         env = {**os.environ, **configured_env(), "NANOHERMES_PROJECT_DIR": str(self.workspace),
                "CLAUDE_PROJECT_DIR": str(self.workspace)}
+        if "PATH" not in configured_env():  # never a program a sandboxed command wrote, by name
+            env["PATH"] = programs.outside_path(env.get("PATH", os.defpath))
         try:
             proc = await asyncio.create_subprocess_shell(
                 hook.command, cwd=self.workspace, env=env, start_new_session=True, stdin=asyncio.subprocess.PIPE,

@@ -77,6 +77,17 @@ def find(name: str, *, first: Iterable[str] = ()) -> str | None:
     return found
 
 
+def outside_path(path: str) -> str:
+    """A PATH value without its relative entries and those inside a writable root: for the
+    person's own commands that nanohermes starts (hooks, MCP servers), so a program a
+    sandboxed command wrote in `.venv/bin` or `node_modules/.bin` never runs for one of them
+    by name. A program named by its path still runs (the person's choice)."""
+    roots = writable_roots()
+    kept = [f for f in path.split(os.pathsep) if f and os.path.isabs(f)
+            and not _inside(os.path.realpath(f), roots) and not _inside(os.path.abspath(f), roots)]
+    return os.pathsep.join(kept)
+
+
 def git() -> str:
     """git's absolute path; FileNotFoundError when none is usable."""
     path = find("git")

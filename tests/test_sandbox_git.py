@@ -256,3 +256,29 @@ def test_a_relative_or_writable_path_entry_is_skipped_for_nanohermes_own_program
         os.environ["PATH"] = old
         programs.settle([])
     time.sleep(0)  # nothing left running
+
+
+def test_hooks_and_mcp_servers_never_find_a_program_the_model_wrote_by_name(cli: Any, server: FakeServer,
+                                                                            workspace: Path,
+                                                                            venv_path: dict[str, str],
+                                                                            evil: tuple[Path, Path]) -> None:
+    """The person's hook names `fmt`, found on PATH; a sandboxed command wrote `.venv/bin/fmt`
+    first on that PATH. The hook runs the person's own `fmt`, outside the workspace."""
+    script, mark = evil
+    own = workspace.parent / "own-bin"
+    own.mkdir()
+    (own / "fmt").write_text(f"#!/bin/sh\necho own >> {mark}.own\n")
+    (own / "fmt").chmod(0o755)
+    env = {**venv_path, "PATH": f"{venv_path['PATH'].split(os.pathsep)[0]}{os.pathsep}{own}{os.pathsep}{os.environ['PATH']}"}
+    hooks = {"hooks": {"PostToolUse": [{"matcher": "run_command", "hooks": [{"type": "command", "command": "fmt"}]}]}}
+    model_runs(cli, server, f"cp {script} .venv/bin/fmt", config=hooks, env=env)
+    assert (workspace / ".venv" / "bin" / "fmt").exists()  # the command wrote it
+    Path(f"{mark}.own").unlink()
+    subprocess.run("fmt", shell=True, cwd=workspace, env={**os.environ, **env}, check=True)
+    assert mark.exists()  # the control: by name, on this PATH, `fmt` is the model's program
+    mark.unlink()
+    server.add(tool_reply(call("run_command", {"command": "true"}, id="again")), Reply(text="done"))
+    r = cli("-p", "again", server=server, stdin=None, config=hooks, env=env)
+    assert r.code == 0, r.err
+    assert not mark.exists()  # the hook did not run it
+    assert Path(f"{mark}.own").exists()  # but the person's own program

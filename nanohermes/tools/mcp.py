@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
+from nanohermes import programs
 from nanohermes.budget import Limits
 from nanohermes.config import McpServerConfig
 from nanohermes.events import ElicitationReply, ElicitationRequest
@@ -710,8 +711,10 @@ class McpManager:
             cwd = self.workspace / cwd
         # The SDK starts a server with a few safe variables (PATH, HOME, ...) and the `env`
         # its config names; nanohermes adds only what shell_env.keep lets children have.
+        # A program found by name is never one a sandboxed command wrote inside the workspace.
+        path = {"PATH": programs.outside_path(os.environ.get("PATH", os.defpath))}
         return StdioServerParameters(command=os.path.expanduser(cfg.command or ""), args=list(cfg.args),
-                                     env={**kept_env(), **cfg.env} or None, cwd=cwd)
+                                     env={**path, **kept_env(), **cfg.env}, cwd=cwd)
 
     def _errlog(self, s: Server, stack: AsyncExitStack) -> Any:
         """A server's stderr goes to its own log file, never over the user's terminal."""
