@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 from nanohermes.config import Config, Loaded
 from nanohermes.dirs import config_home, data_home, private_dir, state_home
+from nanohermes.llm.quirks import Hint, entries
 
 if TYPE_CHECKING:
     import httpx
@@ -75,12 +76,9 @@ async def check_config(s: Setup) -> list[Check]:
 
 
 # Why a model answers the tool probe in text, by server: each needs a start-up flag or a model
-# whose chat template knows tools.
-TOOL_HINTS = {
-    "llama.cpp": "start llama-server with --jinja (tool calls need the model's chat template)",
-    "vllm": "start vLLM with --enable-auto-tool-choice --tool-call-parser <parser for the model> (e.g. hermes)",
-    "ollama": "use an Ollama model that supports tools (`ollama show MODEL` lists `tools` under Capabilities)",
-}
+# whose chat template knows tools (the quirk table's `hint.*` entries, in its order).
+_SERVERS = [h for _, h in entries(Hint)]
+TOOL_HINTS = {h.server: h.text for h in _SERVERS}
 # The endpoint's checks, always each listed once and in this order, whatever failed: one that
 # cannot run because an earlier one failed is shown as skipped, with the reason.
 ENDPOINT_CHECKS = ("endpoint", "model", "api key", "chat", "tool calls")
@@ -89,13 +87,8 @@ ENDPOINT_CHECKS = ("endpoint", "model", "api key", "chat", "tool calls")
 def _server_kind(cfg: Config, owners: set[str], server_header: str) -> str | None:
     """Which local server this is, from the /models owners, the Server header or the port."""
     text = " ".join(owners | {server_header}).lower()
-    if "llama" in text:
-        return "llama.cpp"
-    if "vllm" in text:
-        return "vllm"
-    if "ollama" in text or "library" in owners or ":11434" in cfg.base_url:
-        return "ollama"
-    return None
+    return next((h.server for h in _SERVERS if any(w in text for w in h.names) or owners & set(h.owners)
+                 or (h.port is not None and f":{h.port}" in cfg.base_url)), None)
 
 
 def _wire(cfg: Config) -> OpenAIChat | OpenAIResponses:

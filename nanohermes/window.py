@@ -1,14 +1,12 @@
 """The model's context window and the compaction budget that follows it.
 
-Where the window comes from, first that says: the endpoint (OpenRouter's and Together's
-`context_length` on `/models`, vLLM's `max_model_len`, Groq's `context_window`, Mistral's
-`max_context_length`; for a local server, llama.cpp's `n_ctx` from `/props` or `/slots`, LM
-Studio's `loaded_context_length` or `max_context_length` from `/api/v0/models`, Ollama's
-loaded `context_length` from `/api/ps`, else `num_ctx` or the model's `*.context_length` from
-`/api/show`); else a table of known model families; else `context_window_tokens` from the
-config. Compaction starts when the context passes `compact_at_share` of the window, measured
-in tokens from the endpoint's last reported usage (plus the messages since), in chars at 4 a
-token when it reports none. `session_budget_chars`, set by the person, overrides all of it.
+Where the window comes from, first that says: the endpoint, in the fields the quirk table
+names (`nanohermes.llm.quirks`, `window.*`: `/models` fields such as vLLM's `max_model_len`;
+for a local server, llama.cpp's `/props` or `/slots`, LM Studio's `/api/v0/models`, Ollama's
+`/api/ps`, else its `/api/show`); else a table of known model families; else
+`context_window_tokens` from the config. Compaction starts when the context passes
+`compact_at_share` of the window, measured in tokens from the endpoint's last reported usage
+(plus the messages since), in chars at 4 a token when it reports none. `session_budget_chars`, set by the person, overrides all of it.
 
 The lookup never delays or fails a turn: a remote endpoint's answer is cached per base_url
 and model in the cache folder for a day; a local server (loopback or a private address, whose
@@ -30,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from nanohermes.budget import Limits
+from nanohermes.llm.quirks import WindowField, entries
+from nanohermes.llm.quirks import data as quirk_data
 from nanohermes.messages import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:
@@ -107,9 +107,24 @@ def _positive(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-# The fields a /models entry names its window in, and whose they are.
-_MODEL_FIELDS = (("max_model_len", "vLLM max_model_len"), ("context_length", "context_length"),
-                 ("context_window", "context_window"), ("max_context_length", "max_context_length"))
+def _fields(route: str) -> list[WindowField]:
+    """The fields an entry of `route`'s answer names the window in, first that says wins."""
+    return [w for _, w in entries(WindowField) if w.route == route]
+
+
+def _dig(entry: dict[str, Any], path: str) -> Any:
+    """The value at a dotted path of `entry` (None when a step is missing)."""
+    value: Any = entry
+    for step in path.split("."):
+        value = value.get(step) if isinstance(value, dict) else None
+    return value
+
+
+def _first(entry: dict[str, Any], route: str) -> Window | None:
+    for w in _fields(route):
+        if (n := _positive(_dig(entry, w.field))) is not None:
+            return Window(n, w.source)
+    return None
 
 
 def from_models_list(body: Any, model: str) -> Window | None:
@@ -117,70 +132,70 @@ def from_models_list(body: Any, model: str) -> Window | None:
     data = body.get("data") if isinstance(body, dict) else None
     if not isinstance(data, list):
         return None
-    entries = [e for e in data if isinstance(e, dict)]
-    entry = next((e for e in entries if e.get("id") == model), None)
+    listed = [e for e in data if isinstance(e, dict)]
+    entry = next((e for e in listed if e.get("id") == model), None)
     if entry is None:  # `openai/gpt-4.1` listed for `gpt-4.1`, or the other way round
-        entry = next((e for e in entries if isinstance(e.get("id"), str) and
+        entry = next((e for e in listed if isinstance(e.get("id"), str) and
                       (e["id"].endswith("/" + model) or model.endswith("/" + e["id"]))), None)
-    if entry is None and len(entries) == 1:
-        entry = entries[0]  # a local server serving one model under another name
-    if entry is None:
-        return None
-    for key, what in _MODEL_FIELDS:
-        if (n := _positive(entry.get(key))) is not None:
-            return Window(n, f"endpoint /models {what}")
-    top = entry.get("top_provider")
-    if isinstance(top, dict) and (n := _positive(top.get("context_length"))) is not None:
-        return Window(n, "endpoint /models top_provider context_length")
-    return None
+    if entry is None and len(listed) == 1:
+        entry = listed[0]  # a local server serving one model under another name
+    return _first(entry, "/models") if entry is not None else None
 
 
 def from_llamacpp(body: Any) -> Window | None:
-    """llama.cpp's `/props` (`default_generation_settings.n_ctx`) or `/slots` (each slot's `n_ctx`)."""
+    """llama.cpp's `/props` (`default_generation_settings.n_ctx`, or `n_ctx` at the top in older
+    builds) or `/slots` (each slot's `n_ctx`)."""
+    # quirk: window.llamacpp-props, window.llamacpp-slots
     if isinstance(body, dict):
-        settings = body.get("default_generation_settings")
-        n = _positive(settings.get("n_ctx")) if isinstance(settings, dict) else _positive(body.get("n_ctx"))
-        return Window(n, "endpoint /props n_ctx (llama.cpp)") if n else None
-    if isinstance(body, list) and body and isinstance(body[0], dict) and (n := _positive(body[0].get("n_ctx"))):
-        return Window(n, "endpoint /slots n_ctx (llama.cpp)")
+        props = quirk_data("window.llamacpp-props", WindowField)
+        group, _, key = props.field.rpartition(".")
+        settings = body.get(group)
+        n = _positive(settings.get(key)) if isinstance(settings, dict) else _positive(body.get(key))
+        return Window(n, props.source) if n else None
+    slots = quirk_data("window.llamacpp-slots", WindowField)
+    if isinstance(body, list) and body and isinstance(body[0], dict) and (n := _positive(body[0].get(slots.field))):
+        return Window(n, slots.source)
     return None
 
 
 def from_lmstudio(body: Any, model: str) -> Window | None:
     """LM Studio's `/api/v0/models`: the loaded context if the model is loaded, else its maximum."""
     data = body.get("data") if isinstance(body, dict) else None
-    entries = [e for e in data if isinstance(e, dict)] if isinstance(data, list) else ([body] if isinstance(body, dict) else [])
-    entry = next((e for e in entries if e.get("id") == model), None)
-    if entry is None:
-        return None
-    if (n := _positive(entry.get("loaded_context_length"))) is not None:
-        return Window(n, "endpoint /api/v0/models loaded_context_length (LM Studio)")
-    if (n := _positive(entry.get("max_context_length"))) is not None:
-        return Window(n, "endpoint /api/v0/models max_context_length (LM Studio)")
-    return None
+    listed = [e for e in data if isinstance(e, dict)] if isinstance(data, list) else ([body] if isinstance(body, dict) else [])
+    entry = next((e for e in listed if e.get("id") == model), None)
+    return _first(entry, "/api/v0/models") if entry is not None else None
 
 
 def from_ollama_ps(body: Any, model: str) -> Window | None:
     """Ollama's `/api/ps`: the context the loaded model really runs with."""
-    loaded = body.get("models") if isinstance(body, dict) else None
+    # quirk: window.ollama-ps
+    ps = quirk_data("window.ollama-ps", WindowField)
+    group, _, key = ps.field.partition(".")
+    loaded = body.get(group) if isinstance(body, dict) else None
     for m in loaded if isinstance(loaded, list) else ():
-        if isinstance(m, dict) and model in (m.get("name"), m.get("model")) and (n := _positive(m.get("context_length"))):
-            return Window(n, "endpoint /api/ps context_length (Ollama)")
+        if isinstance(m, dict) and model in (m.get("name"), m.get("model")) and (n := _positive(m.get(key))):
+            return Window(n, ps.source)
     return None
 
 
 def from_ollama_show(body: Any) -> Window | None:
-    """Ollama's `/api/show`: `num_ctx` among the model's parameters, else its `*.context_length`."""
+    """Ollama's `/api/show`: `num_ctx` among the model's parameters (a text of `name value`
+    lines), else its `*.context_length`."""
+    # quirk: window.ollama-num-ctx, window.ollama-model-info
     if not isinstance(body, dict):
         return None
-    params = body.get("parameters")
-    if isinstance(params, str) and (m := re.search(r"^\s*num_ctx\s+(\d+)\s*$", params, re.MULTILINE)):
-        return Window(int(m.group(1)), "endpoint /api/show num_ctx (Ollama)")
-    info = body.get("model_info")
+    num_ctx = quirk_data("window.ollama-num-ctx", WindowField)
+    group, _, name = num_ctx.field.partition(".")
+    params = body.get(group)
+    if isinstance(params, str) and (m := re.search(rf"^\s*{re.escape(name)}\s+(\d+)\s*$", params, re.MULTILINE)):
+        return Window(int(m.group(1)), num_ctx.source)
+    model_info = quirk_data("window.ollama-model-info", WindowField)
+    group, _, suffix = model_info.field.partition(".*")
+    info = body.get(group)
     if isinstance(info, dict):
         for key, value in info.items():
-            if key.endswith(".context_length") and (n := _positive(value)) is not None:
-                return Window(n, f"endpoint /api/show {key} (Ollama)")
+            if key.endswith(suffix) and (n := _positive(value)) is not None:
+                return Window(n, model_info.source.format(key=key))
     return None
 
 

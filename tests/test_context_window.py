@@ -50,6 +50,9 @@ SHAPES = {
 }
 
 
+@pytest.mark.quirk("window.openrouter", "window.vllm", "window.groq", "window.llamacpp-props", "window.llamacpp-slots",
+                   "window.lmstudio-loaded", "window.lmstudio-max", "window.ollama-ps", "window.ollama-num-ctx",
+                   "window.ollama-model-info")
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_the_window_is_read_from_each_endpoint_shape(cli, shape: str) -> None:
     options, tokens, source = SHAPES[shape]

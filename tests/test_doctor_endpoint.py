@@ -37,6 +37,7 @@ def test_an_endpoint_quoting_the_key_is_shown_redacted(cli, server: FakeServer) 
     assert key not in r.out + r.err
 
 
+@pytest.mark.quirk("hint.llamacpp", "hint.vllm", "hint.ollama")
 def test_a_text_answer_to_the_probe_fails_tool_calls_with_every_server_hint(cli, server: FakeServer) -> None:
     server.add(Reply(text="Sure! ok=true"))
     r = doctor(cli, "--base-url", server.base_url, "--model", "fake-model")
@@ -48,6 +49,7 @@ def test_a_text_answer_to_the_probe_fails_tool_calls_with_every_server_hint(cli,
     assert "ollama: use an Ollama model that supports tools" in r.out
 
 
+@pytest.mark.quirk("hint.llamacpp", "hint.vllm", "hint.ollama")
 @pytest.mark.parametrize(("owner", "hint", "not_hint"), [
     ("llamacpp", "fix: start llama-server with --jinja", "vLLM"),
     ("vllm", "fix: start vLLM with --enable-auto-tool-choice --tool-call-parser", "--jinja"),

@@ -44,6 +44,7 @@ def run(cli, server: FakeServer, *extra: str) -> Any:  # type: ignore[no-untyped
     return r
 
 
+@pytest.mark.quirk("calls.parallel-whole-at-index-0")
 def test_ollama_parallel_calls_reuse_index_0(cli, server: FakeServer, files: Path) -> None:
     # Ollama sends each parallel call whole, every one at index 0, each with its own id.
     server.add(Raw(body=sse(*calls(
@@ -59,6 +60,7 @@ def test_ollama_parallel_calls_reuse_index_0(cli, server: FakeServer, files: Pat
     assert any("beta contents" in t for t in results(server.requests[1]))
 
 
+@pytest.mark.quirk("calls.parallel-streamed-at-index-0")
 def test_sglang_streamed_parallel_calls_reuse_index_0(cli, server: FakeServer, files: Path) -> None:
     # SGLang streams each call in pieces, the second again at index 0 with a new id and name.
     server.add(Raw(body=sse(*calls(
@@ -76,6 +78,7 @@ def test_sglang_streamed_parallel_calls_reuse_index_0(cli, server: FakeServer, f
     assert len(results(server.requests[1])) == 2
 
 
+@pytest.mark.quirk("calls.new-id-on-every-fragment")
 def test_lmstudio_new_id_on_every_fragment_is_one_call(cli, server: FakeServer, files: Path) -> None:
     # LM Studio: each fragment of one call carries an id of its own; only the first names the tool.
     server.add(Raw(body=sse(*calls(
@@ -93,6 +96,7 @@ def test_lmstudio_new_id_on_every_fragment_is_one_call(cli, server: FakeServer, 
     assert "alpha contents" in result and "beta contents" in result
 
 
+@pytest.mark.quirk("calls.name-on-every-fragment")
 def test_name_repeated_on_every_fragment_is_set_once(cli, server: FakeServer, files: Path) -> None:
     server.add(Raw(body=sse(*calls(
         {"index": 0, "id": "call_r", "type": "function", "function": {"name": "read_file", "arguments": '{"pa'}},
@@ -106,6 +110,7 @@ def test_name_repeated_on_every_fragment_is_set_once(cli, server: FakeServer, fi
     assert json.loads(sent[0]["function"]["arguments"]) == {"path": "a.txt"}
 
 
+@pytest.mark.quirk("calls.no-index")
 def test_gemini_index_less_fragments_form_one_call(cli, server: FakeServer, files: Path) -> None:
     server.add(Raw(body=sse(*calls(
         {"id": "g1", "type": "function", "function": {"name": "read_file", "arguments": '{"path":'}},
@@ -118,6 +123,7 @@ def test_gemini_index_less_fragments_form_one_call(cli, server: FakeServer, file
     assert "alpha contents" in results(server.requests[1])[0]
 
 
+@pytest.mark.quirk("calls.provider-fields")
 def test_gemini_thought_signature_is_echoed_on_the_tool_call(cli, server: FakeServer, files: Path) -> None:
     extra = {"google": {"thought_signature": "sig-123=="}}
     server.add(Raw(body=sse(*calls(
@@ -129,6 +135,7 @@ def test_gemini_thought_signature_is_echoed_on_the_tool_call(cli, server: FakeSe
     assert assistant_calls(server.requests[1])[0]["extra_content"] == extra
 
 
+@pytest.mark.quirk("calls.object-arguments")
 def test_llamacpp_object_arguments_are_serialised(cli, server: FakeServer, files: Path) -> None:
     server.add(Raw(body=sse(*calls(
         {"index": 0, "id": "l1", "type": "function", "function": {"name": "read_file", "arguments": {"path": "b.txt"}}},
@@ -140,6 +147,7 @@ def test_llamacpp_object_arguments_are_serialised(cli, server: FakeServer, files
     assert "beta contents" in results(server.requests[1])[0]
 
 
+@pytest.mark.quirk("calls.prefixed-name")
 def test_functions_prefix_is_stripped_for_a_known_tool(cli, server: FakeServer, files: Path) -> None:
     server.add(Raw(body=sse(*calls(
         {"index": 0, "id": "k1", "type": "function", "function": {"name": "functions.read_file", "arguments": '{"path": "a.txt"}'}},
@@ -152,6 +160,7 @@ def test_functions_prefix_is_stripped_for_a_known_tool(cli, server: FakeServer, 
     assert "alpha contents" in first and second.startswith("ERROR:")
 
 
+@pytest.mark.quirk("body.whole-json-answer")
 def test_complete_json_answer_to_a_stream_request_is_used(cli, server: FakeServer) -> None:
     body = {"id": "x", "object": "chat.completion", "model": "fake-model",
             "choices": [{"index": 0, "message": {"role": "assistant", "content": "whole answer"}, "finish_reason": "stop"}],
@@ -175,6 +184,7 @@ def test_html_page_from_a_proxy_fails_at_once(cli, server: FakeServer) -> None:
     assert "retrying" not in r.err and len(server.requests) == 1
 
 
+@pytest.mark.quirk("error.list-body")
 def test_gemini_list_shaped_error_body_keeps_its_message(cli, server: FakeServer) -> None:
     body = [{"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.", "status": "INVALID_ARGUMENT"}}]
     server.add(Raw(body=json.dumps(body).encode(), status=400, content_type="application/json"))
@@ -185,6 +195,7 @@ def test_gemini_list_shaped_error_body_keeps_its_message(cli, server: FakeServer
     assert "hint: check the key" in r.err
 
 
+@pytest.mark.quirk("stream.comment-keepalive")
 def test_openrouter_keepalive_comments_and_error_chunk(cli, server: FakeServer) -> None:
     server.add(Raw(body=sse(b": OPENROUTER PROCESSING\n\n", chunk({"content": "Hel"}), b": OPENROUTER PROCESSING\n\n",
                             chunk({"content": "lo"}, "stop"))))
@@ -232,6 +243,7 @@ OVERFLOWS = {
 }
 
 
+@pytest.mark.quirk("error.string-body", "error.list-body", "stream.error-line")
 @pytest.mark.parametrize("provider", list(OVERFLOWS))
 def test_context_overflow_in_each_wording_compacts(cli, server: FakeServer, workspace: Path, provider: str) -> None:
     (workspace / "big.txt").write_text(("z" * 99 + "\n") * 40)
@@ -290,6 +302,7 @@ def test_context_overflow_inside_a_200_stream_compacts(cli, server: FakeServer, 
     assert "the endpoint said the context is too long" in r.err
 
 
+@pytest.mark.quirk("stream.named-error-event")
 def test_a_named_error_event_ends_the_stream_with_its_message(cli, server: FakeServer) -> None:
     # Anthropic-style proxies name the event instead of wrapping the body in "error".
     server.add(Raw(body=(b'event: error\ndata: {"type": "invalid_request_error", "message": "model is not allowed"}\n\n',)))
@@ -300,6 +313,7 @@ def test_a_named_error_event_ends_the_stream_with_its_message(cli, server: FakeS
     assert "retrying" not in r.err
 
 
+@pytest.mark.quirk("body.json-labelled-as-stream")
 def test_proxy_labelling_a_whole_json_answer_as_an_event_stream_is_used(cli, server: FakeServer) -> None:
     # Some proxies forward the upstream's complete answer under the stream's content type.
     body = {"id": "x", "object": "chat.completion", "model": "fake-model",
@@ -316,6 +330,7 @@ def test_proxy_labelling_a_whole_json_answer_as_an_event_stream_is_used(cli, ser
     assert "retrying" not in r.err and len(server.requests) == 1
 
 
+@pytest.mark.quirk("body.json-labelled-as-stream")
 def test_proxy_labelling_a_json_error_as_an_event_stream_keeps_its_message(cli, server: FakeServer) -> None:
     server.add(Raw(body=b'{"error": {"message": "model is not allowed for this key", "type": "invalid_request_error"}}',
                    content_type="text/event-stream"))
@@ -326,6 +341,7 @@ def test_proxy_labelling_a_json_error_as_an_event_stream_keeps_its_message(cli, 
     assert "retrying" not in r.err and len(server.requests) == 1
 
 
+@pytest.mark.quirk("calls.empty-object-placeholder")
 def test_empty_object_opening_fragment_then_text_arguments_is_one_object(cli, server: FakeServer, files: Path) -> None:
     # The opening fragment carries `"arguments": {}`, then the real arguments stream as text.
     server.add(Raw(body=sse(*calls(
@@ -352,6 +368,7 @@ def test_empty_object_arguments_sent_alone_stay_an_empty_object(cli, server: Fak
     assert assistant_calls(server.requests[1])[0]["function"]["arguments"] == "{}"
 
 
+@pytest.mark.quirk("stream.done-without-finish-reason")
 def test_done_without_finish_reason_ends_the_answer(cli, server: FakeServer) -> None:
     # No chunk names a finish_reason; `data: [DONE]` is the only end.
     server.add(Raw(body=sse(chunk({"role": "assistant", "content": ""}), chunk({"content": "finished "}),
@@ -364,6 +381,7 @@ def test_done_without_finish_reason_ends_the_answer(cli, server: FakeServer) -> 
     assert "retrying" not in r.err and len(server.requests) == 1
 
 
+@pytest.mark.quirk("stream.done-without-finish-reason")
 def test_done_without_finish_reason_after_tool_calls_runs_them(cli, server: FakeServer, files: Path) -> None:
     server.add(Raw(body=sse(chunk({"role": "assistant", "content": None}), chunk({"tool_calls": [
         {"index": 0, "id": "d1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}]}))),

@@ -19,6 +19,7 @@ def files(workspace: Path) -> Path:
     return workspace
 
 
+@pytest.mark.quirk("reasoning.reasoning-content")
 def test_deepseek_reasoning_content_is_passed_back_with_tool_calls(cli, server: FakeServer, files: Path) -> None:
     server.add(Reply(reasoning="I should read a.txt first.", tool_calls=(call("read_file", {"path": "a.txt"}),)),
                Reply(reasoning="It says alpha.", text="The file says alpha."))
@@ -43,6 +44,7 @@ def test_stream_json_has_reasoning_events_and_the_result_has_none(cli, server: F
     print(events[-1]["result"])
 
 
+@pytest.mark.quirk("reasoning.details")
 def test_openrouter_reasoning_details_are_joined_and_echoed(cli, server: FakeServer, files: Path) -> None:
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
@@ -63,6 +65,7 @@ def test_openrouter_reasoning_details_are_joined_and_echoed(cli, server: FakeSer
     assert assistant["reasoning_details"] == [{**detail, "text": "Let me look.", "signature": "sig"}]
 
 
+@pytest.mark.quirk("reasoning.reasoning-content")
 def test_reasoning_only_deltas_never_reach_the_text_answer(cli, server: FakeServer) -> None:
     # vLLM and llama.cpp stream `reasoning_content` with empty content first.
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -96,6 +99,7 @@ def test_reasoning_effort_from_config(cli, server: FakeServer) -> None:
     assert server.requests[0]["reasoning_effort"] == "low"
 
 
+@pytest.mark.quirk("reasoning.encrypted-items")
 def test_responses_reasoning_items_are_carried_across_turns(cli, server: FakeServer, files: Path) -> None:
     server.add(Reply(reasoning="Need the file.", tool_calls=(call("read_file", {"path": "a.txt"}),)),
                Reply(reasoning="Got it.", text="alpha it is"))
@@ -156,6 +160,7 @@ def test_thinking_command_toggles_the_setting() -> None:
     assert "thinking: folded" in str(printed[-1])
 
 
+@pytest.mark.quirk("reasoning.reasoning-content", "reasoning.summary-events")
 @pytest.mark.parametrize("wire", ["chat", "responses"])
 def test_the_agent_emits_reasoning_events_apart_from_text(server: FakeServer, workspace: Path, wire: str) -> None:
     import asyncio

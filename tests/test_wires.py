@@ -118,6 +118,7 @@ def test_stream_json_events_and_transcript_resume(cli, server: FakeServer, wire:
     assert server.violations == []
 
 
+@pytest.mark.quirk("body.whole-json-answer", "body.json-labelled-as-stream")
 @pytest.mark.parametrize("content_type", ["application/json", "text/event-stream"])
 def test_non_streamed_answer_is_read(cli, server: FakeServer, wire: str, content_type: str) -> None:
     # A proxy that ignores `stream` and sends the whole answer as JSON, with its own content
@@ -166,6 +167,7 @@ def test_responses_error_event_mid_stream_is_retried(cli, server: FakeServer) ->
     assert "the endpoint reported an error mid-answer; retrying" in r.err
 
 
+@pytest.mark.quirk("request.stream-options-refused", "request.encrypted-reasoning-refused")
 @pytest.mark.parametrize(("wire", "message", "option"), [
     ("chat", "Unrecognized request argument supplied: stream_options", "stream_options"),
     ("responses", "Encrypted content is not supported with this model.", "include"),
@@ -209,6 +211,7 @@ def test_json_that_is_no_answer_fails_at_once(cli, server: FakeServer, wire: str
     assert len(server.requests) == 1
 
 
+@pytest.mark.quirk("stream.done-on-responses")
 def test_responses_stream_ended_by_done_before_completed_is_finished(cli, server: FakeServer) -> None:
     from nanohermes.testing import Raw
 

@@ -1,14 +1,11 @@
 """The chat-completions wire: `OpenAIChat`, and the one rule that assembles streamed tool calls.
 
 Servers split a tool call into fragments in many ways: OpenAI sends an index with every
-fragment and the id and name once; Ollama and SGLang send each parallel call whole, all at
-index 0; Gemini sends fragments without an index; some repeat the name on every fragment;
-llama.cpp may send the arguments as a JSON object; some open a call with `{}` arguments and
-then stream the real ones as text; some prefix the name with `functions.`; LM Studio may put a
-new id on every fragment of one call (the name on the first only).
-`CallAssembler` reads all of them by one rule (see `feed`). Reasoning deltas
-(`reasoning_content`, `reasoning`, `reasoning_details`) are collected beside the text and
-never mixed into it.
+fragment and the id and name once; the others' shapes (parallel calls all at index 0, no index,
+a name on every fragment, a new id on every fragment, object arguments, a `{}` placeholder, a
+prefixed name) are entries of the quirk table (`nanohermes.llm.quirks`, `calls.*`), and
+`CallAssembler` reads all of them by one rule (see `feed`). Reasoning comes in the fields the
+table names (`reasoning.*`); it is collected beside the text and never mixed into it.
 """
 
 from __future__ import annotations
@@ -21,10 +18,15 @@ from typing import Any, ClassVar
 
 from nanohermes.errors import EndpointError
 from nanohermes.llm.http import HttpWire, Retry, StreamParser, TextSink, estimate_usage
+from nanohermes.llm.quirks import Reasoning, entries, pattern
 from nanohermes.messages import Completion, Message, ToolCall, Usage, image_intro, with_images
 
 _OWN_KEYS = frozenset({"index", "id", "type", "function"})
 _PREFIX_SEPARATORS = (".", ":", "/")
+# The text fields a delta's thinking comes in, the first that holds some wins; and the field
+# of the structured details sent back as they came.
+_THOUGHT_FIELDS = tuple(r.field for _, r in entries(Reasoning, "chat") if r.form == "text")
+_DETAILS = next(r.field for _, r in entries(Reasoning, "chat") if r.form == "details")
 
 
 def tool_names(tools: Sequence[dict[str, Any]]) -> frozenset[str]:
@@ -40,6 +42,7 @@ def tool_names(tools: Sequence[dict[str, Any]]) -> frozenset[str]:
 def known_name(name: str, known: frozenset[str]) -> str:
     """`functions.read_file` (or `tools:read_file`, `default_api/read_file`) is `read_file` when
     that is a tool and the whole name is not; any other name is kept as sent."""
+    # quirk: calls.prefixed-name
     if name in known or not known:
         return name
     for sep in _PREFIX_SEPARATORS:
@@ -51,6 +54,7 @@ def known_name(name: str, known: frozenset[str]) -> str:
 
 def argument_text(value: Any) -> str:
     """Arguments as JSON text: an object some servers send is serialised, text kept as is."""
+    # quirk: calls.object-arguments
     if value is None:
         return ""
     if isinstance(value, str):
@@ -81,6 +85,8 @@ class CallAssembler:
         already used; a fragment without a name continues the call at its index (or the
         current one when it has none), whatever id it carries (the first id is kept); a name
         is set once, never concatenated."""
+        # quirk: calls.parallel-whole-at-index-0, calls.parallel-streamed-at-index-0, calls.no-index,
+        # quirk: calls.name-on-every-fragment, calls.new-id-on-every-fragment, calls.provider-fields
         index = fragment.get("index")
         raw_fn = fragment.get("function")
         fn: dict[str, Any] = raw_fn if isinstance(raw_fn, dict) else {}
@@ -125,6 +131,7 @@ def joined_arguments(pieces: Sequence[str]) -> str:
     an object or as text) and is followed by more is a placeholder some servers put in the
     call's opening fragment before streaming the real arguments: it is dropped, since `{}` with
     anything after it is never valid JSON. A whole object sent alone (llama.cpp) is kept."""
+    # quirk: calls.empty-object-placeholder
     if len(pieces) > 1 and "".join(pieces[0].split()) == "{}" and "".join(pieces[1:]).strip():
         pieces = pieces[1:]
     return "".join(pieces)
@@ -133,7 +140,7 @@ def joined_arguments(pieces: Sequence[str]) -> str:
 def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
-    if isinstance(content, list):  # content parts
+    if isinstance(content, list):  # content parts; quirk: stream.content-parts
         return "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
     return ""
 
@@ -173,7 +180,7 @@ class ChatParser:
         self.finish = self.finish or "stop"
 
     def ended(self) -> None:
-        if self.finish is None:  # `[DONE]` with no finish_reason before it (some servers never send one)
+        if self.finish is None:  # quirk: stream.done-without-finish-reason (some servers never send one)
             self.finish = "tool_calls" if self.calls.has_calls() else "stop"
 
     def _usage(self, u: Any) -> None:
@@ -183,9 +190,8 @@ class ChatParser:
     def _delta(self, delta: dict[str, Any]) -> None:
         if not isinstance(delta, dict):
             return
-        thought = next(((k, delta[k]) for k in ("reasoning_content", "reasoning") if isinstance(delta.get(k), str) and delta[k]),
-                       None)
-        details = delta.get("reasoning_details")
+        thought = next(((k, delta[k]) for k in _THOUGHT_FIELDS if isinstance(delta.get(k), str) and delta[k]), None)
+        details = delta.get(_DETAILS)
         if isinstance(details, list):
             piece = self._merge_details(details)
             if thought is None and piece:
@@ -205,6 +211,7 @@ class ChatParser:
     def _merge_details(self, details: list[Any]) -> str:
         """OpenRouter streams each reasoning detail in pieces: join the pieces of one detail
         (same index and type) so it goes back whole, as the provider sent it."""
+        # quirk: reasoning.details
         text = ""
         for d in details:
             if not isinstance(d, dict):
@@ -260,7 +267,7 @@ class OpenAIChat(HttpWire):
         return ChatParser(messages, tool_names(tools), on_text, on_reasoning)
 
     def refused(self, status: int, message: str) -> Exception | None:
-        if "stream_options" in message.lower() and self.stream_usage:
+        if self.stream_usage and pattern("request.stream-options-refused").search(message):
             self.stream_usage = False
             return Retry("endpoint refused stream_options", EndpointError(message), 0.0)
         return None

@@ -4,11 +4,12 @@
 streams, with exponential backoff and jitter, honouring Retry-After), the server-sent-event
 reader, the checks on a body that is not an event stream (a whole JSON answer is used, whatever
 its label), and the mapping of every failure to an `errors.EndpointError` subclass with a hint
-(a TLS/plain-HTTP mix-up in base_url is deterministic: it is said at once, never retried). An
-error inside a 200 answer is judged as a status is (`rate_limited`, then `overflowed`), so a
-rate limit worded like an overflow is retried on both wires. A wire (chat completions,
-Responses) only builds its request and turns events into a `Completion` through a `StreamParser`.
-httpx is imported on first use so the CLI starts fast.
+(a TLS/plain-HTTP mix-up in base_url is deterministic: it is said at once, never retried). What
+an error's words mean, in each provider's wording, comes from the quirk table
+(`nanohermes.llm.quirks`). An error inside a 200 answer is judged as a status is
+(`rate_limited`, then `overflowed`), so a rate limit worded like an overflow is retried on both
+wires. A wire (chat completions, Responses) only builds its request and turns events into a
+`Completion` through a `StreamParser`. httpx is imported on first use so the CLI starts fast.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from nanohermes.errors import (
     ModelNotFoundError,
     UnreachableError,
 )
+from nanohermes.llm.quirks import matcher
 from nanohermes.messages import Completion, Message, Usage
 
 if TYPE_CHECKING:
@@ -44,36 +46,9 @@ NoticeSink = Callable[[str], None]
 BASE_URL_HINT = "check base_url (--base-url, OPENAI_BASE_URL or config) and that the server is running"
 CONTEXT_HINT = "start a new session or compact the conversation"
 
-# How the servers people run say "the request does not fit the context window", in status
-# errors and in-stream error events alike: OpenAI and DeepSeek ("maximum context length",
-# context_length_exceeded), llama.cpp (exceed_context_size_error, "exceeds the available
-# context size"), vLLM ("is too long to fit into the model", "too long and exceeds limit", "The
-# decoder prompt (length N) is longer than the maximum model length of M", "The engine prompt
-# length N exceeds the max_model_len M"),
-# Gemini ("input token count ... exceeds the maximum"), Anthropic behind a proxy ("prompt is
-# too long", "exceed context limit"), Ollama ("input length exceeds", "prompt too long"),
-# Mistral and Groq ("too large for model", "reduce the length of the messages").
-CONTEXT_OVERFLOW = re.compile(
-    r"context_length_exceeded|exceed_context_size|context[ _]length|maximum context|context window"
-    r"|exceeds the available context|too long to fit|is too long and exceeds|input token count.{0,40}exceeds the maximum"
-    r"|prompt is too long|exceeds? context limit|input length exceeds|prompt too long|too many tokens"
-    r"|reduce the length of the messages|too large for model|input is too long"
-    r"|longer than the maximum model length|exceeds the max_model_len",
-    re.IGNORECASE | re.DOTALL,
-)
-
-
-# How servers name a rate limit or quota in an error's code, status or type: OpenAI
-# (rate_limit_exceeded, type "tokens"/"requests" with code 429), Anthropic (rate_limit_error),
-# Gemini (RESOURCE_EXHAUSTED), and the HTTP reason phrase some proxies copy in.
-_RATE_LIMIT_FIELDS = ("rate_limit", "ratelimit", "rate limit", "resource_exhausted", "too_many_requests",
-                      "too many requests")
-# ...and in its message, when nothing else says so: "tokens per minute", "on tokens per min (TPM)".
-_RATE_LIMIT_TEXT = re.compile(r"(?i:rate[ _-]?limit|\b(tokens|requests) per (min|minute|day)\b)|\b[TR]P[MD]\b")
-# Codes, statuses and types of a server failing for now (5xx in words): worth a retry.
-_FAILING_FIELDS = ("overload", "server_error", "unavailable", "internal", "deadline_exceeded", "timeout")
-# ...and of a refused key.
-_AUTH_FIELDS = ("invalid_api_key", "authentication", "unauthenticated", "permission_denied", "permission_error")
+# What errors say in each provider's words (the context is full, a rate limit, a failing
+# server, a refused key) is in the quirk table, one entry a provider's wording.
+CONTEXT_OVERFLOW = matcher("overflow", "error")
 
 
 def import_httpx() -> Any:
@@ -100,14 +75,8 @@ def rate_limited(status: int, fields: str, message: str) -> bool:
     """A rate limit or quota, judged as both the status path and the in-stream path do: status
     429, a code/status/type that names one, or a message that does. Checked before the
     overflow wordings, since "too many tokens per minute" is a rate limit, not a full context."""
-    low = fields.lower()
-    return status == 429 or any(w in low for w in _RATE_LIMIT_FIELDS) or bool(_RATE_LIMIT_TEXT.search(message))
-
-
-# A request larger than a per-minute token limit: waiting never lets it through, a shorter
-# one may (OpenAI: 429 "Request too large for <model> ... on tokens per min (TPM): Limit N,
-# Requested M. The input or output tokens must be reduced in order to run successfully.").
-_TOO_LARGE = re.compile(r"request too large|must be reduced in order to run", re.IGNORECASE)
+    return status == 429 or bool(matcher("rate limit", "fields").search(fields)
+                                 or matcher("rate limit", "message").search(message))
 
 
 def overflowed(status: int, fields: str, message: str) -> bool:
@@ -116,8 +85,8 @@ def overflowed(status: int, fields: str, message: str) -> bool:
     for the rate limit itself."""
     if status in (401, 403, 404):
         return False
-    return bool(_TOO_LARGE.search(message)) or (is_context_overflow(f"{message} {fields}")
-                                                and not rate_limited(status, fields, message))
+    return bool(matcher("too large", "message").search(message)) or (
+        is_context_overflow(f"{message} {fields}") and not rate_limited(status, fields, message))
 
 
 def retry_hint(status: int, retries: int, page: bool = False) -> str:
@@ -397,14 +366,14 @@ def error_message(body: Any, fallback: str = "") -> str:
 def _error_message(body: Any, fallback: str = "") -> str:
     """The message of an error body in any of the shapes servers use: {"error": {...}},
     {"error": "text"}, [{"error": {...}}] (Gemini), {"message": ...} or {"detail": ...}."""
-    if isinstance(body, list) and body:
+    if isinstance(body, list) and body:  # quirk: error.list-body
         body = body[0]
     if isinstance(body, dict):
         err = body.get("error", body)
-        if isinstance(err, str) and err:
+        if isinstance(err, str) and err:  # quirk: error.string-body
             return err[:300]
         if isinstance(err, dict):
-            for key in ("message", "detail", "msg"):
+            for key in ("message", "detail", "msg"):  # quirk: error.detail-body
                 value = err.get(key)
                 if isinstance(value, str) and value:
                     return value[:300]
@@ -416,7 +385,7 @@ def _error_message(body: Any, fallback: str = "") -> str:
 def error_fields(body: Any) -> tuple[str, str, str]:
     """(code, status, type) of an error body, as text ('' when absent). Gemini sends both a
     numeric code and a status word (429, "RESOURCE_EXHAUSTED"): each may say what it is."""
-    if isinstance(body, list) and body:
+    if isinstance(body, list) and body:  # quirk: error.list-body
         body = body[0]
     err = body.get("error", body) if isinstance(body, dict) else None
     if not isinstance(err, dict):
@@ -436,9 +405,10 @@ def error_status(code: str, status: str) -> int:
 
 def is_error_body(data: Any) -> bool:
     """An event or a 200 body that carries an error instead of an answer."""
-    if isinstance(data, list):
+    if isinstance(data, list):  # quirk: error.list-body
         return bool(data) and isinstance(data[0], dict) and "error" in data[0]
-    return isinstance(data, dict) and (data.get("error") not in (None, "", {}) or data.get("object") == "error")
+    return isinstance(data, dict) and (data.get("error") not in (None, "", {})
+                                       or data.get("object") == "error")  # quirk: error.object-body
 
 
 @dataclass
@@ -548,7 +518,7 @@ class HttpWire:
                     lines = response.aiter_lines()
                     first = await _first_line(lines)
                     lead = first.lstrip(" \t")[:1] if first is not None else ""
-                    if lead in ("{", "["):
+                    if lead in ("{", "["):  # quirk: body.json-labelled-as-stream
                         # A whole JSON answer labelled as a stream (some proxies do): no event
                         # line starts with a brace, so it is read as the answer itself.
                         rest = [line async for line in lines]
@@ -558,7 +528,7 @@ class HttpWire:
                                             hint=_not_a_stream_hint(self.base_url))
                     else:
                         await self._events(parser, _prepend(first, lines))
-                elif ctype == "application/json" or ctype.endswith("+json"):
+                elif ctype == "application/json" or ctype.endswith("+json"):  # quirk: body.whole-json-answer
                     self._whole(parser, await response.aread())
                 else:
                     raise EndpointError(_not_a_stream(ctype), hint=_not_a_stream_hint(self.base_url))
@@ -610,7 +580,7 @@ class HttpWire:
                 return
             if is_error_body(data):
                 raise self.classify_error_event(data)
-            if name == "error" and isinstance(data, dict):  # a named error event: {"message": ...}
+            if name == "error" and isinstance(data, dict):  # quirk: stream.named-error-event
                 raise self.classify_error_event({"error": data})
             if parser.event(name, data):
                 return
@@ -641,7 +611,7 @@ class HttpWire:
         wait = _retry_after(retry_after)
         if overflowed(status, fields, body_msg):
             return ContextTooLongError(f"the conversation no longer fits the model's context ({body_msg})", hint=CONTEXT_HINT)
-        if "plain http request was sent to https port" in text.lower():  # nginx, for http:// to its TLS port
+        if matcher("plain http to tls", "body").search(text):
             return UnreachableError(f"the model endpoint answered {answered}; the server speaks TLS: use https:// "
                                     "instead of http://", hint=f"set base_url to {swap_scheme(self.base_url)} "
                                                               "(--base-url, OPENAI_BASE_URL or config)")
@@ -660,8 +630,7 @@ class HttpWire:
         if status == 404:
             return EndpointError(f"the endpoint answered 404 for {self.what} at {self.base_url}",
                                  hint="check base_url: it usually ends in /v1")
-        # Gemini says a refused key with a 400 ("API key not valid").
-        if status == 400 and ("api key" in low or "api_key" in low) and ("invalid" in low or "not valid" in low):
+        if status == 400 and matcher("refused key", "message").search(body_msg):
             return AuthError(f"the model endpoint refused the API key ({status}: {body_msg})",
                              hint="check the key: set OPENAI_API_KEY, pass --api-key, or set api_key / api_key_env in config")
         return EndpointError(f"the model endpoint answered {answered}", hint="check the model name and request settings")
@@ -674,15 +643,14 @@ class HttpWire:
         code, state, kind = error_fields(data)
         fields = f"{code} {state} {kind}"
         status = error_status(code, state)
-        low = fields.lower()
         if overflowed(status, fields, msg):
             return ContextTooLongError(f"the conversation no longer fits the model's context ({msg})", hint=CONTEXT_HINT)
         limited = rate_limited(status, fields, msg)
-        if limited or status >= 500 or status in (408, 409) or any(w in low for w in _FAILING_FIELDS):
+        if limited or status >= 500 or status in (408, 409) or matcher("failing", "fields").search(fields):
             what = "a rate limit" if limited else "an error"
             return Retry(f"the endpoint reported {what} mid-answer", EndpointError(
                 f"the model endpoint kept failing mid-answer: {msg}", hint=retry_hint(status, self.max_retries)))
-        if status in (401, 403) or any(w in low for w in _AUTH_FIELDS):
+        if status in (401, 403) or matcher("refused key", "fields").search(fields):
             return AuthError(f"the model endpoint refused the API key ({msg})",
                              hint="check the key: set OPENAI_API_KEY, pass --api-key, or set api_key / api_key_env in config")
         return EndpointError(f"the model endpoint reported an error: {msg}", hint="check the model name and request settings")
@@ -788,14 +756,14 @@ async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str | Non
             name, data = None, []
             continue
         if line.startswith(":"):
-            continue  # a comment, sent as keep-alive (OpenRouter's ": OPENROUTER PROCESSING")
+            continue  # quirk: stream.comment-keepalive (OpenRouter's ": OPENROUTER PROCESSING")
         key, _, value = line.partition(":")
         value = value.removeprefix(" ")
         if key == "data":
             data.append(value)
         elif key == "event":
             name = value
-        elif key == "error":
+        elif key == "error":  # quirk: stream.error-line
             parsed = _json_or_none(value.encode())
             yield "error", parsed if is_error_body(parsed) else {"error": parsed if isinstance(parsed, dict) else {"message": value}}
     if data:

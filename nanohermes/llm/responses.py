@@ -17,11 +17,17 @@ from typing import Any, ClassVar
 from nanohermes.errors import EndpointError
 from nanohermes.llm.chat import known_name, tool_names
 from nanohermes.llm.http import HttpWire, Retry, StreamParser, TextSink, estimate_usage
+from nanohermes.llm.quirks import Reasoning, entries, pattern
+from nanohermes.llm.quirks import data as quirk_data
 from nanohermes.messages import Completion, Message, ToolCall, Usage, image_intro, with_images
 
-# Fields of a reasoning item worth sending back; its id is not: with store=false the server
-# keeps no item to refer to, and refuses one named by id.
-_REASONING_KEYS = ("type", "summary", "content", "encrypted_content")
+# The events whose delta is thinking (a summary, or the raw text some servers stream).
+_REASONING_EVENTS = frozenset(r.field for _, r in entries(Reasoning, "responses") if r.form == "event")
+# The encrypted field of a reasoning item, asked for and sent back; the fields of an item worth
+# sending back beside it; its id is not: with store=false the server keeps no item to refer to,
+# and refuses one named by id.
+_ENCRYPTED = quirk_data("reasoning.encrypted-items", Reasoning).field
+_REASONING_KEYS = ("type", "summary", "content", _ENCRYPTED)
 
 
 def to_input(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, Any]]]:
@@ -84,7 +90,7 @@ class ResponsesParser:
         kind = str(data.get("type") or name or "")
         if kind == "response.output_text.delta":
             self._text(str(data.get("delta") or ""))
-        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+        elif kind in _REASONING_EVENTS:
             self._reason(str(data.get("delta") or ""))
         elif kind == "response.reasoning_summary_part.added" and self.reasoning:
             self._reason("\n\n")
@@ -119,7 +125,7 @@ class ResponsesParser:
         self._finish(body, None)
 
     def ended(self) -> None:
-        if self.finish is None:  # a `[DONE]` line (some compatible servers end with one) before response.completed
+        if self.finish is None:  # quirk: stream.done-on-responses (a `[DONE]` before response.completed)
             self._finish({}, None)
 
     def _text(self, piece: str) -> None:
@@ -189,8 +195,8 @@ class OpenAIResponses(HttpWire):
             request["instructions"] = instructions
         if tools:
             request["tools"] = to_tools(tools)
-        if self.encrypted_reasoning:
-            request["include"] = ["reasoning.encrypted_content"]
+        if self.encrypted_reasoning:  # quirk: reasoning.encrypted-items
+            request["include"] = [f"reasoning.{_ENCRYPTED}"]
         if self.reasoning_effort:
             request["reasoning"] = {"effort": self.reasoning_effort, "summary": "auto"}
         if self.max_output_tokens is not None:
@@ -202,7 +208,7 @@ class OpenAIResponses(HttpWire):
         return ResponsesParser(messages, tool_names(tools), on_text, on_reasoning, self.classify_error_event)
 
     def refused(self, status: int, message: str) -> Exception | None:
-        if self.encrypted_reasoning and ("encrypted" in message.lower() or "reasoning.encrypted_content" in message):
+        if self.encrypted_reasoning and pattern("request.encrypted-reasoning-refused").search(message):
             self.encrypted_reasoning = False  # a model without reasoning items
             return Retry("endpoint refused encrypted reasoning", EndpointError(message), 0.0)
         return None

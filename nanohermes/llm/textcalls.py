@@ -3,19 +3,10 @@
 When a server's chat template or tool parser misfires (Ollama, LM Studio, llama.cpp and vLLM
 all do, per model), the model's call arrives in the answer's text in the model's own format
 instead of as `tool_calls`, and would end the turn as if it were the answer. The formats read
-here are the ones those servers' parsers document:
-
-- Hermes / Qwen2.5: `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`
-- Qwen3-Coder: `<tool_call><function=NAME><parameter=KEY>value</parameter></function></tool_call>`
-  (also without the `<tool_call>` wrapper), and the `<invoke name=...><parameter name=...>` form
-- GLM-4.5: `<tool_call>NAME<arg_key>KEY</arg_key><arg_value>value</arg_value></tool_call>`
-- DeepSeek V3, R1 and V3.1: `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>...<｜tool▁sep｜>...`
-- Kimi K2: `<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{...}`
-- Mistral: `[TOOL_CALLS][{...}]` and `[TOOL_CALLS]NAME[ARGS]{...}`
-- Llama 3.x: `<|python_tag|>{"name": ..., "parameters": {...}}`, or the whole answer that JSON
-- Functionary / Llama 3.1: `<function=NAME>{...}</function>`
-- gpt-oss (harmony): `to=functions.NAME <|constrain|>json<|message|>{...}<|call|>`
-- Granite `<|tool_call|>[...]` and Command R `<|START_ACTION|>[...]<|END_ACTION|>`
+here are the ones those servers' parsers document, each an entry of the quirk table
+(`nanohermes.llm.quirks`, `text.*`: its name, a whole call in it, the markers that open one);
+the finder that reads each is keyed here by the entry's id (`_FIND`), and they are tried in the
+table's order. Llama's JSON call is also taken when it is the whole answer.
 
 A call is taken only when the request offered tools, the block is whole and well-formed and
 names a tool that was offered; nothing inside a Markdown code fence counts (an example, not a
@@ -33,14 +24,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nanohermes.llm.quirks import TextFormat, entries
 from nanohermes.messages import ToolCall
 
+_TEXT_FORMATS = {q.id: f for q, f in entries(TextFormat)}
 # The strings that open a call in some format, for holding text back and for spotting attempts.
-_DS = r"<[｜|]tool[▁_]"
-MARKERS = ("<tool_call>", "<function=", "<invoke name=", "<｜tool▁calls▁begin｜>", "<|tool▁calls▁begin|>",
-           "<|tool_calls_begin|>", "<|tool_calls_section_begin|>", "<|tool_call_begin|>", "[TOOL_CALLS]",
-           "<|python_tag|>", "<|tool_call|>", "<|START_ACTION|>", "to=functions.", "<minimax:tool_call>",
-           "<seed:tool_call>")
+MARKERS = tuple(dict.fromkeys(m for f in _TEXT_FORMATS.values() for m in (*f.markers, *f.held)))
 
 _FENCE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[ \t]*$", re.MULTILINE | re.DOTALL)
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
@@ -52,22 +41,21 @@ class Format:
     example: str  # a whole, well-formed call in it, for the error that asks for one
 
 
-HERMES = Format("Hermes <tool_call> JSON", '<tool_call>\n{"name": "read_file", "arguments": {"path": "a.py"}}\n</tool_call>')
-QWEN_XML = Format("Qwen3-Coder XML", "<tool_call>\n<function=read_file>\n<parameter=path>\na.py\n</parameter>\n"
-                                     "</function>\n</tool_call>")
-INVOKE = Format("<invoke> XML", '<invoke name="read_file">\n<parameter name="path">a.py</parameter>\n</invoke>')
-GLM = Format("GLM <arg_key> XML", "<tool_call>read_file\n<arg_key>path</arg_key>\n<arg_value>a.py</arg_value>\n</tool_call>")
-DEEPSEEK = Format("DeepSeek tool-call tokens", '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>read_file<｜tool▁sep｜>'
-                                               '{"path": "a.py"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>')
-KIMI = Format("Kimi tool-call tokens", '<|tool_calls_section_begin|><|tool_call_begin|>functions.read_file:0'
-                                       '<|tool_call_argument_begin|>{"path": "a.py"}<|tool_call_end|>'
-                                       "<|tool_calls_section_end|>")
-MISTRAL = Format("Mistral [TOOL_CALLS]", '[TOOL_CALLS][{"name": "read_file", "arguments": {"path": "a.py"}}]')
-LLAMA = Format("Llama JSON call", '<|python_tag|>{"name": "read_file", "parameters": {"path": "a.py"}}')
-FUNCTIONARY = Format("<function=...> JSON", '<function=read_file>{"path": "a.py"}</function>')
-HARMONY = Format("gpt-oss harmony", '<|channel|>commentary to=functions.read_file <|constrain|>json<|message|>'
-                                    '{"path": "a.py"}<|call|>')
-LIST_JSON = Format("JSON call list", '<|tool_call|>[{"name": "read_file", "arguments": {"path": "a.py"}}]')
+def _format(qid: str) -> Format:
+    f = _TEXT_FORMATS[qid]
+    return Format(f.name, f.example)
+
+
+HERMES = _format("text.hermes")
+QWEN_XML = _format("text.qwen3-coder")
+INVOKE = _format("text.invoke")
+GLM = _format("text.glm")
+DEEPSEEK = _format("text.deepseek")
+KIMI = _format("text.kimi")
+MISTRAL = _format("text.mistral")
+LLAMA = _format("text.llama")
+FUNCTIONARY = _format("text.functionary")
+HARMONY = _format("text.harmony")
 
 
 @dataclass
@@ -169,6 +157,7 @@ def _json_calls(text: str) -> list[tuple[str, dict[str, Any]]]:
 
 Block = tuple[int, int, list[tuple[str, dict[str, Any]]]]
 Schemas = dict[str, dict[str, Any]]
+Finder = Callable[[str, Schemas], tuple[list[Block], Format]]
 
 _QWEN_FUNCTION = re.compile(r"<function=([^>\s]+)>(.*?)</function>", re.DOTALL)
 _QWEN_PARAM = re.compile(r"<parameter=([^>\s]+)>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.DOTALL)
@@ -308,7 +297,7 @@ def _mistral_blocks(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
     return blocks, MISTRAL
 
 
-def _prefixed_json_blocks(marker: str, closer: str, fmt: Format) -> Callable[[str, Schemas], tuple[list[Block], Format]]:
+def _prefixed_json_blocks(marker: str, closer: str, fmt: Format) -> Finder:
     """`<marker>` then one JSON call or a list of them (Llama's python tag, Granite, Command R)."""
     def find(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
         blocks: list[Block] = []
@@ -348,23 +337,27 @@ def _harmony_blocks(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
     return blocks, HARMONY
 
 
-# Each format with the markers that announce it, tried in this order. The special-token
-# formats first: their tokens never stand in a Markdown example, and DeepSeek's wrap the
-# arguments in a fence of their own.
-_SPECIAL = 2
-_FINDERS: tuple[tuple[tuple[str, ...], Format, Callable[[str, Schemas], tuple[list[Block], Format]]], ...] = (
-    (("<｜tool▁calls▁begin｜>", "<|tool▁calls▁begin|>", "<|tool_calls_begin|>"), DEEPSEEK, _deepseek_blocks),
-    (("<|tool_calls_section_begin|>",), KIMI, _kimi_blocks),
-    (("<tool_call>",), HERMES, _tool_call_blocks),
-    (("<function=",), QWEN_XML, _bare_function_blocks),
-    (("<invoke name=",), INVOKE, lambda t, s: ([(m.start(), m.end(), _invoke_calls(m.group(0), s))
-                                                for m in _INVOKE.finditer(t)], INVOKE)),
-    (("[TOOL_CALLS]",), MISTRAL, _mistral_blocks),
-    (("<|python_tag|>",), LLAMA, _prefixed_json_blocks("<|python_tag|>", "<|eom_id|>", LLAMA)),
-    (("<|tool_call|>",), LIST_JSON, _prefixed_json_blocks("<|tool_call|>", "", LIST_JSON)),
-    (("<|START_ACTION|>",), LIST_JSON, _prefixed_json_blocks("<|START_ACTION|>", "<|END_ACTION|>", LIST_JSON)),
-    (("to=functions.",), HARMONY, _harmony_blocks),
-)
+def _invoke_blocks(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
+    return [(m.start(), m.end(), _invoke_calls(m.group(0), schemas)) for m in _INVOKE.finditer(text)], INVOKE
+
+
+def _prefixed(qid: str) -> Finder:
+    f = _TEXT_FORMATS[qid]
+    return _prefixed_json_blocks(f.markers[0], f.closer, _format(qid))
+
+
+# The finder of each format that has markers of its own (the others are found inside these).
+_FIND: dict[str, Finder] = {
+    "text.deepseek": _deepseek_blocks, "text.kimi": _kimi_blocks, "text.hermes": _tool_call_blocks,
+    "text.qwen3-coder": _bare_function_blocks, "text.invoke": _invoke_blocks, "text.mistral": _mistral_blocks,
+    "text.llama": _prefixed("text.llama"), "text.granite": _prefixed("text.granite"),
+    "text.command-r": _prefixed("text.command-r"), "text.harmony": _harmony_blocks,
+}
+# Each format with the markers that announce it, tried in the table's order: the special-token
+# formats first (their tokens never stand in a Markdown example, so they are looked for in the
+# text as it is; DeepSeek's wrap the arguments in a fence of their own).
+_FINDERS: tuple[tuple[tuple[str, ...], bool, Format, Finder], ...] = tuple(
+    (f.markers, f.special, _format(qid), _FIND[qid]) for qid, f in _TEXT_FORMATS.items() if f.markers)
 
 
 def _unfenced(text: str) -> str:
@@ -395,8 +388,8 @@ def recover(text: str, tools: Sequence[dict[str, Any]]) -> Recovery:
         return Recovery(text=text)
     schemas = schemas_of(tools)
     plain = _unfenced(text)
-    for k, (markers, fmt, find) in enumerate(_FINDERS):
-        seen = text if k < _SPECIAL else plain
+    for markers, special, fmt, find in _FINDERS:
+        seen = text if special else plain
         if not any(mk in seen for mk in markers):
             continue
         try:
