@@ -566,7 +566,7 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
 
         gc.freeze()  # what the start-up built stays; later collections skip it
         gc.enable()
-        result = asyncio.run(_one_turn(built, prompt, started))
+        result = asyncio.run(_one_turn(built, prompt, started, report_window=fmt != "text"))
     except asyncio.CancelledError:  # SIGTERM or SIGHUP, turned into a clean exit
         finish("", "interrupted")
         sys.stderr.write("nanohermes: terminated\n")
@@ -598,10 +598,12 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
     return EXIT_TURNS if result.reason == "max_turns" else EXIT_OK
 
 
-async def _one_turn(built: Any, prompt: str, started: Callable[[Any], None] = lambda a: None) -> Any:
+async def _one_turn(built: Any, prompt: str, started: Callable[[Any], None] = lambda a: None, *,
+                    report_window: bool = False) -> Any:
     """One turn inside the session (MCP servers up before it; background tasks, sub-agents
     and servers closed after it, however it ends). SIGTERM and SIGHUP cancel the turn
-    instead of killing the process, so the close still runs; once closing, they wait for it."""
+    instead of killing the process, so the close still runs; once closing, they wait for it.
+    `report_window`: the result states the context window, so its lookup is waited for."""
     import asyncio
 
     loop = asyncio.get_running_loop()
@@ -625,6 +627,8 @@ async def _one_turn(built: Any, prompt: str, started: Callable[[Any], None] = la
                 from nanohermes import custom_commands  # `/name args` runs a custom command
 
                 result = await custom_commands.ask(agent, prompt)
+                if report_window and built.budget is not None:
+                    await built.budget.known_now()
             finally:
                 asking = False
     except asyncio.CancelledError:

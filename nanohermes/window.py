@@ -365,6 +365,17 @@ class ContextBudget:
         except Exception:  # slow or failed: the window known now stands
             return
 
+    async def known_now(self) -> None:
+        """Wait for a pending lookup (bounded by its own timeout): before a report that states
+        the window (`-p`'s json), so what it says does not depend on how quick the turn was."""
+        task = self._task
+        if task is None or task.done():
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(task), LOOKUP_SECS + 1)
+        except Exception:  # slow or failed: the window known now stands
+            return
+
     async def aclose(self) -> None:
         """Stop a lookup still running (the session ends: its answer no longer matters)."""
         task, self._task = self._task, None
