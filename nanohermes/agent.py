@@ -55,6 +55,10 @@ class TurnHooks(Protocol):
         """What `prompt_submitted` started in the background (a checkpoint) is done: awaited
         before the turn's first tool call and before its Stop hooks."""
 
+    async def ended(self) -> None:
+        """The turn that took the prompt is over, however it ended (a checkpoint records what
+        it changed)."""
+
 
 @dataclass(frozen=True)
 class TurnResult:
@@ -127,7 +131,7 @@ class Agent:
                     if why := CUT_SHORT.get(done.finish_reason):
                         self.ui.emit(Notice(level="warning", text=f"the answer was cut short: {why} (finish_reason {done.finish_reason})"))
                     if (more := await self._stop_hooks(done.message)) is None:
-                        return self._end("completed", turns, calls, done.message.content or "")
+                        return await self._finish("completed", turns, calls, done.message.content or "")
                     self._append(Message.user(more))
                     continue
                 pending, results = done.message.tool_calls, {}
@@ -137,11 +141,14 @@ class Agent:
                     self._append(result)
                 pending = ()
             self.ui.emit(Notice(level="warning", text=f"stopped after {self.max_turns} model calls (max_turns)"))
-            return self._end("max_turns", turns, calls, "")
+            return await self._finish("max_turns", turns, calls, "")
         except asyncio.CancelledError:
             if "".join(self._partial).strip():  # what the person saw stays in the history
                 self._append(Message("assistant", "".join(self._partial)))
-            self._end("interrupted", turns, calls, "", self._answer_pending(pending, results))
+            await self._finish("interrupted", turns, calls, "", self._answer_pending(pending, results))
+            raise
+        except Exception:
+            await self._ended()
             raise
 
     async def _prompt_hooks(self, prompt: str) -> str | None:
@@ -211,6 +218,14 @@ class Agent:
                 cut += result is None
                 self._append(result or Message.tool(call.id, INTERRUPTED))
         return cut
+
+    async def _ended(self) -> None:
+        for hooks in self.turn_hooks:
+            await hooks.ended()
+
+    async def _finish(self, reason: Reason, turns: int, calls: int, text: str, interrupted: int = 0) -> TurnResult:
+        await self._ended()  # what they record (a checkpoint's files) comes before the turn's end
+        return self._end(reason, turns, calls, text, interrupted)
 
     def _end(self, reason: Reason, turns: int, calls: int, text: str, interrupted: int = 0) -> TurnResult:
         self.session.end_turn()

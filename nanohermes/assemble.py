@@ -317,10 +317,11 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
         mcp.on_info = lambda text: ui.emit(Notice(level="info", text=text))
     checkpoints = None
     if config.checkpoints:
-        from nanohermes.checkpoints import Checkpoints, Store
+        from nanohermes.checkpoints import Checkpoints, Store, skipped_dirs
         from nanohermes.tools.search.walk import ignore_dir_names
 
-        checkpoints = Checkpoints(session, Store(workspace, limits, ignore_dir_names(config), session=session.id), ui.emit)
+        store = Store(workspace, limits, skipped_dirs(ignore_dir_names(config)), session=session.id)
+        checkpoints = Checkpoints(session, store, ui.emit)
     # The session budget follows the model's context window (see `window`): the limits it
     # derives go to the runtime (the per-message aggregate) and the compactor.
     budget = budget_for(config, limits)

@@ -81,8 +81,8 @@ class Limits:
     compact_summary_chars: int = 12_000  # the summary that replaces the older turns
     hook_output_bytes: int = 64 * KiB  # per stream of one hook: the rest is read and discarded
     hook_context_chars: int = 10_000  # what the hooks of one event add for the model (context, reasons)
-    checkpoint_file_max_bytes: int = 4 * MiB  # larger files are not kept in checkpoints (a note names them)
-    checkpoint_max_files: int = 50_000  # a workspace with more files is not checkpointed (a note says so)
+    checkpoint_file_max_bytes: int = 4 * MiB  # larger files (git-ignored ones too) are not kept; a note names them
+    checkpoint_max_files: int = 1_000_000  # a workspace with more files is not checkpointed (a note says so)
     checkpoint_store_bytes: int = 1024 * MiB  # a workspace's checkpoint store; the oldest checkpoints are pruned
 
     @property

@@ -1,37 +1,52 @@
-"""Checkpoints: the workspace's files recorded before each turn, so /rewind and /undo can put
-them back, whatever changed them (the file tools or a command).
+"""Checkpoints: what each turn changed in the workspace's files, with the contents before and
+after, so /undo, /rewind and /redo put back exactly that, and nothing the person did.
 
 A shadow git repository per workspace lives in nanohermes's data folder
 (`$XDG_DATA_HOME/nanohermes/checkpoints/<project>/`): git runs with its own GIT_DIR, its own
 index per session and the workspace as GIT_WORK_TREE, with no global or system config, no
-hooks and no attributes (so contents are kept and restored byte for byte). The user's `.git`,
-index, stash and refs are never read or written. The file list is ours, not git's: every file
-of the workspace, untracked and git-ignored ones too, except `.git` entries, the build and
-cache folders grep skips, and files over `checkpoint_file_max_bytes` (named in a note, and
-never deleted by a rewind). A snapshot whose tree did not change reuses the last commit; it
-runs in a thread, off the event loop. Each session keeps its list of turns (prompt, time,
-commit, history length) in `checkpoints.jsonl` in its folder, so `--resume` finds them; the
-store is pruned, oldest checkpoints first, when it outgrows `checkpoint_store_bytes`.
+hooks and no attributes (so contents are kept and restored byte for byte). The user's `.git`
+is never written; when the workspace is in a repository, its objects are read (as git's
+alternates), so a file that matches a blob the repository already has costs no copy.
+
+The session's index is a stat cache of the workspace: a scan (`Store.scan`) asks git for the
+files whose stat changed since the last scan (`diff-files`) and the new ones (`ls-files -o`),
+hashes and keeps only those, and returns what changed. That costs what `git status` costs and
+grows with the files that changed, not with the files that exist. A scan before each turn
+takes in whatever the person did between turns; the scan after it is the turn's own changes,
+recorded with both contents (copied into the store, so they outlive the user's repository)
+in the session's `checkpoints.jsonl`. Undoing puts back only those paths: a path whose
+content changed since the turn is the person's, and they choose (keep theirs, take the
+checkpoint's, or merge both); a file the turn did not create is never deleted. What an undo
+replaced is recorded the same way, so /redo brings it back.
+
+Every file is kept, untracked and git-ignored ones too, except `.git` entries, the
+dependency and cache folders grep skips (build outputs such as `build/` and `dist/` are
+kept), folders holding a repository of their own, and files over `checkpoint_file_max_bytes`
+(named in a note, and left alone by an undo). The store is pruned, oldest checkpoints first,
+when it outgrows `checkpoint_store_bytes`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import difflib
 import hashlib
 import json
 import os
+import stat
 import subprocess
+import tempfile
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from nanohermes import programs
 from nanohermes.budget import Limits
 from nanohermes.dirs import data_home, open_private, private_dir, write_private
-from nanohermes.events import Event, Notice
+from nanohermes.events import Event, FilesChanged, Notice
 from nanohermes.messages import Message
 from nanohermes.programs import GIT_OWN
 
@@ -39,13 +54,20 @@ if TYPE_CHECKING:
     from nanohermes.session import Session
 
 REF_PREFIX = "refs/nanohermes/checkpoints/"
+STATE_REF = "refs/nanohermes/state"  # the contents the sessions' indexes name, kept through a prune
 _GIT_CONFIG = (*GIT_OWN, "-c", "core.autocrlf=false",
                "-c", "core.safecrlf=false", "-c", "core.symlinks=true", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
                "-c", "core.quotepath=off", "-c", "core.untrackedCache=false", "-c", "core.splitIndex=false",
+               "-c", "core.trustctime=true", "-c", "core.checkStat=default", "-c", "core.filemode=true",
                # The store holds copies of the workspace's files: owner-only, whatever the umask.
                "-c", "core.sharedRepository=0600")
 # info/attributes wins over every .gitattributes of the workspace: no line-ending or filter changes.
 _ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding -diff -merge\n"
+# Build outputs a person may also keep files in: checkpointed, though grep skips them.
+KEPT_OUTPUT_DIRS = frozenset({"build", "dist"})
+# Above this many paths, one listing of the whole index beats pathspecs (git matches each one).
+_PATHSPEC_BATCH = 100
+_DIFF_LINES = 40  # lines of a conflict's diff shown before the question
 
 
 class CheckpointError(Exception):
@@ -53,28 +75,59 @@ class CheckpointError(Exception):
 
 
 @dataclass(frozen=True)
-class Snapshot:
-    commit: str
-    too_big: tuple[str, ...] = ()  # paths present but not kept
-    unreadable: tuple[str, ...] = ()  # paths present that could not be read: not kept either
+class Version:
+    """A path's content: git's mode and blob. `blob` "" means present but not kept (too big
+    or unreadable)."""
 
-
-@dataclass
-class Turn:
-    """One checkpoint: the workspace and the conversation before a turn."""
-
-    turn: int
-    prompt: str
-    time: float
-    commit: str
-    history: int  # messages in the history before the turn's prompt
-    mark: str  # a digest of the message before it: a compaction since then changes it
-    too_big: list[str] = field(default_factory=list)
-    undone: bool = False  # its files were restored by /undo
+    mode: str
+    blob: str
 
     @property
-    def when(self) -> str:
-        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.time))
+    def kept(self) -> bool:
+        return bool(self.blob)
+
+    @property
+    def regular(self) -> bool:
+        return self.mode in ("100644", "100755")
+
+
+UNKEPT = Version("", "")
+
+
+@dataclass(frozen=True)
+class Change:
+    path: str
+    before: Version | None  # None: the path did not exist
+    after: Version | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "before": _encode(self.before), "after": _encode(self.after)}
+
+    @staticmethod
+    def from_json(rec: dict[str, Any]) -> Change:
+        return Change(str(rec["path"]), _decode(rec["before"]), _decode(rec["after"]))
+
+
+def _encode(v: Version | None) -> str | None:
+    return None if v is None else (f"{v.mode} {v.blob}" if v.kept else "")
+
+
+def _decode(s: Any) -> Version | None:
+    if s is None:
+        return None
+    if not isinstance(s, str):
+        raise ValueError("not a version")
+    if not s:
+        return UNKEPT
+    mode, blob = s.split(" ", 1)
+    return Version(mode, blob)
+
+
+@dataclass(frozen=True)
+class Scan:
+    changes: tuple[Change, ...]
+    too_big: tuple[str, ...] = ()  # present and not kept, first seen by this scan
+    unreadable: tuple[str, ...] = ()
 
 
 def store_dir(workspace: Path) -> Path:
@@ -83,12 +136,18 @@ def store_dir(workspace: Path) -> Path:
     return data_home() / "checkpoints" / project_key(workspace)
 
 
+def skipped_dirs(grep_skips: Iterable[str]) -> frozenset[str]:
+    """The folders a checkpoint does not keep: grep's dependency and cache folders, not the
+    build outputs people also write by hand."""
+    return frozenset(grep_skips) - KEPT_OUTPUT_DIRS
+
+
 # Sessions' indexes kept in a store; an older one is removed when a new session starts.
 KEPT_INDEXES = 8
 
 
 class Store:
-    """The shadow repository of one workspace."""
+    """The shadow repository of one workspace, and this session's index (its stat cache)."""
 
     def __init__(self, workspace: Path, limits: Limits, skip_dirs: frozenset[str], session: str = "default") -> None:
         self.workspace = workspace.resolve()
@@ -99,40 +158,56 @@ class Store:
         # A session's own index (its stat cache); a session not recorded gets one for this process.
         self.ephemeral = not session
         self.index = self.root / f"index-{_safe(session) if session else f'pid{os.getpid()}'}"
-        self._last: tuple[str, str] | None = None  # (tree, commit) of the last snapshot
         # One git command at a time on the session's index, whichever thread asks.
         self.lock = threading.RLock()
         self._fresh = True
         # nanohermes's own data (this store, the sessions) when the workspace holds it ($HOME)
         own = data_home().resolve()
-        self._own = str(own) if own.is_relative_to(self.workspace) else None
+        self._own = own.relative_to(self.workspace).as_posix() if own.is_relative_to(self.workspace) \
+            and own != self.workspace else None
+        self.borrowed = repository_objects(self.workspace)  # the user's objects folder, read only
+        self._prefix = str(self.workspace).rstrip(os.sep) + os.sep  # a path of the workspace, as a string
+        self._unkept: dict[str, str] = {}  # present but not kept: path -> why
+        self._measured: int | None = None  # the store's bytes on disk when last measured
+        self._grown = 0  # at most this many bytes kept since
 
     # -- git -------------------------------------------------------------------------------
-    def git(self, *args: str, stdin: bytes | None = None, check: bool = True) -> str:
-        p = self._run(*args, stdin=stdin)
+    def git(self, *args: str, stdin: bytes | None = None, check: bool = True, index: Path | None = None,
+            borrow: bool = False) -> bytes:
+        p = self.run_git(*args, stdin=stdin, index=index, borrow=borrow)
         if check and p.returncode != 0:
             raise CheckpointError(f"git {args[0]} failed: {p.stderr.decode('utf-8', 'replace').strip()[:300]}")
-        return p.stdout.decode("utf-8", "surrogateescape")
+        return p.stdout
 
-    def _run(self, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    def text(self, *args: str, **kw: Any) -> str:
+        return self.git(*args, **kw).decode("utf-8", "surrogateescape")
+
+    def run_git(self, *args: str, stdin: bytes | None = None, index: Path | None = None,
+                borrow: bool = False) -> subprocess.CompletedProcess[bytes]:
+        """Every git command of the store runs here. `borrow`: the user's repository's objects
+        may be read too; `index`: another index than the session's."""
         # None of the user's git settings apply (no GIT_* variable, no global or system config).
         env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-        env.update(GIT_DIR=str(self.git_dir), GIT_WORK_TREE=str(self.workspace), GIT_INDEX_FILE=str(self.index),
+        env.update(GIT_DIR=str(self.git_dir), GIT_WORK_TREE=str(self.workspace), GIT_INDEX_FILE=str(index or self.index),
                    GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_LITERAL_PATHSPECS="1",
                    GIT_TERMINAL_PROMPT="0", GIT_AUTHOR_NAME="nanohermes", GIT_AUTHOR_EMAIL="nanohermes@localhost",
                    GIT_COMMITTER_NAME="nanohermes", GIT_COMMITTER_EMAIL="nanohermes@localhost")
+        if borrow and self.borrowed:
+            env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = _quoted(self.borrowed)
         try:
             return subprocess.run([programs.git(), *_GIT_CONFIG, *args], input=stdin, capture_output=True, env=env,
                                   cwd=self.workspace, timeout=600)
         except FileNotFoundError:
             raise CheckpointError("git was not found on PATH (checkpoints need it; install git)") from None
+        except subprocess.TimeoutExpired:
+            raise CheckpointError(f"git {args[0]} took more than 600 s") from None
 
     def _init(self) -> None:
         if (self.git_dir / "HEAD").exists():
             if self._fresh:
                 self._fresh = False
                 # Only this process uses this session's index (the transcript is locked), so a
-                # lock file left by a process that was killed mid-snapshot is stale.
+                # lock file left by a process that was killed mid-scan is stale.
                 self.index.with_name(self.index.name + ".lock").unlink(missing_ok=True)
                 if not self.index.exists():
                     self._seed_index()
@@ -144,131 +219,310 @@ class Store:
 
     def _seed_index(self) -> None:
         """Start a new session's index from the newest one of this workspace: it is a stat
-        cache, so the first snapshot hashes only what changed since (a `-p` run is a new
+        cache, so the first scan hashes only what changed since (a `-p` run is a new
         session each time). Old sessions' indexes beyond a few are removed: a session that
         finds its own gone is seeded again."""
-        others = sorted((p for p in self.root.glob("index-*") if not p.name.endswith(".lock")),
-                        key=lambda p: p.stat().st_mtime_ns)
+        others = self._indexes()
         if others:
             # git replaces an index by renaming a finished file over it: a copy is never torn.
-            with open_private(self.index, "wb") as f:
+            with open_private(self.index, "wb", encoding=None) as f:
                 f.write(others[-1].read_bytes())
         for old in others[:-KEPT_INDEXES]:
             old.unlink(missing_ok=True)
 
-    # -- snapshot --------------------------------------------------------------------------
-    def files(self) -> tuple[list[str], list[str], list[str]]:
-        """(paths to keep, too big to keep, unreadable), relative, sorted; raises CheckpointError
-        when the workspace has more files than a checkpoint may hold."""
-        keep: list[str] = []
-        big: list[str] = []
-        unreadable: list[str] = []
-        cap = self.limits.checkpoint_max_files
-        for folder, dirs, names in os.walk(self.workspace):
-            links = [d for d in dirs if os.path.islink(os.path.join(folder, d))]  # kept as links, not followed
-            dirs[:] = sorted(d for d in dirs if d != ".git" and d not in self.skip_dirs and d not in links
-                             and os.path.join(folder, d) != self._own)
-            rel = os.path.relpath(folder, self.workspace)
-            for name in sorted([*names, *links]):
-                if name == ".git":
-                    continue
-                path = os.path.join(folder, name)
-                try:
-                    st = os.lstat(path)
-                except OSError:
-                    continue
-                relpath = name if rel == "." else f"{rel}/{name}".replace(os.sep, "/")
-                if not (os.path.isfile(path) or os.path.islink(path)):
-                    continue  # sockets, fifos
-                if not os.path.islink(path) and st.st_size > self.limits.checkpoint_file_max_bytes:
-                    big.append(relpath)
-                    continue
-                if not os.path.islink(path) and not os.access(path, os.R_OK):
-                    unreadable.append(relpath)  # git could not read it; a rewind leaves it alone too
-                    continue
-                keep.append(relpath)
-                if len(keep) > cap:
-                    raise CheckpointError(f"the workspace has more than {cap} files "
-                                          "(limits.checkpoint_max_files); checkpoints are off for it")
-        return keep, big, unreadable
+    def _indexes(self) -> list[Path]:
+        """The sessions' indexes of this workspace, oldest first."""
+        def mtime(p: Path) -> int:
+            try:
+                return p.stat().st_mtime_ns
+            except OSError:
+                return 0
+        return sorted((p for p in self.root.glob("index-*") if not p.name.endswith(".lock")), key=mtime)
 
-    def snapshot(self, message: str) -> Snapshot:
+    # -- scanning --------------------------------------------------------------------------
+    def scan(self) -> Scan:
+        """What changed in the workspace since this index's last scan; the new contents are
+        kept (the index then describes the workspace as it is)."""
         with self.lock:
-            return self._snapshot(message)
+            return self._scan()
 
-    def _snapshot(self, message: str) -> Snapshot:
+    def _scan(self) -> Scan:
         self._init()
-        keep, big, unreadable = self.files()
-        indexed = set(filter(None, self.git("ls-files", "-z").split("\0")))
-        stale = indexed - set(keep)
-        if stale:
-            self.git("update-index", "-z", "--force-remove", "--stdin", stdin=_nul(sorted(stale)))
-        if keep:
-            self.git("update-index", "-z", "--add", "--remove", "--replace", "--stdin", stdin=_nul(keep))
-        tree = self.git("write-tree").strip()
-        if self._last is not None and self._last[0] == tree and self.exists(self._last[1]):
-            return Snapshot(self._last[1], tuple(big), tuple(unreadable))
-        # No parent: each checkpoint is reachable only from its own ref, so pruning a ref frees it.
-        commit = self.git("commit-tree", tree, "-m", message[:200] or "checkpoint").strip()
-        self.git("update-ref", f"{REF_PREFIX}{time.time_ns():020d}-{commit}", commit)  # names sort oldest first
-        self._last = (tree, commit)
-        return Snapshot(commit, tuple(big), tuple(unreadable))
+        fresh = not self.index.exists()
+        old = {} if fresh else self._stat_changed()
+        new = self._untracked()
+        cap = self.limits.checkpoint_max_files
+        if (len(new) if fresh else self._entries() + len(new)) > cap:
+            raise CheckpointError(f"the workspace has more than {cap} files "
+                                  "(limits.checkpoint_max_files); checkpoints are off for it")
+        keep: list[str] = []
+        gone: list[str] = []
+        unkept: dict[str, str] = {}
+        links: dict[str, bool] = {}
+        grown = 0
+        candidates = sorted({*old, *new, *self._unkept})
+        for path in candidates:
+            # git lists no new file behind a symbolic link; an indexed one may be now
+            kind, size = self._kind(path, links if path in old or path in self._unkept else None)
+            if kind == "keep":
+                keep.append(path)
+                grown += size
+            elif kind == "gone":
+                gone.append(path)
+            else:
+                unkept[path] = kind
+        remove = [p for p in [*gone, *unkept] if p in old]
+        if remove:
+            self.git("update-index", "-z", "--force-remove", "--stdin", stdin=_nul(remove))
+        now = self._add(keep, unkept) if keep else {}
+        changes: list[Change] = []
+        for path in candidates:
+            before = old.get(path) or (UNKEPT if path in self._unkept else None)
+            after = now.get(path) or (UNKEPT if path in unkept else None)
+            if before != after:
+                changes.append(Change(path, before, after))
+        fresh_unkept = [p for p in unkept if p not in self._unkept]
+        for path in candidates:
+            if path in unkept:
+                self._unkept[path] = unkept[path]
+            else:
+                self._unkept.pop(path, None)
+        self._grown += grown
+        return Scan(tuple(changes), tuple(p for p in fresh_unkept if unkept[p] == "too big"),
+                    tuple(p for p in fresh_unkept if unkept[p] == "unreadable"))
 
-    def exists(self, commit: str) -> bool:
-        """Whether the checkpoint is still kept (its ref, which keeps its objects, was not pruned)."""
-        if not commit or not (self.git_dir / "HEAD").exists():
-            return False
-        return bool(self.git("for-each-ref", "--format=%(objectname)", f"{REF_PREFIX}*-{commit}", check=False).strip())
+    def _stat_changed(self) -> dict[str, Version]:
+        """The index's entries whose file changed (or may have: git compares contents only
+        for entries whose stat changed), with what the index holds for them."""
+        out = self.git("diff-files", "-z", "--raw", "--no-renames").split(b"\0")
+        old: dict[str, Version] = {}
+        for i in range(0, len(out) - 1, 2):
+            if not out[i].startswith(b":"):
+                break
+            meta = out[i][1:].decode("ascii").split(" ")  # old mode, new mode, old blob, new blob, status
+            old[out[i + 1].decode("utf-8", "surrogateescape")] = Version(meta[0], meta[2])
+        return old
 
-    def changes(self, a: str, b: str) -> list[tuple[str, str]]:
-        """(status A/M/D/T, path) from commit a to commit b."""
-        out = self.git("diff-tree", "-r", "-z", "--no-renames", "--name-status", a, b).split("\0")
-        return [(out[i], out[i + 1]) for i in range(0, len(out) - 1, 2) if out[i]]
+    def _untracked(self) -> list[str]:
+        """Files the index does not hold yet, skipped folders left out. A folder holding a
+        repository of its own is listed as `name/` by git and not entered: left out too."""
+        args = ["ls-files", "-z", "-o", *(f"--exclude={_glob_escape(d)}/" for d in sorted(self.skip_dirs))]
+        if self._own:
+            args.append(f"--exclude=/{_glob_escape(self._own)}/")
+        return [p for p in self.text(*args).split("\0") if p and not p.endswith("/")]
 
-    def restore(self, target: str, too_big: list[str]) -> tuple[list[str], list[str]]:
-        """Put the files back as they were at `target`: (paths restored or deleted, notes)."""
+    def _kind(self, path: str, links: dict[str, bool] | None) -> tuple[str, int]:
+        """("keep", size), ("gone", 0) or (why it is not kept, 0). `links`: check that no
+        folder on the way is a symbolic link (git does not follow one to a folder: nor do we)."""
+        if links is not None and _beyond_link(self.workspace, path, links):
+            return "gone", 0
+        try:
+            st = os.lstat(f"{self._prefix}{path}")
+        except OSError:
+            return "gone", 0
+        if stat.S_ISLNK(st.st_mode):
+            return "keep", 0
+        if not stat.S_ISREG(st.st_mode):
+            return "gone", 0  # a folder where the file was, a socket, a fifo
+        if st.st_size > self.limits.checkpoint_file_max_bytes:
+            return "too big", 0
+        if not _readable(st):
+            return "unreadable", 0
+        return "keep", st.st_size
+
+    def _add(self, paths: list[str], unkept: dict[str, str]) -> dict[str, Version]:
+        """Hash these files into the index and keep their contents; returns their entries.
+        A few are simply copied into the store. Many (a first scan, a checkout) are hashed
+        "info only" first, and only the contents the user's repository does not hold are
+        copied. Nothing is written to the user's repository, not even its objects' times.
+        A file that became unreadable since it was looked at is left out, not the scan."""
+        if len(paths) <= 2 * _PATHSPEC_BATCH:
+            return self._entries_of(self._update(paths, unkept))
+        kept = self._update(paths, unkept, "--info-only")
+        found = self._entries_of(kept)
+        lost = self._missing(sorted({v.blob for v in found.values()}), borrow=True)
+        if lost:
+            again = [p for p, v in found.items() if v.blob in lost]
+            self.git("update-index", "-z", "--force-remove", "--stdin", stdin=_nul(again))  # or git keeps its hash
+            found.update(self._entries_of(self._update(again, unkept)))
+        return found
+
+    def _update(self, paths: list[str], unkept: dict[str, str], *flags: str) -> list[str]:
+        args = ("update-index", "-z", "--add", "--remove", "--replace", *flags, "--stdin")
+        if self.run_git(*args, stdin=_nul(paths)).returncode == 0:
+            return paths
+        kept: list[str] = []
+        for path in paths:  # rare: find the one git could not read
+            if self.run_git(*args, stdin=_nul([path])).returncode == 0:
+                kept.append(path)
+            else:
+                unkept[path] = "unreadable"
+        return kept
+
+    def _entries(self) -> int:
+        """How many entries the index holds (its header says)."""
+        try:
+            with open(self.index, "rb") as f:
+                head = f.read(12)
+        except OSError:
+            return 0
+        return int.from_bytes(head[8:12], "big") if head[:4] == b"DIRC" else 0
+
+    def _entries_of(self, paths: list[str], index: Path | None = None) -> dict[str, Version]:
+        if not paths:
+            return {}
+        want = set(paths)
+        if len(paths) > 2 * _PATHSPEC_BATCH:
+            out = self.git("ls-files", "-s", "-z", index=index)
+        else:
+            out = b"".join(self.git("ls-files", "-s", "-z", "--", *paths[i:i + _PATHSPEC_BATCH], index=index)
+                           for i in range(0, len(paths), _PATHSPEC_BATCH))
+        found: dict[str, Version] = {}
+        for rec in out.split(b"\0"):
+            if not rec:
+                continue
+            meta, _, name = rec.partition(b"\t")
+            path = name.decode("utf-8", "surrogateescape")
+            if path in want:
+                mode, blob, _stage = meta.decode("ascii").split(" ")
+                found[path] = Version(mode, blob)
+        return found
+
+    def versions(self, paths: Iterable[str]) -> dict[str, Version | None]:
+        """What the index holds for these paths now (after a scan: the workspace's contents)."""
         with self.lock:
-            return self._restore(target, too_big)
+            wanted = sorted(set(paths))
+            found = self._entries_of(wanted)
+            return {p: found.get(p) or (UNKEPT if p in self._unkept else None) for p in wanted}
 
-    def _restore(self, target: str, too_big: list[str]) -> tuple[list[str], list[str]]:
-        now = self._snapshot("before a rewind").commit
-        changes = self.changes(now, target)
-        keep_away = set(too_big)
-        notes: list[str] = []
-        touched: list[str] = []
+    # -- keeping ---------------------------------------------------------------------------
+    def pin(self, changes: Iterable[Change], message: str) -> str:
+        """Keep the contents of these changes in the store for good (until pruned): copied
+        from the user's repository where only it has them, and held by a commit of their own.
+        Returns the commit ("" when there was no content to keep)."""
+        with self.lock:
+            blobs = sorted({v.blob for c in changes for v in (c.before, c.after) if v is not None and v.kept})
+            if not blobs:
+                return ""
+            lost = self._copy_in(blobs)
+            blobs = [b for b in blobs if b not in lost]
+            if not blobs:
+                return ""
+            listing = b"".join(f"100644 blob {b}\t{b}".encode() + b"\0" for b in blobs)
+            tree = self.text("mktree", "-z", stdin=listing).strip()
+            commit = self.text("commit-tree", tree, "-m", message[:200] or "checkpoint").strip()
+            self.git("update-ref", f"{REF_PREFIX}{time.time_ns():020d}-{commit}", commit)  # names sort oldest first
+            return commit
+
+    def _copy_in(self, blobs: list[str]) -> set[str]:
+        """Copy into the store the blobs only the user's repository has; returns those found
+        nowhere (the repository dropped them since they were seen: rare, and said on undo)."""
+        missing = self._missing(blobs)
+        if missing and self.borrowed:
+            there = sorted(missing - self._missing(sorted(missing), borrow=True))
+            if there:
+                pack = self.git("pack-objects", "--stdout", "-q", "--window=0",
+                                stdin="".join(f"{b}\n" for b in there).encode(), borrow=True)
+                self.git("unpack-objects", "-q", stdin=pack)
+            missing = self._missing(sorted(missing))
+        return missing
+
+    def _missing(self, blobs: list[str], *, borrow: bool = False) -> set[str]:
+        if not blobs:
+            return set()
+        out = self.text("cat-file", "--batch-check", stdin="".join(f"{b}\n" for b in blobs).encode(), borrow=borrow)
+        return {line.split(" ")[0] for line in out.splitlines() if line.endswith(" missing")}
+
+    def read(self, version: Version) -> bytes:
+        with self.lock:
+            return self.git("cat-file", "blob", version.blob, borrow=True)
+
+    def merge(self, mine: Version, base: Version, theirs: Version, labels: tuple[str, str, str]) -> tuple[Version, int] | None:
+        """Three-way merge of text files (git merge-file): (the merged content, conflicts
+        marked in it), or None when they cannot be merged (binary)."""
+        with self.lock:
+            with tempfile.TemporaryDirectory(dir=self.root) as tmp:
+                names = []
+                for name, v in zip(("mine", "base", "theirs"), (mine, base, theirs), strict=True):
+                    path = Path(tmp) / name
+                    with open_private(path, "wb", encoding=None) as f:
+                        f.write(self.git("cat-file", "blob", v.blob, borrow=True))
+                    names.append(str(path))
+                p = self.run_git("merge-file", "-p", "-L", labels[0], "-L", labels[1], "-L", labels[2], *names)
+            if not 0 <= p.returncode < 128:
+                return None
+            blob = self.text("hash-object", "-w", "--stdin", stdin=p.stdout).strip()
+            self._grown += len(p.stdout)
+            return Version(mine.mode, blob), p.returncode
+
+    # -- putting back ----------------------------------------------------------------------
+    def put(self, targets: dict[str, Version | None]) -> tuple[list[str], list[str]]:
+        """Make these paths hold these contents (None: delete the file): (paths changed,
+        notes on those left alone). Never through a symbolic link, never over a folder that
+        holds something."""
+        with self.lock:
+            return self._put(targets)
+
+    def _put(self, targets: dict[str, Version | None]) -> tuple[list[str], list[str]]:
         root = self.workspace
-        for status, path in changes:
-            if status != "D":
-                continue
-            if path in keep_away:
-                notes.append(f"{path} was not kept (too big or unreadable); left as it is")
-                continue
-            full = root / path
-            if not full.parent.resolve().is_relative_to(root):  # never through a symlinked folder
+        done: list[str] = []
+        notes: list[str] = []
+        links: dict[str, bool] = {}
+        writes: dict[str, Version] = {}
+        for path, v in sorted(targets.items()):
+            if _beyond_link(root, path, links):
                 notes.append(f"{path} is behind a symbolic link now; left as it is")
                 continue
-            try:
+            full = root / path
+            if v is None:
+                try:
+                    st = os.lstat(full)
+                except OSError:
+                    continue
+                if stat.S_ISDIR(st.st_mode):
+                    notes.append(f"{path} is a folder now; left as it is")
+                    continue
+                try:
+                    full.unlink()
+                except OSError as e:
+                    notes.append(f"could not delete {path}: {e.strerror}")
+                    continue
+                done.append(path)
+                _remove_empty_parents(full.parent, root)
+            elif not v.kept:
+                notes.append(f"{path} was not kept (too big or unreadable); left as it is")
+            else:
+                writes[path] = v
+        for path in list(writes):
+            full = root / path
+            blocker = next((p for p in reversed(full.parents) if p.is_relative_to(root) and p != root
+                            and (p.is_symlink() or (p.exists() and not p.is_dir()))), None)
+            if blocker is not None:
+                notes.append(f"{path}: {blocker.relative_to(root)} is in the way now; left as it is")
+                del writes[path]
+            elif full.is_symlink():
                 full.unlink()
-                touched.append(path)
-            except FileNotFoundError:
-                pass
-            except OSError as e:
-                notes.append(f"could not delete {path}: {e.strerror}")
-                continue
-            parent = full.parent
-            while parent != root and parent.is_dir() and not any(parent.iterdir()):
-                parent.rmdir()
-                parent = parent.parent
-        back = [p for s, p in changes if s != "D"]
-        if back:
-            for path in back:  # a folder where the file was, or a symbolic link in its way, goes first
-                full = root / path
-                if full.is_symlink() or (full.is_dir() and not any(full.iterdir())):
-                    full.unlink() if full.is_symlink() else full.rmdir()
-            self.git("checkout", "-f", target, "--pathspec-from-file=-", "--pathspec-file-nul", stdin=_nul(back))
-            touched += back
-        self._last = None  # the index now holds the target's entries: next snapshot recomputes
-        return sorted(touched), notes
+            elif full.is_dir():
+                if any(full.iterdir()):
+                    notes.append(f"{path} is a folder now; left as it is")
+                    del writes[path]
+                else:
+                    full.rmdir()
+        lost = self._missing(sorted({v.blob for v in writes.values()}), borrow=True)
+        for path in [p for p, v in writes.items() if v.blob in lost]:
+            notes.append(f"the content of {path} to restore is no longer kept; left as it is")
+            del writes[path]
+        if writes:
+            tmp = self.root / f"restore-{os.getpid()}-{threading.get_ident()}"
+            try:
+                listing = b"".join(f"{v.mode} {v.blob}\t".encode() + p.encode("utf-8", "surrogateescape") + b"\0"
+                                   for p, v in writes.items())
+                self.git("update-index", "-z", "--index-info", stdin=listing, index=tmp)
+                self.git("checkout-index", "-a", "-f", index=tmp, borrow=True)
+            finally:
+                tmp.unlink(missing_ok=True)
+            done += writes
+        return sorted(done), notes
 
     # -- space -----------------------------------------------------------------------------
     def size(self) -> int:
@@ -281,8 +535,23 @@ class Store:
                     pass
         return total
 
-    def prune(self) -> int:
+    def refs(self) -> set[str]:
+        """The commits of the checkpoints still kept (pruning drops the oldest)."""
         with self.lock:
+            if not (self.git_dir / "HEAD").exists():
+                return set()
+            return set(self.text("for-each-ref", "--format=%(objectname)", REF_PREFIX).split())
+
+    def prune(self) -> int:
+        """Prune when the store is over its cap: measured once, then again only when what
+        was kept since could have taken it over (a walk of its objects costs a stat each)."""
+        with self.lock:
+            cap = self.limits.checkpoint_store_bytes
+            if self._measured is not None and self._measured + self._grown <= cap:
+                return 0
+            self._measured, self._grown = self.size(), 0
+            if self._measured <= cap:
+                return 0
             return self._prune()
 
     def _prune(self) -> int:
@@ -290,22 +559,23 @@ class Store:
 
         What the kept checkpoints need is measured, not the folder: objects younger than a
         few minutes stay on disk after their refs are gone (another session of this
-        workspace may be writing a snapshot whose objects no ref holds yet), so the folder
+        workspace may be writing a scan whose objects no ref holds yet), so the folder
         stays over the cap for a while after any prune, and judging by it would drop every
-        checkpoint but the newest. The newest is always kept."""
+        checkpoint but the newest. The newest is always kept. What the sessions' indexes
+        name is kept too (their next turn's "before"), and counts against the cap."""
         cap = self.limits.checkpoint_store_bytes
-        if self.size() <= cap:
-            return 0
-        refs = [line.split() for line in self.git("for-each-ref", "--sort=refname",
-                                                  "--format=%(refname) %(objectname)", REF_PREFIX).splitlines()]
+        refs = [line.split() for line in self.text("for-each-ref", "--sort=refname",
+                                                   "--format=%(refname) %(objectname)", REF_PREFIX).splitlines()]
         if len(refs) <= 1:
             return 0
+        state = self._pin_state()
         sizes = self._object_sizes()
+        base = [state] if state else []
         # The bytes of the newest k checkpoints grow with k: find the largest k that fits.
         lo, hi = 1, len(refs)
         while lo < hi:
             k = (lo + hi + 1) // 2
-            if self._needs([c for _, c in refs[-k:]], sizes) <= cap:
+            if self._needs([*base, *(c for _, c in refs[-k:])], sizes) <= cap:
                 lo = k
             else:
                 hi = k - 1
@@ -315,90 +585,199 @@ class Store:
         self.git("update-ref", "--stdin", stdin="".join(f"delete {ref}\n" for ref, _ in drop).encode())
         self.git("reflog", "expire", "--expire=now", "--all", check=False)
         self.git("gc", "-q", "--prune=10.minutes.ago", check=False)
-        if self._last is not None and not self.exists(self._last[1]):
-            self._last = None
         return len(drop)
+
+    def _pin_state(self) -> str:
+        """A commit holding every blob of the store that a session's index names, so a prune
+        keeps the contents a next turn may change (the user's repository holds the rest)."""
+        blobs: set[str] = set()
+        for idx in self._indexes():
+            p = self.run_git("ls-files", "-s", "-z", index=idx)
+            if p.returncode == 0:
+                blobs.update(rec.split(b" ")[1].decode("ascii") for rec in p.stdout.split(b"\0") if rec)
+        own = sorted(blobs - self._missing(sorted(blobs)))
+        if not own:
+            self.git("update-ref", "-d", STATE_REF, check=False)
+            return ""
+        listing = b"".join(f"100644 blob {b}\t{b}".encode() + b"\0" for b in own)
+        tree = self.text("mktree", "-z", stdin=listing).strip()
+        commit = self.text("commit-tree", tree, "-m", "what the sessions' indexes name").strip()
+        self.git("update-ref", STATE_REF, commit)
+        return commit
 
     def _object_sizes(self) -> dict[str, int]:
         """Every object in the store and its size on disk (compressed, or its share of a pack)."""
-        out = self.git("cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(objectsize:disk)")
+        out = self.text("cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(objectsize:disk)")
         return {name: int(size) for name, size in (line.split() for line in out.splitlines())}
 
     def _needs(self, commits: list[str], sizes: dict[str, int]) -> int:
         """The bytes on disk of what these checkpoints hold (objects they share count once)."""
-        out = self.git("rev-list", "--objects", "--no-object-names", "--stdin", stdin="".join(
+        out = self.text("rev-list", "--objects", "--no-object-names", "--stdin", stdin="".join(
             f"{c}\n" for c in commits).encode())
         return sum(sizes.get(name, 0) for name in out.split())
 
 
+# -- the session's records ------------------------------------------------------------------
+
+@dataclass
+class Turn:
+    """One turn: its prompt and place in the conversation, and the files it changed."""
+
+    turn: int
+    prompt: str
+    time: float
+    history: int  # messages in the history before the turn's prompt
+    mark: str  # a digest of the message before it: a compaction since then changes it
+    commit: str = ""  # holds the contents of its changes
+    changes: list[Change] | None = None  # None: not recorded (the session stopped during the turn)
+    undone: bool = False  # its files were put back by /undo or /rewind
+
+    @property
+    def when(self) -> str:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.time))
+
+    @property
+    def paths(self) -> list[str]:
+        return [c.path for c in self.changes or ()]
+
+
+@dataclass
+class Undo:
+    """An /undo or /rewind of files: the turns it took back and what it changed doing so."""
+
+    id: int
+    turns: list[int]
+    commit: str
+    changes: list[Change]
+    redone: bool = False
+
+
+Resolution = Literal["mine", "theirs", "merge"]
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A path the person (or a later turn) changed since the step being taken back."""
+
+    path: str
+    step: str  # "turn 3", "the undo of turn 3"
+    mine: Version | None  # what the file holds now
+    base: Version | None  # what the step left
+    theirs: Version | None  # what it had before the step (the checkpoint's)
+    diff: str  # yours -> the checkpoint's, for text files (cut to a few lines)
+
+    @property
+    def mergeable(self) -> bool:
+        return all(v is not None and v.kept and v.regular for v in (self.mine, self.base, self.theirs))
+
+
+Resolver = Callable[[Conflict], Awaitable[Resolution]]
+
+
+@dataclass(frozen=True)
+class Listed:
+    turn: Turn
+    paths: list[str] | None  # None: not recorded
+    pruned: bool
+
+
 class Checkpoints:
-    """Per session: a checkpoint before each turn (an agent's TurnHooks), and rewinding."""
+    """Per session: a scan before and after each turn (an agent's TurnHooks), undo and redo."""
 
     def __init__(self, session: Session, store: Store, emit: Callable[[Event], None]) -> None:
         self.session = session
         self.store = store
         self.emit = emit
         self._turns: list[Turn] = []
+        self._undos: list[Undo] = []
         self._session: str | None = None
-        self._warned_big: set[str] = set()
+        self._warned: set[str] = set()
         self._warming: threading.Thread | None = None
-        self._pending: asyncio.Future[None] | None = None  # this turn's snapshot, while it is taken
+        self._pending: asyncio.Future[None] | None = None  # the scan before this turn, while it runs
+        self._ending: asyncio.Future[None] | None = None  # the scan after the last turn, while it runs
+        self._open: Turn | None = None  # the turn running now, once its scan before is taken
         self.disabled = ""  # why checkpoints stopped for this session
         self.rewound_prompt = ""  # the prompt of the turn the last conversation rewind took back
 
     def start(self) -> None:
-        """At session start, a first snapshot in a background thread: it fills the index's
-        stat cache, so the checkpoint before the first turn rarely has to hash anything (the
-        store's lock makes that one wait for it)."""
+        """At session start, a first scan in a background thread: it fills the index's stat
+        cache, so the scan before the first turn rarely has to hash anything (the store's
+        lock makes that one wait for it)."""
         def warm() -> None:
             try:
-                self.store.snapshot("session start")
-            except Exception:  # the first turn's snapshot reports it as a warning
+                self.store.scan()
+            except Exception:  # the first turn's scan reports it as a warning
                 pass
 
         self._warming = threading.Thread(target=warm, name="checkpoint-warm", daemon=True)
         self._warming.start()
 
     async def aclose(self) -> None:
-        """Let a snapshot still running finish, so no git command is cut off at exit."""
+        """Let a scan still running finish, so no git command is cut off at exit."""
         await self.settled()
+        if self._ending is not None:
+            await asyncio.shield(self._ending)
         if self._warming is not None:
             await asyncio.to_thread(self._warming.join)
             self._warming = None
         if self.store.ephemeral:
             with self.store.lock:
                 self.store.index.unlink(missing_ok=True)
+
     # -- the session's list ----------------------------------------------------------------
     def _file(self) -> Path | None:
         t = self.session.transcript  # an unrecorded session keeps its list in memory only
         return t.dir / "checkpoints.jsonl" if t is not None else None
 
     def turns(self) -> list[Turn]:
-        """This session's checkpoints, read from its folder when the session changed (/resume)."""
+        """This session's turns, read from its folder when the session changed (/resume)."""
+        self._loaded()
+        return self._turns
+
+    def _loaded(self) -> None:
         sid = self.session.id
         if sid != self._session:
             self._session = sid
-            self._turns = self._load()
-        return self._turns
+            self._turns, self._undos = self._load()
 
-    def _load(self) -> list[Turn]:
+    def _load(self) -> tuple[list[Turn], list[Undo]]:
         path = self._file()
-        if path is None or not path.exists():
-            return []
         turns: list[Turn] = []
+        undos: list[Undo] = []
+        if path is None or not path.exists():
+            return turns, undos
+        by_number: dict[int, Turn] = {}
         for line in path.read_text(encoding="utf-8").splitlines():
             try:
                 rec = json.loads(line)
-                if rec.get("type") == "truncate":
+                kind = rec.get("type")
+                if kind == "truncate":
                     turns = turns[:int(rec["keep"])]
-                elif rec.get("type") == "undone":
+                    by_number = {t.turn: t for t in turns}
+                elif kind == "turn":
+                    started = Turn(turn=int(rec["turn"]), prompt=str(rec["prompt"]), time=float(rec["time"]),
+                                   history=int(rec["history"]), mark=str(rec["mark"]))
+                    turns.append(started)
+                    by_number[started.turn] = started
+                elif kind == "ended" and (ended := by_number.get(int(rec["turn"]))) is not None:
+                    ended.commit, ended.changes = str(rec["commit"]), [Change.from_json(c) for c in rec["changes"]]
+                elif kind == "undo":
+                    undos.append(Undo(int(rec["id"]), [int(n) for n in rec["turns"]], str(rec["commit"]),
+                                      [Change.from_json(c) for c in rec["changes"]]))
+                    for t in turns:
+                        t.undone = t.undone or t.turn in rec["turns"]
+                elif kind == "redo":
+                    for u in undos:
+                        if u.id == rec["undo"]:
+                            u.redone = True
+                            for t in turns:
+                                t.undone = t.undone and t.turn not in u.turns
+                elif kind == "undone":  # written by earlier versions
                     for t in turns:
                         t.undone = t.undone or t.turn == rec["turn"]
-                else:
-                    turns.append(Turn(**{k: v for k, v in rec.items() if k != "type"}))
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, AttributeError):
                 continue
-        return turns
+        return turns, undos
 
     def _write(self, rec: dict[str, Any]) -> None:
         path = self._file()
@@ -407,94 +786,116 @@ class Checkpoints:
         with open_private(path, "a") as f:  # 0600, in a 0700 session folder
             f.write(json.dumps(rec, ensure_ascii=False) + "\n")
 
-    # -- before each turn ------------------------------------------------------------------
+    # -- around each turn ------------------------------------------------------------------
     async def prompt_submitted(self, prompt: str) -> str | None:
-        """Start the snapshot of the files as they are before the turn. It runs while the
-        model thinks (nothing changes files before its answer arrives); `settled` waits
-        for it before the first tool or Stop hook runs."""
-        await self.settled()  # a cancelled turn's snapshot may still be finishing
+        """Start the scan that takes in what changed since the last turn (the person's
+        edits). It runs while the model thinks (nothing changes files before its answer
+        arrives); `settled` waits for it before the first tool or Stop hook runs."""
+        await self.settled()  # a cancelled turn's scan may still be finishing
+        if self._ending is not None:
+            await asyncio.shield(self._ending)
         if self.disabled:
             return prompt
         turns = self.turns()
         history = len(self.session.history)
         turn = Turn(turn=(turns[-1].turn + 1 if turns else 1), prompt=prompt[:200], time=time.time(),  # for the listing
-                    commit="", history=history, mark=_mark(self.session.history, history))
-        # Shielded from the turn: cancelling the turn must not leave the snapshot half-taken.
-        self._pending = asyncio.ensure_future(self._take(turn, prompt))
+                    history=history, mark=_mark(self.session.history, history))
+        # Shielded from the turn: cancelling the turn must not leave the scan half-taken.
+        self._pending = asyncio.ensure_future(self._before(turn))
         return prompt
 
     async def settled(self) -> None:
-        """The snapshot of the current turn is taken (or failed, and said so)."""
+        """The scan before the current turn is taken (or failed, and said so)."""
         if self._pending is not None:
             await asyncio.shield(self._pending)
             self._pending = None
 
-    async def _take(self, turn: Turn, prompt: str) -> None:
+    async def _before(self, turn: Turn) -> None:
         try:
-            snap = await asyncio.to_thread(self.store.snapshot, f"before: {prompt[:120]}")
-            pruned = await asyncio.to_thread(self.store.prune)
+            scan = await asyncio.to_thread(self.store.scan)
         except (CheckpointError, OSError, subprocess.SubprocessError) as e:
-            self.disabled = str(e)
-            self.emit(Notice(level="warning", text=f"checkpoints: {e}; /rewind cannot undo this session's turns"))
+            self._fail(e)
             return
-        if pruned:
-            self.emit(Notice(level="info", text=(
-                f"checkpoints: pruned {pruned} old checkpoints to keep the store under "
-                f"{self.store.limits.checkpoint_store_bytes} bytes (limits.checkpoint_store_bytes)")))
-        if fresh := [p for p in snap.too_big if p not in self._warned_big]:
-            self._warned_big.update(fresh)
-            shown = ", ".join(fresh[:5]) + (f" and {len(fresh) - 5} more" if len(fresh) > 5 else "")
-            self.emit(Notice(level="warning", text=(
-                f"checkpoints: {len(fresh)} files too big to keep (> {self.store.limits.checkpoint_file_max_bytes} "
-                f"bytes, limits.checkpoint_file_max_bytes): {shown}; /rewind leaves them as they are")))
-        turn.commit, turn.too_big = snap.commit, [*snap.too_big, *snap.unreadable]
+        self._warn_unkept(scan)
         self.turns().append(turn)
-        self._write({"type": "turn", **asdict(turn)})
+        self._write({"type": "turn", "turn": turn.turn, "prompt": turn.prompt, "time": turn.time,
+                     "history": turn.history, "mark": turn.mark})
+        self._open = turn
 
     async def stopping(self, answer: str) -> str | None:
         return None
 
-    # -- looking back ----------------------------------------------------------------------
-    async def changed(self) -> list[list[str]]:
-        """The files each turn changed: from its checkpoint to the next one (or to now)."""
+    async def ended(self) -> None:
+        """The turn is over (answered, stopped, failed or interrupted): the scan after it
+        records what its tools and commands changed."""
         await self.settled()
-        turns = self.turns()
-        if not turns:
-            return []
+        turn, self._open = self._open, None
+        if turn is None:
+            return
+        self._ending = asyncio.ensure_future(self._after(turn))
+        await asyncio.shield(self._ending)
 
-        def work() -> list[list[str]]:
+    async def _after(self, turn: Turn) -> None:
+        def work() -> tuple[Scan, str, int]:
             with self.store.lock:
-                return changes(self.store.snapshot("now").commit)
+                scan = self.store.scan()
+                commit = self.store.pin(scan.changes, f"turn {turn.turn}: {turn.prompt[:120]}")
+                return scan, commit, self.store.prune()
 
-        def changes(now: str) -> list[list[str]]:
-            ends = [t.commit for t in turns[1:]] + [now]
-            out: list[list[str]] = []
-            for t, end in zip(turns, ends, strict=True):
-                if not self.store.exists(t.commit) or not self.store.exists(end):
-                    out.append(["(pruned)"])
-                    continue
-                out.append([p for _, p in self.store.changes(t.commit, end)])
-            return out
+        try:
+            scan, commit, pruned = await asyncio.to_thread(work)
+        except (CheckpointError, OSError, subprocess.SubprocessError) as e:
+            self._fail(e)
+            return
+        self._warn_unkept(scan)
+        if pruned:
+            self.emit(Notice(level="info", text=(
+                f"checkpoints: pruned {pruned} old {_plural(pruned, 'checkpoint')} to keep the store under "
+                f"{self.store.limits.checkpoint_store_bytes} bytes (limits.checkpoint_store_bytes)")))
+        turn.commit, turn.changes = commit, list(scan.changes)
+        self._write({"type": "ended", "turn": turn.turn, "commit": commit,
+                     "changes": [c.to_json() for c in scan.changes]})
+        self.emit(FilesChanged(turn=turn.turn, paths=tuple(turn.paths)))
 
-        return await asyncio.to_thread(work)
+    def _fail(self, e: BaseException) -> None:
+        self.disabled = str(e)
+        self._open = None
+        self.emit(Notice(level="warning", text=f"checkpoints: {e}; /rewind cannot undo this session's turns"))
 
-    async def rewind(self, turn: Turn, *, files: bool, conversation: bool) -> list[str]:
-        """Back to before `turn`: its files, its conversation, or both. Returns what to show."""
+    def _warn_unkept(self, scan: Scan) -> None:
+        limit = self.store.limits.checkpoint_file_max_bytes
+        for paths, why in ((scan.too_big, f"too big to keep (> {limit} bytes, limits.checkpoint_file_max_bytes)"),
+                           (scan.unreadable, "unreadable, not kept")):
+            if fresh := [p for p in paths if p not in self._warned]:
+                self._warned.update(fresh)
+                shown = ", ".join(fresh[:5]) + (f" and {len(fresh) - 5} more" if len(fresh) > 5 else "")
+                self.emit(Notice(level="warning", text=(
+                    f"checkpoints: {len(fresh)} {_plural(len(fresh), 'file')} {why}: {shown}; "
+                    "/rewind leaves them as they are")))
+
+    # -- looking back ----------------------------------------------------------------------
+    async def listing(self) -> list[Listed]:
+        """Each turn and the paths it changed (its own, not the person's between turns)."""
+        await self.settled()
+        turns = list(self.turns())
+        kept = await asyncio.to_thread(self.store.refs)
+        return [Listed(t, None if t.changes is None else t.paths, bool(t.commit) and t.commit not in kept)
+                for t in turns]
+
+    async def rewind(self, turn: Turn, *, files: bool, conversation: bool, resolve: Resolver | None = None) -> list[str]:
+        """Back to before `turn`: its files (and those of the turns after it), its
+        conversation, or both. Returns what to show."""
         await self.settled()
         out: list[str] = []
         if conversation and not self.conversation_ok(turn):
             return [f"the conversation was compacted since turn {turn.turn}; only its files can be rewound "
                     f"(/rewind {turn.turn} files)"]
         if files:
-            if not await asyncio.to_thread(self.store.exists, turn.commit):
-                return [f"the checkpoint of turn {turn.turn} was pruned (limits.checkpoint_store_bytes)"]
-            try:
-                touched, notes = await asyncio.to_thread(self.store.restore, turn.commit, turn.too_big)
-            except (CheckpointError, OSError, subprocess.SubprocessError) as e:
-                return [f"could not restore the files of turn {turn.turn}: {e}"]
-            out.append(f"restored {len(touched)} files to before turn {turn.turn}" +
-                       (": " + ", ".join(touched[:10]) + (" …" if len(touched) > 10 else "") if touched else ""))
-            out += notes
+            steps = [t for t in reversed(self.turns()) if t.turn >= turn.turn and not t.undone]
+            lines = await self._undo_turns(steps, f"before turn {turn.turn}", resolve)
+            if lines is None:
+                return [*out, f"the checkpoint of turn {turn.turn} was pruned (limits.checkpoint_store_bytes)"]
+            out += lines
         if conversation:
             history = self.session.history
             asked = history[turn.history] if turn.history < len(history) else None
@@ -507,22 +908,164 @@ class Checkpoints:
             out.append(f"conversation rewound to before turn {turn.turn} ({turn.prompt[:60]!r})")
         return out
 
-    async def undo(self) -> list[str]:
-        """The files of the last turn not undone yet, back to before it."""
+    async def undo(self, resolve: Resolver | None = None) -> list[str]:
+        """The files of the last turn that changed any and is not undone yet, back to before it."""
         await self.settled()
-        todo = [t for t in self.turns() if not t.undone]
+        todo = [t for t in self.turns() if not t.undone and (t.changes is None or t.changes)]
         if not todo:
             return ["nothing to undo"]
         turn = todo[-1]
-        out = await self.rewind(turn, files=True, conversation=False)
-        if out and out[0].startswith("restored"):
-            turn.undone = True
-            self._write({"type": "undone", "turn": turn.turn})
-        return out
+        lines = await self._undo_turns([turn], f"before turn {turn.turn}", resolve)
+        if lines is None:
+            return [f"the checkpoint of turn {turn.turn} was pruned (limits.checkpoint_store_bytes)"]
+        return lines
+
+    async def redo(self, resolve: Resolver | None = None) -> list[str]:
+        """What the last /undo or /rewind of files replaced, back again."""
+        await self.settled()
+        self._loaded()
+        undo = next((u for u in reversed(self._undos) if not u.redone), None)
+        if undo is None:
+            return ["nothing to redo"]
+        what = ", ".join(f"turn {n}" for n in undo.turns)
+        if undo.commit and undo.commit not in await asyncio.to_thread(self.store.refs):
+            return [f"what the undo of {what} replaced was pruned (limits.checkpoint_store_bytes)"]
+        result = await self._revert([(f"the undo of {what}", undo.changes)], resolve)
+        if isinstance(result, str):
+            return [result]
+        changed, commit, lines = result
+        undo.redone = True
+        for t in self.turns():
+            t.undone = t.undone and t.turn not in undo.turns
+        self._write({"type": "redo", "undo": undo.id, "commit": commit, "changes": [c.to_json() for c in changed]})
+        return [_restored(changed, f"as before the undo of {what}"), *lines]
+
+    async def _undo_turns(self, steps: list[Turn], where: str, resolve: Resolver | None) -> list[str] | None:
+        """Take back these turns' changes, newest first, as one undo. None: a checkpoint they
+        need was pruned."""
+        notes = [f"turn {t.turn}'s file changes were not recorded (the session stopped during it); "
+                 "its files are left as they are" for t in steps if t.changes is None]
+        steps = [t for t in steps if t.changes is not None]
+        if not steps:
+            return notes or ["nothing to restore: those turns are undone already"]
+        kept = await asyncio.to_thread(self.store.refs)
+        if any(t.commit and t.commit not in kept for t in steps):
+            return None
+        result = await self._revert([(f"turn {t.turn}", t.changes or []) for t in steps], resolve)
+        if isinstance(result, str):
+            return [result]
+        changed, commit, lines = result
+        self._loaded()
+        undo = Undo(id=max((u.id for u in self._undos), default=0) + 1, turns=[t.turn for t in steps],
+                    commit=commit, changes=changed)
+        self._undos.append(undo)
+        for t in steps:
+            t.undone = True
+        self._write({"type": "undo", "id": undo.id, "turns": undo.turns, "commit": commit,
+                     "changes": [c.to_json() for c in changed]})
+        tail = ["/redo brings back what this replaced"] if changed else []
+        return [_restored(changed, f"to {where}"), *notes, *lines, *tail]
+
+    async def _revert(self, steps: list[tuple[str, list[Change]]],
+                      resolve: Resolver | None) -> tuple[list[Change], str, list[str]] | str:
+        """Take back each step's changes, in order, where the file still holds what the step
+        left; a path changed since is a conflict for `resolve` (without one: kept as it is).
+        Returns (what changed on disk, the commit keeping it, notes), or an error line. No
+        other scan of this index runs meanwhile: undo runs between turns, in this session."""
+        store = self.store
+        try:
+            await asyncio.to_thread(store.scan)  # the person's edits since: kept, and known
+            current = await asyncio.to_thread(store.versions, {c.path for _, cs in steps for c in cs})
+            targets, notes = await self._plan(steps, current, resolve)
+            _, put_notes = await asyncio.to_thread(store.put, targets)
+            after = await asyncio.to_thread(store.scan)
+            changed = [c for c in after.changes if c.path in targets]
+            commit = await asyncio.to_thread(store.pin, changed, f"undo: {steps[0][0]}")
+        except (CheckpointError, OSError, subprocess.SubprocessError) as e:
+            return f"could not restore the files: {e}"
+        return changed, commit, [*notes, *put_notes]
+
+    async def _plan(self, steps: list[tuple[str, list[Change]]], current: dict[str, Version | None],
+                    resolve: Resolver | None) -> tuple[dict[str, Version | None], list[str]]:
+        """What each path should hold once the steps are taken back, and the notes."""
+        sim = dict(current)
+        notes: list[str] = []
+        for step, changes in steps:
+            for c in changes:
+                have = sim.get(c.path)
+                if have == c.before:
+                    continue  # already as it was
+                if c.before is not None and not c.before.kept:
+                    notes.append(f"{c.path} was not kept (too big or unreadable); left as it is")
+                    continue
+                if have == c.after and (have is None or have.kept):
+                    sim[c.path] = c.before
+                    continue
+                conflict = Conflict(c.path, step, have, c.after, c.before, await self._diff(have, c.before))
+                choice, merged = await self._resolve(conflict, resolve)
+                if choice == "mine":
+                    notes.append(f"{c.path} changed since {step}: kept yours")
+                elif choice == "theirs":
+                    sim[c.path] = c.before
+                    notes.append(f"{c.path} changed since {step}: took the checkpoint's")
+                elif merged is not None:
+                    sim[c.path] = merged[0]
+                    marked = f" ({merged[1]} {_plural(merged[1], 'conflict')} marked)" if merged[1] else ""
+                    notes.append(f"{c.path} changed since {step}: merged{marked}")
+        return {p: v for p, v in sim.items() if v != current.get(p)}, notes
+
+    async def _resolve(self, conflict: Conflict,
+                       resolve: Resolver | None) -> tuple[Resolution, tuple[Version, int] | None]:
+        choice: Resolution = "mine" if resolve is None else await resolve(conflict)
+        if choice != "merge":
+            return choice, None
+        if not conflict.mergeable:
+            return "mine", None
+        assert conflict.mine is not None and conflict.base is not None and conflict.theirs is not None
+        merged = await asyncio.to_thread(self.store.merge, conflict.mine, conflict.base, conflict.theirs,
+                                         ("yours", f"after {conflict.step}", f"before {conflict.step}"))
+        return ("merge", merged) if merged is not None else ("mine", None)
+
+    async def _diff(self, mine: Version | None, theirs: Version | None) -> str:
+        """A few lines of unified diff from the file now to the checkpoint's, for text."""
+        def text(v: Version | None) -> list[str] | None:
+            if v is None:
+                return []
+            if not (v.kept and v.regular):
+                return None
+            data = self.store.read(v)
+            if b"\0" in data[:8192]:
+                return None
+            return data.decode("utf-8", "replace").splitlines(keepends=True)
+
+        def work() -> str:
+            a, b = text(mine), text(theirs)
+            if a is None or b is None:
+                return ""
+            lines = list(difflib.unified_diff(a, b, "yours", "checkpoint's", n=2))
+            shown = "".join(line if line.endswith("\n") else line + "\n" for line in lines[:_DIFF_LINES])
+            return shown + (f"… {len(lines) - _DIFF_LINES} more lines\n" if len(lines) > _DIFF_LINES else "")
+
+        try:
+            return await asyncio.to_thread(work)
+        except (CheckpointError, OSError, subprocess.SubprocessError):
+            return ""
 
     def conversation_ok(self, turn: Turn) -> bool:
         history = self.session.history
         return turn.history <= len(history) and _mark(history, turn.history) == turn.mark
+
+
+def _restored(changes: list[Change], where: str) -> str:
+    paths = [c.path for c in changes]
+    if not paths:
+        return f"no files restored {where}"
+    shown = ", ".join(paths[:10]) + (" …" if len(paths) > 10 else "")
+    return f"restored {len(paths)} {_plural(len(paths), 'file')} {where}: {shown}"
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"
 
 
 def _mark(history: list[Message], upto: int) -> str:
@@ -532,6 +1075,86 @@ def _mark(history: list[Message], upto: int) -> str:
         return ""
     wire = json.dumps(history[upto - 1].to_wire(), sort_keys=True, ensure_ascii=False)
     return hashlib.sha1(wire.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def repository_objects(workspace: Path) -> str | None:
+    """The objects folder of the git repository the workspace is in (a worktree's or a
+    submodule's `.git` file followed), or None. Only read, and only as a source of contents
+    whose hash is known."""
+    for folder in (workspace, *workspace.parents):
+        dot = folder / ".git"
+        try:
+            if dot.is_dir():
+                gitdir = dot
+            elif dot.is_file():
+                with open(dot, encoding="utf-8", errors="replace") as f:
+                    first = f.read(4096).strip()
+                if not first.startswith("gitdir:"):
+                    return None
+                gitdir = (folder / first.removeprefix("gitdir:").strip()).resolve()
+            else:
+                continue
+            common = gitdir
+            if (gitdir / "commondir").is_file():
+                with open(gitdir / "commondir", encoding="utf-8", errors="replace") as f:
+                    common = (gitdir / f.read(4096).strip()).resolve()
+            objects = common / "objects"
+            return str(objects) if objects.is_dir() else None
+        except OSError:
+            return None
+    return None
+
+
+def _readable(st: os.stat_result) -> bool:
+    """Whether this process may read the file (the permission bits, as the kernel checks
+    them, without a call per file)."""
+    uid = os.geteuid()
+    if uid == 0:
+        return True
+    if st.st_uid == uid:
+        return bool(st.st_mode & stat.S_IRUSR)
+    if st.st_gid in _groups():
+        return bool(st.st_mode & stat.S_IRGRP)
+    return bool(st.st_mode & stat.S_IROTH)
+
+
+def _groups() -> frozenset[int]:
+    return frozenset([os.getegid(), *os.getgroups()])
+
+
+def _beyond_link(root: Path, path: str, cache: dict[str, bool]) -> bool:
+    """Whether a folder on the way to `path` is a symbolic link."""
+    parts = path.split("/")[:-1]
+    for i in range(len(parts)):
+        folder = "/".join(parts[:i + 1])
+        if folder not in cache:
+            try:
+                cache[folder] = stat.S_ISLNK(os.lstat(root / folder).st_mode)
+            except OSError:
+                cache[folder] = False  # missing, or a file in the way: said where it matters
+        if cache[folder]:
+            return True
+    return False
+
+
+def _remove_empty_parents(folder: Path, root: Path) -> None:
+    while folder != root and folder.is_relative_to(root) and folder.is_dir() and not folder.is_symlink():
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent
+
+
+def _glob_escape(name: str) -> str:
+    return "".join("\\" + c if c in "*?[]\\!#" else c for c in name)
+
+
+def _quoted(path: str) -> str:
+    """A path as one entry of GIT_ALTERNATE_OBJECT_DIRECTORIES (colon-separated, C-quoted)."""
+    if not any(c in path for c in ':"\\\n'):
+        return path
+    return '"' + path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def _nul(paths: list[str]) -> bytes:

@@ -335,7 +335,7 @@ class Config(Section):
     subagents: dict[str, SubagentConfig] = _d(dict, "sub-agents by name")
     summary_model: str | None = _d(None, "a small model that labels each batch of tool calls in the REPL")
     prices: dict[str, Price] = _d(dict, "prices by model name, for the cost meter")
-    checkpoints: bool = _d(True, "record the files before each turn, for /rewind and /undo")
+    checkpoints: bool = _d(True, "record what each turn changed in the files, for /undo, /redo and /rewind")
     images_to_model: bool = _d(False, "the model takes images: images a tool returns (MCP image content) reach it as "
                                       "image parts; off, it reads a note naming the saved file")
     hooks: HooksConfig = _d(HooksConfig, "commands run at points of the session (user config or a trusted project)")

@@ -143,6 +143,15 @@ class MessageAdded:
 
 
 @dataclass(frozen=True, kw_only=True)
+class FilesChanged:
+    """The workspace paths a turn's tools and commands changed, once the turn is over (what
+    /undo would take back; not the person's own edits between turns)."""
+
+    turn: int  # the checkpoint's turn number in the session
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class SubagentEvent:
     """An event of a sub-agent, wrapped so front ends show it nested and never mistake it
     for the main agent's (its text is not the answer, its turn end is not the run's)."""
@@ -154,7 +163,7 @@ class SubagentEvent:
 
 Event = (ModelStarted | TextDelta | ReasoningDelta | ToolStarted | ToolProgress | ToolFinished | ApprovalRequest
          | UsageUpdate | Notice | TurnEnded | TodoUpdated | SandboxRefused | PermissionDenied | MessageAdded
-         | SubagentEvent)
+         | FilesChanged | SubagentEvent)
 
 @dataclass(frozen=True, kw_only=True)
 class ElicitationRequest:

@@ -298,6 +298,9 @@ class Hooks:
     async def settled(self) -> None:
         return None  # the prompt hooks run to their end before the prompt goes out
 
+    async def ended(self) -> None:
+        return None
+
     async def stopping(self, answer: str) -> str | None:
         """A reason to keep working, when a Stop hook blocks the end of the turn."""
         if not self.of("Stop"):

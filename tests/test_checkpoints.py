@@ -83,13 +83,26 @@ def ask(built: Built, *prompts: str) -> None:
     asyncio.run(go())
 
 
-def command(built: Built, line: str, state: dict[str, Any] | None = None) -> str:
+def command(built: Built, line: str, state: dict[str, Any] | None = None, answers: Answers | None = None) -> str:
     load_commands()
     console = Console(width=250, record=True, color_system=None)
     ctx = CommandContext(agent=built.agent, config=built.agent.runtime.config, workspace=built.agent.runtime.workspace,
-                         print=console.print, registry=REGISTRY, built=built, state=state if state is not None else {})
+                         print=console.print, registry=REGISTRY, built=built, state=state if state is not None else {},
+                         choose=answers)
     asyncio.run(REGISTRY.run(line, ctx))
     return console.export_text()
+
+
+class Answers:
+    """The person's answers to the questions a command asks, in order; what was offered is kept."""
+
+    def __init__(self, *picks: str) -> None:
+        self.picks = list(picks)
+        self.offered: list[list[str]] = []
+
+    async def __call__(self, options: list[tuple[str, str, str]]) -> str:
+        self.offered.append([value for value, _, _ in options])
+        return self.picks.pop(0)
 
 
 PATCH = "--- a/other.txt\n+++ b/other.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n"
@@ -180,7 +193,7 @@ def test_both_rewinds_files_and_conversation(repo: Path) -> None:
     built = build(repo, llm)
     ask(built, "overwrite")
     out = command(built, "/rewind 1")
-    assert "restored 1 files to before turn 1: tracked.txt" in out and "conversation rewound" in out
+    assert "restored 1 file to before turn 1: tracked.txt" in out and "conversation rewound" in out
     assert tree(repo) == before and built.agent.session.history == []
 
 
@@ -190,9 +203,9 @@ def test_undo_steps_back_one_turn_at_a_time(repo: Path) -> None:
     built = build(repo, llm)
     ask(built, "first", "second")
     messages = len(built.agent.session.history)
-    assert "restored 1 files to before turn 2: a.txt" in command(built, "/undo")
+    assert "restored 1 file to before turn 2: a.txt" in command(built, "/undo")
     assert (repo / "a.txt").read_text() == "1"
-    assert "restored 1 files to before turn 1: a.txt" in command(built, "/undo")
+    assert "restored 1 file to before turn 1: a.txt" in command(built, "/undo")
     assert not (repo / "a.txt").exists()
     assert "nothing to undo" in command(built, "/undo")
     assert len(built.agent.session.history) == messages  # /undo leaves the conversation
@@ -218,7 +231,7 @@ def test_a_file_too_big_to_keep_is_named_and_left_alone(repo: Path) -> None:
     built = build(repo, ScriptedLLM([tool_reply(call("run_command", {"command": "printf small > big.bin"})),
                                      Reply(text="ok")]), ui, limits={"checkpoint_file_max_bytes": 299})
     ask(built, "shrink it")
-    assert ("checkpoints: 1 files too big to keep (> 299 bytes, limits.checkpoint_file_max_bytes): big.bin; "
+    assert ("checkpoints: 1 file too big to keep (> 299 bytes, limits.checkpoint_file_max_bytes): big.bin; "
             "/rewind leaves them as they are") in [n.text for n in ui.of(Notice)]
     out = command(built, "/undo")
     assert "big.bin was not kept (too big or unreadable); left as it is" in out
@@ -243,15 +256,16 @@ def test_the_store_is_pruned_oldest_first(repo: Path) -> None:
     built = build(repo, ScriptedLLM(script), ui, limits={"checkpoint_store_bytes": 1})
     ask(built, "one", "two", "three")
     pruned = [n.text for n in ui.of(Notice) if n.text.startswith("checkpoints: pruned")]
-    assert pruned[0] == "checkpoints: pruned 1 old checkpoints to keep the store under 1 bytes (limits.checkpoint_store_bytes)"
+    assert pruned[0] == "checkpoints: pruned 1 old checkpoint to keep the store under 1 bytes (limits.checkpoint_store_bytes)"
     out = command(built, "/rewind 1 files")
     assert "the checkpoint of turn 1 was pruned (limits.checkpoint_store_bytes)" in out
 
 
 def test_pruning_keeps_as_many_recent_checkpoints_as_fit_the_cap(repo: Path) -> None:
-    """Each turn writes ~20 KB that does not compress below ~20 KB: the cap holds three of
-    them. Objects of dropped checkpoints stay on disk a while (another session may still
-    need them), which must not make the store drop the recent ones too."""
+    """Each turn writes ~20 KB that does not compress below ~20 KB, and its checkpoint keeps
+    the version before and after it: the cap holds three versions, the newest two turns.
+    Objects of dropped checkpoints stay on disk a while (another session may still need
+    them), which must not make the store drop the recent ones too."""
     versions = [os.urandom(20_000).hex() for _ in range(6)]
     script: list[Any] = []
     for v in versions:
@@ -260,16 +274,16 @@ def test_pruning_keeps_as_many_recent_checkpoints_as_fit_the_cap(repo: Path) -> 
     built = build(repo, ScriptedLLM(script), ui, limits={"checkpoint_store_bytes": 75_000,
                                                                  "session_budget_chars": 10_000_000})
     ask(built, *(f"turn {i}" for i in range(1, 7)))
-    note = "checkpoints: pruned {} old checkpoints to keep the store under 75000 bytes (limits.checkpoint_store_bytes)"
-    # Before turn 5 the store holds versions 0-3: the newest three checkpoints fit, turns 1 and
-    # 2 go; before turn 6, turn 3's.
-    assert [n.text for n in ui.of(Notice) if n.text.startswith("checkpoints: pruned")] == [note.format(2),
-                                                                                           note.format(1)]
-    for turn in (6, 5, 4):
+    note = "checkpoints: pruned {} old {} to keep the store under 75000 bytes (limits.checkpoint_store_bytes)"
+    # After turn 4 the store holds versions 0-3: turns 3 and 4 (versions 1-3) fit, 1 and 2
+    # go; after turn 5, turn 3; after turn 6, turn 4.
+    assert [n.text for n in ui.of(Notice) if n.text.startswith("checkpoints: pruned")] == [
+        note.format(2, "checkpoints"), note.format(1, "checkpoint"), note.format(1, "checkpoint")]
+    for turn in (6, 5):
         out = command(built, f"/rewind {turn} files")
         assert "restored" in out, out
         assert (repo / "a.txt").read_text() == versions[turn - 2]
-    for turn in (3, 2, 1):
+    for turn in (4, 3, 2, 1):
         assert f"the checkpoint of turn {turn} was pruned (limits.checkpoint_store_bytes)" in command(
             built, f"/rewind {turn} files")
 
@@ -316,7 +330,7 @@ def test_in_the_repl_a_custom_command_runs_and_undo_takes_its_changes_back(works
             t.prompt()
             assert (workspace / "made.txt").read_text() == "made"
             t.type("/undo")
-            t.wait("restored 1 files to before turn 1: made.txt")
+            t.wait("restored 1 file to before turn 1: made.txt")
             t.prompt()
             t.type("/rewind 1 conversation")
             t.wait("conversation rewound to before turn 1 ('Create made.txt.')")
@@ -345,7 +359,7 @@ def test_a_session_not_recorded_keeps_checkpoints_in_memory_and_leaves_no_index(
     asyncio.run(go())
     assert built.checkpoints is not None and [t.turn for t in built.checkpoints.turns()] == [1]
     assert not list(store_dir(repo).glob("index-*"))
-    assert "restored 1 files to before turn 1: a.txt" in command(built, "/undo")
+    assert "restored 1 file to before turn 1: a.txt" in command(built, "/undo")
 
 
 def test_after_a_compaction_only_the_files_of_an_older_turn_can_be_rewound(repo: Path) -> None:
@@ -358,7 +372,7 @@ def test_after_a_compaction_only_the_files_of_an_older_turn_can_be_rewound(repo:
     out = command(built, "/rewind 2")
     assert "the conversation was compacted since turn 2; only its files can be rewound (/rewind 2 files)" in out
     assert (repo / "a.txt").exists()
-    assert "restored 1 files to before turn 2: a.txt" in command(built, "/rewind 2 files")
+    assert "restored 1 file to before turn 2: a.txt" in command(built, "/rewind 2 files")
     assert not (repo / "a.txt").exists()
     assert "conversation rewound to before turn 1" in command(built, "/rewind 1 conversation")  # to the start
     assert built.agent.session.history == []
@@ -465,7 +479,7 @@ def test_a_turn_cancelled_while_the_model_answers_still_gets_its_checkpoint(repo
     assert (repo / "made.txt").read_text() == "made\n"
     cps = built.checkpoints
     assert cps is not None and [t.prompt for t in cps.turns()] == ["first", "second"]
-    assert "restored 1 files to before turn 2" in command(built, "/rewind 2 files")
+    assert "restored 1 file to before turn 2" in command(built, "/rewind 2 files")
     assert tree(repo) == before
 
 
@@ -473,15 +487,218 @@ def test_a_new_session_starts_from_the_last_index_and_old_indexes_are_removed(re
     from nanohermes.checkpoints import KEPT_INDEXES, Store
 
     first = Store(repo, Limits(), frozenset(), session="s0")
-    before = first.snapshot("first").commit
+    first.scan()
     (repo / "tracked.txt").write_text("changed since\n")
     second = Store(repo, Limits(), frozenset(), session="s1")
     assert not second.index.exists()
-    after = second.snapshot("second").commit
+    changes = second.scan().changes
     assert second.index.exists() and second.index.stat().st_mode & 0o777 == 0o600
-    # Seeded from the first session's stat cache, the snapshot still sees the change.
-    assert [p for _, p in second.changes(before, after)] == ["tracked.txt"]
+    # Seeded from the first session's stat cache, the scan sees the change and only it.
+    assert [c.path for c in changes] == ["tracked.txt"]
     for n in range(2, KEPT_INDEXES + 5):
-        Store(repo, Limits(), frozenset(), session=f"s{n}").snapshot(f"s{n}")
+        Store(repo, Limits(), frozenset(), session=f"s{n}").scan()
     indexes = [p.name for p in first.root.glob("index-*")]
     assert len(indexes) == KEPT_INDEXES + 1 and f"index-s{KEPT_INDEXES + 4}" in indexes
+
+
+def test_undo_takes_back_only_the_turns_files_and_leaves_the_persons_edits(repo: Path) -> None:
+    before = tree(repo)
+    built = build(repo, ScriptedLLM([tool_reply(call("write_file", {"path": "gen.txt", "content": "generated\n"})),
+                                     Reply(text="wrote it")]))
+    ask(built, "generate")
+    (repo / "other.txt").write_text("one\ntwo\nmine\n")  # the person's edit after the turn
+    (repo / "mine.txt").write_text("my own\n")  # and a file of their own
+    out = command(built, "/undo")
+    assert "restored 1 file to before turn 1: gen.txt" in out
+    assert not (repo / "gen.txt").exists()
+    assert (repo / "other.txt").read_text() == "one\ntwo\nmine\n" and (repo / "mine.txt").read_text() == "my own\n"
+    assert tree(repo) == {**before, "other.txt": b"one\ntwo\nmine\n", "mine.txt": b"my own\n"}
+
+
+@pytest.mark.parametrize("pick, expected", [("mine", b"one\nTWO\nthree\nmine\n"),
+                                            ("theirs", b"one\ntwo\nthree\n"),
+                                            ("merge", b"one\ntwo\nthree\nmine\n")])
+def test_a_file_both_changed_is_the_persons_to_decide(repo: Path, pick: str, expected: bytes) -> None:
+    built = build(repo, ScriptedLLM([tool_reply(call("apply_patch", {"diff": PATCH})), Reply(text="patched")]))
+    ask(built, "patch it")
+    with (repo / "other.txt").open("a") as f:
+        f.write("mine\n")
+    answers = Answers(pick)
+    out = command(built, "/undo", answers=answers)
+    assert answers.offered == [["mine", "theirs", "merge"]]
+    assert (repo / "other.txt").read_bytes() == expected
+    assert f"other.txt changed since turn 1: {'kept yours' if pick == 'mine' else ''}" in out
+    # Nobody to ask (the person cannot answer here): their version stays.
+    (repo / "other.txt").write_text("one\nTWO\nthree\n")
+    built2 = build(repo, ScriptedLLM([tool_reply(call("apply_patch", {"diff": PATCH.replace("two", "TWO", 1)
+                                                                              .replace("+TWO", "+2")})),
+                                      Reply(text="again")]))
+    ask(built2, "patch again")
+    (repo / "other.txt").write_text("one\n2\nthree\nlater\n")
+    assert "other.txt changed since turn 1: kept yours" in command(built2, "/undo")
+    assert (repo / "other.txt").read_text() == "one\n2\nthree\nlater\n"
+
+
+def test_a_merge_with_overlapping_edits_marks_the_conflict(repo: Path) -> None:
+    built = build(repo, ScriptedLLM([tool_reply(call("apply_patch", {"diff": PATCH})), Reply(text="patched")]))
+    ask(built, "patch it")
+    (repo / "other.txt").write_text("one\nTwo, says the person\nthree\n")
+    out = command(built, "/undo", answers=Answers("merge"))
+    assert "other.txt changed since turn 1: merged (1 conflict marked)" in out
+    text = (repo / "other.txt").read_text()
+    assert "<<<<<<< yours\nTwo, says the person\n" in text and "two\n>>>>>>> before turn 1\n" in text
+
+
+def test_a_file_the_turn_created_and_the_person_then_changed_is_not_deleted_unasked(repo: Path) -> None:
+    built = build(repo, ScriptedLLM([tool_reply(call("write_file", {"path": "new.txt", "content": "new\n"})),
+                                     Reply(text="ok")]))
+    ask(built, "make it")
+    (repo / "new.txt").write_text("new\nand mine\n")
+    answers = Answers("mine")
+    assert "new.txt changed since turn 1: kept yours" in command(built, "/undo", answers=answers)
+    assert answers.offered == [["mine", "theirs"]]  # nothing to merge with: the turn created it
+    assert (repo / "new.txt").read_text() == "new\nand mine\n"
+
+
+def test_a_file_the_turn_did_not_create_is_never_deleted(repo: Path) -> None:
+    """The turn only edited tracked.txt: whatever happens to it since, an undo puts content
+    back, and a file the person deleted after the turn is asked about, not re-deleted."""
+    built = build(repo, ScriptedLLM([tool_reply(call("edit_file", {"path": "tracked.txt", "old_string": "beta",
+                                                                   "new_string": "BETA"})), Reply(text="ok")]))
+    before = (repo / "tracked.txt").read_bytes()
+    ask(built, "edit")
+    (repo / "tracked.txt").unlink()
+    answers = Answers("theirs")
+    out = command(built, "/undo", answers=answers)
+    assert "tracked.txt changed since turn 1: took the checkpoint's" in out
+    assert (repo / "tracked.txt").read_bytes() == before
+
+
+def test_redo_brings_back_what_undo_replaced(repo: Path) -> None:
+    built = build(repo, ScriptedLLM([tool_reply(call("apply_patch", {"diff": PATCH})), Reply(text="patched"),
+                                     tool_reply(call("write_file", {"path": "a.txt", "content": "a\n"})),
+                                     Reply(text="wrote")]))
+    ask(built, "patch it", "write a")
+    (repo / "other.txt").write_text("one\nTWO\nthree\nmine\n")
+    out = command(built, "/rewind 1 files", answers=Answers("theirs"))
+    assert "restored 2 files to before turn 1: a.txt, other.txt" in out and "/redo brings back" in out
+    assert (repo / "other.txt").read_text() == "one\ntwo\nthree\n" and not (repo / "a.txt").exists()
+    assert "(files undone)" in command(built, "/rewind")
+    out = command(built, "/redo")
+    assert "restored 2 files as before the undo of turn 2, turn 1: a.txt, other.txt" in out
+    assert (repo / "other.txt").read_text() == "one\nTWO\nthree\nmine\n" and (repo / "a.txt").read_text() == "a\n"
+    assert "nothing to redo" in command(built, "/redo")
+    assert "(files undone)" not in command(built, "/rewind")
+    assert "restored 1 file to before turn 2: a.txt" in command(built, "/undo")  # undoable again
+
+
+def test_the_listing_shows_each_turns_own_files_across_continue(repo: Path) -> None:
+    built = build(repo, ScriptedLLM([tool_reply(call("write_file", {"path": "gen.txt", "content": "g\n"})),
+                                     Reply(text="one")]))
+    ask(built, "generate")
+    transcript = built.agent.session.transcript
+    assert transcript is not None
+    transcript.close()
+    (repo / "mine.txt").write_text("made between sessions\n")
+    (repo / "other.txt").write_text("edited between sessions\n")
+    resumed = build(repo, ScriptedLLM([tool_reply(call("run_command", {"command": "printf x > cmd.txt"})),
+                                       Reply(text="two")]), resume=transcript.path)
+    ask(resumed, "run it")
+    lines = command(resumed, "/rewind").splitlines()
+    assert lines[0].rstrip().endswith("1 file: gen.txt") and lines[1].rstrip().endswith("1 file: cmd.txt")
+    command(resumed, "/rewind 1 files")
+    assert not (repo / "gen.txt").exists() and not (repo / "cmd.txt").exists()
+    assert (repo / "mine.txt").exists() and (repo / "other.txt").read_text() == "edited between sessions\n"
+
+
+def test_git_ignored_files_a_command_changed_or_deleted_come_back(repo: Path) -> None:
+    (repo / ".gitignore").write_text("*.log\nbuild/\nnode_modules/\n")
+    (repo / "build").mkdir()
+    (repo / "build" / "cache.txt").write_text("cached\n")
+    (repo / "node_modules").mkdir()
+    (repo / "node_modules" / "dep.js").write_text("dependency\n")
+    built = build(repo, ScriptedLLM([tool_reply(call("run_command", {
+        "command": "rm build/cache.txt && echo more >> ignored.log && rm node_modules/dep.js"})), Reply(text="ok")]))
+    ask(built, "clean")
+    assert not (repo / "build" / "cache.txt").exists()
+    out = command(built, "/undo")
+    assert "restored 2 files to before turn 1: build/cache.txt, ignored.log" in out
+    assert (repo / "build" / "cache.txt").read_text() == "cached\n" and (repo / "ignored.log").read_text() == "log line\n"
+    assert not (repo / "node_modules" / "dep.js").exists()  # dependency folders are not kept (stated)
+
+
+def test_the_turns_contents_outlive_the_users_repository(repo: Path) -> None:
+    """A tracked file's content is read from the user's objects while the turn runs; the
+    checkpoint copies what the turn changed, so the undo works without them."""
+    import shutil
+
+    before = (repo / "other.txt").read_bytes()
+    built = build(repo, ScriptedLLM([tool_reply(call("run_command", {"command": "printf gone > other.txt"})),
+                                     Reply(text="ok")]))
+    ask(built, "overwrite")
+    shutil.rmtree(repo / ".git")
+    assert "restored 1 file to before turn 1: other.txt" in command(built, "/undo")
+    assert (repo / "other.txt").read_bytes() == before
+
+
+def test_an_interrupted_command_still_gets_its_changes_recorded(repo: Path) -> None:
+    built = build(repo, ScriptedLLM([tool_reply(call("run_command", {"command": "printf x > made.txt; sleep 60"})),
+                                     Reply(text="never")]))
+
+    async def go() -> None:
+        turn = asyncio.ensure_future(built.agent.ask("make and wait"))
+        for _ in range(600):
+            if (repo / "made.txt").exists():
+                break
+            await asyncio.sleep(0.05)
+        turn.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await turn
+
+    asyncio.run(go())
+    assert built.checkpoints is not None and built.checkpoints.turns()[0].paths == ["made.txt"]
+    assert "restored 1 file to before turn 1: made.txt" in command(built, "/undo")
+    assert not (repo / "made.txt").exists()
+
+
+def test_a_large_repository_still_gets_checkpoints() -> None:
+    assert Limits().checkpoint_max_files >= 500_000  # the contract: a monorepo keeps its undo
+
+
+def test_in_the_repl_undo_keeps_the_persons_edits_and_asks_about_a_file_both_changed(workspace: Path,
+                                                                                    home: Path) -> None:
+    from test_repl_pty import Term
+
+    from nanohermes.testing import FakeServer
+
+    (workspace / "notes.md").write_text("a\nb\nc\n")
+    (workspace / "other.txt").write_text("other\n")
+    patch = "--- a/notes.md\n+++ b/notes.md\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"
+    with FakeServer() as server:
+        server.add(tool_reply(call("write_file", {"path": "gen.txt", "content": "generated\n"}),
+                              call("apply_patch", {"diff": patch})), Reply(text="done both"))
+        t = Term(workspace, home, server, config={"auto_approve": True})
+        try:
+            t.prompt()
+            t.type("generate and patch")
+            t.wait("done both")
+            t.prompt()
+            assert (workspace / "notes.md").read_text() == "a\nB\nc\n"
+            (workspace / "other.txt").write_text("other, edited by hand\n")
+            (workspace / "mine.txt").write_text("mine\n")
+            (workspace / "notes.md").write_text("a\nB\nc\nmy line\n")
+            t.type("/undo")
+            t.wait("notes.md: you (or a later turn) changed it after turn 1")
+            t.wait("+b")  # the diff from yours to the checkpoint's
+            t.wait("[b] Both: merge")
+            t.child.send("b")
+            t.wait("restored 2 files to before turn 1: gen.txt, notes.md")
+            t.wait("notes.md changed since turn 1: merged")
+            t.leave()
+        finally:
+            if t.child.isalive():
+                t.child.terminate(force=True)
+    assert not (workspace / "gen.txt").exists()
+    assert (workspace / "notes.md").read_text() == "a\nb\nc\nmy line\n"
+    assert (workspace / "other.txt").read_text() == "other, edited by hand\n"
+    assert (workspace / "mine.txt").read_text() == "mine\n"

@@ -15,18 +15,29 @@ from nanohermes.testing import FakeServer, Reply
 REPO = Path(__file__).resolve().parent.parent
 
 
-def test_a_p_turn_takes_one_checkpoint(cli, server: FakeServer, workspace: Path) -> None:
+def test_a_p_turn_keeps_one_checkpoint_of_what_it_changed(cli, server: FakeServer, workspace: Path) -> None:
+    import json
+
+    from nanohermes.testing import call, tool_reply
+
     (workspace / "a.txt").write_text("a\n")
-    server.add(Reply(text="done"))
-    r = cli("-p", "look at a.txt", server=server)
-    assert (r.code, r.out) == (0, "done\n"), r.err
+    server.add(tool_reply(call("write_file", {"path": "b.txt", "content": "b\n"})), Reply(text="done"))
+    r = cli("-p", "write b.txt", "--yes", "--output-format", "json", server=server)
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["files_changed"] == ["b.txt"]
     git_dir = store_dir(workspace.resolve()) / "git"
     refs = subprocess.run(["git", "--git-dir", str(git_dir), "for-each-ref", "--format=%(objectname)", REF_PREFIX],
                           capture_output=True, text=True, check=True).stdout.split()
-    assert len(refs) == 1  # the turn's checkpoint, and no session-start snapshot beside it
+    assert len(refs) == 1  # the turn's checkpoint, and nothing for the session's start
     message = subprocess.run(["git", "--git-dir", str(git_dir), "log", "-1", "--format=%s", refs[0]],
                              capture_output=True, text=True, check=True).stdout.strip()
-    assert message == "before: look at a.txt"
+    assert message == "turn 1: write b.txt"
+    server.add(Reply(text="nothing to change"))
+    r = cli("-p", "look at a.txt", "--output-format", "json", server=server)
+    assert json.loads(r.out)["files_changed"] == []  # a turn that changed nothing keeps nothing
+    refs = subprocess.run(["git", "--git-dir", str(git_dir), "for-each-ref", "--format=%(objectname)", REF_PREFIX],
+                          capture_output=True, text=True, check=True).stdout.split()
+    assert len(refs) == 1
 
 
 EXIT_HANDLER = """

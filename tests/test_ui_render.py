@@ -386,8 +386,8 @@ def test_escape_sequences_in_an_answer_are_shown_not_sent_to_the_terminal() -> N
 def every_event() -> list[Any]:
     """One event of each type the core emits; a new type must be added here (and to render)."""
     from nanohermes.events import (
-        Event, MessageAdded, ModelStarted, PermissionDenied, ReasoningDelta, SandboxRefused, ToolProgress, ToolStarted,
-        UsageUpdate,
+        Event, FilesChanged, MessageAdded, ModelStarted, PermissionDenied, ReasoningDelta, SandboxRefused, ToolProgress,
+        ToolStarted, UsageUpdate,
     )
     from nanohermes.messages import Message
 
@@ -402,6 +402,7 @@ def every_event() -> list[Any]:
         SandboxRefused(call_id="c1", tool="run_command", summary="touch /etc/x", sandbox="workspace-write",
                        refused=("a write to /etc/x",)),
         MessageAdded(message=Message.tool("c1", "wrote plan.txt")),
+        FilesChanged(turn=1, paths=("plan.txt",)),
         PermissionDenied(call_id="c1", tool="write_file", summary="plan.txt", reason="not available in plan mode"),
     ]
     events.append(SubagentEvent(agent_id="agent-1", agent="explore", event=events[-1]))

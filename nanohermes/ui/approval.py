@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 from prompt_toolkit.application import Application
 from prompt_toolkit.formatted_text import FormattedText
@@ -33,6 +33,7 @@ from nanohermes.ui.visible import escape_controls
 
 INTERRUPT: Final = "interrupt"
 Picked = Choice | Literal["interrupt"]  # an answer, or Ctrl-C/Ctrl-D
+T = TypeVar("T")
 
 
 def choices(request: ApprovalRequest) -> list[tuple[Choice, str, str]]:
@@ -98,55 +99,8 @@ class Approver:
         return ApprovalReply(picked)
 
     async def _choose(self, request: ApprovalRequest) -> Picked:
-        options = choices(request)
-        selected = [0]
-
-        def text() -> FormattedText:
-            parts: list[tuple[str, str]] = []
-            for i, (_, key, label) in enumerate(options):
-                on = i == selected[0]
-                parts.append(("bold reverse" if on else "", f"{'❯' if on else ' '} [{key}] {label}"))
-                parts.append(("", "\n"))
-            keys = " / ".join(key for _, key, _ in options)
-            parts.append(("italic", f"  ↑/↓ and Enter, or press {keys}"))
-            return FormattedText(parts)
-
-        kb = KeyBindings()
-
-        def pick(value: Picked) -> Callable[[Any], None]:
-            return lambda event: event.app.exit(result=value)
-
-        for answer, key, _ in options:
-            kb.add(key)(pick(answer))
-            kb.add(key.upper())(pick(answer))
-        kb.add("escape", eager=True)(pick("deny"))
-        kb.add("c-c")(pick(INTERRUPT))
-        kb.add("c-d")(pick(INTERRUPT))
-
-        @kb.add("up")
-        @kb.add("left")
-        @kb.add("s-tab")
-        def _up(event: Any) -> None:
-            selected[0] = (selected[0] - 1) % len(options)
-
-        @kb.add("down")
-        @kb.add("right")
-        @kb.add("tab")
-        def _down(event: Any) -> None:
-            selected[0] = (selected[0] + 1) % len(options)
-
-        @kb.add("enter")
-        def _enter(event: Any) -> None:
-            event.app.exit(result=options[selected[0]][0])
-
-        app: Application[Picked] = Application(
-            layout=Layout(Window(FormattedTextControl(text, focusable=True, show_cursor=False),
-                                 height=len(options) + 1)),
-            key_bindings=kb, full_screen=False, erase_when_done=True, input=self._input, output=self._output,
-        )
-        # handle_sigint=False: prompt-toolkit would otherwise take the SIGINT handler and, on
-        # leaving, remove it, so Ctrl-C during the approved command would do nothing.
-        return await app.run_async(handle_sigint=False)
+        options: list[tuple[Picked, str, str]] = list(choices(request))
+        return await pick(options, escape="deny", interrupt=INTERRUPT, pt_input=self._input, pt_output=self._output)
 
     async def elicit(self, request: ElicitationRequest) -> ElicitationReply:
         async with self._lock:
@@ -196,3 +150,56 @@ class Approver:
             return (await session.prompt_async("note for the model (Enter to skip): ", handle_sigint=False)).strip()
         except (KeyboardInterrupt, EOFError):
             return ""
+
+
+async def pick(options: list[tuple[T, str, str]], *, escape: T, interrupt: T, pt_input: Any = None,
+               pt_output: Any = None) -> T:
+    """One of `options` ((value, key, label), the first highlighted): its key, or the arrows
+    and Enter. Esc gives `escape`, Ctrl-C and Ctrl-D `interrupt`."""
+    selected = [0]
+
+    def text() -> FormattedText:
+        parts: list[tuple[str, str]] = []
+        for i, (_, key, label) in enumerate(options):
+            on = i == selected[0]
+            parts.append(("bold reverse" if on else "", f"{'❯' if on else ' '} [{key}] {label}"))
+            parts.append(("", "\n"))
+        keys = " / ".join(key for _, key, _ in options)
+        parts.append(("italic", f"  ↑/↓ and Enter, or press {keys}"))
+        return FormattedText(parts)
+
+    kb = KeyBindings()
+
+    def choose(value: T) -> Callable[[Any], None]:
+        return lambda event: event.app.exit(result=value)
+
+    for value, key, _ in options:
+        kb.add(key)(choose(value))
+        kb.add(key.upper())(choose(value))
+    kb.add("escape", eager=True)(choose(escape))
+    kb.add("c-c")(choose(interrupt))
+    kb.add("c-d")(choose(interrupt))
+
+    @kb.add("up")
+    @kb.add("left")
+    @kb.add("s-tab")
+    def _up(event: Any) -> None:
+        selected[0] = (selected[0] - 1) % len(options)
+
+    @kb.add("down")
+    @kb.add("right")
+    @kb.add("tab")
+    def _down(event: Any) -> None:
+        selected[0] = (selected[0] + 1) % len(options)
+
+    @kb.add("enter")
+    def _enter(event: Any) -> None:
+        event.app.exit(result=options[selected[0]][0])
+
+    app: Application[T] = Application(
+        layout=Layout(Window(FormattedTextControl(text, focusable=True, show_cursor=False), height=len(options) + 1)),
+        key_bindings=kb, full_screen=False, erase_when_done=True, input=pt_input, output=pt_output,
+    )
+    # handle_sigint=False: prompt-toolkit would otherwise take the SIGINT handler and, on
+    # leaving, remove it, so Ctrl-C during the approved command would do nothing.
+    return await app.run_async(handle_sigint=False)

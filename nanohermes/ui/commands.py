@@ -68,6 +68,9 @@ class CommandContext:
     meter: Meter | None = None  # usage of the last turn and the session
     # Runs a turn with this prompt as the front end runs typed ones (None: agent.ask).
     submit: Callable[[str], Awaitable[Any]] | None = None
+    # Asks the person to pick one of (value, key, label) and returns the value; Esc or Ctrl-C
+    # give the first, the safe one (None: nobody to ask).
+    choose: Callable[[list[tuple[str, str, str]]], Awaitable[str]] | None = None
     exit_requested: bool = False
 
     def request_exit(self) -> None:

@@ -41,8 +41,8 @@ from typing import Any, ClassVar, TextIO
 from nanohermes.errors import OutputClosed
 
 from nanohermes.events import (
-    ApprovalReply, ApprovalRequest, Event, MessageAdded, ModelStarted, Notice, PermissionDenied, SandboxRefused,
-    TextDelta, ToolFinished, ToolProgress, ToolStarted, TurnEnded, UsageUpdate, event_to_dict,
+    ApprovalReply, ApprovalRequest, Event, FilesChanged, MessageAdded, ModelStarted, Notice, PermissionDenied,
+    SandboxRefused, TextDelta, ToolFinished, ToolProgress, ToolStarted, TurnEnded, UsageUpdate, event_to_dict,
 )
 from nanohermes.events import SubagentEvent
 from nanohermes.messages import Message, Usage
@@ -136,6 +136,7 @@ class Sink:
     api_secs: float = 0.0  # time spent waiting on the model (Claude Code's duration_api_ms)
     _asked_at: float | None = None
     _inputs: dict[str, dict[str, Any]] = field(default_factory=dict)  # the main agent's calls' input, by call id
+    files_changed: list[str] | None = None  # what the turn's tools and commands changed (None: no checkpoints)
     _streams: dict[str, StreamRedactor] = field(default_factory=dict)  # by agent id, "" for the main one
 
     fmt: ClassVar[str]
@@ -153,6 +154,9 @@ class Sink:
             self._inputs.update({c.id: _input(c.arguments) for c in event.message.tool_calls})
         if isinstance(event, TurnEnded):
             self.ended = event
+        if isinstance(event, FilesChanged):
+            seen = self.files_changed or []
+            self.files_changed = [*seen, *(p for p in event.paths if p not in seen)]
         if isinstance(event, SandboxRefused):
             self.sandbox_refusals.append({"tool": event.tool, "command": redact(event.summary), "sandbox": event.sandbox,
                                           "refused": list(event.refused), "rerun": event.rerun})
@@ -243,6 +247,7 @@ class Sink:
             "tool_calls": ended.tool_calls if ended else 0,
             "model": model,
             "sandbox_refusals": self.sandbox_refusals,
+            "files_changed": self.files_changed,
             **(extra or {}),
         }
 

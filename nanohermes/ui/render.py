@@ -19,8 +19,9 @@ from rich.table import Table
 from rich.text import Text
 
 from nanohermes.events import (
-    ApprovalRequest, ElicitationRequest, ModelStarted, Notice, PermissionDenied, ReasoningDelta, SandboxRefused, SubagentEvent, TextDelta,
-    TodoUpdated, ToolFinished, ToolProgress, ToolStarted, TurnEnded, UsageUpdate, MessageAdded,
+    ApprovalRequest, ElicitationRequest, FilesChanged, ModelStarted, Notice, PermissionDenied, ReasoningDelta,
+    SandboxRefused, SubagentEvent, TextDelta, TodoUpdated, ToolFinished, ToolProgress, ToolStarted, TurnEnded,
+    UsageUpdate, MessageAdded,
 )
 from nanohermes.budget import Limits
 from nanohermes.redact import redact
@@ -337,6 +338,8 @@ def event(ev: Any, summary: str = "") -> RenderableType | None:
         return None  # the live area, the answer stream, the toolbar and the approval prompt show these
     if isinstance(ev, PermissionDenied):
         return None  # the call's ✗ line follows, with the reason as its error
+    if isinstance(ev, FilesChanged):
+        return None  # /rewind lists them
     if isinstance(ev, ToolFinished):
         return tool_finished(ev, summary)
     if isinstance(ev, Notice):

@@ -266,7 +266,8 @@ class Repl:
             self.agent, self.built, self.ui = built.agent, built, ui
             self.ctx = CommandContext(agent=built.agent, config=s.config, workspace=s.workspace,
                                       print=self.print, registry=self.registry, state=self.state, built=built,
-                                      meter=ui.meter, submit=lambda text: self.run_turn(text, attach=False))
+                                      meter=ui.meter, submit=lambda text: self.run_turn(text, attach=False),
+                                      choose=self.choose)
             from nanohermes.ui.extensions import install_custom_commands
 
             custom_warnings = install_custom_commands(self.registry, s.workspace)
@@ -363,6 +364,12 @@ class Repl:
             run_in_terminal(lambda: self.console.print(renderable))
         else:
             self.console.print(renderable)
+
+    async def choose(self, options: list[tuple[str, str, str]]) -> str:
+        """A question of a command (an undo's conflict): Esc and Ctrl-C pick the first option."""
+        from nanohermes.ui.approval import pick
+
+        return await pick(options, escape=options[0][0], interrupt=options[0][0])
 
     def on_label(self, label: str, batch: list[BatchCall]) -> None:
         from nanohermes.ui import render

@@ -1,5 +1,6 @@
-"""REPL commands over the checkpoints: /rewind (list the turns, or go back to before one) and
-/undo (the last turn's file changes)."""
+"""REPL commands over the checkpoints: /rewind (list the turns, or go back to before one),
+/undo (the last turn's file changes) and /redo (what the last undo replaced). A file changed
+since the turn is the person's: they are asked what to keep."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING
 from nanohermes.ui.commands import CommandContext, command
 
 if TYPE_CHECKING:
-    from nanohermes.checkpoints import Checkpoints
+    from nanohermes.checkpoints import Checkpoints, Conflict, Resolution, Resolver
 
 _MODES = ("both", "files", "conversation")
 
@@ -26,6 +27,32 @@ def _off(ctx: CommandContext) -> None:
     ctx.print(render.info("checkpoints are off (config key checkpoints)"))
 
 
+def resolver(ctx: CommandContext) -> Resolver | None:
+    """Asks the person about each path changed since the step being taken back (None
+    without a way to ask: then their version is kept)."""
+    choose = ctx.choose
+    if choose is None:
+        return None
+
+    async def resolve(conflict: Conflict) -> Resolution:
+        from rich.text import Text
+
+        from nanohermes.ui import render
+
+        now = "deleted it" if conflict.mine is None else "changed it"
+        ctx.print(Text.assemble((f"{conflict.path}", "bold"), f": you (or a later turn) {now} after {conflict.step}"))
+        if conflict.diff:
+            ctx.print(render.diff(conflict.diff))
+        theirs = "delete it, as before" if conflict.theirs is None else "as before"
+        options = [("mine", "m", "Keep mine"), ("theirs", "c", f"Take the checkpoint's ({theirs} {conflict.step})")]
+        if conflict.mergeable:
+            options.append(("merge", "b", "Both: merge the undo into mine (conflicts marked)"))
+        picked = await choose(options)
+        return "theirs" if picked == "theirs" else "merge" if picked == "merge" else "mine"
+
+    return resolve
+
+
 @command("rewind", help="List the turns, or go back to before one: its files, its conversation, or both",
          usage="[turn] [both|files|conversation]")
 async def _rewind(ctx: CommandContext, arg: str) -> None:
@@ -40,16 +67,22 @@ async def _rewind(ctx: CommandContext, arg: str) -> None:
         return
     words = arg.split()
     if not words:
-        changed = await cps.changed()
         lines = []
-        for t, files in zip(turns, changed, strict=False):  # read apart: a turn may land between
-            what = (f"{len(files)} file{'s' if len(files) != 1 else ''}: " + ", ".join(files[:5])
-                    + (" …" if len(files) > 5 else "")) if files else "no file changes"
-            if files == ["(pruned)"]:
+        for row in await cps.listing():
+            t, files = row.turn, row.paths
+            if files is None:
+                what = "file changes not recorded"
+            elif row.pruned:
                 what = "checkpoint pruned"
+            elif files:
+                what = (f"{len(files)} file{'s' if len(files) != 1 else ''}: " + ", ".join(files[:5])
+                        + (" …" if len(files) > 5 else ""))
+            else:
+                what = "no file changes"
             lines.append(f"{t.turn:>3}  {t.when}  {t.prompt.splitlines()[0][:50] if t.prompt else '':<50}  {what}"
                          + ("  (files undone)" if t.undone else ""))
-        lines.append("go back with /rewind N [both|files|conversation] (both by default); /undo undoes the last turn's files")
+        lines.append("go back with /rewind N [both|files|conversation] (both by default); /undo undoes the last "
+                     "turn's files, /redo brings back what it replaced")
         ctx.print(render.lines(lines))
         return
     mode = words[1] if len(words) > 1 else "both"
@@ -61,7 +94,7 @@ async def _rewind(ctx: CommandContext, arg: str) -> None:
                        f"{', '.join(str(t.turn) for t in turns)} (/rewind lists them)", style="red"))
         return
     conversation = mode in ("both", "conversation")
-    lines = await cps.rewind(turn, files=mode in ("both", "files"), conversation=conversation)
+    lines = await cps.rewind(turn, files=mode in ("both", "files"), conversation=conversation, resolve=resolver(ctx))
     ctx.print(render.lines(lines))
     if conversation and any(line.startswith("conversation rewound") for line in lines):
         # The REPL offers that prompt again, to edit and resend: as typed, without what was
@@ -69,11 +102,21 @@ async def _rewind(ctx: CommandContext, arg: str) -> None:
         ctx.state["prefill"] = re.split(r"\n\n<(?:file path=|hook-context>)", cps.rewound_prompt, maxsplit=1)[0]
 
 
-@command("undo", help="Undo the file changes of the last turn (again: the turn before it)")
+@command("undo", help="Undo the file changes of the last turn (again: the turn before it); yours are kept")
 async def _undo(ctx: CommandContext, arg: str) -> None:
     from nanohermes.ui import render
 
     cps = _checkpoints(ctx)
     if cps is None:
         return _off(ctx)
-    ctx.print(render.lines(await cps.undo()))
+    ctx.print(render.lines(await cps.undo(resolve=resolver(ctx))))
+
+
+@command("redo", help="Bring back what the last /undo or /rewind of files replaced")
+async def _redo(ctx: CommandContext, arg: str) -> None:
+    from nanohermes.ui import render
+
+    cps = _checkpoints(ctx)
+    if cps is None:
+        return _off(ctx)
+    ctx.print(render.lines(await cps.redo(resolve=resolver(ctx))))

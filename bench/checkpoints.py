@@ -1,0 +1,140 @@
+"""Checkpoint cost beside `git status --porcelain`, in a generated repository.
+
+Generates a committed git repository of N small files (40,000 by default, in nested
+folders, with a few git-ignored build files and untracked ones), then measures, each as the
+median of several runs:
+
+- `git status --porcelain` there (the yardstick);
+- the first scan of a new store (the first checkpoint ever of the workspace);
+- a scan with nothing changed, and with 10 and 1,000 files changed (what a turn costs, before
+  it and after it);
+- a whole turn's checkpoint work: the scan before, the scan after and keeping the changes;
+- a new session's first scan (seeded from the last session's stat cache, as each `-p` run is).
+
+Each line prints seconds and the ratio to `git status`. A ratio that stays near 1 as N grows
+means a checkpoint costs what git status costs; the rows with more changed files show the
+cost growing with what changed.
+
+    python bench/checkpoints.py [--files 40000] [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from nanohermes.budget import Limits
+from nanohermes.checkpoints import Store, skipped_dirs
+from nanohermes.tools.search.walk import ignore_dir_names
+
+GIT_ENV = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"}
+
+
+def git(ws: Path, *args: str) -> None:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("GIT_")}, **GIT_ENV}
+    subprocess.run(["git", *args], cwd=ws, env=env, check=True, capture_output=True)
+
+
+def generate(ws: Path, files: int) -> list[Path]:
+    """`files` committed files of 100 to 2,000 bytes, 40 to a folder; returns them."""
+    paths = []
+    per_dir = 40
+    for i in range(files):
+        d = ws / "src" / f"pkg{i // (per_dir * 25)}" / f"mod{(i // per_dir) % 25}"
+        if i % per_dir == 0:
+            d.mkdir(parents=True, exist_ok=True)
+        p = d / f"file{i % per_dir}.py"
+        p.write_text(f"# file {i}\n" + f"value = {i}\n" * (5 + i % 150))
+        paths.append(p)
+    (ws / ".gitignore").write_text("build/\n*.log\n")
+    git(ws, "init", "-q")
+    git(ws, "add", "-A")
+    git(ws, "commit", "-q", "-m", "generated")
+    (ws / "build").mkdir()
+    for i in range(50):
+        (ws / "build" / f"out{i}.o").write_bytes(os.urandom(2000))
+    for i in range(20):
+        (ws / f"untracked{i}.txt").write_text(f"untracked {i}\n")
+    os.sync()  # the generated files on disk: their write-back does not fall into the timings
+    return paths
+
+
+def median(runs: int, fn: Callable[[], object], before: Callable[[], object] = lambda: None) -> float:
+    times = []
+    for _ in range(runs):
+        before()
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--files", type=int, default=40_000)
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["XDG_DATA_HOME"] = str(Path(tmp) / "data")
+        ws = Path(tmp) / "ws"
+        ws.mkdir()
+        print(f"generating {args.files:,} files ...", flush=True)
+        paths = generate(ws, args.files)
+        limits = Limits()
+        skip = skipped_dirs(ignore_dir_names(None))
+
+        def status() -> None:
+            subprocess.run(["git", "status", "--porcelain"], cwd=ws, check=True, capture_output=True)
+
+        status()  # git's own index refreshed once, as it would be in daily use
+        yardstick = median(args.runs, status)
+        rows: list[tuple[str, float]] = []
+
+        def fresh_store() -> None:
+            shutil.rmtree(Path(tmp) / "data", ignore_errors=True)
+
+        rows.append(("first scan of a new store", median(args.runs, lambda: Store(ws, limits, skip, "s1").scan(),
+                                                          fresh_store)))
+        store = Store(ws, limits, skip, "s1")
+        store.scan()
+        rows.append(("scan, nothing changed", median(args.runs, store.scan)))
+        for n in (10, 1000):
+            def touch(n: int = n) -> None:
+                for p in paths[:n]:
+                    with p.open("a") as f:
+                        f.write("# edited\n")
+
+            rows.append((f"scan, {n:,} files changed", median(args.runs, store.scan, touch)))
+
+        def turn() -> None:
+            store.scan()
+            with paths[7].open("a") as f:
+                f.write("# the turn's edit\n")
+            store.pin(store.scan().changes, "turn")
+
+        rows.append(("a turn: scan before, one file changed, scan after, kept", median(args.runs, turn)))
+
+        session = [1]
+
+        def next_session() -> Store:
+            session[0] += 1
+            return Store(ws, limits, skip, f"s{session[0] + 1}")
+
+        rows.append(("a new session's first scan (a -p run)", median(args.runs, lambda: next_session().scan())))
+        print(f"{'git status --porcelain':<58} {yardstick:8.3f} s   1.00x")
+        for label, secs in rows:
+            print(f"{label:<58} {secs:8.3f} s {secs / yardstick:6.2f}x")
+
+
+if __name__ == "__main__":
+    main()
