@@ -66,7 +66,7 @@ class ApprovalRequest:
     tool: str
     summary: str  # the exact command, or "edit path"
     detail: str = ""  # a diff or the full command text
-    rule: str = ""  # the rule "always" would remember, e.g. run_command(git log *)
+    rule: str = ""  # the rule "always" would remember, e.g. run_command(git log --oneline <args>)
     reason: str = ""  # why it is asked: "runs a shell command", "writes outside the workspace"
     agent: str = ""  # set when a sub-agent asks: its name and id, e.g. "explore agent-1"
     # The sandbox refused the call, which already ran: a yes runs it again outside the sandbox.

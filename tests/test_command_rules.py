@@ -216,34 +216,71 @@ def test_unparseable_raises(command: str) -> None:
 
 
 @pytest.mark.parametrize("command,rule", [
-    ("git log --oneline -5", "run_command(git log *)"),
-    ("git stash pop", "run_command(git stash pop *)"),
-    ("npm run build -- --prod", "run_command(npm run build *)"),
-    ("docker compose up -d", "run_command(docker compose up *)"),
-    ("rm -rf build", "run_command(rm -rf *)"),
-    ("pytest tests/test_x.py -q", "run_command(pytest *)"),
-    ("python -m pytest -x", "run_command(python -m pytest *)"),
-    ("python3 scripts/gen.py --fast", "run_command(python3 scripts/gen.py *)"),
+    ("git log --oneline -5", "run_command(git log --oneline -5 <args>)"),
+    ("git stash pop", "run_command(git stash pop <args>)"),
+    ("git clean -n", "run_command(git clean -n <args>)"),
+    ("git reset --hard HEAD~1", "run_command(git reset --hard <args>)"),
+    ("npm run build -- --prod", "run_command(npm run build -- --prod <args>)"),
+    ("docker compose up -d", "run_command(docker compose up -d <args>)"),
+    ("rm -rf build", "run_command(rm -rf <args>)"),
+    ("pytest tests/test_x.py -q", "run_command(pytest -q <args>)"),
+    ("python -m pytest -x", "run_command(python -m pytest -x <args>)"),
+    ("python3 scripts/gen.py --fast", "run_command(python3 scripts/gen.py --fast <args>)"),
     ("python -c 'import os'", "run_command(python -c 'import os')"),  # quotes kept: the rule means this command
     ("make", "run_command(make)"),
-    ("make test", "run_command(make test *)"),
+    ("make test", "run_command(make test <args>)"),
     ("git -C sub push", "run_command(git -C sub push)"),
     ("sh", "run_command(sh)"),
-    ("LANG=C touch x", "run_command(touch *)"),
+    ("LANG=C touch x", "run_command(touch <args>)"),
     ("make > build.log", "run_command(make > build.log)"),
     ("PATH=/x make", "run_command(PATH=/x make)"),
     ("cat *.md > all", "run_command(cat [*].md > all)"),
 ])
-def test_suggested_rule_is_the_prefix_up_to_the_first_value(command: str, rule: str) -> None:
+def test_suggested_rule_is_what_runs_with_exactly_its_options(command: str, rule: str) -> None:
     [cmd] = split(command)
     assert str(suggest_command_rule(cmd)) == rule
+
+
+@pytest.mark.parametrize("approved,later,covered", [
+    ("git clean -n", "git clean -n src/", True),
+    ("git clean -n", "git clean -f", False),
+    ("git clean -n", "git clean -f -x -d", False),
+    ("git clean -n", "git clean -n -f", False),  # an option added is a different command
+    ("git clean -n", "git clean --dry-run", False),
+    ("git clean -n -d", "git clean -d -n", True),  # the same options in another order
+    ("rm -rf build", "rm -fr dist", True),
+    ("rm -rf build", "rm -r -f dist", True),
+    ("rm -rf build", "rm -r dist", False),  # an option dropped changes it too
+    ("rm -rf build", "rm -rf --no-preserve-root /", False),
+    ("rm -i a.txt", "rm -i -f a.txt", False),
+    ("rm -rf build", "rm -rf $DIR", False),  # expands to anything, options included
+    ("rm -rf build", "rm -rf *", False),  # a glob can match a file named -f
+    ("rm -rf build", "rm -rf {a,-x}", False),
+    ("git reset HEAD~1", "git reset --hard HEAD~1", False),
+    ("git branch feature", "git branch -D feature", False),
+    ("git push origin main", "git push origin --force main", False),
+    ("git push origin main", "git push origin dev", True),
+    ("git push origin main", "git push upstream main", False),
+    ("git checkout main", "git checkout -f main", False),
+    ("python -m pytest -x", "python -m pytest -x tests/a.py", True),
+    ("python -m pytest -x", "python -m pytest tests/a.py", False),
+    ("npm test", "npm test", True),
+    ("npm test", "npm test -- --watch", False),
+    ("git log --oneline", "git log --oneline > log.txt", False),  # a write needs a rule spelling it
+    ("git clean -n", "GIT_DIR=/x git clean -n", False),
+])
+def test_an_always_rule_covers_no_option_that_was_not_approved(approved: str, later: str, covered: bool) -> None:
+    [cmd] = split(approved)
+    learned = Policy(allow=(suggest_command_rule(cmd),))
+    v = decide_call(learned, tool_name="run_command", approval="always", read_only=False, subject=later)
+    assert (v.decision == "allow") == covered, (str(learned.allow[0]), later, v)
 
 
 def test_a_chain_suggests_one_rule_per_part_that_asked() -> None:
     v = decide_call(GIT_LOG, tool_name="run_command", approval="always", read_only=False,
                subject="git log && npm test && git push origin main")
     assert v.decision == "ask"
-    assert [str(r) for r in v.suggest or ()] == ["run_command(npm test *)", "run_command(git push origin *)"]
+    assert [str(r) for r in v.suggest or ()] == ["run_command(npm test <args>)", "run_command(git push origin <args>)"]
     assert "`npm test` is not allowed by a rule" in v.reason
 
 

@@ -50,10 +50,27 @@ def test_chained_command_is_asked_and_always_remembers_each_part(workspace: Path
     out = run(rt, "run_command", command="touch made && ls made")
     assert out == ok("made")
     [req] = asked(ui)
-    assert req.rule == "run_command(touch *)"  # ls is read-only: only touch needed approval
+    assert req.rule == "run_command(touch <args>)"  # ls is read-only: only touch needed approval
     assert req.reason == "`touch made` is not allowed by a rule"
     assert run(rt, "run_command", command="touch other && ls other") == ok("other")
     assert len(asked(ui)) == 1  # learned: not asked again
+
+
+def test_always_to_a_dry_run_does_not_let_the_destructive_form_run(workspace: Path) -> None:
+    import subprocess
+
+    subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
+    (workspace / "untracked.txt").write_text("keep me\n")
+    ui = RecordingUI(answers=["always", "deny"])
+    rt = runtime(workspace, ui, Policy())
+    assert "Would remove untracked.txt" in run(rt, "run_command", command="git clean -n")
+    [req] = asked(ui)
+    assert req.rule == "run_command(git clean -n <args>)"  # the rule is in the question, before the answer
+    assert "Would remove untracked.txt" in run(rt, "run_command", command="git clean -n .")  # learned
+    assert len(asked(ui)) == 1
+    assert run(rt, "run_command", command="git clean -f -x -d") == DENIED  # asked, and refused
+    assert [r.summary for r in asked(ui)][1:] == ["git clean -f -x -d"]
+    assert (workspace / "untracked.txt").read_text() == "keep me\n"
 
 
 class SlowToAnswer(RecordingUI):
@@ -138,7 +155,7 @@ def test_learned_rules_survive_mode_changes(workspace: Path) -> None:
     assert run(rt, "run_command", command="touch four") == ok()
     assert len(asked(ui)) == 1
     assert [p.name for p in sorted(workspace.iterdir())] == ["four", "one", "two"]
-    assert "allow  run_command(touch *)  — learned this session" in rt.permissions_report()
+    assert "allow  run_command(touch <args>)  — learned this session" in rt.permissions_report()
 
 
 # -- paths ---------------------------------------------------------------------------------
@@ -195,14 +212,14 @@ def test_always_for_this_project_is_saved_and_loaded_next_time(workspace: Path) 
     assert run(rt, "run_command", command="touch a && mkdir -p b") == ok()
     saved = json.loads(cfg.read_text())
     assert saved == {"model": "m1", "permissions": {"deny": ["run_command(rm *)"],
-                                                    "allow": ["run_command(touch *)", "run_command(mkdir -p *)"]}}
-    assert "allow  run_command(touch *)  — learned, saved to " + str(cfg) in rt.permissions_report()
+                                                    "allow": ["run_command(touch <args>)", "run_command(mkdir -p <args>)"]}}
+    assert "allow  run_command(touch <args>)  — learned, saved to " + str(cfg) in rt.permissions_report()
     # A new session loads it, with the file as its origin.
     warnings: list[str] = []
     policy = build_policy(load_config(workspace).config, warnings)
     assert warnings == []
-    assert [(str(r), r.origin) for r in policy.allow] == [("run_command(touch *)", str(cfg)),
-                                                          ("run_command(mkdir -p *)", str(cfg))]
+    assert [(str(r), r.origin) for r in policy.allow] == [("run_command(touch <args>)", str(cfg)),
+                                                          ("run_command(mkdir -p <args>)", str(cfg))]
     ui2 = RecordingUI()
     assert run(runtime(workspace, ui2, policy), "run_command", command="touch c") == ok()
     assert asked(ui2) == []

@@ -114,6 +114,7 @@ def test_approval_panel_shows_command_reason_and_diff() -> None:
         "│   -x                                                                         │\n"
         "│   +y                                                                         │\n"
         "│ asked because: edits a file                                                  │\n"
+        "│ always remembers: edit_file(a.py)                                            │\n"
         "╰──────────────────────────────────────────────────────────────────────────────╯"
     )
 

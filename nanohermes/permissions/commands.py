@@ -11,9 +11,10 @@ import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import replace
+from functools import lru_cache
 
 from nanohermes.permissions.rules import Rule, escape_pattern, is_secret, match_command_text
-from nanohermes.shellparse import SimpleCommand, Word
+from nanohermes.shellparse import ParseError, SimpleCommand, Word, split
 
 # -- built-in read-only commands -----------------------------------------------------------
 
@@ -534,46 +535,96 @@ def _exact_only(cmd: SimpleCommand) -> bool:
     return base in _EXACT_LEARN or bool(cmd.wrappers) or cmd.open_args
 
 
+# The tail of a learned prefix rule: more arguments, but no option the rule does not spell
+# (`git clean -n <args>` never covers `git clean -f`). Never a word of a parsed command.
+ARGS = "<args>"
+
+
 def suggest_command_rule(cmd: SimpleCommand, tool_name: str = "run_command") -> Rule:
-    """The narrowest useful rule for "always": the command's prefix up to its first argument
-    that looks like a value (`git log *`, `rm -rf *`, `python -m pytest *`); the exact text
-    when a prefix would cover arbitrary code (`python -c ...`, `sh` reading stdin, `git -C x
-    push`, sed, awk, find, xargs, env ...), a changed environment or a write. Words keep
-    their quotes as written, so the rule re-parsed matches the same command."""
-    argv = cmd.argv
+    """The narrowest useful rule for "always": what runs (the program, its subcommand words,
+    an interpreter's script or module) with exactly the options given, and any other
+    arguments (`git log --oneline <args>`, `rm -rf <args>`, `python -m pytest -x <args>`): an
+    option changes what a command does (`-n`, `--force`, `--hard`), so one the rule does not
+    spell is asked again. The exact text when a prefix would cover arbitrary code (`python -c
+    ...`, `sh` reading stdin, `git -C x push`, sed, awk, find, xargs, env ...), a changed
+    environment or a write. Words keep their quotes as written, so the rule re-parsed
+    matches the same command."""
     exact = Rule(tool_name, escape_pattern(rule_text(cmd, full=bool(cmd.writes), raw=True,
                                                       assigns=bool(cmd.wrappers) or _exact_only(cmd))))
-    if not argv or any(_dangerous_assign(a) for a in cmd.assigns) or cmd.writes or cmd.words[0].dynamic \
-            or unanalysable(cmd) or _exact_only(cmd):
+    if any(_dangerous_assign(a) for a in cmd.assigns) or cmd.writes or unanalysable(cmd) or _exact_only(cmd):
         return exact
-    raws = [w.raw or w.text for w in cmd.words]
-    name, rest = argv[0], argv[1:]
-    base = posixpath.basename(name)
-    words = [raws[0]]
+    shape = _learned_shape(cmd)
+    if shape is None:
+        return exact
+    prefix, options, _ = shape
+    shown = list(dict.fromkeys(w.raw or w.text for w in options))  # as typed, once each
+    return Rule(tool_name, escape_pattern(" ".join([*prefix, *shown])) + " " + ARGS)
+
+
+def _learned_shape(cmd: SimpleCommand) -> tuple[list[str], list[Word], list[Word]] | None:
+    """How a learned rule sees a command: the words naming what runs (as written), its
+    options and its other arguments. None when no rule short of the exact line may stand
+    for it (an interpreter reading code from a flag or stdin, a bare tool of subcommands)."""
+    words = cmd.words
+    if not words or words[0].dynamic:
+        return None
+    raws = [w.raw or w.text for w in words]
+    base = posixpath.basename(words[0].text)
+    lead = [a for a in cmd.assigns if _dangerous_assign(a)]
+    n = 1
     if base in _INTERPRETERS:
-        for i, a in enumerate(rest):
-            if a.startswith("-") and a != "-m":
-                return exact  # -c, -e, -p, -I, -r ...: flags that run or load code
-            if a == "-m" and i + 1 < len(rest):
-                words += ["-m", raws[i + 2]]
-                break
-            words.append(raws[i + 1])
-            break  # the script
-        else:
-            return exact  # no script: it would run whatever comes on stdin
+        if len(words) < 2 or (words[1].text.startswith("-") and words[1].text != "-m"):
+            return None  # no script (stdin), or -c, -e, -p, -I, -r ...: flags that run or load code
+        n = 3 if words[1].text == "-m" else 2
+        if n > len(words):
+            return None
     elif base in _SUBCOMMAND_TOOLS:
-        for i, a in enumerate(rest):
-            if len(words) >= 3 or not _SUBWORD.fullmatch(a) or raws[i + 1] != a:
-                break
-            words.append(a)
-        if len(words) == 1:
-            return exact  # `git -C x push` or a bare `git`: a prefix would be the whole tool
-    else:
-        for i, a in enumerate(rest):
-            if not a.startswith("-") or "=" in a:
-                break
-            words.append(raws[i + 1])
-    return Rule(tool_name, escape_pattern(" ".join(words)) + " *")
+        while n < len(words) and n < 3 and _SUBWORD.fullmatch(words[n].text) and raws[n] == words[n].text:
+            n += 1
+        if n == 1:
+            return None  # `git -C x push` or a bare `git`: a prefix would be the whole tool
+    rest = words[n:]
+    options = [w for w in rest if w.text.startswith("-")]
+    return [*lead, *raws[:n]], options, [w for w in rest if not w.text.startswith("-")]
+
+
+def _option_set(options: list[Word]) -> frozenset[str]:
+    """The options, a short group counted as its letters (`-rf` is `-r -f`)."""
+    out: set[str] = set()
+    for w in options:
+        out.update(f"-{c}" for c in w.text[1:]) if _SHORT_GROUP.fullmatch(w.text) else out.add(w.text)
+    return frozenset(out)
+
+
+@lru_cache(maxsize=256)
+def _learned_rule(pattern: str) -> tuple[list[str], frozenset[str], list[str]] | None:
+    """A `... <args>` pattern read back as the command it was learned from."""
+    text = re.sub(r"\[(.)\]", r"\1", pattern[:-len(ARGS)].rstrip())
+    try:
+        [cmd] = split(text)
+    except (ParseError, ValueError):
+        return None
+    shape = _learned_shape(cmd)
+    if shape is None:
+        return None
+    prefix, options, args = shape
+    return prefix, _option_set(options), [w.raw or w.text for w in args]
+
+
+def _learned_matches(pattern: str, cmd: SimpleCommand) -> bool:
+    """Same program and subcommand, exactly the rule's options (grouped or ordered any
+    way), its arguments first if it names some, then only plain arguments: a word that
+    could become an option once the shell expands it (`$X`, a glob, braces) is not covered."""
+    rule, shape = _learned_rule(pattern), _learned_shape(cmd)
+    if rule is None or shape is None:
+        return False
+    prefix, options, args = shape
+    if prefix != rule[0] or _option_set(options) != rule[1] or cmd.open_args:
+        return False
+    if any(w.dynamic or w.glob or w.brace or w.splits for w in args):
+        return False
+    raws = [w.raw or w.text for w in args]
+    return raws[:len(rule[2])] == rule[2]
 
 
 def rule_text(cmd: SimpleCommand, *, full: bool = False, basename: bool = False, raw: bool = False,
@@ -597,6 +648,8 @@ def allow_matches(rule: Rule, cmd: SimpleCommand) -> bool:
     if not cmd.words or cmd.words[0].dynamic:
         return False  # $CMD args: the program is only known at run time
     pattern = rule.pattern or "*"
+    if pattern.endswith(" " + ARGS):
+        return _learned_matches(pattern, cmd) and not cmd.writes
     if ">" in pattern:  # a rule that spells a redirection is matched with it
         return match_command_text(pattern, rule_text(cmd, full=True, raw=True))
     # Harmless assignments may be left out of a rule, or spelled in it (exact learned rules).

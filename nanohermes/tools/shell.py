@@ -140,7 +140,7 @@ class RunCommand(Tool[RunCommandParams]):
         return args.cwd
 
     def suggest_rule(self, args: RunCommandParams) -> Rule:
-        """The command analysis's narrow rule (`git log *`); the exact line when the line is
+        """The command analysis's narrow rule (`git log --oneline <args>`); the exact line when the line is
         not one plain simple command, since a prefix would allow more than was approved."""
         command = args.command.strip()
         try:

@@ -376,6 +376,8 @@ def approval(req: ApprovalRequest) -> Panel:
             body.append(fold(detail, DETAIL_LINES, wrap=True))
     if req.reason:
         body.append(Text(f"asked because: {visible.escape_controls(req.reason, newlines=True)}", style="dim"))
+    if req.rule:  # what [a] would store, in full, before anyone answers
+        body.append(Text.assemble(("always remembers: ", "dim"), visible.escape_controls(req.rule, newlines=True)))
     return Panel(Group(*body), title="approve?", title_align="left", border_style="yellow")
 
 
