@@ -318,6 +318,56 @@ def test_ctrl_c_while_waiting_for_the_model_keeps_the_history_valid(term: Any, s
     assert roles == [("user", "take your time"), ("user", "hello again")]
 
 
+@pytest.mark.parametrize("keys", ["\x1b", "\x1b\x1b"])
+def test_esc_while_the_answer_streams_interrupts_the_turn(term: Any, server: FakeServer, keys: str) -> None:
+    server.add(Reply(text="word " * 200, stall_after=20, stall_secs=120), Reply(text="back again"))
+    t = term()
+    t.prompt()
+    t.type("tell me a story")
+    t.wait("word word")
+    t.wait("esc or ctrl-c to interrupt")  # how to stop it, while it runs
+    t.child.send(keys)
+    t.wait("⊘ interrupted")
+    t.prompt()
+    t.type("hello again")
+    t.wait("back again")
+    t.leave()
+    assert [m["role"] for m in server.requests[1]["messages"][1:]] == ["user", "assistant", "user"]
+
+
+def test_esc_stops_a_running_command_and_an_arrow_key_does_not(term: Any, server: FakeServer,
+                                                                workspace: Path) -> None:
+    server.add(tool_reply(call("run_command", {"command": "sleep 300 && touch done.txt"})), Reply(text="stopped it"))
+    t = term(config={"auto_approve": True})
+    t.prompt()
+    t.type("run it")
+    t.wait("run_command sleep 300")
+    t.child.send("\x1b[A")  # up arrow: an escape sequence, not Esc
+    import time
+
+    time.sleep(0.5)
+    assert "⊘ interrupted" not in t.text[t.mark:]
+    t.child.send("\x1b")
+    t.wait('⊘ interrupted (1 unfinished call was answered "interrupted by user")')
+    t.prompt()
+    t.type("what now?")
+    t.wait("stopped it")
+    t.leave()
+    assert not (workspace / "done.txt").exists()
+
+
+def test_esc_at_an_empty_prompt_does_nothing(term: Any, server: FakeServer) -> None:
+    server.add(Reply(text="still here"))
+    t = term()
+    t.prompt()
+    t.child.send("\x1b")
+    t.child.send("\x1b")
+    t.type("hi")
+    t.wait("still here")
+    t.leave()
+    assert [m["content"] for m in server.requests[0]["messages"][1:]] == ["hi"]
+
+
 def test_ctrl_c_during_a_stuck_tool_answers_every_call_and_exit_does_not_hang(
         term: Any, server: FakeServer, workspace: Path) -> None:
     # A web server that accepts and never answers: web_fetch waits on it (a tool that hangs).

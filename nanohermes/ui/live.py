@@ -27,6 +27,9 @@ from nanohermes.ui.approval import Approver
 from nanohermes.ui.summaries import BatchSummarizer
 
 
+STOP_HINT = "esc or ctrl-c to interrupt"
+
+
 @dataclass
 class _Running:
     name: str
@@ -193,13 +196,13 @@ class TurnView:
             lines.append(Text(f"waiting for {self.model} · {render.elapsed(now - self.waiting_since)}", style="dim"))
         for r in list(self.running.values()):
             lines.append(render.tool_running(r.name, r.summary, now - r.started, r.progress))
-        if lines:
-            typed = self.typed_ahead()
-            if typed:
-                lines.append(Text(f"{typed} chars typed ahead: sent when the turn ends", style="dim"))
-            assert isinstance(self._spinner, Spinner)
-            self._spinner.update(text=Group(*lines))
-            parts.append(self._spinner)
+        typed = self.typed_ahead()
+        if typed:
+            lines.append(Text(f"{typed} chars typed ahead: sent when the turn ends", style="dim"))
+        lines.append(Text(STOP_HINT, style="dim"))  # while anything runs, how to stop it
+        assert isinstance(self._spinner, Spinner)
+        self._spinner.update(text=Group(*lines))
+        parts.append(self._spinner)
         return Group(*parts)
 
 

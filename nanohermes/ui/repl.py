@@ -59,6 +59,7 @@ _ESCAPES = re.compile(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|O.|.)", re.S)
 STARTING = " nanohermes · starting…"  # the toolbar until the agent is built
 EXIT_TERMINATED = 143  # as the CLI's: ended by SIGTERM or SIGHUP
 CYCLE_MODES = ("default", "accept-edits", "plan")  # what Shift+Tab steps through
+ESC_WAIT_SECS = 0.1  # an Esc with no key after it within this is the Esc key itself
 
 
 @dataclass(frozen=True)
@@ -228,6 +229,8 @@ class Repl:
         self.closing = False
         self._trust_done: asyncio.Event | None = None  # set when the trust question is answered
         self._trust_app: Any = None  # the question while it is on screen (SIGTERM ends it)
+        self._watching = False  # keys are read as they come (during a turn)
+        self._esc: asyncio.TimerHandle | None = None  # an Esc just came: alone, unless a key follows
 
     # -- building the agent behind the first prompt ------------------------------------------
     def _construct(self, s: Start) -> tuple[Start, Built, ReplUI]:
@@ -243,10 +246,11 @@ class Repl:
         config = s.config
         if config.summary_model:
             self.state["view"] = "compact"
-        view = TurnView(self.console, view=lambda: self.state.get("view", "full"), typed_ahead=self.terminal.pending,
+        view = TurnView(self.console, view=lambda: self.state.get("view", "full"), typed_ahead=self.typed_ahead,
                         thinking=lambda: bool(self.state.get("thinking")))
         view.out = self._out
-        approver = Approver(self.console, before=self.before_approval, after=view.resume, on_interrupt=self.interrupt)
+        approver = Approver(self.console, before=self.before_approval, after=self.after_approval,
+                            on_interrupt=self.interrupt)
         ui = ReplUI(view=view, approver=approver)
         built = build_agent(config, s.workspace, ui, save_session=s.save_session, resume=s.resume,
                             asks=True, idle_between_turns=True)
@@ -588,7 +592,11 @@ class Repl:
             sigint = False
         try:
             with self.terminal.turn_mode():
-                await asyncio.wait({self.turn})
+                self.watch_keys(True)
+                try:
+                    await asyncio.wait({self.turn})
+                finally:
+                    self.watch_keys(False)
                 self.typed_raw += self.terminal.drain()
         finally:
             if sigint:
@@ -597,9 +605,14 @@ class Repl:
         task, self.turn = self.turn, None
         if not task.cancelled() and (err := task.exception()) is not None:
             self._show_error(err)
+        self._take_typeahead(interrupted=task.cancelled())
+
+    def _take_typeahead(self, *, interrupted: bool) -> None:
+        """What was typed during a turn: finished lines are sent next, the rest waits in the
+        prompt; after an interrupt nothing is sent by itself, it all waits in the prompt."""
         lines, partial = split_typeahead(self.typed_raw)
         self.typed_raw = ""
-        if task.cancelled():  # after Ctrl-C nothing is sent by itself: it all waits in the prompt
+        if interrupted:
             self.partial = "\n".join([*lines, partial]) if partial else "\n".join(lines)
         else:
             self.queue.extend(lines)
@@ -632,11 +645,18 @@ class Repl:
         except (NotImplementedError, RuntimeError, ValueError):
             sigint = False
         try:
-            await asyncio.wait({task})
+            with self.terminal.turn_mode():
+                self.watch_keys(True)
+                try:
+                    await asyncio.wait({task})
+                finally:
+                    self.watch_keys(False)
+                self.typed_raw += self.terminal.drain()
         finally:
             self.turn = None
             if sigint:
                 loop.remove_signal_handler(signal.SIGINT)
+        self._take_typeahead(interrupted=task.cancelled())
         if task.cancelled():
             self.print(Text(f"⊘ !{command} · interrupted", style="yellow"))
             return
@@ -653,9 +673,67 @@ class Repl:
 
     def before_approval(self) -> None:
         # Keys typed ahead must never answer the prompt: keep them for the next message.
+        self.watch_keys(False)  # the prompt reads the keys now
         self.typed_raw += self.terminal.drain()
         if self.ui is not None:
             self.ui.view.pause()
+
+    def after_approval(self) -> None:
+        if self.ui is not None:
+            self.ui.view.resume()
+        if self.turn is not None and not self.turn.done():
+            self.watch_keys(True)
+
+    # -- keys during a turn ----------------------------------------------------------------
+    def watch_keys(self, on: bool) -> None:
+        """While a turn (or a `!command`) runs, keys are read as they come: Esc, alone or
+        twice, interrupts it as Ctrl-C does; anything else is kept as typed-ahead text.
+        An arrow key or Alt+key starts with Esc too, so a lone Esc is one that nothing
+        follows within a moment."""
+        fd = self.terminal.fd
+        if fd is None:
+            return
+        loop = asyncio.get_running_loop()
+        if on and not self._watching:
+            try:
+                loop.add_reader(fd, self._on_keys)
+            except (NotImplementedError, RuntimeError, ValueError, OSError):
+                return
+            self._watching = True
+        elif not on and self._watching:
+            loop.remove_reader(fd)
+            self._watching = False
+            self._esc_wait(None)
+
+    def _on_keys(self) -> None:
+        assert self.terminal.fd is not None
+        try:
+            data = os.read(self.terminal.fd, 4096).decode("utf-8", errors="replace")
+        except OSError:
+            return
+        self.typed_raw += data
+        for ch in data:
+            if self._esc is not None:  # the key after an Esc
+                self._esc_wait(None)
+                if ch == "\x1b":
+                    self.interrupt()  # Esc Esc
+                    return
+            elif ch == "\x1b":
+                self._esc_wait(asyncio.get_running_loop().call_later(ESC_WAIT_SECS, self._lone_esc))
+
+    def _esc_wait(self, timer: asyncio.TimerHandle | None) -> None:
+        if self._esc is not None:
+            self._esc.cancel()
+        self._esc = timer
+
+    def _lone_esc(self) -> None:
+        self._esc = None
+        self.interrupt()
+
+    def typed_ahead(self) -> int:
+        """Characters typed during the turn, to be sent (or offered) when it ends."""
+        lines, partial = split_typeahead(self.typed_raw)
+        return sum(len(line) + 1 for line in lines) + len(partial) + self.terminal.pending()
 
     async def attach_files(self, text: str) -> str:
         """`@path` appends that file's content, bounded and noted exactly as read_file does."""
