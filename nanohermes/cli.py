@@ -29,7 +29,7 @@ def main() -> None:
 
         print(f"nanohermes {__version__}")
         return
-    argv, first = _first_prompt(_bool_words(_bare_resume(sys.argv[1:])))
+    argv, first = _first_prompt(_bool_words(_bare_print(_bare_resume(sys.argv[1:]))))
     if sys.stdin.isatty() and sys.stdout.isatty() and _opens_repl(argv):
         _repl_first(argv, first)
     if first is None and (launch := _quick_launch(argv)) is not None:
@@ -143,6 +143,23 @@ def _bare_resume(argv: list[str]) -> list[str]:
 _FLAGS = {"--yes", "-y", "--no-session", "--continue", "-c", "--verbose", "-v"}
 _TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
 SUBCOMMANDS = ("doctor", "sessions")
+
+
+STDIN = "-"  # the prompt of `-p -`, or of a bare `-p`: read from standard input
+
+
+def _bare_print(argv: list[str]) -> list[str]:
+    """`-p` may come without a prompt (`echo ... | nanohermes -p`): then, as with `-p -`, the
+    prompt is standard input. Bare: last, or followed by one of the options."""
+    options = _VALUED | _FLAGS | {"--resume", "-r", "-h", "--help", "-V", "--version"}
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        out.append(arg)
+        nxt = argv[i + 1] if i + 1 < len(argv) else None
+        if arg in ("-p", "--print") and (i == 0 or argv[i - 1] not in _VALUED) \
+                and (nxt is None or nxt.partition("=")[0] in options):
+            out.append(STDIN)
+    return out
 
 
 def _bool_words(argv: list[str]) -> list[str]:
@@ -260,7 +277,8 @@ def _make_app(launch: Callable[[Launch], int] | None = None, first_prompt: str |
     def root(
         ctx: typer.Context,
         prompt: str | None = typer.Option(None, "-p", "--print", help="Run one prompt without the REPL and print the "
-                                          "answer. Piped stdin is appended."),
+                                          "answer. Piped stdin is appended; `-p -` or a bare -p reads the prompt "
+                                          "from stdin."),
         output_format: OutputFormat = typer.Option(OutputFormat.text, "--output-format", help="With -p: text, json "
                                                    "(one object) or stream-json (one event per line)."),
         model: str | None = typer.Option(None, "--model", "-m", help="Model name (config `model`, env NANOHERMES_MODEL)."),
@@ -505,12 +523,16 @@ def run(launch: Launch) -> int:
                 raise UsageError("a prompt without -p opens the REPL, which needs a terminal",
                                  hint=f'run it on a terminal, or use -p "{launch.first_prompt[:40]}" in scripts')
             prompt = ""
-        if not sys.stdin.isatty():
+        if prompt == STDIN:  # `-p -` or a bare `-p`: the whole prompt comes on stdin
+            if sys.stdin.isatty():
+                sys.stderr.write("nanohermes: reading the prompt from the terminal; end it with Ctrl-D\n")
+            prompt = sys.stdin.read()
+        elif not sys.stdin.isatty():
             piped = sys.stdin.read()
             if piped.strip():
                 prompt = f"{prompt}\n\n{piped}" if prompt.strip() else piped
         if not prompt.strip():
-            raise UsageError("the prompt is empty", hint='pass one with -p "..." or pipe text on stdin')
+            raise UsageError("the prompt is empty", hint='pass one with -p "...", or pipe it: echo "..." | nanohermes -p')
         return _headless(prompt, launch.fmt, config, workspace, launch.verbose, launch.save_session, resume_path)
     except (KeyboardInterrupt, Exception) as e:  # the single place run-ending errors are reported
         return _fail(e, launch.verbose)

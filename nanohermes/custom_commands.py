@@ -190,9 +190,14 @@ async def run(agent: Agent, command: CustomCommand, prompt: str, submit: Any = N
         agent.llm.model = old
 
 
+# The REPL's commands that also do their job without a terminal; the others are refused in -p.
+PRINT_MODE_COMMANDS = ("init", "export")
+
+
 async def ask(agent: Agent, prompt: str) -> TurnResult:
     """`-p`: a prompt starting with `/name` runs that custom command, `/init` the turn that
-    writes AGENTS.md; anything else is sent as is."""
+    writes AGENTS.md, `/export` writes the conversation; another REPL command is refused
+    (it would only reach the model as text); anything else is sent as is."""
     from nanohermes.events import Notice
 
     if prompt.lstrip().startswith("/"):
@@ -200,7 +205,9 @@ async def ask(agent: Agent, prompt: str) -> TurnResult:
 
         name, arguments = split(prompt)
         if name == "init":
-            return await agent.ask(init_prompt(agent.runtime.workspace, arguments))
+            return await _init(agent, arguments)
+        if name == "export":
+            return _export(agent, arguments)
         command = discover(agent.runtime.workspace).commands.get(name)
         builtin = load_commands().get(name)
         if command is not None and (builtin is None or builtin.source):  # a built-in wins, as in the REPL
@@ -209,7 +216,64 @@ async def ask(agent: Agent, prompt: str) -> TurnResult:
                 agent.ui.emit(Notice(level="warning" if "not attached" in note else "info", text=note))
             result: TurnResult = await run(agent, command, text)
             return result
+        if builtin is not None:
+            from nanohermes.errors import UsageError
+
+            raise UsageError(f"/{name} is a command of the REPL; with -p only "
+                             f"{', '.join('/' + c for c in PRINT_MODE_COMMANDS)} and custom commands run",
+                             hint=f"run `nanohermes` for /{name}; to ask the model about it, put the question in words")
     return await agent.ask(prompt)
+
+
+async def _init(agent: Agent, arguments: str) -> TurnResult:
+    """/init's turn. Its job is the file: a turn that ends without writing it failed, and
+    says why (most often: the write needs an approval nobody is there to give)."""
+    from nanohermes.errors import NanohermesError
+    from nanohermes.runtime import DENIED_PREFIX
+
+    path = agent.runtime.workspace / "AGENTS.md"
+    if agent.runtime.policy.mode == "plan":
+        raise NanohermesError("/init writes AGENTS.md, and plan mode writes nothing",
+                              hint="run it in another mode, e.g. --mode accept-edits")
+    before = _contents(path)
+    start = len(agent.session.history)
+    result = await agent.ask(init_prompt(agent.runtime.workspace, arguments))
+    if result.reason != "completed" or _contents(path) != before:
+        return result
+    refused = any(m.role == "tool" and (m.content or "").startswith(DENIED_PREFIX)
+                  for m in agent.session.history[start:])
+    if refused:
+        raise NanohermesError("/init did not write AGENTS.md: the write needs approval, and nobody was there to give it",
+                              hint="rerun with --yes or --mode accept-edits, or run /init in the REPL")
+    raise NanohermesError("/init did not write AGENTS.md: the model ended the turn without writing it",
+                          hint="run it again (--verbose shows what it did)")
+
+
+def _contents(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _export(agent: Agent, arguments: str) -> TurnResult:
+    from nanohermes.agent import TurnResult
+    from nanohermes.errors import NanohermesError
+    from nanohermes.events import TurnEnded
+    from nanohermes.export import export
+
+    history = agent.session.history
+    if not history:
+        raise NanohermesError("nothing to export: this session has no conversation yet",
+                              hint="export a saved one with --continue or --resume ID")
+    try:
+        path = export(history, agent.session.id, agent.runtime.workspace, arguments)
+    except OSError as e:
+        raise NanohermesError(f"could not write {e.filename or arguments}: {e.strerror or e}",
+                              hint="name a file in a folder you can write") from None
+    text = f"exported {len(history)} messages to {path}"
+    agent.ui.emit(TurnEnded(reason="completed", turns=0, tool_calls=0, text=text))
+    return TurnResult("completed", text, 0, 0)
 
 
 INIT_PROMPT = """Study this repository and {action} an AGENTS.md at its root: the instructions a coding agent (or a new

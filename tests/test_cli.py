@@ -55,6 +55,20 @@ def test_piped_stdin_is_appended_to_the_prompt(cli, server: FakeServer) -> None:
     assert server.requests[0]["messages"][-1]["content"] == "summarise:\n\nline one\nline two\n"
 
 
+@pytest.mark.parametrize("args", [("-p",), ("-p", "-"), ("--print",), ("-p", "--output-format", "text"),
+                                  ("--output-format", "text", "-p")])
+def test_p_without_a_prompt_reads_it_from_stdin(cli, server: FakeServer, args: tuple[str, ...]) -> None:
+    server.add(Reply(text="ok"))
+    r = cli(*args, stdin="what is 2 + 2?\n", server=server)
+    assert (r.code, r.out) == (0, "ok\n"), r.err
+    assert server.requests[0]["messages"][-1]["content"] == "what is 2 + 2?\n"  # the prompt itself, no "-"
+
+
+def test_p_with_an_empty_stdin_is_a_usage_error(cli, server: FakeServer) -> None:
+    r = cli("-p", stdin="", server=server)
+    assert r.code == 2 and "the prompt is empty" in r.err and server.requests == []
+
+
 def test_tool_round_trip(cli, server: FakeServer, workspace: Path) -> None:
     (workspace / "notes.md").write_text("first\nsecond\n")
     server.add(tool_reply(call("read_file", {"path": "notes.md"}, id="c1")), Reply(text="It has two lines."))

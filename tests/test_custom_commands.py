@@ -229,11 +229,40 @@ def test_export_writes_the_conversation_as_markdown(workspace: Path) -> None:
     assert f"exported 4 messages to {workspace / 'out' / 'chat.md'}" in console.export_text()
 
 
-def test_print_mode_leaves_a_builtins_name_alone(cli, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    write(workspace / ".nanohermes" / "commands" / "help.md", "Not the help.")
-    server.add(Reply(text="ok"))
-    ran = cli("-p", "/help me", server=server)
-    assert ran.code == 0 and server.requests[0]["messages"][-1]["content"] == "/help me"
+@pytest.mark.parametrize("line", ["/help", "/help me", "/model other", "/rewind"])
+def test_print_mode_refuses_a_repl_command_instead_of_sending_it(cli, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
+                                                                line: str) -> None:
+    write(workspace / ".nanohermes" / "commands" / "help.md", "Not the help.")  # a built-in's name: the built-in wins
+    ran = cli("-p", line, server=server)
+    assert ran.code == 2 and server.requests == [], ran.err
+    name = line.split()[0]
+    assert f"{name} is a command of the REPL; with -p only /init, /export and custom commands run" in ran.err
+
+
+def test_print_mode_exports_the_conversation_it_continues(cli, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    ran = cli("-p", "/export out.md", server=server)
+    assert ran.code == 1 and "nothing to export" in ran.err and server.requests == []
+    server.add(Reply(text="the answer"))
+    assert cli("-p", "a question", server=server).code == 0
+    ran = cli("-p", "/export out.md", "--continue", "--output-format", "json", server=server)
+    assert ran.code == 0, ran.err
+    assert json.loads(ran.out)["result"] == f"exported 2 messages to {workspace / 'out.md'}"
+    assert (workspace / "out.md").read_text().startswith("# nanohermes conversation")
+    assert len(server.requests) == 1  # no model call for an export
+
+
+def test_print_mode_init_that_cannot_write_says_so_and_fails(cli, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    from nanohermes.testing import call, tool_reply
+
+    server.add(tool_reply(call("write_file", {"path": "AGENTS.md", "content": "# demo\n"})), Reply(text="tried"))
+    ran = cli("-p", "/init", server=server)  # no --yes, no terminal: the write is refused
+    assert ran.code == 1 and not (workspace / "AGENTS.md").exists()
+    assert "/init did not write AGENTS.md: the write needs approval" in ran.err
+    assert "--yes" in ran.err
+    ran = cli("-p", "/init", "--mode", "plan", server=server)
+    assert ran.code == 1 and "plan mode writes nothing" in ran.err and len(server.requests) == 2
 
 
 def test_print_mode_runs_project_claude_and_user_commands(cli, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]

@@ -1,7 +1,7 @@
 """REPL commands for the extension points: /hooks (the hooks in force), /add-dir (a folder for
 writes and for the MCP servers' roots), the custom commands read from Markdown files
 (installed into the registry once the workspace is known), /init (a turn that writes
-AGENTS.md) and /export (the conversation as Markdown)."""
+AGENTS.md) and /export (the conversation as Markdown, `export.py`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from nanohermes.ui.commands import CommandContext, Handler, Registry, command
 
 if TYPE_CHECKING:
     from nanohermes.custom_commands import CustomCommand
-    from nanohermes.messages import Message
 
 
 @command("hooks", help="The hooks in force: event, matcher, command, timeout, and where each came from")
@@ -97,51 +96,19 @@ async def _init(ctx: CommandContext, arg: str) -> None:
 
 @command("export", help="Write the conversation as Markdown to a file", usage="[file]")
 def _export(ctx: CommandContext, arg: str) -> None:
-    import time
-
-    from nanohermes.redact import redact
     from nanohermes.ui import render
 
     history = ctx.agent.session.history
     if not history:
         ctx.print(render.info("nothing to export yet"))
         return
-    name = arg.strip() or f"conversation-{time.strftime('%Y%m%d-%H%M%S')}.md"
-    path = Path(name).expanduser()
-    path = path if path.is_absolute() else ctx.workspace / path
-    session = ctx.agent.session.id
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(redact(conversation_markdown(history, session)), encoding="utf-8")
+        from nanohermes.export import export
+
+        path = export(history, ctx.agent.session.id, ctx.workspace, arg)
     except OSError as e:
         from rich.text import Text
 
-        ctx.print(Text(f"could not write {path}: {e.strerror or e}", style="red"))
+        ctx.print(Text(f"could not write {e.filename or arg}: {e.strerror or e}", style="red"))
         return
     ctx.print(render.info(f"exported {len(history)} messages to {path}"))
-
-
-def conversation_markdown(history: list[Message], session: str = "") -> str:
-    """The conversation for people: prompts, answers, and each tool call with its result."""
-    out = [f"# nanohermes conversation{f' {session}' if session else ''}", ""]
-    for m in history:
-        if m.role == "user":
-            out += ["## You", "", m.content or "", ""]
-        elif m.role == "assistant":
-            out += ["## nanohermes", ""]
-            if m.content:
-                out += [m.content, ""]
-            for c in m.tool_calls:
-                out += [f"Tool call: **{c.name}**", "", _fenced(c.arguments, "json"), ""]
-        elif m.role == "tool":
-            out += ["Result:", "", _fenced(m.content or ""), ""]
-    return "\n".join(out).rstrip() + "\n"
-
-
-def _fenced(text: str, lang: str = "") -> str:
-    """A code block whose fence is longer than any backtick run inside it."""
-    import re
-
-    longest = max((len(r) for r in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{lang}\n{text}\n{fence}"
