@@ -10,6 +10,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from nanohermes.budget import plural
 from nanohermes.errors import ContextTooLongError
 from nanohermes.events import UI, MessageAdded, ModelStarted, Notice, ReasoningDelta, TextDelta, TurnEnded
 from nanohermes.llm import LLM
@@ -140,7 +141,7 @@ class Agent:
                 for result in await self.runtime.run_calls(pending, results):
                     self._append(result)
                 pending = ()
-            self.ui.emit(Notice(level="warning", text=f"stopped after {self.max_turns} model calls (max_turns)"))
+            self.ui.emit(Notice(level="warning", text=f"stopped after {plural(self.max_turns, 'model call')} (max_turns)"))
             return await self._finish("max_turns", turns, calls, "")
         except asyncio.CancelledError:
             if "".join(self._partial).strip():  # what the person saw stays in the history

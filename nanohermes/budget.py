@@ -111,6 +111,11 @@ ZERO_ALLOWED: frozenset[str] = frozenset({
     "text_call_retries"})
 
 
+def plural(n: int, word: str, many: str = "") -> str:
+    """`1 file`, `3 files` (`many`: an irregular plural): every count a note shows reads right."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
 def truncation_note(omitted: int) -> str:
     return f"\n… output truncated ({omitted} chars omitted) …\n"
 

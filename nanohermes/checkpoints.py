@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from nanohermes import programs
-from nanohermes.budget import Limits
+from nanohermes.budget import Limits, plural
 from nanohermes.dirs import data_home, open_private, private_dir, write_private
 from nanohermes.events import Event, FilesChanged, Notice
 from nanohermes.messages import Message
@@ -850,7 +850,7 @@ class Checkpoints:
         self._warn_unkept(scan)
         if pruned:
             self.emit(Notice(level="info", text=(
-                f"checkpoints: pruned {pruned} old {_plural(pruned, 'checkpoint')} to keep the store under "
+                f"checkpoints: pruned {plural(pruned, 'old checkpoint')} to keep the store under "
                 f"{self.store.limits.checkpoint_store_bytes} bytes (limits.checkpoint_store_bytes)")))
         turn.commit, turn.changes = commit, list(scan.changes)
         self._write({"type": "ended", "turn": turn.turn, "commit": commit,
@@ -870,7 +870,7 @@ class Checkpoints:
                 self._warned.update(fresh)
                 shown = ", ".join(fresh[:5]) + (f" and {len(fresh) - 5} more" if len(fresh) > 5 else "")
                 self.emit(Notice(level="warning", text=(
-                    f"checkpoints: {len(fresh)} {_plural(len(fresh), 'file')} {why}: {shown}; "
+                    f"checkpoints: {plural(len(fresh), 'file')} {why}: {shown}; "
                     "/rewind leaves them as they are")))
 
     # -- looking back ----------------------------------------------------------------------
@@ -1010,7 +1010,7 @@ class Checkpoints:
                     notes.append(f"{c.path} changed since {step}: took the checkpoint's")
                 elif merged is not None:
                     sim[c.path] = merged[0]
-                    marked = f" ({merged[1]} {_plural(merged[1], 'conflict')} marked)" if merged[1] else ""
+                    marked = f" ({plural(merged[1], 'conflict')} marked)" if merged[1] else ""
                     notes.append(f"{c.path} changed since {step}: merged{marked}")
         return {p: v for p, v in sim.items() if v != current.get(p)}, notes
 
@@ -1061,11 +1061,7 @@ def _restored(changes: list[Change], where: str) -> str:
     if not paths:
         return f"no files restored {where}"
     shown = ", ".join(paths[:10]) + (" …" if len(paths) > 10 else "")
-    return f"restored {len(paths)} {_plural(len(paths), 'file')} {where}: {shown}"
-
-
-def _plural(n: int, word: str) -> str:
-    return word if n == 1 else word + "s"
+    return f"restored {plural(len(paths), 'file')} {where}: {shown}"
 
 
 def _mark(history: list[Message], upto: int) -> str:

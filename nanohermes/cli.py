@@ -502,7 +502,7 @@ def _repl_start(launch: Launch) -> Any:
         trust = TrustQuestion(workspace=workspace, project_file=loaded.project_file, user_file=loaded.user_file,
                               asks=dict(loaded.asks), reload=lambda: _repl_start(again))
     return Start(config, workspace, save_session=launch.save_session, resume=resume, warnings=tuple(warnings),
-                 trust=trust)
+                 trust=trust, config_files=tuple(loaded.files))
 
 
 def _warn(text: str) -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from nanohermes import persisted
-from nanohermes.budget import Limits, clamp
+from nanohermes.budget import Limits, clamp, plural
 from nanohermes.errors import ContextTooLongError
 from nanohermes.events import UI, Notice
 from nanohermes.llm import LLM
@@ -205,7 +205,7 @@ class Compactor:
         session.compacted(Message.user(body), kept)
         self.ui.emit(Notice(level="info", text=(
             f"compacted {len(older)} older messages ({history_chars(older)} chars) into a {len(text)}-char summary; "
-            f"kept {kept} recent messages verbatim ({reason})")))
+            f"kept {plural(kept, 'recent message')} verbatim ({reason})")))
         return text
 
     async def _summarise(self, session: Session, older: Sequence[Message], focus: str) -> str:

@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nanohermes.budget import plural
+
 # At most 4,000 chars (checked by a test): the reminders that make agents finish the task.
 IDENTITY = """You are nanohermes, a coding agent working in the user's repository through tools. You and
 the user share one workspace; your job is to finish what they ask, correctly.
@@ -169,7 +171,7 @@ def context_lines(docs: ProjectDocs) -> list[str]:
         return ["no AGENTS.md or CLAUDE.md loaded (looked in the config folder and from the repository root to "
                 "the workspace)"]
     total = sum(f.kept for f in docs.files)
-    lines = [f"project instructions: {len(docs.files)} files, {total} of {docs.budget} chars used"]
+    lines = [f"project instructions: {plural(len(docs.files), 'file')}, {total} of {docs.budget} chars used"]
     for f in docs.files:
         state = "" if f.status == "whole" else f" ({f.status}: {f.kept} kept)"
         lines.append(f"  {f.path}  {f.chars} chars{state}")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nanohermes.budget import clamp
+from nanohermes.budget import clamp, plural
 from nanohermes.dirs import config_home
 
 if TYPE_CHECKING:
@@ -59,6 +59,19 @@ def folders(workspace: Path) -> list[tuple[Path, bool]]:
     home = Path.home()
     return [(workspace / ".nanohermes" / "commands", True), (workspace / ".claude" / "commands", True),
             (config_home() / "commands", False), (home / ".claude" / "commands", False)]
+
+
+def signature(workspace: Path) -> tuple[tuple[str, int, int], ...]:
+    """The command files as they are now (path, mtime, size): what changed since a read shows."""
+    out: list[tuple[str, int, int]] = []
+    for root, _ in folders(workspace):
+        try:
+            for path in root.rglob("*.md"):
+                st = path.stat()
+                out.append((str(path), st.st_mtime_ns, st.st_size))
+        except OSError:
+            continue
+    return tuple(sorted(out))
 
 
 def discover(workspace: Path) -> Found:
@@ -271,7 +284,7 @@ def _export(agent: Agent, arguments: str) -> TurnResult:
     except OSError as e:
         raise NanohermesError(f"could not write {e.filename or arguments}: {e.strerror or e}",
                               hint="name a file in a folder you can write") from None
-    text = f"exported {len(history)} messages to {path}"
+    text = f"exported {plural(len(history), 'message')} to {path}"
     agent.ui.emit(TurnEnded(reason="completed", turns=0, tool_calls=0, text=text))
     return TurnResult("completed", text, 0, 0)
 

@@ -137,7 +137,7 @@ async def check_endpoint(s: Setup) -> list[Check]:
 async def _endpoint_checks(s: Setup, found: _Found) -> None:
     from nanohermes.errors import AuthError, ConfigError
     from nanohermes.llm import check_base_url
-    from nanohermes.llm.http import BASE_URL_HINT, describe_connect_error, import_httpx
+    from nanohermes.llm.http import BASE_URL_HINT, describe_connect_error, import_httpx, scheme_mismatch
 
     if s.loaded is None:  # the endpoint, key and model it names are unknown: nothing is sent anywhere
         found.skip("the config did not load", *ENDPOINT_CHECKS)
@@ -160,8 +160,11 @@ async def _endpoint_checks(s: Setup, found: _Found) -> None:
         try:
             response = await llm.client().get(llm.url("/models"))
         except (httpx.TimeoutException, httpx.TransportError) as e:
-            found.set("endpoint", "fail", f"cannot reach {cfg.base_url} ({describe_connect_error(cfg.base_url, e)})",
-                      BASE_URL_HINT)
+            if (mismatch := await scheme_mismatch(cfg.base_url, e)) is not None:  # the URL to use, as -p says it
+                found.set("endpoint", "fail", mismatch.message.replace("the model endpoint at ", ""), mismatch.hint)
+            else:
+                found.set("endpoint", "fail", f"cannot reach {cfg.base_url} ({describe_connect_error(cfg.base_url, e)})",
+                          BASE_URL_HINT)
             found.skip("the endpoint is not reachable", *ENDPOINT_CHECKS)
             return
         status = response.status_code

@@ -31,6 +31,7 @@ class Meter:
     turn_by_model: dict[str, Usage] = field(default_factory=dict)
     session: Usage = field(default_factory=Usage)
     calls: int = 0  # model calls this turn
+    last: Usage = field(default_factory=Usage)  # the last model call's: what its context held
     _fresh: bool = True  # the next UsageUpdate starts a new turn
 
     def on_event(self, event: Event) -> None:
@@ -43,6 +44,7 @@ class Meter:
             self.turn = self.turn + event.usage
             self.turn_by_model[event.model] = self.turn_by_model.get(event.model, Usage()) + event.usage
             self.session = event.total
+            self.last = event.usage
             self.calls += 1
         elif isinstance(event, TurnEnded):
             self._fresh = True
@@ -50,6 +52,7 @@ class Meter:
     def reset(self) -> None:
         """Another conversation is now in force (/clear, /resume): no turn of it yet."""
         self.turn, self.turn_by_model, self.session, self.calls, self._fresh = Usage(), {}, Usage(), 0, True
+        self.last = Usage()
 
 
 def price_for(config: Config, model: str) -> Price | None:

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from nanohermes.budget import plural
 from nanohermes.dirs import data_home, open_private
 from nanohermes.errors import UsageError
 from nanohermes.events import UsageUpdate
@@ -425,10 +426,11 @@ class Session:
         restore_state(self.state, loaded.state)
         warnings: list[str] = []
         if loaded.skipped:
-            warnings.append(f"{path}: {loaded.skipped} unreadable transcript lines skipped")
+            warnings.append(f"{path}: {plural(loaded.skipped, 'unreadable transcript line')} skipped")
         if loaded.repaired:
-            warnings.append(f"{len(loaded.repaired)} tool calls were still running when the session stopped; "
-                            "they are marked as interrupted")
+            one = len(loaded.repaired) == 1
+            warnings.append(f"{plural(len(loaded.repaired), 'tool call')} {'was' if one else 'were'} still running when "
+                            f"the session stopped; {'it is' if one else 'they are'} marked as interrupted")
         return warnings
 
     def _reset(self) -> None:

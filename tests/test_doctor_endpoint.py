@@ -106,6 +106,7 @@ def test_https_against_a_plain_http_server_is_named(cli, server: FakeServer) -> 
     r = doctor(cli, "--base-url", url)
     assert r.code == 1
     assert "the server seems to speak plain HTTP: try http:// instead of https://" in r.out
+    assert f"fix: set base_url to {server.base_url} (--base-url, OPENAI_BASE_URL or config)" in r.out
     r = cli("-p", "hi", "--base-url", url, "--model", "fake-model", config={"max_retries": 0})
     assert "try http:// instead of https://" in r.err
 
@@ -114,7 +115,8 @@ def test_plain_http_against_a_tls_server_is_named(cli, tls_port: int) -> None:
     r = doctor(cli, "--base-url", f"http://127.0.0.1:{tls_port}/v1")
     assert r.code == 1
     assert "[FAIL] endpoint: cannot reach" in r.out
-    assert "if the server speaks TLS, use https:// instead of http://" in r.out
+    assert "the server speaks TLS: use https:// instead of http://" in r.out
+    assert f"fix: set base_url to https://127.0.0.1:{tls_port}/v1 (--base-url, OPENAI_BASE_URL or config)" in r.out
 
 
 def test_the_responses_wire_is_probed_on_its_own_route(cli, server: FakeServer) -> None:

@@ -1142,3 +1142,72 @@ def test_ctrl_c_stops_a_sub_agent_an_mcp_call_and_a_compaction(term: Any, server
     assert not server.violations
     if state != "compaction":
         assert tool_results(server.requests[-1]) == {("sa" if state == "sub-agent" else "m"): INTERRUPTED}
+
+
+def test_the_welcome_names_the_model_endpoint_and_workspace(term: Any, server: FakeServer, workspace: Path) -> None:
+    server.add(Reply(text="hi"))
+    t = term()
+    t.wait(f"model: fake-model at {server.base_url}")
+    t.wait(f"workspace: {workspace.resolve()}")
+    t.prompt()
+    assert "does not list the model" not in t.text  # it is listed
+    t.type("/status")
+    t.wait("nanohermes 0.")
+    t.wait("model: fake-model (chat wire)")
+    t.wait(f"endpoint: {server.base_url} (key from $OPENAI_API_KEY)")
+    t.wait(f"workspace: {workspace.resolve()}")
+    t.wait("session: ")
+    t.wait("config: ")
+    t.wait("mode: default")
+    t.wait("checkpoints: on")
+    t.wait("sandbox: ")
+    t.leave()
+
+
+def test_a_model_the_endpoint_does_not_list_is_warned_about_at_start(workspace: Path, home: Path) -> None:
+    with FakeServer(models=("fake-modell", "other")) as server:
+        t = Term(workspace, home, server)
+        try:
+            t.wait("warning: the endpoint does not list the model 'fake-model'; did you mean fake-modell?")
+            t.leave()
+        finally:
+            if t.child.isalive():
+                t.child.terminate(force=True)
+
+
+def test_a_custom_command_written_while_the_repl_runs_is_there_at_the_next_prompt(
+        term: Any, server: FakeServer, workspace: Path) -> None:
+    server.add(Reply(text="listed them"))
+    t = term()
+    t.prompt()
+    t.type("/help")
+    t.wait("!command")  # the person's own commands are in the help too
+    t.prompt()
+    folder = workspace / ".nanohermes" / "commands"
+    folder.mkdir(parents=True)
+    (folder / "todo.md").write_text("---\ndescription: List the TODOs\n---\nList the TODO comments.")
+    t.type("/todo")
+    t.wait("listed them")
+    t.leave()
+    assert server.requests[0]["messages"][-1]["content"] == "List the TODO comments."
+
+
+def test_the_whole_of_a_large_diff_can_be_read_before_answering(term: Any, server: FakeServer,
+                                                               workspace: Path) -> None:
+    content = "".join(f"line number {i}\n" for i in range(1, 121))
+    server.add(tool_reply(call("write_file", {"path": "big.txt", "content": content})), Reply(text="written"))
+    t = term()
+    t.prompt()
+    t.type("write it")
+    t.wait("approve?")
+    t.wait("more diff lines")  # the box is cut
+    assert "line number 120" not in t.text[t.mark - 5000:]
+    t.wait("[v] View the whole diff first")
+    t.child.send("v")
+    t.wait("+line number 120")
+    t.wait("scroll back to read them")
+    t.wait("[y] Yes, once")  # asked again
+    t.child.send("y")
+    t.wait("written")
+    t.leave()
+    assert (workspace / "big.txt").read_text() == content

@@ -181,7 +181,7 @@ def test_sigkill_during_a_tool_marks_the_call_interrupted(server: FakeServer, wo
                         "--continue", "-p", "what happened?"], cwd=workspace, env=env, input="",
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
-    assert "1 tool calls were still running when the session stopped" in p.stderr
+    assert "1 tool call was still running when the session stopped" in p.stderr
     assert server.requests[0]["messages"][3] == {"role": "tool", "content": LOST_RESULT, "tool_call_id": "x1"}
 
 

@@ -330,7 +330,7 @@ def test_child_stopped_at_its_max_turns_reports_what_it_had(workspace: Path) -> 
                child_script=[tool_reply(call("list_dir", {}), text="looking around")])
     asyncio.run(f.parent.ask("go"))
     assert re.fullmatch(r"sub-agent agent-1 \(brief\) max_turns after \d+\.\ds:\n"
-                        r"looking around\n\[stopped after 1 model calls \(max_turns\)\]", tool_results(f.parent)[0])
+                        r"looking around\n\[stopped after 1 model call \(max_turns\)\]", tool_results(f.parent)[0])
     assert f.manager.runs["agent-1"].status == "max_turns"
 
 

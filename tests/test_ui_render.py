@@ -168,15 +168,18 @@ def test_approval_panel_wraps_a_very_long_line_instead_of_cutting_it() -> None:
     assert out.count("…") == 1  # only the head line is cut, and visibly
 
 
-def test_a_wrapped_diff_line_keeps_its_marker() -> None:
+def test_a_wrapped_diff_line_continues_under_its_own_marker() -> None:
     long = "x = '" + "y" * 120 + "'"
-    out = text_of(render.diff(f"@@ -1 +1 @@\n-{long}\n+{long}z"), width=80)
+    out = text_of(render.diff(f"@@ -1 +1 @@\n-{long}\n+{long}z\n {long}"), width=80)
     lines = out.split("\n")
-    assert len(lines) > 3
-    added = [ln for ln in lines if "y" in ln and not ln.lstrip().startswith("-")]
-    assert added and all(ln.startswith("  +") for ln in added)
-    removed = [ln for ln in lines if "y" in ln and ln.lstrip().startswith("-")]
-    assert len(removed) >= 2 and all(ln.startswith("  -") for ln in removed)
+    assert all(len(ln) <= 80 for ln in lines)
+    # One line each starts with -, + or a space; what wraps goes on after a ↳, never as a new
+    # +/- line or as context.
+    heads = [i for i, ln in enumerate(lines) if ln[2:3] in ("-", "+", " ")]
+    assert [lines[i][2] for i in heads] == ["-", "+", " "]
+    for start, end in zip(heads, [*heads[1:], len(lines)], strict=True):
+        assert end - start >= 2 and all(ln.startswith("  ↳") for ln in lines[start + 1:end])
+    assert "".join(ln[3:] for ln in lines[heads[1]:heads[2]]).replace(" ", "") == (long + "z").replace(" ", "")
 
 
 def test_tool_output_preview_escapes_control_characters() -> None:
@@ -283,7 +286,13 @@ def test_toolbar() -> None:
     assert toolbar("gpt-x", "plan", 12_345, 120_000, Usage(100, 20)) == (
         " gpt-x · mode: plan · context 10% (12k/120k chars) · 120 tokens")
     assert toolbar("gpt-x", "plan", 0, 120_000, Usage(1000, 20), 0.0123) == (
-        " gpt-x · mode: plan · context 0% (0k/120k chars) · 1,020 tokens · $0.0123")
+        " gpt-x · mode: plan · context 0% (0/120k chars) · 1,020 tokens · $0.0123")
+    # A small context reads as what it is; the tokens the endpoint reported for the last request
+    # are shown beside it (not estimated ones).
+    assert toolbar("gpt-x", "default", 512, 120_000, Usage(300, 20), last=Usage(290, 15)) == (
+        " gpt-x · mode: default · context <1% (512/120k chars, 305 tokens) · 320 tokens")
+    assert toolbar("gpt-x", "default", 1_234, 120_000, Usage(300, 20), last=Usage(290, 15, estimated=True)) == (
+        " gpt-x · mode: default · context 1% (1.2k/120k chars) · 320 tokens")
 
 
 def test_batch_label_line() -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from nanohermes.budget import Limits
+from nanohermes.budget import Limits, plural
 from nanohermes.config import SubagentConfig
 from nanohermes.dirs import private_dir, write_private
 from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, SubagentEvent, ToolStarted, UsageUpdate
@@ -187,7 +187,7 @@ class SubagentManager:
             else:
                 last = next((m.content for m in reversed(agent.session.history) if m.role == "assistant" and m.content), "")
                 run.status = "max_turns"
-                run.result = (last or "") + f"\n[stopped after {result.turns} model calls (max_turns)]"
+                run.result = (last or "") + f"\n[stopped after {plural(result.turns, 'model call')} (max_turns)]"
         except asyncio.CancelledError:
             run.status = "cancelled"
             raise
@@ -245,7 +245,7 @@ class SubagentManager:
         cap = self.limits.agent_preview_chars
         rows = []
         for r in self.runs.values():
-            head = f"{r.id}  {r.name}  {r.status}  {r.elapsed:.1f}s  {r.tool_calls} tool calls"
+            head = f"{r.id}  {r.name}  {r.status}  {r.elapsed:.1f}s  {plural(r.tool_calls, 'tool call')}"
             if r.status == "running":
                 rows.append(head + (f"\n  now: {r.activity}" if r.activity else ""))
                 continue

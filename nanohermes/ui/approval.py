@@ -32,6 +32,7 @@ from nanohermes.ui import render
 from nanohermes.ui.visible import escape_controls
 
 INTERRUPT: Final = "interrupt"
+VIEW: Final = "view"  # show the whole detail the box cut, then ask again
 Picked = Choice | Literal["interrupt"]  # an answer, or Ctrl-C/Ctrl-D
 T = TypeVar("T")
 
@@ -78,6 +79,9 @@ class Approver:
     async def _ask(self, request: ApprovalRequest) -> ApprovalReply:
         self.console.print(render.approval(request))
         picked = await self._choose(request)
+        while picked == VIEW:  # the whole of what the box cut, then the same question
+            self._show_whole(request)
+            picked = await self._choose(request)
         if picked == INTERRUPT:
             self.console.print(Text("⊘ no (interrupted)", style="yellow"))
             self.on_interrupt()
@@ -98,8 +102,11 @@ class Approver:
             self.console.print(Text("✓ yes, once", style="green"))
         return ApprovalReply(picked)
 
-    async def _choose(self, request: ApprovalRequest) -> Picked:
-        options: list[tuple[Picked, str, str]] = list(choices(request))
+    async def _choose(self, request: ApprovalRequest) -> Picked | Literal["view"]:
+        options: list[tuple[Picked | Literal["view"], str, str]] = list(choices(request))
+        if hidden := render.diff_hidden(request.detail):
+            what = "diff" if render.looks_like_diff(request.detail.strip("\n")) else "text"
+            options.append((VIEW, "v", f"View the whole {what} first ({hidden} more lines than the box shows)"))
         return await pick(options, escape="deny", interrupt=INTERRUPT, pt_input=self._input, pt_output=self._output)
 
     async def elicit(self, request: ElicitationRequest) -> ElicitationReply:
@@ -143,6 +150,15 @@ class Approver:
         except (KeyboardInterrupt, EOFError):
             self.console.print(Text("⊘ cancelled", style="yellow"))
             return ElicitationReply("cancel")
+
+    def _show_whole(self, request: ApprovalRequest) -> None:
+        detail = request.detail.strip("\n")
+        whole = detail.count("\n") + 1
+        if render.looks_like_diff(detail):
+            self.console.print(render.diff(detail, max_lines=whole))
+        else:
+            self.console.print(render.fold(detail, whole, wrap=True))
+        self.console.print(Text(f"(the whole {whole} lines above: scroll back to read them)", style="dim"))
 
     async def _note(self) -> str:
         session: PromptSession[str] = PromptSession(input=self._input, output=self._output)

@@ -89,6 +89,11 @@ class Registry:
         self._commands: dict[str, Command] = {}
         self.shadowed: list[Command] = []  # custom commands a built-in of the same name hides
 
+    def drop_custom(self) -> None:
+        """Forget the custom commands (they are read again when their files change)."""
+        self._commands = {n: c for n, c in self._commands.items() if not c.source}
+        self.shadowed = []
+
     def add_custom(self, name: str, help: str, handler: Handler, *, usage: str = "", source: str) -> bool:
         """A custom command (from a Markdown file); a built-in of the same name wins."""
         cmd = Command(name, help, handler, usage, source=source)
@@ -192,6 +197,36 @@ def _help(ctx: CommandContext, arg: str) -> None:
         ctx.print(render.info(f"/{c.name} from {c.source} is hidden by the built-in /{c.name}; rename the file to use it"))
 
 
+@command("status", help="The version, model, endpoint, workspace, session, config files, mode and sandbox")
+def _status(ctx: CommandContext, arg: str) -> None:
+    from nanohermes import __version__
+    from nanohermes.sandbox import describe_availability
+    from nanohermes.ui import render
+
+    agent, config = ctx.agent, ctx.config
+    session = agent.session
+    key = (f"key from ${config.api_key_env}" if config.api_key is None else "key from the config or --api-key") \
+        if config.resolved_api_key() else "no key"
+    files = [str(p) for p in ctx.state.get("config_files", ())]
+    checkpoints = "off (config key checkpoints)"
+    if ctx.built is not None and ctx.built.checkpoints is not None:
+        cps = ctx.built.checkpoints
+        checkpoints = f"off for this session: {cps.disabled}" if cps.disabled else f"on, {len(cps.turns())} turns recorded"
+    ctx.print(render.lines([
+        f"nanohermes {__version__}",
+        f"model: {agent.llm.model} ({config.wire_api} wire"
+        + (f", reasoning effort {config.reasoning_effort}" if config.reasoning_effort else "") + ")",
+        f"endpoint: {config.base_url} ({key})",
+        f"workspace: {ctx.workspace}",
+        f"session: {session.id} (saved to {session.path})" if session.path is not None
+        else f"session: {session.id or '-'} (not saved)",
+        "config: " + (", ".join(files) if files else "no config files (defaults, environment and flags only)"),
+        f"mode: {agent.runtime.policy.mode}",
+        f"checkpoints: {checkpoints}",
+        *describe_availability(config.sandbox.mode),
+    ]))
+
+
 @command("tools", help="The tool pool: group, flags, output limit, source; hidden tools with the reason")
 def _tools(ctx: CommandContext, arg: str) -> None:
     from nanohermes.permissions import blocked
@@ -229,11 +264,11 @@ def _mode(ctx: CommandContext, arg: str) -> None:
 MODEL_LIST_SECS = 10.0  # how long /model waits for the endpoint's model list
 
 
-async def _endpoint_models(ctx: CommandContext) -> tuple[list[str] | None, str]:
+async def endpoint_models(llm: Any) -> tuple[list[str] | None, str]:
     """The endpoint's model ids, or None and why they could not be listed."""
     import asyncio
 
-    lister = getattr(ctx.agent.llm, "list_models", None)
+    lister = getattr(llm, "list_models", None)
     if lister is None:
         return None, "this endpoint type cannot list its models"
     try:
@@ -250,7 +285,7 @@ async def _model(ctx: CommandContext, arg: str) -> None:
     from nanohermes.ui import render
 
     llm = ctx.agent.llm
-    models, why = await _endpoint_models(ctx)
+    models, why = await endpoint_models(llm)
     if not arg:
         ctx.print(render.info(f"model: {llm.model}"))
         if models:

@@ -111,4 +111,6 @@ def _export(ctx: CommandContext, arg: str) -> None:
 
         ctx.print(Text(f"could not write {e.filename or arg}: {e.strerror or e}", style="red"))
         return
-    ctx.print(render.info(f"exported {len(history)} messages to {path}"))
+    from nanohermes.budget import plural
+
+    ctx.print(render.info(f"exported {plural(len(history), 'message')} to {path}"))

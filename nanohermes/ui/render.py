@@ -23,7 +23,7 @@ from nanohermes.events import (
     SandboxRefused, SubagentEvent, TextDelta, TodoUpdated, ToolFinished, ToolProgress, ToolStarted, TurnEnded,
     UsageUpdate, MessageAdded,
 )
-from nanohermes.budget import Limits
+from nanohermes.budget import Limits, plural
 from nanohermes.redact import redact
 from nanohermes.ui import visible
 
@@ -56,10 +56,14 @@ def fold(text: str, max_lines: int, *, style: str = "", indent: str = "  ", wrap
     return out
 
 
+CONTINUED = "↳"  # in the marker column of a diff line's continuation: it is no line of its own
+
+
 @dataclass(frozen=True)
 class Diff:
     """A unified diff, + green, - red, @@ cyan, headers bold, laid out at the console's width:
-    a wrapped line repeats its +/- marker, so no continuation reads as context."""
+    a wrapped line goes on under its own marker, after a ↳ in the marker column, so its
+    continuation reads neither as a new +/- line nor as context."""
 
     lines: tuple[tuple[str, str], ...]  # (line, style)
     hidden: int
@@ -71,10 +75,19 @@ class Diff:
             body = line[len(marker):]
             room = width - 2 - len(marker)
             pieces = Text(body).wrap(console, room, overflow="fold") if body else [Text("")]
-            for piece in pieces:
-                yield Text.assemble(("  " + marker + piece.plain, style), no_wrap=True, overflow="fold")
+            yield Text.assemble(("  " + marker + pieces[0].plain, style), no_wrap=True, overflow="fold")
+            for piece in pieces[1:]:
+                yield Text.assemble(("  " + CONTINUED.ljust(len(marker)), "dim"), (piece.plain, style), no_wrap=True,
+                                    overflow="fold")
         if self.hidden > 0:
             yield Text(f"  … {self.hidden} more diff line{'s' if self.hidden != 1 else ''}", style="dim")
+
+
+def diff_hidden(text: str) -> int:
+    """How many lines of this detail the approval box leaves out (a diff past DIFF_LINES,
+    other text past DETAIL_LINES)."""
+    lines = text.strip("\n").count("\n") + 1 if text.strip() else 0
+    return max(0, lines - (DIFF_LINES if looks_like_diff(text.strip("\n")) else DETAIL_LINES))
 
 
 def diff(text: str, max_lines: int = DIFF_LINES) -> Diff:
@@ -231,7 +244,7 @@ RECAP_TURNS = 3  # recent exchanges shown when a session is resumed (earlier one
 def resumed(session_id: str, history: Sequence[Message]) -> Text:
     """Where a resumed session left off: its size and its recent exchanges, the last answer
     at more length."""
-    out = Text(f"resumed {session_id}: {len(history)} messages", style="cyan")
+    out = Text(f"resumed {session_id}: {plural(len(history), 'message')}", style="cyan")
     turns: list[list[str]] = []  # [prompt, last answer to it]
     for m in history:
         if m.role == "user" and m.content and not m.content.startswith("<"):  # not a summary or context
@@ -324,7 +337,7 @@ def subagent(ev: SubagentEvent, summary: str = "") -> RenderableType | None:
     elif isinstance(inner, SandboxRefused):
         body = sandbox_refused(inner)
     elif isinstance(inner, TurnEnded):
-        body = Text(f"finished: {inner.reason}, {inner.tool_calls} tool calls", style="dim")
+        body = Text(f"finished: {inner.reason}, {plural(inner.tool_calls, 'tool call')}", style="dim")
     else:
         return None
     head = Text(f"  ↳ {ev.agent} {ev.agent_id} ", style="magenta")
@@ -516,10 +529,12 @@ def help_table(rows: Iterable[tuple[str, str]]) -> Group:
     t.add_column()
     for typed, help_text in rows:
         t.add_row(Text(typed), Text(help_text))
+    t.add_row(Text("!command"), Text("Run a command yourself in the workspace, unasked; its output joins the "
+                                     "conversation for the model to see"))
     keys = Text(
         "Enter sends · Alt+Enter or Esc Enter: new line · Tab completes /commands and @paths\n"
-        "a long paste shows as [pasted N lines]: Ctrl-O expands it · "
-        "@path attaches a file · Shift+Tab cycles default, accept-edits, plan · Ctrl-C cancels the turn · Ctrl-D exits",
+        "a long paste shows as [pasted N lines]: Ctrl-O expands it · @path attaches a file · "
+        "Shift+Tab cycles default, accept-edits, plan · Esc or Ctrl-C interrupts the turn · Ctrl-D exits",
         style="dim",
     )
     return Group(t, keys)

@@ -72,6 +72,7 @@ class Start:
     resume: Path | None = None  # a saved transcript to continue
     warnings: tuple[str, ...] = ()  # from loading the config, shown once the prompt is up
     trust: TrustQuestion | None = None  # the project asks for trust keys: asked before the agent is built
+    config_files: tuple[Path, ...] = ()  # the files the config was read from (/status names them)
 
 
 # -- type-ahead ----------------------------------------------------------------------------
@@ -230,6 +231,8 @@ class Repl:
         self._trust_done: asyncio.Event | None = None  # set when the trust question is answered
         self._trust_app: Any = None  # the question while it is on screen (SIGTERM ends it)
         self._watching = False  # keys are read as they come (during a turn)
+        self._model_check: asyncio.Task[None] | None = None
+        self._commands_seen: tuple[tuple[str, int, int], ...] | None = None  # the custom commands' files, as read
         self._esc: asyncio.TimerHandle | None = None  # an Esc just came: alone, unless a key follows
 
     # -- building the agent behind the first prompt ------------------------------------------
@@ -272,11 +275,10 @@ class Repl:
                                       print=self.print, registry=self.registry, state=self.state, built=built,
                                       meter=ui.meter, submit=lambda text: self.run_turn(text, attach=False),
                                       choose=self.choose)
-            from nanohermes.ui.extensions import install_custom_commands
-
-            custom_warnings = install_custom_commands(self.registry, s.workspace)
-            if s.workspace != Path.cwd().resolve():
-                self._out(Text(f"workspace: {s.workspace}", style="dim"))
+            self.state["config_files"] = s.config_files
+            custom_warnings = self.refresh_commands()
+            self._out(Text(f"model: {s.config.model} at {s.config.base_url}", style="dim"))
+            self._out(Text(f"workspace: {s.workspace}", style="dim"))
             if s.resume is not None:
                 from nanohermes.ui import render
 
@@ -288,6 +290,7 @@ class Repl:
             if (hint := no_key_hint(s.config)) is not None:
                 self._out(Text(hint, style="yellow"))
             self.started = asyncio.get_running_loop().create_task(built.start())
+            self._model_check = asyncio.get_running_loop().create_task(self._check_model())
             _warm_imports()
         except Exception as e:  # shown as the run-ending error it is, once the prompt is gone
             self.build_error = e
@@ -330,6 +333,35 @@ class Repl:
             self._trust_app = None
             if self._trust_done is not None:
                 self._trust_done.set()
+
+    async def _check_model(self) -> None:
+        """A model the endpoint does not list is named at start, not at the first answer."""
+        from nanohermes.ui.commands import endpoint_models
+
+        if self.agent is None:
+            return
+        model = self.agent.llm.model
+        models, _ = await endpoint_models(self.agent.llm)
+        if models and model not in models:  # a list that cannot be had says nothing here (doctor tells why)
+            import difflib
+
+            close = difflib.get_close_matches(model, models, n=3)
+            self._out(Text(f"warning: the endpoint does not list the model {model!r}"
+                           + (f"; did you mean {', '.join(close)}?" if close else "")
+                           + " (/model lists the ones it serves and switches)", style="yellow"))
+
+    def refresh_commands(self) -> list[str]:
+        """The custom commands, read again when one of their files was added, changed or
+        removed since (so a new command needs no restart); returns the warnings of a read."""
+        from nanohermes.custom_commands import signature
+        from nanohermes.ui.extensions import install_custom_commands
+
+        now = signature(self.workspace)
+        if now == self._commands_seen:
+            return []
+        self._commands_seen = now
+        self.registry.drop_custom()
+        return install_custom_commands(self.registry, self.workspace)
 
     def _hold_trust_app(self, app: Any) -> None:
         self._trust_app = app
@@ -490,8 +522,9 @@ class Repl:
         chars = sum(m.chars() for m in a.session.history)  # what the budget and /context count
         cost = cost_of(a.session.usage_by_model, a.runtime.config, a.llm.model)  # None: no price
         window = a.compactor.budget.report(a.session) if a.compactor is not None and a.compactor.budget else None
-        return toolbar(a.llm.model, a.runtime.policy.mode, chars, a.runtime.limits.session_budget_chars, a.session.usage, cost,
-                       window)
+        last = self.ui.meter.last if self.ui is not None else None
+        return toolbar(a.llm.model, a.runtime.policy.mode, chars, a.runtime.limits.session_budget_chars, a.session.usage,
+                       cost, window, last)
 
     def _message(self) -> Any:
         mode = self.agent.runtime.policy.mode if self.agent is not None else "default"
@@ -504,6 +537,9 @@ class Repl:
             line = self.queue.pop(0)
             self.print(Text(self._arrow + line, style="dim"))
             return line
+        if self.ctx is not None:  # a command file added meanwhile completes at this prompt
+            for w in self.refresh_commands():
+                self.print(Text(f"warning: {w}", style="yellow"))
         if self._session is None:
             self._session = self._prompt_session()
         ctrl_c = 0
@@ -768,6 +804,8 @@ class Repl:
                     continue
                 if line.lstrip().startswith("/"):
                     try:
+                        for w in self.refresh_commands():
+                            self.print(Text(f"warning: {w}", style="yellow"))
                         await self.registry.run(line.strip(), self.ctx)
                     except Exception as e:  # a broken command must not end the session
                         self._show_error(e)
@@ -795,6 +833,9 @@ class Repl:
         self.closing = True  # no trust question once the REPL is on its way out
         if self._building is not None:
             await asyncio.wait({self._building})
+        if self._model_check is not None:
+            self._model_check.cancel()
+            await asyncio.wait({self._model_check})
         if self.ui is not None and self.ui.summarizer is not None:
             await self.ui.summarizer.aclose()
         if self.built is not None:
@@ -835,10 +876,11 @@ def paste_label(data: str, index: int = 0) -> str:
 
 
 def toolbar(model: str, mode: str, history_chars: int, budget_chars: int, usage: Usage,
-            cost: float | None = None, window: dict[str, Any] | None = None) -> str:
+            cost: float | None = None, window: dict[str, Any] | None = None, last: Usage | None = None) -> str:
     """The bottom toolbar once the agent is built: model, mode, context used (of the model's
-    window, and where the window came from), tokens and cost so far (cost only when `prices`
-    has the model). Plain text: prompt-toolkit draws it."""
+    window, and where the window came from; without one, of the session budget in chars,
+    with the tokens the last request held when the endpoint reports them), tokens and cost
+    so far (cost only when `prices` has the model). Plain text: prompt-toolkit draws it."""
     tokens = f" · {usage.total_tokens:,} tokens" if usage.total_tokens else ""
     dollars = f" · ${cost:.4f}" if cost is not None else ""
     if window is not None and window["session_budget_chars_override"] is None:
@@ -847,9 +889,23 @@ def toolbar(model: str, mode: str, history_chars: int, budget_chars: int, usage:
         source = str(window["source"]).split(" ", 1)[0].replace("known", "family")
         used = f"context {round(100 * window['used_share'])}% of {short_tokens(window['tokens'])} ({source})"
     else:
-        pct = round(100 * history_chars / max(1, budget_chars))  # as /context rounds it
-        used = f"context {pct}% ({history_chars // 1000}k/{budget_chars // 1000}k chars)"
+        share = 100 * history_chars / max(1, budget_chars)
+        pct = "<1%" if 0 < share < 0.5 else f"{round(share)}%"  # as /context rounds it
+        held = f", {_size(last.total_tokens)} tokens" if last is not None and last.total_tokens and not last.estimated \
+            else ""
+        used = f"context {pct} ({_size(history_chars)}/{_size(budget_chars)} chars{held})"
     return f" {model} · mode: {mode} · {used}{tokens}{dollars}"
+
+
+def _size(n: int) -> str:
+    """512, 1.2k, 12k, 1.5M: a count the toolbar can show in a few characters."""
+    if n < 1000:
+        return str(n)
+    if n < 10_000:
+        return f"{n / 1000:.1f}k".replace(".0k", "k")
+    if n < 1_000_000:
+        return f"{n // 1000}k"
+    return f"{n / 1_000_000:.1f}M".replace(".0M", "M")
 
 
 def _can_encode(text: str) -> bool:
