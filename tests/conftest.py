@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import ssl
 import subprocess
@@ -19,6 +20,12 @@ import pytest
 from nanohermes.testing import FakeServer
 
 REPO = Path(__file__).resolve().parent.parent
+
+# The suite behaves the same however it is started. A shell's background job (`pytest &`,
+# nohup) starts with SIGINT ignored, and an ignored signal stays ignored in every process it
+# starts: a test's Ctrl-C (a pty's ^C, a SIGINT sent to `nanohermes -p`) would then do
+# nothing. With a handler here, each process the tests start gets the default back at exec.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")

@@ -368,19 +368,33 @@ def test_project_answer_on_a_terminal_saves_the_rule(workspace: Path, home: Path
                tool_reply(call("read_file", {"path": ".env"}, id="r2")), Reply(text="second"))
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent), "OPENAI_API_KEY": "k"}
     argv = ["-m", "nanohermes", "--base-url", server.base_url, "--model", "m", "-p", "read .env"]
-    child = pexpect.spawn(sys.executable, argv, cwd=str(workspace), env=env, encoding="utf-8", timeout=60)
-    child.expect(r"\(\.env is on the secret-file list \(permissions\.secret_files\)\)")
-    child.expect(r"\[a\]lways \(remembers read_file\(\.env\)\) / \[p\]roject")
-    child.sendline("p")
-    child.expect("first")
-    child.expect(pexpect.EOF)
-    assert json.loads(project_config_path(workspace).read_text()) == {"permissions": {"allow": ["read_file(.env)"]}}
-    assert server.requests[1]["messages"][-1]["content"] == "1\tA=1"
-    # The next run reads it without asking (a prompt would never be answered): the rule was saved.
-    child = pexpect.spawn(sys.executable, argv, cwd=str(workspace), env=env, encoding="utf-8", timeout=60)
-    assert child.expect(["Allow\\?", "second"]) == 1
-    child.expect(pexpect.EOF)
-    assert server.requests[3]["messages"][-1]["content"] == "1\tA=1"
+    children: list[pexpect.spawn[str]] = []
+
+    def spawn() -> pexpect.spawn[str]:
+        children.append(pexpect.spawn(sys.executable, argv, cwd=str(workspace), env=env, encoding="utf-8", timeout=60))
+        return children[-1]
+
+    try:
+        child = spawn()
+        child.expect(r"\(\.env is on the secret-file list \(permissions\.secret_files\)\)")
+        child.expect(r"\[a\]lways \(remembers read_file\(\.env\)\) / \[p\]roject")
+        child.expect(r"\(Enter = yes\): ")  # the whole question is out: the answer is read after it
+        child.sendline("p")
+        child.expect("first")
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 0
+        assert json.loads(project_config_path(workspace).read_text()) == {"permissions": {"allow": ["read_file(.env)"]}}
+        assert server.requests[1]["messages"][-1]["content"] == "1\tA=1"
+        # The next run reads it without asking (a prompt would never be answered): the rule was saved.
+        child = spawn()
+        assert child.expect(["Allow\\?", "second"]) == 1
+        child.expect(pexpect.EOF)
+        assert server.requests[3]["messages"][-1]["content"] == "1\tA=1"
+    finally:
+        for c in children:  # a failed expectation leaves no process behind
+            if c.isalive():
+                c.terminate(force=True)
 
 
 def test_p_runs_read_only_commands_and_refuses_the_rest_without_a_terminal(cli, server: FakeServer,

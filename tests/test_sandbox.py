@@ -480,32 +480,42 @@ def nobody_dir() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _nobody_python() -> list[str] | None:
-    """A python that user 65534 can run (this one may live in root's home), or None."""
+def _nobody_python(src: Path) -> list[str] | None:
+    """A python that user 65534 can run and that imports the sandbox from `src` (this one,
+    and the checkout, may live in a folder that user cannot enter, as root's home is), or None."""
     import shutil
 
     setpriv = shutil.which("setpriv")
     if os.geteuid() != 0 or setpriv is None:
         return None
+    probe = f"import sys; sys.path.insert(0, {str(src)!r}); import ctypes; from nanohermes import sandbox"
     for py in ("/usr/bin/python3", "/usr/local/bin/python3", sys.executable):
         argv = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", py]
-        if Path(py).exists() and subprocess.run([*argv, "-c", "import ctypes"], capture_output=True).returncode == 0:
+        if Path(py).exists() and subprocess.run([*argv, "-c", probe], capture_output=True, cwd=src).returncode == 0:
             return argv
     return None
 
 
 @needs_namespaces
 def test_an_unprivileged_user_gets_the_same_confinement(nobody_dir: Path) -> None:
-    argv = _nobody_python()
-    if argv is None:
-        pytest.skip("needs root and setpriv to become an unprivileged user, and a python that user can run")
+    import shutil
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to become an unprivileged user")
     base = nobody_dir
+    # What that user runs is a copy it can read: the checkout may sit in a 0700 folder.
+    src = base / "src"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "nanohermes", src / "nanohermes",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     ws = base / "ws"
     ws.mkdir(parents=True)
     git(ws, "init", "-q")
     subprocess.run(["chown", "-R", "65534:65534", str(base)], check=True)
+    argv = _nobody_python(src)
+    if argv is None:
+        pytest.skip("needs setpriv, and a python that user 65534 can run and that can import nanohermes")
     line = f"echo x >> .git/config; echo ok > in.txt; echo no > {base / 'out.txt'}; id -u"
-    r = subprocess.run([*argv, "-c", _UNPRIVILEGED, str(Path(__file__).resolve().parent.parent), str(ws), line],
+    r = subprocess.run([*argv, "-c", _UNPRIVILEGED, str(src), str(ws), line], cwd=base,  # not the 0700 checkout
                        capture_output=True, text=True, env={"PATH": os.environ["PATH"], "HOME": str(base)})
     assert r.returncode == 0, r.stderr
     uid, namespaces, out, err = r.stdout.split("\n", 3)

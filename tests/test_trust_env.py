@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +30,16 @@ def run_env_command(cli: Any, server: FakeServer, workspace: Path, config: dict[
     args: dict[str, Any] = {"command": command}
     if background:
         args["background"] = True
-    server.add(tool_reply(call("run_command", args)), Reply(text="done"))
+        # The run kills its background tasks when it ends: the turn waits (in a command of its
+        # own) for the task to have written its file, however slow the machine is.
+        server.add(tool_reply(call("run_command", args)),
+                   tool_reply(call("run_command", {"command": "until [ -e env.txt ]; do sleep 0.05; done"})))
+    else:
+        server.add(tool_reply(call("run_command", args)))
+    server.add(Reply(text="done"))
     r = cli("-p", "go", "--yes", server=server, config={**BASE, **config}, env={**SECRETS, **PLAIN})
     assert r.code == 0, r.err
-    out = workspace / "env.txt"
-    for _ in range(100):  # a background task may still be writing
-        if out.exists() and out.read_text().endswith("\n"):
-            break
-        time.sleep(0.05)
-    return names(out)
+    return names(workspace / "env.txt")
 
 
 def test_a_command_gets_no_key_variables(cli: Any, server: FakeServer, workspace: Path) -> None:
