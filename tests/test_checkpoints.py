@@ -149,9 +149,10 @@ def test_rewind_lists_turns_with_prompt_time_and_files(repo: Path) -> None:
     ask(built, "write a", "just talk", "remove other")
     out = command(built, "/rewind")
     lines = [line.rstrip() for line in out.splitlines()]
-    assert lines[0].startswith("  1  20") and lines[0].endswith("write a" + " " * 43 + "  1 file: a.txt")
-    assert lines[1].endswith("just talk" + " " * 41 + "  no file changes")
-    assert lines[2].endswith("remove other" + " " * 38 + "  1 file: other.txt")
+    # The prompt column is as wide as the longest prompt ("remove other").
+    assert lines[0].startswith("  1  20") and lines[0].endswith("write a" + " " * 5 + "  1 file: a.txt")
+    assert lines[1].endswith("just talk" + " " * 3 + "  no file changes")
+    assert lines[2].endswith("remove other" + "  1 file: other.txt")
     assert lines[3].startswith("go back with /rewind N")
 
 

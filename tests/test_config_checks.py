@@ -124,5 +124,5 @@ def test_a_narrowing_value_written_as_text_narrows(cli: Any, server: FakeServer,
     server.add(tool_reply(call("list_dir", {})), tool_reply(call("list_dir", {})), Reply(text="end"))
     r = cli("-p", "go", "--no-session", server=server, config={})
     assert r.code == 3, r.err
-    assert r.err.strip() == "nanohermes: warning: stopped after 1 model calls (max_turns)"
+    assert r.err.strip() == "nanohermes: warning: stopped after 1 model call (max_turns)"
     assert len(server.requests) == 1

@@ -68,7 +68,10 @@ async def _rewind(ctx: CommandContext, arg: str) -> None:
     words = arg.split()
     if not words:
         lines = []
-        for row in await cps.listing():
+        rows = await cps.listing()
+        firsts = [row.turn.prompt.splitlines()[0][:50] if row.turn.prompt else "" for row in rows]
+        width = max(map(len, firsts), default=0)  # as wide as the longest prompt shown, at most 50
+        for row, first in zip(rows, firsts, strict=True):
             t, files = row.turn, row.paths
             if files is None:
                 what = "file changes not recorded"
@@ -79,8 +82,7 @@ async def _rewind(ctx: CommandContext, arg: str) -> None:
                         + (" …" if len(files) > 5 else ""))
             else:
                 what = "no file changes"
-            lines.append(f"{t.turn:>3}  {t.when}  {t.prompt.splitlines()[0][:50] if t.prompt else '':<50}  {what}"
-                         + ("  (files undone)" if t.undone else ""))
+            lines.append(f"{t.turn:>3}  {t.when}  {first:<{width}}  {what}" + ("  (files undone)" if t.undone else ""))
         lines.append("go back with /rewind N [both|files|conversation] (both by default); /undo undoes the last "
                      "turn's files, /redo brings back what it replaced")
         ctx.print(render.lines(lines))
