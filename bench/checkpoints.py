@@ -58,8 +58,10 @@ def generate(ws: Path, files: int) -> list[Path]:
         paths.append(p)
     (ws / ".gitignore").write_text("build/\n*.log\n")
     git(ws, "init", "-q")
+    git(ws, "config", "gc.auto", "0")  # no gc of its own in the background while it is measured
     git(ws, "add", "-A")
     git(ws, "commit", "-q", "-m", "generated")
+    git(ws, "repack", "-adq")  # packed, as a cloned repository is
     (ws / "build").mkdir()
     for i in range(50):
         (ws / "build" / f"out{i}.o").write_bytes(os.urandom(2000))

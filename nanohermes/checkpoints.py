@@ -40,6 +40,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -167,6 +168,7 @@ class Store:
             and own != self.workspace else None
         self.borrowed = repository_objects(self.workspace)  # the user's objects folder, read only
         self._prefix = str(self.workspace).rstrip(os.sep) + os.sep  # a path of the workspace, as a string
+        self._root = os.geteuid() == 0  # reads every file
         self._unkept: dict[str, str] = {}  # present but not kept: path -> why
         self._measured: int | None = None  # the store's bytes on disk when last measured
         self._grown = 0  # at most this many bytes kept since
@@ -326,7 +328,7 @@ class Store:
             return "gone", 0  # a folder where the file was, a socket, a fifo
         if st.st_size > self.limits.checkpoint_file_max_bytes:
             return "too big", 0
-        if not _readable(st):
+        if not (self._root or _readable(st)):
             return "unreadable", 0
         return "keep", st.st_size
 
@@ -1102,11 +1104,9 @@ def repository_objects(workspace: Path) -> str | None:
 
 
 def _readable(st: os.stat_result) -> bool:
-    """Whether this process may read the file (the permission bits, as the kernel checks
-    them, without a call per file)."""
+    """Whether this process (not root) may read the file: the permission bits, as the kernel
+    checks them, without a call per file."""
     uid = os.geteuid()
-    if uid == 0:
-        return True
     if st.st_uid == uid:
         return bool(st.st_mode & stat.S_IRUSR)
     if st.st_gid in _groups():
@@ -1114,6 +1114,7 @@ def _readable(st: os.stat_result) -> bool:
     return bool(st.st_mode & stat.S_IROTH)
 
 
+@cache
 def _groups() -> frozenset[int]:
     return frozenset([os.getegid(), *os.getgroups()])
 
