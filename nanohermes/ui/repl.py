@@ -744,9 +744,13 @@ class Repl:
     def _on_keys(self) -> None:
         assert self.terminal.fd is not None
         try:
-            data = os.read(self.terminal.fd, 4096).decode("utf-8", errors="replace")
+            raw = os.read(self.terminal.fd, 4096)
         except OSError:
+            raw = b""
+        if not raw:  # the terminal is gone: nothing more to read (SIGHUP ends the session)
+            self.watch_keys(False)
             return
+        data = raw.decode("utf-8", errors="replace")
         self.typed_raw += data
         for ch in data:
             if self._esc is not None:  # the key after an Esc
