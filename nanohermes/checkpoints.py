@@ -166,7 +166,8 @@ class Store:
         own = data_home().resolve()
         self._own = own.relative_to(self.workspace).as_posix() if own.is_relative_to(self.workspace) \
             and own != self.workspace else None
-        self.borrowed = repository_objects(self.workspace)  # the user's objects folder, read only
+        self.repository = repository(self.workspace)  # only read: its objects, and at first its index
+        self.borrowed = str(self.repository.objects) if self.repository is not None else None
         self._prefix = str(self.workspace).rstrip(os.sep) + os.sep  # a path of the workspace, as a string
         self._root = os.geteuid() == 0  # reads every file
         self._unkept: dict[str, str] = {}  # present but not kept: path -> why
@@ -185,19 +186,25 @@ class Store:
         return self.git(*args, **kw).decode("utf-8", "surrogateescape")
 
     def run_git(self, *args: str, stdin: bytes | None = None, index: Path | None = None,
-                borrow: bool = False) -> subprocess.CompletedProcess[bytes]:
+                borrow: bool = False, users: bool = False) -> subprocess.CompletedProcess[bytes]:
         """Every git command of the store runs here. `borrow`: the user's repository's objects
-        may be read too; `index`: another index than the session's."""
-        # None of the user's git settings apply (no GIT_* variable, no global or system config).
+        may be read too; `index`: another index than the session's; `users`: a question to
+        the user's repository itself (what its config says), with the person's settings."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-        env.update(GIT_DIR=str(self.git_dir), GIT_WORK_TREE=str(self.workspace), GIT_INDEX_FILE=str(index or self.index),
-                   GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_LITERAL_PATHSPECS="1",
-                   GIT_TERMINAL_PROMPT="0", GIT_AUTHOR_NAME="nanohermes", GIT_AUTHOR_EMAIL="nanohermes@localhost",
-                   GIT_COMMITTER_NAME="nanohermes", GIT_COMMITTER_EMAIL="nanohermes@localhost")
-        if borrow and self.borrowed:
-            env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = _quoted(self.borrowed)
+        if users:  # the person's global and system config apply, no program runs (GIT_OWN)
+            env.update(GIT_TERMINAL_PROMPT="0")
+            config = GIT_OWN
+        else:  # none of the user's git settings apply (no GIT_* variable, no global or system config)
+            env.update(GIT_DIR=str(self.git_dir), GIT_WORK_TREE=str(self.workspace),
+                       GIT_INDEX_FILE=str(index or self.index), GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull,
+                       GIT_LITERAL_PATHSPECS="1", GIT_TERMINAL_PROMPT="0", GIT_AUTHOR_NAME="nanohermes",
+                       GIT_AUTHOR_EMAIL="nanohermes@localhost", GIT_COMMITTER_NAME="nanohermes",
+                       GIT_COMMITTER_EMAIL="nanohermes@localhost")
+            if borrow and self.borrowed:
+                env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = _quoted(self.borrowed)
+            config = _GIT_CONFIG
         try:
-            return subprocess.run([programs.git(), *_GIT_CONFIG, *args], input=stdin, capture_output=True, env=env,
+            return subprocess.run([programs.git(), *config, *args], input=stdin, capture_output=True, env=env,
                                   cwd=self.workspace, timeout=600)
         except FileNotFoundError:
             raise CheckpointError("git was not found on PATH (checkpoints need it; install git)") from None
@@ -218,19 +225,73 @@ class Store:
         private_dir(self.root)
         self.git("init", "-q", "--template=")
         write_private(private_dir(self.git_dir / "info") / "attributes", _ATTRIBUTES)
+        self._seed_index()
 
     def _seed_index(self) -> None:
         """Start a new session's index from the newest one of this workspace: it is a stat
         cache, so the first scan hashes only what changed since (a `-p` run is a new
         session each time). Old sessions' indexes beyond a few are removed: a session that
-        finds its own gone is seeded again."""
+        finds its own gone is seeded again. The first session of a workspace that is a
+        repository's top folder starts from that repository's own index instead."""
         others = self._indexes()
         if others:
             # git replaces an index by renaming a finished file over it: a copy is never torn.
             with open_private(self.index, "wb", encoding=None) as f:
                 f.write(others[-1].read_bytes())
+        elif self.repository is not None and self.repository.top == self.workspace:
+            self._seed_from(self.repository.index)
         for old in others[:-KEPT_INDEXES]:
             old.unlink(missing_ok=True)
+
+    def _seed_from(self, index: Path) -> None:
+        """The user's index as a stat cache: git already knows the hash of every tracked
+        file whose stat has not changed, and its objects hold the contents, so the first scan
+        hashes only what git status would find changed. That holds only where git keeps the
+        file's bytes as they are: a repository whose git may convert them (attributes,
+        core.autocrlf, LFS) is not used. What the index holds that a scan would not
+        (submodules, unmerged or flagged entries, skipped folders) is left out, and an index
+        this git cannot read as ours (a split one) is not used at all."""
+        if self.converts():
+            return
+        try:
+            data = index.read_bytes()
+        except OSError:
+            return
+        with open_private(self.index, "wb", encoding=None) as f:
+            f.write(data)
+        p = self.run_git("ls-files", "-s", "-v", "-z", borrow=True)
+        if p.returncode != 0:
+            self.index.unlink(missing_ok=True)
+            return
+        drop: list[str] = []
+        for rec in p.stdout.split(b"\0"):
+            if not rec:
+                continue
+            tag, _, rest = rec.partition(b" ")  # H: a plain tracked entry; lowercase or S: flagged
+            meta, _, name = rest.partition(b"\t")
+            mode, _, stage = meta.split(b" ")
+            path = name.decode("utf-8", "surrogateescape")
+            if tag != b"H" or stage != b"0" or mode == b"160000" or not self.skip_dirs.isdisjoint(path.split("/")[:-1]):
+                drop.append(path)
+            if path.rsplit("/", 1)[-1] == ".gitattributes":  # its git converts some files: hashed as they are
+                self.index.unlink(missing_ok=True)
+                return
+        if drop:
+            self.git("update-index", "-z", "--force-remove", "--stdin", stdin=_nul(drop))
+
+    def converts(self) -> bool:
+        """Whether the user's git may store a file otherwise than as its bytes (attributes from
+        any source but the tree, which the index shows; core.autocrlf)."""
+        assert self.repository is not None
+        common = self.repository.objects.parent
+        xdg = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+        if any(p.exists() for p in (common / "info" / "attributes", xdg / "git" / "attributes",
+                                    Path("/etc/gitattributes"))):
+            return True
+        p = self.run_git("config", "--get-regexp", r"^core\.(autocrlf|attributesfile)$", users=True)
+        if p.returncode not in (0, 1):  # 1: none set
+            return True
+        return any(line.lower() != b"core.autocrlf false" for line in p.stdout.splitlines() if line.strip())
 
     def _indexes(self) -> list[Path]:
         """The sessions' indexes of this workspace, oldest first."""
@@ -1075,10 +1136,17 @@ def _mark(history: list[Message], upto: int) -> str:
     return hashlib.sha1(wire.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def repository_objects(workspace: Path) -> str | None:
-    """The objects folder of the git repository the workspace is in (a worktree's or a
-    submodule's `.git` file followed), or None. Only read, and only as a source of contents
-    whose hash is known."""
+@dataclass(frozen=True)
+class Repository:
+    top: Path  # the folder holding `.git`
+    index: Path
+    objects: Path
+
+
+def repository(workspace: Path) -> Repository | None:
+    """The git repository the workspace is in (a worktree's or a submodule's `.git` file
+    followed), or None. Only read: its objects as a source of contents whose hash is known,
+    and its index as a first stat cache."""
     for folder in (workspace, *workspace.parents):
         dot = folder / ".git"
         try:
@@ -1097,7 +1165,7 @@ def repository_objects(workspace: Path) -> str | None:
                 with open(gitdir / "commondir", encoding="utf-8", errors="replace") as f:
                     common = (gitdir / f.read(4096).strip()).resolve()
             objects = common / "objects"
-            return str(objects) if objects.is_dir() else None
+            return Repository(folder, gitdir / "index", objects) if objects.is_dir() else None
         except OSError:
             return None
     return None

@@ -703,3 +703,36 @@ def test_in_the_repl_undo_keeps_the_persons_edits_and_asks_about_a_file_both_cha
     assert (workspace / "notes.md").read_text() == "a\nb\nc\nmy line\n"
     assert (workspace / "other.txt").read_text() == "other, edited by hand\n"
     assert (workspace / "mine.txt").read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("autocrlf", [False, True])
+def test_a_repositorys_own_index_starts_the_stat_cache_only_where_git_keeps_bytes_as_they_are(
+        workspace: Path, autocrlf: bool) -> None:
+    """The first scan of a repository's top folder starts from the repository's index (its
+    hashes of unchanged tracked files), unless its git converts files (here core.autocrlf,
+    which checks files out with CRLF while the index holds LF): then every file is hashed as
+    it is, and an undo still puts back the very bytes."""
+    from nanohermes.checkpoints import Store
+
+    git(workspace, "init", "-q", "-b", "main")
+    if autocrlf:
+        git(workspace, "config", "core.autocrlf", "true")
+    for i in range(20):
+        (workspace / f"f{i}.txt").write_text(f"line {i}\nsecond\n")
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-q", "-m", "first")
+    for i in range(20):  # checked out again: with autocrlf, as CRLF
+        (workspace / f"f{i}.txt").unlink()
+    git(workspace, "checkout", "--", ".")
+    (workspace / "f3.txt").write_text("changed, not staged\n")
+    (workspace / "untracked.txt").write_text("untracked\n")
+    before = tree(workspace)
+    assert (before["f0.txt"] == b"line 0\r\nsecond\r\n") is autocrlf
+    store = Store(workspace, Limits(), frozenset(), session="s0")
+    seeded = store.repository is not None and not store.converts()
+    assert seeded is not autocrlf
+    built = build(workspace, ScriptedLLM([tool_reply(call("run_command", {
+        "command": "printf x > f0.txt && rm f1.txt && printf y > f3.txt && rm untracked.txt"})), Reply(text="ok")]))
+    ask(built, "change them")
+    assert "restored 4 files to before turn 1: f0.txt, f1.txt, f3.txt, untracked.txt" in command(built, "/undo")
+    assert tree(workspace) == before
