@@ -137,4 +137,4 @@ def test_always_remembers_the_rule_and_the_next_call_runs_on_it(repo: Path) -> N
         verdict = asyncio.run(rt.gate.judge(tool, args, ctx, "touch x"))
         assert isinstance(verdict, Grant)
     assert len(ui.of(ApprovalRequest)) == 1 and verdict.basis == "rule"
-    assert [str(r) for r in rt.policy.allow] == ["run_command(touch *)"]
+    assert [str(r) for r in rt.policy.allow] == ["run_command(touch <args>)"]
