@@ -11,7 +11,9 @@ alternates), so a file that matches a blob the repository already has costs no c
 The session's index is a stat cache of the workspace: a scan (`Store.scan`) asks git for the
 files whose stat changed since the last scan (`diff-files`) and the new ones (`ls-files -o`),
 hashes and keeps only those, and returns what changed. That costs what `git status` costs and
-grows with the files that changed, not with the files that exist. A scan before each turn
+grows with the files that changed, not with the files that exist; a repository's first
+session starts from the repository's own index where its git keeps files' bytes as they are,
+so even the first scan hashes only what `git status` would find changed. A scan before each turn
 takes in whatever the person did between turns; the scan after it is the turn's own changes,
 recorded with both contents (copied into the store, so they outlive the user's repository)
 in the session's `checkpoints.jsonl`. Undoing puts back only those paths: a path whose
