@@ -482,6 +482,9 @@ class TextCallCheck:
     async def settled(self) -> None:
         return None
 
+    async def ended(self) -> None:
+        return None
+
 
 # --------------------------------------------------------------------------------------
 # streaming: text from the first marker on is held until the answer is complete
