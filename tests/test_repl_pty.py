@@ -76,6 +76,26 @@ class Term:
             except pexpect.EOF:
                 raise AssertionError(f"nanohermes exited before {text!r} appeared:\n{self.text[-3000:]}") from None
 
+    def wait_words(self, text: str, timeout: float = WAIT) -> None:
+        """Wait until the words of `text` appear in order after the previous match, however
+        the terminal's width or a box's border breaks the line between them (a long path
+        before them, as a longer user name makes, moves the break)."""
+        import time
+
+        pattern = re.compile(r"[\s│]+".join(re.escape(w) for w in text.split()))
+        end = time.monotonic() + timeout
+        while True:
+            m = pattern.search(self.text, self.mark)
+            if m is not None:
+                self.mark = m.end()
+                return
+            if time.monotonic() > end:
+                raise AssertionError(f"{text!r} did not appear; screen since the last match:\n{self.text[self.mark:][-3000:]}")
+            try:
+                self._pump()
+            except pexpect.EOF:
+                raise AssertionError(f"nanohermes exited before {text!r} appeared:\n{self.text[-3000:]}") from None
+
     def prompt(self) -> None:
         """Wait for the input prompt's bottom toolbar (drawn with the prompt)."""
         self.wait("mode:")
