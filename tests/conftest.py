@@ -26,6 +26,11 @@ REPO = Path(__file__).resolve().parent.parent
 # starts: a test's Ctrl-C (a pty's ^C, a SIGINT sent to `nanohermes -p`) would then do
 # nothing. With a handler here, each process the tests start gets the default back at exec.
 signal.signal(signal.SIGINT, signal.default_int_handler)
+# A runner may set the terminal's size in the environment (pytest-xdist's workers set
+# COLUMNS=80 and LINES=24); rich and prompt-toolkit would size a pty's screen from it
+# instead of from the pty, and the screens the tests read would wrap elsewhere.
+for _size in ("COLUMNS", "LINES"):
+    os.environ.pop(_size, None)
 
 
 @pytest.fixture(scope="session")

@@ -39,8 +39,8 @@ def test_a_refusal_is_offered_with_one_keypress_and_rerun_outside(term: Any, ser
     t.prompt()
     t.type("touch it")
     t.wait("approve?")
-    t.wait_words("asked because: the sandbox (workspace-write) refused a write to")
-    t.wait_words("run it again outside")
+    t.wait("asked because: the sandbox (workspace-write) refused a write to")
+    t.wait("run it again outside")
     t.wait("[n] No")
     assert not outside.exists()  # the sandboxed run could not
     t.child.send("y")
