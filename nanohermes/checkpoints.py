@@ -901,14 +901,15 @@ class Checkpoints:
         await asyncio.shield(self._ending)
 
     async def _after(self, turn: Turn) -> None:
-        def work() -> tuple[Scan, str, int]:
+        def work() -> tuple[Scan, str, int, tuple[str, ...]]:
             with self.store.lock:
                 scan = self.store.scan()
                 commit = self.store.pin(scan.changes, f"turn {turn.turn}: {turn.prompt[:120]}")
-                return scan, commit, self.store.prune()
+                pruned = self.store.prune()
+            return scan, commit, pruned, self._runs_later(scan.changes)
 
         try:
-            scan, commit, pruned = await asyncio.to_thread(work)
+            scan, commit, pruned, later = await asyncio.to_thread(work)
         except (CheckpointError, OSError, subprocess.SubprocessError) as e:
             self._fail(e)
             return
@@ -920,7 +921,36 @@ class Checkpoints:
         turn.commit, turn.changes = commit, list(scan.changes)
         self._write({"type": "ended", "turn": turn.turn, "commit": commit,
                      "changes": [c.to_json() for c in scan.changes]})
-        self.emit(FilesChanged(turn=turn.turn, paths=tuple(turn.paths)))
+        self.emit(FilesChanged(turn=turn.turn, paths=tuple(turn.paths), runs_later=later))
+        if later:
+            one = len(later) == 1
+            self.emit(Notice(level="warning", text=(
+                f"{plural(len(later), 'file')} this turn created or changed {'runs' if one else 'run'} code later "
+                f"without anyone typing {'its' if one else 'their'} name; read {'it' if one else 'them'} before "
+                "the next commit, push, build or test run: " + "; ".join(later))))
+
+    def _runs_later(self, changes: Iterable[Change]) -> tuple[str, ...]:
+        """`path: why` for each file the turn created or changed that runs code later. A file
+        of which only a part runs code is named when that part changed (both contents read
+        from the store), or when either content was too big to keep."""
+        from nanohermes.gitmeta import hooks_folders
+        from nanohermes.runs_later import runs_later
+
+        changed = [c for c in changes if c.after is not None]  # a deleted file runs nothing
+        if not changed:
+            return ()
+        root = self.store.workspace
+        hooks = tuple(os.path.relpath(h, root) for h in hooks_folders(root) if h.is_relative_to(root))
+        out = []
+        for c in changed:
+            if runs_later(c.path, hooks=hooks) is None:
+                continue
+            known = all(v is None or v.kept for v in (c.before, c.after))
+            before, after = (None if v is None or not known else self.store.read(v) for v in (c.before, c.after))
+            why = runs_later(c.path, before, after, contents_known=known, hooks=hooks)
+            if why:
+                out.append(f"{c.path}: {why}")
+        return tuple(out)
 
     def _fail(self, e: BaseException) -> None:
         self.disabled = str(e)

@@ -149,6 +149,9 @@ class FilesChanged:
 
     turn: int  # the checkpoint's turn number in the session
     paths: tuple[str, ...]
+    # Those of them that run code later without anyone typing their name (a git hook, a CI
+    # workflow, package scripts, a Makefile, ...), each as `path: why` (`nanohermes.runs_later`).
+    runs_later: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

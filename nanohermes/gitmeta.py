@@ -176,6 +176,14 @@ def _named_paths(workspace: Path, git_folders: list[Path]) -> tuple[list[Path], 
     return hooks, includes
 
 
+def hooks_folders(workspace: Path) -> list[Path]:
+    """The hooks folders git runs programs from for this workspace: each git folder's own,
+    and every `core.hooksPath` of any config scope (real paths)."""
+    folders = git_dirs(workspace)
+    named, _ = _named_paths(workspace, folders)
+    return list(dict.fromkeys(Path(os.path.realpath(p)) for p in [*(gd / "hooks" for gd in folders), *named]))
+
+
 # -- what a sandboxed command must leave as it is ----------------------------------------------
 
 def metadata(workspace: Path, config_files: tuple[Path, ...] = ()) -> Metadata:

@@ -71,12 +71,13 @@ _PARTS: dict[str, tuple[str, Callable[[bytes | None], object]]] = {
 
 
 def runs_later(path: str, before: bytes | None = None, after: bytes | None = None, *,
-               contents_known: bool = False) -> str | None:
+               contents_known: bool = False, hooks: tuple[str, ...] = ()) -> str | None:
     """Why the workspace-relative `path`, created or changed (`before`/`after` its contents,
-    None where it did not exist, when `contents_known`), runs code later; None when it does not."""
+    None where it did not exist, when `contents_known`), runs code later; None when it does not.
+    `hooks`: more hooks folders (workspace-relative), those `core.hooksPath` names."""
     path = path.replace("\\", "/")
     name = posixpath.basename(path)
-    if _HOOKS.search(path):
+    if _HOOKS.search(path) or any(path.startswith(h.rstrip("/") + "/") for h in hooks):
         return "a git hook (runs at your next commit, checkout or push)"
     if _CI.search(path):
         return "a CI workflow (runs at your next push)"
@@ -92,11 +93,3 @@ def runs_later(path: str, before: bytes | None = None, after: bytes | None = Non
     return _NAMES.get(name) or None
 
 
-def named(changes: list[tuple[str, bytes | None, bytes | None]], *, contents_known: bool = True) -> list[str]:
-    """`path: why` for each changed file that runs code later, in the order given."""
-    out = []
-    for path, before, after in changes:
-        why = runs_later(path, before, after, contents_known=contents_known)
-        if why:
-            out.append(f"{path}: {why}")
-    return out

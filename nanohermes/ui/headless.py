@@ -137,6 +137,7 @@ class Sink:
     _asked_at: float | None = None
     _inputs: dict[str, dict[str, Any]] = field(default_factory=dict)  # the main agent's calls' input, by call id
     files_changed: list[str] | None = None  # what the turn's tools and commands changed (None: no checkpoints)
+    runs_later: list[str] | None = None  # those of them that run code later, `path: why` (None: no checkpoints)
     _streams: dict[str, StreamRedactor] = field(default_factory=dict)  # by agent id, "" for the main one
 
     fmt: ClassVar[str]
@@ -157,6 +158,7 @@ class Sink:
         if isinstance(event, FilesChanged):
             seen = self.files_changed or []
             self.files_changed = [*seen, *(p for p in event.paths if p not in seen)]
+            self.runs_later = [*(self.runs_later or []), *(w for w in event.runs_later if w not in (self.runs_later or []))]
         if isinstance(event, SandboxRefused):
             self.sandbox_refusals.append({"tool": event.tool, "command": redact(event.summary), "sandbox": event.sandbox,
                                           "refused": list(event.refused), "rerun": event.rerun})
@@ -248,6 +250,7 @@ class Sink:
             "model": model,
             "sandbox_refusals": self.sandbox_refusals,
             "files_changed": self.files_changed,
+            "runs_later": self.runs_later,
             **(extra or {}),
         }
 
