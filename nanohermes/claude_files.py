@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from nanohermes.errors import ConfigError
+from nanohermes.modes import Mode
 
 # The files, lowest precedence first: the shared settings below the person's local ones.
 MCP_FILE = ".mcp.json"
@@ -57,7 +58,7 @@ _TOOLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 _PATH_TOOLS = {"Read", "Edit", "MultiEdit", "Write", "NotebookEdit", "Glob", "Grep", "LS"}
 _OURS = re.compile(r"[a-z][a-z0-9_]*")  # how nanohermes names its tools; Claude Code's are capitalised
 _RULE = re.compile(r"^\s*([A-Za-z0-9_\-*]+)\s*(?:\((.*)\))?\s*$", re.S)
-_MODES = {"default": "default", "acceptEdits": "accept-edits", "plan": "plan", "bypassPermissions": "goal"}
+_MODES = {"default": Mode.DEFAULT, "acceptEdits": Mode.ACCEPT_EDITS, "plan": Mode.PLAN, "bypassPermissions": Mode.GOAL}
 _HOOK_EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart", "SessionEnd", "PreCompact",
                 "Notification")
 # Keys that say nothing nanohermes could act on, and are not worth a warning.

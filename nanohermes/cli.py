@@ -18,6 +18,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn, Protocol, runtime_checkable
 
+from nanohermes.modes import Mode
+
 EXIT_OK, EXIT_ERROR, EXIT_TURNS, EXIT_INTERRUPTED = 0, 1, 3, 130  # 2, a usage error, is UsageError's exit_code
 EXIT_TERMINATED = 143
 
@@ -78,7 +80,7 @@ class Launch(NamedTuple):  # not a dataclass: `dataclasses` would cost `--versio
 _VALUED = {"-p", "--print", "--output-format", "--model", "-m", "--base-url", "--api-key", "--mode", "--config",
            "-C", "--cwd", "--max-turns", "--wire-api", "--reasoning-effort", "--sandbox"}
 _FORMATS = ("text", "json", "stream-json")
-_MODES = ("default", "accept-edits", "plan", "debug", "goal")
+_MODES = tuple(Mode)
 _WIRES = ("chat", "responses")
 _EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 _SANDBOXES = ("auto", "off")
@@ -215,14 +217,6 @@ class SandboxChoice(str, Enum):
     off = "off"
 
 
-class ModeChoice(str, Enum):
-    default = "default"
-    accept_edits = "accept-edits"
-    plan = "plan"
-    debug = "debug"
-    goal = "goal"
-
-
 class WireChoice(str, Enum):
     chat = "chat"
     responses = "responses"
@@ -284,7 +278,7 @@ def _make_app(launch: Callable[[Launch], int] | None = None, first_prompt: str |
         model: str | None = typer.Option(None, "--model", "-m", help="Model name (config `model`, env NANOHERMES_MODEL)."),
         base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1."),
         api_key: str | None = typer.Option(None, "--api-key", help="API key (default: $OPENAI_API_KEY)."),
-        mode: ModeChoice | None = typer.Option(None, "--mode", help="Permission mode."),
+        mode: Mode | None = typer.Option(None, "--mode", help="Permission mode."),
         yes: bool = typer.Option(False, "--yes", "-y", help="Approve every call that would ask (not those a mode blocks).", metavar=""),
         sandbox: SandboxChoice | None = typer.Option(None, "--sandbox", help="auto: commands nobody approved run in "
                                                      "the OS sandbox; off: unconfined (config sandbox.mode)."),

@@ -28,6 +28,7 @@ import re
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from types import UnionType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, Union, get_args, get_origin
@@ -35,14 +36,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, Union, get_args,
 from nanohermes.budget import ZERO_ALLOWED, Limits
 from nanohermes.dirs import project_config_path, user_config_path
 from nanohermes.errors import ConfigError
+from nanohermes.modes import Mode
 from nanohermes.permissions import DEFAULT_SECRET_FILES
 from nanohermes.trust import approved_rules, is_trusted
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
-Mode = Literal["default", "accept-edits", "plan", "debug", "goal"]
-MODES: tuple[str, ...] = ("default", "accept-edits", "plan", "debug", "goal")
 _DIR_NAME = re.compile(r"[^/\\*?\[\]{}!]+")  # a plain folder name: no separators, no glob characters
 
 
@@ -290,7 +290,7 @@ class Config(Section):
     base_url: str = _d("https://api.openai.com/v1", "OpenAI-compatible endpoint (env OPENAI_BASE_URL, --base-url)")
     api_key: str | None = _d(None, "API key; prefer api_key_env so the key stays out of files (--api-key)")
     api_key_env: str = _d("OPENAI_API_KEY", "environment variable holding the API key")
-    permission_mode: Mode = _d("default", "default, accept-edits, plan, debug or goal (--mode)")
+    permission_mode: Mode = _d(Mode.DEFAULT, "default, accept-edits, plan, debug or goal (--mode)")
     auto_approve: bool = _d(False, "approve every call that would ask; mode blocks still apply (--yes)")
     allowed_tools: list[str] = _d(list, "when non-empty, only these tools are offered and run")
     disallowed_tools: list[str] = _d(list, "tools never offered nor run (mcp__server names a whole server)")
@@ -341,6 +341,7 @@ class Config(Section):
     hooks: HooksConfig = _d(HooksConfig, "commands run at points of the session (user config or a trusted project)")
 
     def __post_init__(self) -> None:
+        self.permission_mode = Mode(self.permission_mode)  # the enum also when code passes its text
         _check_names(self.subagents, "subagents", "sub-agent")
         for key in ("search_ignore_dirs", "search_ignore_extra"):
             for i, name in enumerate(getattr(self, key) or ()):
@@ -574,7 +575,7 @@ def _env_layer() -> dict[str, Any]:
 # Modes from the one that lets the least happen to the one that lets the most: plan refuses
 # edits and commands; debug refuses edits but asks for commands; default asks for both;
 # accept-edits runs edits unasked; goal runs everything unasked.
-MODE_STRICTNESS: tuple[str, ...] = ("plan", "debug", "default", "accept-edits", "goal")
+MODE_STRICTNESS: tuple[Mode, ...] = (Mode.PLAN, Mode.DEBUG, Mode.DEFAULT, Mode.ACCEPT_EDITS, Mode.GOAL)
 # Top-level keys that are limits (a project may lower them, never raise them).
 LIMIT_KEYS = ("max_output", "max_turns", "max_parallel_tools", "max_tools", "request_timeout", "max_retries",
               "session_budget_chars", "aggregate_budget_chars", "grep_max_files", "task_timeout_secs")
@@ -842,6 +843,8 @@ def _accepts(annotation: Any, value: Any) -> bool:
     types flags and environment variables give are recognised; anything else is left to pydantic."""
     if annotation is str or annotation is bool or annotation is int:
         return type(value) is annotation
+    if isinstance(annotation, type) and issubclass(annotation, Enum):  # a mode: its text, which the section reads
+        return type(value) in (str, annotation) and value in tuple(annotation)
     origin = get_origin(annotation)
     if origin is Literal:
         return type(value) is str and value in get_args(annotation)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Protocol
 from nanohermes.budget import Limits
 from nanohermes.events import UI, ApprovalRequest, Notice, PermissionDenied, SandboxRefused
 from nanohermes.messages import Image
+from nanohermes.modes import Mode
 from nanohermes.pathrules import command_secret
 from nanohermes.permissions import Basis, Policy, Rule, Target, Verdict, decide, reads_secret, unattended
 from nanohermes.shellparse import ParseError, split
@@ -344,7 +345,7 @@ class Gate:
         policy = grant.confinement.policy if grant.confinement is not None else "off"
         rerun = False
         asked = time.monotonic()
-        if self.policy.mode != "goal":  # goal mode runs unattended: nobody to wait for
+        if self.policy.mode != Mode.GOAL:  # goal mode runs unattended: nobody to wait for
             async with self.confirm_lock:
                 reply = await self.ui.confirm(ApprovalRequest(
                     call_id=ctx.call_id, tool=tool.name, summary=grant.summary,

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from nanohermes import programs
 from nanohermes.budget import Limits, clamp
 from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, TurnEnded
+from nanohermes.modes import Mode
 from nanohermes.session import Session
 
 if TYPE_CHECKING:
@@ -125,14 +126,14 @@ class Hooks:
     emit: Callable[[Event], None] = lambda e: None
     # The session whose id and transcript a hook is told (/clear and /resume change them).
     session: Session = field(default_factory=Session)
-    mode: Callable[[], str] = lambda: "default"  # the permission mode at the time a hook runs
+    mode: Callable[[], Mode] = lambda: Mode.DEFAULT  # the permission mode at the time a hook runs
     blocked: str = ""  # why a UserPromptSubmit hook blocked the last prompt ("" when it went out)
     _stop_active: bool = False
     _background: set[asyncio.Task[Any]] = field(default_factory=set)
 
     @classmethod
     def from_config(cls, config: HooksConfig, workspace: Path, limits: Limits, emit: Callable[[Event], None], *,
-                    session: Session | None = None, mode: Callable[[], str] = lambda: "default") -> Hooks:
+                    session: Session | None = None, mode: Callable[[], Mode] = lambda: Mode.DEFAULT) -> Hooks:
         from nanohermes.config import HOOK_EVENTS
 
         hooks = [Hook(event, group.matcher, h.command, h.timeout, group.origin)

@@ -8,6 +8,7 @@ A test regenerates them and fails when the README no longer matches the code.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import inspect
 import json
 import re
@@ -77,6 +78,8 @@ def _type_name(ann: Any) -> str:
         return _type_name(args[0])
     if origin is typing.Literal:
         return "one of: " + ", ".join(str(a) for a in args)
+    if isinstance(ann, type) and issubclass(ann, enum.Enum):
+        return "one of: " + ", ".join(str(m.value) for m in ann)
     if origin in (typing.Union, types.UnionType):
         return " or ".join(_type_name(a) for a in args)
     if origin is not None:

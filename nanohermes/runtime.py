@@ -22,6 +22,7 @@ from nanohermes.config import Config
 from nanohermes.events import UI, Notice, ToolFinished, ToolStarted
 from nanohermes.gate import DENIED, DENIED_PREFIX, Gate, Refusal, denied, writable_roots
 from nanohermes.messages import Image, Message, ToolCall
+from nanohermes.modes import Mode
 from nanohermes.permissions import Policy, Rule, blocked, describe
 from nanohermes.session import Session
 from nanohermes.tools import Params, Tool, ToolContext, ToolError
@@ -100,7 +101,7 @@ class Runtime:
     def specs(self) -> list[dict[str, Any]]:
         return [t.spec(self.limits) for t in self.visible_tools()]
 
-    def set_mode(self, mode: str) -> None:
+    def set_mode(self, mode: Mode) -> None:
         self.policy = replace(self.policy, mode=mode)
 
     def remember(self, rule: Rule, origin: str = "learned this session") -> None:

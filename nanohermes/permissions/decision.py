@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from nanohermes.hosts import host_matches
+from nanohermes.modes import Mode
 from nanohermes.permissions.commands import (
     CONTENT_READERS, allow_matches, code_from_stdin, could_match, deny_matches, is_read_only, reads_secret, rule_text,
     suggest_command_rule, unanalysable, uncertain_word,
@@ -25,7 +26,7 @@ from nanohermes.shellparse import ParseError, SimpleCommand, split
 
 @dataclass(frozen=True, kw_only=True)
 class Policy:
-    mode: str = "default"
+    mode: Mode = Mode.DEFAULT
     auto_approve: bool = False
     allowed_tools: tuple[str, ...] = ()
     disallowed_tools: tuple[str, ...] = ()
@@ -89,7 +90,7 @@ def visible(policy: Policy, tool_name: str, effect: Effect = "run") -> bool:
 
 
 def _unattended(policy: Policy) -> bool:
-    return policy.mode == "goal" or policy.auto_approve
+    return policy.mode == Mode.GOAL or policy.auto_approve
 
 
 def unattended(policy: Policy) -> bool:
@@ -98,7 +99,7 @@ def unattended(policy: Policy) -> bool:
 
 
 def _protected(policy: Policy) -> Verdict:
-    if policy.mode in ("plan", "debug"):
+    if policy.mode in (Mode.PLAN, Mode.DEBUG):
         return Verdict("deny", f"protected path: refused in {policy.mode} mode")
     if _unattended(policy):
         return Verdict("allow", basis="unattended")
@@ -137,7 +138,7 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
     for rule in policy.deny:
         if _hits(rule, tool_name, target, every=False):
             return Verdict("deny", f"denied by rule {rule}")
-    if policy.mode == "plan" and target.effect in ("write", "run") and approval != "never":
+    if policy.mode == Mode.PLAN and target.effect in ("write", "run") and approval != "never":
         return Verdict("deny", f"{tool_name} changes things and plan mode is read-only")
     if target.protected:
         return _protected(policy)
@@ -159,13 +160,13 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
             secrets[0], policy.secret_files) else "is on the secret-file list (permissions.secret_files)")
         return Verdict("ask", f"{secrets[0]} {what}",
                        tuple(Rule(tool_name, escape_pattern(s)) for s in dict.fromkeys(secrets)))
-    if target.kind == "host" and target.subjects and policy.mode in ("default", "accept-edits"):
+    if target.kind == "host" and target.subjects and policy.mode in (Mode.DEFAULT, Mode.ACCEPT_EDITS):
         host = target.subjects[0]
         return Verdict("ask", f"fetches from {host}, a host no rule allows yet",
                        (Rule(tool_name, "domain:" + escape_pattern(host)),))
     if approval == "never":
         return Verdict("allow", basis=natural)
-    if approval == "edit" and policy.mode == "accept-edits":
+    if approval == "edit" and policy.mode == Mode.ACCEPT_EDITS:
         return Verdict("allow", basis="mode")
     return Verdict("ask", "edits a file" if approval == "edit" else "needs approval")
 
@@ -199,7 +200,7 @@ def _decide_command(policy: Policy, tool_name: str, command: str, protected: boo
         if rule.pattern is None or match_command_text(rule.pattern, command.strip()) \
                 or any(deny_matches(rule, c) for c in seen):
             return Verdict("deny", f"denied by rule {rule}")
-    if policy.mode == "plan":
+    if policy.mode == Mode.PLAN:
         return Verdict("deny", f"{tool_name} changes things and plan mode is read-only")
     if commands is not None:
         problem = next((why for c in commands if (why := unanalysable(c))), "")
@@ -243,7 +244,7 @@ def _decide_command(policy: Policy, tool_name: str, command: str, protected: boo
                               "written as plain words run without asking", None)
     if _all_read_only(policy, commands, secret):
         return Verdict("allow", basis="read-only")
-    return Verdict("allow", basis="mode" if policy.mode == "accept-edits" and not any(
+    return Verdict("allow", basis="mode" if policy.mode == Mode.ACCEPT_EDITS and not any(
         _allowed_by_rule(policy, tool_name, c) for c in commands) else "rule")
 
 
@@ -324,7 +325,7 @@ def _check_simple(policy: Policy, tool_name: str, cmd: SimpleCommand, found_secr
         if code_from_stdin(cmd):
             return f"`{shown}` runs a program read from standard input, so it is asked every time", None
         return f"`{shown}` is not allowed by a rule", suggest_command_rule(cmd, tool_name)
-    if cmd.writes and policy.mode != "accept-edits":
+    if cmd.writes and policy.mode != Mode.ACCEPT_EDITS:
         # A read-only allow does not cover writing a file; a rule must spell the redirection.
         full = rule_text(cmd, full=True, raw=True)
         covered = by_rule is not None and (by_rule.pattern is None or ((">" in by_rule.pattern or cmd.name == "tee")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from nanohermes.hosts import canonical_host, canonical_ip
+from nanohermes.modes import Mode
 from nanohermes.pathglob import glob_regex
 from nanohermes.secrets import DEFAULT_SECRET_FILES, is_secret
 
@@ -28,9 +29,9 @@ SubjectKind = Literal["path", "command", "host", "mcp", "none"]
 Effect = Literal["read", "write", "run", "state", "store"]
 
 # The effects each mode blocks outright (the tool is hidden and refused).
-MODE_BLOCKED_EFFECTS: dict[str, frozenset[str]] = {
-    "plan": frozenset({"write", "run", "store"}),
-    "debug": frozenset({"write"}),
+MODE_BLOCKED_EFFECTS: dict[Mode, frozenset[str]] = {
+    Mode.PLAN: frozenset({"write", "run", "store"}),
+    Mode.DEBUG: frozenset({"write"}),
 }
 
 

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nanohermes.modes import CYCLE, Mode
+
 if TYPE_CHECKING:
     from nanohermes.agent import Agent
     from nanohermes.assemble import Built
@@ -241,23 +243,22 @@ def _tools(ctx: CommandContext, arg: str) -> None:
     ctx.print(render.tools_table(rows, mode=runtime.policy.mode))
 
 
-@command("mode", help="Show the permission mode, or switch it (Shift+Tab cycles default, accept-edits, plan)",
+@command("mode", help=f"Show the permission mode, or switch it (Shift+Tab cycles {', '.join(CYCLE)})",
          usage="[name]")
 def _mode(ctx: CommandContext, arg: str) -> None:
-    from nanohermes.config import MODES
     from nanohermes.ui import render
 
     runtime = ctx.agent.runtime
     if not arg:
-        ctx.print(render.info(f"mode: {runtime.policy.mode} (modes: {', '.join(MODES)})"))
+        ctx.print(render.info(f"mode: {runtime.policy.mode} (modes: {', '.join(Mode)})"))
         return
-    matches = [m for m in MODES if m == arg] or [m for m in MODES if m.startswith(arg)]
+    matches = [m for m in Mode if m == arg] or [m for m in Mode if m.startswith(arg)]
     if len(matches) != 1:
-        ctx.print(_error_text(f"unknown mode {arg!r}; choose one of: {', '.join(MODES)}"))
+        ctx.print(_error_text(f"unknown mode {arg!r}; choose one of: {', '.join(Mode)}"))
         return
     runtime.set_mode(matches[0])
     ctx.print(render.info(f"mode: {matches[0]}"))
-    if matches[0] == "goal":
+    if matches[0] == Mode.GOAL:
         ctx.print(_warning_text(GOAL_WARNING))
 
 

@@ -47,6 +47,7 @@ from nanohermes.events import (
 from nanohermes.events import SubagentEvent
 from nanohermes.messages import Message, Usage
 from nanohermes.meters import Meter
+from nanohermes.modes import Mode
 from nanohermes.redact import StreamRedactor, redact
 from nanohermes.ui.visible import escape_controls, status_of
 
@@ -216,7 +217,7 @@ class Sink:
         self.err.flush()
         return entry
 
-    def init_event(self, *, session_id: str | None, model: str, mode: str, tools: list[str], workspace: str,
+    def init_event(self, *, session_id: str | None, model: str, mode: Mode, tools: list[str], workspace: str,
                    mcp_servers: list[dict[str, str]] | None = None) -> None:
         """What this run works with, once the session has started (stream-json's first line)."""
 
@@ -312,8 +313,8 @@ class JsonSink(Sink):
 
 
 # Claude Code's names of the permission modes; debug has none (it asks as default does).
-CLAUDE_MODES = {"default": "default", "accept-edits": "acceptEdits", "plan": "plan", "goal": "bypassPermissions",
-                "debug": "default"}
+CLAUDE_MODES: dict[Mode, str] = {Mode.DEFAULT: "default", Mode.ACCEPT_EDITS: "acceptEdits", Mode.PLAN: "plan",
+                                 Mode.GOAL: "bypassPermissions", Mode.DEBUG: "default"}
 
 
 @dataclass
@@ -400,7 +401,7 @@ class StreamJsonSink(Sink):
         self.emit(request)
         return await super().confirm(request)
 
-    def init_event(self, *, session_id: str | None, model: str, mode: str, tools: list[str], workspace: str,
+    def init_event(self, *, session_id: str | None, model: str, mode: Mode, tools: list[str], workspace: str,
                    mcp_servers: list[dict[str, str]] | None = None) -> None:
         from nanohermes import __version__
 

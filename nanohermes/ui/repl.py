@@ -39,6 +39,7 @@ from rich.console import Console, RenderableType
 from rich.text import Text
 
 from nanohermes.dirs import state_home
+from nanohermes.modes import CYCLE, Mode
 from nanohermes.ui.commands import GOAL_WARNING, CommandContext, Registry, load_commands
 
 if TYPE_CHECKING:
@@ -58,7 +59,6 @@ _ATTACH = re.compile(r"(?<!\S)@(\S+)")
 _ESCAPES = re.compile(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|O.|.)", re.S)
 STARTING = " nanohermes · starting…"  # the toolbar until the agent is built
 EXIT_TERMINATED = 143  # as the CLI's: ended by SIGTERM or SIGHUP
-CYCLE_MODES = ("default", "accept-edits", "plan")  # what Shift+Tab steps through
 ESC_WAIT_SECS = 0.1  # an Esc with no key after it within this is the Esc key itself
 
 
@@ -285,7 +285,7 @@ class Repl:
                 self._out(render.resumed(s.resume.stem, built.agent.session.history))
             for w in (*s.warnings, *built.warnings, *custom_warnings):
                 self._out(Text(f"warning: {w}", style="yellow"))
-            if built.agent.runtime.policy.mode == "goal":
+            if built.agent.runtime.policy.mode == Mode.GOAL:
                 self._out(Text(f"warning: {GOAL_WARNING}", style="yellow"))
             if (hint := no_key_hint(s.config)) is not None:
                 self._out(Text(hint, style="yellow"))
@@ -483,8 +483,8 @@ class Repl:
                 return
             runtime = self.agent.runtime
             mode = runtime.policy.mode
-            i = CYCLE_MODES.index(mode) if mode in CYCLE_MODES else -1
-            runtime.set_mode(CYCLE_MODES[(i + 1) % len(CYCLE_MODES)])
+            i = CYCLE.index(mode) if mode in CYCLE else -1
+            runtime.set_mode(CYCLE[(i + 1) % len(CYCLE)])
             event.app.invalidate()
 
         class _History(FileHistory):
@@ -527,8 +527,8 @@ class Repl:
                        cost, window, last)
 
     def _message(self) -> Any:
-        mode = self.agent.runtime.policy.mode if self.agent is not None else "default"
-        prefix = [("ansiyellow", f"{mode} ")] if mode != "default" else []
+        mode = self.agent.runtime.policy.mode if self.agent is not None else Mode.DEFAULT
+        prefix = [("ansiyellow", f"{mode} ")] if mode != Mode.DEFAULT else []
         return [*prefix, ("bold", self._arrow)]
 
     async def read(self) -> str | None:
