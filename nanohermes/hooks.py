@@ -2,7 +2,7 @@
 
 Events: PreToolUse and PostToolUse around each tool call, UserPromptSubmit and Stop around a
 turn, SessionStart and SessionEnd, PreCompact, and Notification whenever nanohermes waits for
-the person. Only the user's config or a trusted project defines hooks (config.py drops an
+the person. Only the user's config or a trusted project defines hooks (the config loader drops an
 untrusted project's), so they carry the person's approval: they run outside the command
 sandbox, with the workspace as cwd and one JSON object on stdin.
 
