@@ -33,7 +33,7 @@ from nanohermes.window import ContextBudget, budget_for
 if TYPE_CHECKING:  # imported only when configured: most sessions use none of them
     from nanohermes.checkpoints import Checkpoints
     from nanohermes.hooks import Hooks
-    from nanohermes.tools.mcp import McpManager
+    from nanohermes.mcp.client import McpManager
     from nanohermes.tools.subagents import SubagentManager
 
 
@@ -81,8 +81,12 @@ class Built:
             from nanohermes.tools import subagents as subagent_tools
 
             children = subagent_tools.tools(self.subagents)
-        return assemble_pool(self.builtins, skill_tools.tools(self.skills), self.mcp.tools() if self.mcp else [],
-                             children)
+        servers: list[Tool] = []
+        if self.mcp is not None:
+            from nanohermes.tools import mcp as mcp_tools
+
+            servers = mcp_tools.tools(self.mcp)
+        return assemble_pool(self.builtins, skill_tools.tools(self.skills), servers, children)
 
     async def start(self) -> None:
         """Connect MCP servers and add their tools; each failure is one warning, never fatal.
@@ -307,7 +311,7 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     mcp = None
     if config.mcp.servers:
         preload_mcp_sdk()
-        from nanohermes.tools.mcp import McpManager
+        from nanohermes.mcp.client import McpManager
 
         mcp = McpManager(config.mcp.servers, limits, workspace=workspace, log_dir=state_home() / "mcp",
                          disabled=disabled_servers(policy, config.mcp.servers),

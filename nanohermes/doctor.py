@@ -342,7 +342,7 @@ async def check_mcp(s: Setup) -> list[Check]:
     servers = s.config.mcp.servers
     if not servers:
         return []
-    from nanohermes.tools.mcp import McpManager
+    from nanohermes.mcp.client import McpManager
 
     manager = McpManager(servers, s.config.build_limits(), workspace=s.workspace, log_dir=state_home() / "mcp")
     try:

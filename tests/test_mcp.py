@@ -20,7 +20,7 @@ from nanohermes.config import Config
 from nanohermes.events import Notice, RecordingUI
 from nanohermes.messages import ToolCall
 from nanohermes.testing import FakeServer, Reply, ScriptedLLM, call, tool_reply
-from nanohermes.tools.mcp import tool_name
+from nanohermes.mcp.client import tool_name
 
 DEMO = str(Path(__file__).parent / "mcp" / "demo_server.py")
 STDIO = {"command": sys.executable, "args": [DEMO]}
