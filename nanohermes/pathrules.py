@@ -254,12 +254,22 @@ def protected_write(workspace: Path, path: str, *, cwd: Path | None = None,
     root = os.path.realpath(workspace)
     if _inside(real, root):
         parts = Path(os.path.relpath(real, root)).parts
-        return ".git" in parts or (len(parts) >= 1 and parts[0] == ".nanohermes")
+        return ".git" in parts or (len(parts) >= 1 and parts[0] == ".nanohermes") or _git_runs(real, Path(root))
     for extra in extra_roots:
         r = os.path.realpath(os.path.expanduser(extra))
         if _inside(real, r):
             return ".git" in Path(os.path.relpath(real, r)).parts
     return True
+
+
+def _git_runs(real: str, workspace: Path) -> bool:
+    """Is `real` a file git reads outside `.git` (what the sandbox keeps read-only too): a
+    `core.hooksPath` folder, a file an `include.path` names, husky's `.husky/`? A write there
+    runs code at the person's next commit, as a write to `.git/hooks` would."""
+    from nanohermes.gitmeta import metadata
+
+    meta = metadata(workspace)
+    return any(_inside(real, str(p)) for p in (*meta.protected, *meta.absent))
 
 
 def _unknown_path(w: Word) -> bool:

@@ -452,7 +452,7 @@ def test_accept_edits_writes_without_asking_but_asks_for_protected_paths(tmp_pat
     assert call(rt, "write_file", {"path": "../outside.txt", "content": "x"}) == DENIED
     req = ui.of(ApprovalRequest)[0]
     assert (req.tool, req.summary, req.reason) == (
-        "write_file", "../outside.txt", "writes a protected path (outside the workspace, .git/ or nanohermes config)")
+        "write_file", "../outside.txt", "writes a protected path (outside the workspace, git's metadata and hooks, or nanohermes config)")
     assert req.detail == "--- /dev/null\n+++ b/" + str(tmp_path / "outside.txt") + "\n@@ -0,0 +1 @@\n+x\n\\ No newline at end of file\n"
     assert not (tmp_path / "outside.txt").exists()
 

@@ -21,7 +21,7 @@ from nanohermes.tools import build_tools
 from nanohermes.tools.patch import written_paths
 
 R = Rule.parse
-PROTECTED = "writes a protected path (outside the workspace, .git/ or nanohermes config)"
+PROTECTED = "writes a protected path (outside the workspace, git's metadata and hooks, or nanohermes config)"
 
 
 def runtime(ws: Path, ui: RecordingUI, policy: Policy) -> Runtime:

@@ -176,7 +176,7 @@ def test_a_tool_that_declares_writing_a_path_is_judged_as_a_writer(workspace: Pa
     assert ui.of(ApprovalRequest) == []  # accept-edits: an edit inside the workspace
     assert run(rt, "scribble", path=str(tmp_path / "out.txt"), content="x") == DENIED
     [req] = ui.of(ApprovalRequest)
-    assert req.reason == "writes a protected path (outside the workspace, .git/ or nanohermes config)"
+    assert req.reason == "writes a protected path (outside the workspace, git's metadata and hooks, or nanohermes config)"
     assert not (tmp_path / "out.txt").exists()
     assert run(rt, "scribble", path="../out.txt", content="x") == DENIED
     for mode in ("debug", "plan"):
@@ -239,6 +239,32 @@ def test_a_patch_writing_a_protected_path_among_others_is_asked_in_accept_edits(
     [req] = ui.of(ApprovalRequest)
     assert req.reason.startswith("writes a protected path")
     assert not (workspace / ".git" / "hooks").exists() and (workspace / "a.txt").read_text() == "a\n"
+
+
+@pytest.mark.parametrize("path", [".husky/pre-commit", "scripts/hooks/pre-commit", "shared.gitconfig", "sub/HEAD"])
+def test_a_file_git_reads_outside_dot_git_is_asked_in_accept_edits(workspace: Path, path: str) -> None:
+    """husky's hooks, a core.hooksPath folder (made or not yet) and a file include.path names
+    run code at the person's next commit, as .git/hooks does: a file tool's write there is
+    asked, in every mode. (A folder that only looks like a repository, `sub/HEAD`, is no
+    repository to any git nanohermes runs or confines: an edit as any other.)"""
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    for key, value in (("core.hooksPath", "scripts/hooks"), ("include.path", "../shared.gitconfig")):
+        subprocess.run(["git", "-C", str(workspace), "config", key, value], check=True)
+    (workspace / "shared.gitconfig").write_text("[user]\n\tname = x\n")
+    ui = RecordingUI(answers=["deny"])
+    rt = runtime(workspace, ui, Policy(mode="accept-edits"))
+    if (workspace / path).exists():
+        run(rt, "read_file", path=path)  # read first, as a write over a file needs
+    result = run(rt, "write_file", path=path, content="touch owned\n")
+    if path == "sub/HEAD":
+        assert ui.of(ApprovalRequest) == [] and (workspace / path).read_text() == "touch owned\n"
+        return
+    assert result == DENIED
+    [req] = ui.of(ApprovalRequest)
+    assert req.reason.startswith("writes a protected path")
+    assert not (workspace / path).exists() or (workspace / path).read_text() != "touch owned\n"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -103,7 +103,7 @@ def _protected(policy: Policy) -> Verdict:
         return Verdict("deny", f"protected path: refused in {policy.mode} mode")
     if _unattended(policy):
         return Verdict("allow", basis="unattended")
-    return Verdict("ask", "writes a protected path (outside the workspace, .git/ or nanohermes config)", None)
+    return Verdict("ask", "writes a protected path (outside the workspace, git's metadata and hooks, or nanohermes config)", None)
 
 
 def _hits(rule: Rule, tool_name: str, target: Target, *, every: bool) -> bool:
