@@ -399,9 +399,10 @@ class ContextBudget:
                 "used_share": round(tokens / self.window.tokens, 4)}
 
 
-def budget_for(config: Config, limits: Limits) -> ContextBudget:
-    """The budget of a session on `config`'s endpoint and model: the cached or fallback window
-    now, the endpoint asked when it starts (`ContextBudget.start`)."""
+def budget_for(config: Config, limits: Limits, model: str | None = None) -> ContextBudget:
+    """The budget of a session on `config`'s endpoint and `model` (default the configured
+    one): the cached or fallback window now, the endpoint asked when it starts
+    (`ContextBudget.start`)."""
     explicit = config.session_budget_chars if config.session_budget_chars is not None else \
         config.limits.get("session_budget_chars")
     base_url = config.base_url
@@ -421,7 +422,7 @@ def budget_for(config: Config, limits: Limits) -> ContextBudget:
     def known(model: str) -> Window:
         return (None if is_local(base_url) else cached(base_url, model)) or fallback(model, config.context_window_tokens)
 
-    return ContextBudget(window=known(config.model), share=config.compact_at_share, base=limits,
+    return ContextBudget(window=known(model or config.model), share=config.compact_at_share, base=limits,
                          explicit_chars=explicit if isinstance(explicit, int) else None, lookup=lookup, known=known)
 
 

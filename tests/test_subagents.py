@@ -43,11 +43,16 @@ class Family:
 
 def family(ws: Path, *, parent_script: list[Any] = (), child_script: list[Any] = (), mode: str = "default",
            limits: Limits | None = None, answers: list[Any] | None = None,  # type: ignore[assignment]
-           agents: dict[str, Any] | None = None, folder: Path | None = None) -> Family:
+           agents: dict[str, Any] | None = None, folder: Path | None = None, child_model: str = "scripted") -> Family:
     ui = RecordingUI(answers=list(answers or []))
-    config = Config.from_dict({"subagents": agents or AGENTS})
+    # An endpoint that answers nothing (a closed port here): each window comes from the table
+    # or the config, and a budget set in `limits` is the person's, as a config file sets it.
+    settings: dict[str, Any] = {"subagents": agents or AGENTS, "base_url": "http://127.0.0.1:9/v1"}
+    if limits is not None and limits.session_budget_chars != Limits().session_budget_chars:
+        settings["session_budget_chars"] = limits.session_budget_chars
+    config = Config.from_dict(settings)
     limits = limits or Limits()
-    child_llm = ScriptedLLM(list(child_script))
+    child_llm = ScriptedLLM(list(child_script), model=child_model)
     runtime = Runtime(tools=[], config=config, workspace=ws, ui=ui, policy=Policy(mode=mode), limits=limits,
                       session=Session(side_dir=folder))
     manager = SubagentManager(configs=config.subagents, make_llm=lambda model: child_llm, ui=ui, limits=limits,
@@ -55,6 +60,25 @@ def family(ws: Path, *, parent_script: list[Any] = (), child_script: list[Any] =
     runtime.set_tools(assemble_pool([ReadFile(), ListDir(), TinyWrite()], subagent_tools.tools(manager)))
     parent = Agent(llm=ScriptedLLM(list(parent_script)), runtime=runtime, ui=ui, system_prompt="parent prompt")
     return Family(parent, manager, ui, child_llm)
+
+
+def test_a_childs_budget_follows_its_own_models_window(workspace: Path) -> None:
+    """A sub-agent on another model compacts at a share of that model's window, not at the
+    parent's budget."""
+    from nanohermes.window import CHARS_PER_TOKEN, FAMILIES
+
+    f = family(workspace, child_model="gpt-4o",
+               parent_script=[tool_reply(call("subagent", {"agent": "explore", "task": "look", "wait": True})),
+                              Reply(text="ok")],
+               child_script=[Reply(text="looked")])
+    asyncio.run(f.parent.ask("go"))
+    [run] = f.manager.runs.values()
+    assert run.agent is not None
+    share = f.parent.runtime.config.compact_at_share
+    expected = int(FAMILIES["gpt-4o"] * share) * CHARS_PER_TOKEN
+    assert run.agent.runtime.limits.session_budget_chars == expected
+    assert run.agent.compactor is not None and run.agent.compactor.limits.session_budget_chars == expected
+    assert f.parent.runtime.limits.session_budget_chars != expected  # the parent's is its own
 
 
 def tool_results(agent: Agent) -> list[str]:
@@ -345,8 +369,8 @@ def test_failed_child_is_an_error_for_the_waiting_parent_and_on_the_board(worksp
 
 
 def test_a_long_child_task_is_compacted_inside_the_budget(workspace: Path) -> None:
-    (workspace / "big.txt").write_text("b" * 500)
-    f = family(workspace, limits=Limits(session_budget_chars=300, compact_keep_chars=10),
+    (workspace / "big.txt").write_text("b" * 5000)
+    f = family(workspace, limits=Limits(session_budget_chars=1000, compact_keep_chars=10),
                parent_script=[tool_reply(call("subagent", {"agent": "explore", "task": "read big.txt", "wait": True})),
                               Reply(text="ok")],
                child_script=[tool_reply(call("read_file", {"path": "big.txt"})), Reply(text="Goal: read big.txt"),

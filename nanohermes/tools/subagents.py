@@ -122,8 +122,9 @@ class SubagentManager:
                            f"they are ignored (see /tools)")
         return out
 
-    def child_runtime(self, name: str, ui: UI, run_id: str) -> Runtime:
-        """The child's tools and policy: the parent's, narrowed to the tools it lists."""
+    def child_runtime(self, name: str, ui: UI, run_id: str, limits: Limits | None = None) -> Runtime:
+        """The child's tools and policy: the parent's, narrowed to the tools it lists;
+        `limits`: its own (its model's context budget), else the parent's."""
         from nanohermes.runtime import Runtime
 
         from nanohermes.session import Session
@@ -139,12 +140,13 @@ class SubagentManager:
         folder = parent.session.folder
         session = Session(side_dir=folder / "agents" / run_id if folder else None)
         return Runtime(tools=allowed, config=parent.config, workspace=parent.workspace, ui=ui, policy=policy,
-                       limits=parent.limits, session=session, hooks=parent.hooks)
+                       limits=limits or parent.limits, session=session, hooks=parent.hooks)
 
     def spawn(self, name: str, task: str) -> Run:
         from nanohermes.agent import Agent
         from nanohermes.compact import Compactor
         from nanohermes.llm.textcalls import TextCallCheck
+        from nanohermes.window import budget_for
 
         if name not in self.configs:
             raise ToolError(f"unknown sub-agent `{name}`; configured: {self.names()}")
@@ -152,13 +154,19 @@ class SubagentManager:
         run = Run(id=f"agent-{next(self._ids)}", name=name, task=task)
         ui = NestedUI(self.ui, run, self.parent.confirm_lock, self.count_usage)
         llm = self.make_llm(cfg.model)
-        runtime = self.child_runtime(name, ui, run.id)
+        # The child's context budget follows its own model's window, as the parent's does.
+        budget = budget_for(self.parent.config, self.limits, llm.model)
+        runtime = self.child_runtime(name, ui, run.id, budget.limits())
+        compactor = Compactor(llm, budget.limits(), ui, budget=budget)  # a long task stays inside the budget
+        budget.apply += [lambda derived: setattr(runtime, "limits", derived),
+                         lambda derived: setattr(compactor, "limits", derived)]
+        budget.start(llm.model)
         # A call the child writes as text and that cannot run goes back to it, as for the parent.
         text_calls = TextCallCheck(lambda: [t.name for t in runtime.visible_tools()], self.limits.text_call_retries,
                                    lambda text: ui.emit(Notice(level="warning", text=text)))
         run.agent = Agent(llm=llm, runtime=runtime, ui=ui, system_prompt=_child_prompt(self.system_prompt, name, cfg),
                           max_turns=cfg.max_turns or self.max_turns,
-                          compactor=Compactor(llm, self.limits, ui),  # a long task stays inside the budget
+                          compactor=compactor,
                           turn_hooks=[text_calls])
         self.runs[run.id] = run
         run.task_handle = asyncio.create_task(self._drive(run), name=f"subagent-{run.id}")
