@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import signal
@@ -26,6 +27,12 @@ REPO = Path(__file__).resolve().parent.parent
 # starts: a test's Ctrl-C (a pty's ^C, a SIGINT sent to `nanohermes -p`) would then do
 # nothing. With a handler here, each process the tests start gets the default back at exec.
 signal.signal(signal.SIGINT, signal.default_int_handler)
+# Most tests start nanohermes as a process of its own. With PYTHONDONTWRITEBYTECODE set (as
+# many CI images set it) none of them keeps the bytecode it compiles, and every start compiles
+# the package again: more CPU than the turn it runs. Compiled once here (compileall writes
+# whatever that variable says, and skips what is up to date), every start reads it.
+compileall.compile_dir(str(REPO / "nanohermes"), quiet=1, workers=1)
+
 # A runner may set the terminal's size in the environment (pytest-xdist's workers set
 # COLUMNS=80 and LINES=24); rich and prompt-toolkit would size a pty's screen from it
 # instead of from the pty, and the screens the tests read would wrap elsewhere.
