@@ -71,7 +71,8 @@ def test_the_schemas_the_model_receives_are_unchanged(home: Path) -> None:
     (fresh,) = run(RENDER, home, blocker / "cache")  # no cache can be made: every schema rendered
     (cold,) = run(RENDER, home, home / "cache")  # rendered and stored
     (warm,) = run(RENDER, home, home / "cache")  # read back
-    assert (home / "cache" / "nanohermes" / "param-schemas.json").exists()
+    stored = json.loads((home / "cache" / "nanohermes" / "tools.json").read_text())
+    assert "nanohermes.tools.files.ReadFileParams" in stored["schemas"]
     missing = sorted(set(want) - set(fresh))
     assert missing == [], "a params class was renamed or removed: its schema is in tests/fixtures/param_schemas.json"
     for name, schema in want.items():
@@ -86,11 +87,19 @@ def test_a_warm_start_builds_the_pool_and_its_specs_without_pydantic(home: Path)
     first, then = run(COLD_START, home, cache)
     assert first["pydantic"] == []
     assert first["tools"] == len(build_tools())
-    # pydantic's version is still part of every stored schema's stamp: an upgrade renders afresh.
-    from pydantic.version import VERSION
-
-    stored = json.loads((cache / "nanohermes" / "param-schemas.json").read_text())
-    assert stored and all(VERSION in entry["stamp"].split() for entry in stored.values())
+    # pydantic's version is part of the cache's key: another pydantic renders afresh.
+    key = "from nanohermes.tools.cache import key; print(key())"
+    other = home / "other"
+    (other / "pydantic").mkdir(parents=True)
+    (other / "pydantic" / "__init__.py").write_text("")
+    (other / "pydantic" / "version.py").write_text("VERSION = '0.0.1'\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    ours = subprocess.run([sys.executable, "-c", key], env=env, cwd=home, capture_output=True, text=True,
+                          check=True).stdout
+    theirs = subprocess.run([sys.executable, "-c", key], env={**env, "PYTHONPATH": f"{other}:{REPO}"}, cwd=home,
+                            capture_output=True, text=True, check=True).stdout
+    assert ours == json.loads((cache / "nanohermes" / "tools.json").read_text())["key"] + "\n"
+    assert theirs.strip() not in (ours.strip(), "None")
     # The first parse imports pydantic and says what the model got wrong, as it always did.
     assert then["errors"] == [
         "ToolError: missing string field `path`",

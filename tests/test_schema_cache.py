@@ -1,5 +1,6 @@
-"""Tool parameter schemas come from a cache on disk: the same specs as pydantic renders, no
-validator built at start for a tool that is never called, and a broken or stale cache ignored."""
+"""Tool parameter schemas come from the tool cache on disk: the same specs as pydantic renders,
+no validator built at start for a tool that is never called, and a broken cache, or one of
+other code, ignored."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ print(json.dumps([t.spec() for t in build_tools(Config())], sort_keys=True))
 
 
 def cache_file(home: Path) -> Path:
-    return home / "cache" / "nanohermes" / "param-schemas.json"
+    return home / "cache" / "nanohermes" / "tools.json"
 
 
 def rendered(home: Path) -> Any:
@@ -38,14 +39,14 @@ def test_cached_specs_are_the_specs_pydantic_renders(home: Path) -> None:
     fresh = rendered(home)
     assert not cache_file(home).exists()
     cold = json.loads(run(SPECS, home).stdout)  # renders and stores them
-    stored = json.loads(cache_file(home).read_text())
+    stored = json.loads(cache_file(home).read_text())["schemas"]
     assert "nanohermes.tools.files.ReadFileParams" in stored
     warm = json.loads(run(SPECS, home).stdout)  # read back
     assert cold == fresh
     assert warm == fresh
 
 
-def test_a_stored_schema_is_used_only_with_its_stamp(home: Path) -> None:
+def test_a_stored_schema_is_used_only_under_the_key_of_this_code(home: Path) -> None:
     def read_file_params() -> Any:
         specs = json.loads(run(SPECS, home).stdout)
         return next(s["function"]["parameters"] for s in specs if s["function"]["name"] == "read_file")
@@ -53,16 +54,15 @@ def test_a_stored_schema_is_used_only_with_its_stamp(home: Path) -> None:
     first = read_file_params()
     path = cache_file(home)
     stored = json.loads(path.read_text())
-    entry = stored["nanohermes.tools.files.ReadFileParams"]
-    planted = json.loads(json.dumps(entry["schema"]))
-    planted["properties"]["planted"] = {"type": "string"}
-    stored["nanohermes.tools.files.ReadFileParams"] = {"stamp": entry["stamp"], "schema": planted}
-    path.write_text(json.dumps(stored))
+    entry = stored["schemas"]["nanohermes.tools.files.ReadFileParams"]
+    planted = json.loads(json.dumps(stored))
+    planted["schemas"]["nanohermes.tools.files.ReadFileParams"]["properties"]["planted"] = {"type": "string"}
+    path.write_text(json.dumps(planted))
     assert "planted" in read_file_params()["properties"]  # the cache is what a start reads
-    stored["nanohermes.tools.files.ReadFileParams"] = {"stamp": entry["stamp"] + " edited", "schema": planted}
-    path.write_text(json.dumps(stored))
-    assert read_file_params() == first  # another version of the file: rendered again
-    assert json.loads(path.read_text())["nanohermes.tools.files.ReadFileParams"] == entry
+    path.write_text(json.dumps({**planted, "key": stored["key"] + " edited"}))
+    assert read_file_params() == first  # the cache of other code: rendered again, and kept afresh
+    assert json.loads(path.read_text())["schemas"]["nanohermes.tools.files.ReadFileParams"] == entry
+    assert json.loads(path.read_text())["key"] == stored["key"]
 
 
 def test_a_broken_cache_file_is_rendered_over(home: Path) -> None:
@@ -70,7 +70,7 @@ def test_a_broken_cache_file_is_rendered_over(home: Path) -> None:
     cache_file(home).parent.mkdir(parents=True)
     cache_file(home).write_text("{not json")
     assert json.loads(run(SPECS, home).stdout) == fresh
-    assert "nanohermes.tools.files.ReadFileParams" in json.loads(cache_file(home).read_text())
+    assert "nanohermes.tools.files.ReadFileParams" in json.loads(cache_file(home).read_text())["schemas"]
 
 
 PROBE = """

@@ -4,6 +4,7 @@ behaviour would only add noise."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -51,13 +52,21 @@ def decide_call(policy: Policy, *, tool_name: str, approval: str, read_only: boo
 REPO = Path(__file__).resolve().parent.parent
 
 
-def run_python(code: str, home: Path, *args: str, cwd: Path | None = None,
-               cache: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run_python(code: str, home: Path, *args: str, cwd: Path | None = None, cache: Path | None = None,
+               root: Path | None = None) -> subprocess.CompletedProcess[str]:
     """`python -c code args` as a fresh start with `home` as HOME and its own cache folder
-    (default `home/cache`); it must succeed."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home), "XDG_CACHE_HOME": str(cache or home / "cache"),
-           "OPENAI_API_KEY": "k"}
+    (default `home/cache`), importing nanohermes from `root` (default: this repository; a
+    root is also the default cwd, which `-c` puts first on the path); it must succeed."""
+    env = {**os.environ, "PYTHONPATH": str(root or REPO), "HOME": str(home),
+           "XDG_CACHE_HOME": str(cache or home / "cache"), "OPENAI_API_KEY": "k"}
     p = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=60,
-                       cwd=cwd, stdin=subprocess.DEVNULL)
+                       cwd=cwd or root, stdin=subprocess.DEVNULL)
     assert p.returncode == 0, p.stderr
     return p
+
+
+def package_copy(dest: Path) -> Path:
+    """A copy of the nanohermes package in `dest` (its compiled files left behind), for a test
+    that changes the code itself; pass `dest` as `run_python`'s root."""
+    shutil.copytree(REPO / "nanohermes", dest / "nanohermes", ignore=shutil.ignore_patterns("__pycache__"))
+    return dest

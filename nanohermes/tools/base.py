@@ -68,7 +68,7 @@ class Params:
     decorated the same way), unknown fields rejected.
 
     Plain dataclasses, not pydantic models: building the pool and sending its specs (from
-    `nanohermes.schemacache`) imports no pydantic; it is imported on the first `Tool.parse`
+    the tool cache, `tools/cache.py`) imports no pydantic; it is imported on the first `Tool.parse`
     (or a schema render) and validates the dataclass through a `TypeAdapter`. A check of
     several fields, or a normalisation, lives in `__post_init__` (call `super().__post_init__()`);
     a ValueError raised there is the model's error text.
@@ -423,9 +423,9 @@ def params_schema(model: type[Params]) -> dict[str, Any]:
     `$defs`/`$ref` (inlined), no class docstrings (pydantic's `description` of a class: they
     are written for developers, and would be sent with every request), and an optional field
     is its plain type, not `anyOf` with null (a null default is left out: absent means the
-    default). Built-in params' schemas come from `nanohermes.schemacache`, so a start imports
-    no pydantic."""
-    from nanohermes.schemacache import schema as cached
+    default). The tool modules' params' schemas come from the tool cache (`tools/cache.py`),
+    so a start imports no pydantic."""
+    from nanohermes.tools.cache import schema as cached
 
     def render() -> dict[str, Any]:
         schema = _adapter(model).json_schema()

@@ -1,100 +1,61 @@
-"""The built-in pool as a start builds it: declared from a cache, each tool's module imported on first use.
+"""The built-in pool as a start builds it: declared from the cache, each tool's module imported on first use.
 
 Building the pool from the tool modules imports all of them (their parameter models, helpers
 and dataclasses), though a one-shot `-p` run whose model answers in text never calls a tool.
-The first start writes each built-in's declaration (its name and flags, its description as
-written, its parameter schema, its output limit, and where its class lives) to
-`$XDG_CACHE_HOME/nanohermes/tools.json`, stamped with the nanohermes, Python and pydantic
-versions and the stamp (modification time and size) of every file of `nanohermes/tools`, so
-any edit or upgrade writes it afresh. Later starts build the pool from it: each tool is a
-`Deferred` carrying that declaration, which imports the real tool the first time a call needs
-its behaviour (`parse` comes first) and hands every argument-taking method to it. A cache
-that cannot be read, or does not match, is ignored: the pool is then built from the modules.
+The first start keeps each built-in's declaration (its class attributes, its output limit, its
+parameter schema, and where its class lives) in the tool cache (`cache.py`, keyed by the tool
+code's content, so any edit or upgrade writes it afresh). Later starts build the pool from it:
+each tool is a `Deferred` carrying that declaration, which imports the real tool the first time
+a call needs its behaviour (`parse` comes first) and hands it every other method of the `Tool`
+contract. A cache that cannot be read, or does not match, is ignored: the pool is then built
+from the modules.
+
+`Deferred` is made from the contract itself: the declaration is every class attribute `Tool`
+declares (but the params class, which only the tool's module defines), and every public method
+of `Tool` but those in `DECLARED` is handed to the real tool, so a flag or method added to the
+contract is carried or delegated without a line here.
 """
 
 from __future__ import annotations
 
 import importlib
-import json
-import os
-import sys
+import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from nanohermes.tools.base import Effect, P, SubjectKind, Tool, ToolContext
+import nanohermes.tools.cache as cache
+from nanohermes.tools.base import Effect, SubjectKind, Tool
 from nanohermes.tools.registry import build_tools
 
 if TYPE_CHECKING:
-    from nanohermes.permissions import Rule, Target
-    from nanohermes.tools.base import Approval, Params, ToolResult
+    from nanohermes.tools.base import Params
 
-_FILE = "tools.json"
-_TOOLS_DIR = Path(__file__).resolve().parent
-# The class attributes a declaration carries; the rest of a tool is its code.
-_FLAGS = ("name", "group", "description", "source", "approval", "persist", "kind", "effect", "shows_contents",
-          "limit_defaults", "spawns", "claude_names")
-
-
-def _stamp() -> str | None:
-    """What identifies the code the declarations come from, or None when it cannot be told."""
-    from nanohermes import __version__
-    from nanohermes.schemacache import pydantic_version
-
-    pydantic = pydantic_version()  # the schemas are pydantic's rendering
-    if pydantic is None:
-        return None
-    parts = [__version__, sys.version, str(_TOOLS_DIR), f"pydantic {pydantic}"]
-    try:
-        for folder, dirs, files in os.walk(_TOOLS_DIR):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            for name in sorted(files):
-                if name.endswith(".py"):
-                    st = os.stat(os.path.join(folder, name))
-                    parts.append(f"{os.path.relpath(os.path.join(folder, name), _TOOLS_DIR)}:{st.st_mtime_ns}:{st.st_size}")
-    except OSError:
-        return None
-    return "\n".join(parts)
+# The methods a declaration answers: its output limit and schema, and what is made of them (a
+# built-in may not override these: `tests/test_tool_catalog.py`); `in_thread` is a helper.
+DECLARED = frozenset({"output_limit", "parameters", "describe", "spec", "in_thread"})
+# The class attributes a declaration carries: every one the contract declares but the params class.
+FLAGS = tuple(n for n, a in Tool.__annotations__.items() if str(a).startswith("ClassVar") and n != "params")
+# Every other public method of the contract: the real tool's behaviour.
+BEHAVIOUR = tuple(n for n, v in inspect.getmembers(Tool, inspect.isfunction) if not n.startswith("_") and n not in DECLARED)
 
 
 def declaration(tool: Tool) -> dict[str, Any]:
     """What a start needs of `tool` without importing its module."""
     cls = type(tool)
-    out: dict[str, Any] = {k: getattr(cls, k) for k in _FLAGS}
-    out.update(module=cls.__module__, qualname=cls.__qualname__, schema=tool.parameters(),
+    tool.parameters()  # rendered, so the cache holds the schema the declaration names
+    out: dict[str, Any] = {k: getattr(cls, k) for k in FLAGS}
+    out.update(module=cls.__module__, qualname=cls.__qualname__, params=cache.schema_key(cls.params),
                output_limit=tool.output_limit())
     return out
 
 
-def _path() -> Path:
-    from nanohermes.dirs import cache_home
-
-    return cache_home() / _FILE
-
-
-def _read(stamp: str) -> list[dict[str, Any]] | None:
-    try:
-        data = json.loads(_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("stamp") != stamp or not isinstance(data.get("tools"), list):
-        return None
-    tools: list[dict[str, Any]] = data["tools"]
-    wanted = {*_FLAGS, "module", "qualname", "schema", "output_limit"}
-    # Only a built-in tool's module is ever imported from it, whatever the file says.
-    if not all(isinstance(t, dict) and wanted <= set(t) and str(t["module"]).startswith("nanohermes.tools.")
-               for t in tools):
-        return None
-    return tools
-
-
-def _write(stamp: str, tools: list[dict[str, Any]]) -> None:
-    from nanohermes.dirs import write_private
-
-    try:  # replaced atomically, readable only by its owner, like nanohermes's other files
-        write_private(_path(), json.dumps({"stamp": stamp, "tools": tools}, ensure_ascii=False))
-    except OSError:
-        pass  # a read-only cache folder: every start builds the pool from the modules
+def _usable(decls: list[Any], schemas: dict[str, Any]) -> bool:
+    """Whether stored declarations are whole; and only a built-in tool's module is ever
+    imported from them, whatever the file says."""
+    wanted = {*FLAGS, "module", "qualname", "params", "output_limit"}
+    return all(isinstance(d, dict) and wanted <= set(d) and str(d["module"]).startswith("nanohermes.tools.")
+               and isinstance(schemas.get(d["params"]), dict) for d in decls)
 
 
 class _LoadedParams:
@@ -107,7 +68,8 @@ class _LoadedParams:
 @dataclass(frozen=True, kw_only=True)
 class Deferred(Tool[Any]):
     """A built-in tool known by its declaration until something needs its code. Each tool is
-    its own subclass (`_deferred`), whose class attributes are the declaration."""
+    its own subclass (`_deferred`), whose class attributes are the declaration; the methods of
+    `BEHAVIOUR` are added below, each handing its call to the real tool."""
 
     module: ClassVar[str]
     qualname: ClassVar[str]
@@ -127,87 +89,55 @@ class Deferred(Tool[Any]):
             cls.loaded = tool
         return cls.loaded
 
-    # -- the declaration -------------------------------------------------------------------
     def output_limit(self) -> str:
         return self.limit
 
     def parameters(self) -> dict[str, Any]:
-        schema: dict[str, Any] = json.loads(json.dumps(self.schema))  # a fresh copy: callers may change theirs
-        return schema
+        return cache.copied(self.schema)
 
-    # -- the behaviour, from the real tool --------------------------------------------------
-    def parse(self, raw: dict[str, Any]) -> Any:
-        return self.load().parse(raw)
 
-    async def run(self, args: P, ctx: ToolContext) -> str | ToolResult:
-        return await self.load().run(args, ctx)
+def _delegate(name: str) -> Callable[..., Any]:
+    """`Deferred.<name>`: the real tool's method, called with the same arguments."""
+    async def awaited(self: Deferred, *args: Any, **kwargs: Any) -> Any:
+        return await getattr(self.load(), name)(*args, **kwargs)
 
-    def read_only(self, args: P) -> bool:
-        return self.load().read_only(args)
+    def called(self: Deferred, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self.load(), name)(*args, **kwargs)
 
-    def subjects(self, args: P) -> list[str]:
-        return self.load().subjects(args)
+    method = awaited if inspect.iscoroutinefunction(getattr(Tool, name)) else called
+    method.__name__, method.__qualname__ = name, f"Deferred.{name}"
+    method.__doc__ = f"The real tool's `{name}`."
+    return method
 
-    def base_dir(self, args: P) -> str | None:
-        return self.load().base_dir(args)
 
-    def target(self, args: P, ctx: ToolContext) -> Target:
-        return self.load().target(args, ctx)
-
-    def resolved(self, args: P, ctx: ToolContext) -> Target:
-        return self.load().resolved(args, ctx)
-
-    def concurrency_safe(self, args: P) -> bool:
-        return self.load().concurrency_safe(args)
-
-    def approval_for(self, args: P) -> Approval:
-        return self.load().approval_for(args)
-
-    def rule_subject(self, args: P) -> str | None:
-        return self.load().rule_subject(args)
-
-    def protected(self, args: P, ctx: ToolContext) -> bool:
-        return self.load().protected(args, ctx)
-
-    def suggest_rule(self, args: P) -> Rule:
-        return self.load().suggest_rule(args)
-
-    def approval_detail(self, args: P, ctx: ToolContext) -> str:
-        return self.load().approval_detail(args, ctx)
-
-    async def precheck(self, args: P, ctx: ToolContext) -> None:
-        await self.load().precheck(args, ctx)
-
-    def summary(self, args: P) -> str:
-        return self.load().summary(args)
-
+for _name in BEHAVIOUR:
+    setattr(Deferred, _name, _delegate(_name))
 
 # Built once per process: every pool of a process (a session's, its sub-agents') shares them,
 # and with them the one real tool each loads.
 _classes: dict[str, type[Deferred]] = {}
 
 
-def _deferred(decl: dict[str, Any]) -> Deferred:
+def _deferred(decl: dict[str, Any], schemas: dict[str, Any]) -> Deferred:
     name = str(decl["name"])
     cls = _classes.get(name)
     if cls is None:
-        attrs = {k: decl[k] for k in _FLAGS}
-        attrs["claude_names"] = tuple(attrs["claude_names"])  # JSON has lists only
-        attrs.update(module=decl["module"], qualname=decl["qualname"], schema=decl["schema"],
+        # JSON has lists only: a flag the contract holds as a tuple is made one again.
+        attrs = {k: tuple(decl[k]) if isinstance(getattr(Tool, k, None), tuple) else decl[k] for k in FLAGS}
+        attrs.update(module=decl["module"], qualname=decl["qualname"], schema=schemas[decl["params"]],
                      limit=decl["output_limit"], __module__=__name__, __qualname__=f"Deferred[{name}]")
         cls = _classes[name] = type(f"Deferred[{name}]", (Deferred,), attrs)
     return cls()
 
 
 def builtin_pool() -> list[Tool]:
-    """The built-in tools, sorted by name: from the cache when it matches the code, else built
-    from the modules (and the cache written for the next start)."""
-    stamp = _stamp()
-    if stamp is not None and (decls := _read(stamp)) is not None:
-        return [_deferred(d) for d in decls]
+    """The built-in tools, sorted by name: from the cache when it holds this code's, else built
+    from the modules (and kept for the next start)."""
+    stored = cache.stored_tools()
+    if stored is not None and _usable(*stored):
+        return [_deferred(d, stored[1]) for d in stored[0]]
     tools = build_tools()
-    if stamp is not None:
-        _write(stamp, [declaration(t) for t in tools])
+    cache.store_tools([declaration(t) for t in tools])  # their schemas are kept as they are rendered
     return tools
 
 
@@ -220,4 +150,4 @@ def declarations() -> dict[str, tuple[SubjectKind, Effect]]:
 
 _DECLARATIONS: dict[str, tuple[SubjectKind, Effect]] = {}
 
-__all__ = ["Deferred", "builtin_pool", "declaration", "declarations"]
+__all__ = ["BEHAVIOUR", "DECLARED", "FLAGS", "Deferred", "builtin_pool", "declaration", "declarations"]
