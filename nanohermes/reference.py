@@ -1,8 +1,11 @@
-"""The README's reference tables, generated from the code: tools, limits and config keys.
+"""The reference generated from the code: the README's tables (tools, limits, config keys) and
+config.example.json.
 
-`python -m nanohermes.reference` prints the three tables; `--write README.md` replaces the
-sections between `<!-- BEGIN GENERATED: name -->` and `<!-- END GENERATED: name -->`.
-A test regenerates them and fails when the README no longer matches the code.
+`python -m nanohermes.reference` prints the three tables; `--write README.md config.example.json`
+(the `WRITE` command) replaces the README's sections between `<!-- BEGIN GENERATED: name -->` and
+`<!-- END GENERATED: name -->`, and writes the example config: every key with its default (every
+limit under `limits`), but where `EXAMPLES` shows a value worth copying. Tests regenerate both
+and fail, naming that command, when a file no longer matches the code.
 """
 
 from __future__ import annotations
@@ -128,6 +131,90 @@ def config_table() -> str:
 SECTIONS = {"tools": tools_table, "limits": limits_table, "config": config_table}
 
 
+# The command that regenerates every generated file, as the tests that check them say.
+WRITE = "python -m nanohermes.reference --write README.md config.example.json"
+# What the example config shows instead of a key's default: a value worth copying (defaults of
+# these keys are empty or say nothing).
+EXAMPLES: dict[str, Any] = {
+    "permissions.allow": ["run_command(git log *)"],
+    "permissions.deny": ["run_command(rm -rf *)"],
+    "mcp.servers": {
+        "time": {"type": "stdio", "command": "uvx", "args": ["mcp-server-time"], "env": {}, "cwd": None, "trusted": True},
+        "docs": {"type": "http", "url": "http://127.0.0.1:8000/mcp", "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}},
+        "legacy": {"type": "sse", "url": "${LEGACY_URL:-http://127.0.0.1:3001/sse}"},
+    },
+    "subagents": {
+        "explore": {"description": "Finds where things are in the code and reports back",
+                    "prompt": "Only read and search; never change files.",
+                    "tools": ["read_file", "list_dir", "grep", "glob"], "model": None, "max_turns": 20},
+    },
+    "prices": {"gpt-4.1-mini": {"input_per_mtok": 0.4, "output_per_mtok": 1.6}},
+    "hooks.PreToolUse": [{"matcher": "run_command", "hooks": [{"type": "command", "command": "~/bin/check-command.sh",
+                                                               "timeout": 60}]}],
+    "hooks.PostToolUse": [{"matcher": "write_file|edit_file|apply_patch",
+                           "hooks": [{"type": "command", "command": "ruff check --quiet ."}]}],
+    "hooks.Notification": [{"hooks": [{"type": "command", "command": "notify-send nanohermes 'waiting for you'"}]}],
+}
+_WIDTH = 120  # the example's lines, as the code's
+
+
+def _example_of(model: type[Section], prefix: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, f in section_fields(model).items():
+        key, ann = prefix + name, section_types(model)[name]
+        if key in EXAMPLES:
+            out[name] = EXAMPLES[key]
+        elif sub := _model(ann):
+            out[name] = _example_of(sub, key + ".")
+        elif key == "limits":  # every limit but those that are keys of their own, listed above
+            defaults = Limits()
+            out[name] = {n: getattr(defaults, n) for n in Limits.names() if n not in section_fields(Config)}
+        else:
+            out[name] = default_of(f)
+    return out
+
+
+def _spread(ann: Any, key: str) -> bool:
+    """Whether a value is written one member a line even when it would fit on one: a section,
+    a table of sections (servers, sub-agents, prices) and the limits."""
+    return _model(ann) is not None or _dict_of_model(ann) is not None or key == "limits"
+
+
+def _layout(value: Any, ann: Any, key: str, indent: int, lead: int) -> str:
+    """`value` as JSON written from column `lead` of a line indented `indent`: on that line when
+    it fits and need not be spread, else a member (or, for a list of plain values, as many as
+    fit) a line."""
+    inline = json.dumps(value, ensure_ascii=False)
+    if not (value and isinstance(value, (dict, list))) or (not _spread(ann, key) and lead + len(inline) < _WIDTH):
+        return inline
+    pad, end = " " * (indent + 2), " " * indent
+    if isinstance(value, dict):
+        sub = _model(ann)
+        types = section_types(sub) if sub else {}  # a table's entries are laid out as they fit
+        rows = []
+        for name, v in value.items():
+            head = f"{pad}{json.dumps(name)}: "
+            rows.append(head + _layout(v, types.get(name), f"{key}.{name}".lstrip("."), indent + 2, len(head)))
+        return "{\n" + ",\n".join(rows) + "\n" + end + "}"
+    if all(not isinstance(v, (dict, list)) for v in value):  # words, wrapped as a person would
+        lines, line = [], ""
+        for word in (json.dumps(v, ensure_ascii=False) for v in value):
+            if line and lead + 1 + len(line) + len(", ") + len(word) + len("],") > _WIDTH:
+                lines.append(line + ",")
+                line = word
+            else:
+                line = f"{line}, {word}" if line else word
+        lines.append(line)
+        return "[" + ("\n" + " " * (lead + 1)).join(lines) + "]"
+    rows = [pad + _layout(v, None, key, indent + 2, indent + 2) for v in value]
+    return "[\n" + ",\n".join(rows) + "\n" + end + "]"
+
+
+def config_example() -> str:
+    """config.example.json as the code makes it."""
+    return _layout(_example_of(Config, ""), Config, "", 0, 0) + "\n"
+
+
 def render_into(text: str) -> str:
     """The text with every generated section replaced by fresh output."""
     for name, make in SECTIONS.items():
@@ -141,9 +228,11 @@ def render_into(text: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["--write"] and len(argv) == 2:
-        path = Path(argv[1])
-        path.write_text(render_into(path.read_text(encoding="utf-8")), encoding="utf-8")
+    if argv[:1] == ["--write"] and len(argv) >= 2:
+        for name in argv[1:]:  # a JSON file is the example config; any other, a file with generated sections
+            path = Path(name)
+            text = config_example() if path.suffix == ".json" else render_into(path.read_text(encoding="utf-8"))
+            path.write_text(text, encoding="utf-8")
         return 0
     for name, make in SECTIONS.items():
         print(f"## {name}\n\n{make()}\n")

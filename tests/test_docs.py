@@ -7,14 +7,29 @@ from pathlib import Path
 
 from nanohermes.budget import Limits
 from nanohermes.config import Config, Section, section_fields, section_types
-from nanohermes.reference import SECTIONS, limits_table, render_into
+from nanohermes.reference import EXAMPLES, SECTIONS, WRITE, config_example, limits_table, main, render_into
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_readme_reference_matches_the_code() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert render_into(readme) == readme, "run: python -m nanohermes.reference --write README.md"
+    assert render_into(readme) == readme, f"run: {WRITE}"
+
+
+def test_the_example_config_is_the_one_the_code_makes() -> None:
+    assert (ROOT / "config.example.json").read_text(encoding="utf-8") == config_example(), f"run: {WRITE}"
+
+
+def test_the_example_config_shows_every_limit_and_every_example_at_a_real_key() -> None:
+    example = json.loads(config_example())
+    assert set(example["limits"]) | (set(Limits.names()) & set(example)) == set(Limits.names())
+    for key, value in EXAMPLES.items():  # an example at a key that was renamed or removed would be lost
+        node = example
+        for part in key.split("."):
+            assert isinstance(node, dict) and part in node, f"EXAMPLES names {key}, which is no config key"
+            node = node[part]
+        assert node == value
 
 
 def test_every_limit_is_documented_with_what_it_bounds() -> None:
@@ -46,3 +61,14 @@ def test_a_changed_limit_makes_the_docs_check_fail(monkeypatch) -> None:  # type
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     monkeypatch.setitem(SECTIONS, "limits", lambda: limits_table().replace("`200`", "`201`"))
     assert render_into(readme) != readme
+
+
+def test_the_write_command_regenerates_both_files(tmp_path: Path) -> None:
+    readme, example = tmp_path / "README.md", tmp_path / "config.example.json"
+    readme.write_text((ROOT / "README.md").read_text(encoding="utf-8").replace("`200`", "`201`"), encoding="utf-8")
+    example.write_text("{}\n", encoding="utf-8")
+    words = WRITE.split()
+    assert words[:3] == ["python", "-m", "nanohermes.reference"] and words[4:] == ["README.md", "config.example.json"]
+    assert main([words[3], str(readme), str(example)]) == 0
+    assert readme.read_text(encoding="utf-8") == (ROOT / "README.md").read_text(encoding="utf-8")
+    assert example.read_text(encoding="utf-8") == config_example()
