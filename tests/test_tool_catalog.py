@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tool_support import package_copy, run_python as run
+from tool_support import package_copy, run_python as run, with_registered
 
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 from nanohermes.tools import Tool, build_tools
@@ -153,18 +153,6 @@ for name in BEHAVIOUR:
     out[name] = asyncio.run(got) if inspect.iscoroutine(got) else got
 print(json.dumps({"kind": type(tool).__name__, "answers": out}))
 """
-
-
-def with_registered(root: Path, module: str, code: str) -> None:
-    """`code` as the tool module `nanohermes/tools/<module>.py` of the copy at `root`, its
-    tools joined to the built-in list: the one line a new tool module adds to the registry."""
-    (root / "nanohermes" / "tools" / f"{module}.py").write_text(code)
-    registry = root / "nanohermes" / "tools" / "registry.py"
-    text = registry.read_text()
-    line = "    tools: list[Tool] = [*files(), "
-    assert text.count(line) == 1
-    registry.write_text(text.replace(line, f"    from nanohermes.tools.{module} import tools as {module}\n"
-                                           f"{line}*{module}(), "))
 
 
 def test_a_deferred_tool_hands_every_method_of_the_contract_to_the_real_one(home: Path, tmp_path: Path) -> None:

@@ -70,3 +70,15 @@ def package_copy(dest: Path) -> Path:
     that changes the code itself; pass `dest` as `run_python`'s root."""
     shutil.copytree(REPO / "nanohermes", dest / "nanohermes", ignore=shutil.ignore_patterns("__pycache__"))
     return dest
+
+
+def with_registered(root: Path, module: str, code: str) -> None:
+    """`code` as the tool module `nanohermes/tools/<module>.py` of the copy at `root`, its
+    tools joined to the built-in list in `registry.py`, as a new tool module is registered."""
+    (root / "nanohermes" / "tools" / f"{module}.py").write_text(code)
+    registry = root / "nanohermes" / "tools" / "registry.py"
+    text = registry.read_text()
+    line = "    tools: list[Tool] = [*files(), "
+    assert text.count(line) == 1
+    registry.write_text(text.replace(line, f"    from nanohermes.tools.{module} import tools as {module}\n"
+                                           f"{line}*{module}(), "))

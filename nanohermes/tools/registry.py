@@ -1,6 +1,9 @@
-"""The built-in tools: the one list of their modules, and what they declare.
+"""The built-in tools: the one list of their modules.
 
-Each tool module lists its tools in `tools()`; a new module joins `build_tools` here. The
+A tool module holds everything of its tools (name, parameters, kind, effect, the limits that
+bound them, description, behaviour) and lists them in `tools()`; registering a new module is
+its import and its tools in the list of `build_tools` here, nothing else (the reference, the
+example config and the declarations cache follow from it: `tests/test_new_tool.py`). The
 modules are imported when the pool is first built from them (a start usually builds it from
 the declarations cache, `catalog.py`, and imports a module only when one of its tools is called).
 """
