@@ -1,13 +1,17 @@
-"""The permission modes: one enum for the config, the permissions, the CLI and the REPL.
+"""The closed sets of words the config, the CLI and the REPL share: the permission modes, the
+reasoning efforts, the wire APIs and the sandbox modes. Each is declared here once; the config's
+schema and the command line's choices are made from these.
 
-A `str` enum, so a mode is its own name in JSON, in text and in comparisons (`Mode.PLAN ==
-"plan"`). What each mode blocks and asks is the permissions' business (`MODE_BLOCKED_EFFECTS`,
-`decide`); how strict each is, for a project file that may only narrow, is the config's.
+`Mode` is a `str` enum, so a mode is its own name in JSON, in text and in comparisons
+(`Mode.PLAN == "plan"`). What each mode blocks and asks is the permissions' business
+(`MODE_BLOCKED_EFFECTS`, `decide`); how strict each is, for a project file that may only narrow,
+is the config's. The others are `Literal` types, each with the tuple of its words.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal, get_args
 
 
 class Mode(StrEnum):
@@ -20,3 +24,16 @@ class Mode(StrEnum):
 
 # What Shift+Tab steps through in the REPL, in order; debug and goal are chosen by name.
 CYCLE: tuple[Mode, ...] = (Mode.DEFAULT, Mode.ACCEPT_EDITS, Mode.PLAN)
+
+
+# How hard a reasoning model thinks (`reasoning_effort`, --reasoning-effort).
+Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+EFFORTS: tuple[Effort, ...] = get_args(Effort)
+
+# The endpoint's API: chat completions or the Responses API (`wire_api`, --wire-api).
+Wire = Literal["chat", "responses"]
+WIRES: tuple[Wire, ...] = get_args(Wire)
+
+# auto: commands nobody approved run in the OS sandbox; off: unconfined (`sandbox.mode`, --sandbox).
+SandboxMode = Literal["auto", "off"]
+SANDBOX_MODES: tuple[SandboxMode, ...] = get_args(SandboxMode)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, Union, get_args,
 
 from nanohermes.budget import ZERO_ALLOWED, Limits
 from nanohermes.errors import ConfigError
-from nanohermes.modes import Mode
+from nanohermes.modes import Effort, Mode, SandboxMode, Wire
 from nanohermes.permissions import DEFAULT_SECRET_FILES
 
 _DIR_NAME = re.compile(r"[^/\\*?\[\]{}!]+")  # a plain folder name: no separators, no glob characters
@@ -164,7 +164,7 @@ def _check_names(names: dict[str, Any], key: str, what: str) -> None:
 
 @dataclass(kw_only=True)
 class SandboxConfig(Section):
-    mode: Literal["auto", "off"] = _d("auto", "auto: commands nobody approved run under the OS sandbox; off: none "
+    mode: SandboxMode = _d("auto", "auto: commands nobody approved run under the OS sandbox; off: none "
                                                "do (--sandbox); a project file may not turn it off")
     network: bool = _d(False, "let sandboxed commands use the network (a trust key in project files)")
     writable_roots: list[str] = _d(list, "more folders sandboxed commands may write under workspace-write "
@@ -299,9 +299,9 @@ class Config(Section):
     max_parallel_tools: int = _d(10, "concurrency-safe calls run at once", ge=1, le=64)
     max_tools: int = _d(128, "functions the endpoint takes in one request (OpenAI: 128); past it, MCP tools are found "
                              "with tool_search", ge=2)
-    wire_api: Literal["chat", "responses"] = _d("chat", "the endpoint's API: chat (chat completions) or responses "
+    wire_api: Wire = _d("chat", "the endpoint's API: chat (chat completions) or responses "
                                                         "(the Responses API, for models served only there; --wire-api)")
-    reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = _d(
+    reasoning_effort: Effort | None = _d(
         None, "how hard a reasoning model thinks; sent only when set (--reasoning-effort)")
     request_timeout: float = _d(600.0, "seconds one model request may take", gt=0)
     max_retries: int = _d(4, "retries of 429, 5xx, connection errors and dropped streams", ge=0, le=20)

@@ -19,7 +19,8 @@ type is its kind:
 
 A quirk is one entry here plus its fake-server test, tagged `@pytest.mark.quirk("<id>")`:
 `tests/test_quirks.py` fails while an entry has no such test, a tag names no entry, or an entry
-and its code do not name each other. Nothing here imports the rest of nanohermes.
+and its code do not name each other. Nothing here imports the rest of nanohermes
+but `modes`, where the wire APIs are named.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal, TypeVar
 
-Wire = Literal["chat", "responses"]
-BOTH: tuple[Wire, ...] = ("chat", "responses")
+from nanohermes.modes import WIRES, Wire
+
+BOTH: tuple[Wire, ...] = WIRES
 CHAT: tuple[Wire, ...] = ("chat",)
 RESPONSES: tuple[Wire, ...] = ("responses",)
 
