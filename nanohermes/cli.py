@@ -18,48 +18,52 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn, Protocol, runtime_checkable
 
-from nanohermes.modes import Mode
+from nanohermes import argv
+from nanohermes.exits import run_exit_callbacks
+from nanohermes.modes import Wire
 
 EXIT_OK, EXIT_ERROR, EXIT_TURNS, EXIT_INTERRUPTED = 0, 1, 3, 130  # 2, a usage error, is UsageError's exit_code
 EXIT_TERMINATED = 143
 
 
 def main() -> None:
-    # `--version` must not pay for typer, pydantic or httpx imports.
-    if sys.argv[1:] in (["--version"], ["-V"]):
-        from nanohermes import __version__
-
-        print(f"nanohermes {__version__}")
+    line = argv.read(sys.argv[1:])
+    values = line.values()
+    if values is not None and values["version"]:  # without typer, pydantic or httpx
+        _print_version()
         return
-    argv, first = _first_prompt(_bool_words(_bare_print(_bare_resume(sys.argv[1:]))))
-    if sys.stdin.isatty() and sys.stdout.isatty() and _opens_repl(argv):
-        _repl_first(argv, first)
-    if first is None and (launch := _quick_launch(argv)) is not None:
+    if sys.stdin.isatty() and sys.stdout.isatty() and line.opens_repl():
+        _repl_first(line.argv, line.first_prompt)
+    if line.first_prompt is None and values is not None and values["prompt"] is not None:
         # A start-up only adds objects that live as long as the run (modules, classes, the
         # agent): the cyclic collector would scan them again and again while they load, for
         # nothing. It is switched back on when the turn begins (`_headless`).
         import gc
 
         gc.disable()
-        _leave(run(launch))
-    _make_app(first_prompt=first)(args=argv, prog_name="nanohermes")
+        _leave(run(_launch(values)))
+    _make_app(first_prompt=line.first_prompt)(args=line.argv, prog_name="nanohermes")
 
 
 def _leave(code: int) -> NoReturn:
-    """End a finished `-p` run without the interpreter's teardown, which collects every
-    object of every loaded module and costs a one-shot run more CPU than its model call. The
-    session is saved and closed by now; the exit handlers still run (they kill any process
-    group a tool left behind), and a failure to flush the output ends with status 120, as
-    the interpreter's own exit would."""
-    import atexit
-
+    """End a finished run without the interpreter's teardown, which collects every object of
+    every loaded module and costs a one-shot run more CPU than its model call. The session is
+    saved and closed by now; nanohermes's exit callbacks still run (they kill any process group
+    a tool left behind), and a failure to flush the output ends with status 120, as the
+    interpreter's own exit would."""
     try:
         sys.stdout.flush()
         sys.stderr.flush()
     except (OSError, ValueError):  # a closed pipe: nothing more can be written
         code = 120
-    atexit._run_exitfuncs()
+    run_exit_callbacks()
     os._exit(code)
+
+
+def _print_version() -> None:
+    from nanohermes import __version__
+
+    print(f"nanohermes {__version__}")
 
 
 class Launch(NamedTuple):  # not a dataclass: `dataclasses` would cost `--version` its inspect import
@@ -77,158 +81,14 @@ class Launch(NamedTuple):  # not a dataclass: `dataclasses` would cost `--versio
     first_prompt: str | None = None  # `nanohermes "fix it"`: the REPL starts with it
 
 
-_VALUED = {"-p", "--print", "--output-format", "--model", "-m", "--base-url", "--api-key", "--mode", "--config",
-           "-C", "--cwd", "--max-turns", "--wire-api", "--reasoning-effort", "--sandbox"}
-_FORMATS = ("text", "json", "stream-json")
-_MODES = tuple(Mode)
-_WIRES = ("chat", "responses")
-_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
-_SANDBOXES = ("auto", "off")
-_QUICK_FLAGS = {"--yes": "yes", "-y": "yes", "--no-session": "no_session", "--continue": "cont", "-c": "cont",
-                "--verbose": "verbose", "-v": "verbose"}
-_QUICK_NAMES = {"-p": "prompt", "--print": "prompt", "--output-format": "fmt", "--model": "model", "-m": "model",
-                "--base-url": "base_url", "--api-key": "api_key", "--mode": "mode", "--config": "config", "-C": "cwd",
-                "--cwd": "cwd", "--max-turns": "max_turns", "--resume": "resume", "-r": "resume",
-                "--wire-api": "wire_api", "--reasoning-effort": "reasoning_effort", "--sandbox": "sandbox"}
-
-
-def _quick_launch(argv: list[str]) -> Launch | None:
-    """A `-p` run's options read without typer (whose import and coercion cost a one-shot run
-    more than its model call). Anything unusual (help, a subcommand, an unknown or doubled
-    option, a bad value) returns None, and typer parses it and reports the error as usual."""
-    got: dict[str, Any] = {}
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
-        if name in _QUICK_FLAGS and not eq:
-            got[_QUICK_FLAGS[name]] = True
-        elif name in _QUICK_NAMES and _QUICK_NAMES[name] not in got:
-            if not eq:
-                if i + 1 >= len(argv):
-                    return None
-                i += 1
-                value = argv[i]
-            got[_QUICK_NAMES[name]] = value
-        else:
-            return None
-        i += 1
-    if got.get("prompt") is None or got.get("fmt", "text") not in _FORMATS or got.get("mode", "default") not in _MODES \
-            or got.get("wire_api", "chat") not in _WIRES or got.get("reasoning_effort", "low") not in _EFFORTS \
-            or got.get("sandbox", "auto") not in _SANDBOXES:
-        return None
-    turns = got.get("max_turns")
-    if turns is not None and not (turns.isdigit() and int(turns) >= 1):
-        return None
-    flags = {"model": got.get("model"), "base_url": got.get("base_url"), "api_key": got.get("api_key"),
-             "permission_mode": got.get("mode"), "auto_approve": True if got.get("yes") else None,
-             "max_turns": int(turns) if turns is not None else None, "wire_api": got.get("wire_api"),
-             "reasoning_effort": got.get("reasoning_effort"),
-             "sandbox": {"mode": got["sandbox"]} if "sandbox" in got else None}
-    return Launch(prompt=got["prompt"], fmt=got.get("fmt", "text"), flags=flags,
-                  config_file=Path(got["config"]) if "config" in got else None,
-                  cwd=Path(got["cwd"]) if "cwd" in got else None, verbose=bool(got.get("verbose")),
-                  save_session=not got.get("no_session"), cont=bool(got.get("cont")), resume=got.get("resume"))
-
-
-def _bare_resume(argv: list[str]) -> list[str]:
-    """`--resume` may come without an ID (then a picker asks): give it an empty value."""
-    out: list[str] = []
-    for i, arg in enumerate(argv):
-        bare = i + 1 == len(argv) or argv[i + 1].startswith("-")
-        if arg in ("--resume", "-r") and bare and (i == 0 or argv[i - 1] not in _VALUED):
-            arg = "--resume="
-        out.append(arg)
-    return out
-
-
-_FLAGS = {"--yes", "-y", "--no-session", "--continue", "-c", "--verbose", "-v"}
-_TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
-SUBCOMMANDS = ("doctor", "sessions")
-
-
-STDIN = "-"  # the prompt of `-p -`, or of a bare `-p`: read from standard input
-
-
-def _bare_print(argv: list[str]) -> list[str]:
-    """`-p` may come without a prompt (`echo ... | nanohermes -p`): then, as with `-p -`, the
-    prompt is standard input. Bare: last, or followed by one of the options."""
-    options = _VALUED | _FLAGS | {"--resume", "-r", "-h", "--help", "-V", "--version"}
-    out: list[str] = []
-    for i, arg in enumerate(argv):
-        out.append(arg)
-        nxt = argv[i + 1] if i + 1 < len(argv) else None
-        if arg in ("-p", "--print") and (i == 0 or argv[i - 1] not in _VALUED) \
-                and (nxt is None or nxt.partition("=")[0] in options):
-            out.append(STDIN)
-    return out
-
-
-def _bool_words(argv: list[str]) -> list[str]:
-    """`--yes false` means the flag is off and `--yes true` that it is on, instead of `false`
-    being read as a command."""
-    out: list[str] = []
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        word = argv[i + 1].lower() if i + 1 < len(argv) else ""
-        if arg in _FLAGS and (i == 0 or argv[i - 1] not in _VALUED) and word in _TRUE | _FALSE:
-            if word in _TRUE:
-                out.append(arg)
-            i += 2
-            continue
-        out.append(arg)
-        i += 1
-    return out
-
-
-def _first_prompt(argv: list[str]) -> tuple[list[str], str | None]:
-    """`nanohermes "fix it"`: words that are not an option, its value or a subcommand are the
-    REPL's first prompt. Returns the arguments without them, and the prompt."""
-    rest: list[str] = []
-    words: list[str] = []
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--":
-            words += argv[i + 1:]
-            break
-        if arg.startswith("-") and arg != "-":
-            rest.append(arg)
-            if arg in _VALUED | {"--resume", "-r"} and i + 1 < len(argv):  # a bare --resume is `--resume=` by now
-                rest.append(argv[i + 1])
-                i += 1
-        elif not words and arg in SUBCOMMANDS:
-            return argv, None  # a subcommand takes the rest as its own
-        else:
-            words.append(arg)
-        i += 1
-    return (rest, " ".join(words)) if words else (argv, None)
-
-
-class OutputFormat(str, Enum):
-    text = "text"
-    json = "json"
-    stream_json = "stream-json"
-
-
-class SandboxChoice(str, Enum):
-    auto = "auto"
-    off = "off"
-
-
-class WireChoice(str, Enum):
-    chat = "chat"
-    responses = "responses"
-
-
-class EffortChoice(str, Enum):
-    none = "none"
-    minimal = "minimal"
-    low = "low"
-    medium = "medium"
-    high = "high"
-    xhigh = "xhigh"
+def _launch(values: dict[str, Any], first_prompt: str | None = None) -> Launch:
+    """The Launch of the root command's values (`argv.OPTIONS`' dests), read by typer or by
+    `argv.read`."""
+    fmt = values["output_format"]
+    return Launch(prompt=values["prompt"], fmt=fmt.value if isinstance(fmt, Enum) else fmt,
+                  flags=argv.config_flags(values), config_file=values["config"], cwd=values["cwd"],
+                  verbose=values["verbose"], save_session=not values["no_session"], cont=values["continue_"],
+                  resume=values["resume"], first_prompt=first_prompt)
 
 
 def _fail(err: BaseException, verbose: bool) -> int:
@@ -267,63 +127,28 @@ def _make_app(launch: Callable[[Launch], int] | None = None, first_prompt: str |
     app = typer.Typer(add_completion=False, invoke_without_command=True, no_args_is_help=False, rich_markup_mode=None,
                       context_settings={"help_option_names": ["-h", "--help"]}, pretty_exceptions_enable=False)
 
-    @app.callback()
-    def root(
-        ctx: typer.Context,
-        prompt: str | None = typer.Option(None, "-p", "--print", help="Run one prompt without the REPL and print the "
-                                          "answer. Piped stdin is appended; `-p -` or a bare -p reads the prompt "
-                                          "from stdin."),
-        output_format: OutputFormat = typer.Option(OutputFormat.text, "--output-format", help="With -p: text, json "
-                                                   "(one object) or stream-json (one event per line)."),
-        model: str | None = typer.Option(None, "--model", "-m", help="Model name (config `model`, env NANOHERMES_MODEL)."),
-        base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1."),
-        api_key: str | None = typer.Option(None, "--api-key", help="API key (default: $OPENAI_API_KEY)."),
-        mode: Mode | None = typer.Option(None, "--mode", help="Permission mode."),
-        yes: bool = typer.Option(False, "--yes", "-y", help="Approve every call that would ask (not those a mode blocks).", metavar=""),
-        sandbox: SandboxChoice | None = typer.Option(None, "--sandbox", help="auto: commands nobody approved run in "
-                                                     "the OS sandbox; off: unconfined (config sandbox.mode)."),
-        config: Path | None = typer.Option(None, "--config", help="Config file to use instead of the user config."),
-        cwd: Path | None = typer.Option(None, "-C", "--cwd", help="Workspace directory (default: the current one)."),
-        max_turns: int | None = typer.Option(None, "--max-turns", min=1, help="Stop after this many model calls in one turn."),
-        wire_api: WireChoice | None = typer.Option(None, "--wire-api", help="The endpoint's API: chat (chat completions) or responses."),
-        reasoning_effort: EffortChoice | None = typer.Option(None, "--reasoning-effort", help="How hard a reasoning "
-                                                             "model thinks (sent only when set)."),
-        no_session: bool = typer.Option(False, "--no-session", help="Do not save this session's transcript.", metavar=""),
-        continue_: bool = typer.Option(False, "--continue", "-c", help="Continue the latest session of this workspace.", metavar=""),
-        resume: str | None = typer.Option(None, "--resume", "-r", help="Resume a session by ID (or ID prefix); "
-                                          "without an ID, pick one from a list."),
-        verbose: bool = typer.Option(False, "--verbose", "-v", help="Show progress on stderr and tracebacks on errors.", metavar=""),
-        version: bool = typer.Option(False, "--version", "-V", help="Print the version and exit.", metavar=""),
-    ) -> None:
+    def root(ctx: typer.Context, **values: Any) -> None:
         """nanohermes: a coding agent in your terminal, for any OpenAI-compatible endpoint.
 
         `nanohermes` opens the REPL; `nanohermes "fix the failing test"` opens it with that first
         message; `nanohermes -p "..."` runs one prompt and prints the answer.
         """
-        if version:
-            from nanohermes import __version__
-
-            print(f"nanohermes {__version__}")
+        if values["version"]:
+            _print_version()
             raise typer.Exit(0)
         if ctx.invoked_subcommand is not None:
-            ctx.obj = {"cwd": cwd}
+            ctx.obj = {"cwd": values["cwd"]}
             return
-        flags = {"model": model, "base_url": base_url, "api_key": api_key,
-                 "permission_mode": mode.value if mode else None, "auto_approve": True if yes else None,
-                 "max_turns": max_turns, "wire_api": wire_api.value if wire_api else None,
-                 "reasoning_effort": reasoning_effort.value if reasoning_effort else None,
-                 "sandbox": {"mode": sandbox.value} if sandbox else None}
-        code = (launch or run)(Launch(prompt=prompt, fmt=output_format.value, flags=flags, config_file=config, cwd=cwd,
-                                      verbose=verbose, save_session=not no_session, cont=continue_, resume=resume,
-                                      first_prompt=first_prompt))
-        raise typer.Exit(code)
+        raise typer.Exit((launch or run)(_launch(values, first_prompt)))
+
+    app.callback()(_with_options(root, typer))
 
     @app.command()
     def doctor(
         model: str | None = typer.Option(None, "--model", "-m", help="Model to check."),
         base_url: str | None = typer.Option(None, "--base-url", help="Endpoint to check."),
         api_key: str | None = typer.Option(None, "--api-key", help="API key to check."),
-        wire_api: WireChoice | None = typer.Option(None, "--wire-api", help="The endpoint's API to check: chat or responses."),
+        wire_api: Wire | None = typer.Option(None, "--wire-api", help="The endpoint's API to check: chat or responses."),
         config: Path | None = typer.Option(None, "--config", help="Config file to use instead of the user config."),
         cwd: Path | None = typer.Option(None, "-C", "--cwd", help="Workspace directory."),
     ) -> None:
@@ -333,7 +158,7 @@ def _make_app(launch: Callable[[Launch], int] | None = None, first_prompt: str |
         try:
             code = run_doctor(_workspace(cwd), config_file=config,
                               flags={"model": model, "base_url": base_url, "api_key": api_key,
-                                     "wire_api": wire_api.value if wire_api else None})
+                                     "wire_api": wire_api})
         except Exception as e:
             code = _fail(e, False)
         raise typer.Exit(code)
@@ -348,6 +173,22 @@ def _make_app(launch: Callable[[Launch], int] | None = None, first_prompt: str |
         raise typer.Exit(list_sessions_command(cwd or (ctx.obj or {}).get("cwd"), as_json))
 
     return app
+
+
+def _with_options(root: Callable[..., None], typer: Any) -> Callable[..., None]:
+    """`root` with a signature typer reads as the root command's options: `argv.OPTIONS`, in
+    their order (a flag is false by default and shows no metavar; an option not given is None)."""
+    import inspect
+
+    params = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)]
+    for opt in argv.OPTIONS:
+        kind = opt.kind if opt.flag or opt.default is not None else opt.kind | None
+        info = typer.Option(False if opt.flag else opt.default, *opt.names, help=opt.help, min=opt.min,
+                            metavar="" if opt.flag else None)
+        params.append(inspect.Parameter(opt.dest, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=kind))
+    root.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]  # typer reads it through inspect
+    root.__annotations__ = {p.name: p.annotation for p in params}
+    return root
 
 
 def list_sessions_command(cwd: Path | None, as_json: bool) -> int:
@@ -408,22 +249,6 @@ def _workspace(cwd: Path | None) -> Path:
     return ws
 
 
-def _opens_repl(argv: list[str]) -> bool:
-    """Whether these arguments start the REPL: no -p, --help, --version, subcommand or session
-    picker. Read from the parser alone, which is cheap; typer's coercion of the values imports
-    pydantic, so it runs behind the REPL's first prompt (see `_repl_first`)."""
-    try:
-        import typer
-
-        cmd = typer.main.get_command(_make_app())
-        ctx = typer.Context(cmd, info_name="nanohermes", **cmd.context_settings)
-        opts, rest, _ = cmd.make_parser(ctx).parse_args(list(argv))
-    except Exception:  # a usage error: the full parse reports it
-        return False
-    return not rest and opts.get("prompt") is None and not opts.get("help") and not opts.get("version") \
-        and opts.get("resume") != ""
-
-
 @runtime_checkable
 class _Formatted(Protocol):
     """typer's usage errors (its own copy of click's): they say what was wrong."""
@@ -431,7 +256,7 @@ class _Formatted(Protocol):
     def format_message(self) -> str: ...
 
 
-def _repl_first(argv: list[str], first: str | None = None) -> NoReturn:
+def _repl_first(args: list[str], first: str | None = None) -> NoReturn:
     """The REPL with its prompt drawn first: parsing the flags and loading the config run
     behind it, and an error there is reported as it would have been before the REPL."""
     parsed: list[Launch] = []
@@ -444,7 +269,7 @@ def _repl_first(argv: list[str], first: str | None = None) -> NoReturn:
         from nanohermes.errors import UsageError
 
         try:
-            _make_app(keep)(args=argv, prog_name="nanohermes", standalone_mode=False)
+            _make_app(keep)(args=args, prog_name="nanohermes", standalone_mode=False)
         except Exception as e:
             if isinstance(e, _Formatted):  # typer's usage error: a bad value
                 raise UsageError(e.format_message(), hint="`nanohermes --help` lists the options") from None
@@ -517,7 +342,7 @@ def run(launch: Launch) -> int:
                 raise UsageError("a prompt without -p opens the REPL, which needs a terminal",
                                  hint=f'run it on a terminal, or use -p "{launch.first_prompt[:40]}" in scripts')
             prompt = ""
-        if prompt == STDIN:  # `-p -` or a bare `-p`: the whole prompt comes on stdin
+        if prompt == argv.STDIN:  # `-p -` or a bare `-p`: the whole prompt comes on stdin
             if sys.stdin.isatty():
                 sys.stderr.write("nanohermes: reading the prompt from the terminal; end it with Ctrl-D\n")
             prompt = sys.stdin.read()
@@ -539,12 +364,10 @@ def _interactive(start: Callable[[], Any], first: str | None = None) -> NoReturn
     if code == EXIT_TERMINATED:
         with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
             sys.stderr.write("nanohermes: terminated\n")
-    # Everything is saved and closed by now. Exiting here skips the interpreter's teardown
+    # Everything is saved and closed by now. Leaving here skips the interpreter's teardown
     # (most of a second with the SDK loaded) and cannot hang on a tool thread stuck in a
     # blocking call.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    _leave(code)
 
 
 def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool, save_session: bool,

@@ -13,10 +13,11 @@ from nanohermes.testing import FakeServer, Reply
 
 REPO = Path(__file__).resolve().parent.parent
 
-# A finished -p run leaves without the interpreter's teardown, but runs the exit handlers:
-# the report is one of them.
+# A finished -p run leaves without the interpreter's teardown, but runs nanohermes's exit
+# callbacks: the report is one of them.
 PROBE = """
-import atexit, sys
+import sys
+from nanohermes.exits import at_exit
 sys.argv = ["nanohermes", *sys.argv[1:]]
 
 def report():
@@ -35,7 +36,7 @@ def report():
     print("unused", unused, file=sys.stderr)
     print("collector", "on" if gc.isenabled() else "off", file=sys.stderr)
 
-atexit.register(report)
+at_exit(report)
 from nanohermes.cli import main
 main()
 """

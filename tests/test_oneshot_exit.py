@@ -1,5 +1,5 @@
 """How a one-shot `-p` run starts and ends: one checkpoint snapshot for its one turn (no
-background warm-up to wait for and repeat), and the exit handlers run although the
+background warm-up to wait for and repeat), and nanohermes's exit callbacks run although the
 interpreter's teardown is skipped."""
 
 from __future__ import annotations
@@ -41,9 +41,10 @@ def test_a_p_turn_keeps_one_checkpoint_of_what_it_changed(cli, server: FakeServe
 
 
 EXIT_HANDLER = """
-import atexit, sys
+import sys
+from nanohermes.exits import at_exit
 sys.argv = ["nanohermes", *sys.argv[1:]]
-atexit.register(lambda: print("exit handler ran", file=sys.stderr))
+at_exit(lambda: print("exit handler ran", file=sys.stderr))
 from nanohermes.cli import main
 main()
 print("unreachable: main returned", file=sys.stderr)

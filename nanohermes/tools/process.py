@@ -15,7 +15,6 @@ a command ends, what it left running outside its group is swept and counted.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import os
 import signal
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from nanohermes import sandbox
 from nanohermes.budget import Limits
+from nanohermes.exits import at_exit
 from nanohermes.tools.base import ToolContext
 
 if TYPE_CHECKING:
@@ -40,10 +40,9 @@ OnData = Callable[[int, bytes], None]
 _REAP_SECS = 5.0  # how long to wait for a SIGKILLed shell to be reaped before giving up on it
 _MARKER_CHARS = 60  # room reserved per section for its "… N chars omitted …" marker
 
-# Process groups started and not yet closed: killed at interpreter exit as a last resort,
+# Process groups started and not yet closed: killed when the process ends as a last resort,
 # for exits that skip the orderly close (an exception escaping the event loop).
 _live_groups: set[int] = set()
-_atexit_hooked = False
 
 
 def _kill_live_groups() -> None:
@@ -387,10 +386,7 @@ async def spawn(argv: list[str], *, cwd: Path, env: dict[str, str], out_cap: int
     Raises OSError (FileNotFoundError when the program is missing) if it cannot start, and
     sandbox.SandboxError when the sandbox cannot be set up (the command does not run).
     """
-    global _atexit_hooked
-    if not _atexit_hooked:
-        atexit.register(_kill_live_groups)
-        _atexit_hooked = True
+    at_exit(_kill_live_groups)
     sandbox.become_subreaper()
     conf = confinement
     prepared = sandbox.prepare(conf)
