@@ -1,35 +1,41 @@
-"""Start-up and one-turn overhead of nanohermes, each beside its floor, measured in one run.
+"""Start-up and one-turn overhead of nanohermes, before and after a change, each beside its floor.
 
-    python bench/startup.py [--runs N]
+    python bench/startup.py [--runs N] [--before REV] [--only-turn]
 
-Rows (median of N runs alternating with the baseline, wall-clock seconds; the ratio is the
-median of the per-pair ratios):
-  --version          `nanohermes --version`      vs `python -c pass`
+`--before` names the version to compare with (default: where this branch left main, `git
+merge-base HEAD main`); it is exported from git into a temporary folder and run with the same
+interpreter and packages. Rows (wall-clock seconds, the median of N rounds; a round runs the
+version before, this checkout and the floor one after another, so a machine whose load changes
+skews them alike; each ratio is the median of the per-round ratios):
+  --version          `nanohermes --version`      floor: `python -c pass`
   first prompt       launch to the REPL prompt drawn on a pseudo-terminal
-                                                 vs `python -c "import typer, rich.console, prompt_toolkit"`
+                                                 floor: `python -c "import typer, rich.console, prompt_toolkit"`
   agent ready        launch to the agent built behind that prompt (the toolbar shows the context)
   one -p turn        `nanohermes -p` against the loopback fake server
-                                                 vs a bare httpx script making the same streamed request
+                                                 floor: a bare httpx script making the same streamed request
                                                  (goal: within 1.3x)
-  -p turn CPU        the same pair in user+system CPU seconds, which a busy machine skews less
-and the peak RSS of the `-p` run beside that of the bare script. Run it on an idle machine:
-the ratios are what to compare between versions. Every row starts with one unmeasured run
-of each side, which also fills the tool schema cache in the benchmark's own HOME, as any
-start after the first finds it.
+  -p turn CPU        the same in user+system CPU seconds, which a busy machine skews less
+and the peak RSS of the `-p` run beside that of the bare script. `after/before` is the change's
+effect (1.00x: none); `after/floor` is what start-up still costs. Run it on an idle machine.
+Every row starts with one unmeasured run of each side, which also fills the tool cache in each
+version's own HOME, as any start after the first finds it.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import pty
 import select
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -41,8 +47,11 @@ PY = sys.executable
 ANSWER = "The answer is 42."
 
 
-def env(home: Path, **extra: str) -> dict[str, str]:
-    e = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home), "OPENAI_API_KEY": "bench-key",
+def env(home: Path, tree: Path = REPO, **extra: str) -> dict[str, str]:
+    """The environment of one version's runs: its source tree first on the path, its own HOME
+    (a version's tool cache is not another's)."""
+    home.mkdir(parents=True, exist_ok=True)
+    e = {**os.environ, "PYTHONPATH": str(tree), "HOME": str(home), "OPENAI_API_KEY": "bench-key",
          "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
          "XDG_STATE_HOME": str(home / ".local/state"), "XDG_CACHE_HOME": str(home / ".cache"),
          "TERM": "xterm-256color", **extra}
@@ -120,28 +129,47 @@ def first_prompt(environ: dict[str, str], cwd: Path, base_url: str, until: bytes
         os.close(master)
 
 
-def paired(ours: Callable[[], float], base: Callable[[], float], runs: int) -> tuple[float, float, float]:
-    """Medians of ours, of the baseline, and of their per-pair ratio. Runs alternate so a
-    machine whose load changes during the benchmark skews both sides alike."""
-    ours(), base()  # warm the OS file cache and .pyc files
-    pairs = [(ours(), base()) for _ in range(runs)]
-    a = statistics.median(p[0] for p in pairs)
-    b = statistics.median(p[1] for p in pairs)
-    return a, b, statistics.median(p[0] / p[1] for p in pairs)
+def rounds(sides: list[Callable[[], float]], runs: int) -> tuple[list[float], list[list[float]]]:
+    """Each side's median, and each side's per-round ratios to the others (`ratios[i][j]`: the
+    median of side i over side j). A round runs every side once, in turn."""
+    for side in sides:  # warm the OS file cache and .pyc files
+        side()
+    got = [[side() for side in sides] for _ in range(runs)]
+    medians = [statistics.median(r[i] for r in got) for i in range(len(sides))]
+    ratios = [[statistics.median(r[i] / r[j] for r in got) for j in range(len(sides))] for i in range(len(sides))]
+    return medians, ratios
+
+
+def export(rev: str, into: Path) -> Path:
+    """The tree of `rev`, written out of git into `into` (no checkout, no worktree)."""
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev], capture_output=True, check=True)
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def default_before() -> str | None:
+    p = subprocess.run(["git", "-C", str(REPO), "merge-base", "HEAD", "main"], capture_output=True, text=True)
+    return p.stdout.strip() or None
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--before", default=default_before(), help="the version to compare with (default: git merge-base "
+                    "HEAD main); 'none' measures this checkout alone")
     ap.add_argument("--only-turn", action="store_true", help="measure only the -p turn against its floor")
     args = ap.parse_args()
+    before = None if args.before in (None, "none") else args.before
 
     with tempfile.TemporaryDirectory() as tmp, FakeServer(default=Reply(text=ANSWER, usage=(20, 5))) as server:
-        home = Path(tmp) / "home"
         ws = Path(tmp) / "ws"
-        home.mkdir()
         ws.mkdir()
-        e = env(home)
+        trees = {"after": REPO}
+        if before is not None:
+            trees = {"before": export(before, Path(tmp) / "before"), **trees}
+        envs = {name: env(Path(tmp) / f"home-{name}", tree) for name, tree in trees.items()}
+        floor_env = env(Path(tmp) / "home-floor")
         # The floor of one turn: start Python, stream the same request over httpx, print the text.
         bare = (
             "import json, httpx\n"
@@ -157,29 +185,37 @@ def main() -> None:
         )
         one_turn = [PY, "-m", "nanohermes", "-p", "What is the answer?", "--base-url", server.base_url,
                     "--model", "fake-model"]
-        rows = [
-            ("--version", lambda: timed([PY, "-m", "nanohermes", "--version"], e, ws),
-             "python -c pass", lambda: timed([PY, "-c", "pass"], e, ws)),
-            ("first prompt", lambda: first_prompt(e, ws, server.base_url),
-             "import typer, rich.console, prompt_toolkit",
-             lambda: timed([PY, "-c", "import typer, rich.console, prompt_toolkit"], e, ws)),
-            ("agent ready", lambda: first_prompt(e, ws, server.base_url, b"context"),
-             "import typer, rich.console, prompt_toolkit",
-             lambda: timed([PY, "-c", "import typer, rich.console, prompt_toolkit"], e, ws)),
-            ("one -p turn", lambda: timed(one_turn, e, ws),
-             "bare httpx streaming request (goal 1.3x)", lambda: timed([PY, "-c", bare], e, ws)),
-            ("-p turn CPU", lambda: cpu_seconds(one_turn, e, ws),
-             "the same, CPU seconds (steadier under load)", lambda: cpu_seconds([PY, "-c", bare], e, ws)),
+        repl_floor = [PY, "-c", "import typer, rich.console, prompt_toolkit"]
+        rows: list[tuple[str, Callable[[dict[str, str]], float], str, Callable[[], float]]] = [
+            ("--version", lambda e: timed([PY, "-m", "nanohermes", "--version"], e, ws),
+             "python -c pass", lambda: timed([PY, "-c", "pass"], floor_env, ws)),
+            ("first prompt", lambda e: first_prompt(e, ws, server.base_url),
+             "import typer, rich.console, prompt_toolkit", lambda: timed(repl_floor, floor_env, ws)),
+            ("agent ready", lambda e: first_prompt(e, ws, server.base_url, b"context"),
+             "import typer, rich.console, prompt_toolkit", lambda: timed(repl_floor, floor_env, ws)),
+            ("one -p turn", lambda e: timed(one_turn, e, ws),
+             "bare httpx streaming request (goal 1.3x)", lambda: timed([PY, "-c", bare], floor_env, ws)),
+            ("-p turn CPU", lambda e: cpu_seconds(one_turn, e, ws),
+             "the same, CPU seconds (steadier under load)", lambda: cpu_seconds([PY, "-c", bare], floor_env, ws)),
         ]
         if args.only_turn:
             rows = rows[-2:]
-        print(f"{'measure':<14} {'nanohermes':>11} {'baseline':>10} {'ratio':>7}  baseline is")
+        if before is not None:
+            print(f"before: {before[:12]}   after: this checkout ({REPO})")
+        names = list(trees)
+        head = "".join(f"{n:>11}" for n in names)
+        print(f"{'measure':<14}{head} {'floor':>10} {'after/before':>13} {'after/floor':>12}  floor is")
         for name, ours, base_name, base in rows:
-            a, b, ratio = paired(ours, base, args.runs)
-            print(f"{name:<14} {a:>10.3f}s {b:>9.3f}s {ratio:>6.2f}x  {base_name}")
-        ours_rss = max(peak_rss(one_turn, e, ws) for _ in range(3))
-        bare_rss = max(peak_rss([PY, "-c", bare], e, ws) for _ in range(3))
-        print(f"{'peak RSS -p':<14} {ours_rss / 1024:>8.1f}MiB {bare_rss / 1024:>7.1f}MiB {ours_rss / bare_rss:>6.2f}x"
+            sides = [partial(ours, envs[n]) for n in names] + [base]
+            medians, ratios = rounds(sides, args.runs)
+            versions = "".join(f"{m:>10.3f}s" for m in medians[:-1])
+            change = f"{ratios[-2][0]:>12.2f}x" if before is not None else f"{'':>13}"
+            print(f"{name:<14}{versions} {medians[-1]:>9.3f}s {change} {ratios[-2][-1]:>11.2f}x  {base_name}")
+        rss = {n: max(peak_rss(one_turn, envs[n], ws) for _ in range(3)) for n in names}
+        bare_rss = max(peak_rss([PY, "-c", bare], floor_env, ws) for _ in range(3))
+        versions = "".join(f"{rss[n] / 1024:>8.1f}MiB" for n in names)
+        change = f"{rss['after'] / rss['before']:>12.2f}x" if before is not None else f"{'':>13}"
+        print(f"{'peak RSS -p':<14}{versions} {bare_rss / 1024:>7.1f}MiB {change} {rss['after'] / bare_rss:>11.2f}x"
               "  bare httpx streaming request")
         if server.violations:
             raise SystemExit(f"fake server saw protocol violations: {server.violations}")
