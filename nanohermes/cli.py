@@ -14,7 +14,6 @@ import os
 import signal
 import sys
 from collections.abc import Callable
-from enum import Enum
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn, Protocol, runtime_checkable
 
@@ -84,8 +83,7 @@ class Launch(NamedTuple):  # not a dataclass: `dataclasses` would cost `--versio
 def _launch(values: dict[str, Any], first_prompt: str | None = None) -> Launch:
     """The Launch of the root command's values (`argv.OPTIONS`' dests), read by typer or by
     `argv.read`."""
-    fmt = values["output_format"]
-    return Launch(prompt=values["prompt"], fmt=fmt.value if isinstance(fmt, Enum) else fmt,
+    return Launch(prompt=values["prompt"], fmt=values["output_format"],
                   flags=argv.config_flags(values), config_file=values["config"], cwd=values["cwd"],
                   verbose=values["verbose"], save_session=not values["no_session"], cont=values["continue_"],
                   resume=values["resume"], first_prompt=first_prompt)
