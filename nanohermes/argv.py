@@ -3,8 +3,8 @@
 `OPTIONS` says, for each option of `nanohermes`, its names, what it takes (nothing: a flag; a
 string, a number, a path, or one word of a closed set from `modes`), the config key it sets and
 its help. typer's root command is made from it (`cli._make_app`), and `read` reads argv with it
-before typer runs: it takes the REPL's first prompt out of the words, gives a bare `--resume` its
-empty value and reads `--yes false` as the flag off; when every option is known and complete it
+before typer runs: it takes the REPL's first prompt out of the words, gives a bare `-p` (stdin) or
+`--resume` (the picker) its value and reads `--yes false` as the flag off; when every option is known and complete it
 says so (the REPL then draws its prompt before typer is imported), and when their values are
 plain as well it hands them back coerced, so a `-p` run starts without typer, whose import and
 coercion cost a one-shot run more than its model call. Anything else (help, a subcommand, an
@@ -40,6 +40,7 @@ class Option(NamedTuple):  # not a dataclass: `dataclasses` would cost `--versio
     default: Any = None
     min: int | None = None  # a number's least value
     bare: str | None = None  # its value when it comes without one: last, or before another of the options
+    bare_before_dash: bool = False  # bare before any argument starting with "-" too (no value of it does)
     words: bool = True  # a flag: `--flag true` and `--flag false` set it on and off
 
     @property
@@ -95,7 +96,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("no_session", ("--no-session",), bool, "Do not save this session's transcript."),
     Option("continue_", ("--continue", "-c"), bool, "Continue the latest session of this workspace."),
     Option("resume", ("--resume", "-r"), str, "Resume a session by ID (or ID prefix); without an ID, pick one from a "
-           "list.", bare=""),
+           "list.", bare="", bare_before_dash=True),
     Option("verbose", ("--verbose", "-v"), bool, "Show progress on stderr and tracebacks on errors."),
     Option("version", ("--version", "-V"), bool, "Print the version and exit.", words=False),
 )
@@ -168,7 +169,8 @@ def read(argv: list[str]) -> Reading:
             taken = True
         elif eq:
             pass
-        elif opt.bare is not None and (i == len(argv) or argv[i].partition("=")[0] in _OPTION_NAMES):
+        elif opt.bare is not None and (i == len(argv) or argv[i].partition("=")[0] in _OPTION_NAMES
+                                       or (opt.bare_before_dash and argv[i].startswith("-"))):
             arg, taken = f"{opt.long}={opt.bare}", opt.bare
         elif i < len(argv):
             out.append(arg)
