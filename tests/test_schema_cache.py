@@ -74,14 +74,15 @@ def test_a_broken_cache_file_is_rendered_over(home: Path) -> None:
 
 
 PROBE = """
-import atexit, sys
+import sys
+from nanohermes.exits import at_exit
 sys.argv = ["nanohermes", *sys.argv[1:]]
 
-def report():  # an exit handler: a finished -p run skips the rest of the interpreter's teardown
+def report():  # an exit callback: a finished -p run skips the rest of the interpreter's teardown
     # A tool's validator is a pydantic TypeAdapter over its params, made on its first parse.
     print("validators built:", "pydantic.type_adapter" in sys.modules, file=sys.stderr)
 
-atexit.register(report)
+at_exit(report)
 from nanohermes.cli import main
 main()
 """
