@@ -89,7 +89,9 @@ def test_typer_and_the_quick_reading_start_the_same_run(server: FakeServer, home
         assert p.returncode == 3, p.stderr
         assert f"typer {read_by_typer}" in p.stderr, p.stderr
         assert made.exists()
-        results.append({k: v for k, v in json.loads(p.stdout).items() if k != "uuid" and "duration" not in k})
+        result = json.loads(p.stdout)
+        assert result.pop("files_changed") == [made.name]
+        results.append({k: v for k, v in result.items() if k != "uuid" and "duration" not in k})
     first, second = server.requests
     assert first == second and first["reasoning_effort"] == "high"
     assert results[0] == results[1] and results[0]["exit_reason"] == "max_turns"
