@@ -10,10 +10,10 @@ plain as well it hands them back coerced, so a `-p` run starts without typer, wh
 coercion cost a one-shot run more than its model call. Anything else (help, a subcommand, an
 unknown option, a bad value) is left to typer, which reports it as usual.
 
-Light on purpose: it imports only `modes` and what the interpreter has loaded anyway.
+Light on purpose: it imports only `modes` and what the interpreter has loaded anyway, and its
+annotations are not strings (`from __future__ import annotations` would make each NamedTuple
+field a ForwardRef, compiled at import).
 """
-
-from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, NamedTuple, NoReturn, Protocol, runtime_checkable
 
 from nanohermes import argv
-from nanohermes.exits import run_exit_callbacks
 from nanohermes.modes import Wire
 
 EXIT_OK, EXIT_ERROR, EXIT_TURNS, EXIT_INTERRUPTED = 0, 1, 3, 130  # 2, a usage error, is UsageError's exit_code
@@ -50,6 +49,8 @@ def _leave(code: int) -> NoReturn:
     saved and closed by now; nanohermes's exit callbacks still run (they kill any process group
     a tool left behind), and a failure to flush the output ends with status 120, as the
     interpreter's own exit would."""
+    from nanohermes.exits import run_exit_callbacks
+
     try:
         sys.stdout.flush()
         sys.stderr.flush()
