@@ -31,7 +31,7 @@ def main() -> None:
         _print_version()
         return
     if sys.stdin.isatty() and sys.stdout.isatty() and line.opens_repl():
-        _repl_first(line.argv, line.first_prompt)
+        _repl_first(line.argv, line.first_prompt, values)
     if line.first_prompt is None and values is not None and values["prompt"] is not None:
         # A start-up only adds objects that live as long as the run (modules, classes, the
         # agent): the cyclic collector would scan them again and again while they load, for
@@ -255,10 +255,11 @@ class _Formatted(Protocol):
     def format_message(self) -> str: ...
 
 
-def _repl_first(args: list[str], first: str | None = None) -> NoReturn:
-    """The REPL with its prompt drawn first: parsing the flags and loading the config run
-    behind it, and an error there is reported as it would have been before the REPL."""
-    parsed: list[Launch] = []
+def _repl_first(args: list[str], first: str | None = None, values: dict[str, Any] | None = None) -> NoReturn:
+    """The REPL with its prompt drawn first: reading the flags (typer's, unless `values` has
+    them read already) and loading the config run behind it, and an error there is reported as
+    it would have been before the REPL."""
+    parsed: list[Launch] = [] if values is None else [_launch(values)]
 
     def keep(launch: Launch) -> int:
         parsed.append(launch)
@@ -268,7 +269,8 @@ def _repl_first(args: list[str], first: str | None = None) -> NoReturn:
         from nanohermes.errors import UsageError
 
         try:
-            _make_app(keep)(args=args, prog_name="nanohermes", standalone_mode=False)
+            if not parsed:
+                _make_app(keep)(args=args, prog_name="nanohermes", standalone_mode=False)
         except Exception as e:
             if isinstance(e, _Formatted):  # typer's usage error: a bad value
                 raise UsageError(e.format_message(), hint="`nanohermes --help` lists the options") from None
