@@ -5,8 +5,8 @@ string, a number, a path, or one word of a closed set from `modes`), the config 
 its help. typer's root command is made from it (`cli._make_app`), and `read` reads argv with it
 before typer runs: it takes the REPL's first prompt out of the words, gives a bare `-p` (stdin) or
 `--resume` (the picker) its value and reads `--yes false` as the flag off; when every option is known and complete it
-says so (the REPL then draws its prompt before typer is imported), and when their values are
-plain as well it hands them back coerced, so a `-p` run starts without typer, whose import and
+says so (the REPL then draws its prompt first), and when their values are plain as well it
+hands them back coerced, so the run (`-p` or the REPL) starts without typer, whose import and
 coercion cost a one-shot run more than its model call. Anything else (help, a subcommand, an
 unknown option, a bad value) is left to typer, which reports it as usual.
 

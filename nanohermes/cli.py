@@ -32,14 +32,15 @@ def main() -> None:
         return
     if sys.stdin.isatty() and sys.stdout.isatty() and line.opens_repl():
         _repl_first(line.argv, line.first_prompt, values)
-    if line.first_prompt is None and values is not None and values["prompt"] is not None:
-        # A start-up only adds objects that live as long as the run (modules, classes, the
-        # agent): the cyclic collector would scan them again and again while they load, for
-        # nothing. It is switched back on when the turn begins (`_headless`).
-        import gc
+    if values is not None:  # every option plain: typer has nothing to read or judge
+        if values["prompt"] is not None:
+            # A start-up only adds objects that live as long as the run (modules, classes, the
+            # agent): the cyclic collector would scan them again and again while they load, for
+            # nothing. It is switched back on when the turn begins (`_headless`).
+            import gc
 
-        gc.disable()
-        _leave(run(_launch(values)))
+            gc.disable()
+        _leave(run(_launch(values, line.first_prompt)))
     _make_app(first_prompt=line.first_prompt)(args=line.argv, prog_name="nanohermes")
 
 
