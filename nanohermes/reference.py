@@ -1,11 +1,13 @@
-"""The reference generated from the code: the README's tables (tools, limits, config keys) and
-config.example.json.
+"""The reference generated from the code: the tables of docs/ (tools, limits, config keys,
+provider quirks) and config.example.json.
 
-`python -m nanohermes.reference` prints the three tables; `--write README.md config.example.json`
-(the `WRITE` command) replaces the README's sections between `<!-- BEGIN GENERATED: name -->` and
-`<!-- END GENERATED: name -->`, and writes the example config: every key with its default (every
-limit under `limits`), but where `EXAMPLES` shows a value worth copying. Tests regenerate both
-and fail, naming that command, when a file no longer matches the code.
+`python -m nanohermes.reference` prints the four tables (with the provider quirks). `--write` (the `WRITE` command, run
+from the repository's root) finds every file that holds a generated section, between
+`<!-- BEGIN GENERATED: name -->` and `<!-- END GENERATED: name -->` (README.md and the Markdown
+files of docs/), replaces each section with fresh output, and writes the example config: every
+key with its default (every limit under `limits`), but where `EXAMPLES` shows a value worth
+copying. `--write FILE...` writes only those files (a `.json` one is the example config).
+Tests regenerate them all and fail, naming that command, when a file no longer matches the code.
 """
 
 from __future__ import annotations
@@ -128,11 +130,25 @@ def config_table() -> str:
     return "\n".join(["| key | type | default | meaning |", "| --- | --- | --- | --- |", *_config_rows(Config, "")])
 
 
-SECTIONS = {"tools": tools_table, "limits": limits_table, "config": config_table}
+def quirks_table() -> str:
+    """Each provider quirk of `llm/quirks.py`: who it belongs to, on which wire, what it is and
+    where it is documented."""
+    from nanohermes.llm.quirks import QUIRKS
+
+    rows = ["| quirk | providers | wire | kind | what | source |", "| --- | --- | --- | --- | --- | --- |"]
+    for q in QUIRKS:
+        source = f"<{q.source}>" if q.source.startswith("https://") else f"`{q.source}`"
+        rows.append(f"| `{q.id}` | {_cell(', '.join(q.providers))} | {', '.join(q.wires)} | {q.kind} | "
+                    f"{_cell(q.what)} | {source} |")
+    return "\n".join(rows)
+
+
+SECTIONS = {"tools": tools_table, "limits": limits_table, "config": config_table, "quirks": quirks_table}
 
 
 # The command that regenerates every generated file, as the tests that check them say.
-WRITE = "python -m nanohermes.reference --write README.md config.example.json"
+WRITE = "python -m nanohermes.reference --write"
+EXAMPLE_CONFIG = "config.example.json"
 # What the example config shows instead of a key's default: a value worth copying (defaults of
 # these keys are empty or say nothing).
 EXAMPLES: dict[str, Any] = {
@@ -215,24 +231,68 @@ def config_example() -> str:
     return _layout(_example_of(Config, ""), Config, "", 0, 0) + "\n"
 
 
+def _markers(name: str) -> tuple[str, str]:
+    return f"<!-- BEGIN GENERATED: {name} -->", f"<!-- END GENERATED: {name} -->"
+
+
+def sections_in(text: str) -> list[str]:
+    """The generated sections a text holds, by name (a section with one marker but not the
+    other is an error naming both)."""
+    found = []
+    for name in SECTIONS:
+        begin, end = _markers(name)
+        if (begin in text) != (end in text):
+            raise ValueError(f"the {name} section lacks one of its markers ({begin} … {end})")
+        if begin in text:
+            found.append(name)
+    return found
+
+
 def render_into(text: str) -> str:
-    """The text with every generated section replaced by fresh output."""
-    for name, make in SECTIONS.items():
-        begin, end = f"<!-- BEGIN GENERATED: {name} -->", f"<!-- END GENERATED: {name} -->"
-        if begin not in text or end not in text:
-            raise ValueError(f"missing the {name} markers ({begin} … {end})")
+    """The text with every generated section it holds replaced by fresh output."""
+    for name in sections_in(text):
+        begin, end = _markers(name)
         head, rest = text.split(begin, 1)
         _, tail = rest.split(end, 1)
-        text = f"{head}{begin}\n{make()}\n{end}{tail}"
+        text = f"{head}{begin}\n{SECTIONS[name]()}\n{end}{tail}"
     return text
 
 
+def generated_files(root: Path) -> list[Path]:
+    """Every file under `root` that the `WRITE` command regenerates: README.md and the docs
+    that hold a generated section, and the example config."""
+    candidates = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    docs = [p for p in candidates if p.is_file() and sections_in(p.read_text(encoding="utf-8"))]
+    return [*docs, root / EXAMPLE_CONFIG]
+
+
+def write(path: Path) -> None:
+    """Regenerate one file: the example config, or a file's generated sections."""
+    if path.suffix == ".json":
+        path.write_text(config_example(), encoding="utf-8")
+        return
+    text = path.read_text(encoding="utf-8")
+    if not sections_in(text):
+        raise ValueError(f"{path} holds no generated section; `{WRITE}` finds the files that do")
+    path.write_text(render_into(text), encoding="utf-8")
+
+
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["--write"] and len(argv) >= 2:
-        for name in argv[1:]:  # a JSON file is the example config; any other, a file with generated sections
-            path = Path(name)
-            text = config_example() if path.suffix == ".json" else render_into(path.read_text(encoding="utf-8"))
-            path.write_text(text, encoding="utf-8")
+    if argv[:1] == ["--write"]:
+        try:
+            if len(argv) > 1:
+                paths = [Path(name) for name in argv[1:]]
+            else:
+                paths = generated_files(Path.cwd())
+                missing = set(SECTIONS) - {s for p in paths[:-1] for s in sections_in(p.read_text(encoding="utf-8"))}
+                if missing:
+                    raise ValueError(f"no file under {Path.cwd()} holds the {', '.join(sorted(missing))} section; "
+                                     "run this from the repository's root")
+            for path in paths:
+                write(path)
+        except (OSError, ValueError) as e:
+            print(f"nanohermes.reference: {e}", file=sys.stderr)
+            return 2
         return 0
     for name, make in SECTIONS.items():
         print(f"## {name}\n\n{make()}\n")

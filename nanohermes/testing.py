@@ -1,5 +1,9 @@
 """Loopback fake of an OpenAI-compatible server (chat completions and the Responses API), for tests.
 
+This module is public and stable: users import it to test their own setups, hooks and scripts
+against a fake endpoint (docs/testing.md shows how), and nanohermes's own tests use it the same
+way. The names in `__all__` keep their meaning across versions; the rest is private.
+
 This module owns `FakeServer` and its script vocabulary (`Reply`, `FakeToolCall`,
 `Fault`, `Raw`). A test scripts the assistant's answers in order, points a client at
 `server.base_url`, and afterwards inspects `server.requests`, `server.paths`,
@@ -37,7 +41,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["FakeServer", "FakeToolCall", "Fault", "Raw", "Reply", "ScriptItem", "ScriptedLLM", "call", "sse", "tool_reply"]
+__all__ = ["FakeServer", "FakeToolCall", "Fault", "Raw", "Reply", "ScriptItem", "ScriptedLLM", "call",
+           "check_protocol", "check_responses_protocol", "sse", "tool_reply"]
 
 VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 EXHAUSTED_MESSAGE = "fake server script exhausted"
