@@ -147,7 +147,7 @@ class Hooks:
         """For `/hooks`: each hook in force, with its matcher, timeout and origin, then a warning
         for each tool matcher that matches none of `tools` (name -> Claude Code's names)."""
         if not self.hooks:
-            return ["no hooks configured (config key hooks; see the README)"]
+            return ["no hooks configured (config key hooks; see docs/hooks.md)"]
         out = [f"{h.event:<16} {(h.matcher or '*'):<20} {h.command}  (timeout {h.timeout_secs:g}s; {h.origin or 'config'})"
                for h in self.hooks]
         return out + ([f"warning: {w}" for w in unmatched(self.hooks, tools, servers)] if tools is not None else [])

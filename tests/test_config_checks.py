@@ -54,7 +54,7 @@ def test_a_limit_the_file_gets_wrong_stops_naming_file_key_and_what_it_takes(
     r = cli("-p", "hi", config={"limits": limits})
     assert r.code == 2, r.err
     assert r.err.splitlines() == [f"nanohermes: error: {user_config_path()}: {message}",
-                                  "hint: every limit is listed, with its default, in the Limits table of the README"]
+                                  "hint: every limit is listed, with its default, in docs/limits.md"]
     assert "internal error" not in r.err
 
 

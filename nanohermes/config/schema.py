@@ -5,8 +5,8 @@ with each key's default, description and bounds, and the checks pydantic cannot 
 The sections are plain dataclasses so that a run without config files, whose flags and
 environment are plain values, builds its config from the defaults without importing pydantic
 (see `validate.plain_layers`); pydantic is loaded only when there is something to validate
-(`Section.from_dict`). A field's metadata holds its description (the README's config
-reference is generated from it) and its bounds, which pydantic reads as `Field` arguments.
+(`Section.from_dict`). A field's metadata holds its description (the config
+reference in docs/config.md is generated from it) and its bounds, which pydantic reads as `Field` arguments.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def default_of(f: dataclasses.Field[Any]) -> Any:
 
 def _d(default: Any = ..., text: str = "", **kw: Any) -> Any:
     """A field with its one-line description and its bounds (ge, gt, le, min_length, ...): the
-    config reference in the README is generated from these, and pydantic enforces the bounds."""
+    config reference in docs/config.md is generated from these, and pydantic enforces the bounds."""
     meta = {"description": text, **kw}
     if default is ...:
         return field(metadata=meta)
@@ -325,7 +325,7 @@ class Config(Section):
                                    "Code's `env` setting (a trust key in project files)")
     # Any: each value is read by the limit's own type and bounds (`checked_limits`), so that a
     # true or 2.5 is refused rather than read as 1 or kept as a float where a count is meant.
-    limits: dict[str, Any] = _d(dict, "any output limit by name (see Limits below): a whole number, or seconds; "
+    limits: dict[str, Any] = _d(dict, "any output limit by name (see docs/limits.md): a whole number, or seconds; "
                                       "null where the limit says so")
     web_search: WebSearchConfig = _d(WebSearchConfig, "web_search provider settings")
     web_fetch: WebFetchConfig = _d(WebFetchConfig, "web_fetch host lists")
@@ -370,7 +370,7 @@ class Config(Section):
             raise ConfigError(f"config key `{key}`: {e} (got {json.dumps(e.value)[:60]})", hint=LIMITS_HINT) from None
 
 
-LIMITS_HINT = "every limit is listed, with its default, in the Limits table of the README"
+LIMITS_HINT = "every limit is listed, with its default, in docs/limits.md"
 # Limits that are also top-level keys: `limits.<name>` overrides the key and obeys its bounds.
 _TOP_LIMITS = ("max_output", "session_budget_chars", "aggregate_budget_chars", "grep_max_files", "task_timeout_secs")
 _SIGNS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}

@@ -6,7 +6,7 @@ temporary folder, which is also its /dev/shm), and none to git's metadata or nan
 own config inside them; no network but the command's own loopback (unless
 `sandbox.network`); no other program's socket; no secret file and none of nanohermes's own
 files; no capability, no new privilege, no signal outside the sandbox; no process left
-behind. What it cannot hold is in the README's Sandbox section.
+behind. What it cannot hold is in docs/sandbox.md.
 
 Parts:
 - `confinement`: the finished confinement of one call (`Confinement`) and what the machine

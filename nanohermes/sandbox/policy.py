@@ -21,7 +21,7 @@ from nanohermes.sandbox.launch import prepare
 @functools.lru_cache(maxsize=1)
 def probe() -> Availability:
     """Check once, for real, by starting `true` under each piece."""
-    if not LINUX:  # nothing to confine with (a Seatbelt policy for macOS is described in the README)
+    if not LINUX:  # nothing to confine with (a Seatbelt policy for macOS is described in docs/sandbox.md)
         return Availability(abi=0, namespaces=False, landlock_error=f"not Linux ({sys.platform})",
                             namespace_error=f"not Linux ({sys.platform})")
     abi = landlock_abi()

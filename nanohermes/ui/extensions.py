@@ -21,7 +21,7 @@ def _hooks(ctx: CommandContext, arg: str) -> None:
     runtime = ctx.agent.runtime
     hooks = runtime.hooks
     if hooks is None:
-        ctx.print(render.lines(["no hooks configured (config key hooks; see the README)"]))
+        ctx.print(render.lines(["no hooks configured (config key hooks; see docs/hooks.md)"]))
         return
     tools = {t.name: t.claude_names for t in runtime.tools}
     ctx.print(render.lines(hooks.lines(tools, tuple(runtime.config.mcp.servers))))
