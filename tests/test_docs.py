@@ -159,3 +159,18 @@ def test_every_link_between_the_pages_leads_somewhere() -> None:
 def test_every_page_of_docs_is_listed_in_the_readme() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert [p.name for p in docs() if f"(docs/{p.name})" not in readme] == []
+
+
+def test_the_project_file_table_names_what_an_untrusted_project_may_set() -> None:
+    """docs/config.md's table of what a project file may set without trust agrees with
+    `NARROWING`: every key it may set, and every limit it may not."""
+    from nanohermes.config.narrow import NARROWING
+
+    page = (ROOT / "docs" / "config.md").read_text(encoding="utf-8")
+    table = page.split("| key | how the project's value combines with yours |", 1)[1].split("\n\n", 1)[0]
+    named = set(re.findall(r"`([\w.*]+)`", table))
+    keys = {k for k in NARROWING if not k.startswith("limits.")}
+    assert keys - named == set(), "a key a project may set is missing from docs/config.md"
+    trust_limits = [n for n in Limits.names() if f"limits.{n}" not in NARROWING]
+    lowered = table.split("only when lower", 1)[1].split("\n", 1)[0]
+    assert sorted(re.findall(r"`(\w+)`", lowered)) == sorted(trust_limits)
