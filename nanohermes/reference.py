@@ -1,8 +1,8 @@
 """The reference generated from the code: the tables of docs/ (tools, limits, config keys,
 provider quirks) and config.example.json.
 
-`python -m nanohermes.reference` prints the four tables (with the provider quirks). `--write` (the `WRITE` command, run
-from the repository's root) finds every file that holds a generated section, between
+`python -m nanohermes.reference` prints the four tables. `--write` (the `WRITE` command, run from
+the repository's root) finds every file that holds a generated section, between
 `<!-- BEGIN GENERATED: name -->` and `<!-- END GENERATED: name -->` (README.md and the Markdown
 files of docs/), replaces each section with fresh output, and writes the example config: every
 key with its default (every limit under `limits`), but where `EXAMPLES` shows a value worth
