@@ -5,8 +5,8 @@ with each key's default, description and bounds, and the checks pydantic cannot 
 The sections are plain dataclasses so that a run without config files, whose flags and
 environment are plain values, builds its config from the defaults without importing pydantic
 (see `validate.plain_layers`); pydantic is loaded only when there is something to validate
-(`Section.from_dict`). A field's metadata holds its description (the config
-reference in docs/config.md is generated from it) and its bounds, which pydantic reads as `Field` arguments.
+(`Section.from_dict`). A field's metadata holds its description (the config reference in
+docs/config.md is generated from it) and its bounds, which pydantic reads as `Field` arguments.
 """
 
 from __future__ import annotations
