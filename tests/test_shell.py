@@ -284,3 +284,25 @@ def test_capture_loses_nothing_it_does_not_count(cap: int, steps: list[tuple[str
         assert expected[pos:pos + len(segment)] == segment  # in order, nothing altered
         pos += len(segment) + gap
     assert pos == len(written)
+
+
+
+def test_a_call_cancelled_while_its_pipes_connect_ends_and_leaves_nothing(workspace: Path,
+                                                                         no_leftover_processes: str) -> None:
+    """Cancelled in the moment between the command's start and asyncio's connecting its
+    pipes, with a background member already holding them: the call still ends at once and
+    kills the whole group. (The loop is held still right after the start, so the moment is
+    caught every time; asyncio's own clean-up would wait for the pipes for ever.)"""
+    rt = make_runtime(workspace)
+
+    async def go() -> None:
+        task = asyncio.create_task(acall(rt, "run_command", command="sleep 300 & sleep 301"))
+        while not marked_pids(no_leftover_processes):
+            await asyncio.sleep(0)  # each loop step: the start shows as the first marked process
+        assert wait_until(lambda: len(marked_pids(no_leftover_processes)) >= 3)  # the loop held still
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=20)
+        assert done, "the cancelled call did not end"
+
+    asyncio.run(go())
+    assert wait_until(lambda: not marked_pids(no_leftover_processes), timeout=10)
