@@ -166,9 +166,9 @@ class Hooks:
         if "PATH" not in configured_env():  # never a program a sandboxed command wrote, by name
             env["PATH"] = programs.outside_path(env.get("PATH", os.defpath))
         try:
-            proc = await asyncio.create_subprocess_shell(
+            proc = await programs.started(asyncio.create_subprocess_shell(
                 hook.command, cwd=self.workspace, env=env, start_new_session=True, stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE), _stop_start)
         except OSError as e:
             self._warn(hook, f"could not start: {e.strerror or e}")
             return HookRun(hook, None, "", "")
@@ -429,6 +429,13 @@ async def _read_capped(stream: asyncio.StreamReader, cap: int) -> tuple[bytes, i
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+
+
+async def _stop_start(proc: asyncio.subprocess.Process) -> None:
+    """End a hook whose start was cancelled: its group killed, its end awaited (bounded)."""
+    _kill_group(proc.pid)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(proc.wait(), _PIPE_GRACE_SECS)
 
 
 def _short(command: str) -> str:

@@ -9,7 +9,8 @@ working folder is). `settle()` fixes the roots once a session knows them (every 
 does, for its workspace); before any session there is nothing a sandboxed command could have
 written. A name is looked up once per set of roots and PATH.
 
-Also owns how nanohermes runs git for itself: `GIT_OWN` turns off every program a
+`started` starts one so that a cancellation in the middle of the start leaves nothing
+running. Also owns how nanohermes runs git for itself: `GIT_OWN` turns off every program a
 repository's config can name and takes no folder for a repository unless it is named
 (`safe.bareRepository=explicit`), and `git_env` puts the same setting in force for a
 sandboxed command's own git.
@@ -17,8 +18,13 @@ sandboxed command's own git.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TypeVar
+
+_T = TypeVar("_T")
 
 _roots: tuple[str, ...] | None = None
 _found: dict[tuple[str, tuple[str, ...]], str | None] = {}
@@ -130,3 +136,18 @@ def path_folders_inside(roots: Iterable[str], env: Mapping[str, str] | None = No
             if _inside(real, rs) and real not in out:
                 out.append(real)
     return out
+
+
+async def started(start: Awaitable[_T], stop: Callable[[_T], Awaitable[object]]) -> _T:
+    """What `start` (asyncio's start of a subprocess) gives. Cancelled while asyncio still
+    connects the pipes, asyncio's own clean-up kills the child alone and then waits for every
+    pipe to close (CPython 3.11), which a member of its group started in the background holds
+    for ever: so the start is let finish, `stop` ends what it started (the whole group), and
+    then the cancellation goes on."""
+    starting = asyncio.ensure_future(start)
+    try:
+        return await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):  # a start that failed left nothing running
+            await stop(await starting)
+        raise

@@ -455,6 +455,36 @@ def test_a_hook_that_never_reads_a_large_input_still_times_out(workspace: Path, 
     assert warnings(ui) == ["PostToolUse hook `sleep 300` timed out after 0.5s; its process group was killed"]
 
 
+def test_a_hook_cancelled_while_its_pipes_connect_ends_and_leaves_nothing(workspace: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """As for a command: cancelled between the hook's start and asyncio's connecting its
+    pipes, with a background member holding them, the hook still ends at once, group killed.
+    The loop is held still right after the start, so that moment is caught every time."""
+    import uuid
+
+    from exec_support import MARK_VAR, marked_pids, wait_until
+
+    marker = uuid.uuid4().hex
+    monkeypatch.setenv(MARK_VAR, marker)
+    hooks = Hooks([Hook("PostToolUse", "", "sleep 300 & sleep 301", 60, "test")], workspace, Limits())
+
+    async def go() -> None:
+        task = asyncio.create_task(hooks.run(hooks.hooks[0], hooks.payload("PostToolUse")))
+        while not marked_pids(marker):
+            await asyncio.sleep(0)
+        assert wait_until(lambda: len(marked_pids(marker)) >= 3)  # the loop held still
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=20)
+        assert done, "the cancelled hook did not end"
+
+    try:
+        asyncio.run(go())
+        assert wait_until(lambda: not marked_pids(marker), timeout=10)
+    finally:
+        for pid in marked_pids(marker):
+            os.kill(pid, 9)
+
+
 # -- through the real CLI and REPL -------------------------------------------------------------
 def recording_config(recorder: Path, log: Path, events: tuple[str, ...], **kw: Any) -> dict[str, Any]:
     return {"hooks": {e: [group(hook_cmd(recorder, log, **kw))] for e in events}}

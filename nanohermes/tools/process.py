@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nanohermes import sandbox
+from nanohermes import programs, sandbox
 from nanohermes.budget import Limits
 from nanohermes.exits import at_exit
 from nanohermes.tools.base import ToolContext
@@ -378,25 +379,15 @@ def withheld(workspace: Path, patterns: tuple[str, ...] | list[str], limits: Lim
                          max_files=limits.sandbox_secret_files, max_secs=limits.sandbox_secret_scan_secs)
 
 
-async def _started(start: Awaitable[tuple[asyncio.SubprocessTransport, _Drain]],
-                   marker: str) -> tuple[asyncio.SubprocessTransport, _Drain]:
-    """The started command's transport and protocol. Cancelled while asyncio still connects
-    the pipes, asyncio's own clean-up kills the shell alone and then waits for every pipe to
-    close (CPython 3.11), which a member of the group started in the background holds for
-    ever: so the start is let finish, the whole group killed, and then the cancellation goes on."""
-    starting = asyncio.ensure_future(start)
-    try:
-        return await asyncio.shield(starting)
-    except asyncio.CancelledError:
-        with contextlib.suppress(Exception):  # a start that failed left nothing running
-            transport, drain = await starting
-            pid = transport.get_pid()
-            _signal_group(pid, signal.SIGKILL)
-            sandbox.kill_escaped(marker, pgid=pid)
-            # Closing a live shell's transport reaps it behind the child watcher's back.
-            await _wait(drain.exited, _REAP_SECS)
-            transport.close()
-        raise
+async def _stop_start(marker: str, started: tuple[asyncio.SubprocessTransport, _Drain]) -> None:
+    """End a start that was cancelled: its group and its escapees killed, then its transport
+    closed (once the shell is reaped: closing a live one reaps it behind the watcher's back)."""
+    transport, drain = started
+    pid = transport.get_pid()
+    _signal_group(pid, signal.SIGKILL)
+    sandbox.kill_escaped(marker, pgid=pid)
+    await _wait(drain.exited, _REAP_SECS)
+    transport.close()
 
 
 async def spawn(argv: list[str], *, cwd: Path, env: dict[str, str], out_cap: int, err_cap: int,
@@ -417,10 +408,10 @@ async def spawn(argv: list[str], *, cwd: Path, env: dict[str, str], out_cap: int
     loop = asyncio.get_running_loop()
     out, err = Capture(out_cap), Capture(err_cap)
     try:
-        transport, drain = await _started(loop.subprocess_exec(
+        transport, drain = await programs.started(loop.subprocess_exec(
             lambda: _Drain(out, err, on_data), *argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, cwd=cwd, env=env, start_new_session=True, preexec_fn=prepared.preexec,
-        ), marker)
+        ), functools.partial(_stop_start, marker))
     except subprocess.SubprocessError as e:  # the child failed while entering the sandbox
         prepared.cleanup()
         raise sandbox.SandboxError(f"the sandbox could not be set up ({e})") from None
