@@ -5,7 +5,7 @@ since the turn is the person's: they are asked what to keep."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from nanohermes.ui.commands import CommandContext, command
 
@@ -106,19 +106,19 @@ async def _rewind(ctx: CommandContext, arg: str) -> None:
 
 @command("undo", help="Undo the file changes of the last turn (again: the turn before it); yours are kept")
 async def _undo(ctx: CommandContext, arg: str) -> None:
-    from nanohermes.ui import render
-
-    cps = _checkpoints(ctx)
-    if cps is None:
-        return _off(ctx)
-    ctx.print(render.lines(await cps.undo(resolve=resolver(ctx))))
+    await _step(ctx, "undo")
 
 
 @command("redo", help="Bring back what the last /undo or /rewind of files replaced")
 async def _redo(ctx: CommandContext, arg: str) -> None:
+    await _step(ctx, "redo")
+
+
+async def _step(ctx: CommandContext, way: Literal["undo", "redo"]) -> None:
     from nanohermes.ui import render
 
     cps = _checkpoints(ctx)
     if cps is None:
         return _off(ctx)
-    ctx.print(render.lines(await cps.redo(resolve=resolver(ctx))))
+    step = cps.undo if way == "undo" else cps.redo
+    ctx.print(render.lines(await step(resolve=resolver(ctx))))
