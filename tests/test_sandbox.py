@@ -652,3 +652,18 @@ def test_the_sweep_of_an_ended_command_spares_a_command_started_after_it(workspa
             second.close()
 
     assert asyncio.run(go()) == 0
+
+
+@needs_landlock
+def test_a_command_run_without_a_granted_confinement_is_confined_as_an_unasked_one(workspace: Path,
+                                                                                    tmp_path: Path) -> None:
+    """A context the gate did not fill (a tool run outside it) has no confinement: its command
+    still runs in workspace-write, never unconfined."""
+    from nanohermes.tools.shell import RunCommand, RunCommandParams
+
+    ctx = ToolContext(workspace=workspace, limits=Limits(), config=Config())
+    assert ctx.confinement is None
+    outside = tmp_path / "outside.txt"
+    out = asyncio.run(RunCommand().run(RunCommandParams(command=f"touch {outside}; touch inside.txt"), ctx))
+    assert (workspace / "inside.txt").exists() and not outside.exists()
+    assert "workspace-write" in str(out)
