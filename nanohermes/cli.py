@@ -44,6 +44,30 @@ def main() -> None:
     _make_app(first_prompt=line.first_prompt)(args=line.argv, prog_name="nanohermes")
 
 
+def run_line(args: list[str]) -> int:
+    """Run a command line that opens no REPL (a `-p` run, a subcommand, --help) in this
+    process, as `main` does but without leaving it, and return its exit status: for a program
+    that embeds nanohermes, and for tests whose subject is the turn rather than the process.
+    Its stdin must not be a terminal (that would open the REPL)."""
+    import gc
+
+    from nanohermes.exits import run_exit_callbacks
+
+    line = argv.read(args)
+    values = line.values()
+    try:
+        if values is not None and not values["version"]:
+            return run(_launch(values, line.first_prompt))
+        try:
+            _make_app(first_prompt=line.first_prompt)(args=line.argv, prog_name="nanohermes")
+        except SystemExit as e:  # how typer's commands end
+            return e.code if isinstance(e.code, int) else int(e.code is not None)
+        return 0
+    finally:
+        run_exit_callbacks()  # what `_leave` runs: the run's process groups are killed
+        gc.unfreeze()  # a -p run froze what it had built (`_headless`); this process goes on
+
+
 def _leave(code: int) -> NoReturn:
     """End a finished run without the interpreter's teardown, which collects every object of
     every loaded module and costs a one-shot run more CPU than its model call. The session is

@@ -94,6 +94,18 @@ class Ran:
         return [json.loads(line) for line in self.out.splitlines() if line.strip()]
 
 
+def _command_line(args: tuple[str, ...], server: FakeServer | None, config: dict[str, Any] | None,
+                  home: Path) -> list[str]:
+    """The arguments of a run against `server` (its URL and the fake model), with `config` as
+    the user's config file."""
+    if config is not None:
+        cfg = home / ".config" / "nanohermes" / "config.json"
+        cfg.parent.mkdir(parents=True, exist_ok=True)
+        cfg.write_text(json.dumps(config))
+    extra = ["--base-url", server.base_url, "--model", "fake-model"] if server is not None else []
+    return [*args, *extra]
+
+
 @pytest.fixture
 def cli(workspace: Path, home: Path):  # type: ignore[no-untyped-def]
     """Run the real `nanohermes` process: cli(*args, stdin=..., server=..., config=...)."""
@@ -102,17 +114,48 @@ def cli(workspace: Path, home: Path):  # type: ignore[no-untyped-def]
             cwd: Path | None = None, timeout: float = 60, env: dict[str, str] | None = None) -> Ran:
         # The checkout under test, not whatever copy of nanohermes is installed.
         full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
-        argv = [sys.executable, "-m", "nanohermes", *args]
         if server is not None:
-            argv += ["--base-url", server.base_url, "--model", "fake-model"]
             full_env.setdefault("OPENAI_API_KEY", "test-key")
-        if config is not None:
-            cfg = home / ".config" / "nanohermes" / "config.json"
-            cfg.parent.mkdir(parents=True, exist_ok=True)
-            cfg.write_text(json.dumps(config))
+        argv = [sys.executable, "-m", "nanohermes", *_command_line(args, server, config, home)]
         p = subprocess.run(argv, input=stdin, capture_output=True, text=True, cwd=cwd or workspace,
                            env=full_env, timeout=timeout)
         return Ran(p.returncode, p.stdout, p.stderr)
+
+    return run
+
+
+@pytest.fixture
+def turn(workspace: Path, home: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """Run a `nanohermes` command line that opens no REPL in this process (`cli.run_line`), for tests whose
+    subject is the turn (the wire, the tools, the permissions) rather than the process: the
+    same arguments and result as `cli`, without a Python start each time. Its output is what
+    the run wrote to sys.stdout and sys.stderr."""
+    import faulthandler
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from nanohermes.cli import run_line
+
+    def run(*args: str, stdin: str | None = "", server: FakeServer | None = None, config: dict[str, Any] | None = None,
+            cwd: Path | None = None, timeout: float = 60, env: dict[str, str] | None = None) -> Ran:
+        argv = _command_line(args, server, config, home)
+        out, err = io.StringIO(), io.StringIO()
+        with monkeypatch.context() as m:
+            for name, value in (env or {}).items():
+                m.setenv(name, value)
+            if server is not None and "OPENAI_API_KEY" not in os.environ:
+                m.setenv("OPENAI_API_KEY", "test-key")
+            m.chdir(cwd or workspace)
+            m.setattr(sys, "stdin", io.StringIO(stdin or ""))
+            # A run that hangs ends this test process with every thread's stack, as the
+            # process's timeout ends a `cli` run, rather than hanging the suite.
+            faulthandler.dump_traceback_later(timeout, exit=True, file=sys.__stderr__)
+            try:
+                with redirect_stdout(out), redirect_stderr(err):
+                    code = run_line(argv)
+            finally:
+                faulthandler.cancel_dump_traceback_later()
+        return Ran(code, out.getvalue(), err.getvalue())
 
     return run
 

@@ -394,7 +394,7 @@ def test_without_git_checkpoints_are_off_with_one_warning(repo: Path, tmp_path: 
 
 
 @pytest.mark.parametrize("where", ["subfolder of a repository", "not a repository"])
-def test_print_mode_checkpoints_are_rewound_after_resume_in_the_repl(cli, workspace: Path, home: Path,  # type: ignore[no-untyped-def]
+def test_print_mode_checkpoints_are_rewound_after_resume_in_the_repl(turn, workspace: Path, home: Path,  # type: ignore[no-untyped-def]
                                                                       tmp_path: Path, where: str) -> None:
     """`-p` records the checkpoint; a new process resumes the session in the REPL and
     /rewind puts every file back, whatever changed it, without touching the user's git."""
@@ -437,7 +437,7 @@ def test_print_mode_checkpoints_are_rewound_after_resume_in_the_repl(cli, worksp
     with FakeServer() as server:
         server.add(tool_reply(call("write_file", {"path": "new.txt", "content": "new\n"}),
                               call("run_command", {"command": cmd})), Reply(text="all changed"))
-        ran = cli("-p", "change everything", "--yes", "--output-format", "json", server=server, cwd=ws)
+        ran = turn("-p", "change everything", "--yes", "--output-format", "json", server=server, cwd=ws)
         assert ran.code == 0, ran.err
         sid = json.loads(ran.out)["session_id"]
         assert (ws / "made.txt").exists() and not (ws / "gone.txt").exists()

@@ -65,7 +65,7 @@ def tool_results(llm: ScriptedLLM) -> dict[str, str]:
 
 
 @needs_jq
-def test_a_bash_matcher_jq_guard_blocks_rm_through_the_cli(cli, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
+def test_a_bash_matcher_jq_guard_blocks_rm_through_the_cli(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
                                                            tmp_path: Path) -> None:
     guard = tmp_path / "guard.sh"
     guard.write_text(GUARD)
@@ -73,7 +73,7 @@ def test_a_bash_matcher_jq_guard_blocks_rm_through_the_cli(cli, server: FakeServ
     (workspace / "keep.txt").write_text("precious")
     server.add(tool_reply(call("run_command", {"command": "rm -f keep.txt"}, id="rm"),
                           call("run_command", {"command": "echo still here"}, id="echo")), Reply(text="done"))
-    ran = cli("-p", "clean up", "--yes", server=server,
+    ran = turn("-p", "clean up", "--yes", server=server,
               config={"hooks": hooks("PreToolUse", "Bash", str(guard))})
     assert ran.code == 0, ran.err
     assert (workspace / "keep.txt").read_text() == "precious"

@@ -42,13 +42,13 @@ def results(server: FakeServer, request: int = 1) -> dict[str, str]:
     return {m["tool_call_id"]: m["content"] for m in server.requests[request]["messages"] if m["role"] == "tool"}
 
 
-def test_a_deny_rule_stops_a_read_in_an_untrusted_project(cli, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_deny_rule_stops_a_read_in_an_untrusted_project(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     (workspace / "secret.txt").write_text("the launch codes")
     (workspace / "notes.txt").write_text("shopping list")
     settings(workspace, {"permissions": {"deny": ["Read(./secret.txt)"]}})
     server.add(tool_reply(call("read_file", {"path": "secret.txt"}, id="s"), call("read_file", {"path": "notes.txt"}, id="n"),
                           call("grep", {"pattern": "launch", "path": "secret.txt"}, id="g")), Reply(text="done"))
-    ran = cli("-p", "read them", "--yes", server=server)
+    ran = turn("-p", "read them", "--yes", server=server)
     assert ran.code == 0, ran.err
     got = results(server)
     assert got["s"].startswith("ERROR: ") and "Read" not in got["s"] and "read_file(./secret.txt)" in got["s"]
@@ -57,26 +57,26 @@ def test_a_deny_rule_stops_a_read_in_an_untrusted_project(cli, server: FakeServe
     assert "launch codes" not in json.dumps(server.requests)
 
 
-def test_the_local_settings_file_narrows_too(cli, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+def test_the_local_settings_file_narrows_too(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     settings(workspace, {"permissions": {"deny": ["Bash(rm:*)"]}}, "settings.local.json")
     (workspace / "keep.txt").write_text("x")
     server.add(tool_reply(call("run_command", {"command": "rm keep.txt"}, id="rm")), Reply(text="done"))
-    ran = cli("-p", "clean", "--yes", server=server)
+    ran = turn("-p", "clean", "--yes", server=server)
     assert ran.code == 0, ran.err
     assert (workspace / "keep.txt").exists()
     assert results(server)["rm"].startswith("ERROR: ") and "run_command(rm:*)" in results(server)["rm"]
 
 
-def test_an_ask_rule_asks_for_what_would_run_unasked(cli, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+def test_an_ask_rule_asks_for_what_would_run_unasked(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     settings(workspace, {"permissions": {"ask": ["Bash(ls:*)"]}})
     server.add(tool_reply(call("run_command", {"command": "ls"}, id="ls")), Reply(text="done"))
-    ran = cli("-p", "list", server=server)  # ls runs unasked; no terminal: asked is refused
+    ran = turn("-p", "list", server=server)  # ls runs unasked; no terminal: asked is refused
     assert ran.code == 0, ran.err
     assert "refused run_command `ls`: needs approval" in ran.err
     assert results(server)["ls"].startswith("Denied")
 
 
-def test_allow_rules_env_and_hooks_wait_for_trust(cli, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
+def test_allow_rules_env_and_hooks_wait_for_trust(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
                                                   tmp_path: Path) -> None:
     log = tmp_path / "hook.log"
     script = "import sys; open(sys.argv[1], 'a').write('ran' + chr(10))"
@@ -85,30 +85,30 @@ def test_allow_rules_env_and_hooks_wait_for_trust(cli, server: FakeServer, works
                          "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": hook}]}]}})
     line = call("run_command", {"command": 'touch greeted && echo "$GREETING"'}, id="e")  # asked unless allowed
     server.add(tool_reply(line), Reply(text="done"))
-    untrusted = cli("-p", "greet", server=server)
+    untrusted = turn("-p", "greet", server=server)
     assert untrusted.code == 0, untrusted.err
     assert "ignored permissions.allow, env, hooks because this project is not trusted" in untrusted.err
     assert "needs approval" in untrusted.err and not log.exists() and not (workspace / "greeted").exists()
 
     server.add(tool_reply(line), Reply(text="done"))
-    ran = cli("-p", "greet", server=server, config=trusted(workspace))
+    ran = turn("-p", "greet", server=server, config=trusted(workspace))
     assert ran.code == 0, ran.err
     assert "from-claude-settings" in results(server, 3)["e"] and (workspace / "greeted").exists()
     assert log.read_text() == "ran\n"
 
 
-def test_mcp_json_loads_only_in_a_trusted_project(cli, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
+def test_mcp_json_loads_only_in_a_trusted_project(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DEMO_PYTHON", sys.executable)
     mcp_json(workspace, {"demo": {"command": "${DEMO_PYTHON}", "args": [DEMO]}})
     server.add(Reply(text="hi"))
-    untrusted = cli("-p", "hi", server=server)
+    untrusted = turn("-p", "hi", server=server)
     assert untrusted.code == 0, untrusted.err
     assert not any(t["function"]["name"].startswith("mcp__demo") for t in server.requests[0]["tools"])
     assert f"{workspace / '.mcp.json'}: ignored mcp because this project is not trusted" in untrusted.err
 
     server.add(tool_reply(call("mcp__demo__echo", {"text": "hello"}, id="m")), Reply(text="done"))
-    ran = cli("-p", "echo", "--yes", server=server, config=trusted(workspace))
+    ran = turn("-p", "echo", "--yes", server=server, config=trusted(workspace))
     assert ran.code == 0, ran.err
     assert results(server, 2)["m"] == "echo: hello"
 
@@ -193,7 +193,7 @@ def test_rules_are_carried_over(rule: str, kind: str, ours: list[str] | None, wo
 
 
 @pytest.mark.skipif(shutil.which("jq") is None, reason="jq is not installed")
-def test_a_claude_settings_jq_guard_blocks_rm_in_a_trusted_project(cli, server: FakeServer,  # type: ignore[no-untyped-def]
+def test_a_claude_settings_jq_guard_blocks_rm_in_a_trusted_project(turn, server: FakeServer,  # type: ignore[no-untyped-def]
                                                                   workspace: Path) -> None:
     """The guard as a Claude Code user keeps it: in .claude/hooks, named in .claude/settings.json
     with $CLAUDE_PROJECT_DIR, reading the command with jq."""
@@ -207,7 +207,7 @@ def test_a_claude_settings_jq_guard_blocks_rm_in_a_trusted_project(cli, server: 
         {"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/no-rm.sh"}]}]}})
     (workspace / "keep.txt").write_text("x")
     server.add(tool_reply(call("run_command", {"command": "rm keep.txt"}, id="rm")), Reply(text="done"))
-    ran = cli("-p", "clean", "--yes", server=server, config=trusted(workspace))
+    ran = turn("-p", "clean", "--yes", server=server, config=trusted(workspace))
     assert ran.code == 0, ran.err
     assert (workspace / "keep.txt").exists()
     assert results(server)["rm"] == "ERROR: blocked by a PreToolUse hook: blocked: rm keep.txt"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -380,3 +381,47 @@ def test_an_answer_cut_short_by_the_token_limit_says_so(cli, server: FakeServer)
     assert "the answer was cut short: it reached the output token limit (finish_reason length)" in r.err
     server.add(Reply(text="whole"))
     assert "cut short" not in cli("-p", "again", server=server).err
+
+
+def steady(out: str) -> list[Any]:
+    """Output lines with what differs from run to run (ids, times) blanked."""
+    def blank(v: Any, key: str = "") -> Any:
+        if key in ("session_id", "uuid", "id", "call_id", "tool_use_id", "elapsed") or key.endswith("_ms"):
+            return "_"
+        if isinstance(v, dict):
+            return {k: blank(x, k) for k, x in v.items()}
+        return [blank(x) for x in v] if isinstance(v, list) else v
+
+    lines: list[Any] = []
+    for line in out.splitlines():
+        try:
+            lines.append(blank(json.loads(line)))
+        except ValueError:
+            lines.append(line)
+    return lines
+
+
+@pytest.mark.parametrize("args, script", [
+    (("-p", "say hi"), [Reply(text="Hello.")]),
+    (("-p", "read it", "--output-format", "stream-json"), [tool_reply(call("read_file", {"path": "a.txt"})),
+                                                           Reply(text="done")]),
+    (("-p", "go", "--max-turns", "1"), [tool_reply(call("read_file", {"path": "a.txt"}))]),
+    (("-p", "go"), [Fault(status=401)]),
+    (("-p", ""), []),
+    (("-p", "hi", "--mode", "nonsense"), []),
+    (("doctor", "--help"), []),
+    (("sessions", "--json"), []),
+], ids=["text", "stream-json", "turn-limit", "refused-key", "empty-prompt", "bad-mode", "doctor-help", "sessions"])
+def test_a_run_in_this_process_ends_as_the_process_does(cli, turn, server: FakeServer, workspace: Path,
+                                                        args: tuple[str, ...], script: list[Any]) -> None:
+    # The tests whose subject is the turn run it in process (cli.run_line): for that to test
+    # what a person's process does, both must end with the same status and print the same.
+    (workspace / "a.txt").write_text("alpha\n")
+    seen = []
+    for runner in (cli, turn):
+        server.add(*script)
+        r = runner(*args, server=server)
+        seen.append((r.code, steady(r.out), steady(r.err)))
+    assert seen[0][0] in (0, 1, 2, 3)
+    assert seen[0][1] or seen[0][2]
+    assert seen[1] == seen[0]

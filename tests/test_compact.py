@@ -93,13 +93,13 @@ def test_lowered_session_budget_compacts_and_keeps_instructions_and_todos(server
         (t["content"], t["status"]) for t in TODOS]
 
 
-def test_context_too_long_compacts_and_retries(cli, server: FakeServer, workspace: Path) -> None:
+def test_context_too_long_compacts_and_retries(turn, server: FakeServer, workspace: Path) -> None:
     (workspace / "big.txt").write_text(("z" * 99 + "\n") * 90)  # a 9,000-char read
     server.add(tool_reply(call("read_file", {"path": "big.txt"})), Reply(text="read it"))
-    assert cli("-p", "read big.txt", server=server).code == 0
+    assert turn("-p", "read big.txt", server=server).code == 0
     server.add(Fault(status=400, code="context_length_exceeded", message="This model's maximum context length is 8192 tokens"),
                Reply(text="SUMMARY: big.txt was read"), Reply(text="answered after compacting"))
-    r = cli("--continue", "-p", "what was in it?", "--verbose", server=server)
+    r = turn("--continue", "-p", "what was in it?", "--verbose", server=server)
     assert (r.code, r.out) == (0, "answered after compacting\n"), r.err
     failed, summary_req, retry = server.requests[2:]
     assert is_summary_request(summary_req)
@@ -111,9 +111,9 @@ def test_context_too_long_compacts_and_retries(cli, server: FakeServer, workspac
     assert "the endpoint said the context is too long" in r.err
 
 
-def test_context_too_long_with_nothing_to_compact_ends_with_the_error(cli, server: FakeServer) -> None:
+def test_context_too_long_with_nothing_to_compact_ends_with_the_error(turn, server: FakeServer) -> None:
     server.add(Fault(status=400, code="context_length_exceeded", message="too long"))
-    r = cli("-p", "hello", server=server)
+    r = turn("-p", "hello", server=server)
     assert r.code == 1
     assert "no longer fits the model's context" in r.err
     assert len(server.requests) == 1
@@ -276,12 +276,12 @@ def tool_results(body: dict[str, Any]) -> list[str]:
 
 
 def test_overflow_from_one_large_result_cuts_it_to_a_saved_preview_and_retries_smaller(
-        cli, server: FakeServer, workspace: Path, home: Path) -> None:
+        turn, server: FakeServer, workspace: Path, home: Path) -> None:
     (workspace / "big.txt").write_text(("z" * 99 + "\n") * 150)  # a 15,000-char file, read whole
     server.default = small_window(8000, [tool_reply(call("read_file", {"path": "big.txt"})),  # type: ignore[assignment]
                                          Reply(text="read it"), Reply(text="still here")])
     config = {"limits": {"persisted_preview_chars": 300}}
-    r = cli("-p", "read big.txt", "--verbose", server=server, config=config)
+    r = turn("-p", "read big.txt", "--verbose", server=server, config=config)
     assert (r.code, r.out) == (0, "read it\n"), r.err
     _, refused, summary, retry = server.requests
     assert is_summary_request(summary)  # the prompt is summarised, the read it overflowed with is cut
@@ -298,19 +298,19 @@ def test_overflow_from_one_large_result_cuts_it_to_a_saved_preview_and_retries_s
             f"with a note) to fit the model's context; the whole result is saved in {saved.parent}") in r.err
 
     # The transcript holds what the model saw: a resumed session sends the preview, not the whole.
-    r2 = cli("--continue", "-p", "and now?", server=server, config=config)
+    r2 = turn("--continue", "-p", "and now?", server=server, config=config)
     assert (r2.code, r2.out) == (0, "still here\n"), r2.err
     assert server.requests[4]["messages"][1:4] == retry["messages"][1:4]
     assert list(saved.parent.iterdir()) == [saved]  # saved once
 
 
-def test_repeated_overflow_cuts_the_preview_again_from_the_same_file(cli, server: FakeServer, workspace: Path,
+def test_repeated_overflow_cuts_the_preview_again_from_the_same_file(turn, server: FakeServer, workspace: Path,
                                                                    home: Path) -> None:
     (workspace / "big.txt").write_text(("z" * 99 + "\n") * 150)
     # The first cut (2,000-char preview) is still too long for a 1,500-char window; the second fits.
     server.default = small_window(1500, [tool_reply(call("read_file", {"path": "big.txt"})),  # type: ignore[assignment]
                                          Reply(text="read it")])
-    r = cli("-p", "read big.txt", "--verbose", server=server)
+    r = turn("-p", "read big.txt", "--verbose", server=server)
     assert (r.code, r.out) == (0, "read it\n"), r.err
     model = [b for b in server.requests[1:] if not is_summary_request(b)]
     assert len(server.requests) - len(model) == 2  # one summary, at the first refusal only (then it is all there is)
@@ -328,9 +328,9 @@ def test_repeated_overflow_cuts_the_preview_again_from_the_same_file(cli, server
     assert r.err.count("cut 1 recent tool result from") == 2
 
 
-def test_overflow_that_nothing_can_shrink_ends_with_the_context_error_at_once(cli, server: FakeServer) -> None:
+def test_overflow_that_nothing_can_shrink_ends_with_the_context_error_at_once(turn, server: FakeServer) -> None:
     server.default = small_window(1000, [Reply(text="never sent")])  # type: ignore[assignment]
-    r = cli("-p", "p" * 5000, "--verbose", server=server)
+    r = turn("-p", "p" * 5000, "--verbose", server=server)
     assert r.code == 1
     assert len(server.requests) == 1  # no summary, no retry
     assert "no longer fits the model's context" in r.err
@@ -338,10 +338,10 @@ def test_overflow_that_nothing_can_shrink_ends_with_the_context_error_at_once(cl
             "and no tool result left to cut") in r.err
 
 
-def test_overflow_that_never_fits_shrinks_each_time_then_stops(cli, server: FakeServer, workspace: Path) -> None:
+def test_overflow_that_never_fits_shrinks_each_time_then_stops(turn, server: FakeServer, workspace: Path) -> None:
     (workspace / "big.txt").write_text(("z" * 99 + "\n") * 150)
     server.default = small_window(100, [tool_reply(call("read_file", {"path": "big.txt"}))])  # type: ignore[assignment]
-    r = cli("-p", "read big.txt", server=server)
+    r = turn("-p", "read big.txt", server=server)
     assert r.code == 1 and "no longer fits the model's context" in r.err
     sizes = [history_chars(b) for b in server.requests[1:] if not is_summary_request(b)]
     assert sizes == sorted(set(sizes), reverse=True), sizes  # every retry smaller than the one refused
@@ -385,11 +385,11 @@ def test_overflow_cuts_the_largest_results_first_and_only_as_many_as_needed(work
         ("assistant", None), ("tool", "x"), ("tool", "y"), ("tool", "z")]  # each call keeps its result
 
 
-def test_no_session_overflow_cut_says_nothing_was_saved(cli, server: FakeServer, workspace: Path) -> None:
+def test_no_session_overflow_cut_says_nothing_was_saved(turn, server: FakeServer, workspace: Path) -> None:
     (workspace / "big.txt").write_text(("z" * 99 + "\n") * 150)
     server.default = small_window(8000, [tool_reply(call("read_file", {"path": "big.txt"})),  # type: ignore[assignment]
                                          Reply(text="read it")])
-    r = cli("-p", "read big.txt", "--no-session", "--verbose", server=server, config={"limits": {"persisted_preview_chars": 300}})
+    r = turn("-p", "read big.txt", "--no-session", "--verbose", server=server, config={"limits": {"persisted_preview_chars": 300}})
     assert (r.code, r.out) == (0, "read it\n"), r.err
     [whole], [preview] = tool_results(server.requests[1]), tool_results(server.requests[3])
     assert preview == (f"<cut-output>\n{whole[:300]}\n… {len(whole) - 300} of {len(whole)} chars cut to fit the model's "
@@ -468,7 +468,7 @@ def test_a_result_saved_by_the_aggregate_budget_is_cut_again_from_its_file(tmp_p
     assert persisted.read_preview(preview, None) is None  # no folder: no saved preview can be ours
 
 
-def test_the_model_reads_the_rest_of_a_cut_result_from_the_file_its_preview_names(cli, server: FakeServer,
+def test_the_model_reads_the_rest_of_a_cut_result_from_the_file_its_preview_names(turn, server: FakeServer,
                                                                                   workspace: Path) -> None:
     import re
 
@@ -490,7 +490,7 @@ def test_the_model_reads_the_rest_of_a_cut_result_from_the_file_its_preview_name
         return Reply(text="done")
 
     server.default = script  # type: ignore[assignment]
-    r = cli("-p", "read big.txt", server=server)
+    r = turn("-p", "read big.txt", server=server)
     assert (r.code, r.out) == (0, "done\n"), r.err
     part = tool_results(server.requests[-1])[-1]
     assert "line 148 " + "z" * 90 in part and "line 149 " + "z" * 90 in part  # past the preview, read without asking

@@ -50,27 +50,27 @@ def tool_results(server: FakeServer) -> list[str]:
     ({"nope": 1}, "key `limits.nope`: value error, no limit has this name (got 1)"),
 ])
 def test_a_limit_the_file_gets_wrong_stops_naming_file_key_and_what_it_takes(
-        cli: Any, limits: dict[str, Any], message: str) -> None:
-    r = cli("-p", "hi", config={"limits": limits})
+        turn: Any, limits: dict[str, Any], message: str) -> None:
+    r = turn("-p", "hi", config={"limits": limits})
     assert r.code == 2, r.err
     assert r.err.splitlines() == [f"nanohermes: error: {user_config_path()}: {message}",
                                   "hint: every limit is listed, with its default, in docs/limits.md"]
     assert "internal error" not in r.err
 
 
-def test_an_untrusted_projects_bad_limit_is_an_error_naming_the_project_file(cli: Any, workspace: Path) -> None:
+def test_an_untrusted_projects_bad_limit_is_an_error_naming_the_project_file(turn: Any, workspace: Path) -> None:
     proj = write(project_config_path(workspace), {"limits": {"grep_matches": 0.5}})
-    r = cli("-p", "hi")
+    r = turn("-p", "hi")
     assert r.code == 2
     assert r.err.splitlines()[0] == (f"nanohermes: error: {proj}: key `limits.grep_matches`: value error, must be a "
                                      "whole number >= 1 (got 0.5)")
 
 
 def test_limits_are_read_as_their_type_and_zero_only_where_it_means_something(
-        cli: Any, server: FakeServer, workspace: Path) -> None:
+        turn: Any, server: FakeServer, workspace: Path) -> None:
     (workspace / "m.txt").write_text("hit\n" * 10)
     server.add(tool_reply(call("grep", {"pattern": "hit"})), Reply(text="done"))
-    r = cli("-p", "go", "--no-session", server=server, config={"limits": {
+    r = turn("-p", "go", "--no-session", server=server, config={"limits": {
         "grep_matches": "2", "command_kill_grace_secs": 0, "web_fetch_max_redirects": 0,
         "aggregate_budget_chars": None, "task_timeout_secs": 5, "read_file_window_lines": 3.0}})
     assert r.code == 0, r.err
@@ -97,12 +97,12 @@ def test_a_config_built_in_code_keeps_the_checks() -> None:
 
 # -- unknown keys at any depth ----------------------------------------------------------------
 def test_unknown_keys_inside_sections_held_in_dicts_and_lists_are_warned_about(
-        cli: Any, server: FakeServer, workspace: Path) -> None:
+        turn: Any, server: FakeServer, workspace: Path) -> None:
     server.add(Reply(text="ok"))
     proj = write(project_config_path(workspace), {"mcp": {"servers": {"a": {"command": "true", "arg": ["typo"]}}},
                                                    "prices": {"gpt-4.1": {"input_per_mtok": 1, "output_per_mtok": 2,
                                                                           "cached_per_mtok": 0}}})
-    r = cli("-p", "hi", "--no-session", server=server, config={
+    r = turn("-p", "hi", "--no-session", server=server, config={
         "subagents": {"x": {"description": "d", "tool": ["read_file"]}},
         "hooks": {"Stop": [{"matchr": "x", "hooks": [{"type": "command", "command": "true", "timout": 5}]}]},
         "permissions": {"alow": []}})
@@ -119,10 +119,10 @@ def test_unknown_keys_inside_sections_held_in_dicts_and_lists_are_warned_about(
 
 
 # -- a project's narrowing values, as read ----------------------------------------------------
-def test_a_narrowing_value_written_as_text_narrows(cli: Any, server: FakeServer, workspace: Path) -> None:
+def test_a_narrowing_value_written_as_text_narrows(turn: Any, server: FakeServer, workspace: Path) -> None:
     write(project_config_path(workspace), {"max_turns": "1"})
     server.add(tool_reply(call("list_dir", {})), tool_reply(call("list_dir", {})), Reply(text="end"))
-    r = cli("-p", "go", "--no-session", server=server, config={})
+    r = turn("-p", "go", "--no-session", server=server, config={})
     assert r.code == 3, r.err
     assert r.err.strip() == "nanohermes: warning: stopped after 1 model call (max_turns)"
     assert len(server.requests) == 1

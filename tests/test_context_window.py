@@ -54,10 +54,10 @@ SHAPES = {
                    "window.lmstudio-loaded", "window.lmstudio-max", "window.ollama-ps", "window.ollama-num-ctx",
                    "window.ollama-model-info")
 @pytest.mark.parametrize("shape", list(SHAPES))
-def test_the_window_is_read_from_each_endpoint_shape(cli, shape: str) -> None:
+def test_the_window_is_read_from_each_endpoint_shape(turn, shape: str) -> None:
     options, tokens, source = SHAPES[shape]
     with FakeServer([Reply(text="hi")], **options) as server:
-        r = cli("-p", "hello", "--output-format", "json", server=server)
+        r = turn("-p", "hello", "--output-format", "json", server=server)
     assert r.code == 0, r.err
     window = r.json()["context"]["window"]
     assert (window["tokens"], window["source"]) == (tokens, source)
@@ -70,18 +70,18 @@ def test_the_window_is_read_from_each_endpoint_shape(cli, shape: str) -> None:
     ("Qwen/Qwen3-Coder-30B-A3B-Instruct", 262_144, "qwen3-coder"), ("qwen2.5-coder:7b", 32_768, "qwen2.5-coder"),
     ("deepseek-chat", 131_072, "deepseek-chat"), ("claude-sonnet-4", 200_000, "claude"),
 ])
-def test_an_endpoint_that_says_nothing_gets_the_known_familys_window(cli, model: str, tokens: int, family: str) -> None:
+def test_an_endpoint_that_says_nothing_gets_the_known_familys_window(turn, model: str, tokens: int, family: str) -> None:
     with FakeServer([Reply(text="hi")], models=(model,)) as server:
-        r = cli("-p", "hello", "--output-format", "json", "--base-url", server.base_url, "--model", model,
+        r = turn("-p", "hello", "--output-format", "json", "--base-url", server.base_url, "--model", model,
                 env={"OPENAI_API_KEY": "k"})
     assert r.code == 0, r.err
     window = r.json()["context"]["window"]
     assert (window["tokens"], window["source"]) == (tokens, f"known model family {family}")
 
 
-def test_an_unknown_model_gets_the_configured_window(cli, server: FakeServer) -> None:
+def test_an_unknown_model_gets_the_configured_window(turn, server: FakeServer) -> None:
     server.add(Reply(text="hi"))
-    window = cli("-p", "hello", "--output-format", "json", server=server,
+    window = turn("-p", "hello", "--output-format", "json", server=server,
                  config={"context_window_tokens": 20_000}).json()["context"]["window"]
     assert (window["tokens"], window["source"]) == (20_000, "config context_window_tokens")
     assert family_window("fake-model") is None
@@ -92,9 +92,9 @@ def test_an_unknown_model_gets_the_configured_window(cli, server: FakeServer) ->
     {"model_fields": {"context_length": "lots"}},
     {"routes": {"/props": {"default_generation_settings": {"n_ctx": -1}}}},
 ], ids=["models-500", "not-a-number", "negative"])
-def test_a_lookup_that_fails_never_fails_the_turn(cli, answer: dict[str, Any]) -> None:
+def test_a_lookup_that_fails_never_fails_the_turn(turn, answer: dict[str, Any]) -> None:
     with FakeServer([Reply(text="fine")], **answer) as server:
-        r = cli("-p", "hello", "--output-format", "json", server=server)
+        r = turn("-p", "hello", "--output-format", "json", server=server)
     assert r.code == 0 and r.json()["result"] == "fine", r.err
     assert r.json()["context"]["window"]["source"] == "default 32768 tokens (config context_window_tokens)"
 
@@ -105,16 +105,16 @@ def is_summary(body: dict[str, Any]) -> bool:
     return body["messages"][0]["content"] == SUMMARY_INSTRUCTIONS
 
 
-def test_compaction_starts_at_the_share_of_the_window_counted_in_reported_tokens(cli, workspace: Path) -> None:
+def test_compaction_starts_at_the_share_of_the_window_counted_in_reported_tokens(turn, workspace: Path) -> None:
     # vLLM says 10,000 tokens: compaction past 8,000. The endpoint counted 6,100 prompt tokens
     # at the second call, and its 12,000-char answer makes ~9,100: the third call is preceded by
     # a summary, though the history's 24,000 chars are under the 32,000 chars the window allows.
     script = [Reply(text="x" * 12_000, usage=(3000, 3000)), Reply(text="y" * 12_000, usage=(6100, 3000)),
               Reply(text="summary of it"), Reply(text="three", usage=(400, 10))]
     with FakeServer(script, model_fields={"max_model_len": 10_000}) as server:
-        first = cli("-p", "first", "--output-format", "json", server=server).json()
-        cli("--continue", "-p", "second", server=server)
-        r = cli("--continue", "-p", "third", "--output-format", "stream-json", server=server)
+        first = turn("-p", "first", "--output-format", "json", server=server).json()
+        turn("--continue", "-p", "second", server=server)
+        r = turn("--continue", "-p", "third", "--output-format", "stream-json", server=server)
     assert r.code == 0, r.err
     assert [is_summary(b) for b in server.requests] == [False, False, True, False]
     notices = [e["text"] for e in r.lines() if e.get("type") == "notice"]
@@ -122,28 +122,28 @@ def test_compaction_starts_at_the_share_of_the_window_counted_in_reported_tokens
     assert first["context"]["window"]["used_measured"] is True
 
 
-def test_a_large_answer_is_a_small_share_of_a_large_window(cli) -> None:
+def test_a_large_answer_is_a_small_share_of_a_large_window(turn) -> None:
     # 120 KB of history would have been "101%" of the old fixed budget: for a 1M-token model
     # it is about 3%, and nothing is compacted.
     big = "x" * 120_000
     script = [Reply(text=big, usage=(50, 30_000)), Reply(text="again", usage=(30_060, 2))]
     with FakeServer(script, model_fields={"context_length": 1_000_000}) as server:
-        cli("-p", "write a lot", server=server)
-        r = cli("--continue", "-p", "more", "--output-format", "json", server=server)
+        turn("-p", "write a lot", server=server)
+        r = turn("--continue", "-p", "more", "--output-format", "json", server=server)
     assert r.code == 0, r.err
     assert not any(is_summary(b) for b in server.requests)
     window = r.json()["context"]["window"]
     assert window["used_tokens"] == 30_060 + 2 and window["used_share"] == 0.0301
 
 
-def test_without_reported_usage_the_chars_fallback_compacts(cli) -> None:
+def test_without_reported_usage_the_chars_fallback_compacts(turn) -> None:
     # llama.cpp with 4096 tokens and no usage: compaction past 3276 tokens, in chars at 4 a token.
     script = [Reply(text="a" * 9000, usage=None), Reply(text="b" * 9000, usage=None), Reply(text="short summary", usage=None),
               Reply(text="ok", usage=None)]
     with FakeServer(script, owned_by="llamacpp", routes={"/props": {"default_generation_settings": {"n_ctx": 4096}}}) as s:
-        cli("-p", "one", server=s)
-        cli("--continue", "-p", "two", server=s)
-        r = cli("--continue", "-p", "three", "--output-format", "stream-json", server=s)
+        turn("-p", "one", server=s)
+        turn("--continue", "-p", "two", server=s)
+        r = turn("--continue", "-p", "three", "--output-format", "stream-json", server=s)
     assert r.code == 0, r.err
     assert [is_summary(b) for b in s.requests] == [False, False, True, False]
     notices = [e["text"] for e in r.lines() if e.get("type") == "notice"]
@@ -151,11 +151,11 @@ def test_without_reported_usage_the_chars_fallback_compacts(cli) -> None:
     assert r.lines()[-1]["context"]["window"]["used_measured"] is False
 
 
-def test_session_budget_chars_set_by_the_person_overrides_the_window(cli) -> None:
+def test_session_budget_chars_set_by_the_person_overrides_the_window(turn) -> None:
     script = [Reply(text="y" * 3000, usage=(10, 5)), Reply(text="summary"), Reply(text="ok")]
     with FakeServer(script, model_fields={"context_length": 1_000_000}) as server:
-        cli("-p", "one", server=server, config={"session_budget_chars": 2000, "limits": {"compact_keep_chars": 100}})
-        r = cli("--continue", "-p", "two", "--output-format", "json", server=server)
+        turn("-p", "one", server=server, config={"session_budget_chars": 2000, "limits": {"compact_keep_chars": 100}})
+        r = turn("--continue", "-p", "two", "--output-format", "json", server=server)
     assert r.code == 0, r.err
     assert [is_summary(b) for b in server.requests] == [False, True, False]
     context = r.json()["context"]

@@ -169,19 +169,19 @@ def test_tab_completes_custom_commands(workspace: Path) -> None:
     assert got == [("/frontend:test", "Frontend tests (project command)")]
 
 
-def test_print_mode_expands_a_leading_command(cli, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+def test_print_mode_expands_a_leading_command(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     write(workspace / "notes.txt", "NOTES")
     write(workspace / ".nanohermes" / "commands" / "ops" / "explain.md",
           "---\ndescription: Explain\nmodel: other-model\n---\nExplain $1 in $2 words. See @notes.txt")
     server.add(Reply(text="explained"), Reply(text="plain"))
-    ran = cli("-p", "/ops:explain 'the cache' 10", server=server)
+    ran = turn("-p", "/ops:explain 'the cache' 10", server=server)
     assert ran.code == 0, ran.err
     assert ran.out.strip() == "explained"
     body = server.requests[0]
     assert body["model"] == "other-model"
     assert body["messages"][-1]["content"] == ('Explain the cache in 10 words. See @notes.txt\n\n'
                                                '<file path="notes.txt">\n1\tNOTES\n</file>')
-    ran = cli("-p", "/unknown stays as typed", server=server)
+    ran = turn("-p", "/unknown stays as typed", server=server)
     assert ran.code == 0 and server.requests[1]["messages"][-1]["content"] == "/unknown stays as typed"
 
 
@@ -230,58 +230,58 @@ def test_export_writes_the_conversation_as_markdown(workspace: Path) -> None:
 
 
 @pytest.mark.parametrize("line", ["/help", "/help me", "/model other", "/rewind"])
-def test_print_mode_refuses_a_repl_command_instead_of_sending_it(cli, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
+def test_print_mode_refuses_a_repl_command_instead_of_sending_it(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
                                                                 line: str) -> None:
     write(workspace / ".nanohermes" / "commands" / "help.md", "Not the help.")  # a built-in's name: the built-in wins
-    ran = cli("-p", line, server=server)
+    ran = turn("-p", line, server=server)
     assert ran.code == 2 and server.requests == [], ran.err
     name = line.split()[0]
     assert f"{name} is a command of the REPL; with -p only /init, /export and custom commands run" in ran.err
 
 
-def test_print_mode_exports_the_conversation_it_continues(cli, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+def test_print_mode_exports_the_conversation_it_continues(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     import json
 
-    ran = cli("-p", "/export out.md", server=server)
+    ran = turn("-p", "/export out.md", server=server)
     assert ran.code == 1 and "nothing to export" in ran.err and server.requests == []
     server.add(Reply(text="the answer"))
-    assert cli("-p", "a question", server=server).code == 0
-    ran = cli("-p", "/export out.md", "--continue", "--output-format", "json", server=server)
+    assert turn("-p", "a question", server=server).code == 0
+    ran = turn("-p", "/export out.md", "--continue", "--output-format", "json", server=server)
     assert ran.code == 0, ran.err
     assert json.loads(ran.out)["result"] == f"exported 2 messages to {workspace / 'out.md'}"
     assert (workspace / "out.md").read_text().startswith("# nanohermes conversation")
     assert len(server.requests) == 1  # no model call for an export
 
 
-def test_print_mode_init_that_cannot_write_says_so_and_fails(cli, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+def test_print_mode_init_that_cannot_write_says_so_and_fails(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     from nanohermes.testing import call, tool_reply
 
     server.add(tool_reply(call("write_file", {"path": "AGENTS.md", "content": "# demo\n"})), Reply(text="tried"))
-    ran = cli("-p", "/init", server=server)  # no --yes, no terminal: the write is refused
+    ran = turn("-p", "/init", server=server)  # no --yes, no terminal: the write is refused
     assert ran.code == 1 and not (workspace / "AGENTS.md").exists()
     assert "/init did not write AGENTS.md: the write needs approval" in ran.err
     assert "--yes" in ran.err
-    ran = cli("-p", "/init", "--mode", "plan", server=server)
+    ran = turn("-p", "/init", "--mode", "plan", server=server)
     assert ran.code == 1 and "plan mode writes nothing" in ran.err and len(server.requests) == 2
 
 
-def test_print_mode_runs_project_claude_and_user_commands(cli, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
+def test_print_mode_runs_project_claude_and_user_commands(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
                                                           home: Path) -> None:
     write(workspace / ".claude" / "commands" / "a" / "b" / "deep.md", "Deep: [$ARGUMENTS] first=[$1] third=[$3]")
     write(home / ".config" / "nanohermes" / "commands" / "mine.md",
           "---\nmodel: user-model\nargument-hint: '<what>'\n---\nMine: $ARGUMENTS")
     server.add(Reply(text="deep"), Reply(text="mine"), Reply(text="plain"))
-    ran = cli("-p", """/a:b:deep "two words" 'it''s' """, server=server)
+    ran = turn("-p", """/a:b:deep "two words" 'it''s' """, server=server)
     assert ran.code == 0, ran.err
     # $ARGUMENTS is the text as typed (quotes kept); $1.. are the words a shell would see,
     # and one not given is empty.
     assert server.requests[0]["messages"][-1]["content"] == """Deep: ["two words" 'it''s'] first=[two words] third=[]"""
     assert server.requests[0]["model"] == "fake-model"
-    ran = cli("-p", "/mine the cache", server=server)
+    ran = turn("-p", "/mine the cache", server=server)
     assert ran.code == 0 and ran.out.strip() == "mine", ran.err
     assert server.requests[1]["messages"][-1]["content"] == "Mine: the cache"
     assert server.requests[1]["model"] == "user-model"
-    ran = cli("-p", "/a:b:nothing here", server=server)
+    ran = turn("-p", "/a:b:nothing here", server=server)
     assert ran.code == 0 and server.requests[2]["messages"][-1]["content"] == "/a:b:nothing here"
 
 
@@ -305,11 +305,11 @@ def test_tab_shows_the_argument_hint(workspace: Path) -> None:
     assert got == [("/review", "/review [focus]")]
 
 
-def test_print_mode_init_writes_agents_md(cli, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+def test_print_mode_init_writes_agents_md(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     from nanohermes.testing import call, tool_reply
 
     server.add(tool_reply(call("write_file", {"path": "AGENTS.md", "content": "# demo\n"})), Reply(text="written"))
-    ran = cli("-p", "/init keep it short", "--yes", server=server)
+    ran = turn("-p", "/init keep it short", "--yes", server=server)
     assert ran.code == 0, ran.err
     assert (workspace / "AGENTS.md").read_text() == "# demo\n"
     prompt = server.requests[0]["messages"][-1]["content"]

@@ -44,19 +44,19 @@ def counted(out: str) -> int:
 _HEALTHY: list[int] = []
 
 
-def healthy_count(cli: Any) -> int:
+def healthy_count(turn: Any) -> int:
     """How many checks a healthy set-up lists here (the same config: no MCP servers, no hooks)."""
     if not _HEALTHY:
         with FakeServer([PROBE_OK]) as s:
-            r = cli("doctor", "--base-url", s.base_url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
+            r = turn("doctor", "--base-url", s.base_url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
         assert r.code == 0, r.out
         _HEALTHY.append(counted(r.out))
     return _HEALTHY[0]
 
 
-def doctor(cli: Any, server: FakeServer | None, *, key: str = "k", url: str | None = None) -> Any:
+def doctor(turn: Any, server: FakeServer | None, *, key: str = "k", url: str | None = None) -> Any:
     base = url or (server.base_url if server else "")
-    r = cli("doctor", "--base-url", base, "--model", "fake-model", env={"OPENAI_API_KEY": key})
+    r = turn("doctor", "--base-url", base, "--model", "fake-model", env={"OPENAI_API_KEY": key})
     print(r.out)
     return r
 
@@ -79,25 +79,25 @@ MODELS_FAILURES: dict[str, tuple[Raw | Fault, str, str]] = {
 
 
 @pytest.mark.parametrize("case", list(MODELS_FAILURES))
-def test_a_models_route_that_lists_nothing_skips_the_model_check(cli, case: str) -> None:
+def test_a_models_route_that_lists_nothing_skips_the_model_check(turn, case: str) -> None:
     answer, mark, why = MODELS_FAILURES[case]
     with FakeServer([PROBE_OK], models_answer=answer) as s:
-        r = doctor(cli, s)
+        r = doctor(turn, s)
     lines = endpoint_lines(r.out)
     assert lines["endpoint"][0] == mark
     assert lines["model"] == ("skip", f"skipped: {why}")
     # The chat probe does not need the list: it still runs, and passes.
     assert lines["api key"] == ("ok", "accepted by chat")
     assert lines["chat"][0] == "ok" and lines["tool calls"][0] == "ok"
-    assert counted(r.out) == healthy_count(cli)
+    assert counted(r.out) == healthy_count(turn)
     assert r.code == 0
     assert "1 skipped" in r.out
 
 
-def test_a_redirected_model_list_names_where_it_points(cli) -> None:
+def test_a_redirected_model_list_names_where_it_points(turn) -> None:
     answer = Raw(body=b"", status=302, content_type="text/html", headers=(("Location", "https://login.example/sso"),))
     with FakeServer([PROBE_OK], models_answer=answer) as s:
-        r = doctor(cli, s)
+        r = doctor(turn, s)
         url = s.base_url
     assert f"[warn] endpoint: {url} answers, but listing models was redirected (302) to https://login.example/sso" \
         in r.out
@@ -105,17 +105,17 @@ def test_a_redirected_model_list_names_where_it_points(cli) -> None:
 
 
 @pytest.mark.parametrize("case", ["404", "500", "html_200"])
-def test_both_routes_failing_still_lists_every_check(cli, case: str) -> None:
+def test_both_routes_failing_still_lists_every_check(turn, case: str) -> None:
     answer, _, why = MODELS_FAILURES[case]
     probe = Raw(body=PAGE, content_type="text/html") if case == "html_200" else answer
     with FakeServer([probe], models_answer=answer) as s:
-        r = doctor(cli, s)
+        r = doctor(turn, s)
     lines = endpoint_lines(r.out)
     assert lines["model"] == ("skip", f"skipped: {why}")
     assert lines["api key"] == ("skip", "skipped: the chat probe failed before the key could be judged")
     assert lines["chat"][0] == "fail" and lines["chat"][1].startswith("the probe request failed: ")
     assert lines["tool calls"] == ("skip", "skipped: chat failed")
-    assert counted(r.out) == healthy_count(cli)
+    assert counted(r.out) == healthy_count(turn)
     assert r.code == 1
 
 
@@ -138,10 +138,10 @@ PROBE_FAILURES: dict[str, tuple[Raw | Fault | Reply, tuple[str, str], str]] = {
 
 
 @pytest.mark.parametrize("case", list(PROBE_FAILURES))
-def test_each_failure_of_the_chat_probe_lists_every_check(cli, case: str) -> None:
+def test_each_failure_of_the_chat_probe_lists_every_check(turn, case: str) -> None:
     answer, key_line, chat_mark = PROBE_FAILURES[case]
     with FakeServer([answer]) as s:
-        r = doctor(cli, s)
+        r = doctor(turn, s)
     lines = endpoint_lines(r.out)
     assert lines["endpoint"][0] == "ok" and lines["model"] == ("ok", "fake-model is listed")
     assert lines["api key"] == key_line
@@ -152,68 +152,68 @@ def test_each_failure_of_the_chat_probe_lists_every_check(cli, case: str) -> Non
         assert lines["tool calls"] == ("skip", "skipped: chat failed")
     else:
         assert lines["tool calls"][0] == "fail"
-    assert counted(r.out) == healthy_count(cli)
+    assert counted(r.out) == healthy_count(turn)
     assert r.code == 1
 
 
-def test_a_key_refused_on_models_skips_the_rest(cli) -> None:
+def test_a_key_refused_on_models_skips_the_rest(turn) -> None:
     with FakeServer(api_key="right") as s:
-        r = doctor(cli, s, key="wrong")
+        r = doctor(turn, s, key="wrong")
         url = s.base_url
     lines = endpoint_lines(r.out)
     assert lines["endpoint"] == ("ok", f"{url} answers")
     assert lines["api key"] == ("fail", "refused (401)")
     for name in ("model", "chat", "tool calls"):
         assert lines[name] == ("skip", "skipped: the key was refused")
-    assert counted(r.out) == healthy_count(cli)
+    assert counted(r.out) == healthy_count(turn)
 
 
 @pytest.mark.parametrize("route", ["models", "chat"])
-def test_without_a_key_a_refusal_is_one_key_line(cli, route: str) -> None:
+def test_without_a_key_a_refusal_is_one_key_line(turn, route: str) -> None:
     # The missing key and its refusal are one finding, not two lines of the same check.
     if route == "models":
         server = FakeServer(api_key="right")
     else:
         server = FakeServer([Fault(status=401, message="You didn't provide an API key.")])
     with server as s:
-        r = doctor(cli, s, key="")
+        r = doctor(turn, s, key="")
     lines = endpoint_lines(r.out)
     mark, detail = lines["api key"]
     assert mark == "fail"
     assert detail.endswith("; no key set ($OPENAI_API_KEY is empty, no api_key in config)")
     assert detail.startswith("refused (401)" if route == "models" else "chat refused it: ")
-    assert counted(r.out) == healthy_count(cli)
+    assert counted(r.out) == healthy_count(turn)
 
 
-def test_without_a_key_a_healthy_endpoint_keeps_the_warning_in_its_place(cli) -> None:
+def test_without_a_key_a_healthy_endpoint_keeps_the_warning_in_its_place(turn) -> None:
     with FakeServer([PROBE_OK]) as s:
-        r = doctor(cli, s, key="")
+        r = doctor(turn, s, key="")
     lines = endpoint_lines(r.out)
     assert lines["api key"] == ("warn", "no key set ($OPENAI_API_KEY is empty, no api_key in config)")
-    assert counted(r.out) == healthy_count(cli)
+    assert counted(r.out) == healthy_count(turn)
     assert r.code == 0
 
 
 @pytest.mark.parametrize("key", ["k", ""])
-def test_an_endpoint_that_is_down_lists_every_check(cli, key: str) -> None:
-    r = doctor(cli, None, key=key, url="http://127.0.0.1:9/v1")
+def test_an_endpoint_that_is_down_lists_every_check(turn, key: str) -> None:
+    r = doctor(turn, None, key=key, url="http://127.0.0.1:9/v1")
     lines = endpoint_lines(r.out)
     assert lines["endpoint"][0] == "fail"
     for name in ("model", "chat", "tool calls"):
         assert lines[name] == ("skip", "skipped: the endpoint is not reachable")
     assert lines["api key"][0] == ("skip" if key else "warn")
-    assert counted(r.out) == healthy_count(cli)
+    assert counted(r.out) == healthy_count(turn)
 
 
-def test_a_config_that_does_not_load_skips_the_endpoint_checks(cli, workspace: Any) -> None:
+def test_a_config_that_does_not_load_skips_the_endpoint_checks(turn, workspace: Any) -> None:
     # Its endpoint, key and model are unknown: nothing is sent, not even to the default endpoint.
     (workspace / ".nanohermes").mkdir()
     (workspace / ".nanohermes" / "config.json").write_text('{"max_turns": -1}')
     with FakeServer() as s:
-        r = doctor(cli, s)
+        r = doctor(turn, s)
         assert s.requests == []
     lines = endpoint_lines(r.out)
     assert all(lines[name] == ("skip", "skipped: the config did not load") for name in ENDPOINT)
     assert "api.openai.com" not in r.out
-    assert counted(r.out) == healthy_count(cli)
+    assert counted(r.out) == healthy_count(turn)
     assert r.code == 1

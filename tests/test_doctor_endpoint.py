@@ -10,15 +10,15 @@ import pytest
 from nanohermes.testing import FakeServer, Fault, Reply, call, tool_reply
 
 
-def doctor(cli, *args: str, **kw):  # type: ignore[no-untyped-def]
-    r = cli("doctor", *args, **kw)
+def doctor(turn, *args: str, **kw):  # type: ignore[no-untyped-def]
+    r = turn("doctor", *args, **kw)
     print(r.out, r.err)
     return r
 
 
-def test_a_key_models_accepts_but_chat_refuses_fails(cli, server: FakeServer) -> None:
+def test_a_key_models_accepts_but_chat_refuses_fails(turn, server: FakeServer) -> None:
     server.add(Fault(status=401, message="Invalid API key for chat", code="invalid_api_key"))
-    r = doctor(cli, "--base-url", server.base_url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
+    r = doctor(turn, "--base-url", server.base_url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
     assert r.code == 1
     assert "[ok]   api key" not in r.out
     assert "[FAIL] api key: chat refused it: the model endpoint refused the API key (401: Invalid API key for chat)" in r.out
@@ -27,10 +27,10 @@ def test_a_key_models_accepts_but_chat_refuses_fails(cli, server: FakeServer) ->
     assert server.paths == ["/v1/chat/completions"]  # /models is not in paths: only POSTs are recorded
 
 
-def test_an_endpoint_quoting_the_key_is_shown_redacted(cli, server: FakeServer) -> None:
+def test_an_endpoint_quoting_the_key_is_shown_redacted(turn, server: FakeServer) -> None:
     key = "sk-doctor-secret-0123456789"
     server.add(Fault(status=401, message=f"Incorrect API key provided: {key}", code="invalid_api_key"))
-    r = doctor(cli, "--base-url", server.base_url, "--model", "fake-model", env={"OPENAI_API_KEY": key})
+    r = doctor(turn, "--base-url", server.base_url, "--model", "fake-model", env={"OPENAI_API_KEY": key})
     assert r.code == 1
     assert "[FAIL] api key: chat refused it: the model endpoint refused the API key " \
            "(401: Incorrect API key provided: [REDACTED])" in r.out
@@ -38,9 +38,9 @@ def test_an_endpoint_quoting_the_key_is_shown_redacted(cli, server: FakeServer) 
 
 
 @pytest.mark.quirk("hint.llamacpp", "hint.vllm", "hint.ollama")
-def test_a_text_answer_to_the_probe_fails_tool_calls_with_every_server_hint(cli, server: FakeServer) -> None:
+def test_a_text_answer_to_the_probe_fails_tool_calls_with_every_server_hint(turn, server: FakeServer) -> None:
     server.add(Reply(text="Sure! ok=true"))
-    r = doctor(cli, "--base-url", server.base_url, "--model", "fake-model")
+    r = doctor(turn, "--base-url", server.base_url, "--model", "fake-model")
     assert r.code == 1
     assert "[ok]   chat: streamed an answer (chat wire)" in r.out
     assert "[FAIL] tool calls: the model answered in text instead of calling the probe tool ('Sure! ok=true')" in r.out
@@ -55,22 +55,22 @@ def test_a_text_answer_to_the_probe_fails_tool_calls_with_every_server_hint(cli,
     ("vllm", "fix: start vLLM with --enable-auto-tool-choice --tool-call-parser", "--jinja"),
     ("library", "fix: use an Ollama model that supports tools", "--jinja"),
 ])
-def test_the_tool_call_hint_names_the_server_it_detects(cli, owner: str, hint: str, not_hint: str) -> None:
+def test_the_tool_call_hint_names_the_server_it_detects(turn, owner: str, hint: str, not_hint: str) -> None:
     with FakeServer(owned_by=owner) as s:
         s.add(Reply(text="I would call probe"))
-        r = doctor(cli, "--base-url", s.base_url, "--model", "fake-model")
+        r = doctor(turn, "--base-url", s.base_url, "--model", "fake-model")
     assert r.code == 1
     assert hint in r.out and not_hint not in r.out.split("tool calls:")[1]
 
 
-def test_a_call_of_another_tool_is_not_the_probe(cli, server: FakeServer) -> None:
+def test_a_call_of_another_tool_is_not_the_probe(turn, server: FakeServer) -> None:
     server.add(tool_reply(call("run_command", {"command": "true"})))
-    r = doctor(cli, "--base-url", server.base_url, "--model", "fake-model")
+    r = doctor(turn, "--base-url", server.base_url, "--model", "fake-model")
     assert "[FAIL] tool calls: the model called 'run_command', not the probe tool" in r.out
 
 
-def test_endpoint_down_shows_the_dependent_checks_as_skipped(cli) -> None:
-    r = doctor(cli, "--base-url", "http://127.0.0.1:9/v1", env={"OPENAI_API_KEY": "k"})
+def test_endpoint_down_shows_the_dependent_checks_as_skipped(turn) -> None:
+    r = doctor(turn, "--base-url", "http://127.0.0.1:9/v1", env={"OPENAI_API_KEY": "k"})
     assert r.code == 1
     assert "[FAIL] endpoint: cannot reach http://127.0.0.1:9/v1" in r.out
     for name in ("api key", "model", "chat", "tool calls"):
@@ -85,43 +85,43 @@ def test_endpoint_down_shows_the_dependent_checks_as_skipped(cli) -> None:
     ("htp://127.0.0.1:8080/v1", "its scheme 'htp' is not http or https"),
     ("http:///v1", "it names no host"),
 ])
-def test_an_unusable_base_url_exits_2_before_any_request(cli, url: str, why: str) -> None:
-    r = doctor(cli, "--base-url", url)
+def test_an_unusable_base_url_exits_2_before_any_request(turn, url: str, why: str) -> None:
+    r = doctor(turn, "--base-url", url)
     assert r.code == 2
     assert f"[FAIL] endpoint: base_url {url!r} is not a usable URL: {why}" in r.out
     assert "fix: set it like http://127.0.0.1:8080/v1" in r.out
     assert "checks:" not in r.out  # nothing else ran
 
 
-def test_an_unusable_base_url_ends_a_p_run_with_exit_2(cli, server: FakeServer) -> None:
-    r = cli("-p", "hi", "--base-url", "127.0.0.1:8080/v1")
+def test_an_unusable_base_url_ends_a_p_run_with_exit_2(turn, server: FakeServer) -> None:
+    r = turn("-p", "hi", "--base-url", "127.0.0.1:8080/v1")
     print(r.err)
     assert r.code == 2
     assert "base_url '127.0.0.1:8080/v1' is not a usable URL: it has no http:// or https:// scheme" in r.err
     assert "retrying" not in r.err
 
 
-def test_https_against_a_plain_http_server_is_named(cli, server: FakeServer) -> None:
+def test_https_against_a_plain_http_server_is_named(turn, server: FakeServer) -> None:
     url = server.base_url.replace("http://", "https://")
-    r = doctor(cli, "--base-url", url)
+    r = doctor(turn, "--base-url", url)
     assert r.code == 1
     assert "the server seems to speak plain HTTP: try http:// instead of https://" in r.out
     assert f"fix: set base_url to {server.base_url} (--base-url, OPENAI_BASE_URL or config)" in r.out
-    r = cli("-p", "hi", "--base-url", url, "--model", "fake-model", config={"max_retries": 0})
+    r = turn("-p", "hi", "--base-url", url, "--model", "fake-model", config={"max_retries": 0})
     assert "try http:// instead of https://" in r.err
 
 
-def test_plain_http_against_a_tls_server_is_named(cli, tls_port: int) -> None:
-    r = doctor(cli, "--base-url", f"http://127.0.0.1:{tls_port}/v1")
+def test_plain_http_against_a_tls_server_is_named(turn, tls_port: int) -> None:
+    r = doctor(turn, "--base-url", f"http://127.0.0.1:{tls_port}/v1")
     assert r.code == 1
     assert "[FAIL] endpoint: cannot reach" in r.out
     assert "the server speaks TLS: use https:// instead of http://" in r.out
     assert f"fix: set base_url to https://127.0.0.1:{tls_port}/v1 (--base-url, OPENAI_BASE_URL or config)" in r.out
 
 
-def test_the_responses_wire_is_probed_on_its_own_route(cli, server: FakeServer) -> None:
+def test_the_responses_wire_is_probed_on_its_own_route(turn, server: FakeServer) -> None:
     server.add(tool_reply(call("probe", {"ok": True})))
-    r = doctor(cli, "--base-url", server.base_url, "--model", "fake-model", "--wire-api", "responses",
+    r = doctor(turn, "--base-url", server.base_url, "--model", "fake-model", "--wire-api", "responses",
                env={"OPENAI_API_KEY": "k"})
     assert r.code == 0, r.out
     assert "[ok]   chat: streamed an answer (responses wire)" in r.out
@@ -140,14 +140,14 @@ def checks_counted(out: str) -> int:
     ("responses", Fault(status=404, message="no such route"),
      "[FAIL] chat: the probe request failed: the endpoint answered 404 for "),
 ])
-def test_a_probe_failing_for_another_reason_lists_the_key_as_skipped(cli, server: FakeServer, wire: str, fault: Fault,
+def test_a_probe_failing_for_another_reason_lists_the_key_as_skipped(turn, server: FakeServer, wire: str, fault: Fault,
                                                                      chat: str) -> None:
     args = ("--base-url", server.base_url, "--model", "fake-model", "--wire-api", wire)
     server.add(tool_reply(call("probe", {"ok": True})))
-    healthy = doctor(cli, *args, env={"OPENAI_API_KEY": "k"})
+    healthy = doctor(turn, *args, env={"OPENAI_API_KEY": "k"})
     assert healthy.code == 0, healthy.out
     server.add(fault)
-    r = doctor(cli, *args, env={"OPENAI_API_KEY": "k"})
+    r = doctor(turn, *args, env={"OPENAI_API_KEY": "k"})
     assert r.code == 1
     lines = r.out.splitlines()
     key = lines.index("[skip] api key: skipped: the chat probe failed before the key could be judged")
@@ -156,18 +156,18 @@ def test_a_probe_failing_for_another_reason_lists_the_key_as_skipped(cli, server
     assert checks_counted(r.out) == checks_counted(healthy.out)  # every check is listed, failed or not
 
 
-def test_a_probe_refused_with_403_fails_the_key(cli, server: FakeServer) -> None:
+def test_a_probe_refused_with_403_fails_the_key(turn, server: FakeServer) -> None:
     server.add(Fault(status=403, message="this key may not use chat"))
-    r = doctor(cli, "--base-url", server.base_url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
+    r = doctor(turn, "--base-url", server.base_url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
     assert r.code == 1
     assert ("[FAIL] api key: chat refused it: the model endpoint refused the API key (403: this key may not use chat)"
             in r.out.splitlines())
     assert "[skip] chat: skipped: chat refused the key" in r.out
 
 
-def test_without_a_key_a_failed_probe_keeps_the_one_key_warning(cli, server: FakeServer) -> None:
+def test_without_a_key_a_failed_probe_keeps_the_one_key_warning(turn, server: FakeServer) -> None:
     server.add(Fault(status=503, message="upstream is down"))
-    r = doctor(cli, "--base-url", server.base_url, "--model", "fake-model", env={"OPENAI_API_KEY": ""})
+    r = doctor(turn, "--base-url", server.base_url, "--model", "fake-model", env={"OPENAI_API_KEY": ""})
     assert r.code == 1
     assert [ln for ln in r.out.splitlines() if "api key:" in ln] == [
         "[warn] api key: no key set ($OPENAI_API_KEY is empty, no api_key in config)"]

@@ -34,9 +34,9 @@ IDS = ["leading-space", "trailing-space", "trailing-newline", "leading-tab", "tr
 
 
 @pytest.mark.parametrize(("spoil", "why"), SPOILED, ids=IDS)
-def test_a_p_run_refuses_it_at_once_with_exit_2(cli, server: FakeServer, spoil: Any, why: str) -> None:
+def test_a_p_run_refuses_it_at_once_with_exit_2(turn, server: FakeServer, spoil: Any, why: str) -> None:
     url = spoil(server.base_url)
-    r = cli("-p", "hi", "--base-url", url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
+    r = turn("-p", "hi", "--base-url", url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
     print(r.err)
     assert r.code == 2
     assert r.err.splitlines()[0] == f"nanohermes: error: base_url {url!r} is not a usable URL: {why}"
@@ -46,27 +46,27 @@ def test_a_p_run_refuses_it_at_once_with_exit_2(cli, server: FakeServer, spoil: 
 
 
 @pytest.mark.parametrize("url_of", [lambda u: " " + u, lambda u: u + "\n"], ids=["leading-space", "trailing-newline"])
-def test_openai_base_url_with_it_is_refused_in_p(cli, server: FakeServer, url_of: Any) -> None:
+def test_openai_base_url_with_it_is_refused_in_p(turn, server: FakeServer, url_of: Any) -> None:
     url = url_of(server.base_url)
-    r = cli("-p", "hi", "--model", "fake-model", env={"OPENAI_BASE_URL": url, "OPENAI_API_KEY": "k"})
+    r = turn("-p", "hi", "--model", "fake-model", env={"OPENAI_BASE_URL": url, "OPENAI_API_KEY": "k"})
     print(r.err)
     assert r.code == 2
     assert f"base_url {url!r} is not a usable URL: it has a " in r.err
     assert server.requests == []
 
 
-def test_a_config_file_value_with_it_is_refused_in_p(cli, server: FakeServer) -> None:
+def test_a_config_file_value_with_it_is_refused_in_p(turn, server: FakeServer) -> None:
     url = server.base_url + "\t"
-    r = cli("-p", "hi", "--model", "fake-model", config={"base_url": url}, env={"OPENAI_API_KEY": "k"})
+    r = turn("-p", "hi", "--model", "fake-model", config={"base_url": url}, env={"OPENAI_API_KEY": "k"})
     print(r.err)
     assert r.code == 2
     assert "base_url 'http://127.0.0.1:" in r.err and "/v1\\t' is not a usable URL: it has a trailing tab" in r.err
 
 
 @pytest.mark.parametrize(("spoil", "why"), SPOILED[:4], ids=IDS[:4])
-def test_doctor_refuses_it_before_any_request(cli, server: FakeServer, spoil: Any, why: str) -> None:
+def test_doctor_refuses_it_before_any_request(turn, server: FakeServer, spoil: Any, why: str) -> None:
     url = spoil(server.base_url)
-    r = cli("doctor", "--base-url", url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
+    r = turn("doctor", "--base-url", url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
     print(r.out)
     assert r.code == 2
     assert r.out.splitlines()[0] == f"[FAIL] endpoint: base_url {url!r} is not a usable URL: {why}"
@@ -85,11 +85,11 @@ def test_the_repl_refuses_it_before_the_first_prompt(term: Any, server: FakeServ
     assert server.requests == []
 
 
-def test_a_clean_address_still_works(cli, server: FakeServer) -> None:
+def test_a_clean_address_still_works(turn, server: FakeServer) -> None:
     from nanohermes.testing import Reply
 
     server.add(Reply(text="fine"))
-    r = cli("-p", "hi", server=server)
+    r = turn("-p", "hi", server=server)
     assert (r.code, r.out) == (0, "fine\n"), r.err
 
 
@@ -101,18 +101,18 @@ def test_a_clean_address_still_works(cli, server: FakeServer) -> None:
     ("http://[::1/v1", "it is not a well-formed URL (Invalid IPv6 URL)"),
 ])
 @pytest.mark.parametrize("command", ["-p", "doctor"])
-def test_a_bad_port_or_address_is_refused_before_any_request(cli, url: str, why: str, command: str) -> None:
+def test_a_bad_port_or_address_is_refused_before_any_request(turn, url: str, why: str, command: str) -> None:
     args = ("-p", "hi") if command == "-p" else ("doctor",)
-    r = cli(*args, "--base-url", url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
+    r = turn(*args, "--base-url", url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
     print(r.out, r.err)
     assert r.code == 2
     assert f"base_url {url!r} is not a usable URL: {why}" in (r.err if command == "-p" else r.out)
     assert "retrying" not in r.err and "internal error" not in r.err
 
 
-def test_an_ipv6_address_with_a_port_is_usable(cli) -> None:
+def test_an_ipv6_address_with_a_port_is_usable(turn) -> None:
     # Refused by the connection (nothing listens there), not by the up-front check.
-    r = cli("-p", "hi", "--base-url", "http://[::1]:9/v1", "--model", "fake-model", config={"max_retries": 0},
+    r = turn("-p", "hi", "--base-url", "http://[::1]:9/v1", "--model", "fake-model", config={"max_retries": 0},
             env={"OPENAI_API_KEY": "k"})
     print(r.err)
     assert r.code == 1

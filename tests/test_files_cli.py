@@ -12,7 +12,7 @@ def tool_results(server: FakeServer, request: int = 1) -> dict[str, str]:
     return {m["tool_call_id"]: m["content"] for m in server.requests[request]["messages"] if m["role"] == "tool"}
 
 
-def test_accept_edits_edits_and_patches_and_streams_the_diff(cli, server: FakeServer, workspace: Path) -> None:
+def test_accept_edits_edits_and_patches_and_streams_the_diff(turn, server: FakeServer, workspace: Path) -> None:
     (workspace / "app.py").write_text("def main():\n    print('hi')\n")
     (workspace / "w.txt").write_bytes(b"one\r\ntwo\r\n")
     server.add(
@@ -20,7 +20,7 @@ def test_accept_edits_edits_and_patches_and_streams_the_diff(cli, server: FakeSe
                    call("apply_patch", {"diff": "--- a/w.txt\n+++ b/w.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n"}, id="p")),
         Reply(text="done"),
     )
-    r = cli("-p", "fix it", "--mode", "accept-edits", "--output-format", "stream-json", server=server)
+    r = turn("-p", "fix it", "--mode", "accept-edits", "--output-format", "stream-json", server=server)
     assert r.code == 0, r.err
     assert (workspace / "app.py").read_text() == "def main():\n    print('hello')\n"
     assert (workspace / "w.txt").read_bytes() == b"one\r\n2\r\n"
@@ -31,45 +31,45 @@ def test_accept_edits_edits_and_patches_and_streams_the_diff(cli, server: FakeSe
         "--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n def main():\n-    print('hi')\n+    print('hello')\n")
 
 
-def test_without_a_terminal_edits_are_refused_in_default_mode(cli, server: FakeServer, workspace: Path) -> None:
+def test_without_a_terminal_edits_are_refused_in_default_mode(turn, server: FakeServer, workspace: Path) -> None:
     (workspace / "a.txt").write_text("a\n")
     # A write that could succeed (a new file; over a.txt, never read, it would fail before the question).
     server.add(tool_reply(call("write_file", {"path": "b.txt", "content": "b\n"}, id="w"),
                           call("edit_file", {"path": "a.txt", "old_string": "a", "new_string": "b"}, id="e")),
                Reply(text="ok"))
-    r = cli("-p", "change it", server=server)
+    r = turn("-p", "change it", server=server)
     assert r.code == 0, r.err
     assert tool_results(server) == {"w": DENIED, "e": DENIED}
     assert (workspace / "a.txt").read_text() == "a\n" and not (workspace / "b.txt").exists()
 
 
-def test_protected_write_is_refused_in_accept_edits_and_allowed_with_yes(cli, server: FakeServer, workspace: Path,
+def test_protected_write_is_refused_in_accept_edits_and_allowed_with_yes(turn, server: FakeServer, workspace: Path,
                                                                           tmp_path: Path) -> None:
     outside = tmp_path / "outside.txt"
     server.add(tool_reply(call("write_file", {"path": str(outside), "content": "x"}, id="w")), Reply(text="ok"))
-    r = cli("-p", "write", "--mode", "accept-edits", server=server)
+    r = turn("-p", "write", "--mode", "accept-edits", server=server)
     assert r.code == 0, r.err
     assert tool_results(server) == {"w": DENIED} and not outside.exists()
     server.add(tool_reply(call("write_file", {"path": str(outside), "content": "x"}, id="w2")), Reply(text="ok"))
-    r = cli("-p", "write", "--mode", "accept-edits", "--yes", server=server)
+    r = turn("-p", "write", "--mode", "accept-edits", "--yes", server=server)
     assert r.code == 0, r.err
     assert tool_results(server, 3) == {"w2": f"created {outside} (1 bytes, 1 line)"} and outside.read_text() == "x"
 
 
-def test_plan_mode_hides_the_write_tools(cli, server: FakeServer) -> None:
+def test_plan_mode_hides_the_write_tools(turn, server: FakeServer) -> None:
     server.add(Reply(text="a plan"))
-    r = cli("-p", "plan it", "--mode", "plan", server=server)
+    r = turn("-p", "plan it", "--mode", "plan", server=server)
     assert r.code == 0, r.err
     names = {t["function"]["name"] for t in server.requests[0]["tools"]}
     assert {"read_file", "list_dir"} <= names
     assert not names & {"write_file", "edit_file", "apply_patch"}
 
 
-def test_file_limits_lowered_through_config(cli, server: FakeServer, workspace: Path) -> None:
+def test_file_limits_lowered_through_config(turn, server: FakeServer, workspace: Path) -> None:
     for name in "abcde":
         (workspace / name).write_text(name * 3 + "\n")
     server.add(tool_reply(call("list_dir", {}, id="l"), call("read_file", {"path": "a"}, id="r")), Reply(text="ok"))
-    r = cli("-p", "look", server=server, config={"limits": {"list_dir_entries": 3, "read_file_line_chars": 2}})
+    r = turn("-p", "look", server=server, config={"limits": {"list_dir_entries": 3, "read_file_line_chars": 2}})
     assert r.code == 0, r.err
     assert tool_results(server) == {"l": "a  4\nb  4\nc  4\n\n5 entries, showing first 3",
                                     "r": "1\taa…\n\n1 line longer than 2 chars clipped with …"}

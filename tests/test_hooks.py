@@ -490,13 +490,13 @@ def recording_config(recorder: Path, log: Path, events: tuple[str, ...], **kw: A
     return {"hooks": {e: [group(hook_cmd(recorder, log, **kw))] for e in events}}
 
 
-def test_print_mode_fires_the_session_events_with_the_runs_session(cli, server: Any, recorder: Path,  # type: ignore[no-untyped-def]
+def test_print_mode_fires_the_session_events_with_the_runs_session(turn, server: Any, recorder: Path,  # type: ignore[no-untyped-def]
                                                                   tmp_path: Path, workspace: Path) -> None:
     from nanohermes.testing import Reply as R
 
     log = tmp_path / "log.jsonl"
     server.add(R(text="hi there"))
-    ran = cli("-p", "hello", "--output-format", "json", server=server,
+    ran = turn("-p", "hello", "--output-format", "json", server=server,
               config=recording_config(recorder, log, ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd")))
     assert ran.code == 0, ran.err
     sid = ran.json()["session_id"]
@@ -508,17 +508,17 @@ def test_print_mode_fires_the_session_events_with_the_runs_session(cli, server: 
     assert seen[0]["source"] == "startup" and seen[1]["prompt"] == "hello" and seen[3]["reason"] == "exit"
 
 
-def test_print_mode_a_blocked_prompt_is_an_error_exit(cli, server: Any, recorder: Path,  # type: ignore[no-untyped-def]
+def test_print_mode_a_blocked_prompt_is_an_error_exit(turn, server: Any, recorder: Path,  # type: ignore[no-untyped-def]
                                                       tmp_path: Path, home: Path) -> None:
     log = tmp_path / "log.jsonl"
     config = {"hooks": {"UserPromptSubmit": [group(hook_cmd(recorder, log, code=2, err="no secrets in prompts"))]}}
-    ran = cli("-p", "the key is sk-123", "--output-format", "json", server=server, config=config)
+    ran = turn("-p", "the key is sk-123", "--output-format", "json", server=server, config=config)
     assert ran.code == 1, ran.err
     out = ran.json()
     assert (out["exit_reason"], out["is_error"]) == ("error", True)
     assert out["error"] == "prompt blocked by a UserPromptSubmit hook: no secrets in prompts"
     assert out["turns"] == 0
-    text = cli("-p", "again", server=server, config=config)
+    text = turn("-p", "again", server=server, config=config)
     assert text.code == 1 and text.out == ""
     assert "prompt blocked by a UserPromptSubmit hook: no secrets in prompts" in text.err
     assert server.requests == []  # the prompt never reached the model
@@ -617,7 +617,7 @@ def test_repl_session_end_fires_on_ctrl_d_and_sigterm(workspace: Path, home: Pat
     assert seen[1]["session_id"] == seen[0]["session_id"] != ""
 
 
-def test_print_mode_mcp_tools_match_as_mcp_server_tool(cli, server: Any, recorder: Path,  # type: ignore[no-untyped-def]
+def test_print_mode_mcp_tools_match_as_mcp_server_tool(turn, server: Any, recorder: Path,  # type: ignore[no-untyped-def]
                                                       tmp_path: Path) -> None:
     from nanohermes.testing import Reply as R
 
@@ -629,7 +629,7 @@ def test_print_mode_mcp_tools_match_as_mcp_server_tool(cli, server: Any, recorde
                         "PostToolUse": [group(hook_cmd(recorder, log), matcher="mcp__.*")]}}
     server.add(tool_reply(call("mcp__demo__echo", {"text": "hi"}, id="e"), call("mcp__demo__add", {"a": 1, "b": 2}, id="a")),
                R(text="done"))
-    ran = cli("-p", "use the tools", "--yes", server=server, config=config)
+    ran = turn("-p", "use the tools", "--yes", server=server, config=config)
     assert ran.code == 0, ran.err
     seen = [(r["hook_event_name"], r["tool_name"], r["tool_input"], r.get("tool_response")) for r in records(log)]
     assert seen == [("PreToolUse", "mcp__demo__echo", {"text": "hi"}, None),

@@ -302,11 +302,11 @@ def test_tool_names_are_sanitised_bounded_and_unique() -> None:
     assert len(long) == 64 and long.startswith("mcp__srv__xxx")
 
 
-def test_deny_rule_naming_a_server_removes_it_before_the_model_sees_it(cli, server: FakeServer, home: Path) -> None:
+def test_deny_rule_naming_a_server_removes_it_before_the_model_sees_it(turn, server: FakeServer, home: Path) -> None:
     config = {"mcp": {"servers": {"demo": STDIO, "other": STDIO}}, "permissions": {"deny": ["mcp__demo"]}}
     server.add(tool_reply(call("mcp__demo__echo", {"text": "x"}), call("mcp__other__echo", {"text": "y"})),
                Reply(text="done"))
-    r = cli("-p", "go", "--yes", server=server, config=config)
+    r = turn("-p", "go", "--yes", server=server, config=config)
     assert r.code == 0, r.err
     names = [t["function"]["name"] for t in server.requests[0]["tools"]]
     assert "mcp__other__echo" in names
@@ -330,17 +330,17 @@ def test_cli_session_leaves_no_server_process_behind(cli, server: FakeServer, ho
     assert log.read_text().startswith("--- ")  # the server's stderr went to its log, not the terminal
 
 
-def test_cli_warns_once_for_a_failed_server_and_answers(cli, server: FakeServer) -> None:
+def test_cli_warns_once_for_a_failed_server_and_answers(turn, server: FakeServer) -> None:
     server.add(Reply(text="answered"))
-    r = cli("-p", "hi", server=server, config={"mcp": {"servers": {"broken": {"command": "/nonexistent/server"}}}})
+    r = turn("-p", "hi", server=server, config={"mcp": {"servers": {"broken": {"command": "/nonexistent/server"}}}})
     assert r.code == 0, r.err
     assert r.out == "answered\n"
     lines = [ln for ln in r.err.splitlines() if "broken" in ln]
     assert len(lines) == 1 and lines[0].startswith("nanohermes: warning: MCP server broken failed to start: ")
 
 
-def test_bad_server_config_names_the_key(cli, home: Path) -> None:
-    r = cli("-p", "hi", config={"mcp": {"servers": {"x": {"args": ["a"]}}}})
+def test_bad_server_config_names_the_key(turn, home: Path) -> None:
+    r = turn("-p", "hi", config={"mcp": {"servers": {"x": {"args": ["a"]}}}})
     assert r.code == 2
     assert "key `mcp.servers.x`" in r.err and "set either `command`" in r.err
 
@@ -375,10 +375,10 @@ def test_example_config_sections_validate() -> None:
     assert cfg.subagents["explore"].tools == ["read_file", "list_dir", "grep", "glob"]
 
 
-def test_doctor_starts_each_server_and_reports_it(cli, server: FakeServer) -> None:
+def test_doctor_starts_each_server_and_reports_it(turn, server: FakeServer) -> None:
     server.add(tool_reply(call("probe", {"ok": True})))
     config = {"mcp": {"servers": {"demo": STDIO, "broken": {"command": "/nonexistent/server"}}}}
-    r = cli("doctor", "--base-url", server.base_url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"}, config=config)
+    r = turn("doctor", "--base-url", server.base_url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"}, config=config)
     assert r.code == 1, r.out + r.err
     assert f"[ok]   mcp demo: 14 tools (stdio {sys.executable} {DEMO})" in r.out
     assert "[FAIL] mcp broken: FileNotFoundError" in r.out
@@ -411,9 +411,9 @@ def test_a_server_that_dies_mid_session_is_told_to_the_person_once(workspace: Pa
                         "are unavailable for the rest of this session (see /mcp, restart nanohermes to reconnect)"]
 
 
-def test_cli_prints_the_dead_server_warning_on_stderr(cli, server: FakeServer) -> None:
+def test_cli_prints_the_dead_server_warning_on_stderr(turn, server: FakeServer) -> None:
     server.add(tool_reply(call("mcp__demo__crash", {})), Reply(text="done"))
-    r = cli("-p", "go", "--yes", server=server, config={"mcp": {"servers": {"demo": STDIO}}})
+    r = turn("-p", "go", "--yes", server=server, config={"mcp": {"servers": {"demo": STDIO}}})
     assert r.code == 0, r.err
     assert r.err.count("MCP server demo stopped") == 1
     assert r.out.strip().endswith("done")
@@ -548,14 +548,14 @@ def test_a_crash_mid_call_adds_the_exit_code_to_the_status(workspace: Path) -> N
 
 
 def test_cli_a_server_dying_between_two_model_calls_warns_once_and_the_model_is_told(
-        cli, server: FakeServer, tmp_path: Path) -> None:
+        turn, server: FakeServer, tmp_path: Path) -> None:
     raw = raw_with(tmp_path, RAW_EXIT_AFTER_PLAIN="5")
     raw.pop("pid_file")
     # The server exits right after answering the first call; the second step is a command that
     # runs while the death is noticed, and the third model call must know.
     server.add(tool_reply(call("mcp__raw__plain", {})), tool_reply(call("run_command", {"command": "sleep 1"})),
                tool_reply(call("mcp__raw__plain", {})), Reply(text="done"))
-    r = cli("-p", "go", "--yes", server=server, config={"mcp": {"servers": {"raw": raw}}})
+    r = turn("-p", "go", "--yes", server=server, config={"mcp": {"servers": {"raw": raw}}})
     assert r.code == 0, r.err
     assert r.out.strip().endswith("done")
     lines = [ln for ln in r.err.splitlines() if "MCP server raw" in ln]

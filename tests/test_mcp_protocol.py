@@ -76,7 +76,7 @@ def test_roots_are_the_workspace_and_the_extra_write_roots_and_follow_a_change(w
 
 
 def test_server_filesystem_without_a_folder_works_in_the_workspace_through_roots(  # type: ignore[no-untyped-def]
-        cli, server: FakeServer, workspace: Path, npm_bin: Path) -> None:
+        turn, server: FakeServer, workspace: Path, npm_bin: Path) -> None:
     (workspace / "note.txt").write_text("a note in the workspace\n")
     picture = png()
     (workspace / "dot.png").write_bytes(picture)
@@ -84,7 +84,7 @@ def test_server_filesystem_without_a_folder_works_in_the_workspace_through_roots
                           call("mcp__fs__read_text_file", {"path": str(workspace / "note.txt")}, id="read"),
                           call("mcp__fs__read_media_file", {"path": str(workspace / "dot.png")}, id="media")),
                Reply(text="done"))
-    ran = cli("-p", "read", "--yes", server=server,
+    ran = turn("-p", "read", "--yes", server=server,
               config={"mcpServers": {"fs": {"command": str(npm_bin / "mcp-server-filesystem")}}})
     assert ran.code == 0, ran.err
     got = results(server, 1)
@@ -98,10 +98,10 @@ def test_server_filesystem_without_a_folder_works_in_the_workspace_through_roots
     assert encoded[:200] not in json.dumps(server.requests)  # no base64 reached the model
 
 
-def test_a_tool_added_mid_session_is_offered_on_the_next_call(cli, server: FakeServer) -> None:  # type: ignore[no-untyped-def]
+def test_a_tool_added_mid_session_is_offered_on_the_next_call(turn, server: FakeServer) -> None:  # type: ignore[no-untyped-def]
     server.add(tool_reply(call("mcp__demo__grow", {"name": "fresh"}, id="g")),
                tool_reply(call("mcp__demo__fresh", {}, id="f")), Reply(text="done"))
-    ran = cli("-p", "grow", "--yes", "--verbose", server=server, config={"mcpServers": {"demo": STDIO}})
+    ran = turn("-p", "grow", "--yes", "--verbose", server=server, config={"mcpServers": {"demo": STDIO}})
     assert ran.code == 0, ran.err
     names = [{t["function"]["name"] for t in r["tools"]} for r in server.requests]
     assert "mcp__demo__fresh" not in names[0] and "mcp__demo__fresh" in names[1]
@@ -109,9 +109,9 @@ def test_a_tool_added_mid_session_is_offered_on_the_next_call(cli, server: FakeS
     assert "MCP server demo now offers 15 tools (new: mcp__demo__fresh)" in ran.err
 
 
-def test_print_mode_declines_elicitation_and_the_model_reads_why(cli, server: FakeServer) -> None:  # type: ignore[no-untyped-def]
+def test_print_mode_declines_elicitation_and_the_model_reads_why(turn, server: FakeServer) -> None:  # type: ignore[no-untyped-def]
     server.add(tool_reply(call("mcp__demo__ask", {}, id="a")), Reply(text="done"))
-    ran = cli("-p", "order", "--yes", server=server, config={"mcpServers": {"demo": STDIO}})
+    ran = turn("-p", "order", "--yes", server=server, config={"mcpServers": {"demo": STDIO}})
     assert ran.code == 0, ran.err
     text = results(server, 1)["a"]
     assert text.startswith("decline: null\n\n[MCP server demo asked the person for input (\"Place your order\"); "
@@ -181,10 +181,10 @@ def test_a_form_reads_what_the_spec_allows() -> None:
 
 
 @pytest.mark.parametrize("wire", ["chat", "responses"])
-def test_a_model_that_takes_images_gets_them_as_image_parts(cli, server: FakeServer, wire: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_model_that_takes_images_gets_them_as_image_parts(turn, server: FakeServer, wire: str) -> None:  # type: ignore[no-untyped-def]
     server.add(tool_reply(call("mcp__demo__picture", {}, id="p"), call("mcp__demo__echo", {"text": "x"}, id="e")),
                Reply(text="I see it"))
-    ran = cli("-p", "look", "--yes", "--wire-api", wire, server=server,
+    ran = turn("-p", "look", "--yes", "--wire-api", wire, server=server,
               config={"mcpServers": {"demo": STDIO}, "images_to_model": True})
     assert ran.code == 0, ran.err
     tiny = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 24).decode()

@@ -104,12 +104,12 @@ def test_a_type_that_does_not_fit_is_an_error_naming_the_key(workspace: Path, ho
 
 
 @pytest.mark.parametrize("transport", ["sse", "streamableHttp"])
-def test_server_everything_over_http_transports_through_the_cli(cli, server: FakeServer,  # type: ignore[no-untyped-def]
+def test_server_everything_over_http_transports_through_the_cli(turn, server: FakeServer,  # type: ignore[no-untyped-def]
                                                                 npm_bin: Path, transport: str) -> None:
     kind = {"sse": "sse", "streamableHttp": "http"}[transport]
     with everything(npm_bin, transport) as url:
         server.add(tool_reply(call("mcp__everything__echo", {"message": "over " + kind}, id="e")), Reply(text="done"))
-        ran = cli("-p", "echo", "--yes", server=server,
+        ran = turn("-p", "echo", "--yes", server=server,
                   config={"mcpServers": {"everything": {"type": kind, "url": url}}})
     assert ran.code == 0, ran.err
     tools = {t["function"]["name"] for t in server.requests[0]["tools"]}

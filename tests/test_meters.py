@@ -13,11 +13,11 @@ from nanohermes.testing import FakeServer, Reply, call, tool_reply
 PRICES = {"prices": {"fake-model": {"input_per_mtok": 2.0, "output_per_mtok": 10.0}}}
 
 
-def test_json_has_turn_and_session_usage_and_cost(cli, server: FakeServer) -> None:
+def test_json_has_turn_and_session_usage_and_cost(turn, server: FakeServer) -> None:
     server.add(Reply(text="one", usage=(1000, 100)), tool_reply(call("list_dir"), text=""), Reply(text="two", usage=(3000, 50)))
-    r1 = cli("-p", "first", "--output-format", "json", server=server, config=PRICES)
+    r1 = turn("-p", "first", "--output-format", "json", server=server, config=PRICES)
     assert r1.code == 0, r1.err
-    r2 = cli("--continue", "-p", "second", "--output-format", "json", server=server, config=PRICES)
+    r2 = turn("--continue", "-p", "second", "--output-format", "json", server=server, config=PRICES)
     obj = r2.json()
     # this turn: two model calls (10+5 from the tool call's default usage, then 3000+50)
     assert (obj["usage"]["prompt_tokens"], obj["usage"]["completion_tokens"]) == (3010, 55)
@@ -29,9 +29,9 @@ def test_json_has_turn_and_session_usage_and_cost(cli, server: FakeServer) -> No
     assert cost["session"]["estimated"] is False
 
 
-def test_missing_usage_is_estimated_and_marked(cli, server: FakeServer) -> None:
+def test_missing_usage_is_estimated_and_marked(turn, server: FakeServer) -> None:
     server.add(Reply(text="an answer of 27 characters.", usage=None))
-    obj = cli("-p", "hello there", "--output-format", "json", server=server).json()
+    obj = turn("-p", "hello there", "--output-format", "json", server=server).json()
     sent = server.requests[0]["messages"]
     prompt = sum(len(m["content"]) for m in sent) // 4
     assert obj["usage"] == {"prompt_tokens": prompt, "completion_tokens": 27 // 4,
@@ -41,10 +41,10 @@ def test_missing_usage_is_estimated_and_marked(cli, server: FakeServer) -> None:
     assert obj["cost"]["priced"] is False and obj["cost"]["turn"]["cost_usd"] is None
 
 
-def test_context_breakdown_in_json_matches_the_request(cli, server: FakeServer, workspace: Path) -> None:
+def test_context_breakdown_in_json_matches_the_request(turn, server: FakeServer, workspace: Path) -> None:
     (workspace / "f.txt").write_text("hello\n")
     server.add(tool_reply(call("read_file", {"path": "f.txt"}, id="c1")), Reply(text="done"))
-    obj = cli("-p", "read f", "--output-format", "json", server=server).json()
+    obj = turn("-p", "read f", "--output-format", "json", server=server).json()
     req = server.requests[1]
     parts = obj["context"]["parts"]
     assert parts["system_prompt"]["chars"] == len(req["messages"][0]["content"])
@@ -101,7 +101,7 @@ def test_bad_prices_config_names_the_key(workspace: Path, tmp_path: Path) -> Non
 
 
 # -- the per-message aggregate ---------------------------------------------------------------
-def test_aggregate_lowered_preview_and_file_exact_and_identical_after_resume(cli, server: FakeServer, workspace: Path,
+def test_aggregate_lowered_preview_and_file_exact_and_identical_after_resume(turn, server: FakeServer, workspace: Path,
                                                                               home: Path) -> None:
     (workspace / "many").mkdir()
     for i in range(60):
@@ -113,7 +113,7 @@ def test_aggregate_lowered_preview_and_file_exact_and_identical_after_resume(cli
                           call("read_file", {"path": "r.txt"}, id="read")),
                Reply(text="listed"), Reply(text="still here"))
     config = {"limits": {"aggregate_budget_chars": 900, "persisted_preview_chars": 120}}
-    r = cli("-p", "list", "--output-format", "stream-json", server=server, config=config)
+    r = turn("-p", "list", "--output-format", "stream-json", server=server, config=config)
     assert r.code == 0, r.err
     full = {e["call_id"]: e["result"] for e in r.lines() if e["type"] == "tool_finished"}
     sid = r.lines()[-1]["session_id"]
@@ -129,7 +129,7 @@ def test_aggregate_lowered_preview_and_file_exact_and_identical_after_resume(cli
     assert sum(map(len, full.values())) > 900 >= sum(map(len, sent.values()))
     assert len(full["big"]) > len(full["read"]) > len(full["small"])
 
-    r2 = cli("--continue", "-p", "again", server=server, config=config)
+    r2 = turn("--continue", "-p", "again", server=server, config=config)
     assert r2.code == 0, r2.err
     before = server.requests[1]["messages"]
     assert server.requests[2]["messages"][1:len(before)] == before[1:]  # previews included, byte for byte

@@ -55,14 +55,14 @@ EOF
 """
 
 
-def test_an_apply_patch_heredoc_through_run_command_is_applied_as_an_edit(cli, server: FakeServer,
+def test_an_apply_patch_heredoc_through_run_command_is_applied_as_an_edit(turn, server: FakeServer,
                                                                           workspace: Path) -> None:
     # accept-edits: run_command would be asked (and refused without a terminal); an edit is not.
     (workspace / "src").mkdir()
     (workspace / "src" / "app.py").write_text("def main():\n    return 1\n")
     server.add(tool_reply(call("read_file", {"path": "src/app.py"}, id="r")),
                tool_reply(call("run_command", {"command": HEREDOC}, id="p")), Reply(text="patched"))
-    r = cli("-p", "change it", "--mode", "accept-edits", server=server)
+    r = turn("-p", "change it", "--mode", "accept-edits", server=server)
     assert (r.code, r.out) == (0, "patched\n"), r.err
     result = results(server.requests[2])["p"]
     assert result.startswith("patched src/app.py (1 hunk, +1 -1)\n(this command was run as the apply_patch tool")
@@ -85,18 +85,18 @@ def test_a_cd_and_applypatch_with_a_quoted_delimiter_reads_paths_from_that_folde
     assert not (workspace / "m.py").exists()
 
 
-def test_a_patch_through_the_shell_is_refused_where_an_edit_would_be(cli, server: FakeServer, workspace: Path) -> None:
+def test_a_patch_through_the_shell_is_refused_where_an_edit_would_be(turn, server: FakeServer, workspace: Path) -> None:
     # Default mode, no terminal: an edit needs a yes nobody can give, so the patch is refused
     # with the denial, as apply_patch itself would be; plan mode refuses it as a write.
     (workspace / "src").mkdir()
     (workspace / "src" / "app.py").write_text("def main():\n    return 1\n")
     server.add(tool_reply(call("read_file", {"path": "src/app.py"}, id="r")),
                tool_reply(call("run_command", {"command": HEREDOC}, id="p")), Reply(text="refused"))
-    r = cli("-p", "change it", server=server)
+    r = turn("-p", "change it", server=server)
     assert r.code == 0, r.err
     assert results(server.requests[2])["p"].startswith("Denied by the user. Do not retry it")
     server.add(tool_reply(call("run_command", {"command": HEREDOC}, id="q")), Reply(text="planned"))
-    r = cli("-p", "change it", "--mode", "plan", server=server)
+    r = turn("-p", "change it", "--mode", "plan", server=server)
     assert r.code == 0, r.err
     assert results(server.requests[4])["q"].startswith("ERROR: ") and "apply_patch" in results(server.requests[4])["q"]
     assert (workspace / "src" / "app.py").read_text() == "def main():\n    return 1\n"
@@ -216,7 +216,7 @@ def test_a_diff_u_of_two_trees_applies(workspace: Path, tmp_path: Path) -> None:
     ("write_file", '{"path": "big.py", "content": "import os\\n\\ndef main():\\n    for i in range(10'),
     ("edit_file", '{"path": "big.py", "old_string": "x = 1", "new_string": "x = [\\n    1,\\n    2,'),
 ], ids=["write", "edit"])
-def test_a_call_cut_off_at_the_output_limit_is_named_so_with_the_next_step(cli, server: FakeServer, workspace: Path,
+def test_a_call_cut_off_at_the_output_limit_is_named_so_with_the_next_step(turn, server: FakeServer, workspace: Path,
                                                                           name: str, args: str) -> None:
     (workspace / "big.py").write_text("x = 1\n")
     server.add(Raw(body=sse(
@@ -224,7 +224,7 @@ def test_a_call_cut_off_at_the_output_limit_is_named_so_with_the_next_step(cli, 
         chunk({"tool_calls": [{"index": 0, "id": "w1", "type": "function", "function": {"name": name, "arguments": ""}}]}),
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": args}}]}),
         chunk({}, "length"))), Reply(text="split"))
-    r = cli("-p", "write it", "--yes", server=server)
+    r = turn("-p", "write it", "--yes", server=server)
     assert (r.code, r.out) == (0, "split\n"), r.err
     result = results(server.requests[1])["w1"]
     assert result.startswith(f"ERROR: this {name} call was cut off at the output token limit (finish_reason length) "

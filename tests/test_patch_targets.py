@@ -189,14 +189,14 @@ def results(server: FakeServer, request: int) -> dict[str, str]:
 
 
 def test_cli_a_deny_rule_refuses_the_patch_through_a_link_and_dots_even_with_yes(
-        cli, server: FakeServer, linked: Path) -> None:  # type: ignore[no-untyped-def]
+        turn, server: FakeServer, linked: Path) -> None:  # type: ignore[no-untyped-def]
     server.add(tool_reply(call("apply_patch", {"diff": unified("l/../x")}, id="u"),
                           call("apply_patch", {"diff": begin("l/../x")}, id="b"),
                           call("edit_file", {"path": "l/../x", "old_string": "old", "new_string": "new"}, id="e"),
                           call("write_file", {"path": "l/../x", "content": "new\n"}, id="w")),
                Reply(text="done"))
     deny = ["apply_patch(deep/**)", "edit_file(deep/**)", "write_file(deep/**)"]
-    r = cli("-p", "patch it", "--yes", server=server, config={"permissions": {"deny": deny}})
+    r = turn("-p", "patch it", "--yes", server=server, config={"permissions": {"deny": deny}})
     assert r.code == 0, r.err
     assert results(server, 1) == {"u": "ERROR: denied by rule apply_patch(deep/**)",
                                   "b": "ERROR: denied by rule apply_patch(deep/**)",
@@ -206,12 +206,12 @@ def test_cli_a_deny_rule_refuses_the_patch_through_a_link_and_dots_even_with_yes
 
 
 def test_cli_accept_edits_refuses_a_patch_through_a_link_out_of_the_workspace_like_write_file(
-        cli, server: FakeServer, workspace: Path, outward: Path) -> None:  # type: ignore[no-untyped-def]
+        turn, server: FakeServer, workspace: Path, outward: Path) -> None:  # type: ignore[no-untyped-def]
     add = "*** Begin Patch\n*** Add File: l3/../x\n+x\n*** End Patch\n"
     server.add(tool_reply(call("apply_patch", {"diff": add}, id="p"),
                           call("write_file", {"path": "l3/../x", "content": "x\n"}, id="w")),
                Reply(text="done"))
-    r = cli("-p", "add it", "--mode", "accept-edits", server=server)
+    r = turn("-p", "add it", "--mode", "accept-edits", server=server)
     assert r.code == 0, r.err
     assert results(server, 1) == {"p": DENIED, "w": DENIED}  # asked, and no one is there to answer
     assert not (workspace / "x").exists() and not (outward / "x").exists()

@@ -259,19 +259,19 @@ def test_rules_add_up_across_config_files_and_keep_their_origin(workspace: Path,
 
 
 # -- no terminal, and secrets kept out of what is written ----------------------------------
-def test_malformed_rule_is_reported_at_startup_with_its_file(cli, server: FakeServer, home: Path) -> None:
+def test_malformed_rule_is_reported_at_startup_with_its_file(turn, server: FakeServer, home: Path) -> None:
     server.add(Reply(text="ok"))
-    r = cli("-p", "x", server=server, config={"permissions": {"allow": ["run_command(", "read_file"]}})
+    r = turn("-p", "x", server=server, config={"permissions": {"allow": ["run_command(", "read_file"]}})
     assert r.code == 0, r.err
     cfg = home / ".config" / "nanohermes" / "config.json"
     assert (f"nanohermes: warning: {cfg}: permissions.allow: malformed permission rule 'run_command('; expected "
             "`tool` or `tool(pattern)`; rule ignored") in r.err
 
 
-def test_secret_file_read_is_refused_without_a_terminal(cli, server: FakeServer, workspace: Path) -> None:
+def test_secret_file_read_is_refused_without_a_terminal(turn, server: FakeServer, workspace: Path) -> None:
     (workspace / ".env").write_text("DB_PASSWORD=hunter2hunter2")
     server.add(tool_reply(call("read_file", {"path": ".env"}, id="r")), Reply(text="ok"))
-    r = cli("-p", "read .env", server=server)
+    r = turn("-p", "read .env", server=server)
     assert r.code == 0, r.err
     assert server.requests[1]["messages"][-1]["content"] == DENIED
 
@@ -279,10 +279,10 @@ def test_secret_file_read_is_refused_without_a_terminal(cli, server: FakeServer,
 KEY = "sk-live-0123456789abcdefXYZ"
 
 
-def test_keys_are_redacted_in_json_output_and_transcript(cli, server: FakeServer, workspace: Path, home: Path) -> None:
+def test_keys_are_redacted_in_json_output_and_transcript(turn, server: FakeServer, workspace: Path, home: Path) -> None:
     (workspace / "notes.txt").write_text(f"the key is {KEY}\n")
     server.add(tool_reply(call("read_file", {"path": "notes.txt"}, id="r")), Reply(text=f"I found {KEY} in notes."))
-    r = cli("-p", f"where is {KEY}?", "--output-format", "json", server=server,
+    r = turn("-p", f"where is {KEY}?", "--output-format", "json", server=server,
             env={"OPENAI_API_KEY": KEY, "GITHUB_TOKEN": "ghp_abcdefghijklmnop"})
     assert r.code == 0, r.err
     assert r.json()["result"] == "I found [REDACTED] in notes."
@@ -298,10 +298,10 @@ def test_keys_are_redacted_in_json_output_and_transcript(cli, server: FakeServer
     assert server.requests[1]["messages"][-1]["content"] == f"1\tthe key is {KEY}"
 
 
-def test_keys_are_redacted_in_stream_json(cli, server: FakeServer, workspace: Path) -> None:
+def test_keys_are_redacted_in_stream_json(turn, server: FakeServer, workspace: Path) -> None:
     (workspace / "notes.txt").write_text(f"token: {KEY}\n")
     server.add(tool_reply(call("read_file", {"path": "notes.txt"}, id="r")), Reply(text="done"))
-    r = cli("-p", "read", "--output-format", "stream-json", server=server, config={"api_key": KEY})
+    r = turn("-p", "read", "--output-format", "stream-json", server=server, config={"api_key": KEY})
     assert r.code == 0, r.err
     assert KEY not in r.out
     finished = next(e for e in r.lines() if e["type"] == "tool_finished")
@@ -309,11 +309,11 @@ def test_keys_are_redacted_in_stream_json(cli, server: FakeServer, workspace: Pa
 
 
 @pytest.mark.parametrize("fmt", ["text", "stream-json"])
-def test_a_key_streamed_in_pieces_is_redacted_in_plain_and_streamed_output(cli, server: FakeServer, fmt: str) -> None:
+def test_a_key_streamed_in_pieces_is_redacted_in_plain_and_streamed_output(turn, server: FakeServer, fmt: str) -> None:
     agents = {"helper": {"description": "Helps", "tools": []}}
     server.add(tool_reply(call("subagent", {"agent": "helper", "task": "say it", "wait": True})),
                Reply(text=f"child says {KEY}", chunk_size=3), Reply(text=f"The key: {KEY}!\nEnd.", chunk_size=3))
-    r = cli("-p", "go", "--output-format", fmt, server=server, env={"OPENAI_API_KEY": KEY},
+    r = turn("-p", "go", "--output-format", fmt, server=server, env={"OPENAI_API_KEY": KEY},
             config={"subagents": agents})
     assert r.code == 0, r.err
     assert KEY[:8] not in r.out  # no piece of the key either
@@ -397,13 +397,13 @@ def test_project_answer_on_a_terminal_saves_the_rule(workspace: Path, home: Path
                 c.terminate(force=True)
 
 
-def test_p_runs_read_only_commands_and_refuses_the_rest_without_a_terminal(cli, server: FakeServer,
+def test_p_runs_read_only_commands_and_refuses_the_rest_without_a_terminal(turn, server: FakeServer,
                                                                            workspace: Path) -> None:
     (workspace / "a.txt").write_text("x\ny\n")
     server.add(tool_reply(call("run_command", {"command": "cat a.txt | wc -l"}, id="r"),
                           call("run_command", {"command": "wc -l a.txt && touch made"}, id="w")),
                Reply(text="ok"))
-    r = cli("-p", "count", server=server, config={"permissions": {"allow": ["run_command(git log *)"]}})
+    r = turn("-p", "count", server=server, config={"permissions": {"allow": ["run_command(git log *)"]}})
     assert r.code == 0, r.err
     results = {m["tool_call_id"]: m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"}
     assert results == {"r": ok("2"), "w": DENIED}

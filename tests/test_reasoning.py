@@ -20,10 +20,10 @@ def files(workspace: Path) -> Path:
 
 
 @pytest.mark.quirk("reasoning.reasoning-content")
-def test_deepseek_reasoning_content_is_passed_back_with_tool_calls(cli, server: FakeServer, files: Path) -> None:
+def test_deepseek_reasoning_content_is_passed_back_with_tool_calls(turn, server: FakeServer, files: Path) -> None:
     server.add(Reply(reasoning="I should read a.txt first.", tool_calls=(call("read_file", {"path": "a.txt"}),)),
                Reply(reasoning="It says alpha.", text="The file says alpha."))
-    r = cli("-p", "what is in a.txt?", server=server)
+    r = turn("-p", "what is in a.txt?", server=server)
     print(r.out)
     assert (r.code, r.out) == (0, "The file says alpha.\n"), r.err
     assert "I should read" not in r.out + r.err and "It says alpha" not in r.out
@@ -32,9 +32,9 @@ def test_deepseek_reasoning_content_is_passed_back_with_tool_calls(cli, server: 
     assert assistant["tool_calls"][0]["function"]["name"] == "read_file"
 
 
-def test_stream_json_has_reasoning_events_and_the_result_has_none(cli, server: FakeServer) -> None:
+def test_stream_json_has_reasoning_events_and_the_result_has_none(turn, server: FakeServer) -> None:
     server.add(Reply(reasoning="Thinking hard.", text="42"))
-    r = cli("-p", "answer", "--output-format", "stream-json", server=server)
+    r = turn("-p", "answer", "--output-format", "stream-json", server=server)
     assert r.code == 0, r.err
     events = r.lines()
     thought = "".join(e["text"] for e in events if e["type"] == "reasoning_delta")
@@ -45,7 +45,7 @@ def test_stream_json_has_reasoning_events_and_the_result_has_none(cli, server: F
 
 
 @pytest.mark.quirk("reasoning.details")
-def test_openrouter_reasoning_details_are_joined_and_echoed(cli, server: FakeServer, files: Path) -> None:
+def test_openrouter_reasoning_details_are_joined_and_echoed(turn, server: FakeServer, files: Path) -> None:
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
@@ -57,7 +57,7 @@ def test_openrouter_reasoning_details_are_joined_and_echoed(cli, server: FakeSer
                                "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}]}),
         chunk({}, "tool_calls"),
     )), Reply(text="looked"))
-    r = cli("-p", "look", server=server)
+    r = turn("-p", "look", server=server)
     print(r.out)
     assert (r.code, r.out) == (0, "looked\n"), r.err
     assistant = next(m for m in server.requests[1]["messages"] if m["role"] == "assistant")
@@ -66,24 +66,24 @@ def test_openrouter_reasoning_details_are_joined_and_echoed(cli, server: FakeSer
 
 
 @pytest.mark.quirk("reasoning.reasoning-content")
-def test_reasoning_only_deltas_never_reach_the_text_answer(cli, server: FakeServer) -> None:
+def test_reasoning_only_deltas_never_reach_the_text_answer(turn, server: FakeServer) -> None:
     # vLLM and llama.cpp stream `reasoning_content` with empty content first.
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
     server.add(Raw(body=sse(chunk({"role": "assistant", "content": "", "reasoning_content": "hmm"}),
                             chunk({"content": None, "reasoning_content": " more"}), chunk({"content": "Done."}, "stop"))))
-    r = cli("-p", "x", "--output-format", "json", server=server)
+    r = turn("-p", "x", "--output-format", "json", server=server)
     assert r.code == 0, r.err
     assert r.json()["result"] == "Done."
     print(r.json()["result"])
 
 
 @pytest.mark.parametrize("wire", ["chat", "responses"])
-def test_reasoning_effort_is_sent_only_when_set(cli, server: FakeServer, wire: str) -> None:
+def test_reasoning_effort_is_sent_only_when_set(turn, server: FakeServer, wire: str) -> None:
     server.add(Reply(text="a"), Reply(text="b"))
-    assert cli("-p", "x", "--wire-api", wire, server=server).code == 0
-    r = cli("-p", "x", "--wire-api", wire, "--reasoning-effort", "high", server=server)
+    assert turn("-p", "x", "--wire-api", wire, server=server).code == 0
+    r = turn("-p", "x", "--wire-api", wire, "--reasoning-effort", "high", server=server)
     assert (r.code, r.out) == (0, "b\n"), r.err
     plain, effort = server.requests
     if wire == "chat":
@@ -92,18 +92,18 @@ def test_reasoning_effort_is_sent_only_when_set(cli, server: FakeServer, wire: s
         assert "reasoning" not in plain and effort["reasoning"]["effort"] == "high"
 
 
-def test_reasoning_effort_from_config(cli, server: FakeServer) -> None:
+def test_reasoning_effort_from_config(turn, server: FakeServer) -> None:
     server.add(Reply(text="ok"))
-    r = cli("-p", "x", server=server, config={"reasoning_effort": "low"})
+    r = turn("-p", "x", server=server, config={"reasoning_effort": "low"})
     assert r.code == 0, r.err
     assert server.requests[0]["reasoning_effort"] == "low"
 
 
 @pytest.mark.quirk("reasoning.encrypted-items")
-def test_responses_reasoning_items_are_carried_across_turns(cli, server: FakeServer, files: Path) -> None:
+def test_responses_reasoning_items_are_carried_across_turns(turn, server: FakeServer, files: Path) -> None:
     server.add(Reply(reasoning="Need the file.", tool_calls=(call("read_file", {"path": "a.txt"}),)),
                Reply(reasoning="Got it.", text="alpha it is"))
-    r = cli("-p", "read a.txt", "--wire-api", "responses", server=server)
+    r = turn("-p", "read a.txt", "--wire-api", "responses", server=server)
     print(r.out)
     assert (r.code, r.out) == (0, "alpha it is\n"), r.err
     assert "Need the file" not in r.out
@@ -118,7 +118,7 @@ def test_responses_reasoning_items_are_carried_across_turns(cli, server: FakeSer
     assert server.violations == []
     # The next session resumes with the items too.
     server.add(Reply(text="again"))
-    r = cli("--continue", "-p", "more", "--wire-api", "responses", server=server)
+    r = turn("--continue", "-p", "more", "--wire-api", "responses", server=server)
     assert (r.code, r.out) == (0, "again\n"), r.err
     assert next(i for i in server.requests[2]["input"] if i.get("type") == "reasoning") == reasoning
 

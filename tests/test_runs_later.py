@@ -53,7 +53,7 @@ def test_pyproject_counts_only_when_its_build_system_changes() -> None:
     assert runs_later("pyproject.toml", before, hooked, contents_known=True) is not None
 
 
-def test_a_turn_names_the_files_it_made_that_run_code_later(cli: Any, server: FakeServer, workspace: Path) -> None:
+def test_a_turn_names_the_files_it_made_that_run_code_later(turn: Any, server: FakeServer, workspace: Path) -> None:
     """The end of a `-p` turn names what runs later: in json (`runs_later`) and on stderr, for
     files its tools wrote and files its commands wrote, and not for a package.json whose scripts
     did not change."""
@@ -63,7 +63,7 @@ def test_a_turn_names_the_files_it_made_that_run_code_later(cli: Any, server: Fa
                           call("run_command", {"command": "printf 'all:\\n\\ttrue\\n' > Makefile"}, id="r1"),
                           call("write_file", {"path": "notes.txt", "content": "plain\n"}, id="w2")),
                Reply(text="done"))
-    r = cli("-p", "set up", "--yes", "--output-format", "json", server=server)
+    r = turn("-p", "set up", "--yes", "--output-format", "json", server=server)
     assert r.code == 0, r.err
     out = json.loads(r.out)
     assert sorted(out["files_changed"]) == [".husky/pre-commit", "Makefile", "notes.txt"]
@@ -75,7 +75,7 @@ def test_a_turn_names_the_files_it_made_that_run_code_later(cli: Any, server: Fa
     # Only the version changes: package.json's scripts are as they were, so nothing is named.
     server.add(tool_reply(call("run_command", {"command": f"printf '%s' '{bumped}' > package.json"})),
                Reply(text="bumped"))
-    r = cli("-p", "bump", "--yes", "--output-format", "json", server=server)
+    r = turn("-p", "bump", "--yes", "--output-format", "json", server=server)
     out = json.loads(r.out)
     assert out["files_changed"] == ["package.json"] and out["runs_later"] == []
     assert "run code later" not in r.err and "runs code later" not in r.err
@@ -84,7 +84,7 @@ def test_a_turn_names_the_files_it_made_that_run_code_later(cli: Any, server: Fa
     hooked = json.dumps({"name": "app", "version": "1.0.1", "scripts": {"test": "x", "postinstall": "sh x"}})
     server.add(tool_reply(call("run_command", {"command": f"printf '%s' '{hooked}' > package.json"})),
                Reply(text="hooked"))
-    r = cli("-p", "hook", "--yes", "--output-format", "json", server=server)
+    r = turn("-p", "hook", "--yes", "--output-format", "json", server=server)
     out = json.loads(r.out)
     assert out["runs_later"] == ["package.json: package.json scripts (run at `npm install`, `npm test`, ...)"]
     assert "1 file this turn created or changed runs code later" in r.err

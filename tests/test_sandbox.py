@@ -299,12 +299,12 @@ def test_goal_mode_does_not_wait_for_a_person_on_a_refusal(workspace: Path, tmp_
     assert len(ui.of(SandboxRefused)) == 1 and "a person's yes at the prompt runs this call" in out
 
 
-def test_json_output_lists_sandbox_refusals(cli: Any, server: Any, workspace: Path, tmp_path: Path) -> None:
+def test_json_output_lists_sandbox_refusals(turn: Any, server: Any, workspace: Path, tmp_path: Path) -> None:
     from nanohermes.testing import Reply, call as fcall, tool_reply
 
     target = tmp_path / "outside.txt"
     server.add(tool_reply(fcall("run_command", {"command": f"touch {target}"}, id="t1")), Reply(text="done"))
-    r = cli("-p", "touch it", "--output-format", "json", "--yes", server=server, stdin=None)
+    r = turn("-p", "touch it", "--output-format", "json", "--yes", server=server, stdin=None)
     assert r.code == 0, r.err
     data = r.json()
     assert data["sandbox_refusals"] == [{"tool": "run_command", "command": f"touch {target}",
@@ -313,12 +313,12 @@ def test_json_output_lists_sandbox_refusals(cli: Any, server: Any, workspace: Pa
     assert not target.exists()
 
 
-def test_sandbox_off_flag_and_config(cli: Any, server: Any, workspace: Path, tmp_path: Path) -> None:
+def test_sandbox_off_flag_and_config(turn: Any, server: Any, workspace: Path, tmp_path: Path) -> None:
     from nanohermes.testing import Reply, call as fcall, tool_reply
 
     target = tmp_path / "outside.txt"
     server.add(tool_reply(fcall("run_command", {"command": f"touch {target}"}, id="t1")), Reply(text="done"))
-    r = cli("-p", "touch it", "--output-format", "json", "--yes", "--sandbox", "off", server=server, stdin=None)
+    r = turn("-p", "touch it", "--output-format", "json", "--yes", "--sandbox", "off", server=server, stdin=None)
     assert r.code == 0, r.err
     assert r.json()["sandbox_refusals"] == [] and target.exists()
 
@@ -526,12 +526,12 @@ def test_an_unprivileged_user_gets_the_same_confinement(nobody_dir: Path) -> Non
     assert "x" not in (ws / ".git" / "config").read_text().split()
 
 
-def test_doctor_has_one_line_for_landlock_and_one_for_namespaces(cli: Any) -> None:
-    r = cli("doctor", "--base-url", "http://127.0.0.1:9/v1")
+def test_doctor_has_one_line_for_landlock_and_one_for_namespaces(turn: Any) -> None:
+    r = turn("doctor", "--base-url", "http://127.0.0.1:9/v1")
     lines = [line for line in r.out.splitlines() if "sandbox " in line]
     assert lines[0] == f"[ok]   sandbox landlock: Landlock ABI {AVAIL.abi}: commands that run unasked are confined"
     assert lines[1].startswith("[ok]   sandbox namespaces: user namespaces: each command gets its own network")
-    r = cli("doctor", "--base-url", "http://127.0.0.1:9/v1", config={"sandbox": {"mode": "off"}})
+    r = turn("doctor", "--base-url", "http://127.0.0.1:9/v1", config={"sandbox": {"mode": "off"}})
     assert "[warn] sandbox: off (sandbox.mode or --sandbox off): commands that run without asking" in r.out
 
 

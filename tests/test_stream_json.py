@@ -18,14 +18,14 @@ from nanohermes.testing import FakeServer, Reply, call, tool_reply
 DEMO = str(Path(__file__).parent / "mcp" / "demo_server.py")
 
 
-def test_claude_codes_parser_reads_a_whole_run(cli, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+def test_claude_codes_parser_reads_a_whole_run(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     (workspace / "a.txt").write_text("alpha\n")
     server.add(tool_reply(call("read_file", {"path": "a.txt"}, id="r"),
                           call("run_command", {"command": "rm -rf /tmp/x"}, id="d"),
                           call("mcp__demo__echo", {"text": "hi"}, id="m"), text="Looking."),
                tool_reply(call("run_command", {"command": "sleep 0.3; echo slow", "timeout_secs": 30}, id="s")),
                Reply(text="All done."))
-    ran = cli("-p", "go", "--output-format", "stream-json", "--yes", server=server,
+    ran = turn("-p", "go", "--output-format", "stream-json", "--yes", server=server,
               config={"permissions": {"deny": ["run_command(rm *)"]},
                       "mcpServers": {"demo": {"command": sys.executable, "args": [DEMO]}}})
     assert ran.code == 0, ran.err
@@ -69,29 +69,29 @@ def test_claude_codes_parser_reads_a_whole_run(cli, server: FakeServer, workspac
     assert {"text_delta", "tool_started", "tool_finished", "permission_denied"} <= kinds
 
 
-def test_a_run_cut_at_max_turns_is_an_error_result(cli, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_run_cut_at_max_turns_is_an_error_result(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     server.add(tool_reply(call("list_dir", {})), tool_reply(call("list_dir", {})))
-    ran = cli("-p", "loop", "--output-format", "stream-json", "--max-turns", "1", server=server)
+    ran = turn("-p", "loop", "--output-format", "stream-json", "--max-turns", "1", server=server)
     assert ran.code == 3
     result = parse_line(ran.out.splitlines()[-1])
     assert isinstance(result, ResultError) and result.subtype == "error_max_turns" and result.num_turns == 1
 
 
-def test_json_output_is_claude_codes_result_message(cli, server: FakeServer) -> None:  # type: ignore[no-untyped-def]
+def test_json_output_is_claude_codes_result_message(turn, server: FakeServer) -> None:  # type: ignore[no-untyped-def]
     server.add(Reply(text="42", usage=(100, 7)))
-    ran = cli("-p", "answer", "--output-format", "json", server=server)
+    ran = turn("-p", "answer", "--output-format", "json", server=server)
     result = parse_line(json.dumps(ran.json()))
     assert isinstance(result, ResultSuccess)
     assert (result.result, result.usage.input_tokens, result.usage.output_tokens) == ("42", 100, 7)
 
 
-def test_without_a_terminal_stream_json_prints_the_refusal_not_a_question(cli, server: FakeServer,  # type: ignore[no-untyped-def]
+def test_without_a_terminal_stream_json_prints_the_refusal_not_a_question(turn, server: FakeServer,  # type: ignore[no-untyped-def]
                                                                          workspace: Path) -> None:
     (workspace / "a.txt").write_text("old\n")
     server.add(tool_reply(call("edit_file", {"path": "a.txt", "old_string": "old", "new_string": "new"}, id="e"),
                           call("write_file", {"path": "b.txt", "content": "B"}, id="w"),
                           call("run_command", {"command": "touch c.txt"}, id="c")), Reply(text="done"))
-    ran = cli("-p", "change things", "--output-format", "stream-json", server=server)
+    ran = turn("-p", "change things", "--output-format", "stream-json", server=server)
     assert ran.code == 0, ran.err
     lines = [json.loads(line) for line in ran.out.splitlines()]
     assert not any(e["type"] == "approval_request" for e in lines)
@@ -105,9 +105,9 @@ def test_without_a_terminal_stream_json_prints_the_refusal_not_a_question(cli, s
     assert (workspace / "a.txt").read_text() == "old\n"
 
 
-def test_a_refused_fetch_names_its_host(cli, server: FakeServer) -> None:  # type: ignore[no-untyped-def]
+def test_a_refused_fetch_names_its_host(turn, server: FakeServer) -> None:  # type: ignore[no-untyped-def]
     server.add(tool_reply(call("web_fetch", {"url": "http://127.0.0.1:9/page?q=1"}, id="f")), Reply(text="done"))
-    ran = cli("-p", "fetch", "--output-format", "json", server=server)
+    ran = turn("-p", "fetch", "--output-format", "json", server=server)
     assert ran.code == 0, ran.err
     (denial,) = ran.json()["permission_denials"]
     assert (denial["tool"], denial["target"]) == ("web_fetch", "127.0.0.1")

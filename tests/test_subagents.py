@@ -235,11 +235,11 @@ def test_tools_only_when_subagents_are_configured(workspace: Path) -> None:
     assert spec["description"].endswith("Sub-agents: explore: Reads code; writer: Writes files.")
 
 
-def test_cli_end_to_end_with_the_fake_server(cli, server: FakeServer, workspace: Path) -> None:
+def test_cli_end_to_end_with_the_fake_server(turn, server: FakeServer, workspace: Path) -> None:
     (workspace / "a.txt").write_text("alpha\n")
     server.add(tool_reply(call("subagent", {"agent": "explore", "task": "read a.txt", "wait": True})),
                tool_reply(call("read_file", {"path": "a.txt"})), Reply(text="child: alpha"), Reply(text="parent: done"))
-    r = cli("-p", "go", "--output-format", "stream-json", server=server, config={"subagents": AGENTS})
+    r = turn("-p", "go", "--output-format", "stream-json", server=server, config={"subagents": AGENTS})
     assert r.code == 0, r.err
     events = r.lines()
     nested = [e for e in events if e["type"] == "subagent_event"]
@@ -252,14 +252,14 @@ def test_cli_end_to_end_with_the_fake_server(cli, server: FakeServer, workspace:
     assert server.requests[3]["messages"][-1]["content"].endswith("child: alpha")
 
 
-def test_child_tokens_count_in_the_session_priced_by_their_model(cli, server: FakeServer) -> None:
+def test_child_tokens_count_in_the_session_priced_by_their_model(turn, server: FakeServer) -> None:
     agents = {"explore": {**AGENTS["explore"], "model": "cheap-model"}}
     prices = {"fake-model": {"input_per_mtok": 2.0, "output_per_mtok": 10.0},
               "cheap-model": {"input_per_mtok": 0.5, "output_per_mtok": 1.0}}
     hand_over = call("subagent", {"agent": "explore", "task": "look around", "wait": True})
     server.add(Reply(tool_calls=(hand_over,), usage=(1000, 100)), Reply(text="child: done", usage=(200, 20)),
                Reply(text="parent: done", usage=(3000, 50)))
-    r = cli("-p", "go", "--output-format", "json", server=server, config={"subagents": agents, "prices": prices})
+    r = turn("-p", "go", "--output-format", "json", server=server, config={"subagents": agents, "prices": prices})
     assert r.code == 0, r.err
     assert server.requests[1]["model"] == "cheap-model"
     obj = r.json()
@@ -271,7 +271,7 @@ def test_child_tokens_count_in_the_session_priced_by_their_model(cli, server: Fa
 
     # The session keeps them (per model) across --continue; a model without a price is named.
     server.add(Reply(text="again", usage=(10, 1)))
-    again = cli("--continue", "-p", "once more", "--output-format", "json", server=server,
+    again = turn("--continue", "-p", "once more", "--output-format", "json", server=server,
                 config={"subagents": agents, "prices": {"fake-model": prices["fake-model"]}}).json()["cost"]
     assert (again["session"]["prompt_tokens"], again["session"]["completion_tokens"]) == (4210, 171)
     assert again["priced"] is False and again["unpriced_models"] == ["cheap-model"]
@@ -279,10 +279,10 @@ def test_child_tokens_count_in_the_session_priced_by_their_model(cli, server: Fa
     assert again["turn"]["cost_usd"] == round((10 * 2 + 1 * 10) / 1e6, 6)
 
 
-def test_cli_text_mode_prints_only_the_parents_answer(cli, server: FakeServer) -> None:
+def test_cli_text_mode_prints_only_the_parents_answer(turn, server: FakeServer) -> None:
     server.add(tool_reply(call("subagent", {"agent": "explore", "task": "say something", "wait": True})),
                Reply(text="child words"), Reply(text="parent words"))
-    r = cli("-p", "go", server=server, config={"subagents": AGENTS})
+    r = turn("-p", "go", server=server, config={"subagents": AGENTS})
     assert r.code == 0, r.err
     assert r.out == "parent words\n"
 
@@ -309,11 +309,11 @@ def test_terminal_prompt_names_the_asking_sub_agent(monkeypatch: pytest.MonkeyPa
     assert out.getvalue().startswith("\nnanohermes (sub-agent writer agent-1) wants to run write_file: x\n")
 
 
-def test_verbose_progress_shows_child_calls_indented(cli, server: FakeServer, workspace: Path) -> None:
+def test_verbose_progress_shows_child_calls_indented(turn, server: FakeServer, workspace: Path) -> None:
     (workspace / "a.txt").write_text("alpha\n")
     server.add(tool_reply(call("subagent", {"agent": "explore", "task": "read", "wait": True})),
                tool_reply(call("read_file", {"path": "a.txt"})), Reply(text="c"), Reply(text="p"))
-    r = cli("-p", "go", "--verbose", server=server, config={"subagents": AGENTS})
+    r = turn("-p", "go", "--verbose", server=server, config={"subagents": AGENTS})
     assert r.code == 0, r.err
     assert "  [explore agent-1] → read_file a.txt\n" in r.err
     assert r.err.index("→ subagent") < r.err.index("  [explore agent-1] → read_file")

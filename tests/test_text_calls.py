@@ -133,10 +133,10 @@ def transcript(home: Path, session_id: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_a_qwen_xml_write_runs_as_the_call_and_the_transcript_records_it(cli, server: FakeServer, workspace: Path,
+def test_a_qwen_xml_write_runs_as_the_call_and_the_transcript_records_it(turn, server: FakeServer, workspace: Path,
                                                                         home: Path) -> None:
     server.add(Reply(text=WRITTEN[0][1], chunk_size=3), Reply(text="Wrote q.txt."))
-    r = cli("-p", "write q.txt", "--mode", "accept-edits", "--output-format", "json", server=server)
+    r = turn("-p", "write q.txt", "--mode", "accept-edits", "--output-format", "json", server=server)
     assert r.code == 0, r.err
     out = r.json()
     assert out["result"] == "Wrote q.txt."
@@ -153,11 +153,11 @@ def test_a_qwen_xml_write_runs_as_the_call_and_the_transcript_records_it(cli, se
     assert "as text (Qwen3-Coder XML); read as a call to write_file" in r.err
 
 
-def test_a_hermes_call_streams_no_markup_and_the_command_runs(cli, server: FakeServer, workspace: Path) -> None:
+def test_a_hermes_call_streams_no_markup_and_the_command_runs(turn, server: FakeServer, workspace: Path) -> None:
     text = 'I will list the files.\n<tool_call>\n{"name": "run_command", "arguments": {"command": "ls"}}\n</tool_call>'
     (workspace / "marker.txt").write_text("x")
     server.add(Reply(text=text, chunk_size=5), Reply(text="There is marker.txt."))
-    r = cli("-p", "list", "--yes", "--output-format", "stream-json", server=server)
+    r = turn("-p", "list", "--yes", "--output-format", "stream-json", server=server)
     assert r.code == 0, r.err
     lines = r.lines()
     streamed = "".join(e.get("text", "") for e in lines if e.get("type") == "text_delta")
@@ -167,20 +167,20 @@ def test_a_hermes_call_streams_no_markup_and_the_command_runs(cli, server: FakeS
     assert lines[-1]["result"] == "There is marker.txt."
 
 
-def test_a_recovered_call_still_needs_approval(cli, server: FakeServer, workspace: Path) -> None:
+def test_a_recovered_call_still_needs_approval(turn, server: FakeServer, workspace: Path) -> None:
     # Default mode and no terminal: the write is refused as any write would be, never run.
     server.add(Reply(text=WRITTEN[0][1]), Reply(text="It was refused."))
-    r = cli("-p", "write q.txt", server=server)
+    r = turn("-p", "write q.txt", server=server)
     assert (r.code, r.out) == (0, "It was refused.\n"), r.err
     assert tool_results(server.requests[1])[0].startswith("Denied by the user")
     assert not (workspace / "q.txt").exists()
 
 
-def test_a_text_call_for_a_tool_that_does_not_exist_is_not_run_and_the_model_is_told(cli, server: FakeServer,
+def test_a_text_call_for_a_tool_that_does_not_exist_is_not_run_and_the_model_is_told(turn, server: FakeServer,
                                                                                      workspace: Path) -> None:
     text = '<tool_call>\n{"name": "delete_everything", "arguments": {"path": "."}}\n</tool_call>'
     server.add(Reply(text=text), Reply(text="Sorry, no such tool."))
-    r = cli("-p", "go", "--yes", server=server)
+    r = turn("-p", "go", "--yes", server=server)
     assert (r.code, r.out) == (0, "Sorry, no such tool.\n"), r.err
     [told] = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "user"][1:]
     assert told.startswith("ERROR: your answer holds what looks like a tool call written as text (Hermes <tool_call> "
@@ -189,10 +189,10 @@ def test_a_text_call_for_a_tool_that_does_not_exist_is_not_run_and_the_model_is_
 
 
 def test_a_malformed_attempt_is_sent_back_once_per_retry_then_the_turn_ends_with_a_warning(
-        cli, server: FakeServer) -> None:
+        turn, server: FakeServer) -> None:
     bad = "<tool_call>\n<function=read_file>\n<parameter=path>\na.py\n"
     server.add(Reply(text=bad), Reply(text=bad))
-    r = cli("-p", "read it", server=server, config={"limits": {"text_call_retries": 1}})
+    r = turn("-p", "read it", server=server, config={"limits": {"text_call_retries": 1}})
     assert r.code == 0, r.err
     assert len(server.requests) == 2
     told = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "user"][1]
@@ -201,9 +201,9 @@ def test_a_malformed_attempt_is_sent_back_once_per_retry_then_the_turn_ends_with
     assert "<tool_call>" in r.out  # the answer stands as it came, and is shown
 
 
-def test_with_no_tools_offered_a_call_written_as_text_is_the_answer(cli, server: FakeServer) -> None:
+def test_with_no_tools_offered_a_call_written_as_text_is_the_answer(turn, server: FakeServer) -> None:
     server.add(Reply(text=WRITTEN[3][1]))
-    r = cli("-p", "go", server=server, config={"allowed_tools": ["no_such_tool"]})
+    r = turn("-p", "go", server=server, config={"allowed_tools": ["no_such_tool"]})
     assert r.code == 0, r.err
     assert "tools" not in server.requests[0]
     assert r.out == WRITTEN[3][1] + "\n" and len(server.requests) == 1

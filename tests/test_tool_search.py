@@ -24,11 +24,11 @@ def names(request: dict[str, Any]) -> list[str]:
     return [t["function"]["name"] for t in request["tools"]]
 
 
-def test_a_200_tool_server_never_sends_more_than_128_functions(cli) -> None:  # type: ignore[no-untyped-def]
+def test_a_200_tool_server_never_sends_more_than_128_functions(turn) -> None:  # type: ignore[no-untyped-def]
     with FakeServer(max_tools=128) as server:
         server.add(tool_reply(call("tool_search", {"query": "weather record 40"}, id="s")),
                    tool_reply(call("mcp__many__lookup_040", {"key": "k"}, id="l")), Reply(text="done"))
-        ran = cli("-p", "find the weather", "--yes", "--verbose", server=server,
+        ran = turn("-p", "find the weather", "--yes", "--verbose", server=server,
                   config={"mcpServers": {"many": {"command": sys.executable, "args": [MANY]}}})
         assert server.violations == []
     assert ran.code == 0, ran.err

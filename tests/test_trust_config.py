@@ -283,9 +283,9 @@ def test_the_depth_limit_counts_exactly_and_ignores_brackets_in_strings(tmp_path
         read_config_file(at, max_depth=2)
 
 
-def test_deep_config_through_the_cli_exits_2_naming_the_file(cli: Any, workspace: Path) -> None:
+def test_deep_config_through_the_cli_exits_2_naming_the_file(turn: Any, workspace: Path) -> None:
     proj = write(project_config_path(workspace), "{" + '"a":[' * 70 + "]" * 70 + "}")
-    r = cli("-p", "hi")
+    r = turn("-p", "hi")
     assert r.code == 2
     assert f"nanohermes: error: {proj}: nested 71 levels deep, more than the 64 a config file may have" in r.err
     assert "internal error" not in r.err

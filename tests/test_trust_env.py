@@ -25,7 +25,7 @@ def names(path: Path) -> set[str]:
     return {line.split("=", 1)[0] for line in path.read_text().splitlines() if "=" in line}
 
 
-def run_env_command(cli: Any, server: FakeServer, workspace: Path, config: dict[str, Any],
+def run_env_command(turn: Any, server: FakeServer, workspace: Path, config: dict[str, Any],
                     command: str = "env > env.txt", background: bool = False) -> set[str]:
     args: dict[str, Any] = {"command": command}
     if background:
@@ -37,43 +37,43 @@ def run_env_command(cli: Any, server: FakeServer, workspace: Path, config: dict[
     else:
         server.add(tool_reply(call("run_command", args)))
     server.add(Reply(text="done"))
-    r = cli("-p", "go", "--yes", server=server, config={**BASE, **config}, env={**SECRETS, **PLAIN})
+    r = turn("-p", "go", "--yes", server=server, config={**BASE, **config}, env={**SECRETS, **PLAIN})
     assert r.code == 0, r.err
     return names(workspace / "env.txt")
 
 
-def test_a_command_gets_no_key_variables(cli: Any, server: FakeServer, workspace: Path) -> None:
-    got = run_env_command(cli, server, workspace, {})
+def test_a_command_gets_no_key_variables(turn: Any, server: FakeServer, workspace: Path) -> None:
+    got = run_env_command(turn, server, workspace, {})
     assert not got & set(SECRETS)
     assert set(PLAIN) <= got and "PATH" in got and "HOME" in got
 
 
-def test_shell_env_keep_passes_the_named_variables(cli: Any, server: FakeServer, workspace: Path) -> None:
-    got = run_env_command(cli, server, workspace, {"shell_env": {"keep": ["GITHUB_TOKEN", "MY_MODEL_KEY"]}})
+def test_shell_env_keep_passes_the_named_variables(turn: Any, server: FakeServer, workspace: Path) -> None:
+    got = run_env_command(turn, server, workspace, {"shell_env": {"keep": ["GITHUB_TOKEN", "MY_MODEL_KEY"]}})
     assert got & set(SECRETS) == {"GITHUB_TOKEN", "MY_MODEL_KEY"}
 
 
-def test_a_project_may_only_shorten_keep(cli: Any, server: FakeServer, workspace: Path) -> None:
+def test_a_project_may_only_shorten_keep(turn: Any, server: FakeServer, workspace: Path) -> None:
     project_config_path(workspace).parent.mkdir()
     project_config_path(workspace).write_text(json.dumps({"shell_env": {"keep": ["GITHUB_TOKEN", "DB_PASSWORD"]}}))
-    got = run_env_command(cli, server, workspace, {"shell_env": {"keep": ["GITHUB_TOKEN", "MY_MODEL_KEY"]}})
+    got = run_env_command(turn, server, workspace, {"shell_env": {"keep": ["GITHUB_TOKEN", "MY_MODEL_KEY"]}})
     assert got & set(SECRETS) == {"GITHUB_TOKEN"}
 
 
-def test_a_background_task_gets_no_key_variables(cli: Any, server: FakeServer, workspace: Path) -> None:
-    got = run_env_command(cli, server, workspace, {}, command="env > env.tmp && mv env.tmp env.txt",
+def test_a_background_task_gets_no_key_variables(turn: Any, server: FakeServer, workspace: Path) -> None:
+    got = run_env_command(turn, server, workspace, {}, command="env > env.tmp && mv env.tmp env.txt",
                           background=True)
     assert not got & set(SECRETS) and "HARMLESS_SETTING" in got
 
 
 @pytest.mark.parametrize("keep", [[], ["GITHUB_TOKEN"]])
-def test_an_mcp_server_gets_its_configured_env_and_nothing_secret(cli: Any, server: FakeServer, workspace: Path,
+def test_an_mcp_server_gets_its_configured_env_and_nothing_secret(turn: Any, server: FakeServer, workspace: Path,
                                                                   keep: list[str]) -> None:
     dump = workspace / "mcp-env.txt"
     servers = {"demo": {"command": "sh", "args": ["-c", f'env > "{dump}"; exec "{sys.executable}" "{DEMO}"'],
                         "env": {"DEMO_SETTING": "on", "DEMO_TOKEN": "given-by-config-123"}}}
     server.add(tool_reply(call("mcp__demo__echo", {"text": "hi"})), Reply(text="done"))
-    r = cli("-p", "go", "--yes", server=server, config={**BASE, "mcp": {"servers": servers}, "shell_env": {"keep": keep}},
+    r = turn("-p", "go", "--yes", server=server, config={**BASE, "mcp": {"servers": servers}, "shell_env": {"keep": keep}},
             env={**SECRETS, **PLAIN})
     assert r.code == 0, r.err
     got = names(dump)

@@ -164,14 +164,14 @@ def test_what_skips_the_question(site: LocalSite, workspace: Path, policy: Polic
     assert ui.of(ApprovalRequest) == []
 
 
-def test_without_a_terminal_an_unknown_host_is_refused(cli, server: FakeServer, site: LocalSite) -> None:
+def test_without_a_terminal_an_unknown_host_is_refused(turn, server: FakeServer, site: LocalSite) -> None:
     server.add(tool_reply(call("web_fetch", {"url": site.url("/notes.txt")}, id="f")), Reply(text="ok"))
-    r = cli("-p", "fetch it", server=server)
+    r = turn("-p", "fetch it", server=server)
     assert r.code == 0, r.err
     assert server.requests[1]["messages"][-1]["content"] == DENIED
     assert site.requests == []
     server.add(tool_reply(call("web_fetch", {"url": site.url("/notes.txt")}, id="g")), Reply(text="ok"))
-    r = cli("-p", "fetch it", server=server, config={"permissions": {"allow": ["web_fetch(domain:127.0.0.1)"]}})
+    r = turn("-p", "fetch it", server=server, config={"permissions": {"allow": ["web_fetch(domain:127.0.0.1)"]}})
     assert r.code == 0, r.err
     assert server.requests[3]["messages"][-1]["content"].endswith("first line\n")
 

@@ -197,10 +197,10 @@ def test_description_points_to_web_fetch() -> None:
     assert "follow up with web_fetch" in WebSearch.description.lower()
 
 
-def test_provider_from_config_through_the_cli(cli, server: FakeServer, site: LocalSite) -> None:
+def test_provider_from_config_through_the_cli(turn, server: FakeServer, site: LocalSite) -> None:
     site.json("/search", searxng_answer("pytest fixtures", [searxng_result(1)]))
     server.add(tool_reply(call("web_search", {"query": "pytest fixtures", "count": 1}, id="w")), Reply(text="found"))
-    r = cli("-p", "search", server=server,
+    r = turn("-p", "search", server=server,
             config={"web_search": {"provider": "searxng", "searxng_url": site.base}})
     assert r.code == 0, r.err
     tool_msg = server.requests[1]["messages"][-1]

@@ -62,11 +62,11 @@ def last_user_texts(wire: str, request: dict[str, Any]) -> list[str]:
 
 
 @pytest.mark.parametrize("shape", list(RATE_LIMITS))
-def test_an_in_stream_rate_limit_is_retried_not_compacted(cli, server: FakeServer, workspace: Path, shape: str) -> None:
+def test_an_in_stream_rate_limit_is_retried_not_compacted(turn, server: FakeServer, workspace: Path, shape: str) -> None:
     wire, limited = RATE_LIMITS[shape]
     (workspace / "big.txt").write_text("x" * 3000)
     server.add(tool_reply(call("read_file", {"path": "big.txt"})), limited, Reply(text="answered after the wait"))
-    r = cli("-p", "read big.txt", "--verbose", "--wire-api", wire, server=server)
+    r = turn("-p", "read big.txt", "--verbose", "--wire-api", wire, server=server)
     print(r.out, r.err)
     assert (r.code, r.out) == (0, "answered after the wait\n"), r.err
     assert r.err.count("the endpoint reported a rate limit mid-answer; retrying in ") == 1
@@ -77,9 +77,9 @@ def test_an_in_stream_rate_limit_is_retried_not_compacted(cli, server: FakeServe
 
 
 @pytest.mark.parametrize("wire", ["chat", "responses"])
-def test_an_in_stream_rate_limit_that_outlasts_the_retries_says_so(cli, server: FakeServer, wire: str) -> None:
+def test_an_in_stream_rate_limit_that_outlasts_the_retries_says_so(turn, server: FakeServer, wire: str) -> None:
     server.add(error_chunk({"code": 429, "message": TPM}), error_chunk({"code": 429, "message": TPM}))
-    r = cli("-p", "hi", "--wire-api", wire, server=server, config={"max_retries": 1})
+    r = turn("-p", "hi", "--wire-api", wire, server=server, config={"max_retries": 1})
     print(r.err)
     assert r.code == 1
     assert f"nanohermes: error: the model endpoint kept failing mid-answer: {TPM}" in r.err
@@ -89,18 +89,18 @@ def test_an_in_stream_rate_limit_that_outlasts_the_retries_says_so(cli, server: 
 
 
 @pytest.mark.parametrize("wire", ["chat", "responses"])
-def test_the_same_body_as_a_429_status_is_retried_too(cli, server: FakeServer, wire: str) -> None:
+def test_the_same_body_as_a_429_status_is_retried_too(turn, server: FakeServer, wire: str) -> None:
     server.add(Fault(status=429, retry_after=0.1, message=TPM), Reply(text="after the status"))
-    r = cli("-p", "hi", "--wire-api", wire, server=server)
+    r = turn("-p", "hi", "--wire-api", wire, server=server)
     assert (r.code, r.out) == (0, "after the status\n"), r.err
     assert "endpoint answered 429; retrying" in r.err and "compacted" not in r.err
 
 
 @pytest.mark.parametrize("wire", ["chat", "responses"])
-def test_an_in_stream_server_failure_with_its_status_word_is_retried(cli, server: FakeServer, wire: str) -> None:
+def test_an_in_stream_server_failure_with_its_status_word_is_retried(turn, server: FakeServer, wire: str) -> None:
     server.add(error_chunk({"code": 503, "status": "UNAVAILABLE", "message": "The model is overloaded."}),
                Reply(text="served"))
-    r = cli("-p", "hi", "--wire-api", wire, server=server)
+    r = turn("-p", "hi", "--wire-api", wire, server=server)
     assert (r.code, r.out) == (0, "served\n"), r.err
     assert "the endpoint reported an error mid-answer; retrying" in r.err
 
@@ -123,13 +123,13 @@ OVERFLOWS: dict[str, tuple[str, Raw]] = {
 
 
 @pytest.mark.parametrize("shape", list(OVERFLOWS))
-def test_an_in_stream_overflow_that_is_no_rate_limit_still_compacts(cli, server: FakeServer, workspace: Path,
+def test_an_in_stream_overflow_that_is_no_rate_limit_still_compacts(turn, server: FakeServer, workspace: Path,
                                                                    shape: str) -> None:
     wire, overflow = OVERFLOWS[shape]
     (workspace / "big.txt").write_text(("z" * 99 + "\n") * 40)
     server.add(tool_reply(call("read_file", {"path": "big.txt"})), overflow, Reply(text="SUMMARY: read"),
                Reply(text="fits now"))
-    r = cli("-p", "read big.txt", "--verbose", "--wire-api", wire, server=server)
+    r = turn("-p", "read big.txt", "--verbose", "--wire-api", wire, server=server)
     print(r.out, r.err)
     assert (r.code, r.out) == (0, "fits now\n"), r.err
     assert "the endpoint said the context is too long" in r.err
@@ -138,7 +138,7 @@ def test_an_in_stream_overflow_that_is_no_rate_limit_still_compacts(cli, server:
 
 
 @pytest.mark.parametrize("how", ["status", "in-stream"])
-def test_a_request_too_large_for_the_rate_limit_compacts_instead_of_waiting(cli, server: FakeServer,
+def test_a_request_too_large_for_the_rate_limit_compacts_instead_of_waiting(turn, server: FakeServer,
                                                                            workspace: Path, how: str) -> None:
     """No wait lets it through (it alone exceeds the per-minute limit): a shorter one may."""
     message = ("Request too large for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, Requested "
@@ -148,7 +148,7 @@ def test_a_request_too_large_for_the_rate_limit_compacts_instead_of_waiting(cli,
     (workspace / "big.txt").write_text(("z" * 99 + "\n") * 40)
     server.add(tool_reply(call("read_file", {"path": "big.txt"})), refusal, Reply(text="SUMMARY: read"),
                Reply(text="fits now"))
-    r = cli("-p", "read big.txt", "--verbose", server=server)
+    r = turn("-p", "read big.txt", "--verbose", server=server)
     assert (r.code, r.out) == (0, "fits now\n"), r.err
     assert "the endpoint said the context is too long" in r.err and "retrying" not in r.err
     assert len(server.requests) == 4

@@ -32,15 +32,15 @@ def wire(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def run(cli, server: FakeServer, wire: str, *args: str, **kw: Any) -> Any:  # type: ignore[no-untyped-def]
-    r = cli(*args, "--wire-api", wire, server=server, **kw)
+def run(turn, server: FakeServer, wire: str, *args: str, **kw: Any) -> Any:  # type: ignore[no-untyped-def]
+    r = turn(*args, "--wire-api", wire, server=server, **kw)
     print(r.out)
     return r
 
 
-def test_plain_answer(cli, server: FakeServer, wire: str) -> None:
+def test_plain_answer(turn, server: FakeServer, wire: str) -> None:
     server.add(Reply(text="Hello over the wire.", chunk_size=3))
-    r = run(cli, server, wire, "-p", "say hello")
+    r = run(turn, server, wire, "-p", "say hello")
     assert (r.code, r.out) == (0, "Hello over the wire.\n"), r.err
     assert server.paths == [ROUTE[wire]]
     assert server.requests[0]["stream"] is True
@@ -50,69 +50,69 @@ def test_plain_answer(cli, server: FakeServer, wire: str) -> None:
         assert server.requests[0]["instructions"]  # the system prompt
 
 
-def test_tool_round_trip_with_parallel_calls(cli, server: FakeServer, wire: str, workspace: Path) -> None:
+def test_tool_round_trip_with_parallel_calls(turn, server: FakeServer, wire: str, workspace: Path) -> None:
     (workspace / "a.txt").write_text("alpha\n")
     (workspace / "b.txt").write_text("beta\n")
     server.add(tool_reply(call("read_file", {"path": "a.txt"}), call("read_file", {"path": "b.txt"}), text="Reading."),
                Reply(text="read both"))
-    r = run(cli, server, wire, "-p", "read a and b")
+    r = run(turn, server, wire, "-p", "read a and b")
     assert (r.code, r.out) == (0, "read both\n"), r.err  # the answer only: "Reading." was narration
     results = outputs(wire, server.requests[1])
     assert len(results) == 2 and "alpha" in results[0] and "beta" in results[1]
     assert server.violations == []
 
 
-def test_usage_is_metered(cli, server: FakeServer, wire: str) -> None:
+def test_usage_is_metered(turn, server: FakeServer, wire: str) -> None:
     server.add(Reply(text="counted", usage=(123, 45)))
-    r = run(cli, server, wire, "-p", "count", "--output-format", "json")
+    r = run(turn, server, wire, "-p", "count", "--output-format", "json")
     assert r.code == 0, r.err
     out = r.json()
     assert out["result"] == "counted"
     assert (out["usage"]["prompt_tokens"], out["usage"]["completion_tokens"]) == (123, 45)
 
 
-def test_429_is_retried(cli, server: FakeServer, wire: str) -> None:
+def test_429_is_retried(turn, server: FakeServer, wire: str) -> None:
     server.add(Fault(status=429, retry_after=0), Reply(text="after the wait"))
-    r = run(cli, server, wire, "-p", "x")
+    r = run(turn, server, wire, "-p", "x")
     assert (r.code, r.out) == (0, "after the wait\n"), r.err
     assert "endpoint answered 429; retrying" in r.err
     assert len(server.requests) == 2
 
 
-def test_dropped_stream_is_retried_without_duplicated_text(cli, server: FakeServer, wire: str) -> None:
+def test_dropped_stream_is_retried_without_duplicated_text(turn, server: FakeServer, wire: str) -> None:
     text = "The quick brown fox jumps over the lazy dog."
     server.add(Reply(text=text, drop_after=12), Reply(text=text))
-    r = run(cli, server, wire, "-p", "x")
+    r = run(turn, server, wire, "-p", "x")
     assert (r.code, r.out) == (0, text + "\n"), r.err
     assert "stream dropped; retrying" in r.err
 
 
-def test_refused_key(cli, wire: str) -> None:
+def test_refused_key(turn, wire: str) -> None:
     with FakeServer(api_key="right") as s:
-        r = run(cli, s, wire, "-p", "x", env={"OPENAI_API_KEY": "wrong"})
+        r = run(turn, s, wire, "-p", "x", env={"OPENAI_API_KEY": "wrong"})
     assert r.code == 1
     assert "refused the API key (401" in r.err and "hint: check the key" in r.err
 
 
-def test_context_overflow_compacts(cli, server: FakeServer, wire: str, workspace: Path) -> None:
+def test_context_overflow_compacts(turn, server: FakeServer, wire: str, workspace: Path) -> None:
     (workspace / "big.txt").write_text(("z" * 99 + "\n") * 40)
     server.add(tool_reply(call("read_file", {"path": "big.txt"})),
                Fault(status=400, code="context_length_exceeded", message="Your input exceeds the context window"),
                Reply(text="SUMMARY: read"), Reply(text="compacted answer"))
-    r = run(cli, server, wire, "-p", "read big.txt")
+    r = run(turn, server, wire, "-p", "read big.txt")
     assert (r.code, r.out) == (0, "compacted answer\n"), r.err
     assert len(server.requests) == 4
 
 
-def test_stream_json_events_and_transcript_resume(cli, server: FakeServer, wire: str, workspace: Path) -> None:
+def test_stream_json_events_and_transcript_resume(turn, server: FakeServer, wire: str, workspace: Path) -> None:
     (workspace / "a.txt").write_text("alpha\n")
     server.add(tool_reply(call("read_file", {"path": "a.txt"})), Reply(text="first"))
-    r = run(cli, server, wire, "-p", "one", "--output-format", "stream-json")
+    r = run(turn, server, wire, "-p", "one", "--output-format", "stream-json")
     assert r.code == 0, r.err
     kinds = [e["type"] for e in r.lines()]
     assert "tool_started" in kinds and "tool_finished" in kinds and kinds.count("usage_update") == 2
     server.add(Reply(text="second"))
-    r = run(cli, server, wire, "--continue", "-p", "two")
+    r = run(turn, server, wire, "--continue", "-p", "two")
     assert (r.code, r.out) == (0, "second\n"), r.err
     assert "alpha" in outputs(wire, server.requests[2])[0]  # the resumed history went out in the wire's form
     assert server.violations == []
@@ -120,7 +120,7 @@ def test_stream_json_events_and_transcript_resume(cli, server: FakeServer, wire:
 
 @pytest.mark.quirk("body.whole-json-answer", "body.json-labelled-as-stream")
 @pytest.mark.parametrize("content_type", ["application/json", "text/event-stream"])
-def test_non_streamed_answer_is_read(cli, server: FakeServer, wire: str, content_type: str) -> None:
+def test_non_streamed_answer_is_read(turn, server: FakeServer, wire: str, content_type: str) -> None:
     # A proxy that ignores `stream` and sends the whole answer as JSON, with its own content
     # type or still the stream's.
     from nanohermes.testing import Raw
@@ -133,7 +133,7 @@ def test_non_streamed_answer_is_read(cli, server: FakeServer, wire: str, content
                 "output": [{"type": "message", "role": "assistant",
                             "content": [{"type": "output_text", "text": "whole", "annotations": []}]}]}
     server.add(Raw(body=json.dumps(body).encode(), content_type=content_type))
-    r = run(cli, server, wire, "-p", "x")
+    r = run(turn, server, wire, "-p", "x")
     assert (r.code, r.out) == (0, "whole\n"), r.err
     assert "retrying" not in r.err and len(server.requests) == 1
 
@@ -142,7 +142,7 @@ def _events(*events: dict[str, Any]) -> tuple[bytes, ...]:
     return tuple(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
 
 
-def test_responses_failed_event_with_context_overflow_compacts(cli, server: FakeServer, workspace: Path) -> None:
+def test_responses_failed_event_with_context_overflow_compacts(turn, server: FakeServer, workspace: Path) -> None:
     from nanohermes.testing import Raw
 
     (workspace / "big.txt").write_text("y" * 3000)
@@ -151,18 +151,18 @@ def test_responses_failed_event_with_context_overflow_compacts(cli, server: Fake
     server.add(tool_reply(call("read_file", {"path": "big.txt"})),
                Raw(body=_events({"type": "response.created", "response": {"id": "r1", "status": "in_progress"}}, failed)),
                Reply(text="SUMMARY"), Reply(text="fits now"))
-    r = run(cli, server, "responses", "-p", "read big.txt", "--verbose")
+    r = run(turn, server, "responses", "-p", "read big.txt", "--verbose")
     assert (r.code, r.out) == (0, "fits now\n"), r.err
     assert "the endpoint said the context is too long" in r.err
 
 
-def test_responses_error_event_mid_stream_is_retried(cli, server: FakeServer) -> None:
+def test_responses_error_event_mid_stream_is_retried(turn, server: FakeServer) -> None:
     from nanohermes.testing import Raw
 
     server.add(Raw(body=_events({"type": "response.output_text.delta", "item_id": "m", "delta": "par"},
                                 {"type": "error", "code": "server_error", "message": "The server had an error"})),
                Reply(text="partial then whole"))
-    r = run(cli, server, "responses", "-p", "x")
+    r = run(turn, server, "responses", "-p", "x")
     assert (r.code, r.out) == (0, "partial then whole\n"), r.err  # "par" already shown is not shown twice
     assert "the endpoint reported an error mid-answer; retrying" in r.err
 
@@ -172,39 +172,39 @@ def test_responses_error_event_mid_stream_is_retried(cli, server: FakeServer) ->
     ("chat", "Unrecognized request argument supplied: stream_options", "stream_options"),
     ("responses", "Encrypted content is not supported with this model.", "include"),
 ])
-def test_an_option_the_endpoint_refuses_is_dropped_once(cli, server: FakeServer, wire: str, message: str,
+def test_an_option_the_endpoint_refuses_is_dropped_once(turn, server: FakeServer, wire: str, message: str,
                                                        option: str) -> None:
     server.add(Fault(status=400, message=message), Reply(text="without it"))
-    r = run(cli, server, wire, "-p", "x")
+    r = run(turn, server, wire, "-p", "x")
     assert (r.code, r.out) == (0, "without it\n"), r.err
     first, second = server.requests
     assert option in first and option not in second
 
 
-def test_requests_say_who_sends_them_and_carry_the_key(cli, server: FakeServer, wire: str) -> None:
+def test_requests_say_who_sends_them_and_carry_the_key(turn, server: FakeServer, wire: str) -> None:
     server.add(Reply(text="ok"))
-    r = run(cli, server, wire, "-p", "x", env={"OPENAI_API_KEY": "sk-wire-key"})
+    r = run(turn, server, wire, "-p", "x", env={"OPENAI_API_KEY": "sk-wire-key"})
     assert r.code == 0, r.err
     headers = server.headers[0]
     assert headers["authorization"] == "Bearer sk-wire-key"
     assert headers["user-agent"].startswith("nanohermes/") and headers["accept"] == "text/event-stream"
 
 
-def test_a_proxy_variable_is_honoured_for_a_plain_http_endpoint(cli, server: FakeServer) -> None:
+def test_a_proxy_variable_is_honoured_for_a_plain_http_endpoint(turn, server: FakeServer) -> None:
     # The loopback server answers as the proxy: the request reaches it for a host that does not exist.
     server.add(Reply(text="through the proxy"))
-    r = cli("-p", "x", "--base-url", "http://model.invalid/v1", "--model", "fake-model",
+    r = turn("-p", "x", "--base-url", "http://model.invalid/v1", "--model", "fake-model",
             env={"HTTP_PROXY": server.base_url.removesuffix("/v1"), "OPENAI_API_KEY": "k", "NO_PROXY": ""})
     print(r.out)
     assert (r.code, r.out) == (0, "through the proxy\n"), r.err
     assert server.headers[0]["host"] == "model.invalid"
 
 
-def test_json_that_is_no_answer_fails_at_once(cli, server: FakeServer, wire: str) -> None:
+def test_json_that_is_no_answer_fails_at_once(turn, server: FakeServer, wire: str) -> None:
     from nanohermes.testing import Raw
 
     server.add(Raw(body=b'{"status": "ok", "service": "gateway"}', content_type="application/json"))
-    r = run(cli, server, wire, "-p", "x")
+    r = run(turn, server, wire, "-p", "x")
     print(r.err)
     assert r.code == 1
     assert "the endpoint answered JSON that is not" in r.err and "check base_url" in r.err
@@ -212,7 +212,7 @@ def test_json_that_is_no_answer_fails_at_once(cli, server: FakeServer, wire: str
 
 
 @pytest.mark.quirk("stream.done-on-responses")
-def test_responses_stream_ended_by_done_before_completed_is_finished(cli, server: FakeServer) -> None:
+def test_responses_stream_ended_by_done_before_completed_is_finished(turn, server: FakeServer) -> None:
     from nanohermes.testing import Raw
 
     msg = {"type": "message", "id": "m1", "role": "assistant", "content": []}
@@ -220,6 +220,6 @@ def test_responses_stream_ended_by_done_before_completed_is_finished(cli, server
                                   {"type": "response.output_text.delta", "item_id": "m1", "delta": "said, "},
                                   {"type": "response.output_text.delta", "item_id": "m1", "delta": "then DONE"}),
                          b"data: [DONE]\n\n")))
-    r = run(cli, server, "responses", "-p", "x")
+    r = run(turn, server, "responses", "-p", "x")
     assert (r.code, r.out) == (0, "said, then DONE\n"), r.err
     assert "retrying" not in r.err and len(server.requests) == 1

@@ -43,10 +43,10 @@ def results(server: FakeServer) -> list[str]:
     return [m["content"] for m in messages if m["role"] == "tool"]
 
 
-def run_lines(cli: Any, server: FakeServer, lines: list[str], *args: str,
+def run_lines(turn: Any, server: FakeServer, lines: list[str], *args: str,
               config: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
     server.add(tool_reply(*(call("run_command", {"command": line}) for line in lines)), Reply(text="done"))
-    r = cli("-p", "go", "--output-format", "json", *args, server=server, config=config if config is not None else PYTHON)
+    r = turn("-p", "go", "--output-format", "json", *args, server=server, config=config if config is not None else PYTHON)
     assert r.code == 0, r.err
     got = results(server)
     assert len(got) == len(lines), got
@@ -73,9 +73,9 @@ def secrets(workspace: Path, tmp_path: Path) -> Path:
 
 # -- what a program allowed by a rule can read ------------------------------------------------
 
-def test_a_program_allowed_by_a_rule_cannot_read_secret_files(cli: Any, server: FakeServer, secrets: Path) -> None:
+def test_a_program_allowed_by_a_rule_cannot_read_secret_files(turn: Any, server: FakeServer, secrets: Path) -> None:
     lines = [read(".env"), read("deep/er/.env.local"), read("settings.txt"), read("deploy"), read("notes.txt")]
-    out, got = run_lines(cli, server, lines)
+    out, got = run_lines(turn, server, lines)
     for text in got:
         assert TOKEN not in text
     for text, shown in zip(got[:4], [".env", "deep/er/.env.local", "settings.txt", "deploy"], strict=True):
@@ -90,19 +90,19 @@ def test_a_program_allowed_by_a_rule_cannot_read_secret_files(cli: Any, server: 
     assert (secrets / ".env").read_text() == f"API_TOKEN={TOKEN}\n"  # nothing changed outside the sandbox
 
 
-def test_yes_runs_programs_sandboxed_with_the_secret_files_withheld(cli: Any, server: FakeServer,
+def test_yes_runs_programs_sandboxed_with_the_secret_files_withheld(turn: Any, server: FakeServer,
                                                                   secrets: Path) -> None:
-    _, got = run_lines(cli, server, [read(".env"), "cat .env; echo rc=$?"], "--yes", config={})
+    _, got = run_lines(turn, server, [read(".env"), "cat .env; echo rc=$?"], "--yes", config={})
     assert all(TOKEN not in text for text in got), got
     assert "Permission denied: '.env'" in got[0] and "cat: .env: Permission denied\n" in got[1]
 
 
-def test_the_cover_cannot_be_moved_unmounted_linked_or_looked_behind(cli: Any, server: FakeServer,
+def test_the_cover_cannot_be_moved_unmounted_linked_or_looked_behind(turn: Any, server: FakeServer,
                                                                     secrets: Path) -> None:
     lines = ["mv .env moved; rm .env; ln .env hard; umount .env; echo x > .env; cat /proc/$PPID/cwd/.env; "
              "unshare -Urm cat .env; cat .env; ls -l .env",
              read(".env")]
-    _, got = run_lines(cli, server, lines, "--yes", config={})
+    _, got = run_lines(turn, server, lines, "--yes", config={})
     assert all(TOKEN not in text for text in got), got
     text = got[0]
     assert "mv: cannot move '.env' to 'moved': Device or resource busy" in text
@@ -113,9 +113,9 @@ def test_the_cover_cannot_be_moved_unmounted_linked_or_looked_behind(cli: Any, s
     assert (secrets / ".env").read_text() == f"API_TOKEN={TOKEN}\n"
 
 
-def test_a_line_a_rule_spells_out_reads_the_secret_it_names(cli: Any, server: FakeServer, secrets: Path) -> None:
+def test_a_line_a_rule_spells_out_reads_the_secret_it_names(turn: Any, server: FakeServer, secrets: Path) -> None:
     """What an "always" to the secret-file question learns is consent to that exact line."""
-    _, got = run_lines(cli, server, ["cat .env"], config={"permissions": {"allow": ["run_command(cat .env)"]}})
+    _, got = run_lines(turn, server, ["cat .env"], config={"permissions": {"allow": ["run_command(cat .env)"]}})
     assert got[0].startswith("exit code: 0") and "API_TOKEN=" in got[0]
 
 
@@ -151,7 +151,7 @@ def test_the_look_sees_a_secret_moved_where_the_cache_trusted_an_old_listing(sec
     assert {"deep/moved/.env.local", "a/b/server.pem"} <= found and "deep/er/.env.local" not in found
 
 
-def test_a_tracked_secret_git_holds_unchanged_is_not_withheld(cli: Any, server: FakeServer, workspace: Path) -> None:
+def test_a_tracked_secret_git_holds_unchanged_is_not_withheld(turn: Any, server: FakeServer, workspace: Path) -> None:
     """Its content is in .git/objects anyway; withholding it would only break `git diff`.
     Once changed, what it holds is no longer git's, and it is withheld."""
     subprocess.run(["git", "init", "-q", str(workspace)], check=True)
@@ -162,10 +162,10 @@ def test_a_tracked_secret_git_holds_unchanged_is_not_withheld(cli: Any, server: 
                    check=True)
     time.sleep(0.05)  # the file is older than the index git wrote after it
     subprocess.run(["git", "-C", str(workspace), "update-index", "--refresh"], check=True, capture_output=True)
-    _, got = run_lines(cli, server, ["git diff --stat && echo CLEAN", read("tests/server.pem")], "--yes", config={})
+    _, got = run_lines(turn, server, ["git diff --stat && echo CLEAN", read("tests/server.pem")], "--yes", config={})
     assert "CLEAN" in got[0] and "fixture" in got[1], got
     (workspace / "tests/server.pem").write_text(f"real key {TOKEN}\n")
-    _, got = run_lines(cli, server, [read("tests/server.pem")], "--yes", config={})
+    _, got = run_lines(turn, server, [read("tests/server.pem")], "--yes", config={})
     assert TOKEN not in got[0] and "Permission denied" in got[0]
 
 
@@ -179,21 +179,21 @@ def test_a_tracked_secret_git_holds_unchanged_is_not_withheld(cli: Any, server: 
     ({"sandbox_secret_scan_secs": 0}, "the look for secret files in the workspace took over 0s "
                                       "(limits.sandbox_secret_scan_secs)"),
 ])
-def test_past_a_bound_a_program_is_asked_and_refused_with_nobody_to_ask(cli: Any, server: FakeServer, secrets: Path,
+def test_past_a_bound_a_program_is_asked_and_refused_with_nobody_to_ask(turn: Any, server: FakeServer, secrets: Path,
                                                                         limits: dict[str, Any], note: str) -> None:
     assert look(secrets, **limits).problem == note
     config = {**PYTHON, "limits": limits}
-    out, got = run_lines(cli, server, [read("notes.txt")], config=config)
+    out, got = run_lines(turn, server, [read("notes.txt")], config=config)
     assert got == [DENIED]
     reason = (f"needs approval ({note}, so the sandbox cannot withhold every secret file (permissions.secret_files) "
               "from it; a yes runs it outside the sandbox)")
     assert out["permission_denials"][0]["reason"] == reason
-    _, got = run_lines(cli, server, [read("notes.txt")], "--yes", config={"limits": limits})
+    _, got = run_lines(turn, server, [read("notes.txt")], "--yes", config={"limits": limits})
     assert got == [f"ERROR: {note}, so the sandbox cannot withhold every secret file (permissions.secret_files) from "
                    "a command no person approved; raise the limit, or approve the command at the prompt; the command "
                    "did not run. `nanohermes doctor` shows what the sandbox needs"]
     # Built-in read-only commands still run: their arguments are checked for secret reads by name.
-    _, got = run_lines(cli, server, ["ls notes.txt"], config={"limits": limits})
+    _, got = run_lines(turn, server, ["ls notes.txt"], config={"limits": limits})
     assert got[0].startswith("exit code: 0"), got
 
 
