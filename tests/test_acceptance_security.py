@@ -1,5 +1,5 @@
 """Security promises end to end, as a hostile model and an attacker-written repository would
-test them: the real `nanohermes -p` process, the loopback fake model sending the tool calls,
+test them: the real `nanohermes -p` command line, the loopback fake model sending the tool calls,
 the real kernel's sandbox, real git, real files and real HTTP on 127.0.0.1.
 
 Many calls go out in one assistant message, so one process answers a whole class of lines;

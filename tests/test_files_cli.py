@@ -1,4 +1,4 @@
-"""The file tools end to end: a real `nanohermes -p` process, the loopback fake server, real files."""
+"""The file tools end to end: a real `nanohermes -p` command line, the loopback fake server, real files."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Stream shapes real servers send, replayed byte for byte by the loopback server, each run
-once through the real `nanohermes -p` with the answer printed."""
+once through the real `nanohermes -p` command line with the answer printed."""
 
 from __future__ import annotations
 

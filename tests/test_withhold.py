@@ -1,6 +1,6 @@
 """Secret files withheld by the OS sandbox: a program that runs unasked (allowed by a rule, or
 under --yes) cannot read the workspace's secret files, nested, git-ignored or reached
-through a link; the bounds of the look fail closed. The real `nanohermes -p` process with
+through a link; the bounds of the look fail closed. The real `nanohermes -p` command line with
 the loopback fake model, the real kernel's sandbox, real git and real files."""
 
 from __future__ import annotations
