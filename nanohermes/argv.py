@@ -76,6 +76,8 @@ OPTIONS: tuple[Option, ...] = (
            "appended; `-p -` or a bare -p reads the prompt from stdin.", bare=STDIN),
     Option("output_format", ("--output-format",), Format, "With -p: text, json (one object) or stream-json (one event "
            "per line).", default="text"),
+    Option("include_partial_messages", ("--include-partial-messages",), bool, "With -p and stream-json: also "
+           "each piece of a model's message as it arrives, as Claude Code's stream_event lines."),
     Option("model", ("--model", "-m"), str, "Model name (config `model`, env NANOHERMES_MODEL).", key="model"),
     Option("base_url", ("--base-url",), str, "OpenAI-compatible endpoint, e.g. http://localhost:11434/v1.",
            key="base_url"),

@@ -104,6 +104,7 @@ class Launch(NamedTuple):  # not a dataclass: `dataclasses` would cost `--versio
     cont: bool
     resume: str | None
     first_prompt: str | None = None  # `nanohermes "fix it"`: the REPL starts with it
+    partial: bool = False  # --include-partial-messages
 
 
 def _launch(values: dict[str, Any], first_prompt: str | None = None) -> Launch:
@@ -112,7 +113,7 @@ def _launch(values: dict[str, Any], first_prompt: str | None = None) -> Launch:
     return Launch(prompt=values["prompt"], fmt=values["output_format"],
                   flags=argv.config_flags(values), config_file=values["config"], cwd=values["cwd"],
                   verbose=values["verbose"], save_session=not values["no_session"], cont=values["continue_"],
-                  resume=values["resume"], first_prompt=first_prompt)
+                  resume=values["resume"], first_prompt=first_prompt, partial=values["include_partial_messages"])
 
 
 def _fail(err: BaseException, verbose: bool) -> int:
@@ -362,6 +363,9 @@ def run(launch: Launch) -> int:
         if prompt is None and sys.stdin.isatty():
             start = _repl_start(launch)  # its warnings are shown in the REPL
             _interactive(lambda: start, launch.first_prompt)
+        if launch.partial and launch.fmt != "stream-json":
+            raise UsageError("--include-partial-messages needs --output-format stream-json",
+                             hint="add --output-format stream-json, or leave the option out")
         config, workspace, resume_path = _prepare(launch, _warn)
         if prompt is None:
             if launch.first_prompt is not None:
@@ -378,7 +382,8 @@ def run(launch: Launch) -> int:
                 prompt = f"{prompt}\n\n{piped}" if prompt.strip() else piped
         if not prompt.strip():
             raise UsageError("the prompt is empty", hint='pass one with -p "...", or pipe it: echo "..." | nanohermes -p')
-        return _headless(prompt, launch.fmt, config, workspace, launch.verbose, launch.save_session, resume_path)
+        return _headless(prompt, launch.fmt, config, workspace, launch.verbose, launch.save_session, resume_path,
+                         partial=launch.partial)
     except (KeyboardInterrupt, Exception) as e:  # the single place run-ending errors are reported
         return _fail(e, launch.verbose)
 
@@ -397,12 +402,13 @@ def _interactive(start: Callable[[], Any], first: str | None = None) -> NoReturn
 
 
 def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool, save_session: bool,
-              resume: Path | None = None) -> int:
+              resume: Path | None = None, *, partial: bool = False) -> int:
     from nanohermes.assemble import build_agent
     from nanohermes.errors import NanohermesError
     from nanohermes.ui.headless import make_sink
 
-    ui = make_sink(fmt, verbose=verbose, interactive=sys.stdin.isatty() and sys.stderr.isatty())
+    options = {"partial": True} if partial else {}  # only stream-json has the option
+    ui = make_sink(fmt, verbose=verbose, interactive=sys.stdin.isatty() and sys.stderr.isatty(), **options)
     built = build_agent(config, workspace, ui, save_session=save_session, resume=resume, asks=ui.interactive)
     for w in built.warnings:
         sys.stderr.write(f"nanohermes: warning: {w}\n")

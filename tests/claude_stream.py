@@ -1,7 +1,7 @@
 """A parser of Claude Code's stream-json, written from the message types its Agent SDK
 publishes (`SDKMessage`: SDKSystemMessage, SDKAssistantMessage, SDKUserMessage,
-SDKResultMessage, SDKToolProgressMessage), for checking that nanohermes's output reads as
-Claude Code's does. Fields the types require are required here, with their types; fields they
+SDKResultMessage, SDKToolProgressMessage, SDKPartialAssistantMessage), for checking that
+nanohermes's output reads as Claude Code's does. Fields the types require are required here, with their types; fields they
 do not name are allowed (so are nanohermes's own, beside them). A line of a type Claude Code
 does not use is skipped, as the SDK's own parser skips it; a line of a type it does use must
 match that type whole.
@@ -152,6 +152,76 @@ class ToolProgress(_Open):
     session_id: str
 
 
+# --include-partial-messages: the Messages API's raw stream events, each wrapped as an
+# SDKPartialAssistantMessage.
+class MessageStart(_Open):
+    type: Literal["message_start"]
+    message: APIAssistantMessage
+
+
+class ContentBlockStart(_Open):
+    type: Literal["content_block_start"]
+    index: int
+    content_block: AssistantBlock
+
+
+class TextDelta(_Open):
+    type: Literal["text_delta"]
+    text: str
+
+
+class ThinkingDelta(_Open):
+    type: Literal["thinking_delta"]
+    thinking: str
+
+
+class InputJsonDelta(_Open):
+    type: Literal["input_json_delta"]
+    partial_json: str
+
+
+class ContentBlockDelta(_Open):
+    type: Literal["content_block_delta"]
+    index: int
+    delta: Annotated[TextDelta | ThinkingDelta | InputJsonDelta, Field(discriminator="type")]
+
+
+class ContentBlockStop(_Open):
+    type: Literal["content_block_stop"]
+    index: int
+
+
+class MessageDeltaBody(_Open):
+    stop_reason: Literal["end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal"] | None
+    stop_sequence: str | None
+
+
+class MessageDeltaUsage(_Open):
+    output_tokens: int
+
+
+class MessageDelta(_Open):
+    type: Literal["message_delta"]
+    delta: MessageDeltaBody
+    usage: MessageDeltaUsage
+
+
+class MessageStop(_Open):
+    type: Literal["message_stop"]
+
+
+RawEvent = Annotated[MessageStart | ContentBlockStart | ContentBlockDelta | ContentBlockStop | MessageDelta | MessageStop,
+                     Field(discriminator="type")]
+
+
+class StreamEvent(_Open):
+    type: Literal["stream_event"]
+    event: RawEvent
+    parent_tool_use_id: str | None
+    uuid: str
+    session_id: str
+
+
 Result = Annotated[ResultSuccess | ResultError, Field(discriminator="subtype")]
 # Every message type of the SDK's union; anything else is not Claude Code's.
 CLAUDE_TYPES = frozenset({"system", "assistant", "user", "result", "stream_event", "tool_progress", "auth_status",
@@ -159,9 +229,9 @@ CLAUDE_TYPES = frozenset({"system", "assistant", "user", "result", "stream_event
                           "control_cancel_request", "keep_alive", "tool_use_summary", "prompt_suggestion"})
 _RESULT = TypeAdapter(Result)
 _BY_TYPE: dict[str, Any] = {"assistant": TypeAdapter(AssistantMessage), "user": TypeAdapter(UserMessage),
-                            "tool_progress": TypeAdapter(ToolProgress)}
+                            "tool_progress": TypeAdapter(ToolProgress), "stream_event": TypeAdapter(StreamEvent)}
 
-Message = SystemInit | AssistantMessage | UserMessage | ResultSuccess | ResultError | ToolProgress
+Message = SystemInit | AssistantMessage | UserMessage | ResultSuccess | ResultError | ToolProgress | StreamEvent
 
 
 def parse_line(line: str) -> Message | None:

@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from claude_stream import (
-    AssistantMessage, ResultError, ResultSuccess, SystemInit, TextBlock, ToolProgress, ToolResultBlock, ToolUseBlock,
+    AssistantMessage, ContentBlockDelta, ContentBlockStart, ContentBlockStop, MessageDelta, MessageStart, ResultError,
+    ResultSuccess, StreamEvent, SystemInit, TextBlock, ThinkingDelta, ToolProgress, ToolResultBlock, ToolUseBlock,
     UserMessage, parse_line, parse_stream,
 )
+from claude_stream import TextDelta as TextDeltaEvent
 
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
@@ -111,3 +114,101 @@ def test_a_refused_fetch_names_its_host(turn, server: FakeServer) -> None:  # ty
     assert ran.code == 0, ran.err
     (denial,) = ran.json()["permission_denials"]
     assert (denial["tool"], denial["target"]) == ("web_fetch", "127.0.0.1")
+
+
+def assembled(events: list[StreamEvent]) -> list[dict[str, Any]]:
+    """The messages a client of the Messages API builds from its raw stream events (as Claude
+    Code's SDK consumers do): text and thinking from their deltas, a tool call's input from its
+    partial JSON; each event checked against the one before (indices in order, a block started
+    before its deltas and stopped once, one message at a time)."""
+    built: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    open_block: int | None = None
+    for wrapped in events:
+        ev = wrapped.event
+        if isinstance(ev, MessageStart):
+            assert current is None, "a message started inside another"
+            current = {"id": ev.message.id, "content": [], "stop_reason": None}
+            continue
+        assert current is not None, f"{ev.type} outside a message"
+        blocks = current["content"]
+        if isinstance(ev, ContentBlockStart):
+            assert open_block is None and ev.index == len(blocks), "blocks start in order, one at a time"
+            blocks.append({**ev.content_block.model_dump(), "json": ""})
+            open_block = ev.index
+        elif isinstance(ev, ContentBlockDelta):
+            assert ev.index == open_block
+            block, delta = blocks[ev.index], ev.delta
+            if isinstance(delta, TextDeltaEvent):
+                block["text"] += delta.text
+            elif isinstance(delta, ThinkingDelta):
+                block["thinking"] += delta.thinking
+            else:
+                block["json"] += delta.partial_json
+        elif isinstance(ev, ContentBlockStop):
+            assert ev.index == open_block
+            open_block = None
+        elif isinstance(ev, MessageDelta):
+            assert open_block is None
+            current["stop_reason"] = ev.delta.stop_reason
+        else:
+            assert open_block is None
+            for block in current["content"]:
+                if block["type"] == "tool_use":
+                    block["input"] = json.loads(block["json"])
+                del block["json"]
+            built.append(current)
+            current = None
+    assert current is None, "every message stopped"
+    return built
+
+
+def test_partial_messages_stream_each_piece_as_claude_codes_stream_events(turn, server: FakeServer,  # type: ignore[no-untyped-def]
+                                                                          workspace: Path) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+    server.add(tool_reply(call("read_file", {"path": "a.txt"}, id="r"), call("list_dir", {}, id="l"),
+                          text="Let me look at the file first."),
+               Reply(text="The file says alpha, and that is all of it.", reasoning="It holds one word."))
+    ran = turn("-p", "go", "--output-format", "stream-json", "--include-partial-messages", server=server)
+    assert ran.code == 0, ran.err
+    messages, ours = parse_stream(ran.out)
+    streamed = [m for m in messages if isinstance(m, StreamEvent)]
+    whole = [m for m in messages if isinstance(m, AssistantMessage)]
+    assert len(whole) == 2 and all(s.session_id == whole[0].session_id for s in streamed)
+    deltas = [s for s in streamed if isinstance(s.event, ContentBlockDelta)]
+    assert len(deltas) > 6  # the answer came in pieces, each its own line
+    # What the pieces build is each whole message, under the same id.
+    assert assembled(streamed) == [
+        {"id": m.message.id, "stop_reason": m.message.stop_reason,
+         "content": [b.model_dump() for b in m.message.content]} for m in whole]
+    first, last = whole
+    assert [b.type for b in first.message.content] == ["text", "tool_use", "tool_use"]
+    assert [b.type for b in last.message.content] == ["thinking", "text"]
+    # The pieces are not printed twice: nanohermes's own delta events stay out.
+    assert not {"text_delta", "reasoning_delta"} & {o["type"] for o in ours}
+    assert messages[-1].type == "result"
+
+
+def test_partial_messages_need_stream_json_and_are_off_by_default(turn, server: FakeServer) -> None:  # type: ignore[no-untyped-def]
+    for fmt in ("text", "json"):
+        ran = turn("-p", "go", "--output-format", fmt, "--include-partial-messages", server=server)
+        assert ran.code == 2 and "--include-partial-messages" in ran.err and "stream-json" in ran.err
+        assert ran.out == ""
+    assert server.requests == []  # refused before anything was sent
+    server.add(Reply(text="Hello there."))
+    ran = turn("-p", "go", "--output-format", "stream-json", server=server)
+    assert ran.code == 0, ran.err
+    kinds = [json.loads(line)["type"] for line in ran.out.splitlines()]
+    assert "stream_event" not in kinds and "text_delta" in kinds
+
+
+def test_a_streamed_message_the_endpoint_cut_short_is_stopped_before_the_result(turn, server: FakeServer) -> None:  # type: ignore[no-untyped-def]
+    server.add(Reply(text="Hello there, this answer never ends", drop_after=8))
+    ran = turn("-p", "go", "--output-format", "stream-json", "--include-partial-messages", server=server,
+               config={"max_retries": 0})
+    assert ran.code == 1
+    messages, _ = parse_stream(ran.out)
+    (cut,) = assembled([m for m in messages if isinstance(m, StreamEvent)])
+    assert cut["stop_reason"] is None and [b["type"] for b in cut["content"]] == ["text"]
+    assert "Hello there, this answer never ends".startswith(cut["content"][0]["text"].split("\n")[0])
+    assert isinstance(messages[-1], ResultError) and messages[-1].is_error

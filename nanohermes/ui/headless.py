@@ -10,6 +10,8 @@ object (`subtype`, `is_error`, `num_turns`, `duration_ms`, `total_cost_usd`, `us
 `session_id`, `permission_denials`, and nanohermes's own fields beside them). nanohermes's own
 events (text and reasoning deltas, tool starts and finishes, notices, todo lists, approvals,
 sandbox refusals, sub-agents' events) go out between them under names Claude Code does not use.
+With --include-partial-messages the pieces of the main agent's messages go out instead as
+Claude Code's `stream_event` lines (the Messages API's raw stream events).
 
 Warnings and errors go to stderr in every format (in stream-json they are also `notice`
 events), so a person watching a script sees them. The text of earlier steps (the model
@@ -42,7 +44,7 @@ from nanohermes.errors import OutputClosed
 
 from nanohermes.events import (
     ApprovalReply, ApprovalRequest, Event, FilesChanged, MessageAdded, ModelStarted, Notice, PermissionDenied,
-    SandboxRefused, TextDelta, ToolFinished, ToolProgress, ToolStarted, TurnEnded, UsageUpdate, event_to_dict,
+    ReasoningDelta, SandboxRefused, TextDelta, ToolFinished, ToolProgress, ToolStarted, TurnEnded, UsageUpdate, event_to_dict,
 )
 from nanohermes.events import SubagentEvent
 from nanohermes.messages import Message, Usage
@@ -325,8 +327,12 @@ class StreamJsonSink(Sink):
     fmt: ClassVar[str] = "stream-json"
     session_id: str | None = None
     model: str = ""
+    partial: bool = False  # --include-partial-messages: the main agent's pieces as Claude Code's stream_event
     _failed: dict[str, bool] = field(default_factory=dict)  # is_error of each finished call, by call id
     _usage: Usage | None = None  # the last model call's, for its message
+    _message_id: str = ""  # of the model's message being streamed ("" : none)
+    _blocks: list[str] = field(default_factory=list)  # that message's content blocks so far, by kind
+    _block_open: bool = False
 
     def _show(self, event: Event) -> None:
         super()._show(event)
@@ -334,9 +340,15 @@ class StreamJsonSink(Sink):
             self._failed[event.call_id] = event.is_error
         if isinstance(event, UsageUpdate):
             self._usage = event.usage
+        if self.partial and isinstance(event, (TextDelta, ReasoningDelta)):
+            self._piece(event)
+            return
         if isinstance(event, MessageAdded):
             usage, self._usage = self._usage, None
-            if (obj := self._message(event.message, usage)) is not None:
+            message_id = None
+            if self.partial and event.message.role == "assistant":
+                message_id = self._message_end(event.message, usage)
+            if (obj := self._message(event.message, usage, message_id)) is not None:
                 # The model's answer without tool calls is the turn's last message.
                 self._line(obj, last=obj["type"] == "assistant" and not event.message.tool_calls)
         elif isinstance(event, TurnEnded):
@@ -351,9 +363,75 @@ class StreamJsonSink(Sink):
     def _base(self) -> dict[str, Any]:
         return {"parent_tool_use_id": None, "session_id": self.session_id, "uuid": str(uuid.uuid4())}
 
-    def _message(self, m: Message, usage: Usage | None = None) -> dict[str, Any] | None:
+    # -- --include-partial-messages: the Messages API's stream events, as Claude Code wraps them
+    def _message_start(self) -> None:
+        if not self._message_id:
+            self._message_id = f"msg_{uuid.uuid4().hex}"
+            self._blocks, self._block_open = [], False
+            usage = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+            self._stream_event({"type": "message_start", "message": {
+                "id": self._message_id, "type": "message", "role": "assistant", "model": self.model, "content": [],
+                "stop_reason": None, "stop_sequence": None, "usage": usage}})
+
+    def _stream_event(self, event: dict[str, Any], *, end: bool = False) -> None:
+        if end and self._block_open:
+            self._block_stop()
+        self._line({"type": "stream_event", "event": event, **self._base()})
+        if end:
+            self._message_id = ""
+
+    def _block(self, kind: str, start: dict[str, Any]) -> int:
+        """The index of an open content block of `kind`, a new one started when needed."""
+        if self._block_open and self._blocks and self._blocks[-1] == kind:
+            return len(self._blocks) - 1
+        if self._block_open:
+            self._block_stop()
+        self._blocks.append(kind)
+        self._block_open = True
+        self._stream_event({"type": "content_block_start", "index": len(self._blocks) - 1, "content_block": start})
+        return len(self._blocks) - 1
+
+    def _block_stop(self) -> None:
+        self._block_open = False
+        self._stream_event({"type": "content_block_stop", "index": len(self._blocks) - 1})
+
+    def _piece(self, ev: TextDelta | ReasoningDelta) -> None:
+        self._message_start()
+        if isinstance(ev, ReasoningDelta):
+            i = self._block("thinking", _EMPTY["thinking"])
+            delta = {"type": "thinking_delta", "thinking": ev.text}
+        else:
+            i = self._block("text", _EMPTY["text"])
+            delta = {"type": "text_delta", "text": ev.text}
+        self._stream_event({"type": "content_block_delta", "index": i, "delta": delta})
+
+    def _message_end(self, m: Message, usage: Usage | None) -> str:
+        """What the stream had not shown of the model's message (text that came whole, its
+        tool calls), then its end: message_delta with the stop reason, message_stop. Returns
+        the message's id."""
+        self._message_start()
+        for kind, text in (("thinking", m.reasoning), ("text", m.content)):
+            if text and kind not in self._blocks:
+                i = self._block(kind, _EMPTY[kind])
+                self._stream_event({"type": "content_block_delta", "index": i,
+                                    "delta": {"type": f"{kind}_delta", kind: text}})
+        for c in m.tool_calls:
+            i = self._block(f"tool_use {c.id}", {"type": "tool_use", "id": c.id, "name": c.name, "input": {}})
+            self._stream_event({"type": "content_block_delta", "index": i,
+                                "delta": {"type": "input_json_delta", "partial_json": c.arguments}})
+        if self._block_open:
+            self._block_stop()
+        self._stream_event({"type": "message_delta", "delta": {
+            "stop_reason": "tool_use" if m.tool_calls else "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": (usage or Usage()).completion_tokens}})
+        message_id = self._message_id
+        self._stream_event({"type": "message_stop"}, end=True)
+        return message_id
+
+    def _message(self, m: Message, usage: Usage | None = None, message_id: str | None = None) -> dict[str, Any] | None:
         """A message of the conversation as Claude Code prints it (`usage`: the model call's
-        that wrote it); None for what it does not print (the prompt, the system prompt)."""
+        that wrote it; `message_id`: the id its stream events carried); None for what it does
+        not print (the prompt, the system prompt)."""
         if m.role == "assistant":
             blocks: list[dict[str, Any]] = []
             if m.reasoning:
@@ -364,7 +442,7 @@ class StreamJsonSink(Sink):
                 blocks.append({"type": "tool_use", "id": c.id, "name": c.name, "input": _input(c.arguments)})
             u = usage or Usage()
             return {"type": "assistant", "message": {
-                "id": f"msg_{uuid.uuid4().hex}", "type": "message", "role": "assistant", "model": self.model,
+                "id": message_id or f"msg_{uuid.uuid4().hex}", "type": "message", "role": "assistant", "model": self.model,
                 "content": blocks, "stop_reason": "tool_use" if m.tool_calls else "end_turn", "stop_sequence": None,
                 "usage": {"input_tokens": u.prompt_tokens, "output_tokens": u.completion_tokens,
                           "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}, **self._base()}
@@ -413,12 +491,19 @@ class StreamJsonSink(Sink):
                     "mode": mode, "workspace": workspace, "nanohermes_version": __version__}, last=True)
 
     def finish(self, result: dict[str, Any]) -> None:
+        if self._message_id:  # a streamed message the run's end cut short (the endpoint failed, a signal)
+            self._stream_event({"type": "message_stop"}, end=True)
         self._line(result, last=True)
         if _closed:
             raise OutputClosed
 
     def _line(self, obj: dict[str, Any], *, last: bool = False) -> None:
         _write_out(self.out, redact(json.dumps(obj, ensure_ascii=False)) + "\n", last=last)
+
+
+# How a content block of each kind starts in the Messages API's stream.
+_EMPTY: dict[str, dict[str, Any]] = {"text": {"type": "text", "text": ""},
+                                     "thinking": {"type": "thinking", "thinking": "", "signature": ""}}
 
 
 def _input(arguments: str) -> dict[str, Any]:
