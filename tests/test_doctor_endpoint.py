@@ -27,10 +27,10 @@ def test_a_key_models_accepts_but_chat_refuses_fails(turn, server: FakeServer) -
     assert server.paths == ["/v1/chat/completions"]  # /models is not in paths: only POSTs are recorded
 
 
-def test_an_endpoint_quoting_the_key_is_shown_redacted(turn, server: FakeServer) -> None:
+def test_an_endpoint_quoting_the_key_is_shown_redacted(cli, server: FakeServer) -> None:
     key = "sk-doctor-secret-0123456789"
     server.add(Fault(status=401, message=f"Incorrect API key provided: {key}", code="invalid_api_key"))
-    r = doctor(turn, "--base-url", server.base_url, "--model", "fake-model", env={"OPENAI_API_KEY": key})
+    r = doctor(cli, "--base-url", server.base_url, "--model", "fake-model", env={"OPENAI_API_KEY": key})
     assert r.code == 1
     assert "[FAIL] api key: chat refused it: the model endpoint refused the API key " \
            "(401: Incorrect API key provided: [REDACTED])" in r.out

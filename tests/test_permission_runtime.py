@@ -279,10 +279,10 @@ def test_secret_file_read_is_refused_without_a_terminal(turn, server: FakeServer
 KEY = "sk-live-0123456789abcdefXYZ"
 
 
-def test_keys_are_redacted_in_json_output_and_transcript(turn, server: FakeServer, workspace: Path, home: Path) -> None:
+def test_keys_are_redacted_in_json_output_and_transcript(cli, server: FakeServer, workspace: Path, home: Path) -> None:
     (workspace / "notes.txt").write_text(f"the key is {KEY}\n")
     server.add(tool_reply(call("read_file", {"path": "notes.txt"}, id="r")), Reply(text=f"I found {KEY} in notes."))
-    r = turn("-p", f"where is {KEY}?", "--output-format", "json", server=server,
+    r = cli("-p", f"where is {KEY}?", "--output-format", "json", server=server,
             env={"OPENAI_API_KEY": KEY, "GITHUB_TOKEN": "ghp_abcdefghijklmnop"})
     assert r.code == 0, r.err
     assert r.json()["result"] == "I found [REDACTED] in notes."
@@ -298,10 +298,10 @@ def test_keys_are_redacted_in_json_output_and_transcript(turn, server: FakeServe
     assert server.requests[1]["messages"][-1]["content"] == f"1\tthe key is {KEY}"
 
 
-def test_keys_are_redacted_in_stream_json(turn, server: FakeServer, workspace: Path) -> None:
+def test_keys_are_redacted_in_stream_json(cli, server: FakeServer, workspace: Path) -> None:
     (workspace / "notes.txt").write_text(f"token: {KEY}\n")
     server.add(tool_reply(call("read_file", {"path": "notes.txt"}, id="r")), Reply(text="done"))
-    r = turn("-p", "read", "--output-format", "stream-json", server=server, config={"api_key": KEY})
+    r = cli("-p", "read", "--output-format", "stream-json", server=server, config={"api_key": KEY})
     assert r.code == 0, r.err
     assert KEY not in r.out
     finished = next(e for e in r.lines() if e["type"] == "tool_finished")
@@ -309,11 +309,11 @@ def test_keys_are_redacted_in_stream_json(turn, server: FakeServer, workspace: P
 
 
 @pytest.mark.parametrize("fmt", ["text", "stream-json"])
-def test_a_key_streamed_in_pieces_is_redacted_in_plain_and_streamed_output(turn, server: FakeServer, fmt: str) -> None:
+def test_a_key_streamed_in_pieces_is_redacted_in_plain_and_streamed_output(cli, server: FakeServer, fmt: str) -> None:
     agents = {"helper": {"description": "Helps", "tools": []}}
     server.add(tool_reply(call("subagent", {"agent": "helper", "task": "say it", "wait": True})),
                Reply(text=f"child says {KEY}", chunk_size=3), Reply(text=f"The key: {KEY}!\nEnd.", chunk_size=3))
-    r = turn("-p", "go", "--output-format", fmt, server=server, env={"OPENAI_API_KEY": KEY},
+    r = cli("-p", "go", "--output-format", fmt, server=server, env={"OPENAI_API_KEY": KEY},
             config={"subagents": agents})
     assert r.code == 0, r.err
     assert KEY[:8] not in r.out  # no piece of the key either

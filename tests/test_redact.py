@@ -79,21 +79,21 @@ def test_a_password_in_a_url_of_the_config_is_a_secret() -> None:
     assert collect(Config.from_dict({"base_url": "http://me@127.0.0.1:9/v1"}), {}) == []  # a user alone is no secret
 
 
-def test_a_password_in_base_url_never_reaches_the_error_line(turn) -> None:
+def test_a_password_in_base_url_never_reaches_the_error_line(cli) -> None:
     with socket.socket() as s:  # a port nothing listens on: the endpoint cannot be reached
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    r = turn("-p", "hi", "--base-url", f"http://me:url-pass-123456@127.0.0.1:{port}/v1", "--model", "m",
+    r = cli("-p", "hi", "--base-url", f"http://me:url-pass-123456@127.0.0.1:{port}/v1", "--model", "m",
             config={"max_retries": 0})
     assert r.code == 1 and "cannot reach" in r.err, r.err
     assert "url-pass-123456" not in r.err and "127.0.0.1" in r.err
     # A short password, in the retry warnings and the error, in every output format; and in
     # the error that refuses a base_url which is no usable URL.
     for fmt in ("text", "stream-json"):
-        r = turn("-p", "hi", "--base-url", f"http://alice:s3cretPW9@127.0.0.1:{port}/v1", "--model", "m",
+        r = cli("-p", "hi", "--base-url", f"http://alice:s3cretPW9@127.0.0.1:{port}/v1", "--model", "m",
                 "--output-format", fmt, config={"max_retries": 1})
         assert r.code == 1 and "cannot connect" in r.err and "cannot reach" in r.err + r.out, r.err
         assert "s3cretPW9" not in r.err + r.out
     for url in ("ftp://alice:s3cretPW9@127.0.0.1/v1", "http://alice:s3cretPW9@[::1/v1"):
-        r = turn("-p", "hi", "--base-url", url, "--model", "m")
+        r = cli("-p", "hi", "--base-url", url, "--model", "m")
         assert r.code == 2 and "not a usable URL" in r.err and "s3cretPW9" not in r.err, r.err
