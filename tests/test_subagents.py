@@ -380,3 +380,16 @@ def test_a_long_child_task_is_compacted_inside_the_budget(workspace: Path) -> No
     assert f.child_llm.requests[1]["messages"][0]["content"].startswith("You compact the conversation")
     compacted = [e.event.text for e in f.ui.of(SubagentEvent) if isinstance(e.event, Notice)]
     assert any(t.startswith("compacted 1 older messages") for t in compacted)
+
+
+def test_a_session_not_saved_leaves_no_results_folder_behind(cli, server: FakeServer, tmp_path: Path) -> None:
+    # Without a session folder the children's whole results go to a temporary folder, read
+    # while the session lasts and removed when it ends.
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    server.add(tool_reply(call("subagent", {"agent": "explore", "task": "look", "wait": True})),
+               Reply(text="child: " + "found it " * 50), Reply(text="parent: done"))
+    r = cli("-p", "go", "--no-session", server=server, config={"subagents": AGENTS}, env={"TMPDIR": str(temp)})
+    assert (r.code, r.out) == (0, "parent: done\n"), r.err
+    assert "child: found it" in server.requests[2]["messages"][-1]["content"]
+    assert list(temp.iterdir()) == []

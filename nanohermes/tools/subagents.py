@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -246,6 +247,9 @@ class SubagentManager:
         n = await self.cancel_all()
         if n:
             self.ui.emit(Notice(level="warning", text=f"cancelled {n} running sub-agent{'s' if n > 1 else ''} at exit"))
+        if self._results_dir is not None:  # a session not saved keeps its children's results until it ends
+            shutil.rmtree(self._results_dir, ignore_errors=True)
+            self._results_dir = None
 
     def board(self) -> str:
         if not self.runs:
