@@ -44,7 +44,8 @@ from nanohermes.errors import OutputClosed
 
 from nanohermes.events import (
     ApprovalReply, ApprovalRequest, Event, FilesChanged, MessageAdded, ModelStarted, Notice, PermissionDenied,
-    ReasoningDelta, SandboxRefused, TextDelta, ToolFinished, ToolProgress, ToolStarted, TurnEnded, UsageUpdate, event_to_dict,
+    ReasoningDelta, SandboxRefused, TextDelta, ToolFinished, ToolProgress, ToolStarted, TurnEnded, UsageUpdate,
+    event_to_dict,
 )
 from nanohermes.events import SubagentEvent
 from nanohermes.messages import Message, Usage
@@ -397,13 +398,12 @@ class StreamJsonSink(Sink):
 
     def _piece(self, ev: TextDelta | ReasoningDelta) -> None:
         self._message_start()
-        if isinstance(ev, ReasoningDelta):
-            i = self._block("thinking", _EMPTY["thinking"])
-            delta = {"type": "thinking_delta", "thinking": ev.text}
-        else:
-            i = self._block("text", _EMPTY["text"])
-            delta = {"type": "text_delta", "text": ev.text}
-        self._stream_event({"type": "content_block_delta", "index": i, "delta": delta})
+        self._text("thinking" if isinstance(ev, ReasoningDelta) else "text", ev.text)
+
+    def _text(self, kind: str, text: str) -> None:
+        """A piece of text or thinking, in the open block of its kind or a new one."""
+        i = self._block(kind, _EMPTY[kind])
+        self._stream_event({"type": "content_block_delta", "index": i, "delta": {"type": f"{kind}_delta", kind: text}})
 
     def _message_end(self, m: Message, usage: Usage | None) -> str:
         """What the stream had not shown of the model's message (text that came whole, its
@@ -412,10 +412,8 @@ class StreamJsonSink(Sink):
         self._message_start()
         for kind, text in (("thinking", m.reasoning), ("text", m.content)):
             if text and kind not in self._blocks:
-                i = self._block(kind, _EMPTY[kind])
-                self._stream_event({"type": "content_block_delta", "index": i,
-                                    "delta": {"type": f"{kind}_delta", kind: text}})
-        for c in m.tool_calls:
+                self._text(kind, text)
+        for c in m.tool_calls:  # one block each (its kind names the call, so two never share one)
             i = self._block(f"tool_use {c.id}", {"type": "tool_use", "id": c.id, "name": c.name, "input": {}})
             self._stream_event({"type": "content_block_delta", "index": i,
                                 "delta": {"type": "input_json_delta", "partial_json": c.arguments}})
