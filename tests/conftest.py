@@ -126,10 +126,10 @@ def cli(workspace: Path, home: Path):  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def turn(workspace: Path, home: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    """Run a `nanohermes` command line that opens no REPL in this process (`cli.run_line`), for tests whose
-    subject is the turn (the wire, the tools, the permissions) rather than the process: the
-    same arguments and result as `cli`, without a Python start each time. Its output is what
-    the run wrote to sys.stdout and sys.stderr."""
+    """Run a `nanohermes` command line that opens no REPL in this process (`cli.run_line`),
+    for tests whose subject is the turn (the wire, the tools, the permissions) rather than the
+    process: the same arguments and result as `cli`, without a Python start each time. Its
+    output is what the run wrote to sys.stdout and sys.stderr."""
     import faulthandler
     import io
     from contextlib import redirect_stderr, redirect_stdout
