@@ -407,8 +407,7 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
     from nanohermes.errors import NanohermesError
     from nanohermes.ui.headless import make_sink
 
-    options = {"partial": True} if partial else {}  # only stream-json has the option
-    ui = make_sink(fmt, verbose=verbose, interactive=sys.stdin.isatty() and sys.stderr.isatty(), **options)
+    ui = make_sink(fmt, verbose=verbose, interactive=sys.stdin.isatty() and sys.stderr.isatty(), partial=partial)
     built = build_agent(config, workspace, ui, save_session=save_session, resume=resume, asks=ui.interactive)
     for w in built.warnings:
         sys.stderr.write(f"nanohermes: warning: {w}\n")

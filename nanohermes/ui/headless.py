@@ -520,6 +520,9 @@ def _input(arguments: str) -> dict[str, Any]:
 SINKS: dict[str, type[Sink]] = {sink.fmt: sink for sink in (TextSink, JsonSink, StreamJsonSink)}
 
 
-def make_sink(fmt: str, **options: Any) -> Sink:
-    """The sink for an --output-format value (text, json or stream-json)."""
+def make_sink(fmt: str, *, partial: bool = False, **options: Any) -> Sink:
+    """The sink for an --output-format value (text, json or stream-json); `partial`:
+    --include-partial-messages, which only stream-json has (the CLI refuses it elsewhere)."""
+    if fmt == StreamJsonSink.fmt:
+        options["partial"] = partial
     return SINKS[fmt](**options)
