@@ -5,6 +5,7 @@ Both front ends (the REPL and `-p`) and the tests call `build_agent`, so they ca
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -15,10 +16,11 @@ from nanohermes.agent import Agent
 from nanohermes.compact import Compactor
 from nanohermes.config import HOOK_EVENTS, Config, McpServerConfig
 from nanohermes.dirs import state_home
-from nanohermes.context import ProjectDocs, load_project_docs, system_prompt
+from nanohermes.context import NestedDocs, ProjectDocs, load_project_docs, system_prompt
 from nanohermes.events import UI, Notice
 from nanohermes.llm import LLM, client_for
 from nanohermes.llm.textcalls import TextCallCheck
+from nanohermes.ownreads import OwnReader
 from nanohermes.permissions import Policy, Rule
 from nanohermes.redact import protect as protect_secrets
 from nanohermes.redact import set_child_env_policy
@@ -161,6 +163,20 @@ class Built:
         finally:
             await self.aclose()
 
+    def reload_instructions(self) -> None:
+        """Read the instruction files and skills again (a person's yes let a file in) and
+        rebuild the system prompt and the pool from them."""
+        runtime = self.agent.runtime
+        reader, ws, limits = runtime.own_reader, runtime.workspace, runtime.limits
+        reader.unnamed.clear()  # what is still not read is said again by the new reading
+        self.docs = load_project_docs(ws, limits.project_docs_chars, reader=reader)
+        self.skills = skill_tools.discover_skills(ws, reader=reader)
+        prompt = system_prompt(ws, docs=self.docs, skill_index=skill_tools.skill_index(self.skills, limits))
+        self.agent.system_prompt = prompt
+        if self.subagents is not None:
+            self.subagents.system_prompt = prompt
+        runtime.set_tools(self.pool())
+
     def context_lines(self) -> list[str]:
         """For `/context`: the AGENTS.md files loaded and their sizes, the skills, the prompt size."""
         from nanohermes.context import context_lines
@@ -259,6 +275,33 @@ def _sandbox_confines() -> bool:
     return probe().confines
 
 
+@dataclass
+class OwnReadsCheck:
+    """A turn hook: before the prompt is sent, the files waiting for a person's yes are asked
+    about (the instructions and skills are read again when one was allowed), and every file
+    the reader did not read and nobody was told of yet is named, as a warning."""
+
+    built: Built
+
+    async def prompt_submitted(self, prompt: str) -> str | None:
+        runtime = self.built.agent.runtime
+        reader = runtime.own_reader
+        if reader.pending and await reader.ask(runtime.confirm_own_read):
+            await asyncio.to_thread(self.built.reload_instructions)
+        for skipped in reader.take_unnamed():
+            self.built.agent.ui.emit(Notice(level="warning", text=str(skipped)))
+        return prompt
+
+    async def stopping(self, answer: str) -> str | None:
+        return None
+
+    async def settled(self) -> None:
+        return None
+
+    async def ended(self) -> None:
+        return None
+
+
 def assemble_pool(builtins: list[Tool], *extra_groups: list[Tool]) -> list[Tool]:
     """Built-ins sorted by name, then each extra group in order; the first of a name wins."""
     pool: list[Tool] = []
@@ -303,11 +346,14 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
         return client_for(config, model=model, **overrides)
 
     llm = make_llm()
-    docs = load_project_docs(workspace, limits.project_docs_chars)
-    skills = skill_tools.discover_skills(workspace)
-    warnings += docs.errors + skills.warnings
-    prompt = system_prompt(workspace, docs=docs, skill_index=skill_tools.skill_index(skills, limits))
     policy = build_policy(config, warnings)
+    # What nanohermes reads into the prompt by itself goes through one reader, with the rules
+    # in force (the runtime's, once it exists: a rule learned later counts).
+    reader = OwnReader(workspace, policy=lambda: policy, limits=limits, asks=asks)
+    docs = load_project_docs(workspace, limits.project_docs_chars, reader=reader)
+    skills = skill_tools.discover_skills(workspace, reader=reader)
+    warnings += skills.warnings
+    prompt = system_prompt(workspace, docs=docs, skill_index=skill_tools.skill_index(skills, limits))
     mcp = None
     if config.mcp.servers:
         preload_mcp_sdk()
@@ -330,7 +376,8 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     # derives go to the runtime (the per-message aggregate) and the compactor.
     budget = budget_for(config, limits)
     runtime = Runtime(tools=[], config=config, workspace=workspace, ui=ui, policy=policy, limits=budget.limits(),
-                      session=session, hooks=hooks)
+                      session=session, hooks=hooks, reader=reader)
+    reader.policy = lambda: runtime.policy
     compactor = Compactor(llm, budget.limits(), ui, hooks, budget=budget)
     budget.apply += [lambda derived: setattr(runtime, "limits", derived),
                      lambda derived: setattr(compactor, "limits", derived)]
@@ -354,6 +401,12 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     built = Built(agent, warnings + resumed, docs=docs, skills=skills, mcp=mcp, subagents=subagents,
                   builtins=builtin_pool(), hooks=hooks, checkpoints=checkpoints,
                   resumed=resume is not None, llm_factory=make_llm, warm_checkpoints=idle_between_turns)
+    agent.turn_hooks.insert(0, OwnReadsCheck(built))
+    # A subfolder's instruction files join the result of the first call working under it.
+    runtime.after_calls.append(NestedDocs(workspace, reader, session, docs=lambda: built.docs,
+                                          budget=lambda: runtime.limits.project_docs_chars,
+                                          notify=lambda text: ui.emit(Notice(level="warning", text=text)),
+                                          confirm=runtime.confirm_own_read))
     runtime.set_tools(built.pool())  # MCP tools join in start()
     if mcp is not None:  # a server that changes its tools (tools/list_changed): the pool follows
         mcp.on_tools_changed = lambda: runtime.set_tools(built.pool())

@@ -8,20 +8,25 @@ folder is namespaced: `frontend/test.md` is `/frontend:test`. Optional YAML fron
 arguments), `$1`…`$9` (each, split as a shell would) and `@path` attachments.
 
 A command is a prompt, not a program: nothing in it runs on the machine, so a project's
-commands need no trust. Their `@path` attachments stay inside the workspace and off the
-secret-file list, since the repository's author, not the person, wrote them.
+commands need no trust. Command files, and the files an `@path` names (in a command, in a
+prompt), are read through the one reader of `nanohermes.ownreads`: a project's command file
+or attachment that reaches outside the workspace is read only after a person's yes (asked
+when the command runs), never a secret file, /proc or a denied path; what is not read is
+named. A path the person typed outside the workspace is theirs to attach.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from nanohermes.budget import clamp, plural
 from nanohermes.dirs import config_home
+from nanohermes.ownreads import OwnReader, Owner, Skipped
 
 if TYPE_CHECKING:
     from nanohermes.agent import Agent, TurnResult
@@ -42,16 +47,24 @@ class CustomCommand:
     description: str = ""
     argument_hint: str = ""
     model: str | None = None
+    # Its file waits for a person's yes (a project's file reaching outside the workspace): read
+    # when the command runs, after the question.
+    pending: bool = False
 
     @property
     def where(self) -> str:
         return str(self.path)
+
+    @property
+    def owner(self) -> Owner:
+        return "project" if self.project else "user"
 
 
 @dataclass
 class Found:
     commands: dict[str, CustomCommand] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    refused: dict[str, Skipped] = field(default_factory=dict)  # commands whose file the reader did not read
 
 
 def folders(workspace: Path) -> list[tuple[Path, bool]]:
@@ -74,7 +87,9 @@ def signature(workspace: Path) -> tuple[tuple[str, int, int], ...]:
     return tuple(sorted(out))
 
 
-def discover(workspace: Path) -> Found:
+def discover(workspace: Path, reader: OwnReader | None = None) -> Found:
+    """The command files there are, each read through `reader` (one asking nobody when None)."""
+    reader = reader if reader is not None else OwnReader(workspace)
     found = Found()
     for root, project in folders(workspace):
         if not root.is_dir():
@@ -87,17 +102,40 @@ def discover(workspace: Path) -> Found:
                 found.warnings.append(f"{path}: command names are letters, digits, _ . and -; file skipped")
                 continue
             name = ":".join(parts)
-            if name in found.commands:
+            if name in found.commands or name in found.refused:
                 continue  # an earlier folder has it
+            got = reader.read(path, purpose="command file", owner="project" if project else "user", queue=False)
+            if isinstance(got, Skipped):
+                reader.told(got)
+                if got.kind == "asks" and reader.can_ask():
+                    found.commands[name] = CustomCommand(
+                        name=name, path=path, project=project, body="", pending=True,
+                        description=f"its file reaches outside the workspace ({got.real}): asked when run")
+                    continue
+                found.refused[name] = got
+                found.warnings.append(f"/{name}: {got}; command skipped")
+                continue
             try:
-                found.commands[name] = parse(name, path, project)
-            except (OSError, ValueError) as e:
+                found.commands[name] = parse(name, path, project, got.text)
+            except ValueError as e:
                 found.warnings.append(f"{path}: {e}; command skipped")
     return found
 
 
-def parse(name: str, path: Path, project: bool) -> CustomCommand:
-    text = path.read_text(encoding="utf-8", errors="replace")
+async def read_pending(command: CustomCommand, runtime: Runtime) -> CustomCommand | Skipped:
+    """A command whose file waited for a yes: asked now, then read (or why not)."""
+    reader = runtime.own_reader
+    got = await reader.read_asking(command.path, runtime.confirm_own_read, purpose="command file", owner=command.owner)
+    if isinstance(got, Skipped):
+        return got
+    try:
+        return parse(command.name, command.path, command.project, got.text)
+    except ValueError as e:
+        return Skipped(command.path, str(got.real), "command file", "refused", str(e))
+
+
+def parse(name: str, path: Path, project: bool, text: str) -> CustomCommand:
+    """A command from its file's text (read through the reader)."""
     meta: dict[str, Any] = {}
     if m := _FRONT.match(text):
         import yaml
@@ -136,17 +174,32 @@ def expand(command: CustomCommand, arguments: str) -> str:
     return body
 
 
-async def attach(text: str, runtime: Runtime, *, confined: bool = False) -> tuple[str, list[str]]:
-    """`@path` appends that file's content, bounded and noted as read_file does, as `@` does in
-    the REPL. `confined`: only files inside the workspace and off the secret-file list.
-    Returns the text and one note per file (attached or why not)."""
-    from nanohermes.permissions import is_secret
-    from nanohermes.tools import ToolContext, ToolError
+def _mentioned(workspace: Path, path: str, owner: Owner | None) -> tuple[Path, str, Owner]:
+    """The file an `@path` names (`~` expanded, a relative path from the workspace), why it is
+    no file to attach ("" when it is one), and whose it is: `owner`, or for what the person
+    typed, theirs when they spelled it outside the workspace, the project's when it is in it."""
+    target = Path(os.path.expanduser(path)) if path.startswith(("~", "/")) else workspace / path
+    if os.path.isdir(target):
+        return target, "is a folder", "user"
+    if not os.path.lexists(target):
+        return target, "is not a file in the workspace", "user"
+    root = os.path.realpath(workspace)
+    spelled = os.path.normpath(os.path.abspath(target))
+    inside = spelled == root or spelled.startswith(root.rstrip("/") + "/")
+    return target, "", owner or ("project" if inside else "user")
 
-    tool = next((t for t in runtime.tools if t.name == "read_file"), None)
-    if tool is None:
-        return text, []
+
+async def attach(text: str, runtime: Runtime, *, owner: Owner | None = None) -> tuple[str, list[str]]:
+    """`@path` appends that file's content, numbered and bounded as read_file shows it, as `@`
+    does in the REPL; each file read through the one reader. `owner`: who wrote the text, for a
+    command file ("project": every file must be the workspace's or a person says yes; "user");
+    None for what the person typed (a path they spelled outside the workspace is theirs, one in
+    it that links out is the project's). Returns the text and one note per file (attached or
+    why not)."""
+    import asyncio
+
     workspace = runtime.workspace
+    reader = runtime.own_reader
     attached: list[str] = []
     notes: list[str] = []
     seen: set[str] = set()
@@ -155,34 +208,45 @@ async def attach(text: str, runtime: Runtime, *, confined: bool = False) -> tupl
         if path in seen:
             continue
         seen.add(path)
-        target = workspace / path
-        if not target.is_file():
-            what = "is a folder" if target.is_dir() else "is not a file in the workspace"
-            notes.append(f"@{path} {what}: not attached (sent as text)")
+        target, no_file, who = await asyncio.to_thread(_mentioned, workspace, path, owner)
+        if no_file:
+            notes.append(f"@{path} {no_file}: not attached (sent as text)")
             continue
-        if confined:
-            real = target.resolve()
-            if not real.is_relative_to(workspace.resolve()) or is_secret(str(real), runtime.policy.secret_files):
-                notes.append(f"@{path} not attached: a project command may attach only the workspace's "
-                             "non-secret files")
-                continue
+        got = await reader.read_asking(target, runtime.confirm_own_read, purpose="mention", owner=who)
+        if isinstance(got, Skipped):
+            notes.append(f"@{path} not attached: {got.reason}")
+            continue
+        from nanohermes.tools import ToolContext  # only with a file to attach: a plain prompt loads no tool code
+        from nanohermes.tools.fileops import remember_file
+        from nanohermes.tools.files import numbered
+
+        body = clamp(numbered(got.text.encode("utf-8"), path, runtime.limits), runtime.limits.max_output)
         ctx = ToolContext(workspace=workspace, limits=runtime.limits, config=runtime.config, state=runtime.session.state)
-        try:
-            args = tool.parse({"path": path, "limit": runtime.limits.read_file_window_lines})
-            out = await tool.run(args, ctx)
-        except ToolError as e:
-            notes.append(f"@{path} not attached: {e}")
-            continue
-        body = clamp(out if isinstance(out, str) else out.text, runtime.limits.max_output)
+        remember_file(ctx, got.real)  # the model has seen it, as after read_file
         attached.append(f'<file path="{path}">\n{body}\n</file>')
         notes.append(f"attached {path}")
     return text + ("\n\n" + "\n\n".join(attached) if attached else ""), notes
 
 
-async def prompt_for(command: CustomCommand, arguments: str, runtime: Runtime) -> tuple[str, list[str]]:
-    """The full prompt of `/name arguments`: expanded, with its attachments (confined for a
-    project's command, whose body the person did not write)."""
-    return await attach(expand(command, arguments), runtime, confined=command.project)
+def attach_level(note: str) -> Literal["warning", "info"]:
+    """A note of `attach` as a notice: a file refused is a warning, an `@word` that names no
+    file only information."""
+    return "warning" if "not attached:" in note else "info"
+
+
+async def prompt_for(command: CustomCommand, arguments: str,
+                     runtime: Runtime) -> tuple[CustomCommand | None, str, list[str]]:
+    """The command as read (its file read now if it waited for a yes), and the full prompt of
+    `/name arguments`: expanded, with its attachments (read as the command's owner's: a
+    project's command may not reach outside the workspace unasked). No command, with the
+    reason as the note, when its file cannot be read."""
+    if command.pending:
+        got = await read_pending(command, runtime)
+        if isinstance(got, Skipped):
+            return None, "", [f"/{command.name} not run: {got}"]
+        command = got
+    text, notes = await attach(expand(command, arguments), runtime, owner=command.owner)
+    return command, text, notes
 
 
 def split(line: str) -> tuple[str, str]:
@@ -221,13 +285,23 @@ async def ask(agent: Agent, prompt: str) -> TurnResult:
             return await _init(agent, arguments)
         if name == "export":
             return _export(agent, arguments)
-        command = discover(agent.runtime.workspace).commands.get(name)
+        found = discover(agent.runtime.workspace, agent.runtime.own_reader)
+        command = found.commands.get(name)
         builtin = load_commands().get(name)
+        if name in found.refused and builtin is None:
+            from nanohermes.errors import NanohermesError
+
+            raise NanohermesError(f"/{name} cannot run: {found.refused[name]}",
+                                  hint="see docs/instructions.md for what nanohermes reads by itself")
         if command is not None and (builtin is None or builtin.source):  # a built-in wins, as in the REPL
-            text, notes = await prompt_for(command, arguments, agent.runtime)
+            ready, text, notes = await prompt_for(command, arguments, agent.runtime)
+            if ready is None:
+                from nanohermes.errors import NanohermesError
+
+                raise NanohermesError(notes[0], hint="see docs/instructions.md for what nanohermes reads by itself")
             for note in notes:
-                agent.ui.emit(Notice(level="warning" if "not attached" in note else "info", text=note))
-            result: TurnResult = await run(agent, command, text)
+                agent.ui.emit(Notice(level=attach_level(note), text=note))
+            result: TurnResult = await run(agent, ready, text)
             return result
         if builtin is not None:
             from nanohermes.errors import UsageError
@@ -235,7 +309,10 @@ async def ask(agent: Agent, prompt: str) -> TurnResult:
             raise UsageError(f"/{name} is a command of the REPL; with -p only "
                              f"{', '.join('/' + c for c in PRINT_MODE_COMMANDS)} and custom commands run",
                              hint=f"run `nanohermes` for /{name}; to ask the model about it, put the question in words")
-    return await agent.ask(prompt)
+    text, notes = await attach(prompt, agent.runtime)
+    for note in notes:
+        agent.ui.emit(Notice(level=attach_level(note), text=note))
+    return await agent.ask(text)
 
 
 async def _init(agent: Agent, arguments: str) -> TurnResult:
@@ -262,11 +339,13 @@ async def _init(agent: Agent, arguments: str) -> TurnResult:
                           hint="run it again (--verbose shows what it did)")
 
 
-def _contents(path: Path) -> bytes | None:
+def _contents(path: Path) -> tuple[int, int, int] | None:
+    """What says the file changed (it is not read: only the reader reads AGENTS.md)."""
     try:
-        return path.read_bytes()
+        st = os.stat(path)
     except OSError:
         return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
 
 
 def _export(agent: Agent, arguments: str) -> TurnResult:

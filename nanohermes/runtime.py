@@ -13,17 +13,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nanohermes import programs
 from nanohermes.arguments import parse_arguments
 from nanohermes.budget import Limits, clamp
 from nanohermes.config import Config
-from nanohermes.events import UI, Notice, ToolFinished, ToolStarted
+from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Notice, ToolFinished, ToolStarted
 from nanohermes.gate import DENIED, DENIED_PREFIX, Gate, Refusal, denied, writable_roots
 from nanohermes.messages import Image, Message, ToolCall
 from nanohermes.modes import Mode
-from nanohermes.permissions import Policy, Rule, blocked, describe
+from nanohermes.ownreads import OwnReader
+from nanohermes.permissions import Policy, Rule, Target, blocked, describe
 from nanohermes.session import Session
 from nanohermes.tools import Params, Tool, ToolContext, ToolError
 
@@ -44,6 +45,13 @@ def cut_off_error(call: ToolCall) -> str:
             f"{len(call.arguments)} chars of arguments, so it did not run. Do not send it again as it was: split the "
             "content over several calls (write_file with the first part, then add the rest with edit_file), "
             "each well under the limit")
+
+
+class AfterCall(Protocol):
+    """What adds to a call's result once it ran well (the instruction files of a subfolder the
+    call is the first to work in). Added after the result's own clamp, so nothing cuts it."""
+
+    async def after(self, target: Target, call_id: str) -> str: ...
 
 
 @dataclass
@@ -68,14 +76,32 @@ class Runtime:
     # results are persisted. The agent running turns on this runtime shares it.
     session: Session = field(default_factory=Session)
     hooks: Hooks | None = None  # PreToolUse / PostToolUse commands of the user or a trusted project
+    # The one reader of the files nanohermes puts into the prompt by itself (`@` mentions,
+    # command files): None builds one with this runtime's policy, that asks nobody.
+    reader: OwnReader | None = None
+    after_calls: list[AfterCall] = field(default_factory=list)
+    _after: dict[str, str] = field(default_factory=dict, init=False)  # by call id, until its message
     _confirm_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
     _images: dict[str, tuple[Image, ...]] = field(default_factory=dict, init=False)  # by call id, until its message
 
     def __post_init__(self) -> None:
         self._by_name = {t.name: t for t in self.tools}
+        if self.reader is None:
+            self.reader = OwnReader(self.workspace, policy=lambda: self.policy, limits=self.limits)
         self.gate = Gate(self)
         # The programs nanohermes starts for itself are found outside what this session may write.
         programs.settle(writable_roots(self.workspace, self.config))
+
+    @property
+    def own_reader(self) -> OwnReader:
+        """The reader of the files nanohermes puts into the prompt by itself."""
+        assert self.reader is not None  # made in __post_init__
+        return self.reader
+
+    async def confirm_own_read(self, request: ApprovalRequest) -> ApprovalReply:
+        """The person's answer to a question of the reader, asked as tool calls are."""
+        async with self.confirm_lock:
+            return await self.ui.confirm(request)
 
     @property
     def confirm_lock(self) -> asyncio.Lock:
@@ -192,7 +218,7 @@ class Runtime:
         else:
             assert p.tool is not None and p.args is not None
             text, is_error, display, waited = await self._permitted_run(p.tool, p.args, p.call.id, summary)
-        text = clamp(text + (f"\n{p.note}" if p.note else ""), self.limits.max_output)
+        text = clamp(text + (f"\n{p.note}" if p.note else ""), self.limits.max_output) + self._after.pop(p.call.id, "")
         # The time shown is the tool's own: an approval prompt's wait is not counted.
         self.ui.emit(ToolFinished(call_id=p.call.id, name=name, result=text, is_error=is_error,
                                   elapsed=time.monotonic() - started - waited, display=display))
@@ -212,6 +238,8 @@ class Runtime:
         text = ran.text
         if self.hooks is not None and not ran.is_error:
             text = await self.hooks.post_tool_use(tool, verdict.args, text)
+        if not ran.is_error:
+            self._after[call_id] = "".join([await a.after(verdict.target, call_id) for a in self.after_calls])
         return text, ran.is_error, ran.display, ran.waited
 
     async def close(self) -> None:

@@ -138,8 +138,10 @@ def test_a_project_command_attaches_only_the_workspaces_non_secret_files(workspa
     ctx, console = make_ctx(workspace, llm, reg)
     asyncio.run(reg.run("/leak", ctx))
     assert "PRIVATE" not in sent(llm) and "TOKEN" not in sent(llm)
-    assert console.export_text().count("not attached: a project command may attach only the workspace's non-secret "
-                                       "files") == 3
+    shown = " ".join(console.export_text().split())  # as said, whatever the console wrapped
+    assert shown.count("not attached:") == 3
+    assert f"@.env not attached: it resolves to {workspace / '.env'}, a secret file" in shown
+    assert shown.count(f"it resolves to {outside}, outside the workspace") == 2  # named, and through a link
     asyncio.run(reg.run("/mine", ctx))  # the person's own command attaches what they named
     assert "PRIVATE" in sent(llm, 1)
 

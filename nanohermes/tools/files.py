@@ -206,6 +206,14 @@ class ReadFile(ReadOnlyTool[ReadFileParams]):
         return body + ("\n\n" + "\n".join(notes) if notes else "")
 
 
+def numbered(data: bytes, shown: str, limits: Limits) -> str:
+    """A whole file already read (`@path` attachments) as read_file shows it with no window
+    given: numbered lines, the first `read_file_window_lines`, with the same notes."""
+    import io
+
+    return ReadFile._window(io.BytesIO(data), shown, 1, limits.read_file_window_lines, limits)
+
+
 def _past_end(shown: str, offset: int, total: int) -> str:
     if total == 0:
         return f"{shown} is empty (0 lines)"

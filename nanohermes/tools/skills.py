@@ -5,6 +5,9 @@ then the instructions. Folders are searched in order (the first skill of a name 
 `<workspace>/.nanohermes/skills`, `$XDG_CONFIG_HOME/nanohermes/skills`, and, for
 compatibility, `<workspace>/.claude/skills`. A file with bad front matter is skipped with a
 warning naming it. The system prompt carries a one-line index; the tool returns the body.
+Every SKILL.md is read through the one reader of `nanohermes.ownreads` (a project's skill
+that reaches outside the workspace waits for a person's yes, a secret is never read, ...);
+what it does not read is named by the reader's caller.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from nanohermes.budget import Limits
+from nanohermes.ownreads import OwnReader, Owner, Skipped
 from nanohermes.tools.base import Params, ReadOnlyTool, Tool, ToolContext, ToolError, about
 
 SKILL_FILE = "SKILL.md"
@@ -27,6 +31,7 @@ class Skill:
     name: str
     description: str
     path: Path  # the SKILL.md file
+    owner: Owner = "project"  # the workspace's, or the person's (their config folder)
 
     @property
     def folder(self) -> Path:
@@ -37,6 +42,7 @@ class Skill:
 class SkillSet:
     skills: list[Skill] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    reader: OwnReader | None = None  # what read them, and reads a skill's body when it is loaded
 
     def get(self, name: str) -> Skill | None:
         return next((s for s in self.skills if s.name == name), None)
@@ -69,38 +75,43 @@ def parse_skill(text: str) -> tuple[dict[str, Any], str]:
     return meta, text[m.end():]
 
 
-def skill_roots(workspace: Path, config_dir: Path) -> list[Path]:
-    return [workspace / ".nanohermes" / "skills", config_dir / "skills", workspace / ".claude" / "skills"]
+def skill_roots(workspace: Path, config_dir: Path) -> list[tuple[Path, Owner]]:
+    """Where skills are looked for, first wins; with whose they are."""
+    return [(workspace / ".nanohermes" / "skills", "project"), (config_dir / "skills", "user"),
+            (workspace / ".claude" / "skills", "project")]
 
 
-def discover_skills(workspace: Path, *, config_dir: Path | None = None) -> SkillSet:
+def discover_skills(workspace: Path, *, config_dir: Path | None = None, reader: OwnReader | None = None) -> SkillSet:
+    """The skills there are, each SKILL.md read through `reader` (one asking nobody when None);
+    what it did not read is left for the reader's caller to name."""
     if config_dir is None:
         from nanohermes.dirs import config_home
 
         config_dir = config_home()
-    found = SkillSet()
-    for root in skill_roots(workspace, config_dir):
+    reader = reader if reader is not None else OwnReader(workspace)
+    found = SkillSet(reader=reader)
+    for root, owner in skill_roots(workspace, config_dir):
         try:
             folders = sorted(p for p in root.iterdir() if p.is_dir())
         except OSError:
             continue  # no such folder: nothing to find there
         for folder in folders:
             path = folder / SKILL_FILE
-            if not path.is_file():
+            if not os.path.lexists(path):
                 continue
+            got = reader.read(path, purpose="skill", owner=owner)
+            if isinstance(got, Skipped):
+                continue  # the reader names it
             try:
-                meta, _ = parse_skill(path.read_text(encoding="utf-8", errors="replace"))
+                meta, _ = parse_skill(got.text)
             except FrontMatterError as e:
                 found.warnings.append(f"{path}: {e}; skill skipped")
-                continue
-            except OSError as e:
-                found.warnings.append(f"{path}: cannot read: {e.strerror}; skill skipped")
                 continue
             name = " ".join(meta["name"].split())
             if (first := found.get(name)) is not None:
                 found.warnings.append(f"{path}: skill `{name}` is also defined in {first.path}, which wins; skipped")
                 continue
-            found.skills.append(Skill(name, " ".join(meta["description"].split()), path))
+            found.skills.append(Skill(name, " ".join(meta["description"].split()), path, owner))
     return found
 
 
@@ -159,14 +170,17 @@ class SkillTool(ReadOnlyTool[SkillParams]):
         if skill is None:
             names = ", ".join(s.name for s in self.skills.skills)
             raise ToolError(f"unknown skill {args.name}; available: {names}")
-        return await self.in_thread(self._load, skill, ctx.limits)
+        reader = self.skills.reader if self.skills.reader is not None else OwnReader(ctx.workspace)
+        return await self.in_thread(self._load, skill, ctx.limits, reader)
 
     @staticmethod
-    def _load(skill: Skill, limits: Limits) -> str:
+    def _load(skill: Skill, limits: Limits, reader: OwnReader) -> str:
+        got = reader.read(skill.path, purpose="skill", owner=skill.owner, queue=False)
+        if isinstance(got, Skipped):
+            reader.told(got)  # said in the result, which the person sees too
+            raise ToolError(str(got))
         try:
-            _, body = parse_skill(skill.path.read_text(encoding="utf-8", errors="replace"))
-        except OSError as e:
-            raise ToolError(f"cannot read {skill.path}: {e.strerror}") from None
+            _, body = parse_skill(got.text)
         except FrontMatterError as e:
             raise ToolError(f"{skill.path} changed and is no longer valid: {e}") from None
         body = body.strip("\n")

@@ -12,6 +12,7 @@ from nanohermes.ui.commands import CommandContext, Handler, Registry, command
 
 if TYPE_CHECKING:
     from nanohermes.custom_commands import CustomCommand
+    from nanohermes.ownreads import OwnReader
 
 
 @command("hooks", help="The hooks in force: event, matcher, command, timeout, and where each came from")
@@ -60,11 +61,12 @@ async def _add_dir(ctx: CommandContext, arg: str) -> None:
                    style="green"))
 
 
-def install_custom_commands(registry: Registry, workspace: Path) -> list[str]:
-    """Add the workspace's and the user's custom commands; returns the warnings to show."""
+def install_custom_commands(registry: Registry, workspace: Path, reader: OwnReader | None = None) -> list[str]:
+    """Add the workspace's and the user's custom commands, their files read through `reader`
+    (the session's); returns the warnings to show."""
     from nanohermes.custom_commands import discover
 
-    found = discover(workspace)
+    found = discover(workspace, reader)
     for cmd in found.commands.values():
         summary = cmd.description or (cmd.body.splitlines()[0][:60] if cmd.body else "")
         kind = "project" if cmd.project else "user"
@@ -79,10 +81,11 @@ def _handler(cmd: CustomCommand) -> Handler:
 
         from nanohermes.custom_commands import prompt_for, run
 
-        text, notes = await prompt_for(cmd, arg, ctx.agent.runtime)
+        ready, text, notes = await prompt_for(cmd, arg, ctx.agent.runtime)
         for note in notes:
-            ctx.print(Text(note, style="yellow" if "not attached" in note else "dim"))
-        await run(ctx.agent, cmd, text, ctx.submit)
+            ctx.print(Text(note, style="yellow" if ready is None or "not attached" in note else "dim"))
+        if ready is not None:
+            await run(ctx.agent, ready, text, ctx.submit)
 
     return handle
 

@@ -361,7 +361,8 @@ class Repl:
             return []
         self._commands_seen = now
         self.registry.drop_custom()
-        return install_custom_commands(self.registry, self.workspace)
+        return install_custom_commands(self.registry, self.workspace,
+                                       self.agent.runtime.own_reader if self.agent is not None else None)
 
     def _hold_trust_app(self, app: Any) -> None:
         self._trust_app = app

@@ -1,0 +1,295 @@
+"""What nanohermes reads into the prompt by itself (instruction files, command files, skills,
+`@` mentions) goes through the one reader, `nanohermes.ownreads`, with the file tools' rules.
+
+Each attack is first run as a control (the link really reaches the content, which is
+readable), then through nanohermes: what the fake server received never holds the content,
+and the file is named to the person.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nanohermes.budget import Limits
+from nanohermes.events import ApprovalReply, ApprovalRequest
+from nanohermes.modes import Mode
+from nanohermes.ownreads import OwnReader, OwnText, Skipped
+from nanohermes.permissions import Policy, Rule
+from nanohermes.testing import FakeServer, Reply
+
+MARK = "OWNREADS-MARK-7f3a91"
+# What a secret holds: shaped as a skill and a command would be, so only the rules keep it out.
+CONTENT = f"---\nname: leak\ndescription: {MARK}\n---\n{MARK} body\n"
+
+
+def sent(server: FakeServer) -> str:
+    """Everything the model was sent."""
+    return json.dumps(server.requests)
+
+
+def targets(tmp_path: Path, home: Path) -> dict[str, Path]:
+    """Files a project must not reach unasked: a secret, the user's config holding api_key,
+    and a plain file outside the workspace."""
+    secret = home / ".ssh" / "id_rsa"
+    secret.parent.mkdir(parents=True, exist_ok=True)
+    secret.write_text(CONTENT)
+    outside = tmp_path / "outside.md"
+    outside.write_text(CONTENT)
+    return {"secret": secret, "config": home / ".config" / "nanohermes" / "config.json", "outside": outside}
+
+
+# The user's config: the run reads it as its config, and it holds the key and the mark.
+USER_CONFIG = {"api_key": f"sk-{MARK}", "trusted_projects": [f"/nowhere/{MARK}"]}
+
+# Where a project plants a link, and how the run reaches it.
+PLANTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "AGENTS.md": ("AGENTS.md", ("-p", "hi")),
+    "CLAUDE.md": ("CLAUDE.md", ("-p", "hi")),
+    ".claude/CLAUDE.md": (".claude/CLAUDE.md", ("-p", "hi")),
+    "CLAUDE.local.md": ("CLAUDE.local.md", ("-p", "hi")),
+    "command": (".claude/commands/review.md", ("-p", "/review")),
+    "skill": (".claude/skills/leak/SKILL.md", ("-p", "hi")),
+    "mention": ("notes.md", ("-p", "look at @notes.md")),
+}
+
+
+def plant(workspace: Path, where: str, target: Path) -> Path:
+    link = workspace / where
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(target)
+    return link
+
+
+def control(link: Path, target: Path) -> None:
+    """The link reaches the file, and the file gives its content to any plain reader."""
+    assert os.path.realpath(link) == os.path.realpath(target)
+    assert MARK in link.read_text()
+
+
+@pytest.mark.parametrize("kind", ["secret", "config", "outside"])
+@pytest.mark.parametrize("plant_at", list(PLANTS))
+def test_a_link_out_of_the_project_is_not_read_into_the_prompt(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
+                                                               tmp_path: Path, home: Path, kind: str,
+                                                               plant_at: str) -> None:
+    where, argv = PLANTS[plant_at]
+    server.add(Reply(text="ok"))
+    target = targets(tmp_path, home)[kind]
+    if kind == "config":
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(USER_CONFIG))
+    link = plant(workspace, where, target)
+    control(link, target)
+    r = turn(*argv, server=server)
+    assert MARK not in sent(server)
+    if plant_at == "command":  # the command cannot run: said, and nothing is sent
+        assert r.code != 0 and server.requests == []
+        assert f"/review cannot run: {link} (command file) not read: it resolves to {target}" in r.err
+        return
+    assert r.code == 0, r.err
+    if plant_at == "mention":
+        assert f"@notes.md not attached: it resolves to {target}" in r.err
+    else:
+        assert f"{link} ({'skill' if plant_at == 'skill' else 'instruction file'}) not read: it resolves to {target}" in r.err
+    if plant_at == "skill":
+        assert "skill" not in [t["function"]["name"] for t in server.requests[0]["tools"]]
+
+
+@pytest.mark.parametrize("plant_at", ["AGENTS.md", "command", "skill", "mention"])
+def test_a_link_to_proc_self_environ_is_never_read(cli, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
+                                                   plant_at: str) -> None:
+    """The process's own environment: the real process, holding the mark in its environment."""
+    where, argv = PLANTS[plant_at]
+    server.add(Reply(text="ok"))
+    link = plant(workspace, where, Path("/proc/self/environ"))
+    env = {"OWNREADS_PROBE": MARK}
+    # Control: a process started with this environment reads the mark through the link.
+    probe = subprocess.run([sys.executable, "-c", f"print(open({str(link)!r}, 'rb').read())"],
+                           env={**os.environ, **env}, capture_output=True, text=True, check=True)
+    assert MARK in probe.stdout
+    r = cli(*argv, server=server, env=env)
+    assert MARK not in sent(server)
+    assert "files under /proc, /sys and /dev are never read into the prompt" in r.err, r.err
+
+
+def test_a_fifo_or_a_device_is_named_and_never_waited_on(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    os.mkfifo(workspace / "AGENTS.md")
+    (workspace / "CLAUDE.md").symlink_to("/dev/zero")
+    server.add(Reply(text="ok"))
+    r = turn("-p", "hi", server=server, timeout=30)
+    assert r.code == 0, r.err
+    assert f"{workspace / 'AGENTS.md'} (instruction file) not read: it resolves to {workspace / 'AGENTS.md'}, not a " \
+           "regular file (a device, FIFO or socket)" in r.err
+    assert f"{workspace / 'CLAUDE.md'} (instruction file) not read: it resolves to /dev/zero" in r.err
+
+
+def test_deny_rules_for_reading_cover_what_nanohermes_reads_itself(turn, server: FakeServer,  # type: ignore[no-untyped-def]
+                                                                   workspace: Path) -> None:
+    """nanohermes's read_file rule, and Claude Code's Read rule from .claude/settings.json."""
+    private = workspace / "docs" / "private"
+    private.mkdir(parents=True)
+    (private / "plan.md").write_text(MARK)
+    (workspace / "vault").mkdir()
+    (workspace / "vault" / "keys.md").write_text(MARK)
+    (workspace / "CLAUDE.md").write_text("Read @docs/private/plan.md and @vault/keys.md first.")
+    (workspace / ".claude").mkdir()
+    (workspace / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"deny": ["Read(./vault/**)"]}}))
+    server.add(Reply(text="ok"), Reply(text="ok"))
+    r = turn("-p", "hi", server=server, config={"permissions": {"deny": ["read_file(docs/private/**)"]}})
+    assert r.code == 0, r.err
+    assert MARK not in sent(server)
+    assert f"{private / 'plan.md'} (imported by {workspace / 'CLAUDE.md'}) not read: denied by rule " \
+           "read_file(docs/private/**)" in r.err
+    assert f"{workspace / 'vault' / 'keys.md'} (imported by {workspace / 'CLAUDE.md'}) not read: denied by rule " \
+           "read_file(./vault/**)" in r.err
+    r = turn("-p", "summarise @vault/keys.md", server=server)
+    assert MARK not in sent(server)
+    assert "@vault/keys.md not attached: denied by rule read_file(./vault/**)" in r.err
+
+
+def test_the_persons_own_files_may_link_anywhere_but_not_to_secrets(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
+                                                                    home: Path, tmp_path: Path) -> None:
+    notes = tmp_path / "my-notes" / "prefs.md"
+    notes.parent.mkdir()
+    notes.write_text("I like tabs.")
+    claude = home / ".claude"
+    claude.mkdir()
+    (claude / "CLAUDE.md").symlink_to(notes)
+    cfg = home / ".config" / "nanohermes"
+    cfg.mkdir(parents=True)
+    secret = targets(tmp_path, home)["secret"]
+    (cfg / "AGENTS.md").symlink_to(secret)
+    server.add(Reply(text="ok"))
+    r = turn("-p", "hi", server=server)
+    assert r.code == 0, r.err
+    system = server.requests[0]["messages"][0]["content"]
+    assert f"## {claude / 'CLAUDE.md'}\nI like tabs." in system
+    assert MARK not in sent(server)
+    assert f"{cfg / 'AGENTS.md'} (instruction file) not read: it resolves to {secret}, a secret file" in r.err
+
+
+def test_stream_json_names_a_skipped_file_as_a_notice(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
+                                                      tmp_path: Path, home: Path) -> None:
+    outside = targets(tmp_path, home)["outside"]
+    plant(workspace, "AGENTS.md", outside)
+    server.add(Reply(text="ok"))
+    r = turn("-p", "hi", "--output-format", "stream-json", server=server)
+    assert r.code == 0, r.err
+    lines = r.lines()
+    assert lines[0]["type"] == "system" and lines[0]["subtype"] == "init"
+    notices = [x for x in lines if x.get("type") == "notice"]
+    assert [n["level"] for n in notices] == ["warning"]
+    assert notices[0]["text"].startswith(f"{workspace / 'AGENTS.md'} (instruction file) not read: it resolves to {outside}")
+    assert MARK not in sent(server)
+
+
+def test_the_size_limit_lowered_names_the_file_with_exact_counts(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "AGENTS.md").write_text("x" * 11)
+    (workspace / "CLAUDE.md").write_text("y" * 10)
+    server.add(Reply(text="ok"))
+    r = turn("-p", "hi", server=server, config={"limits": {"own_file_max_bytes": 10}})
+    assert r.code == 0, r.err
+    assert f"{workspace / 'AGENTS.md'} (instruction file) not read: it is 11 bytes, over the 10-byte limit for files " \
+           "read into the prompt (limit own_file_max_bytes)" in r.err
+    system = server.requests[0]["messages"][0]["content"]
+    assert "y" * 10 in system and "x" * 11 not in system
+
+
+# -- the reader itself ----------------------------------------------------------------------
+
+def reader_for(workspace: Path, home: Path, **kw: Any) -> OwnReader:
+    return OwnReader(workspace, store=home / "own-reads.json", **kw)
+
+
+def test_what_the_reader_reads_and_refuses(workspace: Path, tmp_path: Path, home: Path) -> None:
+    (workspace / "ok.md").write_text("fine")
+    (workspace / "bin.md").write_bytes(b"a\x00b")
+    (workspace / "folder.md").mkdir()
+    (workspace / "loop.md").symlink_to("loop.md")
+    (workspace / ".env").write_text(MARK)
+    reader = reader_for(workspace, home, limits=Limits(own_file_max_bytes=100))
+    got = reader.read(workspace / "ok.md", purpose="test")
+    assert isinstance(got, OwnText) and got.text == "fine"
+    cases = {"bin.md": ("refused", "it looks like a binary file"),
+             "folder.md": ("refused", f"it resolves to {workspace / 'folder.md'}, a folder"),
+             "loop.md": ("error", "a symlink stands in its path (a loop, or one put there while it was read)"),
+             ".env": ("refused", f"it resolves to {workspace / '.env'}, a secret file (permissions.secret_files)"),
+             "gone.md": ("missing", "no such file")}
+    for name, (kind, reason) in cases.items():
+        skipped = reader.read(workspace / name, purpose="test")
+        assert isinstance(skipped, Skipped), name
+        assert (skipped.kind, skipped.reason) == (kind, reason), name
+    assert str(reader.read(workspace / "bin.md", purpose="command file")) == \
+        f"{workspace / 'bin.md'} (command file) not read: it looks like a binary file"
+    # What was skipped is named once (a missing file is no news).
+    assert sorted(s.path.name for s in reader.take_unnamed()) == [".env", "bin.md", "bin.md", "folder.md", "loop.md"]
+    assert reader.take_unnamed() == []
+
+
+def test_a_yes_is_remembered_per_project_and_target(workspace: Path, tmp_path: Path, home: Path) -> None:
+    outside = tmp_path / "shared.md"
+    outside.write_text("shared rules")
+    asked: list[ApprovalRequest] = []
+
+    def answering(choice: str) -> Any:
+        async def confirm(request: ApprovalRequest) -> ApprovalReply:
+            asked.append(request)
+            return ApprovalReply(choice)  # type: ignore[arg-type]
+        return confirm
+
+    reader = reader_for(workspace, home, asks=True)
+    first = reader.read(outside, purpose="import")
+    assert isinstance(first, Skipped) and first.kind == "asks" and list(reader.pending) == [str(outside)]
+    assert asyncio.run(reader.ask(answering("once"))) == [str(outside)]
+    assert asked[0].target == str(outside) and asked[0].rule == ""  # a yes or a no, nothing else
+    assert isinstance(reader.read(outside, purpose="import"), OwnText)
+    # A new session of the same project: read without a question.
+    again = reader_for(workspace, home, asks=True)
+    assert isinstance(again.read(outside, purpose="import"), OwnText) and not again.pending
+    # Another project, or another file: asked again.
+    other_ws = tmp_path / "other"
+    other_ws.mkdir()
+    assert isinstance(reader_for(other_ws, home, asks=True).read(outside, purpose="import"), Skipped)
+    (tmp_path / "second.md").write_text("more")
+    assert isinstance(again.read(tmp_path / "second.md", purpose="import"), Skipped)
+    # A no holds for the session, and is not remembered.
+    no = reader_for(workspace, home, asks=True)
+    no.read(tmp_path / "second.md", purpose="import")
+    assert asyncio.run(no.ask(answering("deny"))) == []
+    refused = no.read(tmp_path / "second.md", purpose="import")
+    assert isinstance(refused, Skipped) and refused.reason.endswith("you answered no in this session")
+    assert not no.pending
+    assert isinstance(reader_for(workspace, home, asks=True).read(tmp_path / "second.md", purpose="import"), Skipped)
+
+
+def test_nobody_is_asked_in_an_unattended_mode(workspace: Path, tmp_path: Path, home: Path) -> None:
+    outside = tmp_path / "shared.md"
+    outside.write_text("shared rules")
+    for policy in (Policy(mode=Mode.GOAL), Policy(auto_approve=True)):
+        reader = reader_for(workspace, home, asks=True, policy=lambda p=policy: p)  # type: ignore[misc]
+        got = reader.read(outside, purpose="import")
+        assert isinstance(got, Skipped) and "nobody is here to allow it" in got.reason
+        assert not reader.pending
+
+
+def test_an_ask_rule_for_reading_needs_a_yes_each_session(workspace: Path, home: Path) -> None:
+    (workspace / "docs").mkdir()
+    (workspace / "docs" / "x.md").write_text("x")
+    policy = Policy(ask=(Rule("read_file", "docs/**"),))
+    reader = reader_for(workspace, home, asks=True, policy=lambda: policy)
+    got = reader.read(workspace / "docs" / "x.md", purpose="import")
+    assert isinstance(got, Skipped) and got.reason == "rule read_file(docs/**) asks before a file is read"
+
+    async def yes(request: ApprovalRequest) -> ApprovalReply:
+        return ApprovalReply("once")
+
+    asyncio.run(reader.ask(yes))
+    assert isinstance(reader.read(workspace / "docs" / "x.md", purpose="import"), OwnText)
+    assert not (home / "own-reads.json").exists()  # not remembered past the session
