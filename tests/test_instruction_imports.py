@@ -1,0 +1,222 @@
+"""CLAUDE.md as Claude Code reads it: `@path` imports (beside the importing file, `~/`,
+absolute; not in code; `doc_import_depth` hops; cycles cut), each through the one reader; and
+the instruction files of a subfolder, loaded into the result of the first call that reads or
+edits a file under it, once per session, within the project docs budget."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from nanohermes.assemble import build_agent
+from nanohermes.budget import Limits
+from nanohermes.config import Config
+from nanohermes.context import import_refs, load_project_docs
+from nanohermes.events import RecordingUI
+from nanohermes.messages import Message
+from nanohermes.ownreads import OwnReader
+from nanohermes.testing import FakeServer, Reply, ScriptedLLM, call, tool_reply
+
+MARK = "IMPORTS-MARK-2b7c"
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def system_of(server: FakeServer) -> str:
+    return str(server.requests[0]["messages"][0]["content"])
+
+
+def results_of(request: dict[str, Any]) -> dict[str, str]:
+    return {m["tool_call_id"]: m["content"] for m in request["messages"] if m["role"] == "tool"}
+
+
+# -- imports ----------------------------------------------------------------------------------
+
+def test_import_refs_skip_code_emails_and_prose() -> None:
+    text = "\n".join([
+        "See @docs/a.md and @./b.md, or @/abs/c.md and @~/d.md.",
+        "Not `@docs/span.md` nor ``a `@x` b``; mail me@example.com; an @ alone; @@twice.",
+        "```", "@docs/fenced.md", "```",
+        "~~~~", "@docs/tilde-fenced.md", "~~~", "still @docs/fenced-too.md", "~~~~",
+        r"A path with a space: @my\ notes.md",
+    ])
+    assert import_refs(text) == ["docs/a.md", "./b.md,", "/abs/c.md", "~/d.md.", "my notes.md"]
+
+
+def test_imports_are_read_beside_the_importer_and_from_home(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
+                                                           home: Path) -> None:
+    write(workspace / "CLAUDE.md", "Rules: @docs/style.md, @./docs/nested/deep.md and `@docs/not.md`.\n"
+                                   "```\n@docs/not-either.md\n```\n")
+    write(workspace / "docs" / "style.md", "STYLE: tabs. Also @nested/deep.md")  # beside itself
+    write(workspace / "docs" / "nested" / "deep.md", "DEEP rules")
+    write(workspace / "docs" / "not.md", "NOT-IN-SPAN")
+    write(workspace / "docs" / "not-either.md", "NOT-IN-FENCE")
+    write(home / ".claude" / "CLAUDE.md", "Mine: @~/prefs/me.md")
+    write(home / "prefs" / "me.md", "ME: short answers")
+    server.add(Reply(text="ok"))
+    r = turn("-p", "hi", server=server)
+    assert r.code == 0, r.err
+    system = system_of(server)
+    assert "NOT-IN-SPAN" not in system and "NOT-IN-FENCE" not in system
+    order = [f"## {home / '.claude' / 'CLAUDE.md'}\n", f"## {home / 'prefs' / 'me.md'} (imported by {home / '.claude' / 'CLAUDE.md'})\nME",
+             f"## {workspace / 'CLAUDE.md'}\n", f"## {workspace / 'docs' / 'style.md'} (imported by {workspace / 'CLAUDE.md'})\nSTYLE",
+             f"## {workspace / 'docs' / 'nested' / 'deep.md'} (imported by {workspace / 'docs' / 'style.md'})\nDEEP"]
+    at = [system.index(o) for o in order]
+    assert at == sorted(at)
+    assert system.count("DEEP rules") == 1  # imported twice, read once
+    assert r.err == ""
+
+
+def test_an_import_outside_the_workspace_waits_for_a_person(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
+                                                           tmp_path: Path, home: Path) -> None:
+    shared = write(tmp_path / "shared" / "team.md", MARK)
+    write(home / "personal.md", MARK)
+    write(workspace / "AGENTS.md", f"Follow @{shared} and @~/personal.md and @../shared/team.md")
+    assert MARK in shared.read_text()  # control: the file is there to read
+    server.add(Reply(text="ok"))
+    r = turn("-p", "hi", server=server)
+    assert r.code == 0, r.err
+    assert MARK not in json.dumps(server.requests)
+    assert f"{shared} (imported by {workspace / 'AGENTS.md'}) not read: it resolves to {shared}, outside the " \
+           f"workspace {workspace}; nobody is here to allow it: run nanohermes in this folder once and answer yes" in r.err
+    assert f"{home / 'personal.md'} (imported by {workspace / 'AGENTS.md'}) not read" in r.err
+
+
+def test_imports_follow_five_levels_then_stop_with_a_note(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    write(workspace / "AGENTS.md", "level 0 @l1.md")
+    for i in range(1, 8):
+        write(workspace / f"l{i}.md", f"LEVEL-{i} @l{i + 1}.md")
+    server.add(Reply(text="ok"))
+    r = turn("-p", "hi", server=server)
+    system = system_of(server)
+    assert [i for i in range(1, 8) if f"LEVEL-{i} " in system] == [1, 2, 3, 4, 5]
+    assert f"{workspace / 'l6.md'} (imported by {workspace / 'l5.md'}) not read: imports are followed 5 levels deep " \
+           "(limit doc_import_depth)" in r.err
+
+
+def test_the_import_depth_lowered_names_the_first_file_not_followed(workspace: Path, home: Path) -> None:
+    write(workspace / "AGENTS.md", "@a.md")
+    write(workspace / "a.md", "A @b.md")
+    write(workspace / "b.md", "B @c.md")
+    write(workspace / "c.md", "C")
+    reader = OwnReader(workspace, limits=Limits(doc_import_depth=2), store=home / "s.json")
+    docs = load_project_docs(workspace, 1000, config_dir=home / "cfg", claude_dir=home / "cc", reader=reader)
+    assert [f.path.name for f in docs.files] == ["AGENTS.md", "a.md", "b.md"]
+    assert docs.errors == [f"{workspace / 'c.md'} (imported by {workspace / 'b.md'}) not read: imports are followed 2 "
+                           "levels deep (limit doc_import_depth)"]
+
+
+def test_import_cycles_are_cut_and_each_file_read_once(workspace: Path, home: Path) -> None:
+    write(workspace / "CLAUDE.md", "root @a.md @CLAUDE.md")
+    write(workspace / "a.md", "A-TEXT @b.md @a.md")
+    write(workspace / "b.md", "B-TEXT @a.md @CLAUDE.md")
+    docs = load_project_docs(workspace, 1000, config_dir=home / "cfg", claude_dir=home / "cc",
+                             reader=OwnReader(workspace, store=home / "s.json"))
+    assert [(f.path.name, f.via.name if f.via else None) for f in docs.files] == [
+        ("CLAUDE.md", None), ("a.md", "CLAUDE.md"), ("b.md", "a.md")]
+    assert docs.text.count("A-TEXT") == 1 and docs.errors == []
+
+
+def test_imported_files_share_the_project_docs_budget(workspace: Path, home: Path) -> None:
+    write(workspace / "AGENTS.md", "@big.md")
+    write(workspace / "big.md", "B" * 30)
+    docs = load_project_docs(workspace, 20, config_dir=home / "cfg", claude_dir=home / "cc",
+                             reader=OwnReader(workspace, store=home / "s.json"))
+    assert [(f.path.name, f.kept, f.chars) for f in docs.files] == [("AGENTS.md", 0, 7), ("big.md", 20, 30)]
+
+
+# -- nested instruction files ---------------------------------------------------------------
+
+def nested_tree(workspace: Path) -> None:
+    write(workspace / "AGENTS.md", "ROOT rules")
+    write(workspace / "src" / "CLAUDE.md", "SRC rules")
+    write(workspace / "src" / "app" / "AGENTS.md", "APP rules")
+    write(workspace / "src" / "app" / "main.py", "print('hi')\n")
+    write(workspace / "src" / "app" / "util.py", "x = 1\n")
+    write(workspace / "docs" / "CLAUDE.md", "DOCS rules")
+
+
+def test_a_subfolders_files_join_the_first_read_under_it_once(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    nested_tree(workspace)
+    server.add(tool_reply(call("read_file", {"path": "src/app/main.py"}, id="r1")),
+               tool_reply(call("read_file", {"path": "src/app/util.py"}, id="r2")),
+               Reply(text="done"))
+    r = turn("-p", "look", server=server)
+    assert r.code == 0, r.err
+    system = system_of(server)
+    assert "ROOT rules" in system and "SRC rules" not in system and "DOCS rules" not in system
+    first = results_of(server.requests[1])["r1"]
+    assert first.startswith("1\tprint('hi')")
+    assert first.index("[instructions of src/CLAUDE.md, for work under src/ (loaded once: nested instruction "
+                       "file)]\nSRC rules") < first.index("[instructions of src/app/AGENTS.md, for work under "
+                                                           "src/app/ (loaded once: nested instruction file)]\nAPP rules")
+    second = results_of(server.requests[2])["r2"]
+    assert "rules" not in second  # loaded once
+    assert "DOCS rules" not in json.dumps(server.requests)  # nothing was read under docs/
+
+
+def test_an_edit_under_a_subfolder_loads_its_files_too(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    nested_tree(workspace)
+    server.add(tool_reply(call("write_file", {"path": "docs/new.md", "content": "x"}, id="w1")), Reply(text="done"))
+    r = turn("-p", "write", "--mode", "accept-edits", server=server)
+    assert r.code == 0, r.err
+    assert "DOCS rules" in results_of(server.requests[1])["w1"]
+
+
+def test_nested_files_spend_what_the_chain_left_of_the_budget(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    nested_tree(workspace)  # ROOT rules: 10 chars in the prompt
+    server.add(tool_reply(call("read_file", {"path": "src/app/main.py"}, id="r1")), Reply(text="done"))
+    r = turn("-p", "look", server=server, config={"limits": {"project_docs_chars": 14}})
+    assert r.code == 0, r.err
+    result = results_of(server.requests[1])["r1"]
+    assert "SRC \n… (5 chars of this file cut: the project instructions budget is 14 chars, limit " \
+           "project_docs_chars; read the rest with read_file)" in result
+    assert "[src/app/AGENTS.md (nested instruction file for work under src/app/) not loaded: the project " \
+           "instructions budget is spent (14 chars, limit project_docs_chars); read it with read_file]" in result
+
+
+def test_a_nested_file_linked_out_is_named_not_loaded(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
+                                                      home: Path) -> None:
+    write(workspace / "src" / "main.py", "pass\n")
+    secret = write(home / ".ssh" / "id_ed25519", MARK)
+    (workspace / "src" / "CLAUDE.md").symlink_to(secret)
+    assert MARK in (workspace / "src" / "CLAUDE.md").read_text()  # control
+    server.add(tool_reply(call("read_file", {"path": "src/main.py"}, id="r1")), Reply(text="done"))
+    r = turn("-p", "look", server=server)
+    assert r.code == 0, r.err
+    assert MARK not in json.dumps(server.requests)
+    result = results_of(server.requests[1])["r1"]
+    assert f"[src/CLAUDE.md (nested instruction file) not loaded: it resolves to {secret}, a secret file" in result
+    assert f"{workspace / 'src' / 'CLAUDE.md'} (nested instruction file) not read: it resolves to {secret}" in r.err
+
+
+def test_a_rewind_or_a_compaction_loads_the_file_again(workspace: Path) -> None:
+    """What was loaded is known by the call that carried it: once that call is gone from the
+    history, the next read under the folder brings the file back."""
+    nested_tree(workspace)
+    llm = ScriptedLLM([tool_reply(call("read_file", {"path": "src/app/main.py"})), Reply(text="one"),
+                       tool_reply(call("read_file", {"path": "src/app/util.py"})), Reply(text="two"),
+                       tool_reply(call("read_file", {"path": "src/app/main.py"})), Reply(text="three"),
+                       tool_reply(call("read_file", {"path": "src/app/util.py"})), Reply(text="four")])
+    built = build_agent(Config(), workspace, RecordingUI(), llm=llm, save_session=False)
+    agent = built.agent
+
+    def last_result() -> str:
+        return str([m for m in agent.session.history if m.role == "tool"][-1].content)
+
+    asyncio.run(agent.ask("first"))
+    assert "SRC rules" in last_result()
+    asyncio.run(agent.ask("second"))
+    assert "SRC rules" not in last_result()  # the first result still carries it
+    agent.session.rewind(0)
+    asyncio.run(agent.ask("third"))
+    assert "SRC rules" in last_result() and "APP rules" in last_result()
+    agent.session.compacted(Message.user("<conversation-summary>read main.py</conversation-summary>"), 0)
+    asyncio.run(agent.ask("fourth"))
+    assert "SRC rules" in last_result() and "APP rules" in last_result()
