@@ -293,3 +293,59 @@ def test_an_ask_rule_for_reading_needs_a_yes_each_session(workspace: Path, home:
     asyncio.run(reader.ask(yes))
     assert isinstance(reader.read(workspace / "docs" / "x.md", purpose="import"), OwnText)
     assert not (home / "own-reads.json").exists()  # not remembered past the session
+
+
+def test_a_yes_before_the_first_turn_brings_the_file_and_the_skill_in(workspace: Path, tmp_path: Path,
+                                                                     home: Path) -> None:
+    """Asked through the UI's approval seam before the prompt is sent; the instructions and
+    skills are read again, so the first request already carries them."""
+    from nanohermes.assemble import build_agent
+    from nanohermes.config import Config
+    from nanohermes.events import ApprovalRequest as Request, Notice, RecordingUI
+    from nanohermes.testing import ScriptedLLM
+
+    shared = tmp_path / "shared"
+    (shared / "deploy").mkdir(parents=True)
+    (shared / "rules.md").write_text("SHARED rules")
+    (shared / "deploy" / "SKILL.md").write_text("---\nname: deploy\ndescription: Ship it.\n---\nShip.")
+    (workspace / "AGENTS.md").write_text("@../shared/rules.md")
+    (workspace / ".claude" / "skills").mkdir(parents=True)
+    (workspace / ".claude" / "skills" / "deploy").symlink_to(shared / "deploy")
+    llm = ScriptedLLM([Reply(text="ok")])
+    ui = RecordingUI(answers=["once", "once"])
+    built = build_agent(Config(), workspace, ui, llm=llm, save_session=False, asks=True)
+    assert "SHARED" not in built.agent.full_prompt()
+    asyncio.run(built.agent.ask("hi"))
+    assert sorted(r.target for r in ui.of(Request)) == [str(shared / "deploy" / "SKILL.md"), str(shared / "rules.md")]
+    system = llm.requests[0]["messages"][0]["content"]
+    assert "SHARED rules" in system and "- deploy: Ship it." in system
+    assert "skill" in [t["function"]["name"] for t in llm.requests[0]["tools"]]
+    assert ui.of(Notice) == []  # nothing left unread to name
+
+
+def test_a_project_command_reaching_out_is_asked_when_it_runs(workspace: Path, tmp_path: Path, home: Path) -> None:
+    from nanohermes.agent import Agent
+    from nanohermes.config import Config
+    from nanohermes.custom_commands import discover, prompt_for
+    from nanohermes.events import RecordingUI
+    from nanohermes.runtime import Runtime
+    from nanohermes.testing import ScriptedLLM
+
+    shared = tmp_path / "review.md"
+    shared.write_text("---\nmodel: big\n---\nReview $1 with care.")
+    (workspace / ".claude" / "commands").mkdir(parents=True)
+    (workspace / ".claude" / "commands" / "review.md").symlink_to(shared)
+    ui = RecordingUI(answers=["deny", "once"])
+    reader = reader_for(workspace, home, asks=True)
+    runtime = Runtime(tools=[], config=Config(), workspace=workspace, ui=ui, policy=Policy(), reader=reader)
+    Agent(llm=ScriptedLLM(), runtime=runtime, ui=ui, system_prompt="sys")
+    pending = discover(workspace, reader).commands["review"]
+    assert pending.pending and pending.body == "" and str(shared) in pending.description
+    ready, _, notes = asyncio.run(prompt_for(pending, "a.py", runtime))  # answered no
+    assert ready is None and notes[0].startswith(f"/review not run: {workspace / '.claude/commands/review.md'} "
+                                                 f"(command file) not read: it resolves to {shared}")
+    reader = reader_for(workspace, home, asks=True)  # a new session asks again after a no
+    runtime.reader = reader
+    ready, text, _ = asyncio.run(prompt_for(discover(workspace, reader).commands["review"], "a.py", runtime))
+    assert ready is not None and ready.model == "big" and text == "Review a.py with care."
+    assert not discover(workspace, reader_for(workspace, home, asks=True)).commands["review"].pending  # remembered
