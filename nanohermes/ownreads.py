@@ -23,6 +23,12 @@ open descriptor (its type, its file system, its size) before a byte is read.
 
 A yes is asked through the approval seam every front end answers (`ui.confirm`); the reader
 only builds the question (`ask`), so it stays free of the UI and the turn loop.
+
+A new kind of file is read as the others are: `reader.read(path, purpose="agent file",
+owner=...)` where nobody can be asked now (a yes it would need waits in `pending`, which the
+turn asks about before the prompt is sent), or `await reader.read_asking(path, confirm, ...)`
+where the file is needed at once; either gives the text or a `Skipped` to name. The session's
+reader is `Runtime.own_reader`.
 """
 
 from __future__ import annotations
