@@ -122,7 +122,7 @@ def _settings_layer(path: Path, data: dict[str, Any], workspace: Path) -> Layer:
         elif key == "env" and isinstance(value, dict):
             out["env"] = {str(k): str(v) for k, v in value.items()}
         elif key == "hooks" and isinstance(value, dict):
-            out["hooks"] = _hooks(layer, value)
+            out["hooks"] = fold_conditions({"hooks": _hooks(layer, value)})["hooks"]
         elif key == "mcpServers" and isinstance(value, dict):
             out.setdefault("mcp", {})["servers"] = value
         elif key in ("enabledMcpjsonServers", "disabledMcpjsonServers", "enableAllProjectMcpServers") or key in _QUIET:
@@ -198,6 +198,12 @@ def translate_rule(text: str, kind: str, workspace: Path) -> list[str] | None:
     return [f"{t}({pattern})" for t in ours]
 
 
+def rule_pattern(tool: str, pattern: str, workspace: Path) -> str:
+    """The pattern of Claude Code's rule `tool(pattern)` as nanohermes's rules read it: a path
+    of a file tool's rule in our path form (see `_claude_path`), anything else as it is."""
+    return _claude_path(pattern, workspace) if tool in _PATH_TOOLS else pattern
+
+
 def _claude_path(pattern: str, workspace: Path) -> str:
     """A path of Claude Code's rules in the form nanohermes's rules read: `//x` is the absolute
     `/x`, `/x` is from the project root (the workspace), `~/x` and `./x` stay as they are."""
@@ -206,6 +212,28 @@ def _claude_path(pattern: str, workspace: Path) -> str:
     if pattern.startswith("/"):
         return pattern.lstrip("/") or "."
     return pattern
+
+
+def fold_conditions(data: dict[str, Any]) -> dict[str, Any]:
+    """A config in which each hook command's `if` (Claude Code's key, a Python keyword) is
+    spelled `condition`, the key it is known by; `data` itself is left as it is."""
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict) or '"if"' not in json.dumps(hooks):
+        return data
+
+    def command(h: Any) -> Any:
+        if not isinstance(h, dict) or "if" not in h:
+            return h
+        return {("condition" if k == "if" else k): v for k, v in h.items()}
+
+    def group(g: Any) -> Any:
+        if not isinstance(g, dict) or not isinstance(g.get("hooks"), list):
+            return g
+        return {**g, "hooks": [command(h) for h in g["hooks"]]}
+
+    folded = {event: [group(g) for g in groups] if isinstance(groups, list) else groups
+              for event, groups in hooks.items()}
+    return {**data, "hooks": folded}
 
 
 def _hooks(layer: Layer, hooks: dict[str, Any]) -> dict[str, Any]:
