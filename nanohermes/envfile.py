@@ -44,8 +44,9 @@ def load_exports(path: Path, cap_bytes: int, before: Mapping[str, str]) -> tuple
         data = b""
     if len(data) > cap_bytes:
         data = data[:cap_bytes].rpartition(b"\n")[0]
-        problems.append(f"longer than {cap_bytes} bytes (limits.hook_output_bytes); the lines after "
-                        f"byte {len(data)} were not read")
+        kept = len(data.splitlines())
+        problems.append(f"longer than {cap_bytes} bytes (limits.hook_output_bytes); only its first "
+                        f"{kept} line{'s were' if kept != 1 else ' was'} read")
     exports = read_exports(data.decode("utf-8", "replace"), {**os.environ, **before})
     problems += [f"{p}; that line was left out" for p in exports.problems]
     values = dict(before)

@@ -9,14 +9,14 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from nanohermes.assemble import build_agent
 from nanohermes.config import Config, load_config
 from nanohermes.doctor import Setup, check_hooks
-from nanohermes.events import RecordingUI
+from nanohermes.events import Notice, RecordingUI
 from nanohermes.testing import FakeServer, Reply, ScriptedLLM, call, tool_reply
 
 # The guard from Claude Code's hook examples: read the command with jq, refuse `rm`.
@@ -323,3 +323,237 @@ def test_matchers_read_as_claude_code_reads_them(workspace: Path, tmp_path: Path
     assert hook("^Notebook").matches("NotebookEdit") and hook("Edit.*").matches("NotebookEdit")  # a regex searches
     assert hook("mcp__memory__.*").matches("mcp__memory__save") and not hook("mcp__memory").matches("mcp__memory__save")
     assert hook("Agent").matches("Task", ("Agent", "subagent"))
+
+
+# -- what hooks answer, in every shape Claude Code documents ----------------------------------------------
+
+DECIDER = """import json, sys
+data = json.load(sys.stdin)
+command = data["tool_input"]["command"]
+said = {}
+if "deny-me" in command:
+    said = {"permissionDecision": "deny", "permissionDecisionReason": "not this one"}
+elif "ask-me" in command:
+    said = {"permissionDecision": "ask", "permissionDecisionReason": "a person should look"}
+elif "allow-me" in command:
+    said = {"permissionDecision": "allow", "permissionDecisionReason": "known safe"}
+elif "rewrite-me" in command:
+    said = {"permissionDecision": "allow", "updatedInput": {**data["tool_input"], "command": "echo rewritten > new.txt"}}
+print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", **said}}))
+"""
+
+
+def test_hook_specific_output_denies_asks_allows_and_rewrites(turn, server: FakeServer,  # type: ignore[no-untyped-def]
+                                                               workspace: Path, tmp_path: Path) -> None:
+    """In -p with nobody to ask: deny refuses, ask refuses (it would be asked), allow runs what
+    the rules would ask about, and updatedInput in Claude Code's names runs the rewritten line."""
+    server.add(tool_reply(call("run_command", {"command": "touch denied.txt # deny-me"}, id="deny"),
+                          call("run_command", {"command": "touch asked.txt # ask-me"}, id="ask"),
+                          call("run_command", {"command": "touch allowed.txt # allow-me"}, id="allow"),
+                          call("run_command", {"command": "touch original.txt # rewrite-me"}, id="rewrite")),
+               Reply(text="done"))
+    ran = turn("-p", "go", server=server, config={"hooks": hooks("PreToolUse", "Bash",
+                                                                   script(tmp_path, "decide.py", DECIDER))})
+    assert ran.code == 0, ran.err
+    made = sorted(p.name for p in workspace.iterdir())
+    assert made == ["allowed.txt", "new.txt"]
+    assert (workspace / "new.txt").read_text() == "rewritten\n"
+    assert tool_results_of(server)["deny"] == "ERROR: blocked by a PreToolUse hook: not this one"
+
+
+def test_ask_asks_even_what_yes_would_run(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
+                                          tmp_path: Path) -> None:
+    server.add(tool_reply(call("run_command", {"command": "touch asked.txt # ask-me"}, id="ask")), Reply(text="done"))
+    ran = turn("-p", "go", "--yes", server=server,
+               config={"hooks": hooks("PreToolUse", "", script(tmp_path, "decide.py", DECIDER))})
+    assert ran.code == 0, ran.err
+    assert not (workspace / "asked.txt").exists()
+
+
+def answers(tmp_path: Path, name: str, out: dict[str, Any], code: int = 0) -> str:
+    """A hook that reads its input and answers `out` on stdout, exiting with `code`."""
+    return script(tmp_path, name, f"import sys\nsys.stdin.read()\nprint({json.dumps(json.dumps(out))})\n"
+                                  f"sys.exit({code})\n")
+
+
+def test_json_is_read_whatever_the_exit_code(workspace: Path, tmp_path: Path) -> None:
+    deny = answers(tmp_path, "deny.py", {"hookSpecificOutput": {"permissionDecision": "deny",
+                                                                "permissionDecisionReason": "said with exit 1"}}, 1)
+    llm, ui = run_calls(workspace, {"hooks": hooks("PreToolUse", "Write", deny)},
+                        call("write_file", {"path": "a.txt", "content": "A"}, id="w"))
+    assert not (workspace / "a.txt").exists()
+    assert tool_results(llm)["w"] == "ERROR: blocked by a PreToolUse hook: said with exit 1"
+    assert not [n for n in ui.of(Notice) if "exited with" in n.text]  # an answer, not a failure
+
+
+def test_exit_2_blocks_even_when_the_json_allows(workspace: Path, tmp_path: Path) -> None:
+    hook = script(tmp_path, "both.py", "import json, sys\nsys.stdin.read()\n"
+                                       "print(json.dumps({'hookSpecificOutput': {'permissionDecision': 'allow'}}))\n"
+                                       "print('exit 2 wins', file=sys.stderr)\nsys.exit(2)\n")
+    llm, _ = run_calls(workspace, {"hooks": hooks("PreToolUse", "Write", hook)},
+                       call("write_file", {"path": "a.txt", "content": "A"}, id="w"))
+    assert not (workspace / "a.txt").exists()
+    assert tool_results(llm)["w"] == "ERROR: blocked by a PreToolUse hook: exit 2 wins"
+
+
+def test_additional_context_of_pre_and_post_tool_use_reaches_the_result(workspace: Path, tmp_path: Path) -> None:
+    pre = answers(tmp_path, "pre.py", {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                                                              "additionalContext": "the target is staging"}})
+    post = answers(tmp_path, "post.py", {"hookSpecificOutput": {"hookEventName": "PostToolUse",
+                                                                "additionalContext": "run the linter next"}})
+    llm, _ = run_calls(workspace, {"hooks": {**hooks("PreToolUse", "Bash", pre), **hooks("PostToolUse", "Bash", post)}},
+                       call("run_command", {"command": "echo hi"}, id="c"))
+    text = tool_results(llm)["c"]
+    assert "hi" in text and "the target is staging" in text and "run the linter next" in text
+
+
+def test_updated_tool_output_replaces_what_the_model_sees(workspace: Path, tmp_path: Path) -> None:
+    post = answers(tmp_path, "post.py", {"hookSpecificOutput": {
+        "hookEventName": "PostToolUse", "updatedToolOutput": {"stdout": "[redacted]", "stderr": "", "interrupted": False,
+                                                              "isImage": False}}})
+    llm, _ = run_calls(workspace, {"hooks": hooks("PostToolUse", "Bash", post)},
+                       call("run_command", {"command": "echo the-secret-value"}, id="c"))
+    assert tool_results(llm)["c"] == "[redacted]"
+
+
+def test_continue_false_stops_the_turn_after_the_call(turn, server: FakeServer,  # type: ignore[no-untyped-def]
+                                                      workspace: Path, tmp_path: Path) -> None:
+    stop = answers(tmp_path, "stop.py", {"continue": False, "stopReason": "the build is red",
+                                         "systemMessage": "stopping here", "suppressOutput": True})
+    server.add(tool_reply(call("run_command", {"command": "echo one > one.txt"}, id="one")),
+               tool_reply(call("run_command", {"command": "echo two > two.txt"}, id="two")), Reply(text="done"))
+    ran = turn("-p", "go", "--yes", server=server, config={"hooks": hooks("PostToolUse", "Bash", stop)})
+    assert ran.code == 0, ran.err
+    assert (workspace / "one.txt").exists() and not (workspace / "two.txt").exists()
+    assert len(server.requests) == 1  # the model was not called again
+    assert "the build is red" in ran.err and "stopping here" in ran.err
+
+
+def test_continue_false_in_pre_tool_use_refuses_the_call_and_stops(workspace: Path, tmp_path: Path) -> None:
+    stop = answers(tmp_path, "stop.py", {"continue": False, "stopReason": "maintenance window"})
+    llm = ScriptedLLM([tool_reply(call("write_file", {"path": "a.txt", "content": "A"}, id="w")), Reply(text="more")])
+    built = build_agent(Config.from_dict({"permission_mode": "goal", "hooks": hooks("PreToolUse", "Write", stop)}),
+                        workspace, RecordingUI(), llm=llm, save_session=False)
+
+    async def go() -> None:
+        async with built.session() as agent:
+            await agent.ask("go")
+
+    asyncio.run(go())
+    assert not (workspace / "a.txt").exists()
+    assert len(llm.requests) == 1
+
+
+def test_a_stop_hooks_additional_context_keeps_the_turn_going(workspace: Path, tmp_path: Path) -> None:
+    once = script(tmp_path, "stop.py", "import json, sys\nd = json.load(sys.stdin)\n"
+                                      "if not d['stop_hook_active']:\n"
+                                      "    print(json.dumps({'hookSpecificOutput': {'hookEventName': 'Stop', "
+                                      "'additionalContext': 'run the tests before finishing'}}))\n")
+    llm = ScriptedLLM([Reply(text="first"), Reply(text="second")])
+    built = build_agent(Config.from_dict({"hooks": hooks("Stop", "", once)}), workspace, RecordingUI(), llm=llm,
+                        save_session=False)
+
+    async def go() -> None:
+        async with built.session() as agent:
+            await agent.ask("go")
+
+    asyncio.run(go())
+    assert len(llm.requests) == 2
+    assert "run the tests before finishing" in llm.requests[1]["messages"][-1]["content"]
+
+
+def test_a_pre_compact_hook_can_block_compaction(workspace: Path, tmp_path: Path) -> None:
+    block = answers(tmp_path, "block.py", {"decision": "block", "reason": "keep the history"})
+    llm = ScriptedLLM([Reply(text="one"), Reply(text="two"), Reply(text="summary")])
+    ui = RecordingUI()
+    built = build_agent(Config.from_dict({"hooks": hooks("PreCompact", "", block)}), workspace, ui, llm=llm,
+                        save_session=False)
+
+    async def go() -> None:
+        async with built.session() as agent:
+            await agent.ask("a")
+            await agent.ask("b")
+            assert agent.compactor is not None
+            assert await agent.compactor.manual(agent.session) is None
+            assert len(agent.session.history) == 4
+
+    asyncio.run(go())
+    assert len(llm.requests) == 2  # no summary was asked for
+
+
+# -- `if` conditions ---------------------------------------------------------------------------------------
+
+def test_if_conditions_choose_the_calls_a_hook_runs_for(turn, server: FakeServer,  # type: ignore[no-untyped-def]
+                                                        workspace: Path, tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    refuse = script(tmp_path, "refuse.py", f"import json, sys\nd = json.load(sys.stdin)\n"
+                                           f"open({str(log)!r}, 'a').write(json.dumps(d) + '\\n')\n"
+                                           "print('guarded', file=sys.stderr)\nsys.exit(2)\n")
+    config = {"hooks": {"PreToolUse": [
+        {"matcher": "Write|Edit", "hooks": [{"type": "command", "if": "Write(.env*)", "command": refuse}]},
+        {"matcher": "Bash", "hooks": [{"type": "command", "if": "Bash(git push:*)", "command": refuse}]}]}}
+    server.add(tool_reply(call("write_file", {"path": ".env.local", "content": "K=1"}, id="env"),
+                          call("write_file", {"path": "notes.txt", "content": "n"}, id="notes"),
+                          call("write_file", {"path": "sub/.env", "content": "K=2"}, id="deep"),
+                          call("run_command", {"command": "echo status > st.txt"}, id="echo"),
+                          call("run_command", {"command": "cd . && FOO=1 git push origin main"}, id="push")),
+               Reply(text="done"))
+    ran = turn("-p", "go", "--yes", server=server, config=config)
+    assert ran.code == 0, ran.err
+    assert sorted(r["tool_use_id"] for r in records(log)) == ["deep", "env", "push"]
+    assert not (workspace / ".env.local").exists() and not (workspace / "sub" / ".env").exists()
+    assert (workspace / "notes.txt").read_text() == "n" and (workspace / "st.txt").exists()
+
+
+def test_a_condition_on_an_event_without_tool_calls_never_runs_and_a_bad_one_always_does(
+        workspace: Path, home: Path, tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    cfg = home / ".config" / "nanohermes" / "config.json"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text(json.dumps({"permission_mode": "goal", "hooks": {
+        "Stop": [{"hooks": [{"type": "command", "if": "Bash(ls)", "command": logger(log)}]}],
+        "PreToolUse": [{"hooks": [{"type": "command", "if": "Bash(git *) || Edit", "command": logger(log)}]}]}}))
+    llm = ScriptedLLM([tool_reply(call("write_file", {"path": "a.txt", "content": "A"})), Reply(text="done")])
+    built = build_agent(load_config(workspace).config, workspace, RecordingUI(), llm=llm, save_session=False)
+
+    async def go() -> None:
+        async with built.session() as agent:
+            await agent.ask("go")
+
+    asyncio.run(go())
+    assert [r["hook_event_name"] for r in records(log)] == ["PreToolUse"]
+    assert len([w for w in built.warnings if "`if`" in w]) == 2
+
+
+@pytest.mark.parametrize("condition, name, own, kind, subject, runs", [
+    ("Bash(git *)", "Bash", "run_command", "command", "git status", True),
+    ("Bash(git *)", "Bash", "run_command", "command", "npm test && git push", True),  # each simple command
+    ("Bash(git *)", "Bash", "run_command", "command", "FOO=bar git push", True),  # assignments left out
+    ("Bash(git *)", "Bash", "run_command", "command", "npm test", False),
+    ("Bash(git push:*)", "Bash", "run_command", "command", "cd x && git push origin main", True),
+    ("Bash(git push:*)", "Bash", "run_command", "command", "git pull", False),
+    ("Bash(rm *)", "Bash", "run_command", "command", "echo $(rm -rf /)", True),  # cannot tell: it runs
+    ("Bash(rm *)", "Bash", "run_command", "command", "ls -la", False),
+    ("Bash", "Bash", "run_command", "command", "anything", True),
+    ("Edit(*.ts)", "Edit", "edit_file", "path", "src/a.ts", True),
+    ("Edit(*.ts)", "Edit", "edit_file", "path", "src/a.js", False),
+    ("Edit(*.ts)", "Write", "write_file", "path", "src/a.ts", False),  # another tool
+    ("Write(.env*)", "Write", "write_file", "path", "sub/.env.local", True),
+    ("Write(.env*)", "Write", "write_file", "path", "env.txt", False),
+    ("Edit(/src/**)", "Edit", "edit_file", "path", "src/deep/a.py", True),  # from the project root
+    ("Edit(/src/**)", "Edit", "edit_file", "path", "lib/src/a.py", False),
+    ("Read(//etc/**)", "Read", "read_file", "path", "/etc/hostname", True),
+    ("write_file(.env*)", "Write", "write_file", "path", ".env", True),  # our own name
+    ("WebFetch(domain:example.com)", "WebFetch", "web_fetch", "host", "https://Example.com/a", True),
+    ("WebFetch(domain:example.com)", "WebFetch", "web_fetch", "host", "https://other.org/", False),
+    ("mcp__github", "mcp__github__create_issue", "mcp__github__create_issue", "mcp", "", True),
+    ("Agent", "Task", "subagent", "none", "", True),  # Claude Code's newer name of Task
+])
+def test_if_conditions_match_as_permission_rules(condition: str, name: str, own: str, kind: str, subject: str,
+                                                 runs: bool, workspace: Path) -> None:
+    from nanohermes.claude_vocab import Condition
+    from nanohermes.tools import ClaudeCall, SubjectKind
+
+    (workspace / "src" / "deep").mkdir(parents=True)
+    got = ClaudeCall(name, {}, cast(SubjectKind, kind), (subject,) if subject else ())
+    assert Condition.parse(condition).holds(got, own, workspace) is runs
