@@ -211,10 +211,10 @@ class Runtime:
         if ran.images:
             self._images[call_id] = ran.images
         text = ran.text
-        if self.hooks is not None:  # what the PreToolUse hooks added, then the PostToolUse hooks of a success
-            text = self.hooks.with_context(call_id, text)
+        if self.hooks is not None:  # the PostToolUse hooks of a success, then what the PreToolUse hooks added
             if not ran.is_error:
                 text = await self.hooks.post_tool_use(tool, verdict.args, text, call_id)
+            text = self.hooks.with_context(call_id, text)
         return text, ran.is_error, ran.display, ran.waited
 
     def halted(self) -> str | None:

@@ -557,3 +557,31 @@ def test_if_conditions_match_as_permission_rules(condition: str, name: str, own:
     (workspace / "src" / "deep").mkdir(parents=True)
     got = ClaudeCall(name, {}, cast(SubjectKind, kind), (subject,) if subject else ())
     assert Condition.parse(condition).holds(got, own, workspace) is runs
+
+
+def test_a_claude_settings_files_if_and_updated_input_with_a_description(workspace: Path, home: Path,
+                                                                         tmp_path: Path) -> None:
+    """`if` in .claude/settings.json (trusted project) is the hook's condition; an updatedInput
+    carrying Claude Code's Bash `description` rewrites the command."""
+    out = {"hookSpecificOutput": {"permissionDecision": "allow", "updatedInput": {
+        "command": "echo safe > safe.txt", "description": "a safer command"}}}
+    (workspace / ".claude").mkdir()
+    (workspace / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "if": "Bash(rm *)", "command": answers(tmp_path, "a.py", out)}]}]}}))
+    cfg = home / ".config" / "nanohermes" / "config.json"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text(json.dumps({"trusted_projects": [str(workspace.resolve())], "permission_mode": "goal"}))
+    config = load_config(workspace).config
+    assert [h.condition for g in config.hooks.PreToolUse for h in g.hooks] == ["Bash(rm *)"]
+    (workspace / "keep.txt").write_text("k")
+    llm = ScriptedLLM([tool_reply(call("run_command", {"command": "rm keep.txt"}),
+                                  call("run_command", {"command": "echo other > other.txt"})), Reply(text="done")])
+    built = build_agent(config, workspace, RecordingUI(), llm=llm, save_session=False)
+
+    async def go() -> None:
+        async with built.session() as agent:
+            await agent.ask("go")
+
+    asyncio.run(go())
+    assert (workspace / "keep.txt").exists() and (workspace / "safe.txt").read_text() == "safe\n"
+    assert (workspace / "other.txt").read_text() == "other\n"  # the condition did not hold: untouched

@@ -118,8 +118,9 @@ def test_every_event_fires_with_its_documented_input(workspace: Path, recorder: 
     assert "a.txt" in by["PostToolUse"][0]["nanohermes"]["tool_response"]
     assert by["Stop"][0]["stop_hook_active"] is False
     assert by["PreCompact"][0]["trigger"] == "manual" and by["PreCompact"][0]["custom_instructions"] == "the files"
-    messages = sorted(r["message"] for r in by["Notification"])
-    assert messages == ["nanohermes is waiting for your input", "nanohermes needs your permission to use write_file: a.txt"]
+    told = sorted((r["notification_type"], r["message"]) for r in by["Notification"])
+    assert told == [("idle_prompt", "nanohermes is waiting for your input"),
+                    ("permission_prompt", "nanohermes needs your permission to use write_file: a.txt")]
     assert by["SessionEnd"][0]["reason"] == "exit"
     assert got[0]["hook_event_name"] == "SessionStart" and got[-1]["hook_event_name"] == "SessionEnd"
     assert (workspace / "a.txt").read_text() == "A"

@@ -165,7 +165,8 @@ class Params:
         unchanged, and refused (ValueError) when changed, since no argument of ours carries it."""
         ours = {f.name for f in fields(cls)}
         renamed = {theirs: mine for mine, theirs in cls.claude_fields.items()}
-        out: dict[str, Any] = {k: v for k, v in updated.items() if k in ours or k not in sent}
+        # `description`: what Claude Code's Bash and Task take to say what a call is for; ours do not.
+        out: dict[str, Any] = {k: v for k, v in updated.items() if k in ours or (k not in sent and k != "description")}
         for theirs, value in updated.items():
             if theirs in ours or theirs not in sent:
                 continue
