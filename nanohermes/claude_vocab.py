@@ -5,7 +5,7 @@ permission syntax: `Bash(git push:*)`, `Write(.env*)`), the shape of a tool's re
 the names of the permission modes.
 
 What a call is called is the tool's own declaration (`Tool.claude_calls`); this module only
-reads it. An `if` condition is matched as a deny rule of the same text would be (every
+reads it; the modes' names are `modes.CLAUDE_MODES`. An `if` condition is matched as a deny rule of the same text would be (every
 simple command of a line, every spelling of a path) and runs the hook when it cannot tell,
 as Claude Code does: a condition narrows when a hook runs, and a guard must not be skipped
 by a command written to confuse the match.
@@ -20,17 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nanohermes.modes import Mode
 from nanohermes.tools.base import ClaudeCall
 
 # Claude Code renamed some of its tools; a matcher or condition naming either name means the
 # same tool (old or new name -> the name `claude_names` use).
 RENAMED = {"Agent": "Task", "KillBash": "KillShell", "TaskStop": "KillShell", "TaskOutput": "BashOutput"}
-
-# Claude Code's names of nanohermes's permission modes (`permission_mode` in a hook's input).
-# Debug mode (nothing written, commands asked) has none: it is told as the default mode.
-MODES: dict[str, str] = {Mode.DEFAULT: "default", Mode.ACCEPT_EDITS: "acceptEdits", Mode.PLAN: "plan",
-                         Mode.DEBUG: "default", Mode.GOAL: "bypassPermissions"}
 
 # The events a tool call fires: the only ones whose hooks may carry an `if` condition.
 TOOL_EVENTS = ("PreToolUse", "PostToolUse")

@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING, Any
 
 from nanohermes import programs
 from nanohermes.budget import Limits, clamp
-from nanohermes.claude_vocab import MODES, TOOL_EVENTS, Condition, call_names, claude_response, matcher_matches
+from nanohermes.claude_vocab import TOOL_EVENTS, Condition, call_names, claude_response, matcher_matches
 from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, TurnEnded
-from nanohermes.modes import Mode
+from nanohermes.modes import CLAUDE_MODES, Mode
 from nanohermes.session import Session
 
 if TYPE_CHECKING:
@@ -161,7 +161,8 @@ class Hooks:
         """`more`: `tools`, `model` and `entrypoint` (see the fields)."""
         from nanohermes.config import HOOK_EVENTS
 
-        hooks = [Hook(event, group.matcher, h.command, h.timeout, group.origin, h.condition.strip())
+        hooks = [Hook(event, group.matcher, _command_line(h.command, h.args, workspace), h.timeout, group.origin,
+                      h.condition.strip())
                  for event in HOOK_EVENTS for group in config.groups(event) for h in group.hooks]
         return cls(hooks, workspace, limits, emit, session or Session(), mode, **more)
 
@@ -251,7 +252,7 @@ class Hooks:
         (our name of the permission mode, our own transcript, our tool's name and arguments)."""
         mode = self.mode()
         return {"session_id": self.session_id, "transcript_path": self.transcript_path(), "cwd": str(self.workspace),
-                "permission_mode": MODES.get(mode, str(mode)), "hook_event_name": event, **extra,
+                "permission_mode": CLAUDE_MODES.get(mode, str(mode)), "hook_event_name": event, **extra,
                 "nanohermes": {"permission_mode": str(mode), "transcript_path": str(self.session.path or ""),
                                **(ours or {})}}
 
@@ -557,6 +558,16 @@ class Hooks:
         self.emit(Notice(level="warning", text=f"{hook.event} hook `{_short(hook.command)}` {text}"))
 
 
+def _command_line(command: str, args: list[str] | None, workspace: Path) -> str:
+    """A hook's shell command line. With `args` (Claude Code's exec form) the program and its
+    words, each quoted as one word, with the project folder put in for `${CLAUDE_PROJECT_DIR}`."""
+    if args is None:
+        return command
+    import shlex
+
+    return shlex.join(w.replace("${CLAUDE_PROJECT_DIR}", str(workspace)) for w in (command, *args))
+
+
 def _output_text(value: Any) -> str | None:
     """A hook's `updatedToolOutput` as the result text: text as it is, Claude Code's Bash shape
     (stdout, stderr), a content list's text blocks, or a `result`; None for none."""
@@ -612,7 +623,9 @@ def missing_program(command: str, workspace: Path) -> str | None:
     if not program:
         return "the command line is empty"
     if "/" in program:
-        path = Path(os.path.expanduser(os.path.expandvars(program.replace("$NANOHERMES_PROJECT_DIR", str(workspace)))))
+        for name in ("${NANOHERMES_PROJECT_DIR}", "$NANOHERMES_PROJECT_DIR", "${CLAUDE_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR"):
+            program = program.replace(name, str(workspace))
+        path = Path(os.path.expanduser(os.path.expandvars(program)))
         path = path if path.is_absolute() else workspace / path
         if not path.is_file():
             return f"{program}: no such file"

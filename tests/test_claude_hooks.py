@@ -566,8 +566,9 @@ def test_a_claude_settings_files_if_and_updated_input_with_a_description(workspa
     out = {"hookSpecificOutput": {"permissionDecision": "allow", "updatedInput": {
         "command": "echo safe > safe.txt", "description": "a safer command"}}}
     (workspace / ".claude").mkdir()
-    (workspace / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
-        {"type": "command", "if": "Bash(rm *)", "command": answers(tmp_path, "a.py", out)}]}]}}))
+    hook = {"type": "command", "if": "Bash(rm *)", "command": answers(tmp_path, "a.py", out)}
+    (workspace / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"PreToolUse": [
+        {"matcher": "Bash", "hooks": [hook]}]}}))
     cfg = home / ".config" / "nanohermes" / "config.json"
     cfg.parent.mkdir(parents=True)
     cfg.write_text(json.dumps({"trusted_projects": [str(workspace.resolve())], "permission_mode": "goal"}))
@@ -585,3 +586,19 @@ def test_a_claude_settings_files_if_and_updated_input_with_a_description(workspa
     asyncio.run(go())
     assert (workspace / "keep.txt").exists() and (workspace / "safe.txt").read_text() == "safe\n"
     assert (workspace / "other.txt").read_text() == "other\n"  # the condition did not hold: untouched
+
+
+def test_a_hook_in_exec_form_gets_each_argument_as_one_word(workspace: Path, tmp_path: Path) -> None:
+    out = tmp_path / "argv.json"
+    (workspace / "hook.py").write_text(f"import json, sys\njson.dump(sys.argv[1:], open({str(out)!r}, 'w'))\n")
+    config = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": sys.executable,
+                                             "args": ["${CLAUDE_PROJECT_DIR}/hook.py", "two words", "$HOME"]}]}]}}
+    llm = ScriptedLLM([Reply(text="done")])
+    built = build_agent(Config.from_dict(config), workspace, RecordingUI(), llm=llm, save_session=False)
+
+    async def go() -> None:
+        async with built.session() as agent:
+            await agent.ask("go")
+
+    asyncio.run(go())
+    assert json.loads(out.read_text()) == ["two words", "$HOME"]
