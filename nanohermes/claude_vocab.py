@@ -1,11 +1,11 @@
 """Claude Code's words for what hooks see and say, so that a hook written for Claude Code works
 unchanged: how a matcher names tools (`Edit|Write`, `Edit, Write`, `mcp__github__.*`), the
 older and newer names of a renamed tool, a hook's `if` condition (a rule in Claude Code's
-permission syntax: `Bash(git push:*)`, `Write(.env*)`), the shape of a tool's response and
-the names of the permission modes.
+permission syntax: `Bash(git push:*)`, `Write(.env*)`) and the shape of a tool's response
+(the names of the permission modes are `modes.CLAUDE_MODES`).
 
 What a call is called is the tool's own declaration (`Tool.claude_calls`); this module only
-reads it; the modes' names are `modes.CLAUDE_MODES`. An `if` condition is matched as a deny rule of the same text would be (every
+reads it. An `if` condition is matched as a deny rule of the same text would be (every
 simple command of a line, every spelling of a path) and runs the hook when it cannot tell,
 as Claude Code does: a condition narrows when a hook runs, and a guard must not be skipped
 by a command written to confuse the match.

@@ -623,8 +623,8 @@ def missing_program(command: str, workspace: Path) -> str | None:
     if not program:
         return "the command line is empty"
     if "/" in program:
-        for name in ("${NANOHERMES_PROJECT_DIR}", "$NANOHERMES_PROJECT_DIR", "${CLAUDE_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR"):
-            program = program.replace(name, str(workspace))
+        for var in ("NANOHERMES_PROJECT_DIR", "CLAUDE_PROJECT_DIR"):
+            program = program.replace("${" + var + "}", str(workspace)).replace("$" + var, str(workspace))
         path = Path(os.path.expanduser(os.path.expandvars(program)))
         path = path if path.is_absolute() else workspace / path
         if not path.is_file():
