@@ -220,14 +220,15 @@ class Hooks:
         return self.session.id or self._own_id
 
     def folder(self) -> Path:
-        """The session's folder for the files hooks are given (a private temporary one for a
-        session not recorded)."""
+        """The session's folder for the files hooks are given; for a session not recorded, one
+        of its own in nanohermes's state folder, which the sandbox and the file tools withhold
+        as they withhold the sessions, removed when it ends."""
         if self.session.folder is not None:
             return self.session.folder
         if self._scratch is None:
-            import tempfile
+            from nanohermes.dirs import private_dir, state_home
 
-            self._scratch = Path(tempfile.mkdtemp(prefix="nanohermes-hooks-"))
+            self._scratch = private_dir(state_home() / "hooks" / self._own_id)
         return self._scratch
 
     def transcript_path(self) -> str:

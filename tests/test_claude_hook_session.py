@@ -262,3 +262,19 @@ def test_env_file_lines_are_read_as_the_shell_reads_one_word(text: str, values: 
     got = read_exports(text, {"PATH": "/usr/bin"})
     assert got.values == {k: v.replace("HOME", str(home)) if v else v for k, v in values.items()}
     assert [p[:len(want)] for p, want in zip(got.problems, problems, strict=True)] == problems
+
+
+def test_a_session_not_saved_gives_hooks_a_transcript_in_a_withheld_folder_removed_at_the_end(
+        turn, server: FakeServer, workspace: Path, home: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    told = tmp_path / "told.json"
+    keep = script(tmp_path, "keep.py", "import json, shutil, sys\nd = json.load(sys.stdin)\n"
+                                       f"json.dump(d, open({str(told)!r}, 'w'))\n"
+                                       f"shutil.copy(d['transcript_path'], {str(tmp_path / 't.jsonl')!r})\n")
+    server.add(Reply(text="the answer"))
+    ran = turn("-p", "a question", "--no-session", server=server, config={"hooks": hooks("Stop", "", keep)})
+    assert ran.code == 0, ran.err
+    path = Path(json.loads(told.read_text())["transcript_path"])
+    assert path.is_relative_to(home / ".local" / "state" / "nanohermes")  # withheld, as the sessions are
+    assert not path.exists() and not path.parent.exists()
+    got = TranscriptReader(tmp_path / "t.jsonl").conversation()
+    assert got == [("user", "text", "a question"), ("assistant", "text", "the answer")]
