@@ -414,7 +414,7 @@ class Hooks:
             return (f"ERROR: a PreToolUse hook rewrote the input of one of the {len(calls)} files or steps "
                     f"{tool.name} does at once; such a call cannot be rewritten, so it was refused")
         try:
-            rewritten: Params = tool.parse(type(args).from_claude(updated, call.input))
+            rewritten: Params = tool.parse(args.from_claude(updated, call.input))
             return rewritten
         except (ToolError, ValueError) as e:
             return f"ERROR: a PreToolUse hook rewrote the arguments of {tool.name} into invalid ones: {e}"

@@ -602,3 +602,22 @@ def test_a_hook_in_exec_form_gets_each_argument_as_one_word(workspace: Path, tmp
 
     asyncio.run(go())
     assert json.loads(out.read_text()) == ["two words", "$HOME"]
+
+
+def test_an_updated_input_reads_back_into_our_arguments(workspace: Path) -> None:
+    from nanohermes.tools.git import GitCommit, GitCommitParams
+    from nanohermes.tools.shell import RunCommandParams
+
+    args = RunCommandParams(command="sleep 1", background=True)
+    sent = args.claude_input(workspace)
+    # Sent back with only the command changed: the timeout the call left out stays left out.
+    assert RunCommandParams.validate(args.from_claude({**sent, "command": "sleep 2"}, sent)) == \
+        RunCommandParams(command="sleep 2", background=True)
+    # Claude Code's names: its timeout is in milliseconds, rounded up to whole seconds.
+    back = args.from_claude({"command": "true", "timeout": 5500, "run_in_background": False}, sent)
+    assert RunCommandParams.validate(back) == RunCommandParams(command="true", timeout_secs=6, background=False)
+    commit = GitCommitParams(message="m")
+    (shown,) = GitCommit().claude_calls(commit, workspace)
+    with pytest.raises(ValueError, match="`command` has no counterpart"):
+        commit.from_claude({**shown.input, "command": "git push"}, shown.input)
+    assert commit.from_claude(dict(shown.input), shown.input) == {"message": "m", "paths": None, "all": False}

@@ -158,15 +158,18 @@ class Params:
             shown["file_path"] = absolute(shown["file_path"], workspace)
         return shown
 
-    @classmethod
-    def from_claude(cls, updated: dict[str, Any], sent: dict[str, Any]) -> dict[str, Any]:
-        """A hook's `updatedInput` in our field names, for `validate`: a value given (or changed)
-        under Claude Code's name replaces ours; a name only the hook was shown is dropped while
-        unchanged, and refused (ValueError) when changed, since no argument of ours carries it."""
-        ours = {f.name for f in fields(cls)}
-        renamed = {theirs: mine for mine, theirs in cls.claude_fields.items()}
+    def from_claude(self, updated: dict[str, Any], sent: dict[str, Any]) -> dict[str, Any]:
+        """A hook's `updatedInput` (for the arguments `self`, shown as `sent`) in our field names,
+        for `validate`: a value given (or changed) under Claude Code's name replaces ours; one of
+        ours sent back unchanged stays as the call gave it (a default left out stays left out); a
+        name only the hook was shown is dropped while unchanged, and refused (ValueError) when
+        changed, since no argument of ours carries it."""
+        ours = {f.name for f in fields(self)}
+        renamed = {theirs: mine for mine, theirs in self.claude_fields.items()}
+        given = {f.name: _raw(getattr(self, f.name)) for f in fields(self)}
         # `description`: what Claude Code's Bash and Task take to say what a call is for; ours do not.
-        out: dict[str, Any] = {k: v for k, v in updated.items() if k in ours or (k not in sent and k != "description")}
+        out: dict[str, Any] = {k: given[k] if k in ours and v == sent.get(k) else v for k, v in updated.items()
+                               if k in ours or (k not in sent and k != "description")}
         for theirs, value in updated.items():
             if theirs in ours or theirs not in sent:
                 continue
@@ -176,6 +179,13 @@ class Params:
             elif mine is None and value != sent[theirs]:
                 raise ValueError(f"`{theirs}` has no counterpart among the arguments, so it cannot be changed")
         return out
+
+
+def _raw(value: Any) -> Any:
+    """An argument's value as validation takes it back (nested params as dicts)."""
+    if isinstance(value, list):
+        return [_raw(v) for v in value]
+    return asdict(value) if hasattr(value, "__dataclass_fields__") else value
 
 
 def absolute(path: str, workspace: Path) -> str:

@@ -118,8 +118,7 @@ class RunCommandParams(Params):
         # Claude Code's Bash takes its timeout in milliseconds.
         return {**super().claude_input(workspace), "timeout": self.timeout * 1000}
 
-    @classmethod
-    def from_claude(cls, updated: dict[str, Any], sent: dict[str, Any]) -> dict[str, Any]:
+    def from_claude(self, updated: dict[str, Any], sent: dict[str, Any]) -> dict[str, Any]:
         ms = updated.get("timeout")
         if isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms != sent.get("timeout"):
             updated = {**updated, "timeout_secs": max(1, -(-int(ms) // 1000))}
