@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nanohermes.config.schema import HOOK_TIMEOUT_MAX_SECS
 from nanohermes.errors import ConfigError
 from nanohermes.modes import Mode
 
@@ -256,7 +257,19 @@ def _hooks(layer: Layer, hooks: dict[str, Any]) -> dict[str, Any]:
                 layer.notes.append(f"{layer.path}: hooks.{event}: only command hooks run in nanohermes; "
                                    f"{len(commands) - len(plain)} other hook(s) left out")
             if plain:
-                kept.append({**group, "hooks": plain})
+                kept.append({**group, "hooks": [_timeout_kept(layer, event, h) for h in plain]
+                             if isinstance(plain, list) else plain})
         if kept:
             out[event] = kept
     return out
+
+
+def _timeout_kept(layer: Layer, event: str, hook: Any) -> Any:
+    """A hook with a timeout past nanohermes's bound (Claude Code takes any, and some files
+    write milliseconds there) keeps the bound, with a note, rather than failing the file."""
+    timeout = hook.get("timeout") if isinstance(hook, dict) else None
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= HOOK_TIMEOUT_MAX_SECS:
+        return hook
+    layer.notes.append(f"{layer.path}: hooks.{event}: a timeout of {timeout:g} s is more than the "
+                       f"{HOOK_TIMEOUT_MAX_SECS} s a hook may take here; {HOOK_TIMEOUT_MAX_SECS} s is used")
+    return {**hook, "timeout": HOOK_TIMEOUT_MAX_SECS}

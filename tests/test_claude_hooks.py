@@ -621,3 +621,18 @@ def test_an_updated_input_reads_back_into_our_arguments(workspace: Path) -> None
     with pytest.raises(ValueError, match="`command` has no counterpart"):
         commit.from_claude({**shown.input, "command": "git push"}, shown.input)
     assert commit.from_claude(dict(shown.input), shown.input) == {"message": "m", "paths": None, "all": False}
+
+
+def test_a_claude_settings_hook_timeout_past_the_bound_keeps_the_bound(workspace: Path, home: Path) -> None:
+    """Some collections write milliseconds there (5000); Claude Code takes it, so the file must load."""
+    (workspace / ".claude").mkdir()
+    (workspace / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"PreToolUse": [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": "true", "timeout": 5000}]}]}}))
+    cfg = home / ".config" / "nanohermes" / "config.json"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text(json.dumps({"trusted_projects": [str(workspace.resolve())]}))
+    loaded = load_config(workspace)
+    assert [h.timeout for g in loaded.config.hooks.PreToolUse for h in g.hooks] == [3600]
+    assert [w for w in loaded.warnings if "timeout" in w] == [
+        f"{workspace / '.claude' / 'settings.json'}: hooks.PreToolUse: a timeout of 5000 s is more than the 3600 s "
+        "a hook may take here; 3600 s is used"]

@@ -234,11 +234,14 @@ HOOK_EVENTS: tuple[str, ...] = ("PreToolUse", "PostToolUse", "UserPromptSubmit",
                                  "PreCompact", "Notification")
 
 
+HOOK_TIMEOUT_MAX_SECS = 3600  # the longest a hook may run
+
+
 @dataclass(kw_only=True)
 class HookCommand(Section):
     type: Literal["command"] = _d("command", "the only kind: a shell command line")
     command: str = _d(..., "the command line, run by /bin/sh in the workspace", min_length=1)
-    timeout: float = _d(60.0, "seconds before it is killed (its whole process group)", gt=0, le=3600)
+    timeout: float = _d(60.0, "seconds before it is killed (its whole process group)", gt=0, le=HOOK_TIMEOUT_MAX_SECS)
     args: list[str] | None = _d(None, "arguments: `command` is then the program, run with exactly these words (no "
                                       "shell), ${CLAUDE_PROJECT_DIR} in any of them replaced by the workspace")
     # Claude Code's `if` (a file may spell it so: the loader reads it as this key).
