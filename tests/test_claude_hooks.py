@@ -636,3 +636,13 @@ def test_a_claude_settings_hook_timeout_past_the_bound_keeps_the_bound(workspace
     assert [w for w in loaded.warnings if "timeout" in w] == [
         f"{workspace / '.claude' / 'settings.json'}: hooks.PreToolUse: a timeout of 5000 s is more than the 3600 s "
         "a hook may take here; 3600 s is used"]
+
+
+def test_post_tool_use_is_told_a_commands_result_as_claude_codes_bash_response(workspace: Path, tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    run_calls(workspace, {"hooks": hooks("PostToolUse", "Bash", logger(log))},
+              call("run_command", {"command": "echo out; echo err >&2; exit 3"}, id="c"),
+              call("run_command", {"command": "true"}, id="quiet"))
+    got = {r["tool_use_id"]: r["tool_response"] for r in records(log)}
+    assert got == {"c": {"stdout": "out", "stderr": "err", "interrupted": False, "isImage": False, "exit_code": 3},
+                   "quiet": {"stdout": "", "stderr": "", "interrupted": False, "isImage": False, "exit_code": 0}}

@@ -217,12 +217,12 @@ def test_exit_2_blocks_with_stderr_as_the_reason(workspace: Path, recorder: Path
     assert not (workspace / "a.txt").exists()
 
 
-def test_matcher_is_a_regular_expression_over_the_whole_tool_name() -> None:
+def test_matcher_names_tools_exactly_or_is_a_regular_expression() -> None:
     def hook(m: str) -> Hook:
         return Hook("PreToolUse", m, "true", 1, "")
 
     assert hook("run_command|write_file").matches("write_file")
-    assert not hook("write").matches("write_file")  # the whole name
+    assert not hook("write").matches("write_file")  # a plain name is the whole name
     assert hook("mcp__github__.*").matches("mcp__github__create_issue")
     assert not hook("mcp__github__.*").matches("mcp__gitlab__x")
     assert hook("").matches("anything") and hook("*").matches("anything")
