@@ -1,8 +1,9 @@
 """Claude Code's words for what hooks see and say, so that a hook written for Claude Code works
 unchanged: how a matcher names tools (`Edit|Write`, `Edit, Write`, `mcp__github__.*`), the
 older and newer names of a renamed tool, a hook's `if` condition (a rule in Claude Code's
-permission syntax: `Bash(git push:*)`, `Write(.env*)`) and the shape of a tool's response
-(the names of the permission modes are `modes.CLAUDE_MODES`).
+permission syntax: `Bash(git push:*)`, `Write(.env*)`), the shape of a tool's response and
+of a hook's replacement of it, and a hook's exec form (`args`). The names of the permission
+modes are `modes.CLAUDE_MODES`.
 
 What a call is called is the tool's own declaration (`Tool.claude_calls`); this module only
 reads it. An `if` condition is matched as a deny rule of the same text would be (every
@@ -14,7 +15,9 @@ by a command written to confuse the match.
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,3 +190,28 @@ def _bash_response(text: str) -> dict[str, Any]:
     return {"stdout": "" if out == "(empty)" else out, "stderr": "" if err == "(empty)" else err,
             "interrupted": "timed out" in m.group(1), "isImage": False,
             "exit_code": int(code.group()) if code else None}
+
+
+def exec_line(command: str, args: list[str] | None, workspace: Path) -> str:
+    """A hook's shell command line. With `args` (Claude Code's exec form) the program and its
+    words, each quoted as one word, with the project folder put in for `${CLAUDE_PROJECT_DIR}`."""
+    if args is None:
+        return command
+    return shlex.join(w.replace("${CLAUDE_PROJECT_DIR}", str(workspace)) for w in (command, *args))
+
+
+def output_text(value: Any) -> str | None:
+    """A hook's `updatedToolOutput` as the result text: text as it is, Claude Code's Bash shape
+    (stdout, stderr), a content list's text blocks, or a `result`; None for none."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and ("stdout" in value or "stderr" in value):
+        return "\n".join(str(value[k]) for k in ("stdout", "stderr") if value.get(k))
+    if isinstance(value, dict) and isinstance(value.get("result"), str):
+        return str(value["result"])
+    blocks = value.get("content") if isinstance(value, dict) else value
+    if isinstance(blocks, list):
+        return "\n".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+    return json.dumps(value, ensure_ascii=False)

@@ -38,7 +38,9 @@ from typing import TYPE_CHECKING, Any
 
 from nanohermes import programs
 from nanohermes.budget import Limits, clamp
-from nanohermes.claude_vocab import TOOL_EVENTS, Condition, call_names, claude_response, matcher_matches
+from nanohermes.claude_vocab import (
+    TOOL_EVENTS, Condition, call_names, claude_response, exec_line, matcher_matches, output_text,
+)
 from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, TurnEnded
 from nanohermes.modes import CLAUDE_MODES, Mode
 from nanohermes.session import Session
@@ -161,7 +163,7 @@ class Hooks:
         """`more`: `tools`, `model` and `entrypoint` (see the fields)."""
         from nanohermes.config import HOOK_EVENTS
 
-        hooks = [Hook(event, group.matcher, _command_line(h.command, h.args, workspace), h.timeout, group.origin,
+        hooks = [Hook(event, group.matcher, exec_line(h.command, h.args, workspace), h.timeout, group.origin,
                       h.condition.strip())
                  for event in HOOK_EVENTS for group in config.groups(event) for h in group.hooks]
         return cls(hooks, workspace, limits, emit, session or Session(), mode, **more)
@@ -433,7 +435,7 @@ class Hooks:
                                 tool_name=call.name, tool_input=call.input, tool_response=claude_response(call, result),
                                 tool_use_id=call_id)
             notes += [f"PostToolUse hook: {b}" for b in o.blocks] + ([o.context] if o.context else [])
-            if (replaced := _output_text(o.output)) is not None:
+            if (replaced := output_text(o.output)) is not None:
                 text = clamp(replaced, self.limits.max_output)
             self._halt = o.halt or self._halt
         return text + "".join("\n\n" + n for n in notes)
@@ -557,33 +559,6 @@ class Hooks:
 
     def _warn(self, hook: Hook, text: str) -> None:
         self.emit(Notice(level="warning", text=f"{hook.event} hook `{_short(hook.command)}` {text}"))
-
-
-def _command_line(command: str, args: list[str] | None, workspace: Path) -> str:
-    """A hook's shell command line. With `args` (Claude Code's exec form) the program and its
-    words, each quoted as one word, with the project folder put in for `${CLAUDE_PROJECT_DIR}`."""
-    if args is None:
-        return command
-    import shlex
-
-    return shlex.join(w.replace("${CLAUDE_PROJECT_DIR}", str(workspace)) for w in (command, *args))
-
-
-def _output_text(value: Any) -> str | None:
-    """A hook's `updatedToolOutput` as the result text: text as it is, Claude Code's Bash shape
-    (stdout, stderr), a content list's text blocks, or a `result`; None for none."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict) and ("stdout" in value or "stderr" in value):
-        return "\n".join(str(value[k]) for k in ("stdout", "stderr") if value.get(k))
-    if isinstance(value, dict) and isinstance(value.get("result"), str):
-        return str(value["result"])
-    blocks = value.get("content") if isinstance(value, dict) else value
-    if isinstance(blocks, list):
-        return "\n".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "text")
-    return json.dumps(value, ensure_ascii=False)
 
 
 class NotifyingUI:
