@@ -141,6 +141,9 @@ class Agent:
                 for result in await self.runtime.run_calls(pending, results):
                     self._append(result)
                 pending = ()
+                if (why := self.runtime.halted()) is not None:  # a hook's `continue: false`
+                    self.ui.emit(Notice(level="warning", text=f"a hook stopped the turn: {why}"))
+                    return await self._finish("completed", turns, calls, "")
             self.ui.emit(Notice(level="warning", text=f"stopped after {plural(self.max_turns, 'model call')} (max_turns)"))
             return await self._finish("max_turns", turns, calls, "")
         except asyncio.CancelledError:

@@ -146,6 +146,7 @@ class Built:
                 await self.checkpoints.aclose()
             if self.hooks is not None:
                 await self.hooks.session_end("exit")
+                self.hooks.close()
             if self.subagents is not None:
                 await self.subagents.aclose()
         finally:
@@ -333,8 +334,16 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
         from nanohermes.hooks import Hooks, NotifyingUI
 
         # The mode when a hook runs: the runtime's, which Shift+Tab and /mode change.
+        def session_tools() -> list[Tool]:  # what the transcript for hooks names calls by
+            return runtime.tools
+
+        def model() -> str:
+            return agent.llm.model
+
         hooks = Hooks.from_config(config.hooks, workspace, limits, ui.emit, session=session,
-                                  mode=lambda: runtime.policy.mode)
+                                  mode=lambda: runtime.policy.mode, tools=session_tools, model=model,
+                                  entrypoint="cli" if idle_between_turns else "sdk-cli")
+        warnings += hooks.problems()
         if asks or idle_between_turns:
             ui = NotifyingUI(ui, hooks, approvals=asks, idle=idle_between_turns)
     given = llm

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nanohermes.config.schema import HOOK_TIMEOUT_MAX_SECS
 from nanohermes.errors import ConfigError
 from nanohermes.modes import Mode
 
@@ -122,7 +123,7 @@ def _settings_layer(path: Path, data: dict[str, Any], workspace: Path) -> Layer:
         elif key == "env" and isinstance(value, dict):
             out["env"] = {str(k): str(v) for k, v in value.items()}
         elif key == "hooks" and isinstance(value, dict):
-            out["hooks"] = _hooks(layer, value)
+            out["hooks"] = fold_conditions({"hooks": _hooks(layer, value)})["hooks"]
         elif key == "mcpServers" and isinstance(value, dict):
             out.setdefault("mcp", {})["servers"] = value
         elif key in ("enabledMcpjsonServers", "disabledMcpjsonServers", "enableAllProjectMcpServers") or key in _QUIET:
@@ -198,6 +199,12 @@ def translate_rule(text: str, kind: str, workspace: Path) -> list[str] | None:
     return [f"{t}({pattern})" for t in ours]
 
 
+def rule_pattern(tool: str, pattern: str, workspace: Path) -> str:
+    """The pattern of Claude Code's rule `tool(pattern)` as nanohermes's rules read it: a path
+    of a file tool's rule in our path form (see `_claude_path`), anything else as it is."""
+    return _claude_path(pattern, workspace) if tool in _PATH_TOOLS else pattern
+
+
 def _claude_path(pattern: str, workspace: Path) -> str:
     """A path of Claude Code's rules in the form nanohermes's rules read: `//x` is the absolute
     `/x`, `/x` is from the project root (the workspace), `~/x` and `./x` stay as they are."""
@@ -206,6 +213,28 @@ def _claude_path(pattern: str, workspace: Path) -> str:
     if pattern.startswith("/"):
         return pattern.lstrip("/") or "."
     return pattern
+
+
+def fold_conditions(data: dict[str, Any]) -> dict[str, Any]:
+    """A config in which each hook command's `if` (Claude Code's key, a Python keyword) is
+    spelled `condition`, the key it is known by; `data` itself is left as it is."""
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict) or '"if"' not in json.dumps(hooks):
+        return data
+
+    def command(h: Any) -> Any:
+        if not isinstance(h, dict) or "if" not in h:
+            return h
+        return {("condition" if k == "if" else k): v for k, v in h.items()}
+
+    def group(g: Any) -> Any:
+        if not isinstance(g, dict) or not isinstance(g.get("hooks"), list):
+            return g
+        return {**g, "hooks": [command(h) for h in g["hooks"]]}
+
+    folded = {event: [group(g) for g in groups] if isinstance(groups, list) else groups
+              for event, groups in hooks.items()}
+    return {**data, "hooks": folded}
 
 
 def _hooks(layer: Layer, hooks: dict[str, Any]) -> dict[str, Any]:
@@ -228,7 +257,19 @@ def _hooks(layer: Layer, hooks: dict[str, Any]) -> dict[str, Any]:
                 layer.notes.append(f"{layer.path}: hooks.{event}: only command hooks run in nanohermes; "
                                    f"{len(commands) - len(plain)} other hook(s) left out")
             if plain:
-                kept.append({**group, "hooks": plain})
+                kept.append({**group, "hooks": [_timeout_kept(layer, event, h) for h in plain]
+                             if isinstance(plain, list) else plain})
         if kept:
             out[event] = kept
     return out
+
+
+def _timeout_kept(layer: Layer, event: str, hook: Any) -> Any:
+    """A hook with a timeout past nanohermes's bound (Claude Code takes any, and some files
+    write milliseconds there) keeps the bound, with a note, rather than failing the file."""
+    timeout = hook.get("timeout") if isinstance(hook, dict) else None
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= HOOK_TIMEOUT_MAX_SECS:
+        return hook
+    layer.notes.append(f"{layer.path}: hooks.{event}: a timeout of {timeout:g} s is more than the "
+                       f"{HOOK_TIMEOUT_MAX_SECS} s a hook may take here; {HOOK_TIMEOUT_MAX_SECS} s is used")
+    return {**hook, "timeout": HOOK_TIMEOUT_MAX_SECS}

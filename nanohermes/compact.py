@@ -194,8 +194,11 @@ class Compactor:
             self.ui.emit(Notice(level="warning", text=f"cannot compact ({reason}): no older turns to summarise"))
             return None
         older, kept = history[:cut], len(history) - cut
-        if self.hooks is not None:
-            await self.hooks.pre_compact("manual" if reason == "/compact" else "auto", focus)
+        if self.hooks is not None and (
+                blocked := await self.hooks.pre_compact("manual" if reason == "/compact" else "auto", focus)):
+            self.ui.emit(Notice(level="warning", text=f"cannot compact ({reason}): a PreCompact hook blocks it: "
+                                                      f"{blocked}"))
+            return None
         summary = await self._summarise(session, older, focus)
         text = clamp(summary, self.limits.compact_summary_chars)
         body = (f"{SUMMARY_TAG}\nThe earlier part of this conversation ({len(older)} messages) was compacted. "

@@ -151,7 +151,7 @@ class Gate:
         for the tool; the Grant's confinement is set on the context by `attempt`."""
         self._sweep()  # what running background tasks planted is gone before anything is judged
         hooks = self.host.hooks
-        hooked = await hooks.pre_tool_use(tool, args) if hooks is not None else None
+        hooked = await hooks.pre_tool_use(tool, args, ctx.call_id) if hooks is not None else None
         if hooked is not None:  # a hook may refuse the call or rewrite it; the rules then judge the result
             if hooked.refusal is not None:
                 self.ui.emit(PermissionDenied(call_id=ctx.call_id, tool=tool.name, summary=summary,

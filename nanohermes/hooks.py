@@ -6,12 +6,20 @@ the person. Only the user's config or a trusted project defines hooks (the confi
 untrusted project's), so they carry the person's approval: they run outside the command
 sandbox, with the workspace as cwd and one JSON object on stdin.
 
-Exit 0 goes on, and stdout may be a JSON object with a decision; exit 2 blocks, with stderr
-as the reason; any other exit, a timeout or a failure to start is a warning and the session
-goes on. After every hook its whole process group is killed, so nothing it started outlives
-it. A hook's decisions can only make a call safer than the permission rules would: "allow"
-answers an approval question, it never lifts a deny rule, and rewritten arguments are checked
-by the rules again.
+Every hook speaks Claude Code's language, so one written for Claude Code works unchanged: a
+tool call is told as the call Claude Code's tool of that purpose would make (`Tool.claude_calls`:
+`tool_name` Bash, `tool_input` with its field names, `tool_response` in its shape; ours under
+`nanohermes`), one name a call, so a call fires each matching group once; matchers and `if`
+conditions read as Claude Code reads them (`claude_vocab`); `transcript_path` is a transcript
+in Claude Code's shape (`claude_transcript`), current whenever a hook runs; a SessionStart hook
+may export variables for later commands and hooks through `$CLAUDE_ENV_FILE` (`envfile`).
+
+Exit 0 goes on, and stdout may be a JSON object with a decision (read on any exit code); exit
+2 blocks, with stderr as the reason; any other exit, a timeout or a failure to start is a
+warning and the session goes on. After every hook its whole process group is killed, so
+nothing it started outlives it. A hook's decisions can only make a call safer than the
+permission rules would: "allow" answers an approval question, it never lifts a deny rule, and
+rewritten arguments are checked by the rules again.
 """
 
 from __future__ import annotations
@@ -22,43 +30,47 @@ import json
 import os
 import re
 import signal
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nanohermes import programs
 from nanohermes.budget import Limits, clamp
+from nanohermes.claude_vocab import (
+    TOOL_EVENTS, Condition, call_names, claude_response, exec_line, matcher_matches, output_text,
+)
 from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, TurnEnded
-from nanohermes.modes import Mode
+from nanohermes.modes import CLAUDE_MODES, Mode
 from nanohermes.session import Session
 
 if TYPE_CHECKING:
+    from nanohermes.claude_transcript import ClaudeTranscript
     from nanohermes.config import HooksConfig
     from nanohermes.permissions import Verdict
-    from nanohermes.tools import Params, Tool
+    from nanohermes.tools import ClaudeCall, Params, Tool
 
 BLOCK_EXIT = 2
 _PIPE_GRACE_SECS = 2.0  # after the group is killed, for output still in the pipes
+# PreToolUse's older spelling of its decision: {"decision": "approve" | "block"}.
+_OLD_DECISIONS = {"approve": "allow", "block": "deny"}
+ENV_FILE = "claude-env.sh"  # where SessionStart hooks write their exports, in the session's folder
+TRANSCRIPT_FILE = "claude-transcript.jsonl"  # the transcript in Claude Code's shape, in the same folder
 
 
 @dataclass(frozen=True)
 class Hook:
     event: str
-    matcher: str  # a regular expression over the whole subject (tool name); "" or "*": all
+    matcher: str  # tool names, or a regular expression searched in the subject; "" or "*": all
     command: str
     timeout_secs: float
     origin: str  # the config file that defined it
+    condition: str = ""  # Claude Code's `if`: a permission rule a tool call must match
 
     def matches(self, subject: str | None, aliases: tuple[str, ...] = ()) -> bool:
         """`aliases`: other names of the subject (Claude Code's names of a tool)."""
-        return self.matched(subject, aliases) is not None
-
-    def matched(self, subject: str | None, aliases: tuple[str, ...] = ()) -> str | None:
-        """The name the matcher matched (`subject` itself for "" and "*"), or None."""
-        if self.matcher in ("", "*") or subject is None:
-            return subject or ""
-        return next((name for name in (subject, *aliases) if re.fullmatch(self.matcher, name) is not None), None)
+        return subject is None or matcher_matches(self.matcher, (subject, *aliases))
 
 
 @dataclass(frozen=True)
@@ -71,9 +83,10 @@ class HookRun:
     stderr: str
 
     def output(self) -> dict[str, Any]:
-        """Its stdout as a JSON object (Claude Code's `hookSpecificOutput` merged in), or {}."""
+        """Its stdout as a JSON object (Claude Code's `hookSpecificOutput` merged in), or {}:
+        read whatever the exit code, as Claude Code reads it."""
         text = self.stdout.strip()
-        if self.code != 0 or not text.startswith("{"):
+        if self.code is None or not text.startswith("{"):
             return {}
         try:
             data = json.loads(text)
@@ -87,11 +100,14 @@ class HookRun:
 
 @dataclass(frozen=True)
 class Outcome:
-    """The hooks of one event together: why they block (empty: they do not) and the context
-    they add for the model."""
+    """The hooks of one event together: why they block (empty: they do not), the context
+    they add for the model, why one stopped the turn (`continue: false`), and a replacement
+    of the tool's output (PostToolUse's `updatedToolOutput`)."""
 
     blocks: tuple[str, ...] = ()
     context: str = ""
+    halt: str | None = None
+    output: Any = None
 
 
 @dataclass(frozen=True)
@@ -127,44 +143,139 @@ class Hooks:
     # The session whose id and transcript a hook is told (/clear and /resume change them).
     session: Session = field(default_factory=Session)
     mode: Callable[[], Mode] = lambda: Mode.DEFAULT  # the permission mode at the time a hook runs
+    tools: Callable[[], Sequence[Tool]] = lambda: ()  # the session's tools, to name the calls of the transcript
+    model: Callable[[], str] = lambda: ""  # the model answering, for the transcript
+    entrypoint: str = "cli"  # $CLAUDE_CODE_ENTRYPOINT: cli in the REPL, sdk-cli for a script
     blocked: str = ""  # why a UserPromptSubmit hook blocked the last prompt ("" when it went out)
     _stop_active: bool = False
     _background: set[asyncio.Task[Any]] = field(default_factory=set)
+    _context: dict[str, list[str]] = field(default_factory=dict)  # a call's PreToolUse context, by call id
+    _halt: str | None = None  # why a hook said `continue: false`, until the turn stops
+    _exports: dict[str, str] = field(default_factory=dict)  # what SessionStart hooks exported
+    _transcript: ClaudeTranscript | None = None
+    _own_id: str = field(default_factory=lambda: str(uuid.uuid4()))  # the id of a session not recorded
+    _scratch: Path | None = None  # the folder of a session not recorded
 
     @classmethod
     def from_config(cls, config: HooksConfig, workspace: Path, limits: Limits, emit: Callable[[Event], None], *,
-                    session: Session | None = None, mode: Callable[[], Mode] = lambda: Mode.DEFAULT) -> Hooks:
+                    session: Session | None = None, mode: Callable[[], Mode] = lambda: Mode.DEFAULT,
+                    **more: Any) -> Hooks:
+        """`more`: `tools`, `model` and `entrypoint` (see the fields)."""
         from nanohermes.config import HOOK_EVENTS
 
-        hooks = [Hook(event, group.matcher, h.command, h.timeout, group.origin)
+        hooks = [Hook(event, group.matcher, exec_line(h.command, h.args, workspace), h.timeout, group.origin,
+                      h.condition.strip())
                  for event in HOOK_EVENTS for group in config.groups(event) for h in group.hooks]
-        return cls(hooks, workspace, limits, emit, session or Session(), mode)
+        return cls(hooks, workspace, limits, emit, session or Session(), mode, **more)
 
     def of(self, event: str, subject: str | None = None, aliases: tuple[str, ...] = ()) -> list[Hook]:
-        return [h for h in self.hooks if h.event == event and h.matches(subject, aliases)]
+        """The hooks of `event` whose matcher matches; one with an `if` never runs outside a
+        tool event, as in Claude Code."""
+        return [h for h in self.hooks if h.event == event and h.matches(subject, aliases)
+                and (not h.condition or event in TOOL_EVENTS)]
+
+    def for_call(self, event: str, tool: Tool, call: ClaudeCall) -> list[Hook]:
+        """The hooks of a tool event that run for `call` (one of `tool.claude_calls`): the
+        matcher names it by Claude Code's name or ours, and its `if` condition holds."""
+        return [h for h in self.of(event, call.name, call_names(call.name, tool.name)[1:])
+                if self._condition_holds(h, tool, call)]
+
+    def _condition_holds(self, hook: Hook, tool: Tool, call: ClaudeCall) -> bool:
+        if not hook.condition:
+            return True
+        try:
+            condition = Condition.parse(hook.condition)
+        except ValueError:
+            return True  # named by `problems`; a guard that cannot be narrowed runs on every call
+        return condition.holds(call, tool.name, self.workspace)
+
+    def problems(self) -> list[str]:
+        """What is wrong with the hooks as configured: an `if` that is no rule, or one on an
+        event without tool calls (whose hook then never runs)."""
+        out: list[str] = []
+        for h in self.hooks:
+            if not h.condition:
+                continue
+            where = f"{h.event} hook `{_short(h.command)}` ({h.origin or 'config'})"
+            if h.event not in TOOL_EVENTS:
+                out.append(f"{where} never runs: `if` applies to PreToolUse and PostToolUse only; remove it")
+                continue
+            try:
+                Condition.parse(h.condition)
+            except ValueError as e:
+                out.append(f"{where}: {e}; until then it runs on every call its matcher matches")
+        return out
 
     def lines(self, tools: dict[str, tuple[str, ...]] | None = None, servers: tuple[str, ...] = ()) -> list[str]:
         """For `/hooks`: each hook in force, with its matcher, timeout and origin, then a warning
         for each tool matcher that matches none of `tools` (name -> Claude Code's names)."""
         if not self.hooks:
             return ["no hooks configured (config key hooks; see docs/hooks.md)"]
-        out = [f"{h.event:<16} {(h.matcher or '*'):<20} {h.command}  (timeout {h.timeout_secs:g}s; {h.origin or 'config'})"
-               for h in self.hooks]
-        return out + ([f"warning: {w}" for w in unmatched(self.hooks, tools, servers)] if tools is not None else [])
+        out = [f"{h.event:<16} {(h.matcher or '*'):<20} {h.command}" + (f"  if {h.condition}" if h.condition else "")
+               + f"  (timeout {h.timeout_secs:g}s; {h.origin or 'config'})" for h in self.hooks]
+        warned = [*self.problems(), *(unmatched(self.hooks, tools, servers) if tools is not None else [])]
+        return out + [f"warning: {w}" for w in warned]
 
-    # -- running ---------------------------------------------------------------------------
-    def payload(self, event: str, **extra: Any) -> dict[str, Any]:
-        return {"session_id": self.session.id, "transcript_path": str(self.session.path or ""), "cwd": str(self.workspace),
-                "permission_mode": self.mode(), "hook_event_name": event, **extra}
+    # -- what every hook is told ---------------------------------------------------------------
+    @property
+    def session_id(self) -> str:
+        return self.session.id or self._own_id
 
-    async def run(self, hook: Hook, payload: dict[str, Any]) -> HookRun:
-        """Run one hook to its end or its timeout; then kill whatever is left of its group."""
+    def folder(self) -> Path:
+        """The session's folder for the files hooks are given; for a session not recorded, one
+        of its own in nanohermes's state folder, which the sandbox and the file tools withhold
+        as they withhold the sessions, removed when it ends."""
+        if self.session.folder is not None:
+            return self.session.folder
+        if self._scratch is None:
+            from nanohermes.dirs import private_dir, state_home
+
+            self._scratch = private_dir(state_home() / "hooks" / self._own_id)
+        return self._scratch
+
+    def transcript_path(self) -> str:
+        """The transcript in Claude Code's shape, brought up to date ("" if it cannot be written)."""
+        from nanohermes.claude_transcript import ClaudeTranscript, describer
+
+        path = self.folder() / TRANSCRIPT_FILE
+        if self._transcript is None or self._transcript.path != path:
+            self._transcript = ClaudeTranscript(path, session_id=self.session_id, cwd=self.workspace,
+                                                describe=describer(self.tools, self.limits, self.workspace),
+                                                model=self.model)
+        try:
+            self._transcript.sync(self.session.history)
+        except OSError as e:
+            self.emit(Notice(level="warning", text=f"the transcript for hooks could not be written to {path}: "
+                                                   f"{e.strerror or e}; hooks are told no transcript_path"))
+            return ""
+        return str(path)
+
+    def payload(self, event: str, ours: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+        """A hook's input: Claude Code's fields, and under `nanohermes` ours where they differ
+        (our name of the permission mode, our own transcript, our tool's name and arguments)."""
+        mode = self.mode()
+        return {"session_id": self.session_id, "transcript_path": self.transcript_path(), "cwd": str(self.workspace),
+                "permission_mode": CLAUDE_MODES.get(mode, str(mode)), "hook_event_name": event, **extra,
+                "nanohermes": {"permission_mode": str(mode), "transcript_path": str(self.session.path or ""),
+                               **(ours or {})}}
+
+    def environment(self, more: dict[str, str] | None = None) -> dict[str, str]:
+        """A hook's environment: the person's, the config's `env`, what SessionStart hooks
+        exported, and the variables Claude Code sets for its hooks."""
         from nanohermes.redact import configured_env
 
-        env = {**os.environ, **configured_env(), "NANOHERMES_PROJECT_DIR": str(self.workspace),
-               "CLAUDE_PROJECT_DIR": str(self.workspace)}
-        if "PATH" not in configured_env():  # never a program a sandboxed command wrote, by name
+        configured = configured_env()
+        env = {**os.environ, **configured, **self._exports, "NANOHERMES_PROJECT_DIR": str(self.workspace),
+               "CLAUDE_PROJECT_DIR": str(self.workspace), "CLAUDECODE": "1", "CLAUDE_CODE_ENTRYPOINT": self.entrypoint,
+               **(more or {})}
+        if "PATH" not in configured or "PATH" in self._exports:  # never a program a sandboxed command wrote, by name
             env["PATH"] = programs.outside_path(env.get("PATH", os.defpath))
+        return env
+
+    # -- running ---------------------------------------------------------------------------
+    async def run(self, hook: Hook, payload: dict[str, Any], env: dict[str, str] | None = None) -> HookRun:
+        """Run one hook to its end or its timeout; then kill whatever is left of its group."""
+        env = self.environment(env)
         try:
             proc = await programs.started(asyncio.create_subprocess_shell(
                 hook.command, cwd=self.workspace, env=env, start_new_session=True, stdin=asyncio.subprocess.PIPE,
@@ -196,87 +307,149 @@ class Hooks:
             if dropped:
                 self._warn(hook, f"{name} cut at {cap} bytes ({dropped} bytes omitted)")
         run = HookRun(hook, code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
-        if code is not None and code not in (0, BLOCK_EXIT):
+        if code is not None and code not in (0, BLOCK_EXIT) and not run.output():
             last = run.stderr.strip().splitlines()[-1:]  # a crash's last line names the exception
             self._warn(hook, f"exited with {code}" + (f": {last[0][:200]}" if last else "") + "; going on")
         return run
 
-    async def fire(self, event: str, subject: str | None = None, aliases: tuple[str, ...] = (),
-                   **extra: Any) -> Outcome:
-        """Run the hooks of `event` matching `subject` (or one of its `aliases`), in order, and
-        sum up what they said."""
+    def _said(self, hook: Hook, out: dict[str, Any]) -> str | None:
+        """What every event reads of a hook's JSON: `systemMessage` shown to the person, and
+        `continue: false`, whose `stopReason` is returned (the turn stops). `suppressOutput`
+        changes nothing: a hook's output is never shown anyway."""
+        if isinstance(msg := out.get("systemMessage"), str) and msg.strip():
+            self.emit(Notice(level="warning", text=f"{hook.event} hook `{_short(hook.command)}`: "
+                                                   f"{clamp(msg.strip(), self.limits.hook_context_chars)}"))
+        if out.get("continue") is False:
+            why = out.get("stopReason")
+            return clamp(why.strip(), self.limits.hook_context_chars) if isinstance(why, str) and why.strip() \
+                else f"hook `{_short(hook.command)}` said not to continue"
+        return None
+
+    async def fire(self, event: str, subject: str | None = None, aliases: tuple[str, ...] = (), *,
+                   hooks: list[Hook] | None = None, ours: dict[str, Any] | None = None,
+                   env: dict[str, str] | None = None, **extra: Any) -> Outcome:
+        """Run the hooks of `event` matching `subject` (or one of its `aliases`), or `hooks`,
+        in order, and sum up what they said."""
         blocks: list[str] = []
         context: list[str] = []
-        for hook in self.of(event, subject, aliases):
-            run = await self.run(hook, self.payload(event, **_named(extra, hook, subject, aliases)))
-            if run.code == BLOCK_EXIT:
-                blocks.append(run.stderr.strip() or f"blocked by hook `{_short(hook.command)}`")
-                continue
+        halt: str | None = None
+        output: Any = None
+        for hook in self.of(event, subject, aliases) if hooks is None else hooks:
+            run = await self.run(hook, self.payload(event, ours, **extra), env)
             out = run.output()
-            if out.get("decision") == "block":
-                blocks.append(str(out.get("reason") or f"blocked by hook `{_short(hook.command)}`"))
+            halt = self._said(hook, out) or halt
+            reason = str(out.get("reason") or "") if out.get("decision") == "block" else ""
+            if run.code == BLOCK_EXIT or reason or out.get("decision") == "block":
+                blocks.append(reason or (run.stderr.strip() if run.code == BLOCK_EXIT else "")
+                              or f"blocked by hook `{_short(hook.command)}`")
+            if run.code == BLOCK_EXIT:
+                continue
             if isinstance(out.get("additionalContext"), str):
                 context.append(out["additionalContext"])
             elif run.code == 0 and not out and event in ("UserPromptSubmit", "SessionStart") and run.stdout.strip():
                 context.append(run.stdout.strip())  # plain text on stdout is context too
+            for key in ("updatedToolOutput", "updatedMCPToolOutput"):
+                output = out[key] if key in out else output
         limit = self.limits.hook_context_chars
-        return Outcome(tuple(clamp(b, limit) for b in blocks), clamp("\n\n".join(context), limit))
+        return Outcome(tuple(clamp(b, limit) for b in blocks), clamp("\n\n".join(context), limit), halt, output)
 
-    # -- the tool-call points (the runtime) ------------------------------------------------
-    async def pre_tool_use(self, tool: Tool, args: Params) -> PreToolUse | None:
-        """None when no hook matches this tool."""
-        from nanohermes.tools import ToolError
+    # -- the tool-call points (the gate and the runtime) -----------------------------------
+    def claude_calls(self, tool: Tool, args: Params) -> list[ClaudeCall]:
+        try:
+            return tool.claude_calls(args, self.workspace)
+        except Exception:  # a tool whose description of itself fails: told under its own name
+            from nanohermes.tools import ClaudeCall
 
-        hooks = self.of("PreToolUse", tool.name, tool.claude_names)
-        if not hooks:
+            return [ClaudeCall(tool.name, args.dump())]
+
+    async def pre_tool_use(self, tool: Tool, args: Params, call_id: str = "") -> PreToolUse | None:
+        """None when no hook runs for this call."""
+        calls = self.claude_calls(tool, args)
+        if not any(self.for_call("PreToolUse", tool, c) for c in calls):
             return None
-        inputs = tool_inputs(tool, args, self.workspace)
         rewritten = False
         decision: str | None = None
         reasons: list[str] = []
-        for hook in hooks:
-            for sent in inputs:
-                extra = _named({"tool_name": tool.name, "tool_input": sent}, hook, tool.name, tool.claude_names)
-                run = await self.run(hook, self.payload("PreToolUse", **extra))
-                if run.code == BLOCK_EXIT:
-                    return PreToolUse(args, refusal=self._refusal(run.stderr.strip(), hook))
+        for index in range(len(calls)):
+            for hook in self.for_call("PreToolUse", tool, calls[index]):
+                call = calls[index]
+                run = await self.run(hook, self.payload(
+                    "PreToolUse", {"tool_name": tool.name, "tool_input": args.dump()},
+                    tool_name=call.name, tool_input=call.input, tool_use_id=call_id))
                 out = run.output()
-                # The older spelling: {"decision": "approve" | "block"}.
-                said = out.get("permissionDecision") or {"approve": "allow"}.get(str(out.get("decision")))
+                if (halt := self._said(hook, out)) is not None:
+                    self._halt = halt
+                    return PreToolUse(args, refusal=f"ERROR: a PreToolUse hook stopped the turn: {halt}")
+                said = out.get("permissionDecision") or _OLD_DECISIONS.get(str(out.get("decision")))
                 reason = str(out.get("permissionDecisionReason") or out.get("reason") or "")
-                if said == "deny" or out.get("decision") == "block":
-                    return PreToolUse(args, refusal=self._refusal(reason, hook))
+                if run.code == BLOCK_EXIT or said == "deny":  # exit 2: the JSON's reason, else stderr
+                    blocked = run.code == BLOCK_EXIT and not (said == "deny" and reason)
+                    return PreToolUse(args, refusal=self._refusal(run.stderr.strip() if blocked else reason, hook))
+                if isinstance(out.get("additionalContext"), str) and out["additionalContext"].strip():
+                    self._context.setdefault(call_id, []).append(out["additionalContext"].strip())
                 if isinstance(out.get("updatedInput"), dict):
-                    if len(inputs) > 1:  # one file's input of several: there is no one call to rewrite it into
-                        return PreToolUse(args, refusal=f"ERROR: a PreToolUse hook rewrote the input of one of the "
-                                                        f"{len(inputs)} files {tool.name} touches; a call touching "
-                                                        f"several files cannot be rewritten, so it was refused")
-                    try:
-                        args = tool.parse(ours_again(out["updatedInput"], sent, type(args).claude_fields))
-                    except ToolError as e:
-                        return PreToolUse(args, refusal=f"ERROR: a PreToolUse hook rewrote the arguments of "
-                                                       f"{tool.name} into invalid ones: {e}")
-                    rewritten = True
-                    inputs = tool_inputs(tool, args, self.workspace)  # what the next hooks are shown
-                if said == "ask" or (said == "allow" and decision is None):
-                    decision = said
-                    reasons.append(reason)
+                    got = self._rewritten(tool, args, calls, call, out["updatedInput"])
+                    if isinstance(got, str):
+                        return PreToolUse(args, refusal=got)
+                    args, rewritten = got, True
+                    calls = self.claude_calls(tool, args)  # what the next hooks are shown
+                if said in ("ask", "allow"):
+                    if said == "ask" or decision is None:
+                        decision = said
+                        reasons.append(reason)
+                elif said == "defer":
+                    self._warn(hook, "answered defer, which nanohermes does not do; the call goes through the "
+                                     "permission rules")
                 elif said is not None:
                     self._warn(hook, f"unknown permissionDecision {str(said)[:40]!r} ignored (allow, deny or ask)")
         if rewritten:
             self.emit(Notice(level="info", text=f"a PreToolUse hook rewrote the arguments of {tool.name}"))
         return PreToolUse(args, decision=decision, reason="; ".join(r for r in reasons if r))
 
-    async def post_tool_use(self, tool: Tool, args: Params, result: str) -> str:
-        """The result the model gets: with the hooks' block reasons and context added."""
-        if not self.of("PostToolUse", tool.name, tool.claude_names):
-            return result
+    def _rewritten(self, tool: Tool, args: Params, calls: list[ClaudeCall], call: ClaudeCall,
+                   updated: dict[str, Any]) -> Params | str:
+        """The arguments a hook's `updatedInput` (in Claude Code's names or ours) gives, or the
+        refusal when there are none."""
+        from nanohermes.tools import ToolError
+
+        if len(calls) > 1:  # one file's input of several: there is no one call to rewrite it into
+            return (f"ERROR: a PreToolUse hook rewrote the input of one of the {len(calls)} files or steps "
+                    f"{tool.name} does at once; such a call cannot be rewritten, so it was refused")
+        try:
+            rewritten: Params = tool.parse(args.from_claude(updated, call.input))
+            return rewritten
+        except (ToolError, ValueError) as e:
+            return f"ERROR: a PreToolUse hook rewrote the arguments of {tool.name} into invalid ones: {e}"
+
+    async def post_tool_use(self, tool: Tool, args: Params, result: str, call_id: str = "") -> str:
+        """The result the model gets: the hooks' output in place of the tool's if one gave
+        some, with their block reasons and context added."""
         notes: list[str] = []
-        for sent in tool_inputs(tool, args, self.workspace):
-            o = await self.fire("PostToolUse", tool.name, tool.claude_names, tool_name=tool.name, tool_input=sent,
-                                tool_response=result)
+        text = result
+        for call in self.claude_calls(tool, args):
+            hooks = self.for_call("PostToolUse", tool, call)
+            if not hooks:
+                continue
+            o = await self.fire("PostToolUse", hooks=hooks, ours={"tool_name": tool.name, "tool_input": args.dump(),
+                                                                  "tool_response": result},
+                                tool_name=call.name, tool_input=call.input, tool_response=claude_response(call, result),
+                                tool_use_id=call_id)
             notes += [f"PostToolUse hook: {b}" for b in o.blocks] + ([o.context] if o.context else [])
-        return result + "".join("\n\n" + n for n in notes)
+            if (replaced := output_text(o.output)) is not None:
+                text = clamp(replaced, self.limits.max_output)
+            self._halt = o.halt or self._halt
+        return text + "".join("\n\n" + n for n in notes)
+
+    def with_context(self, call_id: str, text: str) -> str:
+        """A call's result with what its PreToolUse hooks added for the model."""
+        added = self._context.pop(call_id, [])
+        return text + "".join(f"\n\nPreToolUse hook: {clamp(c, self.limits.hook_context_chars)}" for c in added)
+
+    def halted(self) -> str | None:
+        """Why a hook said `continue: false` since the last time this was asked (the turn stops
+        after the calls in flight), or None."""
+        halt, self._halt = self._halt, None
+        return halt
 
     def _refusal(self, reason: str, hook: Hook) -> str:
         why = clamp(reason, self.limits.hook_context_chars) if reason else f"hook `{_short(hook.command)}` said no"
@@ -287,11 +460,13 @@ class Hooks:
         """The prompt to send, with the hooks' context added; None when a hook blocks it."""
         self._stop_active = False
         self.blocked = ""
+        self._halt = None
         if not self.of("UserPromptSubmit"):
             return prompt
         o = await self.fire("UserPromptSubmit", prompt=prompt)
-        if o.blocks:
-            self.blocked = "prompt blocked by a UserPromptSubmit hook: " + "; ".join(o.blocks)
+        if o.blocks or o.halt is not None:
+            why = [*o.blocks, *([o.halt] if o.halt is not None else [])]
+            self.blocked = "prompt blocked by a UserPromptSubmit hook: " + "; ".join(why)
             self.emit(Notice(level="warning", text=self.blocked))
             return None
         return prompt + (f"\n\n<hook-context>\n{o.context}\n</hook-context>" if o.context else "")
@@ -303,36 +478,69 @@ class Hooks:
         return None
 
     async def stopping(self, answer: str) -> str | None:
-        """A reason to keep working, when a Stop hook blocks the end of the turn."""
+        """A reason to keep working, when a Stop hook blocks the end of the turn or gives
+        feedback; `continue: false` ends it whatever the others said."""
         if not self.of("Stop"):
             return None
-        o = await self.fire("Stop", stop_hook_active=self._stop_active)
-        if not o.blocks:
+        o = await self.fire("Stop", stop_hook_active=self._stop_active, last_assistant_message=answer)
+        if o.halt is not None:
+            self.emit(Notice(level="warning", text=f"a Stop hook ended the turn: {o.halt}"))
+            return None
+        if not o.blocks and not o.context:
             return None
         self._stop_active = True  # the next Stop hook knows it already sent the model back once
-        return "A Stop hook asks you to go on before ending the turn:\n" + "\n".join(o.blocks)
+        parts = ["A Stop hook asks you to go on before ending the turn:\n" + "\n".join(o.blocks)] if o.blocks else []
+        return "\n\n".join(parts + ([f"Stop hook feedback:\n{o.context}"] if o.context else []))
 
     # -- the session ----------------------------------------------------------------------
     async def session_start(self, source: str) -> str:
-        """The context SessionStart hooks add to the system prompt ("" for none)."""
-        if not self.of("SessionStart", source):
+        """The context SessionStart hooks add to the system prompt ("" for none). What they
+        export through `$CLAUDE_ENV_FILE` reaches the later commands and hooks."""
+        hooks = self.of("SessionStart", source)
+        if not hooks:
             return ""
-        return (await self.fire("SessionStart", source, source=source)).context
+        env_file = self.folder() / ENV_FILE
+        from nanohermes.dirs import open_private
+
+        try:
+            open_private(env_file, "w").close()  # each start begins with no exports
+        except OSError as e:
+            self.emit(Notice(level="warning", text=f"$CLAUDE_ENV_FILE could not be made at {env_file}: "
+                                                   f"{e.strerror or e}"))
+        o = await self.fire("SessionStart", hooks=hooks, env={"CLAUDE_ENV_FILE": str(env_file)}, source=source)
+        self._read_exports(env_file)
+        return o.context
+
+    def _read_exports(self, env_file: Path) -> None:
+        from nanohermes.envfile import load_exports
+        from nanohermes.redact import set_session_env
+
+        self._exports, problems = load_exports(env_file, self.limits.hook_output_bytes, self._exports)
+        if left := set_session_env(self._exports):
+            problems.append(f"{', '.join(left)} not passed to commands: named like a credential; list in "
+                            "shell_env.keep to pass")
+        for problem in problems:
+            self.emit(Notice(level="warning", text=f"$CLAUDE_ENV_FILE: {problem}"))
 
     async def session_end(self, reason: str) -> None:
         await self.drain()
         if self.of("SessionEnd", reason):
             await self.fire("SessionEnd", reason, reason=reason)
 
-    async def pre_compact(self, trigger: str, instructions: str) -> None:
-        if self.of("PreCompact", trigger):
-            await self.fire("PreCompact", trigger, trigger=trigger, custom_instructions=instructions)
+    async def pre_compact(self, trigger: str, instructions: str) -> str | None:
+        """Why a PreCompact hook blocks the compaction, or None."""
+        if not self.of("PreCompact", trigger):
+            return None
+        o = await self.fire("PreCompact", trigger, trigger=trigger, custom_instructions=instructions)
+        return "; ".join(o.blocks) or None
 
-    def notify(self, message: str) -> None:
-        """Notification hooks, in the background: a slow one must not delay the prompt."""
-        if not self.of("Notification"):
+    def notify(self, message: str, kind: str = "") -> None:
+        """Notification hooks, in the background: a slow one must not delay the prompt. `kind`
+        is Claude Code's `notification_type` (permission_prompt, idle_prompt), their matcher."""
+        if not self.of("Notification", kind):
             return
-        task = asyncio.get_running_loop().create_task(self.fire("Notification", message=message))
+        task = asyncio.get_running_loop().create_task(
+            self.fire("Notification", kind, message=message, notification_type=kind))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
@@ -340,6 +548,14 @@ class Hooks:
         """Wait for the Notification hooks still running."""
         if self._background:
             await asyncio.wait(set(self._background))
+
+    def close(self) -> None:
+        """The session is over: a folder made for a session not recorded goes."""
+        if self._scratch is not None:
+            import shutil
+
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
 
     def _warn(self, hook: Hook, text: str) -> None:
         self.emit(Notice(level="warning", text=f"{hook.event} hook `{_short(hook.command)}` {text}"))
@@ -355,11 +571,12 @@ class NotifyingUI:
     def emit(self, event: Event) -> None:
         self.inner.emit(event)
         if self.idle and isinstance(event, TurnEnded):
-            self.hooks.notify("nanohermes is waiting for your input")
+            self.hooks.notify("nanohermes is waiting for your input", "idle_prompt")
 
     async def confirm(self, request: ApprovalRequest) -> ApprovalReply:
         if self.approvals:
-            self.hooks.notify(f"nanohermes needs your permission to use {request.tool}: {request.summary}"[:500])
+            self.hooks.notify(f"nanohermes needs your permission to use {request.tool}: {request.summary}"[:500],
+                              "permission_prompt")
         return await self.inner.confirm(request)
 
     def __getattr__(self, name: str) -> Any:  # the front end's own attributes (meter, view, ...)
@@ -382,7 +599,9 @@ def missing_program(command: str, workspace: Path) -> str | None:
     if not program:
         return "the command line is empty"
     if "/" in program:
-        path = Path(os.path.expanduser(os.path.expandvars(program.replace("$NANOHERMES_PROJECT_DIR", str(workspace)))))
+        for var in ("NANOHERMES_PROJECT_DIR", "CLAUDE_PROJECT_DIR"):
+            program = program.replace("${" + var + "}", str(workspace)).replace("$" + var, str(workspace))
+        path = Path(os.path.expanduser(os.path.expandvars(program)))
         path = path if path.is_absolute() else workspace / path
         if not path.is_file():
             return f"{program}: no such file"
@@ -443,57 +662,6 @@ def _short(command: str) -> str:
     return line if len(line) <= 60 else line[:57] + "…"
 
 
-def tool_inputs(tool: Tool, args: Params, workspace: Path) -> list[dict[str, Any]]:
-    """What a hook reads as `tool_input`: the call's arguments, plus the same values under the
-    names Claude Code's tool of that purpose uses (`file_path`, absolute as Claude Code's is),
-    so a hook script written for Claude Code reads what it expects. A tool writing several
-    files (a patch) gives one input per file: a guard that reads `file_path` sees each."""
-    ours = args.dump()
-    shown = dict(ours)
-    for mine, theirs in type(args).claude_fields.items():
-        if mine in ours and theirs not in shown:
-            shown[theirs] = ours[mine]
-    if isinstance(shown.get("file_path"), str):
-        shown["file_path"] = _absolute(shown["file_path"], workspace)
-        return [shown]
-    if tool.kind == "path" and tool.effect == "write":
-        try:
-            paths = tool.subjects(args)
-        except Exception:  # a patch that cannot be read names no file; the tool reports why
-            paths = []
-        if paths:
-            return [{**shown, "file_path": _absolute(p, workspace)} for p in paths]
-    return [shown]
-
-
-def ours_again(updated: dict[str, Any], sent: dict[str, Any], fields: dict[str, str]) -> dict[str, Any]:
-    """A hook's `updatedInput` in the tool's own field names: a value given (or changed) under
-    Claude Code's name replaces ours, and the names only hooks were shown are dropped."""
-    out = dict(updated)
-    for mine, theirs in {**fields, "path": "file_path"}.items():
-        if theirs not in out:
-            continue
-        value = out.pop(theirs)
-        if mine in fields or theirs in fields.values():
-            if mine not in updated or value != sent.get(theirs):
-                out[mine] = value
-    return out
-
-
-def _absolute(path: str, workspace: Path) -> str:
-    """A path as Claude Code gives it to hooks: absolute, normalised (no link is resolved)."""
-    return os.path.normpath(os.path.join(workspace, os.path.expanduser(path)))
-
-
-def _named(extra: dict[str, Any], hook: Hook, subject: str | None, aliases: tuple[str, ...]) -> dict[str, Any]:
-    """The payload's `tool_name` as the hook's matcher knew it: a hook that matched only by
-    Claude Code's name of the tool (`Bash`) is told that name, as Claude Code would tell it."""
-    if "tool_name" not in extra or subject is None:
-        return extra
-    name = hook.matched(subject, aliases)
-    return {**extra, "tool_name": name} if name and name != subject else extra
-
-
 def unmatched(hooks: list[Hook], tools: dict[str, tuple[str, ...]], servers: tuple[str, ...] = ()) -> list[str]:
     """One line per PreToolUse/PostToolUse matcher that matches none of `tools` (name -> Claude
     Code's names), so a guard that never fires is seen. A matcher naming a configured MCP
@@ -504,7 +672,7 @@ def unmatched(hooks: list[Hook], tools: dict[str, tuple[str, ...]], servers: tup
         if h.event not in ("PreToolUse", "PostToolUse") or h.matcher in ("", "*") or (h.event, h.matcher) in seen:
             continue
         seen.add((h.event, h.matcher))
-        if any(h.matches(name, aliases) for name, aliases in tools.items()):
+        if any(h.matches(name, tuple(n for c in names for n in call_names(c, name))) for name, names in tools.items()):
             continue
         if any(f"mcp__{server}" in h.matcher for server in servers):
             continue

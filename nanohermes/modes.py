@@ -25,6 +25,11 @@ class Mode(StrEnum):
 # What Shift+Tab steps through in the REPL, in order; debug and goal are chosen by name.
 CYCLE: tuple[Mode, ...] = (Mode.DEFAULT, Mode.ACCEPT_EDITS, Mode.PLAN)
 
+# Claude Code's names of the modes (stream-json's permissionMode, a hook's permission_mode);
+# debug has none (it asks as default does).
+CLAUDE_MODES: dict[Mode, str] = {Mode.DEFAULT: "default", Mode.ACCEPT_EDITS: "acceptEdits", Mode.PLAN: "plan",
+                                 Mode.GOAL: "bypassPermissions", Mode.DEBUG: "default"}
+
 
 # How hard a reasoning model thinks (`reasoning_effort`, --reasoning-effort).
 Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]

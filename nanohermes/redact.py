@@ -116,6 +116,7 @@ _env_lock = threading.Lock()
 _own_vars: frozenset[str] = frozenset(_OWN_KEY_VARS)
 _kept: frozenset[str] = frozenset()
 _set: dict[str, str] = {}
+_session: dict[str, str] = {}  # what the session's SessionStart hooks exported (set_session_env)
 
 
 def set_child_env_policy(*, own_vars: Iterable[str] = (), keep: Iterable[str] = (),
@@ -123,11 +124,27 @@ def set_child_env_policy(*, own_vars: Iterable[str] = (), keep: Iterable[str] = 
     """From the loaded config: the variables holding nanohermes's keys (api_key_env, the search
     providers' key variables), `shell_env.keep`, the secret-looking ones children still get,
     and `env`, the variables the person set for every child."""
-    global _own_vars, _kept, _set
+    global _own_vars, _kept, _set, _session
     with _env_lock:
         _own_vars = frozenset({*_OWN_KEY_VARS, *(v for v in own_vars if v)})
         _kept = frozenset(keep)
         _set = dict(extra or {})
+        _session = {}  # a new session's hooks have exported nothing yet
+
+
+def set_session_env(values: dict[str, str]) -> list[str]:
+    """The variables a SessionStart hook exported for later commands (`$CLAUDE_ENV_FILE`),
+    replacing those of the session before: they join every command's environment after the
+    config's `env`, but a variable named like a credential only if `shell_env.keep` names it
+    (its value is redacted like any secret). Returns the names left out."""
+    global _session
+    with _env_lock:
+        kept = _kept
+    left_out = sorted(k for k in values if secret_names(k) and k not in kept)
+    add_secrets(v for k, v in values.items() if secret_names(k))
+    with _env_lock:
+        _session = {k: v for k, v in values.items() if k not in left_out}
+    return left_out
 
 
 def configured_env() -> dict[str, str]:
@@ -142,7 +159,7 @@ def child_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ if environ is None else environ)
     own, kept = _own_vars, _kept
     # What the config's `env` sets was written for them by the person: it is kept as set.
-    return {**{k: v for k, v in env.items() if k in kept or not (k in own or secret_names(k))}, **_set}
+    return {**{k: v for k, v in env.items() if k in kept or not (k in own or secret_names(k))}, **_set, **_session}
 
 
 def redact(text: str) -> str:

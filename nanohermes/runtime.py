@@ -231,16 +231,23 @@ class Runtime:
         ctx = self._context(call_id)
         verdict = await self.gate.judge(tool, args, ctx, summary)
         if isinstance(verdict, Refusal):
-            return verdict.text, verdict.is_error, None, verdict.waited
+            text = self.hooks.with_context(call_id, verdict.text) if self.hooks is not None else verdict.text
+            return text, verdict.is_error, None, verdict.waited
         ran = await self.gate.attempt(tool, verdict, ctx)
         if ran.images:
             self._images[call_id] = ran.images
         text = ran.text
-        if self.hooks is not None and not ran.is_error:
-            text = await self.hooks.post_tool_use(tool, verdict.args, text)
+        if self.hooks is not None:  # the PostToolUse hooks of a success, then what the PreToolUse hooks added
+            if not ran.is_error:
+                text = await self.hooks.post_tool_use(tool, verdict.args, text, call_id)
+            text = self.hooks.with_context(call_id, text)
         if not ran.is_error:
             self._after[call_id] = "".join([await a.after(verdict.target, call_id) for a in self.after_calls])
         return text, ran.is_error, ran.display, ran.waited
+
+    def halted(self) -> str | None:
+        """Why a hook said the turn must not go on after the calls just run, or None."""
+        return self.hooks.halted() if self.hooks is not None else None
 
     async def close(self) -> None:
         """End what tools keep in the session state (background tasks, ...): every value

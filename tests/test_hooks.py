@@ -102,19 +102,25 @@ def test_every_event_fires_with_its_documented_input(workspace: Path, recorder: 
     transcript = built.agent.session.transcript
     assert transcript is not None
     for r in got:
-        assert r["session_id"] == transcript.id and r["transcript_path"] == str(transcript.path)
+        assert r["session_id"] == transcript.id
+        assert r["transcript_path"] == str(transcript.dir / "claude-transcript.jsonl")
+        assert r["nanohermes"]["transcript_path"] == str(transcript.path)
         assert r["cwd"] == str(workspace) and r["permission_mode"] == "default"
     by = {e: [r for r in got if r["hook_event_name"] == e] for e in events}
     assert by["SessionStart"] == [{**by["SessionStart"][0], "source": "startup"}]
     assert by["UserPromptSubmit"][0]["prompt"] == "hello"
-    assert by["PreToolUse"][0]["tool_name"] == "write_file"
+    assert by["PreToolUse"][0]["tool_name"] == "Write"
+    assert by["PreToolUse"][0]["nanohermes"]["tool_name"] == "write_file"
     assert by["PreToolUse"][0]["tool_input"] == {"path": "a.txt", "content": "A", "file_path": str(workspace / "a.txt")}
     assert by["PostToolUse"][0]["tool_input"] == {"path": "a.txt", "content": "A", "file_path": str(workspace / "a.txt")}
-    assert "a.txt" in by["PostToolUse"][0]["tool_response"]
+    written = {"filePath": str(workspace / "a.txt"), "content": "A", "success": True}
+    assert by["PostToolUse"][0]["tool_response"] == written
+    assert "a.txt" in by["PostToolUse"][0]["nanohermes"]["tool_response"]
     assert by["Stop"][0]["stop_hook_active"] is False
     assert by["PreCompact"][0]["trigger"] == "manual" and by["PreCompact"][0]["custom_instructions"] == "the files"
-    messages = sorted(r["message"] for r in by["Notification"])
-    assert messages == ["nanohermes is waiting for your input", "nanohermes needs your permission to use write_file: a.txt"]
+    told = sorted((r["notification_type"], r["message"]) for r in by["Notification"])
+    assert told == [("idle_prompt", "nanohermes is waiting for your input"),
+                    ("permission_prompt", "nanohermes needs your permission to use write_file: a.txt")]
     assert by["SessionEnd"][0]["reason"] == "exit"
     assert got[0]["hook_event_name"] == "SessionStart" and got[-1]["hook_event_name"] == "SessionEnd"
     assert (workspace / "a.txt").read_text() == "A"
@@ -211,12 +217,12 @@ def test_exit_2_blocks_with_stderr_as_the_reason(workspace: Path, recorder: Path
     assert not (workspace / "a.txt").exists()
 
 
-def test_matcher_is_a_regular_expression_over_the_whole_tool_name() -> None:
+def test_matcher_names_tools_exactly_or_is_a_regular_expression() -> None:
     def hook(m: str) -> Hook:
         return Hook("PreToolUse", m, "true", 1, "")
 
     assert hook("run_command|write_file").matches("write_file")
-    assert not hook("write").matches("write_file")  # the whole name
+    assert not hook("write").matches("write_file")  # a plain name is the whole name
     assert hook("mcp__github__.*").matches("mcp__github__create_issue")
     assert not hook("mcp__github__.*").matches("mcp__gitlab__x")
     assert hook("").matches("anything") and hook("*").matches("anything")
@@ -227,7 +233,7 @@ def test_a_hook_only_runs_for_matching_tools(workspace: Path, recorder: Path, tm
     log = tmp_path / "log.jsonl"
     llm = ScriptedLLM([tool_reply(call("read_file", {"path": "a.txt"}), call("list_dir", {})), Reply(text="done")])
     ask(build(workspace, llm, RecordingUI(), {"PreToolUse": [group(hook_cmd(recorder, log), matcher="list_dir")]}), "go")
-    assert [r["tool_name"] for r in records(log)] == ["list_dir"]
+    assert [(r["tool_name"], r["nanohermes"]["tool_name"]) for r in records(log)] == [("LS", "list_dir")]
 
 
 def _alive(pid: int) -> bool:
@@ -431,7 +437,7 @@ def test_a_sub_agents_tool_calls_go_through_the_hooks_too(workspace: Path, recor
         "permissionDecision": "deny", "permissionDecisionReason": "no reading"}), matcher="read_file")]},
         subagents={"explore": {"description": "Reads", "tools": ["read_file"]}})
     ask(built, "go")
-    assert [r["tool_name"] for r in records(log)] == ["read_file"]
+    assert [r["nanohermes"]["tool_name"] for r in records(log)] == ["read_file"]
     child_results = [m["content"] for m in llm.requests[2]["messages"] if m["role"] == "tool"]
     assert child_results == ["ERROR: blocked by a PreToolUse hook: no reading"]
 

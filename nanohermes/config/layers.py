@@ -160,7 +160,7 @@ class _Files:
         self.layers.append((str(path), data))
 
     def _contents(self, source: _Source) -> tuple[Path, dict[str, Any]] | None:
-        from nanohermes.claude_files import Layer
+        from nanohermes.claude_files import Layer, fold_conditions
 
         if isinstance(source.file, Layer):
             self.warnings += source.file.notes
@@ -170,7 +170,7 @@ class _Files:
             if source.required:
                 raise ConfigError(f"{path}: no such config file", hint="check the --config path")
             return None
-        return path, fold_mcp_servers(read_config_file(path), path)
+        return path, fold_conditions(fold_mcp_servers(read_config_file(path), path))
 
     def _narrowed(self, source: _Source, path: Path, data: dict[str, Any]) -> dict[str, Any]:
         """A project file as it applies over the user file; what needs trust joins `asks`."""

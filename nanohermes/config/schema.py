@@ -234,16 +234,25 @@ HOOK_EVENTS: tuple[str, ...] = ("PreToolUse", "PostToolUse", "UserPromptSubmit",
                                  "PreCompact", "Notification")
 
 
+HOOK_TIMEOUT_MAX_SECS = 3600  # the longest a hook may run
+
+
 @dataclass(kw_only=True)
 class HookCommand(Section):
     type: Literal["command"] = _d("command", "the only kind: a shell command line")
     command: str = _d(..., "the command line, run by /bin/sh in the workspace", min_length=1)
-    timeout: float = _d(60.0, "seconds before it is killed (its whole process group)", gt=0, le=3600)
+    timeout: float = _d(60.0, "seconds before it is killed (its whole process group)", gt=0, le=HOOK_TIMEOUT_MAX_SECS)
+    args: list[str] | None = _d(None, "arguments: `command` is then the program, run with exactly these words (no "
+                                      "shell), ${CLAUDE_PROJECT_DIR} in any of them replaced by the workspace")
+    # Claude Code's `if` (a file may spell it so: the loader reads it as this key).
+    condition: str = _d("", "PreToolUse/PostToolUse only: run only for calls this permission rule matches, such as "
+                            "Bash(git push:*) or Write(.env*) (Claude Code's `if`, which may be written instead)")
 
 
 @dataclass(kw_only=True)
 class HookGroup(Section):
-    matcher: str = _d("", "regular expression matched against the tool name (the whole name); empty or * matches all")
+    matcher: str = _d("", "tool names (Bash|Edit, run_command) or a regular expression searched in the tool name; "
+                          "empty or * matches all")
     hooks: list[HookCommand] = _d(list, "the commands to run, in order")
     # Not a key, as `PermissionsConfig.origins`: the file that defined the group, for /hooks.
     defined_in: InitVar[str] = ""
@@ -251,7 +260,7 @@ class HookGroup(Section):
 
     def __post_init__(self, defined_in: str) -> None:
         self._origin = defined_in
-        if self.matcher not in ("", "*"):
+        if self.matcher.strip() not in ("", "*") and not re.fullmatch(r"[A-Za-z0-9_\- ,|]*", self.matcher):
             try:
                 re.compile(self.matcher)
             except re.error as e:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import time
 from collections.abc import Callable
@@ -144,6 +145,53 @@ class Params:
         out: dict[str, Any] = json.loads(json.dumps(values, default=str))
         return out
 
+    def claude_input(self, workspace: Path) -> dict[str, Any]:
+        """The arguments as a hook's `tool_input`: ours, and beside them the same values under
+        the names Claude Code's tool of that purpose gives them (`claude_fields`), a
+        `file_path` absolute, as Claude Code gives it to hooks."""
+        ours = self.dump()
+        shown = dict(ours)
+        for mine, theirs in self.claude_fields.items():
+            if mine in ours and theirs not in shown:
+                shown[theirs] = ours[mine]
+        if isinstance(shown.get("file_path"), str):
+            shown["file_path"] = absolute(shown["file_path"], workspace)
+        return shown
+
+    def from_claude(self, updated: dict[str, Any], sent: dict[str, Any]) -> dict[str, Any]:
+        """A hook's `updatedInput` (for the arguments `self`, shown as `sent`) in our field names,
+        for `validate`: a value given (or changed) under Claude Code's name replaces ours; one of
+        ours sent back unchanged stays as the call gave it (a default left out stays left out); a
+        name only the hook was shown is dropped while unchanged, and refused (ValueError) when
+        changed, since no argument of ours carries it."""
+        ours = {f.name for f in fields(self)}
+        renamed = {theirs: mine for mine, theirs in self.claude_fields.items()}
+        given = {f.name: _raw(getattr(self, f.name)) for f in fields(self)}
+        # `description`: what Claude Code's Bash and Task take to say what a call is for; ours do not.
+        out: dict[str, Any] = {k: given[k] if k in ours and v == sent.get(k) else v for k, v in updated.items()
+                               if k in ours or (k not in sent and k != "description")}
+        for theirs, value in updated.items():
+            if theirs in ours or theirs not in sent:
+                continue
+            mine = renamed.get(theirs)
+            if mine is not None and (mine not in updated or value != sent.get(theirs)):
+                out[mine] = value
+            elif mine is None and value != sent[theirs]:
+                raise ValueError(f"`{theirs}` has no counterpart among the arguments, so it cannot be changed")
+        return out
+
+
+def _raw(value: Any) -> Any:
+    """An argument's value as validation takes it back (nested params as dicts)."""
+    if isinstance(value, list):
+        return [_raw(v) for v in value]
+    return asdict(value) if hasattr(value, "__dataclass_fields__") else value
+
+
+def absolute(path: str, workspace: Path) -> str:
+    """A path as Claude Code gives it to hooks: absolute, normalised (no link is resolved)."""
+    return os.path.normpath(os.path.join(workspace, os.path.expanduser(path)))
+
 
 def _adapter(model: type[Any]) -> TypeAdapter[Any]:
     """The validator of a params dataclass, built on first use (that is when pydantic is imported)."""
@@ -180,6 +228,26 @@ class ToolResult:
     # to run the call again outside it.
     refused: tuple[str, ...] = ()
     images: tuple[Image, ...] = ()  # for a model that takes images (`images_to_model`); the text names their files
+
+
+@dataclass(frozen=True)
+class ClaudeCall:
+    """A call as Claude Code's tool of the same purpose would have made it, for hooks written
+    for Claude Code: that tool's `name` (`Bash`, `Edit`; a tool with no counterpart keeps its
+    own), its `input` under Claude Code's field names (ours beside them where they differ),
+    and what a hook's `if` condition is matched against: the `subjects` as written (paths,
+    a command line, URLs) and their `kind`."""
+
+    name: str
+    input: dict[str, Any]
+    kind: SubjectKind = "none"
+    subjects: tuple[str, ...] = ()
+
+    @classmethod
+    def bash(cls, line: str, ours: dict[str, Any]) -> ClaudeCall:
+        """What Claude Code does through its shell (`git commit ...`): a Bash call of `line`,
+        with our own arguments beside the command."""
+        return cls("Bash", {**ours, "command": line}, "command", (line,))
 
 
 @dataclass(kw_only=True)
@@ -225,8 +293,8 @@ class Tool(Generic[P]):
     shows_contents: ClassVar[bool] = True  # a path reader's output holds file contents (secret files asked)
     # Parameters whose default is a limit, by the limit's name: the schema states the one in force.
     limit_defaults: ClassVar[dict[str, str]] = {}
-    # The names Claude Code gives its tools of the same purpose ("Bash", "Edit"): a hook's
-    # matcher written for Claude Code matches this tool by them too.
+    # The names Claude Code gives its tools of the same purpose ("Bash", "Edit"): every name
+    # `claude_calls` may give a call of this tool (one per call), the usual one first.
     claude_names: ClassVar[tuple[str, ...]] = ()
     # Does the tool start processes? The gate then finishes their confinement (the secret
     # files' look included) before the call runs. A tool that never does says False.
@@ -280,6 +348,19 @@ class Tool(Generic[P]):
     def suggest_rule(self, args: P) -> Rule:
         """The rule an "always" answer remembers. Narrower is better; tools refine it."""
         return Rule(self.name)
+
+    def claude_calls(self, args: P, workspace: Path) -> list[ClaudeCall]:
+        """This call as Claude Code would have made it, for hooks: the tool it would have used
+        (the first of `claude_names`; a tool with no counterpart keeps its own name) and that
+        tool's input (`Params.claude_input`). A call doing the work of several of Claude
+        Code's calls (a patch of several files) gives one for each, never one call two names."""
+        try:
+            subjects = tuple(self.subjects(args))
+        except Exception:  # arguments naming nothing readable: an `if` condition sees no subject
+            subjects = ()
+        if not self.claude_names:
+            return [ClaudeCall(self.name, args.dump(), self.kind, subjects)]
+        return [ClaudeCall(self.claude_names[0], args.claude_input(workspace), self.kind, subjects)]
 
     def approval_detail(self, args: P, ctx: ToolContext) -> str:
         """What an approval prompt shows in full: the command, or the diff of an edit

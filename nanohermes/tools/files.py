@@ -532,7 +532,7 @@ class EditFileParams(Params):
 @dataclass(frozen=True, kw_only=True)
 class EditFile(_Writer[EditFileParams]):
     name: ClassVar[str] = "edit_file"
-    claude_names: ClassVar[tuple[str, ...]] = ("Edit", "MultiEdit")
+    claude_names: ClassVar[tuple[str, ...]] = ("Edit",)
     description: ClassVar[str] = (
         "Replace `old_string` with `new_string` in a file you read. `old_string` must occur once (or pass "
         "replace_all=true): add surrounding lines to make it unique. Matched exactly, else ignoring "

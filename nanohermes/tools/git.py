@@ -14,11 +14,13 @@ Any failure names git's exit code and includes git's own message.
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 from nanohermes.permissions import Rule
-from nanohermes.tools.base import Approval, P, Params, ReadOnlyTool, Tool, ToolContext, ToolError
+from nanohermes.tools.base import Approval, ClaudeCall, P, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes import programs, sandbox
 from nanohermes.tools.process import command_env, confinement_of, read_only_of, run_capped, secs, strip_newline
 
@@ -114,6 +116,14 @@ class NoParams(Params):
 @dataclass(frozen=True, kw_only=True)
 class _ReadOnlyGit(ReadOnlyTool[P]):
     group: ClassVar[str] = "git"
+    claude_names: ClassVar[tuple[str, ...]] = ("Bash",)  # Claude Code runs git through its shell
+
+    def git_line(self, args: P) -> list[str]:
+        """The git command line this call runs, as a person would type it (for hooks)."""
+        raise NotImplementedError
+
+    def claude_calls(self, args: P, workspace: Path) -> list[ClaudeCall]:
+        return [ClaudeCall.bash(shlex.join(self.git_line(args)), args.dump())]
 
     def output_limit(self) -> str:
         return "run_command_capture_bytes, max_output"
@@ -127,6 +137,9 @@ class GitStatus(_ReadOnlyGit[NoParams]):
         "See git_diff for the changes."
     )
     params: ClassVar[type[Params]] = NoParams
+
+    def git_line(self, args: NoParams) -> list[str]:
+        return ["git", "status", "--short", "--branch"]
 
     async def run(self, args: NoParams, ctx: ToolContext) -> str:
         # Submodules' own work trees are not inspected: that would run git inside them, under
@@ -156,6 +169,10 @@ class GitDiff(_ReadOnlyGit[GitDiffParams]):
 
     def rule_subject(self, args: GitDiffParams) -> str | None:
         return args.path
+
+    def git_line(self, args: GitDiffParams) -> list[str]:
+        return ["git", "diff", *(["--staged"] if args.staged else []), *(["--stat"] if args.stat else []),
+                *(["--", args.path] if args.path else [])]
 
     async def run(self, args: GitDiffParams, ctx: ToolContext) -> str:
         argv = ["diff", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"]
@@ -198,6 +215,9 @@ class GitLog(_ReadOnlyGit[GitLogParams]):
     def rule_subject(self, args: GitLogParams) -> str | None:
         return args.path
 
+    def git_line(self, args: GitLogParams) -> list[str]:
+        return ["git", "log", f"--max-count={args.count}", *(["--", args.path] if args.path else [])]
+
     async def run(self, args: GitLogParams, ctx: ToolContext) -> str:
         argv = ["log", "--no-textconv", "--no-ext-diff", f"--max-count={args.count}", "--date=short", "--format=%h %ad %an: %s"]
         if args.path:
@@ -238,8 +258,16 @@ class GitCommit(Tool[GitCommitParams]):
     approval: ClassVar[Approval] = "always"
     effect = "write"  # the repository's history
 
+    claude_names: ClassVar[tuple[str, ...]] = ("Bash",)  # Claude Code commits through its shell
+
     def suggest_rule(self, args: GitCommitParams) -> Rule:
         return Rule(self.name)
+
+    def claude_calls(self, args: GitCommitParams, workspace: Path) -> list[ClaudeCall]:
+        line = shlex.join(["git", "commit", *(["--all"] if args.all else []), "-m", args.message])
+        if args.paths:
+            line = shlex.join(["git", "add", "--", *args.paths]) + " && " + line
+        return [ClaudeCall.bash(line, args.dump())]
 
     def approval_detail(self, args: GitCommitParams, ctx: ToolContext) -> str:
         if args.paths:

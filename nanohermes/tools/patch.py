@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from nanohermes.pathrules import read_exact, swapped, unlink_exact
 from nanohermes.permissions import Effect, SubjectKind
-from nanohermes.tools.base import Approval, Params, Tool, ToolContext, ToolError, ToolResult
+from nanohermes.tools.base import (
+    Approval, ClaudeCall, Params, Tool, ToolContext, ToolError, ToolResult, absolute,
+)
 from nanohermes.tools.fileops import (
     TextFile,
     atomic_write,
@@ -89,6 +92,59 @@ def touched_paths(diff_text: str) -> list[str]:
         norm = os.path.normpath(p)
         if norm not in out:
             out.append(norm)
+    return out
+
+
+def claude_calls_of(diff_text: str, workspace: Path) -> list[ClaudeCall]:
+    """The patch as the calls Claude Code would make for it, for hooks (see `Tool.claude_calls`):
+    per file, a `Write` of a file it adds, an `Edit` of a file it changes in one place or a
+    `MultiEdit` of one it changes in several, and the shell's `rm` / `mv` / `cp` for a file it
+    deletes, moves or copies (then an `Edit` of the new file if its text changes too). Empty
+    when the patch does not parse: the tool reports why."""
+    ours = {"diff": diff_text}
+    out: list[ClaudeCall] = []
+
+    def edit(path: str, hunks: list[tuple[list[str], list[str]]]) -> None:
+        where = {**ours, "file_path": absolute(path, workspace)}
+        pairs = [{"old_string": "\n".join(old), "new_string": "\n".join(new)} for old, new in hunks]
+        if len(pairs) == 1:
+            out.append(ClaudeCall("Edit", {**where, **pairs[0], "replace_all": False}, "path", (path,)))
+        elif pairs:
+            out.append(ClaudeCall("MultiEdit", {**where, "edits": pairs}, "path", (path,)))
+
+    def shell(verb: str, *paths: str) -> None:
+        out.append(ClaudeCall.bash(" ".join([verb, *(shlex.quote(p) for p in paths)]), ours))
+
+    try:
+        if is_begin_patch(diff_text):
+            for op in parse_begin_patch(diff_text):
+                hunks = [(c.old, [t for tag, t in c.lines if tag != "-"]) for c in op.chunks]
+                if op.kind == "add":
+                    out.append(ClaudeCall("Write", {**ours, "file_path": absolute(op.path, workspace),
+                                                    "content": op.content}, "path", (op.path,)))
+                elif op.kind == "delete":
+                    shell("rm", op.path)
+                else:
+                    if op.move_to:
+                        shell("mv", op.path, op.move_to)
+                    edit(op.move_to or op.path, hunks or ([] if op.move_to else [([], [])]))
+            return out
+        for fp in parse(diff_text):
+            hunks = [(h.old, h.new) for h in fp.hunks]
+            if fp.kind == "create":
+                text = "".join(line + "\n" for h in fp.hunks for line in h.new)
+                text = text[:-1] if fp.hunks and fp.hunks[-1].new_no_eol else text
+                out.append(ClaudeCall("Write", {**ours, "file_path": absolute(fp.path, workspace), "content": text},
+                                      "path", (fp.path,)))
+            elif fp.kind == "delete":
+                shell("rm", fp.old_path or fp.path)
+            elif fp.kind in ("rename", "copy"):
+                shell("cp" if fp.kind == "copy" else "mv", fp.old_path or "", fp.path)
+                edit(fp.path, hunks)
+            else:
+                edit(fp.path, hunks or [([], [])])
+    except PatchError:
+        return []
     return out
 
 
@@ -184,6 +240,9 @@ class ApplyPatch(Tool[ApplyPatchParams]):
 
     def subjects(self, args: ApplyPatchParams) -> list[str]:
         return written_paths(args.diff)  # the runtime resolves them into the Target
+
+    def claude_calls(self, args: ApplyPatchParams, workspace: Path) -> list[ClaudeCall]:
+        return claude_calls_of(args.diff, workspace) or super().claude_calls(args, workspace)
 
     def approval_detail(self, args: ApplyPatchParams, ctx: ToolContext) -> str:
         try:

@@ -8,7 +8,7 @@ import asyncio
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from nanohermes import sandbox
 from nanohermes.permissions import Effect, Rule, SubjectKind, escape_pattern, suggest_command_rule
@@ -113,6 +113,17 @@ class RunCommandParams(Params):
     @property
     def timeout(self) -> int:
         return _DEFAULT_TIMEOUT_SECS if self.timeout_secs is None else self.timeout_secs
+
+    def claude_input(self, workspace: Path) -> dict[str, Any]:
+        # Claude Code's Bash takes its timeout in milliseconds.
+        return {**super().claude_input(workspace), "timeout": self.timeout * 1000}
+
+    def from_claude(self, updated: dict[str, Any], sent: dict[str, Any]) -> dict[str, Any]:
+        ms = updated.get("timeout")
+        if isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms != sent.get("timeout"):
+            updated = {**updated, "timeout_secs": max(1, -(-int(ms) // 1000))}
+        return super().from_claude({k: v for k, v in updated.items() if k != "timeout"},
+                                   {k: v for k, v in sent.items() if k != "timeout"})
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -285,7 +285,7 @@ class SubagentParams(Params):
 class SubagentTool(Tool[SubagentParams]):
     spawns: ClassVar[bool] = False
     name: ClassVar[str] = "subagent"
-    claude_names: ClassVar[tuple[str, ...]] = ("Task", "Agent")
+    claude_names: ClassVar[tuple[str, ...]] = ("Task",)
     group: ClassVar[str] = "agents"
     description: ClassVar[str] = (
         "Hand a task to a sub-agent: a helper with its own fresh history and a limited set of tools, never "

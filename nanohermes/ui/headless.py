@@ -50,7 +50,7 @@ from nanohermes.events import (
 from nanohermes.events import SubagentEvent
 from nanohermes.messages import Message, Usage
 from nanohermes.meters import Meter
-from nanohermes.modes import Mode
+from nanohermes.modes import CLAUDE_MODES, Mode
 from nanohermes.redact import StreamRedactor, redact
 from nanohermes.ui.visible import escape_controls, status_of
 
@@ -314,10 +314,6 @@ class JsonSink(Sink):
         if _closed:
             raise OutputClosed
 
-
-# Claude Code's names of the permission modes; debug has none (it asks as default does).
-CLAUDE_MODES: dict[Mode, str] = {Mode.DEFAULT: "default", Mode.ACCEPT_EDITS: "acceptEdits", Mode.PLAN: "plan",
-                                 Mode.GOAL: "bypassPermissions", Mode.DEBUG: "default"}
 
 
 @dataclass
