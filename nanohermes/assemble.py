@@ -237,6 +237,7 @@ def build_policy(config: Config, warnings: list[str]) -> Policy:
     return Policy(
         mode=config.permission_mode,
         auto_approve=config.auto_approve,
+        skip_permissions=config.dangerously_skip_permissions,
         allowed_tools=tuple(config.allowed_tools),
         disallowed_tools=tuple(config.disallowed_tools),
         allow=parse_rules(p.allow, "permissions.allow", warnings, lambda t: p.origin("allow", t)),

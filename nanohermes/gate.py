@@ -10,7 +10,7 @@ of the call's processes:
 
 | basis | confinement |
 | --- | --- |
-| person (a yes at the prompt) | none |
+| person (a yes at the prompt), bypass (--dangerously-skip-permissions) | none |
 | read-only (built-in read-only commands, reading tools) and tool (no approval needed) | read-only |
 | rule, mode (accept-edits), unattended (--yes, goal, auto_approve), hook | workspace-write |
 
@@ -59,7 +59,8 @@ def denied(note: str = "") -> str:
 
 # The sandbox policy each basis earns (before `sandbox.mode: off`).
 POLICY_OF: dict[Basis, str] = {"person": "off", "read-only": "read-only", "tool": "read-only", "rule": "workspace-write",
-                               "mode": "workspace-write", "unattended": "workspace-write", "hook": "workspace-write"}
+                               "mode": "workspace-write", "unattended": "workspace-write", "hook": "workspace-write",
+                               "bypass": "off"}
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 built from a tool's declaration, the subject a path rule is matched against
 (workspace-relative, `..` and symlinks resolved), whether a write lands somewhere that
 always needs a person's yes (outside the workspace and `extra_write_roots`, inside `.git/`,
-or nanohermes's own config files), whether a command line reads a secret file through a
+or a file that configures nanohermes or runs when it starts: `configfiles`), whether a command line reads a secret file through a
 symlink, a glob or a folder it reads whole; and opening exactly the resolved path afterwards.
 
 Paths are resolved once, the way the kernel walks them: each symlink is followed where it
@@ -26,7 +26,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from nanohermes.dirs import config_home
 from nanohermes.permissions import CONTENT_READERS, Effect, SubjectKind, Target, option_reads
 from nanohermes.secrets import holds_own_secret, name_matcher, own_secret
 from nanohermes.shellparse import ParseError, SimpleCommand, Word, split
@@ -246,19 +245,24 @@ def held(real: Path) -> Iterator[tuple[Path, os.stat_result]]:
 
 def protected_write(workspace: Path, path: str, *, cwd: Path | None = None,
                     extra_roots: list[str] | tuple[str, ...] = ()) -> bool:
-    """Does writing `path` need a person's yes whatever the mode or rules say?"""
+    """Does writing `path` need a person's yes whatever the mode or rules say? Outside the
+    workspace and `extra_roots`; inside `.git/` or what git runs from outside it; and what
+    configures nanohermes or runs when it starts (`configfiles`: the project's and Claude
+    Code's files, the user's config folders, the interpreter and packages nanohermes runs from)."""
+    from nanohermes.configfiles import inside, project_file, protected_anywhere
+
     real = _real(cwd or workspace, path)
-    cfg = os.path.realpath(config_home())
-    if _inside(real, cfg):
+    if inside(real, protected_anywhere()):
         return True
     root = os.path.realpath(workspace)
     if _inside(real, root):
         parts = Path(os.path.relpath(real, root)).parts
-        return ".git" in parts or (len(parts) >= 1 and parts[0] == ".nanohermes") or _git_runs(real, Path(root))
+        return ".git" in parts or project_file(parts) or _git_runs(real, Path(root))
     for extra in extra_roots:
         r = os.path.realpath(os.path.expanduser(extra))
         if _inside(real, r):
-            return ".git" in Path(os.path.relpath(real, r)).parts
+            parts = Path(os.path.relpath(real, r)).parts
+            return ".git" in parts or project_file(parts)
     return True
 
 

@@ -28,7 +28,13 @@ CASES = [
     (Policy(mode="debug"), "run_command", "always", False, "pytest", False, "ask"),
     (Policy(mode="debug"), "git_commit", "always", False, None, False, "deny"),
     (Policy(mode="goal"), "run_command", "always", False, "rm -rf build", False, "allow"),
-    (Policy(mode="goal"), "write_file", "edit", False, "/etc/x", True, "allow"),
+    (Policy(mode="goal"), "write_file", "edit", False, "/etc/x", True, "deny"),  # nobody to ask: refused
+    (Policy(auto_approve=True), "write_file", "edit", False, "/etc/x", True, "deny"),
+    (Policy(auto_approve=True), "run_command", "always", False, "echo x > /etc/x", True, "allow"),  # sandboxed
+    (Policy(skip_permissions=True), "write_file", "edit", False, "/etc/x", True, "allow"),
+    (Policy(skip_permissions=True, mode="plan"), "write_file", "edit", False, "/etc/x", True, "deny"),
+    (Policy(skip_permissions=True, deny=(R("write_file(/etc/**)"),)), "write_file", "edit", False, "/etc/x", True,
+     "deny"),
     (Policy(mode="plan"), "write_file", "edit", False, "/etc/x", True, "deny"),
     (Policy(auto_approve=True), "run_command", "always", False, "make", False, "allow"),
     (Policy(disallowed_tools=("read_file",)), "read_file", "never", True, "a", False, "deny"),
@@ -110,7 +116,7 @@ def test_mode_by_rule_matrix(tool: str, approval: str, read_only: bool, subject:
     ("accept-edits", {}, "ask"),
     ("plan", {}, "deny"),
     ("debug", {}, "deny"),
-    ("goal", {}, "allow"),
+    ("goal", {}, "deny"),  # nobody to ask: a file tool's protected write is refused
     ("goal", {"deny": (R("write_file(/etc/**)"),)}, "deny"),
 ])
 def test_protected_writes(mode: str, rules: dict[str, tuple[Rule, ...]], expected: str) -> None:

@@ -39,7 +39,7 @@ from nanohermes.permissions.commands import (
     suggest_command_rule, unanalysable,
 )
 from nanohermes.permissions.decision import (
-    UNANALYSABLE_HELP, Basis, Policy, Verdict, blocked, decide, read_only_line, unattended, visible,
+    PROTECTED, UNANALYSABLE_HELP, Basis, Policy, Verdict, blocked, decide, read_only_line, unattended, visible,
 )
 from nanohermes.permissions.report import describe
 from nanohermes.permissions.rules import (
@@ -48,7 +48,7 @@ from nanohermes.permissions.rules import (
 )
 
 __all__ = [
-    "Basis", "CONTENT_READERS", "DEFAULT_SECRET_FILES", "DYNAMIC_OK", "Decision", "Effect", "MODE_BLOCKED_EFFECTS", "Policy",
+    "Basis", "CONTENT_READERS", "DEFAULT_SECRET_FILES", "DYNAMIC_OK", "Decision", "Effect", "MODE_BLOCKED_EFFECTS", "PROTECTED", "Policy",
     "READ_ONLY_COMMANDS", "Rule", "SubjectKind", "Target", "UNANALYSABLE_HELP", "Verdict", "blocked",
     "decide", "describe", "escape_pattern", "git_globals", "is_read_only", "is_secret",
     "match_command_text", "match_domain", "match_path", "names_tool", "option_reads", "read_only_line", "reads_secret",

@@ -45,6 +45,9 @@ class Policy:
     # a decision needs it, so a session that never runs a command never pays for it. Read it
     # through `is_sandboxed`.
     sandboxed: bool | Callable[[], bool] = True
+    # --dangerously-skip-permissions: every call that would ask runs as if a person said yes
+    # (protected writes too, and commands outside the sandbox); deny rules and mode blocks hold.
+    skip_permissions: bool = False
 
     def is_sandboxed(self) -> bool:
         return self.sandboxed() if callable(self.sandboxed) else self.sandboxed
@@ -55,9 +58,10 @@ class Policy:
 # only reads; "tool" the tool needs no approval (it changes only nanohermes's own state);
 # "rule" an allow rule (configured, learned, saved in the project); "mode" accept-edits lets a
 # workspace edit through; "unattended" --yes, goal mode or auto_approve; "hook" a PreToolUse
-# hook answered the question. The gate confines by it: read-only for "read-only" and "tool",
+# hook answered the question; "bypass" --dangerously-skip-permissions. The gate confines by
+# it: read-only for "read-only" and "tool", none for "bypass" (as for a person's yes),
 # workspace-write for the rest.
-Basis = Literal["person", "read-only", "tool", "rule", "mode", "unattended", "hook"]
+Basis = Literal["person", "read-only", "tool", "rule", "mode", "unattended", "hook", "bypass"]
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,7 @@ def visible(policy: Policy, tool_name: str, effect: Effect = "run") -> bool:
 
 
 def _unattended(policy: Policy) -> bool:
-    return policy.mode == Mode.GOAL or policy.auto_approve
+    return policy.mode == Mode.GOAL or policy.auto_approve or policy.skip_permissions
 
 
 def unattended(policy: Policy) -> bool:
@@ -98,12 +102,29 @@ def unattended(policy: Policy) -> bool:
     return _unattended(policy)
 
 
-def _protected(policy: Policy) -> Verdict:
+def _unasked(policy: Policy) -> Basis:
+    """The basis of what an unattended run approves: --dangerously-skip-permissions's own."""
+    return "bypass" if policy.skip_permissions else "unattended"
+
+
+PROTECTED = ("writes a protected path (outside the workspace, git's metadata and hooks, or a file that configures "
+             "nanohermes or runs when it starts)")
+UNATTENDED_PROTECTED = (f"{PROTECTED}; nobody is asked in an unattended run (--yes, goal mode, auto_approve), so it is "
+                        "refused: run without them to be asked, or with --dangerously-skip-permissions to allow "
+                        "everything")
+
+
+def _protected(policy: Policy, *, command: bool = False) -> Verdict:
+    """A protected write: asked of a person. An unattended run has nobody to ask: a command
+    runs in the sandbox, which keeps those paths read-only (or, with the sandbox off, with the
+    full rights the person chose), a file tool's write is refused."""
     if policy.mode in (Mode.PLAN, Mode.DEBUG):
         return Verdict("deny", f"protected path: refused in {policy.mode} mode")
+    if policy.skip_permissions:
+        return Verdict("allow", basis="bypass")
     if _unattended(policy):
-        return Verdict("allow", basis="unattended")
-    return Verdict("ask", "writes a protected path (outside the workspace, git's metadata and hooks, or nanohermes config)", None)
+        return Verdict("allow", basis="unattended") if command else Verdict("deny", UNATTENDED_PROTECTED)
+    return Verdict("ask", PROTECTED, None)
 
 
 def _hits(rule: Rule, tool_name: str, target: Target, *, every: bool) -> bool:
@@ -145,7 +166,7 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
     # A tool that needs no approval runs on that basis whatever else would allow it.
     natural: Basis = ("read-only" if target.read_only else "tool") if approval == "never" else "rule"
     if _unattended(policy):
-        return Verdict("allow", basis="unattended" if natural == "rule" else natural)
+        return Verdict("allow", basis=_unasked(policy) if natural == "rule" else natural)
     for rule in policy.ask:
         if _hits(rule, tool_name, target, every=False):
             return Verdict("ask", f"rule {rule} asks", None)
@@ -213,9 +234,9 @@ def _decide_command(policy: Policy, tool_name: str, command: str, protected: boo
         return Verdict("deny", f"the command could match deny rule {maybe} once its globs, expansions or appended "
                                "arguments are known; unattended runs refuse it: spell those words out")
     if protected:
-        return _protected(policy)
+        return _protected(policy, command=True)
     if _unattended(policy):
-        return Verdict("allow", basis="read-only" if _all_read_only(policy, commands, secret) else "unattended")
+        return Verdict("allow", basis="read-only" if _all_read_only(policy, commands, secret) else _unasked(policy))
     if problem:
         for rule in policy.ask:
             if rule.names(tool_name):

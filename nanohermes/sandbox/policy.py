@@ -13,7 +13,7 @@ from pathlib import Path
 
 from nanohermes import programs
 from nanohermes.gitmeta import git_dirs, metadata
-from nanohermes.sandbox.confinement import Availability, Confinement, SandboxPolicy, dedupe
+from nanohermes.sandbox.confinement import Availability, Confinement, SandboxPolicy, dedupe, within
 from nanohermes.sandbox.kernel import LINUX, SandboxError, landlock_abi
 from nanohermes.sandbox.launch import prepare
 
@@ -76,6 +76,9 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
     roots = (workspace, *git_dirs(workspace), *write_roots) if policy == "workspace-write" else ()
     resolved = tuple(dedupe([Path(os.path.realpath(r)) for r in roots]))
     meta = metadata(workspace, config_files) if policy == "workspace-write" else None
+    # Only what the command could create may be watched: a path outside every writable root
+    # that appears meanwhile is someone else's doing, never removed.
+    absent = tuple(p for p in meta.absent if any(within(p, r) for r in resolved)) if meta else ()
     # nanohermes's own secret files join the workspace's; its folders are covered whole.
     own_files: list[tuple[str, int, int]] = []
     for path in own:
@@ -91,7 +94,7 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
         unhidden, hidden = unhidden or "user namespaces are unavailable here", ()
     return Confinement(chosen, abi=avail.abi if avail.landlock else 0, namespaces=avail.namespaces,
                        write_roots=resolved, read_only_paths=meta.protected if meta else (), network=network,
-                       hidden=hidden, unhidden=unhidden, must_not_appear=meta.absent if meta else (),
+                       hidden=hidden, unhidden=unhidden, must_not_appear=absent,
                        socket_scan_entries=socket_scan_entries, hidden_folders=folders,
                        own_files=tuple(f[0] for f in own_files), module_roots=meta.module_roots if meta else (),
                        path_folders=tuple(programs.path_folders_inside(map(str, resolved))),

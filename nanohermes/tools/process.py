@@ -344,14 +344,14 @@ def confine(policy: str, *, workspace: Path, config: Config, limits: Limits,
     cfg = config.sandbox
     if cfg.mode == "off" or policy == "off":
         return sandbox.Confinement("off")
-    from nanohermes.dirs import config_home, project_config_path
+    from nanohermes.configfiles import sandbox_paths
     from nanohermes.secrets import own_paths
 
     roots = tuple(Path(os.path.expanduser(r)) for r in (*config.extra_write_roots, *cfg.writable_roots))
     patterns = config.permissions.secret_files if secret_patterns is None else secret_patterns
     found = withheld(workspace, patterns, limits) if withhold else None
     return sandbox.confinement(policy, workspace=workspace, write_roots=roots, network=cfg.network,
-                               config_files=(config_home(), project_config_path(workspace)),
+                               config_files=tuple(sandbox_paths(workspace)),
                                hidden=found.files if found else (), unhidden=found.problem if found else "",
                                socket_scan_entries=limits.sandbox_socket_scan_entries,
                                own=own_paths())
