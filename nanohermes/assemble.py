@@ -219,14 +219,20 @@ def parse_rules(texts: list[str], where: str, warnings: list[str],
     tool too) is reported with its file and ignored."""
     from nanohermes.tools import declarations
 
+    from nanohermes.claude_files import translate_rule
+
     kinds = {name: kind for name, (kind, _) in declarations().items()}
+    kind = where.rpartition(".")[2]  # allow, ask or deny
     rules: list[Rule] = []
     for text in texts:
         source = origin(text) if origin else ""
-        try:
-            rules.append(Rule.parse(text, origin=source, kinds=kinds))
-        except ValueError as e:
-            warnings.append(f"{source + ': ' if source else ''}{where}: {e}; rule ignored")
+        # A rule in Claude Code's words (`Read(./secrets/**)`) is read as the rules it stands for here.
+        ours = translate_rule(text, kind, Path(".")) if kind in ("allow", "ask", "deny") else None
+        for one in ours or [text]:
+            try:
+                rules.append(Rule.parse(one, origin=source, kinds=kinds))
+            except ValueError as e:
+                warnings.append(f"{source + ': ' if source else ''}{where}: {e}; rule ignored")
     return tuple(rules)
 
 

@@ -35,7 +35,9 @@ from nanohermes.events import UI, ApprovalRequest, Notice, PermissionDenied, San
 from nanohermes.messages import Image
 from nanohermes.modes import Mode
 from nanohermes.pathrules import command_secret
-from nanohermes.permissions import Basis, Policy, Rule, Target, Verdict, decide, reads_secret, unattended
+from nanohermes.permissions import (
+    Basis, Policy, Rule, Target, Verdict, decide, policy_read_rules, reads_secret, unattended,
+)
 from nanohermes.shellparse import ParseError, split
 from nanohermes.tools import Params, Tool, ToolContext, ToolError, ToolResult
 
@@ -173,6 +175,7 @@ class Gate:
             target = replace(target, secret_read=await asyncio.to_thread(self._command_secret, target))
         ctx.target = target
         ctx.refusal = self._redirect_check(tool, args)
+        ctx.read_rule = self._read_rule(tool, target)
         verdict = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
         verdict = hooked.adjust(verdict) if hooked is not None else verdict
         if verdict.decision == "deny":
@@ -270,6 +273,20 @@ class Gate:
             return v.reason if v.decision == "deny" else f"it needs approval ({v.reason})"
         return refusal
 
+    def _read_rule(self, tool: Tool, target: Target) -> Callable[[str], str | None] | None:
+        """For a path tool or a reading one (git_status lists paths): which read rule withholds a
+        path the call reaches (see `ToolContext.read_rule`)."""
+        if tool.kind != "path" and tool.effect != "read":
+            return None
+        rules = policy_read_rules(self.policy, tool.name).answered((*target.subjects, *target.aliases))
+        if not rules:
+            return None
+
+        def rule_of(subject: str) -> str | None:
+            hit = rules.covering(subject)
+            return None if hit is None else str(hit[1])
+        return rule_of
+
     def _names_secret(self, line: str) -> bool:
         try:
             return any(reads_secret(cmd, self.policy.secret_files) for cmd in split(line))
@@ -361,6 +378,7 @@ class Gate:
             return out, waited
         again = ToolContext(workspace=ctx.workspace, limits=ctx.limits, config=ctx.config, call_id=ctx.call_id,
                             emit=ctx.emit, state=ctx.state, target=ctx.target, refusal=ctx.refusal,
+                            read_rule=ctx.read_rule,
                             confinement=_unconfined())
         second = await tool.run(grant.args, again)
         text = second.text if isinstance(second, ToolResult) else second

@@ -39,8 +39,10 @@ from nanohermes.permissions.commands import (
     suggest_command_rule, unanalysable,
 )
 from nanohermes.permissions.decision import (
-    PROTECTED, UNANALYSABLE_HELP, Basis, Policy, Verdict, blocked, decide, read_only_line, unattended, visible,
+    PROTECTED, UNANALYSABLE_HELP, Basis, Policy, Verdict, blocked, decide, policy_read_rules, read_only_line,
+    read_verdict, unattended, visible,
 )
+from nanohermes.permissions.reading import READER, ReadRules, folders_of, read_rules
 from nanohermes.permissions.report import describe
 from nanohermes.permissions.rules import (
     DEFAULT_SECRET_FILES, MODE_BLOCKED_EFFECTS, Decision, Effect, Rule, SubjectKind, Target,
@@ -48,9 +50,10 @@ from nanohermes.permissions.rules import (
 )
 
 __all__ = [
-    "Basis", "CONTENT_READERS", "DEFAULT_SECRET_FILES", "DYNAMIC_OK", "Decision", "Effect", "MODE_BLOCKED_EFFECTS", "PROTECTED", "Policy",
-    "READ_ONLY_COMMANDS", "Rule", "SubjectKind", "Target", "UNANALYSABLE_HELP", "Verdict", "blocked",
-    "decide", "describe", "escape_pattern", "git_globals", "is_read_only", "is_secret",
-    "match_command_text", "match_domain", "match_path", "names_tool", "option_reads", "read_only_line", "reads_secret",
-    "rule_problem", "suggest_command_rule", "unanalysable", "unattended", "visible",
+    "Basis", "CONTENT_READERS", "DEFAULT_SECRET_FILES", "DYNAMIC_OK", "Decision", "Effect", "MODE_BLOCKED_EFFECTS",
+    "PROTECTED", "Policy", "READER", "READ_ONLY_COMMANDS", "ReadRules", "Rule", "SubjectKind", "Target",
+    "UNANALYSABLE_HELP", "Verdict", "blocked", "decide", "describe", "escape_pattern", "folders_of", "git_globals",
+    "is_read_only", "is_secret", "match_command_text", "match_domain", "match_path", "names_tool", "option_reads",
+    "policy_read_rules", "read_only_line", "read_rules", "read_verdict", "reads_secret", "rule_problem",
+    "suggest_command_rule", "unanalysable", "unattended", "visible",
 ]

@@ -15,6 +15,7 @@ from nanohermes.permissions.commands import (
     CONTENT_READERS, allow_matches, code_from_stdin, could_match, deny_matches, is_read_only, reads_secret, rule_text,
     suggest_command_rule, unanalysable, uncertain_word,
 )
+from nanohermes.permissions.reading import ReadRules, read_rules
 from nanohermes.permissions.rules import (
     DEFAULT_SECRET_FILES, MODE_BLOCKED_EFFECTS, Decision, Effect, Rule, Target, escape_pattern, is_secret, literal_pattern,
     match_command_text, names_tool,
@@ -159,6 +160,9 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
     for rule in policy.deny:
         if _hits(rule, tool_name, target, every=False):
             return Verdict("deny", f"denied by rule {rule}")
+    reading = read_verdict(policy, tool_name, target)
+    if reading is not None and reading.decision == "deny":
+        return reading
     if policy.mode == Mode.PLAN and target.effect in ("write", "run") and approval != "never":
         return Verdict("deny", f"{tool_name} changes things and plan mode is read-only")
     if target.protected:
@@ -170,6 +174,8 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
     for rule in policy.ask:
         if _hits(rule, tool_name, target, every=False):
             return Verdict("ask", f"rule {rule} asks", None)
+    if reading is not None:
+        return reading
     secrets = [s for s in (*target.subjects, *target.aliases) if _secret_subject(policy, s)] \
         if target.kind == "path" and target.read_only and target.shows_contents else []
     for rule in policy.allow:
@@ -190,6 +196,27 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
     if approval == "edit" and policy.mode == Mode.ACCEPT_EDITS:
         return Verdict("allow", basis="mode")
     return Verdict("ask", "edits a file" if approval == "edit" else "needs approval")
+
+
+def policy_read_rules(policy: Policy, tool_name: str = "read_file") -> ReadRules:
+    """The policy's deny and ask rules that cover `tool_name` reading a path (see `permissions.reading`)."""
+    return read_rules(policy.deny, policy.ask, tool_name)
+
+
+def read_verdict(policy: Policy, tool_name: str, target: Target) -> Verdict | None:
+    """The deny or ask verdict of a read rule covering what a path call reads, or None: for a
+    tool that reads (its effect) or whose output may quote the file (`shows_contents`: an
+    edit's near misses), every subject and alias, and the folders above them."""
+    if target.kind != "path" or not (target.read_only or target.shows_contents):
+        return None
+    rules = policy_read_rules(policy, tool_name)
+    if not rules:
+        return None
+    hits = [h for s in (*target.subjects, *target.aliases) if (h := rules.covering(s)) is not None]
+    decision, rule = next((h for h in hits if h[0] == "deny"), hits[0] if hits else ("allow", None))
+    if rule is None:
+        return None
+    return Verdict("deny", f"denied by rule {rule}") if decision == "deny" else Verdict("ask", f"rule {rule} asks", None)
 
 
 def _secret_subject(policy: Policy, subject: str) -> bool:
