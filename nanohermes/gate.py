@@ -34,7 +34,7 @@ from nanohermes.budget import Limits
 from nanohermes.events import UI, ApprovalRequest, Notice, PermissionDenied, SandboxRefused
 from nanohermes.messages import Image
 from nanohermes.modes import Mode
-from nanohermes.pathrules import command_secret
+from nanohermes.pathrules import command_read_rule, command_secret
 from nanohermes.permissions import (
     Basis, Policy, Rule, Target, Verdict, decide, policy_read_rules, reads_secret, unattended,
 )
@@ -173,6 +173,13 @@ class Gate:
                            "the call was refused")
         if target.kind == "command" and target.subjects and not unattended(self.policy):
             target = replace(target, secret_read=await asyncio.to_thread(self._command_secret, target))
+        if target.kind == "command" and target.subjects and (rules := policy_read_rules(self.policy)):
+            # A path a read rule covers that the line names is refused or asked; one inside a
+            # folder it reads whole is withheld by the sandbox, or found here where there is none.
+            folders = not await asyncio.to_thread(self.policy.is_sandboxed)
+            target = replace(target, rule_read=await asyncio.to_thread(
+                command_read_rule, target.subjects[0], self.workspace, rules, cwd=target.cwd, folders=folders,
+                max_entries=self.limits.secret_scan_entries, max_secs=self.limits.secret_scan_secs))
         ctx.target = target
         ctx.refusal = self._redirect_check(tool, args)
         ctx.read_rule = self._read_rule(tool, target)

@@ -161,6 +161,9 @@ def test_sandboxed_commands_find_covered_paths_withheld(turn: Any, server: FakeS
         subprocess.run(["rm", "-rf", str(p)], check=True)
     got = run_table(turn, server, workspace, syntax, "deny", "--yes", "--output-format", "json", calls=calls)
     assert SECRET not in json.dumps(server.requests[-1]["messages"])
+    # Named on the line: refused before it runs. Reached by the program itself: withheld.
+    assert got["cat"].startswith("ERROR: the command reads secrets/key.txt, which rule read_file(")
+    assert "a path a read rule withholds" in got["python"]
     assert "shopping list" in got["plain"]
     assert "notes.txt:shopping list" in got["grep"]
 
@@ -193,3 +196,17 @@ def test_the_look_for_covered_paths_is_bounded(workspace: Path) -> None:
                            "(limits.sandbox_secret_scan_entries)")
     folder = covered(workspace, ("d1/**",), max_entries=100, max_secs=10)
     assert folder.folders == (str((workspace / "d1").resolve()),) and folder.files == ()
+
+
+def test_without_the_sandbox_the_analysis_finds_covered_paths_in_folders_read_whole(
+        turn: Any, server: FakeServer, workspace: Path) -> None:
+    """With the sandbox off nothing withholds a file from a command, so a line that would
+    print a covered path, named or inside a folder it reads whole, is refused."""
+    lines = {"cat": "cat secrets/key.txt", "grep": "grep -r token .", "glob": "cat secrets/*", "plain": "cat notes.txt"}
+    calls = [call("run_command", {"command": line}, id=k) for k, line in lines.items()]
+    got = run_table(turn, server, workspace, "nanohermes", "deny", "--yes", "--sandbox", "off", calls=calls)
+    for key in ("cat", "glob"):
+        assert got[key] == "ERROR: the command reads secrets/key.txt, which rule read_file(secrets/**) denies", key
+    assert got["grep"] == "ERROR: the command reads secrets, which rule read_file(secrets/**) denies"  # the folder
+    assert "shopping list" in got["plain"]
+    assert SECRET not in json.dumps(server.requests[-1]["messages"])

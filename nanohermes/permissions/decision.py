@@ -156,7 +156,7 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
         return Verdict("deny", why)
     if target.kind == "command" and target.subjects:
         return _decide_command(policy, tool_name, target.subjects[0], target.protected,
-                               target.secret_read)
+                               target.secret_read, target.rule_read)
     for rule in policy.deny:
         if _hits(rule, tool_name, target, every=False):
             return Verdict("deny", f"denied by rule {rule}")
@@ -236,7 +236,8 @@ UNANALYSABLE_HELP = ("write it as plain simple commands with every word spelled 
                      "expansion, computed names or arithmetic on variables), or leave it for a person to approve")
 
 
-def _decide_command(policy: Policy, tool_name: str, command: str, protected: bool, secret: str = "") -> Verdict:
+def _decide_command(policy: Policy, tool_name: str, command: str, protected: bool, secret: str = "",
+                    ruled: tuple[str, str, str] | tuple[()] = ()) -> Verdict:
     try:
         commands: list[SimpleCommand] | None = split(command)
         problem = ""
@@ -248,6 +249,8 @@ def _decide_command(policy: Policy, tool_name: str, command: str, protected: boo
         if rule.pattern is None or match_command_text(rule.pattern, command.strip()) \
                 or any(deny_matches(rule, c) for c in seen):
             return Verdict("deny", f"denied by rule {rule}")
+    if ruled and ruled[0] == "deny":  # it would print a path a read rule denies
+        return Verdict("deny", f"the command reads {ruled[1]}, which rule {ruled[2]} denies")
     if policy.mode == Mode.PLAN:
         return Verdict("deny", f"{tool_name} changes things and plan mode is read-only")
     if commands is not None:
@@ -264,6 +267,8 @@ def _decide_command(policy: Policy, tool_name: str, command: str, protected: boo
         return _protected(policy, command=True)
     if _unattended(policy):
         return Verdict("allow", basis="read-only" if _all_read_only(policy, commands, secret) else _unasked(policy))
+    if ruled:  # an ask rule on reading: asked every time, as nothing learned could be narrower
+        return Verdict("ask", f"the command reads {ruled[1]}, and rule {ruled[2]} asks", None)
     if problem:
         for rule in policy.ask:
             if rule.names(tool_name):
