@@ -17,6 +17,7 @@ Three groups:
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -49,6 +50,7 @@ def user_paths() -> tuple[str, ...]:
     return tuple(dict.fromkeys(os.path.realpath(p) for p in paths))
 
 
+@functools.cache  # the running interpreter's: they do not change while it runs
 def interpreter_paths() -> tuple[str, ...]:
     """Real paths of what the running interpreter starts from: its prefixes' folders, its
     site-packages folders, the user site and the interpreter's own file."""

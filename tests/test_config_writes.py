@@ -305,3 +305,29 @@ def test_no_project_file_turns_every_permission_off(turn: Any, server: FakeServe
     assert r.code == 0, r.err
     assert results(server)["w"].startswith("ERROR: writes a protected path") and not (workspace / ".mcp.json").exists()
     assert "dangerously_skip_permissions" in r.err
+
+
+def test_the_repl_asks_a_person_before_writing_claude_settings(workspace: Path, home: Path,
+                                                               server: FakeServer) -> None:
+    """In accept-edits the REPL writes the workspace unasked, but asks about
+    `.claude/settings.json`, saying why; a yes writes it."""
+    from test_repl_pty import Term
+
+    server.add(tool_reply(call("write_file", {"path": "notes.md", "content": "n"}, id="n"),
+                          call("write_file", {"path": ".claude/settings.json", "content": "{}"}, id="s")),
+               Reply(text="configured"))
+    t = Term(workspace, home, server, args=("--mode", "accept-edits"))
+    try:
+        t.prompt()
+        t.type("configure")
+        t.wait("approve?")
+        t.wait("writes a protected path")
+        t.wait("[n] No")
+        assert (workspace / "notes.md").read_text() == "n"  # written unasked before the question
+        t.child.send("y")
+        t.wait("configured")
+        t.leave()
+    finally:
+        if t.child.isalive():
+            t.child.terminate(force=True)
+    assert (workspace / ".claude/settings.json").read_text() == "{}"
