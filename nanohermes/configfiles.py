@@ -78,14 +78,16 @@ def protected_anywhere() -> tuple[str, ...]:
     return (*user_paths(), *interpreter_paths())
 
 
-def sandbox_paths(workspace: Path) -> list[Path]:
+def sandbox_paths(workspace: Path, roots: tuple[Path, ...] = ()) -> list[Path]:
     """What a sandboxed command that may write the workspace must leave as it is, beside git's
-    metadata: the project files at the workspace's root, the user's folders and the
-    interpreter's. Those that exist are bound read-only, those that do not are removed if the
-    command makes them (see `gitmeta.metadata`); outside the writable roots everything is
-    read-only anyway."""
+    metadata: the project files at the workspace's root, and the user's folders and the
+    interpreter's where they lie in the workspace or one of `roots` (the other writable
+    roots; everywhere else the tree is read-only anyway). Those that exist are bound
+    read-only, those that do not are removed if the command makes them (see
+    `gitmeta.metadata`)."""
     project = [workspace.joinpath(*entry) for entry in PROJECT_FILES]
-    return [*project, *(Path(p) for p in protected_anywhere())]
+    writable = [os.path.realpath(r) for r in (workspace, *roots)]
+    return [*project, *(Path(p) for p in protected_anywhere() if inside(p, writable))]
 
 
 def inside(real: str, roots: tuple[str, ...] | list[str]) -> str:

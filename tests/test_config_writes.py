@@ -331,3 +331,19 @@ def test_the_repl_asks_a_person_before_writing_claude_settings(workspace: Path, 
         if t.child.isalive():
             t.child.terminate(force=True)
     assert (workspace / ".claude/settings.json").read_text() == "{}"
+
+
+@confines
+def test_in_a_workspace_that_holds_the_users_folders_they_stay_read_only(turn: Any, server: FakeServer,
+                                                                          home: Path) -> None:
+    """Working in the home folder itself: ~/.claude and nanohermes's config are inside the
+    writable workspace, and still read-only to a --yes command."""
+    (home / ".claude").mkdir()
+    lines = ["printf x > .claude/settings.json", "printf x > .claude.json",
+             "printf '{\"hooks\": {}}' > .config/nanohermes/config.json", "printf x > notes.txt"]
+    server.add(tool_reply(*(call("run_command", {"command": line}) for line in lines)), Reply(text="done"))
+    r = turn("-p", "configure", "--yes", "-C", str(home), server=server, config={}, cwd=home)
+    assert r.code == 0, r.err
+    assert (home / "notes.txt").read_text() == "x"
+    assert list((home / ".claude").iterdir()) == [] and not (home / ".claude.json").exists()
+    assert json.loads((home / ".config/nanohermes/config.json").read_text()) == {}

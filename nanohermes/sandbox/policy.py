@@ -13,7 +13,7 @@ from pathlib import Path
 
 from nanohermes import programs
 from nanohermes.gitmeta import git_dirs, metadata
-from nanohermes.sandbox.confinement import Availability, Confinement, SandboxPolicy, dedupe, within
+from nanohermes.sandbox.confinement import Availability, Confinement, SandboxPolicy, dedupe
 from nanohermes.sandbox.kernel import LINUX, SandboxError, landlock_abi
 from nanohermes.sandbox.launch import prepare
 
@@ -80,7 +80,7 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
     meta = metadata(workspace, config_files) if policy == "workspace-write" else None
     # Only what the command could create may be watched: a path outside every writable root
     # that appears meanwhile is someone else's doing, never removed.
-    absent = tuple(p for p in meta.absent if any(within(p, r) for r in resolved)) if meta else ()
+    absent = tuple(p for p in meta.absent if any(p == r or r in p.parents for r in resolved)) if meta else ()
     # nanohermes's own secret files join the workspace's; its folders are covered whole.
     own_files: list[tuple[str, int, int]] = []
     for path in own:

@@ -359,7 +359,7 @@ def confine(policy: str, *, workspace: Path, config: Config, limits: Limits,
     cover = covered(workspace, rules, max_entries=limits.sandbox_secret_scan_entries,
                     max_secs=limits.sandbox_secret_scan_secs)
     return sandbox.confinement(policy, workspace=workspace, write_roots=roots, network=cfg.network,
-                               config_files=tuple(sandbox_paths(workspace)),
+                               config_files=tuple(sandbox_paths(workspace, roots)),
                                hidden=found.files if found else (),
                                unhidden=(found.problem if found else "") or cover.problem,
                                ruled=cover.files, ruled_folders=cover.folders,
