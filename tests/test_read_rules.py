@@ -210,3 +210,23 @@ def test_without_the_sandbox_the_analysis_finds_covered_paths_in_folders_read_wh
     assert got["grep"] == "ERROR: the command reads secrets, which rule read_file(secrets/**) denies"  # the folder
     assert "shopping list" in got["plain"]
     assert SECRET not in json.dumps(server.requests[-1]["messages"])
+
+
+@confines
+def test_a_rule_on_a_path_outside_the_workspace_covers_it_for_commands_too(turn: Any, server: FakeServer,
+                                                                           workspace: Path, home: Path) -> None:
+    (home / ".aws").mkdir()
+    (home / ".aws/credentials").write_text(f"aws_secret = {SECRET}\n")
+    (workspace / ".claude").mkdir()
+    (workspace / ".claude/settings.json").write_text(json.dumps({"permissions": {"deny": ["Read(~/.aws/**)"]}}))
+    lines = {"python": f"python3 -c \"print(open('{home}/.aws/credentials').read())\"",
+             "cat": "cat ~/.aws/credentials"}
+    calls = [call("run_command", {"command": line}, id=k) for k, line in lines.items()]
+    calls.append(call("read_file", {"path": str(home / ".aws/credentials")}, id="read"))
+    server.add(tool_reply(*calls), Reply(text="done"))
+    r = turn("-p", "look", "--yes", server=server)
+    assert r.code == 0, r.err
+    got = results(server)
+    assert SECRET not in json.dumps(server.requests[-1]["messages"])
+    assert got["read"].startswith("ERROR: denied by rule read_file(~/.aws/**)")
+    assert got["cat"].startswith("ERROR: the command reads") and "a path a read rule withholds" in got["python"]

@@ -5,9 +5,10 @@ model sees (`visible`) and checks every call at run time (`decide`), because a m
 replay a tool name from history after the mode changed.
 
 Check order: mode block list, then `disallowed_tools`, then `allowed_tools` (when non-empty,
-only those), then deny rules, then plan-mode read-only check, then protected writes, then
-goal mode / --yes, then ask rules, then allow rules (learned ones included), the built-in
-read-only commands, the secret-file list, the question per web host (default and
+only those), then deny rules (read rules' too: `reading`), then plan-mode read-only check,
+then protected writes (refused for a file tool when nobody is asked), then goal mode /
+--yes, then ask rules (read rules' too), then allow rules (learned ones included), the
+built-in read-only commands, the secret-file list, the question per web host (default and
 accept-edits modes) and the tool's own approval level.
 
 Rules are `tool` or `tool(pattern)`. What the pattern is matched against comes from the
@@ -29,7 +30,8 @@ passed in on the `Target`.
 
 Parts: `rules` (rule shape, `Target`, the matchers), `commands` (the built-in read-only
 commands with their argument checks, how command rules meet a simple command, suggestions),
-`decision` (`Policy`, `blocked`, `decide`) and `report` (`describe`).
+`decision` (`Policy`, `blocked`, `decide`), `reading` (which rules cover reading a path, for
+every reader) and `report` (`describe`).
 """
 
 from __future__ import annotations
