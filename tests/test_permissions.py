@@ -48,6 +48,19 @@ CASES = [
     (Policy(ask=(R("read_file"),), allow=(R("read_file"),)), "read_file", "never", True, "a", False, "ask"),
     (Policy(deny=(R("mcp__srv"),)), "mcp__srv__tool", "always", False, None, False, "deny"),
     (Policy(deny=(R("mcp__srv"),)), "mcp__srv2__tool", "always", False, None, False, "ask"),
+    # a rule on reading covers every reader, and a path below a folder it names
+    (Policy(deny=(R("read_file(secrets/**)"),)), "grep", "never", True, "secrets/k", False, "deny"),
+    (Policy(deny=(R("read_file(secrets/**)"),)), "glob", "never", True, "secrets", False, "deny"),
+    (Policy(deny=(R("read_file(secrets/**)"),)), "list_dir", "never", True, "secrets", False, "deny"),
+    (Policy(deny=(R("read_file(secrets/**)"),)), "git_diff", "never", True, "secrets/k", False, "deny"),
+    (Policy(deny=(R("read_file(secrets/**)"),)), "grep", "never", True, ".", False, "allow"),  # withheld inside
+    (Policy(deny=(R("read_file(secrets)"),)), "read_file", "never", True, "secrets/a/k", False, "deny"),
+    (Policy(deny=(R("read_file(secrets/**)"),)), "edit_file", "edit", False, "secrets/k", False, "deny"),
+    (Policy(deny=(R("read_file(secrets/**)"),), mode="accept-edits"), "write_file", "edit", False, "secrets/new",
+     False, "allow"),  # write_file shows no file's text
+    (Policy(ask=(R("read_file(secrets/**)"),)), "grep", "never", True, "secrets/k", False, "ask"),
+    (Policy(ask=(R("read_file(secrets/**)"),), auto_approve=True), "grep", "never", True, "secrets/k", False, "allow"),
+    (Policy(deny=(R("grep(secrets/**)"),)), "read_file", "never", True, "secrets/k", False, "allow"),  # grep's only
 ]
 
 
