@@ -157,12 +157,9 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
     if target.kind == "command" and target.subjects:
         return _decide_command(policy, tool_name, target.subjects[0], target.protected,
                                target.secret_read, target.rule_read)
-    for rule in policy.deny:
-        if _hits(rule, tool_name, target, every=False):
-            return Verdict("deny", f"denied by rule {rule}")
     reading = read_verdict(policy, tool_name, target)
-    if reading is not None and reading.decision == "deny":
-        return reading
+    if (denied := _rule_verdict(policy.deny, tool_name, target, reading, "deny")) is not None:
+        return denied
     if policy.mode == Mode.PLAN and target.effect in ("write", "run") and approval != "never":
         return Verdict("deny", f"{tool_name} changes things and plan mode is read-only")
     if target.protected:
@@ -171,11 +168,8 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
     natural: Basis = ("read-only" if target.read_only else "tool") if approval == "never" else "rule"
     if _unattended(policy):
         return Verdict("allow", basis=_unasked(policy) if natural == "rule" else natural)
-    for rule in policy.ask:
-        if _hits(rule, tool_name, target, every=False):
-            return Verdict("ask", f"rule {rule} asks", None)
-    if reading is not None:
-        return reading
+    if (asked := _rule_verdict(policy.ask, tool_name, target, reading, "ask")) is not None:
+        return asked
     secrets = [s for s in (*target.subjects, *target.aliases) if _secret_subject(policy, s)] \
         if target.kind == "path" and target.read_only and target.shows_contents else []
     for rule in policy.allow:
@@ -196,6 +190,17 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
     if approval == "edit" and policy.mode == Mode.ACCEPT_EDITS:
         return Verdict("allow", basis="mode")
     return Verdict("ask", "edits a file" if approval == "edit" else "needs approval")
+
+
+def _rule_verdict(rules: tuple[Rule, ...], tool_name: str, target: Target, reading: Verdict | None,
+                  decision: Decision) -> Verdict | None:
+    """The deny (or ask) verdict of the first of `rules` that covers a subject of the call,
+    else the read rules' verdict of that kind (`reading`), else None."""
+    for rule in rules:
+        if _hits(rule, tool_name, target, every=False):
+            return Verdict("deny", f"denied by rule {rule}") if decision == "deny" else \
+                Verdict("ask", f"rule {rule} asks", None)
+    return reading if reading is not None and reading.decision == decision else None
 
 
 def policy_read_rules(policy: Policy, tool_name: str = "read_file") -> ReadRules:
@@ -244,13 +249,8 @@ def _decide_command(policy: Policy, tool_name: str, command: str, protected: boo
     except ParseError as e:
         commands, problem = None, str(e)
     denies = [r for r in policy.deny if r.names(tool_name)]
-    seen = commands if commands is not None else _line_by_line(command)
-    for rule in denies:
-        if rule.pattern is None or match_command_text(rule.pattern, command.strip()) \
-                or any(deny_matches(rule, c) for c in seen):
-            return Verdict("deny", f"denied by rule {rule}")
-    if ruled and ruled[0] == "deny":  # it would print a path a read rule denies
-        return Verdict("deny", f"the command reads {ruled[1]}, which rule {ruled[2]} denies")
+    if (denied := _command_denied(denies, command, commands, ruled)) is not None:
+        return denied
     if policy.mode == Mode.PLAN:
         return Verdict("deny", f"{tool_name} changes things and plan mode is read-only")
     if commands is not None:
@@ -299,6 +299,20 @@ def _decide_command(policy: Policy, tool_name: str, command: str, protected: boo
         return Verdict("allow", basis="read-only")
     return Verdict("allow", basis="mode" if policy.mode == Mode.ACCEPT_EDITS and not any(
         _allowed_by_rule(policy, tool_name, c) for c in commands) else "rule")
+
+
+def _command_denied(denies: list[Rule], command: str, commands: list[SimpleCommand] | None,
+                    ruled: tuple[str, str, str] | tuple[()]) -> Verdict | None:
+    """A deny rule that meets the line (each physical line that can be analysed, when the
+    whole cannot), or a read rule denying a path it would print; else None."""
+    seen = commands if commands is not None else _line_by_line(command)
+    for rule in denies:
+        if rule.pattern is None or match_command_text(rule.pattern, command.strip()) \
+                or any(deny_matches(rule, c) for c in seen):
+            return Verdict("deny", f"denied by rule {rule}")
+    if ruled and ruled[0] == "deny":
+        return Verdict("deny", f"the command reads {ruled[1]}, which rule {ruled[2]} denies")
+    return None
 
 
 def _all_read_only(policy: Policy, commands: list[SimpleCommand] | None, secret: str) -> bool:
