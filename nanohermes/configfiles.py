@@ -50,26 +50,30 @@ def user_paths() -> tuple[str, ...]:
     return tuple(dict.fromkeys(os.path.realpath(p) for p in paths))
 
 
-@functools.cache  # the running interpreter's: they do not change while it runs
 def interpreter_paths() -> tuple[str, ...]:
     """Real paths of what the running interpreter starts from: its prefixes' folders, its
     site-packages folders, the user site and the interpreter's own file."""
+    return _interpreter_paths((sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix), sys.executable)
+
+
+@functools.lru_cache(maxsize=4)  # looked up again only if the interpreter's own values change
+def _interpreter_paths(prefixes: tuple[str, ...], executable: str) -> tuple[str, ...]:
     import site
 
     out: list[str] = []
-    for prefix in dict.fromkeys((sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix)):
-        if prefix and os.path.realpath(prefix) != "/":
-            out += [os.path.join(prefix, part) for part in _PREFIX_PARTS]
-    try:
-        out += site.getsitepackages()
+    prefixes = tuple(p for p in dict.fromkeys(prefixes) if p and os.path.realpath(p) != "/")
+    for prefix in prefixes:
+        out += [os.path.join(prefix, part) for part in _PREFIX_PARTS]
+    try:  # the folders this process took, and those its prefixes hold
+        out += [*site.getsitepackages(), *site.getsitepackages(list(prefixes))]
     except AttributeError:  # an embedded interpreter's `site` may lack it
         pass
     try:
         out.append(site.getusersitepackages())
     except AttributeError:
         pass
-    if sys.executable:
-        out.append(sys.executable)
+    if executable:
+        out.append(executable)
     return tuple(dict.fromkeys(os.path.realpath(p) for p in out if p))
 
 
