@@ -230,3 +230,18 @@ def test_a_rule_on_a_path_outside_the_workspace_covers_it_for_commands_too(turn:
     assert SECRET not in json.dumps(server.requests[-1]["messages"])
     assert got["read"].startswith("ERROR: denied by rule read_file(~/.aws/**)")
     assert got["cat"].startswith("ERROR: the command reads") and "a path a read rule withholds" in got["python"]
+
+
+def test_a_listing_too_long_to_check_against_read_rules_shows_nothing(turn: Any, server: FakeServer,
+                                                                       workspace: Path) -> None:
+    """git_status and git_diff check every changed path against the read rules; names past the
+    capture cap could hide a covered one, so nothing is shown."""
+    repo(workspace)
+    server.add(tool_reply(call("git_status", {}, id="s"), call("git_diff", {}, id="d")), Reply(text="done"))
+    r = turn("-p", "look", server=server, config={"permissions": {"deny": ["read_file(secrets/**)"]},
+                                                  "limits": {"run_command_capture_bytes": 16}})
+    assert r.code == 0, r.err
+    got = results(server)
+    for key in ("s", "d"):
+        assert got[key] == ("ERROR: too many changed paths to check against the read rules (over 16 bytes of names); "
+                            "pass a narrower path"), got[key]

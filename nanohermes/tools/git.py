@@ -26,6 +26,7 @@ from nanohermes.tools.fileops import Withheld
 from nanohermes.tools.process import command_env, confinement_of, read_only_of, run_capped, secs, strip_newline
 
 _NOTE_CHARS = 400  # room kept for the tool's own notes when fitting output into max_output
+_CUT = "\n[git output was "  # how the note on output cut at the capture cap starts
 
 
 # Settings that stop git from starting a program a repository's config names.
@@ -96,7 +97,7 @@ async def git(ctx: ToolContext, *args: str, read_only: bool = True) -> str:
         raise ToolError(f"git {args[0]} failed with exit code {fin.exit_code}: {message or '(no message)'}")
     text = fin.out.text()
     if fin.out.dropped:
-        text += (f"\n[git output was {fin.out.total} bytes; the first {len(fin.out.data)} and the last "
+        text += (f"{_CUT}{fin.out.total} bytes; the first {len(fin.out.data)} and the last "
                  f"{fin.out.tail_len} were kept ({fin.out.dropped} bytes dropped where marked)]")
     return text
 
@@ -111,7 +112,11 @@ async def withheld_specs(ctx: ToolContext, listing: list[str],
         return [], Withheld(ctx, ctx.workspace)
     top = strip_newline(await git(ctx, "rev-parse", "--show-toplevel"))
     withheld = Withheld(ctx, Path(top))  # git names its top as a real path
-    names = dict.fromkeys(n for n in paths(await git(ctx, *listing)) if n)
+    listed = await git(ctx, *listing)
+    if _CUT in listed:  # a path left unread could be one a rule covers: nothing is shown
+        raise ToolError(f"too many changed paths to check against the read rules (over "
+                        f"{ctx.limits.run_command_capture_bytes} bytes of names); pass a narrower path")
+    names = dict.fromkeys(n for n in paths(listed) if n)
     return [f":(top,exclude,literal){n}" for n in names if not withheld.keeps(n)], withheld
 
 
