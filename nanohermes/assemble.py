@@ -236,14 +236,20 @@ def parse_rules(texts: list[str], where: str, warnings: list[str],
     tool too) is reported with its file and ignored."""
     from nanohermes.tools import declarations
 
+    from nanohermes.claude_files import translate_rule
+
     kinds = {name: kind for name, (kind, _) in declarations().items()}
+    kind = where.rpartition(".")[2]  # allow, ask or deny
     rules: list[Rule] = []
     for text in texts:
         source = origin(text) if origin else ""
-        try:
-            rules.append(Rule.parse(text, origin=source, kinds=kinds))
-        except ValueError as e:
-            warnings.append(f"{source + ': ' if source else ''}{where}: {e}; rule ignored")
+        # A rule in Claude Code's words (`Read(./secrets/**)`) is read as the rules it stands for here.
+        ours = translate_rule(text, kind, Path(".")) if kind in ("allow", "ask", "deny") else None
+        for one in ours or [text]:
+            try:
+                rules.append(Rule.parse(one, origin=source, kinds=kinds))
+            except ValueError as e:
+                warnings.append(f"{source + ': ' if source else ''}{where}: {e}; rule ignored")
     return tuple(rules)
 
 
@@ -254,6 +260,7 @@ def build_policy(config: Config, warnings: list[str]) -> Policy:
     return Policy(
         mode=config.permission_mode,
         auto_approve=config.auto_approve,
+        skip_permissions=config.dangerously_skip_permissions,
         allowed_tools=tuple(config.allowed_tools),
         disallowed_tools=tuple(config.disallowed_tools),
         allow=parse_rules(p.allow, "permissions.allow", warnings, lambda t: p.origin("allow", t)),

@@ -86,6 +86,7 @@ class Limits:
     checkpoint_file_max_bytes: int = 4 * MiB  # larger files (git-ignored ones too) are not kept; a note names them
     checkpoint_max_files: int = 1_000_000  # a workspace with more files is not checkpointed (a note says so)
     checkpoint_store_bytes: int = 1024 * MiB  # a workspace's checkpoint store; the oldest checkpoints are pruned
+    startup_scan_folders: int = 20_000  # folders looked through for virtual environments' start-up files each turn
 
     @property
     def aggregate_chars(self) -> int:

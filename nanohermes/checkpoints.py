@@ -54,6 +54,7 @@ from nanohermes.messages import Message
 from nanohermes.programs import GIT_OWN
 
 if TYPE_CHECKING:
+    from nanohermes.runs_later import Startup
     from nanohermes.session import Session
 
 REF_PREFIX = "refs/nanohermes/checkpoints/"
@@ -763,6 +764,7 @@ class Checkpoints:
         self._open: Turn | None = None  # the turn running now, once its scan before is taken
         self.disabled = ""  # why checkpoints stopped for this session
         self.rewound_prompt = ""  # the prompt of the turn the last conversation rewind took back
+        self._startup: Startup | None = None  # the virtual environments' start-up files before this turn
 
     def start(self) -> None:
         """At session start, a first scan in a background thread: it fills the index's stat
@@ -878,9 +880,11 @@ class Checkpoints:
     async def _before(self, turn: Turn) -> None:
         try:
             scan = await asyncio.to_thread(self.store.scan)
+            self._startup = await asyncio.to_thread(self._look_startup)
         except (CheckpointError, OSError, subprocess.SubprocessError) as e:
             self._fail(e)
             return
+        self._warn_incomplete(self._startup)
         self._warn_unkept(scan)
         self.turns().append(turn)
         self._write({"type": "turn", "turn": turn.turn, "prompt": turn.prompt, "time": turn.time,
@@ -906,7 +910,7 @@ class Checkpoints:
                 scan = self.store.scan()
                 commit = self.store.pin(scan.changes, f"turn {turn.turn}: {turn.prompt[:120]}")
                 pruned = self.store.prune()
-            return scan, commit, pruned, self._runs_later(scan.changes)
+            return scan, commit, pruned, self._runs_later(scan.changes) + self._startup_changed()
 
         try:
             scan, commit, pruned, later = await asyncio.to_thread(work)
@@ -921,6 +925,7 @@ class Checkpoints:
         turn.commit, turn.changes = commit, list(scan.changes)
         self._write({"type": "ended", "turn": turn.turn, "commit": commit,
                      "changes": [c.to_json() for c in scan.changes]})
+        later = tuple({w.split(": ", 1)[0]: w for w in later}.values())  # a venv the checkpoints keep, named once
         self.emit(FilesChanged(turn=turn.turn, paths=tuple(turn.paths), runs_later=later))
         if later:
             one = len(later) == 1
@@ -951,6 +956,25 @@ class Checkpoints:
             if why:
                 out.append(f"{c.path}: {why}")
         return tuple(out)
+
+    def _look_startup(self) -> Startup:
+        from nanohermes.runs_later import startup_files
+
+        return startup_files(self.store.workspace, self.store.limits.startup_scan_folders)
+
+    def _startup_changed(self) -> tuple[str, ...]:
+        """`path: why` for each start-up file of the workspace's virtual environments the turn
+        created or changed: the checkpoints leave those folders out."""
+        from nanohermes.runs_later import startup_changed
+
+        if self._startup is None:
+            return ()
+        return tuple(startup_changed(self._startup, self._look_startup()))
+
+    def _warn_incomplete(self, found: Startup | None) -> None:
+        if found is not None and found.problem and found.problem not in self._warned:
+            self._warned.add(found.problem)
+            self.emit(Notice(level="warning", text=f"{found.problem}; a start-up file planted past it is not named"))
 
     def _fail(self, e: BaseException) -> None:
         self.disabled = str(e)

@@ -10,7 +10,7 @@ of the call's processes:
 
 | basis | confinement |
 | --- | --- |
-| person (a yes at the prompt) | none |
+| person (a yes at the prompt), bypass (--dangerously-skip-permissions) | none |
 | read-only (built-in read-only commands, reading tools) and tool (no approval needed) | read-only |
 | rule, mode (accept-edits), unattended (--yes, goal, auto_approve), hook | workspace-write |
 
@@ -34,8 +34,10 @@ from nanohermes.budget import Limits
 from nanohermes.events import UI, ApprovalRequest, Notice, PermissionDenied, SandboxRefused
 from nanohermes.messages import Image
 from nanohermes.modes import Mode
-from nanohermes.pathrules import command_secret
-from nanohermes.permissions import Basis, Policy, Rule, Target, Verdict, decide, reads_secret, unattended
+from nanohermes.pathrules import command_read_rule, command_secret
+from nanohermes.permissions import (
+    Basis, Policy, Rule, Target, Verdict, decide, policy_read_rules, reads_secret, unattended,
+)
 from nanohermes.shellparse import ParseError, split
 from nanohermes.tools import Params, Tool, ToolContext, ToolError, ToolResult
 
@@ -59,7 +61,8 @@ def denied(note: str = "") -> str:
 
 # The sandbox policy each basis earns (before `sandbox.mode: off`).
 POLICY_OF: dict[Basis, str] = {"person": "off", "read-only": "read-only", "tool": "read-only", "rule": "workspace-write",
-                               "mode": "workspace-write", "unattended": "workspace-write", "hook": "workspace-write"}
+                               "mode": "workspace-write", "unattended": "workspace-write", "hook": "workspace-write",
+                               "bypass": "off"}
 
 
 @dataclass(frozen=True)
@@ -170,8 +173,16 @@ class Gate:
                            "the call was refused")
         if target.kind == "command" and target.subjects and not unattended(self.policy):
             target = replace(target, secret_read=await asyncio.to_thread(self._command_secret, target))
+        if target.kind == "command" and target.subjects and (rules := policy_read_rules(self.policy)):
+            # A path a read rule covers that the line names is refused or asked; one inside a
+            # folder it reads whole is withheld by the sandbox, or found here where there is none.
+            folders = not await asyncio.to_thread(self.policy.is_sandboxed)
+            target = replace(target, rule_read=await asyncio.to_thread(
+                command_read_rule, target.subjects[0], self.workspace, rules, cwd=target.cwd, folders=folders,
+                max_entries=self.limits.secret_scan_entries, max_secs=self.limits.secret_scan_secs))
         ctx.target = target
         ctx.refusal = self._redirect_check(tool, args)
+        ctx.read_rule = self._read_rule(tool, target)
         verdict = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
         verdict = hooked.adjust(verdict) if hooked is not None else verdict
         if verdict.decision == "deny":
@@ -269,6 +280,20 @@ class Gate:
             return v.reason if v.decision == "deny" else f"it needs approval ({v.reason})"
         return refusal
 
+    def _read_rule(self, tool: Tool, target: Target) -> Callable[[str], str | None] | None:
+        """For a path tool or a reading one (git_status lists paths): which read rule withholds a
+        path the call reaches (see `ToolContext.read_rule`)."""
+        if tool.kind != "path" and tool.effect != "read":
+            return None
+        rules = policy_read_rules(self.policy, tool.name).answered((*target.subjects, *target.aliases))
+        if not rules:
+            return None
+
+        def rule_of(subject: str) -> str | None:
+            hit = rules.covering(subject)
+            return None if hit is None else str(hit[1])
+        return rule_of
+
     def _names_secret(self, line: str) -> bool:
         try:
             return any(reads_secret(cmd, self.policy.secret_files) for cmd in split(line))
@@ -360,6 +385,7 @@ class Gate:
             return out, waited
         again = ToolContext(workspace=ctx.workspace, limits=ctx.limits, config=ctx.config, call_id=ctx.call_id,
                             emit=ctx.emit, state=ctx.state, target=ctx.target, refusal=ctx.refusal,
+                            read_rule=ctx.read_rule,
                             confinement=_unconfined())
         second = await tool.run(grant.args, again)
         text = second.text if isinstance(second, ToolResult) else second

@@ -2,7 +2,7 @@
 built from a tool's declaration, the subject a path rule is matched against
 (workspace-relative, `..` and symlinks resolved), whether a write lands somewhere that
 always needs a person's yes (outside the workspace and `extra_write_roots`, inside `.git/`,
-or nanohermes's own config files), whether a command line reads a secret file through a
+or a file that configures nanohermes or runs when it starts: `configfiles`), whether a command line reads a secret file through a
 symlink, a glob or a folder it reads whole; and opening exactly the resolved path afterwards.
 
 Paths are resolved once, the way the kernel walks them: each symlink is followed where it
@@ -26,8 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from nanohermes.dirs import config_home
-from nanohermes.permissions import CONTENT_READERS, Effect, SubjectKind, Target, option_reads
+from nanohermes.permissions import CONTENT_READERS, Effect, ReadRules, SubjectKind, Target, option_reads
 from nanohermes.secrets import holds_own_secret, name_matcher, own_secret
 from nanohermes.shellparse import ParseError, SimpleCommand, Word, split
 
@@ -246,19 +245,24 @@ def held(real: Path) -> Iterator[tuple[Path, os.stat_result]]:
 
 def protected_write(workspace: Path, path: str, *, cwd: Path | None = None,
                     extra_roots: list[str] | tuple[str, ...] = ()) -> bool:
-    """Does writing `path` need a person's yes whatever the mode or rules say?"""
+    """Does writing `path` need a person's yes whatever the mode or rules say? Outside the
+    workspace and `extra_roots`; inside `.git/` or what git runs from outside it; and what
+    configures nanohermes or runs when it starts (`configfiles`: the project's and Claude
+    Code's files, the user's config folders, the interpreter and packages nanohermes runs from)."""
+    from nanohermes.configfiles import inside, project_file, protected_anywhere
+
     real = _real(cwd or workspace, path)
-    cfg = os.path.realpath(config_home())
-    if _inside(real, cfg):
+    if inside(real, protected_anywhere()):
         return True
     root = os.path.realpath(workspace)
     if _inside(real, root):
         parts = Path(os.path.relpath(real, root)).parts
-        return ".git" in parts or (len(parts) >= 1 and parts[0] == ".nanohermes") or _git_runs(real, Path(root))
+        return ".git" in parts or project_file(parts) or _git_runs(real, Path(root))
     for extra in extra_roots:
         r = os.path.realpath(os.path.expanduser(extra))
         if _inside(real, r):
-            return ".git" in Path(os.path.relpath(real, r)).parts
+            parts = Path(os.path.relpath(real, r)).parts
+            return ".git" in parts or project_file(parts)
     return True
 
 
@@ -472,3 +476,53 @@ def command_secret(command: str, workspace: Path, *, cwd: Path | None = None,
                 if found := scan.check(path, recursive):
                     return found
     return ""
+
+
+def command_read_rule(command: str, workspace: Path, rules: ReadRules, *, cwd: Path | None = None,
+                      folders: bool = True, max_entries: int = 20_000,
+                      max_secs: float = 1.0) -> tuple[str, str, str] | tuple[()]:
+    """(decision, path as rules see it, rule) for a path the command line would print that a
+    read rule covers: named, through a link or a glob, or (with `folders`: where no sandbox
+    withholds it) inside a folder it reads whole; () when none is found within the bounds
+    (the sandbox withholds what the look missed)."""
+    try:
+        commands = split(command)
+    except ParseError:
+        return ()  # asked anyway
+    deadline = time.monotonic() + max_secs
+    left = max_entries
+    cdpath = "CDPATH" in os.environ or "CDPATH" in command
+    base: Path | None = cwd or workspace
+    for cmd in commands:
+        if cmd.name in ("cd", "pushd", "popd"):
+            base = _cd(cmd, base, cdpath)
+            continue
+        words, recursive = _read_operands(cmd)
+        root = str(base) if base is not None else str(workspace)
+        for w in words:
+            if w.dynamic or (base is None and not os.path.isabs(os.path.expanduser(w.text))):
+                continue  # known only at run time: the sandbox withholds what it reaches
+            if w.glob:
+                try:
+                    found = list(itertools.islice(globlib.iglob(os.path.expanduser(w.text), root_dir=root), max_entries))
+                except (OSError, ValueError):
+                    found = []
+                paths = [os.path.join(root, m) for m in found]
+            else:
+                paths = [os.path.join(root, os.path.expanduser(w.text))]
+            for path in paths:
+                walk = [path]
+                while walk:
+                    left -= 1
+                    if left < 0 or time.monotonic() > deadline:
+                        return ()
+                    one = walk.pop()
+                    subject = subject_of(workspace, os.path.realpath(one))
+                    if (hit := rules.covering(subject)) is not None:
+                        return (hit[0], subject, str(hit[1]))
+                    if folders and recursive and os.path.isdir(one) and not os.path.islink(one):
+                        try:
+                            walk += [e.path for e in os.scandir(one) if e.name != ".git"]
+                        except OSError:
+                            continue
+    return ()

@@ -8,14 +8,27 @@ open the folder or start Python.
 `runs_later(path, before, after)` says why a changed file runs code later, or None; a file
 where only part of it runs code (`package.json`'s scripts, `pyproject.toml`'s build system)
 is named only when that part changed, when both contents are known.
+
+`startup_files(workspace)` looks, before and after each turn, at what Python runs at every
+start in the workspace's virtual environments (any folder with a `pyvenv.cfg`, and any
+`site-packages` or `dist-packages` folder): their `.pth` files and `sitecustomize.py` and
+`usercustomize.py`. The checkpoints leave those folders out (`.venv`, `.tox`, ... are
+dependency folders), so this look is what names a file planted there (`started_changed`).
 """
 
 from __future__ import annotations
 
+import glob as globlib
 import json
+import os
 import posixpath
 import re
+import stat
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nanohermes.budget import plural
 
 _CI = re.compile(r"(^|/)(\.github/workflows/[^/]+\.ya?ml|\.gitlab-ci\.ya?ml|\.circleci/config\.ya?ml|azure-pipelines\.ya?ml"
                  r"|\.travis\.ya?ml|Jenkinsfile|bitbucket-pipelines\.ya?ml|\.buildkite/[^/]+|\.drone\.ya?ml"
@@ -81,7 +94,7 @@ def runs_later(path: str, before: bytes | None = None, after: bytes | None = Non
         return "a git hook (runs at your next commit, checkout or push)"
     if _CI.search(path):
         return "a CI workflow (runs at your next push)"
-    if name.endswith(".pth") and "site-packages/" in path:
+    if name.endswith(".pth") and ("site-packages/" in path or "dist-packages/" in path):
         return "a .pth file of a virtual environment (runs at every Python start there)"
     if name in _PARTS and (name != "tasks.json" or path.endswith(".vscode/tasks.json")):
         what, part = _PARTS[name]
@@ -93,3 +106,93 @@ def runs_later(path: str, before: bytes | None = None, after: bytes | None = Non
     return _NAMES.get(name) or None
 
 
+# -- what Python runs at every start in the workspace's virtual environments ---------------------
+
+_STARTUP = ("sitecustomize.py", "usercustomize.py")
+_SITE_DIRS = ("site-packages", "dist-packages")
+_NOT_ENTERED = (".git", "node_modules")  # hold no virtual environment worth the walk
+# Where a virtual environment keeps its site folders (POSIX, its lib64 twin, Windows).
+_VENV_SITES = ("lib/python*/site-packages", "lib/python*/dist-packages", "lib64/python*/site-packages",
+               "Lib/site-packages")
+
+Stamp = tuple[int, int, int, int]  # (inode, size, mtime_ns, ctime_ns): ctime cannot be set back
+
+
+@dataclass(frozen=True)
+class Startup:
+    """The start-up files found (workspace-relative path -> stamp), and why the look is
+    incomplete ("" when it is not)."""
+
+    files: dict[str, Stamp] = field(default_factory=dict)
+    problem: str = ""
+
+
+def startup_files(workspace: Path, max_folders: int) -> Startup:
+    """Every `.pth`, `sitecustomize.py` and `usercustomize.py` at the top of a site folder of
+    the workspace: those of each virtual environment (a folder with `pyvenv.cfg`, not walked
+    further) and of any `site-packages` or `dist-packages` folder. At most `max_folders`
+    folders are looked at; past that, what was found so far and the bound's note."""
+    root = os.path.realpath(workspace)
+    sites: list[str] = []
+    todo = [root]
+    seen = 0
+    problem = ""
+    while todo:
+        folder = todo.pop()
+        seen += 1
+        if seen > max_folders:
+            problem = (f"the look for Python start-up files (.pth, sitecustomize.py) in the workspace stopped after "
+                       f"{plural(max_folders, 'folder')} (limits.startup_scan_folders)")
+            break
+        try:
+            with os.scandir(folder) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        if any(e.name == "pyvenv.cfg" for e in entries):
+            for pattern in _VENV_SITES:
+                sites += globlib.glob(os.path.join(globlib.escape(folder), pattern))
+            continue
+        for e in entries:
+            try:
+                if not e.is_dir(follow_symlinks=False) or e.name in _NOT_ENTERED:
+                    continue
+            except OSError:
+                continue
+            (sites if e.name in _SITE_DIRS else todo).append(e.path)
+    files: dict[str, Stamp] = {}
+    for site in dict.fromkeys(os.path.realpath(s) for s in sites):
+        files.update(_site_files(site, root))
+    return Startup(files, problem)
+
+
+def _site_files(site: str, root: str) -> dict[str, Stamp]:
+    out: dict[str, Stamp] = {}
+    try:
+        with os.scandir(site) as it:
+            for e in it:
+                if not (e.name.endswith(".pth") or e.name in _STARTUP):
+                    continue
+                try:
+                    st = e.stat()  # Python follows a link to a .pth, and so does this
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    path = os.path.join(site, e.name)
+                    shown = os.path.relpath(path, root) if path.startswith(root + os.sep) else path
+                    out[Path(shown).as_posix()] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    except OSError:
+        pass
+    return out
+
+
+def startup_changed(before: Startup, after: Startup) -> list[str]:
+    """`path: why` for each start-up file created or changed between the two looks."""
+    out = []
+    for path, st in sorted(after.files.items()):
+        if before.files.get(path) != st:
+            name = posixpath.basename(path)
+            why = (f"a {name} of a virtual environment (runs at every Python start there)" if name in _STARTUP
+                   else "a .pth file of a virtual environment (runs at every Python start there)")
+            out.append(f"{path}: {why}")
+    return out

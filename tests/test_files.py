@@ -27,7 +27,8 @@ from nanohermes.budget import Limits
 from nanohermes.config import Config, user_config_path
 from nanohermes.events import ApprovalRequest, RecordingUI, ToolFinished
 from nanohermes.messages import ToolCall
-from nanohermes.permissions import Policy, Rule
+from nanohermes.permissions import PROTECTED, Policy, Rule
+from nanohermes.permissions.decision import UNATTENDED_PROTECTED
 from nanohermes.runtime import DENIED, Runtime
 from nanohermes.tools import Tool, ToolContext, ToolError, ToolResult, build_tools
 from nanohermes.tools.fileops import TextFile, unified_diff
@@ -452,7 +453,7 @@ def test_accept_edits_writes_without_asking_but_asks_for_protected_paths(tmp_pat
     assert call(rt, "write_file", {"path": "../outside.txt", "content": "x"}) == DENIED
     req = ui.of(ApprovalRequest)[0]
     assert (req.tool, req.summary, req.reason) == (
-        "write_file", "../outside.txt", "writes a protected path (outside the workspace, git's metadata and hooks, or nanohermes config)")
+        "write_file", "../outside.txt", PROTECTED)
     assert req.detail == "--- /dev/null\n+++ b/" + str(tmp_path / "outside.txt") + "\n@@ -0,0 +1 @@\n+x\n\\ No newline at end of file\n"
     assert not (tmp_path / "outside.txt").exists()
 
@@ -538,10 +539,10 @@ def test_plan_and_debug_refuse_writes(workspace: Path, mode: str) -> None:
     assert not (workspace / "a.txt").exists()
 
 
-def test_goal_mode_writes_protected_paths_without_asking(workspace: Path) -> None:
+def test_goal_mode_refuses_protected_paths_without_asking(workspace: Path) -> None:
     rt, ui = runtime(workspace, "goal")
-    assert call(rt, "write_file", {"path": ".git/info/exclude", "content": "x\n"}) == "created .git/info/exclude (2 bytes, 1 line)"
-    assert ui.of(ApprovalRequest) == []
+    assert call(rt, "write_file", {"path": ".git/info/exclude", "content": "x\n"}) == f"ERROR: {UNATTENDED_PROTECTED}"
+    assert ui.of(ApprovalRequest) == [] and not (workspace / ".git").exists()
 
 
 def test_flags_and_registry() -> None:

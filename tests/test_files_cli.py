@@ -43,8 +43,10 @@ def test_without_a_terminal_edits_are_refused_in_default_mode(turn, server: Fake
     assert (workspace / "a.txt").read_text() == "a\n" and not (workspace / "b.txt").exists()
 
 
-def test_protected_write_is_refused_in_accept_edits_and_allowed_with_yes(turn, server: FakeServer, workspace: Path,
-                                                                          tmp_path: Path) -> None:
+def test_protected_write_is_refused_in_accept_edits_and_with_yes(turn, server: FakeServer, workspace: Path,
+                                                                tmp_path: Path) -> None:
+    """Without a terminal a protected write is refused; --yes has nobody to ask either, so it
+    is refused with the reason; only --dangerously-skip-permissions lets it through."""
     outside = tmp_path / "outside.txt"
     server.add(tool_reply(call("write_file", {"path": str(outside), "content": "x"}, id="w")), Reply(text="ok"))
     r = turn("-p", "write", "--mode", "accept-edits", server=server)
@@ -53,7 +55,13 @@ def test_protected_write_is_refused_in_accept_edits_and_allowed_with_yes(turn, s
     server.add(tool_reply(call("write_file", {"path": str(outside), "content": "x"}, id="w2")), Reply(text="ok"))
     r = turn("-p", "write", "--mode", "accept-edits", "--yes", server=server)
     assert r.code == 0, r.err
-    assert tool_results(server, 3) == {"w2": f"created {outside} (1 bytes, 1 line)"} and outside.read_text() == "x"
+    refused = tool_results(server, 3)["w2"]
+    assert refused.startswith("ERROR: writes a protected path") and "--dangerously-skip-permissions" in refused
+    assert not outside.exists()
+    server.add(tool_reply(call("write_file", {"path": str(outside), "content": "x"}, id="w3")), Reply(text="ok"))
+    r = turn("-p", "write", "--dangerously-skip-permissions", server=server)
+    assert r.code == 0, r.err
+    assert tool_results(server, 5) == {"w3": f"created {outside} (1 bytes, 1 line)"} and outside.read_text() == "x"
 
 
 def test_plan_mode_hides_the_write_tools(turn, server: FakeServer) -> None:

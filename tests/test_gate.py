@@ -74,7 +74,8 @@ ROWS = [
     Row("write_file", {"path": "b.txt", "content": "b"}, mode="plan"),
     Row("write_file", {"path": "b.txt", "content": "b"}, mode="debug"),
     Row("write_file", {"path": "../out.txt", "content": "o"}, mode="accept-edits", answer="deny", asked=True),  # protected
-    Row("write_file", {"path": "../out.txt", "content": "o"}, yes=True, want=("unattended", None)),
+    Row("write_file", {"path": "../out.txt", "content": "o"}, yes=True),  # nobody to ask: refused
+    Row("write_file", {"path": "../out.txt", "content": "o"}, mode="goal"),
     # git: the read-only tools start read-only processes; a commit earns what a command does
     Row("git_status", {}, want=("read-only", "read-only")),
     Row("git_status", {}, yes=True, want=("read-only", "read-only")),

@@ -14,14 +14,13 @@ import pytest
 from nanohermes.config import Config
 from nanohermes.events import ApprovalRequest, RecordingUI
 from nanohermes.messages import ToolCall
-from nanohermes.permissions import Policy, Rule
+from nanohermes.permissions import PROTECTED, Policy, Rule
 from nanohermes.runtime import DENIED, Runtime
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 from nanohermes.tools import build_tools
 from nanohermes.tools.patch import written_paths
 
 R = Rule.parse
-PROTECTED = "writes a protected path (outside the workspace, git's metadata and hooks, or nanohermes config)"
 
 
 def runtime(ws: Path, ui: RecordingUI, policy: Policy) -> Runtime:

@@ -28,7 +28,13 @@ CASES = [
     (Policy(mode="debug"), "run_command", "always", False, "pytest", False, "ask"),
     (Policy(mode="debug"), "git_commit", "always", False, None, False, "deny"),
     (Policy(mode="goal"), "run_command", "always", False, "rm -rf build", False, "allow"),
-    (Policy(mode="goal"), "write_file", "edit", False, "/etc/x", True, "allow"),
+    (Policy(mode="goal"), "write_file", "edit", False, "/etc/x", True, "deny"),  # nobody to ask: refused
+    (Policy(auto_approve=True), "write_file", "edit", False, "/etc/x", True, "deny"),
+    (Policy(auto_approve=True), "run_command", "always", False, "echo x > /etc/x", True, "allow"),  # sandboxed
+    (Policy(skip_permissions=True), "write_file", "edit", False, "/etc/x", True, "allow"),
+    (Policy(skip_permissions=True, mode="plan"), "write_file", "edit", False, "/etc/x", True, "deny"),
+    (Policy(skip_permissions=True, deny=(R("write_file(/etc/**)"),)), "write_file", "edit", False, "/etc/x", True,
+     "deny"),
     (Policy(mode="plan"), "write_file", "edit", False, "/etc/x", True, "deny"),
     (Policy(auto_approve=True), "run_command", "always", False, "make", False, "allow"),
     (Policy(disallowed_tools=("read_file",)), "read_file", "never", True, "a", False, "deny"),
@@ -42,6 +48,19 @@ CASES = [
     (Policy(ask=(R("read_file"),), allow=(R("read_file"),)), "read_file", "never", True, "a", False, "ask"),
     (Policy(deny=(R("mcp__srv"),)), "mcp__srv__tool", "always", False, None, False, "deny"),
     (Policy(deny=(R("mcp__srv"),)), "mcp__srv2__tool", "always", False, None, False, "ask"),
+    # a rule on reading covers every reader, and a path below a folder it names
+    (Policy(deny=(R("read_file(secrets/**)"),)), "grep", "never", True, "secrets/k", False, "deny"),
+    (Policy(deny=(R("read_file(secrets/**)"),)), "glob", "never", True, "secrets", False, "deny"),
+    (Policy(deny=(R("read_file(secrets/**)"),)), "list_dir", "never", True, "secrets", False, "deny"),
+    (Policy(deny=(R("read_file(secrets/**)"),)), "git_diff", "never", True, "secrets/k", False, "deny"),
+    (Policy(deny=(R("read_file(secrets/**)"),)), "grep", "never", True, ".", False, "allow"),  # withheld inside
+    (Policy(deny=(R("read_file(secrets)"),)), "read_file", "never", True, "secrets/a/k", False, "deny"),
+    (Policy(deny=(R("read_file(secrets/**)"),)), "edit_file", "edit", False, "secrets/k", False, "deny"),
+    (Policy(deny=(R("read_file(secrets/**)"),), mode="accept-edits"), "write_file", "edit", False, "secrets/new",
+     False, "allow"),  # write_file shows no file's text
+    (Policy(ask=(R("read_file(secrets/**)"),)), "grep", "never", True, "secrets/k", False, "ask"),
+    (Policy(ask=(R("read_file(secrets/**)"),), auto_approve=True), "grep", "never", True, "secrets/k", False, "allow"),
+    (Policy(deny=(R("grep(secrets/**)"),)), "read_file", "never", True, "secrets/k", False, "allow"),  # grep's only
 ]
 
 
@@ -110,7 +129,7 @@ def test_mode_by_rule_matrix(tool: str, approval: str, read_only: bool, subject:
     ("accept-edits", {}, "ask"),
     ("plan", {}, "deny"),
     ("debug", {}, "deny"),
-    ("goal", {}, "allow"),
+    ("goal", {}, "deny"),  # nobody to ask: a file tool's protected write is refused
     ("goal", {"deny": (R("write_file(/etc/**)"),)}, "deny"),
 ])
 def test_protected_writes(mode: str, rules: dict[str, tuple[Rule, ...]], expected: str) -> None:

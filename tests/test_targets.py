@@ -16,7 +16,7 @@ from tool_support import WriteParams
 from nanohermes.config import Config
 from nanohermes.events import ApprovalRequest, RecordingUI
 from nanohermes.messages import ToolCall
-from nanohermes.permissions import Policy, Rule
+from nanohermes.permissions import PROTECTED, Policy, Rule
 from nanohermes.runtime import DENIED, Runtime
 from nanohermes.tools import (
     Approval,
@@ -176,7 +176,7 @@ def test_a_tool_that_declares_writing_a_path_is_judged_as_a_writer(workspace: Pa
     assert ui.of(ApprovalRequest) == []  # accept-edits: an edit inside the workspace
     assert run(rt, "scribble", path=str(tmp_path / "out.txt"), content="x") == DENIED
     [req] = ui.of(ApprovalRequest)
-    assert req.reason == "writes a protected path (outside the workspace, git's metadata and hooks, or nanohermes config)"
+    assert req.reason == PROTECTED
     assert not (tmp_path / "out.txt").exists()
     assert run(rt, "scribble", path="../out.txt", content="x") == DENIED
     for mode in ("debug", "plan"):

@@ -64,9 +64,11 @@ NARROWING: dict[str, str] = {
     **{k: "lower" for k in LIMIT_KEYS},
     **{f"limits.{n}": "lower" for n in LOWERABLE_LIMITS},
 }
-# Keys no project file may set, trusted or not: the list of trusted folders itself, and the
-# URLs a search key is sent to (a key goes only where the user's own config says).
-USER_ONLY: tuple[str, ...] = ("trusted_projects", "web_search.brave_url", "web_search.tavily_url")
+# Keys no project file may set, trusted or not: the list of trusted folders itself, the URLs
+# a search key is sent to (a key goes only where the user's own config says), and turning
+# every permission off.
+USER_ONLY: tuple[str, ...] = ("trusted_projects", "web_search.brave_url", "web_search.tavily_url",
+                               "dangerously_skip_permissions")
 # Sections whose keys are judged one by one; any other object (mcp, subagents, prices) is one key.
 _SECTIONS = ("permissions", "web_fetch", "web_search", "shell_env", "limits")
 

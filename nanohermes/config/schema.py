@@ -299,6 +299,10 @@ class Config(Section):
     api_key_env: str = _d("OPENAI_API_KEY", "environment variable holding the API key")
     permission_mode: Mode = _d(Mode.DEFAULT, "default, accept-edits, plan, debug or goal (--mode)")
     auto_approve: bool = _d(False, "approve every call that would ask; mode blocks still apply (--yes)")
+    dangerously_skip_permissions: bool = _d(
+        False, "run every call as if a person approved it: protected writes too, commands outside the sandbox; "
+        "deny rules and mode blocks still apply. For a throwaway machine only (user config or "
+        "--dangerously-skip-permissions)")
     allowed_tools: list[str] = _d(list, "when non-empty, only these tools are offered and run")
     disallowed_tools: list[str] = _d(list, "tools never offered nor run (mcp__server names a whole server)")
     permissions: PermissionsConfig = _d(PermissionsConfig, "allow / ask / deny rules and secret files")

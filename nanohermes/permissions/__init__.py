@@ -5,9 +5,10 @@ model sees (`visible`) and checks every call at run time (`decide`), because a m
 replay a tool name from history after the mode changed.
 
 Check order: mode block list, then `disallowed_tools`, then `allowed_tools` (when non-empty,
-only those), then deny rules, then plan-mode read-only check, then protected writes, then
-goal mode / --yes, then ask rules, then allow rules (learned ones included), the built-in
-read-only commands, the secret-file list, the question per web host (default and
+only those), then deny rules (read rules' too: `reading`), then plan-mode read-only check,
+then protected writes (refused for a file tool when nobody is asked), then goal mode /
+--yes, then ask rules (read rules' too), then allow rules (learned ones included), the
+built-in read-only commands, the secret-file list, the question per web host (default and
 accept-edits modes) and the tool's own approval level.
 
 Rules are `tool` or `tool(pattern)`. What the pattern is matched against comes from the
@@ -29,7 +30,8 @@ passed in on the `Target`.
 
 Parts: `rules` (rule shape, `Target`, the matchers), `commands` (the built-in read-only
 commands with their argument checks, how command rules meet a simple command, suggestions),
-`decision` (`Policy`, `blocked`, `decide`) and `report` (`describe`).
+`decision` (`Policy`, `blocked`, `decide`), `reading` (which rules cover reading a path, for
+every reader) and `report` (`describe`).
 """
 
 from __future__ import annotations
@@ -39,8 +41,10 @@ from nanohermes.permissions.commands import (
     suggest_command_rule, unanalysable,
 )
 from nanohermes.permissions.decision import (
-    UNANALYSABLE_HELP, Basis, Policy, Verdict, blocked, decide, read_only_line, unattended, visible,
+    PROTECTED, UNANALYSABLE_HELP, Basis, Policy, Verdict, blocked, decide, policy_read_rules, read_only_line,
+    read_verdict, unattended, visible,
 )
+from nanohermes.permissions.reading import READER, ReadRules, folders_of, read_rules
 from nanohermes.permissions.report import describe
 from nanohermes.permissions.rules import (
     DEFAULT_SECRET_FILES, MODE_BLOCKED_EFFECTS, Decision, Effect, Rule, SubjectKind, Target,
@@ -48,9 +52,10 @@ from nanohermes.permissions.rules import (
 )
 
 __all__ = [
-    "Basis", "CONTENT_READERS", "DEFAULT_SECRET_FILES", "DYNAMIC_OK", "Decision", "Effect", "MODE_BLOCKED_EFFECTS", "Policy",
-    "READ_ONLY_COMMANDS", "Rule", "SubjectKind", "Target", "UNANALYSABLE_HELP", "Verdict", "blocked",
-    "decide", "describe", "escape_pattern", "git_globals", "is_read_only", "is_secret",
-    "match_command_text", "match_domain", "match_path", "names_tool", "option_reads", "read_only_line", "reads_secret",
-    "rule_problem", "suggest_command_rule", "unanalysable", "unattended", "visible",
+    "Basis", "CONTENT_READERS", "DEFAULT_SECRET_FILES", "DYNAMIC_OK", "Decision", "Effect", "MODE_BLOCKED_EFFECTS",
+    "PROTECTED", "Policy", "READER", "READ_ONLY_COMMANDS", "ReadRules", "Rule", "SubjectKind", "Target",
+    "UNANALYSABLE_HELP", "Verdict", "blocked", "decide", "describe", "escape_pattern", "folders_of", "git_globals",
+    "is_read_only", "is_secret", "match_command_text", "match_domain", "match_path", "names_tool", "option_reads",
+    "policy_read_rules", "read_only_line", "read_rules", "read_verdict", "reads_secret", "rule_problem",
+    "suggest_command_rule", "unanalysable", "unattended", "visible",
 ]

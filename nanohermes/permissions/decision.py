@@ -15,6 +15,7 @@ from nanohermes.permissions.commands import (
     CONTENT_READERS, allow_matches, code_from_stdin, could_match, deny_matches, is_read_only, reads_secret, rule_text,
     suggest_command_rule, unanalysable, uncertain_word,
 )
+from nanohermes.permissions.reading import ReadRules, read_rules
 from nanohermes.permissions.rules import (
     DEFAULT_SECRET_FILES, MODE_BLOCKED_EFFECTS, Decision, Effect, Rule, Target, escape_pattern, is_secret, literal_pattern,
     match_command_text, names_tool,
@@ -45,6 +46,9 @@ class Policy:
     # a decision needs it, so a session that never runs a command never pays for it. Read it
     # through `is_sandboxed`.
     sandboxed: bool | Callable[[], bool] = True
+    # --dangerously-skip-permissions: every call that would ask runs as if a person said yes
+    # (protected writes too, and commands outside the sandbox); deny rules and mode blocks hold.
+    skip_permissions: bool = False
 
     def is_sandboxed(self) -> bool:
         return self.sandboxed() if callable(self.sandboxed) else self.sandboxed
@@ -55,9 +59,10 @@ class Policy:
 # only reads; "tool" the tool needs no approval (it changes only nanohermes's own state);
 # "rule" an allow rule (configured, learned, saved in the project); "mode" accept-edits lets a
 # workspace edit through; "unattended" --yes, goal mode or auto_approve; "hook" a PreToolUse
-# hook answered the question. The gate confines by it: read-only for "read-only" and "tool",
+# hook answered the question; "bypass" --dangerously-skip-permissions. The gate confines by
+# it: read-only for "read-only" and "tool", none for "bypass" (as for a person's yes),
 # workspace-write for the rest.
-Basis = Literal["person", "read-only", "tool", "rule", "mode", "unattended", "hook"]
+Basis = Literal["person", "read-only", "tool", "rule", "mode", "unattended", "hook", "bypass"]
 
 
 @dataclass(frozen=True)
@@ -90,7 +95,7 @@ def visible(policy: Policy, tool_name: str, effect: Effect = "run") -> bool:
 
 
 def _unattended(policy: Policy) -> bool:
-    return policy.mode == Mode.GOAL or policy.auto_approve
+    return policy.mode == Mode.GOAL or policy.auto_approve or policy.skip_permissions
 
 
 def unattended(policy: Policy) -> bool:
@@ -98,12 +103,29 @@ def unattended(policy: Policy) -> bool:
     return _unattended(policy)
 
 
-def _protected(policy: Policy) -> Verdict:
+def _unasked(policy: Policy) -> Basis:
+    """The basis of what an unattended run approves: --dangerously-skip-permissions's own."""
+    return "bypass" if policy.skip_permissions else "unattended"
+
+
+PROTECTED = ("writes a protected path (outside the workspace, git's metadata and hooks, or a file that configures "
+             "nanohermes or runs when it starts)")
+UNATTENDED_PROTECTED = (f"{PROTECTED}; nobody is asked in an unattended run (--yes, goal mode, auto_approve), so it is "
+                        "refused: run without them to be asked, or with --dangerously-skip-permissions to allow "
+                        "everything")
+
+
+def _protected(policy: Policy, *, command: bool = False) -> Verdict:
+    """A protected write: asked of a person. An unattended run has nobody to ask: a command
+    runs in the sandbox, which keeps those paths read-only (or, with the sandbox off, with the
+    full rights the person chose), a file tool's write is refused."""
     if policy.mode in (Mode.PLAN, Mode.DEBUG):
         return Verdict("deny", f"protected path: refused in {policy.mode} mode")
+    if policy.skip_permissions:
+        return Verdict("allow", basis="bypass")
     if _unattended(policy):
-        return Verdict("allow", basis="unattended")
-    return Verdict("ask", "writes a protected path (outside the workspace, git's metadata and hooks, or nanohermes config)", None)
+        return Verdict("allow", basis="unattended") if command else Verdict("deny", UNATTENDED_PROTECTED)
+    return Verdict("ask", PROTECTED, None)
 
 
 def _hits(rule: Rule, tool_name: str, target: Target, *, every: bool) -> bool:
@@ -134,10 +156,10 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
         return Verdict("deny", why)
     if target.kind == "command" and target.subjects:
         return _decide_command(policy, tool_name, target.subjects[0], target.protected,
-                               target.secret_read)
-    for rule in policy.deny:
-        if _hits(rule, tool_name, target, every=False):
-            return Verdict("deny", f"denied by rule {rule}")
+                               target.secret_read, target.rule_read)
+    reading = read_verdict(policy, tool_name, target)
+    if (denied := _rule_verdict(policy.deny, tool_name, target, reading, "deny")) is not None:
+        return denied
     if policy.mode == Mode.PLAN and target.effect in ("write", "run") and approval != "never":
         return Verdict("deny", f"{tool_name} changes things and plan mode is read-only")
     if target.protected:
@@ -145,10 +167,9 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
     # A tool that needs no approval runs on that basis whatever else would allow it.
     natural: Basis = ("read-only" if target.read_only else "tool") if approval == "never" else "rule"
     if _unattended(policy):
-        return Verdict("allow", basis="unattended" if natural == "rule" else natural)
-    for rule in policy.ask:
-        if _hits(rule, tool_name, target, every=False):
-            return Verdict("ask", f"rule {rule} asks", None)
+        return Verdict("allow", basis=_unasked(policy) if natural == "rule" else natural)
+    if (asked := _rule_verdict(policy.ask, tool_name, target, reading, "ask")) is not None:
+        return asked
     secrets = [s for s in (*target.subjects, *target.aliases) if _secret_subject(policy, s)] \
         if target.kind == "path" and target.read_only and target.shows_contents else []
     for rule in policy.allow:
@@ -171,6 +192,38 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
     return Verdict("ask", "edits a file" if approval == "edit" else "needs approval")
 
 
+def _rule_verdict(rules: tuple[Rule, ...], tool_name: str, target: Target, reading: Verdict | None,
+                  decision: Decision) -> Verdict | None:
+    """The deny (or ask) verdict of the first of `rules` that covers a subject of the call,
+    else the read rules' verdict of that kind (`reading`), else None."""
+    for rule in rules:
+        if _hits(rule, tool_name, target, every=False):
+            return Verdict("deny", f"denied by rule {rule}") if decision == "deny" else \
+                Verdict("ask", f"rule {rule} asks", None)
+    return reading if reading is not None and reading.decision == decision else None
+
+
+def policy_read_rules(policy: Policy, tool_name: str = "read_file") -> ReadRules:
+    """The policy's deny and ask rules that cover `tool_name` reading a path (see `permissions.reading`)."""
+    return read_rules(policy.deny, policy.ask, tool_name)
+
+
+def read_verdict(policy: Policy, tool_name: str, target: Target) -> Verdict | None:
+    """The deny or ask verdict of a read rule covering what a path call reads, or None: for a
+    tool that reads (its effect) or whose output may quote the file (`shows_contents`: an
+    edit's near misses), every subject and alias, and the folders above them."""
+    if target.kind != "path" or not (target.read_only or target.shows_contents):
+        return None
+    rules = policy_read_rules(policy, tool_name)
+    if not rules:
+        return None
+    hits = [h for s in (*target.subjects, *target.aliases) if (h := rules.covering(s)) is not None]
+    decision, rule = next((h for h in hits if h[0] == "deny"), hits[0] if hits else ("allow", None))
+    if rule is None:
+        return None
+    return Verdict("deny", f"denied by rule {rule}") if decision == "deny" else Verdict("ask", f"rule {rule} asks", None)
+
+
 def _secret_subject(policy: Policy, subject: str) -> bool:
     """A path reader's subject on the secret list: by its name, or as (or holding, for a
     folder read whole) one of nanohermes's own secret paths. Subjects outside the workspace
@@ -188,18 +241,16 @@ UNANALYSABLE_HELP = ("write it as plain simple commands with every word spelled 
                      "expansion, computed names or arithmetic on variables), or leave it for a person to approve")
 
 
-def _decide_command(policy: Policy, tool_name: str, command: str, protected: bool, secret: str = "") -> Verdict:
+def _decide_command(policy: Policy, tool_name: str, command: str, protected: bool, secret: str = "",
+                    ruled: tuple[str, str, str] | tuple[()] = ()) -> Verdict:
     try:
         commands: list[SimpleCommand] | None = split(command)
         problem = ""
     except ParseError as e:
         commands, problem = None, str(e)
     denies = [r for r in policy.deny if r.names(tool_name)]
-    seen = commands if commands is not None else _line_by_line(command)
-    for rule in denies:
-        if rule.pattern is None or match_command_text(rule.pattern, command.strip()) \
-                or any(deny_matches(rule, c) for c in seen):
-            return Verdict("deny", f"denied by rule {rule}")
+    if (denied := _command_denied(denies, command, commands, ruled)) is not None:
+        return denied
     if policy.mode == Mode.PLAN:
         return Verdict("deny", f"{tool_name} changes things and plan mode is read-only")
     if commands is not None:
@@ -213,9 +264,11 @@ def _decide_command(policy: Policy, tool_name: str, command: str, protected: boo
         return Verdict("deny", f"the command could match deny rule {maybe} once its globs, expansions or appended "
                                "arguments are known; unattended runs refuse it: spell those words out")
     if protected:
-        return _protected(policy)
+        return _protected(policy, command=True)
     if _unattended(policy):
-        return Verdict("allow", basis="read-only" if _all_read_only(policy, commands, secret) else "unattended")
+        return Verdict("allow", basis="read-only" if _all_read_only(policy, commands, secret) else _unasked(policy))
+    if ruled:  # an ask rule on reading: asked every time, as nothing learned could be narrower
+        return Verdict("ask", f"the command reads {ruled[1]}, and rule {ruled[2]} asks", None)
     if problem:
         for rule in policy.ask:
             if rule.names(tool_name):
@@ -246,6 +299,20 @@ def _decide_command(policy: Policy, tool_name: str, command: str, protected: boo
         return Verdict("allow", basis="read-only")
     return Verdict("allow", basis="mode" if policy.mode == Mode.ACCEPT_EDITS and not any(
         _allowed_by_rule(policy, tool_name, c) for c in commands) else "rule")
+
+
+def _command_denied(denies: list[Rule], command: str, commands: list[SimpleCommand] | None,
+                    ruled: tuple[str, str, str] | tuple[()]) -> Verdict | None:
+    """A deny rule that meets the line (each physical line that can be analysed, when the
+    whole cannot), or a read rule denying a path it would print; else None."""
+    seen = commands if commands is not None else _line_by_line(command)
+    for rule in denies:
+        if rule.pattern is None or match_command_text(rule.pattern, command.strip()) \
+                or any(deny_matches(rule, c) for c in seen):
+            return Verdict("deny", f"denied by rule {rule}")
+    if ruled and ruled[0] == "deny":
+        return Verdict("deny", f"the command reads {ruled[1]}, which rule {ruled[2]} denies")
+    return None
 
 
 def _all_read_only(policy: Policy, commands: list[SimpleCommand] | None, secret: str) -> bool:

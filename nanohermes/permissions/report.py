@@ -13,7 +13,11 @@ from nanohermes.permissions.rules import MODE_BLOCKED_EFFECTS, Effect
 def describe(policy: Policy, tools: Iterable[tuple[str, Effect]] = ()) -> list[str]:
     """The rules in force and where each came from, one line each (for /permissions).
     `tools` are the (name, effect) of the pool, for what the mode blocks."""
-    lines = [f"mode: {policy.mode}" + ("  (--yes: every call that would ask is approved)" if policy.auto_approve else "")]
+    lines = [f"mode: {policy.mode}" + ("  (--yes: every call that would ask is approved; file writes stay inside the "
+                                       "workspace, protected paths refused)" if policy.auto_approve else "")]
+    if policy.skip_permissions:
+        lines.append("--dangerously-skip-permissions: every call runs as if you approved it, protected writes too, "
+                     "commands outside the sandbox; deny rules and mode blocks still apply")
     pool = tools
     blocked_effects = MODE_BLOCKED_EFFECTS.get(policy.mode, frozenset())
     blocked_tools = sorted({n for n, e in pool if e in blocked_effects})

@@ -60,6 +60,9 @@ class Target:
     # For a command: a secret file it would print, found through the file system (a link, a
     # glob, a folder read whole), or why that could not be checked; "" when none.
     secret_read: str = ""
+    # For a command: a path it would print that a read rule covers, as (decision, the path as
+    # rules see it, the rule), found through the file system like `secret_read`; () when none.
+    rule_read: tuple[str, str, str] | tuple[()] = ()
 
     @property
     def read_only(self) -> bool:

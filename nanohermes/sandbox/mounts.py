@@ -19,15 +19,18 @@ def mount_plan(self: Confinement, tmp: Path) -> list[tuple[bytes, bool]]:
     read-only: Landlock does not cover chmod, chown, utimes or xattrs, a read-only mount
     does. The writable roots (the temp folder, and under workspace-write the workspace
     and its git folder) are bound read-write again; being mount points, they cannot be
-    renamed away (`mv .git x && mkdir .git`). The protected paths come last, read-only."""
+    renamed away (`mv .git x && mkdir .git`); so is every folder between a writable root and a
+    protected path inside it (a mount moves with a renamed parent: `mv .claude x && mkdir
+    .claude` would otherwise make a fresh `.claude/settings.json` possible). The protected
+    paths come last, read-only."""
     out: list[tuple[bytes, bool]] = [(os.fsencode(tmp), False)]
     if self.policy != "workspace-write":
         return out
     inside = [p for p in self.read_only_paths if any(within(p, r) for r in self.write_roots)]
     anchors: list[Path] = [r for r in self.write_roots if r.is_dir()]
     for p in inside:
-        if p.name in ("config", "hooks", "config.worktree") and p.parent.is_dir():
-            anchors.append(p.parent)  # the git folder itself
+        root = next(r for r in self.write_roots if within(p, r))
+        anchors += [a for a in p.parents if a != root and within(a, root) and a.is_dir() and not a.is_symlink()]
     out += [(os.fsencode(a), False) for a in dedupe(anchors)]
     for p in inside:
         if p.name == "hooks" and not p.exists() and p.parent.is_dir():

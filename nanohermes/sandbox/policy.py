@@ -58,12 +58,14 @@ def describe_availability(mode: str) -> list[str]:
 
 def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] = (), network: bool = False,
                 config_files: tuple[Path, ...] = (), hidden: tuple[tuple[str, int, int], ...] = (),
-                unhidden: str = "", socket_scan_entries: int = 50_000, own: tuple[str, ...] = ()) -> Confinement:
+                unhidden: str = "", socket_scan_entries: int = 50_000, own: tuple[str, ...] = (),
+                ruled: tuple[tuple[str, int, int], ...] = (), ruled_folders: tuple[str, ...] = ()) -> Confinement:
     """The confinement for `policy` on this machine. Where Landlock is missing the command
     runs unconfined (the permission layer then lets nothing but checked read-only commands
     run unasked); where namespaces are missing the protected paths stay writable, and secret
     files cannot be withheld (`hidden`: those the look found; `unhidden`: why the look is
-    incomplete)."""
+    incomplete). `ruled` and `ruled_folders`: the files and folders read rules cover, withheld
+    as the secret files are (a folder whole)."""
     chosen: SandboxPolicy
     if policy == "read-only":
         chosen = "read-only"
@@ -76,6 +78,9 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
     roots = (workspace, *git_dirs(workspace), *write_roots) if policy == "workspace-write" else ()
     resolved = tuple(dedupe([Path(os.path.realpath(r)) for r in roots]))
     meta = metadata(workspace, config_files) if policy == "workspace-write" else None
+    # Only what the command could create may be watched: a path outside every writable root
+    # that appears meanwhile is someone else's doing, never removed.
+    absent = tuple(p for p in meta.absent if any(p == r or r in p.parents for r in resolved)) if meta else ()
     # nanohermes's own secret files join the workspace's; its folders are covered whole.
     own_files: list[tuple[str, int, int]] = []
     for path in own:
@@ -85,14 +90,15 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
             continue
         if stat.S_ISREG(st.st_mode):
             own_files.append((path, st.st_dev, st.st_ino))
-    hidden = (*hidden, *(f for f in own_files if f[0] not in {h[0] for h in hidden}))
-    folders = tuple(p for p in own if os.path.isdir(p))
-    if hidden and not avail.namespaces:
+    hidden = (*hidden, *(f for f in (*own_files, *ruled) if f[0] not in {h[0] for h in hidden}))
+    folders = tuple(dict.fromkeys((*(p for p in own if os.path.isdir(p)), *ruled_folders)))
+    if (hidden or ruled_folders) and not avail.namespaces:
         unhidden, hidden = unhidden or "user namespaces are unavailable here", ()
     return Confinement(chosen, abi=avail.abi if avail.landlock else 0, namespaces=avail.namespaces,
                        write_roots=resolved, read_only_paths=meta.protected if meta else (), network=network,
-                       hidden=hidden, unhidden=unhidden, must_not_appear=meta.absent if meta else (),
+                       hidden=hidden, unhidden=unhidden, must_not_appear=absent,
                        socket_scan_entries=socket_scan_entries, hidden_folders=folders,
+                       ruled=tuple(dict.fromkeys((*(f[0] for f in ruled), *ruled_folders))),
                        own_files=tuple(f[0] for f in own_files), module_roots=meta.module_roots if meta else (),
                        path_folders=tuple(programs.path_folders_inside(map(str, resolved))),
                        new_git=None if os.path.lexists(workspace / ".git") else Path(os.path.realpath(workspace)) / ".git")

@@ -36,6 +36,8 @@ SOCKET_HIDDEN = "another program's server, hidden from sandboxed commands"
 
 OWN_HIDDEN = "one of nanohermes's own files (its config, sessions, memory), hidden from sandboxed commands"
 
+RULE_WITHHELD = "a path a read rule withholds (permissions.deny, permissions.ask)"
+
 _DENIED_BARE = re.compile(r"Permission denied|Operation not permitted|\[Errno (?:1|13)\]|\b(?:EACCES|EPERM)\b")
 
 _READ_ONLY_FS = re.compile(r"Read-only file system|\[Errno 30\]|\bEROFS\b")
@@ -72,7 +74,9 @@ def refusals(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[str,
             real = _real(path)
             if real and real in hidden_sockets:
                 continue  # named below, as a socket
-            if conf.namespaces and real and (real in conf.own_files or any(
+            if conf.namespaces and real and any(real == f or real.startswith(f.rstrip("/") + "/") for f in conf.ruled):
+                add(f"access to {os.path.normpath(path)}, {RULE_WITHHELD}")
+            elif conf.namespaces and real and (real in conf.own_files or any(
                     real == f or real.startswith(f.rstrip("/") + "/") for f in conf.hidden_folders)):
                 add(f"access to {os.path.normpath(path)}, {OWN_HIDDEN}")
             elif hidden and real in hidden:
@@ -134,6 +138,8 @@ def remedies(refused: Sequence[str]) -> str:
         out.append('set "sandbox": {"network": true}')
     if any(SECRET_WITHHELD in r for r in refused):
         out.append("an allow rule naming the exact command line lets it read the secret file")
+    if any(RULE_WITHHELD in r for r in refused):
+        out.append("no setting opens a path a read rule covers to sandboxed commands but removing the rule")
     if any(OWN_HIDDEN in r for r in refused):
         out.append("no setting opens nanohermes's own files to sandboxed commands")
     if any(SOCKET_HIDDEN in r for r in refused):

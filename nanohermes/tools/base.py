@@ -265,6 +265,11 @@ class ToolContext:
     # Why the policy would not let this call reach another target unasked (a redirect to
     # another host), or None when it would; None: no policy to ask (a direct run).
     refusal: Callable[[Target], str | None] | None = None
+    # For a path call: the read rule (its text) that withholds a path the call reaches inside
+    # what it was judged on (a file grep searches, an entry list_dir lists), given that path
+    # as rules see it (`pathrules.subject_of`), or None. None here: no read rule covers this
+    # tool, or no policy to ask (a direct run). See `permissions.reading`.
+    read_rule: Callable[[str], str | None] | None = None
     # The OS sandbox the call's processes start in, as the gate granted it (None: the call
     # runs outside the gate, and its processes get what an unasked call gets; see
     # `process.confinement_of`). A tool never starts a process without one.
@@ -290,7 +295,9 @@ class Tool(Generic[P]):
     persist: ClassVar[bool] = True  # may the aggregate budget persist this result to a file?
     kind: ClassVar[SubjectKind] = "none"  # what `subjects` names
     effect: ClassVar[Effect] = "run"  # what the tool does with it; "run" is the worst case
-    shows_contents: ClassVar[bool] = True  # a path reader's output holds file contents (secret files asked)
+    # A path tool's output may hold file contents: a reader's secret files are asked, and read
+    # rules cover a writer that quotes the file (edit_file's near misses).
+    shows_contents: ClassVar[bool] = True
     # Parameters whose default is a limit, by the limit's name: the schema states the one in force.
     limit_defaults: ClassVar[dict[str, str]] = {}
     # The names Claude Code gives its tools of the same purpose ("Bash", "Edit"): every name

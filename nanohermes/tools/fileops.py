@@ -1,5 +1,5 @@
-"""What the file tools and apply_patch share: how a path is named to the model, the checks
-before a file is written, text decoded so that it encodes back to the same bytes, atomic
+"""What the file tools and apply_patch share: how a path is named to the model, what read
+rules withhold from a walk or a listing, the checks before a file is written, text decoded so that it encodes back to the same bytes, atomic
 writes, the stale-file guard (what the model has seen of each file this session), the likely
 namesakes of a path that does not exist, and the unified diff shown to people for an edit.
 
@@ -18,7 +18,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from nanohermes.budget import clamp
+from nanohermes.budget import clamp, plural
 from nanohermes.pathrules import open_dir, swapped
 from nanohermes.tools.base import ToolContext, ToolError
 
@@ -51,6 +51,47 @@ def display_path(ctx: ToolContext, p: Path) -> str:
         except ValueError:
             continue
     return str(p)
+
+
+class Withheld:
+    """What read rules withhold from one call's walk or listing of the folder `root` (resolved,
+    as judged; for the git tools, the repository's top): each path below it is asked by its
+    root-relative name, and those withheld are counted for the note. Falsy when no read rule
+    covers the tool: then nothing is asked."""
+
+    def __init__(self, ctx: ToolContext, root: Path) -> None:
+        self.rule_of = ctx.read_rule
+        self.paths: set[str] = set()
+        self.rules: list[str] = []
+        self.root = str(root).rstrip("/") + "/"
+        self.workspace = os.path.realpath(ctx.workspace).rstrip("/") + "/"
+
+    def subject(self, rel: str) -> str:
+        """`rel` as rules see it: workspace-relative inside the workspace, absolute outside."""
+        full = os.path.normpath(self.root + rel)
+        return full[len(self.workspace):] if full.startswith(self.workspace) else full
+
+    def __bool__(self) -> bool:
+        return self.rule_of is not None
+
+    def keeps(self, rel: str) -> bool:
+        """May the call show (or search) `rel`, a path relative to the root?"""
+        if self.rule_of is None:
+            return True
+        rule = self.rule_of(self.subject(rel))
+        if rule is None:
+            return True
+        self.paths.add(rel)
+        if rule not in self.rules:
+            self.rules.append(rule)
+        return False
+
+    def note(self, noun: str, done: str) -> str:
+        """`2 files not searched: withheld by read rule read_file(secrets/**)`, or "" when none was."""
+        if not self.paths:
+            return ""
+        rules = ", ".join(self.rules)
+        return f"{plural(len(self.paths), noun)} {done}: withheld by read rule{'s' if len(self.rules) > 1 else ''} {rules}"
 
 
 def checked_write_target(ctx: ToolContext, target: Path, shown: str) -> Path:

@@ -28,6 +28,7 @@ from nanohermes.tools.base import Approval, Params, ReadOnlyTool, Tool, ToolCont
 from nanohermes.tools.fileops import (
     BOM,
     TextFile,
+    Withheld,
     atomic_write,
     bounded_diff,
     checked_write_target,
@@ -300,7 +301,7 @@ class ListDir(ReadOnlyTool[ListDirParams]):
             raise ToolError(f"{shown} is not a directory; use read_file to read it")
         try:
             with held(p) as (where, _):  # the folder judged, even if relinked since; held while its entries are read
-                return self._rows(where, shown, ctx)
+                return self._rows(where, shown, ctx, Withheld(ctx, p))
         except OSError as e:
             if swapped(e):
                 raise ToolError(f"cannot list {shown}: a symlink appeared in its path after it was checked; "
@@ -308,9 +309,10 @@ class ListDir(ReadOnlyTool[ListDirParams]):
             raise ToolError(f"cannot list {shown}: {e.strerror}; check its permissions") from None
 
     @staticmethod
-    def _rows(where: Path, shown: str, ctx: ToolContext) -> str:
+    def _rows(where: Path, shown: str, ctx: ToolContext, withheld: Withheld) -> str:
         with os.scandir(where) as it:
-            entries = list(it)
+            entries = [e for e in it if withheld.keeps(e.name)]
+        note = withheld.note("entry", "not listed")
 
         def is_dir(e: os.DirEntry[str]) -> bool:
             try:
@@ -323,13 +325,13 @@ class ListDir(ReadOnlyTool[ListDirParams]):
         files = sorted((e for e in entries if not is_dir(e)), key=lambda e: e.name)
         ordered = [*dirs, *files]
         if not ordered:
-            return f"{shown}/ is empty" if shown != "." else "the directory is empty"
+            empty = f"{shown}/ is empty" if shown != "." else "the directory is empty"
+            return empty + (f" but for what is withheld\n\n{note}" if note else "")
         cap = ctx.limits.list_dir_entries
         rows = [_entry_row(e, is_dir(e)) for e in ordered[:cap]]
         text = "\n".join(rows)
-        if len(ordered) > cap:
-            text += f"\n\n{len(ordered)} entries, showing first {cap}"
-        return text
+        notes = [f"{len(ordered)} entries, showing first {cap}"] if len(ordered) > cap else []
+        return text + ("\n\n" + "\n".join([*notes, note] if note else notes) if notes or note else "")
 
 
 def _entry_row(e: os.DirEntry[str], is_dir: bool) -> str:
@@ -460,6 +462,7 @@ class WriteFile(_Writer[WriteFileParams]):
         "edit_file for small changes, apply_patch for many."
     )
     params: ClassVar[type[Params]] = WriteFileParams
+    shows_contents: ClassVar[bool] = False  # it reports sizes, never the file's text (read rules do not cover it)
 
     def plan(self, args: WriteFileParams, ctx: ToolContext, *, guard: bool = True) -> Change:
         real = self.resolved(args, ctx).paths[0]  # the file the rules judged

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -22,9 +23,11 @@ from typing import ClassVar
 from nanohermes.permissions import Rule
 from nanohermes.tools.base import Approval, ClaudeCall, P, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes import programs, sandbox
+from nanohermes.tools.fileops import Withheld
 from nanohermes.tools.process import command_env, confinement_of, read_only_of, run_capped, secs, strip_newline
 
 _NOTE_CHARS = 400  # room kept for the tool's own notes when fitting output into max_output
+_CUT = "\n[git output was "  # how the note on output cut at the capture cap starts
 
 
 # Settings that stop git from starting a program a repository's config names.
@@ -95,9 +98,44 @@ async def git(ctx: ToolContext, *args: str, read_only: bool = True) -> str:
         raise ToolError(f"git {args[0]} failed with exit code {fin.exit_code}: {message or '(no message)'}")
     text = fin.out.text()
     if fin.out.dropped:
-        text += (f"\n[git output was {fin.out.total} bytes; the first {len(fin.out.data)} and the last "
+        text += (f"{_CUT}{fin.out.total} bytes; the first {len(fin.out.data)} and the last "
                  f"{fin.out.tail_len} were kept ({fin.out.dropped} bytes dropped where marked)]")
     return text
+
+
+async def withheld_specs(ctx: ToolContext, listing: list[str],
+                         paths: Callable[[str], list[str]] = lambda out: out.split("\0")) -> tuple[list[str], Withheld]:
+    """Pathspecs that leave out what read rules withhold among the paths `git *listing*` names
+    (relative to the repository's top; `paths` reads them from its output), and the Withheld
+    that counts them; ([], a falsy Withheld) when no read rule covers the tool, without
+    running git."""
+    if ctx.read_rule is None:
+        return [], Withheld(ctx, ctx.workspace)
+    top = strip_newline(await git(ctx, "rev-parse", "--show-toplevel"))
+    withheld = Withheld(ctx, Path(top))  # git names its top as a real path
+    listed = await git(ctx, *listing)
+    if _CUT in listed:  # a path left unread could be one a rule covers: nothing is shown
+        raise ToolError(f"too many changed paths to check against the read rules (over "
+                        f"{ctx.limits.run_command_capture_bytes} bytes of names); pass a narrower path")
+    names = dict.fromkeys(n for n in paths(listed) if n)
+    return [f":(top,exclude,literal){n}" for n in names if not withheld.keeps(n)], withheld
+
+
+def porcelain_paths(text: str) -> list[str]:
+    """The paths of `git status --porcelain=v1 -z` output: `XY path`, a rename's source after it."""
+    out: list[str] = []
+    fields = text.split("\0")
+    i = 0
+    while i < len(fields):
+        entry = fields[i]
+        i += 1
+        if len(entry) < 4:
+            continue
+        out.append(entry[3:])
+        if "R" in entry[:2] or "C" in entry[:2]:
+            out.append(fields[i] if i < len(fields) else "")
+            i += 1
+    return out
 
 
 def fit(text: str, limit: int, hint: str) -> str:
@@ -144,9 +182,14 @@ class GitStatus(_ReadOnlyGit[NoParams]):
     async def run(self, args: NoParams, ctx: ToolContext) -> str:
         # Submodules' own work trees are not inspected: that would run git inside them, under
         # their config, whose filter drivers the overrides here cannot name.
-        out = strip_newline(await git(ctx, "status", "--short", "--branch", "--ignore-submodules=dirty"))
+        excluded, withheld = await withheld_specs(
+            ctx, ["status", "--porcelain=v1", "-z", "--ignore-submodules=dirty"], porcelain_paths)
+        specs = ["--", ":(top)", *excluded] if excluded else []
+        out = strip_newline(await git(ctx, "status", "--short", "--branch", "--ignore-submodules=dirty", *specs))
         if len(out.splitlines()) <= 1:
             out += "\nnothing to commit, working tree clean"
+        if note := withheld.note("path", "not shown"):
+            out += "\n" + note
         return fit(out, ctx.limits.max_output, "see one folder with git_diff(path=...) or git_diff(stat=true)")
 
 
@@ -178,16 +221,22 @@ class GitDiff(_ReadOnlyGit[GitDiffParams]):
         argv = ["diff", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"]
         if args.staged:
             argv.append("--staged")
+        where = [args.path] if args.path else []
+        # Each side of a rename is listed, so a file a read rule covers shows from neither.
+        excluded, withheld = await withheld_specs(ctx, [*argv, "--name-only", "-z", "--no-renames", "--", *where])
         if args.stat:
             argv.append("--stat")
-        if args.path:
-            argv += ["--", args.path]
+        if where or excluded:
+            argv += ["--", *(where or [":(top)"]), *excluded]
         out = strip_newline(await git(ctx, *argv))
+        note = withheld.note("file", "not shown")
         if not out:
-            where = f" in {args.path}" if args.path else ""
-            return (f"no staged changes{where}; unstaged ones: git_diff()" if args.staged
-                    else f"no unstaged changes{where}; staged ones: git_diff(staged=true)")
-        return fit(out, ctx.limits.max_output, "narrow it with path, or see the overview with stat=true")
+            where_text = f" in {args.path}" if args.path else ""
+            empty = (f"no staged changes{where_text}; unstaged ones: git_diff()" if args.staged
+                     else f"no unstaged changes{where_text}; staged ones: git_diff(staged=true)")
+            return empty + (f"\n{note}" if note else "")
+        return fit(out, ctx.limits.max_output, "narrow it with path, or see the overview with stat=true") + (
+            f"\n\n{note}" if note else "")
 
 
 @dataclass(frozen=True, kw_only=True)

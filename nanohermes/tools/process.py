@@ -336,23 +336,33 @@ def command_env() -> dict[str, str]:
 
 
 def confine(policy: str, *, workspace: Path, config: Config, limits: Limits,
-            secret_patterns: tuple[str, ...] | list[str] | None = None, withhold: bool = True) -> sandbox.Confinement:
+            secret_patterns: tuple[str, ...] | list[str] | None = None, withhold: bool = True,
+            ruled: bool = True) -> sandbox.Confinement:
     """The finished confinement of a call's processes under `policy`, with the configured roots
     and network, the protected files and the workspace's secret files withheld (unless a rule
-    spelling the line out let it read one: `withhold` False). `sandbox.mode: off` turns every
-    policy off."""
+    spelling the line out let it read one: `withhold` False), and what read rules cover (but
+    for nanohermes's own git reads, `ruled` False: they leave those paths out by pathspec).
+    `sandbox.mode: off` turns every policy off."""
     cfg = config.sandbox
     if cfg.mode == "off" or policy == "off":
         return sandbox.Confinement("off")
-    from nanohermes.dirs import config_home, project_config_path
+    from nanohermes.configfiles import sandbox_paths
     from nanohermes.secrets import own_paths
+
+    from nanohermes.readrules import config_read_rules, covered
 
     roots = tuple(Path(os.path.expanduser(r)) for r in (*config.extra_write_roots, *cfg.writable_roots))
     patterns = config.permissions.secret_files if secret_patterns is None else secret_patterns
     found = withheld(workspace, patterns, limits) if withhold else None
+    # What read rules cover is withheld whatever allowed the command: a rule is no secret list.
+    rules = config_read_rules(config, workspace) if ruled else ()
+    cover = covered(workspace, rules, max_entries=limits.sandbox_secret_scan_entries,
+                    max_secs=limits.sandbox_secret_scan_secs)
     return sandbox.confinement(policy, workspace=workspace, write_roots=roots, network=cfg.network,
-                               config_files=(config_home(), project_config_path(workspace)),
-                               hidden=found.files if found else (), unhidden=found.problem if found else "",
+                               config_files=tuple(sandbox_paths(workspace, roots)),
+                               hidden=found.files if found else (),
+                               unhidden=(found.problem if found else "") or cover.problem,
+                               ruled=cover.files, ruled_folders=cover.folders,
                                socket_scan_entries=limits.sandbox_socket_scan_entries,
                                own=own_paths())
 
@@ -367,8 +377,10 @@ def confinement_of(ctx: ToolContext) -> sandbox.Confinement:
 
 def read_only_of(ctx: ToolContext) -> sandbox.Confinement:
     """The read-only confinement for a call's reads (the git tools' status, log and diff),
-    whatever the call itself was granted; none only when the sandbox is turned off."""
-    return confine("read-only", workspace=ctx.workspace, config=ctx.config, limits=ctx.limits)
+    whatever the call itself was granted; none only when the sandbox is turned off. What read
+    rules cover stays readable to git here (it could not tell an unchanged file otherwise): the
+    git tools leave those paths out of what they show, by pathspec."""
+    return confine("read-only", workspace=ctx.workspace, config=ctx.config, limits=ctx.limits, ruled=False)
 
 
 def withheld(workspace: Path, patterns: tuple[str, ...] | list[str], limits: Limits) -> Secrets:

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from nanohermes.pathrules import held, swapped
 from nanohermes.tools.base import Params, ReadOnlyTool, ToolContext, ToolError, about
-from nanohermes.tools.fileops import shown_path
+from nanohermes.tools.fileops import Withheld, shown_path
 from nanohermes.tools.search.globs import compile_glob
 from nanohermes.tools.search.ripgrep import AUTO, RipgrepFailed, capped, find_ripgrep, list_ripgrep
 from nanohermes.tools.search.walk import Walk, ignore_dir_names, one_line_path, shown_prefix, walk_note, walk_python
@@ -96,6 +96,8 @@ class Glob(ReadOnlyTool[GlobParams]):
         else:
             match = rx.fullmatch
             found = [r for r in candidates if match(r)]
+        withheld = Withheld(ctx, root)
+        found = [r for r in found if withheld.keeps(r)] if withheld else found
         found.sort()
         prefix = shown_prefix(shown)
         notes: list[str] = []
@@ -104,6 +106,8 @@ class Glob(ReadOnlyTool[GlobParams]):
             found = found[: lim.glob_results]
         if truncated:
             notes.append(walk_note(lim))
+        if note := withheld.note("path", "not listed"):
+            notes.append(note)
         if not found:
             n = walked()
             return "\n".join([f"no files match {args.pattern!r} under {shown} ({n} file{'' if n == 1 else 's'} walked)", *notes])

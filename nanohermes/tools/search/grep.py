@@ -16,7 +16,7 @@ from nanohermes.budget import KiB, MiB, Limits
 from nanohermes.pathrules import held, swapped
 from nanohermes.permissions import is_secret
 from nanohermes.tools.base import Params, ReadOnlyTool, ToolContext, ToolError, about
-from nanohermes.tools.fileops import shown_path
+from nanohermes.tools.fileops import Withheld, shown_path
 from nanohermes.tools.search.globs import compile_glob
 from nanohermes.tools.search.ripgrep import (
     AUTO, RipgrepFailed, find_ripgrep, prefilter_glob, rg_common_args, rg_paths, rg_stats, run_rg, walk_ripgrep,
@@ -99,12 +99,17 @@ class Grep(ReadOnlyTool[GrepParams]):
         matcher = Matcher.build(args.pattern, args.regex, args.case_insensitive)
         root = self.resolved(args, ctx).paths[0]  # the folder (or file) the rules judged
         shown = shown_path(ctx, args.path or ".", root)
-        keep = include_filter(args.include, shown)  # a bad glob fails here, before any I/O
+        included = include_filter(args.include, shown)  # a bad glob fails here, before any I/O
         if not root.exists():
             raise ToolError(f"{shown} does not exist; check the path with list_dir or glob")
+        withheld = Withheld(ctx, root)  # files a read rule covers are not searched
+
+        def keep(rel: str) -> bool:
+            return included(rel) and withheld.keeps(rel)
+
         try:
             with held(root) as (where, st):  # searched through `where`: what was judged, even if relinked since
-                return await self._search(args, ctx, matcher, where, st, shown, keep)
+                return await self._search(args, ctx, matcher, where, st, shown, keep, withheld)
         except OSError as e:  # from opening the root; the search itself reports what it could not read
             if swapped(e):
                 raise ToolError(f"cannot search {shown}: a symlink appeared in its path after it was checked; "
@@ -112,7 +117,7 @@ class Grep(ReadOnlyTool[GrepParams]):
             raise ToolError(f"cannot search {shown}: {e.strerror}; check its permissions") from None
 
     async def _search(self, args: GrepParams, ctx: ToolContext, matcher: Matcher, root: Path, st: os.stat_result,
-                      shown: str, keep: Callable[[str], bool]) -> str:
+                      shown: str, keep: Callable[[str], bool], withheld: Withheld) -> str:
         lim = ctx.limits
         if stat.S_ISREG(st.st_mode):
             res = await self.in_thread(scan, root.parent, [root.name], matcher, lim, False)
@@ -122,14 +127,16 @@ class Grep(ReadOnlyTool[GrepParams]):
         rg = self._binary()
         if rg is not None:
             try:
-                return await self._with_ripgrep(rg, args, ctx, matcher, root, shown, keep, dirs)
+                return await self._with_ripgrep(rg, args, ctx, matcher, root, shown, keep, dirs, withheld)
             except RipgrepFailed:
                 pass
         res, truncated = await self.in_thread(scan_walk, root, dirs, keep, matcher, lim, lim.grep_max_files)
-        return _format_grep(args, ctx, shown_prefix(shown), shown, res, truncated)
+        return _format_grep(args, ctx, shown_prefix(shown), shown, res, truncated, withheld=withheld)
 
     async def _with_ripgrep(self, rg: str, args: GrepParams, ctx: ToolContext, matcher: Matcher, root: Path,
-                            shown: str, keep: Callable[[str], bool], dirs: frozenset[str]) -> str:
+                            shown: str, keep: Callable[[str], bool], dirs: frozenset[str], withheld: Withheld) -> str:
+        """With read rules (`withheld`), `keep` holds more than the include glob: the walk's
+        listing decides which of ripgrep's files are read, as it does for an include glob."""
         lim = ctx.limits
         argv = [rg, "--files-with-matches", "--null", "--stats", "--text", *rg_common_args(dirs)]
         if not args.regex:
@@ -140,7 +147,8 @@ class Grep(ReadOnlyTool[GrepParams]):
             argv += ["--glob", g]
         argv += ["--regexp", args.pattern, "--", "."]
         tasks: list[asyncio.Future[Any]] = [asyncio.ensure_future(run_rg(argv, root))]
-        if args.include:  # the count of walked files and the include filter need the listing
+        listed = bool(args.include) or bool(withheld)  # the count of walked files and the filter need the listing
+        if listed:
             tasks.append(asyncio.ensure_future(walk_ripgrep(rg, root, dirs, lim.grep_max_files)))
         try:
             # A common pattern fills the cap within the first files in path order, long before
@@ -156,13 +164,13 @@ class Grep(ReadOnlyTool[GrepParams]):
             probe = hopeless if budget < lim.grep_max_files else None  # else these files are the answer
             res, truncated = await self.in_thread(scan_walk, root, dirs, keep, matcher, lim, budget, probe)
             if len(res.hits) > lim.grep_matches or not truncated or budget == lim.grep_max_files:
-                return _format_grep(args, ctx, shown_prefix(shown), shown, res, truncated)
+                return _format_grep(args, ctx, shown_prefix(shown), shown, res, truncated, withheld=withheld)
             code, out, err = await tasks[0]
             if code not in (0, 1) and b"files searched" not in out:
                 raise RipgrepFailed(err.decode(errors="replace").strip())
             found, total = rg_stats(out)
             candidates = rg_paths(found, "\0")
-            if args.include:
+            if listed:
                 listing: Walk = await tasks[1]
                 walked = [r for r in listing.files if keep(r)]
                 allowed: set[str] | None = set(walked)  # ripgrep's -g also admits ignored files
@@ -182,7 +190,7 @@ class Grep(ReadOnlyTool[GrepParams]):
         candidates.sort()
         res = await self.in_thread(scan, root, candidates, matcher, lim, True)
         res.searched = searched
-        return _format_grep(args, ctx, shown_prefix(shown), shown, res, truncated)
+        return _format_grep(args, ctx, shown_prefix(shown), shown, res, truncated, withheld=withheld)
 
 
 
@@ -206,7 +214,7 @@ def looks_like_regex(pattern: str) -> bool:
 
 
 def _format_grep(args: GrepParams, ctx: ToolContext, prefix: str, shown: str, res: Scan, truncated: bool,
-                 searched_dir: bool = True) -> str:
+                 searched_dir: bool = True, withheld: Withheld | None = None) -> str:
     lim = ctx.limits
     notes: list[str] = []
     hits = res.hits
@@ -224,6 +232,8 @@ def _format_grep(args: GrepParams, ctx: ToolContext, prefix: str, shown: str, re
         notes.append(skipped_note(res.large, res.binary, lim))
     if truncated:
         notes.append(walk_note(lim))
+    if withheld is not None and (note := withheld.note("file", "not searched")):
+        notes.append(note)
     if not hits:
         what = "regex" if args.regex else "literal"
         extra = f"; include {args.include}" if args.include else ""

@@ -1,0 +1,247 @@
+"""A rule on reading a path covers every reader: read_file, grep (its hits and the files it
+searches), glob and list_dir (their listings), the git tools and sandboxed commands, in
+nanohermes's rule syntax and Claude Code's. A table of deny and ask rules in both syntaxes
+against every reading tool, through the real `nanohermes -p`, real git and the real sandbox,
+checking what the model was sent."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nanohermes.permissions import Policy, Rule
+from nanohermes.readrules import covered, read_denied
+from nanohermes.runtime import DENIED
+from nanohermes.sandbox import probe
+from nanohermes.testing import FakeServer, Reply, call, tool_reply
+
+SECRET = "hunter2-launch-code"
+OLD = "old-codes-in-history"
+confines = pytest.mark.skipif(not probe().confines, reason="the sandbox needs Landlock and user namespaces")
+
+
+def git(ws: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(ws), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True,
+                   capture_output=True)
+
+
+def repo(ws: Path) -> None:
+    """A repository with a secret under secrets/ and a plain file, both changed since the commit."""
+    git(ws, "init", "-q")
+    (ws / "secrets").mkdir()
+    (ws / "secrets/key.txt").write_text(f"token = {OLD}\n")
+    (ws / "notes.txt").write_text("shopping list\n")
+    git(ws, "add", ".")
+    git(ws, "commit", "-qm", "first")
+    (ws / "secrets/key.txt").write_text(f"token = {SECRET}\n")
+    (ws / "notes.txt").write_text("shopping list, token = groceries\n")
+
+
+def results(server: FakeServer) -> dict[str, str]:
+    return {m["tool_call_id"]: m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"}
+
+
+# (how the rule is written, where): nanohermes's own syntax in the user config, Claude Code's in
+# .claude/settings.json (an untrusted project: deny and ask rules apply anyway), and Claude
+# Code's words in nanohermes's own config.
+SYNTAXES = {"nanohermes": "read_file(secrets/**)", "claude": "Read(./secrets/**)", "claude-words": "Read(/secrets/**)"}
+
+CALLS = [
+    call("read_file", {"path": "secrets/key.txt"}, id="read"),
+    call("read_file", {"path": "notes.txt"}, id="read_ok"),
+    call("grep", {"pattern": "token"}, id="grep"),
+    call("grep", {"pattern": "token", "path": "secrets"}, id="grep_in"),
+    call("grep", {"pattern": "token", "include": "**/*.txt"}, id="grep_include"),
+    call("glob", {"pattern": "**/*.txt"}, id="glob"),
+    call("list_dir", {"path": "."}, id="list"),
+    call("list_dir", {"path": "secrets"}, id="list_in"),
+    call("git_status", {}, id="status"),
+    call("git_diff", {}, id="diff"),
+    call("git_diff", {"stat": True}, id="diff_stat"),
+    call("git_diff", {"path": "secrets/key.txt"}, id="diff_in"),
+    call("git_log", {"path": "secrets/key.txt"}, id="log_in"),
+]
+# The calls named on the covered path itself: refused by a deny rule, asked by an ask rule.
+NAMED = ("read", "grep_in", "list_in", "diff_in", "log_in")
+
+
+def run_table(turn: Any, server: FakeServer, workspace: Path, syntax: str, kind: str, *args: str,
+              calls: list[Any] = CALLS) -> dict[str, str]:
+    repo(workspace)
+    rule = SYNTAXES[syntax]
+    config: dict[str, Any] = {}
+    if syntax == "claude":
+        (workspace / ".claude").mkdir()
+        (workspace / ".claude/settings.json").write_text(json.dumps({"permissions": {kind: [rule]}}))
+    else:
+        config = {"permissions": {kind: [rule]}}
+    server.add(tool_reply(*calls), Reply(text="done"))
+    r = turn("-p", "look around", *args, server=server, config=config)
+    assert r.code == 0, r.err
+    return results(server)
+
+
+@pytest.mark.parametrize("kind", ["deny", "ask"])
+@pytest.mark.parametrize("syntax", sorted(SYNTAXES))
+def test_a_read_rule_covers_every_reader(turn: Any, server: FakeServer, workspace: Path, syntax: str,
+                                         kind: str) -> None:
+    got = run_table(turn, server, workspace, syntax, kind)
+    sent = json.dumps(server.requests[-1]["messages"])
+    assert SECRET not in sent and OLD not in sent
+    for key in NAMED:
+        if kind == "deny":
+            assert got[key].startswith("ERROR: denied by rule ") and "(./secrets/**)" in got[key].replace(
+                "(secrets", "(./secrets"), (key, got[key])
+        else:
+            assert got[key] == DENIED, (key, got[key])
+    # The plain file is read by every reader: the rule covers only its path.
+    assert got["read_ok"].startswith("1\tshopping list")
+    assert got["grep"].splitlines()[0] == "notes.txt:1:shopping list, token = groceries"
+    assert "1 file not searched: withheld by read rule " in got["grep"]
+    assert got["grep_include"].splitlines()[0] == "notes.txt:1:shopping list, token = groceries"
+    assert got["glob"].splitlines()[0] == "notes.txt" and "key.txt" not in got["glob"]
+    assert "1 path not listed: withheld by read rule" in got["glob"]
+    assert "secrets" not in got["list"].split("\n\n")[0] and "notes.txt" in got["list"]
+    assert "1 entry not listed: withheld by read rule" in got["list"]
+    assert "notes.txt" in got["status"] and "key.txt" not in got["status"]
+    assert "1 path not shown: withheld by read rule" in got["status"]
+    assert "+shopping list, token = groceries" in got["diff"] and "key.txt" not in got["diff"]
+    assert "1 file not shown: withheld by read rule" in got["diff"]
+    assert "notes.txt" in got["diff_stat"] and "key.txt" not in got["diff_stat"]
+
+
+def test_a_rule_on_another_reader_covers_that_reader_only(turn: Any, server: FakeServer, workspace: Path) -> None:
+    """Claude Code's `Grep(...)` is grep's rule: read_file still reads the file."""
+    repo(workspace)
+    (workspace / ".claude").mkdir()
+    (workspace / ".claude/settings.json").write_text(json.dumps({"permissions": {"deny": ["Grep(./secrets/**)"]}}))
+    server.add(tool_reply(call("grep", {"pattern": "token"}, id="g"), call("read_file", {"path": "secrets/key.txt"},
+                                                                             id="r")), Reply(text="done"))
+    r = turn("-p", "look", server=server)
+    assert r.code == 0, r.err
+    got = results(server)
+    assert SECRET not in got["g"] and "withheld by read rule grep(./secrets/**)" in got["g"]
+    assert SECRET in got["r"]
+
+
+def test_edits_that_quote_the_file_are_covered_too(turn: Any, server: FakeServer, workspace: Path) -> None:
+    """edit_file's near misses quote the file: under a read rule it is refused like a read;
+    write_file of a new file, which quotes nothing, is not."""
+    repo(workspace)
+    server.add(tool_reply(call("edit_file", {"path": "secrets/key.txt", "old_string": "tokn", "new_string": "x"},
+                               id="e"),
+                          call("write_file", {"path": "secrets/new.txt", "content": "fresh"}, id="w")),
+               Reply(text="done"))
+    r = turn("-p", "edit", "--mode", "accept-edits", server=server,
+             config={"permissions": {"deny": ["read_file(secrets/**)"]}})
+    assert r.code == 0, r.err
+    got = results(server)
+    assert got["e"].startswith("ERROR: denied by rule read_file(secrets/**)") and SECRET not in got["e"]
+    assert got["w"].startswith("created secrets/new.txt")
+
+
+@confines
+@pytest.mark.parametrize("syntax", sorted(SYNTAXES))
+def test_sandboxed_commands_find_covered_paths_withheld(turn: Any, server: FakeServer, workspace: Path,
+                                                        syntax: str) -> None:
+    """The control first: the same `cat`, with no rule, prints the file."""
+    lines = {"cat": "cat secrets/key.txt", "plain": "cat notes.txt", "grep": "grep -r token .",
+             "python": "python3 -c \"print(open('secrets/key.txt').read())\""}
+    calls = [call("run_command", {"command": line}, id=k) for k, line in lines.items()]
+    server.add(tool_reply(calls[0]), Reply(text="done"))
+    repo(workspace)
+    r = turn("-p", "control", "--yes", server=server)
+    assert r.code == 0, r.err
+    assert SECRET in results(server)["cat"]
+    for p in workspace.iterdir():  # a fresh repository for the table
+        subprocess.run(["rm", "-rf", str(p)], check=True)
+    got = run_table(turn, server, workspace, syntax, "deny", "--yes", "--output-format", "json", calls=calls)
+    assert SECRET not in json.dumps(server.requests[-1]["messages"])
+    # Named on the line: refused before it runs. Reached by the program itself: withheld.
+    assert got["cat"].startswith("ERROR: the command reads secrets/key.txt, which rule read_file(")
+    assert "a path a read rule withholds" in got["python"]
+    assert "shopping list" in got["plain"]
+    assert "notes.txt:shopping list" in got["grep"]
+
+
+# -- the one check, for what nanohermes reads by itself ---------------------------------------------
+
+def test_read_denied_is_the_check_for_any_reader(workspace: Path, home: Path) -> None:
+    (workspace / "secrets").mkdir()
+    (workspace / "secrets/key.txt").write_text("x")
+    (workspace / "link.txt").symlink_to(workspace / "secrets/key.txt")
+    policy = Policy(deny=(Rule.parse("read_file(secrets/**)"),), ask=(Rule.parse("read_file(~/.aws/**)"),))
+    for path in ("secrets/key.txt", "link.txt", "./secrets/../secrets/key.txt", str(workspace / "secrets/key.txt")):
+        verdict = read_denied(policy, workspace, path)
+        assert verdict is not None and verdict.decision == "deny", path
+    verdict = read_denied(policy, workspace, "~/.aws/credentials")
+    assert verdict is not None and verdict.decision == "ask"
+    assert read_denied(policy, workspace, "notes.txt") is None
+    # A rule naming a folder covers what is in it, as .gitignore reads it.
+    assert read_denied(Policy(deny=(Rule.parse("read_file(secrets)"),)), workspace, "secrets/key.txt") is not None
+
+
+def test_the_look_for_covered_paths_is_bounded(workspace: Path) -> None:
+    for i in range(5):
+        (workspace / f"d{i}").mkdir()
+        (workspace / f"d{i}/x.key").write_text("k")
+    found = covered(workspace, ("*.key",), max_entries=100, max_secs=10)
+    assert len(found.files) == 5 and found.problem == ""
+    cut = covered(workspace, ("*.key",), max_entries=3, max_secs=10)
+    assert cut.problem == ("more than 3 files and folders to look through for what read rules cover "
+                           "(limits.sandbox_secret_scan_entries)")
+    folder = covered(workspace, ("d1/**",), max_entries=100, max_secs=10)
+    assert folder.folders == (str((workspace / "d1").resolve()),) and folder.files == ()
+
+
+def test_without_the_sandbox_the_analysis_finds_covered_paths_in_folders_read_whole(
+        turn: Any, server: FakeServer, workspace: Path) -> None:
+    """With the sandbox off nothing withholds a file from a command, so a line that would
+    print a covered path, named or inside a folder it reads whole, is refused."""
+    lines = {"cat": "cat secrets/key.txt", "grep": "grep -r token .", "glob": "cat secrets/*", "plain": "cat notes.txt"}
+    calls = [call("run_command", {"command": line}, id=k) for k, line in lines.items()]
+    got = run_table(turn, server, workspace, "nanohermes", "deny", "--yes", "--sandbox", "off", calls=calls)
+    for key in ("cat", "glob"):
+        assert got[key] == "ERROR: the command reads secrets/key.txt, which rule read_file(secrets/**) denies", key
+    assert got["grep"] == "ERROR: the command reads secrets, which rule read_file(secrets/**) denies"  # the folder
+    assert "shopping list" in got["plain"]
+    assert SECRET not in json.dumps(server.requests[-1]["messages"])
+
+
+@confines
+def test_a_rule_on_a_path_outside_the_workspace_covers_it_for_commands_too(turn: Any, server: FakeServer,
+                                                                           workspace: Path, home: Path) -> None:
+    (home / ".aws").mkdir()
+    (home / ".aws/credentials").write_text(f"aws_secret = {SECRET}\n")
+    (workspace / ".claude").mkdir()
+    (workspace / ".claude/settings.json").write_text(json.dumps({"permissions": {"deny": ["Read(~/.aws/**)"]}}))
+    lines = {"python": f"python3 -c \"print(open('{home}/.aws/credentials').read())\"",
+             "cat": "cat ~/.aws/credentials"}
+    calls = [call("run_command", {"command": line}, id=k) for k, line in lines.items()]
+    calls.append(call("read_file", {"path": str(home / ".aws/credentials")}, id="read"))
+    server.add(tool_reply(*calls), Reply(text="done"))
+    r = turn("-p", "look", "--yes", server=server)
+    assert r.code == 0, r.err
+    got = results(server)
+    assert SECRET not in json.dumps(server.requests[-1]["messages"])
+    assert got["read"].startswith("ERROR: denied by rule read_file(~/.aws/**)")
+    assert got["cat"].startswith("ERROR: the command reads") and "a path a read rule withholds" in got["python"]
+
+
+def test_a_listing_too_long_to_check_against_read_rules_shows_nothing(turn: Any, server: FakeServer,
+                                                                       workspace: Path) -> None:
+    """git_status and git_diff check every changed path against the read rules; names past the
+    capture cap could hide a covered one, so nothing is shown."""
+    repo(workspace)
+    server.add(tool_reply(call("git_status", {}, id="s"), call("git_diff", {}, id="d")), Reply(text="done"))
+    r = turn("-p", "look", server=server, config={"permissions": {"deny": ["read_file(secrets/**)"]},
+                                                  "limits": {"run_command_capture_bytes": 16}})
+    assert r.code == 0, r.err
+    got = results(server)
+    for key in ("s", "d"):
+        assert got[key] == ("ERROR: too many changed paths to check against the read rules (over 16 bytes of names); "
+                            "pass a narrower path"), got[key]
