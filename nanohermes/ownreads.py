@@ -45,7 +45,7 @@ from typing import Literal
 from nanohermes.budget import Limits
 from nanohermes.events import ApprovalReply, ApprovalRequest
 from nanohermes.pathrules import lexical, open_dir, subject_of, swapped
-from nanohermes.permissions import Policy, Rule, is_secret, unattended
+from nanohermes.permissions import Policy, Rule, is_secret, read_rules, unattended
 from nanohermes.secrets import own_paths, own_secret
 
 # Who wrote the file: the repository's author, or the person (their own folders, a path they typed).
@@ -55,8 +55,6 @@ Owner = Literal["project", "user"]
 SkipKind = Literal["missing", "refused", "asks", "error"]
 Confirm = Callable[[ApprovalRequest], Awaitable[ApprovalReply]]
 
-# The tool whose rules a read into the prompt follows: Claude Code's `Read(...)` becomes it too.
-READ_TOOL = "read_file"
 # Folders whose files are the kernel's and the devices', never a file's text.
 _SYSTEM_ROOTS = ("/proc", "/sys", "/dev")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -142,9 +140,11 @@ class OwnReader:
             return skip("refused", why)
         policy = self.policy()
         subjects = {subject_of(self.workspace, real), subject_of(self.workspace, lexical(self.root, str(path)))}
-        if (rule := _covering(policy.deny, subjects)) is not None:
-            return skip("refused", f"denied by rule {rule}")
-        asked = _covering(policy.ask, subjects)
+        rules = read_rules(policy.deny, policy.ask)
+        hits = [h for s in subjects if (h := rules.covering(s)) is not None]
+        if (denied := next((r for d, r in hits if d == "deny"), None)) is not None:
+            return skip("refused", f"denied by rule {denied}")
+        asked = next((r for _, r in hits), None)
         outside = owner == "project" and not self._placed(path, real, anchor)
         if (asked is not None or outside) and not self._allowed(real, asked):
             why = f"rule {asked} asks before a file is read" if asked is not None else \
@@ -345,10 +345,3 @@ class OwnReader:
                 write_private(self._store(), json.dumps(data, indent=2, ensure_ascii=False) + "\n")
             except OSError:
                 pass  # allowed for this session; asked again next time
-
-
-def _covering(rules: tuple[Rule, ...], subjects: set[str]) -> Rule | None:
-    """The first rule for reading files whose pattern covers one of the subjects. A rule that
-    names the tool with no pattern hides the tool; it says nothing of these files."""
-    return next((r for r in rules if r.pattern is not None
-                 and any(r.matches(READ_TOOL, s, "path") for s in subjects)), None)
