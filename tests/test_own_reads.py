@@ -349,3 +349,16 @@ def test_a_project_command_reaching_out_is_asked_when_it_runs(workspace: Path, t
     ready, text, _ = asyncio.run(prompt_for(discover(workspace, reader).commands["review"], "a.py", runtime))
     assert ready is not None and ready.model == "big" and text == "Review a.py with care."
     assert not discover(workspace, reader_for(workspace, home, asks=True)).commands["review"].pending  # remembered
+
+
+def test_a_read_rule_naming_a_folder_covers_the_files_in_it(turn, server: FakeServer,  # type: ignore[no-untyped-def]
+                                                            workspace: Path) -> None:
+    """As for every reading tool: `read_file(notes)` covers notes/a.md, so an import of it is left out."""
+    (workspace / "notes").mkdir()
+    (workspace / "notes" / "a.md").write_text(MARK)
+    (workspace / "AGENTS.md").write_text("See @notes/a.md.")
+    server.add(Reply(text="ok"))
+    r = turn("-p", "hi", server=server, config={"permissions": {"deny": ["read_file(notes)"]}})
+    assert r.code == 0, r.err
+    assert MARK not in sent(server)
+    assert "denied by rule read_file(notes)" in r.err
