@@ -4,7 +4,9 @@ Events: PreToolUse and PostToolUse around each tool call, UserPromptSubmit and S
 turn, SessionStart and SessionEnd, PreCompact, and Notification whenever nanohermes waits for
 the person. Only the user's config or a trusted project defines hooks (the config loader drops an
 untrusted project's), so they carry the person's approval: they run outside the command
-sandbox, with the workspace as cwd and one JSON object on stdin.
+sandbox, with one JSON object on stdin. A trusted project's own hooks run in the workspace;
+the person's own (user config) run outside it, where nothing the project holds changes which
+code they run (`programs.person_start`); both find the workspace in CLAUDE_PROJECT_DIR.
 
 Exit 0 goes on, and stdout may be a JSON object with a decision; exit 2 blocks, with stderr
 as the reason; any other exit, a timeout or a failure to start is a warning and the session
@@ -49,6 +51,7 @@ class Hook:
     command: str
     timeout_secs: float
     origin: str  # the config file that defined it
+    project_own: bool = False  # defined by a (trusted) project's file: it runs in the workspace
 
     def matches(self, subject: str | None, aliases: tuple[str, ...] = ()) -> bool:
         """`aliases`: other names of the subject (Claude Code's names of a tool)."""
@@ -136,7 +139,7 @@ class Hooks:
                     session: Session | None = None, mode: Callable[[], Mode] = lambda: Mode.DEFAULT) -> Hooks:
         from nanohermes.config import HOOK_EVENTS
 
-        hooks = [Hook(event, group.matcher, h.command, h.timeout, group.origin)
+        hooks = [Hook(event, group.matcher, h.command, h.timeout, group.origin, group.project_own)
                  for event in HOOK_EVENTS for group in config.groups(event) for h in group.hooks]
         return cls(hooks, workspace, limits, emit, session or Session(), mode)
 
@@ -161,13 +164,11 @@ class Hooks:
         """Run one hook to its end or its timeout; then kill whatever is left of its group."""
         from nanohermes.redact import configured_env
 
-        env = {**os.environ, **configured_env(), "NANOHERMES_PROJECT_DIR": str(self.workspace),
-               "CLAUDE_PROJECT_DIR": str(self.workspace)}
-        if "PATH" not in configured_env():  # never a program a sandboxed command wrote, by name
-            env["PATH"] = programs.outside_path(env.get("PATH", os.defpath))
+        cwd, env = programs.person_start({"PATH": os.defpath, **os.environ}, configured_env(), cwd=None,
+                                         workspace=self.workspace, project_own=hook.project_own)
         try:
             proc = await programs.started(asyncio.create_subprocess_shell(
-                hook.command, cwd=self.workspace, env=env, start_new_session=True, stdin=asyncio.subprocess.PIPE,
+                hook.command, cwd=cwd, env=env, start_new_session=True, stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE), _stop_start)
         except OSError as e:
             self._warn(hook, f"could not start: {e.strerror or e}")
