@@ -356,6 +356,16 @@ def _warn(text: str) -> None:
 
 
 def run(launch: Launch) -> int:
+    from nanohermes.controls import inert_output
+
+    # What this run writes for people shows control sequences escaped (stderr always; stdout's
+    # answer on a terminal); the REPL's console escapes what it draws itself.
+    repl = launch.prompt is None and sys.stdin.isatty()
+    with inert_output(stdout=not repl and launch.fmt == "text"):
+        return _run(launch)
+
+
+def _run(launch: Launch) -> int:
     try:
         from nanohermes.errors import UsageError
 

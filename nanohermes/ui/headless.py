@@ -13,6 +13,10 @@ sandbox refusals, sub-agents' events) go out between them under names Claude Cod
 With --include-partial-messages the pieces of the main agent's messages go out instead as
 Claude Code's `stream_event` lines (the Messages API's raw stream events).
 
+JSON is written exactly, with the control characters it would leave raw (DEL, C1, bidi
+controls) as JSON escapes, so it reads back the same and shows inert on a terminal; the text
+format's stdout is escaped on a terminal only (see `visible.inert_output`).
+
 Warnings and errors go to stderr in every format (in stream-json they are also `notice`
 events), so a person watching a script sees them. The text of earlier steps (the model
 narrating what it does next) and progress go to stderr, each on its own line, for text only
@@ -40,6 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TextIO
 
+from nanohermes.controls import inert_json
 from nanohermes.errors import OutputClosed
 
 from nanohermes.events import (
@@ -310,7 +315,7 @@ class JsonSink(Sink):
     fmt: ClassVar[str] = "json"
 
     def finish(self, result: dict[str, Any]) -> None:
-        _write_out(self.out, redact(json.dumps(result, ensure_ascii=False, indent=2)) + "\n", last=True)
+        _write_out(self.out, inert_json(redact(json.dumps(result, ensure_ascii=False, indent=2))) + "\n", last=True)
         if _closed:
             raise OutputClosed
 
@@ -496,7 +501,7 @@ class StreamJsonSink(Sink):
             raise OutputClosed
 
     def _line(self, obj: dict[str, Any], *, last: bool = False) -> None:
-        _write_out(self.out, redact(json.dumps(obj, ensure_ascii=False)) + "\n", last=last)
+        _write_out(self.out, inert_json(redact(json.dumps(obj, ensure_ascii=False))) + "\n", last=last)
 
 
 # How a content block of each kind starts in the Messages API's stream.

@@ -35,9 +35,11 @@ from typing import TYPE_CHECKING, Any
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.key_binding import KeyBindings
-from rich.console import Console, RenderableType
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
 from rich.text import Text
 
+from nanohermes.controls import escape_controls, has_controls
 from nanohermes.dirs import state_home
 from nanohermes.modes import CYCLE, Mode
 from nanohermes.ui.commands import GOAL_WARNING, CommandContext, Registry, load_commands
@@ -951,6 +953,34 @@ def _warm_imports() -> None:
     threading.Thread(target=work, name="warm-imports", daemon=True).start()
 
 
+class InertConsole(Console):
+    """The REPL's console: the text of everything it draws (an answer, a warning naming a
+    project's file, an error quoting a server) shows control characters escaped
+    (`controls.escape_controls`), whatever renderable carries it: rich passes ESC through. Text
+    is escaped before it is laid out (so a line wraps as it is shown); a segment some other
+    renderable yields is escaped as it comes. Rich's own control segments (the live display's
+    cursor moves) are kept, and its colours are added after this, when the segments are written."""
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterator[Segment]:
+        if isinstance(renderable, Text) and has_controls(renderable.plain):
+            renderable = self._inert(renderable)
+        elif isinstance(renderable, str) and has_controls(renderable):
+            renderable = escape_controls(renderable)
+        for segment in super().render(renderable, options):
+            if segment.control is None and has_controls(segment.text):
+                yield Segment(escape_controls(segment.text), segment.style)
+            else:
+                yield segment
+
+    def _inert(self, text: Text) -> Text:
+        """`text` with its control characters escaped, each piece keeping its style."""
+        out = Text(justify=text.justify, overflow=text.overflow, no_wrap=text.no_wrap, end=text.end,
+                   tab_size=text.tab_size)
+        for piece in text.render(self, end=""):
+            out.append(escape_controls(piece.text), piece.style)
+        return out
+
+
 def make_console() -> Console:
     # A terminal that cannot encode a character shows "?" instead of crashing.
     for stream in (sys.stdout, sys.stderr):
@@ -958,7 +988,7 @@ def make_console() -> Console:
         with contextlib.suppress(Exception):
             if reconfigure is not None:
                 reconfigure(errors="replace")
-    return Console(highlight=False)
+    return InertConsole(highlight=False)
 
 
 def run_repl(start: Callable[[], Start], first: str | None = None) -> int:
