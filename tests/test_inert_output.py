@@ -37,15 +37,15 @@ def plant_config(workspace: Path) -> None:
     (workspace / ".nanohermes" / "config.json").write_text(json.dumps({PROJECT_KEY: 1}))
 
 
-def run_on_pty(args: list[str], workspace: Path, server: FakeServer) -> str:
-    """A `-p` run whose stdout and stderr are a terminal (stdin too); what the terminal got."""
+def run_on_pty(args: list[str], workspace: Path, server: FakeServer, *, code: int | None = 0) -> str:
+    """A run whose stdout and stderr are a terminal (stdin too); what the terminal got."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "OPENAI_API_KEY": "test-key", "TERM": "xterm-256color"}
-    child = pexpect.spawn(sys.executable, ["-m", "nanohermes", "--base-url", server.base_url, "--model", "fake-model",
-                                           *args], cwd=str(workspace), env=env, encoding="utf-8",
+    child = pexpect.spawn(sys.executable, ["-m", "nanohermes", *args, "--base-url", server.base_url, "--model",
+                                           "fake-model"], cwd=str(workspace), env=env, encoding="utf-8",
                           codec_errors="replace", timeout=60, dimensions=(40, 200))
     child.expect(pexpect.EOF)
     child.close()
-    assert child.exitstatus == 0, child.before
+    assert code is None or child.exitstatus == code, child.before
     return str(child.before)
 
 
@@ -114,3 +114,15 @@ def test_the_repl_shows_a_warning_and_the_answer_escaped(workspace: Path, home: 
     # A warning line (rich alone passes ESC through, and drops BEL), whole above the prompt.
     assert "unknown config keys ignored: key\\x1b]52;c;cHduZWQ=" in t.text
     assert "\\x1b]52;c;cHduZWQ=\\x07" in t.text
+
+
+def test_doctor_on_a_terminal_shows_a_servers_words_escaped(server: FakeServer, workspace: Path, home: Path) -> None:
+    # A server that fails at start with an escape sequence on stderr: doctor quotes its last line.
+    failing = {"command": "sh", "args": ["-c", f"printf '{CLIPBOARD} cannot start' >&2; exit 3"]}
+    cfg = home / ".config" / "nanohermes" / "config.json"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text(json.dumps({"mcp": {"servers": {"broken": failing}}}))
+    server.add(tool_reply(call("probe", {"ok": True})))  # the endpoint's check of streaming and tool calls
+    shown = run_on_pty(["doctor"], workspace, server, code=1)
+    assert_inert(shown)
+    assert "\\x1b]52;c;cHduZWQ=" in shown and "cannot start" in shown
