@@ -309,10 +309,13 @@ def _repl_first(args: list[str], first: str | None = None, values: dict[str, Any
             raise
         return _repl_start(parsed[0])
 
-    try:
-        _interactive(start, first)
-    except (KeyboardInterrupt, Exception) as e:
-        code = _fail(e, bool(parsed) and parsed[0].verbose)
+    from nanohermes.controls import inert_output
+
+    with inert_output(stdout=False):  # the resume picker's titles, an error quoting a file (the REPL draws stdout)
+        try:
+            _interactive(start, first)
+        except (KeyboardInterrupt, Exception) as e:
+            code = _fail(e, bool(parsed) and parsed[0].verbose)
     sys.exit(code)
 
 

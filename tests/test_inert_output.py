@@ -126,3 +126,21 @@ def test_doctor_on_a_terminal_shows_a_servers_words_escaped(server: FakeServer, 
     shown = run_on_pty(["doctor"], workspace, server, code=1)
     assert_inert(shown)
     assert "\\x1b]52;c;cHduZWQ=" in shown and "cannot start" in shown
+
+
+def test_the_resume_picker_shows_a_title_typed_with_escapes_escaped(cli: Any, server: FakeServer,
+                                                                    workspace: Path) -> None:
+    server.add(Reply(text="ok"))
+    assert cli("-p", f"rename {TITLE} the module", server=server).code == 0
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OPENAI_API_KEY": "test-key", "TERM": "xterm-256color"}
+    child = pexpect.spawn(sys.executable, ["-m", "nanohermes", "--resume", "--base-url", server.base_url], env=env,
+                          cwd=str(workspace), encoding="utf-8", codec_errors="replace", timeout=60)
+    try:
+        child.expect_exact("Resume which session?")
+        shown = str(child.before)
+        child.send("q\r")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert_inert(shown)
+    assert f"rename {escape_controls(TITLE)} the module" in shown
