@@ -183,7 +183,7 @@ def test_person_start_drops_search_folders_a_project_could_fill(workspace: Path,
     assert env["PATH"] == outside and env["PYTHONPATH"] == inherited["PYTHONPATH"]
 
 
-def test_the_neutral_folder_is_never_inside_the_workspace(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_neutral_folder_is_never_inside_the_workspace(home: Path) -> None:
     # A workspace holding nanohermes's state folder (nanohermes run in the home folder).
     assert programs.neutral_folder(home) == "/"
     assert Path(programs.neutral_folder(home / "elsewhere")).is_relative_to(home / ".local" / "state" / "nanohermes")
