@@ -81,6 +81,7 @@ class Limits:
     compact_keep_chars: int | None = None  # recent history kept verbatim; None: session budget / 4
     compact_item_chars: int = 4000  # each older message as quoted into the summary request
     compact_summary_chars: int = 12_000  # the summary that replaces the older turns
+    approval_guard_secs: float = 0.4  # a question takes no key until the keyboard is quiet this long since it showed; 0: none
     hook_output_bytes: int = 64 * KiB  # per stream of one hook: the rest is read and discarded
     hook_context_chars: int = 10_000  # what the hooks of one event add for the model (context, reasons)
     checkpoint_file_max_bytes: int = 4 * MiB  # larger files (git-ignored ones too) are not kept; a note names them
@@ -111,7 +112,7 @@ class Limits:
 ZERO_ALLOWED: frozenset[str] = frozenset({
     "command_kill_grace_secs", "command_pipe_grace_secs", "sandbox_refusals_listed", "web_fetch_max_redirects",
     "memory_busy_timeout_secs", "skill_files_listed", "secret_scan_secs", "sandbox_secret_scan_secs",
-    "text_call_retries"})
+    "text_call_retries", "approval_guard_secs"})
 
 
 def plural(n: int, word: str, many: str = "") -> str:

@@ -178,14 +178,16 @@ def _make_app(launch: Callable[[Launch], int] | None = None, first_prompt: str |
         cwd: Path | None = typer.Option(None, "-C", "--cwd", help="Workspace directory."),
     ) -> None:
         """Check the set-up: config, endpoint, key, model, streaming and tools, git, folders."""
+        from nanohermes.controls import inert_output
         from nanohermes.doctor import doctor as run_doctor
 
-        try:
-            code = run_doctor(_workspace(cwd), config_file=config,
-                              flags={"model": model, "base_url": base_url, "api_key": api_key,
-                                     "wire_api": wire_api})
-        except Exception as e:
-            code = _fail(e, False)
+        with inert_output(stdout=True):  # a server's or a config file's words drive no terminal
+            try:
+                code = run_doctor(_workspace(cwd), config_file=config,
+                                  flags={"model": model, "base_url": base_url, "api_key": api_key,
+                                         "wire_api": wire_api})
+            except Exception as e:
+                code = _fail(e, False)
         raise typer.Exit(code)
 
     @app.command("sessions")
@@ -217,20 +219,24 @@ def _with_options(root: Callable[..., None], typer: Any) -> Callable[..., None]:
 
 
 def list_sessions_command(cwd: Path | None, as_json: bool) -> int:
-    try:
-        from nanohermes.session import list_sessions
-        from nanohermes.ui.sessions import format_sessions
+    from nanohermes.controls import inert_json, inert_output
 
-        sessions = list_sessions(_workspace(cwd))
-        if as_json:
-            for i in sessions:
-                print(json.dumps({"id": i.id, "title": i.title, "started": i.started, "updated": i.updated,
-                                  "turns": i.turns, "model": i.model, "path": str(i.path)}, ensure_ascii=False))
-        else:
-            print(format_sessions(sessions))
-        return EXIT_OK
-    except Exception as e:
-        return _fail(e, False)
+    with inert_output(stdout=not as_json):  # a title is a prompt as typed, escapes included
+        try:
+            from nanohermes.session import list_sessions
+            from nanohermes.ui.sessions import format_sessions
+
+            sessions = list_sessions(_workspace(cwd))
+            if as_json:
+                for i in sessions:
+                    print(inert_json(json.dumps({"id": i.id, "title": i.title, "started": i.started,
+                                                 "updated": i.updated, "turns": i.turns, "model": i.model,
+                                                 "path": str(i.path)}, ensure_ascii=False)))
+            else:
+                print(format_sessions(sessions))
+            return EXIT_OK
+        except Exception as e:
+            return _fail(e, False)
 
 
 def _resume_target(workspace: Path, cont: bool, resume: str | None, save_session: bool) -> Path | None:
@@ -303,10 +309,13 @@ def _repl_first(args: list[str], first: str | None = None, values: dict[str, Any
             raise
         return _repl_start(parsed[0])
 
-    try:
-        _interactive(start, first)
-    except (KeyboardInterrupt, Exception) as e:
-        code = _fail(e, bool(parsed) and parsed[0].verbose)
+    from nanohermes.controls import inert_output
+
+    with inert_output(stdout=False):  # the resume picker's titles, an error quoting a file (the REPL draws stdout)
+        try:
+            _interactive(start, first)
+        except (KeyboardInterrupt, Exception) as e:
+            code = _fail(e, bool(parsed) and parsed[0].verbose)
     sys.exit(code)
 
 
@@ -356,6 +365,16 @@ def _warn(text: str) -> None:
 
 
 def run(launch: Launch) -> int:
+    from nanohermes.controls import inert_output
+
+    # What this run writes for people shows control sequences escaped (stderr always; stdout's
+    # answer on a terminal); the REPL's console escapes what it draws itself.
+    repl = launch.prompt is None and sys.stdin.isatty()
+    with inert_output(stdout=not repl and launch.fmt == "text"):
+        return _run(launch)
+
+
+def _run(launch: Launch) -> int:
     try:
         from nanohermes.errors import UsageError
 

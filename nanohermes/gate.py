@@ -2,8 +2,9 @@
 
 `Gate.judge(call)` weighs one parsed call and answers `Grant` or `Refusal`. Its inputs: the
 PreToolUse hooks' answer, the call's `Target` (resolved once, here, and handed to the tool),
-the mode and rules (`permissions.decide`, which says on what basis it allows), the secret
-files a command would read, whether the sandbox can withhold every secret file, and, when
+the mode and rules (`permissions.decide`, which says on what basis it allows), whether the
+tool says only a person may let this call run (`Tool.needs_person`), the secret files a
+command would read, whether the sandbox can withhold every secret file, and, when
 the rules ask, the person's answer (after the tool's own precheck, so nobody is asked to
 approve a call that can only fail). A Grant carries its basis and the finished confinement
 of the call's processes:
@@ -185,6 +186,10 @@ class Gate:
         ctx.read_rule = self._read_rule(tool, target)
         verdict = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
         verdict = hooked.adjust(verdict) if hooked is not None else verdict
+        # --dangerously-skip-permissions is a person's yes given in advance, to this call too.
+        if verdict.decision != "deny" and not self.policy.skip_permissions and \
+                (why := tool.needs_person(args, ctx)) is not None:
+            verdict = person_only(why, unattended=unattended(self.policy))
         if verdict.decision == "deny":
             self.ui.emit(PermissionDenied(call_id=ctx.call_id, tool=tool.name, summary=summary, reason=verdict.reason,
                                           target=target.shown))
@@ -410,6 +415,15 @@ def _tainted() -> list[str]:
 
 class _CannotWithhold(Exception):
     """The secret files' look was incomplete: a program no person approved may not run."""
+
+
+def person_only(why: str, *, unattended: bool) -> Verdict:
+    """The verdict on a call only a person's yes may let run (`Tool.needs_person`): asked every
+    time, or refused when nobody is asked."""
+    if unattended:
+        return Verdict("deny", f"{why}; only a person's yes lets it run, and this run asks nobody (--yes or goal "
+                               "mode), so it is refused")
+    return Verdict("ask", why, None)
 
 
 def writable_roots(workspace: Path, config: Config) -> list[Path]:

@@ -4,7 +4,9 @@ Events: PreToolUse and PostToolUse around each tool call, UserPromptSubmit and S
 turn, SessionStart and SessionEnd, PreCompact, and Notification whenever nanohermes waits for
 the person. Only the user's config or a trusted project defines hooks (the config loader drops an
 untrusted project's), so they carry the person's approval: they run outside the command
-sandbox, with the workspace as cwd and one JSON object on stdin.
+sandbox, with one JSON object on stdin. A trusted project's own hooks run in the workspace;
+the person's own (user config) run outside it, where nothing the project holds changes which
+code they run (`programs.person_start`); both find the workspace in CLAUDE_PROJECT_DIR.
 
 Every hook speaks Claude Code's language, so one written for Claude Code works unchanged: a
 tool call is told as the call Claude Code's tool of that purpose would make (`Tool.claude_calls`:
@@ -67,6 +69,7 @@ class Hook:
     timeout_secs: float
     origin: str  # the config file that defined it
     condition: str = ""  # Claude Code's `if`: a permission rule a tool call must match
+    project_own: bool = False  # defined by a (trusted) project's file: it runs in the workspace
 
     def matches(self, subject: str | None, aliases: tuple[str, ...] = ()) -> bool:
         """`aliases`: other names of the subject (Claude Code's names of a tool)."""
@@ -164,7 +167,7 @@ class Hooks:
         from nanohermes.config import HOOK_EVENTS
 
         hooks = [Hook(event, group.matcher, exec_line(h.command, h.args, workspace), h.timeout, group.origin,
-                      h.condition.strip())
+                      h.condition.strip(), group.project_own)
                  for event in HOOK_EVENTS for group in config.groups(event) for h in group.hooks]
         return cls(hooks, workspace, limits, emit, session or Session(), mode, **more)
 
@@ -260,25 +263,26 @@ class Hooks:
                                **(ours or {})}}
 
     def environment(self, more: dict[str, str] | None = None) -> dict[str, str]:
-        """A hook's environment: the person's, the config's `env`, what SessionStart hooks
-        exported, and the variables Claude Code sets for its hooks."""
+        """What a hook's environment sets over the person's: the config's `env`, what
+        SessionStart hooks exported, and the variables Claude Code sets for its hooks."""
         from nanohermes.redact import configured_env
 
-        configured = configured_env()
-        env = {**os.environ, **configured, **self._exports, "NANOHERMES_PROJECT_DIR": str(self.workspace),
-               "CLAUDE_PROJECT_DIR": str(self.workspace), "CLAUDECODE": "1", "CLAUDE_CODE_ENTRYPOINT": self.entrypoint,
-               **(more or {})}
-        if "PATH" not in configured or "PATH" in self._exports:  # never a program a sandboxed command wrote, by name
-            env["PATH"] = programs.outside_path(env.get("PATH", os.defpath))
-        return env
+        exports = dict(self._exports)
+        if "PATH" in exports:  # never a program a sandboxed command wrote, by name
+            exports["PATH"] = programs.outside_path(exports["PATH"])
+        return {**configured_env(), **exports, "CLAUDECODE": "1", "CLAUDE_CODE_ENTRYPOINT": self.entrypoint,
+                **(more or {})}
 
     # -- running ---------------------------------------------------------------------------
     async def run(self, hook: Hook, payload: dict[str, Any], env: dict[str, str] | None = None) -> HookRun:
-        """Run one hook to its end or its timeout; then kill whatever is left of its group."""
-        env = self.environment(env)
+        """Run one hook to its end or its timeout; then kill whatever is left of its group. Where
+        it starts and what it finds by name is `programs.person_start`'s: a person's hook in a
+        folder of its own, a trusted project's own in the workspace."""
+        cwd, env = programs.person_start({"PATH": os.defpath, **os.environ}, self.environment(env), cwd=None,
+                                         workspace=self.workspace, project_own=hook.project_own)
         try:
             proc = await programs.started(asyncio.create_subprocess_shell(
-                hook.command, cwd=self.workspace, env=env, start_new_session=True, stdin=asyncio.subprocess.PIPE,
+                hook.command, cwd=cwd, env=env, start_new_session=True, stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE), _stop_start)
         except OSError as e:
             self._warn(hook, f"could not start: {e.strerror or e}")

@@ -14,6 +14,11 @@ running. Also owns how nanohermes runs git for itself: `GIT_OWN` turns off every
 repository's config can name and takes no folder for a repository unless it is named
 (`safe.bareRepository=explicit`), and `git_env` puts the same setting in force for a
 sandboxed command's own git.
+
+The person's own programs (MCP servers, hooks) start through `person_start`: where they run
+and the variables that say where code is looked up, so that nothing in the workspace changes
+which code runs, unless the program is the project's own (defined by a trusted project's
+config), which the project wrote to run its own code.
 """
 
 from __future__ import annotations
@@ -88,10 +93,68 @@ def outside_path(path: str) -> str:
     person's own commands that nanohermes starts (hooks, MCP servers), so a program a
     sandboxed command wrote in `.venv/bin` or `node_modules/.bin` never runs for one of them
     by name. A program named by its path still runs (the person's choice)."""
-    roots = writable_roots()
-    kept = [f for f in path.split(os.pathsep) if f and os.path.isabs(f)
+    return _folders_outside(path, writable_roots())
+
+
+# Variables holding folders a program looks up code in, from first to last: an entry that is
+# relative (a folder of whatever the working folder is) or inside a writable root is dropped
+# for a program the person configured, as PATH's are for the programs nanohermes runs.
+SEARCH_PATHS: tuple[str, ...] = ("PATH", "PYTHONPATH", "NODE_PATH")
+
+
+def _folders_outside(value: str, roots: tuple[str, ...]) -> str:
+    kept = [f for f in value.split(os.pathsep) if f and os.path.isabs(f)
             and not _inside(os.path.realpath(f), roots) and not _inside(os.path.abspath(f), roots)]
     return os.pathsep.join(kept)
+
+
+def neutral_folder(workspace: os.PathLike[str] | str) -> str:
+    """The working folder of a program the person configured for every project: a private
+    folder of nanohermes's, empty of anything a project put there, or `/` when that folder
+    lies inside a writable root (a workspace holding the home folder). Not the workspace:
+    `python -m name`, npx (`node_modules/.bin`, `.npmrc`), uv (`uv.toml`, `pyproject.toml`) and
+    their like take code and settings from the working folder and the folders above it."""
+    from nanohermes.dirs import private_dir, state_home
+
+    roots = (*writable_roots(), os.path.realpath(workspace))
+    own = state_home() / "run"
+    if not _inside(os.path.realpath(own), roots) and not _inside(os.path.abspath(own), roots):
+        try:
+            return str(private_dir(own))
+        except OSError:  # an unwritable state folder: the root folder holds nothing of a project either
+            pass
+    return "/"
+
+
+def person_start(inherited: Mapping[str, str], chosen: Mapping[str, str], *, cwd: str | None,
+                 workspace: os.PathLike[str] | str, project_own: bool) -> tuple[str, dict[str, str]]:
+    """Where a program of the person's config (an MCP server, a hook) starts, and with which
+    environment: `inherited` is what it gets from nanohermes's own environment, `chosen` what
+    its config sets for it (kept as written: the person's choice).
+
+    Its working folder is `cwd` when the config names one (relative to the workspace), else the
+    workspace for the project's own program and `neutral_folder` for the person's. The folders
+    of SEARCH_PATHS that are relative or inside a writable root are dropped (a program a
+    sandboxed command wrote is never run or imported by name), and a program of the person's
+    whose working folder lies inside a writable root runs Python with PYTHONSAFEPATH=1: neither
+    that folder nor `-c`'s empty entry comes first on `sys.path` (a script's own folder is left
+    out too, so it is set only there, where it matters). The workspace's path is always in
+    NANOHERMES_PROJECT_DIR and CLAUDE_PROJECT_DIR, for a program that works on the project."""
+    ws = os.path.realpath(workspace)
+    if cwd:
+        folder = os.path.join(ws, os.path.expanduser(cwd))
+    else:
+        folder = ws if project_own else neutral_folder(ws)
+    roots = (*writable_roots(), ws)
+    env = dict(inherited)
+    for name in SEARCH_PATHS if not project_own else ("PATH",):
+        if name in env:
+            env[name] = _folders_outside(env[name], roots)
+    if not project_own and (_inside(os.path.realpath(folder), roots) or _inside(os.path.abspath(folder), roots)):
+        env["PYTHONSAFEPATH"] = "1"
+    env.update(chosen)  # PYTHONSAFEPATH="" in the config turns it off, as Python reads it
+    env.update({"NANOHERMES_PROJECT_DIR": str(workspace), "CLAUDE_PROJECT_DIR": str(workspace)})
+    return folder, env
 
 
 def git() -> str:

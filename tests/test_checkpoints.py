@@ -692,6 +692,7 @@ def test_in_the_repl_undo_keeps_the_persons_edits_and_asks_about_a_file_both_cha
             t.wait("notes.md: you (or a later turn) changed it after turn 1")
             t.wait("+b")  # the diff from yours to the checkpoint's
             t.wait("[b] Both: merge")
+            t.armed()
             t.child.send("b")
             t.wait("restored 2 files to before turn 1: gen.txt, notes.md")
             t.wait("notes.md changed since turn 1: merged")

@@ -562,6 +562,7 @@ def test_repl_notifies_clear_restarts_the_session_and_exit_ends_it(workspace: Pa
             t.prompt()
             t.type("write a file")
             t.wait("[n] No")
+            t.armed()
             t.child.send("y")
             t.wait("wrote it")
             t.prompt()

@@ -138,8 +138,9 @@ def test_the_repl_asks_the_person_with_the_servers_form(term: Any, server: FakeS
     t.wait("MCP server demo asks")
     t.wait("Place your order")
     t.wait("• Count * — How many")  # the form, each field with its description
-    t.wait("answer it?")
-    t.type("y")
+    t.wait("[y] Answer it")
+    t.armed()
+    t.child.send("y")
     t.wait("Name * (string)")
     t.type("Ada")
     t.wait("Count * (integer, minimum 1)")

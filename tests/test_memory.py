@@ -32,8 +32,12 @@ def db() -> Path:
     return data_home() / "memory.db"
 
 
-def run(workspace: Path, name: str, args: dict[str, Any], *, limits: Limits | None = None, mode: str = "default") -> str:
-    rt = Runtime(tools=memory.tools(), config=Config(), workspace=workspace, ui=RecordingUI(),
+def run(workspace: Path, name: str, args: dict[str, Any], *, limits: Limits | None = None, mode: str = "default",
+        answers: list[Any] | None = None) -> str:
+    """One call through the runtime; a global save is asked, and answered yes unless `answers` says."""
+    if answers is None:
+        answers = ["once"] if args.get("scope") == "global" else []
+    rt = Runtime(tools=memory.tools(), config=Config(), workspace=workspace, ui=RecordingUI(answers=list(answers)),
                  policy=Policy(mode=mode), limits=limits or Limits())
     [msg] = asyncio.run(rt.run_calls([ToolCall(id="m", name=name, arguments=json.dumps(args))]))
     return msg.content or ""

@@ -88,6 +88,11 @@ class Term:
     def type(self, line: str) -> None:
         self.child.send(line + "\r")
 
+    def armed(self) -> None:
+        """Wait until a question takes answers: keys sent before its hint shows them would be
+        kept for the next message (see `ui.keyguard`)."""
+        self.wait("and Enter, or press")
+
     def leave(self) -> None:
         """Ctrl-D at the next prompt: nanohermes exits with 0."""
         self.prompt()
@@ -217,6 +222,7 @@ def test_a_deny_rule_and_a_sandbox_refusal_are_lines_of_their_own_not_event_dump
     t.type("touch it")
     t.wait("asked because: the sandbox (workspace-write) refused")
     t.wait("[n] No")
+    t.armed()
     t.child.send("n")
     t.wait("note for the model")
     t.type("")
@@ -268,6 +274,7 @@ def test_an_edit_is_approved_on_its_diff_and_shown_coloured(term: Any, server: F
     t.wait("approve?")
     t.wait("+x = 42")  # the diff is in the prompt
     t.wait("[n] No")
+    t.armed()
     t.child.send("y")
     t.wait("✓ edit_file app.py")
     t.wait("edited")
@@ -288,6 +295,7 @@ def test_approval_answered_yes_then_no_with_a_note(term: Any, server: FakeServer
     t.wait("approve?")
     t.wait("asked because: rule read_file asks")
     t.wait("[n] No")
+    t.armed()
     t.child.send("y")
     t.wait("✓ yes, once")
     t.wait("read it")
@@ -295,6 +303,7 @@ def test_approval_answered_yes_then_no_with_a_note(term: Any, server: FakeServer
     t.type("again")
     t.wait("approve?")
     t.wait("[n] No")
+    t.armed()
     t.child.send("n")
     t.wait("note for the model")
     t.type("use the public file")
@@ -661,6 +670,7 @@ def test_ctrl_c_stops_an_approved_command(term: Any, server: FakeServer, workspa
     t.type("run it")
     t.wait("approve?")
     t.wait("[n] No")
+    t.armed()
     t.child.send(answer)
     t.wait("run_command sleep 300 && touch done.txt")
     assert wait_until(lambda: len(marked_pids(marker)) >= 2)  # nanohermes and the sleeping shell
@@ -800,6 +810,7 @@ def test_an_approval_shows_escape_sequences_and_carriage_returns_escaped(term: A
     t.wait("[n] No")
     assert "#\\x1b[2K\\x1b[1G  git status --short\\rgit log" in t.text
     assert "\x1b[2K\x1b[1G  git status" not in t.raw
+    t.armed()
     t.child.send("n")
     t.wait("note for the model")
     t.type("")
@@ -1208,10 +1219,12 @@ def test_the_whole_of_a_large_diff_can_be_read_before_answering(term: Any, serve
     t.wait("more diff lines")  # the box is cut
     assert "line number 120" not in t.text[t.mark - 5000:]
     t.wait("[v] View the whole diff first")
+    t.armed()
     t.child.send("v")
     t.wait("+line number 120")
     t.wait("scroll back to read them")
     t.wait("[y] Yes, once")  # asked again
+    t.armed()
     t.child.send("y")
     t.wait("written")
     t.leave()

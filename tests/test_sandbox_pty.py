@@ -24,6 +24,7 @@ def test_a_line_approved_at_the_prompt_is_not_sandboxed(term: Any, server: FakeS
     t.type("touch it")
     t.wait("approve?")
     t.wait("[n] No")
+    t.armed()
     t.child.send("y")
     t.wait("ran it")
     t.leave()
@@ -43,6 +44,7 @@ def test_a_refusal_is_offered_with_one_keypress_and_rerun_outside(term: Any, ser
     t.wait("run it again outside")
     t.wait("[n] No")
     assert not outside.exists()  # the sandboxed run could not
+    t.armed()
     t.child.send("y")
     t.wait("done now")
     t.leave()

@@ -22,7 +22,8 @@ def ask(keys: list[str], *requests: ApprovalRequest, **kw: Any) -> tuple[list[Ap
 
     async def go() -> list[ApprovalReply]:
         with create_pipe_input() as inp:
-            approver = Approver(console, pt_input=inp, pt_output=DummyOutput(), **kw)
+            # No guard unless a test sets one: these keys are sent as a person answering would.
+            approver = Approver(console, pt_input=inp, pt_output=DummyOutput(), **{"guard_secs": 0.0, **kw})
 
             async def feed() -> None:
                 for k in keys:  # one answer at a time, as a person would type them
@@ -67,9 +68,12 @@ def test_no_takes_a_note_for_the_model() -> None:
     assert "⊘ no: use git status instead" in shown
 
 
-def test_escape_is_no_without_a_note() -> None:
-    replies, _ = ask(["\x1b", "\r"], REQ)
-    assert replies == [ApprovalReply("deny", "")]
+def test_escape_is_no_and_stops_the_turn_without_a_note() -> None:
+    stopped: list[bool] = []
+    replies, shown = ask(["\x1b"], REQ, on_interrupt=lambda: stopped.append(True))
+    assert replies == [ApprovalReply("deny")]
+    assert stopped == [True]
+    assert "⊘ no, and stopped: say what to do instead" in shown
 
 
 def test_prompt_shows_the_command_the_reason_and_the_rule() -> None:
@@ -102,3 +106,19 @@ def test_always_covers_a_parallel_sibling_waiting_with_the_same_rule() -> None:
     replies, shown = ask(["a"], REQ, sibling)
     assert replies == [ApprovalReply("always"), ApprovalReply("once")]
     assert shown.count("approve?") == 1
+
+
+def test_keys_that_reach_the_box_before_it_takes_answers_are_kept_in_order() -> None:
+    kept: list[str] = []
+    stopped: list[bool] = []
+    replies, shown = ask(["a", "y", "\r", "\x1b[A", "\x1b"], REQ, guard_secs=60, keep=kept.append,
+                         on_interrupt=lambda: stopped.append(True))
+    assert replies == [ApprovalReply("deny")] and stopped == [True]  # only Esc acted: no, and stop
+    assert kept == ["a", "y", "\r", "\x1b[A"]
+    assert "✓" not in shown
+
+
+def test_a_guard_of_zero_lets_the_first_key_answer() -> None:
+    kept: list[str] = []
+    replies, _ = ask(["a"], REQ, guard_secs=0.0, keep=kept.append)
+    assert replies == [ApprovalReply("always")] and kept == []

@@ -106,7 +106,7 @@ def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict
         files.read(source)
     layers = [*files.layers, ("environment", _env_layer()),
               ("command line", {k: v for k, v in (flags or {}).items() if v is not None})]
-    config, warnings = _built(layers, from_files=bool(files.read_paths))
+    config, warnings = _built(layers, from_files=bool(files.read_paths), project=frozenset(files.project_layers))
     return Loaded(config, files=files.read_paths, warnings=files.warnings + warnings, asks=files.asks,
                   user_file=files.user_file, project_file=files.project_file)
 
@@ -141,6 +141,7 @@ class _Files:
     asks: dict[str, Any] = field(default_factory=dict)
     project_file: Path | None = None
     user: dict[str, Any] = field(default_factory=dict)  # the user file's data: what a project file narrows
+    project_layers: list[str] = field(default_factory=list)  # the layers (by name) that came with the repository
 
     def read(self, source: _Source) -> None:
         """One file: its unknown keys dropped, validated on its own, narrowed if it is a project's."""
@@ -154,6 +155,7 @@ class _Files:
         read = validated(data, f"{path}: ", hint="see config.example.json for every key")
         if source.project:
             data = self._narrowed(source, path, as_read(data, read))
+            self.project_layers.append(str(path))
         else:
             self.user = data
         self.read_paths.append(path)
@@ -222,19 +224,21 @@ def _env_layer() -> dict[str, Any]:
     return env
 
 
-def _built(layers: Layers, *, from_files: bool) -> tuple[Config, list[str]]:
-    """The layers merged into one Config, with the warnings its values earn."""
+def _built(layers: Layers, *, from_files: bool, project: frozenset[str] = frozenset()) -> tuple[Config, list[str]]:
+    """The layers merged into one Config, with the warnings its values earn. `project`: the
+    names of the layers that came with the repository."""
     merged: dict[str, Any] = {}
     for _, data in layers:
         merged = _merge(merged, data)
     rules = _add_up_rules(layers, merged)
     hooks = _add_up_hooks(layers, merged)
+    servers = _server_origins(layers)
     # Without files, the layers are the environment and flags: plain values, mostly.
     if not from_files and plain_layers(merged):
         config = Config(**merged)
     else:  # each file was validated on its own, so an error here comes from the environment or a flag
         config = validated(merged, "", hint="check the environment variables and flags")
-    config, warnings = guard_search_keys(_with_origins(config, rules, hooks))
+    config, warnings = guard_search_keys(_with_origins(config, rules, hooks, servers, project))
     config.build_limits()  # reject unknown limit names early
     return config, warnings
 
@@ -278,10 +282,26 @@ def _add_up_hooks(layers: Layers, merged: dict[str, Any]) -> dict[str, list[str]
     return origins
 
 
-def _with_origins(config: Config, rules: RuleOrigins, hooks: dict[str, list[str]]) -> Config:
-    """`config` with its rule section and hook groups built knowing the layer each came from."""
-    if not rules and not hooks:
+def _server_origins(layers: Layers) -> dict[str, str]:
+    """The layer that last set each MCP server (a later layer's keys replace an earlier one's)."""
+    origins: dict[str, str] = {}
+    for where, data in layers:
+        mcp = data.get("mcp")
+        servers = mcp.get("servers") if isinstance(mcp, dict) else None
+        for name in servers if isinstance(servers, dict) else ():
+            origins[name] = where
+    return origins
+
+
+def _with_origins(config: Config, rules: RuleOrigins, hooks: dict[str, list[str]], servers: dict[str, str],
+                  project: frozenset[str]) -> Config:
+    """`config` with its rule section, hook groups and MCP servers built knowing the layer each
+    came from (and whether that layer is a project file)."""
+    if not rules and not hooks and not (project & set(servers.values())):
         return config
-    groups = {event: [replace(g, defined_in=wheres[i]) if i < len(wheres) else g
+    groups = {event: [replace(g, defined_in=wheres[i], from_project=wheres[i] in project) if i < len(wheres) else g
                       for i, g in enumerate(config.hooks.groups(event))] for event, wheres in hooks.items()}
-    return replace(config, permissions=replace(config.permissions, origins=rules), hooks=replace(config.hooks, **groups))
+    mcp = replace(config.mcp, servers={name: replace(s, from_project=servers.get(name) in project) if
+                                       servers.get(name) in project else s for name, s in config.mcp.servers.items()})
+    return replace(config, permissions=replace(config.permissions, origins=rules), hooks=replace(config.hooks, **groups),
+                   mcp=mcp)

@@ -182,12 +182,18 @@ class McpServerConfig(Section):
     command: str | None = _d(None, "program to start (stdio transport)")
     args: list[str] = _d(list, "its arguments")
     env: dict[str, str] = _d(dict, "extra environment variables for it")
-    cwd: str | None = _d(None, "its working directory")
+    cwd: str | None = _d(None, "its working directory, relative to the workspace; null: the workspace for a trusted "
+                               "project's own server, else a private folder (see docs/mcp.md)")
     url: str | None = _d(None, "server URL (streamable HTTP or SSE transport)")
     headers: dict[str, str] = _d(dict, "HTTP headers sent to it")
     trusted: bool = _d(False, "its tools that declare readOnlyHint run without asking, in parallel")
+    # Not a key, as `PermissionsConfig.origins`: the loader says whether a project file defined
+    # it (a trusted project's own server starts in the workspace; see `programs.person_start`).
+    from_project: InitVar[bool] = False
+    _project: bool = field(default=False, init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, from_project: bool) -> None:
+        self._project = from_project
         if (self.command is None) == (self.url is None):
             raise Invalid((), "set either `command` (a stdio server) or `url` (a streamable HTTP or SSE server)",
                          {"command": self.command, "url": self.url})
@@ -201,6 +207,11 @@ class McpServerConfig(Section):
     @property
     def transport(self) -> Literal["stdio", "http", "sse"]:
         return self.type or ("stdio" if self.command is not None else "http")
+
+    @property
+    def project_own(self) -> bool:
+        """Defined (or last changed) by a project file, which applies only in a trusted project."""
+        return self._project
 
 
 @dataclass(kw_only=True)
@@ -240,7 +251,8 @@ HOOK_TIMEOUT_MAX_SECS = 3600  # the longest a hook may run
 @dataclass(kw_only=True)
 class HookCommand(Section):
     type: Literal["command"] = _d("command", "the only kind: a shell command line")
-    command: str = _d(..., "the command line, run by /bin/sh in the workspace", min_length=1)
+    command: str = _d(..., "the command line, run by /bin/sh (in the workspace for a trusted project's own "
+                                 "hook, in a folder of its own for yours; see docs/hooks.md)", min_length=1)
     timeout: float = _d(60.0, "seconds before it is killed (its whole process group)", gt=0, le=HOOK_TIMEOUT_MAX_SECS)
     args: list[str] | None = _d(None, "arguments: `command` is then the program, run with exactly these words (no "
                                       "shell), ${CLAUDE_PROJECT_DIR} in any of them replaced by the workspace")
@@ -254,12 +266,16 @@ class HookGroup(Section):
     matcher: str = _d("", "tool names (Bash|Edit, run_command) or a regular expression searched in the tool name; "
                           "empty or * matches all")
     hooks: list[HookCommand] = _d(list, "the commands to run, in order")
-    # Not a key, as `PermissionsConfig.origins`: the file that defined the group, for /hooks.
+    # Not keys, as `PermissionsConfig.origins`: the file that defined the group, for /hooks, and
+    # whether it is a project file (a trusted project's own hooks run in the workspace).
     defined_in: InitVar[str] = ""
+    from_project: InitVar[bool] = False
     _origin: str = field(default="", init=False, repr=False, compare=False)
+    _project: bool = field(default=False, init=False, repr=False, compare=False)
 
-    def __post_init__(self, defined_in: str) -> None:
+    def __post_init__(self, defined_in: str, from_project: bool) -> None:
         self._origin = defined_in
+        self._project = from_project
         if self.matcher.strip() not in ("", "*") and not re.fullmatch(r"[A-Za-z0-9_\- ,|]*", self.matcher):
             try:
                 re.compile(self.matcher)
@@ -271,6 +287,11 @@ class HookGroup(Section):
     def origin(self) -> str:
         """The file that defined the group; "" for one built in code."""
         return self._origin
+
+    @property
+    def project_own(self) -> bool:
+        """Defined by a project file, which applies only in a trusted project."""
+        return self._project
 
 
 @dataclass(kw_only=True)

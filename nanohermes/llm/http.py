@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from urllib.parse import urlsplit
 
+from nanohermes import controls
 from nanohermes.errors import (
     AuthError,
     ConfigError,
@@ -343,14 +344,8 @@ class StreamParser(Protocol):
         ...
 
 
-# What no person should be shown raw (server text here, everything in `ui.visible`): C0
-# controls but tab and newline, DEL and the C1 range, which a terminal would act on; and the
-# invisible format characters that change how a line reads unseen: bidi embeddings,
-# overrides, isolates and marks (text shown in another order than it runs), the zero width
-# space, the word joiner and invisible operators, the BOM. Not the zero width (non-)joiners,
-# which emoji and several scripts need to be drawn right and which hide nothing.
-CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064"
-                      "\u2066-\u2069\ufeff]")
+# What no person should be shown raw (`nanohermes.controls`): server text here, everything in `ui.visible`.
+CONTROL = controls.CONTROL
 
 
 def printable(text: str, limit: int = 300) -> str:

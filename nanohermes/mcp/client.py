@@ -102,7 +102,7 @@ def expanded(cfg: McpServerConfig, environ: dict[str, str] | None = None) -> Mcp
         env={k: one(v, f"env.{k}") for k, v in cfg.env.items()},
         cwd=one(cfg.cwd, "cwd") if cfg.cwd is not None else None,
         url=one(cfg.url, "url") if cfg.url is not None else None,
-        headers={k: one(v, f"headers.{k}") for k, v in cfg.headers.items()})
+        headers={k: one(v, f"headers.{k}") for k, v in cfg.headers.items()}, from_project=cfg.project_own)
 
 
 @dataclass(frozen=True)
@@ -446,20 +446,19 @@ class McpManager:
                 await asyncio.shield(s._refresh)
 
     def _stdio_params(self, cfg: McpServerConfig) -> StdioServerParameters:
-        """How to start a stdio server: `~` expanded, its cwd taken from the workspace."""
-        from mcp.client.stdio import StdioServerParameters
+        """How to start a stdio server: `~` expanded; where it runs and what it finds by name
+        as `programs.person_start` says (the workspace only for a trusted project's own server)."""
+        from mcp.client.stdio import StdioServerParameters, get_default_environment
 
-        from nanohermes.redact import kept_env
+        from nanohermes.redact import configured_env, kept_env
 
-        cwd = Path(os.path.expanduser(cfg.cwd)) if cfg.cwd else self.workspace
-        if not cwd.is_absolute():
-            cwd = self.workspace / cwd
         # The SDK starts a server with a few safe variables (PATH, HOME, ...) and the `env`
         # its config names; nanohermes adds only what shell_env.keep lets children have.
-        # A program found by name is never one a sandboxed command wrote inside the workspace.
-        path = {"PATH": programs.outside_path(os.environ.get("PATH", os.defpath))}
-        return StdioServerParameters(command=os.path.expanduser(cfg.command or ""), args=list(cfg.args),
-                                     env={**path, **kept_env(), **cfg.env}, cwd=cwd)
+        cwd, env = programs.person_start({**get_default_environment(), **kept_env()}, {**configured_env(), **cfg.env},
+                                         cwd=cfg.cwd, workspace=self.workspace, project_own=cfg.project_own)
+        # The SDK adds its own default variables under these: PATH among them, which must not win.
+        return StdioServerParameters(command=os.path.expanduser(cfg.command or ""), args=list(cfg.args), env=env,
+                                     cwd=cwd)
 
     def _errlog(self, s: Server, stack: AsyncExitStack) -> Any:
         """A server's stderr goes to its own log file, never over the user's terminal."""

@@ -352,6 +352,12 @@ class Tool(Generic[P]):
         workspace, inside .git/, nanohermes's own config)?"""
         return False
 
+    def needs_person(self, args: P, ctx: ToolContext) -> str | None:
+        """Why this call needs a person's own yes every time, or None (the default): no rule,
+        mode, hook answer or "always" stands for it. The gate then asks whoever is there, and
+        refuses it when nobody is asked (--yes, goal mode)."""
+        return None
+
     def suggest_rule(self, args: P) -> Rule:
         """The rule an "always" answer remembers. Narrower is better; tools refine it."""
         return Rule(self.name)

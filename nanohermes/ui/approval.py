@@ -4,12 +4,18 @@ Shows what would run (the exact command, or the coloured diff of an edit) and wh
 asked, then offers: yes once (y), always for this session (a, remembered as the rule the
 request names), always in this project (p, saved to the project config), no (n, then an
 optional note passed to the model). A request without a rule offers only yes and no. Arrow keys move
-the highlight and Enter takes it; Esc is no; Ctrl-C is no and interrupts the turn. Requests
+the highlight and Enter takes it. Esc is no, and stops the turn: the person is back at the
+prompt to say what to do instead (as in Claude Code and Codex); Ctrl-C does the same. Requests
 are answered one at a time, even when parallel calls ask together.
 
+A question is answered only by keys typed after it appeared (`keyguard.KeyGuard`): a person
+typing their next message when the box comes up must not answer it (the `a` of "add" would be
+"always"). Esc, Ctrl-C and Ctrl-D are never held back: they only stop.
+
 An MCP server's question (`await approver.elicit(request)`) is asked the same way, one at a
-time with the approvals: its form field by field (an answer that does not fit is asked
-again), or its page to visit; Ctrl-C or Ctrl-D cancels it.
+time with the approvals: answer or decline (a one-key choice, guarded as above; Esc declines
+and stops the turn), then its form field by field (an answer that does not fit is asked
+again; Esc declines and stops, Ctrl-C or Ctrl-D cancels), or its page to visit.
 """
 
 from __future__ import annotations
@@ -29,14 +35,14 @@ from rich.text import Text
 
 from nanohermes.events import ApprovalReply, ApprovalRequest, Choice, ElicitationReply, ElicitationRequest
 from nanohermes.ui import render
+from nanohermes.ui.keyguard import GUARD_SECS, KeyGuard, guarded, hint
 from nanohermes.ui.visible import escape_controls
 
 INTERRUPT: Final = "interrupt"
+STOP: Final = "stop"  # Esc: no, and the turn stops
 VIEW: Final = "view"  # show the whole detail the box cut, then ask again
-Picked = Choice | Literal["interrupt"]  # an answer, or Ctrl-C/Ctrl-D
+Picked = Choice | Literal["interrupt", "stop"]  # an answer, Esc, or Ctrl-C/Ctrl-D
 T = TypeVar("T")
-
-
 def choices(request: ApprovalRequest) -> list[tuple[Choice, str, str]]:
     """(answer, key, label) in display order; the first one is highlighted at the start.
 
@@ -51,15 +57,19 @@ def choices(request: ApprovalRequest) -> list[tuple[Choice, str, str]]:
 
 class Approver:
     """Asks on the terminal. `before`/`after` let the REPL pause its live display around it;
-    `on_interrupt` is called when the user presses Ctrl-C at the prompt."""
+    `on_interrupt` is called when the person stops the turn at a question (Esc, Ctrl-C);
+    `keep` receives the keys typed too early to answer one (see `KeyGuard`)."""
 
     def __init__(self, console: Console, *, before: Callable[[], None] = lambda: None,
                  after: Callable[[], None] = lambda: None, on_interrupt: Callable[[], None] = lambda: None,
-                 pt_input: Any = None, pt_output: Any = None) -> None:
+                 pt_input: Any = None, pt_output: Any = None, guard_secs: float = GUARD_SECS,
+                 keep: Callable[[str], None] | None = None) -> None:
         self.console = console
         self.before = before
         self.after = after
         self.on_interrupt = on_interrupt
+        self.guard_secs = guard_secs
+        self.keep = keep
         self._input = pt_input  # prompt-toolkit Input/Output: None means the real terminal
         self._output = pt_output
         self._lock = asyncio.Lock()
@@ -82,12 +92,10 @@ class Approver:
         while picked == VIEW:  # the whole of what the box cut, then the same question
             self._show_whole(request)
             picked = await self._choose(request)
-        if picked == INTERRUPT:
-            self.console.print(Text("⊘ no (interrupted)", style="yellow"))
-            self.on_interrupt()
-            # The turn was cancelled just now: let that land here, before the runtime could
-            # carry on to the next model call (nothing may be sent after a cancelled prompt).
-            await asyncio.sleep(0)
+        if picked == INTERRUPT or picked == STOP:
+            self.console.print(Text("⊘ no (interrupted)" if picked == INTERRUPT else
+                                    "⊘ no, and stopped: say what to do instead", style="yellow"))
+            await self._stop_turn()
             return ApprovalReply("deny")
         if picked == "deny":
             note = await self._note()
@@ -107,7 +115,17 @@ class Approver:
         if hidden := render.diff_hidden(request.detail):
             what = "diff" if render.looks_like_diff(request.detail.strip("\n")) else "text"
             options.append((VIEW, "v", f"View the whole {what} first ({hidden} more lines than the box shows)"))
-        return await pick(options, escape="deny", interrupt=INTERRUPT, pt_input=self._input, pt_output=self._output)
+        return await pick(options, escape=STOP, interrupt=INTERRUPT, pt_input=self._input, pt_output=self._output,
+                          guard=self._guard())
+
+    def _guard(self) -> KeyGuard:
+        return KeyGuard(self.guard_secs, self.keep)
+
+    async def _stop_turn(self) -> None:
+        self.on_interrupt()
+        # The turn was cancelled just now: let that land here, before the runtime could
+        # carry on to the next model call (nothing may be sent after a cancelled prompt).
+        await asyncio.sleep(0)
 
     async def elicit(self, request: ElicitationRequest) -> ElicitationReply:
         async with self._lock:
@@ -121,18 +139,28 @@ class Approver:
         from nanohermes.elicitation import fields
 
         self.console.print(render.elicitation(request))
-        session: PromptSession[str] = PromptSession(input=self._input, output=self._output)
+        if request.url:
+            options = [("accept", "y", "I opened it and finished there"), ("decline", "n", "Decline")]
+        else:
+            options = [("accept", "y", "Answer it"), ("decline", "n", "Decline")]
+        picked = await pick(options, escape=STOP, interrupt=INTERRUPT, pt_input=self._input, pt_output=self._output,
+                            guard=self._guard())
+        if picked in (STOP, INTERRUPT):
+            return await self._elicitation_stopped(picked)
+        if picked == "decline":
+            self.console.print(Text("⊘ declined", style="yellow"))
+            return ElicitationReply("decline")
+        if request.url:
+            self.console.print(Text("✓ done", style="green"))
+            return ElicitationReply("accept")
+        kb = KeyBindings()
+
+        @kb.add("escape", eager=True)
+        def _stop(event: Any) -> None:
+            event.app.exit(exception=_Stopped())
+
+        session: PromptSession[str] = PromptSession(input=self._input, output=self._output, key_bindings=kb)
         try:
-            if request.url:
-                done = await session.prompt_async("opened it and finished there? [y]es / [n]o (Enter = no): ",
-                                                  handle_sigint=False)
-                accepted = done.strip().lower() in ("y", "yes")
-                self.console.print(Text("✓ done" if accepted else "⊘ declined", style="green" if accepted else "yellow"))
-                return ElicitationReply("accept" if accepted else "decline")
-            answer = await session.prompt_async("answer it? [y]es / [n]o (Enter = yes): ", handle_sigint=False)
-            if answer.strip().lower() in ("n", "no"):
-                self.console.print(Text("⊘ declined", style="yellow"))
-                return ElicitationReply("decline")
             content: dict[str, Any] = {}
             for f in fields(request.schema):
                 label = escape_controls(f.title, newlines=True)
@@ -147,9 +175,20 @@ class Approver:
                     content[f.name] = value
             self.console.print(Text("✓ sent", style="green"))
             return ElicitationReply("accept", content)
+        except _Stopped:
+            return await self._elicitation_stopped(STOP)
         except (KeyboardInterrupt, EOFError):
             self.console.print(Text("⊘ cancelled", style="yellow"))
             return ElicitationReply("cancel")
+
+    async def _elicitation_stopped(self, how: str) -> ElicitationReply:
+        """Esc declines the server's question and stops the turn; Ctrl-C cancels it and stops."""
+        if how == STOP:
+            self.console.print(Text("⊘ declined, and stopped: say what to do instead", style="yellow"))
+        else:
+            self.console.print(Text("⊘ cancelled (interrupted)", style="yellow"))
+        await self._stop_turn()
+        return ElicitationReply("decline" if how == STOP else "cancel")
 
     def _show_whole(self, request: ApprovalRequest) -> None:
         detail = request.detail.strip("\n")
@@ -168,10 +207,15 @@ class Approver:
             return ""
 
 
+class _Stopped(Exception):
+    """Esc in a form field: the question is declined and the turn stops."""
+
+
 async def pick(options: list[tuple[T, str, str]], *, escape: T, interrupt: T, pt_input: Any = None,
-               pt_output: Any = None) -> T:
+               pt_output: Any = None, guard: KeyGuard | None = None) -> T:
     """One of `options` ((value, key, label), the first highlighted): its key, or the arrows
-    and Enter. Esc gives `escape`, Ctrl-C and Ctrl-D `interrupt`."""
+    and Enter, once `guard` lets keys count (earlier keys go to its `keep`). Esc gives
+    `escape`, Ctrl-C and Ctrl-D `interrupt`, at any time."""
     selected = [0]
 
     def text() -> FormattedText:
@@ -180,8 +224,7 @@ async def pick(options: list[tuple[T, str, str]], *, escape: T, interrupt: T, pt
             on = i == selected[0]
             parts.append(("bold reverse" if on else "", f"{'❯' if on else ' '} [{key}] {label}"))
             parts.append(("", "\n"))
-        keys = " / ".join(key for _, key, _ in options)
-        parts.append(("italic", f"  ↑/↓ and Enter, or press {keys}"))
+        parts.append(hint(guard, f"  ↑/↓ and Enter, or press {' / '.join(key for _, key, _ in options)}"))
         return FormattedText(parts)
 
     kb = KeyBindings()
@@ -190,32 +233,36 @@ async def pick(options: list[tuple[T, str, str]], *, escape: T, interrupt: T, pt
         return lambda event: event.app.exit(result=value)
 
     for value, key, _ in options:
-        kb.add(key)(choose(value))
-        kb.add(key.upper())(choose(value))
+        kb.add(key)(guarded(guard, choose(value)))
+        kb.add(key.upper())(guarded(guard, choose(value)))
     kb.add("escape", eager=True)(choose(escape))
     kb.add("c-c")(choose(interrupt))
     kb.add("c-d")(choose(interrupt))
 
-    @kb.add("up")
-    @kb.add("left")
-    @kb.add("s-tab")
-    def _up(event: Any) -> None:
+    def up(event: Any) -> None:
         selected[0] = (selected[0] - 1) % len(options)
 
-    @kb.add("down")
-    @kb.add("right")
-    @kb.add("tab")
-    def _down(event: Any) -> None:
+    def down(event: Any) -> None:
         selected[0] = (selected[0] + 1) % len(options)
 
-    @kb.add("enter")
-    def _enter(event: Any) -> None:
-        event.app.exit(result=options[selected[0]][0])
+    for keys, move in ((("up", "left", "s-tab"), up), (("down", "right", "tab"), down)):
+        for key in keys:
+            kb.add(key)(guarded(guard, move))
+    kb.add("enter")(guarded(guard, lambda event: event.app.exit(result=options[selected[0]][0])))
+    from prompt_toolkit.keys import Keys
+
+    # Any other key answers nothing, but one typed too early is still the person's text.
+    kb.add(Keys.Any)(guarded(guard, lambda event: None))
+    kb.add(Keys.BracketedPaste)(guarded(guard, lambda event: None))
 
     app: Application[T] = Application(
         layout=Layout(Window(FormattedTextControl(text, focusable=True, show_cursor=False), height=len(options) + 1)),
         key_bindings=kb, full_screen=False, erase_when_done=True, input=pt_input, output=pt_output,
     )
-    # handle_sigint=False: prompt-toolkit would otherwise take the SIGINT handler and, on
-    # leaving, remove it, so Ctrl-C during the approved command would do nothing.
-    return await app.run_async(handle_sigint=False)
+    try:
+        # handle_sigint=False: prompt-toolkit would otherwise take the SIGINT handler and, on
+        # leaving, remove it, so Ctrl-C during the approved command would do nothing.
+        return await app.run_async(handle_sigint=False, pre_run=(lambda: guard.start(app)) if guard else None)
+    finally:
+        if guard is not None:
+            guard.stop()

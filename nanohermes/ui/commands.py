@@ -431,7 +431,7 @@ async def _resume(ctx: CommandContext, arg: str) -> None:
 @command("memory", help="List the memories of this project and the global ones, or delete one",
          usage="[delete ID]", fallback=True)
 def _memory(ctx: CommandContext, arg: str) -> None:
-    from nanohermes.tools.memory import delete_entry, list_entries
+    from nanohermes.tools.memory import delete_entry, list_entries, project_root
     from nanohermes.ui import render
 
     words = arg.split()
@@ -446,7 +446,9 @@ def _memory(ctx: CommandContext, arg: str) -> None:
     if not entries:
         ctx.print(render.info("no memories yet (the model saves them with memory_save)"))
         return
+    project = project_root(ctx.workspace)
     ctx.print(render.lines([f"{m.id:>4}  {m.date}  {'global ' if m.scope == 'global' else 'project'}  {m.text}"
+                            + (f"  (saved in {m.origin or 'an unrecorded project'})" if m.foreign(project) else "")
                             for m in entries] + ["delete one with /memory delete ID"]))
 
 

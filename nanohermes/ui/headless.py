@@ -13,10 +13,15 @@ sandbox refusals, sub-agents' events) go out between them under names Claude Cod
 With --include-partial-messages the pieces of the main agent's messages go out instead as
 Claude Code's `stream_event` lines (the Messages API's raw stream events).
 
+JSON is written exactly, with the control characters it would leave raw (DEL, C1, bidi
+controls) as JSON escapes, so it reads back the same and shows inert on a terminal; the text
+format's stdout is escaped on a terminal only (see `visible.inert_output`).
+
 Warnings and errors go to stderr in every format (in stream-json they are also `notice`
 events), so a person watching a script sees them. The text of earlier steps (the model
 narrating what it does next) and progress go to stderr, each on its own line, for text only
-with --verbose or a terminal. Approvals: with a terminal on stdin the user is asked on stderr;
+with --verbose or a terminal. Approvals: with a terminal on stdin the user is asked on stderr
+(keys typed before the question are discarded: only a line typed after it answers);
 without one (a script) every request is refused, never run silently and never waited on, and
 one stderr line says so (stream-json then prints the refusal, never a question nobody can
 answer). Every refusal is listed in the result's `permission_denials`, naming what the call
@@ -40,6 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TextIO
 
+from nanohermes.controls import inert_json
 from nanohermes.errors import OutputClosed
 
 from nanohermes.events import (
@@ -96,7 +102,9 @@ def _write_out(out: TextIO, text: str, *, last: bool = False) -> None:
 
 
 def ask_on_terminal(request: ApprovalRequest, out: TextIO) -> ApprovalReply:
-    """A plain y/a/n prompt on stderr, reading the answer from stdin."""
+    """A plain y/a/n prompt on stderr, reading the answer from stdin. What was typed before it
+    appeared is discarded first: only a line typed after the question answers it."""
+    _discard_typed_ahead(sys.stdin)
     who = f"nanohermes (sub-agent {request.agent})" if request.agent else "nanohermes"
     # Escaped: what the person approves is what runs, not what the terminal makes of it.
     out.write(f"\n{who} wants to run {request.tool}: {escape_controls(request.summary, newlines=True)}\n")
@@ -118,6 +126,18 @@ def ask_on_terminal(request: ApprovalRequest, out: TextIO) -> ApprovalReply:
         return ApprovalReply("project")
     note = answer[1:].strip(" :") if answer.startswith("n ") else ""
     return ApprovalReply("deny", note)
+
+
+def _discard_typed_ahead(stream: TextIO) -> None:
+    """Drop the keys a terminal holds unread (a `y` typed while the model worked must not
+    answer the question that comes next)."""
+    try:
+        import termios
+
+        if stream.isatty():
+            termios.tcflush(stream.fileno(), termios.TCIFLUSH)
+    except (ImportError, OSError, ValueError):  # not a terminal after all, or a closed one
+        pass
 
 
 @dataclass
@@ -310,7 +330,7 @@ class JsonSink(Sink):
     fmt: ClassVar[str] = "json"
 
     def finish(self, result: dict[str, Any]) -> None:
-        _write_out(self.out, redact(json.dumps(result, ensure_ascii=False, indent=2)) + "\n", last=True)
+        _write_out(self.out, inert_json(redact(json.dumps(result, ensure_ascii=False, indent=2))) + "\n", last=True)
         if _closed:
             raise OutputClosed
 
@@ -492,7 +512,7 @@ class StreamJsonSink(Sink):
             raise OutputClosed
 
     def _line(self, obj: dict[str, Any], *, last: bool = False) -> None:
-        _write_out(self.out, redact(json.dumps(obj, ensure_ascii=False)) + "\n", last=last)
+        _write_out(self.out, inert_json(redact(json.dumps(obj, ensure_ascii=False))) + "\n", last=last)
 
 
 # How a content block of each kind starts in the Messages API's stream.

@@ -35,9 +35,12 @@ from typing import TYPE_CHECKING, Any
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.key_binding import KeyBindings
-from rich.console import Console, RenderableType
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
 from rich.text import Text
 
+from nanohermes.budget import Limits
+from nanohermes.controls import escape_controls, has_controls
 from nanohermes.dirs import state_home
 from nanohermes.modes import CYCLE, Mode
 from nanohermes.ui.commands import GOAL_WARNING, CommandContext, Registry, load_commands
@@ -234,6 +237,7 @@ class Repl:
         self._model_check: asyncio.Task[None] | None = None
         self._commands_seen: tuple[tuple[str, int, int], ...] | None = None  # the custom commands' files, as read
         self._esc: asyncio.TimerHandle | None = None  # an Esc just came: alone, unless a key follows
+        self.guard_secs = Limits().approval_guard_secs  # how long a question takes no key (the config's, once read)
 
     # -- building the agent behind the first prompt ------------------------------------------
     def _construct(self, s: Start) -> tuple[Start, Built, ReplUI]:
@@ -252,8 +256,9 @@ class Repl:
         view = TurnView(self.console, view=lambda: self.state.get("view", "full"), typed_ahead=self.typed_ahead,
                         thinking=lambda: bool(self.state.get("thinking")))
         view.out = self._out
+        self.guard_secs = config.build_limits().approval_guard_secs
         approver = Approver(self.console, before=self.before_approval, after=self.after_approval,
-                            on_interrupt=self.interrupt)
+                            on_interrupt=self.interrupt, guard_secs=self.guard_secs, keep=self.keep_typed)
         ui = ReplUI(view=view, approver=approver)
         built = build_agent(config, s.workspace, ui, save_session=s.save_session, resume=s.resume,
                             asks=True, idle_between_turns=True)
@@ -306,6 +311,7 @@ class Repl:
         first prompt is already up: it steps aside (keeping what was typed), the question
         is answered, and it comes back."""
         from nanohermes.ui import trust
+        from nanohermes.ui.keyguard import KeyGuard
 
         if self.closing:
             return s
@@ -321,7 +327,9 @@ class Repl:
             await asyncio.sleep(0.01)
         try:
             trust.show(self.console, q)
-            answer = await trust.choose(started=self._hold_trust_app)
+            self.guard_secs = s.config.build_limits().approval_guard_secs
+            answer = await trust.choose(started=self._hold_trust_app,
+                                        guard=KeyGuard(self.guard_secs, self.keep_typed))
             if self.terminated:
                 answer = "interrupted"
             label = {"trust": "✓ trusted this folder", "without": "continuing without them",
@@ -331,6 +339,7 @@ class Repl:
             return fresh if fresh is not None else s
         finally:
             self._trust_app = None
+            self._keep_in_prompt()
             if self._trust_done is not None:
                 self._trust_done.set()
 
@@ -403,10 +412,28 @@ class Repl:
             self.console.print(renderable)
 
     async def choose(self, options: list[tuple[str, str, str]]) -> str:
-        """A question of a command (an undo's conflict): Esc and Ctrl-C pick the first option."""
+        """A question of a command (an undo's conflict): Esc and Ctrl-C pick the first option;
+        keys typed before it could be read wait in the next prompt."""
         from nanohermes.ui.approval import pick
+        from nanohermes.ui.keyguard import KeyGuard
 
-        return await pick(options, escape=options[0][0], interrupt=options[0][0])
+        guard = KeyGuard(self.guard_secs, self.keep_typed)
+        try:
+            return await pick(options, escape=options[0][0], interrupt=options[0][0], guard=guard)
+        finally:
+            self._keep_in_prompt()
+
+    def keep_typed(self, keys: str) -> None:
+        """Keys that reached a question before they could answer it: the person's text, kept
+        with what they typed ahead (sent or offered when the turn ends)."""
+        self.typed_raw += keys
+
+    def _keep_in_prompt(self) -> None:
+        """Outside a turn, what was kept goes into the next prompt, unsent."""
+        if self.turn is None and self.typed_raw:
+            lines, partial = split_typeahead(self.typed_raw)
+            self.typed_raw = ""
+            self.partial = "\n".join(x for x in (self.partial, *lines, partial) if x)
 
     def on_label(self, label: str, batch: list[BatchCall]) -> None:
         from nanohermes.ui import render
@@ -952,6 +979,34 @@ def _warm_imports() -> None:
     threading.Thread(target=work, name="warm-imports", daemon=True).start()
 
 
+class InertConsole(Console):
+    """The REPL's console: the text of everything it draws (an answer, a warning naming a
+    project's file, an error quoting a server) shows control characters escaped
+    (`controls.escape_controls`), whatever renderable carries it: rich passes ESC through. Text
+    is escaped before it is laid out (so a line wraps as it is shown); a segment some other
+    renderable yields is escaped as it comes. Rich's own control segments (the live display's
+    cursor moves) are kept, and its colours are added after this, when the segments are written."""
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterator[Segment]:
+        if isinstance(renderable, Text) and has_controls(renderable.plain):
+            renderable = self._inert(renderable)
+        elif isinstance(renderable, str) and has_controls(renderable):
+            renderable = escape_controls(renderable)
+        for segment in super().render(renderable, options):
+            if segment.control is None and has_controls(segment.text):
+                yield Segment(escape_controls(segment.text), segment.style)
+            else:
+                yield segment
+
+    def _inert(self, text: Text) -> Text:
+        """`text` with its control characters escaped, each piece keeping its style."""
+        out = Text(justify=text.justify, overflow=text.overflow, no_wrap=text.no_wrap, end=text.end,
+                   tab_size=text.tab_size)
+        for piece in text.render(self, end=""):
+            out.append(escape_controls(piece.text), piece.style)
+        return out
+
+
 def make_console() -> Console:
     # A terminal that cannot encode a character shows "?" instead of crashing.
     for stream in (sys.stdout, sys.stderr):
@@ -959,7 +1014,7 @@ def make_console() -> Console:
         with contextlib.suppress(Exception):
             if reconfigure is not None:
                 reconfigure(errors="replace")
-    return Console(highlight=False)
+    return InertConsole(highlight=False)
 
 
 def run_repl(start: Callable[[], Start], first: str | None = None) -> int:

@@ -4,7 +4,9 @@ settings only a trusted folder may use (see `nanohermes.config.NARROWING`).
 It lists what the project asks for, escaped so a value cannot draw on the terminal, and
 offers "trust this folder" (saved to trusted_projects in the user config) or "continue
 without" (remembered until the project asks for something else). Ctrl-C, Ctrl-D and Esc
-continue without, and nothing is remembered then.
+continue without, and nothing is remembered then. Keys typed before the question could be
+read (the first message, typed while the REPL starts) answer nothing: they are kept for the
+prompt (`keyguard.KeyGuard`), so the `t` of "tell me" never trusts a folder.
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ from typing import Any, Literal
 from prompt_toolkit.application import Application
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.keys import Keys
 from prompt_toolkit.layout import Layout, Window
 from prompt_toolkit.layout.controls import FormattedTextControl
 from rich.console import Console
 from rich.text import Text
+
+from nanohermes.ui.keyguard import KeyGuard, guarded, hint
 
 Answer = Literal["trust", "without", "interrupted"]
 # Keys listed by the question; the rest are counted. Not a config limit: the project being
@@ -58,9 +63,10 @@ def show(console: Console, q: TrustQuestion) -> None:
 
 
 async def choose(pt_input: Any = None, pt_output: Any = None,
-                 started: Callable[[Application[Answer]], None] = lambda app: None) -> Answer:
-    """The two answers as a one-key choice; `started` receives the running question (so a
-    signal can end it)."""
+                 started: Callable[[Application[Answer]], None] = lambda app: None,
+                 guard: KeyGuard | None = None) -> Answer:
+    """The two answers as a one-key choice, once `guard` lets keys count; `started` receives
+    the running question (so a signal can end it)."""
     options: list[tuple[Answer, str, str]] = [("without", "c", "Continue without them"),
                                               ("trust", "t", "Trust this folder")]
     selected = [0]  # the safe answer is the one Enter takes
@@ -70,7 +76,7 @@ async def choose(pt_input: Any = None, pt_output: Any = None,
         for i, (_, key, label) in enumerate(options):
             on = i == selected[0]
             parts += [("bold reverse" if on else "", f"{'>' if on else ' '} [{key}] {label}"), ("", "\n")]
-        parts.append(("italic", "  up/down and Enter, or press c / t"))
+        parts.append(hint(guard, "  up/down and Enter, or press c / t"))
         return FormattedText(parts)
 
     kb = KeyBindings()
@@ -79,27 +85,29 @@ async def choose(pt_input: Any = None, pt_output: Any = None,
         return lambda event: event.app.exit(result=value)
 
     for answer, key, _ in options:
-        kb.add(key)(pick(answer))
-        kb.add(key.upper())(pick(answer))
+        kb.add(key)(guarded(guard, pick(answer)))
+        kb.add(key.upper())(guarded(guard, pick(answer)))
     for key in ("escape", "c-c", "c-d"):
         kb.add(key, eager=True)(pick("interrupted"))
 
-    @kb.add("up")
-    @kb.add("down")
-    @kb.add("tab")
-    @kb.add("s-tab")
-    def _move(event: Any) -> None:
+    def move(event: Any) -> None:
         selected[0] = 1 - selected[0]
 
-    @kb.add("enter")
-    def _enter(event: Any) -> None:
-        event.app.exit(result=options[selected[0]][0])
+    for key in ("up", "down", "tab", "s-tab"):
+        kb.add(key)(guarded(guard, move))
+    kb.add("enter")(guarded(guard, lambda event: event.app.exit(result=options[selected[0]][0])))
+    kb.add(Keys.Any)(guarded(guard, lambda event: None))  # an early key of the person's message is kept
+    kb.add(Keys.BracketedPaste)(guarded(guard, lambda event: None))
 
     app: Application[Answer] = Application(
         layout=Layout(Window(FormattedTextControl(text, focusable=True, show_cursor=False), height=len(options) + 1)),
         key_bindings=kb, full_screen=False, erase_when_done=True, input=pt_input, output=pt_output)
     started(app)
-    return await app.run_async()
+    try:
+        return await app.run_async(pre_run=(lambda: guard.start(app)) if guard is not None else None)
+    finally:
+        if guard is not None:
+            guard.stop()
 
 
 def settle(q: TrustQuestion, answer: Answer) -> Any:

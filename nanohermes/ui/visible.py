@@ -1,31 +1,23 @@
 """What a person reads must be what runs: control characters shown escaped, and the status
 of a finished call (ok, failed, denied, interrupted) read from its result.
 
-Free of rich and prompt_toolkit, so the `-p` sinks use it as the REPL does.
+Everything nanohermes writes to a terminal is inert: `escape_controls` (`nanohermes.controls`)
+is the one way text is made so; `-p` writes through its `InertWriter` (`inert_output`), the
+REPL's console escapes every piece of text it draws. Free of rich and prompt_toolkit, so the
+`-p` sinks use it as the REPL does.
 """
 
 from __future__ import annotations
 
 import re
 
+from nanohermes.controls import InertWriter, escape_controls, has_controls, inert_output
 from nanohermes.events import ToolFinished
-from nanohermes.llm.http import CONTROL as _CONTROL
 from nanohermes.runtime import DENIED_PREFIX, INTERRUPTED
 
+__all__ = ["InertWriter", "escape_controls", "has_controls", "inert_output", "status_of"]
+
 _EXIT = re.compile(r"\Aexit code: (\S+)")
-
-
-def _escape_one(m: re.Match[str]) -> str:
-    ch = m.group(0)
-    code = ord(ch)
-    return {"\r": "\\r", "\x1b": "\\x1b"}.get(ch, f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-
-
-def escape_controls(text: str, *, newlines: bool = False) -> str:
-    """`text` with every control character written out (`\\x1b[2K`, `\\r`, `\\u202e`), so a
-    terminal shows it instead of acting on it; `newlines` escapes line breaks too (one-line views)."""
-    out = _CONTROL.sub(_escape_one, text)
-    return out.replace("\n", "\\n") if newlines else out
 
 
 def status_of(ev: ToolFinished) -> str:
