@@ -82,6 +82,15 @@ def protected_anywhere() -> tuple[str, ...]:
     return (*user_paths(), *interpreter_paths())
 
 
+def why_protected(real: str) -> str:
+    """Why a write to the real path `real` outside the project files is protected, or ""."""
+    if root := inside(real, user_paths()):
+        return f"{real} is in {root}, which configures nanohermes or Claude Code for the user"
+    if root := inside(real, interpreter_paths()):
+        return f"{real} is in {root}, part of the Python installation nanohermes runs from"
+    return ""
+
+
 def sandbox_paths(workspace: Path, roots: tuple[Path, ...] = ()) -> list[Path]:
     """What a sandboxed command that may write the workspace must leave as it is, beside git's
     metadata: the project files at the workspace's root, and the user's folders and the

@@ -166,7 +166,7 @@ class Gate:
             # Once per call, off the loop (a host's addresses come from the resolver); the
             # verdict and the tool both use this one Target.
             target = await asyncio.to_thread(tool.target, args, ctx)
-            target = replace(target, protected=target.protected or bool(tool.protected(args, ctx)))
+            target = replace(target, protected=target.protected or tool.protected(args, ctx))
         except ToolError as e:  # a subject that cannot be judged: a clear error, before any question
             return Refusal(f"ERROR: {e}")
         except Exception as e:  # a tool whose declaration fails cannot be judged: refused, not guessed

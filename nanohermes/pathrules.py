@@ -109,7 +109,7 @@ def compute_target(kind: SubjectKind, effect: Effect, raw: list[str], workspace:
         aliases: list[str] = []
         written = list(dict.fromkeys(raw))
         paths: list[Path] = []
-        protected = False
+        protected = ""
         for text in written:
             real = resolve(start, text)
             paths.append(real)
@@ -126,8 +126,8 @@ def compute_target(kind: SubjectKind, effect: Effect, raw: list[str], workspace:
     if kind == "command":
         cwd = resolve_cwd(workspace, base)
         line = raw[0] if raw else ""
-        protected = bool(line) and command_protected(line, workspace, cwd=None if cwd == workspace else cwd,
-                                                     extra_roots=roots)
+        protected = command_protected(line, workspace, cwd=None if cwd == workspace else cwd,
+                                      extra_roots=roots) if line else ""
         return Target(kind=kind, effect=effect, subjects=(line,) if raw else (), protected=protected, cwd=cwd)
     if kind == "host":
         from nanohermes.hosts import resolve as resolve_host
@@ -244,26 +244,39 @@ def held(real: Path) -> Iterator[tuple[Path, os.stat_result]]:
 
 
 def protected_write(workspace: Path, path: str, *, cwd: Path | None = None,
-                    extra_roots: list[str] | tuple[str, ...] = ()) -> bool:
-    """Does writing `path` need a person's yes whatever the mode or rules say? Outside the
-    workspace and `extra_roots`; inside `.git/` or what git runs from outside it; and what
-    configures nanohermes or runs when it starts (`configfiles`: the project's and Claude
-    Code's files, the user's config folders, the interpreter and packages nanohermes runs from)."""
-    from nanohermes.configfiles import inside, project_file, protected_anywhere
+                    extra_roots: list[str] | tuple[str, ...] = ()) -> str:
+    """Why writing `path` needs a person's yes whatever the mode or rules say, or "" when it
+    does not: outside the workspace and `extra_roots`; inside `.git/` or what git runs from
+    outside it; and what configures nanohermes or runs when it starts (`configfiles`: the
+    project's and Claude Code's files, the user's config folders, the interpreter and packages
+    nanohermes runs from)."""
+    from nanohermes.configfiles import why_protected
 
     real = _real(cwd or workspace, path)
-    if inside(real, protected_anywhere()):
-        return True
+    if why := why_protected(real):
+        return why
     root = os.path.realpath(workspace)
     if _inside(real, root):
-        parts = Path(os.path.relpath(real, root)).parts
-        return ".git" in parts or project_file(parts) or _git_runs(real, Path(root))
+        return _inside_root(real, root, git_runs=True)
     for extra in extra_roots:
         r = os.path.realpath(os.path.expanduser(extra))
         if _inside(real, r):
-            parts = Path(os.path.relpath(real, r)).parts
-            return ".git" in parts or project_file(parts)
-    return True
+            return _inside_root(real, r, git_runs=False)
+    return f"{real} is outside the workspace"
+
+
+def _inside_root(real: str, root: str, *, git_runs: bool) -> str:
+    """Why a write to `real`, inside the writable root `root`, is protected, or ""."""
+    from nanohermes.configfiles import project_file
+
+    parts = Path(os.path.relpath(real, root)).parts
+    if ".git" in parts:
+        return f"{real} is git's metadata"
+    if project_file(parts):
+        return f"{real} configures nanohermes or Claude Code for this project"
+    if git_runs and _git_runs(real, Path(root)):
+        return f"{real} is a file git runs or reads its settings from"
+    return ""
 
 
 def _git_runs(real: str, workspace: Path) -> bool:
@@ -299,15 +312,15 @@ def _cd(cmd: SimpleCommand, base: Path | None, cdpath: bool) -> Path | None:
 
 
 def command_protected(command: str, workspace: Path, *, cwd: Path | None = None,
-                      extra_roots: list[str] | tuple[str, ...] = ()) -> bool:
-    """Does a command line write (by `>`, `>>`, `tee`) to a protected path? A target only
-    known at run time (an expansion, a glob, a brace, `~+`), or after a `cd` whose folder
-    is (the same, `-`, `popd`, or a relative folder while CDPATH may be set), counts as
+                      extra_roots: list[str] | tuple[str, ...] = ()) -> str:
+    """Why a command line's write (by `>`, `>>`, `tee`) is protected, or "" when none is. A
+    target only known at run time (an expansion, a glob, a brace, `~+`), or after a `cd` whose
+    folder is (the same, `-`, `popd`, or a relative folder while CDPATH may be set), counts as
     protected."""
     try:
         commands = split(command)
     except ParseError:
-        return False  # asked anyway: an unparseable command is never allowed silently
+        return ""  # asked anyway: an unparseable command is never allowed silently
     cdpath = "CDPATH" in os.environ or "CDPATH" in command
     base: Path | None = cwd or workspace
     for cmd in commands:
@@ -318,13 +331,11 @@ def command_protected(command: str, workspace: Path, *, cwd: Path | None = None,
         if cmd.name == "tee":
             targets += [w for w in cmd.words[1:] if not w.text.startswith("-") and w.text != "/dev/null"]
         for t in targets:
-            if _unknown_path(t):
-                return True
-            if base is None and not os.path.isabs(os.path.expanduser(t.text)):
-                return True
-            if protected_write(workspace, t.text, cwd=base, extra_roots=extra_roots):
-                return True
-    return False
+            if _unknown_path(t) or (base is None and not os.path.isabs(os.path.expanduser(t.text))):
+                return f"{t.text} is only known when the command runs"
+            if why := protected_write(workspace, t.text, cwd=base, extra_roots=extra_roots):
+                return why
+    return ""
 
 
 # Readers that go through whole folders; `grep` and friends only with -r/-R.

@@ -104,7 +104,7 @@ def test_absolute_paths_inside_the_workspace_are_accepted(tmp_path: Path) -> Non
     assert (tmp_path / "a.txt").read_text() == "three\n"
     outside = tmp_path.parent / "elsewhere.txt"
     out = call(rt, "apply_patch", diff=f"*** Begin Patch\n*** Add File: {outside}\n+x\n*** End Patch\n")
-    assert out.startswith(f"ERROR: {outside}: absolute paths outside the workspace are refused")
+    assert out.startswith(f"ERROR: writes a protected path: {outside} is outside the workspace")
     assert not outside.exists()
 
 

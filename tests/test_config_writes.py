@@ -324,6 +324,7 @@ def test_the_repl_asks_a_person_before_writing_claude_settings(workspace: Path, 
         t.wait("writes a protected path")
         t.wait("[n] No")
         assert (workspace / "notes.md").read_text() == "n"  # written unasked before the question
+        t.armed()
         t.child.send("y")
         t.wait("configured")
         t.leave()

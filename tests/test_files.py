@@ -28,7 +28,7 @@ from nanohermes.config import Config, user_config_path
 from nanohermes.events import ApprovalRequest, RecordingUI, ToolFinished
 from nanohermes.messages import ToolCall
 from nanohermes.permissions import PROTECTED, Policy, Rule
-from nanohermes.permissions.decision import UNATTENDED_PROTECTED
+from nanohermes.permissions.decision import UNATTENDED
 from nanohermes.runtime import DENIED, Runtime
 from nanohermes.tools import Tool, ToolContext, ToolError, ToolResult, build_tools
 from nanohermes.tools.fileops import TextFile, unified_diff
@@ -453,7 +453,7 @@ def test_accept_edits_writes_without_asking_but_asks_for_protected_paths(tmp_pat
     assert call(rt, "write_file", {"path": "../outside.txt", "content": "x"}) == DENIED
     req = ui.of(ApprovalRequest)[0]
     assert (req.tool, req.summary, req.reason) == (
-        "write_file", "../outside.txt", PROTECTED)
+        "write_file", "../outside.txt", f"{PROTECTED}: {tmp_path / 'outside.txt'} is outside the workspace")
     assert req.detail == "--- /dev/null\n+++ b/" + str(tmp_path / "outside.txt") + "\n@@ -0,0 +1 @@\n+x\n\\ No newline at end of file\n"
     assert not (tmp_path / "outside.txt").exists()
 
@@ -541,7 +541,9 @@ def test_plan_and_debug_refuse_writes(workspace: Path, mode: str) -> None:
 
 def test_goal_mode_refuses_protected_paths_without_asking(workspace: Path) -> None:
     rt, ui = runtime(workspace, "goal")
-    assert call(rt, "write_file", {"path": ".git/info/exclude", "content": "x\n"}) == f"ERROR: {UNATTENDED_PROTECTED}"
+    exclude = workspace.resolve() / ".git" / "info" / "exclude"
+    assert call(rt, "write_file", {"path": ".git/info/exclude", "content": "x\n"}) == (
+        f"ERROR: {PROTECTED}: {exclude} is git's metadata; {UNATTENDED}")
     assert ui.of(ApprovalRequest) == [] and not (workspace / ".git").exists()
 
 

@@ -108,7 +108,7 @@ def test_adding_through_a_link_out_of_the_workspace_is_asked_in_accept_edits_lik
             else "*** Begin Patch\n*** Add File: l3/../x\n+x\n*** End Patch\n")
     assert run(rt, "apply_patch", diff=diff) == DENIED
     wrote, patched = ui.of(ApprovalRequest)
-    assert wrote.reason == patched.reason == PROTECTED
+    assert wrote.reason == patched.reason == f"{PROTECTED}: {outward / 'x'} is outside the workspace"
     assert f"+++ {outward / 'x'}" in patched.detail and "+x" in patched.detail  # names <tmp>/outside/x
     assert not (workspace / "x").exists() and not (outward / "x").exists()
     # Approved, it creates the file that was asked about, outside, not the workspace's x.
@@ -170,7 +170,7 @@ def test_all_or_nothing_holds_when_one_path_is_refused(linked: Path, outward: Pa
     rt = runtime(linked, ui, Policy(mode="accept-edits"))
     assert run(rt, "apply_patch", diff=both) == DENIED  # one path outside: the whole patch is asked
     [req] = ui.of(ApprovalRequest)
-    assert req.reason == PROTECTED
+    assert req.reason == f"{PROTECTED}: {outward / 'x'} is outside the workspace"
     deny = runtime(linked, ui, Policy(auto_approve=True, deny=(R("apply_patch(deep/**)"),)))
     moves = ("*** Begin Patch\n*** Update File: a.txt\n@@\n-old\n+new\n"
              "*** Update File: x\n*** Move to: l/../y\n@@\n-old\n+new\n*** End Patch\n")

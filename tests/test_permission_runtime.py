@@ -139,7 +139,7 @@ def test_protected_redirections_are_asked_even_in_accept_edits(workspace: Path, 
 def test_protected_redirection_is_refused_in_debug_mode(workspace: Path) -> None:
     ui = RecordingUI()
     out = run(runtime(workspace, ui, Policy(mode="debug")), "run_command", command="echo x > /tmp/x-debug")
-    assert out == "ERROR: protected path: refused in debug mode"
+    assert out == "ERROR: protected path: refused in debug mode (/tmp/x-debug is outside the workspace)"
     assert asked(ui) == []
 
 

@@ -136,7 +136,7 @@ def test_protected_writes(mode: str, rules: dict[str, tuple[Rule, ...]], expecte
     tool = "run_command" if mode == "debug" else "write_file"  # debug blocks write_file outright
     subject = "echo x > /etc/x" if tool == "run_command" else "/etc/x"
     v = decide_call(Policy(mode=mode, **rules), tool_name=tool, approval="edit", read_only=False,  # type: ignore[arg-type]
-               subject=subject, protected=True)
+               subject=subject, protected="/etc/x is outside the workspace")
     assert v.decision == expected, v.reason
     if expected == "ask":
         assert v.suggest is None  # nothing to remember: it is asked every time

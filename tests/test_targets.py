@@ -176,7 +176,7 @@ def test_a_tool_that_declares_writing_a_path_is_judged_as_a_writer(workspace: Pa
     assert ui.of(ApprovalRequest) == []  # accept-edits: an edit inside the workspace
     assert run(rt, "scribble", path=str(tmp_path / "out.txt"), content="x") == DENIED
     [req] = ui.of(ApprovalRequest)
-    assert req.reason == PROTECTED
+    assert req.reason == f"{PROTECTED}: {tmp_path / 'out.txt'} is outside the workspace"
     assert not (tmp_path / "out.txt").exists()
     assert run(rt, "scribble", path="../out.txt", content="x") == DENIED
     for mode in ("debug", "plan"):

@@ -39,7 +39,7 @@ class TinyWrite(Tool):
 
 
 def decide_call(policy: Policy, *, tool_name: str, approval: str, read_only: bool, subject: str | None = None,
-                protected: bool = False) -> Verdict:
+                protected: str = "") -> Verdict:
     """`decide()` for one call of a built-in tool, its Target built from the tool's own
     declaration: the subject as the runtime would have resolved it."""
     tool = {t.name: t for t in build_tools()}.get(tool_name)

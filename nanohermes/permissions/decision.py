@@ -108,24 +108,31 @@ def _unasked(policy: Policy) -> Basis:
     return "bypass" if policy.skip_permissions else "unattended"
 
 
-PROTECTED = ("writes a protected path (outside the workspace, git's metadata and hooks, or a file that configures "
-             "nanohermes or runs when it starts)")
-UNATTENDED_PROTECTED = (f"{PROTECTED}; nobody is asked in an unattended run (--yes, goal mode, auto_approve), so it is "
-                        "refused: run without them to be asked, or with --dangerously-skip-permissions to allow "
-                        "everything")
+# Protected: outside the workspace, git's metadata and hooks, or a file that configures
+# nanohermes or runs when it starts; the reason goes on to say which.
+PROTECTED = "writes a protected path"
+UNATTENDED = ("nobody is asked in an unattended run (--yes, goal mode, auto_approve), so it is refused: run without "
+              "them to be asked, or with --dangerously-skip-permissions to allow everything")
 
 
-def _protected(policy: Policy, *, command: bool = False) -> Verdict:
+def protected_reason(why: str) -> str:
+    """What a protected write's question or refusal says: which path, and why it is protected."""
+    return f"{PROTECTED}: {why}"
+
+
+def _protected(policy: Policy, why: str, *, command: bool = False) -> Verdict:
     """A protected write: asked of a person. An unattended run has nobody to ask: a command
     runs in the sandbox, which keeps those paths read-only (or, with the sandbox off, with the
     full rights the person chose), a file tool's write is refused."""
     if policy.mode in (Mode.PLAN, Mode.DEBUG):
-        return Verdict("deny", f"protected path: refused in {policy.mode} mode")
+        return Verdict("deny", f"protected path: refused in {policy.mode} mode ({why})")
     if policy.skip_permissions:
         return Verdict("allow", basis="bypass")
     if _unattended(policy):
-        return Verdict("allow", basis="unattended") if command else Verdict("deny", UNATTENDED_PROTECTED)
-    return Verdict("ask", PROTECTED, None)
+        if command:
+            return Verdict("allow", basis="unattended")
+        return Verdict("deny", f"{protected_reason(why)}; {UNATTENDED}")
+    return Verdict("ask", protected_reason(why), None)
 
 
 def _hits(rule: Rule, tool_name: str, target: Target, *, every: bool) -> bool:
@@ -163,7 +170,7 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
     if policy.mode == Mode.PLAN and target.effect in ("write", "run") and approval != "never":
         return Verdict("deny", f"{tool_name} changes things and plan mode is read-only")
     if target.protected:
-        return _protected(policy)
+        return _protected(policy, target.protected)
     # A tool that needs no approval runs on that basis whatever else would allow it.
     natural: Basis = ("read-only" if target.read_only else "tool") if approval == "never" else "rule"
     if _unattended(policy):
@@ -241,7 +248,7 @@ UNANALYSABLE_HELP = ("write it as plain simple commands with every word spelled 
                      "expansion, computed names or arithmetic on variables), or leave it for a person to approve")
 
 
-def _decide_command(policy: Policy, tool_name: str, command: str, protected: bool, secret: str = "",
+def _decide_command(policy: Policy, tool_name: str, command: str, protected: str, secret: str = "",
                     ruled: tuple[str, str, str] | tuple[()] = ()) -> Verdict:
     try:
         commands: list[SimpleCommand] | None = split(command)
@@ -264,7 +271,7 @@ def _decide_command(policy: Policy, tool_name: str, command: str, protected: boo
         return Verdict("deny", f"the command could match deny rule {maybe} once its globs, expansions or appended "
                                "arguments are known; unattended runs refuse it: spell those words out")
     if protected:
-        return _protected(policy, command=True)
+        return _protected(policy, protected, command=True)
     if _unattended(policy):
         return Verdict("allow", basis="read-only" if _all_read_only(policy, commands, secret) else _unasked(policy))
     if ruled:  # an ask rule on reading: asked every time, as nothing learned could be narrower

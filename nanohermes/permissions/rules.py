@@ -51,7 +51,7 @@ class Target:
     effect: Effect = "run"
     subjects: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
-    protected: bool = False  # writes somewhere that always needs a person's yes
+    protected: str = ""  # why it writes somewhere that always needs a person's yes ("": it does not)
     shows_contents: bool = True  # a path reader whose output holds the file's contents
     raw: tuple[str, ...] = ()  # the paths as the call wrote them
     paths: tuple[Path, ...] = ()  # the resolved path of each of `raw`, for the tool to use

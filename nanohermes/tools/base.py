@@ -347,10 +347,10 @@ class Tool(Generic[P]):
         """What a permission rule `name(pattern)` is matched against (command, path, domain)."""
         return None
 
-    def protected(self, args: P, ctx: ToolContext) -> bool:
-        """Does this call write somewhere that always needs a person's yes (outside the
-        workspace, inside .git/, nanohermes's own config)?"""
-        return False
+    def protected(self, args: P, ctx: ToolContext) -> str:
+        """Why this call writes somewhere that always needs a person's yes (outside the
+        workspace, inside .git/, nanohermes's own config) beyond what its Target says, or ""."""
+        return ""
 
     def needs_person(self, args: P, ctx: ToolContext) -> str | None:
         """Why this call needs a person's own yes every time, or None (the default): no rule,
