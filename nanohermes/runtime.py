@@ -210,6 +210,10 @@ class Runtime:
         if ran.images:
             self._images[call_id] = ran.images
         text = ran.text
+        if verdict.target.mapped:  # the model learns the path it wrote was read as another
+            from nanohermes.foreign_paths import note
+
+            text += "\n" + note(verdict.target.mapped)
         if self.hooks is not None and not ran.is_error:
             text = await self.hooks.post_tool_use(tool, verdict.args, text)
         return text, ran.is_error, ran.display, ran.waited
