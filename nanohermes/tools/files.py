@@ -474,6 +474,10 @@ class WriteFile(_Writer[WriteFileParams]):
                 guard_fresh(ctx, target, shown, data if whole else None, must_have_seen=not looks_binary(head))
             old = TextFile.decode(data, mode) if not looks_binary(data[: ctx.limits.binary_sniff_bytes]) else None
         content, notes = _content_artefacts(args.content, shown)
+        if old is not None:
+            refuse_omission(old.text, content, "content", shown,
+                            "Nothing was written: send the whole file in content, every line you mean to keep written "
+                            "out, or change only part of it with edit_file or apply_patch")
         new_bytes = content.encode("utf-8", errors="surrogateescape")
         lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
         verb = "overwrote" if target.exists() else "created"
@@ -553,6 +557,10 @@ class EditFile(_Writer[EditFileParams]):
                                 "pass replace_all=true or add context to make it unique")
             new, notes = _new_string_artefacts(text, args.old_string, new, shown)
             edit = _Edit(count if args.replace_all else 1, new, notes, _replace(text, old, new, f.eol, args.replace_all))
+        refuse_omission(text, edit.result, "new_string", shown,
+                        "Nothing was written: write those lines out in new_string, or make old_string smaller so that "
+                        "it leaves them out (a line standing for kept lines works only where old_string has the same "
+                        "line)")
         if not f.utf8 and not edit.new.isascii():
             raise ToolError(f"{shown} is not UTF-8, and edit_file keeps its bytes as they are; "
                             "new_string must be ASCII here (or rewrite the file with write_file)")
@@ -581,9 +589,8 @@ class _Edit:
 def _new_string_artefacts(text: str, old_sent: str, new: str, shown: str) -> tuple[str, list[str]]:
     """new_string without what a model copies into it by mistake, once old_string matched as
     sent: read_file's line numbers on every line (where the file has no such lines of its
-    own, which would make them possibly content). A commented elision line (`# ... existing
-    code ...`) that old_string does not have would be written into the file as it is: refused."""
-    from nanohermes.tools.artefacts import all_numbered, commented_elision, numbered_like_content, strip_numbers
+    own, which would make them possibly content)."""
+    from nanohermes.tools.artefacts import all_numbered, numbered_like_content, strip_numbers
 
     notes: list[str] = []
     if all_numbered(new) and not all_numbered(old_sent):
@@ -594,15 +601,16 @@ def _new_string_artefacts(text: str, old_sent: str, new: str, shown: str) -> tup
                             "old_string too)")
         new = strip_numbers(new)
         notes.append("line numbers copied from read_file stripped from new_string")
-    elided = [ln for ln in new.split("\n") if commented_elision(ln)]
-    if elided:
-        kept = {ln.strip() for ln in old_sent.split("\n")} | {ln.strip() for ln in text.split("\n")}
-        left_out = [ln for ln in elided if ln.strip() not in kept]
-        if left_out:
-            raise ToolError(f"new_string holds `{left_out[0].strip()}`, a line standing for lines left out, and "
-                            f"old_string does not: it would be written into {shown} as it is, in place of those lines. "
-                            "Send the whole new text, or put the same line in old_string where the lines to keep are")
     return new, notes
+
+
+def refuse_omission(old: str, new: str, holder: str, shown: str, advice: str) -> None:
+    """A ToolError when `new` puts a placeholder line (`# ... rest of the code ...`) in place of
+    lines of `old` that it would drop (`artefacts.omission`)."""
+    from nanohermes.tools.artefacts import omission
+
+    if (found := omission(old, new)) is not None:
+        raise ToolError(found.refusal(holder, shown, advice))
 
 
 def _near_miss(text: str, f: TextFile, args: EditFileParams, shown: str) -> _Edit:

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from nanohermes.pathrules import read_exact, swapped, unlink_exact
 from nanohermes.permissions import Effect, SubjectKind
+from nanohermes.tools.artefacts import omission
 from nanohermes.tools.base import Approval, Params, Tool, ToolContext, ToolError, ToolResult
 from nanohermes.tools.fileops import (
     TextFile,
@@ -283,6 +284,11 @@ class ApplyPatch(Tool[ApplyPatchParams]):
                 raise ToolError(f"cannot read {reading[0]}: a symlink appeared in its path after it was checked; "
                                 "no file was changed: check the path and try again") from None
             raise ToolError(f"cannot read {e.filename}: {e.strerror}; no file was changed") from None
+        for o in outcomes:  # a placeholder line in place of lines the file would lose
+            if o.old_text and o.new_text is not None and (found := omission(o.old_text, o.new_text)) is not None:
+                raise ToolError(found.refusal(f"the patch's new text for {o.new_path}", o.old_path or "the file",
+                                              "No file was changed: put those lines in the patch as they are (as "
+                                              "context or + lines), or patch a smaller part that leaves them out"))
         if unread and ctx.session_folder is None:  # nowhere to keep what would be replaced
             raise ToolError(f"{unread[0]} already exists and you have not read it in this session; read it first with "
                             "read_file (the session is not recorded, so its content could not be kept if replaced)")
