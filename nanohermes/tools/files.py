@@ -668,7 +668,7 @@ def _matched(text: str, f: TextFile, args: EditFileParams, shown: str, found: tu
     """The edit for a reading of old_string found at `found` (spans, tier): every exact
     occurrence with replace_all, else the one match; a loose one must be unique, and the new
     text follows the file's indentation and quotes where the tier ignored them."""
-    from nanohermes.tools.matching import TIERS, follow_quotes, reindent
+    from nanohermes.tools.matching import TIERS, follow_quotes, keep_typography, reindent
 
     spans, tier = found
     new_eol = with_eol(new_s, f.eol)
@@ -698,9 +698,11 @@ def _matched(text: str, f: TextFile, args: EditFileParams, shown: str, found: tu
         if fixed != new_lines:
             notes.append("new_string re-indented like the file")
             new_eol = with_eol("\n".join(fixed), f.eol)
-    if tier >= 3:
+    if tier >= 3:  # quotes the file's way first; what is left the model's ASCII stood for is the file's
         new_eol, quoted = follow_quotes(text[sp.start:sp.end], needle, new_eol)
         notes += [quoted.replace("new text's", "new_string's")] if quoted else []
+        new_eol, kept = keep_typography(text[sp.start:sp.end], needle, new_eol)
+        notes += [kept.replace("the new text", "new_string")] if kept else []
     return _Edit(1, new_eol, notes, text[: sp.start] + new_eol + text[sp.end:])
 
 
