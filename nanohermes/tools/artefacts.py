@@ -27,28 +27,59 @@ class Guess(ValueError):
 # --------------------------------------------------------------------------------------
 # line-number prefixes
 
+# The forms read tools number lines in: read_file and `cat -n` (`12<TAB>`), other agents'
+# (`    12→`), opencode's (`12: `, and its older `00012| `). The last two look like content
+# (a YAML key, a table), so they count only with consecutive numbers.
 NUMBER_PREFIX = re.compile(r"^ *\d+(?:\t|\u2192)")
+_COLON = re.compile(r"^(\d+):(?: |$)")
+_PIPE = re.compile(r"^ *(\d+)\|(?: |$)")
+_FORMS = ((NUMBER_PREFIX, "read_file"), (_COLON, "`12: `"), (_PIPE, "`00012| `"))
 
 
 def _body(lines: list[str]) -> list[str]:
     return lines[:-1] if lines and lines[-1] == "" else lines
 
 
+def _form(s: str) -> tuple[re.Pattern[str], str] | None:
+    """The numbering every line of `s` (a final line break aside) carries, and its name."""
+    body = _body(s.split("\n"))
+    for rx, name in _FORMS if body else ():
+        found = [rx.match(ln) for ln in body]
+        if not all(found):
+            continue
+        if rx is NUMBER_PREFIX or all(int(b.group(1)) == int(a.group(1)) + 1
+                                      for a, b in itertools.pairwise(m for m in found if m)):
+            return rx, name
+    return None
+
+
 def all_numbered(s: str) -> bool:
     """Does every line of `s` (a final line break aside) carry a line-number prefix?"""
-    body = _body(s.split("\n"))
-    return bool(body) and all(NUMBER_PREFIX.match(ln) for ln in body)
+    return _form(s) is not None
 
 
-def strip_numbers(s: str) -> str:
-    """`s` without the line-number prefix of each line that carries one."""
-    return "\n".join(NUMBER_PREFIX.sub("", ln, count=1) for ln in s.split("\n"))
+def numbering(s: str) -> str:
+    """Whose line numbers every line of `s` carries: "read_file" (`12<TAB>`, `12→`), or the
+    look of another read tool's (`` `12: ` ``); "" when it has none."""
+    form = _form(s)
+    return form[1] if form else ""
 
 
-def numbered_like_content(text: str) -> bool:
-    """Does the file itself have lines that look like numbered ones (a tab-separated table
-    of numbers)? Then prefixes in new text may be content, and stripping them a guess."""
-    return any(NUMBER_PREFIX.match(ln) for ln in text.split("\n", 2000)[:2000])
+def strip_numbers(s: str, like: str | None = None) -> str:
+    """`s` without the line-number prefix of each line that carries one, in the form every
+    line of `like` (by default `s`) carries."""
+    form = _form(like if like is not None else s)
+    rx = form[0] if form else NUMBER_PREFIX
+    return "\n".join(rx.sub("", ln, count=1) for ln in s.split("\n"))
+
+
+def numbered_like_content(text: str, like: str = "") -> bool:
+    """Does the file itself have lines that look like numbered ones, in the form of `like`
+    (a tab-separated table of numbers, YAML keys that are numbers)? Then prefixes in new
+    text may be content, and stripping them a guess."""
+    form = _form(like)
+    rx = form[0] if form else NUMBER_PREFIX
+    return any(rx.match(ln) for ln in text.split("\n", 2000)[:2000])
 
 
 # --------------------------------------------------------------------------------------
@@ -282,5 +313,5 @@ def _changed(old: list[str], new: list[str]) -> list[tuple[int, int, int, int]]:
     return runs
 
 
-__all__ = ["NUMBER_PREFIX", "Guess", "Omission", "all_numbered", "decode_newlines", "is_elision",
-           "numbered_like_content", "omission", "placeholder", "strip_numbers", "unescape_twice", "unfence"]
+__all__ = ["NUMBER_PREFIX", "Guess", "Omission", "all_numbered", "decode_newlines", "is_elision", "numbered_like_content",
+           "numbering", "omission", "placeholder", "strip_numbers", "unescape_twice", "unfence"]

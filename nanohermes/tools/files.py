@@ -590,18 +590,26 @@ def _new_string_artefacts(text: str, old_sent: str, new: str, shown: str) -> tup
     """new_string without what a model copies into it by mistake, once old_string matched as
     sent: read_file's line numbers on every line (where the file has no such lines of its
     own, which would make them possibly content)."""
-    from nanohermes.tools.artefacts import all_numbered, numbered_like_content, strip_numbers
+    from nanohermes.tools.artefacts import all_numbered, numbered_like_content, numbering, strip_numbers
 
     notes: list[str] = []
     if all_numbered(new) and not all_numbered(old_sent):
-        if numbered_like_content(text):
-            raise ToolError(f"new_string's lines all start with line numbers like read_file's (`12<TAB>`) and "
-                            f"old_string's do not, but {shown} has lines like that of its own, so they may be content: "
-                            "send new_string without the numbers (if they are content, include such a line in "
-                            "old_string too)")
+        kind = numbering(new)
+        if numbered_like_content(text, new):
+            like = "read_file's (`12<TAB>`)" if kind == "read_file" else kind
+            raise ToolError(f"new_string's lines all start with line numbers like {like} and old_string's do not, but "
+                            f"{shown} has lines like that of its own, so they may be content: send new_string without "
+                            "the numbers (if they are content, include such a line in old_string too)")
         new = strip_numbers(new)
-        notes.append("line numbers copied from read_file stripped from new_string")
+        notes.append(f"{_numbers(kind, copied=True)} stripped from new_string")
     return new, notes
+
+
+def _numbers(kind: str, *, copied: bool = False) -> str:
+    """How a note names line numbers of `kind` (`artefacts.numbering`)."""
+    if kind == "read_file":
+        return "line numbers copied from read_file" if copied else "read_file's line numbers"
+    return f"line numbers like {kind}"
 
 
 def refuse_omission(old: str, new: str, holder: str, shown: str, advice: str) -> None:
@@ -621,14 +629,15 @@ def _near_miss(text: str, f: TextFile, args: EditFileParams, shown: str) -> _Edi
     (`...`, `# ... existing code ...`) in both strings as "the lines in between stay". With no
     reading found, an edit whose new_string already stands there is "already applied";
     anything else is a ToolError that shows the closest lines of the file."""
-    from nanohermes.tools.artefacts import all_numbered, is_elision, strip_numbers, unescape_twice
+    from nanohermes.tools.artefacts import all_numbered, is_elision, numbering, strip_numbers, unescape_twice
     from nanohermes.tools.matching import TIERS, find_text
 
     sent_old, sent_new = args.old_string.replace("\r\n", "\n"), args.new_string.replace("\r\n", "\n")
     old_s, new_s, notes = sent_old, sent_new, []
     if all_numbered(sent_old):
-        old_s, new_s = strip_numbers(sent_old), strip_numbers(sent_new)
-        notes.append("read_file's line numbers stripped from old_string" + (" and new_string" if new_s != sent_new else ""))
+        old_s, new_s = strip_numbers(sent_old), strip_numbers(sent_new, like=sent_old)
+        notes.append(f"{_numbers(numbering(sent_old))} stripped from old_string" +
+                     (" and new_string" if new_s != sent_new else ""))
     else:
         new_s, more = _new_string_artefacts(text, sent_old, new_s, shown)
         notes += more
