@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from nanohermes.pathrules import read_exact, swapped, unlink_exact
-from nanohermes.permissions import Effect, SubjectKind
+from nanohermes.permissions import Effect, SubjectKind, Target
 from nanohermes.tools.artefacts import omission
 from nanohermes.tools.base import Approval, Params, Tool, ToolContext, ToolError, ToolResult
 from nanohermes.tools.fileops import (
@@ -42,7 +43,7 @@ from nanohermes.tools.fileops import (
 )
 from nanohermes.tools.patches.begin_patch import FileOp, apply_begin_patch, is_begin_patch, parse_begin_patch
 from nanohermes.tools.patches.common import Outcome, PatchError
-from nanohermes.tools.patches.unified import FilePatch, apply, parse
+from nanohermes.tools.patches.unified import FilePatch, apply, parse, settle_prefixes
 
 
 # Where the old content of a file a patch replaced unread is kept, in the session folder.
@@ -57,7 +58,9 @@ def _written(diff_text: str) -> list[str]:
     """Every path the patch names, in order, as written (git's a/ and b/ taken off)."""
     if is_begin_patch(diff_text):
         return [p for op in parse_begin_patch(diff_text) for p in (op.path, op.move_to) if p]
-    return [p for fp in parse(diff_text) for p in (fp.old_path, fp.new_path) if p is not None]
+    # A created or deleted file's name without its prefix is judged too: which one is meant is
+    # decided by what exists (`unified.settle_prefixes`).
+    return [p for fp in parse(diff_text) for p in (fp.old_path, fp.new_path, fp.alternative) if p is not None]
 
 
 def written_paths(diff_text: str) -> list[str]:
@@ -228,6 +231,8 @@ class ApplyPatch(Tool[ApplyPatchParams]):
                     op.move_to = name(op.move_to) if op.move_to is not None else None
             else:
                 patches = parse(args.diff)
+                settle_prefixes(patches, lambda p: _judged(judged, p, Path.exists),
+                                lambda p: _judged(judged, p, lambda real: real.parent.is_dir()))
                 for fp in patches:
                     fp.old_path = name(fp.old_path) if fp.old_path is not None else None
                     fp.new_path = name(fp.new_path) if fp.new_path is not None else None
@@ -398,6 +403,12 @@ class ApplyPatch(Tool[ApplyPatchParams]):
                      "create": f"new empty file {o.new_path}\n", "delete": f"deleted empty file {o.old_path}\n"}.get(o.kind, "")
             parts.append(d)
         return bounded_diff("".join(parts), ctx.limits.edit_diff_chars)
+
+
+def _judged(judged: Target, written: str, test: Callable[[Path], bool]) -> bool:
+    """`test` on the path judged for `written` (False when it was not judged)."""
+    real = judged.path_of(written)
+    return real is not None and test(real)
 
 
 def _side(prefix: str, path: str) -> str:
