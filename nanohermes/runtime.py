@@ -148,11 +148,14 @@ class Runtime:
 
     def _prepare(self, call: ToolCall) -> _Call:
         p = _Call(call)
+        if call.text_format:  # the model learns its call came as text, to send the next one as a call
+            p.note = (f"(this call was read from the text of your answer, where it was written as {call.text_format}; "
+                      "send tool calls through the API's tool calls)")
         if call.name == "run_command" and "apply_patch" in self._by_name:
             from nanohermes.tools.patches.command import NOTE, patch_call
 
             if (patched := patch_call(call)) is not None:  # judged and approved as the edit it is
-                p.call, p.note, call = patched, NOTE, patched
+                p.call, p.note, call = patched, "\n".join(filter(None, (p.note, NOTE))), patched
         tool = self._by_name.get(call.name)
         if tool is None:
             names = ", ".join(t.name for t in self.visible_tools())

@@ -145,7 +145,9 @@ def test_a_qwen_xml_write_runs_as_the_call_and_the_transcript_records_it(turn, s
     [assistant] = [m for m in server.requests[1]["messages"] if m["role"] == "assistant"]
     assert assistant["content"] is None
     assert [c["function"]["name"] for c in assistant["tool_calls"]] == ["write_file"]
-    assert tool_results(server.requests[1]) == ["created q.txt (11 bytes, 2 lines)"]
+    assert tool_results(server.requests[1]) == ["created q.txt (11 bytes, 2 lines)\n(this call was read from the text of "
+                                                "your answer, where it was written as Qwen3-Coder XML; send tool calls "
+                                                "through the API's tool calls)"]
     assert "recovered" not in json.dumps(server.requests[1])
     records = [rec["message"] for rec in transcript(home, out["session_id"]) if rec["type"] == "message"]
     recovered = [m for m in records if m.get("recovered_from_text")]
