@@ -193,7 +193,9 @@ def test_a_draft_in_the_thinking_never_runs_and_the_real_call_runs_once(turn, se
                     "</tool_call>"),
     Reply(reasoning='Call {"name": "run_command", "parameters": {"command": "echo x >> ran.log"}} now.'),
     Reply(text='<think>\n[TOOL_CALLS]run_command[ARGS]{"command": "echo x >> ran.log"}\n</think>\n\n'),
-], ids=["reasoning-content-hermes", "reasoning-content-json", "think-tags-only"])
+    Reply(text='<|start|>assistant<|channel|>analysis to=functions.run_command <|constrain|>json<|message|>'
+               '{"command": "echo x >> ran.log"}<|call|>'),
+], ids=["reasoning-content-hermes", "reasoning-content-json", "think-tags-only", "harmony-analysis-call"])
 def test_a_reply_whose_only_call_is_in_its_thinking_is_told_to_send_it(turn, server: FakeServer, workspace: Path,
                                                                        reply: Reply) -> None:
     from nanohermes.testing import call

@@ -429,7 +429,8 @@ QUIRKS: tuple[Quirk, ...] = (
           TextFormat(name="JSON call list", markers=("<|START_ACTION|>",), closer="<|END_ACTION|>",
                      example='<|tool_call|>[{"name": "read_file", "arguments": {"path": "a.py"}}]')),
     # The recipient may stand in the role header too (`<|start|>assistant to=functions.x<|channel|>commentary
-    # json<|message|>`), and the analysis channel is thinking, never a call (see `llm.textfinders.thinking`).
+    # json<|message|>`); the analysis channel is thinking, never a call, whatever it addresses
+    # (`llm.textfinders.thinking`).
     _text("text.harmony", ("gpt-oss",), "https://cookbook.openai.com/articles/openai-harmony",
           TextFormat(name="gpt-oss harmony", markers=("to=functions.",),
                      example='<|channel|>commentary to=functions.read_file <|constrain|>json<|message|>'

@@ -59,7 +59,10 @@ FUNCTIONARY, JSON_CALL = format_of("text.functionary"), format_of("text.json")
 # (opening, closing) of thinking written into the answer's text.
 _THINK_TAGS = (("<think>", "</think>"), ("<seed:think>", "</seed:think>"), ("<thinking>", "</thinking>"),
                ("[THINK]", "[/THINK]"), ("<|channel>", "<channel|>"))
-_ANALYSIS = re.compile(r"<\|channel\|>\s*analysis\s*<\|message\|>(.*?)(?=<\|end\|>|<\|start\|>|<\|call\|>|\Z)", re.DOTALL)
+# A Harmony message on the analysis channel, its header from `<|start|>` (a recipient there or
+# after the channel changes nothing: the analysis channel is thinking, whoever it addresses).
+_ANALYSIS = re.compile(r"(?:<\|start\|>[^<]*)?<\|channel\|>\s*analysis\b[^<]*(?:<\|constrain\|>[^<]*)?<\|message\|>"
+                       r".*?(?:<\|end\|>|<\|call\|>|(?=<\|start\|>)|\Z)", re.DOTALL)
 
 
 def thinking(text: str) -> list[tuple[int, int]]:
