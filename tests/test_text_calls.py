@@ -52,6 +52,11 @@ WRITTEN = [
     ("llama-python-tag", '<|python_tag|>{"name": "glob", "parameters": {"pattern": "*.py"}}',
      [("glob", {"pattern": "*.py"})], ""),
     ("llama-bare-json", '{"name": "read_file", "parameters": {"path": "README.md"}}', [("read_file", {"path": "README.md"})], ""),
+    ("llama-python-tag-semicolons", '<|python_tag|>{"name": "glob", "parameters": {"pattern": "*.py"}}; '
+                                    '{"name": "grep", "parameters": {"pattern": "TODO"}}<|eom_id|>',
+     [("glob", {"pattern": "*.py"}), ("grep", {"pattern": "TODO"})], ""),
+    ("tool-code-list", '```tool_code\n[glob(pattern="*.py"), grep(pattern="TODO")]\n```',
+     [("glob", {"pattern": "*.py"}), ("grep", {"pattern": "TODO"})], ""),
     ("functionary", '<function=read_file>{"path": "a.py"}</function>', [("read_file", {"path": "a.py"})], ""),
     ("gpt-oss-harmony", '<|channel|>commentary to=functions.read_file <|constrain|>json<|message|>{"path":"a.py"}<|call|>',
      [("read_file", {"path": "a.py"})], ""),

@@ -420,11 +420,12 @@ def _prefixed_json_blocks(marker: str, closer: str, fmt: Format) -> Finder:
                 start += 1
             value, end = json_at(text, start)
             calls = [named_json(v) for v in (value if isinstance(value, list) else [value])]
+            while (more := re.compile(r"\s*;\s*(?=[\[{])").match(text, end)) is not None:  # several, `;` between
+                value, end = json_at(text, more.end())
+                calls += [named_json(v) for v in (value if isinstance(value, list) else [value])]
             rest = text[end:].lstrip()
             if closer and rest.startswith(closer):
                 end = len(text) - len(rest) + len(closer)
-            elif marker == "<|python_tag|>" and rest.startswith(";"):  # several calls, `;` between them
-                end = len(text) - len(rest)
             blocks.append((i, end, calls))
             i = text.find(marker, end)
         return blocks, fmt
@@ -500,7 +501,9 @@ def _tool_code_blocks(text: str, schemas: Schemas) -> tuple[list[Block], Format]
         if not tree.body or not all(isinstance(s, ast.Expr) for s in tree.body):
             raise Bad("the ```tool_code block holds Python that is not a call of a tool; nanohermes runs no code from "
                       "it (use run_command for that), only calls of its tools, one a line")
-        blocks.append((m.start(), m.end(), [python_call(s.value) for s in tree.body if isinstance(s, ast.Expr)]))
+        values = [s.value for s in tree.body if isinstance(s, ast.Expr)]
+        calls = [python_call(e) for v in values for e in (v.elts if isinstance(v, ast.List) else [v])]
+        blocks.append((m.start(), m.end(), calls))
     if not blocks:
         raise Bad("the ```tool_code block is not closed with ```")
     return blocks, format_of("text.tool-code")
