@@ -18,7 +18,7 @@ from nanohermes.dirs import state_home
 from nanohermes.context import ProjectDocs, load_project_docs, system_prompt
 from nanohermes.events import UI, Notice
 from nanohermes.llm import LLM, client_for
-from nanohermes.llm.textcalls import TextCallCheck, last_thinking
+from nanohermes.llm.textcalls import TextCallCheck
 from nanohermes.permissions import Policy, Rule
 from nanohermes.redact import protect as protect_secrets
 from nanohermes.redact import set_child_env_policy
@@ -336,6 +336,8 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
                      lambda derived: setattr(compactor, "limits", derived)]
     # An answer holding a tool call written as text that cannot run goes back to the model first.
     # So is a reply whose only call is in its thinking, where calls never run.
+    from nanohermes.llm.textcalls import last_thinking
+
     text_calls = TextCallCheck(runtime.specs, limits.text_call_retries,
                                lambda text: ui.emit(Notice(level="warning", text=text)),
                                reasoning=lambda: last_thinking(session.history), draft_retries=limits.reasoning_call_retries)

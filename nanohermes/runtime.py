@@ -210,13 +210,13 @@ class Runtime:
         if isinstance(verdict, Refusal):
             return verdict.text, verdict.is_error, None, verdict.waited
         ran = await self.gate.attempt(tool, verdict, ctx)
-        if ran.images:
-            self._images[call_id] = ran.images
-        text = ran.text
         if verdict.target.mapped:  # the model learns the path it wrote was read as another
             from nanohermes.foreign_paths import note
 
-            text += "\n" + note(verdict.target.mapped)
+            ran = replace(ran, text=f"{ran.text}\n{note(verdict.target.mapped)}")
+        if ran.images:
+            self._images[call_id] = ran.images
+        text = ran.text
         if self.hooks is not None and not ran.is_error:
             text = await self.hooks.post_tool_use(tool, verdict.args, text)
         return text, ran.is_error, ran.display, ran.waited

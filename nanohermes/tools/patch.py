@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from nanohermes.pathrules import read_exact, swapped, unlink_exact
-from nanohermes.permissions import Effect, SubjectKind, Target
-from nanohermes.tools.artefacts import omission
+from nanohermes.permissions import Effect, SubjectKind
 from nanohermes.tools.base import Approval, Params, Tool, ToolContext, ToolError, ToolResult
 from nanohermes.tools.fileops import (
     TextFile,
@@ -231,8 +229,9 @@ class ApplyPatch(Tool[ApplyPatchParams]):
                     op.move_to = name(op.move_to) if op.move_to is not None else None
             else:
                 patches = parse(args.diff)
-                settle_prefixes(patches, lambda p: _judged(judged, p, Path.exists),
-                                lambda p: _judged(judged, p, lambda real: real.parent.is_dir()))
+                # By what exists at the paths judged for the names as written.
+                settle_prefixes(patches, lambda p: (real := judged.path_of(p)) is not None and real.exists(),
+                                lambda p: (real := judged.path_of(p)) is not None and real.parent.is_dir())
                 for fp in patches:
                     fp.old_path = name(fp.old_path) if fp.old_path is not None else None
                     fp.new_path = name(fp.new_path) if fp.new_path is not None else None
@@ -289,6 +288,8 @@ class ApplyPatch(Tool[ApplyPatchParams]):
                 raise ToolError(f"cannot read {reading[0]}: a symlink appeared in its path after it was checked; "
                                 "no file was changed: check the path and try again") from None
             raise ToolError(f"cannot read {e.filename}: {e.strerror}; no file was changed") from None
+        from nanohermes.tools.artefacts import omission
+
         for o in outcomes:  # a placeholder line in place of lines the file would lose
             if o.old_text and o.new_text is not None and (found := omission(o.old_text, o.new_text)) is not None:
                 raise ToolError(found.refusal(f"the patch's new text for {o.new_path}", o.old_path or "the file",
@@ -403,12 +404,6 @@ class ApplyPatch(Tool[ApplyPatchParams]):
                      "create": f"new empty file {o.new_path}\n", "delete": f"deleted empty file {o.old_path}\n"}.get(o.kind, "")
             parts.append(d)
         return bounded_diff("".join(parts), ctx.limits.edit_diff_chars)
-
-
-def _judged(judged: Target, written: str, test: Callable[[Path], bool]) -> bool:
-    """`test` on the path judged for `written` (False when it was not judged)."""
-    real = judged.path_of(written)
-    return real is not None and test(real)
 
 
 def _side(prefix: str, path: str) -> str:
