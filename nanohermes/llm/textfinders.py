@@ -12,14 +12,16 @@ format it read, or raises `Bad` for a block of its format that cannot be taken, 
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nanohermes.llm.quirks import TextFormat, entries
+
+if TYPE_CHECKING:
+    import ast
 
 TEXT_FORMATS = {q.id: f for q, f in entries(TextFormat)}
 
@@ -468,6 +470,8 @@ _TOOL_CODE = re.compile(r"^[ \t]*```tool_code[ \t]*\n(.*?)\n?[ \t]*```[ \t]*$", 
 
 def python_call(node: ast.expr) -> Call:
     """A Python call of a tool, its arguments given by name as literals; Bad otherwise."""
+    import ast  # here: only an answer holding Python calls needs it
+
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print" and \
             len(node.args) == 1 and not node.keywords:
         node = node.args[0]
@@ -491,6 +495,8 @@ def python_call(node: ast.expr) -> Call:
 
 
 def _tool_code_blocks(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
+    import ast
+
     blocks: list[Block] = []
     for m in _TOOL_CODE.finditer(text):
         try:
@@ -561,6 +567,8 @@ _PYTHONIC_START = re.compile(r"(?:<\|python_start\|>\s*)?\[\s*[A-Za-z_][\w.]*\s*
 
 def _pythonic_tail(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
     """A list of Python calls (`[read_file(path="a.py"), grep(pattern="x")]`) ending the answer."""
+    import ast
+
     end = _END.search(text)
     stop = end.start() if end else len(text)
     if not text[:stop].endswith("]"):
