@@ -398,8 +398,12 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     budget.apply += [lambda derived: setattr(runtime, "limits", derived),
                      lambda derived: setattr(compactor, "limits", derived)]
     # An answer holding a tool call written as text that cannot run goes back to the model first.
-    text_calls = TextCallCheck(lambda: [t.name for t in runtime.visible_tools()], limits.text_call_retries,
-                               lambda text: ui.emit(Notice(level="warning", text=text)))
+    # So is a reply whose only call is in its thinking, where calls never run.
+    from nanohermes.llm.textcalls import last_thinking
+
+    text_calls = TextCallCheck(runtime.specs, limits.text_call_retries,
+                               lambda text: ui.emit(Notice(level="warning", text=text)),
+                               reasoning=lambda: last_thinking(session.history), draft_retries=limits.reasoning_call_retries)
     agent = Agent(llm=llm, runtime=runtime, ui=ui, system_prompt=prompt, max_turns=config.max_turns,
                   compactor=compactor,
                   turn_hooks=[h for h in (text_calls, hooks, checkpoints) if h is not None])

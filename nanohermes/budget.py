@@ -23,6 +23,7 @@ class Limits:
     max_output: int = 20_000  # chars: every tool result, success and error, at the exit clamp
     tool_args_max_depth: int = 64  # nesting of one call's JSON arguments (objects and arrays)
     text_call_retries: int = 2  # answers holding a tool call written as text that cannot run, sent back per turn; 0: none
+    reasoning_call_retries: int = 2  # replies with no answer whose only call is in the thinking, told to send it, per turn; 0: none
     read_file_max_bytes: int = 4 * MiB  # a file read whole
     read_file_window_lines: int = 2000  # default `limit` of read_file
     read_file_line_chars: int = 2000  # one line of read_file output
@@ -112,7 +113,7 @@ class Limits:
 ZERO_ALLOWED: frozenset[str] = frozenset({
     "command_kill_grace_secs", "command_pipe_grace_secs", "sandbox_refusals_listed", "web_fetch_max_redirects",
     "memory_busy_timeout_secs", "skill_files_listed", "secret_scan_secs", "sandbox_secret_scan_secs",
-    "text_call_retries", "approval_guard_secs"})
+    "text_call_retries", "reasoning_call_retries", "approval_guard_secs"})
 
 
 def plural(n: int, word: str, many: str = "") -> str:

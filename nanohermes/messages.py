@@ -29,6 +29,9 @@ class ToolCall:
     # The answer stopped at the output token limit while this call was written (finish_reason
     # length): its arguments may be cut off. Not sent on the wire.
     cut_off: bool = False
+    # The format the model wrote this call in as text, read back as a call (`llm.textcalls`);
+    # "" for a call the API carried. Not sent on the wire.
+    text_format: str = ""
 
     def to_wire(self) -> dict[str, Any]:
         d: dict[str, Any] = {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
@@ -103,7 +106,7 @@ class Message:
     def to_wire(self) -> dict[str, Any]:
         """The transcript form: the chat form plus what another wire needs to resume."""
         d = self.to_chat()
-        if self.reasoning and self.reasoning_field not in d:
+        if self.reasoning is not None and self.reasoning_field not in d:  # an empty one came too: kept
             d[self.reasoning_field] = self.reasoning
         if self.reasoning_details:
             d["reasoning_details"] = list(self.reasoning_details)
@@ -122,12 +125,13 @@ class Message:
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
         field_name = next((k for k in ("reasoning_content", "reasoning") if isinstance(d.get(k), str) and d.get(k)),
                           "reasoning_content")
+        thought = d.get(field_name)  # an empty one is kept: it goes back (see `llm.chat.chat_messages`)
         return cls(
             role=d["role"],
             content=content,
             tool_calls=tuple(ToolCall.from_wire(c) for c in d.get("tool_calls") or ()),
             tool_call_id=d.get("tool_call_id"),
-            reasoning=d.get(field_name) or None,
+            reasoning=thought if isinstance(thought, str) else None,
             reasoning_field=field_name,
             reasoning_details=tuple(d.get("reasoning_details") or ()),
             reasoning_items=tuple(d.get("reasoning_items") or ()),

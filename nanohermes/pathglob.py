@@ -8,7 +8,9 @@ of them means one. The regex must match the whole path (use `fullmatch`).
 
 The dialects differ only where their users promise different things:
 - the glob dialect (what the glob tool documents): `\\` escapes the next character; a
-  trailing `dir/**` needs something below `dir`; a `**` inside a name is a plain `*`.
+  trailing `dir/**` needs something below `dir`; a `**` inside a name is a plain `*`;
+  `{a,b}` is either alternative, as in ripgrep's and Claude Code's globs (nested too; a brace
+  without a comma is literal).
 - the rule dialect (what permission rules document, "`**` crosses folders"): `\\` is an
   ordinary character (rules spell a literal with a class, `[*]`, as `escape_pattern`
   writes them); `dir/**` also names `dir` itself, so a rule for a folder covers the folder;
@@ -77,10 +79,66 @@ def _class(seg: str, start: int, rule: bool) -> tuple[str, int] | None:
     return None
 
 
+# Past this many alternatives `{a,b}{c,d}...` would make, the pattern is refused.
+MAX_ALTERNATIVES = 256
+
+
+def _braces(pattern: str) -> tuple[int, int, list[str]] | None:
+    """The first `{...}` of `pattern` holding a comma at its own level: (start, end, its
+    alternatives); None when there is none. `\\` escapes; a class's `[...]` is skipped."""
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[" and (close := pattern.find("]", i + 2)) > 0:
+            i = close + 1
+            continue
+        if c == "{":
+            depth, parts, start, j = 0, [], i + 1, i
+            while j < n:
+                d = pattern[j]
+                if d == "\\":
+                    j += 2
+                    continue
+                depth += (d == "{") - (d == "}")
+                if depth == 1 and d == ",":
+                    parts.append(pattern[start:j])
+                    start = j + 1
+                if depth == 0:
+                    break
+                j += 1
+            if j < n and parts:
+                return i, j + 1, [*parts, pattern[start:j]]
+        i += 1
+    return None
+
+
+def alternatives(pattern: str) -> list[str]:
+    """`pattern` with each `{a,b}` spelled out: one pattern per alternative, in order; raises
+    `re.error` past `MAX_ALTERNATIVES`."""
+    out: list[str] = []
+    todo = [pattern]
+    while todo:
+        p = todo.pop(0)
+        found = _braces(p)
+        if found is None:
+            out.append(p)
+        else:
+            start, end, parts = found
+            todo += [p[:start] + part + p[end:] for part in parts]
+        if len(out) + len(todo) > MAX_ALTERNATIVES:
+            raise re.error(f"the braces make more than {MAX_ALTERNATIVES} alternatives")
+    return out
+
+
 @functools.lru_cache(maxsize=1024)
 def glob_regex(pattern: str, *, rule: bool = False) -> re.Pattern[str]:
     """`pattern` as a regex over a whole path, in the glob dialect or (`rule`) the rule
     dialect; raises `re.error` for a class the regex engine rejects (`[z-a]`)."""
+    if not rule and (alts := alternatives(pattern)) != [pattern]:
+        return re.compile("|".join(f"(?:{glob_regex(a).pattern})" for a in alts), re.DOTALL)
     segs = pattern.split("/")
     # Consecutive `**` segments mean the same as one and would only slow the regex down.
     segs = [s for k, s in enumerate(segs) if not (s == "**" and k > 0 and segs[k - 1] == "**")]
@@ -101,4 +159,4 @@ def glob_regex(pattern: str, *, rule: bool = False) -> re.Pattern[str]:
     return re.compile("".join(parts), re.DOTALL)
 
 
-__all__ = ["glob_regex"]
+__all__ = ["MAX_ALTERNATIVES", "alternatives", "glob_regex"]

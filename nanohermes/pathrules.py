@@ -96,6 +96,19 @@ def resolve_cwd(workspace: Path, cwd: str | None) -> Path:
     return real
 
 
+def _not_foreign(workspace: Path, start: Path, text: str) -> str:
+    """`text`, or the workspace path a Windows path stands for (`foreign_paths`); a PathProblem
+    when it stands for none, so no tool creates a name holding a backslash or a drive letter."""
+    from nanohermes.foreign_paths import ForeignPath, is_foreign, mapped
+
+    if not is_foreign(text):
+        return text
+    try:
+        return mapped(workspace, start, text) or text
+    except ForeignPath as e:
+        raise PathProblem(str(e)) from None
+
+
 def compute_target(kind: SubjectKind, effect: Effect, raw: list[str], workspace: Path, *, base: str | None = None,
                    extra_roots: Iterable[str] = (), shows_contents: bool = True,
                    lookup_secs: float | None = None) -> Target:
@@ -109,20 +122,25 @@ def compute_target(kind: SubjectKind, effect: Effect, raw: list[str], workspace:
         aliases: list[str] = []
         written = list(dict.fromkeys(raw))
         paths: list[Path] = []
+        mapped: list[tuple[str, str]] = []
         protected = ""
         for text in written:
-            real = resolve(start, text)
+            use = _not_foreign(workspace, start, text)
+            real = resolve(start, use)
+            if use != text:
+                mapped.append((text, subject_of(workspace, real)))
             paths.append(real)
             subject = subject_of(workspace, real)
             if subject not in subjects:
                 subjects.append(subject)
-            alias = subject_of(workspace, lexical(start, text))
+            alias = subject_of(workspace, lexical(start, use))
             if alias != subject and alias not in aliases:
                 aliases.append(alias)
             if effect != "read":
                 protected = protected or protected_write(workspace, str(real), extra_roots=roots)
         return Target(kind=kind, effect=effect, subjects=tuple(subjects), aliases=tuple(a for a in aliases if a not in subjects),
-                      protected=protected, shows_contents=shows_contents, raw=tuple(written), paths=tuple(paths))
+                      protected=protected, shows_contents=shows_contents, raw=tuple(written), paths=tuple(paths),
+                      mapped=tuple(mapped))
     if kind == "command":
         cwd = resolve_cwd(workspace, base)
         line = raw[0] if raw else ""

@@ -174,11 +174,14 @@ class Runtime:
 
     def _prepare(self, call: ToolCall) -> _Call:
         p = _Call(call)
+        if call.text_format:  # the model learns its call came as text, to send the next one as a call
+            p.note = (f"(this call was read from the text of your answer, where it was written as {call.text_format}; "
+                      "send tool calls through the API's tool calls)")
         if call.name == "run_command" and "apply_patch" in self._by_name:
             from nanohermes.tools.patches.command import NOTE, patch_call
 
             if (patched := patch_call(call)) is not None:  # judged and approved as the edit it is
-                p.call, p.note, call = patched, NOTE, patched
+                p.call, p.note, call = patched, "\n".join(filter(None, (p.note, NOTE))), patched
         tool = self._by_name.get(call.name)
         if tool is None:
             names = ", ".join(t.name for t in self.visible_tools())
@@ -234,6 +237,10 @@ class Runtime:
             text = self.hooks.with_context(call_id, verdict.text) if self.hooks is not None else verdict.text
             return text, verdict.is_error, None, verdict.waited
         ran = await self.gate.attempt(tool, verdict, ctx)
+        if verdict.target.mapped:  # the model learns the path it wrote was read as another
+            from nanohermes.foreign_paths import note
+
+            ran = replace(ran, text=f"{ran.text}\n{note(verdict.target.mapped)}")
         if ran.images:
             self._images[call_id] = ran.images
         text = ran.text

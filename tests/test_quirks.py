@@ -250,6 +250,19 @@ WRITTEN: dict[str, tuple[str, dict[str, Any]]] = {
     "text.glm": ("<tool_call>read_file\n<arg_key>path</arg_key>\n<arg_value>src/app.py</arg_value>\n</tool_call>",
                  {"path": "src/app.py"}),
     "text.functionary": ('<function=read_file>{"path": "src/app.py"}</function>', {"path": "src/app.py"}),
+    # Kimi K3's XTML tools channel (vLLM's kimi_k3 parser), its string argument raw, the other typed.
+    "text.kimi-k3": ('<|open|>tools<|sep|><|open|>call tool="read_file" index="1"<|sep|><|open|>argument key="path" '
+                     'type="string"<|sep|>src/app.py<|close|>argument<|sep|><|open|>argument key="offset" type="integer"'
+                     '<|sep|>40<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>',
+                     {"path": "src/app.py", "offset": 40}),
+    # Gemma 4's call tokens (Ollama's parser tests): bare keys, strings between <|"|>.
+    "text.gemma4": ('<|tool_call>call:read_file{path:<|"|>src/app.py<|"|>,offset:40}<tool_call|>',
+                    {"path": "src/app.py", "offset": 40}),
+    "text.tool-code": ('```tool_code\nread_file(path="src/app.py")\n```', {"path": "src/app.py"}),
+    # No marker: each ends the answer, after the prose.
+    "text.json": ('{"name": "read_file", "parameters": {"path": "src/app.py"}}', {"path": "src/app.py"}),
+    "text.pythonic": ("[read_file(path='src/app.py', offset=40)]", {"path": "src/app.py", "offset": 40}),
+    "text.glm4-0414": ('read_file\n{"path": "src/app.py"}<|observation|>', {"path": "src/app.py"}),
 }
 
 

@@ -191,3 +191,31 @@ def test_reasoning_cannot_send_terminal_escapes() -> None:
     console.print(render.reasoning_live("\x1b[2Jlive"))
     out = console.export_text(styles=False)
     assert "\x1b" not in out and "evil ?]52;c;aGk=? ?[2J done" in out and "?[2Jlive" in out
+
+
+@pytest.mark.quirk("reasoning.on-every-tool-call")
+def test_deepseek_gets_reasoning_content_back_on_every_tool_call_message_an_empty_one_too(
+        turn, server: FakeServer, files: Path) -> None:
+    # DeepSeek's thinking mode answers 400 ("Missing `reasoning_content` field in the assistant
+    # message at message index N") unless every message that made tool calls carries the field.
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    first = {"index": 0, "id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}
+    server.add(Raw(body=sse(chunk({"role": "assistant", "content": None, "reasoning_content": ""}),
+                            chunk({"tool_calls": [first]}), chunk({}, "tool_calls"))),
+               Reply(tool_calls=(call("read_file", {"path": "a.txt"}),)),  # no thinking field at all
+               Reply(reasoning="Both read.", text="alpha twice"))
+    r = turn("-p", "read a.txt twice", server=server)
+    assert (r.code, r.out) == (0, "alpha twice\n"), r.err
+    for request, calls in ((server.requests[1], 1), (server.requests[2], 2)):
+        made = [m for m in request["messages"] if m["role"] == "assistant" and m.get("tool_calls")]
+        assert [m.get("reasoning_content") for m in made] == [""] * calls
+
+
+def test_an_endpoint_that_never_thinks_gets_no_reasoning_field(turn, server: FakeServer, files: Path) -> None:
+    server.add(Reply(tool_calls=(call("read_file", {"path": "a.txt"}),)), Reply(text="alpha"))
+    r = turn("-p", "read a.txt", server=server)
+    assert (r.code, r.out) == (0, "alpha\n"), r.err
+    [assistant] = [m for m in server.requests[1]["messages"] if m["role"] == "assistant"]
+    assert "reasoning_content" not in assistant and "reasoning" not in assistant

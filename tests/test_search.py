@@ -94,7 +94,8 @@ GLOB_CASES = [
     ("**/*.py", "a.py", True), ("**/*.py", "src/deep/a.py", True), ("src/**/*.ts", "src/a.ts", True),
     ("src/**/*.ts", "src/x/y/a.ts", True), ("src/**/*.ts", "lib/src/a.ts", False), ("*.py", ".hidden.py", True),
     ("**/.*", "a/.env", True), ("./src/*.c", "src/a.c", True), ("a*b*c", "a/b/c", False), ("[a-c]*", "b/x", False),
-    ("XXX/\\[", "XXX/[", True), ("*.{py,ts}", "a.py", False), ("*.{py,ts}", "a.{py,ts}", True), ("ü*", "über.txt", True),
+    ("XXX/\\[", "XXX/[", True), ("*.{py,ts}", "a.py", True), ("*.{py,ts}", "a.{py,ts}", False),
+    ("*.\\{py,ts}", "a.{py,ts}", True), ("{id}.ts", "{id}.ts", True), ("{src,lib}/**/*.{c,h}", "lib/x/y.h", True), ("ü*", "über.txt", True),
 ]
 
 

@@ -52,6 +52,11 @@ WRITTEN = [
     ("llama-python-tag", '<|python_tag|>{"name": "glob", "parameters": {"pattern": "*.py"}}',
      [("glob", {"pattern": "*.py"})], ""),
     ("llama-bare-json", '{"name": "read_file", "parameters": {"path": "README.md"}}', [("read_file", {"path": "README.md"})], ""),
+    ("llama-python-tag-semicolons", '<|python_tag|>{"name": "glob", "parameters": {"pattern": "*.py"}}; '
+                                    '{"name": "grep", "parameters": {"pattern": "TODO"}}<|eom_id|>',
+     [("glob", {"pattern": "*.py"}), ("grep", {"pattern": "TODO"})], ""),
+    ("tool-code-list", '```tool_code\n[glob(pattern="*.py"), grep(pattern="TODO")]\n```',
+     [("glob", {"pattern": "*.py"}), ("grep", {"pattern": "TODO"})], ""),
     ("functionary", '<function=read_file>{"path": "a.py"}</function>', [("read_file", {"path": "a.py"})], ""),
     ("gpt-oss-harmony", '<|channel|>commentary to=functions.read_file <|constrain|>json<|message|>{"path":"a.py"}<|call|>',
      [("read_file", {"path": "a.py"})], ""),
@@ -145,7 +150,9 @@ def test_a_qwen_xml_write_runs_as_the_call_and_the_transcript_records_it(turn, s
     [assistant] = [m for m in server.requests[1]["messages"] if m["role"] == "assistant"]
     assert assistant["content"] is None
     assert [c["function"]["name"] for c in assistant["tool_calls"]] == ["write_file"]
-    assert tool_results(server.requests[1]) == ["created q.txt (11 bytes, 2 lines)"]
+    assert tool_results(server.requests[1]) == ["created q.txt (11 bytes, 2 lines)\n(this call was read from the text of "
+                                                "your answer, where it was written as Qwen3-Coder XML; send tool calls "
+                                                "through the API's tool calls)"]
     assert "recovered" not in json.dumps(server.requests[1])
     records = [rec["message"] for rec in transcript(home, out["session_id"]) if rec["type"] == "message"]
     recovered = [m for m in records if m.get("recovered_from_text")]

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 from nanohermes.errors import EndpointError
 from nanohermes.llm.http import HttpWire, Retry, StreamParser, TextSink, estimate_usage
 from nanohermes.llm.quirks import Reasoning, entries, pattern
+from nanohermes.llm.quirks import data as quirk_data
 from nanohermes.messages import Completion, Message, ToolCall, Usage, image_intro, with_images
 
 _OWN_KEYS = frozenset({"index", "id", "type", "function"})
@@ -156,6 +157,7 @@ class ChatParser:
         self.text: list[str] = []
         self.reasoning: list[str] = []
         self.reasoning_field = "reasoning_content"
+        self.thinks = False  # a thinking field came, if only empty: the message carries one back
         self.details: list[dict[str, Any]] = []
         self.calls = CallAssembler(known)
         self.usage: Usage | None = None
@@ -191,6 +193,7 @@ class ChatParser:
         if not isinstance(delta, dict):
             return
         thought = next(((k, delta[k]) for k in _THOUGHT_FIELDS if isinstance(delta.get(k), str) and delta[k]), None)
+        self.thinks = self.thinks or any(isinstance(delta.get(k), str) for k in _THOUGHT_FIELDS)
         details = delta.get(_DETAILS)
         if isinstance(details, list):
             piece = self._merge_details(details)
@@ -236,7 +239,8 @@ class ChatParser:
         if self.finish is None:
             return None
         message = Message("assistant", "".join(self.text) or None, self.calls.result(),
-                          reasoning="".join(self.reasoning) or None, reasoning_field=self.reasoning_field,
+                          reasoning="".join(self.reasoning) or ("" if self.thinks else None),
+                          reasoning_field=self.reasoning_field,
                           reasoning_details=tuple(self.details))
         return Completion(message, self.usage or estimate_usage(self.messages, message), self.finish)
 
@@ -275,10 +279,19 @@ class OpenAIChat(HttpWire):
 
 def chat_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """The history in chat-completions form; a run of tool results that carried images is
-    followed by a user message of image parts (a tool message holds only text there)."""
+    followed by a user message of image parts (a tool message holds only text there). Once
+    the model has thought in `reasoning_content` (DeepSeek's thinking mode), every assistant
+    message that made tool calls carries that field back, empty when it had no thinking: the
+    endpoint refuses the request otherwise."""
+    # quirk: reasoning.on-every-tool-call
+    key = quirk_data("reasoning.reasoning-content", Reasoning).field
+    thinks = any(m.role == "assistant" and m.reasoning is not None and m.reasoning_field == key for m in messages)
     out: list[dict[str, Any]] = []
     for m, images in with_images(messages):
-        out.append(m.to_chat())
+        d = m.to_chat()
+        if thinks and m.tool_calls and not any(k in d for k in _THOUGHT_FIELDS):
+            d[key] = m.reasoning or ""
+        out.append(d)
         if images:
             out.append({"role": "user", "content": [
                 {"type": "text", "text": image_intro(images)},

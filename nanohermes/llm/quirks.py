@@ -15,7 +15,7 @@ type is its kind:
 - `Hint` (doctor hint): how doctor tells a local server and the start-up flag it needs for tool
   calls.
 - `TextFormat` (text call format): a format a model writes a call in as text, read back by
-  `llm/textcalls.py` (whose finders are keyed by the entry's id).
+  `llm/textcalls.py` (whose finders, in `llm/textfinders.py`, are keyed by the entry's id).
 
 A quirk is one entry here plus its fake-server test, tagged `@pytest.mark.quirk("<id>")`:
 `tests/test_quirks.py` fails while an entry has no such test, a tag names no entry, or an entry
@@ -106,9 +106,11 @@ class Hint:
 class TextFormat:
     """A format a call is written in as text: its name and a whole call in it (what the model
     is told when an attempt cannot run); the markers its finder looks for (none when it is found
-    inside another format's block); more strings that open a call in it, only held back while
-    they stream (`held`); `special` for reserved tokens, which are looked for inside code fences
-    too; the token that may close a JSON call (`closer`)."""
+    inside another format's block, or when it is a `tail`); more strings that open a call in it,
+    only held back while they stream (`held`); `special` for reserved tokens, which are looked for
+    inside code fences too; the token that may close a JSON call (`closer`); `tail` for a format
+    with no marker of its own (a bare JSON call, a pythonic list), taken only where it ends the
+    answer."""
 
     name: str
     example: str
@@ -116,6 +118,7 @@ class TextFormat:
     held: tuple[str, ...] = ()
     special: bool = False
     closer: str = ""
+    tail: bool = False
 
 
 Data = Shape | Wording | Reasoning | WindowField | Hint | TextFormat
@@ -231,6 +234,10 @@ QUIRKS: tuple[Quirk, ...] = (
     Quirk(id="reasoning.reasoning-content", providers=("DeepSeek", "llama.cpp", "SGLang", "vLLM before 0.11"), wires=CHAT,
           what="thinking streamed as `reasoning_content`, needed back on assistant messages with tool calls (DeepSeek)",
           source="https://api-docs.deepseek.com/guides/thinking_mode", data=Reasoning(field="reasoning_content", form="text")),
+    _shape("reasoning.on-every-tool-call", ("DeepSeek thinking mode", "Kimi thinking mode"),
+           "`reasoning_content` needed back on every assistant message that made tool calls, an empty one included "
+           "(else a 400: \"Missing `reasoning_content` field in the assistant message\")",
+           "https://api-docs.deepseek.com/guides/thinking_mode#tool-calls", f"{_CHAT_PY}.chat_messages"),
     Quirk(id="reasoning.reasoning", providers=("vLLM 0.11 and later", "Ollama", "OpenRouter"), wires=CHAT,
           what="thinking streamed as `reasoning`", source="https://docs.vllm.ai/en/latest/features/reasoning_outputs.html",
           data=Reasoning(field="reasoning", form="text")),
@@ -250,6 +257,10 @@ QUIRKS: tuple[Quirk, ...] = (
           what="with store=false, reasoning items come back encrypted and go back ahead of their calls, without ids",
           source="https://platform.openai.com/docs/guides/reasoning",
           data=Reasoning(field="encrypted_content", form="item", code="nanohermes.llm.responses.OpenAIResponses.build_request")),
+    _shape("reasoning.think-tags", ("DeepSeek R1", "Qwen3", "Seed-OSS", "Magistral", "Gemma 4", "gpt-oss"),
+           "thinking written into the answer's text (`<think>`, `<seed:think>`, `[THINK]`, Gemma 4's thought channel, "
+           "Harmony's analysis channel): a call there is a draft, never run",
+           "https://docs.vllm.ai/en/latest/features/reasoning_outputs.html", "nanohermes.llm.textfinders.thinking", BOTH),
     # -- request options an endpoint refuses (a 400), dropped once ---------------------------
     _words("request.stream-options-refused", ("Azure OpenAI (older API versions)", "Mistral", "proxies"), "option refused",
            "message", r"stream_options", "`stream_options` refused: sent again without it (no usage in the stream)",
@@ -377,11 +388,22 @@ QUIRKS: tuple[Quirk, ...] = (
                      markers=("<｜tool▁calls▁begin｜>", "<|tool▁calls▁begin|>", "<|tool_calls_begin|>"),
                      example='<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>read_file<｜tool▁sep｜>{"path": "a.py"}'
                              "<｜tool▁call▁end｜><｜tool▁calls▁end｜>")),
-    _text("text.kimi", ("Kimi K2",), "https://github.com/MoonshotAI/Kimi-K2/blob/main/docs/tool_call_guidance.md",
-          TextFormat(name="Kimi tool-call tokens", special=True, markers=("<|tool_calls_section_begin|>",),
-                     held=("<|tool_call_begin|>",),
+    # Also spelled `<|tool_call_section_begin|>` (singular), which vLLM's parser accepts too.
+    _text("text.kimi", ("Kimi K2",), "https://github.com/vllm-project/vllm/blob/main/vllm/tool_parsers/kimi_k2_tool_parser.py",
+          TextFormat(name="Kimi tool-call tokens", special=True,
+                     markers=("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>"), held=("<|tool_call_begin|>",),
                      example='<|tool_calls_section_begin|><|tool_call_begin|>functions.read_file:0'
                              '<|tool_call_argument_begin|>{"path": "a.py"}<|tool_call_end|><|tool_calls_section_end|>')),
+    _text("text.kimi-k3", ("Kimi K3",), "https://github.com/vllm-project/vllm/blob/main/vllm/tool_parsers/kimi_k3_tool_parser.py",
+          TextFormat(name="Kimi K3 tools channel", special=True, markers=("<|open|>tools<|sep|>",),
+                     example='<|open|>tools<|sep|><|open|>call tool="read_file" index="1"<|sep|><|open|>argument key="path" '
+                             'type="string"<|sep|>a.py<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>')),
+    _text("text.gemma4", ("Gemma 4",), "https://ai.google.dev/gemma/docs/capabilities/text/function-calling-gemma4",
+          TextFormat(name="Gemma 4 tool-call tokens", special=True, markers=("<|tool_call>",),
+                     example='<|tool_call>call:read_file{path:<|"|>a.py<|"|>}<tool_call|>')),
+    _text("text.tool-code", ("Gemma 2", "Gemma 3"), "https://ai.google.dev/gemma/docs/meme-generator",
+          TextFormat(name="tool_code block", special=True, markers=("```tool_code",),
+                     example='```tool_code\nread_file(path="a.py")\n```')),
     _text("text.hermes", ("Hermes", "Qwen2.5", "Qwen3"), "https://github.com/NousResearch/Hermes-Function-Calling",
           TextFormat(name="Hermes <tool_call> JSON", markers=("<tool_call>",),
                      example='<tool_call>\n{"name": "read_file", "arguments": {"path": "a.py"}}\n</tool_call>')),
@@ -406,6 +428,9 @@ QUIRKS: tuple[Quirk, ...] = (
     _text("text.command-r", ("Cohere Command R",), "https://docs.cohere.com/docs/tool-use",
           TextFormat(name="JSON call list", markers=("<|START_ACTION|>",), closer="<|END_ACTION|>",
                      example='<|tool_call|>[{"name": "read_file", "arguments": {"path": "a.py"}}]')),
+    # The recipient may stand in the role header too (`<|start|>assistant to=functions.x<|channel|>commentary
+    # json<|message|>`); the analysis channel is thinking, never a call, whatever it addresses
+    # (`llm.textfinders.thinking`).
     _text("text.harmony", ("gpt-oss",), "https://cookbook.openai.com/articles/openai-harmony",
           TextFormat(name="gpt-oss harmony", markers=("to=functions.",),
                      example='<|channel|>commentary to=functions.read_file <|constrain|>json<|message|>'
@@ -415,6 +440,16 @@ QUIRKS: tuple[Quirk, ...] = (
                      example="<tool_call>read_file\n<arg_key>path</arg_key>\n<arg_value>a.py</arg_value>\n</tool_call>")),
     _text("text.functionary", ("Functionary", "Llama 3.1"), "https://github.com/MeetKai/functionary",
           TextFormat(name="<function=...> JSON", example='<function=read_file>{"path": "a.py"}</function>')),
+    # -- calls with no marker, taken only where they end the answer -------------------------
+    _text("text.json", ("Llama 3.1-3.3", "Llama 4", "models served without a tool parser"),
+          "https://github.com/vllm-project/vllm/blob/main/tests/tool_parsers/test_llama3_json_tool_parser.py",
+          TextFormat(name="JSON call", tail=True, example='{"name": "read_file", "parameters": {"path": "a.py"}}')),
+    _text("text.pythonic", ("Llama 3.2", "Llama 4", "Gemma 3"),
+          "https://github.com/vllm-project/vllm/blob/main/tests/tool_parsers/test_pythonic_tool_parser.py",
+          TextFormat(name="pythonic call list", tail=True, example='[read_file(path="a.py")]')),
+    _text("text.glm4-0414", ("GLM-4-0414", "GLM-Z1"),
+          "https://github.com/modelscope/ms-swift/blob/main/swift/plugin/agent_template/glm4.py",
+          TextFormat(name="GLM-4 name and JSON", tail=True, example='read_file\n{"path": "a.py"}')),
 )
 
 BY_ID: dict[str, Quirk] = {q.id: q for q in QUIRKS}

@@ -55,6 +55,8 @@ class Target:
     shows_contents: bool = True  # a path reader whose output holds the file's contents
     raw: tuple[str, ...] = ()  # the paths as the call wrote them
     paths: tuple[Path, ...] = ()  # the resolved path of each of `raw`, for the tool to use
+    # Windows paths of `raw` read as the workspace paths they name: (as written, as used).
+    mapped: tuple[tuple[str, str], ...] = ()
     cwd: Path | None = None  # a command's directory
     addresses: tuple[str, ...] = ()  # what a host resolves to, canonical
     # For a command: a secret file it would print, found through the file system (a link, a

@@ -485,6 +485,10 @@ class WriteFile(_Writer[WriteFileParams]):
                 guard_fresh(ctx, target, shown, data if whole else None, must_have_seen=not looks_binary(head))
             old = TextFile.decode(data, mode) if not looks_binary(data[: ctx.limits.binary_sniff_bytes]) else None
         content, notes = _content_artefacts(args.content, shown)
+        if old is not None:
+            refuse_omission(old.text, content, "content", shown,
+                            "Nothing was written: send the whole file in content, every line you mean to keep written "
+                            "out, or change only part of it with edit_file or apply_patch")
         new_bytes = content.encode("utf-8", errors="surrogateescape")
         lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
         verb = "overwrote" if target.exists() else "created"
@@ -564,6 +568,10 @@ class EditFile(_Writer[EditFileParams]):
                                 "pass replace_all=true or add context to make it unique")
             new, notes = _new_string_artefacts(text, args.old_string, new, shown)
             edit = _Edit(count if args.replace_all else 1, new, notes, _replace(text, old, new, f.eol, args.replace_all))
+        refuse_omission(text, edit.result, "new_string", shown,
+                        "Nothing was written: write those lines out in new_string, or make old_string smaller so that "
+                        "it leaves them out (a line standing for kept lines works only where old_string has the same "
+                        "line)")
         if not f.utf8 and not edit.new.isascii():
             raise ToolError(f"{shown} is not UTF-8, and edit_file keeps its bytes as they are; "
                             "new_string must be ASCII here (or rewrite the file with write_file)")
@@ -592,28 +600,36 @@ class _Edit:
 def _new_string_artefacts(text: str, old_sent: str, new: str, shown: str) -> tuple[str, list[str]]:
     """new_string without what a model copies into it by mistake, once old_string matched as
     sent: read_file's line numbers on every line (where the file has no such lines of its
-    own, which would make them possibly content). A commented elision line (`# ... existing
-    code ...`) that old_string does not have would be written into the file as it is: refused."""
-    from nanohermes.tools.artefacts import all_numbered, commented_elision, numbered_like_content, strip_numbers
+    own, which would make them possibly content)."""
+    from nanohermes.tools.artefacts import all_numbered, numbered_like_content, numbering, strip_numbers
 
     notes: list[str] = []
     if all_numbered(new) and not all_numbered(old_sent):
-        if numbered_like_content(text):
-            raise ToolError(f"new_string's lines all start with line numbers like read_file's (`12<TAB>`) and "
-                            f"old_string's do not, but {shown} has lines like that of its own, so they may be content: "
-                            "send new_string without the numbers (if they are content, include such a line in "
-                            "old_string too)")
+        kind = numbering(new)
+        if numbered_like_content(text, new):
+            like = "read_file's (`12<TAB>`)" if kind == "read_file" else kind
+            raise ToolError(f"new_string's lines all start with line numbers like {like} and old_string's do not, but "
+                            f"{shown} has lines like that of its own, so they may be content: send new_string without "
+                            "the numbers (if they are content, include such a line in old_string too)")
         new = strip_numbers(new)
-        notes.append("line numbers copied from read_file stripped from new_string")
-    elided = [ln for ln in new.split("\n") if commented_elision(ln)]
-    if elided:
-        kept = {ln.strip() for ln in old_sent.split("\n")} | {ln.strip() for ln in text.split("\n")}
-        left_out = [ln for ln in elided if ln.strip() not in kept]
-        if left_out:
-            raise ToolError(f"new_string holds `{left_out[0].strip()}`, a line standing for lines left out, and "
-                            f"old_string does not: it would be written into {shown} as it is, in place of those lines. "
-                            "Send the whole new text, or put the same line in old_string where the lines to keep are")
+        notes.append(f"{_numbers(kind, copied=True)} stripped from new_string")
     return new, notes
+
+
+def _numbers(kind: str, *, copied: bool = False) -> str:
+    """How a note names line numbers of `kind` (`artefacts.numbering`)."""
+    if kind == "read_file":
+        return "line numbers copied from read_file" if copied else "read_file's line numbers"
+    return f"line numbers like {kind}"
+
+
+def refuse_omission(old: str, new: str, holder: str, shown: str, advice: str) -> None:
+    """A ToolError when `new` puts a placeholder line (`# ... rest of the code ...`) in place of
+    lines of `old` that it would drop (`artefacts.omission`)."""
+    from nanohermes.tools.artefacts import omission
+
+    if (found := omission(old, new)) is not None:
+        raise ToolError(found.refusal(holder, shown, advice))
 
 
 def _near_miss(text: str, f: TextFile, args: EditFileParams, shown: str) -> _Edit:
@@ -624,14 +640,15 @@ def _near_miss(text: str, f: TextFile, args: EditFileParams, shown: str) -> _Edi
     (`...`, `# ... existing code ...`) in both strings as "the lines in between stay". With no
     reading found, an edit whose new_string already stands there is "already applied";
     anything else is a ToolError that shows the closest lines of the file."""
-    from nanohermes.tools.artefacts import all_numbered, is_elision, strip_numbers, unescape_twice
+    from nanohermes.tools.artefacts import all_numbered, is_elision, numbering, strip_numbers, unescape_twice
     from nanohermes.tools.matching import TIERS, find_text
 
     sent_old, sent_new = args.old_string.replace("\r\n", "\n"), args.new_string.replace("\r\n", "\n")
     old_s, new_s, notes = sent_old, sent_new, []
     if all_numbered(sent_old):
-        old_s, new_s = strip_numbers(sent_old), strip_numbers(sent_new)
-        notes.append("read_file's line numbers stripped from old_string" + (" and new_string" if new_s != sent_new else ""))
+        old_s, new_s = strip_numbers(sent_old), strip_numbers(sent_new, like=sent_old)
+        notes.append(f"{_numbers(numbering(sent_old))} stripped from old_string" +
+                     (" and new_string" if new_s != sent_new else ""))
     else:
         new_s, more = _new_string_artefacts(text, sent_old, new_s, shown)
         notes += more
@@ -671,7 +688,7 @@ def _matched(text: str, f: TextFile, args: EditFileParams, shown: str, found: tu
     """The edit for a reading of old_string found at `found` (spans, tier): every exact
     occurrence with replace_all, else the one match; a loose one must be unique, and the new
     text follows the file's indentation and quotes where the tier ignored them."""
-    from nanohermes.tools.matching import TIERS, follow_quotes, reindent
+    from nanohermes.tools.matching import TIERS, follow_quotes, keep_typography, reindent
 
     spans, tier = found
     new_eol = with_eol(new_s, f.eol)
@@ -701,9 +718,11 @@ def _matched(text: str, f: TextFile, args: EditFileParams, shown: str, found: tu
         if fixed != new_lines:
             notes.append("new_string re-indented like the file")
             new_eol = with_eol("\n".join(fixed), f.eol)
-    if tier >= 3:
+    if tier >= 3:  # quotes the file's way first; what is left the model's ASCII stood for is the file's
         new_eol, quoted = follow_quotes(text[sp.start:sp.end], needle, new_eol)
         notes += [quoted.replace("new text's", "new_string's")] if quoted else []
+        new_eol, kept = keep_typography(text[sp.start:sp.end], needle, new_eol)
+        notes += [kept.replace("the new text", "new_string")] if kept else []
     return _Edit(1, new_eol, notes, text[: sp.start] + new_eol + text[sp.end:])
 
 

@@ -1,10 +1,10 @@
 """Finding the text a model meant: context matching in tiers, the closest region of a file
-quoted when nothing matches, and the new text's quotes after a match that mapped them (the
-artefacts a model copies into text, such as line numbers, are `artefacts`').
+quoted when nothing matches, and the new text's quotes and typography after a match that mapped
+them (the artefacts a model copies into text, such as line numbers, are `artefacts`').
 
 Both edit_file's `old_string` and patch hunks go through the same tiers, strictest first:
 exact; ignoring trailing whitespace; ignoring leading and trailing whitespace; and with
-Unicode dashes, quotes and spaces mapped to ASCII. A match below the first tier is taken
+Unicode dashes, quotes, spaces and ellipses mapped to ASCII. A match below the first tier is taken
 only when it is the one match of its tier, so a loose comparison never picks between two
 candidates. Callers name the tier in their result so the model learns what was forgiven.
 """
@@ -24,12 +24,27 @@ _PUNCT = str.maketrans({
     **{c: "'" for c in "\u2018\u2019\u201a\u201b"},
     **{c: '"' for c in "\u201c\u201d\u201e\u201f"},
     **{c: " " for c in "\u00a0\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"},
+    "\u2026": "...",
 })
 
 
 def ascii_punct(s: str) -> str:
-    """Typographic dashes, quotes and spaces as their ASCII look-alikes (one char for one)."""
+    """Typographic dashes, quotes, spaces and ellipses as their ASCII look-alikes (one char
+    for one, but `…` for `...`)."""
     return s.translate(_PUNCT)
+
+
+def _ascii_map(s: str) -> tuple[str, list[int]]:
+    """`ascii_punct(s)` and, for each of its chars, the index in `s` it came from, with one
+    more entry, `len(s)`."""
+    parts: list[str] = []
+    index: list[int] = []
+    for i, c in enumerate(s):
+        t = c.translate(_PUNCT)
+        parts.append(t)
+        index += [i] * len(t)
+    index.append(len(s))
+    return "".join(parts), index
 
 
 # Per tier: what one line is compared as. Each maps a line to a substring of itself (or a
@@ -113,13 +128,17 @@ class _Normalised:
         self.content_end: list[int] = []  # where the line's content ends (before "\r")
         self.norm_start: list[int] = []
         self.norm_len: list[int] = []
+        # Per line, where its translated chars come from when the translation changed its
+        # length (a `…` read as `...`); None when it is one char for one.
+        self.index: list[list[int] | None] = []
         pos = npos = 0
         for line in text.split("\n"):
             f = form(line)
-            pre = ascii_punct(line) if tier == 3 else line
-            # The forms only strip ends (and translate one char for one), so `f` sits in
-            # the line where its first char is; that char is not blank, so find() is exact.
+            pre, index = _ascii_map(line) if tier == 3 else (line, [])
+            # The forms only strip ends (and translate chars), so `f` sits in the
+            # line where its first char is; that char is not blank, so find() is exact.
             self.orig_start.append(pos)
+            self.index.append(index if len(pre) != len(line) else None)
             self.lead.append(pre.find(f) if f else 0)
             self.content_end.append(pos + len(line) - (1 if line.endswith("\r") else 0))
             self.norm_start.append(npos)
@@ -133,11 +152,21 @@ class _Normalised:
         k = bisect.bisect_right(self.norm_start, off) - 1
         return k, off - self.norm_start[k]
 
+    def _orig(self, k: int, at: int, *, end: bool = False) -> int:
+        """Line k's char `at` of its translated form, as an offset in the line itself (an
+        end inside one translated `…` takes in the whole `…`)."""
+        index = self.index[k]
+        if index is None:
+            return at
+        if end and 0 < at < len(index) - 1 and index[at] == index[at - 1]:
+            return index[at] + 1
+        return index[at]
+
     def start(self, off: int, *, widen: bool) -> int:
         k, col = self._line(off)
         if col == 0 and widen:
             return self.orig_start[k]
-        return self.orig_start[k] + self.lead[k] + col
+        return self.orig_start[k] + self._orig(k, self.lead[k] + col)
 
     def end(self, off: int) -> int:
         k, col = self._line(off)
@@ -145,7 +174,7 @@ class _Normalised:
             return self.orig_start[k]  # the needle ended with a newline
         if col >= self.norm_len[k]:
             return self.content_end[k]  # take in the blanks the needle left out
-        return self.orig_start[k] + self.lead[k] + col
+        return self.orig_start[k] + self._orig(k, self.lead[k] + col, end=True)
 
 
 def find_text(text: str, needle: str, tiers: range = range(len(_LINE_FORMS))) -> tuple[list[Span], int] | None:
@@ -230,8 +259,65 @@ def quote_lines(lines: list[str], start: int, count: int, *, offset: int = 1, cl
     return "\n".join(out)
 
 
-__all__ = ["TIERS", "Ambiguous", "Span", "ascii_punct", "closest_region", "find_text", "follow_quotes", "quote_lines",
-           "seek_lines"]
+__all__ = ["TIERS", "Ambiguous", "Span", "ascii_punct", "closest_region", "find_text", "follow_quotes",
+           "keep_typography", "quote_lines", "seek_lines"]
+
+
+# --------------------------------------------------------------------------------------
+# typography, after a match that mapped Unicode punctuation to ASCII
+
+# Past this many chars, the new text is taken as sent (aligning it char by char costs too much).
+_ALIGN_CHARS = 50_000
+
+
+def _typographic(have: str, want: str) -> list[tuple[int, int, str]]:
+    """Where `want` (the model's text) differs from `have` (the file's, which it matched with
+    punctuation mapped to ASCII) only in typography: (start, end) in `want`, and `have`'s
+    text there (`–` for `-`, `…` for `...`, a no-break space for a space, `'` for `’`)."""
+    import difflib
+
+    a_text, a_at = _ascii_map(have)
+    b_text, b_at = _ascii_map(want)
+    out: list[tuple[int, int, str]] = []
+    for a, b, size in difflib.SequenceMatcher(None, a_text, b_text, autojunk=False).get_matching_blocks():
+        k = 0
+        while k < size:
+            first = k
+            # One unit: the positions one char of either side stands for (`…` is three).
+            while k + 1 < size and (a_at[a + k + 1] == a_at[a + k] or b_at[b + k + 1] == b_at[b + k]):
+                k += 1
+            k += 1
+            whole = all(at[x] != at[x - 1] for at, x in ((a_at, a + first), (b_at, b + first)) if x > 0) and \
+                all(at[x] != at[x - 1] for at, x in ((a_at, a + k), (b_at, b + k)))
+            hs, he, ws, we = a_at[a + first], a_at[a + k - 1] + 1, b_at[b + first], b_at[b + k - 1] + 1
+            if whole and have[hs:he] != want[ws:we]:
+                out.append((ws, we, have[hs:he]))
+    return out
+
+
+def keep_typography(have: str, want: str, new: str) -> tuple[str, str]:
+    """`new` with the file's typographic punctuation (dashes, quotes, ellipses, no-break and
+    other spaces) where it leaves the matched text as it was, after `want` (the model's text)
+    matched `have` (the file's) only with punctuation mapped to ASCII: the model's ASCII
+    stood for them and did not mean to change them. Text the model wrote anew stays as sent.
+    Returns (new text, a note naming what was kept, or "")."""
+    if max(len(have), len(want), len(new)) > _ALIGN_CHARS:
+        return new, ""
+    swaps = _typographic(have, want)
+    if not swaps:
+        return new, ""
+    import difflib
+
+    edits: list[tuple[int, int, str]] = []
+    for a, b, size in difflib.SequenceMatcher(None, want, new, autojunk=False).get_matching_blocks():
+        edits += [(b + ws - a, b + we - a, kept) for ws, we, kept in swaps if a <= ws and we <= a + size]
+    if not edits:
+        return new, ""
+    out = new
+    for start, end, kept in sorted(edits, reverse=True):
+        out = out[:start] + kept + out[end:]
+    kinds = dict.fromkeys("no-break spaces" if k.isspace() else k for _, _, k in sorted(edits))
+    return out, f"the file's typographic punctuation ({' '.join(kinds)}) kept where the new text leaves it as it was"
 
 
 # --------------------------------------------------------------------------------------

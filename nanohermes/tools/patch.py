@@ -44,7 +44,7 @@ from nanohermes.tools.fileops import (
 )
 from nanohermes.tools.patches.begin_patch import FileOp, apply_begin_patch, is_begin_patch, parse_begin_patch
 from nanohermes.tools.patches.common import Outcome, PatchError
-from nanohermes.tools.patches.unified import FilePatch, apply, parse
+from nanohermes.tools.patches.unified import FilePatch, apply, parse, settle_prefixes
 
 
 # Where the old content of a file a patch replaced unread is kept, in the session folder.
@@ -59,7 +59,9 @@ def _written(diff_text: str) -> list[str]:
     """Every path the patch names, in order, as written (git's a/ and b/ taken off)."""
     if is_begin_patch(diff_text):
         return [p for op in parse_begin_patch(diff_text) for p in (op.path, op.move_to) if p]
-    return [p for fp in parse(diff_text) for p in (fp.old_path, fp.new_path) if p is not None]
+    # A created or deleted file's name without its prefix is judged too: which one is meant is
+    # decided by what exists (`unified.settle_prefixes`).
+    return [p for fp in parse(diff_text) for p in (fp.old_path, fp.new_path, fp.alternative) if p is not None]
 
 
 def written_paths(diff_text: str) -> list[str]:
@@ -286,6 +288,9 @@ class ApplyPatch(Tool[ApplyPatchParams]):
                     op.move_to = name(op.move_to) if op.move_to is not None else None
             else:
                 patches = parse(args.diff)
+                # By what exists at the paths judged for the names as written.
+                settle_prefixes(patches, lambda p: (real := judged.path_of(p)) is not None and real.exists(),
+                                lambda p: (real := judged.path_of(p)) is not None and real.parent.is_dir())
                 for fp in patches:
                     fp.old_path = name(fp.old_path) if fp.old_path is not None else None
                     fp.new_path = name(fp.new_path) if fp.new_path is not None else None
@@ -342,6 +347,13 @@ class ApplyPatch(Tool[ApplyPatchParams]):
                 raise ToolError(f"cannot read {reading[0]}: a symlink appeared in its path after it was checked; "
                                 "no file was changed: check the path and try again") from None
             raise ToolError(f"cannot read {e.filename}: {e.strerror}; no file was changed") from None
+        from nanohermes.tools.artefacts import omission
+
+        for o in outcomes:  # a placeholder line in place of lines the file would lose
+            if o.old_text and o.new_text is not None and (found := omission(o.old_text, o.new_text)) is not None:
+                raise ToolError(found.refusal(f"the patch's new text for {o.new_path}", o.old_path or "the file",
+                                              "No file was changed: put those lines in the patch as they are (as "
+                                              "context or + lines), or patch a smaller part that leaves them out"))
         if unread and ctx.session_folder is None:  # nowhere to keep what would be replaced
             raise ToolError(f"{unread[0]} already exists and you have not read it in this session; read it first with "
                             "read_file (the session is not recorded, so its content could not be kept if replaced)")

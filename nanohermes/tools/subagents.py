@@ -146,7 +146,7 @@ class SubagentManager:
     def spawn(self, name: str, task: str) -> Run:
         from nanohermes.agent import Agent
         from nanohermes.compact import Compactor
-        from nanohermes.llm.textcalls import TextCallCheck
+        from nanohermes.llm.textcalls import TextCallCheck, last_thinking
         from nanohermes.window import budget_for
 
         if name not in self.configs:
@@ -163,8 +163,10 @@ class SubagentManager:
                          lambda derived: setattr(compactor, "limits", derived)]
         budget.start(llm.model)
         # A call the child writes as text and that cannot run goes back to it, as for the parent.
-        text_calls = TextCallCheck(lambda: [t.name for t in runtime.visible_tools()], self.limits.text_call_retries,
-                                   lambda text: ui.emit(Notice(level="warning", text=text)))
+        text_calls = TextCallCheck(runtime.specs, self.limits.text_call_retries,
+                                   lambda text: ui.emit(Notice(level="warning", text=text)),
+                                   reasoning=lambda: last_thinking(runtime.session.history),
+                                   draft_retries=self.limits.reasoning_call_retries)
         run.agent = Agent(llm=llm, runtime=runtime, ui=ui, system_prompt=_child_prompt(self.system_prompt, name, cfg),
                           max_turns=cfg.max_turns or self.max_turns,
                           compactor=compactor,

@@ -4,7 +4,8 @@ File operations between `*** Begin Patch` and `*** End Patch`; an update is a se
 chunks, each optionally opened by `@@` or `@@ <a line to find first>` (a class or def line;
 several such lines stacked are found in order, each below the one before), of context
 (space), removed (-) and added (+) lines, found by content alone; `*** End of File` anchors
-the chunk at the end. Markers may carry stray blanks around them.
+the chunk at the end. Markers may carry stray blanks around them, and the decorations models add
+(`*** Begin Patch ***`, `***Begin Patch`, another case).
 
 `parse_begin_patch()` turns the text into `FileOp`s and `apply_begin_patch()` computes every
 file's new content from a read callback, both pure like the unified diff's.
@@ -26,10 +27,33 @@ _ADD, _DELETE, _UPDATE, _MOVE = "*** Add File:", "*** Delete File:", "*** Update
 _EOF_MARK = "*** End of File"
 
 
+_MARKERS = (BEGIN, END, _EOF_MARK, _ADD, _DELETE, _UPDATE, _MOVE)
+
+
+def marker_line(line: str) -> str:
+    """A marker line as the format writes it, whatever decorates it: `*** Begin Patch ***`,
+    `***Begin Patch`, `*** BEGIN PATCH` and `*** Update File: a.py ***` are `*** Begin Patch`
+    and `*** Update File: a.py`; any other line is returned stripped."""
+    t = line.strip()
+    if not t.startswith("***"):
+        return t
+    body = t.lstrip("*").strip().rstrip("*").rstrip()
+    for marker in _MARKERS:
+        word = marker[4:]
+        if body[:len(word)].lower() == word.lower():
+            return marker + body[len(word):]
+    return t
+
+
+def mentions_begin(text: str) -> bool:
+    """Does a line of `text` open the `*** Begin Patch` format (a patch with words around it)?"""
+    return any(marker_line(line) == BEGIN for line in text.split("\n") if "begin" in line.lower())
+
+
 def is_begin_patch(text: str) -> bool:
     """Is this the `*** Begin Patch` format (detected from its first marker line)?"""
     for line in text.lstrip().split("\n", 3)[:3]:
-        if line.strip() == BEGIN:
+        if marker_line(line) == BEGIN:
             return True
     return False
 
@@ -60,14 +84,14 @@ class FileOp:
 
 def _marker(line: str, marker: str) -> str | None:
     """The path after a marker like `*** Update File:`, blanks around either tolerated."""
-    t = line.strip()
+    t = marker_line(line)
     if not t.startswith(marker):
         return None
     return t[len(marker):].strip()
 
 
 def _is_marker(line: str) -> bool:
-    t = line.strip()
+    t = marker_line(line)
     return t in (END, _EOF_MARK) or t.startswith((_ADD, _DELETE, _UPDATE, _MOVE))
 
 
@@ -90,10 +114,10 @@ def parse_begin_patch(text: str) -> list[FileOp]:
     lines = text.replace("\r\n", "\n").split("\n")
     # What a model puts around the patch (a sentence, a heredoc `<<'EOF'`, a code fence) is
     # dropped before `*** Begin Patch`; after `*** End Patch` only the closing `EOF` or fence.
-    lo = next((i for i, ln in enumerate(lines) if ln.strip() == BEGIN), None)
+    lo = next((i for i, ln in enumerate(lines) if marker_line(ln) == BEGIN), None)
     if lo is None:
         raise PatchError(f"the patch must start with `{BEGIN}`")
-    hi = next((i for i in range(len(lines) - 1, lo, -1) if lines[i].strip() == END), None)
+    hi = next((i for i in range(len(lines) - 1, lo, -1) if marker_line(lines[i]) == END), None)
     if hi is None:
         raise PatchError(f"line {len(lines)}: the patch must end with `{END}` (was it cut off?); no file was changed")
     for j in range(hi + 1, len(lines)):
@@ -105,7 +129,7 @@ def parse_begin_patch(text: str) -> list[FileOp]:
     end = hi - 1
     while i < end:
         line = lines[i]
-        if not line.strip() or line.strip() in (BEGIN, END):  # blank, or two patches sent as one
+        if not line.strip() or marker_line(line) in (BEGIN, END):  # blank, or two patches sent as one
             i += 1
             continue
         if (path := _marker(line, _ADD)) is not None:
@@ -164,7 +188,7 @@ def _chunks(lines: list[str], i: int, end: int, op: FileOp) -> int:
     while i < end:
         line = lines[i]
         if _is_marker(line):
-            if line.strip() == _EOF_MARK:
+            if marker_line(line) == _EOF_MARK:
                 if chunk is None or not chunk.lines:
                     raise PatchError(f"line {i + 1}: `{_EOF_MARK}` with no lines before it in `{_UPDATE} {op.path}`")
                 chunk.eof = True
@@ -361,5 +385,5 @@ def apply_begin_patch(ops: list[FileOp], read: Callable[[str], str | None]) -> l
     return out
 
 
-__all__ = ["BEGIN", "END", "Chunk", "FileOp", "apply_begin_patch", "is_begin_patch", "parse_begin_patch",
-           "rebase_paths"]
+__all__ = ["BEGIN", "END", "Chunk", "FileOp", "apply_begin_patch", "is_begin_patch", "marker_line", "mentions_begin",
+           "parse_begin_patch", "rebase_paths"]

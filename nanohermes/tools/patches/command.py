@@ -44,9 +44,9 @@ def patch_text(command: str) -> tuple[str, str | None] | None:
     except ValueError:
         return None
     if len(words) == 2 and words[0] in _NAMES:
-        from nanohermes.tools.patches.begin_patch import BEGIN  # here: an ordinary command never loads the format
+        from nanohermes.tools.patches.begin_patch import mentions_begin  # here: an ordinary command never loads it
 
-        if BEGIN in words[1] or "\n@@" in words[1]:
+        if mentions_begin(words[1]) or "\n@@" in words[1]:
             return words[1], None
     return None
 
@@ -82,9 +82,9 @@ def patch_call(call: ToolCall) -> ToolCall | None:
     cwd = args.get("cwd")
     base = os.path.join(cwd, folder) if isinstance(cwd, str) and cwd and folder else (folder or cwd)
     if isinstance(base, str) and base and os.path.normpath(base) != ".":
-        from nanohermes.tools.patches.begin_patch import BEGIN, rebase_paths  # only a patch gets here (see patch_text)
+        from nanohermes.tools.patches.begin_patch import mentions_begin, rebase_paths  # only a patch gets here
 
-        if BEGIN not in patch:
+        if not mentions_begin(patch):
             return None  # a unified diff's paths under another folder: the shell's to fail, not ours to guess
         patch = rebase_paths(base, patch)
     return ToolCall(id=call.id, name="apply_patch", arguments=json.dumps({"diff": patch}, ensure_ascii=False),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from nanohermes.tools.matching import follow_quotes, reindent
+from nanohermes.tools.matching import follow_quotes, keep_typography, reindent
 
 
 class PatchError(ValueError):
@@ -73,7 +73,8 @@ def working_copy(read: Callable[[str], str | None]) -> tuple[dict[str, str | Non
 def added_lines(lines: list[tuple[str, str]], content: list[str], pos: int, tier: int) -> tuple[list[str], str]:
     """The + lines of a hunk matched at `pos`, and what was changed in them ("" for nothing):
     after a match that ignored indentation, the indentation translated to the file's (see
-    matching.reindent); after one that mapped punctuation, the quotes written as the file's."""
+    matching.reindent); after one that mapped punctuation, the file's typography kept where they
+    leave its text as it was and their other quotes written as the file's."""
     plus = [t for tag, t in lines if tag == "+"]
     if tier < 2:
         return plus, ""
@@ -86,6 +87,10 @@ def added_lines(lines: list[tuple[str, str]], content: list[str], pos: int, tier
         if note:
             fixed = quoted.split("\n")
             changed.append(note.replace("new text's", "its + lines'"))
+        kept, note = keep_typography("\n".join(have), "\n".join(old), "\n".join(fixed))
+        if note:
+            fixed = kept.split("\n")
+            changed.append(note.replace("the new text leaves", "they leave"))
     return fixed, ", ".join(changed)
 
 

@@ -69,6 +69,10 @@ class FilePatch:
     named: bool = False  # the ---/+++ lines were seen
     old_epoch: bool = False  # `diff -N`: the old side is dated at the epoch (the file is created)
     new_epoch: bool = False
+    # A created or deleted file named under a prefix `git apply` would strip (`--- orig/x`,
+    # `+++ /dev/null`): the name without it. Which one is meant, `settle_prefixes` decides.
+    alternative: str | None = None
+    prefixes: tuple[str, ...] = ()  # the first components stripped from this section's two names
 
     @property
     def path(self) -> str:
@@ -152,14 +156,42 @@ def _strip_prefix(fp: FilePatch) -> None:
         if a == b:
             old = new = a
         else:
+            fp.prefixes = (old.split("/", 1)[0], new.split("/", 1)[0]) if "/" in old and "/" in new else ()
             old, new = _p1(old), _p1(new)
             if old != new:
                 old = new = min(old, new, key=len)
-    elif old is None and new is not None and new.startswith("b/") is False and "/" in new and fp.old_epoch:
-        new = _p1(new)
-    elif new is None and old is not None and "/" in old and fp.new_epoch:
-        old = _p1(old)
+    elif old is None and new is not None and new.startswith("b/") is False and "/" in new:
+        if fp.old_epoch:
+            new = _p1(new)
+        else:
+            fp.alternative = _p1(new)
+    elif new is None and old is not None and "/" in old:
+        if fp.new_epoch:
+            old = _p1(old)
+        else:
+            fp.alternative = _p1(old)
     fp.old_path, fp.new_path = old, new
+
+
+def settle_prefixes(patches: list[FilePatch], exists: Callable[[str], bool], folder_exists: Callable[[str], bool]) -> None:
+    """Decide, for each created or deleted file named under a prefix (`--- orig/x`, `+++
+    /dev/null`), whether the prefix is one `git apply` strips, by which path exists: a deleted
+    file is the one that exists; a created one loses the prefix when another section of the
+    patch stripped it (`--- orig/a`, `+++ mod/a`), or when its folder is missing while the
+    folder without the prefix exists (and is not the workspace itself: `tests/new.py` is meant
+    as written). `exists` and `folder_exists` take a path as the patch names it."""
+    stripped = {p for fp in patches for p in fp.prefixes}
+    for fp in patches:
+        alt, fp.alternative = fp.alternative, None
+        if alt is None:
+            continue
+        if fp.new_path is None and fp.old_path is not None:
+            if not exists(fp.old_path) and exists(alt):
+                fp.old_path = alt
+        elif fp.new_path is not None:
+            head = fp.new_path.split("/", 1)[0]
+            if head in stripped or ("/" in alt and folder_exists(alt) and not folder_exists(fp.new_path)):
+                fp.new_path = alt
 
 
 def _p1(path: str) -> str:
@@ -223,13 +255,26 @@ def parse(text: str) -> list[FilePatch]:
             continue
         i += 1
     if not patches:
-        raise PatchError("no file sections found; a diff needs `--- a/path` and `+++ b/path` lines, then `@@` hunks")
+        raise PatchError(_no_sections(text))
     for fp in patches:
         if fp.binary:
             raise PatchError(f"{fp.path}: binary patches are not supported; write the file with write_file instead")
         if fp.kind == "modify" and not fp.hunks and fp.old_mode == fp.new_mode:
             raise PatchError(f"{fp.path}: the file section has no @@ hunks; add hunks with matching context")
     return patches
+
+
+_BEGIN_LIKE = re.compile(r"^\W*begin[ _-]*patch\W*$", re.IGNORECASE | re.MULTILINE)
+
+
+def _no_sections(text: str) -> str:
+    """The error for a text that is neither format, naming the one it seems to try."""
+    both = ("a unified diff needs `--- a/path` and `+++ b/path` lines, then `@@` hunks; the other format starts "
+            "with a line `*** Begin Patch` and ends with `*** End Patch`")
+    if (tried := _BEGIN_LIKE.search(text)) is not None:
+        return (f"no file sections found: `{clip(tried.group(0).strip(), 80)}` looks like the `*** Begin Patch` "
+                f"format's first line but is not it ({both})")
+    return f"no file sections found ({both})"
 
 
 def _extended(fp: FilePatch, line: str) -> None:
@@ -495,4 +540,4 @@ def apply(patches: list[FilePatch], read: Callable[[str], str | None]) -> list[O
     return out
 
 
-__all__ = ["FilePatch", "Hunk", "apply", "apply_file", "parse"]
+__all__ = ["FilePatch", "Hunk", "apply", "apply_file", "parse", "settle_prefixes"]

@@ -33,7 +33,7 @@ class Glob(ReadOnlyTool[GlobParams]):
     description: ClassVar[str] = (
         "Find files by name: paths under `path` (default the workspace) whose relative path matches "
         "`pattern`, sorted. `**` spans folders, `*` and `?` stay in one: `*.py` is top level only, "
-        "`**/*.py` any depth. Honours .gitignore; at most {glob_results} paths, the walk stops after "
+        "`**/*.py` any depth; `{a,b}` is either. Honours .gitignore; at most {glob_results} paths, the walk stops after "
         "{grep_max_files} files. Use grep to search file contents."
     )
     params: ClassVar[type[Params]] = GlobParams
@@ -80,7 +80,7 @@ class Glob(ReadOnlyTool[GlobParams]):
             raise ToolError(f"{shown} is a file, not a directory; pass its folder as path")
         last = args.pattern.rsplit("/", 1)[-1]
         suffix = ""  # `**/*.py`: a cheap test of the name before the regex
-        if last.startswith("*") and last != "*" and not any(c in last[1:] for c in "*?[\\"):
+        if last.startswith("*") and last != "*" and not any(c in last[1:] for c in "*?[\\{"):
             suffix = last[1:]
         try:
             with held(root) as (where, _):  # walked through `where`: what was judged, even if relinked since
