@@ -35,9 +35,11 @@ from nanohermes.tools.fileops import (
     guard_fresh,
     looks_binary,
     near_namesakes,
+    read_current,
     remember_file,
     shown_path,
     unified_diff,
+    write_current,
 )
 from nanohermes.tools.patches.begin_patch import FileOp, apply_begin_patch, is_begin_patch, parse_begin_patch
 from nanohermes.tools.patches.common import Outcome, PatchError
@@ -248,7 +250,7 @@ class ApplyPatch(Tool[ApplyPatchParams]):
             st = target.stat()
             if st.st_size > ctx.limits.edit_file_max_bytes:
                 raise ToolError(f"{path} is {st.st_size} bytes (> {ctx.limits.edit_file_max_bytes}); too big to patch in memory")
-            data = read_exact(target)
+            data = read_current(ctx, target)  # the editor's buffer, when an editor holds the session
             if looks_binary(data[: ctx.limits.binary_sniff_bytes]):
                 raise ToolError(f"{path} looks like a binary file ({len(data)} bytes); apply_patch changes text files only")
             guard_fresh(ctx, target, path, data)
@@ -315,7 +317,7 @@ class ApplyPatch(Tool[ApplyPatchParams]):
                 if executable is not None:
                     base = mode if mode is not None else (0o666 & ~_umask())
                     mode = base | 0o111 if executable else base & ~0o111
-                atomic_write(target, data, mode)
+                write_current(ctx, target, data, mode)
                 remember_file(ctx, target, data)
         except OSError as e:
             _restore(originals)
