@@ -26,10 +26,11 @@ from acp import schema as s
 
 from nanohermes.events import (
     ApprovalReply, ApprovalRequest, ElicitationReply, ElicitationRequest, Event, Notice, ReasoningDelta,
-    SubagentEvent, TextDelta, TodoUpdated, ToolFinished, ToolProgress, ToolStarted,
+    SubagentEvent, TextDelta, TodoUpdated, ToolFinished, ToolProgress, ToolStarted, TurnEnded,
 )
 from nanohermes.modes import Mode
 from nanohermes.redact import StreamRedactor, redact
+from nanohermes.runtime import INTERRUPTED
 import nanohermes.ui.acp.updates as updates
 from nanohermes.ui.visible import escape_controls
 
@@ -162,7 +163,17 @@ class EditorUI:
                 self.send(updates.message_chunk(f"\n\n> **{event.level}:** {escape_controls(redact(event.text))}\n\n"))
         elif isinstance(event, SubagentEvent):
             self._nested(event)
+        elif isinstance(event, TurnEnded) and event.reason == "interrupted":
+            self._cut_off()
         self.check_mode()
+
+    def _cut_off(self) -> None:
+        """The calls a cancel stopped mid-run never finish: the editor is told they failed."""
+        for call in self._calls.values():
+            self.send(s.ToolCallProgress(session_update="tool_call_update", tool_call_id=call.acp_id, status="failed",
+                                         content=[s.ContentToolCallContent(type="content",
+                                                                           content=updates.text(INTERRUPTED))]))
+        self._calls.clear()
 
     def _nested(self, event: SubagentEvent) -> None:
         inner = event.event
