@@ -151,7 +151,7 @@ async def agent(editor: Editor, workspace: Path, server: FakeServer | None, *arg
         reader.feed_eof()
 
     pumping = asyncio.get_running_loop().create_task(pump())
-    conn = connect_to_agent(editor, process.stdin, reader)
+    conn = connect_to_agent(editor, process.stdin, reader, use_unstable_protocol=True)  # forms
     try:
         yield Agent(conn, process, lines, stderr)
     finally:

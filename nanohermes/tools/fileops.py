@@ -229,15 +229,15 @@ def read_current(ctx: ToolContext, real: Path) -> bytes:
     return read_exact(real) if text is None else text.encode("utf-8", errors="surrogateescape")
 
 
-def open_current(ctx: ToolContext, real: Path) -> tuple[BinaryIO, int | None]:
-    """`real` opened for reading as `read_current` reads it, and its size when it came from
-    the editor (None: the file's own, from its stat)."""
+def open_current(ctx: ToolContext, real: Path) -> tuple[BinaryIO, bytes | None]:
+    """`real` opened for reading as `read_current` reads it, and its bytes when they came
+    from the editor (None: from the disk, whose stat tells their size)."""
     held = buffers(ctx)
     text = held.read(real) if held is not None else None
     if text is None:
         return os.fdopen(open_exact(real), "rb"), None
     data = text.encode("utf-8", errors="surrogateescape")
-    return io.BytesIO(data), len(data)
+    return io.BytesIO(data), data
 
 
 def write_current(ctx: ToolContext, real: Path, data: bytes, mode: int | None = None) -> None:

@@ -133,7 +133,7 @@ class ReadFile(ReadOnlyTool[ReadFileParams]):
         shown = shown_path(ctx, args.path, real)
         st = _stat_file(shown, self.name, real, ctx)
         try:
-            f, size = open_current(ctx, real)  # the editor's buffer, when an editor holds the session
+            f, held = open_current(ctx, real)  # the editor's buffer, when an editor holds the session
         except OSError as e:
             if swapped(e):
                 raise ToolError(f"cannot read {shown}: a symlink appeared in its path after it was checked; "
@@ -141,18 +141,18 @@ class ReadFile(ReadOnlyTool[ReadFileParams]):
             raise ToolError(f"cannot read {shown}: {e.strerror}; check its permissions") from None
         with f:
             if looks_binary(f.read(lim.binary_sniff_bytes)):
-                raise ToolError(f"{shown} looks like a binary file ({size or st.st_size} bytes); read_file shows text "
-                                "files only")
+                raise ToolError(f"{shown} looks like a binary file ({st.st_size if held is None else len(held)} bytes); "
+                                "read_file shows text files only")
             # A window given explicitly streams even a huge file; the default whole read is gated.
             windowed = args.offset is not None or args.limit is not None
-            size = st.st_size if size is None else size
+            size = st.st_size if held is None else len(held)
             if size > lim.read_file_max_bytes and not windowed:
                 raise ToolError(
                     f"{shown} is {size} bytes (> {lim.read_file_max_bytes}); read it in chunks with offset/limit"
                 )
             limit = args.limit if args.limit is not None else lim.read_file_window_lines
             text = self._window(f, shown, args.offset or 1, limit, lim)
-        remember_file(ctx, real)
+        remember_file(ctx, real, held)  # a buffer's bytes: a later edit of it there is seen as a change
         return text
 
     @staticmethod

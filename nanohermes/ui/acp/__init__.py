@@ -77,6 +77,8 @@ async def _serve(stdio: Stdio, options: Options) -> int:
     await asyncio.wait({listening, stopping}, return_when=asyncio.FIRST_COMPLETED)
     stopping.cancel()
     try:
+        if not stopped.is_set():
+            await server.drain()
         await server.aclose()
     finally:
         with contextlib.suppress(Exception):

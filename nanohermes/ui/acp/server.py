@@ -63,6 +63,23 @@ class Server:
         self.conn: AgentSideConnection | None = None
         self.client = s.ClientCapabilities()
         self.sessions: dict[str, Live] = {}
+        self.handling: set[asyncio.Task[Any]] = set()  # the requests being answered (but prompts)
+
+    def _handling(self) -> None:
+        """Count the calling request as in flight until it is answered (see `drain`)."""
+        task = asyncio.current_task()
+        if task is not None:
+            self.handling.add(task)
+            task.add_done_callback(self.handling.discard)
+
+    async def drain(self) -> None:
+        """The input ended: prompts are cancelled (and answer so), and every request already
+        read is answered before the sessions close."""
+        for live in self.sessions.values():
+            if live.active is not None and not live.active.done():
+                live.active.cancel()
+        if self.handling:
+            await asyncio.wait(set(self.handling), timeout=CLOSE_SECS)
 
     def on_connect(self, conn: AgentSideConnection) -> None:
         self.conn = conn
@@ -70,6 +87,7 @@ class Server:
     # -- initialize ----------------------------------------------------------------------------
     async def initialize(self, protocol_version: int, client_capabilities: s.ClientCapabilities | None = None,
                          client_info: s.Implementation | None = None, **kwargs: Any) -> s.InitializeResponse:
+        self._handling()
         from nanohermes import __version__
 
         # A missing clientCapabilities means none: no fs, no terminal.
@@ -108,12 +126,14 @@ class Server:
 
     # -- sessions ------------------------------------------------------------------------------
     async def new_session(self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any) -> s.NewSessionResponse:
+        self._handling()
         live = await self._open(_workspace(cwd), mcp_config(mcp_servers or []), None)
         self._after_open(live)
         return s.NewSessionResponse(session_id=live.id, modes=updates.modes(live.built.agent.runtime.policy.mode))
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
                            **kwargs: Any) -> s.LoadSessionResponse:
+        self._handling()
         from nanohermes.errors import UsageError
         from nanohermes.session import find_session
 
@@ -191,6 +211,7 @@ class Server:
         return live
 
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> s.SetSessionModeResponse:
+        self._handling()
         live = self._live(session_id)
         try:
             mode = Mode(mode_id)
@@ -203,22 +224,24 @@ class Server:
 
     # -- prompts -------------------------------------------------------------------------------
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> s.PromptResponse:
+        self._handling()
         live = self._live(session_id)
         if live.active is not None and not live.active.done():
             raise RequestError(-32600, "a prompt of this session is still running",
                                {"hint": "wait for its answer, or send session/cancel first"})
         text, images, notes = prompt_input(prompt, live.config, live.workspace)
-        live.active = asyncio.get_running_loop().create_task(self._answer(live, text, images, notes))
+        task = live.active = asyncio.get_running_loop().create_task(self._answer(live, text, images, notes))
         try:
-            reason = await asyncio.shield(live.active)
+            reason = await asyncio.shield(task)
         except asyncio.CancelledError:
-            if not live.active.cancelled():
+            if not task.cancelled():
                 raise  # this handler itself was cancelled: the connection is closing
             reason = "cancelled"
         except Exception as e:
             await live.ui.flush()
             raise _error(e) from None
         finally:
+            live = self.sessions.get(session_id, live)  # trusting the folder built the session again
             live.active = None
         await live.ui.flush()
         if live.id in self.sessions:
@@ -287,7 +310,10 @@ class Server:
             if isinstance(files, ClientFiles):
                 files.session_id = live.id
             self.sessions[live.id] = fresh
+        fresh.active = live.active  # the prompt that asked goes on in the new session (a cancel reaches it)
         await live.ui.aclose()
+        fresh.ui.shown_mode = live.ui.shown_mode
+        fresh.ui.check_mode()  # the project's mode, now that it applies
         await self._started(fresh)
         return fresh
 
@@ -298,7 +324,7 @@ class Server:
 
     # -- closing -------------------------------------------------------------------------------
     async def _close(self, live: Live, *, keep_ui: bool = False) -> None:
-        if live.active is not None and not live.active.done():
+        if live.active is not None and not live.active.done() and live.active is not asyncio.current_task():
             live.active.cancel()
             await asyncio.wait({live.active})
         if live.started is not None:
