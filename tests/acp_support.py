@@ -171,3 +171,49 @@ async def agent(editor: Editor, workspace: Path, server: FakeServer | None, *arg
 
 def raw(line: str | bytes) -> bytes:
     return line.encode() if isinstance(line, str) else line
+
+
+# -- the TypeScript SDK's client ------------------------------------------------------------------
+TS_SPEC = REPO / "tests" / "acp_ts"
+TS_CACHE = REPO / "tests" / ".cache" / "acp-ts"
+TS_INSTALL_SECS = 300
+_OFFLINE = ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT", "ECONNRESET", "network", "fetch failed")
+
+
+def ts_client() -> Path:
+    """The TypeScript client script, in a folder where `@agentclientprotocol/sdk` is installed
+    (`npm ci` of the pinned lock file, once per lock file); skips the calling test, saying why,
+    when node or npm is missing or the registry cannot be reached."""
+    import fcntl
+    import hashlib
+    import shutil
+    import subprocess
+
+    import pytest
+
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None:
+        pytest.skip("node and npm are not installed, so the TypeScript SDK's client cannot run")
+    TS_CACHE.mkdir(parents=True, exist_ok=True)
+    files = ("package.json", "package-lock.json", "client.mjs")
+    stamp_text = hashlib.sha256(b"".join((TS_SPEC / f).read_bytes() for f in files)).hexdigest()
+    with open(TS_CACHE / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two runs sharing the checkout install once
+        stamp = TS_CACHE / ".installed"
+        if stamp.exists() and stamp.read_text() == stamp_text and (TS_CACHE / "node_modules").is_dir():
+            return TS_CACHE / "client.mjs"
+        for name in files:
+            shutil.copyfile(TS_SPEC / name, TS_CACHE / name)
+        try:
+            p = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--no-progress", "--loglevel=error"], cwd=TS_CACHE,
+                               capture_output=True, text=True, timeout=TS_INSTALL_SECS,
+                               env={**os.environ, "npm_config_update_notifier": "false"})
+        except subprocess.TimeoutExpired:
+            pytest.skip(f"npm ci did not finish within {TS_INSTALL_SECS} s: the npm registry cannot be reached")
+        if p.returncode != 0:
+            last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
+            if any(w in p.stderr for w in _OFFLINE):
+                pytest.skip(f"the npm registry cannot be reached: {last}")
+            raise RuntimeError(f"npm ci failed in {TS_CACHE}: {p.stderr[-2000:]}")
+        stamp.write_text(stamp_text)
+    return TS_CACHE / "client.mjs"
