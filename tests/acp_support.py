@@ -43,6 +43,7 @@ class Editor:
     forms: list[Any] = field(default_factory=list)
     form_answer: dict[str, Any] | None = None  # what a form is answered with (None: declined)
     on_ask: Any = None  # called with each permission request before it is answered (a test's move)
+    terminals: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> command, args, output, released
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append((session_id, update))
@@ -75,6 +76,29 @@ class Editor:
         if self.form_answer is None:
             return s.DeclineElicitationResponse(action="decline")
         return s.AcceptElicitationResponse(action="accept", content=self.form_answer)
+
+    async def create_terminal(self, command: str, session_id: str, args: list[str] | None = None,
+                              env: Any = None, cwd: str | None = None, output_byte_limit: int | None = None,
+                              **kwargs: Any) -> s.CreateTerminalResponse:
+        """As an editor does: the command runs, its output kept for the terminal's view."""
+        p = await asyncio.create_subprocess_exec(command, *(args or []), cwd=cwd, stdout=asyncio.subprocess.PIPE,
+                                                 stderr=asyncio.subprocess.STDOUT)
+        out, _ = await p.communicate()
+        terminal = f"term-{len(self.terminals) + 1}"
+        self.terminals[terminal] = {"command": command, "args": args or [], "output": out.decode(),
+                                    "exit": p.returncode, "released": False}
+        return s.CreateTerminalResponse(terminal_id=terminal)
+
+    async def wait_for_terminal_exit(self, session_id: str, terminal_id: str,
+                                     **kwargs: Any) -> s.WaitForTerminalExitResponse:
+        return s.WaitForTerminalExitResponse(exit_code=self.terminals[terminal_id]["exit"])
+
+    async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> s.TerminalOutputResponse:
+        return s.TerminalOutputResponse(output=self.terminals[terminal_id]["output"], truncated=False)
+
+    async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> s.ReleaseTerminalResponse:
+        self.terminals[terminal_id]["released"] = True
+        return s.ReleaseTerminalResponse()
 
     # -- reading what was received -------------------------------------------------------------
     def of(self, kind: str, session_id: str | None = None) -> list[Any]:

@@ -325,3 +325,28 @@ def test_commands_are_listed_without_a_slash_and_a_prompt_starting_with_one_runs
     assert sent(server, 0)[-1]["content"] == "Review src/x.py carefully."
     assert len(server.requests) == 1  # /status is the REPL's: said so, nothing sent to the model
     assert "/status is a command of the terminal REPL" in editor.said()
+
+
+def test_stop_reasons_and_an_endpoint_error_leave_the_session_usable(workspace: Path, server: FakeServer,
+                                                                     tmp_path: Path) -> None:
+    from acp import RequestError
+
+    from nanohermes.testing import Fault
+
+    server.add(tool_reply(call("list_dir", {})), Fault(status=400, message="model says no"), Reply(text="back"))
+    editor = Editor()
+
+    async def scenario() -> tuple[str, RequestError, str]:
+        async with agent(editor, workspace, server, "--max-turns", "1", stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace)
+            first = await a.ask(sid, "list")
+            try:
+                await a.ask(sid, "fail")
+            except RequestError as e:
+                error = e
+            return first, error, await a.ask(sid, "again")
+
+    first, error, again = run(scenario())
+    assert first == "max_turn_requests"
+    assert error.code == -32603 and "model says no" in str(error)
+    assert again == "end_turn" and editor.said().endswith("back")

@@ -179,3 +179,26 @@ def test_an_image_the_model_cannot_take_is_left_out_and_said_so(workspace: Path,
     assert run(scenario()) == "end_turn"
     assert server.requests[0]["messages"][-1] == {"role": "user", "content": "see"}
     assert "images_to_model" in editor.said()
+
+
+def test_a_commands_output_shows_in_a_terminal_of_the_editor_when_it_offers_them(workspace: Path, server: FakeServer,
+                                                                                  tmp_path: Path) -> None:
+    server.add(tool_reply(call("run_command", {"command": "touch t; printf 'red \\033[31mtext\\n'"})),
+               Reply(text="shown"))
+    editor = Editor(answers=["allow_once"])
+
+    async def scenario() -> str:
+        async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace, terminal=True)
+            return await a.ask(sid, "colour")
+
+    assert run(scenario()) == "end_turn"
+    (command,) = editor.calls().values()
+    terminal, text = command["content"]
+    assert terminal["type"] == "terminal" and text["type"] == "content"
+    result = results(server)[-1]
+    assert text["content"]["text"] == result and "\x1b[31m" in result
+    shown = editor.terminals[terminal["terminal_id"]]
+    assert shown["command"] == sys.executable and shown["args"][:2] == ["-I", "-c"]
+    assert shown["output"] == result.replace("\x1b", "\\x1b")  # escaped: the terminal shows it, never acts on it
+    assert shown["released"] and (workspace / "t").exists()  # the command ran here, not in the editor

@@ -16,7 +16,7 @@ import contextlib
 import errno
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +40,11 @@ if TYPE_CHECKING:
     from nanohermes.tools import Tool
 
 PROGRESS_LINES = 20  # the last lines of a running call's output shown while it runs
+TERMINAL_SECS = 10.0  # how long the editor's terminal may take to show a finished command's output
+# What the editor's terminal runs to show a command's output: our own interpreter (isolated:
+# nothing of the workspace or the environment on its path) writing the text it is given, and
+# nothing else. The command itself ran here, in the gate's confinement, never in the editor.
+SHOW_OUTPUT = "import os, sys; sys.stdout.buffer.write(os.fsencode(sys.argv[1]))"
 
 
 def log(text: str) -> None:
@@ -70,7 +75,8 @@ class EditorUI:
     tools: Callable[[], list[Tool]] = lambda: []  # the session's tool pool, once the agent is built
     mode: Callable[[], Mode] = lambda: Mode.DEFAULT  # the mode the session's runtime is in
     shown_mode: Mode | None = None  # the last mode the editor was told
-    _queue: asyncio.Queue[updates.Update | None] = field(default_factory=asyncio.Queue)
+    _queue: asyncio.Queue[updates.Update | Callable[[], Awaitable[None]] | None] = field(
+        default_factory=asyncio.Queue)
     _sender: asyncio.Task[None] | None = None
     _calls: dict[tuple[str, str], _Call] = field(default_factory=dict)  # (agent id, call id) -> the call shown
     _seq: int = 0
@@ -85,8 +91,8 @@ class EditorUI:
         self._sender = self._loop.create_task(self._send_all())
 
     # -- sending, in order ---------------------------------------------------------------------
-    def send(self, update: updates.Update) -> None:
-        """Queue an update; safe from any thread."""
+    def send(self, update: updates.Update | Callable[[], Awaitable[None]]) -> None:
+        """Queue an update (or a step that sends its own, in its turn); safe from any thread."""
         loop = self._loop
         if loop is None:
             return
@@ -104,7 +110,10 @@ class EditorUI:
             try:
                 if update is None:
                     return
-                await self.conn.session_update(session_id=self.session_id, update=update)
+                if callable(update):
+                    await update()
+                else:
+                    await self.conn.session_update(session_id=self.session_id, update=update)
             except (ConnectionError, OSError):
                 pass  # nobody reads any more: the updates have nowhere to go
             except Exception as e:  # one update the client refused must not stop the rest
@@ -214,7 +223,33 @@ class EditorUI:
         call = self._calls.pop((agent, ev.call_id), None)
         if call is None:
             return
+        if self.client.terminal and updates.kind_of(call.tool) == "execute":
+            self.send(lambda: self._in_terminal(call.acp_id, ev))
+            return
         self.send(updates.tool_end(call.acp_id, ev, self.workspace))
+
+    async def _in_terminal(self, acp_id: str, ev: ToolFinished) -> None:
+        """A finished command's output shown in a terminal of the editor (a `terminal` block
+        before the result), released once the call's update holds it."""
+        terminal = None
+        try:
+            made = await self.conn.create_terminal(session_id=self.session_id, command=sys.executable,
+                                                   args=["-I", "-c", SHOW_OUTPUT, escape_controls(ev.result)],
+                                                   cwd=str(self.workspace))
+            terminal = made.terminal_id
+            await asyncio.wait_for(self.conn.wait_for_terminal_exit(session_id=self.session_id, terminal_id=terminal),
+                                   TERMINAL_SECS)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # the result is still shown as text
+            log(f"the editor's terminal could not show a command's output ({type(e).__name__}: {e})")
+        extra: list[updates.Content] = [s.TerminalToolCallContent(type="terminal", terminal_id=terminal)] \
+            if terminal is not None else []
+        await self.conn.session_update(session_id=self.session_id,
+                                       update=updates.tool_end(acp_id, ev, self.workspace, extra))
+        if terminal is not None:
+            with contextlib.suppress(Exception):
+                await self.conn.release_terminal(session_id=self.session_id, terminal_id=terminal)
 
     # -- the approval seam -------------------------------------------------------------------
     async def confirm(self, request: ApprovalRequest) -> ApprovalReply:
