@@ -163,3 +163,29 @@ def test_sigterm_closes_the_sessions_and_exits_143(workspace: Path, server: Fake
     code, mcp_pid = run(scenario())
     assert code == 143
     assert not alive(mcp_pid)
+
+
+def test_sessions_in_two_folders_never_run_a_program_either_folder_could_write(tmp_path: Path, server: FakeServer) -> None:
+    """The first folder's `bin/git` is first on PATH; a session in a second folder must not
+    take it for nanohermes's own git (its git_status, its checkpoints), as the first must not."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in (first, second):
+        folder.mkdir()
+    mark = tmp_path / "ran"
+    (first / "bin").mkdir()
+    fake = first / "bin" / "git"
+    fake.write_text(f"#!/bin/sh\necho planted >> {mark}\nexit 1\n")
+    fake.chmod(0o755)
+    server.add(tool_reply(call("git_status", {})), Reply(text="status"))
+    editor = Editor()
+    env = env_for(server, PATH=f"{first / 'bin'}{os.pathsep}{os.environ['PATH']}")
+
+    async def scenario() -> str:
+        async with agent(editor, first, server, stderr=tmp_path / "err", env=env) as a:
+            await a.conn.initialize(protocol_version=1)
+            await a.conn.new_session(cwd=str(first), mcp_servers=[])
+            new = await a.conn.new_session(cwd=str(second), mcp_servers=[])
+            return await a.ask(new.session_id, "status?")
+
+    assert run(scenario()) == "end_turn"
+    assert not mark.exists()

@@ -179,6 +179,12 @@ class Server:
         except NanohermesError as e:
             raise _error(e) from None
         agent = built.agent
+        # Several sessions, perhaps in several folders, share this process: the programs
+        # nanohermes starts for itself are found outside every one's writable roots.
+        from nanohermes import programs
+        from nanohermes.gate import writable_roots
+
+        programs.keep(writable_roots(workspace, config))
         ui.session_id = agent.session.id or f"unsaved-{uuid.uuid4().hex[:12]}"
         ui.tools = lambda: built.agent.runtime.tools
         ui.mode = lambda: built.agent.runtime.policy.mode
@@ -275,7 +281,7 @@ class Server:
         from nanohermes.config import describe_ask
         from nanohermes.trust import decline_trust, trust_folder
 
-        trust, live.trust = live.trust, None
+        trust = live.trust
         assert trust is not None
         listed = "\n".join(f"- {describe_ask(k, v)}" for k, v in list(trust.asks.items())[:20])
         more = f"\n- … and {len(trust.asks) - 20} more keys" if len(trust.asks) > 20 else ""
@@ -283,7 +289,8 @@ class Server:
                 f"trust:\n{listed}{more}\n\nTrusting {live.workspace} lets them apply now and on later starts (saved "
                 f"to trusted_projects in {trust.user_file}).")
         answer = await live.ui.ask_yes_no("Trust this folder?", body, "Trust this folder", "Continue without them",
-                                          yes_kind="allow_always")
+                                          yes_kind="allow_always")  # a cancelled prompt asks again at the next one
+        live.trust = None  # answered (a cancelled question: without them, asked again in a later session)
         if answer is False:
             await asyncio.to_thread(decline_trust, live.workspace, trust.asks)
         if not answer:
