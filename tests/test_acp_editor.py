@@ -42,7 +42,7 @@ def test_the_model_reads_the_unsaved_buffer_and_approved_edits_go_through_the_ed
     app.write_text("name = 'disk'\n")
     make = workspace / "Makefile"
     make.write_text("all:\n\ttrue\n")
-    editor = Editor(answers=["allow_once", "allow_once", "allow_once"])
+    editor = Editor(answers=["allow_once", "allow_once", "allow_once", "allow_once"])
     editor.buffers[str(app)] = "name = 'unsaved'\n"
 
     def person_types(body: dict[str, Any]) -> Any:  # between the model's read and its edit
@@ -53,6 +53,7 @@ def test_the_model_reads_the_unsaved_buffer_and_approved_edits_go_through_the_ed
                tool_reply(call("edit_file", {"path": "app.py", "old_string": "unsaved", "new_string": "model"})),
                tool_reply(call("read_file", {"path": "Makefile"})),
                tool_reply(call("edit_file", {"path": "Makefile", "old_string": "true", "new_string": "echo hi"})),
+               tool_reply(call("write_file", {"path": "pkg/new.py", "content": "fresh = 1\n"})),
                person_types, Reply(text="done"))
 
     async def scenario() -> str:
@@ -66,6 +67,7 @@ def test_the_model_reads_the_unsaved_buffer_and_approved_edits_go_through_the_ed
     assert (str(app), "name = 'model'\n") in editor.writes  # through the editor, which saved it
     assert (str(make), "all:\n\techo hi\n") in editor.writes
     assert app.read_text() == "name = 'model'\n" and make.read_text() == "all:\n\techo hi\n"
+    assert (str(workspace / "pkg" / "new.py"), "fresh = 1\n") in editor.writes  # a new file too, its folder made first
     # The person's change in the buffer after the model read it: the edit is refused, nothing lost.
     assert "changed on disk since you last read" in results(server)[-1]
     assert editor.buffers[str(app)] == "name = 'typed meanwhile'\n"

@@ -189,3 +189,36 @@ def test_sessions_in_two_folders_never_run_a_program_either_folder_could_write(t
 
     assert run(scenario()) == "end_turn"
     assert not mark.exists()
+
+
+def test_the_editors_http_and_sse_servers_are_reached_with_their_headers(workspace: Path, server: FakeServer,
+                                                                          tmp_path: Path) -> None:
+    import npm_mcp
+
+    bin_dir = npm_mcp.install()
+    proc = subprocess.Popen([sys.executable, DEMO, "--http"], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        assert line.startswith("PORT "), line
+        http = s.HttpMcpServer(type="http", name="web", url=f"http://127.0.0.1:{int(line.split()[1])}/mcp",
+                               headers=[s.HttpHeader(name="X-Editor", value="zed")])
+        with npm_mcp.everything(bin_dir, "sse") as sse_url:
+            sse = s.SseMcpServer(type="sse", name="every", url=sse_url, headers=[])
+            server.add(tool_reply(call("mcp__web__header", {"name": "X-Editor"})),
+                       tool_reply(call("mcp__every__echo", {"message": "over sse"})), Reply(text="both"))
+            editor = Editor(answers=["allow_once", "allow_once"])
+
+            async def scenario() -> str:
+                async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
+                    await a.conn.initialize(protocol_version=1)
+                    new = await a.conn.new_session(cwd=str(workspace), mcp_servers=[http, sse])
+                    return await a.ask(new.session_id, "headers")
+
+            assert run(scenario()) == "end_turn"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    names = [t["function"]["name"] for t in server.requests[0]["tools"]]
+    assert "mcp__web__header" in names and "mcp__every__echo" in names
+    assert "zed" in server.requests[1]["messages"][-1]["content"]
+    assert "over sse" in server.requests[2]["messages"][-1]["content"]

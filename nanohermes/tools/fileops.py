@@ -242,11 +242,12 @@ def open_current(ctx: ToolContext, real: Path) -> tuple[BinaryIO, bytes | None]:
 
 def write_current(ctx: ToolContext, real: Path, data: bytes, mode: int | None = None) -> None:
     """Write `data` to `real` (a resolved, judged path): through the editor when one holds the
-    session and the write is one it can make as it is (an existing regular file of the
-    workspace, still reached without a link, its mode kept, its bytes UTF-8 text without a
-    BOM); else `atomic_write`."""
+    session and the write is one it can make as it is (a file of the workspace, still reached
+    without a link, a regular file whose mode stays or a new one, its bytes UTF-8 text without
+    a BOM; missing folders are made first, as `atomic_write` makes them); else `atomic_write`."""
     held = buffers(ctx)
     if held is not None and _editor_can_write(ctx, real, data, mode):
+        os.close(open_dir(real.parent, create=True))  # folders opened one by one, never through a link
         if held.write(real, data.decode("utf-8")):
             return
     atomic_write(real, data, mode)
@@ -254,14 +255,21 @@ def write_current(ctx: ToolContext, real: Path, data: bytes, mode: int | None = 
 
 def _editor_can_write(ctx: ToolContext, real: Path, data: bytes, mode: int | None) -> bool:
     try:
-        st = os.stat(real, follow_symlinks=False)
         data.decode("utf-8")
-    except (OSError, UnicodeDecodeError):
+    except UnicodeDecodeError:
+        return False
+    try:
+        st: os.stat_result | None = os.stat(real, follow_symlinks=False)
+    except FileNotFoundError:
+        st = None  # a new file
+    except OSError:
         return False
     root = Path(os.path.realpath(ctx.workspace))
-    return (stat.S_ISREG(st.st_mode) and not data.startswith(BOM) and root in real.parents
-            and os.path.realpath(real) == str(real)
-            and (mode is None or stat.S_IMODE(mode) == stat.S_IMODE(st.st_mode)))
+    if data.startswith(BOM) or root not in real.parents or os.path.realpath(real) != str(real):
+        return False
+    if st is None:
+        return mode is None
+    return stat.S_ISREG(st.st_mode) and (mode is None or stat.S_IMODE(mode) == stat.S_IMODE(st.st_mode))
 
 
 def write_error(shown: str, e: OSError) -> ToolError:
