@@ -222,3 +222,30 @@ def test_the_editors_http_and_sse_servers_are_reached_with_their_headers(workspa
     assert "mcp__web__header" in names and "mcp__every__echo" in names
     assert "zed" in server.requests[1]["messages"][-1]["content"]
     assert "over sse" in server.requests[2]["messages"][-1]["content"]
+
+
+def test_a_folder_whose_config_is_wrong_is_refused_with_the_error_and_its_hint(workspace: Path, tmp_path: Path,
+                                                                              server: FakeServer) -> None:
+    from acp import RequestError
+
+    bad = workspace / ".nanohermes" / "config.json"
+    bad.parent.mkdir()
+    bad.write_text('{"max_turns": "many"}')
+    good = tmp_path / "good"
+    good.mkdir()
+    editor = Editor()
+
+    async def scenario() -> tuple[RequestError, str]:
+        async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
+            await a.conn.initialize(protocol_version=1)
+            try:
+                await a.conn.new_session(cwd=str(workspace), mcp_servers=[])
+            except RequestError as e:
+                error = e
+            new = await a.conn.new_session(cwd=str(good), mcp_servers=[])
+            return error, new.session_id
+
+    error, other = run(scenario())
+    assert error.code == -32603 and "max_turns" in str(error) and str(bad) in str(error)
+    assert isinstance(error.data, dict) and error.data.get("hint")
+    assert other  # the agent serves the next folder
