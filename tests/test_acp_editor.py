@@ -204,3 +204,30 @@ def test_a_commands_output_shows_in_a_terminal_of_the_editor_when_it_offers_them
     assert shown["command"] == sys.executable and shown["args"][:2] == ["-I", "-c"]
     assert shown["output"] == result.replace("\x1b", "\\x1b")  # escaped: the terminal shows it, never acts on it
     assert shown["released"] and (workspace / "t").exists()  # the command ran here, not in the editor
+
+
+def test_a_big_or_binary_file_is_read_from_the_disk_never_sent_whole_by_the_editor(
+        workspace: Path, home: Path, server: FakeServer, tmp_path: Path) -> None:
+    user_config(home, {"limits": {"read_file_max_bytes": 100}})
+    big = workspace / "big.log"
+    big.write_text("".join(f"line {i}\n" for i in range(50)))  # 440 bytes: over the lowered limit
+    small = workspace / "small.txt"
+    small.write_text("small on disk\n")
+    blob = workspace / "blob.bin"
+    blob.write_bytes(b"\x00\x01binary")
+    server.add(tool_reply(call("read_file", {"path": "big.log", "offset": 49, "limit": 2}),
+                          call("read_file", {"path": "blob.bin"}), call("read_file", {"path": "small.txt"})),
+               Reply(text="read"))
+    editor = Editor()
+    editor.buffers[str(small)] = "small in the editor\n"
+
+    async def scenario() -> str:
+        async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace, editor_fs=True)
+            return await a.ask(sid, "read")
+
+    assert run(scenario()) == "end_turn"
+    assert editor.reads == [str(small)]
+    window, binary, text = results(server)
+    assert window.startswith("49\tline 48\n50\tline 49")
+    assert "looks like a binary file" in binary and "small in the editor" in text

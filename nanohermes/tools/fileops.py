@@ -225,7 +225,7 @@ def read_current(ctx: ToolContext, real: Path) -> bytes:
     """The bytes of `real` (a resolved, judged path) as the person sees them: the editor's
     buffer when an editor holds the session, else the disk (`read_exact`)."""
     held = buffers(ctx)
-    text = held.read(real) if held is not None else None
+    text = held.read(real) if held is not None and _editor_reads(ctx, real) else None
     return read_exact(real) if text is None else text.encode("utf-8", errors="surrogateescape")
 
 
@@ -233,11 +233,25 @@ def open_current(ctx: ToolContext, real: Path) -> tuple[BinaryIO, bytes | None]:
     """`real` opened for reading as `read_current` reads it, and its bytes when they came
     from the editor (None: from the disk, whose stat tells their size)."""
     held = buffers(ctx)
-    text = held.read(real) if held is not None else None
+    text = held.read(real) if held is not None and _editor_reads(ctx, real) else None
     if text is None:
         return os.fdopen(open_exact(real), "rb"), None
     data = text.encode("utf-8", errors="surrogateescape")
     return io.BytesIO(data), data
+
+
+def _editor_reads(ctx: ToolContext, real: Path) -> bool:
+    """Is `real` a file the editor is asked for: a regular text file (no NUL in its head on
+    disk) of at most `read_file_max_bytes`? A bigger one (a log read by windows) or a binary
+    one is read from the disk, never sent whole over the protocol."""
+    try:
+        st = os.stat(real, follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > ctx.limits.read_file_max_bytes:
+            return False
+        with os.fdopen(open_exact(real), "rb") as f:
+            return not looks_binary(f.read(ctx.limits.binary_sniff_bytes))
+    except OSError:
+        return False
 
 
 def write_current(ctx: ToolContext, real: Path, data: bytes, mode: int | None = None) -> None:
