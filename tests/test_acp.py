@@ -350,3 +350,22 @@ def test_stop_reasons_and_an_endpoint_error_leave_the_session_usable(workspace: 
     assert first == "max_turn_requests"
     assert error.code == -32603 and "model says no" in str(error)
     assert again == "end_turn" and editor.said().endswith("back")
+
+
+def test_config_warnings_and_goal_mode_are_told_to_the_editor(workspace: Path, home: Path, server: FakeServer,
+                                                              tmp_path: Path) -> None:
+    config = home / ".config" / "nanohermes" / "config.json"
+    config.parent.mkdir(parents=True)
+    config.write_text('{"no_such_key": 1}')
+    editor = Editor()
+
+    async def scenario() -> str:
+        async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace)
+            await a.conn.set_session_mode(session_id=sid, mode_id="goal")
+            return sid
+
+    sid = run(scenario())
+    said = editor.said(sid)
+    assert "no_such_key" in said and "goal mode: every call runs without asking" in said
+    assert "no_such_key" in (tmp_path / "err").read_text()

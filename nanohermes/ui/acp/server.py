@@ -25,6 +25,8 @@ from acp import schema as s
 
 import nanohermes.ui.acp.updates as updates
 from nanohermes.modes import Mode
+from nanohermes.redact import redact
+from nanohermes.ui.visible import escape_controls
 from nanohermes.ui.acp.editor import ClientFiles, EditorUI, log
 from nanohermes.ui.acp.prompts import commands_of, prompt_input, run_prompt
 from nanohermes.ui.acp.state import Live, Options, Trust
@@ -35,6 +37,8 @@ if TYPE_CHECKING:
     from nanohermes.config import Config
 
 PROTOCOL_VERSION = 1
+GOAL_WARNING = ("goal mode: every call runs without asking (mode blocks and deny rules still apply); pick another "
+                "mode to go back")
 CLOSE_SECS = 10.0  # how long a session's close (MCP servers, tasks, hooks) may take at exit
 
 
@@ -199,16 +203,22 @@ class Server:
                 and not trust_declined(workspace, loaded.asks):
             trust = Trust(dict(loaded.asks), loaded.project_file, loaded.user_file)
         live = Live(ui.session_id, workspace, config, built, ui, mcp, trust)
-        for w in [*loaded.warnings, *built.warnings]:
+        live.warnings = [*loaded.warnings, *built.warnings]
+        if agent.runtime.policy.mode == Mode.GOAL:
+            live.warnings.append(GOAL_WARNING)
+        for w in live.warnings:
             log(f"warning: {w}")
         self.sessions[live.id] = live
         live.started = asyncio.get_running_loop().create_task(built.start())
         return live
 
     def _after_open(self, live: Live) -> None:
-        """What the editor is told once it knows the session: its commands."""
+        """What the editor is told once it knows the session: its commands, and the warnings
+        of reading its config (the REPL shows them as it starts)."""
         live.shown_commands = commands_of(live)
         live.ui.send(updates.commands(live.shown_commands))
+        for w in live.warnings:
+            live.ui.send(updates.message_chunk(f"> **warning:** {escape_controls(redact(w))}\n\n"))
 
     def _live(self, session_id: str) -> Live:
         live = self.sessions.get(session_id)
@@ -225,6 +235,8 @@ class Server:
             raise RequestError(-32602, f"unknown mode {mode_id!r}", {"modes": [m.value for m in Mode]}) from None
         live.agent.runtime.set_mode(mode)
         live.ui.check_mode()
+        if mode == Mode.GOAL:
+            live.ui.send(updates.message_chunk(f"> **warning:** {GOAL_WARNING}\n\n"))
         await live.ui.flush()
         return s.SetSessionModeResponse()
 

@@ -49,6 +49,7 @@ class Live:
     started: asyncio.Task[None] | None = None  # the session start (MCP servers)
     active: asyncio.Task[Any] | None = None  # the prompt being answered
     shown_commands: list[updates.Command] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # of reading its config and building it
 
     @property
     def agent(self) -> Any:
