@@ -4,8 +4,9 @@ A prompt's blocks become one message: text as it is; an embedded resource (a fil
 selection the editor sends whole) as a `<file path=...>` block, clamped as an `@` mention is;
 a resource link as the path or URI it names; an image as an image of the message when the
 model takes images (`images_to_model`), else a note saying it was left out. A prompt starting
-with `/name` runs nanohermes's `init` or a custom command (Claude Code's and ours), as `-p`
-runs them; the editor lists them (`commands_of`) without the slash.
+with `/name` runs nanohermes's `/init` or `/export` or a custom command (Claude Code's and ours)
+as `-p` runs them; the editor lists `init` and the custom commands (`commands_of`) without the
+slash.
 """
 
 from __future__ import annotations
@@ -94,31 +95,30 @@ def commands_of(live: Live) -> list[updates.Command]:
 
 
 async def run_prompt(live: Live, text: str, images: tuple[Image, ...]) -> str:
-    """Run the prompt's turn (a command's, when it starts with one) and return its stop reason."""
+    """Run the prompt's turn and return its stop reason. A prompt of text goes the way `-p`
+    sends one (`custom_commands.ask`: `/init`, `/export` and the custom commands run, the rest
+    is the model's); a command that cannot run here, or that ends without doing its job, is
+    said in the answer. A prompt with images is the model's as it is."""
     from nanohermes import custom_commands
-    from nanohermes.custom_commands import init_prompt
-    from nanohermes.events import Notice
-    from nanohermes.ui.commands import load_commands
+    from nanohermes.errors import NanohermesError, UsageError
 
     agent = live.agent
-    if text.lstrip().startswith("/"):
-        name, arguments = custom_commands.split(text)
-        if name == "init":
-            if agent.runtime.policy.mode == "plan":
-                live.ui.send(updates.message_chunk("/init writes AGENTS.md, and plan mode writes nothing: switch to "
-                                                   "another mode first."))
-                return "end_turn"
-            return STOP_REASONS[(await agent.ask(init_prompt(live.workspace, arguments), images)).reason]
-        command = custom_commands.discover(live.workspace).commands.get(name)
-        builtin = load_commands().get(name)
-        if command is not None and (builtin is None or builtin.source):
-            prompt, notes = await custom_commands.prompt_for(command, arguments, agent.runtime)
-            for note in notes:
-                agent.ui.emit(Notice(level="warning" if "not attached" in note else "info", text=note))
-            result = await custom_commands.run(agent, command, prompt, lambda p: agent.ask(p, images))
-            return STOP_REASONS[result.reason]
-        if builtin is not None:
-            live.ui.send(updates.message_chunk(f"/{name} is a command of the terminal REPL; here `/init` and the custom "
-                                               "commands run. To ask the model about it, put the question in words."))
-            return "end_turn"
-    return STOP_REASONS[(await agent.ask(text, images)).reason]
+    if images:
+        return STOP_REASONS[(await agent.ask(text, images)).reason]
+    command = text.lstrip().startswith("/")
+    try:
+        result = await custom_commands.ask(agent, text)
+    except UsageError:
+        if not command:
+            raise
+        name = custom_commands.split(text)[0]
+        live.ui.send(updates.message_chunk(f"/{name} is a command of the terminal REPL; here `/init`, `/export` and "
+                                           "the custom commands run. To ask the model about it, put the question in "
+                                           "words."))
+        return "end_turn"
+    except NanohermesError as e:
+        if not command:
+            raise
+        live.ui.send(updates.message_chunk(e.message + (f"\n\nhint: {e.hint}" if e.hint else "")))
+        return "end_turn"
+    return STOP_REASONS[result.reason]
