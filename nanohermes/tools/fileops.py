@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from nanohermes.budget import clamp
-from nanohermes.pathrules import open_dir, open_exact, read_exact, swapped
+from nanohermes.pathrules import open_dir, swapped
 from nanohermes.tools.base import ToolContext, ToolError
 
 
@@ -224,6 +224,8 @@ def buffers(ctx: ToolContext) -> Buffers | None:
 def read_current(ctx: ToolContext, real: Path) -> bytes:
     """The bytes of `real` (a resolved, judged path) as the person sees them: the editor's
     buffer when an editor holds the session, else the disk (`read_exact`)."""
+    from nanohermes.pathrules import read_exact
+
     held = buffers(ctx)
     text = held.read(real) if held is not None and _editor_reads(ctx, real) else None
     return read_exact(real) if text is None else text.encode("utf-8", errors="surrogateescape")
@@ -232,6 +234,8 @@ def read_current(ctx: ToolContext, real: Path) -> bytes:
 def open_current(ctx: ToolContext, real: Path) -> tuple[BinaryIO, bytes | None]:
     """`real` opened for reading as `read_current` reads it, and its bytes when they came
     from the editor (None: from the disk, whose stat tells their size)."""
+    from nanohermes.pathrules import open_exact
+
     held = buffers(ctx)
     text = held.read(real) if held is not None and _editor_reads(ctx, real) else None
     if text is None:
@@ -244,6 +248,8 @@ def _editor_reads(ctx: ToolContext, real: Path) -> bool:
     """Is `real` a file the editor is asked for: a regular text file (no NUL in its head on
     disk) of at most `read_file_max_bytes`? A bigger one (a log read by windows) or a binary
     one is read from the disk, never sent whole over the protocol."""
+    from nanohermes.pathrules import open_exact
+
     try:
         st = os.stat(real, follow_symlinks=False)
         if not stat.S_ISREG(st.st_mode) or st.st_size > ctx.limits.read_file_max_bytes:
@@ -254,17 +260,17 @@ def _editor_reads(ctx: ToolContext, real: Path) -> bool:
         return False
 
 
-def write_current(ctx: ToolContext, real: Path, data: bytes, mode: int | None = None) -> None:
-    """Write `data` to `real` (a resolved, judged path): through the editor when one holds the
+def editor_write(ctx: ToolContext, real: Path, data: bytes, mode: int | None = None) -> bool:
+    """Write `data` to `real` (a resolved, judged path) through the editor, when one holds the
     session and the write is one it can make as it is (a file of the workspace, still reached
     without a link, a regular file whose mode stays or a new one, its bytes UTF-8 text without
-    a BOM; missing folders are made first, as `atomic_write` makes them); else `atomic_write`."""
+    a BOM; missing folders are made first, as `atomic_write` makes them). False: not written,
+    the caller writes the disk (`atomic_write`)."""
     held = buffers(ctx)
-    if held is not None and _editor_can_write(ctx, real, data, mode):
-        os.close(open_dir(real.parent, create=True))  # folders opened one by one, never through a link
-        if held.write(real, data.decode("utf-8")):
-            return
-    atomic_write(real, data, mode)
+    if held is None or not _editor_can_write(ctx, real, data, mode):
+        return False
+    os.close(open_dir(real.parent, create=True))  # folders opened one by one, never through a link
+    return held.write(real, data.decode("utf-8"))
 
 
 def _editor_can_write(ctx: ToolContext, real: Path, data: bytes, mode: int | None) -> bool:

@@ -28,11 +28,13 @@ from nanohermes.tools.base import Approval, Params, ReadOnlyTool, Tool, ToolCont
 from nanohermes.tools.fileops import (
     BOM,
     TextFile,
+    atomic_write,
     bounded_diff,
     checked_write_target,
     diff_stat,
     guard_fresh,
     looks_binary,
+    editor_write,
     near_namesakes,
     open_current,
     read_current,
@@ -40,7 +42,6 @@ from nanohermes.tools.fileops import (
     shown_path,
     unified_diff,
     with_eol,
-    write_current,
     write_error,
 )
 
@@ -391,7 +392,8 @@ class _Writer(Tool[_WP]):
         if change.already:
             return ToolResult(text=change.report)  # the edit stands already: the file is not touched
         try:
-            write_current(ctx, change.target, change.new_bytes, change.mode)
+            if not editor_write(ctx, change.target, change.new_bytes, change.mode):  # an editor's buffer first
+                atomic_write(change.target, change.new_bytes, change.mode)
         except OSError as e:
             raise write_error(change.shown, e) from None
         remember_file(ctx, change.target, change.new_bytes)

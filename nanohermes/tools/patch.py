@@ -31,6 +31,7 @@ from nanohermes.tools.fileops import (
     changed_since_seen,
     checked_write_target,
     diff_stat,
+    editor_write,
     forget_file,
     guard_fresh,
     looks_binary,
@@ -39,7 +40,6 @@ from nanohermes.tools.fileops import (
     remember_file,
     shown_path,
     unified_diff,
-    write_current,
 )
 from nanohermes.tools.patches.begin_patch import FileOp, apply_begin_patch, is_begin_patch, parse_begin_patch
 from nanohermes.tools.patches.common import Outcome, PatchError
@@ -317,7 +317,8 @@ class ApplyPatch(Tool[ApplyPatchParams]):
                 if executable is not None:
                     base = mode if mode is not None else (0o666 & ~_umask())
                     mode = base | 0o111 if executable else base & ~0o111
-                write_current(ctx, target, data, mode)
+                if not editor_write(ctx, target, data, mode):  # an editor's buffer first
+                    atomic_write(target, data, mode)
                 remember_file(ctx, target, data)
         except OSError as e:
             _restore(originals)
