@@ -14,7 +14,7 @@ from nanohermes.budget import plural
 from nanohermes.errors import ContextTooLongError
 from nanohermes.events import UI, MessageAdded, ModelStarted, Notice, ReasoningDelta, TextDelta, TurnEnded
 from nanohermes.llm import LLM
-from nanohermes.messages import Completion, Message, ToolCall, Usage
+from nanohermes.messages import Completion, Image, Message, ToolCall, Usage
 from nanohermes.runtime import INTERRUPTED, Runtime
 from nanohermes.session import Session
 
@@ -111,11 +111,12 @@ class Agent:
     def messages(self) -> list[Message]:
         return [Message.system(self.full_prompt()), *self.session.history]
 
-    async def ask(self, prompt: str) -> TurnResult:
+    async def ask(self, prompt: str, images: tuple[Image, ...] = ()) -> TurnResult:
+        """One turn on `prompt` (and `images` sent with it, for a model that takes them)."""
         hooked = await self._prompt_hooks(prompt)
         if hooked is None:
             return self._end("error", 0, 0, "")
-        self._append(Message.user(hooked))
+        self._append(Message("user", hooked, images=images))
         turns = calls = 0
         pending: tuple[ToolCall, ...] = ()
         results: dict[str, Message] = {}

@@ -23,7 +23,7 @@ from nanohermes.modes import Effort, Mode, SandboxMode, Wire
 
 # How -p prints: the answer's text, one JSON object, or one JSON event per line.
 Format = Literal["text", "json", "stream-json"]
-SUBCOMMANDS = ("doctor", "sessions")
+SUBCOMMANDS = ("doctor", "sessions", "acp")
 STDIN = "-"  # the prompt of `-p -`, or of a bare `-p`: read from standard input
 HELP_NAMES = ("-h", "--help")  # typer's own option, not one of OPTIONS
 _TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}

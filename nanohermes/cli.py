@@ -162,7 +162,7 @@ def _make_app(launch: Callable[[Launch], int] | None = None, first_prompt: str |
             _print_version()
             raise typer.Exit(0)
         if ctx.invoked_subcommand is not None:
-            ctx.obj = {"cwd": values["cwd"]}
+            ctx.obj = {"cwd": values["cwd"], "values": values}
             return
         raise typer.Exit((launch or run)(_launch(values, first_prompt)))
 
@@ -190,6 +190,13 @@ def _make_app(launch: Callable[[Launch], int] | None = None, first_prompt: str |
                 code = _fail(e, False)
         raise typer.Exit(code)
 
+    def acp(ctx: typer.Context, **values: Any) -> None:
+        """Serve the Agent Client Protocol on stdin and stdout: editors (Zed, JetBrains, Neovim,
+        Emacs) drive nanohermes through it. Takes the REPL's options; see docs/editors.md."""
+        _leave(acp_command(values, (ctx.obj or {}).get("values")))
+
+    app.command("acp")(_with_options(acp, typer, only=ACP_OPTIONS))
+
     @app.command("sessions")
     def sessions_cmd(
         ctx: typer.Context,
@@ -202,13 +209,16 @@ def _make_app(launch: Callable[[Launch], int] | None = None, first_prompt: str |
     return app
 
 
-def _with_options(root: Callable[..., None], typer: Any) -> Callable[..., None]:
+def _with_options(root: Callable[..., None], typer: Any, only: tuple[str, ...] | None = None) -> Callable[..., None]:
     """`root` with a signature typer reads as the root command's options: `argv.OPTIONS`, in
-    their order (a flag is false by default and shows no metavar; an option not given is None)."""
+    their order (a flag is false by default and shows no metavar; an option not given is None);
+    `only`: those of these dests."""
     import inspect
 
     params = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)]
     for opt in argv.OPTIONS:
+        if only is not None and opt.dest not in only:
+            continue
         kind = opt.kind if opt.flag or opt.default is not None else opt.kind | None
         info = typer.Option(False if opt.flag else opt.default, *opt.names, help=opt.help, min=opt.min,
                             metavar="" if opt.flag else None)
@@ -216,6 +226,31 @@ def _with_options(root: Callable[..., None], typer: Any) -> Callable[..., None]:
     root.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]  # typer reads it through inspect
     root.__annotations__ = {p.name: p.annotation for p in params}
     return root
+
+
+# The REPL's options that `nanohermes acp` takes (the editor starts its sessions, so no
+# --continue or --resume; no -p and its output options).
+ACP_OPTIONS = ("model", "base_url", "api_key", "mode", "yes", "sandbox", "config", "cwd", "max_turns", "wire_api",
+               "reasoning_effort", "no_session", "verbose")
+
+
+def acp_command(values: dict[str, Any], before: dict[str, Any] | None = None) -> int:
+    """`nanohermes acp`: its options (those given before `acp` too, which its own override),
+    then the protocol on stdin and stdout until stdin closes."""
+    given = {k: v for k, v in (before or {}).items() if k in ACP_OPTIONS and v not in (None, False)}
+    given.update({k: v for k, v in values.items() if v not in (None, False)})
+    full: dict[str, Any] = {opt.dest: False if opt.flag else opt.default for opt in argv.OPTIONS}
+    full.update(given)
+    try:
+        workspace = _workspace(full["cwd"])
+        from nanohermes.ui.acp import Options, serve
+    except Exception as e:
+        return _fail(e, full["verbose"])
+    try:
+        return serve(Options(flags=argv.config_flags(full), config_file=full["config"], cwd=workspace,
+                             save_session=not full["no_session"], verbose=full["verbose"]))
+    except (KeyboardInterrupt, Exception) as e:
+        return _fail(e, full["verbose"])
 
 
 def list_sessions_command(cwd: Path | None, as_json: bool) -> int:

@@ -203,10 +203,14 @@ class Completion:
 def with_images(messages: Sequence[Message]) -> list[tuple[Message, list[tuple[str, Image]]]]:
     """Each message, and after the last of a run of tool results, the images those results
     carried (with the call each came from): a tool message holds only text on every wire, so
-    the images follow the results as one user message of image parts."""
+    the images follow the results as one user message of image parts. A prompt's images
+    (from an editor) follow the prompt the same way, with no call ("")."""
     out: list[tuple[Message, list[tuple[str, Image]]]] = []
     pending: list[tuple[str, Image]] = []
     for i, m in enumerate(messages):
+        if m.role == "user" and m.images:  # a prompt's own images follow it the same way
+            out.append((m, [("", img) for img in m.images]))
+            continue
         pending += [(m.tool_call_id or "", img) for img in m.images] if m.role == "tool" else []
         last_of_run = m.role == "tool" and (i + 1 == len(messages) or messages[i + 1].role != "tool")
         out.append((m, pending if last_of_run else []))
@@ -216,5 +220,7 @@ def with_images(messages: Sequence[Message]) -> list[tuple[Message, list[tuple[s
 
 
 def image_intro(images: list[tuple[str, Image]]) -> str:
-    calls = ", ".join(dict.fromkeys(call for call, _ in images))
+    calls = ", ".join(dict.fromkeys(call for call, _ in images if call))
+    if not calls:
+        return f"The image{'s' if len(images) > 1 else ''} attached to the prompt above:"
     return f"The image{'s' if len(images) > 1 else ''} returned by tool call {calls}:"

@@ -32,6 +32,7 @@ from typing import TypeVar
 _T = TypeVar("_T")
 
 _roots: tuple[str, ...] | None = None
+_kept: tuple[str, ...] = ()  # roots of every session this process serves (`keep`)
 _found: dict[tuple[str, tuple[str, ...]], str | None] = {}
 
 # Settings for every git nanohermes runs for itself: no program a repository's config names
@@ -46,9 +47,18 @@ GIT_OWN: tuple[str, ...] = (
 
 def settle(roots: Iterable[os.PathLike[str] | str]) -> None:
     """The writable roots of this session (the workspace, its git folders, extra roots):
-    programs are found outside them from now on."""
+    programs are found outside them from now on (and outside the ones `keep` kept)."""
     global _roots
-    _roots = tuple(dict.fromkeys(os.path.realpath(os.path.expanduser(os.fspath(r))) for r in roots))
+    _roots = tuple(dict.fromkeys([*_kept, *(os.path.realpath(os.path.expanduser(os.fspath(r))) for r in roots)]))
+
+
+def keep(roots: Iterable[os.PathLike[str] | str]) -> None:
+    """Writable roots that stay excluded for the rest of the process, whatever a later
+    `settle` names: a process serving sessions in several folders (`nanohermes acp`) finds
+    programs outside every one's roots, a sub-agent's settle included."""
+    global _kept
+    _kept = tuple(dict.fromkeys([*_kept, *(os.path.realpath(os.path.expanduser(os.fspath(r))) for r in roots)]))
+    settle(writable_roots())
 
 
 def writable_roots() -> tuple[str, ...]:

@@ -1,7 +1,8 @@
 """What the file tools and apply_patch share: how a path is named to the model, what read
 rules withhold from a walk or a listing, the checks before a file is written, text decoded so that it encodes back to the same bytes, atomic
 writes, the stale-file guard (what the model has seen of each file this session), the likely
-namesakes of a path that does not exist, and the unified diff shown to people for an edit.
+namesakes of a path that does not exist, the unified diff shown to people for an edit, and the
+editor's buffers a file is read from and written through when a front end works in an editor.
 
 Each helper takes the resolved path the call was judged on (see `nanohermes.pathrules`):
 nothing here resolves a model-given path (`shown_path` reads the written one only to name
@@ -12,11 +13,13 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import io
 import os
 import secrets
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO, Protocol
 
 from nanohermes.budget import clamp, plural
 from nanohermes.pathrules import open_dir, swapped
@@ -229,6 +232,105 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
             pass
     finally:
         os.close(dfd)
+
+
+# --------------------------------------------------------------------------------------
+# the editor's buffers
+#
+# A front end that works inside an editor (ACP) puts a `Buffers` in the session state: the
+# file tools then read a file as the editor holds it (unsaved edits included) and write
+# through it, so an open buffer never conflicts with its file. Everything else (the checks
+# before a write, the stale-file guard, the checkpoints' scan of the disk) is unchanged.
+
+BUFFERS_KEY = "files.buffers"
+
+
+class Buffers(Protocol):
+    """The editor's view of the files. Called from a tool's worker thread, never the loop."""
+
+    def read(self, real: Path) -> str | None:
+        """The text of `real` as the editor holds it; None: read the disk."""
+
+    def write(self, real: Path, text: str) -> bool:
+        """Write `real` through the editor; False: not taken (write the disk). Raises OSError
+        when the editor refused the write."""
+
+
+def buffers(ctx: ToolContext) -> Buffers | None:
+    """The session's editor buffers, when a front end put them there."""
+    held: Buffers | None = ctx.state.get(BUFFERS_KEY)
+    return held
+
+
+def read_current(ctx: ToolContext, real: Path) -> bytes:
+    """The bytes of `real` (a resolved, judged path) as the person sees them: the editor's
+    buffer when an editor holds the session, else the disk (`read_exact`)."""
+    from nanohermes.pathrules import read_exact
+
+    held = buffers(ctx)
+    text = held.read(real) if held is not None and _editor_reads(ctx, real) else None
+    return read_exact(real) if text is None else text.encode("utf-8", errors="surrogateescape")
+
+
+def open_current(ctx: ToolContext, real: Path) -> tuple[BinaryIO, bytes | None]:
+    """`real` opened for reading as `read_current` reads it, and its bytes when they came
+    from the editor (None: from the disk, whose stat tells their size)."""
+    from nanohermes.pathrules import open_exact
+
+    held = buffers(ctx)
+    text = held.read(real) if held is not None and _editor_reads(ctx, real) else None
+    if text is None:
+        return os.fdopen(open_exact(real), "rb"), None
+    data = text.encode("utf-8", errors="surrogateescape")
+    return io.BytesIO(data), data
+
+
+def _editor_reads(ctx: ToolContext, real: Path) -> bool:
+    """Is `real` a file the editor is asked for: a regular text file (no NUL in its head on
+    disk) of at most `read_file_max_bytes`? A bigger one (a log read by windows) or a binary
+    one is read from the disk, never sent whole over the protocol."""
+    from nanohermes.pathrules import open_exact
+
+    try:
+        st = os.stat(real, follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > ctx.limits.read_file_max_bytes:
+            return False
+        with os.fdopen(open_exact(real), "rb") as f:
+            return not looks_binary(f.read(ctx.limits.binary_sniff_bytes))
+    except OSError:
+        return False
+
+
+def editor_write(ctx: ToolContext, real: Path, data: bytes, mode: int | None = None) -> bool:
+    """Write `data` to `real` (a resolved, judged path) through the editor, when one holds the
+    session and the write is one it can make as it is (a file of the workspace, still reached
+    without a link, a regular file whose mode stays or a new one, its bytes UTF-8 text without
+    a BOM; missing folders are made first, as `atomic_write` makes them). False: not written,
+    the caller writes the disk (`atomic_write`)."""
+    held = buffers(ctx)
+    if held is None or not _editor_can_write(ctx, real, data, mode):
+        return False
+    os.close(open_dir(real.parent, create=True))  # folders opened one by one, never through a link
+    return held.write(real, data.decode("utf-8"))
+
+
+def _editor_can_write(ctx: ToolContext, real: Path, data: bytes, mode: int | None) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    try:
+        st: os.stat_result | None = os.stat(real, follow_symlinks=False)
+    except FileNotFoundError:
+        st = None  # a new file
+    except OSError:
+        return False
+    root = Path(os.path.realpath(ctx.workspace))
+    if data.startswith(BOM) or root not in real.parents or os.path.realpath(real) != str(real):
+        return False
+    if st is None:
+        return mode is None
+    return stat.S_ISREG(st.st_mode) and (mode is None or stat.S_IMODE(mode) == stat.S_IMODE(st.st_mode))
 
 
 def write_error(shown: str, e: OSError) -> ToolError:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, ClassVar, TypeVar
 
 from nanohermes.budget import Limits
-from nanohermes.pathrules import held, open_exact, read_exact, swapped
+from nanohermes.pathrules import held, open_exact, swapped
 from nanohermes.permissions import Effect, SubjectKind
 from nanohermes.tools.base import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError, ToolResult, about
 from nanohermes.tools.fileops import (
@@ -35,7 +35,10 @@ from nanohermes.tools.fileops import (
     diff_stat,
     guard_fresh,
     looks_binary,
+    editor_write,
     near_namesakes,
+    open_current,
+    read_current,
     remember_file,
     shown_path,
     unified_diff,
@@ -132,7 +135,7 @@ class ReadFile(ReadOnlyTool[ReadFileParams]):
         shown = shown_path(ctx, args.path, real)
         st = _stat_file(shown, self.name, real, ctx)
         try:
-            f = os.fdopen(open_exact(real), "rb")
+            f, held = open_current(ctx, real)  # the editor's buffer, when an editor holds the session
         except OSError as e:
             if swapped(e):
                 raise ToolError(f"cannot read {shown}: a symlink appeared in its path after it was checked; "
@@ -140,16 +143,18 @@ class ReadFile(ReadOnlyTool[ReadFileParams]):
             raise ToolError(f"cannot read {shown}: {e.strerror}; check its permissions") from None
         with f:
             if looks_binary(f.read(lim.binary_sniff_bytes)):
-                raise ToolError(f"{shown} looks like a binary file ({st.st_size} bytes); read_file shows text files only")
+                raise ToolError(f"{shown} looks like a binary file ({st.st_size if held is None else len(held)} bytes); "
+                                "read_file shows text files only")
             # A window given explicitly streams even a huge file; the default whole read is gated.
             windowed = args.offset is not None or args.limit is not None
-            if st.st_size > lim.read_file_max_bytes and not windowed:
+            size = st.st_size if held is None else len(held)
+            if size > lim.read_file_max_bytes and not windowed:
                 raise ToolError(
-                    f"{shown} is {st.st_size} bytes (> {lim.read_file_max_bytes}); read it in chunks with offset/limit"
+                    f"{shown} is {size} bytes (> {lim.read_file_max_bytes}); read it in chunks with offset/limit"
                 )
             limit = args.limit if args.limit is not None else lim.read_file_window_lines
             text = self._window(f, shown, args.offset or 1, limit, lim)
-        remember_file(ctx, real)
+        remember_file(ctx, real, held)  # a buffer's bytes: a later edit of it there is seen as a change
         return text
 
     @staticmethod
@@ -397,7 +402,8 @@ class _Writer(Tool[_WP]):
         if change.already:
             return ToolResult(text=change.report)  # the edit stands already: the file is not touched
         try:
-            atomic_write(change.target, change.new_bytes, change.mode)
+            if not editor_write(ctx, change.target, change.new_bytes, change.mode):  # an editor's buffer first
+                atomic_write(change.target, change.new_bytes, change.mode)
         except OSError as e:
             raise write_error(change.shown, e) from None
         remember_file(ctx, change.target, change.new_bytes)
@@ -435,7 +441,7 @@ def _load_text(ctx: ToolContext, path: str, tool: str, real: Path) -> tuple[Path
     if st.st_size > ctx.limits.edit_file_max_bytes:
         raise ToolError(f"{shown} is {st.st_size} bytes (> {ctx.limits.edit_file_max_bytes}); too big to edit in memory")
     try:
-        data = read_exact(target)
+        data = read_current(ctx, target)
     except OSError as e:
         raise ToolError(f"cannot read {shown}: {e.strerror}; check its permissions") from None
     if looks_binary(data[: ctx.limits.binary_sniff_bytes]):
@@ -476,7 +482,7 @@ class WriteFile(_Writer[WriteFileParams]):
                 mode = st.st_mode
                 # The old content only feeds the diff: a huge or binary file is not loaded for it.
                 whole = st.st_size <= ctx.limits.edit_file_max_bytes
-                data = read_exact(target) if whole else b"\x00"
+                data = read_current(ctx, target) if whole else b"\x00"
                 head = data if whole else _head(target, ctx.limits.binary_sniff_bytes)
             except OSError as e:
                 raise ToolError(f"cannot read {shown}: {e.strerror}; check its permissions") from None

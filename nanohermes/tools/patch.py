@@ -34,10 +34,12 @@ from nanohermes.tools.fileops import (
     changed_since_seen,
     checked_write_target,
     diff_stat,
+    editor_write,
     forget_file,
     guard_fresh,
     looks_binary,
     near_namesakes,
+    read_current,
     remember_file,
     shown_path,
     unified_diff,
@@ -312,7 +314,7 @@ class ApplyPatch(Tool[ApplyPatchParams]):
             st = target.stat()
             if st.st_size > ctx.limits.edit_file_max_bytes:
                 raise ToolError(f"{path} is {st.st_size} bytes (> {ctx.limits.edit_file_max_bytes}); too big to patch in memory")
-            data = read_exact(target)
+            data = read_current(ctx, target)  # the editor's buffer, when an editor holds the session
             if looks_binary(data[: ctx.limits.binary_sniff_bytes]):
                 raise ToolError(f"{path} looks like a binary file ({len(data)} bytes); apply_patch changes text files only")
             guard_fresh(ctx, target, path, data)
@@ -386,7 +388,8 @@ class ApplyPatch(Tool[ApplyPatchParams]):
                 if executable is not None:
                     base = mode if mode is not None else (0o666 & ~_umask())
                     mode = base | 0o111 if executable else base & ~0o111
-                atomic_write(target, data, mode)
+                if not editor_write(ctx, target, data, mode):  # an editor's buffer first
+                    atomic_write(target, data, mode)
                 remember_file(ctx, target, data)
         except OSError as e:
             _restore(originals)

@@ -1,0 +1,124 @@
+"""What an editor's prompt becomes, and the commands it may start with.
+
+A prompt's blocks become one message: text as it is; an embedded resource (a file or a
+selection the editor sends whole) as a `<file path=...>` block, clamped as an `@` mention is;
+a resource link as the path or URI it names; an image as an image of the message when the
+model takes images (`images_to_model`), else a note saying it was left out. A prompt starting
+with `/name` runs nanohermes's `/init` or `/export` or a custom command (Claude Code's and ours)
+as `-p` runs them; the editor lists `init` and the custom commands (`commands_of`) without the
+slash.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
+
+from acp import schema as s
+
+from nanohermes.messages import Image
+import nanohermes.ui.acp.updates as updates
+
+if TYPE_CHECKING:
+    from nanohermes.config import Config
+    from nanohermes.ui.acp.state import Live
+
+INIT = updates.Command("init", "Study the repository and write (or improve) AGENTS.md, in one turn",
+                       "what else AGENTS.md should say")
+STOP_REASONS = {"completed": "end_turn", "max_turns": "max_turn_requests", "interrupted": "cancelled",
+                "error": "refusal"}
+
+
+def _path_of(uri: str, workspace: Path) -> str:
+    """A file URI's path (relative to the workspace inside it); any other URI as it is."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return uri
+    path = unquote(parsed.path)
+    try:
+        return Path(path).relative_to(workspace).as_posix()
+    except ValueError:
+        return path
+
+
+def prompt_input(blocks: list[Any], config: Config, workspace: Path) -> tuple[str, tuple[Image, ...], list[str]]:
+    """(the message's text, its images, notes for the person on what was left out)."""
+    from nanohermes.budget import clamp
+
+    parts: list[str] = []
+    images: list[Image] = []
+    notes: list[str] = []
+    limit = config.build_limits().max_output
+    for block in blocks:
+        if isinstance(block, s.TextContentBlock):
+            parts.append(block.text)
+        elif isinstance(block, s.ResourceContentBlock):
+            parts.append(_path_of(block.uri, workspace))
+        elif isinstance(block, s.EmbeddedResourceContentBlock):
+            res = block.resource
+            where = _path_of(res.uri, workspace)
+            if isinstance(res, s.TextResourceContents):
+                parts.append(f'<file path="{where}">\n{clamp(res.text, limit)}\n</file>')
+            elif (res.mime_type or "").startswith("image/") and config.images_to_model:
+                images.append(Image(res.mime_type or "", res.blob, where))
+            else:
+                notes.append(f"{where} is not text, so it was left out of the prompt")
+        elif isinstance(block, s.ImageContentBlock):
+            if config.images_to_model:
+                images.append(Image(block.mime_type, block.data, block.uri or ""))
+            else:
+                notes.append("an image was left out of the prompt: this model is not set up to take images "
+                             "(config images_to_model)")
+        else:
+            notes.append(f"a {getattr(block, 'type', 'kind of')} block was left out of the prompt: nanohermes sends "
+                         "text, files and images")
+    return "\n\n".join(p for p in parts if p), tuple(images), notes
+
+
+def commands_of(live: Live) -> list[updates.Command]:
+    """`init` and the custom commands of the session's folder (a REPL command's name hides a
+    custom one, as it does in the REPL), in name order."""
+    from nanohermes import custom_commands
+    from nanohermes.ui.commands import load_commands
+
+    builtins = load_commands()
+    found = custom_commands.discover(live.workspace).commands
+    listed = [INIT]
+    for name, c in sorted(found.items()):
+        builtin = builtins.get(name)
+        if builtin is None or builtin.source:
+            listed.append(updates.Command(c.name, c.description or f"custom command ({os.path.basename(c.where)})",
+                                          c.argument_hint))
+    return listed
+
+
+async def run_prompt(live: Live, text: str, images: tuple[Image, ...]) -> str:
+    """Run the prompt's turn and return its stop reason. A prompt of text goes the way `-p`
+    sends one (`custom_commands.ask`: `/init`, `/export` and the custom commands run, the rest
+    is the model's); a command that cannot run here, or that ends without doing its job, is
+    said in the answer. A prompt with images is the model's as it is."""
+    from nanohermes import custom_commands
+    from nanohermes.errors import NanohermesError, UsageError
+
+    agent = live.agent
+    if images:
+        return STOP_REASONS[(await agent.ask(text, images)).reason]
+    command = text.lstrip().startswith("/")
+    try:
+        result = await custom_commands.ask(agent, text)
+    except UsageError:
+        if not command:
+            raise
+        name = custom_commands.split(text)[0]
+        live.ui.send(updates.message_chunk(f"/{name} is a command of the terminal REPL; here `/init`, `/export` and "
+                                           "the custom commands run. To ask the model about it, put the question in "
+                                           "words."))
+        return "end_turn"
+    except NanohermesError as e:
+        if not command:
+            raise
+        live.ui.send(updates.message_chunk(e.message + (f"\n\nhint: {e.hint}" if e.hint else "")))
+        return "end_turn"
+    return STOP_REASONS[result.reason]

@@ -1,0 +1,255 @@
+"""How nanohermes's tool calls, plans, modes and commands read as the protocol's session updates.
+
+Pure mapping, no I/O: a call's kind comes from its tool's declaration (what it touches and
+what it does with it), its title is one line a person reads, its locations are the absolute
+paths it names, and its result is the clamped text the model reads, with a `diff` block for
+each file an edit changed (read back from the unified diff the edit shows people). A saved
+history is turned into the updates a live turn would have sent (`replay`), for `session/load`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from acp import schema as s
+
+from nanohermes.events import TodoItem, ToolFinished
+from nanohermes.messages import Message
+from nanohermes.modes import Mode
+from nanohermes.ui.visible import escape_controls, status_of
+
+if TYPE_CHECKING:
+    from nanohermes.tools import Tool
+
+ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"]
+Content = s.ContentToolCallContent | s.FileEditToolCallContent | s.TerminalToolCallContent
+Update = (s.UserMessageChunk | s.AgentMessageChunk | s.AgentThoughtChunk | s.ToolCallStart | s.ToolCallProgress
+          | s.AgentPlanUpdate | s.AvailableCommandsUpdate | s.CurrentModeUpdate)
+
+TITLE_CHARS = 160  # a title is one line; the whole input is in rawInput
+
+# The modes as the editor offers them: nanohermes's own words are the ids.
+MODE_TEXT: dict[Mode, tuple[str, str]] = {
+    Mode.DEFAULT: ("Default", "Asks before edits, commands (but read-only ones), commits and new hosts"),
+    Mode.ACCEPT_EDITS: ("Accept edits", "Edits inside the workspace run without asking; commands still ask"),
+    Mode.PLAN: ("Plan", "Reads and plans; nothing is written or run"),
+    Mode.DEBUG: ("Debug", "Nothing is written; commands are asked"),
+    Mode.GOAL: ("Goal", "Nothing is asked: every call runs unattended (mode blocks and deny rules still apply)"),
+}
+
+
+def text(piece: str) -> s.TextContentBlock:
+    return s.TextContentBlock(type="text", text=piece)
+
+
+def message_chunk(piece: str) -> s.AgentMessageChunk:
+    return s.AgentMessageChunk(session_update="agent_message_chunk", content=text(piece))
+
+
+def thought_chunk(piece: str) -> s.AgentThoughtChunk:
+    return s.AgentThoughtChunk(session_update="agent_thought_chunk", content=text(piece))
+
+
+def modes(current: Mode) -> s.SessionModeState:
+    return s.SessionModeState(current_mode_id=current.value, available_modes=[
+        s.SessionMode(id=mode.value, name=name, description=about) for mode, (name, about) in MODE_TEXT.items()])
+
+
+def mode_update(mode: Mode) -> s.CurrentModeUpdate:
+    return s.CurrentModeUpdate(session_update="current_mode_update", current_mode_id=mode.value)
+
+
+def plan(items: tuple[TodoItem, ...]) -> s.AgentPlanUpdate:
+    """The whole todo list, as the protocol wants it every time; the item being worked on is
+    the high-priority one."""
+    return s.AgentPlanUpdate(session_update="plan", entries=[
+        s.PlanEntry(content=i.content, status=i.status, priority="high" if i.status == "in_progress" else "medium")
+        for i in items])
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command the editor offers after a slash (its name without one)."""
+
+    name: str
+    description: str
+    hint: str = ""  # what the arguments are; "" when it takes none
+
+
+def commands(listed: list[Command]) -> s.AvailableCommandsUpdate:
+    return s.AvailableCommandsUpdate(session_update="available_commands_update", available_commands=[
+        s.AvailableCommand(name=c.name, description=c.description or c.name,
+                           input=s.AvailableCommandInput(root=s.UnstructuredCommandInput(hint=c.hint)) if c.hint else None)
+        for c in listed])
+
+
+# -- tool calls ---------------------------------------------------------------------------------
+
+def kind_of(tool: Tool | None) -> ToolKind:
+    """The protocol's kind of a tool, from what the tool declares it touches and does."""
+    if tool is None:
+        return "other"
+    if tool.group == "search":
+        return "search"
+    if tool.group == "plan":
+        return "think"
+    if tool.kind == "command":
+        return "execute"
+    if tool.kind == "host":
+        return "fetch"
+    if tool.kind == "path":
+        return "edit" if tool.effect == "write" else "read"
+    return "other"
+
+
+def title(name: str, summary: str) -> str:
+    """`run_command: pytest -q`: the tool and what it is given, on one line, controls escaped."""
+    one = escape_controls(summary, newlines=True)
+    if len(one) > TITLE_CHARS:
+        one = one[: TITLE_CHARS - 1] + "…"
+    return f"{name}: {one}" if one else name
+
+
+def locations(tool: Tool | None, arguments: dict[str, Any] | str, workspace: Path) -> list[s.ToolCallLocation]:
+    """The absolute paths a call names (a path tool's subjects, joined to the workspace as the
+    tool joins them), with the line a read starts at."""
+    if tool is None or tool.kind != "path" or not isinstance(arguments, dict):
+        return []
+    try:
+        named = tool.subjects(tool.parse(arguments))
+    except Exception:  # arguments a tool cannot read name nothing to show
+        return []
+    line = arguments.get("offset")
+    out: list[s.ToolCallLocation] = []
+    for written in dict.fromkeys(named):
+        p = Path(os.path.expanduser(written))
+        full = os.path.normpath(p if p.is_absolute() else workspace / p)
+        out.append(s.ToolCallLocation(path=full, line=line if isinstance(line, int) and line >= 1 else None))
+    return out
+
+
+def status(ev: ToolFinished) -> Literal["completed", "failed"]:
+    return "completed" if status_of(ev) == "ok" else "failed"
+
+
+_HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def diffs(diff: str, workspace: Path) -> list[s.FileEditToolCallContent]:
+    """One `diff` block per hunk of a unified diff (as edits show people): the lines the hunk
+    had and has, under the file's absolute path; a created file has no old text. A hunk is
+    read by the counts its header gives, so a line that looks like a header inside it is text."""
+    out: list[s.FileEditToolCallContent] = []
+    old_name = new_name = ""
+    lines = diff.splitlines(keepends=True)
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if line.startswith("--- "):
+            old_name = _name(line[4:])
+        elif line.startswith("+++ "):
+            new_name = _name(line[4:])
+        elif (m := _HUNK.match(line)) and new_name:
+            want_old = int(m.group(2)) if m.group(2) is not None else 1
+            want_new = int(m.group(4)) if m.group(4) is not None else 1
+            old: list[str] = []
+            new: list[str] = []
+            while i < len(lines) and (len(old) < want_old or len(new) < want_new):
+                body, tag = lines[i][1:], lines[i][:1]
+                if tag == "\\":  # "\ No newline at end of file": the line before had none
+                    for side in (old, new):
+                        if side and side[-1].endswith("\n"):
+                            side[-1] = side[-1][:-1]
+                elif tag in (" ", "-", "+"):
+                    if tag != "+":
+                        old.append(body)
+                    if tag != "-":
+                        new.append(body)
+                else:
+                    break  # a cut diff: the rest of the hunk is not there
+                i += 1
+            if i < len(lines) and lines[i].startswith("\\"):
+                for side in (old, new):
+                    if side and side[-1].endswith("\n"):
+                        side[-1] = side[-1][:-1]
+                i += 1
+            path = new_name if new_name != "/dev/null" else old_name
+            out.append(s.FileEditToolCallContent(type="diff", path=_absolute(path, workspace),
+                                                 old_text=None if old_name == "/dev/null" else "".join(old),
+                                                 new_text="".join(new)))
+    return out
+
+
+def _name(header: str) -> str:
+    name = header.rstrip("\n").split("\t", 1)[0]
+    return name[2:] if name[:2] in ("a/", "b/") else name
+
+
+def _absolute(shown: str, workspace: Path) -> str:
+    return shown if os.path.isabs(shown) else os.path.normpath(workspace / shown)
+
+
+def result_content(result: str, display: str | None, workspace: Path) -> list[Content]:
+    """What a finished call shows: the diff blocks of an edit, then the result the model reads."""
+    blocks: list[Content] = list(diffs(display, workspace)) if display else []
+    blocks.append(s.ContentToolCallContent(type="content", content=text(result)))
+    return blocks
+
+
+def tool_start(call_id: str, tool: Tool | None, name: str, arguments: dict[str, Any] | str, summary: str,
+               workspace: Path) -> s.ToolCallStart:
+    return s.ToolCallStart(session_update="tool_call", tool_call_id=call_id, title=title(name, summary),
+                           kind=kind_of(tool), status="pending", locations=locations(tool, arguments, workspace),
+                           raw_input=arguments)
+
+
+def tool_end(call_id: str, ev: ToolFinished, workspace: Path, extra: list[Content] | None = None) -> s.ToolCallProgress:
+    return s.ToolCallProgress(session_update="tool_call_update", tool_call_id=call_id, status=status(ev),
+                              content=[*(extra or []), *result_content(ev.result, ev.display, workspace)],
+                              raw_output=ev.result)
+
+
+# -- a saved history, replayed -----------------------------------------------------------------
+
+def replay(history: list[Message], tools: dict[str, Tool], workspace: Path) -> Iterator[Update]:
+    """The updates a live session would have sent for `history`: each prompt, the thinking
+    and answer of each model reply, each call with its result."""
+    import json
+
+    ids: dict[str, str] = {}  # a call's id in the history -> in the updates (ids repeat across replies)
+    for n, m in enumerate(history):
+        if m.role == "user":
+            if m.content:
+                yield s.UserMessageChunk(session_update="user_message_chunk", content=text(m.content))
+            for img in m.images:
+                yield s.UserMessageChunk(session_update="user_message_chunk",
+                                         content=s.ImageContentBlock(type="image", data=img.data, mime_type=img.mime))
+        elif m.role == "assistant":
+            if m.reasoning:
+                yield thought_chunk(m.reasoning)
+            if m.content:
+                yield message_chunk(m.content)
+            for c in m.tool_calls:
+                ids[c.id] = f"{c.id}@h{n}"
+                try:
+                    args: dict[str, Any] | str = json.loads(c.arguments)
+                except ValueError:
+                    args = c.arguments
+                tool = tools.get(c.name)
+                summary = ""
+                if tool is not None and isinstance(args, dict):
+                    try:
+                        summary = tool.summary(tool.parse(args))
+                    except Exception:  # arguments the tool refuses: the title is its name
+                        summary = ""
+                yield tool_start(ids[c.id], tool, c.name, args if isinstance(args, dict) else c.arguments, summary,
+                                 workspace)
+        elif m.role == "tool" and m.tool_call_id is not None:
+            ev = ToolFinished(call_id=m.tool_call_id, name="", result=m.content or "", is_error=False, elapsed=0.0)
+            yield tool_end(ids.get(m.tool_call_id, m.tool_call_id), ev, workspace)
