@@ -230,8 +230,8 @@ def _with_options(root: Callable[..., None], typer: Any, only: tuple[str, ...] |
 
 # The REPL's options that `nanohermes acp` takes (the editor starts its sessions, so no
 # --continue or --resume; no -p and its output options).
-ACP_OPTIONS = ("model", "base_url", "api_key", "mode", "yes", "sandbox", "config", "cwd", "max_turns", "wire_api",
-               "reasoning_effort", "no_session", "verbose")
+ACP_OPTIONS = ("model", "base_url", "api_key", "mode", "yes", "dangerously_skip_permissions", "sandbox", "config", "cwd",
+               "max_turns", "wire_api", "reasoning_effort", "no_session", "verbose")
 
 
 def acp_command(values: dict[str, Any], before: dict[str, Any] | None = None) -> int:
