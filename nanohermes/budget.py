@@ -60,6 +60,7 @@ class Limits:
     project_docs_chars: int = 20_000  # the AGENTS.md chain in the system prompt, nested files loaded later included
     doc_import_depth: int = 5  # hops of `@path` imports followed from an instruction file
     own_file_max_bytes: int = 1 * MiB  # one file nanohermes reads into the prompt by itself (instructions, commands, ...)
+    command_file_output_chars: int = 10_000  # one `!` command's output, put into a command file's prompt
     todo_items: int = 50  # items in one todo_write
     memory_text_chars: int = 500  # one memory_save sentence
     memory_search_max_results: int = 50  # upper clamp of memory_search `limit`
