@@ -302,6 +302,25 @@ def test_without_a_model_list_an_alias_is_trusted_and_a_claude_name_is_not(turn,
                "serves" in ran.err
 
 
+# -- user-level files --------------------------------------------------------------------------
+def test_user_level_claude_commands_skills_and_agents_are_found(turn, server: FakeServer, home: Path) -> None:  # type: ignore[no-untyped-def]
+    write(home / ".claude" / "commands" / "mine.md", "Mine: $ARGUMENTS")
+    write(home / ".claude" / "skills" / "release" / "SKILL.md",
+          "---\nname: release\ndescription: How we cut a release\n---\nTag, then push.")
+    write(home / ".claude" / "agents" / "scout.md",
+          "---\nname: scout\ndescription: Finds where things are\ntools: Read, Grep\n---\nOnly look.")
+    server.add(Reply(text="ok"))
+    ran = turn("-p", "/mine the cache", server=server)
+    assert ran.code == 0, ran.err
+    body = server.requests[0]
+    assert body["messages"][-1]["content"] == "Mine: the cache"
+    assert "- release: How we cut a release" in body["messages"][0]["content"]
+    specs = {t["function"]["name"]: t["function"] for t in body["tools"]}
+    assert specs["skill"]["parameters"]["properties"]["name"]["enum"] == ["release"]
+    assert specs["subagent"]["parameters"]["properties"]["agent"]["enum"] == ["scout"]
+    assert "scout: Finds where things are" in specs["subagent"]["description"]
+
+
 def test_the_config_key_reads_in_the_user_file(turn, server: FakeServer, home: Path) -> None:  # type: ignore[no-untyped-def]
     """`model_aliases` is a key of the user's file; an untrusted project's is not applied."""
     from nanohermes.config import load_config
@@ -313,3 +332,19 @@ def test_the_config_key_reads_in_the_user_file(turn, server: FakeServer, home: P
     loaded = load_config(ws)
     assert loaded.config.model_aliases == {"sonnet": "a"} and "model_aliases" in loaded.asks
 
+
+def test_a_sub_agent_the_commands_turn_starts_gets_no_grant(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
+                                                             home: Path) -> None:
+    git_repo(workspace)
+    write(home / ".claude" / "commands" / "commit.md", COMMIT)
+    write(home / ".claude" / "agents" / "committer.md", "---\ndescription: Commits\ntools: Bash\n---\nCommit.")
+    server.add(tool_reply(call("subagent", {"agent": "committer", "task": "commit a.txt", "wait": True})),
+               tool_reply(call("run_command", {"command": "git add a.txt"})),
+               Reply(text="child: tried"), Reply(text="parent: done"))
+    ran = turn("-p", "/commit first", server=server)
+    assert ran.code == 0, ran.err
+    staged = subprocess.run(["git", "-C", str(workspace), "diff", "--cached", "--name-only"], capture_output=True,
+                            text=True, check=True).stdout
+    assert staged == "" and log(workspace) == []
+    child_results = [m["content"] for m in server.requests[2]["messages"] if m["role"] == "tool"]
+    assert child_results[0].startswith("Denied by the user") and "refused run_command `git add a.txt`" in ran.err

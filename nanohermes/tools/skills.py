@@ -3,7 +3,7 @@
 A skill is a folder holding `SKILL.md`: YAML front matter with `name` and `description`,
 then the instructions. Folders are searched in order (the first skill of a name wins):
 `<workspace>/.nanohermes/skills`, `$XDG_CONFIG_HOME/nanohermes/skills`, and, for
-compatibility, `<workspace>/.claude/skills`. A file with bad front matter is skipped with a
+compatibility, Claude Code's `<workspace>/.claude/skills` and `~/.claude/skills`. A file with bad front matter is skipped with a
 warning naming it. The system prompt carries a one-line index; the tool returns the body.
 Every SKILL.md is read through the one reader of `nanohermes.ownreads` (a project's skill
 that reaches outside the workspace waits for a person's yes, a secret is never read, ...);
@@ -78,7 +78,7 @@ def parse_skill(text: str) -> tuple[dict[str, Any], str]:
 def skill_roots(workspace: Path, config_dir: Path) -> list[tuple[Path, Owner]]:
     """Where skills are looked for, first wins; with whose they are."""
     return [(workspace / ".nanohermes" / "skills", "project"), (config_dir / "skills", "user"),
-            (workspace / ".claude" / "skills", "project")]
+            (workspace / ".claude" / "skills", "project"), (Path.home() / ".claude" / "skills", "user")]
 
 
 def discover_skills(workspace: Path, *, config_dir: Path | None = None, reader: OwnReader | None = None) -> SkillSet:
