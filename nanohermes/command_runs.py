@@ -242,7 +242,8 @@ class ShellRun:
             if not verdict.text.startswith(DENIED_PREFIX):
                 return False, verdict.text.removeprefix("ERROR: ")
             if runtime.own_reader.asks:
-                return False, "it needs approval, and the answer was no"
+                said = verdict.text.partition(", who said: ")[2].split("\nDo not retry", 1)[0]
+                return False, "it needs approval, and the answer was no" + (f", with: {said}" if said else "")
             word = line.split()[0]
             return False, (f"it needs approval, and nobody is here to give it; to let it run unasked, allow it in the "
                            f"command file (allowed-tools: Bash({word}:*)), with a permissions.allow rule, or with --yes")

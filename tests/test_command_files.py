@@ -348,3 +348,39 @@ def test_a_sub_agent_the_commands_turn_starts_gets_no_grant(turn, server: FakeSe
     assert staged == "" and log(workspace) == []
     child_results = [m["content"] for m in server.requests[2]["messages"] if m["role"] == "tool"]
     assert child_results[0].startswith("Denied by the user") and "refused run_command `git add a.txt`" in ran.err
+
+
+# -- the REPL ----------------------------------------------------------------------------------
+def test_in_the_repl_a_bang_command_the_gate_asks_about_is_asked_and_runs_on_a_yes(workspace: Path,
+                                                                                  home: Path) -> None:
+    from test_repl_pty import Term
+
+    write(home / ".claude" / "commands" / "mk.md", "Made: !`touch made.txt`\nRefused: !`touch never.txt`")
+    write(workspace / ".claude" / "commands" / "look.md", "Look: !`ls`")  # an untrusted project's: asked
+    with FakeServer() as server:
+        server.add(Reply(text="all done"), Reply(text="looked"))
+        t = Term(workspace, home, server)
+        try:
+            t.prompt()
+            t.type("/mk")
+            t.wait("run_command touch made.txt")
+            t.wait("a `!` command of a command file, run before the prompt of /mk")
+            t.child.send("y")
+            t.wait("run_command touch never.txt")
+            t.child.send("n")
+            t.wait("note for the model")
+            t.type("not that one")
+            t.wait("all done")
+            t.prompt()
+            t.type("/look")
+            t.wait("a `!` command of a command file of this project, which is not trusted")
+            t.child.send("y")
+            t.wait("looked")
+            t.leave()
+        finally:
+            if t.child.isalive():
+                t.child.terminate(force=True)
+        assert (workspace / "made.txt").exists() and not (workspace / "never.txt").exists()
+        assert prompt_of(server) == ("Made: (no output)\nRefused: [`touch never.txt` was not run: it needs approval, "
+                                     "and the answer was no, with: not that one]")
+        assert prompt_of(server, 1) == "Look: made.txt"
