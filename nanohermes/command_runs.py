@@ -100,7 +100,7 @@ def is_trusted_here(runtime: Runtime) -> bool:
 
 def untrusted_note(runtime: Runtime) -> str:
     return (f"this project is not trusted; to allow it, add \"{runtime.workspace.resolve()}\" to trusted_projects in "
-            "your config (the REPL's folder-trust question does)")
+            "your config")
 
 
 # -- allowed-tools -----------------------------------------------------------------------------

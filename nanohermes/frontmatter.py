@@ -92,7 +92,8 @@ def _written(block: str) -> dict[str, str]:
             continue
         if line[:1] in (" ", "\t") or stripped.startswith("- "):
             if key is None:
-                raise FrontMatterError(f"front matter line {n} is indented under no key: {_shown(line)}")
+                what = "a list item" if stripped.startswith("- ") else "indented"
+                raise FrontMatterError(f"front matter line {n} is {what} under no key: {_shown(line)}")
             out[key] += "\n" + line
             continue
         m = _KEY.match(line)
