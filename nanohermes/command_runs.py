@@ -22,7 +22,6 @@ commands, its `allowed-tools` and its `model`.
 from __future__ import annotations
 
 import re
-import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -81,6 +80,8 @@ class CommandFile(Protocol):
 def find_shell(body: str) -> tuple[str, list[Shell]]:
     """`body` with a marker in place of each `!` command, and the commands in order. The
     markers carry a random word, so no argument or attached file can spell one."""
+    import secrets
+
     nonce = secrets.token_hex(6)
     found: list[Shell] = []
 

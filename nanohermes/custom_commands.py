@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from nanohermes.budget import clamp, plural
-from nanohermes.command_runs import Shell, find_shell
 from nanohermes.dirs import config_home
 from nanohermes.ownreads import OwnReader, Owner, Skipped
 
 if TYPE_CHECKING:
     from nanohermes.agent import Agent, TurnResult
+    from nanohermes.command_runs import Shell
     from nanohermes.runtime import Runtime
 
 ATTACH = re.compile(r"(?<!\S)@(\S+)")
@@ -257,6 +257,8 @@ async def prompt_for(command: CustomCommand, arguments: str,
         if isinstance(got, Skipped):
             return None, "", [f"/{command.name} not run: {got}"]
         command = got
+    from nanohermes.command_runs import Shell, find_shell  # what runs when a command runs: not for a plain prompt
+
     body, shell = find_shell(command.body)
     command = replace(command, shell=tuple(Shell(s.marker, fill(s.line, arguments)) for s in shell))
     text, notes = await attach(expand(command, arguments, body), runtime, owner=command.owner)
