@@ -111,3 +111,33 @@ def test_a_config_sub_agent_wins_a_name_clash_with_a_file(turn, server: FakeServ
     spec = next(t["function"] for t in server.requests[0]["tools"] if t["function"]["name"] == "subagent")
     assert "explore: From the config" in spec["description"] and "From the file" not in spec["description"]
     assert f"{path}: sub-agent explore is also defined in the config (subagents), which wins; not offered" in ran.err
+
+
+def test_an_agent_file_reaching_outside_waits_for_a_yes_then_joins(server: FakeServer, workspace: Path,
+                                                                    tmp_path: Path) -> None:
+    """A trusted project's agent file linked outside the workspace is read only after a
+    person's yes, asked before the first prompt is sent; then it is offered."""
+    import asyncio
+
+    from nanohermes.assemble import build_agent
+    from nanohermes.config import Config
+    from nanohermes.events import ApprovalRequest, RecordingUI
+
+    shared = write(tmp_path / "shared" / "scout.md", "---\ndescription: Scouts\n---\nLook around.")
+    (workspace / ".claude" / "agents").mkdir(parents=True)
+    (workspace / ".claude" / "agents" / "scout.md").symlink_to(shared)
+    server.add(Reply(text="ok"))
+    ui = RecordingUI(answers=["once"])
+    config = Config(base_url=server.base_url, api_key="k", model="fake-model", checkpoints=False,
+                    trusted_projects=[str(workspace)])
+    built = build_agent(config, workspace, ui, save_session=False, asks=True)
+    assert built.subagents is None  # nothing read yet: the file waits for the question
+
+    async def session() -> None:
+        async with built.session() as agent:
+            await agent.ask("hi")
+
+    asyncio.run(session())
+    [question] = ui.of(ApprovalRequest)
+    assert question.summary == str(shared) and "(agent file)" in question.detail
+    assert "subagent" in tool_names(server.requests[0])
