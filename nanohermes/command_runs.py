@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nanohermes.budget import Limits, clamp
-from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Event, Notice
+from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, ToolProgress
 from nanohermes.permissions import Policy, Rule
 
 if TYPE_CHECKING:
@@ -210,7 +210,7 @@ class ShellRun:
 
     async def _run(self, i: int, line: str) -> tuple[bool, str]:
         """(whether it ran, its output or why not)."""
-        from nanohermes.gate import DENIED_PREFIX, Gate, Refusal
+        from nanohermes.gate import Gate, Refusal
         from nanohermes.permissions import blocked
         from nanohermes.tools import ToolContext, ToolError
 
@@ -235,19 +235,12 @@ class ShellRun:
                      runtime.config, runtime.workspace, runtime.limits, runtime.hooks)
         gate = Gate(host)
         ctx = ToolContext(workspace=runtime.workspace, limits=runtime.limits, config=runtime.config,
-                          call_id=f"command-{self.command.name}-{i + 1}", emit=self.emit,
+                          call_id=f"command-{self.command.name}-{i + 1}", emit=self._quiet,
                           state=runtime.session.state, session_folder=runtime.session.folder)
         summary = tool.summary(args)
         verdict = await gate.judge(tool, args, ctx, summary)
         if isinstance(verdict, Refusal):
-            if not verdict.text.startswith(DENIED_PREFIX):
-                return False, verdict.text.removeprefix("ERROR: ")
-            if runtime.own_reader.asks:
-                said = verdict.text.partition(", who said: ")[2].split("\nDo not retry", 1)[0]
-                return False, "it needs approval, and the answer was no" + (f", with: {said}" if said else "")
-            word = line.split()[0]
-            return False, (f"it needs approval, and nobody is here to give it; to let it run unasked, allow it in the "
-                           f"command file (allowed-tools: Bash({word}:*)), with a permissions.allow rule, or with --yes")
+            return False, self._refused(verdict.text, line)
         if untrusted and verdict.basis != "person" and not await self._asked(tool, line, ctx.call_id, where):
             return False, "you answered no (this project is not trusted, so each of its `!` commands is asked)"
         ran = await gate.attempt(tool, verdict, ctx)
@@ -257,6 +250,24 @@ class ShellRun:
         if plain is None:
             return True, ran.text
         return True, plain.group(1) if plain.group(1) != "(empty)" else "(no output)"
+
+    def _refused(self, text: str, line: str) -> str:
+        """Why the gate's refusal (`text`, the call's result) kept the command from running."""
+        from nanohermes.gate import DENIED_PREFIX
+
+        if not text.startswith(DENIED_PREFIX):
+            return text.removeprefix("ERROR: ")
+        if self.runtime.own_reader.asks:
+            said = text.partition(", who said: ")[2].split("\nDo not retry", 1)[0]
+            return "it needs approval, and the answer was no" + (f", with: {said}" if said else "")
+        return (f"it needs approval, and nobody is here to give it; to let it run unasked, allow it in the command "
+                f"file (allowed-tools: Bash({line.split()[0]}:*)), with a permissions.allow rule, or with --yes")
+
+    def _quiet(self, event: Event) -> None:
+        """What the command emits as it runs, but its progress lines: no front end shows a
+        call here (the notices say what ran)."""
+        if not isinstance(event, ToolProgress):
+            self.emit(event)
 
     async def _asked(self, tool: Tool, line: str, call_id: str, where: str) -> bool:
         """A person's yes for an untrusted project's command the rules would let run."""

@@ -131,11 +131,9 @@ class SubagentManager:
     def child_runtime(self, name: str, ui: UI, run_id: str, limits: Limits | None = None) -> Runtime:
         """The child's tools and policy: the parent's, narrowed to the tools it lists;
         `limits`: its own (its model's context budget), else the parent's."""
-        from nanohermes.runtime import Runtime
-
-        from nanohermes.session import Session
-
         from nanohermes.command_runs import GRANT_ORIGIN
+        from nanohermes.runtime import Runtime
+        from nanohermes.session import Session
 
         parent = self.parent
         cfg = self.configs[name]
