@@ -1,8 +1,8 @@
 """What a command file does when it runs, beyond its prompt, as Claude Code runs it: its `!`
 commands, its `allowed-tools` and its `model`.
 
-- `` !`git status` `` (anywhere in the body, not after a letter, digit or `$`) and a fenced
-  block opened with ` ```! ` are commands run before the prompt is sent; each is replaced by
+- `` !`git status` `` (anywhere in the body, not after a letter, digit, `$` or backtick) and
+  a fenced block opened with ` ```! ` are commands run before the prompt is sent; each is replaced by
   its output (stdout, or the whole result with the exit code and stderr when it failed or
   wrote to stderr), clamped to `command_file_output_chars`. Only the command file's own text
   runs: `$1` and `$ARGUMENTS` inside one are filled in, but the arguments and attached files
@@ -39,9 +39,11 @@ if TYPE_CHECKING:
     from nanohermes.session import Session
     from nanohermes.tools import Tool
 
-# Claude Code's two spellings of a command in a prompt.
+# Claude Code's two spellings of a command in a prompt. An inline one is not right after a
+# letter, digit, `$` or backtick and does not start with a space, so prose about `!` itself
+# ("type `!` then `ls`") runs nothing.
 BLOCK = re.compile(r"```!\s*\n?(.*?)\n?```", re.S)
-INLINE = re.compile(r"(?<![\w$])!`([^`]+)`")
+INLINE = re.compile(r"(?<![\w$`])!`([^`\s][^`]*)`")
 # The origin of a rule granted by a command's allowed-tools: what a sub-agent never inherits.
 GRANT_ORIGIN = "allowed-tools of /"
 _PLAIN = re.compile(r"\Aexit code: 0\n\nstdout:\n(.*)\n\nstderr:\n\(empty\)\Z", re.S)

@@ -384,3 +384,18 @@ def test_in_the_repl_a_bang_command_the_gate_asks_about_is_asked_and_runs_on_a_y
         assert prompt_of(server) == ("Made: (no output)\nRefused: [`touch never.txt` was not run: it needs approval, "
                                      "and the answer was no, with: not that one]")
         assert prompt_of(server, 1) == "Look: made.txt"
+
+
+@pytest.mark.parametrize("body, lines", [
+    ("Status: !`git status`, branch !`git branch`", ["git status", "git branch"]),
+    ("```!\ngit log -1\necho two\n```", ["git log -1\necho two"]),
+    ("Wow!`not this` and $!`nor this`", []),
+    ("Type `!` then `ls` to run a shell line", []),  # prose about `!` itself
+    ("!` spaced`", []),
+])
+def test_which_spans_of_a_command_file_are_commands(body: str, lines: list[str]) -> None:
+    from nanohermes.command_runs import find_shell
+
+    text, found = find_shell(body)
+    assert [s.line for s in found] == lines
+    assert all(text.count(s.marker) == 1 for s in found) and (found or text == body)
