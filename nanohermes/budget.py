@@ -66,6 +66,7 @@ class Limits:
     memory_search_max_results: int = 50  # upper clamp of memory_search `limit`
     memory_busy_timeout_secs: float = 5.0  # wait for another process's write lock; 0: fail at once
     agent_preview_chars: int = 500  # a sub-agent's result preview in agent_list
+    agent_description_chars: int = 1024  # one sub-agent's description in the subagent tool's description
     session_budget_chars: int = 120_000  # history sent to the model before compaction
     aggregate_budget_chars: int | None = None  # tool results answering one message; None: min(200,000, session budget / 2)
     persisted_preview_chars: int = 2000  # preview left for a result saved to a file (aggregate budget, context overflow)

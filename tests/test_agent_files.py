@@ -141,3 +141,13 @@ def test_an_agent_file_reaching_outside_waits_for_a_yes_then_joins(server: FakeS
     [question] = ui.of(ApprovalRequest)
     assert question.summary == str(shared) and "(agent file)" in question.detail
     assert "subagent" in tool_names(server.requests[0])
+
+
+def test_a_long_description_is_cut_in_the_tool_description(turn, server: FakeServer, home: Path) -> None:  # type: ignore[no-untyped-def]
+    write(home / ".claude" / "agents" / "long.md",
+          "---\ndescription: Use this agent when the tests fail.\\n\\nExamples: a b c d e\n---\nBody.")
+    server.add(Reply(text="ok"))
+    ran = turn("-p", "go", server=server, config={"limits": {"agent_description_chars": 20}})
+    assert ran.code == 0, ran.err
+    spec = next(t["function"] for t in server.requests[0]["tools"] if t["function"]["name"] == "subagent")
+    assert spec["description"].endswith(" Sub-agents: long: Use this agent when… (38 more chars).")

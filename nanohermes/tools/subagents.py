@@ -334,8 +334,11 @@ class SubagentTool(Tool[SubagentParams]):
         spec = super().spec(limits)
         fn = spec["function"]
         fn["parameters"]["properties"]["agent"]["enum"] = list(self.manager.configs)
+        # Agent files often carry long descriptions (examples of when to use them): each is
+        # cut, so that many of them do not fill every request.
+        cap = (limits or Limits()).agent_description_chars
         fn["description"] += " Sub-agents: " + "; ".join(
-            f"{n}: {c.description}" for n, c in self.manager.configs.items()) + "."
+            f"{n}: {_cut(c.description, cap)}" for n, c in self.manager.configs.items()) + "."
         return spec
 
     async def run(self, args: SubagentParams, ctx: ToolContext) -> str:
@@ -378,6 +381,11 @@ class AgentListTool(ReadOnlyTool[AgentListParams]):
 
     async def run(self, args: AgentListParams, ctx: ToolContext) -> str:
         return self.manager.board()
+
+
+def _cut(text: str, cap: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= cap else text[:cap].rstrip() + f"… ({len(text) - cap} more chars)"
 
 
 def lists(name: str, tool: Tool) -> bool:
