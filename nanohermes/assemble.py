@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from nanohermes.agent import Agent
 from nanohermes.compact import Compactor
-from nanohermes.config import HOOK_EVENTS, Config, McpServerConfig
+from nanohermes.config import HOOK_EVENTS, Config, McpServerConfig, SubagentConfig
 from nanohermes.dirs import state_home
 from nanohermes.context import NestedDocs, ProjectDocs, load_project_docs, system_prompt
 from nanohermes.events import UI, Notice
@@ -174,8 +174,12 @@ class Built:
         self.skills = skill_tools.discover_skills(ws, reader=reader)
         prompt = system_prompt(ws, docs=self.docs, skill_index=skill_tools.skill_index(self.skills, limits))
         self.agent.system_prompt = prompt
+        configs = subagent_configs(runtime.config, ws, reader, [])  # what they warn of was said at start
         if self.subagents is not None:
             self.subagents.system_prompt = prompt
+            self.subagents.configs = configs
+        elif configs:
+            self.subagents = subagent_manager(configs, self.make_llm, self.agent)
         runtime.set_tools(self.pool())
 
     def context_lines(self) -> list[str]:
@@ -251,6 +255,30 @@ def parse_rules(texts: list[str], where: str, warnings: list[str],
             except ValueError as e:
                 warnings.append(f"{source + ': ' if source else ''}{where}: {e}; rule ignored")
     return tuple(rules)
+
+
+def subagent_configs(config: Config, workspace: Path, reader: OwnReader, warnings: list[str]) -> dict[str, SubagentConfig]:
+    """The sub-agents: the config's, then those of agent files (`agent_files`; a project's
+    only in a trusted project); what the files warn of joins `warnings`."""
+    from nanohermes.agent_files import discover_agents
+    from nanohermes.trust import is_trusted
+
+    found = discover_agents(workspace, reader, trusted=is_trusted(workspace, list(config.trusted_projects)),
+                            taken=set(config.subagents))
+    warnings += found.warnings
+    return {**config.subagents, **found.configs}
+
+
+def subagent_manager(configs: dict[str, SubagentConfig], make_llm: Callable[..., LLM], agent: Agent) -> SubagentManager:
+    """The sub-agents of `agent`'s session: children of its runtime, counted in its meters."""
+    from nanohermes.model_names import endpoint_lister
+    from nanohermes.tools.subagents import SubagentManager
+
+    runtime = agent.runtime
+    return SubagentManager(configs=configs, make_llm=make_llm, ui=agent.ui, limits=runtime.config.build_limits(),
+                           system_prompt=agent.system_prompt, max_turns=runtime.config.max_turns, parent=runtime,
+                           count_usage=agent.count_usage,  # what children spend counts in the session
+                           models=endpoint_lister(agent.llm))
 
 
 def build_policy(config: Config, warnings: list[str]) -> Policy:
@@ -411,13 +439,8 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
         # The model learns of a server lost mid-session from its next call's system prompt,
         # even when it was not calling that server's tools.
         mcp.on_lost = lambda: agent.set_prompt_part("mcp", mcp.instructions())
-    subagents = None
-    if config.subagents:
-        from nanohermes.tools.subagents import SubagentManager
-
-        subagents = SubagentManager(configs=config.subagents, make_llm=make_llm, ui=ui, limits=limits,
-                                    system_prompt=prompt, max_turns=config.max_turns, parent=runtime,
-                                    count_usage=agent.count_usage)  # what children spend counts in the session
+    configs = subagent_configs(config, workspace, reader, warnings)
+    subagents = subagent_manager(configs, make_llm, agent) if configs else None
     built = Built(agent, warnings + resumed, docs=docs, skills=skills, mcp=mcp, subagents=subagents,
                   builtins=builtin_pool(), hooks=hooks, checkpoints=checkpoints,
                   resumed=resume is not None, llm_factory=make_llm, warm_checkpoints=idle_between_turns)

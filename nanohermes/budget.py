@@ -61,11 +61,13 @@ class Limits:
     project_docs_chars: int = 20_000  # the AGENTS.md chain in the system prompt, nested files loaded later included
     doc_import_depth: int = 5  # hops of `@path` imports followed from an instruction file
     own_file_max_bytes: int = 1 * MiB  # one file nanohermes reads into the prompt by itself (instructions, commands, ...)
+    command_file_output_chars: int = 10_000  # one `!` command's output, put into a command file's prompt
     todo_items: int = 50  # items in one todo_write
     memory_text_chars: int = 500  # one memory_save sentence
     memory_search_max_results: int = 50  # upper clamp of memory_search `limit`
     memory_busy_timeout_secs: float = 5.0  # wait for another process's write lock; 0: fail at once
     agent_preview_chars: int = 500  # a sub-agent's result preview in agent_list
+    agent_description_chars: int = 1024  # one sub-agent's description in the subagent tool's description
     session_budget_chars: int = 120_000  # history sent to the model before compaction
     aggregate_budget_chars: int | None = None  # tool results answering one message; None: min(200,000, session budget / 2)
     persisted_preview_chars: int = 2000  # preview left for a result saved to a file (aggregate budget, context overflow)

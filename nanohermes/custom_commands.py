@@ -3,16 +3,20 @@
 Found in `<workspace>/.nanohermes/commands`, `<workspace>/.claude/commands`,
 `~/.config/nanohermes/commands` and `~/.claude/commands` (the first of a name wins, so a
 project's command hides a user's of the same name). `review.md` is `/review`; a file in a
-folder is namespaced: `frontend/test.md` is `/frontend:test`. Optional YAML front matter:
-`description`, `argument-hint`, `model`. The body is the prompt, with `$ARGUMENTS` (all the
-arguments), `$1`…`$9` (each, split as a shell would) and `@path` attachments.
+folder is namespaced: `frontend/test.md` is `/frontend:test`. Optional front matter, read
+leniently as Claude Code reads it (`nanohermes.frontmatter`): `description`, `argument-hint`,
+`model`, `allowed-tools`. The body is the prompt, with `$ARGUMENTS` (all the arguments),
+`$1`…`$9` (each, split as a shell would), `@path` attachments and `` !`command` `` lines.
 
-A command is a prompt, not a program: nothing in it runs on the machine, so a project's
-commands need no trust. Command files, and the files an `@path` names (in a command, in a
-prompt), are read through the one reader of `nanohermes.ownreads`: a project's command file
-or attachment that reaches outside the workspace is read only after a person's yes (asked
-when the command runs), never a secret file, /proc or a denied path; what is not read is
-named. A path the person typed outside the workspace is theirs to attach.
+The prompt is text; what runs on the machine when a command runs (its `!` commands, its
+allowed-tools, its model) is `nanohermes.command_runs`'s, through the gate, and a project's
+command runs nothing unasked unless the project is trusted. Command files, and the files an
+`@path` names (in a command, in a prompt), are read through the one reader of
+`nanohermes.ownreads`: a project's command file or attachment that reaches outside the
+workspace is read only after a person's yes (asked when the command runs), never a secret
+file, /proc or a denied path; what is not read is named, and so is a file whose front matter
+cannot be read (in the warnings, in /help, in `-p`'s error). A path the person typed outside
+the workspace is theirs to attach.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -30,10 +34,10 @@ from nanohermes.ownreads import OwnReader, Owner, Skipped
 
 if TYPE_CHECKING:
     from nanohermes.agent import Agent, TurnResult
+    from nanohermes.command_runs import Shell
     from nanohermes.runtime import Runtime
 
 ATTACH = re.compile(r"(?<!\S)@(\S+)")
-_FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
 _POSITIONAL = re.compile(r"\$([1-9])(?![0-9])")
 _NAME_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -47,6 +51,9 @@ class CustomCommand:
     description: str = ""
     argument_hint: str = ""
     model: str | None = None
+    allowed_tools: tuple[str, ...] = ()  # Claude Code's rules, granted for its turn
+    # The `!` commands of one run of it (`prompt_for` fills them in; the prompt holds their markers).
+    shell: tuple[Shell, ...] = ()
     # Its file waits for a person's yes (a project's file reaching outside the workspace): read
     # when the command runs, after the question.
     pending: bool = False
@@ -64,7 +71,8 @@ class CustomCommand:
 class Found:
     commands: dict[str, CustomCommand] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    refused: dict[str, Skipped] = field(default_factory=dict)  # commands whose file the reader did not read
+    # Commands that cannot run: their file was not read, or its front matter cannot be read.
+    refused: dict[str, Skipped] = field(default_factory=dict)
 
 
 def folders(workspace: Path) -> list[tuple[Path, bool]]:
@@ -118,7 +126,9 @@ def discover(workspace: Path, reader: OwnReader | None = None) -> Found:
             try:
                 found.commands[name] = parse(name, path, project, got.text)
             except ValueError as e:
-                found.warnings.append(f"{path}: {e}; command skipped")
+                found.refused[name] = Skipped(path, str(got.real), "command file", "refused",
+                                              f"its front matter cannot be read ({e})")
+                found.warnings.append(f"/{name} cannot run: {found.refused[name]}")
     return found
 
 
@@ -135,43 +145,44 @@ async def read_pending(command: CustomCommand, runtime: Runtime) -> CustomComman
 
 
 def parse(name: str, path: Path, project: bool, text: str) -> CustomCommand:
-    """A command from its file's text (read through the reader)."""
-    meta: dict[str, Any] = {}
-    if m := _FRONT.match(text):
-        import yaml
+    """A command from its file's text (read through the reader); a ValueError says why its
+    front matter cannot be read."""
+    from nanohermes.frontmatter import FrontMatterError, split
 
-        try:
-            loaded = yaml.safe_load(m.group(1))
-        except yaml.YAMLError as e:
-            raise ValueError(f"front matter is not valid YAML: {getattr(e, 'problem', None) or e}") from None
-        if loaded is not None and not isinstance(loaded, dict):
-            raise ValueError("front matter must be a mapping (description, argument-hint, model)")
-        meta = loaded or {}
-        text = text[m.end():]
-
-    def string(key: str) -> str:
-        value = meta.get(key)
-        return "" if value is None else str(value).strip()
-
-    return CustomCommand(name=name, path=path, project=project, body=text.strip(), description=string("description"),
-                         argument_hint=string("argument-hint"), model=string("model") or None)
-
-
-def expand(command: CustomCommand, arguments: str) -> str:
-    """The prompt: `$ARGUMENTS` and `$1`…`$9` replaced; arguments given to a body that uses
-    neither are appended, so they are never lost."""
-    arguments = arguments.strip()
     try:
-        words = shlex.split(arguments)
+        front = split(text)
+    except FrontMatterError as e:
+        raise ValueError(str(e)) from None
+    return CustomCommand(name=name, path=path, project=project, body=front.body.strip(),
+                         description=front.text("description"), argument_hint=front.text("argument-hint"),
+                         model=front.text("model") or None, allowed_tools=tuple(front.names("allowed-tools") or ()))
+
+
+def _words(arguments: str) -> list[str]:
+    try:
+        return shlex.split(arguments)
     except ValueError:  # an unbalanced quote: plain words
-        words = arguments.split()
-    body = command.body
-    uses = "$ARGUMENTS" in body or _POSITIONAL.search(body) is not None
-    body = _POSITIONAL.sub(lambda m: words[int(m.group(1)) - 1] if int(m.group(1)) <= len(words) else "", body)
-    body = body.replace("$ARGUMENTS", arguments)
+        return arguments.split()
+
+
+def fill(text: str, arguments: str) -> str:
+    """`$ARGUMENTS` and `$1`…`$9` in `text` replaced by the arguments."""
+    arguments = arguments.strip()
+    words = _words(arguments)
+    text = _POSITIONAL.sub(lambda m: words[int(m.group(1)) - 1] if int(m.group(1)) <= len(words) else "", text)
+    return text.replace("$ARGUMENTS", arguments)
+
+
+def expand(command: CustomCommand, arguments: str, body: str | None = None) -> str:
+    """The prompt: `$ARGUMENTS` and `$1`…`$9` replaced; arguments given to a command that uses
+    neither are appended, so they are never lost. `body`: the command's body as it is sent
+    (with markers for its `!` commands, whose use of the arguments counts)."""
+    arguments = arguments.strip()
+    uses = "$ARGUMENTS" in command.body or _POSITIONAL.search(command.body) is not None
+    text = fill(command.body if body is None else body, arguments)
     if arguments and not uses:
-        body += f"\n\nARGUMENTS: {arguments}"
-    return body
+        text += f"\n\nARGUMENTS: {arguments}"
+    return text
 
 
 def _mentioned(workspace: Path, path: str, owner: Owner | None) -> tuple[Path, str, Owner]:
@@ -236,16 +247,21 @@ def attach_level(note: str) -> Literal["warning", "info"]:
 
 async def prompt_for(command: CustomCommand, arguments: str,
                      runtime: Runtime) -> tuple[CustomCommand | None, str, list[str]]:
-    """The command as read (its file read now if it waited for a yes), and the full prompt of
-    `/name arguments`: expanded, with its attachments (read as the command's owner's: a
-    project's command may not reach outside the workspace unasked). No command, with the
-    reason as the note, when its file cannot be read."""
+    """The command as read (its file read now if it waited for a yes) with its `!` commands
+    for this run (`shell`), and the full prompt of `/name arguments`: expanded, with its
+    attachments (read as the command's owner's: a project's command may not reach outside the
+    workspace unasked) and a marker where each `!` command's output goes (`run` fills them).
+    No command, with the reason as the note, when its file cannot be read."""
     if command.pending:
         got = await read_pending(command, runtime)
         if isinstance(got, Skipped):
             return None, "", [f"/{command.name} not run: {got}"]
         command = got
-    text, notes = await attach(expand(command, arguments), runtime, owner=command.owner)
+    from nanohermes.command_runs import Shell, find_shell  # what runs when a command runs: not for a plain prompt
+
+    body, shell = find_shell(command.body)
+    command = replace(command, shell=tuple(Shell(s.marker, fill(s.line, arguments)) for s in shell))
+    text, notes = await attach(expand(command, arguments, body), runtime, owner=command.owner)
     return command, text, notes
 
 
@@ -256,15 +272,12 @@ def split(line: str) -> tuple[str, str]:
 
 
 async def run(agent: Agent, command: CustomCommand, prompt: str, submit: Any = None) -> Any:
-    """Run one turn with the command's prompt, on its front-matter model if it names one
-    (for this turn only). `submit`: the front end's way to run a turn (default: agent.ask)."""
-    old = agent.llm.model
-    if command.model:
-        agent.llm.model = command.model
-    try:
-        return await (submit or agent.ask)(prompt)
-    finally:
-        agent.llm.model = old
+    """Run one turn with the command's prompt (from `prompt_for`): its `!` commands first, on
+    the model its front matter names, with its allowed-tools, all for this turn only (see
+    `command_runs`). `submit`: the front end's way to run a turn (default: agent.ask)."""
+    from nanohermes import command_runs
+
+    return await command_runs.run(agent, command, prompt, submit)
 
 
 # The REPL's commands that also do their job without a terminal; the others are refused in -p.

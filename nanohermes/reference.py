@@ -164,6 +164,7 @@ EXAMPLES: dict[str, Any] = {
                     "prompt": "Only read and search; never change files.",
                     "tools": ["read_file", "list_dir", "grep", "glob"], "model": None, "max_turns": 20},
     },
+    "model_aliases": {"sonnet": "gpt-4.1", "opus": "o3", "haiku": "gpt-4.1-mini"},
     "prices": {"gpt-4.1-mini": {"input_per_mtok": 0.4, "output_per_mtok": 1.6}},
     "hooks.PreToolUse": [{"matcher": "run_command", "hooks": [{"type": "command", "command": "~/bin/check-command.sh",
                                                                "timeout": 60}]}],

@@ -73,14 +73,15 @@ def test_file_names_become_commands_with_namespaces(workspace: Path, home: Path)
 def test_front_matter_gives_description_hint_and_model(workspace: Path) -> None:
     write(workspace / ".nanohermes" / "commands" / "fix.md",
           "---\ndescription: Fix an issue\nargument-hint: <issue> [priority]\nmodel: big-model\n---\nFix issue $1.\n")
-    write(workspace / ".nanohermes" / "commands" / "broken.md", "---\ndescription: [unclosed\n---\nbody")
+    write(workspace / ".nanohermes" / "commands" / "broken.md", "---\njust some prose\n---\nbody")
     found = discover(workspace)
     fix = found.commands["fix"]
     assert (fix.description, fix.argument_hint, fix.model, fix.body) == (
         "Fix an issue", "<issue> [priority]", "big-model", "Fix issue $1.")
-    assert "broken" not in found.commands
-    assert found.warnings[0].startswith(f"{workspace / '.nanohermes' / 'commands' / 'broken.md'}: front matter is "
-                                        "not valid YAML")
+    assert "broken" not in found.commands and found.refused["broken"].kind == "refused"
+    assert found.warnings == [f"/broken cannot run: {workspace / '.nanohermes' / 'commands' / 'broken.md'} (command "
+                              "file) not read: its front matter cannot be read (front matter line 2 is not `key: "
+                              "value`: 'just some prose')"]
 
 
 @pytest.mark.parametrize("body, args, expected", [
@@ -171,7 +172,12 @@ def test_tab_completes_custom_commands(workspace: Path) -> None:
     assert got == [("/frontend:test", "Frontend tests (project command)")]
 
 
-def test_print_mode_expands_a_leading_command(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+def test_print_mode_expands_a_leading_command(turn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    with FakeServer(models=("fake-model", "other-model")) as server:
+        print_mode_expands_a_leading_command(turn, server, workspace)
+
+
+def print_mode_expands_a_leading_command(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     write(workspace / "notes.txt", "NOTES")
     write(workspace / ".nanohermes" / "commands" / "ops" / "explain.md",
           "---\ndescription: Explain\nmodel: other-model\n---\nExplain $1 in $2 words. See @notes.txt")
@@ -267,8 +273,13 @@ def test_print_mode_init_that_cannot_write_says_so_and_fails(turn, server: FakeS
     assert ran.code == 1 and "plan mode writes nothing" in ran.err and len(server.requests) == 2
 
 
-def test_print_mode_runs_project_claude_and_user_commands(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
-                                                          home: Path) -> None:
+def test_print_mode_runs_project_claude_and_user_commands(turn, workspace: Path, home: Path) -> None:  # type: ignore[no-untyped-def]
+    with FakeServer(models=("fake-model", "user-model")) as server:
+        print_mode_runs_project_claude_and_user_commands(turn, server, workspace, home)
+
+
+def print_mode_runs_project_claude_and_user_commands(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
+                                                     home: Path) -> None:
     write(workspace / ".claude" / "commands" / "a" / "b" / "deep.md", "Deep: [$ARGUMENTS] first=[$1] third=[$3]")
     write(home / ".config" / "nanohermes" / "commands" / "mine.md",
           "---\nmodel: user-model\nargument-hint: '<what>'\n---\nMine: $ARGUMENTS")

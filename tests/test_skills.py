@@ -48,8 +48,8 @@ def test_discovers_the_three_folders_in_order_first_name_wins(workspace: Path, c
 @pytest.mark.parametrize("front, why", [
     ("description: no name", "front matter needs a non-empty string `name`"),
     ("name: x\ndescription: ''", "front matter needs a non-empty string `description`"),
-    ("name: [unclosed\ndescription: d", "front matter is not valid YAML at line 3"),
-    ("- a list", "front matter must be a mapping with `name` and `description`"),
+    ("name: x\njust prose\ndescription: d", "front matter line 3 is not `key: value`: 'just prose'"),
+    ("- a list", "front matter line 2 is a list item under no key: '- a list'"),
 ])
 def test_bad_front_matter_is_a_warning_naming_the_file(workspace: Path, cfg_dir: Path, front: str, why: str) -> None:
     bad = make_skill(workspace / ".nanohermes" / "skills", "bad", front)
@@ -59,6 +59,18 @@ def test_bad_front_matter_is_a_warning_naming_the_file(workspace: Path, cfg_dir:
     assert len(found.warnings) == 1
     assert found.warnings[0].startswith(f"{bad}: {why}")
     assert found.warnings[0].endswith("; skill skipped")
+
+
+def test_front_matter_is_read_as_claude_code_reads_it(workspace: Path, cfg_dir: Path, home: Path) -> None:
+    """A value YAML cannot parse (a colon in a description) is its text; `~/.claude/skills` is
+    searched after the other folders."""
+    make_skill(home / ".claude" / "skills", "triage", "name: triage\ndescription: Use when: a test fails in CI\n"
+                                                       "allowed-tools: Read, Grep")
+    make_skill(home / ".claude" / "skills", "deploy", "name: deploy\ndescription: the user's, hidden")
+    make_skill(workspace / ".claude" / "skills", "deploy", "name: deploy\ndescription: the project's")
+    found = discover_skills(workspace, config_dir=cfg_dir)
+    assert [(s.name, s.description, s.owner) for s in found.skills] == [
+        ("deploy", "the project's", "project"), ("triage", "Use when: a test fails in CI", "user")]
 
 
 def test_missing_front_matter_is_a_warning(workspace: Path, cfg_dir: Path) -> None:

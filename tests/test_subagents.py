@@ -252,7 +252,12 @@ def test_cli_end_to_end_with_the_fake_server(turn, server: FakeServer, workspace
     assert server.requests[3]["messages"][-1]["content"].endswith("child: alpha")
 
 
-def test_child_tokens_count_in_the_session_priced_by_their_model(turn, server: FakeServer) -> None:
+def test_child_tokens_count_in_the_session_priced_by_their_model(turn) -> None:  # type: ignore[no-untyped-def]
+    with FakeServer(models=("fake-model", "cheap-model")) as server:  # the endpoint serves the child's model
+        child_tokens_count_in_the_session_priced_by_their_model(turn, server)
+
+
+def child_tokens_count_in_the_session_priced_by_their_model(turn, server: FakeServer) -> None:  # type: ignore[no-untyped-def]
     agents = {"explore": {**AGENTS["explore"], "model": "cheap-model"}}
     prices = {"fake-model": {"input_per_mtok": 2.0, "output_per_mtok": 10.0},
               "cheap-model": {"input_per_mtok": 0.5, "output_per_mtok": 1.0}}

@@ -39,6 +39,7 @@ LOWERABLE_LIMITS: tuple[str, ...] = (
     "compact_keep_chars", "compact_item_chars", "compact_summary_chars",
     "read_file_count_bytes", "run_command_max_timeout_secs", "web_search_max_results", "tool_args_max_depth",
     "mcp_tool_specs_chars", "tool_search_results", "doc_import_depth", "own_file_max_bytes",
+    "command_file_output_chars", "agent_description_chars",
 )
 
 # Every key an untrusted project may set, and how it combines with the user's value:

@@ -365,6 +365,9 @@ class Config(Section):
     web_fetch: WebFetchConfig = _d(WebFetchConfig, "web_fetch host lists")
     mcp: McpConfig = _d(McpConfig, "MCP servers")
     subagents: dict[str, SubagentConfig] = _d(dict, "sub-agents by name")
+    model_aliases: dict[str, str] = _d(dict, "models that command and agent files name (Claude Code's sonnet, opus, "
+                                             "haiku; a full id such as claude-sonnet-4-0 goes by its family) mapped "
+                                             "to models of this endpoint")
     summary_model: str | None = _d(None, "a small model that labels each batch of tool calls in the REPL")
     prices: dict[str, Price] = _d(dict, "prices by model name, for the cost meter")
     checkpoints: bool = _d(True, "record what each turn changed in the files, for /undo, /redo and /rewind")

@@ -3,8 +3,8 @@
 A skill is a folder holding `SKILL.md`: YAML front matter with `name` and `description`,
 then the instructions. Folders are searched in order (the first skill of a name wins):
 `<workspace>/.nanohermes/skills`, `$XDG_CONFIG_HOME/nanohermes/skills`, and, for
-compatibility, `<workspace>/.claude/skills`. A file with bad front matter is skipped with a
-warning naming it. The system prompt carries a one-line index; the tool returns the body.
+compatibility, Claude Code's `<workspace>/.claude/skills` and `~/.claude/skills`. A file whose front matter cannot be read (even leniently,
+as Claude Code reads it) is skipped with a warning naming it. The system prompt carries a one-line index; the tool returns the body.
 Every SKILL.md is read through the one reader of `nanohermes.ownreads` (a project's skill
 that reaches outside the workspace waits for a person's yes, a secret is never read, ...);
 what it does not read is named by the reader's caller.
@@ -13,7 +13,6 @@ what it does not read is named by the reader's caller.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -23,7 +22,6 @@ from nanohermes.ownreads import OwnReader, Owner, Skipped
 from nanohermes.tools.base import Params, ReadOnlyTool, Tool, ToolContext, ToolError, about
 
 SKILL_FILE = "SKILL.md"
-_FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
 
 
 @dataclass(frozen=True)
@@ -53,32 +51,30 @@ class FrontMatterError(ValueError):
 
 
 def parse_skill(text: str) -> tuple[dict[str, Any], str]:
-    """Split SKILL.md into its front matter (validated) and its body."""
-    import yaml  # only when a skill exists
+    """Split SKILL.md into its front matter (validated) and its body. The front matter is read
+    as Claude Code reads it (`nanohermes.frontmatter`): a value YAML cannot parse, such as a
+    description with a colon in it, is kept as its text."""
+    from nanohermes import frontmatter
 
-    m = _FRONT.match(text)
-    if not m:
+    if not frontmatter.FRONT.match(text):
         raise FrontMatterError("no YAML front matter (the file must start with a line `---`, then `name:` and "
                                "`description:`, then a closing `---`)")
     try:
-        meta = yaml.safe_load(m.group(1))
-    except yaml.YAMLError as e:
-        where = getattr(e, "problem_mark", None)
-        line = f" at line {where.line + 2}" if where is not None else ""
-        raise FrontMatterError(f"front matter is not valid YAML{line}: {getattr(e, 'problem', None) or e}") from None
-    if not isinstance(meta, dict):
-        raise FrontMatterError("front matter must be a mapping with `name` and `description`")
+        front = frontmatter.split(text)
+    except frontmatter.FrontMatterError as e:
+        raise FrontMatterError(str(e)) from None
+    meta: dict[str, Any] = dict(front.values)
     for key in ("name", "description"):
-        value = meta.get(key)
-        if not isinstance(value, str) or not value.strip():
+        if not front.text(key):
             raise FrontMatterError(f"front matter needs a non-empty string `{key}`")
-    return meta, text[m.end():]
+        meta[key] = front.text(key)
+    return meta, front.body
 
 
 def skill_roots(workspace: Path, config_dir: Path) -> list[tuple[Path, Owner]]:
     """Where skills are looked for, first wins; with whose they are."""
     return [(workspace / ".nanohermes" / "skills", "project"), (config_dir / "skills", "user"),
-            (workspace / ".claude" / "skills", "project")]
+            (workspace / ".claude" / "skills", "project"), (Path.home() / ".claude" / "skills", "user")]
 
 
 def discover_skills(workspace: Path, *, config_dir: Path | None = None, reader: OwnReader | None = None) -> SkillSet:

@@ -1,8 +1,12 @@
 """Sub-agents: the `subagent` and `agent_list` tools, the board of runs, and the nested UI.
 
 A sub-agent is a child `Agent` with its own history, its configured prompt and only its
-listed tools. Its policy is the parent's (mode, lists, rules) narrowed to those tools, so it
-never has more permission than its parent. Its events reach the parent's UI wrapped in
+listed tools (nanohermes's names, or Claude Code's as each tool declares them in
+`claude_names`: an agent file's `Read, Grep` is read_file and grep). Its policy is the
+parent's (mode, lists, rules) narrowed to those tools, so it never has more permission than
+its parent, and never a command's allowed-tools grant (that is for the command's turn only).
+Its `model` is looked up as a command file's is (`model_names`): a name the endpoint would
+refuse is ignored with a note. Its events reach the parent's UI wrapped in
 `SubagentEvent`; its approval prompts go to the parent's UI, marked with its name. It runs
 in the background (the board in `agent_list` shows it) or, with `wait: true`, inside the
 call. A child is cancelled when the turn that started it is interrupted, and at session end.
@@ -32,6 +36,7 @@ from nanohermes.tools.base import Approval, Params, ReadOnlyTool, Tool, ToolCont
 if TYPE_CHECKING:
     from nanohermes.agent import Agent
     from nanohermes.llm import LLM
+    from nanohermes.model_names import Lister
     from nanohermes.runtime import Runtime
 
 RunStatus = Literal["running", "completed", "max_turns", "failed", "cancelled"]
@@ -105,6 +110,7 @@ class SubagentManager:
     max_turns: int
     parent: Runtime  # the parent agent's: children narrow its tools and policy, and ask through it
     count_usage: Callable[[Usage, str], None] | None = None  # the parent agent's meter
+    models: Lister | None = None  # the endpoint's model list, to check a sub-agent's model against
     runs: dict[str, Run] = field(default_factory=dict)
     _ids: Any = field(default_factory=lambda: itertools.count(1))
     _results_dir: Path | None = None
@@ -114,10 +120,9 @@ class SubagentManager:
 
     def check(self, pool: list[Tool]) -> list[str]:
         """Warnings for listed tools that do not exist in the pool."""
-        names = {t.name for t in pool}
         out = []
         for agent, cfg in self.configs.items():
-            unknown = [n for n in cfg.tools or [] if not any(names_tool([n], t) for t in names)]
+            unknown = [n for n in cfg.tools or [] if not any(lists(n, t) for t in pool)]
             if unknown:
                 out.append(f"sub-agent {agent} lists tools that do not exist: {', '.join(unknown)}; "
                            f"they are ignored (see /tools)")
@@ -126,24 +131,47 @@ class SubagentManager:
     def child_runtime(self, name: str, ui: UI, run_id: str, limits: Limits | None = None) -> Runtime:
         """The child's tools and policy: the parent's, narrowed to the tools it lists;
         `limits`: its own (its model's context budget), else the parent's."""
+        from nanohermes.command_runs import GRANT_ORIGIN
         from nanohermes.runtime import Runtime
-
         from nanohermes.session import Session
 
         parent = self.parent
         cfg = self.configs[name]
         pool = [t for t in parent.tools if t.name not in SUBAGENT_TOOLS]
         listed = cfg.tools if cfg.tools is not None else [t.name for t in pool]
-        allowed = [t for t in pool if names_tool(listed, t.name) and blocked(parent.policy, t.name, t.effect) is None]
+        allowed = [t for t in pool if any(lists(n, t) for n in listed)
+                   and blocked(parent.policy, t.name, t.effect) is None]
         # An empty allowed_tools means "no restriction" to the policy, so a child with no tools
         # also gets no tools in its pool.
-        policy = replace(parent.policy, allowed_tools=tuple(t.name for t in allowed) or parent.policy.allowed_tools)
+        policy = replace(parent.policy, allowed_tools=tuple(t.name for t in allowed) or parent.policy.allowed_tools,
+                         allow=tuple(r for r in parent.policy.allow if not r.origin.startswith(GRANT_ORIGIN)))
         folder = parent.session.folder
         session = Session(side_dir=folder / "agents" / run_id if folder else None)
         return Runtime(tools=allowed, config=parent.config, workspace=parent.workspace, ui=ui, policy=policy,
                        limits=limits or parent.limits, session=session, hooks=parent.hooks)
 
-    def spawn(self, name: str, task: str) -> Run:
+    async def model_of(self, name: str) -> str | None:
+        """The model a sub-agent runs on (None: the configured one); a name the endpoint would
+        refuse is said and left out."""
+        from nanohermes.model_names import choose
+
+        cfg = self.configs[name]
+        if not cfg.model:
+            return None
+
+        async def unlisted() -> tuple[list[str] | None, str]:
+            return None, "no model list here"
+
+        config = self.parent.config
+        choice = await choose(cfg.model, aliases=config.model_aliases, listed=self.models or unlisted,
+                              current=config.model)
+        if choice.note:
+            self.ui.emit(Notice(level="warning", text=f"sub-agent {name}: {choice.note}"))
+        return choice.model
+
+    def spawn(self, name: str, task: str, model: str | None) -> Run:
+        """Start sub-agent `name` on `task`, on `model` (None: the session's configured one;
+        `model_of` says which)."""
         from nanohermes.agent import Agent
         from nanohermes.compact import Compactor
         from nanohermes.llm.textcalls import TextCallCheck, last_thinking
@@ -154,7 +182,7 @@ class SubagentManager:
         cfg = self.configs[name]
         run = Run(id=f"agent-{next(self._ids)}", name=name, task=task)
         ui = NestedUI(self.ui, run, self.parent.confirm_lock, self.count_usage)
-        llm = self.make_llm(cfg.model)
+        llm = self.make_llm(model)
         # The child's context budget follows its own model's window, as the parent's does.
         budget = budget_for(self.parent.config, self.limits, llm.model)
         runtime = self.child_runtime(name, ui, run.id, budget.limits())
@@ -308,12 +336,19 @@ class SubagentTool(Tool[SubagentParams]):
         spec = super().spec(limits)
         fn = spec["function"]
         fn["parameters"]["properties"]["agent"]["enum"] = list(self.manager.configs)
+        # Agent files often carry long descriptions (examples of when to use them): each is
+        # cut, so that many of them do not fill every request.
+        cap = (limits or Limits()).agent_description_chars
         fn["description"] += " Sub-agents: " + "; ".join(
-            f"{n}: {c.description}" for n, c in self.manager.configs.items()) + "."
+            f"{n}: {_cut(c.description, cap)}" for n, c in self.manager.configs.items()) + "."
         return spec
 
     async def run(self, args: SubagentParams, ctx: ToolContext) -> str:
-        run = self.manager.spawn(args.agent.strip(), args.task)
+        name = args.agent.strip()
+        if name not in self.manager.configs:
+            raise ToolError(f"unknown sub-agent `{name}`; configured: {self.manager.names()}")
+        model = await self.manager.model_of(name)
+        run = self.manager.spawn(name, args.task, model)
         if not args.wait:
             return (f"started sub-agent {run.name} as {run.id}; it works in the background. "
                     f"Check agent_list for its status and result.")
@@ -348,6 +383,17 @@ class AgentListTool(ReadOnlyTool[AgentListParams]):
 
     async def run(self, args: AgentListParams, ctx: ToolContext) -> str:
         return self.manager.board()
+
+
+def _cut(text: str, cap: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= cap else text[:cap].rstrip() + f"… ({len(text) - cap} more chars)"
+
+
+def lists(name: str, tool: Tool) -> bool:
+    """Does a sub-agent's tool list entry name this tool: its name (or a rule naming it, as
+    `mcp__server` names each tool of the server), or one of Claude Code's names of it?"""
+    return names_tool([name], tool.name) or name in tool.claude_names
 
 
 def tools(manager: SubagentManager | None) -> list[Tool]:

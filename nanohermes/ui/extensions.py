@@ -63,7 +63,8 @@ async def _add_dir(ctx: CommandContext, arg: str) -> None:
 
 def install_custom_commands(registry: Registry, workspace: Path, reader: OwnReader | None = None) -> list[str]:
     """Add the workspace's and the user's custom commands, their files read through `reader`
-    (the session's); returns the warnings to show."""
+    (the session's); returns the warnings to show. A command that cannot run is listed too,
+    with why, and says so when typed."""
     from nanohermes.custom_commands import discover
 
     found = discover(workspace, reader)
@@ -72,7 +73,19 @@ def install_custom_commands(registry: Registry, workspace: Path, reader: OwnRead
         kind = "project" if cmd.project else "user"
         registry.add_custom(cmd.name, f"{summary} ({kind} command)", _handler(cmd), usage=cmd.argument_hint,
                             source=cmd.where)
+    for name, skipped in found.refused.items():
+        registry.add_custom(name, f"cannot run: {skipped.reason} ({skipped.path})", _refused(name, str(skipped)),
+                            source=str(skipped.path))
     return found.warnings
+
+
+def _refused(name: str, why: str) -> Handler:
+    def handle(ctx: CommandContext, arg: str) -> None:
+        from rich.text import Text
+
+        ctx.print(Text(f"/{name} cannot run: {why}", style="yellow"))
+
+    return handle
 
 
 def _handler(cmd: CustomCommand) -> Handler:
