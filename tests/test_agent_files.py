@@ -86,8 +86,10 @@ def test_claude_and_nanohermes_tool_names_and_what_does_not_exist(turn, server: 
                Reply(text="child: ran"), Reply(text="parent: done"))
     ran = turn("-p", "go", server=server)
     assert ran.code == 0, ran.err
-    # The name is the file's when the front matter gives none; Bash is run_command.
-    assert tool_names(server.requests[1]) == ["list_dir", "run_command"]
+    # The name is the file's when the front matter gives none; Bash is run_command, and the git
+    # tools (Claude Code runs git through its shell).
+    assert tool_names(server.requests[1]) == ["git_commit", "git_diff", "git_log", "git_status", "list_dir",
+                                              "run_command"]
     assert "sub-agent runner lists tools that do not exist: NotebookRead" in ran.err
 
 
