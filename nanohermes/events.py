@@ -73,6 +73,10 @@ class ApprovalRequest:
     rerun: bool = False
     hint: str = ""  # what else would let it through, for a refusal with nobody to ask
     target: str = ""  # what the call touches: its paths, its command line, its host ("" when none)
+    # What the yes means, when it is more than "yes, once" ("Yes, read it; remembered for this
+    # project"), and whether a no asks for a note: a question no model asked has nobody to read one.
+    yes: str = ""
+    note: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -252,15 +252,16 @@ class OwnReader:
         """The approval box for one file."""
         if skipped.rule:
             reason = f"rule {skipped.rule} asks before a file is read"
-            remembered = "the answer holds for this session"
+            remembered, yes = "the answer holds for this session", "Yes, read it (for this session)"
         else:
             reason = "a project file reaches outside the workspace"
-            remembered = "the answer is remembered for this project and file"
+            remembered, yes = "the answer is remembered for this project and file", \
+                "Yes, read it (remembered for this project)"
         return ApprovalRequest(
             call_id=f"own-read:{skipped.real}", tool="read into the prompt", summary=skipped.real,
             detail=(f"{skipped.path} ({skipped.purpose}) resolves to {skipped.real}. Its text would be put into the "
                     f"model's prompt; {remembered}."),
-            reason=reason, target=skipped.real)
+            reason=reason, target=skipped.real, yes=yes, note=False)
 
     async def ask(self, confirm: Confirm, only: Collection[str] | None = None) -> list[str]:
         """Ask the person about the files waiting for a yes (`only`: those of them), one

@@ -31,16 +31,16 @@ def test_a_yes_lets_an_outside_import_in_and_is_remembered(term: Any, server: Fa
     t.wait(f"{shared / 'team.md'}")
     t.wait("asked because: a project file reaches outside the workspace")
     t.wait("[n] No")
+    assert "note for the model" not in t.text
     t.armed()
     t.child.send("y")
-    t.wait("✓ yes, once")
+    t.wait("✓ yes, read it (remembered for this project)")
     t.wait("approve?")
     t.wait(f"{shared / 'other.md'}")
     t.wait("[n] No")
     t.armed()
     t.child.send("n")
-    t.wait("note for the model")
-    t.type("")
+    t.wait("⊘ no")  # no note: no model asked for this file
     t.wait(f"{shared / 'other.md'} (imported by {workspace / 'CLAUDE.md'}) not read: it resolves to "
            f"{shared / 'other.md'}, outside the workspace")
     t.wait("you answered no in this session")
@@ -59,8 +59,7 @@ def test_a_yes_lets_an_outside_import_in_and_is_remembered(term: Any, server: Fa
     t.wait("[n] No")
     t.armed()
     t.child.send("n")
-    t.wait("note for the model")
-    t.type("")
+    t.wait("⊘ no")  # no note: no model asked for this file
     t.wait("second answer")
     t.leave()
     assert t.text.count("approve?") == 1

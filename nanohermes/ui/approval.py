@@ -47,11 +47,11 @@ def choices(request: ApprovalRequest) -> list[tuple[Choice, str, str]]:
     """(answer, key, label) in display order; the first one is highlighted at the start.
 
     A request without a rule is asked every time (a protected write): no "always" then."""
-    out: list[tuple[Choice, str, str]] = [("once", "y", "Yes, once")]
+    out: list[tuple[Choice, str, str]] = [("once", "y", request.yes or "Yes, once")]
     if request.rule:
         out.append(("always", "a", f"Always this session ({escape_controls(request.rule, newlines=True)})"))
         out.append(("project", "p", "Always in this project (saved to .nanohermes/config.json)"))
-    out.append(("deny", "n", "No, and tell the model what to do instead"))
+    out.append(("deny", "n", "No, and tell the model what to do instead" if request.note else "No"))
     return out
 
 
@@ -98,7 +98,7 @@ class Approver:
             await self._stop_turn()
             return ApprovalReply("deny")
         if picked == "deny":
-            note = await self._note()
+            note = await self._note() if request.note else ""
             self.console.print(Text("⊘ no" + (f": {note}" if note else ""), style="yellow"))
             return ApprovalReply("deny", note)
         if picked in ("always", "project"):
@@ -107,7 +107,7 @@ class Approver:
             where = "in this project" if picked == "project" else "this session"
             self.console.print(Text(f"✓ always {where}: {request.rule}", style="green"))
         else:
-            self.console.print(Text("✓ yes, once", style="green"))
+            self.console.print(Text(f"✓ {(request.yes or 'yes, once').lower()}", style="green"))
         return ApprovalReply(picked)
 
     async def _choose(self, request: ApprovalRequest) -> Picked | Literal["view"]:

@@ -260,7 +260,7 @@ class EditorUI:
         call = self._calls.get((agent, request.call_id))
         acp_id = call.acp_id if call is not None else self._new_id(request.call_id)
         options = [s.PermissionOption(option_id="once", name="Run it again outside the sandbox" if request.rerun
-                                      else "Allow once", kind="allow_once")]
+                                      else request.yes or "Allow once", kind="allow_once")]
         if request.rule and not request.rerun:
             options.append(s.PermissionOption(option_id="always", kind="allow_always", name=(
                 f"Always allow {escape_controls(request.rule, newlines=True)} (this session)")))
