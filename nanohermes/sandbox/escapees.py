@@ -110,11 +110,12 @@ def _in_namespace(pid: int, userns: tuple[int, int] | None) -> bool:
         return False
     return (st.st_dev, st.st_ino) == userns
 
-def kill_escaped(marker: str, *, pgid: int, userns: tuple[int, int] | None = None) -> int:
+def kill_escaped(marker: str, *, pgid: int, userns: tuple[int, int] | None = None, group_ended: bool = True) -> int:
     """Kill what a command left running outside its process group: every process carrying
     its marker or living in its private user namespace, and every descendant of one (even
     one that cleared its environment). Returns how many were killed. Its own group is the
-    caller's to kill."""
+    caller's to kill: `group_ended` says it was killed already, so its members' deaths are
+    awaited and reaped here too."""
     if not LINUX:
         return 0  # no /proc to look in: the process group is all that is killed
     needle = f"{MARKER}={marker}".encode()
@@ -146,13 +147,22 @@ def kill_escaped(marker: str, *, pgid: int, userns: tuple[int, int] | None = Non
             except (ProcessLookupError, PermissionError):
                 pass
     _killed.update(killed)
-    _await_deaths(killed, pgid)
+    _await_deaths(killed, pgid if group_ended else None)
     reap_orphans()
     return len(killed)
 
-def _await_deaths(killed: set[int], sid: int, limit: float = 0.05) -> None:
+def reap_session(sid: int) -> None:
+    """Once a command's group was killed: wait briefly for its session's members to die, and
+    reap those nanohermes inherited (a PID namespace's init, once its relay has exited)."""
+    _await_deaths(set(), sid)
+    reap_orphans()
+
+def _await_deaths(killed: set[int], sid: int | None, limit: float = 0.05) -> None:
     """SIGKILL takes effect a moment later: wait briefly (bounded) until what was killed,
-    and the command's own session, are zombies, so they are reaped now and not later."""
+    and the command's own session (unless None), are zombies, so they are reaped now and not
+    later."""
+    if not killed and sid is None:
+        return
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         procs = _descendants()

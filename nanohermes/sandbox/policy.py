@@ -32,18 +32,27 @@ def probe() -> Availability:
             _probe_run([true], Confinement("read-only", abi=abi, namespaces=False))
         except (OSError, subprocess.SubprocessError, SandboxError) as e:
             ll_err = str(e) or type(e).__name__
-    ns = True
+    ns = pid = True
+    pid_err = ""
     try:
-        _probe_run([true], Confinement("read-only", abi=0, namespaces=True))
+        _probe_run([true], Confinement("read-only", abi=0, namespaces=True, pid=True))
     except (OSError, subprocess.SubprocessError, SandboxError) as e:
-        ns, ns_err = False, str(e) or type(e).__name__
-    return Availability(abi=abi, namespaces=ns, landlock_error=ll_err, namespace_error=ns_err)
+        # A kernel that lets a user namespace mount no procfs of its own (a container whose
+        # /proc has parts covered) still gets the other namespaces.
+        pid, pid_err = False, f"a confined `true` in one failed: {e or type(e).__name__}"
+        try:
+            _probe_run([true], Confinement("read-only", abi=0, namespaces=True))
+        except (OSError, subprocess.SubprocessError, SandboxError) as e:
+            ns, ns_err = False, str(e) or type(e).__name__
+    return Availability(abi=abi, namespaces=ns, landlock_error=ll_err, namespace_error=ns_err, pid=pid and ns,
+                        pid_error=pid_err)
 
 def _probe_run(argv: list[str], conf: Confinement) -> None:
     prepared = prepare(conf)
     try:
-        r = subprocess.run(argv, preexec_fn=prepared.preexec, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, timeout=10, env=prepared.env({}), close_fds=True)
+        env = prepared.env({})
+        r = subprocess.run(argv, preexec_fn=prepared.preexec(argv, env), stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10, env=env, close_fds=True)
         if r.returncode != 0:
             raise SandboxError(f"a confined `true` exited with {r.returncode}")
     finally:
@@ -89,7 +98,7 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
     folders = tuple(p for p in own if os.path.isdir(p))
     if hidden and not avail.namespaces:
         unhidden, hidden = unhidden or "user namespaces are unavailable here", ()
-    return Confinement(chosen, abi=avail.abi if avail.landlock else 0, namespaces=avail.namespaces,
+    return Confinement(chosen, abi=avail.abi if avail.landlock else 0, namespaces=avail.namespaces, pid=avail.pid,
                        write_roots=resolved, read_only_paths=meta.protected if meta else (), network=network,
                        hidden=hidden, unhidden=unhidden, must_not_appear=meta.absent if meta else (),
                        socket_scan_entries=socket_scan_entries, hidden_folders=folders,

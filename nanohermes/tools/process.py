@@ -281,14 +281,21 @@ class Process:
         so it is safe in `finally` blocks of cancelled tasks."""
         if self._closed:
             return
+        # In its own PID namespace, what left the group (setsid, double fork) is counted
+        # first: the group's end ends the namespace's init, and with it everything in it.
+        own_pids = self.confinement.pid and self.confinement.namespaces
+        if self.marker and own_pids:
+            self.escaped = sandbox.kill_escaped(self.marker, pgid=self.pid, userns=self.userns, group_ended=False)
         # Leftover members (`cmd &` that closed its pipes) die with the command. The shell
         # is already reaped here, so its pid names only its group, and the group exists
         # only while a member does.
         self.signal(signal.SIGKILL)
         self._closed = True
         _live_groups.discard(self.pid)
-        if self.marker:  # then what left the group (setsid, double fork)
+        if self.marker and not own_pids:  # then what left the group (setsid, double fork)
             self.escaped = sandbox.kill_escaped(self.marker, pgid=self.pid, userns=self.userns)
+        elif own_pids:
+            sandbox.reap_session(self.pid)
         if self._userns_fd >= 0:
             os.close(self._userns_fd)
             self._userns_fd = -1
@@ -410,7 +417,7 @@ async def spawn(argv: list[str], *, cwd: Path, env: dict[str, str], out_cap: int
     try:
         transport, drain = await programs.started(loop.subprocess_exec(
             lambda: _Drain(out, err, on_data), *argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, cwd=cwd, env=env, start_new_session=True, preexec_fn=prepared.preexec,
+            stderr=subprocess.PIPE, cwd=cwd, env=env, start_new_session=True, preexec_fn=prepared.preexec(argv, env),
         ), functools.partial(_stop_start, marker))
     except subprocess.SubprocessError as e:  # the child failed while entering the sandbox
         prepared.cleanup()
