@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from nanohermes.sandbox.confinement import Confinement, within
@@ -41,13 +41,15 @@ _DENIED_BARE = re.compile(r"Permission denied|Operation not permitted|\[Errno (?
 _READ_ONLY_FS = re.compile(r"Read-only file system|\[Errno 30\]|\bEROFS\b")
 
 def refusals(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[str, ...] | list[str] = (),
-             command: str = "") -> list[str]:
+             command: str = "", exit_failed: bool = False) -> list[str]:
     """What the sandbox probably refused, read from a command's output: the paths named in
     "Permission denied" / "Read-only file system" messages that the command could have
     written without the sandbox (checked with access(2)), a socket the sandbox hid
     (`hidden_sockets`) that the output names (or the `command` line names, when the output
     shows a refused or failed connection), a read-only file system named without a path
-    (a shared-memory lock, a semaphore), and network failures while the network is closed. A
+    (a shared-memory lock, a semaphore), and network failures while the network is closed (a
+    refused connection to the host's loopback also when it names no port, if the command
+    failed (`exit_failed`): the sandbox's loopback is its own). A
     heuristic: a program that fails silently or words its errors its own way is not seen, and
     a path that is unwritable anyway is not blamed on the sandbox."""
     if conf.policy == "off" or not (conf.abi or conf.namespaces):
@@ -79,9 +81,9 @@ def refusals(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[str,
                 add(f"access to {os.path.normpath(path)}, {SECRET_WITHHELD}")
             elif _blames(path, conf):
                 add(f"a write to {os.path.normpath(path)}")
-    failed = bool(_DENIED_BARE.search(text) or _NOT_CONNECTED.search(text))
+    not_reached = bool(_DENIED_BARE.search(text) or _NOT_CONNECTED.search(text))
     for sock in hidden_sockets:
-        if sock in text or (failed and sock in command):
+        if sock in text or (not_reached and sock in command):
             add(f"a connection to the socket {sock}, {SOCKET_HIDDEN}")
     if not found and conf.namespaces:
         if _READ_ONLY_FS.search(text):
@@ -96,21 +98,42 @@ def refusals(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[str,
         if net.search(text):
             add("a network connection (the sandbox has no network)")
         elif conf.namespaces and _NOT_CONNECTED.search(text):
-            for port in _host_ports(text):
-                add(f"a connection to port {port} of the host's loopback (the sandbox has a loopback of its own: "
-                    "servers it starts are reachable, the host's are not)")
+            _loopback(text, command, exit_failed, add)
     return found
 
 _NOT_CONNECTED = re.compile(r"refused|(?:couldn't|could not|failed to|unable to|cannot) connect", re.I)
 
+# A connection refused, in the words of libc (perror), Python, node, curl, Go and Java.
+_REFUSED = re.compile(r"Connection refused|ECONNREFUSED|\[Errno 111\]|connect: connection refused", re.I)
+
+_OWN_LOOPBACK = ("the sandbox has a loopback of its own: servers the command starts are reachable, the host's are "
+                 "not")
+
+
+def _loopback(text: str, command: str, failed: bool, add: Callable[[str], None]) -> None:
+    """A refused connection to a server of the host: the command's network namespace holds only
+    its own loopback. Named by its port when the output, or else the command line, names a
+    loopback port a server of the host listens on; a refusal that names no port is still said
+    to be the sandbox's when the command failed and servers listen on the host (a command that
+    retried until its own server was up did not fail)."""
+    listening = _listening()
+    ports = _ports_named(text, listening) or (_ports_named(command, listening) if command else [])
+    for port in ports:
+        add(f"a connection to port {port} of the host's loopback ({_OWN_LOOPBACK})")
+    if not ports and failed and listening and _REFUSED.search(text):
+        shown = ", ".join(map(str, sorted(listening)[:10])) + (", ..." if len(listening) > 10 else "")
+        add(f"a connection refused, probably to a server of this machine (listening here: {shown}; {_OWN_LOOPBACK})")
+
 _LOOPBACK_PORT = re.compile(r"(?:127\.0\.0\.1|localhost|::1)\]?['\"]?(?::|,\s*(?:port=)?|\s+port\s+)(\d{1,5})\b")
 
-def _host_ports(text: str) -> list[int]:
-    """The loopback ports the output names that a server of the host listens on (the sandbox's
+def _ports_named(text: str, listening: set[int]) -> list[int]:
+    """The loopback ports `text` names that a server of the host listens on (the sandbox's
     own loopback cannot reach them)."""
-    named = {int(m.group(1)) for m in _LOOPBACK_PORT.finditer(text)}
-    if not named:
-        return []
+    return sorted({int(m.group(1)) for m in _LOOPBACK_PORT.finditer(text)} & listening)
+
+
+def _listening() -> set[int]:
+    """The TCP ports servers listen on in nanohermes's own network namespace (the host's)."""
     listening: set[int] = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -122,7 +145,7 @@ def _host_ports(text: str) -> list[int]:
             parts = row.split()
             if len(parts) > 3 and parts[3] == b"0A":  # LISTEN
                 listening.add(int(parts[1].rsplit(b":", 1)[1], 16))
-    return sorted(named & listening)
+    return listening
 
 def remedies(refused: Sequence[str]) -> str:
     """What lets a refused sandboxed call through, for these refusals: the settings that widen

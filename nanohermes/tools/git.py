@@ -26,7 +26,9 @@ _NOTE_CHARS = 400  # room kept for the tool's own notes when fitting output into
 
 
 # Settings that stop git from starting a program a repository's config names.
-_NO_PROGRAMS = ("core.fsmonitor=false", "core.hooksPath=/dev/null", "core.pager=cat", "diff.external=",
+# An external diff is not blanked here (an empty `diff.external` is a program git fails to
+# run, which fails every diff): the tools that diff pass --no-ext-diff.
+_NO_PROGRAMS = ("core.fsmonitor=false", "core.hooksPath=/dev/null", "core.pager=cat",
                 "log.showSignature=false", "status.submoduleSummary=false", "core.sshCommand=false",
                 "credential.helper=", "gpg.program=false", "core.alternateRefsCommand=false")
 # Per-driver keys that name programs: a driver's name is the repository's choice, so they

@@ -308,7 +308,7 @@ class Process:
         and what it created where it must not (removed once the command has ended)."""
         hidden = [os.fsdecode(p) for p in self._prepared.sockets] if self._prepared is not None else []
         found = sandbox.refusals(self.out.text() + "\n" + self.err.text(), self.confinement, cwd, hidden,
-                                 " ".join(self.argv))
+                                 " ".join(self.argv), exit_failed=self.returncode not in (0, None))
         planted = list(self._prepared.plants) if self._prepared is not None else []
         return planted + found  # what was undone first: it matters most
 
