@@ -81,6 +81,11 @@ class Confinement:
     # creates is removed after it, and while it runs at every sweep (`sweep_plants`): a
     # `.git/commondir` would point git at another config (see gitmeta.metadata).
     must_not_appear: tuple[Path, ...] = ()
+    # Git folders with no `commondir` (gitmeta.Metadata.sealable), and whether the command
+    # outlives its call (a background task): then their top level is read-only from the
+    # start, as a `commondir` it made would be in force until a sweep took it away.
+    sealable: tuple[Path, ...] = ()
+    background: bool = False
     # The workspace's `.git` when it had none, and the folders where git keeps submodules' git
     # folders: a repository the command makes there (`git init`, a submodule's clone) is kept
     # only while its hooks and config name no program (see `gitmeta.safe_new_repo`).

@@ -10,7 +10,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from nanohermes.sandbox.confinement import Confinement, dedupe, within
+from nanohermes.sandbox.confinement import Confinement, within
 from nanohermes.sandbox.kernel import MS_BIND, SandboxError, fail, kern
 
 
@@ -18,26 +18,46 @@ def mount_plan(self: Confinement, tmp: Path) -> list[tuple[bytes, bool]]:
     """(path, read-only) binds, in order, made after the whole tree is remounted
     read-only: Landlock does not cover chmod, chown, utimes or xattrs, a read-only mount
     does. The writable roots (the temp folder, and under workspace-write the workspace
-    and its git folder) are bound read-write again; being mount points, they cannot be
-    renamed away (`mv .git x && mkdir .git`). The protected paths come last, read-only."""
+    and its git folders) are bound read-write again, and so is every folder between a root
+    and a protected path: being mount points, none can be renamed away and rebuilt
+    (`mv .git x && mkdir .git`, `mv .git/worktrees/w x`). A command that outlives its call
+    (`background`) also gets the top level of each git folder without a `commondir`
+    read-only (its folders read-write again), so it cannot make one. The protected paths
+    come last, read-only."""
     out: list[tuple[bytes, bool]] = [(os.fsencode(tmp), False)]
     if self.policy != "workspace-write":
         return out
     inside = [p for p in self.read_only_paths if any(within(p, r) for r in self.write_roots)]
-    anchors: list[Path] = [r for r in self.write_roots if r.is_dir()]
-    for p in inside:
-        if p.name in ("config", "hooks", "config.worktree") and p.parent.is_dir():
-            anchors.append(p.parent)  # the git folder itself
-    out += [(os.fsencode(a), False) for a in dedupe(anchors)]
     for p in inside:
         if p.name == "hooks" and not p.exists() and p.parent.is_dir():
             try:  # an empty hooks folder, as git itself makes, so there is something to bind over
                 p.mkdir()
             except OSError:
                 pass
-        if p.exists():
-            out.append((os.fsencode(p), True))
+    layers: dict[Path, bool] = {r: False for r in self.write_roots if r.is_dir()}
+    for p in inside:
+        root = max((r for r in self.write_roots if within(p, r)), key=lambda r: len(r.parts))
+        for folder in p.parents:
+            if folder == root or len(folder.parts) <= len(root.parts):
+                break
+            layers.setdefault(folder, False)
+    if self.background:
+        for g in self.sealable:
+            if any(within(g, r) for r in self.write_roots):
+                layers[g] = True
+                layers.update({sub: False for sub in _subfolders(g) if sub not in layers and sub.name != "hooks"})
+    ordered = sorted(layers, key=lambda p: len(p.parts))  # outer mounts first
+    out += [(os.fsencode(p), layers[p]) for p in ordered]
+    out += [(os.fsencode(p), True) for p in inside if p.exists()]
     return out
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    try:
+        with os.scandir(folder) as entries:
+            return [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
 
 
 def coverable(folders: tuple[str, ...], keep: list[str]) -> list[str]:

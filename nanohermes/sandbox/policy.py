@@ -103,5 +103,6 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
                        hidden=hidden, unhidden=unhidden, must_not_appear=meta.absent if meta else (),
                        socket_scan_entries=socket_scan_entries, hidden_folders=folders,
                        own_files=tuple(f[0] for f in own_files), module_roots=meta.module_roots if meta else (),
+                       sealable=meta.sealable if meta else (),
                        path_folders=tuple(programs.path_folders_inside(map(str, resolved))),
                        new_git=None if os.path.lexists(workspace / ".git") else Path(os.path.realpath(workspace)) / ".git")

@@ -80,7 +80,7 @@ def refusals(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[str,
             elif hidden and real in hidden:
                 add(f"access to {os.path.normpath(path)}, {SECRET_WITHHELD}")
             elif _blames(path, conf):
-                add(f"a write to {os.path.normpath(path)}")
+                add(f"a write to {os.path.normpath(path)}" + (_SEALED if _sealed(real, conf) else ""))
     not_reached = bool(_DENIED_BARE.search(text) or _NOT_CONNECTED.search(text))
     for sock in hidden_sockets:
         if sock in text or (not_reached and sock in command):
@@ -147,6 +147,15 @@ def _listening() -> set[int]:
                 listening.add(int(parts[1].rsplit(b":", 1)[1], 16))
     return listening
 
+_SEALED = (" (the top level of a git folder is read-only for a background task, so that it cannot point git "
+           "elsewhere; run git commands that change the repository in the foreground)")
+
+
+def _sealed(real: str, conf: Confinement) -> bool:
+    """Is `real` at the top level of a git folder a background task may not write?"""
+    return conf.background and conf.namespaces and bool(real) and Path(real).parent in conf.sealable
+
+
 def remedies(refused: Sequence[str]) -> str:
     """What lets a refused sandboxed call through, for these refusals: the settings that widen
     the sandbox for what they name, and the two that always do."""
@@ -186,6 +195,8 @@ def _sandbox_blocks(path: Path, conf: Confinement) -> bool:
     if not os.access(target, os.W_OK):
         return False  # unwritable without the sandbox too: not ours to blame
     if any(within(real, p) for p in conf.read_only_paths) and conf.namespaces:
+        return True
+    if _sealed(str(real), conf):
         return True
     if conf.policy == "workspace-write" and any(within(real, r) for r in conf.write_roots):
         return False

@@ -7,12 +7,15 @@ index.lock, run in the `read-only` OS sandbox, and turn off every program a repo
 config can name for them (fsmonitor, hooks, pager, external diff, textconv, filters,
 signature checks): plan mode promises that nothing runs, and a cloned repository writes its
 own `.git/config`. git_commit runs in the sandbox its approval earned, as run_command does,
-with the repository's hooks and filters (a person approved it, or it is confined).
+with the repository's hooks and filters (a person approved it, or it is confined). None of
+them runs where git would take files outside the workspace for the work tree
+(`gitmeta.moved_work_tree`: a repository's `core.worktree`).
 Any failure names git's exit code and includes git's own message.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass
 from typing import ClassVar
@@ -20,6 +23,7 @@ from typing import ClassVar
 from nanohermes.permissions import Rule
 from nanohermes.tools.base import Approval, P, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes import programs, sandbox
+from nanohermes.gitmeta import moved_work_tree
 from nanohermes.tools.process import command_env, confinement_of, read_only_of, run_capped, secs, strip_newline
 
 _NOTE_CHARS = 400  # room kept for the tool's own notes when fitting output into max_output
@@ -71,6 +75,10 @@ async def git(ctx: ToolContext, *args: str, read_only: bool = True) -> str:
         conf = read_only_of(ctx)
     else:
         conf = confinement_of(ctx)
+    if moved := await asyncio.to_thread(moved_work_tree, ctx.workspace, env):
+        raise ToolError(f"{moved}; the git tools read no files outside the workspace, so git {args[0]} did not run. "
+                        "If that folder is meant to be the work tree, start nanohermes there; otherwise remove the "
+                        "setting (`git config --unset core.worktree`)")
     try:
         if read_only:
             argv += _flags([*_NO_PROGRAMS, *await _no_program_overrides(ctx, conf, env)])

@@ -12,6 +12,7 @@ runs in the OS sandbox its run_command call was given. A notice is emitted when 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import secrets
 import time
 from collections.abc import Callable
@@ -206,8 +207,11 @@ def task_manager(ctx: ToolContext) -> TaskManager:
 
 async def start_task(ctx: ToolContext, command: str, *, cwd: Path, timeout: float) -> str:
     """run_command with background=true: start the task and say how to follow it."""
+    # A task outlives its call: what it must not plant is made impossible from the start, not
+    # swept afterwards (see Confinement.background).
+    confinement = dataclasses.replace(confinement_of(ctx), background=True)
     try:
-        task = await task_manager(ctx).start(command, cwd=cwd, timeout=timeout, confinement=confinement_of(ctx))
+        task = await task_manager(ctx).start(command, cwd=cwd, timeout=timeout, confinement=confinement)
     except sandbox.SandboxError as e:
         raise ToolError(f"{e}; the task did not start. `nanohermes doctor` shows what the sandbox needs") from None
     except OSError as e:
