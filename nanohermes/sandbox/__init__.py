@@ -31,12 +31,13 @@ from nanohermes.sandbox.escapees import (
 )
 from nanohermes.sandbox.kernel import LINUX, SandboxError, landlock_abi
 from nanohermes.sandbox.launch import Prepared, prepare, sweep_plants, tainted_programs
+from nanohermes.sandbox.mounts import cover_running
 from nanohermes.sandbox.policy import confinement, describe_availability, probe
 from nanohermes.sandbox.refusals import OWN_HIDDEN, SECRET_WITHHELD, SOCKET_HIDDEN, refusals, remedies
 
 __all__ = [
     "LINUX", "MARKER", "OWN_HIDDEN", "SECRET_WITHHELD", "SOCKET_HIDDEN", "Availability", "Confinement", "Prepared",
-    "SandboxError", "SandboxPolicy", "become_subreaper", "confinement", "describe_availability", "hold_user_namespace",
+    "SandboxError", "SandboxPolicy", "become_subreaper", "confinement", "cover_running", "describe_availability", "hold_user_namespace",
     "kill_escaped", "landlock_abi", "new_marker", "note_session", "prepare", "probe", "reap_orphans", "refusals",
     "reap_session", "remedies", "sweep_plants", "tainted_programs",
 ]

@@ -97,6 +97,11 @@ class Confinement:
     # Secret files to withhold: (real path, device, inode) as the look found them. Landlock
     # cannot take one file out of a readable tree; the mount namespace covers each one.
     hidden: tuple[tuple[str, int, int], ...] = ()
+    # Where the secret files were looked for, and their names: what the command prints of their
+    # values is taken out of its result, and one that appears while a background task runs
+    # is covered there too ("" and () when the call may read them).
+    withheld_from: Path | None = None
+    secret_patterns: tuple[str, ...] = ()
     # Why some secret files could not be withheld ("" when all are): a workspace-write call
     # then does not run (a person may approve it to run outside the sandbox).
     unhidden: str = ""

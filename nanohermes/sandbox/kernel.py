@@ -1,5 +1,5 @@
-"""The kernel calls the sandbox makes, through ctypes: Landlock's rulesets, prctl, unshare,
-mount and mount_setattr, capset, and the loopback interface's flags. libc and the structures
+"""The kernel calls the sandbox makes, through ctypes: Landlock's rulesets, prctl, unshare and
+setns, mount, mount_setattr, open_tree and move_mount, capset, and the loopback interface's flags. libc and the structures
 are loaded the first time a call is confined (or the sandbox probed), in nanohermes itself,
 so the child between fork and exec only calls what is already there."""
 
@@ -28,6 +28,8 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 AF_INET, SOCK_DGRAM, SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 2, 2, 0x8913, 0x8914, 1
 SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 1  # same on every arch
+SYS_OPEN_TREE, SYS_MOVE_MOUNT, OPEN_TREE_CLONE = 428, 429, 1  # same on every arch
+MOVE_MOUNT_F_EMPTY_PATH, MOVE_MOUNT_T_EMPTY_PATH = 0x4, 0x40
 
 LINUX = sys.platform.startswith("linux")
 
@@ -48,6 +50,7 @@ class Kernel:
             libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
             libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
             libc.unshare.argtypes = [ctypes.c_int]
+            libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
             libc.socket.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
             libc.ioctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p]
             self.libc = libc

@@ -11,7 +11,10 @@ import tempfile
 from pathlib import Path
 
 from nanohermes.sandbox.confinement import Confinement, within
-from nanohermes.sandbox.kernel import MS_BIND, SandboxError, fail, kern
+from nanohermes.sandbox.kernel import (
+    AT_FDCWD, CLONE_NEWNS, CLONE_NEWUSER, MOVE_MOUNT_F_EMPTY_PATH, MOVE_MOUNT_T_EMPTY_PATH, MS_BIND, OPEN_TREE_CLONE,
+    SYS_MOVE_MOUNT, SYS_OPEN_TREE, SandboxError, fail, kern,
+)
 
 
 def mount_plan(self: Confinement, tmp: Path) -> list[tuple[bytes, bool]]:
@@ -94,6 +97,53 @@ def cover(cover: bytes, path: bytes, dev: int, ino: int) -> None:
             raise fail(f"covering the secret file {path!r}")
     finally:
         os.close(fd)
+
+def cover_running(namespaces: tuple[int, int], files: list[tuple[str, int, int]]) -> None:
+    """Cover secret files that appeared (or were replaced) in a command that is still running:
+    a helper process enters its user and mount namespaces (`namespaces`: descriptors of
+    them, held since it started; their owner may enter them) and mounts the empty file over
+    each one through a descriptor of it, if it is still the file the look found. Best
+    effort: a file that changed again is covered at the next look."""
+    import subprocess
+
+    from nanohermes import programs
+
+    source = placeholder()
+    k = kern()
+    true = programs.find("true") or "/bin/true"
+
+    def enter() -> None:
+        if k.libc.setns(namespaces[0], CLONE_NEWUSER) != 0 or k.libc.setns(namespaces[1], CLONE_NEWNS) != 0:
+            raise fail("entering the command's namespaces")
+        for path, dev, ino in files:
+            _cover_by_descriptor(source, os.fsencode(path), dev, ino)
+
+    subprocess.run([true], preexec_fn=enter, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, env={}, timeout=10, close_fds=True, check=False)
+
+
+def _cover_by_descriptor(source: bytes, path: bytes, dev: int, ino: int) -> None:
+    """`cover`, where /proc is not this process's (the command's own PID namespace): the empty
+    file's mount is cloned and moved onto the descriptor of the file (open_tree, move_mount)."""
+    k = kern()
+    try:
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (dev, ino):
+            return
+        tree = int(k.libc.syscall(SYS_OPEN_TREE, AT_FDCWD, source, OPEN_TREE_CLONE | os.O_CLOEXEC))
+        if tree < 0:
+            return
+        try:
+            k.libc.syscall(SYS_MOVE_MOUNT, tree, b"", fd, b"", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH)
+        finally:
+            os.close(tree)
+    finally:
+        os.close(fd)
+
 
 _cover_file: bytes = b""
 

@@ -67,7 +67,8 @@ def describe_availability(mode: str) -> list[str]:
 
 def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] = (), network: bool = False,
                 config_files: tuple[Path, ...] = (), hidden: tuple[tuple[str, int, int], ...] = (),
-                unhidden: str = "", socket_scan_entries: int = 50_000, own: tuple[str, ...] = ()) -> Confinement:
+                unhidden: str = "", socket_scan_entries: int = 50_000, own: tuple[str, ...] = (),
+                secret_patterns: tuple[str, ...] = ()) -> Confinement:
     """The confinement for `policy` on this machine. Where Landlock is missing the command
     runs unconfined (the permission layer then lets nothing but checked read-only commands
     run unasked); where namespaces are missing the protected paths stay writable, and secret
@@ -103,6 +104,7 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
                        hidden=hidden, unhidden=unhidden, must_not_appear=meta.absent if meta else (),
                        socket_scan_entries=socket_scan_entries, hidden_folders=folders,
                        own_files=tuple(f[0] for f in own_files), module_roots=meta.module_roots if meta else (),
-                       sealable=meta.sealable if meta else (),
+                       sealable=meta.sealable if meta else (), secret_patterns=secret_patterns,
+                       withheld_from=Path(os.path.realpath(workspace)) if secret_patterns else None,
                        path_folders=tuple(programs.path_folders_inside(map(str, resolved))),
                        new_git=None if os.path.lexists(workspace / ".git") else Path(os.path.realpath(workspace)) / ".git")

@@ -24,7 +24,9 @@ from nanohermes.permissions import Rule
 from nanohermes.tools.base import Approval, P, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes import programs, sandbox
 from nanohermes.gitmeta import moved_work_tree
-from nanohermes.tools.process import command_env, confinement_of, read_only_of, run_capped, secs, strip_newline
+from nanohermes.tools.process import (
+    command_env, confinement_of, read_only_of, run_capped, secret_values, secs, strip_newline, without_values,
+)
 
 _NOTE_CHARS = 400  # room kept for the tool's own notes when fitting output into max_output
 
@@ -92,7 +94,9 @@ async def git(ctx: ToolContext, *args: str, read_only: bool = True) -> str:
                         "the git_* tools") from None
     except OSError as e:
         raise ToolError(f"cannot run git: {e.strerror or e}") from None
-    message = (fin.err.text().strip() or fin.out.text().strip())[:4000]
+    (err, out), withheld = without_values([fin.err.text(), fin.out.text()],
+                                          await asyncio.to_thread(secret_values, conf, lim))
+    message = (err.strip() or out.strip())[:4000]
     if fin.timed_out is not None:
         raise ToolError(f"git {args[0]} timed out after {secs(fin.timed_out)} and was killed"
                         + (f"; git said: {message}" if message else ""))
@@ -101,11 +105,11 @@ async def git(ctx: ToolContext, *args: str, read_only: bool = True) -> str:
             raise ToolError(f"{ctx.workspace} is not inside a git repository; create one with run_command "
                             f"(git init) or work in a repository\ngit exited with code {fin.exit_code}: {message}")
         raise ToolError(f"git {args[0]} failed with exit code {fin.exit_code}: {message or '(no message)'}")
-    text = fin.out.text()
+    text = out
     if fin.out.dropped:
         text += (f"\n[git output was {fin.out.total} bytes; the first {len(fin.out.data)} and the last "
                  f"{fin.out.tail_len} were kept ({fin.out.dropped} bytes dropped where marked)]")
-    return text
+    return text + (f"\n[{withheld}]" if withheld else "")
 
 
 def fit(text: str, limit: int, hint: str) -> str:

@@ -26,9 +26,8 @@ from nanohermes.budget import Limits
 from nanohermes.events import Event, Notice
 from nanohermes.tools.base import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes.tools.process import (
-    Capture, Process, command_env, confinement_of, describe_exit, listed, programs_note, refusal_note, secs, shares,
-    shell_argv, spawn,
-    strip_newline,
+    Capture, Process, command_env, confinement_of, describe_exit, listed, programs_note, refusal_note, secret_values,
+    secs, shares, shell_argv, spawn, strip_newline, without_values,
 )
 
 STATE_KEY = "tasks"
@@ -164,6 +163,7 @@ class TaskManager:
                 return True
             for found in task.proc.sweep():
                 self.emit(Notice(level="warning", text=f"background task {task.id}: {found}"))
+            await asyncio.to_thread(task.proc.withhold_new, self.limits)
 
     async def kill(self, task: Task, reason: str = "task_kill") -> None:
         if task.ended is None and not task.proc.exited and task.status == "running":
@@ -257,13 +257,18 @@ class TaskOutput(Tool[TaskIdParams]):
     async def run(self, args: TaskIdParams, ctx: ToolContext) -> str:
         mgr = task_manager(ctx)
         task = mgr.get(args.task_id)
+        await asyncio.to_thread(task.proc.withhold_new, ctx.limits)  # a secret file that appeared is covered now
         head = (f"task {task.id}: {task.state()}\nexit code: {task.exit_text()}\n"
                 f"command: {first_line(task.command, 200)}\n")
         # Room for the labels, the notes (at most four short lines) and a margin; a floor so
         # that even a tiny max_output makes progress through the buffer.
         budget = max(ctx.limits.max_output - len(head) - 600, 256)
         sections, notes = mgr.read(task, budget)
-        body = "".join(f"\n{label} (new since the last read):\n{text or '(nothing new)'}\n" for label, text in sections)
+        secrets = await asyncio.to_thread(secret_values, task.proc.confinement, ctx.limits)
+        texts, withheld = without_values([text for _, text in sections], secrets)
+        notes += [withheld] if withheld else []
+        body = "".join(f"\n{label} (new since the last read):\n{text or '(nothing new)'}\n"
+                       for (label, _), text in zip(sections, texts, strict=True))
         return head + body + "".join(f"\n{n}" for n in notes + task.end_notes())
 
 
