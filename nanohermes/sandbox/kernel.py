@@ -51,6 +51,7 @@ class Kernel:
             libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
             libc.unshare.argtypes = [ctypes.c_int]
             libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
+            libc.fork.restype = ctypes.c_int
             libc.socket.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
             libc.ioctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p]
             self.libc = libc
@@ -80,6 +81,11 @@ class Kernel:
         self.IfReq = IfReq
 
         self.RulesetAttr, self.PathBeneath, self.MountAttr = RulesetAttr, PathBeneath, MountAttr
+        try:  # the kernel's highest capability number: the bounding set is dropped up to it
+            with open("/proc/sys/kernel/cap_last_cap", "rb") as f:
+                self.last_cap = int(f.read())
+        except (OSError, ValueError):
+            self.last_cap = 63
         self.CapHeader, self.CapData = CapHeader, CapData
 
 @functools.cache
@@ -133,11 +139,14 @@ def write_proc(path: str, data: bytes) -> None:
 
 def drop_capabilities() -> None:
     """No capability survives into the command: as root it could otherwise load a kernel
-    module or reach past the sandbox. Without CAP_SETPCAP the drops fail harmlessly."""
+    module or reach past the sandbox. Without CAP_SETPCAP the drops fail harmlessly. The
+    bounding set matters only to a process that is root where it runs (exec gives root its
+    capabilities back up to that set; no_new_privs keeps them out too): dropped only there."""
     k = kern()
-    for cap in range(64):
-        if k.libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and k.ctypes.get_errno() == errno.EINVAL:
-            break
+    if os.geteuid() == 0:
+        for cap in range(k.last_cap + 1):
+            if k.libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and k.ctypes.get_errno() == errno.EINVAL:
+                break
     k.libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     hdr = k.CapHeader(version=0x20080522, pid=0)
     data = (k.CapData * 2)()

@@ -333,12 +333,35 @@ def _remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 def new_temp_folder() -> Path:
-    """A private folder (mode 0700) under the system's temporary folder."""
-    base = Path(tempfile.gettempdir())
+    """A private folder (mode 0700) for one call, in this user's private folder of the
+    system's temporary folder: made and removed there, it leaves the temporary folder itself
+    unchanged, whose listing the look for other programs' sockets then keeps."""
+    base = _temp_base()
     while True:
-        path = base / f"nanohermes-sandbox-{secrets.token_hex(6)}"
+        path = base / secrets.token_hex(6)
         try:
             os.mkdir(path, 0o700)
             return path
         except FileExistsError:
             continue
+        except FileNotFoundError:  # the base went away (a cleaner of /tmp): made again
+            _base.clear()
+            base = _temp_base()
+
+_base: list[Path] = []
+
+def _temp_base() -> Path:
+    """`nanohermes-sandbox-UID` in the system's temporary folder, this user's own (0700, no link);
+    a fresh one of another name where that name is taken by someone or something else."""
+    if _base:
+        return _base[0]
+    folder = Path(tempfile.gettempdir()) / f"nanohermes-sandbox-{os.geteuid()}"
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        folder = Path(tempfile.mkdtemp(prefix="nanohermes-sandbox-"))
+    _base.append(folder)
+    return folder

@@ -10,7 +10,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from nanohermes.sandbox.confinement import Confinement, within
+from nanohermes.sandbox.confinement import Confinement
 from nanohermes.sandbox.kernel import (
     AT_FDCWD, CLONE_NEWNS, CLONE_NEWUSER, MOVE_MOUNT_F_EMPTY_PATH, MOVE_MOUNT_T_EMPTY_PATH, MS_BIND, OPEN_TREE_CLONE,
     SYS_MOVE_MOUNT, SYS_OPEN_TREE, SandboxError, fail, kern,
@@ -30,7 +30,8 @@ def mount_plan(self: Confinement, tmp: Path) -> list[tuple[bytes, bool]]:
     out: list[tuple[bytes, bool]] = [(os.fsencode(tmp), False)]
     if self.policy != "workspace-write":
         return out
-    inside = [p for p in self.read_only_paths if any(within(p, r) for r in self.write_roots)]
+    # Every path here is real already (the confinement resolved them): compared as text.
+    inside = [p for p in self.read_only_paths if any(_under(p, r) for r in self.write_roots)]
     for p in inside:
         if p.name == "hooks" and not p.exists() and p.parent.is_dir():
             try:  # an empty hooks folder, as git itself makes, so there is something to bind over
@@ -39,20 +40,24 @@ def mount_plan(self: Confinement, tmp: Path) -> list[tuple[bytes, bool]]:
                 pass
     layers: dict[Path, bool] = {r: False for r in self.write_roots if r.is_dir()}
     for p in inside:
-        root = max((r for r in self.write_roots if within(p, r)), key=lambda r: len(r.parts))
+        root = max((r for r in self.write_roots if _under(p, r)), key=lambda r: len(r.parts))
         for folder in p.parents:
             if folder == root or len(folder.parts) <= len(root.parts):
                 break
             layers.setdefault(folder, False)
     if self.background:
         for g in self.sealable:
-            if any(within(g, r) for r in self.write_roots):
+            if any(_under(g, r) for r in self.write_roots):
                 layers[g] = True
                 layers.update({sub: False for sub in _subfolders(g) if sub not in layers and sub.name != "hooks"})
     ordered = sorted(layers, key=lambda p: len(p.parts))  # outer mounts first
     out += [(os.fsencode(p), layers[p]) for p in ordered]
     out += [(os.fsencode(p), True) for p in inside if p.exists()]
     return out
+
+
+def _under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
 
 
 def _subfolders(folder: Path) -> list[Path]:

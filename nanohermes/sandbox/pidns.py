@@ -48,7 +48,12 @@ def split(path: bytes, argv: Sequence[bytes], env: Mapping[bytes, bytes], restri
     nanohermes that the command can list, shows INIT_TITLE there instead."""
     old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     status_r, status_w = os.pipe2(os.O_CLOEXEC)
-    if os.fork() == 0:
+    # libc's fork, not os.fork: this process has one thread and Python was made whole for it
+    # after the fork that made it, so Python's fork handlers would only cost time here.
+    pid = kern().libc.fork()
+    if pid < 0:
+        raise fail("forking the namespace's init")
+    if pid == 0:
         os.close(status_r)
         _init(status_w, path, argv, env, restrict, old, title)
     os.close(status_w)
