@@ -60,27 +60,8 @@ def refusals(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[str,
         if what not in found:
             found.append(what)
 
-    hidden = {p for p, _, _ in conf.hidden} if conf.namespaces else set()
-    path_patterns, net = _refusal_patterns()
-    for i, pattern in enumerate(path_patterns):
-        for m in pattern.finditer(text):
-            raw = m.group(1).strip()
-            if not raw or len(raw) > 4096:
-                continue
-            path = Path(os.path.expanduser(raw))
-            path = path if path.is_absolute() else cwd / path
-            if i == _BARE_WORD and not any(c in raw for c in "/.") and not os.path.lexists(path):
-                continue  # `open: Read-only file system` (perror) names a call, not a file
-            real = _real(path)
-            if real and real in hidden_sockets:
-                continue  # named below, as a socket
-            if conf.namespaces and real and (real in conf.own_files or any(
-                    real == f or real.startswith(f.rstrip("/") + "/") for f in conf.hidden_folders)):
-                add(f"access to {os.path.normpath(path)}, {OWN_HIDDEN}")
-            elif hidden and real in hidden:
-                add(f"access to {os.path.normpath(path)}, {SECRET_WITHHELD}")
-            elif _blames(path, conf):
-                add(f"a write to {os.path.normpath(path)}" + (_SEALED if _sealed(real, conf) else ""))
+    _, net = _refusal_patterns()
+    _named_paths(text, conf, cwd, hidden_sockets, add)
     not_reached = bool(_DENIED_BARE.search(text) or _NOT_CONNECTED.search(text))
     for sock in hidden_sockets:
         if sock in text or (not_reached and sock in command):
@@ -100,6 +81,31 @@ def refusals(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[str,
         elif conf.namespaces and _NOT_CONNECTED.search(text):
             _loopback(text, command, exit_failed, add)
     return found
+
+def _named_paths(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[str, ...] | list[str],
+                 add: Callable[[str], None]) -> None:
+    """The refusals of paths the output names: nanohermes's own files, secret files, writes."""
+    hidden = {p for p, _, _ in conf.hidden} if conf.namespaces else set()
+    for i, pattern in enumerate(_refusal_patterns()[0]):
+        for m in pattern.finditer(text):
+            raw = m.group(1).strip()
+            if not raw or len(raw) > 4096:
+                continue
+            path = Path(os.path.expanduser(raw))
+            path = path if path.is_absolute() else cwd / path
+            if i == _BARE_WORD and not any(c in raw for c in "/.") and not os.path.lexists(path):
+                continue  # `open: Read-only file system` (perror) names a call, not a file
+            real = _real(path)
+            if real and real in hidden_sockets:
+                continue  # named by `refusals`, as a socket
+            if conf.namespaces and real and (real in conf.own_files or any(
+                    real == f or real.startswith(f.rstrip("/") + "/") for f in conf.hidden_folders)):
+                add(f"access to {os.path.normpath(path)}, {OWN_HIDDEN}")
+            elif hidden and real in hidden:
+                add(f"access to {os.path.normpath(path)}, {SECRET_WITHHELD}")
+            elif _blames(path, conf):
+                add(f"a write to {os.path.normpath(path)}" + (_SEALED if _sealed(real, conf) else ""))
+
 
 _NOT_CONNECTED = re.compile(r"refused|(?:couldn't|could not|failed to|unable to|cannot) connect", re.I)
 
