@@ -120,6 +120,34 @@ def test_a_folder_swapped_for_a_link_during_the_approval_is_a_clear_refusal(work
     assert "one" in read  # the turn went on
 
 
+def test_in_the_repl_a_folder_swapped_while_the_box_is_open_is_a_clear_refusal(server: FakeServer, workspace: Path,
+                                                                                 home: Path, tree: tuple[Path, Path]) -> None:
+    """The person reads the patch in the approval box while a process swaps the folder for a
+    link; their yes gets the call's error, the turn goes on, and nothing is written outside."""
+    from test_repl_pty import Term, tool_results
+
+    folder, outside = tree
+    server.add(tool_reply(call("apply_patch", {"diff": PATCH}, id="p1")), Reply(text="the turn went on"))
+    t = Term(workspace, home, server)
+    try:
+        t.prompt()
+        t.type("patch it")
+        t.wait("approve?")
+        t.wait("[n] No")
+        folder.rename(folder.with_name("d.real"))
+        folder.symlink_to(outside)
+        t.child.send("y")
+        t.wait("the turn went on")
+        t.leave()
+    finally:
+        if t.child.isalive():
+            t.child.terminate(force=True)
+    assert "internal error" not in t.text
+    result = tool_results(server.requests[1])["p1"]
+    assert result.startswith("ERROR: ") and "symlink" in result, result
+    assert (outside / "a.txt").read_text() == "one\n" and (workspace / "d.real" / "a.txt").read_text() == "one\n"
+
+
 def test_a_folder_swapping_back_and_forth_never_breaks_the_approval(workspace: Path, tree: tuple[Path, Path],
                                                                     tmp_path: Path) -> None:
     """A process that keeps exchanging the folder and a link (renameat2 RENAME_EXCHANGE) makes
