@@ -171,8 +171,10 @@ class Prepared:
             return None
         if not (self.conf.pid and self.conf.namespaces):
             return self._in_child
+        # As subprocess finds it (a bare name on the PATH the command gets), so that a missing
+        # program is an error here as it is there; a relative path is the child's to find.
         path = argv[0] if os.sep in argv[0] else shutil.which(argv[0], path=env.get("PATH", os.defpath))
-        if path is None or not os.access(path, os.X_OK):
+        if path is None or (os.path.isabs(path) and not os.access(path, os.X_OK)):
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
         # Encoded here: between fork and exec nothing is imported.
         command = (os.fsencode(path), [os.fsencode(a) for a in argv],
