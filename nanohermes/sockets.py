@@ -224,6 +224,8 @@ def names_socket(name: str, value: str) -> bool:
     """Does this variable point a program at a socket (by name, or by what its value names)?"""
     if name in SOCKET_VARIABLES:
         return True
+    if "/" not in value:  # names no path (`_named_by` finds only those)
+        return False
     for path in _named_by({name: value}):
         try:
             if stat.S_ISSOCK(os.stat(path).st_mode):

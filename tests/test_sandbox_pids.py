@@ -141,3 +141,40 @@ def test_without_a_pid_namespace_doctor_says_what_is_weaker() -> None:
                     "their command lines"]
     assert "its own processes (a PID namespace and /proc" in sandbox.Availability(abi=6, namespaces=True,
                                                                                    pid=True).lines()[1][1]
+
+
+_FALLBACK = """
+import subprocess, sys
+from pathlib import Path
+from nanohermes import sandbox
+a = sandbox.probe()
+conf = sandbox.confinement("read-only", workspace=Path(sys.argv[1]))
+prepared = sandbox.prepare(conf)
+argv, env = ["/bin/sh", "-c", f"echo ran; test -d /proc/{sys.argv[2]} && echo sees-outside"], prepared.env({"PATH": "/usr/bin:/bin"})
+r = subprocess.run(argv, preexec_fn=prepared.preexec(argv, env), env=env, capture_output=True, text=True)
+prepared.cleanup()
+print(a.namespaces, a.pid, conf.pid, r.returncode, *r.stdout.split(), sep="|")
+print(a.pid_error)
+"""
+
+
+def test_where_no_procfs_of_its_own_can_be_mounted_commands_run_without_the_pid_namespace(workspace: Path) -> None:
+    """A container that covers part of /proc (as container engines do) keeps a user namespace
+    from mounting a procfs of its own: the probe says why, and commands still run confined,
+    in the other namespaces."""
+    import shutil
+    import sys
+
+    from conftest import REPO
+
+    if shutil.which("unshare") is None or shutil.which("mount") is None:
+        pytest.skip("needs util-linux's unshare and mount to build such a container")
+    line = f"mount --bind /dev/null /proc/keys && {sys.executable} -c \"$0\" {workspace} {os.getpid()}"
+    r = subprocess.run(["unshare", "-Urm", "sh", "-c", line, _FALLBACK], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    if "mount" in r.stderr and r.returncode != 0:
+        pytest.skip(f"cannot cover /proc/keys here: {r.stderr.strip()}")
+    assert r.returncode == 0, r.stderr
+    state, why = r.stdout.strip().split("\n")
+    assert state.split("|") == ["True", "False", "False", "0", "ran", "sees-outside"]  # the machine's processes
+    assert why.endswith("mounting /proc for the command's own processes: Operation not permitted")

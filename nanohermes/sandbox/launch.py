@@ -176,13 +176,11 @@ class Prepared:
         path = argv[0] if os.sep in argv[0] else shutil.which(argv[0], path=env.get("PATH", os.defpath))
         if path is None or (os.path.isabs(path) and not os.access(path, os.X_OK)):
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
-        # Encoded here: between fork and exec nothing is imported.
-        command = (os.fsencode(path), [os.fsencode(a) for a in argv],
-                   {os.fsencode(k): os.fsencode(v) for k, v in env.items()})
+        command = (path, argv, env)  # posix_spawn encodes them, in the init
         title = procargs.area()  # read here: the init names itself in the same place of its copy
         return lambda: self._in_child(command, title)
 
-    def _in_child(self, command: tuple[bytes, list[bytes], dict[bytes, bytes]] | None = None,
+    def _in_child(self, command: tuple[str, Sequence[str], Mapping[str, str]] | None = None,
                   title: tuple[int, int] | None = None) -> None:
         """Runs between fork and exec: only syscalls, no allocation-heavy Python."""
         conf, k = self.conf, kern()  # loaded by `prepare`, before the fork

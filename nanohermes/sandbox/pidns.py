@@ -17,6 +17,8 @@ namespace, and which nanohermes waits on) forks once more, and never execs:
   namespace, whatever session or group that joined.
 - the relay blocks every signal, waits for that status, and exits as the command did (with
   its exit code, or killed by the same signal), so nanohermes sees the command's own end.
+  When nothing else is left in the namespace, the init exits with the status and the relay
+  reaps it: nanohermes then has no process of the call to wait for.
   Signals to the command's process group reach the command and its children directly.
 
 Neither holds a file of the call once the command runs: not its pipes (so a call ends when
@@ -31,21 +33,23 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import NoReturn
 
 from nanohermes.sandbox.kernel import (
-    MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_RDONLY, PR_SET_DUMPABLE, SandboxError, fail, kern,
+    MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_RDONLY, PR_SET_DUMPABLE, fail, kern,
 )
 
 _MAX_FD = 0x7FFFFFFF
 INIT_TITLE = b"nanohermes-sandbox-init"  # what `ps` shows as the namespace's pid 1
 
 
-def split(path: bytes, argv: Sequence[bytes], env: Mapping[bytes, bytes], restrict: Callable[[], None],
+def split(path: str, argv: Sequence[str], env: Mapping[str, str], restrict: Callable[[], None],
           title: tuple[int, int] | None) -> NoReturn:
     """In the child nanohermes forked, after `unshare(CLONE_NEWPID)` and the mounts: fork the
     namespace's init, which mounts /proc, calls `restrict` and starts `argv`; this process
-    becomes the relay once the command has started. Raises SandboxError (here, where
-    `subprocess` reports it to nanohermes) when the init could not start it; never returns.
-    `title`: where nanohermes's arguments are in memory (procargs.area): the init, a copy of
-    nanohermes that the command can list, shows INIT_TITLE there instead."""
+    becomes the relay at once, so that nanohermes goes on while the init starts the command.
+    What keeps the init from starting it (its /proc, its restrictions, the program) is written
+    where the command's errors go, and the relay ends with 126, as a shell does for a program
+    it cannot run. Never returns. `title`: where nanohermes's arguments are in memory
+    (procargs.area): the init, a copy of nanohermes that the command can list, shows
+    INIT_TITLE there instead."""
     old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     status_r, status_w = os.pipe2(os.O_CLOEXEC)
     # libc's fork, not os.fork: this process has one thread and Python was made whole for it
@@ -57,11 +61,7 @@ def split(path: bytes, argv: Sequence[bytes], env: Mapping[bytes, bytes], restri
         os.close(status_r)
         _init(status_w, path, argv, env, restrict, old, title)
     os.close(status_w)
-    if (word := os.read(status_r, 1)) != b"+":  # the init failed, and has exited: so has its namespace
-        while chunk := os.read(status_r, 4096):
-            word += chunk
-        raise SandboxError(word[1:].decode("utf-8", "replace") or "the namespace's init ended before the command")
-    _relay(status_r)
+    _relay(status_r, pid)
 
 
 def _closed_but(*keep: int) -> None:
@@ -74,7 +74,7 @@ def _closed_but(*keep: int) -> None:
     os.closerange(low, _MAX_FD)
 
 
-def _init(status: int, path: bytes, argv: Sequence[bytes], env: Mapping[bytes, bytes], restrict: Callable[[], None],
+def _init(status: int, path: str, argv: Sequence[str], env: Mapping[str, str], restrict: Callable[[], None],
           mask: set[int | signal.Signals], title: tuple[int, int] | None) -> NoReturn:
     code = 0
     try:
@@ -90,38 +90,59 @@ def _init(status: int, path: bytes, argv: Sequence[bytes], env: Mapping[bytes, b
                 raise fail("mounting /proc for the command's own processes")
             restrict()
             _closed_but(0, 1, 2, status)
-            command = os.posix_spawn(path, list(argv), dict(env), setsigmask=mask)
-        except BaseException as e:
+            command = os.posix_spawn(path, list(argv), env, setsigmask=mask)
+        except BaseException as e:  # said where the command's errors go; the relay ends with 126
             code = 1
-            os.write(status, b"!" + str(e).encode("utf-8", "replace")[:1000])
+            os.write(2, b"nanohermes: the sandbox could not start the command: %s\n" % str(e).encode("utf-8", "replace"))
+            os.write(status, b"%d%s" % (126 << 8, _ALONE))
         else:
-            os.write(status, b"+")
             _closed_but(status)
             _reap(command, status)
     finally:
         os._exit(code)
 
 
+_ALONE, _LEFT = b".", b"&"  # after the status: the init exits now, or processes are left in the namespace
+
+
 def _reap(command: int, status: int) -> None:
-    """Reap every child as it ends, and send the command's wait status to the relay; return
-    once no process is left in the namespace (each one descends from the init)."""
+    """Reap every child as it ends, and send the command's wait status to the relay, saying
+    whether anything is left; return once no process is left in the namespace (each one
+    descends from the init)."""
     while True:
         try:
             pid, st = os.waitpid(-1, 0)
         except ChildProcessError:
             return
         if pid == command:
-            os.write(status, b"%d" % st)
+            alone = _nothing_left()
+            os.write(status, b"%d%s" % (st, _ALONE if alone else _LEFT))
+            if alone:
+                return  # the relay reaps this process: nanohermes has nothing to wait for
             os.close(status)
 
 
-def _relay(status: int) -> NoReturn:
+def _nothing_left() -> bool:
+    """Reap what has ended; whether no child is left."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return True
+        if pid == 0:
+            return False
+
+
+def _relay(status: int, init: int) -> NoReturn:
     code = 255
     try:
         _closed_but(status)
         got = b""
         while chunk := os.read(status, 64):
             got += chunk
+        if got.endswith(_ALONE):
+            os.waitpid(init, 0)  # it is exiting: reaped here, so nobody waits for it later
+        got = got.rstrip(_ALONE + _LEFT)
         code = os.waitstatus_to_exitcode(int(got)) if got else -signal.SIGKILL  # no word: the init was killed
         if code < 0:  # killed by a signal: end the same way, without a core file of this copy
             sig = -code

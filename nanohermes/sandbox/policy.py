@@ -39,7 +39,7 @@ def probe() -> Availability:
     except (OSError, subprocess.SubprocessError, SandboxError) as e:
         # A kernel that lets a user namespace mount no procfs of its own (a container whose
         # /proc has parts covered) still gets the other namespaces.
-        pid, pid_err = False, f"a confined `true` in one failed: {e or type(e).__name__}"
+        pid, pid_err = False, str(e) or type(e).__name__
         try:
             _probe_run([true], Confinement("read-only", abi=0, namespaces=True))
         except (OSError, subprocess.SubprocessError, SandboxError) as e:
@@ -52,9 +52,10 @@ def _probe_run(argv: list[str], conf: Confinement) -> None:
     try:
         env = prepared.env({})
         r = subprocess.run(argv, preexec_fn=prepared.preexec(argv, env), stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10, env=env, close_fds=True)
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=10, env=env, close_fds=True)
         if r.returncode != 0:
-            raise SandboxError(f"a confined `true` exited with {r.returncode}")
+            said = r.stderr.decode("utf-8", "replace").strip()[:300]
+            raise SandboxError(f"a confined `true` exited with {r.returncode}" + (f": {said}" if said else ""))
     finally:
         prepared.cleanup()
 
