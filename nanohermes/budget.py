@@ -50,6 +50,7 @@ class Limits:
     sandbox_secret_scan_entries: int = 200_000  # files and folders of the workspace looked through for secret files
     sandbox_secret_scan_secs: float = 5.0  # time for that look, reusing unchanged folders' listings (0: always over)
     sandbox_secret_files: int = 1000  # withheld from sandboxed commands; past any of these 3 bounds a program is asked
+    sandbox_secret_value_bytes: int = 64 * KiB  # of each secret file, read for the values kept out of unapproved output
     sandbox_socket_scan_entries: int = 50_000  # entries of the folders where servers keep sockets, looked at per sandboxed command
     web_fetch_body_bytes: int = 2 * MiB  # body kept; the rest is drained and discarded
     web_fetch_timeout_secs: float = 30.0  # one fetch, redirects included

@@ -50,6 +50,7 @@ from nanohermes import programs
 from nanohermes.budget import Limits, plural
 from nanohermes.dirs import data_home, open_private, private_dir, write_private
 from nanohermes.events import Event, FilesChanged, Notice
+from nanohermes.gitmeta import moved_work_tree
 from nanohermes.messages import Message
 from nanohermes.programs import GIT_OWN
 
@@ -1221,10 +1222,26 @@ def repository(workspace: Path) -> Repository | None:
                 with open(gitdir / "commondir", encoding="utf-8", errors="replace") as f:
                     common = (gitdir / f.read(4096).strip()).resolve()
             objects = common / "objects"
+            if _may_move_work_tree(gitdir, common) and moved_work_tree(workspace):
+                return None  # its index and objects describe files outside the workspace
             return Repository(folder, gitdir / "index", objects) if objects.is_dir() else None
         except OSError:
             return None
     return None
+
+
+def _may_move_work_tree(gitdir: Path, common: Path) -> bool:
+    """Whether a repository's own config could set its work tree (`core.worktree`, or an
+    include that might): only then is git asked (`gitmeta.moved_work_tree`)."""
+    for config in {gitdir / "config", common / "config", gitdir / "config.worktree"}:
+        try:
+            with open(config, "rb") as f:
+                text = f.read(1 << 20).lower()
+        except OSError:
+            continue
+        if b"worktree" in text or b"include" in text:
+            return True
+    return False
 
 
 def _readable(st: os.stat_result) -> bool:

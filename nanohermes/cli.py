@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn, Protocol, runtime_checkable
 
-from nanohermes import argv
+from nanohermes import argv, procargs
 from nanohermes.modes import Wire
 
 EXIT_OK, EXIT_ERROR, EXIT_TURNS, EXIT_INTERRUPTED = 0, 1, 3, 130  # 2, a usage error, is UsageError's exit_code
@@ -25,6 +25,8 @@ EXIT_TERMINATED = 143
 
 
 def main() -> None:
+    if procargs.given(sys.argv):  # `--api-key KEY`: out of what `ps` shows, before anything starts
+        procargs.hide_secret_values()
     line = argv.read(sys.argv[1:])
     values = line.values()
     if values is not None and values["version"]:  # without typer, pydantic or httpx

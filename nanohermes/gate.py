@@ -252,10 +252,17 @@ class Gate:
             reason += (f"; warning: commands nobody approved created or changed programs on PATH: "
                        f"{', '.join(tainted)} (a yes runs this outside the sandbox, and it would run them if it "
                        "names them)")
+        try:
+            detail = tool.approval_detail(args, ctx)
+        except ToolError as e:
+            return Refusal(f"ERROR: {e}")
+        except Exception as e:  # what the person would approve cannot be shown: nobody is asked, nothing runs
+            return Refusal(f"ERROR: {tool.name} cannot show what this call would do ({type(e).__name__}: {e}); "
+                           "nothing was run; try again")
         asked = time.monotonic()
         async with self.confirm_lock:  # one prompt at a time, even for parallel calls
             reply = await self.ui.confirm(ApprovalRequest(
-                call_id=ctx.call_id, tool=tool.name, summary=summary, detail=tool.approval_detail(args, ctx),
+                call_id=ctx.call_id, tool=tool.name, summary=summary, detail=detail,
                 rule=", ".join(map(str, learn)), reason=reason, target=target.shown))
         waited = time.monotonic() - asked
         if reply.choice == "deny":

@@ -7,7 +7,9 @@ Owns:
 - `metadata()`: what stays read-only for a sandboxed command that may write the workspace,
   and what must not appear there while it runs:
   - each git folder's `config`, `config.worktree` and `hooks`, and its `commondir` (which
-    points git at another folder's config);
+    points git at another folder's config); the workspace's `.git` file, and each linked
+    worktree's `commondir` and `gitdir` (where its git finds its repository);
+  - the git folders with no `commondir`, whose top level a background task may not write;
   - the `core.hooksPath` folders of every config scope (the person's global one too; a
     relative one is taken from the work tree, as git does), and husky's whole `.husky/`;
   - the files `include.path` and `includeIf.*.path` name in any scope;
@@ -16,7 +18,9 @@ Owns:
   paths that do not exist yet are watched: one that appears is removed after the command
   (and while a background task runs, at every tool call), and reported;
 - `safe_new_repo`: whether a git folder a sandboxed command created (`git init`, a
-  submodule's clone) holds only what git writes itself, so that it may stay.
+  submodule's clone) holds only what git writes itself, so that it may stay;
+- `moved_work_tree`: whether git would take files outside the workspace for the work tree
+  (`core.worktree`), which the git tools and the checkpoints then do not read.
 
 The configuration is read by git itself (`git config --show-origin`), so includes and
 scopes are followed as git follows them; what it read is cached by the files' stamps.
@@ -28,6 +32,7 @@ import functools
 import os
 import re
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +44,10 @@ class Metadata:
     protected: tuple[Path, ...]  # exists: bound read-only for the command
     absent: tuple[Path, ...]  # does not exist: removed if the command makes it
     module_roots: tuple[Path, ...]  # folders where git keeps submodules' git folders (checked after)
+    # Git folders with no `commondir` (the workspace's own, its submodules'): one that appeared
+    # there would point git at another folder's config. A command that outlives its call (a
+    # background task) gets their top level read-only, so it cannot make one.
+    sealable: tuple[Path, ...] = ()
 
 
 def git_dirs(workspace: Path) -> list[Path]:
@@ -99,7 +108,7 @@ def submodule_dirs(modules: Path, limit: int = 200) -> list[Path]:
 
 # -- what git's configuration names ------------------------------------------------------------
 
-_KEYS = r"^(core\.hookspath|include\.path|includeif\..*\.path)$"
+_KEYS = r"^(core\.hookspath|core\.worktree|include\.path|includeif\..*\.path)$"
 
 
 def _config_files(workspace: Path, git_folders: list[Path]) -> list[str]:
@@ -130,9 +139,9 @@ _read: dict[str, tuple[tuple[tuple[str, int, int, int], ...], list[tuple[str, st
 
 
 def named_by_config(workspace: Path, git_folders: list[Path]) -> list[tuple[str, str, str]]:
-    """(origin file, key, value) of every hooks path and include directive git reads for the
-    workspace, in every scope, followed through includes as git follows them. Cached until
-    one of the files read changes."""
+    """(origin file, key, value) of every hooks path, work tree and include directive git
+    reads for the workspace, in every scope, followed through includes as git follows them.
+    Cached until one of the files read changes."""
     key = str(workspace)
     base = _config_files(workspace, git_folders)
     cached = _read.get(key)
@@ -171,7 +180,7 @@ def _named_paths(workspace: Path, git_folders: list[Path]) -> tuple[list[Path], 
         value = os.path.expanduser(value)
         if key == "core.hookspath":
             hooks.append(Path(value) if os.path.isabs(value) else workspace / value)
-        else:  # relative to the folder of the file that has the directive
+        elif key != "core.worktree":  # an include: relative to the folder of the file that has the directive
             includes.append(Path(value) if os.path.isabs(value) else Path(origin).parent / value)
     return hooks, includes
 
@@ -184,6 +193,37 @@ def hooks_folders(workspace: Path) -> list[Path]:
     return list(dict.fromkeys(Path(os.path.realpath(p)) for p in [*(gd / "hooks" for gd in folders), *named]))
 
 
+# -- where git takes the work tree from -------------------------------------------------------
+
+def moved_work_tree(workspace: Path, env: Mapping[str, str] | None = None) -> str:
+    """Why git would take files outside the workspace for this repository's work tree, or ""
+    when it would not. A repository's `core.worktree` (in any config scope, or an included
+    file), or `GIT_WORK_TREE`/`GIT_DIR` in `env`, may name any folder: `git diff` would then
+    show files there in full, `git status` list them. The work tree git finds is accepted when
+    it is the workspace, inside it, or the folder whose `.git` git found by looking up from
+    the workspace (the repository the workspace is part of)."""
+    env = os.environ if env is None else env
+    set_by = [f"core.worktree = {v} ({o})" for o, k, v in named_by_config(workspace, git_dirs(workspace))
+              if k == "core.worktree"]
+    set_by += [f"{name}={env[name]}" for name in ("GIT_WORK_TREE", "GIT_DIR") if env.get(name)]
+    if not set_by:
+        return ""
+    try:
+        r = subprocess.run([programs.git(), *programs.GIT_OWN, "rev-parse", "--show-toplevel"], cwd=workspace,
+                           env=dict(env), capture_output=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    top = os.fsdecode(r.stdout).strip()
+    if r.returncode != 0 or not top:
+        return ""  # no work tree at all: git says so itself
+    real, root = os.path.realpath(top), os.path.realpath(workspace)
+    found = next((f for f in (Path(root), *Path(root).parents) if os.path.lexists(f / ".git")), None)
+    if real == root or real.startswith(root.rstrip("/") + "/") or (found is not None and real == str(found)):
+        return ""
+    return (f"git's work tree for this workspace is {real}, outside it (set by {'; '.join(set_by)}): through git, "
+            "the files there would be read as the repository's")
+
+
 # -- what a sandboxed command must leave as it is ----------------------------------------------
 
 def metadata(workspace: Path, config_files: tuple[Path, ...] = ()) -> Metadata:
@@ -191,18 +231,21 @@ def metadata(workspace: Path, config_files: tuple[Path, ...] = ()) -> Metadata:
     appear (see the module's docstring). `config_files`: nanohermes's own, read-only too."""
     folders = git_dirs(workspace)
     wanted: list[Path] = [workspace / ".nanohermes", workspace / ".husky", *config_files]
+    if (workspace / ".git").is_file():  # it names the git folder: rewritten, it names a planted one
+        wanted.append(workspace / ".git")
     module_roots: list[Path] = []
+    sealable: list[Path] = []
     for gd in folders:
-        wanted += [gd / "config", gd / "hooks", gd / "config.worktree"]
-        if gd.name == ".git":  # a linked worktree's own folder has one, written by git
-            wanted.append(gd / "commondir")
-        for module in submodule_dirs(gd / "modules"):
+        # `commondir` and `gitdir` point a linked worktree's git at its repository's config.
+        wanted += [gd / "config", gd / "hooks", gd / "config.worktree", gd / "commondir"]
+        if gd.parent.name == "worktrees":
+            wanted.append(gd / "gitdir")
+        modules = submodule_dirs(gd / "modules")
+        for module in modules:
             wanted += [module / "config", module / "hooks", module / "config.worktree", module / "commondir"]
         module_roots.append(gd / "modules")
-        worktrees = gd / "worktrees"
-        if worktrees.is_dir():
-            for wt in worktrees.iterdir():
-                wanted += [wt / "config.worktree"]
+        sealable += [g for g in (gd, *modules) if g.is_dir() and not os.path.lexists(g / "commondir")]
+        wanted += _worktrees_metadata(gd / "worktrees")
     hooks, includes = _named_paths(workspace, folders)
     wanted += hooks + includes
     real = list(dict.fromkeys(Path(os.path.realpath(p)) for p in wanted))
@@ -210,7 +253,26 @@ def metadata(workspace: Path, config_files: tuple[Path, ...] = ()) -> Metadata:
     hooks_folders = {Path(os.path.realpath(gd / "hooks")) for gd in folders if gd.is_dir()}
     protected = tuple(p for p in real if os.path.lexists(p) or p in hooks_folders)
     absent = tuple(p for p in real if not os.path.lexists(p) and p not in hooks_folders)
-    return Metadata(protected=protected, absent=absent, module_roots=tuple(module_roots))
+    return Metadata(protected=protected, absent=absent, module_roots=tuple(module_roots),
+                    sealable=tuple(dict.fromkeys(Path(os.path.realpath(g)) for g in sealable)))
+
+
+def _worktrees_metadata(worktrees: Path, limit: int = 200) -> list[Path]:
+    """What of a repository's linked worktrees' folders (`.git/worktrees/<name>/`) the
+    person's git in each of them reads first: where their repository is (`commondir`), where
+    their work tree is (`gitdir`), and their own config. At most `limit` worktrees."""
+    out: list[Path] = []
+    try:
+        with os.scandir(worktrees) as entries:
+            for i, e in enumerate(entries):
+                if i >= limit:
+                    break
+                if e.is_dir(follow_symlinks=False):
+                    wt = Path(e.path)
+                    out += [wt / "config.worktree", wt / "commondir", wt / "gitdir"]
+    except OSError:
+        pass
+    return out
 
 
 # What `git init`, `git remote add`, a submodule's clone and the usual first steps write to a

@@ -44,7 +44,7 @@ def resolve(base: Path | str, path: str) -> Path:
     p = os.path.expanduser(path)
     if not os.path.isabs(p):
         p = os.path.join(base, p)
-    return Path(os.path.realpath(p))
+    return Path(real_path(p, path))
 
 
 def lexical(base: Path | str, path: str) -> Path:
@@ -52,7 +52,19 @@ def lexical(base: Path | str, path: str) -> Path:
     p = os.path.expanduser(path)
     if not os.path.isabs(p):
         p = os.path.join(base, p)
-    return Path(os.path.realpath(os.path.normpath(p)))
+    return Path(real_path(os.path.normpath(p), path))
+
+
+def real_path(path: str, shown: str = "") -> str:
+    """os.path.realpath, with a path that changes under it said so: a link found on the way
+    that is no link by the time it is read (a folder swapped for a link and back, by a
+    command still running) makes realpath fail (EINVAL), which is a PathProblem here."""
+    try:
+        return os.path.realpath(path)
+    except OSError as e:
+        raise PathProblem(f"{shown or path} changed while it was being resolved ({e.strerror or e}: a folder on "
+                          "its way was swapped for a link, or back, by a process still running); nothing was "
+                          "done; stop what keeps changing it, then try again") from None
 
 
 def _real(base: Path, path: str) -> str:

@@ -41,7 +41,7 @@ _found: dict[tuple[str, tuple[str, ...]], str | None] = {}
 GIT_OWN: tuple[str, ...] = (
     "-c", "safe.bareRepository=explicit", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
     "-c", "core.pager=cat", "-c", "core.sshCommand=false", "-c", "credential.helper=", "-c", "gpg.program=false",
-    "-c", "core.alternateRefsCommand=false", "-c", "diff.external=",
+    "-c", "core.alternateRefsCommand=false",
 )
 
 

@@ -91,27 +91,34 @@ def _named_by(env: Mapping[str, str]) -> list[str]:
     return out
 
 
-# folder -> ((inode, mtime), the sockets right in it, its subfolders): a folder whose entries
-# did not change since (its mtime moves when one is added or removed) is not listed again.
-_listed: dict[str, tuple[tuple[int, int], list[str], list[str]]] = {}
+# folder -> ((inode, mtime), the sockets right in it, its subfolders, how many entries): a
+# folder whose entries did not change since (its mtime moves when one is added or removed) is
+# not listed again; its entries count against the look's bound all the same.
+_listed: dict[str, tuple[tuple[int, int], list[str], list[str], int]] = {}
 
 
 def _sockets_in(folder: str, depth: int, budget: list[int]) -> Iterable[str]:
-    """Socket files under `folder` down to `depth` levels, listing no more than `budget[0]`
-    entries in all (links are not followed)."""
+    """Socket files under `folder` down to `depth` levels, looking through no more than
+    `budget[0]` entries in all (links are not followed)."""
     try:
         st = os.lstat(folder)
     except OSError:
         return
     ident = (st.st_ino, st.st_mtime_ns)
     cached = _listed.get(folder)
-    if cached is None or cached[0] != ident:
+    if cached is not None and cached[0] == ident:
+        budget[0] -= cached[3]
+        if budget[0] < 0:
+            return
+    else:
         found: list[str] = []
         subfolders: list[str] = []
+        count = 0
         try:
             with os.scandir(folder) as entries:
                 for e in entries:
                     budget[0] -= 1
+                    count += 1
                     if budget[0] < 0:
                         return
                     try:  # the entry's type comes with the listing: only an odd one costs a stat
@@ -126,11 +133,26 @@ def _sockets_in(folder: str, depth: int, budget: list[int]) -> Iterable[str]:
             return
         if len(_listed) > 4096:
             _listed.clear()
-        _listed[folder] = cached = (ident, found, subfolders)
+        _listed[folder] = cached = (ident, found, subfolders, count)
     yield from cached[1]
     if depth > 0:
         for sub in cached[2]:
             yield from _sockets_in(sub, depth - 1, budget)
+
+
+_tmp_picked: tuple[tuple[int, int], list[str]] = ((0, 0), [])
+
+
+def _tmp_socket_folders() -> list[str]:
+    """The folders right under /tmp where servers keep sockets, picked again only when /tmp's
+    listing changed (a busy /tmp holds hundreds of other folders)."""
+    global _tmp_picked
+    listed = _listed.get("/tmp")
+    if listed is None:
+        return []
+    if _tmp_picked[0] != listed[0]:
+        _tmp_picked = (listed[0], [f for f in listed[2] if os.path.basename(f).startswith(_TMP_SOCKET_FOLDERS)])
+    return _tmp_picked[1]
 
 
 def runtime_folders(env: Mapping[str, str], uid: int) -> list[str]:
@@ -169,9 +191,8 @@ def look(env: Mapping[str, str], *, keep: Iterable[str], own_network: bool, max_
             scanned.add(real)
             candidates += _sockets_in(real, depth, budget)
     candidates += _sockets_in("/tmp", 0, budget)  # sockets right in /tmp, and in its socket folders
-    for folder in _listed.get("/tmp", ((0, 0), [], []))[2]:
-        if os.path.basename(folder).startswith(_TMP_SOCKET_FOLDERS):
-            candidates += _sockets_in(folder, 2, budget)
+    for folder in _tmp_socket_folders():
+        candidates += _sockets_in(folder, 2, budget)
     problem = ""
     if budget[0] < 0:
         problem = (f"the look for other programs' sockets went past "
@@ -203,6 +224,8 @@ def names_socket(name: str, value: str) -> bool:
     """Does this variable point a program at a socket (by name, or by what its value names)?"""
     if name in SOCKET_VARIABLES:
         return True
+    if "/" not in value:  # names no path (`_named_by` finds only those)
+        return False
     for path in _named_by({name: value}):
         try:
             if stat.S_ISSOCK(os.stat(path).st_mode):

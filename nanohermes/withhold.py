@@ -13,6 +13,12 @@ not show). Links are resolved afresh on every look: where they lead can change e
 Folders named `.git` are not looked into (git's store holds no named secrets), nor are
 linked folders (what is outside the workspace is not withheld).
 
+The values in them (`values`): what a command nobody approved printed of one is taken out of
+its result (`redact_values`), so a secret file that appears, or is replaced, while a
+background task runs does not reach the model through its output even in the moment before
+the sandbox covers it there. Every value seen is remembered for the life of the process: a
+value the file no longer holds is still withheld.
+
 A file the workspace's repository tracks and git's own index records as unchanged (same
 size, modification time and inode, older than the index, and content whose blob id is the
 entry's) is not withheld: its content is in `.git/objects`, readable anyway, and withholding
@@ -23,6 +29,7 @@ unconfined for it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -299,3 +306,82 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
         pos += 1
         value = ((value + 1) << 7) | (c & 0x7F)
     return value, pos
+
+
+# -- the values in them ------------------------------------------------------------------------
+
+WITHHELD = "[REDACTED]"
+_MIN_TOKEN = 16  # a token this long, of letters and digits, is a key whatever names it
+_MIN_NAMED = 6  # the value of a name that says it is a secret (DB_PASSWORD=hunter2x)
+_ASSIGNED = re.compile(r"""^\s*(?:export\s+)?["']?([\w.-]+)["']?\s*[=:]\s*(.*?)\s*,?\s*$""")
+_TOKEN = re.compile(r"[A-Za-z0-9+/=_\-.~]{16,}")
+_URL_PASSWORD = re.compile(r"://[^/@:\s]*:([^/@\s]+)@")
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?|AUTH|SALT|DSN)$", re.I)
+_read_values: dict[tuple[str, int, int, int, int], frozenset[str]] = {}
+_seen: set[str] = set()  # every value found, for the life of the process
+_pattern: tuple[frozenset[str], re.Pattern[str] | None] = (frozenset(), None)
+
+
+def values(files: tuple[tuple[str, int, int], ...] | list[tuple[str, int, int]], max_bytes: int) -> frozenset[str]:
+    """The secret values in these files (as the look found them) and every one found before:
+    each value assigned to a name that says it is a secret (`API_KEY=...`, `"password": ...`),
+    each password in a URL, and each long token of letters and digits (a key's body, a PEM
+    line). At most `max_bytes` of each file are read; a file is read again only once it changed."""
+    with _lock:
+        for path, _, _ in files:
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            key = (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+            if key not in _read_values:
+                if len(_read_values) > 10_000:
+                    _read_values.clear()
+                _read_values[key] = _file_values(path, max_bytes)
+            _seen.update(_read_values[key])
+        return frozenset(_seen)
+
+
+def _file_values(path: str, max_bytes: int) -> frozenset[str]:
+    try:
+        with open(path, "rb") as f:
+            text = f.read(max_bytes).decode("utf-8", "replace")
+    except OSError:
+        return frozenset()
+    return frozenset(secret_values(text))
+
+
+def secret_values(text: str) -> set[str]:
+    """The values a secret file's text holds (see `values`)."""
+    out: set[str] = set()
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith(("#", "//", ";")):
+            continue
+        m = _ASSIGNED.match(line)
+        if m:
+            value = m.group(2).strip().strip("\"'")
+            if _SECRET_NAME.search(m.group(1)) and len(value) >= _MIN_NAMED:
+                out.add(value)
+        out.update(t for t in _TOKEN.findall(line) if _token_like(t))
+        out.update(p for p in _URL_PASSWORD.findall(line) if len(p) >= _MIN_NAMED)
+    return out
+
+
+def _token_like(token: str) -> bool:
+    """A long run of letters and digits both (a key, a hash, base64), not a word or a path."""
+    t = token.strip("=.-_")
+    return len(t) >= _MIN_TOKEN and any(c.isdigit() for c in t) and any(c.isalpha() for c in t) and "/" not in t[:1]
+
+
+def redact_values(text: str, found: frozenset[str]) -> tuple[str, int]:
+    """`text` with every value of `found` (also JSON-escaped) replaced by WITHHELD, and how
+    many places were."""
+    global _pattern
+    if not found or not text:
+        return text, 0
+    known, pattern = _pattern
+    if known != found or pattern is None:
+        forms = {f for v in found for f in (v, json.dumps(v)[1:-1])}
+        pattern = re.compile("|".join(re.escape(v) for v in sorted(forms, key=len, reverse=True)))
+        _pattern = (found, pattern)
+    return pattern.subn(WITHHELD, text)

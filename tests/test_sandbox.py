@@ -462,8 +462,8 @@ from nanohermes import sandbox
 ws = Path(sys.argv[2])
 conf = sandbox.confinement("workspace-write", workspace=ws)
 prepared = sandbox.prepare(conf)
-r = subprocess.run(["bash", "-c", sys.argv[3]], cwd=ws, preexec_fn=prepared.preexec,
-                   env=prepared.env(dict(os.environ)), capture_output=True, text=True)
+argv, env = ["bash", "-c", sys.argv[3]], prepared.env(dict(os.environ))
+r = subprocess.run(argv, cwd=ws, preexec_fn=prepared.preexec(argv, env), env=env, capture_output=True, text=True)
 prepared.cleanup()
 print(os.getuid(), conf.namespaces, r.stdout.strip(), r.stderr, sep="\\n")
 """
@@ -541,7 +541,7 @@ def test_availability_lines_say_what_is_weaker() -> None:
     assert not good1 and "TCP connect/bind is not blocked (ABI < 4)" in landlock
     assert not good2 and ns.startswith("user namespaces unavailable (EPERM): other programs' sockets")
     assert "only argument-checked built-in read-only commands written as plain words run without asking" in ns
-    (good, none), _ = sandbox.Availability(abi=0, namespaces=True).lines()
+    (good, none), _ = sandbox.Availability(abi=0, namespaces=True, pid=True).lines()
     assert not good and "only argument-checked built-in read-only commands run without asking" in none
 
 

@@ -167,18 +167,6 @@ def test_a_file_an_include_names_is_read_only(turn: Any, server: FakeServer, rep
     assert not mark.exists()
 
 
-def test_a_background_tasks_plant_is_gone_while_it_runs(turn: Any, server: FakeServer, repo: Path) -> None:
-    commondir = repo / ".git" / "commondir"
-    server.add(tool_reply(call("run_command", {"command": "echo /tmp > .git/commondir; sleep 30", "background": True},
-                               id="bg")),
-               tool_reply(call("run_command", {"command": "sleep 2"}, id="wait")),
-               tool_reply(call("task_list", {}, id="list")), Reply(text="done"))
-    r = turn("-p", "go", "--output-format", "json", "--yes", server=server, stdin=None)
-    assert r.code == 0, r.err
-    assert not commondir.exists()
-    assert "commondir" in r.err  # the person was told, while the task still ran
-
-
 # -- the programs nanohermes runs for itself ----------------------------------------------------
 
 @pytest.fixture

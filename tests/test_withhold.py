@@ -219,8 +219,9 @@ def test_a_secret_file_replaced_after_the_look_stops_the_command(secrets: Path) 
                                hidden=tuple(f for f in found.files if f[0] == str(secrets / ".env")))
     prepared = sandbox.prepare(conf)
     try:
-        r = subprocess.run(["cat", ".env"], cwd=secrets, preexec_fn=prepared.preexec, capture_output=True, text=True,
-                           env=prepared.env(dict(os.environ)))
+        argv, env = ["cat", ".env"], prepared.env(dict(os.environ))
+        r = subprocess.run(argv, cwd=secrets, preexec_fn=prepared.preexec(argv, env), capture_output=True, text=True,
+                           env=env)
     except subprocess.SubprocessError as e:
         assert "preexec" in str(e)
     else:

@@ -5,8 +5,8 @@ workspace, its git folders, `extra_write_roots`, `sandbox.writable_roots` and th
 temporary folder, which is also its /dev/shm), and none to git's metadata or nanohermes's
 own config inside them; no network but the command's own loopback (unless
 `sandbox.network`); no other program's socket; no secret file and none of nanohermes's own
-files; no capability, no new privilege, no signal outside the sandbox; no process left
-behind. What it cannot hold is in docs/sandbox.md.
+files; no other process to see or signal (its own PID namespace and /proc); no capability,
+no new privilege; no process left behind. What it cannot hold is in docs/sandbox.md.
 
 Parts:
 - `confinement`: the finished confinement of one call (`Confinement`) and what the machine
@@ -16,6 +16,7 @@ Parts:
 - `launch`: applying one: the temporary folder, the Landlock ruleset, the code the child runs
   between fork and exec, the environment, the watch over what the call must not plant;
 - `mounts`: the mount plan and the covers over secret files and sockets;
+- `pidns`: the command's own PID namespace: its init, the relay nanohermes waits on, its /proc;
 - `kernel`: the syscalls, through ctypes;
 - `refusals`: what the sandbox refused, read from the output, and what lets it through;
 - `escapees`: the sweep of processes that left a command's process group.
@@ -26,15 +27,17 @@ from __future__ import annotations
 from nanohermes.sandbox.confinement import Availability, Confinement, SandboxPolicy
 from nanohermes.sandbox.escapees import (
     MARKER, become_subreaper, hold_user_namespace, kill_escaped, new_marker, note_session, reap_orphans,
+    reap_session,
 )
 from nanohermes.sandbox.kernel import LINUX, SandboxError, landlock_abi
 from nanohermes.sandbox.launch import Prepared, prepare, sweep_plants, tainted_programs
+from nanohermes.sandbox.mounts import cover_running
 from nanohermes.sandbox.policy import confinement, describe_availability, probe
 from nanohermes.sandbox.refusals import OWN_HIDDEN, SECRET_WITHHELD, SOCKET_HIDDEN, refusals, remedies
 
 __all__ = [
     "LINUX", "MARKER", "OWN_HIDDEN", "SECRET_WITHHELD", "SOCKET_HIDDEN", "Availability", "Confinement", "Prepared",
-    "SandboxError", "SandboxPolicy", "become_subreaper", "confinement", "describe_availability", "hold_user_namespace",
+    "SandboxError", "SandboxPolicy", "become_subreaper", "confinement", "cover_running", "describe_availability", "hold_user_namespace",
     "kill_escaped", "landlock_abi", "new_marker", "note_session", "prepare", "probe", "reap_orphans", "refusals",
-    "remedies", "sweep_plants", "tainted_programs",
+    "reap_session", "remedies", "sweep_plants", "tainted_programs",
 ]

@@ -16,6 +16,8 @@ class Availability:
     namespaces: bool  # may a child enter a new user + mount namespace?
     landlock_error: str = ""  # why Landlock cannot be used, when it cannot
     namespace_error: str = ""
+    pid: bool = False  # and a PID namespace of its own, with its own /proc?
+    pid_error: str = ""
 
     @property
     def landlock(self) -> bool:
@@ -46,10 +48,16 @@ class Availability:
                                   + (f"; weaker: {', '.join(weak)}" if weak else "")))
         if self.namespaces:
             out.append((True, "user namespaces: each command gets its own network (only its own loopback; no "
-                              "network at all unless sandbox.network), its own /dev/shm, and a view of the files "
+                              "network at all unless sandbox.network), its own /dev/shm, "
+                              + ("its own processes (a PID namespace and /proc: it sees no other process), "
+                                 if self.pid else "")
+                              + "and a view of the files "
                               "in which other programs' sockets (tmux, agents, D-Bus, container engines) are "
                               "hidden, the workspace's secret files are withheld, and .git/config, git's hooks "
                               "and nanohermes's config stay read-only"))
+            if not self.pid:
+                out.append((False, f"no PID namespace with its own /proc ({self.pid_error or 'refused here'}): "
+                                   "commands see the machine's other processes and their command lines"))
         else:
             why = self.namespace_error or "unprivileged user namespaces are disabled"
             out.append((False, f"user namespaces unavailable ({why}): other programs' sockets (tmux, agents, "
@@ -65,6 +73,7 @@ class Confinement:
     policy: SandboxPolicy
     abi: int = 0  # 0: no Landlock (off, or unavailable)
     namespaces: bool = False
+    pid: bool = False  # its own PID namespace and /proc (with namespaces only)
     write_roots: tuple[Path, ...] = ()  # beyond the call's own temp folder and /dev/null
     read_only_paths: tuple[Path, ...] = ()  # protected paths inside write roots
     network: bool = False
@@ -72,6 +81,11 @@ class Confinement:
     # creates is removed after it, and while it runs at every sweep (`sweep_plants`): a
     # `.git/commondir` would point git at another config (see gitmeta.metadata).
     must_not_appear: tuple[Path, ...] = ()
+    # Git folders with no `commondir` (gitmeta.Metadata.sealable), and whether the command
+    # outlives its call (a background task): then their top level is read-only from the
+    # start, as a `commondir` it made would be in force until a sweep took it away.
+    sealable: tuple[Path, ...] = ()
+    background: bool = False
     # The workspace's `.git` when it had none, and the folders where git keeps submodules' git
     # folders: a repository the command makes there (`git init`, a submodule's clone) is kept
     # only while its hooks and config name no program (see `gitmeta.safe_new_repo`).
@@ -83,6 +97,11 @@ class Confinement:
     # Secret files to withhold: (real path, device, inode) as the look found them. Landlock
     # cannot take one file out of a readable tree; the mount namespace covers each one.
     hidden: tuple[tuple[str, int, int], ...] = ()
+    # Where the secret files were looked for, and their names: what the command prints of their
+    # values is taken out of its result, and one that appears while a background task runs
+    # is covered there too ("" and () when the call may read them).
+    withheld_from: Path | None = None
+    secret_patterns: tuple[str, ...] = ()
     # Why some secret files could not be withheld ("" when all are): a workspace-write call
     # then does not run (a person may approve it to run outside the sandbox).
     unhidden: str = ""

@@ -110,11 +110,12 @@ def _in_namespace(pid: int, userns: tuple[int, int] | None) -> bool:
         return False
     return (st.st_dev, st.st_ino) == userns
 
-def kill_escaped(marker: str, *, pgid: int, userns: tuple[int, int] | None = None) -> int:
+def kill_escaped(marker: str, *, pgid: int, userns: tuple[int, int] | None = None, group_ended: bool = True) -> int:
     """Kill what a command left running outside its process group: every process carrying
     its marker or living in its private user namespace, and every descendant of one (even
     one that cleared its environment). Returns how many were killed. Its own group is the
-    caller's to kill."""
+    caller's to kill: `group_ended` says it was killed already, so its members' deaths are
+    awaited and reaped here too."""
     if not LINUX:
         return 0  # no /proc to look in: the process group is all that is killed
     needle = f"{MARKER}={marker}".encode()
@@ -146,30 +147,41 @@ def kill_escaped(marker: str, *, pgid: int, userns: tuple[int, int] | None = Non
             except (ProcessLookupError, PermissionError):
                 pass
     _killed.update(killed)
-    _await_deaths(killed, pgid)
-    reap_orphans()
+    reap_orphans(_await_deaths(killed, pgid if group_ended else None))
     return len(killed)
 
-def _await_deaths(killed: set[int], sid: int, limit: float = 0.05) -> None:
+def reap_session(sid: int) -> None:
+    """Once a command's group was killed: wait briefly for its session's members to die, and
+    reap those nanohermes inherited (a PID namespace's init, once its relay has exited)."""
+    reap_orphans(_await_deaths(set(), sid))
+
+def _await_deaths(killed: set[int], sid: int | None,
+                  limit: float = 0.05) -> dict[int, tuple[int, int, int, str]] | None:
     """SIGKILL takes effect a moment later: wait briefly (bounded) until what was killed,
-    and the command's own session, are zombies, so they are reaped now and not later."""
+    and the command's own session (unless None), are zombies, so they are reaped now and not
+    later. Returns the last look at nanohermes's processes (None when none was made)."""
+    if not killed and sid is None:
+        return None
     deadline = time.monotonic() + limit
+    procs = None
     while time.monotonic() < deadline:
         procs = _descendants()
         if procs is None:
-            return
+            return None
         if not any(st[3] != "Z" and (pid in killed or st[2] == sid) for pid, st in procs.items()):
-            return
+            return procs
         time.sleep(0.001)
+    return None
 
-def reap_orphans() -> None:
+def reap_orphans(procs: dict[int, tuple[int, int, int, str]] | None = None) -> None:
     """Wait for the zombies nanohermes inherited as subreaper: escapees it killed and
-    leftover members of command sessions. Never a child some other code waits for (a
-    command's shell, an MCP server)."""
+    leftover members of command sessions (in `procs`, a look just made, or a fresh one).
+    Never a child some other code waits for (a command's shell, an MCP server)."""
     if not _subreaper:
         return
     me = os.getpid()
-    procs = _descendants()
+    if procs is None:
+        procs = _descendants()
     if procs is None:
         procs = _all_processes()
     for pid, st in procs.items():

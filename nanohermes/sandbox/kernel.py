@@ -1,5 +1,5 @@
-"""The kernel calls the sandbox makes, through ctypes: Landlock's rulesets, prctl, unshare,
-mount and mount_setattr, capset, and the loopback interface's flags. libc and the structures
+"""The kernel calls the sandbox makes, through ctypes: Landlock's rulesets, prctl, unshare and
+setns, mount, mount_setattr, open_tree and move_mount, capset, and the loopback interface's flags. libc and the structures
 are loaded the first time a call is confined (or the sandbox probed), in nanohermes itself,
 so the child between fork and exec only calls what is already there."""
 
@@ -21,11 +21,15 @@ FS_REFER, FS_TRUNCATE, FS_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
 NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
 SCOPE_ABSTRACT_UNIX, SCOPE_SIGNAL = 1 << 0, 1 << 1
 PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 24, 38, 36
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
-CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
+CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 AF_INET, SOCK_DGRAM, SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 2, 2, 0x8913, 0x8914, 1
 SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 1  # same on every arch
+SYS_OPEN_TREE, SYS_MOVE_MOUNT, OPEN_TREE_CLONE = 428, 429, 1  # same on every arch
+MOVE_MOUNT_F_EMPTY_PATH, MOVE_MOUNT_T_EMPTY_PATH = 0x4, 0x40
 
 LINUX = sys.platform.startswith("linux")
 
@@ -46,6 +50,8 @@ class Kernel:
             libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
             libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
             libc.unshare.argtypes = [ctypes.c_int]
+            libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
+            libc.fork.restype = ctypes.c_int
             libc.socket.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
             libc.ioctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p]
             self.libc = libc
@@ -75,6 +81,11 @@ class Kernel:
         self.IfReq = IfReq
 
         self.RulesetAttr, self.PathBeneath, self.MountAttr = RulesetAttr, PathBeneath, MountAttr
+        try:  # the kernel's highest capability number: the bounding set is dropped up to it
+            with open("/proc/sys/kernel/cap_last_cap", "rb") as f:
+                self.last_cap = int(f.read())
+        except (OSError, ValueError):
+            self.last_cap = 63
         self.CapHeader, self.CapData = CapHeader, CapData
 
 @functools.cache
@@ -128,11 +139,14 @@ def write_proc(path: str, data: bytes) -> None:
 
 def drop_capabilities() -> None:
     """No capability survives into the command: as root it could otherwise load a kernel
-    module or reach past the sandbox. Without CAP_SETPCAP the drops fail harmlessly."""
+    module or reach past the sandbox. Without CAP_SETPCAP the drops fail harmlessly. The
+    bounding set matters only to a process that is root where it runs (exec gives root its
+    capabilities back up to that set; no_new_privs keeps them out too): dropped only there."""
     k = kern()
-    for cap in range(64):
-        if k.libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and k.ctypes.get_errno() == errno.EINVAL:
-            break
+    if os.geteuid() == 0:
+        for cap in range(k.last_cap + 1):
+            if k.libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and k.ctypes.get_errno() == errno.EINVAL:
+                break
     k.libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     hdr = k.CapHeader(version=0x20080522, pid=0)
     data = (k.CapData * 2)()

@@ -17,20 +17,21 @@ import secrets
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nanohermes import programs, sockets
+from nanohermes import procargs, programs, sockets
 from nanohermes.gitmeta import safe_new_repo, submodule_dirs
 from nanohermes.sandbox.confinement import Confinement
 from nanohermes.sandbox.kernel import (
-    CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWUSER, FS_EXECUTE, FS_READ_DIR, FS_READ_FILE, MS_BIND, MS_PRIVATE, MS_REC,
+    CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, FS_EXECUTE, FS_READ_DIR, FS_READ_FILE, MS_BIND, MS_PRIVATE, MS_REC,
     NET_BIND_TCP, NET_CONNECT_TCP, PR_SET_NO_NEW_PRIVS, RULE_PATH_BENEATH, SCOPE_ABSTRACT_UNIX, SCOPE_SIGNAL,
     SYS_ADD_RULE, SYS_CREATE_RULESET, SYS_RESTRICT_SELF, SandboxError, drop_capabilities, fail, file_rights, fs_rights,
     kern, loopback_up, set_read_only, write_proc,
 )
 from nanohermes.sandbox.mounts import cover, coverable, mount_plan, placeholder, placeholder_folder
+from nanohermes.sandbox.pidns import split
 
 
 def prepare(self: Confinement) -> Prepared:
@@ -162,19 +163,31 @@ class Prepared:
             env["NANOHERMES_SANDBOX"] = self.conf.policy
         return env
 
-    @property
-    def preexec(self) -> Callable[[], None] | None:
+    def preexec(self, argv: Sequence[str], env: Mapping[str, str]) -> Callable[[], None] | None:
+        """What the forked child runs before it execs `argv` with `env` (the same the caller
+        gives `subprocess`); None when nothing is confined. With a PID namespace, the child
+        never execs: it starts `argv` itself (see pidns.py)."""
         if not self.active or (self.ruleset_fd < 0 and not self.conf.namespaces):
             return None
-        return self._in_child
+        if not (self.conf.pid and self.conf.namespaces):
+            return self._in_child
+        # As subprocess finds it (a bare name on the PATH the command gets), so that a missing
+        # program is an error here as it is there; a relative path is the child's to find.
+        path = argv[0] if os.sep in argv[0] else shutil.which(argv[0], path=env.get("PATH", os.defpath))
+        if path is None or (os.path.isabs(path) and not os.access(path, os.X_OK)):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
+        command = (path, argv, env)  # posix_spawn encodes them, in the init
+        title = procargs.area()  # read here: the init names itself in the same place of its copy
+        return lambda: self._in_child(command, title)
 
-    def _in_child(self) -> None:
+    def _in_child(self, command: tuple[str, Sequence[str], Mapping[str, str]] | None = None,
+                  title: tuple[int, int] | None = None) -> None:
         """Runs between fork and exec: only syscalls, no allocation-heavy Python."""
         conf, k = self.conf, kern()  # loaded by `prepare`, before the fork
         libc = k.libc
         if conf.namespaces:
             uid, gid = os.geteuid(), os.getegid()
-            flags = CLONE_NEWUSER | CLONE_NEWNS | (0 if conf.network else CLONE_NEWNET)
+            flags = CLONE_NEWUSER | CLONE_NEWNS | (0 if conf.network else CLONE_NEWNET) | (CLONE_NEWPID if command else 0)
             if libc.unshare(flags) != 0:
                 raise fail("unshare")
             write_proc("/proc/self/setgroups", b"deny")
@@ -203,10 +216,17 @@ class Prepared:
             # The working folder was entered before the binds: enter it again through them,
             # or relative paths would reach the files underneath.
             os.chdir(os.getcwd())
+            if command is not None:
+                split(*command, self._restrict, title)  # the init starts the command; this process relays its end
+        self._restrict()
+
+    def _restrict(self) -> None:
+        """The last step before the command: no capability, no new privilege, the ruleset."""
+        k = kern()
         drop_capabilities()
-        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        if k.libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise fail("no_new_privs")
-        if self.ruleset_fd >= 0 and libc.syscall(SYS_RESTRICT_SELF, self.ruleset_fd, k.ctypes.c_uint32(0)) != 0:
+        if self.ruleset_fd >= 0 and k.libc.syscall(SYS_RESTRICT_SELF, self.ruleset_fd, k.ctypes.c_uint32(0)) != 0:
             raise fail("landlock_restrict_self")
 
     def release_ruleset(self) -> None:
@@ -313,12 +333,35 @@ def _remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 def new_temp_folder() -> Path:
-    """A private folder (mode 0700) under the system's temporary folder."""
-    base = Path(tempfile.gettempdir())
+    """A private folder (mode 0700) for one call, in this user's private folder of the
+    system's temporary folder: made and removed there, it leaves the temporary folder itself
+    unchanged, whose listing the look for other programs' sockets then keeps."""
+    base = _temp_base()
     while True:
-        path = base / f"nanohermes-sandbox-{secrets.token_hex(6)}"
+        path = base / secrets.token_hex(6)
         try:
             os.mkdir(path, 0o700)
             return path
         except FileExistsError:
             continue
+        except FileNotFoundError:  # the base went away (a cleaner of /tmp): made again
+            _base.clear()
+            base = _temp_base()
+
+_base: list[Path] = []
+
+def _temp_base() -> Path:
+    """`nanohermes-sandbox-UID` in the system's temporary folder, this user's own (0700, no link);
+    a fresh one of another name where that name is taken by someone or something else."""
+    if _base:
+        return _base[0]
+    folder = Path(tempfile.gettempdir()) / f"nanohermes-sandbox-{os.geteuid()}"
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        folder = Path(tempfile.mkdtemp(prefix="nanohermes-sandbox-"))
+    _base.append(folder)
+    return folder

@@ -10,37 +10,64 @@ import stat
 import tempfile
 from pathlib import Path
 
-from nanohermes.sandbox.confinement import Confinement, dedupe, within
-from nanohermes.sandbox.kernel import MS_BIND, SandboxError, fail, kern
+from nanohermes.sandbox.confinement import Confinement
+from nanohermes.sandbox.kernel import (
+    AT_FDCWD, CLONE_NEWNS, CLONE_NEWUSER, MOVE_MOUNT_F_EMPTY_PATH, MOVE_MOUNT_T_EMPTY_PATH, MS_BIND, OPEN_TREE_CLONE,
+    SYS_MOVE_MOUNT, SYS_OPEN_TREE, SandboxError, fail, kern,
+)
 
 
 def mount_plan(self: Confinement, tmp: Path) -> list[tuple[bytes, bool]]:
     """(path, read-only) binds, in order, made after the whole tree is remounted
     read-only: Landlock does not cover chmod, chown, utimes or xattrs, a read-only mount
     does. The writable roots (the temp folder, and under workspace-write the workspace
-    and its git folder) are bound read-write again; being mount points, they cannot be
-    renamed away (`mv .git x && mkdir .git`); so is every folder between a writable root and a
-    protected path inside it (a mount moves with a renamed parent: `mv .claude x && mkdir
-    .claude` would otherwise make a fresh `.claude/settings.json` possible). The protected
+    and its git folders) are bound read-write again, and so is every folder between a root
+    and a protected path: being mount points, none can be renamed away and rebuilt
+    (`mv .git x && mkdir .git`, `mv .git/worktrees/w x`, `mv .claude x && mkdir .claude` for a
+    fresh `.claude/settings.json`: a mount moves with its renamed parent). A command that
+    outlives its call (`background`) also gets the top level of each git folder without a
+    `commondir` read-only (its folders read-write again), so it cannot make one. The protected
     paths come last, read-only."""
     out: list[tuple[bytes, bool]] = [(os.fsencode(tmp), False)]
     if self.policy != "workspace-write":
         return out
-    inside = [p for p in self.read_only_paths if any(within(p, r) for r in self.write_roots)]
-    anchors: list[Path] = [r for r in self.write_roots if r.is_dir()]
-    for p in inside:
-        root = next(r for r in self.write_roots if within(p, r))
-        anchors += [a for a in p.parents if a != root and within(a, root) and a.is_dir() and not a.is_symlink()]
-    out += [(os.fsencode(a), False) for a in dedupe(anchors)]
+    # Every path here is real already (the confinement resolved them): compared as text.
+    inside = [p for p in self.read_only_paths if any(_under(p, r) for r in self.write_roots)]
     for p in inside:
         if p.name == "hooks" and not p.exists() and p.parent.is_dir():
             try:  # an empty hooks folder, as git itself makes, so there is something to bind over
                 p.mkdir()
             except OSError:
                 pass
-        if p.exists():
-            out.append((os.fsencode(p), True))
+    layers: dict[Path, bool] = {r: False for r in self.write_roots if r.is_dir()}
+    for p in inside:
+        root = max((r for r in self.write_roots if _under(p, r)), key=lambda r: len(r.parts))
+        for folder in p.parents:
+            if folder == root or len(folder.parts) <= len(root.parts):
+                break
+            if folder.is_dir() and not folder.is_symlink():  # only what is there can be bound
+                layers.setdefault(folder, False)
+    if self.background:
+        for g in self.sealable:
+            if any(_under(g, r) for r in self.write_roots):
+                layers[g] = True
+                layers.update({sub: False for sub in _subfolders(g) if sub not in layers and sub.name != "hooks"})
+    ordered = sorted(layers, key=lambda p: len(p.parts))  # outer mounts first
+    out += [(os.fsencode(p), layers[p]) for p in ordered]
+    out += [(os.fsencode(p), True) for p in inside if p.exists()]
     return out
+
+
+def _under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    try:
+        with os.scandir(folder) as entries:
+            return [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
 
 
 def coverable(folders: tuple[str, ...], keep: list[str]) -> list[str]:
@@ -77,6 +104,53 @@ def cover(cover: bytes, path: bytes, dev: int, ino: int) -> None:
             raise fail(f"covering the secret file {path!r}")
     finally:
         os.close(fd)
+
+def cover_running(namespaces: tuple[int, int], files: list[tuple[str, int, int]]) -> None:
+    """Cover secret files that appeared (or were replaced) in a command that is still running:
+    a helper process enters its user and mount namespaces (`namespaces`: descriptors of
+    them, held since it started; their owner may enter them) and mounts the empty file over
+    each one through a descriptor of it, if it is still the file the look found. Best
+    effort: a file that changed again is covered at the next look."""
+    import subprocess
+
+    from nanohermes import programs
+
+    source = placeholder()
+    k = kern()
+    true = programs.find("true") or "/bin/true"
+
+    def enter() -> None:
+        if k.libc.setns(namespaces[0], CLONE_NEWUSER) != 0 or k.libc.setns(namespaces[1], CLONE_NEWNS) != 0:
+            raise fail("entering the command's namespaces")
+        for path, dev, ino in files:
+            _cover_by_descriptor(source, os.fsencode(path), dev, ino)
+
+    subprocess.run([true], preexec_fn=enter, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, env={}, timeout=10, close_fds=True, check=False)
+
+
+def _cover_by_descriptor(source: bytes, path: bytes, dev: int, ino: int) -> None:
+    """`cover`, where /proc is not this process's (the command's own PID namespace): the empty
+    file's mount is cloned and moved onto the descriptor of the file (open_tree, move_mount)."""
+    k = kern()
+    try:
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (dev, ino):
+            return
+        tree = int(k.libc.syscall(SYS_OPEN_TREE, AT_FDCWD, source, OPEN_TREE_CLONE | os.O_CLOEXEC))
+        if tree < 0:
+            return
+        try:
+            k.libc.syscall(SYS_MOVE_MOUNT, tree, b"", fd, b"", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH)
+        finally:
+            os.close(tree)
+    finally:
+        os.close(fd)
+
 
 _cover_file: bytes = b""
 

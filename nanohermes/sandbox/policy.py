@@ -32,20 +32,30 @@ def probe() -> Availability:
             _probe_run([true], Confinement("read-only", abi=abi, namespaces=False))
         except (OSError, subprocess.SubprocessError, SandboxError) as e:
             ll_err = str(e) or type(e).__name__
-    ns = True
+    ns = pid = True
+    pid_err = ""
     try:
-        _probe_run([true], Confinement("read-only", abi=0, namespaces=True))
+        _probe_run([true], Confinement("read-only", abi=0, namespaces=True, pid=True))
     except (OSError, subprocess.SubprocessError, SandboxError) as e:
-        ns, ns_err = False, str(e) or type(e).__name__
-    return Availability(abi=abi, namespaces=ns, landlock_error=ll_err, namespace_error=ns_err)
+        # A kernel that lets a user namespace mount no procfs of its own (a container whose
+        # /proc has parts covered) still gets the other namespaces.
+        pid, pid_err = False, str(e) or type(e).__name__
+        try:
+            _probe_run([true], Confinement("read-only", abi=0, namespaces=True))
+        except (OSError, subprocess.SubprocessError, SandboxError) as e:
+            ns, ns_err = False, str(e) or type(e).__name__
+    return Availability(abi=abi, namespaces=ns, landlock_error=ll_err, namespace_error=ns_err, pid=pid and ns,
+                        pid_error=pid_err)
 
 def _probe_run(argv: list[str], conf: Confinement) -> None:
     prepared = prepare(conf)
     try:
-        r = subprocess.run(argv, preexec_fn=prepared.preexec, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, timeout=10, env=prepared.env({}), close_fds=True)
+        env = prepared.env({})
+        r = subprocess.run(argv, preexec_fn=prepared.preexec(argv, env), stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=10, env=env, close_fds=True)
         if r.returncode != 0:
-            raise SandboxError(f"a confined `true` exited with {r.returncode}")
+            said = r.stderr.decode("utf-8", "replace").strip()[:300]
+            raise SandboxError(f"a confined `true` exited with {r.returncode}" + (f": {said}" if said else ""))
     finally:
         prepared.cleanup()
 
@@ -59,7 +69,8 @@ def describe_availability(mode: str) -> list[str]:
 def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] = (), network: bool = False,
                 config_files: tuple[Path, ...] = (), hidden: tuple[tuple[str, int, int], ...] = (),
                 unhidden: str = "", socket_scan_entries: int = 50_000, own: tuple[str, ...] = (),
-                ruled: tuple[tuple[str, int, int], ...] = (), ruled_folders: tuple[str, ...] = ()) -> Confinement:
+                ruled: tuple[tuple[str, int, int], ...] = (), ruled_folders: tuple[str, ...] = (),
+                secret_patterns: tuple[str, ...] = ()) -> Confinement:
     """The confinement for `policy` on this machine. Where Landlock is missing the command
     runs unconfined (the permission layer then lets nothing but checked read-only commands
     run unasked); where namespaces are missing the protected paths stay writable, and secret
@@ -94,11 +105,13 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
     folders = tuple(dict.fromkeys((*(p for p in own if os.path.isdir(p)), *ruled_folders)))
     if (hidden or ruled_folders) and not avail.namespaces:
         unhidden, hidden = unhidden or "user namespaces are unavailable here", ()
-    return Confinement(chosen, abi=avail.abi if avail.landlock else 0, namespaces=avail.namespaces,
+    return Confinement(chosen, abi=avail.abi if avail.landlock else 0, namespaces=avail.namespaces, pid=avail.pid,
                        write_roots=resolved, read_only_paths=meta.protected if meta else (), network=network,
                        hidden=hidden, unhidden=unhidden, must_not_appear=absent,
                        socket_scan_entries=socket_scan_entries, hidden_folders=folders,
                        ruled=tuple(dict.fromkeys((*(f[0] for f in ruled), *ruled_folders))),
                        own_files=tuple(f[0] for f in own_files), module_roots=meta.module_roots if meta else (),
+                       sealable=meta.sealable if meta else (), secret_patterns=secret_patterns,
+                       withheld_from=Path(os.path.realpath(workspace)) if secret_patterns else None,
                        path_folders=tuple(programs.path_folders_inside(map(str, resolved))),
                        new_git=None if os.path.lexists(workspace / ".git") else Path(os.path.realpath(workspace)) / ".git")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from nanohermes.sandbox.confinement import Confinement, within
@@ -43,13 +43,15 @@ _DENIED_BARE = re.compile(r"Permission denied|Operation not permitted|\[Errno (?
 _READ_ONLY_FS = re.compile(r"Read-only file system|\[Errno 30\]|\bEROFS\b")
 
 def refusals(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[str, ...] | list[str] = (),
-             command: str = "") -> list[str]:
+             command: str = "", exit_failed: bool = False) -> list[str]:
     """What the sandbox probably refused, read from a command's output: the paths named in
     "Permission denied" / "Read-only file system" messages that the command could have
     written without the sandbox (checked with access(2)), a socket the sandbox hid
     (`hidden_sockets`) that the output names (or the `command` line names, when the output
     shows a refused or failed connection), a read-only file system named without a path
-    (a shared-memory lock, a semaphore), and network failures while the network is closed. A
+    (a shared-memory lock, a semaphore), and network failures while the network is closed (a
+    refused connection to the host's loopback also when it names no port, if the command
+    failed (`exit_failed`): the sandbox's loopback is its own). A
     heuristic: a program that fails silently or words its errors its own way is not seen, and
     a path that is unwritable anyway is not blamed on the sandbox."""
     if conf.policy == "off" or not (conf.abi or conf.namespaces):
@@ -60,32 +62,11 @@ def refusals(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[str,
         if what not in found:
             found.append(what)
 
-    hidden = {p for p, _, _ in conf.hidden} if conf.namespaces else set()
-    path_patterns, net = _refusal_patterns()
-    for i, pattern in enumerate(path_patterns):
-        for m in pattern.finditer(text):
-            raw = m.group(1).strip()
-            if not raw or len(raw) > 4096:
-                continue
-            path = Path(os.path.expanduser(raw))
-            path = path if path.is_absolute() else cwd / path
-            if i == _BARE_WORD and not any(c in raw for c in "/.") and not os.path.lexists(path):
-                continue  # `open: Read-only file system` (perror) names a call, not a file
-            real = _real(path)
-            if real and real in hidden_sockets:
-                continue  # named below, as a socket
-            if conf.namespaces and real and any(real == f or real.startswith(f.rstrip("/") + "/") for f in conf.ruled):
-                add(f"access to {os.path.normpath(path)}, {RULE_WITHHELD}")
-            elif conf.namespaces and real and (real in conf.own_files or any(
-                    real == f or real.startswith(f.rstrip("/") + "/") for f in conf.hidden_folders)):
-                add(f"access to {os.path.normpath(path)}, {OWN_HIDDEN}")
-            elif hidden and real in hidden:
-                add(f"access to {os.path.normpath(path)}, {SECRET_WITHHELD}")
-            elif _blames(path, conf):
-                add(f"a write to {os.path.normpath(path)}")
-    failed = bool(_DENIED_BARE.search(text) or _NOT_CONNECTED.search(text))
+    _, net = _refusal_patterns()
+    _named_paths(text, conf, cwd, hidden_sockets, add)
+    not_reached = bool(_DENIED_BARE.search(text) or _NOT_CONNECTED.search(text))
     for sock in hidden_sockets:
-        if sock in text or (failed and sock in command):
+        if sock in text or (not_reached and sock in command):
             add(f"a connection to the socket {sock}, {SOCKET_HIDDEN}")
     if not found and conf.namespaces:
         if _READ_ONLY_FS.search(text):
@@ -100,21 +81,69 @@ def refusals(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[str,
         if net.search(text):
             add("a network connection (the sandbox has no network)")
         elif conf.namespaces and _NOT_CONNECTED.search(text):
-            for port in _host_ports(text):
-                add(f"a connection to port {port} of the host's loopback (the sandbox has a loopback of its own: "
-                    "servers it starts are reachable, the host's are not)")
+            _loopback(text, command, exit_failed, add)
     return found
+
+def _named_paths(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[str, ...] | list[str],
+                 add: Callable[[str], None]) -> None:
+    """The refusals of paths the output names: nanohermes's own files, secret files, writes."""
+    hidden = {p for p, _, _ in conf.hidden} if conf.namespaces else set()
+    for i, pattern in enumerate(_refusal_patterns()[0]):
+        for m in pattern.finditer(text):
+            raw = m.group(1).strip()
+            if not raw or len(raw) > 4096:
+                continue
+            path = Path(os.path.expanduser(raw))
+            path = path if path.is_absolute() else cwd / path
+            if i == _BARE_WORD and not any(c in raw for c in "/.") and not os.path.lexists(path):
+                continue  # `open: Read-only file system` (perror) names a call, not a file
+            real = _real(path)
+            if real and real in hidden_sockets:
+                continue  # named by `refusals`, as a socket
+            if conf.namespaces and real and any(real == f or real.startswith(f.rstrip("/") + "/") for f in conf.ruled):
+                add(f"access to {os.path.normpath(path)}, {RULE_WITHHELD}")
+            elif conf.namespaces and real and (real in conf.own_files or any(
+                    real == f or real.startswith(f.rstrip("/") + "/") for f in conf.hidden_folders)):
+                add(f"access to {os.path.normpath(path)}, {OWN_HIDDEN}")
+            elif hidden and real in hidden:
+                add(f"access to {os.path.normpath(path)}, {SECRET_WITHHELD}")
+            elif _blames(path, conf):
+                add(f"a write to {os.path.normpath(path)}" + (_SEALED if _sealed(real, conf) else ""))
+
 
 _NOT_CONNECTED = re.compile(r"refused|(?:couldn't|could not|failed to|unable to|cannot) connect", re.I)
 
+# A connection refused, in the words of libc (perror), Python, node, curl, Go and Java.
+_REFUSED = re.compile(r"Connection refused|ECONNREFUSED|\[Errno 111\]|connect: connection refused", re.I)
+
+_OWN_LOOPBACK = ("the sandbox has a loopback of its own: servers the command starts are reachable, the host's are "
+                 "not")
+
+
+def _loopback(text: str, command: str, failed: bool, add: Callable[[str], None]) -> None:
+    """A refused connection to a server of the host: the command's network namespace holds only
+    its own loopback. Named by its port when the output, or else the command line, names a
+    loopback port a server of the host listens on; a refusal that names no port is still said
+    to be the sandbox's when the command failed and servers listen on the host (a command that
+    retried until its own server was up did not fail)."""
+    listening = _listening()
+    ports = _ports_named(text, listening) or (_ports_named(command, listening) if command else [])
+    for port in ports:
+        add(f"a connection to port {port} of the host's loopback ({_OWN_LOOPBACK})")
+    if not ports and failed and listening and _REFUSED.search(text):
+        shown = ", ".join(map(str, sorted(listening)[:10])) + (", ..." if len(listening) > 10 else "")
+        add(f"a connection refused, probably to a server of this machine (listening here: {shown}; {_OWN_LOOPBACK})")
+
 _LOOPBACK_PORT = re.compile(r"(?:127\.0\.0\.1|localhost|::1)\]?['\"]?(?::|,\s*(?:port=)?|\s+port\s+)(\d{1,5})\b")
 
-def _host_ports(text: str) -> list[int]:
-    """The loopback ports the output names that a server of the host listens on (the sandbox's
+def _ports_named(text: str, listening: set[int]) -> list[int]:
+    """The loopback ports `text` names that a server of the host listens on (the sandbox's
     own loopback cannot reach them)."""
-    named = {int(m.group(1)) for m in _LOOPBACK_PORT.finditer(text)}
-    if not named:
-        return []
+    return sorted({int(m.group(1)) for m in _LOOPBACK_PORT.finditer(text)} & listening)
+
+
+def _listening() -> set[int]:
+    """The TCP ports servers listen on in nanohermes's own network namespace (the host's)."""
     listening: set[int] = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -126,7 +155,16 @@ def _host_ports(text: str) -> list[int]:
             parts = row.split()
             if len(parts) > 3 and parts[3] == b"0A":  # LISTEN
                 listening.add(int(parts[1].rsplit(b":", 1)[1], 16))
-    return sorted(named & listening)
+    return listening
+
+_SEALED = (" (the top level of a git folder is read-only for a background task, so that it cannot point git "
+           "elsewhere; run git commands that change the repository in the foreground)")
+
+
+def _sealed(real: str, conf: Confinement) -> bool:
+    """Is `real` at the top level of a git folder a background task may not write?"""
+    return conf.background and conf.namespaces and bool(real) and Path(real).parent in conf.sealable
+
 
 def remedies(refused: Sequence[str]) -> str:
     """What lets a refused sandboxed call through, for these refusals: the settings that widen
@@ -169,6 +207,8 @@ def _sandbox_blocks(path: Path, conf: Confinement) -> bool:
     if not os.access(target, os.W_OK):
         return False  # unwritable without the sandbox too: not ours to blame
     if any(within(real, p) for p in conf.read_only_paths) and conf.namespaces:
+        return True
+    if _sealed(str(real), conf):
         return True
     if conf.policy == "workspace-write" and any(within(real, r) for r in conf.write_roots):
         return False

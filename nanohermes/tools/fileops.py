@@ -39,11 +39,18 @@ def shown_path(ctx: ToolContext, written: str, real: Path) -> str:
     if not p.is_absolute():
         p = ctx.workspace / p
     folded = Path(os.path.normpath(p))
-    return display_path(ctx, folded if Path(os.path.realpath(folded)) == real else real)
+    try:
+        same = Path(os.path.realpath(folded)) == real
+    except OSError:  # changing under it (a folder swapped for a link): the judged path names it
+        same = False
+    return display_path(ctx, folded if same else real)
 
 
 def _workspace_real(ctx: ToolContext) -> Path:
-    return Path(os.path.realpath(ctx.workspace))
+    try:
+        return Path(os.path.realpath(ctx.workspace))
+    except OSError:
+        return ctx.workspace
 
 
 def display_path(ctx: ToolContext, p: Path) -> str:

@@ -7,12 +7,15 @@ index.lock, run in the `read-only` OS sandbox, and turn off every program a repo
 config can name for them (fsmonitor, hooks, pager, external diff, textconv, filters,
 signature checks): plan mode promises that nothing runs, and a cloned repository writes its
 own `.git/config`. git_commit runs in the sandbox its approval earned, as run_command does,
-with the repository's hooks and filters (a person approved it, or it is confined).
+with the repository's hooks and filters (a person approved it, or it is confined). None of
+them runs where git would take files outside the workspace for the work tree
+(`gitmeta.moved_work_tree`: a repository's `core.worktree`).
 Any failure names git's exit code and includes git's own message.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 import shlex
 from collections.abc import Callable
@@ -23,15 +26,20 @@ from typing import ClassVar
 from nanohermes.permissions import Rule
 from nanohermes.tools.base import Approval, ClaudeCall, P, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes import programs, sandbox
+from nanohermes.gitmeta import moved_work_tree
 from nanohermes.tools.fileops import Withheld
-from nanohermes.tools.process import command_env, confinement_of, read_only_of, run_capped, secs, strip_newline
+from nanohermes.tools.process import (
+    command_env, confinement_of, read_only_of, run_capped, secret_values, secs, strip_newline, without_values,
+)
 
 _NOTE_CHARS = 400  # room kept for the tool's own notes when fitting output into max_output
 _CUT = "\n[git output was "  # how the note on output cut at the capture cap starts
 
 
 # Settings that stop git from starting a program a repository's config names.
-_NO_PROGRAMS = ("core.fsmonitor=false", "core.hooksPath=/dev/null", "core.pager=cat", "diff.external=",
+# An external diff is not blanked here (an empty `diff.external` is a program git fails to
+# run, which fails every diff): the tools that diff pass --no-ext-diff.
+_NO_PROGRAMS = ("core.fsmonitor=false", "core.hooksPath=/dev/null", "core.pager=cat",
                 "log.showSignature=false", "status.submoduleSummary=false", "core.sshCommand=false",
                 "credential.helper=", "gpg.program=false", "core.alternateRefsCommand=false")
 # Per-driver keys that name programs: a driver's name is the repository's choice, so they
@@ -74,6 +82,10 @@ async def git(ctx: ToolContext, *args: str, read_only: bool = True) -> str:
         conf = read_only_of(ctx)
     else:
         conf = confinement_of(ctx)
+    if moved := await asyncio.to_thread(moved_work_tree, ctx.workspace, env):
+        raise ToolError(f"{moved}; the git tools read no files outside the workspace, so git {args[0]} did not run. "
+                        "If that folder is meant to be the work tree, start nanohermes there; otherwise remove the "
+                        "setting (`git config --unset core.worktree`)")
     try:
         if read_only:
             argv += _flags([*_NO_PROGRAMS, *await _no_program_overrides(ctx, conf, env)])
@@ -87,7 +99,9 @@ async def git(ctx: ToolContext, *args: str, read_only: bool = True) -> str:
                         "the git_* tools") from None
     except OSError as e:
         raise ToolError(f"cannot run git: {e.strerror or e}") from None
-    message = (fin.err.text().strip() or fin.out.text().strip())[:4000]
+    (err, out), withheld = without_values([fin.err.text(), fin.out.text()],
+                                          await asyncio.to_thread(secret_values, conf, lim))
+    message = (err.strip() or out.strip())[:4000]
     if fin.timed_out is not None:
         raise ToolError(f"git {args[0]} timed out after {secs(fin.timed_out)} and was killed"
                         + (f"; git said: {message}" if message else ""))
@@ -96,11 +110,11 @@ async def git(ctx: ToolContext, *args: str, read_only: bool = True) -> str:
             raise ToolError(f"{ctx.workspace} is not inside a git repository; create one with run_command "
                             f"(git init) or work in a repository\ngit exited with code {fin.exit_code}: {message}")
         raise ToolError(f"git {args[0]} failed with exit code {fin.exit_code}: {message or '(no message)'}")
-    text = fin.out.text()
+    text = out
     if fin.out.dropped:
         text += (f"{_CUT}{fin.out.total} bytes; the first {len(fin.out.data)} and the last "
                  f"{fin.out.tail_len} were kept ({fin.out.dropped} bytes dropped where marked)]")
-    return text
+    return text + (f"\n[{withheld}]" if withheld else "")
 
 
 async def withheld_specs(ctx: ToolContext, listing: list[str],

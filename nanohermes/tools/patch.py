@@ -253,6 +253,8 @@ class ApplyPatch(Tool[ApplyPatchParams]):
             return self._display(self._plan(args, ctx), ctx)
         except (ToolError, PatchError) as e:
             return f"(the patch cannot be applied: {e})\n\n{args.diff}"
+        except OSError as e:  # a path changing while it is read: the run checks it all again
+            return f"(the patch cannot be shown: {e.strerror or e}; its files are changing)\n\n{args.diff}"
 
     async def precheck(self, args: ApplyPatchParams, ctx: ToolContext) -> None:
         await self.in_thread(self._plan, args, ctx)  # a patch that does not apply, without writing

@@ -241,6 +241,10 @@ class Process:
     escaped: int = 0  # processes that had left its group and were killed when it ended
     _prepared: sandbox.Prepared | None = field(default=None, repr=False)
     _closed: bool = False
+    # A background task's mount namespace, held: a secret file that appears while it runs is
+    # covered there (`withhold_new`); the files covered so far.
+    _mntns_fd: int = field(default=-1, repr=False)
+    _covered: set[tuple[str, int, int]] = field(default_factory=set, repr=False)
 
     @property
     def returncode(self) -> int | None:
@@ -281,17 +285,25 @@ class Process:
         so it is safe in `finally` blocks of cancelled tasks."""
         if self._closed:
             return
+        # In its own PID namespace, what left the group (setsid, double fork) is counted
+        # first: the group's end ends the namespace's init, and with it everything in it.
+        own_pids = self.confinement.pid and self.confinement.namespaces
+        if self.marker and own_pids:
+            self.escaped = sandbox.kill_escaped(self.marker, pgid=self.pid, userns=self.userns, group_ended=False)
         # Leftover members (`cmd &` that closed its pipes) die with the command. The shell
         # is already reaped here, so its pid names only its group, and the group exists
         # only while a member does.
         self.signal(signal.SIGKILL)
         self._closed = True
         _live_groups.discard(self.pid)
-        if self.marker:  # then what left the group (setsid, double fork)
+        if self.marker and not own_pids:  # then what left the group (setsid, double fork)
             self.escaped = sandbox.kill_escaped(self.marker, pgid=self.pid, userns=self.userns)
-        if self._userns_fd >= 0:
-            os.close(self._userns_fd)
-            self._userns_fd = -1
+        elif own_pids:
+            sandbox.reap_session(self.pid)
+        for fd in (self._userns_fd, self._mntns_fd):
+            if fd >= 0:
+                os.close(fd)
+        self._userns_fd = self._mntns_fd = -1
         if self._prepared is not None:
             self._prepared.cleanup()
         self._transport.close()
@@ -301,13 +313,34 @@ class Process:
         and what it created where it must not (removed once the command has ended)."""
         hidden = [os.fsdecode(p) for p in self._prepared.sockets] if self._prepared is not None else []
         found = sandbox.refusals(self.out.text() + "\n" + self.err.text(), self.confinement, cwd, hidden,
-                                 " ".join(self.argv))
+                                 " ".join(self.argv), exit_failed=self.returncode not in (0, None))
         planted = list(self._prepared.plants) if self._prepared is not None else []
         return planted + found  # what was undone first: it matters most
 
     def sweep(self) -> list[str]:
         """While it runs: take away what it planted where it must not (see Prepared.sweep)."""
         return self._prepared.sweep() if self._prepared is not None and not self._closed else []
+
+    def withhold_new(self, limits: Limits) -> int:
+        """While a background task runs: cover in its sandbox the secret files that appeared (or
+        were replaced) since it started, and remember their values (see `secret_values`).
+        How many were covered now."""
+        conf = self.confinement
+        if self._closed or self._mntns_fd < 0 or self._userns_fd < 0 or conf.withheld_from is None:
+            return 0
+        found = withheld(conf.withheld_from, conf.secret_patterns, limits)
+        new = [f for f in found.files if f not in self._covered]
+        if not new:
+            return 0
+        from nanohermes import withhold
+
+        withhold.values(new, limits.sandbox_secret_value_bytes)  # remembered, whatever becomes of the files
+        try:
+            sandbox.cover_running((self._userns_fd, self._mntns_fd), new)
+        except (OSError, subprocess.SubprocessError, sandbox.SandboxError):
+            return 0  # the next look tries again; what it prints is cleaned of their values meanwhile
+        self._covered.update(new)
+        return len(new)
 
     @property
     def programs_changed(self) -> list[str]:
@@ -364,7 +397,7 @@ def confine(policy: str, *, workspace: Path, config: Config, limits: Limits,
                                unhidden=(found.problem if found else "") or cover.problem,
                                ruled=cover.files, ruled_folders=cover.folders,
                                socket_scan_entries=limits.sandbox_socket_scan_entries,
-                               own=own_paths())
+                               own=own_paths(), secret_patterns=tuple(patterns) if withhold else ())
 
 
 def confinement_of(ctx: ToolContext) -> sandbox.Confinement:
@@ -381,6 +414,37 @@ def read_only_of(ctx: ToolContext) -> sandbox.Confinement:
     rules cover stays readable to git here (it could not tell an unchanged file otherwise): the
     git tools leave those paths out of what they show, by pathspec."""
     return confine("read-only", workspace=ctx.workspace, config=ctx.config, limits=ctx.limits, ruled=False)
+
+
+def secret_values(conf: sandbox.Confinement, limits: Limits) -> frozenset[str]:
+    """The values of the workspace's secret files (as they are now, or were when seen before)
+    that what a confined call's processes printed must not show the model: a secret file that
+    appeared, or was replaced, after the command started was not covered in its sandbox from
+    the start. Empty for a call that may read them (approved, or unconfined)."""
+    if conf.policy == "off" or conf.withheld_from is None or not conf.secret_patterns:
+        return frozenset()
+    from nanohermes import withhold
+
+    found = withheld(conf.withheld_from, conf.secret_patterns, limits)
+    return withhold.values(found.files, limits.sandbox_secret_value_bytes)
+
+
+def without_values(texts: list[str], values: frozenset[str]) -> tuple[list[str], str]:
+    """`texts` with every one of `values` taken out, and the note that says so ("" if none was)."""
+    if not values:
+        return texts, ""
+    from nanohermes import withhold
+
+    out, n = [], 0
+    for text in texts:
+        cleaned, k = withhold.redact_values(text, values)
+        out.append(cleaned)
+        n += k
+    if not n:
+        return out, ""
+    return out, (f"note: {n} value{'s' if n != 1 else ''} of the workspace's secret files (permissions.secret_files) "
+                 f"{'were' if n != 1 else 'was'} replaced by {withhold.WITHHELD} in this output: commands no person "
+                 "approved may not read them (a person's yes at the prompt lets a command read one)")
 
 
 def withheld(workspace: Path, patterns: tuple[str, ...] | list[str], limits: Limits) -> Secrets:
@@ -422,7 +486,7 @@ async def spawn(argv: list[str], *, cwd: Path, env: dict[str, str], out_cap: int
     try:
         transport, drain = await programs.started(loop.subprocess_exec(
             lambda: _Drain(out, err, on_data), *argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, cwd=cwd, env=env, start_new_session=True, preexec_fn=prepared.preexec,
+            stderr=subprocess.PIPE, cwd=cwd, env=env, start_new_session=True, preexec_fn=prepared.preexec(argv, env),
         ), functools.partial(_stop_start, marker))
     except subprocess.SubprocessError as e:  # the child failed while entering the sandbox
         prepared.cleanup()
@@ -437,9 +501,13 @@ async def spawn(argv: list[str], *, cwd: Path, env: dict[str, str], out_cap: int
     # The child has exec'd by now, so it is already in its own user namespace (if any).
     held = sandbox.hold_user_namespace(pid) if conf.namespaces and prepared.active else None
     userns, userns_fd = held if held is not None else (None, -1)
+    mntns_fd = -1
+    if conf.background and conf.namespaces and conf.withheld_from is not None and held is not None:
+        with contextlib.suppress(OSError):
+            mntns_fd = os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
     return Process(pid=pid, out=out, err=err, _transport=transport, _drain=drain, confinement=conf, marker=marker,
-                   argv=tuple(argv),
-                   userns=userns, _userns_fd=userns_fd, _prepared=prepared)
+                   argv=tuple(argv), userns=userns, _userns_fd=userns_fd, _prepared=prepared, _mntns_fd=mntns_fd,
+                   _covered=set(conf.hidden))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -559,8 +627,9 @@ def strip_newline(text: str) -> str:
     return text[:-1] if text.endswith("\n") else text
 
 
-def format_command(fin: Finished, limits: Limits) -> str:
-    """The run_command result: exit code, stdout, stderr, then short notes with exact counts."""
+def format_command(fin: Finished, limits: Limits, secrets: frozenset[str] = frozenset()) -> str:
+    """The run_command result: exit code, stdout, stderr, then short notes with exact counts;
+    `secrets` (values the output must not show) taken out before anything is cut."""
     notes: list[str] = []
     for label, cap in (("stdout", fin.out), ("stderr", fin.err)):
         if cap.dropped:
@@ -582,7 +651,9 @@ def format_command(fin: Finished, limits: Limits) -> str:
     head = f"exit code: {describe_exit(fin.exit_code, fin.timed_out)}\n\nstdout:\n"
     mid = "\n\nstderr:\n"
     tail = "".join("\n\n" + n for n in notes)
-    texts = [strip_newline(fin.out.text()), strip_newline(fin.err.text())]
+    texts, withheld_note = without_values([strip_newline(fin.out.text()), strip_newline(fin.err.text())], secrets)
+    if withheld_note:
+        tail += "\n\n" + withheld_note
     budget = limits.max_output - len(head) - len(mid) - len(tail) - 2 * _MARKER_CHARS
     out, err = (cut_middle(t, n) if t else "(empty)" for t, n in zip(texts, shares([len(t) for t in texts], budget), strict=True))
     return head + out + mid + err + tail

@@ -14,7 +14,9 @@ from nanohermes import sandbox
 from nanohermes.permissions import Effect, Rule, SubjectKind, escape_pattern, suggest_command_rule
 from nanohermes.shellparse import ParseError, split
 from nanohermes.tools.base import Approval, Params, Tool, ToolContext, ToolError, ToolResult, about
-from nanohermes.tools.process import command_env, confinement_of, decode, format_command, run_capped, shell_argv
+from nanohermes.tools.process import (
+    command_env, confinement_of, decode, format_command, run_capped, secret_values, shell_argv,
+)
 from nanohermes.tools.tasks import start_task
 
 class _ProgressLines:
@@ -179,18 +181,19 @@ class RunCommand(Tool[RunCommandParams]):
             limit = lim.task_timeout_secs if args.timeout_secs is None else min(lim.task_timeout_secs, clamped)
             return await start_task(ctx, args.command, cwd=cwd, timeout=limit) + note
         progress = _ProgressLines(ctx, self.name)
+        conf = confinement_of(ctx)
         try:
             fin = await run_capped(shell_argv(args.command), cwd=cwd, env=command_env(), limits=lim,
                                    timeout=clamped, out_cap=lim.run_command_capture_bytes,
-                                   err_cap=lim.run_command_capture_bytes, on_data=progress.feed,
-                                   confinement=confinement_of(ctx))
+                                   err_cap=lim.run_command_capture_bytes, on_data=progress.feed, confinement=conf)
         except sandbox.SandboxError as e:
             raise ToolError(f"{e}; the command did not run. `nanohermes doctor` shows what the sandbox needs") from None
         except OSError as e:
             raise ToolError(f"cannot start the shell: {e.strerror or e}; check that bash or sh is installed") from None
         finally:
             progress.close()
-        return ToolResult(text=format_command(fin, lim) + note, refused=fin.refused)
+        secrets = await asyncio.to_thread(secret_values, conf, lim)
+        return ToolResult(text=format_command(fin, lim, secrets) + note, refused=fin.refused)
 
 
 def tools() -> list[Tool]:

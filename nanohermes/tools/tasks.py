@@ -12,6 +12,7 @@ runs in the OS sandbox its run_command call was given. A notice is emitted when 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import secrets
 import time
 from collections.abc import Callable
@@ -25,9 +26,8 @@ from nanohermes.budget import Limits
 from nanohermes.events import Event, Notice
 from nanohermes.tools.base import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes.tools.process import (
-    Capture, Process, command_env, confinement_of, describe_exit, listed, programs_note, refusal_note, secs, shares,
-    shell_argv, spawn,
-    strip_newline,
+    Capture, Process, command_env, confinement_of, describe_exit, listed, programs_note, refusal_note, secret_values,
+    secs, shares, shell_argv, spawn, strip_newline, without_values,
 )
 
 STATE_KEY = "tasks"
@@ -163,6 +163,7 @@ class TaskManager:
                 return True
             for found in task.proc.sweep():
                 self.emit(Notice(level="warning", text=f"background task {task.id}: {found}"))
+            await asyncio.to_thread(task.proc.withhold_new, self.limits)
 
     async def kill(self, task: Task, reason: str = "task_kill") -> None:
         if task.ended is None and not task.proc.exited and task.status == "running":
@@ -206,8 +207,11 @@ def task_manager(ctx: ToolContext) -> TaskManager:
 
 async def start_task(ctx: ToolContext, command: str, *, cwd: Path, timeout: float) -> str:
     """run_command with background=true: start the task and say how to follow it."""
+    # A task outlives its call: what it must not plant is made impossible from the start, not
+    # swept afterwards (see Confinement.background).
+    confinement = dataclasses.replace(confinement_of(ctx), background=True)
     try:
-        task = await task_manager(ctx).start(command, cwd=cwd, timeout=timeout, confinement=confinement_of(ctx))
+        task = await task_manager(ctx).start(command, cwd=cwd, timeout=timeout, confinement=confinement)
     except sandbox.SandboxError as e:
         raise ToolError(f"{e}; the task did not start. `nanohermes doctor` shows what the sandbox needs") from None
     except OSError as e:
@@ -253,13 +257,18 @@ class TaskOutput(Tool[TaskIdParams]):
     async def run(self, args: TaskIdParams, ctx: ToolContext) -> str:
         mgr = task_manager(ctx)
         task = mgr.get(args.task_id)
+        await asyncio.to_thread(task.proc.withhold_new, ctx.limits)  # a secret file that appeared is covered now
         head = (f"task {task.id}: {task.state()}\nexit code: {task.exit_text()}\n"
                 f"command: {first_line(task.command, 200)}\n")
         # Room for the labels, the notes (at most four short lines) and a margin; a floor so
         # that even a tiny max_output makes progress through the buffer.
         budget = max(ctx.limits.max_output - len(head) - 600, 256)
         sections, notes = mgr.read(task, budget)
-        body = "".join(f"\n{label} (new since the last read):\n{text or '(nothing new)'}\n" for label, text in sections)
+        secrets = await asyncio.to_thread(secret_values, task.proc.confinement, ctx.limits)
+        texts, withheld = without_values([text for _, text in sections], secrets)
+        notes += [withheld] if withheld else []
+        body = "".join(f"\n{label} (new since the last read):\n{text or '(nothing new)'}\n"
+                       for (label, _), text in zip(sections, texts, strict=True))
         return head + body + "".join(f"\n{n}" for n in notes + task.end_notes())
 
 
