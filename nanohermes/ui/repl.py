@@ -705,7 +705,9 @@ class Repl:
         if out:
             self.print(render.fold(out, max(1, out.count("\n") + 1)))
         body = clamp(out, lim.max_output) if out else "(no output)"
-        self.agent.add_context(f'<user-shell command="{command}" exit="{code}">\n{body}\n</user-shell>')
+        from nanohermes.session import shell_context
+
+        self.agent.add_context(shell_context(command, code, body))
 
     def before_approval(self) -> None:
         # Keys typed ahead must never answer the prompt: keep them for the next message.
