@@ -290,7 +290,7 @@ class Repl:
             if (hint := no_key_hint(s.config)) is not None:
                 self._out(Text(hint, style="yellow"))
             self.started = asyncio.get_running_loop().create_task(built.start())
-            self._model_check = asyncio.get_running_loop().create_task(self._check_model())
+            self._model_check = asyncio.get_running_loop().create_task(self._check_model(keyless=hint is not None))
             _warm_imports()
         except Exception as e:  # shown as the run-ending error it is, once the prompt is gone
             self.build_error = e
@@ -334,15 +334,35 @@ class Repl:
             if self._trust_done is not None:
                 self._trust_done.set()
 
-    async def _check_model(self) -> None:
-        """A model the endpoint does not list is named at start, not at the first answer."""
-        from nanohermes.ui.commands import endpoint_models
+    async def _check_model(self, keyless: bool = False) -> None:
+        """The endpoint, asked for its models at start behind the prompt: one that cannot be
+        reached or refuses the key (unless the missing key was just said) is said at once, and
+        a model it does not list is named, not at the first answer."""
+        from nanohermes.errors import AuthError, TimedOutError, UnreachableError
+        from nanohermes.ui.commands import MODEL_LIST_SECS
 
-        if self.agent is None:
+        lister = getattr(self.agent.llm, "list_models", None) if self.agent is not None else None
+        if self.agent is None or lister is None:
             return
         model = self.agent.llm.model
-        models, _ = await endpoint_models(self.agent.llm)
-        if models and model not in models:  # a list that cannot be had says nothing here (doctor tells why)
+        try:
+            models = list(await asyncio.wait_for(lister(), MODEL_LIST_SECS))
+        except (UnreachableError, TimedOutError, AuthError) as e:
+            if not (keyless and isinstance(e, AuthError)):
+                from nanohermes.redact import redact
+
+                self._out(Text(f"warning: {redact(e.message)}", style="yellow"))
+                self._out(Text(f"hint: {e.hint}", style="dim"))
+            return
+        except TimeoutError:
+            where = getattr(self.agent.llm, "base_url", "the endpoint")
+            self._out(Text(f"warning: the model endpoint at {where} did not list its models within "
+                           f"{MODEL_LIST_SECS:g} s; it may be unreachable or busy (`nanohermes doctor` checks it)",
+                           style="yellow"))
+            return
+        except Exception:  # a list that cannot be had says nothing more here (doctor tells why)
+            return
+        if models and model not in models:
             import difflib
 
             close = difflib.get_close_matches(model, models, n=3)
