@@ -903,23 +903,24 @@ def paste_label(data: str, index: int = 0) -> str:
 
 def toolbar(model: str, mode: str, history_chars: int, budget_chars: int, usage: Usage,
             cost: float | None = None, window: dict[str, Any] | None = None, last: Usage | None = None) -> str:
-    """The bottom toolbar once the agent is built: model, mode, context used (of the model's
-    window, and where the window came from; without one, of the session budget in chars,
-    with the tokens the last request held when the endpoint reports them), tokens and cost
-    so far (cost only when `prices` has the model). Plain text: prompt-toolkit draws it."""
-    tokens = f" · {usage.total_tokens:,} tokens" if usage.total_tokens else ""
+    """The bottom toolbar once the agent is built: model, mode, what the context holds now as
+    a share of the model's window (and where the window came from; without one, of the
+    session budget in chars, with the tokens the last request held when the endpoint reports
+    them), every token sent and received over the session, and its cost (only when `prices`
+    has the model). Plain text: prompt-toolkit draws it. docs/repl.md says what each counts."""
+    tokens = f" · session {'~' if usage.estimated else ''}{usage.total_tokens:,} tokens" if usage.total_tokens else ""
     dollars = f" · ${cost:.4f}" if cost is not None else ""
     if window is not None and window["session_budget_chars_override"] is None:
         from nanohermes.window import short_tokens
 
-        source = str(window["source"]).split(" ", 1)[0].replace("known", "family")
-        used = f"context {round(100 * window['used_share'])}% of {short_tokens(window['tokens'])} ({source})"
+        source = re.split(r"\W", str(window["source"]), maxsplit=1)[0].replace("known", "family")
+        used = f"context {round(100 * window['used_share'])}% of {short_tokens(window['tokens'])} window ({source})"
     else:
         share = 100 * history_chars / max(1, budget_chars)
         pct = "<1%" if 0 < share < 0.5 else f"{round(share)}%"  # as /context rounds it
-        held = f", {_size(last.total_tokens)} tokens" if last is not None and last.total_tokens and not last.estimated \
-            else ""
-        used = f"context {pct} ({_size(history_chars)}/{_size(budget_chars)} chars{held})"
+        held = f" (last request {_size(last.total_tokens)} tokens)" if last is not None and last.total_tokens \
+            and not last.estimated else ""
+        used = f"context {pct} of {_size(budget_chars)} chars{held}"
     return f" {model} · mode: {mode} · {used}{tokens}{dollars}"
 
 
