@@ -129,6 +129,7 @@ class Loaded:
     skipped: int  # unreadable lines in the middle (reported, never fatal)
     repaired: list[Message]  # results added for calls a crash left unanswered
     measured: tuple[int, int] | None = None  # the conversation's last counted context (see Session.measured)
+    earlier: list[Message] = field(default_factory=list)  # what compactions took out (see Session.earlier)
 
 
 def _parse(path: Path) -> Loaded:
@@ -139,6 +140,7 @@ def _parse(path: Path) -> Loaded:
     by_model: dict[str, Usage] = {}
     state: dict[str, Any] = {}
     measured: tuple[int, int] | None = None
+    earlier: list[Message] = []
     turns = skipped = good = 0
     pos = 0
     while pos < len(data):
@@ -166,6 +168,7 @@ def _parse(path: Path) -> Loaded:
                     measured = None if one.estimated or not one.prompt_tokens else (one.prompt_tokens, len(history))
             elif kind == "compaction":
                 kept = int(rec["kept"])
+                earlier += [m for m in history[:len(history) - kept] if not is_summary(m)]
                 history = [Message.from_wire(rec["summary"]), *(history[len(history) - kept:] if kept else [])]
                 measured = None
             elif kind == "cut":
@@ -187,7 +190,7 @@ def _parse(path: Path) -> Loaded:
                 break
             skipped += 1
         good = pos
-    loaded = Loaded(meta, history, usage, by_model, state, turns, good, skipped, [], measured)
+    loaded = Loaded(meta, history, usage, by_model, state, turns, good, skipped, [], measured, earlier)
     loaded.repaired = _answer_dangling(history)
     history.extend(loaded.repaired)
     return loaded
@@ -352,6 +355,9 @@ class Session:
     # and the history's length then; None when it reported no usage or the history changed
     # since in a way the count no longer describes (compaction, a cut, a rewind).
     measured: tuple[int, int] | None = field(default=None, repr=False)
+    # The messages compactions took out of the history, in order (their summaries not
+    # included): with the history, the whole conversation, for people (/export).
+    earlier: list[Message] = field(default_factory=list, repr=False)
 
     @classmethod
     def new(cls, workspace: Path, *, record: bool = True, **meta: Any) -> Session:
@@ -406,6 +412,7 @@ class Session:
     # -- what compaction and rewinding do ----------------------------------------------------
     def compacted(self, summary: Message, kept: int) -> None:
         """Replace all but the last `kept` messages by `summary`, on disk too."""
+        self.earlier += [m for m in self.history[:len(self.history) - kept] if not is_summary(m)]
         self.history = [summary, *self.history[len(self.history) - kept:]]
         self.measured = None
         if self.transcript is not None:
@@ -480,6 +487,7 @@ class Session:
         self.transcript = transcript
         self._reset()
         self.history, self.usage, self.usage_by_model = list(loaded.history), loaded.usage, dict(loaded.usage_by_model)
+        self.earlier = list(loaded.earlier)
         self.measured = loaded.measured
         restore_state(self.state, loaded.state)
         warnings: list[str] = []
@@ -491,8 +499,14 @@ class Session:
                             f"the session stopped; {'it is' if one else 'they are'} marked as interrupted")
         return warnings
 
+    def whole(self) -> list[Message]:
+        """The whole conversation for people: what compactions took out, then the history
+        (which starts with the last summary when there was one)."""
+        return [*self.earlier, *self.history]
+
     def _reset(self) -> None:
         self.history = []
+        self.earlier = []
         self.measured = None
         self.usage, self.usage_by_model = Usage(), {}
         for key in [k for k, v in self.state.items() if not hasattr(v, "aclose")]:
