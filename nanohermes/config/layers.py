@@ -18,9 +18,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from nanohermes.config.narrow import Narrowed, as_read, narrow_project
+from nanohermes.config.narrow import NARROWING, Narrowed, as_read, narrow_project
 from nanohermes.config.schema import HOOK_EVENTS, Config, RuleOrigins
-from nanohermes.config.validate import dotted, guard_search_keys, plain_layers, unknown_keys, validated, without
+from nanohermes.config.validate import (
+    KeyPath, dotted, guard_search_keys, near_miss, plain_layers, unknown_keys, validated, without,
+)
 from nanohermes.dirs import project_config_path, user_config_path
 from nanohermes.errors import ConfigError
 from nanohermes.trust import approved_rules, is_trusted
@@ -129,6 +131,27 @@ def _sources(workspace: Path, config_file: Path | None) -> list[_Source]:
     return out
 
 
+def guards(key: str) -> bool:
+    """Does the key (dotted) restrict what runs: one a project may narrow (the mode, deny and
+    ask rules, tool lists, the sandbox, limits...), or the hooks?"""
+    return key in NARROWING or key == "hooks" or key.split(".", 1)[0] == "sandbox"
+
+
+def misspelled(path: Path, unknown: list[KeyPath]) -> str:
+    """The unknown keys of a file, each with the key it is likely a misspelling of. One that
+    is close to a key restricting what runs is a ConfigError: the run does not go on with
+    that setting silently at its default."""
+    shown = []
+    for at in unknown:
+        near = near_miss(at)
+        if near is not None and guards(dotted(near)):
+            raise ConfigError(f"{path}: unknown key `{dotted(at)}`; did you mean `{dotted(near)}`?",
+                              hint=f"fix its spelling: `{dotted(near)}` restricts what runs, and nanohermes does not "
+                                   "run with it left at its default; config.example.json lists every key")
+        shown.append(dotted(at) + (f" (did you mean {dotted(near)}?)" if near is not None else ""))
+    return ", ".join(shown)
+
+
 @dataclass
 class _Files:
     """The config files as they are read, lowest first, and what reading them found."""
@@ -149,7 +172,7 @@ class _Files:
             return
         path, data = got
         if unknown := unknown_keys(Config, data):
-            self.warnings.append(f"{path}: unknown config keys ignored: {', '.join(map(dotted, unknown))}")
+            self.warnings.append(f"{path}: unknown config keys ignored: {misspelled(path, unknown)}")
             data = without(data, unknown)
         read = validated(data, f"{path}: ", hint="see config.example.json for every key")
         if source.project:

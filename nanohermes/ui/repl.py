@@ -295,6 +295,7 @@ class Repl:
         except Exception as e:  # shown as the run-ending error it is, once the prompt is gone
             self.build_error = e
             if self.prompting and self._session is not None and self._session.app.is_running:
+                self.partial = self._session.default_buffer.text  # what was typed: kept (`keep_unsent`)
                 self._session.app.exit(exception=e)
         finally:
             self.ready.set()
@@ -554,6 +555,7 @@ class Repl:
     async def read(self) -> str | None:
         """The next message or command; None at Ctrl-D or a second Ctrl-C on an empty prompt."""
         if self.queue:
+            await self._ready()  # the welcome (model, workspace, warnings) before the first message
             line = self.queue.pop(0)
             self.print(Text(self._arrow + line, style="dim"))
             return line
@@ -842,7 +844,22 @@ class Repl:
                 await self.run_turn(line)
         finally:
             await self.close()
+            self.keep_unsent()
         return EXIT_TERMINATED if self.terminated else 0
+
+    def keep_unsent(self) -> None:
+        """The REPL ends on an error before the agent could be built (a bad config): what the
+        person typed meanwhile is not lost. It is printed back and put in the input history
+        (Up brings it back at the next start)."""
+        if self.build_error is None:
+            return
+        for text in [t for t in (*self.queue, self.partial) if t.strip()]:
+            kept = ""
+            if self._session is not None:  # typed at the prompt (not given on the command line)
+                with contextlib.suppress(Exception):  # a history that cannot be written: printed all the same
+                    self._session.history.append_string(text)
+                    kept = " (Up brings it back at the next start)"
+            self.console.print(Text.assemble((f"not sent{kept}: ", "yellow"), text))
 
     def terminate(self) -> None:
         """SIGTERM or SIGHUP (the terminal was closed): end the session as /exit does, so its
