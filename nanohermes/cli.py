@@ -26,6 +26,8 @@ EXIT_TERMINATED = 143
 
 def main() -> None:
     line = argv.read(sys.argv[1:])
+    if (bad := line.bad_choice()) is not None:
+        _leave(_fail(_bad_choice(bad), False))
     values = line.values()
     if values is not None and values["version"]:  # without typer, pydantic or httpx
         _print_version()
@@ -56,6 +58,8 @@ def run_line(args: list[str]) -> int:
     line = argv.read(args)
     values = line.values()
     try:
+        if (bad := line.bad_choice()) is not None:
+            return _fail(_bad_choice(bad), False)
         if values is not None and not values["version"]:
             return run(_launch(values, line.first_prompt))
         try:
@@ -66,6 +70,12 @@ def run_line(args: list[str]) -> int:
     finally:
         run_exit_callbacks()  # what `_leave` runs: the run's process groups are killed
         gc.unfreeze()  # a -p run froze what it had built (`_headless`); this process goes on
+
+
+def _bad_choice(what: str) -> Exception:
+    from nanohermes.errors import UsageError
+
+    return UsageError(what, hint="`nanohermes --help` lists the options")
 
 
 def _leave(code: int) -> NoReturn:

@@ -561,7 +561,7 @@ def test_continue_opens_the_repl_on_the_latest_session(term: Any, workspace: Pat
 
 def test_a_bad_flag_value_ends_the_repl_with_the_usage_error(term: Any) -> None:
     t = term(args=("--mode", "bogus"))
-    t.wait("nanohermes: error: Invalid value for '--mode'")
+    t.wait("nanohermes: error: --mode takes default, accept-edits, plan, debug or goal, not 'bogus'")
     t.wait("hint: `nanohermes --help` lists the options")
     assert t.exit_code() == 2
 
