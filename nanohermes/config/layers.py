@@ -99,6 +99,10 @@ class Loaded:
     asks: dict[str, Any] = field(default_factory=dict)
     user_file: Path | None = None  # where trusted_projects is read from (and saved to)
     project_file: Path | None = None
+    # Where the model key came from, in the words of Claude Code's `apiKeySource`: the variable's
+    # name (OPENAI_API_KEY, or the one api_key_env names), "user" (the person's config file or
+    # --config), "project" (a project file), "--api-key", or "none".
+    key_source: str = "none"
 
 
 def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict[str, Any] | None = None) -> Loaded:
@@ -110,7 +114,17 @@ def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict
               ("command line", {k: v for k, v in (flags or {}).items() if v is not None})]
     config, warnings = _built(layers, from_files=bool(files.read_paths))
     return Loaded(config, files=files.read_paths, warnings=files.warnings + warnings, asks=files.asks,
-                  user_file=files.user_file, project_file=files.project_file)
+                  user_file=files.user_file, project_file=files.project_file,
+                  key_source=_key_source(layers, config, files.user_file))
+
+
+def _key_source(layers: Layers, config: Config, user_file: Path) -> str:
+    """Where `config.resolved_api_key()` takes the key from: the last layer that sets api_key,
+    else the variable api_key_env names (see `Loaded.key_source`)."""
+    for where, data in reversed(layers):
+        if data.get("api_key"):
+            return "--api-key" if where == "command line" else "user" if where == str(user_file) else "project"
+    return config.api_key_env if os.environ.get(config.api_key_env) else "none"
 
 
 class _Source(NamedTuple):
