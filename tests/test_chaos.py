@@ -108,9 +108,9 @@ def test_chaos_session_keeps_one_result_per_call_and_a_valid_transcript(workspac
         llm = OpenAIChat(model="fake-model", base_url=server.base_url, api_key="k", max_retries=3, backoff_base=0.001)
         transcript = Transcript.create(workspace, model="fake-model")
         # The graces are waits of fixed length (2 s each by default) that a command leaving a
-        # child behind costs: the run holds several, and on a loaded machine they pushed it past
-        # the test's time limit. Short ones still exercise the same kills (tests/test_shell.py
-        # hold their lengths).
+        # child behind costs: the run holds several, about a third of its time on an idle
+        # machine, on top of the work a loaded one slows down. Short ones exercise the same
+        # kills (tests/test_shell.py holds their lengths).
         limits = Limits(command_pipe_grace_secs=0.1, command_kill_grace_secs=0.1)
         runtime = Runtime(tools=[*build_tools(Config(), workspace), Nap()], config=Config(), workspace=workspace,
                           ui=ui, policy=Policy(mode="goal"), limits=limits, session=Session(transcript))
