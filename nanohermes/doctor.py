@@ -416,7 +416,10 @@ async def check_mcp(s: Setup) -> list[Check]:
         name = f"mcp {srv.name}"
         if srv.status == "failed":
             log = f"; its stderr is in {srv.log_path}" if srv.log_path else ""
-            out.append(Check(name, "fail", srv.error, f"check mcp.servers.{srv.name} ({srv.target}){log}"))
+            # It may come from nanohermes's config or from Claude Code's files: both are named.
+            out.append(Check(name, "fail", srv.error, f"check how it starts ({srv.target}) where it is configured: "
+                                                      f"mcp.servers.{srv.name} in a config file, or mcpServers."
+                                                      f"{srv.name} in .mcp.json{log}"))
         else:
             out.append(Check(name, "ok", f"{len(srv.tools)} tools ({srv.target})"))
     return out
