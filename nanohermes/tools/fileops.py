@@ -17,7 +17,6 @@ import secrets
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from nanohermes.budget import clamp
 from nanohermes.pathrules import open_dir, swapped
@@ -225,10 +224,10 @@ def _seen_table(ctx: ToolContext) -> dict[str, Seen]:
     return seen_table(ctx.state)
 
 
-def seen_table(state: dict[str, Any]) -> dict[str, Seen]:
+def seen_table(state: dict[str, object]) -> dict[str, Seen]:
     """The stale-file guard's table in a session's tool state, by real path."""
-    table: dict[str, Seen] = state.setdefault(SEEN_KEY, {})
-    return table
+    table = state.setdefault(SEEN_KEY, {})
+    return table if isinstance(table, dict) else {}
 
 
 def remember_file(ctx: ToolContext, real: Path, data: bytes | None = None) -> None:
@@ -236,7 +235,7 @@ def remember_file(ctx: ToolContext, real: Path, data: bytes | None = None) -> No
     remember(ctx.state, real, data)
 
 
-def remember(state: dict[str, Any], real: Path, data: bytes | None = None) -> None:
+def remember(state: dict[str, object], real: Path, data: bytes | None = None) -> None:
     """`remember_file` on a session's tool state: also for nanohermes's own writes outside a
     tool call (a file /rewind or /undo put back counts as seen as it put it back)."""
     try:
