@@ -132,6 +132,16 @@ class Reading(NamedTuple):
             values[dest] = value
         return values
 
+    def bad_choice(self) -> str | None:
+        """What is wrong with an option given a word outside its closed set (`--output-format
+        yaml`), in words that list the set; None when no such option was given."""
+        for dest, raw in (self.given or {}).items():
+            opt = _BY_DEST[dest]
+            if (choices := opt.choices) is not None and raw not in choices:
+                *most, last = choices
+                return f"{opt.long} takes {', '.join(most)} or {last}, not {raw!r}"
+        return None
+
     def opens_repl(self) -> bool:
         """Whether these arguments start the REPL: no -p, help, version, subcommand or session
         picker. Their values are judged behind the REPL's first prompt (`cli._repl_first`)."""

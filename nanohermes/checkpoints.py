@@ -53,6 +53,7 @@ from nanohermes.events import Event, FilesChanged, Notice
 from nanohermes.gitmeta import moved_work_tree
 from nanohermes.messages import Message
 from nanohermes.programs import GIT_OWN
+from nanohermes.session import saved_state, state_of
 
 if TYPE_CHECKING:
     from nanohermes.runs_later import Startup
@@ -698,6 +699,10 @@ class Turn:
     commit: str = ""  # holds the contents of its changes
     changes: list[Change] | None = None  # None: not recorded (the session stopped during the turn)
     undone: bool = False  # its files were put back by /undo or /rewind
+    # The session's tool state before the turn (`Session.mark`), put back with its
+    # conversation; read back from disk, only what a transcript keeps of it (the todo list).
+    # None: not recorded (an earlier version's checkpoint).
+    state: dict[str, Any] | None = None
 
     @property
     def when(self) -> str:
@@ -823,8 +828,10 @@ class Checkpoints:
                     turns = turns[:int(rec["keep"])]
                     by_number = {t.turn: t for t in turns}
                 elif kind == "turn":
+                    saved = rec.get("state")
                     started = Turn(turn=int(rec["turn"]), prompt=str(rec["prompt"]), time=float(rec["time"]),
-                                   history=int(rec["history"]), mark=str(rec["mark"]))
+                                   history=int(rec["history"]), mark=str(rec["mark"]),
+                                   state=state_of(saved) if isinstance(saved, dict) else None)
                     turns.append(started)
                     by_number[started.turn] = started
                 elif kind == "ended" and (ended := by_number.get(int(rec["turn"]))) is not None:
@@ -867,7 +874,7 @@ class Checkpoints:
         turns = self.turns()
         history = len(self.session.history)
         turn = Turn(turn=(turns[-1].turn + 1 if turns else 1), prompt=prompt[:200], time=time.time(),  # for the listing
-                    history=history, mark=_mark(self.session.history, history))
+                    history=history, mark=_mark(self.session.history, history), state=self.session.mark())
         # Shielded from the turn: cancelling the turn must not leave the scan half-taken.
         self._pending = asyncio.ensure_future(self._before(turn))
         return prompt
@@ -889,7 +896,7 @@ class Checkpoints:
         self._warn_unkept(scan)
         self.turns().append(turn)
         self._write({"type": "turn", "turn": turn.turn, "prompt": turn.prompt, "time": turn.time,
-                     "history": turn.history, "mark": turn.mark})
+                     "history": turn.history, "mark": turn.mark, "state": saved_state(turn.state or {})})
         self._open = turn
 
     async def stopping(self, answer: str) -> str | None:
@@ -1010,9 +1017,10 @@ class Checkpoints:
         if conversation and not self.conversation_ok(turn):
             return [f"the conversation was compacted since turn {turn.turn}; only its files can be rewound "
                     f"(/rewind {turn.turn} files)"]
+        restored: list[Path] = []
         if files:
             steps = [t for t in reversed(self.turns()) if t.turn >= turn.turn and not t.undone]
-            lines = await self._undo_turns(steps, f"before turn {turn.turn}", resolve)
+            lines = await self._undo_turns(steps, f"before turn {turn.turn}", resolve, restored)
             if lines is None:
                 return [*out, f"the checkpoint of turn {turn.turn} was pruned (limits.checkpoint_store_bytes)"]
             out += lines
@@ -1020,12 +1028,13 @@ class Checkpoints:
             history = self.session.history
             asked = history[turn.history] if turn.history < len(history) else None
             self.rewound_prompt = (asked.content or "") if asked is not None and asked.role == "user" else ""
-            self.session.rewind(turn.history)
+            self.session.rewind(turn.history, turn.state)
             turns = self.turns()
             keep = turns.index(turn)
             del turns[keep:]
             self._write({"type": "truncate", "keep": keep})
             out.append(f"conversation rewound to before turn {turn.turn} ({turn.prompt[:60]!r})")
+        self.session.files_restored(restored)  # after the state went back: as they are now
         return out
 
     async def undo(self, resolve: Resolver | None = None) -> list[str]:
@@ -1035,9 +1044,11 @@ class Checkpoints:
         if not todo:
             return ["nothing to undo"]
         turn = todo[-1]
-        lines = await self._undo_turns([turn], f"before turn {turn.turn}", resolve)
+        restored: list[Path] = []
+        lines = await self._undo_turns([turn], f"before turn {turn.turn}", resolve, restored)
         if lines is None:
             return [f"the checkpoint of turn {turn.turn} was pruned (limits.checkpoint_store_bytes)"]
+        self.session.files_restored(restored)
         return lines
 
     async def redo(self, resolve: Resolver | None = None) -> list[str]:
@@ -1054,15 +1065,17 @@ class Checkpoints:
         if isinstance(result, str):
             return [result]
         changed, commit, lines = result
+        self.session.files_restored([self.store.workspace / c.path for c in changed])
         undo.redone = True
         for t in self.turns():
             t.undone = t.undone and t.turn not in undo.turns
         self._write({"type": "redo", "undo": undo.id, "commit": commit, "changes": [c.to_json() for c in changed]})
         return [_restored(changed, f"as before the undo of {what}"), *lines]
 
-    async def _undo_turns(self, steps: list[Turn], where: str, resolve: Resolver | None) -> list[str] | None:
-        """Take back these turns' changes, newest first, as one undo. None: a checkpoint they
-        need was pruned."""
+    async def _undo_turns(self, steps: list[Turn], where: str, resolve: Resolver | None,
+                          restored: list[Path]) -> list[str] | None:
+        """Take back these turns' changes, newest first, as one undo; the paths it changed
+        are added to `restored`. None: a checkpoint they need was pruned."""
         notes = [f"turn {t.turn}'s file changes were not recorded (the session stopped during it); "
                  "its files are left as they are" for t in steps if t.changes is None]
         steps = [t for t in steps if t.changes is not None]
@@ -1075,6 +1088,7 @@ class Checkpoints:
         if isinstance(result, str):
             return [result]
         changed, commit, lines = result
+        restored += [self.store.workspace / c.path for c in changed]
         self._loaded()
         undo = Undo(id=max((u.id for u in self._undos), default=0) + 1, turns=[t.turn for t in steps],
                     commit=commit, changes=changed)

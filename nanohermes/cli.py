@@ -28,6 +28,8 @@ def main() -> None:
     if procargs.given(sys.argv):  # `--api-key KEY`: out of what `ps` shows, before anything starts
         procargs.hide_secret_values()
     line = argv.read(sys.argv[1:])
+    if (bad := line.bad_choice()) is not None:
+        _leave(_fail(_bad_choice(bad), False))
     values = line.values()
     if values is not None and values["version"]:  # without typer, pydantic or httpx
         _print_version()
@@ -58,6 +60,8 @@ def run_line(args: list[str]) -> int:
     line = argv.read(args)
     values = line.values()
     try:
+        if (bad := line.bad_choice()) is not None:
+            return _fail(_bad_choice(bad), False)
         if values is not None and not values["version"]:
             return run(_launch(values, line.first_prompt))
         try:
@@ -68,6 +72,12 @@ def run_line(args: list[str]) -> int:
     finally:
         run_exit_callbacks()  # what `_leave` runs: the run's process groups are killed
         gc.unfreeze()  # a -p run froze what it had built (`_headless`); this process goes on
+
+
+def _bad_choice(what: str) -> Exception:
+    from nanohermes.errors import UsageError
+
+    return UsageError(what, hint="`nanohermes --help` lists the options")
 
 
 def _leave(code: int) -> NoReturn:
@@ -422,7 +432,8 @@ def _run(launch: Launch) -> int:
         if launch.partial and launch.fmt != "stream-json":
             raise UsageError("--include-partial-messages needs --output-format stream-json",
                              hint="add --output-format stream-json, or leave the option out")
-        config, workspace, resume_path = _prepare(launch, _warn)
+        box: list[Any] = []
+        config, workspace, resume_path = _prepare(launch, _warn, box.append)
         if prompt is None:
             if launch.first_prompt is not None:
                 raise UsageError("a prompt without -p opens the REPL, which needs a terminal",
@@ -439,7 +450,7 @@ def _run(launch: Launch) -> int:
         if not prompt.strip():
             raise UsageError("the prompt is empty", hint='pass one with -p "...", or pipe it: echo "..." | nanohermes -p')
         return _headless(prompt, launch.fmt, config, workspace, launch.verbose, launch.save_session, resume_path,
-                         partial=launch.partial)
+                         partial=launch.partial, key_source=box[0].key_source)
     except (KeyboardInterrupt, Exception) as e:  # the single place run-ending errors are reported
         return _fail(e, launch.verbose)
 
@@ -458,7 +469,7 @@ def _interactive(start: Callable[[], Any], first: str | None = None) -> NoReturn
 
 
 def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool, save_session: bool,
-              resume: Path | None = None, *, partial: bool = False) -> int:
+              resume: Path | None = None, *, partial: bool = False, key_source: str = "none") -> int:
     from nanohermes.assemble import build_agent
     from nanohermes.errors import NanohermesError
     from nanohermes.ui.headless import make_sink
@@ -475,7 +486,8 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
     def started(a: Any) -> None:
         servers = [{"name": s.name, "status": s.status} for s in built.mcp.servers.values()] if built.mcp else []
         ui.init_event(session_id=session_id, model=config.model, mode=a.runtime.policy.mode,
-                      tools=[t.name for t in a.runtime.visible_tools()], workspace=str(workspace), mcp_servers=servers)
+                      tools=[t.name for t in a.runtime.visible_tools()], workspace=str(workspace), mcp_servers=servers,
+                      api_key_source=key_source)
 
     def finish(result: str, reason: str, error: str | None = None) -> None:
         """The one way a run ends: its result object (json, stream-json), with the meters."""

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from nanohermes.budget import clamp, plural
+from nanohermes.budget import clamp
 from nanohermes.dirs import config_home
 from nanohermes.ownreads import OwnReader, Owner, Skipped
 
@@ -363,20 +363,21 @@ def _contents(path: Path) -> tuple[int, int, int] | None:
 
 def _export(agent: Agent, arguments: str) -> TurnResult:
     from nanohermes.agent import TurnResult
-    from nanohermes.errors import NanohermesError
+    from nanohermes.errors import NanohermesError, UsageError
     from nanohermes.events import TurnEnded
-    from nanohermes.export import export
+    from nanohermes.export import export, exported_line
 
-    history = agent.session.history
+    session = agent.session
+    history = session.whole()
     if not history:
-        raise NanohermesError("nothing to export: this session has no conversation yet",
-                              hint="export a saved one with --continue or --resume ID")
+        raise UsageError("nothing to export: this session has no conversation yet",
+                         hint="export a saved one with --continue or --resume ID")
     try:
-        path = export(history, agent.session.id, agent.runtime.workspace, arguments)
+        path = export(history, session.id, agent.runtime.workspace, arguments)
     except OSError as e:
         raise NanohermesError(f"could not write {e.filename or arguments}: {e.strerror or e}",
                               hint="name a file in a folder you can write") from None
-    text = f"exported {plural(len(history), 'message')} to {path}"
+    text = exported_line(len(history), len(session.earlier), path)
     agent.ui.emit(TurnEnded(reason="completed", turns=0, tool_calls=0, text=text))
     return TurnResult("completed", text, 0, 0)
 

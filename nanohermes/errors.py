@@ -9,7 +9,11 @@ Tool failures are *not* here: they are `nanohermes.tools.ToolError`, shown to th
     ├── UsageError             exit 2  bad command-line usage
     └── EndpointError          exit 1  the model endpoint failed for good
         ├── AuthError                  401/403: the key was refused
-        ├── UnreachableError           connection refused, DNS, timeout
+        ├── UnreachableError           connection refused, DNS, no connection in time, TLS mix-up
+        ├── TimedOutError              connected, but nothing came for request_timeout seconds
+        ├── StreamBrokenError          the server was reached; its answer broke off mid-way
+        ├── RateLimitedError           429 or a rate-limit error, after the retries
+        ├── ServerFailedError          5xx or a server error, after the retries
         ├── ModelNotFoundError         the endpoint does not serve the model
         └── ContextTooLongError        the request does not fit the model's context
 
@@ -55,6 +59,22 @@ class AuthError(EndpointError):
 
 
 class UnreachableError(EndpointError):
+    pass
+
+
+class TimedOutError(EndpointError):
+    pass
+
+
+class StreamBrokenError(EndpointError):
+    pass
+
+
+class RateLimitedError(EndpointError):
+    pass
+
+
+class ServerFailedError(EndpointError):
     pass
 
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from nanohermes.config import Config, Price
 
 __all__ = ["CHARS_PER_TOKEN", "Meter", "context_breakdown", "cost_of", "cost_report", "cost_usd", "est_tokens",
-           "format_context", "format_cost", "price_for", "window_line"]
+           "format_context", "format_cost", "price_for", "window_lines"]
 
 
 @dataclass
@@ -86,15 +86,21 @@ def cost_report(turn: dict[str, Usage], session: dict[str, Usage], config: Confi
             "unpriced_models": unpriced}
 
 
+# What /cost's figures count, said once under them (the toolbar's "session N tokens" is its last).
+COST_NOTE = ("tokens sent and received by every model call (sub-agents' and compaction's too); each call sends the "
+             "whole conversation again, so they add up faster than the context grows (/context shows that)")
+
+
 def format_cost(report: dict[str, Any]) -> str:
     def line(label: str, d: dict[str, Any]) -> str:
         est = " (estimated)" if d["estimated"] else ""
         cost = f", ${d['cost_usd']:.4f}" if d["cost_usd"] is not None else ""
-        return f"{label}: {d['prompt_tokens']:,} in, {d['completion_tokens']:,} out{est}{cost}"
+        total = d["prompt_tokens"] + d["completion_tokens"]
+        return f"{label}: {total:,} tokens ({d['prompt_tokens']:,} sent, {d['completion_tokens']:,} received){est}{cost}"
 
     unpriced = ", ".join(report["unpriced_models"])
     tail = "" if report["priced"] else f"\nno price configured for {unpriced} (config key `prices`)"
-    return line("this turn", report["turn"]) + "\n" + line("session", report["session"]) + tail
+    return "\n".join([line("this turn", report["turn"]), line("session", report["session"]), COST_NOTE]) + tail
 
 
 def context_breakdown(agent: Agent) -> dict[str, Any]:
@@ -119,23 +125,32 @@ def context_breakdown(agent: Agent) -> dict[str, Any]:
 
 def format_context(b: dict[str, Any]) -> str:
     labels = {"system_prompt": "system prompt", "tool_specs": "tool specs", "history": "history", "tool_results": "tool results"}
-    rows = [f"{labels[k]:<14}{v['chars']:>10,} chars  ~{v['tokens_est']:>8,} tokens" for k, v in b["parts"].items()]
+    rows = ["what the next request carries (tokens estimated at 4 chars a token):"]
+    rows += [f"{labels[k]:<14}{v['chars']:>10,} chars  ~{v['tokens_est']:>8,} tokens" for k, v in b["parts"].items()]
     t = b["total"]
     rows.append(f"{'total':<14}{t['chars']:>10,} chars  ~{t['tokens_est']:>8,} tokens")
-    if b["history_used"] is not None:
+    w = b.get("window")
+    # With a window the budget in chars only stands in for its tokens: one share is shown, the window's.
+    if b["history_used"] is not None and (w is None or w["session_budget_chars_override"] is not None):
         rows.append(f"history is {b['history_used']:.0%} of the session budget ({b['session_budget_chars']:,} chars; "
-                    f"{b['messages']} messages); it is compacted past 100%")
-    if (w := b.get("window")) is not None:
-        rows.append(window_line(w))
+                    f"{b['messages']} messages); it is compacted past 100% (the toolbar's \"context\" share)")
+    if w is not None:
+        rows += window_lines(w)
     return "\n".join(rows)
 
 
-def window_line(w: dict[str, Any]) -> str:
-    """The context window, where it came from, where compaction starts and what is used now."""
-    used = f"~{w['used_tokens']:,} tokens ({'as the endpoint counted them' if w['used_measured'] else 'estimated'})"
+def window_lines(w: dict[str, Any]) -> list[str]:
+    """The context window and where it came from, what the context holds of it now (the
+    toolbar's "context N%"), and where compaction starts."""
+    how = ("the last request's prompt tokens as the endpoint counted them, plus the messages since at 4 chars a "
+           "token" if w["used_measured"] else "the whole history at 4 chars a token: the endpoint counted none yet")
+    share = f"{w['used_share']:.0%}"
+    rows = [f"context window {w['tokens']:,} tokens ({w['source']})"]
     if w["session_budget_chars_override"] is not None:
-        limit = f"compacted past {w['session_budget_chars_override']:,} chars of history (session_budget_chars)"
+        rows.append(f"compacted past {w['session_budget_chars_override']:,} chars of history (session_budget_chars)")
+        rows.append(f"in context now ~{w['used_tokens']:,} tokens, {share} of the window ({how})")
     else:
-        limit = f"compacted past {w['compact_at_share']:.0%} of it ({w['compact_at_tokens']:,} tokens)"
-    return (f"context window {w['tokens']:,} tokens ({w['source']}); {limit}; now {used}, {w['used_share']:.0%} "
-            "of the window")
+        rows.append(f"in context now ~{w['used_tokens']:,} tokens, {share} of the window ({how}): the toolbar's "
+                    f"\"context {share}\"")
+        rows.append(f"compacted past {w['compact_at_share']:.0%} of the window ({w['compact_at_tokens']:,} tokens)")
+    return rows

@@ -98,6 +98,23 @@ def find(name: str, *, first: Iterable[str] = ()) -> str | None:
     return found
 
 
+def skipped(name: str, *, first: Iterable[str] = ()) -> list[tuple[str, str]]:
+    """The programs `name` that `find` passes over because they lie inside a writable root
+    (or link into one): (the program, the root), in the order `find` looks. For saying why
+    none was found, and what would help (one installed outside, not a reinstall in place)."""
+    roots = writable_roots()
+    path = os.environ.get("PATH", os.defpath)
+    out: list[tuple[str, str]] = []
+    for folder in dict.fromkeys((*first, *path.split(os.pathsep))):
+        candidate = os.path.join(folder, name) if folder and os.path.isabs(folder) else ""
+        if not candidate or not os.path.isfile(candidate) or not os.access(candidate, os.X_OK):
+            continue
+        inside = [r for r in roots if _inside(os.path.abspath(candidate), (r,)) or _inside(os.path.realpath(candidate), (r,))]
+        if inside:
+            out.append((candidate, inside[0]))
+    return out
+
+
 def outside_path(path: str) -> str:
     """A PATH value without its relative entries and those inside a writable root: for the
     person's own commands that nanohermes starts (hooks, MCP servers), so a program a

@@ -20,6 +20,7 @@ per line:
     {"type": "cut", "at": N, "message": <wire dict>}            history[N] := message (a tool result cut to a preview)
     {"type": "state", "todos": [...]}                           the todo list, when it changed
     {"type": "rewind", "keep": N}                               history := its first N messages
+    {"type": "title", "title": ...}                             the title, when it changed after the first line
 
 Each line is flushed as it is written, before the next model call, so a crash loses at most
 the call in flight; the file is fsynced at the end of each turn. Loading tolerates a torn
@@ -30,10 +31,12 @@ a resumed history is always one the endpoint accepts.
 from __future__ import annotations
 
 import contextlib
+import copy
 import glob
 import hashlib
 import json
 import os
+import re
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -69,6 +72,14 @@ def restore_state(state: dict[str, Any], saved: dict[str, Any]) -> None:
                          if isinstance(t, dict) and "content" in t and t.get("status") in ("pending", "in_progress", "completed")])
 
 
+def state_of(saved: dict[str, Any]) -> dict[str, Any]:
+    """A tool state holding what `saved_state` kept (the todo list): what a session read back
+    knows of an earlier point of itself."""
+    state: dict[str, Any] = {}
+    restore_state(state, saved)
+    return state
+
+
 def project_key(workspace: Path) -> str:
     """A folder name for the workspace: readable, and unique by its real path."""
     real = str(workspace.resolve())
@@ -87,8 +98,19 @@ def new_session_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
 
 
+def shell_context(command: str, code: str, output: str) -> str:
+    """What the model is told of a `!command` the person ran between turns."""
+    return f'<user-shell command="{command}" exit="{code}">\n{output}\n</user-shell>'
+
+
+_SHELL = re.compile(r'<user-shell command="(.*?)" exit="[^"\n]*">\n', re.S)
+
+
 def make_title(prompt: str) -> str:
-    """The first non-blank line of the first prompt, clipped."""
+    """The first non-blank line of the first prompt, clipped; `!command` for a command the
+    person ran."""
+    if shell := _SHELL.match(prompt):
+        prompt = "!" + shell[1]
     line = next((ln.strip() for ln in prompt.splitlines() if ln.strip()), "")
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
 
@@ -107,6 +129,7 @@ class Loaded:
     skipped: int  # unreadable lines in the middle (reported, never fatal)
     repaired: list[Message]  # results added for calls a crash left unanswered
     measured: tuple[int, int] | None = None  # the conversation's last counted context (see Session.measured)
+    earlier: list[Message] = field(default_factory=list)  # what compactions took out (see Session.earlier)
 
 
 def _parse(path: Path) -> Loaded:
@@ -117,6 +140,7 @@ def _parse(path: Path) -> Loaded:
     by_model: dict[str, Usage] = {}
     state: dict[str, Any] = {}
     measured: tuple[int, int] | None = None
+    earlier: list[Message] = []
     turns = skipped = good = 0
     pos = 0
     while pos < len(data):
@@ -144,6 +168,7 @@ def _parse(path: Path) -> Loaded:
                     measured = None if one.estimated or not one.prompt_tokens else (one.prompt_tokens, len(history))
             elif kind == "compaction":
                 kept = int(rec["kept"])
+                earlier += [m for m in history[:len(history) - kept] if not is_summary(m)]
                 history = [Message.from_wire(rec["summary"]), *(history[len(history) - kept:] if kept else [])]
                 measured = None
             elif kind == "cut":
@@ -158,12 +183,14 @@ def _parse(path: Path) -> Loaded:
                 turns = sum(m.role == "user" and not is_summary(m) for m in history)
             elif kind == "state":
                 state.update({k: v for k, v in rec.items() if k != "type"})
+            elif kind == "title":
+                meta["title"] = str(rec["title"])
         except (ValueError, KeyError, TypeError):
             if pos >= len(data):  # a torn last line that happens to end in a newline
                 break
             skipped += 1
         good = pos
-    loaded = Loaded(meta, history, usage, by_model, state, turns, good, skipped, [], measured)
+    loaded = Loaded(meta, history, usage, by_model, state, turns, good, skipped, [], measured, earlier)
     loaded.repaired = _answer_dangling(history)
     history.extend(loaded.repaired)
     return loaded
@@ -262,8 +289,10 @@ class Transcript:
         self._unsynced = True
 
     def append(self, message: Message) -> None:
-        if "title" not in self.meta and message.role == "user" and message.content:
+        if not self.meta.get("title") and message.role == "user" and message.content:
             self.meta["title"] = make_title(message.content)
+            if self._f is not None:  # the first line is written: the title follows as a record
+                self._write({"type": "title", "title": self.meta["title"]})
         self._write({"type": "message", "message": message.to_wire()})
 
     def record_usage(self, usage: Usage, model: str, context: bool = False) -> None:
@@ -275,8 +304,12 @@ class Transcript:
     def record_cut(self, at: int, message: Message) -> None:
         self._write({"type": "cut", "at": at, "message": message.to_wire()})
 
-    def record_rewind(self, keep: int) -> None:
+    def record_rewind(self, keep: int, *, untitled: bool = False) -> None:
+        """`untitled`: no prompt is left, so the next one gives the title."""
         self._write({"type": "rewind", "keep": keep})
+        if untitled and self.meta.get("title"):
+            self.meta["title"] = ""
+            self._write({"type": "title", "title": ""})
 
     def checkpoint(self, state: dict[str, Any]) -> None:
         """End of a turn: save the session state if it changed, then make the turn durable."""
@@ -322,6 +355,9 @@ class Session:
     # and the history's length then; None when it reported no usage or the history changed
     # since in a way the count no longer describes (compaction, a cut, a rewind).
     measured: tuple[int, int] | None = field(default=None, repr=False)
+    # The messages compactions took out of the history, in order (their summaries not
+    # included): with the history, the whole conversation, for people (/export).
+    earlier: list[Message] = field(default_factory=list, repr=False)
 
     @classmethod
     def new(cls, workspace: Path, *, record: bool = True, **meta: Any) -> Session:
@@ -376,6 +412,7 @@ class Session:
     # -- what compaction and rewinding do ----------------------------------------------------
     def compacted(self, summary: Message, kept: int) -> None:
         """Replace all but the last `kept` messages by `summary`, on disk too."""
+        self.earlier += [m for m in self.history[:len(self.history) - kept] if not is_summary(m)]
         self.history = [summary, *self.history[len(self.history) - kept:]]
         self.measured = None
         if self.transcript is not None:
@@ -391,12 +428,40 @@ class Session:
         if self.transcript is not None:
             self.transcript.record_cut(at, message)
 
-    def rewind(self, keep: int) -> None:
-        """Back to the first `keep` messages, on disk too."""
+    def mark(self) -> dict[str, Any]:
+        """A copy of the conversation's tool state as it is now (the todo list, the files the
+        model has seen, the tools it loaded...: everything but the resources), for `rewind`
+        to put back when the history goes back to this point."""
+        return copy.deepcopy({k: v for k, v in self.state.items() if not hasattr(v, "aclose")})
+
+    def rewind(self, keep: int, state: dict[str, Any] | None = None) -> None:
+        """Back to the first `keep` messages, on disk too, with the tool state `state` (a
+        `mark()` taken when the history was that long). None: that state is not known (a
+        checkpoint of an earlier version), so only what the model has seen is forgotten:
+        it reads a file again before changing it."""
+        from nanohermes.tools.fileops import SEEN_KEY
+
         del self.history[keep:]
         self.measured = None
+        if state is None:
+            self.state.pop(SEEN_KEY, None)
+        else:
+            for key in [k for k, v in self.state.items() if not hasattr(v, "aclose")]:
+                del self.state[key]
+            self.state.update(copy.deepcopy(state))
         if self.transcript is not None:
-            self.transcript.record_rewind(keep)
+            untitled = not any(m.role == "user" and not is_summary(m) for m in self.history)
+            self.transcript.record_rewind(keep, untitled=untitled)
+            self.transcript.checkpoint(self.state)  # the todo list as it was, for a resume
+
+    def files_restored(self, paths: list[Path]) -> None:
+        """nanohermes put these files back (/rewind, /undo, /redo): each counts as seen as it
+        is now, so the model may change it without reading it again (nothing of anyone's is
+        lost: what it replaced is kept for /redo)."""
+        from nanohermes.tools.fileops import remember
+
+        for path in paths:
+            remember(self.state, Path(os.path.realpath(path)))
 
     # -- what the front ends do ---------------------------------------------------------------
     def clear(self, **meta: Any) -> None:
@@ -422,6 +487,7 @@ class Session:
         self.transcript = transcript
         self._reset()
         self.history, self.usage, self.usage_by_model = list(loaded.history), loaded.usage, dict(loaded.usage_by_model)
+        self.earlier = list(loaded.earlier)
         self.measured = loaded.measured
         restore_state(self.state, loaded.state)
         warnings: list[str] = []
@@ -433,8 +499,14 @@ class Session:
                             f"the session stopped; {'it is' if one else 'they are'} marked as interrupted")
         return warnings
 
+    def whole(self) -> list[Message]:
+        """The whole conversation for people: what compactions took out, then the history
+        (which starts with the last summary when there was one)."""
+        return [*self.earlier, *self.history]
+
     def _reset(self) -> None:
         self.history = []
+        self.earlier = []
         self.measured = None
         self.usage, self.usage_by_model = Usage(), {}
         for key in [k for k, v in self.state.items() if not hasattr(v, "aclose")]:
@@ -468,6 +540,7 @@ class SessionInfo:
 
 
 _USER_LINE = b'\n{"type": "message", "message": {"role": "user"'
+_TITLE_LINE = b'\n{"type": "title", '
 
 
 def _info(path: Path) -> SessionInfo | None:
@@ -483,6 +556,9 @@ def _info(path: Path) -> SessionInfo | None:
         m = m if isinstance(m, dict) and m.get("type") == "meta" else {}
     except ValueError:
         m = {}
+    if (at := data.rfind(_TITLE_LINE)) >= 0:  # a title given (or taken back) after the first line
+        with contextlib.suppress(ValueError, TypeError, AttributeError):
+            m = {**m, "title": json.loads(data[at + 1: data.find(b"\n", at + 1)]).get("title")}
     return SessionInfo(id=path.stem, path=path, title=str(m.get("title") or "(untitled)"), started=str(m.get("started", "")),
                        updated=updated, turns=data.count(_USER_LINE), model=str(m.get("model", "")),
                        workspace=str(m.get("workspace", "")))

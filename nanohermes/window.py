@@ -78,7 +78,8 @@ def fallback(model: str, configured: int | None) -> Window:
         return known
     if configured is not None:
         return Window(configured, "config context_window_tokens")
-    return Window(DEFAULT_WINDOW_TOKENS, f"default {DEFAULT_WINDOW_TOKENS} tokens (config context_window_tokens)")
+    return Window(DEFAULT_WINDOW_TOKENS, "default: neither the endpoint nor the table of known model families gives "
+                                         "this model's; set context_window_tokens to it")
 
 
 # --------------------------------------------------------------------------------------

@@ -107,8 +107,13 @@ def test_chaos_session_keeps_one_result_per_call_and_a_valid_transcript(workspac
     with FakeServer(script(rng)) as server:
         llm = OpenAIChat(model="fake-model", base_url=server.base_url, api_key="k", max_retries=3, backoff_base=0.001)
         transcript = Transcript.create(workspace, model="fake-model")
+        # The graces are waits of fixed length (2 s each by default) that a command leaving a
+        # child behind costs: the run holds several, about a third of its time on an idle
+        # machine, on top of the work a loaded one slows down. Short ones exercise the same
+        # kills (tests/test_shell.py holds their lengths).
+        limits = Limits(command_pipe_grace_secs=0.1, command_kill_grace_secs=0.1)
         runtime = Runtime(tools=[*build_tools(Config(), workspace), Nap()], config=Config(), workspace=workspace,
-                          ui=ui, policy=Policy(mode="goal"), limits=Limits(), session=Session(transcript))
+                          ui=ui, policy=Policy(mode="goal"), limits=limits, session=Session(transcript))
         agent = Agent(llm=llm, runtime=runtime, ui=ui, system_prompt="chaos", max_turns=10)
 
         async def session() -> list[str]:

@@ -38,12 +38,16 @@ def test_the_help_lists_every_declared_option_with_its_help(cli: Any) -> None:
 
 @pytest.mark.parametrize(("option", "words"), [("--reasoning-effort", modes.EFFORTS), ("--wire-api", modes.WIRES),
                                                ("--sandbox", modes.SANDBOX_MODES),
-                                               ("--mode", tuple(m.value for m in modes.Mode))])
-def test_a_bad_word_is_refused_with_the_words_of_modes(cli: Any, server: FakeServer, option: str,
-                                                       words: tuple[str, ...]) -> None:
-    r = cli("-p", "hi", option, "bogus", server=server)
-    assert r.code == 2
-    assert "is not one of " + ", ".join(repr(w) for w in words) + "." in r.err, r.err
+                                               ("--mode", tuple(m.value for m in modes.Mode)),
+                                               ("--output-format", ("text", "json", "stream-json"))])
+def test_a_bad_word_is_a_usage_error_listing_the_words_of_modes(cli: Any, turn: Any, server: FakeServer, option: str,
+                                                                words: tuple[str, ...]) -> None:
+    listed = f"nanohermes: error: {option} takes {', '.join(words[:-1])} or {words[-1]}, not 'bogus'\n"
+    for run in (cli, turn):  # the process, and a command line run in this one
+        r = run("-p", "hi", option, "bogus", server=server)
+        assert r.code == 2
+        assert listed in r.err and "hint: `nanohermes --help` lists the options" in r.err, r.err
+        assert "Value error" not in r.err
     assert server.requests == []
 
 

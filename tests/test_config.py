@@ -66,7 +66,24 @@ def test_invalid_file_names_file_and_key(workspace: Path, content: str, expect: 
 def test_unknown_keys_warn_with_their_names(workspace: Path) -> None:
     write(user_config_path(), {"modle": "x", "web_search": {"provder": "y"}})
     loaded = load_config(workspace)
-    assert loaded.warnings == [f"{user_config_path()}: unknown config keys ignored: modle, web_search.provder"]
+    assert loaded.warnings == [f"{user_config_path()}: unknown config keys ignored: modle (did you mean model?), "
+                               "web_search.provder (did you mean web_search.provider?)"]
+
+
+@pytest.mark.parametrize(("written", "typo", "meant"), [
+    ({"permision_mode": "plan"}, "permision_mode", "permission_mode"),
+    ({"permissions": {"dny": ["run_command"]}}, "permissions.dny", "permissions.deny"),
+    ({"disalowed_tools": ["run_command"]}, "disalowed_tools", "disallowed_tools"),
+    ({"hook": {}}, "hook", "hooks"),
+    ({"sandbox": {"netwrk": False}}, "sandbox.netwrk", "sandbox.network"),
+])
+def test_a_misspelled_key_that_restricts_what_runs_is_a_config_error(workspace: Path, written: dict[str, object],
+                                                                    typo: str, meant: str) -> None:
+    write(user_config_path(), written)
+    with pytest.raises(ConfigError) as e:
+        load_config(workspace)
+    assert e.value.message == f"{user_config_path()}: unknown key `{typo}`; did you mean `{meant}`?"
+    assert e.value.exit_code == 2 and f"`{meant}` restricts what runs" in e.value.hint
 
 
 def test_unknown_limit_name_is_a_config_error(workspace: Path) -> None:

@@ -109,9 +109,11 @@ def test_unknown_keys_inside_sections_held_in_dicts_and_lists_are_warned_about(
     assert r.code == 0, r.err
     warnings = [line for line in r.err.splitlines() if "unknown config keys" in line]
     assert warnings == [
-        f"nanohermes: warning: {user_config_path()}: unknown config keys ignored: subagents.x.tool, "
-        "hooks.Stop.0.matchr, hooks.Stop.0.hooks.0.timout, permissions.alow",
-        f"nanohermes: warning: {proj}: unknown config keys ignored: mcp.servers.a.arg, prices.gpt-4.1.cached_per_mtok"]
+        f"nanohermes: warning: {user_config_path()}: unknown config keys ignored: subagents.x.tool (did you mean "
+        "subagents.x.tools?), hooks.Stop.0.matchr (did you mean hooks.Stop.0.matcher?), hooks.Stop.0.hooks.0.timout "
+        "(did you mean hooks.Stop.0.hooks.0.timeout?), permissions.alow (did you mean permissions.allow?)",
+        f"nanohermes: warning: {proj}: unknown config keys ignored: mcp.servers.a.arg (did you mean "
+        "mcp.servers.a.args?), prices.gpt-4.1.cached_per_mtok"]
     # The project's servers and prices are still trust requests, without the dropped keys.
     loaded = load_config(workspace)
     assert loaded.asks == {"mcp": {"servers": {"a": {"command": "true"}}},

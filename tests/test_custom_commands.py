@@ -237,6 +237,29 @@ def test_export_writes_the_conversation_as_markdown(workspace: Path) -> None:
     assert f"exported 4 messages to {workspace / 'out' / 'chat.md'}" in console.export_text()
 
 
+def test_export_after_a_compaction_writes_the_whole_session_and_says_where_the_summary_starts(
+        workspace: Path, turn, server: FakeServer) -> None:  # type: ignore[no-untyped-def]
+    from test_checkpoints import ask, build, command
+
+    built = build(workspace, ScriptedLLM([Reply(text="answer one"), Reply(text="answer two"),
+                                          Reply(text="answer three"), Reply(text="THE SUMMARY"),
+                                          Reply(text="answer four")]))
+    ask(built, "first question", "second question", "third question")
+    command(built, "/compact")
+    ask(built, "fourth question")
+    said = command(built, "/export all.md")
+    text = (workspace / "all.md").read_text()
+    order = ["first question", "answer one", "second question", "answer two", "third question",
+             "## Summary (the conversation above was compacted", "THE SUMMARY", "answer three", "fourth question",
+             "answer four"]
+    assert [text.index(part) for part in order] == sorted(text.index(part) for part in order)
+    assert "exported 9 messages (the whole session: the model now sees the first 5 as a summary)" in said
+    built.agent.session.close()
+    ran = turn("-p", "/export again.md", "--continue", server=server)  # read back from the transcript: the same
+    assert ran.code == 0, ran.err
+    assert (workspace / "again.md").read_text() == text and server.requests == []
+
+
 @pytest.mark.parametrize("line", ["/help", "/help me", "/model other", "/rewind"])
 def test_print_mode_refuses_a_repl_command_instead_of_sending_it(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
                                                                 line: str) -> None:
@@ -251,7 +274,7 @@ def test_print_mode_exports_the_conversation_it_continues(turn, server: FakeServ
     import json
 
     ran = turn("-p", "/export out.md", server=server)
-    assert ran.code == 1 and "nothing to export" in ran.err and server.requests == []
+    assert ran.code == 2 and "nothing to export" in ran.err and server.requests == []  # a usage error
     server.add(Reply(text="the answer"))
     assert turn("-p", "a question", server=server).code == 0
     ran = turn("-p", "/export out.md", "--continue", "--output-format", "json", server=server)

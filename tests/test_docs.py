@@ -19,7 +19,8 @@ from nanohermes.reference import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-INSTALL = "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/nanohermes"
+INSTALL = ("python3 -m venv .venv && .venv/bin/pip install -e . && mkdir -p ~/.local/bin && "
+           "ln -sf \"$PWD/.venv/bin/nanohermes\" ~/.local/bin/ && ~/.local/bin/nanohermes")
 TEST = "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/python -m pytest"
 
 

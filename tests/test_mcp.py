@@ -382,7 +382,8 @@ def test_doctor_starts_each_server_and_reports_it(turn, server: FakeServer) -> N
     assert r.code == 1, r.out + r.err
     assert f"[ok]   mcp demo: 14 tools (stdio {sys.executable} {DEMO})" in r.out
     assert "[FAIL] mcp broken: FileNotFoundError" in r.out
-    assert "fix: check mcp.servers.broken (stdio /nonexistent/server); its stderr is in " in r.out
+    assert ("fix: check how it starts (stdio /nonexistent/server) where it is configured: mcp.servers.broken in a "
+            "config file, or mcpServers.broken in .mcp.json; its stderr is in ") in r.out
 
 
 def test_importing_the_cli_and_assembly_loads_no_mcp_or_yaml() -> None:

@@ -56,7 +56,7 @@ def test_context_breakdown_in_json_matches_the_request(turn, server: FakeServer,
     # fake-model is no known family and the fake server names no window: the configured default,
     # 80% of it in tokens, at 4 chars a token.
     window = obj["context"]["window"]
-    assert (window["tokens"], window["source"]) == (32_768, "default 32768 tokens (config context_window_tokens)")
+    assert window["tokens"] == 32_768 and window["source"].startswith("default: neither the endpoint nor the table")
     assert obj["context"]["session_budget_chars"] == 26_214 * 4
 
 
@@ -71,21 +71,23 @@ def test_meter_resets_per_turn_and_formats() -> None:
 
     assert m.turn_by_model == {"x": Usage(20, 2, estimated=True)}
     report = cost_report({"fake-model": m.turn}, {"fake-model": m.session}, Config.from_dict(PRICES), "fake-model")
-    assert format_cost(report) == ("this turn: 20 in, 2 out (estimated), $0.0001\n"
-                                   "session: 30 in, 3 out (estimated), $0.0001")
+    assert format_cost(report).splitlines()[:2] == ["this turn: 22 tokens (20 sent, 2 received) (estimated), $0.0001",
+                                                    "session: 33 tokens (30 sent, 3 received) (estimated), $0.0001"]
     unpriced = cost_report({}, {}, Config(), "other")
     assert format_cost(unpriced).endswith("no price configured for other (config key `prices`)")
     mixed = cost_report({}, {"fake-model": Usage(10, 1), "y": Usage(5, 0), "z": Usage(1, 0)}, Config.from_dict(PRICES),
                         "fake-model")
-    assert format_cost(mixed).endswith("session: 16 in, 1 out\nno price configured for y, z (config key `prices`)")
+    assert format_cost(mixed).splitlines()[1] == "session: 17 tokens (16 sent, 1 received)"
+    assert format_cost(mixed).endswith("no price configured for y, z (config key `prices`)")
 
 
 def test_format_context_rows() -> None:
     b = {"parts": {k: {"chars": 400, "tokens_est": 100} for k in ("system_prompt", "tool_specs", "history", "tool_results")},
          "total": {"chars": 1600, "tokens_est": 400}, "messages": 3, "session_budget_chars": 1000, "history_used": 0.8}
     lines = format_context(b).splitlines()
-    assert lines[0].split() == ["system", "prompt", "400", "chars", "~", "100", "tokens"]
-    assert lines[-1] == "history is 80% of the session budget (1,000 chars; 3 messages); it is compacted past 100%"
+    assert lines[1].split() == ["system", "prompt", "400", "chars", "~", "100", "tokens"]
+    assert lines[-1] == ("history is 80% of the session budget (1,000 chars; 3 messages); it is compacted past 100% "
+                         "(the toolbar's \"context\" share)")
 
 
 def test_bad_prices_config_names_the_key(workspace: Path, tmp_path: Path) -> None:

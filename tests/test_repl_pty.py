@@ -169,7 +169,7 @@ def test_the_toolbar_shows_the_cost_only_when_the_model_has_a_price(term: Any, s
     assert "$" not in t.text.split("mode:")[-1]  # nothing known yet
     t.type("one")
     t.wait("unpriced")
-    t.wait("1,100 tokens")  # the toolbar, redrawn with the prompt
+    t.wait("session 1,100 tokens")  # the toolbar, redrawn with the prompt
     assert "$" not in t.text
     t.child.send("\x04")
     assert t.exit_code() == 0
@@ -178,7 +178,7 @@ def test_the_toolbar_shows_the_cost_only_when_the_model_has_a_price(term: Any, s
     t.prompt()
     t.type("two")
     t.wait("priced")
-    t.wait("1,100 tokens · $0.0030")
+    t.wait("session 1,100 tokens · $0.0030")
     t.child.send("\x04")
     assert t.exit_code() == 0
 
@@ -570,7 +570,7 @@ def test_continue_opens_the_repl_on_the_latest_session(term: Any, workspace: Pat
 
 def test_a_bad_flag_value_ends_the_repl_with_the_usage_error(term: Any) -> None:
     t = term(args=("--mode", "bogus"))
-    t.wait("nanohermes: error: Invalid value for '--mode'")
+    t.wait("nanohermes: error: --mode takes default, accept-edits, plan, debug or goal, not 'bogus'")
     t.wait("hint: `nanohermes --help` lists the options")
     assert t.exit_code() == 2
 
@@ -1103,10 +1103,11 @@ def test_context_and_the_toolbar_agree(term: Any, server: FakeServer) -> None:
     t.wait("xxxx")
     t.prompt()
     t.type("/context")
-    t.wait("context window 32,768 tokens (default 32768 tokens (config context_window_tokens))")
+    t.wait("context window 32,768 tokens (default: neither the endpoint nor the table of known model families")
     t.wait("% of the window")
-    pct = t.text[:t.mark].rsplit("), ", 1)[1].split("%")[0]
-    t.wait(f"context {pct}% of 33k (default)")  # the toolbar, redrawn with the next prompt
+    pct = t.text[:t.mark].rsplit(" tokens, ", 1)[1].split("%")[0]
+    t.wait(f"the toolbar's \"context {pct}%\"")
+    t.wait(f"context {pct}% of 33k window (default)")  # the toolbar, redrawn with the next prompt
     assert pct == "23"  # the endpoint's 10 prompt tokens and the 30,004 chars since, at 4 a token: 7,511 of 32,768
     t.child.send("\x04")
     assert t.exit_code() == 0

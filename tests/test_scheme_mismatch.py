@@ -40,7 +40,8 @@ def test_a_plain_server_that_hangs_up_is_still_retried(turn, hang_up_port: int) 
             env={"OPENAI_API_KEY": "k"})
     print(r.err)
     assert r.code == 1
-    assert r.err.count(f"cannot connect to {url}; retrying") == 1
+    assert r.err.count(f"the endpoint at {url} hung up without answering; retrying") == 1
+    assert f"the model endpoint at {url} closed the connection without answering" in r.err
     assert "the server speaks TLS" not in r.err
     assert "hint: check base_url" in r.err
 

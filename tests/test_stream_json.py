@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from claude_stream import (
     AssistantMessage, ContentBlockDelta, ContentBlockStart, ContentBlockStop, MessageDelta, MessageStart, ResultError,
     ResultSuccess, StreamEvent, SystemInit, TextBlock, ThinkingDelta, ToolProgress, ToolResultBlock, ToolUseBlock,
@@ -212,3 +214,30 @@ def test_a_streamed_message_the_endpoint_cut_short_is_stopped_before_the_result(
     assert cut["stop_reason"] is None and [b["type"] for b in cut["content"]] == ["text"]
     assert "Hello there, this answer never ends".startswith(cut["content"][0]["text"].split("\n")[0])
     assert isinstance(messages[-1], ResultError) and messages[-1].is_error
+
+
+# where the key is -> (the run's extra arguments, its environment, the user and project config files), apiKeySource
+KEY_SOURCES: dict[str, tuple[tuple[str, ...], dict[str, str], dict[str, Any], dict[str, Any] | None]] = {
+    "OPENAI_API_KEY": ((), {"OPENAI_API_KEY": "k-env"}, {}, None),
+    "MY_KEY": ((), {"OPENAI_API_KEY": "", "MY_KEY": "k-mine"}, {"api_key_env": "MY_KEY"}, None),
+    "user": ((), {"OPENAI_API_KEY": "k-env"}, {"api_key": "k-file"}, None),
+    "project": ((), {"OPENAI_API_KEY": ""}, {"trusted_projects": ["WS"]}, {"api_key": "k-project"}),
+    "--api-key": (("--api-key", "k-flag"), {"OPENAI_API_KEY": "k-env"}, {"api_key": "k-file"}, None),
+    "none": ((), {"OPENAI_API_KEY": ""}, {}, None),
+}
+
+
+@pytest.mark.parametrize("source", list(KEY_SOURCES))
+def test_init_names_where_the_key_came_from(turn, server: FakeServer, workspace: Path, source: str) -> None:  # type: ignore[no-untyped-def]
+    args, env, user, project = KEY_SOURCES[source]
+    if project is not None:
+        (workspace / ".nanohermes").mkdir()
+        (workspace / ".nanohermes" / "config.json").write_text(json.dumps(project))
+    user = {k: [str(workspace) if p == "WS" else p for p in v] if k == "trusted_projects" else v for k, v in user.items()}
+    server.add(Reply(text="ok"))
+    r = turn("-p", "hi", "--output-format", "stream-json", *args, server=server, config=user, env=env)
+    assert r.code == 0, r.err
+    assert r.lines()[0]["apiKeySource"] == source
+    sent = {"OPENAI_API_KEY": "k-env", "MY_KEY": "k-mine", "user": "k-file", "project": "k-project",
+            "--api-key": "k-flag", "none": "no-key-set"}[source]
+    assert server.headers[0]["authorization"] == f"Bearer {sent}"  # the key named is the key used

@@ -259,10 +259,10 @@ def test_environment_and_flags_are_the_persons_own_and_may_widen(workspace: Path
 
 
 def test_unknown_project_keys_are_not_trust_requests(workspace: Path) -> None:
-    loaded = load(workspace, {}, {"hookz": {"x": 1}, "web_search": {"brave_urll": "http://x/"}}, trusted=False)
+    loaded = load(workspace, {}, {"callbacks": {"x": 1}, "web_search": {"brave_urll": "http://x/"}}, trusted=False)
     assert loaded.asks == {}
-    assert loaded.warnings == [f"{project_config_path(workspace)}: unknown config keys ignored: hookz, "
-                               "web_search.brave_urll"]
+    assert loaded.warnings == [f"{project_config_path(workspace)}: unknown config keys ignored: callbacks, "
+                               "web_search.brave_urll (did you mean web_search.brave_url?)"]
 
 
 # -- deep files ------------------------------------------------------------------------------

@@ -170,8 +170,8 @@ def test_cost_and_help(tmp_path: Path) -> None:
     run(ctx, "/cost")
     run(ctx, "/help")
     out = console.export_text()
-    assert "this turn: 10 in, 5 out, $0.0200" in out  # 10 * 1000 / 1e6 + 5 * 2000 / 1e6
-    assert "session: 10 in, 5 out, $0.0200" in out
+    assert "this turn: 15 tokens (10 sent, 5 received), $0.0200" in out  # 10 * 1000 / 1e6 + 5 * 2000 / 1e6
+    assert "session: 15 tokens (10 sent, 5 received), $0.0200" in out
     for name in ("/clear", "/context", "/cost", "/exit", "/help", "/mode [name]", "/model [name]", "/tools"):
         assert name in out
 
@@ -182,7 +182,8 @@ def test_clear_starts_the_meters_over(tmp_path: Path) -> None:
     console.export_text()
     run(ctx, "/cost")
     out = console.export_text()
-    assert "this turn: 0 in, 0 out, $0.0000" in out and "session: 0 in, 0 out, $0.0000" in out
+    assert "this turn: 0 tokens (0 sent, 0 received), $0.0000" in out
+    assert "session: 0 tokens (0 sent, 0 received), $0.0000" in out
 
 
 def test_permissions_and_mcp_reports(tmp_path: Path) -> None:

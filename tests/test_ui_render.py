@@ -284,15 +284,15 @@ def test_notices_and_turn_ends() -> None:
 
 def test_toolbar() -> None:
     assert toolbar("gpt-x", "plan", 12_345, 120_000, Usage(100, 20)) == (
-        " gpt-x · mode: plan · context 10% (12k/120k chars) · 120 tokens")
+        " gpt-x · mode: plan · context 10% of 120k chars · session 120 tokens")
     assert toolbar("gpt-x", "plan", 0, 120_000, Usage(1000, 20), 0.0123) == (
-        " gpt-x · mode: plan · context 0% (0/120k chars) · 1,020 tokens · $0.0123")
+        " gpt-x · mode: plan · context 0% of 120k chars · session 1,020 tokens · $0.0123")
     # A small context reads as what it is; the tokens the endpoint reported for the last request
     # are shown beside it (not estimated ones).
     assert toolbar("gpt-x", "default", 512, 120_000, Usage(300, 20), last=Usage(290, 15)) == (
-        " gpt-x · mode: default · context <1% (512/120k chars, 305 tokens) · 320 tokens")
+        " gpt-x · mode: default · context <1% of 120k chars (last request 305 tokens) · session 320 tokens")
     assert toolbar("gpt-x", "default", 1_234, 120_000, Usage(300, 20), last=Usage(290, 15, estimated=True)) == (
-        " gpt-x · mode: default · context 1% (1.2k/120k chars) · 320 tokens")
+        " gpt-x · mode: default · context 1% of 120k chars · session 320 tokens")
 
 
 def test_batch_label_line() -> None:

@@ -18,9 +18,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from nanohermes.config.narrow import Narrowed, as_read, narrow_project
+from nanohermes.config.narrow import NARROWING, Narrowed, as_read, narrow_project
 from nanohermes.config.schema import HOOK_EVENTS, Config, RuleOrigins
-from nanohermes.config.validate import dotted, guard_search_keys, plain_layers, unknown_keys, validated, without
+from nanohermes.config.validate import (
+    KeyPath, dotted, guard_search_keys, near_miss, plain_layers, unknown_keys, validated, without,
+)
 from nanohermes.dirs import project_config_path, user_config_path
 from nanohermes.errors import ConfigError
 from nanohermes.trust import approved_rules, is_trusted
@@ -97,6 +99,10 @@ class Loaded:
     asks: dict[str, Any] = field(default_factory=dict)
     user_file: Path | None = None  # where trusted_projects is read from (and saved to)
     project_file: Path | None = None
+    # Where the model key came from, in the words of Claude Code's `apiKeySource`: the variable's
+    # name (OPENAI_API_KEY, or the one api_key_env names), "user" (the person's config file or
+    # --config), "project" (a project file), "--api-key", or "none".
+    key_source: str = "none"
 
 
 def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict[str, Any] | None = None) -> Loaded:
@@ -108,7 +114,17 @@ def load_config(workspace: Path, *, config_file: Path | None = None, flags: dict
               ("command line", {k: v for k, v in (flags or {}).items() if v is not None})]
     config, warnings = _built(layers, from_files=bool(files.read_paths), project=frozenset(files.project_layers))
     return Loaded(config, files=files.read_paths, warnings=files.warnings + warnings, asks=files.asks,
-                  user_file=files.user_file, project_file=files.project_file)
+                  user_file=files.user_file, project_file=files.project_file,
+                  key_source=_key_source(layers, config, files.user_file))
+
+
+def _key_source(layers: Layers, config: Config, user_file: Path) -> str:
+    """Where `config.resolved_api_key()` takes the key from: the last layer that sets api_key,
+    else the variable api_key_env names (see `Loaded.key_source`)."""
+    for where, data in reversed(layers):
+        if data.get("api_key"):
+            return "--api-key" if where == "command line" else "user" if where == str(user_file) else "project"
+    return config.api_key_env if os.environ.get(config.api_key_env) else "none"
 
 
 class _Source(NamedTuple):
@@ -127,6 +143,27 @@ def _sources(workspace: Path, config_file: Path | None) -> list[_Source]:
         out += [_Source(layer, project=True) for layer in project_layers(workspace, read_config_file)]  # below ours
         out.append(_Source(project, project=True))
     return out
+
+
+def guards(key: str) -> bool:
+    """Does the key (dotted) restrict what runs: one a project may narrow (the mode, deny and
+    ask rules, tool lists, the sandbox, limits...), or the hooks?"""
+    return key in NARROWING or key == "hooks" or key.split(".", 1)[0] == "sandbox"
+
+
+def misspelled(path: Path, unknown: list[KeyPath]) -> str:
+    """The unknown keys of a file, each with the key it is likely a misspelling of. One that
+    is close to a key restricting what runs is a ConfigError: the run does not go on with
+    that setting silently at its default."""
+    shown = []
+    for at in unknown:
+        near = near_miss(at)
+        if near is not None and guards(dotted(near)):
+            raise ConfigError(f"{path}: unknown key `{dotted(at)}`; did you mean `{dotted(near)}`?",
+                              hint=f"fix its spelling: `{dotted(near)}` restricts what runs, and nanohermes does not "
+                                   "run with it left at its default; config.example.json lists every key")
+        shown.append(dotted(at) + (f" (did you mean {dotted(near)}?)" if near is not None else ""))
+    return ", ".join(shown)
 
 
 @dataclass
@@ -150,7 +187,7 @@ class _Files:
             return
         path, data = got
         if unknown := unknown_keys(Config, data):
-            self.warnings.append(f"{path}: unknown config keys ignored: {', '.join(map(dotted, unknown))}")
+            self.warnings.append(f"{path}: unknown config keys ignored: {misspelled(path, unknown)}")
             data = without(data, unknown)
         read = validated(data, f"{path}: ", hint="see config.example.json for every key")
         if source.project:

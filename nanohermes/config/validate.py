@@ -48,6 +48,43 @@ def _unknown_within(ann: Any, value: Any, at: KeyPath) -> list[KeyPath]:
     return []
 
 
+def near_miss(at: KeyPath) -> KeyPath | None:
+    """The known key that the unknown one at `at` is likely a misspelling of: a key of the same
+    section whose name is close to it (`permision_mode`: `permission_mode`), or None."""
+    import difflib
+
+    ann: Any = Config
+    for step in at[:-1]:
+        ann = _inner(ann, step)
+    section = _section_in(ann)
+    if section is None:
+        return None
+    close = difflib.get_close_matches(str(at[-1]), list(section_fields(section)), n=1, cutoff=0.8)
+    return (*at[:-1], close[0]) if close else None
+
+
+def _section_in(ann: Any) -> type[Section] | None:
+    if isinstance(ann, type) and issubclass(ann, Section):
+        return ann
+    if get_origin(ann) in (Union, UnionType):
+        return next((s for a in get_args(ann) if (s := _section_in(a)) is not None), None)
+    return None
+
+
+def _inner(ann: Any, step: str | int) -> Any:
+    """The type of what `step` names inside a value of type `ann` (None: nothing known there)."""
+    if (section := _section_in(ann)) is not None:
+        return section_types(section).get(str(step))
+    origin, args = get_origin(ann), get_args(ann)
+    if origin is dict:
+        return args[1]
+    if origin is list:
+        return args[0]
+    if origin in (Union, UnionType):
+        return next((t for a in args if (t := _inner(a, step)) is not None), None)
+    return None
+
+
 def dotted(at: KeyPath) -> str:
     """A key path as a file's reader writes it: `hooks.Stop.0.matcher`."""
     return ".".join(str(p) for p in at)

@@ -33,6 +33,10 @@ from nanohermes.errors import (
     ContextTooLongError,
     EndpointError,
     ModelNotFoundError,
+    RateLimitedError,
+    ServerFailedError,
+    StreamBrokenError,
+    TimedOutError,
     UnreachableError,
 )
 from nanohermes.llm.quirks import matcher
@@ -46,6 +50,11 @@ NoticeSink = Callable[[str], None]
 
 BASE_URL_HINT = "check base_url (--base-url, OPENAI_BASE_URL or config) and that the server is running"
 CONTEXT_HINT = "start a new session or compact the conversation"
+KEY_HINT = "check the key: set OPENAI_API_KEY, pass --api-key, or set api_key / api_key_env in config"
+MODEL_HINT = ("/model in the REPL (or `nanohermes doctor`) lists the models the endpoint serves; pick one with "
+              "--model, NANOHERMES_MODEL or model in config")
+# How a person carries on after an answer that never came whole: the prompt is in the history.
+AGAIN = "in the REPL send `continue`; a script runs `nanohermes --continue -p continue`"
 
 # What errors say in each provider's words (the context is full, a rate limit, a failing
 # server, a refused key) is in the quirk table, one entry a provider's wording.
@@ -90,14 +99,33 @@ def overflowed(status: int, fields: str, message: str) -> bool:
         is_context_overflow(f"{message} {fields}") and not rate_limited(status, fields, message))
 
 
-def retry_hint(status: int, retries: int, page: bool = False) -> str:
-    """The hint once retries of a rate limit or a failing server ran out."""
-    tried = f"retried {retries} times" if retries else "not retried: max_retries is 0"
+def tried(retries: int) -> str:
+    return f"retried {retries} times" if retries else "not retried: max_retries is 0"
+
+
+def rate_hint(retries: int) -> str:
+    """The hint once the retries of a rate limit ran out."""
+    return (f"the endpoint limits how many requests or tokens this key may send ({tried(retries)}); wait a minute "
+            "and try again, raise max_retries to wait longer, or check the account's quota")
+
+
+def server_hint(status: int, retries: int, page: bool = False, fields: str = "") -> str:
+    """The hint once the retries of a failing server ran out: a gateway's failure, a server
+    overloaded or down for maintenance, or an error inside the server."""
     if status in (502, 504) or (page and status >= 500):
         failed = "timed out waiting for the model server" if status == 504 else "failed"
-        return (f"a proxy or gateway in front of the model server {failed} ({tried}); check that the server "
-                "behind it is up, then try again")
-    return f"the service is overloaded or rate-limited ({tried}); wait and retry, or raise max_retries"
+        return (f"a proxy or gateway in front of the model server {failed} ({tried(retries)}); check that the "
+                "server behind it is up, then try again")
+    if status in (503, 529) or re.search(r"overload|unavailable", fields, re.IGNORECASE):
+        return (f"the model server is overloaded or down for maintenance ({tried(retries)}); try again later, or "
+                "raise max_retries to wait longer")
+    return (f"the model server failed while answering ({tried(retries)}); its log says why; try again, and if it "
+            "keeps failing, try another model or server")
+
+
+def broken_hint(retries: int) -> str:
+    return (f"the server was reached, but its answer broke off ({tried(retries)}); try again ({AGAIN}); if it keeps "
+            "breaking, check the server's log and the timeout of any proxy in front of it")
 
 
 _CHAR_NAMES = {" ": "space", "\t": "tab", "\n": "newline", "\r": "carriage return", "\x0b": "vertical tab",
@@ -533,23 +561,50 @@ class HttpWire:
             # Before an answer began, the failure may be a TLS/plain-HTTP mix-up: said at once.
             if not started and (mismatch := await scheme_mismatch(self.base_url, e)) is not None:
                 raise mismatch from None
-            # A hang-up on plain HTTP was just probed and is no TLS server: no guess about TLS then.
-            guess = not started and not dropped_before_answer(self.base_url, e)
-            detail = describe_connect_error(self.base_url, e) if guess else exception_text(e)
-            final = UnreachableError(f"cannot reach the model endpoint at {self.base_url} ({detail})", hint=BASE_URL_HINT)
-            if started or shown.text:
-                raise Retry("the response stream dropped", final) from None
-            raise Retry(f"cannot connect to {self.base_url}", final) from None
+            raise self.transport_failure(e, started=started or bool(shown.text)) from None
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as e:  # a stream cut mid-way can surface as a decode error
-            raise Retry(f"the response stream failed ({type(e).__name__})", EndpointError(
-                f"the response stream kept failing: {type(e).__name__}: {e}", hint="check the endpoint's health, then try again")) from None
+            raise Retry(f"the response stream failed ({type(e).__name__})", StreamBrokenError(
+                f"the model endpoint's answer kept breaking off mid-stream ({exception_text(e)})",
+                hint=broken_hint(self.max_retries))) from None
         done = parser.result()
         if done is None:
-            raise Retry("the response stream ended early", EndpointError(
-                "the response stream kept ending before the answer was complete", hint="check the endpoint's health, then try again"))
+            raise Retry("the response stream ended early", StreamBrokenError(
+                "the model endpoint's answer kept ending before it was complete (the stream closed with no end "
+                "of answer)", hint=broken_hint(self.max_retries)))
         return cut_at_limit(self._text_calls(done, tools, hold) if hold is not None else done)
+
+    def transport_failure(self, e: BaseException, *, started: bool) -> Retry:
+        """A failure of the connection, named for what happened: no connection at all, a
+        server that took the request and hung up or said nothing in time, or an answer whose
+        stream broke off (`started`). Each is retried; `final` says it once they run out."""
+        httpx = import_httpx()
+        url = self.base_url
+        if isinstance(e, (httpx.ConnectError, httpx.ConnectTimeout, httpx.ProxyError)):
+            # A hang-up was just probed for TLS and is none: no guess about TLS then.
+            detail = exception_text(e) if dropped_before_answer(url, e) else describe_connect_error(url, e)
+            final: EndpointError = UnreachableError(f"cannot reach the model endpoint at {url} ({detail})",
+                                                    hint=BASE_URL_HINT)
+            return Retry(f"cannot connect to {url}", final)
+        if isinstance(e, httpx.TimeoutException):
+            secs = f"{self.timeout:g}"
+            where = "mid-answer" if started else "after taking the request"
+            final = TimedOutError(f"the model endpoint at {url} sent nothing for {secs} s {where} ({exception_text(e)})",
+                                  hint=f"the server is reachable but did not answer in time ({tried(self.max_retries)}); "
+                                       "it may be overloaded, stuck or still loading the model: check it, or raise "
+                                       f"request_timeout (now {secs} s) for a slow model")
+            return Retry(f"nothing came from the endpoint for {secs} s", final)
+        if started:
+            final = StreamBrokenError(f"the model endpoint's answer broke off mid-stream ({exception_text(e)})",
+                                      hint=broken_hint(self.max_retries))
+            return Retry("the response stream dropped", final)
+        # It took the connection, then hung up before answering (a TLS server was ruled out).
+        final = UnreachableError(f"the model endpoint at {url} closed the connection without answering "
+                                 f"({exception_text(e)})",
+                                 hint="check base_url (that port may be another program's) and the server's log: it "
+                                      "may have crashed on the request")
+        return Retry(f"the endpoint at {url} hung up without answering", final)
 
     def _text_calls(self, done: Completion, tools: Sequence[dict[str, Any]], hold: Any) -> Completion:
         """An answer without tool calls whose text writes out whole calls of offered tools:
@@ -611,24 +666,29 @@ class HttpWire:
                                     "instead of http://", hint=f"set base_url to {swap_scheme(self.base_url)} "
                                                               "(--base-url, OPENAI_BASE_URL or config)")
         if status == 429 or status >= 500 or status in (408, 409):
-            final = EndpointError(f"the model endpoint answered {answered}", hint=retry_hint(status, self.max_retries, page))
+            final: EndpointError = ServerFailedError(f"the model endpoint answered {answered}",
+                                                     hint=server_hint(status, self.max_retries, page, fields))
+            if rate_limited(status, fields, body_msg):
+                final = RateLimitedError(f"the model endpoint rate-limited the request ({answered})",
+                                         hint=rate_hint(self.max_retries))
             return Retry(f"endpoint answered {status}", final, wait)
         if status in (401, 403):
-            return AuthError(f"the model endpoint refused the API key ({status}: {body_msg})",
-                             hint="check the key: set OPENAI_API_KEY, pass --api-key, or set api_key / api_key_env in config")
-        low = body_msg.lower()
-        if status == 404 and ("model" in low or code == "model_not_found"):
-            return ModelNotFoundError(f"the endpoint does not serve model `{self.model}` ({body_msg})",
-                                      hint="pick a listed model with --model or NANOHERMES_MODEL; `nanohermes doctor` lists them")
+            return AuthError(f"the model endpoint refused the API key ({status}: {body_msg})", hint=KEY_HINT)
+        if self.no_such_model(status, code, body_msg):
+            return ModelNotFoundError(f"the endpoint does not serve model `{self.model}` ({body_msg})", hint=MODEL_HINT)
         if status == 400 and (own := self.refused(status, body_msg)) is not None:
             return own
         if status == 404:
             return EndpointError(f"the endpoint answered 404 for {self.what} at {self.base_url}",
                                  hint="check base_url: it usually ends in /v1")
         if status == 400 and matcher("refused key", "message").search(body_msg):
-            return AuthError(f"the model endpoint refused the API key ({status}: {body_msg})",
-                             hint="check the key: set OPENAI_API_KEY, pass --api-key, or set api_key / api_key_env in config")
+            return AuthError(f"the model endpoint refused the API key ({status}: {body_msg})", hint=KEY_HINT)
         return EndpointError(f"the model endpoint answered {answered}", hint="check the model name and request settings")
+
+    def no_such_model(self, status: int, code: str, message: str) -> bool:
+        """The endpoint says it does not serve the model: a 404 naming a model, or the code
+        OpenAI gives it (some servers send it with 400)."""
+        return code == "model_not_found" or (status == 404 and "model" in message.lower())
 
     def classify_error_event(self, data: Any) -> Exception:
         """An error sent inside a 200 answer (an event of the stream, or the whole body), judged
@@ -640,18 +700,24 @@ class HttpWire:
         status = error_status(code, state)
         if overflowed(status, fields, msg):
             return ContextTooLongError(f"the conversation no longer fits the model's context ({msg})", hint=CONTEXT_HINT)
-        limited = rate_limited(status, fields, msg)
-        if limited or status >= 500 or status in (408, 409) or matcher("failing", "fields").search(fields):
-            what = "a rate limit" if limited else "an error"
-            return Retry(f"the endpoint reported {what} mid-answer", EndpointError(
-                f"the model endpoint kept failing mid-answer: {msg}", hint=retry_hint(status, self.max_retries)))
+        if rate_limited(status, fields, msg):
+            return Retry("the endpoint reported a rate limit mid-answer", RateLimitedError(
+                f"the model endpoint rate-limited the request mid-answer: {msg}", hint=rate_hint(self.max_retries)))
+        if status >= 500 or status in (408, 409) or matcher("failing", "fields").search(fields):
+            return Retry("the endpoint reported an error mid-answer", ServerFailedError(
+                f"the model endpoint kept failing mid-answer: {msg}", hint=server_hint(status, self.max_retries, False, fields)))
         if status in (401, 403) or matcher("refused key", "fields").search(fields):
-            return AuthError(f"the model endpoint refused the API key ({msg})",
-                             hint="check the key: set OPENAI_API_KEY, pass --api-key, or set api_key / api_key_env in config")
+            return AuthError(f"the model endpoint refused the API key ({msg})", hint=KEY_HINT)
+        if self.no_such_model(status, code, msg):
+            return ModelNotFoundError(f"the endpoint does not serve model `{self.model}` ({msg})", hint=MODEL_HINT)
         return EndpointError(f"the model endpoint reported an error: {msg}", hint="check the model name and request settings")
 
     async def list_models(self) -> list[str]:
-        response = await self.client().get(self.url("/models"))
+        httpx = import_httpx()
+        try:
+            response = await self.client().get(self.url("/models"))
+        except (httpx.TimeoutException, httpx.TransportError) as e:
+            raise await scheme_mismatch(self.base_url, e) or self.transport_failure(e, started=False).final from None
         if response.status_code >= 400:
             raise self.classify_status(response.status_code, response.content)
         body = _json_or_none(response.content)  # a page, a redirect or another shape lists nothing

@@ -371,18 +371,29 @@ def _digest(data: bytes) -> str:
 
 
 def _seen_table(ctx: ToolContext) -> dict[str, Seen]:
-    table: dict[str, Seen] = ctx.state.setdefault(SEEN_KEY, {})
-    return table
+    return seen_table(ctx.state)
+
+
+def seen_table(state: dict[str, object]) -> dict[str, Seen]:
+    """The stale-file guard's table in a session's tool state, by real path."""
+    table = state.setdefault(SEEN_KEY, {})
+    return table if isinstance(table, dict) else {}
 
 
 def remember_file(ctx: ToolContext, real: Path, data: bytes | None = None) -> None:
     """Record that the model has seen `real` as it is now (after a read or a write)."""
+    remember(ctx.state, real, data)
+
+
+def remember(state: dict[str, object], real: Path, data: bytes | None = None) -> None:
+    """`remember_file` on a session's tool state: also for nanohermes's own writes outside a
+    tool call (a file /rewind or /undo put back counts as seen as it put it back)."""
     try:
         st = os.stat(real)
     except OSError:
-        _seen_table(ctx).pop(str(real), None)
+        seen_table(state).pop(str(real), None)
         return
-    _seen_table(ctx)[str(real)] = Seen(st.st_mtime_ns, st.st_size, _digest(data) if data is not None else None)
+    seen_table(state)[str(real)] = Seen(st.st_mtime_ns, st.st_size, _digest(data) if data is not None else None)
 
 
 def forget_file(ctx: ToolContext, real: Path) -> None:

@@ -114,19 +114,18 @@ async def _init(ctx: CommandContext, arg: str) -> None:
 def _export(ctx: CommandContext, arg: str) -> None:
     from nanohermes.ui import render
 
-    history = ctx.agent.session.history
+    session = ctx.agent.session
+    history = session.whole()
     if not history:
         ctx.print(render.info("nothing to export yet"))
         return
-    try:
-        from nanohermes.export import export
+    from nanohermes.export import export, exported_line
 
-        path = export(history, ctx.agent.session.id, ctx.workspace, arg)
+    try:
+        path = export(history, session.id, ctx.workspace, arg)
     except OSError as e:
         from rich.text import Text
 
         ctx.print(Text(f"could not write {e.filename or arg}: {e.strerror or e}", style="red"))
         return
-    from nanohermes.budget import plural
-
-    ctx.print(render.info(f"exported {plural(len(history), 'message')} to {path}"))
+    ctx.print(render.info(exported_line(len(history), len(session.earlier), path)))

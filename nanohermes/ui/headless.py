@@ -241,7 +241,7 @@ class Sink:
         return entry
 
     def init_event(self, *, session_id: str | None, model: str, mode: Mode, tools: list[str], workspace: str,
-                   mcp_servers: list[dict[str, str]] | None = None) -> None:
+                   mcp_servers: list[dict[str, str]] | None = None, api_key_source: str = "none") -> None:
         """What this run works with, once the session has started (stream-json's first line)."""
 
     def result_object(self, *, result: str, exit_reason: str, session_id: str | None, model: str, error: str | None = None,
@@ -494,14 +494,14 @@ class StreamJsonSink(Sink):
         return await super().confirm(request)
 
     def init_event(self, *, session_id: str | None, model: str, mode: Mode, tools: list[str], workspace: str,
-                   mcp_servers: list[dict[str, str]] | None = None) -> None:
+                   mcp_servers: list[dict[str, str]] | None = None, api_key_source: str = "none") -> None:
         from nanohermes import __version__
 
         self.session_id, self.model = session_id, model
         # Not a reason to stop yet: the prompt is not in the session until the turn takes it.
         self._line({"type": "system", "subtype": "init", "cwd": workspace, "session_id": session_id, "tools": tools,
                     "mcp_servers": mcp_servers or [], "model": model, "permissionMode": CLAUDE_MODES.get(mode, "default"),
-                    "slash_commands": [], "apiKeySource": "none", "output_style": "default", "uuid": str(uuid.uuid4()),
+                    "slash_commands": [], "apiKeySource": api_key_source, "output_style": "default", "uuid": str(uuid.uuid4()),
                     "mode": mode, "workspace": workspace, "nanohermes_version": __version__}, last=True)
 
     def finish(self, result: dict[str, Any]) -> None:

@@ -8,6 +8,7 @@ agent gets: events go to the view (and the batch summarizer), approvals to the `
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -28,6 +29,7 @@ from nanohermes.ui.summaries import BatchSummarizer
 
 
 STOP_HINT = "esc or ctrl-c to interrupt"
+FRAME_SECS = 1 / 8  # how often the live area (the spinner and the elapsed times) is redrawn
 
 
 @dataclass
@@ -55,6 +57,7 @@ class TurnView:
         self.waiting_since: float | None = None
         self.model = ""
         self._live: Any = None
+        self._frame: asyncio.TimerHandle | None = None  # the next redraw of the live area
         self._spinner: Any = None
         self._blocks_shown = 0
         self._held: list[RenderableType] | None = None
@@ -71,26 +74,46 @@ class TurnView:
 
     def _start_live(self) -> None:
         # A fresh Live each time: a stopped one remembers the height it had and would move
-        # the cursor over lines printed since.
+        # the cursor over lines printed since. It is redrawn from the event loop, the thread
+        # every line is printed from, never from a refresh thread of its own: that thread's
+        # redraw could land between a print's erasing of the live area and its drawing, with
+        # the area's height changed meanwhile, leaving a spinner line behind (seen under load).
         from rich.live import Live
 
-        self._live = Live(get_renderable=self._render, console=self.console, transient=True,
-                          refresh_per_second=8, redirect_stdout=False, redirect_stderr=False)
+        self._live = Live(get_renderable=self._render, console=self.console, transient=True, auto_refresh=False,
+                          redirect_stdout=False, redirect_stderr=False)
         self._live.start()
+        self._next_frame()
+
+    def _next_frame(self) -> None:
+        try:
+            self._frame = asyncio.get_running_loop().call_later(FRAME_SECS, self._redraw)
+        except RuntimeError:  # no event loop (a view driven directly): redrawn as lines are printed
+            self._frame = None
+
+    def _redraw(self) -> None:
+        if self._live is not None and self._held is None:
+            self._live.refresh()
+            self._next_frame()
+
+    def _stop_live(self) -> None:
+        if self._frame is not None:
+            self._frame.cancel()
+            self._frame = None
+        if self._live is not None:
+            self._live.stop()
 
     def stop(self) -> None:
         self._flush_text()
         self.running.clear()
         self.waiting_since = None
-        if self._live is not None:
-            self._live.stop()
-            self._live = None
+        self._stop_live()
+        self._live = None
 
     def pause(self) -> None:
         """An approval prompt takes the screen: output of calls still running waits."""
         self._flush_text()
-        if self._live is not None:
-            self._live.stop()
+        self._stop_live()
         self._held = []
 
     def resume(self) -> None:
@@ -103,8 +126,10 @@ class TurnView:
     def print(self, renderable: RenderableType) -> None:
         if self._held is not None:
             self._held.append(renderable)
-        else:
-            self.out(renderable)
+            return
+        if self._live is not None:
+            self._live.refresh()  # the live area as it is now (a finished call's line gone) goes below the line
+        self.out(renderable)
 
     # events
     def handle(self, ev: Event) -> None:

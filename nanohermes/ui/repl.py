@@ -295,11 +295,12 @@ class Repl:
             if (hint := no_key_hint(s.config)) is not None:
                 self._out(Text(hint, style="yellow"))
             self.started = asyncio.get_running_loop().create_task(built.start())
-            self._model_check = asyncio.get_running_loop().create_task(self._check_model())
+            self._model_check = asyncio.get_running_loop().create_task(self._check_model(keyless=hint is not None))
             _warm_imports()
         except Exception as e:  # shown as the run-ending error it is, once the prompt is gone
             self.build_error = e
             if self.prompting and self._session is not None and self._session.app.is_running:
+                self.partial = self._session.default_buffer.text  # what was typed: kept (`keep_unsent`)
                 self._session.app.exit(exception=e)
         finally:
             self.ready.set()
@@ -343,15 +344,35 @@ class Repl:
             if self._trust_done is not None:
                 self._trust_done.set()
 
-    async def _check_model(self) -> None:
-        """A model the endpoint does not list is named at start, not at the first answer."""
-        from nanohermes.ui.commands import endpoint_models
+    async def _check_model(self, keyless: bool = False) -> None:
+        """The endpoint, asked for its models at start behind the prompt: one that cannot be
+        reached or refuses the key (unless the missing key was just said) is said at once, and
+        a model it does not list is named, not at the first answer."""
+        from nanohermes.errors import AuthError, TimedOutError, UnreachableError
+        from nanohermes.ui.commands import MODEL_LIST_SECS
 
-        if self.agent is None:
+        lister = getattr(self.agent.llm, "list_models", None) if self.agent is not None else None
+        if self.agent is None or lister is None:
             return
         model = self.agent.llm.model
-        models, _ = await endpoint_models(self.agent.llm)
-        if models and model not in models:  # a list that cannot be had says nothing here (doctor tells why)
+        try:
+            models = list(await asyncio.wait_for(lister(), MODEL_LIST_SECS))
+        except (UnreachableError, TimedOutError, AuthError) as e:
+            if not (keyless and isinstance(e, AuthError)):
+                from nanohermes.redact import redact
+
+                self._out(Text(f"warning: {redact(e.message)}", style="yellow"))
+                self._out(Text(f"hint: {e.hint}", style="dim"))
+            return
+        except TimeoutError:
+            where = getattr(self.agent.llm, "base_url", "the endpoint")
+            self._out(Text(f"warning: the model endpoint at {where} did not list its models within "
+                           f"{MODEL_LIST_SECS:g} s; it may be unreachable or busy (`nanohermes doctor` checks it)",
+                           style="yellow"))
+            return
+        except Exception:  # a list that cannot be had says nothing more here (doctor tells why)
+            return
+        if models and model not in models:
             import difflib
 
             close = difflib.get_close_matches(model, models, n=3)
@@ -562,6 +583,7 @@ class Repl:
     async def read(self) -> str | None:
         """The next message or command; None at Ctrl-D or a second Ctrl-C on an empty prompt."""
         if self.queue:
+            await self._ready()  # the welcome (model, workspace, warnings) before the first message
             line = self.queue.pop(0)
             self.print(Text(self._arrow + line, style="dim"))
             return line
@@ -733,7 +755,9 @@ class Repl:
         if out:
             self.print(render.fold(out, max(1, out.count("\n") + 1)))
         body = clamp(out, lim.max_output) if out else "(no output)"
-        self.agent.add_context(f'<user-shell command="{command}" exit="{code}">\n{body}\n</user-shell>')
+        from nanohermes.session import shell_context
+
+        self.agent.add_context(shell_context(command, code, body))
 
     def before_approval(self) -> None:
         # Keys typed ahead must never answer the prompt: keep them for the next message.
@@ -848,7 +872,22 @@ class Repl:
                 await self.run_turn(line)
         finally:
             await self.close()
+            self.keep_unsent()
         return EXIT_TERMINATED if self.terminated else 0
+
+    def keep_unsent(self) -> None:
+        """The REPL ends on an error before the agent could be built (a bad config): what the
+        person typed meanwhile is not lost. It is printed back and put in the input history
+        (Up brings it back at the next start)."""
+        if self.build_error is None:
+            return
+        for text in [t for t in (*self.queue, self.partial) if t.strip()]:
+            kept = ""
+            if self._session is not None:  # typed at the prompt (not given on the command line)
+                with contextlib.suppress(Exception):  # a history that cannot be written: printed all the same
+                    self._session.history.append_string(text)
+                    kept = " (Up brings it back at the next start)"
+            self.console.print(Text.assemble((f"not sent{kept}: ", "yellow"), text))
 
     def terminate(self) -> None:
         """SIGTERM or SIGHUP (the terminal was closed): end the session as /exit does, so its
@@ -909,23 +948,24 @@ def paste_label(data: str, index: int = 0) -> str:
 
 def toolbar(model: str, mode: str, history_chars: int, budget_chars: int, usage: Usage,
             cost: float | None = None, window: dict[str, Any] | None = None, last: Usage | None = None) -> str:
-    """The bottom toolbar once the agent is built: model, mode, context used (of the model's
-    window, and where the window came from; without one, of the session budget in chars,
-    with the tokens the last request held when the endpoint reports them), tokens and cost
-    so far (cost only when `prices` has the model). Plain text: prompt-toolkit draws it."""
-    tokens = f" · {usage.total_tokens:,} tokens" if usage.total_tokens else ""
+    """The bottom toolbar once the agent is built: model, mode, what the context holds now as
+    a share of the model's window (and where the window came from; without one, of the
+    session budget in chars, with the tokens the last request held when the endpoint reports
+    them), every token sent and received over the session, and its cost (only when `prices`
+    has the model). Plain text: prompt-toolkit draws it. docs/repl.md says what each counts."""
+    tokens = f" · session {'~' if usage.estimated else ''}{usage.total_tokens:,} tokens" if usage.total_tokens else ""
     dollars = f" · ${cost:.4f}" if cost is not None else ""
     if window is not None and window["session_budget_chars_override"] is None:
         from nanohermes.window import short_tokens
 
-        source = str(window["source"]).split(" ", 1)[0].replace("known", "family")
-        used = f"context {round(100 * window['used_share'])}% of {short_tokens(window['tokens'])} ({source})"
+        source = re.split(r"\W", str(window["source"]), maxsplit=1)[0].replace("known", "family")
+        used = f"context {round(100 * window['used_share'])}% of {short_tokens(window['tokens'])} window ({source})"
     else:
         share = 100 * history_chars / max(1, budget_chars)
         pct = "<1%" if 0 < share < 0.5 else f"{round(share)}%"  # as /context rounds it
-        held = f", {_size(last.total_tokens)} tokens" if last is not None and last.total_tokens and not last.estimated \
-            else ""
-        used = f"context {pct} ({_size(history_chars)}/{_size(budget_chars)} chars{held})"
+        held = f" (last request {_size(last.total_tokens)} tokens)" if last is not None and last.total_tokens \
+            and not last.estimated else ""
+        used = f"context {pct} of {_size(budget_chars)} chars{held}"
     return f" {model} · mode: {mode} · {used}{tokens}{dollars}"
 
 

