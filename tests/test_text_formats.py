@@ -239,3 +239,19 @@ def test_a_held_call_is_not_shown_and_prose_before_it_is(turn, server: FakeServe
     streamed = "".join(e.get("text", "") for e in r.lines() if e.get("type") == "text_delta")
     assert streamed.startswith("Logging now.") and "run_command" not in streamed
     assert json.loads(r.out.strip().split("\n")[-1])["result"] == "done"
+
+
+def test_a_long_line_that_cannot_begin_a_call_streams_on_and_is_not_held() -> None:
+    """A name is at most 64 chars: a longer word at the end of what came is handed on as it
+    arrives (a 120,000-char line held whole was scanned again with every piece)."""
+    from nanohermes.llm.textcalls import TextHold
+
+    out: list[str] = []
+    hold = TextHold(out.append)
+    for _ in range(100):
+        hold.feed("x" * 50)
+    assert len("".join(out)) == 5000 and not hold.holding
+    hold.feed("\nread_file")  # a name alone on a line may be GLM's call beginning: held
+    assert "".join(out) == "x" * 5000 + "\n"
+    hold.release()
+    assert "".join(out) == "x" * 5000 + "\nread_file"

@@ -245,8 +245,16 @@ class TextCallCheck:
 # a name with `{` on the next), and what may still become one at the end of what came.
 _TAIL_LINE = re.compile(r'(?m)^[ \t]*(?:<\|python_start\|>\s*)?(?:\[?\s*\{\s*"|\[\s*[A-Za-z_][\w.]*\s*\()'
                         r"|^(?:<\|assistant\|>)?[ \t]*[A-Za-z_][\w.-]*[ \t]*\n[ \t]*\{")
-_TAIL_MAYBE = re.compile(r"(?:^|\n)((?:<\|assistant\|>)?[ \t]*(?:\[\s*(?:\{\s*|[A-Za-z_][\w.]*\s*)?|\{\s*|"
-                         r"[A-Za-z_][\w.-]*[ \t]*(?:\n[ \t]*)?))\Z")
+# A name is at most 64 chars (as the chat API allows): a longer word at the end is no call's
+# beginning, so a long line without a break streams on instead of being held (and scanned again
+# with every piece).
+_TAIL_MAYBE = re.compile(r"(?:^|\n)((?:<\|assistant\|>)?[ \t]*(?:\[\s*(?:\{\s*|[A-Za-z_][\w.]{0,63}\s*)?|\{\s*|"
+                         r"[A-Za-z_][\w.-]{0,63}[ \t]*(?:\n[ \t]*)?))\Z")
+
+
+# Every proper beginning of a marker: text ending in one may be a marker still arriving.
+_PREFIXES = frozenset(mk[:n] for mk in MARKERS for n in range(1, len(mk)))
+_PREFIX_CHARS = max(map(len, _PREFIXES), default=0)
 
 
 class TextHold:
@@ -260,7 +268,17 @@ class TextHold:
         self.sink = sink
         self.held = ""
         self.holding = False
-        self.passed = ""  # what was handed on, to tell where the thinking is
+        # What was handed on, to tell where the thinking is: pieces joined only when a call may
+        # begin (rare), so a long answer streams in time that grows with its length, not faster.
+        self._passed: list[str] = []
+        self._passed_chars = 0
+
+    @property
+    def passed(self) -> str:
+        """All the text handed on so far."""
+        if len(self._passed) > 1:
+            self._passed[:] = ["".join(self._passed)]
+        return self._passed[0] if self._passed else ""
 
     def feed(self, piece: str) -> None:
         if self.holding:
@@ -273,7 +291,7 @@ class TextHold:
             self._pass(text[:at])
             self.held = text[at:]
             return
-        keep = max((n for mk in MARKERS for n in range(1, len(mk)) if text.endswith(mk[:n])), default=0)
+        keep = max((n for n in range(1, min(len(text), _PREFIX_CHARS) + 1) if text[-n:] in _PREFIXES), default=0)
         lead = self._lead()
         if (maybe := _TAIL_MAYBE.search(lead + text)) is not None and maybe.group(1).strip():
             keep = max(keep, len(maybe.group(1)))
@@ -283,7 +301,7 @@ class TextHold:
     def _lead(self) -> str:
         """What stands before the text to look at: nothing at a line's start, else a char no
         line-start pattern begins with (so `^` there is no line start)."""
-        return "" if not self.passed or self.passed.endswith("\n") else "\x00"
+        return "" if not self._passed or self._passed[-1].endswith("\n") else "\x00"
 
     def _start(self, text: str) -> int | None:
         """Where a call may begin in `text` (what came after what was passed on), outside the
@@ -294,12 +312,13 @@ class TextHold:
         if not found:
             return None
         spans = thinking(self.passed + text)
-        offset = len(self.passed)
+        offset = self._passed_chars
         return next((i for i in found if not any(s <= offset + i < e for s, e in spans)), None)
 
     def _pass(self, text: str) -> None:
         if text:
-            self.passed += text
+            self._passed.append(text)
+            self._passed_chars += len(text)
             self.sink(text)
 
     def release(self) -> None:
