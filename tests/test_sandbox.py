@@ -389,9 +389,10 @@ def test_git_tools_run_no_repo_configured_program(repo: Path, tmp_path: Path, mo
 @pytest.mark.parametrize("policy", ["off", "workspace-write"])
 def test_a_setsid_daemon_is_killed_when_its_command_ends(workspace: Path, no_leftover_processes: str,
                                                          policy: str) -> None:
-    # Each escapee says it is there (a file) before the command ends: no sleep stands for that.
-    out, _ = run(workspace, "setsid sh -c 'touch a; exec sleep 300' > /dev/null 2>&1 < /dev/null & "
-                            "(setsid sh -c 'sleep 301 & touch b; exec sleep 302' > /dev/null 2>&1 &); "
+    # Each escapee says it is there (a file the shell itself makes: no short-lived child to
+    # count) before the command ends: no sleep stands for that.
+    out, _ = run(workspace, "setsid sh -c ': > a; exec sleep 300' > /dev/null 2>&1 < /dev/null & "
+                            "(setsid sh -c 'sleep 301 & : > b; exec sleep 302' > /dev/null 2>&1 &); "
                             "until [ -e a ] && [ -e b ]; do sleep 0.02; done; echo started",
                  policy)
     assert "started" in out
