@@ -199,6 +199,13 @@ def translate_rule(text: str, kind: str, workspace: Path) -> list[str] | None:
     return [f"{t}({pattern})" for t in ours]
 
 
+def denial_covers(tool: str) -> tuple[str, ...]:
+    """The tools here that a deny rule naming Claude Code's `tool` covers (`Edit` and `Write`:
+    every tool that writes files; `Read`: every one that reads them), () for a name that is
+    not one of Claude Code's tools."""
+    return _TOOLS.get(tool, ((), ()))[0]
+
+
 def rule_pattern(tool: str, pattern: str, workspace: Path) -> str:
     """The pattern of Claude Code's rule `tool(pattern)` as nanohermes's rules read it: a path
     of a file tool's rule in our path form (see `_claude_path`), anything else as it is."""

@@ -88,12 +88,17 @@ class Condition:
         return cls(m.group(1), m.group(2).strip() if m.group(2) is not None else None)
 
     def names(self, call: ClaudeCall, own: str) -> bool:
-        """Does the condition name the call's tool (`mcp__server` names all of a server's)?"""
+        """Does the condition name the call's tool (`mcp__server` names all of a server's)? A
+        file tool's name covers what a deny rule of that name covers, as Claude Code's Edit
+        rules cover every tool that edits files: `Write(.env*)` holds for an edit of `.env`
+        too, so a guard is not skipped because the model chose another file tool."""
+        from nanohermes.claude_files import denial_covers
+
         wanted = RENAMED.get(self.tool, self.tool)
         known = call_names(call.name, own)
         if wanted.startswith("mcp__"):
             return any(n == wanted or n.startswith(wanted.rstrip("*").rstrip("_") + "__") for n in known)
-        return wanted in known or self.tool in known
+        return wanted in known or self.tool in known or (call.kind == "path" and own in denial_covers(wanted))
 
     def holds(self, call: ClaudeCall, own: str, workspace: Path) -> bool:
         """Should a hook with this condition run for `call` (a call of our tool `own`)?"""

@@ -505,6 +505,30 @@ def test_if_conditions_choose_the_calls_a_hook_runs_for(turn, server: FakeServer
     assert (workspace / "notes.txt").read_text() == "n" and (workspace / "st.txt").exists()
 
 
+def test_a_write_condition_guards_the_file_whichever_file_tool_the_model_picks(  # type: ignore[no-untyped-def]
+        turn, server: FakeServer, workspace: Path, tmp_path: Path) -> None:
+    """`if: Write(.env*)` on a group matching every file tool: an edit or a patch of `.env` runs the
+    guard as a write does, as a deny rule `Write(.env*)` covers them all."""
+    log = tmp_path / "log.jsonl"
+    refuse = script(tmp_path, "refuse.py", f"import json, sys\nd = json.load(sys.stdin)\n"
+                                           f"open({str(log)!r}, 'a').write(json.dumps(d) + '\\n')\n"
+                                           "print('guarded', file=sys.stderr)\nsys.exit(2)\n")
+    config = {"hooks": {"PreToolUse": [
+        {"matcher": "Write|Edit|MultiEdit", "hooks": [{"type": "command", "if": "Write(.env*)", "command": refuse}]}]}}
+    (workspace / ".env").write_text("K=1\n")
+    (workspace / "notes.txt").write_text("a\n")
+    patch = "--- a/.env\n+++ b/.env\n@@ -1 +1 @@\n-K=1\n+K=3\n"
+    server.add(tool_reply(call("edit_file", {"path": ".env", "old_string": "K=1", "new_string": "K=2"}, id="edit"),
+                          call("apply_patch", {"diff": patch}, id="patch"),
+                          call("edit_file", {"path": "notes.txt", "old_string": "a", "new_string": "b"}, id="notes")),
+               Reply(text="done"))
+    ran = turn("-p", "go", "--yes", server=server, config=config)
+    assert ran.code == 0, ran.err
+    assert sorted(r["tool_use_id"] for r in records(log)) == ["edit", "patch"]
+    assert [r["tool_name"] for r in sorted(records(log), key=lambda r: r["tool_use_id"])] == ["Edit", "Edit"]
+    assert (workspace / ".env").read_text() == "K=1\n" and (workspace / "notes.txt").read_text() == "b\n"
+
+
 def test_a_condition_on_an_event_without_tool_calls_never_runs_and_a_bad_one_always_does(
         workspace: Path, home: Path, tmp_path: Path) -> None:
     log = tmp_path / "log.jsonl"
@@ -537,7 +561,12 @@ def test_a_condition_on_an_event_without_tool_calls_never_runs_and_a_bad_one_alw
     ("Bash", "Bash", "run_command", "command", "anything", True),
     ("Edit(*.ts)", "Edit", "edit_file", "path", "src/a.ts", True),
     ("Edit(*.ts)", "Edit", "edit_file", "path", "src/a.js", False),
-    ("Edit(*.ts)", "Write", "write_file", "path", "src/a.ts", False),  # another tool
+    ("Edit(*.ts)", "Write", "write_file", "path", "src/a.ts", True),  # Edit covers every file writer
+    ("Edit(*.ts)", "Write", "write_file", "path", "src/a.js", False),
+    ("Write(.env*)", "Edit", "edit_file", "path", ".env.local", True),  # as a deny rule Write(.env*) would
+    ("Write(.env*)", "MultiEdit", "apply_patch", "path", ".env", True),
+    ("Read(.env*)", "Grep", "grep", "path", ".env", True),  # Read covers every reader
+    ("Read(.env*)", "Bash", "run_command", "command", "cat .env", False),  # but not the shell
     ("Write(.env*)", "Write", "write_file", "path", "sub/.env.local", True),
     ("Write(.env*)", "Write", "write_file", "path", "env.txt", False),
     ("Edit(/src/**)", "Edit", "edit_file", "path", "src/deep/a.py", True),  # from the project root
