@@ -181,6 +181,35 @@ def test_nested_files_spend_what_the_chain_left_of_the_budget(turn, server: Fake
            "instructions budget is spent (14 chars, limit project_docs_chars); read it with read_file]" in result
 
 
+def test_a_nested_files_imports_join_it(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
+                                       home: Path) -> None:
+    """A subfolder's CLAUDE.md imports as the chain's files do: beside itself, each file once
+    (one the system prompt holds is not repeated), `doc_import_depth` hops, an import outside the
+    workspace only with a person's yes (named in `-p`, where nobody is there to give it)."""
+    write(workspace / "CLAUDE.md", "ROOT: @docs/shared.md")
+    write(workspace / "docs" / "shared.md", "SHARED rules")
+    write(workspace / "src" / "CLAUDE.md", "SRC: @style.md @../docs/shared.md @~/mine.md `@not.md`")
+    write(workspace / "src" / "style.md", "STYLE rules; more in @deeper/one.md")
+    write(workspace / "src" / "deeper" / "one.md", "ONE rules @two.md")
+    write(workspace / "src" / "deeper" / "two.md", "TWO rules")
+    write(workspace / "src" / "not.md", "NOT-IN-SPAN")
+    write(home / "mine.md", "HOME-OUTSIDE")
+    write(workspace / "src" / "main.py", "pass\n")
+    server.add(tool_reply(call("read_file", {"path": "src/main.py"}, id="r1")), Reply(text="done"))
+    r = turn("-p", "look", server=server, config={"limits": {"doc_import_depth": 2}})
+    assert r.code == 0, r.err
+    result = results_of(server.requests[1])["r1"]
+    assert "[src/style.md, imported by src/CLAUDE.md]\nSTYLE rules" in result
+    assert "[src/deeper/one.md, imported by src/style.md]\nONE rules" in result
+    assert "TWO rules" not in result and "not loaded: imports are followed 2 levels deep (limit " \
+                                       "doc_import_depth)" in result
+    assert result.count("SHARED rules") == 0 and "SHARED rules" in system_of(server)  # in the prompt already
+    assert "HOME-OUTSIDE" not in json.dumps(server.requests) and "NOT-IN-SPAN" not in result
+    assert f"[{home / 'mine.md'} (imported by src/CLAUDE.md) not loaded: it resolves to {home / 'mine.md'}, " \
+           "outside the workspace" in result
+    assert f"{home / 'mine.md'} (imported by src/CLAUDE.md) not read" in r.err
+
+
 def test_a_nested_file_linked_out_is_named_not_loaded(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
                                                       home: Path) -> None:
     write(workspace / "src" / "main.py", "pass\n")
