@@ -162,7 +162,7 @@ def claude_response(call: ClaudeCall, text: str) -> Any:
     if call.name == "Bash":
         return _bash_response(text)
     if call.name == "Read":
-        return {"type": "text", "file": {"filePath": inp.get("file_path"), "content": text}}
+        return {"type": "text", "file": {"filePath": inp.get("file_path"), **_read_file(text)}}
     if call.name == "Write":
         return {"filePath": inp.get("file_path"), "content": inp.get("content"), "success": True}
     if call.name == "Edit":
@@ -175,6 +175,27 @@ def claude_response(call: ClaudeCall, text: str) -> Any:
     if call.name == "Task":
         return {"status": "completed", "content": [{"type": "text", "text": text}]}
     return text
+
+
+_NUMBERED = re.compile(r" *(\d+)\t(.*)")
+_OF_TOTAL = re.compile(r"^showing lines \d+-\d+ of (\d+);", re.M)
+
+
+def _read_file(text: str) -> dict[str, Any]:
+    """A read_file result (`N<TAB>line` rows, then notes) as Claude Code's Read response gives the
+    file: the lines' own text (it numbers them itself, from `startLine`), with the counts."""
+    rows: list[str] = []
+    start = 1
+    for line in text.split("\n"):
+        m = _NUMBERED.fullmatch(line)
+        if m is None:
+            break
+        if not rows:
+            start = int(m.group(1))
+        rows.append(m.group(2))
+    total = _OF_TOTAL.search(text)
+    return {"content": "\n".join(rows), "numLines": len(rows), "startLine": start,
+            "totalLines": int(total.group(1)) if total else start + len(rows) - 1}
 
 
 _RUN = re.compile(r"exit code: ([^\n]*)\n\nstdout:\n")

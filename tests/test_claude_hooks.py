@@ -675,3 +675,22 @@ def test_post_tool_use_is_told_a_commands_result_as_claude_codes_bash_response(w
     got = {r["tool_use_id"]: r["tool_response"] for r in records(log)}
     assert got == {"c": {"stdout": "out", "stderr": "err", "interrupted": False, "isImage": False, "exit_code": 3},
                    "quiet": {"stdout": "", "stderr": "", "interrupted": False, "isImage": False, "exit_code": 0}}
+
+
+def test_post_tool_use_is_told_a_read_as_claude_codes_read_response(workspace: Path, tmp_path: Path) -> None:
+    """Claude Code's Read response carries the file's own lines (it numbers them itself from
+    `startLine`): a hook hashing or parsing `tool_response.file.content` sees the file."""
+    log = tmp_path / "log.jsonl"
+    text = "".join(f"line {i}\n" for i in range(1, 11)) + "\n\tindented\n"
+    (workspace / "a.txt").write_text(text)
+    (workspace / "empty.txt").write_text("")
+    run_calls(workspace, {"hooks": hooks("PostToolUse", "Read", logger(log))},
+              call("read_file", {"path": "a.txt"}, id="whole"),
+              call("read_file", {"path": "a.txt", "offset": 3, "limit": 2}, id="window"),
+              call("read_file", {"path": "empty.txt"}, id="empty"))
+    got = {r["tool_use_id"]: r["tool_response"] for r in records(log)}
+    assert got["whole"] == {"type": "text", "file": {"filePath": str(workspace / "a.txt"), "content": text[:-1],
+                                                     "numLines": 12, "startLine": 1, "totalLines": 12}}
+    assert got["window"]["file"] | {"filePath": ""} == {"filePath": "", "content": "line 3\nline 4", "numLines": 2,
+                                                         "startLine": 3, "totalLines": 12}
+    assert got["empty"]["file"]["content"] == "" and got["empty"]["file"]["numLines"] == 0
