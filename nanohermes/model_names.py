@@ -8,6 +8,9 @@ serves other models would refuse them and fail the run, so a name is looked up i
 2. the endpoint lists it (`GET /models`): the name as written;
 3. it is a Claude name and `model_aliases` has its family (`sonnet` for `claude-sonnet-4-0`):
    that value;
+4. it is a Claude name and the endpoint lists models of its family (a proxy serving Claude's
+   models under its own ids, `anthropic/claude-sonnet-4.5`): that one, or of several the last
+   by name (the newest, as Claude's ids go), said in a note that names the others;
 
 and the model found must be one the endpoint lists (when it can list them). Otherwise the name
 is ignored with a note saying why and what to set, and the configured model is used: a name in
@@ -96,6 +99,11 @@ async def choose(named: str | None, *, aliases: Mapping[str, str], listed: Liste
             return Choice(mapped)
         return Choice(None, f"model {name!r} ignored: model_aliases maps it to {mapped!r}, which the endpoint does "
                             f"not list{instead}")
+    if kin is not None and models is not None and (kindred := sorted(m for m in models if family(m) == kin)):
+        if len(kindred) == 1:
+            return Choice(kindred[0])
+        return Choice(kindred[-1], f"model {name!r} is {kindred[-1]!r} here, the last by name of the endpoint's "
+                                   f"{kin} models ({', '.join(kindred)}); model_aliases chooses another")
     if kin is not None:
         where = "which the endpoint does not list" if models is not None else \
             f"and the endpoint could not say which models it serves ({why})"

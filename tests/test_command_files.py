@@ -279,6 +279,25 @@ def test_a_model_alias_maps_to_the_endpoints_model(turn, home: Path, named: str,
         assert server.requests[0]["model"] == sent
 
 
+@pytest.mark.parametrize("named, listed, sent, note", [
+    ("sonnet", ("fake-model", "claude-sonnet-4-5-20250929", "claude-3-5-haiku-latest"), "claude-sonnet-4-5-20250929", ""),
+    ("claude-3-5-haiku-20241022", ("fake-model", "anthropic/claude-3.5-haiku"), "anthropic/claude-3.5-haiku", ""),
+    ("opus", ("fake-model", "claude-opus-4-1", "claude-opus-4-0"), "claude-opus-4-1",
+     "/think: model 'opus' is 'claude-opus-4-1' here, the last by name of the endpoint's opus models "
+     "(claude-opus-4-0, claude-opus-4-1); model_aliases chooses another"),
+])
+def test_a_claude_name_goes_to_the_endpoints_model_of_its_family(turn, home: Path, named: str,  # type: ignore[no-untyped-def]
+                                                                  listed: tuple[str, ...], sent: str, note: str) -> None:
+    """An endpoint serving Claude's models under its own ids (a proxy) needs no alias."""
+    write(home / ".claude" / "commands" / "think.md", f"---\nmodel: {named}\n---\nThink.")
+    with FakeServer(models=listed) as server:
+        server.add(Reply(text="thought"))
+        ran = turn("-p", "/think", server=server)
+        assert ran.code == 0, ran.err
+        assert server.requests[0]["model"] == sent
+        assert (note in ran.err) if note else ("/think: model" not in ran.err)
+
+
 def test_an_alias_to_a_model_the_endpoint_does_not_serve_is_ignored(turn, server: FakeServer, home: Path) -> None:  # type: ignore[no-untyped-def]
     write(home / ".claude" / "commands" / "think.md", "---\nmodel: opus\n---\nThink.")
     server.add(Reply(text="thought"))
