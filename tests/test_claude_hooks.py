@@ -285,6 +285,31 @@ def test_edit_multiedit_and_write_groups_each_fire_once_per_call(workspace: Path
     assert (workspace / "one.txt").read_text() == "A\nb\nc\nd\nE\n" and (workspace / "two.txt").read_text() == "z\n"
 
 
+def test_one_command_in_several_matching_groups_runs_once_per_call(turn, server: FakeServer,  # type: ignore[no-untyped-def]
+                                                                    workspace: Path, home: Path, tmp_path: Path) -> None:
+    """A logger registered under `Edit`, under `Write|Edit` and in the project's settings too logs an
+    edit once, as Claude Code runs identical commands once; another command still runs beside it."""
+    log, other = tmp_path / "log.jsonl", tmp_path / "other.jsonl"
+    command = logger(log)
+    (workspace / ".claude").mkdir()
+    (workspace / ".claude" / "settings.json").write_text(json.dumps({"hooks": {
+        "PreToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": command}]}],
+        "SessionStart": [{"hooks": [{"type": "command", "command": command}]}]}}))
+    config = {"trusted_projects": [str(workspace.resolve())], "hooks": {
+        "PreToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": command}]},
+                       {"matcher": "Write|Edit", "hooks": [{"type": "command", "command": command},
+                                                           {"type": "command", "command": logger(other)}]}],
+        "SessionStart": [{"hooks": [{"type": "command", "command": command}]}]}}
+    (workspace / "a.txt").write_text("old\n")
+    server.add(tool_reply(call("edit_file", {"path": "a.txt", "old_string": "old", "new_string": "new"}, id="e"),
+                          call("write_file", {"path": "b.txt", "content": "b"}, id="w")), Reply(text="done"))
+    ran = turn("-p", "go", "--yes", server=server, config=config)
+    assert ran.code == 0, ran.err
+    assert sorted((r["hook_event_name"], r.get("tool_use_id")) for r in records(log)) == [
+        ("PreToolUse", "e"), ("PreToolUse", "w"), ("SessionStart", None)]
+    assert sorted(r["tool_use_id"] for r in records(other)) == ["e", "w"]
+
+
 def test_a_patch_deleting_a_file_is_told_as_the_shell_would_do_it(workspace: Path, tmp_path: Path) -> None:
     (workspace / "old.txt").write_text("keep me\n")
     guard = "import json, sys\nif json.load(sys.stdin)['tool_input']['command'].startswith('rm '): sys.exit(2)\n"
