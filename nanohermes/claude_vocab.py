@@ -199,6 +199,7 @@ def _read_file(text: str) -> dict[str, Any]:
 
 
 _RUN = re.compile(r"exit code: ([^\n]*)\n\nstdout:\n")
+_STARTED = re.compile(r"started background task (\S+):")
 
 
 def _bash_response(text: str) -> dict[str, Any]:
@@ -207,7 +208,9 @@ def _bash_response(text: str) -> dict[str, Any]:
     its stdout."""
     m = _RUN.match(text)
     if m is None:
-        return {"stdout": text, "stderr": "", "interrupted": False, "isImage": False}
+        started = _STARTED.match(text)  # a background command: its id, as Claude Code gives it
+        return {"stdout": text, "stderr": "", "interrupted": False, "isImage": False,
+                **({"backgroundTaskId": started.group(1)} if started else {})}
     out, sep, err = text[m.end():].rpartition("\n\nstderr:\n")
     if not sep:
         out, err = text[m.end():], ""

@@ -719,3 +719,31 @@ def test_post_tool_use_is_told_a_read_as_claude_codes_read_response(workspace: P
     assert got["window"]["file"] | {"filePath": ""} == {"filePath": "", "content": "line 3\nline 4", "numLines": 2,
                                                          "startLine": 3, "totalLines": 12}
     assert got["empty"]["file"]["content"] == "" and got["empty"]["file"]["numLines"] == 0
+
+
+def test_background_tasks_and_skills_are_told_in_claude_codes_field_names(workspace: Path, tmp_path: Path) -> None:
+    """A hook that follows background shells reads BashOutput's `bash_id`, KillShell's `shell_id`
+    and the started command's `backgroundTaskId`; a skill tracker reads Skill's `skill`."""
+    log = tmp_path / "log.jsonl"
+    skill = workspace / ".nanohermes" / "skills" / "notes"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: notes\ndescription: take notes\n---\nTake notes.\n")
+    llm = ScriptedLLM([tool_reply(call("run_command", {"command": "sleep 30", "background": True}, id="bg")),
+                       lambda body: tool_reply(*[call(name, {"task_id": task}, id=name) for task in
+                                                 [body["messages"][-1]["content"].split()[3].rstrip(":")]
+                                                 for name in ("task_output", "task_kill")]),
+                       tool_reply(call("skill", {"name": "notes"}, id="sk")), Reply(text="done")])
+    built = build_agent(Config.from_dict({"permission_mode": "goal", "hooks": {
+        **hooks("PreToolUse", "BashOutput|KillShell|Skill", logger(log)), **hooks("PostToolUse", "Bash", logger(log))}}),
+        workspace, RecordingUI(), llm=llm, save_session=False)
+
+    async def go() -> None:
+        async with built.session() as agent:
+            await agent.ask("go")
+
+    asyncio.run(go())
+    got = {r["tool_use_id"]: r for r in records(log)}
+    task = got["bg"]["tool_response"]["backgroundTaskId"]
+    assert got["task_output"]["tool_name"] == "BashOutput" and got["task_output"]["tool_input"]["bash_id"] == task
+    assert got["task_kill"]["tool_name"] == "KillShell" and got["task_kill"]["tool_input"]["shell_id"] == task
+    assert got["sk"]["tool_name"] == "Skill" and got["sk"]["tool_input"]["skill"] == "notes"
