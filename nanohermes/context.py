@@ -337,6 +337,12 @@ class NestedDocs:
     notify: Callable[[str], None] = lambda text: None  # a file not loaded, for the person
     confirm: Confirm | None = None  # asks a person; None when nobody is there
 
+    def for_session(self, session: Session) -> NestedDocs:
+        """The same files for a sub-agent's conversation: loaded once in it, as in the parent's."""
+        from dataclasses import replace
+
+        return replace(self, session=session)
+
     def folders(self, target: Target) -> list[Path]:
         """The subfolders of the workspace holding the files a reading or editing call touches,
         outermost first."""

@@ -169,6 +169,24 @@ def test_an_edit_under_a_subfolder_loads_its_files_too(turn, server: FakeServer,
     assert "DOCS rules" in results_of(server.requests[1])["w1"]
 
 
+def test_a_sub_agent_gets_a_subfolders_files_too(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
+                                                home: Path) -> None:
+    """A sub-agent working under a subfolder is told its instructions as the main agent is, each
+    conversation once: the main agent reading there later is told them as well."""
+    nested_tree(workspace)
+    write(home / ".claude" / "agents" / "reader.md", "---\nname: reader\ndescription: reads\ntools: Read\n---\nRead.")
+    server.add(tool_reply(call("subagent", {"agent": "reader", "task": "read main.py", "wait": True}, id="s1")),
+               tool_reply(call("read_file", {"path": "src/app/main.py"}, id="child")), Reply(text="child done"),
+               tool_reply(call("read_file", {"path": "src/app/util.py"}, id="parent")), Reply(text="done"))
+    r = turn("-p", "look", server=server)
+    assert r.code == 0, r.err
+    child = results_of(server.requests[2])["child"]
+    assert "[instructions of src/CLAUDE.md, for work under src/ (loaded once: nested instruction file)]\nSRC rules" \
+           in child and "APP rules" in child
+    parent = results_of(server.requests[4])["parent"]
+    assert "SRC rules" in parent and "APP rules" in parent
+
+
 def test_nested_files_spend_what_the_chain_left_of_the_budget(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     nested_tree(workspace)  # ROOT rules: 10 chars in the prompt
     server.add(tool_reply(call("read_file", {"path": "src/app/main.py"}, id="r1")), Reply(text="done"))

@@ -147,8 +147,10 @@ class SubagentManager:
                          allow=tuple(r for r in parent.policy.allow if not r.origin.startswith(GRANT_ORIGIN)))
         folder = parent.session.folder
         session = Session(side_dir=folder / "agents" / run_id if folder else None)
+        # What joins a call's result (a subfolder's instruction files) joins the child's as well.
         return Runtime(tools=allowed, config=parent.config, workspace=parent.workspace, ui=ui, policy=policy,
-                       limits=limits or parent.limits, session=session, hooks=parent.hooks)
+                       limits=limits or parent.limits, session=session, hooks=parent.hooks,
+                       after_calls=[a.for_session(session) for a in parent.after_calls])
 
     async def model_of(self, name: str) -> str | None:
         """The model a sub-agent runs on (None: the configured one); a name the endpoint would
