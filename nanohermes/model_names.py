@@ -17,16 +17,21 @@ is ignored with a note saying why and what to set, and the configured model is u
 a file never fails the run. `inherit` (Claude Code's word for "the session's model") is no
 name at all. When the endpoint cannot list its models, an alias the person configured is
 trusted, a Claude name with no alias is ignored, and any other name is used as written (the
-file names this endpoint's own models).
+file names this endpoint's own models); if the endpoint then refuses it, `OrConfigured` goes on
+with the configured model.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nanohermes.llm import LLM, TextSink
+    from nanohermes.messages import Completion, Message
 
 FAMILIES = ("opus", "sonnet", "haiku")
 # Words that name no model: the session's is used, with nothing to say.
@@ -113,3 +118,37 @@ async def choose(named: str | None, *, aliases: Mapping[str, str], listed: Liste
         return Choice(name)  # this endpoint's own naming, unchecked: the file's author knew it
     return Choice(None, f"model {name!r} ignored: the endpoint does not list it (/model lists the ones it serves; "
                         f"model_aliases maps a name to one of them){instead}")
+
+
+class OrConfigured:
+    """A model client running on the model a file named: when the endpoint answers that it does
+    not serve that model (one it could not list, so it was taken as written), the call is made
+    again on `configured`, said once through `note`, and the rest of the run stays on it. A
+    name in a file never fails a run."""
+
+    def __init__(self, inner: LLM, configured: str, note: Callable[[str], None]) -> None:
+        self.inner, self.configured, self.note = inner, configured, note
+
+    @property
+    def model(self) -> str:
+        return self.inner.model
+
+    @model.setter
+    def model(self, value: str) -> None:
+        self.inner.model = value
+
+    async def complete(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], on_text: TextSink,
+                       on_reasoning: TextSink | None = None) -> Completion:
+        from nanohermes.errors import ModelNotFoundError
+
+        try:
+            return await self.inner.complete(messages, tools, on_text, on_reasoning)
+        except ModelNotFoundError as e:
+            if self.inner.model == self.configured:
+                raise
+            self.note(f"{e.message}; {self.configured} is used instead")
+            self.inner.model = self.configured
+            return await self.inner.complete(messages, tools, on_text, on_reasoning)
+
+    def __getattr__(self, name: str) -> Any:  # the client's other parts (list_models, ...)
+        return getattr(self.inner, name)

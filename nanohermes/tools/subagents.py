@@ -185,6 +185,11 @@ class SubagentManager:
         run = Run(id=f"agent-{next(self._ids)}", name=name, task=task)
         ui = NestedUI(self.ui, run, self.parent.confirm_lock, self.count_usage)
         llm = self.make_llm(model)
+        if model is not None:  # a model its file names: one the endpoint refuses falls back to the configured
+            from nanohermes.model_names import OrConfigured
+
+            llm = OrConfigured(llm, self.parent.config.model, lambda text: self.ui.emit(
+                Notice(level="warning", text=f"sub-agent {name}: {text}")))  # told as model_of tells its note
         # The child's context budget follows its own model's window, as the parent's does.
         budget = budget_for(self.parent.config, self.limits, llm.model)
         runtime = self.child_runtime(name, ui, run.id, budget.limits())
