@@ -1,6 +1,8 @@
 """Claude Code's project files, read as nanohermes config layers: `.mcp.json` (its
 `mcpServers`), `.claude/settings.json` and `.claude/settings.local.json` (permission rules,
-the default mode, extra folders, `env`, hooks, which `.mcp.json` servers to use).
+the default mode, extra folders, `env`, hooks, which `.mcp.json` servers to use); and the
+person's own `~/.claude/settings.json`, of which only what guards and narrows applies (hooks,
+deny and ask rules: `user_layer`).
 
 Each file becomes a layer in nanohermes's own config shape, which the loader then treats as it
 treats `.nanohermes/config.json`: a file that comes with the repository, so its deny and ask
@@ -85,6 +87,35 @@ def project_layers(workspace: Path, read: Callable[[Path], dict[str, Any]]) -> l
         layers.append(_mcp_layer(mcp_path, read(mcp_path), [d for _, d in settings]))
     layers += [_settings_layer(path, data, workspace) for path, data in settings]
     return layers
+
+
+def user_layer(home: Path, workspace: Path, read: Callable[[Path], dict[str, Any]]) -> Layer | None:
+    """The person's own Claude Code settings (`~/.claude/settings.json`) as a layer of what guards
+    and narrows: its hooks (the person's own commands, as those of their nanohermes config) and its
+    deny and ask rules. What would widen what nanohermes does unasked (allow rules, a mode, `env`,
+    extra folders, MCP servers) is named and not applied: it was written for another program, so
+    it must not change every session without a word. None when there is no such file; a file that
+    cannot be read is named, never fatal (it is Claude Code's to complain about)."""
+    path = home / SETTINGS_FILES[0]
+    if not path.is_file():
+        return None
+    try:
+        data = read(path)
+    except ConfigError as e:
+        return Layer(path, notes=[f"{e.message}; not read{f' ({e.hint})' if e.hint else ''}"])
+    full = _settings_layer(path, data, workspace)
+    perms: dict[str, Any] = data["permissions"] if isinstance(data.get("permissions"), dict) else {}
+    withheld: list[str] = [k for k in ("env", "mcpServers") if k in data]
+    withheld += [f"permissions.{k}" for k in ("allow", "defaultMode", "additionalDirectories") if k in perms]
+    notes = [n for n in full.notes if "permissions.allow rule" not in n]
+    if withheld:
+        notes.append(f"{path}: only its hooks and its deny and ask rules apply here; not applied: "
+                     f"{', '.join(withheld)} (set them in nanohermes's own config to use them)")
+    kept: dict[str, Any] = {"hooks": full.data["hooks"]} if "hooks" in full.data else {}
+    narrowing = {k: v for k, v in (full.data.get("permissions") or {}).items() if k in ("deny", "ask")}
+    if narrowing:
+        kept["permissions"] = narrowing
+    return Layer(path, kept, notes)
 
 
 def _mcp_layer(path: Path, data: dict[str, Any], settings: list[dict[str, Any]]) -> Layer:
@@ -197,6 +228,13 @@ def translate_rule(text: str, kind: str, workspace: Path) -> list[str] | None:
         # whole tool (it only narrows); an allow cannot be made as narrow as written.
         return list(ours) if kind in ("ask", "deny") else None
     return [f"{t}({pattern})" for t in ours]
+
+
+def denial_covers(tool: str) -> tuple[str, ...]:
+    """The tools here that a deny rule naming Claude Code's `tool` covers (`Edit` and `Write`:
+    every tool that writes files; `Read`: every one that reads them), () for a name that is
+    not one of Claude Code's tools."""
+    return _TOOLS.get(tool, ((), ()))[0]
 
 
 def rule_pattern(tool: str, pattern: str, workspace: Path) -> str:

@@ -88,12 +88,17 @@ class Condition:
         return cls(m.group(1), m.group(2).strip() if m.group(2) is not None else None)
 
     def names(self, call: ClaudeCall, own: str) -> bool:
-        """Does the condition name the call's tool (`mcp__server` names all of a server's)?"""
+        """Does the condition name the call's tool (`mcp__server` names all of a server's)? A
+        file tool's name covers what a deny rule of that name covers, as Claude Code's Edit
+        rules cover every tool that edits files: `Write(.env*)` holds for an edit of `.env`
+        too, so a guard is not skipped because the model chose another file tool."""
+        from nanohermes.claude_files import denial_covers
+
         wanted = RENAMED.get(self.tool, self.tool)
         known = call_names(call.name, own)
         if wanted.startswith("mcp__"):
             return any(n == wanted or n.startswith(wanted.rstrip("*").rstrip("_") + "__") for n in known)
-        return wanted in known or self.tool in known
+        return wanted in known or self.tool in known or (call.kind == "path" and own in denial_covers(wanted))
 
     def holds(self, call: ClaudeCall, own: str, workspace: Path) -> bool:
         """Should a hook with this condition run for `call` (a call of our tool `own`)?"""
@@ -157,7 +162,7 @@ def claude_response(call: ClaudeCall, text: str) -> Any:
     if call.name == "Bash":
         return _bash_response(text)
     if call.name == "Read":
-        return {"type": "text", "file": {"filePath": inp.get("file_path"), "content": text}}
+        return {"type": "text", "file": {"filePath": inp.get("file_path"), **_read_file(text)}}
     if call.name == "Write":
         return {"filePath": inp.get("file_path"), "content": inp.get("content"), "success": True}
     if call.name == "Edit":
@@ -172,7 +177,29 @@ def claude_response(call: ClaudeCall, text: str) -> Any:
     return text
 
 
+_NUMBERED = re.compile(r" *(\d+)\t(.*)")
+_OF_TOTAL = re.compile(r"^showing lines \d+-\d+ of (\d+);", re.M)
+
+
+def _read_file(text: str) -> dict[str, Any]:
+    """A read_file result (`N<TAB>line` rows, then notes) as Claude Code's Read response gives the
+    file: the lines' own text (it numbers them itself, from `startLine`), with the counts."""
+    rows: list[str] = []
+    start = 1
+    for line in text.split("\n"):
+        m = _NUMBERED.fullmatch(line)
+        if m is None:
+            break
+        if not rows:
+            start = int(m.group(1))
+        rows.append(m.group(2))
+    total = _OF_TOTAL.search(text)
+    return {"content": "\n".join(rows), "numLines": len(rows), "startLine": start,
+            "totalLines": int(total.group(1)) if total else start + len(rows) - 1}
+
+
 _RUN = re.compile(r"exit code: ([^\n]*)\n\nstdout:\n")
+_STARTED = re.compile(r"started background task (\S+):")
 
 
 def _bash_response(text: str) -> dict[str, Any]:
@@ -181,7 +208,9 @@ def _bash_response(text: str) -> dict[str, Any]:
     its stdout."""
     m = _RUN.match(text)
     if m is None:
-        return {"stdout": text, "stderr": "", "interrupted": False, "isImage": False}
+        started = _STARTED.match(text)  # a background command: its id, as Claude Code gives it
+        return {"stdout": text, "stderr": "", "interrupted": False, "isImage": False,
+                **({"backgroundTaskId": started.group(1)} if started else {})}
     out, sep, err = text[m.end():].rpartition("\n\nstderr:\n")
     if not sep:
         out, err = text[m.end():], ""

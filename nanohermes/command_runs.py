@@ -307,18 +307,21 @@ async def run(agent: Agent, command: CommandFile, prompt: str,
     """One turn of `command` with `prompt`: on the model its `model` names, with its
     allowed-tools granted and its `!` commands run first, all for this turn only. `submit`:
     the front end's way to run a turn (default: agent.ask)."""
-    from nanohermes.model_names import choose, endpoint_lister
+    from nanohermes.model_names import OrConfigured, choose, endpoint_lister
 
     runtime = agent.runtime
     say = agent.ui.emit
-    old_model = agent.llm.model
+    llm = agent.llm
+    old_model = llm.model
     if command.model:
-        choice = await choose(command.model, aliases=runtime.config.model_aliases, listed=endpoint_lister(agent.llm),
+        choice = await choose(command.model, aliases=runtime.config.model_aliases, listed=endpoint_lister(llm),
                               current=old_model)
         if choice.note:
             say(Notice(level="warning", text=f"/{command.name}: {choice.note}"))
         if choice.model:
-            agent.llm.model = choice.model
+            llm.model = choice.model
+            agent.llm = OrConfigured(llm, old_model, lambda text: say(Notice(level="warning",
+                                                                             text=f"/{command.name}: {text}")))
     rules, notes = grants(command, runtime)
     for note in notes:
         say(Notice(level="warning", text=note))
@@ -334,4 +337,5 @@ async def run(agent: Agent, command: CommandFile, prompt: str,
             agent.turn_hooks.remove(hook)
         if rules:
             runtime.policy = without(runtime.policy, rules)
-        agent.llm.model = old_model
+        agent.llm = llm
+        llm.model = old_model

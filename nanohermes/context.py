@@ -21,7 +21,7 @@ import os
 import platform
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -223,6 +223,25 @@ def import_path(ref: str, importer: Path) -> Path:
     return Path(os.path.normpath(ref if ref.startswith("/") else importer.parent / ref))
 
 
+def import_steps(got: OwnText, level: int, depth: int, seen: set[str]) -> Iterator[Path | Skipped]:
+    """The files `got` (read `level` hops from its chain file) imports, to read in order, or a
+    `Skipped` for one more than `depth` hops away. A file already in (`seen`, which the caller
+    grows as it reads, between steps), a folder, or an `@word` of prose naming no file is not
+    one of them."""
+    for ref in import_refs(got.text):
+        target = import_path(ref, got.path)
+        if not os.path.lexists(target) and ref.rstrip(".,;:!?)") != ref:  # `see @docs/a.md.`
+            target = import_path(ref.rstrip(".,;:!?)"), got.path)
+        real = os.path.realpath(target)
+        if real in seen or not os.path.lexists(target) or os.path.isdir(target):
+            continue  # a cycle, a file already in, or an `@word` of prose
+        if level + 1 > depth:
+            yield Skipped(target, real, IMPORT_PURPOSE.format(importer=got.path), "refused",
+                          f"imports are followed {plural(depth, 'level')} deep (limit doc_import_depth)")
+            continue
+        yield target
+
+
 @dataclass
 class _Loading:
     reader: OwnReader
@@ -234,17 +253,9 @@ class _Loading:
     def add(self, got: OwnText, owner: Owner, via: Path | None, level: int) -> None:
         self.seen.add(str(got.real))
         self.texts.append((got.path, got.text, via, str(got.real)))
-        for ref in import_refs(got.text):
-            target = import_path(ref, got.path)
-            if not os.path.lexists(target) and ref.rstrip(".,;:!?)") != ref:  # `see @docs/a.md.`
-                target = import_path(ref.rstrip(".,;:!?)"), got.path)
-            real = os.path.realpath(target)
-            if real in self.seen or not os.path.lexists(target) or os.path.isdir(target):
-                continue  # a cycle, a file already in, or an `@word` of prose
-            if level + 1 > self.depth:
-                self.skipped.append(Skipped(target, real, IMPORT_PURPOSE.format(importer=got.path), "refused",
-                                            f"imports are followed {plural(self.depth, 'level')} deep "
-                                            "(limit doc_import_depth)"))
+        for target in import_steps(got, level, self.depth, self.seen):
+            if isinstance(target, Skipped):
+                self.skipped.append(target)
                 continue
             imported = self.reader.read(target, purpose=IMPORT_PURPOSE.format(importer=got.path), owner=owner)
             if isinstance(imported, Skipped):
@@ -326,6 +337,12 @@ class NestedDocs:
     notify: Callable[[str], None] = lambda text: None  # a file not loaded, for the person
     confirm: Confirm | None = None  # asks a person; None when nobody is there
 
+    def for_session(self, session: Session) -> NestedDocs:
+        """The same files for a sub-agent's conversation: loaded once in it, as in the parent's."""
+        from dataclasses import replace
+
+        return replace(self, session=session)
+
     def folders(self, target: Target) -> list[Path]:
         """The subfolders of the workspace holding the files a reading or editing call touches,
         outermost first."""
@@ -374,18 +391,49 @@ class NestedDocs:
             state[n.real] = (call_id, 0)  # claimed before any wait: a parallel call does not load it too
         return "".join([await self._load(n, call_id, state) for n in mine])
 
+    async def _read(self, path: Path, purpose: str) -> OwnText | Skipped:
+        if self.confirm is not None:
+            return await self.reader.read_asking(path, self.confirm, purpose=purpose)
+        return self.reader.read(path, purpose=purpose)
+
+    async def _imports(self, got: OwnText, level: int, seen: set[str], into: list[str]) -> None:
+        """What `got` imports, as the chain's files import (`import_steps`), appended to `into`:
+        each file's section, or the line saying why it was not loaded."""
+        for target in import_steps(got, level, self.reader.limits.doc_import_depth, seen):
+            imported = target if isinstance(target, Skipped) else \
+                await self._read(target, IMPORT_PURPOSE.format(importer=self._shown(got.path)))
+            if isinstance(imported, Skipped):
+                if imported.kind != "missing":
+                    self.reader.told(imported)
+                    self.notify(str(imported))
+                    into.append(f"[{self._shown(imported.path)} ({imported.purpose}) not loaded: {imported.reason}]")
+                continue
+            seen.add(str(imported.real))
+            into.append(f"[{self._shown(imported.path)}, imported by {self._shown(got.path)}]\n"
+                        f"{imported.text.rstrip()}")
+            await self._imports(imported, level + 1, seen, into)
+
+    def _shown(self, path: Path) -> str:
+        """A path as the result names it: from the workspace when inside it."""
+        rel = os.path.relpath(os.path.abspath(path), os.path.abspath(self.workspace))
+        return str(path) if rel.startswith("..") else rel
+
     async def _load(self, n: _Nested, call_id: str, state: dict[str, tuple[str, int]]) -> str:
         path, real, shown, where = n.path, n.real, n.shown, n.folder
-        if self.confirm is not None:
-            got = await self.reader.read_asking(path, self.confirm, purpose=NESTED_PURPOSE)
-        else:
-            got = self.reader.read(path, purpose=NESTED_PURPOSE)
+        got = await self._read(path, NESTED_PURPOSE)
         if isinstance(got, Skipped):
             self.reader.told(got)
             self.notify(str(got))
             return f"\n\n[{shown} ({NESTED_PURPOSE}) not loaded: {got.reason}]"
+        # Its `@path` imports follow it, each file once a session (one the chain or another
+        # nested file brought in already is not repeated); they share its budget.
+        seen = {f.real for f in self.docs().files} | set(state) | {str(got.real)}
+        parts = [got.text.rstrip()]
+        await self._imports(got, 0, seen, parts)
+        for imported in seen - {f.real for f in self.docs().files} - set(state):
+            state[imported] = (call_id, 0)
         left = max(0, self.budget() - self.docs().used - sum(n for _, n in state.values()))
-        text = got.text.rstrip()
+        text = "\n\n".join(parts)
         kept = min(len(text), left)
         state[real] = (call_id, kept)
         if not kept:

@@ -173,15 +173,19 @@ class Hooks:
 
     def of(self, event: str, subject: str | None = None, aliases: tuple[str, ...] = ()) -> list[Hook]:
         """The hooks of `event` whose matcher matches; one with an `if` never runs outside a
-        tool event, as in Claude Code."""
+        tool event, as in Claude Code. A command in several matching groups runs once."""
+        return _once(self._matching(event, subject, aliases))
+
+    def _matching(self, event: str, subject: str | None, aliases: tuple[str, ...]) -> list[Hook]:
         return [h for h in self.hooks if h.event == event and h.matches(subject, aliases)
                 and (not h.condition or event in TOOL_EVENTS)]
 
     def for_call(self, event: str, tool: Tool, call: ClaudeCall) -> list[Hook]:
-        """The hooks of a tool event that run for `call` (one of `tool.claude_calls`): the
-        matcher names it by Claude Code's name or ours, and its `if` condition holds."""
-        return [h for h in self.of(event, call.name, call_names(call.name, tool.name)[1:])
-                if self._condition_holds(h, tool, call)]
+        """The hooks of a tool event that run for `call` (one of `tool.claude_calls`): the matcher
+        names it by Claude Code's name or ours, and its `if` holds. A command in several matching
+        groups (`Edit` and `Edit|Write`; the person's and a project's) runs once, as in Claude Code."""
+        return _once([h for h in self._matching(event, call.name, call_names(call.name, tool.name)[1:])
+                      if self._condition_holds(h, tool, call)])
 
     def _condition_holds(self, hook: Hook, tool: Tool, call: ClaudeCall) -> bool:
         if not hook.condition:
@@ -659,6 +663,12 @@ async def _stop_start(proc: asyncio.subprocess.Process) -> None:
     _kill_group(proc.pid)
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(proc.wait(), _PIPE_GRACE_SECS)
+
+
+def _once(hooks: list[Hook]) -> list[Hook]:
+    """Each command line once, the first of its entries (the person's own before a project's)."""
+    first = {h.command: h for h in reversed(hooks)}  # the first entry of each command is written last
+    return [h for h in hooks if first[h.command] is h]
 
 
 def _short(command: str) -> str:

@@ -8,22 +8,30 @@ serves other models would refuse them and fail the run, so a name is looked up i
 2. the endpoint lists it (`GET /models`): the name as written;
 3. it is a Claude name and `model_aliases` has its family (`sonnet` for `claude-sonnet-4-0`):
    that value;
+4. it is a Claude name and the endpoint lists models of its family (a proxy serving Claude's
+   models under its own ids, `anthropic/claude-sonnet-4.5`): that one, or of several the last
+   by name (the newest, as Claude's ids go), said in a note that names the others;
 
 and the model found must be one the endpoint lists (when it can list them). Otherwise the name
 is ignored with a note saying why and what to set, and the configured model is used: a name in
 a file never fails the run. `inherit` (Claude Code's word for "the session's model") is no
 name at all. When the endpoint cannot list its models, an alias the person configured is
 trusted, a Claude name with no alias is ignored, and any other name is used as written (the
-file names this endpoint's own models).
+file names this endpoint's own models); if the endpoint then refuses it, `OrConfigured` goes on
+with the configured model.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nanohermes.llm import LLM, TextSink
+    from nanohermes.messages import Completion, Message
 
 FAMILIES = ("opus", "sonnet", "haiku")
 # Words that name no model: the session's is used, with nothing to say.
@@ -96,6 +104,11 @@ async def choose(named: str | None, *, aliases: Mapping[str, str], listed: Liste
             return Choice(mapped)
         return Choice(None, f"model {name!r} ignored: model_aliases maps it to {mapped!r}, which the endpoint does "
                             f"not list{instead}")
+    if kin is not None and models is not None and (kindred := sorted(m for m in models if family(m) == kin)):
+        if len(kindred) == 1:
+            return Choice(kindred[0])
+        return Choice(kindred[-1], f"model {name!r} is {kindred[-1]!r} here, the last by name of the endpoint's "
+                                   f"{kin} models ({', '.join(kindred)}); model_aliases chooses another")
     if kin is not None:
         where = "which the endpoint does not list" if models is not None else \
             f"and the endpoint could not say which models it serves ({why})"
@@ -105,3 +118,37 @@ async def choose(named: str | None, *, aliases: Mapping[str, str], listed: Liste
         return Choice(name)  # this endpoint's own naming, unchecked: the file's author knew it
     return Choice(None, f"model {name!r} ignored: the endpoint does not list it (/model lists the ones it serves; "
                         f"model_aliases maps a name to one of them){instead}")
+
+
+class OrConfigured:
+    """A model client running on the model a file named: when the endpoint answers that it does
+    not serve that model (one it could not list, so it was taken as written), the call is made
+    again on `configured`, said once through `note`, and the rest of the run stays on it. A
+    name in a file never fails a run."""
+
+    def __init__(self, inner: LLM, configured: str, note: Callable[[str], None]) -> None:
+        self.inner, self.configured, self.note = inner, configured, note
+
+    @property
+    def model(self) -> str:
+        return self.inner.model
+
+    @model.setter
+    def model(self, value: str) -> None:
+        self.inner.model = value
+
+    async def complete(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], on_text: TextSink,
+                       on_reasoning: TextSink | None = None) -> Completion:
+        from nanohermes.errors import ModelNotFoundError
+
+        try:
+            return await self.inner.complete(messages, tools, on_text, on_reasoning)
+        except ModelNotFoundError as e:
+            if self.inner.model == self.configured:
+                raise
+            self.note(f"{e.message}; {self.configured} is used instead")
+            self.inner.model = self.configured
+            return await self.inner.complete(messages, tools, on_text, on_reasoning)
+
+    def __getattr__(self, name: str) -> Any:  # the client's other parts (list_models, ...)
+        return getattr(self.inner, name)

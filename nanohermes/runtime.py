@@ -53,6 +53,11 @@ class AfterCall(Protocol):
 
     async def after(self, target: Target, call_id: str) -> str: ...
 
+    def for_session(self, session: Session) -> AfterCall:
+        """The same addition in another conversation (a sub-agent's), which keeps its own
+        record of what it added."""
+        ...
+
 
 @dataclass
 class _Call:

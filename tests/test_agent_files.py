@@ -78,6 +78,26 @@ def test_a_users_agent_is_offered_in_any_project_on_its_aliased_model(turn, work
         assert "ignored" not in ran.err
 
 
+def test_an_agents_model_the_endpoint_refuses_falls_back_to_the_configured_one(turn, home: Path) -> None:  # type: ignore[no-untyped-def]
+    from nanohermes.testing import Fault
+
+    write(home / ".claude" / "agents" / "helper.md", "---\ndescription: Helps\nmodel: gpt-4o-mini\n---\nHelp.")
+
+    def serve(body: dict[str, Any]) -> Any:
+        if body["model"] != "fake-model":
+            return Fault(status=404, message=f"The model `{body['model']}` does not exist", code="model_not_found")
+        return script.pop(0)
+
+    script = [tool_reply(call("subagent", {"agent": "helper", "task": "help", "wait": True})),
+              Reply(text="child: helped"), Reply(text="parent: done")]
+    with FakeServer([serve] * 4, models_answer=Fault(status=404)) as server:
+        ran = turn("-p", "go", server=server)
+        assert ran.code == 0 and ran.out.strip() == "parent: done", ran.err
+        assert [r["model"] for r in server.requests] == ["fake-model", "gpt-4o-mini", "fake-model", "fake-model"]
+        assert "sub-agent helper: the endpoint does not serve model `gpt-4o-mini`" in ran.err
+        assert "child: helped" in str(server.requests[3]["messages"])
+
+
 def test_claude_and_nanohermes_tool_names_and_what_does_not_exist(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
                                                                   home: Path) -> None:
     write(home / ".claude" / "agents" / "runner.md",

@@ -285,6 +285,31 @@ def test_edit_multiedit_and_write_groups_each_fire_once_per_call(workspace: Path
     assert (workspace / "one.txt").read_text() == "A\nb\nc\nd\nE\n" and (workspace / "two.txt").read_text() == "z\n"
 
 
+def test_one_command_in_several_matching_groups_runs_once_per_call(turn, server: FakeServer,  # type: ignore[no-untyped-def]
+                                                                    workspace: Path, home: Path, tmp_path: Path) -> None:
+    """A logger registered under `Edit`, under `Write|Edit` and in the project's settings too logs an
+    edit once, as Claude Code runs identical commands once; another command still runs beside it."""
+    log, other = tmp_path / "log.jsonl", tmp_path / "other.jsonl"
+    command = logger(log)
+    (workspace / ".claude").mkdir()
+    (workspace / ".claude" / "settings.json").write_text(json.dumps({"hooks": {
+        "PreToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": command}]}],
+        "SessionStart": [{"hooks": [{"type": "command", "command": command}]}]}}))
+    config = {"trusted_projects": [str(workspace.resolve())], "hooks": {
+        "PreToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": command}]},
+                       {"matcher": "Write|Edit", "hooks": [{"type": "command", "command": command},
+                                                           {"type": "command", "command": logger(other)}]}],
+        "SessionStart": [{"hooks": [{"type": "command", "command": command}]}]}}
+    (workspace / "a.txt").write_text("old\n")
+    server.add(tool_reply(call("edit_file", {"path": "a.txt", "old_string": "old", "new_string": "new"}, id="e"),
+                          call("write_file", {"path": "b.txt", "content": "b"}, id="w")), Reply(text="done"))
+    ran = turn("-p", "go", "--yes", server=server, config=config)
+    assert ran.code == 0, ran.err
+    assert sorted((r["hook_event_name"], r.get("tool_use_id")) for r in records(log)) == [
+        ("PreToolUse", "e"), ("PreToolUse", "w"), ("SessionStart", None)]
+    assert sorted(r["tool_use_id"] for r in records(other)) == ["e", "w"]
+
+
 def test_a_patch_deleting_a_file_is_told_as_the_shell_would_do_it(workspace: Path, tmp_path: Path) -> None:
     (workspace / "old.txt").write_text("keep me\n")
     guard = "import json, sys\nif json.load(sys.stdin)['tool_input']['command'].startswith('rm '): sys.exit(2)\n"
@@ -505,6 +530,30 @@ def test_if_conditions_choose_the_calls_a_hook_runs_for(turn, server: FakeServer
     assert (workspace / "notes.txt").read_text() == "n" and (workspace / "st.txt").exists()
 
 
+def test_a_write_condition_guards_the_file_whichever_file_tool_the_model_picks(  # type: ignore[no-untyped-def]
+        turn, server: FakeServer, workspace: Path, tmp_path: Path) -> None:
+    """`if: Write(.env*)` on a group matching every file tool: an edit or a patch of `.env` runs the
+    guard as a write does, as a deny rule `Write(.env*)` covers them all."""
+    log = tmp_path / "log.jsonl"
+    refuse = script(tmp_path, "refuse.py", f"import json, sys\nd = json.load(sys.stdin)\n"
+                                           f"open({str(log)!r}, 'a').write(json.dumps(d) + '\\n')\n"
+                                           "print('guarded', file=sys.stderr)\nsys.exit(2)\n")
+    config = {"hooks": {"PreToolUse": [
+        {"matcher": "Write|Edit|MultiEdit", "hooks": [{"type": "command", "if": "Write(.env*)", "command": refuse}]}]}}
+    (workspace / ".env").write_text("K=1\n")
+    (workspace / "notes.txt").write_text("a\n")
+    patch = "--- a/.env\n+++ b/.env\n@@ -1 +1 @@\n-K=1\n+K=3\n"
+    server.add(tool_reply(call("edit_file", {"path": ".env", "old_string": "K=1", "new_string": "K=2"}, id="edit"),
+                          call("apply_patch", {"diff": patch}, id="patch"),
+                          call("edit_file", {"path": "notes.txt", "old_string": "a", "new_string": "b"}, id="notes")),
+               Reply(text="done"))
+    ran = turn("-p", "go", "--yes", server=server, config=config)
+    assert ran.code == 0, ran.err
+    assert sorted(r["tool_use_id"] for r in records(log)) == ["edit", "patch"]
+    assert [r["tool_name"] for r in sorted(records(log), key=lambda r: r["tool_use_id"])] == ["Edit", "Edit"]
+    assert (workspace / ".env").read_text() == "K=1\n" and (workspace / "notes.txt").read_text() == "b\n"
+
+
 def test_a_condition_on_an_event_without_tool_calls_never_runs_and_a_bad_one_always_does(
         workspace: Path, home: Path, tmp_path: Path) -> None:
     log = tmp_path / "log.jsonl"
@@ -537,7 +586,12 @@ def test_a_condition_on_an_event_without_tool_calls_never_runs_and_a_bad_one_alw
     ("Bash", "Bash", "run_command", "command", "anything", True),
     ("Edit(*.ts)", "Edit", "edit_file", "path", "src/a.ts", True),
     ("Edit(*.ts)", "Edit", "edit_file", "path", "src/a.js", False),
-    ("Edit(*.ts)", "Write", "write_file", "path", "src/a.ts", False),  # another tool
+    ("Edit(*.ts)", "Write", "write_file", "path", "src/a.ts", True),  # Edit covers every file writer
+    ("Edit(*.ts)", "Write", "write_file", "path", "src/a.js", False),
+    ("Write(.env*)", "Edit", "edit_file", "path", ".env.local", True),  # as a deny rule Write(.env*) would
+    ("Write(.env*)", "MultiEdit", "apply_patch", "path", ".env", True),
+    ("Read(.env*)", "Grep", "grep", "path", ".env", True),  # Read covers every reader
+    ("Read(.env*)", "Bash", "run_command", "command", "cat .env", False),  # but not the shell
     ("Write(.env*)", "Write", "write_file", "path", "sub/.env.local", True),
     ("Write(.env*)", "Write", "write_file", "path", "env.txt", False),
     ("Edit(/src/**)", "Edit", "edit_file", "path", "src/deep/a.py", True),  # from the project root
@@ -646,3 +700,50 @@ def test_post_tool_use_is_told_a_commands_result_as_claude_codes_bash_response(w
     got = {r["tool_use_id"]: r["tool_response"] for r in records(log)}
     assert got == {"c": {"stdout": "out", "stderr": "err", "interrupted": False, "isImage": False, "exit_code": 3},
                    "quiet": {"stdout": "", "stderr": "", "interrupted": False, "isImage": False, "exit_code": 0}}
+
+
+def test_post_tool_use_is_told_a_read_as_claude_codes_read_response(workspace: Path, tmp_path: Path) -> None:
+    """Claude Code's Read response carries the file's own lines (it numbers them itself from
+    `startLine`): a hook hashing or parsing `tool_response.file.content` sees the file."""
+    log = tmp_path / "log.jsonl"
+    text = "".join(f"line {i}\n" for i in range(1, 11)) + "\n\tindented\n"
+    (workspace / "a.txt").write_text(text)
+    (workspace / "empty.txt").write_text("")
+    run_calls(workspace, {"hooks": hooks("PostToolUse", "Read", logger(log))},
+              call("read_file", {"path": "a.txt"}, id="whole"),
+              call("read_file", {"path": "a.txt", "offset": 3, "limit": 2}, id="window"),
+              call("read_file", {"path": "empty.txt"}, id="empty"))
+    got = {r["tool_use_id"]: r["tool_response"] for r in records(log)}
+    assert got["whole"] == {"type": "text", "file": {"filePath": str(workspace / "a.txt"), "content": text[:-1],
+                                                     "numLines": 12, "startLine": 1, "totalLines": 12}}
+    assert got["window"]["file"] | {"filePath": ""} == {"filePath": "", "content": "line 3\nline 4", "numLines": 2,
+                                                         "startLine": 3, "totalLines": 12}
+    assert got["empty"]["file"]["content"] == "" and got["empty"]["file"]["numLines"] == 0
+
+
+def test_background_tasks_and_skills_are_told_in_claude_codes_field_names(workspace: Path, tmp_path: Path) -> None:
+    """A hook that follows background shells reads BashOutput's `bash_id`, KillShell's `shell_id`
+    and the started command's `backgroundTaskId`; a skill tracker reads Skill's `skill`."""
+    log = tmp_path / "log.jsonl"
+    skill = workspace / ".nanohermes" / "skills" / "notes"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: notes\ndescription: take notes\n---\nTake notes.\n")
+    llm = ScriptedLLM([tool_reply(call("run_command", {"command": "sleep 30", "background": True}, id="bg")),
+                       lambda body: tool_reply(*[call(name, {"task_id": task}, id=name) for task in
+                                                 [body["messages"][-1]["content"].split()[3].rstrip(":")]
+                                                 for name in ("task_output", "task_kill")]),
+                       tool_reply(call("skill", {"name": "notes"}, id="sk")), Reply(text="done")])
+    built = build_agent(Config.from_dict({"permission_mode": "goal", "hooks": {
+        **hooks("PreToolUse", "BashOutput|KillShell|Skill", logger(log)), **hooks("PostToolUse", "Bash", logger(log))}}),
+        workspace, RecordingUI(), llm=llm, save_session=False)
+
+    async def go() -> None:
+        async with built.session() as agent:
+            await agent.ask("go")
+
+    asyncio.run(go())
+    got = {r["tool_use_id"]: r for r in records(log)}
+    task = got["bg"]["tool_response"]["backgroundTaskId"]
+    assert got["task_output"]["tool_name"] == "BashOutput" and got["task_output"]["tool_input"]["bash_id"] == task
+    assert got["task_kill"]["tool_name"] == "KillShell" and got["task_kill"]["tool_input"]["shell_id"] == task
+    assert got["sk"]["tool_name"] == "Skill" and got["sk"]["tool_input"]["skill"] == "notes"

@@ -211,3 +211,55 @@ def test_a_claude_settings_jq_guard_blocks_rm_in_a_trusted_project(turn, server:
     assert ran.code == 0, ran.err
     assert (workspace / "keep.txt").exists()
     assert results(server)["rm"] == "ERROR: blocked by a PreToolUse hook: blocked: rm keep.txt"
+
+
+# -- the person's own ~/.claude/settings.json ------------------------------------------------------------------
+
+GUARD_PY = "import json, sys\nd = json.load(sys.stdin)\n" \
+           "if d['tool_name'] == 'Bash' and 'rm -rf' in d['tool_input'].get('command', ''):\n" \
+           "    print('no rm -rf', file=sys.stderr); sys.exit(2)\n"
+
+
+def test_the_persons_claude_settings_bring_their_hooks_and_narrowing_rules(turn, server: FakeServer,  # type: ignore[no-untyped-def]
+                                                                           workspace: Path, home: Path) -> None:
+    """Hooks and deny/ask rules of ~/.claude/settings.json apply in every project (they are the
+    person's own, and only guard and narrow); its allow rules, env and mode are named, not applied."""
+    guard = home / "guard.py"
+    guard.write_text(GUARD_PY)
+    path = settings(home, {"hooks": {"PreToolUse": [{"matcher": "", "hooks": [
+        {"type": "command", "command": f"{shlex.quote(sys.executable)} {shlex.quote(str(guard))}"}]}]},
+        "permissions": {"deny": ["Read(./secret.txt)"], "allow": ["Bash(touch:*)"],
+                        "defaultMode": "bypassPermissions"},
+        "env": {"FROM_CLAUDE_SETTINGS": "1"}})
+    (workspace / "build").mkdir()
+    (workspace / "secret.txt").write_text("the launch codes")
+    server.add(tool_reply(call("run_command", {"command": "rm -rf build"}, id="rm"),
+                          call("read_file", {"path": "secret.txt"}, id="secret"),
+                          call("run_command", {"command": "touch made"}, id="touch"),
+                          call("run_command", {"command": "printenv FROM_CLAUDE_SETTINGS"}, id="env")),
+               Reply(text="done"))
+    ran = turn("-p", "go", server=server, config={"permissions": {"allow": ["run_command(printenv *)"]}})
+    assert ran.code == 0, ran.err
+    got = results(server)
+    assert (workspace / "build").is_dir() and "no rm -rf" in got["rm"]  # the guard hook refused it
+    assert got["secret"].startswith("ERROR: ") and "launch codes" not in json.dumps(server.requests)
+    assert not (workspace / "made").exists() and got["touch"].startswith("Denied")  # its allow rule did not apply
+    assert got["env"].startswith("exit code: 1\n")  # its env did not apply
+    assert f"{path}: only its hooks and its deny and ask rules apply here; not applied: env, permissions.allow, " \
+           "permissions.defaultMode" in ran.err
+
+
+def test_a_broken_claude_settings_file_of_the_person_is_named_not_fatal(turn, server: FakeServer,  # type: ignore[no-untyped-def]
+                                                                         home: Path) -> None:
+    path = home / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text("{not json")
+    server.add(Reply(text="fine"))
+    ran = turn("-p", "hi", server=server)
+    assert ran.code == 0 and ran.out.strip() == "fine", ran.err
+    assert f"{path}: invalid JSON at line 1 column 2" in ran.err and "not read" in ran.err
+    path.write_text(json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command"}]}]}}))
+    server.add(Reply(text="still fine"))
+    ran = turn("-p", "hi", server=server)
+    assert ran.code == 0 and ran.out.strip() == "still fine", ran.err
+    assert f"{path}: " in ran.err and "not read" in ran.err

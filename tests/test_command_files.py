@@ -279,6 +279,44 @@ def test_a_model_alias_maps_to_the_endpoints_model(turn, home: Path, named: str,
         assert server.requests[0]["model"] == sent
 
 
+@pytest.mark.parametrize("named, listed, sent, note", [
+    ("sonnet", ("fake-model", "claude-sonnet-4-5-20250929", "claude-3-5-haiku-latest"), "claude-sonnet-4-5-20250929", ""),
+    ("claude-3-5-haiku-20241022", ("fake-model", "anthropic/claude-3.5-haiku"), "anthropic/claude-3.5-haiku", ""),
+    ("opus", ("fake-model", "claude-opus-4-1", "claude-opus-4-0"), "claude-opus-4-1",
+     "/think: model 'opus' is 'claude-opus-4-1' here, the last by name of the endpoint's opus models "
+     "(claude-opus-4-0, claude-opus-4-1); model_aliases chooses another"),
+])
+def test_a_claude_name_goes_to_the_endpoints_model_of_its_family(turn, home: Path, named: str,  # type: ignore[no-untyped-def]
+                                                                  listed: tuple[str, ...], sent: str, note: str) -> None:
+    """An endpoint serving Claude's models under its own ids (a proxy) needs no alias."""
+    write(home / ".claude" / "commands" / "think.md", f"---\nmodel: {named}\n---\nThink.")
+    with FakeServer(models=listed) as server:
+        server.add(Reply(text="thought"))
+        ran = turn("-p", "/think", server=server)
+        assert ran.code == 0, ran.err
+        assert server.requests[0]["model"] == sent
+        assert (note in ran.err) if note else ("/think: model" not in ran.err)
+
+
+def refuse_other_models(body: dict[str, Any]) -> Reply | Fault:
+    """An endpoint serving only fake-model, as it answers a request for another."""
+    if body["model"] != "fake-model":
+        return Fault(status=404, message=f"The model `{body['model']}` does not exist", code="model_not_found")
+    return Reply(text=f"answered by {body['model']}")
+
+
+def test_a_model_the_endpoint_refuses_falls_back_to_the_configured_one(turn, home: Path) -> None:  # type: ignore[no-untyped-def]
+    """An endpoint that cannot list its models takes the file's name as written; when it then
+    refuses that model, the turn goes on with the configured one and says so: never a failed run."""
+    write(home / ".claude" / "commands" / "think.md", "---\nmodel: gpt-4o-mini\n---\nThink.")
+    with FakeServer([refuse_other_models] * 3, models_answer=Fault(status=404)) as server:
+        ran = turn("-p", "/think", server=server)
+        assert ran.code == 0 and ran.out.strip() == "answered by fake-model", ran.err
+        assert [r["model"] for r in server.requests] == ["gpt-4o-mini", "fake-model"]
+        assert "/think: the endpoint does not serve model `gpt-4o-mini`" in ran.err
+        assert "fake-model is used instead" in ran.err
+
+
 def test_an_alias_to_a_model_the_endpoint_does_not_serve_is_ignored(turn, server: FakeServer, home: Path) -> None:  # type: ignore[no-untyped-def]
     write(home / ".claude" / "commands" / "think.md", "---\nmodel: opus\n---\nThink.")
     server.add(Reply(text="thought"))

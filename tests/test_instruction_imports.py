@@ -169,6 +169,24 @@ def test_an_edit_under_a_subfolder_loads_its_files_too(turn, server: FakeServer,
     assert "DOCS rules" in results_of(server.requests[1])["w1"]
 
 
+def test_a_sub_agent_gets_a_subfolders_files_too(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
+                                                home: Path) -> None:
+    """A sub-agent working under a subfolder is told its instructions as the main agent is, each
+    conversation once: the main agent reading there later is told them as well."""
+    nested_tree(workspace)
+    write(home / ".claude" / "agents" / "reader.md", "---\nname: reader\ndescription: reads\ntools: Read\n---\nRead.")
+    server.add(tool_reply(call("subagent", {"agent": "reader", "task": "read main.py", "wait": True}, id="s1")),
+               tool_reply(call("read_file", {"path": "src/app/main.py"}, id="child")), Reply(text="child done"),
+               tool_reply(call("read_file", {"path": "src/app/util.py"}, id="parent")), Reply(text="done"))
+    r = turn("-p", "look", server=server)
+    assert r.code == 0, r.err
+    child = results_of(server.requests[2])["child"]
+    assert "[instructions of src/CLAUDE.md, for work under src/ (loaded once: nested instruction file)]\nSRC rules" \
+           in child and "APP rules" in child
+    parent = results_of(server.requests[4])["parent"]
+    assert "SRC rules" in parent and "APP rules" in parent
+
+
 def test_nested_files_spend_what_the_chain_left_of_the_budget(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     nested_tree(workspace)  # ROOT rules: 10 chars in the prompt
     server.add(tool_reply(call("read_file", {"path": "src/app/main.py"}, id="r1")), Reply(text="done"))
@@ -179,6 +197,35 @@ def test_nested_files_spend_what_the_chain_left_of_the_budget(turn, server: Fake
            "project_docs_chars; read the rest with read_file)" in result
     assert "[src/app/AGENTS.md (nested instruction file for work under src/app/) not loaded: the project " \
            "instructions budget is spent (14 chars, limit project_docs_chars); read it with read_file]" in result
+
+
+def test_a_nested_files_imports_join_it(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
+                                       home: Path) -> None:
+    """A subfolder's CLAUDE.md imports as the chain's files do: beside itself, each file once
+    (one the system prompt holds is not repeated), `doc_import_depth` hops, an import outside the
+    workspace only with a person's yes (named in `-p`, where nobody is there to give it)."""
+    write(workspace / "CLAUDE.md", "ROOT: @docs/shared.md")
+    write(workspace / "docs" / "shared.md", "SHARED rules")
+    write(workspace / "src" / "CLAUDE.md", "SRC: @style.md @../docs/shared.md @~/mine.md `@not.md`")
+    write(workspace / "src" / "style.md", "STYLE rules; more in @deeper/one.md")
+    write(workspace / "src" / "deeper" / "one.md", "ONE rules @two.md")
+    write(workspace / "src" / "deeper" / "two.md", "TWO rules")
+    write(workspace / "src" / "not.md", "NOT-IN-SPAN")
+    write(home / "mine.md", "HOME-OUTSIDE")
+    write(workspace / "src" / "main.py", "pass\n")
+    server.add(tool_reply(call("read_file", {"path": "src/main.py"}, id="r1")), Reply(text="done"))
+    r = turn("-p", "look", server=server, config={"limits": {"doc_import_depth": 2}})
+    assert r.code == 0, r.err
+    result = results_of(server.requests[1])["r1"]
+    assert "[src/style.md, imported by src/CLAUDE.md]\nSTYLE rules" in result
+    assert "[src/deeper/one.md, imported by src/style.md]\nONE rules" in result
+    assert "TWO rules" not in result and "not loaded: imports are followed 2 levels deep (limit " \
+                                       "doc_import_depth)" in result
+    assert result.count("SHARED rules") == 0 and "SHARED rules" in system_of(server)  # in the prompt already
+    assert "HOME-OUTSIDE" not in json.dumps(server.requests) and "NOT-IN-SPAN" not in result
+    assert f"[{home / 'mine.md'} (imported by src/CLAUDE.md) not loaded: it resolves to {home / 'mine.md'}, " \
+           "outside the workspace" in result
+    assert f"{home / 'mine.md'} (imported by src/CLAUDE.md) not read" in r.err
 
 
 def test_a_nested_file_linked_out_is_named_not_loaded(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]

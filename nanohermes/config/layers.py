@@ -134,10 +134,13 @@ class _Source(NamedTuple):
 
 
 def _sources(workspace: Path, config_file: Path | None) -> list[_Source]:
-    from nanohermes.claude_files import project_layers
+    from nanohermes.claude_files import project_layers, user_layer
 
     project = project_config_path(workspace)
-    out = [_Source(config_file, project=False, required=True) if config_file else _Source(user_config_path(), False)]
+    # The person's Claude Code settings, below their own nanohermes file; --config replaces both.
+    claude = user_layer(Path.home(), workspace, read_config_file) if config_file is None else None
+    out = [_Source(claude, project=False)] if claude is not None else []
+    out.append(_Source(config_file, project=False, required=True) if config_file else _Source(user_config_path(), False))
     # A --config naming the project file makes it the person's own file, read once, as theirs.
     if not (config_file is not None and config_file.resolve() == project.resolve()):
         out += [_Source(layer, project=True) for layer in project_layers(workspace, read_config_file)]  # below ours
@@ -182,6 +185,8 @@ class _Files:
 
     def read(self, source: _Source) -> None:
         """One file: its unknown keys dropped, validated on its own, narrowed if it is a project's."""
+        from nanohermes.claude_files import Layer
+
         got = self._contents(source)
         if got is None:
             return
@@ -189,11 +194,18 @@ class _Files:
         if unknown := unknown_keys(Config, data):
             self.warnings.append(f"{path}: unknown config keys ignored: {misspelled(path, unknown)}")
             data = without(data, unknown)
-        read = validated(data, f"{path}: ", hint="see config.example.json for every key")
+        try:
+            read = validated(data, f"{path}: ", hint="see config.example.json for every key")
+        except ConfigError as e:
+            if source.project or not isinstance(source.file, Layer):
+                raise
+            # The person's Claude Code settings: Claude Code's to complain about, never fatal here.
+            self.warnings.append(f"{e.message}; not read")
+            return
         if source.project:
             data = self._narrowed(source, path, as_read(data, read))
             self.project_layers.append(str(path))
-        else:
+        elif not isinstance(source.file, Layer):
             self.user = data
         self.read_paths.append(path)
         self.layers.append((str(path), data))

@@ -137,6 +137,7 @@ class SkillParams(Params):
     name: str = field(metadata=about("The skill's name, as listed in the system prompt."))
 
     non_empty: ClassVar[dict[str, str]] = {"name": "pass one of the skill names listed in the system prompt"}
+    claude_fields: ClassVar[dict[str, str]] = {"name": "skill"}  # Claude Code's Skill tool calls it so
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -147,8 +147,10 @@ class SubagentManager:
                          allow=tuple(r for r in parent.policy.allow if not r.origin.startswith(GRANT_ORIGIN)))
         folder = parent.session.folder
         session = Session(side_dir=folder / "agents" / run_id if folder else None)
+        # What joins a call's result (a subfolder's instruction files) joins the child's as well.
         return Runtime(tools=allowed, config=parent.config, workspace=parent.workspace, ui=ui, policy=policy,
-                       limits=limits or parent.limits, session=session, hooks=parent.hooks)
+                       limits=limits or parent.limits, session=session, hooks=parent.hooks,
+                       after_calls=[a.for_session(session) for a in parent.after_calls])
 
     async def model_of(self, name: str) -> str | None:
         """The model a sub-agent runs on (None: the configured one); a name the endpoint would
@@ -183,6 +185,11 @@ class SubagentManager:
         run = Run(id=f"agent-{next(self._ids)}", name=name, task=task)
         ui = NestedUI(self.ui, run, self.parent.confirm_lock, self.count_usage)
         llm = self.make_llm(model)
+        if model is not None:  # a model its file names: one the endpoint refuses falls back to the configured
+            from nanohermes.model_names import OrConfigured
+
+            llm = OrConfigured(llm, self.parent.config.model, lambda text: self.ui.emit(
+                Notice(level="warning", text=f"sub-agent {name}: {text}")))  # told as model_of tells its note
         # The child's context budget follows its own model's window, as the parent's does.
         budget = budget_for(self.parent.config, self.limits, llm.model)
         runtime = self.child_runtime(name, ui, run.id, budget.limits())

@@ -229,12 +229,22 @@ class TaskIdParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
+class TaskOutputParams(TaskIdParams):
+    claude_fields: ClassVar[dict[str, str]] = {"task_id": "bash_id"}  # Claude Code's BashOutput calls it so
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskKillParams(TaskIdParams):
+    claude_fields: ClassVar[dict[str, str]] = {"task_id": "shell_id"}  # and its KillShell so
+
+
+@dataclass(frozen=True, kw_only=True)
 class NoParams(Params):
     pass
 
 
 @dataclass(frozen=True, kw_only=True)
-class TaskOutput(Tool[TaskIdParams]):
+class TaskOutput(Tool[TaskOutputParams]):
     spawns: ClassVar[bool] = False
     name: ClassVar[str] = "task_output"
     claude_names: ClassVar[tuple[str, ...]] = ("BashOutput",)
@@ -244,17 +254,17 @@ class TaskOutput(Tool[TaskIdParams]):
         "status and exit code. Unread output keeps up to {task_capture_bytes} per stream (its start and "
         "newest bytes). Call again to read on; task_list lists tasks."
     )
-    params: ClassVar[type[Params]] = TaskIdParams
+    params: ClassVar[type[Params]] = TaskOutputParams
     approval: ClassVar[Approval] = "never"
     effect = "read"
 
-    def read_only(self, args: TaskIdParams) -> bool:
+    def read_only(self, args: TaskOutputParams) -> bool:
         return True
 
     def output_limit(self) -> str:
         return "task_capture_bytes per stream, max_output"
 
-    async def run(self, args: TaskIdParams, ctx: ToolContext) -> str:
+    async def run(self, args: TaskOutputParams, ctx: ToolContext) -> str:
         mgr = task_manager(ctx)
         task = mgr.get(args.task_id)
         await asyncio.to_thread(task.proc.withhold_new, ctx.limits)  # a secret file that appeared is covered now
@@ -297,7 +307,7 @@ class TaskList(ReadOnlyTool[NoParams]):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TaskKill(Tool[TaskIdParams]):
+class TaskKill(Tool[TaskKillParams]):
     spawns: ClassVar[bool] = False
     name: ClassVar[str] = "task_kill"
     claude_names: ClassVar[tuple[str, ...]] = ("KillShell", "KillBash")
@@ -306,11 +316,11 @@ class TaskKill(Tool[TaskIdParams]):
         "Stop a background task (its whole process group) and return its final status; task_output still "
         "reads its output."
     )
-    params: ClassVar[type[Params]] = TaskIdParams
+    params: ClassVar[type[Params]] = TaskKillParams
     approval: ClassVar[Approval] = "never"  # it only stops what this session started
     effect = "run"  # it acts on processes: plan mode changes nothing
 
-    async def run(self, args: TaskIdParams, ctx: ToolContext) -> str:
+    async def run(self, args: TaskKillParams, ctx: ToolContext) -> str:
         mgr = task_manager(ctx)
         task = mgr.get(args.task_id)
         if task.ended is not None:
