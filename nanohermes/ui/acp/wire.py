@@ -6,7 +6,10 @@ process (a print, a warning, a library's log, a program a tool starts) can write
 the protocol's stream or read one out of it. `StdioTransport` reads and writes the messages
 on those copies, as the `Transport` the SDK's connection takes: a line that is no JSON is
 answered -32700 and a message of no JSON-RPC shape -32600 (both with a null id), where the
-SDK's own reader would drop them unanswered; the connection never sees either.
+SDK's own reader would drop them unanswered; the connection never sees either. Every message
+it writes is redacted (`nanohermes.redact`) as `-p`'s JSON lines are, whatever part of it
+(a title, a result, a permission request, a terminal's text) holds a key, but the text of a
+file the editor is asked to write, which is the file's as the model wrote it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from nanohermes.redact import redact
+
+# The one message whose text must reach the editor exactly: a file's new content.
+WRITE_FILE = "fs/write_text_file"
 # A message line longer than this is refused (-32700) and skipped, not kept in memory.
 MAX_LINE_BYTES = 64 * 1024 * 1024
 
@@ -140,7 +147,10 @@ class StdioTransport:
             self._pipe = None
 
     async def send(self, message: dict[str, Any]) -> None:
-        data = (json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n").encode("utf-8")
+        text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+        if message.get("method") != WRITE_FILE:
+            text = redact(text)
+        data = (text + "\n").encode("utf-8")
         async with self._lock:  # one whole line at a time
             if self._closed:
                 raise ConnectionResetError("the protocol's output is closed")
