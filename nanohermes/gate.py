@@ -255,7 +255,7 @@ class Gate:
         asked = time.monotonic()
         async with self.confirm_lock:  # one prompt at a time, even for parallel calls
             reply = await self.ui.confirm(ApprovalRequest(
-                call_id=ctx.call_id, tool=tool.name, summary=summary, detail=tool.approval_detail(args, ctx),
+                call_id=ctx.call_id, tool=tool.name, summary=summary, detail=await _detail(tool, args, ctx),
                 rule=", ".join(map(str, learn)), reason=reason, target=target.shown))
         waited = time.monotonic() - asked
         if reply.choice == "deny":
@@ -379,7 +379,7 @@ class Gate:
             async with self.confirm_lock:
                 reply = await self.ui.confirm(ApprovalRequest(
                     call_id=ctx.call_id, tool=tool.name, summary=grant.summary,
-                    detail=tool.approval_detail(grant.args, ctx),
+                    detail=await _detail(tool, grant.args, ctx),
                     reason=f"the sandbox ({policy}) refused {', '.join(refused)}; run it again outside the sandbox?",
                     rerun=True, hint=sandbox_remedies(refused), target=grant.target.shown))
             rerun = reply.choice != "deny"
@@ -396,6 +396,13 @@ class Gate:
         text = second.text if isinstance(second, ToolResult) else second
         return (f"{text}\n\n(ran outside the sandbox, approved by the user, after the sandboxed run was refused "
                 f"{', '.join(refused)})"), waited
+
+
+async def _detail(tool: Tool, args: Params, ctx: ToolContext) -> str:
+    """What the person is shown to approve, made in a worker thread as the call's run is: a
+    file tool's preview reads the file as the run will (an editor's buffer is read only from
+    there), and a big diff keeps the loop free."""
+    return await asyncio.to_thread(tool.approval_detail, args, ctx)
 
 
 def _unconfined() -> Confinement:

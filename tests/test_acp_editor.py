@@ -75,6 +75,34 @@ def test_the_model_reads_the_unsaved_buffer_and_approved_edits_go_through_the_ed
     assert "Makefile" in editor.said() and "runs code later" in editor.said()
 
 
+def test_an_edit_is_asked_on_the_diff_of_the_buffer_it_changes(workspace: Path, server: FakeServer,
+                                                               tmp_path: Path) -> None:
+    """What the person approves is what runs: the question's diff is made from the text the
+    edit will change (the editor's unsaved buffer), for each tool that edits a file."""
+    app, lib = workspace / "app.py", workspace / "lib.py"
+    app.write_text("name = 'disk'\n")
+    lib.write_text("level = 'disk'\n")
+    editor = Editor(answers=["allow_once", "allow_once"])
+    editor.buffers[str(app)] = "name = 'buffer'\n"
+    editor.buffers[str(lib)] = "level = 'buffer'\n"
+    patch = "*** Begin Patch\n*** Update File: lib.py\n@@\n-level = 'buffer'\n+level = 'patched'\n*** End Patch\n"
+    server.add(tool_reply(call("read_file", {"path": "app.py"}), call("read_file", {"path": "lib.py"})),
+               tool_reply(call("edit_file", {"path": "app.py", "old_string": "buffer", "new_string": "edited"})),
+               tool_reply(call("apply_patch", {"diff": patch})), Reply(text="done"))
+
+    async def scenario() -> str:
+        async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace, editor_fs=True)
+            return await a.ask(sid, "edit both")
+
+    assert run(scenario()) == "end_turn"
+    shown = [[(c.path, c.old_text, c.new_text) for c in asked.content or [] if c.type == "diff"]
+             for asked, _ in editor.asked]
+    assert shown == [[(str(app), "name = 'buffer'\n", "name = 'edited'\n")],
+                     [(str(lib), "level = 'buffer'\n", "level = 'patched'\n")]]
+    assert app.read_text() == "name = 'edited'\n" and lib.read_text() == "level = 'patched'\n"
+
+
 def test_without_fs_the_agent_uses_the_disk(workspace: Path, server: FakeServer, tmp_path: Path) -> None:
     (workspace / "a.txt").write_text("on disk\n")
     server.add(tool_reply(call("read_file", {"path": "a.txt"})), Reply(text="read"))
