@@ -5,6 +5,7 @@ asking through the editor, cancel, modes, plans and commands, the editor's buffe
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -325,6 +326,37 @@ def test_commands_are_listed_without_a_slash_and_a_prompt_starting_with_one_runs
     assert sent(server, 0)[-1]["content"] == "Review src/x.py carefully."
     assert len(server.requests) == 1  # /status is the REPL's: said so, nothing sent to the model
     assert "/status is a command of the terminal REPL" in editor.said()
+
+
+def test_the_commands_of_every_folder_are_offered_but_one_a_read_rule_keeps_out(
+        workspace: Path, home: Path, server: FakeServer, tmp_path: Path) -> None:
+    made = {workspace / ".nanohermes" / "commands" / "ours.md": "Ours, of the project",
+            workspace / ".claude" / "commands" / "front" / "comp.md": "Claude's, in a folder",
+            home / ".config" / "nanohermes" / "commands" / "mine.md": "Ours, of the person",
+            home / ".claude" / "commands" / "theirs.md": "Claude's, of the person",
+            workspace / ".claude" / "commands" / "hidden.md": "HIDDEN WORDS"}
+    for path, about in made.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"---\ndescription: {about}\n---\nDo it: $ARGUMENTS\n")
+    config = home / ".config" / "nanohermes" / "config.json"
+    config.write_text(json.dumps({"permissions": {"deny": ["read_file(.claude/commands/hidden.md)"]}}))
+    server.add(Reply(text="done"))
+    editor = Editor()
+
+    async def scenario() -> tuple[str, str, list[bytes]]:
+        async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace)
+            return await a.ask(sid, "/front:comp now"), await a.ask(sid, "/hidden now"), a.lines
+
+    first, hidden, lines = run(scenario())
+    assert (first, hidden) == ("end_turn", "end_turn")
+    listed = {c.name: c.description for c in editor.of("available_commands_update")[0].available_commands}
+    assert listed == {"init": listed["init"], "ours": "Ours, of the project", "front:comp": "Claude's, in a folder",
+                      "mine": "Ours, of the person", "theirs": "Claude's, of the person"}
+    assert not any(b"HIDDEN WORDS" in line for line in lines)
+    assert sent(server, 0)[-1]["content"] == "Do it: now"
+    assert len(server.requests) == 1  # the hidden one ran nothing, and said why
+    assert "/hidden cannot run" in editor.said() and "read_file(.claude/commands/hidden.md)" in editor.said()
 
 
 def test_stop_reasons_and_an_endpoint_error_leave_the_session_usable(workspace: Path, server: FakeServer,

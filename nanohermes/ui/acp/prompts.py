@@ -79,12 +79,14 @@ def prompt_input(blocks: list[Any], config: Config, workspace: Path) -> tuple[st
 
 def commands_of(live: Live) -> list[updates.Command]:
     """`init` and the custom commands of the session's folder (a REPL command's name hides a
-    custom one, as it does in the REPL), in name order."""
+    custom one, as it does in the REPL), in name order. Their files are read by the session's
+    own reader, as running them reads them: one a read rule covers, or that cannot run, is
+    not offered, and nothing of it reaches the editor."""
     from nanohermes import custom_commands
     from nanohermes.ui.commands import load_commands
 
     builtins = load_commands()
-    found = custom_commands.discover(live.workspace).commands
+    found = custom_commands.discover(live.workspace, live.agent.runtime.own_reader).commands
     listed = [INIT]
     for name, c in sorted(found.items()):
         builtin = builtins.get(name)
