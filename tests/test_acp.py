@@ -231,6 +231,50 @@ def test_cancel_stops_the_running_command_at_once_and_the_session_goes_on(worksp
     assert sleep["status"] == "failed"
 
 
+def test_a_prompt_sent_right_after_a_cancel_runs_once_the_cancelled_one_stopped(
+        workspace: Path, server: FakeServer, tmp_path: Path) -> None:
+    """As an editor does when the person sends a new message while a turn runs: session/cancel,
+    then at once the next prompt, without waiting for the first one's answer."""
+    from acp import RequestError
+
+    import threading
+
+    refused = threading.Event()
+
+    def third(body: dict[str, Any]) -> Reply:  # answers once the prompt sent meanwhile was refused
+        refused.wait(30)
+        return Reply(text="third")
+
+    server.add(tool_reply(call("run_command", {"command": "echo $$ > pid; exec sleep 60"})), Reply(text="next"), third)
+    editor = Editor(answers=["allow_once"])
+
+    async def scenario() -> tuple[str, str, int, str]:
+        async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace)
+            first = asyncio.get_running_loop().create_task(a.ask(sid, "sleep"))
+            while not (workspace / "pid").exists() or not (workspace / "pid").read_text().strip():
+                await asyncio.sleep(0.05)
+            await a.conn.cancel(session_id=sid)
+            second = await a.ask(sid, "next")
+            # A prompt while one runs that nobody cancelled is still refused.
+            slow = asyncio.get_running_loop().create_task(a.ask(sid, "third"))
+            while len(server.requests) < 3:
+                await asyncio.sleep(0.05)
+            try:
+                await a.ask(sid, "fourth")
+                code = 0
+            except RequestError as e:
+                code = e.code
+            refused.set()
+            return await first, second, code, await slow
+
+    first, second, code, third = run(scenario())
+    assert (first, second, third) == ("cancelled", "end_turn", "end_turn")
+    assert code == -32600
+    assert [m["content"] for m in sent(server) if m["role"] == "user"] == ["sleep", "next", "third"]
+    assert tool_results(server, 1) == ["interrupted by user"]
+
+
 def test_a_cancel_while_the_editor_is_asking_refuses_the_call(workspace: Path, server: FakeServer,
                                                                tmp_path: Path) -> None:
     server.add(tool_reply(call("write_file", {"path": "x.txt", "content": "x"})))

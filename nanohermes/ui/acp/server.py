@@ -244,6 +244,12 @@ class Server:
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> s.PromptResponse:
         self._handling()
         live = self._live(session_id)
+        running = live.active
+        if running is not None and not running.done() and running.cancelling():
+            # An editor sends the next prompt right after session/cancel: it runs once the
+            # cancelled one has stopped (at once), as if the editor had waited for its answer.
+            await asyncio.wait({running})
+            live = self._live(session_id)
         if live.active is not None and not live.active.done():
             raise RequestError(-32600, "a prompt of this session is still running",
                                {"hint": "wait for its answer, or send session/cancel first"})
@@ -260,7 +266,8 @@ class Server:
             raise _error(e) from None
         finally:
             live = self.sessions.get(session_id, live)  # trusting the folder built the session again
-            live.active = None
+            if live.active is task:  # not a prompt sent after a cancel of this one
+                live.active = None
         await live.ui.flush()
         if live.id in self.sessions:
             fresh = commands_of(live)
