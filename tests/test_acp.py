@@ -168,6 +168,36 @@ def test_tool_calls_carry_kind_title_locations_result_and_an_edit_its_diff(works
     assert cmd_ask.kind == "execute" and cmd_ask.tool_call_id == [i for i in editor.calls()][3]
 
 
+def test_a_calls_locations_are_the_paths_it_touches_however_the_model_wrote_them(
+        workspace: Path, home: Path, server: FakeServer, tmp_path: Path) -> None:
+    (workspace / "src").mkdir()
+    (workspace / "src" / "a.py").write_text("a = 1\n")
+    (workspace / "real.txt").write_text("real\n")
+    (workspace / "link.txt").symlink_to("real.txt")
+    (workspace / "linked").symlink_to("src")
+    (home / "notes.txt").write_text("mine\n")
+    patch = "*** Begin Patch\n*** Update File: linked/a.py\n@@\n-a = 1\n+a = 2\n*** Add File: src/b.py\n+b = 1\n*** End Patch\n"
+    server.add(tool_reply(call("read_file", {"path": "src\\a.py"}), call("read_file", {"path": "link.txt", "offset": 1}),
+                          call("read_file", {"path": "~/notes.txt"}), call("list_dir", {"path": "src/../linked"}),
+                          call("grep", {"pattern": "a", "path": str(workspace / "linked")})),
+               tool_reply(call("apply_patch", {"diff": patch})), Reply(text="done"))
+    editor = Editor(answers=["allow_once"])
+
+    async def scenario() -> str:
+        async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace)
+            return await a.ask(sid, "look")
+
+    assert run(scenario()) == "end_turn"
+    src = str(workspace / "src")
+    located = [[loc["path"] for loc in c["locations"]] for c in editor.calls().values()]
+    assert located == [[f"{src}/a.py"], [str(workspace / "real.txt")], [str(home / "notes.txt")], [src], [src],
+                       [f"{src}/a.py", f"{src}/b.py"]]
+    (asked, _), = editor.asked  # the question names them the same way
+    assert [loc.path for loc in asked.locations or []] == [f"{src}/a.py", f"{src}/b.py"]
+    assert (workspace / "src" / "b.py").read_text() == "b = 1\n"
+
+
 # -- the gate asks through the editor ----------------------------------------------------------
 
 def test_allow_always_lasts_the_session_and_a_rejection_is_a_refusal_the_model_reads(
