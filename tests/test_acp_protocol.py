@@ -50,6 +50,11 @@ def test_bad_input_gets_its_json_rpc_error_and_the_agent_keeps_serving(workspace
         '{"jsonrpc": "2.0", "id": 7, "no": "method"}',
         json.dumps({"jsonrpc": "2.0", "id": 8, "method": "session/new",
                     "params": {"cwd": str(workspace), "mcpServers": []}}),
+        # An MCP server with a typo, or of a type nobody connects to: said, never left out unsaid.
+        json.dumps({"jsonrpc": "2.0", "id": 9, "method": "session/new", "params": {"cwd": str(workspace), "mcpServers": [
+            {"name": "typo", "comand": "srv", "args": [], "env": []}]}}),
+        json.dumps({"jsonrpc": "2.0", "id": 10, "method": "session/load", "params": {
+            "cwd": str(workspace), "sessionId": "x", "mcpServers": [{"type": "websocket", "name": "ws", "url": "ws://x"}]}}),
         '{"broken": ',
     ]
     started = time.monotonic()
@@ -70,6 +75,9 @@ def test_bad_input_gets_its_json_rpc_error_and_the_agent_keeps_serving(workspace
     assert by_id[5]["error"]["code"] == -32002 and by_id[6]["error"]["code"] == -32002
     assert by_id[7]["error"]["code"] == -32600
     assert by_id[8]["result"]["sessionId"]  # still serving after all of it
+    typo, websocket = by_id[9]["error"], by_id[10]["error"]
+    assert typo["code"] == -32602 and "'typo'" in typo["message"] and "command" in typo["message"]
+    assert websocket["code"] == -32602 and "'websocket'" in websocket["message"]
 
 
 def test_a_client_with_another_protocol_version_gets_the_one_there_is(workspace: Path) -> None:
