@@ -458,6 +458,28 @@ def test_stop_reasons_and_an_endpoint_error_leave_the_session_usable(workspace: 
     assert again == "end_turn" and editor.said().endswith("back")
 
 
+def test_an_answer_the_endpoint_cut_short_ends_max_tokens_or_refusal(workspace: Path, server: FakeServer,
+                                                                     tmp_path: Path) -> None:
+    from nanohermes.testing import Raw, sse
+
+    def cut(text: str, finish: str) -> Raw:
+        def chunk(delta: dict[str, Any], reason: str | None = None) -> dict[str, Any]:
+            return {"id": "c", "object": "chat.completion.chunk",
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": reason}]}
+        return Raw(body=sse(chunk({"role": "assistant", "content": text}), chunk({}, finish)))
+
+    server.add(cut("The steps are: one, two", "length"), cut("I cannot", "content_filter"), Reply(text="whole"))
+    editor = Editor()
+
+    async def scenario() -> list[str]:
+        async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace)
+            return [await a.ask(sid, "steps"), await a.ask(sid, "more"), await a.ask(sid, "again")]
+
+    assert run(scenario()) == ["max_tokens", "refusal", "end_turn"]
+    assert "The steps are: one, two" in editor.said() and "output token limit" in editor.said()
+
+
 def test_config_warnings_and_goal_mode_are_told_to_the_editor(workspace: Path, home: Path, server: FakeServer,
                                                               tmp_path: Path) -> None:
     config = home / ".config" / "nanohermes" / "config.json"

@@ -22,6 +22,7 @@ from nanohermes.messages import Image
 import nanohermes.ui.acp.updates as updates
 
 if TYPE_CHECKING:
+    from nanohermes.agent import TurnResult
     from nanohermes.config import Config
     from nanohermes.ui.acp.state import Live
 
@@ -29,6 +30,13 @@ INIT = updates.Command("init", "Study the repository and write (or improve) AGEN
                        "what else AGENTS.md should say")
 STOP_REASONS = {"completed": "end_turn", "max_turns": "max_turn_requests", "interrupted": "cancelled",
                 "error": "refusal"}
+# A final answer the endpoint stopped short (its finish_reason): not the end the model meant.
+CUT_REASONS = {"length": "max_tokens", "content_filter": "refusal"}
+
+
+def stop_reason(result: TurnResult) -> str:
+    """The protocol's stop reason of a finished turn."""
+    return CUT_REASONS.get(result.cut, STOP_REASONS[result.reason])
 
 
 def _path_of(uri: str, workspace: Path) -> str:
@@ -106,7 +114,7 @@ async def run_prompt(live: Live, text: str, images: tuple[Image, ...]) -> str:
 
     agent = live.agent
     if images:
-        return STOP_REASONS[(await agent.ask(text, images)).reason]
+        return stop_reason(await agent.ask(text, images))
     command = text.lstrip().startswith("/")
     try:
         result = await custom_commands.ask(agent, text)
@@ -123,4 +131,4 @@ async def run_prompt(live: Live, text: str, images: tuple[Image, ...]) -> str:
             raise
         live.ui.send(updates.message_chunk(e.message + (f"\n\nhint: {e.hint}" if e.hint else "")))
         return "end_turn"
-    return STOP_REASONS[result.reason]
+    return stop_reason(result)
