@@ -198,6 +198,28 @@ def test_a_calls_locations_are_the_paths_it_touches_however_the_model_wrote_them
     assert (workspace / "src" / "b.py").read_text() == "b = 1\n"
 
 
+def test_a_calls_kind_follows_what_its_tool_touches(workspace: Path, home: Path, server: FakeServer,
+                                                    tmp_path: Path) -> None:
+    config = home / ".config" / "nanohermes" / "config.json"
+    config.parent.mkdir(parents=True, exist_ok=True)  # a search engine that answers 404: the call fails at once
+    config.write_text(json.dumps({"web_search": {"provider": "searxng", "searxng_url": server.base_url}}))
+    subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
+    server.add(tool_reply(call("web_search", {"query": "acp"}), call("git_status", {}),
+                          call("memory_search", {"query": "acp"}), call("task_list", {}), call("glob", {"pattern": "*"})),
+               Reply(text="done"))
+    editor = Editor()
+
+    async def scenario() -> str:
+        async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace)
+            return await a.ask(sid, "look around")
+
+    assert run(scenario()) == "end_turn"
+    kinds = {c["title"].split(":")[0]: c["kind"] for c in editor.calls().values()}
+    assert kinds == {"web_search": "fetch", "git_status": "read", "memory_search": "read", "task_list": "read",
+                     "glob": "search"}
+
+
 # -- the gate asks through the editor ----------------------------------------------------------
 
 def test_allow_always_lasts_the_session_and_a_rejection_is_a_refusal_the_model_reads(

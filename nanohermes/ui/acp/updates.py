@@ -100,10 +100,12 @@ def kind_of(tool: Tool | None) -> ToolKind:
         return "think"
     if tool.kind == "command":
         return "execute"
-    if tool.kind == "host":
+    if tool.kind == "host" or tool.group == "web":  # a page, or a search engine's results
         return "fetch"
     if tool.kind == "path":
         return "edit" if tool.effect == "write" else "read"
+    if tool.effect == "read":  # git's status, a task's output, the memories, a read-only MCP tool
+        return "read"
     return "other"
 
 
