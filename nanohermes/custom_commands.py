@@ -345,6 +345,9 @@ async def _init(agent: Agent, arguments: str) -> TurnResult:
         return result
     refused = any(m.role == "tool" and (m.content or "").startswith(DENIED_PREFIX)
                   for m in agent.session.history[start:])
+    if refused and agent.runtime.own_reader.asks:  # a person was asked (the REPL, an editor) and said no
+        raise NanohermesError("/init did not write AGENTS.md: its write was refused when you were asked",
+                              hint="run /init again and allow the write, or switch to accept-edits mode first")
     if refused:
         raise NanohermesError("/init did not write AGENTS.md: the write needs approval, and nobody was there to give it",
                               hint="rerun with --yes or --mode accept-edits, or run /init in the REPL")

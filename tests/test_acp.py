@@ -424,6 +424,27 @@ def test_commands_are_listed_without_a_slash_and_a_prompt_starting_with_one_runs
     assert "/status is a command of the terminal REPL" in editor.said()
 
 
+def test_init_and_export_say_what_they_did_in_the_editor(workspace: Path, server: FakeServer,
+                                                         tmp_path: Path) -> None:
+    server.add(tool_reply(call("write_file", {"path": "AGENTS.md", "content": "# Notes\n"})), Reply(text="wrote"),
+               tool_reply(call("write_file", {"path": "AGENTS.md", "content": "# Notes\n"})), Reply(text="wrote"))
+    editor = Editor(answers=["reject_once", "allow_once"])
+
+    async def scenario() -> list[str]:
+        async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace)
+            return [await a.ask(sid, "/init"), await a.ask(sid, "/init"), await a.ask(sid, "/export talk.md")]
+
+    assert run(scenario()) == ["end_turn"] * 3
+    said = editor.said()
+    # The person said no in the editor: not "nobody was there".
+    assert "/init did not write AGENTS.md: its write was refused when you were asked" in said
+    assert "nobody was there" not in said
+    assert (workspace / "AGENTS.md").read_text() == "# Notes\n"
+    assert said.endswith(f"exported 8 messages to {workspace / 'talk.md'}")
+    assert "# Notes" in (workspace / "talk.md").read_text()
+
+
 def test_the_commands_of_every_folder_are_offered_but_one_a_read_rule_keeps_out(
         workspace: Path, home: Path, server: FakeServer, tmp_path: Path) -> None:
     made = {workspace / ".nanohermes" / "commands" / "ours.md": "Ours, of the project",

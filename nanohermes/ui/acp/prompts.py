@@ -131,4 +131,6 @@ async def run_prompt(live: Live, text: str, images: tuple[Image, ...]) -> str:
             raise
         live.ui.send(updates.message_chunk(e.message + (f"\n\nhint: {e.hint}" if e.hint else "")))
         return "end_turn"
+    if result.turns == 0 and result.text:  # a command that did its job without the model (/export): what it did
+        live.ui.send(updates.message_chunk(result.text))
     return stop_reason(result)
