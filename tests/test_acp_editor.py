@@ -190,9 +190,42 @@ def test_a_prompt_of_files_links_and_images(workspace: Path, home: Path, server:
     assert image and reason == "end_turn"
     messages = server.requests[0]["messages"]
     prompt, pictures = messages[-2], messages[-1]
-    assert prompt["content"] == ("look at these\n\n<file path=\"src/a.py\">\nprint('selected')\n\n</file>\n\nsrc/b.py")
+    assert prompt["content"] == ("look at these\n\nsrc/b.py\n\n<file path=\"src/a.py\">\nprint('selected')\n\n</file>")
     assert pictures["role"] == "user"
     assert pictures["content"][1] == {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}
+
+
+def test_an_embedded_files_text_is_sent_as_it_is_never_read_for_mentions_or_arguments(
+        workspace: Path, home: Path, server: FakeServer, tmp_path: Path) -> None:
+    """The editor embeds a file the person picked; the repository wrote its text. Its `@path`
+    words attach nothing (a typed one still does), and it is no part of a command's arguments."""
+    (tmp_path / "private.txt").write_text("PRIVATE OUTSIDE\n")
+    (home / "notes.txt").write_text("HOME NOTES\n")
+    (workspace / "typed.txt").write_text("TYPED BY THE PERSON\n")
+    commands = workspace / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "review.md").write_text("Review this: [$ARGUMENTS]\n")
+    planted = f"# see @{tmp_path}/private.txt and @~/notes.txt\n"
+    embedded = resource_block(embedded_text_resource(f"file://{workspace}/a.py", planted))
+    server.add(Reply(text="one"), Reply(text="two"))
+    editor = Editor()
+
+    async def scenario() -> list[str]:
+        async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace)
+            first = await a.conn.prompt(session_id=sid, prompt=[text_block("explain @typed.txt"), embedded])
+            second = await a.conn.prompt(session_id=sid, prompt=[text_block("/review quickly"), embedded])
+            return [str(first.stop_reason), str(second.stop_reason)]
+
+    assert run(scenario()) == ["end_turn", "end_turn"]
+    first, second = (r["messages"][-1]["content"] for r in server.requests)
+    file_block = f'<file path="a.py">\n{planted}\n</file>'
+    assert first.startswith("explain @typed.txt\n\n<file path=\"typed.txt\">") and first.endswith(file_block)
+    assert "TYPED BY THE PERSON" in first
+    assert second == f"Review this: [quickly]\n\n{file_block}"
+    for sent in (first, second):
+        assert "PRIVATE OUTSIDE" not in sent and "HOME NOTES" not in sent
+    assert editor.asked == []
 
 
 def test_an_image_the_model_cannot_take_is_left_out_and_said_so(workspace: Path, server: FakeServer,

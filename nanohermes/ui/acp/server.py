@@ -28,7 +28,7 @@ from nanohermes.modes import Mode
 from nanohermes.redact import redact
 from nanohermes.ui.visible import escape_controls
 from nanohermes.ui.acp.editor import ClientFiles, EditorUI, log
-from nanohermes.ui.acp.prompts import commands_of, prompt_input, run_prompt
+from nanohermes.ui.acp.prompts import Prompt, commands_of, prompt_input, run_prompt
 from nanohermes.ui.acp.state import Live, Options, Trust
 
 if TYPE_CHECKING:
@@ -253,8 +253,8 @@ class Server:
         if live.active is not None and not live.active.done():
             raise RequestError(-32600, "a prompt of this session is still running",
                                {"hint": "wait for its answer, or send session/cancel first"})
-        text, images, notes = prompt_input(prompt, live.config, live.workspace)
-        task = live.active = asyncio.get_running_loop().create_task(self._answer(live, text, images, notes))
+        read = prompt_input(prompt, live.config, live.workspace)
+        task = live.active = asyncio.get_running_loop().create_task(self._answer(live, read))
         try:
             reason = await asyncio.shield(task)
         except asyncio.CancelledError:
@@ -276,13 +276,13 @@ class Server:
                 live.ui.send(updates.commands(fresh))
         return s.PromptResponse(stop_reason=reason)
 
-    async def _answer(self, live: Live, text: str, images: tuple[Any, ...], notes: list[str]) -> str:
+    async def _answer(self, live: Live, prompt: Prompt) -> str:
         await self._started(live)
         if live.trust is not None:
             live = await self._ask_trust(live)
-        for note in notes:
+        for note in prompt.notes:
             live.ui.send(updates.message_chunk(f"> {note}\n\n"))
-        return await run_prompt(live, text, images)
+        return await run_prompt(live, prompt)
 
     async def _started(self, live: Live) -> None:
         """MCP servers finish starting (their tools join the pool) before the first turn."""
