@@ -145,6 +145,29 @@ def test_the_folder_trust_question_is_asked_before_the_first_prompt(workspace: P
     assert len(editor.asked) == 1
 
 
+def test_a_mode_the_person_picked_outlasts_trusting_the_folder(workspace: Path, home: Path, server: FakeServer,
+                                                             tmp_path: Path) -> None:
+    user_config(home, {})
+    project = workspace / ".nanohermes" / "config.json"
+    project.parent.mkdir()
+    project.write_text(json.dumps({"permission_mode": "accept-edits"}))
+    server.add(tool_reply(call("write_file", {"path": "w.txt", "content": "x"})), Reply(text="planned"))
+    editor = Editor(answers=["allow_always"])
+
+    async def scenario() -> str:
+        async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
+            await a.conn.initialize(protocol_version=1)
+            new = await a.conn.new_session(cwd=str(workspace), mcp_servers=[])
+            await a.conn.set_session_mode(session_id=new.session_id, mode_id="plan")
+            return await a.ask(new.session_id, "write it")
+
+    assert run(scenario()) == "end_turn"
+    assert [q.title for q, _ in editor.asked] == ["Trust this folder?"]  # trusted: the project's keys apply now
+    assert [u.current_mode_id for u in editor.of("current_mode_update")] == ["plan"]
+    assert not (workspace / "w.txt").exists()
+    assert results(server)[-1] == "ERROR: write_file is not available in plan mode"
+
+
 def test_an_mcp_servers_form_is_asked_through_the_editor(workspace: Path, server: FakeServer, tmp_path: Path) -> None:
     demo = s.McpServerStdio(name="demo", command=sys.executable, args=[DEMO], env=[])
     server.add(tool_reply(call("mcp__demo__ask", {})), Reply(text="ordered"))

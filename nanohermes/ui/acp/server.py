@@ -234,6 +234,7 @@ class Server:
         except ValueError:
             raise RequestError(-32602, f"unknown mode {mode_id!r}", {"modes": [m.value for m in Mode]}) from None
         live.agent.runtime.set_mode(mode)
+        live.chosen_mode = mode
         live.ui.check_mode()
         if mode == Mode.GOAL:
             live.ui.send(updates.message_chunk(f"> **warning:** {GOAL_WARNING}\n\n"))
@@ -338,8 +339,11 @@ class Server:
             self.sessions[live.id] = fresh
         fresh.active = live.active  # the prompt that asked goes on in the new session (a cancel reaches it)
         await live.ui.aclose()
+        if live.chosen_mode is not None:  # the person's own switch outranks any config, the project's too
+            fresh.agent.runtime.set_mode(live.chosen_mode)
+            fresh.chosen_mode = live.chosen_mode
         fresh.ui.shown_mode = live.ui.shown_mode
-        fresh.ui.check_mode()  # the project's mode, now that it applies
+        fresh.ui.check_mode()  # the project's mode, now that it applies, unless the person chose one
         await self._started(fresh)
         return fresh
 
