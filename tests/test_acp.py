@@ -71,6 +71,27 @@ def test_a_prompt_streams_thinking_and_answer_and_the_session_is_saved(workspace
     assert [m["content"] for m in sent(server) if m["role"] == "user"] == ["what is the answer?", "and now?"]
 
 
+def test_the_repls_options_after_acp_set_the_key_the_config_file_and_the_mode(workspace: Path, server: FakeServer,
+                                                                               tmp_path: Path) -> None:
+    config = tmp_path / "elsewhere.json"
+    config.write_text(json.dumps({"permission_mode": "debug", "max_turns": 1}))
+    server.add(tool_reply(call("list_dir", {})), Reply(text="not reached"))
+    editor = Editor()
+    env = env_for(server)
+    env.pop("OPENAI_API_KEY")
+
+    async def scenario() -> tuple[str, str]:
+        async with agent(editor, workspace, server, "--api-key", "sk-from-the-flag-0042", "--config", str(config),
+                         stderr=tmp_path / "err", env=env) as a:
+            await a.conn.initialize(protocol_version=1)
+            new = await a.conn.new_session(cwd=str(workspace), mcp_servers=[])
+            return new.modes.current_mode_id, await a.ask(new.session_id, "list")
+
+    assert run(scenario()) == ("debug", "max_turn_requests")  # the config file's mode and max_turns
+    assert server.headers[0]["authorization"] == "Bearer sk-from-the-flag-0042"
+    assert "write_file" not in offered(server, 0) and "run_command" in offered(server, 0)
+
+
 def test_load_replays_a_saved_session_and_the_next_prompt_continues_it(workspace: Path, server: FakeServer,
                                                                       tmp_path: Path, cli: Any) -> None:
     (workspace / "notes.txt").write_text("alpha\n")
