@@ -128,6 +128,46 @@ def test_load_replays_a_saved_session_and_the_next_prompt_continues_it(workspace
     assert editor.said().endswith("Yes, alpha.")
 
 
+def test_a_session_goes_from_the_editor_to_the_repl_and_back(workspace: Path, home: Path, server: FakeServer,
+                                                            tmp_path: Path) -> None:
+    from test_repl_pty import Term
+
+    server.add(Reply(text="Said in the editor."), Reply(text="Said in the REPL."), Reply(text="Back in the editor."))
+    first, again = Editor(), Editor()
+
+    async def in_the_editor() -> str:
+        async with agent(first, workspace, server, stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace)
+            assert await a.ask(sid, "one") == "end_turn"
+            return sid
+
+    sid = run(in_the_editor())
+    repl = Term(workspace, home, server, args=("--resume", sid))
+    try:
+        repl.wait("Said in the editor.")
+        repl.prompt()
+        repl.type("two")
+        repl.wait("Said in the REPL.")
+        repl.prompt()
+        repl.type("/exit")
+        assert repl.exit_code() == 0
+    finally:
+        if repl.child.isalive():
+            repl.child.terminate(force=True)
+
+    async def back() -> str:
+        async with agent(again, workspace, server, stderr=tmp_path / "err2") as a:
+            await a.conn.initialize(protocol_version=1)
+            await a.conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+            return await a.ask(sid, "three")
+
+    assert run(back()) == "end_turn"
+    assert [u.content.text for u in again.of("user_message_chunk")] == ["one", "two"]  # replayed before the answer
+    assert [(m["role"], m["content"]) for m in sent(server) if m["role"] != "system"] == [
+        ("user", "one"), ("assistant", "Said in the editor."), ("user", "two"), ("assistant", "Said in the REPL."),
+        ("user", "three")]
+
+
 def test_an_unknown_or_unsaved_session_cannot_be_loaded(workspace: Path, server: FakeServer, tmp_path: Path) -> None:
     from acp import RequestError
 
