@@ -7,7 +7,7 @@ It ends when the model answers without tool calls, or at `max_turns`. Everything
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from nanohermes.budget import plural
@@ -67,6 +67,7 @@ class TurnResult:
     text: str
     turns: int
     tool_calls: int
+    cut: str = ""  # the final answer's finish_reason when it stopped short (a CUT_SHORT key), else ""
 
 
 # A final answer that stopped for one of these did not end where the model meant it to.
@@ -133,7 +134,8 @@ class Agent:
                     if why := CUT_SHORT.get(done.finish_reason):
                         self.ui.emit(Notice(level="warning", text=f"the answer was cut short: {why} (finish_reason {done.finish_reason})"))
                     if (more := await self._stop_hooks(done.message)) is None:
-                        return await self._finish("completed", turns, calls, done.message.content or "")
+                        ended = await self._finish("completed", turns, calls, done.message.content or "")
+                        return replace(ended, cut=done.finish_reason if why else "")
                     self._append(Message.user(more))
                     continue
                 pending, results = done.message.tool_calls, {}

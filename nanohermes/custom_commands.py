@@ -284,10 +284,12 @@ async def run(agent: Agent, command: CustomCommand, prompt: str, submit: Any = N
 PRINT_MODE_COMMANDS = ("init", "export")
 
 
-async def ask(agent: Agent, prompt: str) -> TurnResult:
+async def ask(agent: Agent, prompt: str, *, context: str = "") -> TurnResult:
     """`-p`: a prompt starting with `/name` runs that custom command, `/init` the turn that
     writes AGENTS.md, `/export` writes the conversation; another REPL command is refused
-    (it would only reach the model as text); anything else is sent as is."""
+    (it would only reach the model as text); anything else is sent as is. `context`: text
+    sent after the prompt as it is (files an editor embedded), never read for `@path`
+    mentions or as a command's arguments, since nobody typed it."""
     from nanohermes.events import Notice
 
     if prompt.lstrip().startswith("/"):
@@ -295,7 +297,7 @@ async def ask(agent: Agent, prompt: str) -> TurnResult:
 
         name, arguments = split(prompt)
         if name == "init":
-            return await _init(agent, arguments)
+            return await _init(agent, arguments, context)
         if name == "export":
             return _export(agent, arguments)
         found = discover(agent.runtime.workspace, agent.runtime.own_reader)
@@ -314,7 +316,7 @@ async def ask(agent: Agent, prompt: str) -> TurnResult:
                 raise NanohermesError(notes[0], hint="see docs/instructions.md for what nanohermes reads by itself")
             for note in notes:
                 agent.ui.emit(Notice(level=attach_level(note), text=note))
-            result: TurnResult = await run(agent, ready, text)
+            result: TurnResult = await run(agent, ready, _with(text, context))
             return result
         if builtin is not None:
             from nanohermes.errors import UsageError
@@ -325,10 +327,14 @@ async def ask(agent: Agent, prompt: str) -> TurnResult:
     text, notes = await attach(prompt, agent.runtime)
     for note in notes:
         agent.ui.emit(Notice(level=attach_level(note), text=note))
-    return await agent.ask(text)
+    return await agent.ask(_with(text, context))
 
 
-async def _init(agent: Agent, arguments: str) -> TurnResult:
+def _with(text: str, context: str) -> str:
+    return f"{text}\n\n{context}" if context and text else text or context
+
+
+async def _init(agent: Agent, arguments: str, context: str = "") -> TurnResult:
     """/init's turn. Its job is the file: a turn that ends without writing it failed, and
     says why (most often: the write needs an approval nobody is there to give)."""
     from nanohermes.errors import NanohermesError
@@ -340,11 +346,14 @@ async def _init(agent: Agent, arguments: str) -> TurnResult:
                               hint="run it in another mode, e.g. --mode accept-edits")
     before = _contents(path)
     start = len(agent.session.history)
-    result = await agent.ask(init_prompt(agent.runtime.workspace, arguments))
+    result = await agent.ask(_with(init_prompt(agent.runtime.workspace, arguments), context))
     if result.reason != "completed" or _contents(path) != before:
         return result
     refused = any(m.role == "tool" and (m.content or "").startswith(DENIED_PREFIX)
                   for m in agent.session.history[start:])
+    if refused and agent.runtime.own_reader.asks:  # a person was asked (the REPL, an editor) and said no
+        raise NanohermesError("/init did not write AGENTS.md: its write was refused when you were asked",
+                              hint="run /init again and allow the write, or switch to accept-edits mode first")
     if refused:
         raise NanohermesError("/init did not write AGENTS.md: the write needs approval, and nobody was there to give it",
                               hint="rerun with --yes or --mode accept-edits, or run /init in the REPL")

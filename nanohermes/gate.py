@@ -253,7 +253,7 @@ class Gate:
                        f"{', '.join(tainted)} (a yes runs this outside the sandbox, and it would run them if it "
                        "names them)")
         try:
-            detail = tool.approval_detail(args, ctx)
+            detail = await _detail(tool, args, ctx)
         except ToolError as e:
             return Refusal(f"ERROR: {e}")
         except Exception as e:  # what the person would approve cannot be shown: nobody is asked, nothing runs
@@ -386,7 +386,7 @@ class Gate:
             async with self.confirm_lock:
                 reply = await self.ui.confirm(ApprovalRequest(
                     call_id=ctx.call_id, tool=tool.name, summary=grant.summary,
-                    detail=tool.approval_detail(grant.args, ctx),
+                    detail=await _detail(tool, grant.args, ctx),
                     reason=f"the sandbox ({policy}) refused {', '.join(refused)}; run it again outside the sandbox?",
                     rerun=True, hint=sandbox_remedies(refused), target=grant.target.shown))
             rerun = reply.choice != "deny"
@@ -403,6 +403,13 @@ class Gate:
         text = second.text if isinstance(second, ToolResult) else second
         return (f"{text}\n\n(ran outside the sandbox, approved by the user, after the sandboxed run was refused "
                 f"{', '.join(refused)})"), waited
+
+
+async def _detail(tool: Tool, args: Params, ctx: ToolContext) -> str:
+    """What the person is shown to approve, made in a worker thread as the call's run is: a
+    file tool's preview reads the file as the run will (an editor's buffer is read only from
+    there), and a big diff keeps the loop free."""
+    return await asyncio.to_thread(tool.approval_detail, args, ctx)
 
 
 def _unconfined() -> Confinement:

@@ -5,6 +5,7 @@ asking through the editor, cancel, modes, plans and commands, the editor's buffe
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -70,6 +71,27 @@ def test_a_prompt_streams_thinking_and_answer_and_the_session_is_saved(workspace
     assert [m["content"] for m in sent(server) if m["role"] == "user"] == ["what is the answer?", "and now?"]
 
 
+def test_the_repls_options_after_acp_set_the_key_the_config_file_and_the_mode(workspace: Path, server: FakeServer,
+                                                                               tmp_path: Path) -> None:
+    config = tmp_path / "elsewhere.json"
+    config.write_text(json.dumps({"permission_mode": "debug", "max_turns": 1}))
+    server.add(tool_reply(call("list_dir", {})), Reply(text="not reached"))
+    editor = Editor()
+    env = env_for(server)
+    env.pop("OPENAI_API_KEY")
+
+    async def scenario() -> tuple[str, str]:
+        async with agent(editor, workspace, server, "--api-key", "sk-from-the-flag-0042", "--config", str(config),
+                         stderr=tmp_path / "err", env=env) as a:
+            await a.conn.initialize(protocol_version=1)
+            new = await a.conn.new_session(cwd=str(workspace), mcp_servers=[])
+            return new.modes.current_mode_id, await a.ask(new.session_id, "list")
+
+    assert run(scenario()) == ("debug", "max_turn_requests")  # the config file's mode and max_turns
+    assert server.headers[0]["authorization"] == "Bearer sk-from-the-flag-0042"
+    assert "write_file" not in offered(server, 0) and "run_command" in offered(server, 0)
+
+
 def test_load_replays_a_saved_session_and_the_next_prompt_continues_it(workspace: Path, server: FakeServer,
                                                                       tmp_path: Path, cli: Any) -> None:
     (workspace / "notes.txt").write_text("alpha\n")
@@ -104,6 +126,46 @@ def test_load_replays_a_saved_session_and_the_next_prompt_continues_it(workspace
     # The replay came before load's answer; the next prompt continues the conversation.
     assert [m["content"] for m in sent(server) if m["role"] == "user"] == ["read notes.txt", "sure?"]
     assert editor.said().endswith("Yes, alpha.")
+
+
+def test_a_session_goes_from_the_editor_to_the_repl_and_back(workspace: Path, home: Path, server: FakeServer,
+                                                            tmp_path: Path) -> None:
+    from test_repl_pty import Term
+
+    server.add(Reply(text="Said in the editor."), Reply(text="Said in the REPL."), Reply(text="Back in the editor."))
+    first, again = Editor(), Editor()
+
+    async def in_the_editor() -> str:
+        async with agent(first, workspace, server, stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace)
+            assert await a.ask(sid, "one") == "end_turn"
+            return sid
+
+    sid = run(in_the_editor())
+    repl = Term(workspace, home, server, args=("--resume", sid))
+    try:
+        repl.wait("Said in the editor.")
+        repl.prompt()
+        repl.type("two")
+        repl.wait("Said in the REPL.")
+        repl.prompt()
+        repl.type("/exit")
+        assert repl.exit_code() == 0
+    finally:
+        if repl.child.isalive():
+            repl.child.terminate(force=True)
+
+    async def back() -> str:
+        async with agent(again, workspace, server, stderr=tmp_path / "err2") as a:
+            await a.conn.initialize(protocol_version=1)
+            await a.conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+            return await a.ask(sid, "three")
+
+    assert run(back()) == "end_turn"
+    assert [u.content.text for u in again.of("user_message_chunk")] == ["one", "two"]  # replayed before the answer
+    assert [(m["role"], m["content"]) for m in sent(server) if m["role"] != "system"] == [
+        ("user", "one"), ("assistant", "Said in the editor."), ("user", "two"), ("assistant", "Said in the REPL."),
+        ("user", "three")]
 
 
 def test_an_unknown_or_unsaved_session_cannot_be_loaded(workspace: Path, server: FakeServer, tmp_path: Path) -> None:
@@ -167,6 +229,58 @@ def test_tool_calls_carry_kind_title_locations_result_and_an_edit_its_diff(works
     assert cmd_ask.kind == "execute" and cmd_ask.tool_call_id == [i for i in editor.calls()][3]
 
 
+def test_a_calls_locations_are_the_paths_it_touches_however_the_model_wrote_them(
+        workspace: Path, home: Path, server: FakeServer, tmp_path: Path) -> None:
+    (workspace / "src").mkdir()
+    (workspace / "src" / "a.py").write_text("a = 1\n")
+    (workspace / "real.txt").write_text("real\n")
+    (workspace / "link.txt").symlink_to("real.txt")
+    (workspace / "linked").symlink_to("src")
+    (home / "notes.txt").write_text("mine\n")
+    patch = "*** Begin Patch\n*** Update File: linked/a.py\n@@\n-a = 1\n+a = 2\n*** Add File: src/b.py\n+b = 1\n*** End Patch\n"
+    server.add(tool_reply(call("read_file", {"path": "src\\a.py"}), call("read_file", {"path": "link.txt", "offset": 1}),
+                          call("read_file", {"path": "~/notes.txt"}), call("list_dir", {"path": "src/../linked"}),
+                          call("grep", {"pattern": "a", "path": str(workspace / "linked")})),
+               tool_reply(call("apply_patch", {"diff": patch})), Reply(text="done"))
+    editor = Editor(answers=["allow_once"])
+
+    async def scenario() -> str:
+        async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace)
+            return await a.ask(sid, "look")
+
+    assert run(scenario()) == "end_turn"
+    src = str(workspace / "src")
+    located = [[loc["path"] for loc in c["locations"]] for c in editor.calls().values()]
+    assert located == [[f"{src}/a.py"], [str(workspace / "real.txt")], [str(home / "notes.txt")], [src], [src],
+                       [f"{src}/a.py", f"{src}/b.py"]]
+    (asked, _), = editor.asked  # the question names them the same way
+    assert [loc.path for loc in asked.locations or []] == [f"{src}/a.py", f"{src}/b.py"]
+    assert (workspace / "src" / "b.py").read_text() == "b = 1\n"
+
+
+def test_a_calls_kind_follows_what_its_tool_touches(workspace: Path, home: Path, server: FakeServer,
+                                                    tmp_path: Path) -> None:
+    config = home / ".config" / "nanohermes" / "config.json"
+    config.parent.mkdir(parents=True, exist_ok=True)  # a search engine that answers 404: the call fails at once
+    config.write_text(json.dumps({"web_search": {"provider": "searxng", "searxng_url": server.base_url}}))
+    subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
+    server.add(tool_reply(call("web_search", {"query": "acp"}), call("git_status", {}),
+                          call("memory_search", {"query": "acp"}), call("task_list", {}), call("glob", {"pattern": "*"})),
+               Reply(text="done"))
+    editor = Editor()
+
+    async def scenario() -> str:
+        async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace)
+            return await a.ask(sid, "look around")
+
+    assert run(scenario()) == "end_turn"
+    kinds = {c["title"].split(":")[0]: c["kind"] for c in editor.calls().values()}
+    assert kinds == {"web_search": "fetch", "git_status": "read", "memory_search": "read", "task_list": "read",
+                     "glob": "search"}
+
+
 # -- the gate asks through the editor ----------------------------------------------------------
 
 def test_allow_always_lasts_the_session_and_a_rejection_is_a_refusal_the_model_reads(
@@ -228,6 +342,50 @@ def test_cancel_stops_the_running_command_at_once_and_the_session_goes_on(worksp
     assert [m["content"] for m in sent(server) if m["role"] == "user"] == ["sleep", "again"]
     (sleep,) = editor.calls().values()
     assert sleep["status"] == "failed"
+
+
+def test_a_prompt_sent_right_after_a_cancel_runs_once_the_cancelled_one_stopped(
+        workspace: Path, server: FakeServer, tmp_path: Path) -> None:
+    """As an editor does when the person sends a new message while a turn runs: session/cancel,
+    then at once the next prompt, without waiting for the first one's answer."""
+    from acp import RequestError
+
+    import threading
+
+    refused = threading.Event()
+
+    def third(body: dict[str, Any]) -> Reply:  # answers once the prompt sent meanwhile was refused
+        refused.wait(30)
+        return Reply(text="third")
+
+    server.add(tool_reply(call("run_command", {"command": "echo $$ > pid; exec sleep 60"})), Reply(text="next"), third)
+    editor = Editor(answers=["allow_once"])
+
+    async def scenario() -> tuple[str, str, int, str]:
+        async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace)
+            first = asyncio.get_running_loop().create_task(a.ask(sid, "sleep"))
+            while not (workspace / "pid").exists() or not (workspace / "pid").read_text().strip():
+                await asyncio.sleep(0.05)
+            await a.conn.cancel(session_id=sid)
+            second = await a.ask(sid, "next")
+            # A prompt while one runs that nobody cancelled is still refused.
+            slow = asyncio.get_running_loop().create_task(a.ask(sid, "third"))
+            while len(server.requests) < 3:
+                await asyncio.sleep(0.05)
+            try:
+                await a.ask(sid, "fourth")
+                code = 0
+            except RequestError as e:
+                code = e.code
+            refused.set()
+            return await first, second, code, await slow
+
+    first, second, code, third = run(scenario())
+    assert (first, second, third) == ("cancelled", "end_turn", "end_turn")
+    assert code == -32600
+    assert [m["content"] for m in sent(server) if m["role"] == "user"] == ["sleep", "next", "third"]
+    assert tool_results(server, 1) == ["interrupted by user"]
 
 
 def test_a_cancel_while_the_editor_is_asking_refuses_the_call(workspace: Path, server: FakeServer,
@@ -327,6 +485,58 @@ def test_commands_are_listed_without_a_slash_and_a_prompt_starting_with_one_runs
     assert "/status is a command of the terminal REPL" in editor.said()
 
 
+def test_init_and_export_say_what_they_did_in_the_editor(workspace: Path, server: FakeServer,
+                                                         tmp_path: Path) -> None:
+    server.add(tool_reply(call("write_file", {"path": "AGENTS.md", "content": "# Notes\n"})), Reply(text="wrote"),
+               tool_reply(call("write_file", {"path": "AGENTS.md", "content": "# Notes\n"})), Reply(text="wrote"))
+    editor = Editor(answers=["reject_once", "allow_once"])
+
+    async def scenario() -> list[str]:
+        async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace)
+            return [await a.ask(sid, "/init"), await a.ask(sid, "/init"), await a.ask(sid, "/export talk.md")]
+
+    assert run(scenario()) == ["end_turn"] * 3
+    said = editor.said()
+    # The person said no in the editor: not "nobody was there".
+    assert "/init did not write AGENTS.md: its write was refused when you were asked" in said
+    assert "nobody was there" not in said
+    assert (workspace / "AGENTS.md").read_text() == "# Notes\n"
+    assert said.endswith(f"exported 8 messages to {workspace / 'talk.md'}")
+    assert "# Notes" in (workspace / "talk.md").read_text()
+
+
+def test_the_commands_of_every_folder_are_offered_but_one_a_read_rule_keeps_out(
+        workspace: Path, home: Path, server: FakeServer, tmp_path: Path) -> None:
+    made = {workspace / ".nanohermes" / "commands" / "ours.md": "Ours, of the project",
+            workspace / ".claude" / "commands" / "front" / "comp.md": "Claude's, in a folder",
+            home / ".config" / "nanohermes" / "commands" / "mine.md": "Ours, of the person",
+            home / ".claude" / "commands" / "theirs.md": "Claude's, of the person",
+            workspace / ".claude" / "commands" / "hidden.md": "HIDDEN WORDS"}
+    for path, about in made.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"---\ndescription: {about}\n---\nDo it: $ARGUMENTS\n")
+    config = home / ".config" / "nanohermes" / "config.json"
+    config.write_text(json.dumps({"permissions": {"deny": ["read_file(.claude/commands/hidden.md)"]}}))
+    server.add(Reply(text="done"))
+    editor = Editor()
+
+    async def scenario() -> tuple[str, str, list[bytes]]:
+        async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace)
+            return await a.ask(sid, "/front:comp now"), await a.ask(sid, "/hidden now"), a.lines
+
+    first, hidden, lines = run(scenario())
+    assert (first, hidden) == ("end_turn", "end_turn")
+    listed = {c.name: c.description for c in editor.of("available_commands_update")[0].available_commands}
+    assert listed == {"init": listed["init"], "ours": "Ours, of the project", "front:comp": "Claude's, in a folder",
+                      "mine": "Ours, of the person", "theirs": "Claude's, of the person"}
+    assert not any(b"HIDDEN WORDS" in line for line in lines)
+    assert sent(server, 0)[-1]["content"] == "Do it: now"
+    assert len(server.requests) == 1  # the hidden one ran nothing, and said why
+    assert "/hidden cannot run" in editor.said() and "read_file(.claude/commands/hidden.md)" in editor.said()
+
+
 def test_stop_reasons_and_an_endpoint_error_leave_the_session_usable(workspace: Path, server: FakeServer,
                                                                      tmp_path: Path) -> None:
     from acp import RequestError
@@ -350,6 +560,28 @@ def test_stop_reasons_and_an_endpoint_error_leave_the_session_usable(workspace: 
     assert first == "max_turn_requests"
     assert error.code == -32603 and "model says no" in str(error)
     assert again == "end_turn" and editor.said().endswith("back")
+
+
+def test_an_answer_the_endpoint_cut_short_ends_max_tokens_or_refusal(workspace: Path, server: FakeServer,
+                                                                     tmp_path: Path) -> None:
+    from nanohermes.testing import Raw, sse
+
+    def cut(text: str, finish: str) -> Raw:
+        def chunk(delta: dict[str, Any], reason: str | None = None) -> dict[str, Any]:
+            return {"id": "c", "object": "chat.completion.chunk",
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": reason}]}
+        return Raw(body=sse(chunk({"role": "assistant", "content": text}), chunk({}, finish)))
+
+    server.add(cut("The steps are: one, two", "length"), cut("I cannot", "content_filter"), Reply(text="whole"))
+    editor = Editor()
+
+    async def scenario() -> list[str]:
+        async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace)
+            return [await a.ask(sid, "steps"), await a.ask(sid, "more"), await a.ask(sid, "again")]
+
+    assert run(scenario()) == ["max_tokens", "refusal", "end_turn"]
+    assert "The steps are: one, two" in editor.said() and "output token limit" in editor.said()
 
 
 def test_config_warnings_and_goal_mode_are_told_to_the_editor(workspace: Path, home: Path, server: FakeServer,

@@ -75,6 +75,34 @@ def test_the_model_reads_the_unsaved_buffer_and_approved_edits_go_through_the_ed
     assert "Makefile" in editor.said() and "runs code later" in editor.said()
 
 
+def test_an_edit_is_asked_on_the_diff_of_the_buffer_it_changes(workspace: Path, server: FakeServer,
+                                                               tmp_path: Path) -> None:
+    """What the person approves is what runs: the question's diff is made from the text the
+    edit will change (the editor's unsaved buffer), for each tool that edits a file."""
+    app, lib = workspace / "app.py", workspace / "lib.py"
+    app.write_text("name = 'disk'\n")
+    lib.write_text("level = 'disk'\n")
+    editor = Editor(answers=["allow_once", "allow_once"])
+    editor.buffers[str(app)] = "name = 'buffer'\n"
+    editor.buffers[str(lib)] = "level = 'buffer'\n"
+    patch = "*** Begin Patch\n*** Update File: lib.py\n@@\n-level = 'buffer'\n+level = 'patched'\n*** End Patch\n"
+    server.add(tool_reply(call("read_file", {"path": "app.py"}), call("read_file", {"path": "lib.py"})),
+               tool_reply(call("edit_file", {"path": "app.py", "old_string": "buffer", "new_string": "edited"})),
+               tool_reply(call("apply_patch", {"diff": patch})), Reply(text="done"))
+
+    async def scenario() -> str:
+        async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace, editor_fs=True)
+            return await a.ask(sid, "edit both")
+
+    assert run(scenario()) == "end_turn"
+    shown = [[(c.path, c.old_text, c.new_text) for c in asked.content or [] if c.type == "diff"]
+             for asked, _ in editor.asked]
+    assert shown == [[(str(app), "name = 'buffer'\n", "name = 'edited'\n")],
+                     [(str(lib), "level = 'buffer'\n", "level = 'patched'\n")]]
+    assert app.read_text() == "name = 'edited'\n" and lib.read_text() == "level = 'patched'\n"
+
+
 def test_without_fs_the_agent_uses_the_disk(workspace: Path, server: FakeServer, tmp_path: Path) -> None:
     (workspace / "a.txt").write_text("on disk\n")
     server.add(tool_reply(call("read_file", {"path": "a.txt"})), Reply(text="read"))
@@ -115,6 +143,29 @@ def test_the_folder_trust_question_is_asked_before_the_first_prompt(workspace: P
     assert [u.current_mode_id for u in editor.of("current_mode_update")] == ["goal"]
     assert (workspace / "w.txt").read_text() == "unasked"  # goal mode now: nothing more was asked
     assert len(editor.asked) == 1
+
+
+def test_a_mode_the_person_picked_outlasts_trusting_the_folder(workspace: Path, home: Path, server: FakeServer,
+                                                             tmp_path: Path) -> None:
+    user_config(home, {})
+    project = workspace / ".nanohermes" / "config.json"
+    project.parent.mkdir()
+    project.write_text(json.dumps({"permission_mode": "accept-edits"}))
+    server.add(tool_reply(call("write_file", {"path": "w.txt", "content": "x"})), Reply(text="planned"))
+    editor = Editor(answers=["allow_always"])
+
+    async def scenario() -> str:
+        async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
+            await a.conn.initialize(protocol_version=1)
+            new = await a.conn.new_session(cwd=str(workspace), mcp_servers=[])
+            await a.conn.set_session_mode(session_id=new.session_id, mode_id="plan")
+            return await a.ask(new.session_id, "write it")
+
+    assert run(scenario()) == "end_turn"
+    assert [q.title for q, _ in editor.asked] == ["Trust this folder?"]  # trusted: the project's keys apply now
+    assert [u.current_mode_id for u in editor.of("current_mode_update")] == ["plan"]
+    assert not (workspace / "w.txt").exists()
+    assert results(server)[-1] == "ERROR: write_file is not available in plan mode"
 
 
 def test_an_mcp_servers_form_is_asked_through_the_editor(workspace: Path, server: FakeServer, tmp_path: Path) -> None:
@@ -162,9 +213,42 @@ def test_a_prompt_of_files_links_and_images(workspace: Path, home: Path, server:
     assert image and reason == "end_turn"
     messages = server.requests[0]["messages"]
     prompt, pictures = messages[-2], messages[-1]
-    assert prompt["content"] == ("look at these\n\n<file path=\"src/a.py\">\nprint('selected')\n\n</file>\n\nsrc/b.py")
+    assert prompt["content"] == ("look at these\n\nsrc/b.py\n\n<file path=\"src/a.py\">\nprint('selected')\n\n</file>")
     assert pictures["role"] == "user"
     assert pictures["content"][1] == {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}
+
+
+def test_an_embedded_files_text_is_sent_as_it_is_never_read_for_mentions_or_arguments(
+        workspace: Path, home: Path, server: FakeServer, tmp_path: Path) -> None:
+    """The editor embeds a file the person picked; the repository wrote its text. Its `@path`
+    words attach nothing (a typed one still does), and it is no part of a command's arguments."""
+    (tmp_path / "private.txt").write_text("PRIVATE OUTSIDE\n")
+    (home / "notes.txt").write_text("HOME NOTES\n")
+    (workspace / "typed.txt").write_text("TYPED BY THE PERSON\n")
+    commands = workspace / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "review.md").write_text("Review this: [$ARGUMENTS]\n")
+    planted = f"# see @{tmp_path}/private.txt and @~/notes.txt\n"
+    embedded = resource_block(embedded_text_resource(f"file://{workspace}/a.py", planted))
+    server.add(Reply(text="one"), Reply(text="two"))
+    editor = Editor()
+
+    async def scenario() -> list[str]:
+        async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace)
+            first = await a.conn.prompt(session_id=sid, prompt=[text_block("explain @typed.txt"), embedded])
+            second = await a.conn.prompt(session_id=sid, prompt=[text_block("/review quickly"), embedded])
+            return [str(first.stop_reason), str(second.stop_reason)]
+
+    assert run(scenario()) == ["end_turn", "end_turn"]
+    first, second = (r["messages"][-1]["content"] for r in server.requests)
+    file_block = f'<file path="a.py">\n{planted}\n</file>'
+    assert first.startswith("explain @typed.txt\n\n<file path=\"typed.txt\">") and first.endswith(file_block)
+    assert "TYPED BY THE PERSON" in first
+    assert second == f"Review this: [quickly]\n\n{file_block}"
+    for sent in (first, second):
+        assert "PRIVATE OUTSIDE" not in sent and "HOME NOTES" not in sent
+    assert editor.asked == []
 
 
 def test_an_image_the_model_cannot_take_is_left_out_and_said_so(workspace: Path, server: FakeServer,

@@ -50,6 +50,11 @@ def test_bad_input_gets_its_json_rpc_error_and_the_agent_keeps_serving(workspace
         '{"jsonrpc": "2.0", "id": 7, "no": "method"}',
         json.dumps({"jsonrpc": "2.0", "id": 8, "method": "session/new",
                     "params": {"cwd": str(workspace), "mcpServers": []}}),
+        # An MCP server with a typo, or of a type nobody connects to: said, never left out unsaid.
+        json.dumps({"jsonrpc": "2.0", "id": 9, "method": "session/new", "params": {"cwd": str(workspace), "mcpServers": [
+            {"name": "typo", "comand": "srv", "args": [], "env": []}]}}),
+        json.dumps({"jsonrpc": "2.0", "id": 10, "method": "session/load", "params": {
+            "cwd": str(workspace), "sessionId": "x", "mcpServers": [{"type": "websocket", "name": "ws", "url": "ws://x"}]}}),
         '{"broken": ',
     ]
     started = time.monotonic()
@@ -70,6 +75,9 @@ def test_bad_input_gets_its_json_rpc_error_and_the_agent_keeps_serving(workspace
     assert by_id[5]["error"]["code"] == -32002 and by_id[6]["error"]["code"] == -32002
     assert by_id[7]["error"]["code"] == -32600
     assert by_id[8]["result"]["sessionId"]  # still serving after all of it
+    typo, websocket = by_id[9]["error"], by_id[10]["error"]
+    assert typo["code"] == -32602 and "'typo'" in typo["message"] and "command" in typo["message"]
+    assert websocket["code"] == -32602 and "'websocket'" in websocket["message"]
 
 
 def test_a_client_with_another_protocol_version_gets_the_one_there_is(workspace: Path) -> None:
@@ -113,6 +121,40 @@ def test_stdout_holds_only_protocol_messages_while_everything_else_is_noisy(work
     assert editor.said().endswith("quiet now")
     out = editor.calls()
     assert "out-300" in next(iter(out.values()))["content"][-1]["content"]["text"]
+
+
+def test_no_message_carries_a_key_but_the_text_of_a_file_the_editor_writes(workspace: Path, server: FakeServer,
+                                                                            tmp_path: Path) -> None:
+    key = "sk-live-0123456789-abcdefghij"
+    (workspace / "notes.txt").write_text(f"the key is {key}\n")
+    server.add(tool_reply(call("read_file", {"path": "notes.txt"}), call("run_command", {"command": f"echo {key}"})),
+               tool_reply(call("write_file", {"path": "keep.txt", "content": f"key={key}\n"})),
+               Reply(text=f"It is {key}, said twice: {key}.", reasoning=f"The file holds {key} in it.", chunk_size=3))
+    editor = Editor(answers=["allow_once"])
+
+    async def scenario() -> list[bytes]:
+        async with agent(editor, workspace, server, stderr=tmp_path / "err",
+                         env={**env_for(server), "OPENAI_API_KEY": key}) as a:
+            _, sid = await a.start(workspace, editor_fs=True)
+            assert await a.ask(sid, "what is the key?") == "end_turn"
+            return a.lines
+
+    lines = run(scenario())
+    assert key in tool_results_of(server, 1)[1]  # the model reads what the command printed
+    leaks = [line for line in lines if key.encode() in line]
+    assert [json.loads(line)["method"] for line in leaks] == ["fs/write_text_file"]
+    # Streamed pieces: no piece holds the whole key, and their text does not either.
+    assert key not in editor.thought() and "[REDACTED]" in editor.thought()
+    assert editor.said() == "It is [REDACTED], said twice: [REDACTED]."
+    (asked, _), = editor.asked  # the write, on its diff
+    assert [c.new_text for c in asked.content or [] if c.type == "diff"] == ["key=[REDACTED]\n"]
+    echo = next(c for c in editor.calls().values() if c["kind"] == "execute")
+    assert echo["title"] == "run_command: echo [REDACTED]" and key not in json.dumps(echo)
+    assert (workspace / "keep.txt").read_text() == f"key={key}\n"  # the file is the model's, exactly
+
+
+def tool_results_of(server: FakeServer, n: int) -> list[str]:
+    return [m["content"] for m in server.requests[n]["messages"] if m["role"] == "tool"]
 
 
 def test_the_editors_mcp_servers_are_offered_from_the_first_request_and_stopped_at_exit(

@@ -81,7 +81,9 @@ class EditorUI:
     _calls: dict[tuple[str, str], _Call] = field(default_factory=dict)  # (agent id, call id) -> the call shown
     _seq: int = 0
     _always: set[str] = field(default_factory=set)  # rules answered "always" in this session
+    # A key split across streamed pieces is whole in neither: each stream holds back what may begin one.
     _text: StreamRedactor = field(default_factory=StreamRedactor)
+    _thought: StreamRedactor = field(default_factory=StreamRedactor)
     _loop: asyncio.AbstractEventLoop | None = None
     _thread: int = 0  # the event loop's thread
 
@@ -125,8 +127,7 @@ class EditorUI:
         """Every update queued so far has been written (before an answer or a request)."""
         if self._loop is None:
             return
-        if (held := self._text.flush()):
-            self._queue.put_nowait(updates.message_chunk(held))
+        self._settle_streams()
         self.check_mode()
         await self._queue.join()
 
@@ -136,6 +137,13 @@ class EditorUI:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(asyncio.shield(self._sender), 2)
             self._sender.cancel()
+
+    def _settle_streams(self) -> None:
+        """What the streams held back goes out, before anything that is not more of them."""
+        if (held := self._thought.flush()):
+            self.send(updates.thought_chunk(held))
+        if (held := self._text.flush()):
+            self.send(updates.message_chunk(held))
 
     def check_mode(self) -> None:
         """Tell the editor the mode, whenever it is not the one it was last told."""
@@ -151,14 +159,19 @@ class EditorUI:
                 self._loop.call_soon_threadsafe(self.emit, event)
             return
         if isinstance(event, TextDelta):
+            if (held := self._thought.flush()):
+                self.send(updates.thought_chunk(held))
             if piece := self._text.feed(event.text):
                 self.send(updates.message_chunk(piece))
             return
-        if (held := self._text.flush()):
-            self.send(updates.message_chunk(held))
         if isinstance(event, ReasoningDelta):
-            self.send(updates.thought_chunk(event.text))
-        elif isinstance(event, ToolStarted):
+            if (held := self._text.flush()):
+                self.send(updates.message_chunk(held))
+            if piece := self._thought.feed(event.text):
+                self.send(updates.thought_chunk(piece))
+            return
+        self._settle_streams()
+        if isinstance(event, ToolStarted):
             self._started("", event, "")
         elif isinstance(event, ToolProgress):
             self._progress("", event)
@@ -288,7 +301,8 @@ class EditorUI:
         """The call as the editor shows it while asking: what it touches, and the diff of an
         edit or the whole command line, with why it is asked."""
         detail = request.detail.strip("\n")
-        content: list[updates.Content] = list(updates.diffs(detail, self.workspace)) if detail else []
+        # The diff whole: its last line keeps its newline, as the file will.
+        content: list[updates.Content] = list(updates.diffs(request.detail, self.workspace)) if detail else []
         said = [escape_controls(request.summary)] if not content else []
         if detail and not content and detail != request.summary:
             said.append(escape_controls(detail))

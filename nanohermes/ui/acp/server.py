@@ -28,7 +28,7 @@ from nanohermes.modes import Mode
 from nanohermes.redact import redact
 from nanohermes.ui.visible import escape_controls
 from nanohermes.ui.acp.editor import ClientFiles, EditorUI, log
-from nanohermes.ui.acp.prompts import commands_of, prompt_input, run_prompt
+from nanohermes.ui.acp.prompts import Prompt, commands_of, prompt_input, run_prompt
 from nanohermes.ui.acp.state import Live, Options, Trust
 
 if TYPE_CHECKING:
@@ -234,6 +234,7 @@ class Server:
         except ValueError:
             raise RequestError(-32602, f"unknown mode {mode_id!r}", {"modes": [m.value for m in Mode]}) from None
         live.agent.runtime.set_mode(mode)
+        live.chosen_mode = mode
         live.ui.check_mode()
         if mode == Mode.GOAL:
             live.ui.send(updates.message_chunk(f"> **warning:** {GOAL_WARNING}\n\n"))
@@ -244,11 +245,17 @@ class Server:
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> s.PromptResponse:
         self._handling()
         live = self._live(session_id)
+        running = live.active
+        if running is not None and not running.done() and running.cancelling():
+            # An editor sends the next prompt right after session/cancel: it runs once the
+            # cancelled one has stopped (at once), as if the editor had waited for its answer.
+            await asyncio.wait({running})
+            live = self._live(session_id)
         if live.active is not None and not live.active.done():
             raise RequestError(-32600, "a prompt of this session is still running",
                                {"hint": "wait for its answer, or send session/cancel first"})
-        text, images, notes = prompt_input(prompt, live.config, live.workspace)
-        task = live.active = asyncio.get_running_loop().create_task(self._answer(live, text, images, notes))
+        read = prompt_input(prompt, live.config, live.workspace)
+        task = live.active = asyncio.get_running_loop().create_task(self._answer(live, read))
         try:
             reason = await asyncio.shield(task)
         except asyncio.CancelledError:
@@ -260,7 +267,8 @@ class Server:
             raise _error(e) from None
         finally:
             live = self.sessions.get(session_id, live)  # trusting the folder built the session again
-            live.active = None
+            if live.active is task:  # not a prompt sent after a cancel of this one
+                live.active = None
         await live.ui.flush()
         if live.id in self.sessions:
             fresh = commands_of(live)
@@ -269,13 +277,13 @@ class Server:
                 live.ui.send(updates.commands(fresh))
         return s.PromptResponse(stop_reason=reason)
 
-    async def _answer(self, live: Live, text: str, images: tuple[Any, ...], notes: list[str]) -> str:
+    async def _answer(self, live: Live, prompt: Prompt) -> str:
         await self._started(live)
         if live.trust is not None:
             live = await self._ask_trust(live)
-        for note in notes:
+        for note in prompt.notes:
             live.ui.send(updates.message_chunk(f"> {note}\n\n"))
-        return await run_prompt(live, text, images)
+        return await run_prompt(live, prompt)
 
     async def _started(self, live: Live) -> None:
         """MCP servers finish starting (their tools join the pool) before the first turn."""
@@ -331,8 +339,11 @@ class Server:
             self.sessions[live.id] = fresh
         fresh.active = live.active  # the prompt that asked goes on in the new session (a cancel reaches it)
         await live.ui.aclose()
+        if live.chosen_mode is not None:  # the person's own switch outranks any config, the project's too
+            fresh.agent.runtime.set_mode(live.chosen_mode)
+            fresh.chosen_mode = live.chosen_mode
         fresh.ui.shown_mode = live.ui.shown_mode
-        fresh.ui.check_mode()  # the project's mode, now that it applies
+        fresh.ui.check_mode()  # the project's mode, now that it applies, unless the person chose one
         await self._started(fresh)
         return fresh
 

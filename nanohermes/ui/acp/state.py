@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nanohermes.modes import Mode
 import nanohermes.ui.acp.updates as updates
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ class Live:
     trust: Trust | None = None
     started: asyncio.Task[None] | None = None  # the session start (MCP servers)
     active: asyncio.Task[Any] | None = None  # the prompt being answered
+    chosen_mode: Mode | None = None  # the mode the editor switched to: a config read again does not undo it
     shown_commands: list[updates.Command] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # of reading its config and building it
 

@@ -100,10 +100,12 @@ def kind_of(tool: Tool | None) -> ToolKind:
         return "think"
     if tool.kind == "command":
         return "execute"
-    if tool.kind == "host":
+    if tool.kind == "host" or tool.group == "web":  # a page, or a search engine's results
         return "fetch"
     if tool.kind == "path":
         return "edit" if tool.effect == "write" else "read"
+    if tool.effect == "read":  # git's status, a task's output, the memories, a read-only MCP tool
+        return "read"
     return "other"
 
 
@@ -116,21 +118,21 @@ def title(name: str, summary: str) -> str:
 
 
 def locations(tool: Tool | None, arguments: dict[str, Any] | str, workspace: Path) -> list[s.ToolCallLocation]:
-    """The absolute paths a call names (a path tool's subjects, joined to the workspace as the
-    tool joins them), with the line a read starts at."""
+    """The absolute paths a call touches, as the one resolver the gate judges them by gives
+    them (`pathrules.compute_target`: `~`, `..`, links and Windows spellings resolved), with
+    the line a read starts at."""
+    from nanohermes.pathrules import compute_target
+
     if tool is None or tool.kind != "path" or not isinstance(arguments, dict):
         return []
     try:
-        named = tool.subjects(tool.parse(arguments))
-    except Exception:  # arguments a tool cannot read name nothing to show
+        parsed = tool.parse(arguments)
+        target = compute_target("path", "read", tool.subjects(parsed), workspace, base=tool.base_dir(parsed))
+    except Exception:  # arguments a tool cannot read, or a path it cannot judge, name nothing to show
         return []
     line = arguments.get("offset")
-    out: list[s.ToolCallLocation] = []
-    for written in dict.fromkeys(named):
-        p = Path(os.path.expanduser(written))
-        full = os.path.normpath(p if p.is_absolute() else workspace / p)
-        out.append(s.ToolCallLocation(path=full, line=line if isinstance(line, int) and line >= 1 else None))
-    return out
+    return [s.ToolCallLocation(path=str(p), line=line if isinstance(line, int) and line >= 1 else None)
+            for p in dict.fromkeys(target.paths)]
 
 
 def status(ev: ToolFinished) -> Literal["completed", "failed"]:

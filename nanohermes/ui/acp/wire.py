@@ -6,7 +6,12 @@ process (a print, a warning, a library's log, a program a tool starts) can write
 the protocol's stream or read one out of it. `StdioTransport` reads and writes the messages
 on those copies, as the `Transport` the SDK's connection takes: a line that is no JSON is
 answered -32700 and a message of no JSON-RPC shape -32600 (both with a null id), where the
-SDK's own reader would drop them unanswered; the connection never sees either.
+SDK's own reader would drop them unanswered; the connection never sees either. So is an MCP
+server of session/new or session/load that has no shape the schema knows (-32602, naming it),
+which the SDK would skip without a word, leaving the person's server out. Every message
+it writes is redacted (`nanohermes.redact`) as `-p`'s JSON lines are, whatever part of it
+(a title, a result, a permission request, a terminal's text) holds a key, but the text of a
+file the editor is asked to write, which is the file's as the model wrote it.
 """
 
 from __future__ import annotations
@@ -20,6 +25,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from nanohermes.redact import redact
+
+# The one message whose text must reach the editor exactly: a file's new content.
+WRITE_FILE = "fs/write_text_file"
 # A message line longer than this is refused (-32700) and skipped, not kept in memory.
 MAX_LINE_BYTES = 64 * 1024 * 1024
 
@@ -71,6 +80,38 @@ def problem(message: Any) -> dict[str, Any] | None:
     return _error(-32600, "Invalid Request", msg_id if "id" in message else None,
                   {"details": "a message needs a `method` (a request or notification) or a `result`/`error` "
                               "(a response)"})
+
+
+SESSION_OPENERS = ("session/new", "session/load")
+
+
+def mcp_problem(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The -32602 answer a session/new or session/load earns when one of its `mcpServers` is
+    no stdio, http or sse server of the schema's shape, else None."""
+    params = message.get("params")
+    servers = params.get("mcpServers") if isinstance(params, dict) else None
+    if message.get("method") not in SESSION_OPENERS or "id" not in message or not isinstance(servers, list):
+        return None
+    from acp import schema
+    from pydantic import ValidationError
+
+    shapes: dict[Any, type[Any]] = {"http": schema.HttpMcpServer, "sse": schema.SseMcpServer,
+                                    "acp": schema.AcpMcpServer}
+    for n, entry in enumerate(servers):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        kind = entry.get("type") if isinstance(entry, dict) else None
+        where = f"mcpServers[{n}]" + (f" ({name!r})" if isinstance(name, str) else "")
+        if kind is not None and kind not in shapes:
+            return _error(-32602, f"{where}: an MCP server of type {kind!r} is not one nanohermes connects to",
+                          message["id"], {"index": n, "hint": "use a stdio server (no type), or type http or sse"})
+        try:
+            shapes.get(kind, schema.McpServerStdio).model_validate(entry)
+        except ValidationError as e:
+            wrong = "; ".join(f"{'.'.join(map(str, x['loc'])) or 'the entry'}: {x['msg']}" for x in e.errors()[:5])
+            return _error(-32602, f"{where} is not an MCP server the protocol describes: {wrong}", message["id"],
+                          {"index": n, "hint": "a stdio server has name, command, args and env; an http or sse one "
+                                               "type, name, url and headers"})
+    return None
 
 
 class _Drain(asyncio.Protocol):
@@ -140,7 +181,10 @@ class StdioTransport:
             self._pipe = None
 
     async def send(self, message: dict[str, Any]) -> None:
-        data = (json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n").encode("utf-8")
+        text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+        if message.get("method") != WRITE_FILE:
+            text = redact(text)
+        data = (text + "\n").encode("utf-8")
         async with self._lock:  # one whole line at a time
             if self._closed:
                 raise ConnectionResetError("the protocol's output is closed")
@@ -167,7 +211,7 @@ class StdioTransport:
             except ValueError as e:
                 await self._answer(_error(-32700, "Parse error", data={"details": str(e)}))
                 continue
-            if (bad := problem(message)) is not None:
+            if (bad := problem(message)) is not None or (bad := mcp_problem(message)) is not None:
                 await self._answer(bad)
                 continue
             assert isinstance(message, dict)
