@@ -261,6 +261,16 @@ class Gate:
                            "nothing was run; try again")
         asked = time.monotonic()
         async with self.confirm_lock:  # one prompt at a time, even for parallel calls
+            # A parallel call's "always" may have answered this one meanwhile: it then runs as
+            # that rule lets it, confined as every call a rule allows, never as a person's yes.
+            answered = bool(learn) and all(rule in self.policy.allow for rule in learn)
+            now = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target) \
+                if answered else verdict
+            if now.decision == "allow" and now.basis == "rule":
+                try:
+                    return Grant("rule", args, target, await self._confinement(tool, target, "rule"), summary)
+                except _CannotWithhold:
+                    pass  # asked, as judge asks such a call
             reply = await self.ui.confirm(ApprovalRequest(
                 call_id=ctx.call_id, tool=tool.name, summary=summary, detail=detail,
                 rule=", ".join(map(str, learn)), reason=reason, target=target.shown))

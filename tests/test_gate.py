@@ -139,3 +139,26 @@ def test_always_remembers_the_rule_and_the_next_call_runs_on_it(repo: Path) -> N
         assert isinstance(verdict, Grant)
     assert len(ui.of(ApprovalRequest)) == 1 and verdict.basis == "rule"
     assert [str(r) for r in rt.policy.allow] == ["run_command(touch <args>)"]
+
+
+def test_a_parallel_call_an_always_answered_meanwhile_runs_on_the_rule_confined(repo: Path) -> None:
+    """Two calls asked together: the person's "always" to the first answers the second too,
+    which then runs as the learned rule lets it (in the sandbox), never as a person's yes."""
+    ui = RecordingUI(answers=["always"])
+    rt = Runtime(tools=list(TOOLS.values()), config=Config(), workspace=repo, ui=ui, policy=Policy())
+    tool = TOOLS["run_command"]
+
+    async def both() -> list[Grant | Refusal]:
+        calls = []
+        for i, line in enumerate(("touch x", "touch y")):
+            args = tool.parse({"command": line})
+            ctx = ToolContext(workspace=repo, limits=rt.limits, config=rt.config, call_id=f"c{i}",
+                              state=rt.session.state)
+            calls.append(rt.gate.judge(tool, args, ctx, line))
+        return list(await asyncio.gather(*calls))
+
+    first, second = asyncio.run(both())
+    assert len(ui.of(ApprovalRequest)) == 1
+    assert isinstance(first, Grant) and first.basis == "person"
+    assert isinstance(second, Grant) and second.basis == "rule"
+    assert second.confinement is not None and second.confinement.policy == "workspace-write"

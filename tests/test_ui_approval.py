@@ -101,13 +101,6 @@ def test_parallel_requests_are_asked_one_at_a_time() -> None:
     assert shown.index("git push") < shown.index("✓ yes, once") < shown.index("git tag v1")
 
 
-def test_always_covers_a_parallel_sibling_waiting_with_the_same_rule() -> None:
-    sibling = ApprovalRequest(call_id="c2", tool="run_command", summary="git push --tags", rule=REQ.rule)
-    replies, shown = ask(["a"], REQ, sibling)
-    assert replies == [ApprovalReply("always"), ApprovalReply("once")]
-    assert shown.count("approve?") == 1
-
-
 def test_keys_that_reach_the_box_before_it_takes_answers_are_kept_in_order() -> None:
     kept: list[str] = []
     stopped: list[bool] = []

@@ -73,13 +73,9 @@ class Approver:
         self._input = pt_input  # prompt-toolkit Input/Output: None means the real terminal
         self._output = pt_output
         self._lock = asyncio.Lock()
-        self._always: set[str] = set()  # rules answered "always" in this session
 
     async def confirm(self, request: ApprovalRequest) -> ApprovalReply:
         async with self._lock:
-            if request.rule and request.rule in self._always:
-                # A parallel call asked before its sibling's "always" was remembered.
-                return ApprovalReply("once")
             self.before()
             try:
                 return await self._ask(request)
@@ -102,8 +98,6 @@ class Approver:
             self.console.print(Text("⊘ no" + (f": {note}" if note else ""), style="yellow"))
             return ApprovalReply("deny", note)
         if picked in ("always", "project"):
-            if request.rule:
-                self._always.add(request.rule)
             where = "in this project" if picked == "project" else "this session"
             self.console.print(Text(f"✓ always {where}: {request.rule}", style="green"))
         else:

@@ -80,7 +80,6 @@ class EditorUI:
     _sender: asyncio.Task[None] | None = None
     _calls: dict[tuple[str, str], _Call] = field(default_factory=dict)  # (agent id, call id) -> the call shown
     _seq: int = 0
-    _always: set[str] = field(default_factory=set)  # rules answered "always" in this session
     # A key split across streamed pieces is whole in neither: each stream holds back what may begin one.
     _text: StreamRedactor = field(default_factory=StreamRedactor)
     _thought: StreamRedactor = field(default_factory=StreamRedactor)
@@ -266,8 +265,6 @@ class EditorUI:
 
     # -- the approval seam -------------------------------------------------------------------
     async def confirm(self, request: ApprovalRequest) -> ApprovalReply:
-        if request.rule and request.rule in self._always and not request.rerun:
-            return ApprovalReply("once")  # a parallel call asked before its sibling's "always" was remembered
         await self.flush()
         agent = request.agent.rsplit(" ", 1)[-1] if request.agent else ""
         call = self._calls.get((agent, request.call_id))
@@ -290,7 +287,6 @@ class EditorUI:
         outcome = answer.outcome
         picked = outcome.option_id if isinstance(outcome, s.AllowedOutcome) else "deny"
         if picked == "always" and request.rule:
-            self._always.add(request.rule)
             return ApprovalReply("always")
         if picked == "once":
             self.send(s.ToolCallProgress(session_update="tool_call_update", tool_call_id=acp_id, status="in_progress"))
