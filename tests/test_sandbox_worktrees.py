@@ -206,6 +206,29 @@ def test_a_work_tree_set_outside_the_workspace_is_not_read_through_git(turn: Any
     assert repository(workspace) is None  # nanohermes's own git (checkpoints) does not take it either
 
 
+@pytest.mark.parametrize("flags", [(), ("--yes",)], ids=["default", "yes"])
+def test_a_command_running_git_there_needs_a_persons_yes(turn: Any, server: FakeServer, workspace: Path, moved: Path,
+                                                        flags: tuple[str, ...]) -> None:
+    """The built-in read-only `git diff` would run unasked, and the same git through a
+    wrapper or a shell under --yes: each is a person's to allow, refused with nobody to ask."""
+    lines = ["git diff", "timeout 20 git grep -h SECRET", "sh -c 'git show :notes.txt; git diff'"]
+    for line in lines:  # the control: each line shows the outside file
+        assert "PERSONS-SECRET" in subprocess.run(line.replace("SECRET", "PERSONS-SECRET"), shell=True, cwd=workspace,
+                                                  capture_output=True, text=True).stdout
+    server.add(tool_reply(*(call("run_command", {"command": c}, id=f"c{i}") for i, c in enumerate(lines))),
+               Reply(text="done"))
+    r = turn("-p", "go", "--output-format", "json", *flags, server=server, stdin=None)
+    assert r.code == 0, r.err
+    outs = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert all("SECRET" not in out for out in outs), outs
+    denials = r.json()["permission_denials"]
+    assert [d["tool_input"]["command"] for d in denials] == lines
+    for d in denials:
+        assert f"git's work tree for this workspace is {moved.resolve()}, outside it" in d["reason"], d
+        assert "this line runs git there" in d["reason"]
+    assert all(d["answered_by"] == ("rules" if flags else "no terminal to ask") for d in denials)
+
+
 def test_a_work_tree_inside_the_workspace_or_found_by_git_is_read(turn: Any, server: FakeServer, workspace: Path,
                                                                    tmp_path: Path) -> None:
     init(workspace)
@@ -213,9 +236,10 @@ def test_a_work_tree_inside_the_workspace_or_found_by_git_is_read(turn: Any, ser
     git(workspace, "config", "core.worktree", "..").check_returncode()  # the workspace itself, spelled out
     sub = workspace / "sub"
     sub.mkdir()
-    server.add(tool_reply(call("git_diff", {}, id="d")), Reply(text="done"))
+    server.add(tool_reply(call("git_diff", {}, id="d"), call("run_command", {"command": "git diff"}, id="c")),
+               Reply(text="done"))
     r = turn("-p", "go", server=server, stdin=None, cwd=workspace)
     assert r.code == 0, r.err
-    [out] = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
-    assert "-one\n+two" in out
+    outs = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert all("-one\n+two" in out for out in outs), outs  # run_command's git diff runs unasked
     assert repository(workspace) is not None
