@@ -8,7 +8,8 @@ Owns:
   and what must not appear there while it runs:
   - each git folder's `config`, `config.worktree` and `hooks`, and its `commondir` (which
     points git at another folder's config); the workspace's `.git` file, and each linked
-    worktree's `commondir` and `gitdir` (where its git finds its repository);
+    worktree's `commondir` and `gitdir` (where its git finds its repository) and its own `.git`
+    file, wherever it is (a worktree inside the workspace);
   - the git folders with no `commondir`, whose top level a background task may not write;
   - the `core.hooksPath` folders of every config scope (the person's global one too; a
     relative one is taken from the work tree, as git does), and husky's whole `.husky/`;
@@ -260,7 +261,10 @@ def metadata(workspace: Path, config_files: tuple[Path, ...] = ()) -> Metadata:
 def _worktrees_metadata(worktrees: Path, limit: int = 200) -> list[Path]:
     """What of a repository's linked worktrees' folders (`.git/worktrees/<name>/`) the
     person's git in each of them reads first: where their repository is (`commondir`), where
-    their work tree is (`gitdir`), and their own config. At most `limit` worktrees."""
+    their work tree is (`gitdir`), and their own config; and each worktree's own `.git` file
+    (what `gitdir` names), which points its git at that folder: a worktree inside the
+    workspace would otherwise have it rewritten to name a planted repository. At most
+    `limit` worktrees."""
     out: list[Path] = []
     try:
         with os.scandir(worktrees) as entries:
@@ -270,9 +274,21 @@ def _worktrees_metadata(worktrees: Path, limit: int = 200) -> list[Path]:
                 if e.is_dir(follow_symlinks=False):
                     wt = Path(e.path)
                     out += [wt / "config.worktree", wt / "commondir", wt / "gitdir"]
+                    if (pointer := _worktree_pointer(wt / "gitdir")) is not None:
+                        out.append(pointer)
     except OSError:
         pass
     return out
+
+
+def _worktree_pointer(gitdir: Path) -> Path | None:
+    """The linked worktree's `.git` file that its `gitdir` names (absolute, as git writes it)."""
+    try:
+        with open(gitdir, "rb") as f:
+            named = os.fsdecode(f.read(4096).strip())
+    except OSError:
+        return None
+    return Path(named) if os.path.isabs(named) and os.path.basename(named) == ".git" else None
 
 
 # What `git init`, `git remote add`, a submodule's clone and the usual first steps write to a

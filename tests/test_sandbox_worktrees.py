@@ -102,6 +102,33 @@ def test_a_linked_worktrees_commondir_stays_as_git_wrote_it(turn: Any, server: F
 
 
 @confined
+@pytest.mark.parametrize("plant", [
+    "echo 'gitdir: {planted}' > inner/.git",
+    "mv inner inner-old && mkdir inner && echo 'gitdir: {planted}' > inner/.git",
+], ids=["rewrite", "rename-the-worktree"])
+def test_a_worktree_inside_the_workspace_keeps_its_git_file(turn: Any, server: FakeServer, workspace: Path,
+                                                            tmp_path: Path, evil: tuple[Path, Path], plant: str) -> None:
+    """A linked worktree made inside the workspace has its `.git` file there: rewritten, it
+    would send the person's git in that worktree to a planted repository."""
+    planted, mark = evil
+    other = tmp_path / "other"
+    with_worktree(other, other / "inner")  # the control, of the same shape
+    assert subprocess.run(plant.format(planted=planted), shell=True, cwd=other).returncode == 0
+    git(other / "inner", "status")
+    assert mark.exists()
+    mark.unlink()
+
+    with_worktree(workspace, workspace / "inner")
+    pointer = workspace / "inner" / ".git"
+    before = pointer.read_text()
+    [out] = model_runs(turn, server, plant.format(planted=planted))
+    assert "Read-only file system" in out or "Device or resource busy" in out, out
+    assert pointer.read_text() == before
+    git(workspace / "inner", "status")
+    assert not mark.exists(), out
+
+
+@confined
 def test_a_linked_worktree_workspace_keeps_its_pointers(turn: Any, server: FakeServer, workspace: Path,
                                                         tmp_path: Path, evil: tuple[Path, Path]) -> None:
     """The workspace is itself a linked worktree: its `.git` file, and the `gitdir` and
