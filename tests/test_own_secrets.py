@@ -184,3 +184,47 @@ def reads(outs: list[str]) -> list[str]:
     """What each `cat .env` of a task printed, across task_output calls."""
     text = "".join(o.split("stdout (new since the last read):\n", 1)[-1].split("\n\nstderr (new", 1)[0] for o in outs)
     return [line for line in text.splitlines() if line.strip() and line != "(nothing new)"]
+
+
+@pytest.mark.skipif(not (AVAIL.landlock and AVAIL.namespaces), reason="needs Landlock and user namespaces")
+@pytest.mark.parametrize("background", [True, False], ids=["task", "foreground"])
+def test_a_copy_a_command_made_of_a_secret_file_that_appeared_is_kept_out_of_every_result(
+        workspace: Path, tmp_path: Path, background: bool) -> None:
+    """A command nobody approved copies a secret file the moment it appears (before its
+    sandbox covers it); the copy is no secret file by name, yet its values reach the model
+    through no tool: read_file and grep give them replaced."""
+    value = "tok-" + secrets.token_hex(16)
+    held = tmp_path / "held"
+    os.mkfifo(held)
+    line = f"read go < {held}; cp .env notes/copy.txt"  # waits until the test has made .env
+    (workspace / "notes").mkdir()
+
+    def put() -> None:
+        with open(held, "w") as f:  # opened once the command reads it: it has started
+            (workspace / ".env").write_text(f"API_TOKEN={value}\n")
+            f.write("go\n")
+
+    async def go() -> tuple[str, str, str]:
+        rt = make_runtime(workspace)  # goal mode: the command runs unasked, confined
+        putter = asyncio.create_task(asyncio.to_thread(put))
+        if background:
+            tid = await start_reading(rt, line)
+            await putter
+            while "exited" not in (out := await acall(rt, "task_output", task_id=tid)):
+                await asyncio.sleep(0.05)
+        else:
+            out = await acall(rt, "run_command", command=line)
+            await putter
+        read = await acall(rt, "read_file", path="notes/copy.txt")
+        found = await acall(rt, "grep", pattern="API_TOKEN", path="notes")
+        await rt.close()
+        return out, read, found
+
+    out, read, found = asyncio.run(go())
+    assert "exit code: 0" in out, out
+    assert (workspace / "notes" / "copy.txt").read_text() == f"API_TOKEN={value}\n"  # the copy holds it
+    for result in (read, found):
+        assert value not in result and "[REDACTED]" in result, result
+        assert result.endswith("note: 1 value of the workspace's secret files (permissions.secret_files) was "
+                               "replaced by [REDACTED] in this result: the file appeared while a command no person "
+                               "approved ran, so its values reach the model only through a call a person approves")
