@@ -87,6 +87,24 @@ def test_an_api_key_given_on_the_command_line_is_shown_to_no_command(server: Fak
     assert all(h.get("authorization") == f"Bearer {key}" for h in server.headers)  # the key still reaches it
 
 
+def test_a_key_in_the_environment_is_not_in_what_the_kernel_shows_of_it(server: FakeServer, workspace: Path,
+                                                                        cli: Any) -> None:
+    """The variable is the recommended way to give the key; the environment a process started
+    with is readable by the person's other processes, an approved command among them."""
+    key = "sk-" + secrets.token_hex(16)
+    server.api_key = key
+    ctrl = subprocess.run(["sh", "-c", "tr '\\0' '\\n' < /proc/$$/environ"], env={"OPENAI_API_KEY": key},
+                          capture_output=True, text=True)
+    assert f"OPENAI_API_KEY={key}" in ctrl.stdout  # the control: the door is real
+    line = "tr '\\0' '\\n' < /proc/$PPID/environ | grep '^OPENAI_API_KEY='; env | grep -c OPENAI_API_KEY"
+    server.add(tool_reply(call("run_command", {"command": line}, id="c")), Reply(text="done"))
+    r = cli("-p", "go", "--yes", "--sandbox", "off", server=server, env={"OPENAI_API_KEY": key})  # unconfined
+    assert r.code == 0, r.err
+    [result] = tool_results(server)
+    assert key not in result and f"OPENAI_API_KEY={'*' * len(key)}" in result, result
+    assert all(h.get("authorization") == f"Bearer {key}" for h in server.headers)  # the key still reaches it
+
+
 # -- secret files that appear while a task runs ---------------------------------------------------
 
 def test_the_values_of_a_secret_file_are_what_names_a_secret_and_what_looks_like_a_key() -> None:
