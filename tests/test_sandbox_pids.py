@@ -75,6 +75,19 @@ def test_a_command_nobody_approved_cannot_reach_a_process_outside(workspace: Pat
         assert f"/proc/{pid}/cmdline: No such file or directory" in out
         assert "cat: /proc/1/environ: Permission denied" in out  # the init's memory is nanohermes's
     assert bystander.poll() is None and "T" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    refused = f"signalling process {pid}, a process outside the command's own PID namespace"
+    assert run_confined(workspace, f"kill -STOP {pid}", "workspace-write").refused[0].startswith(refused)
+    out = run_confined(workspace, f"python3 -c 'import os, sys; os.kill(int(sys.argv[1]), 0)' {pid}", "read-only")
+    assert out.refused[0].startswith(refused) and "a background task is stopped with task_kill" in out.text, out.text
+    own = run_confined(workspace, "sleep 30 & p=$!; echo pid=$p; kill $p; wait $p; kill $p", "workspace-write")
+    assert "No such process" in own.text, own.text
+    inside = int(own.text.split("pid=")[1].split()[0])
+    try:
+        host_program = bool(Path(f"/proc/{inside}/cmdline").read_bytes())
+    except OSError:
+        host_program = False
+    if not host_program:  # a number no program has here: only the command's own process, gone
+        assert own.refused == [], own.text
 
 
 def test_a_refused_look_into_its_own_proc_is_named_as_such(workspace: Path) -> None:

@@ -74,6 +74,9 @@ def refusals(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[str,
     for sock in hidden_sockets:
         if sock in text or (not_reached and sock in command):
             add(f"a connection to the socket {sock}, {SOCKET_HIDDEN}")
+    if conf.namespaces and conf.pid and _NO_PROCESS.search(text):
+        for pid in _host_pids(text, command):
+            add(f"signalling process {pid}, {NOT_IN_NAMESPACE}")
     if not found and conf.namespaces:
         if _READ_ONLY_FS.search(text):
             add("a write outside its writable roots (\"Read-only file system\"; the output names no path)")
@@ -118,6 +121,31 @@ def _named_paths(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[
                 add(f"access to {os.path.normpath(path)}, {SECRET_WITHHELD}")
             elif _blames(path, conf):
                 add(f"a write to {os.path.normpath(path)}" + (_SEALED if _sealed(real, conf) else ""))
+
+
+NOT_IN_NAMESPACE = ("a process outside the command's own PID namespace, which holds only the command's own processes "
+                    "(each command gets one of its own)")
+_NO_PROCESS = re.compile(r"No such process|\bESRCH\b|\[Errno 3\]")
+_PID_WORD = re.compile(r"(?<![\w.:/-])(\d{1,7})(?![\w.:/-])")
+
+
+def _host_pids(text: str, command: str) -> list[int]:
+    """The process ids the output's "No such process" lines, or else the command line, name
+    that are programs running where nanohermes sees them (outside the command's namespace)."""
+    lines = [re.sub(r"\[Errno \d+\]", "", line) for line in text.splitlines() if _NO_PROCESS.search(line)]
+    named = [int(m) for line in lines for m in _PID_WORD.findall(line)] or \
+        [int(m) for m in _PID_WORD.findall(command)]
+    return [p for p in dict.fromkeys(named) if p > 1 and _a_program(p)]
+
+
+def _a_program(pid: int) -> bool:
+    """Is `pid` a process nanohermes sees that runs a program (not a kernel thread, whose low
+    numbers a command's own processes also have)?"""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return bool(f.read(1))
+    except OSError:
+        return False
 
 
 def _own_proc(path: Path) -> str:
@@ -201,7 +229,9 @@ def remedies(refused: Sequence[str]) -> str:
         out.append("no setting opens nanohermes's own files to sandboxed commands")
     if any(SOCKET_HIDDEN in r for r in refused):
         out.append("no setting opens another program's socket to sandboxed commands")
-    if any(INIT_CLOSED in r or OWN_PROC in r for r in refused):
+    if any(NOT_IN_NAMESPACE in r for r in refused):
+        out.append("a background task is stopped with task_kill")
+    if any(INIT_CLOSED in r or OWN_PROC in r or NOT_IN_NAMESPACE in r for r in refused):
         out.append("no setting shows sandboxed commands nanohermes's processes or anyone else's")
     out += ["--sandbox off (or sandbox.mode off) runs unasked commands unconfined",
             "or a person's yes at the prompt runs this call outside the sandbox"]
