@@ -128,6 +128,43 @@ def test_a_worktree_inside_the_workspace_keeps_its_git_file(turn: Any, server: F
     assert not mark.exists(), out
 
 
+def test_every_worktree_and_submodule_folder_is_kept_however_many(workspace: Path) -> None:
+    """A command may add folders of its own to `.git/worktrees` and `.git/modules`: a look
+    that stopped at a count would leave the person's real ones past it writable."""
+    from nanohermes.gitmeta import metadata, submodule_dirs
+
+    init(workspace)
+    n = 300
+    for i in range(n):
+        wt = workspace / ".git" / "worktrees" / f"fake{i}"
+        wt.mkdir(parents=True)
+        (wt / "commondir").write_text("../..\n")
+        module = workspace / ".git" / "modules" / "libs" / f"m{i}"
+        module.mkdir(parents=True)
+        (module / "HEAD").write_text("ref: refs/heads/main\n")
+        (module / "config").write_text("")
+    real = workspace.resolve() / ".git"
+    assert len(submodule_dirs(real / "modules")) == n
+    protected = set(metadata(workspace).protected)
+    assert all(real / "worktrees" / f"fake{i}" / "commondir" in protected for i in range(n))
+    assert all(real / "modules" / "libs" / f"m{i}" / "config" in protected for i in range(n))
+
+
+@confined
+def test_folders_a_command_adds_leave_the_real_worktree_kept(turn: Any, server: FakeServer, workspace: Path,
+                                                             tmp_path: Path, evil: tuple[Path, Path]) -> None:
+    planted, mark = evil
+    worktree = with_worktree(workspace, tmp_path / "wt")
+    pointer = workspace / ".git" / "worktrees" / "wt" / "commondir"
+    before = pointer.read_text()
+    outs = model_runs(turn, server, "for i in $(seq 1000); do mkdir .git/worktrees/w$i; done; echo made",
+                      f"echo {planted} > .git/worktrees/wt/commondir")
+    assert "made" in outs[0] and "Read-only file system" in outs[1], outs
+    assert pointer.read_text() == before
+    git(worktree, "status")
+    assert not mark.exists()
+
+
 @confined
 def test_a_linked_worktree_workspace_keeps_its_pointers(turn: Any, server: FakeServer, workspace: Path,
                                                         tmp_path: Path, evil: tuple[Path, Path]) -> None:
