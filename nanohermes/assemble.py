@@ -22,6 +22,7 @@ from nanohermes.llm import LLM, client_for
 from nanohermes.llm.textcalls import TextCallCheck
 from nanohermes.ownreads import OwnReader
 from nanohermes.permissions import Policy, Rule
+from nanohermes import procargs
 from nanohermes.redact import protect as protect_secrets
 from nanohermes.redact import set_child_env_policy
 from nanohermes.runtime import Runtime
@@ -357,9 +358,11 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     warnings: list[str] = []
     protect_secrets(config)
     # What spawned processes inherit: never the keys nanohermes itself reads.
-    set_child_env_policy(own_vars=(config.api_key_env, config.web_search.brave_api_key_env,
-                                   config.web_search.tavily_api_key_env), keep=config.shell_env.keep,
-                          extra=config.env)
+    own_vars = ("OPENAI_API_KEY", config.api_key_env, config.web_search.brave_api_key_env,
+                config.web_search.tavily_api_key_env)
+    set_child_env_policy(own_vars=own_vars, keep=config.shell_env.keep, extra=config.env)
+    # Nor may they read them where the kernel shows the environment nanohermes started with.
+    procargs.hide_env_values(own_vars)
     limits = config.build_limits()
     session = Session.new(workspace, record=save_session and resume is None, model=config.model,
                           mode=config.permission_mode)

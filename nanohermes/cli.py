@@ -475,6 +475,7 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
     from nanohermes.ui.headless import make_sink
 
     ui = make_sink(fmt, verbose=verbose, interactive=sys.stdin.isatty() and sys.stderr.isatty(), partial=partial)
+    ui.guard_secs = config.build_limits().approval_guard_secs
     built = build_agent(config, workspace, ui, save_session=save_session, resume=resume, asks=ui.interactive)
     for w in built.warnings:
         sys.stderr.write(f"nanohermes: warning: {w}\n")

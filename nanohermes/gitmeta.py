@@ -8,7 +8,8 @@ Owns:
   and what must not appear there while it runs:
   - each git folder's `config`, `config.worktree` and `hooks`, and its `commondir` (which
     points git at another folder's config); the workspace's `.git` file, and each linked
-    worktree's `commondir` and `gitdir` (where its git finds its repository);
+    worktree's `commondir` and `gitdir` (where its git finds its repository) and its own `.git`
+    file, wherever it is (a worktree inside the workspace);
   - the git folders with no `commondir`, whose top level a background task may not write;
   - the `core.hooksPath` folders of every config scope (the person's global one too; a
     relative one is taken from the work tree, as git does), and husky's whole `.husky/`;
@@ -93,17 +94,28 @@ def _git_wrote(gd: Path, main: Path | None, dot_git: Path, workspace: Path) -> b
     return any(Path(os.path.realpath(gd / m.group(1).strip('"'))) == real_ws for m in _WORKTREE.finditer(config))
 
 
-def submodule_dirs(modules: Path, limit: int = 200) -> list[Path]:
-    """The git folders under `.git/modules` (nested submodules too), at most `limit`."""
+def submodule_dirs(modules: Path) -> list[Path]:
+    """The git folders under `.git/modules` (nested submodules too): each folder holding a
+    `HEAD` and a `config` file is one, and only its own `modules/` is looked into; any other
+    folder is part of a submodule's name (`libs/a`). All of them, however many: a count that
+    stopped the look would let a command push the real ones past it with folders of its own."""
     found: list[Path] = []
-    if not modules.is_dir():
-        return found
-    for head in modules.rglob("HEAD"):
-        if (head.parent / "config").is_file():
-            found.append(head.parent)
-            if len(found) >= limit:
-                break
-    return found
+    todo = [modules]
+    while todo:
+        folder = todo.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = [(e.name, e.path, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False))
+                           for e in it]
+        except OSError:
+            continue
+        files = {name for name, _, _, is_file in entries if is_file}
+        if folder != modules and {"HEAD", "config"} <= files:
+            found.append(folder)
+            todo += [Path(path) for name, path, is_dir, _ in entries if is_dir and name == "modules"]
+        else:
+            todo += [Path(path) for _, path, is_dir, _ in entries if is_dir]
+    return sorted(found)
 
 
 # -- what git's configuration names ------------------------------------------------------------
@@ -257,22 +269,36 @@ def metadata(workspace: Path, config_files: tuple[Path, ...] = ()) -> Metadata:
                     sealable=tuple(dict.fromkeys(Path(os.path.realpath(g)) for g in sealable)))
 
 
-def _worktrees_metadata(worktrees: Path, limit: int = 200) -> list[Path]:
+def _worktrees_metadata(worktrees: Path) -> list[Path]:
     """What of a repository's linked worktrees' folders (`.git/worktrees/<name>/`) the
     person's git in each of them reads first: where their repository is (`commondir`), where
-    their work tree is (`gitdir`), and their own config. At most `limit` worktrees."""
+    their work tree is (`gitdir`), and their own config; and each worktree's own `.git` file
+    (what `gitdir` names), which points its git at that folder: a worktree inside the
+    workspace would otherwise have it rewritten to name a planted repository. Every worktree,
+    however many: a count that stopped the look would let a command push the person's past it
+    with folders of its own."""
     out: list[Path] = []
     try:
         with os.scandir(worktrees) as entries:
-            for i, e in enumerate(entries):
-                if i >= limit:
-                    break
+            for e in entries:
                 if e.is_dir(follow_symlinks=False):
                     wt = Path(e.path)
                     out += [wt / "config.worktree", wt / "commondir", wt / "gitdir"]
+                    if (pointer := _worktree_pointer(wt / "gitdir")) is not None:
+                        out.append(pointer)
     except OSError:
         pass
     return out
+
+
+def _worktree_pointer(gitdir: Path) -> Path | None:
+    """The linked worktree's `.git` file that its `gitdir` names (absolute, as git writes it)."""
+    try:
+        with open(gitdir, "rb") as f:
+            named = os.fsdecode(f.read(4096).strip())
+    except OSError:
+        return None
+    return Path(named) if os.path.isabs(named) and os.path.basename(named) == ".git" else None
 
 
 # What `git init`, `git remote add`, a submodule's clone and the usual first steps write to a

@@ -1,4 +1,5 @@
-"""nanohermes's command line as other processes see it (`/proc/PID/cmdline`, `ps`).
+"""nanohermes's command line and environment as other processes see them (`/proc/PID/cmdline`,
+`ps`, `/proc/PID/environ`).
 
 The kernel shows the bytes of the argument area of the process's memory, whatever the program
 did with its own copy of them: a key given as `--api-key KEY` would be there, for every
@@ -6,7 +7,10 @@ process on the machine, and for every command nanohermes runs, for as long as na
 `hide_secret_values` overwrites such values there once, early in start-up (only when such an
 option was given: a start without one reads nothing); `area` says where the area is, so the
 sandbox's init, a copy of nanohermes in a command's own PID namespace, shows a name of its
-own instead of nanohermes's arguments.
+own instead of nanohermes's arguments. The environment it started with is shown the same way
+(to the person's own processes: an approved command reads its parent's), and Python keeps its
+own copy of it (`os.environ`): `hide_env_values` overwrites there the values of the variables
+that hold nanohermes's keys, once the config has named them.
 """
 
 from __future__ import annotations
@@ -46,12 +50,41 @@ def secret_spans(raw: bytes) -> list[tuple[int, int]]:
 def area() -> tuple[int, int] | None:
     """(start, end) of this process's argument area in its memory, or None where the kernel
     does not say (not Linux)."""
+    return _stat_span(45)  # arg_start, arg_end: fields 48 and 49 of stat(5)
+
+
+def _stat_span(at: int) -> tuple[int, int] | None:
     try:
         with open("/proc/self/stat", "rb") as f:
             fields = f.read().rpartition(b")")[2].split()
-        return int(fields[45]), int(fields[46])  # arg_start, arg_end: fields 48 and 49 of stat(5)
+        return int(fields[at]), int(fields[at + 1])
     except (OSError, IndexError, ValueError):
         return None
+
+
+def hide_env_values(names: tuple[str, ...] | list[str] | frozenset[str]) -> int:
+    """Overwrite with `*` the values of the variables `names` in the environment this process
+    started with, where `/proc/PID/environ` shows it; how many were. `os.environ`, Python's
+    copy, keeps them (nanohermes reads its key there); C's `getenv` sees the stars."""
+    wanted = {os.fsencode(n) for n in names if n}
+    where = _stat_span(47)  # env_start, env_end: fields 50 and 51 of stat(5)
+    if not wanted or where is None or where[1] <= where[0]:
+        return 0
+    try:
+        with open("/proc/self/environ", "rb") as f:
+            raw = f.read(where[1] - where[0])
+    except OSError:
+        return 0
+    pieces: list[tuple[int, bytes]] = []
+    at = 0
+    for entry in raw.split(b"\0"):
+        name, eq, value = entry.partition(b"=")
+        if eq and value and name in wanted and value.strip(bytes([HIDDEN])):
+            pieces.append((where[0] + at + len(name) + 1, bytes([HIDDEN]) * len(value)))
+        at += len(entry) + 1
+    if pieces:
+        overwrite(pieces)
+    return len(pieces)
 
 
 def hide_secret_values() -> int:

@@ -9,6 +9,7 @@ Whether a call may run, and how confined, is the gate's (`gate.py`).
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -255,6 +256,8 @@ class Runtime:
             text = self.hooks.with_context(call_id, text)
         if not ran.is_error:
             self._after[call_id] = "".join([await a.after(verdict.target, call_id) for a in self.after_calls])
+        if verdict.basis != "person":
+            text = without_exposed(text)
         return text, ran.is_error, ran.display, ran.waited
 
     def halted(self) -> str | None:
@@ -313,3 +316,20 @@ class Runtime:
             return text  # nothing gained: no file
         persisted.write(path, text)
         return preview
+
+
+def without_exposed(text: str) -> str:
+    """`text` without the values of secret files that a command no person approved could read
+    before the sandbox withheld them (`withhold.exposed`), with a note when any was there: what
+    such a command made of them (a copy read by another tool) reaches the model only through a
+    call a person approves."""
+    withhold = sys.modules.get("nanohermes.withhold")  # not loaded: no command was confined, none exposed
+    if withhold is None or not (values := withhold.exposed()):
+        return text
+    cleaned, n = withhold.redact_values(text, values)
+    if not n:
+        return text
+    return (f"{cleaned}\nnote: {n} value{'s' if n != 1 else ''} of the workspace's secret files "
+            f"(permissions.secret_files) {'were' if n != 1 else 'was'} replaced by {withhold.WITHHELD} in this result: "
+            "the file appeared while a command no person approved ran, so its values reach the model only through a "
+            "call a person approves")

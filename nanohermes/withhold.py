@@ -17,7 +17,9 @@ The values in them (`values`): what a command nobody approved printed of one is 
 its result (`redact_values`), so a secret file that appears, or is replaced, while a
 background task runs does not reach the model through its output even in the moment before
 the sandbox covers it there. Every value seen is remembered for the life of the process: a
-value the file no longer holds is still withheld.
+value the file no longer holds is still withheld. The values of a file that was within such a
+command's reach (`expose`) are kept out of every result of a call no person approved
+(`exposed`): the command may have copied the file where another tool reads it.
 
 A file the workspace's repository tracks and git's own index records as unchanged (same
 size, modification time and inode, older than the index, and content whose blob id is the
@@ -319,6 +321,9 @@ _URL_PASSWORD = re.compile(r"://[^/@:\s]*:([^/@\s]+)@")
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?|AUTH|SALT|DSN)$", re.I)
 _read_values: dict[tuple[str, int, int, int, int], frozenset[str]] = {}
 _seen: set[str] = set()  # every value found, for the life of the process
+# The values of secret files a command no person approved could read before the sandbox
+# withheld them (they appeared, or were replaced, while it ran): kept out of every result.
+_exposed: set[str] = set()
 _pattern: tuple[frozenset[str], re.Pattern[str] | None] = (frozenset(), None)
 
 
@@ -340,6 +345,27 @@ def values(files: tuple[tuple[str, int, int], ...] | list[tuple[str, int, int]],
                 _read_values[key] = _file_values(path, max_bytes)
             _seen.update(_read_values[key])
         return frozenset(_seen)
+
+
+def expose(files: tuple[tuple[str, int, int], ...] | list[tuple[str, int, int]], max_bytes: int) -> None:
+    """These secret files were within reach of a command no person approved (they appeared, or
+    were replaced, after its sandbox withheld the others): their values, and those found in
+    them before, are kept out of every result of a call no person approved (`exposed`),
+    whatever the command made of the files (a copy another tool reads, ...)."""
+    if not files:
+        return
+    values(files, max_bytes)
+    with _lock:
+        for path, _, _ in files:
+            for key, found in _read_values.items():
+                if key[0] == path:
+                    _exposed.update(found)
+
+
+def exposed() -> frozenset[str]:
+    """The values `expose` was told of, for the life of the process."""
+    with _lock:
+        return frozenset(_exposed)
 
 
 def _file_values(path: str, max_bytes: int) -> frozenset[str]:

@@ -87,6 +87,24 @@ def test_an_api_key_given_on_the_command_line_is_shown_to_no_command(server: Fak
     assert all(h.get("authorization") == f"Bearer {key}" for h in server.headers)  # the key still reaches it
 
 
+def test_a_key_in_the_environment_is_not_in_what_the_kernel_shows_of_it(server: FakeServer, workspace: Path,
+                                                                        cli: Any) -> None:
+    """The variable is the recommended way to give the key; the environment a process started
+    with is readable by the person's other processes, an approved command among them."""
+    key = "sk-" + secrets.token_hex(16)
+    server.api_key = key
+    ctrl = subprocess.run(["sh", "-c", "tr '\\0' '\\n' < /proc/$$/environ"], env={"OPENAI_API_KEY": key},
+                          capture_output=True, text=True)
+    assert f"OPENAI_API_KEY={key}" in ctrl.stdout  # the control: the door is real
+    line = "tr '\\0' '\\n' < /proc/$PPID/environ | grep '^OPENAI_API_KEY='; env | grep -c OPENAI_API_KEY"
+    server.add(tool_reply(call("run_command", {"command": line}, id="c")), Reply(text="done"))
+    r = cli("-p", "go", "--yes", "--sandbox", "off", server=server, env={"OPENAI_API_KEY": key})  # unconfined
+    assert r.code == 0, r.err
+    [result] = tool_results(server)
+    assert key not in result and f"OPENAI_API_KEY={'*' * len(key)}" in result, result
+    assert all(h.get("authorization") == f"Bearer {key}" for h in server.headers)  # the key still reaches it
+
+
 # -- secret files that appear while a task runs ---------------------------------------------------
 
 def test_the_values_of_a_secret_file_are_what_names_a_secret_and_what_looks_like_a_key() -> None:
@@ -184,3 +202,47 @@ def reads(outs: list[str]) -> list[str]:
     """What each `cat .env` of a task printed, across task_output calls."""
     text = "".join(o.split("stdout (new since the last read):\n", 1)[-1].split("\n\nstderr (new", 1)[0] for o in outs)
     return [line for line in text.splitlines() if line.strip() and line != "(nothing new)"]
+
+
+@pytest.mark.skipif(not (AVAIL.landlock and AVAIL.namespaces), reason="needs Landlock and user namespaces")
+@pytest.mark.parametrize("background", [True, False], ids=["task", "foreground"])
+def test_a_copy_a_command_made_of_a_secret_file_that_appeared_is_kept_out_of_every_result(
+        workspace: Path, tmp_path: Path, background: bool) -> None:
+    """A command nobody approved copies a secret file the moment it appears (before its
+    sandbox covers it); the copy is no secret file by name, yet its values reach the model
+    through no tool: read_file and grep give them replaced."""
+    value = "tok-" + secrets.token_hex(16)
+    held = tmp_path / "held"
+    os.mkfifo(held)
+    line = f"read go < {held}; cp .env notes/copy.txt"  # waits until the test has made .env
+    (workspace / "notes").mkdir()
+
+    def put() -> None:
+        with open(held, "w") as f:  # opened once the command reads it: it has started
+            (workspace / ".env").write_text(f"API_TOKEN={value}\n")
+            f.write("go\n")
+
+    async def go() -> tuple[str, str, str]:
+        rt = make_runtime(workspace)  # goal mode: the command runs unasked, confined
+        putter = asyncio.create_task(asyncio.to_thread(put))
+        if background:
+            tid = await start_reading(rt, line)
+            await putter
+            while "exited" not in (out := await acall(rt, "task_output", task_id=tid)):
+                await asyncio.sleep(0.05)
+        else:
+            out = await acall(rt, "run_command", command=line)
+            await putter
+        read = await acall(rt, "read_file", path="notes/copy.txt")
+        found = await acall(rt, "grep", pattern="API_TOKEN", path="notes")
+        await rt.close()
+        return out, read, found
+
+    out, read, found = asyncio.run(go())
+    assert "exit code: 0" in out, out
+    assert (workspace / "notes" / "copy.txt").read_text() == f"API_TOKEN={value}\n"  # the copy holds it
+    for result in (read, found):
+        assert value not in result and "[REDACTED]" in result, result
+        assert result.endswith("note: 1 value of the workspace's secret files (permissions.secret_files) was "
+                               "replaced by [REDACTED] in this result: the file appeared while a command no person "
+                               "approved ran, so its values reach the model only through a call a person approves")

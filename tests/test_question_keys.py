@@ -169,3 +169,30 @@ def test_p_on_a_terminal_discards_keys_typed_before_its_question(server: FakeSer
         child.close(force=True)
     assert not (workspace / "a.txt").exists()
     assert len(server.requests) == 2
+
+
+def test_p_on_a_terminal_takes_no_key_until_its_question_has_been_up_a_moment(server: FakeServer, workspace: Path,
+                                                                             home: Path) -> None:
+    """A line typed as the question comes up (an Enter finishing it would be "yes") is
+    discarded: keys count once the keyboard has been quiet for limits.approval_guard_secs."""
+    from nanohermes.ui.headless import GUARD_HINT
+
+    cfg = home / ".config" / "nanohermes" / "config.json"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text(json.dumps({"limits": {"approval_guard_secs": 5}}))
+    server.add(tool_reply(call("write_file", {"path": "a.txt", "content": "x"}, id="w")), Reply(text="done"))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OPENAI_API_KEY": "test-key", "TERM": "xterm-256color"}
+    child = pexpect.spawn(sys.executable, ["-m", "nanohermes", "-p", "write it", "--base-url", server.base_url,
+                                           "--model", "fake-model"], cwd=str(workspace), env=env, encoding="utf-8",
+                          timeout=60)
+    try:
+        child.expect_exact("wants to run write_file")
+        child.expect_exact(GUARD_HINT)
+        child.send("yes\r")  # typed as the question comes up: it must not answer
+        child.expect_exact("Allow? [y]es once")
+        child.send("n\r")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert not (workspace / "a.txt").exists()
+    assert tool_results(server.requests[1])["w"].startswith("Denied by the user")

@@ -264,7 +264,8 @@ def test_a_connection_refused_by_the_sandboxs_own_loopback_says_so(workspace: Pa
     (workspace / "port").write_text(str(port))
     ran = run_confined(workspace, "python3 client.py $(cat port)", "read-only")
     [refused] = ran.refused
-    assert refused.startswith("a connection refused, probably to a server of this machine (listening here: ")
+    assert refused.startswith("a connection, probably to a server of this machine (it was refused; listening here: ")
+    assert "refused a connection, probably" in ran.text
     assert str(port) in refused and '"network": true' in ran.text
     assert len(accepted) == 1  # only the control's
 

@@ -75,6 +75,32 @@ def test_a_command_nobody_approved_cannot_reach_a_process_outside(workspace: Pat
         assert f"/proc/{pid}/cmdline: No such file or directory" in out
         assert "cat: /proc/1/environ: Permission denied" in out  # the init's memory is nanohermes's
     assert bystander.poll() is None and "T" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    refused = f"signalling process {pid}, a process outside the command's own PID namespace"
+    assert run_confined(workspace, f"kill -STOP {pid}", "workspace-write").refused[0].startswith(refused)
+    out = run_confined(workspace, f"python3 -c 'import os, sys; os.kill(int(sys.argv[1]), 0)' {pid}", "read-only")
+    assert out.refused[0].startswith(refused) and "a background task is stopped with task_kill" in out.text, out.text
+    own = run_confined(workspace, "sleep 30 & p=$!; echo pid=$p; kill $p; wait $p; kill $p", "workspace-write")
+    assert "No such process" in own.text, own.text
+    inside = int(own.text.split("pid=")[1].split()[0])
+    try:
+        host_program = bool(Path(f"/proc/{inside}/cmdline").read_bytes())
+    except OSError:
+        host_program = False
+    if not host_program:  # a number no program has here: only the command's own process, gone
+        assert own.refused == [], own.text
+
+
+def test_a_refused_look_into_its_own_proc_is_named_as_such(workspace: Path) -> None:
+    """The command's /proc is its own: a refusal there names the sandbox's init (or its own
+    /proc), never the host's process of that number as a write the sandbox refused."""
+    for policy in ("read-only", "workspace-write"):
+        ran = run_confined(workspace, "cat /proc/1/environ; head -c1 /proc/1/maps", policy)
+        assert "cat: /proc/1/environ: Permission denied" in ran.text, ran.text
+        init = ("the sandbox's init (pid 1 of the command's own PID namespace, a copy of nanohermes, whose memory, "
+                "environment and files no command may read)")
+        assert ran.refused == [f"access to /proc/1/environ, {init}", f"access to /proc/1/maps, {init}"]
+        assert "a write to" not in ran.text and "sandbox.writable_roots;" not in ran.text.split("What lets it through")[1]
+        assert "no setting shows sandboxed commands nanohermes's processes or anyone else's" in ran.text
 
 
 def test_without_its_own_namespace_a_confined_command_would_see_them(workspace: Path,

@@ -102,6 +102,70 @@ def test_a_linked_worktrees_commondir_stays_as_git_wrote_it(turn: Any, server: F
 
 
 @confined
+@pytest.mark.parametrize("plant", [
+    "echo 'gitdir: {planted}' > inner/.git",
+    "mv inner inner-old && mkdir inner && echo 'gitdir: {planted}' > inner/.git",
+], ids=["rewrite", "rename-the-worktree"])
+def test_a_worktree_inside_the_workspace_keeps_its_git_file(turn: Any, server: FakeServer, workspace: Path,
+                                                            tmp_path: Path, evil: tuple[Path, Path], plant: str) -> None:
+    """A linked worktree made inside the workspace has its `.git` file there: rewritten, it
+    would send the person's git in that worktree to a planted repository."""
+    planted, mark = evil
+    other = tmp_path / "other"
+    with_worktree(other, other / "inner")  # the control, of the same shape
+    assert subprocess.run(plant.format(planted=planted), shell=True, cwd=other).returncode == 0
+    git(other / "inner", "status")
+    assert mark.exists()
+    mark.unlink()
+
+    with_worktree(workspace, workspace / "inner")
+    pointer = workspace / "inner" / ".git"
+    before = pointer.read_text()
+    [out] = model_runs(turn, server, plant.format(planted=planted))
+    assert "Read-only file system" in out or "Device or resource busy" in out, out
+    assert pointer.read_text() == before
+    git(workspace / "inner", "status")
+    assert not mark.exists(), out
+
+
+def test_every_worktree_and_submodule_folder_is_kept_however_many(workspace: Path) -> None:
+    """A command may add folders of its own to `.git/worktrees` and `.git/modules`: a look
+    that stopped at a count would leave the person's real ones past it writable."""
+    from nanohermes.gitmeta import metadata, submodule_dirs
+
+    init(workspace)
+    n = 300
+    for i in range(n):
+        wt = workspace / ".git" / "worktrees" / f"fake{i}"
+        wt.mkdir(parents=True)
+        (wt / "commondir").write_text("../..\n")
+        module = workspace / ".git" / "modules" / "libs" / f"m{i}"
+        module.mkdir(parents=True)
+        (module / "HEAD").write_text("ref: refs/heads/main\n")
+        (module / "config").write_text("")
+    real = workspace.resolve() / ".git"
+    assert len(submodule_dirs(real / "modules")) == n
+    protected = set(metadata(workspace).protected)
+    assert all(real / "worktrees" / f"fake{i}" / "commondir" in protected for i in range(n))
+    assert all(real / "modules" / "libs" / f"m{i}" / "config" in protected for i in range(n))
+
+
+@confined
+def test_folders_a_command_adds_leave_the_real_worktree_kept(turn: Any, server: FakeServer, workspace: Path,
+                                                             tmp_path: Path, evil: tuple[Path, Path]) -> None:
+    planted, mark = evil
+    worktree = with_worktree(workspace, tmp_path / "wt")
+    pointer = workspace / ".git" / "worktrees" / "wt" / "commondir"
+    before = pointer.read_text()
+    outs = model_runs(turn, server, "for i in $(seq 1000); do mkdir .git/worktrees/w$i; done; echo made",
+                      f"echo {planted} > .git/worktrees/wt/commondir")
+    assert "made" in outs[0] and "Read-only file system" in outs[1], outs
+    assert pointer.read_text() == before
+    git(worktree, "status")
+    assert not mark.exists()
+
+
+@confined
 def test_a_linked_worktree_workspace_keeps_its_pointers(turn: Any, server: FakeServer, workspace: Path,
                                                         tmp_path: Path, evil: tuple[Path, Path]) -> None:
     """The workspace is itself a linked worktree: its `.git` file, and the `gitdir` and
@@ -206,6 +270,29 @@ def test_a_work_tree_set_outside_the_workspace_is_not_read_through_git(turn: Any
     assert repository(workspace) is None  # nanohermes's own git (checkpoints) does not take it either
 
 
+@pytest.mark.parametrize("flags", [(), ("--yes",)], ids=["default", "yes"])
+def test_a_command_running_git_there_needs_a_persons_yes(turn: Any, server: FakeServer, workspace: Path, moved: Path,
+                                                        flags: tuple[str, ...]) -> None:
+    """The built-in read-only `git diff` would run unasked, and the same git through a
+    wrapper or a shell under --yes: each is a person's to allow, refused with nobody to ask."""
+    lines = ["git diff", "timeout 20 git grep -h SECRET", "sh -c 'git show :notes.txt; git diff'"]
+    for line in lines:  # the control: each line shows the outside file
+        assert "PERSONS-SECRET" in subprocess.run(line.replace("SECRET", "PERSONS-SECRET"), shell=True, cwd=workspace,
+                                                  capture_output=True, text=True).stdout
+    server.add(tool_reply(*(call("run_command", {"command": c}, id=f"c{i}") for i, c in enumerate(lines))),
+               Reply(text="done"))
+    r = turn("-p", "go", "--output-format", "json", *flags, server=server, stdin=None)
+    assert r.code == 0, r.err
+    outs = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert all("SECRET" not in out for out in outs), outs
+    denials = r.json()["permission_denials"]
+    assert [d["tool_input"]["command"] for d in denials] == lines
+    for d in denials:
+        assert f"git's work tree for this workspace is {moved.resolve()}, outside it" in d["reason"], d
+        assert "this line runs git there" in d["reason"]
+    assert all(d["answered_by"] == ("rules" if flags else "no terminal to ask") for d in denials)
+
+
 def test_a_work_tree_inside_the_workspace_or_found_by_git_is_read(turn: Any, server: FakeServer, workspace: Path,
                                                                    tmp_path: Path) -> None:
     init(workspace)
@@ -213,9 +300,10 @@ def test_a_work_tree_inside_the_workspace_or_found_by_git_is_read(turn: Any, ser
     git(workspace, "config", "core.worktree", "..").check_returncode()  # the workspace itself, spelled out
     sub = workspace / "sub"
     sub.mkdir()
-    server.add(tool_reply(call("git_diff", {}, id="d")), Reply(text="done"))
+    server.add(tool_reply(call("git_diff", {}, id="d"), call("run_command", {"command": "git diff"}, id="c")),
+               Reply(text="done"))
     r = turn("-p", "go", server=server, stdin=None, cwd=workspace)
     assert r.code == 0, r.err
-    [out] = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
-    assert "-one\n+two" in out
+    outs = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert all("-one\n+two" in out for out in outs), outs  # run_command's git diff runs unasked
     assert repository(workspace) is not None

@@ -38,6 +38,12 @@ OWN_HIDDEN = "one of nanohermes's own files (its config, sessions, memory), hidd
 
 RULE_WITHHELD = "a path a read rule withholds (permissions.deny, permissions.ask)"
 
+# A command with a PID namespace of its own has a /proc of its own: a path there names one of
+# its processes, or the namespace's init, not the process of that number nanohermes sees.
+INIT_CLOSED = ("the sandbox's init (pid 1 of the command's own PID namespace, a copy of nanohermes, whose memory, "
+               "environment and files no command may read)")
+OWN_PROC = "the command's own /proc (read-only; it holds only the processes of the command's own PID namespace)"
+
 _DENIED_BARE = re.compile(r"Permission denied|Operation not permitted|\[Errno (?:1|13)\]|\b(?:EACCES|EPERM)\b")
 
 _READ_ONLY_FS = re.compile(r"Read-only file system|\[Errno 30\]|\bEROFS\b")
@@ -68,6 +74,9 @@ def refusals(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[str,
     for sock in hidden_sockets:
         if sock in text or (not_reached and sock in command):
             add(f"a connection to the socket {sock}, {SOCKET_HIDDEN}")
+    if conf.namespaces and conf.pid and _NO_PROCESS.search(text):
+        for pid in _host_pids(text, command):
+            add(f"signalling process {pid}, {NOT_IN_NAMESPACE}")
     if not found and conf.namespaces:
         if _READ_ONLY_FS.search(text):
             add("a write outside its writable roots (\"Read-only file system\"; the output names no path)")
@@ -95,6 +104,9 @@ def _named_paths(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[
                 continue
             path = Path(os.path.expanduser(raw))
             path = path if path.is_absolute() else cwd / path
+            if conf.namespaces and conf.pid and (proc := _own_proc(path)):
+                add(f"access to {os.path.normpath(path)}, {proc}")
+                continue
             if i == _BARE_WORD and not any(c in raw for c in "/.") and not os.path.lexists(path):
                 continue  # `open: Read-only file system` (perror) names a call, not a file
             real = _real(path)
@@ -109,6 +121,40 @@ def _named_paths(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[
                 add(f"access to {os.path.normpath(path)}, {SECRET_WITHHELD}")
             elif _blames(path, conf):
                 add(f"a write to {os.path.normpath(path)}" + (_SEALED if _sealed(real, conf) else ""))
+
+
+NOT_IN_NAMESPACE = ("a process outside the command's own PID namespace, which holds only the command's own processes "
+                    "(each command gets one of its own)")
+_NO_PROCESS = re.compile(r"No such process|\bESRCH\b|\[Errno 3\]")
+_PID_WORD = re.compile(r"(?<![\w.:/-])(\d{1,7})(?![\w.:/-])")
+
+
+def _host_pids(text: str, command: str) -> list[int]:
+    """The process ids the output's "No such process" lines, or else the command line, name
+    that are programs running where nanohermes sees them (outside the command's namespace)."""
+    lines = [re.sub(r"\[Errno \d+\]", "", line) for line in text.splitlines() if _NO_PROCESS.search(line)]
+    named = [int(m) for line in lines for m in _PID_WORD.findall(line)] or \
+        [int(m) for m in _PID_WORD.findall(command)]
+    return [p for p in dict.fromkeys(named) if p > 1 and _a_program(p)]
+
+
+def _a_program(pid: int) -> bool:
+    """Is `pid` a process nanohermes sees that runs a program (not a kernel thread, whose low
+    numbers a command's own processes also have)?"""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return bool(f.read(1))
+    except OSError:
+        return False
+
+
+def _own_proc(path: Path) -> str:
+    """What a path in the command's own /proc is, when it is one ("" otherwise): nanohermes's
+    /proc would name other processes, so it is never looked at for such a path."""
+    parts = Path(os.path.normpath(path)).parts
+    if parts[:2] != ("/", "proc"):
+        return ""
+    return INIT_CLOSED if parts[2:3] == ("1",) else OWN_PROC
 
 
 _NOT_CONNECTED = re.compile(r"refused|(?:couldn't|could not|failed to|unable to|cannot) connect", re.I)
@@ -132,7 +178,8 @@ def _loopback(text: str, command: str, failed: bool, add: Callable[[str], None])
         add(f"a connection to port {port} of the host's loopback ({_OWN_LOOPBACK})")
     if not ports and failed and listening and _REFUSED.search(text):
         shown = ", ".join(map(str, sorted(listening)[:10])) + (", ..." if len(listening) > 10 else "")
-        add(f"a connection refused, probably to a server of this machine (listening here: {shown}; {_OWN_LOOPBACK})")
+        add(f"a connection, probably to a server of this machine (it was refused; listening here: {shown}; "
+            f"{_OWN_LOOPBACK})")
 
 _LOOPBACK_PORT = re.compile(r"(?:127\.0\.0\.1|localhost|::1)\]?['\"]?(?::|,\s*(?:port=)?|\s+port\s+)(\d{1,5})\b")
 
@@ -182,6 +229,10 @@ def remedies(refused: Sequence[str]) -> str:
         out.append("no setting opens nanohermes's own files to sandboxed commands")
     if any(SOCKET_HIDDEN in r for r in refused):
         out.append("no setting opens another program's socket to sandboxed commands")
+    if any(NOT_IN_NAMESPACE in r for r in refused):
+        out.append("a background task is stopped with task_kill")
+    if any(INIT_CLOSED in r or OWN_PROC in r or NOT_IN_NAMESPACE in r for r in refused):
+        out.append("no setting shows sandboxed commands nanohermes's processes or anyone else's")
     out += ["--sandbox off (or sandbox.mode off) runs unasked commands unconfined",
             "or a person's yes at the prompt runs this call outside the sandbox"]
     return "; ".join(out)

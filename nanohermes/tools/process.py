@@ -334,7 +334,7 @@ class Process:
             return 0
         from nanohermes import withhold
 
-        withhold.values(new, limits.sandbox_secret_value_bytes)  # remembered, whatever becomes of the files
+        withhold.expose(new, limits.sandbox_secret_value_bytes)  # remembered, whatever becomes of the files
         try:
             sandbox.cover_running((self._userns_fd, self._mntns_fd), new)
         except (OSError, subprocess.SubprocessError, sandbox.SandboxError):
@@ -422,12 +422,16 @@ def secret_values(conf: sandbox.Confinement, limits: Limits) -> frozenset[str]:
     """The values of the workspace's secret files (as they are now, or were when seen before)
     that what a confined call's processes printed must not show the model: a secret file that
     appeared, or was replaced, after the command started was not covered in its sandbox from
-    the start. Empty for a call that may read them (approved, or unconfined)."""
+    the start (those are `withhold.expose`d). Empty for a call that may read them (approved, or
+    unconfined)."""
     if conf.policy == "off" or conf.withheld_from is None or not conf.secret_patterns:
         return frozenset()
     from nanohermes import withhold
 
     found = withheld(conf.withheld_from, conf.secret_patterns, limits)
+    # Those not withheld from its start were within its reach (see `withhold.expose`).
+    covered = set(conf.hidden)
+    withhold.expose([f for f in found.files if f not in covered], limits.sandbox_secret_value_bytes)
     return withhold.values(found.files, limits.sandbox_secret_value_bytes)
 
 

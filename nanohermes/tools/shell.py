@@ -5,6 +5,7 @@ runs on is process.py, shared with background tasks (tasks.py) and the git tools
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,10 @@ from nanohermes.tools.process import (
     command_env, confinement_of, decode, format_command, run_capped, secret_values, shell_argv,
 )
 from nanohermes.tools.tasks import start_task
+
+# `git` as a word of a command line (`/usr/bin/git`, `sh -c 'git diff'`), not `.gitignore` or `git-lfs`.
+_RUNS_GIT = re.compile(r"(?<![\w.-])git(?![\w.-])")
+
 
 class _ProgressLines:
     """Turns a command's output into a few progress lines per tick: the UI needs the
@@ -163,6 +168,20 @@ class RunCommand(Tool[RunCommandParams]):
         if len(commands) == 1:
             return suggest_command_rule(commands[0], self.name)
         return Rule(self.name, escape_pattern(command))
+
+    def needs_person(self, args: RunCommandParams, ctx: ToolContext) -> str | None:
+        """A line that runs git where git's work tree is outside the workspace (a repository's
+        `core.worktree`) would read the files there as the repository's, as the git tools
+        refuse to: only a person's yes lets it run. git is looked for in the line's words and
+        in the text of what it runs (`sh -c '...'`, `xargs git`)."""
+        if not _RUNS_GIT.search(args.command):
+            return None
+        from nanohermes.gitmeta import moved_work_tree
+
+        if not (moved := moved_work_tree(ctx.workspace)):
+            return None
+        return (f"{moved}, and this line runs git there. If that folder is meant to be the work tree, start "
+                "nanohermes there; otherwise remove the setting (`git config --unset core.worktree`)")
 
     def approval_detail(self, args: RunCommandParams, ctx: ToolContext) -> str:
         return args.command

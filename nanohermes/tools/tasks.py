@@ -12,6 +12,7 @@ runs in the OS sandbox its run_command call was given. A notice is emitted when 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import secrets
 import time
@@ -140,6 +141,8 @@ class TaskManager:
             # group is killed here even if nobody called aclose().
             # Read before task_output takes the bytes away.
             task.refused = listed(proc.refusals(task.cwd), self.limits.sandbox_refusals_listed)
+            with contextlib.suppress(Exception):  # a secret file that appeared since the last look was in its reach
+                secret_values(proc.confinement, self.limits)
             proc.close()
             task.ended = time.monotonic()
             task.exit_code = proc.returncode

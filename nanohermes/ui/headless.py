@@ -101,9 +101,11 @@ def _write_out(out: TextIO, text: str, *, last: bool = False) -> None:
         stop()
 
 
-def ask_on_terminal(request: ApprovalRequest, out: TextIO) -> ApprovalReply:
-    """A plain y/a/n prompt on stderr, reading the answer from stdin. What was typed before it
-    appeared is discarded first: only a line typed after the question answers it."""
+def ask_on_terminal(request: ApprovalRequest, out: TextIO, guard_secs: float = 0.0) -> ApprovalReply:
+    """A plain y/a/n prompt on stderr, reading the answer from stdin. Only a line typed after
+    it appeared answers it: what was typed before is discarded, and so is every key that
+    reaches it until the keyboard has been quiet for `guard_secs` since it showed (someone
+    finishing a line, an Enter among it, must not answer it); only then is the answer asked for."""
     _discard_typed_ahead(sys.stdin)
     who = f"nanohermes (sub-agent {request.agent})" if request.agent else "nanohermes"
     # Escaped: what the person approves is what runs, not what the terminal makes of it.
@@ -112,6 +114,7 @@ def ask_on_terminal(request: ApprovalRequest, out: TextIO) -> ApprovalReply:
         out.write(escape_controls(request.detail.rstrip()) + "\n")
     if request.reason:
         out.write(f"({escape_controls(request.reason, newlines=True)})\n")
+    _settle(sys.stdin, guard_secs, out)
     # No rule: the call is asked every time (a protected write), so "always" is not offered.
     rule = escape_controls(request.rule, newlines=True)
     always = f" / [a]lways (remembers {rule}) / [p]roject (always, saved for this project)" if request.rule else ""
@@ -126,6 +129,47 @@ def ask_on_terminal(request: ApprovalRequest, out: TextIO) -> ApprovalReply:
         return ApprovalReply("project")
     note = answer[1:].strip(" :") if answer.startswith("n ") else ""
     return ApprovalReply("deny", note)
+
+
+GUARD_HINT = "(a moment: keys typed now do not answer)"
+
+
+def _settle(stream: TextIO, secs: float, out: TextIO) -> None:
+    """On a terminal, and for `secs` > 0: wait until no key has reached `stream` for `secs`,
+    discarding each one that does (read key by key, unechoed: a line being typed is not
+    complete before its Enter), having said so on `out`."""
+    try:
+        import select
+        import termios
+
+        fd = stream.fileno()
+        if secs <= 0 or not stream.isatty():
+            return
+        saved = termios.tcgetattr(fd)
+    except (ImportError, OSError, ValueError):  # not a terminal after all, or a closed one
+        return
+    out.write(GUARD_HINT + "\n")
+    out.flush()
+    keys = [*saved[:6], list(saved[6])]
+    keys[3] &= ~(termios.ICANON | termios.ECHO)  # each key readable as it comes; Ctrl-C still signals
+    keys[6][termios.VMIN], keys[6][termios.VTIME] = 1, 0
+    try:
+        termios.tcsetattr(fd, termios.TCSANOW, keys)
+        until = time.monotonic() + secs
+        while (left := until - time.monotonic()) > 0:
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                if not os.read(fd, 4096):
+                    break  # the terminal has gone: the read that follows says so
+                until = time.monotonic() + secs  # a key too early: the wait starts again
+    except OSError:
+        pass
+    finally:
+        try:
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
+            termios.tcflush(fd, termios.TCIFLUSH)
+        except OSError:
+            pass
 
 
 def _discard_typed_ahead(stream: TextIO) -> None:
@@ -147,6 +191,7 @@ class Sink:
 
     verbose: bool = False
     interactive: bool = False  # may approvals be asked on the terminal?
+    guard_secs: float = 0.0  # how long a question on the terminal takes no key (limits.approval_guard_secs)
     out: TextIO = field(default_factory=lambda: sys.stdout)
     err: TextIO = field(default_factory=lambda: sys.stderr)
     usage: Usage = field(default_factory=Usage)
@@ -222,7 +267,7 @@ class Sink:
         if not self.interactive:
             self.refused(request)
             return ApprovalReply("deny")
-        reply = await asyncio.to_thread(ask_on_terminal, request, self.err)
+        reply = await asyncio.to_thread(ask_on_terminal, request, self.err, self.guard_secs)
         if reply.choice == "deny":
             self._deny(request.call_id, request.tool, request.target or request.summary,
                        "refused by the user" + (f": {reply.note}" if reply.note else ""), "user")
