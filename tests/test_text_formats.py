@@ -64,11 +64,24 @@ FORMATS = [
     pytest.param("text.json", '{"name": "run_command", "parameters": {"command": "echo a >> ran.log"}}; '
                  '{"name": "run_command", "parameters": {"command": "echo b >> ran.log"}}', ["a", "b"], "JSON call",
                  marks=pytest.mark.quirk("text.json"), id="llama-json-semicolons"),
+    pytest.param("text.json", 'Here is the result: {"name": "run_command", "parameters": {"command": "echo mid >> '
+                 'ran.log"}} Would you like to know more?', ["mid"], "JSON call", marks=pytest.mark.quirk("text.json"),
+                 id="llama-json-with-prose-after"),
+    pytest.param("text.json", 'Logging: {"name": "run_command", "parameters": {"command": "echo a >> ran.log"}}; '
+                 '{"name": "run_command", "parameters": {"command": "echo b >> ran.log"}} and then I will check.',
+                 ["a", "b"], "JSON call", marks=pytest.mark.quirk("text.json"), id="llama-json-semicolons-in-prose"),
+    pytest.param("text.json", '{"type": "function", "name": "run_command", "parameters": {"command": "echo t >> '
+                 'ran.log"}}', ["t"], "JSON call", marks=pytest.mark.quirk("text.json"), id="llama-json-type-first"),
+    pytest.param("text.json", 'Calling it.\n{"type": "function", "function": {"name": "run_command", "arguments": '
+                 '"{\\"command\\": \\"echo api >> ran.log\\"}"}}', ["api"], "JSON call",
+                 marks=pytest.mark.quirk("text.json"), id="the-apis-own-shape"),
     pytest.param("text.pythonic", "[run_command(command='echo py >> ran.log')]", ["py"], "pythonic call list",
                  marks=pytest.mark.quirk("text.pythonic"), id="pythonic"),
     pytest.param("text.pythonic", 'I will log two lines.\n[run_command(command="echo p1 >> ran.log"), '
                  'run_command(command="echo p2 >> ran.log")]', ["p1", "p2"], "pythonic call list",
                  marks=pytest.mark.quirk("text.pythonic"), id="pythonic-two-after-prose"),
+    pytest.param("text.pythonic", '<|python_start|>[run_command(command="echo l4 >> ran.log")]<|python_end|>', ["l4"],
+                 "pythonic call list", marks=pytest.mark.quirk("text.pythonic"), id="llama4-python-start"),
     pytest.param("text.tool-code", 'Let me check.\n```tool_code\nprint(default_api.run_command(command="echo tc >> '
                  'ran.log"))\n```', ["tc"], "tool_code block", marks=pytest.mark.quirk("text.tool-code"),
                  id="gemma-tool-code"),
@@ -121,13 +134,18 @@ def test_a_pythonic_write_creates_the_file(turn, server: FakeServer, workspace: 
 
 # -- prose that shows a call is not one: the rule, both sides --------------------------------
 
+# The rule: a call with no marker of its own counts where it ends the answer and names an offered
+# tool; inside prose, only a JSON call of an offered tool with a complete argument object counts.
 @pytest.mark.parametrize("text", [
-    'To log, call {"name": "run_command", "parameters": {"command": "echo no >> ran.log"}} and read the file.',
+    'A weather tool takes {"name": "get_weather", "parameters": {"city": "Paris"}} and answers in degrees.',
+    'To log, call {"name": "run_command", "parameters": {"timeout_secs": 5}} with your command and read the file.',
     'Example:\n```\n{"name": "run_command", "parameters": {"command": "echo no >> ran.log"}}\n```\nThat is the shape.',
+    'Inline: `{"name": "run_command", "parameters": {"command": "echo no >> ran.log"}}` is the shape.',
     "You could run [run_command(command='echo no >> ran.log')] later, if you like.",
     'The answer ends with an object that is no call: {"name": "Ada", "age": 36}',
     'result\n{"count": 3}',
-], ids=["json-mid-prose", "json-in-a-fence", "pythonic-mid-prose", "a-json-object", "a-name-line-and-json"])
+], ids=["json-naming-no-tool-here", "json-missing-arguments", "json-in-a-fence", "json-in-inline-code",
+        "pythonic-mid-prose", "a-json-object", "a-name-line-and-json"])
 def test_prose_showing_a_call_is_the_answer_and_nothing_runs(turn, server: FakeServer, workspace: Path,
                                                              text: str) -> None:
     server.add(Reply(text=text))
@@ -231,11 +249,19 @@ def test_the_reminder_is_bounded_by_reasoning_call_retries(turn, server: FakeSer
             f"told {times} (limit reasoning_call_retries), so the turn ends with the answer as it is") in r.err
 
 
-def test_a_held_call_is_not_shown_and_prose_before_it_is(turn, server: FakeServer, workspace: Path) -> None:
-    text = 'Logging now.\n[run_command(command="echo s >> ran.log")]'
-    server.add(Reply(text=text, chunk_size=3), Reply(text="done"))
+@pytest.mark.parametrize("call_text", [
+    '[run_command(command="echo s >> ran.log")]',
+    '{"name": "run_command", "parameters": {"command": "echo s >> ran.log"}} and I will check it.',
+    '<|python_start|>[run_command(command="echo s >> ran.log")]<|python_end|>',
+    '<|start|>assistant to=functions.run_command<|channel|>commentary json<|message|>{"command": "echo s >> ran.log"}',
+    '<|assistant|>run_command\n{"command": "echo s >> ran.log"}<|observation|>',
+], ids=["pythonic", "json-in-prose", "llama4-python-start", "harmony-role-header", "glm4-0414"])
+def test_a_held_call_is_not_shown_and_prose_before_it_is(turn, server: FakeServer, workspace: Path,
+                                                         call_text: str) -> None:
+    server.add(Reply(text="Logging now. " + call_text, chunk_size=3), Reply(text="done"))
     r = turn("-p", "go", "--yes", "--output-format", "stream-json", server=server)
     assert r.code == 0, r.err
+    assert log(workspace) == ["s"]
     streamed = "".join(e.get("text", "") for e in r.lines() if e.get("type") == "text_delta")
-    assert streamed.startswith("Logging now.") and "run_command" not in streamed
+    assert streamed.startswith("Logging now.") and "run_command" not in streamed and "<|" not in streamed
     assert json.loads(r.out.strip().split("\n")[-1])["result"] == "done"

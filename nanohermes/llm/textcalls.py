@@ -11,9 +11,11 @@ A call is taken only when the request offered tools, the block is whole and well
 names a tool that was offered; nothing inside a Markdown code fence counts (an example, not a
 call), nor anything in the model's thinking (`<think>`, `[THINK]`, Harmony's analysis channel:
 a draft, never run). A format with no marker of its own (a bare JSON call, a pythonic list,
-GLM-4's name and JSON) counts only where it ends the answer and names an offered tool with a
-complete argument object (every required parameter, no unknown one): a JSON example inside
-prose is prose. `recover` gives the calls and the text left around them; `attempted` says what
+GLM-4's name and JSON) counts where it ends the answer and names an offered tool, and then runs
+only with a complete argument object (every required parameter, no unknown one; else the model
+is told what was wrong); a JSON call inside prose, as Llama's parsers read it, counts only when
+it is such a complete call of an offered tool: an example in prose names no tool here, leaves
+arguments out, or stands in a code fence. `recover` gives the calls and the text left around them; `attempted` says what
 went wrong with a block that looks like a call but cannot be taken, naming the format to write;
 `drafted` finds the calls of an answer that says nothing else and calls only in its thinking;
 `TextHold` keeps call text from being shown as the answer while it streams.
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nanohermes.llm.textfinders import (
+    CALL_OPENING,
     FIND,
     TAILS,
     TEXT_FORMATS,
@@ -247,6 +250,10 @@ _TAIL_LINE = re.compile(r'(?m)^[ \t]*(?:<\|python_start\|>\s*)?(?:\[?\s*\{\s*"|\
                         r"|^(?:<\|assistant\|>)?[ \t]*[A-Za-z_][\w.-]*[ \t]*\n[ \t]*\{")
 _TAIL_MAYBE = re.compile(r"(?:^|\n)((?:<\|assistant\|>)?[ \t]*(?:\[\s*(?:\{\s*|[A-Za-z_][\w.]*\s*)?|\{\s*|"
                          r"[A-Za-z_][\w.-]*[ \t]*(?:\n[ \t]*)?))\Z")
+# A JSON call or a pythonic list may stand after prose on its line too (`Here it is: {"name": ...`,
+# `Logging: [run_command(...`), and may be starting at the end of what came (`{"na`, `[run_co`).
+_IN_LINE = re.compile(CALL_OPENING + r"|\[\s*[A-Za-z_][\w.]*\s*\(")
+_IN_LINE_MAYBE = re.compile(r'\{\s*(?:"[A-Za-z_]*"?\s*)?\Z|\[\s*[A-Za-z_][\w.]*\s*\Z')
 
 
 class TextHold:
@@ -277,6 +284,8 @@ class TextHold:
         lead = self._lead()
         if (maybe := _TAIL_MAYBE.search(lead + text)) is not None and maybe.group(1).strip():
             keep = max(keep, len(maybe.group(1)))
+        if (maybe := _IN_LINE_MAYBE.search(text)) is not None:
+            keep = max(keep, len(maybe.group(0)))
         self._pass(text[:len(text) - keep])
         self.held = text[len(text) - keep:]
 
@@ -289,7 +298,7 @@ class TextHold:
         """Where a call may begin in `text` (what came after what was passed on), outside the
         thinking; None when nowhere."""
         lead = self._lead()
-        found = sorted({i for mk in MARKERS for i in _all(text, mk)} |
+        found = sorted({i for mk in MARKERS for i in _all(text, mk)} | {m.start() for m in _IN_LINE.finditer(text)} |
                        {m.start() - len(lead) for m in _TAIL_LINE.finditer(lead + text)})
         if not found:
             return None

@@ -2,9 +2,10 @@
 
 One finder per entry of the quirk table's text call formats (`nanohermes.llm.quirks`, `text.*`),
 keyed by the entry's id: `FIND` for the formats with markers of their own, `TAILS` for those
-without one (a bare JSON call, a pythonic list, GLM-4's name and JSON), which count only where
-they end the answer. A finder gives the blocks it found, each (start, end, calls), and the
-format it read, or raises `Bad` for a block of its format that cannot be taken, with the reason.
+without one (a bare JSON call, a pythonic list, GLM-4's name and JSON), which count where they
+end the answer (a JSON call in prose too, when it is a complete call of an offered tool). A
+finder gives the blocks it found, each (start, end, calls), and the format it read, or raises
+`Bad` for a block of its format that cannot be taken, with the reason.
 `thinking` gives the spans of an answer that are the model's thinking (`<think>`, `<seed:think>`,
 `[THINK]`, Gemma 4's thought channel, Harmony's analysis channel): a call there is a draft.
 `llm.textcalls` decides what is taken; nothing here looks at anything but the text.
@@ -149,9 +150,12 @@ def _json_object(text: str, what: str) -> dict[str, Any]:
 
 
 def named_json(obj: Any) -> Call:
-    """`{"name": ..., "arguments"|"parameters": {...}}` (Command R: `tool_name`)."""
+    """`{"name": ..., "arguments"|"parameters": {...}}` (Command R: `tool_name`), or the API's own
+    shape copied into the text (`{"type": "function", "function": {"name": ..., "arguments": ...}}`)."""
     if not isinstance(obj, dict):
         raise Bad("a call is not a JSON object")
+    if isinstance(obj.get("function"), dict) and "name" not in obj:
+        obj = obj["function"]
     name = obj.get("name", obj.get("tool_name"))
     if not isinstance(name, str) or not name:
         raise Bad('a call has no "name"')
@@ -531,35 +535,62 @@ FIND: dict[str, Finder] = {
 
 
 # --------------------------------------------------------------------------------------
-# the formats without a marker: taken only where they end the answer
+# the formats without a marker: taken where they end the answer (a complete JSON call in prose too)
 
 # What may follow the last call: blanks and the tokens that end a turn or a call list.
 _END = re.compile(r"(?:\s|<\|eom_id\|>|<\|eot_id\|>|<\|python_end\|>|<\|observation\|>|<\|end\|>|<\|endoftext\|>)*\Z")
-_JSON_START = re.compile(r'(?:<\|python_start\|>\s*)?(?P<v>(?:\[\s*)?\{)\s*"(?:name|tool_name)"\s*:')
-_CALL_KEYS = frozenset({"name", "tool_name", "arguments", "parameters", "type", "id"})
+# A JSON call object, or a list of them, begins: `{` then one of its keys, in any order
+# (Llama writes `{"type": "function", "name": ...}` as often as `{"name": ...}`).
+_CALL_KEYS = frozenset({"name", "tool_name", "arguments", "parameters", "type", "id", "function"})
+CALL_OPENING = r'\{\s*"(?:name|tool_name|arguments|parameters|type|id|function)"\s*:'
+_JSON_START = re.compile(r"(?:<\|python_start\|>\s*)?(?P<v>(?:\[\s*)?)" + CALL_OPENING)
+_NEXT_CALL = re.compile(r"\s*;?\s*(?=[\[{])")
+
+
+def _json_call_value(text: str, at: int) -> tuple[list[Call], int]:
+    """The call object or list of them at `at` and where it ends; Bad (or ValueError) when
+    what stands there is no call."""
+    value, end = json.JSONDecoder().raw_decode(text, at)
+    items = value if isinstance(value, list) else [value]
+    if not items or not all(isinstance(v, dict) and set(v) <= _CALL_KEYS for v in items):
+        raise Bad("not calls")
+    return [named_json(v) for v in items], end
+
+
+def _json_run(text: str, at: int) -> tuple[list[Call], int]:
+    """The calls of a run starting at `at`, several joined by `;` or blanks (Llama's parallel
+    calls), and where the run ends."""
+    calls, end = _json_call_value(text, at)
+    while (nxt := _NEXT_CALL.match(text, end)) is not None:
+        try:
+            more, after = _json_call_value(text, nxt.end())
+        except (ValueError, Bad):
+            break
+        calls, end = calls + more, after
+    return calls, end
 
 
 def _json_tail(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
     """Llama's JSON calls (`{"name": ..., "parameters": {...}}`, several with `;` between, or a
-    list) that end the answer, after any prose."""
+    list), as Llama's parsers read them in prose: a run that ends the answer (then a call whose
+    arguments do not fit goes back to the model), and, before it, each run whose every call
+    names a tool of `schemas` with a complete argument object (an example of a call in prose
+    names no tool here, or leaves arguments out)."""
+    blocks: list[Block] = []
+    after = 0
     for m in _JSON_START.finditer(text):
-        at, calls = m.start("v"), []
+        if m.start() < after:
+            continue
         try:
-            while True:
-                value, end = json.JSONDecoder().raw_decode(text, at)
-                items = value if isinstance(value, list) else [value]
-                if not items or not all(isinstance(v, dict) and set(v) <= _CALL_KEYS for v in items):
-                    raise Bad("not calls")
-                calls += [named_json(v) for v in items]
-                if _END.match(text, end):
-                    return [(m.start(), len(text), calls)], JSON_CALL
-                nxt = re.compile(r"\s*;?\s*(?=[\[{])").match(text, end)
-                if nxt is None:
-                    raise Bad("prose after it")
-                at = nxt.end()
+            calls, end = _json_run(text, m.start("v"))
         except (ValueError, Bad):
             continue
-    return [], JSON_CALL
+        if _END.match(text, end):  # a run naming no tool here is prose: an object that happens to have a name
+            return blocks + [(m.start(), len(text), calls)] * all(name in schemas for name, _ in calls), JSON_CALL
+        if all(name in schemas and not fits(name, args, schemas) for name, args in calls):
+            blocks.append((m.start(), end, calls))
+        after = end
+    return blocks, JSON_CALL
 
 
 _PYTHONIC_START = re.compile(r"(?:<\|python_start\|>\s*)?\[\s*[A-Za-z_][\w.]*\s*\(")
@@ -621,7 +652,7 @@ def json_anywhere(text: str, schemas: Schemas) -> list[Call]:
     """Every JSON call object in `text` that names a tool of `schemas` with a complete
     argument object, wherever it stands (for thinking, where a draft sits in prose)."""
     calls: list[Call] = []
-    for m in re.finditer(r'\{\s*"(?:name|tool_name)"\s*:', text):
+    for m in re.finditer(CALL_OPENING, text):
         try:
             value, _ = json.JSONDecoder().raw_decode(text, m.start())
             name, args = named_json(value)
@@ -632,5 +663,5 @@ def json_anywhere(text: str, schemas: Schemas) -> list[Call]:
     return calls
 
 
-__all__ = ["FIND", "TAILS", "TEXT_FORMATS", "Bad", "Block", "Call", "Finder", "Format", "Schemas", "blank", "fits",
+__all__ = ["CALL_OPENING", "FIND", "TAILS", "TEXT_FORMATS", "Bad", "Block", "Call", "Finder", "Format", "Schemas", "blank", "fits",
            "format_of", "json_anywhere", "json_at", "named_json", "python_call", "thinking", "thought", "typed"]
