@@ -157,3 +157,21 @@ def test_a_creation_whose_folder_exists_without_the_prefix_loses_it(turn, server
     [out] = run(turn, server, call("apply_patch", {"diff": patch}))
     assert out.startswith("created src/new.py")
     assert (workspace / "src" / "new.py").read_text() == "x = 1\n" and not (workspace / "mod").exists()
+
+
+def test_a_creation_made_by_diff_u_is_applied_where_git_apply_puts_it(turn, server: FakeServer, workspace: Path,
+                                                                      tmp_path: Path) -> None:
+    import subprocess
+
+    made = tmp_path / "made"
+    (made / "new").mkdir(parents=True)
+    (made / "new" / "hello.txt").write_text("hello\n")
+    patch = subprocess.run(["diff", "-u", "/dev/null", "new/hello.txt"], cwd=made, capture_output=True, text=True).stdout
+    assert patch.startswith("--- /dev/null\t") and "\n+++ new/hello.txt\t" in patch
+    control = tmp_path / "control"
+    control.mkdir()
+    subprocess.run(["git", "apply", "-"], cwd=control, input=patch, text=True, check=True)
+    assert sorted(p.name for p in control.iterdir()) == ["hello.txt"]  # git apply strips `new/`
+    [out] = run(turn, server, call("apply_patch", {"diff": patch}))
+    assert out == "created hello.txt (1 hunk, +1 -0)"
+    assert sorted(p.name for p in workspace.iterdir()) == ["hello.txt"]
