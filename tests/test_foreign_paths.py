@@ -149,3 +149,15 @@ def test_a_commands_backslash_cwd_is_the_folder_it_names_or_refused(turn, server
     [refused] = results(server, 2)[1:]
     assert refused.startswith("ERROR: build\\out is a Windows path") and refused.endswith("`build/out`")
     assert names(workspace) == ["src", "src/app.py", "src/where.txt"]
+
+
+def test_a_glob_written_with_backslashes_that_matches_nothing_says_what_to_try(turn, server: FakeServer,
+                                                                              app: Path) -> None:
+    server.add(Reply(tool_calls=(call("glob", {"pattern": "src\\*.py"}),
+                                 call("grep", {"pattern": "main", "include": "src\\*.py"}))), Reply(text="ok"))
+    r = turn("-p", "look", server=server)
+    assert r.code == 0, r.err
+    globbed, grepped = results(server)
+    hint = "`\\` escapes the next character in a glob, and folders are separated by `/`: try 'src/*.py'"
+    assert globbed.startswith("no files match") and hint in globbed
+    assert grepped.startswith("no matches") and f"{hint} as include" in grepped

@@ -23,3 +23,13 @@ def compile_glob(pattern: str) -> re.Pattern[str]:
         return glob_regex(pat)
     except re.error as e:
         raise ToolError(f"invalid glob {pattern!r}: {e}") from None
+
+
+def backslash_hint(pattern: str) -> str:
+    """For a pattern that matched nothing: when it holds a backslash, which a glob reads as an
+    escape while a pattern written for Windows meant a folder break (`src\\*.py`), the same
+    pattern with `/` to try; "" otherwise."""
+    if "\\" not in pattern:
+        return ""
+    slashed = pattern.replace("\\", "/")
+    return f"; `\\` escapes the next character in a glob, and folders are separated by `/`: try {slashed!r}"

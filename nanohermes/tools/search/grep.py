@@ -17,7 +17,7 @@ from nanohermes.pathrules import held, swapped
 from nanohermes.permissions import is_secret
 from nanohermes.tools.base import Params, ReadOnlyTool, ToolContext, ToolError, about
 from nanohermes.tools.fileops import Withheld, shown_path
-from nanohermes.tools.search.globs import compile_glob
+from nanohermes.tools.search.globs import backslash_hint, compile_glob
 from nanohermes.tools.search.ripgrep import (
     AUTO, RipgrepFailed, find_ripgrep, prefilter_glob, rg_common_args, rg_paths, rg_stats, run_rg, walk_ripgrep,
 )
@@ -242,6 +242,8 @@ def _format_grep(args: GrepParams, ctx: ToolContext, prefix: str, shown: str, re
         body = f"no matches for {what} {args.pattern!r} in {shown} ({n} file{'' if n == 1 else 's'} searched{extra})"
         if not args.regex and looks_like_regex(args.pattern):
             body += "; it looks like a regular expression: set regex=true to search it as one"
+        if args.include and (hint := backslash_hint(args.include)):
+            body += f"{hint} as include"
         return "\n".join([body, *notes])
     cap = lim.grep_line_chars
     rows: list[str] = []
