@@ -110,6 +110,20 @@ def test_too_many_alternatives_are_refused_with_the_bound(turn, server: FakeServ
     assert out.startswith("ERROR: invalid glob") and "the braces make more than 256 alternatives" in out
 
 
+def test_the_alternatives_bound_is_glob_alternatives(turn, server: FakeServer, tree: Path) -> None:
+    server.add(Reply(tool_calls=(call("glob", {"pattern": "{AGENTS,README,NOTES}.md"}),
+                                 call("glob", {"pattern": "{AGENTS,README}.{md,txt}"}),
+                                 call("grep", {"pattern": "TODO", "include": "{src,lib}/*.{py,ts}"}))), Reply(text="done"))
+    r = turn("-p", "go", server=server, config={"limits": {"glob_alternatives": 3}})
+    assert r.code == 0, r.err
+    three, four, include = results(server, 1)
+    assert three.split("\n") == ["AGENTS.md", "NOTES.md", "README.md"]
+    refusal = ("the braces make more than 3 alternatives (limits.glob_alternatives); write fewer alternatives, or "
+               "search in several calls")
+    assert four == f"ERROR: invalid glob '{{AGENTS,README}}.{{md,txt}}': {refusal}"
+    assert include == f"ERROR: invalid glob '{{src,lib}}/*.{{py,ts}}': {refusal}"
+
+
 # -- `diff -u` creating or deleting a file under other prefixes --------------------------------
 
 def test_a_deletion_under_another_prefix_deletes_the_file_that_exists(turn, server: FakeServer, workspace: Path) -> None:

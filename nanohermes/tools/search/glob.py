@@ -71,7 +71,7 @@ class Glob(ReadOnlyTool[GlobParams]):
         return files, lambda: n, walk.truncated
 
     async def run(self, args: GlobParams, ctx: ToolContext) -> str:
-        rx = compile_glob(args.pattern)
+        rx = compile_glob(args.pattern, ctx.limits.glob_alternatives)
         root = self.resolved(args, ctx).paths[0]  # the folder (or file) the rules judged
         shown = shown_path(ctx, args.path or ".", root)
         if not root.exists():

@@ -42,11 +42,12 @@ def skipped_note(large: int, binary: int, limits: Limits) -> str:
             f"{_size_text(limits.grep_file_max_bytes)}, {binary} binary")
 
 
-def include_filter(include: str | None, root_shown: str) -> Callable[[str], bool]:
-    """Try the include glob against the root-relative path, the shown path and the name."""
+def include_filter(include: str | None, root_shown: str, most: int) -> Callable[[str], bool]:
+    """Try the include glob (at most `most` `{a,b}` alternatives) against the root-relative
+    path, the shown path and the name."""
     if not include:
         return lambda rel: True
-    rx = compile_glob(include)
+    rx = compile_glob(include, most)
     prefix = "" if root_shown == "." else root_shown.rstrip("/") + "/"
 
     def ok(rel: str) -> bool:
@@ -99,7 +100,7 @@ class Grep(ReadOnlyTool[GrepParams]):
         matcher = Matcher.build(args.pattern, args.regex, args.case_insensitive)
         root = self.resolved(args, ctx).paths[0]  # the folder (or file) the rules judged
         shown = shown_path(ctx, args.path or ".", root)
-        included = include_filter(args.include, shown)  # a bad glob fails here, before any I/O
+        included = include_filter(args.include, shown, ctx.limits.glob_alternatives)  # a bad glob fails here, before any I/O
         if not root.exists():
             raise ToolError(f"{shown} does not exist; check the path with list_dir or glob")
         withheld = Withheld(ctx, root)  # files a read rule covers are not searched
