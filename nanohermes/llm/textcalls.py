@@ -315,6 +315,15 @@ class TextHold:
         held, self.held, self.holding = self.held, "", False
         self._pass(held)
 
+    def taken(self, kept: str) -> None:
+        """The held text was calls: what the answer keeps around them (`kept`, which begins
+        with what was passed on) is shown from where the shown text stopped, the calls not."""
+        self.held, self.holding = "", False
+        shown = self.passed.strip()
+        rest = kept[len(shown):].lstrip() if kept.startswith(shown) else ""
+        if rest:
+            self._pass(("" if not self.passed or self.passed[-1].isspace() else " ") + rest)
+
 
 def _all(text: str, sub: str) -> list[int]:
     out, i = [], text.find(sub)
