@@ -57,7 +57,8 @@ def test_an_edit_through_a_drive_path_changes_the_workspace_file(turn, server: F
     ("docs\\new.md", "`docs/new.md`"),
     ("src\\new.py", "`src/new.py`"),
     ("C:notes.md", "perhaps `notes.md`"),
-], ids=["drive", "relative", "existing-folder", "drive-relative"])
+    ("C:\\Users\\me\\proj\\src\\new.py", "perhaps `src/new.py`"),
+], ids=["drive", "relative", "existing-folder", "drive-relative", "drive-into-an-existing-folder"])
 def test_a_windows_path_naming_nothing_is_refused_with_the_path_to_write(turn, server: FakeServer, workspace: Path,
                                                                          app: Path, path: str, suggestion: str) -> None:
     server.add(Reply(tool_calls=(call("write_file", {"path": path, "content": "hello\n"}),)), Reply(text="refused"))
