@@ -164,7 +164,13 @@ def test_prose_showing_a_call_is_the_answer_and_nothing_runs(turn, server: FakeS
     ('<|tool_call>call:read_file{path:<|"|>a.txt}<tool_call|>', "the arguments of `read_file` cannot be read",
      "Gemma 4 tool-call tokens"),
     ("<|open|>tools<|sep|><|open|>call tool=\"read_file\" index=\"1\"<|sep|>", "is not closed", "Kimi K3 tools channel"),
-], ids=["json-missing-field", "pythonic-unknown-field", "tool-code-not-a-call", "gemma4-unclosed-string", "k3-cut-off"])
+    ("[read_file(path=b'a.txt')]", "the argument `path` of `read_file` is a bytes value, which no tool takes",
+     "pythonic call list"),
+    ("[read_file('a.txt')]", "the arguments of `read_file` must be given by name", "pythonic call list"),
+    ("```tool_code\nread_file(path='a.txt', offset=1e999)\n```", "the argument `offset` of `read_file` is an infinite "
+     "number", "tool_code block"),
+], ids=["json-missing-field", "pythonic-unknown-field", "tool-code-not-a-call", "gemma4-unclosed-string", "k3-cut-off",
+        "pythonic-bytes", "pythonic-by-position", "tool-code-infinite"])
 def test_a_call_that_cannot_run_goes_back_with_what_was_wrong(turn, server: FakeServer, workspace: Path, text: str,
                                                                problem: str, fmt: str) -> None:
     r = run(turn, server, text, Reply(text="sorry"))

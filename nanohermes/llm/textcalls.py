@@ -115,7 +115,10 @@ def recover(text: str, tools: Sequence[dict[str, Any] | str], *, drafts: bool = 
             return Recovery(text=text, format=e.fmt or fmt, problem=str(e))
         return _taken(text, blocks, fmt, schemas, tail=False)
     for fmt, find in _TAILS:
-        blocks, fmt = find(plain, schemas)
+        try:
+            blocks, fmt = find(plain, schemas)
+        except Bad as e:
+            return Recovery(text=text, format=e.fmt or fmt, problem=str(e))
         names = [n for _, _, cs in blocks for n, _ in cs]
         if names and all(n in schemas for n in names):  # a tail naming no tool here is prose
             return _taken(text, blocks, fmt, schemas, tail=True)

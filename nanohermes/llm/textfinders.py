@@ -481,8 +481,7 @@ def python_call(node: ast.expr) -> Call:
         node = node.args[0]
     if not isinstance(node, ast.Call):
         raise Bad("it holds Python that is not a call of a tool")
-    func = node.func
-    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    name = _called(node.func)
     if not name:
         raise Bad("a call names no tool")
     if node.args:
@@ -492,10 +491,31 @@ def python_call(node: ast.expr) -> Call:
         if kw.arg is None:
             raise Bad(f"the arguments of `{name}` must be given by name")
         try:
-            args[kw.arg] = ast.literal_eval(kw.value)
+            args[kw.arg] = _json_value(ast.literal_eval(kw.value))
         except (ValueError, SyntaxError):
             raise Bad(f"the argument `{kw.arg}` of `{name}` is not a literal value") from None
+        except TypeError as e:
+            raise Bad(f"the argument `{kw.arg}` of `{name}` is {e}, which no tool takes: write text, numbers, "
+                      "true/false, None, lists and dicts") from None
     return name, args
+
+
+def _json_value(value: Any) -> Any:
+    """A Python literal as the JSON value it stands for (a tuple is a list); TypeError naming
+    what has none (bytes, a set, a complex or infinite number, a dict keyed by other than text)."""
+    import math
+
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v) for v in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {k: _json_value(v) for k, v in value.items()}
+    what = "an infinite number" if isinstance(value, float) else \
+        "a dict keyed by other than text" if isinstance(value, dict) else f"a {type(value).__name__} value"
+    raise TypeError(what)
 
 
 def _tool_code_blocks(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
@@ -597,7 +617,9 @@ _PYTHONIC_START = re.compile(r"(?:<\|python_start\|>\s*)?\[\s*[A-Za-z_][\w.]*\s*
 
 
 def _pythonic_tail(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
-    """A list of Python calls (`[read_file(path="a.py"), grep(pattern="x")]`) ending the answer."""
+    """A list of Python calls (`[read_file(path="a.py"), grep(pattern="x")]`) ending the answer;
+    Bad when every one calls a tool of `schemas` but one cannot be read (an argument by
+    position, bytes): a call that cannot run, not prose."""
     import ast
 
     end = _END.search(text)
@@ -614,8 +636,17 @@ def _pythonic_tail(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
             try:
                 return [(m.start(), len(text), [python_call(e) for e in tree.body.elts])], format_of("text.pythonic")
             except Bad:
+                if all(isinstance(e, ast.Call) and _called(e.func) in schemas for e in tree.body.elts):
+                    raise
                 continue
     return [], format_of("text.pythonic")
+
+
+def _called(func: ast.expr) -> str:
+    """The name a Python call calls (`read_file`, `default_api.read_file`), "" for another callee."""
+    import ast
+
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 
 
 _GLM_CALL = re.compile(r"(?:<\|assistant\|>\s*|^)[ \t]*([A-Za-z_][\w.-]*)[ \t]*\n[ \t]*(?=\{)", re.MULTILINE)
