@@ -229,6 +229,10 @@ def test_a_reply_whose_only_call_is_in_its_thinking_is_told_to_send_it(turn, ser
     assert (r.code, r.out) == (0, "logged\n"), r.err
     assert log(workspace) == ["x"]  # the draft never ran; the call sent after the reminder ran once
     [reminder] = told(server.requests[1])
+    # The reply goes back as it was, an empty one as empty text: OpenAI's API refuses a null content
+    # without tool calls.
+    [draft] = [m for m in server.requests[1]["messages"] if m["role"] == "assistant"]
+    assert draft["content"] == (reply.text or "") and "tool_calls" not in draft
     assert reminder == ("ERROR: your reply has no answer and no tool call: its only call, to `run_command`, is in your "
                         "thinking, where calls are drafts and never run. Nothing was run. If you meant to make it, send "
                         "it now as tool call; otherwise give your answer.")
