@@ -75,6 +75,9 @@ FORMATS = [
     pytest.param("text.json", 'Calling it.\n{"type": "function", "function": {"name": "run_command", "arguments": '
                  '"{\\"command\\": \\"echo api >> ran.log\\"}"}}', ["api"], "JSON call",
                  marks=pytest.mark.quirk("text.json"), id="the-apis-own-shape"),
+    pytest.param("text.json", 'Done in a moment. {"name": "functions.run_command", "parameters": {"command": "echo ns >> '
+                 'ran.log"}} Then I will look.', ["ns"], "JSON call", marks=pytest.mark.quirk("text.json"),
+                 id="llama-json-namespaced-in-prose"),
     pytest.param("text.pythonic", "[run_command(command='echo py >> ran.log')]", ["py"], "pythonic call list",
                  marks=pytest.mark.quirk("text.pythonic"), id="pythonic"),
     pytest.param("text.pythonic", 'I will log two lines.\n[run_command(command="echo p1 >> ran.log"), '
@@ -143,9 +146,10 @@ def test_a_pythonic_write_creates_the_file(turn, server: FakeServer, workspace: 
     'Inline: `{"name": "run_command", "parameters": {"command": "echo no >> ran.log"}}` is the shape.',
     "You could run [run_command(command='echo no >> ran.log')] later, if you like.",
     'The answer ends with an object that is no call: {"name": "Ada", "age": 36}',
+    'The record is {"name": "Ada"}',
     'result\n{"count": 3}',
 ], ids=["json-naming-no-tool-here", "json-missing-arguments", "json-in-a-fence", "json-in-inline-code",
-        "pythonic-mid-prose", "a-json-object", "a-name-line-and-json"])
+        "pythonic-mid-prose", "a-json-object", "a-name-alone", "a-name-line-and-json"])
 def test_prose_showing_a_call_is_the_answer_and_nothing_runs(turn, server: FakeServer, workspace: Path,
                                                              text: str) -> None:
     server.add(Reply(text=text))
@@ -167,10 +171,12 @@ def test_prose_showing_a_call_is_the_answer_and_nothing_runs(turn, server: FakeS
     ("[read_file(path=b'a.txt')]", "the argument `path` of `read_file` is a bytes value, which no tool takes",
      "pythonic call list"),
     ("[read_file('a.txt')]", "the arguments of `read_file` must be given by name", "pythonic call list"),
+    ('{"name": "get_weather", "parameters": {"city": "Paris"}}', "`get_weather` is not a tool here (the tools are: ",
+     "JSON call"),
     ("```tool_code\nread_file(path='a.txt', offset=1e999)\n```", "the argument `offset` of `read_file` is an infinite "
      "number", "tool_code block"),
 ], ids=["json-missing-field", "pythonic-unknown-field", "tool-code-not-a-call", "gemma4-unclosed-string", "k3-cut-off",
-        "pythonic-bytes", "pythonic-by-position", "tool-code-infinite"])
+        "pythonic-bytes", "pythonic-by-position", "json-naming-no-tool-here", "tool-code-infinite"])
 def test_a_call_that_cannot_run_goes_back_with_what_was_wrong(turn, server: FakeServer, workspace: Path, text: str,
                                                                problem: str, fmt: str) -> None:
     r = run(turn, server, text, Reply(text="sorry"))

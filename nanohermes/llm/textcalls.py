@@ -43,6 +43,7 @@ from nanohermes.llm.textfinders import (
     fits,
     format_of,
     json_anywhere,
+    offered,
     thinking,
 )
 from nanohermes.messages import Message, ToolCall
@@ -120,7 +121,7 @@ def recover(text: str, tools: Sequence[dict[str, Any] | str], *, drafts: bool = 
         except Bad as e:
             return Recovery(text=text, format=e.fmt or fmt, problem=str(e))
         names = [n for _, _, cs in blocks for n, _ in cs]
-        if names and all(n in schemas for n in names):  # a tail naming no tool here is prose
+        if names and all(offered(n, schemas) for n in names):  # a tail naming no tool here is prose
             return _taken(text, blocks, fmt, schemas, tail=True)
     return Recovery(text=text)
 
@@ -130,10 +131,10 @@ def _taken(text: str, blocks: list[Block], fmt: Format, schemas: Schemas, *, tai
     if not calls:
         return Recovery(text=text, format=fmt, problem="no whole call could be read from it")
     for name, _ in calls:
-        if name not in schemas and name.rsplit(".", 1)[-1] not in schemas:
-            offered = ", ".join(sorted(schemas))
-            return Recovery(text=text, format=fmt, problem=f"`{name}` is not a tool here (the tools are: {offered})")
-    calls = [(name if name in schemas else name.rsplit(".", 1)[-1], args) for name, args in calls]
+        if not offered(name, schemas):
+            tools = ", ".join(sorted(schemas))
+            return Recovery(text=text, format=fmt, problem=f"`{name}` is not a tool here (the tools are: {tools})")
+    calls = [(offered(name, schemas), args) for name, args in calls]
     if tail:  # no marker says it is a call: only a complete one is
         for name, args in calls:
             if why := fits(name, args, schemas):

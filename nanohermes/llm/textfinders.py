@@ -187,6 +187,12 @@ def json_at(text: str, start: int) -> tuple[Any, int]:
         raise Bad(f"the call is not valid JSON ({e.msg} at char {e.pos - start})") from None
 
 
+def offered(name: str, schemas: Schemas) -> str:
+    """The tool of `schemas` a call names ("" for none): as written, or without the namespace
+    models put before it (`functions.read_file`)."""
+    return name if name in schemas else short if (short := name.rsplit(".", 1)[-1]) in schemas else ""
+
+
 def fits(name: str, args: dict[str, Any], schemas: Schemas) -> str:
     """What keeps `args` from being a complete argument object of tool `name` ("" when they
     are one): a required parameter missing, or one the tool does not have."""
@@ -567,33 +573,38 @@ _JSON_START = re.compile(r"(?:<\|python_start\|>\s*)?(?P<v>(?:\[\s*)?)" + CALL_O
 _NEXT_CALL = re.compile(r"\s*;?\s*(?=[\[{])")
 
 
-def _json_call_value(text: str, at: int) -> tuple[list[Call], int]:
-    """The call object or list of them at `at` and where it ends; Bad (or ValueError) when
-    what stands there is no call."""
+_ARGS_KEYS = frozenset({"arguments", "parameters", "function"})
+
+
+def _json_call_value(text: str, at: int) -> tuple[list[Call], int, bool]:
+    """The call object or list of them at `at`, where it ends, and whether each has the shape
+    of a call (arguments beside its name, not only a name); Bad (or ValueError) when what
+    stands there is no call."""
     value, end = json.JSONDecoder().raw_decode(text, at)
     items = value if isinstance(value, list) else [value]
     if not items or not all(isinstance(v, dict) and set(v) <= _CALL_KEYS for v in items):
         raise Bad("not calls")
-    return [named_json(v) for v in items], end
+    return [named_json(v) for v in items], end, all(_ARGS_KEYS & set(v) for v in items)
 
 
-def _json_run(text: str, at: int) -> tuple[list[Call], int]:
+def _json_run(text: str, at: int) -> tuple[list[Call], int, bool]:
     """The calls of a run starting at `at`, several joined by `;` or blanks (Llama's parallel
-    calls), and where the run ends."""
-    calls, end = _json_call_value(text, at)
+    calls), where the run ends, and whether every one has the shape of a call."""
+    calls, end, shaped = _json_call_value(text, at)
     while (nxt := _NEXT_CALL.match(text, end)) is not None:
         try:
-            more, after = _json_call_value(text, nxt.end())
+            more, after, also = _json_call_value(text, nxt.end())
         except (ValueError, Bad):
             break
-        calls, end = calls + more, after
-    return calls, end
+        calls, end, shaped = calls + more, after, shaped and also
+    return calls, end, shaped
 
 
 def _json_tail(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
     """Llama's JSON calls (`{"name": ..., "parameters": {...}}`, several with `;` between, or a
     list), as Llama's parsers read them in prose: a run that ends the answer (then a call whose
-    arguments do not fit goes back to the model), and, before it, each run whose every call
+    arguments do not fit goes back to the model, and so does one naming no tool here, Bad, when
+    it has the shape of a call: a name and arguments), and, before it, each run whose every call
     names a tool of `schemas` with a complete argument object (an example of a call in prose
     names no tool here, or leaves arguments out)."""
     blocks: list[Block] = []
@@ -602,12 +613,16 @@ def _json_tail(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
         if m.start() < after:
             continue
         try:
-            calls, end = _json_run(text, m.start("v"))
+            calls, end, shaped = _json_run(text, m.start("v"))
         except (ValueError, Bad):
             continue
-        if _END.match(text, end):  # a run naming no tool here is prose: an object that happens to have a name
-            return blocks + [(m.start(), len(text), calls)] * all(name in schemas for name, _ in calls), JSON_CALL
-        if all(name in schemas and not fits(name, args, schemas) for name, args in calls):
+        if _END.match(text, end):
+            unknown = [name for name, _ in calls if not offered(name, schemas)]
+            if unknown and shaped and not blocks:
+                raise Bad(f"`{unknown[0]}` is not a tool here (the tools are: {', '.join(sorted(schemas))})")
+            # Otherwise a run naming no tool here is prose: an object that happens to have a name.
+            return blocks + [(m.start(), len(text), calls)] * (not unknown), JSON_CALL
+        if all(offered(name, schemas) and not fits(offered(name, schemas), args, schemas) for name, args in calls):
             blocks.append((m.start(), end, calls))
         after = end
     return blocks, JSON_CALL
@@ -636,7 +651,7 @@ def _pythonic_tail(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
             try:
                 return [(m.start(), len(text), [python_call(e) for e in tree.body.elts])], format_of("text.pythonic")
             except Bad:
-                if all(isinstance(e, ast.Call) and _called(e.func) in schemas for e in tree.body.elts):
+                if all(isinstance(e, ast.Call) and offered(_called(e.func), schemas) for e in tree.body.elts):
                     raise
                 continue
     return [], format_of("text.pythonic")
@@ -689,10 +704,11 @@ def json_anywhere(text: str, schemas: Schemas) -> list[Call]:
             name, args = named_json(value)
         except (ValueError, Bad):
             continue
-        if name in schemas and not fits(name, args, schemas):
-            calls.append((name, args))
+        if (tool := offered(name, schemas)) and not fits(tool, args, schemas):
+            calls.append((tool, args))
     return calls
 
 
-__all__ = ["CALL_OPENING", "FIND", "TAILS", "TEXT_FORMATS", "Bad", "Block", "Call", "Finder", "Format", "Schemas", "blank", "fits",
-           "format_of", "json_anywhere", "json_at", "named_json", "python_call", "thinking", "thought", "typed"]
+__all__ = ["CALL_OPENING", "FIND", "TAILS", "TEXT_FORMATS", "Bad", "Block", "Call", "Finder", "Format", "Schemas", "blank",
+           "fits", "format_of", "json_anywhere", "json_at", "named_json", "offered", "python_call", "thinking", "thought",
+           "typed"]
