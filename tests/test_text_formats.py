@@ -90,6 +90,12 @@ FORMATS = [
                  id="gemma-tool-code"),
     pytest.param("text.gemma4", '<|tool_call>call:run_command{command:<|"|>echo g4 >> ran.log<|"|>}<tool_call|>',
                  ["g4"], "Gemma 4 tool-call tokens", marks=pytest.mark.quirk("text.gemma4"), id="gemma4"),
+    pytest.param("text.gemma4", '<|tool_call>:call:run_command{command:<|"|>echo g4 >> ran.log<|"|>}<turn|>', ["g4"],
+                 "Gemma 4 tool-call tokens", marks=pytest.mark.quirk("text.gemma4"), id="gemma4-closed-by-turn-end"),
+    pytest.param("text.gemma4-bare", '<|channel>thought\nI need to log it.\n<channel|>call:run_command{command:<|"|>echo '
+                 'b1 >> ran.log<|"|>}\ncall:run_command{command:<|"|>echo b2 >> ran.log<|"|>,timeout_secs:30}',
+                 ["b1", "b2"], "Gemma 4 call without its tokens", marks=pytest.mark.quirk("text.gemma4-bare"),
+                 id="gemma4-without-its-tokens"),
     pytest.param("text.harmony", '<|start|>assistant to=functions.run_command<|channel|>commentary json<|message|>'
                  '{"command": "echo role >> ran.log"}<|call|>', ["role"], "gpt-oss harmony",
                  marks=pytest.mark.quirk("text.harmony"), id="harmony-recipient-in-role"),

@@ -450,6 +450,11 @@ QUIRKS: tuple[Quirk, ...] = (
     _text("text.glm4-0414", ("GLM-4-0414", "GLM-Z1"),
           "https://github.com/modelscope/ms-swift/blob/main/swift/plugin/agent_template/glm4.py",
           TextFormat(name="GLM-4 name and JSON", tail=True, held=("<|assistant|>",), example='read_file\n{"path": "a.py"}')),
+    # Told to write the whole call, tokens included, when an attempt cannot run.
+    _text("text.gemma4-bare", ("Gemma 4",),
+          "https://github.com/vllm-project/vllm/blob/main/tests/tool_parsers/test_gemma4_regex_and_bare_calls.py",
+          TextFormat(name="Gemma 4 call without its tokens", tail=True, held=("call:",),
+                     example='<|tool_call>call:read_file{path:<|"|>a.py<|"|>}<tool_call|>')),
 )
 
 BY_ID: dict[str, Quirk] = {q.id: q for q in QUIRKS}

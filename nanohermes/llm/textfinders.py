@@ -362,8 +362,8 @@ def _kimi3_blocks(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
 
 
 # Gemma 4: `<|tool_call>call:NAME{key:<|"|>text<|"|>,n:1}<tool_call|>`, bare keys, strings
-# between `<|"|>` delimiters.
-_GEMMA4 = re.compile(r"<\|tool_call>\s*(.*?)(<tool_call\|>|(?=<\|tool_call>)|\Z)", re.DOTALL)
+# between `<|"|>` delimiters; the call is closed by `<turn|>` at times, and opened `:call:`.
+_GEMMA4 = re.compile(r"<\|tool_call>\s*(.*?)(<tool_call\|>|<turn\|>|(?=<\|tool_call>)|\Z)", re.DOTALL)
 _GEMMA4_STRING = re.compile(r'<\|"\|>(.*?)<\|"\|>', re.DOTALL)
 _BARE_KEY = re.compile(r"([{,]\s*)([A-Za-z_]\w*)\s*:")
 
@@ -383,7 +383,7 @@ def _gemma4_args(text: str) -> Any:
 def _gemma4_blocks(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
     blocks: list[Block] = []
     for m in _GEMMA4.finditer(text):
-        call = re.match(r"call:\s*([\w.-]+)\s*(\{.*\})\s*\Z", m.group(1), re.DOTALL)
+        call = re.match(r":?\s*call:\s*([\w.-]+)\s*(\{.*\})\s*\Z", m.group(1), re.DOTALL)
         if call is None:
             raise Bad("`<|tool_call>` is not followed by `call:NAME{...}`" +
                       ("" if m.group(2) else " and its closing `<tool_call|>`"))
@@ -691,7 +691,52 @@ def _glm0414_tail(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
     return [], fmt
 
 
-TAILS: dict[str, Finder] = {"text.json": _json_tail, "text.pythonic": _pythonic_tail, "text.glm4-0414": _glm0414_tail}
+# Gemma 4's call with its tokens left out: `call:NAME{...}`, after the thought channel's end.
+_GEMMA4_BARE = re.compile(r"(?<![\w.])call:([A-Za-z_][\w.-]*)(?=\{)")
+
+
+def _braced_end(text: str, start: int) -> int:
+    """Where the `{...}` opening at `start` ends (past its `}`), over `<|"|>` strings; Bad when
+    it does not."""
+    depth, i = 0, start
+    while i < len(text):
+        if text.startswith('<|"|>', i):
+            close = text.find('<|"|>', i + 5)
+            if close < 0:
+                break
+            i = close + 5
+            continue
+        depth += (text[i] == "{") - (text[i] == "}")
+        i += 1
+        if depth == 0:
+            return i
+    raise Bad("the call's `{` is not closed")
+
+
+def _gemma4_bare_tail(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
+    """Gemma 4's calls written without `<|tool_call>` (`call:NAME{...}`, one after another),
+    ending the answer."""
+    fmt = format_of("text.gemma4-bare")
+    for m in _GEMMA4_BARE.finditer(text):
+        calls: list[Call] = []
+        here: re.Match[str] | None = m
+        try:
+            while here is not None:
+                end = _braced_end(text, here.end())
+                args = _gemma4_args(text[here.end():end])
+                if not isinstance(args, dict):
+                    raise Bad("not an object")
+                calls.append((here.group(1), args))
+                if _END.match(text, end):
+                    return [(m.start(), len(text), calls)], fmt
+                here = _GEMMA4_BARE.match(text, len(text) - len(text[end:].lstrip()))
+        except (ValueError, Bad):
+            continue
+    return [], fmt
+
+
+TAILS: dict[str, Finder] = {"text.json": _json_tail, "text.pythonic": _pythonic_tail, "text.glm4-0414": _glm0414_tail,
+                            "text.gemma4-bare": _gemma4_bare_tail}
 
 
 def json_anywhere(text: str, schemas: Schemas) -> list[Call]:
