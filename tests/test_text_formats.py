@@ -123,6 +123,15 @@ def test_a_call_written_in_the_format_runs_once_and_says_it_came_as_text(turn, s
     assert [c["function"]["name"] for c in assistant["tool_calls"]] == ["run_command"] * len(ran)
 
 
+def test_a_harmony_call_whose_role_header_says_commentary_leaves_no_header_in_the_answer(
+        turn, server: FakeServer, workspace: Path) -> None:
+    run(turn, server, '<|channel|>analysis<|message|>Need to log.<|end|><|start|>commentary to=functions.run_command'
+                      '<|channel|>commentary <|constrain|>json<|message|>{"command": "echo h >> ran.log"}<|call|>')
+    assert log(workspace) == ["h"]
+    [assistant] = [m for m in server.requests[1]["messages"] if m["role"] == "assistant"]
+    assert assistant["content"] == "<|channel|>analysis<|message|>Need to log.<|end|>"
+
+
 def test_kimi_k3s_response_channel_is_the_answers_text(turn, server: FakeServer, workspace: Path) -> None:
     run(turn, server, FORMATS[3].values[1])
     [assistant] = [m for m in server.requests[1]["messages"] if m["role"] == "assistant"]

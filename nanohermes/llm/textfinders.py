@@ -445,9 +445,9 @@ def _prefixed_json_blocks(marker: str, closer: str, fmt: Format) -> Finder:
 
 
 # The recipient stands after the channel (`<|channel|>commentary to=functions.x`) or in the
-# role header (`<|start|>assistant to=functions.x<|channel|>commentary`); the content type may
-# come with `<|constrain|>` or alone (`commentary json`).
-_HARMONY = re.compile(r"(?:<\|start\|>\s*)?(?:assistant\s*)?(?:to=functions\.(?P<a>[\w.-]+)\s*)?"
+# role header (`<|start|>assistant to=functions.x<|channel|>commentary`, some serializers write
+# `commentary` for the role); the content type may come with `<|constrain|>` or alone (`commentary json`).
+_HARMONY = re.compile(r"(?:<\|start\|>\s*)?(?:(?:assistant|commentary)\s*)?(?:to=functions\.(?P<a>[\w.-]+)\s*)?"
                       r"(?:<\|channel\|>\s*\w+\s*)?(?:to=functions\.(?P<b>[\w.-]+)\s*)?"
                       r"(?:<\|constrain\|>\s*\w+\s*|json\s*)?<\|message\|>")
 
