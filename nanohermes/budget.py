@@ -37,6 +37,7 @@ class Limits:
     grep_line_chars: int = 240  # each hit line, clipped with …
     grep_max_files: int = 50_000  # files visited by grep/glob walks
     glob_results: int = 500  # paths one glob returns
+    glob_alternatives: int = 256  # patterns one glob or grep include spells out of its `{a,b}`; past it, refused
     run_command_capture_bytes: int = 256 * KiB  # per stream: its first and last halves
     run_command_max_timeout_secs: int = 3600  # upper clamp of run_command `timeout_secs`
     task_capture_bytes: int = 512 * KiB  # per stream of a background task, unread: first and newest halves

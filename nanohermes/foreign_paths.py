@@ -60,8 +60,11 @@ def mapped(workspace: Path, start: Path, text: str) -> str | None:
         tail = "/".join(parts[k:])
         if (len(parts) - k >= 2 or k == after_name) and os.path.lexists(workspace / tail):
             return str(workspace / tail)
-    suggestion = "/".join(parts[after_name:]) if after_name is not None and after_name < len(parts) else \
-        (parts[-1] if parts else ".")
+    if after_name is not None and after_name < len(parts):
+        suggestion = "/".join(parts[after_name:])
+    else:  # the longest tail whose folder the workspace has (`src/new.py` when there is a `src/`)
+        suggestion = next(("/".join(parts[k:]) for k in range(len(parts) - 1)
+                           if os.path.isdir(workspace.joinpath(*parts[k:-1]))), parts[-1] if parts else ".")
     raise ForeignPath(_refusal(text, suggestion, workspace, workspace, sure=after_name is not None))
 
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 import functools
 import re
 
+from nanohermes.budget import Limits
+
 
 def _segment(seg: str, rule: bool) -> str:
     out: list[str] = []
@@ -79,10 +81,6 @@ def _class(seg: str, start: int, rule: bool) -> tuple[str, int] | None:
     return None
 
 
-# Past this many alternatives `{a,b}{c,d}...` would make, the pattern is refused.
-MAX_ALTERNATIVES = 256
-
-
 def _braces(pattern: str) -> tuple[int, int, list[str]] | None:
     """The first `{...}` of `pattern` holding a comma at its own level: (start, end, its
     alternatives); None when there is none. `\\` escapes; a class's `[...]` is skipped."""
@@ -115,9 +113,9 @@ def _braces(pattern: str) -> tuple[int, int, list[str]] | None:
     return None
 
 
-def alternatives(pattern: str) -> list[str]:
+def alternatives(pattern: str, most: int = Limits.glob_alternatives) -> list[str]:
     """`pattern` with each `{a,b}` spelled out: one pattern per alternative, in order; raises
-    `re.error` past `MAX_ALTERNATIVES`."""
+    `re.error` past `most` of them (`Limits.glob_alternatives`)."""
     out: list[str] = []
     todo = [pattern]
     while todo:
@@ -128,16 +126,18 @@ def alternatives(pattern: str) -> list[str]:
         else:
             start, end, parts = found
             todo += [p[:start] + part + p[end:] for part in parts]
-        if len(out) + len(todo) > MAX_ALTERNATIVES:
-            raise re.error(f"the braces make more than {MAX_ALTERNATIVES} alternatives")
+        if len(out) + len(todo) > most:
+            raise re.error(f"the braces make more than {most} alternatives (limits.glob_alternatives); write fewer "
+                           "alternatives, or search in several calls")
     return out
 
 
 @functools.lru_cache(maxsize=1024)
-def glob_regex(pattern: str, *, rule: bool = False) -> re.Pattern[str]:
+def glob_regex(pattern: str, *, rule: bool = False, most: int = Limits.glob_alternatives) -> re.Pattern[str]:
     """`pattern` as a regex over a whole path, in the glob dialect or (`rule`) the rule
-    dialect; raises `re.error` for a class the regex engine rejects (`[z-a]`)."""
-    if not rule and (alts := alternatives(pattern)) != [pattern]:
+    dialect; raises `re.error` for a class the regex engine rejects (`[z-a]`), or for braces
+    spelling out more than `most` alternatives."""
+    if not rule and (alts := alternatives(pattern, most)) != [pattern]:
         return re.compile("|".join(f"(?:{glob_regex(a).pattern})" for a in alts), re.DOTALL)
     segs = pattern.split("/")
     # Consecutive `**` segments mean the same as one and would only slow the regex down.
@@ -159,4 +159,4 @@ def glob_regex(pattern: str, *, rule: bool = False) -> re.Pattern[str]:
     return re.compile("".join(parts), re.DOTALL)
 
 
-__all__ = ["MAX_ALTERNATIVES", "alternatives", "glob_regex"]
+__all__ = ["alternatives", "glob_regex"]

@@ -96,10 +96,11 @@ def host_subject(url_or_host: str) -> str:
 
 
 def resolve_cwd(workspace: Path, cwd: str | None) -> Path:
-    """A command's directory: the workspace, or an existing directory inside it."""
+    """A command's directory: the workspace, or an existing directory inside it (a Windows
+    path, `src\\lib`, read as the folder it names: `foreign_paths`)."""
     if cwd is None or not cwd.strip():
         return workspace
-    real = resolve(workspace, cwd)
+    real = resolve(workspace, _not_foreign(workspace, workspace, cwd))
     root = os.path.realpath(workspace)
     if not _inside(str(real), root):
         raise PathProblem(f"cwd {cwd} is outside the workspace {root}; pass a directory inside it, or omit cwd")
@@ -158,7 +159,9 @@ def compute_target(kind: SubjectKind, effect: Effect, raw: list[str], workspace:
         line = raw[0] if raw else ""
         protected = command_protected(line, workspace, cwd=None if cwd == workspace else cwd,
                                       extra_roots=roots) if line else ""
-        return Target(kind=kind, effect=effect, subjects=(line,) if raw else (), protected=protected, cwd=cwd)
+        moved = ((base, subject_of(workspace, cwd)),) if base and _not_foreign(workspace, workspace, base) != base else ()
+        return Target(kind=kind, effect=effect, subjects=(line,) if raw else (), protected=protected, cwd=cwd,
+                      mapped=moved)
     if kind == "host":
         from nanohermes.hosts import resolve as resolve_host
 

@@ -57,7 +57,8 @@ def test_an_edit_through_a_drive_path_changes_the_workspace_file(turn, server: F
     ("docs\\new.md", "`docs/new.md`"),
     ("src\\new.py", "`src/new.py`"),
     ("C:notes.md", "perhaps `notes.md`"),
-], ids=["drive", "relative", "existing-folder", "drive-relative"])
+    ("C:\\Users\\me\\proj\\src\\new.py", "perhaps `src/new.py`"),
+], ids=["drive", "relative", "existing-folder", "drive-relative", "drive-into-an-existing-folder"])
 def test_a_windows_path_naming_nothing_is_refused_with_the_path_to_write(turn, server: FakeServer, workspace: Path,
                                                                          app: Path, path: str, suggestion: str) -> None:
     server.add(Reply(tool_calls=(call("write_file", {"path": path, "content": "hello\n"}),)), Reply(text="refused"))
@@ -111,3 +112,53 @@ def test_grep_and_list_dir_take_a_backslash_folder(turn, server: FakeServer, app
     listed, grepped = results(server)
     assert listed.startswith("app.py  ") and "`src\\` as `src`" in listed
     assert "src/app.py:1:def main():" in grepped and "`.\\src` as `src`" in grepped
+
+
+def git(ws: Path, *argv: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", "-c", "user.email=a@b.c", "-c", "user.name=n", *argv], cwd=ws, check=True,
+                   capture_output=True)
+
+
+def test_git_diff_and_git_log_look_at_the_file_a_backslash_path_names(turn, server: FakeServer, workspace: Path,
+                                                                       app: Path) -> None:
+    git(workspace, "init", "-q")
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-qm", "first")
+    app.write_text("def main():\n    return 2\n")
+    server.add(Reply(tool_calls=(call("git_diff", {"path": "src\\app.py"}), call("git_log", {"path": "src\\app.py"}))),
+               Reply(text="ok"))
+    r = turn("-p", "look", server=server)
+    assert r.code == 0, r.err
+    diffed, logged = results(server)
+    assert "+    return 2" in diffed and diffed.endswith("(Windows path read `src\\app.py` as `src/app.py`: paths here "
+                                                         "use `/`)")
+    assert logged.split("\n")[0].endswith(": first")
+
+
+def test_a_commands_backslash_cwd_is_the_folder_it_names_or_refused(turn, server: FakeServer, workspace: Path,
+                                                                    app: Path) -> None:
+    server.add(Reply(tool_calls=(call("run_command", {"command": "pwd > where.txt", "cwd": "src\\"}),)),
+               Reply(tool_calls=(call("run_command", {"command": "pwd > where.txt", "cwd": "build\\out"}),)),
+               Reply(text="ok"))
+    r = turn("-p", "run", "--yes", server=server)
+    assert r.code == 0, r.err
+    [ran] = results(server)
+    assert ran.endswith("(Windows path read `src\\` as `src`: paths here use `/`)")
+    assert (app.parent / "where.txt").read_text().strip() == str(app.parent.resolve())
+    [refused] = results(server, 2)[1:]
+    assert refused.startswith("ERROR: build\\out is a Windows path") and refused.endswith("`build/out`")
+    assert names(workspace) == ["src", "src/app.py", "src/where.txt"]
+
+
+def test_a_glob_written_with_backslashes_that_matches_nothing_says_what_to_try(turn, server: FakeServer,
+                                                                              app: Path) -> None:
+    server.add(Reply(tool_calls=(call("glob", {"pattern": "src\\*.py"}),
+                                 call("grep", {"pattern": "main", "include": "src\\*.py"}))), Reply(text="ok"))
+    r = turn("-p", "look", server=server)
+    assert r.code == 0, r.err
+    globbed, grepped = results(server)
+    hint = "`\\` escapes the next character in a glob, and folders are separated by `/`: try 'src/*.py'"
+    assert globbed.startswith("no files match") and hint in globbed
+    assert grepped.startswith("no matches") and f"{hint} as include" in grepped

@@ -38,8 +38,8 @@ def test_dialects_differ_only_where_documented(pattern: str, path: str, as_glob:
 
 
 def test_the_glob_tool_and_rules_use_the_engine() -> None:
-    assert compile_glob("./src/**/*.py").pattern == glob_regex("src/**/*.py").pattern
-    assert match_path("src/**", "src") and not compile_glob("src/**").fullmatch("src")
+    assert compile_glob("./src/**/*.py", 256).pattern == glob_regex("src/**/*.py").pattern
+    assert match_path("src/**", "src") and not compile_glob("src/**", 256).fullmatch("src")
     assert match_path("*.py", "deep/er/a.py")  # a bare name in a rule: any depth
 
 
@@ -47,4 +47,4 @@ def test_a_bad_class_raises() -> None:
     with pytest.raises(re.error):
         glob_regex("[z-a]")
     with pytest.raises(ToolError, match=r"^invalid glob '\[z-a\]': bad character range z-a"):
-        compile_glob("[z-a]")
+        compile_glob("[z-a]", 256)

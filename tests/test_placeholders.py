@@ -116,14 +116,16 @@ def test_a_new_file_and_an_insertion_lose_nothing_and_are_written(turn, server: 
 @pytest.mark.parametrize("line", ["# ... rest of the file is the same ...", "// (unchanged fields...)",
                                   "... rest of code ...", "existing code here", "    // ...", "/* ... */",
                                   "<!-- ... -->", "{/* ... */}", "  # (rest of methods ...)", "// ... 3 more methods",
-                                  "// other methods unchanged", "# ...snip..."])
+                                  "// other methods unchanged", "# ...snip...", "// keep the rest", "# the rest stays as is",
+                                  "// and the rest", "# <rest of code>", "# etc.", "# keep existing"])
 def test_placeholder_lines(line: str) -> None:
     assert placeholder(line)
 
 
 @pytest.mark.parametrize("line", ["...", "    ...", "x = ...", "return ...", "# Loading...", 'print("...")',
                                   "# keep the cache warm", "# TODO: handle errors",
-                                  "The rest of the guide is unchanged.", "    pass"])
+                                  "The rest of the guide is unchanged.", "    pass", "# REST endpoints", "<div>",
+                                  "# is the rest ok?"])
 def test_lines_that_are_not_placeholders(line: str) -> None:
     assert not placeholder(line)
 
@@ -131,7 +133,8 @@ def test_lines_that_are_not_placeholders(line: str) -> None:
 # -- the rule as a property: random files and edits, through the real tools ---------------------
 
 PLACEHOLDERS = ["# ... rest of the file is the same ...", "// (unchanged fields...)", "... rest of code ...",
-                "existing code here", "// ...", "# ... existing code ...", "/* ... unchanged ... */"]
+                "existing code here", "// ...", "# ... existing code ...", "/* ... unchanged ... */", "// keep the rest",
+                "# the rest stays as is"]
 code_line = st.builds(lambda name, n, indent: f"{'    ' * indent}{name}_{n} = {n}",
                       st.sampled_from(["alpha", "beta", "gamma", "delta"]), st.integers(0, 999), st.integers(0, 2))
 lines_of_code = st.lists(st.one_of(code_line, st.just("")), min_size=2, max_size=30).filter(

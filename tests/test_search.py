@@ -101,7 +101,7 @@ GLOB_CASES = [
 
 @pytest.mark.parametrize(("pattern", "path", "expected"), GLOB_CASES)
 def test_glob_semantics(pattern: str, path: str, expected: bool) -> None:
-    assert bool(compile_glob(pattern).fullmatch(path)) is expected
+    assert bool(compile_glob(pattern, 256).fullmatch(path)) is expected
 
 
 # -- a generated corpus --------------------------------------------------------------------------

@@ -110,6 +110,20 @@ def test_too_many_alternatives_are_refused_with_the_bound(turn, server: FakeServ
     assert out.startswith("ERROR: invalid glob") and "the braces make more than 256 alternatives" in out
 
 
+def test_the_alternatives_bound_is_glob_alternatives(turn, server: FakeServer, tree: Path) -> None:
+    server.add(Reply(tool_calls=(call("glob", {"pattern": "{AGENTS,README,NOTES}.md"}),
+                                 call("glob", {"pattern": "{AGENTS,README}.{md,txt}"}),
+                                 call("grep", {"pattern": "TODO", "include": "{src,lib}/*.{py,ts}"}))), Reply(text="done"))
+    r = turn("-p", "go", server=server, config={"limits": {"glob_alternatives": 3}})
+    assert r.code == 0, r.err
+    three, four, include = results(server, 1)
+    assert three.split("\n") == ["AGENTS.md", "NOTES.md", "README.md"]
+    refusal = ("the braces make more than 3 alternatives (limits.glob_alternatives); write fewer alternatives, or "
+               "search in several calls")
+    assert four == f"ERROR: invalid glob '{{AGENTS,README}}.{{md,txt}}': {refusal}"
+    assert include == f"ERROR: invalid glob '{{src,lib}}/*.{{py,ts}}': {refusal}"
+
+
 # -- `diff -u` creating or deleting a file under other prefixes --------------------------------
 
 def test_a_deletion_under_another_prefix_deletes_the_file_that_exists(turn, server: FakeServer, workspace: Path) -> None:
@@ -157,3 +171,21 @@ def test_a_creation_whose_folder_exists_without_the_prefix_loses_it(turn, server
     [out] = run(turn, server, call("apply_patch", {"diff": patch}))
     assert out.startswith("created src/new.py")
     assert (workspace / "src" / "new.py").read_text() == "x = 1\n" and not (workspace / "mod").exists()
+
+
+def test_a_creation_made_by_diff_u_is_applied_where_git_apply_puts_it(turn, server: FakeServer, workspace: Path,
+                                                                      tmp_path: Path) -> None:
+    import subprocess
+
+    made = tmp_path / "made"
+    (made / "new").mkdir(parents=True)
+    (made / "new" / "hello.txt").write_text("hello\n")
+    patch = subprocess.run(["diff", "-u", "/dev/null", "new/hello.txt"], cwd=made, capture_output=True, text=True).stdout
+    assert patch.startswith("--- /dev/null\t") and "\n+++ new/hello.txt\t" in patch
+    control = tmp_path / "control"
+    control.mkdir()
+    subprocess.run(["git", "apply", "-"], cwd=control, input=patch, text=True, check=True)
+    assert sorted(p.name for p in control.iterdir()) == ["hello.txt"]  # git apply strips `new/`
+    [out] = run(turn, server, call("apply_patch", {"diff": patch}))
+    assert out == "created hello.txt (1 hunk, +1 -0)"
+    assert sorted(p.name for p in workspace.iterdir()) == ["hello.txt"]

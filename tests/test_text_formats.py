@@ -64,16 +64,38 @@ FORMATS = [
     pytest.param("text.json", '{"name": "run_command", "parameters": {"command": "echo a >> ran.log"}}; '
                  '{"name": "run_command", "parameters": {"command": "echo b >> ran.log"}}', ["a", "b"], "JSON call",
                  marks=pytest.mark.quirk("text.json"), id="llama-json-semicolons"),
+    pytest.param("text.json", 'Here is the result: {"name": "run_command", "parameters": {"command": "echo mid >> '
+                 'ran.log"}} Would you like to know more?', ["mid"], "JSON call", marks=pytest.mark.quirk("text.json"),
+                 id="llama-json-with-prose-after"),
+    pytest.param("text.json", 'Logging: {"name": "run_command", "parameters": {"command": "echo a >> ran.log"}}; '
+                 '{"name": "run_command", "parameters": {"command": "echo b >> ran.log"}} and then I will check.',
+                 ["a", "b"], "JSON call", marks=pytest.mark.quirk("text.json"), id="llama-json-semicolons-in-prose"),
+    pytest.param("text.json", '{"type": "function", "name": "run_command", "parameters": {"command": "echo t >> '
+                 'ran.log"}}', ["t"], "JSON call", marks=pytest.mark.quirk("text.json"), id="llama-json-type-first"),
+    pytest.param("text.json", 'Calling it.\n{"type": "function", "function": {"name": "run_command", "arguments": '
+                 '"{\\"command\\": \\"echo api >> ran.log\\"}"}}', ["api"], "JSON call",
+                 marks=pytest.mark.quirk("text.json"), id="the-apis-own-shape"),
+    pytest.param("text.json", 'Done in a moment. {"name": "functions.run_command", "parameters": {"command": "echo ns >> '
+                 'ran.log"}} Then I will look.', ["ns"], "JSON call", marks=pytest.mark.quirk("text.json"),
+                 id="llama-json-namespaced-in-prose"),
     pytest.param("text.pythonic", "[run_command(command='echo py >> ran.log')]", ["py"], "pythonic call list",
                  marks=pytest.mark.quirk("text.pythonic"), id="pythonic"),
     pytest.param("text.pythonic", 'I will log two lines.\n[run_command(command="echo p1 >> ran.log"), '
                  'run_command(command="echo p2 >> ran.log")]', ["p1", "p2"], "pythonic call list",
                  marks=pytest.mark.quirk("text.pythonic"), id="pythonic-two-after-prose"),
+    pytest.param("text.pythonic", '<|python_start|>[run_command(command="echo l4 >> ran.log")]<|python_end|>', ["l4"],
+                 "pythonic call list", marks=pytest.mark.quirk("text.pythonic"), id="llama4-python-start"),
     pytest.param("text.tool-code", 'Let me check.\n```tool_code\nprint(default_api.run_command(command="echo tc >> '
                  'ran.log"))\n```', ["tc"], "tool_code block", marks=pytest.mark.quirk("text.tool-code"),
                  id="gemma-tool-code"),
     pytest.param("text.gemma4", '<|tool_call>call:run_command{command:<|"|>echo g4 >> ran.log<|"|>}<tool_call|>',
                  ["g4"], "Gemma 4 tool-call tokens", marks=pytest.mark.quirk("text.gemma4"), id="gemma4"),
+    pytest.param("text.gemma4", '<|tool_call>:call:run_command{command:<|"|>echo g4 >> ran.log<|"|>}<turn|>', ["g4"],
+                 "Gemma 4 tool-call tokens", marks=pytest.mark.quirk("text.gemma4"), id="gemma4-closed-by-turn-end"),
+    pytest.param("text.gemma4-bare", '<|channel>thought\nI need to log it.\n<channel|>call:run_command{command:<|"|>echo '
+                 'b1 >> ran.log<|"|>}\ncall:run_command{command:<|"|>echo b2 >> ran.log<|"|>,timeout_secs:30}',
+                 ["b1", "b2"], "Gemma 4 call without its tokens", marks=pytest.mark.quirk("text.gemma4-bare"),
+                 id="gemma4-without-its-tokens"),
     pytest.param("text.harmony", '<|start|>assistant to=functions.run_command<|channel|>commentary json<|message|>'
                  '{"command": "echo role >> ran.log"}<|call|>', ["role"], "gpt-oss harmony",
                  marks=pytest.mark.quirk("text.harmony"), id="harmony-recipient-in-role"),
@@ -101,6 +123,15 @@ def test_a_call_written_in_the_format_runs_once_and_says_it_came_as_text(turn, s
     assert [c["function"]["name"] for c in assistant["tool_calls"]] == ["run_command"] * len(ran)
 
 
+def test_a_harmony_call_whose_role_header_says_commentary_leaves_no_header_in_the_answer(
+        turn, server: FakeServer, workspace: Path) -> None:
+    run(turn, server, '<|channel|>analysis<|message|>Need to log.<|end|><|start|>commentary to=functions.run_command'
+                      '<|channel|>commentary <|constrain|>json<|message|>{"command": "echo h >> ran.log"}<|call|>')
+    assert log(workspace) == ["h"]
+    [assistant] = [m for m in server.requests[1]["messages"] if m["role"] == "assistant"]
+    assert assistant["content"] == "<|channel|>analysis<|message|>Need to log.<|end|>"
+
+
 def test_kimi_k3s_response_channel_is_the_answers_text(turn, server: FakeServer, workspace: Path) -> None:
     run(turn, server, FORMATS[3].values[1])
     [assistant] = [m for m in server.requests[1]["messages"] if m["role"] == "assistant"]
@@ -121,13 +152,19 @@ def test_a_pythonic_write_creates_the_file(turn, server: FakeServer, workspace: 
 
 # -- prose that shows a call is not one: the rule, both sides --------------------------------
 
+# The rule: a call with no marker of its own counts where it ends the answer and names an offered
+# tool; inside prose, only a JSON call of an offered tool with a complete argument object counts.
 @pytest.mark.parametrize("text", [
-    'To log, call {"name": "run_command", "parameters": {"command": "echo no >> ran.log"}} and read the file.',
+    'A weather tool takes {"name": "get_weather", "parameters": {"city": "Paris"}} and answers in degrees.',
+    'To log, call {"name": "run_command", "parameters": {"timeout_secs": 5}} with your command and read the file.',
     'Example:\n```\n{"name": "run_command", "parameters": {"command": "echo no >> ran.log"}}\n```\nThat is the shape.',
+    'Inline: `{"name": "run_command", "parameters": {"command": "echo no >> ran.log"}}` is the shape.',
     "You could run [run_command(command='echo no >> ran.log')] later, if you like.",
     'The answer ends with an object that is no call: {"name": "Ada", "age": 36}',
+    'The record is {"name": "Ada"}',
     'result\n{"count": 3}',
-], ids=["json-mid-prose", "json-in-a-fence", "pythonic-mid-prose", "a-json-object", "a-name-line-and-json"])
+], ids=["json-naming-no-tool-here", "json-missing-arguments", "json-in-a-fence", "json-in-inline-code",
+        "pythonic-mid-prose", "a-json-object", "a-name-alone", "a-name-line-and-json"])
 def test_prose_showing_a_call_is_the_answer_and_nothing_runs(turn, server: FakeServer, workspace: Path,
                                                              text: str) -> None:
     server.add(Reply(text=text))
@@ -146,7 +183,15 @@ def test_prose_showing_a_call_is_the_answer_and_nothing_runs(turn, server: FakeS
     ('<|tool_call>call:read_file{path:<|"|>a.txt}<tool_call|>', "the arguments of `read_file` cannot be read",
      "Gemma 4 tool-call tokens"),
     ("<|open|>tools<|sep|><|open|>call tool=\"read_file\" index=\"1\"<|sep|>", "is not closed", "Kimi K3 tools channel"),
-], ids=["json-missing-field", "pythonic-unknown-field", "tool-code-not-a-call", "gemma4-unclosed-string", "k3-cut-off"])
+    ("[read_file(path=b'a.txt')]", "the argument `path` of `read_file` is a bytes value, which no tool takes",
+     "pythonic call list"),
+    ("[read_file('a.txt')]", "the arguments of `read_file` must be given by name", "pythonic call list"),
+    ('{"name": "get_weather", "parameters": {"city": "Paris"}}', "`get_weather` is not a tool here (the tools are: ",
+     "JSON call"),
+    ("```tool_code\nread_file(path='a.txt', offset=1e999)\n```", "the argument `offset` of `read_file` is an infinite "
+     "number", "tool_code block"),
+], ids=["json-missing-field", "pythonic-unknown-field", "tool-code-not-a-call", "gemma4-unclosed-string", "k3-cut-off",
+        "pythonic-bytes", "pythonic-by-position", "json-naming-no-tool-here", "tool-code-infinite"])
 def test_a_call_that_cannot_run_goes_back_with_what_was_wrong(turn, server: FakeServer, workspace: Path, text: str,
                                                                problem: str, fmt: str) -> None:
     r = run(turn, server, text, Reply(text="sorry"))
@@ -205,6 +250,10 @@ def test_a_reply_whose_only_call_is_in_its_thinking_is_told_to_send_it(turn, ser
     assert (r.code, r.out) == (0, "logged\n"), r.err
     assert log(workspace) == ["x"]  # the draft never ran; the call sent after the reminder ran once
     [reminder] = told(server.requests[1])
+    # The reply goes back as it was, an empty one as empty text: OpenAI's API refuses a null content
+    # without tool calls.
+    [draft] = [m for m in server.requests[1]["messages"] if m["role"] == "assistant"]
+    assert draft["content"] == (reply.text or "") and "tool_calls" not in draft
     assert reminder == ("ERROR: your reply has no answer and no tool call: its only call, to `run_command`, is in your "
                         "thinking, where calls are drafts and never run. Nothing was run. If you meant to make it, send "
                         "it now as tool call; otherwise give your answer.")
@@ -231,13 +280,22 @@ def test_the_reminder_is_bounded_by_reasoning_call_retries(turn, server: FakeSer
             f"told {times} (limit reasoning_call_retries), so the turn ends with the answer as it is") in r.err
 
 
-def test_a_held_call_is_not_shown_and_prose_before_it_is(turn, server: FakeServer, workspace: Path) -> None:
-    text = 'Logging now.\n[run_command(command="echo s >> ran.log")]'
-    server.add(Reply(text=text, chunk_size=3), Reply(text="done"))
+@pytest.mark.parametrize("call_text", [
+    '[run_command(command="echo s >> ran.log")]',
+    '{"name": "run_command", "parameters": {"command": "echo s >> ran.log"}} and I will check it.',
+    '<|python_start|>[run_command(command="echo s >> ran.log")]<|python_end|>',
+    '<|start|>assistant to=functions.run_command<|channel|>commentary json<|message|>{"command": "echo s >> ran.log"}',
+    '<|assistant|>run_command\n{"command": "echo s >> ran.log"}<|observation|>',
+], ids=["pythonic", "json-in-prose", "llama4-python-start", "harmony-role-header", "glm4-0414"])
+def test_a_held_call_is_not_shown_and_prose_before_it_is(turn, server: FakeServer, workspace: Path,
+                                                         call_text: str) -> None:
+    server.add(Reply(text="Logging now. " + call_text, chunk_size=3), Reply(text="done"))
     r = turn("-p", "go", "--yes", "--output-format", "stream-json", server=server)
     assert r.code == 0, r.err
+    assert log(workspace) == ["s"]
     streamed = "".join(e.get("text", "") for e in r.lines() if e.get("type") == "text_delta")
-    assert streamed.startswith("Logging now.") and "run_command" not in streamed
+    after = "and I will check it." if call_text.endswith("check it.") else ""  # prose after the call is shown
+    assert streamed == f"Logging now. {after}done"
     assert json.loads(r.out.strip().split("\n")[-1])["result"] == "done"
 
 

@@ -29,7 +29,8 @@ LIMIT_KEYS = ("max_output", "max_turns", "max_parallel_tools", "max_tools", "req
 LOWERABLE_LIMITS: tuple[str, ...] = (
     "max_output", "read_file_max_bytes", "read_file_window_lines", "read_file_line_chars", "binary_sniff_bytes",
     "list_dir_entries", "edit_file_max_bytes", "grep_matches", "grep_file_max_bytes", "grep_line_chars",
-    "grep_max_files", "glob_results", "run_command_capture_bytes", "task_capture_bytes", "task_timeout_secs",
+    "grep_max_files", "glob_results", "glob_alternatives", "run_command_capture_bytes", "task_capture_bytes",
+    "task_timeout_secs",
     "command_kill_grace_secs", "command_pipe_grace_secs", "git_timeout_secs", "web_fetch_body_bytes",
     "web_fetch_timeout_secs", "web_fetch_max_redirects", "web_search_timeout_secs", "web_search_snippet_chars",
     "skill_body_chars", "project_docs_chars", "todo_items", "memory_text_chars", "memory_search_max_results",

@@ -282,7 +282,9 @@ def chat_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     followed by a user message of image parts (a tool message holds only text there). Once
     the model has thought in `reasoning_content` (DeepSeek's thinking mode), every assistant
     message that made tool calls carries that field back, empty when it had no thinking: the
-    endpoint refuses the request otherwise."""
+    endpoint refuses the request otherwise. An assistant message that said nothing and called
+    nothing (a reply whose only call was in its thinking) is sent with empty text: OpenAI's
+    API and others refuse one whose content is null without tool calls."""
     # quirk: reasoning.on-every-tool-call
     key = quirk_data("reasoning.reasoning-content", Reasoning).field
     thinks = any(m.role == "assistant" and m.reasoning is not None and m.reasoning_field == key for m in messages)
@@ -291,6 +293,8 @@ def chat_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
         d = m.to_chat()
         if thinks and m.tool_calls and not any(k in d for k in _THOUGHT_FIELDS):
             d[key] = m.reasoning or ""
+        if m.role == "assistant" and not m.tool_calls and d["content"] is None:
+            d["content"] = ""
         out.append(d)
         if images:
             out.append({"role": "user", "content": [

@@ -616,6 +616,7 @@ class HttpWire:
         if found is None or not found.calls or found.format is None:
             hold.release()
             return done
+        hold.taken(found.text)
         calls = as_tool_calls(found)
         self.on_notice(f"the model wrote its tool call{'s' if len(calls) > 1 else ''} as text ({found.format.name}); "
                        f"read as a call to {', '.join(c.name for c in calls)}")

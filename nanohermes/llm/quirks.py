@@ -109,8 +109,8 @@ class TextFormat:
     inside another format's block, or when it is a `tail`); more strings that open a call in it,
     only held back while they stream (`held`); `special` for reserved tokens, which are looked for
     inside code fences too; the token that may close a JSON call (`closer`); `tail` for a format
-    with no marker of its own (a bare JSON call, a pythonic list), taken only where it ends the
-    answer."""
+    with no marker of its own (a bare JSON call, a pythonic list), taken where it ends the answer
+    (a JSON call also inside prose, when it is a complete call of an offered tool)."""
 
     name: str
     example: str
@@ -432,7 +432,7 @@ QUIRKS: tuple[Quirk, ...] = (
     # json<|message|>`); the analysis channel is thinking, never a call, whatever it addresses
     # (`llm.textfinders.thinking`).
     _text("text.harmony", ("gpt-oss",), "https://cookbook.openai.com/articles/openai-harmony",
-          TextFormat(name="gpt-oss harmony", markers=("to=functions.",),
+          TextFormat(name="gpt-oss harmony", markers=("to=functions.",), held=("<|start|>", "<|channel|>"),
                      example='<|channel|>commentary to=functions.read_file <|constrain|>json<|message|>'
                              '{"path": "a.py"}<|call|>')),
     _text("text.glm", ("GLM-4.5", "GLM-4.6"), "https://docs.vllm.ai/en/latest/features/tool_calling.html",
@@ -440,16 +440,21 @@ QUIRKS: tuple[Quirk, ...] = (
                      example="<tool_call>read_file\n<arg_key>path</arg_key>\n<arg_value>a.py</arg_value>\n</tool_call>")),
     _text("text.functionary", ("Functionary", "Llama 3.1"), "https://github.com/MeetKai/functionary",
           TextFormat(name="<function=...> JSON", example='<function=read_file>{"path": "a.py"}</function>')),
-    # -- calls with no marker, taken only where they end the answer -------------------------
+    # -- calls with no marker: where they end the answer (a complete JSON call in prose too) --
     _text("text.json", ("Llama 3.1-3.3", "Llama 4", "models served without a tool parser"),
           "https://github.com/vllm-project/vllm/blob/main/tests/tool_parsers/test_llama3_json_tool_parser.py",
           TextFormat(name="JSON call", tail=True, example='{"name": "read_file", "parameters": {"path": "a.py"}}')),
     _text("text.pythonic", ("Llama 3.2", "Llama 4", "Gemma 3"),
           "https://github.com/vllm-project/vllm/blob/main/tests/tool_parsers/test_pythonic_tool_parser.py",
-          TextFormat(name="pythonic call list", tail=True, example='[read_file(path="a.py")]')),
+          TextFormat(name="pythonic call list", tail=True, held=("<|python_start|>",), example='[read_file(path="a.py")]')),
     _text("text.glm4-0414", ("GLM-4-0414", "GLM-Z1"),
           "https://github.com/modelscope/ms-swift/blob/main/swift/plugin/agent_template/glm4.py",
-          TextFormat(name="GLM-4 name and JSON", tail=True, example='read_file\n{"path": "a.py"}')),
+          TextFormat(name="GLM-4 name and JSON", tail=True, held=("<|assistant|>",), example='read_file\n{"path": "a.py"}')),
+    # Told to write the whole call, tokens included, when an attempt cannot run.
+    _text("text.gemma4-bare", ("Gemma 4",),
+          "https://github.com/vllm-project/vllm/blob/main/tests/tool_parsers/test_gemma4_regex_and_bare_calls.py",
+          TextFormat(name="Gemma 4 call without its tokens", tail=True, held=("call:",),
+                     example='<|tool_call>call:read_file{path:<|"|>a.py<|"|>}<tool_call|>')),
 )
 
 BY_ID: dict[str, Quirk] = {q.id: q for q in QUIRKS}

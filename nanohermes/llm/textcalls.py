@@ -11,9 +11,11 @@ A call is taken only when the request offered tools, the block is whole and well
 names a tool that was offered; nothing inside a Markdown code fence counts (an example, not a
 call), nor anything in the model's thinking (`<think>`, `[THINK]`, Harmony's analysis channel:
 a draft, never run). A format with no marker of its own (a bare JSON call, a pythonic list,
-GLM-4's name and JSON) counts only where it ends the answer and names an offered tool with a
-complete argument object (every required parameter, no unknown one): a JSON example inside
-prose is prose. `recover` gives the calls and the text left around them; `attempted` says what
+GLM-4's name and JSON) counts where it ends the answer and names an offered tool, and then runs
+only with a complete argument object (every required parameter, no unknown one; else the model
+is told what was wrong); a JSON call inside prose, as Llama's parsers read it, counts only when
+it is such a complete call of an offered tool: an example in prose names no tool here, leaves
+arguments out, or stands in a code fence. `recover` gives the calls and the text left around them; `attempted` says what
 went wrong with a block that looks like a call but cannot be taken, naming the format to write;
 `drafted` finds the calls of an answer that says nothing else and calls only in its thinking;
 `TextHold` keeps call text from being shown as the answer while it streams.
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nanohermes.llm.textfinders import (
+    CALL_OPENING,
     FIND,
     TAILS,
     TEXT_FORMATS,
@@ -40,6 +43,7 @@ from nanohermes.llm.textfinders import (
     fits,
     format_of,
     json_anywhere,
+    offered,
     thinking,
 )
 from nanohermes.messages import Message, ToolCall
@@ -112,9 +116,12 @@ def recover(text: str, tools: Sequence[dict[str, Any] | str], *, drafts: bool = 
             return Recovery(text=text, format=e.fmt or fmt, problem=str(e))
         return _taken(text, blocks, fmt, schemas, tail=False)
     for fmt, find in _TAILS:
-        blocks, fmt = find(plain, schemas)
+        try:
+            blocks, fmt = find(plain, schemas)
+        except Bad as e:
+            return Recovery(text=text, format=e.fmt or fmt, problem=str(e))
         names = [n for _, _, cs in blocks for n, _ in cs]
-        if names and all(n in schemas for n in names):  # a tail naming no tool here is prose
+        if names and all(offered(n, schemas) for n in names):  # a tail naming no tool here is prose
             return _taken(text, blocks, fmt, schemas, tail=True)
     return Recovery(text=text)
 
@@ -124,10 +131,10 @@ def _taken(text: str, blocks: list[Block], fmt: Format, schemas: Schemas, *, tai
     if not calls:
         return Recovery(text=text, format=fmt, problem="no whole call could be read from it")
     for name, _ in calls:
-        if name not in schemas and name.rsplit(".", 1)[-1] not in schemas:
-            offered = ", ".join(sorted(schemas))
-            return Recovery(text=text, format=fmt, problem=f"`{name}` is not a tool here (the tools are: {offered})")
-    calls = [(name if name in schemas else name.rsplit(".", 1)[-1], args) for name, args in calls]
+        if not offered(name, schemas):
+            tools = ", ".join(sorted(schemas))
+            return Recovery(text=text, format=fmt, problem=f"`{name}` is not a tool here (the tools are: {tools})")
+    calls = [(offered(name, schemas), args) for name, args in calls]
     if tail:  # no marker says it is a call: only a complete one is
         for name, args in calls:
             if why := fits(name, args, schemas):
@@ -250,6 +257,10 @@ _TAIL_LINE = re.compile(r'(?m)^[ \t]*(?:<\|python_start\|>\s*)?(?:\[?\s*\{\s*"|\
 # with every piece).
 _TAIL_MAYBE = re.compile(r"(?:^|\n)((?:<\|assistant\|>)?[ \t]*(?:\[\s*(?:\{\s*|[A-Za-z_][\w.]{0,63}\s*)?|\{\s*|"
                          r"[A-Za-z_][\w.-]{0,63}[ \t]*(?:\n[ \t]*)?))\Z")
+# A JSON call or a pythonic list may stand after prose on its line too (`Here it is: {"name": ...`,
+# `Logging: [run_command(...`), and may be starting at the end of what came (`{"na`, `[run_co`).
+_IN_LINE = re.compile(CALL_OPENING + r"|\[\s*[A-Za-z_][\w.]*\s*\(")
+_IN_LINE_MAYBE = re.compile(r'\{\s*(?:"[A-Za-z_]{0,64}"?\s*)?\Z|\[\s*[A-Za-z_][\w.]{0,63}\s*\Z')
 
 
 # Every proper beginning of a marker: text ending in one may be a marker still arriving.
@@ -295,6 +306,8 @@ class TextHold:
         lead = self._lead()
         if (maybe := _TAIL_MAYBE.search(lead + text)) is not None and maybe.group(1).strip():
             keep = max(keep, len(maybe.group(1)))
+        if (maybe := _IN_LINE_MAYBE.search(text)) is not None:
+            keep = max(keep, len(maybe.group(0)))
         self._pass(text[:len(text) - keep])
         self.held = text[len(text) - keep:]
 
@@ -307,7 +320,7 @@ class TextHold:
         """Where a call may begin in `text` (what came after what was passed on), outside the
         thinking; None when nowhere."""
         lead = self._lead()
-        found = sorted({i for mk in MARKERS for i in _all(text, mk)} |
+        found = sorted({i for mk in MARKERS for i in _all(text, mk)} | {m.start() for m in _IN_LINE.finditer(text)} |
                        {m.start() - len(lead) for m in _TAIL_LINE.finditer(lead + text)})
         if not found:
             return None
@@ -324,6 +337,15 @@ class TextHold:
     def release(self) -> None:
         held, self.held, self.holding = self.held, "", False
         self._pass(held)
+
+    def taken(self, kept: str) -> None:
+        """The held text was calls: what the answer keeps around them (`kept`, which begins
+        with what was passed on) is shown from where the shown text stopped, the calls not."""
+        self.held, self.holding = "", False
+        shown = self.passed.strip()
+        rest = kept[len(shown):].lstrip() if kept.startswith(shown) else ""
+        if rest:
+            self._pass(("" if not self.passed or self.passed[-1].isspace() else " ") + rest)
 
 
 def _all(text: str, sub: str) -> list[int]:

@@ -2,9 +2,10 @@
 
 One finder per entry of the quirk table's text call formats (`nanohermes.llm.quirks`, `text.*`),
 keyed by the entry's id: `FIND` for the formats with markers of their own, `TAILS` for those
-without one (a bare JSON call, a pythonic list, GLM-4's name and JSON), which count only where
-they end the answer. A finder gives the blocks it found, each (start, end, calls), and the
-format it read, or raises `Bad` for a block of its format that cannot be taken, with the reason.
+without one (a bare JSON call, a pythonic list, GLM-4's name and JSON), which count where they
+end the answer (a JSON call in prose too, when it is a complete call of an offered tool). A
+finder gives the blocks it found, each (start, end, calls), and the format it read, or raises
+`Bad` for a block of its format that cannot be taken, with the reason.
 `thinking` gives the spans of an answer that are the model's thinking (`<think>`, `<seed:think>`,
 `[THINK]`, Gemma 4's thought channel, Harmony's analysis channel): a call there is a draft.
 `llm.textcalls` decides what is taken; nothing here looks at anything but the text.
@@ -149,9 +150,12 @@ def _json_object(text: str, what: str) -> dict[str, Any]:
 
 
 def named_json(obj: Any) -> Call:
-    """`{"name": ..., "arguments"|"parameters": {...}}` (Command R: `tool_name`)."""
+    """`{"name": ..., "arguments"|"parameters": {...}}` (Command R: `tool_name`), or the API's own
+    shape copied into the text (`{"type": "function", "function": {"name": ..., "arguments": ...}}`)."""
     if not isinstance(obj, dict):
         raise Bad("a call is not a JSON object")
+    if isinstance(obj.get("function"), dict) and "name" not in obj:
+        obj = obj["function"]
     name = obj.get("name", obj.get("tool_name"))
     if not isinstance(name, str) or not name:
         raise Bad('a call has no "name"')
@@ -181,6 +185,12 @@ def json_at(text: str, start: int) -> tuple[Any, int]:
         return json.JSONDecoder().raw_decode(text, start)
     except json.JSONDecodeError as e:
         raise Bad(f"the call is not valid JSON ({e.msg} at char {e.pos - start})") from None
+
+
+def offered(name: str, schemas: Schemas) -> str:
+    """The tool of `schemas` a call names ("" for none): as written, or without the namespace
+    models put before it (`functions.read_file`)."""
+    return name if name in schemas else short if (short := name.rsplit(".", 1)[-1]) in schemas else ""
 
 
 def fits(name: str, args: dict[str, Any], schemas: Schemas) -> str:
@@ -352,8 +362,8 @@ def _kimi3_blocks(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
 
 
 # Gemma 4: `<|tool_call>call:NAME{key:<|"|>text<|"|>,n:1}<tool_call|>`, bare keys, strings
-# between `<|"|>` delimiters.
-_GEMMA4 = re.compile(r"<\|tool_call>\s*(.*?)(<tool_call\|>|(?=<\|tool_call>)|\Z)", re.DOTALL)
+# between `<|"|>` delimiters; the call is closed by `<turn|>` at times, and opened `:call:`.
+_GEMMA4 = re.compile(r"<\|tool_call>\s*(.*?)(<tool_call\|>|<turn\|>|(?=<\|tool_call>)|\Z)", re.DOTALL)
 _GEMMA4_STRING = re.compile(r'<\|"\|>(.*?)<\|"\|>', re.DOTALL)
 _BARE_KEY = re.compile(r"([{,]\s*)([A-Za-z_]\w*)\s*:")
 
@@ -373,7 +383,7 @@ def _gemma4_args(text: str) -> Any:
 def _gemma4_blocks(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
     blocks: list[Block] = []
     for m in _GEMMA4.finditer(text):
-        call = re.match(r"call:\s*([\w.-]+)\s*(\{.*\})\s*\Z", m.group(1), re.DOTALL)
+        call = re.match(r":?\s*call:\s*([\w.-]+)\s*(\{.*\})\s*\Z", m.group(1), re.DOTALL)
         if call is None:
             raise Bad("`<|tool_call>` is not followed by `call:NAME{...}`" +
                       ("" if m.group(2) else " and its closing `<tool_call|>`"))
@@ -435,9 +445,9 @@ def _prefixed_json_blocks(marker: str, closer: str, fmt: Format) -> Finder:
 
 
 # The recipient stands after the channel (`<|channel|>commentary to=functions.x`) or in the
-# role header (`<|start|>assistant to=functions.x<|channel|>commentary`); the content type may
-# come with `<|constrain|>` or alone (`commentary json`).
-_HARMONY = re.compile(r"(?:<\|start\|>\s*)?(?:assistant\s*)?(?:to=functions\.(?P<a>[\w.-]+)\s*)?"
+# role header (`<|start|>assistant to=functions.x<|channel|>commentary`, some serializers write
+# `commentary` for the role); the content type may come with `<|constrain|>` or alone (`commentary json`).
+_HARMONY = re.compile(r"(?:<\|start\|>\s*)?(?:(?:assistant|commentary)\s*)?(?:to=functions\.(?P<a>[\w.-]+)\s*)?"
                       r"(?:<\|channel\|>\s*\w+\s*)?(?:to=functions\.(?P<b>[\w.-]+)\s*)?"
                       r"(?:<\|constrain\|>\s*\w+\s*|json\s*)?<\|message\|>")
 
@@ -477,8 +487,7 @@ def python_call(node: ast.expr) -> Call:
         node = node.args[0]
     if not isinstance(node, ast.Call):
         raise Bad("it holds Python that is not a call of a tool")
-    func = node.func
-    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    name = _called(node.func)
     if not name:
         raise Bad("a call names no tool")
     if node.args:
@@ -488,10 +497,31 @@ def python_call(node: ast.expr) -> Call:
         if kw.arg is None:
             raise Bad(f"the arguments of `{name}` must be given by name")
         try:
-            args[kw.arg] = ast.literal_eval(kw.value)
+            args[kw.arg] = _json_value(ast.literal_eval(kw.value))
         except (ValueError, SyntaxError):
             raise Bad(f"the argument `{kw.arg}` of `{name}` is not a literal value") from None
+        except TypeError as e:
+            raise Bad(f"the argument `{kw.arg}` of `{name}` is {e}, which no tool takes: write text, numbers, "
+                      "true/false, None, lists and dicts") from None
     return name, args
+
+
+def _json_value(value: Any) -> Any:
+    """A Python literal as the JSON value it stands for (a tuple is a list); TypeError naming
+    what has none (bytes, a set, a complex or infinite number, a dict keyed by other than text)."""
+    import math
+
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v) for v in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {k: _json_value(v) for k, v in value.items()}
+    what = "an infinite number" if isinstance(value, float) else \
+        "a dict keyed by other than text" if isinstance(value, dict) else f"a {type(value).__name__} value"
+    raise TypeError(what)
 
 
 def _tool_code_blocks(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
@@ -531,42 +561,80 @@ FIND: dict[str, Finder] = {
 
 
 # --------------------------------------------------------------------------------------
-# the formats without a marker: taken only where they end the answer
+# the formats without a marker: taken where they end the answer (a complete JSON call in prose too)
 
 # What may follow the last call: blanks and the tokens that end a turn or a call list.
 _END = re.compile(r"(?:\s|<\|eom_id\|>|<\|eot_id\|>|<\|python_end\|>|<\|observation\|>|<\|end\|>|<\|endoftext\|>)*\Z")
-_JSON_START = re.compile(r'(?:<\|python_start\|>\s*)?(?P<v>(?:\[\s*)?\{)\s*"(?:name|tool_name)"\s*:')
-_CALL_KEYS = frozenset({"name", "tool_name", "arguments", "parameters", "type", "id"})
+# A JSON call object, or a list of them, begins: `{` then one of its keys, in any order
+# (Llama writes `{"type": "function", "name": ...}` as often as `{"name": ...}`).
+_CALL_KEYS = frozenset({"name", "tool_name", "arguments", "parameters", "type", "id", "function"})
+CALL_OPENING = r'\{\s*"(?:name|tool_name|arguments|parameters|type|id|function)"\s*:'
+_JSON_START = re.compile(r"(?:<\|python_start\|>\s*)?(?P<v>(?:\[\s*)?)" + CALL_OPENING)
+_NEXT_CALL = re.compile(r"\s*;?\s*(?=[\[{])")
+
+
+_ARGS_KEYS = frozenset({"arguments", "parameters", "function"})
+
+
+def _json_call_value(text: str, at: int) -> tuple[list[Call], int, bool]:
+    """The call object or list of them at `at`, where it ends, and whether each has the shape
+    of a call (arguments beside its name, not only a name); Bad (or ValueError) when what
+    stands there is no call."""
+    value, end = json.JSONDecoder().raw_decode(text, at)
+    items = value if isinstance(value, list) else [value]
+    if not items or not all(isinstance(v, dict) and set(v) <= _CALL_KEYS for v in items):
+        raise Bad("not calls")
+    return [named_json(v) for v in items], end, all(_ARGS_KEYS & set(v) for v in items)
+
+
+def _json_run(text: str, at: int) -> tuple[list[Call], int, bool]:
+    """The calls of a run starting at `at`, several joined by `;` or blanks (Llama's parallel
+    calls), where the run ends, and whether every one has the shape of a call."""
+    calls, end, shaped = _json_call_value(text, at)
+    while (nxt := _NEXT_CALL.match(text, end)) is not None:
+        try:
+            more, after, also = _json_call_value(text, nxt.end())
+        except (ValueError, Bad):
+            break
+        calls, end, shaped = calls + more, after, shaped and also
+    return calls, end, shaped
 
 
 def _json_tail(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
     """Llama's JSON calls (`{"name": ..., "parameters": {...}}`, several with `;` between, or a
-    list) that end the answer, after any prose."""
+    list), as Llama's parsers read them in prose: a run that ends the answer (then a call whose
+    arguments do not fit goes back to the model, and so does one naming no tool here, Bad, when
+    it has the shape of a call: a name and arguments), and, before it, each run whose every call
+    names a tool of `schemas` with a complete argument object (an example of a call in prose
+    names no tool here, or leaves arguments out)."""
+    blocks: list[Block] = []
+    after = 0
     for m in _JSON_START.finditer(text):
-        at, calls = m.start("v"), []
+        if m.start() < after:
+            continue
         try:
-            while True:
-                value, end = json.JSONDecoder().raw_decode(text, at)
-                items = value if isinstance(value, list) else [value]
-                if not items or not all(isinstance(v, dict) and set(v) <= _CALL_KEYS for v in items):
-                    raise Bad("not calls")
-                calls += [named_json(v) for v in items]
-                if _END.match(text, end):
-                    return [(m.start(), len(text), calls)], JSON_CALL
-                nxt = re.compile(r"\s*;?\s*(?=[\[{])").match(text, end)
-                if nxt is None:
-                    raise Bad("prose after it")
-                at = nxt.end()
+            calls, end, shaped = _json_run(text, m.start("v"))
         except (ValueError, Bad):
             continue
-    return [], JSON_CALL
+        if _END.match(text, end):
+            unknown = [name for name, _ in calls if not offered(name, schemas)]
+            if unknown and shaped and not blocks:
+                raise Bad(f"`{unknown[0]}` is not a tool here (the tools are: {', '.join(sorted(schemas))})")
+            # Otherwise a run naming no tool here is prose: an object that happens to have a name.
+            return blocks + [(m.start(), len(text), calls)] * (not unknown), JSON_CALL
+        if all(offered(name, schemas) and not fits(offered(name, schemas), args, schemas) for name, args in calls):
+            blocks.append((m.start(), end, calls))
+        after = end
+    return blocks, JSON_CALL
 
 
 _PYTHONIC_START = re.compile(r"(?:<\|python_start\|>\s*)?\[\s*[A-Za-z_][\w.]*\s*\(")
 
 
 def _pythonic_tail(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
-    """A list of Python calls (`[read_file(path="a.py"), grep(pattern="x")]`) ending the answer."""
+    """A list of Python calls (`[read_file(path="a.py"), grep(pattern="x")]`) ending the answer;
+    Bad when every one calls a tool of `schemas` but one cannot be read (an argument by
+    position, bytes): a call that cannot run, not prose."""
     import ast
 
     end = _END.search(text)
@@ -583,8 +651,17 @@ def _pythonic_tail(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
             try:
                 return [(m.start(), len(text), [python_call(e) for e in tree.body.elts])], format_of("text.pythonic")
             except Bad:
+                if all(isinstance(e, ast.Call) and offered(_called(e.func), schemas) for e in tree.body.elts):
+                    raise
                 continue
     return [], format_of("text.pythonic")
+
+
+def _called(func: ast.expr) -> str:
+    """The name a Python call calls (`read_file`, `default_api.read_file`), "" for another callee."""
+    import ast
+
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 
 
 _GLM_CALL = re.compile(r"(?:<\|assistant\|>\s*|^)[ \t]*([A-Za-z_][\w.-]*)[ \t]*\n[ \t]*(?=\{)", re.MULTILINE)
@@ -614,23 +691,69 @@ def _glm0414_tail(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
     return [], fmt
 
 
-TAILS: dict[str, Finder] = {"text.json": _json_tail, "text.pythonic": _pythonic_tail, "text.glm4-0414": _glm0414_tail}
+# Gemma 4's call with its tokens left out: `call:NAME{...}`, after the thought channel's end.
+_GEMMA4_BARE = re.compile(r"(?<![\w.])call:([A-Za-z_][\w.-]*)(?=\{)")
+
+
+def _braced_end(text: str, start: int) -> int:
+    """Where the `{...}` opening at `start` ends (past its `}`), over `<|"|>` strings; Bad when
+    it does not."""
+    depth, i = 0, start
+    while i < len(text):
+        if text.startswith('<|"|>', i):
+            close = text.find('<|"|>', i + 5)
+            if close < 0:
+                break
+            i = close + 5
+            continue
+        depth += (text[i] == "{") - (text[i] == "}")
+        i += 1
+        if depth == 0:
+            return i
+    raise Bad("the call's `{` is not closed")
+
+
+def _gemma4_bare_tail(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
+    """Gemma 4's calls written without `<|tool_call>` (`call:NAME{...}`, one after another),
+    ending the answer."""
+    fmt = format_of("text.gemma4-bare")
+    for m in _GEMMA4_BARE.finditer(text):
+        calls: list[Call] = []
+        here: re.Match[str] | None = m
+        try:
+            while here is not None:
+                end = _braced_end(text, here.end())
+                args = _gemma4_args(text[here.end():end])
+                if not isinstance(args, dict):
+                    raise Bad("not an object")
+                calls.append((here.group(1), args))
+                if _END.match(text, end):
+                    return [(m.start(), len(text), calls)], fmt
+                here = _GEMMA4_BARE.match(text, len(text) - len(text[end:].lstrip()))
+        except (ValueError, Bad):
+            continue
+    return [], fmt
+
+
+TAILS: dict[str, Finder] = {"text.json": _json_tail, "text.pythonic": _pythonic_tail, "text.glm4-0414": _glm0414_tail,
+                            "text.gemma4-bare": _gemma4_bare_tail}
 
 
 def json_anywhere(text: str, schemas: Schemas) -> list[Call]:
     """Every JSON call object in `text` that names a tool of `schemas` with a complete
     argument object, wherever it stands (for thinking, where a draft sits in prose)."""
     calls: list[Call] = []
-    for m in re.finditer(r'\{\s*"(?:name|tool_name)"\s*:', text):
+    for m in re.finditer(CALL_OPENING, text):
         try:
             value, _ = json.JSONDecoder().raw_decode(text, m.start())
             name, args = named_json(value)
         except (ValueError, Bad):
             continue
-        if name in schemas and not fits(name, args, schemas):
-            calls.append((name, args))
+        if (tool := offered(name, schemas)) and not fits(tool, args, schemas):
+            calls.append((tool, args))
     return calls
 
 
-__all__ = ["FIND", "TAILS", "TEXT_FORMATS", "Bad", "Block", "Call", "Finder", "Format", "Schemas", "blank", "fits",
-           "format_of", "json_anywhere", "json_at", "named_json", "python_call", "thinking", "thought", "typed"]
+__all__ = ["CALL_OPENING", "FIND", "TAILS", "TEXT_FORMATS", "Bad", "Block", "Call", "Finder", "Format", "Schemas", "blank",
+           "fits", "format_of", "json_anywhere", "json_at", "named_json", "offered", "python_call", "thinking", "thought",
+           "typed"]

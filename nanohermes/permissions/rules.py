@@ -70,6 +70,11 @@ class Target:
     def read_only(self) -> bool:
         return self.effect == "read"
 
+    def used(self, written: str) -> str:
+        """The path `written` (one of `raw`) as the call uses it: the workspace path a Windows
+        path was read as, else as written. For a tool that hands the path on as text (to git)."""
+        return next((used for raw, used in self.mapped if raw == written), written)
+
     @property
     def shown(self) -> str:
         """What a refusal or a question names: the paths as judged, the command line, the

@@ -197,7 +197,9 @@ _LEFT_OUT = (r"rest\s+of|remain(?:s|ing|der)?(?:\s+(?:the\s+same|unchanged|as\s+
              r"omitted|for\s+brevity|existing\s+(?:code|implementation|methods?|functions?|fields?|imports?|logic|"
              r"content|tests?|props|properties|styles?|config(?:uration)?|lines?|rules?|entries|items|cases?|"
              r"routes?|handlers?)|previous\s+(?:code|implementation|content|lines?)|no\s+changes?|code\s+here|"
-             r"as\s+before|snip(?:ped)?|elided")
+             r"as\s+before|snip(?:ped)?|elided|(?:and\s+)?the\s+rest|etc|"
+             r"keep(?:s|ing)?\s+(?:the\s+)?(?:rest|existing|others?|remaining)|"
+             r"(?:stays?|left|kept|remains?)\s+as\s+(?:is|before|it\s+(?:is|was))")
 _STRONG = re.compile(rf"\b(?:{_LEFT_OUT})\b", re.IGNORECASE)
 # Beside an ellipsis, weaker words say it too (`// ... 3 more methods`, `# ...other fields...`).
 _WEAK = re.compile(rf"\b(?:{_LEFT_OUT}|more|others?|etc|keep|kept|existing|previous|same|here|code|lines?|fields?|"
@@ -215,7 +217,7 @@ def placeholder(line: str) -> bool:
     opened = _OPEN_COMMENT.match(text)
     commented = opened is not None and opened.end() > 0
     text = _CLOSE_COMMENT.sub("", text[opened.end():] if opened else text).strip()
-    text = text.strip("()[]{} \t")
+    text = text.strip("()[]{}<> \t")
     dots = _DOTS.search(text)
     words = _DOTS.sub(" ", text).strip(" \t()[]{}:,;.")
     if not words:

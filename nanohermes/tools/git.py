@@ -235,7 +235,8 @@ class GitDiff(_ReadOnlyGit[GitDiffParams]):
         argv = ["diff", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"]
         if args.staged:
             argv.append("--staged")
-        where = [args.path] if args.path else []
+        path = self.resolved(args, ctx).used(args.path) if args.path else None
+        where = [path] if path else []
         # Each side of a rename is listed, so a file a read rule covers shows from neither.
         excluded, withheld = await withheld_specs(ctx, [*argv, "--name-only", "-z", "--no-renames", "--", *where])
         if args.stat:
@@ -245,7 +246,7 @@ class GitDiff(_ReadOnlyGit[GitDiffParams]):
         out = strip_newline(await git(ctx, *argv))
         note = withheld.note("file", "not shown")
         if not out:
-            where_text = f" in {args.path}" if args.path else ""
+            where_text = f" in {path}" if path else ""
             empty = (f"no staged changes{where_text}; unstaged ones: git_diff()" if args.staged
                      else f"no unstaged changes{where_text}; staged ones: git_diff(staged=true)")
             return empty + (f"\n{note}" if note else "")
@@ -283,11 +284,12 @@ class GitLog(_ReadOnlyGit[GitLogParams]):
 
     async def run(self, args: GitLogParams, ctx: ToolContext) -> str:
         argv = ["log", "--no-textconv", "--no-ext-diff", f"--max-count={args.count}", "--date=short", "--format=%h %ad %an: %s"]
-        if args.path:
-            argv += ["--", args.path]
+        path = self.resolved(args, ctx).used(args.path) if args.path else None
+        if path:
+            argv += ["--", path]
         out = strip_newline(await git(ctx, *argv))
         if not out:
-            return f"no commits touch {args.path}" if args.path else "no commits yet"
+            return f"no commits touch {path}" if path else "no commits yet"
         return fit(out, ctx.limits.max_output, "lower count or pass a path")
 
 

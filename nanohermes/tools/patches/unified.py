@@ -69,6 +69,7 @@ class FilePatch:
     named: bool = False  # the ---/+++ lines were seen
     old_epoch: bool = False  # `diff -N`: the old side is dated at the epoch (the file is created)
     new_epoch: bool = False
+    dated: bool = False  # both names carry a date after a tab: made by `diff`, not written by hand
     # A created or deleted file named under a prefix `git apply` would strip (`--- orig/x`,
     # `+++ /dev/null`): the name without it. Which one is meant, `settle_prefixes` decides.
     alternative: str | None = None
@@ -161,7 +162,7 @@ def _strip_prefix(fp: FilePatch) -> None:
             if old != new:
                 old = new = min(old, new, key=len)
     elif old is None and new is not None and new.startswith("b/") is False and "/" in new:
-        if fp.old_epoch:
+        if fp.old_epoch or fp.dated:  # `diff -u /dev/null new/x` names the file under its folder: git strips it
             new = _p1(new)
         else:
             fp.alternative = _p1(new)
@@ -179,7 +180,8 @@ def settle_prefixes(patches: list[FilePatch], exists: Callable[[str], bool], fol
     file is the one that exists; a created one loses the prefix when another section of the
     patch stripped it (`--- orig/a`, `+++ mod/a`), or when its folder is missing while the
     folder without the prefix exists (and is not the workspace itself: `tests/new.py` is meant
-    as written). `exists` and `folder_exists` take a path as the patch names it."""
+    as written). A creation `diff` dated has lost it already (`_strip_prefix`). `exists` and
+    `folder_exists` take a path as the patch names it."""
     stripped = {p for fp in patches for p in fp.prefixes}
     for fp in patches:
         alt, fp.alternative = fp.alternative, None
@@ -200,6 +202,9 @@ def _p1(path: str) -> str:
 
 # `diff -N` marks the missing side of a created or deleted file with the epoch as its date.
 _EPOCH = re.compile(r"\t(1970-01-01|1969-12-31)[ T]\d\d:\d\d:\d\d(\.0+)?( [+-]\d{4})?\s*$")
+# `diff -u` dates each name (`--- /dev/null\t2024-05-01 10:00:00.000000000 +0000`), as a hand
+# no model writes: such a patch was made from two folders, and git apply strips one component.
+_DATED = re.compile(r"\t\d{4}-\d\d-\d\d[ T]\d\d:\d\d")
 
 
 def parse(text: str) -> list[FilePatch]:
@@ -235,6 +240,7 @@ def parse(text: str) -> list[FilePatch]:
                 patches.append(cur)
             cur.named = True
             if not cur.git:
+                cur.dated = bool(_DATED.search(line) and _DATED.search(lines[i + 1]))
                 cur.old_epoch = bool(_EPOCH.search(line))
                 cur.new_epoch = bool(_EPOCH.search(lines[i + 1]))
                 if cur.old_epoch and cur.new_epoch:

@@ -10,7 +10,7 @@ from typing import ClassVar
 from nanohermes.pathrules import held, swapped
 from nanohermes.tools.base import Params, ReadOnlyTool, ToolContext, ToolError, about
 from nanohermes.tools.fileops import Withheld, shown_path
-from nanohermes.tools.search.globs import compile_glob
+from nanohermes.tools.search.globs import backslash_hint, compile_glob
 from nanohermes.tools.search.ripgrep import AUTO, RipgrepFailed, capped, find_ripgrep, list_ripgrep
 from nanohermes.tools.search.walk import Walk, ignore_dir_names, one_line_path, shown_prefix, walk_note, walk_python
 
@@ -71,7 +71,7 @@ class Glob(ReadOnlyTool[GlobParams]):
         return files, lambda: n, walk.truncated
 
     async def run(self, args: GlobParams, ctx: ToolContext) -> str:
-        rx = compile_glob(args.pattern)
+        rx = compile_glob(args.pattern, ctx.limits.glob_alternatives)
         root = self.resolved(args, ctx).paths[0]  # the folder (or file) the rules judged
         shown = shown_path(ctx, args.path or ".", root)
         if not root.exists():
@@ -110,5 +110,6 @@ class Glob(ReadOnlyTool[GlobParams]):
             notes.append(note)
         if not found:
             n = walked()
-            return "\n".join([f"no files match {args.pattern!r} under {shown} ({n} file{'' if n == 1 else 's'} walked)", *notes])
+            return "\n".join([f"no files match {args.pattern!r} under {shown} ({n} file{'' if n == 1 else 's'} walked)"
+                              f"{backslash_hint(args.pattern)}", *notes])
         return "\n".join(one_line_path(prefix + r) for r in found) + ("\n\n" + "\n".join(notes) if notes else "")

@@ -17,7 +17,7 @@ from nanohermes.pathrules import held, swapped
 from nanohermes.permissions import is_secret
 from nanohermes.tools.base import Params, ReadOnlyTool, ToolContext, ToolError, about
 from nanohermes.tools.fileops import Withheld, shown_path
-from nanohermes.tools.search.globs import compile_glob
+from nanohermes.tools.search.globs import backslash_hint, compile_glob
 from nanohermes.tools.search.ripgrep import (
     AUTO, RipgrepFailed, find_ripgrep, prefilter_glob, rg_common_args, rg_paths, rg_stats, run_rg, walk_ripgrep,
 )
@@ -42,11 +42,12 @@ def skipped_note(large: int, binary: int, limits: Limits) -> str:
             f"{_size_text(limits.grep_file_max_bytes)}, {binary} binary")
 
 
-def include_filter(include: str | None, root_shown: str) -> Callable[[str], bool]:
-    """Try the include glob against the root-relative path, the shown path and the name."""
+def include_filter(include: str | None, root_shown: str, most: int) -> Callable[[str], bool]:
+    """Try the include glob (at most `most` `{a,b}` alternatives) against the root-relative
+    path, the shown path and the name."""
     if not include:
         return lambda rel: True
-    rx = compile_glob(include)
+    rx = compile_glob(include, most)
     prefix = "" if root_shown == "." else root_shown.rstrip("/") + "/"
 
     def ok(rel: str) -> bool:
@@ -99,7 +100,7 @@ class Grep(ReadOnlyTool[GrepParams]):
         matcher = Matcher.build(args.pattern, args.regex, args.case_insensitive)
         root = self.resolved(args, ctx).paths[0]  # the folder (or file) the rules judged
         shown = shown_path(ctx, args.path or ".", root)
-        included = include_filter(args.include, shown)  # a bad glob fails here, before any I/O
+        included = include_filter(args.include, shown, ctx.limits.glob_alternatives)  # a bad glob fails here, before any I/O
         if not root.exists():
             raise ToolError(f"{shown} does not exist; check the path with list_dir or glob")
         withheld = Withheld(ctx, root)  # files a read rule covers are not searched
@@ -242,6 +243,8 @@ def _format_grep(args: GrepParams, ctx: ToolContext, prefix: str, shown: str, re
         body = f"no matches for {what} {args.pattern!r} in {shown} ({n} file{'' if n == 1 else 's'} searched{extra})"
         if not args.regex and looks_like_regex(args.pattern):
             body += "; it looks like a regular expression: set regex=true to search it as one"
+        if args.include and (hint := backslash_hint(args.include)):
+            body += f"{hint} as include"
         return "\n".join([body, *notes])
     cap = lim.grep_line_chars
     rows: list[str] = []
