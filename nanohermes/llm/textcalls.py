@@ -266,6 +266,8 @@ _IN_LINE_MAYBE = re.compile(r'\{\s*(?:"[A-Za-z_]{0,64}"?\s*)?\Z|\[\s*[A-Za-z_][\
 # Every proper beginning of a marker: text ending in one may be a marker still arriving.
 _PREFIXES = frozenset(mk[:n] for mk in MARKERS for n in range(1, len(mk)))
 _PREFIX_CHARS = max(map(len, _PREFIXES), default=0)
+# Where any marker begins, in one pass (a lookahead, so markers that overlap are all found).
+_MARKER_AT = re.compile("(?=" + "|".join(re.escape(mk) for mk in sorted(MARKERS, key=len, reverse=True)) + ")")
 
 
 class TextHold:
@@ -320,7 +322,7 @@ class TextHold:
         """Where a call may begin in `text` (what came after what was passed on), outside the
         thinking; None when nowhere."""
         lead = self._lead()
-        found = sorted({i for mk in MARKERS for i in _all(text, mk)} | {m.start() for m in _IN_LINE.finditer(text)} |
+        found = sorted({m.start() for m in _MARKER_AT.finditer(text)} | {m.start() for m in _IN_LINE.finditer(text)} |
                        {m.start() - len(lead) for m in _TAIL_LINE.finditer(lead + text)})
         if not found:
             return None
@@ -346,14 +348,6 @@ class TextHold:
         rest = kept[len(shown):].lstrip() if kept.startswith(shown) else ""
         if rest:
             self._pass(("" if not self.passed or self.passed[-1].isspace() else " ") + rest)
-
-
-def _all(text: str, sub: str) -> list[int]:
-    out, i = [], text.find(sub)
-    while i >= 0:
-        out.append(i)
-        i = text.find(sub, i + 1)
-    return out
 
 
 __all__ = ["MARKERS", "Format", "Recovery", "TextCallCheck", "TextHold", "as_tool_calls", "attempted", "drafted",
