@@ -15,7 +15,7 @@ Each line prints seconds and the ratio to `git status`. A ratio that stays near 
 means a checkpoint costs what git status costs; the rows with more changed files show the
 cost growing with what changed.
 
-    python bench/checkpoints.py [--files 40000] [--runs 5]
+    python bench/checkpoints.py [--files 40000] [--runs 5] [--quick]
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def git(ws: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=ws, env=env, check=True, capture_output=True)
 
 
-def generate(ws: Path, files: int) -> list[Path]:
+def generate(ws: Path, files: int, sync: bool = True) -> list[Path]:
     """`files` committed files of 100 to 2,000 bytes, 40 to a folder; returns them."""
     paths = []
     per_dir = 40
@@ -67,7 +67,8 @@ def generate(ws: Path, files: int) -> list[Path]:
         (ws / "build" / f"out{i}.o").write_bytes(os.urandom(2000))
     for i in range(20):
         (ws / f"untracked{i}.txt").write_text(f"untracked {i}\n")
-    os.sync()  # the generated files on disk: their write-back does not fall into the timings
+    if sync:  # the generated files on disk: their write-back does not fall into the timings
+        os.sync()
     return paths
 
 
@@ -85,13 +86,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", type=int, default=40_000)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="a smoke run: 200 files, once each")
     args = ap.parse_args()
+    if args.quick:
+        args.files, args.runs = 200, 1
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["XDG_DATA_HOME"] = str(Path(tmp) / "data")
         ws = Path(tmp) / "ws"
         ws.mkdir()
         print(f"generating {args.files:,} files ...", flush=True)
-        paths = generate(ws, args.files)
+        paths = generate(ws, args.files, sync=not args.quick)
         limits = Limits()
         skip = skipped_dirs(ignore_dir_names(None))
 
@@ -110,7 +114,7 @@ def main() -> None:
         store = Store(ws, limits, skip, "s1")
         store.scan()
         rows.append(("scan, nothing changed", median(args.runs, store.scan)))
-        for n in (10, 1000):
+        for n in (10, min(1000, len(paths))):
             def touch(n: int = n) -> None:
                 for p in paths[:n]:
                     with p.open("a") as f:

@@ -14,7 +14,7 @@ again (the per-folder cache makes that a stat per folder) and covers each one; p
 against the same command with no look and nothing to cover, and the first, uncached look
 alone.
 
-Usage: python bench/sandbox.py [--repeat K] [--files N] [--secrets S]
+Usage: python bench/sandbox.py [--repeat K] [--files N] [--secrets S] [--quick]
 """
 
 from __future__ import annotations
@@ -64,7 +64,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=50)
     ap.add_argument("--files", type=int, default=5000)
     ap.add_argument("--secrets", type=int, default=20)
+    ap.add_argument("--quick", action="store_true", help="a smoke run: few repetitions, a small tree")
     args = ap.parse_args()
+    if args.quick:
+        args.repeat, args.files, args.secrets = 2, 100, 3
     avail = sandbox.probe()
     for good, line in avail.lines():
         print(("" if good else "weaker: ") + line)
@@ -102,7 +105,7 @@ def secrets_cost(ws: Path, args: argparse.Namespace) -> None:
     for i in range(args.secrets):
         (ws / "src" / f"d{i % 50:02d}" / f"{i}.pem").write_text("secret\n")
     (ws / ".env").write_text("TOKEN=x\n")
-    time.sleep(2.1)  # past the window in which a folder's fresh listing is not trusted again
+    time.sleep(0 if args.quick else 2.1)  # past the window in which a folder's fresh listing is not trusted again
 
     def look() -> withhold.Secrets:
         return withhold.find(ws, DEFAULT_SECRET_FILES, max_entries=lim.sandbox_secret_scan_entries,
