@@ -68,8 +68,12 @@ def ask():
                 for c in json.loads(line[6:])["choices"]:
                     d = c["delta"]
                     text.append(d.get("content") or "")
-                    for tc in d.get("tool_calls") or []:
-                        calls.setdefault(tc["index"], tc)
+                    for tc in d.get("tool_calls") or []:  # streamed in pieces: the arguments joined
+                        got = calls.setdefault(tc["index"], {"id": tc.get("id"), "type": "function",
+                                                             "function": {"name": "", "arguments": ""}})
+                        got["id"] = got["id"] or tc.get("id")
+                        for k in ("name", "arguments"):
+                            got["function"][k] += (tc.get("function") or {}).get(k) or ""
     return "".join(text), list(calls.values())
 text, calls = ask()
 for c in calls:
