@@ -11,7 +11,8 @@ median of several runs:
 - a whole turn's checkpoint work: the scan before, the scan after and keeping the changes;
 - a new session's first scan (seeded from the last session's stat cache, as each `-p` run is).
 
-Each line prints seconds and the ratio to `git status`. A ratio that stays near 1 as N grows
+Each line prints seconds, the seconds of `git status` run just before each of its runs, and
+the median of the per-run ratios (load that changes on a shared machine moves both alike). A ratio that stays near 1 as N grows
 means a checkpoint costs what git status costs; the rows with more changed files show the
 cost growing with what changed.
 
@@ -72,14 +73,24 @@ def generate(ws: Path, files: int, sync: bool = True) -> list[Path]:
     return paths
 
 
-def median(runs: int, fn: Callable[[], object], before: Callable[[], object] = lambda: None) -> float:
-    times = []
+def paired(runs: int, fn: Callable[[], object], yardstick: Callable[[], object],
+           before: Callable[[], object] = lambda: None) -> tuple[float, float, float]:
+    """Median seconds of `fn` and of `yardstick`, and the median of their per-run ratios: each
+    run times the yardstick just before `fn`, so load that changes on a shared machine moves
+    both alike."""
+    times, bases, ratios = [], [], []
     for _ in range(runs):
+        t = time.perf_counter()
+        yardstick()
+        base = time.perf_counter() - t
         before()
         t = time.perf_counter()
         fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+        took = time.perf_counter() - t
+        times.append(took)
+        bases.append(base)
+        ratios.append(took / base)
+    return statistics.median(times), statistics.median(bases), statistics.median(ratios)
 
 
 def main() -> None:
@@ -103,24 +114,23 @@ def main() -> None:
             subprocess.run(["git", "status", "--porcelain"], cwd=ws, check=True, capture_output=True)
 
         status()  # git's own index refreshed once, as it would be in daily use
-        yardstick = median(args.runs, status)
-        rows: list[tuple[str, float]] = []
+        rows: list[tuple[str, tuple[float, float, float]]] = []
 
         def fresh_store() -> None:
             shutil.rmtree(Path(tmp) / "data", ignore_errors=True)
 
-        rows.append(("first scan of a new store", median(args.runs, lambda: Store(ws, limits, skip, "s1").scan(),
-                                                          fresh_store)))
+        rows.append(("first scan of a new store", paired(args.runs, lambda: Store(ws, limits, skip, "s1").scan(),
+                                                         status, fresh_store)))
         store = Store(ws, limits, skip, "s1")
         store.scan()
-        rows.append(("scan, nothing changed", median(args.runs, store.scan)))
+        rows.append(("scan, nothing changed", paired(args.runs, store.scan, status)))
         for n in (10, min(1000, len(paths))):
             def touch(n: int = n) -> None:
                 for p in paths[:n]:
                     with p.open("a") as f:
                         f.write("# edited\n")
 
-            rows.append((f"scan, {n:,} files changed", median(args.runs, store.scan, touch)))
+            rows.append((f"scan, {n:,} files changed", paired(args.runs, store.scan, status, touch)))
 
         def turn() -> None:
             store.scan()
@@ -128,7 +138,7 @@ def main() -> None:
                 f.write("# the turn's edit\n")
             store.pin(store.scan().changes, "turn")
 
-        rows.append(("a turn: scan before, one file changed, scan after, kept", median(args.runs, turn)))
+        rows.append(("a turn: scan before, one file changed, scan after, kept", paired(args.runs, turn, status)))
 
         session = [1]
 
@@ -136,11 +146,11 @@ def main() -> None:
             session[0] += 1
             return Store(ws, limits, skip, f"s{session[0] + 1}")
 
-        rows.append(("a new session's first scan (a -p run)", median(args.runs, lambda: next_session().scan())))
-        print(f"{'git status --porcelain':<58} {yardstick:8.3f} s   1.00x")
-        for label, secs in rows:
-            print(f"{label:<58} {secs:8.3f} s {secs / yardstick:6.2f}x")
-
+        rows.append(("a new session's first scan (a -p run)", paired(args.runs, lambda: next_session().scan(),
+                                                                      status)))
+        print(f"{'':<58} {'seconds':>8}   {'git status':>10} {'ratio':>7}")
+        for label, (secs, base, ratio) in rows:
+            print(f"{label:<58} {secs:8.3f} s {base:8.3f} s {ratio:6.2f}x")
 
 if __name__ == "__main__":
     main()

@@ -44,9 +44,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from nanohermes import programs
+from nanohermes import gitpack, programs
 from nanohermes.budget import Limits, plural
 from nanohermes.dirs import data_home, open_private, private_dir, write_private
 from nanohermes.events import Event, FilesChanged, Notice
@@ -55,6 +55,8 @@ from nanohermes.programs import GIT_OWN
 
 if TYPE_CHECKING:
     from nanohermes.session import Session
+
+T = TypeVar("T")
 
 REF_PREFIX = "refs/nanohermes/checkpoints/"
 STATE_REF = "refs/nanohermes/state"  # the contents the sessions' indexes name, kept through a prune
@@ -70,6 +72,8 @@ _ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding -diff -merge\n
 KEPT_OUTPUT_DIRS = frozenset({"build", "dist"})
 # Above this many paths, one listing of the whole index beats pathspecs (git matches each one).
 _PATHSPEC_BATCH = 100
+# Above this many files to keep, their contents go into one pack rather than a file each.
+_PACK_FROM = 32
 _DIFF_LINES = 40  # lines of a conflict's diff shown before the question
 
 
@@ -314,8 +318,11 @@ class Store:
     def _scan(self) -> Scan:
         self._init()
         fresh = not self.index.exists()
+        # The two listings are independent git runs (the stat of every indexed file, the walk
+        # for new ones): side by side, they cost what the slower does, as git status's one run.
+        untracked = _Aside(self._untracked)
         old = {} if fresh else self._stat_changed()
-        new = self._untracked()
+        new = untracked.result()
         cap = self.limits.checkpoint_max_files
         if (len(new) if fresh else self._entries() + len(new)) > cap:
             raise CheckpointError(f"the workspace has more than {cap} files "
@@ -398,19 +405,39 @@ class Store:
     def _add(self, paths: list[str], unkept: dict[str, str]) -> dict[str, Version]:
         """Hash these files into the index and keep their contents; returns their entries.
         A few are simply copied into the store. Many (a first scan, a checkout) are hashed
-        "info only" first, and only the contents the user's repository does not hold are
-        copied. Nothing is written to the user's repository, not even its objects' times.
-        A file that became unreadable since it was looked at is left out, not the scan."""
-        if len(paths) <= 2 * _PATHSPEC_BATCH:
+        "info only" first, and only the contents neither the store nor the user's repository
+        holds are kept, written together into one pack (`gitpack`): their cost follows their
+        bytes, not their number. Nothing is written to the user's repository, not even its
+        objects' times. A file that became unreadable since it was looked at is left out,
+        not the scan."""
+        if len(paths) <= _PACK_FROM:
             return self._entries_of(self._update(paths, unkept))
         kept = self._update(paths, unkept, "--info-only")
         found = self._entries_of(kept)
         lost = self._missing(sorted({v.blob for v in found.values()}), borrow=True)
         if lost:
-            again = [p for p, v in found.items() if v.blob in lost]
-            self.git("update-index", "-z", "--force-remove", "--stdin", stdin=_nul(again))  # or git keeps its hash
-            found.update(self._entries_of(self._update(again, unkept)))
+            wanted = {p: v for p, v in found.items() if v.blob in lost}
+            packed = gitpack.write_blobs(self.git_dir / "objects" / "pack",
+                                         ((v.blob, self._content(p, v)) for p, v in sorted(wanted.items())))
+            # Changed again since git hashed it (or unreadable now): hashed and kept afresh.
+            again = [p for p, v in wanted.items() if v.blob not in packed]
+            if again:
+                self.git("update-index", "-z", "--force-remove", "--stdin", stdin=_nul(again))  # or git keeps its hash
+                found.update(self._entries_of(self._update(again, unkept)))
         return found
+
+    def _content(self, path: str, version: Version) -> bytes | None:
+        """The bytes git hashed for `path` as `version`: a symbolic link's target, or the file's
+        content (never through a link that replaced it since); None when it cannot be read."""
+        full = f"{self._prefix}{path}"
+        try:
+            if version.mode == "120000":
+                return os.fsencode(os.readlink(full))
+            fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            with open(fd, "rb") as f:
+                return f.read(self.limits.checkpoint_file_max_bytes + 1)
+        except OSError:
+            return None
 
     def _update(self, paths: list[str], unkept: dict[str, str], *flags: str) -> list[str]:
         args = ("update-index", "-z", "--add", "--remove", "--replace", *flags, "--stdin")
@@ -473,9 +500,14 @@ class Store:
             blobs = [b for b in blobs if b not in lost]
             if not blobs:
                 return ""
-            listing = b"".join(f"100644 blob {b}\t{b}".encode() + b"\0" for b in blobs)
-            tree = self.text("mktree", "-z", stdin=listing).strip()
-            commit = self.text("commit-tree", tree, "-m", message[:200] or "checkpoint").strip()
+            # The tree and the commit holding them are written here, as git would: two
+            # processes fewer a turn.
+            objects = self.git_dir / "objects"
+            tree = gitpack.write_object(objects, "tree", gitpack.tree_of_blobs(blobs))
+            who = f"nanohermes <nanohermes@localhost> {int(time.time())} +0000"
+            text = (message[:200] or "checkpoint").encode("utf-8", "replace").replace(b"\0", b"")
+            commit = gitpack.write_object(objects, "commit", f"tree {tree}\nauthor {who}\ncommitter {who}\n\n".encode()
+                                          + text + b"\n")
             self.git("update-ref", f"{REF_PREFIX}{time.time_ns():020d}-{commit}", commit)  # names sort oldest first
             return commit
 
@@ -484,13 +516,27 @@ class Store:
         nowhere (the repository dropped them since they were seen: rare, and said on undo)."""
         missing = self._missing(blobs)
         if missing and self.borrowed:
+            # Usually the user's repository has every one: copied at once. Only when that
+            # fails is each looked for, and those it has copied.
+            if self._copy(sorted(missing)):
+                return set()
             there = sorted(missing - self._missing(sorted(missing), borrow=True))
             if there:
-                pack = self.git("pack-objects", "--stdout", "-q", "--window=0",
-                                stdin="".join(f"{b}\n" for b in there).encode(), borrow=True)
-                self.git("unpack-objects", "-q", stdin=pack)
+                self._copy(there)
             missing = self._missing(sorted(missing))
         return missing
+
+    def _copy(self, blobs: list[str]) -> bool:
+        """Copy these blobs from the user's repository into the store; False when one is not there."""
+        p = self.run_git("pack-objects", "--stdout", "-q", "--window=0",
+                         stdin="".join(f"{b}\n" for b in blobs).encode(), borrow=True)
+        if p.returncode != 0:
+            return False
+        # Many are kept as the one pack they came in (a file each costs more than their
+        # bytes); a few as files, so that packs do not pile up turn after turn.
+        self.git(*(("index-pack", "--stdin") if len(blobs) > _PACK_FROM else ("unpack-objects", "-q")),
+                 stdin=p.stdout)
+        return True
 
     def _missing(self, blobs: list[str], *, borrow: bool = False) -> set[str]:
         if not blobs:
@@ -1252,6 +1298,30 @@ def _quoted(path: str) -> str:
     if not any(c in path for c in ':"\\\n'):
         return path
     return '"' + path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+class _Aside(Generic[T]):
+    """`fn()` run in a thread of its own while the caller does something else; `result()`
+    waits for it and returns what it returned, or raises what it raised."""
+
+    def __init__(self, fn: Callable[[], T]) -> None:
+        self._fn = fn
+        self._out: list[T] = []
+        self._err: list[BaseException] = []
+        self._thread = threading.Thread(target=self._run, name="checkpoint-scan", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._out.append(self._fn())
+        except BaseException as e:  # handed to the caller, whatever it is
+            self._err.append(e)
+
+    def result(self) -> T:
+        self._thread.join()
+        if self._err:
+            raise self._err[0]
+        return self._out[0]
 
 
 def _nul(paths: list[str]) -> bytes:
