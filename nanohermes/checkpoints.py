@@ -46,7 +46,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from nanohermes import gitpack, programs
+from nanohermes import gitpack, newfiles, programs
 from nanohermes.budget import Limits, plural
 from nanohermes.dirs import data_home, open_private, private_dir, write_private
 from nanohermes.events import Event, FilesChanged, Notice
@@ -177,6 +177,9 @@ class Store:
         self._prefix = str(self.workspace).rstrip(os.sep) + os.sep  # a path of the workspace, as a string
         self._root = os.geteuid() == 0  # reads every file
         self._unkept: dict[str, str] = {}  # present but not kept: path -> why
+        self._folders: newfiles.Folders | None = None  # the workspace's folders as the last scan found them
+        self._walking: _Aside[newfiles.Folders] | None = None  # the first listing of them, in the background
+        self._seeding: _Aside[list[str] | None] | None = None  # the check of an index seeded from the repository's
         self._measured: int | None = None  # the store's bytes on disk when last measured
         self._grown = 0  # at most this many bytes kept since
 
@@ -265,10 +268,15 @@ class Store:
             return
         with open_private(self.index, "wb", encoding=None) as f:
             f.write(data)
+        # Looked for beside the first scan's listings (`_seeded`), which rarely need it.
+        self._seeding = _Aside(self._seed_check)
+
+    def _seed_check(self) -> list[str] | None:
+        """What the seeded index holds that a scan would not, to drop; None when the index
+        may not be used at all (its git converts some files, or it cannot be read as ours)."""
         p = self.run_git("ls-files", "-s", "-v", "-z", borrow=True)
         if p.returncode != 0:
-            self.index.unlink(missing_ok=True)
-            return
+            return None
         drop: list[str] = []
         for rec in p.stdout.split(b"\0"):
             if not rec:
@@ -280,10 +288,24 @@ class Store:
             if tag != b"H" or stage != b"0" or mode == b"160000" or not self.skip_dirs.isdisjoint(path.split("/")[:-1]):
                 drop.append(path)
             if path.rsplit("/", 1)[-1] == ".gitattributes":  # its git converts some files: hashed as they are
-                self.index.unlink(missing_ok=True)
-                return
-        if drop:
+                return None
+        return drop
+
+    def _seeded(self) -> bool:
+        """Apply the seeded index's check; True when it changed the index (what was listed
+        from it is to be listed again)."""
+        seeding, self._seeding = self._seeding, None
+        if seeding is None:
+            return False
+        drop = seeding.result()
+        if drop is None:
+            self.index.unlink(missing_ok=True)
+        elif drop:
             self.git("update-index", "-z", "--force-remove", "--stdin", stdin=_nul(drop))
+        else:
+            return False
+        self._folders = self._walking = None
+        return True
 
     def converts(self) -> bool:
         """Whether the user's git may store a file otherwise than as its bytes (attributes from
@@ -318,11 +340,20 @@ class Store:
     def _scan(self) -> Scan:
         self._init()
         fresh = not self.index.exists()
-        # The two listings are independent git runs (the stat of every indexed file, the walk
-        # for new ones): side by side, they cost what the slower does, as git status's one run.
-        untracked = _Aside(self._untracked)
-        old = {} if fresh else self._stat_changed()
-        new = untracked.result()
+        try:
+            try:
+                listed: tuple[dict[str, Version], list[str]] | None = self._listings(fresh)
+            except CheckpointError:
+                if self._seeding is None:
+                    raise
+                listed = None  # perhaps an index git cannot read as ours: the check says
+            if self._seeded() or listed is None:
+                fresh = not self.index.exists()
+                listed = self._listings(fresh)
+            old, new = listed
+        except BaseException:
+            self._folders = self._walking = None  # what it learned may not be in the index: listed afresh
+            raise
         cap = self.limits.checkpoint_max_files
         if (len(new) if fresh else self._entries() + len(new)) > cap:
             raise CheckpointError(f"the workspace has more than {cap} files "
@@ -363,6 +394,46 @@ class Store:
         return Scan(tuple(changes), tuple(p for p in fresh_unkept if unkept[p] == "too big"),
                     tuple(p for p in fresh_unkept if unkept[p] == "unreadable"))
 
+    def _listings(self, fresh: bool) -> tuple[dict[str, Version], list[str]]:
+        """The index's entries whose file changed (`_stat_changed`) and the files it does not
+        hold yet. The first scan of this store's session asks git for the new files
+        (`_untracked`), and then lists the workspace's folders in the background
+        (`newfiles.Folders`); later scans list again only the folders whose time moved, and
+        ask git about what appeared in them alone. Each runs beside the stat of the indexed
+        files: a first scan costs what git status costs, a later one less."""
+        started = time.time_ns()
+        folders = self._listed()
+        if folders is None:
+            untracked = _Aside(self._untracked)
+            old = {} if fresh else self._stat_changed()
+            new = untracked.result()
+            made = newfiles.Folders(str(self.workspace), self._skipped)
+            # Whenever it runs, what it lists is judged by this scan's start: a folder that
+            # changed since is listed again next time, every file in it a candidate.
+            self._walking = _Aside(lambda: made.build(started))
+            return old, new
+        appeared = _Aside(lambda: folders.news(started))
+        old = {} if fresh else self._stat_changed()
+        candidates = appeared.result()
+        if len(candidates) > 2 * _PATHSPEC_BATCH:  # a whole new tree: git walks it once
+            return old, self._untracked()
+        return old, self._untracked(candidates) if candidates else []
+
+    def _listed(self) -> newfiles.Folders | None:
+        """The folders as the last scan left them, once listed (None: not yet, or the listing failed)."""
+        walking, self._walking = self._walking, None
+        if walking is not None:
+            try:
+                self._folders = walking.result()
+            except Exception:  # not listed: the next scan asks git for everything, as the first
+                self._folders = None
+        return self._folders
+
+    def _skipped(self, rel: str) -> bool:
+        """A folder a scan does not enter (besides repositories of their own): the skipped
+        folders, and nanohermes's own data when the workspace holds it."""
+        return rel.rpartition("/")[2] in self.skip_dirs or rel == self._own
+
     def _stat_changed(self) -> dict[str, Version]:
         """The index's entries whose file changed (or may have: git compares contents only
         for entries whose stat changed), with what the index holds for them."""
@@ -375,12 +446,15 @@ class Store:
             old[out[i + 1].decode("utf-8", "surrogateescape")] = Version(meta[0], meta[2])
         return old
 
-    def _untracked(self) -> list[str]:
-        """Files the index does not hold yet, skipped folders left out. A folder holding a
-        repository of its own is listed as `name/` by git and not entered: left out too."""
+    def _untracked(self, among: list[str] | None = None) -> list[str]:
+        """Files the index does not hold yet (`among`: of these paths alone, a folder's as
+        `path/`), skipped folders left out. A folder holding a repository of its own is listed
+        as `name/` by git and not entered: left out too."""
         args = ["ls-files", "-z", "-o", *(f"--exclude={_glob_escape(d)}/" for d in sorted(self.skip_dirs))]
         if self._own:
             args.append(f"--exclude=/{_glob_escape(self._own)}/")
+        if among is not None:
+            args += ["--", *among]
         return [p for p in self.text(*args).split("\0") if p and not p.endswith("/")]
 
     def _kind(self, path: str, links: dict[str, bool] | None) -> tuple[str, int]:

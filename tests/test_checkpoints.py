@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -772,3 +773,29 @@ def test_many_changed_files_are_kept_in_one_pack_and_come_back_byte_for_byte(rep
         {k: v for k, v in before.items() if not k.startswith(".git")}
     assert "100 files" in command(built, "/redo")
     assert tree(repo) == after
+
+
+def test_files_a_turn_makes_in_folders_left_alone_for_a_while_are_found(repo: Path) -> None:
+    # A workspace whose folders last changed a while ago: the scans after the first read only
+    # the folders whose time moved. A turn's new files deep in old folders, in a new folder,
+    # beside a changed and a deleted one, are all its changes, and undo takes them back.
+    for rel in ("src/a/b/one.py", "src/a/two.py", "docs/guide.md"):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(rel + "\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "tree")
+    past = time.time() - 60
+    for folder, dirs, _ in os.walk(repo):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        os.utime(folder, (past, past))
+    before = tree(repo)
+    script = ("printf new > src/a/b/three.py && printf n > docs/extra.md && mkdir -p gen/x && printf g > gen/x/g.txt "
+              "&& printf changed >> src/a/two.py && rm docs/guide.md")
+    built = build(repo, ScriptedLLM([Reply(text="looked"), tool_reply(call("run_command", {"command": script})),
+                                     Reply(text="done")]))
+    ask(built, "look first", "then change")
+    assert built.checkpoints is not None
+    assert [t.paths for t in built.checkpoints.turns()] == [
+        [], ["docs/extra.md", "docs/guide.md", "gen/x/g.txt", "src/a/b/three.py", "src/a/two.py"]]
+    assert "restored 5 files to before turn 2" in command(built, "/undo")
+    assert tree(repo) == before
