@@ -22,7 +22,6 @@ import inspect
 import json
 import pkgutil
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import nanohermes.tools.declared as declared
@@ -88,11 +87,12 @@ class _LoadedParams:
         return owner.load().params
 
 
-@dataclass(frozen=True, kw_only=True)
 class Deferred(Tool[Any]):
     """A built-in tool known by its declaration until something needs its code. Each tool is
     its own subclass (`_deferred`), whose class attributes are the declaration; the methods of
-    `BEHAVIOUR` are added below, each handing its call to the real tool."""
+    `BEHAVIOUR` are added below, each handing its call to the real tool. It adds no field to
+    `Tool`, whose dataclass methods (a frozen instance, equality, repr) it keeps: made again
+    for it, they would cost every start the time to generate them and change nothing."""
 
     module: ClassVar[str]
     qualname: ClassVar[str]
