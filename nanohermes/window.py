@@ -13,8 +13,9 @@ known at start comes without a request: an earlier answer of the endpoint for th
 (kept in the cache folder for a day, per base_url and model), else the family table, else the
 config. Only when no answer within the day is kept is the endpoint asked, in the background,
 concurrently with the first model call (which waits for it only when the history is already
-large), and only where its provider names windows: a URL that names the provider (a service's
-host, a local server's own port) or an earlier answer says where, and a service whose
+large), and only where its provider names windows: an earlier answer, or a URL that names the
+provider (a service's host; a local server's own port, a guess an answer corrects), says
+where, and a service whose
 `/models` names no window is not asked at all; else its `/models` list is asked first, which
 names the window or tells the server by its owners (then that server's own route is asked).
 A local server's window changes when it restarts: a remembered one is asked afresh once a
@@ -589,15 +590,19 @@ def budget_for(config: Config, limits: Limits, model: str | None = None) -> Cont
 
     async def ask(model: str) -> Window | None:
         asked.add(model)
+        # Where it names windows: as an earlier answer showed, else as its URL says (a port
+        # is a guess an answer corrects), else its /models list tells.
+        remembered = known_routes(base_url)
         by_url = recognised(base_url)
-        remembered = None if by_url is not None else known_routes(base_url)
-        routes = by_url.routes if by_url is not None else remembered
+        routes = remembered if remembered is not None else by_url.routes if by_url is not None else None
         if routes == ():  # it names no window anywhere: nothing to ask
             return None
         answer = await ask_endpoint(base_url, model, key, routes)
+        if routes is not None and answer.routes is None:  # none of them answered: another server than thought
+            answer = await ask_endpoint(base_url, model, key, None)
         if answer.answered:  # what it said, or that it said nothing; a failed request is asked again next time
-            await asyncio.to_thread(store, base_url, model, answer.window, None if by_url else answer.routes)
-        elif remembered is not None and answer.routes is None:
+            await asyncio.to_thread(store, base_url, model, answer.window, answer.routes)
+        elif remembered is not None:
             await asyncio.to_thread(forget_routes, base_url)
         return answer.window
 

@@ -361,6 +361,19 @@ def test_a_url_that_names_the_provider_spares_the_models_request(turn) -> None:
         assert r.code == 0, r.err
         assert sorted(server.asked) == sorted([MODEL_CALL, "GET /api/ps"])
         assert r.json()["context"]["window"]["tokens"] == 6144
+    # A port is a guess: llama.cpp on Ollama's port is told by its /models answer, once.
+    props = {"/props": {"default_generation_settings": {"n_ctx": 4096}}}
+    with FakeServer(default=Reply(text="hi"), owned_by="llamacpp", routes=props) as server:
+        proxy = {"HTTP_PROXY": server.base_url.rsplit("/v1", 1)[0], "NO_PROXY": "", "no_proxy": "",
+                 "OPENAI_API_KEY": "k"}
+        proxy["http_proxy"] = proxy["HTTP_PROXY"]
+        url = "http://llama.test:11434/v1"
+        r = turn("-p", "hi", "--output-format", "json", "--base-url", url, "--model", "fake-model", env=proxy)
+        assert server.routes_asked == ["GET /api/ps", "POST /api/show", "GET /v1/models", "GET /props"]
+        assert r.json()["context"]["window"]["tokens"] == 4096
+        server.routes_asked.clear()
+        r = turn("-p", "hi", "--output-format", "json", "--base-url", url, "--model", "other-model", env=proxy)
+        assert server.routes_asked == ["GET /props"]  # the answer remembered, not the port's guess
 
 
 def test_every_window_route_and_provider_of_the_quirk_table_is_known() -> None:
