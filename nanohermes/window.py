@@ -15,9 +15,9 @@ config. Only when no answer within the day is kept is the endpoint asked, in the
 concurrently with the first model call (which waits for it only when the history is already
 large), and only where its provider names windows: an earlier answer, or a URL that names the
 provider (a service's host; a local server's own port, a guess an answer corrects), says
-where, and a service whose
-`/models` names no window is not asked at all; else its `/models` list is asked first, which
-names the window or tells the server by its owners (then that server's own route is asked).
+where, and a service whose `/models` names no window is not asked at all; else its `/models`
+list is asked first, which names the window or tells the server by its owners (then that
+server's own route is asked).
 A local server's window changes when it restarts: a remembered one is asked afresh once a
 session, when the context passes half the budget it gives (before that it does not matter).
 """
