@@ -11,11 +11,12 @@ median of several runs:
 - a whole turn's checkpoint work: the scan before, the scan after and keeping the changes;
 - a new session's first scan (seeded from the last session's stat cache, as each `-p` run is).
 
-Each line prints seconds and the ratio to `git status`. A ratio that stays near 1 as N grows
+Each line prints seconds, the seconds of `git status` run just before each of its runs, and
+the median of the per-run ratios (load that changes on a shared machine moves both alike). A ratio that stays near 1 as N grows
 means a checkpoint costs what git status costs; the rows with more changed files show the
 cost growing with what changed.
 
-    python bench/checkpoints.py [--files 40000] [--runs 5]
+    python bench/checkpoints.py [--files 40000] [--runs 5] [--quick]
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def git(ws: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=ws, env=env, check=True, capture_output=True)
 
 
-def generate(ws: Path, files: int) -> list[Path]:
+def generate(ws: Path, files: int, sync: bool = True) -> list[Path]:
     """`files` committed files of 100 to 2,000 bytes, 40 to a folder; returns them."""
     paths = []
     per_dir = 40
@@ -67,31 +68,45 @@ def generate(ws: Path, files: int) -> list[Path]:
         (ws / "build" / f"out{i}.o").write_bytes(os.urandom(2000))
     for i in range(20):
         (ws / f"untracked{i}.txt").write_text(f"untracked {i}\n")
-    os.sync()  # the generated files on disk: their write-back does not fall into the timings
+    if sync:  # the generated files on disk: their write-back does not fall into the timings
+        os.sync()
     return paths
 
 
-def median(runs: int, fn: Callable[[], object], before: Callable[[], object] = lambda: None) -> float:
-    times = []
+def paired(runs: int, fn: Callable[[], object], yardstick: Callable[[], object],
+           before: Callable[[], object] = lambda: None) -> tuple[float, float, float]:
+    """Median seconds of `fn` and of `yardstick`, and the median of their per-run ratios: each
+    run times the yardstick just before `fn`, so load that changes on a shared machine moves
+    both alike."""
+    times, bases, ratios = [], [], []
     for _ in range(runs):
+        t = time.perf_counter()
+        yardstick()
+        base = time.perf_counter() - t
         before()
         t = time.perf_counter()
         fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+        took = time.perf_counter() - t
+        times.append(took)
+        bases.append(base)
+        ratios.append(took / base)
+    return statistics.median(times), statistics.median(bases), statistics.median(ratios)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", type=int, default=40_000)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="a smoke run: 200 files, once each")
     args = ap.parse_args()
+    if args.quick:
+        args.files, args.runs = 200, 1
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["XDG_DATA_HOME"] = str(Path(tmp) / "data")
         ws = Path(tmp) / "ws"
         ws.mkdir()
         print(f"generating {args.files:,} files ...", flush=True)
-        paths = generate(ws, args.files)
+        paths = generate(ws, args.files, sync=not args.quick)
         limits = Limits()
         skip = skipped_dirs(ignore_dir_names(None))
 
@@ -99,24 +114,23 @@ def main() -> None:
             subprocess.run(["git", "status", "--porcelain"], cwd=ws, check=True, capture_output=True)
 
         status()  # git's own index refreshed once, as it would be in daily use
-        yardstick = median(args.runs, status)
-        rows: list[tuple[str, float]] = []
+        rows: list[tuple[str, tuple[float, float, float]]] = []
 
         def fresh_store() -> None:
             shutil.rmtree(Path(tmp) / "data", ignore_errors=True)
 
-        rows.append(("first scan of a new store", median(args.runs, lambda: Store(ws, limits, skip, "s1").scan(),
-                                                          fresh_store)))
+        rows.append(("first scan of a new store", paired(args.runs, lambda: Store(ws, limits, skip, "s1").scan(),
+                                                         status, fresh_store)))
         store = Store(ws, limits, skip, "s1")
         store.scan()
-        rows.append(("scan, nothing changed", median(args.runs, store.scan)))
-        for n in (10, 1000):
+        rows.append(("scan, nothing changed", paired(args.runs, store.scan, status)))
+        for n in (10, min(1000, len(paths))):
             def touch(n: int = n) -> None:
                 for p in paths[:n]:
                     with p.open("a") as f:
                         f.write("# edited\n")
 
-            rows.append((f"scan, {n:,} files changed", median(args.runs, store.scan, touch)))
+            rows.append((f"scan, {n:,} files changed", paired(args.runs, store.scan, status, touch)))
 
         def turn() -> None:
             store.scan()
@@ -124,7 +138,7 @@ def main() -> None:
                 f.write("# the turn's edit\n")
             store.pin(store.scan().changes, "turn")
 
-        rows.append(("a turn: scan before, one file changed, scan after, kept", median(args.runs, turn)))
+        rows.append(("a turn: scan before, one file changed, scan after, kept", paired(args.runs, turn, status)))
 
         session = [1]
 
@@ -132,11 +146,11 @@ def main() -> None:
             session[0] += 1
             return Store(ws, limits, skip, f"s{session[0] + 1}")
 
-        rows.append(("a new session's first scan (a -p run)", median(args.runs, lambda: next_session().scan())))
-        print(f"{'git status --porcelain':<58} {yardstick:8.3f} s   1.00x")
-        for label, secs in rows:
-            print(f"{label:<58} {secs:8.3f} s {secs / yardstick:6.2f}x")
-
+        rows.append(("a new session's first scan (a -p run)", paired(args.runs, lambda: next_session().scan(),
+                                                                      status)))
+        print(f"{'':<58} {'seconds':>8}   {'git status':>10} {'ratio':>7}")
+        for label, (secs, base, ratio) in rows:
+            print(f"{label:<58} {secs:8.3f} s {base:8.3f} s {ratio:6.2f}x")
 
 if __name__ == "__main__":
     main()

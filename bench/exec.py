@@ -6,7 +6,7 @@
 2. Drain throughput of run_command (in-process, the same code the CLI runs) against
    `cat > /dev/null` reading the same stream. Goal: within 1.5x of cat's time.
 
-Usage: python bench/exec.py [--bytes N] [--repeat K]
+Usage: python bench/exec.py [--bytes N] [--repeat K] [--quick]
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from nanohermes import sandbox  # noqa: E402
 from nanohermes.budget import Limits  # noqa: E402
 from nanohermes.tools.process import command_env, run_capped, shell_argv  # noqa: E402
 from nanohermes.testing import FakeServer, Reply, call, tool_reply  # noqa: E402
@@ -50,7 +51,8 @@ def drain_secs(command: str) -> float:
     async def go() -> float:
         fin = await run_capped(shell_argv(command), cwd=Path.cwd(), env=command_env(), limits=Limits(),
                                timeout=3600, out_cap=Limits().run_command_capture_bytes,
-                               err_cap=Limits().run_command_capture_bytes)
+                               err_cap=Limits().run_command_capture_bytes,
+                               confinement=sandbox.Confinement("off"))  # the drain alone: bench/sandbox.py has the rest
         assert fin.exit_code == 0, fin
         return fin.elapsed
 
@@ -67,7 +69,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bytes", type=int, default=1024 * MiB, help="bytes the command writes (default 1 GiB)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each side; the best is kept")
+    ap.add_argument("--quick", action="store_true", help="a smoke run: 1 MiB, once")
     a = ap.parse_args()
+    if a.quick:
+        a.bytes, a.repeat = MiB, 1
     producer = f"head -c {a.bytes} /dev/zero"
 
     base = min(peak_rss_of_cli_run("true") for _ in range(a.repeat))

@@ -8,7 +8,7 @@ ratio also shows the cores' share (on 2 cores, 4 servers give about 1.7).
 Then times 200 sequential `echo` calls through the tool runtime against the one-server
 baseline of a direct SDK call, so the runtime's own overhead per call shows as a ratio.
 
-    python bench/mcp_startup.py [--servers 4] [--calls 200]
+    python bench/mcp_startup.py [--servers 4] [--calls 200] [--quick]
 """
 
 from __future__ import annotations
@@ -73,12 +73,15 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--servers", type=int, default=4)
     ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--quick", action="store_true", help="a smoke run: each start once with 2 servers, 5 calls")
     args = ap.parse_args()
+    if args.quick:
+        args.servers, args.calls = 2, 5
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp)
         os.environ["XDG_STATE_HOME"] = tmp  # the servers' stderr logs go here, not into the real home
-        one = asyncio.run(start_time(1, ws))
         many = asyncio.run(start_time(args.servers, ws))
+        one = many if args.quick else asyncio.run(start_time(1, ws))
         print(f"startup: 1 server {one:.2f}s, {args.servers} servers {many:.2f}s, ratio {many / one:.2f} "
               f"(1.0 = fully concurrent, {args.servers}.0 = one after another)")
         runtime, direct = asyncio.run(call_times(args.calls, ws))

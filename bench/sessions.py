@@ -6,7 +6,7 @@ use). The time spent writing the transcript (appends, usage records, the end-of-
 measured per turn; the medians of the first and last 50 turns are printed side by side. A flat
 ratio (about 1.0) means writing stays O(1) per message however long the session is.
 
-    python bench/sessions.py [--turns 500]
+    python bench/sessions.py [--turns 500] [--quick]
 """
 
 from __future__ import annotations
@@ -51,7 +51,9 @@ class TimedTranscript(Transcript):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--turns", type=int, default=500)
-    turns = ap.parse_args().turns
+    ap.add_argument("--quick", action="store_true", help="a smoke run: 4 turns")
+    args = ap.parse_args()
+    turns = 4 if args.quick else args.turns
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["XDG_DATA_HOME"] = str(Path(tmp) / "data")
         ws = Path(tmp) / "ws"
@@ -68,8 +70,9 @@ def main() -> None:
         with FakeServer(default=script) as server:  # type: ignore[arg-type]
             config = Config(model="fake-model", base_url=server.base_url, api_key="k", max_retries=0)
             agent = build_agent(config, ws, NullUI()).agent
-            assert agent.transcript is not None
-            agent.transcript.__class__ = TimedTranscript  # same object, timed methods
+            transcript = agent.session.transcript
+            assert transcript is not None
+            transcript.__class__ = TimedTranscript  # same object, timed methods
             writes: list[float] = []
             syncs: list[float] = []
 
@@ -83,8 +86,8 @@ def main() -> None:
             started = time.perf_counter()
             asyncio.run(session())
             wall = time.perf_counter() - started
-            agent.transcript.close()
-            size = agent.transcript.path.stat().st_size
+            transcript.close()
+            size = transcript.path.stat().st_size
     k = min(50, turns // 2)
     print(f"{turns} turns in {wall:.1f}s; transcript {size / 1024:.0f} KiB, {len(server.requests)} requests")
     print(f"{'per turn, median, microseconds':<34}{'first ' + str(k):>12}{'last ' + str(k):>12}{'ratio':>8}")

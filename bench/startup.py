@@ -1,6 +1,6 @@
 """Start-up and one-turn overhead of nanohermes, before and after a change, each beside its floor.
 
-    python bench/startup.py [--runs N] [--before REV] [--only-turn]
+    python bench/startup.py [--runs N] [--before REV] [--only-turn] [--fresh-home] [--quick]
 
 `--before` names the version to compare with (default: where this branch left main, `git
 merge-base HEAD main`); it is exported from git into a temporary folder and run with the same
@@ -17,14 +17,18 @@ skews them alike; each ratio is the median of the per-round ratios):
   -p turn CPU        the same in user+system CPU seconds, which a busy machine skews less
 and the peak RSS of the `-p` run beside that of the bare script. `after/before` is the change's
 effect (1.00x: none); `after/floor` is what start-up still costs. Run it on an idle machine.
-Every row starts with one unmeasured run of each side, which also fills the tool cache in each
-version's own HOME, as any start after the first finds it.
+Every row starts with one unmeasured run of each side (the OS's file cache and .pyc files
+warmed). Each version keeps one HOME of its own across its runs, as a person's starts after the
+first find it; `--fresh-home` gives every run a new, empty HOME instead (a CI job, a container,
+a new user: nothing a run leaves behind helps the next). `--quick` is a smoke run: one round,
+no comparison with another version.
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import itertools
 import os
 import pty
 import select
@@ -35,7 +39,6 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -129,10 +132,10 @@ def first_prompt(environ: dict[str, str], cwd: Path, base_url: str, until: bytes
         os.close(master)
 
 
-def rounds(sides: list[Callable[[], float]], runs: int) -> tuple[list[float], list[list[float]]]:
+def rounds(sides: list[Callable[[], float]], runs: int, warm: bool = True) -> tuple[list[float], list[list[float]]]:
     """Each side's median, and each side's per-round ratios to the others (`ratios[i][j]`: the
     median of side i over side j). A round runs every side once, in turn."""
-    for side in sides:  # warm the OS file cache and .pyc files
+    for side in sides if warm else ():  # warm the OS file cache and .pyc files
         side()
     got = [[side() for side in sides] for _ in range(runs)]
     medians = [statistics.median(r[i] for r in got) for i in range(len(sides))]
@@ -159,8 +162,12 @@ def main() -> None:
     ap.add_argument("--before", default=default_before(), help="the version to compare with (default: git merge-base "
                     "HEAD main); 'none' measures this checkout alone")
     ap.add_argument("--only-turn", action="store_true", help="measure only the -p turn against its floor")
+    ap.add_argument("--fresh-home", action="store_true", help="every run in a new, empty HOME")
+    ap.add_argument("--quick", action="store_true", help="a smoke run: one round of this checkout alone")
     args = ap.parse_args()
-    before = None if args.before in (None, "none") else args.before
+    before = None if args.before in (None, "none") or args.quick else args.before
+    runs = 1 if args.quick else args.runs
+    homes = itertools.count()
 
     with tempfile.TemporaryDirectory() as tmp, FakeServer(default=Reply(text=ANSWER, usage=(20, 5))) as server:
         ws = Path(tmp) / "ws"
@@ -168,7 +175,13 @@ def main() -> None:
         trees = {"after": REPO}
         if before is not None:
             trees = {"before": export(before, Path(tmp) / "before"), **trees}
-        envs = {name: env(Path(tmp) / f"home-{name}", tree) for name, tree in trees.items()}
+        kept = {name: env(Path(tmp) / f"home-{name}", tree) for name, tree in trees.items()}
+
+        def env_of(name: str) -> dict[str, str]:
+            """The environment of one run of version `name`: its kept HOME, or a new one."""
+            if not args.fresh_home:
+                return kept[name]
+            return env(Path(tmp) / f"home-{name}-{next(homes)}", trees[name])
         floor_env = env(Path(tmp) / "home-floor")
         # The floor of one turn: start Python, stream the same request over httpx, print the text.
         bare = (
@@ -200,19 +213,21 @@ def main() -> None:
         ]
         if args.only_turn:
             rows = rows[-2:]
+        elif args.quick:  # each kind of measure once: a launch, the REPL on a pty, a turn
+            rows = rows[:2] + rows[3:4]
         if before is not None:
             print(f"before: {before[:12]}   after: this checkout ({REPO})")
         names = list(trees)
         head = "".join(f"{n:>11}" for n in names)
         print(f"{'measure':<14}{head} {'floor':>10} {'after/before':>13} {'after/floor':>12}  floor is")
         for name, ours, base_name, base in rows:
-            sides = [partial(ours, envs[n]) for n in names] + [base]
-            medians, ratios = rounds(sides, args.runs)
+            sides: list[Callable[[], float]] = [lambda o=ours, n=n: o(env_of(n)) for n in names]
+            medians, ratios = rounds([*sides, base], runs, warm=not args.quick)
             versions = "".join(f"{m:>10.3f}s" for m in medians[:-1])
             change = f"{ratios[-2][0]:>12.2f}x" if before is not None else f"{'':>13}"
             print(f"{name:<14}{versions} {medians[-1]:>9.3f}s {change} {ratios[-2][-1]:>11.2f}x  {base_name}")
-        rss = {n: max(peak_rss(one_turn, envs[n], ws) for _ in range(3)) for n in names}
-        bare_rss = max(peak_rss([PY, "-c", bare], floor_env, ws) for _ in range(3))
+        rss = {n: max(peak_rss(one_turn, env_of(n), ws) for _ in range(min(runs, 3))) for n in names}
+        bare_rss = max(peak_rss([PY, "-c", bare], floor_env, ws) for _ in range(min(runs, 3)))
         versions = "".join(f"{rss[n] / 1024:>8.1f}MiB" for n in names)
         change = f"{rss['after'] / rss['before']:>12.2f}x" if before is not None else f"{'':>13}"
         print(f"{'peak RSS -p':<14}{versions} {bare_rss / 1024:>7.1f}MiB {change} {rss['after'] / bare_rss:>11.2f}x"

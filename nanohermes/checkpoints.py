@@ -44,9 +44,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from nanohermes import programs
+from nanohermes import gitpack, newfiles, programs
 from nanohermes.budget import Limits, plural
 from nanohermes.dirs import data_home, open_private, private_dir, write_private
 from nanohermes.events import Event, FilesChanged, Notice
@@ -58,6 +58,8 @@ from nanohermes.session import saved_state, state_of
 if TYPE_CHECKING:
     from nanohermes.runs_later import Startup
     from nanohermes.session import Session
+
+T = TypeVar("T")
 
 REF_PREFIX = "refs/nanohermes/checkpoints/"
 STATE_REF = "refs/nanohermes/state"  # the contents the sessions' indexes name, kept through a prune
@@ -73,6 +75,8 @@ _ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding -diff -merge\n
 KEPT_OUTPUT_DIRS = frozenset({"build", "dist"})
 # Above this many paths, one listing of the whole index beats pathspecs (git matches each one).
 _PATHSPEC_BATCH = 100
+# Above this many files to keep, their contents go into one pack rather than a file each.
+_PACK_FROM = 32
 _DIFF_LINES = 40  # lines of a conflict's diff shown before the question
 
 
@@ -176,6 +180,9 @@ class Store:
         self._prefix = str(self.workspace).rstrip(os.sep) + os.sep  # a path of the workspace, as a string
         self._root = os.geteuid() == 0  # reads every file
         self._unkept: dict[str, str] = {}  # present but not kept: path -> why
+        self._folders: newfiles.Folders | None = None  # the workspace's folders as the last scan found them
+        self._walking: _Aside[newfiles.Folders] | None = None  # the first listing of them, in the background
+        self._seeding: _Aside[list[str] | None] | None = None  # the check of an index seeded from the repository's
         self._measured: int | None = None  # the store's bytes on disk when last measured
         self._grown = 0  # at most this many bytes kept since
 
@@ -264,10 +271,15 @@ class Store:
             return
         with open_private(self.index, "wb", encoding=None) as f:
             f.write(data)
+        # Looked for beside the first scan's listings (`_seeded`), which rarely need it.
+        self._seeding = _Aside(self._seed_check)
+
+    def _seed_check(self) -> list[str] | None:
+        """What the seeded index holds that a scan would not, to drop; None when the index
+        may not be used at all (its git converts some files, or it cannot be read as ours)."""
         p = self.run_git("ls-files", "-s", "-v", "-z", borrow=True)
         if p.returncode != 0:
-            self.index.unlink(missing_ok=True)
-            return
+            return None
         drop: list[str] = []
         for rec in p.stdout.split(b"\0"):
             if not rec:
@@ -279,10 +291,24 @@ class Store:
             if tag != b"H" or stage != b"0" or mode == b"160000" or not self.skip_dirs.isdisjoint(path.split("/")[:-1]):
                 drop.append(path)
             if path.rsplit("/", 1)[-1] == ".gitattributes":  # its git converts some files: hashed as they are
-                self.index.unlink(missing_ok=True)
-                return
-        if drop:
+                return None
+        return drop
+
+    def _seeded(self) -> bool:
+        """Apply the seeded index's check; True when it changed the index (what was listed
+        from it is to be listed again)."""
+        seeding, self._seeding = self._seeding, None
+        if seeding is None:
+            return False
+        drop = seeding.result()
+        if drop is None:
+            self.index.unlink(missing_ok=True)
+        elif drop:
             self.git("update-index", "-z", "--force-remove", "--stdin", stdin=_nul(drop))
+        else:
+            return False
+        self._folders = self._walking = None
+        return True
 
     def converts(self) -> bool:
         """Whether the user's git may store a file otherwise than as its bytes (attributes from
@@ -317,8 +343,20 @@ class Store:
     def _scan(self) -> Scan:
         self._init()
         fresh = not self.index.exists()
-        old = {} if fresh else self._stat_changed()
-        new = self._untracked()
+        try:
+            try:
+                listed: tuple[dict[str, Version], list[str]] | None = self._listings(fresh)
+            except CheckpointError:
+                if self._seeding is None:
+                    raise
+                listed = None  # perhaps an index git cannot read as ours: the check says
+            if self._seeded() or listed is None:
+                fresh = not self.index.exists()
+                listed = self._listings(fresh)
+            old, new = listed
+        except BaseException:
+            self._folders = self._walking = None  # what it learned may not be in the index: listed afresh
+            raise
         cap = self.limits.checkpoint_max_files
         if (len(new) if fresh else self._entries() + len(new)) > cap:
             raise CheckpointError(f"the workspace has more than {cap} files "
@@ -359,6 +397,46 @@ class Store:
         return Scan(tuple(changes), tuple(p for p in fresh_unkept if unkept[p] == "too big"),
                     tuple(p for p in fresh_unkept if unkept[p] == "unreadable"))
 
+    def _listings(self, fresh: bool) -> tuple[dict[str, Version], list[str]]:
+        """The index's entries whose file changed (`_stat_changed`) and the files it does not
+        hold yet. The first scan of this store's session asks git for the new files
+        (`_untracked`), and then lists the workspace's folders in the background
+        (`newfiles.Folders`); later scans list again only the folders whose time moved, and
+        ask git about what appeared in them alone. Each runs beside the stat of the indexed
+        files: a first scan costs what git status costs, a later one less."""
+        started = time.time_ns()
+        folders = self._listed()
+        if folders is None:
+            untracked = _Aside(self._untracked)
+            old = {} if fresh else self._stat_changed()
+            new = untracked.result()
+            made = newfiles.Folders(str(self.workspace), self._skipped)
+            # Whenever it runs, what it lists is judged by this scan's start: a folder that
+            # changed since is listed again next time, every file in it a candidate.
+            self._walking = _Aside(lambda: made.build(started))
+            return old, new
+        appeared = _Aside(lambda: folders.news(started))
+        old = {} if fresh else self._stat_changed()
+        candidates = appeared.result()
+        if len(candidates) > 2 * _PATHSPEC_BATCH:  # a whole new tree: git walks it once
+            return old, self._untracked()
+        return old, self._untracked(candidates) if candidates else []
+
+    def _listed(self) -> newfiles.Folders | None:
+        """The folders as the last scan left them, once listed (None: not yet, or the listing failed)."""
+        walking, self._walking = self._walking, None
+        if walking is not None:
+            try:
+                self._folders = walking.result()
+            except Exception:  # not listed: the next scan asks git for everything, as the first
+                self._folders = None
+        return self._folders
+
+    def _skipped(self, rel: str) -> bool:
+        """A folder a scan does not enter (besides repositories of their own): the skipped
+        folders, and nanohermes's own data when the workspace holds it."""
+        return rel.rpartition("/")[2] in self.skip_dirs or rel == self._own
+
     def _stat_changed(self) -> dict[str, Version]:
         """The index's entries whose file changed (or may have: git compares contents only
         for entries whose stat changed), with what the index holds for them."""
@@ -371,12 +449,15 @@ class Store:
             old[out[i + 1].decode("utf-8", "surrogateescape")] = Version(meta[0], meta[2])
         return old
 
-    def _untracked(self) -> list[str]:
-        """Files the index does not hold yet, skipped folders left out. A folder holding a
-        repository of its own is listed as `name/` by git and not entered: left out too."""
+    def _untracked(self, among: list[str] | None = None) -> list[str]:
+        """Files the index does not hold yet (`among`: of these paths alone, a folder's as
+        `path/`), skipped folders left out. A folder holding a repository of its own is listed
+        as `name/` by git and not entered: left out too."""
         args = ["ls-files", "-z", "-o", *(f"--exclude={_glob_escape(d)}/" for d in sorted(self.skip_dirs))]
         if self._own:
             args.append(f"--exclude=/{_glob_escape(self._own)}/")
+        if among is not None:
+            args += ["--", *among]
         return [p for p in self.text(*args).split("\0") if p and not p.endswith("/")]
 
     def _kind(self, path: str, links: dict[str, bool] | None) -> tuple[str, int]:
@@ -401,19 +482,39 @@ class Store:
     def _add(self, paths: list[str], unkept: dict[str, str]) -> dict[str, Version]:
         """Hash these files into the index and keep their contents; returns their entries.
         A few are simply copied into the store. Many (a first scan, a checkout) are hashed
-        "info only" first, and only the contents the user's repository does not hold are
-        copied. Nothing is written to the user's repository, not even its objects' times.
-        A file that became unreadable since it was looked at is left out, not the scan."""
-        if len(paths) <= 2 * _PATHSPEC_BATCH:
+        "info only" first, and only the contents neither the store nor the user's repository
+        holds are kept, written together into one pack (`gitpack`): their cost follows their
+        bytes, not their number. Nothing is written to the user's repository, not even its
+        objects' times. A file that became unreadable since it was looked at is left out,
+        not the scan."""
+        if len(paths) <= _PACK_FROM:
             return self._entries_of(self._update(paths, unkept))
         kept = self._update(paths, unkept, "--info-only")
         found = self._entries_of(kept)
         lost = self._missing(sorted({v.blob for v in found.values()}), borrow=True)
         if lost:
-            again = [p for p, v in found.items() if v.blob in lost]
-            self.git("update-index", "-z", "--force-remove", "--stdin", stdin=_nul(again))  # or git keeps its hash
-            found.update(self._entries_of(self._update(again, unkept)))
+            wanted = {p: v for p, v in found.items() if v.blob in lost}
+            packed = gitpack.write_blobs(self.git_dir / "objects" / "pack",
+                                         ((v.blob, self._content(p, v)) for p, v in sorted(wanted.items())))
+            # Changed again since git hashed it (or unreadable now): hashed and kept afresh.
+            again = [p for p, v in wanted.items() if v.blob not in packed]
+            if again:
+                self.git("update-index", "-z", "--force-remove", "--stdin", stdin=_nul(again))  # or git keeps its hash
+                found.update(self._entries_of(self._update(again, unkept)))
         return found
+
+    def _content(self, path: str, version: Version) -> bytes | None:
+        """The bytes git hashed for `path` as `version`: a symbolic link's target, or the file's
+        content (never through a link that replaced it since); None when it cannot be read."""
+        full = f"{self._prefix}{path}"
+        try:
+            if version.mode == "120000":
+                return os.fsencode(os.readlink(full))
+            fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            with open(fd, "rb") as f:
+                return f.read(self.limits.checkpoint_file_max_bytes + 1)
+        except OSError:
+            return None
 
     def _update(self, paths: list[str], unkept: dict[str, str], *flags: str) -> list[str]:
         args = ("update-index", "-z", "--add", "--remove", "--replace", *flags, "--stdin")
@@ -476,9 +577,14 @@ class Store:
             blobs = [b for b in blobs if b not in lost]
             if not blobs:
                 return ""
-            listing = b"".join(f"100644 blob {b}\t{b}".encode() + b"\0" for b in blobs)
-            tree = self.text("mktree", "-z", stdin=listing).strip()
-            commit = self.text("commit-tree", tree, "-m", message[:200] or "checkpoint").strip()
+            # The tree and the commit holding them are written here, as git would: two
+            # processes fewer a turn.
+            objects = self.git_dir / "objects"
+            tree = gitpack.write_object(objects, "tree", gitpack.tree_of_blobs(blobs))
+            who = f"nanohermes <nanohermes@localhost> {int(time.time())} +0000"
+            text = (message[:200] or "checkpoint").encode("utf-8", "replace").replace(b"\0", b"")
+            commit = gitpack.write_object(objects, "commit", f"tree {tree}\nauthor {who}\ncommitter {who}\n\n".encode()
+                                          + text + b"\n")
             self.git("update-ref", f"{REF_PREFIX}{time.time_ns():020d}-{commit}", commit)  # names sort oldest first
             return commit
 
@@ -487,13 +593,27 @@ class Store:
         nowhere (the repository dropped them since they were seen: rare, and said on undo)."""
         missing = self._missing(blobs)
         if missing and self.borrowed:
+            # Usually the user's repository has every one: copied at once. Only when that
+            # fails is each looked for, and those it has copied.
+            if self._copy(sorted(missing)):
+                return set()
             there = sorted(missing - self._missing(sorted(missing), borrow=True))
             if there:
-                pack = self.git("pack-objects", "--stdout", "-q", "--window=0",
-                                stdin="".join(f"{b}\n" for b in there).encode(), borrow=True)
-                self.git("unpack-objects", "-q", stdin=pack)
+                self._copy(there)
             missing = self._missing(sorted(missing))
         return missing
+
+    def _copy(self, blobs: list[str]) -> bool:
+        """Copy these blobs from the user's repository into the store; False when one is not there."""
+        p = self.run_git("pack-objects", "--stdout", "-q", "--window=0",
+                         stdin="".join(f"{b}\n" for b in blobs).encode(), borrow=True)
+        if p.returncode != 0:
+            return False
+        # Many are kept as the one pack they came in (a file each costs more than their
+        # bytes); a few as files, so that packs do not pile up turn after turn.
+        self.git(*(("index-pack", "--stdin") if len(blobs) > _PACK_FROM else ("unpack-objects", "-q")),
+                 stdin=p.stdout)
+        return True
 
     def _missing(self, blobs: list[str], *, borrow: bool = False) -> set[str]:
         if not blobs:
@@ -1307,6 +1427,30 @@ def _quoted(path: str) -> str:
     if not any(c in path for c in ':"\\\n'):
         return path
     return '"' + path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+class _Aside(Generic[T]):
+    """`fn()` run in a thread of its own while the caller does something else; `result()`
+    waits for it and returns what it returned, or raises what it raised."""
+
+    def __init__(self, fn: Callable[[], T]) -> None:
+        self._fn = fn
+        self._out: list[T] = []
+        self._err: list[BaseException] = []
+        self._thread = threading.Thread(target=self._run, name="checkpoint-scan", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._out.append(self._fn())
+        except BaseException as e:  # handed to the caller, whatever it is
+            self._err.append(e)
+
+    def result(self) -> T:
+        self._thread.join()
+        if self._err:
+            raise self._err[0]
+        return self._out[0]
 
 
 def _nul(paths: list[str]) -> bytes:

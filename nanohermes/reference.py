@@ -1,12 +1,14 @@
 """The reference generated from the code: the tables of docs/ (tools, limits, config keys,
-provider quirks) and config.example.json.
+provider quirks), config.example.json, and the tool declarations the package ships
+(`nanohermes/tools/declarations.json`, `tools/declared.py`).
 
 `python -m nanohermes.reference` prints the four tables. `--write` (the `WRITE` command, run from
 the repository's root) finds every file that holds a generated section, between
 `<!-- BEGIN GENERATED: name -->` and `<!-- END GENERATED: name -->` (README.md and the Markdown
 files of docs/), replaces each section with fresh output, and writes the example config: every
 key with its default (every limit under `limits`), but where `EXAMPLES` shows a value worth
-copying. `--write FILE...` writes only those files (a `.json` one is the example config).
+copying, and the shipped tool declarations. `--write FILE...` writes only those files (a `.json`
+one is the example config, unless it is the declarations).
 Tests regenerate them all and fail, naming that command, when a file no longer matches the code.
 """
 
@@ -267,8 +269,16 @@ def generated_files(root: Path) -> list[Path]:
     return [*docs, root / EXAMPLE_CONFIG]
 
 
+DECLARATIONS = Path("nanohermes", "tools", "declarations.json")  # from the repository's root
+
+
 def write(path: Path) -> None:
-    """Regenerate one file: the example config, or a file's generated sections."""
+    """Regenerate one file: the shipped declarations, the example config, or a file's generated sections."""
+    if path.name == DECLARATIONS.name:
+        from nanohermes.tools.catalog import shipped_text
+
+        path.write_text(shipped_text(), encoding="utf-8")
+        return
     if path.suffix == ".json":
         path.write_text(config_example(), encoding="utf-8")
         return
@@ -289,6 +299,8 @@ def main(argv: list[str]) -> int:
                 if missing:
                     raise ValueError(f"no file under {Path.cwd()} holds the {', '.join(sorted(missing))} section; "
                                      "run this from the repository's root")
+                if (Path.cwd() / DECLARATIONS).parent.is_dir():  # the package's source is here too
+                    paths.append(Path.cwd() / DECLARATIONS)
             for path in paths:
                 write(path)
         except (OSError, ValueError) as e:

@@ -7,12 +7,14 @@ way. The names in `__all__` keep their meaning across versions; the rest is priv
 This module owns `FakeServer` and its script vocabulary (`Reply`, `FakeToolCall`,
 `Fault`, `Raw`). A test scripts the assistant's answers in order, points a client at
 `server.base_url`, and afterwards inspects `server.requests`, `server.paths`,
-`server.headers` and `server.violations`. The same `Reply` is played as chat-completion
+`server.headers`, `server.asked` (every request, model calls or not) and `server.violations`.
+The same `Reply` is played as chat-completion
 chunks on `/v1/chat/completions` and as Responses events on `/v1/responses`, so one
 scenario tests both wires; `Raw` sends exactly the bytes a test gives (a provider's
 stream shape, an HTML page), on either route; `models_answer` does the same for `/v1/models`,
 whose entries `model_fields` extends (a context window); `routes` answers a local server's
-own paths (`/props`, `/api/show`, ...) with fixed JSON and records them in `routes_asked`.
+own paths (`/props`, `/api/show`, ...) with fixed JSON; `routes_asked` records every request that
+is not a model call (those, `/v1/models`, and any path the server does not have).
 
 Besides answering, the server checks the tool-calling protocol of every
 conversation it receives (each assistant tool call answered by exactly one
@@ -46,6 +48,7 @@ __all__ = ["FakeServer", "FakeToolCall", "Fault", "Raw", "Reply", "ScriptItem", 
 
 VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 EXHAUSTED_MESSAGE = "fake server script exhausted"
+MODEL_CALLS = frozenset({("POST", "/v1/chat/completions"), ("POST", "/v1/responses")})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -262,6 +265,13 @@ class _Handler(BaseHTTPRequestHandler):
             path = "/" + path.split("://", 1)[1].partition("/")[2]
         return path.split("?", 1)[0].rstrip("/")
 
+    def parse_request(self) -> bool:
+        """The request line and headers read: every request is recorded, whatever it asks."""
+        ok = super().parse_request()
+        if ok:
+            self.fake._record_asked(self.command, self._path())
+        return ok
+
     # -- routes ----------------------------------------------------------
 
     def _other_route(self) -> bool:
@@ -270,7 +280,6 @@ class _Handler(BaseHTTPRequestHandler):
         path = self._path()
         if path not in self.fake.routes:
             return False
-        self.fake._record_route(self.command, path)
         self._send_json(200, self.fake.routes[path])
         return True
 
@@ -566,7 +575,8 @@ class FakeServer:
         self.models_answer = models_answer
         self.model_fields = dict(model_fields or {})
         self.routes = dict(routes or {})
-        self.routes_asked: list[str] = []  # "GET /props", "POST /api/show", in order
+        self.routes_asked: list[str] = []  # "GET /v1/models", "GET /props", ...: every request but the model calls
+        self.asked: list[str] = []  # every request, "METHOD /path", in order ("POST /v1/chat/completions", ...)
         self.models = tuple(models)
         self.owned_by = owned_by
         self.default = default
@@ -629,9 +639,11 @@ class FakeServer:
             self.headers.append(headers)
             self.paths.append(path)
 
-    def _record_route(self, method: str, path: str) -> None:
+    def _record_asked(self, method: str, path: str) -> None:
         with self._lock:
-            self.routes_asked.append(f"{method} {path}")
+            self.asked.append(f"{method} {path}")
+            if (method, path) not in MODEL_CALLS:
+                self.routes_asked.append(f"{method} {path}")
 
     def _violate(self, problems: list[str]) -> None:
         with self._lock:

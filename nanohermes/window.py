@@ -8,10 +8,18 @@ for a local server, llama.cpp's `/props` or `/slots`, LM Studio's `/api/v0/model
 `compact_at_share` of the window, measured in tokens from the endpoint's last reported usage
 (plus the messages since), in chars at 4 a token when it reports none. `session_budget_chars`, set by the person, overrides all of it.
 
-The lookup never delays or fails a turn: a remote endpoint's answer is cached per base_url
-and model in the cache folder for a day; a local server (loopback or a private address, whose
-window changes when it restarts) is asked afresh, concurrently with the first model call, and
-the first call waits for it only when the history is already large.
+The lookup never delays or fails a turn, and asks nothing the turn does not need. The window
+known at start comes without a request: an earlier answer of the endpoint for this model
+(kept in the cache folder for a day, per base_url and model), else the family table, else the
+config. Only when no answer within the day is kept is the endpoint asked, in the background,
+concurrently with the first model call (which waits for it only when the history is already
+large), and only where its provider names windows: an earlier answer, or a URL that names the
+provider (a service's host; a local server's own port, a guess an answer corrects), says
+where, and a service whose `/models` names no window is not asked at all; else its `/models`
+list is asked first, which names the window or tells the server by its owners (then that
+server's own route is asked).
+A local server's window changes when it restarts: a remembered one is asked afresh once a
+session, when the context passes half the budget it gives (before that it does not matter).
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import asyncio
 import hashlib
 import ipaddress
 import json
+import os
 import re
 import time
 from collections.abc import Callable
@@ -200,59 +209,188 @@ def from_ollama_show(body: Any) -> Window | None:
     return None
 
 
+# --------------------------------------------------------------------------------------
+# which server an endpoint is, and where it names the window
+
+
+@dataclass(frozen=True)
+class Provider:
+    """A server or service whose window has a known place, and how it is told: by its URL (a
+    service's hosts, a server's own port) or by its /models answer (what it says owns each
+    model). Where it names the window is the quirk table's (the `window.*` entries naming it):
+    nowhere for a service whose /models lists no window (the family table knows its models)."""
+
+    name: str
+    owners: tuple[str, ...] = ()
+    port: int | None = None
+    hosts: tuple[str, ...] = ()
+
+    @property
+    def routes(self) -> tuple[str, ...]:
+        """Where it names the window, in the quirk table's order (first that says wins)."""
+        return tuple(dict.fromkeys(w.route for q, w in entries(WindowField) if self.name in q.providers))
+
+
+PROVIDERS: tuple[Provider, ...] = (
+    Provider("llama.cpp", owners=("llamacpp",)),
+    Provider("LM Studio", owners=("organization_owner",), port=1234),
+    Provider("Ollama", owners=("library", "ollama"), port=11434),
+    Provider("vLLM", owners=("vllm",)),
+    Provider("OpenRouter", hosts=("openrouter.ai",)),
+    Provider("Groq", hosts=("api.groq.com",)),
+    Provider("Mistral", hosts=("api.mistral.ai",)),
+    Provider("Together", hosts=("api.together.xyz", "api.together.ai")),
+    # Services whose /models names no window: nothing to ask.
+    Provider("OpenAI", hosts=("api.openai.com",)),
+    Provider("Anthropic", hosts=("api.anthropic.com",)),
+    Provider("DeepSeek", hosts=("api.deepseek.com",)),
+    Provider("Gemini", hosts=("generativelanguage.googleapis.com",)),
+    Provider("xAI", hosts=("api.x.ai",)),
+)
+
+
+def recognised(base_url: str) -> Provider | None:
+    """The provider an endpoint's URL names: a service by its host, a server by its own port."""
+    parts = urlsplit(base_url)
+    host = (parts.hostname or "").lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return next((p for p in PROVIDERS if any(host == h or host.endswith("." + h) for h in p.hosts)
+                 or (p.port is not None and port == p.port)), None)
+
+
+def owned_by(body: Any) -> Provider | None:
+    """The server a /models answer names by what it says owns its models."""
+    data = body.get("data") if isinstance(body, dict) else None
+    owners = {e.get("owned_by") for e in data if isinstance(e, dict)} if isinstance(data, list) else set()
+    return next((p for p in PROVIDERS if owners & set(p.owners)), None)
+
+
+def _no_model(read: Callable[[Any], Window | None]) -> Callable[[Any, str], Window | None]:
+    return lambda body, model: read(body)
+
+
+# How each route of the quirk table is asked, and its answer read for a model.
+READERS: dict[str, tuple[str, Callable[[Any, str], Window | None]]] = {
+    "/models": ("GET", from_models_list),
+    "/props": ("GET", _no_model(from_llamacpp)),
+    "/slots": ("GET", _no_model(from_llamacpp)),
+    "/api/v0/models": ("GET", from_lmstudio),
+    "/api/ps": ("GET", from_ollama_ps),
+    "/api/show": ("POST", _no_model(from_ollama_show)),
+}
+# What an endpoint answers that is an answer (the route is not there, or not like this):
+# asking again would only be told the same. Any other status (a refused key, a rate limit,
+# a failing server) or no answer is asked again next time.
+_SAID = frozenset({200, 400, 404, 405, 422, 501})
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What asking an endpoint found: the window (None: named nowhere, or not reached); where
+    the endpoint names windows, to ask there alone next time (() nowhere; None: not learned,
+    or what was known is wrong now); whether it answered (else it is asked again next time)."""
+
+    window: Window | None
+    routes: tuple[str, ...] | None
+    answered: bool
+
+
 async def endpoint_window(base_url: str, model: str, api_key: str | None,
                           timeout: float = LOOKUP_SECS) -> tuple[Window | None, bool]:
-    """What the endpoint says of `model`'s window, or None (it says nothing, or fails, or is
-    slow: never an error), and whether it answered at all (its /models list came)."""
+    """What the endpoint says of `model`'s window (None: it says nothing, fails or is slow;
+    never an error), and whether it answered at all: `ask_endpoint` with nothing known of it."""
+    answer = await ask_endpoint(base_url, model, api_key, None, timeout)
+    return answer.window, answer.answered
+
+
+async def ask_endpoint(base_url: str, model: str, api_key: str | None, routes: tuple[str, ...] | None = None,
+                       timeout: float = LOOKUP_SECS) -> Answer:
+    """What the endpoint says of `model`'s window, never an error. `routes`: where it names
+    windows, when its URL or an earlier answer said (each asked in turn until one names it);
+    else its /models list is asked first, which names the window or tells the server by its
+    owners, whose own routes are asked then. The whole lookup is bounded by `timeout`."""
     from nanohermes.llm.http import import_httpx
 
     httpx = import_httpx()
     headers = {"Authorization": f"Bearer {api_key or 'no-key-set'}"}
     plain = base_url.startswith("http://")
-    try:
-        async with httpx.AsyncClient(headers=headers, timeout=timeout, follow_redirects=False, verify=not plain,
-                                     trust_env=not plain) as client:
-            async def get(url: str, method: str = "GET", body: Any = None) -> Any:
-                try:
-                    r = await client.request(method, url, json=body)
-                    return r.json() if r.status_code == 200 else None
-                except (httpx.HTTPError, ValueError):
-                    return None
+    proxied = any(k.lower().endswith("_proxy") for k in os.environ)  # as the model calls go (llm/http.py)
 
-            models = await get(base_url.rstrip("/") + "/models")
-            listed = from_models_list(models, model)
-            if listed is not None or not is_local(base_url):
-                return listed, models is not None
-            root = _root(base_url)
-            props, slots, lms, ps, show = await asyncio.gather(
-                get(root + "/props"), get(root + "/slots"), get(root + "/api/v0/models"), get(root + "/api/ps"),
-                get(root + "/api/show", "POST", {"model": model}))
-            return (from_llamacpp(props) or from_llamacpp(slots) or from_lmstudio(lms, model)
-                    or from_ollama_ps(ps, model) or from_ollama_show(show)), True
-    except (httpx.HTTPError, OSError, ValueError):
-        return None, False
+    async def ask(client: Any, route: str) -> tuple[Any, int | None]:
+        method, _ = READERS[route]
+        url = (base_url.rstrip("/") if route == "/models" else _root(base_url)) + route
+        try:
+            r = await client.request(method, url, json={"model": model} if method == "POST" else None)
+            return (r.json() if r.status_code == 200 else None), r.status_code
+        except ValueError:  # not JSON
+            return None, r.status_code
+        except httpx.HTTPError:
+            return None, None
+
+    async def look(client: Any) -> Answer:
+        learned, todo, said = routes, routes or (), False
+        if routes is None:
+            body, status = await ask(client, "/models")
+            if status not in _SAID:
+                return Answer(None, None, False)
+            if (found := from_models_list(body, model)) is not None:
+                return Answer(found, ("/models",), True)
+            server = owned_by(body)
+            learned = server.routes if server is not None else ()
+            todo, said = tuple(r for r in learned if r != "/models"), True
+        for route in todo:
+            body, status = await ask(client, route)
+            said = said or status == 200
+            if (found := READERS[route][1](body, model)) is not None:
+                return Answer(found, learned, True)
+        # Known routes of which none answered: the server is another one now; learned afresh next time.
+        return Answer(None, learned if said else None, said)
+
+    try:
+        async with asyncio.timeout(timeout), httpx.AsyncClient(
+                headers=headers, timeout=timeout, follow_redirects=False, verify=not plain,
+                trust_env=not plain or proxied) as client:
+            return await look(client)
+    except (httpx.HTTPError, OSError, ValueError, TimeoutError):
+        return Answer(None, None, False)
 
 
 # --------------------------------------------------------------------------------------
-# the cache of remote endpoints' answers
+# the cache of endpoints' answers
 
 
 def _cache_key(base_url: str, model: str) -> str:
     return hashlib.sha256(f"{base_url.rstrip('/')}\n{model}".encode()).hexdigest()[:32]
 
 
-def _entry(base_url: str, model: str, now: float | None) -> dict[str, Any] | None:
-    """The fresh cache entry of `model` on `base_url`: tokens 0 means the endpoint said nothing."""
+def _routes_key(base_url: str) -> str:
+    return "routes " + hashlib.sha256(base_url.rstrip("/").encode()).hexdigest()[:32]
+
+
+def _read() -> dict[str, Any]:
     from nanohermes.dirs import cache_home
 
     try:
-        entry = json.loads((cache_home() / CACHE_FILE).read_text(encoding="utf-8")).get(_cache_key(base_url, model))
-    except (OSError, ValueError, AttributeError):
+        data = json.loads((cache_home() / CACHE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _fresh(entry: Any, now: float | None) -> dict[str, Any] | None:
+    """`entry` if it is a cache entry of the last day."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("at"), (int, float)):
         return None
-    if not isinstance(entry, dict) or not isinstance(entry.get("at"), (int, float)) or \
-            not isinstance(entry.get("tokens"), int) or entry["tokens"] < 0:
-        return None
-    if (now if now is not None else time.time()) - entry["at"] > CACHE_SECS:
+    return entry if (now if now is not None else time.time()) - entry["at"] <= CACHE_SECS else None
+
+
+def _entry(base_url: str, model: str, now: float | None) -> dict[str, Any] | None:
+    """The fresh cache entry of `model` on `base_url`: tokens 0 means the endpoint said nothing."""
+    entry = _fresh(_read().get(_cache_key(base_url, model)), now)
+    if entry is None or not isinstance(entry.get("tokens"), int) or entry["tokens"] < 0:
         return None
     return entry
 
@@ -270,20 +408,36 @@ def said_nothing(base_url: str, model: str, now: float | None = None) -> bool:
     return entry is not None and entry["tokens"] == 0
 
 
-def store(base_url: str, model: str, window: Window | None) -> None:
-    """Remember the endpoint's answer for a day: its window, or that it named none."""
+def known_routes(base_url: str, now: float | None = None) -> tuple[str, ...] | None:
+    """Where the endpoint names windows, as an answer within the day showed (() nowhere), or None."""
+    entry = _fresh(_read().get(_routes_key(base_url)), now)
+    routes = entry.get("routes") if entry is not None else None
+    if not isinstance(routes, list) or not all(isinstance(r, str) and r in READERS for r in routes):
+        return None
+    return tuple(routes)
+
+
+def store(base_url: str, model: str, window: Window | None, routes: tuple[str, ...] | None = None) -> None:
+    """Remember the endpoint's answer for a day: `model`'s window, or that it named none; and
+    `routes`, where the endpoint names windows, when the answer showed it."""
+    now = time.time()
+    _write({_cache_key(base_url, model): {"tokens": window.tokens if window else 0,
+                                          "source": window.source if window else "", "at": now},
+            **({_routes_key(base_url): {"routes": list(routes), "at": now}} if routes is not None else {})})
+
+
+def forget_routes(base_url: str) -> None:
+    """Where the endpoint was remembered to name windows no longer answers: learned afresh next time."""
+    _write({}, drop=_routes_key(base_url))
+
+
+def _write(entries: dict[str, Any], drop: str | None = None) -> None:
     from nanohermes.dirs import cache_home, write_private
 
-    path = cache_home() / CACHE_FILE
+    data = {k: v for k, v in _read().items() if k != drop}
+    data.update(entries)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        data = data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        data = {}
-    data[_cache_key(base_url, model)] = {"tokens": window.tokens if window else 0,
-                                         "source": window.source if window else "", "at": time.time()}
-    try:
-        write_private(path, json.dumps(data))
+        write_private(cache_home() / CACHE_FILE, json.dumps(data))
     except OSError:
         pass  # a cache that cannot be written costs a lookup next time, nothing more
 
@@ -305,8 +459,13 @@ class ContextBudget:
     explicit_chars: int | None = None
     lookup: Callable[[str], Any] | None = None  # model -> awaitable of Window | None (the endpoint's answer)
     known: Callable[[str], Window] | None = None  # model -> the window known without asking (cache, table, config)
+    # model -> awaitable of Window | None: the endpoint asked afresh, once a session, when the
+    # window starts to matter (a local server's window changes when it restarts)
+    recheck: Callable[[str], Any] | None = None
     apply: list[Callable[[Limits], None]] = field(default_factory=list)
     _task: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+    _model: str = field(default="", init=False, repr=False)
+    _rechecked: bool = field(default=False, init=False, repr=False)
 
     @property
     def trigger_tokens(self) -> int:
@@ -329,11 +488,13 @@ class ContextBudget:
 
     def start(self, model: str) -> None:
         """Ask the endpoint for `model`'s window, in the background (a running loop is needed)."""
-        if self.lookup is None:
-            return
+        self._model, self._rechecked = model, False
+        if self.lookup is not None:
+            self._ask(self.lookup, model)
+
+    def _ask(self, lookup: Callable[[str], Any], model: str) -> None:
         if self._task is not None:
             self._task.cancel()
-        lookup = self.lookup
 
         async def ask() -> None:
             try:
@@ -357,10 +518,23 @@ class ContextBudget:
     async def settle(self, size_chars: int) -> None:
         """Before a model call: wait for a pending lookup when the context (`size_chars`, its
         history or its counted tokens as chars) is large enough for the window to matter now,
-        bounded by the lookup's own timeout."""
+        bounded by the lookup's own timeout. Past half the budget, a window remembered from
+        an earlier session is asked afresh first (`recheck`, once a session)."""
+        recheck = self.recheck is not None and not self._rechecked and self.explicit_chars is None \
+            and size_chars >= self.budget_chars // 2
         task = self._task
-        if task is None or task.done() or size_chars < WAIT_FROM_CHARS:
-            return
+        if task is not None and not task.done():
+            if size_chars < WAIT_FROM_CHARS and not recheck:
+                return
+            await self._wait(task)
+        if recheck and self.recheck is not None:
+            self._rechecked = True
+            self._ask(self.recheck, self._model)
+            if self._task is not None:
+                await self._wait(self._task)
+
+    @staticmethod
+    async def _wait(task: asyncio.Task[None]) -> None:
         try:
             await asyncio.wait_for(asyncio.shield(task), LOOKUP_SECS + 1)
         except Exception:  # slow or failed: the window known now stands
@@ -370,17 +544,20 @@ class ContextBudget:
         """Wait for a pending lookup (bounded by its own timeout): before a report that states
         the window (`-p`'s json), so what it says does not depend on how quick the turn was."""
         task = self._task
-        if task is None or task.done():
-            return
-        try:
-            await asyncio.wait_for(asyncio.shield(task), LOOKUP_SECS + 1)
-        except Exception:  # slow or failed: the window known now stands
-            return
+        if task is not None and not task.done():
+            await self._wait(task)
 
     async def aclose(self) -> None:
-        """Stop a lookup still running (the session ends: its answer no longer matters)."""
+        """The session ends: a lookup still asking is let finish (bounded by its own timeout),
+        so its answer is remembered and the next session need not ask; stopped at once when
+        the session itself is being cancelled."""
         task, self._task = self._task, None
-        if task is not None and not task.done():
+        if task is None or task.done():
+            return
+        current = asyncio.current_task()
+        if current is None or not current.cancelling():
+            await self._wait(task)
+        if not task.done():
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)  # its cancellation, not ours, is absorbed
 
@@ -402,29 +579,48 @@ class ContextBudget:
 
 def budget_for(config: Config, limits: Limits, model: str | None = None) -> ContextBudget:
     """The budget of a session on `config`'s endpoint and `model` (default the configured
-    one): the cached or fallback window now, the endpoint asked when it starts
-    (`ContextBudget.start`)."""
+    one): the window known now (an earlier answer of the endpoint, else the family table or
+    the config), the endpoint asked when it starts (`ContextBudget.start`) only when nothing
+    within the day answered for this model, and then only where its URL or an earlier answer
+    says it names windows (else its /models list first)."""
     explicit = config.session_budget_chars if config.session_budget_chars is not None else \
         config.limits.get("session_budget_chars")
     base_url = config.base_url
     key = config.resolved_api_key()
+    asked: set[str] = set()  # the models this session asked the endpoint about
+
+    async def ask(model: str) -> Window | None:
+        asked.add(model)
+        # Where it names windows: as an earlier answer showed, else as its URL says (a port
+        # is a guess an answer corrects), else its /models list tells.
+        remembered = known_routes(base_url)
+        by_url = recognised(base_url)
+        routes = remembered if remembered is not None else by_url.routes if by_url is not None else None
+        if routes == ():  # it names no window anywhere: nothing to ask
+            return None
+        answer = await ask_endpoint(base_url, model, key, routes)
+        if routes is not None and answer.routes is None:  # none of them answered: another server than thought
+            answer = await ask_endpoint(base_url, model, key, None)
+        if answer.answered:  # what it said, or that it said nothing; a failed request is asked again next time
+            await asyncio.to_thread(store, base_url, model, answer.window, answer.routes)
+        elif remembered is not None:
+            await asyncio.to_thread(forget_routes, base_url)
+        return answer.window
 
     async def lookup(model: str) -> Window | None:
-        if is_local(base_url):
-            return (await endpoint_window(base_url, model, key))[0]
-        remembered = cached(base_url, model)
-        if remembered is not None or said_nothing(base_url, model):
-            return remembered
-        found, answered = await endpoint_window(base_url, model, key)
-        if answered:  # what it said, or that it said nothing; a failed request is asked again next time
-            await asyncio.to_thread(store, base_url, model, found)
-        return found
+        if cached(base_url, model) is not None or said_nothing(base_url, model):
+            return None  # the window known at start is that answer
+        return await ask(model)
+
+    async def recheck(model: str) -> Window | None:
+        return None if model in asked else await ask(model)
 
     def known(model: str) -> Window:
-        return (None if is_local(base_url) else cached(base_url, model)) or fallback(model, config.context_window_tokens)
+        return cached(base_url, model) or fallback(model, config.context_window_tokens)
 
     return ContextBudget(window=known(model or config.model), share=config.compact_at_share, base=limits,
-                         explicit_chars=explicit if isinstance(explicit, int) else None, lookup=lookup, known=known)
+                         explicit_chars=explicit if isinstance(explicit, int) else None, lookup=lookup, known=known,
+                         recheck=recheck if is_local(base_url) else None)
 
 
 def short_tokens(n: int) -> str:
@@ -434,6 +630,8 @@ def short_tokens(n: int) -> str:
     return f"{round(n / 1000)}k"
 
 
-__all__ = ["FAMILIES", "ContextBudget", "Window", "budget_for", "cached", "endpoint_window", "fallback", "family_window",
-           "from_llamacpp", "from_lmstudio", "from_models_list", "from_ollama_ps", "from_ollama_show", "is_local",
+__all__ = ["FAMILIES", "PROVIDERS", "READERS", "Answer", "ContextBudget", "Provider", "Window", "ask_endpoint",
+           "budget_for", "cached",
+           "endpoint_window", "fallback", "family_window", "forget_routes", "from_llamacpp", "from_lmstudio",
+           "from_models_list", "from_ollama_ps", "from_ollama_show", "is_local", "known_routes", "owned_by", "recognised",
            "said_nothing", "short_tokens", "store"]

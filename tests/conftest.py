@@ -40,27 +40,15 @@ for _size in ("COLUMNS", "LINES"):
     os.environ.pop(_size, None)
 
 
-@pytest.fixture(scope="session")
-def warm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One cache folder for the whole run, its tool declarations written once: every start
-    in the tests then builds its pool as a user's second start does (deferred tools). Tests
-    of the cache itself give their processes their own folder."""
-    cache = tmp_path_factory.mktemp("cache")
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONPATH": str(REPO)}
-    subprocess.run([sys.executable, "-c", "from nanohermes.tools.catalog import builtin_pool; builtin_pool()"],
-                   env=env, check=True, timeout=120)
-    return cache
-
-
 @pytest.fixture(autouse=True)
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, warm_cache: Path) -> Path:
-    """Every test gets its own HOME and XDG folders, so no real config or session leaks in
-    (but the shared, warm cache of tool declarations)."""
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own HOME and XDG folders, so no real config, session or cached
+    answer leaks in (nor from one test into another)."""
     h = tmp_path / "home"
     h.mkdir()
     monkeypatch.setenv("HOME", str(h))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(warm_cache))
-    for var, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"), ("XDG_STATE_HOME", ".local/state")):
+    for var, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"), ("XDG_STATE_HOME", ".local/state"),
+                     ("XDG_CACHE_HOME", ".cache")):
         monkeypatch.setenv(var, str(h / sub))
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "NANOHERMES_MODEL"):
         monkeypatch.delenv(var, raising=False)

@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from nanohermes.budget import Limits
 from nanohermes.checkpoints import store_dir
 from nanohermes.config import Config
 from nanohermes.events import Notice, RecordingUI
+from nanohermes.gitpack import blob_name
 from nanohermes.testing import Reply, ScriptedLLM, call, tool_reply
 from nanohermes.ui.commands import REGISTRY, CommandContext, load_commands
 
@@ -737,3 +739,64 @@ def test_a_repositorys_own_index_starts_the_stat_cache_only_where_git_keeps_byte
     ask(built, "change them")
     assert "restored 4 files to before turn 1: f0.txt, f1.txt, f3.txt, untracked.txt" in command(built, "/undo")
     assert tree(workspace) == before
+
+
+def test_many_changed_files_are_kept_in_one_pack_and_come_back_byte_for_byte(repo: Path) -> None:
+    # A formatter over the tree: 60 files rewritten, 40 made (one a symbolic link), none of
+    # whose new contents the user's repository holds. Their contents go into one pack, not
+    # a file each, and undo and redo bring each back, also once the user's repository is gone.
+    for i in range(60):
+        (repo / "src" / f"m{i % 6}").mkdir(parents=True, exist_ok=True)
+        (repo / "src" / f"m{i % 6}" / f"f{i}.py").write_text(f"value = {i}\n" * (i + 1))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "sources")
+    before = tree(repo)
+    script = ("for f in src/*/*.py; do printf '# formatted\\n' >> \"$f\"; done; mkdir -p gen; "
+              "for i in $(seq 1 39); do printf \"made $i\\n\" > gen/g$i.txt; done; ln -s ../other.txt gen/link")
+    built = build(repo, ScriptedLLM([tool_reply(call("run_command", {"command": script})), Reply(text="done")]))
+    ask(built, "format everything")
+    after = tree(repo)
+    assert built.checkpoints is not None and len(built.checkpoints.turns()[0].paths) == 100
+    store = store_dir(repo) / "git"
+    loose = {p.parent.name + p.name for p in (store / "objects").glob("??/*")}
+    made = {blob_name(after[p] if not p.startswith("gen/link") else b"../other.txt") for p in after if p not in before}
+    assert made and not made & loose  # no file a content: they are in a pack
+    assert len(loose) < 10  # the commit and tree of the checkpoint, and the few files the first scan kept
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    fsck = subprocess.run(["git", "--git-dir", str(store), "fsck", "--full", "--no-dangling"], env=env,
+                          capture_output=True, text=True)
+    assert fsck.returncode == 0, fsck.stderr
+    import shutil
+
+    shutil.rmtree(repo / ".git")
+    assert "restored 100 files to before turn 1" in command(built, "/undo")
+    assert {k: v for k, v in tree(repo).items() if not k.startswith(".git")} == \
+        {k: v for k, v in before.items() if not k.startswith(".git")}
+    assert "100 files" in command(built, "/redo")
+    assert tree(repo) == after
+
+
+def test_files_a_turn_makes_in_folders_left_alone_for_a_while_are_found(repo: Path) -> None:
+    # A workspace whose folders last changed a while ago: the scans after the first read only
+    # the folders whose time moved. A turn's new files deep in old folders, in a new folder,
+    # beside a changed and a deleted one, are all its changes, and undo takes them back.
+    for rel in ("src/a/b/one.py", "src/a/two.py", "docs/guide.md"):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(rel + "\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "tree")
+    past = time.time() - 60
+    for folder, dirs, _ in os.walk(repo):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        os.utime(folder, (past, past))
+    before = tree(repo)
+    script = ("printf new > src/a/b/three.py && printf n > docs/extra.md && mkdir -p gen/x && printf g > gen/x/g.txt "
+              "&& printf changed >> src/a/two.py && rm docs/guide.md")
+    built = build(repo, ScriptedLLM([Reply(text="looked"), tool_reply(call("run_command", {"command": script})),
+                                     Reply(text="done")]))
+    ask(built, "look first", "then change")
+    assert built.checkpoints is not None
+    assert [t.paths for t in built.checkpoints.turns()] == [
+        [], ["docs/extra.md", "docs/guide.md", "gen/x/g.txt", "src/a/b/three.py", "src/a/two.py"]]
+    assert "restored 5 files to before turn 2" in command(built, "/undo")
+    assert tree(repo) == before

@@ -19,9 +19,13 @@ from nanohermes.compact import SUMMARY_INSTRUCTIONS
 from nanohermes.config import Config
 from nanohermes.events import RecordingUI
 from nanohermes.meters import format_context
-from nanohermes.testing import FakeServer, Fault, Reply, ScriptedLLM
+from nanohermes.testing import FakeServer, Fault, Reply, ScriptedLLM, call, tool_reply
 from nanohermes.ui.repl import toolbar
-from nanohermes.window import CACHE_FILE, Window, budget_for, cached, family_window, from_models_list, said_nothing, store
+from nanohermes.llm.quirks import WindowField, entries
+from nanohermes.window import (
+    CACHE_FILE, PROVIDERS, READERS, Window, budget_for, cached, family_window, from_models_list, known_routes, recognised,
+    said_nothing, store,
+)
 
 SHOW = {"parameters": "stop \"<|im_end|>\"\nnum_ctx 12288", "model_info": {"qwen2.context_length": 32768}}
 
@@ -211,10 +215,12 @@ def test_a_remote_endpoints_window_is_cached_per_base_url_and_model(tmp_path: Pa
     # A session on it starts with the cached window, before any request.
     budget = budget_for(Config(model="m1", base_url=url, api_key="k"), Limits())
     assert budget.window.source.endswith("(cached)") and budget.limits().session_budget_chars == 160_000 * 4
-    # A local server's window is never taken from the cache: it changes when the server restarts.
-    store("http://127.0.0.1:8080/v1", "m1", Window(4096, "endpoint /props n_ctx (llama.cpp)"))
+    # A local server's window too (asked afresh once a session, when it matters: below).
+    store("http://127.0.0.1:8080/v1", "m1", Window(4096, "endpoint /props n_ctx (llama.cpp)"), ("/props", "/slots"))
     local = budget_for(Config(model="m1", base_url="http://127.0.0.1:8080/v1", api_key="k"), Limits())
-    assert "cached" not in local.window.source
+    assert local.window == Window(4096, "endpoint /props n_ctx (llama.cpp) (cached)")
+    assert known_routes("http://127.0.0.1:8080/v1") == ("/props", "/slots") and known_routes(url) is None
+    assert known_routes("http://127.0.0.1:8080/v1", now=time.time() + 2 * 24 * 3600) is None
     assert json.loads((tmp_path / "nanohermes" / CACHE_FILE).read_text())
 
 
@@ -254,3 +260,130 @@ def test_a_models_list_entry_is_found_by_the_name_with_or_without_its_provider()
     assert from_models_list({"data": [{"id": "qwq-32b", "context_length": 131_072}, {"id": "x"}]}, "qwen/qwq-32b") == (
         Window(131_072, "endpoint /models context_length"))
     assert from_models_list(listed, "gpt-4o") is None  # two others listed: none of them is this one
+
+
+# -- what a run asks the endpoint ------------------------------------------------------------
+
+MODEL_CALL = "POST /v1/chat/completions"
+
+
+@pytest.mark.parametrize("answer", [{}, {"models_answer": Fault(status=404, message="no such route")}],
+                         ids=["models-list", "no-models-route"])
+def test_a_p_run_asks_the_endpoint_only_what_the_turn_needs(turn, answer: dict[str, Any]) -> None:
+    script = [Reply(text="one"), Reply(text="two"), tool_reply(call("list_dir", {})), Reply(text="three")]
+    with FakeServer(script, **answer) as server:
+        # The first run ever: its model call, and the one request that finds where (or
+        # whether) this endpoint names windows, in the background.
+        assert turn("-p", "hello", server=server).out == "one\n"
+        assert sorted(server.asked) == sorted([MODEL_CALL, "GET /v1/models"])
+        # Later runs: one request per model call, nothing else.
+        for prompt, calls in (("again", 1), ("list the files", 2)):
+            server.asked.clear()
+            r = turn("-p", prompt, "--output-format", "json", server=server)
+            assert r.code == 0, r.err
+            assert server.asked == [MODEL_CALL] * calls
+            assert r.json()["context"]["window"]["source"] == "default 32768 tokens (config context_window_tokens)"
+    assert server.violations == []
+
+
+def test_an_endpoint_that_failed_to_answer_is_asked_again_next_time(turn) -> None:
+    with FakeServer([Reply(text="one"), Reply(text="two")], models_answer=Fault(status=503, message="busy")) as server:
+        for text in ("one", "two"):
+            server.asked.clear()
+            assert turn("-p", "hi", server=server).out == text + "\n"
+            assert sorted(server.asked) == sorted([MODEL_CALL, "GET /v1/models"])
+
+
+# Where each provider's window is found: the routes the first run asks (after /models, which
+# tells the server by its owners when it does not name the window itself).
+ASKED = {
+    "openrouter": [], "vllm": [], "groq": [], "llamacpp-props": ["GET /props"],
+    "llamacpp-slots": ["GET /props", "GET /slots"], "lmstudio-loaded": ["GET /api/v0/models"],
+    "lmstudio-not-loaded": ["GET /api/v0/models"], "ollama-ps": ["GET /api/ps"],
+    "ollama-num-ctx": ["GET /api/ps", "POST /api/show"], "ollama-model-info": ["GET /api/ps", "POST /api/show"],
+}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_each_providers_window_is_found_in_the_background_then_remembered(turn, shape: str) -> None:
+    options, tokens, source = SHAPES[shape]
+    with FakeServer(default=Reply(text="hi"), **options) as server:
+        r = turn("-p", "hello", "--output-format", "json", server=server)
+        assert (r.json()["context"]["window"]["tokens"], r.json()["context"]["window"]["source"]) == (tokens, source)
+        assert server.routes_asked == ["GET /v1/models", *ASKED[shape]]
+        assert server.asked.count(MODEL_CALL) == 1
+        server.asked.clear()
+        r = turn("-p", "hello", "--output-format", "json", server=server)
+        window = r.json()["context"]["window"]
+        assert (window["tokens"], window["source"]) == (tokens, f"{source} (cached)")
+        assert server.asked == [MODEL_CALL]
+        # Another model on the same endpoint: only where this server names windows is asked.
+        server.routes_asked.clear()
+        r = turn("-p", "hello", "--base-url", server.base_url, "--model", "other-model", env={"OPENAI_API_KEY": "k"})
+        assert r.code == 0, r.err
+        where = ASKED[shape] or ["GET /v1/models"]
+        assert server.routes_asked[:len(where)] == where
+
+
+def test_a_local_servers_window_is_asked_afresh_once_a_session_when_it_starts_to_matter(turn) -> None:
+    # llama.cpp with 4096 tokens: compaction past 3276, 13,104 chars of history; a window
+    # remembered from an earlier session is asked afresh past half of that.
+    props = {"default_generation_settings": {"n_ctx": 4096}}
+    with FakeServer(default=Reply(text="a" * 7000, usage=None), owned_by="llamacpp", routes={"/props": props}) as server:
+        assert turn("-p", "one", server=server).code == 0
+        # The server restarts with a larger window: a small context does not ask.
+        server.routes["/props"] = {"default_generation_settings": {"n_ctx": 8192}}
+        server.asked.clear()
+        r = turn("-p", "two", "--output-format", "json", server=server)
+        assert server.asked == [MODEL_CALL]
+        assert r.json()["context"]["window"]["tokens"] == 4096
+        # Its 7,000-char answer makes the next session's history past half the budget.
+        server.asked.clear()
+        r = turn("--continue", "-p", "three", "--output-format", "json", server=server)
+        assert server.asked == ["GET /props", MODEL_CALL]
+        window = r.json()["context"]["window"]
+        assert (window["tokens"], window["source"]) == (8192, "endpoint /props n_ctx (llama.cpp)")
+    assert server.violations == []
+
+
+def test_a_url_that_names_the_provider_spares_the_models_request(turn) -> None:
+    # Through a proxy (the fake server), as the named hosts: a service whose /models names no
+    # window is not asked at all; Ollama, told by its port, is asked its own route alone.
+    ollama = {"/api/ps": {"models": [{"name": "fake-model", "context_length": 6144}]}}
+    with FakeServer(default=Reply(text="hi"), routes=ollama) as server:
+        proxy = {"HTTP_PROXY": server.base_url.rsplit("/v1", 1)[0], "NO_PROXY": "", "no_proxy": ""}
+        proxy["http_proxy"] = proxy["HTTP_PROXY"]
+        r = turn("-p", "hi", "--output-format", "json", "--base-url", "http://api.openai.com/v1", "--model", "gpt-4.1",
+                 env={**proxy, "OPENAI_API_KEY": "k"})
+        assert r.code == 0, r.err
+        assert server.asked == [MODEL_CALL]
+        assert r.json()["context"]["window"]["source"] == "known model family gpt-4.1"
+        server.asked.clear()
+        r = turn("-p", "hi", "--output-format", "json", "--base-url", "http://ollama.test:11434/v1", "--model",
+                 "fake-model", env={**proxy, "OPENAI_API_KEY": "k"})
+        assert r.code == 0, r.err
+        assert sorted(server.asked) == sorted([MODEL_CALL, "GET /api/ps"])
+        assert r.json()["context"]["window"]["tokens"] == 6144
+    # A port is a guess: llama.cpp on Ollama's port is told by its /models answer, once.
+    props = {"/props": {"default_generation_settings": {"n_ctx": 4096}}}
+    with FakeServer(default=Reply(text="hi"), owned_by="llamacpp", routes=props) as server:
+        proxy = {"HTTP_PROXY": server.base_url.rsplit("/v1", 1)[0], "NO_PROXY": "", "no_proxy": "",
+                 "OPENAI_API_KEY": "k"}
+        proxy["http_proxy"] = proxy["HTTP_PROXY"]
+        url = "http://llama.test:11434/v1"
+        r = turn("-p", "hi", "--output-format", "json", "--base-url", url, "--model", "fake-model", env=proxy)
+        assert server.routes_asked == ["GET /api/ps", "POST /api/show", "GET /v1/models", "GET /props"]
+        assert r.json()["context"]["window"]["tokens"] == 4096
+        server.routes_asked.clear()
+        r = turn("-p", "hi", "--output-format", "json", "--base-url", url, "--model", "other-model", env=proxy)
+        assert server.routes_asked == ["GET /props"]  # the answer remembered, not the port's guess
+
+
+def test_every_window_route_and_provider_of_the_quirk_table_is_known() -> None:
+    assert {w.route for _, w in entries(WindowField)} == set(READERS)
+    named = {p.name for p in PROVIDERS}
+    assert {name for q, _ in entries(WindowField) for name in q.providers} <= named
+    assert recognised("http://localhost:11434/v1").name == "Ollama"  # type: ignore[union-attr]
+    assert recognised("https://openrouter.ai/api/v1").routes == ("/models",)  # type: ignore[union-attr]
+    assert recognised("https://api.openai.com/v1").routes == ()  # type: ignore[union-attr]
+    assert recognised("http://127.0.0.1:8080/v1") is None

@@ -27,7 +27,7 @@ def report():
                          "nanohermes.llm.responses", "httpx._main", "ctypes", "sqlite3")
              if m in sys.modules and getattr(sys.modules[m], "__file__", None)]
     print("loaded", heavy, file=sys.stderr)
-    # What a turn that called no tool never needs once the caches are warm (the second run).
+    # What a turn that called no tool never needs, from its first start in a fresh HOME on.
     unused = sorted(m for m in sys.modules if m.split(".")[0] in ("pydantic", "pydantic_core", "annotated_types")
                     or m in ("nanohermes.tools.files", "nanohermes.tools.patch", "nanohermes.tools.shell",
                              "nanohermes.tools.search.grep", "nanohermes.tools.git", "nanohermes.tools.web",
@@ -53,19 +53,20 @@ def test_a_p_turn_imports_no_sdk_no_typer_no_rich(server: FakeServer, workspace:
     assert p.returncode == 0 and "loaded []" in p.stderr, p.stderr
 
 
-def test_a_warm_p_turn_without_tool_calls_imports_no_pydantic_and_no_tool_code(server: FakeServer, home: Path,
-                                                                               workspace: Path) -> None:
+def test_a_p_turn_without_tool_calls_imports_no_pydantic_and_no_tool_code(server: FakeServer, home: Path,
+                                                                          workspace: Path) -> None:
     """pydantic (the validator of config files and tool arguments) and the tools' code load
-    only when there is something to validate or a tool to run."""
+    only when there is something to validate or a tool to run: from the first start in a
+    fresh HOME on, the tools' declarations ship with the package."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "OPENAI_API_KEY": "k", "HOME": str(home),
            "XDG_CACHE_HOME": str(home / "cache")}
-    for answer in ("first", "second"):  # the first start fills the caches of tool declarations
+    for answer in ("first", "second"):
         server.add(Reply(text=answer))
         p = subprocess.run([sys.executable, "-c", PROBE, "-p", "hi", "--base-url", server.base_url, "--model",
                             "fake-model"], cwd=workspace, env=env, capture_output=True, text=True,
                            stdin=subprocess.DEVNULL, timeout=60)
         assert p.returncode == 0 and p.stdout == answer + "\n", p.stderr
-    assert "unused []" in p.stderr, p.stderr
+        assert "unused []" in p.stderr, p.stderr
     # A config file is validated: pydantic is loaded for it, and only for it.
     (home / ".config" / "nanohermes").mkdir(parents=True, exist_ok=True)
     (home / ".config" / "nanohermes" / "config.json").write_text('{"max_turns": 5}')

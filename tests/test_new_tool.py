@@ -69,11 +69,12 @@ main()
 """
 
 DECLARED = """
-import json
+import json, sys
 from nanohermes.budget import Limits
 from nanohermes.permissions import Policy, Rule
 from nanohermes.tools.catalog import builtin_pool, declarations
-tool = next(t for t in builtin_pool() if t.name == "count_lines")
+from nanohermes.tools.registry import build_tools
+tool = next(t for t in (build_tools() if "modules" in sys.argv else builtin_pool()) if t.name == "count_lines")
 print(json.dumps({"class": type(tool).__name__, "kinds": declarations()["count_lines"], "spec": tool.spec(),
                   "lowered": tool.spec(Limits(read_file_window_lines=7)),
                   "rule": Rule.parse("count_lines(*.secret)", kinds={"count_lines": tool.kind}).pattern}))
@@ -97,7 +98,7 @@ def test_a_tool_module_and_its_registry_entry_make_a_whole_built_in_tool(home: P
                                                                           workspace: Path) -> None:
     root = package_copy(tmp_path / "copy")
     with_registered(root, "count", TOY)
-    assert changed_files(root) == ["tools/count.py", "tools/registry.py"]
+    assert changed_files(root) == ["tools/count.py", "tools/declarations.json", "tools/registry.py"]
     before = (REPO / "nanohermes" / "tools" / "registry.py").read_text().splitlines()
     after = (root / "nanohermes" / "tools" / "registry.py").read_text().splitlines()
     # The registry entry: the module's import, and its tools in the list.
@@ -106,8 +107,8 @@ def test_a_tool_module_and_its_registry_entry_make_a_whole_built_in_tool(home: P
         next(line for line in after if line.startswith("    tools: list[Tool] = [*files(), *count(), "))]
 
     # Its spec, with the limits in force; the permissions know it as a path reader.
-    for made in ("CountLines", "Deferred[count_lines]"):  # built from the module, then from the cache
-        out = json.loads(run(DECLARED, home, root=root).stdout)
+    for made in ("CountLines", "Deferred[count_lines]"):  # built from the module, then as a start builds it
+        out = json.loads(run(DECLARED, home, *(["modules"] if made == "CountLines" else []), root=root).stdout)
         assert out["class"] == made
         assert out["kinds"] == ["path", "read"]
         assert out["rule"] == "*.secret"  # a path rule: the pattern of the tool's declared kind

@@ -1,22 +1,26 @@
-"""The built-in pool of a start comes from declarations on disk: the same specs and behaviour as
-the tool modules give, none of those modules imported until a call needs one; a cache of other
-code (told by its content, not its files' times), broken or tampered, ignored."""
+"""The built-in pool of a start comes from the declarations shipped with the package: the same
+specs and behaviour as the tool modules give, none of those modules imported until a call needs
+one, from the first start in a fresh HOME on; the shipped file is the one the code makes now
+(the drift check), and a file that cannot be used is not needed."""
 
 from __future__ import annotations
 
 import inspect
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tool_support import package_copy, run_python as run, with_registered
 
+from nanohermes.reference import WRITE
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 from nanohermes.tools import Tool, build_tools
-from nanohermes.tools.catalog import BEHAVIOUR, DECLARED, FLAGS, Deferred
+from nanohermes.tools.catalog import BEHAVIOUR, DECLARED, FLAGS, Deferred, shipped_text
+from nanohermes.tools.declared import FILE
+
+
+def test_the_shipped_declarations_are_the_ones_the_code_makes() -> None:
+    assert FILE.read_text(encoding="utf-8") == shipped_text(), f"{FILE.name} drifted from the code; run: {WRITE}"
 
 
 POOL = """
@@ -35,49 +39,46 @@ print(json.dumps({"specs": specs, "kinds": sorted(type(t).__name__ for t in pool
 """
 
 
-def cache_file(home: Path) -> Path:
-    return home / "cache" / "nanohermes" / "tools.json"
+MODULES = POOL.replace("pool = builtin_pool()", "from nanohermes.tools.registry import build_tools; pool = build_tools()")
 
 
-def test_a_warm_start_declares_the_same_tools_without_importing_them(home: Path) -> None:
-    cold = json.loads(run(POOL, home).stdout)
-    assert cache_file(home).is_file() and cache_file(home).stat().st_mode & 0o777 == 0o600
-    warm = json.loads(run(POOL, home).stdout)
-    assert warm["specs"] == cold["specs"]  # what the model is offered is the same
-    assert warm["flags"] == cold["flags"]
-    assert "ReadFile" in cold["kinds"] and not any(k.startswith("Deferred") for k in cold["kinds"])
-    assert all(k.startswith("Deferred[") for k in warm["kinds"]) and len(warm["kinds"]) == len(build_tools())
+def test_a_start_declares_the_same_tools_without_importing_them(home: Path) -> None:
+    built = json.loads(run(MODULES, home).stdout)
+    first = json.loads(run(POOL, home).stdout)  # a fresh HOME: nothing kept from an earlier start
+    assert not (home / "cache").exists()  # nor kept for a later one
+    assert first["specs"] == built["specs"]  # what the model is offered is the same
+    assert first["flags"] == built["flags"]
+    assert "ReadFile" in built["kinds"] and not any(k.startswith("Deferred") for k in built["kinds"])
+    assert all(k.startswith("Deferred[") for k in first["kinds"]) and len(first["kinds"]) == len(build_tools())
     # No tool's module is imported: only the tool contract the pool is typed by, and the registry.
-    assert "nanohermes.tools.files" in cold["loaded"]
-    assert [m for m in warm["loaded"] if m not in ("nanohermes.tools.skills", "nanohermes.tools.todo",
-                                                  "nanohermes.tools.base", "nanohermes.tools.registry",
-                                                  "nanohermes.tools.cache")] == []
+    assert "nanohermes.tools.files" in built["loaded"]
+    assert [m for m in first["loaded"] if m not in ("nanohermes.tools.skills", "nanohermes.tools.todo",
+                                                   "nanohermes.tools.base", "nanohermes.tools.registry",
+                                                   "nanohermes.tools.declared")] == []
 
 
-def test_a_cache_of_other_code_or_broken_or_naming_other_modules_is_not_used(home: Path) -> None:
-    run(POOL, home)
-    path = cache_file(home)
+def test_a_declarations_file_broken_or_naming_other_modules_is_not_used(home: Path, tmp_path: Path) -> None:
+    root = package_copy(tmp_path / "copy")
+    path = root / "nanohermes" / "tools" / "declarations.json"
     stored = json.loads(path.read_text())
+    built = json.loads(run(MODULES, home).stdout)
 
-    def with_cache(data: Any) -> dict[str, Any]:
+    def with_file(data: Any) -> dict[str, Any]:
         path.write_text(data if isinstance(data, str) else json.dumps(data))
-        out: dict[str, Any] = json.loads(run(POOL, home).stdout)
+        out: dict[str, Any] = json.loads(run(POOL, home, root=root).stdout)
         return out
 
     planted = json.loads(json.dumps(stored))
     planted["tools"][0]["description"] = "planted"
-    assert any("planted" == s["function"]["description"] for s in with_cache(planted)["specs"])  # the cache is read
-    other = {**planted, "key": stored["key"] + " edited"}
-    assert not any("planted" == s["function"]["description"] for s in with_cache(other)["specs"])
-    assert json.loads(path.read_text()) == stored  # written afresh from the modules
+    assert any("planted" == s["function"]["description"] for s in with_file(planted)["specs"])  # the file is read
     whole = {k: v for k, v in stored.items() if k != "schemas"}  # declarations naming schemas it lacks
     for broken in ("{not json", json.dumps({**stored, "tools": [{"name": "x"}]}), json.dumps(whole), "[]"):
-        out = with_cache(broken)
-        assert "nanohermes.tools.files" in out["loaded"] and json.loads(path.read_text()) == stored
+        out = with_file(broken)
+        assert "nanohermes.tools.files" in out["loaded"] and out["specs"] == built["specs"]
     # A declaration may only name a built-in tool's module: anything else is not imported.
     elsewhere = json.loads(json.dumps(stored))
     elsewhere["tools"][0]["module"] = "os"
-    out = with_cache(elsewhere)
+    out = with_file(elsewhere)
     assert "nanohermes.tools.files" in out["loaded"]
 
 
@@ -158,27 +159,25 @@ print(json.dumps({"kind": type(tool).__name__, "answers": out}))
 def test_a_deferred_tool_hands_every_method_of_the_contract_to_the_real_one(home: Path, tmp_path: Path) -> None:
     root = package_copy(tmp_path / "copy")
     with_registered(root, "probe", PROBE_TOOL)
-    run("from nanohermes.tools.catalog import builtin_pool; builtin_pool()", home, root=root)  # the cache is kept
     out = json.loads(run(ASK_EVERY_METHOD, home, root=root).stdout)
     assert out["kind"] == "Deferred[probe]"
     assert out["answers"] == {name: f"probe {name}" for name in BEHAVIOUR}
 
 
-def test_the_cache_is_told_by_the_code_it_was_made_from_not_by_its_files_times(home: Path, tmp_path: Path) -> None:
+def test_the_drift_check_sees_an_edited_tool_until_the_file_is_written_afresh(home: Path, tmp_path: Path) -> None:
     root = package_copy(tmp_path / "copy")
-    kinds = "from nanohermes.tools.catalog import builtin_pool; print(type(builtin_pool()[0]).__name__)"
-    assert run(kinds, home, root=root).stdout == "ApplyPatch\n"  # the first start: built from the modules
-    assert run(kinds, home, root=root).stdout == "Deferred[apply_patch]\n"
-    key = json.loads(cache_file(home).read_text())["key"]
+    check = "from nanohermes.tools.catalog import shipped_text; from nanohermes.tools.declared import FILE\n" \
+            "print(FILE.read_text() == shipped_text())"
+    assert run(check, home, root=root).stdout == "True\n"
     todo = root / "nanohermes" / "tools" / "todo.py"
-    os.utime(todo, ns=(todo.stat().st_atime_ns, todo.stat().st_mtime_ns + 10**9))  # touched, not changed
-    assert run(kinds, home, root=root).stdout == "Deferred[apply_patch]\n"
     source = todo.read_text()
     assert source.count('"most {todo_items} items."') == 1
     todo.write_text(source.replace('"most {todo_items} items."', '"most {todo_items} entries."'))
-    assert run(kinds, home, root=root).stdout == "ApplyPatch\n"  # edited: built from the modules again
-    stored = json.loads(cache_file(home).read_text())
-    assert stored["key"] != key
+    assert run(check, home, root=root).stdout == "False\n"
+    run(f"from nanohermes.reference import main; main(['--write', {str(FILE.relative_to(FILE.parents[2]))!r}])",
+        home, root=root)
+    assert run(check, home, root=root).stdout == "True\n"
+    stored = json.loads((root / "nanohermes" / "tools" / "declarations.json").read_text())
     assert "most {todo_items} entries." in next(t["description"] for t in stored["tools"] if t["name"] == "todo_write")
 
 
@@ -190,11 +189,8 @@ main()
 """
 
 
-@pytest.mark.parametrize("warm", [False, True])
-def test_a_call_to_a_deferred_tool_runs_the_real_one(home: Path, workspace: Path, warm: bool) -> None:
+def test_a_call_to_a_deferred_tool_runs_the_real_one(home: Path, workspace: Path) -> None:
     (workspace / "notes.txt").write_text("the secret word is plover\n")
-    if warm:
-        run(POOL, home)
     calls = tool_reply(call("read_file", {"path": "notes.txt"}), call("grep", {"pattern": 5}))
     with FakeServer([calls, Reply(text="done")]) as server:
         p = run(PROMPT, home, "-p", "read it", "--base-url", server.base_url, "--model", "m", "--no-session",

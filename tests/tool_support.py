@@ -74,7 +74,8 @@ def package_copy(dest: Path) -> Path:
 
 def with_registered(root: Path, module: str, code: str) -> None:
     """`code` as the tool module `nanohermes/tools/<module>.py` of the copy at `root`, its
-    tools joined to the built-in list in `registry.py`, as a new tool module is registered."""
+    tools joined to the built-in list in `registry.py`, and the shipped declarations written
+    afresh (`python -m nanohermes.reference --write`), as a new tool module is registered."""
     (root / "nanohermes" / "tools" / f"{module}.py").write_text(code)
     registry = root / "nanohermes" / "tools" / "registry.py"
     text = registry.read_text()
@@ -82,3 +83,6 @@ def with_registered(root: Path, module: str, code: str) -> None:
     assert text.count(line) == 1
     registry.write_text(text.replace(line, f"    from nanohermes.tools.{module} import tools as {module}\n"
                                            f"{line}*{module}(), "))
+    declarations = root / "nanohermes" / "tools" / "declarations.json"
+    subprocess.run([sys.executable, "-m", "nanohermes.reference", "--write", str(declarations)], cwd=root, check=True,
+                   env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, timeout=120)

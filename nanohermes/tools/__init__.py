@@ -1,5 +1,5 @@
 """Tools: the contract (`base`), the built-in tools' modules and their registry (`registry`),
-the pool a start builds from the declarations cache (`catalog`). Tool modules import the
+the pool a start builds from the shipped declarations (`catalog`, `declared`). Tool modules import the
 contract from `nanohermes.tools.base`; everything else may import it from here."""
 
 from __future__ import annotations

@@ -68,9 +68,9 @@ class Params:
     """Base of every tool's parameters: a frozen keyword-only dataclass (subclasses are
     decorated the same way), unknown fields rejected.
 
-    Plain dataclasses, not pydantic models: building the pool and sending its specs (from
-    the tool cache, `tools/cache.py`) imports no pydantic; it is imported on the first `Tool.parse`
-    (or a schema render) and validates the dataclass through a `TypeAdapter`. A check of
+    Plain dataclasses, not pydantic models: building the pool and sending its specs (from the
+    shipped declarations, `tools/declared.py`) imports no pydantic; it is imported on the first
+    `Tool.parse` (or a schema render) and validates the dataclass through a `TypeAdapter`. A check of
     several fields, or a normalisation, lives in `__post_init__` (call `super().__post_init__()`);
     a ValueError raised there is the model's error text.
 
@@ -513,46 +513,48 @@ def _with_article(word: str) -> str:
 
 
 def params_schema(model: type[Params]) -> dict[str, Any]:
-    """JSON schema for the params in the plain subset every endpoint takes: no titles, no
-    `$defs`/`$ref` (inlined), no class docstrings (pydantic's `description` of a class: they
-    are written for developers, and would be sent with every request), and an optional field
-    is its plain type, not `anyOf` with null (a null default is left out: absent means the
-    default). The tool modules' params' schemas come from the tool cache (`tools/cache.py`),
-    so a start imports no pydantic."""
-    from nanohermes.tools.cache import schema as cached
+    """JSON schema for the params (`render_params_schema`). The tool modules' params' schemas
+    are shipped with the package (`tools/declared.py`), so a start imports no pydantic."""
+    from nanohermes.tools.declared import schema
 
-    def render() -> dict[str, Any]:
-        schema = _adapter(model).json_schema()
-        defs = schema.pop("$defs", {})
-        # The params class's own docstring and each nested class's (a field's `about()` text
-        # sits beside its `$ref`, so it stays).
-        for node in (schema, *defs.values()):
-            node.pop("description", None)
+    return schema(model, lambda: render_params_schema(model))
 
-        def lean(node: Any) -> Any:
-            if isinstance(node, list):
-                return [lean(v) for v in node]
-            if not isinstance(node, dict):
-                return node
-            if "$ref" in node:
-                target = defs[node["$ref"].rsplit("/", 1)[-1]]
-                node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
-            out = {k: lean(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
-            options = out.get("anyOf")
-            if isinstance(options, list):
-                real = [o for o in options if o != {"type": "null"}]
-                if len(real) == 1 and len(real) < len(options):
-                    del out["anyOf"]
-                    out = {**real[0], **out}
-                    if out.get("default", 0) is None:
-                        del out["default"]
-            return out
 
-        out: dict[str, Any] = lean(schema)
-        out.setdefault("properties", {})
+def render_params_schema(model: type[Params]) -> dict[str, Any]:
+    """JSON schema for the params as pydantic renders it, in the plain subset every endpoint
+    takes: no titles, no `$defs`/`$ref` (inlined), no class docstrings (pydantic's
+    `description` of a class: they are written for developers, and would be sent with every
+    request), and an optional field is its plain type, not `anyOf` with null (a null default
+    is left out: absent means the default)."""
+    schema = _adapter(model).json_schema()
+    defs = schema.pop("$defs", {})
+    # The params class's own docstring and each nested class's (a field's `about()` text
+    # sits beside its `$ref`, so it stays).
+    for node in (schema, *defs.values()):
+        node.pop("description", None)
+
+    def lean(node: Any) -> Any:
+        if isinstance(node, list):
+            return [lean(v) for v in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            target = defs[node["$ref"].rsplit("/", 1)[-1]]
+            node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+        out = {k: lean(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+        options = out.get("anyOf")
+        if isinstance(options, list):
+            real = [o for o in options if o != {"type": "null"}]
+            if len(real) == 1 and len(real) < len(options):
+                del out["anyOf"]
+                out = {**real[0], **out}
+                if out.get("default", 0) is None:
+                    del out["default"]
         return out
 
-    return cached(model, render)
+    out: dict[str, Any] = lean(schema)
+    out.setdefault("properties", {})
+    return out
 
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -582,4 +584,5 @@ def render_limits(text: str, limits: Limits) -> str:
 
 
 __all__ = ["Approval", "Effect", "P", "Params", "ReadOnlyTool", "SubjectKind", "Target", "Tool", "ToolContext", "ToolError",
-           "ToolResult", "about", "describe_validation", "limit_value", "params_schema", "render_limits"]
+           "ToolResult", "about", "describe_validation", "limit_value", "params_schema", "render_limits",
+           "render_params_schema"]

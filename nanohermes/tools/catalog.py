@@ -1,14 +1,13 @@
-"""The built-in pool as a start builds it: declared from the cache, each tool's module imported on first use.
+"""The built-in pool as a start builds it: declared from the shipped declarations, each tool's module imported on first use.
 
 Building the pool from the tool modules imports all of them (their parameter models, helpers
 and dataclasses), though a one-shot `-p` run whose model answers in text never calls a tool.
-The first start keeps each built-in's declaration (its class attributes, its output limit, its
-parameter schema, and where its class lives) in the tool cache (`cache.py`, keyed by the tool
-code's content, so any edit or upgrade writes it afresh). Later starts build the pool from it:
-each tool is a `Deferred` carrying that declaration, which imports the real tool the first time
-a call needs its behaviour (`parse` comes first) and hands it every other method of the `Tool`
-contract. A cache that cannot be read, or does not match, is ignored: the pool is then built
-from the modules.
+Each built-in's declaration (its class attributes, its output limit, its parameter schema, and
+where its class lives) ships with the package (`declared.py`: `declarations.json`, which
+`shipped_text` renders from the code). A start builds the pool from it: each tool is a
+`Deferred` carrying that declaration, which imports the real tool the first time a call needs
+its behaviour (`parse` comes first) and hands it every other method of the `Tool` contract. A
+file that cannot be read is not needed: the pool is then built from the modules.
 
 `Deferred` is made from the contract itself: the declaration is every class attribute `Tool`
 declares (but the params class, which only the tool's module defines), and every public method
@@ -20,16 +19,15 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+import json
+import pkgutil
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar
 
-import nanohermes.tools.cache as cache
-from nanohermes.tools.base import Effect, SubjectKind, Tool
+import nanohermes.tools.declared as declared
+from nanohermes.tools.base import Effect, Params, SubjectKind, Tool, render_params_schema
 from nanohermes.tools.registry import build_tools
 
-if TYPE_CHECKING:
-    from nanohermes.tools.base import Params
 
 # The methods a declaration answers: its output limit and schema, and what is made of them (a
 # built-in may not override these: `tests/test_tool_catalog.py`); `in_thread` is a helper.
@@ -43,11 +41,35 @@ BEHAVIOUR = tuple(n for n, v in inspect.getmembers(Tool, inspect.isfunction) if 
 def declaration(tool: Tool) -> dict[str, Any]:
     """What a start needs of `tool` without importing its module."""
     cls = type(tool)
-    tool.parameters()  # rendered, so the cache holds the schema the declaration names
     out: dict[str, Any] = {k: getattr(cls, k) for k in FLAGS}
-    out.update(module=cls.__module__, qualname=cls.__qualname__, params=cache.schema_key(cls.params),
+    out.update(module=cls.__module__, qualname=cls.__qualname__, params=declared.schema_key(cls.params),
                output_limit=tool.output_limit())
     return out
+
+
+def _params_classes() -> Iterator[type[Params]]:
+    """Every params class at the top level of a tool module (every module imported first)."""
+    for found in pkgutil.walk_packages([str(declared.FILE.parent)], "nanohermes.tools."):
+        importlib.import_module(found.name)
+
+    def below(cls: type[Params]) -> Iterator[type[Params]]:
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from below(sub)
+
+    yield from (c for c in below(Params) if declared.schema_key(c) is not None)
+
+
+def shipped_text() -> str:
+    """`declarations.json` as the code makes it now: the built-in tools' declarations and every
+    tool module's params schema, rendered by pydantic (whose version is named)."""
+    from importlib.metadata import version
+
+    tools = build_tools()
+    schemas = {declared.schema_key(c): render_params_schema(c) for c in _params_classes()}
+    data = {"rendered_by": f"pydantic {version('pydantic')}", "tools": [declaration(t) for t in tools],
+            "schemas": dict(sorted(schemas.items()))}
+    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
 
 
 def _usable(decls: list[Any], schemas: dict[str, Any]) -> bool:
@@ -65,11 +87,12 @@ class _LoadedParams:
         return owner.load().params
 
 
-@dataclass(frozen=True, kw_only=True)
 class Deferred(Tool[Any]):
     """A built-in tool known by its declaration until something needs its code. Each tool is
     its own subclass (`_deferred`), whose class attributes are the declaration; the methods of
-    `BEHAVIOUR` are added below, each handing its call to the real tool."""
+    `BEHAVIOUR` are added below, each handing its call to the real tool. It adds no field to
+    `Tool`, whose dataclass methods (a frozen instance, equality, repr) it keeps: made again
+    for it, they would cost every start the time to generate them and change nothing."""
 
     module: ClassVar[str]
     qualname: ClassVar[str]
@@ -84,8 +107,8 @@ class Deferred(Tool[Any]):
         if cls.loaded is None:
             tool: Tool = getattr(importlib.import_module(cls.module), cls.qualname)()
             if tool.name != cls.name:
-                raise RuntimeError(f"the tool cache names {cls.module}.{cls.qualname} {cls.name!r}, "
-                                   f"but it is {tool.name!r}")
+                raise RuntimeError(f"the shipped declarations name {cls.module}.{cls.qualname} {cls.name!r}, "
+                                   f"but it is {tool.name!r} (python -m nanohermes.reference --write)")
             cls.loaded = tool
         return cls.loaded
 
@@ -93,7 +116,7 @@ class Deferred(Tool[Any]):
         return self.limit
 
     def parameters(self) -> dict[str, Any]:
-        return cache.copied(self.schema)
+        return declared.copied(self.schema)
 
 
 def _delegate(name: str) -> Callable[..., Any]:
@@ -131,14 +154,11 @@ def _deferred(decl: dict[str, Any], schemas: dict[str, Any]) -> Deferred:
 
 
 def builtin_pool() -> list[Tool]:
-    """The built-in tools, sorted by name: from the cache when it holds this code's, else built
-    from the modules (and kept for the next start)."""
-    stored = cache.stored_tools()
+    """The built-in tools, sorted by name: from the shipped declarations, else built from the modules."""
+    stored = declared.stored_tools()
     if stored is not None and _usable(*stored):
         return [_deferred(d, stored[1]) for d in stored[0]]
-    tools = build_tools()
-    cache.store_tools([declaration(t) for t in tools])  # their schemas are kept as they are rendered
-    return tools
+    return build_tools()
 
 
 def declarations() -> dict[str, tuple[SubjectKind, Effect]]:
@@ -150,4 +170,4 @@ def declarations() -> dict[str, tuple[SubjectKind, Effect]]:
 
 _DECLARATIONS: dict[str, tuple[SubjectKind, Effect]] = {}
 
-__all__ = ["BEHAVIOUR", "DECLARED", "FLAGS", "Deferred", "builtin_pool", "declaration", "declarations"]
+__all__ = ["BEHAVIOUR", "DECLARED", "FLAGS", "Deferred", "builtin_pool", "declaration", "declarations", "shipped_text"]

@@ -3,9 +3,9 @@
 A tool module holds everything of its tools (name, parameters, kind, effect, the limits that
 bound them, description, behaviour) and lists them in `tools()`; registering a new module is
 its import and its tools in the list of `build_tools` here, nothing else (the reference, the
-example config and the declarations cache follow from it: `tests/test_new_tool.py`). The
-modules are imported when the pool is first built from them (a start usually builds it from
-the declarations cache, `catalog.py`, and imports a module only when one of its tools is called).
+example config and the shipped declarations are generated from it: `tests/test_new_tool.py`).
+The modules are imported when the pool is built from them (a start builds it from the
+shipped declarations, `catalog.py`, and imports a module only when one of its tools is called).
 """
 
 from __future__ import annotations

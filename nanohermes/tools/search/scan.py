@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -39,17 +40,21 @@ class Matcher:
                 raise ToolError(f"invalid regex {pattern!r}: {e}; pass regex=false to search for the literal text") from None
         return cls(pattern, regex, case_insensitive, rx)
 
-    def quick_reject(self, data: bytes) -> bool:
-        """True when the raw bytes certainly hold no match (literals only)."""
+    def quick_reject(self, data: bytes | bytearray, end: int | None = None) -> bool:
+        """True when the raw bytes (`data[:end]`) certainly hold no match (literals only)."""
+        end = len(data) if end is None else end
         if self.rx is None:
             try:
-                return self.pattern.encode("utf-8") not in data
+                return data.find(self.pattern.encode("utf-8"), 0, end) < 0  # no copy of a reader's buffer
             except UnicodeEncodeError:  # a lone surrogate: let the full search decide
                 return False
-        if self.regex or not self.pattern.isascii() or not data.isascii():
+        if self.regex or not self.pattern.isascii():
+            return False
+        head = data if end == len(data) else data[:end]
+        if not head.isascii():
             return False
         # Both ASCII: case folding is plain lowering, done once for the whole file at C speed.
-        return self.pattern.lower().encode() not in data.lower()
+        return self.pattern.lower().encode() not in head.lower()
 
     def _find(self, text: str, pos: int) -> tuple[int, int]:
         if self.rx is None:
@@ -106,59 +111,121 @@ class Matcher:
 
 
 def _read_upto(path: str, max_bytes: int) -> bytes | None:
-    """The file's bytes, or None when it is larger than `max_bytes`. Raw reads sized from
-    fstat: one open, one stat and usually one read per file."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    """The file's bytes, or None when it is larger than `max_bytes`."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_BINARY", 0))
     try:
-        size = os.fstat(fd).st_size
-        if size > max_bytes:
-            return None
-        chunks = [os.read(fd, size + 1)]
-        got = len(chunks[0])
-        while got > size and got <= max_bytes:  # it grew since the stat: read on to the limit
-            more = os.read(fd, max_bytes + 1 - got)
-            if not more:
-                break
-            chunks.append(more)
-            got += len(more)
-        return None if got > max_bytes else b"".join(chunks)
+        return _read_rest(fd, b"", max_bytes)
     finally:
         os.close(fd)
 
 
-def _read_many(base: str, rels: list[str], max_bytes: int) -> list[bytes | OSError | None]:
-    out: list[bytes | OSError | None] = []
-    for rel in rels:
-        try:
-            out.append(_read_upto(base + rel, max_bytes))
-        except OSError as e:
-            out.append(e)
+def _read_rest(fd: int, head: bytes, max_bytes: int) -> bytes | None:
+    """`head` (what was read of `fd` so far) and the rest of the file, or None when it is
+    larger than `max_bytes`. Sized from fstat: usually one read."""
+    size = os.fstat(fd).st_size
+    if size > max_bytes:
+        return None
+    chunks = [head, os.read(fd, max(size - len(head), 0) + 1)]
+    got = len(head) + len(chunks[1])
+    while got > size and got <= max_bytes:  # it grew since the stat: read on to the limit
+        more = os.read(fd, max_bytes + 1 - got)
+        if not more:
+            break
+        chunks.append(more)
+        got += len(more)
+    return None if got > max_bytes else b"".join(chunks)
+
+
+BUFFER_BYTES = 256 * 1024  # a reader's buffer: most files are read into it whole, in one call
+_buffers = threading.local()
+
+
+def _read_in(dir_fd: int, name: str, max_bytes: int, reject: Callable[[bytes | bytearray, int], bool] | None) -> Read:
+    """One file of the folder open as `dir_fd`: read into this thread's buffer, so a file
+    `reject` drops is never copied out of it."""
+    buf: bytearray | None = getattr(_buffers, "buf", None)
+    if buf is None:
+        buf = _buffers.buf = bytearray(BUFFER_BYTES)
+    fd = os.open(name, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_BINARY", 0), dir_fd=dir_fd)
+    try:
+        got = os.readv(fd, [buf])
+        if got == len(buf):  # perhaps more than the buffer holds: read whole, or not at all
+            data = _read_rest(fd, bytes(buf), max_bytes)
+            return REJECTED if data is not None and reject is not None and reject(data, len(data)) else data
+    finally:
+        os.close(fd)
+    if got > max_bytes:
+        return None
+    if reject is not None and reject(buf, got):
+        return REJECTED
+    return bytes(memoryview(buf)[:got])
+
+
+# What a reader hands back for a file: its bytes; None when it is larger than the limit; the
+# error that kept it from being read; or REJECTED, when it was read and certainly holds no match
+# (its bytes are dropped in the reader: the thread that searches the rest does not see them).
+REJECTED = False
+Read = bytes | OSError | None | bool
+
+
+def _read_many(base: str, rels: list[str], max_bytes: int,
+               reject: Callable[[bytes | bytearray, int], bool] | None) -> list[Read]:
+    """Each file of `rels` (in a row, most of them in few folders): each folder is opened
+    once, and its files opened from it, not by their whole path."""
+    out: list[Read] = []
+    folder, dir_fd = None, -1
+    try:
+        for rel in rels:
+            parent, _, name = rel.rpartition("/")
+            if parent != folder:
+                if dir_fd >= 0:
+                    os.close(dir_fd)
+                folder, dir_fd = parent, -1
+                try:
+                    dir_fd = os.open(base + parent if parent else base,
+                                     os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                except OSError as e:
+                    out.append(e)
+                    continue
+            elif dir_fd < 0:
+                out.append(OSError(f"cannot open the folder of {rel}"))
+                continue
+            try:
+                out.append(_read_in(dir_fd, name, max_bytes, reject))
+            except OSError as e:
+                out.append(e)
+    finally:
+        if dir_fd >= 0:
+            os.close(dir_fd)
     return out
 
 
-def _read_ahead(rels: Iterable[str], base: str, max_bytes: int, batch: int = 8, depth: int = 8,
-                workers: int = 2) -> Iterator[tuple[str, bytes | OSError | None]]:
+def _read_ahead(rels: Iterable[str], base: str, max_bytes: int,
+                reject: Callable[[bytes | bytearray, int], bool] | None = None,
+                batch: int = 32, depth: int = 4, workers: int = 2) -> Iterator[tuple[str, Read]]:
     """Read the next files in threads while the caller searches this one; order is kept.
+    `reject(data)`: the cheap test a file certainly has no match by, made in the reader.
 
     Reading is mostly system calls that release the GIL, so a few threads keep the disk
-    cache busy. Each task reads `batch` files in a row: a task per file cost more in
-    hand-offs between threads than the reads themselves once the files are cached. At most
-    `depth` tasks are in flight; leaving early waits only for those.
+    cache busy. Each task reads `batch` files in a row, and drops those `reject` says hold
+    no match, so most files never cross to the searching thread: a task per file cost more
+    in hand-offs between threads than the reads themselves once the files are cached. At
+    most `depth` tasks are in flight; leaving early waits only for those.
     """
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grep-read") as pool:
-        queue: deque[tuple[list[str], Future[list[bytes | OSError | None]]]] = deque()
+        queue: deque[tuple[list[str], Future[list[Read]]]] = deque()
         group: list[str] = []
         for rel in rels:
             group.append(rel)
             if len(group) < batch:
                 continue
-            queue.append((group, pool.submit(_read_many, base, group, max_bytes)))
+            queue.append((group, pool.submit(_read_many, base, group, max_bytes, reject)))
             group = []
             if len(queue) >= depth:
                 names, done = queue.popleft()
                 yield from zip(names, done.result(), strict=True)
         if group:
-            queue.append((group, pool.submit(_read_many, base, group, max_bytes)))
+            queue.append((group, pool.submit(_read_many, base, group, max_bytes, reject)))
         while queue:
             names, done = queue.popleft()
             yield from zip(names, done.result(), strict=True)
@@ -185,20 +252,18 @@ def scan(root: Path, rels: Iterable[str], matcher: Matcher, limits: Limits, know
     need = limits.grep_matches + 1
     max_bytes = limits.grep_file_max_bytes
     base = os.path.join(root, "")
-    for rel, data in _read_ahead(rels, base, max_bytes):
+    for rel, data in _read_ahead(rels, base, max_bytes, None if known else matcher.quick_reject):
         if hopeless is not None and hopeless(res.searched, len(res.hits)):
             res.stopped = True
             break
         res.searched += 1
-        path = base + rel
-        if isinstance(data, OSError):
+        if data is REJECTED or isinstance(data, OSError):
             continue
         if data is None:
-            if known or matcher.file_has_match(path):
+            if known or matcher.file_has_match(base + rel):
                 res.large += 1
             continue
-        if not known and matcher.quick_reject(data):
-            continue
+        assert isinstance(data, bytes)
         text = data.decode("utf-8", "replace")
         if data.find(b"\x00", 0, limits.binary_sniff_bytes) >= 0:
             if known or matcher.has_match(text):

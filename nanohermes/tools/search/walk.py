@@ -127,20 +127,32 @@ def _decide(patterns: list[_Pattern], probe: str, is_dir: bool) -> bool | None:
     return None
 
 
-def _ignored(levels: list[_Level], rel: str, is_dir: bool) -> bool:
+# The ignore files that decide a path below a folder, in the order they are asked: each kind
+# (highest precedence first), innermost folder first, git's kinds only up to the repository
+# root. Made once per folder of the walk; empty where no ignore file applies.
+_Plan = list[tuple[list[_Pattern], str, int]]  # (patterns, prefix, strip)
+
+
+def _plan(levels: list[_Level]) -> _Plan:
     any_git = any(lv.has_git for lv in levels)
+    plan: _Plan = []
     for kind in range(4):
         if kind in _GIT_KINDS and not any_git:
             break
         for lv in reversed(levels):
-            pats = lv.kinds[kind]
-            if pats:
-                probe = lv.prefix + rel[lv.strip:] + ("/" if is_dir else "")
-                verdict = _decide(pats, probe, is_dir)
-                if verdict is not None:
-                    return verdict
+            if lv.kinds[kind]:
+                plan.append((lv.kinds[kind], lv.prefix, lv.strip))
             if kind in _GIT_KINDS and lv.has_git:
                 break  # git rules stop at the repository root
+    return plan
+
+
+def _ignored(plan: _Plan, rel: str, is_dir: bool) -> bool:
+    tail = "/" if is_dir else ""
+    for patterns, prefix, strip in plan:
+        verdict = _decide(patterns, prefix + rel[strip:] + tail, is_dir)
+        if verdict is not None:
+            return verdict
     return False
 
 
@@ -170,21 +182,23 @@ def iter_walk(root: Path, ignore_dirs: frozenset[str], pruned: list[str] | None 
     a depth-first walk come out in exactly the order a sort of the full paths would give.
     """
     base = _ancestor_levels(root)
+    Entries = Iterator[tuple[os.DirEntry[str], bool]]
 
-    def entries(directory: str, rel: str, levels: list[_Level]) -> tuple[Iterator[tuple[os.DirEntry[str], bool]], list[_Level]]:
+    def entries(directory: str, rel: str, levels: list[_Level]) -> tuple[Entries, list[_Level], _Plan]:
         try:
             with os.scandir(directory) as it:
                 found = [(e, e.is_dir(follow_symlinks=False)) for e in it]
         except OSError:
-            return iter(()), levels
+            return iter(()), levels, _plan(levels)
         found.sort(key=lambda pair: pair[0].name + "/" if pair[1] else pair[0].name)
         names = {e.name for e, _ in found}
         lv = _Level.read(Path(directory), "", len(rel), ".git" in names, names)
-        return iter(found), ([*levels, lv] if lv is not None else levels)
+        inner = [*levels, lv] if lv is not None else levels
+        return iter(found), inner, _plan(inner)
 
     stack = [(*entries(str(root), "", base), "")]
     while stack:
-        it, levels, rel = stack[-1]
+        it, levels, plan, rel = stack[-1]
         pair = next(it, None)
         if pair is None:
             stack.pop()
@@ -195,7 +209,7 @@ def iter_walk(root: Path, ignore_dirs: frozenset[str], pruned: list[str] | None 
             continue
         child = rel + name
         if is_dir:
-            if name in ignore_dirs or _ignored(levels, child, True):
+            if name in ignore_dirs or (plan and _ignored(plan, child, True)):
                 if pruned is not None:
                     pruned.append(child)
                 continue
@@ -205,7 +219,7 @@ def iter_walk(root: Path, ignore_dirs: frozenset[str], pruned: list[str] | None 
                 regular = e.is_file(follow_symlinks=False)
             except OSError:
                 continue
-            if regular and not _ignored(levels, child, False):
+            if regular and not (plan and _ignored(plan, child, False)):
                 yield child
 
 

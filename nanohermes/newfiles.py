@@ -1,0 +1,136 @@
+"""Which files may be new in a workspace since it was last looked at, told by its folders' times.
+
+A folder's modification time moves whenever an entry is added to it, removed or renamed, so a
+folder whose time has not moved since it was listed holds no new file. `Folders` lists every
+folder of the workspace once (`build`), and later (`news`) reads only the time of each folder,
+listing again only the folders whose time moved: the files and folders that appeared in them
+are the candidates, which git then sorts into new or already known. That is git's own
+untracked cache, for a walk git's cache does not serve (checkpoints keep ignored files too).
+
+A folder whose time was within `RACY_NS` of the scan, or moved while it was read, is "racy":
+a change in the same tick of the clock may leave its time where it was, and what was read of
+it may not be what git saw. It is listed again next time whatever its time says, and then
+every file in it is a candidate, not only the new names. The folders never
+entered: `.git`, a folder holding a repository of its own (git lists it as one entry and does
+not go in), the folders `skip` names, and symbolic links (git does not follow them).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# A folder whose time is this close to when it was listed is listed again next time: file
+# systems keep times in ticks (a few milliseconds, a second on some), and two changes in one
+# tick leave the same time.
+RACY_NS = 3_000_000_000
+
+
+@dataclass(frozen=True)
+class _Seen:
+    mtime: int
+    ino: int
+    files: frozenset[str]
+    folders: frozenset[str]
+    settled: bool  # not racy: its time was older than RACY_NS, and did not move while it was read
+
+
+class Folders:
+    """The folders of the workspace at `root` as last listed. `skip(rel)`: a folder (its path
+    from the root, with forward slashes) not to enter."""
+
+    def __init__(self, root: str, skip: Callable[[str], bool]) -> None:
+        self.root = os.path.join(root, "")
+        self.skip = skip
+        self.seen: dict[str, _Seen] = {}
+
+    def build(self, started_ns: int) -> Folders:
+        """List every folder (`started_ns`: when the scan this belongs to started); returns itself."""
+        self.seen = {}
+        self._enter("", started_ns)
+        return self
+
+    def news(self, started_ns: int) -> list[str]:
+        """The files and folders that appeared since the last listing (a folder as `path/`,
+        every file in it new too), each folder whose time moved listed again."""
+        out: list[str] = []
+        for rel in list(self.seen):
+            seen = self.seen.get(rel)
+            if seen is None:  # below a folder found gone or replaced in this pass
+                continue
+            try:
+                st = os.lstat(self.root + rel if rel else self.root)
+            except OSError:
+                self._forget(rel)
+                continue
+            if seen.settled and st.st_mtime_ns == seen.mtime and st.st_ino == seen.ino:
+                continue
+            if not stat.S_ISDIR(st.st_mode):
+                self._forget(rel)
+                continue
+            now = self._list(rel, st, started_ns)
+            if now is None:
+                self._forget(rel)
+                continue
+            out += [_join(rel, name) for name in sorted(now.files - seen.files if seen.settled else now.files)]
+            for name in sorted(now.folders - seen.folders):
+                out.append(_join(rel, name) + "/")
+                self._enter(_join(rel, name), started_ns)
+            for name in seen.folders - now.folders:
+                self._forget(_join(rel, name))
+        return out
+
+    def _enter(self, rel: str, started_ns: int) -> None:
+        """List `rel` and every folder below it."""
+        todo = [rel]
+        while todo:
+            folder = todo.pop()
+            try:
+                st = os.lstat(self.root + folder if folder else self.root)
+            except OSError:
+                continue
+            seen = self._list(folder, st, started_ns)
+            if seen is not None:
+                todo += [_join(folder, name) for name in seen.folders]
+
+    def _list(self, rel: str, st: os.stat_result, started_ns: int) -> _Seen | None:
+        """Read folder `rel` (whose stat, taken before, is `st`) and keep what it holds."""
+        files: list[str] = []
+        folders: list[str] = []
+        try:
+            with os.scandir(self.root + rel if rel else self.root) as it:
+                for e in it:
+                    if e.name == ".git":
+                        continue
+                    if not e.is_dir(follow_symlinks=False):
+                        files.append(e.name)
+                    elif not self._skipped(_join(rel, e.name), e.path):
+                        folders.append(e.name)
+            after = os.lstat(self.root + rel if rel else self.root)
+        except OSError:
+            return None
+        settled = after.st_mtime_ns == st.st_mtime_ns and st.st_mtime_ns < started_ns - RACY_NS
+        seen = _Seen(st.st_mtime_ns, st.st_ino, frozenset(files), frozenset(folders), settled)
+        self.seen[rel] = seen
+        return seen
+
+    def _skipped(self, rel: str, path: str) -> bool:
+        return self.skip(rel) or os.path.lexists(os.path.join(path, ".git"))
+
+    def _forget(self, rel: str) -> None:
+        """`rel` is gone (or no folder now): it and every folder below it."""
+        if not rel:
+            self.seen = {}
+            return
+        below = rel + "/"
+        for key in [k for k in self.seen if k == rel or k.startswith(below)]:
+            del self.seen[key]
+
+
+def _join(folder: str, name: str) -> str:
+    return f"{folder}/{name}" if folder else name
+
+
+__all__ = ["RACY_NS", "Folders"]

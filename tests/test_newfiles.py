@@ -1,0 +1,74 @@
+"""The folders of a workspace as last listed: a folder whose time has not moved holds no new
+file; one whose time moved gives its new names; a racy one (its time too recent to trust)
+gives every file it holds; skipped folders, repositories of their own and symbolic links are
+never entered. Real folders, real times."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from nanohermes.newfiles import RACY_NS, Folders
+
+
+def settle(root: Path) -> None:
+    """Every folder's time moved back out of the racy window, as if made a while ago."""
+    past = time.time() - 3 * RACY_NS / 1e9
+    for folder, _, _ in os.walk(root):
+        os.utime(folder, (past, past))
+
+
+def make(root: Path, *paths: str) -> None:
+    for rel in paths:
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(rel)
+
+
+def test_only_folders_whose_time_moved_are_read_and_give_their_new_names(tmp_path: Path) -> None:
+    tmp_path = tmp_path / "root"
+    make(tmp_path, "a.txt", "src/m/one.py", "src/m/two.py", "docs/x.md", "node_modules/dep/i.js", "sub/.git/HEAD",
+         "sub/inner.txt")
+    (tmp_path / "linked").symlink_to(tmp_path / "src")
+    settle(tmp_path)
+    folders = Folders(str(tmp_path), lambda rel: rel.rpartition("/")[2] == "node_modules")
+    folders.build(time.time_ns())
+    assert set(folders.seen) == {"", "src", "src/m", "docs"}  # not node_modules, sub (a repository), linked
+    assert all(s.settled for s in folders.seen.values())
+    assert folders.news(time.time_ns()) == []
+    make(tmp_path, "src/m/three.py", "new/deep/er/f.txt")
+    (tmp_path / "docs" / "x.md").write_text("changed: no new name")
+    assert folders.news(time.time_ns()) == ["new/", "src/m/three.py"]
+    assert {"new", "new/deep", "new/deep/er"} <= set(folders.seen)
+    # Their times are now within the racy window: next time they give every file they hold.
+    assert sorted(folders.news(time.time_ns())) == ["a.txt", "linked", "new/deep/er/f.txt", "src/m/one.py",
+                                                    "src/m/three.py", "src/m/two.py"]
+
+
+def test_a_racy_folder_gives_every_file_until_it_settles(tmp_path: Path) -> None:
+    tmp_path = tmp_path / "root"
+    make(tmp_path, "d/a.txt", "d/b.txt")
+    folders = Folders(str(tmp_path), lambda rel: False)
+    folders.build(time.time_ns())  # made just now: racy
+    assert not folders.seen["d"].settled
+    assert folders.news(time.time_ns()) == ["d/a.txt", "d/b.txt"]
+    settle(tmp_path)
+    assert folders.news(time.time_ns()) == ["d/a.txt", "d/b.txt"]  # listed again once more: now settled
+    assert folders.news(time.time_ns()) == []
+
+
+def test_a_folder_gone_or_replaced_is_forgotten_with_everything_below(tmp_path: Path) -> None:
+    tmp_path = tmp_path / "root"
+    make(tmp_path, "a/b/c/f.txt", "keep/g.txt")
+    settle(tmp_path)
+    folders = Folders(str(tmp_path), lambda rel: False)
+    folders.build(time.time_ns())
+    for rel in ("a/b/c/f.txt",):
+        (tmp_path / rel).unlink()
+    for rel in ("a/b/c", "a/b"):
+        (tmp_path / rel).rmdir()
+    (tmp_path / "a" / "b").write_text("a file where the folder was")
+    news = folders.news(time.time_ns())
+    assert news == ["a/b"]
+    assert "a/b" not in folders.seen and "a/b/c" not in folders.seen and "keep" in folders.seen
