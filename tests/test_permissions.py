@@ -169,6 +169,31 @@ def test_path_patterns(pattern: str, subject: str, hit: bool) -> None:
     assert match_path(pattern, subject) is hit
 
 
+@pytest.mark.parametrize("pattern,subject,hit", [
+    ("{ws}/secrets/**", "secrets/key.txt", True),  # the workspace's own files, named absolutely
+    ("{ws}/secrets/**", "secrets", True),
+    ("{ws}/secrets/**", "other/key.txt", False),
+    ("{ws}/**", ".", True),
+    ("{ws}/*.pem", "deep/a.pem", False),  # anchored: an absolute pattern is no bare name
+    ("{link}/secrets/**", "secrets/key.txt", True),  # spelled through a link to the workspace
+    ("~/ws/secrets/**", "secrets/key.txt", True),
+    ("{ws}/secrets/**", "{ws}/secrets/key.txt", True),  # an absolute subject is matched as before
+    ("{ws}x/**", "secrets/key.txt", False),
+])
+def test_absolute_patterns_meet_the_workspaces_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pattern: str,
+                                                     subject: str, hit: bool) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (tmp_path / "link").symlink_to(ws)
+    pattern, subject = (x.format(ws=ws, link=tmp_path / "link") for x in (pattern, subject))
+    assert match_path(pattern, subject, str(ws)) is hit
+    rule = R(f"read_file({pattern})", root=str(ws))
+    assert rule.matches("read_file", subject, "path") is hit
+    # Without the workspace it is read for, a rule meets only paths outside it, named absolutely.
+    assert R(f"read_file({pattern})").matches("read_file", subject, "path") is (hit and subject.startswith("/"))
+
+
 @pytest.mark.parametrize("rule,host,hit", [
     ("web_fetch(domain:docs.python.org)", "docs.python.org", True),
     ("web_fetch(domain:docs.python.org)", "evil.org", False),
@@ -207,6 +232,7 @@ def test_secret_files_are_asked_before_reading(policy: Policy, tool: str, subjec
     assert v.decision == expected, v.reason
     if expected == "ask":
         assert [str(r) for r in v.suggest or ()] == [f"{tool}({subject})"]
+
 
 
 def test_describe_lists_rules_with_their_origin() -> None:

@@ -7,6 +7,7 @@ checking what the model was sent."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -47,8 +48,11 @@ def results(server: FakeServer) -> dict[str, str]:
 
 # (how the rule is written, where): nanohermes's own syntax in the user config, Claude Code's in
 # .claude/settings.json (an untrusted project: deny and ask rules apply anyway), and Claude
-# Code's words in nanohermes's own config.
-SYNTAXES = {"nanohermes": "read_file(secrets/**)", "claude": "Read(./secrets/**)", "claude-words": "Read(/secrets/**)"}
+# Code's words in nanohermes's own config; each also with the folder named by its absolute
+# path (Claude Code's `//` is the file system's root).
+SYNTAXES = {"nanohermes": "read_file(secrets/**)", "claude": "Read(./secrets/**)", "claude-words": "Read(/secrets/**)",
+            "nanohermes-absolute": "read_file({ws}/secrets/**)", "claude-absolute": "Read(/{ws}/secrets/**)"}
+IN_SETTINGS = ("claude", "claude-absolute")  # written in the project's .claude/settings.json
 
 CALLS = [
     call("read_file", {"path": "secrets/key.txt"}, id="read"),
@@ -72,9 +76,9 @@ NAMED = ("read", "grep_in", "list_in", "diff_in", "log_in")
 def run_table(turn: Any, server: FakeServer, workspace: Path, syntax: str, kind: str, *args: str,
               calls: list[Any] = CALLS) -> dict[str, str]:
     repo(workspace)
-    rule = SYNTAXES[syntax]
+    rule = SYNTAXES[syntax].format(ws=workspace.resolve())
     config: dict[str, Any] = {}
-    if syntax == "claude":
+    if syntax in IN_SETTINGS:
         (workspace / ".claude").mkdir()
         (workspace / ".claude/settings.json").write_text(json.dumps({"permissions": {kind: [rule]}}))
     else:
@@ -94,8 +98,7 @@ def test_a_read_rule_covers_every_reader(turn: Any, server: FakeServer, workspac
     assert SECRET not in sent and OLD not in sent
     for key in NAMED:
         if kind == "deny":
-            assert got[key].startswith("ERROR: denied by rule ") and "(./secrets/**)" in got[key].replace(
-                "(secrets", "(./secrets"), (key, got[key])
+            assert re.match(r"ERROR: denied by rule [a-z_]+\((\./|/.*/)?secrets/\*\*\)", got[key]), (key, got[key])
         else:
             assert got[key] == DENIED, (key, got[key])
     # The plain file is read by every reader: the rule covers only its path.
@@ -245,3 +248,4 @@ def test_a_listing_too_long_to_check_against_read_rules_shows_nothing(turn: Any,
     for key in ("s", "d"):
         assert got[key] == ("ERROR: too many changed paths to check against the read rules (over 16 bytes of names); "
                             "pass a narrower path"), got[key]
+
