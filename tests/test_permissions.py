@@ -234,6 +234,19 @@ def test_secret_files_are_asked_before_reading(policy: Policy, tool: str, subjec
         assert [str(r) for r in v.suggest or ()] == [f"{tool}({subject})"]
 
 
+@pytest.mark.parametrize("tool,mode,expected", [
+    ("edit_file", "accept-edits", "ask"),  # its near misses quote the file
+    ("apply_patch", "accept-edits", "ask"),  # so do a hunk's mismatches
+    ("write_file", "accept-edits", "allow"),  # shows nothing of the file
+    ("edit_file", "default", "ask"),
+    ("edit_file", "goal", "allow"),  # unattended: as read_file is
+])
+def test_secret_files_are_asked_before_an_edit_that_quotes_them(tool: str, mode: str, expected: str) -> None:
+    v = decide_call(Policy(mode=mode), tool_name=tool, approval="edit", read_only=False, subject=".env")
+    assert v.decision == expected, v.reason
+    if expected == "ask":
+        assert "secret-file list" in v.reason and [str(r) for r in v.suggest or ()] == [f"{tool}(.env)"]
+
 
 def test_describe_lists_rules_with_their_origin() -> None:
     policy = Policy(mode="debug", allow=(Rule("run_command", "git log *", "/home/u/.config/nanohermes/config.json"),),

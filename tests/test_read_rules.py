@@ -68,9 +68,13 @@ CALLS = [
     call("git_diff", {"stat": True}, id="diff_stat"),
     call("git_diff", {"path": "secrets/key.txt"}, id="diff_in"),
     call("git_log", {"path": "secrets/key.txt"}, id="log_in"),
+    # Edits that do not match: their errors would quote the file.
+    call("edit_file", {"path": "secrets/key.txt", "old_string": "no such text", "new_string": "x"}, id="edit"),
+    call("apply_patch", {"diff": "--- a/secrets/key.txt\n+++ b/secrets/key.txt\n@@ -1 +1 @@\n-no such text\n+x\n"},
+         id="patch"),
 ]
 # The calls named on the covered path itself: refused by a deny rule, asked by an ask rule.
-NAMED = ("read", "grep_in", "list_in", "diff_in", "log_in")
+NAMED = ("read", "grep_in", "list_in", "diff_in", "log_in", "edit", "patch")
 
 
 def run_table(turn: Any, server: FakeServer, workspace: Path, syntax: str, kind: str, *args: str,
@@ -249,3 +253,21 @@ def test_a_listing_too_long_to_check_against_read_rules_shows_nothing(turn: Any,
         assert got[key] == ("ERROR: too many changed paths to check against the read rules (over 16 bytes of names); "
                             "pass a narrower path"), got[key]
 
+
+@pytest.mark.parametrize("mode", ["default", "accept-edits"])
+def test_an_edit_nobody_approved_never_quotes_a_secret_file(turn: Any, server: FakeServer, workspace: Path,
+                                                            mode: str) -> None:
+    """An edit of a secret file is asked as a read of it is, and its check runs only after a
+    yes: a near miss would quote the file. With no terminal to ask, both are refused unread."""
+    (workspace / ".env").write_text(f"API_TOKEN={SECRET}\n")
+    server.add(tool_reply(
+        call("edit_file", {"path": ".env", "old_string": "API_TOKEN=wrong", "new_string": "x"}, id="edit"),
+        call("apply_patch", {"diff": "--- a/.env\n+++ b/.env\n@@ -1 +1 @@\n-API_TOKEN=wrong\n+x\n"}, id="patch")),
+        Reply(text="done"))
+    r = turn("-p", "fix it", "--mode", mode, "--output-format", "json", server=server)
+    assert r.code == 0, r.err
+    assert results(server) == {"edit": DENIED, "patch": DENIED}
+    assert SECRET not in json.dumps(server.requests)
+    assert [d["reason"] for d in r.json()["permission_denials"]] == [
+        "needs approval (.env is on the secret-file list (permissions.secret_files))"] * 2
+    assert (workspace / ".env").read_text() == f"API_TOKEN={SECRET}\n"

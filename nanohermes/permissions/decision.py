@@ -177,8 +177,7 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
         return Verdict("allow", basis=_unasked(policy) if natural == "rule" else natural)
     if (asked := _rule_verdict(policy.ask, tool_name, target, reading, "ask")) is not None:
         return asked
-    secrets = [s for s in (*target.subjects, *target.aliases) if _secret_subject(policy, s)] \
-        if target.kind == "path" and target.read_only and target.shows_contents else []
+    secrets = secret_subjects(policy, target)
     for rule in policy.allow:
         # A secret file needs a rule that names it: `read_file` alone does not cover .env.
         if _hits(rule, tool_name, target, every=True) and not (secrets and rule.pattern is None):
@@ -229,6 +228,21 @@ def read_verdict(policy: Policy, tool_name: str, target: Target) -> Verdict | No
     if rule is None:
         return None
     return Verdict("deny", f"denied by rule {rule}") if decision == "deny" else Verdict("ask", f"rule {rule} asks", None)
+
+
+def secret_subjects(policy: Policy, target: Target) -> list[str]:
+    """The secret files (the list, nanohermes's own) among what a path call shows of: a reader's
+    subjects, and an edit's, whose errors quote the file where the edit does not match."""
+    if target.kind != "path" or not target.shows_contents:
+        return []
+    return [s for s in (*target.subjects, *target.aliases) if _secret_subject(policy, s)]
+
+
+def reading_asked(policy: Policy, tool_name: str, target: Target) -> bool:
+    """Does showing what this path call reads need a person's yes (a read rule that asks, a
+    secret file)? Then nothing of the file may reach the model before the answer: not even the
+    error of the tool's own check, which quotes the file where an edit does not match."""
+    return bool(secret_subjects(policy, target)) or read_verdict(policy, tool_name, target) is not None
 
 
 def _secret_subject(policy: Policy, subject: str) -> bool:
