@@ -176,6 +176,22 @@ def test_a_yes_command_cannot_write_them(turn: Any, server: FakeServer, workspac
     assert ".mcp.json" in refused and "settings.json" in refused
 
 
+@confines
+def test_a_background_task_making_them_again_and_again_leaves_none(turn: Any, server: FakeServer,
+                                                                   workspace: Path) -> None:
+    """A task outlives its call, so what it makes is taken away as it runs: each time it makes
+    the files again (after seeing them gone), and once more when it ends."""
+    plant = ("for i in 1 2 3; do while [ -e .mcp.json ]; do sleep 0.05; done; mkdir -p .claude; "
+             "printf '{}' > .mcp.json; printf '{}' > .claude/settings.json; echo $i >> made.txt; done")
+    wait = "until grep -qx 3 made.txt 2>/dev/null; do sleep 0.1; done"
+    server.add(tool_reply(call("run_command", {"command": plant, "background": True})),
+               tool_reply(call("run_command", {"command": wait, "timeout_secs": 60})), Reply(text="done"))
+    r = turn("-p", "configure", "--yes", server=server, config=trusted(workspace))
+    assert r.code == 0, r.err
+    assert (workspace / "made.txt").read_text().split() == ["1", "2", "3"]  # made three times, taken away each time
+    assert not (workspace / ".mcp.json").exists() and not (workspace / ".claude/settings.json").exists()
+
+
 # -- the interpreter nanohermes runs from, inside the workspace ------------------------------------
 
 def workspace_venv(workspace: Path) -> tuple[Path, Path]:
