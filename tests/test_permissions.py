@@ -225,13 +225,22 @@ def test_rules_with_the_wrong_pattern_shape_are_malformed(text: str, problem: st
     (Policy(allow=(R("read_file(.env)"),)), "read_file", ".env", "allow"),
     (Policy(secret_files=("*.secret",)), "read_file", ".env", "allow"),
     (Policy(secret_files=("*.secret",)), "read_file", "a.secret", "ask"),
-    (Policy(mode="goal"), "read_file", ".env", "allow"),
+    # Nobody to ask: not shown, as the sandbox withholds it from commands, unless a rule names it.
+    (Policy(mode="goal"), "read_file", ".env", "deny"),
+    (Policy(auto_approve=True), "grep", ".env", "deny"),
+    (Policy(mode="goal", allow=(R("read_file(.env)"),)), "read_file", ".env", "allow"),
+    (Policy(mode="goal", allow=(R("read_file"),)), "read_file", ".env", "deny"),
+    (Policy(mode="goal", skip_permissions=True), "read_file", ".env", "allow"),  # everything allowed
+    (Policy(mode="goal", own_secrets=("/home/u/.config/nanohermes/config.json",)), "read_file",
+     "/home/u/.config/nanohermes/config.json", "deny"),
 ])
 def test_secret_files_are_asked_before_reading(policy: Policy, tool: str, subject: str, expected: str) -> None:
     v = decide_call(policy, tool_name=tool, approval="never", read_only=True, subject=subject)
     assert v.decision == expected, v.reason
     if expected == "ask":
         assert [str(r) for r in v.suggest or ()] == [f"{tool}({subject})"]
+    if expected == "deny":
+        assert "nobody is asked in an unattended run" in v.reason and v.reason.endswith(f"{tool}({subject})")
 
 
 @pytest.mark.parametrize("tool,mode,expected", [
@@ -239,7 +248,7 @@ def test_secret_files_are_asked_before_reading(policy: Policy, tool: str, subjec
     ("apply_patch", "accept-edits", "ask"),  # so do a hunk's mismatches
     ("write_file", "accept-edits", "allow"),  # shows nothing of the file
     ("edit_file", "default", "ask"),
-    ("edit_file", "goal", "allow"),  # unattended: as read_file is
+    ("edit_file", "goal", "deny"),  # unattended: as read_file is
 ])
 def test_secret_files_are_asked_before_an_edit_that_quotes_them(tool: str, mode: str, expected: str) -> None:
     v = decide_call(Policy(mode=mode), tool_name=tool, approval="edit", read_only=False, subject=".env")

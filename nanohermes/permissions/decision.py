@@ -115,6 +115,16 @@ UNATTENDED = ("nobody is asked in an unattended run (--yes, goal mode, auto_appr
               "them to be asked, or with --dangerously-skip-permissions to allow everything")
 
 
+UNATTENDED_SECRET = ("nobody is asked in an unattended run (--yes, goal mode, auto_approve), and the sandbox withholds "
+                     "it from every command, so it is not shown: run without them to be asked, or allow it by a rule "
+                     "that names it: ")
+
+
+def _secret_what(policy: Policy, subject: str) -> str:
+    return ("holds nanohermes's own files (its config, sessions, memory)" if not is_secret(subject, policy.secret_files)
+            else "is on the secret-file list (permissions.secret_files)")
+
+
 def protected_reason(why: str) -> str:
     """What a protected write's question or refusal says: which path, and why it is protected."""
     return f"{PROTECTED}: {why}"
@@ -173,19 +183,21 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
         return _protected(policy, target.protected)
     # A tool that needs no approval runs on that basis whatever else would allow it.
     natural: Basis = ("read-only" if target.read_only else "tool") if approval == "never" else "rule"
+    secrets = secret_subjects(policy, target)
+    # A secret file needs a rule that names it: `read_file` alone does not cover .env.
+    named = [r for r in policy.allow if _hits(r, tool_name, target, every=True) and not (secrets and r.pattern is None)]
     if _unattended(policy):
+        if secrets and not named and not policy.skip_permissions:
+            # Nobody to ask: not shown, as the sandbox withholds it from every command.
+            return Verdict("deny", f"{secrets[0]} {_secret_what(policy, secrets[0])}; {UNATTENDED_SECRET}"
+                                   f"{tool_name}({escape_pattern(secrets[0])})")
         return Verdict("allow", basis=_unasked(policy) if natural == "rule" else natural)
     if (asked := _rule_verdict(policy.ask, tool_name, target, reading, "ask")) is not None:
         return asked
-    secrets = secret_subjects(policy, target)
-    for rule in policy.allow:
-        # A secret file needs a rule that names it: `read_file` alone does not cover .env.
-        if _hits(rule, tool_name, target, every=True) and not (secrets and rule.pattern is None):
-            return Verdict("allow", basis=natural)
+    if named:
+        return Verdict("allow", basis=natural)
     if secrets:
-        what = ("holds nanohermes's own files (its config, sessions, memory)" if not is_secret(
-            secrets[0], policy.secret_files) else "is on the secret-file list (permissions.secret_files)")
-        return Verdict("ask", f"{secrets[0]} {what}",
+        return Verdict("ask", f"{secrets[0]} {_secret_what(policy, secrets[0])}",
                        tuple(Rule(tool_name, escape_pattern(s)) for s in dict.fromkeys(secrets)))
     if target.kind == "host" and target.subjects and policy.mode in (Mode.DEFAULT, Mode.ACCEPT_EDITS):
         host = target.subjects[0]
