@@ -59,7 +59,9 @@ CASES = [
     (Policy(deny=(R("read_file(secrets/**)"),), mode="accept-edits"), "write_file", "edit", False, "secrets/new",
      False, "allow"),  # write_file shows no file's text
     (Policy(ask=(R("read_file(secrets/**)"),)), "grep", "never", True, "secrets/k", False, "ask"),
-    (Policy(ask=(R("read_file(secrets/**)"),), auto_approve=True), "grep", "never", True, "secrets/k", False, "allow"),
+    (Policy(ask=(R("read_file(secrets/**)"),), auto_approve=True), "grep", "never", True, "secrets/k", False, "deny"),
+    (Policy(ask=(R("read_file(secrets/**)"),), skip_permissions=True), "grep", "never", True, "secrets/k", False,
+     "allow"),  # everything allowed
     (Policy(deny=(R("grep(secrets/**)"),)), "read_file", "never", True, "secrets/k", False, "allow"),  # grep's only
 ]
 
@@ -99,9 +101,11 @@ MATRIX = {
     ("run_command", "always", False, "make"): {
         "default": "ask allow ask deny", "accept-edits": "ask allow ask deny", "plan": "deny deny deny deny",
         "debug": "ask allow ask deny", "goal": "allow allow allow deny"},
+    # A rule asking before a read is no question goal mode answers: nobody is there, and the
+    # sandbox withholds the path from its commands.
     ("read_file", "never", True, "a.py"): {
         "default": "allow allow ask deny", "accept-edits": "allow allow ask deny", "plan": "allow allow ask deny",
-        "debug": "allow allow ask deny", "goal": "allow allow allow deny"},
+        "debug": "allow allow ask deny", "goal": "allow allow deny deny"},
     ("mcp__srv__mutate", "always", False, None): {
         "default": "ask allow ask deny", "accept-edits": "ask allow ask deny", "plan": "deny deny deny deny",
         "debug": "ask allow ask deny", "goal": "allow allow allow deny"},

@@ -121,6 +121,19 @@ def test_a_read_rule_covers_every_reader(turn: Any, server: FakeServer, workspac
     assert "notes.txt" in got["diff_stat"] and "key.txt" not in got["diff_stat"]
 
 
+@pytest.mark.parametrize("syntax", ["nanohermes", "claude"])
+def test_an_ask_rule_under_yes_refuses_what_nobody_allowed(turn: Any, server: FakeServer, workspace: Path,
+                                                           syntax: str) -> None:
+    """--yes answers no question a rule asks before a read: nobody is there, and the sandbox
+    withholds the path from its commands alike."""
+    got = run_table(turn, server, workspace, syntax, "ask", "--yes")
+    assert SECRET not in json.dumps(server.requests[-1]["messages"])
+    for key in NAMED:
+        assert got[key].startswith("ERROR: rule ") and "nobody is asked in an unattended run" in got[key], (key, got[key])
+    assert "1 file not searched: withheld by read rule " in got["grep"]
+    assert got["read_ok"].startswith("1\tshopping list")
+
+
 def test_a_rule_on_another_reader_covers_that_reader_only(turn: Any, server: FakeServer, workspace: Path) -> None:
     """Claude Code's `Grep(...)` is grep's rule: read_file still reads the file."""
     repo(workspace)

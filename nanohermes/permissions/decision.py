@@ -115,9 +115,26 @@ UNATTENDED = ("nobody is asked in an unattended run (--yes, goal mode, auto_appr
               "them to be asked, or with --dangerously-skip-permissions to allow everything")
 
 
+UNATTENDED_READ = ("nobody is asked in an unattended run (--yes, goal mode, auto_approve), and the sandbox withholds "
+                   "it from every command, so it is not shown: run without them to be asked")
 UNATTENDED_SECRET = ("nobody is asked in an unattended run (--yes, goal mode, auto_approve), and the sandbox withholds "
                      "it from every command, so it is not shown: run without them to be asked, or allow it by a rule "
                      "that names it: ")
+
+
+def _unattended_read(policy: Policy, tool_name: str, reading: Verdict | None, secrets: list[str],
+                     named: bool) -> Verdict | None:
+    """In a run nobody answers, what the sandbox withholds from every command is not shown by
+    a file tool either: a path a read rule asks about, a secret file no allow rule names. None
+    when the call may go on (everything allowed: --dangerously-skip-permissions)."""
+    if policy.skip_permissions:
+        return None
+    if reading is not None and reading.decision == "ask":
+        return Verdict("deny", f"{reading.reason} before a file is read; {UNATTENDED_READ}")
+    if secrets and not named:
+        return Verdict("deny", f"{secrets[0]} {_secret_what(policy, secrets[0])}; {UNATTENDED_SECRET}"
+                               f"{tool_name}({escape_pattern(secrets[0])})")
+    return None
 
 
 def _secret_what(policy: Policy, subject: str) -> str:
@@ -187,10 +204,8 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
     # A secret file needs a rule that names it: `read_file` alone does not cover .env.
     named = [r for r in policy.allow if _hits(r, tool_name, target, every=True) and not (secrets and r.pattern is None)]
     if _unattended(policy):
-        if secrets and not named and not policy.skip_permissions:
-            # Nobody to ask: not shown, as the sandbox withholds it from every command.
-            return Verdict("deny", f"{secrets[0]} {_secret_what(policy, secrets[0])}; {UNATTENDED_SECRET}"
-                                   f"{tool_name}({escape_pattern(secrets[0])})")
+        if (withheld := _unattended_read(policy, tool_name, reading, secrets, bool(named))) is not None:
+            return withheld
         return Verdict("allow", basis=_unasked(policy) if natural == "rule" else natural)
     if (asked := _rule_verdict(policy.ask, tool_name, target, reading, "ask")) is not None:
         return asked
