@@ -119,6 +119,12 @@ def test_a_read_rule_covers_every_reader(turn: Any, server: FakeServer, workspac
     assert "+shopping list, token = groceries" in got["diff"] and "key.txt" not in got["diff"]
     assert "1 file not shown: withheld by read rule" in got["diff"]
     assert "notes.txt" in got["diff_stat"] and "key.txt" not in got["diff_stat"]
+    # An `@` mention, which nanohermes reads by itself: left out, named (the same config, on disk).
+    server.add(Reply(text="done"))
+    r = turn("-p", "summarise @secrets/key.txt and @notes.txt", server=server)
+    assert r.code == 0, r.err
+    assert SECRET not in json.dumps(server.requests[-1]) and "shopping list" in json.dumps(server.requests[-1])
+    assert "@secrets/key.txt not attached: " in r.err
 
 
 @pytest.mark.parametrize("syntax", ["nanohermes", "claude"])
