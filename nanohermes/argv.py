@@ -84,7 +84,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("api_key", ("--api-key",), str, "API key (default: $OPENAI_API_KEY).", key="api_key"),
     Option("mode", ("--mode",), Mode, "Permission mode.", key="permission_mode"),
     Option("yes", ("--yes", "-y"), bool, "Approve every call that would ask (not those a mode blocks); commands run "
-           "in the sandbox and file writes stay inside the workspace: protected paths are refused.", key="auto_approve"),
+           "in the sandbox and file writes stay inside the workspace: protected paths are refused, and so is showing a "
+           "secret file.", key="auto_approve"),
     Option("dangerously_skip_permissions", ("--dangerously-skip-permissions",), bool, "Run every call as if you "
            "approved it: protected writes too, and commands outside the sandbox (deny rules and mode blocks still "
            "apply). For a throwaway container or VM.", key="dangerously_skip_permissions"),

@@ -6,6 +6,7 @@ Both front ends (the REPL and `-p`) and the tests call `build_agent`, so they ca
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -236,15 +237,17 @@ def disabled_servers(policy: Policy, servers: dict[str, McpServerConfig]) -> dic
 
 
 def parse_rules(texts: list[str], where: str, warnings: list[str],
-                origin: Callable[[str], str] | None = None) -> tuple[Rule, ...]:
+                origin: Callable[[str], str] | None = None, workspace: Path | None = None) -> tuple[Rule, ...]:
     """Parse config rules; a malformed one (a pattern of the wrong shape for its built-in
-    tool too) is reported with its file and ignored."""
+    tool too) is reported with its file and ignored. `workspace`: the folder they are read
+    for, whose files an absolute path pattern may name."""
     from nanohermes.tools import declarations
 
     from nanohermes.claude_files import translate_rule
 
     kinds = {name: kind for name, (kind, _) in declarations().items()}
     kind = where.rpartition(".")[2]  # allow, ask or deny
+    root = os.path.realpath(workspace) if workspace is not None else ""
     rules: list[Rule] = []
     for text in texts:
         source = origin(text) if origin else ""
@@ -252,7 +255,7 @@ def parse_rules(texts: list[str], where: str, warnings: list[str],
         ours = translate_rule(text, kind, Path(".")) if kind in ("allow", "ask", "deny") else None
         for one in ours or [text]:
             try:
-                rules.append(Rule.parse(one, origin=source, kinds=kinds))
+                rules.append(Rule.parse(one, origin=source, kinds=kinds, root=root))
             except ValueError as e:
                 warnings.append(f"{source + ': ' if source else ''}{where}: {e}; rule ignored")
     return tuple(rules)
@@ -282,7 +285,8 @@ def subagent_manager(configs: dict[str, SubagentConfig], make_llm: Callable[...,
                            models=endpoint_lister(agent.llm))
 
 
-def build_policy(config: Config, warnings: list[str]) -> Policy:
+def build_policy(config: Config, warnings: list[str], workspace: Path | None = None) -> Policy:
+    """The policy of a session in `workspace` (whose files an absolute path in a rule may name)."""
     from nanohermes.secrets import own_paths
 
     p = config.permissions
@@ -292,9 +296,9 @@ def build_policy(config: Config, warnings: list[str]) -> Policy:
         skip_permissions=config.dangerously_skip_permissions,
         allowed_tools=tuple(config.allowed_tools),
         disallowed_tools=tuple(config.disallowed_tools),
-        allow=parse_rules(p.allow, "permissions.allow", warnings, lambda t: p.origin("allow", t)),
-        ask=parse_rules(p.ask, "permissions.ask", warnings, lambda t: p.origin("ask", t)),
-        deny=parse_rules(p.deny, "permissions.deny", warnings, lambda t: p.origin("deny", t)),
+        allow=parse_rules(p.allow, "permissions.allow", warnings, lambda t: p.origin("allow", t), workspace),
+        ask=parse_rules(p.ask, "permissions.ask", warnings, lambda t: p.origin("ask", t), workspace),
+        deny=parse_rules(p.deny, "permissions.deny", warnings, lambda t: p.origin("deny", t), workspace),
         secret_files=tuple(p.secret_files),
         own_secrets=own_paths(),
         # Whether commands that run unasked are confined here: without Landlock and user
@@ -393,7 +397,7 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
         return client_for(config, model=model, **overrides)
 
     llm = make_llm()
-    policy = build_policy(config, warnings)
+    policy = build_policy(config, warnings, workspace)
     # What nanohermes reads into the prompt by itself goes through one reader, with the rules
     # in force (the runtime's, once it exists: a rule learned later counts).
     reader = OwnReader(workspace, policy=lambda: policy, limits=limits, asks=asks)

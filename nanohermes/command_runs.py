@@ -21,6 +21,7 @@ commands, its `allowed-tools` and its `model`.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -119,6 +120,7 @@ def grants(command: CommandFile, runtime: Runtime) -> tuple[tuple[Rule, ...], li
     from nanohermes.tools import declarations
 
     kinds = {name: kind for name, (kind, _) in declarations().items()}
+    root = os.path.realpath(runtime.workspace)
     origin = f"{GRANT_ORIGIN}{command.name} ({command.path}), for its turn"
     rules: list[Rule] = []
     notes: list[str] = []
@@ -129,7 +131,7 @@ def grants(command: CommandFile, runtime: Runtime) -> tuple[tuple[Rule, ...], li
             continue
         for one in ours:
             try:
-                rules.append(Rule.parse(one, origin=origin, kinds=kinds))
+                rules.append(Rule.parse(one, origin=origin, kinds=kinds, root=root))
             except ValueError as e:
                 notes.append(f"/{command.name}: allowed-tools entry {text!r}: {e}; ignored")
     return tuple(rules), notes

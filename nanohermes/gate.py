@@ -37,7 +37,7 @@ from nanohermes.messages import Image
 from nanohermes.modes import Mode
 from nanohermes.pathrules import command_read_rule, command_secret
 from nanohermes.permissions import (
-    Basis, Policy, Rule, Target, Verdict, decide, policy_read_rules, reads_secret, unattended,
+    Basis, Policy, Rule, Target, Verdict, decide, policy_read_rules, reading_asked, reads_secret, unattended,
 )
 from nanohermes.shellparse import ParseError, split
 from nanohermes.tools import Params, Tool, ToolContext, ToolError, ToolResult
@@ -225,10 +225,8 @@ class Gate:
             raise _CannotWithhold(conf.unhidden)
         return conf
 
-    async def _ask(self, tool: Tool, args: Params, ctx: ToolContext, summary: str, target: Target,
-                   verdict: Verdict) -> Grant | Refusal:
-        # A call that can only fail fails now, with the tool's own error: nobody is asked in
-        # vain. Nothing is approved yet, so what the check starts runs read-only.
+    async def _precheck(self, tool: Tool, args: Params, ctx: ToolContext) -> Refusal | None:
+        """The tool's own check of a call about to be asked: its error, or None."""
         if tool.spawns:
             from nanohermes.tools.process import confine
 
@@ -243,6 +241,17 @@ class Gate:
             pass
         finally:
             ctx.confinement = None
+        return None
+
+    async def _ask(self, tool: Tool, args: Params, ctx: ToolContext, summary: str, target: Target,
+                   verdict: Verdict) -> Grant | Refusal:
+        # A call that can only fail fails now, with the tool's own error: nobody is asked in
+        # vain. Nothing is approved yet, so what the check starts runs read-only. Not when
+        # reading the file is what needs the yes (a secret file, a read rule that asks): the
+        # check's error would quote it (an edit's near miss) before anyone answered.
+        if not reading_asked(self.policy, tool.name, target):
+            if refusal := await self._precheck(tool, args, ctx):
+                return refusal
         learn = list(verdict.suggest or ()) or ([tool.suggest_rule(args)] if verdict.suggest is not None else [])
         reason = verdict.reason
         self._sweep()

@@ -123,10 +123,12 @@ def outside_path(path: str) -> str:
     return _folders_outside(path, writable_roots())
 
 
-# Variables holding folders a program looks up code in, from first to last: an entry that is
-# relative (a folder of whatever the working folder is) or inside a writable root is dropped
-# for a program the person configured, as PATH's are for the programs nanohermes runs.
-SEARCH_PATHS: tuple[str, ...] = ("PATH", "PYTHONPATH", "NODE_PATH")
+# Variables holding folders (or files: CLASSPATH's jars) a program looks up code in, from first
+# to last: an entry that is relative (a folder of whatever the working folder is) or inside a
+# writable root is dropped for a program the person configured, as PATH's are for the programs
+# nanohermes runs. Programs (PATH), Python, Node, shared libraries, Perl, Ruby and Java.
+SEARCH_PATHS: tuple[str, ...] = ("PATH", "PYTHONPATH", "NODE_PATH", "LD_LIBRARY_PATH", "PERL5LIB", "PERLLIB",
+                                 "RUBYLIB", "GEM_PATH", "CLASSPATH")
 
 
 def _folders_outside(value: str, roots: tuple[str, ...]) -> str:

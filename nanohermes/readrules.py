@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nanohermes.permissions import READER, Policy, Rule, Verdict, match_path, read_verdict
+from nanohermes.permissions import READER, Policy, Rule, Verdict, match_path, read_verdict, real_pattern
 
 if TYPE_CHECKING:
     from nanohermes.config import Config
@@ -74,6 +74,7 @@ def _start(pattern: str, root: str) -> str:
     text = text[2:] if text.startswith("./") else text
     if "/" not in text.rstrip("/") and not os.path.isabs(text):
         return root  # a bare name matches at any depth
+    text = real_pattern(text) if os.path.isabs(text) else text  # the real folders, as the walk meets them
     base = "/" if os.path.isabs(text) else root
     literal = []
     for part in text.split("/"):
@@ -100,7 +101,7 @@ class _Look:
 
     def covers(self, path: str) -> bool:
         subject = self.subject(path)
-        return any(match_path(p, subject) for p in self.patterns)
+        return any(match_path(p, subject, self.root.rstrip("/")) for p in self.patterns)
 
     def spent(self) -> str:
         self.left -= 1
@@ -167,7 +168,8 @@ class _Look:
 
 def covered(workspace: Path, patterns: tuple[str, ...], *, max_entries: int, max_secs: float) -> Covered:
     """The files and folders the read rules' `patterns` cover, inside the workspace (matched
-    workspace-relative) and outside it (matched as absolute paths), looking at no more than
+    workspace-relative, and as absolute paths by an absolute pattern) and outside it (matched as
+    absolute paths), looking at no more than
     `max_entries` entries for no longer than `max_secs`."""
     if not patterns:
         return Covered()

@@ -1,9 +1,11 @@
 """Files that run code later without anyone typing their name: a git hook, a CI workflow, a
 package's scripts, a Makefile, an `.envrc`, an editor's tasks, a build script or build-backend
-hook, a test suite's conftest, a `.pth` file in a virtual environment. A turn that created or
-changed one is named at its end (the REPL's summary, `-p`'s json), so the person sees what
-will run the next time they commit, push, `make`, `pip install`, `npm install`, `pytest`,
-open the folder or start Python.
+hook, a test suite's conftest, a `.pth` file in a virtual environment, a project file of
+nanohermes or Claude Code in a subfolder (`.nanohermes/`, `.claude/settings*.json`,
+`.mcp.json`, ...: its hooks and MCP servers run at the next start in its folder). A turn that created or changed one
+is named at its end (the REPL's summary, `-p`'s json), so the person sees what will run the
+next time they commit, push, `make`, `pip install`, `npm install`, `pytest`, open the folder or
+start Python or an agent there.
 
 `runs_later(path, before, after)` says why a changed file runs code later, or None; a file
 where only part of it runs code (`package.json`'s scripts, `pyproject.toml`'s build system)
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nanohermes.budget import plural
+from nanohermes.configfiles import project_file
 
 _CI = re.compile(r"(^|/)(\.github/workflows/[^/]+\.ya?ml|\.gitlab-ci\.ya?ml|\.circleci/config\.ya?ml|azure-pipelines\.ya?ml"
                  r"|\.travis\.ya?ml|Jenkinsfile|bitbucket-pipelines\.ya?ml|\.buildkite/[^/]+|\.drone\.ya?ml"
@@ -83,6 +86,13 @@ _PARTS: dict[str, tuple[str, Callable[[bytes | None], object]]] = {
 }
 
 
+def _subfolders_project_file(parts: list[str]) -> bool:
+    """A project file of a subfolder of the workspace. The workspace's own are protected (asked
+    before any write, read-only in the sandbox), and nanohermes writes there itself (a rule
+    the person saves for the project), so only a subfolder's are worth a warning."""
+    return len(parts) > 1 and project_file(parts[1:])
+
+
 def runs_later(path: str, before: bytes | None = None, after: bytes | None = None, *,
                contents_known: bool = False, hooks: tuple[str, ...] = ()) -> str | None:
     """Why the workspace-relative `path`, created or changed (`before`/`after` its contents,
@@ -96,6 +106,9 @@ def runs_later(path: str, before: bytes | None = None, after: bytes | None = Non
         return "a CI workflow (runs at your next push)"
     if name.endswith(".pth") and ("site-packages/" in path or "dist-packages/" in path):
         return "a .pth file of a virtual environment (runs at every Python start there)"
+    if _subfolders_project_file(path.split("/")):
+        return ("a project file of nanohermes or Claude Code (its hooks, MCP servers, commands and rules apply at the "
+                "next start in that folder)")
     if name in _PARTS and (name != "tasks.json" or path.endswith(".vscode/tasks.json")):
         what, part = _PARTS[name]
         if contents_known and after is not None and before is not None and part(before) == part(after):

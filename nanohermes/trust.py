@@ -50,7 +50,7 @@ def remember(policy: Policy, rule: Rule, origin: str = "learned this session") -
     """The policy with an "always" answer's rule: allowed for the rest of the session, whatever the mode."""
     if rule in policy.allow:
         return policy
-    return replace(policy, allow=(*policy.allow, Rule(rule.tool, rule.pattern, origin)))
+    return replace(policy, allow=(*policy.allow, replace(rule, origin=origin)))
 
 
 def save_project_rules(workspace: Path, rules: Sequence[Rule]) -> Path:

@@ -176,6 +176,51 @@ def test_a_yes_command_cannot_write_them(turn: Any, server: FakeServer, workspac
     assert ".mcp.json" in refused and "settings.json" in refused
 
 
+@confines
+def test_a_background_task_making_them_again_and_again_leaves_none(turn: Any, server: FakeServer,
+                                                                   workspace: Path) -> None:
+    """A task outlives its call, so what it makes is taken away as it runs: each time it makes
+    the files again (after seeing them gone), and once more when it ends."""
+    plant = ("for i in 1 2 3; do while [ -e .mcp.json ]; do sleep 0.05; done; mkdir -p .claude; "
+             "printf '{}' > .mcp.json; printf '{}' > .claude/settings.json; echo $i >> made.txt; done")
+    wait = "until grep -qx 3 made.txt 2>/dev/null; do sleep 0.1; done"
+    server.add(tool_reply(call("run_command", {"command": plant, "background": True})),
+               tool_reply(call("run_command", {"command": wait, "timeout_secs": 60})), Reply(text="done"))
+    r = turn("-p", "configure", "--yes", server=server, config=trusted(workspace))
+    assert r.code == 0, r.err
+    assert (workspace / "made.txt").read_text().split() == ["1", "2", "3"]  # made three times, taken away each time
+    assert not (workspace / ".mcp.json").exists() and not (workspace / ".claude/settings.json").exists()
+
+
+@pytest.mark.parametrize("mode", [("--yes",), ("--mode", "goal")])
+def test_an_unattended_run_shows_no_secret_file_to_the_model(turn: Any, server: FakeServer, workspace: Path,
+                                                             home: Path, mode: tuple[str, ...]) -> None:
+    """As its commands are withheld them: the user's config holding api_key, and the
+    workspace's `.env`, are refused to read_file, grep and edit_file alike (nobody can be
+    asked), unless a rule names the file."""
+    key = "sk-own-key-4b1d"
+    (workspace / ".env").write_text("TOKEN=env-secret-77\n")
+    (workspace / "other.env").write_text("TOKEN=named-secret-12\n")
+    config_file = home / ".config" / "nanohermes" / "config.json"
+    calls = [call("read_file", {"path": str(config_file)}, id="config"),
+             call("grep", {"pattern": "sk-", "path": str(config_file)}, id="grep"),
+             call("read_file", {"path": ".env"}, id="env"),
+             call("edit_file", {"path": ".env", "old_string": "TOKEN=wrong", "new_string": "x"}, id="edit"),
+             call("read_file", {"path": "other.env"}, id="named")]
+    server.add(tool_reply(*calls), Reply(text="done"))
+    r = turn("-p", "look", *mode, server=server,
+             config={"api_key": key, "permissions": {"secret_files": [".env", "*.env"],
+                                                     "allow": ["read_file(other.env)"]}})
+    assert r.code == 0, r.err
+    got = results(server)
+    sent = json.dumps(server.requests)
+    assert key not in sent and "env-secret-77" not in sent
+    assert got.pop("named").startswith("1\tTOKEN=named-secret-12")  # the rule names it
+    for k, v in got.items():
+        assert v.startswith("ERROR: ") and "nobody is asked in an unattended run" in v, (k, v)
+    assert got["env"].endswith("read_file(.env)") and got["edit"].endswith("edit_file(.env)")
+
+
 # -- the interpreter nanohermes runs from, inside the workspace ------------------------------------
 
 def workspace_venv(workspace: Path) -> tuple[Path, Path]:

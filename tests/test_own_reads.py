@@ -362,3 +362,23 @@ def test_a_read_rule_naming_a_folder_covers_the_files_in_it(turn, server: FakeSe
     assert r.code == 0, r.err
     assert MARK not in sent(server)
     assert "denied by rule read_file(notes)" in r.err
+
+
+@pytest.mark.parametrize("rule", ["read_file({ws}/notes/**)", "Read(/{ws}/notes/**)"])
+def test_a_read_rule_naming_the_workspace_absolutely_covers_what_nanohermes_reads(  # type: ignore[no-untyped-def]
+        turn, server: FakeServer, workspace: Path, rule: str) -> None:
+    """The folder named by its absolute path (Claude Code's `//` is the file system's root):
+    an import and a mention under it are left out."""
+    (workspace / "notes").mkdir()
+    (workspace / "notes" / "a.md").write_text(MARK)
+    (workspace / "AGENTS.md").write_text("See @notes/a.md.")
+    rule = rule.format(ws=workspace.resolve())
+    server.add(Reply(text="ok"), Reply(text="ok"))
+    r = turn("-p", "hi", server=server, config={"permissions": {"deny": [rule]}})
+    assert r.code == 0, r.err
+    assert MARK not in sent(server)
+    assert f"{workspace / 'notes' / 'a.md'} (imported by {workspace / 'AGENTS.md'}) not read: denied by rule" in r.err
+    r = turn("-p", "summarise @notes/a.md", server=server, config={"permissions": {"deny": [rule]}})
+    assert r.code == 0, r.err
+    assert MARK not in sent(server)
+    assert "@notes/a.md not attached: denied by rule read_file(" in r.err

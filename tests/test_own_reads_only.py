@@ -1,4 +1,4 @@
-"""The one reader is the only way instruction, command, skill and mentioned files are read.
+"""The one reader is the only way instruction, command, skill, agent and mentioned files are read.
 
 Two checks: every file the package opens while a `-p` run reads them all (an audit hook on
 `open` in the real process, so a read through any helper counts) was opened from
@@ -65,6 +65,7 @@ def test_only_the_reader_opens_the_files_put_into_the_prompt(server: FakeServer,
         "docs/imported-rules.md": "Imported rules",
         ".claude/commands/review.md": "Review @mentioned-note.md",
         ".claude/skills/deploy/SKILL.md": "---\nname: deploy\ndescription: Ship it.\n---\nShip it now.",
+        ".claude/agents/helper.md": "---\nname: helper\ndescription: Helps out.\n---\nHelp as asked.",
         "mentioned-note.md": "a note",
         "src/CLAUDE.md": "Nested rules",
         "src/main.py": "pass\n",
@@ -74,6 +75,10 @@ def test_only_the_reader_opens_the_files_put_into_the_prompt(server: FakeServer,
         (workspace / rel).write_text(text)
     (home / ".claude").mkdir()
     (home / ".claude" / "CLAUDE.md").write_text("My own rules")
+    # A trusted project: its agent files are read (and offered as sub-agents) too.
+    config = home / ".config" / "nanohermes" / "config.json"
+    config.parent.mkdir(parents=True)
+    config.write_text(json.dumps({"trusted_projects": [str(workspace)]}))
     names = {Path(rel).name for rel in files if rel != "src/main.py"}
     log = tmp_path / "opens.log"
     log.touch()
@@ -91,7 +96,8 @@ def test_only_the_reader_opens_the_files_put_into_the_prompt(server: FakeServer,
     assert {name for name, _ in seen} == names
     assert {where for _, where in seen} == {str(READER)}
     sent = json.dumps(server.requests)
-    for text in ("Agents rules", "Imported rules", "Local rules", "Ship it now.", "a note", "Nested rules", "My own rules"):
+    for text in ("Agents rules", "Imported rules", "Local rules", "Ship it now.", "a note", "Nested rules", "My own rules",
+                 "Helps out."):
         assert text in sent, text
 
 
@@ -125,7 +131,7 @@ def test_no_other_module_naming_prompt_files_opens_a_file() -> None:
             offenders[path.relative_to(PACKAGE).as_posix()] = lines
     assert offenders == {}, f"read these files through nanohermes.ownreads: {offenders}"
     # The scan sees the modules that find these files (a scan that sees none checks nothing).
-    assert {"context.py", "custom_commands.py", "tools/skills.py"} <= set(named)
+    assert {"context.py", "custom_commands.py", "tools/skills.py", "agent_files.py"} <= set(named)
 
 
 def test_the_scan_finds_an_open_beside_a_prompt_file_name() -> None:

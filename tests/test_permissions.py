@@ -59,7 +59,9 @@ CASES = [
     (Policy(deny=(R("read_file(secrets/**)"),), mode="accept-edits"), "write_file", "edit", False, "secrets/new",
      False, "allow"),  # write_file shows no file's text
     (Policy(ask=(R("read_file(secrets/**)"),)), "grep", "never", True, "secrets/k", False, "ask"),
-    (Policy(ask=(R("read_file(secrets/**)"),), auto_approve=True), "grep", "never", True, "secrets/k", False, "allow"),
+    (Policy(ask=(R("read_file(secrets/**)"),), auto_approve=True), "grep", "never", True, "secrets/k", False, "deny"),
+    (Policy(ask=(R("read_file(secrets/**)"),), skip_permissions=True), "grep", "never", True, "secrets/k", False,
+     "allow"),  # everything allowed
     (Policy(deny=(R("grep(secrets/**)"),)), "read_file", "never", True, "secrets/k", False, "allow"),  # grep's only
 ]
 
@@ -99,9 +101,11 @@ MATRIX = {
     ("run_command", "always", False, "make"): {
         "default": "ask allow ask deny", "accept-edits": "ask allow ask deny", "plan": "deny deny deny deny",
         "debug": "ask allow ask deny", "goal": "allow allow allow deny"},
+    # A rule asking before a read is no question goal mode answers: nobody is there, and the
+    # sandbox withholds the path from its commands.
     ("read_file", "never", True, "a.py"): {
         "default": "allow allow ask deny", "accept-edits": "allow allow ask deny", "plan": "allow allow ask deny",
-        "debug": "allow allow ask deny", "goal": "allow allow allow deny"},
+        "debug": "allow allow ask deny", "goal": "allow allow deny deny"},
     ("mcp__srv__mutate", "always", False, None): {
         "default": "ask allow ask deny", "accept-edits": "ask allow ask deny", "plan": "deny deny deny deny",
         "debug": "ask allow ask deny", "goal": "allow allow allow deny"},
@@ -169,6 +173,31 @@ def test_path_patterns(pattern: str, subject: str, hit: bool) -> None:
     assert match_path(pattern, subject) is hit
 
 
+@pytest.mark.parametrize("pattern,subject,hit", [
+    ("{ws}/secrets/**", "secrets/key.txt", True),  # the workspace's own files, named absolutely
+    ("{ws}/secrets/**", "secrets", True),
+    ("{ws}/secrets/**", "other/key.txt", False),
+    ("{ws}/**", ".", True),
+    ("{ws}/*.pem", "deep/a.pem", False),  # anchored: an absolute pattern is no bare name
+    ("{link}/secrets/**", "secrets/key.txt", True),  # spelled through a link to the workspace
+    ("~/ws/secrets/**", "secrets/key.txt", True),
+    ("{ws}/secrets/**", "{ws}/secrets/key.txt", True),  # an absolute subject is matched as before
+    ("{ws}x/**", "secrets/key.txt", False),
+])
+def test_absolute_patterns_meet_the_workspaces_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pattern: str,
+                                                     subject: str, hit: bool) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (tmp_path / "link").symlink_to(ws)
+    pattern, subject = (x.format(ws=ws, link=tmp_path / "link") for x in (pattern, subject))
+    assert match_path(pattern, subject, str(ws)) is hit
+    rule = R(f"read_file({pattern})", root=str(ws))
+    assert rule.matches("read_file", subject, "path") is hit
+    # Without the workspace it is read for, a rule meets only paths outside it, named absolutely.
+    assert R(f"read_file({pattern})").matches("read_file", subject, "path") is (hit and subject.startswith("/"))
+
+
 @pytest.mark.parametrize("rule,host,hit", [
     ("web_fetch(domain:docs.python.org)", "docs.python.org", True),
     ("web_fetch(domain:docs.python.org)", "evil.org", False),
@@ -200,13 +229,36 @@ def test_rules_with_the_wrong_pattern_shape_are_malformed(text: str, problem: st
     (Policy(allow=(R("read_file(.env)"),)), "read_file", ".env", "allow"),
     (Policy(secret_files=("*.secret",)), "read_file", ".env", "allow"),
     (Policy(secret_files=("*.secret",)), "read_file", "a.secret", "ask"),
-    (Policy(mode="goal"), "read_file", ".env", "allow"),
+    # Nobody to ask: not shown, as the sandbox withholds it from commands, unless a rule names it.
+    (Policy(mode="goal"), "read_file", ".env", "deny"),
+    (Policy(auto_approve=True), "grep", ".env", "deny"),
+    (Policy(mode="goal", allow=(R("read_file(.env)"),)), "read_file", ".env", "allow"),
+    (Policy(mode="goal", allow=(R("read_file"),)), "read_file", ".env", "deny"),
+    (Policy(mode="goal", skip_permissions=True), "read_file", ".env", "allow"),  # everything allowed
+    (Policy(mode="goal", own_secrets=("/home/u/.config/nanohermes/config.json",)), "read_file",
+     "/home/u/.config/nanohermes/config.json", "deny"),
 ])
 def test_secret_files_are_asked_before_reading(policy: Policy, tool: str, subject: str, expected: str) -> None:
     v = decide_call(policy, tool_name=tool, approval="never", read_only=True, subject=subject)
     assert v.decision == expected, v.reason
     if expected == "ask":
         assert [str(r) for r in v.suggest or ()] == [f"{tool}({subject})"]
+    if expected == "deny":
+        assert "nobody is asked in an unattended run" in v.reason and v.reason.endswith(f"{tool}({subject})")
+
+
+@pytest.mark.parametrize("tool,mode,expected", [
+    ("edit_file", "accept-edits", "ask"),  # its near misses quote the file
+    ("apply_patch", "accept-edits", "ask"),  # so do a hunk's mismatches
+    ("write_file", "accept-edits", "allow"),  # shows nothing of the file
+    ("edit_file", "default", "ask"),
+    ("edit_file", "goal", "deny"),  # unattended: as read_file is
+])
+def test_secret_files_are_asked_before_an_edit_that_quotes_them(tool: str, mode: str, expected: str) -> None:
+    v = decide_call(Policy(mode=mode), tool_name=tool, approval="edit", read_only=False, subject=".env")
+    assert v.decision == expected, v.reason
+    if expected == "ask":
+        assert "secret-file list" in v.reason and [str(r) for r in v.suggest or ()] == [f"{tool}(.env)"]
 
 
 def test_describe_lists_rules_with_their_origin() -> None:

@@ -108,6 +108,26 @@ def test_a_python_path_into_the_workspace_does_not_reach_a_user_hook(
     assert not marker.exists()
 
 
+@pytest.mark.parametrize("variable", ["PERL5LIB", "PERLLIB"])
+def test_a_perl_library_path_into_the_workspace_does_not_reach_a_user_hook(
+        turn, server: FakeServer, workspace: Path, tmp_path: Path, variable: str) -> None:
+    """The same for the other languages' search paths (Perl's here, run for real): a person's
+    variable naming a folder of the workspace is left out for the programs of their config."""
+    perl = shutil.which("perl")
+    if perl is None:
+        pytest.skip("perl is not installed, so its module search path cannot be tried")
+    marker = tmp_path / "marker"
+    (workspace / "Planted.pm").write_text(f"package Planted; open(my $f, '>', '{marker}'); "
+                                          "print $f 'planted code ran'; close($f); 1;\n")
+    control([perl, "-MPlanted", "-e", "1"], tmp_path, marker, env={variable: str(workspace)})
+    server.add(Reply(text="ok"))
+    config = {"hooks": {"UserPromptSubmit": [hook(f"{perl} -MPlanted -e 1 || exit 1")]}}  # 2 would block the prompt
+    r = turn("-p", "hi", server=server, config=config, env={variable: str(workspace)})
+    assert r.code == 0, r.err
+    assert not marker.exists()
+    assert "exited with 1: BEGIN failed" in r.err  # the hook ran, and found no such module
+
+
 @pytest.fixture
 def npx() -> str:
     found = shutil.which("npx")

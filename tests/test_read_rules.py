@@ -7,6 +7,7 @@ checking what the model was sent."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -47,8 +48,11 @@ def results(server: FakeServer) -> dict[str, str]:
 
 # (how the rule is written, where): nanohermes's own syntax in the user config, Claude Code's in
 # .claude/settings.json (an untrusted project: deny and ask rules apply anyway), and Claude
-# Code's words in nanohermes's own config.
-SYNTAXES = {"nanohermes": "read_file(secrets/**)", "claude": "Read(./secrets/**)", "claude-words": "Read(/secrets/**)"}
+# Code's words in nanohermes's own config; each also with the folder named by its absolute
+# path (Claude Code's `//` is the file system's root).
+SYNTAXES = {"nanohermes": "read_file(secrets/**)", "claude": "Read(./secrets/**)", "claude-words": "Read(/secrets/**)",
+            "nanohermes-absolute": "read_file({ws}/secrets/**)", "claude-absolute": "Read(/{ws}/secrets/**)"}
+IN_SETTINGS = ("claude", "claude-absolute")  # written in the project's .claude/settings.json
 
 CALLS = [
     call("read_file", {"path": "secrets/key.txt"}, id="read"),
@@ -64,17 +68,21 @@ CALLS = [
     call("git_diff", {"stat": True}, id="diff_stat"),
     call("git_diff", {"path": "secrets/key.txt"}, id="diff_in"),
     call("git_log", {"path": "secrets/key.txt"}, id="log_in"),
+    # Edits that do not match: their errors would quote the file.
+    call("edit_file", {"path": "secrets/key.txt", "old_string": "no such text", "new_string": "x"}, id="edit"),
+    call("apply_patch", {"diff": "--- a/secrets/key.txt\n+++ b/secrets/key.txt\n@@ -1 +1 @@\n-no such text\n+x\n"},
+         id="patch"),
 ]
 # The calls named on the covered path itself: refused by a deny rule, asked by an ask rule.
-NAMED = ("read", "grep_in", "list_in", "diff_in", "log_in")
+NAMED = ("read", "grep_in", "list_in", "diff_in", "log_in", "edit", "patch")
 
 
 def run_table(turn: Any, server: FakeServer, workspace: Path, syntax: str, kind: str, *args: str,
               calls: list[Any] = CALLS) -> dict[str, str]:
     repo(workspace)
-    rule = SYNTAXES[syntax]
+    rule = SYNTAXES[syntax].format(ws=workspace.resolve())
     config: dict[str, Any] = {}
-    if syntax == "claude":
+    if syntax in IN_SETTINGS:
         (workspace / ".claude").mkdir()
         (workspace / ".claude/settings.json").write_text(json.dumps({"permissions": {kind: [rule]}}))
     else:
@@ -94,8 +102,7 @@ def test_a_read_rule_covers_every_reader(turn: Any, server: FakeServer, workspac
     assert SECRET not in sent and OLD not in sent
     for key in NAMED:
         if kind == "deny":
-            assert got[key].startswith("ERROR: denied by rule ") and "(./secrets/**)" in got[key].replace(
-                "(secrets", "(./secrets"), (key, got[key])
+            assert re.match(r"ERROR: denied by rule [a-z_]+\((\./|/.*/)?secrets/\*\*\)", got[key]), (key, got[key])
         else:
             assert got[key] == DENIED, (key, got[key])
     # The plain file is read by every reader: the rule covers only its path.
@@ -112,6 +119,25 @@ def test_a_read_rule_covers_every_reader(turn: Any, server: FakeServer, workspac
     assert "+shopping list, token = groceries" in got["diff"] and "key.txt" not in got["diff"]
     assert "1 file not shown: withheld by read rule" in got["diff"]
     assert "notes.txt" in got["diff_stat"] and "key.txt" not in got["diff_stat"]
+    # An `@` mention, which nanohermes reads by itself: left out, named (the same config, on disk).
+    server.add(Reply(text="done"))
+    r = turn("-p", "summarise @secrets/key.txt and @notes.txt", server=server)
+    assert r.code == 0, r.err
+    assert SECRET not in json.dumps(server.requests[-1]) and "shopping list" in json.dumps(server.requests[-1])
+    assert "@secrets/key.txt not attached: " in r.err
+
+
+@pytest.mark.parametrize("syntax", ["nanohermes", "claude"])
+def test_an_ask_rule_under_yes_refuses_what_nobody_allowed(turn: Any, server: FakeServer, workspace: Path,
+                                                           syntax: str) -> None:
+    """--yes answers no question a rule asks before a read: nobody is there, and the sandbox
+    withholds the path from its commands alike."""
+    got = run_table(turn, server, workspace, syntax, "ask", "--yes")
+    assert SECRET not in json.dumps(server.requests[-1]["messages"])
+    for key in NAMED:
+        assert got[key].startswith("ERROR: rule ") and "nobody is asked in an unattended run" in got[key], (key, got[key])
+    assert "1 file not searched: withheld by read rule " in got["grep"]
+    assert got["read_ok"].startswith("1\tshopping list")
 
 
 def test_a_rule_on_another_reader_covers_that_reader_only(turn: Any, server: FakeServer, workspace: Path) -> None:
@@ -245,3 +271,22 @@ def test_a_listing_too_long_to_check_against_read_rules_shows_nothing(turn: Any,
     for key in ("s", "d"):
         assert got[key] == ("ERROR: too many changed paths to check against the read rules (over 16 bytes of names); "
                             "pass a narrower path"), got[key]
+
+
+@pytest.mark.parametrize("mode", ["default", "accept-edits"])
+def test_an_edit_nobody_approved_never_quotes_a_secret_file(turn: Any, server: FakeServer, workspace: Path,
+                                                            mode: str) -> None:
+    """An edit of a secret file is asked as a read of it is, and its check runs only after a
+    yes: a near miss would quote the file. With no terminal to ask, both are refused unread."""
+    (workspace / ".env").write_text(f"API_TOKEN={SECRET}\n")
+    server.add(tool_reply(
+        call("edit_file", {"path": ".env", "old_string": "API_TOKEN=wrong", "new_string": "x"}, id="edit"),
+        call("apply_patch", {"diff": "--- a/.env\n+++ b/.env\n@@ -1 +1 @@\n-API_TOKEN=wrong\n+x\n"}, id="patch")),
+        Reply(text="done"))
+    r = turn("-p", "fix it", "--mode", mode, "--output-format", "json", server=server)
+    assert r.code == 0, r.err
+    assert results(server) == {"edit": DENIED, "patch": DENIED}
+    assert SECRET not in json.dumps(server.requests)
+    assert [d["reason"] for d in r.json()["permission_denials"]] == [
+        "needs approval (.env is on the secret-file list (permissions.secret_files))"] * 2
+    assert (workspace / ".env").read_text() == f"API_TOKEN={SECRET}\n"

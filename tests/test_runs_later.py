@@ -21,8 +21,14 @@ RUNS = [
     (".envrc", ".envrc"), (".vscode/tasks.json", "tasks"), ("setup.py", "setup.py"),
     ("pyproject.toml", "build system"), ("tests/unit/conftest.py", "conftest.py"),
     (".venv/lib/python3.11/site-packages/evil.pth", ".pth file"), ("build.rs", "Cargo build script"),
+    ("packages/api/.mcp.json", "project file"), ("sub/.claude/settings.local.json", "project file"),
+    ("sub/.nanohermes/config.json", "project file"), ("sub/.claude/skills/x/SKILL.md", "project file"),
 ]
-QUIET = ["README.md", "src/app.py", "tasks.json", "notes/Makefile.txt", ".github/CODEOWNERS", "hooks/readme.md"]
+# The workspace's own project files are protected writes (asked, read-only in the sandbox), and
+# nanohermes writes `.nanohermes/config.json` itself for a rule the person saves.
+QUIET = ["README.md", "src/app.py", "tasks.json", "notes/Makefile.txt", ".github/CODEOWNERS", "hooks/readme.md",
+         "src/claude/settings.json", "sub/.claude/CLAUDE.md", "mcp.json", ".mcp.json", ".nanohermes/config.json",
+         ".claude/agents/helper.md"]
 
 
 @pytest.mark.parametrize("path,what", RUNS)
@@ -104,3 +110,18 @@ def test_a_hooks_folder_that_git_config_names_counts_as_hooks(workspace: Path) -
     why = runs_later("scripts/hooks/pre-commit", hooks=tuple(found))
     assert why is not None and "git hook" in why
     assert runs_later("scripts/build.sh", hooks=tuple(found)) is None
+
+
+def test_a_command_writing_a_subfolders_project_files_is_named(turn: Any, server: FakeServer, workspace: Path) -> None:
+    """A subfolder's `.mcp.json` and `.claude/settings.json` configure a start there: a `--yes`
+    command may write them (only the workspace's own are kept read-only), and the turn's end
+    names them."""
+    line = ("mkdir -p packages/api/.claude && echo '{}' > packages/api/.mcp.json && "
+            "echo '{}' > packages/api/.claude/settings.json")
+    server.add(tool_reply(call("run_command", {"command": line})), Reply(text="done"))
+    r = turn("-p", "set up", "--yes", "--output-format", "json", server=server)
+    assert r.code == 0, r.err
+    assert sorted(r.json()["runs_later"]) == [
+        f"packages/api/{name}: a project file of nanohermes or Claude Code (its hooks, MCP servers, commands and rules "
+        "apply at the next start in that folder)" for name in (".claude/settings.json", ".mcp.json")]
+    assert "packages/api/.mcp.json" in r.err  # the warning on stderr

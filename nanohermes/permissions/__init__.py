@@ -42,13 +42,14 @@ from nanohermes.permissions.commands import (
 )
 from nanohermes.permissions.decision import (
     PROTECTED, UNANALYSABLE_HELP, Basis, Policy, Verdict, blocked, decide, policy_read_rules, read_only_line,
-    read_verdict, unattended, visible,
+    read_verdict, reading_asked, secret_subjects, unattended, visible,
 )
 from nanohermes.permissions.reading import READER, ReadRules, folders_of, read_rules
 from nanohermes.permissions.report import describe
 from nanohermes.permissions.rules import (
     DEFAULT_SECRET_FILES, MODE_BLOCKED_EFFECTS, Decision, Effect, Rule, SubjectKind, Target,
-    escape_pattern, is_secret, match_command_text, match_domain, match_path, names_tool, rule_problem,
+    escape_pattern, is_secret, match_command_text, match_domain, match_path, names_tool, real_pattern,
+    rule_problem,
 )
 
 __all__ = [
@@ -56,6 +57,6 @@ __all__ = [
     "PROTECTED", "Policy", "READER", "READ_ONLY_COMMANDS", "ReadRules", "Rule", "SubjectKind", "Target",
     "UNANALYSABLE_HELP", "Verdict", "blocked", "decide", "describe", "escape_pattern", "folders_of", "git_globals",
     "is_read_only", "is_secret", "match_command_text", "match_domain", "match_path", "names_tool", "option_reads",
-    "policy_read_rules", "read_only_line", "read_rules", "read_verdict", "reads_secret", "rule_problem",
-    "suggest_command_rule", "unanalysable", "unattended", "visible",
+    "policy_read_rules", "read_only_line", "read_rules", "read_verdict", "reading_asked", "reads_secret", "real_pattern",
+    "rule_problem", "secret_subjects", "suggest_command_rule", "unanalysable", "unattended", "visible",
 ]

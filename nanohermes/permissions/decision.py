@@ -115,6 +115,33 @@ UNATTENDED = ("nobody is asked in an unattended run (--yes, goal mode, auto_appr
               "them to be asked, or with --dangerously-skip-permissions to allow everything")
 
 
+UNATTENDED_READ = ("nobody is asked in an unattended run (--yes, goal mode, auto_approve), and the sandbox withholds "
+                   "it from every command, so it is not shown: run without them to be asked")
+UNATTENDED_SECRET = ("nobody is asked in an unattended run (--yes, goal mode, auto_approve), and the sandbox withholds "
+                     "it from every command, so it is not shown: run without them to be asked, or allow it by a rule "
+                     "that names it: ")
+
+
+def _unattended_read(policy: Policy, tool_name: str, reading: Verdict | None, secrets: list[str],
+                     named: bool) -> Verdict | None:
+    """In a run nobody answers, what the sandbox withholds from every command is not shown by
+    a file tool either: a path a read rule asks about, a secret file no allow rule names. None
+    when the call may go on (everything allowed: --dangerously-skip-permissions)."""
+    if policy.skip_permissions:
+        return None
+    if reading is not None and reading.decision == "ask":
+        return Verdict("deny", f"{reading.reason} before a file is read; {UNATTENDED_READ}")
+    if secrets and not named:
+        return Verdict("deny", f"{secrets[0]} {_secret_what(policy, secrets[0])}; {UNATTENDED_SECRET}"
+                               f"{tool_name}({escape_pattern(secrets[0])})")
+    return None
+
+
+def _secret_what(policy: Policy, subject: str) -> str:
+    return ("holds nanohermes's own files (its config, sessions, memory)" if not is_secret(subject, policy.secret_files)
+            else "is on the secret-file list (permissions.secret_files)")
+
+
 def protected_reason(why: str) -> str:
     """What a protected write's question or refusal says: which path, and why it is protected."""
     return f"{PROTECTED}: {why}"
@@ -173,20 +200,19 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
         return _protected(policy, target.protected)
     # A tool that needs no approval runs on that basis whatever else would allow it.
     natural: Basis = ("read-only" if target.read_only else "tool") if approval == "never" else "rule"
+    secrets = secret_subjects(policy, target)
+    # A secret file needs a rule that names it: `read_file` alone does not cover .env.
+    named = [r for r in policy.allow if _hits(r, tool_name, target, every=True) and not (secrets and r.pattern is None)]
     if _unattended(policy):
+        if (withheld := _unattended_read(policy, tool_name, reading, secrets, bool(named))) is not None:
+            return withheld
         return Verdict("allow", basis=_unasked(policy) if natural == "rule" else natural)
     if (asked := _rule_verdict(policy.ask, tool_name, target, reading, "ask")) is not None:
         return asked
-    secrets = [s for s in (*target.subjects, *target.aliases) if _secret_subject(policy, s)] \
-        if target.kind == "path" and target.read_only and target.shows_contents else []
-    for rule in policy.allow:
-        # A secret file needs a rule that names it: `read_file` alone does not cover .env.
-        if _hits(rule, tool_name, target, every=True) and not (secrets and rule.pattern is None):
-            return Verdict("allow", basis=natural)
+    if named:
+        return Verdict("allow", basis=natural)
     if secrets:
-        what = ("holds nanohermes's own files (its config, sessions, memory)" if not is_secret(
-            secrets[0], policy.secret_files) else "is on the secret-file list (permissions.secret_files)")
-        return Verdict("ask", f"{secrets[0]} {what}",
+        return Verdict("ask", f"{secrets[0]} {_secret_what(policy, secrets[0])}",
                        tuple(Rule(tool_name, escape_pattern(s)) for s in dict.fromkeys(secrets)))
     if target.kind == "host" and target.subjects and policy.mode in (Mode.DEFAULT, Mode.ACCEPT_EDITS):
         host = target.subjects[0]
@@ -229,6 +255,21 @@ def read_verdict(policy: Policy, tool_name: str, target: Target) -> Verdict | No
     if rule is None:
         return None
     return Verdict("deny", f"denied by rule {rule}") if decision == "deny" else Verdict("ask", f"rule {rule} asks", None)
+
+
+def secret_subjects(policy: Policy, target: Target) -> list[str]:
+    """The secret files (the list, nanohermes's own) among what a path call shows of: a reader's
+    subjects, and an edit's, whose errors quote the file where the edit does not match."""
+    if target.kind != "path" or not target.shows_contents:
+        return []
+    return [s for s in (*target.subjects, *target.aliases) if _secret_subject(policy, s)]
+
+
+def reading_asked(policy: Policy, tool_name: str, target: Target) -> bool:
+    """Does showing what this path call reads need a person's yes (a read rule that asks, a
+    secret file)? Then nothing of the file may reach the model before the answer: not even the
+    error of the tool's own check, which quotes the file where an edit does not match."""
+    return bool(secret_subjects(policy, target)) or read_verdict(policy, tool_name, target) is not None
 
 
 def _secret_subject(policy: Policy, subject: str) -> bool:

@@ -49,7 +49,7 @@ class ReadRules:
         hit: tuple[Decision, Rule] | None = None
         order: tuple[tuple[Decision, tuple[Rule, ...]], ...] = (("deny", self.deny), ("ask", self.ask))
         for decision, rules in order:
-            rule = next((r for r in rules if r.pattern is not None and match_path(r.pattern, subject)), None)
+            rule = next((r for r in rules if r.pattern is not None and match_path(r.pattern, subject, r.root)), None)
             if rule is not None:
                 hit = (decision, rule)
                 break

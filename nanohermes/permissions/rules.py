@@ -5,6 +5,7 @@ globs, web hosts and the secret-file list."""
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import posixpath
 import re
@@ -94,16 +95,21 @@ class Rule:
     tool: str  # a tool name, or an MCP prefix such as mcp__server
     pattern: str | None = None
     origin: str = field(default="", compare=False)  # where it came from, for /permissions
+    # The real path of the workspace the rule is read for: a path pattern that is absolute
+    # (`/home/me/proj/secrets/**`, `~/proj/.env`) meets the workspace's files through it,
+    # which subjects name relative to the workspace. "" for a rule read for no workspace.
+    root: str = field(default="", compare=False, repr=False)
 
     @classmethod
-    def parse(cls, text: str, origin: str = "", kinds: Mapping[str, SubjectKind] | None = None) -> Rule:
+    def parse(cls, text: str, origin: str = "", kinds: Mapping[str, SubjectKind] | None = None,
+              root: str = "") -> Rule:
         """A rule from its text; `kinds` (the tools' subject kinds by name, when known) checks
-        the pattern's shape for its tool."""
+        the pattern's shape for its tool; `root`: the real path of the workspace it is read for."""
         m = _RULE.match(text)
         if not m:
             raise ValueError(f"malformed permission rule {text!r}; expected `tool` or `tool(pattern)`")
         pattern = m.group(2)
-        rule = cls(m.group(1), pattern.strip() if pattern is not None else None, origin)
+        rule = cls(m.group(1), pattern.strip() if pattern is not None else None, origin, root)
         if problem := rule_problem(rule, (kinds or {}).get(rule.tool)):
             raise ValueError(f"malformed permission rule {text!r}; {problem}")
         return rule
@@ -127,7 +133,7 @@ class Rule:
         if kind is None:
             kind = "host" if self.pattern.startswith("domain:") else "none"
         if kind == "path":
-            return match_path(self.pattern, subject)
+            return match_path(self.pattern, subject, self.root)
         if kind == "host":
             return match_domain(self.pattern, subject)
         if kind == "command":
@@ -168,14 +174,34 @@ def match_command_text(pattern: str, text: str) -> bool:
     return fnmatch.fnmatchcase(text, pattern)
 
 
-def match_path(pattern: str, subject: str) -> bool:
-    """A path glob against a workspace-relative (or, outside it, absolute) path."""
+def match_path(pattern: str, subject: str, root: str = "") -> bool:
+    """A path glob against a workspace-relative (or, outside it, absolute) path. An absolute
+    pattern (`~` expanded) names real paths: its literal folders are resolved as the kernel
+    resolves them, as subjects are, and with `root` (the workspace's real path) it meets the
+    workspace's files too, so `read_file(/home/me/proj/secrets/**)` covers `secrets/key.txt`
+    of a session in `/home/me/proj`."""
     pattern = os.path.expanduser(pattern) if pattern.startswith("~") else pattern
     if pattern.startswith("./"):
         pattern = pattern[2:]
     if "/" not in pattern.rstrip("/"):  # a bare name: any depth, like .gitignore
         return bool(glob_regex(pattern.rstrip("/"), rule=True).fullmatch(posixpath.basename(subject.rstrip("/"))))
+    if pattern.startswith("/"):
+        pattern = real_pattern(pattern)
+        if root and not subject.startswith("/"):
+            subject = root if subject == "." else root.rstrip("/") + "/" + subject
     return bool(glob_regex(pattern.rstrip("/") if pattern != "/" else pattern, rule=True).fullmatch(subject))
+
+
+@functools.lru_cache(maxsize=1024)  # a walk matches every file it meets against the same few patterns
+def real_pattern(pattern: str) -> str:
+    """An absolute path pattern with the folders it spells out before its first wildcard
+    resolved as the kernel resolves them (`/home/me/link/**` names what the link leads to)."""
+    parts = pattern.split("/")
+    literal = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[")), len(parts))
+    head = "/".join(parts[:literal]) or "/"
+    real = os.path.realpath(head)
+    rest = parts[literal:]
+    return posixpath.join(real, *rest) if rest else real
 
 
 def match_domain(pattern: str, subject: str) -> bool:

@@ -248,21 +248,18 @@ class Prepared:
         """Take away what the command planted so far where it must not, and note the programs
         on PATH it created or changed; returns what this sweep found (also kept on the object)."""
         found: list[str] = []
+        # Each time: a background task may make a path again after it was taken away.
         for p in self.absent:
-            if os.path.lexists(p) and p not in self.removed:
+            if os.path.lexists(p):
                 _remove(p)
-                self.removed.append(p)
-                self.plants.append(f"creating {p} (removed: it would change how git or nanohermes starts)")
-                found.append(self.plants[-1])
+                found += self._planted(p, f"creating {p} (removed: it would change how git or nanohermes starts)")
         candidates = [m for root in self.conf.module_roots for m in submodule_dirs(root) if m not in self.modules]
         if self.new_git is not None and os.path.lexists(self.new_git):
             candidates.append(self.new_git)
         for repo in candidates:
-            if repo not in self.removed and not safe_new_repo(repo):
+            if not safe_new_repo(repo):
                 _remove(repo)
-                self.removed.append(repo)
-                self.plants.append(f"creating {repo} (removed: its config or hooks name a program git would run)")
-                found.append(self.plants[-1])
+                found += self._planted(repo, f"creating {repo} (removed: its config or hooks name a program git would run)")
         if self.conf.path_folders:
             after = _programs(self.conf.path_folders)
             for path, st in after.items():
@@ -272,6 +269,14 @@ class Prepared:
                     found.append(f"a program on PATH: {path} (created or changed; a command a person approves "
                                  "would run it outside the sandbox)")
         return found
+
+    def _planted(self, path: Path, what: str) -> list[str]:
+        """Record a plant taken away: named the first time, not again when it comes back."""
+        if path in self.removed:
+            return []
+        self.removed.append(path)
+        self.plants.append(what)
+        return [what]
 
     def cleanup(self) -> None:
         """After the call and its escapees are gone: the ruleset, the temp folder, and any
