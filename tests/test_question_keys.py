@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pexpect
+import pytest
 
 from nanohermes.dirs import user_config_path
 from nanohermes.runtime import INTERRUPTED
@@ -169,3 +170,67 @@ def test_p_on_a_terminal_discards_keys_typed_before_its_question(server: FakeSer
         child.close(force=True)
     assert not (workspace / "a.txt").exists()
     assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("key", ["\x1b", "\x03"], ids=["esc", "ctrl-c"])
+def test_esc_or_ctrl_c_at_the_note_after_a_no_stops_the_turn_and_keeps_what_was_typed(
+        term: Any, server: FakeServer, workspace: Path, key: str) -> None:
+    server.add(tool_reply(call("write_file", {"path": "a.txt", "content": "x"}, id="w")), Reply(text="said instead"))
+    t = term()
+    t.prompt()
+    t.type("write it")
+    t.wait("[n] No")
+    t.armed()
+    t.child.send("n")
+    t.wait("note for the model")
+    t.child.send("use b.txt")
+    t.child.send(key)
+    t.wait("⊘ no, and stopped: say what to do instead")
+    t.prompt()
+    assert len(server.requests) == 1  # the model was not called again
+    assert not (workspace / "a.txt").exists()
+    t.type("")  # the prompt holds the note's words: Enter sends them
+    t.wait("said instead")
+    t.leave()
+    assert tool_results(server.requests[1]) == {"w": INTERRUPTED}
+    assert last_user_message(server.requests[1]) == "use b.txt"
+
+
+def test_ctrl_c_in_a_field_of_an_mcp_form_cancels_it_and_stops_the_turn(term: Any, server: FakeServer) -> None:
+    server.add(tool_reply(call("mcp__demo__ask", {}, id="a")), Reply(text="after"))
+    t = term(config={"mcpServers": {"demo": {"command": sys.executable, "args": [DEMO]}}, "permission_mode": "goal"})
+    t.prompt()
+    t.type("order something")
+    t.wait("[y] Answer it")
+    t.armed()
+    t.child.send("y")
+    t.wait("Name * (string)")
+    t.child.send("\x03")
+    t.wait("⊘ cancelled (interrupted)")
+    t.prompt()
+    assert len(server.requests) == 1
+    t.type("never mind")
+    t.wait("after")
+    t.leave()
+    assert tool_results(server.requests[1]) == {"a": INTERRUPTED}
+
+
+@pytest.mark.parametrize("how", ["typed", "command line"])
+def test_esc_at_the_trust_question_sends_nothing_and_keeps_the_message_at_the_prompt(
+        term: Any, server: FakeServer, workspace: Path, how: str) -> None:
+    (workspace / ".nanohermes").mkdir()
+    (workspace / ".nanohermes" / "config.json").write_text(json.dumps({"permissions": {"allow": ["run_command"]}}))
+    server.add(Reply(text="answered"))
+    t = term(args=("fix the build",) if how == "command line" else ())
+    if how == "typed":
+        t.child.send("fix the build\r")  # sent before the question comes up
+    t.wait("[t] Trust this folder")
+    t.child.send("\x1b")  # the safe answer, and a stop
+    t.wait("continuing without them (asked again next time); nothing was sent")
+    t.prompt()
+    assert server.requests == []
+    t.type(" now")  # the message waits at the prompt, to send as it is or to change
+    t.wait("answered")
+    t.leave()
+    assert last_user_message(server.requests[0]) == "fix the build now"
+    assert not user_config_path().exists()  # nothing remembered: asked again next time
