@@ -2,7 +2,8 @@
 
 nanohermes installed in a venv that is on PATH (a clone's `.venv/bin` put there, or the venv
 activated) would put its own interpreter in front of the person's: `python3 -m pytest` in
-their project would run nanohermes's Python, which has no pytest. Commands get PATH without
+their project would run nanohermes's Python, which has no pytest. Commands, and the person's
+hooks and MCP servers (`programs.person_start`), get PATH without
 that venv's scripts folder and without VIRTUAL_ENV when it names that venv. A venv inside a
 writable root is the workspace's own (nanohermes installed in the project's venv, or a clone
 of nanohermes being worked on): it stays, as the person set it.
@@ -13,9 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
-from collections.abc import Mapping
-
-from nanohermes import programs
+from collections.abc import Iterable, Mapping
 
 
 def own_venv() -> str | None:
@@ -25,12 +24,13 @@ def own_venv() -> str | None:
     return os.path.realpath(sys.prefix)
 
 
-def without_own_venv(env: Mapping[str, str]) -> dict[str, str]:
-    """`env` for a program nanohermes starts: without nanohermes's own venv on PATH or in
-    VIRTUAL_ENV (see the module), unless that venv lies inside a writable root."""
+def without_own_venv(env: Mapping[str, str], roots: Iterable[str]) -> dict[str, str]:
+    """`env` for a program nanohermes starts (a command, a hook, an MCP server): without
+    nanohermes's own venv on PATH or in VIRTUAL_ENV (see the module), unless that venv lies
+    inside one of the writable `roots`."""
     out = dict(env)
     prefix = own_venv()
-    if prefix is None or any(prefix == r or prefix.startswith(r.rstrip("/") + "/") for r in programs.writable_roots()):
+    if prefix is None or any(prefix == r or prefix.startswith(r.rstrip("/") + "/") for r in roots):
         return out
     scripts = {os.path.realpath(sysconfig.get_path("scripts")), os.path.join(prefix, "bin")}
     if "PATH" in out:

@@ -54,3 +54,25 @@ def test_a_venv_inside_the_workspace_stays_the_workspaces_own(cli: Any, server: 
     prefix, virtual_env = printed(cli, server, cwd=Path(sys.prefix).parent, checkpoints=False)
     assert prefix == os.path.realpath(sys.prefix)
     assert virtual_env == sys.prefix
+
+
+def test_the_persons_hooks_and_mcp_servers_run_the_persons_python_too(cli: Any, server: FakeServer, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # Programs nanohermes starts for the person obey what its commands obey: a hook written as
+    # `python3 check.py`, an MCP server started by a shell script, find the person's python3.
+    monkeypatch.setenv("PERSONS_BIN", str(persons_python(tmp_path / "persons-bin")))
+    hook_out, server_out = tmp_path / "hook.txt", tmp_path / "server.txt"
+
+    def record(out: Path) -> str:
+        return f"python3 -c 'import os, sys; open(\"{out}\", \"w\").write(os.path.realpath(sys.prefix))'"
+
+    demo = Path(__file__).parent / "mcp" / "demo_server.py"
+    config = {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": record(hook_out)}]}]},
+              "mcpServers": {"demo": {"command": "sh", "args": ["-c", f"{record(server_out)}; exec {sys.executable} {demo}"]}}}
+    server.add(Reply(text="done"))
+    env = {"PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PERSONS_BIN"], "/usr/bin", "/bin"]),
+           "VIRTUAL_ENV": sys.prefix}
+    r = cli("-p", "hi", server=server, env=env, config=config)
+    assert r.code == 0, r.err
+    assert "mcp__demo__echo" in [t["function"]["name"] for t in server.requests[0]["tools"]]  # the server ran
+    assert hook_out.read_text() == server_out.read_text() == os.path.realpath(sys.base_prefix)
