@@ -499,6 +499,7 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
                                    error=error, extra=meters))
 
     failed = False  # by a run-ending error, or a prompt a hook blocked
+    began = False  # the endpoint began to answer before it failed (its stream broke off)
     try:
         import gc
 
@@ -514,7 +515,9 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
         sys.stderr.write("nanohermes: interrupted\n")
         return EXIT_INTERRUPTED
     except NanohermesError as e:
-        failed = True
+        from nanohermes.errors import StreamBrokenError
+
+        failed, began = True, isinstance(e, StreamBrokenError)
         finish("", "error", e.message)
         raise
     else:
@@ -522,9 +525,9 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
     finally:
         # A new session whose run failed before the model answered (endpoint down, a refused
         # key, a blocked prompt) holds nothing to go back to: it is not kept, so --continue
-        # finds the last real one.
-        agent.session.close(keep=not (failed and resume is None
-                                      and not any(m.role == "assistant" for m in agent.session.history)))
+        # finds the last real one. One whose answer broke off is kept: its hint is --continue.
+        agent.session.close(keep=began or not (failed and resume is None
+                                               and not any(m.role == "assistant" for m in agent.session.history)))
     # A turn that ends in "error" never reached the model (a UserPromptSubmit hook blocked
     # the prompt): the run failed, and a script must see that (exit 1, is_error true).
     error = None

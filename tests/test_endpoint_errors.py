@@ -79,7 +79,20 @@ def test_a_broken_stream_is_retried_and_then_named_as_broken(turn, server: FakeS
     r = turn("-p", "hi", server=server, config={"max_retries": 1})
     assert r.code == 1
     assert r.err.count("the response stream dropped; retrying") == 1
-    assert "hint: the server was reached, but its answer broke off (retried 1 times)" in r.err
+    assert "hint: the server was reached, but its answer broke off (retried 1 time)" in r.err
+
+
+def test_the_hint_of_a_broken_stream_works_for_a_script(turn, server: FakeServer) -> None:
+    # The hint says `nanohermes --continue -p continue`: the run whose answer broke off is the
+    # session that continues, with its prompt.
+    server.add(Reply(text=LONG, drop_after=8), Reply(text="picked up"))
+    r = turn("-p", "explain the cache", server=server, config={"max_retries": 0})
+    assert r.code == 1 and "`nanohermes --continue -p continue`" in r.err
+    again = turn("--continue", "-p", "continue", server=server)
+    assert again.code == 0, again.err
+    assert again.out == "picked up\n"
+    prompts = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "user"]
+    assert prompts == ["explain the cache", "continue"]
 
 
 def test_a_refused_connection_says_to_check_base_url(turn, closed_url: str) -> None:

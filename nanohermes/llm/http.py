@@ -100,7 +100,9 @@ def overflowed(status: int, fields: str, message: str) -> bool:
 
 
 def tried(retries: int) -> str:
-    return f"retried {retries} times" if retries else "not retried: max_retries is 0"
+    from nanohermes.budget import plural
+
+    return f"retried {plural(retries, 'time')}" if retries else "not retried: max_retries is 0"
 
 
 def rate_hint(retries: int) -> str:
