@@ -28,8 +28,8 @@ def main() -> None:
     if procargs.given(sys.argv):  # `--api-key KEY`: out of what `ps` shows, before anything starts
         procargs.hide_secret_values()
     line = argv.read(sys.argv[1:])
-    if (bad := line.bad_choice()) is not None:
-        _leave(_fail(_bad_choice(bad), False))
+    if (bad := line.bad_value()) is not None:
+        _leave(_fail(_bad_value(bad), False))
     values = line.values()
     if values is not None and values["version"]:  # without typer, pydantic or httpx
         _print_version()
@@ -60,8 +60,8 @@ def run_line(args: list[str]) -> int:
     line = argv.read(args)
     values = line.values()
     try:
-        if (bad := line.bad_choice()) is not None:
-            return _fail(_bad_choice(bad), False)
+        if (bad := line.bad_value()) is not None:
+            return _fail(_bad_value(bad), False)
         if values is not None and not values["version"]:
             return run(_launch(values, line.first_prompt))
         try:
@@ -74,7 +74,7 @@ def run_line(args: list[str]) -> int:
         gc.unfreeze()  # a -p run froze what it had built (`_headless`); this process goes on
 
 
-def _bad_choice(what: str) -> Exception:
+def _bad_value(what: str) -> Exception:
     from nanohermes.errors import UsageError
 
     return UsageError(what, hint="`nanohermes --help` lists the options")
