@@ -234,3 +234,18 @@ def test_esc_at_the_trust_question_sends_nothing_and_keeps_the_message_at_the_pr
     t.leave()
     assert last_user_message(server.requests[0]) == "fix the build now"
     assert not user_config_path().exists()  # nothing remembered: asked again next time
+
+
+def test_a_guard_of_zero_lets_a_key_answer_the_box_as_soon_as_it_shows(term: Any, server: FakeServer,
+                                                                        workspace: Path) -> None:
+    server.add(tool_reply(call("write_file", {"path": "a.txt", "content": "x"})), Reply(text="written"))
+    t = term(config={"limits": {"approval_guard_secs": 0}})
+    t.prompt()
+    t.type("write it")
+    t.wait("[n] No")
+    t.child.send("y")  # at once: no wait for the keyboard to be quiet
+    t.wait("✓ yes, once")
+    t.wait("written")
+    t.leave()
+    assert (workspace / "a.txt").read_text() == "x"
+    assert HELD_HINT.strip() not in t.text  # the box never held a key back
