@@ -133,14 +133,18 @@ class Reading(NamedTuple):
             values[dest] = value
         return values
 
-    def bad_choice(self) -> str | None:
-        """What is wrong with an option given a word outside its closed set (`--output-format
-        yaml`), in words that list the set; None when no such option was given."""
+    def bad_value(self) -> str | None:
+        """What is wrong with an option given a value it cannot take, in words that say what it
+        takes: a word outside its closed set (`--output-format yaml`), listing the set, or what
+        is no whole number in its range (`--max-turns abc`); None when every value fits."""
         for dest, raw in (self.given or {}).items():
             opt = _BY_DEST[dest]
             if (choices := opt.choices) is not None and raw not in choices:
                 *most, last = choices
                 return f"{opt.long} takes {', '.join(most)} or {last}, not {raw!r}"
+            if opt.kind is int and not _whole(raw, opt.min):
+                least = f" of at least {opt.min}" if opt.min is not None else ""
+                return f"{opt.long} takes a whole number{least}, not {raw!r}"
         return None
 
     def opens_repl(self) -> bool:
@@ -148,6 +152,14 @@ class Reading(NamedTuple):
         picker. Their values are judged behind the REPL's first prompt (`cli._repl_first`)."""
         return self.given is not None and "prompt" not in self.given and "version" not in self.given \
             and self.given.get("resume") != ""
+
+
+def _whole(raw: str, least: int | None) -> bool:
+    try:
+        n = int(raw)
+    except ValueError:
+        return False
+    return least is None or n >= least
 
 
 def read(argv: list[str]) -> Reading:

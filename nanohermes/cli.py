@@ -28,8 +28,8 @@ def main() -> None:
     if procargs.given(sys.argv):  # `--api-key KEY`: out of what `ps` shows, before anything starts
         procargs.hide_secret_values()
     line = argv.read(sys.argv[1:])
-    if (bad := line.bad_choice()) is not None:
-        _leave(_fail(_bad_choice(bad), False))
+    if (bad := line.bad_value()) is not None:
+        _leave(_fail(_bad_value(bad), False))
     values = line.values()
     if values is not None and values["version"]:  # without typer, pydantic or httpx
         _print_version()
@@ -60,8 +60,8 @@ def run_line(args: list[str]) -> int:
     line = argv.read(args)
     values = line.values()
     try:
-        if (bad := line.bad_choice()) is not None:
-            return _fail(_bad_choice(bad), False)
+        if (bad := line.bad_value()) is not None:
+            return _fail(_bad_value(bad), False)
         if values is not None and not values["version"]:
             return run(_launch(values, line.first_prompt))
         try:
@@ -74,7 +74,7 @@ def run_line(args: list[str]) -> int:
         gc.unfreeze()  # a -p run froze what it had built (`_headless`); this process goes on
 
 
-def _bad_choice(what: str) -> Exception:
+def _bad_value(what: str) -> Exception:
     from nanohermes.errors import UsageError
 
     return UsageError(what, hint="`nanohermes --help` lists the options")
@@ -500,6 +500,7 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
                                    error=error, extra=meters))
 
     failed = False  # by a run-ending error, or a prompt a hook blocked
+    began = False  # the endpoint began to answer before it failed (its stream broke off)
     try:
         import gc
 
@@ -515,7 +516,9 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
         sys.stderr.write("nanohermes: interrupted\n")
         return EXIT_INTERRUPTED
     except NanohermesError as e:
-        failed = True
+        from nanohermes.errors import StreamBrokenError
+
+        failed, began = True, isinstance(e, StreamBrokenError)
         finish("", "error", e.message)
         raise
     else:
@@ -523,9 +526,9 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
     finally:
         # A new session whose run failed before the model answered (endpoint down, a refused
         # key, a blocked prompt) holds nothing to go back to: it is not kept, so --continue
-        # finds the last real one.
-        agent.session.close(keep=not (failed and resume is None
-                                      and not any(m.role == "assistant" for m in agent.session.history)))
+        # finds the last real one. One whose answer broke off is kept: its hint is --continue.
+        agent.session.close(keep=began or not (failed and resume is None
+                                               and not any(m.role == "assistant" for m in agent.session.history)))
     # A turn that ends in "error" never reached the model (a UserPromptSubmit hook blocked
     # the prompt): the run failed, and a script must see that (exit 1, is_error true).
     error = None

@@ -2,35 +2,80 @@
 
 nanohermes installed in a venv that is on PATH (a clone's `.venv/bin` put there, or the venv
 activated) would put its own interpreter in front of the person's: `python3 -m pytest` in
-their project would run nanohermes's Python, which has no pytest. Commands get PATH without
+their project would run nanohermes's Python, which has no pytest. Commands, and the person's
+hooks and MCP servers (`programs.person_start`), get PATH without
 that venv's scripts folder and without VIRTUAL_ENV when it names that venv. A venv inside a
 writable root is the workspace's own (nanohermes installed in the project's venv, or a clone
-of nanohermes being worked on): it stays, as the person set it.
+of nanohermes being worked on): it stays, as the person set it. So does a venv that holds
+packages nanohermes does not need (nanohermes installed in a project's venv that poetry,
+pipenv or virtualenvwrapper keep outside the project): it is the person's environment too,
+and its `python3 -m pytest` is the one they mean. nanohermes's own venv is one that holds
+nanohermes, what it requires (its extras included) and the packaging tools, nothing else:
+a clone's `.venv`, pipx's or uv's venv of it, a venv made for it.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import sys
 import sysconfig
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
-from nanohermes import programs
+# Installed with or by any venv's pip, not by the person for a project.
+PACKAGING = frozenset({"pip", "setuptools", "wheel", "uv"})
 
 
+@functools.cache
 def own_venv() -> str | None:
-    """The venv nanohermes runs from (its prefix, a real path); None outside a venv."""
-    if sys.prefix == sys.base_prefix:
+    """The venv nanohermes runs from (its prefix, a real path) when it is nanohermes's own (see
+    the module); None outside a venv, or in one that holds the person's packages too."""
+    if sys.prefix == sys.base_prefix or not holds_only_nanohermes():
         return None
     return os.path.realpath(sys.prefix)
 
 
-def without_own_venv(env: Mapping[str, str]) -> dict[str, str]:
-    """`env` for a program nanohermes starts: without nanohermes's own venv on PATH or in
-    VIRTUAL_ENV (see the module), unless that venv lies inside a writable root."""
+def holds_only_nanohermes() -> bool:
+    """Does the running venv's own site-packages hold nanohermes and nothing that nanohermes
+    does not require (its extras included), but packaging tools?"""
+    from importlib import metadata
+
+    folders = sorted({sysconfig.get_path("purelib"), sysconfig.get_path("platlib")})
+    installed: dict[str, metadata.Distribution] = {}
+    for dist in metadata.distributions(path=folders):
+        if name := dist.metadata["Name"]:
+            installed.setdefault(_canonical(name), dist)
+    if "nanohermes" not in installed:
+        return False
+    required: set[str] = set()
+    todo = ["nanohermes"]
+    while todo:
+        name = todo.pop()
+        if name in required:
+            continue
+        required.add(name)
+        held = installed.get(name)
+        for requirement in (held.requires or ()) if held is not None else ():
+            if m := _NAME.match(requirement):
+                todo.append(_canonical(m.group(1)))
+    return set(installed) <= required | PACKAGING
+
+
+_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def without_own_venv(env: Mapping[str, str], roots: Iterable[str]) -> dict[str, str]:
+    """`env` for a program nanohermes starts (a command, a hook, an MCP server): without
+    nanohermes's own venv on PATH or in VIRTUAL_ENV (see the module), unless that venv lies
+    inside one of the writable `roots`."""
     out = dict(env)
     prefix = own_venv()
-    if prefix is None or any(prefix == r or prefix.startswith(r.rstrip("/") + "/") for r in programs.writable_roots()):
+    if prefix is None or any(prefix == r or prefix.startswith(r.rstrip("/") + "/") for r in roots):
         return out
     scripts = {os.path.realpath(sysconfig.get_path("scripts")), os.path.join(prefix, "bin")}
     if "PATH" in out:

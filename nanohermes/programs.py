@@ -168,14 +168,17 @@ def person_start(inherited: Mapping[str, str], chosen: Mapping[str, str], *, cwd
     whose working folder lies inside a writable root runs Python with PYTHONSAFEPATH=1: neither
     that folder nor `-c`'s empty entry comes first on `sys.path` (a script's own folder is left
     out too, so it is set only there, where it matters). The workspace's path is always in
-    NANOHERMES_PROJECT_DIR and CLAUDE_PROJECT_DIR, for a program that works on the project."""
+    NANOHERMES_PROJECT_DIR and CLAUDE_PROJECT_DIR, for a program that works on the project.
+    nanohermes's own venv is taken off PATH (`ownvenv`), as for the commands it runs."""
     ws = os.path.realpath(workspace)
     if cwd:
         folder = os.path.join(ws, os.path.expanduser(cwd))
     else:
         folder = ws if project_own else neutral_folder(ws)
+    from nanohermes.ownvenv import without_own_venv
+
     roots = (*writable_roots(), ws)
-    env = dict(inherited)
+    env = without_own_venv(inherited, roots)  # the person's python3, not nanohermes's
     for name in SEARCH_PATHS if not project_own else ("PATH",):
         if name in env:
             env[name] = _folders_outside(env[name], roots)

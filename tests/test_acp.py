@@ -332,7 +332,7 @@ def test_cancel_stops_the_running_command_at_once_and_the_session_goes_on(worksp
             return reason, took, asked_model, await a.ask(sid, "again")
 
     reason, took, asked_model, again = run(scenario())
-    assert reason == "cancelled" and took < 5
+    assert reason == "cancelled" and took < 30  # not the command's 60 s, however loaded the machine
     pid = int((workspace / "pid").read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)

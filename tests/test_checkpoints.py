@@ -466,13 +466,14 @@ def test_print_mode_checkpoints_are_rewound_after_resume_in_the_repl(turn, works
 
 def test_a_turn_cancelled_while_the_model_answers_still_gets_its_checkpoint(repo: Path) -> None:
     before = tree(repo)
-    built = build(repo, ScriptedLLM([Reply(text="slow", delay=30),
-                                     tool_reply(call("write_file", {"path": "made.txt", "content": "made\n"})),
-                                     Reply(text="done")]))
+    llm = ScriptedLLM([Reply(text="slow", delay=30),
+                       tool_reply(call("write_file", {"path": "made.txt", "content": "made\n"})), Reply(text="done")])
+    built = build(repo, llm)
 
     async def go() -> None:
         turn = asyncio.ensure_future(built.agent.ask("first"))
-        await asyncio.sleep(0.05)  # the snapshot is taken while the model "answers"
+        while not llm.requests:  # the model "answers" now, the snapshot being taken meanwhile
+            await asyncio.sleep(0.01)
         turn.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await turn

@@ -51,6 +51,17 @@ def test_a_bad_word_is_a_usage_error_listing_the_words_of_modes(cli: Any, turn: 
     assert server.requests == []
 
 
+@pytest.mark.parametrize("value", ["abc", "0", "-3", "2.5"])
+def test_a_number_option_given_what_is_no_number_in_its_range_is_a_usage_error_saying_what_it_takes(
+        cli: Any, turn: Any, server: FakeServer, value: str) -> None:
+    for run, args in ((cli, ("-p", "hi")), (turn, ("-p", "hi")), (cli, ())):  # -p in both ways, and the REPL's start
+        r = run(*args, "--max-turns", value, server=server)
+        assert r.code == 2
+        assert f"nanohermes: error: --max-turns takes a whole number of at least 1, not {value!r}\n" in r.err, r.err
+        assert "Input should be" not in r.err and "Usage:" not in r.err
+    assert server.requests == []
+
+
 def test_the_config_takes_its_choices_from_modes() -> None:
     types = {f.name: f.type for f in dataclasses.fields(Config)} | {
         "sandbox.mode": {f.name: f.type for f in dataclasses.fields(SandboxConfig)}["mode"]}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,6 +77,11 @@ def test_unknown_keys_warn_with_their_names(workspace: Path) -> None:
     ({"disalowed_tools": ["run_command"]}, "disalowed_tools", "disallowed_tools"),
     ({"hook": {}}, "hook", "hooks"),
     ({"sandbox": {"netwrk": False}}, "sandbox.netwrk", "sandbox.network"),
+    ({"permissions": {"dney": ["run_command"]}}, "permissions.dney", "permissions.deny"),  # two letters swapped
+    ({"permissions": {"aks": ["run_command"]}}, "permissions.aks", "permissions.ask"),
+    ({"sandbox": {"mdoe": "auto"}}, "sandbox.mdoe", "sandbox.mode"),
+    ({"permissionMode": "plan"}, "permissionMode", "permission_mode"),  # Claude Code's spelling
+    ({"permission-mode": "plan"}, "permission-mode", "permission_mode"),
 ])
 def test_a_misspelled_key_that_restricts_what_runs_is_a_config_error(workspace: Path, written: dict[str, object],
                                                                     typo: str, meant: str) -> None:
@@ -84,6 +90,16 @@ def test_a_misspelled_key_that_restricts_what_runs_is_a_config_error(workspace: 
         load_config(workspace)
     assert e.value.message == f"{user_config_path()}: unknown key `{typo}`; did you mean `{meant}`?"
     assert e.value.exit_code == 2 and f"`{meant}` restricts what runs" in e.value.hint
+
+
+@pytest.mark.parametrize("where", ["user", "project"])
+def test_a_run_does_not_go_on_with_a_misspelled_deny_rule(turn: Any, server: Any, workspace: Path, where: str) -> None:
+    path = user_config_path() if where == "user" else project_config_path(workspace)
+    write(path, {"permissions": {"dney": ["run_command"]}})
+    r = turn("-p", "run the tests", server=server)
+    assert r.code == 2
+    assert f"nanohermes: error: {path}: unknown key `permissions.dney`; did you mean `permissions.deny`?" in r.err
+    assert server.requests == []
 
 
 def test_unknown_limit_name_is_a_config_error(workspace: Path) -> None:

@@ -79,7 +79,20 @@ def test_a_broken_stream_is_retried_and_then_named_as_broken(turn, server: FakeS
     r = turn("-p", "hi", server=server, config={"max_retries": 1})
     assert r.code == 1
     assert r.err.count("the response stream dropped; retrying") == 1
-    assert "hint: the server was reached, but its answer broke off (retried 1 times)" in r.err
+    assert "hint: the server was reached, but its answer broke off (retried 1 time)" in r.err
+
+
+def test_the_hint_of_a_broken_stream_works_for_a_script(turn, server: FakeServer) -> None:
+    # The hint says `nanohermes --continue -p continue`: the run whose answer broke off is the
+    # session that continues, with its prompt.
+    server.add(Reply(text=LONG, drop_after=8), Reply(text="picked up"))
+    r = turn("-p", "explain the cache", server=server, config={"max_retries": 0})
+    assert r.code == 1 and "`nanohermes --continue -p continue`" in r.err
+    again = turn("--continue", "-p", "continue", server=server)
+    assert again.code == 0, again.err
+    assert again.out == "picked up\n"
+    prompts = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "user"]
+    assert prompts == ["explain the cache", "continue"]
 
 
 def test_a_refused_connection_says_to_check_base_url(turn, closed_url: str) -> None:
@@ -90,12 +103,21 @@ def test_a_refused_connection_says_to_check_base_url(turn, closed_url: str) -> N
     assert "hint: check base_url (--base-url, OPENAI_BASE_URL or config) and that the server is running" in r.err
 
 
-def test_a_refused_key_says_to_check_the_key(turn) -> None:
+@pytest.mark.parametrize("where", ["environment", "config", "flag"])
+def test_a_refused_key_says_to_check_the_key_where_it_comes_from(turn, where: str) -> None:
+    # Setting the variable does nothing while a config file or --api-key gives the key: the hint
+    # names the place the refused key came from.
+    config = {"api_key": "wrong-key"} if where == "config" else None
+    flags = ("--api-key", "wrong-key") if where == "flag" else ()
     with FakeServer(api_key="right-key") as s:
-        r = turn("-p", "hi", server=s, env={"OPENAI_API_KEY": "wrong-key"})
+        r = turn("-p", "hi", *flags, server=s, config=config, env={"OPENAI_API_KEY": "wrong-key"})
     assert r.code == 1
     assert "the model endpoint refused the API key (401" in r.err
-    assert "hint: check the key: set OPENAI_API_KEY, pass --api-key, or set api_key / api_key_env in config" in r.err
+    if where == "environment":
+        assert "hint: check the key: the one sent is $OPENAI_API_KEY; set a valid one there, or pass --api-key" in r.err
+    else:
+        assert ("hint: check the key: the one sent is api_key from a config file or --api-key, which wins over "
+                "$OPENAI_API_KEY; fix or remove it there") in r.err
 
 
 def test_the_repl_says_at_start_that_the_endpoint_cannot_be_reached(term: Any, closed_url: str) -> None:

@@ -309,7 +309,7 @@ def test_stop_is_idempotent_and_quick_despite_delay() -> None:
         sdk.chat.completions.create(model="m", messages=USER)
     started = time.monotonic()
     srv.stop()
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 15  # not the reply's 30 s delay, however loaded the machine
 
 
 def test_responses_route_is_read_by_the_sdk(server: FakeServer) -> None:

@@ -630,7 +630,11 @@ def test_print_mode_mcp_tools_match_as_mcp_server_tool(turn, server: Any, record
 
     demo = str(Path(__file__).parent / "mcp" / "demo_server.py")
     log = tmp_path / "log.jsonl"
-    config = {"mcp": {"servers": {"demo": {"command": sys.executable, "args": [demo]}}},
+    # The server's start (an interpreter importing the MCP SDK) is not what is tested: on a loaded
+    # machine (sixteen workers on two cores) it can take longer than the 30 s servers get by default,
+    # and the calls then find no such tool.
+    config = {"limits": {"mcp_startup_timeout_secs": 600},
+              "mcp": {"servers": {"demo": {"command": sys.executable, "args": [demo]}}},
               "hooks": {"PreToolUse": [group(hook_cmd(recorder, log), matcher="mcp__demo__echo"),
                                        group(hook_cmd(recorder, log, code=2, err="no adding"), matcher="mcp__demo__add")],
                         "PostToolUse": [group(hook_cmd(recorder, log), matcher="mcp__.*")]}}

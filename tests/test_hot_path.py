@@ -90,9 +90,9 @@ def test_the_collector_is_back_on_once_the_turn_runs(server: FakeServer, workspa
 
 
 def test_a_bad_value_still_gets_a_usage_error(cli, server: FakeServer) -> None:
-    r = cli("-p", "hi", "--max-turns", "0", server=server)  # typer's
+    r = cli("-p", "hi", "--max-turns", "0", server=server)  # a number out of its range: read before typer
     assert r.code == 2
-    assert "greater than or equal to 1" in r.err
+    assert "--max-turns takes a whole number of at least 1, not '0'" in r.err
     r = cli("-p", "hi", "--wire-api", "soap", server=server)  # a word outside a closed set: read before typer
     assert r.code == 2 and "--wire-api takes chat or responses, not 'soap'" in r.err
     assert server.requests == []

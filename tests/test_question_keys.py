@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pexpect
+import pytest
 
 from nanohermes.dirs import user_config_path
 from nanohermes.runtime import INTERRUPTED
@@ -196,3 +197,83 @@ def test_p_on_a_terminal_takes_no_key_until_its_question_has_been_up_a_moment(se
         child.close(force=True)
     assert not (workspace / "a.txt").exists()
     assert tool_results(server.requests[1])["w"].startswith("Denied by the user")
+@pytest.mark.parametrize("key", ["\x1b", "\x03"], ids=["esc", "ctrl-c"])
+def test_esc_or_ctrl_c_at_the_note_after_a_no_stops_the_turn_and_keeps_what_was_typed(
+        term: Any, server: FakeServer, workspace: Path, key: str) -> None:
+    server.add(tool_reply(call("write_file", {"path": "a.txt", "content": "x"}, id="w")), Reply(text="said instead"))
+    t = term()
+    t.prompt()
+    t.type("write it")
+    t.wait("[n] No")
+    t.armed()
+    t.child.send("n")
+    t.wait("note for the model")
+    t.child.send("use b.txt")
+    t.child.send(key)
+    t.wait("⊘ no, and stopped: say what to do instead")
+    t.prompt()
+    assert len(server.requests) == 1  # the model was not called again
+    assert not (workspace / "a.txt").exists()
+    t.type("")  # the prompt holds the note's words: Enter sends them
+    t.wait("said instead")
+    t.leave()
+    assert tool_results(server.requests[1]) == {"w": INTERRUPTED}
+    assert last_user_message(server.requests[1]) == "use b.txt"
+
+
+def test_ctrl_c_in_a_field_of_an_mcp_form_cancels_it_and_stops_the_turn(term: Any, server: FakeServer) -> None:
+    server.add(tool_reply(call("mcp__demo__ask", {}, id="a")), Reply(text="after"))
+    t = term(config={"mcpServers": {"demo": {"command": sys.executable, "args": [DEMO]}}, "permission_mode": "goal"})
+    t.prompt()
+    t.type("order something")
+    t.wait("[y] Answer it")
+    t.armed()
+    t.child.send("y")
+    t.wait("Name * (string)")
+    t.child.send("\x03")
+    t.wait("⊘ cancelled (interrupted)")
+    t.prompt()
+    assert len(server.requests) == 1
+    t.type("never mind")
+    t.wait("after")
+    t.leave()
+    assert tool_results(server.requests[1]) == {"a": INTERRUPTED}
+
+
+@pytest.mark.parametrize("how", ["typed", "command line"])
+def test_esc_at_the_trust_question_sends_nothing_and_keeps_the_message_at_the_prompt(
+        term: Any, server: FakeServer, workspace: Path, how: str) -> None:
+    (workspace / ".nanohermes").mkdir()
+    (workspace / ".nanohermes" / "config.json").write_text(json.dumps({"permissions": {"allow": ["run_command"]}}))
+    server.add(Reply(text="answered"))
+    t = term(args=("fix the build",) if how == "command line" else ())
+    if how == "typed":
+        # Sent as the REPL starts: the line usually leaves the prompt before the question comes
+        # up, else the question takes the prompt's place with the line in it; either way it
+        # must wait in the prompt, unsent.
+        t.child.send("fix the build\r")
+    t.wait("[t] Trust this folder")
+    t.child.send("\x1b")  # the safe answer, and a stop
+    t.wait("continuing without them (asked again next time)")
+    t.prompt()
+    assert server.requests == []
+    t.type(" now")  # the message waits at the prompt, to send as it is or to change
+    t.wait("answered")
+    t.leave()
+    assert last_user_message(server.requests[0]) == "fix the build now"
+    assert not user_config_path().exists()  # nothing remembered: asked again next time
+
+
+def test_a_guard_of_zero_lets_a_key_answer_the_box_as_soon_as_it_shows(term: Any, server: FakeServer,
+                                                                        workspace: Path) -> None:
+    server.add(tool_reply(call("write_file", {"path": "a.txt", "content": "x"})), Reply(text="written"))
+    t = term(config={"limits": {"approval_guard_secs": 0}})
+    t.prompt()
+    t.type("write it")
+    t.wait("[n] No")
+    t.child.send("y")  # at once: no wait for the keyboard to be quiet
+    t.wait("✓ yes, once")
+    t.wait("written")
+    t.leave()
+    assert (workspace / "a.txt").read_text() == "x"
+    assert HELD_HINT.strip() not in t.text  # the box never held a key back

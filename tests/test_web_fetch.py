@@ -59,7 +59,7 @@ def site() -> Iterator[LocalSite]:
 
     @s.route("/slow")
     def slow(h: Any) -> None:
-        h.server.site.stopping.wait(10)
+        h.server.site.stopping.wait(60)
 
     @s.route("/endless")
     def endless(h: Any) -> None:  # fast past any cap, then a trickle that never ends
@@ -187,7 +187,7 @@ def test_slow_response_times_out_with_the_limit_named(site: LocalSite, workspace
     out = fetch(workspace, {"url": site.url("/slow")}, limits=Limits(web_fetch_timeout_secs=0.5))
     assert out == (f"ERROR: timed out after 0.5 s fetching {site.url('/slow')} (web_fetch_timeout_secs); "
                    "the server is slow or stuck: try again later or another URL")
-    assert time.monotonic() - started < 8  # generous: only proves it did not wait for the server
+    assert time.monotonic() - started < 30  # generous: only proves it did not wait the server's 60 s
 
 
 def test_404_gives_status_and_excerpt(site: LocalSite, workspace: Path) -> None:

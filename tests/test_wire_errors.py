@@ -84,7 +84,7 @@ def test_an_in_stream_rate_limit_that_outlasts_the_retries_says_so(turn, server:
     assert r.code == 1
     assert f"nanohermes: error: the model endpoint rate-limited the request mid-answer: {TPM}" in r.err
     # The same hint as a 429 status gives once its retries are spent.
-    assert ("hint: the endpoint limits how many requests or tokens this key may send (retried 1 times); wait a "
+    assert ("hint: the endpoint limits how many requests or tokens this key may send (retried 1 time); wait a "
             "minute and try again, raise max_retries to wait longer, or check the account's quota") in r.err
     assert len(server.requests) == 2
 

@@ -51,16 +51,44 @@ def _unknown_within(ann: Any, value: Any, at: KeyPath) -> list[KeyPath]:
 def near_miss(at: KeyPath) -> KeyPath | None:
     """The known key that the unknown one at `at` is likely a misspelling of: a key of the same
     section whose name is close to it (`permision_mode`: `permission_mode`), or None."""
-    import difflib
-
     ann: Any = Config
     for step in at[:-1]:
         ann = _inner(ann, step)
     section = _section_in(ann)
     if section is None:
         return None
-    close = difflib.get_close_matches(str(at[-1]), list(section_fields(section)), n=1, cutoff=0.8)
-    return (*at[:-1], close[0]) if close else None
+    close = closest_name(str(at[-1]), list(section_fields(section)))
+    return (*at[:-1], close) if close else None
+
+
+def closest_name(name: str, names: list[str]) -> str | None:
+    """The one of `names` that `name` is likely a slip of: the same but for case and `_`/`-`
+    (`permissionMode`), one letter added, dropped, changed or two swapped (`dney`: `deny`,
+    `mdoe`: `mode`), or, for longer names, close by difflib's measure."""
+    import difflib
+
+    def plain(word: str) -> str:
+        return word.lower().replace("_", "").replace("-", "")
+
+    if same := [n for n in names if plain(n) == plain(name)]:
+        return same[0]
+    if len(name) >= 3 and (one := [n for n in names if _one_slip(name, n)]):
+        return one[0]
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
+def _one_slip(a: str, b: str) -> bool:
+    """Are `a` and `b` one typing slip apart: a letter added, dropped or changed, or two
+    neighbours swapped?"""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    return any(long[:i] + long[i + 1:] == short for i in range(len(long)))
 
 
 def _section_in(ann: Any) -> type[Section] | None:

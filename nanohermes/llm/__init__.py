@@ -48,11 +48,24 @@ def client_for(config: Config, *, model: str | None = None, on_notice: NoticeSin
     settings: dict[str, Any] = {
         "model": model or config.model, "base_url": config.base_url, "api_key": config.resolved_api_key(),
         "timeout": config.request_timeout, "max_retries": config.max_retries, "reasoning_effort": config.reasoning_effort,
+        "key_hint": key_hint(config),
     }
     if on_notice is not None:
         settings["on_notice"] = on_notice
     settings.update(overrides)
     return make_llm(config.wire_api, **settings)
+
+
+def key_hint(config: Config) -> str:
+    """What to do when the endpoint refuses the key, said where the key sent comes from: a key
+    in a config file or --api-key wins over the variable, so setting the variable would not help."""
+    var = config.api_key_env
+    if config.api_key:
+        return (f"check the key: the one sent is api_key from a config file or --api-key, which wins over ${var}; "
+                "fix or remove it there (`nanohermes doctor` names the file)")
+    if config.resolved_api_key():
+        return f"check the key: the one sent is ${var}; set a valid one there, or pass --api-key"
+    return f"check the key: none was sent; set ${var}, or pass --api-key"
 
 
 def __getattr__(name: str) -> Any:

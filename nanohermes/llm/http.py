@@ -100,7 +100,9 @@ def overflowed(status: int, fields: str, message: str) -> bool:
 
 
 def tried(retries: int) -> str:
-    return f"retried {retries} times" if retries else "not retried: max_retries is 0"
+    from nanohermes.budget import plural
+
+    return f"retried {plural(retries, 'time')}" if retries else "not retried: max_retries is 0"
 
 
 def rate_hint(retries: int) -> str:
@@ -449,6 +451,7 @@ class HttpWire:
     backoff_cap: float = 30.0
     reasoning_effort: str | None = None  # sent only when set
     max_output_tokens: int | None = None  # a cap on the answer's tokens, sent only when set
+    key_hint: str = KEY_HINT  # what to do when the key is refused (`llm.key_hint`: where it comes from)
     _client: Any = field(default=None, init=False, repr=False)
 
     path: ClassVar[str] = "/chat/completions"
@@ -674,7 +677,7 @@ class HttpWire:
                                          hint=rate_hint(self.max_retries))
             return Retry(f"endpoint answered {status}", final, wait)
         if status in (401, 403):
-            return AuthError(f"the model endpoint refused the API key ({status}: {body_msg})", hint=KEY_HINT)
+            return AuthError(f"the model endpoint refused the API key ({status}: {body_msg})", hint=self.key_hint)
         if self.no_such_model(status, code, body_msg):
             return ModelNotFoundError(f"the endpoint does not serve model `{self.model}` ({body_msg})", hint=MODEL_HINT)
         if status == 400 and (own := self.refused(status, body_msg)) is not None:
@@ -683,7 +686,7 @@ class HttpWire:
             return EndpointError(f"the endpoint answered 404 for {self.what} at {self.base_url}",
                                  hint="check base_url: it usually ends in /v1")
         if status == 400 and matcher("refused key", "message").search(body_msg):
-            return AuthError(f"the model endpoint refused the API key ({status}: {body_msg})", hint=KEY_HINT)
+            return AuthError(f"the model endpoint refused the API key ({status}: {body_msg})", hint=self.key_hint)
         return EndpointError(f"the model endpoint answered {answered}", hint="check the model name and request settings")
 
     def no_such_model(self, status: int, code: str, message: str) -> bool:
@@ -708,7 +711,7 @@ class HttpWire:
             return Retry("the endpoint reported an error mid-answer", ServerFailedError(
                 f"the model endpoint kept failing mid-answer: {msg}", hint=server_hint(status, self.max_retries, False, fields)))
         if status in (401, 403) or matcher("refused key", "fields").search(fields):
-            return AuthError(f"the model endpoint refused the API key ({msg})", hint=KEY_HINT)
+            return AuthError(f"the model endpoint refused the API key ({msg})", hint=self.key_hint)
         if self.no_such_model(status, code, msg):
             return ModelNotFoundError(f"the endpoint does not serve model `{self.model}` ({msg})", hint=MODEL_HINT)
         return EndpointError(f"the model endpoint reported an error: {msg}", hint="check the model name and request settings")

@@ -360,10 +360,11 @@ def command_env() -> dict[str, str]:
     `shell_env.keep` lists them: a command the model writes must not be able to print them)
     and without nanohermes's own venv in front of the person's programs (`ownvenv`), with
     pagers off and no colour requested."""
+    from nanohermes import programs
     from nanohermes.ownvenv import without_own_venv
     from nanohermes.redact import child_env
 
-    env = without_own_venv(child_env())
+    env = without_own_venv(child_env(), programs.writable_roots())
     for key in ("FORCE_COLOR", "CLICOLOR_FORCE"):
         env.pop(key, None)
     env.update(PAGER="cat", GIT_PAGER="cat", NO_COLOR="1", GIT_TERMINAL_PROMPT="0")

@@ -5,7 +5,8 @@ asked, then offers: yes once (y), always for this session (a, remembered as the 
 request names), always in this project (p, saved to the project config), no (n, then an
 optional note passed to the model). A request without a rule offers only yes and no. Arrow keys move
 the highlight and Enter takes it. Esc is no, and stops the turn: the person is back at the
-prompt to say what to do instead (as in Claude Code and Codex); Ctrl-C does the same. Requests
+prompt to say what to do instead (as in Claude Code and Codex); Ctrl-C does the same, and so
+do both at the note after an `n` (what was typed of it waits in the next prompt). Requests
 are answered one at a time, even when parallel calls ask together.
 
 A question is answered only by keys typed after it appeared (`keyguard.KeyGuard`): a person
@@ -15,7 +16,7 @@ typing their next message when the box comes up must not answer it (the `a` of "
 An MCP server's question (`await approver.elicit(request)`) is asked the same way, one at a
 time with the approvals: answer or decline (a one-key choice, guarded as above; Esc declines
 and stops the turn), then its form field by field (an answer that does not fit is asked
-again; Esc declines and stops, Ctrl-C or Ctrl-D cancels), or its page to visit.
+again; Esc declines it, Ctrl-C or Ctrl-D cancels it, and either stops the turn), or its page to visit.
 """
 
 from __future__ import annotations
@@ -88,15 +89,21 @@ class Approver:
         while picked == VIEW:  # the whole of what the box cut, then the same question
             self._show_whole(request)
             picked = await self._choose(request)
+        if picked == "deny" and request.note:
+            note = await self._note()
+            if note is None:  # Esc or Ctrl-C at the note: still no, and the turn stops
+                picked = STOP
+            else:
+                self.console.print(Text("⊘ no" + (f": {note}" if note else ""), style="yellow"))
+                return ApprovalReply("deny", note)
         if picked == INTERRUPT or picked == STOP:
             self.console.print(Text("⊘ no (interrupted)" if picked == INTERRUPT else
                                     "⊘ no, and stopped: say what to do instead", style="yellow"))
             await self._stop_turn()
             return ApprovalReply("deny")
         if picked == "deny":
-            note = await self._note() if request.note else ""
-            self.console.print(Text("⊘ no" + (f": {note}" if note else ""), style="yellow"))
-            return ApprovalReply("deny", note)
+            self.console.print(Text("⊘ no", style="yellow"))
+            return ApprovalReply("deny")
         if picked in ("always", "project"):
             where = "in this project" if picked == "project" else "this session"
             self.console.print(Text(f"✓ always {where}: {request.rule}", style="green"))
@@ -171,9 +178,8 @@ class Approver:
             return ElicitationReply("accept", content)
         except _Stopped:
             return await self._elicitation_stopped(STOP)
-        except (KeyboardInterrupt, EOFError):
-            self.console.print(Text("⊘ cancelled", style="yellow"))
-            return ElicitationReply("cancel")
+        except (KeyboardInterrupt, EOFError):  # as at its first question: cancelled, and the turn stops
+            return await self._elicitation_stopped(INTERRUPT)
 
     async def _elicitation_stopped(self, how: str) -> ElicitationReply:
         """Esc declines the server's question and stops the turn; Ctrl-C cancels it and stops."""
@@ -193,16 +199,28 @@ class Approver:
             self.console.print(render.fold(detail, whole, wrap=True))
         self.console.print(Text(f"(the whole {whole} lines above: scroll back to read them)", style="dim"))
 
-    async def _note(self) -> str:
-        session: PromptSession[str] = PromptSession(input=self._input, output=self._output)
+    async def _note(self) -> str | None:
+        """The note for the model after a no; None when the person stops instead (Esc, Ctrl-C,
+        Ctrl-D), keeping what they had typed of it for their next message."""
+        kb = KeyBindings()
+
+        @kb.add("escape", eager=True)
+        @kb.add("c-c")
+        @kb.add("c-d")
+        def _stop(event: Any) -> None:
+            event.app.exit(exception=_Stopped())
+
+        session: PromptSession[str] = PromptSession(input=self._input, output=self._output, key_bindings=kb)
         try:
             return (await session.prompt_async("note for the model (Enter to skip): ", handle_sigint=False)).strip()
-        except (KeyboardInterrupt, EOFError):
-            return ""
+        except _Stopped:
+            if (typed := session.default_buffer.text) and self.keep is not None:
+                self.keep(typed)
+            return None
 
 
 class _Stopped(Exception):
-    """Esc in a form field: the question is declined and the turn stops."""
+    """Esc in a form field or at the note after a no: the turn stops."""
 
 
 async def pick(options: list[tuple[T, str, str]], *, escape: T, interrupt: T, pt_input: Any = None,

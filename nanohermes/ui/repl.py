@@ -232,6 +232,7 @@ class Repl:
         self._arrow = "› " if _can_encode("›") else "> "
         self.closing = False
         self._trust_done: asyncio.Event | None = None  # set when the trust question is answered
+        self._trust_stopped = False  # Esc or Ctrl-C at it: the message on its way is held back
         self._trust_app: Any = None  # the question while it is on screen (SIGTERM ends it)
         self._watching = False  # keys are read as they come (during a turn)
         self._model_check: asyncio.Task[None] | None = None
@@ -319,8 +320,10 @@ class Repl:
         session = self._session
         app = session.app if session is not None else None
         # A prompt whose answer is already set is ending by itself (its line was just sent).
-        if self.prompting and session is not None and app is not None and app.is_running \
-                and app.future is not None and not app.future.done():
+        paused = self.prompting and session is not None and app is not None and app.is_running \
+            and app.future is not None and not app.future.done()
+        if paused:
+            assert session is not None and app is not None
             self._trust_done = asyncio.Event()
             self.partial = session.default_buffer.text
             app.exit(exception=_TrustPause())
@@ -333,8 +336,13 @@ class Repl:
                                         guard=KeyGuard(self.guard_secs, self.keep_typed))
             if self.terminated:
                 answer = "interrupted"
+            # Esc or Ctrl-C is the safe answer, and a stop: a message already sent (or given on
+            # the command line) waits in the prompt instead of going to the model.
+            self._trust_stopped = answer == "interrupted" and not paused and not self.terminated
             label = {"trust": "✓ trusted this folder", "without": "continuing without them",
                      "interrupted": "continuing without them (asked again next time)"}[answer]
+            if self._trust_stopped:
+                label += "; nothing was sent: your message waits at the prompt"
             self.console.print(Text(label, style="green" if answer == "trust" else "yellow"))
             fresh = await asyncio.get_running_loop().run_in_executor(None, trust.settle, q, answer)
             return fresh if fresh is not None else s
@@ -584,9 +592,10 @@ class Repl:
         """The next message or command; None at Ctrl-D or a second Ctrl-C on an empty prompt."""
         if self.queue:
             await self._ready()  # the welcome (model, workspace, warnings) before the first message
-            line = self.queue.pop(0)
-            self.print(Text(self._arrow + line, style="dim"))
-            return line
+            if not self._hold_back():
+                line = self.queue.pop(0)
+                self.print(Text(self._arrow + line, style="dim"))
+                return line
         if self.ctx is not None:  # a command file added meanwhile completes at this prompt
             for w in self.refresh_commands():
                 self.print(Text(f"warning: {w}", style="yellow"))
@@ -614,6 +623,16 @@ class Repl:
                 await paused.wait()
                 if self.terminated:
                     return None
+
+    def _hold_back(self, line: str = "") -> bool:
+        """After Esc or Ctrl-C at the folder-trust question: `line` (the message that was on
+        its way) and the rest typed ahead go back into the prompt, unsent. False otherwise."""
+        if not self._trust_stopped:
+            return False
+        self._trust_stopped = False
+        self.partial = "\n".join(x for x in (line, *self.queue, self.partial) if x)
+        self.queue.clear()
+        return True
 
     def _pre_run(self) -> None:
         # prompt-toolkit draws the prompt right after pre_run; the task's first step (which
@@ -851,6 +870,8 @@ class Repl:
                 await self._ready()
                 if self.terminated:
                     break
+                if self._hold_back(line):
+                    continue
                 assert self.ctx is not None
                 if line.lstrip().startswith("!"):
                     try:
