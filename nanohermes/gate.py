@@ -15,7 +15,8 @@ of the call's processes:
 | read-only (built-in read-only commands, reading tools) and tool (no approval needed) | read-only |
 | rule, mode (accept-edits), unattended (--yes, goal, auto_approve), hook | workspace-write |
 
-with `sandbox.mode: off` turning every confinement off. `Gate.attempt(grant)` runs the
+with `sandbox.mode: off` turning every confinement off; the sandbox owns that mapping
+(`sandbox.confine`, its `POLICY_OF`). `Gate.attempt(grant)` runs the
 tool in it; when the sandbox refused something, it asks once (goal mode does not wait) and,
 on a yes, runs the call again outside the sandbox.
 """
@@ -58,12 +59,6 @@ def denied(note: str = "") -> str:
     if not note:
         return DENIED
     return f"{DENIED_PREFIX}, who said: {note}\nDo not retry the call as it was; follow what they said."
-
-
-# The sandbox policy each basis earns (before `sandbox.mode: off`).
-POLICY_OF: dict[Basis, str] = {"person": "off", "read-only": "read-only", "tool": "read-only", "rule": "workspace-write",
-                               "mode": "workspace-write", "unattended": "workspace-write", "hook": "workspace-write",
-                               "bypass": "off"}
 
 
 @dataclass(frozen=True)
@@ -212,14 +207,9 @@ class Gate:
         the sandbox itself."""
         if not tool.spawns:
             return None
-        from nanohermes.tools.process import confine
-
-        policy = POLICY_OF[basis]
         spelled_out = target.kind == "command" and target.subjects and basis == "rule" and (
             target.secret_read or self._names_secret(target.subjects[0]))
-        conf = await asyncio.to_thread(confine, policy, workspace=self.workspace, config=self.config,
-                                       limits=self.limits, secret_patterns=self.policy.secret_files,
-                                       withhold=not spelled_out)
+        conf = await asyncio.to_thread(self._confine, basis, withhold=not spelled_out)
         if conf.policy == "workspace-write" and conf.unhidden and not unattended(self.policy) \
                 and target.kind == "command":
             raise _CannotWithhold(conf.unhidden)
@@ -230,11 +220,7 @@ class Gate:
         # A call that can only fail fails now, with the tool's own error: nobody is asked in
         # vain. Nothing is approved yet, so what the check starts runs read-only.
         if tool.spawns:
-            from nanohermes.tools.process import confine
-
-            ctx.confinement = await asyncio.to_thread(confine, "read-only", workspace=self.workspace,
-                                                      config=self.config, limits=self.limits,
-                                                      secret_patterns=self.policy.secret_files)
+            ctx.confinement = await asyncio.to_thread(self._confine, "read-only")
         try:
             await tool.precheck(args, ctx)
         except ToolError as e:
@@ -282,7 +268,15 @@ class Gate:
                 self.remember(rule)
         elif reply.choice == "project" and learn:
             self.remember_in_project(learn)
-        return Grant("person", args, target, _unconfined() if tool.spawns else None, summary, waited=waited)
+        return Grant("person", args, target, self._confine("person") if tool.spawns else None, summary, waited=waited)
+
+    def _confine(self, basis: str, *, withhold: bool = True) -> Confinement:
+        """The sandbox's confinement for `basis` (or a policy named outright), this session's
+        secret files withheld unless `withhold` is False."""
+        from nanohermes import sandbox  # here: a turn that runs no command loads no sandbox
+
+        return sandbox.confine(basis, workspace=self.workspace, config=self.config, limits=self.limits,
+                               secret_patterns=self.policy.secret_files, withhold=withhold)
 
     def _sweep(self) -> None:
         if "nanohermes.sandbox" not in sys.modules:
@@ -408,7 +402,7 @@ class Gate:
         again = ToolContext(workspace=ctx.workspace, limits=ctx.limits, config=ctx.config, call_id=ctx.call_id,
                             emit=ctx.emit, state=ctx.state, target=ctx.target, refusal=ctx.refusal,
                             read_rule=ctx.read_rule,
-                            confinement=_unconfined())
+                            confinement=self._confine("person"))
         second = await tool.run(grant.args, again)
         text = second.text if isinstance(second, ToolResult) else second
         return (f"{text}\n\n(ran outside the sandbox, approved by the user, after the sandboxed run was refused "
@@ -420,13 +414,6 @@ async def _detail(tool: Tool, args: Params, ctx: ToolContext) -> str:
     file tool's preview reads the file as the run will (an editor's buffer is read only from
     there), and a big diff keeps the loop free."""
     return await asyncio.to_thread(tool.approval_detail, args, ctx)
-
-
-def _unconfined() -> Confinement:
-    """What a person's yes earns a call's processes: no sandbox."""
-    from nanohermes.sandbox import Confinement
-
-    return Confinement("off")
 
 
 def _tainted() -> list[str]:

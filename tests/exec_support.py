@@ -129,7 +129,7 @@ def confined_context(ws: Path, policy: str, *, config: Config | None = None, lim
                      withhold: bool = True) -> Any:
     """A tool context whose processes run as the gate would confine a call granted `policy`."""
     from nanohermes.tools import ToolContext
-    from nanohermes.tools.process import confine
+    from nanohermes.sandbox import confine
 
     cfg, lim = config or Config(), limits or Limits()
     return ToolContext(workspace=ws, limits=lim, config=cfg,

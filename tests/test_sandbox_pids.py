@@ -22,7 +22,8 @@ from nanohermes.budget import Limits
 from nanohermes.config import Config
 from nanohermes.sandbox.pidns import INIT_TITLE
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
-from nanohermes.tools.process import command_env, confine, run_capped, shell_argv
+from nanohermes.sandbox import confine
+from nanohermes.tools.process import command_env, run_capped, shell_argv
 from nanohermes.tools.shell import RunCommand, RunCommandParams
 
 AVAIL = sandbox.probe()
