@@ -19,7 +19,8 @@ Parts:
 - `mounts`: the mount plan and the covers over secret files and sockets;
 - `pidns`: the command's own PID namespace: its init, the relay nanohermes waits on, its /proc;
 - `kernel`: the syscalls, through ctypes;
-- `refusals`: what the sandbox refused, read from the output, and what lets it through;
+- `refusals`: what the sandbox refused, read from the output, as typed values (`Refused`:
+  kind, subject, what lets it through);
 - `escapees`: the sweep of processes that left a command's process group.
 """
 
@@ -34,11 +35,12 @@ from nanohermes.sandbox.kernel import LINUX, SandboxError, landlock_abi
 from nanohermes.sandbox.launch import Prepared, prepare, sweep_plants, tainted_programs
 from nanohermes.sandbox.mounts import cover_running
 from nanohermes.sandbox.policy import POLICY_OF, confine, confinement, describe_availability, probe
-from nanohermes.sandbox.refusals import OWN_HIDDEN, SECRET_WITHHELD, SOCKET_HIDDEN, refusals, remedies
+from nanohermes.sandbox.refusals import Refused, RefusedKind, refusals, remedies
 
 __all__ = [
-    "LINUX", "MARKER", "OWN_HIDDEN", "POLICY_OF", "SECRET_WITHHELD", "SOCKET_HIDDEN", "become_subreaper", "confine",
+    "LINUX", "MARKER", "POLICY_OF", "become_subreaper", "confine",
     "confinement", "cover_running", "describe_availability", "hold_user_namespace", "kill_escaped", "landlock_abi",
     "new_marker", "note_session", "prepare", "probe", "reap_orphans", "reap_session", "refusals", "remedies",
-    "sweep_plants", "tainted_programs", "Availability", "Confinement", "Prepared", "SandboxError", "SandboxPolicy"
+    "sweep_plants", "tainted_programs", "Availability", "Confinement", "Prepared", "Refused", "RefusedKind", "SandboxError",
+    "SandboxPolicy",
 ]

@@ -32,6 +32,7 @@ from nanohermes.sandbox.kernel import (
 )
 from nanohermes.sandbox.mounts import cover, coverable, mount_plan, placeholder, placeholder_folder
 from nanohermes.sandbox.pidns import split
+from nanohermes.sandbox.refusals import Refused
 
 
 def prepare(self: Confinement) -> Prepared:
@@ -139,7 +140,7 @@ class Prepared:
     modules: frozenset[Path] = frozenset()  # submodules' git folders before the call
     programs_before: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
     programs_changed: list[str] = field(default_factory=list)  # on PATH, created or changed by the call
-    plants: list[str] = field(default_factory=list)  # what was taken away, as refusals read
+    plants: list[Refused] = field(default_factory=list)  # what was taken away, as refusals
     cover: bytes = b""  # the empty, unreadable file bound over each secret file and other servers' sockets
     hidden: list[tuple[bytes, int, int]] = field(default_factory=list)
     shm: bytes = b""  # the call's own folder bound over /dev/shm (its temp folder)
@@ -252,8 +253,8 @@ class Prepared:
             if os.path.lexists(p) and p not in self.removed:
                 _remove(p)
                 self.removed.append(p)
-                self.plants.append(f"creating {p} (removed: it would change how git or nanohermes starts)")
-                found.append(self.plants[-1])
+                self.plants.append(Refused("planted", str(p), "it would change how git or nanohermes starts"))
+                found.append(str(self.plants[-1]))
         candidates = [m for root in self.conf.module_roots for m in submodule_dirs(root) if m not in self.modules]
         if self.new_git is not None and os.path.lexists(self.new_git):
             candidates.append(self.new_git)
@@ -261,8 +262,8 @@ class Prepared:
             if repo not in self.removed and not safe_new_repo(repo):
                 _remove(repo)
                 self.removed.append(repo)
-                self.plants.append(f"creating {repo} (removed: its config or hooks name a program git would run)")
-                found.append(self.plants[-1])
+                self.plants.append(Refused("planted", str(repo), "its config or hooks name a program git would run"))
+                found.append(str(self.plants[-1]))
         if self.conf.path_folders:
             after = _programs(self.conf.path_folders)
             for path, st in after.items():

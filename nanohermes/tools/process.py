@@ -21,14 +21,15 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from nanohermes import programs, sandbox, withhold
 from nanohermes.budget import Limits
+from nanohermes.sandbox import Refused
 from nanohermes.exits import at_exit
-from nanohermes.tools.base import ToolContext
+from nanohermes.tools.base import Attempt, ToolContext
 
 
 # Called with (fd, chunk) for every chunk read from the command's stdout (1) or stderr (2).
@@ -304,7 +305,7 @@ class Process:
             self._prepared.cleanup()
         self._transport.close()
 
-    def refusals(self, cwd: Path) -> list[str]:
+    def refusals(self, cwd: Path) -> list[Refused]:
         """What the sandbox probably refused, read from the output (see sandbox.refusals),
         and what it created where it must not (removed once the command has ended)."""
         hidden = [os.fsdecode(p) for p in self._prepared.sockets] if self._prepared is not None else []
@@ -364,11 +365,11 @@ def command_env() -> dict[str, str]:
     return env
 
 
-def confinement_of(ctx: ToolContext) -> sandbox.Confinement:
-    """The confinement the gate granted the call; a tool run outside the gate (a person's own
-    command in the REPL) gets what an unasked call gets: workspace-write, never none."""
-    if ctx.confinement is not None:
-        return ctx.confinement
+def confinement_of(ctx: ToolContext, attempt: Attempt) -> sandbox.Confinement:
+    """The confinement the gate granted the call's attempt; a tool run outside the gate (a
+    person's own command in the REPL) gets what an unasked call gets: workspace-write, never none."""
+    if attempt.confinement is not None:
+        return attempt.confinement
     return sandbox.confine("workspace-write", workspace=ctx.workspace, config=ctx.config, limits=ctx.limits)
 
 
@@ -478,7 +479,7 @@ class Finished:
     elapsed: float
     escaped: int = 0  # processes that had left the group (setsid, double fork), killed at the end
     sandbox: str = "off"  # the policy it ran under
-    refused: tuple[str, ...] = ()  # what the sandbox probably refused
+    refused: tuple[Refused, ...] = ()  # what the sandbox probably refused
     programs: tuple[str, ...] = ()  # programs on PATH it created or changed
 
 
@@ -550,26 +551,27 @@ def cut_middle(text: str, keep: int) -> str:
     return f"{text[:head]}\n… {len(text) - keep} chars omitted …\n{text[len(text) - tail:] if tail else ''}"
 
 
-def listed(refused: list[str], limit: int) -> list[str]:
+def listed(refused: list[Refused], limit: int) -> list[Refused]:
     """The first `limit` refusals, and how many more there were."""
     if len(refused) <= limit:
         return refused
     more = len(refused) - limit
-    return [*refused[:max(0, limit)], f"{more} more (sandbox_refusals_listed is {limit})"]
+    return [*refused[:max(0, limit)], Refused("more", str(more), str(limit))]
 
 
-def refusal_note(policy: str, refused: tuple[str, ...] | list[str]) -> str:
+def refusal_note(policy: str, refused: Sequence[Refused]) -> str:
     """What the sandbox refused and what to do about it, for the model."""
     where = ("it may write only its temporary folder ($TMPDIR)" if policy == "read-only" else
              "it may write the workspace, $TMPDIR and sandbox.writable_roots, but not git's config and hooks or "
              ".nanohermes/")
     where += ("; it has a loopback of its own but no other network, and sees neither other programs' sockets, "
               "nor secret files, nor nanohermes's own files")
-    if all(sandbox.SECRET_WITHHELD in r for r in refused):
-        return (f"note: the OS sandbox ({policy}) refused {', '.join(refused)}: this line ran sandboxed because no person "
+    said = ", ".join(map(str, refused))
+    if all(r.kind == "secret" for r in refused):
+        return (f"note: the OS sandbox ({policy}) refused {said}: this line ran sandboxed because no person "
                 "approved it, and the workspace's secret files are withheld from it (reads fail with \"Permission "
                 "denied\"). Reading one needs a person's approval at the prompt; otherwise do without it")
-    return (f"note: the OS sandbox ({policy}) refused {', '.join(refused)}: this line ran sandboxed because no person "
+    return (f"note: the OS sandbox ({policy}) refused {said}: this line ran sandboxed because no person "
             f"approved it, and {where}. What lets it through: {sandbox.remedies(refused)}. Otherwise change the "
             "approach (write inside the workspace, or use the file tools)")
 
