@@ -90,12 +90,8 @@ def runs_later(path: str, before: bytes | None = None, after: bytes | None = Non
     `hooks`: more hooks folders (workspace-relative), those `core.hooksPath` names."""
     path = path.replace("\\", "/")
     name = posixpath.basename(path)
-    if _HOOKS.search(path) or any(path.startswith(h.rstrip("/") + "/") for h in hooks):
-        return "a git hook (runs at your next commit, checkout or push)"
-    if _CI.search(path):
-        return "a CI workflow (runs at your next push)"
-    if name.endswith(".pth") and ("site-packages/" in path or "dist-packages/" in path):
-        return "a .pth file of a virtual environment (runs at every Python start there)"
+    if (where := _by_place(path, name, hooks)) is not None:
+        return where
     if name in _PARTS and (name != "tasks.json" or path.endswith(".vscode/tasks.json")):
         what, part = _PARTS[name]
         if contents_known and after is not None and before is not None and part(before) == part(after):
@@ -104,6 +100,18 @@ def runs_later(path: str, before: bytes | None = None, after: bytes | None = Non
     if name.endswith(".mk"):
         return "a Makefile (runs at `make`)"
     return _NAMES.get(name) or None
+
+
+def _by_place(path: str, name: str, hooks: tuple[str, ...]) -> str | None:
+    """What runs the file at `path` by where it is, whatever it holds: a git hook, a CI
+    workflow, a virtual environment's `.pth` file; None for a file elsewhere."""
+    if _HOOKS.search(path) or any(path.startswith(h.rstrip("/") + "/") for h in hooks):
+        return "a git hook (runs at your next commit, checkout or push)"
+    if _CI.search(path):
+        return "a CI workflow (runs at your next push)"
+    if name.endswith(".pth") and ("site-packages/" in path or "dist-packages/" in path):
+        return "a .pth file of a virtual environment (runs at every Python start there)"
+    return None
 
 
 # -- what Python runs at every start in the workspace's virtual environments ---------------------

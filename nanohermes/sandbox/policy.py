@@ -133,13 +133,8 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
     chosen: SandboxPolicy = "workspace-write" if policy == "workspace-write" else "read-only"
     avail = probe()
     real = Path(os.path.realpath(workspace))
-    # nanohermes's own secret files join the workspace's; its folders are covered whole.
     own_files = _regular_files(own)
-    known = {h[0] for h in hidden}
-    hidden = (*hidden, *(f for f in (*own_files, *ruled) if f[0] not in known))
-    folders = tuple(dict.fromkeys((*(p for p in own if os.path.isdir(p)), *ruled_folders)))
-    if (hidden or ruled_folders) and not avail.namespaces:
-        unhidden, hidden = unhidden or "user namespaces are unavailable here", ()
+    hidden, folders, unhidden = _withheld(hidden, own, own_files, ruled, ruled_folders, unhidden, avail.namespaces)
     base = Confinement(chosen, abi=avail.abi if avail.landlock else 0, namespaces=avail.namespaces, pid=avail.pid,
                        network=network, hidden=hidden, unhidden=unhidden, socket_scan_entries=socket_scan_entries,
                        hidden_folders=folders, ruled=tuple(dict.fromkeys((*(f[0] for f in ruled), *ruled_folders))),
@@ -147,6 +142,20 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
                        withheld_from=real if secret_patterns else None,
                        new_git=None if os.path.lexists(workspace / ".git") else real / ".git")
     return _writable(base, workspace, write_roots, config_files) if chosen == "workspace-write" else base
+
+
+def _withheld(hidden: tuple[tuple[str, int, int], ...], own: tuple[str, ...], own_files: list[tuple[str, int, int]],
+              ruled: tuple[tuple[str, int, int], ...], ruled_folders: tuple[str, ...], unhidden: str,
+              namespaces: bool) -> tuple[tuple[tuple[str, int, int], ...], tuple[str, ...], str]:
+    """What the sandbox withholds: the files (the secret files the look found, nanohermes's
+    own, what read rules cover) and the folders covered whole (nanohermes's own, those read
+    rules cover), and why some cannot be ("" when all can): without namespaces none can."""
+    known = {h[0] for h in hidden}
+    files = (*hidden, *(f for f in (*own_files, *ruled) if f[0] not in known))
+    folders = tuple(dict.fromkeys((*(p for p in own if os.path.isdir(p)), *ruled_folders)))
+    if (files or ruled_folders) and not namespaces:
+        return (), folders, unhidden or "user namespaces are unavailable here"
+    return files, folders, unhidden
 
 
 def _writable(conf: Confinement, workspace: Path, write_roots: tuple[Path, ...],
