@@ -58,6 +58,8 @@ ROWS = [
     Row("run_command", {"command": "ls"}, mode="plan", want="mode"),
     Row("run_command", {"command": "touch x"}, mode="debug", answer="once", asked=True, want=("person", "off")),
     Row("run_command", {"command": "touch x"}, mode="goal", deny=("run_command(touch *)",), want="rule"),
+    # nobody to ask, and only a question could clear a line the deny rules cannot see into
+    Row("run_command", {"command": "rm $X"}, mode="goal", deny=("run_command(rm -rf *)",), want="unattended"),
     # a secret read allowed by a rule spelling it out runs with the file not withheld
     Row("run_command", {"command": "cat .env"}, allow=("run_command(cat .env)",), want=("rule", "workspace-write"),
         extra={"withheld": False}),
