@@ -43,6 +43,34 @@ def test_a_tool_context_is_made_in_one_place() -> None:
         ctx.call_id = "other"  # type: ignore[misc]
 
 
+def _calls(path: Path, name: str) -> list[int]:
+    """The lines of `path` that call `name` (by itself, or as an attribute: `sandbox.name`)."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            called = node.func.id if isinstance(node.func, ast.Name) else \
+                node.func.attr if isinstance(node.func, ast.Attribute) else ""
+            if called == name:
+                lines.append(node.lineno)
+    return lines
+
+
+def test_only_the_sandbox_makes_a_confinement_and_the_gate_imports_no_tool_module() -> None:
+    """Whatever runs a process gets its confinement from `sandbox.confine` (a basis and the
+    configuration), never one assembled elsewhere; the gate asks the sandbox, not a tool."""
+    made = {f"{path.relative_to(REPO)}:{line}" for path in sorted((REPO / "nanohermes").rglob("*.py"))
+            if "sandbox" not in path.relative_to(REPO / "nanohermes").parts[:1]
+            for line in _calls(path, "Confinement")}
+    assert made == set()
+    imported = set()
+    for node in ast.walk(ast.parse((REPO / "nanohermes" / "gate.py").read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module)
+        elif isinstance(node, ast.Import):
+            imported.update(a.name for a in node.names)
+    assert {m for m in imported if m.startswith("nanohermes.tools")} == {"nanohermes.tools"}  # the contract
+
+
 @dataclass(frozen=True, kw_only=True)
 class TouchParams(Params):
     path: str = ""
