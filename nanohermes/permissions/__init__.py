@@ -53,9 +53,9 @@ from nanohermes.permissions.rules import (
 
 __all__ = [
     "Basis", "CONTENT_READERS", "DEFAULT_SECRET_FILES", "DYNAMIC_OK", "Decision", "Denial", "Effect",
-    "MODE_BLOCKED_EFFECTS", "PROTECTED", "Policy", "READER", "READ_ONLY_COMMANDS", "ReadRules", "Rule", "SubjectKind", "Target",
-    "UNANALYSABLE_HELP", "Verdict", "blocked", "decide", "describe", "escape_pattern", "folders_of", "git_globals",
-    "is_read_only", "is_secret", "match_command_text", "match_domain", "match_path", "names_tool", "option_reads",
-    "policy_read_rules", "read_only_line", "read_rules", "read_verdict", "reads_secret", "rule_problem",
+    "MODE_BLOCKED_EFFECTS", "PROTECTED", "Policy", "READER", "READ_ONLY_COMMANDS", "ReadRules", "Rule", "SubjectKind",
+    "Target", "UNANALYSABLE_HELP", "Verdict", "blocked", "decide", "describe", "escape_pattern", "folders_of",
+    "git_globals", "is_read_only", "is_secret", "match_command_text", "match_domain", "match_path", "names_tool",
+    "option_reads", "policy_read_rules", "read_only_line", "read_rules", "read_verdict", "reads_secret", "rule_problem",
     "suggest_command_rule", "unanalysable", "unattended", "visible",
 ]

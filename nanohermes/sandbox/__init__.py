@@ -38,9 +38,8 @@ from nanohermes.sandbox.policy import POLICY_OF, confine, confinement, describe_
 from nanohermes.sandbox.refusals import Refused, RefusedKind, refusals, remedies
 
 __all__ = [
-    "LINUX", "MARKER", "POLICY_OF", "become_subreaper", "confine",
-    "confinement", "cover_running", "describe_availability", "hold_user_namespace", "kill_escaped", "landlock_abi",
-    "new_marker", "note_session", "prepare", "probe", "reap_orphans", "reap_session", "refusals", "remedies",
-    "sweep_plants", "tainted_programs", "Availability", "Confinement", "Prepared", "Refused", "RefusedKind", "SandboxError",
-    "SandboxPolicy",
+    "LINUX", "MARKER", "POLICY_OF", "Availability", "Confinement", "Prepared", "Refused", "RefusedKind", "SandboxError",
+    "SandboxPolicy", "become_subreaper", "confine", "confinement", "cover_running", "describe_availability",
+    "hold_user_namespace", "kill_escaped", "landlock_abi", "new_marker", "note_session", "prepare", "probe",
+    "reap_orphans", "reap_session", "refusals", "remedies", "sweep_plants", "tainted_programs",
 ]

@@ -11,6 +11,6 @@ from nanohermes.tools.base import (
 from nanohermes.tools.catalog import declarations
 from nanohermes.tools.registry import build_tools
 
-__all__ = ["Approval", "Attempt", "ClaudeCall", "Effect", "P", "Params", "ReadOnlyTool", "SubjectKind", "Target", "Tool",
-           "ToolContext", "ToolError", "ToolHost", "ToolResult", "about", "build_tools", "declarations", "describe_validation",
-           "limit_value", "params_schema", "render_limits"]
+__all__ = ["Approval", "Attempt", "ClaudeCall", "Effect", "P", "Params", "ReadOnlyTool", "SubjectKind", "Target",
+           "Tool", "ToolContext", "ToolError", "ToolHost", "ToolResult", "about", "build_tools", "declarations",
+           "describe_validation", "limit_value", "params_schema", "render_limits"]

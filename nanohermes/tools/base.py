@@ -636,5 +636,6 @@ def render_limits(text: str, limits: Limits) -> str:
     return _PLACEHOLDER.sub(sub, text)
 
 
-__all__ = ["Approval", "Attempt", "Effect", "P", "Params", "ReadOnlyTool", "SubjectKind", "Target", "Tool", "ToolContext",
-           "ToolError", "ToolHost", "ToolResult", "about", "describe_validation", "limit_value", "params_schema", "render_limits"]
+__all__ = ["Approval", "Attempt", "Effect", "P", "Params", "ReadOnlyTool", "SubjectKind", "Target", "Tool",
+           "ToolContext", "ToolError", "ToolHost", "ToolResult", "about", "describe_validation", "limit_value",
+           "params_schema", "render_limits"]
