@@ -44,7 +44,8 @@ from nanohermes import sandbox, withhold  # noqa: E402
 from nanohermes.permissions.rules import DEFAULT_SECRET_FILES  # noqa: E402
 from nanohermes.budget import Limits  # noqa: E402
 from nanohermes.config import Config  # noqa: E402
-from nanohermes.tools.process import command_env, confine, run_capped, shell_argv  # noqa: E402
+from nanohermes.sandbox import confine  # noqa: E402
+from nanohermes.tools.process import command_env, run_capped, shell_argv  # noqa: E402
 
 COMMANDS = ["true", "echo hi > /dev/null", "ls -la", "git status --short"]
 

@@ -35,6 +35,7 @@ from nanohermes.permissions import Policy, Rule
 if TYPE_CHECKING:
     from nanohermes.agent import Agent
     from nanohermes.config import Config
+    from nanohermes.gate import Refusal
     from nanohermes.hooks import Hooks
     from nanohermes.runtime import Runtime
     from nanohermes.session import Session
@@ -238,13 +239,11 @@ class ShellRun:
         host = _Host(runtime, _MarkedUI(runtime.ui, f"a `!` command of a command file, run {where}"),
                      runtime.config, runtime.workspace, runtime.limits, runtime.hooks)
         gate = Gate(host)
-        ctx = ToolContext(workspace=runtime.workspace, limits=runtime.limits, config=runtime.config,
-                          call_id=f"command-{self.command.name}-{i + 1}", emit=self._quiet,
-                          state=runtime.session.state, session_folder=runtime.session.folder)
+        ctx = ToolContext.of(runtime, f"command-{self.command.name}-{i + 1}", emit=self._quiet)
         summary = tool.summary(args)
         verdict = await gate.judge(tool, args, ctx, summary)
         if isinstance(verdict, Refusal):
-            return False, self._refused(verdict.text, line)
+            return False, self._refused(verdict, line)
         if untrusted and verdict.basis != "person" and not await self._asked(tool, line, ctx.call_id, where):
             return False, "you answered no (this project is not trusted, so each of its `!` commands is asked)"
         ran = await gate.attempt(tool, verdict, ctx)
@@ -255,14 +254,12 @@ class ShellRun:
             return True, ran.text
         return True, plain.group(1) if plain.group(1) != "(empty)" else "(no output)"
 
-    def _refused(self, text: str, line: str) -> str:
-        """Why the gate's refusal (`text`, the call's result) kept the command from running."""
-        from nanohermes.gate import DENIED_PREFIX
-
-        if not text.startswith(DENIED_PREFIX):
-            return text.removeprefix("ERROR: ")
+    def _refused(self, refusal: Refusal, line: str) -> str:
+        """Why the gate's refusal kept the command from running."""
+        if refusal.kind != "person":
+            return refusal.reason
         if self.runtime.own_reader.asks:
-            said = text.partition(", who said: ")[2].split("\nDo not retry", 1)[0]
+            said = refusal.reason  # the person's note
             return "it needs approval, and the answer was no" + (f", with: {said}" if said else "")
         return (f"it needs approval, and nobody is here to give it; to let it run unasked, allow it in the command "
                 f"file (allowed-tools: Bash({line.split()[0]}:*)), with a permissions.allow rule, or with --yes")

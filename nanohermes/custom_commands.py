@@ -232,8 +232,7 @@ async def attach(text: str, runtime: Runtime, *, owner: Owner | None = None) -> 
         from nanohermes.tools.files import numbered
 
         body = clamp(numbered(got.text.encode("utf-8"), path, runtime.limits), runtime.limits.max_output)
-        ctx = ToolContext(workspace=workspace, limits=runtime.limits, config=runtime.config, state=runtime.session.state)
-        remember_file(ctx, got.real)  # the model has seen it, as after read_file
+        remember_file(ToolContext.of(runtime), got.real)  # the model has seen it, as after read_file
         attached.append(f'<file path="{path}">\n{body}\n</file>')
         notes.append(f"attached {path}")
     return text + ("\n\n" + "\n\n".join(attached) if attached else ""), notes

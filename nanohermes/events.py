@@ -8,9 +8,12 @@ seam: `await ui.confirm(request)`.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from nanohermes.messages import Message, Usage
+
+if TYPE_CHECKING:
+    from nanohermes.sandbox.refusals import Refused
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,6 +75,8 @@ class ApprovalRequest:
     # The sandbox refused the call, which already ran: a yes runs it again outside the sandbox.
     rerun: bool = False
     hint: str = ""  # what else would let it through, for a refusal with nobody to ask
+    sandbox: str = ""  # for a rerun: the policy the call ran under
+    refused: tuple[Refused, ...] = ()  # for a rerun: what the sandbox refused
     target: str = ""  # what the call touches: its paths, its command line, its host ("" when none)
     # What the yes means, when it is more than "yes, once" ("Yes, read it; remembered for this
     # project"), and whether a no asks for a note: a question no model asked has nobody to read one.
@@ -122,7 +127,7 @@ class SandboxRefused:
     tool: str
     summary: str  # the command line
     sandbox: str  # the policy it ran under
-    refused: tuple[str, ...]  # "a write to /path", "a network connection"
+    refused: tuple[Refused, ...]  # a write to /path, a network connection (`str()` says it)
     rerun: bool = False  # a person approved running it again outside the sandbox
 
 
@@ -136,6 +141,8 @@ class PermissionDenied:
     summary: str  # the call in one line, as its tool shows it
     reason: str
     target: str = ""  # what the call would have touched: its paths, its command line, its host
+    kind: str = "rule"  # what refused it (`permissions.Denial`): rule, mode, plan, protected, unattended, hook
+    allow: str = ""  # the setting that would let it run
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -251,6 +258,8 @@ def event_to_dict(event: Event) -> dict[str, Any]:
     name = type(event).__name__
     snake = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
     d = asdict(event)
+    if isinstance(event, (SandboxRefused, ApprovalRequest)):  # the sandbox's refusals as people read them
+        d["refused"] = [str(r) for r in event.refused]
     if isinstance(event, UsageUpdate):
         d["usage"] = event.usage.to_dict()
         d["total"] = event.total.to_dict()

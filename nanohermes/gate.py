@@ -1,13 +1,15 @@
 """The one owner of "may this call run, and how confined".
 
-`Gate.judge(call)` weighs one parsed call and answers `Grant` or `Refusal`. Its inputs: the
+`Gate.judge(call)` weighs one parsed call and answers `Grant` or `Refusal`, changing nothing
+(codex's orchestrator: approval, then the sandbox chosen, then the attempt). Its inputs: the
 PreToolUse hooks' answer, the call's `Target` (resolved once, here, and handed to the tool),
 the mode and rules (`permissions.decide`, which says on what basis it allows), whether the
 tool says only a person may let this call run (`Tool.needs_person`), the secret files a
 command would read, whether the sandbox can withhold every secret file, and, when
 the rules ask, the person's answer (after the tool's own precheck, so nobody is asked to
-approve a call that can only fail). A Grant carries its basis and the finished confinement
-of the call's processes:
+approve a call that can only fail). A Grant carries its basis and the call's `Attempt`: the
+Target, the finished confinement of the call's processes, and the checks the policy answers
+while it runs (a redirect's host, the read rules inside what it walks):
 
 | basis | confinement |
 | --- | --- |
@@ -15,9 +17,13 @@ of the call's processes:
 | read-only (built-in read-only commands, reading tools) and tool (no approval needed) | read-only |
 | rule, mode (accept-edits), unattended (--yes, goal, auto_approve), hook | workspace-write |
 
-with `sandbox.mode: off` turning every confinement off. `Gate.attempt(grant)` runs the
-tool in it; when the sandbox refused something, it asks once (goal mode does not wait) and,
-on a yes, runs the call again outside the sandbox.
+with `sandbox.mode: off` turning every confinement off; the sandbox owns that mapping
+(`sandbox.confine`, its `POLICY_OF`). `Gate.attempt(grant)` runs the tool with that attempt;
+when the sandbox refused something (`sandbox.Refused`), it asks once (goal mode does not
+wait) and, on a yes, runs the call again in another attempt, outside the sandbox.
+
+A Refusal is a value: by what (`kind`, a `permissions.Denial`), on what, why, and the setting
+that would allow it; its text is the call's result for the model.
 """
 
 from __future__ import annotations
@@ -32,20 +38,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from nanohermes.budget import Limits
-from nanohermes.events import UI, ApprovalRequest, Notice, PermissionDenied, SandboxRefused
+from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Notice, PermissionDenied, SandboxRefused
 from nanohermes.messages import Image
 from nanohermes.modes import Mode
 from nanohermes.pathrules import command_read_rule, command_secret
 from nanohermes.permissions import (
-    Basis, Policy, Rule, Target, Verdict, decide, policy_read_rules, reading_asked, reads_secret, unattended,
+    Basis, Denial, Policy, Rule, Target, Verdict, decide, policy_read_rules, reading_asked, reads_secret, unattended,
 )
 from nanohermes.shellparse import ParseError, split
-from nanohermes.tools import Params, Tool, ToolContext, ToolError, ToolResult
+from nanohermes.tools import Attempt, Params, Tool, ToolContext, ToolError, ToolResult
 
 if TYPE_CHECKING:
     from nanohermes.config import Config
+    from nanohermes.hooks import Hooks, PreToolUse
     from nanohermes.sandbox import Confinement
-    from nanohermes.hooks import Hooks
     from nanohermes.session import Session
 
 # A refused call's result. With the person's note, the note is the instruction instead.
@@ -60,32 +66,62 @@ def denied(note: str = "") -> str:
     return f"{DENIED_PREFIX}, who said: {note}\nDo not retry the call as it was; follow what they said."
 
 
-# The sandbox policy each basis earns (before `sandbox.mode: off`).
-POLICY_OF: dict[Basis, str] = {"person": "off", "read-only": "read-only", "tool": "read-only", "rule": "workspace-write",
-                               "mode": "workspace-write", "unattended": "workspace-write", "hook": "workspace-write",
-                               "bypass": "off"}
-
-
 @dataclass(frozen=True)
 class Grant:
-    """The call may run: on this basis, with these (perhaps hook-rewritten) arguments, judged
-    on this Target, its processes in this confinement (None for a tool that starts none)."""
+    """The call may run: on this basis, with these (perhaps hook-rewritten) arguments, in this
+    attempt (the Target it was judged on, its processes' confinement: None for a tool that
+    starts none)."""
 
     basis: Basis
     args: Params
-    target: Target
-    confinement: Confinement | None
+    attempt: Attempt
     summary: str
     waited: float = 0.0  # seconds spent waiting for the person
+
+    @property
+    def target(self) -> Target:
+        """What the call was judged on (a Grant's attempt always holds it)."""
+        target = self.attempt.target
+        assert target is not None, "a Grant is made with the judged Target"
+        return target
+
+
+# The setting that would let a refused call run, by what refused it.
+_ALLOWED_BY: dict[str, str] = {
+    "rule": "the rules in permissions.deny (read rules: permissions.ask too), disallowed_tools and allowed_tools",
+    "mode": "another permission mode (--mode, or Shift+Tab in the REPL)",
+    "plan": "leaving plan mode (--mode, or Shift+Tab in the REPL)",
+    "protected": "a person's yes at the prompt, in a mode that writes and a run that asks (no --yes or goal mode)",
+    "unattended": "a run that asks (no --yes or goal mode), or --dangerously-skip-permissions",
+    "hook": "the PreToolUse hook's answer (hooks)",
+    "person": "",
+    "error": "",
+}
 
 
 @dataclass(frozen=True)
 class Refusal:
-    """The call does not run: `text` is its result for the model."""
+    """The call does not run: refused by what (`kind`, see `permissions.Denial`), why (`reason`:
+    the rule, the mode, the error; a person's note for a person's no) and on what (`subject`:
+    what the call touches, as shown; "" when it could not be told). `str()` is its result for
+    the model; `allow` the setting that would let it run."""
 
-    text: str
-    is_error: bool = True
+    kind: Denial
+    reason: str
+    subject: str = ""
     waited: float = 0.0
+
+    @property
+    def is_error(self) -> bool:
+        """A person's no is an answer the model reads, not an error."""
+        return self.kind != "person"
+
+    @property
+    def allow(self) -> str:
+        return _ALLOWED_BY[self.kind]
+
+    def __str__(self) -> str:
+        return denied(self.reason) if self.kind == "person" else f"ERROR: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -151,49 +187,24 @@ class Gate:
 
     # -- judging -----------------------------------------------------------------------------
     async def judge(self, tool: Tool, args: Params, ctx: ToolContext, summary: str) -> Grant | Refusal:
-        """May this call run, and how confined? Sets `ctx.target` (and the redirect check)
-        for the tool; the Grant's confinement is set on the context by `attempt`."""
+        """May this call run, and how confined? A Grant holds the call's Attempt; the context
+        is not touched."""
         self._sweep()  # what running background tasks planted is gone before anything is judged
         hooks = self.host.hooks
         hooked = await hooks.pre_tool_use(tool, args, ctx.call_id) if hooks is not None else None
         if hooked is not None:  # a hook may refuse the call or rewrite it; the rules then judge the result
             if hooked.refusal is not None:
-                self.ui.emit(PermissionDenied(call_id=ctx.call_id, tool=tool.name, summary=summary,
-                                              reason=hooked.refusal.removeprefix("ERROR: "), target=_named(tool, args)))
-                return Refusal(hooked.refusal)
+                return self._refuse(ctx, tool, summary, Refusal("hook", hooked.refusal.removeprefix("ERROR: "),
+                                                                _named(tool, args)))
             args, summary = hooked.args, tool.summary(hooked.args)  # an approval shows what will run
-        try:
-            # Once per call, off the loop (a host's addresses come from the resolver); the
-            # verdict and the tool both use this one Target.
-            target = await asyncio.to_thread(tool.target, args, ctx)
-            target = replace(target, protected=target.protected or tool.protected(args, ctx))
-        except ToolError as e:  # a subject that cannot be judged: a clear error, before any question
-            return Refusal(f"ERROR: {e}")
-        except Exception as e:  # a tool whose declaration fails cannot be judged: refused, not guessed
-            return Refusal(f"ERROR: {tool.name} cannot say what this call touches ({type(e).__name__}: {e}); "
-                           "the call was refused")
-        if target.kind == "command" and target.subjects and not unattended(self.policy):
-            target = replace(target, secret_read=await asyncio.to_thread(self._command_secret, target))
-        if target.kind == "command" and target.subjects and (rules := policy_read_rules(self.policy)):
-            # A path a read rule covers that the line names is refused or asked; one inside a
-            # folder it reads whole is withheld by the sandbox, or found here where there is none.
-            folders = not await asyncio.to_thread(self.policy.is_sandboxed)
-            target = replace(target, rule_read=await asyncio.to_thread(
-                command_read_rule, target.subjects[0], self.workspace, rules, cwd=target.cwd, folders=folders,
-                max_entries=self.limits.secret_scan_entries, max_secs=self.limits.secret_scan_secs))
-        ctx.target = target
-        ctx.refusal = self._redirect_check(tool, args)
-        ctx.read_rule = self._read_rule(tool, target)
-        verdict = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
-        verdict = hooked.adjust(verdict) if hooked is not None else verdict
-        # --dangerously-skip-permissions is a person's yes given in advance, to this call too.
-        if verdict.decision != "deny" and not self.policy.skip_permissions and \
-                (why := tool.needs_person(args, ctx)) is not None:
-            verdict = person_only(why, unattended=unattended(self.policy))
+        target = await self._target(tool, args, ctx)
+        if isinstance(target, Refusal):
+            return target
+        attempt = Attempt(target=target, redirect=self._redirect_check(tool, args),
+                          read_rule=self._read_rule(tool, target))
+        verdict = self._verdict(tool, args, ctx, target, hooked)
         if verdict.decision == "deny":
-            self.ui.emit(PermissionDenied(call_id=ctx.call_id, tool=tool.name, summary=summary, reason=verdict.reason,
-                                          target=target.shown))
-            return Refusal(f"ERROR: {verdict.reason}")
+            return self._refuse(ctx, tool, summary, Refusal(verdict.denied_by, verdict.reason, target.shown))
         if verdict.decision == "allow":
             try:
                 confinement = await self._confinement(tool, target, verdict.basis)
@@ -201,8 +212,55 @@ class Gate:
                 verdict = Verdict("ask", f"{e}, so the sandbox cannot withhold every secret file "
                                          "(permissions.secret_files) from it; a yes runs it outside the sandbox", None)
             else:
-                return Grant(verdict.basis, args, target, confinement, summary)
-        return await self._ask(tool, args, ctx, summary, target, verdict)
+                return Grant(verdict.basis, args, replace(attempt, confinement=confinement), summary)
+        return await self._ask(tool, args, ctx, summary, attempt, verdict)
+
+    async def _target(self, tool: Tool, args: Params, ctx: ToolContext) -> Target | Refusal:
+        """The call's Target: once per call, off the loop (a host's addresses come from the
+        resolver); the verdict and the tool both use this one. A Refusal when it cannot be told."""
+        try:
+            target = await asyncio.to_thread(tool.target, args, ctx)
+            target = replace(target, protected=target.protected or tool.protected(args, ctx))
+        except ToolError as e:  # a subject that cannot be judged: a clear error, before any question
+            return Refusal("error", str(e))
+        except Exception as e:  # a tool whose declaration fails cannot be judged: refused, not guessed
+            return Refusal("error", f"{tool.name} cannot say what this call touches ({type(e).__name__}: {e}); "
+                                    "the call was refused")
+        if target.kind == "command" and target.subjects:
+            target = await self._command_facts(target)
+        return target
+
+    async def _command_facts(self, target: Target) -> Target:
+        """A command line's Target with what the file system says of it: the secret file it
+        would print, and the path a read rule covers that it reads."""
+        if not unattended(self.policy):
+            target = replace(target, secret_read=await asyncio.to_thread(self._command_secret, target))
+        if rules := policy_read_rules(self.policy):
+            # A path a read rule covers that the line names is refused or asked; one inside a
+            # folder it reads whole is withheld by the sandbox, or found here where there is none.
+            folders = not await asyncio.to_thread(self.policy.is_sandboxed)
+            target = replace(target, rule_read=await asyncio.to_thread(
+                command_read_rule, target.subjects[0], self.workspace, rules, cwd=target.cwd, folders=folders,
+                max_entries=self.limits.secret_scan_entries, max_secs=self.limits.secret_scan_secs))
+        return target
+
+    def _verdict(self, tool: Tool, args: Params, ctx: ToolContext, target: Target,
+                 hooked: PreToolUse | None) -> Verdict:
+        """The rules' verdict, with the hooks' answer applied and a call only a person may let
+        run asked of one."""
+        verdict = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
+        verdict = hooked.adjust(verdict) if hooked is not None else verdict
+        # --dangerously-skip-permissions is a person's yes given in advance, to this call too.
+        if verdict.decision != "deny" and not self.policy.skip_permissions and \
+                (why := tool.needs_person(args, ctx)) is not None:
+            verdict = person_only(why, unattended=unattended(self.policy))
+        return verdict
+
+    def _refuse(self, ctx: ToolContext, tool: Tool, summary: str, refusal: Refusal) -> Refusal:
+        """A call refused without asking anyone: the front ends are told, by the refusal's fields."""
+        self.ui.emit(PermissionDenied(call_id=ctx.call_id, tool=tool.name, summary=summary, reason=refusal.reason,
+                                      target=refusal.subject, kind=refusal.kind, allow=refusal.allow))
+        return refusal
 
     async def _confinement(self, tool: Tool, target: Target, basis: Basis) -> Confinement | None:
         """The finished confinement of an allowed call's processes. Secret files are withheld
@@ -212,86 +270,102 @@ class Gate:
         the sandbox itself."""
         if not tool.spawns:
             return None
-        from nanohermes.tools.process import confine
-
-        policy = POLICY_OF[basis]
         spelled_out = target.kind == "command" and target.subjects and basis == "rule" and (
             target.secret_read or self._names_secret(target.subjects[0]))
-        conf = await asyncio.to_thread(confine, policy, workspace=self.workspace, config=self.config,
-                                       limits=self.limits, secret_patterns=self.policy.secret_files,
-                                       withhold=not spelled_out)
+        conf = await asyncio.to_thread(self._confine, basis, withhold=not spelled_out)
         if conf.policy == "workspace-write" and conf.unhidden and not unattended(self.policy) \
                 and target.kind == "command":
             raise _CannotWithhold(conf.unhidden)
         return conf
 
-    async def _precheck(self, tool: Tool, args: Params, ctx: ToolContext) -> Refusal | None:
-        """The tool's own check of a call about to be asked: its error, or None."""
-        if tool.spawns:
-            from nanohermes.tools.process import confine
+    def _confine(self, basis: str, *, withhold: bool = True) -> Confinement:
+        """The sandbox's confinement for `basis` (or a policy named outright), this session's
+        secret files withheld unless `withhold` is False."""
+        from nanohermes import sandbox  # here: a turn that runs no command loads no sandbox
 
-            ctx.confinement = await asyncio.to_thread(confine, "read-only", workspace=self.workspace,
-                                                      config=self.config, limits=self.limits,
-                                                      secret_patterns=self.policy.secret_files)
-        try:
-            await tool.precheck(args, ctx)
-        except ToolError as e:
-            return Refusal(f"ERROR: {e}")
-        except Exception:  # a check that breaks knows nothing: the person is asked, and the run reports
-            pass
-        finally:
-            ctx.confinement = None
-        return None
+        return sandbox.confine(basis, workspace=self.workspace, config=self.config, limits=self.limits,
+                               secret_patterns=self.policy.secret_files, withhold=withhold)
 
-    async def _ask(self, tool: Tool, args: Params, ctx: ToolContext, summary: str, target: Target,
+    async def _ask(self, tool: Tool, args: Params, ctx: ToolContext, summary: str, attempt: Attempt,
                    verdict: Verdict) -> Grant | Refusal:
-        # A call that can only fail fails now, with the tool's own error: nobody is asked in
-        # vain. Nothing is approved yet, so what the check starts runs read-only. Not when
-        # reading the file is what needs the yes (a secret file, a read rule that asks): the
-        # check's error would quote it (an edit's near miss) before anyone answered.
-        if not reading_asked(self.policy, tool.name, target):
-            if refusal := await self._precheck(tool, args, ctx):
-                return refusal
+        """The person's answer, once the call's own checks pass: a Grant on basis person, or a
+        Refusal of kind person. The check is skipped when reading the file is what needs the
+        yes (a secret file, a read rule that asks): its error would quote the file (an edit's
+        near miss) before anyone answered."""
+        if not reading_asked(self.policy, tool.name, attempt.target) and \
+                (failed := await self._precheck(tool, args, ctx, attempt)) is not None:
+            return failed
         learn = list(verdict.suggest or ()) or ([tool.suggest_rule(args)] if verdict.suggest is not None else [])
-        reason = verdict.reason
         self._sweep()
-        if tool.spawns and (tainted := _tainted()):
-            # A yes runs this outside the sandbox, where a program a sandboxed command wrote on
-            # PATH would run as the person.
-            reason += (f"; warning: commands nobody approved created or changed programs on PATH: "
-                       f"{', '.join(tainted)} (a yes runs this outside the sandbox, and it would run them if it "
-                       "names them)")
+        reason = self._why_asked(tool, verdict.reason)
         try:
-            detail = await _detail(tool, args, ctx)
+            detail = await _detail(tool, args, ctx, attempt)
         except ToolError as e:
-            return Refusal(f"ERROR: {e}")
+            return Refusal("error", str(e))
         except Exception as e:  # what the person would approve cannot be shown: nobody is asked, nothing runs
-            return Refusal(f"ERROR: {tool.name} cannot show what this call would do ({type(e).__name__}: {e}); "
-                           "nothing was run; try again")
+            return Refusal("error", f"{tool.name} cannot show what this call would do ({type(e).__name__}: {e}); "
+                                    "nothing was run; try again")
+        target = _judged(attempt)
         asked = time.monotonic()
         async with self.confirm_lock:  # one prompt at a time, even for parallel calls
-            # A parallel call's "always" may have answered this one meanwhile: it then runs as
-            # that rule lets it, confined as every call a rule allows, never as a person's yes.
-            answered = bool(learn) and all(rule in self.policy.allow for rule in learn)
-            now = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target) \
-                if answered else verdict
-            if now.decision == "allow" and now.basis == "rule":
-                try:
-                    return Grant("rule", args, target, await self._confinement(tool, target, "rule"), summary)
-                except _CannotWithhold:
-                    pass  # asked, as judge asks such a call
+            if (granted := await self._answered(tool, args, summary, attempt, learn)) is not None:
+                return granted
             reply = await self.ui.confirm(ApprovalRequest(
                 call_id=ctx.call_id, tool=tool.name, summary=summary, detail=detail,
                 rule=", ".join(map(str, learn)), reason=reason, target=target.shown))
-        waited = time.monotonic() - asked
+        return self._answer(tool, args, summary, attempt, learn, reply, waited=time.monotonic() - asked)
+
+    async def _precheck(self, tool: Tool, args: Params, ctx: ToolContext, attempt: Attempt) -> Refusal | None:
+        """A call that can only fail fails now, with the tool's own error: nobody is asked in
+        vain. Nothing is approved yet, so what the check starts runs read-only."""
+        checking = replace(attempt, confinement=await asyncio.to_thread(self._confine, "read-only")) \
+            if tool.spawns else attempt
+        try:
+            await tool.precheck(args, ctx, checking)
+        except ToolError as e:
+            return Refusal("error", str(e))
+        except Exception:  # a check that breaks knows nothing: the person is asked, and the run reports
+            pass
+        return None
+
+    def _why_asked(self, tool: Tool, reason: str) -> str:
+        """Why the person is asked, and what a yes would run that commands nobody approved
+        left on PATH: a yes runs this outside the sandbox, where such a program would run as
+        the person."""
+        if tool.spawns and (tainted := _tainted()):
+            reason += (f"; warning: commands nobody approved created or changed programs on PATH: "
+                       f"{', '.join(tainted)} (a yes runs this outside the sandbox, and it would run them if it "
+                       "names them)")
+        return reason
+
+    async def _answered(self, tool: Tool, args: Params, summary: str, attempt: Attempt,
+                        learn: list[Rule]) -> Grant | None:
+        """A parallel call's "always" may have answered this one meanwhile: it then runs as
+        that rule lets it, confined as every call a rule allows, never as a person's yes."""
+        if not learn or not all(rule in self.policy.allow for rule in learn):
+            return None
+        target = _judged(attempt)
+        now = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
+        if now.decision != "allow" or now.basis != "rule":
+            return None
+        try:
+            confinement = await self._confinement(tool, target, "rule")
+        except _CannotWithhold:
+            return None  # asked, as judge asks such a call
+        return Grant("rule", args, replace(attempt, confinement=confinement), summary)
+
+    def _answer(self, tool: Tool, args: Params, summary: str, attempt: Attempt, learn: list[Rule],
+                reply: ApprovalReply, *, waited: float) -> Grant | Refusal:
+        """The person's reply: a no refuses, a yes runs unconfined, "always" remembers the rule."""
         if reply.choice == "deny":
-            return Refusal(denied(reply.note), is_error=False, waited=waited)
+            return Refusal("person", reply.note, _judged(attempt).shown, waited=waited)
         if reply.choice == "always":
             for rule in learn:
                 self.remember(rule)
         elif reply.choice == "project" and learn:
             self.remember_in_project(learn)
-        return Grant("person", args, target, _unconfined() if tool.spawns else None, summary, waited=waited)
+        confinement = self._confine("person") if tool.spawns else None
+        return Grant("person", args, replace(attempt, confinement=confinement), summary, waited=waited)
 
     def _sweep(self) -> None:
         if "nanohermes.sandbox" not in sys.modules:
@@ -313,7 +387,7 @@ class Gate:
 
     def _read_rule(self, tool: Tool, target: Target) -> Callable[[str], str | None] | None:
         """For a path tool or a reading one (git_status lists paths): which read rule withholds a
-        path the call reaches (see `ToolContext.read_rule`)."""
+        path the call reaches (see `Attempt.read_rule`)."""
         if tool.kind != "path" and tool.effect != "read":
             return None
         rules = policy_read_rules(self.policy, tool.name).answered((*target.subjects, *target.aliases))
@@ -367,14 +441,13 @@ class Gate:
 
     # -- running -----------------------------------------------------------------------------
     async def attempt(self, tool: Tool, grant: Grant, ctx: ToolContext) -> Ran:
-        """Run the granted call in its confinement; on a sandbox refusal, ask once whether to
-        run it again outside the sandbox."""
+        """Run the granted call in its attempt; on a sandbox refusal, ask once whether to run
+        it again outside the sandbox."""
         from nanohermes.sandbox import SandboxError
 
-        ctx.target, ctx.confinement = grant.target, grant.confinement
         waited = grant.waited
         try:
-            out = await tool.run(grant.args, ctx)
+            out = await tool.run(grant.args, ctx, grant.attempt)
             if isinstance(out, ToolResult) and out.refused:
                 out, asked = await self._refused(tool, grant, ctx, out)
                 waited += asked
@@ -395,47 +468,45 @@ class Gate:
                        out: ToolResult) -> tuple[str | ToolResult, float]:
         """The sandbox refused something: offer the person to run the same call outside it
         (one keypress, like any approval); without one the model is told it needs a person."""
-        from nanohermes.sandbox import remedies as sandbox_remedies
+        from nanohermes.sandbox import remedies
 
         refused = out.refused
-        policy = grant.confinement.policy if grant.confinement is not None else "off"
+        conf = grant.attempt.confinement
+        policy = conf.policy if conf is not None else "off"
+        said = ", ".join(map(str, refused))
         rerun = False
         asked = time.monotonic()
         if self.policy.mode != Mode.GOAL:  # goal mode runs unattended: nobody to wait for
             async with self.confirm_lock:
                 reply = await self.ui.confirm(ApprovalRequest(
                     call_id=ctx.call_id, tool=tool.name, summary=grant.summary,
-                    detail=await _detail(tool, grant.args, ctx),
-                    reason=f"the sandbox ({policy}) refused {', '.join(refused)}; run it again outside the sandbox?",
-                    rerun=True, hint=sandbox_remedies(refused), target=grant.target.shown))
+                    detail=await _detail(tool, grant.args, ctx, grant.attempt),
+                    reason=f"the sandbox ({policy}) refused {said}; run it again outside the sandbox?",
+                    rerun=True, hint=remedies(refused), target=grant.target.shown, sandbox=policy, refused=refused))
             rerun = reply.choice != "deny"
         waited = time.monotonic() - asked
         self.ui.emit(SandboxRefused(call_id=ctx.call_id, tool=tool.name, summary=grant.summary, sandbox=policy,
                                     refused=refused, rerun=rerun))
         if not rerun:
             return out, waited
-        again = ToolContext(workspace=ctx.workspace, limits=ctx.limits, config=ctx.config, call_id=ctx.call_id,
-                            emit=ctx.emit, state=ctx.state, target=ctx.target, refusal=ctx.refusal,
-                            read_rule=ctx.read_rule,
-                            confinement=_unconfined())
-        second = await tool.run(grant.args, again)
+        outside = replace(grant.attempt, confinement=self._confine("person"))
+        second = await tool.run(grant.args, ctx, outside)
         text = second.text if isinstance(second, ToolResult) else second
         return (f"{text}\n\n(ran outside the sandbox, approved by the user, after the sandboxed run was refused "
-                f"{', '.join(refused)})"), waited
+                f"{said})"), waited
 
 
-async def _detail(tool: Tool, args: Params, ctx: ToolContext) -> str:
+async def _detail(tool: Tool, args: Params, ctx: ToolContext, attempt: Attempt) -> str:
     """What the person is shown to approve, made in a worker thread as the call's run is: a
     file tool's preview reads the file as the run will (an editor's buffer is read only from
     there), and a big diff keeps the loop free."""
-    return await asyncio.to_thread(tool.approval_detail, args, ctx)
+    return await asyncio.to_thread(tool.approval_detail, args, ctx, attempt)
 
 
-def _unconfined() -> Confinement:
-    """What a person's yes earns a call's processes: no sandbox."""
-    from nanohermes.sandbox import Confinement
-
-    return Confinement("off")
+def _judged(attempt: Attempt) -> Target:
+    """The Target of an attempt the gate made (it always holds one)."""
+    assert attempt.target is not None, "the gate's attempts hold the judged Target"
+    return attempt.target
 
 
 def _tainted() -> list[str]:
@@ -455,7 +526,7 @@ def person_only(why: str, *, unattended: bool) -> Verdict:
     time, or refused when nobody is asked."""
     if unattended:
         return Verdict("deny", f"{why}; only a person's yes lets it run, and this run asks nobody (--yes or goal "
-                               "mode), so it is refused")
+                               "mode), so it is refused", denied_by="unattended")
     return Verdict("ask", why, None)
 
 

@@ -220,20 +220,31 @@ def moved_work_tree(workspace: Path, env: Mapping[str, str] | None = None) -> st
     set_by += [f"{name}={env[name]}" for name in ("GIT_WORK_TREE", "GIT_DIR") if env.get(name)]
     if not set_by:
         return ""
+    real = _work_tree(workspace, env)
+    if not real or _accepted(real, workspace):
+        return ""
+    return (f"git's work tree for this workspace is {real}, outside it (set by {'; '.join(set_by)}): through git, "
+            "the files there would be read as the repository's")
+
+
+def _work_tree(workspace: Path, env: Mapping[str, str]) -> str:
+    """The real path of the work tree git finds from the workspace; "" when it finds none
+    (git says so itself) or cannot run."""
     try:
         r = subprocess.run([programs.git(), *programs.GIT_OWN, "rev-parse", "--show-toplevel"], cwd=workspace,
                            env=dict(env), capture_output=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return ""
     top = os.fsdecode(r.stdout).strip()
-    if r.returncode != 0 or not top:
-        return ""  # no work tree at all: git says so itself
-    real, root = os.path.realpath(top), os.path.realpath(workspace)
+    return os.path.realpath(top) if r.returncode == 0 and top else ""
+
+
+def _accepted(real: str, workspace: Path) -> bool:
+    """Is the work tree `real` the workspace, inside it, or the folder whose `.git` git finds
+    by looking up from it?"""
+    root = os.path.realpath(workspace)
     found = next((f for f in (Path(root), *Path(root).parents) if os.path.lexists(f / ".git")), None)
-    if real == root or real.startswith(root.rstrip("/") + "/") or (found is not None and real == str(found)):
-        return ""
-    return (f"git's work tree for this workspace is {real}, outside it (set by {'; '.join(set_by)}): through git, "
-            "the files there would be read as the repository's")
+    return real == root or real.startswith(root.rstrip("/") + "/") or (found is not None and real == str(found))
 
 
 # -- what a sandboxed command must leave as it is ----------------------------------------------
@@ -248,16 +259,10 @@ def metadata(workspace: Path, config_files: tuple[Path, ...] = ()) -> Metadata:
     module_roots: list[Path] = []
     sealable: list[Path] = []
     for gd in folders:
-        # `commondir` and `gitdir` point a linked worktree's git at its repository's config.
-        wanted += [gd / "config", gd / "hooks", gd / "config.worktree", gd / "commondir"]
-        if gd.parent.name == "worktrees":
-            wanted.append(gd / "gitdir")
-        modules = submodule_dirs(gd / "modules")
-        for module in modules:
-            wanted += [module / "config", module / "hooks", module / "config.worktree", module / "commondir"]
+        kept, seal = _git_folder_metadata(gd)
+        wanted += kept
         module_roots.append(gd / "modules")
-        sealable += [g for g in (gd, *modules) if g.is_dir() and not os.path.lexists(g / "commondir")]
-        wanted += _worktrees_metadata(gd / "worktrees")
+        sealable += seal
     hooks, includes = _named_paths(workspace, folders)
     wanted += hooks + includes
     real = list(dict.fromkeys(Path(os.path.realpath(p)) for p in wanted))
@@ -267,6 +272,21 @@ def metadata(workspace: Path, config_files: tuple[Path, ...] = ()) -> Metadata:
     absent = tuple(p for p in real if not os.path.lexists(p) and p not in hooks_folders)
     return Metadata(protected=protected, absent=absent, module_roots=tuple(module_roots),
                     sealable=tuple(dict.fromkeys(Path(os.path.realpath(g)) for g in sealable)))
+
+
+def _git_folder_metadata(gd: Path) -> tuple[list[Path], list[Path]]:
+    """What of one git folder stays read-only (its config and hooks, what points a linked
+    worktree's git elsewhere, its submodules' and its linked worktrees'), and which of it and
+    its submodules' git folders a background command's sandbox can seal (no `commondir`)."""
+    # `commondir` and `gitdir` point a linked worktree's git at its repository's config.
+    wanted = [gd / "config", gd / "hooks", gd / "config.worktree", gd / "commondir"]
+    if gd.parent.name == "worktrees":
+        wanted.append(gd / "gitdir")
+    modules = submodule_dirs(gd / "modules")
+    for module in modules:
+        wanted += [module / "config", module / "hooks", module / "config.worktree", module / "commondir"]
+    sealable = [g for g in (gd, *modules) if g.is_dir() and not os.path.lexists(g / "commondir")]
+    return [*wanted, *_worktrees_metadata(gd / "worktrees")], sealable
 
 
 def _worktrees_metadata(worktrees: Path) -> list[Path]:
@@ -322,25 +342,34 @@ def safe_new_repo(git_folder: Path) -> bool:
     file or link (it points git at a config elsewhere)."""
     if git_folder.is_symlink() or not git_folder.is_dir():
         return False
-    hooks = git_folder / "hooks"
     try:
-        if hooks.is_symlink() or any(not n.endswith(".sample") for n in (os.listdir(hooks) if hooks.is_dir() else ())):
-            return False
-        if any(os.path.lexists(git_folder / n) for n in ("commondir", "config.worktree")):
-            return False
-        if not all(safe_new_repo(m) for m in submodule_dirs(git_folder / "modules")):
-            return False
-        config = git_folder / "config"
-        if not config.exists():
-            return True
-        if config.is_symlink():
-            return False
-        r = subprocess.run([programs.git(), "config", "--file", str(config), "--list", "--name-only", "-z"],
-                           capture_output=True, timeout=10, env={"PATH": os.environ.get("PATH", ""),
-                                                                   "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"})
+        names = _config_names(git_folder / "config") if _plain_layout(git_folder) else None
     except (OSError, subprocess.SubprocessError):
         return False
-    if r.returncode != 0:
+    return names is not None and all(_safe_new_keys().fullmatch(n.lower()) for n in names)
+
+
+def _plain_layout(git_folder: Path) -> bool:
+    """Only git's sample hooks, no `commondir` or `config.worktree`, and each submodule's git
+    folder as harmless (see `safe_new_repo`)."""
+    hooks = git_folder / "hooks"
+    if hooks.is_symlink() or any(not n.endswith(".sample") for n in (os.listdir(hooks) if hooks.is_dir() else ())):
         return False
-    names = [n for n in r.stdout.decode("utf-8", "replace").split("\0") if n]
-    return all(_safe_new_keys().fullmatch(n.lower()) for n in names)
+    if any(os.path.lexists(git_folder / n) for n in ("commondir", "config.worktree")):
+        return False
+    return all(safe_new_repo(m) for m in submodule_dirs(git_folder / "modules"))
+
+
+def _config_names(config: Path) -> list[str] | None:
+    """The names of the keys a new repository's config sets (none without one); None for a
+    config that is a link or that git cannot read."""
+    if not config.exists():
+        return []
+    if config.is_symlink():
+        return None
+    r = subprocess.run([programs.git(), "config", "--file", str(config), "--list", "--name-only", "-z"],
+                       capture_output=True, timeout=10, env={"PATH": os.environ.get("PATH", ""),
+                                                               "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"})
+    if r.returncode != 0:
+        return None
+    return [n for n in r.stdout.decode("utf-8", "replace").split("\0") if n]

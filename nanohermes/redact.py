@@ -78,21 +78,7 @@ def collect(config: Any = None, environ: dict[str, str] | None = None) -> list[s
             elif isinstance(node, str) and secret_names(name):
                 found.append(node)
             elif isinstance(node, str) and "://" in node and "@" in node:
-                # A URL with credentials in it (base_url, an MCP server's url): its password
-                # is a key like any other, wherever the URL is shown.
-                from urllib.parse import urlsplit
-
-                try:
-                    parts = urlsplit(node.strip())
-                    password = parts.password
-                except ValueError:  # not a well-formed URL (an unclosed IPv6 bracket): its text still is shown
-                    m = _URL_PASSWORD.search(node)
-                    password = m.group(2) if m else None
-                if password:
-                    # The password alone, and as written with its user ("alice:pw@"): a short
-                    # password is no secret alone, but the credential in the URL always is.
-                    user = node.partition("://")[2].partition("@")[0]
-                    found.extend((password, user + "@"))
+                found.extend(_url_credentials(node))
             elif dataclasses.is_dataclass(node) and not isinstance(node, type):
                 # A config section, read key by key (its init fields: the rest is bookkeeping
                 # such as where each rule came from).
@@ -102,6 +88,25 @@ def collect(config: Any = None, environ: dict[str, str] | None = None) -> list[s
 
         walk(config)
     return found
+
+
+def _url_credentials(url: str) -> list[str]:
+    """The password of a URL with credentials in it (base_url, an MCP server's url), alone and
+    as written with its user ("alice:pw@"): a key like any other, wherever the URL is shown (a
+    short password is no secret alone, but the credential in the URL always is). None found:
+    []."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url.strip())
+        password = parts.password
+    except ValueError:  # not a well-formed URL (an unclosed IPv6 bracket): its text still is shown
+        m = _URL_PASSWORD.search(url)
+        password = m.group(2) if m else None
+    if not password:
+        return []
+    user = url.partition("://")[2].partition("@")[0]
+    return [password, user + "@"]
 
 
 def protect(config: Any = None) -> None:

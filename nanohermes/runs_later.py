@@ -100,6 +100,22 @@ def runs_later(path: str, before: bytes | None = None, after: bytes | None = Non
     `hooks`: more hooks folders (workspace-relative), those `core.hooksPath` names."""
     path = path.replace("\\", "/")
     name = posixpath.basename(path)
+    if (where := _by_place(path, name, hooks)) is not None:
+        return where
+    if name in _PARTS and (name != "tasks.json" or path.endswith(".vscode/tasks.json")):
+        what, part = _PARTS[name]
+        if contents_known and after is not None and before is not None and part(before) == part(after):
+            return None  # the file changed, but not the part that runs code
+        return what
+    if name.endswith(".mk"):
+        return "a Makefile (runs at `make`)"
+    return _NAMES.get(name) or None
+
+
+def _by_place(path: str, name: str, hooks: tuple[str, ...]) -> str | None:
+    """What runs the file at `path` by where it is, whatever it holds: a git hook, a CI
+    workflow, a virtual environment's `.pth` file, a subfolder's project file; None for a file
+    elsewhere."""
     if _HOOKS.search(path) or any(path.startswith(h.rstrip("/") + "/") for h in hooks):
         return "a git hook (runs at your next commit, checkout or push)"
     if _CI.search(path):
@@ -109,14 +125,7 @@ def runs_later(path: str, before: bytes | None = None, after: bytes | None = Non
     if _subfolders_project_file(path.split("/")):
         return ("a project file of nanohermes or Claude Code (its hooks, MCP servers, commands and rules apply at the "
                 "next start in that folder)")
-    if name in _PARTS and (name != "tasks.json" or path.endswith(".vscode/tasks.json")):
-        what, part = _PARTS[name]
-        if contents_known and after is not None and before is not None and part(before) == part(after):
-            return None  # the file changed, but not the part that runs code
-        return what
-    if name.endswith(".mk"):
-        return "a Makefile (runs at `make`)"
-    return _NAMES.get(name) or None
+    return None
 
 
 # -- what Python runs at every start in the workspace's virtual environments ---------------------

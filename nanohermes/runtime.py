@@ -210,10 +210,6 @@ class Runtime:
             p.safe = False
         return p
 
-    def _context(self, call_id: str) -> ToolContext:
-        return ToolContext(workspace=self.workspace, limits=self.limits, config=self.config, call_id=call_id,
-                           emit=self.ui.emit, state=self.session.state, session_folder=self.session.folder)
-
     async def _execute(self, p: _Call) -> Message:
         started = time.monotonic()
         name = p.call.name
@@ -237,10 +233,10 @@ class Runtime:
     async def _permitted_run(self, tool: Tool, args: Params, call_id: str,
                              summary: str) -> tuple[str, bool, str | None, float]:
         """(result text, is_error, display, seconds spent waiting for the person)."""
-        ctx = self._context(call_id)
+        ctx = ToolContext.of(self, call_id)
         verdict = await self.gate.judge(tool, args, ctx, summary)
         if isinstance(verdict, Refusal):
-            text = self.hooks.with_context(call_id, verdict.text) if self.hooks is not None else verdict.text
+            text = self.hooks.with_context(call_id, str(verdict)) if self.hooks is not None else str(verdict)
             return text, verdict.is_error, None, verdict.waited
         ran = await self.gate.attempt(tool, verdict, ctx)
         if verdict.target.mapped:  # the model learns the path it wrote was read as another

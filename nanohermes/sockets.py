@@ -105,39 +105,58 @@ def _sockets_in(folder: str, depth: int, budget: list[int]) -> Iterable[str]:
     except OSError:
         return
     ident = (st.st_ino, st.st_mtime_ns)
-    cached = _listed.get(folder)
-    if cached is not None and cached[0] == ident:
-        budget[0] -= cached[3]
+    listing = _listed.get(folder)
+    if listing is not None and listing[0] == ident:
+        budget[0] -= listing[3]
         if budget[0] < 0:
             return
-    else:
-        found: list[str] = []
-        subfolders: list[str] = []
-        count = 0
-        try:
-            with os.scandir(folder) as entries:
-                for e in entries:
-                    budget[0] -= 1
-                    count += 1
-                    if budget[0] < 0:
-                        return
-                    try:  # the entry's type comes with the listing: only an odd one costs a stat
-                        if e.is_dir(follow_symlinks=False):
-                            subfolders.append(e.path)
-                        elif not (e.is_file(follow_symlinks=False) or e.is_symlink()) \
-                                and stat.S_ISSOCK(e.stat(follow_symlinks=False).st_mode):
-                            found.append(e.path)
-                    except OSError:
-                        continue
-        except OSError:
-            return
-        if len(_listed) > 4096:
-            _listed.clear()
-        _listed[folder] = cached = (ident, found, subfolders, count)
-    yield from cached[1]
+    elif (listing := _list(folder, ident, budget)) is None:
+        return
+    yield from listing[1]
     if depth > 0:
-        for sub in cached[2]:
+        for sub in listing[2]:
             yield from _sockets_in(sub, depth - 1, budget)
+
+
+def _list(folder: str, ident: tuple[int, int],
+          budget: list[int]) -> tuple[tuple[int, int], list[str], list[str], int] | None:
+    """`folder`'s sockets and subfolders, listed now (each entry counted against the budget)
+    and kept; None when it cannot be listed or the budget ran out."""
+    found: list[str] = []
+    subfolders: list[str] = []
+    count = 0
+    try:
+        with os.scandir(folder) as entries:
+            for e in entries:
+                budget[0] -= 1
+                count += 1
+                if budget[0] < 0:
+                    return None
+                kind = _kind(e)
+                if kind == "folder":
+                    subfolders.append(e.path)
+                elif kind == "socket":
+                    found.append(e.path)
+    except OSError:
+        return None
+    if len(_listed) > 4096:
+        _listed.clear()
+    _listed[folder] = listing = (ident, found, subfolders, count)
+    return listing
+
+
+def _kind(entry: os.DirEntry[str]) -> str:
+    """"folder", "socket" or "" for anything else (the entry's type comes with the listing:
+    only an odd one costs a stat)."""
+    try:
+        if entry.is_dir(follow_symlinks=False):
+            return "folder"
+        if not (entry.is_file(follow_symlinks=False) or entry.is_symlink()) \
+                and stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):
+            return "socket"
+    except OSError:
+        pass
+    return ""
 
 
 _tmp_picked: tuple[tuple[int, int], list[str]] = ((0, 0), [])
@@ -173,26 +192,9 @@ def look(env: Mapping[str, str], *, keep: Iterable[str], own_network: bool, max_
     a network namespace of its own) a socket bound in nanohermes's namespace is covered even
     inside them: no sandboxed command made it. `max_entries` bounds the folder look."""
     kept = [k.rstrip("/") + "/" for k in keep]
-
-    def inside_kept(path: str) -> bool:
-        return any((path + "/").startswith(k) for k in kept)
-
-    def holds_kept(folder: str) -> bool:
-        return any(k.startswith(folder.rstrip("/") + "/") for k in kept)
-
-    home = env.get("HOME", "")
     budget = [max_entries]
     bound = set(_bound_paths())
-    candidates = [*bound, *_named_by(env)]
-    scanned: set[str] = set()
-    for folder, depth in (("/run", 2), ("/var/run", 2), (os.path.join(home, ".gnupg") if home else "", 0)):
-        real = os.path.realpath(folder) if folder else ""
-        if real and real not in scanned:  # /var/run is usually /run
-            scanned.add(real)
-            candidates += _sockets_in(real, depth, budget)
-    candidates += _sockets_in("/tmp", 0, budget)  # sockets right in /tmp, and in its socket folders
-    for folder in _tmp_socket_folders():
-        candidates += _sockets_in(folder, 2, budget)
+    candidates = [*bound, *_named_by(env), *_looked(env.get("HOME", ""), budget)]
     problem = ""
     if budget[0] < 0:
         problem = (f"the look for other programs' sockets went past "
@@ -200,8 +202,41 @@ def look(env: Mapping[str, str], *, keep: Iterable[str], own_network: bool, max_
     folders: list[str] = []
     for folder in dict.fromkeys(runtime_folders(env, os.geteuid())):
         real = os.path.realpath(folder)
-        if os.path.isdir(real) and not holds_kept(real) and not inside_kept(real):
+        if os.path.isdir(real) and not _holds_kept(real, kept) and not _inside_kept(real, kept):
             folders.append(real)
+    sockets = _to_cover(candidates, bound, folders, kept, own_network)
+    return Found(sockets=tuple(sockets), folders=tuple(folders), problem=problem)
+
+
+def _inside_kept(path: str, kept: list[str]) -> bool:
+    return any((path + "/").startswith(k) for k in kept)
+
+
+def _holds_kept(folder: str, kept: list[str]) -> bool:
+    return any(k.startswith(folder.rstrip("/") + "/") for k in kept)
+
+
+def _looked(home: str, budget: list[int]) -> list[str]:
+    """The sockets the folder look finds: in /run (and /var/run, usually the same), in
+    ~/.gnupg, right in /tmp and in the folders there where servers keep theirs."""
+    found: list[str] = []
+    scanned: set[str] = set()
+    for folder, depth in (("/run", 2), ("/var/run", 2), (os.path.join(home, ".gnupg") if home else "", 0)):
+        real = os.path.realpath(folder) if folder else ""
+        if real and real not in scanned:  # /var/run is usually /run
+            scanned.add(real)
+            found += _sockets_in(real, depth, budget)
+    found += _sockets_in("/tmp", 0, budget)  # sockets right in /tmp, and in its socket folders
+    for folder in _tmp_socket_folders():
+        found += _sockets_in(folder, 2, budget)
+    return found
+
+
+def _to_cover(candidates: list[str], bound: set[str], folders: list[str], kept: list[str],
+              own_network: bool) -> list[str]:
+    """The real paths of the sockets among `candidates` to cover one by one: not the
+    command's own (inside a kept folder, unless bound in nanohermes's namespace while the
+    command has a network of its own), nor one in a folder covered whole."""
     sockets: list[str] = []
     seen: set[str] = set()
     for path in candidates:
@@ -212,12 +247,12 @@ def look(env: Mapping[str, str], *, keep: Iterable[str], own_network: bool, max_
         except OSError:
             continue
         seen.add(real)
-        if inside_kept(real) and not (own_network and (path in bound or real in bound)):
+        if _inside_kept(real, kept) and not (own_network and (path in bound or real in bound)):
             continue  # the command's own
         if any((real + "/").startswith(f.rstrip("/") + "/") for f in folders):
             continue  # its folder is covered whole
         sockets.append(real)
-    return Found(sockets=tuple(sockets), folders=tuple(folders), problem=problem)
+    return sockets
 
 
 def names_socket(name: str, value: str) -> bool:

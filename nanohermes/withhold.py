@@ -41,8 +41,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nanohermes.secrets import name_matcher
+
+if TYPE_CHECKING:
+    from nanohermes.budget import Limits
 
 _RACY_NS = 2_000_000_000
 
@@ -68,6 +72,13 @@ class _Folder:
 
 _cache: dict[tuple[str, tuple[str, ...]], dict[str, _Folder]] = {}
 _lock = threading.Lock()  # looks run in worker threads; the cache is shared
+
+
+def look(workspace: Path, patterns: tuple[str, ...] | list[str], limits: Limits) -> Secrets:
+    """The workspace's secret files, which a sandboxed command may not read, found within the
+    sandbox's bounds of the look (`find`)."""
+    return find(workspace, patterns, max_entries=limits.sandbox_secret_scan_entries,
+                max_files=limits.sandbox_secret_files, max_secs=limits.sandbox_secret_scan_secs)
 
 
 def find(workspace: Path, patterns: tuple[str, ...] | list[str], *, max_entries: int, max_files: int,

@@ -119,21 +119,23 @@ def call(rt: Runtime, name: str, **args: Any) -> str:
 
 # -- a command run in a confinement of the test's choosing --------------------------------
 class Confined:
-    """What a command run by `run_confined` gave: its result text and what the sandbox refused."""
+    """What a command run by `run_confined` gave: its result text and what the sandbox refused
+    (each as its text says it)."""
 
-    def __init__(self, text: str, refused: tuple[str, ...]) -> None:
-        self.text, self.refused = text, list(refused)
+    def __init__(self, text: str, refused: tuple[Any, ...]) -> None:
+        self.text, self.refused = text, [str(r) for r in refused]
 
 
 def confined_context(ws: Path, policy: str, *, config: Config | None = None, limits: Limits | None = None,
-                     withhold: bool = True) -> Any:
-    """A tool context whose processes run as the gate would confine a call granted `policy`."""
-    from nanohermes.tools import ToolContext
-    from nanohermes.tools.process import confine
+                     withhold: bool = True) -> tuple[Any, Any]:
+    """A tool context, and an attempt whose processes run as the gate would confine a call
+    granted `policy`."""
+    from nanohermes.sandbox import confine
+    from nanohermes.tools import Attempt, ToolContext
 
     cfg, lim = config or Config(), limits or Limits()
-    return ToolContext(workspace=ws, limits=lim, config=cfg,
-                       confinement=confine(policy, workspace=ws, config=cfg, limits=lim, withhold=withhold))
+    return (ToolContext(workspace=ws, limits=lim, config=cfg),
+            Attempt(confinement=confine(policy, workspace=ws, config=cfg, limits=lim, withhold=withhold)))
 
 
 def run_confined(ws: Path, command: str, policy: str, *, config: Config | None = None,
@@ -141,6 +143,6 @@ def run_confined(ws: Path, command: str, policy: str, *, config: Config | None =
     """run_command, its processes confined as the gate would confine a call granted `policy`."""
     from nanohermes.tools.shell import RunCommand, RunCommandParams
 
-    ctx = confined_context(ws, policy, config=config, limits=limits, withhold=withhold)
-    out = asyncio.run(RunCommand().run(RunCommandParams(command=command), ctx))
+    ctx, attempt = confined_context(ws, policy, config=config, limits=limits, withhold=withhold)
+    out = asyncio.run(RunCommand().run(RunCommandParams(command=command), ctx, attempt))
     return Confined(out, ()) if isinstance(out, str) else Confined(out.text, out.refused)

@@ -28,7 +28,7 @@ from nanohermes.permissions import Policy
 from nanohermes.runtime import Runtime
 from nanohermes.session import Session, Transcript
 from nanohermes.testing import FakeServer, Fault, FakeToolCall, Reply, check_protocol
-from nanohermes.tools import Approval, Params, Tool, ToolContext, build_tools
+from nanohermes.tools import Attempt, Approval, Params, Tool, ToolContext, build_tools
 
 from exec_support import no_leftover_processes  # noqa: F401
 
@@ -53,7 +53,7 @@ class Nap(Tool):
     def concurrency_safe(self, args: Params) -> bool:
         return True
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
+    async def run(self, args: Params, ctx: ToolContext, attempt: Attempt) -> str:
         assert isinstance(args, NapParams)
         await asyncio.sleep(args.seconds)
         if args.crash:

@@ -30,7 +30,7 @@ from nanohermes.messages import ToolCall
 from nanohermes.permissions import PROTECTED, Policy, Rule
 from nanohermes.permissions.decision import UNATTENDED
 from nanohermes.runtime import DENIED, Runtime
-from nanohermes.tools import Tool, ToolContext, ToolError, ToolResult, build_tools
+from nanohermes.tools import Attempt, Tool, ToolContext, ToolError, ToolResult, build_tools
 from nanohermes.tools.artefacts import all_numbered, omission
 from nanohermes.tools.fileops import TextFile, unified_diff
 from nanohermes.tools.files import EditFile, ListDir, ReadFile, WriteFile
@@ -48,7 +48,7 @@ def ctx_for(ws: Path, config: Config | None = None, **limits: Any) -> ToolContex
 
 
 def run(tool: Tool, ws: Path, args: dict[str, Any], config: Config | None = None, **limits: Any) -> str:
-    out = asyncio.run(tool.run(tool.parse(args), ctx_for(ws, config, **limits)))
+    out = asyncio.run(tool.run(tool.parse(args), ctx_for(ws, config, **limits), Attempt()))
     return out.text if isinstance(out, ToolResult) else out
 
 
@@ -328,12 +328,12 @@ def test_approval_detail_is_the_diff_and_writes_nothing(workspace: Path) -> None
     (workspace / "a.txt").write_text("one\ntwo\n")
     ctx = ctx_for(workspace)
     w = WriteFile()
-    detail = w.approval_detail(w.parse({"path": "a.txt", "content": "one\n2\n"}), ctx)
+    detail = w.approval_detail(w.parse({"path": "a.txt", "content": "one\n2\n"}), ctx, Attempt())
     assert detail == "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n"
     e = EditFile()
-    detail = e.approval_detail(e.parse({"path": "a.txt", "old_string": "one", "new_string": "1"}), ctx)
+    detail = e.approval_detail(e.parse({"path": "a.txt", "old_string": "one", "new_string": "1"}), ctx, Attempt())
     assert detail == "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n-one\n+1\n two\n"
-    new = w.approval_detail(w.parse({"path": "n.txt", "content": "x"}), ctx)
+    new = w.approval_detail(w.parse({"path": "n.txt", "content": "x"}), ctx, Attempt())
     assert new == "--- /dev/null\n+++ b/n.txt\n@@ -0,0 +1 @@\n+x\n\\ No newline at end of file\n"
     assert (workspace / "a.txt").read_text() == "one\ntwo\n" and not (workspace / "n.txt").exists()
 
@@ -342,7 +342,7 @@ def test_diff_shown_to_people_is_bounded(workspace: Path) -> None:
     (workspace / "a.txt").write_text("")
     w = WriteFile()
     content = "".join(f"{i}\n" for i in range(100))
-    out = asyncio.run(w.run(w.parse({"path": "a.txt", "content": content}), ctx_for(workspace, edit_diff_chars=40)))
+    out = asyncio.run(w.run(w.parse({"path": "a.txt", "content": content}), ctx_for(workspace, edit_diff_chars=40), Attempt()))
     full = unified_diff("", content, "a/a.txt", "b/a.txt")
     assert isinstance(out, ToolResult) and out.display == (
         full[:30] + f"\n… output truncated ({len(full) - 40} chars omitted) …\n" + full[-10:])
@@ -429,7 +429,7 @@ def test_edit_display_diff_applies_back_with_apply_patch(workspace: Path) -> Non
     text = "".join(f"line {i}\n" for i in range(1, 40))
     (workspace / "a.txt").write_text(text)
     e = EditFile()
-    out = asyncio.run(e.run(e.parse({"path": "a.txt", "old_string": "line 20\n", "new_string": "twenty\n"}), ctx_for(workspace)))
+    out = asyncio.run(e.run(e.parse({"path": "a.txt", "old_string": "line 20\n", "new_string": "twenty\n"}), ctx_for(workspace), Attempt()))
     assert isinstance(out, ToolResult) and out.display is not None
     outcome = apply(parse(out.display), lambda p: text)[0]
     assert outcome.new_text == (workspace / "a.txt").read_text()
@@ -503,7 +503,7 @@ def test_a_change_that_cannot_apply_fails_with_its_own_error_before_anyone_is_as
 class BrokenCheck(WriteFile):
     """A write whose check itself breaks: that decides nothing, so the person is still asked."""
 
-    def precheck(self, args: Any, ctx: ToolContext) -> None:
+    def precheck(self, args: Any, ctx: ToolContext, attempt: Attempt) -> None:
         raise RuntimeError("the check broke")
 
 
@@ -603,23 +603,23 @@ import asyncio, sys
 from pathlib import Path
 from nanohermes.budget import Limits
 from nanohermes.config import Config
-from nanohermes.tools import ToolContext
+from nanohermes.tools import Attempt, ToolContext
 from nanohermes.tools.files import EditFile, ReadFile, WriteFile
 
 ws, which, size = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 ctx = ToolContext(workspace=ws, limits=Limits(edit_file_max_bytes=1 << 30), config=Config())
 w, e = WriteFile(), EditFile()
 r = ReadFile()
-asyncio.run(r.run(r.parse({"path": "f.txt", "limit": 1}), ctx))  # read before replacing it
+asyncio.run(r.run(r.parse({"path": "f.txt", "limit": 1}), ctx, Attempt()))  # read before replacing it
 flip = {"X": "Y", "Y": "X"}
 n = 0
 while True:
     if which == "write":
         args = w.parse({"path": "f.txt", "content": "AB"[n % 2] * size})
-        asyncio.run(w.run(args, ctx))
+        asyncio.run(w.run(args, ctx, Attempt()))
     else:
         first = (ws / "f.txt").read_bytes()[:1].decode()
-        asyncio.run(e.run(e.parse({"path": "f.txt", "old_string": first, "new_string": flip[first]}), ctx))
+        asyncio.run(e.run(e.parse({"path": "f.txt", "old_string": first, "new_string": flip[first]}), ctx, Attempt()))
     n += 1
     if n == 1:
         print("ready", flush=True)
@@ -666,6 +666,6 @@ def test_overwriting_a_binary_or_huge_file_does_not_diff_its_old_content(workspa
     ctx = ctx_for(workspace, edit_file_max_bytes=50)
     run(ReadFile(), workspace, {"path": "big.txt"})
     for name in ("i.png", "big.txt"):
-        assert w.approval_detail(w.parse({"path": name, "content": "new\n"}), ctx) == (
+        assert w.approval_detail(w.parse({"path": name, "content": "new\n"}), ctx, Attempt()) == (
             f"--- a/{name}\n+++ b/{name}\n@@ -0,0 +1 @@\n+new\n")
         assert run(w, workspace, {"path": name, "content": "new\n"}, edit_file_max_bytes=50) == f"overwrote {name} (4 bytes, 1 line)"

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from nanohermes.tools.base import Params, ReadOnlyTool, SubjectKind, Tool, ToolContext, ToolError, about
+from nanohermes.tools.base import Attempt, Params, ReadOnlyTool, SubjectKind, Tool, ToolContext, ToolError, about
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,10 +46,10 @@ class CountLines(ReadOnlyTool[CountLinesParams]):
     def output_limit(self) -> str:
         return "read_file_window_lines lines"
 
-    async def run(self, args: CountLinesParams, ctx: ToolContext) -> str:
+    async def run(self, args: CountLinesParams, ctx: ToolContext, attempt: Attempt) -> str:
         most = args.most or ctx.limits.read_file_window_lines
         try:
-            lines = self.resolved(args, ctx).paths[0].read_text().splitlines()
+            lines = self.resolved(args, ctx, attempt).paths[0].read_text().splitlines()  # the file judged
         except OSError as e:
             raise ToolError(f"cannot read {args.path}: {e.strerror}") from None
         if len(lines) > most:

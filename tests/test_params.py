@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError, build_tools
+from nanohermes.tools import Attempt, Approval, Params, Tool, ToolContext, ToolError, build_tools
 from nanohermes.tools.files import ReadFile
 from nanohermes.tools.shell import RunCommand
 
@@ -127,7 +127,7 @@ class Forgetful(Tool[Undecorated]):
     params: ClassVar[type[Params]] = Undecorated
     approval: ClassVar[Approval] = "never"
 
-    async def run(self, args: Undecorated, ctx: ToolContext) -> str:
+    async def run(self, args: Undecorated, ctx: ToolContext, attempt: Attempt) -> str:
         return args.path
 
 

@@ -27,7 +27,7 @@ from nanohermes.events import RecordingUI, ToolFinished
 from nanohermes.messages import ToolCall
 from nanohermes.permissions import Policy
 from nanohermes.runtime import Runtime
-from nanohermes.tools import ToolContext, ToolError, ToolResult, build_tools
+from nanohermes.tools import Attempt, ToolContext, ToolError, ToolResult, build_tools
 from nanohermes.tools.fileops import unified_diff
 from nanohermes.tools.patch import ApplyPatch
 from nanohermes.tools.patches.common import PatchError
@@ -62,7 +62,7 @@ def ctx_for(ws: Path, **limits: int) -> ToolContext:
 
 def run_patch(ws: Path, diff: str, **limits: int) -> ToolResult:
     tool = ApplyPatch()
-    return asyncio.run(tool.run(tool.parse({"diff": diff}), ctx_for(ws, **limits)))
+    return asyncio.run(tool.run(tool.parse({"diff": diff}), ctx_for(ws, **limits), Attempt()))
 
 
 def test_there_are_at_least_twenty_fixtures() -> None:

@@ -11,14 +11,14 @@ import pytest
 
 from nanohermes.budget import Limits
 from nanohermes.config import Config
-from nanohermes.tools import ToolContext, ToolError
+from nanohermes.tools import Attempt, ToolContext, ToolError
 from nanohermes.tools.files import ReadFile
 
 
 def read(ws: Path, limits: Limits | None = None, **args: object) -> str:
     tool = ReadFile()
     ctx = ToolContext(workspace=ws, limits=limits or Limits(), config=Config())
-    return asyncio.run(tool.run(tool.parse(args), ctx))  # type: ignore[return-value]
+    return asyncio.run(tool.run(tool.parse(args), ctx, Attempt()))  # type: ignore[return-value]
 
 
 @pytest.mark.timeout(120)

@@ -18,7 +18,7 @@ from nanohermes.permissions import Policy
 from nanohermes.runtime import INTERRUPTED, Runtime
 from nanohermes.session import Session
 from nanohermes.testing import Reply, ScriptedLLM, call, tool_reply
-from nanohermes.tools import Approval, Params, Tool, ToolContext, ToolError
+from nanohermes.tools import Attempt, Approval, Params, Tool, ToolContext, ToolError
 from nanohermes.tools.files import ListDir, ReadFile
 from tool_support import TinyWrite
 
@@ -35,7 +35,7 @@ class Crashy(Tool):
     params: ClassVar[type[Params]] = SlowParams
     approval: ClassVar[Approval] = "never"
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
+    async def run(self, args: Params, ctx: ToolContext, attempt: Attempt) -> str:
         raise RuntimeError("boom")
 
 
@@ -46,7 +46,7 @@ class Sleeper(Tool):
     params: ClassVar[type[Params]] = SlowParams
     approval: ClassVar[Approval] = "never"
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
+    async def run(self, args: Params, ctx: ToolContext, attempt: Attempt) -> str:
         assert isinstance(args, SlowParams)
         await asyncio.sleep(args.seconds)
         if args.seconds < 0:

@@ -27,7 +27,8 @@ from nanohermes.config import Config, load_config
 from nanohermes.events import ApprovalRequest, Notice, RecordingUI, SandboxRefused
 from nanohermes.permissions import Policy
 from nanohermes.runtime import Runtime
-from nanohermes.tools import ToolContext, build_tools
+from nanohermes.sandbox import Refused
+from nanohermes.tools import Attempt, ToolContext, build_tools
 from nanohermes.tools.tasks import task_manager
 
 AVAIL = sandbox.probe()
@@ -275,7 +276,7 @@ def test_a_refusal_is_offered_to_the_person_and_rerun_outside(workspace: Path, t
     assert req.reason == (f"the sandbox (workspace-write) refused a write to {target}; "
                           "run it again outside the sandbox?")
     [ev] = ui.of(SandboxRefused)
-    assert ev.rerun and ev.refused == (f"a write to {target}",) and ev.sandbox == "workspace-write"
+    assert ev.rerun and ev.refused == (Refused("write", str(target)),) and ev.sandbox == "workspace-write"
     assert out.startswith("exit code: 0")
     assert "ran outside the sandbox, approved by the user" in out
 
@@ -640,13 +641,13 @@ def test_the_sweep_of_an_ended_command_spares_a_command_started_after_it(workspa
     from nanohermes.tools.process import spawn
 
     async def go() -> int | None:
-        ctx = confined_context(workspace, "read-only")
+        _, attempt = confined_context(workspace, "read-only")
         first = await spawn(["true"], cwd=workspace, env=dict(os.environ), out_cap=100, err_cap=100,
-                            confinement=ctx.confinement)
+                            confinement=attempt.confinement)
         await first.wait(10)
         await asyncio.sleep(0.1)  # its namespace is gone once it has exited
         second = await spawn(["sleep", "2"], cwd=workspace, env=dict(os.environ), out_cap=100, err_cap=100,
-                             confinement=ctx.confinement)
+                             confinement=attempt.confinement)
         first.close()  # the sweep after the first command
         try:
             await second.wait(10)
@@ -660,13 +661,14 @@ def test_the_sweep_of_an_ended_command_spares_a_command_started_after_it(workspa
 @needs_landlock
 def test_a_command_run_without_a_granted_confinement_is_confined_as_an_unasked_one(workspace: Path,
                                                                                     tmp_path: Path) -> None:
-    """A context the gate did not fill (a tool run outside it) has no confinement: its command
+    """An attempt the gate did not make (a tool run outside it) has no confinement: its command
     still runs in workspace-write, never unconfined."""
     from nanohermes.tools.shell import RunCommand, RunCommandParams
 
     ctx = ToolContext(workspace=workspace, limits=Limits(), config=Config())
-    assert ctx.confinement is None
+    assert Attempt().confinement is None
     outside = tmp_path / "outside.txt"
-    out = asyncio.run(RunCommand().run(RunCommandParams(command=f"touch {outside}; touch inside.txt"), ctx))
+    out = asyncio.run(RunCommand().run(RunCommandParams(command=f"touch {outside}; touch inside.txt"), ctx,
+                                       Attempt()))
     assert (workspace / "inside.txt").exists() and not outside.exists()
     assert "workspace-write" in str(out)

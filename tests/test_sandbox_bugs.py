@@ -28,7 +28,7 @@ from nanohermes.messages import ToolCall
 from nanohermes.permissions import Policy
 from nanohermes.runtime import Runtime
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
-from nanohermes.tools import ToolContext, ToolError, build_tools
+from nanohermes.tools import Attempt, ToolContext, ToolError, build_tools
 from nanohermes.tools.base import Params, Tool
 from nanohermes.tools.patch import ApplyPatch, ApplyPatchParams
 
@@ -168,11 +168,11 @@ def test_a_folder_swapping_back_and_forth_never_breaks_the_approval(workspace: P
         tool, args = ApplyPatch(), ApplyPatchParams(diff=PATCH)
         for _ in range(2000):
             try:
-                ctx.target = tool.target(args, ctx)
+                attempt = Attempt(target=tool.target(args, ctx))
             except ToolError as e:  # a resolution refused while the path changes: the tool's own error
                 assert "changed while it was being resolved" in str(e), e
                 continue
-            assert isinstance(tool.approval_detail(args, ctx), str)
+            assert isinstance(tool.approval_detail(args, ctx, attempt), str)
     finally:
         swapper.kill()
         swapper.wait()
@@ -194,10 +194,10 @@ class Unshowable(Tool[NoteParams]):
     params: ClassVar[type[Params]] = NoteParams
     spawns: ClassVar[bool] = False
 
-    def approval_detail(self, args: NoteParams, ctx: ToolContext) -> str:
+    def approval_detail(self, args: NoteParams, ctx: ToolContext, attempt: Attempt) -> str:
         raise OSError(22, "Invalid argument", "d")
 
-    async def run(self, args: NoteParams, ctx: ToolContext) -> str:
+    async def run(self, args: NoteParams, ctx: ToolContext, attempt: Attempt) -> str:
         return "RAN"
 
 

@@ -22,7 +22,8 @@ from nanohermes.budget import Limits
 from nanohermes.config import Config
 from nanohermes.sandbox.pidns import INIT_TITLE
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
-from nanohermes.tools.process import command_env, confine, run_capped, shell_argv
+from nanohermes.sandbox import confine
+from nanohermes.tools.process import command_env, run_capped, shell_argv
 from nanohermes.tools.shell import RunCommand, RunCommandParams
 
 AVAIL = sandbox.probe()
@@ -143,8 +144,8 @@ def test_a_command_that_ends_gracefully_at_its_timeout_still_does(workspace: Pat
     """The timeout's TERM reaches the command's group; the relay nanohermes waits on holds it
     back for itself, so the command's own handler still runs before the KILL."""
     line = "trap 'echo graceful; exit 0' TERM; echo up; sleep 30 & wait"
-    ctx = confined_context(workspace, "workspace-write", limits=Limits(command_kill_grace_secs=30))
-    out = asyncio.run(RunCommand().run(RunCommandParams(command=line, timeout_secs=1), ctx))
+    ctx, attempt = confined_context(workspace, "workspace-write", limits=Limits(command_kill_grace_secs=30))
+    out = asyncio.run(RunCommand().run(RunCommandParams(command=line, timeout_secs=1), ctx, attempt))
     text = out if isinstance(out, str) else out.text
     assert text.startswith("exit code: killed (timed out after 1s)") and "up\ngraceful" in text, text
 

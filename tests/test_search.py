@@ -14,7 +14,7 @@ import pytest
 
 from nanohermes.budget import MiB, Limits
 from nanohermes.config import Config
-from nanohermes.tools import ToolContext, ToolError, build_tools
+from nanohermes.tools import Attempt, ToolContext, ToolError, build_tools
 from nanohermes.tools.search import (
     DEFAULT_IGNORE_DIRS, Glob, Grep, Matcher, compile_glob, find_ripgrep, ignore_dir_names, walk_python,
     walk_ripgrep,
@@ -32,13 +32,13 @@ def ctx_for(ws: Path, limits: Limits | None = None, config: Config | None = None
 def grep(ws: Path, rg: str | None = None, limits: Limits | None = None, config: Config | None = None,
          early_files: int = 256, **args: object) -> str:
     tool = Grep(ripgrep=rg, early_files=early_files)
-    return asyncio.run(tool.run(tool.parse(dict(args)), ctx_for(ws, limits, config)))
+    return asyncio.run(tool.run(tool.parse(dict(args)), ctx_for(ws, limits, config), Attempt()))
 
 
 def glob(ws: Path, rg: str | None = None, limits: Limits | None = None, config: Config | None = None,
          **args: object) -> str:
     tool = Glob(ripgrep=rg)
-    return asyncio.run(tool.run(tool.parse(dict(args)), ctx_for(ws, limits, config)))
+    return asyncio.run(tool.run(tool.parse(dict(args)), ctx_for(ws, limits, config), Attempt()))
 
 
 def write(root: Path, rel: str, content: str | bytes = "x\n") -> Path:
@@ -560,7 +560,7 @@ def test_a_cancelled_grep_leaves_no_ripgrep_behind(workspace: Path, tmp_path: Pa
     tool = Grep(ripgrep=str(slow), early_files=0)  # wait for "ripgrep"
 
     async def go() -> float:
-        task = asyncio.ensure_future(tool.run(tool.parse({"pattern": "alpha"}), ctx_for(workspace)))
+        task = asyncio.ensure_future(tool.run(tool.parse({"pattern": "alpha"}), ctx_for(workspace), Attempt()))
         for _ in range(500):
             if pidfile.exists() or task.done():
                 break

@@ -17,7 +17,7 @@ from nanohermes.events import ApprovalRequest, RecordingUI
 from nanohermes.messages import ToolCall
 from nanohermes.permissions import Policy, Rule
 from nanohermes.runtime import DENIED, Runtime
-from nanohermes.tools import Tool, ToolContext, ToolResult
+from nanohermes.tools import Attempt, Tool, ToolContext, ToolResult
 from nanohermes.tools.files import ListDir
 from nanohermes.tools.search.glob import Glob
 from nanohermes.tools.search.grep import Grep
@@ -111,13 +111,12 @@ def test_grep_of_a_secret_file_through_a_link_asks_about_the_file_it_reads(linke
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_outside_the_runtime_the_tools_resolve_as_the_runtime_does(linked: Path, backend: str | None) -> None:
     ctx = ToolContext(workspace=linked, limits=Limits(), config=Config())
-    assert ctx.target is None
     rt = runtime(linked, RecordingUI(), Policy(), [Grep(ripgrep=backend), Glob(ripgrep=backend), ListDir()])
     for tool, args, expected in ((Grep(ripgrep=backend), {"pattern": "needle", "path": "l/../t"},
                                   "deep/t/f.txt:1:needle in deep/t"),
                                  (Glob(ripgrep=backend), {"pattern": "**/*.txt", "path": "l/../t"}, "deep/t/f.txt"),
                                  (ListDir(), {"path": "l/../t"}, "f.txt  17")):
-        out = asyncio.run(tool.run(tool.parse(args), ctx))
+        out = asyncio.run(tool.run(tool.parse(args), ctx, Attempt()))  # no Target: the tool resolves it
         assert (out.text if isinstance(out, ToolResult) else out) == expected == run(rt, tool.name, **args)
 
 

@@ -97,10 +97,10 @@ def test_index_is_one_line_per_skill_and_bounded(workspace: Path, cfg_dir: Path)
 
 
 def load(tool: SkillTool, name: str, limits: Limits | None = None) -> str:
-    from nanohermes.tools import ToolContext
+    from nanohermes.tools import Attempt, ToolContext
 
     ctx = ToolContext(workspace=Path("."), limits=limits or Limits(), config=Config())
-    return asyncio.run(tool.run(tool.parse({"name": name}), ctx))
+    return asyncio.run(tool.run(tool.parse({"name": name}), ctx, Attempt()))
 
 
 def test_skill_tool_returns_body_and_lists_other_files(workspace: Path, cfg_dir: Path) -> None:

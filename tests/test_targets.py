@@ -20,6 +20,7 @@ from nanohermes.permissions import PROTECTED, Policy, Rule
 from nanohermes.runtime import DENIED, Runtime
 from nanohermes.tools import (
     Approval,
+    Attempt,
     Effect,
     Params,
     SubjectKind,
@@ -162,9 +163,9 @@ class Scribble(Tool):
         assert isinstance(args, WriteParams)
         return args.path
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
+    async def run(self, args: Params, ctx: ToolContext, attempt: Attempt) -> str:
         assert isinstance(args, WriteParams)
-        [real] = self.resolved(args, ctx).paths
+        [real] = self.resolved(args, ctx, attempt).paths
         real.write_text(args.content)
         return f"wrote {real}"
 

@@ -14,6 +14,7 @@ from nanohermes.events import (
 )
 from nanohermes.messages import Usage
 from nanohermes.redact import add_secrets
+from nanohermes.sandbox import Refused
 from nanohermes.runtime import DENIED, INTERRUPTED
 from nanohermes.ui import render
 from nanohermes.ui.approval import choices as approval_choices
@@ -410,7 +411,7 @@ def every_event() -> list[Any]:
         TurnEnded(reason="completed", turns=1, tool_calls=0, text="ok"),
         TodoUpdated(items=(TodoItem(content="a", status="pending"),)),
         SandboxRefused(call_id="c1", tool="run_command", summary="touch /etc/x", sandbox="workspace-write",
-                       refused=("a write to /etc/x",)),
+                       refused=(Refused("write", "/etc/x"),)),
         MessageAdded(message=Message.tool("c1", "wrote plan.txt")),
         FilesChanged(turn=1, paths=("plan.txt",)),
         PermissionDenied(call_id="c1", tool="write_file", summary="plan.txt", reason="not available in plan mode"),
@@ -435,11 +436,11 @@ def test_a_denied_call_has_only_its_error_line_and_a_sandbox_refusal_says_what()
 
     assert render.event(PermissionDenied(call_id="c1", tool="write_file", summary="plan.txt", reason="plan mode")) is None
     refused = SandboxRefused(call_id="c1", tool="run_command", summary="touch /etc/x", sandbox="workspace-write",
-                             refused=("a write to /etc/x",))
+                             refused=(Refused("write", "/etc/x"),))
     assert text_of(render.event(refused)) == (
         "⊘ run_command touch /etc/x: sandbox (workspace-write) refused a write to /etc/x")
     again = SubagentEvent(agent_id="agent-1", agent="explore", event=SandboxRefused(
-        call_id="c1", tool="run_command", summary="touch /etc/x", sandbox="read-only", refused=("a write to /etc/x",),
+        call_id="c1", tool="run_command", summary="touch /etc/x", sandbox="read-only", refused=(Refused("write", "/etc/x"),),
         rerun=True))
     assert text_of(render.event(again)) == ("  ↳ explore agent-1 ⊘ run_command touch /etc/x: sandbox (read-only) "
                                             "refused a\nwrite to /etc/x; run again outside it, as approved")

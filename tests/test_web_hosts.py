@@ -182,12 +182,12 @@ def test_the_request_goes_to_the_address_that_was_checked(site: LocalSite, works
     fetch reaches the address the Target holds, with the name in the Host header."""
     from nanohermes.budget import Limits
     from nanohermes.permissions import Target
-    from nanohermes.tools import ToolContext
+    from nanohermes.tools import Attempt, ToolContext
 
     url = f"http://no-such-host.invalid:{port(site)}/notes.txt"
     target = Target(kind="host", effect="read", subjects=("no-such-host.invalid",), addresses=("127.0.0.1",))
-    ctx = ToolContext(workspace=workspace, limits=Limits(), config=Config(), target=target)
+    ctx = ToolContext(workspace=workspace, limits=Limits(), config=Config())
     tool = WebFetch()
-    out = asyncio.run(tool.run(tool.parse({"url": url}), ctx))
+    out = asyncio.run(tool.run(tool.parse({"url": url}), ctx, Attempt(target=target)))
     assert out == f"URL: {url} (200, text/plain)\n\nfirst line\n"
     assert [r["headers"]["Host"] for r in site.requests] == [f"no-such-host.invalid:{port(site)}"]

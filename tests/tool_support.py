@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from nanohermes.permissions import Policy, Target, Verdict, decide
-from nanohermes.tools import Approval, Effect, Params, SubjectKind, Tool, ToolContext, build_tools
+from nanohermes.tools import Attempt, Approval, Effect, Params, SubjectKind, Tool, ToolContext, build_tools
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,7 +32,7 @@ class TinyWrite(Tool):
     kind: ClassVar[SubjectKind] = "path"
     effect: ClassVar[Effect] = "write"
 
-    async def run(self, args: Params, ctx: ToolContext) -> str:
+    async def run(self, args: Params, ctx: ToolContext, attempt: Attempt) -> str:
         assert isinstance(args, WriteParams)
         (ctx.workspace / args.path).write_text(args.content)
         return f"wrote {args.path}"

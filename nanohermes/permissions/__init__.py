@@ -41,7 +41,7 @@ from nanohermes.permissions.commands import (
     suggest_command_rule, unanalysable,
 )
 from nanohermes.permissions.decision import (
-    PROTECTED, UNANALYSABLE_HELP, Basis, Policy, Verdict, blocked, decide, policy_read_rules, read_only_line,
+    PROTECTED, UNANALYSABLE_HELP, Basis, Denial, Policy, Verdict, blocked, decide, policy_read_rules, read_only_line,
     read_verdict, reading_asked, secret_subjects, unattended, visible,
 )
 from nanohermes.permissions.reading import READER, ReadRules, folders_of, read_rules
@@ -53,10 +53,10 @@ from nanohermes.permissions.rules import (
 )
 
 __all__ = [
-    "Basis", "CONTENT_READERS", "DEFAULT_SECRET_FILES", "DYNAMIC_OK", "Decision", "Effect", "MODE_BLOCKED_EFFECTS",
-    "PROTECTED", "Policy", "READER", "READ_ONLY_COMMANDS", "ReadRules", "Rule", "SubjectKind", "Target",
-    "UNANALYSABLE_HELP", "Verdict", "blocked", "decide", "describe", "escape_pattern", "folders_of", "git_globals",
-    "is_read_only", "is_secret", "match_command_text", "match_domain", "match_path", "names_tool", "option_reads",
-    "policy_read_rules", "read_only_line", "read_rules", "read_verdict", "reading_asked", "reads_secret", "real_pattern",
-    "rule_problem", "secret_subjects", "suggest_command_rule", "unanalysable", "unattended", "visible",
+    "Basis", "CONTENT_READERS", "DEFAULT_SECRET_FILES", "DYNAMIC_OK", "Decision", "Denial", "Effect",
+    "MODE_BLOCKED_EFFECTS", "PROTECTED", "Policy", "READER", "READ_ONLY_COMMANDS", "ReadRules", "Rule", "SubjectKind",
+    "Target", "UNANALYSABLE_HELP", "Verdict", "blocked", "decide", "describe", "escape_pattern", "folders_of",
+    "git_globals", "is_read_only", "is_secret", "match_command_text", "match_domain", "match_path", "names_tool",
+    "option_reads", "policy_read_rules", "read_only_line", "read_rules", "read_verdict", "reading_asked", "reads_secret",
+    "real_pattern", "rule_problem", "secret_subjects", "suggest_command_rule", "unanalysable", "unattended", "visible",
 ]

@@ -64,6 +64,13 @@ class Policy:
 # workspace-write for the rest.
 Basis = Literal["person", "read-only", "tool", "rule", "mode", "unattended", "hook", "bypass"]
 
+# Why a call is refused, as far as the rules know (the gate adds "hook" for a PreToolUse
+# hook's no, "person" for a person's, "error" for a call that cannot be judged or can only
+# fail): "rule" a deny rule, a read rule or the config's tool lists; "mode" the mode blocks
+# what the tool does; "plan" plan mode changes nothing; "protected" a protected path that may
+# not be written here; "unattended" nobody is asked, and only a question could let it run.
+Denial = Literal["rule", "mode", "plan", "protected", "unattended", "hook", "person", "error"]
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -73,6 +80,7 @@ class Verdict:
     # suggestion). None: nothing can be remembered, this call is asked every time.
     suggest: tuple[Rule, ...] | None = ()
     basis: Basis = "rule"  # for "allow": why (see Basis)
+    denied_by: Denial = "rule"  # for "deny": by what (see Denial)
 
 
 def blocked(policy: Policy, tool_name: str, effect: Effect = "run") -> str | None:
@@ -88,6 +96,11 @@ def blocked(policy: Policy, tool_name: str, effect: Effect = "run") -> str | Non
         if rule.pattern is None and rule.names(tool_name):
             return f"{tool_name} is denied by rule {rule}"
     return None
+
+
+def _blocked_by(policy: Policy, effect: Effect) -> Denial:
+    """What `blocked` refused a tool by: the mode, or a rule (the config's tool lists too)."""
+    return "mode" if effect in MODE_BLOCKED_EFFECTS.get(policy.mode, frozenset()) else "rule"
 
 
 def visible(policy: Policy, tool_name: str, effect: Effect = "run") -> bool:
@@ -152,13 +165,13 @@ def _protected(policy: Policy, why: str, *, command: bool = False) -> Verdict:
     runs in the sandbox, which keeps those paths read-only (or, with the sandbox off, with the
     full rights the person chose), a file tool's write is refused."""
     if policy.mode in (Mode.PLAN, Mode.DEBUG):
-        return Verdict("deny", f"protected path: refused in {policy.mode} mode ({why})")
+        return Verdict("deny", f"protected path: refused in {policy.mode} mode ({why})", denied_by="protected")
     if policy.skip_permissions:
         return Verdict("allow", basis="bypass")
     if _unattended(policy):
         if command:
             return Verdict("allow", basis="unattended")
-        return Verdict("deny", f"{protected_reason(why)}; {UNATTENDED}")
+        return Verdict("deny", f"{protected_reason(why)}; {UNATTENDED}", denied_by="protected")
     return Verdict("ask", protected_reason(why), None)
 
 
@@ -187,7 +200,7 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
     `target` is what the call touches, already resolved by the caller (see `Target`): its
     subjects are what rule patterns are matched against, its kind says how."""
     if why := blocked(policy, tool_name, target.effect):
-        return Verdict("deny", why)
+        return Verdict("deny", why, denied_by=_blocked_by(policy, target.effect))
     if target.kind == "command" and target.subjects:
         return _decide_command(policy, tool_name, target.subjects[0], target.protected,
                                target.secret_read, target.rule_read)
@@ -195,7 +208,7 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
     if (denied := _rule_verdict(policy.deny, tool_name, target, reading, "deny")) is not None:
         return denied
     if policy.mode == Mode.PLAN and target.effect in ("write", "run") and approval != "never":
-        return Verdict("deny", f"{tool_name} changes things and plan mode is read-only")
+        return Verdict("deny", f"{tool_name} changes things and plan mode is read-only", denied_by="plan")
     if target.protected:
         return _protected(policy, target.protected)
     # A tool that needs no approval runs on that basis whatever else would allow it.
@@ -300,17 +313,18 @@ def _decide_command(policy: Policy, tool_name: str, command: str, protected: str
     if (denied := _command_denied(denies, command, commands, ruled)) is not None:
         return denied
     if policy.mode == Mode.PLAN:
-        return Verdict("deny", f"{tool_name} changes things and plan mode is read-only")
+        return Verdict("deny", f"{tool_name} changes things and plan mode is read-only", denied_by="plan")
     if commands is not None:
         problem = next((why for c in commands if (why := unanalysable(c))), "")
     maybe = next((r for r in denies if any(could_match(r, c) for c in commands or ())), None)
     if _unattended(policy) and denies and problem:
         # Nobody will be asked, and the deny rules cannot see inside this line.
         return Verdict("deny", f"the command cannot be analysed ({problem}) and deny rules apply to {tool_name}; "
-                               f"unattended runs refuse it: {UNANALYSABLE_HELP}")
+                               f"unattended runs refuse it: {UNANALYSABLE_HELP}", denied_by="unattended")
     if _unattended(policy) and maybe is not None:
         return Verdict("deny", f"the command could match deny rule {maybe} once its globs, expansions or appended "
-                               "arguments are known; unattended runs refuse it: spell those words out")
+                               "arguments are known; unattended runs refuse it: spell those words out",
+                       denied_by="unattended")
     if protected:
         return _protected(policy, protected, command=True)
     if _unattended(policy):

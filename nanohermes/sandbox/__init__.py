@@ -11,14 +11,16 @@ no new privilege; no process left behind. What it cannot hold is in docs/sandbox
 Parts:
 - `confinement`: the finished confinement of one call (`Confinement`) and what the machine
   can confine with (`Availability`), as data;
-- `policy`: choosing them: the probe, the confinement of a policy for a workspace, the lines
-  for `doctor` and `/permissions`;
+- `policy`: choosing them: the probe, the one mapping from a call's basis and the
+  configuration to its finished confinement (`confine`), the lines for `doctor` and
+  `/permissions`;
 - `launch`: applying one: the temporary folder, the Landlock ruleset, the code the child runs
   between fork and exec, the environment, the watch over what the call must not plant;
 - `mounts`: the mount plan and the covers over secret files and sockets;
 - `pidns`: the command's own PID namespace: its init, the relay nanohermes waits on, its /proc;
 - `kernel`: the syscalls, through ctypes;
-- `refusals`: what the sandbox refused, read from the output, and what lets it through;
+- `refusals`: what the sandbox refused, read from the output, as typed values (`Refused`:
+  kind, subject, what lets it through);
 - `escapees`: the sweep of processes that left a command's process group.
 """
 
@@ -32,12 +34,12 @@ from nanohermes.sandbox.escapees import (
 from nanohermes.sandbox.kernel import LINUX, SandboxError, landlock_abi
 from nanohermes.sandbox.launch import Prepared, prepare, sweep_plants, tainted_programs
 from nanohermes.sandbox.mounts import cover_running
-from nanohermes.sandbox.policy import confinement, describe_availability, probe
-from nanohermes.sandbox.refusals import OWN_HIDDEN, SECRET_WITHHELD, SOCKET_HIDDEN, refusals, remedies
+from nanohermes.sandbox.policy import POLICY_OF, confine, confinement, describe_availability, probe
+from nanohermes.sandbox.refusals import Refused, RefusedKind, refusals, remedies
 
 __all__ = [
-    "LINUX", "MARKER", "OWN_HIDDEN", "SECRET_WITHHELD", "SOCKET_HIDDEN", "Availability", "Confinement", "Prepared",
-    "SandboxError", "SandboxPolicy", "become_subreaper", "confinement", "cover_running", "describe_availability", "hold_user_namespace",
-    "kill_escaped", "landlock_abi", "new_marker", "note_session", "prepare", "probe", "reap_orphans", "refusals",
-    "reap_session", "remedies", "sweep_plants", "tainted_programs",
+    "LINUX", "MARKER", "POLICY_OF", "Availability", "Confinement", "Prepared", "Refused", "RefusedKind", "SandboxError",
+    "SandboxPolicy", "become_subreaper", "confine", "confinement", "cover_running", "describe_availability",
+    "hold_user_namespace", "kill_escaped", "landlock_abi", "new_marker", "note_session", "prepare", "probe",
+    "reap_orphans", "reap_session", "refusals", "remedies", "sweep_plants", "tainted_programs",
 ]

@@ -66,9 +66,10 @@ class Availability:
         return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class Confinement:
-    """What one call may do. Built by the tools from the policy the runtime chose."""
+    """What one call's processes may do, finished: made by `policy.confine` for the basis the
+    gate allowed the call on, never changed after."""
 
     policy: SandboxPolicy
     abi: int = 0  # 0: no Landlock (off, or unavailable)

@@ -130,25 +130,35 @@ def kill_escaped(marker: str, *, pgid: int, userns: tuple[int, int] | None = Non
                and (_has_marker(str(pid), needle) or _in_namespace(pid, userns))}
         if not hit:
             break
-        children: dict[int, list[int]] = {}
-        for pid, (ppid, _, _, _) in procs.items():
-            children.setdefault(ppid, []).append(pid)
-        todo = list(hit)
-        while todo:
-            pid = todo.pop()
-            for c in children.get(pid, ()):
-                if c not in hit and c != me:
-                    hit.add(c)
-                    todo.append(c)
-        for pid in hit:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed.add(pid)
-            except (ProcessLookupError, PermissionError):
-                pass
+        killed |= _kill(_with_descendants(hit, procs, me))
     _killed.update(killed)
     reap_orphans(_await_deaths(killed, pgid if group_ended else None))
     return len(killed)
+
+def _with_descendants(hit: set[int], procs: dict[int, tuple[int, int, int, str]], me: int) -> set[int]:
+    """`hit` and every descendant of one in `procs` (but nanohermes itself)."""
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _, _) in procs.items():
+        children.setdefault(ppid, []).append(pid)
+    out, todo = set(hit), list(hit)
+    while todo:
+        pid = todo.pop()
+        for c in children.get(pid, ()):
+            if c not in out and c != me:
+                out.add(c)
+                todo.append(c)
+    return out
+
+def _kill(pids: set[int]) -> set[int]:
+    """SIGKILL each of `pids`; those it reached."""
+    killed = set()
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            killed.add(pid)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return killed
 
 def reap_session(sid: int) -> None:
     """Once a command's group was killed: wait briefly for its session's members to die, and

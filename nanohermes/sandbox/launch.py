@@ -32,6 +32,7 @@ from nanohermes.sandbox.kernel import (
 )
 from nanohermes.sandbox.mounts import cover, coverable, mount_plan, placeholder, placeholder_folder
 from nanohermes.sandbox.pidns import split
+from nanohermes.sandbox.refusals import Refused
 
 
 def prepare(self: Confinement) -> Prepared:
@@ -54,27 +55,33 @@ def prepare(self: Confinement) -> Prepared:
         if self.abi:
             prepared.ruleset_fd = _ruleset(self, tmp)
         if self.namespaces:
-            prepared.mounts = mount_plan(self, tmp)
-            if os.path.isdir("/dev/shm"):  # the temp folder is also the call's own /dev/shm
-                prepared.shm = os.fsencode(tmp)
-            found = sockets.look(os.environ, keep=[str(tmp), *map(str, self.write_roots)],
-                                 own_network=not self.network, max_entries=self.socket_scan_entries)
-            if found.problem:
-                raise SandboxError(f"{found.problem}, so the sandbox cannot hide every other server's socket "
-                                   "from the command; raise the limit, or approve the command at the prompt")
-            prepared.sockets = [os.fsencode(p) for p in found.sockets]
-            folders = [*found.folders, *coverable(self.hidden_folders, [str(tmp), *map(str, self.write_roots)])]
-            prepared.socket_folders = [os.fsencode(p) for p in folders]
-            if self.hidden or found.sockets:
-                prepared.cover = placeholder()
-            if folders:
-                prepared.cover_folder = placeholder_folder()
-            if self.hidden:
-                prepared.hidden = [(os.fsencode(p), dev, ino) for p, dev, ino in self.hidden]
+            _mount_namespace(prepared, self, tmp)
     except BaseException:
         prepared.cleanup()
         raise
     return prepared
+
+
+def _mount_namespace(prepared: Prepared, conf: Confinement, tmp: Path) -> None:
+    """What the child's own mount namespace holds: the binds, its own /dev/shm, and the covers
+    over other programs' sockets, the secret files and nanohermes's own folders."""
+    prepared.mounts = mount_plan(conf, tmp)
+    if os.path.isdir("/dev/shm"):  # the temp folder is also the call's own /dev/shm
+        prepared.shm = os.fsencode(tmp)
+    found = sockets.look(os.environ, keep=[str(tmp), *map(str, conf.write_roots)],
+                         own_network=not conf.network, max_entries=conf.socket_scan_entries)
+    if found.problem:
+        raise SandboxError(f"{found.problem}, so the sandbox cannot hide every other server's socket "
+                           "from the command; raise the limit, or approve the command at the prompt")
+    prepared.sockets = [os.fsencode(p) for p in found.sockets]
+    folders = [*found.folders, *coverable(conf.hidden_folders, [str(tmp), *map(str, conf.write_roots)])]
+    prepared.socket_folders = [os.fsencode(p) for p in folders]
+    if conf.hidden or found.sockets:
+        prepared.cover = placeholder()
+    if folders:
+        prepared.cover_folder = placeholder_folder()
+    if conf.hidden:
+        prepared.hidden = [(os.fsencode(p), dev, ino) for p, dev, ino in conf.hidden]
 
 
 def _ruleset(self: Confinement, tmp: Path) -> int:
@@ -139,7 +146,7 @@ class Prepared:
     modules: frozenset[Path] = frozenset()  # submodules' git folders before the call
     programs_before: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
     programs_changed: list[str] = field(default_factory=list)  # on PATH, created or changed by the call
-    plants: list[str] = field(default_factory=list)  # what was taken away, as refusals read
+    plants: list[Refused] = field(default_factory=list)  # what was taken away, as refusals
     cover: bytes = b""  # the empty, unreadable file bound over each secret file and other servers' sockets
     hidden: list[tuple[bytes, int, int]] = field(default_factory=list)
     shm: bytes = b""  # the call's own folder bound over /dev/shm (its temp folder)
@@ -183,34 +190,11 @@ class Prepared:
     def _in_child(self, command: tuple[str, Sequence[str], Mapping[str, str]] | None = None,
                   title: tuple[int, int] | None = None) -> None:
         """Runs between fork and exec: only syscalls, no allocation-heavy Python."""
-        conf, k = self.conf, kern()  # loaded by `prepare`, before the fork
-        libc = k.libc
+        conf = self.conf  # kern() was loaded by `prepare`, before the fork
         if conf.namespaces:
-            uid, gid = os.geteuid(), os.getegid()
-            flags = CLONE_NEWUSER | CLONE_NEWNS | (0 if conf.network else CLONE_NEWNET) | (CLONE_NEWPID if command else 0)
-            if libc.unshare(flags) != 0:
-                raise fail("unshare")
-            write_proc("/proc/self/setgroups", b"deny")
-            write_proc("/proc/self/uid_map", b"%d %d 1" % (uid, uid))
-            write_proc("/proc/self/gid_map", b"%d %d 1" % (gid, gid))
-            # Private, so that the binds below never show in nanohermes's own namespace.
-            if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
-                raise fail("making / private")
-            set_read_only(b"/", True)
-            for path, read_only in self.mounts:
-                if libc.mount(path, path, None, MS_BIND | MS_REC, None) != 0:
-                    raise fail(f"bind {path!r}")
-                set_read_only(path, read_only)
-            for path, dev, ino in self.hidden:
-                cover(self.cover, path, dev, ino)
-            if self.shm and libc.mount(self.shm, b"/dev/shm", None, MS_BIND, None) != 0:
-                raise fail("bind /dev/shm")
-            for path in self.socket_folders:
-                if libc.mount(self.cover_folder, path, None, MS_BIND, None) != 0 and k.ctypes.get_errno() != errno.ENOENT:
-                    raise fail(f"covering the folder {path!r}")
-            for path in self.sockets:
-                if libc.mount(self.cover, path, None, MS_BIND, None) != 0 and k.ctypes.get_errno() != errno.ENOENT:
-                    raise fail(f"covering the socket {path!r}")
+            self._own_namespaces(pid=command is not None)
+            self._bind()
+            self._cover()
             if not conf.network:
                 loopback_up()
             # The working folder was entered before the binds: enter it again through them,
@@ -219,6 +203,47 @@ class Prepared:
             if command is not None:
                 split(*command, self._restrict, title)  # the init starts the command; this process relays its end
         self._restrict()
+
+    def _own_namespaces(self, *, pid: bool) -> None:
+        """In the child: a user and mount namespace of its own (and a network one without
+        `sandbox.network`, a PID one for a command its init starts), as the same user, whose
+        mounts never show in nanohermes's own namespace."""
+        libc = kern().libc
+        uid, gid = os.geteuid(), os.getegid()
+        flags = CLONE_NEWUSER | CLONE_NEWNS | (0 if self.conf.network else CLONE_NEWNET) | (CLONE_NEWPID if pid else 0)
+        if libc.unshare(flags) != 0:
+            raise fail("unshare")
+        write_proc("/proc/self/setgroups", b"deny")
+        write_proc("/proc/self/uid_map", b"%d %d 1" % (uid, uid))
+        write_proc("/proc/self/gid_map", b"%d %d 1" % (gid, gid))
+        # Private, so that the binds below never show in nanohermes's own namespace.
+        if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+            raise fail("making / private")
+
+    def _bind(self) -> None:
+        """In the child: the whole tree read-only, then the mount plan's binds."""
+        libc = kern().libc
+        set_read_only(b"/", True)
+        for path, read_only in self.mounts:
+            if libc.mount(path, path, None, MS_BIND | MS_REC, None) != 0:
+                raise fail(f"bind {path!r}")
+            set_read_only(path, read_only)
+
+    def _cover(self) -> None:
+        """In the child: the covers over the secret files, the call's own /dev/shm, and the
+        covers over other programs' sockets and their folders (one gone meanwhile is no error)."""
+        k = kern()
+        libc = k.libc
+        for path, dev, ino in self.hidden:
+            cover(self.cover, path, dev, ino)
+        if self.shm and libc.mount(self.shm, b"/dev/shm", None, MS_BIND, None) != 0:
+            raise fail("bind /dev/shm")
+        for path in self.socket_folders:
+            if libc.mount(self.cover_folder, path, None, MS_BIND, None) != 0 and k.ctypes.get_errno() != errno.ENOENT:
+                raise fail(f"covering the folder {path!r}")
+        for path in self.sockets:
+            if libc.mount(self.cover, path, None, MS_BIND, None) != 0 and k.ctypes.get_errno() != errno.ENOENT:
+                raise fail(f"covering the socket {path!r}")
 
     def _restrict(self) -> None:
         """The last step before the command: no capability, no new privilege, the ruleset."""
@@ -251,32 +276,43 @@ class Prepared:
         # Each time: a background task may make a path again after it was taken away.
         for p in self.absent:
             if os.path.lexists(p):
-                _remove(p)
-                found += self._planted(p, f"creating {p} (removed: it would change how git or nanohermes starts)")
-        candidates = [m for root in self.conf.module_roots for m in submodule_dirs(root) if m not in self.modules]
-        if self.new_git is not None and os.path.lexists(self.new_git):
-            candidates.append(self.new_git)
-        for repo in candidates:
+                found += self._take_away(p, "it would change how git or nanohermes starts")
+        for repo in self._new_repos():
             if not safe_new_repo(repo):
-                _remove(repo)
-                found += self._planted(repo, f"creating {repo} (removed: its config or hooks name a program git would run)")
+                found += self._take_away(repo, "its config or hooks name a program git would run")
         if self.conf.path_folders:
-            after = _programs(self.conf.path_folders)
-            for path, st in after.items():
-                if self.programs_before.get(path) != st and path not in self.programs_changed and st[3] & 0o111:
-                    self.programs_changed.append(path)
-                    _tainted[path] = st
-                    found.append(f"a program on PATH: {path} (created or changed; a command a person approves "
-                                 "would run it outside the sandbox)")
+            found += self._programs_changed()
         return found
 
-    def _planted(self, path: Path, what: str) -> list[str]:
-        """Record a plant taken away: named the first time, not again when it comes back."""
+    def _take_away(self, path: Path, why: str) -> list[str]:
+        """Remove what the command planted at `path`, every time it is there (a background task
+        may make it again); kept as a refusal and named the first time, not again."""
+        _remove(path)
         if path in self.removed:
             return []
         self.removed.append(path)
-        self.plants.append(what)
-        return [what]
+        self.plants.append(Refused("planted", str(path), why))
+        return [str(self.plants[-1])]
+
+    def _new_repos(self) -> list[Path]:
+        """The repositories the command made: submodules' git folders, and the workspace's `.git`
+        when it had none."""
+        candidates = [m for root in self.conf.module_roots for m in submodule_dirs(root) if m not in self.modules]
+        if self.new_git is not None and os.path.lexists(self.new_git):
+            candidates.append(self.new_git)
+        return candidates
+
+    def _programs_changed(self) -> list[str]:
+        """The programs on PATH inside a writable root the command created or changed since the
+        last look, noted (and kept as tainted)."""
+        found = []
+        for path, st in _programs(self.conf.path_folders).items():
+            if self.programs_before.get(path) != st and path not in self.programs_changed and st[3] & 0o111:
+                self.programs_changed.append(path)
+                _tainted[path] = st
+                found.append(f"a program on PATH: {path} (created or changed; a command a person approves "
+                             "would run it outside the sandbox)")
+        return found
 
     def cleanup(self) -> None:
         """After the call and its escapees are gone: the ruleset, the temp folder, and any

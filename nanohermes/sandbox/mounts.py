@@ -33,29 +33,48 @@ def mount_plan(self: Confinement, tmp: Path) -> list[tuple[bytes, bool]]:
         return out
     # Every path here is real already (the confinement resolved them): compared as text.
     inside = [p for p in self.read_only_paths if any(_under(p, r) for r in self.write_roots)]
+    _make_hooks_folders(inside)
+    layers = _layers(self, inside)
+    if self.background:
+        _seal(self, layers)
+    ordered = sorted(layers, key=lambda p: len(p.parts))  # outer mounts first
+    out += [(os.fsencode(p), layers[p]) for p in ordered]
+    out += [(os.fsencode(p), True) for p in inside if p.exists()]
+    return out
+
+
+def _make_hooks_folders(inside: list[Path]) -> None:
+    """An empty hooks folder where a protected one is missing, as git itself makes, so there
+    is something to bind over."""
     for p in inside:
         if p.name == "hooks" and not p.exists() and p.parent.is_dir():
-            try:  # an empty hooks folder, as git itself makes, so there is something to bind over
+            try:
                 p.mkdir()
             except OSError:
                 pass
-    layers: dict[Path, bool] = {r: False for r in self.write_roots if r.is_dir()}
+
+
+def _layers(conf: Confinement, inside: list[Path]) -> dict[Path, bool]:
+    """The folders bound read-write again (False: not read-only): the writable roots, and every
+    folder between a root and a protected path inside it."""
+    layers: dict[Path, bool] = {r: False for r in conf.write_roots if r.is_dir()}
     for p in inside:
-        root = max((r for r in self.write_roots if _under(p, r)), key=lambda r: len(r.parts))
+        root = max((r for r in conf.write_roots if _under(p, r)), key=lambda r: len(r.parts))
         for folder in p.parents:
             if folder == root or len(folder.parts) <= len(root.parts):
                 break
             if folder.is_dir() and not folder.is_symlink():  # only what is there can be bound
                 layers.setdefault(folder, False)
-    if self.background:
-        for g in self.sealable:
-            if any(_under(g, r) for r in self.write_roots):
-                layers[g] = True
-                layers.update({sub: False for sub in _subfolders(g) if sub not in layers and sub.name != "hooks"})
-    ordered = sorted(layers, key=lambda p: len(p.parts))  # outer mounts first
-    out += [(os.fsencode(p), layers[p]) for p in ordered]
-    out += [(os.fsencode(p), True) for p in inside if p.exists()]
-    return out
+    return layers
+
+
+def _seal(conf: Confinement, layers: dict[Path, bool]) -> None:
+    """For a command that outlives its call: the top level of each git folder without a
+    `commondir` read-only in `layers`, and its folders (but hooks) read-write again."""
+    for g in conf.sealable:
+        if any(_under(g, r) for r in conf.write_roots):
+            layers[g] = True
+            layers.update({sub: False for sub in _subfolders(g) if sub not in layers and sub.name != "hooks"})
 
 
 def _under(path: Path, root: Path) -> bool:

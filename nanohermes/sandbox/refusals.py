@@ -1,12 +1,19 @@
-"""Reading what the sandbox refused out of a command's output, and what lets it through."""
+"""Reading what the sandbox refused out of a command's output, and what lets it through.
+
+A refusal is a `Refused` value: its kind, its subject and the settings that would let it
+through (`allow`); its text (`str()`) is what the model and the person read. Consumers read
+the fields, never the text.
+"""
 
 from __future__ import annotations
 
 import functools
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from nanohermes.sandbox.confinement import Confinement, within
 
@@ -44,12 +51,104 @@ INIT_CLOSED = ("the sandbox's init (pid 1 of the command's own PID namespace, a 
                "environment and files no command may read)")
 OWN_PROC = "the command's own /proc (read-only; it holds only the processes of the command's own PID namespace)"
 
+NOT_IN_NAMESPACE = ("a process outside the command's own PID namespace, which holds only the command's own processes "
+                    "(each command gets one of its own)")
+
+_SEALED = (" (the top level of a git folder is read-only for a background task, so that it cannot point git "
+           "elsewhere; run git commands that change the repository in the foreground)")
+
+_OWN_LOOPBACK = ("the sandbox has a loopback of its own: servers the command starts are reachable, the host's are "
+                 "not")
+
+# What the sandbox refuses, by kind: a write outside the writable roots (named, at the top
+# level of a git folder a background task may not write, or unnamed: "Read-only file
+# system"), a path the command created where it must not (`planted`, removed), access to a
+# secret file, to a path a read rule covers, to nanohermes's own files, to the sandbox's init
+# or the command's own /proc, another program's socket, signalling a process outside its PID
+# namespace, the network, a server of the host's loopback (named by port, or not), an access
+# refused that names no path, and how many more there were than are listed.
+RefusedKind = Literal["write", "sealed", "unnamed-write", "planted", "secret", "read-rule", "own-file", "init",
+                      "own-proc", "socket", "process", "network", "loopback", "server", "unnamed", "more"]
+
+# The subject's text, kind by kind ({} is the subject; `planted` adds why it was removed).
+_TEXT: dict[str, str] = {
+    "write": "a write to {}", "sealed": "a write to {}" + _SEALED,
+    "unnamed-write": "a write outside its writable roots (\"Read-only file system\"; the output names no path)",
+    "planted": "creating {} (removed: {})",
+    "secret": "access to {}, " + SECRET_WITHHELD, "read-rule": "access to {}, " + RULE_WITHHELD,
+    "own-file": "access to {}, " + OWN_HIDDEN, "init": "access to {}, " + INIT_CLOSED,
+    "own-proc": "access to {}, " + OWN_PROC, "socket": "a connection to the socket {}, " + SOCKET_HIDDEN,
+    "process": "signalling process {}, " + NOT_IN_NAMESPACE,
+    "network": "a network connection (the sandbox has no network)",
+    "loopback": "a connection to port {} of the host's loopback (" + _OWN_LOOPBACK + ")",
+    "server": "a connection, probably to a server of this machine (it was refused; listening here: {}; "
+              + _OWN_LOOPBACK + ")",
+    "unnamed": ("an access the sandbox refuses (\"Permission denied\" or \"Operation not permitted\", naming no path "
+                "it could check: another program's socket, a secret file, a file outside its writable roots, or a "
+                "process outside the sandbox)"),
+    "more": "{} more (sandbox_refusals_listed is {})",
+}
+
+# What lets refusals through, in the order a hint lists them, each with the kinds it answers.
+_REMEDIES: tuple[tuple[str, frozenset[str]], ...] = (
+    ("add the folder to sandbox.writable_roots", frozenset({"write", "sealed", "unnamed-write", "planted"})),
+    ('set "sandbox": {"network": true}', frozenset({"network", "loopback", "server"})),
+    ("an allow rule naming the exact command line lets it read the secret file", frozenset({"secret"})),
+    ("no setting opens a path a read rule covers to sandboxed commands but removing the rule",
+     frozenset({"read-rule"})),
+    ("no setting opens nanohermes's own files to sandboxed commands", frozenset({"own-file"})),
+    ("no setting opens another program's socket to sandboxed commands", frozenset({"socket"})),
+    ("a background task is stopped with task_kill", frozenset({"process"})),
+    ("no setting shows sandboxed commands nanohermes's processes or anyone else's",
+     frozenset({"init", "own-proc", "process"})),
+)
+
+# The two that let every refusal through.
+_ALWAYS = ("--sandbox off (or sandbox.mode off) runs unasked commands unconfined",
+           "or a person's yes at the prompt runs this call outside the sandbox")
+
+
+@dataclass(frozen=True)
+class Refused:
+    """One thing the sandbox refused a call: its `kind`, its `subject` (the path, socket,
+    port or process id; the ports listening for `server`, the count for `more`; "" when the
+    output names none) and `why` (for `planted`: why it was removed; for `more`: the limit).
+    `str()` is the text the model and the person read; `allow` what would let it through."""
+
+    kind: RefusedKind
+    subject: str = ""
+    why: str = ""
+
+    def __str__(self) -> str:
+        return _TEXT[self.kind].format(self.subject, self.why)
+
+    @property
+    def allow(self) -> str:
+        """The settings that would let this through ("" when none but the two that always do)."""
+        return "; ".join(text for text, kinds in _REMEDIES if self.kind in kinds)
+
+
 _DENIED_BARE = re.compile(r"Permission denied|Operation not permitted|\[Errno (?:1|13)\]|\b(?:EACCES|EPERM)\b")
 
 _READ_ONLY_FS = re.compile(r"Read-only file system|\[Errno 30\]|\bEROFS\b")
 
+class _Found:
+    """The refusals read so far, in order, each once."""
+
+    def __init__(self) -> None:
+        self.items: list[Refused] = []
+
+    def add(self, kind: RefusedKind, subject: str = "", why: str = "") -> None:
+        found = Refused(kind, subject, why)
+        if found not in self.items:
+            self.items.append(found)
+
+    def kinds(self) -> set[str]:
+        return {f.kind for f in self.items}
+
+
 def refusals(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[str, ...] | list[str] = (),
-             command: str = "", exit_failed: bool = False) -> list[str]:
+             command: str = "", exit_failed: bool = False) -> list[Refused]:
     """What the sandbox probably refused, read from a command's output: the paths named in
     "Permission denied" / "Read-only file system" messages that the command could have
     written without the sandbox (checked with access(2)), a socket the sandbox hid
@@ -62,41 +161,51 @@ def refusals(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[str,
     a path that is unwritable anyway is not blamed on the sandbox."""
     if conf.policy == "off" or not (conf.abi or conf.namespaces):
         return []
-    found: list[str] = []
+    found = _Found()
+    _named_paths(text, conf, cwd, hidden_sockets, found)
+    _sockets(text, command, hidden_sockets, found)
+    if conf.namespaces and conf.pid and _NO_PROCESS.search(text):
+        for pid in _host_pids(text, command):
+            found.add("process", str(pid))
+    if not found.items and conf.namespaces:
+        _unnamed(text, found)
+    if not conf.network and "socket" not in found.kinds():
+        _network(text, command, conf, exit_failed, found)
+    return found.items
 
-    def add(what: str) -> None:
-        if what not in found:
-            found.append(what)
 
-    _, net = _refusal_patterns()
-    _named_paths(text, conf, cwd, hidden_sockets, add)
+def _sockets(text: str, command: str, hidden_sockets: tuple[str, ...] | list[str], found: _Found) -> None:
+    """A socket the sandbox hid that the output names, or the command line when the output
+    shows a refused or failed connection."""
     not_reached = bool(_DENIED_BARE.search(text) or _NOT_CONNECTED.search(text))
     for sock in hidden_sockets:
         if sock in text or (not_reached and sock in command):
-            add(f"a connection to the socket {sock}, {SOCKET_HIDDEN}")
-    if conf.namespaces and conf.pid and _NO_PROCESS.search(text):
-        for pid in _host_pids(text, command):
-            add(f"signalling process {pid}, {NOT_IN_NAMESPACE}")
-    if not found and conf.namespaces:
-        if _READ_ONLY_FS.search(text):
-            add("a write outside its writable roots (\"Read-only file system\"; the output names no path)")
-        elif _DENIED_BARE.search(text):
-            # Capabilities are dropped in the sandbox, so even root's access to other users'
-            # files is refused there.
-            add("an access the sandbox refuses (\"Permission denied\" or \"Operation not permitted\", naming no "
-                "path it could check: another program's socket, a secret file, a file outside its writable roots, "
-                "or a process outside the sandbox)")
-    if not conf.network and not any(SOCKET_HIDDEN in f for f in found):
-        if net.search(text):
-            add("a network connection (the sandbox has no network)")
-        elif conf.namespaces and _NOT_CONNECTED.search(text):
-            _loopback(text, command, exit_failed, add)
-    return found
+            found.add("socket", sock)
+
+
+def _unnamed(text: str, found: _Found) -> None:
+    """A refusal the output words without a path it could check."""
+    if _READ_ONLY_FS.search(text):
+        found.add("unnamed-write")
+    elif _DENIED_BARE.search(text):
+        # Capabilities are dropped in the sandbox, so even root's access to other users'
+        # files is refused there.
+        found.add("unnamed")
+
+
+def _network(text: str, command: str, conf: Confinement, failed: bool, found: _Found) -> None:
+    """A network failure while the sandbox has no network; a refused connection to a server
+    of the host (see `_loopback`)."""
+    _, net = _refusal_patterns()
+    if net.search(text):
+        found.add("network")
+    elif conf.namespaces and _NOT_CONNECTED.search(text):
+        _loopback(text, command, failed, found)
+
 
 def _named_paths(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[str, ...] | list[str],
-                 add: Callable[[str], None]) -> None:
+                 found: _Found) -> None:
     """The refusals of paths the output names: nanohermes's own files, secret files, writes."""
-    hidden = {p for p, _, _ in conf.hidden} if conf.namespaces else set()
     for i, pattern in enumerate(_refusal_patterns()[0]):
         for m in pattern.finditer(text):
             raw = m.group(1).strip()
@@ -104,27 +213,45 @@ def _named_paths(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[
                 continue
             path = Path(os.path.expanduser(raw))
             path = path if path.is_absolute() else cwd / path
-            if conf.namespaces and conf.pid and (proc := _own_proc(path)):
-                add(f"access to {os.path.normpath(path)}, {proc}")
-                continue
-            if i == _BARE_WORD and not any(c in raw for c in "/.") and not os.path.lexists(path):
+            if i == _BARE_WORD and not _proc_path(path, conf) and not any(c in raw for c in "/.") \
+                    and not os.path.lexists(path):
                 continue  # `open: Read-only file system` (perror) names a call, not a file
-            real = _real(path)
-            if real and real in hidden_sockets:
-                continue  # named by `refusals`, as a socket
-            if conf.namespaces and real and any(real == f or real.startswith(f.rstrip("/") + "/") for f in conf.ruled):
-                add(f"access to {os.path.normpath(path)}, {RULE_WITHHELD}")
-            elif conf.namespaces and real and (real in conf.own_files or any(
-                    real == f or real.startswith(f.rstrip("/") + "/") for f in conf.hidden_folders)):
-                add(f"access to {os.path.normpath(path)}, {OWN_HIDDEN}")
-            elif hidden and real in hidden:
-                add(f"access to {os.path.normpath(path)}, {SECRET_WITHHELD}")
-            elif _blames(path, conf):
-                add(f"a write to {os.path.normpath(path)}" + (_SEALED if _sealed(real, conf) else ""))
+            _named_path(path, conf, hidden_sockets, found)
 
 
-NOT_IN_NAMESPACE = ("a process outside the command's own PID namespace, which holds only the command's own processes "
-                    "(each command gets one of its own)")
+def _named_path(path: Path, conf: Confinement, hidden_sockets: tuple[str, ...] | list[str], found: _Found) -> None:
+    """What the sandbox refused of `path`, which the output names, if anything."""
+    shown = os.path.normpath(path)
+    if (proc := _proc_path(path, conf)) is not None:
+        found.add(proc, shown)
+        return
+    real = _real(path)
+    if real and real in hidden_sockets:
+        return  # named by `refusals`, as a socket
+    withheld = _withheld(real, conf)
+    if withheld is not None:
+        found.add(withheld, shown)
+    elif _blames(path, conf):
+        found.add("sealed" if _sealed(real, conf) else "write", shown)
+
+
+def _withheld(real: str, conf: Confinement) -> RefusedKind | None:
+    """Why the sandbox withholds the file at `real` from the command, if it does."""
+    if not (conf.namespaces and real):
+        return None
+    if _inside(real, conf.ruled):
+        return "read-rule"
+    if real in conf.own_files or _inside(real, conf.hidden_folders):
+        return "own-file"
+    if real in {p for p, _, _ in conf.hidden}:
+        return "secret"
+    return None
+
+
+def _inside(real: str, roots: tuple[str, ...]) -> bool:
+    return any(real == f or real.startswith(f.rstrip("/") + "/") for f in roots)
+
+
 _NO_PROCESS = re.compile(r"No such process|\bESRCH\b|\[Errno 3\]")
 _PID_WORD = re.compile(r"(?<![\w.:/-])(\d{1,7})(?![\w.:/-])")
 
@@ -148,13 +275,16 @@ def _a_program(pid: int) -> bool:
         return False
 
 
-def _own_proc(path: Path) -> str:
-    """What a path in the command's own /proc is, when it is one ("" otherwise): nanohermes's
-    /proc would name other processes, so it is never looked at for such a path."""
+def _proc_path(path: Path, conf: Confinement) -> RefusedKind | None:
+    """What a path in the command's own /proc is, when the command has one and the path is
+    there (None otherwise): nanohermes's /proc would name other processes, so it is never
+    looked at for such a path."""
+    if not (conf.namespaces and conf.pid):
+        return None
     parts = Path(os.path.normpath(path)).parts
     if parts[:2] != ("/", "proc"):
-        return ""
-    return INIT_CLOSED if parts[2:3] == ("1",) else OWN_PROC
+        return None
+    return "init" if parts[2:3] == ("1",) else "own-proc"
 
 
 _NOT_CONNECTED = re.compile(r"refused|(?:couldn't|could not|failed to|unable to|cannot) connect", re.I)
@@ -162,11 +292,7 @@ _NOT_CONNECTED = re.compile(r"refused|(?:couldn't|could not|failed to|unable to|
 # A connection refused, in the words of libc (perror), Python, node, curl, Go and Java.
 _REFUSED = re.compile(r"Connection refused|ECONNREFUSED|\[Errno 111\]|connect: connection refused", re.I)
 
-_OWN_LOOPBACK = ("the sandbox has a loopback of its own: servers the command starts are reachable, the host's are "
-                 "not")
-
-
-def _loopback(text: str, command: str, failed: bool, add: Callable[[str], None]) -> None:
+def _loopback(text: str, command: str, failed: bool, found: _Found) -> None:
     """A refused connection to a server of the host: the command's network namespace holds only
     its own loopback. Named by its port when the output, or else the command line, names a
     loopback port a server of the host listens on; a refusal that names no port is still said
@@ -175,11 +301,10 @@ def _loopback(text: str, command: str, failed: bool, add: Callable[[str], None])
     listening = _listening()
     ports = _ports_named(text, listening) or (_ports_named(command, listening) if command else [])
     for port in ports:
-        add(f"a connection to port {port} of the host's loopback ({_OWN_LOOPBACK})")
+        found.add("loopback", str(port))
     if not ports and failed and listening and _REFUSED.search(text):
         shown = ", ".join(map(str, sorted(listening)[:10])) + (", ..." if len(listening) > 10 else "")
-        add(f"a connection, probably to a server of this machine (it was refused; listening here: {shown}; "
-            f"{_OWN_LOOPBACK})")
+        found.add("server", shown)
 
 _LOOPBACK_PORT = re.compile(r"(?:127\.0\.0\.1|localhost|::1)\]?['\"]?(?::|,\s*(?:port=)?|\s+port\s+)(\d{1,5})\b")
 
@@ -204,38 +329,16 @@ def _listening() -> set[int]:
                 listening.add(int(parts[1].rsplit(b":", 1)[1], 16))
     return listening
 
-_SEALED = (" (the top level of a git folder is read-only for a background task, so that it cannot point git "
-           "elsewhere; run git commands that change the repository in the foreground)")
-
-
 def _sealed(real: str, conf: Confinement) -> bool:
     """Is `real` at the top level of a git folder a background task may not write?"""
     return conf.background and conf.namespaces and bool(real) and Path(real).parent in conf.sealable
 
 
-def remedies(refused: Sequence[str]) -> str:
+def remedies(refused: Sequence[Refused]) -> str:
     """What lets a refused sandboxed call through, for these refusals: the settings that widen
     the sandbox for what they name, and the two that always do."""
-    out: list[str] = []
-    if any(r.startswith(("a write", "creating")) for r in refused):
-        out.append("add the folder to sandbox.writable_roots")
-    if any("network" in r or "loopback" in r for r in refused):
-        out.append('set "sandbox": {"network": true}')
-    if any(SECRET_WITHHELD in r for r in refused):
-        out.append("an allow rule naming the exact command line lets it read the secret file")
-    if any(RULE_WITHHELD in r for r in refused):
-        out.append("no setting opens a path a read rule covers to sandboxed commands but removing the rule")
-    if any(OWN_HIDDEN in r for r in refused):
-        out.append("no setting opens nanohermes's own files to sandboxed commands")
-    if any(SOCKET_HIDDEN in r for r in refused):
-        out.append("no setting opens another program's socket to sandboxed commands")
-    if any(NOT_IN_NAMESPACE in r for r in refused):
-        out.append("a background task is stopped with task_kill")
-    if any(INIT_CLOSED in r or OWN_PROC in r or NOT_IN_NAMESPACE in r for r in refused):
-        out.append("no setting shows sandboxed commands nanohermes's processes or anyone else's")
-    out += ["--sandbox off (or sandbox.mode off) runs unasked commands unconfined",
-            "or a person's yes at the prompt runs this call outside the sandbox"]
-    return "; ".join(out)
+    kinds = {r.kind for r in refused}
+    return "; ".join([*(text for text, answers in _REMEDIES if kinds & answers), *_ALWAYS])
 
 def _real(path: Path) -> str:
     try:

@@ -10,8 +10,9 @@ A tool also declares what it touches: its subject `kind` (path, command, host, m
 its `effect` (read, write, run, or only nanohermes's own state) and which arguments name the
 subject (`subjects`). From that declaration `Tool.target` computes the call's `Target` once
 (paths resolved by the one resolver in `nanohermes.pathrules`, hosts in canonical form);
-the runtime judges it and passes the same Target to `run` as `ctx.target`, so a tool uses
-exactly the paths that were judged (`Tool.resolved`).
+the gate judges it and passes the same Target to `run` in the call's `Attempt` (beside the
+finished confinement of its processes), so a tool uses exactly the paths that were judged
+(`Tool.resolved`).
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ import time
 from collections.abc import Callable
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, ParamSpec, Self, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, ParamSpec, Protocol, Self, cast
 
 from nanohermes.budget import Limits
-from nanohermes.events import Event, ToolProgress
+from nanohermes.events import UI, Event, ToolProgress
 from nanohermes.messages import Image
 from nanohermes.permissions import Effect, Rule, SubjectKind, Target
 
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from typing_extensions import TypeVar
 
     from nanohermes.config import Config
-    from nanohermes.sandbox import Confinement
+    from nanohermes.sandbox import Confinement, Refused
 else:
     from typing import TypeVar
 
@@ -224,9 +225,9 @@ _R = TypeVar("_R")
 class ToolResult:
     text: str
     display: str | None = None  # for people only, e.g. the unified diff of an edit
-    # What the OS sandbox refused during the call ("a write to /x"): the gate offers a person
-    # to run the call again outside it.
-    refused: tuple[str, ...] = ()
+    # What the OS sandbox refused during the call (a write to /x): the gate offers a person to
+    # run the call again outside it.
+    refused: tuple[Refused, ...] = ()
     images: tuple[Image, ...] = ()  # for a model that takes images (`images_to_model`); the text names their files
 
 
@@ -250,9 +251,40 @@ class ClaudeCall:
         return cls("Bash", {**ours, "command": line}, "command", (line,))
 
 
-@dataclass(kw_only=True)
+class SessionView(Protocol):
+    """What a call's context takes from the session it runs in."""
+
+    @property
+    def state(self) -> dict[str, Any]: ...
+
+    @property
+    def folder(self) -> Path | None: ...
+
+
+class ToolHost(Protocol):
+    """What a call's context is made from: the runtime of one session (or what stands for it)."""
+
+    @property
+    def workspace(self) -> Path: ...
+
+    @property
+    def limits(self) -> Limits: ...
+
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def session(self) -> SessionView: ...
+
+    @property
+    def ui(self) -> UI: ...
+
+
+@dataclass(frozen=True, kw_only=True)
 class ToolContext:
-    """What a running tool may use. One per call; `state` is shared by the session."""
+    """What a running tool may use of the session: one per call, made by `of` and never
+    changed (a changed one is a `dataclasses.replace` of it). `state` is shared by the session.
+    What the gate decided about the call travels apart, in its `Attempt`."""
 
     workspace: Path
     limits: Limits
@@ -261,24 +293,44 @@ class ToolContext:
     emit: Callable[[Event], None] = lambda e: None
     state: dict[str, Any] = field(default_factory=dict)  # session-wide: todos, task manager, ...
     started: float = field(default_factory=time.monotonic)
-    target: Target | None = None  # what this call was judged on; None when run outside the runtime
-    # Why the policy would not let this call reach another target unasked (a redirect to
-    # another host), or None when it would; None: no policy to ask (a direct run).
-    refusal: Callable[[Target], str | None] | None = None
-    # For a path call: the read rule (its text) that withholds a path the call reaches inside
-    # what it was judged on (a file grep searches, an entry list_dir lists), given that path
-    # as rules see it (`pathrules.subject_of`), or None. None here: no read rule covers this
-    # tool, or no policy to ask (a direct run). See `permissions.reading`.
-    read_rule: Callable[[str], str | None] | None = None
-    # The OS sandbox the call's processes start in, as the gate granted it (None: the call
-    # runs outside the gate, and its processes get what an unasked call gets; see
-    # `process.confinement_of`). A tool never starts a process without one.
-    confinement: Confinement | None = None
     # The session's folder of side files (what a tool keeps for the person); None: not recorded.
     session_folder: Path | None = None
 
+    @classmethod
+    def of(cls, host: ToolHost, call_id: str = "", *, emit: Callable[[Event], None] | None = None) -> ToolContext:
+        """The context of one call in `host`'s session (its workspace, limits, config, tool
+        state and folder; its events to `emit`, by default the session's UI): the one place a
+        context is made from a session."""
+        return cls(workspace=host.workspace, limits=host.limits, config=host.config, call_id=call_id,
+                   emit=host.ui.emit if emit is None else emit, state=host.session.state,
+                   session_folder=host.session.folder)
+
     def progress(self, name: str, text: str) -> None:
         self.emit(ToolProgress(call_id=self.call_id, name=name, text=text, elapsed=time.monotonic() - self.started))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Attempt:
+    """One run of a judged call, as the gate made it: the Target the call was judged on, the
+    finished confinement its processes start in, and what the policy answers while it runs.
+    Never changed: running the call again outside the sandbox is another attempt (a
+    `dataclasses.replace` of this one). `Attempt()` is a run outside the gate (a person's own
+    command in the REPL, a test): the tool computes its Target itself (`Tool.resolved`), its
+    processes get what an unasked call gets (workspace-write, `process.confinement_of`), and no
+    policy is asked."""
+
+    target: Target | None = None  # what the call was judged on
+    # The OS sandbox the call's processes start in (None: outside the gate). A tool never
+    # starts a process without one.
+    confinement: Confinement | None = None
+    # Why the policy would not let this call reach another target unasked (a redirect to
+    # another host), or None when it would; None here: no policy to ask.
+    redirect: Callable[[Target], str | None] | None = None
+    # For a path call: the read rule (its text) that withholds a path the call reaches inside
+    # what it was judged on (a file grep searches, an entry list_dir lists), given that path
+    # as rules see it (`pathrules.subject_of`), or None. None here: no read rule covers this
+    # tool, or no policy to ask. See `permissions.reading`.
+    read_rule: Callable[[str], str | None] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -333,9 +385,9 @@ class Tool(Generic[P]):
         except PathProblem as e:
             raise ToolError(str(e)) from None
 
-    def resolved(self, args: P, ctx: ToolContext) -> Target:
-        """The Target the runtime judged, or (run outside the runtime) the same computation."""
-        return ctx.target if ctx.target is not None else self.target(args, ctx)
+    def resolved(self, args: P, ctx: ToolContext, attempt: Attempt) -> Target:
+        """The Target the gate judged, or (run outside the gate) the same computation."""
+        return attempt.target if attempt.target is not None else self.target(args, ctx)
 
     def concurrency_safe(self, args: P) -> bool:
         return False
@@ -375,16 +427,17 @@ class Tool(Generic[P]):
             return [ClaudeCall(self.name, args.dump(), self.kind, subjects)]
         return [ClaudeCall(self.claude_names[0], args.claude_input(workspace), self.kind, subjects)]
 
-    def approval_detail(self, args: P, ctx: ToolContext) -> str:
+    def approval_detail(self, args: P, ctx: ToolContext, attempt: Attempt) -> str:
         """What an approval prompt shows in full: the command, or the diff of an edit
-        (computed without writing)."""
+        (computed without writing, on the judged Target)."""
         return ""
 
-    async def precheck(self, args: P, ctx: ToolContext) -> None:
+    async def precheck(self, args: P, ctx: ToolContext, attempt: Attempt) -> None:
         """Raise the ToolError the call would fail with when the tool's own cheap checks (the
-        code `run` runs, changing nothing) already know it: the runtime calls this before it
-        asks a person, so nobody is asked to approve a call that can only fail. `ctx.target`
-        is the judged Target; a process it starts runs read-only. By default nothing is checked."""
+        code `run` runs, changing nothing) already know it: the gate calls this before it
+        asks a person, so nobody is asked to approve a call that can only fail. `attempt`
+        holds the judged Target, and a read-only confinement for a process it starts. By
+        default nothing is checked."""
 
     def summary(self, args: P) -> str:
         """One line for the UI and approval prompts."""
@@ -420,7 +473,9 @@ class Tool(Generic[P]):
         except ValidationError as e:
             raise ToolError(describe_validation(e, self.params)) from None
 
-    async def run(self, args: P, ctx: ToolContext) -> str | ToolResult:
+    async def run(self, args: P, ctx: ToolContext, attempt: Attempt) -> str | ToolResult:
+        """Do the call: on `attempt`'s Target (`resolved`), its processes in `attempt`'s
+        confinement (`process.confinement_of`)."""
         raise NotImplementedError
 
     async def in_thread(self, fn: Callable[_A, _R], *a: _A.args, **kw: _A.kwargs) -> _R:
@@ -583,6 +638,6 @@ def render_limits(text: str, limits: Limits) -> str:
     return _PLACEHOLDER.sub(sub, text)
 
 
-__all__ = ["Approval", "Effect", "P", "Params", "ReadOnlyTool", "SubjectKind", "Target", "Tool", "ToolContext", "ToolError",
-           "ToolResult", "about", "describe_validation", "limit_value", "params_schema", "render_limits",
-           "render_params_schema"]
+__all__ = ["Approval", "Attempt", "Effect", "P", "Params", "ReadOnlyTool", "SubjectKind", "Target", "Tool",
+           "ToolContext", "ToolError", "ToolHost", "ToolResult", "about", "describe_validation", "limit_value",
+           "params_schema", "render_limits", "render_params_schema"]

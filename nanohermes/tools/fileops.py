@@ -23,7 +23,7 @@ from typing import BinaryIO, Protocol
 
 from nanohermes.budget import clamp, plural
 from nanohermes.pathrules import open_dir, swapped
-from nanohermes.tools.base import ToolContext, ToolError
+from nanohermes.tools.base import Attempt, ToolContext, ToolError
 
 
 # --------------------------------------------------------------------------------------
@@ -69,8 +69,8 @@ class Withheld:
     root-relative name, and those withheld are counted for the note. Falsy when no read rule
     covers the tool: then nothing is asked."""
 
-    def __init__(self, ctx: ToolContext, root: Path) -> None:
-        self.rule_of = ctx.read_rule
+    def __init__(self, ctx: ToolContext, attempt: Attempt, root: Path) -> None:
+        self.rule_of = attempt.read_rule
         self.paths: set[str] = set()
         self.rules: list[str] = []
         self.root = str(root).rstrip("/") + "/"

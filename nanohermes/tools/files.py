@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, BinaryIO, ClassVar, TypeVar
 from nanohermes.budget import Limits
 from nanohermes.pathrules import held, open_exact, swapped
 from nanohermes.permissions import Effect, SubjectKind
-from nanohermes.tools.base import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError, ToolResult, about
+from nanohermes.tools.base import Attempt, Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError, ToolResult, about
 from nanohermes.tools.fileops import (
     BOM,
     TextFile,
@@ -125,13 +125,13 @@ class ReadFile(ReadOnlyTool[ReadFileParams]):
     def output_limit(self) -> str:
         return "read_file_window_lines lines, read_file_max_bytes, read_file_line_chars, max_output"
 
-    async def run(self, args: ReadFileParams, ctx: ToolContext) -> str:
-        text: str = await self.in_thread(self._read, args, ctx)
+    async def run(self, args: ReadFileParams, ctx: ToolContext, attempt: Attempt) -> str:
+        text: str = await self.in_thread(self._read, args, ctx, attempt)
         return text
 
-    def _read(self, args: ReadFileParams, ctx: ToolContext) -> str:
+    def _read(self, args: ReadFileParams, ctx: ToolContext, attempt: Attempt) -> str:
         lim = ctx.limits
-        real = self.resolved(args, ctx).paths[0]  # the file the secret list and rules judged
+        real = self.resolved(args, ctx, attempt).paths[0]  # the file the secret list and rules judged
         shown = shown_path(ctx, args.path, real)
         st = _stat_file(shown, self.name, real, ctx)
         try:
@@ -293,12 +293,12 @@ class ListDir(ReadOnlyTool[ListDirParams]):
     def output_limit(self) -> str:
         return "list_dir_entries entries"
 
-    async def run(self, args: ListDirParams, ctx: ToolContext) -> str:
-        text: str = await self.in_thread(self._list, args, ctx)
+    async def run(self, args: ListDirParams, ctx: ToolContext, attempt: Attempt) -> str:
+        text: str = await self.in_thread(self._list, args, ctx, attempt)
         return text
 
-    def _list(self, args: ListDirParams, ctx: ToolContext) -> str:
-        p = self.resolved(args, ctx).paths[0]  # the folder the rules judged
+    def _list(self, args: ListDirParams, ctx: ToolContext, attempt: Attempt) -> str:
+        p = self.resolved(args, ctx, attempt).paths[0]  # the folder the rules judged
         shown = shown_path(ctx, args.path, p)
         if not p.exists():
             raise ToolError(f"{shown} does not exist; list the parent directory to see what is there")
@@ -306,7 +306,7 @@ class ListDir(ReadOnlyTool[ListDirParams]):
             raise ToolError(f"{shown} is not a directory; use read_file to read it")
         try:
             with held(p) as (where, _):  # the folder judged, even if relinked since; held while its entries are read
-                return self._rows(where, shown, ctx, Withheld(ctx, p))
+                return self._rows(where, shown, ctx, Withheld(ctx, attempt, p))
         except OSError as e:
             if swapped(e):
                 raise ToolError(f"cannot list {shown}: a symlink appeared in its path after it was checked; "
@@ -378,27 +378,28 @@ class _Writer(Tool[_WP]):
     def rule_subject(self, args: _WP) -> str | None:
         return args.path  # the runtime resolves it into the Target
 
-    def approval_detail(self, args: _WP, ctx: ToolContext) -> str:
+    def approval_detail(self, args: _WP, ctx: ToolContext, attempt: Attempt) -> str:
         try:
-            return self.plan(args, ctx, guard=False).diff(ctx)  # the stale-file guard speaks when it runs
+            return self.plan(args, ctx, attempt, guard=False).diff(ctx)  # the stale-file guard speaks when it runs
         except ToolError as e:
             return f"(the change cannot be previewed: {e})"
         except Exception as e:  # a preview must never break the approval prompt
             return f"(the change cannot be previewed: {type(e).__name__}: {e})"
 
-    async def precheck(self, args: _WP, ctx: ToolContext) -> None:
+    async def precheck(self, args: _WP, ctx: ToolContext, attempt: Attempt) -> None:
         # What `run` plans (a file never read or changed since, old_string not found), without the write.
-        await self.in_thread(self.plan, args, ctx)
+        await self.in_thread(self.plan, args, ctx, attempt)
 
-    def plan(self, args: _WP, ctx: ToolContext, *, guard: bool = True) -> Change:
+    def plan(self, args: _WP, ctx: ToolContext, attempt: Attempt, *, guard: bool = True) -> Change:
+        """The change the call makes to the file it was judged on, without writing it."""
         raise NotImplementedError
 
-    async def run(self, args: _WP, ctx: ToolContext) -> ToolResult:
-        result: ToolResult = await self.in_thread(self._apply, args, ctx)
+    async def run(self, args: _WP, ctx: ToolContext, attempt: Attempt) -> ToolResult:
+        result: ToolResult = await self.in_thread(self._apply, args, ctx, attempt)
         return result
 
-    def _apply(self, args: _WP, ctx: ToolContext) -> ToolResult:
-        change = self.plan(args, ctx)
+    def _apply(self, args: _WP, ctx: ToolContext, attempt: Attempt) -> ToolResult:
+        change = self.plan(args, ctx, attempt)
         if change.already:
             return ToolResult(text=change.report)  # the edit stands already: the file is not touched
         try:
@@ -470,8 +471,8 @@ class WriteFile(_Writer[WriteFileParams]):
     params: ClassVar[type[Params]] = WriteFileParams
     shows_contents: ClassVar[bool] = False  # it reports sizes, never the file's text (read rules do not cover it)
 
-    def plan(self, args: WriteFileParams, ctx: ToolContext, *, guard: bool = True) -> Change:
-        real = self.resolved(args, ctx).paths[0]  # the file the rules judged
+    def plan(self, args: WriteFileParams, ctx: ToolContext, attempt: Attempt, *, guard: bool = True) -> Change:
+        real = self.resolved(args, ctx, attempt).paths[0]  # the file the rules judged
         shown = shown_path(ctx, args.path, real)
         target = checked_write_target(ctx, real, shown)
         old: TextFile | None = None
@@ -556,10 +557,10 @@ class EditFile(_Writer[EditFileParams]):
     )
     params: ClassVar[type[Params]] = EditFileParams
 
-    def plan(self, args: EditFileParams, ctx: ToolContext, *, guard: bool = True) -> Change:
+    def plan(self, args: EditFileParams, ctx: ToolContext, attempt: Attempt, *, guard: bool = True) -> Change:
         if args.old_string == args.new_string:
             raise ToolError("old_string and new_string are identical; nothing would change")
-        target, shown, f, data = _load_text(ctx, args.path, self.name, self.resolved(args, ctx).paths[0])
+        target, shown, f, data = _load_text(ctx, args.path, self.name, self.resolved(args, ctx, attempt).paths[0])
         if guard:
             guard_fresh(ctx, target, shown, data)
         text = f.text

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from nanohermes.permissions import Rule
-from nanohermes.tools.base import Approval, ClaudeCall, P, Params, ReadOnlyTool, Tool, ToolContext, ToolError
+from nanohermes.tools.base import Attempt, Approval, ClaudeCall, P, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes import programs, sandbox
 from nanohermes.gitmeta import moved_work_tree
 from nanohermes.tools.fileops import Withheld
@@ -67,8 +67,10 @@ def _flags(settings: tuple[str, ...] | list[str]) -> list[str]:
     return [x for kv in settings for x in ("-c", kv)]
 
 
-async def git(ctx: ToolContext, *args: str, read_only: bool = True) -> str:
-    """Run `git args...` in the workspace; its stdout, with notes when it had to be cut."""
+async def git(ctx: ToolContext, *args: str, writes: Attempt | None = None) -> str:
+    """Run `git args...` in the workspace; its stdout, with notes when it had to be cut. A read
+    (`writes` None) runs read-only whatever the call was granted; a write runs in the
+    confinement of the call's attempt (`writes`)."""
     env = command_env()
     lim = ctx.limits
     try:
@@ -77,17 +79,17 @@ async def git(ctx: ToolContext, *args: str, read_only: bool = True) -> str:
     except FileNotFoundError:
         raise ToolError("git is not installed (no `git` on PATH outside the workspace); install git to use "
                         "the git_* tools") from None
-    if read_only:
+    if writes is None:
         env["GIT_OPTIONAL_LOCKS"] = "0"
         conf = read_only_of(ctx)
     else:
-        conf = confinement_of(ctx)
+        conf = confinement_of(ctx, writes)
     if moved := await asyncio.to_thread(moved_work_tree, ctx.workspace, env):
         raise ToolError(f"{moved}; the git tools read no files outside the workspace, so git {args[0]} did not run. "
                         "If that folder is meant to be the work tree, start nanohermes there; otherwise remove the "
                         "setting (`git config --unset core.worktree`)")
     try:
-        if read_only:
+        if writes is None:
             argv += _flags([*_NO_PROGRAMS, *await _no_program_overrides(ctx, conf, env)])
         fin = await run_capped([*argv, *args], cwd=ctx.workspace, env=env, limits=lim, timeout=lim.git_timeout_secs,
                                out_cap=lim.run_command_capture_bytes, err_cap=lim.run_command_capture_bytes,
@@ -117,16 +119,16 @@ async def git(ctx: ToolContext, *args: str, read_only: bool = True) -> str:
     return text + (f"\n[{withheld}]" if withheld else "")
 
 
-async def withheld_specs(ctx: ToolContext, listing: list[str],
+async def withheld_specs(ctx: ToolContext, attempt: Attempt, listing: list[str],
                          paths: Callable[[str], list[str]] = lambda out: out.split("\0")) -> tuple[list[str], Withheld]:
     """Pathspecs that leave out what read rules withhold among the paths `git *listing*` names
     (relative to the repository's top; `paths` reads them from its output), and the Withheld
     that counts them; ([], a falsy Withheld) when no read rule covers the tool, without
     running git."""
-    if ctx.read_rule is None:
-        return [], Withheld(ctx, ctx.workspace)
+    if attempt.read_rule is None:
+        return [], Withheld(ctx, attempt, ctx.workspace)
     top = strip_newline(await git(ctx, "rev-parse", "--show-toplevel"))
-    withheld = Withheld(ctx, Path(top))  # git names its top as a real path
+    withheld = Withheld(ctx, attempt, Path(top))  # git names its top as a real path
     listed = await git(ctx, *listing)
     if _CUT in listed:  # a path left unread could be one a rule covers: nothing is shown
         raise ToolError(f"too many changed paths to check against the read rules (over "
@@ -193,11 +195,11 @@ class GitStatus(_ReadOnlyGit[NoParams]):
     def git_line(self, args: NoParams) -> list[str]:
         return ["git", "status", "--short", "--branch"]
 
-    async def run(self, args: NoParams, ctx: ToolContext) -> str:
+    async def run(self, args: NoParams, ctx: ToolContext, attempt: Attempt) -> str:
         # Submodules' own work trees are not inspected: that would run git inside them, under
         # their config, whose filter drivers the overrides here cannot name.
         excluded, withheld = await withheld_specs(
-            ctx, ["status", "--porcelain=v1", "-z", "--ignore-submodules=dirty"], porcelain_paths)
+            ctx, attempt, ["status", "--porcelain=v1", "-z", "--ignore-submodules=dirty"], porcelain_paths)
         specs = ["--", ":(top)", *excluded] if excluded else []
         out = strip_newline(await git(ctx, "status", "--short", "--branch", "--ignore-submodules=dirty", *specs))
         if len(out.splitlines()) <= 1:
@@ -231,14 +233,14 @@ class GitDiff(_ReadOnlyGit[GitDiffParams]):
         return ["git", "diff", *(["--staged"] if args.staged else []), *(["--stat"] if args.stat else []),
                 *(["--", args.path] if args.path else [])]
 
-    async def run(self, args: GitDiffParams, ctx: ToolContext) -> str:
+    async def run(self, args: GitDiffParams, ctx: ToolContext, attempt: Attempt) -> str:
         argv = ["diff", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"]
         if args.staged:
             argv.append("--staged")
-        path = self.resolved(args, ctx).used(args.path) if args.path else None
+        path = self.resolved(args, ctx, attempt).used(args.path) if args.path else None
         where = [path] if path else []
         # Each side of a rename is listed, so a file a read rule covers shows from neither.
-        excluded, withheld = await withheld_specs(ctx, [*argv, "--name-only", "-z", "--no-renames", "--", *where])
+        excluded, withheld = await withheld_specs(ctx, attempt, [*argv, "--name-only", "-z", "--no-renames", "--", *where])
         if args.stat:
             argv.append("--stat")
         if where or excluded:
@@ -282,9 +284,9 @@ class GitLog(_ReadOnlyGit[GitLogParams]):
     def git_line(self, args: GitLogParams) -> list[str]:
         return ["git", "log", f"--max-count={args.count}", *(["--", args.path] if args.path else [])]
 
-    async def run(self, args: GitLogParams, ctx: ToolContext) -> str:
+    async def run(self, args: GitLogParams, ctx: ToolContext, attempt: Attempt) -> str:
         argv = ["log", "--no-textconv", "--no-ext-diff", f"--max-count={args.count}", "--date=short", "--format=%h %ad %an: %s"]
-        path = self.resolved(args, ctx).used(args.path) if args.path else None
+        path = self.resolved(args, ctx, attempt).used(args.path) if args.path else None
         if path:
             argv += ["--", path]
         out = strip_newline(await git(ctx, *argv))
@@ -334,14 +336,14 @@ class GitCommit(Tool[GitCommitParams]):
             line = shlex.join(["git", "add", "--", *args.paths]) + " && " + line
         return [ClaudeCall.bash(line, args.dump())]
 
-    def approval_detail(self, args: GitCommitParams, ctx: ToolContext) -> str:
+    def approval_detail(self, args: GitCommitParams, ctx: ToolContext, attempt: Attempt) -> str:
         if args.paths:
             what = "stages " + ", ".join(args.paths) + (" and every change to tracked files" if args.all else "")
         else:
             what = "stages every change to tracked files" if args.all else "commits what is already staged"
         return f"{what}\n\n{args.message}"
 
-    async def precheck(self, args: GitCommitParams, ctx: ToolContext) -> None:
+    async def precheck(self, args: GitCommitParams, ctx: ToolContext, attempt: Attempt) -> None:
         # Read-only; outside a repository it says so. "XY path": X the index, Y the work tree.
         status = await git(ctx, "status", "--porcelain=v1", "--untracked-files=no")
         rows = [row for row in status.splitlines() if len(row) > 3]
@@ -349,14 +351,14 @@ class GitCommit(Tool[GitCommitParams]):
         if not args.paths and not staged and not (args.all and any(row[1] != " " for row in rows)):
             raise ToolError(_NOTHING_STAGED)
 
-    async def run(self, args: GitCommitParams, ctx: ToolContext) -> str:
+    async def run(self, args: GitCommitParams, ctx: ToolContext, attempt: Attempt) -> str:
         if args.paths:
-            await git(ctx, "add", "--", *args.paths, read_only=False)
+            await git(ctx, "add", "--", *args.paths, writes=attempt)
         argv = ["commit", "-m", args.message]
         if args.all:
             argv.append("--all")
         try:
-            out = strip_newline(await git(ctx, *argv, read_only=False))
+            out = strip_newline(await git(ctx, *argv, writes=attempt))
         except ToolError as e:
             if "nothing to commit" in str(e) or "no changes added to commit" in str(e):
                 raise ToolError(f"{_NOTHING_STAGED}\n{e}") from None

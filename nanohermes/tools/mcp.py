@@ -24,7 +24,7 @@ from nanohermes.budget import Limits
 from nanohermes.mcp.client import LIST_PAGES, McpManager, RemoteTool, Server
 from nanohermes.messages import Image
 from nanohermes.tools.base import (
-    Approval, Effect, P, Params, ReadOnlyTool, SubjectKind, Tool, ToolContext, ToolError, ToolResult, about,
+    Attempt, Approval, Effect, P, Params, ReadOnlyTool, SubjectKind, Tool, ToolContext, ToolError, ToolResult, about,
 )
 
 
@@ -213,11 +213,11 @@ class McpTool(Tool[McpArgs]):
     def summary(self, args: McpArgs) -> str:
         return json.dumps(args.dump(), ensure_ascii=False)[:200]
 
-    def approval_detail(self, args: McpArgs, ctx: ToolContext) -> str:
+    def approval_detail(self, args: McpArgs, ctx: ToolContext, attempt: Attempt) -> str:
         return f"MCP server {self.server}, tool {self.remote}, arguments:\n" + json.dumps(
             args.dump(), ensure_ascii=False, indent=2)
 
-    async def run(self, args: McpArgs, ctx: ToolContext) -> str | ToolResult:
+    async def run(self, args: McpArgs, ctx: ToolContext, attempt: Attempt) -> str | ToolResult:
         s = self.manager.server(self.server)
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -358,7 +358,7 @@ class McpListResources(_Helper[ListParams]):
     )
     params: ClassVar[type[Params]] = ListParams
 
-    async def run(self, args: ListParams, ctx: ToolContext) -> str:
+    async def run(self, args: ListParams, ctx: ToolContext, attempt: Attempt) -> str:
 
         def line(r: Any) -> str:
             mime = f" [{r.mime_type}]" if r.mime_type else ""
@@ -388,7 +388,7 @@ class McpReadResource(_Helper[ReadResourceParams]):
     def summary(self, args: ReadResourceParams) -> str:
         return f"{args.server} {args.uri}"
 
-    async def run(self, args: ReadResourceParams, ctx: ToolContext) -> str:
+    async def run(self, args: ReadResourceParams, ctx: ToolContext, attempt: Attempt) -> str:
         s = self.manager.server(args.server)
         res = await self.manager.request(s, "mcp_read_resource", lambda c: c.read_resource(args.uri))
         return "\n".join(resource_contents_text(c) for c in res.contents) or f"{args.uri} is empty"
@@ -403,7 +403,7 @@ class McpListPrompts(_Helper[ListParams]):
     )
     params: ClassVar[type[Params]] = ListParams
 
-    async def run(self, args: ListParams, ctx: ToolContext) -> str:
+    async def run(self, args: ListParams, ctx: ToolContext, attempt: Attempt) -> str:
 
         def line(p: Any) -> str:
             names = ", ".join(a.name + ("*" if a.required else "") for a in p.arguments or [])
@@ -424,7 +424,7 @@ class McpGetPrompt(_Helper[GetPromptParams]):
     def summary(self, args: GetPromptParams) -> str:
         return f"{args.server} {args.name}"
 
-    async def run(self, args: GetPromptParams, ctx: ToolContext) -> str:
+    async def run(self, args: GetPromptParams, ctx: ToolContext, attempt: Attempt) -> str:
         s = self.manager.server(args.server)
         res = await self.manager.request(s, "mcp_get_prompt",
                                          lambda c: c.get_prompt(args.name, dict(args.arguments) or None))

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from nanohermes.dirs import FILE_MODE, make_private, private_dir
 from nanohermes.redact import redact
-from nanohermes.tools.base import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
+from nanohermes.tools.base import Attempt, Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:  # loaded by the store's first connection: a run that never remembers skips it
     import sqlite3
@@ -380,7 +380,7 @@ class MemorySave(Tool[MemorySaveParams]):
     def summary(self, args: MemorySaveParams) -> str:
         return ("global: " if args.scope == "global" else "") + args.text[:200]
 
-    def approval_detail(self, args: MemorySaveParams, ctx: ToolContext) -> str:
+    def approval_detail(self, args: MemorySaveParams, ctx: ToolContext, attempt: Attempt) -> str:
         if args.scope != "global":
             return ""
         return (f"A global memory, found by memory_search in every project's sessions, saved as a note of "
@@ -389,7 +389,7 @@ class MemorySave(Tool[MemorySaveParams]):
     def output_limit(self) -> str:
         return "memory_text_chars chars"
 
-    async def run(self, args: MemorySaveParams, ctx: ToolContext) -> str:
+    async def run(self, args: MemorySaveParams, ctx: ToolContext, attempt: Attempt) -> str:
         # One line (newlines would break the one-sentence listing), and no key: memories
         # outlive the session and reach every later one.
         text = redact(" ".join(args.text.split()))
@@ -432,7 +432,7 @@ class MemorySearch(ReadOnlyTool[MemorySearchParams]):
     def output_limit(self) -> str:
         return "memory_search_max_results results"
 
-    async def run(self, args: MemorySearchParams, ctx: ToolContext) -> str:
+    async def run(self, args: MemorySearchParams, ctx: ToolContext, attempt: Attempt) -> str:
         limit = max(1, min(args.limit, ctx.limits.memory_search_max_results))
         project = project_root(ctx.workspace)
         store = _store(ctx, self.path)

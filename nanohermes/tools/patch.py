@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from nanohermes.pathrules import read_exact, swapped, unlink_exact
 from nanohermes.permissions import Effect, SubjectKind
 from nanohermes.tools.base import (
-    Approval, ClaudeCall, Params, Tool, ToolContext, ToolError, ToolResult, absolute,
+    Approval, Attempt, ClaudeCall, Params, Target, Tool, ToolContext, ToolError, ToolResult, absolute,
 )
 from nanohermes.tools.fileops import (
     TextFile,
@@ -248,24 +248,24 @@ class ApplyPatch(Tool[ApplyPatchParams]):
     def claude_calls(self, args: ApplyPatchParams, workspace: Path) -> list[ClaudeCall]:
         return claude_calls_of(args.diff, workspace) or super().claude_calls(args, workspace)
 
-    def approval_detail(self, args: ApplyPatchParams, ctx: ToolContext) -> str:
+    def approval_detail(self, args: ApplyPatchParams, ctx: ToolContext, attempt: Attempt) -> str:
         try:
-            return self._display(self._plan(args, ctx), ctx)
+            return self._display(self._plan(args, ctx, self.resolved(args, ctx, attempt)), ctx)
         except (ToolError, PatchError) as e:
             return f"(the patch cannot be applied: {e})\n\n{args.diff}"
         except OSError as e:  # a path changing while it is read: the run checks it all again
             return f"(the patch cannot be shown: {e.strerror or e}; its files are changing)\n\n{args.diff}"
 
-    async def precheck(self, args: ApplyPatchParams, ctx: ToolContext) -> None:
-        await self.in_thread(self._plan, args, ctx)  # a patch that does not apply, without writing
+    async def precheck(self, args: ApplyPatchParams, ctx: ToolContext, attempt: Attempt) -> None:
+        await self.in_thread(self._plan, args, ctx, self.resolved(args, ctx, attempt))  # a patch that does not apply
 
-    async def run(self, args: ApplyPatchParams, ctx: ToolContext) -> ToolResult:
-        return await self.in_thread(self._run, args, ctx)
+    async def run(self, args: ApplyPatchParams, ctx: ToolContext, attempt: Attempt) -> ToolResult:
+        return await self.in_thread(self._run, args, ctx, self.resolved(args, ctx, attempt))
 
-    def _plan(self, args: ApplyPatchParams, ctx: ToolContext) -> _Plan:
+    def _plan(self, args: ApplyPatchParams, ctx: ToolContext, judged: Target) -> _Plan:
+        """What the patch does to the files of the Target it was `judged` on, changing nothing."""
         ops: list[FileOp] | None = None
         patches: list[FilePatch] = []
-        judged = self.resolved(args, ctx)
         # Each path as written -> the name the patch is applied under: one per judged real
         # path, so two spellings of one file (`a`, `./a`, `l/../x` and `deep/x`) are one
         # file to the all-or-nothing working copy. The name is how the model is told about
@@ -363,8 +363,8 @@ class ApplyPatch(Tool[ApplyPatchParams]):
                             "read_file (the session is not recorded, so its content could not be kept if replaced)")
         return _Plan(outcomes, files, paths, tuple(unread))
 
-    def _run(self, args: ApplyPatchParams, ctx: ToolContext) -> ToolResult:
-        plan = self._plan(args, ctx)
+    def _run(self, args: ApplyPatchParams, ctx: ToolContext, judged: Target) -> ToolResult:
+        plan = self._plan(args, ctx, judged)
         final: dict[str, tuple[str | None, bool | None]] = {}  # path -> (new text or None to delete, exec)
         for o in plan.outcomes:
             if o.kind in ("delete", "rename") and o.old_path is not None:

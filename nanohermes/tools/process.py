@@ -21,19 +21,16 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from nanohermes import programs, sandbox
+from nanohermes import programs, sandbox, withhold
 from nanohermes.budget import Limits
+from nanohermes.sandbox import Refused
 from nanohermes.exits import at_exit
-from nanohermes.tools.base import ToolContext
+from nanohermes.tools.base import Attempt, ToolContext
 
-if TYPE_CHECKING:
-    from nanohermes.config import Config
-    from nanohermes.withhold import Secrets
 
 # Called with (fd, chunk) for every chunk read from the command's stdout (1) or stderr (2).
 OnData = Callable[[int, bytes], None]
@@ -308,7 +305,7 @@ class Process:
             self._prepared.cleanup()
         self._transport.close()
 
-    def refusals(self, cwd: Path) -> list[str]:
+    def refusals(self, cwd: Path) -> list[Refused]:
         """What the sandbox probably refused, read from the output (see sandbox.refusals),
         and what it created where it must not (removed once the command has ended)."""
         hidden = [os.fsdecode(p) for p in self._prepared.sockets] if self._prepared is not None else []
@@ -328,12 +325,10 @@ class Process:
         conf = self.confinement
         if self._closed or self._mntns_fd < 0 or self._userns_fd < 0 or conf.withheld_from is None:
             return 0
-        found = withheld(conf.withheld_from, conf.secret_patterns, limits)
+        found = withhold.look(conf.withheld_from, conf.secret_patterns, limits)
         new = [f for f in found.files if f not in self._covered]
         if not new:
             return 0
-        from nanohermes import withhold
-
         withhold.expose(new, limits.sandbox_secret_value_bytes)  # remembered, whatever becomes of the files
         try:
             sandbox.cover_running((self._userns_fd, self._mntns_fd), new)
@@ -371,44 +366,12 @@ def command_env() -> dict[str, str]:
     return env
 
 
-def confine(policy: str, *, workspace: Path, config: Config, limits: Limits,
-            secret_patterns: tuple[str, ...] | list[str] | None = None, withhold: bool = True,
-            ruled: bool = True) -> sandbox.Confinement:
-    """The finished confinement of a call's processes under `policy`, with the configured roots
-    and network, the protected files and the workspace's secret files withheld (unless a rule
-    spelling the line out let it read one: `withhold` False), and what read rules cover (but
-    for nanohermes's own git reads, `ruled` False: they leave those paths out by pathspec).
-    `sandbox.mode: off` turns every policy off."""
-    cfg = config.sandbox
-    if cfg.mode == "off" or policy == "off":
-        return sandbox.Confinement("off")
-    from nanohermes.configfiles import sandbox_paths
-    from nanohermes.secrets import own_paths
-
-    from nanohermes.readrules import config_read_rules, covered
-
-    roots = tuple(Path(os.path.expanduser(r)) for r in (*config.extra_write_roots, *cfg.writable_roots))
-    patterns = config.permissions.secret_files if secret_patterns is None else secret_patterns
-    found = withheld(workspace, patterns, limits) if withhold else None
-    # What read rules cover is withheld whatever allowed the command: a rule is no secret list.
-    rules = config_read_rules(config, workspace) if ruled else ()
-    cover = covered(workspace, rules, max_entries=limits.sandbox_secret_scan_entries,
-                    max_secs=limits.sandbox_secret_scan_secs)
-    return sandbox.confinement(policy, workspace=workspace, write_roots=roots, network=cfg.network,
-                               config_files=tuple(sandbox_paths(workspace, roots)),
-                               hidden=found.files if found else (),
-                               unhidden=(found.problem if found else "") or cover.problem,
-                               ruled=cover.files, ruled_folders=cover.folders,
-                               socket_scan_entries=limits.sandbox_socket_scan_entries,
-                               own=own_paths(), secret_patterns=tuple(patterns) if withhold else ())
-
-
-def confinement_of(ctx: ToolContext) -> sandbox.Confinement:
-    """The confinement the gate granted the call; a tool run outside the gate (a person's own
-    command in the REPL) gets what an unasked call gets: workspace-write, never none."""
-    if ctx.confinement is not None:
-        return ctx.confinement
-    return confine("workspace-write", workspace=ctx.workspace, config=ctx.config, limits=ctx.limits)
+def confinement_of(ctx: ToolContext, attempt: Attempt) -> sandbox.Confinement:
+    """The confinement the gate granted the call's attempt; a tool run outside the gate (a
+    person's own command in the REPL) gets what an unasked call gets: workspace-write, never none."""
+    if attempt.confinement is not None:
+        return attempt.confinement
+    return sandbox.confine("workspace-write", workspace=ctx.workspace, config=ctx.config, limits=ctx.limits)
 
 
 def read_only_of(ctx: ToolContext) -> sandbox.Confinement:
@@ -416,7 +379,7 @@ def read_only_of(ctx: ToolContext) -> sandbox.Confinement:
     whatever the call itself was granted; none only when the sandbox is turned off. What read
     rules cover stays readable to git here (it could not tell an unchanged file otherwise): the
     git tools leave those paths out of what they show, by pathspec."""
-    return confine("read-only", workspace=ctx.workspace, config=ctx.config, limits=ctx.limits, ruled=False)
+    return sandbox.confine("read-only", workspace=ctx.workspace, config=ctx.config, limits=ctx.limits, ruled=False)
 
 
 def secret_values(conf: sandbox.Confinement, limits: Limits) -> frozenset[str]:
@@ -427,9 +390,7 @@ def secret_values(conf: sandbox.Confinement, limits: Limits) -> frozenset[str]:
     unconfined)."""
     if conf.policy == "off" or conf.withheld_from is None or not conf.secret_patterns:
         return frozenset()
-    from nanohermes import withhold
-
-    found = withheld(conf.withheld_from, conf.secret_patterns, limits)
+    found = withhold.look(conf.withheld_from, conf.secret_patterns, limits)
     # Those not withheld from its start were within its reach (see `withhold.expose`).
     covered = set(conf.hidden)
     withhold.expose([f for f in found.files if f not in covered], limits.sandbox_secret_value_bytes)
@@ -440,8 +401,6 @@ def without_values(texts: list[str], values: frozenset[str]) -> tuple[list[str],
     """`texts` with every one of `values` taken out, and the note that says so ("" if none was)."""
     if not values:
         return texts, ""
-    from nanohermes import withhold
-
     out, n = [], 0
     for text in texts:
         cleaned, k = withhold.redact_values(text, values)
@@ -452,14 +411,6 @@ def without_values(texts: list[str], values: frozenset[str]) -> tuple[list[str],
     return out, (f"note: {n} value{'s' if n != 1 else ''} of the workspace's secret files (permissions.secret_files) "
                  f"{'were' if n != 1 else 'was'} replaced by {withhold.WITHHELD} in this output: commands no person "
                  "approved may not read them (a person's yes at the prompt lets a command read one)")
-
-
-def withheld(workspace: Path, patterns: tuple[str, ...] | list[str], limits: Limits) -> Secrets:
-    """The workspace's secret files, which a sandboxed command may not read."""
-    from nanohermes import withhold  # here: only a sandboxed command needs the look
-
-    return withhold.find(workspace, patterns, max_entries=limits.sandbox_secret_scan_entries,
-                         max_files=limits.sandbox_secret_files, max_secs=limits.sandbox_secret_scan_secs)
 
 
 async def _stop_start(marker: str, started: tuple[asyncio.SubprocessTransport, _Drain]) -> None:
@@ -529,7 +480,7 @@ class Finished:
     elapsed: float
     escaped: int = 0  # processes that had left the group (setsid, double fork), killed at the end
     sandbox: str = "off"  # the policy it ran under
-    refused: tuple[str, ...] = ()  # what the sandbox probably refused
+    refused: tuple[Refused, ...] = ()  # what the sandbox probably refused
     programs: tuple[str, ...] = ()  # programs on PATH it created or changed
 
 
@@ -601,26 +552,27 @@ def cut_middle(text: str, keep: int) -> str:
     return f"{text[:head]}\n… {len(text) - keep} chars omitted …\n{text[len(text) - tail:] if tail else ''}"
 
 
-def listed(refused: list[str], limit: int) -> list[str]:
+def listed(refused: list[Refused], limit: int) -> list[Refused]:
     """The first `limit` refusals, and how many more there were."""
     if len(refused) <= limit:
         return refused
     more = len(refused) - limit
-    return [*refused[:max(0, limit)], f"{more} more (sandbox_refusals_listed is {limit})"]
+    return [*refused[:max(0, limit)], Refused("more", str(more), str(limit))]
 
 
-def refusal_note(policy: str, refused: tuple[str, ...] | list[str]) -> str:
+def refusal_note(policy: str, refused: Sequence[Refused]) -> str:
     """What the sandbox refused and what to do about it, for the model."""
     where = ("it may write only its temporary folder ($TMPDIR)" if policy == "read-only" else
              "it may write the workspace, $TMPDIR and sandbox.writable_roots, but not git's config and hooks or "
              ".nanohermes/")
     where += ("; it has a loopback of its own but no other network, and sees neither other programs' sockets, "
               "nor secret files, nor nanohermes's own files")
-    if all(sandbox.SECRET_WITHHELD in r for r in refused):
-        return (f"note: the OS sandbox ({policy}) refused {', '.join(refused)}: this line ran sandboxed because no person "
+    said = ", ".join(map(str, refused))
+    if all(r.kind == "secret" for r in refused):
+        return (f"note: the OS sandbox ({policy}) refused {said}: this line ran sandboxed because no person "
                 "approved it, and the workspace's secret files are withheld from it (reads fail with \"Permission "
                 "denied\"). Reading one needs a person's approval at the prompt; otherwise do without it")
-    return (f"note: the OS sandbox ({policy}) refused {', '.join(refused)}: this line ran sandboxed because no person "
+    return (f"note: the OS sandbox ({policy}) refused {said}: this line ran sandboxed because no person "
             f"approved it, and {where}. What lets it through: {sandbox.remedies(refused)}. Otherwise change the "
             "approach (write inside the workspace, or use the file tools)")
 

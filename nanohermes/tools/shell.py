@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from nanohermes import sandbox
 from nanohermes.permissions import Effect, Rule, SubjectKind, escape_pattern, suggest_command_rule
 from nanohermes.shellparse import ParseError, split
-from nanohermes.tools.base import Approval, Params, Tool, ToolContext, ToolError, ToolResult, about
+from nanohermes.tools.base import Attempt, Approval, Params, Tool, ToolContext, ToolError, ToolResult, about
 from nanohermes.tools.process import (
     command_env, confinement_of, decode, format_command, run_capped, secret_values, shell_argv,
 )
@@ -183,14 +183,14 @@ class RunCommand(Tool[RunCommandParams]):
         return (f"{moved}, and this line runs git there. If that folder is meant to be the work tree, start "
                 "nanohermes there; otherwise remove the setting (`git config --unset core.worktree`)")
 
-    def approval_detail(self, args: RunCommandParams, ctx: ToolContext) -> str:
+    def approval_detail(self, args: RunCommandParams, ctx: ToolContext, attempt: Attempt) -> str:
         return args.command
 
     def output_limit(self) -> str:
         return "run_command_capture_bytes per stream, max_output"
 
-    async def run(self, args: RunCommandParams, ctx: ToolContext) -> str | ToolResult:
-        cwd = self.resolved(args, ctx).cwd or resolve_cwd(ctx, args.cwd)  # the folder that was judged
+    async def run(self, args: RunCommandParams, ctx: ToolContext, attempt: Attempt) -> str | ToolResult:
+        cwd = self.resolved(args, ctx, attempt).cwd or resolve_cwd(ctx, args.cwd)  # the folder that was judged
         lim = ctx.limits
         timeout, note = timeout_in_secs(args.timeout, lim.run_command_max_timeout_secs)
         clamped = min(timeout, lim.run_command_max_timeout_secs)
@@ -198,9 +198,9 @@ class RunCommand(Tool[RunCommandParams]):
                  if clamped != timeout else "")
         if args.background:
             limit = lim.task_timeout_secs if args.timeout_secs is None else min(lim.task_timeout_secs, clamped)
-            return await start_task(ctx, args.command, cwd=cwd, timeout=limit) + note
+            return await start_task(ctx, attempt, args.command, cwd=cwd, timeout=limit) + note
         progress = _ProgressLines(ctx, self.name)
-        conf = confinement_of(ctx)
+        conf = confinement_of(ctx, attempt)
         try:
             fin = await run_capped(shell_argv(args.command), cwd=cwd, env=command_env(), limits=lim,
                                    timeout=clamped, out_cap=lim.run_command_capture_bytes,

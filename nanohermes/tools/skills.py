@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from nanohermes.budget import Limits
 from nanohermes.ownreads import OwnReader, Owner, Skipped
-from nanohermes.tools.base import Params, ReadOnlyTool, Tool, ToolContext, ToolError, about
+from nanohermes.tools.base import Attempt, Params, ReadOnlyTool, Tool, ToolContext, ToolError, about
 
 SKILL_FILE = "SKILL.md"
 
@@ -162,7 +162,7 @@ class SkillTool(ReadOnlyTool[SkillParams]):
         spec["function"]["parameters"]["properties"]["name"]["enum"] = [s.name for s in self.skills.skills]
         return spec
 
-    async def run(self, args: SkillParams, ctx: ToolContext) -> str:
+    async def run(self, args: SkillParams, ctx: ToolContext, attempt: Attempt) -> str:
         skill = self.skills.get(args.name.strip())
         if skill is None:
             names = ", ".join(s.name for s in self.skills.skills)

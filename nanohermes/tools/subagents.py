@@ -31,7 +31,7 @@ from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Event, Notice,
 from nanohermes.messages import Usage
 from nanohermes.permissions import blocked, names_tool
 from nanohermes.redact import redact
-from nanohermes.tools.base import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError, about
+from nanohermes.tools.base import Attempt, Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError, about
 
 if TYPE_CHECKING:
     from nanohermes.agent import Agent
@@ -350,7 +350,7 @@ class SubagentTool(Tool[SubagentParams]):
             f"{n}: {_cut(c.description, cap)}" for n, c in self.manager.configs.items()) + "."
         return spec
 
-    async def run(self, args: SubagentParams, ctx: ToolContext) -> str:
+    async def run(self, args: SubagentParams, ctx: ToolContext, attempt: Attempt) -> str:
         name = args.agent.strip()
         if name not in self.manager.configs:
             raise ToolError(f"unknown sub-agent `{name}`; configured: {self.manager.names()}")
@@ -388,7 +388,7 @@ class AgentListTool(ReadOnlyTool[AgentListParams]):
     def output_limit(self) -> str:
         return "agent_preview_chars chars per result"
 
-    async def run(self, args: AgentListParams, ctx: ToolContext) -> str:
+    async def run(self, args: AgentListParams, ctx: ToolContext, attempt: Attempt) -> str:
         return self.manager.board()
 
 

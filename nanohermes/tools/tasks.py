@@ -25,7 +25,7 @@ from typing import ClassVar, Literal
 from nanohermes import sandbox
 from nanohermes.budget import Limits
 from nanohermes.events import Event, Notice
-from nanohermes.tools.base import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
+from nanohermes.tools.base import Attempt, Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes.tools.process import (
     Capture, Process, command_env, confinement_of, describe_exit, listed, programs_note, refusal_note, secret_values,
     secs, shares, shell_argv, spawn, strip_newline, without_values,
@@ -47,7 +47,7 @@ class Task:
     kill_reason: str = ""  # "task_kill", "timed out after 60s", "session ended"
     exit_code: int | None = None
     pipes_held: bool = False
-    refused: list[str] = field(default_factory=list)
+    refused: list[sandbox.Refused] = field(default_factory=list)
     watcher: asyncio.Task[None] | None = None
     cwd: Path = field(default_factory=Path.cwd)
 
@@ -208,11 +208,11 @@ def task_manager(ctx: ToolContext) -> TaskManager:
     return mgr
 
 
-async def start_task(ctx: ToolContext, command: str, *, cwd: Path, timeout: float) -> str:
+async def start_task(ctx: ToolContext, attempt: Attempt, command: str, *, cwd: Path, timeout: float) -> str:
     """run_command with background=true: start the task and say how to follow it."""
     # A task outlives its call: what it must not plant is made impossible from the start, not
     # swept afterwards (see Confinement.background).
-    confinement = dataclasses.replace(confinement_of(ctx), background=True)
+    confinement = dataclasses.replace(confinement_of(ctx, attempt), background=True)
     try:
         task = await task_manager(ctx).start(command, cwd=cwd, timeout=timeout, confinement=confinement)
     except sandbox.SandboxError as e:
@@ -267,7 +267,7 @@ class TaskOutput(Tool[TaskOutputParams]):
     def output_limit(self) -> str:
         return "task_capture_bytes per stream, max_output"
 
-    async def run(self, args: TaskOutputParams, ctx: ToolContext) -> str:
+    async def run(self, args: TaskOutputParams, ctx: ToolContext, attempt: Attempt) -> str:
         mgr = task_manager(ctx)
         task = mgr.get(args.task_id)
         await asyncio.to_thread(task.proc.withhold_new, ctx.limits)  # a secret file that appeared is covered now
@@ -296,7 +296,7 @@ class TaskList(ReadOnlyTool[NoParams]):
     )
     params: ClassVar[type[Params]] = NoParams
 
-    async def run(self, args: NoParams, ctx: ToolContext) -> str:
+    async def run(self, args: NoParams, ctx: ToolContext, attempt: Attempt) -> str:
         tasks = list(task_manager(ctx).tasks.values())
         if not tasks:
             return "no background tasks; start one with run_command(background=true)"
@@ -323,7 +323,7 @@ class TaskKill(Tool[TaskKillParams]):
     approval: ClassVar[Approval] = "never"  # it only stops what this session started
     effect = "run"  # it acts on processes: plan mode changes nothing
 
-    async def run(self, args: TaskKillParams, ctx: ToolContext) -> str:
+    async def run(self, args: TaskKillParams, ctx: ToolContext, attempt: Attempt) -> str:
         mgr = task_manager(ctx)
         task = mgr.get(args.task_id)
         if task.ended is not None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from nanohermes.events import TodoItem, TodoUpdated
-from nanohermes.tools.base import Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
+from nanohermes.tools.base import Attempt, Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 
 STATE_KEY = "todos"
 _MARKS = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
@@ -78,7 +78,7 @@ class TodoWrite(Tool[TodoWriteParams]):
     def summary(self, args: TodoWriteParams) -> str:
         return f"{len(args.todos)} items"
 
-    async def run(self, args: TodoWriteParams, ctx: ToolContext) -> str:
+    async def run(self, args: TodoWriteParams, ctx: ToolContext, attempt: Attempt) -> str:
         cap = ctx.limits.todo_items
         if len(args.todos) > cap:
             raise ToolError(
@@ -114,7 +114,7 @@ class TodoRead(ReadOnlyTool[TodoReadParams]):
     )
     params: ClassVar[type[Params]] = TodoReadParams
 
-    async def run(self, args: TodoReadParams, ctx: ToolContext) -> str:
+    async def run(self, args: TodoReadParams, ctx: ToolContext, attempt: Attempt) -> str:
         items = current(ctx.state)
         if not items:
             return "No todo list yet; create one with todo_write."

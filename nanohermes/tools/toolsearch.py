@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from nanohermes.budget import Limits
 from nanohermes.permissions import Effect
-from nanohermes.tools.base import Approval, Params, Tool, ToolContext, ToolError, about
+from nanohermes.tools.base import Attempt, Approval, Params, Tool, ToolContext, ToolError, about
 
 # The MCP tools loaded with tool_search, oldest first (session state: they stay loaded).
 LOADED = "tool_search.loaded"
@@ -111,7 +111,7 @@ class ToolSearch(Tool[ToolSearchParams]):
     def summary(self, args: ToolSearchParams) -> str:
         return args.query[:200]
 
-    async def run(self, args: ToolSearchParams, ctx: ToolContext) -> str:
+    async def run(self, args: ToolSearchParams, ctx: ToolContext, attempt: Attempt) -> str:
         tools = self.candidates()
         if not tools:
             raise ToolError("no MCP server tool is available (see /mcp)")

@@ -23,7 +23,7 @@ from urllib.parse import urljoin, urlsplit
 
 from nanohermes.hosts import LookupTimeout, canonical_host, canonical_ip, host_matches, plain_name, resolve
 from nanohermes.permissions import SubjectKind
-from nanohermes.tools.base import Params, ReadOnlyTool, Tool, ToolContext, ToolError
+from nanohermes.tools.base import Attempt, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
     import httpx
@@ -253,21 +253,21 @@ class WebFetch(ReadOnlyTool[WebFetchParams]):
     def output_limit(self) -> str:
         return "max_chars (500..max_output) chars, web_fetch_body_bytes"
 
-    async def run(self, args: WebFetchParams, ctx: ToolContext) -> str:
+    async def run(self, args: WebFetchParams, ctx: ToolContext, attempt: Attempt) -> str:
         limits = ctx.limits
         max_chars = max(MAX_CHARS_FLOOR, min(args.max_chars, limits.max_output))
         seconds = limits.web_fetch_timeout_secs
         deadline = asyncio.get_running_loop().time() + seconds
         try:
             async with asyncio.timeout_at(deadline):
-                page = await self._fetch(args.url, ctx, deadline)
+                page = await self._fetch(args.url, ctx, attempt, deadline)
         except TimeoutError:
             raise ToolError(f"timed out after {seconds:g} s fetching {args.url} (web_fetch_timeout_secs); "
                             "the server is slow or stuck: try again later or another URL") from None
         text: str = await self.in_thread(self._render, page, ctx, max_chars)
         return text
 
-    async def _fetch(self, url: str, ctx: ToolContext, deadline: float) -> _Page:
+    async def _fetch(self, url: str, ctx: ToolContext, attempt: Attempt, deadline: float) -> _Page:
         import httpx
 
         from nanohermes import __version__
@@ -277,17 +277,17 @@ class WebFetch(ReadOnlyTool[WebFetchParams]):
                    "Accept": "text/html,application/xhtml+xml,application/json;q=0.9,text/plain;q=0.8,*/*;q=0.5"}
         hops: list[str] = []
         timeout = httpx.Timeout(limits.web_fetch_timeout_secs)
-        judged = ctx.target.subjects if ctx.target is not None and ctx.target.kind == "host" else ()
+        judged = attempt.target.subjects if attempt.target is not None and attempt.target.kind == "host" else ()
         async with httpx.AsyncClient(headers=headers, timeout=timeout, follow_redirects=False) as client:
             while True:
                 host = canonical_host(urlsplit(url).hostname or "")
-                if ctx.target is not None and not hops and host in judged:
-                    hop = ctx.target  # the first hop: the Target the call was judged on
+                if attempt.target is not None and not hops and host in judged:
+                    hop = attempt.target  # the first hop: the Target the call was judged on
                 else:
                     hop = await self.in_thread(self.target, self.parse({"url": url}), ctx)
                 if why := host_refusal(host, ctx.config, hop.addresses, limits.web_fetch_timeout_secs):
                     raise ToolError(why + (f" (reached by a redirect from {hops[0]})" if hops else ""))
-                if hops and host not in judged and ctx.refusal is not None and (why := ctx.refusal(hop)):
+                if hops and host not in judged and attempt.redirect is not None and (why := attempt.redirect(hop)):
                     # Another host than the one approved: its own rules decide, and a
                     # question cannot be asked mid-fetch, so the model fetches it itself.
                     raise ToolError(f"{hops[0]} redirects to {url}, on host {host}, which this fetch may not reach: "
@@ -586,7 +586,7 @@ class WebSearch(ReadOnlyTool[WebSearchParams]):
     def output_limit(self) -> str:
         return "web_search_max_results results, web_search_snippet_chars chars each"
 
-    async def run(self, args: WebSearchParams, ctx: ToolContext) -> str:
+    async def run(self, args: WebSearchParams, ctx: ToolContext, attempt: Attempt) -> str:
         count = max(1, min(args.count, ctx.limits.web_search_max_results))
         provider = ctx.config.web_search.provider
         timeout = ctx.limits.web_search_timeout_secs

@@ -454,15 +454,15 @@ def _memory(ctx: CommandContext, arg: str) -> None:
 
 async def _run_tool(ctx: CommandContext, name: str, **args: Any) -> str:
     """Run one of the session's tools for the person (their own command: nothing is asked)."""
-    from nanohermes.tools import ToolContext, ToolError
+    from nanohermes.tools import Attempt, ToolContext, ToolError
 
     rt = ctx.agent.runtime
     tool = next((t for t in rt.tools if t.name == name), None)
     if tool is None:
         return f"{name} is not in this session's tools"
-    tctx = ToolContext(workspace=ctx.workspace, limits=rt.limits, config=rt.config, state=rt.session.state)
+    tctx = ToolContext.of(rt, emit=lambda event: None)  # what it says is what the command prints
     try:
-        out = await tool.run(tool.parse(args), tctx)
+        out = await tool.run(tool.parse(args), tctx, Attempt())  # outside the gate: the person's own
     except ToolError as e:
         return f"ERROR: {e}"
     return out if isinstance(out, str) else out.text

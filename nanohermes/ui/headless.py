@@ -230,7 +230,7 @@ class Sink:
             self.runs_later = [*(self.runs_later or []), *(w for w in event.runs_later if w not in (self.runs_later or []))]
         if isinstance(event, SandboxRefused):
             self.sandbox_refusals.append({"tool": event.tool, "command": redact(event.summary), "sandbox": event.sandbox,
-                                          "refused": list(event.refused), "rerun": event.rerun})
+                                          "refused": [str(r) for r in event.refused], "rerun": event.rerun})
         if isinstance(event, PermissionDenied):
             self._deny(event.call_id, event.tool, event.target or event.summary, event.reason, "rules")
         for ev in self._settled(event):
@@ -279,7 +279,7 @@ class Sink:
         entry = self._deny(request.call_id, request.tool, request.target or request.summary,
                            f"needs approval ({request.reason})" if request.reason else "needs approval",
                            "no terminal to ask")
-        why = (f"{request.reason.removesuffix('; run it again outside the sandbox?')}; {request.hint}"
+        why = (f"the sandbox ({request.sandbox}) refused {', '.join(map(str, request.refused))}; {request.hint}"
                if request.rerun else "needs approval; rerun with --yes or add an allow rule")
         self.err.write(f"nanohermes: refused {request.tool} `{entry['target']}`: {why}\n")
         self.err.flush()

@@ -320,7 +320,7 @@ def sandbox_refused(ev: SandboxRefused) -> Text:
     """What the OS sandbox refused a call (its result line follows): the person learns it
     even when nobody was asked to run it again (goal mode)."""
     then = "; run again outside it, as approved" if ev.rerun else ""
-    what = ", ".join(ev.refused) or "something"
+    what = ", ".join(map(str, ev.refused)) or "something"
     return Text(f"⊘ {ev.tool} {one_line(redact(ev.summary))}: sandbox ({ev.sandbox}) refused "
                 f"{one_line(redact(what))}{then}", style="yellow")
 

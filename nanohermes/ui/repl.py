@@ -728,7 +728,7 @@ class Repl:
         and added to the conversation so the model knows what they saw."""
         from nanohermes.tools.process import describe_exit, run_capped, shell_argv, command_env
         from nanohermes.budget import clamp
-        from nanohermes.sandbox import Confinement
+        from nanohermes.sandbox import confine
         from nanohermes.ui import render
 
         assert self.agent is not None
@@ -741,7 +741,7 @@ class Repl:
         task = asyncio.get_running_loop().create_task(run_capped(
             shell_argv(command), cwd=self.workspace, env=command_env(), limits=lim, timeout=lim.task_timeout_secs,
             out_cap=lim.run_command_capture_bytes, err_cap=lim.run_command_capture_bytes,
-            confinement=Confinement("off")))  # the person typed it: their own yes
+            confinement=confine("person", workspace=self.workspace, config=rt.config, limits=lim)))  # their own yes
         self.turn = task  # Ctrl-C stops it like a turn
         sigint = True
         loop = asyncio.get_running_loop()

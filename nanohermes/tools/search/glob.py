@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from nanohermes.pathrules import held, swapped
-from nanohermes.tools.base import Params, ReadOnlyTool, ToolContext, ToolError, about
+from nanohermes.tools.base import Attempt, Params, ReadOnlyTool, ToolContext, ToolError, about
 from nanohermes.tools.fileops import Withheld, shown_path
 from nanohermes.tools.search.globs import backslash_hint, compile_glob
 from nanohermes.tools.search.ripgrep import AUTO, RipgrepFailed, capped, find_ripgrep, list_ripgrep
@@ -70,9 +70,9 @@ class Glob(ReadOnlyTool[GlobParams]):
         n = len(walk.files)
         return files, lambda: n, walk.truncated
 
-    async def run(self, args: GlobParams, ctx: ToolContext) -> str:
+    async def run(self, args: GlobParams, ctx: ToolContext, attempt: Attempt) -> str:
         rx = compile_glob(args.pattern, ctx.limits.glob_alternatives)
-        root = self.resolved(args, ctx).paths[0]  # the folder (or file) the rules judged
+        root = self.resolved(args, ctx, attempt).paths[0]  # the folder (or file) the rules judged
         shown = shown_path(ctx, args.path or ".", root)
         if not root.exists():
             raise ToolError(f"{shown} does not exist; check the path with list_dir")
@@ -96,7 +96,7 @@ class Glob(ReadOnlyTool[GlobParams]):
         else:
             match = rx.fullmatch
             found = [r for r in candidates if match(r)]
-        withheld = Withheld(ctx, root)
+        withheld = Withheld(ctx, attempt, root)
         found = [r for r in found if withheld.keeps(r)] if withheld else found
         found.sort()
         prefix = shown_prefix(shown)

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from nanohermes.budget import KiB, MiB, Limits
 from nanohermes.pathrules import held, swapped
 from nanohermes.permissions import is_secret
-from nanohermes.tools.base import Params, ReadOnlyTool, ToolContext, ToolError, about
+from nanohermes.tools.base import Attempt, Params, ReadOnlyTool, ToolContext, ToolError, about
 from nanohermes.tools.fileops import Withheld, shown_path
 from nanohermes.tools.search.globs import backslash_hint, compile_glob
 from nanohermes.tools.search.ripgrep import (
@@ -96,14 +96,14 @@ class Grep(ReadOnlyTool[GrepParams]):
     def _binary(self) -> str | None:
         return find_ripgrep() if self.ripgrep == AUTO else self.ripgrep
 
-    async def run(self, args: GrepParams, ctx: ToolContext) -> str:
+    async def run(self, args: GrepParams, ctx: ToolContext, attempt: Attempt) -> str:
         matcher = Matcher.build(args.pattern, args.regex, args.case_insensitive)
-        root = self.resolved(args, ctx).paths[0]  # the folder (or file) the rules judged
+        root = self.resolved(args, ctx, attempt).paths[0]  # the folder (or file) the rules judged
         shown = shown_path(ctx, args.path or ".", root)
         included = include_filter(args.include, shown, ctx.limits.glob_alternatives)  # a bad glob fails here, before any I/O
         if not root.exists():
             raise ToolError(f"{shown} does not exist; check the path with list_dir or glob")
-        withheld = Withheld(ctx, root)  # files a read rule covers are not searched
+        withheld = Withheld(ctx, attempt, root)  # files a read rule covers are not searched
 
         def keep(rel: str) -> bool:
             return included(rel) and withheld.keeps(rel)
