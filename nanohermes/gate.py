@@ -292,7 +292,7 @@ class Gate:
         Refusal of kind person. The check is skipped when reading the file is what needs the
         yes (a secret file, a read rule that asks): its error would quote the file (an edit's
         near miss) before anyone answered."""
-        if not reading_asked(self.policy, tool.name, attempt.target) and \
+        if not reading_asked(self.policy, tool.name, _judged(attempt)) and \
                 (failed := await self._precheck(tool, args, ctx, attempt)) is not None:
             return failed
         learn = list(verdict.suggest or ()) or ([tool.suggest_rule(args)] if verdict.suggest is not None else [])

@@ -61,6 +61,23 @@ def own_paths(config_files: Iterable[Path] = ()) -> tuple[str, ...]:
     return tuple(dict.fromkeys(os.path.realpath(p) for p in out))
 
 
+# Where people keep credentials in their home folder (keys, cloud and registry logins, tokens):
+# withheld from sandboxed commands whole, wherever the workspace is. A command that needs one
+# (`git push` over ssh, a cloud CLI) is one a person approves: it runs outside the sandbox.
+HOME_CREDENTIALS: tuple[str, ...] = (
+    ".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker/config.json", ".netrc", ".git-credentials",
+    ".config/gh", ".config/hub", ".pypirc", ".npmrc", ".pgpass", ".password-store", ".vault-token",
+    ".terraform.d/credentials.tfrc.json", ".config/git/credentials",
+)
+
+
+def home_credentials() -> tuple[str, ...]:
+    """Real paths of the home folder's credential files and folders that exist (HOME_CREDENTIALS)."""
+    home = os.path.expanduser("~")
+    out = [os.path.join(home, p) for p in HOME_CREDENTIALS]
+    return tuple(dict.fromkeys(os.path.realpath(p) for p in out if os.path.lexists(p)))
+
+
 def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 

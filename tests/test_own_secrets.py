@@ -246,3 +246,24 @@ def test_a_copy_a_command_made_of_a_secret_file_that_appeared_is_kept_out_of_eve
         assert result.endswith("note: 1 value of the workspace's secret files (permissions.secret_files) was "
                                "replaced by [REDACTED] in this result: the file appeared while a command no person "
                                "approved ran, so its values reach the model only through a call a person approves")
+
+
+@pytest.mark.parametrize("line", ["cat ~/.ssh/id_ed25519", "cat ~/.ssh/config", "cat ~/.aws/credentials",
+                                  "cat ~/.netrc", "grep -r token ~/.config/gh"])
+def test_the_home_folders_credentials_are_withheld_from_commands_nobody_approved(
+        turn: Any, server: FakeServer, workspace: Path, home: Path, line: str) -> None:
+    """Under --yes a command runs in the sandbox: it may read the machine, but not the keys and
+    logins people keep in their home folder (a person's yes runs one outside)."""
+    mark = "cred-" + secrets.token_hex(12)
+    for rel in (".ssh/id_ed25519", ".ssh/config", ".aws/credentials", ".netrc", ".config/gh/hosts.yml"):
+        (home / rel).parent.mkdir(parents=True, exist_ok=True)
+        (home / rel).write_text(f"token {mark}\n")
+    control = subprocess.run(["sh", "-c", line], cwd=workspace, capture_output=True, text=True,
+                             env={**os.environ, "HOME": str(home)})
+    assert mark in control.stdout  # the door is open to a plain process
+    server.add(tool_reply(call("run_command", {"command": line}, id="c1")), Reply(text="done"))
+    r = turn("-p", "go", "--yes", server=server, stdin=None)
+    assert r.code == 0, r.err
+    [out] = tool_results(server)
+    assert mark not in out
+    assert "one of your home folder's credentials" in out

@@ -112,6 +112,9 @@ class Confinement:
     # folder, and its own secret files (the user's config), covered as the secret files are.
     hidden_folders: tuple[str, ...] = ()
     own_files: tuple[str, ...] = ()
+    # The home folder's credential files and folders (secrets.home_credentials), among `hidden`
+    # and `hidden_folders`, so a refusal names them as such.
+    home: tuple[str, ...] = ()
     # What read rules withhold (real paths of files and folders, among `hidden` and
     # `hidden_folders`), so a refusal names the rule's reason rather than a secret's.
     ruled: tuple[str, ...] = ()

@@ -21,7 +21,7 @@ from nanohermes.readrules import config_read_rules, covered
 from nanohermes.sandbox.confinement import Availability, Confinement, SandboxPolicy, dedupe
 from nanohermes.sandbox.kernel import LINUX, SandboxError, landlock_abi
 from nanohermes.sandbox.launch import prepare
-from nanohermes.secrets import own_paths
+from nanohermes.secrets import home_credentials, own_paths
 from nanohermes.withhold import Secrets
 from nanohermes.withhold import look as withhold_look
 
@@ -114,6 +114,7 @@ def confine(name: str, *, workspace: Path, config: Config, limits: Limits,
                        config_files=tuple(sandbox_paths(workspace, roots)), hidden=found.files,
                        unhidden=found.problem or cover.problem, ruled=cover.files, ruled_folders=cover.folders,
                        socket_scan_entries=limits.sandbox_socket_scan_entries, own=own_paths(),
+                       home=home_credentials() if withhold else (),
                        secret_patterns=patterns if withhold else ())
 
 
@@ -121,24 +122,27 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
                 config_files: tuple[Path, ...] = (), hidden: tuple[tuple[str, int, int], ...] = (),
                 unhidden: str = "", socket_scan_entries: int = 50_000, own: tuple[str, ...] = (),
                 ruled: tuple[tuple[str, int, int], ...] = (), ruled_folders: tuple[str, ...] = (),
-                secret_patterns: tuple[str, ...] = ()) -> Confinement:
+                secret_patterns: tuple[str, ...] = (), home: tuple[str, ...] = ()) -> Confinement:
     """The confinement for `policy` on this machine, from what `confine` found. Where Landlock
     is missing the command runs unconfined (the permission layer then lets nothing but checked
     read-only commands run unasked); where namespaces are missing the protected paths stay
     writable, and secret files cannot be withheld (`hidden`: those the look found; `unhidden`:
     why the look is incomplete). `ruled` and `ruled_folders`: the files and folders read rules
-    cover, withheld as the secret files are (a folder whole)."""
+    cover, withheld as the secret files are (a folder whole); `home`: the home folder's
+    credentials (`secrets.home_credentials`), withheld likewise."""
     if policy not in ("read-only", "workspace-write"):
         return Confinement("off")
     chosen: SandboxPolicy = "workspace-write" if policy == "workspace-write" else "read-only"
     avail = probe()
     real = Path(os.path.realpath(workspace))
     own_files = _regular_files(own)
-    hidden, folders, unhidden = _withheld(hidden, own, own_files, ruled, ruled_folders, unhidden, avail.namespaces)
+    home_files = _regular_files(home)
+    hidden, folders, unhidden = _withheld(hidden, (*own, *home), [*own_files, *home_files], ruled, ruled_folders,
+                                          unhidden, avail.namespaces)
     base = Confinement(chosen, abi=avail.abi if avail.landlock else 0, namespaces=avail.namespaces, pid=avail.pid,
                        network=network, hidden=hidden, unhidden=unhidden, socket_scan_entries=socket_scan_entries,
                        hidden_folders=folders, ruled=tuple(dict.fromkeys((*(f[0] for f in ruled), *ruled_folders))),
-                       own_files=tuple(f[0] for f in own_files), secret_patterns=secret_patterns,
+                       own_files=tuple(f[0] for f in own_files), home=home, secret_patterns=secret_patterns,
                        withheld_from=real if secret_patterns else None,
                        new_git=None if os.path.lexists(workspace / ".git") else real / ".git")
     return _writable(base, workspace, write_roots, config_files) if chosen == "workspace-write" else base

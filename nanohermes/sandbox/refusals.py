@@ -42,6 +42,8 @@ SECRET_WITHHELD = "a secret file the sandbox withholds (permissions.secret_files
 SOCKET_HIDDEN = "another program's server, hidden from sandboxed commands"
 
 OWN_HIDDEN = "one of nanohermes's own files (its config, sessions, memory), hidden from sandboxed commands"
+HOME_HIDDEN = ("one of your home folder's credentials (keys, cloud and registry logins), withheld from sandboxed "
+               "commands")
 
 RULE_WITHHELD = "a path a read rule withholds (permissions.deny, permissions.ask)"
 
@@ -67,7 +69,8 @@ _OWN_LOOPBACK = ("the sandbox has a loopback of its own: servers the command sta
 # or the command's own /proc, another program's socket, signalling a process outside its PID
 # namespace, the network, a server of the host's loopback (named by port, or not), an access
 # refused that names no path, and how many more there were than are listed.
-RefusedKind = Literal["write", "sealed", "unnamed-write", "planted", "secret", "read-rule", "own-file", "init",
+RefusedKind = Literal["write", "sealed", "unnamed-write", "planted", "secret", "read-rule", "own-file",
+                      "home-credential", "init",
                       "own-proc", "socket", "process", "network", "loopback", "server", "unnamed", "more"]
 
 # The subject's text, kind by kind ({} is the subject; `planted` adds why it was removed).
@@ -77,6 +80,7 @@ _TEXT: dict[str, str] = {
     "planted": "creating {} (removed: {})",
     "secret": "access to {}, " + SECRET_WITHHELD, "read-rule": "access to {}, " + RULE_WITHHELD,
     "own-file": "access to {}, " + OWN_HIDDEN, "init": "access to {}, " + INIT_CLOSED,
+    "home-credential": "access to {}, " + HOME_HIDDEN,
     "own-proc": "access to {}, " + OWN_PROC, "socket": "a connection to the socket {}, " + SOCKET_HIDDEN,
     "process": "signalling process {}, " + NOT_IN_NAMESPACE,
     "network": "a network connection (the sandbox has no network)",
@@ -241,6 +245,8 @@ def _withheld(real: str, conf: Confinement) -> RefusedKind | None:
         return None
     if _inside(real, conf.ruled):
         return "read-rule"
+    if _inside(real, conf.home):
+        return "home-credential"
     if real in conf.own_files or _inside(real, conf.hidden_folders):
         return "own-file"
     if real in {p for p, _, _ in conf.hidden}:
