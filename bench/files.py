@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nanohermes.budget import Limits
 from nanohermes.config import Config
-from nanohermes.tools import ToolContext
+from nanohermes.tools import Attempt, ToolContext
 from nanohermes.tools.files import ReadFile
 from nanohermes.tools.fileops import unified_diff
 
@@ -66,14 +66,14 @@ def main() -> None:
         offset = 600_000 // scale
         tool, ctx = ReadFile(), ToolContext(workspace=ws, limits=Limits(), config=Config())
         args = tool.parse({"path": "app.log", "offset": offset, "limit": 100})
-        ours = best_of(lambda: asyncio.run(tool.run(args, ctx)), min(n, 3))
+        ours = best_of(lambda: asyncio.run(tool.run(args, ctx, Attempt())), min(n, 3))
 
         def naive() -> str:
             lines = (ws / "app.log").read_text().splitlines()
             return "\n".join(lines[offset - 1:offset + 99])
 
         base = best_of(naive, min(n, 3))
-        mem_ours = peak_bytes(lambda: tool._read(args, ctx))
+        mem_ours = peak_bytes(lambda: asyncio.run(tool.run(args, ctx, Attempt())))
         mem_base = peak_bytes(naive)
         print(f"read_file window at line {offset:,} of a {40 // scale} MB log: {ours * 1e3:.0f} ms vs whole read "
               f"{base * 1e3:.0f} ms ({base / ours:.1f}x); peak memory {mem_ours / 1e6:.1f} MB vs {mem_base / 1e6:.1f} MB "

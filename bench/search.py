@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nanohermes.budget import Limits
 from nanohermes.config import Config
-from nanohermes.tools import ToolContext
+from nanohermes.tools import Attempt, ToolContext
 from nanohermes.tools.search import Glob, Grep, find_ripgrep
 
 DATA = Path(__file__).resolve().parent / ".data"
@@ -135,7 +135,7 @@ def run(opts: argparse.Namespace, rg: str, root: Path) -> None:
     loop = asyncio.new_event_loop()
 
     def tool_run(tool: Grep | Glob, **args: object) -> Callable[[], object]:
-        return lambda: loop.run_until_complete(tool.run(tool.parse(dict(args)), ctx))
+        return lambda: loop.run_until_complete(tool.run(tool.parse(dict(args)), ctx, Attempt()))
 
     def raw(*argv: str) -> Callable[[], object]:
         return lambda: subprocess.run([rg, *argv], cwd=root, capture_output=True, check=False)
