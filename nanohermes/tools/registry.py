@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 def build_tools(config: Config | None = None, workspace: Path | None = None) -> list[Tool]:
     """The built-in pool, sorted by name. Conditional tools are added by their owners."""
     from nanohermes.tools.files import tools as files
+    from nanohermes.tools.writes import tools as writes
     from nanohermes.tools.git import tools as git
     from nanohermes.tools.memory import tools as memory
     from nanohermes.tools.patch import tools as patch
@@ -31,6 +32,6 @@ def build_tools(config: Config | None = None, workspace: Path | None = None) -> 
     from nanohermes.tools.todo import tools as todo
     from nanohermes.tools.web import tools as web
 
-    tools: list[Tool] = [*files(), *patch(), *web(), *todo(), *memory(), *shell(), *tasks(), *git()]
+    tools: list[Tool] = [*files(), *writes(), *patch(), *web(), *todo(), *memory(), *shell(), *tasks(), *git()]
     tools += search(config)
     return sorted(tools, key=lambda t: t.name)
