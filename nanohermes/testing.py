@@ -729,7 +729,7 @@ class ScriptedLLM:
         if isinstance(reply, Raw):
             raise EndpointError("ScriptedLLM cannot play Raw bytes; use FakeServer")
         if isinstance(reply, Fault):
-            from nanohermes.llm.http import overflowed
+            from nanohermes.llm.failures import overflowed
 
             # As the HTTP wire judges the same body (a 429 saying "too many tokens" is a rate limit).
             if overflowed(reply.status, f"{reply.code or ''} {_error_type(reply.status)}", reply.message):
