@@ -15,7 +15,7 @@ type is its kind:
 - `Hint` (doctor hint): how doctor tells a local server and the start-up flag it needs for tool
   calls.
 - `TextFormat` (text call format): a format a model writes a call in as text, read back by
-  `llm/textcalls.py` (whose finders, in `llm/textfinders.py`, are keyed by the entry's id).
+  `llm/textcalls.py` (whose finders, in `llm/textfinders/`, are keyed by the entry's id).
 
 A quirk is one entry here plus its fake-server test, tagged `@pytest.mark.quirk("<id>")`:
 `tests/test_quirks.py` fails while an entry has no such test, a tag names no entry, or an entry
@@ -262,7 +262,7 @@ QUIRKS: tuple[Quirk, ...] = (
     _shape("reasoning.think-tags", ("DeepSeek R1", "Qwen3", "Seed-OSS", "Magistral", "Gemma 4", "gpt-oss"),
            "thinking written into the answer's text (`<think>`, `<seed:think>`, `[THINK]`, Gemma 4's thought channel, "
            "Harmony's analysis channel): a call there is a draft, never run",
-           "https://docs.vllm.ai/en/latest/features/reasoning_outputs.html", "nanohermes.llm.textfinders.thinking", BOTH),
+           "https://docs.vllm.ai/en/latest/features/reasoning_outputs.html", "nanohermes.llm.textfinders.drafts.thinking", BOTH),
     # -- request options an endpoint refuses (a 400), dropped once ---------------------------
     _words("request.stream-options-refused", ("Azure OpenAI (older API versions)", "Mistral", "proxies"), "option refused",
            "message", r"stream_options", "`stream_options` refused: sent again without it (no usage in the stream)",
