@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from nanohermes.checkpoints.versions import Change
 from nanohermes.dirs import open_private
 from nanohermes.messages import Message
-from nanohermes.session import state_of
 
 if TYPE_CHECKING:
     from nanohermes.session import Session
@@ -112,7 +111,7 @@ class Journal:
                     saved = rec.get("state")
                     started = Turn(turn=int(rec["turn"]), prompt=str(rec["prompt"]), time=float(rec["time"]),
                                    history=int(rec["history"]), mark=str(rec["mark"]),
-                                   state=state_of(saved) if isinstance(saved, dict) else None)
+                                   state=self.session.state_of(saved) if isinstance(saved, dict) else None)
                     turns.append(started)
                     by_number[started.turn] = started
                 elif kind == "ended" and (ended := by_number.get(int(rec["turn"]))) is not None:

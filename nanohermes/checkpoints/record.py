@@ -26,7 +26,6 @@ from nanohermes.checkpoints.store import Store
 from nanohermes.checkpoints.undo import Resolver, Restorer
 from nanohermes.checkpoints.versions import Change, CheckpointError, Scan
 from nanohermes.events import Event, FilesChanged, Notice
-from nanohermes.session import saved_state
 
 if TYPE_CHECKING:
     from nanohermes.runs_later import Startup
@@ -119,7 +118,7 @@ class Checkpoints:
         self._warn_unkept(scan)
         self.turns().append(turn)
         self.journal.write({"type": "turn", "turn": turn.turn, "prompt": turn.prompt, "time": turn.time,
-                     "history": turn.history, "mark": turn.mark, "state": saved_state(turn.state or {})})
+                     "history": turn.history, "mark": turn.mark, "state": self.session.saved_state(turn.state or {})})
         self._open = turn
 
     async def stopping(self, answer: str) -> str | None:

@@ -84,12 +84,16 @@ class Restorer:
             asked = history[turn.history] if turn.history < len(history) else None
             self.rewound_prompt = (asked.content or "") if asked is not None and asked.role == "user" else ""
             self.session.rewind(turn.history, turn.state)
+            if turn.state is None:  # an earlier version's checkpoint: what the model saw is not known
+                from nanohermes.tools.fileops import forget_seen  # the file tools' guard: loaded when it is used
+
+                forget_seen(self.session.state)
             turns = self.journal.turns()
             keep = turns.index(turn)
             del turns[keep:]
             self.journal.write({"type": "truncate", "keep": keep})
             out.append(f"conversation rewound to before turn {turn.turn} ({turn.prompt[:60]!r})")
-        self.session.files_restored(restored)  # after the state went back: as they are now
+        self._files_restored(restored)  # after the state went back: as they are now
         return out
 
     async def undo(self, resolve: Resolver | None = None) -> list[str]:
@@ -102,7 +106,7 @@ class Restorer:
         lines = await self._undo_turns([turn], f"before turn {turn.turn}", resolve, restored)
         if lines is None:
             return [f"the checkpoint of turn {turn.turn} was pruned (limits.checkpoint_store_bytes)"]
-        self.session.files_restored(restored)
+        self._files_restored(restored)
         return lines
 
     async def redo(self, resolve: Resolver | None = None) -> list[str]:
@@ -117,7 +121,7 @@ class Restorer:
         if isinstance(result, str):
             return [result]
         changed, commit, lines = result
-        self.session.files_restored([self.store.workspace / c.path for c in changed])
+        self._files_restored([self.store.workspace / c.path for c in changed])
         undo.redone = True
         for t in self.journal.turns():
             t.undone = t.undone and t.turn not in undo.turns
@@ -236,6 +240,15 @@ class Restorer:
             return await asyncio.to_thread(work)
         except (CheckpointError, OSError, subprocess.SubprocessError):
             return ""
+
+    def _files_restored(self, paths: list[Path]) -> None:
+        """nanohermes put these files back: each counts as seen as it is now, so the model may
+        change it without reading it again (nothing of anyone's is lost: what it replaced is
+        kept for /redo)."""
+        from nanohermes.tools.fileops import remember  # the file tools' guard: loaded when it is used
+
+        for path in paths:
+            remember(self.session.state, Path(os.path.realpath(path)))
 
     def conversation_ok(self, turn: Turn) -> bool:
         history = self.session.history
