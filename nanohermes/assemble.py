@@ -7,30 +7,33 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nanohermes.agent import Agent
+from nanohermes.agent import Agent, TurnHooks
+from nanohermes.budget import Limits
 from nanohermes.compact import Compactor
 from nanohermes.config import HOOK_EVENTS, Config, McpServerConfig, SubagentConfig
 from nanohermes.dirs import state_home
 from nanohermes.context import NestedDocs, ProjectDocs, load_project_docs, system_prompt
 from nanohermes.events import UI, Notice
 from nanohermes.llm import LLM, client_for
-from nanohermes.llm.textcalls import TextCallCheck
+from nanohermes.llm.textcalls import TextCallCheck, last_thinking
 from nanohermes.ownreads import OwnReader
 from nanohermes.permissions import Policy, Rule
 from nanohermes import procargs
 from nanohermes.redact import protect as protect_secrets
 from nanohermes.redact import set_child_env_policy
-from nanohermes.runtime import Runtime
+from nanohermes.runtime import AfterCall, Runtime, ToolConventions
 from nanohermes.session import Session
 from nanohermes.tools import Tool
 from nanohermes.tools import skills as skill_tools
 from nanohermes.tools.catalog import builtin_pool
+from nanohermes.tools.registry import conventions as tool_conventions
+from nanohermes.tools.registry import kept_state
 from nanohermes.tools.skills import SkillSet
 from nanohermes.window import ContextBudget, budget_for
 
@@ -38,7 +41,7 @@ if TYPE_CHECKING:  # imported only when configured: most sessions use none of th
     from nanohermes.checkpoints import Checkpoints
     from nanohermes.hooks import Hooks
     from nanohermes.mcp.client import McpManager
-    from nanohermes.tools.subagents import SubagentManager
+    from nanohermes.tools.subagents import Child, SubagentManager
 
 
 @dataclass
@@ -281,8 +284,55 @@ def subagent_manager(configs: dict[str, SubagentConfig], make_llm: Callable[...,
     runtime = agent.runtime
     return SubagentManager(configs=configs, make_llm=make_llm, ui=agent.ui, limits=runtime.config.build_limits(),
                            system_prompt=agent.system_prompt, max_turns=runtime.config.max_turns, parent=runtime,
+                           build=child_factory(runtime),
                            count_usage=agent.count_usage,  # what children spend counts in the session
                            models=endpoint_lister(agent.llm))
+
+
+def make_agent(config: Config, workspace: Path, llm: LLM, ui: UI, *, session: Session, tools: list[Tool],
+               policy: Policy, limits: Limits, system_prompt: str, max_turns: int, hooks: Hooks | None = None,
+               compact_hooks: Hooks | None = None, reader: OwnReader | None = None,
+               after_calls: Sequence[AfterCall] = (), conventions: ToolConventions | None = None,
+               turn_hooks: Sequence[TurnHooks] = (), window_of: str | None = None,
+               look_up_window: bool = False) -> Agent:
+    """The one wiring of an agent, the session's and each sub-agent's: the context budget of
+    `window_of`'s window (None: the configured model's; `look_up_window`: the endpoint is asked
+    for it now, else when the session starts), the runtime on `tools` under `policy`, the
+    compactor (running `compact_hooks`' PreCompact), both given the limits the budget derives
+    as the window becomes known, and the check of calls written as text, the first of the
+    agent's `turn_hooks`."""
+    budget = budget_for(config, limits, window_of)
+    runtime = Runtime(tools=tools, config=config, workspace=workspace, ui=ui, policy=policy, limits=budget.limits(),
+                      session=session, hooks=hooks, reader=reader, after_calls=list(after_calls),
+                      conventions=conventions)
+    compactor = Compactor(llm, budget.limits(), ui, compact_hooks, budget=budget)
+    budget.users += [runtime, compactor]
+    if look_up_window:
+        budget.start(llm.model)
+    # An answer holding a tool call written as text that cannot run goes back to the model first.
+    # So is a reply whose only call is in its thinking, where calls never run.
+    text_calls = TextCallCheck(runtime.specs, limits.text_call_retries,
+                               lambda text: ui.emit(Notice(level="warning", text=text)),
+                               reasoning=lambda: last_thinking(session.history), draft_retries=limits.reasoning_call_retries)
+    return Agent(llm=llm, runtime=runtime, ui=ui, system_prompt=system_prompt, max_turns=max_turns,
+                 compactor=compactor, turn_hooks=[text_calls, *turn_hooks])
+
+
+def child_factory(parent: Runtime) -> Callable[[Child], Agent]:
+    """How the sub-agents of `parent`'s session are built (`make_agent`, as the session's own
+    agent): in a conversation of their own, under the parent's folder, keeping the same parts
+    of the tool state, with the parent's PreToolUse/PostToolUse hooks, conventions and what
+    joins a call's result (a subfolder's instruction files), and a budget of their own
+    model's window."""
+    def build(child: Child) -> Agent:
+        session = Session(side_dir=child.side_dir, kept=parent.session.kept)
+        return make_agent(parent.config, parent.workspace, child.llm, child.ui, session=session, tools=child.tools,
+                          policy=child.policy, limits=child.limits, system_prompt=child.system_prompt,
+                          max_turns=child.max_turns, hooks=parent.hooks,
+                          after_calls=[a.for_session(session) for a in parent.after_calls],
+                          conventions=parent.conventions, window_of=child.llm.model, look_up_window=True)
+
+    return build
 
 
 def build_policy(config: Config, warnings: list[str], workspace: Path | None = None) -> Policy:
@@ -368,7 +418,7 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     # Nor may they read them where the kernel shows the environment nanohermes started with.
     procargs.hide_env_values(own_vars)
     limits = config.build_limits()
-    session = Session.new(workspace, record=save_session and resume is None, model=config.model,
+    session = Session.new(workspace, record=save_session and resume is None, kept=kept_state(), model=config.model,
                           mode=config.permission_mode)
     resumed = session.resume(resume) if resume is not None else []
     hooks = None
@@ -425,23 +475,12 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
         checkpoints = Checkpoints(session, store, ui.emit)
     # The session budget follows the model's context window (see `window`): the limits it
     # derives go to the runtime (the per-message aggregate) and the compactor.
-    budget = budget_for(config, limits)
-    runtime = Runtime(tools=[], config=config, workspace=workspace, ui=ui, policy=policy, limits=budget.limits(),
-                      session=session, hooks=hooks, reader=reader)
+    agent = make_agent(config, workspace, llm, ui, session=session, tools=[], policy=policy, limits=limits,
+                       system_prompt=prompt, max_turns=config.max_turns, hooks=hooks, compact_hooks=hooks,
+                       reader=reader, conventions=tool_conventions(),
+                       turn_hooks=[h for h in (hooks, checkpoints) if h is not None])
+    runtime = agent.runtime
     reader.policy = lambda: runtime.policy
-    compactor = Compactor(llm, budget.limits(), ui, hooks, budget=budget)
-    budget.apply += [lambda derived: setattr(runtime, "limits", derived),
-                     lambda derived: setattr(compactor, "limits", derived)]
-    # An answer holding a tool call written as text that cannot run goes back to the model first.
-    # So is a reply whose only call is in its thinking, where calls never run.
-    from nanohermes.llm.textcalls import last_thinking
-
-    text_calls = TextCallCheck(runtime.specs, limits.text_call_retries,
-                               lambda text: ui.emit(Notice(level="warning", text=text)),
-                               reasoning=lambda: last_thinking(session.history), draft_retries=limits.reasoning_call_retries)
-    agent = Agent(llm=llm, runtime=runtime, ui=ui, system_prompt=prompt, max_turns=config.max_turns,
-                  compactor=compactor,
-                  turn_hooks=[h for h in (text_calls, hooks, checkpoints) if h is not None])
     if mcp is not None:
         # The model learns of a server lost mid-session from its next call's system prompt,
         # even when it was not calling that server's tools.

@@ -376,7 +376,7 @@ def _prepare(launch: Launch, warn: Callable[[str], None],
     workspace = _workspace(launch.cwd)
     loaded = load_config(workspace, config_file=launch.config_file, flags=launch.flags)
     protect(loaded.config)  # before anything can print a key
-    from nanohermes.llm.http import check_base_url
+    from nanohermes.llm.connect import check_base_url
 
     check_base_url(loaded.config.base_url)  # a URL no request could use ends the run now (exit 2)
     for w in loaded.warnings:

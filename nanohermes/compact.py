@@ -28,7 +28,6 @@ from nanohermes.events import UI, Notice
 from nanohermes.llm import LLM
 from nanohermes.messages import CHARS_PER_TOKEN, Message
 from nanohermes.session import SUMMARY_TAG, Session, is_summary
-from nanohermes.tools import todo
 
 if TYPE_CHECKING:
     from nanohermes.hooks import Hooks
@@ -203,8 +202,8 @@ class Compactor:
         text = clamp(summary, self.limits.compact_summary_chars)
         body = (f"{SUMMARY_TAG}\nThe earlier part of this conversation ({len(older)} messages) was compacted. "
                 f"Summary:\n{text}\n</conversation-summary>")
-        if todos := todo.current(session.state):
-            body += f"\n\nCurrent todo list (kept from before compacting):\n{todo.render(todos)}"
+        for carried in session.carried():  # the todo list, say
+            body += f"\n\n{carried}"
         session.compacted(Message.user(body), kept)
         self.ui.emit(Notice(level="info", text=(
             f"compacted {len(older)} older messages ({history_chars(older)} chars) into a {len(text)}-char summary; "

@@ -152,7 +152,8 @@ async def check_endpoint(s: Setup) -> list[Check]:
 async def _endpoint_checks(s: Setup, found: _Found) -> None:
     from nanohermes.errors import AuthError, ConfigError
     from nanohermes.llm import check_base_url
-    from nanohermes.llm.http import import_httpx, scheme_mismatch
+    from nanohermes.llm.connect import scheme_mismatch
+    from nanohermes.llm.http import import_httpx
 
     if s.loaded is None:  # the endpoint, key and model it names are unknown: nothing is sent anywhere
         found.skip("the config did not load", *ENDPOINT_CHECKS)
@@ -216,7 +217,7 @@ def _read_models(cfg: Config, found: _Found, response: httpx.Response) -> tuple[
     answer lists none: the model line is then skipped with the reason)."""
     import json
 
-    from nanohermes.llm.http import printable
+    from nanohermes.llm.failures import printable
 
     status = response.status_code
     ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from nanohermes.claude_transcript import ClaudeTranscript
     from nanohermes.config import HooksConfig
     from nanohermes.permissions import Verdict
-    from nanohermes.tools import ClaudeCall, Params, Tool
+    from nanohermes.tools.base import ClaudeCall, Params, Tool
 
 BLOCK_EXIT = 2
 _PIPE_GRACE_SECS = 2.0  # after the group is killed, for output still in the pipes
@@ -366,7 +366,7 @@ class Hooks:
         try:
             return tool.claude_calls(args, self.workspace)
         except Exception:  # a tool whose description of itself fails: told under its own name
-            from nanohermes.tools import ClaudeCall
+            from nanohermes.tools.base import ClaudeCall
 
             return [ClaudeCall(tool.name, args.dump())]
 
@@ -418,7 +418,7 @@ class Hooks:
                    updated: dict[str, Any]) -> Params | str:
         """The arguments a hook's `updatedInput` (in Claude Code's names or ours) gives, or the
         refusal when there are none."""
-        from nanohermes.tools import ToolError
+        from nanohermes.tools.base import ToolError
 
         if len(calls) > 1:  # one file's input of several: there is no one call to rewrite it into
             return (f"ERROR: a PreToolUse hook rewrote the input of one of the {len(calls)} files or steps "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -27,7 +27,7 @@ from nanohermes.modes import Mode
 from nanohermes.ownreads import OwnReader
 from nanohermes.permissions import Policy, Rule, Target, blocked, describe
 from nanohermes.session import Session
-from nanohermes.tools import Params, Tool, ToolContext, ToolError
+from nanohermes.tools.base import Params, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
     from nanohermes.hooks import Hooks
@@ -36,7 +36,7 @@ INTERRUPTED = "interrupted by user"
 # After a result clamped by the aggregate budget when there is no session folder to keep it in.
 UNSAVED_NOTE = "\n(cut to fit the per-message budget; not saved, the session is not recorded: narrow the call to see more)"
 
-__all__ = ["DENIED", "DENIED_PREFIX", "INTERRUPTED", "UNSAVED_NOTE", "Runtime", "denied"]
+__all__ = ["DENIED", "DENIED_PREFIX", "INTERRUPTED", "UNSAVED_NOTE", "Runtime", "ToolConventions", "denied"]
 
 
 def cut_off_error(call: ToolCall) -> str:
@@ -57,6 +57,24 @@ class AfterCall(Protocol):
     def for_session(self, session: Session) -> AfterCall:
         """The same addition in another conversation (a sub-agent's), which keeps its own
         record of what it added."""
+        ...
+
+
+class ToolConventions(Protocol):
+    """What the tool modules add to how a runtime offers its tools and reads calls, given by
+    whoever builds it (`tools.registry.conventions()` for the built-ins), so the runtime
+    imports no tool module. A runtime without them offers every tool its policy allows, up
+    to `max_tools`, and reads each call as it came."""
+
+    def offered(self, allowed: list[Tool], state: dict[str, Any], max_tools: int, limits: Limits,
+                notice: Callable[[str], None]) -> list[Tool]:
+        """The tools a request offers, in pool order, never more than `max_tools`; `notice`
+        tells the person when what is left out changes."""
+        ...
+
+    def reread(self, call: ToolCall, names: Container[str]) -> tuple[ToolCall, str] | None:
+        """The call `call` stands for among the tools `names`, and a note for the model (a
+        patch sent through the shell is the apply_patch call); None: it is what it says."""
         ...
 
 
@@ -86,6 +104,7 @@ class Runtime:
     # command files): None builds one with this runtime's policy, that asks nobody.
     reader: OwnReader | None = None
     after_calls: list[AfterCall] = field(default_factory=list)
+    conventions: ToolConventions | None = None
     _after: dict[str, str] = field(default_factory=dict, init=False)  # by call id, until its message
     _confirm_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
     _images: dict[str, tuple[Image, ...]] = field(default_factory=dict, init=False)  # by call id, until its message
@@ -124,11 +143,11 @@ class Runtime:
     def visible_tools(self) -> list[Tool]:
         """What the model is offered: what the policy does not block, within the endpoint's
         function limit (past it, MCP tools are found with tool_search)."""
-        from nanohermes.tools.toolsearch import offered
-
         allowed = [t for t in self.tools if blocked(self.policy, t.name, t.effect) is None]
-        return offered(allowed, self.session.state, self.config.max_tools, self.limits,
-                       lambda text: self.ui.emit(Notice(level="info", text=text)))
+        if self.conventions is None:
+            return allowed[:self.config.max_tools]
+        return self.conventions.offered(allowed, self.session.state, self.config.max_tools, self.limits,
+                                        lambda text: self.ui.emit(Notice(level="info", text=text)))
 
     def specs(self) -> list[dict[str, Any]]:
         return [t.spec(self.limits) for t in self.visible_tools()]
@@ -183,11 +202,9 @@ class Runtime:
         if call.text_format:  # the model learns its call came as text, to send the next one as a call
             p.note = (f"(this call was read from the text of your answer, where it was written as {call.text_format}; "
                       "send tool calls through the API's tool calls)")
-        if call.name == "run_command" and "apply_patch" in self._by_name:
-            from nanohermes.tools.patches.command import NOTE, patch_call
-
-            if (patched := patch_call(call)) is not None:  # judged and approved as the edit it is
-                p.call, p.note, call = patched, "\n".join(filter(None, (p.note, NOTE))), patched
+        if self.conventions is not None and (reread := self.conventions.reread(call, self._by_name)) is not None:
+            patched, note = reread  # judged and approved as what it is
+            p.call, p.note, call = patched, "\n".join(filter(None, (p.note, note))), patched
         tool = self._by_name.get(call.name)
         if tool is None:
             names = ", ".join(t.name for t in self.visible_tools())

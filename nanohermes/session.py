@@ -41,7 +41,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from nanohermes.budget import plural
 from nanohermes.dirs import data_home, open_private
@@ -55,29 +55,28 @@ TITLE_CHARS = 80
 LOST_RESULT = "interrupted: nanohermes stopped before this call finished; its effects, if any, are unknown"
 
 
-def saved_state(state: dict[str, Any]) -> dict[str, Any]:
-    """The part of the session-wide tool state that is saved with the session, as JSON."""
-    from nanohermes.tools import todo
+class KeptState(Protocol):
+    """A part of the session-wide tool state that the session saves with itself (its
+    transcript's `state` records, each checkpoint) and puts back on a resume or a rewind,
+    without knowing the tool it belongs to: the tool's module defines it, and whoever builds
+    the session lists it (`Session.kept`; `tools.registry.kept_state()` for the built-ins)."""
 
-    return {"todos": [{"content": t.content, "status": t.status} for t in todo.current(state)]}
+    @property
+    def key(self) -> str:
+        """Its field in a `state` record."""
+        ...
 
+    def save(self, state: dict[str, Any]) -> Any:
+        """Its part of `state`, as JSON (for an empty `state`: what "nothing" is)."""
+        ...
 
-def restore_state(state: dict[str, Any], saved: dict[str, Any]) -> None:
-    from nanohermes.events import TodoItem
-    from nanohermes.tools import todo
+    def restore(self, state: dict[str, Any], saved: Any) -> None:
+        """Put back into `state` what `save` gave (None: nothing was saved)."""
+        ...
 
-    todos = saved.get("todos")
-    items = todos if isinstance(todos, list) else []
-    todo.restore(state, [TodoItem(content=str(t["content"]), status=t["status"]) for t in items
-                         if isinstance(t, dict) and "content" in t and t.get("status") in ("pending", "in_progress", "completed")])
-
-
-def state_of(saved: dict[str, Any]) -> dict[str, Any]:
-    """A tool state holding what `saved_state` kept (the todo list): what a session read back
-    knows of an earlier point of itself."""
-    state: dict[str, Any] = {}
-    restore_state(state, saved)
-    return state
+    def carried(self, state: dict[str, Any]) -> str:
+        """What a compaction's summary repeats of it ("" for nothing)."""
+        ...
 
 
 def project_key(workspace: Path) -> str:
@@ -311,10 +310,10 @@ class Transcript:
             self.meta["title"] = ""
             self._write({"type": "title", "title": ""})
 
-    def checkpoint(self, state: dict[str, Any]) -> None:
-        """End of a turn: save the session state if it changed, then make the turn durable."""
-        now = saved_state(state)
-        changed = {k: v for k, v in now.items() if v != self._state.get(k, [])}
+    def checkpoint(self, saved: dict[str, Any], blank: dict[str, Any]) -> None:
+        """End of a turn: save the session state (`saved`, each part as JSON; `blank`: what
+        each is when nothing was saved) if it changed, then make the turn durable."""
+        changed = {k: v for k, v in saved.items() if v != self._state.get(k, blank.get(k))}
         if changed and self._f is not None:
             self._write({"type": "state", **changed})
             self._state.update(changed)
@@ -358,11 +357,14 @@ class Session:
     # The messages compactions took out of the history, in order (their summaries not
     # included): with the history, the whole conversation, for people (/export).
     earlier: list[Message] = field(default_factory=list, repr=False)
+    # The parts of the tool state saved with the session and put back (the todo list).
+    kept: tuple[KeptState, ...] = field(default=(), repr=False)
 
     @classmethod
-    def new(cls, workspace: Path, *, record: bool = True, **meta: Any) -> Session:
-        """A fresh conversation in `workspace`; `record`: kept on disk as a transcript."""
-        return cls(Transcript.create(workspace, **meta) if record else None, workspace=workspace)
+    def new(cls, workspace: Path, *, record: bool = True, kept: tuple[KeptState, ...] = (), **meta: Any) -> Session:
+        """A fresh conversation in `workspace`; `record`: kept on disk as a transcript; `kept`:
+        the parts of the tool state saved with it."""
+        return cls(Transcript.create(workspace, **meta) if record else None, workspace=workspace, kept=kept)
 
     @property
     def id(self) -> str:
@@ -407,7 +409,29 @@ class Session:
     def end_turn(self) -> None:
         """Save the tool state if it changed, and make the turn durable."""
         if self.transcript is not None:
-            self.transcript.checkpoint(self.state)
+            self.transcript.checkpoint(self.saved_state(), self.saved_state({}))
+
+    # -- the tool state kept with the session -------------------------------------------------
+    def saved_state(self, state: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The parts of `state` (default: this session's) that are saved with the session, as JSON."""
+        held = self.state if state is None else state
+        return {part.key: part.save(held) for part in self.kept}
+
+    def restore_state(self, state: dict[str, Any], saved: dict[str, Any]) -> None:
+        """Put into `state` what `saved_state` gave."""
+        for part in self.kept:
+            part.restore(state, saved.get(part.key))
+
+    def state_of(self, saved: dict[str, Any]) -> dict[str, Any]:
+        """A tool state holding what `saved_state` kept (the todo list): what a session read
+        back knows of an earlier point of itself."""
+        state: dict[str, Any] = {}
+        self.restore_state(state, saved)
+        return state
+
+    def carried(self) -> list[str]:
+        """What a compaction's summary repeats of the tool state (the todo list), one text a part."""
+        return [text for part in self.kept if (text := part.carried(self.state))]
 
     # -- what compaction and rewinding do ----------------------------------------------------
     def compacted(self, summary: Message, kept: int) -> None:
@@ -437,31 +461,18 @@ class Session:
     def rewind(self, keep: int, state: dict[str, Any] | None = None) -> None:
         """Back to the first `keep` messages, on disk too, with the tool state `state` (a
         `mark()` taken when the history was that long). None: that state is not known (a
-        checkpoint of an earlier version), so only what the model has seen is forgotten:
-        it reads a file again before changing it."""
-        from nanohermes.tools.fileops import SEEN_KEY
-
+        checkpoint of an earlier version): the tool state stays as it is, and the caller
+        forgets what it cannot vouch for (checkpoints: what the model has seen)."""
         del self.history[keep:]
         self.measured = None
-        if state is None:
-            self.state.pop(SEEN_KEY, None)
-        else:
+        if state is not None:
             for key in [k for k, v in self.state.items() if not hasattr(v, "aclose")]:
                 del self.state[key]
             self.state.update(copy.deepcopy(state))
         if self.transcript is not None:
             untitled = not any(m.role == "user" and not is_summary(m) for m in self.history)
             self.transcript.record_rewind(keep, untitled=untitled)
-            self.transcript.checkpoint(self.state)  # the todo list as it was, for a resume
-
-    def files_restored(self, paths: list[Path]) -> None:
-        """nanohermes put these files back (/rewind, /undo, /redo): each counts as seen as it
-        is now, so the model may change it without reading it again (nothing of anyone's is
-        lost: what it replaced is kept for /redo)."""
-        from nanohermes.tools.fileops import remember
-
-        for path in paths:
-            remember(self.state, Path(os.path.realpath(path)))
+            self.transcript.checkpoint(self.saved_state(), self.saved_state({}))  # the todo list as it was, for a resume
 
     # -- what the front ends do ---------------------------------------------------------------
     def clear(self, **meta: Any) -> None:
@@ -489,7 +500,7 @@ class Session:
         self.history, self.usage, self.usage_by_model = list(loaded.history), loaded.usage, dict(loaded.usage_by_model)
         self.earlier = list(loaded.earlier)
         self.measured = loaded.measured
-        restore_state(self.state, loaded.state)
+        self.restore_state(self.state, loaded.state)
         warnings: list[str] = []
         if loaded.skipped:
             warnings.append(f"{path}: {plural(loaded.skipped, 'unreadable transcript line')} skipped")

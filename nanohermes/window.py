@@ -33,7 +33,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from nanohermes.budget import Limits
@@ -446,12 +446,19 @@ def _write(entries: dict[str, Any], drop: str | None = None) -> None:
 # the budget compaction works to
 
 
+class UsesLimits(Protocol):
+    """What takes the limits a budget derives (a runtime, a compactor)."""
+
+    limits: Limits
+
+
 @dataclass
 class ContextBudget:
     """The window in force and what it allows: compaction past `share` of it, in tokens when
     the endpoint reports usage, else in chars; or, with `explicit_chars` (session_budget_chars
-    set by the person), that many chars of history whatever the window. `apply` hands the
-    derived limits (the session budget in chars and what follows from it) to whoever uses them."""
+    set by the person), that many chars of history whatever the window. Each of `users` is
+    given the derived limits (the session budget in chars and what follows from it) as the
+    window becomes known."""
 
     window: Window
     share: float
@@ -462,7 +469,7 @@ class ContextBudget:
     # model -> awaitable of Window | None: the endpoint asked afresh, once a session, when the
     # window starts to matter (a local server's window changes when it restarts)
     recheck: Callable[[str], Any] | None = None
-    apply: list[Callable[[Limits], None]] = field(default_factory=list)
+    users: list[UsesLimits] = field(default_factory=list)
     _task: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
     _model: str = field(default="", init=False, repr=False)
     _rechecked: bool = field(default=False, init=False, repr=False)
@@ -483,8 +490,8 @@ class ContextBudget:
     def set_window(self, window: Window) -> None:
         self.window = window
         limits = self.limits()
-        for hand in self.apply:
-            hand(limits)
+        for user in self.users:
+            user.limits = limits
 
     def start(self, model: str) -> None:
         """Ask the endpoint for `model`'s window, in the background (a running loop is needed)."""
@@ -630,7 +637,7 @@ def short_tokens(n: int) -> str:
     return f"{round(n / 1000)}k"
 
 
-__all__ = ["FAMILIES", "PROVIDERS", "READERS", "Answer", "ContextBudget", "Provider", "Window", "ask_endpoint",
+__all__ = ["FAMILIES", "PROVIDERS", "READERS", "Answer", "ContextBudget", "Provider", "UsesLimits", "Window", "ask_endpoint",
            "budget_for", "cached",
            "endpoint_window", "fallback", "family_window", "forget_routes", "from_llamacpp", "from_lmstudio",
            "from_models_list", "from_ollama_ps", "from_ollama_show", "is_local", "known_routes", "owned_by", "recognised",

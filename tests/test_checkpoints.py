@@ -20,7 +20,7 @@ from nanohermes.budget import Limits
 from nanohermes.checkpoints import store_dir
 from nanohermes.config import Config
 from nanohermes.events import Notice, RecordingUI
-from nanohermes.gitpack import blob_name
+from nanohermes.checkpoints.gitpack import blob_name
 from nanohermes.testing import Reply, ScriptedLLM, call, tool_reply
 from nanohermes.ui.commands import REGISTRY, CommandContext, load_commands
 

@@ -20,7 +20,7 @@ from nanohermes.testing import FakeServer, Reply, ScriptedLLM
 from nanohermes.tools.files import ListDir, ReadFile
 from nanohermes.ui.commands import CommandContext, Registry
 from nanohermes.ui.extensions import install_custom_commands
-from nanohermes.ui.repl import _Completer
+from nanohermes.ui.repl.prompt import InputCompleter
 
 
 def write(path: Path, text: str) -> Path:
@@ -167,7 +167,7 @@ def test_tab_completes_custom_commands(workspace: Path) -> None:
     write(workspace / ".nanohermes" / "commands" / "frontend" / "test.md", "---\ndescription: Frontend tests\n---\nx")
     reg = builtin_registry()
     install_custom_commands(reg, workspace)
-    completer = _Completer(reg, lambda: workspace)
+    completer = InputCompleter(reg, lambda: workspace)
     got = [(c.text, c.display_meta_text) for c in completer.get_completions(Document("/fro"), None)]
     assert got == [("/frontend:test", "Frontend tests (project command)")]
 
@@ -337,7 +337,7 @@ def test_tab_shows_the_argument_hint(workspace: Path) -> None:
     write(workspace / ".nanohermes" / "commands" / "review.md", "---\nargument-hint: '[focus]'\n---\nReview.")
     reg = builtin_registry()
     install_custom_commands(reg, workspace)
-    got = [(c.text, c.display_text) for c in _Completer(reg, lambda: workspace).get_completions(Document("/rev"), None)]
+    got = [(c.text, c.display_text) for c in InputCompleter(reg, lambda: workspace).get_completions(Document("/rev"), None)]
     assert got == [("/review", "/review [focus]")]
 
 

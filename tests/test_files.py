@@ -33,7 +33,8 @@ from nanohermes.runtime import DENIED, Runtime
 from nanohermes.tools import Attempt, Tool, ToolContext, ToolError, ToolResult, build_tools
 from nanohermes.tools.artefacts import all_numbered, omission
 from nanohermes.tools.fileops import TextFile, unified_diff
-from nanohermes.tools.files import EditFile, ListDir, ReadFile, WriteFile
+from nanohermes.tools.files import ListDir, ReadFile
+from nanohermes.tools.writes import EditFile, WriteFile
 from nanohermes.tools.patch import ApplyPatch
 from nanohermes.tools.patches.unified import apply, parse
 
@@ -604,7 +605,8 @@ from pathlib import Path
 from nanohermes.budget import Limits
 from nanohermes.config import Config
 from nanohermes.tools import Attempt, ToolContext
-from nanohermes.tools.files import EditFile, ReadFile, WriteFile
+from nanohermes.tools.files import ReadFile
+from nanohermes.tools.writes import EditFile, WriteFile
 
 ws, which, size = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 ctx = ToolContext(workspace=ws, limits=Limits(edit_file_max_bytes=1 << 30), config=Config())

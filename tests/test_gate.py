@@ -20,7 +20,7 @@ from nanohermes.tools import Tool, ToolContext
 from nanohermes.tools.files import ReadFile
 from nanohermes.tools.git import GitCommit, GitStatus
 from nanohermes.tools.shell import RunCommand
-from nanohermes.tools.files import WriteFile
+from nanohermes.tools.writes import WriteFile
 
 TOOLS: dict[str, Tool] = {t.name: t for t in (RunCommand(), ReadFile(), WriteFile(), GitStatus(), GitCommit())}
 

@@ -21,11 +21,12 @@ from nanohermes.runtime import Runtime
 from nanohermes.session import Session
 from nanohermes.testing import FakeServer, Raw, Reply, call, sse, tool_reply
 from nanohermes.tools import build_tools
+from nanohermes.tools.registry import conventions
 
 
 def runtime(ws: Path, *, record: bool = False, **limits: Any) -> Runtime:
     return Runtime(tools=build_tools(), config=Config(), workspace=ws, ui=RecordingUI(), policy=Policy(mode="goal"),
-                   session=Session.new(ws, record=record), limits=Limits(**limits))
+                   session=Session.new(ws, record=record), limits=Limits(**limits), conventions=conventions())
 
 
 def run(rt: Runtime, name: str, **args: object) -> str:

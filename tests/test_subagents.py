@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from nanohermes.agent import Agent
-from nanohermes.assemble import assemble_pool, build_agent
+from nanohermes.assemble import assemble_pool, build_agent, child_factory
 from nanohermes.budget import Limits
 from nanohermes.config import Config
 from nanohermes.events import ApprovalRequest, ModelStarted, Notice, RecordingUI, SubagentEvent, TextDelta, ToolFinished
@@ -56,7 +56,7 @@ def family(ws: Path, *, parent_script: list[Any] = (), child_script: list[Any] =
     runtime = Runtime(tools=[], config=config, workspace=ws, ui=ui, policy=Policy(mode=mode), limits=limits,
                       session=Session(side_dir=folder))
     manager = SubagentManager(configs=config.subagents, make_llm=lambda model: child_llm, ui=ui, limits=limits,
-                              system_prompt="parent prompt", max_turns=5, parent=runtime)
+                              system_prompt="parent prompt", max_turns=5, parent=runtime, build=child_factory(runtime))
     runtime.set_tools(assemble_pool([ReadFile(), ListDir(), TinyWrite()], subagent_tools.tools(manager)))
     parent = Agent(llm=ScriptedLLM(list(parent_script)), runtime=runtime, ui=ui, system_prompt="parent prompt")
     return Family(parent, manager, ui, child_llm)
@@ -398,3 +398,53 @@ def test_a_session_not_saved_leaves_no_results_folder_behind(cli, server: FakeSe
     assert (r.code, r.out) == (0, "parent: done\n"), r.err
     assert "child: found it" in server.requests[2]["messages"][-1]["content"]
     assert list(temp.iterdir()) == []
+
+
+# -- a child is built as the session's own agent is: the same wiring reaches it ------------
+
+PATCH = """apply_patch <<'EOF'
+*** Begin Patch
+*** Update File: app.py
+@@
+-x = 1
++x = 2
+*** End Patch
+EOF
+"""
+
+
+def test_a_child_reads_a_patch_sent_through_the_shell_as_the_session_does(turn, server: FakeServer,
+                                                                          workspace: Path) -> None:
+    """How a session's runtime reads calls reaches its children: a child whose tools are
+    run_command and apply_patch, in accept-edits (a command would be asked, and refused
+    without a terminal), has the patch it sends through the shell applied as an edit."""
+    (workspace / "app.py").write_text("x = 1\n")
+    agents = {"patcher": {"description": "Patches", "tools": ["read_file", "run_command", "apply_patch"]}}
+    server.add(tool_reply(call("subagent", {"agent": "patcher", "task": "set x to 2", "wait": True})),
+               tool_reply(call("read_file", {"path": "app.py"})), tool_reply(call("run_command", {"command": PATCH})),
+               Reply(text="child: patched"), Reply(text="parent: done"))
+    r = turn("-p", "go", "--mode", "accept-edits", server=server, config={"subagents": agents})
+    assert (r.code, r.out) == (0, "parent: done\n"), r.err
+    assert (workspace / "app.py").read_text() == "x = 2\n"
+    child_result = [m for m in server.requests[3]["messages"] if m["role"] == "tool"][-1]["content"]
+    assert child_result.startswith("patched app.py")
+
+
+def test_a_childs_compaction_keeps_its_own_todo_list_as_the_sessions_does(workspace: Path) -> None:
+    """The parts of the tool state a session keeps reach its children: a child's compaction
+    repeats the child's todo list (not the parent's, which it never had)."""
+    (workspace / "big.txt").write_text("b" * 5000)
+    todos = [{"content": "read big.txt", "status": "in_progress"}]
+    llm = ScriptedLLM([tool_reply(call("subagent", {"agent": "planner", "task": "read big.txt", "wait": True})),
+                       tool_reply(call("todo_write", {"todos": todos})), tool_reply(call("read_file", {"path": "big.txt"})),
+                       Reply(text="Goal: read big.txt"), Reply(text="it is all b"), Reply(text="ok")])
+    config = Config.from_dict({"subagents": {"planner": {"description": "Plans", "tools": ["todo_write", "read_file"]}},
+                               "session_budget_chars": 1000, "limits": {"compact_keep_chars": 10},
+                               "permission_mode": "goal"})
+    built = build_agent(config, workspace, RecordingUI(), llm=llm, save_session=False)
+    asyncio.run(built.agent.ask("go"))
+    summary_request = next(i for i, r in enumerate(llm.requests)
+                           if r["messages"][0]["content"].startswith("You compact the conversation"))
+    after = llm.requests[summary_request + 1]["messages"]
+    assert after[1]["content"].endswith("Current todo list (kept from before compacting):\n[~] 1. read big.txt")
+    assert built.agent.session.saved_state() == {"todos": []}  # the parent's list was never written

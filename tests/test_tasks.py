@@ -251,7 +251,7 @@ def test_reading_tools_never_ask(workspace: Path, name: str) -> None:
 
 def test_a_sub_agents_background_tasks_end_with_it(workspace: Path, no_leftover_processes: str) -> None:
     from nanohermes.agent import Agent
-    from nanohermes.assemble import assemble_pool
+    from nanohermes.assemble import assemble_pool, child_factory
     from nanohermes.permissions import Policy
     from nanohermes.testing import Reply, ScriptedLLM, call, tool_reply
     from nanohermes.tools import build_tools
@@ -264,7 +264,7 @@ def test_a_sub_agents_background_tasks_end_with_it(workspace: Path, no_leftover_
     child = ScriptedLLM([tool_reply(call("run_command", {"command": "sleep 300", "background": True})),
                          Reply(text="started it")])
     manager = SubagentManager(configs=config.subagents, make_llm=lambda model: child, ui=ui, limits=Limits(),
-                              system_prompt="p", max_turns=5, parent=runtime)
+                              system_prompt="p", max_turns=5, parent=runtime, build=child_factory(runtime))
     runtime.set_tools(assemble_pool(build_tools(), subagent_tools.tools(manager)))
     parent = Agent(llm=ScriptedLLM([tool_reply(call("subagent", {"agent": "runner", "task": "start", "wait": True})),
                                     Reply(text="done")]), runtime=runtime, ui=ui, system_prompt="p")

@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nanohermes.llm.chat import OpenAIChat
-from nanohermes.llm.http import NoticeSink, TextSink, check_base_url, estimate_usage, is_context_overflow
+from nanohermes.llm.connect import check_base_url
+from nanohermes.llm.failures import is_context_overflow
+from nanohermes.llm.http import NoticeSink, TextSink, estimate_usage
 from nanohermes.messages import Completion, Message
 
 if TYPE_CHECKING:

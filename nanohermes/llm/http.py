@@ -1,35 +1,31 @@
 """The HTTP side both wires share: one streamed POST, its retries, and what its failures mean.
 
 `HttpWire` owns the httpx client, the retry loop (429, 5xx, connection errors and dropped
-streams, with exponential backoff and jitter, honouring Retry-After), the server-sent-event
-reader, the checks on a body that is not an event stream (a whole JSON answer is used, whatever
-its label), and the mapping of every failure to an `errors.EndpointError` subclass with a hint
-(a TLS/plain-HTTP mix-up in base_url is deterministic: it is said at once, never retried). What
-an error's words mean, in each provider's wording, comes from the quirk table
-(`nanohermes.llm.quirks`). An error inside a 200 answer is judged as a status is
-(`rate_limited`, then `overflowed`), so a rate limit worded like an overflow is retried on both
-wires. A wire (chat completions, Responses) only builds its request and turns events into a
-`Completion` through a `StreamParser`. httpx is imported on first use so the CLI starts fast.
+streams, with exponential backoff and jitter, honouring Retry-After), the checks on a body
+that is not an event stream (a whole JSON answer is used, whatever its label; events are read
+by `sse`), and the mapping of every failure to an `errors.EndpointError` subclass with a hint
+(`failures`: the hints and judgements; `connect`: a base_url no request could use, and a
+TLS/plain-HTTP mix-up, deterministic: said at once, never retried). What an error's words
+mean, in each provider's wording, comes from the quirk table (`nanohermes.llm.quirks`). An
+error inside a 200 answer is judged as a status is (`rate_limited`, then `overflowed`), so a
+rate limit worded like an overflow is retried on both wires. A wire (chat completions,
+Responses) only builds its request and turns events into a `Completion` through a
+`StreamParser`. httpx is imported on first use so the CLI starts fast.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import random
-import re
 import sys
 import types
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
-from urllib.parse import urlsplit
 
-from nanohermes import controls
 from nanohermes.errors import (
     AuthError,
-    ConfigError,
     ContextTooLongError,
     EndpointError,
     ModelNotFoundError,
@@ -39,7 +35,35 @@ from nanohermes.errors import (
     TimedOutError,
     UnreachableError,
 )
+from nanohermes.llm.connect import (
+    check_base_url,
+    describe_connect_error,
+    dropped_before_answer,
+    exception_text,
+    scheme_mismatch,
+    swap_scheme,
+)
+from nanohermes.llm.failures import (
+    BASE_URL_HINT,
+    CONTEXT_HINT,
+    KEY_HINT,
+    MODEL_HINT,
+    broken_hint,
+    error_fields,
+    error_message,
+    error_status,
+    is_error_body,
+    overflowed,
+    page_text,
+    printable,
+    rate_hint,
+    rate_limited,
+    reason_phrase,
+    server_hint,
+    tried,
+)
 from nanohermes.llm.quirks import matcher
+from nanohermes.llm.sse import first_line, json_or_none, prepend, sse_events
 from nanohermes.messages import Completion, Message, Usage
 
 if TYPE_CHECKING:
@@ -47,18 +71,6 @@ if TYPE_CHECKING:
 
 TextSink = Callable[[str], None]
 NoticeSink = Callable[[str], None]
-
-BASE_URL_HINT = "check base_url (--base-url, OPENAI_BASE_URL or config) and that the server is running"
-CONTEXT_HINT = "start a new session or compact the conversation"
-KEY_HINT = "check the key: set OPENAI_API_KEY, pass --api-key, or set api_key / api_key_env in config"
-MODEL_HINT = ("/model in the REPL (or `nanohermes doctor`) lists the models the endpoint serves; pick one with "
-              "--model, NANOHERMES_MODEL or model in config")
-# How a person carries on after an answer that never came whole: the prompt is in the history.
-AGAIN = "in the REPL send `continue`; a script runs `nanohermes --continue -p continue`"
-
-# What errors say in each provider's words (the context is full, a rate limit, a failing
-# server, a refused key) is in the quirk table, one entry a provider's wording.
-CONTEXT_OVERFLOW = matcher("overflow", "error")
 
 
 def import_httpx() -> Any:
@@ -75,229 +87,6 @@ def import_httpx() -> Any:
     import httpx
 
     return httpx
-
-
-def is_context_overflow(text: str) -> bool:
-    return bool(CONTEXT_OVERFLOW.search(text))
-
-
-def rate_limited(status: int, fields: str, message: str) -> bool:
-    """A rate limit or quota, judged as both the status path and the in-stream path do: status
-    429, a code/status/type that names one, or a message that does. Checked before the
-    overflow wordings, since "too many tokens per minute" is a rate limit, not a full context."""
-    return status == 429 or bool(matcher("rate limit", "fields").search(fields)
-                                 or matcher("rate limit", "message").search(message))
-
-
-def overflowed(status: int, fields: str, message: str) -> bool:
-    """The request does not fit: an overflow wording in an error that is no rate limit and no
-    refusal of the key or the route (llama.cpp once sent it as a 500), or a request too large
-    for the rate limit itself."""
-    if status in (401, 403, 404):
-        return False
-    return bool(matcher("too large", "message").search(message)) or (
-        is_context_overflow(f"{message} {fields}") and not rate_limited(status, fields, message))
-
-
-def tried(retries: int) -> str:
-    from nanohermes.budget import plural
-
-    return f"retried {plural(retries, 'time')}" if retries else "not retried: max_retries is 0"
-
-
-def rate_hint(retries: int) -> str:
-    """The hint once the retries of a rate limit ran out."""
-    return (f"the endpoint limits how many requests or tokens this key may send ({tried(retries)}); wait a minute "
-            "and try again, raise max_retries to wait longer, or check the account's quota")
-
-
-def server_hint(status: int, retries: int, page: bool = False, fields: str = "") -> str:
-    """The hint once the retries of a failing server ran out: a gateway's failure, a server
-    overloaded or down for maintenance, or an error inside the server."""
-    if status in (502, 504) or (page and status >= 500):
-        failed = "timed out waiting for the model server" if status == 504 else "failed"
-        return (f"a proxy or gateway in front of the model server {failed} ({tried(retries)}); check that the "
-                "server behind it is up, then try again")
-    if status in (503, 529) or re.search(r"overload|unavailable", fields, re.IGNORECASE):
-        return (f"the model server is overloaded or down for maintenance ({tried(retries)}); try again later, or "
-                "raise max_retries to wait longer")
-    return (f"the model server failed while answering ({tried(retries)}); its log says why; try again, and if it "
-            "keeps failing, try another model or server")
-
-
-def broken_hint(retries: int) -> str:
-    return (f"the server was reached, but its answer broke off ({tried(retries)}); try again ({AGAIN}); if it keeps "
-            "breaking, check the server's log and the timeout of any proxy in front of it")
-
-
-_CHAR_NAMES = {" ": "space", "\t": "tab", "\n": "newline", "\r": "carriage return", "\x0b": "vertical tab",
-               "\x0c": "form feed", "\x00": "NUL character", "\x1b": "escape character", "\xa0": "no-break space",
-               "\u200b": "zero-width space", "\ufeff": "byte order mark"}
-
-
-def _stray_char(c: str) -> bool:
-    """Whitespace or an invisible character: no URL holds one unescaped (a pasted line ending,
-    an indent, a no-break space or byte order mark copied from a web page or editor)."""
-    import unicodedata
-
-    return c.isspace() or unicodedata.category(c) in ("Cc", "Cf", "Zs", "Zl", "Zp")
-
-
-def _char_name(c: str) -> str:
-    import unicodedata
-
-    known = _CHAR_NAMES.get(c)
-    if known is not None:
-        return known
-    kind = "control character" if unicodedata.category(c) == "Cc" else "invisible character"
-    return f"{kind} U+{ord(c):04X}" + (f" ({unicodedata.name(c).lower()})" if unicodedata.name(c, "") else "")
-
-
-def _article(name: str) -> str:
-    return ("an " if name[0] in "aeiou" else "a ") + name
-
-
-def _stray_chars(url: str) -> str | None:
-    """Why `url` cannot be used as typed because of whitespace or control characters, or None.
-    urlsplit would hide them (it strips leading spaces and C0 controls and drops tabs and
-    newlines), and httpx then fails each request in a way that looks like a network fault."""
-    if url.isascii() and url.isprintable() and " " not in url:
-        return None  # the usual case, decided without loading unicodedata
-    stray = [_stray_char(c) for c in url]
-    if not any(stray):
-        return None
-    if all(stray):
-        return "it is blank (only whitespace or control characters)"
-    lead = stray.index(False)
-    tail = len(url) - stray[::-1].index(False)
-    has = [f"a leading {_char_name(url[0])}"] if lead else []
-    if tail < len(url):
-        has.append(f"a trailing {_char_name(url[-1])}")
-    inner = (c for c, bad in zip(url[lead:tail], stray[lead:tail], strict=True) if bad)
-    contains = list(dict.fromkeys(_article(_char_name(c)) for c in inner))  # each kind once
-    text = f"it has {' and '.join(has)}" if has else ""
-    if contains:
-        text += (" and contains " if text else "it contains ") + " and ".join(contains)
-    return text
-
-
-def _malformed(url: str) -> str | None:
-    """Why `url` is no http(s) URL with a host and a valid port, or None."""
-    try:
-        parts = urlsplit(url)
-    except ValueError as e:  # an unclosed IPv6 bracket
-        return f"it is not a well-formed URL ({e})"
-    if parts.scheme not in ("http", "https") and "://" not in url:
-        return "it has no http:// or https:// scheme"
-    if parts.scheme not in ("http", "https"):
-        return f"its scheme {parts.scheme!r} is not http or https"
-    if not parts.hostname:
-        return "it names no host"
-    host_port = parts.netloc.rpartition("@")[2]  # urlsplit's own `port` says only "invalid" or "out of range"
-    if host_port.startswith("["):  # an IPv6 address: the port follows its bracket
-        text = host_port.partition("]")[2].removeprefix(":")
-    else:
-        text = host_port.partition(":")[2]
-    if text and not (text.isascii() and text.isdigit() and 0 < int(text) < 65536):
-        return f"its port {text!r} is not a number from 1 to 65535"
-    return None
-
-
-def check_base_url(url: str) -> None:
-    """Refuse a base_url no request could use (whitespace or control characters in it, no
-    scheme, a typo in it, no host, a bad port or address), at once: each of these would
-    otherwise be retried as if the network had failed."""
-    why = _stray_chars(url) or _malformed(url)
-    if why is not None:
-        raise ConfigError(f"base_url {url!r} is not a usable URL: {why}",
-                          hint="set it like http://127.0.0.1:8080/v1 or https://api.openai.com/v1 "
-                               "(--base-url, OPENAI_BASE_URL or config)")
-
-
-_TLS_REFUSED = ("wrong_version_number", "wrong version number", "record layer failure", "unknown protocol",
-                "packet length too long", "http_request")
-
-
-def _chain_text(exc: BaseException) -> str:
-    """The text of an exception and of the ones it wraps (httpx keeps the ssl error as the cause)."""
-    parts: list[str] = []
-    seen: BaseException | None = exc
-    while seen is not None and len(parts) < 4:
-        parts.append(str(seen))
-        seen = seen.__cause__ or seen.__context__
-    return " ".join(parts).lower()
-
-
-def plain_http_answered(url: str, exc: BaseException) -> bool:
-    """An https:// request whose handshake met bytes that are no TLS: the server speaks plain HTTP."""
-    return url.startswith("https://") and any(w in _chain_text(exc) for w in _TLS_REFUSED)
-
-
-def dropped_before_answer(url: str, exc: BaseException) -> bool:
-    """A plain-HTTP request the server hung up on or answered with no HTTP status line: what a TLS
-    server does with one (it may as well be a crash, so `speaks_tls` checks before anyone says so)."""
-    low = str(exc).lower()
-    return url.startswith("http://") and (type(exc).__name__ in ("ReadError", "RemoteProtocolError") or any(
-        w in low for w in ("reset", "disconnected", "without sending", "illegal status")))
-
-
-def exception_text(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-
-def describe_connect_error(url: str, exc: BaseException) -> str:
-    """One phrase for a failed connection, naming the usual TLS mix-ups."""
-    text = exception_text(exc)
-    if plain_http_answered(url, exc):
-        return f"{text}; the server seems to speak plain HTTP: try http:// instead of https://"
-    if dropped_before_answer(url, exc):
-        return f"{text}; if the server speaks TLS, use https:// instead of http://"
-    return text
-
-
-async def speaks_tls(url: str, timeout: float = 3.0) -> bool:
-    """Whether the server at `url`'s host and port completes a TLS handshake (the certificate is
-    not checked: this only tells a TLS server from a plain one, and nothing is sent over it)."""
-    import ssl  # already loaded with httpx
-
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError:
-        return False
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    try:
-        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port, ssl=ctx, server_hostname=host or None),
-                                           timeout)
-    except (OSError, ValueError):  # refused, timed out (TimeoutError) or no TLS (ssl.SSLError): all OSErrors
-        return False
-    writer.close()
-    try:
-        await asyncio.wait_for(writer.wait_closed(), timeout)
-    except OSError:
-        pass
-    return True
-
-
-def swap_scheme(url: str) -> str:
-    return "http://" + url[len("https://"):] if url.startswith("https://") else "https://" + url.removeprefix("http://")
-
-
-async def scheme_mismatch(url: str, exc: BaseException) -> UnreachableError | None:
-    """The failure as a TLS/plain-HTTP mix-up when it surely is one, else None. A mix-up is
-    deterministic, so it is said at once instead of being retried."""
-    if plain_http_answered(url, exc):
-        detail = describe_connect_error(url, exc)
-    elif dropped_before_answer(url, exc) and await speaks_tls(url):
-        detail = f"{exception_text(exc)}; the server speaks TLS: use https:// instead of http://"
-    else:
-        return None
-    return UnreachableError(f"cannot reach the model endpoint at {url} ({detail})",
-                            hint=f"set base_url to {swap_scheme(url)} (--base-url, OPENAI_BASE_URL or config); "
-                                 "a TLS/plain-HTTP mix-up is not retried")
 
 
 def estimate_usage(messages: Sequence[Message], answer: Message) -> Usage:
@@ -372,68 +161,6 @@ class StreamParser(Protocol):
     def result(self) -> Completion | None:
         """The answer, or None when the stream ended before it was complete."""
         ...
-
-
-# What no person should be shown raw (`nanohermes.controls`): server text here, everything in `ui.visible`.
-CONTROL = controls.CONTROL
-
-
-def printable(text: str, limit: int = 300) -> str:
-    """Server-sent text made safe for a terminal line: control characters (escape sequences a
-    hostile endpoint could send) become "?", and the length is capped."""
-    return CONTROL.sub("?", text[:limit])
-
-
-def error_message(body: Any, fallback: str = "") -> str:
-    return printable(_error_message(body, fallback))
-
-
-def _error_message(body: Any, fallback: str = "") -> str:
-    """The message of an error body in any of the shapes servers use: {"error": {...}},
-    {"error": "text"}, [{"error": {...}}] (Gemini), {"message": ...} or {"detail": ...}."""
-    if isinstance(body, list) and body:  # quirk: error.list-body
-        body = body[0]
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, str) and err:  # quirk: error.string-body
-            return err[:300]
-        if isinstance(err, dict):
-            for key in ("message", "detail", "msg"):  # quirk: error.detail-body
-                value = err.get(key)
-                if isinstance(value, str) and value:
-                    return value[:300]
-        if isinstance(body.get("detail"), str):
-            return str(body["detail"])[:300]
-    return fallback[:300]
-
-
-def error_fields(body: Any) -> tuple[str, str, str]:
-    """(code, status, type) of an error body, as text ('' when absent). Gemini sends both a
-    numeric code and a status word (429, "RESOURCE_EXHAUSTED"): each may say what it is."""
-    if isinstance(body, list) and body:  # quirk: error.list-body
-        body = body[0]
-    err = body.get("error", body) if isinstance(body, dict) else None
-    if not isinstance(err, dict):
-        return "", "", ""
-
-    def text(key: str) -> str:
-        value = err.get(key)
-        return "" if value is None else str(value)
-
-    return text("code"), text("status"), text("type")
-
-
-def error_status(code: str, status: str) -> int:
-    """The HTTP status an error inside a 200 answer stands for (its numeric code or status), else 0."""
-    return next((int(v) for v in (code, status) if v.isdigit() and 100 <= int(v) < 600), 0)
-
-
-def is_error_body(data: Any) -> bool:
-    """An event or a 200 body that carries an error instead of an answer."""
-    if isinstance(data, list):  # quirk: error.list-body
-        return bool(data) and isinstance(data[0], dict) and "error" in data[0]
-    return isinstance(data, dict) and (data.get("error") not in (None, "", {})
-                                       or data.get("object") == "error")  # quirk: error.object-body
 
 
 @dataclass
@@ -542,7 +269,7 @@ class HttpWire:
                 ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
                 if ctype in ("text/event-stream", ""):  # no type at all: read it as a stream
                     lines = response.aiter_lines()
-                    first = await _first_line(lines)
+                    first = await first_line(lines)
                     lead = first.lstrip(" \t")[:1] if first is not None else ""
                     if lead in ("{", "["):  # quirk: body.json-labelled-as-stream
                         # A whole JSON answer labelled as a stream (some proxies do): no event
@@ -553,7 +280,7 @@ class HttpWire:
                         raise EndpointError(_not_a_stream(f"an HTML page labelled {ctype or 'with no type'}"),
                                             hint=_not_a_stream_hint(self.base_url))
                     else:
-                        await self._events(parser, _prepend(first, lines))
+                        await self._events(parser, prepend(first, lines))
                 elif ctype == "application/json" or ctype.endswith("+json"):  # quirk: body.whole-json-answer
                     self._whole(parser, await response.aread())
                 else:
@@ -641,7 +368,7 @@ class HttpWire:
 
     def _whole(self, parser: StreamParser, raw: bytes) -> None:
         """A complete JSON body (an answer or an error) read as the whole reply."""
-        body = _json_or_none(raw)
+        body = json_or_none(raw)
         if body is None:
             raise Retry("the endpoint sent malformed JSON", EndpointError(
                 "the endpoint kept sending malformed JSON", hint="check the endpoint's health, then try again"))
@@ -652,12 +379,12 @@ class HttpWire:
     # -- what failures mean ------------------------------------------------
 
     def classify_status(self, status: int, raw: bytes, retry_after: str | None = None) -> Exception:
-        body = _json_or_none(raw)
+        body = json_or_none(raw)
         text = raw.decode("utf-8-sig", "replace").strip()  # a leading byte order mark dropped: a page starts with "<"
         page = body is None and text.startswith("<")  # a web page, from a proxy or gateway more often than not
         body_msg = error_message(body, page_text(text) if page else text)
         # Without a message of the server's own, the status's reason phrase says what it means.
-        said = f"{status} {_reason(status)}".strip() if page or not body_msg else str(status)
+        said = f"{status} {reason_phrase(status)}".strip() if page or not body_msg else str(status)
         answered = f"{said}: {body_msg}" if body_msg else said
         body_msg = body_msg or said
         code, state, kind = error_fields(body)
@@ -724,7 +451,7 @@ class HttpWire:
             raise await scheme_mismatch(self.base_url, e) or self.transport_failure(e, started=False).final from None
         if response.status_code >= 400:
             raise self.classify_status(response.status_code, response.content)
-        body = _json_or_none(response.content)  # a page, a redirect or another shape lists nothing
+        body = json_or_none(response.content)  # a page, a redirect or another shape lists nothing
         data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, list):
             what = f"redirected ({response.status_code})" if 300 <= response.status_code < 400 else \
@@ -738,68 +465,12 @@ class HttpWire:
             self._client = None
 
 
-def _reason(status: int) -> str:
-    """The standard reason phrase of a status ("Bad Gateway"), or "" for one outside the standard."""
-    from http import HTTPStatus
-
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return ""
-
-
-_TITLE = re.compile(r"<title[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
-_HEADING = re.compile(r"<h1[^>]*>(.*?)</h1\s*>", re.IGNORECASE | re.DOTALL)
-_SKIPPED = re.compile(r"<(script|style|head)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
-_TAG = re.compile(r"<[^>]*>")
-
-
-def page_text(page: str, limit: int = 120) -> str:
-    """A short, printable line from an HTML page: its <title>, else its first heading, else its
-    text without tags. What a gateway's error page says is mostly in those."""
-    import html
-
-    found = _TITLE.search(page) or _HEADING.search(page)
-    text = found.group(1) if found else _TAG.sub(" ", _SKIPPED.sub(" ", page))
-    text = " ".join(_TAG.sub(" ", html.unescape(text)).split())
-    if len(text) > limit:
-        text = text[: limit - 1].rstrip() + "…"
-    return printable(text, limit)
-
-
 def _not_a_stream(ctype: str) -> str:
     return f"the endpoint answered {printable(ctype, 80)}, not an event stream; check base_url"
 
 
 def _not_a_stream_hint(base_url: str) -> str:
     return f"{base_url} should be the API root of an OpenAI-compatible server (it usually ends in /v1), not a web page or proxy"
-
-
-async def _first_line(lines: AsyncIterator[str]) -> str | None:
-    """The first line that is not blank, or None when the body ends first. One byte order mark
-    at the very start of the body is dropped, as the event-stream format says: left in, it
-    would turn the first `data:` line into an unknown field and lose that event."""
-    start = True
-    async for line in lines:
-        if start:
-            line, start = line.removeprefix("\ufeff"), False
-        if line.strip():
-            return line
-    return None
-
-
-async def _prepend(first: str | None, lines: AsyncIterator[str]) -> AsyncIterator[str]:
-    if first is not None:
-        yield first
-        async for line in lines:
-            yield line
-
-
-def _json_or_none(raw: bytes) -> Any:
-    try:
-        return json.loads(raw) if raw.strip() else None
-    except ValueError:
-        return None
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -809,33 +480,3 @@ def _retry_after(value: str | None) -> float | None:
         return None
 
 
-async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str | None, Any]]:
-    """Server-sent events as (event name, parsed data); "[DONE]" comes through as the string.
-    llama.cpp reports a failure mid-stream on an `error:` line, read here as an error event."""
-    name: str | None = None
-    data: list[str] = []
-    async for line in lines:
-        if not line:
-            if data:
-                yield name, _event_data("\n".join(data))
-            name, data = None, []
-            continue
-        if line.startswith(":"):
-            continue  # quirk: stream.comment-keepalive (OpenRouter's ": OPENROUTER PROCESSING")
-        key, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if key == "data":
-            data.append(value)
-        elif key == "event":
-            name = value
-        elif key == "error":  # quirk: stream.error-line
-            parsed = _json_or_none(value.encode())
-            yield "error", parsed if is_error_body(parsed) else {"error": parsed if isinstance(parsed, dict) else {"message": value}}
-    if data:
-        yield name, _event_data("\n".join(data))
-
-
-def _event_data(text: str) -> Any:
-    if text.strip() == "[DONE]":
-        return "[DONE]"
-    return json.loads(text)

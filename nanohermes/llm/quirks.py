@@ -6,8 +6,8 @@ type is its kind:
 
 - `Shape` (stream shape): a way of splitting or wrapping an answer that code reads. The entry
   names that code (`code`), and the code carries the entry's id in a `# quirk: <id>` comment.
-- `Wording` (error wording): the words an error says what it means in. `llm/http.py`'s
-  classifier reads them through `matcher`.
+- `Wording` (error wording): the words an error says what it means in. `llm/failures.py`'s
+  judgements and `llm/http.py`'s classifier read them through `matcher`.
 - `Reasoning` (reasoning field): a field or event the model's thinking comes in, read by the
   chat and Responses parsers.
 - `WindowField` (window source): where an endpoint names the model's context window, read by
@@ -15,7 +15,7 @@ type is its kind:
 - `Hint` (doctor hint): how doctor tells a local server and the start-up flag it needs for tool
   calls.
 - `TextFormat` (text call format): a format a model writes a call in as text, read back by
-  `llm/textcalls.py` (whose finders, in `llm/textfinders.py`, are keyed by the entry's id).
+  `llm/textcalls.py` (whose finders, in `llm/textfinders/`, are keyed by the entry's id).
 
 A quirk is one entry here plus its fake-server test, tagged `@pytest.mark.quirk("<id>")`:
 `tests/test_quirks.py` fails while an entry has no such test, a tag names no entry, or an entry
@@ -169,6 +169,8 @@ def _text(qid: str, providers: tuple[str, ...], source: str, fmt: TextFormat) ->
 
 _CHAT_PY = "nanohermes.llm.chat"
 _HTTP_PY = "nanohermes.llm.http"
+_SSE_PY = "nanohermes.llm.sse"
+_FAILURES_PY = "nanohermes.llm.failures"
 _FEED = f"{_CHAT_PY}.CallAssembler.feed"
 
 QUIRKS: tuple[Quirk, ...] = (
@@ -202,9 +204,9 @@ QUIRKS: tuple[Quirk, ...] = (
            "https://docs.mistral.ai/capabilities/reasoning/", f"{_CHAT_PY}._text_of"),
     # -- stream shapes: the event stream ---------------------------------------------------
     _shape("stream.comment-keepalive", ("OpenRouter",), "SSE comment lines (`: OPENROUTER PROCESSING`) as keep-alive",
-           "https://openrouter.ai/docs/api-reference/streaming", f"{_HTTP_PY}.sse_events", BOTH),
+           "https://openrouter.ai/docs/api-reference/streaming", f"{_SSE_PY}.sse_events", BOTH),
     _shape("stream.error-line", ("llama.cpp",), "a failure mid-stream sent on an `error:` line, not as a data event",
-           "https://github.com/ggml-org/llama.cpp/pull/16109", f"{_HTTP_PY}.sse_events", BOTH),
+           "https://github.com/ggml-org/llama.cpp/pull/16109", f"{_SSE_PY}.sse_events", BOTH),
     _shape("stream.named-error-event", ("Anthropic behind a proxy",),
            "an `event: error` whose data is the error itself, not wrapped in `error`",
            "https://docs.claude.com/en/docs/build-with-claude/streaming", f"{_HTTP_PY}.HttpWire._events", BOTH),
@@ -222,14 +224,14 @@ QUIRKS: tuple[Quirk, ...] = (
            "https://github.com/decolua/9router/issues/3492", f"{_HTTP_PY}.HttpWire._once", BOTH),
     # -- stream shapes: error bodies -------------------------------------------------------
     _shape("error.list-body", ("Gemini",), "an error body that is a list: `[{\"error\": {...}}]`",
-           "tests/test_provider_shapes.py", f"{_HTTP_PY}._error_message", BOTH),
+           "tests/test_provider_shapes.py", f"{_FAILURES_PY}._error_message", BOTH),
     _shape("error.string-body", ("Ollama",), "an error that is text: `{\"error\": \"prompt too long; ...\"}`",
-           "https://github.com/ollama/ollama/blob/main/docs/api.md", f"{_HTTP_PY}._error_message", BOTH),
+           "https://github.com/ollama/ollama/blob/main/docs/api.md", f"{_FAILURES_PY}._error_message", BOTH),
     _shape("error.object-body", ("vLLM",), "an error body at the top level, marked `\"object\": \"error\"`",
-           "https://github.com/vllm-project/vllm/issues/20409", f"{_HTTP_PY}.is_error_body", BOTH),
+           "https://github.com/vllm-project/vllm/issues/20409", f"{_FAILURES_PY}.is_error_body", BOTH),
     _shape("error.detail-body", ("vLLM", "SGLang", "LiteLLM proxy"),
            "an error in FastAPI's and pydantic's words: `{\"detail\": ...}` or `msg`",
-           "https://fastapi.tiangolo.com/tutorial/handling-errors/", f"{_HTTP_PY}._error_message", BOTH),
+           "https://fastapi.tiangolo.com/tutorial/handling-errors/", f"{_FAILURES_PY}._error_message", BOTH),
     # -- reasoning -------------------------------------------------------------------------
     Quirk(id="reasoning.reasoning-content", providers=("DeepSeek", "llama.cpp", "SGLang", "vLLM before 0.11"), wires=CHAT,
           what="thinking streamed as `reasoning_content`, needed back on assistant messages with tool calls (DeepSeek)",
@@ -260,7 +262,7 @@ QUIRKS: tuple[Quirk, ...] = (
     _shape("reasoning.think-tags", ("DeepSeek R1", "Qwen3", "Seed-OSS", "Magistral", "Gemma 4", "gpt-oss"),
            "thinking written into the answer's text (`<think>`, `<seed:think>`, `[THINK]`, Gemma 4's thought channel, "
            "Harmony's analysis channel): a call there is a draft, never run",
-           "https://docs.vllm.ai/en/latest/features/reasoning_outputs.html", "nanohermes.llm.textfinders.thinking", BOTH),
+           "https://docs.vllm.ai/en/latest/features/reasoning_outputs.html", "nanohermes.llm.textfinders.drafts.thinking", BOTH),
     # -- request options an endpoint refuses (a 400), dropped once ---------------------------
     _words("request.stream-options-refused", ("Azure OpenAI (older API versions)", "Mistral", "proxies"), "option refused",
            "message", r"stream_options", "`stream_options` refused: sent again without it (no usage in the stream)",

@@ -396,6 +396,12 @@ def remember(state: dict[str, object], real: Path, data: bytes | None = None) ->
     seen_table(state)[str(real)] = Seen(st.st_mtime_ns, st.st_size, _digest(data) if data is not None else None)
 
 
+def forget_seen(state: dict[str, object]) -> None:
+    """Nothing the model has seen is vouched for any more (a conversation rewound to a point
+    whose state is not known): it reads a file again before changing it."""
+    state.pop(SEEN_KEY, None)
+
+
 def forget_file(ctx: ToolContext, real: Path) -> None:
     _seen_table(ctx).pop(str(real), None)
 

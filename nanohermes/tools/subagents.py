@@ -29,7 +29,7 @@ from nanohermes.config import SubagentConfig
 from nanohermes.dirs import private_dir, write_private
 from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, SubagentEvent, ToolStarted, UsageUpdate
 from nanohermes.messages import Usage
-from nanohermes.permissions import blocked, names_tool
+from nanohermes.permissions import Policy, blocked, names_tool
 from nanohermes.redact import redact
 from nanohermes.tools.base import Attempt, Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError, about
 
@@ -89,6 +89,23 @@ class NestedUI:
             return await self.parent.confirm(replace(request, agent=f"{self.run.name} {self.run.id}"))
 
 
+@dataclass(frozen=True, kw_only=True)
+class Child:
+    """What a sub-agent is made of, as the manager decides it: its model client and UI, its
+    tools and policy (the parent's, narrowed), its limits, where its side files go, and its
+    prompt. Whoever builds the session turns it into an `Agent` (`SubagentManager.build`: the
+    same factory as the session's own agent)."""
+
+    llm: LLM
+    ui: UI
+    tools: list[Tool]
+    policy: Policy
+    limits: Limits
+    side_dir: Path | None
+    system_prompt: str
+    max_turns: int
+
+
 def _child_prompt(base: str, name: str, cfg: SubagentConfig) -> str:
     role = f"# Your role\nYou are the sub-agent `{name}`, working on a task handed to you by another agent."
     if cfg.prompt.strip():
@@ -109,6 +126,7 @@ class SubagentManager:
     system_prompt: str
     max_turns: int
     parent: Runtime  # the parent agent's: children narrow its tools and policy, and ask through it
+    build: Callable[[Child], Agent]  # makes a child's agent (`assemble.child_factory`)
     count_usage: Callable[[Usage, str], None] | None = None  # the parent agent's meter
     models: Lister | None = None  # the endpoint's model list, to check a sub-agent's model against
     runs: dict[str, Run] = field(default_factory=dict)
@@ -128,12 +146,9 @@ class SubagentManager:
                            f"they are ignored (see /tools)")
         return out
 
-    def child_runtime(self, name: str, ui: UI, run_id: str, limits: Limits | None = None) -> Runtime:
-        """The child's tools and policy: the parent's, narrowed to the tools it lists;
-        `limits`: its own (its model's context budget), else the parent's."""
+    def child_tools(self, name: str) -> tuple[list[Tool], Policy]:
+        """The child's tools and policy: the parent's, narrowed to the tools it lists."""
         from nanohermes.command_runs import GRANT_ORIGIN
-        from nanohermes.runtime import Runtime
-        from nanohermes.session import Session
 
         parent = self.parent
         cfg = self.configs[name]
@@ -145,12 +160,7 @@ class SubagentManager:
         # also gets no tools in its pool.
         policy = replace(parent.policy, allowed_tools=tuple(t.name for t in allowed) or parent.policy.allowed_tools,
                          allow=tuple(r for r in parent.policy.allow if not r.origin.startswith(GRANT_ORIGIN)))
-        folder = parent.session.folder
-        session = Session(side_dir=folder / "agents" / run_id if folder else None)
-        # What joins a call's result (a subfolder's instruction files) joins the child's as well.
-        return Runtime(tools=allowed, config=parent.config, workspace=parent.workspace, ui=ui, policy=policy,
-                       limits=limits or parent.limits, session=session, hooks=parent.hooks,
-                       after_calls=[a.for_session(session) for a in parent.after_calls])
+        return allowed, policy
 
     async def model_of(self, name: str) -> str | None:
         """The model a sub-agent runs on (None: the configured one); a name the endpoint would
@@ -174,11 +184,6 @@ class SubagentManager:
     def spawn(self, name: str, task: str, model: str | None) -> Run:
         """Start sub-agent `name` on `task`, on `model` (None: the session's configured one;
         `model_of` says which)."""
-        from nanohermes.agent import Agent
-        from nanohermes.compact import Compactor
-        from nanohermes.llm.textcalls import TextCallCheck, last_thinking
-        from nanohermes.window import budget_for
-
         if name not in self.configs:
             raise ToolError(f"unknown sub-agent `{name}`; configured: {self.names()}")
         cfg = self.configs[name]
@@ -190,22 +195,13 @@ class SubagentManager:
 
             llm = OrConfigured(llm, self.parent.config.model, lambda text: self.ui.emit(
                 Notice(level="warning", text=f"sub-agent {name}: {text}")))  # told as model_of tells its note
-        # The child's context budget follows its own model's window, as the parent's does.
-        budget = budget_for(self.parent.config, self.limits, llm.model)
-        runtime = self.child_runtime(name, ui, run.id, budget.limits())
-        compactor = Compactor(llm, budget.limits(), ui, budget=budget)  # a long task stays inside the budget
-        budget.apply += [lambda derived: setattr(runtime, "limits", derived),
-                         lambda derived: setattr(compactor, "limits", derived)]
-        budget.start(llm.model)
-        # A call the child writes as text and that cannot run goes back to it, as for the parent.
-        text_calls = TextCallCheck(runtime.specs, self.limits.text_call_retries,
-                                   lambda text: ui.emit(Notice(level="warning", text=text)),
-                                   reasoning=lambda: last_thinking(runtime.session.history),
-                                   draft_retries=self.limits.reasoning_call_retries)
-        run.agent = Agent(llm=llm, runtime=runtime, ui=ui, system_prompt=_child_prompt(self.system_prompt, name, cfg),
-                          max_turns=cfg.max_turns or self.max_turns,
-                          compactor=compactor,
-                          turn_hooks=[text_calls])
+        tools, policy = self.child_tools(name)
+        folder = self.parent.session.folder
+        # Its own conversation, its budget following its own model's window, as the parent's does.
+        run.agent = self.build(Child(llm=llm, ui=ui, tools=tools, policy=policy, limits=self.limits,
+                                     side_dir=folder / "agents" / run.id if folder else None,
+                                     system_prompt=_child_prompt(self.system_prompt, name, cfg),
+                                     max_turns=cfg.max_turns or self.max_turns))
         self.runs[run.id] = run
         run.task_handle = asyncio.create_task(self._drive(run), name=f"subagent-{run.id}")
         run.task_handle.add_done_callback(lambda _: self._settle(run))

@@ -1,7 +1,9 @@
 """The session's plan: todo_write (replaces the whole list) and todo_read.
 
 The list lives in the session-wide `ToolContext.state` under one key; `current()` and
-`restore()` are the accessors for whoever saves or resumes a session. Every write emits
+`restore()` are its accessors, and `KEPT` is how the session keeps it (saved with the
+transcript and each checkpoint as `todos`, put back on a resume or a rewind, repeated after a
+compaction: `session.KeptState`, listed by `tools.registry.kept_state()`). Every write emits
 `TodoUpdated` so front ends can show the list as it changes.
 """
 
@@ -26,6 +28,28 @@ def current(state: dict[str, Any]) -> tuple[TodoItem, ...]:
 def restore(state: dict[str, Any], items: list[TodoItem] | tuple[TodoItem, ...]) -> None:
     """Put a saved list back, e.g. when a session is resumed or compacted."""
     state[STATE_KEY] = tuple(items)
+
+
+class KeptTodos:
+    """The todo list as the session keeps it (`session.KeptState`)."""
+
+    key = STATE_KEY
+
+    def save(self, state: dict[str, Any]) -> Any:
+        return [{"content": t.content, "status": t.status} for t in current(state)]
+
+    def restore(self, state: dict[str, Any], saved: Any) -> None:
+        items = saved if isinstance(saved, list) else []
+        restore(state, [TodoItem(content=str(t["content"]), status=t["status"]) for t in items
+                        if isinstance(t, dict) and "content" in t
+                        and t.get("status") in ("pending", "in_progress", "completed")])
+
+    def carried(self, state: dict[str, Any]) -> str:
+        todos = current(state)
+        return f"Current todo list (kept from before compacting):\n{render(todos)}" if todos else ""
+
+
+KEPT = KeptTodos()
 
 
 def render(items: tuple[TodoItem, ...] | list[TodoItem]) -> str:

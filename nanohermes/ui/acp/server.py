@@ -117,7 +117,7 @@ class Server:
 
     def _loaded(self, workspace: Path, mcp: dict[str, Any]) -> tuple[Config, Any]:
         from nanohermes.config import load_config
-        from nanohermes.llm.http import check_base_url
+        from nanohermes.llm.connect import check_base_url
         from nanohermes.redact import protect
 
         flags = dict(self.options.flags)

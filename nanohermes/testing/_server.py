@@ -1,34 +1,7 @@
-"""Loopback fake of an OpenAI-compatible server (chat completions and the Responses API), for tests.
-
-This module is public and stable: users import it to test their own setups, hooks and scripts
-against a fake endpoint (docs/testing.md shows how), and nanohermes's own tests use it the same
-way. The names in `__all__` keep their meaning across versions; the rest is private.
-
-This module owns `FakeServer` and its script vocabulary (`Reply`, `FakeToolCall`,
-`Fault`, `Raw`). A test scripts the assistant's answers in order, points a client at
-`server.base_url`, and afterwards inspects `server.requests`, `server.paths`,
-`server.headers`, `server.asked` (every request, model calls or not) and `server.violations`.
-The same `Reply` is played as chat-completion
-chunks on `/v1/chat/completions` and as Responses events on `/v1/responses`, so one
-scenario tests both wires; `Raw` sends exactly the bytes a test gives (a provider's
-stream shape, an HTML page), on either route; `models_answer` does the same for `/v1/models`,
-whose entries `model_fields` extends (a context window); `routes` answers a local server's
-own paths (`/props`, `/api/show`, ...) with fixed JSON; `routes_asked` records every request that
-is not a model call (those, `/v1/models`, and any path the server does not have).
-
-Besides answering, the server checks the tool-calling protocol of every
-conversation it receives (each assistant tool call answered by exactly one
-contiguous tool message, no orphan tool messages, valid roles). Real providers
-reject such conversations with a 400, so the fake does too, and records why.
-
-`ScriptedLLM` plays the same script in-process, through the `LLM` protocol,
-for tests of the loop that need no HTTP. `call()` and `tool_reply()` are
-shorthands for scripting tool calls.
-
-The server uses the standard library only; `ScriptedLLM` imports nanohermes's
-message types lazily, so tests of any layer can use the server without pulling
-in the code under test.
-"""
+"""`FakeServer`: a scripted OpenAI-compatible server on 127.0.0.1, run in a daemon thread, and
+its request handler (chat completions as chunks, the Responses API as events, `/v1/models`,
+a local server's own routes, faults and raw bytes), which checks the protocol of every
+conversation it receives."""
 
 from __future__ import annotations
 
@@ -38,186 +11,14 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["FakeServer", "FakeToolCall", "Fault", "Raw", "Reply", "ScriptItem", "ScriptedLLM", "call",
-           "check_protocol", "check_responses_protocol", "sse", "tool_reply"]
+from nanohermes.testing._protocol import check_protocol, check_responses_protocol
+from nanohermes.testing._script import EXHAUSTED_MESSAGE, Fault, Raw, Reply, ScriptItem, error_type, text_pieces
 
-VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
-EXHAUSTED_MESSAGE = "fake server script exhausted"
 MODEL_CALLS = frozenset({("POST", "/v1/chat/completions"), ("POST", "/v1/responses")})
-
-
-@dataclass(frozen=True, kw_only=True)
-class FakeToolCall:
-    """One tool call the scripted assistant makes."""
-
-    name: str
-    # A dict is json.dumps'ed; a str is sent verbatim so tests can send malformed JSON.
-    arguments: str | dict[str, Any]
-    # "auto": the server assigns a unique "call_<n>"; None: the id field is omitted.
-    id: str | None = "auto"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Reply:
-    """One scripted assistant answer."""
-
-    text: str = ""
-    tool_calls: tuple[FakeToolCall, ...] = ()
-    usage: tuple[int, int] | None = (10, 5)  # (prompt, completion) tokens; None: no usage
-    drop_after: int | None = None  # streaming only: abort the socket after this many text chars
-    delay: float = 0.0  # seconds to wait before answering
-    chunk_size: int = 4  # streamed text (and argument) piece size
-    reasoning: str = ""  # the model's thinking: `reasoning_content` deltas, or a Responses reasoning item
-    stall_after: int | None = None  # streaming only: after this many text chars, stall for `stall_secs`
-    stall_secs: float = 0.0
-
-
-@dataclass(frozen=True, kw_only=True)
-class Raw:
-    """An answer of exactly these bytes: each element of `body` is written (and flushed) as
-    one piece, so a test can replay a provider's stream as that provider sends it."""
-
-    body: bytes | tuple[bytes, ...]
-    status: int = 200
-    content_type: str = "text/event-stream"
-    headers: tuple[tuple[str, str], ...] = ()
-
-
-def sse(*events: Any, done: bool = True) -> tuple[bytes, ...]:
-    """Server-sent-event frames: a dict is sent as `data: <json>`, bytes as they are;
-    `data: [DONE]` ends the stream unless `done` is False."""
-    frames = [e if isinstance(e, bytes) else b"data: " + json.dumps(e).encode() + b"\n\n" for e in events]
-    return tuple(frames + ([b"data: [DONE]\n\n"] if done else []))
-
-
-@dataclass(frozen=True, kw_only=True)
-class Fault:
-    """An HTTP error answer instead of a completion."""
-
-    status: int
-    retry_after: float | None = None  # sent as the Retry-After header
-    message: str = "injected fault"
-    code: str | None = None  # e.g. "context_length_exceeded", "model_not_found"
-
-
-ScriptItem = Reply | Fault | Raw | Callable[[dict[str, Any]], Reply | Fault | Raw]
-
-
-def _error_type(status: int) -> str:
-    # Mirrors the "type" values OpenAI uses, so client error mapping sees realistic bodies.
-    if status == 403:
-        return "permission_error"
-    if status == 429:
-        return "rate_limit_error"
-    if status >= 500:
-        return "server_error"
-    return "invalid_request_error"
-
-
-def _pieces(text: str, size: int, minimum: int = 1) -> list[str]:
-    """Split text into pieces of at most `size` chars, padding with "" up to `minimum`."""
-    if minimum > 1 and len(text) >= minimum:
-        size = min(size, len(text) // minimum)  # force a real split, not just padding
-    size = max(1, size)
-    parts = [text[i : i + size] for i in range(0, len(text), size)]
-    return parts + [""] * (minimum - len(parts))
-
-
-def _role(msg: Any) -> Any:
-    return msg.get("role") if isinstance(msg, dict) else None
-
-
-def check_protocol(messages: Any) -> list[str]:
-    """Return descriptions of tool-calling protocol violations in `messages`."""
-    if not isinstance(messages, list) or not messages:
-        return ["'messages' must be a non-empty list"]
-    problems: list[str] = []
-    i = 0
-    while i < len(messages):
-        msg, role = messages[i], _role(messages[i])
-        start, i = i, i + 1
-        if role not in VALID_ROLES:
-            problems.append(f"messages[{start}] has invalid role {role!r}")
-            continue
-        if role == "tool":
-            # Tool messages inside a valid block are consumed below; reaching one here
-            # means it does not directly follow the assistant message that made the call.
-            problems.append(
-                f"messages[{start}] (tool) answers tool_call_id {msg.get('tool_call_id')!r} "
-                "which is not a tool call of the immediately preceding assistant message"
-            )
-            continue
-        calls = msg.get("tool_calls") if role == "assistant" else None
-        if not calls:
-            continue
-        pending: list[str] = []
-        for k, call in enumerate(calls):
-            cid = call.get("id") if isinstance(call, dict) else None
-            if isinstance(cid, str) and cid:
-                pending.append(cid)
-            else:
-                problems.append(f"messages[{start}] (assistant) tool_calls[{k}] has no id")
-        answered: set[str] = set()
-        # The results must follow contiguously (in any order); consume that run of tool messages.
-        while i < len(messages) and _role(messages[i]) == "tool":
-            tid = messages[i].get("tool_call_id")
-            if not isinstance(tid, str):
-                problems.append(f"messages[{i}] (tool) has no tool_call_id")
-            elif tid in pending:
-                pending.remove(tid)
-                answered.add(tid)
-            elif tid in answered:
-                problems.append(f"messages[{i}] (tool) answers tool_call_id {tid!r} a second time")
-            else:
-                problems.append(f"messages[{i}] (tool) answers unknown tool_call_id {tid!r}")
-            i += 1
-        if pending:
-            where = f"before messages[{i}] ({_role(messages[i])})" if i < len(messages) else "at the end of the conversation"
-            problems.append(f"messages[{start}] (assistant) tool call id(s) {pending} have no tool result {where}")
-    return problems
-
-
-def check_responses_protocol(items: Any) -> list[str]:
-    """The Responses API's form of `check_protocol`: every function_call answered by exactly
-    one function_call_output after it, no output without its call, no item ids (with
-    store=false the server keeps no items to refer to)."""
-    if not isinstance(items, list) or not items:
-        return ["'input' must be a non-empty list"]
-    problems: list[str] = []
-    calls: dict[str, int] = {}
-    answered: set[str] = set()
-    for k, item in enumerate(items):
-        if not isinstance(item, dict):
-            problems.append(f"input[{k}] is not an object")
-            continue
-        kind = item.get("type", "message")
-        if kind == "message" and item.get("role") not in VALID_ROLES:
-            problems.append(f"input[{k}] has invalid role {item.get('role')!r}")
-        if item.get("id") and kind in ("reasoning", "message", "function_call"):
-            problems.append(f"input[{k}] ({kind}) refers to item id {item['id']!r}, but items are not stored")
-        if kind == "reasoning" and not item.get("encrypted_content"):
-            problems.append(f"input[{k}] (reasoning) has no encrypted_content")
-        cid = item.get("call_id")
-        if kind == "function_call":
-            if not isinstance(cid, str) or not cid:
-                problems.append(f"input[{k}] (function_call) has no call_id")
-            else:
-                calls[cid] = k
-        elif kind == "function_call_output":
-            if cid not in calls:
-                problems.append(f"input[{k}] (function_call_output) answers unknown call_id {cid!r}")
-            elif cid in answered:
-                problems.append(f"input[{k}] (function_call_output) answers call_id {cid!r} a second time")
-            answered.add(str(cid))
-    missing = [c for c in calls if c not in answered]
-    if missing:
-        problems.append(f"function call(s) {missing} have no function_call_output")
-    return problems
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -249,7 +50,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
     def _send_error(self, status: int, message: str, code: str | None = None, headers: dict[str, str] | None = None) -> None:
-        error = {"message": message, "type": _error_type(status), "code": code}
+        error = {"message": message, "type": error_type(status), "code": code}
         self._send_json(status, {"error": error}, headers)
 
     def _authorized(self) -> bool:
@@ -412,11 +213,11 @@ class _Handler(BaseHTTPRequestHandler):
             event({"choices": [{"index": 0, "delta": d, "finish_reason": finish}]})
 
         delta({"role": "assistant", "content": ""})
-        for piece in _pieces(reply.reasoning, reply.chunk_size) if reply.reasoning else []:
+        for piece in text_pieces(reply.reasoning, reply.chunk_size) if reply.reasoning else []:
             delta({"reasoning_content": piece})
         text = reply.text if reply.drop_after is None else reply.text[: reply.drop_after]
         sent = 0
-        for piece in _pieces(text, reply.chunk_size) if text else []:
+        for piece in text_pieces(text, reply.chunk_size) if text else []:
             if reply.stall_after is not None and sent <= reply.stall_after < sent + len(piece):
                 head = reply.stall_after - sent
                 if head:
@@ -457,7 +258,7 @@ class _Handler(BaseHTTPRequestHandler):
             at = {"item_id": item["id"], "output_index": len(output), "summary_index": 0}
             events.append({"type": "response.reasoning_summary_part.added", **at, "part": {"type": "summary_text", "text": ""}})
             events += [{"type": "response.reasoning_summary_text.delta", **at, "delta": p}
-                       for p in _pieces(reply.reasoning, reply.chunk_size)]
+                       for p in text_pieces(reply.reasoning, reply.chunk_size)]
             events.append({"type": "response.reasoning_summary_text.done", **at, "text": reply.reasoning})
             events.append({"type": "response.reasoning_summary_part.done", **at,
                            "part": {"type": "summary_text", "text": reply.reasoning}})
@@ -472,7 +273,7 @@ class _Handler(BaseHTTPRequestHandler):
             at = {"item_id": msg["id"], "output_index": len(output), "content_index": 0}
             events.append({"type": "response.content_part.added", **at,
                            "part": {"type": "output_text", "text": "", "annotations": []}})
-            events += [{"type": "response.output_text.delta", **at, "delta": p} for p in _pieces(text, reply.chunk_size)]
+            events += [{"type": "response.output_text.delta", **at, "delta": p} for p in text_pieces(text, reply.chunk_size)]
             if reply.drop_after is None:
                 events.append({"type": "response.output_text.done", **at, "text": reply.text})
                 events.append({"type": "response.content_part.done", **at, "part": msg["content"][0]})
@@ -484,7 +285,7 @@ class _Handler(BaseHTTPRequestHandler):
             events.append({"type": "response.output_item.added", "output_index": len(output),
                            "item": {**fc, "arguments": "", "status": "in_progress"}})
             events += [{"type": "response.function_call_arguments.delta", "item_id": fc["id"], "output_index": len(output),
-                        "delta": p} for p in _pieces(fc["arguments"], reply.chunk_size, minimum=2)]
+                        "delta": p} for p in text_pieces(fc["arguments"], reply.chunk_size, minimum=2)]
             events.append({"type": "response.function_call_arguments.done", "item_id": fc["id"],
                            "output_index": len(output), "arguments": fc["arguments"]})
             events.append({"type": "response.output_item.done", "output_index": len(output), "item": fc})
@@ -538,7 +339,7 @@ def _tool_call_deltas(calls: list[dict[str, Any]], chunk_size: int) -> Iterator[
         header: dict[str, Any] = {"index": index, "type": "function", "function": {"name": call["function"]["name"], "arguments": ""}}
         if "id" in call:
             header["id"] = call["id"]
-        pieces = _pieces(call["function"]["arguments"], chunk_size, minimum=2)
+        pieces = text_pieces(call["function"]["arguments"], chunk_size, minimum=2)
         queues.append(deque([header, *({"index": index, "function": {"arguments": p}} for p in pieces)]))
     while any(queues):
         for q in queues:
@@ -679,79 +480,3 @@ class FakeServer:
                 rendered["id"] = call.id
             calls.append(rendered)
         return calls
-
-
-def call(name: str, arguments: str | dict[str, Any] | None = None, *, id: str | None = "auto") -> FakeToolCall:
-    """Shorthand: `call("read_file", {"path": "a.txt"})`."""
-    return FakeToolCall(name=name, arguments={} if arguments is None else arguments, id=id)
-
-
-def tool_reply(*calls: FakeToolCall, text: str = "") -> Reply:
-    """Shorthand for an assistant answer that calls tools."""
-    return Reply(text=text, tool_calls=tuple(calls))
-
-
-class ScriptedLLM:
-    """The same script vocabulary, played in-process through the `LLM` protocol.
-
-    Records each request's wire messages and tool specs, checks the tool-calling protocol
-    like the server does, and raises `EndpointError` for a `Fault`.
-    """
-
-    def __init__(self, script: Iterable[ScriptItem] = (), *, model: str = "scripted", default: Reply | None = None) -> None:
-        self.model = model
-        self.default = default
-        self._script: deque[ScriptItem] = deque(script)
-        self._call_ids = itertools.count(1)
-        self.requests: list[dict[str, Any]] = []
-        self.violations: list[str] = []
-
-    def add(self, *items: ScriptItem) -> None:
-        self._script.extend(items)
-
-    async def complete(self, messages: Any, tools: Any, on_text: Callable[[str], None],
-                       on_reasoning: Callable[[str], None] | None = None) -> Any:
-        import asyncio
-
-        from nanohermes.errors import ContextTooLongError, EndpointError
-        from nanohermes.messages import Completion, Message, ToolCall, Usage
-
-        body = {"model": self.model, "messages": [m.to_wire() for m in messages], "tools": list(tools)}
-        self.requests.append(body)
-        if problems := check_protocol(body["messages"]):
-            self.violations.extend(problems)
-            raise EndpointError("protocol violation: " + "; ".join(problems))
-        item = self._script.popleft() if self._script else self.default
-        if item is None:
-            self.violations.append(EXHAUSTED_MESSAGE)
-            raise EndpointError(EXHAUSTED_MESSAGE)
-        reply = item if isinstance(item, (Reply, Fault, Raw)) else item(body)
-        if isinstance(reply, Raw):
-            raise EndpointError("ScriptedLLM cannot play Raw bytes; use FakeServer")
-        if isinstance(reply, Fault):
-            from nanohermes.llm.http import overflowed
-
-            # As the HTTP wire judges the same body (a 429 saying "too many tokens" is a rate limit).
-            if overflowed(reply.status, f"{reply.code or ''} {_error_type(reply.status)}", reply.message):
-                raise ContextTooLongError(f"the conversation no longer fits the model's context ({reply.message})")
-            raise EndpointError(f"the model endpoint answered {reply.status}: {reply.message}")
-        if reply.delay:
-            await asyncio.sleep(reply.delay)
-        if on_reasoning is not None:
-            for piece in _pieces(reply.reasoning, reply.chunk_size):
-                if piece:
-                    on_reasoning(piece)
-        for piece in _pieces(reply.text, reply.chunk_size):
-            if piece:
-                on_text(piece)
-        calls = tuple(
-            ToolCall(
-                id=c.id if c.id not in ("auto", None) else f"call_{next(self._call_ids)}",
-                name=c.name,
-                arguments=c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments),
-            )
-            for c in reply.tool_calls
-        )
-        message = Message("assistant", reply.text or None, calls, reasoning=reply.reasoning or None)
-        usage = Usage(*reply.usage) if reply.usage else Usage()
-        return Completion(message, usage, "tool_calls" if calls else "stop")
