@@ -22,552 +22,20 @@ The analysis fails closed, on two levels:
   `test -v`, `read` into arrays...), assignments that change how later commands resolve
   (`PATH=...;`), brace expansion in arguments. The caller treats the line as unanalysable.
 Pure: no I/O, no globals that change.
-
-A hand-written scanner, because the one maintained Python bash parser (bashlex) is GPL
-licensed and lags bash's grammar; the subset a permission check needs is small.
+The scanner (`shellscan`) reads the line; this module sees through the wrappers and marks
+what is not modelled; the model itself (`Word`, `Redirect`, `SimpleCommand`, `ParseError`)
+lives in `shellwords` and is re-exported here.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
-from typing import Literal
+from dataclasses import replace
+
+from nanohermes.shellscan import Scanner
+from nanohermes.shellwords import ASSIGNMENT, SHELL_STATE_VARS, ParseError, Redirect, SimpleCommand, Word, assigned
 
 __all__ = ["ParseError", "Redirect", "SimpleCommand", "Word", "split"]
-
-
-class ParseError(ValueError):
-    """The command line uses shell syntax this analysis does not follow."""
-
-
-@dataclass(frozen=True)
-class Word:
-    text: str  # after quote removal; expansions keep their source text, e.g. `$HOME`, `$(pwd)`
-    raw: str = ""  # the source text
-    expands: bool = False  # contains a parameter expansion ($X, ${X})
-    substitutes: bool = False  # contains a command or process substitution
-    glob: bool = False  # contains an unquoted * ? or [...]
-    brace: bool = False  # contains an unquoted brace expansion: {a,b} or {1..3}
-    splits: bool = False  # contains an unquoted expansion: its value is split into words and globbed
-    tilde: bool = False  # starts with an unquoted ~ (bash expands ~, ~/x, ~user, ~+, ~-)
-
-    @property
-    def dynamic(self) -> bool:
-        return self.expands or self.substitutes
-
-
-@dataclass(frozen=True)
-class Redirect:
-    op: str  # > >> >| &> &>> < << <<< <> >& <&
-    fd: str = ""  # the explicit descriptor, e.g. "2" in 2>
-    target: Word | None = None  # None for here-documents
-
-    @property
-    def writes_file(self) -> bool:
-        """Does this redirection create or change a file?"""
-        if self.op not in (">", ">>", ">|", "&>", "&>>", "<>", ">&"):
-            return False
-        if self.target is None:
-            return False
-        t = self.target.text
-        if self.op == ">&" and (t.isdigit() or t == "-"):
-            return False  # descriptor duplication, e.g. 2>&1
-        return t not in ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty")
-
-
-@dataclass(frozen=True)
-class SimpleCommand:
-    words: tuple[Word, ...]
-    assigns: tuple[str, ...] = ()  # leading NAME=value, as written after quote removal
-    redirects: tuple[Redirect, ...] = ()
-    wrappers: tuple[str, ...] = ()  # wrappers seen through, outermost first
-    open_args: bool = False  # xargs appends arguments at run time
-    unmodelled: str = ""  # why what this command does is not modelled exactly ("" when it is)
-
-    @property
-    def argv(self) -> tuple[str, ...]:
-        return tuple(w.text for w in self.words)
-
-    @property
-    def name(self) -> str:
-        return self.words[0].text if self.words else ""
-
-    @property
-    def text(self) -> str:
-        """What rules are matched against: the words joined by single spaces."""
-        return " ".join(self.argv)
-
-    @property
-    def writes(self) -> tuple[str, ...]:
-        """Files this command writes by redirection or through `tee`."""
-        out = [r.target.text for r in self.redirects if r.writes_file and r.target is not None]
-        if self.name == "tee":
-            out += [a for a in self.argv[1:] if not a.startswith("-") and a != "/dev/null"]
-        return tuple(out)
-
-
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
-_RESERVED_SKIP = frozenset({"!", "{", "}", "if", "then", "elif", "else", "fi", "do", "done", "while", "until"})
-_UNSUPPORTED = frozenset({"case", "esac", "function", "select", "coproc"})
-_LITERAL_ARITH = re.compile(r"[0-9\s+\-*/%<>=!&|^~(),?:]*")
-_SIMPLE_BRACED = re.compile(r"\$\{(?:#?[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])\}")
-_ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v", "\\": "\\",
-                 "'": "'", '"': '"', "?": "?"}
-
-
-def _unsafe_heredoc_line(line: str) -> bool:
-    """Would bash run or evaluate something in this line of an unquoted here-document?"""
-    if "`" in line or line.endswith("\\"):
-        return True
-    for m in re.finditer(r"\$(.)", line):
-        if m.group(1) in "([":
-            return True
-        if m.group(1) == "{" and not _SIMPLE_BRACED.match(line, m.start()):
-            return True
-    return False
-
-
-@dataclass(frozen=True)
-class _Op:
-    """A control operator or separator: ; & && || | |& ( ) or a newline."""
-    text: str
-
-
-@dataclass(frozen=True)
-class _Redir:
-    """A redirection operator with its explicit descriptor; the target follows as a word."""
-    fd: str
-    op: str
-
-
-@dataclass(frozen=True)
-class _Eof:
-    """The end of the input."""
-
-
-# What the scanner hands the grammar; a word token is the `Word` itself.
-_Token = _Op | _Redir | Word | _Eof
-
-
-class _Scanner:
-    def __init__(self, src: str) -> None:
-        self.s = src
-        self.i = 0
-        self.commands: list[SimpleCommand] = []
-        self.heredocs: list[tuple[str, bool, bool]] = []  # (delimiter, strip tabs, expands)
-        self.back: _Token | None = None  # a token read ahead and given back
-
-    # -- characters --------------------------------------------------------------------
-    def peek(self, n: int = 0) -> str:
-        j = self.i + n
-        return self.s[j] if j < len(self.s) else ""
-
-    def startswith(self, text: str) -> bool:
-        return self.s.startswith(text, self.i)
-
-    def skip_blanks(self) -> None:
-        while True:
-            c = self.peek()
-            if c in (" ", "\t"):
-                self.i += 1
-            elif c == "\\" and self.peek(1) == "\n":
-                self.i += 2
-            elif c == "#":
-                while self.peek() not in ("", "\n"):
-                    self.i += 1
-            else:
-                return
-
-    # -- tokens ------------------------------------------------------------------------
-    def token(self) -> _Token:
-        """The next token: an operator, a redirection, a word or the end."""
-        if self.back is not None:
-            tok, self.back = self.back, None
-            return tok
-        self.skip_blanks()
-        c = self.peek()
-        if c == "":
-            return _Eof()
-        if c == "\n":
-            self.i += 1
-            self.read_heredocs()
-            return _Op("\n")
-        for op in ("&&", "||", ";;", ";&", "|&", "&>>", "&>"):
-            if self.startswith(op):
-                self.i += len(op)
-                if op in (";;", ";&"):
-                    raise ParseError("case statements are not analysed")
-                if op.startswith("&>"):
-                    return _Redir("", op)
-                return _Op(op)
-        if c in ";|&()":
-            if c == "(" and self.peek(1) == "(":
-                raise ParseError("arithmetic commands (( )) are not analysed")
-            self.i += 1
-            return _Op(c)
-        m = re.compile(r"(\d*)(>>|>\||>&|>|<<<|<<-|<<|<&|<>|<)").match(self.s, self.i)
-        if m and not (m.group(2) in ("<", ">") and self.peek(len(m.group(0))) == "(" and not m.group(1)):
-            self.i = m.end()
-            return _Redir(m.group(1), m.group(2))
-        return self.word()
-
-    def word(self) -> Word:
-        """A word up to a blank, an operator or a redirection: its text after quote removal,
-        and what bash would still do to it at run time (expand, substitute, glob, brace-expand,
-        split). A process substitution `<(...)` stays inside the word."""
-        start = self.i
-        out: list[str] = []
-        shape: list[str] = []  # unquoted literal characters; "\x00" for anything quoted or expanded
-        expands = substitutes = glob = splits = False
-        bracket = False
-        while True:
-            c = self.peek()
-            if c == "" or c in " \t\n;&|()":
-                break
-            if c in "<>":
-                if self.peek(1) == "(":  # process substitution: becomes one /dev/fd path, so
-                    sub_start = self.i  # the word stays static; its commands are collected
-                    self.i += 2
-                    self.nested(")")
-                    out.append(self.s[sub_start:self.i])
-                    shape.append("\x00")
-                    continue
-                if re.fullmatch(r"\{[A-Za-z_][A-Za-z0-9_]*\}", self.s[start:self.i]):
-                    raise ParseError("a {name} redirection (a descriptor held in a variable) is not analysed")
-                break
-            if c == "\\":
-                nxt = self.peek(1)
-                self.i += 2
-                if nxt != "\n":
-                    out.append(nxt)
-                    shape.append("\x00")
-                continue
-            if c == "'":
-                end = self.s.find("'", self.i + 1)
-                if end < 0:
-                    raise ParseError("unbalanced single quote")
-                out.append(self.s[self.i + 1:end])
-                shape.append("\x00")
-                self.i = end + 1
-                continue
-            if c in '"`$':
-                e, s, sp = self.expanding_piece(out)
-                expands, substitutes, splits = expands or e, substitutes or s, splits or sp
-                shape.append("\x00")
-                continue
-            if c in "*?":
-                glob = True
-            elif c == "[":
-                bracket = True
-            elif c == "]" and bracket:
-                glob = True
-            out.append(c)
-            shape.append(c)
-            self.i += 1
-        raw = self.s[start:self.i]
-        brace = bool(re.search(r"\{[^{}]*(?:,|\.\.)[^{}]*\}", "".join(shape)))
-        return Word("".join(out), raw, expands, substitutes, glob, brace, splits, raw.startswith("~"))
-
-    def expanding_piece(self, out: list[str]) -> tuple[bool, bool, bool]:
-        """At a `"`, a backtick or a `$`: adds the piece's text to `out` and returns whether it
-        expands a parameter, substitutes a command, and is split into words and globbed (an
-        unquoted expansion or substitution; inside double quotes it is not)."""
-        c = self.peek()
-        if c == '"':
-            expands, substitutes = self.double_quoted(out)
-            return expands, substitutes, False
-        if c == "`":
-            out.append(self.backticks())
-            return False, True, True
-        quoted = self.peek(1) in ("'", '"')
-        text, expands, substitutes = self.dollar()
-        out.append(text)
-        return expands, substitutes, not quoted and (expands or substitutes)
-
-    def double_quoted(self, out: list[str]) -> tuple[bool, bool]:
-        self.i += 1
-        expands = substitutes = False
-        while True:
-            c = self.peek()
-            if c == "":
-                raise ParseError("unbalanced double quote")
-            if c == '"':
-                self.i += 1
-                return expands, substitutes
-            if c == "\\" and self.peek(1) in ('"', "\\", "$", "`", "\n"):
-                if self.peek(1) != "\n":
-                    out.append(self.peek(1))
-                self.i += 2
-            elif c == "`":
-                out.append(self.backticks())
-                substitutes = True
-            elif c == "$":
-                text, e, s = self.dollar(in_quotes=True)
-                out.append(text)
-                expands, substitutes = expands or e, substitutes or s
-            else:
-                out.append(c)
-                self.i += 1
-
-    def dollar(self, *, in_quotes: bool = False) -> tuple[str, bool, bool]:
-        """At a `$`: returns (text, expands, substitutes) and moves past the expansion."""
-        start = self.i
-        nxt = self.peek(1)
-        if in_quotes and nxt in ("'", '"'):
-            self.i += 1  # inside "...", $' and $" are a plain dollar sign
-            return "$", False, False
-        if nxt == "[":
-            raise ParseError("arithmetic $[...] is not analysed")
-        if self.startswith("$(("):
-            depth, j = 0, self.i + 1
-            while j < len(self.s):
-                if self.s[j] == "(":
-                    depth += 1
-                elif self.s[j] == ")":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                j += 1
-            else:
-                raise ParseError("unbalanced $((")
-            body = self.s[self.i:j + 1]
-            # Names in arithmetic are evaluated recursively (`x='a[$(cmd)]'; $((x))` runs cmd):
-            # only numbers and operators are followed.
-            if not body.endswith("))") or not _LITERAL_ARITH.fullmatch(body[3:-2]):
-                raise ParseError("arithmetic $((...)) with names, quotes or expansions is not analysed")
-            self.i = j + 1
-            return body, True, False
-        if nxt == "(":
-            self.i += 2
-            self.nested(")")
-            return self.s[start:self.i], False, True
-        if nxt == "{":
-            m = _SIMPLE_BRACED.match(self.s, self.i)
-            if not m:
-                raise ParseError("a ${...} expansion with operators, subscripts or quotes is not analysed")
-            self.i = m.end()
-            return m.group(0), True, False
-        if nxt == "'":  # ANSI-C quoting: $'...'
-            return self.ansi_c()
-        if nxt == '"':  # $"..." is a localised double-quoted string
-            self.i += 1
-            return "", False, False
-        m = _NAME.match(self.s, self.i + 1)
-        if m:
-            self.i = m.end()
-            return self.s[start:self.i], True, False
-        if nxt and (nxt.isdigit() or nxt in "@*#?$!-"):
-            self.i += 2
-            return self.s[start:self.i], True, False
-        self.i += 1
-        return "$", False, False
-
-    def ansi_c(self) -> tuple[str, bool, bool]:
-        """`$'...'` with only the plain escapes (\\n \\t \\' ...); hex, octal, unicode and
-        control escapes are decoded by bash in ways not followed here."""
-        out: list[str] = []
-        j = self.i + 2
-        while j < len(self.s):
-            c = self.s[j]
-            if c == "'":
-                self.i = j + 1
-                return "".join(out), False, False
-            if c == "\\":
-                esc = self.s[j + 1:j + 2]
-                if esc not in _ANSI_ESCAPES:
-                    raise ParseError(f"$'...' with the escape \\{esc} is not analysed")
-                out.append(_ANSI_ESCAPES[esc])
-                j += 2
-                continue
-            out.append(c)
-            j += 1
-        raise ParseError("unbalanced $' quote")
-
-    def backticks(self) -> str:
-        start = self.i
-        j = self.i + 1
-        inner: list[str] = []
-        while j < len(self.s) and self.s[j] != "`":
-            if self.s[j] == "\\":  # the escaping rules inside backticks differ by context
-                raise ParseError("backslashes inside backticks are not analysed; use $(...)")
-            inner.append(self.s[j])
-            j += 1
-        if j >= len(self.s):
-            raise ParseError("unbalanced backtick")
-        if self.heredocs and "\n" in inner:
-            raise ParseError("a line break inside backticks while a here-document is pending is not analysed")
-        self.i = j + 1
-        sub = _Scanner("".join(inner))
-        sub.parse_list(stop="")
-        self.commands.extend(sub.commands)
-        return self.s[start:self.i]
-
-    def nested(self, stop: str) -> None:
-        """Parse a substitution body up to its closing `)`; its commands join ours."""
-        outer, start = self.heredocs, self.i
-        self.heredocs = []
-        self.parse_list(stop=stop)
-        if self.token() != _Op(stop):
-            raise ParseError(f"unbalanced {stop}")
-        if self.heredocs:
-            raise ParseError("a here-document opened inside ( ) or $( ) and ended after it is not analysed")
-        if outer and "\n" in self.s[start:self.i]:
-            # Where bash reads the body of a here-document opened before the ( ) then depends
-            # on the kind of nesting.
-            raise ParseError("a line break inside ( ) or $( ) while a here-document is pending is not analysed")
-        self.heredocs = outer
-
-    def read_heredocs(self) -> None:
-        for delim, strip, expands in self.heredocs:
-            while True:
-                end = self.s.find("\n", self.i)
-                line = self.s[self.i:] if end < 0 else self.s[self.i:end]
-                self.i = len(self.s) if end < 0 else end + 1
-                if (line.lstrip("\t") if strip else line) == delim:
-                    break
-                if expands and _unsafe_heredoc_line(line):
-                    raise ParseError("substitutions, arithmetic, ${...} operators or a trailing backslash inside "
-                                     "an unquoted here-document are not analysed")
-                if end < 0:
-                    break
-        self.heredocs = []
-
-    # -- grammar -----------------------------------------------------------------------
-    def parse_list(self, stop: str) -> None:
-        """Commands until `stop` (")" for a substitution, "" for the end of input)."""
-        while True:
-            tok = self.token()
-            if isinstance(tok, _Eof):
-                if stop:
-                    raise ParseError(f"unbalanced {stop}")
-                return
-            if tok == _Op(")"):
-                if stop == ")":
-                    self.back = tok
-                    return
-                raise ParseError("unexpected )")
-            if tok == _Op("("):
-                self.nested(")")
-                self.trailing_redirects()
-                continue
-            if isinstance(tok, _Op):
-                continue  # a separator: ; && || | & newline
-            self.back = tok
-            self.simple_command()
-
-    def trailing_redirects(self) -> None:
-        """Redirections after `)` or a closing keyword apply to everything inside: seen as a
-        command of their own, so a write is still a write."""
-        redirects: list[Redirect] = []
-        while True:
-            tok = self.token()
-            if not isinstance(tok, _Redir):
-                self.back = tok
-                break
-            redirects.append(self.redirect(tok))
-        if redirects:
-            self.commands.append(SimpleCommand((), (), tuple(redirects)))
-
-    def redirect(self, tok: _Redir) -> Redirect:
-        fd, op = tok.fd, tok.op
-        if op in ("<<", "<<-"):
-            self.skip_blanks()
-            delim = self.word()
-            if not delim.raw:
-                raise ParseError("here-document without a delimiter")
-            quoted = delim.raw != delim.text or any(q in delim.raw for q in "'\"\\")
-            self.heredocs.append((delim.text, op == "<<-", not quoted))
-            return Redirect(op, fd, None)
-        self.skip_blanks()
-        target = self.token()
-        if not isinstance(target, Word):
-            raise ParseError(f"redirection {fd}{op} without a target")
-        return Redirect(op, fd, target)
-
-    def simple_command(self) -> None:
-        """One simple command: leading assignments, its words and its redirections, up to an
-        operator; its commands (wrappers seen through) join `commands`. In command position a
-        reserved word or a `for` header is not a command (`command_position`), and `[[`
-        collects its words up to `]]` (operators inside it would be tokens of their own)."""
-        words: list[Word] = []
-        assigns: list[str] = []
-        redirects: list[Redirect] = []
-        while (w := self.command_word(words, redirects)) is not None:
-            if not words:
-                head = self.command_position(w, assigns, redirects)
-                if head == "assignment":
-                    continue
-                if head == "ends":
-                    break
-                if head == "keyword":
-                    return  # the next token starts a command
-            words.append(w)
-            if words[0].text == "[[" and w.text == "]]":
-                break
-        if words and words[0].text == "[[" and words[-1].text != "]]":
-            raise ParseError("[[ ... ]] with operators inside is not analysed")
-        if words or assigns or redirects:
-            cmd = SimpleCommand(tuple(words), tuple(assigns), tuple(redirects))
-            self.commands.extend(_finish(c) for c in _unwrap(cmd))
-
-    def command_word(self, words: list[Word], redirects: list[Redirect]) -> Word | None:
-        """The simple command's next word, its redirections on the way added to `redirects`;
-        None at an operator or the end (given back: it ends the command). A `(` after words
-        opens a function body, and `<`/`>` inside `[[ ]]` compare strings there: neither is
-        followed."""
-        while True:
-            tok = self.token()
-            if isinstance(tok, _Eof) or (isinstance(tok, _Op) and tok.text != "("):
-                self.back = tok
-                return None
-            if isinstance(tok, _Op):  # "(" after words: a function definition
-                raise ParseError("function definitions are not analysed")
-            if isinstance(tok, Word):
-                return tok
-            if words and words[0].text == "[[":
-                raise ParseError("[[ ... ]] with < or > inside is not analysed")
-            redirects.append(self.redirect(tok))
-
-    def command_position(self, w: Word, assigns: list[str],
-                         redirects: list[Redirect]) -> Literal["word", "assignment", "ends", "keyword"]:
-        """What a word before the command's name is: an `assignment` (added to `assigns`), the
-        command's first `word`, or a reserved word. A reserved word after assignments or
-        redirections `ends` the command before it; on its own it is a `keyword` that starts
-        no command (a `for` header is read here; redirections after `}`, `fi` and `done` are
-        collected, since they apply to the whole block). Unquoted only: `"if"` is a name.
-        Compound commands whose structure is not followed (`case`, functions) are refused."""
-        if not assigns and w.raw in _UNSUPPORTED:
-            raise ParseError(f"`{w.raw}` is not analysed")
-        if w.raw in _RESERVED_SKIP and w.raw == w.text:
-            if redirects or assigns:
-                return "ends"
-            if w.raw in ("}", "fi", "done"):
-                self.trailing_redirects()
-            return "keyword"
-        if w.raw in ("for", "select") and not assigns:
-            self.for_header()
-            return "keyword"
-        if _ASSIGN.match(w.raw) and not w.raw.startswith("="):
-            assigns.append(_assigned(w))
-            return "assignment"
-        return "word"
-
-    def for_header(self) -> None:
-        """`for NAME in WORDS ;` — the words may hold substitutions (already collected)."""
-        tok = self.token()
-        if isinstance(tok, Word) and tok.text in _SHELL_STATE_VARS:
-            raise ParseError(f"a for loop assigning {tok.text} is not analysed")
-        self.back = tok
-        while True:
-            tok = self.token()
-            if isinstance(tok, _Eof):
-                return
-            if tok in (_Op(";"), _Op("\n")):
-                return
-            if not isinstance(tok, Word):
-                self.back = tok
-                return
 
 
 # -- wrappers ------------------------------------------------------------------------------
@@ -683,12 +151,6 @@ def _wrapped(cmd: SimpleCommand, inner: list[Word] | None, *, why: str = "", ass
     return [_mark(c, why) if why else c for c in out]
 
 
-def _assigned(w: Word) -> str:
-    """The text of an assignment word. An array element's subscript is evaluated as
-    arithmetic, which runs `$(...)` found in a variable's value, so it is refused."""
-    if "[" in w.raw.split("=", 1)[0]:
-        raise ParseError("array subscripts are evaluated as arithmetic and are not analysed")
-    return w.text
 
 
 def _env(cmd: SimpleCommand, rest: list[Word]) -> list[SimpleCommand]:
@@ -696,8 +158,8 @@ def _env(cmd: SimpleCommand, rest: list[Word]) -> list[SimpleCommand]:
     wrapped command's own, so an assignment that changes how it runs is still seen."""
     inner = _skip_options(rest, _ENV_OPTS)
     assigns: list[str] = []
-    while inner and _ASSIGN.match(inner[0].raw):
-        assigns.append(_assigned(inner[0]))
+    while inner and ASSIGNMENT.match(inner[0].raw):
+        assigns.append(assigned(inner[0]))
         inner = inner[1:]
     return _wrapped(cmd, inner, assigns=tuple(assigns))
 
@@ -853,10 +315,6 @@ _EVALUATING = {
     "complete": "`complete` runs code", "compgen": "`compgen` runs code", "compopt": "`compopt`",
     "fc": "`fc` runs history through an editor", "history": "`history` can rewrite what runs",
 }
-# Variables whose value changes which program a later command runs or what the shell does.
-_SHELL_STATE_VARS = frozenset({"PATH", "IFS", "BASH_ENV", "ENV", "CDPATH", "SHELLOPTS", "BASHOPTS", "PS4",
-                               "PROMPT_COMMAND", "GLOBIGNORE", "BASH_COMPAT", "POSIXLY_CORRECT", "EXECIGNORE",
-                               "BASH_LOADABLES_PATH", "FUNCNEST", "HOME", "OLDPWD", "PWD"})
 _SET_OK = frozenset("euxvfCnhbm")
 _SET_O_OK = frozenset({"pipefail", "errexit", "nounset", "xtrace", "verbose", "noclobber", "noglob"})
 _TEST_UNARY = frozenset({"-a", "-b", "-c", "-d", "-e", "-f", "-g", "-h", "-k", "-p", "-r", "-s", "-t", "-u", "-w",
@@ -872,7 +330,7 @@ def _var_name(text: str) -> str:
 def _finish(cmd: SimpleCommand) -> SimpleCommand:
     """Refuse a command name bash would compute, and mark builtins that evaluate code."""
     for a in cmd.assigns:
-        if not cmd.words and _var_name(a) in _SHELL_STATE_VARS:
+        if not cmd.words and _var_name(a) in SHELL_STATE_VARS:
             cmd = _mark(cmd, f"assigning {_var_name(a)} changes how later commands run")
     if not cmd.words:
         return cmd
@@ -928,7 +386,7 @@ def _export_problem(name: str, args: tuple[Word, ...]) -> str:
     is arithmetic) or a variable that changes how later commands run (PATH, IFS...) is not."""
     for w in args:
         if w.dynamic or w.glob or w.brace or (w.text.startswith("-") and w.text != "--") \
-                or "[" in _var_name(w.text) or _var_name(w.text) in _SHELL_STATE_VARS:
+                or "[" in _var_name(w.text) or _var_name(w.text) in SHELL_STATE_VARS:
             return f"`{name} {w.text}` is not analysed"
     return ""
 
@@ -939,7 +397,7 @@ def _read_problem(args: tuple[Word, ...]) -> str:
     how later commands run is not followed."""
     for w in args:
         into_array = w.text.startswith("-") and not w.text.startswith("--") and "a" in w.text
-        if w.dynamic or w.glob or w.brace or into_array or "[" in w.text or w.text in _SHELL_STATE_VARS:
+        if w.dynamic or w.glob or w.brace or into_array or "[" in w.text or w.text in SHELL_STATE_VARS:
             return f"`read {w.text}` is not analysed"
     return ""
 
@@ -1022,11 +480,16 @@ def _test_problem(args: tuple[Word, ...]) -> str:
     return "`test` with values known only at run time in this form is not analysed"
 
 
+def _complete(cmd: SimpleCommand) -> list[SimpleCommand]:
+    """What the scanner's simple command runs: wrappers seen through, each command finished."""
+    return [_finish(c) for c in _unwrap(cmd)]
+
+
 def split(command: str) -> list[SimpleCommand]:
     """Every simple command `command` would run, in source order (substitutions first)."""
     if "\x00" in command:
         raise ParseError("NUL byte in command")
-    sc = _Scanner(command)
+    sc = Scanner(command, _complete)
     try:
         sc.parse_list(stop="")
     except RecursionError:

@@ -1,5 +1,5 @@
 """The shell analysis stays small enough to review line by line: no function or method of
-`nanohermes/shellparse.py` has a cyclomatic complexity over 25.
+its modules (the model, the scanner, `shellparse`) has a cyclomatic complexity over 25.
 
 Counted the standard way: one, plus one for each `if`/`elif`, ternary, `assert`,
 loop (and one more for its `else`), `except` handler (and one for the `try`'s `else`),
@@ -14,6 +14,8 @@ import textwrap
 from pathlib import Path
 
 import nanohermes.shellparse
+import nanohermes.shellscan
+import nanohermes.shellwords
 
 LIMIT = 25
 
@@ -67,12 +69,13 @@ def over_limit(source: str) -> list[tuple[str, int, int]]:
 
 
 def test_no_function_of_the_shell_analysis_is_over_the_limit() -> None:
-    path = Path(nanohermes.shellparse.__file__)
-    source = path.read_text(encoding="utf-8")
-    names = {name for name, _, _ in measure(source)}
-    assert "split" in names and any(name.startswith("_Scanner.") for name in names)  # methods are measured too
-    over = [f"{name} (line {line}: {n})" for name, line, n in over_limit(source)]
-    assert not over, (f"{path.name}: over a cyclomatic complexity of {LIMIT}, split along the seams in the code: "
+    paths = [Path(m.__file__) for m in (nanohermes.shellparse, nanohermes.shellscan, nanohermes.shellwords)]
+    sources = {p.name: p.read_text(encoding="utf-8") for p in paths}
+    names = {name for source in sources.values() for name, _, _ in measure(source)}
+    assert "split" in names and any(name.startswith("Scanner.") for name in names)  # methods are measured too
+    over = [f"{file}: {name} (line {line}: {n})" for file, source in sources.items()
+            for name, line, n in over_limit(source)]
+    assert not over, (f"over a cyclomatic complexity of {LIMIT}, split along the seams in the code: "
                       + ", ".join(over))
 
 
