@@ -26,7 +26,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from nanohermes.permissions import CONTENT_READERS, Effect, ReadRules, SubjectKind, Target, option_reads
+from nanohermes.permissions import (
+    CONTENT_READERS, Effect, ReadRules, SubjectKind, Target, git_globals, option_reads,
+)
 from nanohermes.secrets import holds_own_secret, name_matcher, own_secret
 from nanohermes.shellparse import ParseError, SimpleCommand, Word, split
 
@@ -398,9 +400,10 @@ def _read_operands(cmd: SimpleCommand) -> tuple[list[Word], bool]:
         return words + option_reads(cmd), False
     searcher = name in _GREPS or name in _RECURSIVE_READERS
     if name == "git":
-        if not (args and args[0].text == "grep"):
+        _, sub = git_globals(cmd.argv)  # `git --no-pager grep` searches as `git grep` does
+        if not (sub < len(cmd.words) and cmd.words[sub].text == "grep"):
             return words + [w for w in args if not w.text.startswith("-")], False
-        args, searcher = args[1:], True
+        args, searcher = list(cmd.words[sub + 1:]), True
     recursive = name in _RECURSIVE_READERS or cmd.open_args or name == "git"
     if name in _GREPS:
         recursive = recursive or any(w.text in ("--recursive", "--dereference-recursive")

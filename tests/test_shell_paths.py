@@ -118,6 +118,8 @@ SECRET_READS = [
     ("cd keys && cat .env", "keys/.env"),
     ("cd keys && grep -r X", "keys/.env"),
     ("git grep API_TOKEN", "keys/.env"),
+    ("git --no-pager grep API_TOKEN", "keys/.env"),  # after git's harmless global options too
+    ("git -P grep -n X keys", "keys/.env"),
     ("cd $D && cat foo", "files in a folder known only at run time"),
     ("cd - && grep -r X", "files in a folder known only at run time"),
     ("cat ~+/link", "files in a folder known only at run time"),
