@@ -26,9 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from nanohermes.permissions import (
-    CONTENT_READERS, Effect, ReadRules, SubjectKind, Target, git_globals, option_reads,
-)
+from nanohermes.commands import read_operands
+from nanohermes.permissions import Effect, ReadRules, SubjectKind, Target
 from nanohermes.secrets import holds_own_secret, name_matcher, own_secret
 from nanohermes.shellparse import ParseError, SimpleCommand, Word, split
 
@@ -362,71 +361,12 @@ def command_protected(command: str, workspace: Path, *, cwd: Path | None = None,
         if cmd.name in ("cd", "pushd", "popd"):
             base = _cd(cmd, base, cdpath)
             continue
-        targets = [r.target for r in cmd.redirects if r.writes_file and r.target is not None]
-        if cmd.name == "tee":
-            targets += [w for w in cmd.words[1:] if not w.text.startswith("-") and w.text != "/dev/null"]
-        for t in targets:
+        for t in cmd.written:
             if _unknown_path(t) or (base is None and not os.path.isabs(os.path.expanduser(t.text))):
                 return f"{t.text} is only known when the command runs"
             if why := protected_write(workspace, t.text, cwd=base, extra_roots=extra_roots):
                 return why
     return ""
-
-
-# Readers that go through whole folders; `grep` and friends only with -r/-R.
-_RECURSIVE_READERS = frozenset({"rg", "ag", "ack", "ack-grep"})
-_GREPS = frozenset({"grep", "egrep", "fgrep", "zgrep"})
-_FIND_RUNS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
-
-
-def _read_operands(cmd: SimpleCommand) -> tuple[list[Word], bool]:
-    """(the words that may name files this command prints, whether it reads folders whole)."""
-    words: list[Word] = [r.target for r in cmd.redirects if r.op in ("<", "<>") and r.target is not None]
-    if not cmd.words:
-        return words, False
-    name = os.path.basename(cmd.name)
-    args = list(cmd.words[1:])
-    if name == "find":
-        runs = [args[i + 1] for i, w in enumerate(args[:-1]) if w.text in _FIND_RUNS]
-        if any(os.path.basename(r.text) in CONTENT_READERS or r.text in ("sh", "bash") for r in runs):
-            starts = []
-            for w in args:
-                if w.text.startswith(("-", "(", "!")):
-                    break
-                starts.append(w)
-            return words + (starts or [Word(".", ".")]), True
-        return words, False
-    if name not in CONTENT_READERS and name not in _RECURSIVE_READERS:
-        return words + option_reads(cmd), False
-    searcher = name in _GREPS or name in _RECURSIVE_READERS
-    if name == "git":
-        _, sub = git_globals(cmd.argv)  # `git --no-pager grep` searches as `git grep` does
-        if not (sub < len(cmd.words) and cmd.words[sub].text == "grep"):
-            return words + [w for w in args if not w.text.startswith("-")], False
-        args, searcher = list(cmd.words[sub + 1:]), True
-    recursive = name in _RECURSIVE_READERS or cmd.open_args or name == "git"
-    if name in _GREPS:
-        recursive = recursive or any(w.text in ("--recursive", "--dereference-recursive")
-                                     or (w.text.startswith("-") and not w.text.startswith("--")
-                                         and ("r" in w.text or "R" in w.text))
-                                     or w.text.startswith("--directories=recurse") for w in args)
-    positionals: list[Word] = []
-    pattern_given = False
-    for w in args:
-        if w.text.startswith("-") and "=" in w.text:
-            value = w.text.split("=", 1)[1]
-            pattern_given = pattern_given or w.text.startswith(("--regexp=", "--file="))
-            words.append(Word(value, value, glob=w.glob))
-        elif w.text.startswith("-") and w.text != "-":
-            pattern_given = pattern_given or w.text in ("-e", "-f", "--regexp", "--file")
-        else:
-            positionals.append(w)
-    if searcher and not pattern_given and positionals:
-        positionals = positionals[1:]  # the pattern
-    words += positionals
-    if recursive and not positionals:
-        words.append(Word(".", "."))  # with no folder named, they read the current one
-    return words, recursive
 
 
 class _Scan:
@@ -500,7 +440,7 @@ def command_secret(command: str, workspace: Path, *, cwd: Path | None = None,
         if cmd.name in ("cd", "pushd", "popd"):
             base = _cd(cmd, base, cdpath)
             continue
-        words, recursive = _read_operands(cmd)
+        words, recursive = read_operands(cmd)
         for w in words:
             if w.dynamic:
                 continue  # not known here: the command analysis asks for dynamic reads
@@ -544,7 +484,7 @@ def command_read_rule(command: str, workspace: Path, rules: ReadRules, *, cwd: P
         if cmd.name in ("cd", "pushd", "popd"):
             base = _cd(cmd, base, cdpath)
             continue
-        words, recursive = _read_operands(cmd)
+        words, recursive = read_operands(cmd)
         root = str(base) if base is not None else str(workspace)
         for w in words:
             if w.dynamic or (base is None and not os.path.isabs(os.path.expanduser(w.text))):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["ASSIGNMENT", "SHELL_STATE_VARS", "ParseError", "Redirect", "SimpleCommand", "Word", "assigned"]
+__all__ = ["ASSIGNMENT", "SHELL_STATE_VARS", "ParseError", "Redirect", "SimpleCommand", "Word", "assigned", "var_name"]
 
 
 class ParseError(ValueError):
@@ -60,6 +60,7 @@ class SimpleCommand:
     wrappers: tuple[str, ...] = ()  # wrappers seen through, outermost first
     open_args: bool = False  # xargs appends arguments at run time
     unmodelled: str = ""  # why what this command does is not modelled exactly ("" when it is)
+    operands_written: bool = False  # every operand is a file it writes (tee: its catalogue entry says so)
 
     @property
     def argv(self) -> tuple[str, ...]:
@@ -75,12 +76,17 @@ class SimpleCommand:
         return " ".join(self.argv)
 
     @property
-    def writes(self) -> tuple[str, ...]:
-        """Files this command writes by redirection or through `tee`."""
-        out = [r.target.text for r in self.redirects if r.writes_file and r.target is not None]
-        if self.name == "tee":
-            out += [a for a in self.argv[1:] if not a.startswith("-") and a != "/dev/null"]
+    def written(self) -> tuple[Word, ...]:
+        """The words naming files this command writes: by redirection, or as operands (tee)."""
+        out = [r.target for r in self.redirects if r.writes_file and r.target is not None]
+        if self.operands_written:
+            out += [w for w in self.words[1:] if not w.text.startswith("-") and w.text != "/dev/null"]
         return tuple(out)
+
+    @property
+    def writes(self) -> tuple[str, ...]:
+        """Files this command writes by redirection or as operands (tee)."""
+        return tuple(w.text for w in self.written)
 
 
 # A leading `NAME=value` (or `NAME+=value`, `NAME[i]=value`) word: an assignment, not a command.
@@ -89,6 +95,11 @@ ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 SHELL_STATE_VARS = frozenset({"PATH", "IFS", "BASH_ENV", "ENV", "CDPATH", "SHELLOPTS", "BASHOPTS", "PS4",
                               "PROMPT_COMMAND", "GLOBIGNORE", "BASH_COMPAT", "POSIXLY_CORRECT", "EXECIGNORE",
                               "BASH_LOADABLES_PATH", "FUNCNEST", "HOME", "OLDPWD", "PWD"})
+
+
+def var_name(assignment: str) -> str:
+    """The variable an assignment (`NAME=value`, `NAME+=value`) or a name assigns."""
+    return assignment.split("=", 1)[0].rstrip("+")
 
 
 def assigned(w: Word) -> str:

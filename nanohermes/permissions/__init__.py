@@ -28,18 +28,19 @@ programs whose arguments run code. Facts that need the file system (protected pa
 secret files reached through links, globs and folders) are computed by pathrules and
 passed in on the `Target`.
 
-Parts: `rules` (rule shape, `Target`, the matchers), `commands` (the built-in read-only
-commands with their argument checks, how command rules meet a simple command, suggestions),
-`decision` (`Policy`, `blocked`, `decide`), `reading` (which rules cover reading a path, for
-every reader) and `report` (`describe`).
+Parts: `rules` (rule shape, `Target`, the matchers), `commands` (how command rules meet a
+simple command, suggestions), `decision` (`Policy`, `blocked`, `decide`), `reading` (which
+rules cover reading a path, for every reader) and `report` (`describe`). What is known of each
+command (read-only or not, which files it reads, what "always" learns) is the catalogue of
+commands, `nanohermes.commands`, whose queries are re-exported here.
 """
 
 from __future__ import annotations
 
-from nanohermes.permissions.commands import (
-    CONTENT_READERS, DYNAMIC_OK, READ_ONLY_COMMANDS, git_globals, is_read_only, option_reads, reads_secret,
-    suggest_command_rule, unanalysable,
+from nanohermes.commands import (
+    CATALOGUE, Command, git_globals, is_read_only, lookup, option_reads, read_operands, reads_secret, unanalysable,
 )
+from nanohermes.permissions.commands import suggest_command_rule
 from nanohermes.permissions.decision import (
     PROTECTED, UNANALYSABLE_HELP, Basis, Policy, Verdict, blocked, decide, policy_read_rules, read_only_line,
     read_verdict, unattended, visible,
@@ -52,10 +53,10 @@ from nanohermes.permissions.rules import (
 )
 
 __all__ = [
-    "Basis", "CONTENT_READERS", "DEFAULT_SECRET_FILES", "DYNAMIC_OK", "Decision", "Effect", "MODE_BLOCKED_EFFECTS",
-    "PROTECTED", "Policy", "READER", "READ_ONLY_COMMANDS", "ReadRules", "Rule", "SubjectKind", "Target",
-    "UNANALYSABLE_HELP", "Verdict", "blocked", "decide", "describe", "escape_pattern", "folders_of", "git_globals",
-    "is_read_only", "is_secret", "match_command_text", "match_domain", "match_path", "names_tool", "option_reads",
-    "policy_read_rules", "read_only_line", "read_rules", "read_verdict", "reads_secret", "rule_problem",
+    "Basis", "CATALOGUE", "Command", "DEFAULT_SECRET_FILES", "Decision", "Effect", "MODE_BLOCKED_EFFECTS", "PROTECTED",
+    "Policy", "READER", "ReadRules", "Rule", "SubjectKind", "Target", "UNANALYSABLE_HELP", "Verdict", "blocked",
+    "decide", "describe", "escape_pattern", "folders_of", "git_globals", "is_read_only", "is_secret", "lookup",
+    "match_command_text", "match_domain", "match_path", "names_tool", "option_reads", "policy_read_rules",
+    "read_only_line", "read_operands", "read_rules", "read_verdict", "reads_secret", "rule_problem",
     "suggest_command_rule", "unanalysable", "unattended", "visible",
 ]

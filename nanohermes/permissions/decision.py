@@ -9,12 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from nanohermes.commands import (
+    code_from_stdin, is_read_only, prints_files, reads_secret, unanalysable, uncertain_word,
+)
 from nanohermes.hosts import host_matches
 from nanohermes.modes import Mode
-from nanohermes.permissions.commands import (
-    CONTENT_READERS, allow_matches, code_from_stdin, could_match, deny_matches, is_read_only, reads_secret, rule_text,
-    suggest_command_rule, unanalysable, uncertain_word,
-)
+from nanohermes.permissions.commands import allow_matches, could_match, deny_matches, rule_text, suggest_command_rule
 from nanohermes.permissions.reading import ReadRules, read_rules
 from nanohermes.permissions.rules import (
     DEFAULT_SECRET_FILES, MODE_BLOCKED_EFFECTS, Decision, Effect, Rule, Target, escape_pattern, is_secret, literal_pattern,
@@ -360,7 +360,7 @@ def read_only_line(command: str, *, plain: bool = False) -> bool:
 
 
 def _reads_files(cmd: SimpleCommand) -> bool:
-    return (bool(cmd.words) and posixpath.basename(cmd.name) in CONTENT_READERS) \
+    return (bool(cmd.words) and prints_files(posixpath.basename(cmd.name))) \
         or any(r.op in ("<", "<>") for r in cmd.redirects)
 
 
@@ -402,7 +402,7 @@ def _check_simple(policy: Policy, tool_name: str, cmd: SimpleCommand, found_secr
     if cmd.writes and policy.mode != Mode.ACCEPT_EDITS:
         # A read-only allow does not cover writing a file; a rule must spell the redirection.
         full = rule_text(cmd, full=True, raw=True)
-        covered = by_rule is not None and (by_rule.pattern is None or ((">" in by_rule.pattern or cmd.name == "tee")
+        covered = by_rule is not None and (by_rule.pattern is None or ((">" in by_rule.pattern or cmd.operands_written)
                                                                        and match_command_text(by_rule.pattern, full)))
         if not covered:
             return f"`{shown}` writes {', '.join(cmd.writes)}", Rule(tool_name, escape_pattern(full))
