@@ -4,7 +4,8 @@ Pure functions over plain values, table-tested. The same matcher filters the too
 model sees (`visible`) and checks every call at run time (`decide`), because a model can
 replay a tool name from history after the mode changed.
 
-Check order: mode block list, then `disallowed_tools`, then `allowed_tools` (when non-empty,
+Check order (`decision.STEPS`, one named function a step; a command line's in
+`lines.LINE_STEPS`): mode block list, `disallowed_tools`, `allowed_tools` (when non-empty,
 only those), then deny rules (read rules' too: `reading`), then plan-mode read-only check,
 then protected writes (refused for a file tool when nobody is asked), then goal mode /
 --yes, then ask rules (read rules' too), then allow rules (learned ones included), the
@@ -29,8 +30,9 @@ secret files reached through links, globs and folders) are computed by pathrules
 passed in on the `Target`.
 
 Parts: `rules` (rule shape, `Target`, the matchers), `commands` (how command rules meet a
-simple command, suggestions), `decision` (`Policy`, `blocked`, `decide`), `reading` (which
-rules cover reading a path, for every reader) and `report` (`describe`). What is known of each
+simple command, suggestions), `policy` (`Policy`, `Verdict`, `blocked`), `decision` (`decide`
+as its ordered steps, `STEPS`), `lines` (a command line's steps, `LINE_STEPS`), `reading`
+(which rules cover reading a path, for every reader) and `report` (`describe`). What is known of each
 command (read-only or not, which files it reads, what "always" learns) is the catalogue of
 commands, `nanohermes.commands`, whose queries are re-exported here.
 """
@@ -41,10 +43,9 @@ from nanohermes.commands import (
     CATALOGUE, Command, git_globals, is_read_only, lookup, option_reads, read_operands, reads_secret, unanalysable,
 )
 from nanohermes.permissions.commands import suggest_command_rule
-from nanohermes.permissions.decision import (
-    PROTECTED, UNANALYSABLE_HELP, Basis, Policy, Verdict, blocked, decide, policy_read_rules, read_only_line,
-    read_verdict, unattended, visible,
-)
+from nanohermes.permissions.decision import decide, policy_read_rules, read_verdict
+from nanohermes.permissions.lines import UNANALYSABLE_HELP, read_only_line
+from nanohermes.permissions.policy import PROTECTED, Basis, Policy, Verdict, blocked, unattended, visible
 from nanohermes.permissions.reading import READER, ReadRules, folders_of, read_rules
 from nanohermes.permissions.report import describe
 from nanohermes.permissions.rules import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from nanohermes.commands import CATALOGUE
-from nanohermes.permissions.decision import Policy
+from nanohermes.permissions.policy import Policy
 from nanohermes.permissions.rules import MODE_BLOCKED_EFFECTS, Effect
 
 # -- reporting -----------------------------------------------------------------------------
