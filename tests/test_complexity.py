@@ -1,11 +1,13 @@
-"""The shell analysis stays small enough to review line by line: no function or method of
-its modules (the model, the scanner, `shellparse`) has a cyclomatic complexity over 25.
+"""No function of the safety core has a cyclomatic complexity over 15: each reads on a
+screen and its paths can be tested one by one.
 
-Counted the standard way: one, plus one for each `if`/`elif`, ternary, `assert`,
-loop (and one more for its `else`), `except` handler (and one for the `try`'s `else`),
-comprehension `for` and each of its `if`s, each `and`/`or` operand after the first, and
-each `match` case but a catch-all. A `with` has one path and is not a decision. A nested
-function or class is measured on its own, not as part of the function around it."""
+The safety core is `SAFETY_CORE`: its modules and packages (a folder counts every module in
+it), one place to name them. Counted the way radon's `cc` counts, by a walker of its own (no
+dependency): one, plus one for each `if`/`elif`, ternary, `assert`, loop (and one more for its
+`else`), `except` handler (and one for the `try`'s `else`), comprehension `for` and each of
+its `if`s, each `and`/`or` operand after the first, and each `match` case but a catch-all. A
+`with` has one path and is not a decision. A nested function or class is measured on its
+own, not as part of the function around it."""
 
 from __future__ import annotations
 
@@ -13,11 +15,25 @@ import ast
 import textwrap
 from pathlib import Path
 
-import nanohermes.shellparse
-import nanohermes.shellscan
-import nanohermes.shellwords
+import nanohermes
 
-LIMIT = 25
+LIMIT = 15
+# The safety core, as paths from the repository's root: a module, or a package for every
+# module in it.
+SAFETY_CORE = (
+    "nanohermes/commands",
+    "nanohermes/permissions",
+    "nanohermes/foreign_paths.py",
+    "nanohermes/hosts.py",
+    "nanohermes/pathglob.py",
+    "nanohermes/pathrules.py",
+    "nanohermes/readrules.py",
+    "nanohermes/secrets.py",
+    "nanohermes/shellparse.py",
+    "nanohermes/shellscan.py",
+    "nanohermes/shellwords.py",
+)
+ROOT = Path(nanohermes.__file__).parent.parent
 
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -63,16 +79,26 @@ def measure(source: str) -> list[tuple[str, int, int]]:
     return out
 
 
-def over_limit(source: str) -> list[tuple[str, int, int]]:
-    """The functions of `source` over LIMIT, as `measure` gives them."""
-    return [(name, line, n) for name, line, n in measure(source) if n > LIMIT]
+def over_limit(source: str, limit: int = LIMIT) -> list[tuple[str, int, int]]:
+    """The functions of `source` over `limit`, as `measure` gives them."""
+    return [(name, line, n) for name, line, n in measure(source) if n > limit]
 
 
-def test_no_function_of_the_shell_analysis_is_over_the_limit() -> None:
-    paths = [Path(m.__file__) for m in (nanohermes.shellparse, nanohermes.shellscan, nanohermes.shellwords)]
-    sources = {p.name: p.read_text(encoding="utf-8") for p in paths}
+def modules(paths: tuple[str, ...]) -> list[Path]:
+    """The module files the paths (from the repository's root) name: a module, or every one in a package."""
+    out: list[Path] = []
+    for p in paths:
+        path = ROOT / p
+        assert path.exists(), f"{p} is listed in SAFETY_CORE but does not exist: name where it went"
+        out += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return out
+
+
+def test_no_function_of_the_safety_core_is_over_the_limit() -> None:
+    sources = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in modules(SAFETY_CORE)}
     names = {name for source in sources.values() for name, _, _ in measure(source)}
-    assert "split" in names and any(name.startswith("Scanner.") for name in names)  # methods are measured too
+    assert {"decide", "split", "compute_target", "read_operands"} <= names  # the core's big ones are measured
+    assert any(name.startswith("Scanner.") for name in names)  # methods too
     over = [f"{file}: {name} (line {line}: {n})" for file, source in sources.items()
             for name, line, n in over_limit(source)]
     assert not over, (f"over a cyclomatic complexity of {LIMIT}, split along the seams in the code: "
