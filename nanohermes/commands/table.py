@@ -7,6 +7,8 @@ says) and one test row."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from nanohermes.commands.builtins import (
     double_bracket_problem, evaluates, export_problem, printf_problem, read_problem, set_problem, test_problem,
     unset_problem, wait_problem,
@@ -70,6 +72,8 @@ ENTRIES: tuple[Command, ...] = (
             check=positionals(1, "c", "g", "l", "s", "o")),
     Command("sort", read_only=True, unsafe=Options(("-o", "--output", "--compress-program")),
             exact=Options(("--compress-program*", "-o*", "--output*"), through=True)),
+    Command("shuf", read_only=True, unsafe=Options(("-o", "--output")),
+            exact=Options(("-o*", "--output*"), through=True)),
     Command("sed", read_only=True, check=sed, exact=True),
     Command("gsed", exact=True),
     Command("awk", read_only=True, check=awk, exact=True),
@@ -98,6 +102,9 @@ ENTRIES: tuple[Command, ...] = (
     Command("sha1sum", read_only=True, reads=HASHES),
     Command("sha256sum", read_only=True, reads=HASHES),
     Command("sha512sum", read_only=True, reads=HASHES),
+    Command("sha224sum", read_only=True, reads=HASHES),
+    Command("sha384sum", read_only=True, reads=HASHES),
+    Command("b2sum", read_only=True, reads=HASHES),
     Command("cksum", read_only=True, reads=HASHES),
     Command("date", read_only=True, unsafe=Options(("-s", "--set")),
             reads=Reads(kind="names", option_files=frozenset({"-f", "--file"}))),
@@ -297,18 +304,19 @@ ENTRIES: tuple[Command, ...] = (
 )
 
 
-def _catalogue() -> dict[str, Command]:
+def catalogue_of(entries: Iterable[Command]) -> dict[str, Command]:
+    """name -> entry; two entries for one command are a mistake in the table, found on import."""
     out: dict[str, Command] = {}
-    for entry in ENTRIES:
+    for entry in entries:
         if entry.name in out:
-            raise ValueError(f"two catalogue entries for {entry.name}")  # one entry per command
+            raise ValueError(f"two catalogue entries for {entry.name}")
         out[entry.name] = entry
     return out
 
 
 # name -> its entry. A path such as ./ls or /bin/ls never matches a name here: whoever looks
 # a command up says whether its base name counts.
-CATALOGUE: dict[str, Command] = _catalogue()
+CATALOGUE: dict[str, Command] = catalogue_of(ENTRIES)
 
 
 def lookup(name: str) -> Command | None:
