@@ -514,6 +514,16 @@ def command_read_rule(command: str, workspace: Path, rules: ReadRules, *, cwd: P
     return ()
 
 
+def _judged(path: str) -> str:
+    """The real path a read rule is matched against: links resolved, or, where a folder on the
+    way cannot be searched (`/proc/1/root`, a folder without x), the path as written, made
+    absolute: what the look cannot resolve, a command cannot open either."""
+    try:
+        return os.path.realpath(path)
+    except OSError:
+        return os.path.normpath(os.path.abspath(path))
+
+
 class _RuleLook:
     """A bounded look for a path a read rule covers."""
 
@@ -533,7 +543,7 @@ class _RuleLook:
             if self.left < 0 or time.monotonic() > self.deadline:
                 return ()
             one = walk.pop()
-            subject = subject_of(self.workspace, os.path.realpath(one))
+            subject = subject_of(self.workspace, _judged(one))
             if (hit := self.rules.covering(subject)) is not None:
                 return (hit[0], subject, str(hit[1]))
             if self.folders and recursive and os.path.isdir(one) and not os.path.islink(one):
