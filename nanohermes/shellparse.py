@@ -32,6 +32,7 @@ what is not modelled, reading the catalogue (`nanohermes.commands`); the model i
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -291,10 +292,10 @@ def _finish(cmd: SimpleCommand) -> SimpleCommand:
     if not cmd.words:
         return cmd
     _refuse_computed_name(cmd.words[0])
-    entry = lookup(cmd.words[0].text)
-    if entry is not None and entry.writes:
+    writer = lookup(posixpath.basename(cmd.words[0].text))  # /usr/bin/tee writes as tee does
+    if writer is not None and writer.writes:
         cmd = replace(cmd, operands_written=True)
-    why = _builtin_problem(entry, cmd.words)
+    why = _builtin_problem(lookup(cmd.words[0].text), cmd.words)
     return _mark(cmd, why) if why else cmd
 
 

@@ -19,6 +19,7 @@ from nanohermes.messages import ToolCall
 from nanohermes.pathrules import command_protected, command_secret
 from nanohermes.permissions import DEFAULT_SECRET_FILES, Policy
 from nanohermes.runtime import DENIED, Runtime
+from nanohermes.shellparse import split
 from nanohermes.tools.shell import RunCommand
 
 
@@ -65,6 +66,13 @@ def run(rt: Runtime, command: str) -> str:
 ])
 def test_write_targets_bash_computes_are_protected(repo: Path, command: str) -> None:
     assert command_protected(command, repo)
+
+
+@pytest.mark.parametrize("command", ["echo x | /usr/bin/tee .git/config", "echo x | ./tee -a .git/config",
+                                     "echo x | command tee .git/config"])
+def test_tee_named_by_a_path_writes_its_files_as_tee_does(repo: Path, command: str) -> None:
+    assert command_protected(command, repo).endswith(".git/config is git's metadata")
+    assert split(command)[-1].writes == (".git/config",)
 
 
 def test_cdpath_from_the_environment_makes_a_relative_cd_unknown(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
