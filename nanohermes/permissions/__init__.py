@@ -40,7 +40,8 @@ commands, `nanohermes.commands`, whose queries are re-exported here.
 from __future__ import annotations
 
 from nanohermes.commands import (
-    CATALOGUE, Command, git_globals, is_read_only, lookup, option_reads, read_operands, reads_secret, unanalysable,
+    CATALOGUE, ENTRIES, Command, Leading, Options, Reads, Wraps, git_globals, is_read_only, lookup, option_reads,
+    read_operands, reads_secret, unanalysable,
 )
 from nanohermes.permissions.commands import suggest_command_rule
 from nanohermes.permissions.decision import decide, policy_read_rules, read_verdict
@@ -54,10 +55,10 @@ from nanohermes.permissions.rules import (
 )
 
 __all__ = [
-    "Basis", "CATALOGUE", "Command", "DEFAULT_SECRET_FILES", "Decision", "Effect", "MODE_BLOCKED_EFFECTS", "PROTECTED",
-    "Policy", "READER", "ReadRules", "Rule", "SubjectKind", "Target", "UNANALYSABLE_HELP", "Verdict", "blocked",
-    "decide", "describe", "escape_pattern", "folders_of", "git_globals", "is_read_only", "is_secret", "lookup",
-    "match_command_text", "match_domain", "match_path", "names_tool", "option_reads", "policy_read_rules",
-    "read_only_line", "read_operands", "read_rules", "read_verdict", "reads_secret", "rule_problem",
-    "suggest_command_rule", "unanalysable", "unattended", "visible",
+    "Basis", "CATALOGUE", "Command", "DEFAULT_SECRET_FILES", "Decision", "ENTRIES", "Effect", "Leading",
+    "MODE_BLOCKED_EFFECTS", "Options", "PROTECTED", "Policy", "READER", "ReadRules", "Reads", "Rule", "SubjectKind",
+    "Target", "UNANALYSABLE_HELP", "Verdict", "Wraps", "blocked", "decide", "describe", "escape_pattern", "folders_of",
+    "git_globals", "is_read_only", "is_secret", "lookup", "match_command_text", "match_domain", "match_path",
+    "names_tool", "option_reads", "policy_read_rules", "read_only_line", "read_operands", "read_rules", "read_verdict",
+    "reads_secret", "rule_problem", "suggest_command_rule", "unanalysable", "unattended", "visible",
 ]
