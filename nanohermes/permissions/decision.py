@@ -62,6 +62,7 @@ class Call:
 
 
 def _mode_blocks(call: Call) -> Verdict | None:
+    """What the mode, the tool lists or a rule naming the whole tool refuse outright."""
     why = blocked(call.policy, call.tool, call.target.effect)
     return Verdict("deny", why) if why else None
 

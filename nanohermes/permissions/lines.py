@@ -68,6 +68,7 @@ class Line:
 
 
 def _mode_blocks(line: Line) -> Verdict | None:
+    """What the mode, the tool lists or a rule naming the whole tool refuse outright."""
     why = blocked(line.policy, line.tool, line.target.effect)
     return Verdict("deny", why) if why else None
 
