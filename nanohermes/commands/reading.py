@@ -164,12 +164,14 @@ def reads_secret(cmd: SimpleCommand, patterns: tuple[str, ...]) -> bool:
     """Would the command print the contents of a file on the secret list, or a process's
     environment? By the names as written; the path rules look on disk (links, globs, folders)."""
     prints = bool(cmd.words) and prints_files(posixpath.basename(cmd.name))
-    inputs = [r.target for r in cmd.redirects if r.op in ("<", "<>")]
-    if any(map(_environ, inputs)) or (prints and any(map(_environ, cmd.words[1:]))):
+    # What it reads, the words besides: its input, a list of names read from a file, the files
+    # its options read (`date -f FILE` prints each line of FILE back in an error).
+    named = [*(r.target for r in cmd.redirects if r.op in ("<", "<>") and r.target is not None),
+             *_listed_names(cmd), *option_reads(cmd)]
+    if any(map(_environ, named)) or (prints and any(map(_environ, cmd.words[1:]))):
         return True
     if not patterns:
         return False
-    named = [*(w for w in inputs if w is not None), *_listed_names(cmd), *option_reads(cmd)]
     if any(is_secret(w.text, patterns, glob=w.glob) for w in named):
         return True
     return prints and any(_secret_part(w, patterns) for w in cmd.words[1:])
