@@ -292,10 +292,12 @@ def _finish(cmd: SimpleCommand) -> SimpleCommand:
     if not cmd.words:
         return cmd
     _refuse_computed_name(cmd.words[0])
-    writer = lookup(posixpath.basename(cmd.words[0].text))  # /usr/bin/tee writes as tee does
+    name = cmd.words[0].text
+    entry = lookup(name)
+    writer = lookup(posixpath.basename(name)) if "/" in name else entry  # /usr/bin/tee writes as tee does
     if writer is not None and writer.writes:
         cmd = replace(cmd, operands_written=True)
-    why = _builtin_problem(lookup(cmd.words[0].text), cmd.words)
+    why = _builtin_problem(entry, cmd.words)
     return _mark(cmd, why) if why else cmd
 
 

@@ -105,7 +105,10 @@ _READERS: dict[str, _Reader] = {"contents": _contents, "search": _contents, "nam
 def option_reads(cmd: SimpleCommand) -> list[Word]:
     """The words a command that prints only names or hashes reads as files because of its
     options (its entry's `option_files` and `operands_with`: `date -f FILE`, `sha256sum -c FILE`)."""
-    entry: Command | None = lookup(posixpath.basename(cmd.name)) if cmd.words else None
+    return _option_reads(lookup(posixpath.basename(cmd.name)) if cmd.words else None, cmd)
+
+
+def _option_reads(entry: Command | None, cmd: SimpleCommand) -> list[Word]:
     if entry is None or entry.reads is None or entry.reads.kind != "names":
         return []
     return _option_files(entry.reads, list(cmd.words[1:]))
@@ -163,11 +166,12 @@ def _environ(w: Word | None) -> bool:
 def reads_secret(cmd: SimpleCommand, patterns: tuple[str, ...]) -> bool:
     """Would the command print the contents of a file on the secret list, or a process's
     environment? By the names as written; the path rules look on disk (links, globs, folders)."""
-    prints = bool(cmd.words) and prints_files(posixpath.basename(cmd.name))
+    entry = lookup(posixpath.basename(cmd.name)) if cmd.words else None
+    prints = bool(cmd.words) and (entry is None or entry.prints)
     # What it reads, the words besides: its input, a list of names read from a file, the files
     # its options read (`date -f FILE` prints each line of FILE back in an error).
     named = [*(r.target for r in cmd.redirects if r.op in ("<", "<>") and r.target is not None),
-             *_listed_names(cmd), *option_reads(cmd)]
+             *_listed_names(cmd), *_option_reads(entry, cmd)]
     if any(map(_environ, named)) or (prints and any(map(_environ, cmd.words[1:]))):
         return True
     if not patterns:

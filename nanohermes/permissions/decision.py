@@ -5,7 +5,6 @@ deciding; and the read rules' verdict on what a path call reads (`read_verdict`)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 
 from nanohermes.hosts import host_matches
 from nanohermes.modes import Mode
@@ -25,40 +24,32 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
     subjects are what rule patterns are matched against, its kind says how."""
     if target.kind == "command" and target.subjects:
         return decide_line(policy, tool_name, target)
-    call = Call(policy, tool_name, approval, target)
+    call = call_of(policy, tool_name, approval, target)
     return next(v for step in STEPS if (v := step(call)) is not None)
 
 
 @dataclass(frozen=True)
 class Call:
-    """A call (not a command line) being decided, with the facts its steps share, each
-    worked out when a step first needs it."""
+    """A call (not a command line) being decided, with the facts its steps share (`call_of`
+    works them out)."""
 
     policy: Policy
     tool: str
     approval: str  # the tool's own level: never, edit, always
     target: Target
+    reading: Verdict | None  # the read rules' deny or ask verdict on what it reads
+    # The basis it runs on when allowed: a tool that needs no approval runs on that basis
+    # whatever else would allow it.
+    natural: Basis
+    secrets: list[str]  # the subjects of a path reader showing contents that are secret files
 
-    @cached_property
-    def reading(self) -> Verdict | None:
-        """The read rules' deny or ask verdict on what it reads."""
-        return read_verdict(self.policy, self.tool, self.target)
 
-    @cached_property
-    def natural(self) -> Basis:
-        """The basis it runs on when allowed: a tool that needs no approval runs on that
-        basis whatever else would allow it."""
-        if self.approval != "never":
-            return "rule"
-        return "read-only" if self.target.read_only else "tool"
-
-    @cached_property
-    def secrets(self) -> list[str]:
-        """The subjects of a path reader showing contents that are secret files."""
-        t = self.target
-        if not (t.kind == "path" and t.read_only and t.shows_contents):
-            return []
-        return [s for s in (*t.subjects, *t.aliases) if _secret_subject(self.policy, s)]
+def call_of(policy: Policy, tool_name: str, approval: str, target: Target) -> Call:
+    """The call with the facts its steps share."""
+    natural: Basis = ("read-only" if target.read_only else "tool") if approval == "never" else "rule"
+    secrets = [s for s in (*target.subjects, *target.aliases) if _secret_subject(policy, s)] \
+        if target.kind == "path" and target.read_only and target.shows_contents else []
+    return Call(policy, tool_name, approval, target, read_verdict(policy, tool_name, target), natural, secrets)
 
 
 def _mode_blocks(call: Call) -> Verdict | None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
-from functools import cached_property
 
 from nanohermes.commands import (
     code_from_stdin, is_read_only, prints_files, reads_secret, unanalysable, uncertain_word,
@@ -24,47 +23,40 @@ UNANALYSABLE_HELP = ("write it as plain simple commands with every word spelled 
 
 @dataclass(frozen=True)
 class Line:
-    """A command line being decided (`target.subjects[0]`), with the facts its steps share,
-    each worked out when a step first needs it."""
+    """A command line being decided (`target.subjects[0]`), with the facts its steps share
+    (`line_of` works them out)."""
 
     policy: Policy
     tool: str
     target: Target
+    parsed: list[SimpleCommand] | None  # its simple commands; None when it does not parse
+    # Why the line cannot be analysed ("" when it can): it does not parse, or a simple
+    # command does what the analysis does not model.
+    problem: str
+    denies: tuple[Rule, ...]  # the deny rules that name the tool
+    maybe: Rule | None  # a deny rule that could match once its expansions and appended arguments are known
 
     @property
     def text(self) -> str:
         return self.target.subjects[0]
 
-    @cached_property
-    def parsed(self) -> tuple[list[SimpleCommand] | None, str]:
-        """(its simple commands, or None with why the line cannot be parsed)."""
-        try:
-            return split(self.text), ""
-        except ParseError as e:
-            return None, str(e)
-
     @property
     def commands(self) -> list[SimpleCommand]:
-        return self.parsed[0] or []
+        return self.parsed or []
 
-    @cached_property
-    def problem(self) -> str:
-        """Why the line cannot be analysed ("" when it can): it does not parse, or a simple
-        command does what the analysis does not model."""
-        commands, error = self.parsed
-        if commands is None:
-            return error
-        return next((why for c in commands if (why := unanalysable(c))), "")
 
-    @cached_property
-    def denies(self) -> list[Rule]:
-        """The deny rules that name the tool."""
-        return [r for r in self.policy.deny if r.names(self.tool)]
-
-    @cached_property
-    def maybe(self) -> Rule | None:
-        """A deny rule that could match once the line's expansions and appended arguments are known."""
-        return next((r for r in self.denies if any(could_match(r, c) for c in self.commands)), None)
+def line_of(policy: Policy, tool_name: str, target: Target) -> Line:
+    """The command line of `target` with the facts its steps share."""
+    try:
+        parsed: list[SimpleCommand] | None = split(target.subjects[0])
+        problem = ""
+    except ParseError as e:
+        parsed, problem = None, str(e)
+    if parsed is not None:
+        problem = next((why for c in parsed if (why := unanalysable(c))), "")
+    denies = tuple(r for r in policy.deny if r.names(tool_name))
+    maybe = next((r for r in denies if any(could_match(r, c) for c in parsed or ())), None)
+    return Line(policy, tool_name, target, parsed, problem, denies, maybe)
 
 
 def _mode_blocks(line: Line) -> Verdict | None:
@@ -76,8 +68,7 @@ def _mode_blocks(line: Line) -> Verdict | None:
 def _deny_rules(line: Line) -> Verdict | None:
     """A deny rule that meets the line (each physical line that can be analysed, when the
     whole cannot), or a read rule denying a path it would print."""
-    commands, _ = line.parsed
-    seen = commands if commands is not None else _line_by_line(line.text)
+    seen = line.parsed if line.parsed is not None else _line_by_line(line.text)
     for rule in line.denies:
         if rule.pattern is None or match_command_text(rule.pattern, line.text.strip()) \
                 or any(deny_matches(rule, c) for c in seen):
@@ -188,7 +179,7 @@ LINE_STEPS: tuple[Step[Line], ...] = (
 
 def decide_line(policy: Policy, tool_name: str, target: Target) -> Verdict:
     """allow | ask | deny for a command line (the target's first subject)."""
-    line = Line(policy, tool_name, target)
+    line = line_of(policy, tool_name, target)
     return next(v for step in LINE_STEPS if (v := step(line)) is not None)
 
 
