@@ -119,6 +119,6 @@ def protected_verdict(policy: Policy, why: str, *, command: bool = False) -> Ver
     return Verdict("ask", protected_reason(why), None)
 
 
-_Call = TypeVar("_Call")
+_Decided = TypeVar("_Decided")
 # One step of a decision: its verdict on the call, or None to leave the call to the next step.
-Step = Callable[[_Call], "Verdict | None"]
+Step = Callable[[_Decided], "Verdict | None"]
