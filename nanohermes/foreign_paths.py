@@ -54,18 +54,28 @@ def mapped(workspace: Path, start: Path, text: str) -> str | None:
         if rel and os.path.lexists(start / rel):
             return rel
         raise ForeignPath(_refusal(text, rel or ".", start, workspace, sure=True))
-    name = workspace.name
-    after_name = max((k + 1 for k, p in enumerate(parts) if p == name), default=None)
+    return _in_workspace(workspace, text, parts)
+
+
+def _in_workspace(workspace: Path, text: str, parts: list[str]) -> str:
+    """An absolute Windows path (its `parts`) as the workspace path it ends with; ForeignPath
+    with the path to write instead when it ends with none."""
+    after_name = max((k + 1 for k, p in enumerate(parts) if p == workspace.name), default=None)
     for k in range(len(parts)):
         tail = "/".join(parts[k:])
         if (len(parts) - k >= 2 or k == after_name) and os.path.lexists(workspace / tail):
             return str(workspace / tail)
+    raise ForeignPath(_refusal(text, _suggestion(workspace, parts, after_name), workspace, workspace,
+                               sure=after_name is not None))
+
+
+def _suggestion(workspace: Path, parts: list[str], after_name: int | None) -> str:
+    """The path to write instead: what follows a folder named as the workspace, else the
+    longest tail whose folder the workspace has (`src/new.py` when there is a `src/`)."""
     if after_name is not None and after_name < len(parts):
-        suggestion = "/".join(parts[after_name:])
-    else:  # the longest tail whose folder the workspace has (`src/new.py` when there is a `src/`)
-        suggestion = next(("/".join(parts[k:]) for k in range(len(parts) - 1)
-                           if os.path.isdir(workspace.joinpath(*parts[k:-1]))), parts[-1] if parts else ".")
-    raise ForeignPath(_refusal(text, suggestion, workspace, workspace, sure=after_name is not None))
+        return "/".join(parts[after_name:])
+    return next(("/".join(parts[k:]) for k in range(len(parts) - 1) if os.path.isdir(workspace.joinpath(*parts[k:-1]))),
+                parts[-1] if parts else ".")
 
 
 def _refusal(text: str, suggestion: str, start: Path, workspace: Path, *, sure: bool) -> str:

@@ -26,7 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from nanohermes.permissions import CONTENT_READERS, Effect, ReadRules, SubjectKind, Target, option_reads
+from nanohermes.commands import read_operands
+from nanohermes.permissions import Effect, ReadRules, SubjectKind, Target
 from nanohermes.secrets import holds_own_secret, name_matcher, own_secret
 from nanohermes.shellparse import ParseError, SimpleCommand, Word, split
 
@@ -56,12 +57,16 @@ def lexical(base: Path | str, path: str) -> Path:
 
 
 def real_path(path: str, shown: str = "") -> str:
-    """os.path.realpath, with a path that changes under it said so: a link found on the way
-    that is no link by the time it is read (a folder swapped for a link and back, by a
-    command still running) makes realpath fail (EINVAL), which is a PathProblem here."""
+    """os.path.realpath, with a path that cannot be resolved said so: a folder on its way that
+    may not be searched (`/proc/1/root`: permission denied), or a link found on the way that is
+    no link by the time it is read (a folder swapped for a link and back, by a command still
+    running, makes realpath fail with EINVAL). Either is a PathProblem here."""
     try:
         return os.path.realpath(path)
     except OSError as e:
+        if e.errno in (errno.EACCES, errno.EPERM):
+            raise PathProblem(f"{shown or path} cannot be resolved: a folder on its way may not be searched "
+                              f"({e.strerror}: {e.filename})") from None
         raise PathProblem(f"{shown or path} changed while it was being resolved ({e.strerror or e}: a folder on "
                           "its way was swapped for a link, or back, by a process still running); nothing was "
                           "done; stop what keeps changing it, then try again") from None
@@ -130,50 +135,64 @@ def compute_target(kind: SubjectKind, effect: Effect, raw: list[str], workspace:
     cannot be judged."""
     roots = tuple(extra_roots)
     if kind == "path":
-        start = resolve_cwd(workspace, base) if base else workspace
-        subjects: list[str] = []
-        aliases: list[str] = []
-        written = list(dict.fromkeys(raw))
-        paths: list[Path] = []
-        mapped: list[tuple[str, str]] = []
-        protected = ""
-        for text in written:
-            use = _not_foreign(workspace, start, text)
-            real = resolve(start, use)
-            if use != text:
-                mapped.append((text, subject_of(workspace, real)))
-            paths.append(real)
-            subject = subject_of(workspace, real)
-            if subject not in subjects:
-                subjects.append(subject)
-            alias = subject_of(workspace, lexical(start, use))
-            if alias != subject and alias not in aliases:
-                aliases.append(alias)
-            if effect != "read":
-                protected = protected or protected_write(workspace, str(real), extra_roots=roots)
-        return Target(kind=kind, effect=effect, subjects=tuple(subjects), aliases=tuple(a for a in aliases if a not in subjects),
-                      protected=protected, shows_contents=shows_contents, raw=tuple(written), paths=tuple(paths),
-                      mapped=tuple(mapped))
+        return _path_target(effect, raw, workspace, base, roots, shows_contents)
     if kind == "command":
-        cwd = resolve_cwd(workspace, base)
-        line = raw[0] if raw else ""
-        protected = command_protected(line, workspace, cwd=None if cwd == workspace else cwd,
-                                      extra_roots=roots) if line else ""
-        moved = ((base, subject_of(workspace, cwd)),) if base and _not_foreign(workspace, workspace, base) != base else ()
-        return Target(kind=kind, effect=effect, subjects=(line,) if raw else (), protected=protected, cwd=cwd,
-                      mapped=moved)
+        return _command_target(effect, raw, workspace, base, roots)
     if kind == "host":
-        from nanohermes.hosts import resolve as resolve_host
-
-        from nanohermes.hosts import LookupTimeout
-
-        hosts = [h for h in (host_subject(r) for r in raw) if h]
-        try:
-            addresses = tuple(a for h in dict.fromkeys(hosts) for a in resolve_host(h, lookup_secs))
-        except LookupTimeout as e:  # a host that cannot be judged is refused, not guessed
-            raise PathProblem(f"{e}; its addresses cannot be checked against the host rules: try again later") from None
-        return Target(kind=kind, effect=effect, subjects=tuple(dict.fromkeys(hosts)), addresses=addresses)
+        return _host_target(effect, raw, lookup_secs)
     return Target(kind=kind, effect=effect, subjects=tuple(raw))
+
+
+def _path_target(effect: Effect, raw: list[str], workspace: Path, base: str | None, roots: tuple[str, ...],
+                 shows_contents: bool) -> Target:
+    """Each path resolved from the call's folder (a Windows path read as the workspace path it
+    names), as rules see it, with the other spelling it suggests; and why a write is protected."""
+    start = resolve_cwd(workspace, base) if base else workspace
+    written = list(dict.fromkeys(raw))
+    subjects: list[str] = []
+    aliases: list[str] = []
+    paths: list[Path] = []
+    mapped: list[tuple[str, str]] = []
+    protected = ""
+    for text in written:
+        use = _not_foreign(workspace, start, text)
+        real = resolve(start, use)
+        subject = subject_of(workspace, real)
+        if use != text:
+            mapped.append((text, subject))
+        paths.append(real)
+        subjects.append(subject)
+        aliases.append(subject_of(workspace, lexical(start, use)))
+        if effect != "read" and not protected:
+            protected = protected_write(workspace, str(real), extra_roots=roots)
+    subjects = list(dict.fromkeys(subjects))
+    return Target(kind="path", effect=effect, subjects=tuple(subjects),
+                  aliases=tuple(a for a in dict.fromkeys(aliases) if a not in subjects), protected=protected,
+                  shows_contents=shows_contents, raw=tuple(written), paths=tuple(paths), mapped=tuple(mapped))
+
+
+def _command_target(effect: Effect, raw: list[str], workspace: Path, base: str | None,
+                    roots: tuple[str, ...]) -> Target:
+    """The command line, the folder it runs in, and why a write of it is protected."""
+    cwd = resolve_cwd(workspace, base)
+    line = raw[0] if raw else ""
+    protected = command_protected(line, workspace, cwd=None if cwd == workspace else cwd,
+                                  extra_roots=roots) if line else ""
+    moved = ((base, subject_of(workspace, cwd)),) if base and _not_foreign(workspace, workspace, base) != base else ()
+    return Target(kind="command", effect=effect, subjects=(line,) if raw else (), protected=protected, cwd=cwd,
+                  mapped=moved)
+
+
+def _host_target(effect: Effect, raw: list[str], lookup_secs: float | None) -> Target:
+    """The canonical hosts, and the addresses they resolve to."""
+    from nanohermes.hosts import LookupTimeout, resolve as resolve_host
+
+    hosts = [h for h in (host_subject(r) for r in raw) if h]
+    try:
+        addresses = tuple(a for h in dict.fromkeys(hosts) for a in resolve_host(h, lookup_secs))
+    except LookupTimeout as e:  # a host that cannot be judged is refused, not guessed
+        raise PathProblem(f"{e}; its addresses cannot be checked against the host rules: try again later") from None
+    return Target(kind="host", effect=effect, subjects=tuple(dict.fromkeys(hosts)), addresses=addresses)
 
 
 # -- opening exactly the judged path -------------------------------------------------------
@@ -344,86 +363,47 @@ def _cd(cmd: SimpleCommand, base: Path | None, cdpath: bool) -> Path | None:
     return Path(_real(base, t.text))
 
 
-def command_protected(command: str, workspace: Path, *, cwd: Path | None = None,
-                      extra_roots: list[str] | tuple[str, ...] = ()) -> str:
-    """Why a command line's write (by `>`, `>>`, `tee`) is protected, or "" when none is. A
-    target only known at run time (an expansion, a glob, a brace, `~+`), or after a `cd` whose
-    folder is (the same, `-`, `popd`, or a relative folder while CDPATH may be set), counts as
-    protected."""
-    try:
-        commands = split(command)
-    except ParseError:
-        return ""  # asked anyway: an unparseable command is never allowed silently
+def _located(commands: list[SimpleCommand], command: str, workspace: Path,
+             cwd: Path | None) -> Iterator[tuple[SimpleCommand, Path | None]]:
+    """Each simple command of the line but `cd`, `pushd` and `popd`, with the folder it runs
+    in: None once a `cd` went where only the run knows."""
     cdpath = "CDPATH" in os.environ or "CDPATH" in command
     base: Path | None = cwd or workspace
     for cmd in commands:
         if cmd.name in ("cd", "pushd", "popd"):
             base = _cd(cmd, base, cdpath)
             continue
-        targets = [r.target for r in cmd.redirects if r.writes_file and r.target is not None]
-        if cmd.name == "tee":
-            targets += [w for w in cmd.words[1:] if not w.text.startswith("-") and w.text != "/dev/null"]
-        for t in targets:
+        yield cmd, base
+
+
+def _named_paths(w: Word, root: str, most: int) -> list[str]:
+    """The paths a word names from `root`: what its glob matches (lazily, at most `most`), or itself."""
+    if not w.glob:
+        return [os.path.join(root, os.path.expanduser(w.text))]
+    try:
+        matches = list(itertools.islice(globlib.iglob(os.path.expanduser(w.text), root_dir=root), most))
+    except (OSError, ValueError):
+        matches = []
+    return [os.path.join(root, m) for m in matches]
+
+
+def command_protected(command: str, workspace: Path, *, cwd: Path | None = None,
+                      extra_roots: list[str] | tuple[str, ...] = ()) -> str:
+    """Why a command line's write (by `>`, `>>`, a file it writes as an operand: tee) is
+    protected, or "" when none is. A target only known at run time (an expansion, a glob, a
+    brace, `~+`), or after a `cd` whose folder is (the same, `-`, `popd`, or a relative folder
+    while CDPATH may be set), counts as protected."""
+    try:
+        commands = split(command)
+    except ParseError:
+        return ""  # asked anyway: an unparseable command is never allowed silently
+    for cmd, base in _located(commands, command, workspace, cwd):
+        for t in cmd.written:
             if _unknown_path(t) or (base is None and not os.path.isabs(os.path.expanduser(t.text))):
                 return f"{t.text} is only known when the command runs"
             if why := protected_write(workspace, t.text, cwd=base, extra_roots=extra_roots):
                 return why
     return ""
-
-
-# Readers that go through whole folders; `grep` and friends only with -r/-R.
-_RECURSIVE_READERS = frozenset({"rg", "ag", "ack", "ack-grep"})
-_GREPS = frozenset({"grep", "egrep", "fgrep", "zgrep"})
-_FIND_RUNS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
-
-
-def _read_operands(cmd: SimpleCommand) -> tuple[list[Word], bool]:
-    """(the words that may name files this command prints, whether it reads folders whole)."""
-    words: list[Word] = [r.target for r in cmd.redirects if r.op in ("<", "<>") and r.target is not None]
-    if not cmd.words:
-        return words, False
-    name = os.path.basename(cmd.name)
-    args = list(cmd.words[1:])
-    if name == "find":
-        runs = [args[i + 1] for i, w in enumerate(args[:-1]) if w.text in _FIND_RUNS]
-        if any(os.path.basename(r.text) in CONTENT_READERS or r.text in ("sh", "bash") for r in runs):
-            starts = []
-            for w in args:
-                if w.text.startswith(("-", "(", "!")):
-                    break
-                starts.append(w)
-            return words + (starts or [Word(".", ".")]), True
-        return words, False
-    if name not in CONTENT_READERS and name not in _RECURSIVE_READERS:
-        return words + option_reads(cmd), False
-    searcher = name in _GREPS or name in _RECURSIVE_READERS
-    if name == "git":
-        if not (args and args[0].text == "grep"):
-            return words + [w for w in args if not w.text.startswith("-")], False
-        args, searcher = args[1:], True
-    recursive = name in _RECURSIVE_READERS or cmd.open_args or name == "git"
-    if name in _GREPS:
-        recursive = recursive or any(w.text in ("--recursive", "--dereference-recursive")
-                                     or (w.text.startswith("-") and not w.text.startswith("--")
-                                         and ("r" in w.text or "R" in w.text))
-                                     or w.text.startswith("--directories=recurse") for w in args)
-    positionals: list[Word] = []
-    pattern_given = False
-    for w in args:
-        if w.text.startswith("-") and "=" in w.text:
-            value = w.text.split("=", 1)[1]
-            pattern_given = pattern_given or w.text.startswith(("--regexp=", "--file="))
-            words.append(Word(value, value, glob=w.glob))
-        elif w.text.startswith("-") and w.text != "-":
-            pattern_given = pattern_given or w.text in ("-e", "-f", "--regexp", "--file")
-        else:
-            positionals.append(w)
-    if searcher and not pattern_given and positionals:
-        positionals = positionals[1:]  # the pattern
-    words += positionals
-    if recursive and not positionals:
-        words.append(Word(".", "."))  # with no folder named, they read the current one
-    return words, recursive
 
 
 class _Scan:
@@ -491,34 +471,26 @@ def command_secret(command: str, workspace: Path, *, cwd: Path | None = None,
     except ParseError:
         return ""  # asked anyway
     scan = _Scan(workspace, patterns, max_entries, max_secs, own)
-    cdpath = "CDPATH" in os.environ or "CDPATH" in command
-    base: Path | None = cwd or workspace
-    for cmd in commands:
-        if cmd.name in ("cd", "pushd", "popd"):
-            base = _cd(cmd, base, cdpath)
-            continue
-        words, recursive = _read_operands(cmd)
+    for cmd, base in _located(commands, command, workspace, cwd):
+        words, recursive = read_operands(cmd)
         for w in words:
-            if w.dynamic:
-                continue  # not known here: the command analysis asks for dynamic reads
-            if (base is None and not os.path.isabs(os.path.expanduser(w.text))) \
-                    or (w.tilde and not (w.text == "~" or w.text.startswith("~/"))):
-                return "files in a folder known only at run time"  # after `cd $X`, `cd -`, `popd`; `~+`
-            root = str(base) if base is not None else str(workspace)
-            if w.glob:
-                try:  # lazily, and no more names than the look may check
-                    matches = list(itertools.islice(globlib.iglob(os.path.expanduser(w.text), root_dir=root),
-                                                    max_entries + 1))
-                except (OSError, ValueError):
-                    matches = []
-                paths = [os.path.join(root, m) for m in matches]
-            else:
-                paths = [os.path.join(root, os.path.expanduser(w.text))]
-            for path in paths:
-                if not os.path.lexists(path):
-                    continue
-                if found := scan.check(path, recursive):
-                    return found
+            if found := _secret_named(scan, w, workspace, base, recursive):
+                return found
+    return ""
+
+
+def _secret_named(scan: _Scan, w: Word, workspace: Path, base: Path | None, recursive: bool) -> str:
+    """A secret file the word names (read whole when `recursive`) from the folder `base`, or
+    why that cannot be known here; "" when none."""
+    if w.dynamic:
+        return ""  # not known here: the command analysis asks for dynamic reads
+    if (base is None and not os.path.isabs(os.path.expanduser(w.text))) \
+            or (w.tilde and not (w.text == "~" or w.text.startswith("~/"))):
+        return "files in a folder known only at run time"  # after `cd $X`, `cd -`, `popd`; `~+`
+    root = str(base) if base is not None else str(workspace)
+    for path in _named_paths(w, root, scan.max_entries + 1):  # no more names than the look may check
+        if os.path.lexists(path) and (found := scan.check(path, recursive)):
+            return found
     return ""
 
 
@@ -533,40 +505,54 @@ def command_read_rule(command: str, workspace: Path, rules: ReadRules, *, cwd: P
         commands = split(command)
     except ParseError:
         return ()  # asked anyway
-    deadline = time.monotonic() + max_secs
-    left = max_entries
-    cdpath = "CDPATH" in os.environ or "CDPATH" in command
-    base: Path | None = cwd or workspace
-    for cmd in commands:
-        if cmd.name in ("cd", "pushd", "popd"):
-            base = _cd(cmd, base, cdpath)
-            continue
-        words, recursive = _read_operands(cmd)
+    look = _RuleLook(workspace, rules, folders, max_entries, max_secs)
+    for cmd, base in _located(commands, command, workspace, cwd):
+        words, recursive = read_operands(cmd)
         root = str(base) if base is not None else str(workspace)
         for w in words:
             if w.dynamic or (base is None and not os.path.isabs(os.path.expanduser(w.text))):
                 continue  # known only at run time: the sandbox withholds what it reaches
-            if w.glob:
-                try:
-                    found = list(itertools.islice(globlib.iglob(os.path.expanduser(w.text), root_dir=root), max_entries))
-                except (OSError, ValueError):
-                    found = []
-                paths = [os.path.join(root, m) for m in found]
-            else:
-                paths = [os.path.join(root, os.path.expanduser(w.text))]
-            for path in paths:
-                walk = [path]
-                while walk:
-                    left -= 1
-                    if left < 0 or time.monotonic() > deadline:
-                        return ()
-                    one = walk.pop()
-                    subject = subject_of(workspace, os.path.realpath(one))
-                    if (hit := rules.covering(subject)) is not None:
-                        return (hit[0], subject, str(hit[1]))
-                    if folders and recursive and os.path.isdir(one) and not os.path.islink(one):
-                        try:
-                            walk += [e.path for e in os.scandir(one) if e.name != ".git"]
-                        except OSError:
-                            continue
+            for path in _named_paths(w, root, max_entries):
+                if (hit := look.walk(path, recursive)) is not None:
+                    return hit
     return ()
+
+
+def _judged(path: str) -> str:
+    """The real path a read rule is matched against: links resolved, or, where a folder on the
+    way cannot be searched (`/proc/1/root`, a folder without x), the path as written, made
+    absolute: what the look cannot resolve, a command cannot open either."""
+    try:
+        return os.path.realpath(path)
+    except OSError:
+        return os.path.normpath(os.path.abspath(path))
+
+
+class _RuleLook:
+    """A bounded look for a path a read rule covers."""
+
+    def __init__(self, workspace: Path, rules: ReadRules, folders: bool, max_entries: int, max_secs: float) -> None:
+        self.workspace = workspace
+        self.rules = rules
+        self.folders = folders
+        self.left = max_entries
+        self.deadline = time.monotonic() + max_secs
+
+    def walk(self, path: str, recursive: bool) -> tuple[str, str, str] | tuple[()] | None:
+        """(decision, subject, rule) for the path, or (read whole) one below it, that a rule
+        covers; () when the look ran out of its bounds; None when none is covered."""
+        walk = [path]
+        while walk:
+            self.left -= 1
+            if self.left < 0 or time.monotonic() > self.deadline:
+                return ()
+            one = walk.pop()
+            subject = subject_of(self.workspace, _judged(one))
+            if (hit := self.rules.covering(subject)) is not None:
+                return (hit[0], subject, str(hit[1]))
+            if self.folders and recursive and os.path.isdir(one) and not os.path.islink(one):
+                try:
+                    walk += [e.path for e in os.scandir(one) if e.name != ".git"]
+                except OSError:
+                    continue
+        return None

@@ -5,8 +5,9 @@ returns every simple command it would run: across `&&`, `||`, `;`, `|`, `&`, new
 subshells `( )`, groups `{ }`, command substitution `$( )` and backticks, process
 substitution `<( )`, and the scripts of `bash -c '...'`. Quotes are respected (a quoted
 `;` is an argument, not a separator); leading `VAR=value` assignments, redirections and the
-wrappers `env`, `timeout`, `nice`, `time`, `nohup`, `stdbuf`, `command`, `xargs` are seen
-through, so a rule is matched against the command that really runs.
+wrappers the catalogue of commands lists (`env`, `timeout`, `nice`, `time`, `nohup`, `stdbuf`,
+`command`, `xargs`, `find -exec`: an entry's `wraps`) are seen through, so a rule is matched
+against the command that really runs.
 
 The analysis fails closed, on two levels:
 - `ParseError`: the line's structure is not followed with certainty (case statements,
@@ -21,573 +22,44 @@ The analysis fails closed, on two levels:
   code or variable names (`eval`, `source`, `trap`, `let`, `declare`, `printf -v`,
   `test -v`, `read` into arrays...), assignments that change how later commands resolve
   (`PATH=...;`), brace expansion in arguments. The caller treats the line as unanalysable.
+  Which builtins' forms are not modelled is each one's catalogue entry's `problem`.
 Pure: no I/O, no globals that change.
 
-A hand-written scanner, because the one maintained Python bash parser (bashlex) is GPL
-licensed and lags bash's grammar; the subset a permission check needs is small.
+The scanner (`shellscan`) reads the line; this module sees through the wrappers and marks
+what is not modelled, reading the catalogue (`nanohermes.commands`); the model itself (`Word`,
+`Redirect`, `SimpleCommand`, `ParseError`) lives in `shellwords` and is re-exported here.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, replace
-from typing import Literal
+import posixpath
+from collections.abc import Callable
+from dataclasses import replace
+
+from nanohermes.commands.entry import Command, Wraps
+from nanohermes.commands.table import lookup
+from nanohermes.shellscan import Scanner
+from nanohermes.shellwords import (
+    ASSIGNMENT, SHELL_STATE_VARS, ParseError, Redirect, SimpleCommand, Word, assigned, var_name,
+)
 
 __all__ = ["ParseError", "Redirect", "SimpleCommand", "Word", "split"]
 
 
-class ParseError(ValueError):
-    """The command line uses shell syntax this analysis does not follow."""
+# -- wrappers: the catalogue entry's `wraps` says how each runs its command -------------------
+
+def _unwrap(cmd: SimpleCommand) -> list[SimpleCommand]:
+    """See through wrappers: `timeout 5 env X=1 nice git log` checks `git log`. A wrapper
+    with an option its entry does not list is not seen through, and the command is unmodelled."""
+    if not cmd.words or cmd.words[0].dynamic:
+        return [cmd]
+    entry = lookup(cmd.words[0].text)
+    if entry is None or entry.wraps is None:
+        return [cmd]
+    return _WRAPPERS[entry.wraps.kind](cmd, list(cmd.words[1:]), entry.wraps)
 
 
-@dataclass(frozen=True)
-class Word:
-    text: str  # after quote removal; expansions keep their source text, e.g. `$HOME`, `$(pwd)`
-    raw: str = ""  # the source text
-    expands: bool = False  # contains a parameter expansion ($X, ${X})
-    substitutes: bool = False  # contains a command or process substitution
-    glob: bool = False  # contains an unquoted * ? or [...]
-    brace: bool = False  # contains an unquoted brace expansion: {a,b} or {1..3}
-    splits: bool = False  # contains an unquoted expansion: its value is split into words and globbed
-    tilde: bool = False  # starts with an unquoted ~ (bash expands ~, ~/x, ~user, ~+, ~-)
-
-    @property
-    def dynamic(self) -> bool:
-        return self.expands or self.substitutes
-
-
-@dataclass(frozen=True)
-class Redirect:
-    op: str  # > >> >| &> &>> < << <<< <> >& <&
-    fd: str = ""  # the explicit descriptor, e.g. "2" in 2>
-    target: Word | None = None  # None for here-documents
-
-    @property
-    def writes_file(self) -> bool:
-        """Does this redirection create or change a file?"""
-        if self.op not in (">", ">>", ">|", "&>", "&>>", "<>", ">&"):
-            return False
-        if self.target is None:
-            return False
-        t = self.target.text
-        if self.op == ">&" and (t.isdigit() or t == "-"):
-            return False  # descriptor duplication, e.g. 2>&1
-        return t not in ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty")
-
-
-@dataclass(frozen=True)
-class SimpleCommand:
-    words: tuple[Word, ...]
-    assigns: tuple[str, ...] = ()  # leading NAME=value, as written after quote removal
-    redirects: tuple[Redirect, ...] = ()
-    wrappers: tuple[str, ...] = ()  # wrappers seen through, outermost first
-    open_args: bool = False  # xargs appends arguments at run time
-    unmodelled: str = ""  # why what this command does is not modelled exactly ("" when it is)
-
-    @property
-    def argv(self) -> tuple[str, ...]:
-        return tuple(w.text for w in self.words)
-
-    @property
-    def name(self) -> str:
-        return self.words[0].text if self.words else ""
-
-    @property
-    def text(self) -> str:
-        """What rules are matched against: the words joined by single spaces."""
-        return " ".join(self.argv)
-
-    @property
-    def writes(self) -> tuple[str, ...]:
-        """Files this command writes by redirection or through `tee`."""
-        out = [r.target.text for r in self.redirects if r.writes_file and r.target is not None]
-        if self.name == "tee":
-            out += [a for a in self.argv[1:] if not a.startswith("-") and a != "/dev/null"]
-        return tuple(out)
-
-
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
-_RESERVED_SKIP = frozenset({"!", "{", "}", "if", "then", "elif", "else", "fi", "do", "done", "while", "until"})
-_UNSUPPORTED = frozenset({"case", "esac", "function", "select", "coproc"})
-_LITERAL_ARITH = re.compile(r"[0-9\s+\-*/%<>=!&|^~(),?:]*")
-_SIMPLE_BRACED = re.compile(r"\$\{(?:#?[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])\}")
-_ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v", "\\": "\\",
-                 "'": "'", '"': '"', "?": "?"}
-
-
-def _unsafe_heredoc_line(line: str) -> bool:
-    """Would bash run or evaluate something in this line of an unquoted here-document?"""
-    if "`" in line or line.endswith("\\"):
-        return True
-    for m in re.finditer(r"\$(.)", line):
-        if m.group(1) in "([":
-            return True
-        if m.group(1) == "{" and not _SIMPLE_BRACED.match(line, m.start()):
-            return True
-    return False
-
-
-@dataclass(frozen=True)
-class _Op:
-    """A control operator or separator: ; & && || | |& ( ) or a newline."""
-    text: str
-
-
-@dataclass(frozen=True)
-class _Redir:
-    """A redirection operator with its explicit descriptor; the target follows as a word."""
-    fd: str
-    op: str
-
-
-@dataclass(frozen=True)
-class _Eof:
-    """The end of the input."""
-
-
-# What the scanner hands the grammar; a word token is the `Word` itself.
-_Token = _Op | _Redir | Word | _Eof
-
-
-class _Scanner:
-    def __init__(self, src: str) -> None:
-        self.s = src
-        self.i = 0
-        self.commands: list[SimpleCommand] = []
-        self.heredocs: list[tuple[str, bool, bool]] = []  # (delimiter, strip tabs, expands)
-        self.back: _Token | None = None  # a token read ahead and given back
-
-    # -- characters --------------------------------------------------------------------
-    def peek(self, n: int = 0) -> str:
-        j = self.i + n
-        return self.s[j] if j < len(self.s) else ""
-
-    def startswith(self, text: str) -> bool:
-        return self.s.startswith(text, self.i)
-
-    def skip_blanks(self) -> None:
-        while True:
-            c = self.peek()
-            if c in (" ", "\t"):
-                self.i += 1
-            elif c == "\\" and self.peek(1) == "\n":
-                self.i += 2
-            elif c == "#":
-                while self.peek() not in ("", "\n"):
-                    self.i += 1
-            else:
-                return
-
-    # -- tokens ------------------------------------------------------------------------
-    def token(self) -> _Token:
-        """The next token: an operator, a redirection, a word or the end."""
-        if self.back is not None:
-            tok, self.back = self.back, None
-            return tok
-        self.skip_blanks()
-        c = self.peek()
-        if c == "":
-            return _Eof()
-        if c == "\n":
-            self.i += 1
-            self.read_heredocs()
-            return _Op("\n")
-        for op in ("&&", "||", ";;", ";&", "|&", "&>>", "&>"):
-            if self.startswith(op):
-                self.i += len(op)
-                if op in (";;", ";&"):
-                    raise ParseError("case statements are not analysed")
-                if op.startswith("&>"):
-                    return _Redir("", op)
-                return _Op(op)
-        if c in ";|&()":
-            if c == "(" and self.peek(1) == "(":
-                raise ParseError("arithmetic commands (( )) are not analysed")
-            self.i += 1
-            return _Op(c)
-        m = re.compile(r"(\d*)(>>|>\||>&|>|<<<|<<-|<<|<&|<>|<)").match(self.s, self.i)
-        if m and not (m.group(2) in ("<", ">") and self.peek(len(m.group(0))) == "(" and not m.group(1)):
-            self.i = m.end()
-            return _Redir(m.group(1), m.group(2))
-        return self.word()
-
-    def word(self) -> Word:
-        """A word up to a blank, an operator or a redirection: its text after quote removal,
-        and what bash would still do to it at run time (expand, substitute, glob, brace-expand,
-        split). A process substitution `<(...)` stays inside the word."""
-        start = self.i
-        out: list[str] = []
-        shape: list[str] = []  # unquoted literal characters; "\x00" for anything quoted or expanded
-        expands = substitutes = glob = splits = False
-        bracket = False
-        while True:
-            c = self.peek()
-            if c == "" or c in " \t\n;&|()":
-                break
-            if c in "<>":
-                if self.peek(1) == "(":  # process substitution: becomes one /dev/fd path, so
-                    sub_start = self.i  # the word stays static; its commands are collected
-                    self.i += 2
-                    self.nested(")")
-                    out.append(self.s[sub_start:self.i])
-                    shape.append("\x00")
-                    continue
-                if re.fullmatch(r"\{[A-Za-z_][A-Za-z0-9_]*\}", self.s[start:self.i]):
-                    raise ParseError("a {name} redirection (a descriptor held in a variable) is not analysed")
-                break
-            if c == "\\":
-                nxt = self.peek(1)
-                self.i += 2
-                if nxt != "\n":
-                    out.append(nxt)
-                    shape.append("\x00")
-                continue
-            if c == "'":
-                end = self.s.find("'", self.i + 1)
-                if end < 0:
-                    raise ParseError("unbalanced single quote")
-                out.append(self.s[self.i + 1:end])
-                shape.append("\x00")
-                self.i = end + 1
-                continue
-            if c in '"`$':
-                e, s, sp = self.expanding_piece(out)
-                expands, substitutes, splits = expands or e, substitutes or s, splits or sp
-                shape.append("\x00")
-                continue
-            if c in "*?":
-                glob = True
-            elif c == "[":
-                bracket = True
-            elif c == "]" and bracket:
-                glob = True
-            out.append(c)
-            shape.append(c)
-            self.i += 1
-        raw = self.s[start:self.i]
-        brace = bool(re.search(r"\{[^{}]*(?:,|\.\.)[^{}]*\}", "".join(shape)))
-        return Word("".join(out), raw, expands, substitutes, glob, brace, splits, raw.startswith("~"))
-
-    def expanding_piece(self, out: list[str]) -> tuple[bool, bool, bool]:
-        """At a `"`, a backtick or a `$`: adds the piece's text to `out` and returns whether it
-        expands a parameter, substitutes a command, and is split into words and globbed (an
-        unquoted expansion or substitution; inside double quotes it is not)."""
-        c = self.peek()
-        if c == '"':
-            expands, substitutes = self.double_quoted(out)
-            return expands, substitutes, False
-        if c == "`":
-            out.append(self.backticks())
-            return False, True, True
-        quoted = self.peek(1) in ("'", '"')
-        text, expands, substitutes = self.dollar()
-        out.append(text)
-        return expands, substitutes, not quoted and (expands or substitutes)
-
-    def double_quoted(self, out: list[str]) -> tuple[bool, bool]:
-        self.i += 1
-        expands = substitutes = False
-        while True:
-            c = self.peek()
-            if c == "":
-                raise ParseError("unbalanced double quote")
-            if c == '"':
-                self.i += 1
-                return expands, substitutes
-            if c == "\\" and self.peek(1) in ('"', "\\", "$", "`", "\n"):
-                if self.peek(1) != "\n":
-                    out.append(self.peek(1))
-                self.i += 2
-            elif c == "`":
-                out.append(self.backticks())
-                substitutes = True
-            elif c == "$":
-                text, e, s = self.dollar(in_quotes=True)
-                out.append(text)
-                expands, substitutes = expands or e, substitutes or s
-            else:
-                out.append(c)
-                self.i += 1
-
-    def dollar(self, *, in_quotes: bool = False) -> tuple[str, bool, bool]:
-        """At a `$`: returns (text, expands, substitutes) and moves past the expansion."""
-        start = self.i
-        nxt = self.peek(1)
-        if in_quotes and nxt in ("'", '"'):
-            self.i += 1  # inside "...", $' and $" are a plain dollar sign
-            return "$", False, False
-        if nxt == "[":
-            raise ParseError("arithmetic $[...] is not analysed")
-        if self.startswith("$(("):
-            depth, j = 0, self.i + 1
-            while j < len(self.s):
-                if self.s[j] == "(":
-                    depth += 1
-                elif self.s[j] == ")":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                j += 1
-            else:
-                raise ParseError("unbalanced $((")
-            body = self.s[self.i:j + 1]
-            # Names in arithmetic are evaluated recursively (`x='a[$(cmd)]'; $((x))` runs cmd):
-            # only numbers and operators are followed.
-            if not body.endswith("))") or not _LITERAL_ARITH.fullmatch(body[3:-2]):
-                raise ParseError("arithmetic $((...)) with names, quotes or expansions is not analysed")
-            self.i = j + 1
-            return body, True, False
-        if nxt == "(":
-            self.i += 2
-            self.nested(")")
-            return self.s[start:self.i], False, True
-        if nxt == "{":
-            m = _SIMPLE_BRACED.match(self.s, self.i)
-            if not m:
-                raise ParseError("a ${...} expansion with operators, subscripts or quotes is not analysed")
-            self.i = m.end()
-            return m.group(0), True, False
-        if nxt == "'":  # ANSI-C quoting: $'...'
-            return self.ansi_c()
-        if nxt == '"':  # $"..." is a localised double-quoted string
-            self.i += 1
-            return "", False, False
-        m = _NAME.match(self.s, self.i + 1)
-        if m:
-            self.i = m.end()
-            return self.s[start:self.i], True, False
-        if nxt and (nxt.isdigit() or nxt in "@*#?$!-"):
-            self.i += 2
-            return self.s[start:self.i], True, False
-        self.i += 1
-        return "$", False, False
-
-    def ansi_c(self) -> tuple[str, bool, bool]:
-        """`$'...'` with only the plain escapes (\\n \\t \\' ...); hex, octal, unicode and
-        control escapes are decoded by bash in ways not followed here."""
-        out: list[str] = []
-        j = self.i + 2
-        while j < len(self.s):
-            c = self.s[j]
-            if c == "'":
-                self.i = j + 1
-                return "".join(out), False, False
-            if c == "\\":
-                esc = self.s[j + 1:j + 2]
-                if esc not in _ANSI_ESCAPES:
-                    raise ParseError(f"$'...' with the escape \\{esc} is not analysed")
-                out.append(_ANSI_ESCAPES[esc])
-                j += 2
-                continue
-            out.append(c)
-            j += 1
-        raise ParseError("unbalanced $' quote")
-
-    def backticks(self) -> str:
-        start = self.i
-        j = self.i + 1
-        inner: list[str] = []
-        while j < len(self.s) and self.s[j] != "`":
-            if self.s[j] == "\\":  # the escaping rules inside backticks differ by context
-                raise ParseError("backslashes inside backticks are not analysed; use $(...)")
-            inner.append(self.s[j])
-            j += 1
-        if j >= len(self.s):
-            raise ParseError("unbalanced backtick")
-        if self.heredocs and "\n" in inner:
-            raise ParseError("a line break inside backticks while a here-document is pending is not analysed")
-        self.i = j + 1
-        sub = _Scanner("".join(inner))
-        sub.parse_list(stop="")
-        self.commands.extend(sub.commands)
-        return self.s[start:self.i]
-
-    def nested(self, stop: str) -> None:
-        """Parse a substitution body up to its closing `)`; its commands join ours."""
-        outer, start = self.heredocs, self.i
-        self.heredocs = []
-        self.parse_list(stop=stop)
-        if self.token() != _Op(stop):
-            raise ParseError(f"unbalanced {stop}")
-        if self.heredocs:
-            raise ParseError("a here-document opened inside ( ) or $( ) and ended after it is not analysed")
-        if outer and "\n" in self.s[start:self.i]:
-            # Where bash reads the body of a here-document opened before the ( ) then depends
-            # on the kind of nesting.
-            raise ParseError("a line break inside ( ) or $( ) while a here-document is pending is not analysed")
-        self.heredocs = outer
-
-    def read_heredocs(self) -> None:
-        for delim, strip, expands in self.heredocs:
-            while True:
-                end = self.s.find("\n", self.i)
-                line = self.s[self.i:] if end < 0 else self.s[self.i:end]
-                self.i = len(self.s) if end < 0 else end + 1
-                if (line.lstrip("\t") if strip else line) == delim:
-                    break
-                if expands and _unsafe_heredoc_line(line):
-                    raise ParseError("substitutions, arithmetic, ${...} operators or a trailing backslash inside "
-                                     "an unquoted here-document are not analysed")
-                if end < 0:
-                    break
-        self.heredocs = []
-
-    # -- grammar -----------------------------------------------------------------------
-    def parse_list(self, stop: str) -> None:
-        """Commands until `stop` (")" for a substitution, "" for the end of input)."""
-        while True:
-            tok = self.token()
-            if isinstance(tok, _Eof):
-                if stop:
-                    raise ParseError(f"unbalanced {stop}")
-                return
-            if tok == _Op(")"):
-                if stop == ")":
-                    self.back = tok
-                    return
-                raise ParseError("unexpected )")
-            if tok == _Op("("):
-                self.nested(")")
-                self.trailing_redirects()
-                continue
-            if isinstance(tok, _Op):
-                continue  # a separator: ; && || | & newline
-            self.back = tok
-            self.simple_command()
-
-    def trailing_redirects(self) -> None:
-        """Redirections after `)` or a closing keyword apply to everything inside: seen as a
-        command of their own, so a write is still a write."""
-        redirects: list[Redirect] = []
-        while True:
-            tok = self.token()
-            if not isinstance(tok, _Redir):
-                self.back = tok
-                break
-            redirects.append(self.redirect(tok))
-        if redirects:
-            self.commands.append(SimpleCommand((), (), tuple(redirects)))
-
-    def redirect(self, tok: _Redir) -> Redirect:
-        fd, op = tok.fd, tok.op
-        if op in ("<<", "<<-"):
-            self.skip_blanks()
-            delim = self.word()
-            if not delim.raw:
-                raise ParseError("here-document without a delimiter")
-            quoted = delim.raw != delim.text or any(q in delim.raw for q in "'\"\\")
-            self.heredocs.append((delim.text, op == "<<-", not quoted))
-            return Redirect(op, fd, None)
-        self.skip_blanks()
-        target = self.token()
-        if not isinstance(target, Word):
-            raise ParseError(f"redirection {fd}{op} without a target")
-        return Redirect(op, fd, target)
-
-    def simple_command(self) -> None:
-        """One simple command: leading assignments, its words and its redirections, up to an
-        operator; its commands (wrappers seen through) join `commands`. In command position a
-        reserved word or a `for` header is not a command (`command_position`), and `[[`
-        collects its words up to `]]` (operators inside it would be tokens of their own)."""
-        words: list[Word] = []
-        assigns: list[str] = []
-        redirects: list[Redirect] = []
-        while (w := self.command_word(words, redirects)) is not None:
-            if not words:
-                head = self.command_position(w, assigns, redirects)
-                if head == "assignment":
-                    continue
-                if head == "ends":
-                    break
-                if head == "keyword":
-                    return  # the next token starts a command
-            words.append(w)
-            if words[0].text == "[[" and w.text == "]]":
-                break
-        if words and words[0].text == "[[" and words[-1].text != "]]":
-            raise ParseError("[[ ... ]] with operators inside is not analysed")
-        if words or assigns or redirects:
-            cmd = SimpleCommand(tuple(words), tuple(assigns), tuple(redirects))
-            self.commands.extend(_finish(c) for c in _unwrap(cmd))
-
-    def command_word(self, words: list[Word], redirects: list[Redirect]) -> Word | None:
-        """The simple command's next word, its redirections on the way added to `redirects`;
-        None at an operator or the end (given back: it ends the command). A `(` after words
-        opens a function body, and `<`/`>` inside `[[ ]]` compare strings there: neither is
-        followed."""
-        while True:
-            tok = self.token()
-            if isinstance(tok, _Eof) or (isinstance(tok, _Op) and tok.text != "("):
-                self.back = tok
-                return None
-            if isinstance(tok, _Op):  # "(" after words: a function definition
-                raise ParseError("function definitions are not analysed")
-            if isinstance(tok, Word):
-                return tok
-            if words and words[0].text == "[[":
-                raise ParseError("[[ ... ]] with < or > inside is not analysed")
-            redirects.append(self.redirect(tok))
-
-    def command_position(self, w: Word, assigns: list[str],
-                         redirects: list[Redirect]) -> Literal["word", "assignment", "ends", "keyword"]:
-        """What a word before the command's name is: an `assignment` (added to `assigns`), the
-        command's first `word`, or a reserved word. A reserved word after assignments or
-        redirections `ends` the command before it; on its own it is a `keyword` that starts
-        no command (a `for` header is read here; redirections after `}`, `fi` and `done` are
-        collected, since they apply to the whole block). Unquoted only: `"if"` is a name.
-        Compound commands whose structure is not followed (`case`, functions) are refused."""
-        if not assigns and w.raw in _UNSUPPORTED:
-            raise ParseError(f"`{w.raw}` is not analysed")
-        if w.raw in _RESERVED_SKIP and w.raw == w.text:
-            if redirects or assigns:
-                return "ends"
-            if w.raw in ("}", "fi", "done"):
-                self.trailing_redirects()
-            return "keyword"
-        if w.raw in ("for", "select") and not assigns:
-            self.for_header()
-            return "keyword"
-        if _ASSIGN.match(w.raw) and not w.raw.startswith("="):
-            assigns.append(_assigned(w))
-            return "assignment"
-        return "word"
-
-    def for_header(self) -> None:
-        """`for NAME in WORDS ;` — the words may hold substitutions (already collected)."""
-        tok = self.token()
-        if isinstance(tok, Word) and tok.text in _SHELL_STATE_VARS:
-            raise ParseError(f"a for loop assigning {tok.text} is not analysed")
-        self.back = tok
-        while True:
-            tok = self.token()
-            if isinstance(tok, _Eof):
-                return
-            if tok in (_Op(";"), _Op("\n")):
-                return
-            if not isinstance(tok, Word):
-                self.back = tok
-                return
-
-
-# -- wrappers ------------------------------------------------------------------------------
-# option -> takes a separate value?
-_ENV_OPTS = {"-i": False, "--ignore-environment": False, "-0": False, "--null": False, "-u": True, "--unset": True,
-             "-C": True, "--chdir": True, "-v": False, "--debug": False}
-_TIMEOUT_OPTS = {"-s": True, "--signal": True, "-k": True, "--kill-after": True, "--preserve-status": False,
-                 "--foreground": False, "-v": False, "--verbose": False}
-_NICE_OPTS = {"-n": True, "--adjustment": True}
-_STDBUF_OPTS = {"-i": True, "-o": True, "-e": True, "--input": True, "--output": True, "--error": True}
-_XARGS_OPTS = {"-0": False, "--null": False, "-a": True, "--arg-file": True, "-d": True, "--delimiter": True,
-               "-E": True, "-e": False, "--eof": False, "-I": True, "-i": False, "--replace": False, "-L": True,
-               "-l": False, "--max-lines": False, "-n": True, "--max-args": True, "-P": True, "--max-procs": True,
-               "-p": False, "--interactive": False, "-r": False, "--no-run-if-empty": False, "-s": True,
-               "--max-chars": True, "-t": False, "--verbose": False, "-x": False, "--exit": False,
-               "--process-slot-var": True, "-o": False, "--open-tty": False, "--show-limits": False}
-_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
-
-
-def _skip_options(words: list[Word], opts: dict[str, bool], *, attached: bool = True) -> list[Word] | None:
+def _skip_options(words: list[Word], wraps: Wraps) -> list[Word] | None:
     """Drop leading options of a wrapper; None when an option is unknown (not seen through)."""
     i = 0
     while i < len(words):
@@ -596,77 +68,48 @@ def _skip_options(words: list[Word], opts: dict[str, bool], *, attached: bool = 
             return words[i + 1:]
         if not t.startswith("-") or t == "-":
             return words[i:]
-        name = t.split("=", 1)[0]
-        if name in opts:
-            i += 2 if opts[name] and "=" not in t else 1
-            continue
-        if attached and len(t) > 2 and t[:2] in opts and not t.startswith("--"):
-            i += 1  # -n5, -s9, -oL
-            continue
-        if name.lstrip("-").isdigit() and opts is _NICE_OPTS:  # nice -5
-            i += 1
-            continue
-        return None
+        taken = _option_words(t, wraps)
+        if not taken:
+            return None
+        i += taken
     return []
+
+
+def _option_words(t: str, wraps: Wraps) -> int:
+    """How many words the wrapper's option `t` takes; 0 for one its entry does not list."""
+    name = t.split("=", 1)[0]
+    if name in wraps.options:
+        return 2 if wraps.options[name] and "=" not in t else 1
+    if len(t) > 2 and t[:2] in wraps.options and not t.startswith("--"):
+        return 1  # -n5, -s9, -oL
+    if wraps.numeric and name.lstrip("-").isdigit():
+        return 1  # nice -5
+    return 0
 
 
 def _mark(cmd: SimpleCommand, why: str) -> SimpleCommand:
     return cmd if cmd.unmodelled else replace(cmd, unmodelled=why)
 
 
-# Programs that run their arguments as a command in ways not followed here (privileges,
-# namespaces, other sessions, repeated runs): the line is unanalysable.
-_RUNNERS = frozenset({"sudo", "doas", "su", "runuser", "chroot", "unshare", "nsenter", "flock", "ionice", "chrt",
-                      "taskset", "strace", "ltrace", "watch", "script", "setpriv", "firejail", "systemd-run",
-                      "busybox", "toybox", "parallel", "fakeroot", "proot", "bwrap", "valgrind", "catchsegv",
-                      "xdg-open", "open", "osascript", "nohup.exe", "start-stop-daemon", "daemonize", "at", "batch",
-                      "crontab", "tmux", "screen", "expect", "rlwrap", "unbuffer", "cgexec", "numactl", "prlimit"})
-_EXEC_OPTS = {"-a": True, "-c": False, "-l": False}
-_SETSID_OPTS = {"-c": False, "--ctty": False, "-f": False, "--fork": False, "-w": False, "--wait": False}
-# Wrappers that take only options before the command they run: name -> (options, why the
-# wrapped command is unmodelled, "" when it runs as written).
-_OPTIONS_ONLY = {
-    "nice": (_NICE_OPTS, ""), "time": ({"-p": False}, ""), "nohup": ({"-p": False}, ""), "stdbuf": (_STDBUF_OPTS, ""),
-    "command": ({"-p": False}, ""), "builtin": ({"-p": False}, ""),
-    "setsid": (_SETSID_OPTS, "`setsid` is not analysed"),  # a new session outlives the command's process group
-}
-
-
-def _unwrap(cmd: SimpleCommand) -> list[SimpleCommand]:
-    """See through wrappers: `timeout 5 env X=1 nice git log` checks `git log`. A wrapper
-    with an option not listed here is not seen through, and the command is unmodelled."""
-    if not cmd.words or cmd.words[0].dynamic:
+def _after_options(cmd: SimpleCommand, rest: list[Word], wraps: Wraps) -> list[SimpleCommand]:
+    """`nice -n 5 CMD`, `timeout 5 CMD`: the command after the wrapper's options (and the
+    words it `skips`); `command -v NAME` is a lookup, not a run."""
+    if rest[:1] and rest[0].text in wraps.lookup:
         return [cmd]
-    name, rest = cmd.words[0].text, list(cmd.words[1:])
-    if name == "env":
-        return _env(cmd, rest)
-    if name == "timeout":
-        inner = _skip_options(rest, _TIMEOUT_OPTS)
-        return _wrapped(cmd, inner[1:] if inner else None)  # past the duration
-    if name in ("command", "builtin") and any(w.text in ("-v", "-V") for w in rest[:1]):
-        return [cmd]  # a lookup, not a run
-    if name in _OPTIONS_ONLY:
-        opts, why = _OPTIONS_ONLY[name]
-        return _wrapped(cmd, _skip_options(rest, opts), why=why)
-    if name == "exec":
-        return _exec(cmd, rest)
-    if name == "xargs":
-        return _xargs(cmd, rest)
-    if name in _SHELLS:
-        return _shell_c(cmd, rest)
-    if name == "eval":
-        return _eval(cmd, rest)
-    if name == "find":
-        return [cmd, *_find_exec(cmd, rest)]
-    if name in _RUNNERS:
-        return [_mark(cmd, f"`{name}` runs another command in a way that is not analysed")]
-    return [cmd]
+    inner = _skip_options(rest, wraps)
+    if wraps.skips:
+        inner = inner[wraps.skips:] if inner else None
+    return _wrapped(cmd, inner, why=wraps.why)
+
+
+def _runner(cmd: SimpleCommand, rest: list[Word], wraps: Wraps) -> list[SimpleCommand]:
+    return [_mark(cmd, f"`{cmd.name}` runs another command in a way that is not analysed")]
 
 
 def _wrapped(cmd: SimpleCommand, inner: list[Word] | None, *, why: str = "", assigns: tuple[str, ...] = (),
              appends: bool = False) -> list[SimpleCommand]:
     """The commands the wrapper `cmd` runs, given the words it wraps: None when one of its
-    options is not listed here (then it is not seen through and the wrapper is unmodelled),
+    options is not listed (then it is not seen through and the wrapper is unmodelled),
     empty when it wraps nothing. `why` marks every command when the wrapper changes how
     they run; `assigns` are the wrapper's own (`env X=1`), added to the wrapped command's;
     `appends` when the wrapper adds arguments at run time (xargs)."""
@@ -683,41 +126,32 @@ def _wrapped(cmd: SimpleCommand, inner: list[Word] | None, *, why: str = "", ass
     return [_mark(c, why) if why else c for c in out]
 
 
-def _assigned(w: Word) -> str:
-    """The text of an assignment word. An array element's subscript is evaluated as
-    arithmetic, which runs `$(...)` found in a variable's value, so it is refused."""
-    if "[" in w.raw.split("=", 1)[0]:
-        raise ParseError("array subscripts are evaluated as arithmetic and are not analysed")
-    return w.text
-
-
-def _env(cmd: SimpleCommand, rest: list[Word]) -> list[SimpleCommand]:
+def _env(cmd: SimpleCommand, rest: list[Word], wraps: Wraps) -> list[SimpleCommand]:
     """`env [options] [NAME=value...] CMD` runs CMD with the assignments: they join the
     wrapped command's own, so an assignment that changes how it runs is still seen."""
-    inner = _skip_options(rest, _ENV_OPTS)
+    inner = _skip_options(rest, wraps)
     assigns: list[str] = []
-    while inner and _ASSIGN.match(inner[0].raw):
-        assigns.append(_assigned(inner[0]))
+    while inner and ASSIGNMENT.match(inner[0].raw):
+        assigns.append(assigned(inner[0]))
         inner = inner[1:]
     return _wrapped(cmd, inner, assigns=tuple(assigns))
 
 
-def _exec(cmd: SimpleCommand, rest: list[Word]) -> list[SimpleCommand]:
+def _exec(cmd: SimpleCommand, rest: list[Word], wraps: Wraps) -> list[SimpleCommand]:
     """`exec CMD` replaces the shell with CMD: seen through, but unmodelled. With only
     redirections it rewires every later command's output."""
-    why = "`exec` is not analysed"
-    inner = _skip_options(rest, _EXEC_OPTS)
+    inner = _skip_options(rest, wraps)
     if inner is not None and not inner:
-        return [_mark(cmd, why)]
-    return _wrapped(cmd, inner, why=why)
+        return [_mark(cmd, wraps.why)]
+    return _wrapped(cmd, inner, why=wraps.why)
 
 
-def _xargs(cmd: SimpleCommand, rest: list[Word]) -> list[SimpleCommand]:
+def _xargs(cmd: SimpleCommand, rest: list[Word], wraps: Wraps) -> list[SimpleCommand]:
     """`xargs CMD` runs CMD with arguments it appends at run time (`open_args`); alone it runs
     `echo`. With `-I` it places its input anywhere in the command: unmodelled. The files it
     reads its arguments from (`-a FILE`) are seen as the command's input, so a secret file
     read that way is still a read."""
-    inner = _skip_options(rest, _XARGS_OPTS)
+    inner = _skip_options(rest, wraps)
     options = len(rest) - len(inner or [])  # counted before `echo` stands in for a missing command
     if inner is not None and not inner:
         inner = [Word("echo", "echo")]
@@ -741,7 +175,7 @@ def _xargs_arg_files(rest: list[Word], options: int) -> list[Redirect]:
     return out
 
 
-def _eval(cmd: SimpleCommand, rest: list[Word]) -> list[SimpleCommand]:
+def _eval(cmd: SimpleCommand, rest: list[Word], wraps: Wraps) -> list[SimpleCommand]:
     """`eval` runs its arguments, joined by spaces, as a script: its commands are analysed
     (so deny rules still see them) but unmodelled; text built at run time is refused."""
     if any(w.dynamic for w in rest):
@@ -753,7 +187,7 @@ def _eval(cmd: SimpleCommand, rest: list[Word]) -> list[SimpleCommand]:
 _SHELL_LONG = frozenset({"--norc", "--noprofile", "--posix", "--login", "--noediting", "--restricted"})
 
 
-def _shell_c(cmd: SimpleCommand, rest: list[Word]) -> list[SimpleCommand]:
+def _shell_c(cmd: SimpleCommand, rest: list[Word], wraps: Wraps) -> list[SimpleCommand]:
     """`bash -c 'script'` runs the script: analyse it. `bash file` runs a file (a plain
     command). A shell reading its script from standard input (`bash`, `bash -s`, `... | sh`,
     `sh <<< ...`) or given options not listed here is unmodelled."""
@@ -788,30 +222,32 @@ def _shell_options(name: str, rest: list[Word]) -> tuple[int, bool, str]:
         t = rest[i].text
         if rest[i].dynamic or rest[i].glob or rest[i].brace:
             break  # a script (checked by the caller) or a script file's name
-        if t in ("--", "-"):
-            if t == "-":
-                return i, script_mode, f"`{name} -` reads its script from standard input; it is not analysed"
+        if t == "-":
+            return i, script_mode, f"`{name} -` reads its script from standard input; it is not analysed"
+        if t == "--":
             i += 1
             break
-        if t.startswith("--"):
-            if t not in _SHELL_LONG:
-                return i, script_mode, f"`{name} {t}` is not analysed"
-            i += 1
-            continue
-        if t[:1] in "-+" and len(t) > 1:
-            letters = t[1:]
-            if set(letters) - set("abcefhklmnptuvxBCEHPTo") or "s" in letters:
-                return i, script_mode, f"`{name} {t}` is not analysed"
-            if "c" in letters and t[0] == "-":
-                script_mode = True
-            if "o" in letters:
-                if i + 1 >= len(rest):
-                    return i, script_mode, f"`{name} {t}` without an option name is not analysed"
-                i += 1  # the option's name
-            i += 1
-            continue
-        break
+        if not (t.startswith("--") or (t[:1] in "-+" and len(t) > 1)):
+            break
+        taken, script, problem = _shell_option(name, t, i + 1 < len(rest))
+        if problem:
+            return i, script_mode, problem
+        script_mode = script_mode or script
+        i += taken
     return i, script_mode, ""
+
+
+def _shell_option(name: str, t: str, more: bool) -> tuple[int, bool, str]:
+    """One option word of a shell: (the words it takes, whether it is `-c`, why it is not
+    analysed or ""); `more` when a word follows it (`-o` takes an option's name)."""
+    if t.startswith("--"):
+        return (1, False, "") if t in _SHELL_LONG else (0, False, f"`{name} {t}` is not analysed")
+    letters = t[1:]
+    if set(letters) - set("abcefhklmnptuvxBCEHPTo") or "s" in letters:
+        return 0, False, f"`{name} {t}` is not analysed"
+    if "o" in letters and not more:
+        return 0, False, f"`{name} {t}` without an option name is not analysed"
+    return (2 if "o" in letters else 1), ("c" in letters and t[0] == "-"), ""
 
 
 def _script(cmd: SimpleCommand, script: str) -> list[SimpleCommand]:
@@ -822,62 +258,46 @@ def _script(cmd: SimpleCommand, script: str) -> list[SimpleCommand]:
     return out
 
 
-def _find_exec(cmd: SimpleCommand, rest: list[Word]) -> list[SimpleCommand]:
+def _find(cmd: SimpleCommand, rest: list[Word], wraps: Wraps) -> list[SimpleCommand]:
     """`find -exec CMD {} ;` runs CMD: seen as a command of its own (find itself stays a
     non-read-only command because of -exec)."""
-    out: list[SimpleCommand] = []
+    out: list[SimpleCommand] = [cmd]
     i = 0
     while i < len(rest):
-        if rest[i].text in ("-exec", "-execdir", "-ok", "-okdir"):
+        if rest[i].text in wraps.options:
             j = i + 1
             while j < len(rest) and rest[j].text not in (";", "+"):
                 j += 1
             if j > i + 1:
-                out += _unwrap(SimpleCommand(tuple(rest[i + 1:j]), wrappers=(*cmd.wrappers, "find"), open_args=True))
+                out += _unwrap(SimpleCommand(tuple(rest[i + 1:j]), wrappers=(*cmd.wrappers, cmd.name), open_args=True))
             i = j
         i += 1
     return out
 
 
-# Builtins that evaluate text as code, as variable names (array subscripts are arithmetic,
-# and arithmetic runs `$(...)` found in a variable's value) or change how later lines parse
-# or resolve commands.
-_EVALUATING = {
-    "let": "`let` evaluates arithmetic", "declare": "`declare` evaluates names and values",
-    "typeset": "`typeset` evaluates names and values", "local": "`local` evaluates names and values",
-    "source": "`source` runs a file's commands", ".": "`.` runs a file's commands", "trap": "`trap` runs code later",
-    "mapfile": "`mapfile` runs callbacks and assigns arrays", "readarray": "`readarray` runs callbacks",
-    "getopts": "`getopts` assigns a named variable", "shopt": "`shopt` changes how later lines parse",
-    "enable": "`enable` loads builtins", "hash": "`hash` changes which program a name runs",
-    "alias": "`alias` changes what later names run", "bind": "`bind` runs code on keys",
-    "complete": "`complete` runs code", "compgen": "`compgen` runs code", "compopt": "`compopt`",
-    "fc": "`fc` runs history through an editor", "history": "`history` can rewrite what runs",
+_WRAPPERS: dict[str, Callable[[SimpleCommand, list[Word], Wraps], list[SimpleCommand]]] = {
+    "options": _after_options, "env": _env, "exec": _exec, "xargs": _xargs, "shell": _shell_c, "eval": _eval,
+    "find": _find, "runner": _runner,
 }
-# Variables whose value changes which program a later command runs or what the shell does.
-_SHELL_STATE_VARS = frozenset({"PATH", "IFS", "BASH_ENV", "ENV", "CDPATH", "SHELLOPTS", "BASHOPTS", "PS4",
-                               "PROMPT_COMMAND", "GLOBIGNORE", "BASH_COMPAT", "POSIXLY_CORRECT", "EXECIGNORE",
-                               "BASH_LOADABLES_PATH", "FUNCNEST", "HOME", "OLDPWD", "PWD"})
-_SET_OK = frozenset("euxvfCnhbm")
-_SET_O_OK = frozenset({"pipefail", "errexit", "nounset", "xtrace", "verbose", "noclobber", "noglob"})
-_TEST_UNARY = frozenset({"-a", "-b", "-c", "-d", "-e", "-f", "-g", "-h", "-k", "-p", "-r", "-s", "-t", "-u", "-w",
-                         "-x", "-G", "-L", "-N", "-O", "-S", "-z", "-n", "!"})
-_TEST_BINARY = frozenset({"=", "==", "!=", "<", ">", "-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-nt", "-ot", "-ef"})
-_ARITH_OPS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 
 
-def _var_name(text: str) -> str:
-    return text.split("=", 1)[0].rstrip("+")
-
+# -- builtins: the catalogue entry's `problem` says which forms are not modelled ---------------
 
 def _finish(cmd: SimpleCommand) -> SimpleCommand:
-    """Refuse a command name bash would compute, and mark builtins that evaluate code."""
+    """Refuse a command name bash would compute, mark builtins that evaluate code, and note
+    a command whose operands are files it writes (tee)."""
     for a in cmd.assigns:
-        if not cmd.words and _var_name(a) in _SHELL_STATE_VARS:
-            cmd = _mark(cmd, f"assigning {_var_name(a)} changes how later commands run")
+        if not cmd.words and var_name(a) in SHELL_STATE_VARS:
+            cmd = _mark(cmd, f"assigning {var_name(a)} changes how later commands run")
     if not cmd.words:
         return cmd
     _refuse_computed_name(cmd.words[0])
-    why = _builtin_problem(cmd.words[0].text, cmd.words[1:])
+    name = cmd.words[0].text
+    entry = lookup(name)
+    writer = lookup(posixpath.basename(name)) if "/" in name else entry  # /usr/bin/tee writes as tee does
+    if writer is not None and writer.writes:
+        cmd = replace(cmd, operands_written=True)
+    why = _builtin_problem(entry, cmd.words)
     return _mark(cmd, why) if why else cmd
 
 
@@ -895,138 +315,26 @@ def _refuse_computed_name(head: Word) -> None:
         raise ParseError(f"the command name {head.raw!r} is not analysed")
 
 
-def _builtin_problem(name: str, args: tuple[Word, ...]) -> str:
-    """Why what `name args` does is not modelled exactly ("" when it is): brace expansion in
-    an argument (the words that run are not the ones written), a builtin that evaluates text
-    as code, or a builtin whose arguments can assign, evaluate or run more than they say."""
-    if any(w.brace for w in args):
+def _builtin_problem(entry: Command | None, words: tuple[Word, ...]) -> str:
+    """Why what a command does is not modelled exactly ("" when it is): brace expansion in an
+    argument (the words that run are not the ones written), or its entry's `problem` (a
+    builtin that evaluates text as code, or whose arguments can assign, evaluate or run more
+    than they say)."""
+    if any(w.brace for w in words[1:]):
         return "brace expansion is not analysed"
-    if name in _EVALUATING:
-        return _EVALUATING[name] + "; it is not analysed"
-    if name in ("export", "readonly"):
-        return _export_problem(name, args)
-    if name == "read":
-        return _read_problem(args)
-    if name == "unset":
-        return _unset_problem(args)
-    if name == "wait":
-        return _wait_problem(args)
-    if name == "printf":
-        return _printf_problem(args)
-    if name == "set":
-        return _set_problem(args)
-    if name in ("test", "["):
-        return _test_problem(args[:-1] if name == "[" and args and args[-1].text == "]" else args)
-    if name == "[[":
-        return _double_bracket_problem(args)
-    return ""
+    return entry.problem(words[0].text, words[1:]) if entry is not None and entry.problem is not None else ""
 
 
-def _export_problem(name: str, args: tuple[Word, ...]) -> str:
-    """`export`/`readonly` are followed only for plain names: an option (`-f` exports a
-    function, `-n` unexports), a name known only at run time, an array element (its subscript
-    is arithmetic) or a variable that changes how later commands run (PATH, IFS...) is not."""
-    for w in args:
-        if w.dynamic or w.glob or w.brace or (w.text.startswith("-") and w.text != "--") \
-                or "[" in _var_name(w.text) or _var_name(w.text) in _SHELL_STATE_VARS:
-            return f"`{name} {w.text}` is not analysed"
-    return ""
-
-
-def _read_problem(args: tuple[Word, ...]) -> str:
-    """`read` assigns the names it is given; an assignment into an array (`-a`), an element
-    (its subscript is arithmetic), a name known only at run time or a variable that changes
-    how later commands run is not followed."""
-    for w in args:
-        into_array = w.text.startswith("-") and not w.text.startswith("--") and "a" in w.text
-        if w.dynamic or w.glob or w.brace or into_array or "[" in w.text or w.text in _SHELL_STATE_VARS:
-            return f"`read {w.text}` is not analysed"
-    return ""
-
-
-def _unset_problem(args: tuple[Word, ...]) -> str:
-    """`unset 'a[...]'` evaluates the subscript as arithmetic, which runs any `$(...)` in a
-    variable's value; so does a name known only at run time that could hold one."""
-    if any(w.dynamic or "[" in w.text for w in args):
-        return "`unset` of an array element evaluates it; it is not analysed"
-    return ""
-
-
-def _wait_problem(args: tuple[Word, ...]) -> str:
-    """`wait -p NAME` assigns a named variable; an unquoted expansion could become `-p`."""
-    if any((w.text.startswith("-") and "p" in w.text) or w.splits for w in args):
-        return "`wait -p` assigns a named variable; it is not analysed"
-    return ""
-
-
-def _printf_problem(args: tuple[Word, ...]) -> str:
-    """`printf -v NAME` assigns a named variable; a format known only at run time could be
-    `-v`."""
-    if args and args[0].text == "--":
-        args = args[1:]
-    first = args[0] if args else None
-    if first is not None and (first.dynamic or first.glob or first.brace or first.text.startswith("-v")):
-        return "`printf -v` (or a format known only at run time) assigns a variable; it is not analysed"
-    return ""
-
-
-def _set_problem(args: tuple[Word, ...]) -> str:
-    """`set` is followed for the flags and `-o` names that change only how errors, tracing,
-    clobbering and globbing behave; others (`set -o vi`, `-k`, `-B`...) change how later
-    lines run or parse, and a flag known only at run time could be any of them. Flags are
-    read up to `--` or the first non-option; every `-o`/`+o` name is checked."""
-    for w in args:
-        t = w.text
-        if t == "--" or t[:1] not in "-+":
-            break
-        if w.dynamic or (t[1:] != "o" and set(t[1:]) - _SET_OK - {"o"}):
-            return f"`set {t}` is not analysed"
-    opts = [args[i + 1].text for i, w in enumerate(args[:-1]) if w.text in ("-o", "+o")]
-    if any(o not in _SET_O_OK for o in opts):
-        return "`set -o` with this option is not analysed"
-    return ""
-
-
-def _double_bracket_problem(args: tuple[Word, ...]) -> str:
-    """`[[ -v NAME ]]` evaluates a name (and its subscript); the arithmetic operators
-    (-eq, -lt...) evaluate their operands as arithmetic, which runs `$(...)` found in a
-    variable's value, so only literal numbers are followed. The last such operator gives the
-    reason."""
-    inner = args[:-1]
-    texts = [w.text for w in inner]
-    why = ""
-    if "-v" in texts or "-R" in texts:
-        why = "`[[ -v ]]` evaluates a variable name; it is not analysed"
-    for i, t in enumerate(texts):
-        if t in _ARITH_OPS and inner[i].raw == t:
-            operands = [inner[j] for j in (i - 1, i + 1) if 0 <= j < len(inner)]
-            if any(not re.fullmatch(r"-?[0-9]+", o.text) or o.dynamic for o in operands):
-                why = f"`[[ ... {t} ... ]]` evaluates its operands as arithmetic; it is not analysed"
-    return why
-
-
-def _test_problem(args: tuple[Word, ...]) -> str:
-    """`test -v` evaluates a name (and its subscript); a value known only at run time could
-    become that operator. Only the forms whose operators are written out are followed."""
-    if any(w.text in ("-v", "-R") for w in args):
-        return "`test -v` evaluates a variable name; it is not analysed"
-    if any(w.splits or w.glob or w.brace for w in args):
-        return "`test` with unquoted expansions is not analysed"
-    dynamic = [i for i, w in enumerate(args) if w.dynamic]
-    if not dynamic:
-        return ""
-    n = len(args)
-    if n == 1 or (n == 2 and not args[0].dynamic and args[0].text in _TEST_UNARY) \
-            or (n == 3 and not args[1].dynamic and args[1].text in _TEST_BINARY):
-        return ""
-    return "`test` with values known only at run time in this form is not analysed"
+def _complete(cmd: SimpleCommand) -> list[SimpleCommand]:
+    """What the scanner's simple command runs: wrappers seen through, each command finished."""
+    return [_finish(c) for c in _unwrap(cmd)]
 
 
 def split(command: str) -> list[SimpleCommand]:
     """Every simple command `command` would run, in source order (substitutions first)."""
     if "\x00" in command:
         raise ParseError("NUL byte in command")
-    sc = _Scanner(command)
+    sc = Scanner(command, _complete)
     try:
         sc.parse_list(stop="")
     except RecursionError:

@@ -28,7 +28,7 @@ from nanohermes.config import Config, user_config_path
 from nanohermes.events import ApprovalRequest, RecordingUI, ToolFinished
 from nanohermes.messages import ToolCall
 from nanohermes.permissions import PROTECTED, Policy, Rule
-from nanohermes.permissions.decision import UNATTENDED
+from nanohermes.permissions.policy import UNATTENDED
 from nanohermes.runtime import DENIED, Runtime
 from nanohermes.tools import Attempt, Tool, ToolContext, ToolError, ToolResult, build_tools
 from nanohermes.tools.artefacts import all_numbered, omission

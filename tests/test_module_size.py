@@ -13,9 +13,6 @@ import nanohermes
 from test_imports import write
 
 LIMIT = 700
-# Modules being split into smaller ones right now. Each must still be over the limit: one
-# that fits leaves this set, so the set only shrinks.
-BEING_SPLIT = frozenset({"nanohermes/permissions/commands.py", "nanohermes/shellparse.py"})
 
 
 def oversized(root: Path, limit: int = LIMIT) -> dict[str, int]:
@@ -31,13 +28,7 @@ def oversized(root: Path, limit: int = LIMIT) -> dict[str, int]:
 
 def test_no_module_passes_700_lines() -> None:
     root = Path(nanohermes.__file__).parent
-    assert {p: n for p, n in oversized(root).items() if p not in BEING_SPLIT} == {}
-
-
-def test_a_module_being_split_leaves_the_list_once_it_fits() -> None:
-    root = Path(nanohermes.__file__).parent
-    over = oversized(root)
-    assert sorted(p for p in BEING_SPLIT if p not in over) == [], "it fits now: remove it from BEING_SPLIT"
+    assert oversized(root) == {}
 
 
 def test_the_limit_counts_every_line_of_every_module_in_every_folder(tmp_path: Path) -> None:

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import json
 import re
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from nanohermes.permissions import Policy, Rule
+from nanohermes.pathrules import command_read_rule
+from nanohermes.permissions import Policy, Rule, read_rules
 from nanohermes.readrules import covered, read_denied
 from nanohermes.runtime import DENIED
 from nanohermes.sandbox import probe
@@ -290,3 +292,49 @@ def test_an_edit_nobody_approved_never_quotes_a_secret_file(turn: Any, server: F
     assert [d["reason"] for d in r.json()["permission_denials"]] == [
         "needs approval (.env is on the secret-file list (permissions.secret_files))"] * 2
     assert (workspace / ".env").read_text() == f"API_TOKEN={SECRET}\n"
+def unresolvable(workspace: Path) -> tuple[str, str] | None:
+    """A path this system cannot resolve (a folder on its way cannot be searched), and a rule
+    pattern covering it as written; None where every candidate resolves (root, no /proc)."""
+    locked = workspace / "locked"
+    (locked / "x").mkdir(parents=True)
+    locked.chmod(0)
+    for path, pattern in ((str(locked / "x" / "y"), "locked/**"), ("/proc/1/root/etc/hostname", "/proc/1/root/**")):
+        try:
+            os.path.realpath(path)
+        except OSError:
+            return path, pattern
+    return None
+
+
+def test_a_path_the_look_cannot_resolve_is_judged_as_written_and_the_turn_goes_on(
+        turn: Any, server: FakeServer, workspace: Path) -> None:
+    found = unresolvable(workspace)
+    try:
+        if found is None:
+            pytest.skip("every path resolves here")
+        path, pattern = found
+        server.add(tool_reply(call("run_command", {"command": f"cat {path}"}, id="c")), Reply(text="done"))
+        r = turn("-p", "look", "--yes", server=server, config={"permissions": {"deny": [f"read_file({pattern})"]}})
+        assert r.code == 0, r.err
+        assert results(server)["c"].startswith("ERROR: the command reads ") and f"rule read_file({pattern}) denies" \
+            in results(server)["c"]
+        rules = read_rules((Rule.parse("read_file(elsewhere/**)"),), ())
+        assert command_read_rule(f"cat {path}", workspace, rules) == ()
+    finally:
+        (workspace / "locked").chmod(0o755)
+
+
+def test_a_path_on_the_way_to_which_a_folder_may_not_be_searched_is_a_clear_error(
+        turn: Any, server: FakeServer, workspace: Path) -> None:
+    found = unresolvable(workspace)
+    try:
+        if found is None:
+            pytest.skip("every path resolves here")
+        path, _ = found
+        server.add(tool_reply(call("read_file", {"path": path}, id="r")), Reply(text="done"))
+        r = turn("-p", "look", server=server)
+        assert r.code == 0, r.err
+        result = results(server)["r"]
+        assert result.startswith(f"ERROR: {path} cannot be resolved: a folder on its way may not be searched "), result
+    finally:
+        (workspace / "locked").chmod(0o755)

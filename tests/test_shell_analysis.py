@@ -423,7 +423,9 @@ def test_file_lists_read_from_a_secret_file_are_secret_reads(command: str) -> No
 
 @pytest.mark.parametrize("command", ["cat /proc/1234/environ", "strings /proc/self/environ", "cat /proc/*/environ",
                                      "tr '\\0' '\\n' < /proc/99/environ", "xxd /proc/1/task/1/environ", "ps auxe",
-                                     "ps e", "ps -e e"])
+                                     "ps e", "ps -e e", "date -f /proc/self/environ", "du --files0-from=/proc/1/environ",
+                                     "wc --files0-from /proc/self/environ", "sha256sum -c /proc/self/environ",
+                                     "file -m /proc/2/environ", "xargs -a /proc/self/environ"])
 def test_a_process_environment_is_a_secret_read(command: str) -> None:
     assert verdict(Policy(secret_files=()), command)[0] == "ask"
 

@@ -19,6 +19,7 @@ from nanohermes.messages import ToolCall
 from nanohermes.pathrules import command_protected, command_secret
 from nanohermes.permissions import DEFAULT_SECRET_FILES, Policy
 from nanohermes.runtime import DENIED, Runtime
+from nanohermes.shellparse import split
 from nanohermes.tools.shell import RunCommand
 
 
@@ -65,6 +66,13 @@ def run(rt: Runtime, command: str) -> str:
 ])
 def test_write_targets_bash_computes_are_protected(repo: Path, command: str) -> None:
     assert command_protected(command, repo)
+
+
+@pytest.mark.parametrize("command", ["echo x | /usr/bin/tee .git/config", "echo x | ./tee -a .git/config",
+                                     "echo x | command tee .git/config"])
+def test_tee_named_by_a_path_writes_its_files_as_tee_does(repo: Path, command: str) -> None:
+    assert command_protected(command, repo).endswith(".git/config is git's metadata")
+    assert split(command)[-1].writes == (".git/config",)
 
 
 def test_cdpath_from_the_environment_makes_a_relative_cd_unknown(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -118,6 +126,8 @@ SECRET_READS = [
     ("cd keys && cat .env", "keys/.env"),
     ("cd keys && grep -r X", "keys/.env"),
     ("git grep API_TOKEN", "keys/.env"),
+    ("git --no-pager grep API_TOKEN", "keys/.env"),  # after git's harmless global options too
+    ("git -P grep -n X keys", "keys/.env"),
     ("cd $D && cat foo", "files in a folder known only at run time"),
     ("cd - && grep -r X", "files in a folder known only at run time"),
     ("cat ~+/link", "files in a folder known only at run time"),

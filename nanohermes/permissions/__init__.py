@@ -4,7 +4,8 @@ Pure functions over plain values, table-tested. The same matcher filters the too
 model sees (`visible`) and checks every call at run time (`decide`), because a model can
 replay a tool name from history after the mode changed.
 
-Check order: mode block list, then `disallowed_tools`, then `allowed_tools` (when non-empty,
+Check order (`decision.STEPS`, one named function a step; a command line's in
+`lines.LINE_STEPS`): mode block list, `disallowed_tools`, `allowed_tools` (when non-empty,
 only those), then deny rules (read rules' too: `reading`), then plan-mode read-only check,
 then protected writes (refused for a file tool when nobody is asked), then goal mode /
 --yes, then ask rules (read rules' too), then allow rules (learned ones included), the
@@ -28,22 +29,24 @@ programs whose arguments run code. Facts that need the file system (protected pa
 secret files reached through links, globs and folders) are computed by pathrules and
 passed in on the `Target`.
 
-Parts: `rules` (rule shape, `Target`, the matchers), `commands` (the built-in read-only
-commands with their argument checks, how command rules meet a simple command, suggestions),
-`decision` (`Policy`, `blocked`, `decide`), `reading` (which rules cover reading a path, for
-every reader) and `report` (`describe`).
+Parts: `rules` (rule shape, `Target`, the matchers), `commands` (how command rules meet a
+simple command, suggestions), `policy` (`Policy`, `Verdict`, `blocked`), `decision` (`decide`
+as its ordered steps, `STEPS`), `lines` (a command line's steps, `LINE_STEPS`), `reading`
+(which rules cover reading a path, for every reader) and `report` (`describe`). What is known of each
+command (read-only or not, which files it reads, what "always" learns) is the catalogue of
+commands, `nanohermes.commands`, whose queries are re-exported here.
 """
 
 from __future__ import annotations
 
-from nanohermes.permissions.commands import (
-    CONTENT_READERS, DYNAMIC_OK, READ_ONLY_COMMANDS, git_globals, is_read_only, option_reads, reads_secret,
-    suggest_command_rule, unanalysable,
+from nanohermes.commands import (
+    CATALOGUE, ENTRIES, Command, Leading, Options, Reads, Wraps, git_globals, is_read_only, lookup, option_reads,
+    read_operands, reads_secret, unanalysable,
 )
-from nanohermes.permissions.decision import (
-    PROTECTED, UNANALYSABLE_HELP, Basis, Denial, Policy, Verdict, blocked, decide, policy_read_rules, read_only_line,
-    read_verdict, reading_asked, secret_subjects, unattended, visible,
-)
+from nanohermes.permissions.commands import suggest_command_rule
+from nanohermes.permissions.decision import decide, policy_read_rules, read_verdict, reading_asked, secret_subjects
+from nanohermes.permissions.lines import UNANALYSABLE_HELP, read_only_line
+from nanohermes.permissions.policy import PROTECTED, Basis, Denial, Policy, Verdict, blocked, unattended, visible
 from nanohermes.permissions.reading import READER, ReadRules, folders_of, read_rules
 from nanohermes.permissions.report import describe
 from nanohermes.permissions.rules import (
@@ -53,10 +56,11 @@ from nanohermes.permissions.rules import (
 )
 
 __all__ = [
-    "Basis", "CONTENT_READERS", "DEFAULT_SECRET_FILES", "DYNAMIC_OK", "Decision", "Denial", "Effect",
-    "MODE_BLOCKED_EFFECTS", "PROTECTED", "Policy", "READER", "READ_ONLY_COMMANDS", "ReadRules", "Rule", "SubjectKind",
-    "Target", "UNANALYSABLE_HELP", "Verdict", "blocked", "decide", "describe", "escape_pattern", "folders_of",
-    "git_globals", "is_read_only", "is_secret", "match_command_text", "match_domain", "match_path", "names_tool",
-    "option_reads", "policy_read_rules", "read_only_line", "read_rules", "read_verdict", "reading_asked", "reads_secret",
-    "real_pattern", "rule_problem", "secret_subjects", "suggest_command_rule", "unanalysable", "unattended", "visible",
+    "Basis", "CATALOGUE", "Command", "DEFAULT_SECRET_FILES", "Decision", "Denial", "ENTRIES", "Effect", "Leading",
+    "MODE_BLOCKED_EFFECTS", "Options", "PROTECTED", "Policy", "READER", "ReadRules", "Reads", "Rule", "SubjectKind",
+    "Target", "UNANALYSABLE_HELP", "Verdict", "Wraps", "blocked", "decide", "describe", "escape_pattern", "folders_of",
+    "git_globals", "is_read_only", "is_secret", "lookup", "match_command_text", "match_domain", "match_path",
+    "names_tool", "option_reads", "policy_read_rules", "read_only_line", "read_operands", "read_rules", "read_verdict",
+    "reading_asked", "reads_secret", "real_pattern", "rule_problem", "secret_subjects", "suggest_command_rule",
+    "unanalysable", "unattended", "visible",
 ]

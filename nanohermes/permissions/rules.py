@@ -199,7 +199,10 @@ def real_pattern(pattern: str) -> str:
     parts = pattern.split("/")
     literal = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[")), len(parts))
     head = "/".join(parts[:literal]) or "/"
-    real = os.path.realpath(head)
+    try:
+        real = os.path.realpath(head)
+    except OSError:  # a folder on its way cannot be searched (/proc/1/root): matched as written
+        return pattern
     rest = parts[literal:]
     return posixpath.join(real, *rest) if rest else real
 
