@@ -10,16 +10,18 @@ broken, a `__post_init__` that raises, a field type or constraint this module do
 Then pydantic judges, so its result and its error message stay the only ones: what is built
 here is what pydantic builds from the same data (`tests/test_plaindata.py` compares them).
 
-Read: `str`, `int` (not a bool), `float`, `bool`, `Any`, `None`, `Literal` of strings, unions
-of those, `list[...]`, `dict[str, ...]`, and nested dataclasses that forbid unknown keys
-(`__pydantic_config__ = {"extra": "forbid"}`); the constraints `ge`, `gt`, `le`, `lt`.
-`drop_nulls`: an optional field (one with a default) given null is taken as not given, as
-`tools.base.Params` has pydantic do for its classes and every such class nested in them.
+Read: `str`, `int` (not a bool), `float` (a whole number too), `bool`, `Any`, `None`, `Literal` of strings, an
+`Enum` (by its value, as pydantic takes it), unions of those, `list[...]`, `dict[str, ...]`,
+and nested dataclasses; the constraints `ge`, `gt`, `le`, `lt`, `min_length`, `max_length`.
+A key that is no field's is never dropped here (pydantic forbids or ignores it, as the class
+says). `drop_nulls`: an optional field (one with a default) given null is taken as not given,
+as `tools.base.Params` has pydantic do for its classes and every such class nested in them.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import types
 import typing
 from collections.abc import Callable
@@ -31,7 +33,8 @@ Check = Callable[[Any], Any]  # a value -> the value built, or NOT_PLAIN
 _DESCRIBING = frozenset({"description", "json_schema_extra", "title", "examples"})  # no check
 _BOUNDS: dict[str, Callable[[Any, Any], bool]] = {
     "ge": lambda v, b: v >= b, "gt": lambda v, b: v > b, "le": lambda v, b: v <= b, "lt": lambda v, b: v < b}
-_EXACT: dict[Any, type] = {str: str, int: int, float: float, bool: bool, type(None): type(None)}
+_LENGTHS: dict[str, Callable[[int, Any], bool]] = {"min_length": lambda n, b: n >= b, "max_length": lambda n, b: n <= b}
+_EXACT: dict[Any, type] = {str: str, int: int, bool: bool, type(None): type(None)}
 
 
 class _Unread(Exception):
@@ -62,12 +65,10 @@ def _plan(cls: type[Any], drop_nulls: Callable[[type[Any]], bool]) -> Check | No
 def _class_check(cls: type[Any], drop_nulls: Callable[[type[Any]], bool]) -> Check:
     """How a dict becomes `cls`: each field's check, which fields may be left out, and then the
     class's own construction (its `__post_init__`)."""
-    if "__dataclass_fields__" not in cls.__dict__ or getattr(cls, "__pydantic_config__", {}).get("extra") != "forbid":
+    if "__dataclass_fields__" not in cls.__dict__:
         raise _Unread(cls)
     hints = typing.get_type_hints(cls)
-    fields = dataclasses.fields(cls)
-    if any(not f.init for f in fields):
-        raise _Unread(cls)
+    fields = [f for f in dataclasses.fields(cls) if f.init]  # the others are the class's own state
     checks = {f.name: _bounded(_check(hints[f.name], drop_nulls), f.metadata) for f in fields}
     optional = frozenset(f.name for f in fields if f.default is not dataclasses.MISSING
                          or f.default_factory is not dataclasses.MISSING)
@@ -95,6 +96,8 @@ def _check(hint: Any, drop_nulls: Callable[[type[Any]], bool]) -> Check:
     """The check of a value against the type `hint`."""
     if hint is Any:
         return lambda v: v
+    if hint is float:
+        return _float
     if hint in _EXACT:
         wanted = _EXACT[hint]
         return lambda v: v if type(v) is wanted else NOT_PLAIN
@@ -104,6 +107,8 @@ def _check(hint: Any, drop_nulls: Callable[[type[Any]], bool]) -> Check:
             raise _Unread(hint)
         allowed = frozenset(args)
         return lambda v: v if type(v) is str and v in allowed else NOT_PLAIN
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return _member_of(hint)
     if origin in (Union, types.UnionType):
         return _first_of([_check(a, drop_nulls) for a in args])
     if origin is list and len(args) == 1:
@@ -116,6 +121,29 @@ def _check(hint: Any, drop_nulls: Callable[[type[Any]], bool]) -> Check:
             raise _Unread(hint)
         return nested
     raise _Unread(hint)
+
+
+def _float(v: Any) -> Any:
+    """A float field: a float, or a whole number as pydantic takes it (`timeout: 60` is 60.0)."""
+    if type(v) is float:
+        return v
+    try:
+        return float(v) if type(v) is int else NOT_PLAIN
+    except OverflowError:
+        return NOT_PLAIN
+
+
+def _member_of(kind: type[enum.Enum]) -> Check:
+    """An Enum field: its member, or the member whose value is given (as pydantic takes it)."""
+    by_value = {m.value: m for m in kind}
+    if not all(type(v) is str for v in by_value):
+        raise _Unread(kind)
+
+    def check(v: Any) -> Any:
+        if type(v) is kind:
+            return v
+        return by_value.get(v, NOT_PLAIN) if type(v) is str else NOT_PLAIN
+    return check
 
 
 def _first_of(checks: list[Check]) -> Check:
@@ -148,18 +176,22 @@ def _dict_of(value: Check) -> Check:
 
 
 def _bounded(check: Check, metadata: Any) -> Check:
-    """`check`, then the field's bounds (`ge`, ... in its metadata, as `tools.base.about` puts them)."""
+    """`check`, then the field's bounds (`ge`, `min_length`, ... in its metadata, as
+    `tools.base.about` and the config's fields put them)."""
     bounds = [(_BOUNDS[k], b) for k, b in metadata.items() if k in _BOUNDS]
-    if any(k not in _BOUNDS and k not in _DESCRIBING for k in metadata):
+    lengths = [(_LENGTHS[k], b) for k, b in metadata.items() if k in _LENGTHS]
+    if any(k not in _BOUNDS and k not in _LENGTHS and k not in _DESCRIBING for k in metadata):
         raise _Unread(dict(metadata))
-    if not bounds:
+    if not bounds and not lengths:
         return check
 
     def bounded(v: Any) -> Any:
         out = check(v)
         if out is NOT_PLAIN or out is None:
             return out
-        if type(out) not in (int, float) or not all(within(out, b) for within, b in bounds):
+        if bounds and (type(out) not in (int, float) or not all(within(out, b) for within, b in bounds)):
+            return NOT_PLAIN
+        if lengths and (type(out) not in (str, list, dict) or not all(fits(len(out), b) for fits, b in lengths)):
             return NOT_PLAIN
         return out
     return bounded

@@ -134,7 +134,8 @@ def test_the_common_cases_are_built_here_and_the_rest_left_to_pydantic() -> None
     assert made(Outer, {"items": [{"name": "x"}], "weight": 1.5}, drops_nulls) == Outer(items=[Inner(name="x")],
                                                                                       weight=1.5)
     assert made(Outer, {"kind": None}, drops_nulls) == Outer()  # null: not given, for an optional field
-    for coerced in ({"weight": 2}, {"items": [{"name": "x", "size": "2"}]}, {"note": 5}):
+    assert repr(made(Outer, {"weight": 2}, drops_nulls)) == repr(Outer(weight=2.0))  # a whole number, as a float
+    for coerced in ({"weight": "2"}, {"items": [{"name": "x", "size": "2"}]}, {"note": 5}, {"weight": 10**400}):
         assert made(Outer, coerced, drops_nulls) is NOT_PLAIN
     assert made(Patterned, {"word": "abc"}, drops_nulls) is NOT_PLAIN  # a pattern is pydantic's to check
 

@@ -4,8 +4,9 @@ with each key's default, description and bounds, and the checks pydantic cannot 
 
 The sections are plain dataclasses so that a run without config files, whose flags and
 environment are plain values, builds its config from the defaults without importing pydantic
-(see `validate.plain_layers`); pydantic is loaded only when there is something to validate
-(`Section.from_dict`). A field's metadata holds its description (the config reference in
+(see `validate.plain_layers`), and a file whose values already have their keys' types is
+built without it too (`nanohermes.plaindata`); pydantic is loaded only when there is something
+to convert or refuse (`Section.from_dict`). A field's metadata holds its description (the config reference in
 docs/config.md is generated from it) and its bounds, which pydantic reads as `Field` arguments.
 """
 
@@ -26,6 +27,7 @@ from nanohermes.budget import ZERO_ALLOWED, Limits
 from nanohermes.errors import ConfigError
 from nanohermes.modes import Effort, Mode, SandboxMode, Wire
 from nanohermes.permissions import DEFAULT_SECRET_FILES
+from nanohermes.plaindata import NOT_PLAIN, made
 
 _DIR_NAME = re.compile(r"[^/\\*?\[\]{}!]+")  # a plain folder name: no separators, no glob characters
 # Where each layer's permission rules came from: (allow, ask or deny; the rule's text) -> the
@@ -53,8 +55,11 @@ class Section:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
         """`data` validated into this section: converted where pydantic converts (text for a
-        number), unknown keys ignored; raises pydantic's ValidationError (`validate.validated` words it)."""
-        validated: Self = _adapter(cls).validate_python(data)
+        number), unknown keys ignored; raises pydantic's ValidationError (`validate.validated` words it).
+        Data whose every value already has its key's type is built without pydantic (`plaindata`)."""
+        validated: Self = made(cls, data)
+        if validated is NOT_PLAIN:
+            validated = _adapter(cls).validate_python(data)
         return validated
 
 
