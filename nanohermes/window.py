@@ -57,6 +57,8 @@ WAIT_FROM_CHARS = CHARS_PER_TOKEN * 2048  # a history this large waits for a pen
 
 @dataclass(frozen=True)
 class Window:
+    """A context window in tokens, and where it came from."""
+
     tokens: int
     source: str  # where it came from, for people: "endpoint /props n_ctx", "known model family gpt-4.1", ...
 
