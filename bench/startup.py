@@ -15,6 +15,7 @@ skews them alike; each ratio is the median of the per-round ratios):
                                                  floor: a bare httpx script making the same streamed request
                                                  (goal: within 1.3x)
   -p turn CPU        the same in user+system CPU seconds, which a busy machine skews less
+  -p CPU, config     the same with a config file in the HOME, as most people's starts have one
 and the peak RSS of the `-p` run beside that of the bare script. `after/before` is the change's
 effect (1.00x: none); `after/floor` is what start-up still costs. Run it on an idle machine.
 Every row starts with one unmeasured run of each side (the OS's file cache and .pyc files
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import io
 import itertools
+import json
 import os
 import pty
 import select
@@ -48,6 +50,9 @@ from nanohermes.testing import FakeServer, Reply  # noqa: E402
 
 PY = sys.executable
 ANSWER = "The answer is 42."
+# A person's config file: a few rules, a limit, a search setting (no hook: it would add its process).
+CONFIG = {"model": "fake-model", "permissions": {"allow": ["run_command(git log *)"], "deny": ["read_file(.env)"]},
+          "max_turns": 40, "limits": {"max_output": 30000}, "web_search": {"provider": "searxng"}}
 
 
 def env(home: Path, tree: Path = REPO, **extra: str) -> dict[str, str]:
@@ -177,11 +182,17 @@ def main() -> None:
             trees = {"before": export(before, Path(tmp) / "before"), **trees}
         kept = {name: env(Path(tmp) / f"home-{name}", tree) for name, tree in trees.items()}
 
-        def env_of(name: str) -> dict[str, str]:
-            """The environment of one run of version `name`: its kept HOME, or a new one."""
-            if not args.fresh_home:
+        def env_of(name: str, config: bool = False) -> dict[str, str]:
+            """The environment of one run of version `name`: its kept HOME, or a new one; with
+            `config`, a HOME of its own holding a config file (`CONFIG`)."""
+            if not args.fresh_home and not config:
                 return kept[name]
-            return env(Path(tmp) / f"home-{name}-{next(homes)}", trees[name])
+            e = env(Path(tmp) / f"home-{name}-{'config-' if config else ''}{next(homes) if args.fresh_home else 0}",
+                    trees[name])
+            if config:
+                (Path(e["XDG_CONFIG_HOME"]) / "nanohermes").mkdir(parents=True, exist_ok=True)
+                (Path(e["XDG_CONFIG_HOME"]) / "nanohermes" / "config.json").write_text(json.dumps(CONFIG))
+            return e
         floor_env = env(Path(tmp) / "home-floor")
         # The floor of one turn: start Python, stream the same request over httpx, print the text.
         bare = (
@@ -199,20 +210,22 @@ def main() -> None:
         one_turn = [PY, "-m", "nanohermes", "-p", "What is the answer?", "--base-url", server.base_url,
                     "--model", "fake-model"]
         repl_floor = [PY, "-c", "import typer, rich.console, prompt_toolkit"]
-        rows: list[tuple[str, Callable[[dict[str, str]], float], str, Callable[[], float]]] = [
-            ("--version", lambda e: timed([PY, "-m", "nanohermes", "--version"], e, ws),
+        rows: list[tuple[str, Callable[[str], float], str, Callable[[], float]]] = [
+            ("--version", lambda n: timed([PY, "-m", "nanohermes", "--version"], env_of(n), ws),
              "python -c pass", lambda: timed([PY, "-c", "pass"], floor_env, ws)),
-            ("first prompt", lambda e: first_prompt(e, ws, server.base_url),
+            ("first prompt", lambda n: first_prompt(env_of(n), ws, server.base_url),
              "import typer, rich.console, prompt_toolkit", lambda: timed(repl_floor, floor_env, ws)),
-            ("agent ready", lambda e: first_prompt(e, ws, server.base_url, b"context"),
+            ("agent ready", lambda n: first_prompt(env_of(n), ws, server.base_url, b"context"),
              "import typer, rich.console, prompt_toolkit", lambda: timed(repl_floor, floor_env, ws)),
-            ("one -p turn", lambda e: timed(one_turn, e, ws),
+            ("one -p turn", lambda n: timed(one_turn, env_of(n), ws),
              "bare httpx streaming request (goal 1.3x)", lambda: timed([PY, "-c", bare], floor_env, ws)),
-            ("-p turn CPU", lambda e: cpu_seconds(one_turn, e, ws),
+            ("-p turn CPU", lambda n: cpu_seconds(one_turn, env_of(n), ws),
              "the same, CPU seconds (steadier under load)", lambda: cpu_seconds([PY, "-c", bare], floor_env, ws)),
+            ("-p CPU, config", lambda n: cpu_seconds(one_turn, env_of(n, config=True), ws),
+             "the same, a config file in the HOME", lambda: cpu_seconds([PY, "-c", bare], floor_env, ws)),
         ]
         if args.only_turn:
-            rows = rows[-2:]
+            rows = rows[-3:]
         elif args.quick:  # each kind of measure once: a launch, the REPL on a pty, a turn
             rows = rows[:2] + rows[3:4]
         if before is not None:
@@ -221,7 +234,7 @@ def main() -> None:
         head = "".join(f"{n:>11}" for n in names)
         print(f"{'measure':<14}{head} {'floor':>10} {'after/before':>13} {'after/floor':>12}  floor is")
         for name, ours, base_name, base in rows:
-            sides: list[Callable[[], float]] = [lambda o=ours, n=n: o(env_of(n)) for n in names]
+            sides: list[Callable[[], float]] = [lambda o=ours, n=n: o(n) for n in names]
             medians, ratios = rounds([*sides, base], runs, warm=not args.quick)
             versions = "".join(f"{m:>10.3f}s" for m in medians[:-1])
             change = f"{ratios[-2][0]:>12.2f}x" if before is not None else f"{'':>13}"

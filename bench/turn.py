@@ -14,8 +14,9 @@ each with a saved session and with `--no-session`. Every run gets a HOME of its 
 empty just before it (a CI job, a container, a new user), so nothing a run leaves behind
 speeds up the next. A round runs every side once; the order of the sides rotates from round
 to round, so a machine whose load drifts hits each side alike. Rows: the median wall time of
-each side, the median of the per-round ratios to the floor (goal: within 1.1x), and the peak
-RSS of one run of each. `--before REV` adds that version (exported from git) as another side,
+each side, the median of the per-round ratios to the floor (goal: within 1.1x), the same ratio
+of CPU time (user and system, the run's processes included: what a busy machine skews less
+than wall time), and the peak RSS of one run of each. `--before REV` adds that version (exported from git) as another side,
 so a change shows beside what it changed. Timings are printed, never asserted; `--quick`
 (one round, one scenario) is the smoke run the tests make.
 """
@@ -100,9 +101,10 @@ def script(tool: tuple[str, dict[str, Any]] | None) -> Callable[[dict[str, Any]]
     return answer
 
 
-def measured(argv: list[str], new_env: Callable[[], dict[str, str]], cwd: Path) -> tuple[float, int]:
-    """Wall seconds and peak RSS (KiB) of one run in a fresh environment (`new_env()`, made
-    before the clock starts), from wait4 on that exact child."""
+def measured(argv: list[str], new_env: Callable[[], dict[str, str]], cwd: Path) -> tuple[float, int, float]:
+    """Wall seconds, peak RSS (KiB) and CPU seconds (user and system, its waited-for children
+    included) of one run in a fresh environment (`new_env()`, made before the clock starts),
+    from wait4 on that exact child."""
     environ = new_env()
     start = time.perf_counter()
     p = subprocess.Popen(argv, env=environ, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -114,7 +116,7 @@ def measured(argv: list[str], new_env: Callable[[], dict[str, str]], cwd: Path) 
     p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
         raise SystemExit(f"{argv[:4]} failed ({p.returncode}): {err.decode()[-800:]}")
-    return wall, usage.ru_maxrss
+    return wall, usage.ru_maxrss, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -146,6 +148,7 @@ def main() -> None:
               "(bare httpx); a fresh HOME every run\n")
         head = "".join(f"{n:>10}" for n in trees)
         print(f"{'scenario':<30}{head}{'floor':>10}" + "".join(f"{n + '/floor':>14}" for n in trees)
+              + "".join(f"{n + '/floor CPU':>18}" for n in trees)
               + "".join(f"{n + ' RSS':>12}" for n in trees) + f"{'floor RSS':>11}")
         for name, tool in scenarios.items():
             for session in (True, False)[:1 if args.quick else 2]:
@@ -157,12 +160,12 @@ def main() -> None:
                             *(["--yes"] if tool and tool[0] == "run_command" else []),
                             *([] if session else ["--no-session"])]
                     floor_argv = [PY, "-c", FLOOR, server.base_url + "/chat/completions", tool[0] if tool else "none"]
-                    sides: list[tuple[str, Callable[[], tuple[float, int]]]] = [
+                    sides: list[tuple[str, Callable[[], tuple[float, int, float]]]] = [
                         (n, partial(measured, argv, partial(fresh, t), ws)) for n, t in trees.items()]
                     sides.append(("floor", partial(measured, floor_argv, partial(fresh, None), ws)))
                     for _, side in sides if not args.quick else ():  # the page cache and .pyc files warmed
                         side()
-                    got: list[dict[str, tuple[float, int]]] = []
+                    got: list[dict[str, tuple[float, int, float]]] = []
                     for r in range(runs):
                         order = sides[r % len(sides):] + sides[:r % len(sides)]
                         got.append({n: side() for n, side in order})
@@ -170,10 +173,12 @@ def main() -> None:
                         raise SystemExit(f"fake server saw protocol violations: {server.violations}")
                 med = {n: statistics.median(g[n][0] for g in got) for n, _ in sides}
                 ratio = {n: statistics.median(g[n][0] / g["floor"][0] for g in got) for n in trees}
+                cpu = {n: statistics.median(g[n][2] / g["floor"][2] for g in got) for n in trees}
                 rss = {n: max(g[n][1] for g in got) / 1024 for n, _ in sides}
                 label = f"{name}{'' if session else ', --no-session'}"
                 print(f"{label:<30}" + "".join(f"{med[n]:>9.3f}s" for n in trees) + f"{med['floor']:>9.3f}s"
                       + "".join(f"{ratio[n]:>13.2f}x" for n in trees)
+                      + "".join(f"{cpu[n]:>17.2f}x" for n in trees)
                       + "".join(f"{rss[n]:>9.1f}MiB" for n in trees) + f"{rss['floor']:>8.1f}MiB", flush=True)
     print("\ngoal: every scenario within 1.1x of its floor; peak RSS unchanged")
 

@@ -63,6 +63,8 @@ class TurnHooks(Protocol):
 
 @dataclass(frozen=True)
 class TurnResult:
+    """How a turn ended, its answer, and how many model and tool calls it took."""
+
     reason: Reason
     text: str
     turns: int

@@ -26,6 +26,8 @@ class ModelStarted:
 
 @dataclass(frozen=True, kw_only=True)
 class TextDelta:
+    """A piece of the answer as it streams in."""
+
     text: str
 
 
@@ -39,6 +41,8 @@ class ReasoningDelta:
 
 @dataclass(frozen=True, kw_only=True)
 class ToolStarted:
+    """A tool call begins (before it is judged): front ends show it with its one-line summary."""
+
     call_id: str
     name: str
     arguments: dict[str, Any] | str  # parsed when valid, raw text otherwise
@@ -47,6 +51,8 @@ class ToolStarted:
 
 @dataclass(frozen=True, kw_only=True)
 class ToolProgress:
+    """Something a running call has to show before it ends: an output line, bytes so far."""
+
     call_id: str
     name: str
     text: str  # an output line, or a status such as "1.2 MB so far"
@@ -55,6 +61,8 @@ class ToolProgress:
 
 @dataclass(frozen=True, kw_only=True)
 class ToolFinished:
+    """A call ended: its result as the model reads it, and how long it took."""
+
     call_id: str
     name: str
     result: str  # exactly what the model sees (clamped)
@@ -65,6 +73,8 @@ class ToolFinished:
 
 @dataclass(frozen=True, kw_only=True)
 class ApprovalRequest:
+    """A call that waits for a person's yes (`UI.confirm`), with what they need to decide."""
+
     call_id: str
     tool: str
     summary: str  # the exact command, or "edit path"
@@ -86,6 +96,8 @@ class ApprovalRequest:
 
 @dataclass(frozen=True, kw_only=True)
 class UsageUpdate:
+    """The tokens of a model call, and of the session so far."""
+
     usage: Usage  # this model call
     total: Usage  # the session so far
     model: str
@@ -93,12 +105,16 @@ class UsageUpdate:
 
 @dataclass(frozen=True, kw_only=True)
 class Notice:
+    """A line for people: a warning, an error or information, never part of the answer."""
+
     level: Literal["info", "warning", "error"]
     text: str
 
 
 @dataclass(frozen=True, kw_only=True)
 class TurnEnded:
+    """The turn is over: why, how many model calls and tool calls it took, and its answer."""
+
     reason: Literal["completed", "max_turns", "interrupted", "error"]
     turns: int  # model calls in this turn
     tool_calls: int
@@ -108,6 +124,8 @@ class TurnEnded:
 
 @dataclass(frozen=True, kw_only=True)
 class TodoItem:
+    """One item of the session's todo list."""
+
     content: str
     status: Literal["pending", "in_progress", "completed"]
 
@@ -192,6 +210,8 @@ class ElicitationRequest:
 
 @dataclass(frozen=True)
 class ElicitationReply:
+    """The person's answer to an MCP server's question."""
+
     action: Literal["accept", "decline", "cancel"]
     content: dict[str, Any] = field(default_factory=dict)  # with "accept": the form's values
 
@@ -209,6 +229,8 @@ Choice = Literal["once", "always", "deny", "project"]
 
 @dataclass(frozen=True)
 class ApprovalReply:
+    """The person's answer to an approval request."""
+
     choice: Choice
     note: str = ""  # with "deny": passed on to the model
 

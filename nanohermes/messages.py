@@ -22,6 +22,8 @@ _CALL_KEYS = frozenset({"id", "type", "function", "index"})
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
+    """A tool call of an assistant message: its id, the tool's name and the arguments as the model wrote them."""
+
     id: str
     name: str
     arguments: str  # raw JSON text as the model sent it; may be malformed
@@ -60,6 +62,8 @@ class Image:
 
 @dataclass(frozen=True, slots=True)
 class Message:
+    """One message of the conversation, in the chat completions shape the endpoints take."""
+
     role: Role
     content: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
@@ -167,6 +171,8 @@ def est_tokens(chars: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
+    """The tokens a model call used, as the endpoint reported them."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     estimated: bool = False  # True when counted at 4 chars a token because the endpoint sent none

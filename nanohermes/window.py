@@ -17,7 +17,9 @@ large), and only where its provider names windows: an earlier answer, or a URL t
 provider (a service's host; a local server's own port, a guess an answer corrects), says
 where, and a service whose `/models` names no window is not asked at all; else its `/models`
 list is asked first, which names the window or tells the server by its owners (then that
-server's own route is asked).
+server's own route is asked). An endpoint that failed to answer (an error status, or no
+answer within the lookup's time) is not asked again for an hour: a slow one would hold every
+run's exit, which lets a pending lookup finish so its answer is kept.
 A local server's window changes when it restarts: a remembered one is asked afresh once a
 session, when the context passes half the budget it gives (before that it does not matter).
 """
@@ -48,12 +50,15 @@ if TYPE_CHECKING:
 DEFAULT_WINDOW_TOKENS = 32_768  # when nothing says: a window every served model has had for years
 LOOKUP_SECS = 3.0  # the whole endpoint lookup
 CACHE_SECS = 24 * 3600  # a remote endpoint's answer
+FAILED_SECS = 3600  # an endpoint that failed to answer (an error status, or too slow) is not asked again meanwhile
 CACHE_FILE = "context-windows.json"
 WAIT_FROM_CHARS = CHARS_PER_TOKEN * 2048  # a history this large waits for a pending lookup
 
 
 @dataclass(frozen=True)
 class Window:
+    """A context window in tokens, and where it came from."""
+
     tokens: int
     source: str  # where it came from, for people: "endpoint /props n_ctx", "known model family gpt-4.1", ...
 
@@ -283,19 +288,23 @@ READERS: dict[str, tuple[str, Callable[[Any, str], Window | None]]] = {
 }
 # What an endpoint answers that is an answer (the route is not there, or not like this):
 # asking again would only be told the same. Any other status (a refused key, a rate limit,
-# a failing server) or no answer is asked again next time.
+# a failing server) or no answer in time is a failure, asked again after FAILED_SECS.
 _SAID = frozenset({200, 400, 404, 405, 422, 501})
+_SLOW = 0  # the status of a request that got no answer within the lookup's time
 
 
 @dataclass(frozen=True)
 class Answer:
     """What asking an endpoint found: the window (None: named nowhere, or not reached); where
     the endpoint names windows, to ask there alone next time (() nowhere; None: not learned,
-    or what was known is wrong now); whether it answered (else it is asked again next time)."""
+    or what was known is wrong now); whether it answered (else it is asked again); whether it
+    `failed`: it was reached and answered with an error, or not in time (then it is not asked
+    again for FAILED_SECS: each run would pay for it again; a server not reached costs nothing)."""
 
     window: Window | None
     routes: tuple[str, ...] | None
     answered: bool
+    failed: bool = False
 
 
 async def endpoint_window(base_url: str, model: str, api_key: str | None,
@@ -327,15 +336,20 @@ async def ask_endpoint(base_url: str, model: str, api_key: str | None, routes: t
             return (r.json() if r.status_code == 200 else None), r.status_code
         except ValueError:  # not JSON
             return None, r.status_code
+        except httpx.TimeoutException:
+            return None, _SLOW
         except httpx.HTTPError:
             return None, None
 
+    def failure(status: int | None) -> bool:
+        return status is not None and status not in _SAID
+
     async def look(client: Any) -> Answer:
-        learned, todo, said = routes, routes or (), False
+        learned, todo, said, failed = routes, routes or (), False, False
         if routes is None:
             body, status = await ask(client, "/models")
             if status not in _SAID:
-                return Answer(None, None, False)
+                return Answer(None, None, False, failure(status))
             if (found := from_models_list(body, model)) is not None:
                 return Answer(found, ("/models",), True)
             server = owned_by(body)
@@ -343,18 +357,20 @@ async def ask_endpoint(base_url: str, model: str, api_key: str | None, routes: t
             todo, said = tuple(r for r in learned if r != "/models"), True
         for route in todo:
             body, status = await ask(client, route)
-            said = said or status == 200
+            said, failed = said or status == 200, failed or failure(status)
             if (found := READERS[route][1](body, model)) is not None:
                 return Answer(found, learned, True)
         # Known routes of which none answered: the server is another one now; learned afresh next time.
-        return Answer(None, learned if said else None, said)
+        return Answer(None, learned if said else None, said, failed and not said)
 
     try:
         async with asyncio.timeout(timeout), httpx.AsyncClient(
                 headers=headers, timeout=timeout, follow_redirects=False, verify=not plain,
                 trust_env=not plain or proxied) as client:
             return await look(client)
-    except (httpx.HTTPError, OSError, ValueError, TimeoutError):
+    except TimeoutError:  # the whole lookup took too long: as slow a server is next time
+        return Answer(None, None, False, True)
+    except (httpx.HTTPError, OSError, ValueError):
         return Answer(None, None, False)
 
 
@@ -380,11 +396,11 @@ def _read() -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _fresh(entry: Any, now: float | None) -> dict[str, Any] | None:
-    """`entry` if it is a cache entry of the last day."""
+def _fresh(entry: Any, now: float | None, secs: float = CACHE_SECS) -> dict[str, Any] | None:
+    """`entry` if it is a cache entry of the last `secs` (a day)."""
     if not isinstance(entry, dict) or not isinstance(entry.get("at"), (int, float)):
         return None
-    return entry if (now if now is not None else time.time()) - entry["at"] <= CACHE_SECS else None
+    return entry if (now if now is not None else time.time()) - entry["at"] <= secs else None
 
 
 def _entry(base_url: str, model: str, now: float | None) -> dict[str, Any] | None:
@@ -408,6 +424,13 @@ def said_nothing(base_url: str, model: str, now: float | None = None) -> bool:
     return entry is not None and entry["tokens"] == 0
 
 
+def failed_lately(base_url: str, model: str, now: float | None = None) -> bool:
+    """Did asking the endpoint about `model` fail (an error status, or no answer in time)
+    within FAILED_SECS? (Then it is not asked again meanwhile.)"""
+    entry = _fresh(_read().get(_cache_key(base_url, model)), now, FAILED_SECS)
+    return entry is not None and entry.get("failed") is True
+
+
 def known_routes(base_url: str, now: float | None = None) -> tuple[str, ...] | None:
     """Where the endpoint names windows, as an answer within the day showed (() nowhere), or None."""
     entry = _fresh(_read().get(_routes_key(base_url)), now)
@@ -424,6 +447,13 @@ def store(base_url: str, model: str, window: Window | None, routes: tuple[str, .
     _write({_cache_key(base_url, model): {"tokens": window.tokens if window else 0,
                                           "source": window.source if window else "", "at": now},
             **({_routes_key(base_url): {"routes": list(routes), "at": now}} if routes is not None else {})})
+
+
+def store_failure(base_url: str, model: str, forget: bool = False) -> None:
+    """Remember for FAILED_SECS that asking the endpoint about `model` failed; `forget`: where
+    it was remembered to name windows no longer answers (learned afresh next time)."""
+    _write({_cache_key(base_url, model): {"tokens": -1, "failed": True, "at": time.time()}},
+           drop=_routes_key(base_url) if forget else None)
 
 
 def forget_routes(base_url: str) -> None:
@@ -608,15 +638,17 @@ def budget_for(config: Config, limits: Limits, model: str | None = None) -> Cont
         answer = await ask_endpoint(base_url, model, key, routes)
         if routes is not None and answer.routes is None:  # none of them answered: another server than thought
             answer = await ask_endpoint(base_url, model, key, None)
-        if answer.answered:  # what it said, or that it said nothing; a failed request is asked again next time
+        if answer.answered:  # what it said, or that it said nothing
             await asyncio.to_thread(store, base_url, model, answer.window, answer.routes)
-        elif remembered is not None:
+        elif answer.failed:  # an error or a slow answer: not asked again for a while
+            await asyncio.to_thread(store_failure, base_url, model, remembered is not None)
+        elif remembered is not None:  # not reached (asked again next time, at no cost)
             await asyncio.to_thread(forget_routes, base_url)
         return answer.window
 
     async def lookup(model: str) -> Window | None:
-        if cached(base_url, model) is not None or said_nothing(base_url, model):
-            return None  # the window known at start is that answer
+        if cached(base_url, model) is not None or said_nothing(base_url, model) or failed_lately(base_url, model):
+            return None  # the window known at start is that answer, or asking failed a moment ago
         return await ask(model)
 
     async def recheck(model: str) -> Window | None:
@@ -639,6 +671,6 @@ def short_tokens(n: int) -> str:
 
 __all__ = ["FAMILIES", "PROVIDERS", "READERS", "Answer", "ContextBudget", "Provider", "UsesLimits", "Window", "ask_endpoint",
            "budget_for", "cached",
-           "endpoint_window", "fallback", "family_window", "forget_routes", "from_llamacpp", "from_lmstudio",
+           "endpoint_window", "failed_lately", "fallback", "family_window", "forget_routes", "from_llamacpp", "from_lmstudio",
            "from_models_list", "from_ollama_ps", "from_ollama_show", "is_local", "known_routes", "owned_by", "recognised",
-           "said_nothing", "short_tokens", "store"]
+           "said_nothing", "short_tokens", "store", "store_failure"]

@@ -94,11 +94,53 @@ def test_values_that_need_validating_still_get_it(workspace: Path, home: Path) -
     assert probe(workspace, home, {"max_turns": "7"}) == {"pydantic": True, "model": "gpt-4.1-mini", "max_turns": 7}
     assert probe(workspace, home, {"max_turns": 0}) == {
         "pydantic": True, "error": "key `max_turns`: input should be greater than or equal to 1 (got 0)"}
-    # A config file is always validated, and a bad value in it names the file and the key.
+    # A config file is validated as well: its plain values without pydantic, a value it would
+    # convert by pydantic, and a bad value in it names the file and the key.
     user_config_path().parent.mkdir(parents=True)
-    user_config_path().write_text('{"model": "from-file"}')
-    assert probe(workspace, home) == {"pydantic": True, "model": "from-file", "max_turns": 50}
+    user_config_path().write_text('{"model": "from-file", "permissions": {"allow": ["run_command(git *)"]}}')
+    assert probe(workspace, home) == {"pydantic": False, "model": "from-file", "max_turns": 50}
+    user_config_path().write_text('{"model": "from-file", "max_turns": "9"}')
+    assert probe(workspace, home) == {"pydantic": True, "model": "from-file", "max_turns": 9}
     user_config_path().write_text('{"hooks": {"Stop": [{"hooks": [{"command": "true", "timeout": 0}]}]}}')
     assert probe(workspace, home) == {
         "pydantic": True,
         "error": f"{user_config_path()}: key `hooks.Stop.0.hooks.0.timeout`: input should be greater than 0 (got 0)"}
+
+
+EXAMPLE = json.loads((Path(__file__).resolve().parent.parent / "config.example.json").read_text())
+HOOK = {"type": "command", "command": "true", "timeout": 5}
+FILES: list[dict[str, Any]] = [
+    EXAMPLE, *({key: value} for key, value in EXAMPLE.items()),
+    {"hooks": {"Stop": [{"hooks": [HOOK]}]}}, {"hooks": {"Stop": [{"hooks": [{**HOOK, "timeout": 0}]}]}},
+    {"hooks": {"Stop": [{"hooks": [{**HOOK, "command": ""}]}]}}, {"hooks": {"Stop": [{"matcher": 1, "hooks": []}]}},
+    {"permission_mode": "plan", "max_turns": 3, "compact_at_share": 0.5}, {"permission_mode": "yolo"},
+    {"max_turns": 0}, {"max_turns": True}, {"max_turns": 2.0}, {"compact_at_share": 1}, {"compact_at_share": "0.5"},
+    {"limits": {"max_output": 100}}, {"permissions": {"deny": ["read_file(.env)"], "allow": "run_command"}},
+    {"mcp": {"servers": {"s": {"command": "srv", "args": ["-v"], "env": {"A": "b"}}}}},
+    {"mcp": {"servers": {"s": {"url": "http://127.0.0.1:1/mcp", "transport": "http"}}}},
+    {"mcp": {"servers": {"s": {"command": "srv", "url": "http://127.0.0.1:1/mcp"}}}},
+    {"subagents": {"helper": {"description": "helps", "max_turns": 4}}}, {"subagents": {"helper": {}}},
+    {"prices": {"m": {"input": 1, "output": 2.5}}}, {"sandbox": {"mode": "off"}}, {"sandbox": {"network": "yes"}},
+    {"web_search": {"provider": "brave", "brave_api_key_env": "OPENAI_API_KEY"}}, {"model": None}, {"model": 5},
+]
+
+
+@pytest.mark.parametrize("data", FILES, ids=lambda d: json.dumps(d)[:60])
+def test_a_file_built_without_pydantic_is_what_pydantic_builds(data: dict[str, Any]) -> None:
+    from pydantic import TypeAdapter, ValidationError
+
+    from nanohermes.plaindata import NOT_PLAIN, made
+
+    ours = made(Config, data)
+    try:
+        theirs = TypeAdapter(Config).validate_python(data)
+    except ValidationError:
+        assert ours is NOT_PLAIN
+        return
+    assert ours is NOT_PLAIN or (ours, repr(ours)) == (theirs, repr(theirs))
+
+
+def test_the_example_file_is_built_without_pydantic() -> None:
+    from nanohermes.plaindata import NOT_PLAIN, made
+
+    assert made(Config, EXAMPLE) is not NOT_PLAIN

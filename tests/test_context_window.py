@@ -23,7 +23,7 @@ from nanohermes.testing import FakeServer, Fault, Reply, ScriptedLLM, call, tool
 from nanohermes.ui.repl import toolbar
 from nanohermes.llm.quirks import WindowField, entries
 from nanohermes.window import (
-    CACHE_FILE, PROVIDERS, READERS, Window, budget_for, cached, family_window, from_models_list, known_routes, recognised,
+    CACHE_FILE, FAILED_SECS, PROVIDERS, READERS, Window, budget_for, cached, family_window, from_models_list, known_routes, recognised,
     said_nothing, store,
 )
 
@@ -287,12 +287,25 @@ def test_a_p_run_asks_the_endpoint_only_what_the_turn_needs(turn, answer: dict[s
     assert server.violations == []
 
 
-def test_an_endpoint_that_failed_to_answer_is_asked_again_next_time(turn) -> None:
-    with FakeServer([Reply(text="one"), Reply(text="two")], models_answer=Fault(status=503, message="busy")) as server:
-        for text in ("one", "two"):
+@pytest.mark.parametrize("status", [401, 429, 500, 503])
+def test_an_endpoint_that_failed_to_answer_is_asked_again_only_after_an_hour(turn, home: Path, status: int) -> None:
+    # A refused key, a rate limit or a failing server: asking again at every run would cost
+    # each run a request (and a slow one its exit, which lets the lookup finish).
+    with FakeServer(default=Reply(text="hi"), models_answer=Fault(status=status, message="busy")) as server:
+        assert turn("-p", "hi", server=server).code == 0
+        assert sorted(server.asked) == sorted([MODEL_CALL, "GET /v1/models"])
+        for flags in ((), ("--output-format", "json"), ("--output-format", "stream-json")):
             server.asked.clear()
-            assert turn("-p", "hi", server=server).out == text + "\n"
-            assert sorted(server.asked) == sorted([MODEL_CALL, "GET /v1/models"])
+            assert turn("-p", "hi", *flags, server=server).code == 0
+            assert server.asked == [MODEL_CALL]
+        # An hour later it is asked again.
+        cache = home / ".cache" / "nanohermes" / CACHE_FILE
+        kept = json.loads(cache.read_text())
+        cache.write_text(json.dumps({k: {**v, "at": v["at"] - FAILED_SECS - 1} for k, v in kept.items()}))
+        server.asked.clear()
+        assert turn("-p", "hi", server=server).code == 0
+        assert sorted(server.asked) == sorted([MODEL_CALL, "GET /v1/models"])
+    assert server.violations == []
 
 
 # Where each provider's window is found: the routes the first run asks (after /models, which

@@ -67,15 +67,18 @@ def test_a_p_turn_without_tool_calls_imports_no_pydantic_and_no_tool_code(server
                            stdin=subprocess.DEVNULL, timeout=60)
         assert p.returncode == 0 and p.stdout == answer + "\n", p.stderr
         assert "unused []" in p.stderr, p.stderr
-    # A config file is validated: pydantic is loaded for it, and only for it.
+    # A config file is validated: its plain values need no pydantic; one pydantic converts
+    # loads it, for that alone.
     (home / ".config" / "nanohermes").mkdir(parents=True, exist_ok=True)
-    (home / ".config" / "nanohermes" / "config.json").write_text('{"max_turns": 5}')
-    server.add(Reply(text="third"))
-    p = subprocess.run([sys.executable, "-c", PROBE, "-p", "hi", "--base-url", server.base_url, "--model",
-                        "fake-model"], cwd=workspace, env=env,
-                       capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
-    assert p.returncode == 0 and p.stdout == "third\n", p.stderr
-    assert "'pydantic'" in p.stderr and "nanohermes.tools.files" not in p.stderr, p.stderr
+    for text, loaded in (("third", False), ("fourth", True)):
+        (home / ".config" / "nanohermes" / "config.json").write_text(
+            '{"max_turns": 5, "permissions": {"deny": ["web_fetch"]}}' if not loaded else '{"max_turns": "5"}')
+        server.add(Reply(text=text))
+        p = subprocess.run([sys.executable, "-c", PROBE, "-p", "hi", "--base-url", server.base_url, "--model",
+                            "fake-model"], cwd=workspace, env=env,
+                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+        assert p.returncode == 0 and p.stdout == text + "\n", p.stderr
+        assert ("'pydantic'" in p.stderr) == loaded and "nanohermes.tools.files" not in p.stderr, p.stderr
 
 
 def test_the_collector_is_back_on_once_the_turn_runs(server: FakeServer, workspace: Path) -> None:

@@ -83,9 +83,10 @@ def test_the_persons_hooks_and_mcp_servers_run_the_persons_python_too(cli: Any, 
     assert hook_out.read_text() == server_out.read_text() == os.path.realpath(sys.base_prefix)
 
 
-def venv_holding(folder: Path, *, persons_package: bool) -> Path:
+def venv_holding(folder: Path, *, persons_package: str) -> Path:
     """A real venv with nanohermes installed in it (its dist-info; its code and what it requires
-    come from the suite's venv through a .pth), and, when `persons_package`, a package of the
+    come from the suite's venv through a .pth), and, when `persons_package` names a kind of
+    metadata folder (dist-info, or egg-info as `setup.py develop` leaves), a package of the
     person's project as well: a project's venv that poetry or pipenv keep outside the project."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=120)
     site = Path(subprocess.run([str(folder / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
@@ -93,17 +94,22 @@ def venv_holding(folder: Path, *, persons_package: bool) -> Path:
     (site / "suite.pth").write_text(f"{REPO}\n{sysconfig.get_path('purelib')}\n")
     [info] = Path(sysconfig.get_path("purelib")).glob("nanohermes-*.dist-info")  # as pip installed it in the suite's
     shutil.copytree(info, site / info.name)
-    if persons_package:
-        (site / "shop-1.0.dist-info").mkdir()
-        (site / "shop-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: shop\nVersion: 1.0\n")
+    if persons_package == "dist-info":
+        (site / "Shop.Tools-1.0.dist-info").mkdir()
+        (site / "Shop.Tools-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: Shop.Tools\n"
+                                                                     "Version: 1.0\nRequires-Dist: nanohermes\n")
+    elif persons_package == "egg-info":
+        (site / "shop.egg-info").mkdir()
+        (site / "shop.egg-info" / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: shop\nVersion: 1.0\n")
     return folder
 
 
 @pytest.mark.skipif(not list(Path(sysconfig.get_path("purelib")).glob("nanohermes-*.dist-info")),
                     reason="nanohermes is not installed in the suite's venv")
-@pytest.mark.parametrize("persons_package", [False, True], ids=["nanohermes-alone", "with-the-projects-packages"])
+@pytest.mark.parametrize("persons_package", ["", "dist-info", "egg-info"],
+                         ids=["nanohermes-alone", "with-the-projects-packages", "with-a-develop-install"])
 def test_a_venv_that_holds_the_persons_packages_too_stays_theirs(server: FakeServer, tmp_path: Path, home: Path,
-                                                                 workspace: Path, persons_package: bool) -> None:
+                                                                 workspace: Path, persons_package: str) -> None:
     # nanohermes installed in a project's venv kept outside the project (poetry's, pipenv's), and
     # that venv activated: `python3 -m pytest` is the project's. A venv of nanohermes alone is
     # nanohermes's own, and is left out.

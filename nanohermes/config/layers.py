@@ -91,6 +91,8 @@ def fold_mcp_servers(data: dict[str, Any], path: Path) -> dict[str, Any]:
 
 @dataclass
 class Loaded:
+    """The config as loaded, with what loading it found: the files read, warnings, trust asks."""
+
     config: Config
     files: list[Path] = field(default_factory=list)  # files that existed and were read
     warnings: list[str] = field(default_factory=list)

@@ -4,8 +4,9 @@ with each key's default, description and bounds, and the checks pydantic cannot 
 
 The sections are plain dataclasses so that a run without config files, whose flags and
 environment are plain values, builds its config from the defaults without importing pydantic
-(see `validate.plain_layers`); pydantic is loaded only when there is something to validate
-(`Section.from_dict`). A field's metadata holds its description (the config reference in
+(see `validate.plain_layers`), and a file whose values already have their keys' types is
+built without it too (`nanohermes.plaindata`); pydantic is loaded only when there is something
+to convert or refuse (`Section.from_dict`). A field's metadata holds its description (the config reference in
 docs/config.md is generated from it) and its bounds, which pydantic reads as `Field` arguments.
 """
 
@@ -26,6 +27,7 @@ from nanohermes.budget import ZERO_ALLOWED, Limits
 from nanohermes.errors import ConfigError
 from nanohermes.modes import Effort, Mode, SandboxMode, Wire
 from nanohermes.permissions import DEFAULT_SECRET_FILES
+from nanohermes.plaindata import NOT_PLAIN, made
 
 _DIR_NAME = re.compile(r"[^/\\*?\[\]{}!]+")  # a plain folder name: no separators, no glob characters
 # Where each layer's permission rules came from: (allow, ask or deny; the rule's text) -> the
@@ -53,8 +55,11 @@ class Section:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
         """`data` validated into this section: converted where pydantic converts (text for a
-        number), unknown keys ignored; raises pydantic's ValidationError (`validate.validated` words it)."""
-        validated: Self = _adapter(cls).validate_python(data)
+        number), unknown keys ignored; raises pydantic's ValidationError (`validate.validated` words it).
+        Data whose every value already has its key's type is built without pydantic (`plaindata`)."""
+        validated: Self = made(cls, data)
+        if validated is NOT_PLAIN:
+            validated = _adapter(cls).validate_python(data)
         return validated
 
 
@@ -110,6 +115,8 @@ def _d(default: Any = ..., text: str = "", **kw: Any) -> Any:
 
 @dataclass(kw_only=True)
 class WebSearchConfig(Section):
+    """`web_search`: which search service web_search asks, and where its key is."""
+
     provider: Literal["duckduckgo", "searxng", "brave", "tavily"] = _d("duckduckgo", "web_search backend")
     searxng_url: str | None = _d(None, "SearXNG instance URL (its JSON API must be enabled)")
     brave_api_key_env: str = _d("BRAVE_API_KEY", "environment variable holding the Brave Search key")
@@ -120,6 +127,8 @@ class WebSearchConfig(Section):
 
 @dataclass(kw_only=True)
 class WebFetchConfig(Section):
+    """`web_fetch`: the hosts web_fetch may and may not reach."""
+
     # Host patterns (fnmatch, case-insensitive); "example.com" also covers its subdomains.
     allowed_hosts: list[str] = _d(list, "when non-empty, web_fetch reaches only these hosts")
     denied_hosts: list[str] = _d(list, "hosts web_fetch always refuses, even if allowed")
@@ -127,12 +136,16 @@ class WebFetchConfig(Section):
 
 @dataclass(kw_only=True)
 class ShellEnvConfig(Section):
+    """`shell_env`: the secret variables commands still inherit."""
+
     keep: list[str] = _d(list, "secret variables (nanohermes's key, *_API_KEY, *_TOKEN, *_SECRET, *_PASSWORD) "
                                "that commands, background tasks and MCP servers still inherit")
 
 
 @dataclass(kw_only=True)
 class PermissionsConfig(Section):
+    """`permissions`: the allow, ask and deny rules, added up across the config files."""
+
     allow: list[str] = _d(list, "rules that run without asking, e.g. run_command(git log *)")
     ask: list[str] = _d(list, "rules that always ask")
     deny: list[str] = _d(list, "rules that are always refused (checked first)")
@@ -164,6 +177,8 @@ def _check_names(names: dict[str, Any], key: str, what: str) -> None:
 
 @dataclass(kw_only=True)
 class SandboxConfig(Section):
+    """`sandbox`: the OS sandbox of the commands nobody approved."""
+
     mode: SandboxMode = _d("auto", "auto: commands nobody approved run under the OS sandbox; off: none "
                                                "do (--sandbox); a project file may not turn it off")
     network: bool = _d(False, "let sandboxed commands use the network (a trust key in project files)")
@@ -216,6 +231,8 @@ class McpServerConfig(Section):
 
 @dataclass(kw_only=True)
 class McpConfig(Section):
+    """`mcp`: the MCP servers, by name."""
+
     servers: dict[str, McpServerConfig] = _d(dict, "MCP servers by name: {command, args, env, cwd} or {url, headers}; "
                                                    "a top-level `mcpServers` (the shape of Claude Code, Claude Desktop "
                                                    "and Cursor) adds to these")
@@ -226,6 +243,8 @@ class McpConfig(Section):
 
 @dataclass(kw_only=True)
 class SubagentConfig(Section):
+    """One sub-agent of `subagents`: what it is for, its prompt, tools, model and limit."""
+
     description: str = _d(..., "what the sub-agent is for (shown to the model)")
     prompt: str = _d("", "its system prompt")
     tools: list[str] | None = _d(None, "the tools it may use; null: the parent's (except sub-agent tools)")
@@ -250,6 +269,8 @@ HOOK_TIMEOUT_MAX_SECS = 3600  # the longest a hook may run
 
 @dataclass(kw_only=True)
 class HookCommand(Section):
+    """One command of a hook group."""
+
     type: Literal["command"] = _d("command", "the only kind: a shell command line")
     command: str = _d(..., "the command line, run by /bin/sh (in the workspace for a trusted project's own "
                                  "hook, in a folder of its own for yours; see docs/hooks.md)", min_length=1)
@@ -263,6 +284,8 @@ class HookCommand(Section):
 
 @dataclass(kw_only=True)
 class HookGroup(Section):
+    """A hook event's group: which tools it matches, and its commands."""
+
     matcher: str = _d("", "tool names (Bash|Edit, run_command) or a regular expression searched in the tool name; "
                           "empty or * matches all")
     hooks: list[HookCommand] = _d(list, "the commands to run, in order")
@@ -314,6 +337,8 @@ class HooksConfig(Section):
 
 @dataclass(kw_only=True)
 class Config(Section):
+    """The whole config: every layer (files, environment, flags) added up and validated."""
+
     model: str = _d("gpt-4.1-mini", "model name sent to the endpoint (env NANOHERMES_MODEL, --model)")
     base_url: str = _d("https://api.openai.com/v1", "OpenAI-compatible endpoint (env OPENAI_BASE_URL, --base-url)")
     api_key: str | None = _d(None, "API key; prefer api_key_env so the key stays out of files (--api-key)")

@@ -151,11 +151,13 @@ def _describe(err: ValidationError) -> str:
 def validated(data: dict[str, Any], where: str, hint: str) -> Config:
     """`data` validated into a Config; a ConfigError naming `where` (a file, or "" for the
     environment and flags) and the key otherwise."""
-    from pydantic import ValidationError
-
     try:
         return Config.from_dict(data)
-    except ValidationError as e:
+    except ValueError as e:  # pydantic's ValidationError is one; pydantic is imported once it judged
+        from pydantic import ValidationError
+
+        if not isinstance(e, ValidationError):
+            raise
         if _located(e)[0][:1] == ("limits",):  # the example file lists no limit
             hint = LIMITS_HINT
         raise ConfigError(f"{where}{_describe(e)}", hint=hint) from None

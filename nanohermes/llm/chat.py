@@ -65,6 +65,8 @@ def argument_text(value: Any) -> str:
 
 @dataclass
 class _Call:
+    """A tool call while its fragments stream in."""
+
     index: Any
     id: str | None = None
     name: str = ""

@@ -130,6 +130,8 @@ KINDS: dict[type, str] = {Shape: "stream shape", Wording: "error wording", Reaso
 
 @dataclass(frozen=True, kw_only=True)
 class Quirk:
+    """One entry of the table: a provider's way, where it is documented, and its data."""
+
     id: str
     providers: tuple[str, ...]
     wires: tuple[Wire, ...]

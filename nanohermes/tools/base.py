@@ -31,6 +31,7 @@ from nanohermes.budget import Limits
 from nanohermes.events import UI, Event, ToolProgress
 from nanohermes.messages import Image
 from nanohermes.permissions import Effect, Rule, SubjectKind, Target
+from nanohermes.plaindata import NOT_PLAIN, made
 
 if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler, TypeAdapter, ValidationError
@@ -70,8 +71,9 @@ class Params:
     decorated the same way), unknown fields rejected.
 
     Plain dataclasses, not pydantic models: building the pool and sending its specs (from the
-    shipped declarations, `tools/declared.py`) imports no pydantic; it is imported on the first
-    `Tool.parse` (or a schema render) and validates the dataclass through a `TypeAdapter`. A check of
+    shipped declarations, `tools/declared.py`) imports no pydantic, nor does parsing arguments
+    that already have their fields' types (`nanohermes.plaindata`); other arguments are judged
+    by pydantic, imported then, through a `TypeAdapter` of the dataclass. A check of
     several fields, or a normalisation, lives in `__post_init__` (call `super().__post_init__()`);
     a ValueError raised there is the model's error text.
 
@@ -119,8 +121,13 @@ class Params:
 
     @classmethod
     def validate(cls, raw: dict[str, Any]) -> Self:
-        """Validated arguments; pydantic's ValidationError when they are not (see `Tool.parse`)."""
-        out: Self = _adapter(cls).validate_python(cls.prepare(raw))
+        """Validated arguments; pydantic's ValidationError when they are not (see `Tool.parse`).
+        Arguments that already have their fields' types are built without pydantic (`plaindata`):
+        most calls, and then a run imports no pydantic at all."""
+        prepared = cls.prepare(raw)
+        out: Self = made(cls, prepared, _drops_nulls)
+        if out is NOT_PLAIN:
+            out = _adapter(cls).validate_python(prepared)
         return out
 
     @classmethod
@@ -180,6 +187,11 @@ class Params:
             elif mine is None and value != sent[theirs]:
                 raise ValueError(f"`{theirs}` has no counterpart among the arguments, so it cannot be changed")
         return out
+
+
+def _drops_nulls(cls: type[Any]) -> bool:
+    """Does `cls` take an optional field's null as not given? Params do (see `Params`)."""
+    return issubclass(cls, Params)
 
 
 def _raw(value: Any) -> Any:
@@ -466,11 +478,13 @@ class Tool(Generic[P]):
         return {"type": "function", "function": {"name": self.name, "description": self.describe(lim), "parameters": schema}}
 
     def parse(self, raw: dict[str, Any]) -> P:
-        from pydantic import ValidationError
-
         try:
             return cast(P, self.params.validate(raw))  # `params` is the class P names
-        except ValidationError as e:
+        except ValueError as e:  # pydantic's ValidationError is one; pydantic is imported once it judged
+            from pydantic import ValidationError
+
+            if not isinstance(e, ValidationError):
+                raise
             raise ToolError(describe_validation(e, self.params)) from None
 
     async def run(self, args: P, ctx: ToolContext, attempt: Attempt) -> str | ToolResult:
