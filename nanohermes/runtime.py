@@ -20,7 +20,7 @@ from nanohermes import programs
 from nanohermes.arguments import parse_arguments
 from nanohermes.budget import Limits, clamp
 from nanohermes.config import Config
-from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Notice, ToolFinished, ToolStarted
+from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Notice, ToolFinished, ToolRunning, ToolStarted
 from nanohermes.gate import DENIED, DENIED_PREFIX, Gate, Refusal, denied, writable_roots
 from nanohermes.messages import Image, Message, ToolCall
 from nanohermes.modes import Mode
@@ -255,6 +255,7 @@ class Runtime:
         if isinstance(verdict, Refusal):
             text = self.hooks.with_context(call_id, str(verdict)) if self.hooks is not None else str(verdict)
             return text, verdict.is_error, None, verdict.waited
+        self.ui.emit(ToolRunning(call_id=call_id, name=tool.name))
         ran = await self.gate.attempt(tool, verdict, ctx)
         if verdict.target.mapped:  # the model learns the path it wrote was read as another
             from nanohermes.foreign_paths import note
