@@ -241,6 +241,9 @@ class ApprovalReply:
 
     choice: Choice
     note: str = ""  # with "deny": passed on to the model
+    # With "deny": the person stopped the turn that asked (Esc or Ctrl-C at the question): a
+    # sub-agent's run stops as the main turn does.
+    stop: bool = False
 
 
 class UI(Protocol):
