@@ -90,3 +90,22 @@ def test_a_loaded_session_shows_its_edits_diffs(workspace: Path, server: FakeSer
         ("apply_patch: app.py", [{"type": "diff", "path": app, "old_text": "x = 1", "new_text": "x = 10"}]),
         ("edit_file: app.py", []),  # it failed: nothing changed
     ]
+
+
+def test_thinking_written_into_the_answer_is_a_thought_live_and_replayed(workspace: Path, server: FakeServer,
+                                                                        tmp_path: Path) -> None:
+    server.add(Reply(text="<think>\nsmall sum\n</think>\n\nIt is 4.", chunk_size=3))
+    live, replayed = Editor(), Editor()
+
+    async def scenario() -> str:
+        async with agent(live, workspace, server, stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace)
+            assert await a.ask(sid, "2+2?") == "end_turn"
+        async with agent(replayed, workspace, server, stderr=tmp_path / "err2") as a:
+            await a.conn.initialize(protocol_version=1)
+            await a.conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        return sid
+
+    asyncio.run(scenario())
+    for editor in (live, replayed):
+        assert (editor.said(), editor.thought()) == ("It is 4.", "\nsmall sum\n")

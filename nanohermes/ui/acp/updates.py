@@ -255,7 +255,7 @@ def replay(history: list[Message], tools: dict[str, Tool], workspace: Path) -> I
             if m.reasoning:
                 yield thought_chunk(m.reasoning)
             if m.content:
-                yield message_chunk(m.content)
+                yield from _answer(m.content)
             for c in m.tool_calls:
                 ids[c.id] = f"{c.id}@h{n}"
                 try:
@@ -277,6 +277,18 @@ def replay(history: list[Message], tools: dict[str, Tool], workspace: Path) -> I
             ev = ToolFinished(call_id=m.tool_call_id, name="", result=result, is_error=False, elapsed=0.0)
             done = edits.pop(m.tool_call_id, []) if not result.startswith("ERROR") else []
             yield tool_end(ids.get(m.tool_call_id, m.tool_call_id), ev, workspace, list(done))
+
+
+def _answer(content: str) -> list[s.AgentThoughtChunk | s.AgentMessageChunk]:
+    """A saved answer as it streamed: thinking written into its text as thought chunks
+    (`llm.thinktags`), the rest as the answer."""
+    from nanohermes.llm.thinktags import ThinkSplit
+
+    out: list[s.AgentThoughtChunk | s.AgentMessageChunk] = []
+    split = ThinkSplit(lambda piece: out.append(message_chunk(piece)), lambda piece: out.append(thought_chunk(piece)))
+    split.feed(content)
+    split.flush()
+    return out
 
 
 def edit_blocks(tool: Tool | None, arguments: dict[str, Any] | str, workspace: Path) -> list[s.FileEditToolCallContent]:
