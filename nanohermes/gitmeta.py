@@ -387,7 +387,8 @@ _LEADS = ("config", "commondir", "config.worktree", "hooks")
 
 def subfolder_gits(workspace: Path, max_folders: int) -> dict[str, GitStamp]:
     """Every `.git` file, folder or link in a subfolder of the workspace (not its own, which
-    `metadata` keeps) with its stamp, not looking into `.git`, `node_modules` or a virtual
+    `metadata` keeps), and every subfolder git takes for a bare repository (`looks_bare`), with
+    its stamp, not looking into `.git`, `node_modules` or a virtual
     environment's folder; at most `max_folders` folders (the turn's look for start-up files,
     `runs_later.startup_files`, has the same bound and says when it stopped)."""
     root = os.path.realpath(workspace)
@@ -401,7 +402,11 @@ def subfolder_gits(workspace: Path, max_folders: int) -> dict[str, GitStamp]:
                 entries = [(e.name, e.path, e.is_dir(follow_symlinks=False)) for e in it]
         except OSError:
             continue
-        if folder != root and any(name == "pyvenv.cfg" for name, _, _ in entries):
+        names = {name for name, _, _ in entries}
+        if folder != root and "pyvenv.cfg" in names:
+            continue
+        if folder != root and looks_bare(names):  # git takes the folder itself for a repository
+            found[folder] = git_entry_stamp(Path(folder))
             continue
         for name, path, is_dir in entries:
             if name == ".git" and folder != root:
@@ -409,6 +414,12 @@ def subfolder_gits(workspace: Path, max_folders: int) -> dict[str, GitStamp]:
             elif is_dir and name not in _NOT_WALKED:
                 todo.append(path)
     return found
+
+
+def looks_bare(names: set[str]) -> bool:
+    """Would git take a folder holding these names for a (bare) repository of its own, as
+    `git status` run inside it does? It needs `HEAD`, `objects` and `refs`."""
+    return {"HEAD", "objects", "refs"} <= names
 
 
 def leads_to(entry: Path) -> Path | None:

@@ -16,9 +16,10 @@ start in the workspace's virtual environments (any folder with a `pyvenv.cfg`, a
 `site-packages` or `dist-packages` folder): their `.pth` files and `sitecustomize.py` and
 `usercustomize.py`. The checkpoints leave those folders out (`.venv`, `.tox`, ... are
 dependency folders), so this look is what names a file planted there (`started_changed`).
-The same look finds the `.git` entries of the workspace's subfolders, which the checkpoints
-leave out too: one created or changed that leads to a repository whose config or hooks name a
-program is named (`gits_changed`), as the person's next `git status` there runs it.
+The same look finds the `.git` entries of the workspace's subfolders (and the subfolders git
+takes for a bare repository), which the checkpoints leave out too: one created or changed that
+leads to a repository whose config or hooks name a program is named (`gits_changed`), as the
+person's next `git status` there runs it.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from pathlib import Path
 
 from nanohermes.budget import plural
 from nanohermes.configfiles import project_file
-from nanohermes.gitmeta import GitStamp, git_entry_stamp, planted_git
+from nanohermes.gitmeta import GitStamp, git_entry_stamp, looks_bare, planted_git
 
 _CI = re.compile(r"(^|/)(\.github/workflows/[^/]+\.ya?ml|\.gitlab-ci\.ya?ml|\.circleci/config\.ya?ml|azure-pipelines\.ya?ml"
                  r"|\.travis\.ya?ml|Jenkinsfile|bitbucket-pipelines\.ya?ml|\.buildkite/[^/]+|\.drone\.ya?ml"
@@ -176,6 +177,9 @@ def startup_files(workspace: Path, max_folders: int) -> Startup:
             with os.scandir(folder) as it:
                 entries = list(it)
         except OSError:
+            continue
+        if folder != root and looks_bare({e.name for e in entries}):  # a repository of its own
+            gits[folder] = git_entry_stamp(Path(folder))
             continue
         if any(e.name == "pyvenv.cfg" for e in entries):
             for pattern in _VENV_SITES:

@@ -27,7 +27,12 @@ PLANTS = {
     ".git folder": "mkdir -p sub && git init -q sub && git -C sub config core.fsmonitor {script}",
     ".git link": "git init -q --bare .cache/r && git --git-dir=.cache/r config core.bare false && "
                  "git --git-dir=.cache/r config core.fsmonitor {script} && mkdir -p sub && ln -s ../.cache/r sub/.git",
+    "bare folder": "git init -q --bare sub && git --git-dir=sub config core.bare false && "
+                   "git --git-dir=sub config core.worktree .. && git --git-dir=sub config core.fsmonitor {script}",
 }
+# Where each plant leads git: what the turn's end names.
+NAMED = {".git file": ["sub/.git", ".cache/r"], ".git folder": ["sub/.git"], ".git link": ["sub/.git", ".cache/r"],
+         "bare folder": ["sub"]}
 
 
 def git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -72,8 +77,10 @@ def test_a_sandboxed_command_cannot_leave_one(turn: Any, server: FakeServer, rep
     r = turn("-p", "go", "--output-format", "json", "--yes", server=server, stdin=None)
     assert r.code == 0, r.err
     [out] = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
-    assert not (repo / "sub" / ".git").exists() and not (repo / "sub" / ".git").is_symlink()
-    assert "(removed:" in out and "sub/.git" in out, out
+    for path in NAMED[kind]:
+        assert not os_lexists(repo / path), path
+    assert "(removed:" in out and NAMED[kind][0] in out, out
+    (repo / "sub").mkdir(exist_ok=True)  # a bare folder is taken away whole
     git(repo / "sub", "status")
     assert not mark.exists()
 
@@ -119,10 +126,12 @@ def test_one_made_outside_the_sandbox_is_named_at_the_turns_end(turn: Any, serve
     r = turn("-p", "go", "--output-format", "json", "--yes", server=server, stdin=None,
              config={"sandbox": {"mode": "off"}})
     assert r.code == 0, r.err
-    assert os_lexists(repo / "sub" / ".git")
-    [named] = r.json()["runs_later"]
-    assert named.startswith("sub/.git: ") and "git" in named
-    assert "sub/.git" in r.err  # the warning on stderr
+    assert all(os_lexists(repo / path) for path in NAMED[kind])
+    named = r.json()["runs_later"]
+    assert sorted(n.split(": ", 1)[0] for n in named) == sorted(NAMED[kind])
+    assert all(n.endswith(": a git folder or .git file of a subfolder (its repository's config or hooks name a "
+                          "program: your next git command in that folder runs it)") for n in named)
+    assert NAMED[kind][0] in r.err  # the warning on stderr
 
 
 def test_a_harmless_or_unchanged_one_is_not_named(turn: Any, server: FakeServer, repo: Path,
