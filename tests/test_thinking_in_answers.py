@@ -39,6 +39,10 @@ def test_stream_json_streams_it_as_thinking(turn: Any, server: FakeServer) -> No
     thought = "".join(e["text"] for e in lines if e.get("type") == "reasoning_delta")
     assert said == "The answer is 4." and thought == "\nThe user wants a number. 2+2 is 4.\n"
     assert lines[-1]["result"] == "The answer is 4."
+    # Claude Code's assistant message: a thinking block, then the text.
+    [message] = [e["message"] for e in lines if e.get("type") == "assistant"]
+    assert [(b["type"], b.get("thinking", b.get("text"))) for b in message["content"]] == [
+        ("thinking", "\nThe user wants a number. 2+2 is 4.\n"), ("text", "The answer is 4.")]
 
 
 def test_a_mention_of_the_tag_in_prose_is_answer(turn: Any, server: FakeServer) -> None:

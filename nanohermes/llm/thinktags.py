@@ -98,10 +98,16 @@ def _tail_prefix(text: str, tags: tuple[str, ...]) -> int:
     return 0
 
 
-def visible(answer: str) -> str:
-    """`answer` without its thinking blocks (read as `ThinkSplit` reads them as they stream)."""
-    parts: list[str] = []
-    split = ThinkSplit(parts.append, None)
+def parts(answer: str) -> tuple[str, str]:
+    """(its thinking, the rest) of `answer`, read as `ThinkSplit` reads them as they stream."""
+    said: list[str] = []
+    thought: list[str] = []
+    split = ThinkSplit(said.append, thought.append)
     split.feed(answer)
     split.flush()
-    return "".join(parts) if len(parts) != 1 else parts[0]
+    return "".join(thought), "".join(said)
+
+
+def visible(answer: str) -> str:
+    """`answer` without its thinking blocks."""
+    return parts(answer)[1] if any(o in answer for o, _ in THINK_TAGS) else answer
