@@ -245,7 +245,7 @@ class Runtime:
         self.ui.emit(ToolFinished(call_id=p.call.id, name=name, result=text, is_error=is_error,
                                   elapsed=time.monotonic() - started - waited, display=display))
         images = self._images.pop(p.call.id, ())
-        return Message.tool(p.call.id, text, images if self.config.images_to_model else ())
+        return Message.tool(p.call.id, text, images if self.config.images_to_model else (), display=display)
 
     async def _permitted_run(self, tool: Tool, args: Params, call_id: str,
                              summary: str) -> tuple[str, bool, str | None, float]:
@@ -315,7 +315,7 @@ class Runtime:
             if len(preview) >= len(text):
                 continue  # the wrapper would outweigh what it saves: keep the result as it is
             total -= len(text) - len(preview)
-            out[i] = Message.tool(prepared[i].call.id, preview)
+            out[i] = Message.tool(prepared[i].call.id, preview, display=out[i].display)
         return out
 
     def persist(self, call_id: str, text: str) -> str:

@@ -6,6 +6,7 @@ session loaded from disk shows its edits' diffs."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,12 @@ def test_a_call_is_in_progress_once_it_runs_asked_or_not(workspace: Path, server
     assert not (workspace / "no.txt").exists()
 
 
-def test_a_loaded_session_shows_its_edits_diffs(workspace: Path, server: FakeServer, tmp_path: Path, cli: Any) -> None:
+def diff_blocks(editor: Editor) -> list[tuple[str, list[dict[str, Any]]]]:
+    return [(c["title"], [d for d in c.get("content", []) if d["type"] == "diff"]) for c in editor.calls().values()]
+
+
+def test_a_loaded_session_shows_its_edits_diffs_as_they_were_shown(workspace: Path, server: FakeServer,
+                                                                   tmp_path: Path, home: Path) -> None:
     (workspace / "app.py").write_text("x = 1\ny = 2\n")
     patch = "*** Begin Patch\n*** Update File: app.py\n@@\n-x = 1\n+x = 10\n*** End Patch\n"
     server.add(tool_reply(call("edit_file", {"path": "app.py", "old_string": "y = 2", "new_string": "y = 3"}, id="e"),
@@ -71,20 +77,31 @@ def test_a_loaded_session_shows_its_edits_diffs(workspace: Path, server: FakeSer
                tool_reply(call("apply_patch", {"diff": patch}, id="p"),
                           call("edit_file", {"path": "app.py", "old_string": "absent", "new_string": "z"}, id="f")),
                Reply(text="done"))
-    first = cli("-p", "edit", "--output-format", "json", "--mode", "accept-edits", server=server)
-    assert first.code == 0, first.err
-    assert (workspace / "app.py").read_text() == "x = 10\ny = 3\n"
-    editor = Editor()
+    live, replayed, older = Editor(), Editor(), Editor()
 
     async def scenario() -> None:
-        async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
-            await a.conn.initialize(protocol_version=1)
-            await a.conn.load_session(cwd=str(workspace), session_id=first.json()["session_id"], mcp_servers=[])
+        async with agent(live, workspace, server, "--mode", "accept-edits", stderr=tmp_path / "err") as a:
+            _, sid = await a.start(workspace)
+            assert await a.ask(sid, "edit") == "end_turn"
+        for editor in (replayed, older):
+            if editor is older:  # a transcript of an earlier version: its results kept no diff
+                [saved] = (home / ".local/share/nanohermes/sessions").rglob(f"{sid}.jsonl")
+                lines = [json.loads(line) for line in saved.read_text().splitlines()]
+                for d in lines:
+                    if isinstance(d.get("message"), dict):
+                        d["message"].pop("display", None)
+                saved.write_text("".join(json.dumps(d) + "\n" for d in lines))
+            async with agent(editor, workspace, server, stderr=tmp_path / "err2") as a:
+                await a.conn.initialize(protocol_version=1)
+                await a.conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
 
     asyncio.run(scenario())
+    assert (workspace / "app.py").read_text() == "x = 10\ny = 3\n"
     app, new = str(workspace / "app.py"), str(workspace / "new.txt")
-    diffs = [(c["title"], [d for d in c.get("content", []) if d["type"] == "diff"]) for c in editor.calls().values()]
-    assert diffs == [
+    shown = diff_blocks(live)
+    assert [t for t, d in shown if d] == ["edit_file: app.py", "write_file: new.txt", "apply_patch: app.py"]
+    assert diff_blocks(replayed) == shown  # as the editor saw them live
+    assert diff_blocks(older) == [  # rebuilt from each call's arguments
         ("edit_file: app.py", [{"type": "diff", "path": app, "old_text": "y = 2", "new_text": "y = 3"}]),
         ("write_file: new.txt", [{"type": "diff", "path": new, "new_text": "hello\n"}]),
         ("apply_patch: app.py", [{"type": "diff", "path": app, "old_text": "x = 1", "new_text": "x = 10"}]),

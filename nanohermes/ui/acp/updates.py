@@ -5,7 +5,8 @@ what it does with it), its title is one line a person reads, its locations are t
 paths it names, and its result is the clamped text the model reads, with a `diff` block for
 each file an edit changed (read back from the unified diff the edit shows people). A saved
 history is turned into the updates a live turn would have sent (`replay`), for `session/load`,
-an edit's diff blocks read from its call's arguments (`edit_blocks`).
+an edit's diff blocks from the diff its result kept (`Message.display`), or else read from its
+call's arguments (`edit_blocks`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -275,7 +276,10 @@ def replay(history: list[Message], tools: dict[str, Tool], workspace: Path) -> I
         elif m.role == "tool" and m.tool_call_id is not None:
             result = m.content or ""
             ev = ToolFinished(call_id=m.tool_call_id, name="", result=result, is_error=False, elapsed=0.0)
-            done = edits.pop(m.tool_call_id, []) if not result.startswith("ERROR") else []
+            rebuilt = edits.pop(m.tool_call_id, [])
+            if m.display:  # the diff shown live, kept in the transcript
+                ev = replace(ev, display=m.display)
+            done = rebuilt if not m.display and not result.startswith("ERROR") else []
             yield tool_end(ids.get(m.tool_call_id, m.tool_call_id), ev, workspace, list(done))
 
 
@@ -292,9 +296,9 @@ def _answer(content: str) -> list[s.AgentThoughtChunk | s.AgentMessageChunk]:
 
 
 def edit_blocks(tool: Tool | None, arguments: dict[str, Any] | str, workspace: Path) -> list[s.FileEditToolCallContent]:
-    """The `diff` blocks a saved edit shows when replayed: the history keeps the call's
-    arguments, not the diff people saw, so each file's change is read from them as Claude
-    Code's tools would make it (a whole new text, or the old and new text of each place)."""
+    """The `diff` blocks a saved edit shows when replayed and its result kept no diff (a
+    transcript of an earlier version): each file's change read from the call's arguments as
+    Claude Code's tools would make it (a whole new text, or the old and new text of each place)."""
     if tool is None or tool.kind != "path" or tool.effect != "write" or not isinstance(arguments, dict):
         return []
     try:
