@@ -151,3 +151,20 @@ def test_a_harmless_or_unchanged_one_is_not_named(turn: Any, server: FakeServer,
 
 def os_lexists(path: Path) -> bool:
     return path.exists() or path.is_symlink()
+
+
+@pytest.mark.parametrize("change", ["git -C vendor/lib config core.fsmonitor {script}",
+                                    "cp {script} vendor/lib/.git/hooks/post-commit"], ids=["config", "hook"])
+def test_an_existing_subfolders_repository_changed_outside_the_sandbox_is_named(
+        turn: Any, server: FakeServer, repo: Path, evil: tuple[Path, Path], change: str) -> None:
+    script, mark = evil
+    git(repo, "init", "-q", "vendor/lib").check_returncode()
+    server.add(tool_reply(call("run_command", {"command": change.format(script=script)})), Reply(text="done"))
+    r = turn("-p", "go", "--output-format", "json", "--yes", server=server, stdin=None,
+             config={"sandbox": {"mode": "off"}})
+    assert r.code == 0, r.err
+    assert [n.split(": ", 1)[0] for n in r.json()["runs_later"]] == ["vendor/lib/.git"]
+    # The control: the person's next commit there runs it.
+    git(repo / "vendor" / "lib", "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty",
+        "-m", "x")
+    assert mark.exists()
