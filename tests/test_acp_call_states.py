@@ -126,3 +126,16 @@ def test_thinking_written_into_the_answer_is_a_thought_live_and_replayed(workspa
     asyncio.run(scenario())
     for editor in (live, replayed):
         assert (editor.said(), editor.thought()) == ("It is 4.", "\nsmall sum\n")
+
+
+def test_stream_json_says_when_a_call_runs(turn: Any, server: FakeServer, workspace: Path) -> None:
+    """`-p`'s stream-json carries the same moment as `tool_running`: after `tool_started`, for
+    a call that runs, never for one refused."""
+    (workspace / "notes.txt").write_text("alpha\n")
+    server.add(tool_reply(call("read_file", {"path": "notes.txt"}, id="r"),
+                          call("write_file", {"path": "no.txt", "content": "x"}, id="n")), Reply(text="done"))
+    r = turn("-p", "go", "--output-format", "stream-json", server=server, stdin=None)  # nobody to ask: refused
+    assert r.code == 0, r.err
+    seen = [(e["type"], e.get("call_id")) for e in r.lines() if e.get("type", "").startswith("tool_")]
+    assert seen == [("tool_started", "r"), ("tool_running", "r"), ("tool_finished", "r"),
+                    ("tool_started", "n"), ("tool_finished", "n")]
