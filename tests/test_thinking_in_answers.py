@@ -93,3 +93,25 @@ def test_telling_it_is_bounded_by_reasoning_call_retries(turn: Any, server: Fake
     assert (f"the reply's only tool call, incomplete (`run_command` needs `command`), was in its thinking, where "
             f"calls never run; the model was told {limit} times (limit reasoning_call_retries), so the turn ends "
             "with the answer as it is") in r.err
+
+
+def test_a_summary_is_without_the_thinking_written_into_it(workspace: Path) -> None:
+    """A compaction's summary (and a batch's label) is the answer of a model call: thinking it
+    wrote into its text stays out of it."""
+    import asyncio
+
+    from nanohermes.assemble import build_agent
+    from nanohermes.config import Config
+    from nanohermes.events import RecordingUI
+    from nanohermes.messages import Message
+    from nanohermes.testing import ScriptedLLM
+
+    llm = ScriptedLLM([Reply(text="<think>\nWhat matters here?\n</think>\n\nthe summary")])
+    config = Config(model="fake-model", base_url="http://127.0.0.1:9/v1", api_key="k", max_retries=0)
+    agent = build_agent(config, workspace, RecordingUI(), llm=llm).agent
+    agent.session.history = [Message.user("first"), Message("assistant", "a"), Message.user("second"),
+                             Message("assistant", "b")]
+    assert agent.compactor is not None
+    assert asyncio.run(agent.compactor.manual(agent.session, "")) == "the summary"
+    assert "What matters" not in (agent.session.history[0].content or "")
+    agent.session.close()
