@@ -438,6 +438,14 @@ def leads_to(entry: Path) -> Path | None:
     return named if named.is_dir() else None
 
 
+def link_target(path: str) -> str:
+    """What the link at `path` names ("" when it is no link)."""
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
+
+
 def git_entry_stamp(entry: Path) -> GitStamp:
     """What changes when a `.git` entry or what it leads to changes where git finds programs:
     the entry, and its git folder's config, commondir, config.worktree and hooks (each hook)."""

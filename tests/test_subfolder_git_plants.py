@@ -168,3 +168,23 @@ def test_an_existing_subfolders_repository_changed_outside_the_sandbox_is_named(
     git(repo / "vendor" / "lib", "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty",
         "-m", "x")
     assert mark.exists()
+
+
+@sandboxed
+def test_a_subfolders_git_link_led_to_a_planted_repository_is_taken_away(turn: Any, server: FakeServer, repo: Path,
+                                                                          evil: tuple[Path, Path]) -> None:
+    """A `.git` link cannot be bound read-only (a bind follows it): one the command led
+    elsewhere, to a repository whose config names a program, is judged as a new one."""
+    script, mark = evil
+    git(repo, "init", "-q", "--bare", ".cache/good").check_returncode()
+    (repo / "sub").mkdir()
+    (repo / "sub" / ".git").symlink_to("../.cache/good")
+    line = (f"git init -q --bare .cache/evil && git --git-dir=.cache/evil config core.bare false && "
+            f"git --git-dir=.cache/evil config core.fsmonitor {script} && ln -sfn ../.cache/evil sub/.git")
+    server.add(tool_reply(call("run_command", {"command": line})), Reply(text="done"))
+    r = turn("-p", "go", "--output-format", "json", "--yes", server=server, stdin=None)
+    assert r.code == 0, r.err
+    assert not os_lexists(repo / "sub" / ".git") and not os_lexists(repo / ".cache" / "evil")
+    assert (repo / ".cache" / "good" / "HEAD").is_file()
+    git(repo / "sub", "status")
+    assert not mark.exists()

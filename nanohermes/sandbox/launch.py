@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nanohermes import procargs, programs, sockets
-from nanohermes.gitmeta import planted_git, safe_new_repo, subfolder_gits, submodule_dirs
+from nanohermes.gitmeta import link_target, planted_git, safe_new_repo, subfolder_gits, submodule_dirs
 from nanohermes.sandbox.confinement import Confinement
 from nanohermes.sandbox.kernel import (
     CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, FS_EXECUTE, FS_READ_DIR, FS_READ_FILE, MS_BIND, MS_PRIVATE, MS_REC,
@@ -307,12 +307,14 @@ class Prepared:
 
     def _new_subfolder_gits(self) -> list[Path]:
         """The `.git` entries in the workspace's subfolders the command made (none were there
-        before) that lead to a repository git would run a program of (`gitmeta.planted_git`)."""
+        before), or links it led elsewhere (a link is replaced, not bound read-only), that lead
+        to a repository git would run a program of (`gitmeta.planted_git`)."""
         root = self.conf.git_look
         if root is None:
             return []
-        before = set(self.conf.subfolder_gits)
-        new = [Path(p) for p in subfolder_gits(root, self.conf.git_look_folders) if p not in before]
+        before = dict(self.conf.subfolder_gits)
+        new = [Path(p) for p in subfolder_gits(root, self.conf.git_look_folders)
+               if p not in before or before[p] != link_target(p)]  # new, or a link led elsewhere
         return [p for p in new if p in self.removed or planted_git(p, root)]
 
     def _programs_changed(self) -> list[str]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from nanohermes import programs
 from nanohermes.configfiles import sandbox_paths
-from nanohermes.gitmeta import git_dirs, metadata, subfolder_gits, subfolder_metadata
+from nanohermes.gitmeta import git_dirs, link_target, metadata, subfolder_gits, subfolder_metadata
 from nanohermes.readrules import config_read_rules, covered
 from nanohermes.sandbox.confinement import Availability, Confinement, SandboxPolicy, dedupe
 from nanohermes.sandbox.kernel import LINUX, SandboxError, landlock_abi
@@ -183,7 +183,7 @@ def _writable(conf: Confinement, workspace: Path, write_roots: tuple[Path, ...],
                    if any(p == r or r in p.parents for r in resolved))
     return replace(conf, write_roots=resolved, read_only_paths=protected, must_not_appear=absent,
                    module_roots=meta.module_roots, sealable=meta.sealable, git_look=Path(os.path.realpath(workspace)),
-                   subfolder_gits=tuple(subs),
+                   subfolder_gits=tuple((p, link_target(p)) for p in subs),
                    path_folders=tuple(programs.path_folders_inside(map(str, resolved))))
 
 
