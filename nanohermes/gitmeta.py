@@ -33,6 +33,7 @@ import functools
 import os
 import re
 import subprocess
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -388,32 +389,71 @@ _LEADS = ("config", "commondir", "config.worktree", "hooks")
 def subfolder_gits(workspace: Path, max_folders: int) -> dict[str, GitStamp]:
     """Every `.git` file, folder or link in a subfolder of the workspace (not its own, which
     `metadata` keeps), and every subfolder git takes for a bare repository (`looks_bare`), with
-    its stamp, not looking into `.git`, `node_modules` or a virtual
-    environment's folder; at most `max_folders` folders (the turn's look for start-up files,
-    `runs_later.startup_files`, has the same bound and says when it stopped)."""
+    its stamp, not looking into `.git`, `node_modules` or a virtual environment's folder; at
+    most `max_folders` folders (the turn's look for start-up files, `runs_later.startup_files`,
+    has the same bound and says when it stopped). A folder unchanged since it was last listed
+    is only stat'ed (`_listed`)."""
     root = os.path.realpath(workspace)
     found: dict[str, GitStamp] = {}
     todo, seen = [root], 0
     while todo and seen < max_folders:
         folder = todo.pop()
         seen += 1
-        try:
-            with os.scandir(folder) as it:
-                entries = [(e.name, e.path, e.is_dir(follow_symlinks=False)) for e in it]
-        except OSError:
+        listing = _listed(folder)
+        if listing is None or (folder != root and listing.venv):
             continue
-        names = {name for name, _, _ in entries}
-        if folder != root and "pyvenv.cfg" in names:
-            continue
-        if folder != root and looks_bare(names):  # git takes the folder itself for a repository
+        if folder != root and listing.bare:  # git takes the folder itself for a repository
             found[folder] = git_entry_stamp(Path(folder))
             continue
-        for name, path, is_dir in entries:
-            if name == ".git" and folder != root:
-                found[path] = git_entry_stamp(Path(path))
-            elif is_dir and name not in _NOT_WALKED:
-                todo.append(path)
+        if listing.git and folder != root:
+            found[os.path.join(folder, ".git")] = git_entry_stamp(Path(folder, ".git"))
+        todo += [os.path.join(folder, d) for d in listing.folders]
     return found
+
+
+@dataclass(frozen=True)
+class _Listing:
+    """What the walk needs of one folder's entries, with the folder's identity when listed."""
+
+    ino: int
+    ctime_ns: int
+    listed_ns: int
+    folders: tuple[str, ...]  # to walk into
+    git: bool  # holds a `.git` entry
+    venv: bool  # a virtual environment's folder (`pyvenv.cfg`)
+    bare: bool  # git takes it for a repository of its own
+
+
+# A folder's listing by path. Adding, removing or renaming an entry changes the folder's change
+# time (ctime, which nothing sets back); a listing made within this of that change may have
+# missed an entry made in the same clock tick, and is not trusted.
+_listings: dict[str, _Listing] = {}
+_RACY_NS = 2_000_000_000
+
+
+def _listed(folder: str) -> _Listing | None:
+    """The folder's listing, from the cache while the folder is unchanged; None when it cannot
+    be read."""
+    try:
+        st = os.stat(folder, follow_symlinks=False)
+    except OSError:
+        return None
+    cached = _listings.get(folder)
+    if cached is not None and (cached.ino, cached.ctime_ns) == (st.st_ino, st.st_ctime_ns) \
+            and cached.listed_ns - st.st_ctime_ns > _RACY_NS:
+        return cached
+    listed = time.time_ns()
+    try:
+        with os.scandir(folder) as it:
+            entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+    except OSError:
+        return None
+    names = {name for name, _ in entries}
+    listing = _Listing(st.st_ino, st.st_ctime_ns, listed,
+                       tuple(n for n, is_dir in entries if is_dir and n not in _NOT_WALKED),
+                       ".git" in names, "pyvenv.cfg" in names, looks_bare(names))
+    _listings[folder] = listing
+    return listing
 
 
 def looks_bare(names: set[str]) -> bool:
