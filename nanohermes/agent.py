@@ -14,6 +14,7 @@ from nanohermes.budget import plural
 from nanohermes.errors import ContextTooLongError
 from nanohermes.events import UI, MessageAdded, ModelStarted, Notice, ReasoningDelta, TextDelta, TurnEnded
 from nanohermes.llm import LLM
+from nanohermes.llm.thinktags import visible
 from nanohermes.messages import Completion, Image, Message, ToolCall, Usage
 from nanohermes.runtime import INTERRUPTED, Runtime
 from nanohermes.session import Session
@@ -136,7 +137,7 @@ class Agent:
                     if why := CUT_SHORT.get(done.finish_reason):
                         self.ui.emit(Notice(level="warning", text=f"the answer was cut short: {why} (finish_reason {done.finish_reason})"))
                     if (more := await self._stop_hooks(done.message)) is None:
-                        ended = await self._finish("completed", turns, calls, done.message.content or "")
+                        ended = await self._finish("completed", turns, calls, visible(done.message.content or ""))
                         return replace(ended, cut=done.finish_reason if why else "")
                     self._append(Message.user(more))
                     continue

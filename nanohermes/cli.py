@@ -496,11 +496,19 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
 
         meters = {"cost": cost_report(ui.meter.turn_by_model, agent.session.usage_by_model, config, config.model),
                   "context": context_breakdown(agent)}
-        ui.finish(ui.result_object(result=result, exit_reason=reason, session_id=session_id, model=config.model,
-                                   error=error, extra=meters))
+        # A session that is not kept has no id to go back to (`--resume` would not find it).
+        ui.finish(ui.result_object(result=result, exit_reason=reason, session_id=session_id if keeps() else None,
+                                   model=config.model, error=error, extra=meters))
 
     failed = False  # by a run-ending error, or a prompt a hook blocked
     began = False  # the endpoint began to answer before it failed (its stream broke off)
+
+    def keeps() -> bool:
+        """A new session whose run failed before the model answered (endpoint down, a refused
+        key, a blocked prompt) holds nothing to go back to: it is not kept, so --continue
+        finds the last real one. One whose answer broke off is kept: its hint is --continue."""
+        return began or not (failed and resume is None and not any(m.role == "assistant"
+                                                                   for m in agent.session.history))
     try:
         import gc
 
@@ -524,11 +532,7 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
     else:
         failed = result.reason == "error"
     finally:
-        # A new session whose run failed before the model answered (endpoint down, a refused
-        # key, a blocked prompt) holds nothing to go back to: it is not kept, so --continue
-        # finds the last real one. One whose answer broke off is kept: its hint is --continue.
-        agent.session.close(keep=began or not (failed and resume is None
-                                               and not any(m.role == "assistant" for m in agent.session.history)))
+        agent.session.close(keep=keeps())
     # A turn that ends in "error" never reached the model (a UserPromptSubmit hook blocked
     # the prompt): the run failed, and a script must see that (exit 1, is_error true).
     error = None

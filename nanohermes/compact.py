@@ -26,6 +26,7 @@ from nanohermes.budget import Limits, clamp, plural
 from nanohermes.errors import ContextTooLongError
 from nanohermes.events import UI, Notice
 from nanohermes.llm import LLM
+from nanohermes.llm.thinktags import visible
 from nanohermes.messages import CHARS_PER_TOKEN, Message
 from nanohermes.session import SUMMARY_TAG, Session, is_summary
 
@@ -224,5 +225,6 @@ class Compactor:
                 budget //= 2  # the endpoint's window is smaller than the budget: try once with half
                 continue
             self.ui.emit(session.count_usage(done.usage, self.llm.model))
-            return done.message.content or "(the summary came back empty)"
+            # Thinking a model wrote into its text is no part of the summary.
+            return visible(done.message.content or "") or "(the summary came back empty)"
         raise AssertionError("unreachable")

@@ -50,6 +50,14 @@ class ToolStarted:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ToolRunning:
+    """A judged call begins to run (allowed, or approved): what was pending is under way."""
+
+    call_id: str
+    name: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class ToolProgress:
     """Something a running call has to show before it ends: an output line, bytes so far."""
 
@@ -193,7 +201,7 @@ class SubagentEvent:
     event: Event  # a sub-agent's own sub-agents nest once more
 
 
-Event = (ModelStarted | TextDelta | ReasoningDelta | ToolStarted | ToolProgress | ToolFinished | ApprovalRequest
+Event = (ModelStarted | TextDelta | ReasoningDelta | ToolStarted | ToolRunning | ToolProgress | ToolFinished | ApprovalRequest
          | UsageUpdate | Notice | TurnEnded | TodoUpdated | SandboxRefused | PermissionDenied | MessageAdded
          | FilesChanged | SubagentEvent)
 
@@ -233,6 +241,9 @@ class ApprovalReply:
 
     choice: Choice
     note: str = ""  # with "deny": passed on to the model
+    # With "deny": the person stopped the turn that asked (Esc or Ctrl-C at the question): a
+    # sub-agent's run stops as the main turn does.
+    stop: bool = False
 
 
 class UI(Protocol):

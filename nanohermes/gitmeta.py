@@ -33,6 +33,7 @@ import functools
 import os
 import re
 import subprocess
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -373,3 +374,162 @@ def _config_names(config: Path) -> list[str] | None:
     if r.returncode != 0:
         return None
     return [n for n in r.stdout.decode("utf-8", "replace").split("\0") if n]
+
+
+# -- the `.git` entries of the workspace's subfolders ------------------------------------------
+
+# A `.git` folder or file in a subfolder makes the person's next git command there use the
+# repository it leads to (its `core.fsmonitor`, hooks, aliases): one a command planted runs
+# when the person types `git status` in that folder.
+GitStamp = tuple[tuple[int, int, int, int] | None, ...]
+_NOT_WALKED = (".git", "node_modules")  # git's own store; dependencies, which hold no one's checkout
+_LEADS = ("config", "commondir", "config.worktree", "hooks")
+
+
+def subfolder_gits(workspace: Path, max_folders: int) -> dict[str, GitStamp]:
+    """Every `.git` file, folder or link in a subfolder of the workspace (not its own, which
+    `metadata` keeps), and every subfolder git takes for a bare repository (`looks_bare`), with
+    its stamp, not looking into `.git`, `node_modules` or a virtual environment's folder; at
+    most `max_folders` folders (the turn's look for start-up files, `runs_later.startup_files`,
+    has the same bound and says when it stopped). A folder unchanged since it was last listed
+    is only stat'ed (`_listed`)."""
+    root = os.path.realpath(workspace)
+    found: dict[str, GitStamp] = {}
+    todo, seen = [root], 0
+    while todo and seen < max_folders:
+        folder = todo.pop()
+        seen += 1
+        listing = _listed(folder)
+        if listing is None or (folder != root and listing.venv):
+            continue
+        if folder != root and listing.bare:  # git takes the folder itself for a repository
+            found[folder] = git_entry_stamp(Path(folder))
+            continue
+        if listing.git and folder != root:
+            found[os.path.join(folder, ".git")] = git_entry_stamp(Path(folder, ".git"))
+        todo += [os.path.join(folder, d) for d in listing.folders]
+    return found
+
+
+@dataclass(frozen=True)
+class _Listing:
+    """What the walk needs of one folder's entries, with the folder's identity when listed."""
+
+    ino: int
+    ctime_ns: int
+    listed_ns: int
+    folders: tuple[str, ...]  # to walk into
+    git: bool  # holds a `.git` entry
+    venv: bool  # a virtual environment's folder (`pyvenv.cfg`)
+    bare: bool  # git takes it for a repository of its own
+
+
+# A folder's listing by path. Adding, removing or renaming an entry changes the folder's change
+# time (ctime, which nothing sets back); a listing made within this of that change may have
+# missed an entry made in the same clock tick, and is not trusted.
+_listings: dict[str, _Listing] = {}
+_RACY_NS = 2_000_000_000
+
+
+def _listed(folder: str) -> _Listing | None:
+    """The folder's listing, from the cache while the folder is unchanged; None when it cannot
+    be read."""
+    try:
+        st = os.stat(folder, follow_symlinks=False)
+    except OSError:
+        return None
+    cached = _listings.get(folder)
+    if cached is not None and (cached.ino, cached.ctime_ns) == (st.st_ino, st.st_ctime_ns) \
+            and cached.listed_ns - st.st_ctime_ns > _RACY_NS:
+        return cached
+    listed = time.time_ns()
+    try:
+        with os.scandir(folder) as it:
+            entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+    except OSError:
+        return None
+    names = {name for name, _ in entries}
+    listing = _Listing(st.st_ino, st.st_ctime_ns, listed,
+                       tuple(n for n, is_dir in entries if is_dir and n not in _NOT_WALKED),
+                       ".git" in names, "pyvenv.cfg" in names, looks_bare(names))
+    _listings[folder] = listing
+    return listing
+
+
+def looks_bare(names: set[str]) -> bool:
+    """Would git take a folder holding these names for a (bare) repository of its own, as
+    `git status` run inside it does? It needs `HEAD`, `objects` and `refs`."""
+    return {"HEAD", "objects", "refs"} <= names
+
+
+def leads_to(entry: Path) -> Path | None:
+    """The git folder a `.git` entry makes git use: itself for a folder, what a link names,
+    or what a `gitdir:` file names (relative to its folder); None when it names none."""
+    try:
+        if entry.is_symlink() or entry.is_dir():
+            return Path(os.path.realpath(entry)) if entry.is_dir() else None
+        with open(entry, "rb") as f:
+            text = os.fsdecode(f.read(4096)).strip()
+    except OSError:
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    named = Path(os.path.realpath(entry.parent / text[len("gitdir:"):].strip()))
+    return named if named.is_dir() else None
+
+
+def link_target(path: str) -> str:
+    """What the link at `path` names ("" when it is no link)."""
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
+
+
+def git_entry_stamp(entry: Path) -> GitStamp:
+    """What changes when a `.git` entry or what it leads to changes where git finds programs:
+    the entry, and its git folder's config, commondir, config.worktree and hooks (each hook)."""
+    def st(p: Path) -> tuple[int, int, int, int] | None:
+        try:
+            s = os.lstat(p)
+        except OSError:
+            return None
+        return (s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns)  # ctime cannot be set back
+
+    folder = leads_to(entry)
+    # A folder's own times change with every commit (its index, ORIG_HEAD): only a file's or link's count.
+    parts = [] if entry.is_dir() and not entry.is_symlink() else [st(entry)]
+    if folder is not None:
+        parts += [st(folder / n) for n in _LEADS]
+        try:
+            parts += [st(folder / "hooks" / n) for n in sorted(os.listdir(folder / "hooks"))]
+        except OSError:
+            pass
+    return tuple(parts)
+
+
+def planted_git(entry: Path, workspace: Path) -> bool:
+    """Would the person's next git command in the folder of this `.git` entry run a program
+    it names? Not when it leads into one of the workspace's own git folders (a submodule's or
+    worktree's, which `metadata` keeps), or to a repository as harmless as a fresh `git init`
+    (`safe_new_repo`); a `.git` file that names no folder makes git stop, and runs nothing."""
+    folder = leads_to(entry)
+    if folder is None:
+        return False
+    own = [Path(os.path.realpath(g)) for g in git_dirs(workspace)]
+    if any(folder == g or g in folder.parents for g in own):
+        return False
+    return not safe_new_repo(folder)
+
+
+def subfolder_metadata(entries: Mapping[str, GitStamp]) -> list[Path]:
+    """What of the subfolders' existing `.git` entries stays read-only for a command that may
+    write them (as the workspace's own: `metadata`): a `.git` file (rewritten, it names a
+    planted folder), and of a `.git` folder its config, hooks, commondir and config.worktree."""
+    out: list[Path] = []
+    for path in entries:
+        entry = Path(path)
+        if entry.is_symlink():
+            continue  # a link is replaced, not written through: the sweep judges what it leads to
+        out += [entry / n for n in _LEADS] if entry.is_dir() else [entry]
+    return out

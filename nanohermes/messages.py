@@ -80,6 +80,9 @@ class Message:
     recovered: tuple[str, str] | None = None
     # A tool result's images, sent as image parts after the results (see `with_images`).
     images: tuple[Image, ...] = ()
+    # A tool result's diff as people saw it (an edit's): kept in the transcript, never sent, so a
+    # session taken up again (an editor's `session/load`) shows the edit as it was shown live.
+    display: str | None = None
 
     @classmethod
     def system(cls, text: str) -> Message:
@@ -90,8 +93,8 @@ class Message:
         return cls("user", text)
 
     @classmethod
-    def tool(cls, call_id: str, text: str, images: tuple[Image, ...] = ()) -> Message:
-        return cls("tool", text, tool_call_id=call_id, images=images)
+    def tool(cls, call_id: str, text: str, images: tuple[Image, ...] = (), display: str | None = None) -> Message:
+        return cls("tool", text, tool_call_id=call_id, images=images, display=display)
 
     def to_chat(self) -> dict[str, Any]:
         """The chat-completions form. Reasoning goes back only with tool calls: that is where
@@ -120,6 +123,8 @@ class Message:
             d["recovered_from_text"] = {"format": self.recovered[0], "text": self.recovered[1]}
         if self.images:
             d["images"] = [{"mime": i.mime, "data": i.data, "path": i.path} for i in self.images]
+        if self.display:
+            d["display"] = self.display
         return d
 
     @classmethod
@@ -142,6 +147,7 @@ class Message:
             recovered=_recovered(d.get("recovered_from_text")),
             images=tuple(Image(str(i.get("mime", "")), str(i.get("data", "")), str(i.get("path", "")))
                          for i in d.get("images") or () if isinstance(i, dict)),
+            display=d["display"] if isinstance(d.get("display"), str) else None,
         )
 
     def chars(self) -> int:

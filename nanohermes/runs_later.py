@@ -16,6 +16,10 @@ start in the workspace's virtual environments (any folder with a `pyvenv.cfg`, a
 `site-packages` or `dist-packages` folder): their `.pth` files and `sitecustomize.py` and
 `usercustomize.py`. The checkpoints leave those folders out (`.venv`, `.tox`, ... are
 dependency folders), so this look is what names a file planted there (`started_changed`).
+The same look finds the `.git` entries of the workspace's subfolders (and the subfolders git
+takes for a bare repository), which the checkpoints leave out too: one created or changed that
+leads to a repository whose config or hooks name a program is named (`gits_changed`), as the
+person's next `git status` there runs it.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from pathlib import Path
 
 from nanohermes.budget import plural
 from nanohermes.configfiles import project_file
+from nanohermes.gitmeta import GitStamp, git_entry_stamp, looks_bare, planted_git
 
 _CI = re.compile(r"(^|/)(\.github/workflows/[^/]+\.ya?ml|\.gitlab-ci\.ya?ml|\.circleci/config\.ya?ml|azure-pipelines\.ya?ml"
                  r"|\.travis\.ya?ml|Jenkinsfile|bitbucket-pipelines\.ya?ml|\.buildkite/[^/]+|\.drone\.ya?ml"
@@ -147,6 +152,7 @@ class Startup:
 
     files: dict[str, Stamp] = field(default_factory=dict)
     problem: str = ""
+    gits: dict[str, GitStamp] = field(default_factory=dict)  # the subfolders' `.git` entries (real paths)
 
 
 def startup_files(workspace: Path, max_folders: int) -> Startup:
@@ -156,6 +162,7 @@ def startup_files(workspace: Path, max_folders: int) -> Startup:
     folders are looked at; past that, what was found so far and the bound's note."""
     root = os.path.realpath(workspace)
     sites: list[str] = []
+    gits: dict[str, GitStamp] = {}
     todo = [root]
     seen = 0
     problem = ""
@@ -171,21 +178,32 @@ def startup_files(workspace: Path, max_folders: int) -> Startup:
                 entries = list(it)
         except OSError:
             continue
+        if folder != root and looks_bare({e.name for e in entries}):  # a repository of its own
+            gits[folder] = git_entry_stamp(Path(folder))
+            continue
         if any(e.name == "pyvenv.cfg" for e in entries):
             for pattern in _VENV_SITES:
                 sites += globlib.glob(os.path.join(globlib.escape(folder), pattern))
             continue
-        for e in entries:
-            try:
-                if not e.is_dir(follow_symlinks=False) or e.name in _NOT_ENTERED:
-                    continue
-            except OSError:
-                continue
-            (sites if e.name in _SITE_DIRS else todo).append(e.path)
+        _sort(entries, sites, todo, gits if folder != root else None)
     files: dict[str, Stamp] = {}
     for site in dict.fromkeys(os.path.realpath(s) for s in sites):
         files.update(_site_files(site, root))
-    return Startup(files, problem)
+    return Startup(files, problem, gits)
+
+
+def _sort(entries: list[os.DirEntry[str]], sites: list[str], todo: list[str], gits: dict[str, GitStamp] | None) -> None:
+    """A folder's entries: its site folders, the folders to look into, and its `.git` (`gits`
+    None for the workspace's own, which `gitmeta.metadata` keeps)."""
+    for e in entries:
+        if e.name == ".git" and gits is not None:
+            gits[e.path] = git_entry_stamp(Path(e.path))
+        try:
+            if not e.is_dir(follow_symlinks=False) or e.name in _NOT_ENTERED:
+                continue
+        except OSError:
+            continue
+        (sites if e.name in _SITE_DIRS else todo).append(e.path)
 
 
 def _site_files(site: str, root: str) -> dict[str, Stamp]:
@@ -217,4 +235,18 @@ def startup_changed(before: Startup, after: Startup) -> list[str]:
             why = (f"a {name} of a virtual environment (runs at every Python start there)" if name in _STARTUP
                    else "a .pth file of a virtual environment (runs at every Python start there)")
             out.append(f"{path}: {why}")
+    return out
+
+
+def gits_changed(before: Startup, after: Startup, workspace: Path) -> list[str]:
+    """`path: why` for each `.git` entry of a subfolder created or changed between the two
+    looks that leads to a repository whose config or hooks name a program (`gitmeta.planted_git`):
+    the checkpoints leave `.git` out, so this look is what names one."""
+    root = os.path.realpath(workspace)
+    out = []
+    for path, st in sorted(after.gits.items()):
+        if before.gits.get(path) != st and planted_git(Path(path), Path(root)):
+            out.append(f"{Path(os.path.relpath(path, root)).as_posix()}: a git folder or .git file of a subfolder "
+                       "(its repository's config or hooks name a program: your next git command in that folder "
+                       "runs it)")
     return out

@@ -20,7 +20,7 @@ from nanohermes import programs
 from nanohermes.arguments import parse_arguments
 from nanohermes.budget import Limits, clamp
 from nanohermes.config import Config
-from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Notice, ToolFinished, ToolStarted
+from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Notice, ToolFinished, ToolRunning, ToolStarted
 from nanohermes.gate import DENIED, DENIED_PREFIX, Gate, Refusal, denied, writable_roots
 from nanohermes.messages import Image, Message, ToolCall
 from nanohermes.modes import Mode
@@ -245,7 +245,7 @@ class Runtime:
         self.ui.emit(ToolFinished(call_id=p.call.id, name=name, result=text, is_error=is_error,
                                   elapsed=time.monotonic() - started - waited, display=display))
         images = self._images.pop(p.call.id, ())
-        return Message.tool(p.call.id, text, images if self.config.images_to_model else ())
+        return Message.tool(p.call.id, text, images if self.config.images_to_model else (), display=display)
 
     async def _permitted_run(self, tool: Tool, args: Params, call_id: str,
                              summary: str) -> tuple[str, bool, str | None, float]:
@@ -255,6 +255,7 @@ class Runtime:
         if isinstance(verdict, Refusal):
             text = self.hooks.with_context(call_id, str(verdict)) if self.hooks is not None else str(verdict)
             return text, verdict.is_error, None, verdict.waited
+        self.ui.emit(ToolRunning(call_id=call_id, name=tool.name))
         ran = await self.gate.attempt(tool, verdict, ctx)
         if verdict.target.mapped:  # the model learns the path it wrote was read as another
             from nanohermes.foreign_paths import note
@@ -314,7 +315,7 @@ class Runtime:
             if len(preview) >= len(text):
                 continue  # the wrapper would outweigh what it saves: keep the result as it is
             total -= len(text) - len(preview)
-            out[i] = Message.tool(prepared[i].call.id, preview)
+            out[i] = Message.tool(prepared[i].call.id, preview, display=out[i].display)
         return out
 
     def persist(self, call_id: str, text: str) -> str:

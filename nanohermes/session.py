@@ -13,7 +13,8 @@ side files (persisted tool results) in the folder of the same name next to it. R
 per line:
 
     {"type": "meta", workspace, model, mode, started, title}   first line
-    {"type": "message", "message": <wire dict>}                 what the model saw, verbatim
+    {"type": "message", "message": <wire dict>}                 what the model saw, verbatim (with what is
+                                                                kept and never sent: `Message.to_wire`)
     {"type": "usage", "usage": {...}, "model": ..., "context"}  one per model call, for the meters ("context":
                                                                 true for the conversation's own calls)
     {"type": "compaction", "summary": <wire dict>, "kept": N}   history := [summary] + last N

@@ -140,7 +140,8 @@ def test_rewind_restores_every_change_byte_for_byte_and_leaves_git_alone(repo: P
     assert (repo / "tracked.txt").stat().st_mode == mode
     assert not (repo / "d").exists()
     assert git_state(repo) == state
-    assert len(built.agent.session.history) == messages  # files only: the conversation stays
+    history = built.agent.session.history  # files only: the conversation stays, told which went back
+    assert len(history) == messages + 1 and (history[-1].content or "").startswith('<user-restore command="/rewind 1 files">')
 
 
 def test_rewind_lists_turns_with_prompt_time_and_files(repo: Path) -> None:
@@ -211,7 +212,9 @@ def test_undo_steps_back_one_turn_at_a_time(repo: Path) -> None:
     assert "restored 1 file to before turn 1: a.txt" in command(built, "/undo")
     assert not (repo / "a.txt").exists()
     assert "nothing to undo" in command(built, "/undo")
-    assert len(built.agent.session.history) == messages  # /undo leaves the conversation
+    history = built.agent.session.history  # /undo leaves the conversation, told which files went back
+    assert len(history) == messages + 2 and all((m.content or "").startswith('<user-restore command="/undo">')
+                                                for m in history[messages:])
     assert "(files undone)" in command(built, "/rewind")
 
 

@@ -71,7 +71,7 @@ def test_no_takes_a_note_for_the_model() -> None:
 def test_escape_is_no_and_stops_the_turn_without_a_note() -> None:
     stopped: list[bool] = []
     replies, shown = ask(["\x1b"], REQ, on_interrupt=lambda: stopped.append(True))
-    assert replies == [ApprovalReply("deny")]
+    assert replies == [ApprovalReply("deny", stop=True)]
     assert stopped == [True]
     assert "⊘ no, and stopped: say what to do instead" in shown
 
@@ -87,7 +87,7 @@ def test_prompt_shows_the_command_the_reason_and_the_rule() -> None:
 def test_ctrl_c_refuses_and_interrupts_the_turn() -> None:
     interrupted: list[bool] = []
     replies, _ = ask(["\x03"], REQ, on_interrupt=lambda: interrupted.append(True))
-    assert replies == [ApprovalReply("deny")]
+    assert replies == [ApprovalReply("deny", stop=True)]
     assert interrupted == [True]
 
 
@@ -106,7 +106,7 @@ def test_keys_that_reach_the_box_before_it_takes_answers_are_kept_in_order() -> 
     stopped: list[bool] = []
     replies, shown = ask(["a", "y", "\r", "\x1b[A", "\x1b"], REQ, guard_secs=60, keep=kept.append,
                          on_interrupt=lambda: stopped.append(True))
-    assert replies == [ApprovalReply("deny")] and stopped == [True]  # only Esc acted: no, and stop
+    assert replies == [ApprovalReply("deny", stop=True)] and stopped == [True]  # only Esc acted: no, and stop
     assert kept == ["a", "y", "\r", "\x1b[A"]
     assert "✓" not in shown
 

@@ -398,13 +398,14 @@ def every_event() -> list[Any]:
     """One event of each type the core emits; a new type must be added here (and to render)."""
     from nanohermes.events import (
         Event, FilesChanged, MessageAdded, ModelStarted, PermissionDenied, ReasoningDelta, SandboxRefused, ToolProgress,
-        ToolStarted, UsageUpdate,
+        ToolRunning, ToolStarted, UsageUpdate,
     )
     from nanohermes.messages import Message
 
     events: list[Any] = [
         ModelStarted(turn=1, model="m"), TextDelta(text="hi"), ReasoningDelta(text="hm"),
         ToolStarted(call_id="c1", name="write_file", arguments={"path": "plan.txt"}, summary="plan.txt"),
+        ToolRunning(call_id="c1", name="write_file"),
         ToolProgress(call_id="c1", name="run_command", text="1 MB so far", elapsed=1.0), finished("ok"),
         ApprovalRequest(call_id="c1", tool="write_file", summary="plan.txt"),
         UsageUpdate(usage=Usage(), total=Usage(), model="m"), Notice(level="info", text="note"),

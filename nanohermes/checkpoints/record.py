@@ -193,13 +193,15 @@ class Checkpoints:
         return startup_files(self.store.workspace, self.store.limits.startup_scan_folders)
 
     def _startup_changed(self) -> tuple[str, ...]:
-        """`path: why` for each start-up file of the workspace's virtual environments the turn
-        created or changed: the checkpoints leave those folders out."""
-        from nanohermes.runs_later import startup_changed
+        """`path: why` for each start-up file of the workspace's virtual environments, and each
+        subfolder's `.git` leading to a planted repository, the turn created or changed: the
+        checkpoints leave those out."""
+        from nanohermes.runs_later import gits_changed, startup_changed
 
         if self._startup is None:
             return ()
-        return tuple(startup_changed(self._startup, self._look_startup()))
+        after = self._look_startup()
+        return (*startup_changed(self._startup, after), *gits_changed(self._startup, after, self.store.workspace))
 
     def _warn_incomplete(self, found: Startup | None) -> None:
         if found is not None and found.problem and found.problem not in self._warned:

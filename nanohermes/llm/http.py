@@ -213,11 +213,16 @@ class HttpWire:
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], on_text: TextSink,
                        on_reasoning: TextSink | None = None) -> Completion:
+        from nanohermes.llm.thinktags import ThinkSplit
+
         shown = Shown()
+        split = ThinkSplit(on_text, on_reasoning)  # thinking written into the answer is shown as thinking
         attempt = 0
         while True:
             try:
-                return await self._once(messages, tools, on_text, on_reasoning, shown)
+                done = await self._once(messages, tools, split.feed, on_reasoning, shown)
+                split.flush()
+                return done
             except Retry as r:
                 if attempt >= self.max_retries:
                     raise r.final from None

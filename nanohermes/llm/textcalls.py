@@ -172,14 +172,32 @@ def drafted(answer: str, reasoning: str, tools: Sequence[dict[str, Any] | str]) 
     """The tools an answer that says nothing but its thinking calls there (in `reasoning`, the
     thinking that came apart, or in the answer's own thinking spans), complete calls of offered
     tools only; [] when the answer says anything else or no such call is there."""
-    spans = thinking(answer)
-    if not tools or blank(answer, spans).strip():
+    if (text := _only_thinking(answer, reasoning, tools)) is None:
         return []
-    text = "\n".join([reasoning, *(answer[s:e] for s, e in spans)])
     schemas = schemas_of(tools)
     found = recover(text, tools, drafts=True)
     calls = [(n, a) for n, a in found.calls if not fits(n, a, schemas)] or json_anywhere(text, schemas)
     return list(dict.fromkeys(name for name, _ in calls))
+
+
+def drafted_incomplete(answer: str, reasoning: str, tools: Sequence[dict[str, Any] | str]) -> list[str]:
+    """What keeps each call of an offered tool in the thinking of an answer that says nothing
+    else from being complete (`run_command` needs `command`); [] when the answer says
+    anything, or its thinking holds no such call."""
+    if (text := _only_thinking(answer, reasoning, tools)) is None:
+        return []
+    schemas = schemas_of(tools)
+    calls = [*recover(text, tools, drafts=True).calls, *json_anywhere(text, schemas, complete=False)]
+    return list(dict.fromkeys(why for n, a in calls if (why := fits(n, a, schemas))))
+
+
+def _only_thinking(answer: str, reasoning: str, tools: Sequence[dict[str, Any] | str]) -> str | None:
+    """The whole thinking of an answer that says nothing else (the thinking that came apart,
+    then the answer's own thinking spans); None when it says something, or no tool is offered."""
+    spans = thinking(answer)
+    if not tools or blank(answer, spans).strip():
+        return None
+    return "\n".join([reasoning, *(answer[s:e] for s, e in spans)])
 
 
 def last_thinking(history: Sequence[Message]) -> str:
@@ -224,16 +242,31 @@ class TextCallCheck:
             self._sent += 1
             return error
         names = drafted(answer, self.reasoning(), tools)
-        if not names:
-            return None
+        if names:
+            return self._draft(names, "")
+        incomplete = drafted_incomplete(answer, self.reasoning(), tools)
+        if incomplete:
+            return self._draft([], "; ".join(incomplete))
+        return None
+
+    def _draft(self, names: list[str], incomplete: str) -> str | None:
+        """What the model is told of a reply whose only calls (`names`, or those `incomplete`
+        says are incomplete) are in its thinking; None past `draft_retries`, with a warning."""
         shown = ", ".join(f"`{n}`" for n in names)
-        it, calls = _them(names)
+        it, calls = _them(names) if names else ("it", "call")
         if self._drafts >= self.draft_retries:
-            self.warn(f"the reply's only tool {calls} ({shown}) {'was' if len(names) == 1 else 'were'} in its thinking, "
+            what = f"tool {calls} ({shown}) {'was' if len(names) == 1 else 'were'}" if names else \
+                f"tool call, incomplete ({incomplete}), was"
+            self.warn(f"the reply's only {what} in its thinking, "
                       f"where calls never run; the model was told {self._drafts} time{'s' if self._drafts != 1 else ''} "
                       "(limit reasoning_call_retries), so the turn ends with the answer as it is")
             return None
         self._drafts += 1
+        if not names:
+            return ("ERROR: your reply has no answer and no tool call: it holds only a tool call in your thinking, "
+                    f"where calls are drafts and never run, and that call is incomplete ({incomplete}). Nothing was "
+                    "run. If you meant to make it, send it now as a tool call with every required argument; "
+                    "otherwise give your answer.")
         return (f"ERROR: your reply has no answer and no tool call: its only {calls}, to {shown}, "
                 f"{'is' if len(names) == 1 else 'are'} in your thinking, where calls are drafts and never run. Nothing "
                 f"was run. If you meant to make {it}, send {it} now as tool {calls}; otherwise give your answer.")

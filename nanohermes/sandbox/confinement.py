@@ -92,6 +92,14 @@ class Confinement:
     # only while its hooks and config name no program (see `gitmeta.safe_new_repo`).
     new_git: Path | None = None
     module_roots: tuple[Path, ...] = ()
+    # The workspace, whose subfolders are looked through for `.git` entries after the command
+    # (None: not looked at), the bound of that look, and the links among the entries there
+    # before it (path, where it led) and the other entries: a new one, or a link led elsewhere,
+    # that leads to a repository whose config or hooks name a program is taken away
+    # (`gitmeta.planted_git`), as the person's next `git status` in its folder would run it.
+    git_look: Path | None = None
+    git_look_folders: int = 20_000
+    subfolder_gits: tuple[tuple[str, str], ...] = ()
     # PATH folders inside the writable roots (`.venv/bin`, `node_modules/.bin`): a program the
     # command creates or changes there is named, since an approved command would run it.
     path_folders: tuple[str, ...] = ()

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nanohermes import procargs, programs, sockets
-from nanohermes.gitmeta import safe_new_repo, submodule_dirs
+from nanohermes.gitmeta import link_target, planted_git, safe_new_repo, subfolder_gits, submodule_dirs
 from nanohermes.sandbox.confinement import Confinement
 from nanohermes.sandbox.kernel import (
     CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, FS_EXECUTE, FS_READ_DIR, FS_READ_FILE, MS_BIND, MS_PRIVATE, MS_REC,
@@ -280,6 +280,9 @@ class Prepared:
         for repo in self._new_repos():
             if not safe_new_repo(repo):
                 found += self._take_away(repo, "its config or hooks name a program git would run")
+        for entry in self._new_subfolder_gits():
+            found += self._take_away(entry, "it leads git in its folder to a repository whose config or hooks name a "
+                                            "program your next git command there would run")
         if self.conf.path_folders:
             found += self._programs_changed()
         return found
@@ -301,6 +304,18 @@ class Prepared:
         if self.new_git is not None and os.path.lexists(self.new_git):
             candidates.append(self.new_git)
         return candidates
+
+    def _new_subfolder_gits(self) -> list[Path]:
+        """The `.git` entries in the workspace's subfolders the command made (none were there
+        before), or links it led elsewhere (a link is replaced, not bound read-only), that lead
+        to a repository git would run a program of (`gitmeta.planted_git`)."""
+        root = self.conf.git_look
+        if root is None:
+            return []
+        before = dict(self.conf.subfolder_gits)
+        new = [Path(p) for p in subfolder_gits(root, self.conf.git_look_folders)
+               if p not in before or before[p] != link_target(p)]  # new, or a link led elsewhere
+        return [p for p in new if p in self.removed or planted_git(p, root)]
 
     def _programs_changed(self) -> list[str]:
         """The programs on PATH inside a writable root the command created or changed since the

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from nanohermes import programs
 from nanohermes.configfiles import sandbox_paths
-from nanohermes.gitmeta import git_dirs, metadata
+from nanohermes.gitmeta import git_dirs, link_target, metadata, subfolder_gits, subfolder_metadata
 from nanohermes.readrules import config_read_rules, covered
 from nanohermes.sandbox.confinement import Availability, Confinement, SandboxPolicy, dedupe
 from nanohermes.sandbox.kernel import LINUX, SandboxError, landlock_abi
@@ -115,14 +115,15 @@ def confine(name: str, *, workspace: Path, config: Config, limits: Limits,
                        unhidden=found.problem or cover.problem, ruled=cover.files, ruled_folders=cover.folders,
                        socket_scan_entries=limits.sandbox_socket_scan_entries, own=own_paths(),
                        home=home_credentials() if withhold else (),
-                       secret_patterns=patterns if withhold else ())
+                       secret_patterns=patterns if withhold else (), git_look_folders=limits.startup_scan_folders)
 
 
 def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] = (), network: bool = False,
                 config_files: tuple[Path, ...] = (), hidden: tuple[tuple[str, int, int], ...] = (),
                 unhidden: str = "", socket_scan_entries: int = 50_000, own: tuple[str, ...] = (),
                 ruled: tuple[tuple[str, int, int], ...] = (), ruled_folders: tuple[str, ...] = (),
-                secret_patterns: tuple[str, ...] = (), home: tuple[str, ...] = ()) -> Confinement:
+                secret_patterns: tuple[str, ...] = (), home: tuple[str, ...] = (),
+                git_look_folders: int = 20_000) -> Confinement:
     """The confinement for `policy` on this machine, from what `confine` found. Where Landlock
     is missing the command runs unconfined (the permission layer then lets nothing but checked
     read-only commands run unasked); where namespaces are missing the protected paths stay
@@ -145,7 +146,9 @@ def confinement(policy: str, *, workspace: Path, write_roots: tuple[Path, ...] =
                        own_files=tuple(f[0] for f in own_files), home=home, secret_patterns=secret_patterns,
                        withheld_from=real if secret_patterns else None,
                        new_git=None if os.path.lexists(workspace / ".git") else real / ".git")
-    return _writable(base, workspace, write_roots, config_files) if chosen == "workspace-write" else base
+    if chosen != "workspace-write":
+        return base
+    return _writable(replace(base, git_look_folders=git_look_folders), workspace, write_roots, config_files)
 
 
 def _withheld(hidden: tuple[tuple[str, int, int], ...], own: tuple[str, ...], own_files: list[tuple[str, int, int]],
@@ -172,9 +175,15 @@ def _writable(conf: Confinement, workspace: Path, write_roots: tuple[Path, ...],
     meta = metadata(workspace, config_files)
     # Only what the command could create may be watched: a path outside every writable root
     # that appears meanwhile is someone else's doing, never removed.
-    absent = tuple(p for p in meta.absent if any(p == r or r in p.parents for r in resolved))
-    return replace(conf, write_roots=resolved, read_only_paths=meta.protected, must_not_appear=absent,
-                   module_roots=meta.module_roots, sealable=meta.sealable,
+    # The subfolders' git folders are kept as the workspace's own; a new one is judged after.
+    subs = subfolder_gits(workspace, conf.git_look_folders)
+    kept = subfolder_metadata(subs)
+    protected = (*meta.protected, *(p for p in kept if os.path.lexists(p)))
+    absent = tuple(p for p in (*meta.absent, *(p for p in kept if not os.path.lexists(p)))
+                   if any(p == r or r in p.parents for r in resolved))
+    return replace(conf, write_roots=resolved, read_only_paths=protected, must_not_appear=absent,
+                   module_roots=meta.module_roots, sealable=meta.sealable, git_look=Path(os.path.realpath(workspace)),
+                   subfolder_gits=tuple((p, link_target(p)) for p in subs),
                    path_folders=tuple(programs.path_folders_inside(map(str, resolved))))
 
 

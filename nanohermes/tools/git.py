@@ -338,7 +338,8 @@ class GitCommit(Tool[GitCommitParams]):
 
     def approval_detail(self, args: GitCommitParams, ctx: ToolContext, attempt: Attempt) -> str:
         if args.paths:
-            what = "stages " + ", ".join(args.paths) + (" and every change to tracked files" if args.all else "")
+            paths, _ = _staged(args.paths, ctx.workspace)
+            what = "stages " + ", ".join(paths) + (" and every change to tracked files" if args.all else "")
         else:
             what = "stages every change to tracked files" if args.all else "commits what is already staged"
         return f"{what}\n\n{args.message}"
@@ -348,12 +349,16 @@ class GitCommit(Tool[GitCommitParams]):
         status = await git(ctx, "status", "--porcelain=v1", "--untracked-files=no")
         rows = [row for row in status.splitlines() if len(row) > 3]
         staged = any(row[0] not in " ?" for row in rows)
+        if args.paths:
+            _staged(args.paths, ctx.workspace)  # a Windows path that names nothing is refused before anyone is asked
         if not args.paths and not staged and not (args.all and any(row[1] != " " for row in rows)):
             raise ToolError(_NOTHING_STAGED)
 
     async def run(self, args: GitCommitParams, ctx: ToolContext, attempt: Attempt) -> str:
+        read_as: tuple[tuple[str, str], ...] = ()
         if args.paths:
-            await git(ctx, "add", "--", *args.paths, writes=attempt)
+            paths, read_as = _staged(args.paths, ctx.workspace)
+            await git(ctx, "add", "--", *paths, writes=attempt)
         argv = ["commit", "-m", args.message]
         if args.all:
             argv.append("--all")
@@ -364,7 +369,32 @@ class GitCommit(Tool[GitCommitParams]):
                 raise ToolError(f"{_NOTHING_STAGED}\n{e}") from None
             raise
         head = strip_newline(await git(ctx, "rev-parse", "HEAD"))
-        return fit(f"committed {head}\n{out}", ctx.limits.max_output, "see the whole commit with git_log and git_diff")
+        done = fit(f"committed {head}\n{out}", ctx.limits.max_output, "see the whole commit with git_log and git_diff")
+        if read_as:
+            from nanohermes.foreign_paths import note
+
+            done += "\n" + note(read_as)
+        return done
+
+
+def _staged(paths: list[str], workspace: Path) -> tuple[list[str], tuple[tuple[str, str], ...]]:
+    """The paths to stage, a Windows path (`src\\app.py`) read as the workspace path it names,
+    as the file tools read it; and (written, used) for each so read. A Windows path that names
+    nothing there is refused with the path to write instead (never handed to git, whose
+    "pathspec did not match" says nothing of why)."""
+    from nanohermes.foreign_paths import ForeignPath, is_foreign, mapped
+
+    out: list[str] = []
+    read_as: list[tuple[str, str]] = []
+    for p in paths:
+        try:
+            use = mapped(workspace, workspace, p) if is_foreign(p) else None
+        except ForeignPath as e:
+            raise ToolError(str(e)) from None
+        out.append(use or p)
+        if use is not None:
+            read_as.append((p, use))
+    return out, tuple(read_as)
 
 
 def tools() -> list[Tool]:

@@ -238,8 +238,8 @@ class Process:
     escaped: int = 0  # processes that had left its group and were killed when it ended
     _prepared: sandbox.Prepared | None = field(default=None, repr=False)
     _closed: bool = False
-    # A background task's mount namespace, held: a secret file that appears while it runs is
-    # covered there (`withhold_new`); the files covered so far.
+    # Its mount namespace, held while it runs (a command that withholds secret files): a secret
+    # file that appears meanwhile is covered there (`withhold_new`); the files covered so far.
     _mntns_fd: int = field(default=-1, repr=False)
     _covered: set[tuple[str, int, int]] = field(default_factory=set, repr=False)
 
@@ -319,9 +319,9 @@ class Process:
         return self._prepared.sweep() if self._prepared is not None and not self._closed else []
 
     def withhold_new(self, limits: Limits) -> int:
-        """While a background task runs: cover in its sandbox the secret files that appeared (or
-        were replaced) since it started, and remember their values (see `secret_values`).
-        How many were covered now."""
+        """While it runs (a background task, or a command in the foreground): cover in its
+        sandbox the secret files that appeared (or were replaced) since it started, and remember
+        their values (see `secret_values`). How many were covered now."""
         conf = self.confinement
         if self._closed or self._mntns_fd < 0 or self._userns_fd < 0 or conf.withheld_from is None:
             return 0
@@ -460,7 +460,7 @@ async def spawn(argv: list[str], *, cwd: Path, env: dict[str, str], out_cap: int
     held = sandbox.hold_user_namespace(pid) if conf.namespaces and prepared.active else None
     userns, userns_fd = held if held is not None else (None, -1)
     mntns_fd = -1
-    if conf.background and conf.namespaces and conf.withheld_from is not None and held is not None:
+    if conf.namespaces and conf.withheld_from is not None and held is not None:
         with contextlib.suppress(OSError):
             mntns_fd = os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
     return Process(pid=pid, out=out, err=err, _transport=transport, _drain=drain, confinement=conf, marker=marker,
@@ -493,7 +493,7 @@ async def run_capped(argv: list[str], *, cwd: Path, env: dict[str, str], limits:
                        confinement=confinement)
     try:
         timed_out = None
-        if not await proc.wait(timeout):
+        if not await _wait_covering(proc, timeout, limits):
             timed_out = timeout
             await proc.stop(limits.command_kill_grace_secs)
         held = await proc.settle(limits.command_pipe_grace_secs)
@@ -509,6 +509,25 @@ async def run_capped(argv: list[str], *, cwd: Path, env: dict[str, str], limits:
                     elapsed=time.monotonic() - proc.started, escaped=proc.escaped, sandbox=proc.confinement.policy,
                     refused=tuple(listed(proc.refusals(cwd), limits.sandbox_refusals_listed)),
                     programs=tuple(proc.programs_changed))
+
+
+COVER_SECS = 1.0  # how often a running command's sandbox looks for secret files that appeared
+
+
+async def _wait_covering(proc: Process, timeout: float, limits: Limits) -> bool:
+    """Wait for the command until `timeout`; True when it exited. Every `COVER_SECS` meanwhile,
+    a secret file that appeared in the workspace is covered in its sandbox (as a background
+    task's is), so a long command reads one only in the moment before the next look."""
+    if proc._mntns_fd < 0:
+        return await proc.wait(timeout)
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return proc.exited
+        if await proc.wait(min(left, COVER_SECS)):
+            return True
+        await asyncio.to_thread(proc.withhold_new, limits)
 
 
 # -- presenting output ---------------------------------------------------------------------

@@ -86,7 +86,12 @@ class NestedUI:
 
     async def confirm(self, request: ApprovalRequest) -> ApprovalReply:
         async with self.lock:  # the parent's prompt lock: one prompt at a time, parent or child
-            return await self.parent.confirm(replace(request, agent=f"{self.run.name} {self.run.id}"))
+            reply = await self.parent.confirm(replace(request, agent=f"{self.run.name} {self.run.id}"))
+        if reply.stop and self.run.task_handle is not None:
+            # The person stopped this run at its question (Esc): it ends as a stopped turn does,
+            # "cancelled" on the board, in the background as in the foreground.
+            self.run.task_handle.cancel()
+        return reply
 
 
 @dataclass(frozen=True, kw_only=True)

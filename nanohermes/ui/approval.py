@@ -6,7 +6,10 @@ request names), always in this project (p, saved to the project config), no (n, 
 optional note passed to the model). A request without a rule offers only yes and no. Arrow keys move
 the highlight and Enter takes it. Esc is no, and stops the turn: the person is back at the
 prompt to say what to do instead (as in Claude Code and Codex); Ctrl-C does the same, and so
-do both at the note after an `n` (what was typed of it waits in the next prompt). Requests
+do both at the note after an `n` (what was typed of it waits in the next prompt). The turn
+stopped is the one that asked: a sub-agent's question stops that sub-agent's run (the reply's
+`stop`), even one running in the background while the person is at the prompt, and whatever
+runs in the foreground stops too, as Esc always stops it. Requests
 are answered one at a time, even when parallel calls ask together.
 
 A question is answered only by keys typed after it appeared (`keyguard.KeyGuard`): a person
@@ -100,7 +103,7 @@ class Approver:
             self.console.print(Text("⊘ no (interrupted)" if picked == INTERRUPT else
                                     "⊘ no, and stopped: say what to do instead", style="yellow"))
             await self._stop_turn()
-            return ApprovalReply("deny")
+            return ApprovalReply("deny", stop=True)
         if picked == "deny":
             self.console.print(Text("⊘ no", style="yellow"))
             return ApprovalReply("deny")

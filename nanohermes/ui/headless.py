@@ -471,7 +471,7 @@ class StreamJsonSink(Sink):
         tool calls), then its end: message_delta with the stop reason, message_stop. Returns
         the message's id."""
         self._message_start()
-        for kind, text in (("thinking", m.reasoning), ("text", m.content)):
+        for kind, text in zip(("thinking", "text"), _said(m), strict=True):
             if text and kind not in self._blocks:
                 self._text(kind, text)
         for c in m.tool_calls:  # one block each (its kind names the call, so two never share one)
@@ -493,10 +493,11 @@ class StreamJsonSink(Sink):
         not print (the prompt, the system prompt)."""
         if m.role == "assistant":
             blocks: list[dict[str, Any]] = []
-            if m.reasoning:
-                blocks.append({"type": "thinking", "thinking": m.reasoning, "signature": ""})
-            if m.content:
-                blocks.append({"type": "text", "text": m.content})
+            thought, said = _said(m)
+            if thought:
+                blocks.append({"type": "thinking", "thinking": thought, "signature": ""})
+            if said:
+                blocks.append({"type": "text", "text": said})
             for c in m.tool_calls:
                 blocks.append({"type": "tool_use", "id": c.id, "name": c.name, "input": _input(c.arguments)})
             u = usage or Usage()
@@ -563,6 +564,15 @@ class StreamJsonSink(Sink):
 # How a content block of each kind starts in the Messages API's stream.
 _EMPTY: dict[str, dict[str, Any]] = {"text": {"type": "text", "text": ""},
                                      "thinking": {"type": "thinking", "thinking": "", "signature": ""}}
+
+
+def _said(m: Message) -> tuple[str, str]:
+    """(the thinking, the answer) of the model's message, as it streamed: its reasoning field
+    and the thinking written into its text (`llm.thinktags`), then the rest of its text."""
+    from nanohermes.llm.thinktags import parts
+
+    thought, said = parts(m.content or "")
+    return "\n".join(t for t in (m.reasoning, thought) if t), said
 
 
 def _input(arguments: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from rich.text import Text
 
 from nanohermes.events import (
     ApprovalReply, ApprovalRequest, ElicitationReply, ElicitationRequest, Event, MessageAdded, ModelStarted,
-    ReasoningDelta, SubagentEvent, TextDelta, TodoUpdated, ToolFinished, ToolProgress, ToolStarted, TurnEnded,
+    ReasoningDelta, SubagentEvent, TextDelta, TodoUpdated, ToolFinished, ToolProgress, ToolRunning, ToolStarted, TurnEnded,
     UsageUpdate,
 )
 from nanohermes.meters import Meter
@@ -164,8 +164,8 @@ class TurnView:
                 self.print(render.tool_line(ev.name, summary, status, ev.elapsed))
             elif self.view() == "full" or status in ("error", "failed"):
                 self.print(render.tool_finished(ev, summary))
-        elif isinstance(ev, (UsageUpdate, MessageAdded)):
-            pass  # the toolbar shows the usage; the stream and the tool lines showed the message
+        elif isinstance(ev, (UsageUpdate, MessageAdded, ToolRunning)) or isinstance(getattr(ev, "event", None), ToolRunning):
+            pass  # the toolbar shows the usage; the stream and the tool lines showed the message; the live area the call
         elif isinstance(ev, SubagentEvent):
             key = f"{ev.agent_id}/{getattr(ev.event, 'call_id', '')}"
             if isinstance(ev.event, ToolStarted):

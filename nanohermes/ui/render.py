@@ -20,7 +20,7 @@ from rich.text import Text
 
 from nanohermes.events import (
     ApprovalRequest, ElicitationRequest, FilesChanged, ModelStarted, Notice, PermissionDenied, ReasoningDelta,
-    SandboxRefused, SubagentEvent, TextDelta, TodoUpdated, ToolFinished, ToolProgress, ToolStarted, TurnEnded,
+    SandboxRefused, SubagentEvent, TextDelta, TodoUpdated, ToolFinished, ToolProgress, ToolRunning, ToolStarted, TurnEnded,
     UsageUpdate, MessageAdded,
 )
 from nanohermes.budget import Limits, plural
@@ -346,8 +346,8 @@ def subagent(ev: SubagentEvent, summary: str = "") -> RenderableType | None:
 
 def event(ev: Any, summary: str = "") -> RenderableType | None:
     """What the scrolling transcript shows for one event (None: nothing, or shown elsewhere)."""
-    if isinstance(ev, (ModelStarted, TextDelta, ReasoningDelta, ToolStarted, ToolProgress, UsageUpdate, ApprovalRequest,
-                       MessageAdded)):
+    if isinstance(ev, (ModelStarted, TextDelta, ReasoningDelta, ToolStarted, ToolRunning, ToolProgress, UsageUpdate,
+                       ApprovalRequest, MessageAdded)):
         return None  # the live area, the answer stream, the toolbar and the approval prompt show these
     if isinstance(ev, PermissionDenied):
         return None  # the call's ✗ line follows, with the reason as its error

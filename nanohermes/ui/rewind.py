@@ -1,6 +1,7 @@
 """REPL commands over the checkpoints: /rewind (list the turns, or go back to before one),
 /undo (the last turn's file changes) and /redo (what the last undo replaced). A file changed
-since the turn is the person's: they are asked what to keep."""
+since the turn is the person's: they are asked what to keep. Files put back while the
+conversation keeps the turns that changed them are named to the model with the next prompt."""
 
 from __future__ import annotations
 
@@ -98,6 +99,8 @@ async def _rewind(ctx: CommandContext, arg: str) -> None:
     conversation = mode in ("both", "conversation")
     lines = await cps.rewind(turn, files=mode in ("both", "files"), conversation=conversation, resolve=resolver(ctx))
     ctx.print(render.lines(lines))
+    if not conversation:  # the conversation still holds the turns whose files went back
+        _tell_model(ctx, f"/rewind {turn.turn} files", lines)
     if conversation and any(line.startswith("conversation rewound") for line in lines):
         # The REPL offers that prompt again, to edit and resend: as typed, without what was
         # attached to it.
@@ -121,4 +124,22 @@ async def _step(ctx: CommandContext, way: Literal["undo", "redo"]) -> None:
     if cps is None:
         return _off(ctx)
     step = cps.undo if way == "undo" else cps.redo
-    ctx.print(render.lines(await step(resolve=resolver(ctx))))
+    lines = await step(resolve=resolver(ctx))
+    ctx.print(render.lines(lines))
+    _tell_model(ctx, f"/{way}", lines)
+
+
+def _tell_model(ctx: CommandContext, said: str, lines: list[str]) -> None:
+    """The model's conversation still says its files are as its turns left them: when files
+    were put back, it is told which (with the next prompt, as of a `!command`), so it reads
+    them again rather than work from what it remembers."""
+    restored = [line for line in lines if line.startswith("restored ")]
+    if restored:
+        ctx.agent.add_context(restore_note(said, restored))
+
+
+def restore_note(said: str, restored: list[str]) -> str:
+    """What the model is told of files the person put back with `said` (/undo, /redo, /rewind)."""
+    body = "\n".join(restored)
+    return (f'<user-restore command="{said}">\n{body}\nThese files are no longer as your earlier calls left or read '
+            "them: read one again before you rely on it or change it.\n</user-restore>")

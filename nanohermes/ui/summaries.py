@@ -106,7 +106,9 @@ class BatchSummarizer:
         done = await llm.complete([Message.system(INSTRUCTIONS), Message.user(description)], [], lambda piece: None)
         if self.on_usage is not None:
             self.on_usage(done.usage, llm.model)
-        return done.message.content or ""
+        from nanohermes.llm.thinktags import visible
+
+        return visible(done.message.content or "")  # thinking written into the text is no part of the label
 
     async def wait(self) -> None:
         """Wait for the labels in flight (tests, and a clean exit)."""

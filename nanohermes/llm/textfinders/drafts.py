@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import re
 
-# (opening, closing) of thinking written into the answer's text.
-_THINK_TAGS = (("<think>", "</think>"), ("<seed:think>", "</seed:think>"), ("<thinking>", "</thinking>"),
-               ("[THINK]", "[/THINK]"), ("<|channel>", "<channel|>"))
+from nanohermes.llm.thinktags import THINK_TAGS
+
 # A Harmony message on the analysis channel, its header from `<|start|>` (a recipient there or
 # after the channel changes nothing: the analysis channel is thinking, whoever it addresses).
 _ANALYSIS = re.compile(r"(?:<\|start\|>[^<]*)?<\|channel\|>\s*analysis\b[^<]*(?:<\|constrain\|>[^<]*)?<\|message\|>"
@@ -21,7 +20,7 @@ def thinking(text: str) -> list[tuple[int, int]]:
     template put the opening tag in the prompt), and Harmony's analysis messages."""
     # quirk: reasoning.think-tags
     spans: list[tuple[int, int]] = []
-    for opening, closing in _THINK_TAGS:
+    for opening, closing in THINK_TAGS:
         first_open, first_close = text.find(opening), text.find(closing)
         if first_close >= 0 and (first_open < 0 or first_close < first_open):
             spans.append((0, first_close + len(closing)))

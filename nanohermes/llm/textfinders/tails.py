@@ -195,9 +195,10 @@ TAILS: dict[str, Finder] = {"text.json": _json_tail, "text.pythonic": _pythonic_
                             "text.gemma4-bare": _gemma4_bare_tail}
 
 
-def json_anywhere(text: str, schemas: Schemas) -> list[Call]:
+def json_anywhere(text: str, schemas: Schemas, *, complete: bool = True) -> list[Call]:
     """Every JSON call object in `text` that names a tool of `schemas` with a complete
-    argument object, wherever it stands (for thinking, where a draft sits in prose)."""
+    argument object (any argument object, when not `complete`), wherever it stands (for
+    thinking, where a draft sits in prose)."""
     calls: list[Call] = []
     for m in re.finditer(CALL_OPENING, text):
         try:
@@ -205,6 +206,6 @@ def json_anywhere(text: str, schemas: Schemas) -> list[Call]:
             name, args = named_json(value)
         except (ValueError, Bad):
             continue
-        if (tool := offered(name, schemas)) and not fits(tool, args, schemas):
+        if (tool := offered(name, schemas)) and not (complete and fits(tool, args, schemas)):
             calls.append((tool, args))
     return calls

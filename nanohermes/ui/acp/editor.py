@@ -26,7 +26,7 @@ from acp import schema as s
 
 from nanohermes.events import (
     ApprovalReply, ApprovalRequest, ElicitationReply, ElicitationRequest, Event, Notice, ReasoningDelta,
-    SubagentEvent, TextDelta, TodoUpdated, ToolFinished, ToolProgress, ToolStarted, TurnEnded,
+    SubagentEvent, TextDelta, TodoUpdated, ToolFinished, ToolProgress, ToolRunning, ToolStarted, TurnEnded,
 )
 from nanohermes.modes import Mode
 from nanohermes.redact import StreamRedactor, redact
@@ -172,6 +172,8 @@ class EditorUI:
         self._settle_streams()
         if isinstance(event, ToolStarted):
             self._started("", event, "")
+        elif isinstance(event, ToolRunning):
+            self._running("", event)
         elif isinstance(event, ToolProgress):
             self._progress("", event)
         elif isinstance(event, ToolFinished):
@@ -201,6 +203,8 @@ class EditorUI:
         label = f"[{event.agent} {event.agent_id}] "
         if isinstance(inner, ToolStarted):
             self._started(event.agent_id, inner, label)
+        elif isinstance(inner, ToolRunning):
+            self._running(event.agent_id, inner)
         elif isinstance(inner, ToolProgress):
             self._progress(event.agent_id, inner)
         elif isinstance(inner, ToolFinished):
@@ -221,6 +225,13 @@ class EditorUI:
         if label:
             start.title = label + start.title
         self.send(start)
+
+    def _running(self, agent: str, ev: ToolRunning) -> None:
+        """The call was allowed or approved and runs: pending no more."""
+        call = self._calls.get((agent, ev.call_id))
+        if call is not None:
+            self.send(s.ToolCallProgress(session_update="tool_call_update", tool_call_id=call.acp_id,
+                                         status="in_progress"))
 
     def _progress(self, agent: str, ev: ToolProgress) -> None:
         call = self._calls.get((agent, ev.call_id))
@@ -288,8 +299,7 @@ class EditorUI:
         picked = outcome.option_id if isinstance(outcome, s.AllowedOutcome) else "deny"
         if picked == "always" and request.rule:
             return ApprovalReply("always")
-        if picked == "once":
-            self.send(s.ToolCallProgress(session_update="tool_call_update", tool_call_id=acp_id, status="in_progress"))
+        if picked == "once":  # the call's `in_progress` follows as it starts (ToolRunning)
             return ApprovalReply("once")
         return ApprovalReply("deny")
 
@@ -311,7 +321,7 @@ class EditorUI:
         tool = call.tool if call is not None else self._tool(request.tool)
         args = call.arguments if call is not None else {}
         return s.ToolCallUpdate(tool_call_id=acp_id, title=updates.title(request.tool, request.summary),
-                                kind=updates.kind_of(tool), status="pending", content=content,
+                                kind=updates.kind_of(tool, args, self.workspace), status="pending", content=content,
                                 locations=updates.locations(tool, args, self.workspace) or None)
 
     async def ask_yes_no(self, title: str, body: str, yes: str, no: str, *, yes_kind: str = "allow_once") -> bool | None:

@@ -4,7 +4,9 @@ Pure mapping, no I/O: a call's kind comes from its tool's declaration (what it t
 what it does with it), its title is one line a person reads, its locations are the absolute
 paths it names, and its result is the clamped text the model reads, with a `diff` block for
 each file an edit changed (read back from the unified diff the edit shows people). A saved
-history is turned into the updates a live turn would have sent (`replay`), for `session/load`.
+history is turned into the updates a live turn would have sent (`replay`), for `session/load`,
+an edit's diff blocks from the diff its result kept (`Message.display`), or else read from its
+call's arguments (`edit_blocks`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -90,8 +92,13 @@ def commands(listed: list[Command]) -> s.AvailableCommandsUpdate:
 
 # -- tool calls ---------------------------------------------------------------------------------
 
-def kind_of(tool: Tool | None) -> ToolKind:
-    """The protocol's kind of a tool, from what the tool declares it touches and does."""
+def kind_of(tool: Tool | None, arguments: dict[str, Any] | str | None = None, workspace: Path | None = None) -> ToolKind:
+    """The protocol's kind of a call, from what its tool declares it touches and does; a write
+    that only deletes files is a `delete`, one that only moves them a `move` (what Claude
+    Code's tools would do for it: `rm`, `mv`)."""
+    if tool is not None and tool.kind == "path" and tool.effect == "write" and isinstance(arguments, dict) \
+            and workspace is not None and (only := _only_removes(tool, arguments, workspace)):
+        return only
     if tool is None:
         return "other"
     if tool.group == "search":
@@ -107,6 +114,17 @@ def kind_of(tool: Tool | None) -> ToolKind:
     if tool.effect == "read":  # git's status, a task's output, the memories, a read-only MCP tool
         return "read"
     return "other"
+
+
+def _only_removes(tool: Tool, arguments: dict[str, Any], workspace: Path) -> ToolKind | None:
+    """`delete` when every file the call changes is deleted, `move` when every one is moved
+    without a change of its text; None otherwise (or for arguments the tool cannot read)."""
+    try:
+        verbs = {c.input.get("command", "").split(" ", 1)[0] if c.name == "Bash" else c.name
+                 for c in tool.claude_calls(tool.parse(arguments), workspace)}
+    except Exception:  # arguments a tool cannot read: its kind is what it declares
+        return None
+    return "delete" if verbs == {"rm"} else "move" if verbs == {"mv"} else None
 
 
 def title(name: str, summary: str) -> str:
@@ -207,7 +225,8 @@ def result_content(result: str, display: str | None, workspace: Path) -> list[Co
 def tool_start(call_id: str, tool: Tool | None, name: str, arguments: dict[str, Any] | str, summary: str,
                workspace: Path) -> s.ToolCallStart:
     return s.ToolCallStart(session_update="tool_call", tool_call_id=call_id, title=title(name, summary),
-                           kind=kind_of(tool), status="pending", locations=locations(tool, arguments, workspace),
+                           kind=kind_of(tool, arguments, workspace), status="pending",
+                           locations=locations(tool, arguments, workspace),
                            raw_input=arguments)
 
 
@@ -225,6 +244,7 @@ def replay(history: list[Message], tools: dict[str, Tool], workspace: Path) -> I
     import json
 
     ids: dict[str, str] = {}  # a call's id in the history -> in the updates (ids repeat across replies)
+    edits: dict[str, list[s.FileEditToolCallContent]] = {}  # a call's id -> the diff blocks its arguments make
     for n, m in enumerate(history):
         if m.role == "user":
             if m.content:
@@ -236,7 +256,7 @@ def replay(history: list[Message], tools: dict[str, Tool], workspace: Path) -> I
             if m.reasoning:
                 yield thought_chunk(m.reasoning)
             if m.content:
-                yield message_chunk(m.content)
+                yield from _answer(m.content)
             for c in m.tool_calls:
                 ids[c.id] = f"{c.id}@h{n}"
                 try:
@@ -252,6 +272,50 @@ def replay(history: list[Message], tools: dict[str, Tool], workspace: Path) -> I
                         summary = ""
                 yield tool_start(ids[c.id], tool, c.name, args if isinstance(args, dict) else c.arguments, summary,
                                  workspace)
+                edits[c.id] = edit_blocks(tool, args, workspace)
         elif m.role == "tool" and m.tool_call_id is not None:
-            ev = ToolFinished(call_id=m.tool_call_id, name="", result=m.content or "", is_error=False, elapsed=0.0)
-            yield tool_end(ids.get(m.tool_call_id, m.tool_call_id), ev, workspace)
+            result = m.content or ""
+            ev = ToolFinished(call_id=m.tool_call_id, name="", result=result, is_error=False, elapsed=0.0)
+            rebuilt = edits.pop(m.tool_call_id, [])
+            if m.display:  # the diff shown live, kept in the transcript
+                ev = replace(ev, display=m.display)
+            done = rebuilt if not m.display and not result.startswith("ERROR") else []
+            yield tool_end(ids.get(m.tool_call_id, m.tool_call_id), ev, workspace, list(done))
+
+
+def _answer(content: str) -> list[s.AgentThoughtChunk | s.AgentMessageChunk]:
+    """A saved answer as it streamed: thinking written into its text as thought chunks
+    (`llm.thinktags`), the rest as the answer."""
+    from nanohermes.llm.thinktags import ThinkSplit
+
+    out: list[s.AgentThoughtChunk | s.AgentMessageChunk] = []
+    split = ThinkSplit(lambda piece: out.append(message_chunk(piece)), lambda piece: out.append(thought_chunk(piece)))
+    split.feed(content)
+    split.flush()
+    return out
+
+
+def edit_blocks(tool: Tool | None, arguments: dict[str, Any] | str, workspace: Path) -> list[s.FileEditToolCallContent]:
+    """The `diff` blocks a saved edit shows when replayed and its result kept no diff (a
+    transcript of an earlier version): each file's change read from the call's arguments as
+    Claude Code's tools would make it (a whole new text, or the old and new text of each place)."""
+    if tool is None or tool.kind != "path" or tool.effect != "write" or not isinstance(arguments, dict):
+        return []
+    try:
+        calls = tool.claude_calls(tool.parse(arguments), workspace)
+    except Exception:  # arguments the tool refuses: nothing was written
+        return []
+    out: list[s.FileEditToolCallContent] = []
+    for c in calls:
+        path = c.input.get("file_path")
+        if not isinstance(path, str):
+            continue
+        pairs = c.input.get("edits") if c.name == "MultiEdit" else [c.input] if c.name == "Edit" else []
+        if c.name == "Write":
+            out.append(s.FileEditToolCallContent(type="diff", path=_absolute(path, workspace), old_text=None,
+                                                 new_text=str(c.input.get("content", ""))))
+        for pair in pairs if isinstance(pairs, list) else []:
+            out.append(s.FileEditToolCallContent(type="diff", path=_absolute(path, workspace),
+                                                 old_text=str(pair.get("old_string", "")),
+                                                 new_text=str(pair.get("new_string", ""))))
+    return out
