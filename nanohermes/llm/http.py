@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from nanohermes.errors import (
+from nanohermes.common.errors import (
     AuthError,
     ContextTooLongError,
     EndpointError,
@@ -64,7 +64,7 @@ from nanohermes.llm.failures import (
 )
 from nanohermes.llm.quirks import matcher
 from nanohermes.llm.sse import first_line, json_or_none, prepend, sse_events
-from nanohermes.messages import Completion, Message, Usage
+from nanohermes.common.messages import Completion, Message, Usage
 
 if TYPE_CHECKING:
     import httpx

@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, TypeVar
 
-from nanohermes import programs
-from nanohermes.budget import Limits
+from nanohermes.guard import programs
+from nanohermes.common.budget import Limits
 from nanohermes.config import McpServerConfig
-from nanohermes.events import ElicitationReply, ElicitationRequest
+from nanohermes.common.events import ElicitationReply, ElicitationRequest
 from nanohermes.mcp.transports import describe_error, direct_address, refused, stdio_transport, watched_http
 from nanohermes.tools.base import ToolError
 
@@ -450,7 +450,7 @@ class McpManager:
         as `programs.person_start` says (the workspace only for a trusted project's own server)."""
         from mcp.client.stdio import StdioServerParameters, get_default_environment
 
-        from nanohermes.redact import configured_env, kept_env
+        from nanohermes.guard.redact import configured_env, kept_env
 
         # The SDK starts a server with a few safe variables (PATH, HOME, ...) and the `env`
         # its config names; nanohermes adds only what shell_env.keep lets children have.
@@ -466,7 +466,7 @@ class McpManager:
         if self.log_dir is None:
             f = open(os.devnull, "w")
         else:
-            from nanohermes.dirs import open_private, private_dir
+            from nanohermes.common.dirs import open_private, private_dir
 
             private_dir(self.log_dir)
             s.log_path = self.log_dir / f"{s.name}.log"
@@ -478,7 +478,7 @@ class McpManager:
             f.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {s.target}\n")
             f.flush()
             s._log_start = f.tell()
-            from nanohermes.redact import RedactingPipe
+            from nanohermes.guard.redact import RedactingPipe
 
             # The server writes into a pipe copied into the log through redaction: no key
             # it prints reaches the file.

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from nanohermes.permissions import Rule
+from nanohermes.guard.permissions import Rule
 from nanohermes.tools.base import Attempt, Approval, ClaudeCall, P, Params, ReadOnlyTool, Tool, ToolContext, ToolError
-from nanohermes import programs, sandbox
-from nanohermes.gitmeta import moved_work_tree
+from nanohermes.guard import programs, sandbox
+from nanohermes.guard.gitmeta import moved_work_tree
 from nanohermes.tools.fileops import Withheld
 from nanohermes.tools.process import (
     command_env, confinement_of, read_only_of, run_capped, secret_values, secs, strip_newline, without_values,

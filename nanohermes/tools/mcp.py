@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from nanohermes.budget import Limits
+from nanohermes.common.budget import Limits
 from nanohermes.mcp.client import LIST_PAGES, McpManager, RemoteTool, Server
-from nanohermes.messages import Image
+from nanohermes.common.messages import Image
 from nanohermes.tools.base import (
     Attempt, Approval, Effect, P, Params, ReadOnlyTool, SubjectKind, Tool, ToolContext, ToolError, ToolResult, about,
 )
@@ -242,7 +242,7 @@ def _save(ctx: ToolContext, kind: str, mime: str, data: str) -> Path:
     import base64
     import mimetypes
 
-    from nanohermes.dirs import private_dir, state_home
+    from nanohermes.common.dirs import private_dir, state_home
 
     folder = (ctx.session_folder or state_home() / "mcp") / "mcp-media"
     private_dir(folder)

@@ -10,7 +10,7 @@ folder first.
 Paths: the tool names every path as written (`written_paths`) as its subjects, so the runtime
 resolves them with the one resolver like any other tool's (`l/../x` with `l -> deep/er` is
 `deep/x`); the resolved paths are what the rules judge and what the patch reads and writes,
-through the link-refusing opens of `nanohermes.pathrules`. Nothing here folds `..` first.
+through the link-refusing opens of `nanohermes.guard.pathrules`. Nothing here folds `..` first.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from nanohermes.pathrules import read_exact, swapped, unlink_exact
-from nanohermes.permissions import Effect, SubjectKind
+from nanohermes.guard.pathrules import read_exact, swapped, unlink_exact
+from nanohermes.guard.permissions import Effect, SubjectKind
 from nanohermes.tools.base import (
     Approval, Attempt, ClaudeCall, Params, Target, Tool, ToolContext, ToolError, ToolResult, absolute,
 )
@@ -409,7 +409,7 @@ class ApplyPatch(Tool[ApplyPatchParams]):
     @staticmethod
     def _keep_unread(plan: _Plan, ctx: ToolContext) -> list[tuple[str, Path]]:
         """Save the bytes of each unread file the patch replaces whole, before anything is written."""
-        from nanohermes.dirs import private_dir
+        from nanohermes.common.dirs import private_dir
 
         if not plan.unread or ctx.session_folder is None:
             return []

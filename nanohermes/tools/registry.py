@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 from nanohermes.tools.base import Tool
 
 if TYPE_CHECKING:
-    from nanohermes.budget import Limits
+    from nanohermes.common.budget import Limits
     from nanohermes.config import Config
-    from nanohermes.messages import ToolCall
+    from nanohermes.common.messages import ToolCall
     from nanohermes.tools.todo import KeptTodos
 
 

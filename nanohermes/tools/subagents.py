@@ -24,20 +24,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from nanohermes.budget import Limits, plural
+from nanohermes.common.budget import Limits, plural
 from nanohermes.config import SubagentConfig
-from nanohermes.dirs import private_dir, write_private
-from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, SubagentEvent, ToolStarted, UsageUpdate
-from nanohermes.messages import Usage
-from nanohermes.permissions import Policy, blocked, names_tool
-from nanohermes.redact import redact
+from nanohermes.common.dirs import private_dir, write_private
+from nanohermes.common.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, SubagentEvent, ToolStarted, UsageUpdate
+from nanohermes.common.messages import Usage
+from nanohermes.guard.permissions import Policy, blocked, names_tool
+from nanohermes.guard.redact import redact
 from nanohermes.tools.base import Attempt, Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError, about
 
 if TYPE_CHECKING:
-    from nanohermes.agent import Agent
+    from nanohermes.turn.agent import Agent
     from nanohermes.llm import LLM
-    from nanohermes.model_names import Lister
-    from nanohermes.runtime import Runtime
+    from nanohermes.llm.model_names import Lister
+    from nanohermes.turn.runtime import Runtime
 
 RunStatus = Literal["running", "completed", "max_turns", "failed", "cancelled"]
 SUBAGENT_TOOLS = frozenset({"subagent", "agent_list"})
@@ -148,7 +148,7 @@ class SubagentManager:
 
     def child_tools(self, name: str) -> tuple[list[Tool], Policy]:
         """The child's tools and policy: the parent's, narrowed to the tools it lists."""
-        from nanohermes.command_runs import GRANT_ORIGIN
+        from nanohermes.extensions.command_runs import GRANT_ORIGIN
 
         parent = self.parent
         cfg = self.configs[name]
@@ -165,7 +165,7 @@ class SubagentManager:
     async def model_of(self, name: str) -> str | None:
         """The model a sub-agent runs on (None: the configured one); a name the endpoint would
         refuse is said and left out."""
-        from nanohermes.model_names import choose
+        from nanohermes.llm.model_names import choose
 
         cfg = self.configs[name]
         if not cfg.model:
@@ -191,7 +191,7 @@ class SubagentManager:
         ui = NestedUI(self.ui, run, self.parent.confirm_lock, self.count_usage)
         llm = self.make_llm(model)
         if model is not None:  # a model its file names: one the endpoint refuses falls back to the configured
-            from nanohermes.model_names import OrConfigured
+            from nanohermes.llm.model_names import OrConfigured
 
             llm = OrConfigured(llm, self.parent.config.model, lambda text: self.ui.emit(
                 Notice(level="warning", text=f"sub-agent {name}: {text}")))  # told as model_of tells its note

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urljoin, urlsplit
 
-from nanohermes.hosts import LookupTimeout, canonical_host, canonical_ip, host_matches, plain_name, resolve
-from nanohermes.permissions import SubjectKind
+from nanohermes.guard.hosts import LookupTimeout, canonical_host, canonical_ip, host_matches, plain_name, resolve
+from nanohermes.guard.permissions import SubjectKind
 from nanohermes.tools.base import Attempt, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
