@@ -1,7 +1,8 @@
 """Run-ending errors: the ones that stop nanohermes with one clear line, a hint and an exit code.
 
-Tool failures are *not* here: they are `nanohermes.tools.ToolError`, shown to the model as an
-`ERROR: ...` result, and the turn goes on.
+Tool failures are no NanohermesError: they are `ToolError` (here, so that a layer below the tools, the
+MCP client, raises it; the tool contract names it: `nanohermes.tools.ToolError`), shown to the model as
+an `ERROR: ...` result, and the turn goes on.
 
     NanohermesError            exit 1 unless a subclass says otherwise
     ├── Cancelled              exit 0  the person cancelled a question (the session picker): no message
@@ -92,3 +93,7 @@ class OutputClosed(Exception):
     does); the session is saved as after any other turn."""
 
     exit_code = 141
+
+
+class ToolError(Exception):
+    """A failure the model should see as `ERROR: <text>`; the turn goes on."""

@@ -8,12 +8,23 @@ seam: `await ui.confirm(request)`.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from nanohermes.common.messages import Message, Usage
 
-if TYPE_CHECKING:
-    from nanohermes.guard.sandbox.refusals import Refused
+
+class Refused(Protocol):
+    """One thing the sandbox refused a call, as events carry it (the sandbox's `Refused` is one;
+    a protocol here, since the vocabulary every layer shares imports no layer above it)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def subject(self) -> str: ...
+
+    @property
+    def allow(self) -> str: ...  # the settings that would let it through
 
 
 @dataclass(frozen=True, kw_only=True)

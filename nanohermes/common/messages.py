@@ -230,3 +230,11 @@ def image_intro(images: list[tuple[str, Image]]) -> str:
     if not calls:
         return f"The image{'s' if len(images) > 1 else ''} attached to the prompt above:"
     return f"The image{'s' if len(images) > 1 else ''} returned by tool call {calls}:"
+
+
+SUMMARY_TAG = "<conversation-summary>"  # opens the message a compaction puts in place of what it took out
+
+
+def is_summary(m: Message) -> bool:
+    """Whether `m` is a compaction's summary (the session, the compactor, exports and hooks' transcript read it)."""
+    return m.role == "user" and (m.content or "").startswith(SUMMARY_TAG)

@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nanohermes import __version__
-from nanohermes.common.messages import Message, ToolCall
+from nanohermes.common.arguments import parse_arguments
+from nanohermes.common.messages import Message, ToolCall, is_summary
 
 if TYPE_CHECKING:
     from nanohermes.common.budget import Limits
-    from nanohermes.tools import Tool
+    from nanohermes.tools.base import Tool
 
 # A tool call as Claude Code's tool would have been called: (name, input).
 Describe = Callable[[ToolCall], tuple[str, dict[str, Any]]]
@@ -42,8 +43,6 @@ def describer(tools: Callable[[], Sequence[Tool]], limits: Limits, workspace: Pa
     its arguments are not known."""
 
     def describe(call: ToolCall) -> tuple[str, dict[str, Any]]:
-        from nanohermes.turn.arguments import parse_arguments
-
         try:
             raw = parse_arguments(call.arguments, limits.tool_args_max_depth)
         except ValueError:
@@ -105,8 +104,6 @@ class ClaudeTranscript:
 
     def _entries(self, m: Message) -> list[str]:
         if m.role == "user":
-            from nanohermes.turn.session import is_summary
-
             extra = {"isCompactSummary": True} if is_summary(m) else {}
             return [self._entry("user", {"role": "user", "content": m.content or ""}, **extra)]
         if m.role == "tool":

@@ -46,13 +46,12 @@ from nanohermes.guard.permissions import (
     Basis, Denial, Policy, Rule, Target, Verdict, decide, policy_read_rules, reading_asked, reads_secret, unattended,
 )
 from nanohermes.guard.shellparse import ParseError, split
-from nanohermes.tools import Attempt, Params, Tool, ToolContext, ToolError, ToolResult
+from nanohermes.tools.base import Attempt, Params, Tool, ToolContext, ToolError, ToolResult
 
 if TYPE_CHECKING:
     from nanohermes.config import Config
-    from nanohermes.guard.hooks import Hooks, PreToolUse
+    from nanohermes.guard.hooks import Conversation, Hooks, PreToolUse
     from nanohermes.guard.sandbox import Confinement
-    from nanohermes.turn.session import Session
 
 # A refused call's result. With the person's note, the note is the instruction instead.
 DENIED_PREFIX = "Denied by the user"
@@ -146,7 +145,7 @@ class Host(Protocol):
     hooks: Hooks | None
 
     @property
-    def session(self) -> Session: ...
+    def session(self) -> Conversation: ...
 
     @property
     def confirm_lock(self) -> asyncio.Lock: ...

@@ -38,9 +38,9 @@ from typing import IO, TYPE_CHECKING, Any, Literal, TypeVar
 from nanohermes.guard import programs
 from nanohermes.common.budget import Limits
 from nanohermes.config import McpServerConfig
+from nanohermes.common.errors import ToolError
 from nanohermes.common.events import ElicitationReply, ElicitationRequest
 from nanohermes.mcp.transports import describe_error, direct_address, refused, stdio_transport, watched_http
-from nanohermes.tools.base import ToolError
 
 if TYPE_CHECKING:
     from mcp import Client

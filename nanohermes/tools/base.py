@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, ParamSpec, Protocol, Self, cast
 
 from nanohermes.common.budget import Limits
+from nanohermes.common.errors import ToolError as ToolError  # the contract names it; defined below every layer
 from nanohermes.common.events import UI, Event, ToolProgress
 from nanohermes.common.messages import Image
 from nanohermes.guard.permissions import Effect, Rule, SubjectKind, Target
@@ -46,10 +47,6 @@ else:
 # How a call is approved when nothing else decides: "never" (harmless), "edit" (a file
 # write: skipped in accept-edits), "always" (a command, a commit, an unknown MCP tool).
 Approval = Literal["never", "edit", "always"]
-
-
-class ToolError(Exception):
-    """A failure the model should see as `ERROR: <text>`; the turn goes on."""
 
 
 def about(description: str | None = None, *, shown_default: Any = MISSING, **constraints: Any) -> dict[str, Any]:

@@ -27,7 +27,8 @@ from nanohermes.common.errors import ContextTooLongError
 from nanohermes.common.events import UI, Notice
 from nanohermes.llm import LLM
 from nanohermes.common.messages import CHARS_PER_TOKEN, Message
-from nanohermes.turn.session import SUMMARY_TAG, Session, is_summary
+from nanohermes.common.messages import SUMMARY_TAG, is_summary
+from nanohermes.turn.session import Session
 
 if TYPE_CHECKING:
     from nanohermes.guard.hooks import Hooks

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from nanohermes.common.messages import Message
 from nanohermes.guard.redact import redact
-from nanohermes.turn.session import SUMMARY_TAG, is_summary
+from nanohermes.common.messages import SUMMARY_TAG, is_summary
 
 # Where the model's view of a compacted conversation starts, in the export.
 SUMMARY_HEADING = ("## Summary (the conversation above was compacted into this; from here on the model saw it in "

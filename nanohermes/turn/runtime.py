@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nanohermes.guard import programs
-from nanohermes.turn.arguments import parse_arguments
+from nanohermes.common.arguments import parse_arguments
 from nanohermes.common.budget import Limits, clamp
 from nanohermes.config import Config
 from nanohermes.common.events import UI, ApprovalReply, ApprovalRequest, Notice, ToolFinished, ToolStarted

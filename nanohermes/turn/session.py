@@ -47,7 +47,7 @@ from nanohermes.common.budget import plural
 from nanohermes.common.dirs import data_home, open_private
 from nanohermes.common.errors import UsageError
 from nanohermes.common.events import UsageUpdate
-from nanohermes.common.messages import Message, Usage, est_tokens
+from nanohermes.common.messages import Message, Usage, est_tokens, is_summary
 from nanohermes.guard.redact import redact
 
 TITLE_CHARS = 80
@@ -193,13 +193,6 @@ def _parse(path: Path) -> Loaded:
     loaded.repaired = _answer_dangling(history)
     history.extend(loaded.repaired)
     return loaded
-
-
-SUMMARY_TAG = "<conversation-summary>"
-
-
-def is_summary(m: Message) -> bool:
-    return m.role == "user" and (m.content or "").startswith(SUMMARY_TAG)
 
 
 def _same_result(old: Message, new: Message) -> bool:

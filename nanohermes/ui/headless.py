@@ -569,7 +569,7 @@ def _input(arguments: str) -> dict[str, Any]:
     """A call's arguments as a tool_use block's `input` (an object), read as the runtime reads
     them (nesting bounded first), or the raw text under `arguments` when they are not an object
     (the call's result says what was wrong)."""
-    from nanohermes.turn.arguments import parse_arguments
+    from nanohermes.common.arguments import parse_arguments
     from nanohermes.common.budget import Limits
 
     try:
