@@ -542,6 +542,13 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
     return EXIT_TURNS if result.reason == "max_turns" else EXIT_OK
 
 
+def _repl_command(name: str) -> Any:
+    """The REPL's command `name`, for `-p` to refuse or run a `/name` prompt."""
+    from nanohermes.ui.commands import repl_command  # only for a prompt starting with `/`: a plain -p turn loads no REPL command
+
+    return repl_command(name)
+
+
 async def _one_turn(built: Any, prompt: str, started: Callable[[Any], None] = lambda a: None, *,
                     report_window: bool = False) -> Any:
     """One turn inside the session (MCP servers up before it; background tasks, sub-agents
@@ -570,7 +577,7 @@ async def _one_turn(built: Any, prompt: str, started: Callable[[Any], None] = la
             try:
                 from nanohermes.extensions import custom_commands  # `/name args` runs a custom command
 
-                result = await custom_commands.ask(agent, prompt)
+                result = await custom_commands.ask(agent, prompt, repl=_repl_command)
                 if report_window and built.budget is not None:
                     await built.budget.known_now()
             finally:

@@ -29,7 +29,9 @@ from test_imports import import_graph, modules, write
 # - contract: what a tool is (`Tool`, `ToolContext`, `Attempt`, `ToolError`) and its shipped
 #   declarations; below the gate, which judges tools by it.
 # - gate: the gate and the person's hooks it consults, and what the hooks speak.
-# - tools, turn, extensions, ui, and the entry points at the package's root.
+# - tools, turn, extensions (what files add: commands, sub-agents).
+# - factory: `assemble`, the one wiring of an agent, which both front ends call.
+# - ui, and the entry points at the package's root (`assemble` stays at the root beside them).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("common", ("nanohermes", "nanohermes.common")),
     ("rules", ("nanohermes.guard.permissions", "nanohermes.guard.commands", "nanohermes.guard.shellwords",
@@ -45,9 +47,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tools", ("nanohermes.tools",)),
     ("turn", ("nanohermes.turn",)),
     ("extensions", ("nanohermes.extensions",)),
+    ("factory", ("nanohermes.assemble",)),
     ("ui", ("nanohermes.ui",)),
-    ("entry", ("nanohermes.cli", "nanohermes.argv", "nanohermes.assemble", "nanohermes.doctor", "nanohermes.reference",
-               "nanohermes.__main__", "nanohermes.testing")),
+    ("entry", ("nanohermes.cli", "nanohermes.argv", "nanohermes.doctor", "nanohermes.reference", "nanohermes.__main__",
+               "nanohermes.testing")),
 )
 # The modules a person or a script starts nanohermes by (the package, `python -m nanohermes`,
 # the console script and its option table, the one factory, `doctor`, `python -m

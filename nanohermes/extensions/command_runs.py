@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from nanohermes.common.budget import Limits, clamp
 from nanohermes.common.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, ToolProgress
 from nanohermes.guard.permissions import Policy, Rule
+from nanohermes.guard.permissions.rules import GRANT_ORIGIN
 
 if TYPE_CHECKING:
     from nanohermes.turn.agent import Agent
@@ -46,8 +47,6 @@ if TYPE_CHECKING:
 # ("type `!` then `ls`") runs nothing.
 BLOCK = re.compile(r"```!\s*\n?(.*?)\n?```", re.S)
 INLINE = re.compile(r"(?<![\w$`])!`([^`\s][^`]*)`")
-# The origin of a rule granted by a command's allowed-tools: what a sub-agent never inherits.
-GRANT_ORIGIN = "allowed-tools of /"
 _PLAIN = re.compile(r"\Aexit code: 0\n\nstdout:\n(.*)\n\nstderr:\n\(empty\)\Z", re.S)
 
 

@@ -26,7 +26,8 @@ import re
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from nanohermes.common.budget import clamp
 from nanohermes.common.dirs import config_home
@@ -283,17 +284,24 @@ async def run(agent: Agent, command: CustomCommand, prompt: str, submit: Any = N
 PRINT_MODE_COMMANDS = ("init", "export")
 
 
-async def ask(agent: Agent, prompt: str, *, context: str = "") -> TurnResult:
+class ReplCommand(Protocol):
+    """A command of the REPL, as `-p` tells one from a custom command (the REPL's `Command`)."""
+
+    @property
+    def source(self) -> str: ...  # its file, for a custom one; "" for a built-in
+
+
+async def ask(agent: Agent, prompt: str, *, context: str = "",
+              repl: Callable[[str], ReplCommand | None] = lambda name: None) -> TurnResult:
     """`-p`: a prompt starting with `/name` runs that custom command, `/init` the turn that
-    writes AGENTS.md, `/export` writes the conversation; another REPL command is refused
+    writes AGENTS.md, `/export` writes the conversation; another REPL command (`repl`: the
+    REPL's command of a name, given by the front end, whose commands these are) is refused
     (it would only reach the model as text); anything else is sent as is. `context`: text
     sent after the prompt as it is (files an editor embedded), never read for `@path`
     mentions or as a command's arguments, since nobody typed it."""
     from nanohermes.common.events import Notice
 
     if prompt.lstrip().startswith("/"):
-        from nanohermes.ui.commands import load_commands
-
         name, arguments = split(prompt)
         if name == "init":
             return await _init(agent, arguments, context)
@@ -301,7 +309,7 @@ async def ask(agent: Agent, prompt: str, *, context: str = "") -> TurnResult:
             return _export(agent, arguments)
         found = discover(agent.runtime.workspace, agent.runtime.own_reader)
         command = found.commands.get(name)
-        builtin = load_commands().get(name)
+        builtin = repl(name)
         if name in found.refused and builtin is None:
             from nanohermes.common.errors import NanohermesError
 

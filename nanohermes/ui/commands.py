@@ -181,6 +181,12 @@ def load_commands() -> Registry:
     return REGISTRY
 
 
+def repl_command(name: str) -> Command | None:
+    """The REPL's command `name` (built in, or a custom one the registry holds), for `-p` and
+    an editor's prompt to refuse or run (`custom_commands.ask`)."""
+    return load_commands().get(name)
+
+
 def _error_text(text: str) -> Any:
     from rich.text import Text
 

@@ -89,6 +89,10 @@ class Target:
 
 _RULE = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*(?:\((.*)\))?\s*$", re.S)
 
+# The origin of a rule granted by a custom command's allowed-tools, for its turn only: what a
+# sub-agent never inherits.
+GRANT_ORIGIN = "allowed-tools of /"
+
 
 @dataclass(frozen=True)
 class Rule:

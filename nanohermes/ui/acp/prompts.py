@@ -128,6 +128,7 @@ async def run_prompt(live: Live, prompt: Prompt) -> str:
     it is."""
     from nanohermes.extensions import custom_commands
     from nanohermes.common.errors import NanohermesError, UsageError
+    from nanohermes.ui.commands import repl_command
 
     agent = live.agent
     if prompt.images:
@@ -135,7 +136,7 @@ async def run_prompt(live: Live, prompt: Prompt) -> str:
         return stop_reason(await agent.ask(whole, prompt.images))
     command = prompt.text.lstrip().startswith("/")
     try:
-        result = await custom_commands.ask(agent, prompt.text, context=prompt.context)
+        result = await custom_commands.ask(agent, prompt.text, context=prompt.context, repl=repl_command)
     except UsageError:
         if not command:
             raise
