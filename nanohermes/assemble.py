@@ -39,7 +39,7 @@ from nanohermes.turn.window import ContextBudget, budget_for
 
 if TYPE_CHECKING:  # imported only when configured: most sessions use none of them
     from nanohermes.turn.checkpoints import Checkpoints
-    from nanohermes.guard.hooks import Hooks
+    from nanohermes.hooks.hooks import Hooks
     from nanohermes.mcp.client import McpManager
     from nanohermes.tools.subagents import Child, SubagentManager
 
@@ -423,7 +423,7 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     resumed = session.resume(resume) if resume is not None else []
     hooks = None
     if any(config.hooks.groups(e) for e in HOOK_EVENTS):
-        from nanohermes.guard.hooks import Hooks, NotifyingUI
+        from nanohermes.hooks.hooks import Hooks, NotifyingUI
 
         # The mode when a hook runs: the runtime's, which Shift+Tab and /mode change.
         def session_tools() -> list[Tool]:  # what the transcript for hooks names calls by

@@ -432,7 +432,7 @@ CHECKS.append(check_mcp)
 async def check_hooks(s: Setup) -> list[Check]:
     """Each configured hook's program exists (hooks themselves are not run)."""
     from nanohermes.config import HOOK_EVENTS
-    from nanohermes.guard.hooks import missing_program
+    from nanohermes.hooks.hooks import missing_program
 
     out: list[Check] = []
     for event in HOOK_EVENTS:
@@ -452,7 +452,7 @@ async def check_hooks(s: Setup) -> list[Check]:
 def unmatched_matchers(config: Config) -> list[str]:
     """The tool matchers of the configured hooks that match no tool a session could offer: the
     built-ins, the conditional tools and the configured MCP servers' tools."""
-    from nanohermes.guard.hooks import Hooks, unmatched
+    from nanohermes.hooks.hooks import Hooks, unmatched
     from nanohermes.tools.catalog import builtin_pool
     from nanohermes.tools.mcp import McpGetPrompt, McpListPrompts, McpListResources, McpReadResource
     from nanohermes.tools.skills import SkillTool

@@ -257,7 +257,7 @@ def test_the_repl_is_claude_codes_cli_entrypoint(workspace: Path) -> None:
 ])
 def test_env_file_lines_are_read_as_the_shell_reads_one_word(text: str, values: dict[str, str | None],
                                                             problems: list[str], home: Path) -> None:
-    from nanohermes.guard.envfile import read_exports
+    from nanohermes.hooks.envfile import read_exports
 
     got = read_exports(text, {"PATH": "/usr/bin"})
     assert got.values == {k: v.replace("HOME", str(home)) if v else v for k, v in values.items()}

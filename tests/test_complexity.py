@@ -19,32 +19,8 @@ import nanohermes
 
 LIMIT = 15
 # The safety core, as paths from the repository's root: a module, or a package for every
-# module in it.
-SAFETY_CORE = (
-    "nanohermes/guard/commands",
-    "nanohermes/guard/permissions",
-    "nanohermes/guard/sandbox",
-    "nanohermes/guard/configfiles.py",
-    "nanohermes/guard/foreign_paths.py",
-    "nanohermes/guard/gate.py",
-    "nanohermes/guard/gitmeta.py",
-    "nanohermes/guard/hosts.py",
-    "nanohermes/guard/ownreads.py",
-    "nanohermes/guard/pathglob.py",
-    "nanohermes/guard/pathrules.py",
-    "nanohermes/guard/procargs.py",
-    "nanohermes/guard/programs.py",
-    "nanohermes/guard/readrules.py",
-    "nanohermes/guard/redact.py",
-    "nanohermes/guard/runs_later.py",
-    "nanohermes/guard/secrets.py",
-    "nanohermes/guard/shellparse.py",
-    "nanohermes/guard/shellscan.py",
-    "nanohermes/guard/shellwords.py",
-    "nanohermes/guard/sockets.py",
-    "nanohermes/guard/trust.py",
-    "nanohermes/guard/withhold.py",
-)
+# module in it (the safety core is one package).
+SAFETY_CORE = ("nanohermes/guard",)
 ROOT = Path(nanohermes.__file__).parent.parent
 
 _Function = ast.FunctionDef | ast.AsyncFunctionDef

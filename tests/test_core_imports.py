@@ -15,7 +15,7 @@ from pathlib import Path
 import nanohermes
 from test_imports import import_graph, write
 
-CORE = ("turn.agent", "common.arguments", "common.budget", "turn.compact", "turn.context", "common.events", "guard.hooks",
+CORE = ("turn.agent", "common.arguments", "common.budget", "turn.compact", "turn.context", "common.events", "hooks.hooks",
         "common.messages", "turn.meters", "turn.persisted", "turn.runtime", "turn.session", "turn.window")
 CONTRACT = "tools.base"
 

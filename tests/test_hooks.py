@@ -18,7 +18,7 @@ from nanohermes.common.budget import Limits
 from nanohermes.config import Config, load_config
 from nanohermes.doctor import Setup, check_hooks
 from nanohermes.common.events import ApprovalRequest, Notice, RecordingUI
-from nanohermes.guard.hooks import Hook, Hooks, missing_program
+from nanohermes.hooks.hooks import Hook, Hooks, missing_program
 from nanohermes.testing import Reply, ScriptedLLM, call, tool_reply
 
 # A hook that appends its stdin (one JSON object) to LOG, then answers as told by its

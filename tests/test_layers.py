@@ -28,7 +28,8 @@ from test_imports import import_graph, modules, write
 # - llm, mcp: the model wire and the MCP client.
 # - contract: what a tool is (`Tool`, `ToolContext`, `Attempt`, `ToolError`) and its shipped
 #   declarations; below the gate, which judges tools by it.
-# - gate: the gate and the person's hooks it consults, and what the hooks speak.
+# - hooks: the person's hook commands, and what they speak (Claude Code's vocabulary).
+# - gate: the one owner of "may this call run, and how confined", which consults the hooks.
 # - tools, turn, extensions (what files add: commands, sub-agents).
 # - factory: `assemble`, the one wiring of an agent, which both front ends call.
 # - ui, and the entry points at the package's root (`assemble` stays at the root beside them).
@@ -42,8 +43,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("llm", ("nanohermes.llm",)),
     ("mcp", ("nanohermes.mcp",)),
     ("contract", ("nanohermes.tools.base", "nanohermes.tools.declared")),
-    ("gate", ("nanohermes.guard.gate", "nanohermes.guard.hooks", "nanohermes.guard.claude_vocab",
-              "nanohermes.guard.claude_transcript", "nanohermes.guard.envfile")),
+    ("hooks", ("nanohermes.hooks",)),
+    ("gate", ("nanohermes.guard.gate",)),
     ("tools", ("nanohermes.tools",)),
     ("turn", ("nanohermes.turn",)),
     ("extensions", ("nanohermes.extensions",)),

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from nanohermes.turn.agent import Agent
     from nanohermes.config import Config
     from nanohermes.guard.gate import Refusal
-    from nanohermes.guard.hooks import Hooks
+    from nanohermes.hooks.hooks import Hooks
     from nanohermes.turn.runtime import Runtime
     from nanohermes.turn.session import Session
     from nanohermes.tools import Tool

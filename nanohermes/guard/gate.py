@@ -50,7 +50,7 @@ from nanohermes.tools.base import Attempt, Params, Tool, ToolContext, ToolError,
 
 if TYPE_CHECKING:
     from nanohermes.config import Config
-    from nanohermes.guard.hooks import Conversation, Hooks, PreToolUse
+    from nanohermes.hooks.hooks import Conversation, Hooks, PreToolUse
     from nanohermes.guard.sandbox import Confinement
 
 # A refused call's result. With the person's note, the note is the instruction instead.

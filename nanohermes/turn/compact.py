@@ -31,7 +31,7 @@ from nanohermes.common.messages import SUMMARY_TAG, is_summary
 from nanohermes.turn.session import Session
 
 if TYPE_CHECKING:
-    from nanohermes.guard.hooks import Hooks
+    from nanohermes.hooks.hooks import Hooks
     from nanohermes.turn.window import ContextBudget
 
 SUMMARY_INSTRUCTIONS = """You compact the conversation of a coding agent so that it can carry on in a fresh context.

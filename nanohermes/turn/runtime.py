@@ -30,7 +30,7 @@ from nanohermes.turn.session import Session
 from nanohermes.tools.base import Params, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
-    from nanohermes.guard.hooks import Hooks
+    from nanohermes.hooks.hooks import Hooks
 
 INTERRUPTED = "interrupted by user"
 # After a result clamped by the aggregate budget when there is no session folder to keep it in.

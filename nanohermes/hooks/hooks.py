@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from nanohermes.guard import programs
 from nanohermes.common.budget import Limits, clamp
-from nanohermes.guard.claude_vocab import (
+from nanohermes.hooks.claude_vocab import (
     TOOL_EVENTS, Condition, call_names, claude_response, exec_line, matcher_matches, output_text,
 )
 from nanohermes.common.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, TurnEnded
@@ -48,7 +48,7 @@ from nanohermes.common.messages import Message
 from nanohermes.common.modes import CLAUDE_MODES, Mode
 
 if TYPE_CHECKING:
-    from nanohermes.guard.claude_transcript import ClaudeTranscript
+    from nanohermes.hooks.claude_transcript import ClaudeTranscript
     from nanohermes.config import HooksConfig
     from nanohermes.guard.permissions import Verdict
     from nanohermes.tools.base import ClaudeCall, Params, Tool
@@ -269,7 +269,7 @@ class Hooks:
 
     def transcript_path(self) -> str:
         """The transcript in Claude Code's shape, brought up to date ("" if it cannot be written)."""
-        from nanohermes.guard.claude_transcript import ClaudeTranscript, describer
+        from nanohermes.hooks.claude_transcript import ClaudeTranscript, describer
 
         path = self.folder() / TRANSCRIPT_FILE
         if self._transcript is None or self._transcript.path != path:
@@ -547,7 +547,7 @@ class Hooks:
         return o.context
 
     def _read_exports(self, env_file: Path) -> None:
-        from nanohermes.guard.envfile import load_exports
+        from nanohermes.hooks.envfile import load_exports
         from nanohermes.guard.redact import set_session_env
 
         self._exports, problems = load_exports(env_file, self.limits.hook_output_bytes, self._exports)
