@@ -36,6 +36,13 @@ from nanohermes.tools.registry import conventions as tool_conventions
 from nanohermes.tools.registry import kept_state
 from nanohermes.tools.skills import SkillSet
 from nanohermes.turn.window import ContextBudget, budget_for
+from nanohermes.config.claude_files import translate_rule
+from nanohermes.extensions.agent_files import discover_agents
+from nanohermes.guard.secrets import own_paths
+from nanohermes.guard.trust import is_trusted
+from nanohermes.tools import declarations
+from nanohermes.tools.search.walk import ignore_dir_names
+from nanohermes.turn.context import context_lines
 
 if TYPE_CHECKING:  # imported only when configured: most sessions use none of them
     from nanohermes.turn.checkpoints import Checkpoints
@@ -189,8 +196,6 @@ class Built:
 
     def context_lines(self) -> list[str]:
         """For `/context`: the AGENTS.md files loaded and their sizes, the skills, the prompt size."""
-        from nanohermes.turn.context import context_lines
-
         lines = context_lines(self.docs)
         lines.append(f"skills: {len(self.skills.skills)}" + (
             " (" + ", ".join(s.name for s in self.skills.skills) + ")" if self.skills.skills else ""))
@@ -244,10 +249,6 @@ def parse_rules(texts: list[str], where: str, warnings: list[str],
     """Parse config rules; a malformed one (a pattern of the wrong shape for its built-in
     tool too) is reported with its file and ignored. `workspace`: the folder they are read
     for, whose files an absolute path pattern may name."""
-    from nanohermes.tools import declarations
-
-    from nanohermes.config.claude_files import translate_rule
-
     kinds = {name: kind for name, (kind, _) in declarations().items()}
     kind = where.rpartition(".")[2]  # allow, ask or deny
     root = os.path.realpath(workspace) if workspace is not None else ""
@@ -267,9 +268,6 @@ def parse_rules(texts: list[str], where: str, warnings: list[str],
 def subagent_configs(config: Config, workspace: Path, reader: OwnReader, warnings: list[str]) -> dict[str, SubagentConfig]:
     """The sub-agents: the config's, then those of agent files (`agent_files`; a project's
     only in a trusted project); what the files warn of joins `warnings`."""
-    from nanohermes.extensions.agent_files import discover_agents
-    from nanohermes.guard.trust import is_trusted
-
     found = discover_agents(workspace, reader, trusted=is_trusted(workspace, list(config.trusted_projects)),
                             taken=set(config.subagents))
     warnings += found.warnings
@@ -337,8 +335,6 @@ def child_factory(parent: Runtime) -> Callable[[Child], Agent]:
 
 def build_policy(config: Config, warnings: list[str], workspace: Path | None = None) -> Policy:
     """The policy of a session in `workspace` (whose files an absolute path in a rule may name)."""
-    from nanohermes.guard.secrets import own_paths
-
     p = config.permissions
     return Policy(
         mode=config.permission_mode,
@@ -469,7 +465,6 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     checkpoints = None
     if config.checkpoints:
         from nanohermes.turn.checkpoints import Checkpoints, Store, skipped_dirs
-        from nanohermes.tools.search.walk import ignore_dir_names
 
         store = Store(workspace, limits, skipped_dirs(ignore_dir_names(config)), session=session.id)
         checkpoints = Checkpoints(session, store, ui.emit)

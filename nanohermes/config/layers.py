@@ -26,6 +26,7 @@ from nanohermes.config.validate import (
 from nanohermes.common.dirs import project_config_path, user_config_path
 from nanohermes.common.errors import ConfigError
 from nanohermes.guard.trust import approved_rules, is_trusted
+from nanohermes.config.claude_files import project_layers, user_layer
 
 if TYPE_CHECKING:
     from nanohermes.config.claude_files import Layer
@@ -136,8 +137,6 @@ class _Source(NamedTuple):
 
 
 def _sources(workspace: Path, config_file: Path | None) -> list[_Source]:
-    from nanohermes.config.claude_files import project_layers, user_layer
-
     project = project_config_path(workspace)
     # The person's Claude Code settings, below their own nanohermes file; --config replaces both.
     claude = user_layer(Path.home(), workspace, read_config_file) if config_file is None else None

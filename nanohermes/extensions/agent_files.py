@@ -25,6 +25,7 @@ from pathlib import Path
 
 from nanohermes.config import SubagentConfig
 from nanohermes.guard.ownreads import OwnReader, Owner, Skipped
+from nanohermes.common.dirs import config_home
 
 # The names the config allows a sub-agent (letters, digits, - and single _), at most 40 chars.
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*(?:_[A-Za-z0-9-]+)*$")
@@ -42,8 +43,6 @@ class AgentFiles:
 
 def folders(workspace: Path) -> list[tuple[Path, Owner]]:
     """Where agent files are looked for, first wins; with whose they are."""
-    from nanohermes.common.dirs import config_home
-
     home = Path.home()
     return [(workspace / ".nanohermes" / "agents", "project"), (workspace / ".claude" / "agents", "project"),
             (config_home() / "agents", "user"), (home / ".claude" / "agents", "user")]

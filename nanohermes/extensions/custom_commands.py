@@ -32,6 +32,10 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from nanohermes.common.budget import clamp
 from nanohermes.common.dirs import config_home
 from nanohermes.guard.ownreads import OwnReader, Owner, Skipped
+from nanohermes.common.errors import NanohermesError, UsageError
+from nanohermes.common.events import Notice, TurnEnded
+from nanohermes.tools import ToolContext
+from nanohermes.turn.runtime import DENIED_PREFIX
 
 if TYPE_CHECKING:
     from nanohermes.turn.agent import Agent, TurnResult
@@ -228,7 +232,6 @@ async def attach(text: str, runtime: Runtime, *, owner: Owner | None = None) -> 
         if isinstance(got, Skipped):
             notes.append(f"@{path} not attached: {got.reason}")
             continue
-        from nanohermes.tools import ToolContext  # only with a file to attach: a plain prompt loads no tool code
         from nanohermes.tools.fileops import remember_file
         from nanohermes.tools.files import numbered
 
@@ -299,8 +302,6 @@ async def ask(agent: Agent, prompt: str, *, context: str = "",
     (it would only reach the model as text); anything else is sent as is. `context`: text
     sent after the prompt as it is (files an editor embedded), never read for `@path`
     mentions or as a command's arguments, since nobody typed it."""
-    from nanohermes.common.events import Notice
-
     if prompt.lstrip().startswith("/"):
         name, arguments = split(prompt)
         if name == "init":
@@ -311,23 +312,17 @@ async def ask(agent: Agent, prompt: str, *, context: str = "",
         command = found.commands.get(name)
         builtin = repl(name)
         if name in found.refused and builtin is None:
-            from nanohermes.common.errors import NanohermesError
-
             raise NanohermesError(f"/{name} cannot run: {found.refused[name]}",
                                   hint="see docs/instructions.md for what nanohermes reads by itself")
         if command is not None and (builtin is None or builtin.source):  # a built-in wins, as in the REPL
             ready, text, notes = await prompt_for(command, arguments, agent.runtime)
             if ready is None:
-                from nanohermes.common.errors import NanohermesError
-
                 raise NanohermesError(notes[0], hint="see docs/instructions.md for what nanohermes reads by itself")
             for note in notes:
                 agent.ui.emit(Notice(level=attach_level(note), text=note))
             result: TurnResult = await run(agent, ready, _with(text, context))
             return result
         if builtin is not None:
-            from nanohermes.common.errors import UsageError
-
             raise UsageError(f"/{name} is a command of the REPL; with -p only "
                              f"{', '.join('/' + c for c in PRINT_MODE_COMMANDS)} and custom commands run",
                              hint=f"run `nanohermes` for /{name}; to ask the model about it, put the question in words")
@@ -344,9 +339,6 @@ def _with(text: str, context: str) -> str:
 async def _init(agent: Agent, arguments: str, context: str = "") -> TurnResult:
     """/init's turn. Its job is the file: a turn that ends without writing it failed, and
     says why (most often: the write needs an approval nobody is there to give)."""
-    from nanohermes.common.errors import NanohermesError
-    from nanohermes.turn.runtime import DENIED_PREFIX
-
     path = agent.runtime.workspace / "AGENTS.md"
     if agent.runtime.policy.mode == "plan":
         raise NanohermesError("/init writes AGENTS.md, and plan mode writes nothing",
@@ -379,8 +371,6 @@ def _contents(path: Path) -> tuple[int, int, int] | None:
 
 def _export(agent: Agent, arguments: str) -> TurnResult:
     from nanohermes.turn.agent import TurnResult
-    from nanohermes.common.errors import NanohermesError, UsageError
-    from nanohermes.common.events import TurnEnded
     from nanohermes.turn.export import export, exported_line
 
     session = agent.session

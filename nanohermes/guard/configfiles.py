@@ -21,6 +21,7 @@ import functools
 import os
 import sys
 from pathlib import Path
+from nanohermes.common.dirs import cache_home, config_home, data_home, state_home
 
 # Paths relative to a folder of the workspace (its root or any folder below it).
 PROJECT_FILES: tuple[tuple[str, ...], ...] = (
@@ -43,8 +44,6 @@ def project_file(parts: tuple[str, ...] | list[str]) -> bool:
 
 def user_paths() -> tuple[str, ...]:
     """Real paths of the user's config folders and files: nanohermes's own and Claude Code's."""
-    from nanohermes.common.dirs import cache_home, config_home, data_home, state_home
-
     home = Path.home()
     paths = (config_home(), data_home(), state_home(), cache_home(), home / ".claude", home / ".claude.json")
     return tuple(dict.fromkeys(os.path.realpath(p) for p in paths))

@@ -47,10 +47,14 @@ from nanohermes.guard.permissions import (
 )
 from nanohermes.guard.shellparse import ParseError, split
 from nanohermes.tools.base import Attempt, Params, Tool, ToolContext, ToolError, ToolResult
+from nanohermes.common.dirs import project_config_path
+from nanohermes.guard.gitmeta import git_dirs
+from nanohermes.guard.trust import remember, save_project_rules
 
 if TYPE_CHECKING:
     from nanohermes.config import Config
-    from nanohermes.hooks.hooks import Conversation, Hooks, PreToolUse
+    from nanohermes.hooks.conversation import Conversation
+    from nanohermes.hooks.hooks import Hooks, PreToolUse
     from nanohermes.guard.sandbox import Confinement
 
 # A refused call's result. With the person's note, the note is the instruction instead.
@@ -417,15 +421,10 @@ class Gate:
     # -- remembering -------------------------------------------------------------------------
     def remember(self, rule: Rule, origin: str = "learned this session") -> None:
         """An "always" answer: allowed for the rest of the session, whatever the mode."""
-        from nanohermes.guard.trust import remember
-
         self.host.policy = remember(self.host.policy, rule, origin)
 
     def remember_in_project(self, rules: Sequence[Rule]) -> None:
         """"Always for this project": remembered now and written to the project config."""
-        from nanohermes.common.dirs import project_config_path
-        from nanohermes.guard.trust import save_project_rules
-
         try:
             path = save_project_rules(self.workspace, rules)
         except (OSError, ValueError) as e:
@@ -532,8 +531,6 @@ def person_only(why: str, *, unattended: bool) -> Verdict:
 def writable_roots(workspace: Path, config: Config) -> list[Path]:
     """Every folder a sandboxed command of this session may write: the workspace, the git
     folders it commits into, `extra_write_roots` and `sandbox.writable_roots`."""
-    from nanohermes.guard.gitmeta import git_dirs
-
     extra = (*config.extra_write_roots, *config.sandbox.writable_roots)
     return [workspace, *git_dirs(workspace), *(Path(os.path.expanduser(r)) for r in extra)]
 

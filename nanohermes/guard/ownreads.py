@@ -47,6 +47,7 @@ from nanohermes.common.events import ApprovalReply, ApprovalRequest
 from nanohermes.guard.pathrules import lexical, open_dir, subject_of, swapped
 from nanohermes.guard.permissions import Policy, Rule, is_secret, read_rules, unattended
 from nanohermes.guard.secrets import own_paths, own_secret
+from nanohermes.common.dirs import state_home, write_private
 
 # Who wrote the file: the repository's author, or the person (their own folders, a path they typed).
 Owner = Literal["project", "user"]
@@ -316,7 +317,6 @@ class OwnReader:
     def _store(self) -> Path:
         if self.store is not None:
             return self.store
-        from nanohermes.common.dirs import state_home
 
         return state_home() / "own-reads.json"
 
@@ -335,8 +335,6 @@ class OwnReader:
         return self._remembered
 
     def _remember(self, real: str) -> None:
-        from nanohermes.common.dirs import write_private
-
         self.remembered().add(real)
         data = self._load()
         listed = [t for t in data.get(self.root) or [] if isinstance(t, str)]

@@ -30,6 +30,9 @@ from nanohermes.guard.commands import read_operands
 from nanohermes.guard.permissions import Effect, ReadRules, SubjectKind, Target
 from nanohermes.guard.secrets import holds_own_secret, name_matcher, own_secret
 from nanohermes.guard.shellparse import ParseError, SimpleCommand, Word, split
+from nanohermes.guard.configfiles import project_file, why_protected
+from nanohermes.guard.gitmeta import metadata
+from nanohermes.guard.hosts import canonical_host
 
 
 class PathProblem(ValueError):
@@ -92,8 +95,6 @@ def subject_of(workspace: Path, real: Path | str) -> str:
 def host_subject(url_or_host: str) -> str:
     """web_fetch rules match the host: `https://Docs.Python.org:443/x` -> `docs.python.org`;
     an IP literal in any spelling gives its usual form."""
-    from nanohermes.guard.hosts import canonical_host
-
     if "://" in url_or_host:
         return canonical_host(urlsplit(url_or_host).hostname or "")
     return canonical_host(url_or_host.split("/", 1)[0].rsplit(":", 1)[0] if not url_or_host.startswith("[")
@@ -302,8 +303,6 @@ def protected_write(workspace: Path, path: str, *, cwd: Path | None = None,
     outside it; and what configures nanohermes or runs when it starts (`configfiles`: the
     project's and Claude Code's files, the user's config folders, the interpreter and packages
     nanohermes runs from)."""
-    from nanohermes.guard.configfiles import why_protected
-
     real = _real(cwd or workspace, path)
     if why := why_protected(real):
         return why
@@ -319,8 +318,6 @@ def protected_write(workspace: Path, path: str, *, cwd: Path | None = None,
 
 def _inside_root(real: str, root: str, *, git_runs: bool) -> str:
     """Why a write to `real`, inside the writable root `root`, is protected, or ""."""
-    from nanohermes.guard.configfiles import project_file
-
     parts = Path(os.path.relpath(real, root)).parts
     if ".git" in parts:
         return f"{real} is git's metadata"
@@ -335,8 +332,6 @@ def _git_runs(real: str, workspace: Path) -> bool:
     """Is `real` a file git reads outside `.git` (what the sandbox keeps read-only too): a
     `core.hooksPath` folder, a file an `include.path` names, husky's `.husky/`? A write there
     runs code at the person's next commit, as a write to `.git/hooks` would."""
-    from nanohermes.guard.gitmeta import metadata
-
     meta = metadata(workspace)
     return any(_inside(real, str(p)) for p in (*meta.protected, *meta.absent))
 

@@ -28,6 +28,7 @@ import contextlib
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TypeVar
+from nanohermes.common.dirs import private_dir, state_home
 
 _T = TypeVar("_T")
 
@@ -143,8 +144,6 @@ def neutral_folder(workspace: os.PathLike[str] | str) -> str:
     lies inside a writable root (a workspace holding the home folder). Not the workspace:
     `python -m name`, npx (`node_modules/.bin`, `.npmrc`), uv (`uv.toml`, `pyproject.toml`) and
     their like take code and settings from the working folder and the folders above it."""
-    from nanohermes.common.dirs import private_dir, state_home
-
     roots = (*writable_roots(), os.path.realpath(workspace))
     own = state_home() / "run"
     if not _inside(os.path.realpath(own), roots) and not _inside(os.path.abspath(own), roots):

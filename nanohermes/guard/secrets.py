@@ -20,6 +20,7 @@ import posixpath
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from nanohermes.common.dirs import data_home, state_home, user_config_path
 
 DEFAULT_SECRET_FILES: tuple[str, ...] = (
     ".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",
@@ -55,8 +56,6 @@ def is_secret(path: str, patterns: tuple[str, ...] | list[str], *, glob: bool = 
 def own_paths(config_files: Iterable[Path] = ()) -> tuple[str, ...]:
     """Real paths of nanohermes's own secret files and folders: the user's config file (and
     any other the person's config came from), the data folder and the state folder."""
-    from nanohermes.common.dirs import data_home, state_home, user_config_path
-
     out = [user_config_path(), *config_files, data_home(), state_home()]
     return tuple(dict.fromkeys(os.path.realpath(p) for p in out))
 

@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from nanohermes.guard import programs
 from nanohermes.common.budget import Limits, clamp
@@ -44,8 +44,8 @@ from nanohermes.hooks.claude_vocab import (
     TOOL_EVENTS, Condition, call_names, claude_response, exec_line, matcher_matches, output_text,
 )
 from nanohermes.common.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, TurnEnded
-from nanohermes.common.messages import Message
 from nanohermes.common.modes import CLAUDE_MODES, Mode
+from nanohermes.hooks.conversation import Conversation, Unrecorded
 
 if TYPE_CHECKING:
     from nanohermes.hooks.claude_transcript import ClaudeTranscript
@@ -135,33 +135,6 @@ class PreToolUse:
         return replace(verdict, decision="ask", reason=f"a PreToolUse hook asks{why}", suggest=None)
 
 
-class Conversation(Protocol):
-    """What hooks are told of the session: its id, transcript, folder and history (the turn's
-    `Session` is one; the safety core names what it reads of it and imports no turn)."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def path(self) -> Path | None: ...
-
-    @property
-    def folder(self) -> Path | None: ...
-
-    @property
-    def history(self) -> list[Message]: ...
-
-
-@dataclass(frozen=True)
-class Unrecorded:
-    """No session yet: no id, transcript or folder, nothing said (as a fresh `Session` is)."""
-
-    id: str = ""
-    path: Path | None = None
-    folder: Path | None = None
-    history: list[Message] = field(default_factory=list)
-
-
 @dataclass
 class Hooks:
     """The hooks in force for one session, and the code that runs them."""
@@ -171,7 +144,7 @@ class Hooks:
     limits: Limits = field(default_factory=Limits)
     emit: Callable[[Event], None] = lambda e: None
     # The session whose id and transcript a hook is told (/clear and /resume change them).
-    session: Conversation = field(default_factory=lambda: Unrecorded())
+    session: Conversation = field(default_factory=Unrecorded)
     mode: Callable[[], Mode] = lambda: Mode.DEFAULT  # the permission mode at the time a hook runs
     tools: Callable[[], Sequence[Tool]] = lambda: ()  # the session's tools, to name the calls of the transcript
     model: Callable[[], str] = lambda: ""  # the model answering, for the transcript

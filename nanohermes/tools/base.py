@@ -33,6 +33,8 @@ from nanohermes.common.events import UI, Event, ToolProgress
 from nanohermes.common.messages import Image
 from nanohermes.guard.permissions import Effect, Rule, SubjectKind, Target
 from nanohermes.common.plaindata import NOT_PLAIN, made
+from nanohermes.guard.pathrules import PathProblem, compute_target
+from nanohermes.tools.declared import schema
 
 if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler, TypeAdapter, ValidationError
@@ -384,8 +386,6 @@ class Tool(Generic[P]):
     def target(self, args: P, ctx: ToolContext) -> Target:
         """The call's Target, computed from the declaration. Not for overriding: tools
         declare `kind`, `effect` and `subjects`; resolution is the same for every tool."""
-        from nanohermes.guard.pathrules import PathProblem, compute_target
-
         effect: Effect = "read" if self.read_only(args) else self.effect
         try:
             return compute_target(self.kind, effect, self.subjects(args), ctx.workspace, base=self.base_dir(args),
@@ -581,8 +581,6 @@ def _with_article(word: str) -> str:
 def params_schema(model: type[Params]) -> dict[str, Any]:
     """JSON schema for the params (`render_params_schema`). The tool modules' params' schemas
     are shipped with the package (`tools/declared.py`), so a start imports no pydantic."""
-    from nanohermes.tools.declared import schema
-
     return schema(model, lambda: render_params_schema(model))
 
 

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from nanohermes.common.budget import Limits
 from nanohermes.guard.ownreads import OwnReader, Owner, Skipped
 from nanohermes.tools.base import Attempt, Params, ReadOnlyTool, Tool, ToolContext, ToolError, about
+from nanohermes.common.dirs import config_home
 
 SKILL_FILE = "SKILL.md"
 
@@ -81,8 +82,6 @@ def discover_skills(workspace: Path, *, config_dir: Path | None = None, reader: 
     """The skills there are, each SKILL.md read through `reader` (one asking nobody when None);
     what it did not read is left for the reader's caller to name."""
     if config_dir is None:
-        from nanohermes.common.dirs import config_home
-
         config_dir = config_home()
     reader = reader if reader is not None else OwnReader(workspace)
     found = SkillSet(reader=reader)

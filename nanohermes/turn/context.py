@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from nanohermes.common.budget import plural
 from nanohermes.guard.ownreads import Confirm, OwnReader, OwnText, Owner, Skipped
+from nanohermes.common.dirs import config_home
 
 if TYPE_CHECKING:
     from nanohermes.guard.permissions import Target
@@ -269,8 +270,6 @@ def load_project_docs(workspace: Path, max_chars: int, *, config_dir: Path | Non
                       claude_dir: Path | None = None, reader: OwnReader | None = None) -> ProjectDocs:
     """The chain's files and what they import, read through the one reader, within `max_chars`."""
     if config_dir is None:
-        from nanohermes.common.dirs import config_home
-
         config_dir = config_home()
     reader = reader if reader is not None else OwnReader(workspace)
     loading = _Loading(reader, reader.limits.doc_import_depth)

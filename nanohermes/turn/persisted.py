@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from nanohermes.common.dirs import private_dir, write_private
+from nanohermes.guard.redact import redact
 
 RESULTS_DIR = "tool-results"
 CONTEXT_NOTE = "to fit the model's context"
@@ -21,8 +23,6 @@ CONTEXT_NOTE = "to fit the model's context"
 
 def free_path(folder: Path, call_id: str) -> Path:
     """A new file name for the result of `call_id` under `folder`/tool-results (created)."""
-    from nanohermes.common.dirs import private_dir
-
     where = private_dir(folder / RESULTS_DIR)
     # The id comes from the model: keep it to a safe file name, and never overwrite an
     # earlier result (some endpoints reuse ids such as call_0 in every message).
@@ -36,9 +36,6 @@ def free_path(folder: Path, call_id: str) -> Path:
 
 
 def write(path: Path, text: str) -> None:
-    from nanohermes.common.dirs import write_private
-    from nanohermes.guard.redact import redact
-
     write_private(path, redact(text))  # a session file: no keys in it, 0600
 
 

@@ -42,6 +42,8 @@ from nanohermes.common.budget import Limits
 from nanohermes.llm.quirks import WindowField, entries
 from nanohermes.llm.quirks import data as quirk_data
 from nanohermes.common.messages import CHARS_PER_TOKEN
+from nanohermes.common.dirs import cache_home, write_private
+from nanohermes.llm.http import import_httpx
 
 if TYPE_CHECKING:
     from nanohermes.config import Config
@@ -321,8 +323,6 @@ async def ask_endpoint(base_url: str, model: str, api_key: str | None, routes: t
     windows, when its URL or an earlier answer said (each asked in turn until one names it);
     else its /models list is asked first, which names the window or tells the server by its
     owners, whose own routes are asked then. The whole lookup is bounded by `timeout`."""
-    from nanohermes.llm.http import import_httpx
-
     httpx = import_httpx()
     headers = {"Authorization": f"Bearer {api_key or 'no-key-set'}"}
     plain = base_url.startswith("http://")
@@ -387,8 +387,6 @@ def _routes_key(base_url: str) -> str:
 
 
 def _read() -> dict[str, Any]:
-    from nanohermes.common.dirs import cache_home
-
     try:
         data = json.loads((cache_home() / CACHE_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -462,8 +460,6 @@ def forget_routes(base_url: str) -> None:
 
 
 def _write(entries: dict[str, Any], drop: str | None = None) -> None:
-    from nanohermes.common.dirs import cache_home, write_private
-
     data = {k: v for k, v in _read().items() if k != drop}
     data.update(entries)
     try:

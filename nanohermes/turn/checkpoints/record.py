@@ -26,6 +26,8 @@ from nanohermes.turn.checkpoints.store import Store
 from nanohermes.turn.checkpoints.undo import Resolver, Restorer
 from nanohermes.turn.checkpoints.versions import Change, CheckpointError, Scan
 from nanohermes.common.events import Event, FilesChanged, Notice
+from nanohermes.guard.gitmeta import hooks_folders
+from nanohermes.guard.runs_later import runs_later, startup_changed, startup_files
 
 if TYPE_CHECKING:
     from nanohermes.guard.runs_later import Startup
@@ -168,9 +170,6 @@ class Checkpoints:
         """`path: why` for each file the turn created or changed that runs code later. A file
         of which only a part runs code is named when that part changed (both contents read
         from the store), or when either content was too big to keep."""
-        from nanohermes.guard.gitmeta import hooks_folders
-        from nanohermes.guard.runs_later import runs_later
-
         changed = [c for c in changes if c.after is not None]  # a deleted file runs nothing
         if not changed:
             return ()
@@ -188,15 +187,11 @@ class Checkpoints:
         return tuple(out)
 
     def _look_startup(self) -> Startup:
-        from nanohermes.guard.runs_later import startup_files
-
         return startup_files(self.store.workspace, self.store.limits.startup_scan_folders)
 
     def _startup_changed(self) -> tuple[str, ...]:
         """`path: why` for each start-up file of the workspace's virtual environments the turn
         created or changed: the checkpoints leave those folders out."""
-        from nanohermes.guard.runs_later import startup_changed
-
         if self._startup is None:
             return ()
         return tuple(startup_changed(self._startup, self._look_startup()))

@@ -23,6 +23,7 @@ from nanohermes.turn.checkpoints.scan import PACK_FROM, Scanner
 from nanohermes.turn.checkpoints.shadow import Shadow
 from nanohermes.turn.checkpoints.versions import Change, Scan, Version
 from nanohermes.common.dirs import data_home
+from nanohermes.turn.session import project_key
 
 REF_PREFIX = "refs/nanohermes/turn/checkpoints/"
 STATE_REF = "refs/nanohermes/state"  # the contents the sessions' indexes name, kept through a prune
@@ -31,8 +32,6 @@ KEPT_OUTPUT_DIRS = frozenset({"build", "dist"})
 
 
 def store_dir(workspace: Path) -> Path:
-    from nanohermes.turn.session import project_key
-
     return data_home() / "checkpoints" / project_key(workspace)
 
 
