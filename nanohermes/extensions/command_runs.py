@@ -32,6 +32,10 @@ from nanohermes.common.budget import Limits, clamp
 from nanohermes.common.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, ToolProgress
 from nanohermes.guard.permissions import Policy, Rule
 from nanohermes.guard.permissions.rules import GRANT_ORIGIN
+from nanohermes.config.claude_files import translate_rule
+from nanohermes.guard.permissions import blocked
+from nanohermes.guard.trust import is_trusted
+from nanohermes.tools import ToolContext, ToolError, declarations
 
 if TYPE_CHECKING:
     from nanohermes.turn.agent import Agent
@@ -97,8 +101,6 @@ def find_shell(body: str) -> tuple[str, list[Shell]]:
 
 
 def is_trusted_here(runtime: Runtime) -> bool:
-    from nanohermes.guard.trust import is_trusted
-
     return is_trusted(runtime.workspace, list(runtime.config.trusted_projects))
 
 
@@ -116,8 +118,6 @@ def grants(command: CommandFile, runtime: Runtime) -> tuple[tuple[Rule, ...], li
     if command.project and not is_trusted_here(runtime):
         return (), [f"/{command.name}: allowed-tools ignored ({', '.join(command.allowed_tools)}): "
                     f"{untrusted_note(runtime)}"]
-    from nanohermes.config.claude_files import translate_rule
-    from nanohermes.tools import declarations
 
     kinds = {name: kind for name, (kind, _) in declarations().items()}
     root = os.path.realpath(runtime.workspace)
@@ -215,8 +215,6 @@ class ShellRun:
     async def _run(self, i: int, line: str) -> tuple[bool, str]:
         """(whether it ran, its output or why not)."""
         from nanohermes.guard.gate import Gate, Refusal
-        from nanohermes.guard.permissions import blocked
-        from nanohermes.tools import ToolContext, ToolError
 
         runtime = self.runtime
         if not line:

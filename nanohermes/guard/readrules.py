@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nanohermes.guard.permissions import READER, Policy, Rule, Verdict, match_path, read_verdict, real_pattern
+from nanohermes.config.claude_files import translate_rule
+from nanohermes.guard.pathrules import compute_target
 
 if TYPE_CHECKING:
     from nanohermes.config import Config
@@ -34,8 +36,6 @@ def read_denied(policy: Policy, workspace: Path, path: str | Path, tool_name: st
     expanded), resolved as the file tools resolve it (its links and its spelling as written
     both count), or None when no read rule covers it. `pathrules.PathProblem` for a path that
     cannot be judged (a NUL byte)."""
-    from nanohermes.guard.pathrules import compute_target
-
     target = compute_target("path", "read", [str(path)], workspace)
     return read_verdict(policy, tool_name, target)
 
@@ -43,8 +43,6 @@ def read_denied(policy: Policy, workspace: Path, path: str | Path, tool_name: st
 def config_read_rules(config: Config, workspace: Path) -> tuple[str, ...]:
     """The path patterns of the config's deny and ask rules on reading, written in
     nanohermes's syntax or Claude Code's (`Read(./secrets/**)`)."""
-    from nanohermes.config.claude_files import translate_rule
-
     patterns: list[str] = []
     for kind, texts in (("deny", config.permissions.deny), ("ask", config.permissions.ask)):
         for text in texts:

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 from nanohermes import __version__
 from nanohermes.common.arguments import parse_arguments
 from nanohermes.common.messages import Message, ToolCall, is_summary
+from nanohermes.common.dirs import open_private
+from nanohermes.guard.redact import redact
 
 if TYPE_CHECKING:
     from nanohermes.common.budget import Limits
@@ -75,8 +77,6 @@ class ClaudeTranscript:
     def sync(self, history: list[Message]) -> None:
         """Write what `history` holds beyond what the file holds; the whole history again
         when it no longer begins with what was written."""
-        from nanohermes.common.dirs import open_private
-
         n = len(self._written)
         grown = len(history) >= n and all(a is b for a, b in zip(history, self._written, strict=False))
         if grown and n == len(history) and self.path.exists():
@@ -93,8 +93,6 @@ class ClaudeTranscript:
 
     # -- the entries ---------------------------------------------------------------------------
     def _entry(self, kind: str, message: dict[str, Any], **extra: Any) -> str:
-        from nanohermes.guard.redact import redact
-
         me = str(uuid.uuid4())
         entry = {"parentUuid": self._parent, "isSidechain": False, "userType": "external", "cwd": str(self.cwd),
                  "sessionId": self.session_id, "version": __version__, "type": kind, "message": message,

@@ -24,6 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from nanohermes.tools.base import ClaudeCall
+from nanohermes.config.claude_files import denial_covers, rule_pattern
+from nanohermes.guard.pathrules import PathProblem, compute_target, host_subject
+from nanohermes.guard.permissions import Rule, unanalysable
+from nanohermes.guard.permissions.commands import could_match, deny_matches
+from nanohermes.guard.permissions.rules import match_command_text, match_domain, match_path
+from nanohermes.guard.shellparse import ParseError, split
 
 # Claude Code renamed some of its tools; a matcher or condition naming either name means the
 # same tool (old or new name -> the name `claude_names` use).
@@ -92,8 +98,6 @@ class Condition:
         file tool's name covers what a deny rule of that name covers, as Claude Code's Edit
         rules cover every tool that edits files: `Write(.env*)` holds for an edit of `.env`
         too, so a guard is not skipped because the model chose another file tool."""
-        from nanohermes.config.claude_files import denial_covers
-
         wanted = RENAMED.get(self.tool, self.tool)
         known = call_names(call.name, own)
         if wanted.startswith("mcp__"):
@@ -113,9 +117,6 @@ class Condition:
         if call.kind == "path":
             return _path_may_match(self.tool, self.pattern, call.subjects, workspace)
         if call.kind == "host":
-            from nanohermes.guard.pathrules import host_subject
-            from nanohermes.guard.permissions.rules import match_domain
-
             return any(match_domain(self.pattern, host_subject(s)) for s in call.subjects)
         return any(fnmatch.fnmatchcase(s, self.pattern) for s in call.subjects)
 
@@ -124,11 +125,6 @@ def _command_may_match(pattern: str, line: str) -> bool:
     """A command pattern against a line as a deny rule meets it: each simple command, however
     spelled, and any whose words are known only when it runs; a line that cannot be analysed
     matches (the hook runs)."""
-    from nanohermes.guard.permissions import Rule, unanalysable
-    from nanohermes.guard.permissions.commands import could_match, deny_matches
-    from nanohermes.guard.permissions.rules import match_command_text
-    from nanohermes.guard.shellparse import ParseError, split
-
     if match_command_text(pattern, line.strip()):
         return True
     try:
@@ -142,10 +138,6 @@ def _command_may_match(pattern: str, line: str) -> bool:
 def _path_may_match(tool: str, pattern: str, paths: tuple[str, ...], workspace: Path) -> bool:
     """A path pattern in Claude Code's form against the paths as the one resolver judges them
     (links and `..` followed, and as written); a path that cannot be judged matches."""
-    from nanohermes.config.claude_files import rule_pattern
-    from nanohermes.guard.pathrules import PathProblem, compute_target
-    from nanohermes.guard.permissions.rules import match_path
-
     ours = rule_pattern(tool, pattern, workspace)
     try:
         target = compute_target("path", "read", list(paths), workspace)

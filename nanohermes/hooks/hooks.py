@@ -46,6 +46,10 @@ from nanohermes.hooks.claude_vocab import (
 from nanohermes.common.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, TurnEnded
 from nanohermes.common.modes import CLAUDE_MODES, Mode
 from nanohermes.hooks.conversation import Conversation, Unrecorded
+from nanohermes.common.dirs import open_private, private_dir, state_home
+from nanohermes.config import HOOK_EVENTS
+from nanohermes.guard.redact import configured_env, set_session_env
+from nanohermes.tools.base import ToolError
 
 if TYPE_CHECKING:
     from nanohermes.hooks.claude_transcript import ClaudeTranscript
@@ -164,8 +168,6 @@ class Hooks:
                     session: Conversation | None = None, mode: Callable[[], Mode] = lambda: Mode.DEFAULT,
                     **more: Any) -> Hooks:
         """`more`: `tools`, `model` and `entrypoint` (see the fields)."""
-        from nanohermes.config import HOOK_EVENTS
-
         hooks = [Hook(event, group.matcher, exec_line(h.command, h.args, workspace), h.timeout, group.origin,
                       h.condition.strip(), group.project_own)
                  for event in HOOK_EVENTS for group in config.groups(event) for h in group.hooks]
@@ -235,8 +237,6 @@ class Hooks:
         if self.session.folder is not None:
             return self.session.folder
         if self._scratch is None:
-            from nanohermes.common.dirs import private_dir, state_home
-
             self._scratch = private_dir(state_home() / "hooks" / self._own_id)
         return self._scratch
 
@@ -269,8 +269,6 @@ class Hooks:
     def environment(self, more: dict[str, str] | None = None) -> dict[str, str]:
         """What a hook's environment sets over the person's: the config's `env`, what
         SessionStart hooks exported, and the variables Claude Code sets for its hooks."""
-        from nanohermes.guard.redact import configured_env
-
         exports = dict(self._exports)
         if "PATH" in exports:  # never a program a sandboxed command wrote, by name
             exports["PATH"] = programs.outside_path(exports["PATH"])
@@ -418,8 +416,6 @@ class Hooks:
                    updated: dict[str, Any]) -> Params | str:
         """The arguments a hook's `updatedInput` (in Claude Code's names or ours) gives, or the
         refusal when there are none."""
-        from nanohermes.tools.base import ToolError
-
         if len(calls) > 1:  # one file's input of several: there is no one call to rewrite it into
             return (f"ERROR: a PreToolUse hook rewrote the input of one of the {len(calls)} files or steps "
                     f"{tool.name} does at once; such a call cannot be rewritten, so it was refused")
@@ -508,7 +504,6 @@ class Hooks:
         if not hooks:
             return ""
         env_file = self.folder() / ENV_FILE
-        from nanohermes.common.dirs import open_private
 
         try:
             open_private(env_file, "w").close()  # each start begins with no exports
@@ -521,7 +516,6 @@ class Hooks:
 
     def _read_exports(self, env_file: Path) -> None:
         from nanohermes.hooks.envfile import load_exports
-        from nanohermes.guard.redact import set_session_env
 
         self._exports, problems = load_exports(env_file, self.limits.hook_output_bytes, self._exports)
         if left := set_session_env(self._exports):

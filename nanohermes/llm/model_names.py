@@ -28,6 +28,7 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from nanohermes.common.errors import ModelNotFoundError
 
 if TYPE_CHECKING:
     from nanohermes.llm import LLM, TextSink
@@ -139,8 +140,6 @@ class OrConfigured:
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], on_text: TextSink,
                        on_reasoning: TextSink | None = None) -> Completion:
-        from nanohermes.common.errors import ModelNotFoundError
-
         try:
             return await self.inner.complete(messages, tools, on_text, on_reasoning)
         except ModelNotFoundError as e:

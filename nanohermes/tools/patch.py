@@ -47,6 +47,7 @@ from nanohermes.tools.fileops import (
 from nanohermes.tools.patches.begin_patch import FileOp, apply_begin_patch, is_begin_patch, parse_begin_patch
 from nanohermes.tools.patches.common import Outcome, PatchError
 from nanohermes.tools.patches.unified import FilePatch, apply, parse, settle_prefixes
+from nanohermes.common.dirs import private_dir
 
 
 # Where the old content of a file a patch replaced unread is kept, in the session folder.
@@ -409,8 +410,6 @@ class ApplyPatch(Tool[ApplyPatchParams]):
     @staticmethod
     def _keep_unread(plan: _Plan, ctx: ToolContext) -> list[tuple[str, Path]]:
         """Save the bytes of each unread file the patch replaces whole, before anything is written."""
-        from nanohermes.common.dirs import private_dir
-
         if not plan.unread or ctx.session_folder is None:
             return []
         where = private_dir(ctx.session_folder / REPLACED_DIR)

@@ -19,6 +19,7 @@ from nanohermes.tools.process import (
     command_env, confinement_of, decode, format_command, run_capped, secret_values, shell_argv,
 )
 from nanohermes.tools.tasks import start_task
+from nanohermes.guard.gitmeta import moved_work_tree
 
 # `git` as a word of a command line (`/usr/bin/git`, `sh -c 'git diff'`), not `.gitignore` or `git-lfs`.
 _RUNS_GIT = re.compile(r"(?<![\w.-])git(?![\w.-])")
@@ -176,7 +177,6 @@ class RunCommand(Tool[RunCommandParams]):
         in the text of what it runs (`sh -c '...'`, `xargs git`)."""
         if not _RUNS_GIT.search(args.command):
             return None
-        from nanohermes.guard.gitmeta import moved_work_tree
 
         if not (moved := moved_work_tree(ctx.workspace)):
             return None

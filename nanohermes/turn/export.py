@@ -10,6 +10,7 @@ from pathlib import Path
 from nanohermes.common.messages import Message
 from nanohermes.guard.redact import redact
 from nanohermes.common.messages import SUMMARY_TAG, is_summary
+from nanohermes.common.budget import plural
 
 # Where the model's view of a compacted conversation starts, in the export.
 SUMMARY_HEADING = ("## Summary (the conversation above was compacted into this; from here on the model saw it in "
@@ -58,7 +59,5 @@ def _fenced(text: str, lang: str = "") -> str:
 def exported_line(count: int, summarised: int, path: Path) -> str:
     """What /export says it wrote: the whole conversation, and how many of its first
     messages the model now sees only as a summary."""
-    from nanohermes.common.budget import plural
-
     tail = f" (the whole session: the model now sees the first {summarised} as a summary)" if summarised else ""
     return f"exported {plural(count, 'message')}{tail} to {path}"
