@@ -34,8 +34,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nanohermes.budget import Limits
-from nanohermes.checkpoints import Store, skipped_dirs
+from nanohermes.common.budget import Limits
+from nanohermes.turn.checkpoints import Store, skipped_dirs
 from nanohermes.tools.search.walk import ignore_dir_names
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"}

@@ -23,8 +23,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from nanohermes import sandbox  # noqa: E402
-from nanohermes.budget import Limits  # noqa: E402
+from nanohermes.guard import sandbox  # noqa: E402
+from nanohermes.common.budget import Limits  # noqa: E402
 from nanohermes.tools.process import command_env, run_capped, shell_argv  # noqa: E402
 from nanohermes.testing import FakeServer, Reply, call, tool_reply  # noqa: E402
 

@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nanohermes.assemble import build_agent
 from nanohermes.config import Config
-from nanohermes.events import NullUI
-from nanohermes.messages import ToolCall
+from nanohermes.common.events import NullUI
+from nanohermes.common.messages import ToolCall
 from nanohermes.testing import ScriptedLLM
 
 DEMO = str(Path(__file__).resolve().parent.parent / "tests" / "mcp" / "demo_server.py")

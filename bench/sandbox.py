@@ -40,11 +40,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from nanohermes import sandbox, withhold  # noqa: E402
-from nanohermes.permissions.rules import DEFAULT_SECRET_FILES  # noqa: E402
-from nanohermes.budget import Limits  # noqa: E402
+from nanohermes.guard import sandbox, withhold  # noqa: E402
+from nanohermes.guard.permissions.rules import DEFAULT_SECRET_FILES  # noqa: E402
+from nanohermes.common.budget import Limits  # noqa: E402
 from nanohermes.config import Config  # noqa: E402
-from nanohermes.sandbox import confine  # noqa: E402
+from nanohermes.guard.sandbox import confine  # noqa: E402
 from nanohermes.tools.process import command_env, run_capped, shell_argv  # noqa: E402
 
 COMMANDS = ["true", "echo hi > /dev/null", "ls -la", "git status --short"]

@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nanohermes.budget import Limits
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config
 from nanohermes.tools import Attempt, ToolContext
 from nanohermes.tools.search import Glob, Grep, find_ripgrep

@@ -24,10 +24,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nanohermes.assemble import build_agent
-from nanohermes.compact import SUMMARY_INSTRUCTIONS
+from nanohermes.turn.compact import SUMMARY_INSTRUCTIONS
 from nanohermes.config import Config
-from nanohermes.events import NullUI
-from nanohermes.session import Transcript
+from nanohermes.common.events import NullUI
+from nanohermes.turn.session import Transcript
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 

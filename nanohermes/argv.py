@@ -19,7 +19,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, get_args, get_origin
 
-from nanohermes.modes import Effort, Mode, SandboxMode, Wire
+from nanohermes.common.modes import Effort, Mode, SandboxMode, Wire
 
 # How -p prints: the answer's text, one JSON object, or one JSON event per line.
 Format = Literal["text", "json", "stream-json"]

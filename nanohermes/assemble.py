@@ -13,33 +13,40 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nanohermes.agent import Agent, TurnHooks
-from nanohermes.budget import Limits
-from nanohermes.compact import Compactor
+from nanohermes.turn.agent import Agent, TurnHooks
+from nanohermes.common.budget import Limits
+from nanohermes.turn.compact import Compactor
 from nanohermes.config import HOOK_EVENTS, Config, McpServerConfig, SubagentConfig
-from nanohermes.dirs import state_home
-from nanohermes.context import NestedDocs, ProjectDocs, load_project_docs, system_prompt
-from nanohermes.events import UI, Notice
+from nanohermes.common.dirs import state_home
+from nanohermes.turn.context import NestedDocs, ProjectDocs, load_project_docs, system_prompt
+from nanohermes.common.events import UI, Notice
 from nanohermes.llm import LLM, client_for
 from nanohermes.llm.textcalls import TextCallCheck, last_thinking
-from nanohermes.ownreads import OwnReader
-from nanohermes.permissions import Policy, Rule
-from nanohermes import procargs
-from nanohermes.redact import protect as protect_secrets
-from nanohermes.redact import set_child_env_policy
-from nanohermes.runtime import AfterCall, Runtime, ToolConventions
-from nanohermes.session import Session
+from nanohermes.guard.ownreads import OwnReader
+from nanohermes.guard.permissions import Policy, Rule
+from nanohermes.guard import procargs
+from nanohermes.guard.redact import protect as protect_secrets
+from nanohermes.guard.redact import set_child_env_policy
+from nanohermes.turn.runtime import AfterCall, Runtime, ToolConventions
+from nanohermes.turn.session import Session
 from nanohermes.tools import Tool
 from nanohermes.tools import skills as skill_tools
 from nanohermes.tools.catalog import builtin_pool
 from nanohermes.tools.registry import conventions as tool_conventions
 from nanohermes.tools.registry import kept_state
 from nanohermes.tools.skills import SkillSet
-from nanohermes.window import ContextBudget, budget_for
+from nanohermes.turn.window import ContextBudget, budget_for
+from nanohermes.config.claude_files import translate_rule
+from nanohermes.extensions.agent_files import discover_agents
+from nanohermes.guard.secrets import own_paths
+from nanohermes.guard.trust import is_trusted
+from nanohermes.tools import declarations
+from nanohermes.tools.search.walk import ignore_dir_names
+from nanohermes.turn.context import context_lines
 
 if TYPE_CHECKING:  # imported only when configured: most sessions use none of them
-    from nanohermes.checkpoints import Checkpoints
-    from nanohermes.hooks import Hooks
+    from nanohermes.turn.checkpoints import Checkpoints
+    from nanohermes.hooks.hooks import Hooks
     from nanohermes.mcp.client import McpManager
     from nanohermes.tools.subagents import Child, SubagentManager
 
@@ -189,8 +196,6 @@ class Built:
 
     def context_lines(self) -> list[str]:
         """For `/context`: the AGENTS.md files loaded and their sizes, the skills, the prompt size."""
-        from nanohermes.context import context_lines
-
         lines = context_lines(self.docs)
         lines.append(f"skills: {len(self.skills.skills)}" + (
             " (" + ", ".join(s.name for s in self.skills.skills) + ")" if self.skills.skills else ""))
@@ -244,10 +249,6 @@ def parse_rules(texts: list[str], where: str, warnings: list[str],
     """Parse config rules; a malformed one (a pattern of the wrong shape for its built-in
     tool too) is reported with its file and ignored. `workspace`: the folder they are read
     for, whose files an absolute path pattern may name."""
-    from nanohermes.tools import declarations
-
-    from nanohermes.claude_files import translate_rule
-
     kinds = {name: kind for name, (kind, _) in declarations().items()}
     kind = where.rpartition(".")[2]  # allow, ask or deny
     root = os.path.realpath(workspace) if workspace is not None else ""
@@ -267,9 +268,6 @@ def parse_rules(texts: list[str], where: str, warnings: list[str],
 def subagent_configs(config: Config, workspace: Path, reader: OwnReader, warnings: list[str]) -> dict[str, SubagentConfig]:
     """The sub-agents: the config's, then those of agent files (`agent_files`; a project's
     only in a trusted project); what the files warn of joins `warnings`."""
-    from nanohermes.agent_files import discover_agents
-    from nanohermes.trust import is_trusted
-
     found = discover_agents(workspace, reader, trusted=is_trusted(workspace, list(config.trusted_projects)),
                             taken=set(config.subagents))
     warnings += found.warnings
@@ -278,7 +276,7 @@ def subagent_configs(config: Config, workspace: Path, reader: OwnReader, warning
 
 def subagent_manager(configs: dict[str, SubagentConfig], make_llm: Callable[..., LLM], agent: Agent) -> SubagentManager:
     """The sub-agents of `agent`'s session: children of its runtime, counted in its meters."""
-    from nanohermes.model_names import endpoint_lister
+    from nanohermes.llm.model_names import endpoint_lister
     from nanohermes.tools.subagents import SubagentManager
 
     runtime = agent.runtime
@@ -337,8 +335,6 @@ def child_factory(parent: Runtime) -> Callable[[Child], Agent]:
 
 def build_policy(config: Config, warnings: list[str], workspace: Path | None = None) -> Policy:
     """The policy of a session in `workspace` (whose files an absolute path in a rule may name)."""
-    from nanohermes.secrets import own_paths
-
     p = config.permissions
     return Policy(
         mode=config.permission_mode,
@@ -361,7 +357,7 @@ def build_policy(config: Config, warnings: list[str], workspace: Path | None = N
 
 
 def _sandbox_confines() -> bool:
-    from nanohermes.sandbox import probe  # ctypes and the probe's processes, for commands only
+    from nanohermes.guard.sandbox import probe  # ctypes and the probe's processes, for commands only
 
     return probe().confines
 
@@ -423,7 +419,7 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     resumed = session.resume(resume) if resume is not None else []
     hooks = None
     if any(config.hooks.groups(e) for e in HOOK_EVENTS):
-        from nanohermes.hooks import Hooks, NotifyingUI
+        from nanohermes.hooks.hooks import Hooks, NotifyingUI
 
         # The mode when a hook runs: the runtime's, which Shift+Tab and /mode change.
         def session_tools() -> list[Tool]:  # what the transcript for hooks names calls by
@@ -468,8 +464,7 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
         mcp.on_info = lambda text: ui.emit(Notice(level="info", text=text))
     checkpoints = None
     if config.checkpoints:
-        from nanohermes.checkpoints import Checkpoints, Store, skipped_dirs
-        from nanohermes.tools.search.walk import ignore_dir_names
+        from nanohermes.turn.checkpoints import Checkpoints, Store, skipped_dirs
 
         store = Store(workspace, limits, skipped_dirs(ignore_dir_names(config)), session=session.id)
         checkpoints = Checkpoints(session, store, ui.emit)

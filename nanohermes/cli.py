@@ -17,8 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn, Protocol, runtime_checkable
 
-from nanohermes import argv, procargs
-from nanohermes.modes import Wire
+from nanohermes import argv
+
+from nanohermes.guard import procargs
+from nanohermes.common.modes import Wire
 
 EXIT_OK, EXIT_ERROR, EXIT_TURNS, EXIT_INTERRUPTED = 0, 1, 3, 130  # 2, a usage error, is UsageError's exit_code
 EXIT_TERMINATED = 143
@@ -55,7 +57,7 @@ def run_line(args: list[str]) -> int:
     Its stdin must not be a terminal (that would open the REPL)."""
     import gc
 
-    from nanohermes.exits import run_exit_callbacks
+    from nanohermes.common.exits import run_exit_callbacks
 
     line = argv.read(args)
     values = line.values()
@@ -75,7 +77,7 @@ def run_line(args: list[str]) -> int:
 
 
 def _bad_value(what: str) -> Exception:
-    from nanohermes.errors import UsageError
+    from nanohermes.common.errors import UsageError
 
     return UsageError(what, hint="`nanohermes --help` lists the options")
 
@@ -86,7 +88,7 @@ def _leave(code: int) -> NoReturn:
     saved and closed by now; nanohermes's exit callbacks still run (they kill any process group
     a tool left behind), and a failure to flush the output ends with status 120, as the
     interpreter's own exit would."""
-    from nanohermes.exits import run_exit_callbacks
+    from nanohermes.common.exits import run_exit_callbacks
 
     try:
         sys.stdout.flush()
@@ -129,10 +131,10 @@ def _launch(values: dict[str, Any], first_prompt: str | None = None) -> Launch:
 
 
 def _fail(err: BaseException, verbose: bool) -> int:
-    from nanohermes.errors import NanohermesError
-    from nanohermes.redact import redact
+    from nanohermes.common.errors import NanohermesError
+    from nanohermes.guard.redact import redact
 
-    from nanohermes.errors import Cancelled, OutputClosed
+    from nanohermes.common.errors import Cancelled, OutputClosed
 
     if isinstance(err, Cancelled):  # the person cancelled a question: nothing went wrong
         return EXIT_OK
@@ -190,7 +192,7 @@ def _make_app(launch: Callable[[Launch], int] | None = None, first_prompt: str |
         cwd: Path | None = typer.Option(None, "-C", "--cwd", help="Workspace directory."),
     ) -> None:
         """Check the set-up: config, endpoint, key, model, streaming and tools, git, folders."""
-        from nanohermes.controls import inert_output
+        from nanohermes.common.controls import inert_output
         from nanohermes.doctor import doctor as run_doctor
 
         with inert_output(stdout=True):  # a server's or a config file's words drive no terminal
@@ -266,11 +268,11 @@ def acp_command(values: dict[str, Any], before: dict[str, Any] | None = None) ->
 
 
 def list_sessions_command(cwd: Path | None, as_json: bool) -> int:
-    from nanohermes.controls import inert_json, inert_output
+    from nanohermes.common.controls import inert_json, inert_output
 
     with inert_output(stdout=not as_json):  # a title is a prompt as typed, escapes included
         try:
-            from nanohermes.session import list_sessions
+            from nanohermes.turn.session import list_sessions
             from nanohermes.ui.sessions import format_sessions
 
             sessions = list_sessions(_workspace(cwd))
@@ -288,8 +290,8 @@ def list_sessions_command(cwd: Path | None, as_json: bool) -> int:
 
 def _resume_target(workspace: Path, cont: bool, resume: str | None, save_session: bool) -> Path | None:
     """The transcript `--continue` or `--resume [ID]` names, if any."""
-    from nanohermes.errors import UsageError
-    from nanohermes.session import find_session, latest_session, list_sessions
+    from nanohermes.common.errors import UsageError
+    from nanohermes.turn.session import find_session, latest_session, list_sessions
 
     if not cont and resume is None:
         return None
@@ -312,14 +314,14 @@ def _resume_target(workspace: Path, cont: bool, resume: str | None, save_session
         latest_session(workspace)  # raises the "no saved session" error with its hint
     picked = pick_session(sessions, sys.stdin, sys.stderr)
     if picked is None:
-        from nanohermes.errors import Cancelled
+        from nanohermes.common.errors import Cancelled
 
         raise Cancelled("no session picked")
     return picked.path
 
 
 def _workspace(cwd: Path | None) -> Path:
-    from nanohermes.errors import UsageError
+    from nanohermes.common.errors import UsageError
 
     ws = (cwd or Path(os.getcwd())).expanduser().resolve()
     if not ws.is_dir():
@@ -345,7 +347,7 @@ def _repl_first(args: list[str], first: str | None = None, values: dict[str, Any
         return EXIT_OK
 
     def start() -> Any:
-        from nanohermes.errors import UsageError
+        from nanohermes.common.errors import UsageError
 
         try:
             if not parsed:
@@ -356,7 +358,7 @@ def _repl_first(args: list[str], first: str | None = None, values: dict[str, Any
             raise
         return _repl_start(parsed[0])
 
-    from nanohermes.controls import inert_output
+    from nanohermes.common.controls import inert_output
 
     with inert_output(stdout=False):  # the resume picker's titles, an error quoting a file (the REPL draws stdout)
         try:
@@ -371,7 +373,7 @@ def _prepare(launch: Launch, warn: Callable[[str], None],
     """The validated config, the workspace and the transcript to resume (None for a new
     session); raises the run-ending errors (bad config, unknown session)."""
     from nanohermes.config import load_config
-    from nanohermes.redact import protect
+    from nanohermes.guard.redact import protect
 
     workspace = _workspace(launch.cwd)
     loaded = load_config(workspace, config_file=launch.config_file, flags=launch.flags)
@@ -388,7 +390,7 @@ def _prepare(launch: Launch, warn: Callable[[str], None],
 def _repl_start(launch: Launch) -> Any:
     """The REPL's Start: the config, and the folder-trust question when the project asks for
     trust keys the person has not answered yet (`-p` never asks: it warns and ignores them)."""
-    from nanohermes.trust import trust_declined
+    from nanohermes.guard.trust import trust_declined
     from nanohermes.ui.repl import Start
     from nanohermes.ui.trust import TrustQuestion
 
@@ -412,7 +414,7 @@ def _warn(text: str) -> None:
 
 
 def run(launch: Launch) -> int:
-    from nanohermes.controls import inert_output
+    from nanohermes.common.controls import inert_output
 
     # What this run writes for people shows control sequences escaped (stderr always; stdout's
     # answer on a terminal); the REPL's console escapes what it draws itself.
@@ -423,7 +425,7 @@ def run(launch: Launch) -> int:
 
 def _run(launch: Launch) -> int:
     try:
-        from nanohermes.errors import UsageError
+        from nanohermes.common.errors import UsageError
 
         prompt = launch.prompt
         if prompt is None and sys.stdin.isatty():
@@ -471,7 +473,7 @@ def _interactive(start: Callable[[], Any], first: str | None = None) -> NoReturn
 def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool, save_session: bool,
               resume: Path | None = None, *, partial: bool = False, key_source: str = "none") -> int:
     from nanohermes.assemble import build_agent
-    from nanohermes.errors import NanohermesError
+    from nanohermes.common.errors import NanohermesError
     from nanohermes.ui.headless import make_sink
 
     ui = make_sink(fmt, verbose=verbose, interactive=sys.stdin.isatty() and sys.stderr.isatty(), partial=partial)
@@ -492,7 +494,7 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
 
     def finish(result: str, reason: str, error: str | None = None) -> None:
         """The one way a run ends: its result object (json, stream-json), with the meters."""
-        from nanohermes.meters import context_breakdown, cost_report
+        from nanohermes.turn.meters import context_breakdown, cost_report
 
         meters = {"cost": cost_report(ui.meter.turn_by_model, agent.session.usage_by_model, config, config.model),
                   "context": context_breakdown(agent)}
@@ -524,7 +526,7 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
         sys.stderr.write("nanohermes: interrupted\n")
         return EXIT_INTERRUPTED
     except NanohermesError as e:
-        from nanohermes.errors import StreamBrokenError
+        from nanohermes.common.errors import StreamBrokenError
 
         failed, began = True, isinstance(e, StreamBrokenError)
         finish("", "error", e.message)
@@ -544,6 +546,13 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
     return EXIT_TURNS if result.reason == "max_turns" else EXIT_OK
 
 
+def _repl_command(name: str) -> Any:
+    """The REPL's command `name`, for `-p` to refuse or run a `/name` prompt."""
+    from nanohermes.ui.commands import repl_command  # only for a prompt starting with `/`: a plain -p turn loads no REPL command
+
+    return repl_command(name)
+
+
 async def _one_turn(built: Any, prompt: str, started: Callable[[Any], None] = lambda a: None, *,
                     report_window: bool = False) -> Any:
     """One turn inside the session (MCP servers up before it; background tasks, sub-agents
@@ -560,7 +569,7 @@ async def _one_turn(built: Any, prompt: str, started: Callable[[Any], None] = la
         if asking and task is not None:
             task.cancel()
 
-    from nanohermes.errors import OutputClosed
+    from nanohermes.common.errors import OutputClosed
     from nanohermes.ui.headless import stdout_closed, stop_turn_when_stdout_closes
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -570,9 +579,9 @@ async def _one_turn(built: Any, prompt: str, started: Callable[[Any], None] = la
         async with built.session() as agent:
             started(agent)
             try:
-                from nanohermes import custom_commands  # `/name args` runs a custom command
+                from nanohermes.extensions import custom_commands  # `/name args` runs a custom command
 
-                result = await custom_commands.ask(agent, prompt)
+                result = await custom_commands.ask(agent, prompt, repl=_repl_command)
                 if report_window and built.budget is not None:
                     await built.budget.known_now()
             finally:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from nanohermes.config import Config, Loaded
-from nanohermes.dirs import config_home, data_home, private_dir, state_home
+from nanohermes.common.dirs import config_home, data_home, private_dir, state_home
 from nanohermes.llm.quirks import Hint, entries
 
 if TYPE_CHECKING:
@@ -57,8 +57,8 @@ class Setup:
 
     def __post_init__(self) -> None:
         # git and ripgrep are checked where a session would find them: outside what it may write.
-        from nanohermes import programs
-        from nanohermes.gate import writable_roots
+        from nanohermes.guard import programs
+        from nanohermes.guard.gate import writable_roots
 
         programs.settle(writable_roots(self.workspace, self.config))
 
@@ -150,7 +150,7 @@ async def check_endpoint(s: Setup) -> list[Check]:
 
 
 async def _endpoint_checks(s: Setup, found: _Found) -> None:
-    from nanohermes.errors import AuthError, ConfigError
+    from nanohermes.common.errors import AuthError, ConfigError
     from nanohermes.llm import check_base_url
     from nanohermes.llm.connect import scheme_mismatch
     from nanohermes.llm.http import import_httpx
@@ -262,8 +262,8 @@ PROBE_TOOL = {
 async def _probe(cfg: Config, llm: LLM, server: str | None, keyed: bool) -> list[Check]:
     """One streamed chat request with the key and a tool spec, as a session sends them: is
     the key accepted by chat, does streaming work, and does the model really call the tool?"""
-    from nanohermes.errors import AuthError, EndpointError
-    from nanohermes.messages import Message
+    from nanohermes.common.errors import AuthError, EndpointError
+    from nanohermes.common.messages import Message
 
     pieces: list[str] = []
     try:
@@ -293,7 +293,7 @@ async def _probe(cfg: Config, llm: LLM, server: str | None, keyed: bool) -> list
 
 
 async def check_git(s: Setup) -> list[Check]:
-    from nanohermes import programs
+    from nanohermes.guard import programs
 
     git = programs.find("git")
     if git is None:
@@ -351,7 +351,7 @@ async def check_dirs(s: Setup) -> list[Check]:
 
 async def check_sandbox(s: Setup) -> list[Check]:
     """One line for Landlock and one for namespaces, each saying what is weaker when missing."""
-    from nanohermes.sandbox import probe
+    from nanohermes.guard.sandbox import probe
 
     if s.config.sandbox.mode == "off":
         return [Check("sandbox", "warn", "off (sandbox.mode or --sandbox off): commands that run without asking "
@@ -432,7 +432,7 @@ CHECKS.append(check_mcp)
 async def check_hooks(s: Setup) -> list[Check]:
     """Each configured hook's program exists (hooks themselves are not run)."""
     from nanohermes.config import HOOK_EVENTS
-    from nanohermes.hooks import missing_program
+    from nanohermes.hooks.hooks import missing_program
 
     out: list[Check] = []
     for event in HOOK_EVENTS:
@@ -452,7 +452,7 @@ async def check_hooks(s: Setup) -> list[Check]:
 def unmatched_matchers(config: Config) -> list[str]:
     """The tool matchers of the configured hooks that match no tool a session could offer: the
     built-ins, the conditional tools and the configured MCP servers' tools."""
-    from nanohermes.hooks import Hooks, unmatched
+    from nanohermes.hooks.hooks import Hooks, unmatched
     from nanohermes.tools.catalog import builtin_pool
     from nanohermes.tools.mcp import McpGetPrompt, McpListPrompts, McpListResources, McpReadResource
     from nanohermes.tools.skills import SkillTool
@@ -484,8 +484,8 @@ async def run_checks(setup: Setup, emit: Callable[[Check], None]) -> list[Check]
 def doctor(workspace: Path, *, config_file: Path | None, flags: dict[str, object]) -> int:
     """Run every check, print one line each, return the exit code (1 when any failed)."""
     from nanohermes.config import load_config
-    from nanohermes.errors import ConfigError
-    from nanohermes.redact import protect, redact
+    from nanohermes.common.errors import ConfigError
+    from nanohermes.guard.redact import protect, redact
 
     try:
         setup = Setup(workspace, load_config(workspace, config_file=config_file, flags=flags))

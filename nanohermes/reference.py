@@ -25,8 +25,8 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from nanohermes import budget
-from nanohermes.budget import Limits
+from nanohermes.common import budget
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config, Section, default_of, section_fields, section_types
 from nanohermes.tools import Tool, build_tools
 

@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
-from nanohermes.budget import Limits
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config
-from nanohermes.events import RecordingUI
-from nanohermes.messages import ToolCall
-from nanohermes.permissions import Policy
-from nanohermes.runtime import Runtime
+from nanohermes.common.events import RecordingUI
+from nanohermes.common.messages import ToolCall
+from nanohermes.guard.permissions import Policy
+from nanohermes.turn.runtime import Runtime
 from nanohermes.tools import build_tools
 
 MARK_VAR = "NH_TEST_PROC_MARK"
@@ -130,7 +130,7 @@ def confined_context(ws: Path, policy: str, *, config: Config | None = None, lim
                      withhold: bool = True) -> tuple[Any, Any]:
     """A tool context, and an attempt whose processes run as the gate would confine a call
     granted `policy`."""
-    from nanohermes.sandbox import confine
+    from nanohermes.guard.sandbox import confine
     from nanohermes.tools import Attempt, ToolContext
 
     cfg, lim = config or Config(), limits or Limits()

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from localweb import LocalSite
 
-from nanohermes.runtime import DENIED
-from nanohermes.sandbox import probe
+from nanohermes.turn.runtime import DENIED
+from nanohermes.guard.sandbox import probe
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 ASKED = DENIED  # what an asked call becomes with no terminal and no --yes

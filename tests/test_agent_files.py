@@ -143,7 +143,7 @@ def test_an_agent_file_reaching_outside_waits_for_a_yes_then_joins(server: FakeS
 
     from nanohermes.assemble import build_agent
     from nanohermes.config import Config
-    from nanohermes.events import ApprovalRequest, RecordingUI
+    from nanohermes.common.events import ApprovalRequest, RecordingUI
 
     shared = write(tmp_path / "shared" / "scout.md", "---\ndescription: Scouts\n---\nLook around.")
     (workspace / ".claude" / "agents").mkdir(parents=True)

@@ -13,15 +13,15 @@ from typing import Any, ClassVar
 
 import pytest
 
-from nanohermes.budget import Limits
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config
-from nanohermes.events import ApprovalRequest, RecordingUI, SandboxRefused
-from nanohermes.gate import Refusal
-from nanohermes.messages import ToolCall
-from nanohermes.permissions import Policy, Rule
-from nanohermes.runtime import Runtime
-from nanohermes.sandbox import Refused, probe, remedies
-from nanohermes.session import Session
+from nanohermes.common.events import ApprovalRequest, RecordingUI, SandboxRefused
+from nanohermes.guard.gate import Refusal
+from nanohermes.common.messages import ToolCall
+from nanohermes.guard.permissions import Policy, Rule
+from nanohermes.turn.runtime import Runtime
+from nanohermes.guard.sandbox import Refused, probe, remedies
+from nanohermes.turn.session import Session
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 from nanohermes.tools import Attempt, Params, Tool, ToolContext, ToolResult
 from nanohermes.tools.process import command_env, confinement_of, listed, run_capped, shell_argv
@@ -59,16 +59,16 @@ def test_only_the_sandbox_makes_a_confinement_and_the_gate_imports_no_tool_modul
     """Whatever runs a process gets its confinement from `sandbox.confine` (a basis and the
     configuration), never one assembled elsewhere; the gate asks the sandbox, not a tool."""
     made = {f"{path.relative_to(REPO)}:{line}" for path in sorted((REPO / "nanohermes").rglob("*.py"))
-            if "sandbox" not in path.relative_to(REPO / "nanohermes").parts[:1]
+            if path.relative_to(REPO / "nanohermes").parts[:2] != ("guard", "sandbox")
             for line in _calls(path, "Confinement")}
     assert made == set()
     imported = set()
-    for node in ast.walk(ast.parse((REPO / "nanohermes" / "gate.py").read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse((REPO / "nanohermes" / "guard" / "gate.py").read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module:
             imported.add(node.module)
         elif isinstance(node, ast.Import):
             imported.update(a.name for a in node.names)
-    assert {m for m in imported if m.startswith("nanohermes.tools")} == {"nanohermes.tools"}  # the contract
+    assert {m for m in imported if m.startswith("nanohermes.tools")} == {"nanohermes.tools.base"}  # the contract
 
 
 @dataclass(frozen=True, kw_only=True)

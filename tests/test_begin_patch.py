@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 from test_patch import tree
 
 from nanohermes.config import Config
-from nanohermes.events import RecordingUI
-from nanohermes.messages import ToolCall
-from nanohermes.permissions import Policy
-from nanohermes.runtime import Runtime
+from nanohermes.common.events import RecordingUI
+from nanohermes.common.messages import ToolCall
+from nanohermes.guard.permissions import Policy
+from nanohermes.turn.runtime import Runtime
 from nanohermes.testing import FakeServer, Reply, tool_reply
 from nanohermes.testing import call as llm_call
 from nanohermes.tools import build_tools

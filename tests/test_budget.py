@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nanohermes.budget import Limits, clamp, truncation_note
+from nanohermes.common.budget import Limits, clamp, truncation_note
 
 
 def test_clamp_keeps_three_quarters_head_and_one_quarter_tail() -> None:

@@ -17,16 +17,16 @@ from typing import ClassVar
 
 import pytest
 
-from nanohermes.agent import Agent
-from nanohermes.budget import Limits
+from nanohermes.turn.agent import Agent
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config
-from nanohermes.errors import EndpointError
-from nanohermes.events import RecordingUI
+from nanohermes.common.errors import EndpointError
+from nanohermes.common.events import RecordingUI
 from nanohermes.llm import OpenAIChat
-from nanohermes.messages import Message
-from nanohermes.permissions import Policy
-from nanohermes.runtime import Runtime
-from nanohermes.session import Session, Transcript
+from nanohermes.common.messages import Message
+from nanohermes.guard.permissions import Policy
+from nanohermes.turn.runtime import Runtime
+from nanohermes.turn.session import Session, Transcript
 from nanohermes.testing import FakeServer, Fault, FakeToolCall, Reply, check_protocol
 from nanohermes.tools import Attempt, Approval, Params, Tool, ToolContext, build_tools
 

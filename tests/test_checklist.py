@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.budget import Limits, truncation_note
+from nanohermes.common.budget import Limits, truncation_note
 from nanohermes.config import Config, WebSearchConfig
-from nanohermes.events import ApprovalRequest, RecordingUI
-from nanohermes.messages import ToolCall
-from nanohermes.permissions import Policy
-from nanohermes.runtime import DENIED, Runtime
+from nanohermes.common.events import ApprovalRequest, RecordingUI
+from nanohermes.common.messages import ToolCall
+from nanohermes.guard.permissions import Policy
+from nanohermes.turn.runtime import DENIED, Runtime
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 from nanohermes.tools import build_tools
 from exec_support import acall, make_runtime, no_leftover_processes  # noqa: F401

@@ -16,11 +16,11 @@ import pytest
 from rich.console import Console
 
 from nanohermes.assemble import Built, build_agent
-from nanohermes.budget import Limits
-from nanohermes.checkpoints import store_dir
+from nanohermes.common.budget import Limits
+from nanohermes.turn.checkpoints import store_dir
 from nanohermes.config import Config
-from nanohermes.events import Notice, RecordingUI
-from nanohermes.checkpoints.gitpack import blob_name
+from nanohermes.common.events import Notice, RecordingUI
+from nanohermes.turn.checkpoints.gitpack import blob_name
 from nanohermes.testing import Reply, ScriptedLLM, call, tool_reply
 from nanohermes.ui.commands import REGISTRY, CommandContext, load_commands
 
@@ -491,7 +491,7 @@ def test_a_turn_cancelled_while_the_model_answers_still_gets_its_checkpoint(repo
 
 
 def test_a_new_session_starts_from_the_last_index_and_old_indexes_are_removed(repo: Path) -> None:
-    from nanohermes.checkpoints import KEPT_INDEXES, Store
+    from nanohermes.turn.checkpoints import KEPT_INDEXES, Store
 
     first = Store(repo, Limits(), frozenset(), session="s0")
     first.scan()
@@ -719,7 +719,7 @@ def test_a_repositorys_own_index_starts_the_stat_cache_only_where_git_keeps_byte
     hashes of unchanged tracked files), unless its git converts files (here core.autocrlf,
     which checks files out with CRLF while the index holds LF): then every file is hashed as
     it is, and an undo still puts back the very bytes."""
-    from nanohermes.checkpoints import Store
+    from nanohermes.turn.checkpoints import Store
 
     git(workspace, "init", "-q", "-b", "main")
     if autocrlf:

@@ -18,7 +18,7 @@ import pytest
 
 from nanohermes.assemble import build_agent
 from nanohermes.config import Config
-from nanohermes.events import Notice, RecordingUI
+from nanohermes.common.events import Notice, RecordingUI
 from nanohermes.testing import FakeServer, Reply, ScriptedLLM, call, tool_reply
 
 needs_jq = pytest.mark.skipif(shutil.which("jq") is None, reason="jq is not installed")
@@ -257,7 +257,7 @@ def test_the_repl_is_claude_codes_cli_entrypoint(workspace: Path) -> None:
 ])
 def test_env_file_lines_are_read_as_the_shell_reads_one_word(text: str, values: dict[str, str | None],
                                                             problems: list[str], home: Path) -> None:
-    from nanohermes.envfile import read_exports
+    from nanohermes.hooks.envfile import read_exports
 
     got = read_exports(text, {"PATH": "/usr/bin"})
     assert got.values == {k: v.replace("HOME", str(home)) if v else v for k, v in values.items()}

@@ -16,7 +16,7 @@ import pytest
 from nanohermes.assemble import build_agent
 from nanohermes.config import Config, load_config
 from nanohermes.doctor import Setup, check_hooks
-from nanohermes.events import Notice, RecordingUI
+from nanohermes.common.events import Notice, RecordingUI
 from nanohermes.testing import FakeServer, Reply, ScriptedLLM, call, tool_reply
 
 # The guard from Claude Code's hook examples: read the command with jq, refuse `rm`.
@@ -338,7 +338,7 @@ def test_a_commit_is_told_as_the_git_command_a_bash_guard_knows(workspace: Path,
 
 
 def test_matchers_read_as_claude_code_reads_them(workspace: Path, tmp_path: Path) -> None:
-    from nanohermes.hooks import Hook
+    from nanohermes.hooks.hooks import Hook
 
     def hook(m: str) -> Hook:
         return Hook("PreToolUse", m, "true", 1, "")
@@ -605,7 +605,7 @@ def test_a_condition_on_an_event_without_tool_calls_never_runs_and_a_bad_one_alw
 ])
 def test_if_conditions_match_as_permission_rules(condition: str, name: str, own: str, kind: str, subject: str,
                                                  runs: bool, workspace: Path) -> None:
-    from nanohermes.claude_vocab import Condition
+    from nanohermes.hooks.claude_vocab import Condition
     from nanohermes.tools import ClaudeCall, SubjectKind
 
     (workspace / "src" / "deep").mkdir(parents=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from nanohermes.claude_files import translate_rule
+from nanohermes.config.claude_files import translate_rule
 from nanohermes.config import load_config, user_config_path
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 from nanohermes.ui.trust import TrustQuestion, lines

@@ -1,6 +1,6 @@
 """The root command's options are declared once (`nanohermes.argv.OPTIONS`): the help typer
 shows, the quick reading of a `-p` run and the config's choices all come from it and from
-`nanohermes.modes`, and a run reads the same whether typer or the quick reading parsed it."""
+`nanohermes.common.modes`, and a run reads the same whether typer or the quick reading parsed it."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from typing import Any, get_args
 
 import pytest
 
-from nanohermes import argv, modes
+from nanohermes import argv
+
+from nanohermes.common import modes
 from nanohermes.config import Config, SandboxConfig
 from nanohermes.testing import FakeServer, call, tool_reply
 
@@ -74,7 +76,7 @@ def test_the_config_takes_its_choices_from_modes() -> None:
 # A report of what the run loaded, at its exit: whether typer read the options.
 PROBE = """
 import sys
-from nanohermes.exits import at_exit
+from nanohermes.common.exits import at_exit
 sys.argv = ["nanohermes", *sys.argv[1:]]
 at_exit(lambda: print("typer", "typer" in sys.modules, file=sys.stderr))
 from nanohermes.cli import main

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.session import list_sessions
+from nanohermes.turn.session import list_sessions
 from nanohermes.testing import FakeServer, Reply
 
 REPO = Path(__file__).resolve().parent.parent

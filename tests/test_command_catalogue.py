@@ -1,5 +1,5 @@
 """The catalogue of commands: what the permission checks know of a program is its one entry in
-`nanohermes/commands/table.py`, and the shell analysis, the analyser (`decide`), the path rules
+`nanohermes/guard/commands/table.py`, and the shell analysis, the analyser (`decide`), the path rules
 (secret files, read rules, protected writes) and the learned rules all read it.
 
 Teaching nanohermes a command is one entry and one row of `TAUGHT`: `b2sum`, `sha224sum`,
@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 
 import nanohermes
-from nanohermes.commands import CATALOGUE, ENTRIES, Command, lookup
-from nanohermes.commands.table import catalogue_of
-from nanohermes.pathrules import command_protected, command_read_rule, command_secret
-from nanohermes.permissions import DEFAULT_SECRET_FILES, Policy, Rule, Target, decide, read_rules, suggest_command_rule
-from nanohermes.runtime import DENIED
-from nanohermes.shellparse import split
+from nanohermes.guard.commands import CATALOGUE, ENTRIES, Command, lookup
+from nanohermes.guard.commands.table import catalogue_of
+from nanohermes.guard.pathrules import command_protected, command_read_rule, command_secret
+from nanohermes.guard.permissions import DEFAULT_SECRET_FILES, Policy, Rule, Target, decide, read_rules, suggest_command_rule
+from nanohermes.turn.runtime import DENIED
+from nanohermes.guard.shellparse import split
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 T = "run_command"

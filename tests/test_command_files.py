@@ -169,10 +169,10 @@ def test_an_untrusted_projects_allowed_tools_grant_nothing(turn, server: FakeSer
 def test_allowed_tools_hold_for_the_commands_turn_only(server: FakeServer, workspace: Path, home: Path) -> None:
     """A user's command grants its tools for its turn; the next turn of the session, and
     /permissions after it, no longer have them."""
-    from nanohermes import custom_commands
+    from nanohermes.extensions import custom_commands
     from nanohermes.assemble import build_agent
     from nanohermes.config import Config
-    from nanohermes.events import RecordingUI
+    from nanohermes.common.events import RecordingUI
 
     git_repo(workspace)
     write(home / ".claude" / "commands" / "commit.md", COMMIT)
@@ -202,7 +202,7 @@ COLLECTION = ("---\nallowed-tools: Bash(git branch:*), Bash(git push:*)\nargumen
 
 
 def test_a_bracketed_argument_hint_keeps_the_command(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    from nanohermes.custom_commands import discover
+    from nanohermes.extensions.custom_commands import discover
 
     write(workspace / ".claude" / "commands" / "git" / "finish.md", COLLECTION)
     found = discover(workspace)
@@ -219,11 +219,11 @@ def test_a_bracketed_argument_hint_keeps_the_command(turn, server: FakeServer, w
 def test_a_command_file_that_cannot_be_read_is_named_everywhere(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     from rich.console import Console
 
-    from nanohermes.agent import Agent
+    from nanohermes.turn.agent import Agent
     from nanohermes.config import Config
-    from nanohermes.events import RecordingUI
-    from nanohermes.permissions import Policy
-    from nanohermes.runtime import Runtime
+    from nanohermes.common.events import RecordingUI
+    from nanohermes.guard.permissions import Policy
+    from nanohermes.turn.runtime import Runtime
     from nanohermes.testing import ScriptedLLM
     from nanohermes.ui.commands import REGISTRY, CommandContext, Registry, load_commands
     from nanohermes.ui.extensions import install_custom_commands
@@ -435,7 +435,7 @@ def test_in_the_repl_a_bang_command_the_gate_asks_about_is_asked_and_runs_on_a_y
     ("!` spaced`", []),
 ])
 def test_which_spans_of_a_command_file_are_commands(body: str, lines: list[str]) -> None:
-    from nanohermes.command_runs import find_shell
+    from nanohermes.extensions.command_runs import find_shell
 
     text, found = find_shell(body)
     assert [s.line for s in found] == lines

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nanohermes.permissions import Policy, Rule, suggest_command_rule
-from nanohermes.shellparse import ParseError, split
+from nanohermes.guard.permissions import Policy, Rule, suggest_command_rule
+from nanohermes.guard.shellparse import ParseError, split
 from tool_support import decide_call
 
 R = Rule.parse

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from nanohermes.assemble import build_agent
-from nanohermes.budget import truncation_note
-from nanohermes.compact import SUMMARY_INSTRUCTIONS, choose_cut, fit
+from nanohermes.common.budget import truncation_note
+from nanohermes.turn.compact import SUMMARY_INSTRUCTIONS, choose_cut, fit
 from nanohermes.config import Config
-from nanohermes.events import Notice, RecordingUI
-from nanohermes.messages import Message, ToolCall
-from nanohermes.session import Transcript
+from nanohermes.common.events import Notice, RecordingUI
+from nanohermes.common.messages import Message, ToolCall
+from nanohermes.turn.session import Transcript
 from nanohermes.tools import todo
 from nanohermes.testing import Fault, FakeServer, Reply, ScriptedLLM, call, tool_reply
 
@@ -398,7 +398,7 @@ def test_no_session_overflow_cut_says_nothing_was_saved(turn, server: FakeServer
 
 
 def test_a_result_that_quotes_preview_markup_is_saved_whole_not_taken_for_a_preview(tmp_path: Path) -> None:
-    from nanohermes import persisted
+    from nanohermes.turn import persisted
 
     folder = tmp_path / "s"
     # A command's output may imitate a preview (pointing elsewhere): it is a result like any other.
@@ -452,7 +452,7 @@ def test_overflow_cut_of_several_results_is_told_once_with_the_count(workspace: 
 
 
 def test_a_result_saved_by_the_aggregate_budget_is_cut_again_from_its_file(tmp_path: Path) -> None:
-    from nanohermes import persisted
+    from nanohermes.turn import persisted
 
     folder = tmp_path / "s"
     whole = "w" * 5000

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from nanohermes.config import load_config, project_config_path, user_config_path
-from nanohermes.errors import ConfigError
+from nanohermes.common.errors import ConfigError
 
 
 def write(path: Path, data: object) -> Path:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from nanohermes.config import Config, load_config, project_config_path, user_config_path
-from nanohermes.errors import ConfigError
+from nanohermes.common.errors import ConfigError
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 

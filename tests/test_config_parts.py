@@ -12,8 +12,8 @@ from test_complexity import measure, over_limit
 import nanohermes.config
 from nanohermes.assemble import build_policy
 from nanohermes.config import Config, load_config, project_config_path, user_config_path
-from nanohermes.modes import CYCLE, Mode
-from nanohermes.trust import trust_folder
+from nanohermes.common.modes import CYCLE, Mode
+from nanohermes.guard.trust import trust_folder
 
 
 def write(path: Path, data: object) -> Path:

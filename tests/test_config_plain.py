@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from nanohermes.config import Config, load_config, user_config_path
-from nanohermes.errors import ConfigError
-from nanohermes.redact import collect
+from nanohermes.common.errors import ConfigError
+from nanohermes.guard.redact import collect
 
 FLAG_SETS: list[dict[str, Any]] = [
     {},
@@ -66,7 +66,7 @@ PROBE = """
 import json, sys
 from pathlib import Path
 from nanohermes.config import load_config
-from nanohermes.errors import ConfigError
+from nanohermes.common.errors import ConfigError
 try:
     config = load_config(Path(sys.argv[1]), flags=json.loads(sys.argv[2])).config
     print(json.dumps({"pydantic": "pydantic" in sys.modules, "model": config.model, "max_turns": config.max_turns}))
@@ -129,7 +129,7 @@ FILES: list[dict[str, Any]] = [
 def test_a_file_built_without_pydantic_is_what_pydantic_builds(data: dict[str, Any]) -> None:
     from pydantic import TypeAdapter, ValidationError
 
-    from nanohermes.plaindata import NOT_PLAIN, made
+    from nanohermes.common.plaindata import NOT_PLAIN, made
 
     ours = made(Config, data)
     try:
@@ -141,6 +141,6 @@ def test_a_file_built_without_pydantic_is_what_pydantic_builds(data: dict[str, A
 
 
 def test_the_example_file_is_built_without_pydantic() -> None:
-    from nanohermes.plaindata import NOT_PLAIN, made
+    from nanohermes.common.plaindata import NOT_PLAIN, made
 
     assert made(Config, EXAMPLE) is not NOT_PLAIN

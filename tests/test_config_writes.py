@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from nanohermes.pathrules import protected_write
-from nanohermes.runtime import DENIED
-from nanohermes.sandbox import probe
+from nanohermes.guard.pathrules import protected_write
+from nanohermes.turn.runtime import DENIED
+from nanohermes.guard.sandbox import probe
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,7 +45,7 @@ def marker_hook(marker: Path) -> str:
 
 @pytest.mark.parametrize("path", [
     ".claude/settings.json", ".claude/settings.local.json", ".mcp.json", ".claude/commands/review.md",
-    ".claude/agents/helper.md", ".claude/skills/s/SKILL.md", ".nanohermes/config.json", ".nanohermes/commands/x.md",
+    ".claude/agents/helper.md", ".claude/skills/s/SKILL.md", ".nanohermes/config.json", ".nanohermes/guard/commands/x.md",
     "packages/api/.mcp.json", "packages/api/.claude/settings.json",  # a start in that folder reads them
     "~/.claude/settings.json", "~/.claude.json", "~/.config/nanohermes/config.json", "~/.local/share/nanohermes/x",
 ])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from nanohermes.context import context_lines, doc_chain, load_project_docs, system_prompt
+from nanohermes.turn.context import context_lines, doc_chain, load_project_docs, system_prompt
 from nanohermes.testing import FakeServer, Reply
 
 

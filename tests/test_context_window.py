@@ -14,15 +14,15 @@ from typing import Any
 import pytest
 
 from nanohermes.assemble import build_agent
-from nanohermes.budget import Limits
-from nanohermes.compact import SUMMARY_INSTRUCTIONS
+from nanohermes.common.budget import Limits
+from nanohermes.turn.compact import SUMMARY_INSTRUCTIONS
 from nanohermes.config import Config
-from nanohermes.events import RecordingUI
-from nanohermes.meters import format_context
+from nanohermes.common.events import RecordingUI
+from nanohermes.turn.meters import format_context
 from nanohermes.testing import FakeServer, Fault, Reply, ScriptedLLM, call, tool_reply
 from nanohermes.ui.repl import toolbar
 from nanohermes.llm.quirks import WindowField, entries
-from nanohermes.window import (
+from nanohermes.turn.window import (
     CACHE_FILE, FAILED_SECS, PROVIDERS, READERS, Window, budget_for, cached, family_window, from_models_list, known_routes, recognised,
     said_nothing, store,
 )
@@ -177,7 +177,7 @@ def report(**overrides: Any) -> dict[str, Any]:
 
 
 def test_the_toolbar_shows_the_share_of_the_window_and_its_source() -> None:
-    from nanohermes.messages import Usage
+    from nanohermes.common.messages import Usage
 
     assert toolbar("gpt-4.1", "default", 120_000, 3_352_240, Usage(100, 20), None, report()) == (
         " gpt-4.1 · mode: default · context 3% of 1.0M window (family) · session 120 tokens")

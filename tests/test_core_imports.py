@@ -15,8 +15,8 @@ from pathlib import Path
 import nanohermes
 from test_imports import import_graph, write
 
-CORE = ("agent", "arguments", "budget", "compact", "context", "events", "hooks", "messages", "meters", "persisted",
-        "runtime", "session", "window")
+CORE = ("turn.agent", "common.arguments", "common.budget", "turn.compact", "turn.context", "common.events", "hooks.hooks",
+        "common.messages", "turn.meters", "turn.persisted", "turn.runtime", "turn.session", "turn.window")
 CONTRACT = "tools.base"
 
 

@@ -10,12 +10,12 @@ import pytest
 from prompt_toolkit.document import Document
 from rich.console import Console
 
-from nanohermes.agent import Agent
+from nanohermes.turn.agent import Agent
 from nanohermes.config import Config
-from nanohermes.custom_commands import CustomCommand, discover, expand
-from nanohermes.events import RecordingUI
-from nanohermes.permissions import Policy
-from nanohermes.runtime import Runtime
+from nanohermes.extensions.custom_commands import CustomCommand, discover, expand
+from nanohermes.common.events import RecordingUI
+from nanohermes.guard.permissions import Policy
+from nanohermes.turn.runtime import Runtime
 from nanohermes.testing import FakeServer, Reply, ScriptedLLM
 from nanohermes.tools.files import ListDir, ReadFile
 from nanohermes.ui.commands import CommandContext, Registry

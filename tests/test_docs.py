@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.budget import Limits
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config, Section, section_fields, section_types
 from nanohermes.reference import (
     EXAMPLES, SECTIONS, WRITE, config_example, generated_files, limits_table, main, render_into, sections_in,

@@ -1,4 +1,4 @@
-"""nanohermes's exit callbacks (`nanohermes.exits`) run once, the latest first, however the
+"""nanohermes's exit callbacks (`nanohermes.common.exits`) run once, the latest first, however the
 process ends: through `-p`'s quick exit (tests/test_oneshot_exit.py) or the interpreter's own
 exit, as typer's commands end; one that fails is reported and does not stop the others."""
 
@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 SCRIPT = """
 import sys
-from nanohermes.exits import at_exit
+from nanohermes.common.exits import at_exit
 sys.argv = ["nanohermes", *sys.argv[1:]]
 
 def first():

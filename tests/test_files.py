@@ -23,13 +23,13 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from nanohermes.budget import Limits
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config, user_config_path
-from nanohermes.events import ApprovalRequest, RecordingUI, ToolFinished
-from nanohermes.messages import ToolCall
-from nanohermes.permissions import PROTECTED, Policy, Rule
-from nanohermes.permissions.policy import UNATTENDED
-from nanohermes.runtime import DENIED, Runtime
+from nanohermes.common.events import ApprovalRequest, RecordingUI, ToolFinished
+from nanohermes.common.messages import ToolCall
+from nanohermes.guard.permissions import PROTECTED, Policy, Rule
+from nanohermes.guard.permissions.policy import UNATTENDED
+from nanohermes.turn.runtime import DENIED, Runtime
 from nanohermes.tools import Attempt, Tool, ToolContext, ToolError, ToolResult, build_tools
 from nanohermes.tools.artefacts import all_numbered, omission
 from nanohermes.tools.fileops import TextFile, unified_diff
@@ -602,7 +602,7 @@ def test_edit_changes_no_byte_outside_the_replaced_span(workspace: Path, prefix:
 _WRITER = """
 import asyncio, sys
 from pathlib import Path
-from nanohermes.budget import Limits
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config
 from nanohermes.tools import Attempt, ToolContext
 from nanohermes.tools.files import ReadFile

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nanohermes.runtime import DENIED
+from nanohermes.turn.runtime import DENIED
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from nanohermes.config import Config
-from nanohermes.events import ApprovalRequest, RecordingUI
-from nanohermes.gate import Grant, Refusal
-from nanohermes.permissions import Policy, Rule
-from nanohermes.runtime import Runtime
+from nanohermes.common.events import ApprovalRequest, RecordingUI
+from nanohermes.guard.gate import Grant, Refusal
+from nanohermes.guard.permissions import Policy, Rule
+from nanohermes.turn.runtime import Runtime
 from nanohermes.tools import Tool, ToolContext
 from nanohermes.tools.files import ReadFile
 from nanohermes.tools.git import GitCommit, GitStatus

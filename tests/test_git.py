@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from exec_support import call, make_runtime, no_leftover_processes  # noqa: F401
-from nanohermes.budget import Limits
-from nanohermes.events import ApprovalRequest, RecordingUI
-from nanohermes.messages import ToolCall
+from nanohermes.common.budget import Limits
+from nanohermes.common.events import ApprovalRequest, RecordingUI
+from nanohermes.common.messages import ToolCall
 from nanohermes.tools.git import GitLog
 
 

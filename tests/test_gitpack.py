@@ -8,7 +8,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from nanohermes.checkpoints.gitpack import blob_name, write_blobs
+from nanohermes.turn.checkpoints.gitpack import blob_name, write_blobs
 
 
 def git(repo: Path, *args: str, stdin: bytes | None = None) -> bytes:

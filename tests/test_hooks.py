@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from nanohermes.assemble import Built, build_agent
-from nanohermes.budget import Limits
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config, load_config
 from nanohermes.doctor import Setup, check_hooks
-from nanohermes.events import ApprovalRequest, Notice, RecordingUI
-from nanohermes.hooks import Hook, Hooks, missing_program
+from nanohermes.common.events import ApprovalRequest, Notice, RecordingUI
+from nanohermes.hooks.hooks import Hook, Hooks, missing_program
 from nanohermes.testing import Reply, ScriptedLLM, call, tool_reply
 
 # A hook that appends its stdin (one JSON object) to LOG, then answers as told by its
@@ -388,7 +388,7 @@ def test_a_trusted_projects_hooks_add_to_the_users(workspace: Path, home: Path) 
 
 
 def test_a_bad_matcher_names_the_file(workspace: Path, home: Path) -> None:
-    from nanohermes.errors import ConfigError
+    from nanohermes.common.errors import ConfigError
 
     write_config(home / ".config" / "nanohermes" / "config.json", {"hooks": {"Stop": [group("x", matcher="(")]}})
     with pytest.raises(ConfigError, match="matcher '\\(' is not a regular expression"):

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parent.parent
 # callbacks: the report is one of them.
 PROBE = """
 import sys
-from nanohermes.exits import at_exit
+from nanohermes.common.exits import at_exit
 sys.argv = ["nanohermes", *sys.argv[1:]]
 
 def report():
@@ -31,7 +31,7 @@ def report():
     unused = sorted(m for m in sys.modules if m.split(".")[0] in ("pydantic", "pydantic_core", "annotated_types")
                     or m in ("nanohermes.tools.files", "nanohermes.tools.patch", "nanohermes.tools.shell",
                              "nanohermes.tools.search.grep", "nanohermes.tools.git", "nanohermes.tools.web",
-                             "nanohermes.sandbox", "nanohermes.tools.process", "nanohermes.sockets",
+                             "nanohermes.guard.sandbox", "nanohermes.tools.process", "nanohermes.guard.sockets",
                              "nanohermes.tools.patches.unified", "nanohermes.tools.patches.begin_patch"))
     print("unused", unused, file=sys.stderr)
     print("collector", "on" if gc.isenabled() else "off", file=sys.stderr)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pexpect
 
-from nanohermes.controls import escape_controls
+from nanohermes.common.controls import escape_controls
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 from tests.test_repl_pty import Term
 

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from nanohermes.assemble import build_agent
-from nanohermes.budget import Limits
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config
-from nanohermes.context import import_refs, load_project_docs
-from nanohermes.events import RecordingUI
-from nanohermes.messages import Message
-from nanohermes.ownreads import OwnReader
+from nanohermes.turn.context import import_refs, load_project_docs
+from nanohermes.common.events import RecordingUI
+from nanohermes.common.messages import Message
+from nanohermes.guard.ownreads import OwnReader
 from nanohermes.testing import FakeServer, Reply, ScriptedLLM, call, tool_reply
 
 MARK = "IMPORTS-MARK-2b7c"

@@ -13,7 +13,7 @@ import threading
 
 from rich.console import Console
 
-from nanohermes.events import ModelStarted, ToolFinished, ToolStarted, TurnEnded
+from nanohermes.common.events import ModelStarted, ToolFinished, ToolStarted, TurnEnded
 from nanohermes.ui.live import STOP_HINT, TurnView
 
 _CODE = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])|\r|\n|[^\x1b\r\n]+")

@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nanohermes.config import Config
-from nanohermes.events import RecordingUI
-from nanohermes.messages import ToolCall
-from nanohermes.permissions import Policy
-from nanohermes.runtime import Runtime
+from nanohermes.common.events import RecordingUI
+from nanohermes.common.messages import ToolCall
+from nanohermes.guard.permissions import Policy
+from nanohermes.turn.runtime import Runtime
 from nanohermes.tools import build_tools
 from nanohermes.tools.artefacts import all_numbered, strip_numbers
 from nanohermes.tools.matching import Ambiguous, find_text, seek_lines

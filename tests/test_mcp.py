@@ -17,8 +17,8 @@ import pytest
 
 from nanohermes.assemble import Built, build_agent
 from nanohermes.config import Config
-from nanohermes.events import Notice, RecordingUI
-from nanohermes.messages import ToolCall
+from nanohermes.common.events import Notice, RecordingUI
+from nanohermes.common.messages import ToolCall
 from nanohermes.testing import FakeServer, Reply, ScriptedLLM, call, tool_reply
 from nanohermes.mcp.client import tool_name
 
@@ -346,7 +346,7 @@ def test_bad_server_config_names_the_key(turn, home: Path) -> None:
 
 
 def test_cancelled_turn_during_an_mcp_call_answers_it_and_shuts_down(workspace: Path) -> None:
-    from nanohermes.events import ToolStarted
+    from nanohermes.common.events import ToolStarted
 
     built, ui = build(workspace, {"demo": STDIO})
     llm = built.agent.llm
@@ -450,7 +450,7 @@ def test_server_instructions_reach_the_system_prompt_bounded(workspace: Path) ->
 
 
 def test_progress_notifications_become_tool_progress(workspace: Path) -> None:
-    from nanohermes.events import ToolProgress
+    from nanohermes.common.events import ToolProgress
 
     built, ui = build(workspace, {"raw": RAW})
 

@@ -20,9 +20,9 @@ from test_repl_pty import Term, term  # noqa: F401  # the REPL fixture, shared
 
 from nanohermes.assemble import build_agent
 from nanohermes.config import Config
-from nanohermes.elicitation import fields
-from nanohermes.events import Notice, RecordingUI
-from nanohermes.messages import ToolCall
+from nanohermes.turn.elicitation import fields
+from nanohermes.common.events import Notice, RecordingUI
+from nanohermes.common.messages import ToolCall
 from nanohermes.testing import FakeServer, Reply, ScriptedLLM, call, tool_reply
 
 DEMO = str(Path(__file__).parent / "mcp" / "demo_server.py")

@@ -15,7 +15,7 @@ import pytest
 
 from nanohermes.assemble import build_agent
 from nanohermes.config import load_config
-from nanohermes.events import RecordingUI
+from nanohermes.common.events import RecordingUI
 from nanohermes.testing import FakeServer, Reply, ScriptedLLM, call, tool_reply
 from npm_mcp import everything, npm_bin  # noqa: F401
 
@@ -95,7 +95,7 @@ def test_mcp_servers_and_mcp_servers_key_both_count(workspace: Path, home: Path)
 ])
 def test_a_type_that_does_not_fit_is_an_error_naming_the_key(workspace: Path, home: Path, entry: dict[str, Any],
                                                              message: str) -> None:
-    from nanohermes.errors import ConfigError
+    from nanohermes.common.errors import ConfigError
 
     write_user_config(home, {"mcpServers": {"s": entry}})
     with pytest.raises(ConfigError) as e:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from nanohermes.events import TurnEnded, UsageUpdate
-from nanohermes.messages import Usage
-from nanohermes.meters import Meter, format_context, format_cost
+from nanohermes.common.events import TurnEnded, UsageUpdate
+from nanohermes.common.messages import Usage
+from nanohermes.turn.meters import Meter, format_context, format_cost
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 PRICES = {"prices": {"fake-model": {"input_per_mtok": 2.0, "output_per_mtok": 10.0}}}
@@ -67,7 +67,7 @@ def test_meter_resets_per_turn_and_formats() -> None:
     m.on_event(UsageUpdate(usage=Usage(20, 2, estimated=True), total=Usage(30, 3, estimated=True), model="x"))
     assert (m.turn, m.session) == (Usage(20, 2, estimated=True), Usage(30, 3, estimated=True))
     from nanohermes.config import Config
-    from nanohermes.meters import cost_report
+    from nanohermes.turn.meters import cost_report
 
     assert m.turn_by_model == {"x": Usage(20, 2, estimated=True)}
     report = cost_report({"fake-model": m.turn}, {"fake-model": m.session}, Config.from_dict(PRICES), "fake-model")
@@ -94,7 +94,7 @@ def test_bad_prices_config_names_the_key(workspace: Path, tmp_path: Path) -> Non
     import pytest
 
     from nanohermes.config import load_config
-    from nanohermes.errors import ConfigError
+    from nanohermes.common.errors import ConfigError
 
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"prices": {"m": {"input_per_mtok": -1, "output_per_mtok": 1}}}))
@@ -141,10 +141,10 @@ def test_aggregate_lowered_preview_and_file_exact_and_identical_after_resume(tur
 
 def test_persisted_file_names_are_safe_and_never_overwritten(workspace: Path, tmp_path: Path) -> None:
     from nanohermes.config import Config
-    from nanohermes.events import NullUI
-    from nanohermes.permissions import Policy
-    from nanohermes.runtime import Runtime
-    from nanohermes.session import Session
+    from nanohermes.common.events import NullUI
+    from nanohermes.guard.permissions import Policy
+    from nanohermes.turn.runtime import Runtime
+    from nanohermes.turn.session import Session
 
     rt = Runtime(tools=[], config=Config(), workspace=workspace, ui=NullUI(), policy=Policy(), session=Session(side_dir=tmp_path / "s"))
     folder = tmp_path / "s" / "tool-results"
@@ -159,12 +159,12 @@ def test_persisted_file_names_are_safe_and_never_overwritten(workspace: Path, tm
 def test_aggregate_without_a_session_folder_clamps_with_a_visible_note(workspace: Path) -> None:
     import asyncio
 
-    from nanohermes.budget import Limits, truncation_note
+    from nanohermes.common.budget import Limits, truncation_note
     from nanohermes.config import Config
-    from nanohermes.events import RecordingUI, ToolFinished
-    from nanohermes.messages import ToolCall
-    from nanohermes.permissions import Policy
-    from nanohermes.runtime import UNSAVED_NOTE, Runtime
+    from nanohermes.common.events import RecordingUI, ToolFinished
+    from nanohermes.common.messages import ToolCall
+    from nanohermes.guard.permissions import Policy
+    from nanohermes.turn.runtime import UNSAVED_NOTE, Runtime
     from nanohermes.tools.files import ListDir
 
     for i in range(30):
@@ -182,10 +182,10 @@ def test_aggregate_without_a_session_folder_clamps_with_a_visible_note(workspace
 
 def test_a_result_whose_preview_would_be_longer_is_not_persisted(workspace: Path, tmp_path: Path) -> None:
     from nanohermes.config import Config
-    from nanohermes.events import NullUI
-    from nanohermes.permissions import Policy
-    from nanohermes.runtime import Runtime
-    from nanohermes.session import Session
+    from nanohermes.common.events import NullUI
+    from nanohermes.guard.permissions import Policy
+    from nanohermes.turn.runtime import Runtime
+    from nanohermes.turn.session import Session
 
     rt = Runtime(tools=[], config=Config(), workspace=workspace, ui=NullUI(), policy=Policy(), session=Session(side_dir=tmp_path / "s"))
     assert rt.persist("c1", "x" * 50) == "x" * 50
@@ -193,7 +193,7 @@ def test_a_result_whose_preview_would_be_longer_is_not_persisted(workspace: Path
 
 
 def test_usage_between_turns_is_not_the_next_turns() -> None:
-    from nanohermes.events import ModelStarted
+    from nanohermes.common.events import ModelStarted
 
     m = Meter()
     for event in (ModelStarted(turn=1, model="a"), UsageUpdate(usage=Usage(10, 5), total=Usage(10, 5), model="a"),

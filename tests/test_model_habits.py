@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from nanohermes.budget import Limits
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config
-from nanohermes.events import RecordingUI
-from nanohermes.messages import ToolCall
-from nanohermes.permissions import Policy
-from nanohermes.runtime import Runtime
-from nanohermes.session import Session
+from nanohermes.common.events import RecordingUI
+from nanohermes.common.messages import ToolCall
+from nanohermes.guard.permissions import Policy
+from nanohermes.turn.runtime import Runtime
+from nanohermes.turn.session import Session
 from nanohermes.testing import FakeServer, Raw, Reply, call, sse, tool_reply
 from nanohermes.tools import build_tools
 from nanohermes.tools.registry import conventions

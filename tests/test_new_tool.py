@@ -70,8 +70,8 @@ main()
 
 DECLARED = """
 import json, sys
-from nanohermes.budget import Limits
-from nanohermes.permissions import Policy, Rule
+from nanohermes.common.budget import Limits
+from nanohermes.guard.permissions import Policy, Rule
 from nanohermes.tools.catalog import builtin_pool, declarations
 from nanohermes.tools.registry import build_tools
 tool = next(t for t in (build_tools() if "modules" in sys.argv else builtin_pool()) if t.name == "count_lines")

@@ -9,7 +9,7 @@ import os
 import time
 from pathlib import Path
 
-from nanohermes.checkpoints.newfiles import RACY_NS, Folders
+from nanohermes.turn.checkpoints.newfiles import RACY_NS, Folders
 
 
 def settle(root: Path) -> None:

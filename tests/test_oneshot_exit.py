@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nanohermes.checkpoints import REF_PREFIX, store_dir
+from nanohermes.turn.checkpoints import REF_PREFIX, store_dir
 from nanohermes.testing import FakeServer, Reply
 
 REPO = Path(__file__).resolve().parent.parent
@@ -42,7 +42,7 @@ def test_a_p_turn_keeps_one_checkpoint_of_what_it_changed(cli, server: FakeServe
 
 EXIT_HANDLER = """
 import sys
-from nanohermes.exits import at_exit
+from nanohermes.common.exits import at_exit
 sys.argv = ["nanohermes", *sys.argv[1:]]
 at_exit(lambda: print("exit handler ran", file=sys.stderr))
 from nanohermes.cli import main

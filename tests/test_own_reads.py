@@ -1,5 +1,5 @@
 """What nanohermes reads into the prompt by itself (instruction files, command files, skills,
-`@` mentions) goes through the one reader, `nanohermes.ownreads`, with the file tools' rules.
+`@` mentions) goes through the one reader, `nanohermes.guard.ownreads`, with the file tools' rules.
 
 Each attack is first run as a control (the link really reaches the content, which is
 readable), then through nanohermes: what the fake server received never holds the content,
@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from nanohermes.budget import Limits
-from nanohermes.events import ApprovalReply, ApprovalRequest
-from nanohermes.modes import Mode
-from nanohermes.ownreads import OwnReader, OwnText, Skipped
-from nanohermes.permissions import Policy, Rule
+from nanohermes.common.budget import Limits
+from nanohermes.common.events import ApprovalReply, ApprovalRequest
+from nanohermes.common.modes import Mode
+from nanohermes.guard.ownreads import OwnReader, OwnText, Skipped
+from nanohermes.guard.permissions import Policy, Rule
 from nanohermes.testing import FakeServer, Reply
 
 MARK = "OWNREADS-MARK-7f3a91"
@@ -301,7 +301,7 @@ def test_a_yes_before_the_first_turn_brings_the_file_and_the_skill_in(workspace:
     skills are read again, so the first request already carries them."""
     from nanohermes.assemble import build_agent
     from nanohermes.config import Config
-    from nanohermes.events import ApprovalRequest as Request, Notice, RecordingUI
+    from nanohermes.common.events import ApprovalRequest as Request, Notice, RecordingUI
     from nanohermes.testing import ScriptedLLM
 
     shared = tmp_path / "shared"
@@ -324,11 +324,11 @@ def test_a_yes_before_the_first_turn_brings_the_file_and_the_skill_in(workspace:
 
 
 def test_a_project_command_reaching_out_is_asked_when_it_runs(workspace: Path, tmp_path: Path, home: Path) -> None:
-    from nanohermes.agent import Agent
+    from nanohermes.turn.agent import Agent
     from nanohermes.config import Config
-    from nanohermes.custom_commands import discover, prompt_for
-    from nanohermes.events import RecordingUI
-    from nanohermes.runtime import Runtime
+    from nanohermes.extensions.custom_commands import discover, prompt_for
+    from nanohermes.common.events import RecordingUI
+    from nanohermes.turn.runtime import Runtime
     from nanohermes.testing import ScriptedLLM
 
     shared = tmp_path / "review.md"

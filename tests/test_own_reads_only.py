@@ -2,7 +2,7 @@
 
 Two checks: every file the package opens while a `-p` run reads them all (an audit hook on
 `open` in the real process, so a read through any helper counts) was opened from
-`nanohermes/ownreads.py`; and no other module that names those files opens anything at all
+`nanohermes/guard/ownreads.py`; and no other module that names those files opens anything at all
 (a scan of the source, which also covers code paths a run does not take).
 """
 
@@ -19,7 +19,7 @@ from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "nanohermes"
-READER = PACKAGE / "ownreads.py"
+READER = PACKAGE / "guard" / "ownreads.py"
 
 # Names only prompt files carry, and the folders of Claude Code's that hold them.
 PROMPT_NAMES = {"AGENTS.md", "CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md", "SKILL.md"}
@@ -129,9 +129,9 @@ def test_no_other_module_naming_prompt_files_opens_a_file() -> None:
         named.append(path.relative_to(PACKAGE).as_posix())
         if lines := _opens(tree):
             offenders[path.relative_to(PACKAGE).as_posix()] = lines
-    assert offenders == {}, f"read these files through nanohermes.ownreads: {offenders}"
+    assert offenders == {}, f"read these files through nanohermes.guard.ownreads: {offenders}"
     # The scan sees the modules that find these files (a scan that sees none checks nothing).
-    assert {"context.py", "custom_commands.py", "tools/skills.py", "agent_files.py"} <= set(named)
+    assert {"turn/context.py", "extensions/custom_commands.py", "tools/skills.py", "extensions/agent_files.py"} <= set(named)
 
 
 def test_the_scan_finds_an_open_beside_a_prompt_file_name() -> None:

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from exec_support import acall, make_runtime
-from nanohermes import sandbox, withhold
-from nanohermes.procargs import secret_spans
+from nanohermes.guard import sandbox, withhold
+from nanohermes.guard.procargs import secret_spans
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 REPO = Path(__file__).resolve().parent.parent

@@ -21,12 +21,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nanohermes.budget import Limits
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config
-from nanohermes.events import RecordingUI, ToolFinished
-from nanohermes.messages import ToolCall
-from nanohermes.permissions import Policy
-from nanohermes.runtime import Runtime
+from nanohermes.common.events import RecordingUI, ToolFinished
+from nanohermes.common.messages import ToolCall
+from nanohermes.guard.permissions import Policy
+from nanohermes.turn.runtime import Runtime
 from nanohermes.tools import Attempt, ToolContext, ToolError, ToolResult, build_tools
 from nanohermes.tools.fileops import unified_diff
 from nanohermes.tools.patch import ApplyPatch

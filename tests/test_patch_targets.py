@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from nanohermes.config import Config
-from nanohermes.events import ApprovalRequest, RecordingUI
-from nanohermes.messages import ToolCall
-from nanohermes.permissions import PROTECTED, Policy, Rule
-from nanohermes.runtime import DENIED, Runtime
+from nanohermes.common.events import ApprovalRequest, RecordingUI
+from nanohermes.common.messages import ToolCall
+from nanohermes.guard.permissions import PROTECTED, Policy, Rule
+from nanohermes.turn.runtime import DENIED, Runtime
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 from nanohermes.tools import build_tools
 from nanohermes.tools.patch import written_paths

@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from nanohermes.pathglob import glob_regex
-from nanohermes.permissions import match_path
+from nanohermes.guard.pathglob import glob_regex
+from nanohermes.guard.permissions import match_path
 from nanohermes.tools import ToolError
 from nanohermes.tools.search import compile_glob
 

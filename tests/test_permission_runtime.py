@@ -13,10 +13,10 @@ import pytest
 
 from nanohermes.assemble import build_policy
 from nanohermes.config import Config, load_config, project_config_path, user_config_path
-from nanohermes.events import ApprovalReply, ApprovalRequest, RecordingUI
-from nanohermes.messages import ToolCall
-from nanohermes.permissions import Policy, Rule
-from nanohermes.runtime import DENIED, Runtime
+from nanohermes.common.events import ApprovalReply, ApprovalRequest, RecordingUI
+from nanohermes.common.messages import ToolCall
+from nanohermes.guard.permissions import Policy, Rule
+from nanohermes.turn.runtime import DENIED, Runtime
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 from nanohermes.tools import Params
 from nanohermes.tools.files import ReadFile
@@ -85,7 +85,7 @@ class SlowToAnswer(RecordingUI):
 
 
 def test_the_time_shown_for_a_call_leaves_out_the_approval_wait(workspace: Path) -> None:
-    from nanohermes.events import ToolFinished
+    from nanohermes.common.events import ToolFinished
 
     ui = SlowToAnswer(answers=["yes"])
     started = time.monotonic()

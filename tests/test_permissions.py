@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.permissions import Policy, Rule, describe, match_path, visible
+from nanohermes.guard.permissions import Policy, Rule, describe, match_path, visible
 from nanohermes.tools import declarations
 from tool_support import decide_call
 
@@ -276,8 +276,8 @@ def test_describe_lists_rules_with_their_origin() -> None:
 @pytest.mark.parametrize("mode, shown", [("plan", False), ("debug", True), ("default", True)])
 def test_plan_mode_offers_neither_memory_save_nor_task_kill(tmp_path: Path, mode: str, shown: bool) -> None:
     from nanohermes.config import Config
-    from nanohermes.events import RecordingUI
-    from nanohermes.runtime import Runtime
+    from nanohermes.common.events import RecordingUI
+    from nanohermes.turn.runtime import Runtime
     from nanohermes.tools import build_tools
 
     rt = Runtime(tools=build_tools(), config=Config(), workspace=tmp_path, ui=RecordingUI(), policy=Policy(mode=mode))

@@ -16,7 +16,7 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 import nanohermes.tools
-from nanohermes.plaindata import NOT_PLAIN, made
+from nanohermes.common.plaindata import NOT_PLAIN, made
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 from nanohermes.tools import Params, about, params_schema
 from tool_support import run_python
@@ -145,7 +145,7 @@ def test_the_common_cases_are_built_here_and_the_rest_left_to_pydantic() -> None
 
 PROBE = """
 import sys
-from nanohermes.exits import at_exit
+from nanohermes.common.exits import at_exit
 sys.argv = ["nanohermes", *sys.argv[1:]]
 at_exit(lambda: print("pydantic loaded:", "pydantic" in sys.modules, file=sys.stderr))
 from nanohermes.cli import main

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes import programs
+from nanohermes.guard import programs
 from nanohermes.testing import FakeServer, Reply
 
 # A real MCP server installed beside nanohermes: the workspace ships a package of its name.

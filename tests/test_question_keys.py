@@ -15,8 +15,8 @@ from typing import Any
 import pexpect
 import pytest
 
-from nanohermes.dirs import user_config_path
-from nanohermes.runtime import INTERRUPTED
+from nanohermes.common.dirs import user_config_path
+from nanohermes.turn.runtime import INTERRUPTED
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 from nanohermes.ui.keyguard import HELD_HINT
 from tests.test_repl_pty import REPO, term, tool_results  # noqa: F401  # `term` is a fixture

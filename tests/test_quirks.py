@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 
-from nanohermes.errors import AuthError, ContextTooLongError, EndpointError, UnreachableError
+from nanohermes.common.errors import AuthError, ContextTooLongError, EndpointError, UnreachableError
 from nanohermes.llm import make_llm
 from nanohermes.llm.quirks import QUIRKS, Shape, TextFormat, Wording, data, pattern
-from nanohermes.messages import Completion, Message
+from nanohermes.common.messages import Completion, Message
 from nanohermes.testing import FakeServer, Raw, Reply, sse
-from nanohermes.window import endpoint_window
+from nanohermes.turn.window import endpoint_window
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent

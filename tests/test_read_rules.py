@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from nanohermes.pathrules import command_read_rule
-from nanohermes.permissions import Policy, Rule, read_rules
-from nanohermes.readrules import covered, read_denied
-from nanohermes.runtime import DENIED
-from nanohermes.sandbox import probe
+from nanohermes.guard.pathrules import command_read_rule
+from nanohermes.guard.permissions import Policy, Rule, read_rules
+from nanohermes.guard.readrules import covered, read_denied
+from nanohermes.turn.runtime import DENIED
+from nanohermes.guard.sandbox import probe
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 SECRET = "hunter2-launch-code"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.budget import Limits
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config
 from nanohermes.tools import Attempt, ToolContext, ToolError
 from nanohermes.tools.files import ReadFile

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from nanohermes.events import ModelStarted, ReasoningDelta, TextDelta
+from nanohermes.common.events import ModelStarted, ReasoningDelta, TextDelta
 from nanohermes.testing import FakeServer, Raw, Reply, call, sse
 
 
@@ -167,7 +167,7 @@ def test_the_agent_emits_reasoning_events_apart_from_text(server: FakeServer, wo
 
     from nanohermes.assemble import build_agent
     from nanohermes.config import Config
-    from nanohermes.events import RecordingUI, TurnEnded
+    from nanohermes.common.events import RecordingUI, TurnEnded
     from nanohermes.testing import ScriptedLLM
 
     for llm in (None, ScriptedLLM([Reply(reasoning="weighing it", text="decided")])):

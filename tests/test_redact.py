@@ -7,7 +7,7 @@ import secrets
 import socket
 
 from nanohermes.config import Config
-from nanohermes.redact import MIN_SECRET_CHARS, REDACTED, add_secrets, collect, redact
+from nanohermes.guard.redact import MIN_SECRET_CHARS, REDACTED, add_secrets, collect, redact
 
 
 def fresh(prefix: str = "sk-") -> str:
@@ -46,7 +46,7 @@ def test_collect_takes_keys_from_env_and_config_but_not_names_or_file_lists() ->
 
 
 def test_a_key_split_across_streamed_pieces_is_still_redacted() -> None:
-    from nanohermes.redact import StreamRedactor
+    from nanohermes.guard.redact import StreamRedactor
 
     key = fresh()
     add_secrets([key])
@@ -60,7 +60,7 @@ def test_a_key_split_across_streamed_pieces_is_still_redacted() -> None:
 
 
 def test_only_what_may_begin_a_key_is_held_back() -> None:
-    from nanohermes.redact import StreamRedactor
+    from nanohermes.guard.redact import StreamRedactor
 
     key = fresh("tok-")
     add_secrets([key])

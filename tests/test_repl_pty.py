@@ -21,7 +21,7 @@ from typing import Any
 import pexpect
 import pytest
 
-from nanohermes.runtime import INTERRUPTED, denied
+from nanohermes.turn.runtime import INTERRUPTED, denied
 from nanohermes.testing import FakeServer, Fault, Reply, call, tool_reply
 
 REPO = Path(__file__).resolve().parent.parent
@@ -543,8 +543,8 @@ def test_an_error_ending_a_turn_is_shown_and_the_repl_goes_on(term: Any, server:
 
 
 def test_continue_opens_the_repl_on_the_latest_session(term: Any, workspace: Path, server: FakeServer) -> None:
-    from nanohermes.messages import Message
-    from nanohermes.session import Transcript
+    from nanohermes.common.messages import Message
+    from nanohermes.turn.session import Transcript
 
     saved = Transcript.create(workspace, model="fake-model", mode="default")
     for m in (Message.user("remember the number 7"), Message("assistant", "noted: 7")):
@@ -604,8 +604,8 @@ def test_config_warnings_and_another_workspace_show_above_the_prompt(term: Any, 
 
 def test_resume_without_an_id_picks_a_session_then_opens_the_repl(term: Any, workspace: Path,
                                                                     server: FakeServer) -> None:
-    from nanohermes.messages import Message
-    from nanohermes.session import Transcript
+    from nanohermes.common.messages import Message
+    from nanohermes.turn.session import Transcript
 
     saved = Transcript.create(workspace, model="fake-model", mode="default")
     saved.append(Message.user("the picked topic"))
@@ -930,7 +930,7 @@ def test_a_paste_over_the_message_budget_is_saved_to_a_file_the_model_reads(term
 
 def test_a_bare_prompt_opens_the_repl_with_it_and_exit_prints_the_resume_hint(term: Any, server: FakeServer,
                                                                               workspace: Path) -> None:
-    from nanohermes.session import list_sessions
+    from nanohermes.turn.session import list_sessions
 
     server.add(Reply(text="on it"))
     t = term(args=("fix it",))
@@ -943,8 +943,8 @@ def test_a_bare_prompt_opens_the_repl_with_it_and_exit_prints_the_resume_hint(te
 
 
 def test_cancelling_the_resume_picker_exits_0_quietly(term: Any, workspace: Path) -> None:
-    from nanohermes.messages import Message
-    from nanohermes.session import Transcript
+    from nanohermes.common.messages import Message
+    from nanohermes.turn.session import Transcript
 
     saved = Transcript.create(workspace, model="fake-model", mode="default")
     saved.append(Message.user("a topic"))
@@ -1059,8 +1059,8 @@ def test_tasks_lists_background_tasks_and_kills_one(term: Any, server: FakeServe
 
 
 def test_resume_in_the_repl_picks_by_number(term: Any, server: FakeServer, workspace: Path) -> None:
-    from nanohermes.messages import Message
-    from nanohermes.session import Transcript
+    from nanohermes.common.messages import Message
+    from nanohermes.turn.session import Transcript
 
     saved = Transcript.create(workspace, model="fake-model", mode="default")
     for m in (Message.user("the old topic"), Message("assistant", "old answer")):
@@ -1117,7 +1117,7 @@ DEMO_MCP = str(REPO / "tests" / "mcp" / "demo_server.py")
 
 
 def _is_summary(body: dict[str, Any]) -> bool:
-    from nanohermes.compact import SUMMARY_INSTRUCTIONS
+    from nanohermes.turn.compact import SUMMARY_INSTRUCTIONS
 
     return body["messages"][0]["content"] == SUMMARY_INSTRUCTIONS
 

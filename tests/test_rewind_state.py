@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from test_checkpoints import ask, build, command
 
-from nanohermes.session import list_sessions
+from nanohermes.turn.session import list_sessions
 from nanohermes.testing import Reply, ScriptedLLM, call, tool_reply
 
 

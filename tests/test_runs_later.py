@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from nanohermes.runs_later import runs_later
+from nanohermes.guard.runs_later import runs_later
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 RUNS = [
@@ -100,7 +100,7 @@ def test_a_turn_names_the_files_it_made_that_run_code_later(turn: Any, server: F
 def test_a_hooks_folder_that_git_config_names_counts_as_hooks(workspace: Path) -> None:
     import subprocess
 
-    from nanohermes.gitmeta import hooks_folders
+    from nanohermes.guard.gitmeta import hooks_folders
 
     subprocess.run(["git", "init", "-q", str(workspace)], check=True)
     subprocess.run(["git", "-C", str(workspace), "config", "core.hooksPath", "scripts/hooks"], check=True)

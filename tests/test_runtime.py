@@ -9,14 +9,14 @@ from typing import ClassVar
 
 import pytest
 
-from nanohermes.agent import Agent
-from nanohermes.budget import Limits
+from nanohermes.turn.agent import Agent
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config
-from nanohermes.events import RecordingUI, ToolFinished, ToolStarted
-from nanohermes.messages import Message, ToolCall
-from nanohermes.permissions import Policy
-from nanohermes.runtime import INTERRUPTED, Runtime
-from nanohermes.session import Session
+from nanohermes.common.events import RecordingUI, ToolFinished, ToolStarted
+from nanohermes.common.messages import Message, ToolCall
+from nanohermes.guard.permissions import Policy
+from nanohermes.turn.runtime import INTERRUPTED, Runtime
+from nanohermes.turn.session import Session
 from nanohermes.testing import Reply, ScriptedLLM, call, tool_reply
 from nanohermes.tools import Attempt, Approval, Params, Tool, ToolContext, ToolError
 from nanohermes.tools.files import ListDir, ReadFile
@@ -99,7 +99,7 @@ def test_plan_mode_hides_write_tools_and_refuses_a_replayed_call(workspace: Path
 
 
 def test_denied_approval_returns_denial_text_with_note(workspace: Path) -> None:
-    from nanohermes.events import ApprovalReply
+    from nanohermes.common.events import ApprovalReply
 
     ui = RecordingUI(answers=[ApprovalReply("deny", "use a temp dir")])
     out = run_calls(make_runtime(workspace, ui), tc("w", "write_file", '{"path":"x"}'))

@@ -20,14 +20,14 @@ import pytest
 from exec_support import (  # noqa: F401
     Confined, acall, call, confined_context, make_runtime, marked_pids, no_leftover_processes, run_confined, wait_until,
 )
-from nanohermes import sandbox
+from nanohermes.guard import sandbox
 from nanohermes.assemble import parse_rules
-from nanohermes.budget import Limits
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config, load_config
-from nanohermes.events import ApprovalRequest, Notice, RecordingUI, SandboxRefused
-from nanohermes.permissions import Policy
-from nanohermes.runtime import Runtime
-from nanohermes.sandbox import Refused
+from nanohermes.common.events import ApprovalRequest, Notice, RecordingUI, SandboxRefused
+from nanohermes.guard.permissions import Policy
+from nanohermes.turn.runtime import Runtime
+from nanohermes.guard.sandbox import Refused
 from nanohermes.tools import Attempt, ToolContext, build_tools
 from nanohermes.tools.tasks import task_manager
 
@@ -462,7 +462,7 @@ _UNPRIVILEGED = """
 import os, subprocess, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from nanohermes import sandbox
+from nanohermes.guard import sandbox
 ws = Path(sys.argv[2])
 conf = sandbox.confinement("workspace-write", workspace=ws)
 prepared = sandbox.prepare(conf)
@@ -492,7 +492,7 @@ def _nobody_python(src: Path) -> list[str] | None:
     setpriv = shutil.which("setpriv")
     if os.geteuid() != 0 or setpriv is None:
         return None
-    probe = f"import sys; sys.path.insert(0, {str(src)!r}); import ctypes; from nanohermes import sandbox"
+    probe = f"import sys; sys.path.insert(0, {str(src)!r}); import ctypes; from nanohermes.guard import sandbox"
     for py in ("/usr/bin/python3", "/usr/local/bin/python3", sys.executable):
         argv = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", py]
         if Path(py).exists() and subprocess.run([*argv, "-c", probe], capture_output=True, cwd=src).returncode == 0:

@@ -20,13 +20,13 @@ from typing import Any, ClassVar
 import pytest
 
 from exec_support import make_runtime, run_confined
-from nanohermes import sandbox
-from nanohermes.budget import Limits
+from nanohermes.guard import sandbox
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config
-from nanohermes.events import ApprovalReply, ApprovalRequest, RecordingUI
-from nanohermes.messages import ToolCall
-from nanohermes.permissions import Policy
-from nanohermes.runtime import Runtime
+from nanohermes.common.events import ApprovalReply, ApprovalRequest, RecordingUI
+from nanohermes.common.messages import ToolCall
+from nanohermes.guard.permissions import Policy
+from nanohermes.turn.runtime import Runtime
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 from nanohermes.tools import Attempt, ToolContext, ToolError, build_tools
 from nanohermes.tools.base import Params, Tool

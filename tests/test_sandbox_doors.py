@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from exec_support import run_confined, wait_until
-from nanohermes.budget import Limits
-from nanohermes import sandbox
+from nanohermes.common.budget import Limits
+from nanohermes.guard import sandbox
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 AVAIL = sandbox.probe()

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from nanohermes import sandbox
+from nanohermes.guard import sandbox
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 AVAIL = sandbox.probe()
@@ -203,10 +203,10 @@ def test_the_person_is_told_before_approving_a_command_after_a_program_on_path_c
     import asyncio
 
     from nanohermes.config import Config
-    from nanohermes.events import ApprovalRequest, RecordingUI
-    from nanohermes.messages import ToolCall
-    from nanohermes.permissions import Policy, Rule
-    from nanohermes.runtime import Runtime
+    from nanohermes.common.events import ApprovalRequest, RecordingUI
+    from nanohermes.common.messages import ToolCall
+    from nanohermes.guard.permissions import Policy, Rule
+    from nanohermes.turn.runtime import Runtime
     from nanohermes.tools.shell import RunCommand
 
     monkeypatch.setenv("PATH", venv_path["PATH"])
@@ -224,7 +224,7 @@ def test_the_person_is_told_before_approving_a_command_after_a_program_on_path_c
 
 
 def test_a_relative_or_writable_path_entry_is_skipped_for_nanohermes_own_programs(workspace: Path) -> None:
-    from nanohermes import programs
+    from nanohermes.guard import programs
 
     bin_dir = workspace / "bin"
     bin_dir.mkdir()

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 
 from exec_support import confined_context, marked_pids, no_leftover_processes, run_confined, wait_until  # noqa: F401
-from nanohermes import sandbox
-from nanohermes.budget import Limits
+from nanohermes.guard import sandbox
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config
-from nanohermes.sandbox.pidns import INIT_TITLE
+from nanohermes.guard.sandbox.pidns import INIT_TITLE
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
-from nanohermes.sandbox import confine
+from nanohermes.guard.sandbox import confine
 from nanohermes.tools.process import command_env, run_capped, shell_argv
 from nanohermes.tools.shell import RunCommand, RunCommandParams
 
@@ -173,7 +173,7 @@ def test_without_a_pid_namespace_doctor_says_what_is_weaker() -> None:
 _FALLBACK = """
 import subprocess, sys
 from pathlib import Path
-from nanohermes import sandbox
+from nanohermes.guard import sandbox
 a = sandbox.probe()
 conf = sandbox.confinement("read-only", workspace=Path(sys.argv[1]))
 prepared = sandbox.prepare(conf)

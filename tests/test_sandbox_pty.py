@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from nanohermes import sandbox
+from nanohermes.guard import sandbox
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 from test_repl_pty import term, tool_results  # noqa: F401  (the pty fixture)
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from exec_support import acall, make_runtime
-from nanohermes import sandbox
-from nanohermes.budget import Limits
-from nanohermes.checkpoints import repository
+from nanohermes.guard import sandbox
+from nanohermes.common.budget import Limits
+from nanohermes.turn.checkpoints import repository
 from nanohermes.config import Config
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 from nanohermes.tools import ToolContext
@@ -131,7 +131,7 @@ def test_a_worktree_inside_the_workspace_keeps_its_git_file(turn: Any, server: F
 def test_every_worktree_and_submodule_folder_is_kept_however_many(workspace: Path) -> None:
     """A command may add folders of its own to `.git/worktrees` and `.git/modules`: a look
     that stopped at a count would leave the person's real ones past it writable."""
-    from nanohermes.gitmeta import metadata, submodule_dirs
+    from nanohermes.guard.gitmeta import metadata, submodule_dirs
 
     init(workspace)
     n = 300

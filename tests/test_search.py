@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.budget import MiB, Limits
+from nanohermes.common.budget import MiB, Limits
 from nanohermes.config import Config
 from nanohermes.tools import Attempt, ToolContext, ToolError, build_tools
 from nanohermes.tools.search import (

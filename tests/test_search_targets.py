@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.budget import Limits
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config
-from nanohermes.events import ApprovalRequest, RecordingUI
-from nanohermes.messages import ToolCall
-from nanohermes.permissions import Policy, Rule
-from nanohermes.runtime import DENIED, Runtime
+from nanohermes.common.events import ApprovalRequest, RecordingUI
+from nanohermes.common.messages import ToolCall
+from nanohermes.guard.permissions import Policy, Rule
+from nanohermes.turn.runtime import DENIED, Runtime
 from nanohermes.tools import Attempt, Tool, ToolContext, ToolResult
 from nanohermes.tools.files import ListDir
 from nanohermes.tools.search.glob import Glob

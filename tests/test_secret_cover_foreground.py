@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from exec_support import acall, make_runtime
-from nanohermes import sandbox
+from nanohermes.guard import sandbox
 
 AVAIL = sandbox.probe()
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.messages import Message, ToolCall, Usage
-from nanohermes.session import LOST_RESULT, Transcript, find_session, list_sessions, sessions_dir
+from nanohermes.common.messages import Message, ToolCall, Usage
+from nanohermes.turn.session import LOST_RESULT, Transcript, find_session, list_sessions, sessions_dir
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 REPO = Path(__file__).resolve().parent.parent
@@ -102,7 +102,7 @@ def test_find_session_by_prefix_and_errors(workspace: Path) -> None:
     a = write_session(workspace, Message.user("a"))
     assert find_session(workspace, a.id) == a.path
     assert find_session(workspace, a.id[:-2]) == a.path
-    from nanohermes.errors import UsageError
+    from nanohermes.common.errors import UsageError
 
     with pytest.raises(UsageError, match="no session `nope`"):
         find_session(workspace, "nope")
@@ -256,7 +256,7 @@ def test_no_session_writes_nothing_and_refuses_continue(turn, server: FakeServer
 
 
 def test_a_session_in_use_is_not_opened_twice(workspace: Path) -> None:
-    from nanohermes.errors import UsageError
+    from nanohermes.common.errors import UsageError
 
     t = write_session(workspace, Message.user("busy"))
     first, _ = Transcript.open(t.path)
@@ -273,7 +273,7 @@ def test_resume_in_a_running_session_switches_to_it(workspace: Path) -> None:
 
     from nanohermes.assemble import build_agent
     from nanohermes.config import Config
-    from nanohermes.events import RecordingUI
+    from nanohermes.common.events import RecordingUI
     from nanohermes.testing import ScriptedLLM
     from nanohermes.tools import todo
 
@@ -308,7 +308,7 @@ def saved(session_path: Path) -> tuple[list[dict], Usage]:
 
 
 def assert_one_session(agent: object) -> None:
-    from nanohermes.agent import Agent
+    from nanohermes.turn.agent import Agent
 
     assert isinstance(agent, Agent)
     session = agent.session
@@ -326,7 +326,7 @@ def test_clear_and_resume_leave_one_consistent_session(workspace: Path) -> None:
 
     from nanohermes.assemble import build_agent
     from nanohermes.config import Config
-    from nanohermes.events import RecordingUI
+    from nanohermes.common.events import RecordingUI
     from nanohermes.testing import ScriptedLLM
     from nanohermes.tools import todo
     from nanohermes.ui.commands import REGISTRY, CommandContext, load_commands
@@ -388,7 +388,7 @@ def test_a_sub_agent_keeps_its_files_in_the_folder_of_the_session_in_force(works
 
     from nanohermes.assemble import build_agent
     from nanohermes.config import Config
-    from nanohermes.events import RecordingUI
+    from nanohermes.common.events import RecordingUI
     from nanohermes.testing import ScriptedLLM
 
     llm = ScriptedLLM([Reply(text="one"),

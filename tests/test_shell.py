@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exec_support import acall, call, make_runtime, marked_pids, no_leftover_processes, wait_until  # noqa: F401
-from nanohermes.budget import KiB, MiB, Limits
-from nanohermes.events import ApprovalRequest, RecordingUI, ToolProgress, ToolStarted
+from nanohermes.common.budget import KiB, MiB, Limits
+from nanohermes.common.events import ApprovalRequest, RecordingUI, ToolProgress, ToolStarted
 from nanohermes.tools import ToolError
 from nanohermes.tools.process import Capture, gap_marker, utf8_boundary
 from nanohermes.tools.shell import RunCommand, RunCommandParams

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.permissions import Policy, Rule, Target, decide, describe, is_read_only, suggest_command_rule
-from nanohermes.shellparse import ParseError, split
+from nanohermes.guard.permissions import Policy, Rule, Target, decide, describe, is_read_only, suggest_command_rule
+from nanohermes.guard.shellparse import ParseError, split
 from tool_support import decide_call
 
 R = Rule.parse
@@ -408,7 +408,7 @@ def test_respelled_denied_commands_never_run_unasked(target: str, template: str,
     ("echo $HOME", True, False), ("git -C . status", False, False),
 ])
 def test_read_only_line_tells_which_lines_need_no_write_access(command: str, read_only: bool, plain: bool) -> None:
-    from nanohermes.permissions import read_only_line
+    from nanohermes.guard.permissions import read_only_line
 
     assert read_only_line(command) is read_only
     assert read_only_line(command, plain=True) is plain

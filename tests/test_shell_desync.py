@@ -12,7 +12,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nanohermes.permissions import Policy
+from nanohermes.guard.permissions import Policy
 from tool_support import decide_call
 
 PIECES = ["echo", " ", " ", ";", "\n", "touch X", "'", '"', "$'", "$\"", "\\", "`", "$(", ")", "(", "$((", "$[", "]",

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from nanohermes.budget import Limits
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config
-from nanohermes.events import ApprovalRequest, RecordingUI
-from nanohermes.messages import ToolCall
-from nanohermes.pathrules import command_protected, command_secret
-from nanohermes.permissions import DEFAULT_SECRET_FILES, Policy
-from nanohermes.runtime import DENIED, Runtime
-from nanohermes.shellparse import split
+from nanohermes.common.events import ApprovalRequest, RecordingUI
+from nanohermes.common.messages import ToolCall
+from nanohermes.guard.pathrules import command_protected, command_secret
+from nanohermes.guard.permissions import DEFAULT_SECRET_FILES, Policy
+from nanohermes.turn.runtime import DENIED, Runtime
+from nanohermes.guard.shellparse import split
 from nanohermes.tools.shell import RunCommand
 
 

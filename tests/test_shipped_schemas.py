@@ -48,7 +48,7 @@ def test_a_schema_the_package_does_not_ship_is_rendered(home: Path, tmp_path: Pa
 
 PROBE = """
 import sys
-from nanohermes.exits import at_exit
+from nanohermes.common.exits import at_exit
 sys.argv = ["nanohermes", *sys.argv[1:]]
 
 def report():  # an exit callback: a finished -p run skips the rest of the interpreter's teardown

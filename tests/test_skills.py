@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from nanohermes.assemble import build_agent
-from nanohermes.budget import Limits
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config
-from nanohermes.events import RecordingUI
-from nanohermes.messages import ToolCall
+from nanohermes.common.events import RecordingUI
+from nanohermes.common.messages import ToolCall
 from nanohermes.tools.skills import SkillTool, discover_skills, skill_index
 from nanohermes.testing import FakeServer, Reply, ScriptedLLM, call, tool_reply
 

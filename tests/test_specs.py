@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from nanohermes.budget import Limits
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config
-from nanohermes.context import IDENTITY, system_prompt
-from nanohermes.events import RecordingUI
-from nanohermes.permissions import Policy
-from nanohermes.runtime import Runtime
+from nanohermes.turn.context import IDENTITY, system_prompt
+from nanohermes.common.events import RecordingUI
+from nanohermes.guard.permissions import Policy
+from nanohermes.turn.runtime import Runtime
 from nanohermes.tools import build_tools
 
 SPEC_BUDGET_CHARS = 11_000

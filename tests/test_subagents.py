@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from nanohermes.agent import Agent
+from nanohermes.turn.agent import Agent
 from nanohermes.assemble import assemble_pool, build_agent, child_factory
-from nanohermes.budget import Limits
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config
-from nanohermes.events import ApprovalRequest, ModelStarted, Notice, RecordingUI, SubagentEvent, TextDelta, ToolFinished
-from nanohermes.messages import ToolCall
-from nanohermes.permissions import Policy
-from nanohermes.runtime import Runtime
-from nanohermes.session import Session
+from nanohermes.common.events import ApprovalRequest, ModelStarted, Notice, RecordingUI, SubagentEvent, TextDelta, ToolFinished
+from nanohermes.common.messages import ToolCall
+from nanohermes.guard.permissions import Policy
+from nanohermes.turn.runtime import Runtime
+from nanohermes.turn.session import Session
 from nanohermes.testing import FakeServer, Reply, ScriptedLLM, call, tool_reply
 from nanohermes.tools import subagents as subagent_tools
 from nanohermes.tools.files import ListDir, ReadFile
@@ -65,7 +65,7 @@ def family(ws: Path, *, parent_script: list[Any] = (), child_script: list[Any] =
 def test_a_childs_budget_follows_its_own_models_window(workspace: Path) -> None:
     """A sub-agent on another model compacts at a share of that model's window, not at the
     parent's budget."""
-    from nanohermes.window import CHARS_PER_TOKEN, FAMILIES
+    from nanohermes.turn.window import CHARS_PER_TOKEN, FAMILIES
 
     f = family(workspace, child_model="gpt-4o",
                parent_script=[tool_reply(call("subagent", {"agent": "explore", "task": "look", "wait": True})),

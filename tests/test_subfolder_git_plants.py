@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from nanohermes import sandbox
+from nanohermes.guard import sandbox
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 AVAIL = sandbox.probe()

@@ -14,10 +14,10 @@ import pytest
 from tool_support import WriteParams
 
 from nanohermes.config import Config
-from nanohermes.events import ApprovalRequest, RecordingUI
-from nanohermes.messages import ToolCall
-from nanohermes.permissions import PROTECTED, Policy, Rule
-from nanohermes.runtime import DENIED, Runtime
+from nanohermes.common.events import ApprovalRequest, RecordingUI
+from nanohermes.common.messages import ToolCall
+from nanohermes.guard.permissions import PROTECTED, Policy, Rule
+from nanohermes.turn.runtime import DENIED, Runtime
 from nanohermes.tools import (
     Approval,
     Attempt,

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from exec_support import acall, group_members, make_runtime, marked_pids, no_leftover_processes, wait_until  # noqa: F401
-from nanohermes.budget import KiB, Limits
+from nanohermes.common.budget import KiB, Limits
 from nanohermes.config import Config, load_config
-from nanohermes.events import Notice, RecordingUI
-from nanohermes.runtime import Runtime
+from nanohermes.common.events import Notice, RecordingUI
+from nanohermes.turn.runtime import Runtime
 from nanohermes.tools.tasks import STATE_KEY, TaskManager
 
 
@@ -239,7 +239,7 @@ def test_task_tools_are_read_only_where_they_should_be(workspace: Path) -> None:
 
 @pytest.mark.parametrize("name", ["task_output", "task_list"])
 def test_reading_tools_never_ask(workspace: Path, name: str) -> None:
-    from nanohermes.events import ApprovalRequest
+    from nanohermes.common.events import ApprovalRequest
 
     async def body(rt: Runtime, ui: RecordingUI) -> None:
         args = {"task_id": "x"} if name == "task_output" else {}
@@ -250,9 +250,9 @@ def test_reading_tools_never_ask(workspace: Path, name: str) -> None:
 
 
 def test_a_sub_agents_background_tasks_end_with_it(workspace: Path, no_leftover_processes: str) -> None:
-    from nanohermes.agent import Agent
+    from nanohermes.turn.agent import Agent
     from nanohermes.assemble import assemble_pool, child_factory
-    from nanohermes.permissions import Policy
+    from nanohermes.guard.permissions import Policy
     from nanohermes.testing import Reply, ScriptedLLM, call, tool_reply
     from nanohermes.tools import build_tools
     from nanohermes.tools import subagents as subagent_tools

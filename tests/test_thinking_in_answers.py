@@ -102,8 +102,8 @@ def test_a_summary_is_without_the_thinking_written_into_it(workspace: Path) -> N
 
     from nanohermes.assemble import build_agent
     from nanohermes.config import Config
-    from nanohermes.events import RecordingUI
-    from nanohermes.messages import Message
+    from nanohermes.common.events import RecordingUI
+    from nanohermes.common.messages import Message
     from nanohermes.testing import ScriptedLLM
 
     llm = ScriptedLLM([Reply(text="<think>\nWhat matters here?\n</think>\n\nthe summary")])

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from nanohermes.agent import Agent
-from nanohermes.budget import Limits
+from nanohermes.turn.agent import Agent
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config
-from nanohermes.events import RecordingUI, TodoItem, TodoUpdated, event_to_dict
-from nanohermes.messages import ToolCall
-from nanohermes.permissions import Policy
-from nanohermes.runtime import Runtime
+from nanohermes.common.events import RecordingUI, TodoItem, TodoUpdated, event_to_dict
+from nanohermes.common.messages import ToolCall
+from nanohermes.guard.permissions import Policy
+from nanohermes.turn.runtime import Runtime
 from nanohermes.testing import FakeServer, Reply, ScriptedLLM, call, tool_reply
 from nanohermes.tools import todo
 

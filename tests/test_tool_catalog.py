@@ -25,7 +25,7 @@ def test_the_shipped_declarations_are_the_ones_the_code_makes() -> None:
 
 POOL = """
 import json, sys
-from nanohermes.budget import Limits
+from nanohermes.common.budget import Limits
 from nanohermes.tools.catalog import builtin_pool
 pool = builtin_pool()
 # Every whole-number limit halved: a description or schema default that states a limit shows it.

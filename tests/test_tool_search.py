@@ -12,8 +12,8 @@ from typing import Any
 
 from nanohermes.assemble import build_agent
 from nanohermes.config import Config
-from nanohermes.events import Notice, RecordingUI
-from nanohermes.messages import ToolCall
+from nanohermes.common.events import Notice, RecordingUI
+from nanohermes.common.messages import ToolCall
 from nanohermes.testing import FakeServer, Reply, ScriptedLLM, call, tool_reply
 
 MANY = str(Path(__file__).parent / "mcp" / "many_tools.py")

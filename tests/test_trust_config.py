@@ -23,9 +23,9 @@ from nanohermes.config import (
     section_fields,
     user_config_path,
 )
-from nanohermes.trust import decline_trust, trust_declined, trust_folder
-from nanohermes.errors import ConfigError
-from nanohermes.permissions import DEFAULT_SECRET_FILES
+from nanohermes.guard.trust import decline_trust, trust_declined, trust_folder
+from nanohermes.common.errors import ConfigError
+from nanohermes.guard.permissions import DEFAULT_SECRET_FILES
 
 
 def write(path: Path, data: object) -> Path:
@@ -216,7 +216,7 @@ def test_every_key_not_listed_is_a_trust_key(workspace: Path) -> None:
 
 
 def test_the_lowerable_limits_are_real_and_spare_the_approval_diff() -> None:
-    from nanohermes.budget import Limits
+    from nanohermes.common.budget import Limits
     from nanohermes.config import LOWERABLE_LIMITS
 
     assert set(LOWERABLE_LIMITS) <= set(Limits.names())
@@ -333,7 +333,7 @@ def test_a_config_flag_naming_the_project_file_makes_it_the_persons_own(workspac
 
 
 def test_rules_the_person_saved_to_the_project_apply_without_trust(workspace: Path) -> None:
-    from nanohermes.trust import approved_rules, record_approved_rules
+    from nanohermes.guard.trust import approved_rules, record_approved_rules
 
     record_approved_rules(workspace, ["run_command(touch *)"])
     record_approved_rules(workspace, ["run_command(touch *)"])  # recorded once

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nanohermes.dirs import data_home, state_home
+from nanohermes.common.dirs import data_home, state_home
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 REPO = Path(__file__).resolve().parent.parent

@@ -12,7 +12,7 @@ import pytest
 from test_repl_pty import Term, term  # noqa: F401  # the REPL fixture, shared
 
 from nanohermes.config import project_config_path, user_config_path
-from nanohermes.dirs import state_home
+from nanohermes.common.dirs import state_home
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 QUESTION = "a folder you trust:"

@@ -10,7 +10,7 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
-from nanohermes.events import ApprovalReply, ApprovalRequest
+from nanohermes.common.events import ApprovalReply, ApprovalRequest
 from nanohermes.ui.approval import Approver, choices
 
 REQ = ApprovalRequest(call_id="c1", tool="run_command", summary="git push", detail="git push origin main",

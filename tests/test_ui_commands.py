@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from nanohermes.agent import Agent
+from nanohermes.turn.agent import Agent
 from nanohermes.config import Config
-from nanohermes.events import RecordingUI
-from nanohermes.meters import Meter
-from nanohermes.permissions import Policy
-from nanohermes.runtime import Runtime
-from nanohermes.session import Session
+from nanohermes.common.events import RecordingUI
+from nanohermes.turn.meters import Meter
+from nanohermes.guard.permissions import Policy
+from nanohermes.turn.runtime import Runtime
+from nanohermes.turn.session import Session
 from nanohermes.testing import Reply, ScriptedLLM
 from nanohermes.tools.files import ListDir, ReadFile
 from nanohermes.ui.commands import REGISTRY, CommandContext, Registry
@@ -196,7 +196,7 @@ def test_permissions_and_mcp_reports(tmp_path: Path) -> None:
 
 
 def test_compact_summarises_the_older_turns(tmp_path: Path) -> None:
-    from nanohermes.compact import Compactor
+    from nanohermes.turn.compact import Compactor
 
     ctx, console = make_ctx(tmp_path)
     agent = ctx.agent
@@ -207,14 +207,14 @@ def test_compact_summarises_the_older_turns(tmp_path: Path) -> None:
     run(ctx, "/compact")
     assert "Goal: test compaction." in (agent.session.history[0].content or "")
     # One line says it: the compactor's notice (the command adds no second one).
-    from nanohermes.events import Notice
+    from nanohermes.common.events import Notice
 
     assert [n.text.split(" older")[0] for n in agent.ui.of(Notice)] == ["compacted 3"]  # type: ignore[attr-defined]
     assert console.export_text() == ""
 
 
 def test_resume_lists_and_continues_a_saved_session(tmp_path: Path) -> None:
-    from nanohermes.session import Transcript
+    from nanohermes.turn.session import Transcript
 
     first, _ = make_ctx(tmp_path, session=Session(Transcript.create(tmp_path, model="m1", mode="default")))
     asyncio.run(first.agent.ask("remember the number 7"))

@@ -8,14 +8,14 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from nanohermes.budget import Limits
-from nanohermes.events import (
+from nanohermes.common.budget import Limits
+from nanohermes.common.events import (
     ApprovalRequest, Notice, SubagentEvent, TextDelta, TodoItem, TodoUpdated, ToolFinished, TurnEnded,
 )
-from nanohermes.messages import Usage
-from nanohermes.redact import add_secrets
-from nanohermes.sandbox import Refused
-from nanohermes.runtime import DENIED, INTERRUPTED
+from nanohermes.common.messages import Usage
+from nanohermes.guard.redact import add_secrets
+from nanohermes.guard.sandbox import Refused
+from nanohermes.turn.runtime import DENIED, INTERRUPTED
 from nanohermes.ui import render
 from nanohermes.ui.approval import choices as approval_choices
 from nanohermes.ui.repl import toolbar
@@ -327,7 +327,7 @@ def test_answer_text_is_redacted_and_a_streaming_end_hides_a_key_in_progress() -
 
 
 def test_a_resumed_session_recaps_its_recent_turns() -> None:
-    from nanohermes.messages import Message
+    from nanohermes.common.messages import Message
 
     history = [Message.user("oldest"), Message("assistant", "gone"),
                Message.user("old question"), Message("assistant", "old answer\nmore"),
@@ -396,11 +396,11 @@ def test_escape_sequences_in_an_answer_are_shown_not_sent_to_the_terminal() -> N
 
 def every_event() -> list[Any]:
     """One event of each type the core emits; a new type must be added here (and to render)."""
-    from nanohermes.events import (
+    from nanohermes.common.events import (
         Event, FilesChanged, MessageAdded, ModelStarted, PermissionDenied, ReasoningDelta, SandboxRefused, ToolProgress,
         ToolRunning, ToolStarted, UsageUpdate,
     )
-    from nanohermes.messages import Message
+    from nanohermes.common.messages import Message
 
     events: list[Any] = [
         ModelStarted(turn=1, model="m"), TextDelta(text="hi"), ReasoningDelta(text="hm"),
@@ -433,7 +433,7 @@ def test_no_event_reaches_the_generic_fallback_alone_or_from_a_sub_agent() -> No
 
 
 def test_a_denied_call_has_only_its_error_line_and_a_sandbox_refusal_says_what() -> None:
-    from nanohermes.events import PermissionDenied, SandboxRefused
+    from nanohermes.common.events import PermissionDenied, SandboxRefused
 
     assert render.event(PermissionDenied(call_id="c1", tool="write_file", summary="plan.txt", reason="plan mode")) is None
     refused = SandboxRefused(call_id="c1", tool="run_command", summary="touch /etc/x", sandbox="workspace-write",

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from nanohermes.agent import Agent
+from nanohermes.turn.agent import Agent
 from nanohermes.assemble import build_agent
 from nanohermes.config import Config
-from nanohermes.events import ApprovalReply, ApprovalRequest, Event, Notice, ToolFinished, ToolStarted, TurnEnded
+from nanohermes.common.events import ApprovalReply, ApprovalRequest, Event, Notice, ToolFinished, ToolStarted, TurnEnded
 from nanohermes.llm import LLM, OpenAIChat, client_for
-from nanohermes.messages import Usage
-from nanohermes.permissions import Policy
-from nanohermes.runtime import Runtime
+from nanohermes.common.messages import Usage
+from nanohermes.guard.permissions import Policy
+from nanohermes.turn.runtime import Runtime
 from nanohermes.testing import Fault, FakeServer, Reply, ScriptedLLM, ScriptItem, call, tool_reply
 from nanohermes.tools.files import ListDir, ReadFile
 from nanohermes.ui.summaries import INSTRUCTIONS, LABEL_TOKENS, LABEL_WIRE, BatchCall, BatchSummarizer, clean_label

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 from localweb import LocalSite
-from nanohermes.budget import Limits
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config
-from nanohermes.events import RecordingUI, ToolProgress
-from nanohermes.messages import ToolCall
-from nanohermes.permissions import Policy, Rule
-from nanohermes.runtime import Runtime
+from nanohermes.common.events import RecordingUI, ToolProgress
+from nanohermes.common.messages import ToolCall
+from nanohermes.guard.permissions import Policy, Rule
+from nanohermes.turn.runtime import Runtime
 from nanohermes.tools.web import WebFetch
 
 MiB = 1024 * 1024

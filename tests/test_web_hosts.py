@@ -12,11 +12,11 @@ import pytest
 from localweb import LocalSite
 
 from nanohermes.config import Config
-from nanohermes.events import ApprovalRequest, RecordingUI
-from nanohermes.hosts import canonical_host, canonical_ip, resolve
-from nanohermes.messages import ToolCall
-from nanohermes.permissions import Policy, Rule
-from nanohermes.runtime import DENIED, Runtime
+from nanohermes.common.events import ApprovalRequest, RecordingUI
+from nanohermes.guard.hosts import canonical_host, canonical_ip, resolve
+from nanohermes.common.messages import ToolCall
+from nanohermes.guard.permissions import Policy, Rule
+from nanohermes.turn.runtime import DENIED, Runtime
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 from nanohermes.tools.web import WebFetch
 
@@ -180,8 +180,8 @@ def test_the_request_goes_to_the_address_that_was_checked(site: LocalSite, works
     """The name is not looked up again after the check (a resolver answering otherwise the
     second time cannot redirect the request): here it cannot be resolved at all, yet the
     fetch reaches the address the Target holds, with the name in the Host header."""
-    from nanohermes.budget import Limits
-    from nanohermes.permissions import Target
+    from nanohermes.common.budget import Limits
+    from nanohermes.guard.permissions import Target
     from nanohermes.tools import Attempt, ToolContext
 
     url = f"http://no-such-host.invalid:{port(site)}/notes.txt"

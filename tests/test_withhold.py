@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from nanohermes import sandbox, withhold
-from nanohermes.budget import Limits
+from nanohermes.guard import sandbox, withhold
+from nanohermes.common.budget import Limits
 from nanohermes.config import Config
-from nanohermes.runtime import DENIED
+from nanohermes.turn.runtime import DENIED
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 from exec_support import run_confined
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from nanohermes.permissions import Policy, Target, Verdict, decide
+from nanohermes.guard.permissions import Policy, Target, Verdict, decide
 from nanohermes.tools import Attempt, Approval, Effect, Params, SubjectKind, Tool, ToolContext, build_tools
 
 

@@ -7,7 +7,7 @@ an untrusted project file may set (it only narrows; any other key is a trust key
 only in a trusted project); `validate` what validation does beside pydantic (unknown keys,
 errors naming the file and key, plain values that need no pydantic). Import from
 `nanohermes.config`, which re-exports them. Trusted projects and saved rules are
-`nanohermes.trust`'s; Claude Code's project files are read in `nanohermes.claude_files`.
+`nanohermes.guard.trust`'s; Claude Code's project files are read in `nanohermes.config.claude_files`.
 """
 
 from nanohermes.config.layers import CONFIG_MAX_DEPTH, Loaded, fold_mcp_servers, json_depth, load_config, read_config_file
@@ -21,8 +21,8 @@ from nanohermes.config.schema import (
     WebSearchConfig, checked_limits, default_of, limit_allows, section_fields, section_types,
 )
 from nanohermes.config.validate import KeyPath
-from nanohermes.dirs import project_config_path, user_config_path
-from nanohermes.modes import Mode
+from nanohermes.common.dirs import project_config_path, user_config_path
+from nanohermes.common.modes import Mode
 
 __all__ = [
     "ASK_VALUE_CHARS", "CONFIG_MAX_DEPTH", "HOOK_EVENTS", "LIMITS_HINT", "LIMIT_KEYS", "LOWERABLE_LIMITS",

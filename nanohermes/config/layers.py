@@ -23,12 +23,13 @@ from nanohermes.config.schema import HOOK_EVENTS, Config, RuleOrigins
 from nanohermes.config.validate import (
     KeyPath, dotted, guard_search_keys, near_miss, plain_layers, unknown_keys, validated, without,
 )
-from nanohermes.dirs import project_config_path, user_config_path
-from nanohermes.errors import ConfigError
-from nanohermes.trust import approved_rules, is_trusted
+from nanohermes.common.dirs import project_config_path, user_config_path
+from nanohermes.common.errors import ConfigError
+from nanohermes.guard.trust import approved_rules, is_trusted
+from nanohermes.config.claude_files import project_layers, user_layer
 
 if TYPE_CHECKING:
-    from nanohermes.claude_files import Layer
+    from nanohermes.config.claude_files import Layer
 
 # Nesting levels a config file may have. Settings are at most a few levels deep; the parser
 # recurses per level, so a hostile file of 100,000 `[` would crash it instead of being an error.
@@ -136,8 +137,6 @@ class _Source(NamedTuple):
 
 
 def _sources(workspace: Path, config_file: Path | None) -> list[_Source]:
-    from nanohermes.claude_files import project_layers, user_layer
-
     project = project_config_path(workspace)
     # The person's Claude Code settings, below their own nanohermes file; --config replaces both.
     claude = user_layer(Path.home(), workspace, read_config_file) if config_file is None else None
@@ -187,7 +186,7 @@ class _Files:
 
     def read(self, source: _Source) -> None:
         """One file: its unknown keys dropped, validated on its own, narrowed if it is a project's."""
-        from nanohermes.claude_files import Layer
+        from nanohermes.config.claude_files import Layer
 
         got = self._contents(source)
         if got is None:
@@ -213,7 +212,7 @@ class _Files:
         self.layers.append((str(path), data))
 
     def _contents(self, source: _Source) -> tuple[Path, dict[str, Any]] | None:
-        from nanohermes.claude_files import Layer, fold_conditions
+        from nanohermes.config.claude_files import Layer, fold_conditions
 
         if isinstance(source.file, Layer):
             self.warnings += source.file.notes

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from nanohermes.budget import Limits
+from nanohermes.common.budget import Limits
 from nanohermes.config.schema import Config, section_fields
-from nanohermes.modes import Mode
-from nanohermes.permissions import names_tool
+from nanohermes.common.modes import Mode
+from nanohermes.guard.permissions import names_tool
 
 # Modes from the one that lets the least happen to the one that lets the most: plan refuses
 # edits and commands; debug refuses edits but asks for commands; default asks for both;

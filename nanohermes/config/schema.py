@@ -5,7 +5,7 @@ with each key's default, description and bounds, and the checks pydantic cannot 
 The sections are plain dataclasses so that a run without config files, whose flags and
 environment are plain values, builds its config from the defaults without importing pydantic
 (see `validate.plain_layers`), and a file whose values already have their keys' types is
-built without it too (`nanohermes.plaindata`); pydantic is loaded only when there is something
+built without it too (`nanohermes.common.plaindata`); pydantic is loaded only when there is something
 to convert or refuse (`Section.from_dict`). A field's metadata holds its description (the config reference in
 docs/config.md is generated from it) and its bounds, which pydantic reads as `Field` arguments.
 """
@@ -23,11 +23,11 @@ from dataclasses import InitVar, dataclass, field
 from types import UnionType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, Union, get_args, get_origin
 
-from nanohermes.budget import ZERO_ALLOWED, Limits
-from nanohermes.errors import ConfigError
-from nanohermes.modes import Effort, Mode, SandboxMode, Wire
-from nanohermes.permissions import DEFAULT_SECRET_FILES
-from nanohermes.plaindata import NOT_PLAIN, made
+from nanohermes.common.budget import ZERO_ALLOWED, Limits
+from nanohermes.common.errors import ConfigError
+from nanohermes.common.modes import Effort, Mode, SandboxMode, Wire
+from nanohermes.guard.permissions import DEFAULT_SECRET_FILES
+from nanohermes.common.plaindata import NOT_PLAIN, made
 
 _DIR_NAME = re.compile(r"[^/\\*?\[\]{}!]+")  # a plain folder name: no separators, no glob characters
 # Where each layer's permission rules came from: (allow, ask or deny; the rule's text) -> the

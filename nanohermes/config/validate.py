@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
 from nanohermes.config.schema import (
     BOUNDS, LIMITS_HINT, Config, Invalid, Section, WebSearchConfig, section_fields, section_types,
 )
-from nanohermes.errors import ConfigError
+from nanohermes.common.errors import ConfigError
 
 if TYPE_CHECKING:
     from pydantic import ValidationError

@@ -17,7 +17,7 @@ from nanohermes.llm.chat import OpenAIChat
 from nanohermes.llm.connect import check_base_url
 from nanohermes.llm.failures import is_context_overflow
 from nanohermes.llm.http import NoticeSink, TextSink, estimate_usage
-from nanohermes.messages import Completion, Message
+from nanohermes.common.messages import Completion, Message
 
 if TYPE_CHECKING:
     from nanohermes.config import Config

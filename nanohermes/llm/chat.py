@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from nanohermes.errors import EndpointError
+from nanohermes.common.errors import EndpointError
 from nanohermes.llm.http import HttpWire, Retry, StreamParser, TextSink, estimate_usage
 from nanohermes.llm.quirks import Reasoning, entries, pattern
 from nanohermes.llm.quirks import data as quirk_data
-from nanohermes.messages import Completion, Message, ToolCall, Usage, image_intro, with_images
+from nanohermes.common.messages import Completion, Message, ToolCall, Usage, image_intro, with_images
 
 _OWN_KEYS = frozenset({"index", "id", "type", "function"})
 _PREFIX_SEPARATORS = (".", ":", "/")

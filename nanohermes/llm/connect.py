@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from urllib.parse import urlsplit
 
-from nanohermes.errors import ConfigError, UnreachableError
+from nanohermes.common.errors import ConfigError, UnreachableError
 
 _CHAR_NAMES = {" ": "space", "\t": "tab", "\n": "newline", "\r": "carriage return", "\x0b": "vertical tab",
                "\x0c": "form feed", "\x00": "NUL character", "\x1b": "escape character", "\xa0": "no-break space",

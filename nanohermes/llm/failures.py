@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from nanohermes import controls
-from nanohermes.budget import plural
+from nanohermes.common import controls
+from nanohermes.common.budget import plural
 from nanohermes.llm.quirks import matcher
 
 BASE_URL_HINT = "check base_url (--base-url, OPENAI_BASE_URL or config) and that the server is running"
@@ -76,7 +76,7 @@ def broken_hint(retries: int) -> str:
             "breaking, check the server's log and the timeout of any proxy in front of it")
 
 
-# What no person should be shown raw (`nanohermes.controls`): server text here, everything in `ui.visible`.
+# What no person should be shown raw (`nanohermes.common.controls`): server text here, everything in `ui.visible`.
 CONTROL = controls.CONTROL
 
 

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from nanohermes.errors import (
+from nanohermes.common.errors import (
     AuthError,
     ContextTooLongError,
     EndpointError,
@@ -64,7 +64,9 @@ from nanohermes.llm.failures import (
 )
 from nanohermes.llm.quirks import matcher
 from nanohermes.llm.sse import first_line, json_or_none, prepend, sse_events
-from nanohermes.messages import Completion, Message, Usage
+from nanohermes.common.messages import Completion, Message, Usage
+from nanohermes import __version__
+from nanohermes.llm.textcalls import TextHold, as_tool_calls, recover
 
 if TYPE_CHECKING:
     import httpx
@@ -190,7 +192,6 @@ class HttpWire:
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
             hx = import_httpx()  # on first use: `--version` and the REPL's first prompt skip it
-            from nanohermes import __version__
 
             headers = {"Authorization": f"Bearer {self.api_key or 'no-key-set'}", "User-Agent": f"nanohermes/{__version__}"}
             # Loading the CA bundle costs tens of milliseconds; a plain-HTTP endpoint (a local
@@ -254,7 +255,6 @@ class HttpWire:
 
         hold = None
         if tools:  # a call the model writes as text is held back, not shown as the answer
-            from nanohermes.llm.textcalls import TextHold
 
             hold = TextHold(shown_text)
         parser = self.parser(messages, tools, hold.feed if hold is not None else shown_text, on_reasoning)
@@ -345,8 +345,6 @@ class HttpWire:
         """An answer without tool calls whose text writes out whole calls of offered tools:
         taken as those calls (the text as it came is kept on the message for the transcript);
         anything else keeps its text, which is now shown."""
-        from nanohermes.llm.textcalls import as_tool_calls, recover
-
         found = recover(done.message.content or "", tools) if not done.message.tool_calls else None
         if found is None or not found.calls or found.format is None:
             hold.release()

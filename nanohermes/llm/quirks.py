@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal, TypeVar
 
-from nanohermes.modes import WIRES, Wire
+from nanohermes.common.modes import WIRES, Wire
 
 BOTH: tuple[Wire, ...] = WIRES
 CHAT: tuple[Wire, ...] = ("chat",)
@@ -359,19 +359,19 @@ QUIRKS: tuple[Quirk, ...] = (
     _window("window.openrouter-top-provider", ("OpenRouter",), "/models", "top_provider.context_length",
             "top_provider context_length", "https://openrouter.ai/docs/api-reference/list-available-models"),
     _window("window.llamacpp-props", ("llama.cpp",), "/props", "default_generation_settings.n_ctx", "n_ctx (llama.cpp)",
-            "https://github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md", "nanohermes.window.from_llamacpp"),
+            "https://github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md", "nanohermes.turn.window.from_llamacpp"),
     _window("window.llamacpp-slots", ("llama.cpp",), "/slots", "n_ctx", "n_ctx (llama.cpp)",
-            "https://github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md", "nanohermes.window.from_llamacpp"),
+            "https://github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md", "nanohermes.turn.window.from_llamacpp"),
     _window("window.lmstudio-loaded", ("LM Studio",), "/api/v0/models", "loaded_context_length",
             "loaded_context_length (LM Studio)", "https://lmstudio.ai/docs/api/rest-api"),
     _window("window.lmstudio-max", ("LM Studio",), "/api/v0/models", "max_context_length", "max_context_length (LM Studio)",
             "https://lmstudio.ai/docs/api/rest-api"),
     _window("window.ollama-ps", ("Ollama",), "/api/ps", "models.context_length", "context_length (Ollama)",
-            "https://github.com/ollama/ollama/blob/main/docs/api.md", "nanohermes.window.from_ollama_ps"),
+            "https://github.com/ollama/ollama/blob/main/docs/api.md", "nanohermes.turn.window.from_ollama_ps"),
     _window("window.ollama-num-ctx", ("Ollama",), "/api/show", "parameters.num_ctx", "num_ctx (Ollama)",
-            "https://github.com/ollama/ollama/blob/main/docs/api.md", "nanohermes.window.from_ollama_show"),
+            "https://github.com/ollama/ollama/blob/main/docs/api.md", "nanohermes.turn.window.from_ollama_show"),
     _window("window.ollama-model-info", ("Ollama",), "/api/show", "model_info.*.context_length", "{key} (Ollama)",
-            "https://github.com/ollama/ollama/blob/main/docs/api.md", "nanohermes.window.from_ollama_show"),
+            "https://github.com/ollama/ollama/blob/main/docs/api.md", "nanohermes.turn.window.from_ollama_show"),
     # -- doctor: a model that answers the tool probe in text, by server ---------------------
     Quirk(id="hint.llamacpp", providers=("llama.cpp",), wires=BOTH, what="tool calls need llama-server's --jinja",
           source="https://github.com/ggml-org/llama.cpp/blob/master/docs/function-calling.md",

@@ -14,12 +14,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from nanohermes.errors import EndpointError
+from nanohermes.common.errors import EndpointError
 from nanohermes.llm.chat import known_name, tool_names
 from nanohermes.llm.http import HttpWire, Retry, StreamParser, TextSink, estimate_usage
 from nanohermes.llm.quirks import Reasoning, entries, pattern
 from nanohermes.llm.quirks import data as quirk_data
-from nanohermes.messages import Completion, Message, ToolCall, Usage, image_intro, with_images
+from nanohermes.common.messages import Completion, Message, ToolCall, Usage, image_intro, with_images
 
 # The events whose delta is thinking (a summary, or the raw text some servers stream).
 _REASONING_EVENTS = frozenset(r.field for _, r in entries(Reasoning, "responses") if r.form == "event")

@@ -46,7 +46,7 @@ from nanohermes.llm.textfinders import (
     offered,
     thinking,
 )
-from nanohermes.messages import Message, ToolCall
+from nanohermes.common.messages import Message, ToolCall
 
 # The strings that open a call in some format, for holding text back and for spotting attempts.
 MARKERS = tuple(dict.fromkeys(m for f in TEXT_FORMATS.values() for m in (*f.markers, *f.held)))

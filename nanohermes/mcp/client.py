@@ -35,12 +35,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, TypeVar
 
-from nanohermes import programs
-from nanohermes.budget import Limits
+from nanohermes.guard import programs
+from nanohermes.common.budget import Limits
 from nanohermes.config import McpServerConfig
-from nanohermes.events import ElicitationReply, ElicitationRequest
+from nanohermes.common.errors import ToolError
+from nanohermes.common.events import ElicitationReply, ElicitationRequest
 from nanohermes.mcp.transports import describe_error, direct_address, refused, stdio_transport, watched_http
-from nanohermes.tools.base import ToolError
+from nanohermes.common.dirs import open_private, private_dir
+from nanohermes.guard.redact import RedactingPipe, configured_env, kept_env
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -450,8 +452,6 @@ class McpManager:
         as `programs.person_start` says (the workspace only for a trusted project's own server)."""
         from mcp.client.stdio import StdioServerParameters, get_default_environment
 
-        from nanohermes.redact import configured_env, kept_env
-
         # The SDK starts a server with a few safe variables (PATH, HOME, ...) and the `env`
         # its config names; nanohermes adds only what shell_env.keep lets children have.
         cwd, env = programs.person_start({**get_default_environment(), **kept_env()}, {**configured_env(), **cfg.env},
@@ -466,8 +466,6 @@ class McpManager:
         if self.log_dir is None:
             f = open(os.devnull, "w")
         else:
-            from nanohermes.dirs import open_private, private_dir
-
             private_dir(self.log_dir)
             s.log_path = self.log_dir / f"{s.name}.log"
             try:
@@ -478,7 +476,6 @@ class McpManager:
             f.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {s.target}\n")
             f.flush()
             s._log_start = f.tell()
-            from nanohermes.redact import RedactingPipe
 
             # The server writes into a pipe copied into the log through redaction: no key
             # it prints reaches the file.

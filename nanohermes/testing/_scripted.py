@@ -36,8 +36,8 @@ class ScriptedLLM:
                        on_reasoning: Callable[[str], None] | None = None) -> Any:
         import asyncio
 
-        from nanohermes.errors import ContextTooLongError, EndpointError
-        from nanohermes.messages import Completion, Message, ToolCall, Usage
+        from nanohermes.common.errors import ContextTooLongError, EndpointError
+        from nanohermes.common.messages import Completion, Message, ToolCall, Usage
 
         body = {"model": self.model, "messages": [m.to_wire() for m in messages], "tools": list(tools)}
         self.requests.append(body)

@@ -9,7 +9,7 @@ and riskier. A flag may depend on the parsed arguments (override the method).
 A tool also declares what it touches: its subject `kind` (path, command, host, mcp, none),
 its `effect` (read, write, run, or only nanohermes's own state) and which arguments name the
 subject (`subjects`). From that declaration `Tool.target` computes the call's `Target` once
-(paths resolved by the one resolver in `nanohermes.pathrules`, hosts in canonical form);
+(paths resolved by the one resolver in `nanohermes.guard.pathrules`, hosts in canonical form);
 the gate judges it and passes the same Target to `run` in the call's `Attempt` (beside the
 finished confinement of its processes), so a tool uses exactly the paths that were judged
 (`Tool.resolved`).
@@ -27,11 +27,14 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, ParamSpec, Protocol, Self, cast
 
-from nanohermes.budget import Limits
-from nanohermes.events import UI, Event, ToolProgress
-from nanohermes.messages import Image
-from nanohermes.permissions import Effect, Rule, SubjectKind, Target
-from nanohermes.plaindata import NOT_PLAIN, made
+from nanohermes.common.budget import Limits
+from nanohermes.common.errors import ToolError as ToolError  # the contract names it; defined below every layer
+from nanohermes.common.events import UI, Event, ToolProgress
+from nanohermes.common.messages import Image
+from nanohermes.guard.permissions import Effect, Rule, SubjectKind, Target
+from nanohermes.common.plaindata import NOT_PLAIN, made
+from nanohermes.guard.pathrules import PathProblem, compute_target
+from nanohermes.tools.declared import schema
 
 if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler, TypeAdapter, ValidationError
@@ -39,17 +42,13 @@ if TYPE_CHECKING:
     from typing_extensions import TypeVar
 
     from nanohermes.config import Config
-    from nanohermes.sandbox import Confinement, Refused
+    from nanohermes.guard.sandbox import Confinement, Refused
 else:
     from typing import TypeVar
 
 # How a call is approved when nothing else decides: "never" (harmless), "edit" (a file
 # write: skipped in accept-edits), "always" (a command, a commit, an unknown MCP tool).
 Approval = Literal["never", "edit", "always"]
-
-
-class ToolError(Exception):
-    """A failure the model should see as `ERROR: <text>`; the turn goes on."""
 
 
 def about(description: str | None = None, *, shown_default: Any = MISSING, **constraints: Any) -> dict[str, Any]:
@@ -72,7 +71,7 @@ class Params:
 
     Plain dataclasses, not pydantic models: building the pool and sending its specs (from the
     shipped declarations, `tools/declared.py`) imports no pydantic, nor does parsing arguments
-    that already have their fields' types (`nanohermes.plaindata`); other arguments are judged
+    that already have their fields' types (`nanohermes.common.plaindata`); other arguments are judged
     by pydantic, imported then, through a `TypeAdapter` of the dataclass. A check of
     several fields, or a normalisation, lives in `__post_init__` (call `super().__post_init__()`);
     a ValueError raised there is the model's error text.
@@ -387,8 +386,6 @@ class Tool(Generic[P]):
     def target(self, args: P, ctx: ToolContext) -> Target:
         """The call's Target, computed from the declaration. Not for overriding: tools
         declare `kind`, `effect` and `subjects`; resolution is the same for every tool."""
-        from nanohermes.pathrules import PathProblem, compute_target
-
         effect: Effect = "read" if self.read_only(args) else self.effect
         try:
             return compute_target(self.kind, effect, self.subjects(args), ctx.workspace, base=self.base_dir(args),
@@ -584,8 +581,6 @@ def _with_article(word: str) -> str:
 def params_schema(model: type[Params]) -> dict[str, Any]:
     """JSON schema for the params (`render_params_schema`). The tool modules' params' schemas
     are shipped with the package (`tools/declared.py`), so a start imports no pydantic."""
-    from nanohermes.tools.declared import schema
-
     return schema(model, lambda: render_params_schema(model))
 
 

@@ -4,7 +4,7 @@ writes, the stale-file guard (what the model has seen of each file this session)
 namesakes of a path that does not exist, the unified diff shown to people for an edit, and the
 editor's buffers a file is read from and written through when a front end works in an editor.
 
-Each helper takes the resolved path the call was judged on (see `nanohermes.pathrules`):
+Each helper takes the resolved path the call was judged on (see `nanohermes.guard.pathrules`):
 nothing here resolves a model-given path (`shown_path` reads the written one only to name
 the resolved one).
 """
@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from nanohermes.budget import clamp, plural
-from nanohermes.pathrules import open_dir, swapped
+from nanohermes.common.budget import clamp, plural
+from nanohermes.guard.pathrules import open_dir, swapped
 from nanohermes.tools.base import Attempt, ToolContext, ToolError
+from nanohermes.guard.pathrules import open_exact, read_exact
+from nanohermes.tools.search.walk import ignore_dir_names
 
 
 # --------------------------------------------------------------------------------------
@@ -123,8 +125,6 @@ def near_namesakes(ctx: ToolContext, real: Path, most: int = 3) -> str:
     model would write them (`src/utils.py` for `utils.py`): the same name in another folder,
     or a name one slip away in the folder named. "" when there are none. The walk skips the
     ignored folders and stops after `grep_max_files` entries, like a search's."""
-    from nanohermes.tools.search.walk import ignore_dir_names
-
     root = Path(os.path.realpath(ctx.workspace))
     if root != real and root not in real.parents:
         return ""
@@ -272,8 +272,6 @@ def buffers(ctx: ToolContext) -> Buffers | None:
 def read_current(ctx: ToolContext, real: Path) -> bytes:
     """The bytes of `real` (a resolved, judged path) as the person sees them: the editor's
     buffer when an editor holds the session, else the disk (`read_exact`)."""
-    from nanohermes.pathrules import read_exact
-
     held = buffers(ctx)
     text = held.read(real) if held is not None and _editor_reads(ctx, real) else None
     return read_exact(real) if text is None else text.encode("utf-8", errors="surrogateescape")
@@ -282,8 +280,6 @@ def read_current(ctx: ToolContext, real: Path) -> bytes:
 def open_current(ctx: ToolContext, real: Path) -> tuple[BinaryIO, bytes | None]:
     """`real` opened for reading as `read_current` reads it, and its bytes when they came
     from the editor (None: from the disk, whose stat tells their size)."""
-    from nanohermes.pathrules import open_exact
-
     held = buffers(ctx)
     text = held.read(real) if held is not None and _editor_reads(ctx, real) else None
     if text is None:
@@ -296,8 +292,6 @@ def _editor_reads(ctx: ToolContext, real: Path) -> bool:
     """Is `real` a file the editor is asked for: a regular text file (no NUL in its head on
     disk) of at most `read_file_max_bytes`? A bigger one (a log read by windows) or a binary
     one is read from the disk, never sent whole over the protocol."""
-    from nanohermes.pathrules import open_exact
-
     try:
         st = os.stat(real, follow_symlinks=False)
         if not stat.S_ISREG(st.st_mode) or st.st_size > ctx.limits.read_file_max_bytes:

@@ -4,7 +4,7 @@ What they share with apply_patch (how a path is named, text decoding, atomic wri
 stale-file guard, diffs for people) is `nanohermes.tools.fileops`.
 
 Paths are taken relative to the workspace (absolute paths work too) and resolved once, by
-`nanohermes.pathrules.resolve`, into the call's Target; the tools read exactly those resolved
+`nanohermes.guard.pathrules.resolve`, into the call's Target; the tools read exactly those resolved
 paths, opened without following a symlink put there after the check. Reading is allowed
 anywhere (read rules and secret files aside).
 """
@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, ClassVar
 
-from nanohermes.budget import Limits
-from nanohermes.pathrules import held, swapped
-from nanohermes.permissions import SubjectKind
+from nanohermes.common.budget import Limits
+from nanohermes.guard.pathrules import held, swapped
+from nanohermes.guard.permissions import SubjectKind
 from nanohermes.tools.base import Attempt, Params, ReadOnlyTool, Tool, ToolContext, ToolError, about
 from nanohermes.tools.fileops import (
     BOM,

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from nanohermes.permissions import Rule
+from nanohermes.guard.permissions import Rule
 from nanohermes.tools.base import Attempt, Approval, ClaudeCall, P, Params, ReadOnlyTool, Tool, ToolContext, ToolError
-from nanohermes import programs, sandbox
-from nanohermes.gitmeta import moved_work_tree
+from nanohermes.guard import programs, sandbox
+from nanohermes.guard.gitmeta import moved_work_tree
 from nanohermes.tools.fileops import Withheld
 from nanohermes.tools.process import (
     command_env, confinement_of, read_only_of, run_capped, secret_values, secs, strip_newline, without_values,
@@ -371,7 +371,7 @@ class GitCommit(Tool[GitCommitParams]):
         head = strip_newline(await git(ctx, "rev-parse", "HEAD"))
         done = fit(f"committed {head}\n{out}", ctx.limits.max_output, "see the whole commit with git_log and git_diff")
         if read_as:
-            from nanohermes.foreign_paths import note
+            from nanohermes.guard.foreign_paths import note
 
             done += "\n" + note(read_as)
         return done
@@ -382,7 +382,7 @@ def _staged(paths: list[str], workspace: Path) -> tuple[list[str], tuple[tuple[s
     as the file tools read it; and (written, used) for each so read. A Windows path that names
     nothing there is refused with the path to write instead (never handed to git, whose
     "pathspec did not match" says nothing of why)."""
-    from nanohermes.foreign_paths import ForeignPath, is_foreign, mapped
+    from nanohermes.guard.foreign_paths import ForeignPath, is_foreign, mapped
 
     out: list[str] = []
     read_as: list[tuple[str, str]] = []

@@ -20,19 +20,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from nanohermes.budget import Limits
+from nanohermes.common.budget import Limits
 from nanohermes.mcp.client import LIST_PAGES, McpManager, RemoteTool, Server
-from nanohermes.messages import Image
+from nanohermes.common.messages import Image
 from nanohermes.tools.base import (
     Attempt, Approval, Effect, P, Params, ReadOnlyTool, SubjectKind, Tool, ToolContext, ToolError, ToolResult, about,
 )
+from nanohermes.common.dirs import private_dir, state_home
+from nanohermes.tools.toolsearch import ToolSearch
 
 
 def tools(manager: McpManager) -> list[Tool]:
     """Connected servers' tools and, when any server is configured, the four helpers and
     tool_search (offered only when the servers' tools must be deferred: see toolsearch)."""
-    from nanohermes.tools.toolsearch import ToolSearch
-
     if not manager.servers:
         return []
     helpers: list[Tool] = [McpListResources(manager=manager), McpReadResource(manager=manager),
@@ -241,8 +241,6 @@ def _save(ctx: ToolContext, kind: str, mime: str, data: str) -> Path:
     not recorded, nanohermes's state folder), readable only by its owner."""
     import base64
     import mimetypes
-
-    from nanohermes.dirs import private_dir, state_home
 
     folder = (ctx.session_folder or state_home() / "mcp") / "mcp-media"
     private_dir(folder)

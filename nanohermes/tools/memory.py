@@ -31,9 +31,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 
-from nanohermes.dirs import FILE_MODE, make_private, private_dir
-from nanohermes.redact import redact
+from nanohermes.common.dirs import FILE_MODE, make_private, private_dir
+from nanohermes.guard.redact import redact
 from nanohermes.tools.base import Attempt, Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
+from nanohermes.common.dirs import data_home
+from nanohermes.guard.trust import is_trusted
 
 if TYPE_CHECKING:  # loaded by the store's first connection: a run that never remembers skips it
     import sqlite3
@@ -112,8 +114,6 @@ def _memory(row: tuple[Any, ...]) -> Memory:
 
 
 def default_path() -> Path:
-    from nanohermes.dirs import data_home
-
     return data_home() / "memory.db"
 
 
@@ -370,8 +370,6 @@ class MemorySave(Tool[MemorySaveParams]):
         return "always" if args.scope == "global" else "never"
 
     def needs_person(self, args: MemorySaveParams, ctx: ToolContext) -> str | None:
-        from nanohermes.trust import is_trusted
-
         if args.scope != "global" or is_trusted(ctx.workspace, list(ctx.config.trusted_projects)):
             return None
         return ("a global memory reaches every project's sessions, and it comes from a project you have not "

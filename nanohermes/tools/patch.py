@@ -10,7 +10,7 @@ folder first.
 Paths: the tool names every path as written (`written_paths`) as its subjects, so the runtime
 resolves them with the one resolver like any other tool's (`l/../x` with `l -> deep/er` is
 `deep/x`); the resolved paths are what the rules judge and what the patch reads and writes,
-through the link-refusing opens of `nanohermes.pathrules`. Nothing here folds `..` first.
+through the link-refusing opens of `nanohermes.guard.pathrules`. Nothing here folds `..` first.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from nanohermes.pathrules import read_exact, swapped, unlink_exact
-from nanohermes.permissions import Effect, SubjectKind
+from nanohermes.guard.pathrules import read_exact, swapped, unlink_exact
+from nanohermes.guard.permissions import Effect, SubjectKind
 from nanohermes.tools.base import (
     Approval, Attempt, ClaudeCall, Params, Target, Tool, ToolContext, ToolError, ToolResult, absolute,
 )
@@ -47,6 +47,7 @@ from nanohermes.tools.fileops import (
 from nanohermes.tools.patches.begin_patch import FileOp, apply_begin_patch, is_begin_patch, parse_begin_patch
 from nanohermes.tools.patches.common import Outcome, PatchError
 from nanohermes.tools.patches.unified import FilePatch, apply, parse, settle_prefixes
+from nanohermes.common.dirs import private_dir
 
 
 # Where the old content of a file a patch replaced unread is kept, in the session folder.
@@ -409,8 +410,6 @@ class ApplyPatch(Tool[ApplyPatchParams]):
     @staticmethod
     def _keep_unread(plan: _Plan, ctx: ToolContext) -> list[tuple[str, Path]]:
         """Save the bytes of each unread file the patch replaces whole, before anything is written."""
-        from nanohermes.dirs import private_dir
-
         if not plan.unread or ctx.session_folder is None:
             return []
         where = private_dir(ctx.session_folder / REPLACED_DIR)

@@ -8,7 +8,7 @@ what falls between is read, counted and marked, so no pipe can fill and memory s
 the whole group killed on timeout, cancellation or exit, and a bounded wait for
 grandchildren that still hold the pipes after the shell has exited. Also owns fitting a
 command's stdout and stderr sections into one result.
-Every process starts through `spawn`, in the OS sandbox the call was given (`nanohermes/sandbox`); when
+Every process starts through `spawn`, in the OS sandbox the call was given (`nanohermes/guard/sandbox`); when
 a command ends, what it left running outside its group is swept and counted.
 """
 
@@ -25,10 +25,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nanohermes import programs, sandbox, withhold
-from nanohermes.budget import Limits
-from nanohermes.sandbox import Refused
-from nanohermes.exits import at_exit
+from nanohermes.guard import programs, sandbox, withhold
+from nanohermes.common.budget import Limits
+from nanohermes.guard.sandbox import Refused
+from nanohermes.common.exits import at_exit
 from nanohermes.tools.base import Attempt, ToolContext
 
 
@@ -345,7 +345,7 @@ class Process:
 
 def shell_argv(command: str) -> list[str]:
     """bash -c, or sh -c where bash is missing: the shell found outside every writable root."""
-    from nanohermes import programs
+    from nanohermes.guard import programs
 
     return [programs.shell(), "-c", command]
 
@@ -355,9 +355,9 @@ def command_env() -> dict[str, str]:
     `shell_env.keep` lists them: a command the model writes must not be able to print them)
     and without nanohermes's own venv in front of the person's programs (`ownvenv`), with
     pagers off and no colour requested."""
-    from nanohermes import programs
-    from nanohermes.ownvenv import without_own_venv
-    from nanohermes.redact import child_env
+    from nanohermes.guard import programs
+    from nanohermes.guard.ownvenv import without_own_venv
+    from nanohermes.guard.redact import child_env
 
     env = without_own_venv(child_env(), programs.writable_roots())
     for key in ("FORCE_COLOR", "CLICOLOR_FORCE"):

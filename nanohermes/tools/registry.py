@@ -24,14 +24,16 @@ from typing import TYPE_CHECKING, Any
 from nanohermes.tools.base import Tool
 
 if TYPE_CHECKING:
-    from nanohermes.budget import Limits
+    from nanohermes.common.budget import Limits
     from nanohermes.config import Config
-    from nanohermes.messages import ToolCall
+    from nanohermes.common.messages import ToolCall
     from nanohermes.tools.todo import KeptTodos
 
 
 def build_tools(config: Config | None = None, workspace: Path | None = None) -> list[Tool]:
     """The built-in pool, sorted by name. Conditional tools are added by their owners."""
+    # Here, not at the top: a start builds the pool from the shipped declarations and imports a
+    # tool's module only when one of its tools is called (tests/test_tool_catalog.py).
     from nanohermes.tools.files import tools as files
     from nanohermes.tools.writes import tools as writes
     from nanohermes.tools.git import tools as git
@@ -50,7 +52,7 @@ def build_tools(config: Config | None = None, workspace: Path | None = None) -> 
 
 def kept_state() -> tuple[KeptTodos, ...]:
     """The parts of the tool state a session keeps with itself (`session.KeptState`)."""
-    from nanohermes.tools.todo import KEPT
+    from nanohermes.tools.todo import KEPT  # a tool module: imported when a session is made, not with the pool
 
     return (KEPT,)
 
@@ -60,14 +62,14 @@ class BuiltinConventions:
 
     def offered(self, allowed: list[Tool], state: dict[str, Any], max_tools: int, limits: Limits,
                 notice: Callable[[str], None]) -> list[Tool]:
-        from nanohermes.tools.toolsearch import offered
+        from nanohermes.tools.toolsearch import offered  # a tool module: imported with the first request, not the pool
 
         return offered(allowed, state, max_tools, limits, notice)
 
     def reread(self, call: ToolCall, names: Container[str]) -> tuple[ToolCall, str] | None:
         if call.name != "run_command" or "apply_patch" not in names:
             return None
-        from nanohermes.tools.patches.command import NOTE, patch_call
+        from nanohermes.tools.patches.command import NOTE, patch_call  # only for a call that reads as a patch
 
         patched = patch_call(call)
         return (patched, NOTE) if patched is not None else None

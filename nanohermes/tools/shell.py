@@ -11,14 +11,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from nanohermes import sandbox
-from nanohermes.permissions import Effect, Rule, SubjectKind, escape_pattern, suggest_command_rule
-from nanohermes.shellparse import ParseError, split
+from nanohermes.guard import sandbox
+from nanohermes.guard.permissions import Effect, Rule, SubjectKind, escape_pattern, suggest_command_rule
+from nanohermes.guard.shellparse import ParseError, split
 from nanohermes.tools.base import Attempt, Approval, Params, Tool, ToolContext, ToolError, ToolResult, about
 from nanohermes.tools.process import (
     command_env, confinement_of, decode, format_command, run_capped, secret_values, shell_argv,
 )
 from nanohermes.tools.tasks import start_task
+from nanohermes.guard.gitmeta import moved_work_tree
 
 # `git` as a word of a command line (`/usr/bin/git`, `sh -c 'git diff'`), not `.gitignore` or `git-lfs`.
 _RUNS_GIT = re.compile(r"(?<![\w.-])git(?![\w.-])")
@@ -75,7 +76,7 @@ class _ProgressLines:
 
 def resolve_cwd(ctx: ToolContext, cwd: str | None) -> Path:
     """The directory to run in: the workspace, or a directory inside it."""
-    from nanohermes.pathrules import PathProblem, resolve_cwd as resolve
+    from nanohermes.guard.pathrules import PathProblem, resolve_cwd as resolve
 
     try:
         return resolve(ctx.workspace, cwd)
@@ -176,7 +177,6 @@ class RunCommand(Tool[RunCommandParams]):
         in the text of what it runs (`sh -c '...'`, `xargs git`)."""
         if not _RUNS_GIT.search(args.command):
             return None
-        from nanohermes.gitmeta import moved_work_tree
 
         if not (moved := moved_work_tree(ctx.workspace)):
             return None

@@ -5,7 +5,7 @@ then the instructions. Folders are searched in order (the first skill of a name 
 `<workspace>/.nanohermes/skills`, `$XDG_CONFIG_HOME/nanohermes/skills`, and, for
 compatibility, Claude Code's `<workspace>/.claude/skills` and `~/.claude/skills`. A file whose front matter cannot be read (even leniently,
 as Claude Code reads it) is skipped with a warning naming it. The system prompt carries a one-line index; the tool returns the body.
-Every SKILL.md is read through the one reader of `nanohermes.ownreads` (a project's skill
+Every SKILL.md is read through the one reader of `nanohermes.guard.ownreads` (a project's skill
 that reaches outside the workspace waits for a person's yes, a secret is never read, ...);
 what it does not read is named by the reader's caller.
 """
@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from nanohermes.budget import Limits
-from nanohermes.ownreads import OwnReader, Owner, Skipped
+from nanohermes.common.budget import Limits
+from nanohermes.guard.ownreads import OwnReader, Owner, Skipped
 from nanohermes.tools.base import Attempt, Params, ReadOnlyTool, Tool, ToolContext, ToolError, about
+from nanohermes.common.dirs import config_home
 
 SKILL_FILE = "SKILL.md"
 
@@ -52,9 +53,9 @@ class FrontMatterError(ValueError):
 
 def parse_skill(text: str) -> tuple[dict[str, Any], str]:
     """Split SKILL.md into its front matter (validated) and its body. The front matter is read
-    as Claude Code reads it (`nanohermes.frontmatter`): a value YAML cannot parse, such as a
+    as Claude Code reads it (`nanohermes.common.frontmatter`): a value YAML cannot parse, such as a
     description with a colon in it, is kept as its text."""
-    from nanohermes import frontmatter
+    from nanohermes.common import frontmatter
 
     if not frontmatter.FRONT.match(text):
         raise FrontMatterError("no YAML front matter (the file must start with a line `---`, then `name:` and "
@@ -81,8 +82,6 @@ def discover_skills(workspace: Path, *, config_dir: Path | None = None, reader: 
     """The skills there are, each SKILL.md read through `reader` (one asking nobody when None);
     what it did not read is left for the reader's caller to name."""
     if config_dir is None:
-        from nanohermes.dirs import config_home
-
         config_dir = config_home()
     reader = reader if reader is not None else OwnReader(workspace)
     found = SkillSet(reader=reader)

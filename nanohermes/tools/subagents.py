@@ -22,22 +22,81 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
-from nanohermes.budget import Limits, plural
+from nanohermes.common.budget import Limits, plural
 from nanohermes.config import SubagentConfig
-from nanohermes.dirs import private_dir, write_private
-from nanohermes.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, SubagentEvent, ToolStarted, UsageUpdate
-from nanohermes.messages import Usage
-from nanohermes.permissions import Policy, blocked, names_tool
-from nanohermes.redact import redact
+from nanohermes.common.dirs import private_dir, write_private
+from nanohermes.common.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, SubagentEvent, ToolStarted, UsageUpdate
+from nanohermes.common.messages import Message, Usage
+from nanohermes.guard.permissions import Policy, blocked, names_tool
+from nanohermes.guard.permissions.rules import GRANT_ORIGIN
+from nanohermes.guard.redact import redact
 from nanohermes.tools.base import Attempt, Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError, about
 
 if TYPE_CHECKING:
-    from nanohermes.agent import Agent
+    from nanohermes.config import Config
     from nanohermes.llm import LLM
-    from nanohermes.model_names import Lister
-    from nanohermes.runtime import Runtime
+    from nanohermes.llm.model_names import Lister
+
+class _Folder(Protocol):
+    @property
+    def folder(self) -> Path | None: ...
+
+
+class Parent(Protocol):
+    """What the manager uses of the parent agent's runtime (the turn's `Runtime` is one): its
+    tools and policy, which a child's narrow, its config, its session's folder and the lock
+    its questions take turns by. A protocol, so that this tool module imports no turn."""
+
+    @property
+    def tools(self) -> list[Tool]: ...
+
+    @property
+    def policy(self) -> Policy: ...
+
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def session(self) -> _Folder: ...
+
+    @property
+    def confirm_lock(self) -> asyncio.Lock: ...
+
+
+class _Ended(Protocol):
+    @property
+    def reason(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def turns(self) -> int: ...
+
+
+class _History(Protocol):
+    @property
+    def history(self) -> list[Message]: ...
+
+
+class _Closes(Protocol):
+    async def close(self) -> None: ...
+
+
+class ChildAgent(Protocol):
+    """What the manager uses of a child's agent (the turn's `Agent` is one): a turn on its task,
+    its history, and its runtime, closed when it ends."""
+
+    async def ask(self, prompt: str) -> _Ended: ...
+
+    @property
+    def session(self) -> _History: ...
+
+    @property
+    def runtime(self) -> _Closes: ...
+
 
 RunStatus = Literal["running", "completed", "max_turns", "failed", "cancelled"]
 SUBAGENT_TOOLS = frozenset({"subagent", "agent_list"})
@@ -58,7 +117,7 @@ class Run:
     tool_calls: int = 0
     activity: str = ""  # the last tool it started, while running
     result_path: Path | None = None
-    agent: Agent | None = None
+    agent: ChildAgent | None = None
     task_handle: asyncio.Task[None] | None = None
 
     @property
@@ -130,8 +189,8 @@ class SubagentManager:
     limits: Limits
     system_prompt: str
     max_turns: int
-    parent: Runtime  # the parent agent's: children narrow its tools and policy, and ask through it
-    build: Callable[[Child], Agent]  # makes a child's agent (`assemble.child_factory`)
+    parent: Parent  # the parent agent's: children narrow its tools and policy, and ask through it
+    build: Callable[[Child], ChildAgent]  # makes a child's agent (`assemble.child_factory`)
     count_usage: Callable[[Usage, str], None] | None = None  # the parent agent's meter
     models: Lister | None = None  # the endpoint's model list, to check a sub-agent's model against
     runs: dict[str, Run] = field(default_factory=dict)
@@ -153,7 +212,6 @@ class SubagentManager:
 
     def child_tools(self, name: str) -> tuple[list[Tool], Policy]:
         """The child's tools and policy: the parent's, narrowed to the tools it lists."""
-        from nanohermes.command_runs import GRANT_ORIGIN
 
         parent = self.parent
         cfg = self.configs[name]
@@ -170,7 +228,7 @@ class SubagentManager:
     async def model_of(self, name: str) -> str | None:
         """The model a sub-agent runs on (None: the configured one); a name the endpoint would
         refuse is said and left out."""
-        from nanohermes.model_names import choose
+        from nanohermes.llm.model_names import choose
 
         cfg = self.configs[name]
         if not cfg.model:
@@ -196,7 +254,7 @@ class SubagentManager:
         ui = NestedUI(self.ui, run, self.parent.confirm_lock, self.count_usage)
         llm = self.make_llm(model)
         if model is not None:  # a model its file names: one the endpoint refuses falls back to the configured
-            from nanohermes.model_names import OrConfigured
+            from nanohermes.llm.model_names import OrConfigured
 
             llm = OrConfigured(llm, self.parent.config.model, lambda text: self.ui.emit(
                 Notice(level="warning", text=f"sub-agent {name}: {text}")))  # told as model_of tells its note

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import ClassVar, Literal
 
 
-from nanohermes import sandbox
-from nanohermes.budget import Limits
-from nanohermes.events import Event, Notice
+from nanohermes.guard import sandbox
+from nanohermes.common.budget import Limits
+from nanohermes.common.events import Event, Notice
 from nanohermes.tools.base import Attempt, Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 from nanohermes.tools.process import (
     Capture, Process, command_env, confinement_of, describe_exit, listed, programs_note, refusal_note, secret_values,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from nanohermes.events import TodoItem, TodoUpdated
+from nanohermes.common.events import TodoItem, TodoUpdated
 from nanohermes.tools.base import Attempt, Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError
 
 STATE_KEY = "todos"

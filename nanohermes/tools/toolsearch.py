@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from nanohermes.budget import Limits
-from nanohermes.permissions import Effect
+from nanohermes.common.budget import Limits
+from nanohermes.guard.permissions import Effect
 from nanohermes.tools.base import Attempt, Approval, Params, Tool, ToolContext, ToolError, about
 
 # The MCP tools loaded with tool_search, oldest first (session state: they stay loaded).

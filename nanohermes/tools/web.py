@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urljoin, urlsplit
 
-from nanohermes.hosts import LookupTimeout, canonical_host, canonical_ip, host_matches, plain_name, resolve
-from nanohermes.permissions import SubjectKind
+from nanohermes.guard.hosts import LookupTimeout, canonical_host, canonical_ip, host_matches, plain_name, resolve
+from nanohermes.guard.permissions import SubjectKind
 from nanohermes.tools.base import Attempt, Params, ReadOnlyTool, Tool, ToolContext, ToolError
+from nanohermes import __version__
 
 if TYPE_CHECKING:
     import httpx
@@ -269,8 +270,6 @@ class WebFetch(ReadOnlyTool[WebFetchParams]):
 
     async def _fetch(self, url: str, ctx: ToolContext, attempt: Attempt, deadline: float) -> _Page:
         import httpx
-
-        from nanohermes import __version__
 
         limits = ctx.limits
         headers = {"User-Agent": f"nanohermes/{__version__} (web_fetch)",

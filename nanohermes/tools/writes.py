@@ -4,9 +4,9 @@ change before anyone is asked (the protected-path check, the stale-file guard, a
 the approval prompt), and writes it atomically, or into an editor's buffer.
 
 Paths are taken relative to the workspace (absolute paths work too) and resolved once, by
-`nanohermes.pathrules.resolve`, into the call's Target; the tools write exactly those
+`nanohermes.guard.pathrules.resolve`, into the call's Target; the tools write exactly those
 resolved paths. Writes go through symlinks to the real file. A write is *protected* (asked
-even in accept-edits, refused in plan and debug) when `nanohermes.pathrules.protected_write`
+even in accept-edits, refused in plan and debug) when `nanohermes.guard.pathrules.protected_write`
 says so: outside the workspace and `extra_write_roots`, inside `.git/`, or nanohermes's own config.
 """
 
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, TypeVar
 
-from nanohermes.pathrules import open_exact
-from nanohermes.permissions import Effect, SubjectKind
+from nanohermes.guard.pathrules import open_exact
+from nanohermes.guard.permissions import Effect, SubjectKind
 from nanohermes.tools.base import Approval, Attempt, Params, Tool, ToolContext, ToolError, ToolResult
 from nanohermes.tools.fileops import (
     TextFile,

@@ -37,7 +37,7 @@ from prompt_toolkit.shortcuts import PromptSession
 from rich.console import Console
 from rich.text import Text
 
-from nanohermes.events import ApprovalReply, ApprovalRequest, Choice, ElicitationReply, ElicitationRequest
+from nanohermes.common.events import ApprovalReply, ApprovalRequest, Choice, ElicitationReply, ElicitationRequest
 from nanohermes.ui import render
 from nanohermes.ui.keyguard import GUARD_SECS, KeyGuard, guarded, hint
 from nanohermes.ui.visible import escape_controls
@@ -140,7 +140,7 @@ class Approver:
                 self.after()
 
     async def _elicit(self, request: ElicitationRequest) -> ElicitationReply:
-        from nanohermes.elicitation import fields
+        from nanohermes.turn.elicitation import fields
 
         self.console.print(render.elicitation(request))
         if request.url:

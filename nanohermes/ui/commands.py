@@ -29,13 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nanohermes.modes import CYCLE, Mode
+from nanohermes.common.modes import CYCLE, Mode
 
 if TYPE_CHECKING:
-    from nanohermes.agent import Agent
+    from nanohermes.turn.agent import Agent
     from nanohermes.assemble import Built
     from nanohermes.config import Config
-    from nanohermes.meters import Meter
+    from nanohermes.turn.meters import Meter
 
 Handler = Callable[["CommandContext", str], Awaitable[None] | None]
 
@@ -181,6 +181,12 @@ def load_commands() -> Registry:
     return REGISTRY
 
 
+def repl_command(name: str) -> Command | None:
+    """The REPL's command `name` (built in, or a custom one the registry holds), for `-p` and
+    an editor's prompt to refuse or run (`custom_commands.ask`)."""
+    return load_commands().get(name)
+
+
 def _error_text(text: str) -> Any:
     from rich.text import Text
 
@@ -202,7 +208,7 @@ def _help(ctx: CommandContext, arg: str) -> None:
 @command("status", help="The version, model, endpoint, workspace, session, config files, mode and sandbox")
 def _status(ctx: CommandContext, arg: str) -> None:
     from nanohermes import __version__
-    from nanohermes.sandbox import describe_availability
+    from nanohermes.guard.sandbox import describe_availability
     from nanohermes.ui import render
 
     agent, config = ctx.agent, ctx.config
@@ -231,7 +237,7 @@ def _status(ctx: CommandContext, arg: str) -> None:
 
 @command("tools", help="The tool pool: group, flags, output limit, source; hidden tools with the reason")
 def _tools(ctx: CommandContext, arg: str) -> None:
-    from nanohermes.permissions import blocked
+    from nanohermes.guard.permissions import blocked
     from nanohermes.ui import render
 
     runtime = ctx.agent.runtime
@@ -322,7 +328,7 @@ async def _clear(ctx: CommandContext, arg: str) -> None:
 
 @command("context", help="What fills the context: system prompt, tool specs, history, tool results")
 def _context(ctx: CommandContext, arg: str) -> None:
-    from nanohermes.meters import context_breakdown, format_context
+    from nanohermes.turn.meters import context_breakdown, format_context
     from nanohermes.ui import render
 
     ctx.print(render.lines(format_context(context_breakdown(ctx.agent)).splitlines()))
@@ -347,7 +353,7 @@ def _mcp(ctx: CommandContext, arg: str) -> None:
 
 @command("cost", help="Tokens (and cost, when `prices` has the model) of the last turn and the session")
 def _cost(ctx: CommandContext, arg: str) -> None:
-    from nanohermes.meters import Meter, cost_report, format_cost
+    from nanohermes.turn.meters import Meter, cost_report, format_cost
     from nanohermes.ui import render
 
     meter = ctx.meter if ctx.meter is not None else Meter()
@@ -398,7 +404,7 @@ async def _compact(ctx: CommandContext, arg: str) -> None:
 @command("resume", help="List this project's saved sessions, numbered, or continue one", usage="[N|id]",
          fallback=True)
 async def _resume(ctx: CommandContext, arg: str) -> None:
-    from nanohermes.session import find_session, list_sessions
+    from nanohermes.turn.session import find_session, list_sessions
     from nanohermes.ui import render
     from nanohermes.ui.sessions import format_sessions
 

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 from nanohermes.ui.commands import CommandContext, Handler, Registry, command
 
 if TYPE_CHECKING:
-    from nanohermes.custom_commands import CustomCommand
-    from nanohermes.ownreads import OwnReader
+    from nanohermes.extensions.custom_commands import CustomCommand
+    from nanohermes.guard.ownreads import OwnReader
 
 
 @command("hooks", help="The hooks in force: event, matcher, command, timeout, and where each came from")
@@ -65,7 +65,7 @@ def install_custom_commands(registry: Registry, workspace: Path, reader: OwnRead
     """Add the workspace's and the user's custom commands, their files read through `reader`
     (the session's); returns the warnings to show. A command that cannot run is listed too,
     with why, and says so when typed."""
-    from nanohermes.custom_commands import discover
+    from nanohermes.extensions.custom_commands import discover
 
     found = discover(workspace, reader)
     for cmd in found.commands.values():
@@ -92,7 +92,7 @@ def _handler(cmd: CustomCommand) -> Handler:
     async def handle(ctx: CommandContext, arg: str) -> None:
         from rich.text import Text
 
-        from nanohermes.custom_commands import prompt_for, run
+        from nanohermes.extensions.custom_commands import prompt_for, run
 
         ready, text, notes = await prompt_for(cmd, arg, ctx.agent.runtime)
         for note in notes:
@@ -105,7 +105,7 @@ def _handler(cmd: CustomCommand) -> Handler:
 
 @command("init", help="Study the repository and write (or improve) AGENTS.md, in one turn")
 async def _init(ctx: CommandContext, arg: str) -> None:
-    from nanohermes.custom_commands import init_prompt
+    from nanohermes.extensions.custom_commands import init_prompt
 
     await (ctx.submit or ctx.agent.ask)(init_prompt(ctx.workspace, arg))
 
@@ -119,7 +119,7 @@ def _export(ctx: CommandContext, arg: str) -> None:
     if not history:
         ctx.print(render.info("nothing to export yet"))
         return
-    from nanohermes.export import export, exported_line
+    from nanohermes.turn.export import export, exported_line
 
     try:
         path = export(history, session.id, ctx.workspace, arg)

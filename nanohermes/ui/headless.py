@@ -45,20 +45,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TextIO
 
-from nanohermes.controls import inert_json
-from nanohermes.errors import OutputClosed
+from nanohermes.common.controls import inert_json
+from nanohermes.common.errors import OutputClosed
 
-from nanohermes.events import (
+from nanohermes.common.events import (
     ApprovalReply, ApprovalRequest, Event, FilesChanged, MessageAdded, ModelStarted, Notice, PermissionDenied,
     ReasoningDelta, SandboxRefused, TextDelta, ToolFinished, ToolProgress, ToolStarted, TurnEnded, UsageUpdate,
     event_to_dict,
 )
-from nanohermes.events import SubagentEvent
-from nanohermes.messages import Message, Usage
-from nanohermes.meters import Meter
-from nanohermes.modes import CLAUDE_MODES, Mode
-from nanohermes.redact import StreamRedactor, redact
+from nanohermes.common.events import SubagentEvent
+from nanohermes.common.messages import Message, Usage
+from nanohermes.turn.meters import Meter
+from nanohermes.common.modes import CLAUDE_MODES, Mode
+from nanohermes.guard.redact import StreamRedactor, redact
 from nanohermes.ui.visible import escape_controls, status_of
+from nanohermes import __version__
+from nanohermes.common.arguments import parse_arguments
+from nanohermes.common.budget import Limits
 
 
 # The process has one stdout: once its reader is gone, it is gone for every sink.
@@ -541,8 +544,6 @@ class StreamJsonSink(Sink):
 
     def init_event(self, *, session_id: str | None, model: str, mode: Mode, tools: list[str], workspace: str,
                    mcp_servers: list[dict[str, str]] | None = None, api_key_source: str = "none") -> None:
-        from nanohermes import __version__
-
         self.session_id, self.model = session_id, model
         # Not a reason to stop yet: the prompt is not in the session until the turn takes it.
         self._line({"type": "system", "subtype": "init", "cwd": workspace, "session_id": session_id, "tools": tools,
@@ -579,9 +580,6 @@ def _input(arguments: str) -> dict[str, Any]:
     """A call's arguments as a tool_use block's `input` (an object), read as the runtime reads
     them (nesting bounded first), or the raw text under `arguments` when they are not an object
     (the call's result says what was wrong)."""
-    from nanohermes.arguments import parse_arguments
-    from nanohermes.budget import Limits
-
     try:
         return parse_arguments(arguments, Limits().tool_args_max_depth)
     except ValueError:

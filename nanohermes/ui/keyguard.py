@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from nanohermes.budget import Limits
+from nanohermes.common.budget import Limits
 
 GUARD_SECS = Limits().approval_guard_secs
 HELD_HINT = "  a moment: keys typed now are kept for your next message"

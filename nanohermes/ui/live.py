@@ -17,12 +17,12 @@ from typing import Any
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
-from nanohermes.events import (
+from nanohermes.common.events import (
     ApprovalReply, ApprovalRequest, ElicitationReply, ElicitationRequest, Event, MessageAdded, ModelStarted,
     ReasoningDelta, SubagentEvent, TextDelta, TodoUpdated, ToolFinished, ToolProgress, ToolRunning, ToolStarted, TurnEnded,
     UsageUpdate,
 )
-from nanohermes.meters import Meter
+from nanohermes.turn.meters import Meter
 from nanohermes.ui import render
 from nanohermes.ui.approval import Approver
 from nanohermes.ui.summaries import BatchSummarizer

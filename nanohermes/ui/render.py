@@ -18,17 +18,17 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from nanohermes.events import (
+from nanohermes.common.events import (
     ApprovalRequest, ElicitationRequest, FilesChanged, ModelStarted, Notice, PermissionDenied, ReasoningDelta,
     SandboxRefused, SubagentEvent, TextDelta, TodoUpdated, ToolFinished, ToolProgress, ToolRunning, ToolStarted, TurnEnded,
     UsageUpdate, MessageAdded,
 )
-from nanohermes.budget import Limits, plural
-from nanohermes.redact import redact
+from nanohermes.common.budget import Limits, plural
+from nanohermes.guard.redact import redact
 from nanohermes.ui import visible
 
 if TYPE_CHECKING:
-    from nanohermes.messages import Message
+    from nanohermes.common.messages import Message
     from nanohermes.tools import Tool
 
 PREVIEW_LINES = 4  # result lines shown under a tool call
@@ -365,7 +365,7 @@ def event(ev: Any, summary: str = "") -> RenderableType | None:
         return sandbox_refused(ev)
     if isinstance(ev, SubagentEvent):
         return subagent(ev, summary)
-    return unknown(ev)  # not an event of nanohermes.events (tests check every one is handled above)
+    return unknown(ev)  # not an event of nanohermes.common.events (tests check every one is handled above)
 
 
 def approval(req: ApprovalRequest) -> Panel:
@@ -397,7 +397,7 @@ def approval(req: ApprovalRequest) -> Panel:
 def elicitation(req: ElicitationRequest) -> Panel:
     """An MCP server's question: its message, and the page to visit or the form's fields
     (all shown escaped: the text is the server's)."""
-    from nanohermes.elicitation import fields
+    from nanohermes.turn.elicitation import fields
 
     body: list[RenderableType] = [Text(visible.escape_controls(req.message, newlines=True))]
     if req.url:
@@ -601,7 +601,7 @@ def answer(markdown_text: str, *, streaming: bool = False) -> RenderableType:
     shown without a tail that may be the start of a key."""
     from rich.markdown import Markdown
 
-    from nanohermes.redact import settle
+    from nanohermes.guard.redact import settle
 
     from nanohermes.ui.visible import escape_controls
 

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Literal
 from nanohermes.ui.commands import CommandContext, command
 
 if TYPE_CHECKING:
-    from nanohermes.checkpoints import Checkpoints, Conflict, Resolution, Resolver
+    from nanohermes.turn.checkpoints import Checkpoints, Conflict, Resolution, Resolver
 
 _MODES = ("both", "files", "conversation")
 
 
 def _checkpoints(ctx: CommandContext) -> Checkpoints | None:
-    from nanohermes.checkpoints import Checkpoints
+    from nanohermes.turn.checkpoints import Checkpoints
 
     return next((h for h in ctx.agent.turn_hooks if isinstance(h, Checkpoints)), None)
 

@@ -6,7 +6,7 @@ import time
 from collections.abc import Sequence
 from typing import TextIO
 
-from nanohermes.session import SessionInfo
+from nanohermes.turn.session import SessionInfo
 
 
 def when(info: SessionInfo) -> str:

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from nanohermes.events import Event, ModelStarted, ToolFinished, ToolStarted, TurnEnded
-from nanohermes.messages import Message, Usage
+from nanohermes.common.events import Event, ModelStarted, ToolFinished, ToolStarted, TurnEnded
+from nanohermes.common.messages import Message, Usage
 
 if TYPE_CHECKING:
     from nanohermes.llm import LLM

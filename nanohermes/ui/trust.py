@@ -113,7 +113,7 @@ async def choose(pt_input: Any = None, pt_output: Any = None,
 def settle(q: TrustQuestion, answer: Answer) -> Any:
     """Act on the answer (blocking file work: run it off the event loop). Returns the Start
     to build on: re-read after trusting, None to keep the one the question came with."""
-    from nanohermes.trust import decline_trust, trust_folder
+    from nanohermes.guard.trust import decline_trust, trust_folder
 
     if answer == "trust":
         trust_folder(q.workspace, q.user_file)

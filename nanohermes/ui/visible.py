@@ -1,7 +1,7 @@
 """What a person reads must be what runs: control characters shown escaped, and the status
 of a finished call (ok, failed, denied, interrupted) read from its result.
 
-Everything nanohermes writes to a terminal is inert: `escape_controls` (`nanohermes.controls`)
+Everything nanohermes writes to a terminal is inert: `escape_controls` (`nanohermes.common.controls`)
 is the one way text is made so; `-p` writes through its `InertWriter` (`inert_output`), the
 REPL's console escapes every piece of text it draws. Free of rich and prompt_toolkit, so the
 `-p` sinks use it as the REPL does.
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 
-from nanohermes.controls import InertWriter, escape_controls, has_controls, inert_output
-from nanohermes.events import ToolFinished
-from nanohermes.runtime import DENIED_PREFIX, INTERRUPTED
+from nanohermes.common.controls import InertWriter, escape_controls, has_controls, inert_output
+from nanohermes.common.events import ToolFinished
+from nanohermes.turn.runtime import DENIED_PREFIX, INTERRUPTED
 
 __all__ = ["InertWriter", "escape_controls", "has_controls", "inert_output", "status_of"]
 

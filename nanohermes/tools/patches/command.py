@@ -19,7 +19,7 @@ import re
 import shlex
 from typing import Any
 
-from nanohermes.messages import ToolCall
+from nanohermes.common.messages import ToolCall
 
 _NAMES = ("apply_patch", "applypatch")
 # `[cd <dir> &&] apply_patch <<['"]DELIM['"]\n<patch>\nDELIM`, nothing after it but blanks.

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from nanohermes.pathrules import held, swapped
+from nanohermes.guard.pathrules import held, swapped
 from nanohermes.tools.base import Attempt, Params, ReadOnlyTool, ToolContext, ToolError, about
 from nanohermes.tools.fileops import Withheld, shown_path
 from nanohermes.tools.search.globs import backslash_hint, compile_glob

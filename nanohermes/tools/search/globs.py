@@ -1,11 +1,11 @@
 """The glob tool's patterns and grep's `include`: normalised, then compiled by the shared
-engine (`nanohermes.pathglob`, glob dialect); a pattern it cannot compile is a ToolError."""
+engine (`nanohermes.guard.pathglob`, glob dialect); a pattern it cannot compile is a ToolError."""
 
 from __future__ import annotations
 
 import re
 
-from nanohermes.pathglob import glob_regex
+from nanohermes.guard.pathglob import glob_regex
 from nanohermes.tools.base import ToolError
 
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from nanohermes.budget import KiB, MiB, Limits
-from nanohermes.pathrules import held, swapped
-from nanohermes.permissions import is_secret
+from nanohermes.common.budget import KiB, MiB, Limits
+from nanohermes.guard.pathrules import held, swapped
+from nanohermes.guard.permissions import is_secret
 from nanohermes.tools.base import Attempt, Params, ReadOnlyTool, ToolContext, ToolError, about
 from nanohermes.tools.fileops import Withheld, shown_path
 from nanohermes.tools.search.globs import backslash_hint, compile_glob

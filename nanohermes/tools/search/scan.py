@@ -12,7 +12,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nanohermes.budget import MiB, Limits
+from nanohermes.common.budget import MiB, Limits
 from nanohermes.tools.base import ToolError
 from nanohermes.tools.search.walk import Capped, iter_walk
 

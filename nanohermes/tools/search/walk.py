@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from nanohermes.budget import Limits
+    from nanohermes.common.budget import Limits
     from nanohermes.config import Config
 
 # Build output, dependency and cache folders nobody wants in search results. Config replaces

@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any
 from acp import RequestError
 from acp import schema as s
 
-from nanohermes.events import (
+from nanohermes.common.events import (
     ApprovalReply, ApprovalRequest, ElicitationReply, ElicitationRequest, Event, Notice, ReasoningDelta,
     SubagentEvent, TextDelta, TodoUpdated, ToolFinished, ToolProgress, ToolRunning, ToolStarted, TurnEnded,
 )
-from nanohermes.modes import Mode
-from nanohermes.redact import StreamRedactor, redact
-from nanohermes.runtime import INTERRUPTED
+from nanohermes.common.modes import Mode
+from nanohermes.guard.redact import StreamRedactor, redact
+from nanohermes.turn.runtime import INTERRUPTED
 import nanohermes.ui.acp.updates as updates
 from nanohermes.ui.visible import escape_controls
 
@@ -362,7 +362,7 @@ class EditorUI:
             return ElicitationReply("accept" if done else "decline" if done is False else "cancel")
         if caps is not None and caps.form is not None:
             return await self._form(request)
-        from nanohermes.elicitation import fields
+        from nanohermes.turn.elicitation import fields
 
         wanted = fields(request.schema)
         if any(f.required and f.default is None for f in wanted):

@@ -22,11 +22,11 @@ from urllib.parse import unquote, urlparse
 
 from acp import schema as s
 
-from nanohermes.messages import Image
+from nanohermes.common.messages import Image
 import nanohermes.ui.acp.updates as updates
 
 if TYPE_CHECKING:
-    from nanohermes.agent import TurnResult
+    from nanohermes.turn.agent import TurnResult
     from nanohermes.config import Config
     from nanohermes.ui.acp.state import Live
 
@@ -68,7 +68,7 @@ class Prompt:
 
 def prompt_input(blocks: list[Any], config: Config, workspace: Path) -> Prompt:
     """The prompt the blocks make (see the module's docstring)."""
-    from nanohermes.budget import clamp
+    from nanohermes.common.budget import clamp
 
     parts: list[str] = []
     files: list[str] = []
@@ -106,7 +106,7 @@ def commands_of(live: Live) -> list[updates.Command]:
     custom one, as it does in the REPL), in name order. Their files are read by the session's
     own reader, as running them reads them: one a read rule covers, or that cannot run, is
     not offered, and nothing of it reaches the editor."""
-    from nanohermes import custom_commands
+    from nanohermes.extensions import custom_commands
     from nanohermes.ui.commands import load_commands
 
     builtins = load_commands()
@@ -126,8 +126,9 @@ async def run_prompt(live: Live, prompt: Prompt) -> str:
     is the model's), the embedded files after it; a command that cannot run here, or that
     ends without doing its job, is said in the answer. A prompt with images is the model's as
     it is."""
-    from nanohermes import custom_commands
-    from nanohermes.errors import NanohermesError, UsageError
+    from nanohermes.extensions import custom_commands
+    from nanohermes.common.errors import NanohermesError, UsageError
+    from nanohermes.ui.commands import repl_command
 
     agent = live.agent
     if prompt.images:
@@ -135,7 +136,7 @@ async def run_prompt(live: Live, prompt: Prompt) -> str:
         return stop_reason(await agent.ask(whole, prompt.images))
     command = prompt.text.lstrip().startswith("/")
     try:
-        result = await custom_commands.ask(agent, prompt.text, context=prompt.context)
+        result = await custom_commands.ask(agent, prompt.text, context=prompt.context, repl=repl_command)
     except UsageError:
         if not command:
             raise

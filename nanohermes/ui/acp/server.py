@@ -24,8 +24,8 @@ from acp import RequestError
 from acp import schema as s
 
 import nanohermes.ui.acp.updates as updates
-from nanohermes.modes import Mode
-from nanohermes.redact import redact
+from nanohermes.common.modes import Mode
+from nanohermes.guard.redact import redact
 from nanohermes.ui.visible import escape_controls
 from nanohermes.ui.acp.editor import ClientFiles, EditorUI, log
 from nanohermes.ui.acp.prompts import Prompt, commands_of, prompt_input, run_prompt
@@ -44,8 +44,8 @@ CLOSE_SECS = 10.0  # how long a session's close (MCP servers, tasks, hooks) may 
 
 def _error(e: BaseException) -> RequestError:
     """The JSON-RPC error of a run-ending error: its message, and the hint in `data`."""
-    from nanohermes.errors import NanohermesError
-    from nanohermes.redact import redact
+    from nanohermes.common.errors import NanohermesError
+    from nanohermes.guard.redact import redact
 
     if isinstance(e, NanohermesError):
         return RequestError(-32603, redact(e.message), {"hint": e.hint} if e.hint else None)
@@ -118,7 +118,7 @@ class Server:
     def _loaded(self, workspace: Path, mcp: dict[str, Any]) -> tuple[Config, Any]:
         from nanohermes.config import load_config
         from nanohermes.llm.connect import check_base_url
-        from nanohermes.redact import protect
+        from nanohermes.guard.redact import protect
 
         flags = dict(self.options.flags)
         if mcp:  # the editor's servers are the person's own, as a flag would give them
@@ -138,8 +138,8 @@ class Server:
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
                            **kwargs: Any) -> s.LoadSessionResponse:
         self._handling()
-        from nanohermes.errors import UsageError
-        from nanohermes.session import find_session
+        from nanohermes.common.errors import UsageError
+        from nanohermes.turn.session import find_session
 
         if not self.options.save_session:
             raise RequestError(-32602, "sessions are not saved (--no-session), so none can be loaded",
@@ -167,9 +167,9 @@ class Server:
 
     async def _open(self, workspace: Path, mcp: dict[str, Any], resume: Path | None) -> Live:
         from nanohermes.assemble import build_agent
-        from nanohermes.errors import NanohermesError
+        from nanohermes.common.errors import NanohermesError
         from nanohermes.tools.fileops import BUFFERS_KEY
-        from nanohermes.trust import trust_declined
+        from nanohermes.guard.trust import trust_declined
 
         assert self.conn is not None
         try:
@@ -185,8 +185,8 @@ class Server:
         agent = built.agent
         # Several sessions, perhaps in several folders, share this process: the programs
         # nanohermes starts for itself are found outside every one's writable roots.
-        from nanohermes import programs
-        from nanohermes.gate import writable_roots
+        from nanohermes.guard import programs
+        from nanohermes.guard.gate import writable_roots
 
         programs.keep(writable_roots(workspace, config))
         ui.session_id = agent.session.id or f"unsaved-{uuid.uuid4().hex[:12]}"
@@ -299,7 +299,7 @@ class Server:
         trusted and builds the session again with the project's keys; a no is remembered
         until the project asks for something else; a cancel asks again next time."""
         from nanohermes.config import describe_ask
-        from nanohermes.trust import decline_trust, trust_folder
+        from nanohermes.guard.trust import decline_trust, trust_folder
 
         trust = live.trust
         assert trust is not None

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nanohermes.modes import Mode
+from nanohermes.common.modes import Mode
 import nanohermes.ui.acp.updates as updates
 
 if TYPE_CHECKING:

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from acp import schema as s
 
-from nanohermes.events import TodoItem, ToolFinished
-from nanohermes.messages import Message
-from nanohermes.modes import Mode
+from nanohermes.common.events import TodoItem, ToolFinished
+from nanohermes.common.messages import Message
+from nanohermes.common.modes import Mode
 from nanohermes.ui.visible import escape_controls, status_of
 
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ def locations(tool: Tool | None, arguments: dict[str, Any] | str, workspace: Pat
     """The absolute paths a call touches, as the one resolver the gate judges them by gives
     them (`pathrules.compute_target`: `~`, `..`, links and Windows spellings resolved), with
     the line a read starts at."""
-    from nanohermes.pathrules import compute_target
+    from nanohermes.guard.pathrules import compute_target
 
     if tool is None or tool.kind != "path" or not isinstance(arguments, dict):
         return []

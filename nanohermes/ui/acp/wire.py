@@ -9,7 +9,7 @@ answered -32700 and a message of no JSON-RPC shape -32600 (both with a null id),
 SDK's own reader would drop them unanswered; the connection never sees either. So is an MCP
 server of session/new or session/load that has no shape the schema knows (-32602, naming it),
 which the SDK would skip without a word, leaving the person's server out. Every message
-it writes is redacted (`nanohermes.redact`) as `-p`'s JSON lines are, whatever part of it
+it writes is redacted (`nanohermes.guard.redact`) as `-p`'s JSON lines are, whatever part of it
 (a title, a result, a permission request, a terminal's text) holds a key, but the text of a
 file the editor is asked to write, which is the file's as the model wrote it.
 """
@@ -25,7 +25,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from nanohermes.redact import redact
+from nanohermes.guard.redact import redact
 
 # The one message whose text must reach the editor exactly: a file's new content.
 WRITE_FILE = "fs/write_text_file"

@@ -11,7 +11,7 @@ from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 from rich.text import Text
 
-from nanohermes.controls import escape_controls, has_controls
+from nanohermes.common.controls import escape_controls, has_controls
 
 
 class InertConsole(Console):

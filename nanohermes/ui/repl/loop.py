@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console, RenderableType
 from rich.text import Text
 
-from nanohermes.budget import Limits
-from nanohermes.modes import CYCLE, Mode
+from nanohermes.common.budget import Limits
+from nanohermes.common.modes import CYCLE, Mode
 from nanohermes.ui.commands import CommandContext, Registry, load_commands
 from nanohermes.ui.repl.console import can_encode, make_console
 from nanohermes.ui.repl.keys import Foreground, Terminal
@@ -39,7 +39,7 @@ from nanohermes.ui.repl.welcome import STARTING, agent_toolbar, check_model, fal
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
 
-    from nanohermes.agent import Agent
+    from nanohermes.turn.agent import Agent
     from nanohermes.assemble import Built
     from nanohermes.config import Config
     from nanohermes.ui.live import ReplUI
@@ -201,7 +201,7 @@ class Repl:
     def refresh_commands(self) -> list[str]:
         """The custom commands, read again when one of their files was added, changed or
         removed since (so a new command needs no restart); returns the warnings of a read."""
-        from nanohermes.custom_commands import signature
+        from nanohermes.extensions.custom_commands import signature
         from nanohermes.ui.extensions import install_custom_commands
 
         now = signature(self.workspace)
@@ -283,8 +283,8 @@ class Repl:
         self.fg.interrupt()
 
     def _show_error(self, err: BaseException) -> None:
-        from nanohermes.errors import NanohermesError
-        from nanohermes.redact import redact
+        from nanohermes.common.errors import NanohermesError
+        from nanohermes.guard.redact import redact
 
         if isinstance(err, NanohermesError):
             self.print(Text(f"error: {redact(err.message)}", style="red"))

@@ -13,7 +13,7 @@ from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.key_binding import KeyBindings
 
-from nanohermes.dirs import state_home
+from nanohermes.common.dirs import state_home
 from nanohermes.ui.commands import Registry
 
 if TYPE_CHECKING:
@@ -121,12 +121,12 @@ def prompt_session(registry: Registry, workspace: Callable[[], Path], pastes: Ca
         """The input history: 0600, and a pasted key is stored redacted."""
 
         def store_string(self, string: str) -> None:
-            from nanohermes.redact import redact
+            from nanohermes.guard.redact import redact
 
             super().store_string(redact(string))
 
     try:
-        from nanohermes.dirs import open_private
+        from nanohermes.common.dirs import open_private
 
         path = state_home() / "history"
         open_private(path, "a").close()  # created 0600 before prompt-toolkit appends to it

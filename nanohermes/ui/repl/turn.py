@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 from rich.console import RenderableType
 from rich.text import Text
 
-from nanohermes.budget import Limits
-from nanohermes.dirs import state_home
+from nanohermes.common.budget import Limits
+from nanohermes.common.dirs import state_home
 
 if TYPE_CHECKING:
     from nanohermes.config import Config
-    from nanohermes.runtime import Runtime
+    from nanohermes.turn.runtime import Runtime
     from nanohermes.tools.process import Finished
 
 Print = Callable[[Any], None]
@@ -35,7 +35,7 @@ def expand_pastes(text: str, pastes: dict[str, str], runtime: Runtime, print: Pr
     rt = runtime
     if len(full) <= rt.limits.aggregate_chars or not used:
         return full
-    from nanohermes.redact import redact
+    from nanohermes.guard.redact import redact
 
     folder = rt.session.folder / "pastes" if rt.session.folder is not None else state_home() / "pastes"
     for label, data in used:
@@ -48,7 +48,7 @@ def expand_pastes(text: str, pastes: dict[str, str], runtime: Runtime, print: Pr
             os.chmod(path, 0o600)
         except OSError as e:
             print(Text(f"the paste could not be saved ({e}); it is sent cut to the budget", style="yellow"))
-            from nanohermes.budget import clamp
+            from nanohermes.common.budget import clamp
 
             text = text.replace(label, clamp(data, rt.limits.aggregate_chars // max(1, len(used))))
             continue
@@ -62,7 +62,7 @@ def expand_pastes(text: str, pastes: dict[str, str], runtime: Runtime, print: Pr
 
 async def attach_files(text: str, runtime: Runtime, print: Print) -> str:
     """`@path` appends that file's content, bounded and noted exactly as read_file does."""
-    from nanohermes.custom_commands import attach
+    from nanohermes.extensions.custom_commands import attach
 
     text, notes = await attach(text, runtime)
     for note in notes:
@@ -72,7 +72,7 @@ async def attach_files(text: str, runtime: Runtime, print: Print) -> str:
 
 def shell_run(command: str, workspace: Path, config: Config, limits: Limits) -> Coroutine[Any, Any, Finished]:
     """`!command`: the person's own command, run without asking (they typed it)."""
-    from nanohermes.sandbox import confine
+    from nanohermes.guard.sandbox import confine
     from nanohermes.tools.process import command_env, run_capped, shell_argv
 
     return run_capped(shell_argv(command), cwd=workspace, env=command_env(), limits=limits,
@@ -84,8 +84,8 @@ def shell_run(command: str, workspace: Path, config: Config, limits: Limits) -> 
 def shell_report(command: str, fin: Finished, limits: Limits) -> tuple[list[RenderableType], str]:
     """What a finished `!command` shows the person, and what the conversation is told of it
     (so the model knows what they saw)."""
-    from nanohermes.budget import clamp
-    from nanohermes.session import shell_context
+    from nanohermes.common.budget import clamp
+    from nanohermes.turn.session import shell_context
     from nanohermes.tools.process import describe_exit
     from nanohermes.ui import render
 

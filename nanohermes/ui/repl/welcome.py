@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 from rich.console import RenderableType
 from rich.text import Text
 
-from nanohermes.modes import Mode
+from nanohermes.common.modes import Mode
 from nanohermes.ui.commands import GOAL_WARNING
 
 if TYPE_CHECKING:
-    from nanohermes.agent import Agent
+    from nanohermes.turn.agent import Agent
     from nanohermes.assemble import Built
     from nanohermes.config import Config
-    from nanohermes.messages import Usage
+    from nanohermes.common.messages import Usage
     from nanohermes.ui.summaries import BatchCall
 
 STARTING = " nanohermes · starting…"  # the toolbar until the agent is built
@@ -58,7 +58,7 @@ async def check_model(agent: Agent, out: Callable[[RenderableType], None], keyle
     """The endpoint, asked for its models at start behind the prompt: one that cannot be
     reached or refuses the key (unless the missing key was just said) is said at once, and
     a model it does not list is named, not at the first answer."""
-    from nanohermes.errors import AuthError, TimedOutError, UnreachableError
+    from nanohermes.common.errors import AuthError, TimedOutError, UnreachableError
     from nanohermes.ui.commands import MODEL_LIST_SECS
 
     lister = getattr(agent.llm, "list_models", None)
@@ -69,7 +69,7 @@ async def check_model(agent: Agent, out: Callable[[RenderableType], None], keyle
         models = list(await asyncio.wait_for(lister(), MODEL_LIST_SECS))
     except (UnreachableError, TimedOutError, AuthError) as e:
         if not (keyless and isinstance(e, AuthError)):
-            from nanohermes.redact import redact
+            from nanohermes.guard.redact import redact
 
             out(Text(f"warning: {redact(e.message)}", style="yellow"))
             out(Text(f"hint: {e.hint}", style="dim"))
@@ -101,7 +101,7 @@ def toolbar(model: str, mode: str, history_chars: int, budget_chars: int, usage:
     tokens = f" · session {'~' if usage.estimated else ''}{usage.total_tokens:,} tokens" if usage.total_tokens else ""
     dollars = f" · ${cost:.4f}" if cost is not None else ""
     if window is not None and window["session_budget_chars_override"] is None:
-        from nanohermes.window import short_tokens
+        from nanohermes.turn.window import short_tokens
 
         source = re.split(r"\W", str(window["source"]), maxsplit=1)[0].replace("known", "family")
         used = f"context {round(100 * window['used_share'])}% of {short_tokens(window['tokens'])} window ({source})"
@@ -116,7 +116,7 @@ def toolbar(model: str, mode: str, history_chars: int, budget_chars: int, usage:
 
 def agent_toolbar(agent: Agent, last: Usage | None) -> str:
     """The toolbar of a built agent (`last`: what the last request held, when counted)."""
-    from nanohermes.meters import cost_of
+    from nanohermes.turn.meters import cost_of
 
     chars = sum(m.chars() for m in agent.session.history)  # what the budget and /context count
     cost = cost_of(agent.session.usage_by_model, agent.runtime.config, agent.llm.model)  # None: no price

@@ -1,0 +1,434 @@
+"""The session's index as a stat cache of the workspace, and the scans that keep it current.
+
+A scan (`Scanner.scan`) asks git for the files whose stat changed since the last scan
+(`diff-files`) and the new ones (`ls-files -o`), hashes and keeps only those, and returns what
+changed. That costs what `git status` costs and grows with the files that changed, not with
+the files that exist. A new session's index starts from the newest one of the workspace
+(`seed`); a repository's first session starts from the repository's own index where its git
+keeps files' bytes as they are, so even the first scan hashes only what `git status` would
+find changed. After a session's first scan, `newfiles` (the workspace's folders and their
+times) says where new files may be, so a scan asks git only about those.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterable
+from functools import cache
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from nanohermes.common.budget import Limits
+from nanohermes.turn.checkpoints.gitpack import write_blobs
+from nanohermes.turn.checkpoints.newfiles import Folders
+from nanohermes.turn.checkpoints.repository import Repository
+from nanohermes.turn.checkpoints.shadow import Shadow, nul
+from nanohermes.turn.checkpoints.versions import UNKEPT, Change, CheckpointError, Scan, Version
+from nanohermes.common.dirs import data_home, open_private
+
+T = TypeVar("T")
+
+# Sessions' indexes kept in a store; an older one is removed when a new session starts.
+KEPT_INDEXES = 8
+# Above this many paths, one listing of the whole index beats pathspecs (git matches each one).
+_PATHSPEC_BATCH = 100
+# Above this many files to keep, their contents go into one pack rather than a file each.
+PACK_FROM = 32
+
+
+class Scanner:
+    """This session's index (`shadow.index`) of the workspace: seeded, scanned, and asked what
+    it holds. `grew` is told the bytes each scan kept (the store's measure of its growth)."""
+
+    def __init__(self, shadow: Shadow, limits: Limits, skip_dirs: frozenset[str], repository: Repository | None,
+                 grew: Callable[[int], None]) -> None:
+        self.shadow = shadow
+        self.workspace = shadow.workspace
+        self.limits = limits
+        self.skip_dirs = skip_dirs
+        self.repository = repository
+        self.grew = grew
+        # nanohermes's own data (this store, the sessions) when the workspace holds it ($HOME)
+        own = data_home().resolve()
+        self._own = own.relative_to(self.workspace).as_posix() if own.is_relative_to(self.workspace) \
+            and own != self.workspace else None
+        self._prefix = str(self.workspace).rstrip(os.sep) + os.sep  # a path of the workspace, as a string
+        self._root = os.geteuid() == 0  # reads every file
+        self._unkept: dict[str, str] = {}  # present but not kept: path -> why
+        self._folders: Folders | None = None  # the workspace's folders as the last scan found them
+        self._walking: Aside[Folders] | None = None  # the first listing of them, in the background
+        self._seeding: Aside[list[str] | None] | None = None  # the check of an index seeded from the repository's
+
+    # -- seeding ---------------------------------------------------------------------------
+    def seed(self) -> None:
+        """Start a new session's index from the newest one of this workspace: it is a stat
+        cache, so the first scan hashes only what changed since (a `-p` run is a new
+        session each time). Old sessions' indexes beyond a few are removed: a session that
+        finds its own gone is seeded again. The first session of a workspace that is a
+        repository's top folder starts from that repository's own index instead."""
+        others = self.shadow.indexes()
+        if others:
+            # git replaces an index by renaming a finished file over it: a copy is never torn.
+            with open_private(self.shadow.index, "wb", encoding=None) as f:
+                f.write(others[-1].read_bytes())
+        elif self.repository is not None and self.repository.top == self.workspace:
+            self._seed_from(self.repository.index)
+        for old in others[:-KEPT_INDEXES]:
+            old.unlink(missing_ok=True)
+
+    def _seed_from(self, index: Path) -> None:
+        """The user's index as a stat cache: git already knows the hash of every tracked
+        file whose stat has not changed, and its objects hold the contents, so the first scan
+        hashes only what git status would find changed. That holds only where git keeps the
+        file's bytes as they are: a repository whose git may convert them (attributes,
+        core.autocrlf, LFS) is not used. What the index holds that a scan would not
+        (submodules, unmerged or flagged entries, skipped folders) is left out, and an index
+        this git cannot read as ours (a split one) is not used at all."""
+        if self.converts():
+            return
+        try:
+            data = index.read_bytes()
+        except OSError:
+            return
+        with open_private(self.shadow.index, "wb", encoding=None) as f:
+            f.write(data)
+        # Looked for beside the first scan's listings (`_seeded`), which rarely need it.
+        self._seeding = Aside(self._seed_check)
+
+    def _seed_check(self) -> list[str] | None:
+        """What the seeded index holds that a scan would not, to drop; None when the index
+        may not be used at all (its git converts some files, or it cannot be read as ours)."""
+        p = self.shadow.run_git("ls-files", "-s", "-v", "-z", borrow=True)
+        if p.returncode != 0:
+            return None
+        drop: list[str] = []
+        for rec in p.stdout.split(b"\0"):
+            if not rec:
+                continue
+            tag, _, rest = rec.partition(b" ")  # H: a plain tracked entry; lowercase or S: flagged
+            meta, _, name = rest.partition(b"\t")
+            mode, _, stage = meta.split(b" ")
+            path = name.decode("utf-8", "surrogateescape")
+            if tag != b"H" or stage != b"0" or mode == b"160000" or not self.skip_dirs.isdisjoint(path.split("/")[:-1]):
+                drop.append(path)
+            if path.rsplit("/", 1)[-1] == ".gitattributes":  # its git converts some files: hashed as they are
+                return None
+        return drop
+
+    def _seeded(self) -> bool:
+        """Apply the seeded index's check; True when it changed the index (what was listed
+        from it is to be listed again)."""
+        seeding, self._seeding = self._seeding, None
+        if seeding is None:
+            return False
+        drop = seeding.result()
+        if drop is None:
+            self.shadow.index.unlink(missing_ok=True)
+        elif drop:
+            self.shadow.git("update-index", "-z", "--force-remove", "--stdin", stdin=nul(drop))
+        else:
+            return False
+        self._folders = self._walking = None
+        return True
+
+    def converts(self) -> bool:
+        """Whether the user's git may store a file otherwise than as its bytes (attributes from
+        any source but the tree, which the index shows; core.autocrlf)."""
+        assert self.repository is not None
+        common = self.repository.objects.parent
+        xdg = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+        if any(p.exists() for p in (common / "info" / "attributes", xdg / "git" / "attributes",
+                                    Path("/etc/gitattributes"))):
+            return True
+        p = self.shadow.run_git("config", "--get-regexp", r"^core\.(autocrlf|attributesfile)$", users=True)
+        if p.returncode not in (0, 1):  # 1: none set
+            return True
+        return any(line.lower() != b"core.autocrlf false" for line in p.stdout.splitlines() if line.strip())
+
+    # -- scanning --------------------------------------------------------------------------
+    def scan(self) -> Scan:
+        """What changed in the workspace since this index's last scan; the new contents are
+        kept (the index then describes the workspace as it is). The store holds its lock."""
+        fresh = not self.shadow.index.exists()
+        try:
+            try:
+                listed: tuple[dict[str, Version], list[str]] | None = self._listings(fresh)
+            except CheckpointError:
+                if self._seeding is None:
+                    raise
+                listed = None  # perhaps an index git cannot read as ours: the check says
+            if self._seeded() or listed is None:
+                fresh = not self.shadow.index.exists()
+                listed = self._listings(fresh)
+            old, new = listed
+        except BaseException:
+            self._folders = self._walking = None  # what it learned may not be in the index: listed afresh
+            raise
+        cap = self.limits.checkpoint_max_files
+        if (len(new) if fresh else self._entries() + len(new)) > cap:
+            raise CheckpointError(f"the workspace has more than {cap} files "
+                                  "(limits.checkpoint_max_files); checkpoints are off for it")
+        keep: list[str] = []
+        gone: list[str] = []
+        unkept: dict[str, str] = {}
+        links: dict[str, bool] = {}
+        grown = 0
+        candidates = sorted({*old, *new, *self._unkept})
+        for path in candidates:
+            # git lists no new file behind a symbolic link; an indexed one may be now
+            kind, size = self._kind(path, links if path in old or path in self._unkept else None)
+            if kind == "keep":
+                keep.append(path)
+                grown += size
+            elif kind == "gone":
+                gone.append(path)
+            else:
+                unkept[path] = kind
+        remove = [p for p in [*gone, *unkept] if p in old]
+        if remove:
+            self.shadow.git("update-index", "-z", "--force-remove", "--stdin", stdin=nul(remove))
+        now = self._add(keep, unkept) if keep else {}
+        changes: list[Change] = []
+        for path in candidates:
+            before = old.get(path) or (UNKEPT if path in self._unkept else None)
+            after = now.get(path) or (UNKEPT if path in unkept else None)
+            if before != after:
+                changes.append(Change(path, before, after))
+        fresh_unkept = [p for p in unkept if p not in self._unkept]
+        for path in candidates:
+            if path in unkept:
+                self._unkept[path] = unkept[path]
+            else:
+                self._unkept.pop(path, None)
+        self.grew(grown)
+        return Scan(tuple(changes), tuple(p for p in fresh_unkept if unkept[p] == "too big"),
+                    tuple(p for p in fresh_unkept if unkept[p] == "unreadable"))
+
+    def _listings(self, fresh: bool) -> tuple[dict[str, Version], list[str]]:
+        """The index's entries whose file changed (`_stat_changed`) and the files it does not
+        hold yet. The first scan of this store's session asks git for the new files
+        (`_untracked`), and then lists the workspace's folders in the background
+        (`newfiles.Folders`); later scans list again only the folders whose time moved, and
+        ask git about what appeared in them alone. Each runs beside the stat of the indexed
+        files: a first scan costs what git status costs, a later one less."""
+        started = time.time_ns()
+        folders = self._listed()
+        if folders is None:
+            untracked = Aside(self._untracked)
+            old = {} if fresh else self._stat_changed()
+            new = untracked.result()
+            made = Folders(str(self.workspace), self._skipped)
+            # Whenever it runs, what it lists is judged by this scan's start: a folder that
+            # changed since is listed again next time, every file in it a candidate.
+            self._walking = Aside(lambda: made.build(started))
+            return old, new
+        appeared = Aside(lambda: folders.news(started))
+        old = {} if fresh else self._stat_changed()
+        candidates = appeared.result()
+        if len(candidates) > 2 * _PATHSPEC_BATCH:  # a whole new tree: git walks it once
+            return old, self._untracked()
+        return old, self._untracked(candidates) if candidates else []
+
+    def _listed(self) -> Folders | None:
+        """The folders as the last scan left them, once listed (None: not yet, or the listing failed)."""
+        walking, self._walking = self._walking, None
+        if walking is not None:
+            try:
+                self._folders = walking.result()
+            except Exception:  # not listed: the next scan asks git for everything, as the first
+                self._folders = None
+        return self._folders
+
+    def _skipped(self, rel: str) -> bool:
+        """A folder a scan does not enter (besides repositories of their own): the skipped
+        folders, and nanohermes's own data when the workspace holds it."""
+        return rel.rpartition("/")[2] in self.skip_dirs or rel == self._own
+
+    def _stat_changed(self) -> dict[str, Version]:
+        """The index's entries whose file changed (or may have: git compares contents only
+        for entries whose stat changed), with what the index holds for them."""
+        out = self.shadow.git("diff-files", "-z", "--raw", "--no-renames").split(b"\0")
+        old: dict[str, Version] = {}
+        for i in range(0, len(out) - 1, 2):
+            if not out[i].startswith(b":"):
+                break
+            meta = out[i][1:].decode("ascii").split(" ")  # old mode, new mode, old blob, new blob, status
+            old[out[i + 1].decode("utf-8", "surrogateescape")] = Version(meta[0], meta[2])
+        return old
+
+    def _untracked(self, among: list[str] | None = None) -> list[str]:
+        """Files the index does not hold yet (`among`: of these paths alone, a folder's as
+        `path/`), skipped folders left out. A folder holding a repository of its own is listed
+        as `name/` by git and not entered: left out too."""
+        args = ["ls-files", "-z", "-o", *(f"--exclude={_glob_escape(d)}/" for d in sorted(self.skip_dirs))]
+        if self._own:
+            args.append(f"--exclude=/{_glob_escape(self._own)}/")
+        if among is not None:
+            args += ["--", *among]
+        return [p for p in self.shadow.text(*args).split("\0") if p and not p.endswith("/")]
+
+    def _kind(self, path: str, links: dict[str, bool] | None) -> tuple[str, int]:
+        """("keep", size), ("gone", 0) or (why it is not kept, 0). `links`: check that no
+        folder on the way is a symbolic link (git does not follow one to a folder: nor do we)."""
+        if links is not None and beyond_link(self.workspace, path, links):
+            return "gone", 0
+        try:
+            st = os.lstat(f"{self._prefix}{path}")
+        except OSError:
+            return "gone", 0
+        if stat.S_ISLNK(st.st_mode):
+            return "keep", 0
+        if not stat.S_ISREG(st.st_mode):
+            return "gone", 0  # a folder where the file was, a socket, a fifo
+        if st.st_size > self.limits.checkpoint_file_max_bytes:
+            return "too big", 0
+        if not (self._root or _readable(st)):
+            return "unreadable", 0
+        return "keep", st.st_size
+
+    def _add(self, paths: list[str], unkept: dict[str, str]) -> dict[str, Version]:
+        """Hash these files into the index and keep their contents; returns their entries.
+        A few are simply copied into the store. Many (a first scan, a checkout) are hashed
+        "info only" first, and only the contents neither the store nor the user's repository
+        holds are kept, written together into one pack (`gitpack`): their cost follows their
+        bytes, not their number. Nothing is written to the user's repository, not even its
+        objects' times. A file that became unreadable since it was looked at is left out,
+        not the scan."""
+        if len(paths) <= PACK_FROM:
+            return self._entries_of(self._update(paths, unkept))
+        kept = self._update(paths, unkept, "--info-only")
+        found = self._entries_of(kept)
+        lost = self.shadow.missing(sorted({v.blob for v in found.values()}), borrow=True)
+        if lost:
+            wanted = {p: v for p, v in found.items() if v.blob in lost}
+            packed = write_blobs(self.shadow.git_dir / "objects" / "pack",
+                                 ((v.blob, self._content(p, v)) for p, v in sorted(wanted.items())))
+            # Changed again since git hashed it (or unreadable now): hashed and kept afresh.
+            again = [p for p, v in wanted.items() if v.blob not in packed]
+            if again:
+                self.shadow.git("update-index", "-z", "--force-remove", "--stdin", stdin=nul(again))  # or git keeps its hash
+                found.update(self._entries_of(self._update(again, unkept)))
+        return found
+
+    def _content(self, path: str, version: Version) -> bytes | None:
+        """The bytes git hashed for `path` as `version`: a symbolic link's target, or the file's
+        content (never through a link that replaced it since); None when it cannot be read."""
+        full = f"{self._prefix}{path}"
+        try:
+            if version.mode == "120000":
+                return os.fsencode(os.readlink(full))
+            fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            with open(fd, "rb") as f:
+                return f.read(self.limits.checkpoint_file_max_bytes + 1)
+        except OSError:
+            return None
+
+    def _update(self, paths: list[str], unkept: dict[str, str], *flags: str) -> list[str]:
+        args = ("update-index", "-z", "--add", "--remove", "--replace", *flags, "--stdin")
+        if self.shadow.run_git(*args, stdin=nul(paths)).returncode == 0:
+            return paths
+        kept: list[str] = []
+        for path in paths:  # rare: find the one git could not read
+            if self.shadow.run_git(*args, stdin=nul([path])).returncode == 0:
+                kept.append(path)
+            else:
+                unkept[path] = "unreadable"
+        return kept
+
+    def _entries(self) -> int:
+        """How many entries the index holds (its header says)."""
+        try:
+            with open(self.shadow.index, "rb") as f:
+                head = f.read(12)
+        except OSError:
+            return 0
+        return int.from_bytes(head[8:12], "big") if head[:4] == b"DIRC" else 0
+
+    def _entries_of(self, paths: list[str], index: Path | None = None) -> dict[str, Version]:
+        if not paths:
+            return {}
+        want = set(paths)
+        if len(paths) > 2 * _PATHSPEC_BATCH:
+            out = self.shadow.git("ls-files", "-s", "-z", index=index)
+        else:
+            out = b"".join(self.shadow.git("ls-files", "-s", "-z", "--", *paths[i:i + _PATHSPEC_BATCH], index=index)
+                           for i in range(0, len(paths), _PATHSPEC_BATCH))
+        found: dict[str, Version] = {}
+        for rec in out.split(b"\0"):
+            if not rec:
+                continue
+            meta, _, name = rec.partition(b"\t")
+            path = name.decode("utf-8", "surrogateescape")
+            if path in want:
+                mode, blob, _stage = meta.decode("ascii").split(" ")
+                found[path] = Version(mode, blob)
+        return found
+
+    def versions(self, paths: Iterable[str]) -> dict[str, Version | None]:
+        """What the index holds for these paths now (after a scan: the workspace's contents)."""
+        wanted = sorted(set(paths))
+        found = self._entries_of(wanted)
+        return {p: found.get(p) or (UNKEPT if p in self._unkept else None) for p in wanted}
+
+
+def _readable(st: os.stat_result) -> bool:
+    """Whether this process (not root) may read the file: the permission bits, as the kernel
+    checks them, without a call per file."""
+    uid = os.geteuid()
+    if st.st_uid == uid:
+        return bool(st.st_mode & stat.S_IRUSR)
+    if st.st_gid in _groups():
+        return bool(st.st_mode & stat.S_IRGRP)
+    return bool(st.st_mode & stat.S_IROTH)
+
+
+@cache
+def _groups() -> frozenset[int]:
+    return frozenset([os.getegid(), *os.getgroups()])
+
+
+def beyond_link(root: Path, path: str, cache: dict[str, bool]) -> bool:
+    """Whether a folder on the way to `path` is a symbolic link (`cache`: what was found of
+    each folder, for the next path)."""
+    parts = path.split("/")[:-1]
+    for i in range(len(parts)):
+        folder = "/".join(parts[:i + 1])
+        if folder not in cache:
+            try:
+                cache[folder] = stat.S_ISLNK(os.lstat(root / folder).st_mode)
+            except OSError:
+                cache[folder] = False  # missing, or a file in the way: said where it matters
+        if cache[folder]:
+            return True
+    return False
+
+
+def _glob_escape(name: str) -> str:
+    return "".join("\\" + c if c in "*?[]\\!#" else c for c in name)
+
+
+class Aside(Generic[T]):
+    """`fn()` run in a thread of its own while the caller does something else; `result()`
+    waits for it and returns what it returned, or raises what it raised."""
+
+    def __init__(self, fn: Callable[[], T]) -> None:
+        self._fn = fn
+        self._out: list[T] = []
+        self._err: list[BaseException] = []
+        self._thread = threading.Thread(target=self._run, name="checkpoint-scan", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._out.append(self._fn())
+        except BaseException as e:  # handed to the caller, whatever it is
+            self._err.append(e)
+
+    def result(self) -> T:
+        self._thread.join()
+        if self._err:
+            raise self._err[0]
+        return self._out[0]
