@@ -60,6 +60,7 @@ class Scanner:
         self._unkept: dict[str, str] = {}  # present but not kept: path -> why
         self._folders: Folders | None = None  # the workspace's folders as the last scan found them
         self._walking: Aside[Folders] | None = None  # the first listing of them, in the background
+        self._walk_from: int | None = None  # when the scan that is to list them started (they are listed after it)
         self._seeding: Aside[list[str] | None] | None = None  # the check of an index seeded from the repository's
 
     # -- seeding ---------------------------------------------------------------------------
@@ -165,7 +166,7 @@ class Scanner:
                 listed = self._listings(fresh)
             old, new = listed
         except BaseException:
-            self._folders = self._walking = None  # what it learned may not be in the index: listed afresh
+            self._folders = self._walking = self._walk_from = None  # what it learned may not be in the index
             raise
         cap = self.limits.checkpoint_max_files
         if (len(new) if fresh else self._entries() + len(new)) > cap:
@@ -204,26 +205,24 @@ class Scanner:
             else:
                 self._unkept.pop(path, None)
         self.grew(grown)
+        self._walk()
         return Scan(tuple(changes), tuple(p for p in fresh_unkept if unkept[p] == "too big"),
                     tuple(p for p in fresh_unkept if unkept[p] == "unreadable"))
 
     def _listings(self, fresh: bool) -> tuple[dict[str, Version], list[str]]:
         """The index's entries whose file changed (`_stat_changed`) and the files it does not
         hold yet. The first scan of this store's session asks git for the new files
-        (`_untracked`), and then lists the workspace's folders in the background
-        (`newfiles.Folders`); later scans list again only the folders whose time moved, and
-        ask git about what appeared in them alone. Each runs beside the stat of the indexed
-        files: a first scan costs what git status costs, a later one less."""
+        (`_untracked`), and once it is done the workspace's folders are listed in the
+        background (`newfiles.Folders`, `_walk`); later scans list again only the folders whose
+        time moved, and ask git about what appeared in them alone. Each runs beside the stat of
+        the indexed files: a first scan costs what git status costs, a later one less."""
         started = time.time_ns()
         folders = self._listed()
         if folders is None:
             untracked = Aside(self._untracked)
             old = {} if fresh else self._stat_changed()
             new = untracked.result()
-            made = Folders(str(self.workspace), self._skipped)
-            # Whenever it runs, what it lists is judged by this scan's start: a folder that
-            # changed since is listed again next time, every file in it a candidate.
-            self._walking = Aside(lambda: made.build(started))
+            self._walk_from = started
             return old, new
         appeared = Aside(lambda: folders.news(started))
         old = {} if fresh else self._stat_changed()
@@ -231,6 +230,17 @@ class Scanner:
         if len(candidates) > 2 * _PATHSPEC_BATCH:  # a whole new tree: git walks it once
             return old, self._untracked()
         return old, self._untracked(candidates) if candidates else []
+
+    def _walk(self) -> None:
+        """List the workspace's folders in the background, after a scan that asked git for every
+        new file: only the next scan needs them, so this one does not wait for them, nor share
+        the processor with them while it works."""
+        started, self._walk_from = self._walk_from, None
+        if started is not None:
+            made = Folders(str(self.workspace), self._skipped)
+            # Whenever it runs, what it lists is judged by that scan's start: a folder that
+            # changed since is listed again next time, every file in it a candidate.
+            self._walking = Aside(lambda: made.build(started))
 
     def _listed(self) -> Folders | None:
         """The folders as the last scan left them, once listed (None: not yet, or the listing failed)."""
