@@ -801,3 +801,72 @@ def test_files_a_turn_makes_in_folders_left_alone_for_a_while_are_found(repo: Pa
         [], ["docs/extra.md", "docs/guide.md", "gen/x/g.txt", "src/a/b/three.py", "src/a/two.py"]]
     assert "restored 5 files to before turn 2" in command(built, "/undo")
     assert tree(repo) == before
+
+
+def _flagged(ws: Path, flag: str) -> None:
+    git(ws, "update-index", flag, "a.txt")
+    (ws / "a.txt").write_text("the person's, which git is told not to look at\n")
+
+
+def _unmerged(ws: Path) -> None:
+    git(ws, "checkout", "-q", "-b", "side")
+    (ws / "a.txt").write_text("side\n")
+    git(ws, "commit", "-q", "-am", "side")
+    git(ws, "checkout", "-q", "main")
+    (ws / "a.txt").write_text("main\n")
+    git(ws, "commit", "-q", "-am", "main")
+    with pytest.raises(subprocess.CalledProcessError):
+        git(ws, "merge", "-q", "side")  # a conflict on a.txt
+    assert git(ws, "ls-files", "-u", "a.txt")
+
+
+def _in_skipped_folder(ws: Path) -> None:
+    (ws / "node_modules" / "pkg").mkdir(parents=True)
+    (ws / "node_modules" / "pkg" / "index.js").write_text("module.exports = 1\n")
+    git(ws, "add", "-f", "node_modules")
+    git(ws, "commit", "-q", "-m", "vendored")
+
+
+def _submodule(ws: Path) -> None:
+    (ws / "sm").mkdir()
+    git(ws / "sm", "init", "-q")
+    (ws / "sm" / "x.txt").write_text("inside\n")
+    git(ws / "sm", "add", "x.txt")
+    git(ws / "sm", "commit", "-q", "-m", "sub")
+    git(ws, "add", "sm")  # its commit, as a gitlink entry
+    git(ws, "commit", "-q", "-m", "with a submodule")
+
+
+@pytest.mark.parametrize("setup", [
+    pytest.param(lambda ws: _flagged(ws, "--assume-unchanged"), id="assume-unchanged"),
+    pytest.param(lambda ws: _flagged(ws, "--skip-worktree"), id="skip-worktree"),
+    pytest.param(_unmerged, id="unmerged"),
+    pytest.param(_in_skipped_folder, id="tracked-in-a-skipped-folder"),
+    pytest.param(_submodule, id="submodule"),
+    pytest.param(lambda ws: None, id="plain"),
+])
+def test_a_first_scan_from_the_repositorys_index_leaves_out_what_it_would_not_keep(workspace: Path,
+                                                                                   setup: Any) -> None:
+    """The first session of a repository starts from the repository's own index, but not from
+    an entry git does not compare with the file (assumed unchanged, skip-worktree), an
+    unmerged one, a file in a folder checkpoints skip or a submodule: each is dropped or
+    hashed as it is, so the turn's change to it is recorded and undone like any other, and
+    what checkpoints leave out stays out."""
+    git(workspace, "init", "-q", "-b", "main")
+    (workspace / "a.txt").write_text("committed\n")
+    (workspace / "target").write_text("a file named like a skipped folder\n")
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-q", "-m", "first")
+    setup(workspace)
+    before = tree(workspace)
+    script = ("printf turn > a.txt && printf t > target && mkdir -p node_modules/pkg && printf n > node_modules/pkg/index.js "
+              "&& { [ ! -d sm ] || printf changed > sm/x.txt; }")
+    built = build(workspace, ScriptedLLM([tool_reply(call("run_command", {"command": script})), Reply(text="ok")]))
+    ask(built, "change them")
+    assert built.checkpoints is not None and not built.checkpoints.disabled
+    assert built.checkpoints.turns()[0].paths == ["a.txt", "target"]
+    assert "restored 2 files to before turn 1: a.txt, target" in command(built, "/undo")
+    after = tree(workspace)
+    left_out = {p for p in after if p.startswith(("node_modules/", "sm/"))}
+    assert {p: v for p, v in after.items() if p not in left_out} == \
+        {p: v for p, v in before.items() if p not in left_out}

@@ -13,6 +13,7 @@ times) says where new files may be, so a scan asks git only about those.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import threading
 import time
@@ -37,6 +38,10 @@ KEPT_INDEXES = 8
 _PATHSPEC_BATCH = 100
 # Above this many files to keep, their contents go into one pack rather than a file each.
 PACK_FROM = 32
+# A submodule's mode as an index entry holds it.
+_GITLINK = (0o160000).to_bytes(4, "big")
+# A file the index does not hold, in `ls-files -z -v -o` (the listing after a NUL put first).
+_OTHER = re.compile(rb"\0\? ([^\0]*)")
 
 
 class Scanner:
@@ -61,7 +66,11 @@ class Scanner:
         self._folders: Folders | None = None  # the workspace's folders as the last scan found them
         self._walking: Aside[Folders] | None = None  # the first listing of them, in the background
         self._walk_from: int | None = None  # when the scan that is to list them started (they are listed after it)
-        self._seeding: Aside[list[str] | None] | None = None  # the check of an index seeded from the repository's
+        # An index seeded from the repository's, not checked yet; and whether the first listing
+        # found every entry of it one a scan keeps as it is (`_plain`).
+        self._seeding = False
+        self._seed_plain = False
+        self._seed_links = False  # the seeded index may hold a submodule (its bytes say so)
 
     # -- seeding ---------------------------------------------------------------------------
     def seed(self) -> None:
@@ -96,12 +105,17 @@ class Scanner:
             return
         with open_private(self.shadow.index, "wb", encoding=None) as f:
             f.write(data)
-        # Looked for beside the first scan's listings (`_seeded`), which rarely need it.
-        self._seeding = Aside(self._seed_check)
+        # Looked for by the first scan's listing of new files, which reads the index anyway
+        # (`_first_untracked`); only an index it cannot vouch for is listed again (`_seeded`).
+        self._seeding, self._seed_plain = True, False
+        # An entry's mode is 4 bytes of the entry: a submodule's (160000) cannot be there
+        # when these bytes are nowhere in the file.
+        self._seed_links = _GITLINK in data
 
     def _seed_check(self) -> list[str] | None:
         """What the seeded index holds that a scan would not, to drop; None when the index
-        may not be used at all (its git converts some files, or it cannot be read as ours)."""
+        may not be used at all (its git converts some files, or it cannot be read as ours).
+        Asked only when the first listing could not vouch for every entry (`_plain`)."""
         p = self.shadow.run_git("ls-files", "-s", "-v", "-z", borrow=True)
         if p.returncode != 0:
             return None
@@ -122,10 +136,10 @@ class Scanner:
     def _seeded(self) -> bool:
         """Apply the seeded index's check; True when it changed the index (what was listed
         from it is to be listed again)."""
-        seeding, self._seeding = self._seeding, None
-        if seeding is None:
+        seeding, self._seeding = self._seeding, False
+        if not seeding or (self._seed_plain and not self._seed_links):
             return False
-        drop = seeding.result()
+        drop = self._seed_check()
         if drop is None:
             self.shadow.index.unlink(missing_ok=True)
         elif drop:
@@ -158,7 +172,7 @@ class Scanner:
             try:
                 listed: tuple[dict[str, Version], list[str]] | None = self._listings(fresh)
             except CheckpointError:
-                if self._seeding is None:
+                if not self._seeding:
                     raise
                 listed = None  # perhaps an index git cannot read as ours: the check says
             if self._seeded() or listed is None:
@@ -219,9 +233,9 @@ class Scanner:
         started = time.time_ns()
         folders = self._listed()
         if folders is None:
-            untracked = Aside(self._untracked)
+            untracked = Aside(self._first_untracked)
             old = {} if fresh else self._stat_changed()
-            new = untracked.result()
+            new, self._seed_plain = untracked.result()
             self._walk_from = started
             return old, new
         appeared = Aside(lambda: folders.news(started))
@@ -273,12 +287,42 @@ class Scanner:
         """Files the index does not hold yet (`among`: of these paths alone, a folder's as
         `path/`), skipped folders left out. A folder holding a repository of its own is listed
         as `name/` by git and not entered: left out too."""
-        args = ["ls-files", "-z", "-o", *(f"--exclude={_glob_escape(d)}/" for d in sorted(self.skip_dirs))]
-        if self._own:
-            args.append(f"--exclude=/{_glob_escape(self._own)}/")
+        args = self._others_args()
         if among is not None:
             args += ["--", *among]
         return [p for p in self.shadow.text(*args).split("\0") if p and not p.endswith("/")]
+
+    def _others_args(self) -> list[str]:
+        """`ls-files` listing the files the index does not hold, skipped folders left out."""
+        args = ["ls-files", "-z", "-o", *(f"--exclude={_glob_escape(d)}/" for d in sorted(self.skip_dirs))]
+        if self._own:
+            args.append(f"--exclude=/{_glob_escape(self._own)}/")
+        return args
+
+    def _first_untracked(self) -> tuple[list[str], bool]:
+        """Every file the index does not hold yet (`_untracked`), and whether the index is one
+        a scan may take as it is. Of an index just seeded from the repository's, the same
+        listing names every entry with its tag, so that one reading of the index also checks
+        it (`_plain`); any other index is the session's own."""
+        if not self._seeding:
+            return self._untracked(), True
+        out = self.shadow.git(*self._others_args(), "-c", "-v")
+        return ([p.decode("utf-8", "surrogateescape") for p in _OTHER.findall(b"\0" + out) if not p.endswith(b"/")],
+                self._plain(out))
+
+    def _plain(self, listing: bytes) -> bool:
+        """Whether every entry of this listing (`ls-files -z -v -c -o`) is one a scan keeps as
+        it is: tagged H (not unmerged, skipped or assumed unchanged), in no skipped folder,
+        and no `.gitattributes` among them. Counted and looked up in C, not entry by entry;
+        a name that only looks like a skipped folder or `.gitattributes` sends the index to
+        the exact check (`_seed_check`)."""
+        records = listing.count(b"\0")
+        tagged = sum(listing.count(b"\0" + tag) + listing.startswith(tag) for tag in (b"H ", b"? "))
+        if tagged != records:
+            return False
+        parts = set(listing.replace(b"\0", b"/").split(b"/"))  # every name in any path, a top one with its tag
+        return not any(name in parts or b"H " + name in parts
+                       for name in (b".gitattributes", *(os.fsencode(d) for d in self.skip_dirs)))
 
     def _kind(self, path: str, links: dict[str, bool] | None) -> tuple[str, int]:
         """("keep", size), ("gone", 0) or (why it is not kept, 0). `links`: check that no
