@@ -71,6 +71,7 @@ class Scanner:
         self._seeding = False
         self._seed_plain = False
         self._seed_links = False  # the seeded index may hold a submodule (its bytes say so)
+        self._converting: Aside[bool] | None = None  # whether the repository's git converts files, once asked
 
     # -- seeding ---------------------------------------------------------------------------
     def seed(self) -> None:
@@ -96,13 +97,14 @@ class Scanner:
         file's bytes as they are: a repository whose git may convert them (attributes,
         core.autocrlf, LFS) is not used. What the index holds that a scan would not
         (submodules, unmerged or flagged entries, skipped folders) is left out, and an index
-        this git cannot read as ours (a split one) is not used at all."""
-        if self.converts():
-            return
+        this git cannot read as ours (a split one) is not used at all. Whether its git
+        converts is asked beside the first listing, which is made again without the index
+        in the rare case it does."""
         try:
             data = index.read_bytes()
         except OSError:
             return
+        self._converting = Aside(self.converts)
         with open_private(self.shadow.index, "wb", encoding=None) as f:
             f.write(data)
         # Looked for by the first scan's listing of new files, which reads the index anyway
@@ -137,9 +139,15 @@ class Scanner:
         """Apply the seeded index's check; True when it changed the index (what was listed
         from it is to be listed again)."""
         seeding, self._seeding = self._seeding, False
-        if not seeding or (self._seed_plain and not self._seed_links):
+        converting, self._converting = self._converting, None
+        if not seeding:
             return False
-        drop = self._seed_check()
+        if converting is not None and converting.result():
+            drop: list[str] | None = None
+        elif self._seed_plain and not self._seed_links:
+            return False
+        else:
+            drop = self._seed_check()
         if drop is None:
             self.shadow.index.unlink(missing_ok=True)
         elif drop:
