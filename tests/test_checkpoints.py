@@ -837,7 +837,20 @@ def _submodule(ws: Path) -> None:
     git(ws, "commit", "-q", "-m", "with a submodule")
 
 
+def _converted(ws: Path) -> None:
+    (ws / ".gitattributes").write_text("*.txt text eol=crlf\n")
+    git(ws, "add", ".gitattributes")
+    git(ws, "commit", "-q", "-m", "attributes")
+    (ws / "a.txt").unlink()
+    git(ws, "checkout", "--", "a.txt")  # checked out with CRLF; the index holds LF
+    past = time.time() - 60
+    os.utime(ws / "a.txt", (past, past))
+    git(ws, "update-index", "-q", "--refresh")  # the index's stat of it is current, not racy
+    assert (ws / "a.txt").read_bytes() == b"committed\r\n"
+
+
 @pytest.mark.parametrize("setup", [
+    pytest.param(_converted, id="gitattributes"),
     pytest.param(lambda ws: _flagged(ws, "--assume-unchanged"), id="assume-unchanged"),
     pytest.param(lambda ws: _flagged(ws, "--skip-worktree"), id="skip-worktree"),
     pytest.param(_unmerged, id="unmerged"),
@@ -849,9 +862,10 @@ def test_a_first_scan_from_the_repositorys_index_leaves_out_what_it_would_not_ke
                                                                                    setup: Any) -> None:
     """The first session of a repository starts from the repository's own index, but not from
     an entry git does not compare with the file (assumed unchanged, skip-worktree), an
-    unmerged one, a file in a folder checkpoints skip or a submodule: each is dropped or
-    hashed as it is, so the turn's change to it is recorded and undone like any other, and
-    what checkpoints leave out stays out."""
+    unmerged one, a file in a folder checkpoints skip or a submodule, nor at all from the
+    index of a tree whose .gitattributes converts files: each is dropped or hashed as it is,
+    so the turn's change to it is recorded and undone byte for byte like any other, and what
+    checkpoints leave out stays out."""
     git(workspace, "init", "-q", "-b", "main")
     (workspace / "a.txt").write_text("committed\n")
     (workspace / "target").write_text("a file named like a skipped folder\n")

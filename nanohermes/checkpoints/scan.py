@@ -38,8 +38,8 @@ KEPT_INDEXES = 8
 _PATHSPEC_BATCH = 100
 # Above this many files to keep, their contents go into one pack rather than a file each.
 PACK_FROM = 32
-# A submodule's mode as an index entry holds it.
-_GITLINK = (0o160000).to_bytes(4, "big")
+# A submodule's mode as an index entry holds it (a regular expression finds it sooner than `in`).
+_GITLINK = re.compile(re.escape((0o160000).to_bytes(4, "big")))
 # A file the index does not hold, in `ls-files -z -v -o` (the listing after a NUL put first).
 _OTHER = re.compile(rb"\0\? ([^\0]*)")
 
@@ -112,7 +112,7 @@ class Scanner:
         self._seeding, self._seed_plain = True, False
         # An entry's mode is 4 bytes of the entry: a submodule's (160000) cannot be there
         # when these bytes are nowhere in the file.
-        self._seed_links = _GITLINK in data
+        self._seed_links = _GITLINK.search(data) is not None
 
     def _seed_check(self) -> list[str] | None:
         """What the seeded index holds that a scan would not, to drop; None when the index
@@ -328,9 +328,7 @@ class Scanner:
         tagged = sum(listing.count(b"\0" + tag) + listing.startswith(tag) for tag in (b"H ", b"? "))
         if tagged != records:
             return False
-        parts = set(listing.replace(b"\0", b"/").split(b"/"))  # every name in any path, a top one with its tag
-        return not any(name in parts or b"H " + name in parts
-                       for name in (b".gitattributes", *(os.fsencode(d) for d in self.skip_dirs)))
+        return _named(self.skip_dirs).search(listing) is None
 
     def _kind(self, path: str, links: dict[str, bool] | None) -> tuple[str, int]:
         """("keep", size), ("gone", 0) or (why it is not kept, 0). `links`: check that no
@@ -466,6 +464,14 @@ def beyond_link(root: Path, path: str, cache: dict[str, bool]) -> bool:
         if cache[folder]:
             return True
     return False
+
+
+@cache
+def _named(skip_dirs: frozenset[str]) -> re.Pattern[bytes]:
+    """A path in an `ls-files -z -v` listing with one of these folders on its way, or named
+    `.gitattributes` (a name starts after the tag's space or a slash)."""
+    folders = b"|".join(re.escape(os.fsencode(d)) for d in sorted(skip_dirs, key=len, reverse=True))
+    return re.compile(rb"[ /](?:\.gitattributes\0" + (rb"|(?:" + folders + rb")/" if folders else b"") + rb")")
 
 
 def _glob_escape(name: str) -> str:
