@@ -884,3 +884,22 @@ def test_a_first_scan_from_the_repositorys_index_leaves_out_what_it_would_not_ke
     left_out = {p for p in after if p.startswith(("node_modules/", "sm/"))}
     assert {p: v for p, v in after.items() if p not in left_out} == \
         {p: v for p, v in before.items() if p not in left_out}
+
+
+def test_many_files_with_odd_names_are_found_in_the_index_and_come_back(repo: Path) -> None:
+    # Past a few dozen paths, what the index holds for them is looked up in one listing of
+    # the whole index, sorted as git sorts it: spaces, tabs, accents and a name that is not
+    # UTF-8 sort among the rest, and each is found.
+    script = ("for i in $(seq 10 79); do printf \"made $i\" > \"odd $i $(printf 'tab\\there') é.txt\"; done; "
+              "mkdir -p 'a b' && printf deep > 'a b/ü'; printf raw > \"$(printf 'latin\\377')\"")
+    built = build(repo, ScriptedLLM([tool_reply(call("run_command", {"command": script})), Reply(text="done")]))
+    before = tree(repo)
+    ask(built, "make them")
+    after = tree(repo)
+    made = sorted(p for p in after if p not in before)
+    assert len(made) == 72 and "odd 10 tab\there é.txt" in made and "a b/ü" in made
+    assert built.checkpoints is not None and built.checkpoints.turns()[0].paths == made
+    assert "restored 72 files to before turn 1" in command(built, "/undo")
+    assert tree(repo) == before
+    command(built, "/redo")
+    assert tree(repo) == after
