@@ -12,6 +12,7 @@ times) says where new files may be, so a scan asks git only about those.
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 import stat
@@ -34,8 +35,10 @@ T = TypeVar("T")
 
 # Sessions' indexes kept in a store; an older one is removed when a new session starts.
 KEPT_INDEXES = 8
-# Above this many paths, one listing of the whole index beats pathspecs (git matches each one).
+# Pathspecs given to one git command at most.
 _PATHSPEC_BATCH = 100
+# Above this many paths, one listing of the whole index beats pathspecs (git matches each one).
+_LISTED_FROM = 64
 # Above this many files to keep, their contents go into one pack rather than a file each.
 PACK_FROM = 32
 # A submodule's mode as an index entry holds it (a regular expression finds it sooner than `in`).
@@ -408,14 +411,16 @@ class Scanner:
         return int.from_bytes(head[8:12], "big") if head[:4] == b"DIRC" else 0
 
     def _entries_of(self, paths: list[str], index: Path | None = None) -> dict[str, Version]:
+        """What the index holds for these paths. Past a few dozen, git lists the whole index
+        once and each path is looked up in the listing (git matches every entry against every
+        path given as a pathspec)."""
         if not paths:
             return {}
+        if len(paths) > _LISTED_FROM:
+            return _looked_up(self.shadow.git("ls-files", "-s", "-z", index=index), paths)
         want = set(paths)
-        if len(paths) > 2 * _PATHSPEC_BATCH:
-            out = self.shadow.git("ls-files", "-s", "-z", index=index)
-        else:
-            out = b"".join(self.shadow.git("ls-files", "-s", "-z", "--", *paths[i:i + _PATHSPEC_BATCH], index=index)
-                           for i in range(0, len(paths), _PATHSPEC_BATCH))
+        out = b"".join(self.shadow.git("ls-files", "-s", "-z", "--", *paths[i:i + _PATHSPEC_BATCH], index=index)
+                       for i in range(0, len(paths), _PATHSPEC_BATCH))
         found: dict[str, Version] = {}
         for rec in out.split(b"\0"):
             if not rec:
@@ -464,6 +469,28 @@ def beyond_link(root: Path, path: str, cache: dict[str, bool]) -> bool:
         if cache[folder]:
             return True
     return False
+
+
+def _looked_up(listing: bytes, paths: Iterable[str]) -> dict[str, Version]:
+    """The entries of these paths in the `ls-files -s -z` listing of a whole index, which
+    lists them sorted by their bytes (as git keeps them): each found by bisection, not by
+    reading every entry."""
+    records = listing.split(b"\0")
+    if records and not records[-1]:
+        records.pop()
+    found: dict[str, Version] = {}
+    for path in paths:
+        name = path.encode("utf-8", "surrogateescape")
+        i = bisect.bisect_left(records, name, key=_name_of)
+        while i < len(records) and _name_of(records[i]) == name:  # an unmerged path's last stage
+            mode, blob, _stage = records[i].partition(b"\t")[0].decode("ascii").split(" ")
+            found[path] = Version(mode, blob)
+            i += 1
+    return found
+
+
+def _name_of(record: bytes) -> bytes:
+    return record.partition(b"\t")[2]
 
 
 @cache
