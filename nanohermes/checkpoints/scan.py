@@ -473,12 +473,21 @@ def beyond_link(root: Path, path: str, cache: dict[str, bool]) -> bool:
 
 def _looked_up(listing: bytes, paths: Iterable[str]) -> dict[str, Version]:
     """The entries of these paths in the `ls-files -s -z` listing of a whole index, which
-    lists them sorted by their bytes (as git keeps them): each found by bisection, not by
-    reading every entry."""
+    lists them sorted by their bytes (as git keeps them): each found by bisection, unless
+    they are so many that reading every entry once costs less."""
     records = listing.split(b"\0")
     if records and not records[-1]:
         records.pop()
     found: dict[str, Version] = {}
+    paths = list(paths)
+    if len(paths) * len(records).bit_length() > len(records):  # most of the index: read once, in order
+        want = {p.encode("utf-8", "surrogateescape"): p for p in paths}
+        for rec in records:
+            meta, _, name = rec.partition(b"\t")
+            if name in want:
+                mode, blob, _stage = meta.decode("ascii").split(" ")
+                found[want[name]] = Version(mode, blob)
+        return found
     for path in paths:
         name = path.encode("utf-8", "surrogateescape")
         i = bisect.bisect_left(records, name, key=_name_of)
