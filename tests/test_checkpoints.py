@@ -820,10 +820,10 @@ def _unmerged(ws: Path) -> None:
     assert git(ws, "ls-files", "-u", "a.txt")
 
 
-def _in_skipped_folder(ws: Path) -> None:
-    (ws / "node_modules" / "pkg").mkdir(parents=True)
-    (ws / "node_modules" / "pkg" / "index.js").write_text("module.exports = 1\n")
-    git(ws, "add", "-f", "node_modules")
+def _in_skipped_folder(ws: Path, where: str = "") -> None:
+    (ws / where / "node_modules" / "pkg").mkdir(parents=True)
+    (ws / where / "node_modules" / "pkg" / "index.js").write_text("module.exports = 1\n")
+    git(ws, "add", "-f", f"{where}node_modules")
     git(ws, "commit", "-q", "-m", "vendored")
 
 
@@ -855,6 +855,7 @@ def _converted(ws: Path) -> None:
     pytest.param(lambda ws: _flagged(ws, "--skip-worktree"), id="skip-worktree"),
     pytest.param(_unmerged, id="unmerged"),
     pytest.param(_in_skipped_folder, id="tracked-in-a-skipped-folder"),
+    pytest.param(lambda ws: _in_skipped_folder(ws, "lib/"), id="tracked-in-a-skipped-folder-below"),
     pytest.param(_submodule, id="submodule"),
     pytest.param(lambda ws: None, id="plain"),
 ])
@@ -873,15 +874,15 @@ def test_a_first_scan_from_the_repositorys_index_leaves_out_what_it_would_not_ke
     git(workspace, "commit", "-q", "-m", "first")
     setup(workspace)
     before = tree(workspace)
-    script = ("printf turn > a.txt && printf t > target && mkdir -p node_modules/pkg && printf n > node_modules/pkg/index.js "
-              "&& { [ ! -d sm ] || printf changed > sm/x.txt; }")
+    script = ("printf turn > a.txt && printf t > target && for d in node_modules lib/node_modules; do "
+              "mkdir -p $d/pkg && printf n > $d/pkg/index.js; done && { [ ! -d sm ] || printf changed > sm/x.txt; }")
     built = build(workspace, ScriptedLLM([tool_reply(call("run_command", {"command": script})), Reply(text="ok")]))
     ask(built, "change them")
     assert built.checkpoints is not None and not built.checkpoints.disabled
     assert built.checkpoints.turns()[0].paths == ["a.txt", "target"]
     assert "restored 2 files to before turn 1: a.txt, target" in command(built, "/undo")
     after = tree(workspace)
-    left_out = {p for p in after if p.startswith(("node_modules/", "sm/"))}
+    left_out = {p for p in after if p.startswith(("node_modules/", "lib/node_modules/", "sm/"))}
     assert {p: v for p, v in after.items() if p not in left_out} == \
         {p: v for p, v in before.items() if p not in left_out}
 

@@ -331,7 +331,8 @@ class Scanner:
         tagged = sum(listing.count(b"\0" + tag) + listing.startswith(tag) for tag in (b"H ", b"? "))
         if tagged != records:
             return False
-        return _named(self.skip_dirs).search(listing) is None
+        below, top = _named(self.skip_dirs)
+        return below.search(listing) is None and top.search(b"\0" + listing) is None
 
     def _kind(self, path: str, links: dict[str, bool] | None) -> tuple[str, int]:
         """("keep", size), ("gone", 0) or (why it is not kept, 0). `links`: check that no
@@ -503,11 +504,14 @@ def _name_of(record: bytes) -> bytes:
 
 
 @cache
-def _named(skip_dirs: frozenset[str]) -> re.Pattern[bytes]:
+def _named(skip_dirs: frozenset[str]) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
     """A path in an `ls-files -z -v` listing with one of these folders on its way, or named
-    `.gitattributes` (a name starts after the tag's space or a slash)."""
+    `.gitattributes`: below the top folder (after a slash), and at the top (after the tag of
+    an entry, with a NUL put before the listing). Each starts with a fixed string, which the
+    regular expression engine looks for quickly."""
     folders = b"|".join(re.escape(os.fsencode(d)) for d in sorted(skip_dirs, key=len, reverse=True))
-    return re.compile(rb"[ /](?:\.gitattributes\0" + (rb"|(?:" + folders + rb")/" if folders else b"") + rb")")
+    name = rb"(?:\.gitattributes\0" + (rb"|(?:" + folders + rb")/" if folders else b"") + rb")"
+    return re.compile(b"/" + name), re.compile(rb"\0[H?] " + name)
 
 
 def _glob_escape(name: str) -> str:
