@@ -6,8 +6,9 @@ changed. That costs what `git status` costs and grows with the files that change
 the files that exist. A new session's index starts from the newest one of the workspace
 (`seed`); a repository's first session starts from the repository's own index where its git
 keeps files' bytes as they are, so even the first scan hashes only what `git status` would
-find changed. After a session's first scan, `newfiles` (the workspace's folders and their
-times) says where new files may be, so a scan asks git only about those.
+find changed; the same listing that finds the new files checks that index. After a session's
+first scan, `newfiles` (the workspace's folders and their times, listed in the background once
+that scan is done) says where new files may be, so a scan asks git only about those.
 """
 
 from __future__ import annotations
