@@ -904,3 +904,31 @@ def test_many_files_with_odd_names_are_found_in_the_index_and_come_back(repo: Pa
     assert tree(repo) == before
     command(built, "/redo")
     assert tree(repo) == after
+
+
+
+@pytest.mark.parametrize("count", [6, 40])
+def test_files_a_long_command_made_come_back_as_git_hashed_them_with_their_modes(repo: Path, count: int) -> None:
+    # Files a command made and then left alone for a while (it went on building) did not
+    # change while the scan after the turn looked at them, nor shortly before: they are named
+    # as git hashed them into the index, their modes taken from their stat. A few (copied into
+    # the store one by one) and many (kept as one pack), regular, executable and a symbolic
+    # link, with a tracked file made executable, come back byte for byte and mode for mode.
+    from nanohermes.checkpoints.newfiles import RACY_NS
+
+    def state() -> dict[str, tuple[bytes, int]]:
+        return {p: (v, os.lstat(repo / p).st_mode) for p, v in tree(repo).items() if not p.startswith(".git/")}
+
+    script = (f"mkdir new && for i in $(seq 1 {count}); do printf \"made $i\" > new/f$i.txt; done; "
+              "printf '#!/bin/sh\\n' > new/run.sh; chmod +x new/run.sh; ln -s f1.txt new/link; "
+              f"printf more >> other.txt; chmod +x other.txt; sleep {RACY_NS / 1e9 + 0.2}")
+    before = state()
+    built = build(repo, ScriptedLLM([tool_reply(call("run_command", {"command": script})), Reply(text="ok")]))
+    ask(built, "build")
+    after = state()
+    assert built.checkpoints is not None and len(built.checkpoints.turns()[0].paths) == count + 3
+    assert f"restored {count + 3} files to before turn 1" in command(built, "/undo")
+    assert state() == before
+    command(built, "/redo")
+    assert state() == after
+

@@ -20,13 +20,14 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Generic, TypeVar
 
 from nanohermes.budget import Limits
 from nanohermes.checkpoints.gitpack import write_blobs
-from nanohermes.checkpoints.newfiles import Folders
+from nanohermes.checkpoints.newfiles import RACY_NS, Folders
 from nanohermes.checkpoints.repository import Repository
 from nanohermes.checkpoints.shadow import Shadow, nul
 from nanohermes.checkpoints.versions import UNKEPT, Change, CheckpointError, Scan, Version
@@ -40,6 +41,8 @@ KEPT_INDEXES = 8
 _PATHSPEC_BATCH = 100
 # Above this many paths, one listing of the whole index beats pathspecs (git matches each one).
 _LISTED_FROM = 64
+# At most this many paths are named to `rev-parse` at once (each is an argument).
+_NAMED_UPTO = 1000
 # Above this many files to keep, their contents go into one pack rather than a file each.
 PACK_FROM = 32
 # A submodule's mode as an index entry holds it (a regular expression finds it sooner than `in`).
@@ -202,11 +205,13 @@ class Scanner:
         gone: list[str] = []
         unkept: dict[str, str] = {}
         links: dict[str, bool] = {}
+        seen: dict[str, os.stat_result] = {}
+        looked = time.time_ns()
         grown = 0
         candidates = sorted({*old, *new, *self._unkept})
         for path in candidates:
             # git lists no new file behind a symbolic link; an indexed one may be now
-            kind, size = self._kind(path, links if path in old or path in self._unkept else None)
+            kind, size = self._kind(path, links if path in old or path in self._unkept else None, seen)
             if kind == "keep":
                 keep.append(path)
                 grown += size
@@ -217,7 +222,7 @@ class Scanner:
         remove = [p for p in [*gone, *unkept] if p in old]
         if remove:
             self.shadow.git("update-index", "-z", "--force-remove", "--stdin", stdin=nul(remove))
-        now = self._add(keep, unkept) if keep else {}
+        now = self._add(keep, unkept, _Looked(seen, looked)) if keep else {}
         changes: list[Change] = []
         for path in candidates:
             before = old.get(path) or (UNKEPT if path in self._unkept else None)
@@ -335,9 +340,10 @@ class Scanner:
         below, top = _named(self.skip_dirs)
         return below.search(listing) is None and top.search(b"\0" + listing) is None
 
-    def _kind(self, path: str, links: dict[str, bool] | None) -> tuple[str, int]:
+    def _kind(self, path: str, links: dict[str, bool] | None, seen: dict[str, os.stat_result]) -> tuple[str, int]:
         """("keep", size), ("gone", 0) or (why it is not kept, 0). `links`: check that no
-        folder on the way is a symbolic link (git does not follow one to a folder: nor do we)."""
+        folder on the way is a symbolic link (git does not follow one to a folder: nor do we).
+        `seen` is given the stat of a file to keep."""
         if links is not None and beyond_link(self.workspace, path, links):
             return "gone", 0
         try:
@@ -345,6 +351,7 @@ class Scanner:
         except OSError:
             return "gone", 0
         if stat.S_ISLNK(st.st_mode):
+            seen[path] = st
             return "keep", 0
         if not stat.S_ISREG(st.st_mode):
             return "gone", 0  # a folder where the file was, a socket, a fifo
@@ -352,9 +359,10 @@ class Scanner:
             return "too big", 0
         if not (self._root or _readable(st)):
             return "unreadable", 0
+        seen[path] = st
         return "keep", st.st_size
 
-    def _add(self, paths: list[str], unkept: dict[str, str]) -> dict[str, Version]:
+    def _add(self, paths: list[str], unkept: dict[str, str], looked: _Looked) -> dict[str, Version]:
         """Hash these files into the index and keep their contents; returns their entries.
         A few are simply copied into the store. Many (a first scan, a checkout) are hashed
         "info only" first, and only the contents neither the store nor the user's repository
@@ -363,9 +371,9 @@ class Scanner:
         objects' times. A file that became unreadable since it was looked at is left out,
         not the scan."""
         if len(paths) <= PACK_FROM:
-            return self._entries_of(self._update(paths, unkept))
+            return self._hashed(self._update(paths, unkept), looked)
         kept = self._update(paths, unkept, "--info-only")
-        found = self._entries_of(kept)
+        found = self._hashed(kept, looked)
         lost = self.shadow.missing(sorted({v.blob for v in found.values()}), borrow=True)
         if lost:
             wanted = {p: v for p, v in found.items() if v.blob in lost}
@@ -377,6 +385,21 @@ class Scanner:
                 self.shadow.git("update-index", "-z", "--force-remove", "--stdin", stdin=nul(again))  # or git keeps its hash
                 found.update(self._entries_of(self._update(again, unkept)))
         return found
+
+    def _hashed(self, paths: list[str], looked: _Looked) -> dict[str, Version]:
+        """What git has just hashed into the index for these files. When none of them changed
+        from the scan's look before git's to one after it, git read what the scan saw: the
+        index names their contents (`rev-parse`, a lookup by path, where a listing filtered by
+        pathspecs matches every entry against every path) and their stat gives their modes, as
+        git derives them. Otherwise (a file written while the scan runs, or shortly before:
+        a turn's new files) they are read from the index's listing (`_entries_of`)."""
+        if not paths or len(paths) > _NAMED_UPTO or not all(looked.still(self._prefix, p) for p in paths):
+            return self._entries_of(paths)
+        p = self.shadow.run_git("rev-parse", *(f":0:{path}" for path in paths))
+        names = p.stdout.split()
+        if p.returncode != 0 or len(names) != len(paths):  # one left the index (gone since)
+            return self._entries_of(paths)
+        return {path: Version(_mode(looked.seen[path]), name.decode("ascii")) for path, name in zip(paths, names, strict=True)}
 
     def _content(self, path: str, version: Version) -> bytes | None:
         """The bytes git hashed for `path` as `version`: a symbolic link's target, or the file's
@@ -439,6 +462,37 @@ class Scanner:
         wanted = sorted(set(paths))
         found = self._entries_of(wanted)
         return {p: found.get(p) or (UNKEPT if p in self._unkept else None) for p in wanted}
+
+
+@dataclass(frozen=True)
+class _Looked:
+    """The stat a scan took of each file to keep (`seen`) before git hashed them, and when
+    it began taking them (`at`, nanoseconds)."""
+
+    seen: dict[str, os.stat_result]
+    at: int
+
+    def still(self, prefix: str, path: str) -> bool:
+        """Whether `path` is as it was seen, and was then last changed well before: any change
+        since (its bytes, its mode, a file renamed over it) would have moved its ctime to the
+        time of the change, later than the one seen. One within `RACY_NS` before the look
+        might have left it in the same tick of the clock: not trusted."""
+        before = self.seen.get(path)
+        if before is None or max(before.st_ctime_ns, before.st_mtime_ns) >= self.at - RACY_NS:
+            return False  # (a file system may keep no ctime that moves: its mtime counts too)
+        try:
+            now = os.lstat(f"{prefix}{path}")
+        except OSError:
+            return False
+        return (now.st_ino, now.st_dev, now.st_mode, now.st_size, now.st_mtime_ns, now.st_ctime_ns) == \
+            (before.st_ino, before.st_dev, before.st_mode, before.st_size, before.st_mtime_ns, before.st_ctime_ns)
+
+
+def _mode(st: os.stat_result) -> str:
+    """The mode git gives a file of this stat in the index (file modes and symbolic links kept)."""
+    if stat.S_ISLNK(st.st_mode):
+        return "120000"
+    return "100755" if st.st_mode & stat.S_IXUSR else "100644"
 
 
 def _readable(st: os.stat_result) -> bool:
