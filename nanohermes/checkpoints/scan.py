@@ -399,7 +399,8 @@ class Scanner:
         names = p.stdout.split()
         if p.returncode != 0 or len(names) != len(paths):  # one left the index (gone since)
             return self._entries_of(paths)
-        return {path: Version(_mode(looked.seen[path]), name.decode("ascii")) for path, name in zip(paths, names, strict=True)}
+        return {path: Version(_mode(looked.seen[path]), name.decode("ascii"))
+                for path, name in zip(paths, names, strict=True)}
 
     def _content(self, path: str, version: Version) -> bytes | None:
         """The bytes git hashed for `path` as `version`: a symbolic link's target, or the file's
