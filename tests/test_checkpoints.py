@@ -804,3 +804,138 @@ def test_files_a_turn_makes_in_folders_left_alone_for_a_while_are_found(repo: Pa
         [], ["docs/extra.md", "docs/guide.md", "gen/x/g.txt", "src/a/b/three.py", "src/a/two.py"]]
     assert "restored 5 files to before turn 2" in command(built, "/undo")
     assert tree(repo) == before
+
+
+def _flagged(ws: Path, flag: str) -> None:
+    git(ws, "update-index", flag, "a.txt")
+    (ws / "a.txt").write_text("the person's, which git is told not to look at\n")
+
+
+def _unmerged(ws: Path) -> None:
+    git(ws, "checkout", "-q", "-b", "side")
+    (ws / "a.txt").write_text("side\n")
+    git(ws, "commit", "-q", "-am", "side")
+    git(ws, "checkout", "-q", "main")
+    (ws / "a.txt").write_text("main\n")
+    git(ws, "commit", "-q", "-am", "main")
+    with pytest.raises(subprocess.CalledProcessError):
+        git(ws, "merge", "-q", "side")  # a conflict on a.txt
+    assert git(ws, "ls-files", "-u", "a.txt")
+
+
+def _in_skipped_folder(ws: Path, where: str = "") -> None:
+    (ws / where / "node_modules" / "pkg").mkdir(parents=True)
+    (ws / where / "node_modules" / "pkg" / "index.js").write_text("module.exports = 1\n")
+    git(ws, "add", "-f", f"{where}node_modules")
+    git(ws, "commit", "-q", "-m", "vendored")
+
+
+def _submodule(ws: Path) -> None:
+    (ws / "sm").mkdir()
+    git(ws / "sm", "init", "-q")
+    (ws / "sm" / "x.txt").write_text("inside\n")
+    git(ws / "sm", "add", "x.txt")
+    git(ws / "sm", "commit", "-q", "-m", "sub")
+    git(ws, "add", "sm")  # its commit, as a gitlink entry
+    git(ws, "commit", "-q", "-m", "with a submodule")
+
+
+def _converted(ws: Path) -> None:
+    (ws / ".gitattributes").write_text("*.txt text eol=crlf\n")
+    git(ws, "add", ".gitattributes")
+    git(ws, "commit", "-q", "-m", "attributes")
+    (ws / "a.txt").unlink()
+    git(ws, "checkout", "--", "a.txt")  # checked out with CRLF; the index holds LF
+    past = time.time() - 60
+    os.utime(ws / "a.txt", (past, past))
+    git(ws, "update-index", "-q", "--refresh")  # the index's stat of it is current, not racy
+    assert (ws / "a.txt").read_bytes() == b"committed\r\n"
+
+
+@pytest.mark.parametrize("setup", [
+    pytest.param(_converted, id="gitattributes"),
+    pytest.param(lambda ws: _flagged(ws, "--assume-unchanged"), id="assume-unchanged"),
+    pytest.param(lambda ws: _flagged(ws, "--skip-worktree"), id="skip-worktree"),
+    pytest.param(_unmerged, id="unmerged"),
+    pytest.param(_in_skipped_folder, id="tracked-in-a-skipped-folder"),
+    pytest.param(lambda ws: _in_skipped_folder(ws, "lib/"), id="tracked-in-a-skipped-folder-below"),
+    pytest.param(_submodule, id="submodule"),
+    pytest.param(lambda ws: None, id="plain"),
+])
+def test_a_first_scan_from_the_repositorys_index_leaves_out_what_it_would_not_keep(workspace: Path,
+                                                                                   setup: Any) -> None:
+    """The first session of a repository starts from the repository's own index, but not from
+    an entry git does not compare with the file (assumed unchanged, skip-worktree), an
+    unmerged one, a file in a folder checkpoints skip or a submodule, nor at all from the
+    index of a tree whose .gitattributes converts files: each is dropped or hashed as it is,
+    so the turn's change to it is recorded and undone byte for byte like any other, and what
+    checkpoints leave out stays out."""
+    git(workspace, "init", "-q", "-b", "main")
+    (workspace / "a.txt").write_text("committed\n")
+    (workspace / "target").write_text("a file named like a skipped folder\n")
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-q", "-m", "first")
+    setup(workspace)
+    before = tree(workspace)
+    script = ("printf turn > a.txt && printf t > target && for d in node_modules lib/node_modules; do "
+              "mkdir -p $d/pkg && printf n > $d/pkg/index.js; done && { [ ! -d sm ] || printf changed > sm/x.txt; }")
+    built = build(workspace, ScriptedLLM([tool_reply(call("run_command", {"command": script})), Reply(text="ok")]))
+    ask(built, "change them")
+    assert built.checkpoints is not None and not built.checkpoints.disabled
+    assert built.checkpoints.turns()[0].paths == ["a.txt", "target"]
+    assert "restored 2 files to before turn 1: a.txt, target" in command(built, "/undo")
+    after = tree(workspace)
+    left_out = {p for p in after if p.startswith(("node_modules/", "lib/node_modules/", "sm/"))}
+    assert {p: v for p, v in after.items() if p not in left_out} == \
+        {p: v for p, v in before.items() if p not in left_out}
+
+
+def test_many_files_with_odd_names_are_found_in_the_index_and_come_back(repo: Path) -> None:
+    # Past a few dozen paths, what the index holds for them is looked up in one listing of
+    # the whole index, sorted as git sorts it: spaces, tabs, accents and a name that is not
+    # UTF-8 sort among the rest, and each is found.
+    script = ("for i in $(seq 10 79); do printf \"made $i\" > \"odd $i $(printf 'tab\\there') é.txt\"; done; "
+              "mkdir -p 'a b' && printf deep > 'a b/ü'; printf raw > \"$(printf 'latin\\377')\"")
+    built = build(repo, ScriptedLLM([tool_reply(call("run_command", {"command": script})), Reply(text="done"),
+                                     Reply(text="seen")]))
+    before = tree(repo)
+    ask(built, "make them")
+    after = tree(repo)
+    made = sorted(p for p in after if p not in before)
+    assert len(made) == 72 and "odd 10 tab\there é.txt" in made and "a b/ü" in made
+    assert built.checkpoints is not None and built.checkpoints.turns()[0].paths == made
+    assert "restored 72 files to before turn 1" in command(built, "/undo")
+    assert tree(repo) == before
+    ask(built, "and now?")  # the model is told, the name that is not UTF-8 escaped as git quotes it
+    told = [m.content for m in built.agent.session.history if m.role == "user" and "<user-restore" in m.content]
+    assert len(told) == 1 and "latin\\xff, odd 10" in told[0]
+    command(built, "/redo")
+    assert tree(repo) == after
+
+
+
+@pytest.mark.parametrize("count", [6, 40])
+def test_files_a_long_command_made_come_back_as_git_hashed_them_with_their_modes(repo: Path, count: int) -> None:
+    # Files a command made and then left alone for a while (it went on building) did not
+    # change while the scan after the turn looked at them, nor shortly before: they are named
+    # as git hashed them into the index, their modes taken from their stat. A few (copied into
+    # the store one by one) and many (kept as one pack), regular, executable and a symbolic
+    # link, with a tracked file made executable, come back byte for byte and mode for mode.
+    from nanohermes.turn.checkpoints.newfiles import RACY_NS
+
+    def state() -> dict[str, tuple[bytes, int]]:
+        return {p: (v, os.lstat(repo / p).st_mode) for p, v in tree(repo).items() if not p.startswith(".git/")}
+
+    script = (f"mkdir new && for i in $(seq 1 {count}); do printf \"made $i\" > new/f$i.txt; done; "
+              "printf '#!/bin/sh\\n' > new/run.sh; chmod +x new/run.sh; ln -s f1.txt new/link; "
+              f"printf more >> other.txt; chmod +x other.txt; sleep {RACY_NS / 1e9 + 0.2}")
+    before = state()
+    built = build(repo, ScriptedLLM([tool_reply(call("run_command", {"command": script})), Reply(text="ok")]))
+    ask(built, "build")
+    after = state()
+    assert built.checkpoints is not None and len(built.checkpoints.turns()[0].paths) == count + 3
+    assert f"restored {count + 3} files to before turn 1" in command(built, "/undo")
+    assert state() == before
+    command(built, "/redo")
+    assert state() == after
+

@@ -140,6 +140,8 @@ def _tell_model(ctx: CommandContext, said: str, lines: list[str]) -> None:
 
 def restore_note(said: str, restored: list[str]) -> str:
     """What the model is told of files the person put back with `said` (/undo, /redo, /rewind)."""
-    body = "\n".join(restored)
+    # A file name that is not UTF-8 holds escaped bytes that no request or transcript can carry:
+    # the model reads them as \x escapes, as git would quote them.
+    body = "\n".join(restored).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return (f'<user-restore command="{said}">\n{body}\nThese files are no longer as your earlier calls left or read '
             "them: read one again before you rely on it or change it.\n</user-restore>")

@@ -139,7 +139,9 @@ class Journal:
         if path is None:
             return
         with open_private(path, "a") as f:  # 0600, in a 0700 session folder
-            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            # A path that is not UTF-8 holds an escaped byte (surrogateescape): JSON's \u escape
+            # keeps it, and reading it back gives the same path.
+            f.write(json.dumps(rec) + "\n")
 
 
 def mark(history: list[Message], upto: int) -> str:

@@ -9,8 +9,10 @@ restored byte for byte). The user's repository is only read: its objects as git'
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,8 @@ _GIT_CONFIG = (*GIT_OWN, "-c", "core.autocrlf=false",
                "-c", "core.sharedRepository=0600")
 # info/attributes wins over every .gitattributes of the workspace: no line-ending or filter changes.
 _ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding -diff -merge\n"
+# What `git init` writes (the work tree and the rest of the settings come with each command).
+_CONFIG = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n"
 
 
 class Shadow:
@@ -45,10 +49,15 @@ class Shadow:
         return (self.git_dir / "HEAD").exists()
 
     def create(self) -> None:
-        """Make the repository: owner-only folders, no template, attributes that keep bytes as they are."""
-        private_dir(self.root)
-        self.git("init", "-q", "--template=")
-        write_private(private_dir(self.git_dir / "info") / "attributes", _ATTRIBUTES)
+        """Make the repository as `git init --template=` lays it out (git's documented layout,
+        written here: a process fewer before a new store's first scan): owner-only folders,
+        no template, attributes that keep bytes as they are. HEAD comes last, as `exists`
+        looks for it: a repository that has one has its attributes."""
+        for folder in ("objects/info", "objects/pack", "refs/heads", "refs/tags", "info"):
+            private_dir(self.git_dir / folder)
+        write_private(self.git_dir / "info" / "attributes", _ATTRIBUTES)
+        _put(self.git_dir / "config", _CONFIG)
+        _put(self.git_dir / "HEAD", "ref: refs/heads/master\n")
 
     def indexes(self) -> list[Path]:
         """The sessions' indexes of this workspace, oldest first."""
@@ -101,6 +110,20 @@ class Shadow:
             return set()
         out = self.text("cat-file", "--batch-check", stdin="".join(f"{b}\n" for b in blobs).encode(), borrow=borrow)
         return {line.split(" ")[0] for line in out.splitlines() if line.endswith(" missing")}
+
+
+def _put(path: Path, text: str) -> None:
+    """Write a file of the repository as git would: whole or not at all (renamed into place),
+    owner-only, not flushed to disk (git does not flush these either)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def nul(paths: list[str]) -> bytes:
