@@ -1,0 +1,111 @@
+"""Each message a person or the model reads, pinned once: a table per area of (scenario, exact
+text). A scenario runs the real tools on real files; the other tests assert what was decided
+(the kind, the path, the count, the bytes on disk), so rewording a message changes one row here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.exec_support import call, make_runtime
+from nanohermes.runtime import Runtime
+
+Scenario = Callable[[Path], str]
+
+APP = "import os\n\n\ndef main():\n    a = 1\n    b = 2\n    c = 3\n    return a + b + c\n"
+
+
+def seen(ws: Path, name: str, text: str) -> Runtime:
+    """A workspace file the model has read, and the runtime that read it."""
+    (ws / name).write_text(text)
+    rt = make_runtime(ws)
+    assert not call(rt, "read_file", path=name).startswith("ERROR")
+    return rt
+
+
+def edit(name: str, text: str, old: str, new: str) -> Scenario:
+    return lambda ws: call(seen(ws, name, text), "edit_file", path=name, old_string=old, new_string=new)
+
+
+def write(name: str, content: str) -> Scenario:
+    return lambda ws: call(make_runtime(ws), "write_file", path=name, content=content)
+
+
+def beside(made: str, tool: str, **args: object) -> Scenario:
+    """A call naming a path that does not exist, `made` (a file) standing nearby."""
+    def run(ws: Path) -> str:
+        (ws / made).parent.mkdir(parents=True, exist_ok=True)
+        (ws / made).write_text("def f():\n    return 1\n")
+        return call(make_runtime(ws), tool, **args)
+    return run
+
+
+# -- the file tools: what they did with what a model sent ------------------------------------
+
+FILES: list[tuple[str, Scenario, str]] = [
+    ("numbers-stripped-from-both", edit("app.py", APP, "5\t    a = 1\n6\t    b = 2", "5\t    a = 10\n6\t    b = 20"),
+     "edited app.py: replaced 1 occurrence (+2 -2 lines) (read_file's line numbers stripped from old_string and "
+     "new_string)"),
+    ("numbers-stripped-from-new", edit("app.py", APP, "    b = 2\n    c = 3", "     6\u2192    b = 22\n     7\u2192    c = 33"),
+     "edited app.py: replaced 1 occurrence (+2 -2 lines) (line numbers copied from read_file stripped from new_string)"),
+    ("numbers-that-may-be-content", edit("people.tsv", "id\tname\n1\tada\n2\tbob\n", "bob", "3\tcy"),
+     "ERROR: new_string's lines all start with line numbers like read_file's (`12<TAB>`) and old_string's do not, "
+     "but people.tsv has lines like that of its own, so they may be content: send new_string without the numbers (if "
+     "they are content, include such a line in old_string too)"),
+    ("fence-removed", write("tool.py", "```python\nimport sys\n```"),
+     "created tool.py (11 bytes, 1 line) (the Markdown fence around the content (```python) removed)"),
+    ("fence-with-a-fence-inside", write("doc.py", "```python\nDOC = '''\n```\nnot code\n'''\n```\n"),
+     "ERROR: nothing was written to doc.py: content starts with a Markdown fence (```python) and ends with one, but "
+     "line 3 closes a fence too, so which lines belong to the file cannot be told; send the file's content alone, "
+     "without the fence"),
+    ("escapes-decoded", write("load.py", "import json\\n\\nprint(json)\\n"),
+     "created load.py (25 bytes, 3 lines) (its line breaks arrived as literal \\n escapes (JSON encoded twice): "
+     "decoded to 3 line breaks)"),
+    ("escapes-in-a-one-liner", write("hi.py", 'print("hello\\nworld")'),
+     "ERROR: nothing was written to hi.py: content has no line breaks, only literal \\n escapes, and one of them "
+     "sits inside \"quotes\", where it may be meant as written; send the content with real line breaks (a file "
+     "meant as one line with these escapes: end it with a real line break)"),
+    ("blank-first-line", edit("app.py", APP, "\nimport os\n", "\nimport os\nimport sys\n"),
+     "edited app.py: replaced 1 occurrence (+1 -0 lines) (blank lines at the start of old_string ignored)"),
+    ("elision", edit("app.py", APP, "def main():\n    a = 1\n    # ... existing code ...\n    return a + b + c\n",
+                     "def main():\n    a = 100\n    # ... existing code ...\n    return a * b * c\n"),
+     "edited app.py: replaced 1 occurrence (+2 -2 lines) (the elision line `# ... existing code ...` in old_string "
+     "and new_string read as: the lines in between stay (2 kept))"),
+    ("elision-only-in-new", edit("app.py", APP, "    b = 2\n    c = 3\n", "    b = 2\n    # ... rest of the code ...\n"),
+     "ERROR: new_string holds `# ... rest of the code ...`, a line standing for lines left out, in place of 1 line "
+     "of app.py that it would drop (line 7):\n7\t    c = 3\nNothing was written: write those lines out in "
+     "new_string, or make old_string smaller so that it leaves them out (a line standing for kept lines works only "
+     "where old_string has the same line)"),
+    ("final-newline", edit("f.txt", "x = 1\ny = 2", "y = 2\n", "y = 3\n"),
+     "edited f.txt: replaced 1 occurrence (+1 -1 lines) (old_string's final newline ignored: the file's last line "
+     "has none)"),
+    ("escaped-twice", edit("app.py", APP, "def main():\\n    a = 1", "def main():\\n    a = 7"),
+     "edited app.py: replaced 1 occurrence (+1 -1 lines) (old_string and new_string were escaped twice (literal \\n "
+     "or \\\"): read unescaped)"),
+    ("already-applied", edit("app.py", APP, "return a - b", "return a + b + c"),
+     "already applied: old_string is not in app.py but new_string is (line 8); nothing changed in app.py"),
+    ("other-quotes", edit("f.txt", "print(\"ready\")\n", "print(\u201cready\u201d)", "print(\u201csteady\u201d)"),
+     "edited f.txt: replaced 1 occurrence (+1 -1 lines) (matched with Unicode punctuation mapped to ASCII; "
+     "new_string's quotes written straight like the file's)"),
+    ("namesake-elsewhere", beside("src/utils.py", "read_file", path="utils.py"),
+     "ERROR: utils.py does not exist; did you mean `src/utils.py`?"),
+    ("namesake-patch", beside("src/utils.py", "apply_patch",
+                              diff="*** Begin Patch\n*** Update File: utils.py\n@@\n-    return 1\n+    return 2\n"
+                                   "*** End Patch\n"),
+     "ERROR: utils.py does not exist (did you mean `src/utils.py`?), so it cannot be updated (patch line 2); no file "
+     "was changed. Check the path (relative to the workspace), or add it with `*** Add File:`"),
+    ("no-namesake", beside("src/utils.py", "read_file", path="nothing_like_it.py"),
+     "ERROR: nothing_like_it.py does not exist; check the path with list_dir or glob"),
+    ("array-in-a-string", lambda ws: call(make_runtime(ws), "todo_write", todos='[{"content": "x", "status": "pending"}]'),
+     "ERROR: todo_write: field `todos` must be an array, not a string (a JSON array sent inside a string: send the "
+     "array itself, not quoted)"),
+    ("wrong-type", lambda ws: call(make_runtime(ws), "read_file", path=["a.txt"]),
+     "ERROR: read_file: field `path` must be a string, not an array"),
+]
+
+
+@pytest.mark.parametrize("scenario,text", [(s, t) for _, s, t in FILES], ids=[i for i, _, _ in FILES])
+def test_the_file_tools_say(workspace: Path, scenario: Scenario, text: str) -> None:
+    assert scenario(workspace) == text
