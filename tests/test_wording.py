@@ -4,15 +4,29 @@ text). A scenario runs the real tools on real files; the other tests assert what
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.exec_support import call, make_runtime
+from exec_support import call, make_runtime
+from localweb import LocalSite
+from nanohermes.budget import Limits
+from nanohermes.config import Config
+from nanohermes.events import RecordingUI
+from nanohermes.permissions import Policy, Rule
 from nanohermes.runtime import Runtime
+from nanohermes.tools import build_tools
 
 Scenario = Callable[[Path], str]
+
+
+def said(text: str, pattern: str, **values: str) -> bool:
+    """`text` is `pattern` exactly, its {names} filled in from `values` and each {any} standing
+    for what the system adds (an OS error's words)."""
+    parts = [re.escape(p.format(**values)) for p in pattern.split("{any}")]
+    return re.fullmatch(".+?".join(parts), text, re.S) is not None
 
 APP = "import os\n\n\ndef main():\n    a = 1\n    b = 2\n    c = 3\n    return a + b + c\n"
 
@@ -109,3 +123,72 @@ FILES: list[tuple[str, Scenario, str]] = [
 @pytest.mark.parametrize("scenario,text", [(s, t) for _, s, t in FILES], ids=[i for i, _, _ in FILES])
 def test_the_file_tools_say(workspace: Path, scenario: Scenario, text: str) -> None:
     assert scenario(workspace) == text
+
+
+# -- web_fetch ----------------------------------------------------------------------------------
+
+@pytest.fixture
+def site() -> Iterator[LocalSite]:
+    s = LocalSite()
+    s.static("/image.png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 100, "image/png")
+    s.static("/bad.json", '{"open": ', "application/json")
+    s.routes[("GET", "/boom")] = lambda h: h.send(500, b"it broke", "text/plain")
+    s.routes[("GET", "/private")] = lambda h: h.send(403, b"no", "text/plain")
+    s.routes[("GET", "/to-ftp")] = lambda h: h.send(301, b"", "text/plain", {"Location": "ftp://127.0.0.1/x"})
+    s.routes[("GET", "/away")] = lambda h: h.send(302, b"", "text/plain", {"Location": "http://denied.invalid:1/x"})
+    for i in range(1, 3):
+        s.routes[("GET", f"/r/{i}")] = (lambda n: lambda h: h.send(
+            302, b"", "text/plain", {"Location": f"/r/{n - 1}" if n > 1 else "/image.png"}))(i)
+    with s:
+        yield s
+
+
+WEB_FETCH: list[tuple[str, str, dict[str, object], str]] = [
+    ("not-found", "/nowhere", {}, "ERROR: HTTP 404 Not Found from {base}/nowhere; check the URL\n"
+                                  "# Not Found Nothing lives at /nowhere."),
+    ("server-error", "/boom", {}, "ERROR: HTTP 500 Internal Server Error from {base}/boom; the server failed; try "
+                                  "again later\nit broke"),
+    ("forbidden", "/private", {}, "ERROR: HTTP 403 Forbidden from {base}/private; the page needs authorization "
+                                  "nanohermes does not have\nno"),
+    ("binary", "/image.png", {}, "ERROR: {base}/image.png is binary content (image/png, 108 bytes (Content-Length)); "
+                                 "web_fetch returns only text, HTML and JSON"),
+    ("invalid-json", "/bad.json", {}, "URL: {base}/bad.json (200, application/json)\n\n{{\"open\": \n\n"
+                                      "[not valid JSON ({any}); shown as sent]"),
+    ("too-many-redirects", "/r/2", {"max_redirects": 1},
+     "ERROR: too many redirects (more than 1) from {base}/r/2; the last one pointed to {base}/image.png: fetch that "
+     "URL directly if it is right"),
+    ("redirect-elsewhere", "/to-ftp", {}, "ERROR: {base}/to-ftp redirects to an unusable location: url must use http "
+                                          "or https, not ftp: (got 'ftp://127.0.0.1/x')"),
+    ("denied-host", "/away", {"denied_hosts": ["denied.invalid"]},
+     "ERROR: host denied.invalid is denied by config web_fetch.denied_hosts (denied.invalid); fetch another site "
+     "(reached by a redirect from {base}/away)"),
+    ("not-allowed-host", "/image.png", {"allowed_hosts": ["docs.python.org"]},
+     "ERROR: host 127.0.0.1 is not in config web_fetch.allowed_hosts (docs.python.org); fetch one of those or ask "
+     "the user to allow it"),
+    ("tls-to-plain-http", "https:/image.png", {},
+     "ERROR: TLS with 127.0.0.1 failed ({any}); the site does not serve https there or its certificate is not "
+     "trusted: check the URL"),
+    ("no-such-host", "http://no-such-host.invalid/page", {},
+     "ERROR: cannot resolve host no-such-host.invalid (DNS lookup failed: {any}); check the URL's spelling"),
+    ("no-scheme", "example.com/page", {}, "ERROR: web_fetch: url must start with http:// or https:// (got "
+                                          "'example.com/page'); try https://example.com/page"),
+    ("other-scheme", "file:///etc/passwd", {}, "ERROR: web_fetch: url must use http or https, not file: (got "
+                                               "'file:///etc/passwd')"),
+    ("no-host", "http://", {}, "ERROR: web_fetch: url has no host (got 'http://'); pass a full URL such as "
+                               "https://example.com/page"),
+    ("empty-url", "  ", {}, "ERROR: web_fetch: url must not be empty; pass a full http:// or https:// URL"),
+]
+
+
+@pytest.mark.parametrize("url,web_fetch,text", [r[1:] for r in WEB_FETCH], ids=[r[0] for r in WEB_FETCH])
+def test_web_fetch_says(site: LocalSite, workspace: Path, url: str, web_fetch: dict[str, object], text: str) -> None:
+    if url.startswith("/"):
+        url = site.url(url)
+    elif url.startswith("https:/"):
+        url = site.url(url.removeprefix("https:")).replace("http://", "https://")
+    config = {k: v for k, v in web_fetch.items() if k != "max_redirects"}
+    limits = Limits(web_fetch_max_redirects=int(str(web_fetch.get("max_redirects", Limits().web_fetch_max_redirects))))
+    rt = Runtime(tools=build_tools(), config=Config.from_dict({"web_fetch": config}), workspace=workspace,
+                 ui=RecordingUI(), policy=Policy(allow=(Rule("web_fetch"),)), limits=limits)
+    out = call(rt, "web_fetch", url=url)
+    assert said(out, text, base=site.base), out
