@@ -121,6 +121,42 @@ FILES: list[tuple[str, Scenario, str]] = [
      "was changed. Check the path (relative to the workspace), or add it with `*** Add File:`"),
     ("no-namesake", beside("src/utils.py", "read_file", path="nothing_like_it.py"),
      "ERROR: nothing_like_it.py does not exist; check the path with list_dir or glob"),
+    ("binary", lambda ws: (ws / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00" * 4) and call(
+        make_runtime(ws), "read_file", path="logo.png"),
+     "ERROR: logo.png looks like a binary file (36 bytes); read_file shows text files only"),
+    ("offset-past-the-end", lambda ws: call(seen(ws, "f.txt", "a\nb\n"), "read_file", path="f.txt", offset=5),
+     "ERROR: offset 5 is past the end of f.txt (2 lines); use an offset from 1 to 2"),
+    ("list-a-file", lambda ws: call(seen(ws, "f", "x"), "list_dir", path="f"),
+     "ERROR: f is not a directory; use read_file to read it"),
+    ("list-nothing", lambda ws: call(make_runtime(ws), "list_dir", path="no"),
+     "ERROR: no does not exist; list the parent directory to see what is there"),
+    ("write-a-folder", lambda ws: (ws / "d").mkdir() or call(make_runtime(ws), "write_file", path="d", content="x"),
+     "ERROR: d is a directory; give the path of a file inside it"),
+    ("write-under-a-file", lambda ws: call(seen(ws, "file", ""), "write_file", path="file/x.txt", content="x"),
+     "ERROR: cannot write file/x.txt: file is a file, not a directory; choose another path"),
+    ("write-unread", lambda ws: (ws / "notes.txt").write_text("old") and call(make_runtime(ws), "write_file",
+                                                                              path="notes.txt", content="new"),
+     "ERROR: notes.txt already exists and you have not read it in this session; read it first with read_file (then "
+     "write it, or change it with edit_file)"),
+    ("occurs-3-times", edit("a.py", "x = 1\nx = 1\ny = 2\nx = 1\n", "x = 1", "x = 2"),
+     "ERROR: old_string occurs 3 times in a.py (lines 1, 2, 4); pass replace_all=true or add context to make it "
+     "unique"),
+    ("not-found", edit("a.py", "x = 1\ny = 2\n", "w = 0", "w = 1"),
+     "ERROR: old_string not found in a.py; read the file and match it exactly, including whitespace (also tried: "
+     "trailing whitespace ignored, leading and trailing whitespace ignored, Unicode punctuation mapped to ASCII, "
+     "blank lines at its ends, escapes decoded once)\nNothing in the file is alike; it begins, lines 1-2:\n"
+     "1\tx = 1\n2\ty = 2\nCopy old_string from these lines (without the line numbers) and retry."),
+    ("re-indented", edit("a.py", "if x:\n    z = 3\n", "\tz = 3", "\tz = 4"),
+     "edited a.py: replaced 1 occurrence (+1 -1 lines) (matched with leading and trailing whitespace ignored; "
+     "new_string re-indented like the file)"),
+    ("identical", edit("a.py", "y = 2\n", "y", "y"),
+     "ERROR: old_string and new_string are identical; nothing would change"),
+    ("edit-nothing", lambda ws: call(make_runtime(ws), "edit_file", path="new.py", old_string="a", new_string="b"),
+     "ERROR: new.py does not exist; use write_file to create it"),
+    ("not-utf8", lambda ws: (ws / "l1.txt").write_bytes("caf\xe9 = 1\n".encode("latin-1")) and call(
+        make_runtime(ws), "edit_file", path="l1.txt", old_string="= 1", new_string="= \xe9"),
+     "ERROR: l1.txt is not UTF-8, and edit_file keeps its bytes as they are; new_string must be ASCII here (or "
+     "rewrite the file with write_file)"),
     ("array-in-a-string", lambda ws: call(make_runtime(ws), "todo_write", todos='[{"content": "x", "status": "pending"}]'),
      "ERROR: todo_write: field `todos` must be an array, not a string (a JSON array sent inside a string: send the "
      "array itself, not quoted)"),
