@@ -8,6 +8,7 @@ import asyncio
 import json
 import re
 import shlex
+import socket
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -413,3 +414,68 @@ def test_mcp_says(mcp_said: dict[str, str], key: str, text: str) -> None:
 def test_mcp_without_servers_says_where_to_configure_them(workspace: Path) -> None:
     built = build_agent(Config(), workspace, RecordingUI(), llm=ScriptedLLM(), save_session=False)
     assert built.mcp_lines() == ["no MCP servers configured (config key mcp.servers)"]
+
+
+# -- web_search ---------------------------------------------------------------------------------
+
+def closed_port() -> int:
+    """A port nothing listens on: free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def searched(site: LocalSite, ws: Path, config: dict[str, object], query: str = "q") -> str:
+    rt = Runtime(tools=build_tools(), config=Config.from_dict({"web_search": config}), workspace=ws, ui=RecordingUI(),
+                 policy=Policy(mode="goal"), limits=Limits())
+    return call(rt, "web_search", query=query)
+
+
+def searxng_answers(site: LocalSite, results: list[dict[str, str]], unresponsive: list[list[str]]) -> dict[str, object]:
+    site.json("/search", {"query": "q", "results": results, "unresponsive_engines": unresponsive})
+    return {"provider": "searxng", "searxng_url": site.base}
+
+
+OTHERS = ("try again later, or set another provider in config web_search.provider: duckduckgo (no key), searxng "
+          "(with web_search.searxng_url), brave (BRAVE_API_KEY) or tavily (TAVILY_API_KEY)")
+WEB_SEARCH: list[tuple[str, Callable[[LocalSite], dict[str, object]], str]] = [
+    ("results", lambda s: searxng_answers(s, [{"title": "One", "url": "https://example.org/1", "content": "First."},
+                                              {"title": "Two", "url": "https://example.org/2", "content": "Second."}], []),
+     'Results for "q" (searxng):\n\n1. One\n   https://example.org/1\n   First.\n\n2. Two\n   https://example.org/2\n'
+     "   Second.\n\nFollow up with web_fetch on a URL to read the page."),
+    ("no-results", lambda s: searxng_answers(s, [], []), 'No results for "q" from searxng; try other words.'),
+    ("engines-did-not-answer", lambda s: searxng_answers(s, [], [["google", "timeout"]]),
+     "ERROR: web_search provider searxng found nothing because its engines did not answer: google (timeout); "
+     + OTHERS),
+    ("no-json", lambda s: s.static("/search", "no", "text/html", status=403) or {
+        "provider": "searxng", "searxng_url": s.base},
+     "ERROR: web_search provider searxng at {base}/search refused the JSON format (403); add json to search.formats "
+     f"in the instance's settings.yml; {OTHERS}"),
+    ("searxng-needs-its-url", lambda s: {"provider": "searxng"},
+     "ERROR: web_search provider searxng needs web_search.searxng_url (e.g. http://localhost:8888); set it, or "
+     + OTHERS.removeprefix("try again later, or ")),
+    ("brave-needs-a-key", lambda s: {"provider": "brave", "brave_api_key_env": "NANOHERMES_NO_SUCH_KEY"},
+     "ERROR: web_search provider brave needs an API key in $NANOHERMES_NO_SUCH_KEY; export it, or "
+     + OTHERS.removeprefix("try again later, or ")),
+    ("tavily-needs-a-key", lambda s: {"provider": "tavily", "tavily_api_key_env": "NANOHERMES_NO_SUCH_KEY"},
+     "ERROR: web_search provider tavily needs an API key in $NANOHERMES_NO_SUCH_KEY; export it, or "
+     + OTHERS.removeprefix("try again later, or ")),
+    ("brave-rejects-the-key", lambda s: s.static("/brave", "{}", "application/json", status=401) or {
+        "provider": "brave", "brave_api_key_env": "HOME", "brave_url": s.url("/brave")},
+     "ERROR: web_search provider brave rejected the key in $HOME (401: {{}}); " + OTHERS),
+    ("unreachable", lambda s: {"provider": "searxng", "searxng_url": f"http://127.0.0.1:{closed_port()}"},
+     "ERROR: web_search provider searxng is unreachable at {searxng_url}/search (ConnectError: {any}); " + OTHERS),
+]
+
+
+@pytest.mark.parametrize("configure,text", [r[1:] for r in WEB_SEARCH], ids=[r[0] for r in WEB_SEARCH])
+def test_web_search_says(site: LocalSite, workspace: Path, configure: Callable[[LocalSite], dict[str, object]],
+                         text: str) -> None:
+    config = configure(site)
+    out = searched(site, workspace, config)
+    assert said(out, text, base=site.base, **{k: str(v) for k, v in config.items()}), out
+
+
+def test_an_empty_search_says_what_to_send(workspace: Path) -> None:
+    rt = make_runtime(workspace)
+    assert call(rt, "web_search", query=" ") == "ERROR: web_search: query must not be empty; pass the words to search for"
