@@ -60,6 +60,10 @@ def write(name: str, content: str) -> Scenario:
     return lambda ws: call(make_runtime(ws), "write_file", path=name, content=content)
 
 
+def patch(name: str, text: str, diff: str) -> Scenario:
+    return lambda ws: call(seen(ws, name, text), "apply_patch", diff=diff)
+
+
 def beside(made: str, tool: str, **args: object) -> Scenario:
     """A call naming a path that does not exist, `made` (a file) standing nearby."""
     def run(ws: Path) -> str:
@@ -161,6 +165,38 @@ FILES: list[tuple[str, Scenario, str]] = [
         make_runtime(ws), "edit_file", path="l1.txt", old_string="= 1", new_string="= \xe9"),
      "ERROR: l1.txt is not UTF-8, and edit_file keeps its bytes as they are; new_string must be ASCII here (or "
      "rewrite the file with write_file)"),
+    ("closest-region", edit("app.py", APP, "def main():\n    a = 100\n    b = 2\n", "x"),
+     "ERROR: old_string not found in app.py; read the file and match it exactly, including whitespace (also tried: "
+     "trailing whitespace ignored, leading and trailing whitespace ignored, Unicode punctuation mapped to ASCII, "
+     "blank lines at its ends, escapes decoded once)\nThe closest region of the file, lines 2-8:\n2\t\n3\t\n"
+     "4\tdef main():\n5\t    a = 1\n6\t    b = 2\n7\t    c = 3\n8\t    return a + b + c\nCopy old_string from these "
+     "lines (without the line numbers) and retry."),
+    ("loose-match-ambiguous", edit("f.py", "x = 1  \ny\nx = 1\t\n", "x = 1\n", "z"),
+     "ERROR: old_string is not in f.py as written; with trailing whitespace ignored it matches 2 places (lines 1, 3), "
+     "and a loose match must be unique: copy old_string exactly from the file, or add context"),
+    ("changed-on-disk", lambda ws: (lambda rt: (ws / "a.txt").write_text("b\n") and call(
+        rt, "write_file", path="a.txt", content="c\n"))(seen(ws, "a.txt", "a\n")),
+     "ERROR: a.txt changed on disk since you last read or wrote it (someone or a command changed it); nothing was "
+     "written. Read it again with read_file and redo the change on its current content"),
+    ("hunk-tier", patch("f.txt", "a  \nb\n", "--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n"),
+     "patched f.txt (1 hunk, +1 -1)\nhunk 1 of f.txt (@@ -1,2 +1,2 @@) matched with trailing whitespace ignored"),
+    ("hunk-ambiguous", patch("f.txt", "a  \nb\na\t\nb\n", "--- a/f.txt\n+++ b/f.txt\n@@\n a\n-b\n+B\n"),
+     "ERROR: f.txt: hunk 1 (@@) matches only with trailing whitespace ignored, and then at lines 1, 3; no file was "
+     "changed. Copy the context exactly from the file, or add lines to make it unique"),
+    ("hunk-line-without-prefix", patch("b.py", "a\nb\nc\n", "--- a/b.py\n+++ b/b.py\n@@ -1,3 +1,3 @@\n a\nb\n-c\n+d\n"),
+     "ERROR: line 5: `b` in hunk `@@ -1,3 +1,3 @@` is neither context (a leading space), a removal (-) nor an "
+     "addition (+); give every hunk line its prefix (a context line keeps its leading space)"),
+    ("hunk-of-context-only", patch("b.py", "a\nb\n", "--- a/b.py\n+++ b/b.py\n@@ -1,2 +1,2 @@\n a\n b\n"),
+     "ERROR: line 3: hunk `@@ -1,2 +1,2 @@` has only context lines and would change nothing; mark the lines to "
+     "remove with - and the lines to add with +"),
+    ("patch-changes-nothing", patch("b.py", "a\n", "--- a/b.py\n+++ b/b.py\n@@ -1 +1 @@\n-a\n+a\n"),
+     "ERROR: b.py: the hunks' - and + lines are the same, so the patch would change nothing; no file was changed. "
+     "Put the new text on the + lines"),
+    ("chunk-re-indented", patch("m.go", "func f() {\n\tif x {\n\t\treturn\n\t}\n}\n",
+                                "*** Begin Patch\n*** Update File: m.go\n@@\n     if x {\n-        return\n"
+                                "+        log()\n+        return\n*** End Patch\n"),
+     "patched m.go (1 hunk, +1 -0)\nm.go: chunk 1 matched with leading and trailing whitespace ignored, its + lines "
+     "re-indented like the file"),
     ("array-in-a-string", lambda ws: call(make_runtime(ws), "todo_write", todos='[{"content": "x", "status": "pending"}]'),
      "ERROR: todo_write: field `todos` must be an array, not a string (a JSON array sent inside a string: send the "
      "array itself, not quoted)"),
