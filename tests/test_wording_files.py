@@ -170,6 +170,15 @@ FILES: list[tuple[str, Scenario, str]] = [
                                 "+        log()\n+        return\n*** End Patch\n"),
      "patched m.go (1 hunk, +1 -0)\nm.go: chunk 1 matched with leading and trailing whitespace ignored, its + lines "
      "re-indented like the file"),
+    ("no-matches", lambda ws: (ws / "src").mkdir() or call(make_runtime(ws), "grep", pattern="nope", path="src",
+                                                          include="*.py", case_insensitive=True),
+     "no matches for literal 'nope' in src (0 files searched; include *.py; case-insensitive)"),
+    ("no-files-match", lambda ws: (ws / "src").mkdir() or call(make_runtime(ws), "glob", pattern="*.rs", path="src"),
+     "no files match '*.rs' under src (0 files walked)"),
+    ("secret-matches-hidden", lambda ws: (ws / ".env").write_text("TOKEN=1\n") and call(make_runtime(ws), "grep",
+                                                                                       pattern="TOKEN"),
+     "no matches for literal 'TOKEN' in . (1 file searched)\n1 secret file with matches not shown "
+     "(permissions.secret_files); grep one by its path to be asked for it"),
     ("array-in-a-string", lambda ws: call(make_runtime(ws), "todo_write", todos='[{"content": "x", "status": "pending"}]'),
      "ERROR: todo_write: field `todos` must be an array, not a string (a JSON array sent inside a string: send the "
      "array itself, not quoted)"),
