@@ -4,13 +4,23 @@ rewording a message changes one row here (see tests/wording_support.py)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from exec_support import call, make_runtime
+from wording_support import said
 
+from nanohermes.config import Config
+from nanohermes.events import RecordingUI
+from nanohermes.messages import ToolCall
+from nanohermes.permissions import Policy
 from nanohermes.runtime import Runtime
+from nanohermes.session import Session
+from nanohermes.testing import FakeServer, Raw, Reply, sse
+from nanohermes.tools import build_tools
+from nanohermes.tools.registry import conventions
 
 Scenario = Callable[[Path], str]
 
@@ -31,6 +41,16 @@ def edit(name: str, text: str, old: str, new: str) -> Scenario:
 
 def write(name: str, content: str) -> Scenario:
     return lambda ws: call(make_runtime(ws), "write_file", path=name, content=content)
+
+
+def make_runtime_recording(ws: Path, name: str, text: str) -> Runtime:
+    """A runtime whose session is recorded (it has a folder to keep replaced files in) that has
+    read the workspace file `name`."""
+    (ws / name).write_text(text)
+    rt = Runtime(tools=build_tools(), config=Config(), workspace=ws, ui=RecordingUI(), policy=Policy(mode="goal"),
+                 session=Session.new(ws, record=True), conventions=conventions())
+    assert not call(rt, "read_file", path=name).startswith("ERROR")
+    return rt
 
 
 def patch(name: str, text: str, diff: str) -> Scenario:
@@ -179,6 +199,18 @@ FILES: list[tuple[str, Scenario, str]] = [
                                                                                        pattern="TOKEN"),
      "no matches for literal 'TOKEN' in . (1 file searched)\n1 secret file with matches not shown "
      "(permissions.secret_files); grep one by its path to be asked for it"),
+    ("patch-through-the-shell", lambda ws: call(make_runtime_recording(ws, "f.txt", "one\n"), "run_command", command=(
+        "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: f.txt\n@@\n-one\n+two\n*** End Patch\nEOF\n")),
+     "patched f.txt (1 hunk, +1 -1)\n(this command was run as the apply_patch tool: a patch sent through the shell is "
+     "applied like one sent to apply_patch, which takes the same text)"),
+    ("moved-onto-unread", lambda ws: (ws / "b.txt").write_text("old\n") and call(
+        make_runtime_recording(ws, "a.txt", "x\n"), "apply_patch",
+        diff="*** Begin Patch\n*** Update File: a.txt\n*** Move to: b.txt\n@@\n-x\n+y\n*** End Patch\n"),
+     "renamed a.txt -> b.txt (1 hunk, +1 -1)\nb.txt existed and was replaced by the moved file\nb.txt existed and you "
+     "had not read it; it was replaced, and its old content is kept in {any}/replaced/{any}-b.txt"),
+    ("literal-looks-like-a-regex", lambda ws: call(seen(ws, "a.py", "x\n"), "grep", pattern="TODO\\|FIXME"),
+     "no matches for literal 'TODO\\\\|FIXME' in . (1 file searched); it looks like a regular expression: set "
+     "regex=true to search it as one"),
     ("array-in-a-string", lambda ws: call(make_runtime(ws), "todo_write", todos='[{"content": "x", "status": "pending"}]'),
      "ERROR: todo_write: field `todos` must be an array, not a string (a JSON array sent inside a string: send the "
      "array itself, not quoted)"),
@@ -189,4 +221,30 @@ FILES: list[tuple[str, Scenario, str]] = [
 
 @pytest.mark.parametrize("scenario,text", [(s, t) for _, s, t in FILES], ids=[i for i, _, _ in FILES])
 def test_the_file_tools_say(workspace: Path, scenario: Scenario, text: str) -> None:
-    assert scenario(workspace) == text
+    out = scenario(workspace)
+    assert said(out, text), out
+
+
+def test_a_call_cut_off_at_the_output_limit_says(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    def chunk(delta: dict[str, object], finish: str | None = None) -> dict[str, object]:
+        return {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "fake-model",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    args = '{"path": "big.py", "content": "import os'
+    server.add(Raw(body=sse(
+        chunk({"tool_calls": [{"index": 0, "id": "w1", "type": "function", "function": {"name": "write_file",
+                                                                                     "arguments": args}}]}),
+        chunk({}, "length"))), Reply(text="split"))
+    turn("-p", "write it", "--yes", server=server)
+    [result] = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert result == (
+        f"ERROR: this write_file call was cut off at the output token limit (finish_reason length) after {len(args)} "
+        "chars of arguments, so it did not run. Do not send it again as it was: split the content over several calls "
+        "(write_file with the first part, then add the rest with edit_file), each well under the limit")
+
+
+def test_arguments_that_are_not_json_say(workspace: Path) -> None:
+    [res] = asyncio.run(make_runtime(workspace).run_calls([ToolCall("c", "write_file", '{"path": "a", "content": "x')]))
+    assert res.content == ("ERROR: arguments for write_file are not valid JSON (Unterminated string starting at at char "
+                           "25); the arguments must be one JSON object, e.g. {\"path\": \"a.txt\"}. Received: "
+                           "'{\"path\": \"a\", \"content\": \"x'")
