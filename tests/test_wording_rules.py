@@ -9,8 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from exec_support import call as run_tool
+from exec_support import make_runtime
 
+from nanohermes.config import Config
+from nanohermes.events import ApprovalRequest, RecordingUI
+from nanohermes.permissions import Policy
+from nanohermes.runtime import Runtime
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
+from nanohermes.tools import build_tools
 
 # (id, the call, the command line's options, config, where the text is: "result" or "denial")
 RULES: list[tuple[str, tuple[str, dict[str, Any]], tuple[str, ...], dict[str, Any], str, str]] = [
@@ -40,3 +47,43 @@ def test_a_refusal_says(turn, server: FakeServer, workspace: Path, made: tuple[s
     else:
         [out] = [d["reason"] for d in json.loads(ran.out)["permission_denials"]]
     assert out == text
+
+
+def test_a_symlink_that_appears_while_a_person_is_asked_says(workspace: Path, tmp_path: Path) -> None:
+    (workspace / "sub").mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+
+    class SwapWhileAsking(RecordingUI):
+        async def confirm(self, request: ApprovalRequest) -> object:  # type: ignore[override]
+            (workspace / "sub").rmdir()
+            (workspace / "sub").symlink_to(outside)
+            return await super().confirm(request)
+
+    rt = Runtime(tools=build_tools(), config=Config(), workspace=workspace, ui=SwapWhileAsking(answers=["yes"]),
+                 policy=Policy())
+    assert run_tool(rt, "write_file", path="sub/f", content="x") == (
+        "ERROR: cannot write sub/f: a symlink appeared in its path after it was checked; nothing was written: check "
+        "the path and try again")
+
+
+def test_a_tool_that_cannot_say_what_it_touches_says(workspace: Path) -> None:
+    from test_targets import Unsure
+
+    rt = Runtime(tools=[Unsure()], config=Config(), workspace=workspace, ui=RecordingUI(), policy=Policy(mode="goal"))
+    assert run_tool(rt, "unsure", path="a", content="x") == (
+        "ERROR: unsure cannot say what this call touches (RuntimeError: no idea); the call was refused")
+
+
+def test_a_path_with_a_nul_byte_says(workspace: Path) -> None:
+    assert run_tool(make_runtime(workspace), "write_file", path="a\x00b", content="x") == (
+        "ERROR: path 'a\\x00b' contains a NUL byte; pass a plain file path")
+
+
+def test_a_secret_file_asks_saying_why(workspace: Path) -> None:
+    (workspace / ".env").write_text("A=1\n")
+    ui = RecordingUI(answers=["deny"])
+    rt = Runtime(tools=build_tools(), config=Config(), workspace=workspace, ui=ui, policy=Policy())
+    run_tool(rt, "read_file", path=".env")
+    [asked] = ui.of(ApprovalRequest)
+    assert asked.reason == ".env is on the secret-file list (permissions.secret_files)"
