@@ -5,13 +5,15 @@ tests assert decisions and state; rewording a message changes one row here."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from wording_support import said
 
-from nanohermes.testing import Fault, FakeServer, Reply
+from nanohermes.custom_commands import discover
+from nanohermes.testing import FakeServer, Fault, Reply, call, tool_reply
 
 # (id, where the file is ("home" or "project"), its name and text, the command line, config,
 # the models the endpoint lists (None: it cannot list them), where the text is ("prompt", or
@@ -80,3 +82,42 @@ def test_command_files_say(turn, workspace: Path, home: Path, where: str, name: 
         else:
             [out] = [line for line in ran.err.splitlines() if line.startswith(seen)]
     assert said(out, expected, ws=str(workspace), file=str(folder / name)), out
+
+
+def said_on_stderr(err: str, having: str) -> str:
+    """The error line naming `having` and the hint under it."""
+    lines = err.splitlines()
+    at = next(i for i, ln in enumerate(lines) if having in ln)
+    return "\n".join(lines[at:at + 2])
+
+
+def test_print_mode_command_lines_say(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    ran = turn("-p", "/help", server=server)
+    assert said_on_stderr(ran.err, "/help") == (
+        "nanohermes: error: /help is a command of the REPL; with -p only /init, /export and custom commands run\n"
+        "hint: run `nanohermes` for /help; to ask the model about it, put the question in words")
+    ran = turn("-p", "/export out.md", server=server)
+    assert said_on_stderr(ran.err, "export") == (
+        "nanohermes: error: nothing to export: this session has no conversation yet\n"
+        "hint: export a saved one with --continue or --resume ID")
+    server.add(Reply(text="the answer"))
+    turn("-p", "a question", server=server)
+    ran = turn("-p", "/export out.md", "--continue", "--output-format", "json", server=server)
+    assert json.loads(ran.out)["result"] == f"exported 2 messages to {workspace / 'out.md'}"
+    server.add(tool_reply(call("write_file", {"path": "AGENTS.md", "content": "# demo\n"})), Reply(text="tried"))
+    ran = turn("-p", "/init", server=server)
+    assert said_on_stderr(ran.err, "/init did not write") == (
+        "nanohermes: error: /init did not write AGENTS.md: the write needs approval, and nobody was there to give it\n"
+        "hint: rerun with --yes or --mode accept-edits, or run /init in the REPL")
+    ran = turn("-p", "/init", "--mode", "plan", server=server)
+    assert said_on_stderr(ran.err, "plan mode") == (
+        "nanohermes: error: /init writes AGENTS.md, and plan mode writes nothing\n"
+        "hint: run it in another mode, e.g. --mode accept-edits")
+
+
+def test_a_command_file_with_a_bad_name_says(workspace: Path) -> None:
+    (workspace / ".nanohermes" / "commands").mkdir(parents=True)
+    (workspace / ".nanohermes" / "commands" / "bad name.md").write_text("x")
+    assert discover(workspace).warnings == [
+        f"{workspace / '.nanohermes' / 'commands' / 'bad name.md'}: command names are letters, digits, _ . and -; file "
+        "skipped"]
