@@ -211,6 +211,18 @@ FILES: list[tuple[str, Scenario, str]] = [
     ("literal-looks-like-a-regex", lambda ws: call(seen(ws, "a.py", "x\n"), "grep", pattern="TODO\\|FIXME"),
      "no matches for literal 'TODO\\\\|FIXME' in . (1 file searched); it looks like a regular expression: set "
      "regex=true to search it as one"),
+    ("todo-saved", lambda ws: call(make_runtime(ws), "todo_write", todos=[
+        {"content": "a", "status": "completed"}, {"content": "b", "status": "in_progress"},
+        {"content": "c", "status": "pending"}]),
+     "Todo list saved (3 items: 1 completed, 1 in progress, 1 pending):\n[x] 1. a\n[~] 2. b\n[ ] 3. c"),
+    ("todo-none", lambda ws: call(make_runtime(ws), "todo_read"), "No todo list yet; create one with todo_write."),
+    ("todo-two-in-progress", lambda ws: call(make_runtime(ws), "todo_write", todos=[
+        {"content": "a", "status": "in_progress"}, {"content": "b", "status": "in_progress"}]).split("\n\n")[-1],
+     "warning: 2 items are in_progress (1, 2); keep exactly one in progress and finish it before starting the next"),
+    ("todo-empty-step", lambda ws: call(make_runtime(ws), "todo_write", todos=[{"content": " ", "status": "pending"}]),
+     "ERROR: todo_write: todo content must not be empty; describe the step"),
+    ("todo-bad-status", lambda ws: call(make_runtime(ws), "todo_write", todos=[{"content": "a", "status": "done"}]),
+     "ERROR: todo_write: field `todos.0.status`: Input should be 'pending', 'in_progress' or 'completed'"),
     ("array-in-a-string", lambda ws: call(make_runtime(ws), "todo_write", todos='[{"content": "x", "status": "pending"}]'),
      "ERROR: todo_write: field `todos` must be an array, not a string (a JSON array sent inside a string: send the "
      "array itself, not quoted)"),

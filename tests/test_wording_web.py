@@ -152,3 +152,23 @@ def test_web_search_says(site: LocalSite, workspace: Path, configure: Callable[[
 def test_an_empty_search_says_what_to_send(workspace: Path) -> None:
     rt = make_runtime(workspace)
     assert call(rt, "web_search", query=" ") == "ERROR: web_search: query must not be empty; pass the words to search for"
+
+
+def test_a_host_judged_by_rules_says(site: LocalSite, workspace: Path) -> None:
+    target = site.url("/image.png").replace("127.0.0.1", "localhost")
+    site.routes[("GET", "/hop")] = lambda h: h.send(302, b"", "text/plain", {"Location": target})
+
+    def fetched(policy: Policy, config: dict[str, object] | None = None, url: str = site.url("/hop")) -> str:
+        rt = Runtime(tools=build_tools(), config=Config.from_dict({"web_fetch": config or {}}), workspace=workspace,
+                     ui=RecordingUI(), policy=policy, limits=Limits())
+        return call(rt, "web_fetch", url=url)
+
+    assert fetched(Policy(allow=(Rule("web_fetch", "domain:127.0.0.1"),))) == (
+        f"ERROR: {site.url('/hop')} redirects to {target}, on host localhost, which this fetch may not reach: it needs "
+        "approval (fetches from localhost, a host no rule allows yet); fetch that URL directly if it is needed")
+    assert fetched(Policy(mode="goal", deny=(Rule("web_fetch", "domain:localhost"),))) == (
+        f"ERROR: {site.url('/hop')} redirects to {target}, on host localhost, which this fetch may not reach: denied "
+        "by rule web_fetch(domain:localhost); fetch that URL directly if it is needed")
+    assert fetched(Policy(mode="goal"), {"denied_hosts": ["0x7f.0.0.1"]}, target) == (
+        "ERROR: host localhost (it resolves to 127.0.0.1) is denied by config web_fetch.denied_hosts (0x7f.0.0.1); "
+        "fetch another site")
