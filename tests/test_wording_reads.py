@@ -14,7 +14,7 @@ import pytest
 from nanohermes.budget import Limits
 from nanohermes.ownreads import OwnReader, Skipped
 from nanohermes.permissions import Policy, Rule
-from nanohermes.testing import FakeServer, Reply
+from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 
 def made(name: str, make: Callable[[Path], object]) -> Callable[[Path, Path], Path]:
@@ -82,3 +82,22 @@ def test_a_mention_not_attached_says(turn, server: FakeServer, workspace: Path) 
     ran = turn("-p", "summarise @vault/keys.md", server=server, config={"permissions": {"deny": ["read_file(vault)"]}})
     [said] = [line for line in ran.err.splitlines() if "@vault/keys.md" in line]
     assert said == "nanohermes: warning: @vault/keys.md not attached: denied by rule read_file(vault)"
+
+
+def test_a_subfolders_instructions_joining_a_read_say(turn, server: FakeServer, workspace: Path,  # type: ignore[no-untyped-def]
+                                                      home: Path) -> None:
+    (workspace / "src").mkdir()
+    (workspace / "src" / "CLAUDE.md").write_text("SRC: @style.md @~/mine.md")
+    (workspace / "src" / "style.md").write_text("STYLE")
+    (workspace / "src" / "main.py").write_text("pass\n")
+    (home / "mine.md").write_text("MINE")
+    server.add(tool_reply(call("read_file", {"path": "src/main.py"}, id="r")), Reply(text="done"))
+    turn("-p", "look", server=server)
+    [result] = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    mine = home / "mine.md"
+    assert result == (
+        "1\tpass\n\n[instructions of src/CLAUDE.md, for work under src/ (loaded once: nested instruction file)]\n"
+        "SRC: @style.md @~/mine.md\n\n[src/style.md, imported by src/CLAUDE.md]\nSTYLE\n\n"
+        f"[{mine} (imported by src/CLAUDE.md) not loaded: it resolves to {mine}, outside the workspace {workspace}; "
+        "nobody is here to allow it: run nanohermes in this folder once and answer yes to read it (the answer is "
+        "remembered for this project)]")
