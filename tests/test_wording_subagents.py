@@ -18,7 +18,7 @@ from nanohermes.budget import Limits
 from nanohermes.config import Config
 from nanohermes.events import ApprovalRequest, Notice, RecordingUI
 from nanohermes.messages import ToolCall
-from nanohermes.testing import Reply, ScriptedLLM, call, tool_reply
+from nanohermes.testing import FakeServer, Reply, ScriptedLLM, call, tool_reply
 from nanohermes.ui.headless import ask_on_terminal
 
 
@@ -79,3 +79,25 @@ def test_a_childs_question_to_the_person_says_whose_it_is(monkeypatch: pytest.Mo
     out = io.StringIO()
     ask_on_terminal(ApprovalRequest(call_id="1", tool="write_file", summary="x", agent="writer agent-1"), out)
     assert out.getvalue().split("\n")[1] == "nanohermes (sub-agent writer agent-1) wants to run write_file: x"
+
+
+def test_agent_files_not_offered_say_why(turn, server: FakeServer, workspace: Path, home: Path) -> None:  # type: ignore[no-untyped-def]
+    agents = home / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "odd.md").write_text("---\nname: odd\nthis is no key\n---\nBody.")
+    (agents / "bad name.md").write_text("---\nname: bad name\ndescription: x\n---\nBody.")
+    (agents / "explore.md").write_text("---\ndescription: From the file\n---\nFile.")
+    (workspace / ".claude" / "agents").mkdir(parents=True)
+    (workspace / ".claude" / "agents" / "reader.md").write_text("---\nname: reader\ndescription: Reads\n---\nRead.")
+    server.add(Reply(text="ok"))
+    ran = turn("-p", "go", server=server, config={"subagents": {"explore": {"description": "From the config"}}})
+    assert sorted(line for line in ran.err.splitlines() if "not offered" in line) == sorted([
+        f"nanohermes: warning: {agents / 'odd.md'}: sub-agent not offered: its front matter cannot be read (front "
+        "matter line 3 is not `key: value`: 'this is no key')",
+        f"nanohermes: warning: {agents / 'bad name.md'}: sub-agent name 'bad name' must be 1-40 letters, digits, - or "
+        "single _; not offered",
+        f"nanohermes: warning: {agents / 'explore.md'}: sub-agent explore is also defined in the config (subagents), "
+        "which wins; not offered",
+        f"nanohermes: warning: {workspace / '.claude' / 'agents'}: sub-agents not offered (reader): a project's agent "
+        f"files are used only in a trusted project; to allow them, add \"{workspace.resolve()}\" to trusted_projects "
+        "in your config"])
