@@ -1,0 +1,51 @@
+"""What the command line says on stderr, each message once: a `-p` run against the fake server,
+in this process (`turn`). The other tests assert exit codes and what was sent; rewording a
+message changes one row here."""
+
+from __future__ import annotations
+
+from nanohermes.config import user_config_path
+from nanohermes.runtime import DENIED
+from nanohermes.testing import Fault, FakeServer, Raw, Reply, sse
+
+
+def test_an_unreachable_endpoint_says(turn) -> None:  # type: ignore[no-untyped-def]
+    r = turn("-p", "x", "--base-url", "http://127.0.0.1:9/v1", config={"max_retries": 0})
+    assert r.err == ("nanohermes: error: cannot reach the model endpoint at http://127.0.0.1:9/v1 (ConnectError: All "
+                     "connection attempts failed)\nhint: check base_url (--base-url, OPENAI_BASE_URL or config) and that "
+                     "the server is running\n")
+
+
+def test_a_retried_answer_says(turn, server: FakeServer) -> None:  # type: ignore[no-untyped-def]
+    server.add(Fault(status=429, retry_after=0), Reply(text="finally"))
+    r = turn("-p", "x", server=server)
+    assert r.err == "nanohermes: warning: endpoint answered 429; retrying in 0.0s (attempt 1 of 4)\n"
+
+
+def test_an_answer_cut_short_says(turn, server: FakeServer) -> None:  # type: ignore[no-untyped-def]
+    def chunk(delta: dict[str, object], finish: str | None = None) -> dict[str, object]:
+        return {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "fake-model",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    server.add(Raw(body=sse(chunk({"content": "one, two"}), chunk({}, "length"))))
+    r = turn("-p", "list", server=server)
+    assert r.err == ("nanohermes: warning: the answer was cut short: it reached the output token limit (finish_reason "
+                     "length)\n")
+
+
+def test_a_prompt_without_p_off_a_terminal_says(turn, server: FakeServer) -> None:  # type: ignore[no-untyped-def]
+    r = turn("fix it", server=server)
+    assert r.err == ("nanohermes: error: a prompt without -p opens the REPL, which needs a terminal\nhint: run it on a "
+                     "terminal, or use -p \"fix it\" in scripts\n")
+
+
+def test_an_unknown_key_in_a_section_that_must_be_right_says(turn, server: FakeServer) -> None:  # type: ignore[no-untyped-def]
+    r = turn("-p", "x", server=server, config={"permissions": {"dney": ["run_command"]}})
+    assert r.err == (f"nanohermes: error: {user_config_path()}: unknown key `permissions.dney`; did you mean "
+                     "`permissions.deny`?\nhint: fix its spelling: `permissions.deny` restricts what runs, and "
+                     "nanohermes does not run with it left at its default; config.example.json lists every key\n")
+
+
+def test_the_persons_no_reads() -> None:
+    """What the model reads for a call a person refused (the runtime's `DENIED`)."""
+    assert DENIED == "Denied by the user. Do not retry it; ask what to do instead."
