@@ -4,14 +4,19 @@ message changes one row here."""
 
 from __future__ import annotations
 
+import socket
+
 from nanohermes.config import user_config_path
 from nanohermes.runtime import DENIED
 from nanohermes.testing import Fault, FakeServer, Raw, Reply, sse
 
 
 def test_an_unreachable_endpoint_says(turn) -> None:  # type: ignore[no-untyped-def]
-    r = turn("-p", "x", "--base-url", "http://127.0.0.1:9/v1", config={"max_retries": 0})
-    assert r.err == ("nanohermes: error: cannot reach the model endpoint at http://127.0.0.1:9/v1 (ConnectError: All "
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    r = turn("-p", "x", "--base-url", url, config={"max_retries": 0})
+    assert r.err == (f"nanohermes: error: cannot reach the model endpoint at {url} (ConnectError: All "
                      "connection attempts failed)\nhint: check base_url (--base-url, OPENAI_BASE_URL or config) and that "
                      "the server is running\n")
 
