@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import socket
 
+import pytest
+
 from nanohermes.config import user_config_path
 from nanohermes.runtime import DENIED
-from nanohermes.testing import Fault, FakeServer, Raw, Reply, sse
+from nanohermes.testing import FakeServer, Fault, Raw, Reply, sse
 
 
 def test_an_unreachable_endpoint_says(turn) -> None:  # type: ignore[no-untyped-def]
@@ -54,3 +56,30 @@ def test_an_unknown_key_in_a_section_that_must_be_right_says(turn, server: FakeS
 def test_the_persons_no_reads() -> None:
     """What the model reads for a call a person refused (the runtime's `DENIED`)."""
     assert DENIED == "Denied by the user. Do not retry it; ask what to do instead."
+
+
+NGINX_502 = (b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1>"
+             b"</center>\r\n<hr><center>nginx/1.24.0</center>\r\n</body>\r\n</html>\r\n")
+
+# (id, what the endpoint answers, max_retries, what stderr says)
+ENDPOINTS: list[tuple[str, list[Raw], int, str]] = [
+    ("html-not-a-stream", [Raw(body=b"<html><body>Sign in</body></html>", content_type="text/html; charset=utf-8")], 0,
+     "nanohermes: error: the endpoint answered text/html, not an event stream; check base_url\nhint: {base} should be "
+     "the API root of an OpenAI-compatible server (it usually ends in /v1), not a web page or proxy\n"),
+    ("redirected", [Raw(body=b"", status=301, content_type="text/html",
+                        headers=(("Location", "https://elsewhere.example/v1/chat/completions"),))], 0,
+     "nanohermes: error: the endpoint redirected the request (301) to https://elsewhere.example/v1/chat/completions; "
+     "check base_url\nhint: set base_url to the address the API really answers at\n"),
+    ("gateway-failed", [Raw(body=NGINX_502, status=502, content_type="text/html")], 0,
+     "nanohermes: error: the model endpoint answered 502 Bad Gateway: 502 Bad Gateway\nhint: a proxy or gateway in "
+     "front of the model server failed (not retried: max_retries is 0); check that the server behind it is up, then "
+     "try again\n"),
+]
+
+
+@pytest.mark.parametrize("answers,retries,text", [r[1:] for r in ENDPOINTS], ids=[r[0] for r in ENDPOINTS])
+def test_an_endpoint_that_is_not_a_model_server_says(turn, server: FakeServer, answers: list[Raw], retries: int,  # type: ignore[no-untyped-def]
+                                                     text: str) -> None:
+    server.add(*answers)
+    r = turn("-p", "hi", server=server, config={"max_retries": retries})
+    assert r.err == text.replace("{base}", server.base_url)
