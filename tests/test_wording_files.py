@@ -223,6 +223,15 @@ FILES: list[tuple[str, Scenario, str]] = [
      "ERROR: todo_write: todo content must not be empty; describe the step"),
     ("todo-bad-status", lambda ws: call(make_runtime(ws), "todo_write", todos=[{"content": "a", "status": "done"}]),
      "ERROR: todo_write: field `todos.0.status`: Input should be 'pending', 'in_progress' or 'completed'"),
+    ("unknown-field", lambda ws: call(make_runtime(ws), "read_file", path="a", bogus=1),
+     "ERROR: read_file: unknown field `bogus`"),
+    ("not-a-begin-patch", patch("app.py", APP, "** Begin Patch **\nUpdate app.py: b = 3\n** End Patch **\n"),
+     "ERROR: no file sections found: `** Begin Patch **` looks like the `*** Begin Patch` format's first line but is "
+     "not it (a unified diff needs `--- a/path` and `+++ b/path` lines, then `@@` hunks; the other format starts with "
+     "a line `*** Begin Patch` and ends with `*** End Patch`)"),
+    ("numbers-with-colons", edit("app.py", APP, "5:     a = 1\n6:     b = 2", "5:     a = 10\n6:     b = 20"),
+     "edited app.py: replaced 1 occurrence (+2 -2 lines) (line numbers like `12: ` stripped from old_string and "
+     "new_string)"),
     ("array-in-a-string", lambda ws: call(make_runtime(ws), "todo_write", todos='[{"content": "x", "status": "pending"}]'),
      "ERROR: todo_write: field `todos` must be an array, not a string (a JSON array sent inside a string: send the "
      "array itself, not quoted)"),
@@ -260,3 +269,15 @@ def test_arguments_that_are_not_json_say(workspace: Path) -> None:
     assert res.content == ("ERROR: arguments for write_file are not valid JSON (Unterminated string starting at at char "
                            "25); the arguments must be one JSON object, e.g. {\"path\": \"a.txt\"}. Received: "
                            "'{\"path\": \"a\", \"content\": \"x'")
+
+
+def test_arguments_that_are_no_object_say(workspace: Path) -> None:
+    [res] = asyncio.run(make_runtime(workspace).run_calls([ToolCall("c", "read_file", "[1]")]))
+    assert res.content == "ERROR: arguments for read_file must be a JSON object, got list"
+
+
+def test_a_tool_that_crashes_says(workspace: Path) -> None:
+    from test_runtime import Crashy
+
+    rt = Runtime(tools=[Crashy()], config=Config(), workspace=workspace, ui=RecordingUI(), policy=Policy(mode="goal"))
+    assert call(rt, "crashy") == "ERROR: crashy failed unexpectedly: RuntimeError: boom"

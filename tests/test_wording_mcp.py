@@ -84,3 +84,20 @@ def test_mcp_says(mcp_said: dict[str, str], key: str, text: str) -> None:
 def test_mcp_without_servers_says_where_to_configure_them(workspace: Path) -> None:
     built = build_agent(Config(), workspace, RecordingUI(), llm=ScriptedLLM(), save_session=False)
     assert built.mcp_lines() == ["no MCP servers configured (config key mcp.servers)"]
+
+
+def test_tool_search_says(workspace: Path) -> None:
+    from test_tool_search import MANY, build
+
+    built, _ = build(workspace, {"many": {"command": sys.executable, "args": [MANY, "--count", "40"]}}, max_tools=30)
+
+    async def go() -> list[str]:
+        async with built.session():
+            out = await built.agent.runtime.run_calls([
+                ToolCall("a", "tool_search", json.dumps({"query": "zebra"})),
+                ToolCall("b", "tool_search", json.dumps({"query": "select:mcp__many__nope"}))])
+            return [str(m.content) for m in out]
+
+    assert asyncio.run(go()) == [
+        "ERROR: no MCP tool matches 'zebra'; try other words (a server's name matches all of its tools)",
+        "ERROR: no MCP tool named mcp__many__nope; search by words to find the names"]

@@ -13,7 +13,7 @@ from exec_support import call as run_tool
 from exec_support import make_runtime
 
 from nanohermes.config import Config
-from nanohermes.events import ApprovalRequest, RecordingUI
+from nanohermes.events import ApprovalReply, ApprovalRequest, RecordingUI
 from nanohermes.permissions import Policy
 from nanohermes.runtime import Runtime
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
@@ -87,3 +87,10 @@ def test_a_secret_file_asks_saying_why(workspace: Path) -> None:
     run_tool(rt, "read_file", path=".env")
     [asked] = ui.of(ApprovalRequest)
     assert asked.reason == ".env is on the secret-file list (permissions.secret_files)"
+
+
+def test_a_persons_no_with_a_note_says(workspace: Path) -> None:
+    ui = RecordingUI(answers=[ApprovalReply("deny", "use a temp dir")])
+    rt = Runtime(tools=build_tools(), config=Config(), workspace=workspace, ui=ui, policy=Policy())
+    assert run_tool(rt, "write_file", path="x", content="y") == (
+        "Denied by the user, who said: use a temp dir\nDo not retry the call as it was; follow what they said.")
