@@ -5,12 +5,13 @@ message changes one row here."""
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
 
 from nanohermes.config import user_config_path
 from nanohermes.runtime import DENIED
-from nanohermes.testing import FakeServer, Fault, Raw, Reply, sse
+from nanohermes.testing import FakeServer, Fault, Raw, Reply, call, sse, tool_reply
 
 
 def test_an_unreachable_endpoint_says(turn) -> None:  # type: ignore[no-untyped-def]
@@ -83,3 +84,45 @@ def test_an_endpoint_that_is_not_a_model_server_says(turn, server: FakeServer, a
     server.add(*answers)
     r = turn("-p", "hi", server=server, config={"max_retries": retries})
     assert r.err == text.replace("{base}", server.base_url)
+
+
+def test_a_tool_call_written_as_text_says(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    text = '<tool_call>\n{"name": "delete_everything", "arguments": {"path": "."}}\n</tool_call>'
+    server.add(Reply(text=text), Reply(text="Sorry."))
+    turn("-p", "go", "--yes", server=server)
+    [told] = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "user"][1:]
+    assert told == (
+        "ERROR: your answer holds what looks like a tool call written as text (Hermes <tool_call> JSON), and it could "
+        "not be run: `delete_everything` is not a tool here (the tools are: apply_patch, edit_file, git_commit, "
+        "git_diff, git_log, git_status, glob, grep, list_dir, memory_save, memory_search, read_file, run_command, "
+        "task_kill, task_list, task_output, todo_read, todo_write, web_fetch, web_search, write_file). Nothing was "
+        "run. Call tools through the API's tool calls; if you write a call as text, write it whole, in this form:\n"
+        '<tool_call>\n{"name": "read_file", "arguments": {"path": "a.py"}}\n</tool_call>')
+    server.add(Reply(text='<tool_call>\n{"name": "list_dir", "arguments": {}}\n</tool_call>'), Reply(text="ok"))
+    r = turn("-p", "go", "--yes", server=server)
+    [result] = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert result.split("\n")[-1] == (
+        "(this call was read from the text of your answer, where it was written as Hermes <tool_call> JSON; send tool "
+        "calls through the API's tool calls)")
+    assert [line for line in r.err.splitlines() if "list_dir" in line] == [
+        "nanohermes: warning: the model wrote its tool call as text (Hermes <tool_call> JSON); read as a call to list_dir"]
+
+
+def test_a_global_memory_nobody_may_approve_says(turn, server: FakeServer) -> None:  # type: ignore[no-untyped-def]
+    server.add(tool_reply(call("memory_save", {"text": "Tabs.", "scope": "global"})), Reply(text="ok"))
+    turn("-p", "remember", "--yes", server=server)
+    [result] = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert result == (
+        "ERROR: a global memory reaches every project's sessions, and it comes from a project you have not trusted "
+        "(trusted_projects); save it from the REPL, or trust the project; only a person's yes lets it run, and this "
+        "run asks nobody (--yes or goal mode), so it is refused")
+
+
+def test_a_skill_without_a_description_says(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    bad = workspace / ".nanohermes" / "skills" / "bad" / "SKILL.md"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("---\nname: bad\n---\nbody\n")
+    server.add(Reply(text="ok"))
+    r = turn("-p", "hi", server=server)
+    assert [line for line in r.err.splitlines() if str(bad) in line] == [
+        f"nanohermes: warning: {bad}: front matter needs a non-empty string `description`; skill skipped"]
