@@ -8,6 +8,7 @@ import socket
 from pathlib import Path
 
 import pytest
+from wording_support import said
 
 from nanohermes.config import user_config_path
 from nanohermes.runtime import DENIED
@@ -91,13 +92,12 @@ def test_a_tool_call_written_as_text_says(turn, server: FakeServer, workspace: P
     server.add(Reply(text=text), Reply(text="Sorry."))
     turn("-p", "go", "--yes", server=server)
     [told] = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "user"][1:]
-    assert told == (
-        "ERROR: your answer holds what looks like a tool call written as text (Hermes <tool_call> JSON), and it could "
-        "not be run: `delete_everything` is not a tool here (the tools are: apply_patch, edit_file, git_commit, "
-        "git_diff, git_log, git_status, glob, grep, list_dir, memory_save, memory_search, read_file, run_command, "
-        "task_kill, task_list, task_output, todo_read, todo_write, web_fetch, web_search, write_file). Nothing was "
-        "run. Call tools through the API's tool calls; if you write a call as text, write it whole, in this form:\n"
-        '<tool_call>\n{"name": "read_file", "arguments": {"path": "a.py"}}\n</tool_call>')
+    # {any}: the tools offered, which other tests list
+    assert said(told, "ERROR: your answer holds what looks like a tool call written as text (Hermes <tool_call> JSON), "
+                "and it could not be run: `delete_everything` is not a tool here (the tools are: apply_patch, {any}, "
+                "write_file). Nothing was run. Call tools through the API's tool calls; if you write a call as text, "
+                'write it whole, in this form:\n<tool_call>\n{{"name": "read_file", "arguments": {{"path": "a.py"}}}}\n'
+                "</tool_call>"), told
     server.add(Reply(text='<tool_call>\n{"name": "list_dir", "arguments": {}}\n</tool_call>'), Reply(text="ok"))
     r = turn("-p", "go", "--yes", server=server)
     [result] = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
