@@ -5,6 +5,7 @@ message changes one row here (see tests/wording_support.py)."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -169,3 +170,24 @@ def test_an_untrusted_projects_sandbox_is_said_to_be_ignored(workspace: Path, ho
     [warning] = load_config(workspace).warnings
     assert warning == (f"{project}: ignored sandbox because this project is not trusted; to allow them, add "
                        f"\"{workspace}\" to trusted_projects in {home}/.config/nanohermes/config.json")
+
+
+def test_a_work_tree_outside_the_workspace_says(workspace: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    subprocess.run(["git", "-C", str(workspace), "config", "core.worktree", str(outside)], check=True)
+    assert call(make_runtime(workspace), "git_status") == (
+        f"ERROR: git's work tree for this workspace is {outside}, outside it (set by core.worktree = {outside} "
+        f"({workspace / '.git' / 'config'})): through git, the files there would be read as the repository's; the git "
+        "tools read no files outside the workspace, so git status did not run. If that folder is meant to be the work "
+        "tree, start nanohermes there; otherwise remove the setting (`git config --unset core.worktree`)")
+
+
+def test_a_patch_to_a_path_outside_says(workspace: Path, tmp_path: Path) -> None:
+    outside = tmp_path.parent / "elsewhere.txt"
+    out = call(make_runtime(workspace), "apply_patch", diff=f"*** Begin Patch\n*** Add File: {outside}\n+x\n*** End Patch\n")
+    assert out == (
+        f"ERROR: writes a protected path: {outside} is outside the workspace; nobody is asked in an unattended run "
+        "(--yes, goal mode, auto_approve), so it is refused: run without them to be asked, or with "
+        "--dangerously-skip-permissions to allow everything")
