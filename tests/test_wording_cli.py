@@ -126,3 +126,39 @@ def test_a_skill_without_a_description_says(turn, server: FakeServer, workspace:
     r = turn("-p", "hi", server=server)
     assert [line for line in r.err.splitlines() if str(bad) in line] == [
         f"nanohermes: warning: {bad}: front matter needs a non-empty string `description`; skill skipped"]
+
+
+@pytest.mark.parametrize("where,hint", [
+    ("environment", "hint: check the key: the one sent is $OPENAI_API_KEY; set a valid one there, or pass --api-key"),
+    ("config", "hint: check the key: the one sent is api_key from a config file or --api-key, which wins over "
+               "$OPENAI_API_KEY; fix or remove it there (`nanohermes doctor` names the file)"),
+])
+def test_a_refused_key_says_where_it_came_from(turn, where: str, hint: str) -> None:  # type: ignore[no-untyped-def]
+    config = {"api_key": "wrong-key"} if where == "config" else None
+    with FakeServer(api_key="right-key") as s:
+        r = turn("-p", "hi", server=s, config=config, env={"OPENAI_API_KEY": "wrong-key"})
+    assert r.err.splitlines()[-1] == hint
+
+
+def test_allowed_hosts_with_nothing_in_common_say(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    project = workspace / ".nanohermes" / "config.json"
+    project.parent.mkdir()
+    project.write_text('{"web_fetch": {"allowed_hosts": ["evil.org"]}}')
+    server.add(Reply(text="done"))
+    r = turn("-p", "hi", server=server, config={"web_fetch": {"allowed_hosts": ["127.0.0.1"]},
+                                                "trusted_projects": [str(workspace)]})
+    assert [line for line in r.err.splitlines() if "allowed_hosts" in line] == [
+        f"nanohermes: warning: {project}: web_fetch.allowed_hosts share no host with the user's (127.0.0.1): web_fetch "
+        "reaches no host"]
+
+
+def test_a_rate_limit_mid_answer_says(turn, server: FakeServer) -> None:  # type: ignore[no-untyped-def]
+    from test_wire_errors import TPM, error_chunk
+
+    server.add(error_chunk({"code": 429, "message": TPM}), error_chunk({"code": 429, "message": TPM}))
+    r = turn("-p", "hi", server=server, config={"max_retries": 1})
+    assert said(r.err, "nanohermes: warning: the endpoint reported a rate limit mid-answer; retrying in {any}s (attempt 1 "
+                       "of 1)\nnanohermes: error: the model endpoint rate-limited the request mid-answer: {tpm}\nhint: "
+                       "the endpoint limits how many requests or tokens this key may send (retried 1 time); wait a "
+                       "minute and try again, raise max_retries to wait longer, or check the account's quota\n",
+                tpm=TPM), r.err
