@@ -162,3 +162,25 @@ def test_a_rate_limit_mid_answer_says(turn, server: FakeServer) -> None:  # type
                        "the endpoint limits how many requests or tokens this key may send (retried 1 time); wait a "
                        "minute and try again, raise max_retries to wait longer, or check the account's quota\n",
                 tpm=TPM), r.err
+
+
+def test_a_scheme_mix_up_and_a_hang_up_say(turn, server: FakeServer, tls_port: int, hang_up_port: int) -> None:  # type: ignore[no-untyped-def]
+    https = server.base_url.replace("http://", "https://")
+    r = turn("-p", "hi", "--base-url", https, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
+    assert said(r.err, "nanohermes: error: cannot reach the model endpoint at {https} ({any}; the server seems to speak "
+                       "plain HTTP: try http:// instead of https://)\nhint: set base_url to {http} (--base-url, "
+                       "OPENAI_BASE_URL or config); a TLS/plain-HTTP mix-up is not retried\n",
+                https=https, http=server.base_url), r.err
+    http = f"http://127.0.0.1:{tls_port}/v1"
+    r = turn("-p", "hi", "--base-url", http, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
+    assert said(r.err, "nanohermes: error: cannot reach the model endpoint at {http} ({any}; the server speaks TLS: use "
+                       "https:// instead of http://)\nhint: set base_url to {https} (--base-url, OPENAI_BASE_URL or "
+                       "config); a TLS/plain-HTTP mix-up is not retried\n",
+                http=http, https=http.replace("http://", "https://")), r.err
+    hung = f"http://127.0.0.1:{hang_up_port}/v1"
+    r = turn("-p", "hi", "--base-url", hung, "--model", "fake-model", config={"max_retries": 1},
+             env={"OPENAI_API_KEY": "k"})
+    assert said(r.err, "nanohermes: warning: the endpoint at {url} hung up without answering; retrying in {any}s "
+                       "(attempt 1 of 1)\nnanohermes: error: the model endpoint at {url} closed the connection without "
+                       "answering ({any})\nhint: check base_url (that port may be another program's) and the server's "
+                       "log: it may have crashed on the request\n", url=hung), r.err
