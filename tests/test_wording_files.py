@@ -232,6 +232,19 @@ FILES: list[tuple[str, Scenario, str]] = [
     ("numbers-with-colons", edit("app.py", APP, "5:     a = 1\n6:     b = 2", "5:     a = 10\n6:     b = 20"),
      "edited app.py: replaced 1 occurrence (+2 -2 lines) (line numbers like `12: ` stripped from old_string and "
      "new_string)"),
+    ("placeholder-in-content", lambda ws: call(seen(ws, "app.py", APP), "write_file", path="app.py",
+                                               content="import os\n\n\ndef main():\n    # ... rest of the code ...\n"),
+     "ERROR: content holds `# ... rest of the code ...`, a line standing for lines left out, in place of 4 lines of "
+     "app.py that it would drop (lines 5-8):\n5\t    a = 1\n6\t    b = 2\n7\t    c = 3\n8\t    return a + b + c\n"
+     "Nothing was written: send the whole file in content, every line you mean to keep written out, or change only "
+     "part of it with edit_file or apply_patch"),
+    ("placeholder-in-a-patch", patch("app.py", APP, "*** Begin Patch\n*** Update File: app.py\n@@\n def main():\n"
+                                                    "-    a = 1\n-    b = 2\n-    c = 3\n+    # ... existing code ...\n"
+                                                    "*** End Patch\n"),
+     "ERROR: the patch's new text for app.py holds `# ... existing code ...`, a line standing for lines left out, in "
+     "place of 3 lines of app.py that it would drop (lines 5-7):\n5\t    a = 1\n6\t    b = 2\n7\t    c = 3\nNo file "
+     "was changed: put those lines in the patch as they are (as context or + lines), or patch a smaller part that "
+     "leaves them out"),
     ("array-in-a-string", lambda ws: call(make_runtime(ws), "todo_write", todos='[{"content": "x", "status": "pending"}]'),
      "ERROR: todo_write: field `todos` must be an array, not a string (a JSON array sent inside a string: send the "
      "array itself, not quoted)"),
