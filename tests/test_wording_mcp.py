@@ -16,7 +16,7 @@ from nanohermes.assemble import build_agent
 from nanohermes.config import Config
 from nanohermes.events import Notice, RecordingUI
 from nanohermes.messages import ToolCall
-from nanohermes.testing import ScriptedLLM
+from nanohermes.testing import FakeServer, Reply, ScriptedLLM, call, tool_reply
 
 # -- MCP: one session with a real server that crashes and one that cannot start ------------------
 
@@ -101,3 +101,17 @@ def test_tool_search_says(workspace: Path) -> None:
     assert asyncio.run(go()) == [
         "ERROR: no MCP tool matches 'zebra'; try other words (a server's name matches all of its tools)",
         "ERROR: no MCP tool named mcp__many__nope; search by words to find the names"]
+
+
+def test_a_server_growing_and_asking_the_person_says(turn, server: FakeServer) -> None:  # type: ignore[no-untyped-def]
+    demo = {"command": sys.executable, "args": [DEMO]}
+    server.add(tool_reply(call("mcp__demo__grow", {"name": "fresh"}, id="g")), Reply(text="done"))
+    ran = turn("-p", "grow", "--yes", "--verbose", server=server, config={"mcpServers": {"demo": demo}})
+    assert [line for line in ran.err.splitlines() if "now offers" in line] == [
+        "nanohermes: MCP server demo now offers 15 tools (new: mcp__demo__fresh)"]
+    server.add(tool_reply(call("mcp__demo__ask", {}, id="a")), Reply(text="done"))
+    turn("-p", "order", "--yes", server=server, config={"mcpServers": {"demo": demo}})
+    [asked] = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert asked == (
+        'decline: null\n\n[MCP server demo asked the person for input ("Place your order"); nanohermes declined, as '
+        "nobody is there to answer in this run. If you need that input, ask for it in your answer.]")
