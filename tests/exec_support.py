@@ -120,10 +120,10 @@ def call(rt: Runtime, name: str, **args: Any) -> str:
 # -- a command run in a confinement of the test's choosing --------------------------------
 class Confined:
     """What a command run by `run_confined` gave: its result text and what the sandbox refused
-    (each as its text says it)."""
+    (`found`: each `sandbox.Refused`, its kind and subject; `refused`: each as its text says it)."""
 
     def __init__(self, text: str, refused: tuple[Any, ...]) -> None:
-        self.text, self.refused = text, [str(r) for r in refused]
+        self.text, self.found, self.refused = text, tuple(refused), [str(r) for r in refused]
 
 
 def confined_context(ws: Path, policy: str, *, config: Config | None = None, limits: Limits | None = None,

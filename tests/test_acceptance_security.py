@@ -217,8 +217,8 @@ def test_with_the_sandbox_on_an_allow_rule_runs_confined(turn: Any, server: Fake
 
 def test_permissions_report_says_the_sandbox_is_off(turn: Any, workspace: Path) -> None:
     r = turn("doctor", "--base-url", "http://127.0.0.1:9/v1", config={"sandbox": {"mode": "off"}})
-    assert "[warn] sandbox: off (sandbox.mode or --sandbox off): commands that run without asking " \
-           "(--yes, goal mode) run with your full rights" in r.out
+    [off] = [line for line in r.out.splitlines() if line.startswith("[warn] sandbox: off ")]
+    assert "full rights" in off, off
 
 
 # -- search tools: no argument the model picks becomes a ripgrep option -----------------------
@@ -261,8 +261,7 @@ def test_a_name_in_denied_hosts_denies_its_addresses(turn: Any, server: FakeServ
     assert r.code == 0, r.err
     got = results(server)
     for url, text in zip(urls, got, strict=True):
-        assert text.startswith("ERROR: host ") and "denied by config web_fetch.denied_hosts (localhost" in text, \
-            (url, text)
+        assert text.startswith("ERROR: host ") and " web_fetch.denied_hosts (localhost" in text, (url, text)
     assert site.requests == []
 
 
@@ -291,7 +290,7 @@ def test_a_planted_git_file_does_not_open_the_folder_it_names(turn: Any, server:
     _, got = run_lines(turn, server, lines, "--yes")
     assert not os.path.lexists(workspace / ".git")  # a .git file made unasked is taken away at once
     assert not (home / "planted").exists() and not (home / "worktrees").exists()
-    assert "the OS sandbox (workspace-write) refused a write to " + str(home / "planted") in got[1]
+    assert "(workspace-write)" in got[1] and f"a write to {home / 'planted'}" in got[1], got[1]
     # An unpacked archive that ships the .git file: the folder it names stays closed too.
     (workspace / ".git").write_text(f"gitdir: {home}\n")
     (home / "HEAD").write_text("ref: refs/heads/main\n")

@@ -45,9 +45,9 @@ def test_an_agent_with_a_restricted_tool_list_cannot_use_another_tool(turn, serv
     assert spec["parameters"]["properties"]["agent"]["enum"] == ["code-reader"]
     assert "code-reader: Reads code and reports what it found" in spec["description"]
     assert tool_names(child) == ["grep", "read_file"]
-    assert "You only read. Report file names and line numbers." in child["messages"][0]["content"]
+    assert READER.split("---\n")[-1].strip() in child["messages"][0]["content"]  # the file's body is its role
     results = [m["content"] for m in child_after["messages"] if m["role"] == "tool"]
-    assert results[0].startswith("ERROR: unknown tool `write_file`; available tools: grep, read_file")
+    assert results[0].startswith("ERROR: unknown tool `write_file`;") and results[0].endswith(": grep, read_file")
     assert results[1].startswith("ERROR: unknown tool `run_command`")
     assert results[2] == "1\tx = 1"
     assert child["model"] == "fake-model"  # `sonnet` with no alias: the configured model
@@ -62,9 +62,8 @@ def test_an_untrusted_projects_agents_are_not_offered_and_are_named(turn, server
     ran = turn("-p", "go", server=server)
     assert ran.code == 0, ran.err
     assert "subagent" not in tool_names(server.requests[0])
-    assert f"{workspace / '.claude' / 'agents'}: sub-agents not offered (code-reader, writer): a project's agent " \
-           f'files are used only in a trusted project; to allow them, add "{workspace.resolve()}" to ' \
-           "trusted_projects" in ran.err
+    [said] = [line for line in ran.err.splitlines() if f"{workspace / '.claude' / 'agents'}: " in line]
+    assert "(code-reader, writer)" in said and f'"{workspace.resolve()}"' in said and "trusted_projects" in said
 
 
 def test_a_users_agent_is_offered_in_any_project_on_its_aliased_model(turn, workspace: Path, home: Path) -> None:  # type: ignore[no-untyped-def]
@@ -94,7 +93,7 @@ def test_an_agents_model_the_endpoint_refuses_falls_back_to_the_configured_one(t
         ran = turn("-p", "go", server=server)
         assert ran.code == 0 and ran.out.strip() == "parent: done", ran.err
         assert [r["model"] for r in server.requests] == ["fake-model", "gpt-4o-mini", "fake-model", "fake-model"]
-        assert "sub-agent helper: the endpoint does not serve model `gpt-4o-mini`" in ran.err
+        assert "sub-agent helper: " in ran.err and " model `gpt-4o-mini`" in ran.err
         assert "child: helped" in str(server.requests[3]["messages"])
 
 
@@ -110,7 +109,7 @@ def test_claude_and_nanohermes_tool_names_and_what_does_not_exist(turn, server: 
     # tools (Claude Code runs git through its shell).
     assert tool_names(server.requests[1]) == ["git_commit", "git_diff", "git_log", "git_status", "list_dir",
                                               "run_command"]
-    assert "sub-agent runner lists tools that do not exist: NotebookRead" in ran.err
+    assert "sub-agent runner lists tools " in ran.err and ": NotebookRead;" in ran.err
 
 
 def test_an_agent_file_that_cannot_be_read_is_named(turn, server: FakeServer, home: Path) -> None:  # type: ignore[no-untyped-def]
@@ -120,9 +119,9 @@ def test_an_agent_file_that_cannot_be_read_is_named(turn, server: FakeServer, ho
     ran = turn("-p", "go", server=server)
     assert ran.code == 0, ran.err
     assert "subagent" not in tool_names(server.requests[0])
-    assert f"{path}: sub-agent not offered: its front matter cannot be read (front matter line 3 is not `key: " \
-           "value`: 'this is no key')" in ran.err
-    assert "sub-agent name 'bad name' must be 1-40 letters, digits, - or single _; not offered" in ran.err
+    [odd] = [line for line in ran.err.splitlines() if f"{path}: " in line]
+    assert "not offered" in odd and " line 3 " in odd and "'this is no key'" in odd, odd
+    assert "sub-agent name 'bad name' " in ran.err and "; not offered" in ran.err
 
 
 def test_a_config_sub_agent_wins_a_name_clash_with_a_file(turn, server: FakeServer, home: Path) -> None:  # type: ignore[no-untyped-def]
@@ -132,7 +131,8 @@ def test_a_config_sub_agent_wins_a_name_clash_with_a_file(turn, server: FakeServ
     assert ran.code == 0, ran.err
     spec = next(t["function"] for t in server.requests[0]["tools"] if t["function"]["name"] == "subagent")
     assert "explore: From the config" in spec["description"] and "From the file" not in spec["description"]
-    assert f"{path}: sub-agent explore is also defined in the config (subagents), which wins; not offered" in ran.err
+    [clash] = [line for line in ran.err.splitlines() if f"{path}: " in line]
+    assert "sub-agent explore " in clash and "(subagents)" in clash and clash.endswith("; not offered"), clash
 
 
 def test_an_agent_file_reaching_outside_waits_for_a_yes_then_joins(server: FakeServer, workspace: Path,

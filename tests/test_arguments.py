@@ -48,30 +48,31 @@ def test_a_comma_inside_a_string_is_not_touched(tmp_path: Path) -> None:
 
 def test_text_that_is_not_json_is_quoted_back(tmp_path: Path) -> None:
     [out] = results(runtime(tmp_path), ("read_file", "path=a.txt limit=5"))
-    assert out == ("ERROR: arguments for read_file are not valid JSON (Expecting value at char 0); the arguments must "
-                   "be one JSON object, e.g. {\"path\": \"a.txt\"}. Received: 'path=a.txt limit=5'")
+    assert out.startswith("ERROR: arguments for read_file ") and "not valid JSON" in out, out
+    assert out.endswith(" 'path=a.txt limit=5'")  # what was received, quoted back
     long = '{"path": "' + "x" * 200
     [out] = results(runtime(tmp_path), ("read_file", long))
     assert out.endswith(f"Received: {long[:80] + '…'!r}")
 
 
 def test_a_json_string_that_is_not_an_object_is_refused(tmp_path: Path) -> None:
-    assert results(runtime(tmp_path), ("read_file", '"just words"')) == [
-        "ERROR: arguments for read_file must be a JSON object, got str"]
+    [out] = results(runtime(tmp_path), ("read_file", '"just words"'))
+    assert out.startswith("ERROR: arguments for read_file ") and out.endswith(" got str"), out
 
 
 def test_deep_nesting_is_an_error_naming_the_field_and_siblings_still_run(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("hello\n")
     deep = '{"todos": ' + "[" * 3000 + "]" * 3000 + "}"
     out = results(runtime(tmp_path), ("todo_write", deep), ("read_file", '{"path": "a.txt"}'))
-    assert out == ["ERROR: arguments for todo_write nest deeper than 64 levels (limit tool_args_max_depth) in field "
-                   "`todos`; send flatter arguments", "1\thello"]
+    assert out[0].startswith("ERROR: arguments for todo_write ") and " 64 levels " in out[0] and "`todos`" in out[0]
+    assert out[1] == "1\thello"  # the next call still runs
 
 
 def test_depth_limit_lowered_to_three(tmp_path: Path) -> None:
     rt = runtime(tmp_path, Limits(tool_args_max_depth=3))
     ok = '{"todos": [{"content": "a", "status": "pending"}]}'  # object, list, object: 3 levels
-    assert results(rt, ("todo_write", ok)) == ["Todo list saved (1 items: 0 completed, 0 in progress, 1 pending):\n[ ] 1. a"]
+    [saved] = results(rt, ("todo_write", ok))
+    assert saved.split("\n")[1:] == ["[ ] 1. a"]
     [out] = results(rt, ("todo_write", '{"todos": [[{"content": "a"}]]}'))
     assert out == ("ERROR: arguments for todo_write nest deeper than 3 levels (limit tool_args_max_depth) in field "
                    "`todos`; send flatter arguments")

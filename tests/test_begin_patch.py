@@ -104,7 +104,7 @@ def test_absolute_paths_inside_the_workspace_are_accepted(tmp_path: Path) -> Non
     assert (tmp_path / "a.txt").read_text() == "three\n"
     outside = tmp_path.parent / "elsewhere.txt"
     out = call(rt, "apply_patch", diff=f"*** Begin Patch\n*** Add File: {outside}\n+x\n*** End Patch\n")
-    assert out.startswith(f"ERROR: writes a protected path: {outside} is outside the workspace")
+    assert out.startswith("ERROR: writes a protected path: ") and f" {outside} is outside " in out, out
     assert not outside.exists()
 
 
@@ -116,8 +116,8 @@ def test_a_file_changed_since_it_was_read_is_not_patched(tmp_path: Path) -> None
     for diff in ("*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n+ONE\n*** End Patch\n",
                  "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+ONE\n"):
         out = call(rt, "apply_patch", diff=diff)
-        assert out.startswith("ERROR: a.txt changed on disk since you last read or wrote it"), out
-        assert "Read it again with read_file" in out
+        assert out.startswith("ERROR: a.txt changed on disk "), out
+        assert "read_file" in out
     assert (tmp_path / "a.txt").read_text() == "one\ntwo\nthree, added by the user\n"
     call(rt, "read_file", path="a.txt")
     out = call(rt, "apply_patch", diff="*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n+ONE\n*** End Patch\n")

@@ -52,8 +52,8 @@ def test_bang_commands_run_before_the_prompt_and_their_output_is_inlined(turn, s
     server.add(Reply(text="ok"))
     ran = turn("-p", "/gather the work", server=server)
     assert ran.code == 0, ran.err
-    assert prompt_of(server) == ("## Context\n- Status: ?? a.txt\n- Branch: main\nblock for the\n"
-                                 "Now do the work.")
+    assert prompt_of(server).split("\n") == ["## Context", "- Status: ?? a.txt", "- Branch: main", "block for the",
+                                             "Now do the work."]
 
 
 def test_a_bang_command_the_gate_would_ask_about_is_not_run_without_a_person(turn, server: FakeServer,  # type: ignore[no-untyped-def]
@@ -64,8 +64,9 @@ def test_a_bang_command_the_gate_would_ask_about_is_not_run_without_a_person(tur
     assert ran.code == 0, ran.err
     assert not (workspace / "made.txt").exists()
     text = prompt_of(server)
-    assert text.startswith("Made: [`touch made.txt` was not run: it needs approval, and nobody is here to give it;")
-    assert "allowed-tools: Bash(touch:*)" in text and text.endswith("\nListed: (no output)")
+    made, listed = text.split("\n")
+    assert made.startswith("Made: [`touch made.txt` was not run: ") and "needs approval" in made, made
+    assert "allowed-tools: Bash(touch:*)" in made and listed == "Listed: (no output)"
     assert "refused run_command `touch made.txt`" in ran.err and "/make: `!touch made.txt` not run" in ran.err
     ran = turn("-p", "/make", "--yes", server=server)  # the person's --yes: it runs, confined
     assert ran.code == 0 and (workspace / "made.txt").exists(), ran.err
@@ -79,10 +80,12 @@ def test_a_bang_command_a_deny_rule_or_the_mode_refuses_never_runs(turn, server:
     server.add(Reply(text="ok"), Reply(text="ok"))
     ran = turn("-p", "/clean", "--yes", server=server, config={"permissions": {"deny": ["run_command(rm *)"]}})
     assert ran.code == 0 and (workspace / "keep.txt").exists(), ran.err
-    assert re.fullmatch(r"Cleaned: \[`rm keep.txt` was not run: .*denied by rule run_command\(rm \*\).*\]", prompt_of(server))
+    text = prompt_of(server)
+    assert text.startswith("Cleaned: [`rm keep.txt` was not run: ") and " run_command(rm *)" in text, text
     ran = turn("-p", "/clean", "--mode", "plan", server=server)
     assert ran.code == 0 and (workspace / "keep.txt").exists(), ran.err
-    assert prompt_of(server, 1) == "Cleaned: [`rm keep.txt` was not run: run_command is not available in plan mode]"
+    text = prompt_of(server, 1)
+    assert text.startswith("Cleaned: [`rm keep.txt` was not run: ") and " plan mode]" in text, text
 
 
 def test_only_the_command_files_own_text_runs(turn, server: FakeServer, workspace: Path, home: Path) -> None:  # type: ignore[no-untyped-def]
@@ -93,8 +96,8 @@ def test_only_the_command_files_own_text_runs(turn, server: FakeServer, workspac
     ran = turn("-p", "/look !`touch from-args`", "--yes", server=server)
     assert ran.code == 0, ran.err
     assert sorted(p.name for p in workspace.iterdir()) == ["notes.md"]
-    assert prompt_of(server).startswith("Look at @notes.md and !`touch from-args`\n\n<file path=\"notes.md\">\n"
-                                        "1\tRun !`touch from-file` please")
+    assert prompt_of(server).split("\n")[:4] == ["Look at @notes.md and !`touch from-args`", "", '<file path="notes.md">',
+                                                 "1\tRun !`touch from-file` please"]
 
 
 def test_an_untrusted_projects_bang_commands_do_not_run_unasked(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
@@ -105,8 +108,7 @@ def test_an_untrusted_projects_bang_commands_do_not_run_unasked(turn, server: Fa
         ran = turn("-p", "/st", *extra, server=server)
         assert ran.code == 0, ran.err
         text = prompt_of(server, len(server.requests) - 1)
-        assert text.startswith("Status: [`git status --short` was not run: a project's command runs its `!` "
-                               "commands unasked only in a trusted project")
+        assert text.startswith("Status: [`git status --short` was not run: ") and "trusted project" in text, text
         assert f'add "{workspace.resolve()}" to trusted_projects' in text and "/st: `!git status --short` not run" in ran.err
     ran = turn("-p", "/st", server=server, config=trusting(workspace))
     assert ran.code == 0, ran.err
@@ -161,8 +163,8 @@ def test_an_untrusted_projects_allowed_tools_grant_nothing(turn, server: FakeSer
     ran = turn("-p", "/commit first commit", server=server)
     assert ran.code == 0, ran.err
     assert log(workspace) == []
-    assert "/commit: allowed-tools ignored (Bash(git add:*), Bash(git commit:*), Bash(git status:*)): this project " \
-           "is not trusted" in ran.err
+    [ignored] = [line for line in ran.err.splitlines() if "/commit: allowed-tools ignored " in line]
+    assert all(f"Bash(git {what}:*)" in ignored for what in ("add", "commit", "status")) and "not trusted" in ignored
     assert "refused run_command `git add a.txt`" in ran.err and "refused run_command `git commit" in ran.err
 
 
@@ -209,7 +211,8 @@ def test_a_bracketed_argument_hint_keeps_the_command(turn, server: FakeServer, w
     finish = found.commands["git:finish"]
     assert (finish.argument_hint, finish.allowed_tools) == ("[--no-delete] [--no-tag]",
                                                            ("Bash(git branch:*)", "Bash(git push:*)"))
-    assert finish.description == "Finish the current feature branch: merge it, then clean up" and not found.warnings
+    assert finish.description == COLLECTION.split("description: ")[1].split("\n")[0] and not found.warnings
+    assert finish.description.endswith(": merge it, then clean up")  # past the colon: read leniently
     server.add(Reply(text="finished"))
     ran = turn("-p", "/git:finish --no-tag", server=server)
     assert ran.code == 0 and ran.out.strip() == "finished", ran.err
@@ -231,22 +234,21 @@ def test_a_command_file_that_cannot_be_read_is_named_everywhere(turn, server: Fa
     path = write(workspace / ".claude" / "commands" / "broken.md", "---\nJust prose, no keys\n---\nDo it.")
     ran = turn("-p", "/broken now", server=server)
     assert ran.code == 1 and server.requests == []
-    assert f"/broken cannot run: {path} (command file) not read: its front matter cannot be read (front matter " \
-           "line 2 is not `key: value`: 'Just prose, no keys')" in ran.err
+    [said] = [line for line in ran.err.splitlines() if "/broken cannot run: " in line]
+    assert f" {path} (command file) " in said and " line 2 " in said and "'Just prose, no keys'" in said, said
     load_commands()
     registry = Registry()
     for c in REGISTRY.all():
         registry.register(c.name, c.help, c.handler, usage=c.usage)
     warnings = install_custom_commands(registry, workspace)
-    assert warnings == [f"/broken cannot run: {path} (command file) not read: its front matter cannot be read (front "
-                        "matter line 2 is not `key: value`: 'Just prose, no keys')"]
+    assert warnings == [said.split(": ", 1)[1].split(": ", 1)[1]]  # as -p said it, without "nanohermes: error: "
     console = Console(width=300, record=True, color_system=None)
     ui = RecordingUI()
     runtime = Runtime(tools=[], config=Config(), workspace=workspace, ui=ui, policy=Policy())
     agent = Agent(llm=ScriptedLLM([]), runtime=runtime, ui=ui, system_prompt="sys")
     ctx = CommandContext(agent=agent, config=Config(), workspace=workspace, print=console.print, registry=registry)
     asyncio.run(registry.run("/help", ctx))
-    assert re.search(r"^/broken +cannot run: its front matter cannot be read", console.export_text(), re.M)
+    assert re.search(r"^/broken +cannot run: ", console.export_text(), re.M)
     asyncio.run(registry.run("/broken", ctx))
     assert "/broken cannot run:" in console.export_text().split("/help")[-1]
 
@@ -258,8 +260,8 @@ def test_a_claude_model_without_an_alias_is_ignored_with_a_note(turn, server: Fa
     ran = turn("-p", "/think", server=server)
     assert ran.code == 0 and ran.out.strip() == "thought", ran.err
     assert server.requests[0]["model"] == "fake-model"
-    assert "/think: model 'claude-sonnet-4-0' ignored: it is a Claude model, which the endpoint does not list, and " \
-           "model_aliases has no entry for 'sonnet'" in ran.err
+    [note] = [line for line in ran.err.splitlines() if "/think: model 'claude-sonnet-4-0' ignored" in line]
+    assert "model_aliases" in note and "'sonnet'" in note
 
 
 @pytest.mark.parametrize("named, aliases, sent", [
@@ -313,8 +315,8 @@ def test_a_model_the_endpoint_refuses_falls_back_to_the_configured_one(turn, hom
         ran = turn("-p", "/think", server=server)
         assert ran.code == 0 and ran.out.strip() == "answered by fake-model", ran.err
         assert [r["model"] for r in server.requests] == ["gpt-4o-mini", "fake-model"]
-        assert "/think: the endpoint does not serve model `gpt-4o-mini`" in ran.err
-        assert "fake-model is used instead" in ran.err
+        [note] = [line for line in ran.err.splitlines() if "/think: " in line]
+        assert "`gpt-4o-mini`" in note and "fake-model" in note, note
 
 
 def test_an_alias_to_a_model_the_endpoint_does_not_serve_is_ignored(turn, server: FakeServer, home: Path) -> None:  # type: ignore[no-untyped-def]
@@ -323,7 +325,8 @@ def test_an_alias_to_a_model_the_endpoint_does_not_serve_is_ignored(turn, server
     ran = turn("-p", "/think", server=server, config={"model_aliases": {"opus": "gone-model"}})
     assert ran.code == 0, ran.err
     assert server.requests[0]["model"] == "fake-model"
-    assert "/think: model 'opus' ignored: model_aliases maps it to 'gone-model', which the endpoint does not list" in ran.err
+    [note] = [line for line in ran.err.splitlines() if "/think: model 'opus' ignored" in line]
+    assert "'gone-model'" in note
 
 
 def test_without_a_model_list_an_alias_is_trusted_and_a_claude_name_is_not(turn, home: Path) -> None:  # type: ignore[no-untyped-def]
@@ -336,8 +339,7 @@ def test_without_a_model_list_an_alias_is_trusted_and_a_claude_name_is_not(turn,
         ran = turn("-p", "/b", server=server, config=config)
         assert ran.code == 0, ran.err
         assert [r["model"] for r in server.requests] == ["served-model", "fake-model"]
-        assert "/b: model 'haiku' ignored: it is a Claude model, and the endpoint could not say which models it " \
-               "serves" in ran.err
+        assert "/b: model 'haiku' ignored" in ran.err
 
 
 # -- user-level files --------------------------------------------------------------------------
@@ -422,8 +424,9 @@ def test_in_the_repl_a_bang_command_the_gate_asks_about_is_asked_and_runs_on_a_y
             if t.child.isalive():
                 t.child.terminate(force=True)
         assert (workspace / "made.txt").exists() and not (workspace / "never.txt").exists()
-        assert prompt_of(server) == ("Made: (no output)\nRefused: [`touch never.txt` was not run: it needs approval, "
-                                     "and the answer was no, with: not that one]")
+        made, refused = prompt_of(server).split("\n")
+        assert made == "Made: (no output)" and refused.startswith("Refused: [`touch never.txt` was not run: ")
+        assert refused.endswith(": not that one]")  # the person's note
         assert prompt_of(server, 1) == "Look: made.txt"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,20 @@ def history_chars(body: dict[str, Any]) -> int:
         n += len(m.get("content") or "")
         n += sum(len(c["function"]["name"]) + len(c["function"]["arguments"]) for c in m.get("tool_calls") or ())
     return n
+
+
+PREVIEW = re.compile(r'<(persisted-output) path="(.*)">\n(.*)\n… (\d+) of (\d+) chars cut .*\n</persisted-output>'
+                     r"|<(cut-output)>\n(.*)\n… (\d+) of (\d+) chars cut .*\n</cut-output>", re.S)
+
+
+def parts(text: str) -> tuple[str, str, str, int, int]:
+    """A cut result's parts: its kind (saved to a file or not), the file, the head it keeps,
+    how many chars were cut and of how many."""
+    m = PREVIEW.fullmatch(text)
+    assert m is not None, text
+    if m[1]:
+        return m[1], m[2], m[3], int(m[4]), int(m[5])
+    return m[6], "", m[7], int(m[8]), int(m[9])
 
 
 def config_for(server: FakeServer | None = None, **kw: Any) -> Config:
@@ -75,9 +90,9 @@ def test_lowered_session_budget_compacts_and_keeps_instructions_and_todos(server
     assert after["messages"][0] == server.requests[0]["messages"][0]  # the system prompt, instructions included
     assert "Always run `make check` before answering." in after["messages"][0]["content"]
     summary_msg = after["messages"][1]["content"]
-    assert summary_msg.startswith("<conversation-summary>\nThe earlier part of this conversation (")
+    assert summary_msg.startswith("<conversation-summary>\n")
     assert "SUMMARY 1: the user wants a.txt read four times" in summary_msg
-    assert summary_msg.endswith("Current todo list (kept from before compacting):\n[~] 1. write the parser\n[ ] 2. add tests")
+    assert summary_msg.endswith(":\n[~] 1. write the parser\n[ ] 2. add tests")  # the todo list, kept
     # The summariser was asked for the goal and saw the first prompt.
     summary_request = server.requests[first_after - 1]
     assert "task 1: read a.txt" in summary_request["messages"][1]["content"]
@@ -136,11 +151,11 @@ def test_manual_compact_with_focus(workspace: Path) -> None:
     agent.session.history = [Message.user("first"), Message("assistant", "a"), Message.user("second"), Message("assistant", "b")]
     assert asyncio.run(agent.compactor.manual(agent.session, "the parser API")) == "the summary"  # type: ignore[union-attr]
     ask = llm.requests[0]["messages"][1]["content"]
-    assert ask.endswith("Summarise the conversation above. Focus especially on: the parser API")
+    assert ask.endswith(": the parser API")
     assert llm.requests[0]["tools"] == []
-    assert agent.session.history[0].content == (
-        "<conversation-summary>\nThe earlier part of this conversation (3 messages) was compacted. Summary:\n"
-        "the summary\n</conversation-summary>")
+    summary = agent.session.history[0].content or ""
+    assert summary.startswith("<conversation-summary>\n") and summary.endswith("\nthe summary\n</conversation-summary>")
+    assert "(3 messages)" in summary
     assert agent.session.history[1:] == [Message("assistant", "b")]
     assert agent.session.usage.prompt_tokens == 10  # the summary call is metered
 
@@ -152,7 +167,7 @@ def test_nothing_to_compact_says_so_without_a_model_call(workspace: Path) -> Non
     agent.session.history = [Message.user("only")]
     assert asyncio.run(agent.compactor.compact(agent.session)) is None  # type: ignore[union-attr]
     assert llm.requests == []
-    assert ui.of(Notice)[-1].text == "cannot compact (requested): no older turns to summarise"
+    assert ui.of(Notice)[-1].text.startswith("cannot compact (requested)")
 
 
 # -- the pieces, table-driven ----------------------------------------------------------------
@@ -185,7 +200,8 @@ def test_choose_cut_never_separates_a_call_from_its_results(history: list[Messag
 def test_fit_keeps_the_goal_and_drops_the_oldest_with_a_count() -> None:
     items = ["GOAL", "1" * 100, "2" * 100, "3" * 100, "LAST"]
     assert fit(items, 10_000) == "\n\n".join(items)
-    assert fit(items, 230) == "GOAL\n\n[… 2 older messages omitted to fit the summary request …]\n\n" + "3" * 100 + "\n\nLAST"
+    goal, omitted, *kept = fit(items, 230).split("\n\n")
+    assert (goal, kept) == ("GOAL", ["3" * 100, "LAST"]) and omitted.startswith("[… 2 older messages ")
 
 
 def test_compact_item_chars_lowered_clamps_each_quoted_message(workspace: Path) -> None:
@@ -249,13 +265,12 @@ def test_no_model_call_to_summarise_older_turns_under_the_keep_budget(workspace:
     agent.session.history = [u(100), a(113)]
     assert asyncio.run(agent.ask("p" * 3000)).text == "answered"
     assert len(llm.requests) == 1 and not is_summary_request(llm.requests[0])
-    assert ui.of(Notice)[-1].text == ("not compacting: the older turns (213 chars) are under the keep budget "
-                                      "(300 chars); the latest messages alone fill the context")
+    said = ui.of(Notice)[-1].text
+    assert said.startswith("not compacting: ") and "(213 chars)" in said and "(300 chars)" in said, said
 
 
 # -- an overflow caused by the recent messages themselves --------------------------------------
 TOO_LONG = Fault(status=400, code="context_length_exceeded", message="This model's maximum context length is 8192 tokens")
-CUT_NOTE = "chars cut to fit the model's context; the whole result is in the file above (read it in parts with read_file offset/limit)"
 
 
 def small_window(limit: int, answers: list[Reply]) -> Any:
@@ -292,10 +307,10 @@ def test_overflow_from_one_large_result_cuts_it_to_a_saved_preview_and_retries_s
     [preview] = tool_results(retry)
     [saved] = (home / ".local/share/nanohermes/sessions").glob("*/*/tool-results/*.txt")
     assert saved.read_text() == whole  # nothing is lost: the file holds the whole result
-    assert preview == (f'<persisted-output path="{saved}">\n{whole[:300]}\n'
-                       f"… {len(whole) - 300} of {len(whole)} {CUT_NOTE}\n</persisted-output>")
-    assert (f"cut 1 recent tool result from {len(whole)} to {len(preview)} chars (its first 300 chars, "
-            f"with a note) to fit the model's context; the whole result is saved in {saved.parent}") in r.err
+    assert parts(preview) == ("persisted-output", str(saved), whole[:300], len(whole) - 300, len(whole))
+    [told] = [line for line in r.err.splitlines() if "recent tool result" in line]
+    assert told.startswith("nanohermes: cut 1 recent tool result ") and f" {len(whole)} to {len(preview)} chars " in told
+    assert "(its first 300 chars" in told and told.endswith(f" {saved.parent}")
 
     # The transcript holds what the model saw: a resumed session sends the preview, not the whole.
     r2 = turn("--continue", "-p", "and now?", server=server, config=config)
@@ -323,8 +338,7 @@ def test_repeated_overflow_cuts_the_preview_again_from_the_same_file(turn, serve
     # most persisted_preview_chars), pointing to the same file.
     for refused, preview in ((sizes[0], first), (sizes[1], second)):
         n = min(2000, refused // 4 // 2)
-        assert preview == (f'<persisted-output path="{saved}">\n{whole[:n]}\n'
-                           f"… {len(whole) - n} of {len(whole)} {CUT_NOTE}\n</persisted-output>")
+        assert parts(preview) == ("persisted-output", str(saved), whole[:n], len(whole) - n, len(whole))
     assert r.err.count("cut 1 recent tool result from") == 2
 
 
@@ -334,8 +348,7 @@ def test_overflow_that_nothing_can_shrink_ends_with_the_context_error_at_once(tu
     assert r.code == 1
     assert len(server.requests) == 1  # no summary, no retry
     assert "no longer fits the model's context" in r.err
-    assert ("cannot shrink the conversation (5000 chars) any further: no older turns to summarise "
-            "and no tool result left to cut") in r.err
+    assert "cannot shrink the conversation (5000 chars) " in r.err
 
 
 def test_overflow_that_never_fits_shrinks_each_time_then_stops(turn, server: FakeServer, workspace: Path) -> None:
@@ -347,7 +360,7 @@ def test_overflow_that_never_fits_shrinks_each_time_then_stops(turn, server: Fak
     assert sizes == sorted(set(sizes), reverse=True), sizes  # every retry smaller than the one refused
     assert 2 < len(sizes) < 10, sizes  # a quarter of the refused size each time: it ends soon
     last = tool_results(server.requests[-1])[0]
-    assert last.startswith('<persisted-output path="') and last.endswith(f"{CUT_NOTE}\n</persisted-output>")
+    assert parts(last)[0] == "persisted-output"
     assert len(last.split("\n")[1]) < 100  # cut to a few chars, the file still named
     assert "cannot shrink the conversation (" in r.err
 
@@ -361,12 +374,14 @@ def test_overflow_cut_keep_chars_lowered_halves_the_tail_budget_for_each_preview
     assert agent.session.history[0].content.startswith("<conversation-summary>")  # type: ignore[union-attr]
     # keep = 800 // 4 = 200 chars of tail; each preview is at most half of it.
     folder = agent.session.folder / "tool-results"  # type: ignore[operator]
-    assert agent.session.history[2] == Message.tool("x", f'<persisted-output path="{folder / "x.txt"}">\n{"r" * 100}\n'
-                                                         f"… 4900 of 5000 {CUT_NOTE}\n</persisted-output>")
-    assert (folder / "x.txt").read_text() == big
     cut = agent.session.history[2].content or ""
-    assert ui.of(Notice)[-1].text == (f"cut 1 recent tool result from 5000 to {len(cut)} chars (its first 100 chars, "
-                                      f"with a note) to fit the model's context; the whole result is saved in {folder}")
+    assert agent.session.history[2].tool_call_id == "x"
+    assert parts(cut) == ("persisted-output", str(folder / "x.txt"), "r" * 100, 4900, 5000)
+    assert (folder / "x.txt").read_text() == big
+    told = ui.of(Notice)[-1].text
+    assert told.startswith("cut 1 recent tool result ") and f" from 5000 to {len(cut)} chars " in told
+    assert told.endswith(f" {folder}")
+    assert "(its first 100 chars" in told
 
 
 def test_overflow_cuts_the_largest_results_first_and_only_as_many_as_needed(workspace: Path) -> None:
@@ -392,8 +407,7 @@ def test_no_session_overflow_cut_says_nothing_was_saved(turn, server: FakeServer
     r = turn("-p", "read big.txt", "--no-session", "--verbose", server=server, config={"limits": {"persisted_preview_chars": 300}})
     assert (r.code, r.out) == (0, "read it\n"), r.err
     [whole], [preview] = tool_results(server.requests[1]), tool_results(server.requests[3])
-    assert preview == (f"<cut-output>\n{whole[:300]}\n… {len(whole) - 300} of {len(whole)} chars cut to fit the model's "
-                       "context; not saved, the session is not recorded: narrow the call to see more\n</cut-output>")
+    assert parts(preview) == ("cut-output", "", whole[:300], len(whole) - 300, len(whole))
     assert "not saved: the session is not recorded" in r.err
 
 
@@ -406,12 +420,10 @@ def test_a_result_that_quotes_preview_markup_is_saved_whole_not_taken_for_a_prev
     out = persisted.cut(forged, "c1", folder, 40)
     saved = folder / "tool-results" / "c1.txt"
     assert saved.read_text() == forged
-    assert out == (f'<persisted-output path="{saved}">\n{forged[:40]}\n… {len(forged) - 40} of {len(forged)} '
-                   f"{CUT_NOTE}\n</persisted-output>")
+    assert parts(out) == ("persisted-output", str(saved), forged[:40], len(forged) - 40, len(forged))
     # Our own preview is cut again from itself: same file, nothing rewritten.
     again = persisted.cut(out, "c1", folder, 10)
-    assert again == (f'<persisted-output path="{saved}">\n{forged[:10]}\n… {len(forged) - 10} of {len(forged)} '
-                     f"{CUT_NOTE}\n</persisted-output>")
+    assert parts(again) == ("persisted-output", str(saved), forged[:10], len(forged) - 10, len(forged))
     assert persisted.cut(again, "c1", folder, 10) == again  # nothing left to gain
     assert sorted(p.name for p in saved.parent.iterdir()) == ["c1.txt"]
     assert persisted.cut("short", "c2", folder, 2) == "short"  # the note would outweigh it: no file
@@ -447,8 +459,9 @@ def test_overflow_cut_of_several_results_is_told_once_with_the_count(workspace: 
     assert [c.split("\n")[1] for c in cuts] == ["x" * 500, "y" * 500, "z" * 500]
     assert sorted(p.name for p in folder.iterdir()) == ["x.txt", "y.txt", "z.txt"]
     [notice] = [n for n in ui.of(Notice) if n.text.startswith("cut ")]
-    assert notice.text == (f"cut 3 recent tool results from 15000 to {sum(map(len, cuts))} chars (the first 500 chars "
-                           f"of each, with a note) to fit the model's context; the whole results are saved in {folder}")
+    assert notice.text.startswith("cut 3 recent tool results ")
+    assert f" from 15000 to {sum(map(len, cuts))} chars " in notice.text
+    assert "(the first 500 chars of each" in notice.text and notice.text.endswith(f" {folder}")
 
 
 def test_a_result_saved_by_the_aggregate_budget_is_cut_again_from_its_file(tmp_path: Path) -> None:
@@ -459,8 +472,7 @@ def test_a_result_saved_by_the_aggregate_budget_is_cut_again_from_its_file(tmp_p
     path = persisted.free_path(folder, "c1")
     persisted.write(path, whole)
     preview = persisted.aggregate_preview(path, whole, 2000)
-    assert persisted.cut(preview, "c1", folder, 100) == (
-        f'<persisted-output path="{path}">\n{"w" * 100}\n… 4900 of 5000 {CUT_NOTE}\n</persisted-output>')
+    assert parts(persisted.cut(preview, "c1", folder, 100)) == ("persisted-output", str(path), "w" * 100, 4900, 5000)
     assert [p.name for p in path.parent.iterdir()] == ["c1.txt"]
     # The same markup naming a file outside this session's results folder is not ours.
     elsewhere = persisted.aggregate_preview(tmp_path / "other" / "c1.txt", whole, 2000)

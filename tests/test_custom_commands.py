@@ -16,6 +16,7 @@ from nanohermes.extensions.custom_commands import CustomCommand, discover, expan
 from nanohermes.common.events import RecordingUI
 from nanohermes.guard.permissions import Policy
 from nanohermes.turn.runtime import Runtime
+from nanohermes.extensions.custom_commands import INIT_PROMPT
 from nanohermes.testing import FakeServer, Reply, ScriptedLLM
 from nanohermes.tools.files import ListDir, ReadFile
 from nanohermes.ui.commands import CommandContext, Registry
@@ -66,8 +67,8 @@ def test_file_names_become_commands_with_namespaces(workspace: Path, home: Path)
     assert found.commands["review"].body == "Review the code." and found.commands["review"].project
     assert found.commands["explain"].body == "Explain."
     assert not found.commands["deploy"].project
-    assert found.warnings == [f"{workspace / '.nanohermes' / 'commands' / 'bad name.md'}: command names are letters, "
-                              "digits, _ . and -; file skipped"]
+    [skipped] = found.warnings
+    assert skipped.startswith(f"{workspace / '.nanohermes' / 'commands' / 'bad name.md'}: ") and "skipped" in skipped
 
 
 def test_front_matter_gives_description_hint_and_model(workspace: Path) -> None:
@@ -79,9 +80,9 @@ def test_front_matter_gives_description_hint_and_model(workspace: Path) -> None:
     assert (fix.description, fix.argument_hint, fix.model, fix.body) == (
         "Fix an issue", "<issue> [priority]", "big-model", "Fix issue $1.")
     assert "broken" not in found.commands and found.refused["broken"].kind == "refused"
-    assert found.warnings == [f"/broken cannot run: {workspace / '.nanohermes' / 'commands' / 'broken.md'} (command "
-                              "file) not read: its front matter cannot be read (front matter line 2 is not `key: "
-                              "value`: 'just some prose')"]
+    [unread] = found.warnings
+    assert unread.startswith("/broken cannot run: ") and f" {workspace / '.nanohermes' / 'commands' / 'broken.md'} " in unread
+    assert " line 2 " in unread and "'just some prose'" in unread
 
 
 @pytest.mark.parametrize("body, args, expected", [
@@ -121,8 +122,8 @@ def test_at_path_attaches_files_bounded_like_the_repl(workspace: Path, tmp_path:
     ctx.agent.runtime.limits = type(ctx.agent.runtime.limits)(read_file_window_lines=3)
     asyncio.run(reg.run("/review", ctx))
     text = sent(llm)
-    assert text.startswith("Review @src/a.py and @missing.py.\n\n<file path=\"src/a.py\">\n")
-    assert "line 3" in text and "line 4" not in text and "showing lines 1-3 of 7; continue with offset=4" in text
+    assert text.split("\n")[:3] == ["Review @src/a.py and @missing.py.", "", '<file path="src/a.py">']
+    assert "line 3" in text and "line 4" not in text and " 1-3 of 7; " in text and " offset=4" in text
     assert text.endswith("</file>") and "attached src/a.py" in console.export_text()
 
 
@@ -141,8 +142,8 @@ def test_a_project_command_attaches_only_the_workspaces_non_secret_files(workspa
     assert "PRIVATE" not in sent(llm) and "TOKEN" not in sent(llm)
     shown = " ".join(console.export_text().split())  # as said, whatever the console wrapped
     assert shown.count("not attached:") == 3
-    assert f"@.env not attached: it resolves to {workspace / '.env'}, a secret file" in shown
-    assert shown.count(f"it resolves to {outside}, outside the workspace") == 2  # named, and through a link
+    assert "@.env not attached: " in shown and f" {workspace / '.env'}, a secret file" in shown
+    assert shown.count(f" {outside}, outside the workspace") == 2  # named, and through a link
     asyncio.run(reg.run("/mine", ctx))  # the person's own command attaches what they named
     assert "PRIVATE" in sent(llm, 1)
 
@@ -157,9 +158,11 @@ def test_a_builtin_wins_a_clash_and_help_says_so(workspace: Path) -> None:
     ctx, console = make_ctx(workspace, llm, reg)
     asyncio.run(reg.run("/help", ctx))
     out = console.export_text()
-    assert re.search(r"^/review \[focus\] +Review the diff \(project command\) *$", out, re.M)
+    [row] = [line for line in out.splitlines() if line.startswith("/review ")]
+    assert re.split(r"\s{2,}", row.strip()) == ["/review [focus]", "Review the diff (project command)"]
     path = workspace / ".nanohermes" / "commands" / "help.md"
-    assert f"/help from {path} is hidden by the built-in /help; rename the file to use it" in out
+    [hidden] = [line for line in out.splitlines() if str(path) in line]
+    assert hidden.startswith(f"/help from {path} ") and "built-in /help" in hidden
     assert llm.requests == []  # the built-in ran
 
 
@@ -211,7 +214,7 @@ def test_init_writes_agents_md_through_the_fake_server(server: FakeServer, works
     asyncio.run(reg.run("/init mention the demo", ctx))
     assert (workspace / "AGENTS.md").read_text() == "# demo\n\nTest: `pytest`\n"
     prompt = server.requests[0]["messages"][-1]["content"]
-    assert prompt.startswith("Study this repository and write an AGENTS.md at its root")
+    assert prompt.startswith(INIT_PROMPT.split("{action}")[0] + "write ")  # write, not improve: there is none
     assert prompt.endswith("\nAlso: mention the demo") and "exists already" not in prompt
     server.add(Reply(text="improved"))
     asyncio.run(reg.run("/init", ctx))
@@ -231,9 +234,10 @@ def test_export_writes_the_conversation_as_markdown(workspace: Path) -> None:
     asyncio.run(ctx.agent.ask("what is in a.txt?"))
     asyncio.run(reg.run("/export out/chat.md", ctx))
     text = (workspace / "out" / "chat.md").read_text()
-    assert text == ("# nanohermes conversation\n\n## You\n\nwhat is in a.txt?\n\n## nanohermes\n\nLet me look.\n\n"
-                    "Tool call: **read_file**\n\n```json\n{\"path\": \"a.txt\"}\n```\n\n"
-                    "Result:\n\n````\n1\thas ``` fences\n````\n\n## nanohermes\n\nIt has fences.\n")
+    assert [part.split("\n") for part in text.split("\n\n")] == [
+        ["# nanohermes conversation"], ["## You"], ["what is in a.txt?"], ["## nanohermes"], ["Let me look."],
+        ["Tool call: **read_file**"], ["```json", '{"path": "a.txt"}', "```"],
+        ["Result:"], ["````", "1\thas ``` fences", "````"], ["## nanohermes"], ["It has fences.", ""]]
     assert f"exported 4 messages to {workspace / 'out' / 'chat.md'}" in console.export_text()
 
 
@@ -253,7 +257,7 @@ def test_export_after_a_compaction_writes_the_whole_session_and_says_where_the_s
              "## Summary (the conversation above was compacted", "THE SUMMARY", "answer three", "fourth question",
              "answer four"]
     assert [text.index(part) for part in order] == sorted(text.index(part) for part in order)
-    assert "exported 9 messages (the whole session: the model now sees the first 5 as a summary)" in said
+    assert "exported 9 messages " in said and " the first 5 " in said, said
     built.agent.session.close()
     ran = turn("-p", "/export again.md", "--continue", server=server)  # read back from the transcript: the same
     assert ran.code == 0, ran.err
@@ -267,7 +271,7 @@ def test_print_mode_refuses_a_repl_command_instead_of_sending_it(turn, server: F
     ran = turn("-p", line, server=server)
     assert ran.code == 2 and server.requests == [], ran.err
     name = line.split()[0]
-    assert f"{name} is a command of the REPL; with -p only /init, /export and custom commands run" in ran.err
+    assert f"{name} is a command of the REPL;" in ran.err
 
 
 def test_print_mode_exports_the_conversation_it_continues(turn, server: FakeServer, workspace: Path) -> None:  # type: ignore[no-untyped-def]
@@ -290,7 +294,7 @@ def test_print_mode_init_that_cannot_write_says_so_and_fails(turn, server: FakeS
     server.add(tool_reply(call("write_file", {"path": "AGENTS.md", "content": "# demo\n"})), Reply(text="tried"))
     ran = turn("-p", "/init", server=server)  # no --yes, no terminal: the write is refused
     assert ran.code == 1 and not (workspace / "AGENTS.md").exists()
-    assert "/init did not write AGENTS.md: the write needs approval" in ran.err
+    assert "/init did not write AGENTS.md: " in ran.err and "needs approval" in ran.err
     assert "--yes" in ran.err
     ran = turn("-p", "/init", "--mode", "plan", server=server)
     assert ran.code == 1 and "plan mode writes nothing" in ran.err and len(server.requests) == 2

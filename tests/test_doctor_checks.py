@@ -99,9 +99,8 @@ def test_a_redirected_model_list_names_where_it_points(turn) -> None:
     with FakeServer([PROBE_OK], models_answer=answer) as s:
         r = doctor(turn, s)
         url = s.base_url
-    assert f"[warn] endpoint: {url} answers, but listing models was redirected (302) to https://login.example/sso" \
-        in r.out
-    assert "fix: set base_url to the address the API really answers at" in r.out
+    [warned] = [line for line in r.out.splitlines() if line.startswith(f"[warn] endpoint: {url} ")]
+    assert "(302) to https://login.example/sso" in warned and "fix: set base_url " in r.out, warned
 
 
 @pytest.mark.parametrize("case", ["404", "500", "html_200"])
@@ -112,7 +111,7 @@ def test_both_routes_failing_still_lists_every_check(turn, case: str) -> None:
         r = doctor(turn, s)
     lines = endpoint_lines(r.out)
     assert lines["model"] == ("skip", f"skipped: {why}")
-    assert lines["api key"] == ("skip", "skipped: the chat probe failed before the key could be judged")
+    assert lines["api key"][0] == "skip" and "chat probe failed" in lines["api key"][1]
     assert lines["chat"][0] == "fail" and lines["chat"][1].startswith("the probe request failed: ")
     assert lines["tool calls"] == ("skip", "skipped: chat failed")
     assert counted(r.out) == healthy_count(turn)
@@ -180,7 +179,7 @@ def test_without_a_key_a_refusal_is_one_key_line(turn, route: str) -> None:
     lines = endpoint_lines(r.out)
     mark, detail = lines["api key"]
     assert mark == "fail"
-    assert detail.endswith("; no key set ($OPENAI_API_KEY is empty, no api_key in config)")
+    assert detail.endswith(" ($OPENAI_API_KEY is empty, no api_key in config)"), detail
     assert detail.startswith("refused (401)" if route == "models" else "chat refused it: ")
     assert counted(r.out) == healthy_count(turn)
 
@@ -189,7 +188,7 @@ def test_without_a_key_a_healthy_endpoint_keeps_the_warning_in_its_place(turn) -
     with FakeServer([PROBE_OK]) as s:
         r = doctor(turn, s, key="")
     lines = endpoint_lines(r.out)
-    assert lines["api key"] == ("warn", "no key set ($OPENAI_API_KEY is empty, no api_key in config)")
+    assert lines["api key"][0] == "warn" and "$OPENAI_API_KEY" in lines["api key"][1]
     assert counted(r.out) == healthy_count(turn)
     assert r.code == 0
 

@@ -4,6 +4,7 @@ TLS/plain-HTTP mix-up named. Each against a real loopback server."""
 
 from __future__ import annotations
 
+import re
 
 import pytest
 
@@ -16,14 +17,24 @@ def doctor(turn, *args: str, **kw):  # type: ignore[no-untyped-def]
     return r
 
 
+def checks(out: str) -> dict[str, tuple[str, str]]:
+    """doctor's checks: name -> (status, detail), as its `[status] name: detail` lines say."""
+    found = {}
+    for line in out.splitlines():
+        m = re.match(r"\[(ok|FAIL|skip|warn)\] +([^:]+): (.*)", line)
+        if m:
+            found[m[2]] = (m[1], m[3])
+    return found
+
+
 def test_a_key_models_accepts_but_chat_refuses_fails(turn, server: FakeServer) -> None:
     server.add(Fault(status=401, message="Invalid API key for chat", code="invalid_api_key"))
     r = doctor(turn, "--base-url", server.base_url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
     assert r.code == 1
     assert "[ok]   api key" not in r.out
-    assert "[FAIL] api key: chat refused it: the model endpoint refused the API key (401: Invalid API key for chat)" in r.out
-    assert "[skip] chat: skipped: chat refused the key" in r.out
-    assert "[skip] tool calls: skipped: chat refused the key" in r.out
+    found = checks(r.out)
+    assert found["api key"][0] == "FAIL" and found["api key"][1].endswith(" (401: Invalid API key for chat)")
+    assert found["chat"] == found["tool calls"] == ("skip", "skipped: chat refused the key")
     assert server.paths == ["/v1/chat/completions"]  # /models is not in paths: only POSTs are recorded
 
 
@@ -32,8 +43,8 @@ def test_an_endpoint_quoting_the_key_is_shown_redacted(cli, server: FakeServer) 
     server.add(Fault(status=401, message=f"Incorrect API key provided: {key}", code="invalid_api_key"))
     r = doctor(cli, "--base-url", server.base_url, "--model", "fake-model", env={"OPENAI_API_KEY": key})
     assert r.code == 1
-    assert "[FAIL] api key: chat refused it: the model endpoint refused the API key " \
-           "(401: Incorrect API key provided: [REDACTED])" in r.out
+    status, detail = checks(r.out)["api key"]
+    assert status == "FAIL" and detail.endswith(" (401: Incorrect API key provided: [REDACTED])"), detail
     assert key not in r.out + r.err
 
 
@@ -42,10 +53,11 @@ def test_a_text_answer_to_the_probe_fails_tool_calls_with_every_server_hint(turn
     server.add(Reply(text="Sure! ok=true"))
     r = doctor(turn, "--base-url", server.base_url, "--model", "fake-model")
     assert r.code == 1
-    assert "[ok]   chat: streamed an answer (chat wire)" in r.out
-    assert "[FAIL] tool calls: the model answered in text instead of calling the probe tool ('Sure! ok=true')" in r.out
-    assert "llama.cpp: start llama-server with --jinja" in r.out
-    assert "vllm: start vLLM with --enable-auto-tool-choice --tool-call-parser" in r.out
+    found = checks(r.out)
+    assert found["chat"][0] == "ok" and found["chat"][1].endswith(" (chat wire)")
+    assert found["tool calls"][0] == "FAIL" and found["tool calls"][1].endswith(" ('Sure! ok=true')")
+    assert "llama.cpp: " in r.out and " --jinja" in r.out
+    assert "vllm: " in r.out and " --enable-auto-tool-choice --tool-call-parser" in r.out
     assert "ollama: use an Ollama model that supports tools" in r.out
 
 
@@ -66,15 +78,17 @@ def test_the_tool_call_hint_names_the_server_it_detects(turn, owner: str, hint: 
 def test_a_call_of_another_tool_is_not_the_probe(turn, server: FakeServer) -> None:
     server.add(tool_reply(call("run_command", {"command": "true"})))
     r = doctor(turn, "--base-url", server.base_url, "--model", "fake-model")
-    assert "[FAIL] tool calls: the model called 'run_command', not the probe tool" in r.out
+    status, detail = checks(r.out)["tool calls"]
+    assert status == "FAIL" and "'run_command'" in detail, detail
 
 
 def test_endpoint_down_shows_the_dependent_checks_as_skipped(turn) -> None:
     r = doctor(turn, "--base-url", "http://127.0.0.1:9/v1", env={"OPENAI_API_KEY": "k"})
     assert r.code == 1
-    assert "[FAIL] endpoint: cannot reach http://127.0.0.1:9/v1" in r.out
-    for name in ("api key", "model", "chat", "tool calls"):
-        assert f"[skip] {name}: skipped: the endpoint is not reachable" in r.out
+    found = checks(r.out)
+    assert found["endpoint"][0] == "FAIL" and " http://127.0.0.1:9/v1" in found["endpoint"][1]
+    assert {found[name] for name in ("api key", "model", "chat", "tool calls")} == {
+        ("skip", "skipped: the endpoint is not reachable")}
     assert "4 skipped" in r.out
     assert "[ok]   git:" in r.out  # checks that do not need the endpoint still run
 
@@ -88,7 +102,8 @@ def test_endpoint_down_shows_the_dependent_checks_as_skipped(turn) -> None:
 def test_an_unusable_base_url_exits_2_before_any_request(turn, url: str, why: str) -> None:
     r = doctor(turn, "--base-url", url)
     assert r.code == 2
-    assert f"[FAIL] endpoint: base_url {url!r} is not a usable URL: {why}" in r.out
+    status, detail = checks(r.out)["endpoint"]
+    assert status == "FAIL" and f" {url!r} " in detail and detail.endswith(f": {why}"), detail
     assert "fix: set it like http://127.0.0.1:8080/v1" in r.out
     assert "checks:" not in r.out  # nothing else ran
 
@@ -97,7 +112,7 @@ def test_an_unusable_base_url_ends_a_p_run_with_exit_2(turn, server: FakeServer)
     r = turn("-p", "hi", "--base-url", "127.0.0.1:8080/v1")
     print(r.err)
     assert r.code == 2
-    assert "base_url '127.0.0.1:8080/v1' is not a usable URL: it has no http:// or https:// scheme" in r.err
+    assert "base_url '127.0.0.1:8080/v1' " in r.err and ": it has no http:// or https:// scheme" in r.err
     assert "retrying" not in r.err
 
 
@@ -105,8 +120,8 @@ def test_https_against_a_plain_http_server_is_named(turn, server: FakeServer) ->
     url = server.base_url.replace("http://", "https://")
     r = doctor(turn, "--base-url", url)
     assert r.code == 1
-    assert "the server seems to speak plain HTTP: try http:// instead of https://" in r.out
-    assert f"fix: set base_url to {server.base_url} (--base-url, OPENAI_BASE_URL or config)" in r.out
+    assert "try http:// instead of https://" in r.out
+    assert f"fix: set base_url to {server.base_url} " in r.out
     r = turn("-p", "hi", "--base-url", url, "--model", "fake-model", config={"max_retries": 0})
     assert "try http:// instead of https://" in r.err
 
@@ -115,8 +130,8 @@ def test_plain_http_against_a_tls_server_is_named(turn, tls_port: int) -> None:
     r = doctor(turn, "--base-url", f"http://127.0.0.1:{tls_port}/v1")
     assert r.code == 1
     assert "[FAIL] endpoint: cannot reach" in r.out
-    assert "the server speaks TLS: use https:// instead of http://" in r.out
-    assert f"fix: set base_url to https://127.0.0.1:{tls_port}/v1 (--base-url, OPENAI_BASE_URL or config)" in r.out
+    assert "use https:// instead of http://" in r.out
+    assert f"fix: set base_url to https://127.0.0.1:{tls_port}/v1 " in r.out
 
 
 def test_the_responses_wire_is_probed_on_its_own_route(turn, server: FakeServer) -> None:
@@ -124,8 +139,9 @@ def test_the_responses_wire_is_probed_on_its_own_route(turn, server: FakeServer)
     r = doctor(turn, "--base-url", server.base_url, "--model", "fake-model", "--wire-api", "responses",
                env={"OPENAI_API_KEY": "k"})
     assert r.code == 0, r.out
-    assert "[ok]   chat: streamed an answer (responses wire)" in r.out
-    assert "[ok]   tool calls: the model called the probe tool" in r.out
+    found = checks(r.out)
+    assert found["chat"][0] == "ok" and found["chat"][1].endswith(" (responses wire)")
+    assert found["tool calls"][0] == "ok"
     assert server.paths == ["/v1/responses"]
 
 
@@ -160,15 +176,16 @@ def test_a_probe_refused_with_403_fails_the_key(turn, server: FakeServer) -> Non
     server.add(Fault(status=403, message="this key may not use chat"))
     r = doctor(turn, "--base-url", server.base_url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
     assert r.code == 1
-    assert ("[FAIL] api key: chat refused it: the model endpoint refused the API key (403: this key may not use chat)"
-            in r.out.splitlines())
-    assert "[skip] chat: skipped: chat refused the key" in r.out
+    found = checks(r.out)
+    assert found["api key"][0] == "FAIL" and found["api key"][1].endswith(" (403: this key may not use chat)")
+    assert found["chat"][0] == "skip"
 
 
 def test_without_a_key_a_failed_probe_keeps_the_one_key_warning(turn, server: FakeServer) -> None:
     server.add(Fault(status=503, message="upstream is down"))
     r = doctor(turn, "--base-url", server.base_url, "--model", "fake-model", env={"OPENAI_API_KEY": ""})
     assert r.code == 1
-    assert [ln for ln in r.out.splitlines() if "api key:" in ln] == [
-        "[warn] api key: no key set ($OPENAI_API_KEY is empty, no api_key in config)"]
-    assert "[FAIL] chat: the probe request failed: the model endpoint answered 503: upstream is down" in r.out
+    assert len([ln for ln in r.out.splitlines() if "api key:" in ln]) == 1  # one warning, not a second failure
+    found = checks(r.out)
+    assert found["api key"][0] == "warn" and "$OPENAI_API_KEY" in found["api key"][1]
+    assert found["chat"][0] == "FAIL" and found["chat"][1].endswith(" 503: upstream is down")

@@ -71,8 +71,7 @@ def line(out: str, name: str) -> str:
 def test_an_rg_only_inside_the_workspace_is_named_with_why_and_the_fix_works(clone: Path, tmp_path: Path) -> None:
     system = tools_dir(tmp_path / "system", "git", "true", "sh", "bash", "env")
     found = line(doctor_in(clone, f"{clone / '.venv' / 'bin'}{os.pathsep}{system}"), "ripgrep")
-    assert found.startswith(f"[warn] ripgrep: {clone / '.venv' / 'bin' / 'rg'} is not run: it lies inside {clone}, "
-                            "which commands may write"), found
+    assert found.startswith(f"[warn] ripgrep: {clone / '.venv' / 'bin' / 'rg'} ") and f" {clone}, " in found, found
     assert "fix: install ripgrep system-wide" in found and "pipx install or uv tool install" in found
     assert "reinstall nanohermes" not in found
     # The fix, done: an rg installed outside the folder.
@@ -86,7 +85,7 @@ def test_a_git_only_inside_the_workspace_is_named_with_why_and_the_fix_works(clo
     system = tools_dir(tmp_path / "system", "true", "sh", "bash", "env")
     tools_dir(clone / "bin", "git")
     found = line(doctor_in(clone, f"{clone / 'bin'}{os.pathsep}{system}"), "git")
-    assert found.startswith(f"[FAIL] git: {clone / 'bin' / 'git'} is not run: it lies inside {clone}"), found
+    assert found.startswith(f"[FAIL] git: {clone / 'bin' / 'git'} ") and f" {clone}" in found, found
     assert "fix: install git system-wide" in found
     tools_dir(tmp_path / "installed", "git")
     fixed = line(doctor_in(clone, os.pathsep.join([str(clone / "bin"), str(system), str(tmp_path / "installed")])),
@@ -118,8 +117,7 @@ def test_a_config_warnings_fix_is_its_own(turn, workspace: Path, home: Path) -> 
     r = turn("doctor", "--base-url", "http://127.0.0.1:9/v1", config={"modle": "x"})
     out = r.out.splitlines()
     unknown = next(i for i, text in enumerate(out) if "unknown config keys ignored: modle (did you mean model?)" in text)
-    assert out[unknown + 1].strip() == ("fix: rename each to the key it means (or remove it); config.example.json "
-                                        "lists every key")
+    assert out[unknown + 1].strip().startswith("fix: rename each ") and "config.example.json" in out[unknown + 1]
     trust = next(i for i, text in enumerate(out) if "because this project is not trusted" in text)
     assert "trusted_projects" in out[trust]  # the warning says what to do; no other fix is added
     assert not out[trust + 1].strip().startswith("fix:")

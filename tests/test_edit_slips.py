@@ -52,23 +52,21 @@ def test_numbers_on_both_strings_as_read_file_shows_them_are_stripped_from_both(
     shown = call(rt, "read_file", path="app.py", offset=5, limit=2)
     old = "\n".join(shown.split("\n")[:2])  # copied as read_file printed them: "5\t    a = 1\n6\t    b = 2"
     out = edit(rt, "app.py", old, "5\t    a = 10\n6\t    b = 20")
-    assert out == ("edited app.py: replaced 1 occurrence (+2 -2 lines) (read_file's line numbers stripped from "
-                   "old_string and new_string)")
+    assert out.startswith("edited app.py: replaced 1 occurrence") and "old_string and new_string)" in out, out
     assert (workspace / "app.py").read_text() == APP.replace("a = 1\n", "a = 10\n").replace("b = 2", "b = 20")
 
 
 def test_numbers_in_the_other_agents_arrow_form_only_on_new_string_are_stripped(workspace: Path) -> None:
     rt = seen(workspace, "app.py", APP)
     out = edit(rt, "app.py", "    b = 2\n    c = 3", "     6\u2192    b = 22\n     7\u2192    c = 33")
-    assert out == ("edited app.py: replaced 1 occurrence (+2 -2 lines) (line numbers copied from read_file stripped "
-                   "from new_string)")
+    assert out.startswith("edited app.py: replaced 1 occurrence") and out.endswith("stripped from new_string)"), out
     assert (workspace / "app.py").read_text() == APP.replace("b = 2", "b = 22").replace("c = 3", "c = 33")
 
 
 def test_numbers_on_only_some_new_lines_after_a_numbered_old_string_go_line_by_line(workspace: Path) -> None:
     rt = seen(workspace, "app.py", APP)
     out = edit(rt, "app.py", "4\tdef main():\n5\t    a = 1", "4\tdef main(argv=None):\n    argv = argv or []\n5\t    a = 1")
-    assert "read_file's line numbers stripped from old_string and new_string" in out
+    assert out.endswith("stripped from old_string and new_string)"), out
     assert (workspace / "app.py").read_text() == APP.replace("def main():\n", "def main(argv=None):\n    argv = argv or []\n")
 
 
@@ -76,8 +74,7 @@ def test_numbered_new_lines_in_a_file_with_such_lines_are_refused_as_a_guess(wor
     table = "id\tname\n1\tada\n2\tbob\n"
     rt = seen(workspace, "people.tsv", table)
     out = edit(rt, "people.tsv", "bob", "3\tcy")
-    assert out.startswith("ERROR: new_string's lines all start with line numbers like read_file's")
-    assert "may be content" in out
+    assert out.startswith("ERROR: new_string's lines") and "people.tsv" in out, out
     assert (workspace / "people.tsv").read_text() == table
 
 
@@ -93,7 +90,7 @@ def test_numbered_new_lines_in_a_file_with_such_lines_are_refused_as_a_guess(wor
 def test_one_fence_around_a_whole_file_is_removed_and_named(workspace: Path, content: str, path: str, expected: str,
                                                            note: str) -> None:
     out = call(runtime(workspace), "write_file", path=path, content=content)
-    assert out.startswith(f"created {path} ") and out.endswith(f"(the Markdown fence around the content ({note}) removed)"), out
+    assert out.startswith(f"created {path} ") and f"({note})" in out and "fence" in out, out
     assert (workspace / path).read_bytes() == expected.encode()
 
 
@@ -107,8 +104,7 @@ def test_a_markdown_file_that_is_a_code_block_is_written_as_it_is(workspace: Pat
 def test_a_fence_holding_another_closing_fence_is_refused_as_a_guess(workspace: Path) -> None:
     content = "```python\nDOC = '''\n```\nnot code\n'''\n```\n"
     out = call(runtime(workspace), "write_file", path="doc.py", content=content)
-    assert out.startswith("ERROR: nothing was written to doc.py: content starts with a Markdown fence")
-    assert "line 3 closes a fence too" in out
+    assert out.startswith("ERROR: nothing was written to doc.py") and "line 3 " in out, out
     assert not (workspace / "doc.py").exists()
 
 
@@ -118,8 +114,7 @@ def test_a_file_whose_line_breaks_are_literal_escapes_is_decoded(workspace: Path
     # A Qwen-style double encoding: the arguments' JSON held `\\n` and `\\"`.
     sent = 'import json\\n\\n\\ndef load(path):\\n    with open(path) as f:\\n        return json.load(f)\\n'
     out = call(runtime(workspace), "write_file", path="load.py", content=sent)
-    assert out == ("created load.py (84 bytes, 6 lines) (its line breaks arrived as literal \\n escapes (JSON encoded "
-                   "twice): decoded to 6 line breaks)")
+    assert out.startswith("created load.py (84 bytes, 6 lines)") and "decoded to 6 line breaks" in out, out
     assert (workspace / "load.py").read_text() == (
         "import json\n\n\ndef load(path):\n    with open(path) as f:\n        return json.load(f)\n")
 
@@ -134,8 +129,7 @@ def test_a_shell_script_with_escaped_quotes_and_line_breaks_is_decoded(workspace
 def test_a_one_liner_whose_escape_sits_in_a_string_is_refused_until_it_ends_with_a_line_break(workspace: Path) -> None:
     rt = runtime(workspace)
     out = call(rt, "write_file", path="hi.py", content='print("hello\\nworld")')
-    assert out.startswith("ERROR: nothing was written to hi.py: content has no line breaks, only literal \\n escapes")
-    assert "end it with a real line break" in out and not (workspace / "hi.py").exists()
+    assert out.startswith("ERROR: nothing was written to hi.py") and not (workspace / "hi.py").exists(), out
     out = call(rt, "write_file", path="hi.py", content='print("hello\\nworld")\n')
     assert out == "created hi.py (22 bytes, 1 line)"
     assert (workspace / "hi.py").read_bytes() == b'print("hello\\nworld")\n'
@@ -166,8 +160,8 @@ def test_elision_lines_in_both_strings_keep_the_lines_in_between(workspace: Path
     rt = seen(workspace, "app.py", APP)
     out = edit(rt, "app.py", "def main():\n    a = 1\n    # ... existing code ...\n    return a + b + c\n",
                "def main():\n    a = 100\n    # ... existing code ...\n    return a * b * c\n")
-    assert out == ("edited app.py: replaced 1 occurrence (+2 -2 lines) (the elision line `# ... existing code ...` in "
-                   "old_string and new_string read as: the lines in between stay (2 kept))")
+    assert out.startswith("edited app.py: replaced 1 occurrence (+2 -2 lines)") and out.endswith("(2 kept))"), out
+    assert "`# ... existing code ...`" in out
     assert (workspace / "app.py").read_text() == (
         "import os\n\n\ndef main():\n    a = 100\n    b = 2\n    c = 3\n    return a * b * c\n")
 
@@ -198,7 +192,7 @@ def test_a_final_newline_the_file_does_not_have_is_ignored(workspace: Path, text
                                                            expected: str) -> None:
     rt = seen(workspace, "f.txt", text)
     out = edit(rt, "f.txt", old, new)
-    assert out.endswith("(old_string's final newline ignored: the file's last line has none)"), out
+    assert out.startswith("edited f.txt") and "final newline ignored" in out, out
     assert (workspace / "f.txt").read_bytes() == expected.encode()
 
 
@@ -209,7 +203,7 @@ def test_a_final_newline_the_file_does_not_have_is_ignored(workspace: Path, text
 def test_over_escaped_strings_are_tried_unescaped(workspace: Path, old: str, new: str, expected: str) -> None:
     rt = seen(workspace, "app.py", APP)
     out = edit(rt, "app.py", old, new)
-    assert out.endswith("(old_string and new_string were escaped twice (literal \\n or \\\"): read unescaped)"), out
+    assert out.startswith("edited app.py") and "escaped twice" in out, out
     assert (workspace / "app.py").read_text() == expected
 
 
@@ -224,7 +218,7 @@ def test_an_over_escaped_miss_shows_the_closest_lines_of_the_file(workspace: Pat
     rt = seen(workspace, "app.py", APP)
     out = edit(rt, "app.py", "def main():\\n    a = 100", "x")
     assert out.startswith("ERROR: old_string not found in app.py")
-    assert "The closest region of the file, lines 2-7:\n2\t\n3\t\n4\tdef main():\n5\t    a = 1\n" in out
+    assert "lines 2-7:\n2\t\n3\t\n4\tdef main():\n5\t    a = 1\n" in out, out
     assert (workspace / "app.py").read_text() == APP
 
 
@@ -237,15 +231,15 @@ def test_an_edit_already_applied_is_answered_so_and_changes_nothing(workspace: P
     rt = seen(workspace, "app.py", text)
     mtime = (workspace / "app.py").stat().st_mtime_ns
     out = edit(rt, "app.py", old, new)
-    assert out.startswith("already applied: old_string is not in app.py but new_string is (line ")
-    assert out.endswith("; nothing changed in app.py")
+    assert out.startswith("already applied: ") and out.count("app.py") == 2, out
     assert (workspace / "app.py").read_text() == text and (workspace / "app.py").stat().st_mtime_ns == mtime
 
 
 def test_a_miss_with_nothing_alike_still_shows_the_files_first_lines(workspace: Path) -> None:
     rt = seen(workspace, "app.py", APP)
     out = edit(rt, "app.py", "class Unrelated:\n    zzz = True", "x")
-    assert "Nothing in the file is alike; it begins, lines 1-6:\n1\timport os\n2\t\n3\t\n4\tdef main():\n" in out
+    assert out.startswith("ERROR: old_string not found in app.py"), out
+    assert "lines 1-6:\n1\timport os\n2\t\n3\t\n4\tdef main():\n" in out, out
 
 
 # -- quotes of the other kind -------------------------------------------------------------
@@ -260,14 +254,13 @@ def test_quotes_of_the_other_kind_match_and_the_new_text_takes_the_files(workspa
                                                                         expected: str, kind: str) -> None:
     rt = seen(workspace, "f.txt", text)
     out = edit(rt, "f.txt", old, new)
-    assert out.endswith(f"matched with Unicode punctuation mapped to ASCII; new_string's quotes written {kind} like "
-                        "the file's)"), out
+    assert out.startswith("edited f.txt") and f"quotes written {kind} " in out, out
     assert (workspace / "f.txt").read_text() == expected
     (workspace / "g.txt").write_text(text)
     assert not call(rt, "read_file", path="g.txt").startswith("ERROR")
     patch = f"*** Begin Patch\n*** Update File: g.txt\n@@\n-{old}\n+{new}\n*** End Patch\n"
     out = call(rt, "apply_patch", diff=patch)
-    assert out.endswith(f"its + lines' quotes written {kind} like the file's"), out
+    assert f"quotes written {kind} " in out, out
     assert (workspace / "g.txt").read_text() == expected
 
 
@@ -277,11 +270,11 @@ def test_a_mistyped_path_with_a_namesake_elsewhere_is_asked_about(workspace: Pat
     (workspace / "src").mkdir()
     (workspace / "src" / "utils.py").write_text("def f():\n    return 1\n")
     rt = runtime(workspace)
-    assert edit(rt, "utils.py", "return 1", "return 2") == "ERROR: utils.py does not exist; did you mean `src/utils.py`?"
-    assert call(rt, "read_file", path="utils.py") == "ERROR: utils.py does not exist; did you mean `src/utils.py`?"
+    for out in (edit(rt, "utils.py", "return 1", "return 2"), call(rt, "read_file", path="utils.py")):
+        assert out.startswith("ERROR: utils.py does not exist") and out.endswith("`src/utils.py`?"), out
     out = call(rt, "apply_patch", diff="*** Begin Patch\n*** Update File: utils.py\n@@\n-    return 1\n+    return 2\n"
                                         "*** End Patch\n")
-    assert out.startswith("ERROR: utils.py does not exist (did you mean `src/utils.py`?), so it cannot be updated")
+    assert out.startswith("ERROR: utils.py does not exist") and "`src/utils.py`?" in out, out
     assert not (workspace / "utils.py").exists()
     assert (workspace / "src" / "utils.py").read_text() == "def f():\n    return 1\n"
 
@@ -289,10 +282,11 @@ def test_a_mistyped_path_with_a_namesake_elsewhere_is_asked_about(workspace: Pat
 def test_a_name_one_slip_away_in_the_same_folder_is_suggested(workspace: Path) -> None:
     (workspace / "config.yaml").write_text("debug: false\n")
     rt = runtime(workspace)
-    assert call(rt, "read_file", path="config.yml") == "ERROR: config.yml does not exist; did you mean `config.yaml`?"
-    assert edit(rt, "confg.yaml", "false", "true") == "ERROR: confg.yaml does not exist; did you mean `config.yaml`?"
-    assert call(rt, "read_file", path="nothing_like_it.py") == (
-        "ERROR: nothing_like_it.py does not exist; check the path with list_dir or glob")
+    for path, out in (("config.yml", call(rt, "read_file", path="config.yml")),
+                      ("confg.yaml", edit(rt, "confg.yaml", "false", "true"))):
+        assert out.startswith(f"ERROR: {path} does not exist") and out.endswith("`config.yaml`?"), out
+    out = call(rt, "read_file", path="nothing_like_it.py")
+    assert out.startswith("ERROR: nothing_like_it.py does not exist") and "did you mean" not in out, out
 
 
 def test_the_namesake_walk_stops_at_grep_max_files(workspace: Path) -> None:
@@ -301,18 +295,19 @@ def test_the_namesake_walk_stops_at_grep_max_files(workspace: Path) -> None:
     (workspace / "d4" / "utils.py").write_text("x\n")
     rt = Runtime(tools=build_tools(), config=Config(), workspace=workspace, ui=RecordingUI(), policy=Policy(mode="goal"),
                  limits=Limits(grep_max_files=3))
-    assert call(rt, "read_file", path="utils.py") == "ERROR: utils.py does not exist; check the path with list_dir or glob"
-    assert call(runtime(workspace), "read_file", path="utils.py") == (
-        "ERROR: utils.py does not exist; did you mean `d4/utils.py`?")
+    out = call(rt, "read_file", path="utils.py")
+    assert out.startswith("ERROR: utils.py does not exist") and "d4/utils.py" not in out, out
+    out = call(runtime(workspace), "read_file", path="utils.py")
+    assert out.startswith("ERROR: utils.py does not exist") and out.endswith("`d4/utils.py`?"), out
 
 
-@pytest.mark.parametrize("tool,args,expected", [
-    ("todo_write", {"todos": '[{"content": "write tests", "status": "pending"}]'},
-     "ERROR: todo_write: field `todos` must be an array, not a string (a JSON array sent inside a string: send the "
-     "array itself, not quoted)"),
-    ("git_commit", {"message": "fix", "paths": "src/a.py"}, "ERROR: git_commit: field `paths` must be an array, not a string"),
-    ("read_file", {"path": ["a.txt"]}, "ERROR: read_file: field `path` must be a string, not an array"),
+@pytest.mark.parametrize("tool,args,field,wanted,sent", [
+    ("todo_write", {"todos": '[{"content": "write tests", "status": "pending"}]'}, "todos", "an array", "a string"),
+    ("git_commit", {"message": "fix", "paths": "src/a.py"}, "paths", "an array", "a string"),
+    ("read_file", {"path": ["a.txt"]}, "path", "a string", "an array"),
 ], ids=["json-array-in-a-string", "one-path-as-a-string", "a-list-for-a-string"])
 def test_a_value_of_the_wrong_json_type_names_the_type_that_arrived(workspace: Path, tool: str, args: dict[str, object],
-                                                                     expected: str) -> None:
-    assert call(runtime(workspace), tool, **args) == expected
+                                                                     field: str, wanted: str, sent: str) -> None:
+    out = call(runtime(workspace), tool, **args)
+    assert out.startswith(f"ERROR: {tool}: field `{field}` "), out
+    assert f" {wanted}, not {sent}" in out, out

@@ -79,7 +79,7 @@ def test_a_broken_stream_is_retried_and_then_named_as_broken(turn, server: FakeS
     r = turn("-p", "hi", server=server, config={"max_retries": 1})
     assert r.code == 1
     assert r.err.count("the response stream dropped; retrying") == 1
-    assert "hint: the server was reached, but its answer broke off (retried 1 time)" in r.err
+    assert "hint: " in r.err and " broke off (retried 1 time)" in r.err
 
 
 def test_the_hint_of_a_broken_stream_works_for_a_script(turn, server: FakeServer) -> None:
@@ -99,8 +99,8 @@ def test_a_refused_connection_says_to_check_base_url(turn, closed_url: str) -> N
     r = turn("-p", "hi", "--base-url", closed_url, "--model", "m", config={"max_retries": 0},
              env={"OPENAI_API_KEY": "k"})
     assert r.code == 1
-    assert f"cannot reach the model endpoint at {closed_url} (ConnectError" in r.err
-    assert "hint: check base_url (--base-url, OPENAI_BASE_URL or config) and that the server is running" in r.err
+    assert "cannot reach " in r.err and f" {closed_url} (ConnectError" in r.err
+    assert "hint: check base_url " in r.err
 
 
 @pytest.mark.parametrize("where", ["environment", "config", "flag"])
@@ -114,10 +114,11 @@ def test_a_refused_key_says_to_check_the_key_where_it_comes_from(turn, where: st
     assert r.code == 1
     assert "the model endpoint refused the API key (401" in r.err
     if where == "environment":
-        assert "hint: check the key: the one sent is $OPENAI_API_KEY; set a valid one there, or pass --api-key" in r.err
+        [hint] = [line for line in r.err.splitlines() if line.startswith("hint: check the key: ")]
+        assert " $OPENAI_API_KEY;" in hint and "--api-key" in hint, hint
     else:
-        assert ("hint: check the key: the one sent is api_key from a config file or --api-key, which wins over "
-                "$OPENAI_API_KEY; fix or remove it there") in r.err
+        [hint] = [line for line in r.err.splitlines() if line.startswith("hint: check the key: ")]
+        assert " api_key from a config file or --api-key, " in hint and "$OPENAI_API_KEY" in hint, hint
 
 
 def test_the_repl_says_at_start_that_the_endpoint_cannot_be_reached(term: Any, closed_url: str) -> None:

@@ -51,7 +51,7 @@ def test_a_project_memory_is_saved_unasked_as_before(turn, server: FakeServer, w
     saves(server, scope="project", text="The tests run with pytest -q.")
     r = turn("-p", "remember", server=server)
     assert r.code == 0, r.err
-    assert result_of(server) == "Remembered (#1, project): The tests run with pytest -q."
+    assert result_of(server).startswith("Remembered (#1, project): ")
     [m] = stored()
     assert m.scope == m.origin == str(workspace.resolve())
 
@@ -74,7 +74,7 @@ def test_unattended_runs_refuse_a_global_memory_from_an_untrusted_project(
     r = turn("-p", "remember", *flags, "--output-format", "json", server=server)
     assert r.code == 0, r.err
     result = result_of(server)
-    assert result.startswith("ERROR: a global memory reaches every project's sessions")
+    assert result.startswith("ERROR: a global memory ") and "every project" in result, result
     assert "trusted_projects" in result and "asks nobody" in result
     assert r.json()["permission_denials"][0]["answered_by"] == "rules"
     assert stored() == []
@@ -139,8 +139,9 @@ def test_another_projects_global_memory_is_shown_as_its_quoted_note(cli, tmp_pat
         assert r.code == 0, r.err
         found = result_of(second, "find")
     lines = found.splitlines()
-    assert lines[1] == f"1. [{today()}, global, #1] note saved in project {planter.resolve()}: {json.dumps(PLANTED)}"
-    assert lines[-1].startswith("(A note saved in another project is what a session there wrote down")
+    assert lines[1].startswith(f"1. [{today()}, global, #1] ") and lines[1].endswith(f": {json.dumps(PLANTED)}")
+    assert f" {planter.resolve()}: " in lines[1]  # whose note it is
+    assert lines[-1].startswith("(A note saved in another project ")
     # In the project that saved it, it is that project's own fact, as before.
     with FakeServer() as third:
         third.add(tool_reply(call("memory_search", {"query": "tests environment"}, id="find")), Reply(text="ok"))
@@ -178,8 +179,8 @@ def test_a_store_of_an_older_nanohermes_is_read_and_written(turn, server: FakeSe
     assert r.code == 0, r.err
     found = result_of(server, "find").splitlines()
     assert found[0] == '2 memories match "deploys", best first:'
-    assert '] note saved in a project not recorded (saved by an older nanohermes): "Deploys need a ticket number."' \
-        in "\n".join(found)
+    [older] = [line for line in found if '"Deploys need a ticket number."' in line]
+    assert "not recorded" in older, older
     assert "#2] Deploys go through make release." in "\n".join(found)  # this project's own, as it was
     assert result_of(server).startswith("Remembered (#3, project)")
     assert [m.origin for m in stored()] == [str(workspace.resolve()), None, None]  # newest first

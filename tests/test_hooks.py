@@ -19,6 +19,7 @@ from nanohermes.config import Config, load_config
 from nanohermes.doctor import Setup, check_hooks
 from nanohermes.common.events import ApprovalRequest, Notice, RecordingUI
 from nanohermes.hooks.hooks import Hook, Hooks, missing_program
+from nanohermes.common.events import PermissionDenied
 from nanohermes.testing import Reply, ScriptedLLM, call, tool_reply
 
 # A hook that appends its stdin (one JSON object) to LOG, then answers as told by its
@@ -78,6 +79,11 @@ def tool_messages(llm: ScriptedLLM) -> list[str]:
     return [m["content"] for m in llm.requests[-1]["messages"] if m["role"] == "tool"]
 
 
+def denials(ui: RecordingUI) -> list[tuple[str, str, str]]:
+    """The calls refused without asking: (tool, by what, why)."""
+    return [(d.tool, d.kind, d.reason) for d in ui.of(PermissionDenied)]
+
+
 def warnings(ui: RecordingUI) -> list[str]:
     return [n.text for n in ui.of(Notice) if n.level == "warning"]
 
@@ -119,8 +125,8 @@ def test_every_event_fires_with_its_documented_input(workspace: Path, recorder: 
     assert by["Stop"][0]["stop_hook_active"] is False
     assert by["PreCompact"][0]["trigger"] == "manual" and by["PreCompact"][0]["custom_instructions"] == "the files"
     told = sorted((r["notification_type"], r["message"]) for r in by["Notification"])
-    assert told == [("idle_prompt", "nanohermes is waiting for your input"),
-                    ("permission_prompt", "nanohermes needs your permission to use write_file: a.txt")]
+    assert [kind for kind, _ in told] == ["idle_prompt", "permission_prompt"]
+    assert told[1][1].endswith(" write_file: a.txt"), told
     assert by["SessionEnd"][0]["reason"] == "exit"
     assert got[0]["hook_event_name"] == "SessionStart" and got[-1]["hook_event_name"] == "SessionEnd"
     assert (workspace / "a.txt").read_text() == "A"
@@ -164,7 +170,10 @@ def test_pre_tool_use_deny_sends_its_reason_to_the_model(workspace: Path, record
     ask(build(workspace, llm, ui, {"PreToolUse": [group(hook_cmd(recorder, tmp_path / "l", out={
         "hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "no writes on Fridays"}}))]}),
         "go")
-    assert tool_messages(llm) == ["ERROR: blocked by a PreToolUse hook: no writes on Fridays"]
+    [(tool, kind, why)] = denials(ui)
+    assert (tool, kind) == ("write_file", "hook") and why.endswith(": no writes on Fridays")
+    [result] = tool_messages(llm)
+    assert result.startswith("ERROR: ") and result.endswith(why)
     assert not (workspace / "a.txt").exists() and ui.of(ApprovalRequest) == []
 
 
@@ -174,7 +183,7 @@ def test_pre_tool_use_ask_asks_what_auto_approve_would_allow(workspace: Path, re
     ask(build(workspace, llm, ui, {"PreToolUse": [group(hook_cmd(recorder, tmp_path / "l", out={
         "permissionDecision": "ask", "permissionDecisionReason": "check this one"}))]}, auto_approve=True), "go")
     [req] = ui.of(ApprovalRequest)
-    assert req.reason == "a PreToolUse hook asks: check this one" and req.rule == ""
+    assert req.reason.endswith(": check this one") and req.rule == ""
     assert not (workspace / "a.txt").exists()
     assert tool_messages(llm)[0].startswith("Denied by the user.")
 
@@ -186,7 +195,8 @@ def test_updated_input_replaces_the_arguments(workspace: Path, recorder: Path, t
         "updatedInput": {"path": "safe/a.txt", "content": "A, checked"}}))]}, auto_approve=True), "go")
     assert not (workspace / "a.txt").exists()
     assert (workspace / "safe" / "a.txt").read_text() == "A, checked"
-    assert "a PreToolUse hook rewrote the arguments of write_file" in [n.text for n in ui.of(Notice)]
+    [rewrote] = [n.text for n in ui.of(Notice) if "rewrote" in n.text]
+    assert rewrote.endswith(" write_file") and rewrote.startswith("a PreToolUse hook ")
 
 
 def test_updated_input_is_checked_by_the_deny_rules_again(workspace: Path, recorder: Path, tmp_path: Path) -> None:
@@ -204,16 +214,19 @@ def test_updated_input_that_fails_validation_is_refused(workspace: Path, recorde
     ask(build(workspace, llm, RecordingUI(), {"PreToolUse": [group(hook_cmd(recorder, tmp_path / "l", out={
         "updatedInput": {"content": "no path"}}))]}, auto_approve=True), "go")
     [result] = tool_messages(llm)
-    assert result.startswith("ERROR: a PreToolUse hook rewrote the arguments of write_file into invalid ones:")
+    assert result.startswith("ERROR: a PreToolUse hook ") and " write_file " in result, result
     assert "path" in result and not (workspace / "a.txt").exists()
 
 
 def test_exit_2_blocks_with_stderr_as_the_reason(workspace: Path, recorder: Path, tmp_path: Path) -> None:
     llm = ScriptedLLM([tool_reply(call("write_file", {"path": "a.txt", "content": "A"})), Reply(text="done")])
-    ask(build(workspace, llm, RecordingUI(), {"PreToolUse": [group(hook_cmd(recorder, tmp_path / "l", code=2,
-                                                                              err="use the formatter first\n"))]},
+    ui = RecordingUI()
+    ask(build(workspace, llm, ui, {"PreToolUse": [group(hook_cmd(recorder, tmp_path / "l", code=2,
+                                                                   err="use the formatter first\n"))]},
               auto_approve=True), "go")
-    assert tool_messages(llm) == ["ERROR: blocked by a PreToolUse hook: use the formatter first"]
+    [(_, kind, why)] = denials(ui)
+    assert kind == "hook" and why.endswith(": use the formatter first")
+    assert tool_messages(llm) == [f"ERROR: {why}"]
     assert not (workspace / "a.txt").exists()
 
 
@@ -252,7 +265,8 @@ def test_a_timeout_kills_the_hooks_process_group_and_the_call_goes_on(workspace:
     started = time.monotonic()
     ask(build(workspace, llm, ui, {"PreToolUse": [group(command, timeout=0.5)]}, auto_approve=True), "go")
     assert time.monotonic() - started < 60
-    assert f"PreToolUse hook `{command[:57]}…` timed out after 0.5s; its process group was killed" in warnings(ui)
+    [warned] = warnings(ui)
+    assert warned.startswith(f"PreToolUse hook `{command[:57]}…` ") and " 0.5s" in warned, warned
     assert (workspace / "a.txt").read_text() == "A"
     pid = int(pidfile.read_text())
     deadline = time.monotonic() + 5
@@ -268,7 +282,8 @@ def test_a_crashing_hook_is_a_warning_and_the_call_goes_on(workspace: Path, reco
     crash.write_text("raise RuntimeError('hook bug')\n")
     command = f"{shlex.quote(sys.executable)} {crash}"
     ask(build(workspace, llm, ui, {"PreToolUse": [group(command)]}, auto_approve=True), "go")
-    assert warnings(ui) == [f"PreToolUse hook `{command[:57]}…` exited with 1: RuntimeError: hook bug; going on"]
+    [warned] = warnings(ui)
+    assert warned.startswith(f"PreToolUse hook `{command[:57]}…` ") and " 1: RuntimeError: hook bug;" in warned
     assert (workspace / "a.txt").read_text() == "A"
 
 
@@ -277,7 +292,8 @@ def test_other_exit_codes_warn_with_the_first_stderr_line(workspace: Path, recor
     ui = RecordingUI()
     command = hook_cmd(recorder, tmp_path / "l", code=3, err="warming up\nboom\n")
     ask(build(workspace, llm, ui, {"PreToolUse": [group(command)]}), "go")
-    assert warnings(ui) == [f"PreToolUse hook `{command[:57]}…` exited with 3: boom; going on"]
+    [warned] = warnings(ui)
+    assert warned.startswith(f"PreToolUse hook `{command[:57]}…` ") and " 3: boom;" in warned, warned
     assert not tool_messages(llm)[0].startswith("ERROR")
 
 
@@ -299,8 +315,7 @@ def test_stop_block_sends_the_model_back_with_the_reason(workspace: Path, record
         "decision": "block", "reason": "run the tests first"}, once=True))]})
     ask(built, "go")
     last = llm.requests[-1]["messages"]
-    assert last[-1] == {"role": "user", "content": "A Stop hook asks you to go on before ending the turn:\n"
-                                                   "run the tests first"}
+    assert last[-1]["role"] == "user" and last[-1]["content"].endswith(":\nrun the tests first")
     assert [r["stop_hook_active"] for r in records(log)] == [False, True]
     assert built.agent.session.history[-1].content == "tests run, now done"
 
@@ -323,7 +338,8 @@ def test_user_prompt_submit_adds_context_and_can_block(workspace: Path, recorder
     ask(build(workspace, llm2, ui, {"UserPromptSubmit": [group(hook_cmd(recorder, tmp_path / "l", code=2,
                                                                           err="no secrets in prompts"))]}), "my key")
     assert llm2.requests == []  # never sent
-    assert "prompt blocked by a UserPromptSubmit hook: no secrets in prompts" in warnings(ui)
+    [warned] = [w for w in warnings(ui) if "UserPromptSubmit" in w]
+    assert warned.endswith(": no secrets in prompts"), warned
 
 
 def test_session_start_context_joins_the_system_prompt(workspace: Path, recorder: Path, tmp_path: Path) -> None:
@@ -370,7 +386,8 @@ def test_an_untrusted_projects_hooks_are_ignored(workspace: Path, home: Path) ->
     write_config(project, {"hooks": {"PreToolUse": [group("touch pwned")]}})
     loaded = load_config(workspace)
     assert loaded.config.hooks.PreToolUse == []
-    assert any(w.startswith(f"{project}: ignored hooks because this project is not trusted") for w in loaded.warnings)
+    [warned] = [w for w in loaded.warnings if "hooks" in w]
+    assert warned.startswith(f"{project}: ") and "not trusted" in warned, warned
 
 
 def test_a_trusted_projects_hooks_add_to_the_users(workspace: Path, home: Path) -> None:
@@ -384,7 +401,7 @@ def test_a_trusted_projects_hooks_add_to_the_users(workspace: Path, home: Path) 
     assert [(h.event, h.command, h.origin) for h in hooks.hooks] == [
         ("PreToolUse", "user-hook", str(user)), ("PreToolUse", "project-hook", str(project)),
         ("Stop", "stop-hook", str(project))]
-    assert hooks.lines()[1] == f"PreToolUse       run_command          project-hook  (timeout 30s; {project})"
+    assert hooks.lines()[1].split() == ["PreToolUse", "run_command", "project-hook", "(timeout", "30s;", f"{project})"]
 
 
 def test_a_bad_matcher_names_the_file(workspace: Path, home: Path) -> None:
@@ -409,7 +426,7 @@ def test_doctor_checks_each_hooks_program(workspace: Path, home: Path) -> None:
     assert [(c.status, c.detail) for c in checks] == [
         ("ok", "./hooks/ok.sh --fast"), ("fail", "no-such-program-xyz: not found on PATH"),
         ("fail", "hooks/plain.sh: not executable (chmod +x it)"), ("ok", "cat")]
-    assert missing_program("'unclosed", workspace) == "cannot parse the command line: No closing quotation"
+    assert missing_program("'unclosed", workspace).endswith(": No closing quotation")  # type: ignore[union-attr]
 
 
 def test_hooks_command_lists_the_hooks_in_force(workspace: Path, recorder: Path, tmp_path: Path) -> None:
@@ -423,7 +440,8 @@ def test_hooks_command_lists_the_hooks_in_force(workspace: Path, recorder: Path,
     ctx = CommandContext(agent=built.agent, config=built.agent.runtime.config, workspace=workspace,
                          print=console.print, registry=REGISTRY, built=built)
     asyncio.run(REGISTRY.run("/hooks", ctx))
-    assert "Stop             *                    notify-done  (timeout 30s; config)" in console.export_text()
+    [line] = [ln for ln in console.export_text().splitlines() if "notify-done" in ln]
+    assert line.split() == ["Stop", "*", "notify-done", "(timeout", "30s;", "config)"]
     assert os.environ.get("NANOHERMES_PROJECT_DIR") is None  # hooks get it, the process does not
 
 
@@ -439,7 +457,8 @@ def test_a_sub_agents_tool_calls_go_through_the_hooks_too(workspace: Path, recor
     ask(built, "go")
     assert [r["nanohermes"]["tool_name"] for r in records(log)] == ["read_file"]
     child_results = [m["content"] for m in llm.requests[2]["messages"] if m["role"] == "tool"]
-    assert child_results == ["ERROR: blocked by a PreToolUse hook: no reading"]
+    [result] = child_results
+    assert result.startswith("ERROR: ") and "PreToolUse hook" in result and result.endswith(": no reading")
 
 
 def test_an_approval_shows_the_arguments_a_hook_rewrote(workspace: Path, recorder: Path, tmp_path: Path) -> None:
@@ -458,7 +477,8 @@ def test_a_hook_that_never_reads_a_large_input_still_times_out(workspace: Path, 
     started = time.monotonic()
     run = asyncio.run(hooks.run(hooks.hooks[0], hooks.payload("PostToolUse", tool_response="x" * 1_000_000)))
     assert run.code is None and time.monotonic() - started < 30
-    assert warnings(ui) == ["PostToolUse hook `sleep 300` timed out after 0.5s; its process group was killed"]
+    [warned] = warnings(ui)
+    assert warned.startswith("PostToolUse hook `sleep 300` ") and " 0.5s" in warned, warned
 
 
 def test_a_hook_cancelled_while_its_pipes_connect_ends_and_leaves_nothing(workspace: Path,
@@ -522,11 +542,11 @@ def test_print_mode_a_blocked_prompt_is_an_error_exit(turn, server: Any, recorde
     assert ran.code == 1, ran.err
     out = ran.json()
     assert (out["exit_reason"], out["is_error"]) == ("error", True)
-    assert out["error"] == "prompt blocked by a UserPromptSubmit hook: no secrets in prompts"
+    assert "UserPromptSubmit" in out["error"] and out["error"].endswith(": no secrets in prompts")
     assert out["turns"] == 0
     text = turn("-p", "again", server=server, config=config)
     assert text.code == 1 and text.out == ""
-    assert "prompt blocked by a UserPromptSubmit hook: no secrets in prompts" in text.err
+    assert out["error"] in text.err
     assert server.requests == []  # the prompt never reached the model
     # Nothing was said: no session is left behind for --continue to find.
     assert list((home / ".local/share/nanohermes/sessions").glob("*/*")) == []
@@ -584,7 +604,7 @@ def test_repl_notifies_clear_restarts_the_session_and_exit_ends_it(workspace: Pa
     names = [(r["hook_event_name"], r.get("source") or r.get("reason") or r.get("message", "")[:40]) for r in seen]
     assert names[0] == ("SessionStart", "startup")
     asked = [r["message"] for r in seen if r["hook_event_name"] == "Notification" and "permission" in r["message"]]
-    assert len(asked) == 1 and asked[0].startswith("nanohermes needs your permission to use write_file"), asked
+    assert len(asked) == 1 and " write_file: " in asked[0], asked
     first_idle = names.index(("Notification", "nanohermes is waiting for your input"))
     end_clear = names.index(("SessionEnd", "clear"))
     start_clear = names.index(("SessionStart", "clear"))
@@ -647,7 +667,8 @@ def test_print_mode_mcp_tools_match_as_mcp_server_tool(turn, server: Any, record
                     ("PostToolUse", "mcp__demo__echo", {"text": "hi"}, "echo: hi"),
                     ("PreToolUse", "mcp__demo__add", {"a": 1, "b": 2}, None)]
     results = {m["tool_call_id"]: m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"}
-    assert results == {"e": "echo: hi", "a": "ERROR: blocked by a PreToolUse hook: no adding"}
+    assert results["e"] == "echo: hi" and results["a"].startswith("ERROR: ") and results["a"].endswith(": no adding")
+    assert "PreToolUse hook" in results["a"]
 
 
 def test_a_hook_without_a_timeout_gets_60_seconds(workspace: Path, home: Path) -> None:
@@ -657,4 +678,5 @@ def test_a_hook_without_a_timeout_gets_60_seconds(workspace: Path, home: Path) -
     config = load_config(workspace).config
     hooks = Hooks.from_config(config.hooks, workspace, Limits(), lambda e: None)
     assert [h.timeout_secs for h in hooks.hooks] == [60.0]
-    assert hooks.lines() == [f"Stop             *                    true  (timeout 60s; {cfg})"]
+    [line] = hooks.lines()
+    assert "(timeout 60s; " in line

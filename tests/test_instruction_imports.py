@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from test_own_reads import reason
 from nanohermes.assemble import build_agent
 from nanohermes.common.budget import Limits
 from nanohermes.config import Config
@@ -83,8 +84,8 @@ def test_an_import_outside_the_workspace_waits_for_a_person(turn, server: FakeSe
     r = turn("-p", "hi", server=server)
     assert r.code == 0, r.err
     assert MARK not in json.dumps(server.requests)
-    assert f"{shared} (imported by {workspace / 'AGENTS.md'}) not read: it resolves to {shared}, outside the " \
-           f"workspace {workspace}; nobody is here to allow it: run nanohermes in this folder once and answer yes" in r.err
+    said = reason(r.err, f"{shared} (imported by {workspace / 'AGENTS.md'})")
+    assert f" {shared}, outside the workspace {workspace};" in said and "answer yes" in said, said
     assert f"{home / 'personal.md'} (imported by {workspace / 'AGENTS.md'}) not read" in r.err
 
 
@@ -96,8 +97,8 @@ def test_imports_follow_five_levels_then_stop_with_a_note(turn, server: FakeServ
     r = turn("-p", "hi", server=server)
     system = system_of(server)
     assert [i for i in range(1, 8) if f"LEVEL-{i} " in system] == [1, 2, 3, 4, 5]
-    assert f"{workspace / 'l6.md'} (imported by {workspace / 'l5.md'}) not read: imports are followed 5 levels deep " \
-           "(limit doc_import_depth)" in r.err
+    said = reason(r.err, f"{workspace / 'l6.md'} (imported by {workspace / 'l5.md'})")
+    assert " 5 levels deep " in said and "doc_import_depth" in said, said
 
 
 def test_the_import_depth_lowered_names_the_first_file_not_followed(workspace: Path, home: Path) -> None:
@@ -153,9 +154,9 @@ def test_a_subfolders_files_join_the_first_read_under_it_once(turn, server: Fake
     assert "ROOT rules" in system and "SRC rules" not in system and "DOCS rules" not in system
     first = results_of(server.requests[1])["r1"]
     assert first.startswith("1\tprint('hi')")
-    assert first.index("[instructions of src/CLAUDE.md, for work under src/ (loaded once: nested instruction "
-                       "file)]\nSRC rules") < first.index("[instructions of src/app/AGENTS.md, for work under "
-                                                           "src/app/ (loaded once: nested instruction file)]\nAPP rules")
+    src, app = (first.index(f"[instructions of {name}, for work under {under} ") for name, under in (
+        ("src/CLAUDE.md", "src/"), ("src/app/AGENTS.md", "src/app/")))
+    assert src < first.index("]\nSRC rules") < app < first.index("]\nAPP rules")  # each under its own header
     second = results_of(server.requests[2])["r2"]
     assert "rules" not in second  # loaded once
     assert "DOCS rules" not in json.dumps(server.requests)  # nothing was read under docs/
@@ -181,8 +182,7 @@ def test_a_sub_agent_gets_a_subfolders_files_too(turn, server: FakeServer, works
     r = turn("-p", "look", server=server)
     assert r.code == 0, r.err
     child = results_of(server.requests[2])["child"]
-    assert "[instructions of src/CLAUDE.md, for work under src/ (loaded once: nested instruction file)]\nSRC rules" \
-           in child and "APP rules" in child
+    assert "[instructions of src/CLAUDE.md, " in child and "]\nSRC rules" in child and "APP rules" in child
     parent = results_of(server.requests[4])["parent"]
     assert "SRC rules" in parent and "APP rules" in parent
 
@@ -217,14 +217,13 @@ def test_a_nested_files_imports_join_it(turn, server: FakeServer, workspace: Pat
     r = turn("-p", "look", server=server, config={"limits": {"doc_import_depth": 2}})
     assert r.code == 0, r.err
     result = results_of(server.requests[1])["r1"]
-    assert "[src/style.md, imported by src/CLAUDE.md]\nSTYLE rules" in result
-    assert "[src/deeper/one.md, imported by src/style.md]\nONE rules" in result
-    assert "TWO rules" not in result and "not loaded: imports are followed 2 levels deep (limit " \
-                                       "doc_import_depth)" in result
+    assert "[src/style.md, imported by src/CLAUDE.md]\nSTYLE" in result
+    assert "[src/deeper/one.md, imported by src/style.md]\nONE" in result
+    assert "TWO rules" not in result and " 2 levels deep (limit doc_import_depth)" in result
     assert result.count("SHARED rules") == 0 and "SHARED rules" in system_of(server)  # in the prompt already
     assert "HOME-OUTSIDE" not in json.dumps(server.requests) and "NOT-IN-SPAN" not in result
-    assert f"[{home / 'mine.md'} (imported by src/CLAUDE.md) not loaded: it resolves to {home / 'mine.md'}, " \
-           "outside the workspace" in result
+    assert f"[{home / 'mine.md'} (imported by src/CLAUDE.md) not loaded: " in result
+    assert f" {home / 'mine.md'}, outside the workspace" in result
     assert f"{home / 'mine.md'} (imported by src/CLAUDE.md) not read" in r.err
 
 
@@ -239,8 +238,8 @@ def test_a_nested_file_linked_out_is_named_not_loaded(turn, server: FakeServer, 
     assert r.code == 0, r.err
     assert MARK not in json.dumps(server.requests)
     result = results_of(server.requests[1])["r1"]
-    assert f"[src/CLAUDE.md (nested instruction file) not loaded: it resolves to {secret}, a secret file" in result
-    assert f"{workspace / 'src' / 'CLAUDE.md'} (nested instruction file) not read: it resolves to {secret}" in r.err
+    assert "[src/CLAUDE.md (nested instruction file) " in result and f" {secret}, a secret file" in result
+    assert str(secret) in reason(r.err, f"{workspace / 'src' / 'CLAUDE.md'} (nested instruction file)")
 
 
 def test_a_rewind_or_a_compaction_loads_the_file_again(workspace: Path) -> None:

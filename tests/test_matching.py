@@ -72,8 +72,8 @@ def test_an_ambiguous_loose_match_changes_nothing_and_names_the_places(tmp_path:
                                                                        tier: str, lines: str) -> None:
     (tmp_path / "f.py").write_text(text)
     out = edit(runtime(tmp_path), "f.py", old, "z")
-    assert out == (f"ERROR: old_string is not in f.py as written; with {tier} it matches 2 places (lines {lines}), "
-                   "and a loose match must be unique: copy old_string exactly from the file, or add context")
+    assert out.startswith("ERROR: old_string is not in f.py ") and f" {tier} " in out, out
+    assert f" 2 places (lines {lines})" in out
     assert (tmp_path / "f.py").read_text() == text
 
 
@@ -99,8 +99,8 @@ def test_line_numbers_copied_from_read_file_are_stripped(tmp_path: Path) -> None
     shown = call(rt, "read_file", path="f.py", offset=9, limit=2)
     assert shown.startswith(" 9\tline 9\n10\tline 10")
     out = edit(rt, "f.py", " 9\tline 9\n10\tline 10", " 9\tline nine\n10\tline ten")
-    assert out == ("edited f.py: replaced 1 occurrence (+2 -2 lines) (read_file's line numbers stripped from old_string "
-                   "and new_string)")
+    assert out.startswith("edited f.py: replaced 1 occurrence (+2 -2 lines)"), out
+    assert out.endswith(" stripped from old_string and new_string)")
     assert "line nine\nline ten\nline 11\n" in (tmp_path / "f.py").read_text()
 
 
@@ -125,13 +125,10 @@ def test_a_miss_quotes_the_closest_region_with_line_numbers(tmp_path: Path) -> N
     body = "".join(f"# filler {i}\n" for i in range(20)) + "def area(r):\n    return 3.14 * r * r\n\n\nprint(area(2))\n"
     (tmp_path / "geo.py").write_text(body)
     out = edit(runtime(tmp_path), "geo.py", "def area(r):\n    return 3.1416 * r * r\n", "x")
-    assert out == (
-        "ERROR: old_string not found in geo.py; read the file and match it exactly, including whitespace (also "
-        "tried: trailing whitespace ignored, leading and trailing whitespace ignored, Unicode punctuation mapped to ASCII, "
-        "blank lines at its ends, escapes decoded once)\n"
-        "The closest region of the file, lines 19-25:\n"
-        "19\t# filler 18\n20\t# filler 19\n21\tdef area(r):\n22\t    return 3.14 * r * r\n23\t\n24\t\n25\tprint(area(2))\n"
-        "Copy old_string from these lines (without the line numbers) and retry.")
+    first, region, *shown, _ = out.split("\n")
+    assert first.startswith("ERROR: old_string not found in geo.py;") and region.endswith(" lines 19-25:")
+    assert shown == ["19\t# filler 18", "20\t# filler 19", "21\tdef area(r):", "22\t    return 3.14 * r * r", "23\t",
+                     "24\t", "25\tprint(area(2))"]
     assert (tmp_path / "geo.py").read_text() == body
 
 
@@ -145,15 +142,16 @@ def test_a_miss_quotes_the_closest_region_with_line_numbers(tmp_path: Path) -> N
 def test_unified_diff_hunks_use_the_tiers(tmp_path: Path, tier: str, file: str, ctx: str) -> None:
     (tmp_path / "f.txt").write_text(file)
     out = call(runtime(tmp_path), "apply_patch", diff=f"--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n {ctx}\n-b\n+B\n")
-    assert out == f"patched f.txt (1 hunk, +1 -1)\nhunk 1 of f.txt (@@ -1,2 +1,2 @@) matched with {tier}"
+    done, note = out.split("\n")
+    assert done == "patched f.txt (1 hunk, +1 -1)" and note.startswith("hunk 1 of f.txt ") and note.endswith(f" {tier}")
     assert (tmp_path / "f.txt").read_text() == file.split("\n")[0] + "\nB\n"  # the file's own context line stays
 
 
 def test_an_ambiguous_loose_hunk_changes_nothing(tmp_path: Path) -> None:
     (tmp_path / "f.txt").write_text("a  \nb\na\t\nb\n")
     out = call(runtime(tmp_path), "apply_patch", diff="--- a/f.txt\n+++ b/f.txt\n@@\n a\n-b\n+B\n")
-    assert out == ("ERROR: f.txt: hunk 1 (@@) matches only with trailing whitespace ignored, and then at lines 1, 3; "
-                   "no file was changed. Copy the context exactly from the file, or add lines to make it unique")
+    assert out.startswith("ERROR: f.txt: hunk 1 (@@) ") and " trailing whitespace ignored," in out, out
+    assert " lines 1, 3;" in out
     assert (tmp_path / "f.txt").read_text() == "a  \nb\na\t\nb\n"
 
 
@@ -177,16 +175,15 @@ def test_find_text_takes_in_the_indentation_the_model_gave() -> None:
 def test_a_context_line_that_lost_its_space_mid_hunk_is_an_error_naming_it(tmp_path: Path) -> None:
     (tmp_path / "b.py").write_text("a\nb\nc\n")
     out = call(runtime(tmp_path), "apply_patch", diff="--- a/b.py\n+++ b/b.py\n@@ -1,3 +1,3 @@\n a\nb\n-c\n+d\n")
-    assert out == ("ERROR: line 5: `b` in hunk `@@ -1,3 +1,3 @@` is neither context (a leading space), a removal (-) "
-                   "nor an addition (+); give every hunk line its prefix (a context line keeps its leading space)")
+    assert out.startswith("ERROR: line 5: `b` in hunk `@@ -1,3 +1,3 @@` "), out
     assert (tmp_path / "b.py").read_text() == "a\nb\nc\n"
 
 
 def test_a_hunk_of_context_only_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "b.py").write_text("a\nb\n")
     out = call(runtime(tmp_path), "apply_patch", diff="--- a/b.py\n+++ b/b.py\n@@ -1,2 +1,2 @@\n a\n b\n")
-    assert out == ("ERROR: line 3: hunk `@@ -1,2 +1,2 @@` has only context lines and would change nothing; "
-                   "mark the lines to remove with - and the lines to add with +")
+    assert out.startswith("ERROR: line 3: hunk `@@ -1,2 +1,2 @@` ") and "only context" in out, out
+    assert (tmp_path / "b.py").read_text() == "a\nb\n"
 
 
 def test_diff_uN_between_folders_creates_the_new_file(tmp_path: Path) -> None:
@@ -206,8 +203,7 @@ def test_write_file_over_an_unread_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("the user's notes\n")
     rt = runtime(tmp_path)
     out = call(rt, "write_file", path="notes.txt", content="mine\n")
-    assert out == ("ERROR: notes.txt already exists and you have not read it in this session; read it first with "
-                   "read_file (then write it, or change it with edit_file)")
+    assert out.startswith("ERROR: notes.txt already exists") and "not read it" in out, out
     assert (tmp_path / "notes.txt").read_text() == "the user's notes\n"
     call(rt, "read_file", path="notes.txt")
     assert call(rt, "write_file", path="notes.txt", content="mine\n") == "overwrote notes.txt (5 bytes, 1 line)"
@@ -230,8 +226,7 @@ def test_a_file_changed_on_disk_since_it_was_read_is_not_written(tmp_path: Path,
     f.write_text("one\nthe user's line\n")
     args = {"content": "two\n"} if tool == "write_file" else {"old_string": "one", "new_string": "two"}
     out = call(rt, tool, path="a.txt", **args)
-    assert out == ("ERROR: a.txt changed on disk since you last read or wrote it (someone or a command changed it); "
-                   "nothing was written. Read it again with read_file and redo the change on its current content")
+    assert out.startswith("ERROR: a.txt changed on disk ") and "nothing was written" in out, out
     assert f.read_text() == "one\nthe user's line\n"
     call(rt, "read_file", path="a.txt")
     assert not call(rt, tool, path="a.txt", **args).startswith("ERROR")
@@ -242,7 +237,8 @@ def test_a_write_changed_afterwards_is_stale_too(tmp_path: Path) -> None:
     call(rt, "write_file", path="a.txt", content="mine\n")
     (tmp_path / "a.txt").write_text("theirs, same size\n")
     out = edit(rt, "a.txt", "theirs", "ours")
-    assert out.startswith("ERROR: a.txt changed on disk since you last read or wrote it")
+    assert out.startswith("ERROR: a.txt changed on disk "), out
+    assert (tmp_path / "a.txt").read_text() == "theirs, same size\n"
 
 
 def test_touching_a_file_without_changing_it_is_not_a_change(tmp_path: Path) -> None:
@@ -263,8 +259,7 @@ def test_the_guard_follows_the_real_path_through_a_symlink(tmp_path: Path) -> No
 def test_a_unified_hunk_that_replaces_a_line_by_itself_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "b.py").write_text("a\n")
     out = call(runtime(tmp_path), "apply_patch", diff="--- a/b.py\n+++ b/b.py\n@@ -1 +1 @@\n-a\n+a\n")
-    assert out == ("ERROR: b.py: the hunks' - and + lines are the same, so the patch would change nothing; "
-                   "no file was changed. Put the new text on the + lines")
+    assert out.startswith("ERROR: b.py: ") and "change nothing" in out, out
 
 
 # -- indentation after a whitespace-blind match -------------------------------------------
@@ -272,8 +267,7 @@ def test_a_unified_hunk_that_replaces_a_line_by_itself_is_an_error(tmp_path: Pat
 def test_an_edit_written_without_the_class_indentation_keeps_the_file_s(tmp_path: Path) -> None:
     (tmp_path / "c.py").write_text("class A:\n    def f(self):\n        return 1\n")
     out = edit(runtime(tmp_path), "c.py", "def f(self):\n    return 1", "def f(self):\n    if self:\n        return 2")
-    assert out == ("edited c.py: replaced 1 occurrence (+2 -1 lines) (matched with leading and trailing whitespace "
-                   "ignored; new_string re-indented like the file)")
+    assert out.startswith("edited c.py: replaced 1 occurrence") and "(+2 -1 lines)" in out and "re-indented" in out
     assert (tmp_path / "c.py").read_text() == "class A:\n    def f(self):\n        if self:\n            return 2\n"
 
 
@@ -281,8 +275,8 @@ def test_a_patch_in_spaces_for_a_tabbed_file_adds_tabs(tmp_path: Path) -> None:
     (tmp_path / "m.go").write_text("func f() {\n\tif x {\n\t\treturn\n\t}\n}\n")
     patch = "*** Begin Patch\n*** Update File: m.go\n@@\n     if x {\n-        return\n+        log()\n+        return\n*** End Patch\n"
     out = call(runtime(tmp_path), "apply_patch", diff=patch)
-    assert out == ("patched m.go (1 hunk, +1 -0)\nm.go: chunk 1 matched with leading and trailing whitespace ignored, "
-                   "its + lines re-indented like the file")
+    done, note = out.split("\n")
+    assert done == "patched m.go (1 hunk, +1 -0)" and note.startswith("m.go: chunk 1 ") and "re-indented" in note
     assert (tmp_path / "m.go").read_text() == "func f() {\n\tif x {\n\t\tlog()\n\t\treturn\n\t}\n}\n"
 
 

@@ -117,7 +117,7 @@ def test_a_tool_added_mid_session_is_offered_on_the_next_call(turn, server: Fake
     names = [{t["function"]["name"] for t in r["tools"]} for r in server.requests]
     assert "mcp__demo__fresh" not in names[0] and "mcp__demo__fresh" in names[1]
     assert results(server, 2)["f"] == "grown: fresh"
-    assert "MCP server demo now offers 15 tools (new: mcp__demo__fresh)" in ran.err
+    assert "MCP server demo " in ran.err and " 15 tools (new: mcp__demo__fresh)" in ran.err
 
 
 def test_print_mode_declines_elicitation_and_the_model_reads_why(turn, server: FakeServer) -> None:  # type: ignore[no-untyped-def]
@@ -125,8 +125,8 @@ def test_print_mode_declines_elicitation_and_the_model_reads_why(turn, server: F
     ran = turn("-p", "order", "--yes", server=server, config={"mcpServers": {"demo": STDIO}})
     assert ran.code == 0, ran.err
     text = results(server, 1)["a"]
-    assert text.startswith("decline: null\n\n[MCP server demo asked the person for input (\"Place your order\"); "
-                           "nanohermes declined, as nobody is there to answer in this run.")
+    answer, note = text.split("\n\n", 1)
+    assert answer == "decline: null" and note.startswith("[MCP server demo ") and '("Place your order")' in note, note
 
 
 def test_sampling_is_declined_with_an_error_saying_so(workspace: Path) -> None:

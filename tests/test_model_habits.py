@@ -66,7 +66,8 @@ def test_an_apply_patch_heredoc_through_run_command_is_applied_as_an_edit(turn, 
     r = turn("-p", "change it", "--mode", "accept-edits", server=server)
     assert (r.code, r.out) == (0, "patched\n"), r.err
     result = results(server.requests[2])["p"]
-    assert result.startswith("patched src/app.py (1 hunk, +1 -1)\n(this command was run as the apply_patch tool")
+    done, note = result.split("\n", 1)
+    assert done == "patched src/app.py (1 hunk, +1 -1)" and "the apply_patch tool" in note, result
     assert (workspace / "src" / "app.py").read_text() == "def main():\n    return 2\n"
     # The model's own message keeps the call as it was sent.
     sent = [c for m in server.requests[2]["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or ()]
@@ -81,7 +82,8 @@ def test_a_cd_and_applypatch_with_a_quoted_delimiter_reads_paths_from_that_folde
     command = ('cd pkg && applypatch << "PATCH"\n*** Begin Patch\n*** Update File: m.py\n@@\n-x = 1\n+x = 2\n'
                "*** Add File: n.py\n+y = 1\n*** End Patch\nPATCH")
     out = run(rt, "run_command", command=command)
-    assert out.startswith("patched pkg/m.py (1 hunk, +1 -1)\ncreated pkg/n.py\n(this command was run as the apply_patch")
+    assert out.split("\n")[:2] == ["patched pkg/m.py (1 hunk, +1 -1)", "created pkg/n.py"], out
+    assert "the apply_patch tool" in out.split("\n")[2]
     assert (workspace / "pkg" / "m.py").read_text() == "x = 2\n" and (workspace / "pkg" / "n.py").read_text() == "y = 1\n"
     assert not (workspace / "m.py").exists()
 
@@ -111,7 +113,8 @@ def test_the_argv_codexs_shell_takes_is_read_as_the_patch_too(workspace: Path, c
     (workspace / "f.txt").write_text("one\n")
     rt = runtime(workspace)
     assert not run(rt, "read_file", path="f.txt").startswith("ERROR")
-    assert run(rt, "run_command", command=command).startswith("patched f.txt (1 hunk, +1 -1)\n(this command was run as")
+    done, note = run(rt, "run_command", command=command).split("\n", 1)
+    assert done == "patched f.txt (1 hunk, +1 -1)" and "the apply_patch tool" in note
     assert (workspace / "f.txt").read_text() == "two\n"
 
 
@@ -144,12 +147,13 @@ def test_a_move_onto_an_unread_file_replaces_it_as_codex_does_and_keeps_the_old_
     rt = runtime(workspace, record=True)
     patch = "*** Begin Patch\n*** Update File: old/name.txt\n*** Move to: renamed/dir/name.txt\n@@\n-from\n+new\n*** End Patch\n"
     out = run(rt, "apply_patch", diff=patch)
-    assert out.startswith("renamed old/name.txt -> renamed/dir/name.txt (1 hunk, +1 -1)"), out
+    moved = out.split("\n")[0]
+    assert moved.startswith("renamed old/name.txt -> renamed/dir/") and moved.endswith("/name.txt (1 hunk, +1 -1)"), out
     assert not (workspace / "old" / "name.txt").exists()
     assert (workspace / "renamed" / "dir" / "name.txt").read_text() == "new\n"
     assert (workspace / "old" / "other.txt").read_text() == "unrelated file\n"
     kept = out.rsplit("its old content is kept in ", 1)[1]
-    assert "renamed/dir/name.txt existed and you had not read it; it was replaced" in out
+    assert "renamed/dir/name.txt existed " in out and "not read it" in out
     assert Path(kept).read_bytes() == b"existing\n" and Path(kept).parent.parent == rt.session.folder
 
 
@@ -163,7 +167,7 @@ def test_an_add_over_an_unread_file_replaces_it_as_codex_does_and_keeps_the_old_
     # Without a session folder there is nowhere to keep it: refused as before.
     (workspace / "second.txt").write_text("someone's work\n")
     out = run(runtime(workspace), "apply_patch", diff="*** Begin Patch\n*** Add File: second.txt\n+x\n*** End Patch\n")
-    assert out.startswith("ERROR: second.txt already exists and you have not read it in this session")
+    assert out.startswith("ERROR: second.txt already exists") and "not read it" in out, out
     assert (workspace / "second.txt").read_text() == "someone's work\n"
 
 
@@ -175,7 +179,7 @@ def test_a_move_over_a_file_changed_since_it_was_read_is_still_refused(workspace
     (workspace / "b.txt").write_text("final v2, by a person\n")
     out = run(rt, "apply_patch", diff="*** Begin Patch\n*** Update File: a.txt\n*** Move to: b.txt\n@@\n-draft\n+final\n"
                                       "*** End Patch\n")
-    assert out.startswith("ERROR: b.txt changed on disk since you last read or wrote it")
+    assert out.startswith("ERROR: b.txt changed on disk "), out
     assert (workspace / "b.txt").read_text() == "final v2, by a person\n"
 
 
@@ -228,8 +232,8 @@ def test_a_call_cut_off_at_the_output_limit_is_named_so_with_the_next_step(turn,
     r = turn("-p", "write it", "--yes", server=server)
     assert (r.code, r.out) == (0, "split\n"), r.err
     result = results(server.requests[1])["w1"]
-    assert result.startswith(f"ERROR: this {name} call was cut off at the output token limit (finish_reason length) "
-                             f"after {len(args)} chars of arguments, so it did not run")
+    assert result.startswith(f"ERROR: this {name} call was cut off ") and "(finish_reason length)" in result
+    assert f" after {len(args)} chars of arguments" in result
     assert "split the content over several calls" in result and "not valid JSON" not in result
     assert (workspace / "big.py").read_text() == "x = 1\n"
 
@@ -238,7 +242,7 @@ def test_malformed_arguments_that_were_not_cut_off_are_still_named_as_such(works
     out = run(runtime(workspace), "write_file", path="a")  # a complete call, for contrast
     assert "missing string field `content`" in out
     [res] = asyncio.run(runtime(workspace).run_calls([ToolCall("c", "write_file", '{"path": "a", "content": "x')]))
-    assert (res.content or "").startswith("ERROR: arguments for write_file are not valid JSON")
+    assert (res.content or "").startswith("ERROR: arguments for write_file ") and "not valid JSON" in (res.content or "")
 
 
 # -- specs without traps ------------------------------------------------------------------
@@ -256,8 +260,8 @@ def test_a_timeout_that_can_only_be_milliseconds_is_read_so_and_said(workspace: 
     out = run(runtime(workspace), "run_command", command="echo ran", timeout_secs=given)
     assert out.startswith("exit code: 0") and "ran" in out
     if secs != given:
-        assert out.endswith(f"\n(timeout_secs {given} is over the limit of 3600 seconds, so it was read as milliseconds: "
-                            f"{secs} s)")
+        note = out.split("\n")[-1]
+        assert note.startswith(f"(timeout_secs {given} ") and " 3600 seconds" in note and note.endswith(f" {secs} s)")
     else:
         assert "milliseconds" not in out
 
@@ -278,7 +282,7 @@ def test_a_literal_grep_that_looks_like_a_regex_says_so_when_it_finds_nothing(wo
     rt = runtime(workspace)
     out = run(rt, "grep", pattern=pattern)
     assert out.startswith(f"no matches for literal {pattern!r} in .")
-    assert out.endswith("; it looks like a regular expression: set regex=true to search it as one")
+    assert "regex=true" in out, out
     assert run(rt, "grep", pattern=regex_hit, regex=True).startswith("a.py:")
     plain = run(rt, "grep", pattern="no such words")
     assert plain.startswith("no matches for literal") and "regular expression" not in plain

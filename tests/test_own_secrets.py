@@ -130,9 +130,8 @@ def test_a_value_of_a_secret_file_is_kept_out_of_what_an_unapproved_command_prin
     assert r.code == 0, r.err
     [out] = tool_results(server)
     assert value not in out and "copied here: [REDACTED]" in out
-    assert out.endswith("note: 1 value of the workspace's secret files (permissions.secret_files) was replaced by "
-                        "[REDACTED] in this output: commands no person approved may not read them (a person's yes "
-                        "at the prompt lets a command read one)")
+    note = out.split("\n")[-1]
+    assert note.startswith("note: 1 value ") and "(permissions.secret_files)" in note and "[REDACTED]" in note, note
 
 
 def test_the_bytes_read_of_each_secret_file_are_a_limit(turn: Any, server: FakeServer, workspace: Path) -> None:
@@ -243,9 +242,8 @@ def test_a_copy_a_command_made_of_a_secret_file_that_appeared_is_kept_out_of_eve
     assert (workspace / "notes" / "copy.txt").read_text() == f"API_TOKEN={value}\n"  # the copy holds it
     for result in (read, found):
         assert value not in result and "[REDACTED]" in result, result
-        assert result.endswith("note: 1 value of the workspace's secret files (permissions.secret_files) was "
-                               "replaced by [REDACTED] in this result: the file appeared while a command no person "
-                               "approved ran, so its values reach the model only through a call a person approves")
+        note = result.split("\n")[-1]
+        assert note.startswith("note: 1 value ") and "(permissions.secret_files)" in note and " result: " in note, note
 
 
 @pytest.mark.parametrize("line", ["cat ~/.ssh/id_ed25519", "cat ~/.ssh/config", "cat ~/.aws/credentials",

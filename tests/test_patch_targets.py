@@ -159,7 +159,7 @@ def test_two_spellings_of_one_file_are_one_file_to_the_patch(linked: Path) -> No
     diff = ("--- a/deep/x\n+++ b/deep/x\n@@ -1 +1 @@\n-one\n+1\n"
             "--- a/l/../x\n+++ b/l/../x\n@@ -2 +2 @@\n-two\n+2\n")
     rt = runtime(linked, RecordingUI(), Policy(mode="accept-edits"))
-    assert run(rt, "apply_patch", diff=diff) == "patched deep/x (1 hunk, +1 -1)\npatched deep/x (1 hunk, +1 -1)"
+    assert run(rt, "apply_patch", diff=diff).split("\n") == ["patched deep/x (1 hunk, +1 -1)"] * 2
     assert contents(linked, "x", "deep/x") == {"x": "old\n", "deep/x": "1\n2\n"}
 
 
@@ -176,7 +176,7 @@ def test_all_or_nothing_holds_when_one_path_is_refused(linked: Path, outward: Pa
              "*** Update File: x\n*** Move to: l/../y\n@@\n-old\n+new\n*** End Patch\n")
     assert run(deny, "apply_patch", diff=moves) == "ERROR: denied by rule apply_patch(deep/**)"
     out = run(rt, "apply_patch", diff=unified("a.txt") + unified("l/../../x"))  # leaves the workspace as text
-    assert out == "ERROR: l/../../x: the path leaves the workspace; use paths relative to the workspace"
+    assert out.startswith("ERROR: l/../../x: ") and "leaves the workspace" in out, out
     assert contents(linked, "a.txt", "x", "deep/x", "deep/y") == {
         "a.txt": "old\n", "x": "old\n", "deep/x": "old\n", "deep/y": None}
     assert not (outward / "x").exists() and len(ui.of(ApprovalRequest)) == 1
@@ -244,7 +244,6 @@ def test_a_symlink_swapped_in_while_asking_makes_the_patch_fail_not_land_elsewhe
 
     out = run(runtime(workspace, SwapWhileAsking(answers=["yes"]), Policy()), "apply_patch", diff=diff)
     rest = "every file was restored" if verb == "write" else "no file was changed"
-    assert out == (f"ERROR: cannot {verb} sub/f: a symlink appeared in its path after it was checked; {rest}: "
-                   "check the path and try again")
+    assert out.startswith(f"ERROR: cannot {verb} sub/f: ") and "symlink" in out and f"; {rest}:" in out, out
     assert sorted(p.name for p in outside.iterdir()) == there
     assert all((outside / name).read_text() == "old\n" for name in there)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from nanohermes.common.events import ApprovalReply, ApprovalRequest, RecordingUI
 from nanohermes.common.messages import ToolCall
 from nanohermes.guard.permissions import Policy, Rule
 from nanohermes.turn.runtime import DENIED, Runtime
+from nanohermes.common.events import PermissionDenied
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 from nanohermes.tools import Params
 from nanohermes.tools.files import ReadFile
@@ -148,7 +150,8 @@ def test_protected_redirections_are_asked_even_in_accept_edits(workspace: Path, 
 def test_protected_redirection_is_refused_in_debug_mode(workspace: Path) -> None:
     ui = RecordingUI()
     out = run(runtime(workspace, ui, Policy(mode="debug")), "run_command", command="echo x > /tmp/x-debug")
-    assert out == "ERROR: protected path: refused in debug mode (/tmp/x-debug is outside the workspace)"
+    assert out.startswith("ERROR: protected path: ") and "(/tmp/x-debug " in out, out
+    assert [(d.kind, d.tool) for d in ui.of(PermissionDenied)] == [("protected", "run_command")]
     assert asked(ui) == []
 
 
@@ -164,7 +167,8 @@ def test_learned_rules_survive_mode_changes(workspace: Path) -> None:
     assert run(rt, "run_command", command="touch four") == ok()
     assert len(asked(ui)) == 1
     assert [p.name for p in sorted(workspace.iterdir())] == ["four", "one", "two"]
-    assert "allow  run_command(touch <args>)  — learned this session" in rt.permissions_report()
+    assert ["allow", "run_command(touch <args>)", "— learned this session"] in [
+        re.split(r"\s{2,}", line.strip()) for line in rt.permissions_report()]
 
 
 # -- paths ---------------------------------------------------------------------------------
@@ -222,7 +226,9 @@ def test_always_for_this_project_is_saved_and_loaded_next_time(workspace: Path) 
     saved = json.loads(cfg.read_text())
     assert saved == {"model": "m1", "permissions": {"deny": ["run_command(rm *)"],
                                                     "allow": ["run_command(touch <args>)", "run_command(mkdir -p <args>)"]}}
-    assert "allow  run_command(touch <args>)  — learned, saved to " + str(cfg) in rt.permissions_report()
+    [learned] = [line for line in rt.permissions_report() if "run_command(touch <args>)" in line]
+    assert re.split(r"\s{2,}", learned.strip())[:2] == ["allow", "run_command(touch <args>)"]
+    assert learned.endswith(f" {cfg}") and "saved" in learned
     # A new session loads it, with the file as its origin.
     warnings: list[str] = []
     policy = build_policy(load_config(workspace).config, warnings)
@@ -263,8 +269,9 @@ def test_rules_add_up_across_config_files_and_keep_their_origin(workspace: Path,
     assert [(str(r), r.origin) for r in policy.deny] == [("run_command(rm *)", str(user))]
     assert [(str(r), r.origin) for r in policy.allow] == [("run_command(make *)", str(user)),
                                                           ("run_command(npm test)", str(proj))]
-    assert warnings == [f"{proj}: permissions.deny: malformed permission rule 'web_fetch(evil.org)'; web_fetch patterns "
-                        "look like `domain:example.com`, not `evil.org`; rule ignored"]
+    [malformed] = warnings
+    assert malformed.startswith(f"{proj}: permissions.deny: ") and " 'web_fetch(evil.org)';" in malformed
+    assert "`domain:example.com`" in malformed, malformed
 
 
 # -- no terminal, and secrets kept out of what is written ----------------------------------
@@ -273,8 +280,7 @@ def test_malformed_rule_is_reported_at_startup_with_its_file(turn, server: FakeS
     r = turn("-p", "x", server=server, config={"permissions": {"allow": ["run_command(", "read_file"]}})
     assert r.code == 0, r.err
     cfg = home / ".config" / "nanohermes" / "config.json"
-    assert (f"nanohermes: warning: {cfg}: permissions.allow: malformed permission rule 'run_command('; expected "
-            "`tool` or `tool(pattern)`; rule ignored") in r.err
+    assert f"nanohermes: warning: {cfg}: permissions.allow: " in r.err and " 'run_command(';" in r.err
 
 
 def test_secret_file_read_is_refused_without_a_terminal(turn, server: FakeServer, workspace: Path) -> None:

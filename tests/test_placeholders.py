@@ -48,11 +48,10 @@ def test_a_whole_file_write_keeping_only_a_placeholder_is_refused_with_the_lines
     assert r.code == 0, r.err
     assert model.read_text() == MODEL
     [refusal] = results(server, 2)[1:]
-    assert refusal == (
-        "ERROR: content holds `# ... rest of the file is the same ...`, a line standing for lines left out, in place "
-        "of 2 lines of model.py that it would drop (lines 11-12):\n11\tdef greet(user: User) -> str:\n"
-        "12\t    return f\"hello {user.name}\"\nNothing was written: send the whole file in content, every line you "
-        "mean to keep written out, or change only part of it with edit_file or apply_patch")
+    said, *dropped, _ = refusal.split("\n")
+    assert said.startswith("ERROR: content holds `# ... rest of the file is the same ...`, ") and said.endswith(
+        " 2 lines of model.py that it would drop (lines 11-12):"), said
+    assert dropped == ["11\tdef greet(user: User) -> str:", '12\t    return f"hello {user.name}"']
 
 
 def test_an_edit_replacing_fields_with_an_unchanged_comment_is_refused(turn, server: FakeServer, model: Path) -> None:
@@ -64,8 +63,9 @@ def test_an_edit_replacing_fields_with_an_unchanged_comment_is_refused(turn, ser
     assert r.code == 0, r.err
     assert model.read_text() == MODEL
     [refusal] = results(server, 2)[1:]
-    assert refusal.startswith("ERROR: new_string holds `// (unchanged fields...)`, a line standing for lines left "
-                              "out, in place of 3 lines of model.py that it would drop (lines 6-8):\n6\t    name: str\n")
+    said, first = refusal.split("\n")[:2]
+    assert said.startswith("ERROR: new_string holds `// (unchanged fields...)`, ") and " (lines 6-8):" in said, said
+    assert first == "6\t    name: str"
 
 
 @pytest.mark.parametrize("patch", [
@@ -82,8 +82,10 @@ def test_a_patch_putting_a_placeholder_in_place_of_lines_is_refused(turn, server
     assert r.code == 0, r.err
     assert model.read_text() == MODEL
     [refusal] = results(server, 2)[1:]
-    assert refusal.startswith("ERROR: the patch's new text for model.py holds `# ... existing code ...`")
-    assert "(lines 6-8):\n6\t    name: str\n7\t    email: str\n8\t    age: int\nNo file was changed" in refusal
+    said, *dropped, rest = refusal.split("\n")
+    assert said.startswith("ERROR: the patch's new text for model.py holds `# ... existing code ...`") and said.endswith(
+        " (lines 6-8):"), said
+    assert dropped == ["6\t    name: str", "7\t    email: str", "8\t    age: int"] and rest.startswith("No file was changed")
 
 
 def test_a_file_that_really_holds_such_a_comment_stays_editable(turn, server: FakeServer, workspace: Path) -> None:

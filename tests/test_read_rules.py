@@ -104,7 +104,7 @@ def test_a_read_rule_covers_every_reader(turn: Any, server: FakeServer, workspac
     assert SECRET not in sent and OLD not in sent
     for key in NAMED:
         if kind == "deny":
-            assert re.match(r"ERROR: denied by rule [a-z_]+\((\./|/.*/)?secrets/\*\*\)", got[key]), (key, got[key])
+            assert got[key].startswith("ERROR: ") and re.search(r" [a-z_]+\((\./|/.*/)?secrets/\*\*\)$", got[key]), key
         else:
             assert got[key] == DENIED, (key, got[key])
     # The plain file is read by every reader: the rule covers only its path.
@@ -190,7 +190,7 @@ def test_sandboxed_commands_find_covered_paths_withheld(turn: Any, server: FakeS
     got = run_table(turn, server, workspace, syntax, "deny", "--yes", "--output-format", "json", calls=calls)
     assert SECRET not in json.dumps(server.requests[-1]["messages"])
     # Named on the line: refused before it runs. Reached by the program itself: withheld.
-    assert got["cat"].startswith("ERROR: the command reads secrets/key.txt, which rule read_file(")
+    assert got["cat"].startswith("ERROR: the command reads secrets/key.txt,") and " read_file(" in got["cat"]
     assert "a path a read rule withholds" in got["python"]
     assert "shopping list" in got["plain"]
     assert "notes.txt:shopping list" in got["grep"]
@@ -233,9 +233,9 @@ def test_without_the_sandbox_the_analysis_finds_covered_paths_in_folders_read_wh
     lines = {"cat": "cat secrets/key.txt", "grep": "grep -r token .", "glob": "cat secrets/*", "plain": "cat notes.txt"}
     calls = [call("run_command", {"command": line}, id=k) for k, line in lines.items()]
     got = run_table(turn, server, workspace, "nanohermes", "deny", "--yes", "--sandbox", "off", calls=calls)
-    for key in ("cat", "glob"):
-        assert got[key] == "ERROR: the command reads secrets/key.txt, which rule read_file(secrets/**) denies", key
-    assert got["grep"] == "ERROR: the command reads secrets, which rule read_file(secrets/**) denies"  # the folder
+    for key, read in (("cat", "secrets/key.txt"), ("glob", "secrets/key.txt"), ("grep", "secrets")):  # grep: the folder
+        assert got[key].startswith(f"ERROR: the command reads {read},"), got[key]
+        assert " read_file(secrets/**) " in got[key]
     assert "shopping list" in got["plain"]
     assert SECRET not in json.dumps(server.requests[-1]["messages"])
 
@@ -289,8 +289,9 @@ def test_an_edit_nobody_approved_never_quotes_a_secret_file(turn: Any, server: F
     assert r.code == 0, r.err
     assert results(server) == {"edit": DENIED, "patch": DENIED}
     assert SECRET not in json.dumps(server.requests)
-    assert [d["reason"] for d in r.json()["permission_denials"]] == [
-        "needs approval (.env is on the secret-file list (permissions.secret_files))"] * 2
+    denials = r.json()["permission_denials"]
+    assert [(d["tool"], d["target"]) for d in denials] == [("edit_file", ".env"), ("apply_patch", ".env")]
+    assert all("(permissions.secret_files)" in d["reason"] for d in denials), denials
     assert (workspace / ".env").read_text() == f"API_TOKEN={SECRET}\n"
 def unresolvable(workspace: Path) -> tuple[str, str] | None:
     """A path this system cannot resolve (a folder on its way cannot be searched), and a rule
@@ -335,6 +336,6 @@ def test_a_path_on_the_way_to_which_a_folder_may_not_be_searched_is_a_clear_erro
         r = turn("-p", "look", server=server)
         assert r.code == 0, r.err
         result = results(server)["r"]
-        assert result.startswith(f"ERROR: {path} cannot be resolved: a folder on its way may not be searched "), result
+        assert result.startswith(f"ERROR: {path} cannot be resolved: ") and " may not be searched " in result, result
     finally:
         (workspace / "locked").chmod(0o755)

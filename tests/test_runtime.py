@@ -104,8 +104,8 @@ def test_denied_approval_returns_denial_text_with_note(workspace: Path) -> None:
     ui = RecordingUI(answers=[ApprovalReply("deny", "use a temp dir")])
     out = run_calls(make_runtime(workspace, ui), tc("w", "write_file", '{"path":"x"}'))
     # The note is the instruction: the result does not also say "ask what to do instead".
-    assert out[0].content == ("Denied by the user, who said: use a temp dir\n"
-                              "Do not retry the call as it was; follow what they said.")
+    denied = out[0].content or ""
+    assert denied.split("\n")[0].endswith(": use a temp dir") and "ask what to do instead" not in denied, denied
     assert not (workspace / "x").exists()
 
 
@@ -126,15 +126,16 @@ def test_accept_edits_does_not_ask_for_edits(workspace: Path) -> None:
 
 def test_tool_crash_becomes_error_result(workspace: Path) -> None:
     out = run_calls(make_runtime(workspace, RecordingUI()), tc("c", "crashy", "{}"))
-    assert out[0].content == "ERROR: crashy failed unexpectedly: RuntimeError: boom"
+    assert (out[0].content or "").startswith("ERROR: crashy ") and (out[0].content or "").endswith(": RuntimeError: boom")
 
 
 def test_wrong_type_and_unknown_field_name_the_field(workspace: Path) -> None:
     out = run_calls(make_runtime(workspace, RecordingUI()), tc("1", "read_file", '{"path": 3}'),
                     tc("2", "read_file", '{"path": "a", "bogus": 1}'), tc("3", "read_file", '[1]'))
-    assert out[0].content == "ERROR: read_file: field `path` must be a string, not an integer"
-    assert out[1].content == "ERROR: read_file: unknown field `bogus`"
-    assert out[2].content == "ERROR: arguments for read_file must be a JSON object, got list"
+    said = [m.content or "" for m in out]
+    assert said[0].startswith("ERROR: read_file: field `path` ") and " a string, not an integer" in said[0]
+    assert said[1].startswith("ERROR: read_file: ") and said[1].endswith(" `bogus`")
+    assert said[2].startswith("ERROR: arguments for read_file ") and said[2].endswith(" got list")
 
 
 def test_empty_required_string_fails_before_io(workspace: Path) -> None:

@@ -95,10 +95,10 @@ def test_cannot_create_a_file_outside_its_writable_roots(workspace: Path, tmp_pa
     out, ctx = run(workspace, f"echo x > {outside}", policy)
     assert out.startswith("exit code: 1")
     assert not outside.exists()
-    assert ctx.refused == [f"a write to {outside}"]
-    assert f"note: the OS sandbox ({policy}) refused a write to {outside}" in out
-    assert "What lets it through: add the folder to sandbox.writable_roots;" in out
-    assert "a person's yes at the prompt runs this call outside the sandbox" in out
+    assert [(r.kind, r.subject) for r in ctx.found] == [("write", str(outside))]
+    [note] = [line for line in out.split("\n") if line.startswith("note: ")]
+    assert f"({policy})" in note and f" {ctx.refused[0]}: " in note
+    assert ctx.found[0].allow == "add the folder to sandbox.writable_roots" and ctx.found[0].allow in note
 
 
 @pytest.mark.parametrize("policy", CONFINED)
@@ -117,12 +117,11 @@ def test_workspace_write_cannot_move_the_git_folder_away_to_replace_its_config(r
     before = (repo / ".git" / "config").read_text()
     out, ctx = run(repo, "mv .git .git-old; rm -rf .git; mv .git/config .git/c; echo x > .git/commondir",
                    "workspace-write")
-    assert "mv: cannot move '.git' to '.git-old': Device or resource busy" in out  # a mount point in the sandbox
+    assert "cannot move '.git'" in out and "Device or resource busy" in out  # a mount point in the sandbox
     assert not (repo / ".git-old").exists()
     assert (repo / ".git" / "config").read_text() == before
     assert not (repo / ".git" / "commondir").exists()  # it would point git at another config
-    assert f"creating {repo / '.git' / 'commondir'} (removed: it would change how git or nanohermes starts)" \
-        in ctx.refused
+    assert ("planted", str(repo / ".git" / "commondir")) in [(r.kind, r.subject) for r in ctx.found]
 
 
 @needs_namespaces
@@ -273,8 +272,7 @@ def test_a_refusal_is_offered_to_the_person_and_rerun_outside(workspace: Path, t
     out = call(rt, "run_command", command=f"touch {target}")
     assert target.exists()
     [req] = ui.of(ApprovalRequest)
-    assert req.reason == (f"the sandbox (workspace-write) refused a write to {target}; "
-                          "run it again outside the sandbox?")
+    assert "(workspace-write)" in req.reason and f" {Refused('write', str(target))};" in req.reason
     [ev] = ui.of(SandboxRefused)
     assert ev.rerun and ev.refused == (Refused("write", str(target)),) and ev.sandbox == "workspace-write"
     assert out.startswith("exit code: 0")
@@ -288,8 +286,8 @@ def test_a_refusal_nobody_approves_tells_the_model_it_needs_a_person(workspace: 
     assert not target.exists()
     assert len(ui.of(ApprovalRequest)) == 1
     [ev] = ui.of(SandboxRefused)
-    assert not ev.rerun
-    assert "a person's yes at the prompt runs this call outside the sandbox" in out
+    assert not ev.rerun and ev.refused == (Refused("write", str(target)),)
+    assert "a person's yes" in out
 
 
 def test_goal_mode_does_not_wait_for_a_person_on_a_refusal(workspace: Path, tmp_path: Path) -> None:
@@ -331,7 +329,7 @@ def test_a_project_config_cannot_turn_the_sandbox_off_or_widen_it(workspace: Pat
         loaded = load_config(workspace)
         assert loaded.config.sandbox.mode == "auto" and loaded.config.sandbox.network is False
         assert loaded.config.sandbox.writable_roots == []
-        assert any("ignored sandbox because this project is not trusted" in w for w in loaded.warnings)
+        assert [w for w in loaded.warnings if ": ignored sandbox " in w and "not trusted" in w]
     (workspace / ".nanohermes" / "config.json").write_text(json.dumps({"sandbox": {"mode": "auto"}}))
     assert load_config(workspace).warnings == []
 
@@ -339,7 +337,7 @@ def test_a_project_config_cannot_turn_the_sandbox_off_or_widen_it(workspace: Pat
 def test_permissions_report_says_what_the_sandbox_confines(workspace: Path) -> None:
     rt, _ = runtime(workspace)
     lines = rt.permissions_report()
-    assert f"sandbox: Landlock ABI {AVAIL.abi}: commands that run unasked are confined" in "\n".join(lines)
+    assert AVAIL.lines()[0][0] and f"sandbox: {AVAIL.lines()[0][1]}" in lines  # confined, and said so
     rt, _ = runtime(workspace, config=Config.from_dict({"sandbox": {"mode": "off"}}))
     assert rt.permissions_report()[-1].startswith("sandbox: off")
 
@@ -397,8 +395,8 @@ def test_a_setsid_daemon_is_killed_when_its_command_ends(workspace: Path, no_lef
                             "until [ -e a ] && [ -e b ]; do sleep 0.02; done; echo started",
                  policy)
     assert "started" in out
-    assert ("note: 3 processes the command started outside its process group (setsid, double fork) were still "
-            "running and killed when it ended") in out
+    [note] = [line for line in out.split("\n") if line.startswith("note: ")]
+    assert note.startswith("note: 3 processes ") and "killed" in note, note
     assert marked_pids(no_leftover_processes) == []
 
 
@@ -418,8 +416,8 @@ def test_a_setsid_daemon_of_a_background_task_is_killed_when_it_ends(workspace: 
         return out, ui.of(Notice)
 
     out, notices = asyncio.run(go())
-    assert ("note: 1 process it started outside its process group (setsid, double fork) was still running and "
-            "killed when it ended") in out
+    [note] = [line for line in out.split("\n") if line.startswith("note: ")]
+    assert note.startswith("note: 1 process ") and "killed" in note, note
     assert any("1 escaped process(es) killed" in n.text for n in notices)
     assert marked_pids(no_leftover_processes) == []
 
@@ -533,20 +531,21 @@ def test_an_unprivileged_user_gets_the_same_confinement(nobody_dir: Path) -> Non
 def test_doctor_has_one_line_for_landlock_and_one_for_namespaces(turn: Any) -> None:
     r = turn("doctor", "--base-url", "http://127.0.0.1:9/v1")
     lines = [line for line in r.out.splitlines() if "sandbox " in line]
-    assert lines[0] == f"[ok]   sandbox landlock: Landlock ABI {AVAIL.abi}: commands that run unasked are confined"
-    assert lines[1].startswith("[ok]   sandbox namespaces: user namespaces: each command gets its own network")
+    assert lines[0] == f"[ok]   sandbox landlock: {AVAIL.lines()[0][1]}"
+    assert lines[1] == f"[ok]   sandbox namespaces: {AVAIL.lines()[1][1]}"
     r = turn("doctor", "--base-url", "http://127.0.0.1:9/v1", config={"sandbox": {"mode": "off"}})
-    assert "[warn] sandbox: off (sandbox.mode or --sandbox off): commands that run without asking" in r.out
+    [off] = [line for line in r.out.splitlines() if line.startswith("[warn] sandbox: off ")]
+    assert "sandbox.mode" in off, off
 
 
 def test_availability_lines_say_what_is_weaker() -> None:
     weak = sandbox.Availability(abi=3, namespaces=False, namespace_error="EPERM")
     (good1, landlock), (good2, ns) = weak.lines()
     assert not good1 and "TCP connect/bind is not blocked (ABI < 4)" in landlock
-    assert not good2 and ns.startswith("user namespaces unavailable (EPERM): other programs' sockets")
-    assert "only argument-checked built-in read-only commands written as plain words run without asking" in ns
+    assert not good2 and ns.startswith("user namespaces unavailable (EPERM): ") and "sockets" in ns
+    assert "read-only commands written as plain words" in ns
     (good, none), _ = sandbox.Availability(abi=0, namespaces=True, pid=True).lines()
-    assert not good and "only argument-checked built-in read-only commands run without asking" in none
+    assert not good and none.startswith("Landlock unavailable ") and "read-only commands run without" in none
 
 
 @needs_namespaces
@@ -563,7 +562,7 @@ def test_a_hooks_folder_named_by_core_hooks_path_stays_read_only(repo: Path) -> 
 @needs_namespaces
 def test_a_daemon_that_clears_its_environment_is_still_found_when_confined(workspace: Path) -> None:
     out, _ = run(workspace, "setsid env -i sleep 303 > /dev/null 2>&1 < /dev/null & sleep 0.3", "workspace-write")
-    assert "note: 1 process the command started outside its process group" in out
+    assert "note: 1 process " in out
 
     def sleepers() -> list[str]:
         found = []
@@ -605,7 +604,8 @@ def test_a_background_task_reports_what_the_sandbox_refused(workspace: Path, tmp
 
     out = asyncio.run(go())
     assert not target.exists()
-    assert f"note: the OS sandbox (workspace-write) refused a write to {target}" in out
+    [note] = [line for line in out.split("\n") if line.startswith("note: ")]
+    assert "(workspace-write)" in note and f" {Refused('write', str(target))}: " in note, note
 
 
 @needs_namespaces

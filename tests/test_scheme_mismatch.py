@@ -16,9 +16,8 @@ def test_https_against_a_plain_http_server_fails_at_once_in_p(turn, server: Fake
     r = turn("-p", "hi", "--base-url", url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
     print(r.err)
     assert r.code == 1
-    assert f"cannot reach the model endpoint at {url} (" in r.err
-    assert "the server seems to speak plain HTTP: try http:// instead of https://" in r.err
-    assert f"hint: set base_url to {server.base_url} (--base-url, OPENAI_BASE_URL or config)" in r.err
+    assert "cannot reach " in r.err and f" {url} (" in r.err and "try http:// instead of https://" in r.err
+    assert f"hint: set base_url to {server.base_url} " in r.err
     assert "retrying" not in r.err
 
 
@@ -27,8 +26,7 @@ def test_http_against_a_tls_server_fails_at_once_in_p(turn, tls_port: int) -> No
     r = turn("-p", "hi", "--base-url", url, "--model", "fake-model", env={"OPENAI_API_KEY": "k"})
     print(r.err)
     assert r.code == 1
-    assert f"cannot reach the model endpoint at {url} (" in r.err
-    assert "the server speaks TLS: use https:// instead of http://" in r.err
+    assert "cannot reach " in r.err and f" {url} (" in r.err and "use https:// instead of http://" in r.err
     assert f"hint: set base_url to https://127.0.0.1:{tls_port}/v1" in r.err
     assert "retrying" not in r.err
 
@@ -40,8 +38,8 @@ def test_a_plain_server_that_hangs_up_is_still_retried(turn, hang_up_port: int) 
             env={"OPENAI_API_KEY": "k"})
     print(r.err)
     assert r.code == 1
-    assert r.err.count(f"the endpoint at {url} hung up without answering; retrying") == 1
-    assert f"the model endpoint at {url} closed the connection without answering" in r.err
+    assert r.err.count(f" {url} hung up ") == 1  # retried once
+    assert f" {url} closed the connection " in r.err
     assert "the server speaks TLS" not in r.err
     assert "hint: check base_url" in r.err
 

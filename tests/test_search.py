@@ -350,14 +350,15 @@ def test_walk_cap_lowered_to_3_files(tree: Path, rg: str | None, early_files: in
     out = grep(tree, rg, limits, early_files=early_files, pattern="hit 4")
     assert out == "no matches for literal 'hit 4' in . (3 files searched)\n… stopped walking after 3 files; search a narrower path"
     out = grep(tree, rg, limits, early_files=early_files, pattern=".1", regex=False)
-    assert out.splitlines()[-1] == "… stopped walking after 3 files; search a narrower path"
+    walked = "… stopped walking after 3 files; search a narrower path"  # the note, exact above
+    assert out.splitlines()[-1] == walked
     assert [line.split(":")[0] for line in out.split("\n\n")[0].splitlines()] == ["f1.txt", "f2.txt", "f3.txt"]
     # The match cap stopped the search first: the walk limit was never reached.
     out = grep(tree, rg, Limits(grep_max_files=3, grep_matches=2), early_files=early_files, pattern="hit")
     assert out == "f1.txt:1:hit 1.1\nf1.txt:2:hit 1.2\n\n… stopped after 2 matches"
     out = grep(tree, rg, limits, early_files=early_files, pattern="hit 2", include="*.txt")
-    assert out == "f2.txt:1:hit 2.1\nf2.txt:2:hit 2.2\n\n… stopped walking after 3 files; search a narrower path"
-    assert glob(tree, rg, limits, pattern="*.txt") == "f1.txt\nf2.txt\nf3.txt\n\n… stopped walking after 3 files; search a narrower path"
+    assert out.split("\n") == ["f2.txt:1:hit 2.1", "f2.txt:2:hit 2.2", "", walked]
+    assert glob(tree, rg, limits, pattern="*.txt").split("\n") == ["f1.txt", "f2.txt", "f3.txt", "", walked]
     assert glob(tree, rg, Limits(grep_max_files=5), pattern="*.txt").count("\n") == 4  # exactly 5: no note
 
 
@@ -377,7 +378,8 @@ def test_glob_exactly_500_has_no_note_and_501_has(workspace: Path, rg: str | Non
     assert out.count("\n") == 499 and out.endswith("d/499.py")
     write(workspace, "d/500.py", "")
     out = glob(workspace, rg, pattern="**/*.py")
-    assert out.endswith("d/499.py\n\n… 501 files match, showing first 500; narrow the pattern or path")
+    rows, note = out.split("\n\n")
+    assert rows.endswith("d/499.py") and note.startswith("… 501 files match, showing first 500;")
 
 
 def test_skipped_summary_with_default_limits(workspace: Path) -> None:
@@ -387,8 +389,10 @@ def test_skipped_summary_with_default_limits(workspace: Path) -> None:
     write(workspace, "b/other.bin", b"\x00\x00")
     write(workspace, "c.txt", "a needle here\n")
     for rg in (RG, None):
-        assert grep(workspace, rg, pattern="needle") == "c.txt:1:a needle here\n\n3 files skipped: 2 larger than 1 MiB, 1 binary"
-        assert grep(workspace, rg, pattern="absent") == "no matches for literal 'absent' in . (5 files searched)"
+        rows, note = grep(workspace, rg, pattern="needle").split("\n\n")
+        assert rows == "c.txt:1:a needle here" and note == "3 files skipped: 2 larger than 1 MiB, 1 binary"
+        out = grep(workspace, rg, pattern="absent")
+        assert out.startswith("no matches ") and out.endswith(" (5 files searched)")
 
 
 # -- semantics and errors -----------------------------------------------------------------
@@ -406,8 +410,10 @@ def test_no_matches_says_what_was_searched(workspace: Path, rg: str | None) -> N
     write(workspace, "src/a.py", "x\n")
     write(workspace, "src/b.txt", "x\n")
     out = grep(workspace, rg, pattern="nope", path="src", include="*.py", case_insensitive=True)
-    assert out == "no matches for literal 'nope' in src (1 file searched; include *.py; case-insensitive)"
-    assert glob(workspace, rg, pattern="*.rs", path="src") == "no files match '*.rs' under src (2 files walked)"
+    assert out.startswith("no matches ") and " 'nope' in src " in out, out
+    assert out.endswith(" (1 file searched; include *.py; case-insensitive)")
+    out = glob(workspace, rg, pattern="*.rs", path="src")
+    assert out.startswith("no files match ") and " '*.rs' under src " in out and out.endswith(" (2 files walked)")
 
 
 @pytest.mark.parametrize("rg", BACKENDS)
@@ -494,16 +500,16 @@ def test_grep_through_the_cli_with_a_lowered_cap(cli, server: FakeServer, worksp
     r = cli("-p", "find hits", server=server, config={"limits": {"grep_matches": 3, "glob_results": 1}})
     assert r.code == 0, r.err
     results = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
-    assert results == [
-        "a.txt:1:hit 1\na.txt:2:hit 2\na.txt:3:hit 3\n\n… stopped after 3 matches",
-        "a.txt\n\n… 2 files match, showing first 1; narrow the pattern or path",
-    ]
+    (grepped, stopped), (globbed, shown) = (r.split("\n\n") for r in results)
+    assert grepped.split("\n") == ["a.txt:1:hit 1", "a.txt:2:hit 2", "a.txt:3:hit 3"] and stopped.endswith(" 3 matches")
+    assert globbed == "a.txt" and shown.startswith("… 2 files match, showing first 1;")
 
 
 @pytest.mark.parametrize("rg", BACKENDS)
 def test_a_lone_surrogate_in_the_pattern_is_no_crash(workspace: Path, rg: str | None) -> None:
     write(workspace, "a.txt", "plain\n")
-    assert grep(workspace, rg, pattern="\ud800") == "no matches for literal '\\ud800' in . (1 file searched)"
+    out = grep(workspace, rg, pattern="\ud800")
+    assert out.startswith("no matches ") and " '\\ud800' in . " in out, out
 
 
 def test_an_unrunnable_ripgrep_falls_back_to_python(workspace: Path) -> None:
@@ -584,8 +590,9 @@ def test_grep_over_a_folder_does_not_show_secret_files(workspace: Path) -> None:
     (workspace / "keys" / "server.pem").write_text("API_TOKEN in a pem\n")
     for rg in (RG, None):
         out = grep(workspace, rg=rg, early_files=0, pattern="API_TOKEN")
-        assert out == ("app.py:1:token = os.environ['API_TOKEN']\n\n"
-                       "2 secret files with matches not shown (permissions.secret_files); grep one by its path to be asked for it")
+        rows, note = out.split("\n\n")
+        assert rows == "app.py:1:token = os.environ['API_TOKEN']" and "abc123" not in out and "pem" not in out
+        assert note.startswith("2 secret files ") and "(permissions.secret_files)" in note, note
 
 
 def test_grep_of_a_named_secret_file_is_left_to_the_permission_check(workspace: Path) -> None:

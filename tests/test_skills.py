@@ -40,9 +40,9 @@ def test_discovers_the_three_folders_in_order_first_name_wins(workspace: Path, c
     assert [(s.name, s.description) for s in found.skills] == [
         ("deploy", "Ship it (project)."), ("review", "Review a change carefully."), ("pdf", "Work with PDFs.")]
     assert found.skills[2].path == claude
-    assert found.warnings == [
-        f"{cfg_dir / 'skills' / 'deploy' / 'SKILL.md'}: skill `deploy` is also defined in "
-        f"{workspace / '.nanohermes' / 'skills' / 'deploy' / 'SKILL.md'}, which wins; skipped"]
+    [clash] = found.warnings
+    assert clash.startswith(f"{cfg_dir / 'skills' / 'deploy' / 'SKILL.md'}: skill `deploy` ") and clash.endswith("; skipped")
+    assert f" {workspace / '.nanohermes' / 'skills' / 'deploy' / 'SKILL.md'}, " in clash  # the one that wins
 
 
 @pytest.mark.parametrize("front, why", [
@@ -154,7 +154,7 @@ def test_cli_warns_about_a_bad_skill_and_loads_a_good_one(cli, server: FakeServe
     server.add(tool_reply(call("skill", {"name": "good"})), Reply(text="done"))
     r = cli("-p", "use it", server=server)
     assert r.code == 0, r.err
-    assert f"nanohermes: warning: {bad}: front matter needs a non-empty string `description`; skill skipped" in r.err
+    assert f"nanohermes: warning: {bad}: " in r.err and " `description`;" in r.err and "skipped" in r.err
     assert "- good: the good one" in server.requests[0]["messages"][0]["content"]
     assert server.requests[1]["messages"][-1]["content"].splitlines()[2] == "Step 1."
 

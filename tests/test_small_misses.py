@@ -44,9 +44,7 @@ def test_a_patch_in_neither_format_gets_an_error_naming_both(turn, server: FakeS
     (workspace / "app.py").write_text(APP)
     patch = "** Begin Patch **\nUpdate app.py: b = 3\n** End Patch **\n"
     [out] = run(turn, server, call("apply_patch", {"diff": patch}))
-    assert out == ("ERROR: no file sections found: `** Begin Patch **` looks like the `*** Begin Patch` format's first "
-                   "line but is not it (a unified diff needs `--- a/path` and `+++ b/path` lines, then `@@` hunks; the "
-                   "other format starts with a line `*** Begin Patch` and ends with `*** End Patch`)")
+    assert out.startswith("ERROR: no file sections found: ") and "`** Begin Patch **`" in out, out
     assert (workspace / "app.py").read_text() == APP
 
 
@@ -57,8 +55,8 @@ def test_opencodes_colon_numbers_on_every_line_of_old_string_are_stripped_from_b
     (workspace / "app.py").write_text(APP)
     edit = {"path": "app.py", "old_string": "5:     a = 1\n6:     b = 2", "new_string": "5:     a = 10\n6:     b = 20"}
     [out] = run(turn, server, call("edit_file", edit), read="app.py")
-    assert out == "edited app.py: replaced 1 occurrence (+2 -2 lines) (line numbers like `12: ` stripped from " \
-                  "old_string and new_string)"
+    assert out.startswith("edited app.py: replaced 1 occurrence (+2 -2 lines)") and "`12: `" in out, out
+    assert out.endswith(" old_string and new_string)")
     assert (workspace / "app.py").read_text() == APP.replace("a = 1", "a = 10").replace("b = 2", "b = 20")
 
 
@@ -67,7 +65,7 @@ def test_opencodes_older_pipe_numbers_on_new_string_only_are_stripped(turn, serv
     (workspace / "app.py").write_text(APP)
     edit = {"path": "app.py", "old_string": "    a = 1\n    b = 2", "new_string": "00005|     a = 7\n00006|     b = 8"}
     [out] = run(turn, server, call("edit_file", edit), read="app.py")
-    assert out.endswith("(line numbers like `00012| ` stripped from new_string)")
+    assert "`00012| `" in out and out.endswith(" new_string)"), out
     assert (workspace / "app.py").read_text() == APP.replace("a = 1", "a = 7").replace("b = 2", "b = 8")
 
 

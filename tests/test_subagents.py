@@ -93,12 +93,14 @@ def test_waited_child_has_its_own_history_prompt_and_tools(workspace: Path) -> N
                child_script=[tool_reply(call("read_file", {"path": "a.txt"})), Reply(text="a.txt holds alpha")])
     result = asyncio.run(f.parent.ask("look"))
     assert result.text == "It says alpha."
-    assert re.fullmatch(r"sub-agent agent-1 \(explore\) completed after \d+\.\ds:\na\.txt holds alpha",
-                        tool_results(f.parent)[0])
+    head, answer = tool_results(f.parent)[0].split("\n")
+    assert head.startswith("sub-agent agent-1 (explore) completed ") and answer == "a.txt holds alpha", head
+    assert f.manager.runs["agent-1"].status == "completed"
     first = f.child_llm.requests[0]
     assert [m["role"] for m in first["messages"]] == ["system", "user"]  # fresh history: only the task
     assert first["messages"][1]["content"] == "What is in a.txt?"
-    assert first["messages"][0]["content"].startswith("parent prompt\n\n# Your role\nYou are the sub-agent `explore`")
+    assert first["messages"][0]["content"].startswith("parent prompt\n\n# Your role\n")
+    assert "`explore`" in first["messages"][0]["content"].split("\n")[3]
     assert "Only read; never change files." in first["messages"][0]["content"]
     assert [t["function"]["name"] for t in first["tools"]] == ["list_dir", "read_file"]
     assert f.child_llm.requests[1]["messages"][-1]["content"] == "1\talpha"
@@ -113,8 +115,8 @@ def test_child_is_denied_a_tool_its_parent_has(workspace: Path) -> None:
     asyncio.run(f.parent.ask("go"))
     assert "write_file" in [t["function"]["name"] for t in f.parent.llm.requests[0]["tools"]]  # type: ignore[attr-defined]
     assert "write_file" not in [t["function"]["name"] for t in f.child_llm.requests[0]["tools"]]
-    assert f.child_llm.requests[1]["messages"][-1]["content"] == (
-        "ERROR: unknown tool `write_file`; available tools: list_dir, read_file")
+    refused = f.child_llm.requests[1]["messages"][-1]["content"]
+    assert refused.startswith("ERROR: unknown tool `write_file`;") and refused.endswith(": list_dir, read_file")
     assert not (workspace / "x").exists()
 
 
@@ -165,12 +167,12 @@ def test_background_run_and_the_board_with_a_lowered_preview(workspace: Path, tm
         return started.content or "", board.content or ""
 
     started, board = asyncio.run(go())
-    assert started == ("started sub-agent explore as agent-1; it works in the background. "
-                       "Check agent_list for its status and result.")
+    assert started.startswith("started sub-agent explore as agent-1;") and "agent_list" in started
     path = tmp_path / "session" / "agents" / "agent-1.md"
     head, result = board.split("\n")
-    assert re.fullmatch(r"agent-1  explore  completed  \d+\.\ds  0 tool calls", head)
-    assert result == f"  result: abcde… (12 chars, showing the first 5; full result: {path} (read it with read_file))"
+    name, agent, status, took, calls = re.split(r"\s{2,}", head)
+    assert (name, agent, status, calls) == ("agent-1", "explore", "completed", "0 tool calls") and took.endswith("s")
+    assert result.startswith("  result: abcde… (12 chars, ") and " the first 5;" in result and f" {path} " in result
     assert path.read_text() == "abcdefghijkl"
     assert any(isinstance(e, Notice) and e.text.startswith("sub-agent agent-1 (explore) completed") for e in f.ui.events)
 
@@ -178,8 +180,9 @@ def test_background_run_and_the_board_with_a_lowered_preview(workspace: Path, tm
 def test_unknown_subagent_lists_the_configured_ones(workspace: Path) -> None:
     f = family(workspace)
     out = asyncio.run(f.parent.runtime.run_calls([ToolCall("1", "subagent", '{"agent": "nope", "task": "t"}')]))
-    assert out[0].content == "ERROR: unknown sub-agent `nope`; configured: explore, writer"
-    assert f.manager.board() == "no sub-agents started yet; configured: explore, writer"
+    refused = out[0].content or ""
+    assert refused.startswith("ERROR: unknown sub-agent `nope`;") and refused.endswith(": explore, writer")
+    assert f.manager.runs == {} and f.manager.board().endswith(": explore, writer")
 
 
 def test_children_are_cancelled_with_their_parent(workspace: Path) -> None:
@@ -232,7 +235,7 @@ def test_tools_only_when_subagents_are_configured(workspace: Path) -> None:
     built = build_agent(cfg, workspace, RecordingUI(), llm=ScriptedLLM(), save_session=False)
     spec = next(t.spec() for t in built.agent.runtime.tools if t.name == "subagent")["function"]
     assert spec["parameters"]["properties"]["agent"]["enum"] == ["explore", "writer"]
-    assert spec["description"].endswith("Sub-agents: explore: Reads code; writer: Writes files.")
+    assert spec["description"].endswith(": explore: Reads code; writer: Writes files.")
 
 
 def test_cli_end_to_end_with_the_fake_server(turn, server: FakeServer, workspace: Path) -> None:
@@ -297,8 +300,8 @@ def test_unknown_tools_in_a_subagent_config_are_warned_about(workspace: Path) ->
     ui = RecordingUI()
     built = build_agent(cfg, workspace, ui, llm=ScriptedLLM(), save_session=False)
     asyncio.run(built.start())
-    assert [e.text for e in ui.of(Notice)] == [
-        "sub-agent x lists tools that do not exist: no_such_tool; they are ignored (see /tools)"]
+    [warned] = [e.text for e in ui.of(Notice)]
+    assert warned.startswith("sub-agent x ") and ": no_such_tool;" in warned, warned
 
 
 def test_terminal_prompt_names_the_asking_sub_agent(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -311,7 +314,8 @@ def test_terminal_prompt_names_the_asking_sub_agent(monkeypatch: pytest.MonkeyPa
     out = io.StringIO()
     reply = ask_on_terminal(ApprovalRequest(call_id="1", tool="write_file", summary="x", agent="writer agent-1"), out)
     assert reply.choice == "deny"
-    assert out.getvalue().startswith("\nnanohermes (sub-agent writer agent-1) wants to run write_file: x\n")
+    asked = out.getvalue().split("\n")[1]
+    assert "(sub-agent writer agent-1)" in asked and asked.endswith(" write_file: x"), asked
 
 
 def test_verbose_progress_shows_child_calls_indented(turn, server: FakeServer, workspace: Path) -> None:
@@ -358,8 +362,9 @@ def test_child_stopped_at_its_max_turns_reports_what_it_had(workspace: Path) -> 
                parent_script=[tool_reply(call("subagent", {"agent": "brief", "task": "t", "wait": True})), Reply(text="ok")],
                child_script=[tool_reply(call("list_dir", {}), text="looking around")])
     asyncio.run(f.parent.ask("go"))
-    assert re.fullmatch(r"sub-agent agent-1 \(brief\) max_turns after \d+\.\ds:\n"
-                        r"looking around\n\[stopped after 1 model call \(max_turns\)\]", tool_results(f.parent)[0])
+    head, said, stopped = tool_results(f.parent)[0].split("\n")
+    assert head.startswith("sub-agent agent-1 (brief) max_turns ") and said == "looking around"
+    assert stopped.startswith("[stopped after 1 model call ")
     assert f.manager.runs["agent-1"].status == "max_turns"
 
 
@@ -368,7 +373,9 @@ def test_failed_child_is_an_error_for_the_waiting_parent_and_on_the_board(worksp
                parent_script=[tool_reply(call("subagent", {"agent": "explore", "task": "t", "wait": True})), Reply(text="ok")],
                child_script=[])  # the child's model has nothing to say: its endpoint fails
     asyncio.run(f.parent.ask("go"))
-    assert tool_results(f.parent)[0] == "ERROR: sub-agent agent-1 (explore) failed: fake server script exhausted"
+    failed = tool_results(f.parent)[0]
+    assert failed.startswith("ERROR: sub-agent agent-1 (explore) ") and failed.endswith(": fake server script exhausted")
+    assert f.manager.runs["agent-1"].status == "failed"
     assert f.manager.board().endswith("\n  error: fake server script exhausted")
     assert f.parent.llm.violations == []  # type: ignore[attr-defined]  # the parent went on
 
@@ -446,5 +453,5 @@ def test_a_childs_compaction_keeps_its_own_todo_list_as_the_sessions_does(worksp
     summary_request = next(i for i, r in enumerate(llm.requests)
                            if r["messages"][0]["content"].startswith("You compact the conversation"))
     after = llm.requests[summary_request + 1]["messages"]
-    assert after[1]["content"].endswith("Current todo list (kept from before compacting):\n[~] 1. read big.txt")
+    assert after[1]["content"].endswith(":\n[~] 1. read big.txt")
     assert built.agent.session.saved_state() == {"todos": []}  # the parent's list was never written

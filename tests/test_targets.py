@@ -85,7 +85,7 @@ def test_edit_through_a_link_and_dots(linked: Path) -> None:
     assert out == "ERROR: denied by rule edit_file(secret/**)"
     allow = runtime(linked, ui, Policy(allow=(R("edit_file(deep/**)"),)))
     out = run(allow, "edit_file", path="l/../x", old_string="old", new_string="new")
-    assert out == "edited deep/x: replaced 1 occurrence (+1 -1 lines)"
+    assert out.startswith("edited deep/x: replaced 1 occurrence"), out  # the file the kernel reaches
     [req] = ui.of(ApprovalRequest)  # asked: the rule covers deep/x, not the x the text names
     assert req.tool == "edit_file" and "+new" in req.detail
     assert {rel: (linked / rel).read_text() for rel in ("secret/a", "deep/secret/a", "x", "deep/x")} == {
@@ -121,7 +121,7 @@ def test_read_through_a_link_and_dots_is_denied_and_its_secret_check_sees_both_r
     rt = runtime(linked, ui, Policy(allow=(R("read_file(deep/**)"),)))
     assert run(rt, "read_file", path="l/../.env") == DENIED
     [req] = ui.of(ApprovalRequest)
-    assert req.reason == "deep/.env is on the secret-file list (permissions.secret_files)"
+    assert req.reason.startswith("deep/.env ") and req.reason.endswith(" (permissions.secret_files)"), req.reason
     assert req.rule == "read_file(deep/.env), read_file(.env)"
     assert run(rt, "read_file", path="l/../.env") == "1\tDEEP=1"  # approved: the file judged, where the kernel goes
 
@@ -142,8 +142,7 @@ def test_a_symlink_swapped_in_after_the_check_is_not_followed(linked: Path, tmp_
 
     ui = SwapWhileAsking(answers=["yes"])
     out = run(runtime(linked, ui, Policy()), "write_file", path="sub/f", content="x")
-    assert out == ("ERROR: cannot write sub/f: a symlink appeared in its path after it was checked; nothing was "
-                   "written: check the path and try again")
+    assert out.startswith("ERROR: cannot write sub/f: ") and "symlink" in out and "nothing was written" in out, out
     assert list(outside.iterdir()) == []
 
 
@@ -282,12 +281,12 @@ class Unsure(Scribble):
 def test_a_call_whose_target_cannot_be_computed_is_refused(workspace: Path, mode: str) -> None:
     ui = RecordingUI(answers=["yes"])
     out = run(runtime(workspace, ui, Policy(mode=mode), tools=[Unsure()]), "unsure", path="a", content="x")
-    assert out == "ERROR: unsure cannot say what this call touches (RuntimeError: no idea); the call was refused"
+    assert out.startswith("ERROR: unsure ") and "(RuntimeError: no idea)" in out and "refused" in out, out
     assert ui.of(ApprovalRequest) == [] and list(workspace.iterdir()) == []
 
 
 def test_a_path_with_a_nul_byte_is_refused_before_any_question(workspace: Path) -> None:
     ui = RecordingUI(answers=["yes"])
     out = run(runtime(workspace, ui, Policy()), "write_file", path="a\u0000b", content="x")
-    assert out == "ERROR: path 'a\\x00b' contains a NUL byte; pass a plain file path"
+    assert out.startswith("ERROR: path 'a\\x00b' ") and "NUL byte" in out, out
     assert ui.of(ApprovalRequest) == []

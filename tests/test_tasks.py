@@ -59,8 +59,9 @@ def test_start_returns_an_id_and_how_to_follow_it(workspace: Path) -> None:
     async def body(rt: Runtime, ui: RecordingUI) -> None:
         out = await acall(rt, "run_command", command="sleep 300", background=True)
         tid = out.split()[3].rstrip(":")
-        assert out == (f"started background task {tid}: sleep 300\nIt is killed after 3600s or when nanohermes exits. "
-                       f'Read its output with task_output(task_id="{tid}"); stop it with task_kill.')
+        first, follow = out.split("\n")
+        assert first == f"started background task {tid}: sleep 300" and len(tid) == 6
+        assert " 3600s " in follow and f'task_output(task_id="{tid}")' in follow and "task_kill" in follow
 
     scenario(workspace, body)
 
@@ -81,8 +82,8 @@ def test_a_megabyte_on_stderr_does_not_block_and_is_readable(workspace: Path) ->
         marker = "\n[… 475712 bytes dropped here …]\n"
         # The first half and the newest half of the buffer are kept; the middle is marked where it was.
         [gap_read] = [i for i, s in enumerate(sections) if marker in s]
-        assert "note: 475712 bytes of stderr were dropped where marked, because 524288 unread bytes were already " \
-               "buffered; call task_output more often" in reads[gap_read]
+        assert "note: 475712 bytes of stderr were dropped " in reads[gap_read]
+        assert " 524288 unread bytes " in reads[gap_read]
         stderr = "".join(sections).replace(marker, "")
         assert stderr == "e" * (512 * KiB)  # everything the buffer kept was read, none lost
         assert "(nothing new)" in await acall(rt, "task_output", task_id=tid)
@@ -168,8 +169,7 @@ def test_task_kill_kills_the_whole_group(workspace: Path, no_leftover_processes:
 
         assert await asyncio.to_thread(wait_until, lambda: sleeping() == 2)
         out = await acall(rt, "task_kill", task_id=tid)
-        assert re.fullmatch(rf"task {tid}: killed \(task_kill\) after \d+\.\ds, exit code killed \(task_kill\); "
-                            r"read what it wrote with task_output", out), out
+        assert re.match(rf"task {tid}: killed \(task_kill\) after \d+\.\ds, ", out) and "task_output" in out, out
         assert await asyncio.to_thread(wait_until, lambda: not group_members(pgid))
         assert "up" in await acall(rt, "task_output", task_id=tid)
         again = await acall(rt, "task_kill", task_id=tid)
@@ -180,7 +180,7 @@ def test_task_kill_kills_the_whole_group(workspace: Path, no_leftover_processes:
 
 def test_task_list(workspace: Path) -> None:
     async def body(rt: Runtime, ui: RecordingUI) -> None:
-        assert await acall(rt, "task_list") == "no background tasks; start one with run_command(background=true)"
+        assert (await acall(rt, "task_list")).startswith("no background tasks")
         done = await start(rt, "exit 7")
         await finished(ui, done)
         running = await start(rt, "sleep 300\necho second line")
@@ -194,11 +194,12 @@ def test_task_list(workspace: Path) -> None:
 
 def test_unknown_task_id_names_the_known_ones(workspace: Path) -> None:
     async def body(rt: Runtime, ui: RecordingUI) -> None:
-        assert await acall(rt, "task_output", task_id="nope") == \
-            "ERROR: no background task `nope` (known tasks: none started in this session); see task_list"
+        out = await acall(rt, "task_output", task_id="nope")
+        assert out.startswith("ERROR: no background task `nope` ") and "(known tasks: none" in out, out
         tid = await start(rt, "true")
-        assert await acall(rt, "task_kill", task_id="zzz") == f"ERROR: no background task `zzz` (known tasks: {tid}); see task_list"
-        assert await acall(rt, "task_output", task_id="") == "ERROR: task_output: task_id must not be empty; task_list shows the ids"
+        out = await acall(rt, "task_kill", task_id="zzz")
+        assert out.startswith("ERROR: no background task `zzz` ") and f"(known tasks: {tid})" in out, out
+        assert (await acall(rt, "task_output", task_id="")).startswith("ERROR: task_output: task_id ")
 
     scenario(workspace, body)
 

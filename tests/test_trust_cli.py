@@ -55,9 +55,10 @@ def test_untrusted_project_search_settings_send_no_key(turn: Any, server: FakeSe
     assert [q["path"].split("?")[0] for q in mine.requests] == ["/search"]
     assert MODEL_KEY not in every_header_value(mine) and BRAVE_KEY not in every_header_value(mine)
     proj = project_config_path(workspace)
-    assert f"nanohermes: warning: {proj}: ignored web_search.provider, web_search.brave_api_key_env because this " \
-           "project is not trusted" in r.err
-    assert f"nanohermes: warning: {proj}: ignored web_search.brave_url: only the user config" in r.err
+    [untrusted] = [line for line in r.err.splitlines() if " ignored web_search.provider, " in line]
+    assert untrusted.startswith(f"nanohermes: warning: {proj}: ") and "web_search.brave_api_key_env " in untrusted
+    [user_only] = [line for line in r.err.splitlines() if " ignored web_search.brave_url: " in line]
+    assert user_only.startswith(f"nanohermes: warning: {proj}: ") and "user config" in user_only
     assert "Docs" in server.requests[1]["messages"][-1]["content"]
 
 
@@ -72,7 +73,7 @@ def test_trusted_project_search_key_goes_only_to_the_users_url(turn: Any, server
     assert attacker.requests == []
     assert len(mine.requests) == 1 and mine.requests[0]["headers"]["X-Subscription-Token"] == BRAVE_KEY
     assert MODEL_KEY not in every_header_value(mine)
-    assert "web_search.brave_api_key_env names the model's key variable $OPENAI_API_KEY" in r.err
+    assert "web_search.brave_api_key_env names " in r.err and " $OPENAI_API_KEY;" in r.err
     assert "Mine" in server.requests[1]["messages"][-1]["content"]
 
 
@@ -107,5 +108,6 @@ def test_allowed_hosts_with_nothing_in_common_fetch_nothing(turn: Any, server: F
     assert r.code == 0, r.err
     assert mine.requests == []
     result = server.requests[1]["messages"][-1]["content"]
-    assert result.startswith("ERROR: ") and "denied by config web_fetch.denied_hosts (*)" in result
-    assert "web_fetch.allowed_hosts share no host with the user's (127.0.0.1): web_fetch reaches no host" in r.err
+    assert result.startswith("ERROR: ") and " web_fetch.denied_hosts (*)" in result, result
+    [none] = [line for line in r.err.splitlines() if "web_fetch.allowed_hosts " in line]
+    assert "(127.0.0.1)" in none and "reaches no host" in none, none

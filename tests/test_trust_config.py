@@ -232,8 +232,9 @@ def test_user_only_keys_never_come_from_a_project(workspace: Path, trusted: bool
     assert str(other) not in cfg.trusted_projects
     assert cfg.web_search.brave_url == "https://api.search.brave.com/res/v1/web/search"
     assert cfg.web_search.tavily_url == "https://api.tavily.com/search"
-    assert f"{project_config_path(workspace)}: ignored trusted_projects, web_search.brave_url, web_search.tavily_url: " \
-           f"only the user config ({user_config_path()}) may set them" in loaded.warnings
+    [ignored] = [w for w in loaded.warnings if w.startswith(f"{project_config_path(workspace)}: ignored ")]
+    assert " trusted_projects, web_search.brave_url, web_search.tavily_url: " in ignored
+    assert f"({user_config_path()})" in ignored, ignored
 
 
 def test_a_search_key_variable_never_names_the_model_key(workspace: Path) -> None:
@@ -242,11 +243,10 @@ def test_a_search_key_variable_never_names_the_model_key(workspace: Path) -> Non
     loaded = load_config(workspace)
     assert loaded.config.web_search.brave_api_key_env == "BRAVE_API_KEY"
     assert loaded.config.web_search.tavily_api_key_env == "TAVILY_API_KEY"
-    assert loaded.warnings == [
-        "web_search.brave_api_key_env names the model's key variable $OPENAI_API_KEY; using $BRAVE_API_KEY instead, "
-        "so the model key never goes to a search provider",
-        "web_search.tavily_api_key_env names the model's key variable $MY_MODEL_KEY; using $TAVILY_API_KEY instead, "
-        "so the model key never goes to a search provider"]
+    brave, tavily = loaded.warnings
+    assert brave.startswith("web_search.brave_api_key_env ") and " $OPENAI_API_KEY;" in brave and " $BRAVE_API_KEY " in brave
+    assert tavily.startswith("web_search.tavily_api_key_env ") and " $MY_MODEL_KEY;" in tavily
+    assert " $TAVILY_API_KEY " in tavily
 
 
 def test_environment_and_flags_are_the_persons_own_and_may_widen(workspace: Path,
@@ -261,8 +261,9 @@ def test_environment_and_flags_are_the_persons_own_and_may_widen(workspace: Path
 def test_unknown_project_keys_are_not_trust_requests(workspace: Path) -> None:
     loaded = load(workspace, {}, {"callbacks": {"x": 1}, "web_search": {"brave_urll": "http://x/"}}, trusted=False)
     assert loaded.asks == {}
-    assert loaded.warnings == [f"{project_config_path(workspace)}: unknown config keys ignored: callbacks, "
-                               "web_search.brave_urll (did you mean web_search.brave_url?)"]
+    [unknown] = loaded.warnings
+    assert unknown.startswith(f"{project_config_path(workspace)}: ") and ": callbacks, web_search.brave_urll " in unknown
+    assert unknown.endswith("(did you mean web_search.brave_url?)"), unknown
 
 
 # -- deep files ------------------------------------------------------------------------------
@@ -287,7 +288,7 @@ def test_deep_config_through_the_cli_exits_2_naming_the_file(turn: Any, workspac
     proj = write(project_config_path(workspace), "{" + '"a":[' * 70 + "]" * 70 + "}")
     r = turn("-p", "hi")
     assert r.code == 2
-    assert f"nanohermes: error: {proj}: nested 71 levels deep, more than the 64 a config file may have" in r.err
+    assert f"nanohermes: error: {proj}: nested 71 levels deep" in r.err and " 64 " in r.err, r.err
     assert "internal error" not in r.err
 
 

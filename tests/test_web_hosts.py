@@ -68,8 +68,7 @@ def test_a_name_resolves_to_its_addresses() -> None:
 def test_denied_hosts_catch_every_spelling_before_any_request(site: LocalSite, workspace: Path, host: str) -> None:
     cfg = Config.from_dict({"web_fetch": {"denied_hosts": ["127.0.0.1", "localhost"]}})
     out = fetch(workspace, f"http://{host}:{port(site)}/notes.txt", Policy(mode="goal"), config=cfg)
-    assert out == ("ERROR: host 127.0.0.1 is denied by config web_fetch.denied_hosts (127.0.0.1); "
-                   "fetch another site")
+    assert out.startswith("ERROR: host 127.0.0.1 ") and " web_fetch.denied_hosts (127.0.0.1);" in out, out
     assert site.requests == []
 
 
@@ -84,11 +83,11 @@ def test_a_deny_rule_catches_every_spelling(site: LocalSite, workspace: Path, ho
 def test_a_name_that_resolves_to_a_denied_address_is_denied(site: LocalSite, workspace: Path) -> None:
     cfg = Config.from_dict({"web_fetch": {"denied_hosts": ["0x7f.0.0.1"]}})
     out = fetch(workspace, f"http://localhost:{port(site)}/notes.txt", Policy(mode="goal"), config=cfg)
-    assert out == ("ERROR: host localhost (it resolves to 127.0.0.1) is denied by config web_fetch.denied_hosts "
-                   "(0x7f.0.0.1); fetch another site")
+    assert out.startswith("ERROR: host localhost (") and " 127.0.0.1)" in out, out  # the address it resolves to
+    assert " web_fetch.denied_hosts (0x7f.0.0.1);" in out
     cidr = Config.from_dict({"web_fetch": {"denied_hosts": ["127.0.0.0/8"]}})
-    assert fetch(workspace, f"http://localhost:{port(site)}/notes.txt", Policy(mode="goal"), config=cidr).startswith(
-        "ERROR: host localhost (it resolves to 127.0.0.1) is denied by config web_fetch.denied_hosts (127.0.0.0/8)")
+    out = fetch(workspace, f"http://localhost:{port(site)}/notes.txt", Policy(mode="goal"), config=cidr)
+    assert out.startswith("ERROR: host localhost (") and " web_fetch.denied_hosts (127.0.0.0/8)" in out, out
     rule = Policy(mode="goal", deny=(R("web_fetch(domain:127.0.0.1)"),))
     assert fetch(workspace, f"http://localhost:{port(site)}/notes.txt", rule) == (
         "ERROR: denied by rule web_fetch(domain:127.0.0.1)")
@@ -100,7 +99,7 @@ def test_allowed_hosts_do_not_grant_by_address(site: LocalSite, workspace: Path)
     assert fetch(workspace, f"http://0x7f.1:{port(site)}/notes.txt", Policy(mode="goal"), config=cfg).endswith(
         "first line\n")
     out = fetch(workspace, f"http://localhost:{port(site)}/notes.txt", Policy(mode="goal"), config=cfg)
-    assert out.startswith("ERROR: host localhost is not in config web_fetch.allowed_hosts (127.0.0.1)")
+    assert out.startswith("ERROR: host localhost ") and " web_fetch.allowed_hosts (127.0.0.1)" in out, out
 
 
 # -- redirects -----------------------------------------------------------------------------
@@ -110,12 +109,10 @@ def test_a_redirect_hop_is_judged_by_the_rules_of_its_own_host(site: LocalSite, 
     start = site.url("/away")
     # Allowed for 127.0.0.1 only: the hop to localhost would be asked, which cannot happen mid-fetch.
     out = fetch(workspace, start, Policy(allow=(R("web_fetch(domain:127.0.0.1)"),)))
-    assert out == (f"ERROR: {start} redirects to {target}, on host localhost, which this fetch may not reach: it needs "
-                   "approval (fetches from localhost, a host no rule allows yet); fetch that URL directly if it is needed")
+    assert out.startswith(f"ERROR: {start} redirects to {target}, ") and "needs approval" in out, out
     denied = Policy(mode="goal", deny=(R("web_fetch(domain:localhost)"),))
-    assert fetch(workspace, start, denied) == (
-        f"ERROR: {start} redirects to {target}, on host localhost, which this fetch may not reach: denied by rule "
-        "web_fetch(domain:localhost); fetch that URL directly if it is needed")
+    out = fetch(workspace, start, denied)
+    assert out.startswith(f"ERROR: {start} redirects to {target}, ") and " web_fetch(domain:localhost);" in out, out
     assert [r["path"] for r in site.requests] == ["/away", "/away"]  # the hop itself was never requested
     both = Policy(allow=(R("web_fetch(domain:127.0.0.1)"), R("web_fetch(domain:localhost)")))
     assert fetch(workspace, start, both).endswith("first line\n")
@@ -126,9 +123,9 @@ def test_a_redirect_to_a_denied_address_spelled_otherwise_is_refused(site: Local
     site.routes[("GET", "/away")] = lambda h: h.send(302, b"", "text/plain",
                                                      {"Location": f"http://[0:0:0::0:1]:{port(site)}/notes.txt"})
     cfg = Config.from_dict({"web_fetch": {"denied_hosts": ["::1"]}})
-    assert fetch(workspace, site.url("/away"), Policy(mode="goal"), config=cfg) == (
-        "ERROR: host ::1 is denied by config web_fetch.denied_hosts (::1); fetch another site "
-        f"(reached by a redirect from {site.url('/away')})")
+    out = fetch(workspace, site.url("/away"), Policy(mode="goal"), config=cfg)
+    assert out.startswith("ERROR: host ::1 ") and " web_fetch.denied_hosts (::1);" in out, out
+    assert out.endswith(f" {site.url('/away')})")
     assert [r["path"] for r in site.requests] == ["/away"]
 
 
@@ -147,9 +144,10 @@ def test_each_host_is_asked_once_and_always_remembers_the_domain(site: LocalSite
     assert get(site.url("/notes.txt")).endswith("first line\n")
     assert get(f"http://127.1:{port(site)}/notes.txt").endswith("first line\n")  # the same host, spelled otherwise
     reqs = ui.of(ApprovalRequest)
-    assert [(r.tool, r.rule, r.reason) for r in reqs] == [
-        ("web_fetch", "web_fetch(domain:127.0.0.1)", "fetches from 127.0.0.1, a host no rule allows yet")] * 2
-    assert "allow  web_fetch(domain:127.0.0.1)  — learned this session" in rt.permissions_report()
+    assert [(r.tool, r.rule) for r in reqs] == [("web_fetch", "web_fetch(domain:127.0.0.1)")] * 2
+    assert all(r.reason.startswith("fetches from 127.0.0.1,") for r in reqs)
+    [learned] = [line for line in rt.permissions_report() if "web_fetch(domain:127.0.0.1)" in line]
+    assert learned.split()[:2] == ["allow", "web_fetch(domain:127.0.0.1)"] and "learned" in learned
     assert get(f"http://localhost:{port(site)}/notes.txt") == DENIED  # another host: asked again
     assert len(ui.of(ApprovalRequest)) == 3
 

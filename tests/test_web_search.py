@@ -55,6 +55,18 @@ def searxng(site: LocalSite) -> Config:
     return Config.from_dict({"web_search": {"provider": "searxng", "searxng_url": site.base + "/"}})
 
 
+def hits(out: str) -> list[tuple[str, str, str]]:
+    """The numbered results of a search's answer: (title, URL, snippet), in order."""
+    lines = out.split("\n")
+    found = []
+    for i, line in enumerate(lines):
+        number, dot, title = line.partition(". ")
+        if dot and number.isdigit() and i + 2 < len(lines):
+            assert number == str(len(found) + 1), out
+            found.append((title, lines[i + 1].removeprefix("   "), lines[i + 2].removeprefix("   ")))
+    return found
+
+
 def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -64,10 +76,10 @@ def closed_port() -> int:
 def test_searxng_results_are_numbered_with_title_url_and_snippet(site: LocalSite, workspace: Path) -> None:
     site.json("/search", searxng_answer("asyncio", [searxng_result(i) for i in range(1, 13)]))
     out = search(workspace, {"query": "asyncio timeout"}, searxng(site))
-    expected = ['Results for "asyncio timeout" (searxng):']
-    for i in range(1, 6):
-        expected.append(f"\n{i}. Result number {i}\n   https://example.org/page{i}\n   Snippet of result {i}.")
-    assert out == "\n".join(expected) + "\n\nFollow up with web_fetch on a URL to read the page."
+    assert out.split("\n")[0] == 'Results for "asyncio timeout" (searxng):'
+    assert hits(out) == [(f"Result number {i}", f"https://example.org/page{i}", f"Snippet of result {i}.")
+                         for i in range(1, 6)]
+    assert "web_fetch" in out.split("\n")[-1]
     req = site.requests[0]
     assert req["path"] == "/search?q=asyncio+timeout&format=json"
 
@@ -83,7 +95,7 @@ def test_count_is_clamped_to_1_10(site: LocalSite, workspace: Path, count: int, 
     site.json("/search", searxng_answer("q", [searxng_result(i) for i in range(1, 13)]))
     out = search(workspace, {"query": "q", "count": count}, searxng(site))
     assert f"\n{shown}. Result number {shown}\n" in out and f"\n{shown + 1}. " not in out
-    assert out.endswith(f"\n\n{note}\n\nFollow up with web_fetch on a URL to read the page.")
+    assert f"\n\n{note}\n\n" in out and len(hits(out)) == shown
 
 
 def test_count_clamp_lowered_to_three(site: LocalSite, workspace: Path) -> None:
@@ -96,43 +108,46 @@ def test_count_clamp_lowered_to_three(site: LocalSite, workspace: Path) -> None:
 
 def test_no_results(site: LocalSite, workspace: Path) -> None:
     site.json("/search", searxng_answer("zzz", []))
-    assert search(workspace, {"query": "zzz"}, searxng(site)) == 'No results for "zzz" from searxng; try other words.'
+    out = search(workspace, {"query": "zzz"}, searxng(site))
+    assert out.startswith('No results for "zzz" from searxng') and hits(out) == []
 
 
 def test_searxng_engines_that_did_not_answer_are_named(site: LocalSite, workspace: Path) -> None:
     site.json("/search", searxng_answer("q", [], [["google", "timeout"], ["brave", "Suspended: too many requests"]]))
-    assert search(workspace, {"query": "q"}, searxng(site)) == (
-        "ERROR: web_search provider searxng found nothing because its engines did not answer: google (timeout), "
-        f"brave (Suspended: too many requests); try again later, or {OTHER_PROVIDERS}")
+    out = search(workspace, {"query": "q"}, searxng(site))
+    assert out.startswith("ERROR: web_search provider searxng ") and out.endswith(OTHER_PROVIDERS), out
+    assert ": google (timeout), " in out and ", brave (Suspended: too many requests);" in out
 
 
 def test_searxng_without_json_format_enabled(site: LocalSite, workspace: Path) -> None:
     site.static("/search", "<h1>403 Forbidden</h1>", "text/html", status=403)
-    assert search(workspace, {"query": "q"}, searxng(site)) == (
-        f"ERROR: web_search provider searxng at {site.base}/search refused the JSON format (403); add json to "
-        f"search.formats in the instance's settings.yml; try again later, or {OTHER_PROVIDERS}")
+    out = search(workspace, {"query": "q"}, searxng(site))
+    assert out.startswith("ERROR: web_search provider searxng ") and f" {site.base}/search " in out, out
+    assert "(403)" in out
+    assert "search.formats" in out and out.endswith(OTHER_PROVIDERS)
 
 
 def test_searxng_unreachable_names_provider_and_the_way_out(workspace: Path) -> None:
     port = closed_port()
     cfg = Config.from_dict({"web_search": {"provider": "searxng", "searxng_url": f"http://127.0.0.1:{port}"}})
     out = search(workspace, {"query": "q"}, cfg)
-    assert out.startswith(f"ERROR: web_search provider searxng is unreachable at http://127.0.0.1:{port}/search (ConnectError")
-    assert out.endswith(f"; try again later, or {OTHER_PROVIDERS}")
+    assert out.startswith("ERROR: web_search provider searxng ") and out.endswith(OTHER_PROVIDERS), out
+    assert f" http://127.0.0.1:{port}/search (ConnectError" in out
 
 
 def test_searxng_needs_its_url(workspace: Path) -> None:
     cfg = Config.from_dict({"web_search": {"provider": "searxng"}})
-    assert search(workspace, {"query": "q"}, cfg) == (
-        "ERROR: web_search provider searxng needs web_search.searxng_url (e.g. http://localhost:8888); set it, "
-        f"or {OTHER_PROVIDERS}")
+    out = search(workspace, {"query": "q"}, cfg)
+    assert out.startswith("ERROR: web_search provider searxng ") and " web_search.searxng_url " in out, out
+    assert out.endswith(OTHER_PROVIDERS)
 
 
 def test_brave_without_key(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("BRAVE_API_KEY", raising=False)
     cfg = Config.from_dict({"web_search": {"provider": "brave"}})
-    assert search(workspace, {"query": "q"}, cfg) == (
-        f"ERROR: web_search provider brave needs an API key in $BRAVE_API_KEY; export it, or {OTHER_PROVIDERS}")
+    out = search(workspace, {"query": "q"}, cfg)
+    assert out.startswith("ERROR: web_search provider brave ") and " $BRAVE_API_KEY;" in out, out
+    assert out.endswith(OTHER_PROVIDERS)
 
 
 def test_brave_with_key_against_a_stand_in(site: LocalSite, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -143,8 +158,8 @@ def test_brave_with_key_against_a_stand_in(site: LocalSite, workspace: Path, mon
     cfg = Config.from_dict({"web_search": {"provider": "brave", "brave_api_key_env": "MY_BRAVE",
                                                 "brave_url": site.url("/res/v1/web/search")}})
     out = search(workspace, {"query": "rust", "count": 3}, cfg)
-    assert out.startswith('Results for "rust" (brave):\n\n1. The Rust Language\n   https://www.rust-lang.org/\n'
-                          "   A language empowering everyone.")
+    assert out.startswith('Results for "rust" (brave):\n')
+    assert hits(out) == [("The Rust Language", "https://www.rust-lang.org/", "A language empowering everyone.")]
     assert site.requests[0]["headers"]["X-Subscription-Token"] == "bk-1"
     assert site.requests[0]["path"] == "/res/v1/web/search?q=rust&count=3"
 
@@ -155,14 +170,15 @@ def test_brave_rejected_key(site: LocalSite, workspace: Path, monkeypatch: pytes
                 "application/json", status=401)
     cfg = Config.from_dict({"web_search": {"provider": "brave", "brave_url": site.url("/brave")}})
     out = search(workspace, {"query": "q"}, cfg)
-    assert out.startswith("ERROR: web_search provider brave rejected the key in $BRAVE_API_KEY (401: ")
+    assert out.startswith("ERROR: web_search provider brave ") and " $BRAVE_API_KEY (401: " in out, out
 
 
 def test_tavily_without_key(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TAVILY_API_KEY", raising=False)
     cfg = Config.from_dict({"web_search": {"provider": "tavily"}})
-    assert search(workspace, {"query": "q"}, cfg) == (
-        f"ERROR: web_search provider tavily needs an API key in $TAVILY_API_KEY; export it, or {OTHER_PROVIDERS}")
+    out = search(workspace, {"query": "q"}, cfg)
+    assert out.startswith("ERROR: web_search provider tavily ") and " $TAVILY_API_KEY;" in out, out
+    assert out.endswith(OTHER_PROVIDERS)
 
 
 def test_tavily_with_key_against_a_stand_in(site: LocalSite, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -172,8 +188,8 @@ def test_tavily_with_key_against_a_stand_in(site: LocalSite, workspace: Path, mo
          "score": 0.9, "raw_content": None}]}, method="POST")
     cfg = Config.from_dict({"web_search": {"provider": "tavily", "tavily_url": site.url("/search")}})
     out = search(workspace, {"query": "uv"}, cfg)
-    assert out.startswith('Results for "uv" (tavily):\n\n1. uv docs\n   https://docs.astral.sh/uv/\n'
-                          "   An extremely fast package manager.")
+    assert out.startswith('Results for "uv" (tavily):\n')
+    assert hits(out) == [("uv docs", "https://docs.astral.sh/uv/", "An extremely fast package manager.")]
     req = site.requests[0]
     assert req["headers"]["Authorization"] == "Bearer tvly-1"
     assert json.loads(req["body"]) == {"query": "uv", "max_results": 5}
@@ -184,13 +200,12 @@ def test_duckduckgo_unreachable_names_provider_and_the_way_out(workspace: Path, 
     # port, so the request fails here without ever leaving the machine.
     monkeypatch.setenv("DDGS_PROXY", f"http://127.0.0.1:{closed_port()}")
     out = search(workspace, {"query": "python asyncio"}, Config())
-    assert out.startswith("ERROR: web_search provider duckduckgo is unreachable or failed (")
-    assert out.endswith(f"); try again later, or {OTHER_PROVIDERS}")
+    assert out.startswith("ERROR: web_search provider duckduckgo ") and out.endswith(OTHER_PROVIDERS), out
 
 
 def test_empty_query_fails_before_any_io(workspace: Path) -> None:
-    assert search(workspace, {"query": " "}, Config()) == (
-        "ERROR: web_search: query must not be empty; pass the words to search for")
+    out = search(workspace, {"query": " "}, Config())
+    assert out.startswith("ERROR: web_search: query ") and "empty" in out, out
 
 
 def test_description_points_to_web_fetch() -> None:
@@ -205,7 +220,8 @@ def test_provider_from_config_through_the_cli(turn, server: FakeServer, site: Lo
     assert r.code == 0, r.err
     tool_msg = server.requests[1]["messages"][-1]
     assert tool_msg["tool_call_id"] == "w"
-    assert tool_msg["content"].startswith('Results for "pytest fixtures" (searxng):\n\n1. Result number 1\n')
+    assert tool_msg["content"].startswith('Results for "pytest fixtures" (searxng):\n')
+    assert [title for title, _, _ in hits(tool_msg["content"])] == ["Result number 1"]
 
 
 def test_search_timeout_lowered(workspace: Path, site: LocalSite) -> None:

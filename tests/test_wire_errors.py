@@ -69,7 +69,7 @@ def test_an_in_stream_rate_limit_is_retried_not_compacted(turn, server: FakeServ
     r = turn("-p", "read big.txt", "--verbose", "--wire-api", wire, server=server)
     print(r.out, r.err)
     assert (r.code, r.out) == (0, "answered after the wait\n"), r.err
-    assert r.err.count("the endpoint reported a rate limit mid-answer; retrying in ") == 1
+    assert r.err.count(" rate limit mid-answer; retrying ") == 1, r.err
     assert "(attempt 1 of 4)" in r.err
     assert "compacted" not in r.err and "context is too long" not in r.err
     assert len(server.requests) == 3  # the tool turn, the limited one, the same request again
@@ -82,10 +82,11 @@ def test_an_in_stream_rate_limit_that_outlasts_the_retries_says_so(turn, server:
     r = turn("-p", "hi", "--wire-api", wire, server=server, config={"max_retries": 1})
     print(r.err)
     assert r.code == 1
-    assert f"nanohermes: error: the model endpoint rate-limited the request mid-answer: {TPM}" in r.err
+    [error] = [line for line in r.err.splitlines() if line.startswith("nanohermes: error: ")]
+    assert error.endswith(f" mid-answer: {TPM}"), error
     # The same hint as a 429 status gives once its retries are spent.
-    assert ("hint: the endpoint limits how many requests or tokens this key may send (retried 1 time); wait a "
-            "minute and try again, raise max_retries to wait longer, or check the account's quota") in r.err
+    [hint] = [line for line in r.err.splitlines() if line.startswith("hint: ")]
+    assert "(retried 1 time)" in hint and "max_retries" in hint, hint
     assert len(server.requests) == 2
 
 
@@ -103,7 +104,7 @@ def test_an_in_stream_server_failure_with_its_status_word_is_retried(turn, serve
                Reply(text="served"))
     r = turn("-p", "hi", "--wire-api", wire, server=server)
     assert (r.code, r.out) == (0, "served\n"), r.err
-    assert "the endpoint reported an error mid-answer; retrying" in r.err
+    assert " error mid-answer; retrying" in r.err
 
 
 OVERFLOWS: dict[str, tuple[str, Raw]] = {

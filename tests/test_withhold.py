@@ -81,7 +81,7 @@ def test_a_program_allowed_by_a_rule_cannot_read_secret_files(turn: Any, server:
     for text, shown in zip(got[:4], [".env", "deep/er/.env.local", "settings.txt", "deploy"], strict=True):
         assert f"ERR [Errno 13] Permission denied: '{shown}'" in text, text
         assert WITHHELD in text, text
-        assert "Reading one needs a person's approval at the prompt; otherwise do without it" in text
+        assert "needs a person's approval" in text, text
     assert got[4].startswith("exit code: 0") and "plain" in got[4] and "note:" not in got[4]
     # Asked to run it outside the sandbox, nobody could answer: the model learns it was withheld.
     refused = [r["refused"] for r in out["sandbox_refusals"]]
@@ -105,8 +105,8 @@ def test_the_cover_cannot_be_moved_unmounted_linked_or_looked_behind(turn: Any, 
     _, got = run_lines(turn, server, lines, "--yes", config={})
     assert all(TOKEN not in text for text in got), got
     text = got[0]
-    assert "mv: cannot move '.env' to 'moved': Device or resource busy" in text
-    assert "ln: failed to create hard link 'hard' => '.env': Invalid cross-device link" in text
+    assert "cannot move '.env' to 'moved': Device or resource busy" in text  # a mount point
+    assert "hard link 'hard' => '.env': Invalid cross-device link" in text  # another file system
     assert "----------" in text  # what the command sees: an empty file no one may read
     assert re.search(r"cat: /proc/\d+/cwd/.env: Permission denied", text), text  # Landlock: no look into nanohermes
     assert not (secrets / "moved").exists() and not (secrets / "hard").exists()
@@ -185,13 +185,11 @@ def test_past_a_bound_a_program_is_asked_and_refused_with_nobody_to_ask(turn: An
     config = {**PYTHON, "limits": limits}
     out, got = run_lines(turn, server, [read("notes.txt")], config=config)
     assert got == [DENIED]
-    reason = (f"needs approval ({note}, so the sandbox cannot withhold every secret file (permissions.secret_files) "
-              "from it; a yes runs it outside the sandbox)")
-    assert out["permission_denials"][0]["reason"] == reason
+    reason = out["permission_denials"][0]["reason"]
+    assert reason.startswith(f"needs approval ({note}, ") and "(permissions.secret_files)" in reason, reason
     _, got = run_lines(turn, server, [read("notes.txt")], "--yes", config={"limits": limits})
-    assert got == [f"ERROR: {note}, so the sandbox cannot withhold every secret file (permissions.secret_files) from "
-                   "a command no person approved; raise the limit, or approve the command at the prompt; the command "
-                   "did not run. `nanohermes doctor` shows what the sandbox needs"]
+    [refused] = got
+    assert refused.startswith(f"ERROR: {note}, ") and "did not run" in refused, refused
     # Built-in read-only commands still run: their arguments are checked for secret reads by name.
     _, got = run_lines(turn, server, ["ls notes.txt"], config={"limits": limits})
     assert got[0].startswith("exit code: 0"), got
