@@ -279,7 +279,7 @@ def test_a_call_cut_off_at_the_output_limit_says(turn, server: FakeServer, works
 
 def test_arguments_that_are_not_json_say(workspace: Path) -> None:
     [res] = asyncio.run(make_runtime(workspace).run_calls([ToolCall("c", "write_file", '{"path": "a", "content": "x')]))
-    assert res.content == ("ERROR: arguments for write_file are not valid JSON (Unterminated string starting at at char "
+    assert res.content == ("ERROR: arguments for write_file are not valid JSON (Unterminated string starting at: char "
                            "25); the arguments must be one JSON object, e.g. {\"path\": \"a.txt\"}. Received: "
                            "'{\"path\": \"a\", \"content\": \"x'")
 

@@ -27,7 +27,7 @@ def parse_arguments(text: str, max_depth: int) -> dict[str, Any]:
             value = json.loads(_drop_trailing_commas(text))
         except json.JSONDecodeError:
             start = text[:80] + ("…" if len(text) > 80 else "")
-            raise ValueError(f"are not valid JSON ({e.msg} at char {e.pos}); the arguments must be one JSON "
+            raise ValueError(f"are not valid JSON ({e.msg}: char {e.pos}); the arguments must be one JSON "
                              f"object, e.g. {{\"path\": \"a.txt\"}}. Received: {start!r}") from None
     if isinstance(value, str) and _too_deep(value, max_depth) is None:  # the object encoded twice
         inner: Any = None

@@ -82,7 +82,7 @@ def json_object(text: str, what: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:
-        raise Bad(f"the {what} are not valid JSON ({e.msg} at char {e.pos})") from None
+        raise Bad(f"the {what} are not valid JSON ({e.msg}: char {e.pos})") from None
     if isinstance(value, str):  # arguments encoded twice
         try:
             value = json.loads(value)
@@ -116,7 +116,7 @@ def json_calls(text: str) -> list[Call]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:
-        raise Bad(f"the call is not valid JSON ({e.msg} at char {e.pos})") from None
+        raise Bad(f"the call is not valid JSON ({e.msg}: char {e.pos})") from None
     items = value if isinstance(value, list) else [value]
     if not items:
         raise Bad("the call list is empty")
@@ -128,7 +128,7 @@ def json_at(text: str, start: int) -> tuple[Any, int]:
     try:
         return json.JSONDecoder().raw_decode(text, start)
     except json.JSONDecodeError as e:
-        raise Bad(f"the call is not valid JSON ({e.msg} at char {e.pos - start})") from None
+        raise Bad(f"the call is not valid JSON ({e.msg}: char {e.pos - start})") from None
 
 
 def offered(name: str, schemas: Schemas) -> str:
