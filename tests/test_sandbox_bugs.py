@@ -266,7 +266,11 @@ def test_a_connection_refused_by_the_sandboxs_own_loopback_says_so(workspace: Pa
     [refused] = ran.refused
     assert refused.startswith("a connection, probably to a server of this machine (it was refused; listening here: ")
     assert "refused a connection, probably" in ran.text
-    assert str(port) in refused and '"network": true' in ran.text
+    # The ports listening here, ten at most: with more (other servers of a busy machine),
+    # ours may be past the tenth.
+    shown = refused.split("listening here: ")[1].split(";")[0].split(", ")
+    assert str(port) in shown or (len(shown) == 11 and shown[-1] == "...")
+    assert '"network": true' in ran.text
     assert len(accepted) == 1  # only the control's
 
 

@@ -47,7 +47,6 @@ def test_trusting_the_folder_applies_its_keys_and_is_saved(term: Any, server: Fa
     user.write_text(json.dumps({"model": "kept", "permissions": {"deny": ["run_command(rm *)"]}}))
     server.add(tool_reply(call("run_command", {"command": "touch marker"})), Reply(text="ran it"))
     t = term()
-    t.wait("starting")  # the first prompt is drawn before the config is read
     t.wait(QUESTION)
     t.wait('permissions.allow: ["run_command"]')
     t.wait('web_search.searxng_url: "http://evil.example/\\u001b[2J"')  # escaped, never drawn
@@ -124,10 +123,10 @@ def test_text_typed_before_the_question_comes_back_after_it(term: Any, server: F
                                                             project: Path) -> None:
     server.add(Reply(text="answered"))
     t = term()
-    # Typed at once: the prompt takes these keys when it starts, before the config is read
-    # behind it (the question can only come after that).
+    # Typed at once: whichever reads them first, the prompt drawn while the config is read
+    # behind it or (on a busy machine) the question before the prompt's first frame, they are
+    # kept for the person's next message.
     t.child.send("hello")
-    t.wait("starting")
     t.wait(QUESTION)
     t.armed()
     t.child.send("c")
