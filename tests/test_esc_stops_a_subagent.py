@@ -5,6 +5,8 @@ its task."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -45,3 +47,51 @@ def test_esc_at_a_background_subagents_question_stops_its_run(workspace: Path, h
     assert not (workspace / "w.txt").exists()
     assert len(children) == 1 and child == [Reply(text="child went on")]  # it never asked the model again
     assert "cancelled" in board, board
+
+
+def test_a_question_open_when_the_turn_ends_still_takes_the_keys(workspace: Path, home: Path) -> None:
+    # The sub-agent asks while the turn that started it still runs; that turn ends under the
+    # open question (its answer is held until the question is on screen, and a Stop hook
+    # tells when it ended). The terminal stays the question's: no prompt starts beside it,
+    # its keys are not echoed, and Esc stops the sub-agent; the prompt comes after.
+    asked = threading.Event()
+    ended = home / "turn-ended"
+    child = [tool_reply(call("write_file", {"path": "w.txt", "content": "x"})), Reply(text="child went on")]
+    parent: list[Any] = [tool_reply(call("subagent", {"agent": "writer", "task": TASK, "wait": False}, id="s")),
+                         Reply(text="started it"), tool_reply(call("agent_list", {}, id="l")), Reply(text="listed")]
+
+    def answer(body: dict[str, Any]) -> Any:
+        if is_child(body):
+            return child.pop(0)
+        if len(parent) == 3:  # the turn's last answer waits for the question
+            asked.wait(30)
+        return parent.pop(0)
+
+    with FakeServer() as server:
+        server.default = answer  # type: ignore[assignment]
+        config = {"subagents": {"writer": {"description": "Writes files", "tools": ["write_file"]}},
+                  "hooks": {"Stop": [{"hooks": [{"type": "command", "command": f"touch {ended}"}]}]}}
+        t = Term(workspace, home, server, config=config)
+        try:
+            t.prompt()
+            t.type("start the writer")
+            t.wait("and Enter, or press")  # the question, while the turn still runs
+            asked.set()
+            deadline = time.monotonic() + 60
+            while not ended.exists() and time.monotonic() < deadline:
+                t.pump()
+            assert ended.exists()
+            t.child.send("\x1b")
+            t.wait("⊘ no, and stopped")
+            t.prompt()
+            t.type("how is it going?")
+            t.wait("listed")
+            t.leave()
+        finally:
+            asked.set()
+            if t.child.isalive():
+                t.child.terminate(force=True)
+        board = tool_results(server.requests[-1])["l"]
+    assert not (workspace / "w.txt").exists()
+    assert "^[" not in t.text  # no key was echoed
+    assert child == [Reply(text="child went on")] and "cancelled" in board, board

@@ -47,6 +47,11 @@ class Term:
         self.text = ""
         self.mark = 0  # waits look only after the previous match
 
+    def pump(self) -> None:
+        """Read what the terminal shows now (answering its requests), for a test that waits on
+        something other than the screen."""
+        self._pump()
+
     def _pump(self) -> None:
         try:
             chunk = self.child.read_nonblocking(65536, timeout=0.2)

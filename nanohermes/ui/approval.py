@@ -78,6 +78,11 @@ class Approver:
         self._output = pt_output
         self._lock = asyncio.Lock()
 
+    async def settled(self) -> None:
+        """Returns once no question is open (one asked meanwhile waits for the next)."""
+        async with self._lock:
+            return
+
     async def confirm(self, request: ApprovalRequest) -> ApprovalReply:
         async with self._lock:
             self.before()

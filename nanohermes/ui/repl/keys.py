@@ -52,11 +52,25 @@ class Terminal:
 
     def __init__(self, fd: int | None) -> None:
         self.fd = fd
+        self.held = False  # a question owns the terminal: the mode it set stays until it is answered
+        self._later: list[Any] | None = None  # the mode to put back once the question is answered
+
+    def release(self) -> None:
+        """The question is answered: a turn that ended meanwhile gets its mode put back now."""
+        self.held = False
+        later, self._later = self._later, None
+        if later is not None and self.fd is not None:
+            import termios
+
+            with contextlib.suppress(termios.error, OSError):
+                termios.tcsetattr(self.fd, termios.TCSANOW, later)
 
     @contextlib.contextmanager
     def turn_mode(self) -> Iterator[None]:
         """No echo and no line editing (type-ahead waits unseen in the kernel buffer), but
-        Ctrl-C still raises SIGINT."""
+        Ctrl-C still raises SIGINT. A turn that ends while a question holds the terminal (a
+        background sub-agent's) leaves the question's raw mode alone: putting the line mode
+        back under it would echo the person's keys and keep them from the question."""
         fd = self.fd
         try:
             import termios
@@ -77,7 +91,10 @@ class Terminal:
         try:
             yield
         finally:
-            termios.tcsetattr(fd, termios.TCSANOW, old)
+            if self.held:
+                self._later = old
+            else:
+                termios.tcsetattr(fd, termios.TCSANOW, old)
 
     def pending(self) -> int:
         """Bytes typed and not yet read."""
@@ -135,7 +152,8 @@ class Foreground:
                     await asyncio.wait({task})
                 finally:
                     self.watch_keys(False)
-                self.typed_raw += self.terminal.drain()
+                if not self.terminal.held:  # what is typed now is the question's
+                    self.typed_raw += self.terminal.drain()
         finally:
             self.task = None
             if sigint:
@@ -155,9 +173,11 @@ class Foreground:
         """A question takes the keys (an approval): what was typed ahead is kept, never an answer."""
         self.watch_keys(False)  # the prompt reads the keys now
         self.typed_raw += self.terminal.drain()
+        self.terminal.held = True
 
     def resume(self) -> None:
         """The question is answered: keys are read as they come again while the task runs."""
+        self.terminal.release()
         if self.running:
             self.watch_keys(True)
 

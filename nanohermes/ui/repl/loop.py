@@ -165,12 +165,12 @@ class Repl:
             return s
         session = self._session
         app = session.app if session is not None else None
+        self._trust_done = asyncio.Event()  # a prompt that starts meanwhile waits for the answer
         # A prompt whose answer is already set is ending by itself (its line was just sent).
         paused = self.prompting and session is not None and app is not None and app.is_running \
             and app.future is not None and not app.future.done()
         if paused:
             assert session is not None and app is not None
-            self._trust_done = asyncio.Event()
             self.partial = session.default_buffer.text
             app.exit(exception=_TrustPause())
         while self.prompting:  # let the prompt finish leaving the screen
@@ -334,6 +334,7 @@ class Repl:
             self._session = self._prompt_session()
         ctrl_c = 0
         while True:
+            await self._keyboard_free()
             self.prompting = True
             paused = None
             try:
@@ -354,6 +355,16 @@ class Repl:
                 await paused.wait()
                 if self.terminated:
                     return None
+
+    async def _keyboard_free(self) -> None:
+        """A question already on the screen (the folder's trust, a background sub-agent's
+        approval) keeps the keys until it is answered: a prompt started beside it would take
+        every key, as the application started last does, and the question could not be
+        answered. A question that comes while the prompt is up takes the keys from it."""
+        if self._trust_done is not None:
+            await self._trust_done.wait()
+        if self.ui is not None:
+            await self.ui.approver.settled()
 
     def _hold_back(self, line: str = "") -> bool:
         """After Esc or Ctrl-C at the folder-trust question: `line` (the message that was on
