@@ -7,45 +7,44 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nanohermes.turn.agent import Agent, TurnHooks
 from nanohermes.common.budget import Limits
-from nanohermes.turn.compact import Compactor
-from nanohermes.config import HOOK_EVENTS, Config, McpServerConfig, SubagentConfig
 from nanohermes.common.dirs import state_home
-from nanohermes.turn.context import NestedDocs, ProjectDocs, load_project_docs, system_prompt
 from nanohermes.common.events import UI, Notice
-from nanohermes.llm import LLM, client_for
-from nanohermes.llm.textcalls import TextCallCheck, last_thinking
+from nanohermes.config import HOOK_EVENTS, Config, McpServerConfig, SubagentConfig
+from nanohermes.config.claude_files import translate_rule
+from nanohermes.extensions.agent_files import discover_agents
+from nanohermes.guard import procargs
 from nanohermes.guard.ownreads import OwnReader
 from nanohermes.guard.permissions import Policy, Rule
-from nanohermes.guard import procargs
 from nanohermes.guard.redact import protect as protect_secrets
 from nanohermes.guard.redact import set_child_env_policy
-from nanohermes.turn.runtime import AfterCall, Runtime, ToolConventions
-from nanohermes.turn.session import Session
-from nanohermes.tools import Tool
+from nanohermes.guard.secrets import own_paths
+from nanohermes.guard.trust import is_trusted
+from nanohermes.llm import LLM, client_for
+from nanohermes.llm.textcalls import TextCallCheck, last_thinking
+from nanohermes.tools import Tool, declarations
 from nanohermes.tools import skills as skill_tools
 from nanohermes.tools.catalog import builtin_pool
 from nanohermes.tools.registry import conventions as tool_conventions
 from nanohermes.tools.registry import kept_state
-from nanohermes.tools.skills import SkillSet
-from nanohermes.turn.window import ContextBudget, budget_for
-from nanohermes.config.claude_files import translate_rule
-from nanohermes.extensions.agent_files import discover_agents
-from nanohermes.guard.secrets import own_paths
-from nanohermes.guard.trust import is_trusted
-from nanohermes.tools import declarations
 from nanohermes.tools.search.walk import ignore_dir_names
-from nanohermes.turn.context import context_lines
+from nanohermes.tools.skills import SkillSet
+from nanohermes.turn.agent import Agent, TurnHooks
+from nanohermes.turn.checkpoints import Checkpoints, Store, skipped_dirs
+from nanohermes.turn.compact import Compactor
+from nanohermes.turn.context import NestedDocs, ProjectDocs, context_lines, load_project_docs, system_prompt
+from nanohermes.turn.runtime import AfterCall, Runtime, ToolConventions
+from nanohermes.turn.session import Session
+from nanohermes.turn.window import ContextBudget, budget_for
 
 if TYPE_CHECKING:  # imported only when configured: most sessions use none of them
-    from nanohermes.turn.checkpoints import Checkpoints
     from nanohermes.hooks.hooks import Hooks
     from nanohermes.mcp.client import McpManager
     from nanohermes.tools.subagents import Child, SubagentManager
@@ -92,11 +91,13 @@ class Built:
         """SPEC §2 order: built-ins by name, then skill, then MCP by name, then sub-agent tools."""
         children: list[Tool] = []
         if self.subagents is not None:
+            # only a session with sub-agents loads their tools
             from nanohermes.tools import subagents as subagent_tools
 
             children = subagent_tools.tools(self.subagents)
         servers: list[Tool] = []
         if self.mcp is not None:
+            # only a session with MCP servers loads their tools
             from nanohermes.tools import mcp as mcp_tools
 
             servers = mcp_tools.tools(self.mcp)
@@ -212,10 +213,10 @@ class Built:
 def preload_mcp_sdk() -> None:
     """Import the MCP SDK (a few hundred ms) in a thread while the rest of the session is
     built; the first connection then finds it loaded (Python's import lock makes it wait if not)."""
-    import threading
 
     def load() -> None:
         try:
+            # the MCP SDK, in this thread: the point of the preload
             import mcp.client.stdio
             import mcp.client.streamable_http  # noqa: F401
         except Exception:
@@ -226,7 +227,6 @@ def preload_mcp_sdk() -> None:
 
 def mcp_roots(config: Config, workspace: Path) -> list[Path]:
     """The folders MCP servers may work in (their roots): the workspace and extra_write_roots."""
-    import os
 
     return [workspace, *(workspace / os.path.expanduser(r) for r in config.extra_write_roots)]
 
@@ -276,6 +276,7 @@ def subagent_configs(config: Config, workspace: Path, reader: OwnReader, warning
 
 def subagent_manager(configs: dict[str, SubagentConfig], make_llm: Callable[..., LLM], agent: Agent) -> SubagentManager:
     """The sub-agents of `agent`'s session: children of its runtime, counted in its meters."""
+    # only a session with sub-agents loads them
     from nanohermes.llm.model_names import endpoint_lister
     from nanohermes.tools.subagents import SubagentManager
 
@@ -419,6 +420,7 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     resumed = session.resume(resume) if resume is not None else []
     hooks = None
     if any(config.hooks.groups(e) for e in HOOK_EVENTS):
+        # only a session with hooks configured loads them
         from nanohermes.hooks.hooks import Hooks, NotifyingUI
 
         # The mode when a hook runs: the runtime's, which Shift+Tab and /mode change.
@@ -454,6 +456,7 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
     mcp = None
     if config.mcp.servers:
         preload_mcp_sdk()
+        # only a session with MCP servers loads the client
         from nanohermes.mcp.client import McpManager
 
         mcp = McpManager(config.mcp.servers, limits, workspace=workspace, log_dir=state_home() / "mcp",
@@ -464,8 +467,6 @@ def build_agent(config: Config, workspace: Path, ui: UI, *, llm: LLM | None = No
         mcp.on_info = lambda text: ui.emit(Notice(level="info", text=text))
     checkpoints = None
     if config.checkpoints:
-        from nanohermes.turn.checkpoints import Checkpoints, Store, skipped_dirs
-
         store = Store(workspace, limits, skipped_dirs(ignore_dir_names(config)), session=session.id)
         checkpoints = Checkpoints(session, store, ui.emit)
     # The session budget follows the model's context window (see `window`): the limits it

@@ -9,6 +9,7 @@ SIGHUP). However it ends, the session's background tasks are killed.
 
 
 import contextlib
+import gc
 import json
 import os
 import signal
@@ -17,10 +18,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn, Protocol, runtime_checkable
 
-from nanohermes import argv
-
-from nanohermes.guard import procargs
+from nanohermes import __version__, argv
+from nanohermes.common.controls import inert_json, inert_output
+from nanohermes.common.errors import Cancelled, NanohermesError, OutputClosed, StreamBrokenError, UsageError
+from nanohermes.common.exits import run_exit_callbacks
 from nanohermes.common.modes import Wire
+from nanohermes.guard import procargs
 
 EXIT_OK, EXIT_ERROR, EXIT_TURNS, EXIT_INTERRUPTED = 0, 1, 3, 130  # 2, a usage error, is UsageError's exit_code
 EXIT_TERMINATED = 143
@@ -43,8 +46,6 @@ def main() -> None:
             # A start-up only adds objects that live as long as the run (modules, classes, the
             # agent): the cyclic collector would scan them again and again while they load, for
             # nothing. It is switched back on when the turn begins (`_headless`).
-            import gc
-
             gc.disable()
         _leave(run(_launch(values, line.first_prompt)))
     _make_app(first_prompt=line.first_prompt)(args=line.argv, prog_name="nanohermes")
@@ -55,9 +56,6 @@ def run_line(args: list[str]) -> int:
     process, as `main` does but without leaving it, and return its exit status: for a program
     that embeds nanohermes, and for tests whose subject is the turn rather than the process.
     Its stdin must not be a terminal (that would open the REPL)."""
-    import gc
-
-    from nanohermes.common.exits import run_exit_callbacks
 
     line = argv.read(args)
     values = line.values()
@@ -77,8 +75,6 @@ def run_line(args: list[str]) -> int:
 
 
 def _bad_value(what: str) -> Exception:
-    from nanohermes.common.errors import UsageError
-
     return UsageError(what, hint="`nanohermes --help` lists the options")
 
 
@@ -88,7 +84,6 @@ def _leave(code: int) -> NoReturn:
     saved and closed by now; nanohermes's exit callbacks still run (they kill any process group
     a tool left behind), and a failure to flush the output ends with status 120, as the
     interpreter's own exit would."""
-    from nanohermes.common.exits import run_exit_callbacks
 
     try:
         sys.stdout.flush()
@@ -100,8 +95,6 @@ def _leave(code: int) -> NoReturn:
 
 
 def _print_version() -> None:
-    from nanohermes import __version__
-
     print(f"nanohermes {__version__}")
 
 
@@ -131,10 +124,8 @@ def _launch(values: dict[str, Any], first_prompt: str | None = None) -> Launch:
 
 
 def _fail(err: BaseException, verbose: bool) -> int:
-    from nanohermes.common.errors import NanohermesError
+    # redaction and its patterns: off the start of `--version`, --help and a usage error
     from nanohermes.guard.redact import redact
-
-    from nanohermes.common.errors import Cancelled, OutputClosed
 
     if isinstance(err, Cancelled):  # the person cancelled a question: nothing went wrong
         return EXIT_OK
@@ -144,6 +135,7 @@ def _fail(err: BaseException, verbose: bool) -> int:
         sys.stderr.write("nanohermes: interrupted\n")
         return EXIT_INTERRUPTED
     if verbose:
+        # only --verbose prints a traceback
         import traceback
 
         traceback.print_exception(err, file=sys.stderr)
@@ -160,6 +152,7 @@ def _fail(err: BaseException, verbose: bool) -> int:
 def _make_app(launch: Callable[[Launch], int] | None = None, first_prompt: str | None = None) -> Any:
     """The typer app. `launch` receives the root command's options (default: `run`);
     `first_prompt` is the REPL's first message, taken from the words before typer ran."""
+    # typer (with click): off the -p and REPL starts whose options the fast reader took
     import typer
 
     # Plain help (rich_markup_mode=None): the rich layout prints `<bool>` after every flag.
@@ -192,7 +185,7 @@ def _make_app(launch: Callable[[Launch], int] | None = None, first_prompt: str |
         cwd: Path | None = typer.Option(None, "-C", "--cwd", help="Workspace directory."),
     ) -> None:
         """Check the set-up: config, endpoint, key, model, streaming and tools, git, folders."""
-        from nanohermes.common.controls import inert_output
+        # `nanohermes doctor` alone loads its checks
         from nanohermes.doctor import doctor as run_doctor
 
         with inert_output(stdout=True):  # a server's or a config file's words drive no terminal
@@ -227,6 +220,7 @@ def _with_options(root: Callable[..., None], typer: Any, only: tuple[str, ...] |
     """`root` with a signature typer reads as the root command's options: `argv.OPTIONS`, in
     their order (a flag is false by default and shows no metavar; an option not given is None);
     `only`: those of these dests."""
+    # with typer: only a command line the fast reader leaves to it
     import inspect
 
     params = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)]
@@ -257,6 +251,7 @@ def acp_command(values: dict[str, Any], before: dict[str, Any] | None = None) ->
     full.update(given)
     try:
         workspace = _workspace(full["cwd"])
+        # `nanohermes acp` alone loads the ACP server
         from nanohermes.ui.acp import Options, serve
     except Exception as e:
         return _fail(e, full["verbose"])
@@ -268,10 +263,9 @@ def acp_command(values: dict[str, Any], before: dict[str, Any] | None = None) ->
 
 
 def list_sessions_command(cwd: Path | None, as_json: bool) -> int:
-    from nanohermes.common.controls import inert_json, inert_output
-
     with inert_output(stdout=not as_json):  # a title is a prompt as typed, escapes included
         try:
+            # `nanohermes sessions`: the sessions' modules stay off every other start
             from nanohermes.turn.session import list_sessions
             from nanohermes.ui.sessions import format_sessions
 
@@ -290,7 +284,7 @@ def list_sessions_command(cwd: Path | None, as_json: bool) -> int:
 
 def _resume_target(workspace: Path, cont: bool, resume: str | None, save_session: bool) -> Path | None:
     """The transcript `--continue` or `--resume [ID]` names, if any."""
-    from nanohermes.common.errors import UsageError
+    # the sessions' module: off the start of `--version`, --help and a usage error
     from nanohermes.turn.session import find_session, latest_session, list_sessions
 
     if not cont and resume is None:
@@ -307,6 +301,7 @@ def _resume_target(workspace: Path, cont: bool, resume: str | None, save_session
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
         raise UsageError("--resume without an ID needs a terminal to pick a session",
                          hint="pass an ID (`nanohermes sessions` lists them) or use --continue for the latest")
+    # the picker (rich) only for --resume without an ID
     from nanohermes.ui.sessions import pick_session
 
     sessions = list_sessions(workspace)
@@ -314,15 +309,11 @@ def _resume_target(workspace: Path, cont: bool, resume: str | None, save_session
         latest_session(workspace)  # raises the "no saved session" error with its hint
     picked = pick_session(sessions, sys.stdin, sys.stderr)
     if picked is None:
-        from nanohermes.common.errors import Cancelled
-
         raise Cancelled("no session picked")
     return picked.path
 
 
 def _workspace(cwd: Path | None) -> Path:
-    from nanohermes.common.errors import UsageError
-
     ws = (cwd or Path(os.getcwd())).expanduser().resolve()
     if not ws.is_dir():
         raise UsageError(f"workspace {ws} is not a directory", hint="pass an existing directory to -C/--cwd")
@@ -347,8 +338,6 @@ def _repl_first(args: list[str], first: str | None = None, values: dict[str, Any
         return EXIT_OK
 
     def start() -> Any:
-        from nanohermes.common.errors import UsageError
-
         try:
             if not parsed:
                 _make_app(keep)(args=args, prog_name="nanohermes", standalone_mode=False)
@@ -357,8 +346,6 @@ def _repl_first(args: list[str], first: str | None = None, values: dict[str, Any
                 raise UsageError(e.format_message(), hint="`nanohermes --help` lists the options") from None
             raise
         return _repl_start(parsed[0])
-
-    from nanohermes.common.controls import inert_output
 
     with inert_output(stdout=False):  # the resume picker's titles, an error quoting a file (the REPL draws stdout)
         try:
@@ -372,12 +359,14 @@ def _prepare(launch: Launch, warn: Callable[[str], None],
              loaded_to: Callable[[Any], None] = lambda loaded: None) -> tuple[Any, Path, Path | None]:
     """The validated config, the workspace and the transcript to resume (None for a new
     session); raises the run-ending errors (bad config, unknown session)."""
+    # the configuration: off the start of `--version`, --help and a usage error
     from nanohermes.config import load_config
     from nanohermes.guard.redact import protect
 
     workspace = _workspace(launch.cwd)
     loaded = load_config(workspace, config_file=launch.config_file, flags=launch.flags)
     protect(loaded.config)  # before anything can print a key
+    # the model wire: off the start of `--version`, --help and a usage error
     from nanohermes.llm.connect import check_base_url
 
     check_base_url(loaded.config.base_url)  # a URL no request could use ends the run now (exit 2)
@@ -390,6 +379,7 @@ def _prepare(launch: Launch, warn: Callable[[str], None],
 def _repl_start(launch: Launch) -> Any:
     """The REPL's Start: the config, and the folder-trust question when the project asks for
     trust keys the person has not answered yet (`-p` never asks: it warns and ignores them)."""
+    # the REPL's modules (rich, prompt_toolkit): off the -p start
     from nanohermes.guard.trust import trust_declined
     from nanohermes.ui.repl import Start
     from nanohermes.ui.trust import TrustQuestion
@@ -414,8 +404,6 @@ def _warn(text: str) -> None:
 
 
 def run(launch: Launch) -> int:
-    from nanohermes.common.controls import inert_output
-
     # What this run writes for people shows control sequences escaped (stderr always; stdout's
     # answer on a terminal); the REPL's console escapes what it draws itself.
     repl = launch.prompt is None and sys.stdin.isatty()
@@ -425,8 +413,6 @@ def run(launch: Launch) -> int:
 
 def _run(launch: Launch) -> int:
     try:
-        from nanohermes.common.errors import UsageError
-
         prompt = launch.prompt
         if prompt is None and sys.stdin.isatty():
             start = _repl_start(launch)  # its warnings are shown in the REPL
@@ -458,6 +444,7 @@ def _run(launch: Launch) -> int:
 
 
 def _interactive(start: Callable[[], Any], first: str | None = None) -> NoReturn:
+    # the REPL's modules (rich, prompt_toolkit): off the -p start
     from nanohermes.ui.repl import run_repl
 
     code = run_repl(start, first)
@@ -472,8 +459,8 @@ def _interactive(start: Callable[[], Any], first: str | None = None) -> NoReturn
 
 def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool, save_session: bool,
               resume: Path | None = None, *, partial: bool = False, key_source: str = "none") -> int:
+    # the agent's wiring: off `--version`'s start; -p's output: off the REPL's
     from nanohermes.assemble import build_agent
-    from nanohermes.common.errors import NanohermesError
     from nanohermes.ui.headless import make_sink
 
     ui = make_sink(fmt, verbose=verbose, interactive=sys.stdin.isatty() and sys.stderr.isatty(), partial=partial)
@@ -494,6 +481,7 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
 
     def finish(result: str, reason: str, error: str | None = None) -> None:
         """The one way a run ends: its result object (json, stream-json), with the meters."""
+        # the meters: off the start of `--version`, --help and a usage error
         from nanohermes.turn.meters import context_breakdown, cost_report
 
         meters = {"cost": cost_report(ui.meter.turn_by_model, agent.session.usage_by_model, config, config.model),
@@ -512,8 +500,6 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
         return began or not (failed and resume is None and not any(m.role == "assistant"
                                                                    for m in agent.session.history))
     try:
-        import gc
-
         gc.freeze()  # what the start-up built stays; later collections skip it
         gc.enable()
         result = asyncio.run(_one_turn(built, prompt, started, report_window=fmt != "text"))
@@ -526,8 +512,6 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
         sys.stderr.write("nanohermes: interrupted\n")
         return EXIT_INTERRUPTED
     except NanohermesError as e:
-        from nanohermes.common.errors import StreamBrokenError
-
         failed, began = True, isinstance(e, StreamBrokenError)
         finish("", "error", e.message)
         raise
@@ -548,7 +532,9 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
 
 def _repl_command(name: str) -> Any:
     """The REPL's command `name`, for `-p` to refuse or run a `/name` prompt."""
-    from nanohermes.ui.commands import repl_command  # only for a prompt starting with `/`: a plain -p turn loads no REPL command
+    from nanohermes.ui.commands import (
+        repl_command,  # only for a prompt starting with `/`: a plain -p turn loads no REPL command
+    )
 
     return repl_command(name)
 
@@ -559,6 +545,7 @@ async def _one_turn(built: Any, prompt: str, started: Callable[[Any], None] = la
     and servers closed after it, however it ends). SIGTERM and SIGHUP cancel the turn
     instead of killing the process, so the close still runs; once closing, they wait for it.
     `report_window`: the result states the context window, so its lookup is waited for."""
+    # asyncio (about 60 ms): off the start of `--version`, --help and a usage error
     import asyncio
 
     loop = asyncio.get_running_loop()
@@ -569,7 +556,7 @@ async def _one_turn(built: Any, prompt: str, started: Callable[[Any], None] = la
         if asking and task is not None:
             task.cancel()
 
-    from nanohermes.common.errors import OutputClosed
+    # -p's output: off the REPL's start
     from nanohermes.ui.headless import stdout_closed, stop_turn_when_stdout_closes
 
     for sig in (signal.SIGTERM, signal.SIGHUP):

@@ -8,6 +8,7 @@ The run exits non-zero when any check fails; warnings do not fail it.
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -15,9 +16,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from nanohermes.config import Config, Loaded
 from nanohermes.common.dirs import config_home, data_home, private_dir, state_home
+from nanohermes.common.errors import AuthError, ConfigError, EndpointError
+from nanohermes.common.messages import Message
+from nanohermes.config import HOOK_EVENTS, Config, Loaded, load_config
+from nanohermes.guard import programs
+from nanohermes.guard.gate import writable_roots
+from nanohermes.guard.redact import protect, redact
+from nanohermes.guard.sandbox import probe
+from nanohermes.hooks.hooks import Hooks, missing_program, unmatched
+from nanohermes.llm import check_base_url, client_for
+from nanohermes.llm.connect import scheme_mismatch
+from nanohermes.llm.failures import printable
+from nanohermes.llm.http import import_httpx
 from nanohermes.llm.quirks import Hint, entries
+from nanohermes.mcp.client import McpManager
+from nanohermes.tools.catalog import builtin_pool
+from nanohermes.tools.mcp import McpGetPrompt, McpListPrompts, McpListResources, McpReadResource
+from nanohermes.tools.search.ripgrep import find_ripgrep, skipped_ripgrep
+from nanohermes.tools.skills import SkillTool
+from nanohermes.tools.subagents import AgentListTool, SubagentTool
 
 if TYPE_CHECKING:
     import httpx
@@ -57,9 +75,6 @@ class Setup:
 
     def __post_init__(self) -> None:
         # git and ripgrep are checked where a session would find them: outside what it may write.
-        from nanohermes.guard import programs
-        from nanohermes.guard.gate import writable_roots
-
         programs.settle(writable_roots(self.workspace, self.config))
 
 
@@ -109,7 +124,6 @@ def _server_kind(cfg: Config, owners: set[str], server_header: str) -> str | Non
 def _wire(cfg: Config) -> OpenAIChat | OpenAIResponses:
     """The session's model client, from the same factory, for a quick check: no retries, and
     at most a minute per request."""
-    from nanohermes.llm import client_for
 
     return client_for(cfg, timeout=min(cfg.request_timeout, 60.0), max_retries=0)
 
@@ -150,11 +164,6 @@ async def check_endpoint(s: Setup) -> list[Check]:
 
 
 async def _endpoint_checks(s: Setup, found: _Found) -> None:
-    from nanohermes.common.errors import AuthError, ConfigError
-    from nanohermes.llm import check_base_url
-    from nanohermes.llm.connect import scheme_mismatch
-    from nanohermes.llm.http import import_httpx
-
     if s.loaded is None:  # the endpoint, key and model it names are unknown: nothing is sent anywhere
         found.skip("the config did not load", *ENDPOINT_CHECKS)
         return
@@ -215,9 +224,6 @@ async def _endpoint_checks(s: Setup, found: _Found) -> None:
 def _read_models(cfg: Config, found: _Found, response: httpx.Response) -> tuple[list[str] | None, set[str]]:
     """The endpoint line from the /models answer, and the listed ids and owners (None when the
     answer lists none: the model line is then skipped with the reason)."""
-    import json
-
-    from nanohermes.llm.failures import printable
 
     status = response.status_code
     ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -262,9 +268,6 @@ PROBE_TOOL = {
 async def _probe(cfg: Config, llm: LLM, server: str | None, keyed: bool) -> list[Check]:
     """One streamed chat request with the key and a tool spec, as a session sends them: is
     the key accepted by chat, does streaming work, and does the model really call the tool?"""
-    from nanohermes.common.errors import AuthError, EndpointError
-    from nanohermes.common.messages import Message
-
     pieces: list[str] = []
     try:
         done = await llm.complete([Message.user("Call the probe tool with ok=true. Do not answer in text.")],
@@ -293,8 +296,6 @@ async def _probe(cfg: Config, llm: LLM, server: str | None, keyed: bool) -> list
 
 
 async def check_git(s: Setup) -> list[Check]:
-    from nanohermes.guard import programs
-
     git = programs.find("git")
     if git is None:
         if passed := programs.skipped("git"):
@@ -316,8 +317,6 @@ INSTALL_RG = "apt-get install ripgrep, brew install ripgrep, or a release from g
 
 
 async def check_ripgrep(s: Setup) -> list[Check]:
-    from nanohermes.tools.search.ripgrep import find_ripgrep, skipped_ripgrep
-
     rg = find_ripgrep()
     if rg is None:
         if passed := skipped_ripgrep():
@@ -351,8 +350,6 @@ async def check_dirs(s: Setup) -> list[Check]:
 
 async def check_sandbox(s: Setup) -> list[Check]:
     """One line for Landlock and one for namespaces, each saying what is weaker when missing."""
-    from nanohermes.guard.sandbox import probe
-
     if s.config.sandbox.mode == "off":
         return [Check("sandbox", "warn", "off (sandbox.mode or --sandbox off): commands that run without asking "
                                          "(--yes, goal mode) run with your full rights",
@@ -405,8 +402,6 @@ async def check_mcp(s: Setup) -> list[Check]:
     servers = s.config.mcp.servers
     if not servers:
         return []
-    from nanohermes.mcp.client import McpManager
-
     manager = McpManager(servers, s.config.build_limits(), workspace=s.workspace, log_dir=state_home() / "mcp")
     try:
         await manager.start()
@@ -431,9 +426,6 @@ CHECKS.append(check_mcp)
 
 async def check_hooks(s: Setup) -> list[Check]:
     """Each configured hook's program exists (hooks themselves are not run)."""
-    from nanohermes.config import HOOK_EVENTS
-    from nanohermes.hooks.hooks import missing_program
-
     out: list[Check] = []
     for event in HOOK_EVENTS:
         for group in s.config.hooks.groups(event):
@@ -452,12 +444,6 @@ async def check_hooks(s: Setup) -> list[Check]:
 def unmatched_matchers(config: Config) -> list[str]:
     """The tool matchers of the configured hooks that match no tool a session could offer: the
     built-ins, the conditional tools and the configured MCP servers' tools."""
-    from nanohermes.hooks.hooks import Hooks, unmatched
-    from nanohermes.tools.catalog import builtin_pool
-    from nanohermes.tools.mcp import McpGetPrompt, McpListPrompts, McpListResources, McpReadResource
-    from nanohermes.tools.skills import SkillTool
-    from nanohermes.tools.subagents import AgentListTool, SubagentTool
-
     hooks = Hooks.from_config(config.hooks, Path("."), config.build_limits(), lambda e: None).hooks
     kinds: list[type[Tool]] = [SkillTool, SubagentTool, AgentListTool, McpListResources, McpReadResource,
                                McpListPrompts, McpGetPrompt]
@@ -483,17 +469,12 @@ async def run_checks(setup: Setup, emit: Callable[[Check], None]) -> list[Check]
 
 def doctor(workspace: Path, *, config_file: Path | None, flags: dict[str, object]) -> int:
     """Run every check, print one line each, return the exit code (1 when any failed)."""
-    from nanohermes.config import load_config
-    from nanohermes.common.errors import ConfigError
-    from nanohermes.guard.redact import protect, redact
-
     try:
         setup = Setup(workspace, load_config(workspace, config_file=config_file, flags=flags))
     except ConfigError as e:
         setup = Setup(workspace, None, config_error=e.message)
     protect(setup.loaded.config if setup.loaded else None)  # an endpoint's error text may quote the key
     if setup.loaded is not None:  # a base_url no request could use: say so before anything is sent
-        from nanohermes.llm import check_base_url
 
         try:
             check_base_url(setup.config.base_url)

@@ -28,7 +28,9 @@ from typing import Any
 from nanohermes.common import budget
 from nanohermes.common.budget import Limits
 from nanohermes.config import Config, Section, default_of, section_fields, section_types
+from nanohermes.llm.quirks import QUIRKS
 from nanohermes.tools import Tool, build_tools
+from nanohermes.tools.catalog import shipped_text
 
 
 def _cell(text: str) -> str:
@@ -54,6 +56,7 @@ def _short(value: Any) -> str:
 
 
 def tools_table() -> str:
+    # rich: only the tools table renders with it
     from nanohermes.ui.render import flag, limit_text
 
     limits = Limits()
@@ -135,7 +138,6 @@ def config_table() -> str:
 def quirks_table() -> str:
     """Each provider quirk of `llm/quirks.py`: who it belongs to, on which wire, what it is and
     where it is documented."""
-    from nanohermes.llm.quirks import QUIRKS
 
     rows = ["| quirk | providers | wire | kind | what | source |", "| --- | --- | --- | --- | --- | --- |"]
     for q in QUIRKS:
@@ -275,8 +277,6 @@ DECLARATIONS = Path("nanohermes", "tools", "declarations.json")  # from the repo
 def write(path: Path) -> None:
     """Regenerate one file: the shipped declarations, the example config, or a file's generated sections."""
     if path.name == DECLARATIONS.name:
-        from nanohermes.tools.catalog import shipped_text
-
         path.write_text(shipped_text(), encoding="utf-8")
         return
     if path.suffix == ".json":

@@ -106,6 +106,7 @@ def _written(block: str) -> dict[str, str]:
 
 def _each_key(written: dict[str, str]) -> dict[str, Any]:
     """The keys parsed one by one; a value YAML cannot read is kept as its text."""
+    # yaml only for front matter the plain reader cannot take
     import yaml
 
     values: dict[str, Any] = {}

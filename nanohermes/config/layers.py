@@ -16,20 +16,24 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
+from nanohermes.common.dirs import project_config_path, user_config_path
+from nanohermes.common.errors import ConfigError
+from nanohermes.config.claude_files import Layer, fold_conditions, project_layers, user_layer
 from nanohermes.config.narrow import NARROWING, Narrowed, as_read, narrow_project
 from nanohermes.config.schema import HOOK_EVENTS, Config, RuleOrigins
 from nanohermes.config.validate import (
-    KeyPath, dotted, guard_search_keys, near_miss, plain_layers, unknown_keys, validated, without,
+    KeyPath,
+    dotted,
+    guard_search_keys,
+    near_miss,
+    plain_layers,
+    unknown_keys,
+    validated,
+    without,
 )
-from nanohermes.common.dirs import project_config_path, user_config_path
-from nanohermes.common.errors import ConfigError
 from nanohermes.guard.trust import approved_rules, is_trusted
-from nanohermes.config.claude_files import project_layers, user_layer
-
-if TYPE_CHECKING:
-    from nanohermes.config.claude_files import Layer
 
 # Nesting levels a config file may have. Settings are at most a few levels deep; the parser
 # recurses per level, so a hostile file of 100,000 `[` would crash it instead of being an error.
@@ -186,7 +190,6 @@ class _Files:
 
     def read(self, source: _Source) -> None:
         """One file: its unknown keys dropped, validated on its own, narrowed if it is a project's."""
-        from nanohermes.config.claude_files import Layer
 
         got = self._contents(source)
         if got is None:
@@ -212,8 +215,6 @@ class _Files:
         self.layers.append((str(path), data))
 
     def _contents(self, source: _Source) -> tuple[Path, dict[str, Any]] | None:
-        from nanohermes.config.claude_files import Layer, fold_conditions
-
         if isinstance(source.file, Layer):
             self.warnings += source.file.notes
             return source.file.path, source.file.data

@@ -6,14 +6,15 @@ Code's project files are judged the same way."""
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from nanohermes.common.budget import Limits
-from nanohermes.config.schema import Config, section_fields
 from nanohermes.common.modes import Mode
+from nanohermes.config.schema import Config, section_fields
 from nanohermes.guard.permissions import names_tool
 
 # Modes from the one that lets the least happen to the one that lets the most: plan refuses
@@ -93,8 +94,6 @@ def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
 
 
 def _host_covers(patterns: list[str], host: str) -> bool:
-    import fnmatch
-
     return any(fnmatch.fnmatchcase(host.lower(), p.lower()) or host.lower().endswith("." + p.lower()) or
                host.lower() == p.lower() for p in patterns)
 

@@ -13,7 +13,9 @@ docs/config.md is generated from it) and its bounds, which pydantic reads as `Fi
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
+import math
 import operator
 import os
 import re
@@ -26,8 +28,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, Union, get_args,
 from nanohermes.common.budget import ZERO_ALLOWED, Limits
 from nanohermes.common.errors import ConfigError
 from nanohermes.common.modes import Effort, Mode, SandboxMode, Wire
-from nanohermes.guard.permissions import DEFAULT_SECRET_FILES
 from nanohermes.common.plaindata import NOT_PLAIN, made
+from nanohermes.guard.permissions import DEFAULT_SECRET_FILES
 
 _DIR_NAME = re.compile(r"[^/\\*?\[\]{}!]+")  # a plain folder name: no separators, no glob characters
 # Where each layer's permission rules came from: (allow, ask or deny; the rule's text) -> the
@@ -475,14 +477,11 @@ def checked_limits(values: dict[str, Any]) -> dict[str, Any]:
     converts it elsewhere in a file ("2" is 2), anything else refused with `Invalid` naming the
     limit and what it takes: an unknown name, true/false, 2.5 for a whole number, a value out of
     its bounds, null where the limit has no null."""
-    import math
 
     rules = _limit_rules()
     out: dict[str, Any] = {}
     for name, value in values.items():
         if name not in rules:
-            import difflib
-
             close = difflib.get_close_matches(name, list(rules), n=1)
             raise Invalid((name,), "no limit has this name" + (f"; did you mean {close[0]}?" if close else ""),
                          value)
@@ -502,6 +501,7 @@ def checked_limits(values: dict[str, Any]) -> dict[str, Any]:
 
 def _converted(kind: type, value: Any) -> Any:
     """`value` as pydantic reads it for `kind` (int or float) in lax mode, or None."""
+    # pydantic only for a value that needs converting: off the -p start
     from pydantic import TypeAdapter, ValidationError
 
     try:

@@ -5,16 +5,24 @@ all, and the checks of values that are valid alone but not together."""
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import replace
 from enum import Enum
 from types import UnionType
 from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
 
-from nanohermes.config.schema import (
-    BOUNDS, LIMITS_HINT, Config, Invalid, Section, WebSearchConfig, section_fields, section_types,
-)
 from nanohermes.common.errors import ConfigError
+from nanohermes.config.schema import (
+    BOUNDS,
+    LIMITS_HINT,
+    Config,
+    Invalid,
+    Section,
+    WebSearchConfig,
+    section_fields,
+    section_types,
+)
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -65,7 +73,6 @@ def closest_name(name: str, names: list[str]) -> str | None:
     """The one of `names` that `name` is likely a slip of: the same but for case and `_`/`-`
     (`permissionMode`), one letter added, dropped, changed or two swapped (`dney`: `deny`,
     `mdoe`: `mode`), or, for longer names, close by difflib's measure."""
-    import difflib
 
     def plain(word: str) -> str:
         return word.lower().replace("_", "").replace("-", "")
@@ -154,6 +161,7 @@ def validated(data: dict[str, Any], where: str, hint: str) -> Config:
     try:
         return Config.from_dict(data)
     except ValueError as e:  # pydantic's ValidationError is one; pydantic is imported once it judged
+        # pydantic only for a value that needs converting: off the -p start
         from pydantic import ValidationError
 
         if not isinstance(e, ValidationError):

@@ -79,6 +79,7 @@ def discover_agents(workspace: Path, reader: OwnReader, *, trusted: bool, taken:
 
 
 def _add(found: AgentFiles, taken: set[str], path: Path, text: str) -> None:
+    # only when an agent file exists
     from nanohermes.common.frontmatter import FrontMatterError, split
 
     try:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,21 +31,20 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from nanohermes.common.budget import Limits, clamp
 from nanohermes.common.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, ToolProgress
-from nanohermes.guard.permissions import Policy, Rule
-from nanohermes.guard.permissions.rules import GRANT_ORIGIN
 from nanohermes.config.claude_files import translate_rule
-from nanohermes.guard.permissions import blocked
+from nanohermes.guard.gate import Gate, Refusal
+from nanohermes.guard.permissions import Policy, Rule, blocked
+from nanohermes.guard.permissions.rules import GRANT_ORIGIN
 from nanohermes.guard.trust import is_trusted
 from nanohermes.tools import ToolContext, ToolError, declarations
 
 if TYPE_CHECKING:
-    from nanohermes.turn.agent import Agent
     from nanohermes.config import Config
-    from nanohermes.guard.gate import Refusal
     from nanohermes.hooks.hooks import Hooks
+    from nanohermes.tools import Tool
+    from nanohermes.turn.agent import Agent
     from nanohermes.turn.runtime import Runtime
     from nanohermes.turn.session import Session
-    from nanohermes.tools import Tool
 
 # Claude Code's two spellings of a command in a prompt. An inline one is not right after a
 # letter, digit, `$` or backtick and does not start with a space, so prose about `!` itself
@@ -87,7 +87,6 @@ class CommandFile(Protocol):
 def find_shell(body: str) -> tuple[str, list[Shell]]:
     """`body` with a marker in place of each `!` command, and the commands in order. The
     markers carry a random word, so no argument or attached file can spell one."""
-    import secrets
 
     nonce = secrets.token_hex(6)
     found: list[Shell] = []
@@ -214,7 +213,6 @@ class ShellRun:
 
     async def _run(self, i: int, line: str) -> tuple[bool, str]:
         """(whether it ran, its output or why not)."""
-        from nanohermes.guard.gate import Gate, Refusal
 
         runtime = self.runtime
         if not line:
@@ -303,6 +301,7 @@ async def run(agent: Agent, command: CommandFile, prompt: str,
     """One turn of `command` with `prompt`: on the model its `model` names, with its
     allowed-tools granted and its `!` commands run first, all for this turn only. `submit`:
     the front end's way to run a turn (default: agent.ask)."""
+    # only a command file naming a model looks models up
     from nanohermes.llm.model_names import OrConfigured, choose, endpoint_lister
 
     runtime = agent.runtime

@@ -21,25 +21,27 @@ the workspace is theirs to attach.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from nanohermes.common.budget import clamp
 from nanohermes.common.dirs import config_home
-from nanohermes.guard.ownreads import OwnReader, Owner, Skipped
 from nanohermes.common.errors import NanohermesError, UsageError
 from nanohermes.common.events import Notice, TurnEnded
+from nanohermes.guard.ownreads import Owner, OwnReader, Skipped
 from nanohermes.tools import ToolContext
+from nanohermes.turn.agent import TurnResult
 from nanohermes.turn.runtime import DENIED_PREFIX
 
 if TYPE_CHECKING:
-    from nanohermes.turn.agent import Agent, TurnResult
     from nanohermes.extensions.command_runs import Shell
+    from nanohermes.turn.agent import Agent
     from nanohermes.turn.runtime import Runtime
 
 ATTACH = re.compile(r"(?<!\S)@(\S+)")
@@ -152,6 +154,7 @@ async def read_pending(command: CustomCommand, runtime: Runtime) -> CustomComman
 def parse(name: str, path: Path, project: bool, text: str) -> CustomCommand:
     """A command from its file's text (read through the reader); a ValueError says why its
     front matter cannot be read."""
+    # only when a command file exists
     from nanohermes.common.frontmatter import FrontMatterError, split
 
     try:
@@ -212,7 +215,6 @@ async def attach(text: str, runtime: Runtime, *, owner: Owner | None = None) -> 
     None for what the person typed (a path they spelled outside the workspace is theirs, one in
     it that links out is the project's). Returns the text and one note per file (attached or
     why not)."""
-    import asyncio
 
     workspace = runtime.workspace
     reader = runtime.own_reader
@@ -232,6 +234,7 @@ async def attach(text: str, runtime: Runtime, *, owner: Owner | None = None) -> 
         if isinstance(got, Skipped):
             notes.append(f"@{path} not attached: {got.reason}")
             continue
+        # the file tools' helpers: only for an @ mention
         from nanohermes.tools.fileops import remember_file
         from nanohermes.tools.files import numbered
 
@@ -260,7 +263,10 @@ async def prompt_for(command: CustomCommand, arguments: str,
         if isinstance(got, Skipped):
             return None, "", [f"/{command.name} not run: {got}"]
         command = got
-    from nanohermes.extensions.command_runs import Shell, find_shell  # what runs when a command runs: not for a plain prompt
+    from nanohermes.extensions.command_runs import (  # what runs when a command runs: not for a plain prompt
+        Shell,
+        find_shell,
+    )
 
     body, shell = find_shell(command.body)
     command = replace(command, shell=tuple(Shell(s.marker, fill(s.line, arguments)) for s in shell))
@@ -370,7 +376,7 @@ def _contents(path: Path) -> tuple[int, int, int] | None:
 
 
 def _export(agent: Agent, arguments: str) -> TurnResult:
-    from nanohermes.turn.agent import TurnResult
+    # only /export writes a transcript out
     from nanohermes.turn.export import export, exported_line
 
     session = agent.session

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import functools
 import os
+import site
 import sys
 from pathlib import Path
+
 from nanohermes.common.dirs import cache_home, config_home, data_home, state_home
 
 # Paths relative to a folder of the workspace (its root or any folder below it).
@@ -57,8 +59,6 @@ def interpreter_paths() -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=4)  # looked up again only if the interpreter's own values change
 def _interpreter_paths(prefixes: tuple[str, ...], executable: str) -> tuple[str, ...]:
-    import site
-
     out: list[str] = []
     prefixes = tuple(p for p in dict.fromkeys(prefixes) if p and os.path.realpath(p) != "/")
     for prefix in prefixes:

@@ -373,6 +373,7 @@ class Gate:
     def _sweep(self) -> None:
         if "nanohermes.guard.sandbox" not in sys.modules:
             return  # nothing has run confined yet, so nothing is watched
+        # the sandbox (ctypes, the probe): only a turn that confined a command
         from nanohermes.guard.sandbox import sweep_plants
 
         for found in sweep_plants():
@@ -441,6 +442,7 @@ class Gate:
     async def attempt(self, tool: Tool, grant: Grant, ctx: ToolContext) -> Ran:
         """Run the granted call in its attempt; on a sandbox refusal, ask once whether to run
         it again outside the sandbox."""
+        # the sandbox (ctypes, the probe): only a turn that confines a command
         from nanohermes.guard.sandbox import SandboxError
 
         waited = grant.waited
@@ -466,6 +468,7 @@ class Gate:
                        out: ToolResult) -> tuple[str | ToolResult, float]:
         """The sandbox refused something: offer the person to run the same call outside it
         (one keypress, like any approval); without one the model is told it needs a person."""
+        # the sandbox: only when it refused a command
         from nanohermes.guard.sandbox import remedies
 
         refused = out.refused
@@ -510,6 +513,7 @@ def _judged(attempt: Attempt) -> Target:
 def _tainted() -> list[str]:
     if "nanohermes.guard.sandbox" not in sys.modules:
         return []  # nothing has run confined yet
+    # the sandbox: only a turn that confined a command
     from nanohermes.guard.sandbox import tainted_programs
 
     return tainted_programs()

@@ -9,8 +9,10 @@ that points at a denied address is denied too.
 
 from __future__ import annotations
 
+import fnmatch
 import ipaddress
 import socket
+import threading
 
 
 def canonical_ip(text: str) -> str | None:
@@ -56,7 +58,6 @@ def _getaddrinfo(name: str, timeout: float | None) -> list[tuple[object, ...]]:
     daemon thread that is left to finish on its own when it overruns."""
     if timeout is None:
         return list(socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP))
-    import threading
 
     box: list[list[tuple[object, ...]] | BaseException] = []
 
@@ -111,7 +112,6 @@ def host_matches(host: str, addresses: tuple[str, ...], pattern: str, *, by_addr
     """Does a host pattern (`example.com` with its subdomains, `*.example.com`, an IP in any
     spelling, a network such as `10.0.0.0/8`) name this host? With `by_address`, an address
     the name resolves to counts too (for denials: a name is no way around a denied address)."""
-    import fnmatch
 
     pat = pattern.strip()
     if "/" in pat:

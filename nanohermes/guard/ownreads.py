@@ -33,6 +33,7 @@ reader is `Runtime.own_reader`.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import json
 import os
@@ -43,11 +44,11 @@ from pathlib import Path
 from typing import Literal
 
 from nanohermes.common.budget import Limits
+from nanohermes.common.dirs import state_home, write_private
 from nanohermes.common.events import ApprovalReply, ApprovalRequest
 from nanohermes.guard.pathrules import lexical, open_dir, subject_of, swapped
 from nanohermes.guard.permissions import Policy, Rule, is_secret, read_rules, unattended
 from nanohermes.guard.secrets import own_paths, own_secret
-from nanohermes.common.dirs import state_home, write_private
 
 # Who wrote the file: the repository's author, or the person (their own folders, a path they typed).
 Owner = Literal["project", "user"]
@@ -288,7 +289,6 @@ class OwnReader:
                           anchor: Path | None = None) -> OwnText | Skipped:
         """`read`, asking the person at once when a yes would let the file in. The caller
         names what comes back skipped (it is not left for `unnamed`)."""
-        import asyncio
 
         def read() -> OwnText | Skipped:
             return self.read(path, purpose=purpose, owner=owner, anchor=anchor)

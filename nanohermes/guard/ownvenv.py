@@ -22,6 +22,7 @@ import re
 import sys
 import sysconfig
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 # Installed with or by any venv's pip, not by the person for a project.
 PACKAGING = frozenset({"pip", "setuptools", "wheel", "uv"})
@@ -74,9 +75,8 @@ def _requirements(meta: str) -> list[str]:
     `Requires-Dist` headers of a wheel's METADATA (they come before the first blank line);
     an egg's through importlib.metadata, which reads its requires.txt."""
     if meta.endswith(".egg-info"):
+        # importlib.metadata: only for a command run inside nanohermes's own venv
         from importlib.metadata import PathDistribution
-        from pathlib import Path
-
         return list(PathDistribution(Path(meta)).requires or ())
     found: list[str] = []
     try:

@@ -27,12 +27,13 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from nanohermes.guard.commands import read_operands
+from nanohermes.guard.configfiles import project_file, why_protected
+from nanohermes.guard.gitmeta import metadata
+from nanohermes.guard.hosts import LookupTimeout, canonical_host
+from nanohermes.guard.hosts import resolve as resolve_host
 from nanohermes.guard.permissions import Effect, ReadRules, SubjectKind, Target
 from nanohermes.guard.secrets import holds_own_secret, name_matcher, own_secret
 from nanohermes.guard.shellparse import ParseError, SimpleCommand, Word, split
-from nanohermes.guard.configfiles import project_file, why_protected
-from nanohermes.guard.gitmeta import metadata
-from nanohermes.guard.hosts import canonical_host
 
 
 class PathProblem(ValueError):
@@ -118,6 +119,7 @@ def resolve_cwd(workspace: Path, cwd: str | None) -> Path:
 def _not_foreign(workspace: Path, start: Path, text: str) -> str:
     """`text`, or the workspace path a Windows path stands for (`foreign_paths`); a PathProblem
     when it stands for none, so no tool creates a name holding a backslash or a drive letter."""
+    # only a path written the Windows way
     from nanohermes.guard.foreign_paths import ForeignPath, is_foreign, mapped
 
     if not is_foreign(text):
@@ -186,7 +188,6 @@ def _command_target(effect: Effect, raw: list[str], workspace: Path, base: str |
 
 def _host_target(effect: Effect, raw: list[str], lookup_secs: float | None) -> Target:
     """The canonical hosts, and the addresses they resolve to."""
-    from nanohermes.guard.hosts import LookupTimeout, resolve as resolve_host
 
     hosts = [h for h in (host_subject(r) for r in raw) if h]
     try:

@@ -115,6 +115,7 @@ def overwrite(pieces: list[tuple[int, bytes]]) -> None:
         finally:
             os.close(fd)
     except OSError:
+        # ctypes (a few ms): only where /proc/self/mem may not be written
         import ctypes
 
         for address, data in pieces:

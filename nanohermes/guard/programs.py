@@ -174,6 +174,7 @@ def person_start(inherited: Mapping[str, str], chosen: Mapping[str, str], *, cwd
         folder = os.path.join(ws, os.path.expanduser(cwd))
     else:
         folder = ws if project_own else neutral_folder(ws)
+    # only a person's own command (the REPL's !) needs it
     from nanohermes.guard.ownvenv import without_own_venv
 
     roots = (*writable_roots(), ws)

@@ -14,13 +14,16 @@ like a credential, unless the user's `shell_env.keep` lists them.
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import json
 import os
 import re
+import select
 import threading
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 REDACTED = "[REDACTED]"
 MIN_SECRET_CHARS = 10  # shorter values would blot out ordinary words (and are no real keys)
@@ -95,7 +98,6 @@ def _url_credentials(url: str) -> list[str]:
     as written with its user ("alice:pw@"): a key like any other, wherever the URL is shown (a
     short password is no secret alone, but the credential in the URL always is). None found:
     []."""
-    from urllib.parse import urlsplit
 
     try:
         parts = urlsplit(url.strip())
@@ -229,8 +231,6 @@ class RedactingPipe:
     already in the pipe now, so a log read right after the child died is complete."""
 
     def __init__(self, out: Any) -> None:
-        import codecs
-
         self._out = out
         r, w = os.pipe()
         os.set_blocking(r, False)
@@ -257,8 +257,6 @@ class RedactingPipe:
             self._out.flush()
 
     def _pump(self) -> None:
-        import select
-
         while True:
             with self._lock:
                 if self._closed:

@@ -69,6 +69,7 @@ def _json_part(text: bytes | None, *keys: str) -> object:
 def _toml_part(text: bytes | None) -> object:
     if text is None:
         return None
+    # tomllib: only a pyproject.toml or TOML file a command wrote
     import tomllib
 
     try:

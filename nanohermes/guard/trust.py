@@ -16,6 +16,7 @@ and depends on this one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import replace
@@ -103,8 +104,6 @@ def record_approved_rules(workspace: Path, rules: list[str]) -> None:
 
 
 def asks_fingerprint(asks: dict[str, Any]) -> str:
-    import hashlib
-
     return hashlib.sha256(json.dumps(asks, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 

@@ -31,6 +31,7 @@ unconfined for it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -240,7 +241,6 @@ def _object_id(path: str, st: os.stat_result, hash_size: int) -> bytes:
     key = (path, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     if (known := _hashed.get(key)) is not None:
         return known
-    import hashlib  # only for a tracked secret file: OpenSSL's load stays off the start-up path
 
     h = hashlib.sha256() if hash_size == 32 else hashlib.sha1()
     h.update(b"blob %d\0" % st.st_size)

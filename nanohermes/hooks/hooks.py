@@ -31,31 +31,39 @@ import contextlib
 import json
 import os
 import re
+import shlex
+import shutil
 import signal
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nanohermes.guard import programs
 from nanohermes.common.budget import Limits, clamp
-from nanohermes.hooks.claude_vocab import (
-    TOOL_EVENTS, Condition, call_names, claude_response, exec_line, matcher_matches, output_text,
-)
+from nanohermes.common.dirs import open_private, private_dir, state_home
 from nanohermes.common.events import UI, ApprovalReply, ApprovalRequest, Event, Notice, TurnEnded
 from nanohermes.common.modes import CLAUDE_MODES, Mode
-from nanohermes.hooks.conversation import Conversation, Unrecorded
-from nanohermes.common.dirs import open_private, private_dir, state_home
 from nanohermes.config import HOOK_EVENTS
+from nanohermes.guard import programs
 from nanohermes.guard.redact import configured_env, set_session_env
-from nanohermes.tools.base import ToolError
+from nanohermes.hooks.claude_vocab import (
+    TOOL_EVENTS,
+    Condition,
+    call_names,
+    claude_response,
+    exec_line,
+    matcher_matches,
+    output_text,
+)
+from nanohermes.hooks.conversation import Conversation, Unrecorded
+from nanohermes.tools.base import ClaudeCall, ToolError
 
 if TYPE_CHECKING:
-    from nanohermes.hooks.claude_transcript import ClaudeTranscript
     from nanohermes.config import HooksConfig
     from nanohermes.guard.permissions import Verdict
-    from nanohermes.tools.base import ClaudeCall, Params, Tool
+    from nanohermes.hooks.claude_transcript import ClaudeTranscript
+    from nanohermes.tools.base import Params, Tool
 
 BLOCK_EXIT = 2
 _PIPE_GRACE_SECS = 2.0  # after the group is killed, for output still in the pipes
@@ -129,7 +137,6 @@ class PreToolUse:
     def adjust(self, verdict: Verdict) -> Verdict:
         """The permission verdict with the hooks' decision applied: "allow" answers the
         question the rules would ask, "ask" asks even what the rules allow; a denial stays."""
-        from dataclasses import replace
 
         if verdict.decision == "deny" or self.decision is None or self.decision == verdict.decision:
             return verdict
@@ -242,6 +249,7 @@ class Hooks:
 
     def transcript_path(self) -> str:
         """The transcript in Claude Code's shape, brought up to date ("" if it cannot be written)."""
+        # only a hook that reads a transcript
         from nanohermes.hooks.claude_transcript import ClaudeTranscript, describer
 
         path = self.folder() / TRANSCRIPT_FILE
@@ -364,7 +372,6 @@ class Hooks:
         try:
             return tool.claude_calls(args, self.workspace)
         except Exception:  # a tool whose description of itself fails: told under its own name
-            from nanohermes.tools.base import ClaudeCall
 
             return [ClaudeCall(tool.name, args.dump())]
 
@@ -515,6 +522,7 @@ class Hooks:
         return o.context
 
     def _read_exports(self, env_file: Path) -> None:
+        # only a hook that writes an env file
         from nanohermes.hooks.envfile import load_exports
 
         self._exports, problems = load_exports(env_file, self.limits.hook_output_bytes, self._exports)
@@ -554,8 +562,6 @@ class Hooks:
     def close(self) -> None:
         """The session is over: a folder made for a session not recorded goes."""
         if self._scratch is not None:
-            import shutil
-
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
 
@@ -589,9 +595,6 @@ def missing_program(command: str, workspace: Path) -> str | None:
     """Why the program a hook's command line starts cannot be found (for `doctor`), or None.
     Leading `NAME=value` words are environment assignments; a shell construct that is not
     a plain command (a pipeline's later stages, `$(...)`) is not looked into."""
-    import shlex
-    import shutil
-
     try:
         words = shlex.split(command)
     except ValueError as e:

@@ -37,6 +37,7 @@ class LLM(Protocol):
 def make_llm(wire_api: str = "chat", **settings: Any) -> OpenAIChat | OpenAIResponses:
     """The client for `wire_api` ("chat" or "responses"), built from the same settings."""
     if wire_api == "responses":
+        # the Responses wire: only for --wire-api responses
         from nanohermes.llm.responses import OpenAIResponses
 
         return OpenAIResponses(**settings)
@@ -72,6 +73,7 @@ def key_hint(config: Config) -> str:
 
 def __getattr__(name: str) -> Any:
     if name == "OpenAIResponses":  # `from nanohermes.llm import OpenAIResponses` still works
+        # the Responses wire: only for --wire-api responses
         from nanohermes.llm.responses import OpenAIResponses
 
         return OpenAIResponses

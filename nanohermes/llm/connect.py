@@ -5,6 +5,8 @@ once, never retried)."""
 from __future__ import annotations
 
 import asyncio
+import ssl
+import unicodedata
 from urllib.parse import urlsplit
 
 from nanohermes.common.errors import ConfigError, UnreachableError
@@ -17,14 +19,11 @@ _CHAR_NAMES = {" ": "space", "\t": "tab", "\n": "newline", "\r": "carriage retur
 def _stray_char(c: str) -> bool:
     """Whitespace or an invisible character: no URL holds one unescaped (a pasted line ending,
     an indent, a no-break space or byte order mark copied from a web page or editor)."""
-    import unicodedata
 
     return c.isspace() or unicodedata.category(c) in ("Cc", "Cf", "Zs", "Zl", "Zp")
 
 
 def _char_name(c: str) -> str:
-    import unicodedata
-
     known = _CHAR_NAMES.get(c)
     if known is not None:
         return known
@@ -137,7 +136,6 @@ def describe_connect_error(url: str, exc: BaseException) -> str:
 async def speaks_tls(url: str, timeout: float = 3.0) -> bool:
     """Whether the server at `url`'s host and port completes a TLS handshake (the certificate is
     not checked: this only tells a TLS server from a plain one, and nothing is sent over it)."""
-    import ssl  # already loaded with httpx
 
     parts = urlsplit(url)
     host = parts.hostname or ""

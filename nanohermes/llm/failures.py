@@ -6,6 +6,7 @@ short printable line. Both wires and the fake server judge errors with these."""
 from __future__ import annotations
 
 import re
+from http import HTTPStatus
 from typing import Any
 
 from nanohermes.common import controls
@@ -140,7 +141,6 @@ def is_error_body(data: Any) -> bool:
 
 def reason_phrase(status: int) -> str:
     """The standard reason phrase of a status ("Bad Gateway"), or "" for one outside the standard."""
-    from http import HTTPStatus
 
     try:
         return HTTPStatus(status).phrase
@@ -157,6 +157,7 @@ _TAG = re.compile(r"<[^>]*>")
 def page_text(page: str, limit: int = 120) -> str:
     """A short, printable line from an HTML page: its <title>, else its first heading, else its
     text without tags. What a gateway's error page says is mostly in those."""
+    # html: only an error page to read
     import html
 
     found = _TITLE.search(page) or _HEADING.search(page)

@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from nanohermes import __version__
 from nanohermes.common.errors import (
     AuthError,
     ContextTooLongError,
@@ -35,6 +36,7 @@ from nanohermes.common.errors import (
     TimedOutError,
     UnreachableError,
 )
+from nanohermes.common.messages import Completion, Message, Usage
 from nanohermes.llm.connect import (
     check_base_url,
     describe_connect_error,
@@ -64,9 +66,8 @@ from nanohermes.llm.failures import (
 )
 from nanohermes.llm.quirks import matcher
 from nanohermes.llm.sse import first_line, json_or_none, prepend, sse_events
-from nanohermes.common.messages import Completion, Message, Usage
-from nanohermes import __version__
 from nanohermes.llm.textcalls import TextHold, as_tool_calls, recover
+from nanohermes.llm.thinktags import ThinkSplit
 
 if TYPE_CHECKING:
     import httpx
@@ -86,6 +87,7 @@ def import_httpx() -> Any:
 
         vars(stub)["main"] = main
         sys.modules["httpx._main"] = stub
+    # the one import of httpx, after its command-line client is stubbed out
     import httpx
 
     return httpx
@@ -214,8 +216,6 @@ class HttpWire:
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], on_text: TextSink,
                        on_reasoning: TextSink | None = None) -> Completion:
-        from nanohermes.llm.thinktags import ThinkSplit
-
         shown = Shown()
         split = ThinkSplit(on_text, on_reasoning)  # thinking written into the answer is shown as thinking
         attempt = 0

@@ -23,12 +23,14 @@ went wrong with a block that looks like a call but cannot be taken, naming the f
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nanohermes.common.messages import Message, ToolCall
 from nanohermes.llm.textfinders import (
     CALL_OPENING,
     FIND,
@@ -46,7 +48,6 @@ from nanohermes.llm.textfinders import (
     offered,
     thinking,
 )
-from nanohermes.common.messages import Message, ToolCall
 
 # The strings that open a call in some format, for holding text back and for spotting attempts.
 MARKERS = tuple(dict.fromkeys(m for f in TEXT_FORMATS.values() for m in (*f.markers, *f.held)))
@@ -148,8 +149,6 @@ def _taken(text: str, blocks: list[Block], fmt: Format, schemas: Schemas, *, tai
 
 
 def as_tool_calls(found: Recovery) -> tuple[ToolCall, ...]:
-    import json
-
     fmt = found.format.name if found.format else "text"
     return tuple(ToolCall(id=f"call_{uuid.uuid4().hex[:12]}", name=name, arguments=json.dumps(args, ensure_ascii=False),
                           text_format=fmt) for name, args in found.calls)

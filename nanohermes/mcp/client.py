@@ -29,20 +29,21 @@ import os
 import re
 import shlex
 import time
+import warnings
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, TypeVar
 
-from nanohermes.guard import programs
 from nanohermes.common.budget import Limits
-from nanohermes.config import McpServerConfig
+from nanohermes.common.dirs import open_private, private_dir
 from nanohermes.common.errors import ToolError
 from nanohermes.common.events import ElicitationReply, ElicitationRequest
-from nanohermes.mcp.transports import describe_error, direct_address, refused, stdio_transport, watched_http
-from nanohermes.common.dirs import open_private, private_dir
+from nanohermes.config import McpServerConfig
+from nanohermes.guard import programs
 from nanohermes.guard.redact import RedactingPipe, configured_env, kept_env
+from nanohermes.mcp.transports import describe_error, direct_address, refused, stdio_transport, watched_http
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -82,7 +83,6 @@ def expanded(cfg: McpServerConfig, environ: dict[str, str] | None = None) -> Mcp
     """`cfg` with `${VAR}` and `${VAR:-default}` replaced from the environment in command, args,
     env, cwd, url and headers, as Claude Code reads `.mcp.json`. A variable that is not set and
     has no default raises ServerConfigProblem naming it and the key that uses it."""
-    from dataclasses import replace
 
     env = os.environ if environ is None else environ
 
@@ -340,11 +340,13 @@ class McpManager:
                                           transport=watched_http(lambda why: self._unreachable(s, why)))
 
             if cfg.transport == "sse":
+                # the MCP SDK (a few hundred ms): only a session with MCP servers
                 from mcp.client.sse import sse_client
 
                 transport = sse_client(cfg.url, timeout=30.0, sse_read_timeout=max(call_timeout, 300.0),
                                        httpx_client_factory=client)
             else:
+                # the MCP SDK: only a session with MCP servers
                 from mcp.client.streamable_http import streamable_http_client
 
                 transport = streamable_http_client(cfg.url, http_client=await stack.enter_async_context(client()))
@@ -371,7 +373,6 @@ class McpManager:
 
     async def set_roots(self, roots: list[Path]) -> None:
         """New roots: every connected server is told (`roots/list_changed`) and asks again."""
-        import warnings
 
         self.roots = list(roots)
         for s in self.servers.values():
@@ -383,6 +384,7 @@ class McpManager:
     async def _elicitation(self, s: Server, params: Any) -> Any:
         """A server asks the person for input: the REPL asks them; with nobody to ask, the
         answer is no, and the model reads that it was asked."""
+        # the MCP SDK: only a session with MCP servers
         import mcp_types
 
         url = str(getattr(params, "url", "") or "")
@@ -400,6 +402,7 @@ class McpManager:
         return mcp_types.ElicitResult(action=reply.action, content=reply.content if reply.action == "accept" else None)
 
     async def _sampling(self, s: Server) -> Any:
+        # the MCP SDK: only a session with MCP servers
         import mcp_types
 
         s.notes.append(f"[MCP server {s.name} asked to use the model (sampling); nanohermes declined.]")
@@ -410,6 +413,7 @@ class McpManager:
     async def _message(self, s: Server, message: Any) -> None:
         """Notifications: a new tool list is fetched at once (resources and prompts are listed
         afresh on every request, so their changes need nothing)."""
+        # the MCP SDK: only a session with MCP servers
         import mcp_types
 
         if isinstance(message, mcp_types.ToolListChangedNotification) and s.status == "connected":
@@ -450,6 +454,7 @@ class McpManager:
     def _stdio_params(self, cfg: McpServerConfig) -> StdioServerParameters:
         """How to start a stdio server: `~` expanded; where it runs and what it finds by name
         as `programs.person_start` says (the workspace only for a trusted project's own server)."""
+        # the MCP SDK: only a session with MCP servers
         from mcp.client.stdio import StdioServerParameters, get_default_environment
 
         # The SDK starts a server with a few safe variables (PATH, HOME, ...) and the `env`
@@ -560,6 +565,7 @@ class McpManager:
 
     async def request(self, s: Server, what: str, fn: Callable[[Client], Awaitable[T]]) -> T:
         """Run one request against a server, turning the SDK's failures into ToolErrors."""
+        # the MCP SDK: only a session with MCP servers
         from mcp import MCPError
 
         client = s.client

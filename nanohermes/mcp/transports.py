@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
+import urllib.parse
+import urllib.request
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -28,8 +31,6 @@ def exit_reason(returncode: int | None) -> str:
     if returncode is None:
         return "the server closed its output (the process still runs)"
     if returncode < 0:
-        import signal
-
         try:
             name = signal.Signals(-returncode).name
         except ValueError:
@@ -47,6 +48,7 @@ async def stdio_transport(params: StdioServerParameters, errlog: Any,
     Same protocol and shutdown as the SDK's `stdio_client`: newline-delimited JSON-RPC over
     the pipes, the server in its own process group; on the way out stdin is closed, then the
     group gets SIGTERM and SIGKILL, every wait bounded and shielded from cancellation."""
+    # the MCP SDK and anyio: only a session with MCP servers
     import anyio
     import mcp_types
     from anyio.streams.text import TextReceiveStream
@@ -137,9 +139,6 @@ async def stdio_transport(params: StdioServerParameters, errlog: Any,
 def direct_address(url: str) -> tuple[str, int] | None:
     """The host and port a connection to `url` goes to, unless a proxy sits in between (then
     the proxy answering says nothing about the server)."""
-    import urllib.parse
-    import urllib.request
-
     parts = urllib.parse.urlsplit(url)
     if not parts.hostname:
         return None
@@ -165,6 +164,7 @@ async def refused(host: str, port: int, *, timeout: float) -> str | None:
 
 def watched_http(on_refused: Callable[[str], None]) -> Any:
     """httpx2's own transport, telling `on_refused` about each request that could not connect."""
+    # the MCP SDK's HTTP client: only a server over HTTP
     import httpx2
 
     class Watched(httpx2.AsyncHTTPTransport):

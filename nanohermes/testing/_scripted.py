@@ -4,12 +4,16 @@ any layer can use the fakes without pulling in the code under test."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from nanohermes.common.errors import ContextTooLongError, EndpointError
+from nanohermes.common.messages import Completion, Message, ToolCall, Usage
+from nanohermes.llm.failures import overflowed
 from nanohermes.testing._protocol import check_protocol
 from nanohermes.testing._script import EXHAUSTED_MESSAGE, Fault, Raw, Reply, ScriptItem, error_type, text_pieces
 
@@ -34,11 +38,6 @@ class ScriptedLLM:
 
     async def complete(self, messages: Any, tools: Any, on_text: Callable[[str], None],
                        on_reasoning: Callable[[str], None] | None = None) -> Any:
-        import asyncio
-
-        from nanohermes.common.errors import ContextTooLongError, EndpointError
-        from nanohermes.common.messages import Completion, Message, ToolCall, Usage
-
         body = {"model": self.model, "messages": [m.to_wire() for m in messages], "tools": list(tools)}
         self.requests.append(body)
         if problems := check_protocol(body["messages"]):
@@ -52,8 +51,6 @@ class ScriptedLLM:
         if isinstance(reply, Raw):
             raise EndpointError("ScriptedLLM cannot play Raw bytes; use FakeServer")
         if isinstance(reply, Fault):
-            from nanohermes.llm.failures import overflowed
-
             # As the HTTP wire judges the same body (a 429 saying "too many tokens" is a rate limit).
             if overflowed(reply.status, f"{reply.code or ''} {error_type(reply.status)}", reply.message):
                 raise ContextTooLongError(f"the conversation no longer fits the model's context ({reply.message})")

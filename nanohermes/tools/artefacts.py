@@ -13,6 +13,7 @@ new text no longer has is found by `omission`, and the tool refuses the write wi
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import json
 import os
@@ -302,7 +303,6 @@ def omission(old: str, new: str) -> Omission | None:
 def _changed(old: list[str], new: list[str]) -> list[tuple[int, int, int, int]]:
     """The runs of lines that differ between `old` and `new`, as (old start, old end, new
     start, new end)."""
-    import difflib
 
     runs: list[tuple[int, int, int, int]] = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():

@@ -102,6 +102,7 @@ class Params:
         """Read by pydantic for every params class, nested ones too: the dataclass's own
         validation, after the nulls of optional fields are dropped (see the class docstring).
         The JSON schema is the dataclass's: a before-validator does not change it."""
+        # pydantic: only when a tool's arguments are validated, off a turn that calls none
         from pydantic_core import core_schema
 
         optional = frozenset(f.name for f in fields(cls) if f.default is not MISSING or f.default_factory is not MISSING)
@@ -211,6 +212,7 @@ def _adapter(model: type[Any]) -> TypeAdapter[Any]:
     if adapter is None:
         if "__dataclass_fields__" not in model.__dict__:  # a subclass without @dataclass would lose its fields
             raise TypeError(f"{model.__qualname__} must be decorated with @dataclass(frozen=True, kw_only=True)")
+        # pydantic: only when a tool's arguments are validated, off a turn that calls none
         from pydantic import TypeAdapter
 
         adapter = _ADAPTERS[model] = TypeAdapter(model)
@@ -478,6 +480,7 @@ class Tool(Generic[P]):
         try:
             return cast(P, self.params.validate(raw))  # `params` is the class P names
         except ValueError as e:  # pydantic's ValidationError is one; pydantic is imported once it judged
+            # pydantic: only when a tool's arguments are validated, off a turn that calls none
             from pydantic import ValidationError
 
             if not isinstance(e, ValidationError):

@@ -63,6 +63,7 @@ def _params_classes() -> Iterator[type[Params]]:
 def shipped_text() -> str:
     """`declarations.json` as the code makes it now: the built-in tools' declarations and every
     tool module's params schema, rendered by pydantic (whose version is named)."""
+    # importlib.metadata: only when the shipped declarations are checked
     from importlib.metadata import version
 
     tools = build_tools()

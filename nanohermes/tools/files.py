@@ -11,6 +11,7 @@ anywhere (read rules and secret files aside).
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 from collections.abc import Iterator
@@ -198,7 +199,6 @@ class ReadFile(ReadOnlyTool[ReadFileParams]):
 def numbered(data: bytes, shown: str, limits: Limits) -> str:
     """A whole file already read (`@path` attachments) as read_file shows it with no window
     given: numbered lines, the first `read_file_window_lines`, with the same notes."""
-    import io
 
     return ReadFile._window(io.BytesIO(data), shown, 1, limits.read_file_window_lines, limits)
 

@@ -371,6 +371,7 @@ class GitCommit(Tool[GitCommitParams]):
         head = strip_newline(await git(ctx, "rev-parse", "HEAD"))
         done = fit(f"committed {head}\n{out}", ctx.limits.max_output, "see the whole commit with git_log and git_diff")
         if read_as:
+            # only a path written the Windows way
             from nanohermes.guard.foreign_paths import note
 
             done += "\n" + note(read_as)
@@ -382,6 +383,7 @@ def _staged(paths: list[str], workspace: Path) -> tuple[list[str], tuple[tuple[s
     as the file tools read it; and (written, used) for each so read. A Windows path that names
     nothing there is refused with the path to write instead (never handed to git, whose
     "pathspec did not match" says nothing of why)."""
+    # only a path written the Windows way
     from nanohermes.guard.foreign_paths import ForeignPath, is_foreign, mapped
 
     out: list[str] = []

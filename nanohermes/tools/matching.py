@@ -12,6 +12,7 @@ candidates. Callers name the tier in their result so the model learns what was f
 from __future__ import annotations
 
 import bisect
+import difflib
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -235,7 +236,6 @@ def closest_region(lines: list[str], pattern: list[str], *, floor: int = 0) -> i
         best = max(votes.items(), key=lambda kv: (kv[1], -kv[0]))[0]
         return max(floor, min(best, len(lines) - 1))
     # Nothing equal: the line most like the pattern's first non-blank line.
-    import difflib
 
     # Bounded: the first 200 chars of each line, and the first 50,000 lines.
     first = next((form(p) for p in pattern if form(p)), "")[:200]
@@ -274,7 +274,6 @@ def _typographic(have: str, want: str) -> list[tuple[int, int, str]]:
     """Where `want` (the model's text) differs from `have` (the file's, which it matched with
     punctuation mapped to ASCII) only in typography: (start, end) in `want`, and `have`'s
     text there (`–` for `-`, `…` for `...`, a no-break space for a space, `'` for `’`)."""
-    import difflib
 
     a_text, a_at = _ascii_map(have)
     b_text, b_at = _ascii_map(want)
@@ -306,7 +305,6 @@ def keep_typography(have: str, want: str, new: str) -> tuple[str, str]:
     swaps = _typographic(have, want)
     if not swaps:
         return new, ""
-    import difflib
 
     edits: list[tuple[int, int, str]] = []
     for a, b, size in difflib.SequenceMatcher(None, want, new, autojunk=False).get_matching_blocks():

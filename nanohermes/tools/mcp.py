@@ -11,8 +11,11 @@ image parts), never base64 text. A long call's progress notifications become too
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import json
+import mimetypes
 import os
 import re
 from collections.abc import Awaitable, Callable
@@ -21,12 +24,23 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from nanohermes.common.budget import Limits
-from nanohermes.mcp.client import LIST_PAGES, McpManager, RemoteTool, Server
-from nanohermes.common.messages import Image
-from nanohermes.tools.base import (
-    Attempt, Approval, Effect, P, Params, ReadOnlyTool, SubjectKind, Tool, ToolContext, ToolError, ToolResult, about,
-)
 from nanohermes.common.dirs import private_dir, state_home
+from nanohermes.common.messages import Image
+from nanohermes.mcp.client import LIST_PAGES, McpManager, RemoteTool, Server
+from nanohermes.tools.base import (
+    Approval,
+    Attempt,
+    Effect,
+    P,
+    Params,
+    ReadOnlyTool,
+    SubjectKind,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolResult,
+    about,
+)
 from nanohermes.tools.toolsearch import ToolSearch
 
 
@@ -91,9 +105,6 @@ def result_content(result: Any, server: str, save: SaveFn | None = None,
 
 
 def _media_note(kind: str, mime: str | None, data: str, save: SaveFn | None, images: list[Image] | None) -> str:
-    import base64
-    import binascii
-
     try:
         size = len(base64.b64decode(data, validate=True))
     except (binascii.Error, ValueError):
@@ -239,9 +250,6 @@ class McpTool(Tool[McpArgs]):
 def _save(ctx: ToolContext, kind: str, mime: str, data: str) -> Path:
     """An image or audio block, written to the session's folder (or, for a session that is
     not recorded, nanohermes's state folder), readable only by its owner."""
-    import base64
-    import mimetypes
-
     folder = (ctx.session_folder or state_home() / "mcp") / "mcp-media"
     private_dir(folder)
     ext = mimetypes.guess_extension(mime.split(";")[0].strip()) or (".png" if kind == "image" else ".bin")
@@ -426,6 +434,7 @@ class McpGetPrompt(_Helper[GetPromptParams]):
         s = self.manager.server(args.server)
         res = await self.manager.request(s, "mcp_get_prompt",
                                          lambda c: c.get_prompt(args.name, dict(args.arguments) or None))
+        # the MCP SDK stays off importing this module (the pool and doctor name its tools)
         from mcp.types import AudioContent, EmbeddedResource, ImageContent, TextContent
 
         lines = [f"[description] {res.description}"] if res.description else []

@@ -178,6 +178,7 @@ class MemoryStore:
         return ToolError(f"memory database {self.path}: {msg}")
 
     def _connect(self) -> sqlite3.Connection:
+        # sqlite3: only when the memory store is opened
         import sqlite3
 
         try:
@@ -226,6 +227,7 @@ class MemoryStore:
     def save(self, text: str, scope: str, origin: str | None = None) -> tuple[Memory, bool]:
         """Store `text`, saved in project `origin` (default: `scope`, a project's own); returns
         (the memory, True) or (the near-duplicate kept, False)."""
+        # sqlite3: only when the memory store is opened
         import sqlite3
 
         conn = self._connect()
@@ -289,6 +291,7 @@ class MemoryStore:
 
     def _query(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:  # rows as sqlite3 gives them
         """One read on its own connection; any database error becomes a ToolError."""
+        # sqlite3: only when the memory store is opened
         import sqlite3
 
         conn = self._connect()
@@ -300,6 +303,7 @@ class MemoryStore:
             conn.close()
 
     def delete(self, memory_id: int) -> bool:
+        # sqlite3: only when the memory store is opened
         import sqlite3
 
         conn = self._connect()
@@ -319,6 +323,7 @@ class MemoryStore:
 def _add_origin(conn: sqlite3.Connection) -> None:
     """A store of an older nanohermes gets the origin column (its rows keep NULL: not recorded).
     Another process may add it first: then there is nothing to do."""
+    # sqlite3: only when the memory store is opened
     import sqlite3
 
     try:

@@ -44,6 +44,7 @@ def new_string_artefacts(text: str, old_sent: str, new: str, shown: str) -> tupl
     """new_string without what a model copies into it by mistake, once old_string matched as
     sent: read_file's line numbers on every line (where the file has no such lines of its
     own, which would make them possibly content)."""
+    # only an edit that missed reads its artefacts and near matches
     from nanohermes.tools.artefacts import all_numbered, numbered_like_content, numbering, strip_numbers
 
     notes: list[str] = []
@@ -74,6 +75,8 @@ def near_miss(text: str, f: TextFile, args: Sent, shown: str) -> Edit:
     (`...`, `# ... existing code ...`) in both strings as "the lines in between stay". With no
     reading found, an edit whose new_string already stands there is "already applied";
     anything else is a ToolError that shows the closest lines of the file."""
+    # only an edit that missed reads its artefacts and near matches
+    # only an edit that missed reads its artefacts and near matches
     from nanohermes.tools.artefacts import all_numbered, is_elision, numbering, strip_numbers, unescape_twice
     from nanohermes.tools.matching import TIERS, find_text
 
@@ -122,6 +125,7 @@ def _matched(text: str, f: TextFile, args: Sent, shown: str, found: tuple[list[S
     """The edit for a reading of old_string found at `found` (spans, tier): every exact
     occurrence with replace_all, else the one match; a loose one must be unique, and the new
     text follows the file's indentation and quotes where the tier ignored them."""
+    # only an edit that missed reads its artefacts and near matches
     from nanohermes.tools.matching import TIERS, follow_quotes, keep_typography, reindent
 
     spans, tier = found
@@ -183,6 +187,8 @@ def _elided(text: str, f: TextFile, old: str, new: str, shown: str) -> tuple[str
     """old_string and new_string with the same elision lines (`# ... existing code ...`): each
     part between them is found in order (the first uniquely), replaced by new_string's part,
     and the file's lines in between stay. (new text, note), or None when that reading fails."""
+    # only an edit that missed reads its artefacts and near matches
+    # only an edit that missed reads its artefacts and near matches
     from nanohermes.tools.artefacts import is_elision
     from nanohermes.tools.matching import find_text
 
@@ -244,6 +250,7 @@ def _stands(text: str, new: str, eol: str) -> bool:
 def _not_found(text: str, shown: str, needle: str) -> ToolError:
     """old_string is in no reading of the file: the closest lines (the file's first ones when
     nothing is alike), to copy old_string from."""
+    # only an edit that missed reads its artefacts and near matches
     from nanohermes.tools.matching import TIERS, closest_region, quote_lines
 
     lines = text.split("\n")

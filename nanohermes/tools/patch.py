@@ -352,6 +352,7 @@ class ApplyPatch(Tool[ApplyPatchParams]):
                 raise ToolError(f"cannot read {reading[0]}: a symlink appeared in its path after it was checked; "
                                 "no file was changed: check the path and try again") from None
             raise ToolError(f"cannot read {e.filename}: {e.strerror}; no file was changed") from None
+        # only a patch whose new text looks elided
         from nanohermes.tools.artefacts import omission
 
         for o in outcomes:  # a placeholder line in place of lines the file would lose

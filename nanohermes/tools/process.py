@@ -25,12 +25,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nanohermes.guard import programs, sandbox, withhold
 from nanohermes.common.budget import Limits
-from nanohermes.guard.sandbox import Refused
 from nanohermes.common.exits import at_exit
+from nanohermes.guard import programs, sandbox, withhold
+from nanohermes.guard.redact import child_env
+from nanohermes.guard.sandbox import Refused
 from nanohermes.tools.base import Attempt, ToolContext
-
 
 # Called with (fd, chunk) for every chunk read from the command's stdout (1) or stderr (2).
 OnData = Callable[[int, bytes], None]
@@ -345,7 +345,6 @@ class Process:
 
 def shell_argv(command: str) -> list[str]:
     """bash -c, or sh -c where bash is missing: the shell found outside every writable root."""
-    from nanohermes.guard import programs
 
     return [programs.shell(), "-c", command]
 
@@ -355,10 +354,8 @@ def command_env() -> dict[str, str]:
     `shell_env.keep` lists them: a command the model writes must not be able to print them)
     and without nanohermes's own venv in front of the person's programs (`ownvenv`), with
     pagers off and no colour requested."""
-    from nanohermes.guard import programs
+    # only a command run inside nanohermes's own venv
     from nanohermes.guard.ownvenv import without_own_venv
-    from nanohermes.guard.redact import child_env
-
     env = without_own_venv(child_env(), programs.writable_roots())
     for key in ("FORCE_COLOR", "CLICOLOR_FORCE"):
         env.pop(key, None)

@@ -12,14 +12,22 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from nanohermes.guard import sandbox
+from nanohermes.guard.gitmeta import moved_work_tree
+from nanohermes.guard.pathrules import PathProblem
+from nanohermes.guard.pathrules import resolve_cwd as resolve
 from nanohermes.guard.permissions import Effect, Rule, SubjectKind, escape_pattern, suggest_command_rule
 from nanohermes.guard.shellparse import ParseError, split
-from nanohermes.tools.base import Attempt, Approval, Params, Tool, ToolContext, ToolError, ToolResult, about
+from nanohermes.tools.base import Approval, Attempt, Params, Tool, ToolContext, ToolError, ToolResult, about
 from nanohermes.tools.process import (
-    command_env, confinement_of, decode, format_command, run_capped, secret_values, shell_argv,
+    command_env,
+    confinement_of,
+    decode,
+    format_command,
+    run_capped,
+    secret_values,
+    shell_argv,
 )
 from nanohermes.tools.tasks import start_task
-from nanohermes.guard.gitmeta import moved_work_tree
 
 # `git` as a word of a command line (`/usr/bin/git`, `sh -c 'git diff'`), not `.gitignore` or `git-lfs`.
 _RUNS_GIT = re.compile(r"(?<![\w.-])git(?![\w.-])")
@@ -76,7 +84,6 @@ class _ProgressLines:
 
 def resolve_cwd(ctx: ToolContext, cwd: str | None) -> Path:
     """The directory to run in: the workspace, or a directory inside it."""
-    from nanohermes.guard.pathrules import PathProblem, resolve_cwd as resolve
 
     try:
         return resolve(ctx.workspace, cwd)

@@ -55,6 +55,7 @@ def parse_skill(text: str) -> tuple[dict[str, Any], str]:
     """Split SKILL.md into its front matter (validated) and its body. The front matter is read
     as Claude Code reads it (`nanohermes.common.frontmatter`): a value YAML cannot parse, such as a
     description with a colon in it, is kept as its text."""
+    # only when a skill file exists
     from nanohermes.common import frontmatter
 
     if not frontmatter.FRONT.match(text):

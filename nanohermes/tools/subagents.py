@@ -228,6 +228,7 @@ class SubagentManager:
     async def model_of(self, name: str) -> str | None:
         """The model a sub-agent runs on (None: the configured one); a name the endpoint would
         refuse is said and left out."""
+        # only a sub-agent naming its model looks models up
         from nanohermes.llm.model_names import choose
 
         cfg = self.configs[name]
@@ -254,6 +255,7 @@ class SubagentManager:
         ui = NestedUI(self.ui, run, self.parent.confirm_lock, self.count_usage)
         llm = self.make_llm(model)
         if model is not None:  # a model its file names: one the endpoint refuses falls back to the configured
+            # only a sub-agent naming its model looks models up
             from nanohermes.llm.model_names import OrConfigured
 
             llm = OrConfigured(llm, self.parent.config.model, lambda text: self.ui.emit(

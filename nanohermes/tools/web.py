@@ -17,14 +17,15 @@ import json
 import os
 import re
 import socket
+import ssl
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urljoin, urlsplit
 
+from nanohermes import __version__
 from nanohermes.guard.hosts import LookupTimeout, canonical_host, canonical_ip, host_matches, plain_name, resolve
 from nanohermes.guard.permissions import SubjectKind
 from nanohermes.tools.base import Attempt, Params, ReadOnlyTool, Tool, ToolContext, ToolError
-from nanohermes import __version__
 
 if TYPE_CHECKING:
     import httpx
@@ -137,6 +138,7 @@ def charset_of(header_charset: str | None, body: bytes, kind: str) -> str:
 def html_to_markdown(html: str, base_url: str | None = None) -> tuple[str, str | None]:
     """(Markdown, title) of an HTML page, scripts, styles and navigation left out. Relative
     links are made absolute against `base_url` so the model can fetch them as they stand."""
+    # only a fetched HTML page is converted
     import html_to_markdown as h2m
 
     options = h2m.ConversionOptions(
@@ -203,8 +205,6 @@ class _Page:
 
 
 def _connect_error(e: Exception, url: str) -> ToolError:
-    import ssl
-
     host = urlsplit(url).hostname
     cause: BaseException | None = e
     while cause is not None:
@@ -269,6 +269,7 @@ class WebFetch(ReadOnlyTool[WebFetchParams]):
         return text
 
     async def _fetch(self, url: str, ctx: ToolContext, attempt: Attempt, deadline: float) -> _Page:
+        # after llm.http.import_httpx loaded it (no command-line client); never first here
         import httpx
 
         limits = ctx.limits
@@ -323,6 +324,7 @@ class WebFetch(ReadOnlyTool[WebFetchParams]):
         looked up again, so a resolver that answers differently the second time (DNS
         rebinding) cannot steer the request to an address the checks never saw. The Host
         header and TLS (server name and certificate) still use the name."""
+        # after llm.http.import_httpx loaded it (no command-line client); never first here
         import httpx
 
         parts = httpx.URL(url)
@@ -342,6 +344,7 @@ class WebFetch(ReadOnlyTool[WebFetchParams]):
 
     async def _read(self, resp: httpx.Response, url: str, hops: list[str], ctx: ToolContext,
                     deadline: float) -> _Page:
+        # after llm.http.import_httpx loaded it (no command-line client); never first here
         import httpx
 
         mime = (resp.headers.get("content-type") or "").split(";")[0].strip().lower()
@@ -476,6 +479,7 @@ def _provider_error(provider: str, what: str) -> ToolError:
 
 async def _http_json(provider: str, method: str, url: str, timeout: float, **kw: Any) -> tuple[int, Any, str]:
     """(status, parsed JSON or None, a text excerpt) from one provider request."""
+    # after llm.http.import_httpx loaded it (no command-line client); never first here
     import httpx
 
     try:
@@ -552,6 +556,7 @@ async def search_tavily(query: str, count: int, config: Config, timeout: float) 
 
 def search_duckduckgo_sync(query: str, count: int, timeout: float) -> list[SearchHit]:
     try:
+        # ddgs: only the DuckDuckGo search provider
         from ddgs import DDGS
         from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
     except ImportError:

@@ -187,6 +187,7 @@ class WriteFile(_Writer[WriteFileParams]):
 def _content_artefacts(content: str, shown: str) -> tuple[str, list[str]]:
     """A whole file's content without what models wrap around it: one Markdown fence, or line
     breaks sent as literal escapes; each repair named, a guess refused with its reason."""
+    # only content that may hold copied artefacts
     from nanohermes.tools.artefacts import Guess, decode_newlines, unfence
 
     notes: list[str] = []
@@ -276,6 +277,7 @@ class EditFile(_Writer[EditFileParams]):
 def refuse_omission(old: str, new: str, holder: str, shown: str, advice: str) -> None:
     """A ToolError when `new` puts a placeholder line (`# ... rest of the code ...`) in place of
     lines of `old` that it would drop (`artefacts.omission`)."""
+    # only new text that looks elided
     from nanohermes.tools.artefacts import omission
 
     if (found := omission(old, new)) is not None:

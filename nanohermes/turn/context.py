@@ -22,13 +22,13 @@ import platform
 import re
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nanohermes.common.budget import plural
-from nanohermes.guard.ownreads import Confirm, OwnReader, OwnText, Owner, Skipped
 from nanohermes.common.dirs import config_home
+from nanohermes.guard.ownreads import Confirm, Owner, OwnReader, OwnText, Skipped
 
 if TYPE_CHECKING:
     from nanohermes.guard.permissions import Target
@@ -338,7 +338,6 @@ class NestedDocs:
 
     def for_session(self, session: Session) -> NestedDocs:
         """The same files for a sub-agent's conversation: loaded once in it, as in the parent's."""
-        from dataclasses import replace
 
         return replace(self, session=session)
 

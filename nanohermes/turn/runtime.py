@@ -16,18 +16,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nanohermes.guard import programs
 from nanohermes.common.arguments import parse_arguments
 from nanohermes.common.budget import Limits, clamp
-from nanohermes.config import Config
 from nanohermes.common.events import UI, ApprovalReply, ApprovalRequest, Notice, ToolFinished, ToolRunning, ToolStarted
-from nanohermes.guard.gate import DENIED, DENIED_PREFIX, Gate, Refusal, denied, writable_roots
 from nanohermes.common.messages import Image, Message, ToolCall
 from nanohermes.common.modes import Mode
+from nanohermes.config import Config
+from nanohermes.guard import programs
+from nanohermes.guard.gate import DENIED, DENIED_PREFIX, Gate, Refusal, denied, writable_roots
 from nanohermes.guard.ownreads import OwnReader
 from nanohermes.guard.permissions import Policy, Rule, Target, blocked, describe
-from nanohermes.turn.session import Session
 from nanohermes.tools.base import Params, Tool, ToolContext, ToolError
+from nanohermes.turn import persisted
+from nanohermes.turn.session import Session
 
 if TYPE_CHECKING:
     from nanohermes.hooks.hooks import Hooks
@@ -258,6 +259,7 @@ class Runtime:
         self.ui.emit(ToolRunning(call_id=call_id, name=tool.name))
         ran = await self.gate.attempt(tool, verdict, ctx)
         if verdict.target.mapped:  # the model learns the path it wrote was read as another
+            # only a path written the Windows way
             from nanohermes.guard.foreign_paths import note
 
             ran = replace(ran, text=f"{ran.text}\n{note(verdict.target.mapped)}")
@@ -322,7 +324,6 @@ class Runtime:
         """Save `text` in the session folder; returns the preview the model sees instead (or
         `text` itself when the preview would be no shorter: then nothing is saved)."""
         assert self.session.folder is not None
-        from nanohermes.turn import persisted
 
         path = persisted.free_path(self.session.folder, call_id)
         preview = persisted.aggregate_preview(path, text, self.limits.persisted_preview_chars)

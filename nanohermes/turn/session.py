@@ -39,6 +39,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -260,6 +261,7 @@ class Transcript:
             # 0700 folders, a 0600 file: a transcript holds everything the model saw.
             f = open_private(self.path, "a")
             try:
+                # no advisory locks on every platform: the ImportError below says so
                 import fcntl
 
                 fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -524,8 +526,6 @@ class Session:
             return
         self.transcript.close()
         if not keep:
-            import shutil
-
             with contextlib.suppress(OSError):
                 self.transcript.path.unlink(missing_ok=True)
             shutil.rmtree(self.transcript.dir, ignore_errors=True)

@@ -31,6 +31,7 @@ from typing import Any, Final, Literal, TypeVar
 from prompt_toolkit.application import Application
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.keys import Keys
 from prompt_toolkit.layout import Layout, Window
 from prompt_toolkit.layout.controls import FormattedTextControl
 from prompt_toolkit.shortcuts import PromptSession
@@ -145,6 +146,7 @@ class Approver:
                 self.after()
 
     async def _elicit(self, request: ElicitationRequest) -> ElicitationReply:
+        # only an MCP server's elicitation
         from nanohermes.turn.elicitation import fields
 
         self.console.print(render.elicitation(request))
@@ -269,7 +271,6 @@ async def pick(options: list[tuple[T, str, str]], *, escape: T, interrupt: T, pt
         for key in keys:
             kb.add(key)(guarded(guard, move))
     kb.add("enter")(guarded(guard, lambda event: event.app.exit(result=options[selected[0]][0])))
-    from prompt_toolkit.keys import Keys
 
     # Any other key answers nothing, but one typed too early is still the person's text.
     kb.add(Keys.Any)(guarded(guard, lambda event: None))

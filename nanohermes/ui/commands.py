@@ -21,6 +21,7 @@ prefix lists the candidates; an unknown name gets the closest suggestion.
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import importlib
 import inspect
@@ -29,12 +30,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.text import Text
+
+from nanohermes import __version__
 from nanohermes.common.modes import CYCLE, Mode
 
 if TYPE_CHECKING:
-    from nanohermes.turn.agent import Agent
     from nanohermes.assemble import Built
     from nanohermes.config import Config
+    from nanohermes.turn.agent import Agent
     from nanohermes.turn.meters import Meter
 
 Handler = Callable[["CommandContext", str], Awaitable[None] | None]
@@ -188,8 +192,6 @@ def repl_command(name: str) -> Command | None:
 
 
 def _error_text(text: str) -> Any:
-    from rich.text import Text
-
     return Text(text, style="red")
 
 
@@ -197,6 +199,7 @@ def _error_text(text: str) -> Any:
 
 @command("help", help="List the commands and the keys")
 def _help(ctx: CommandContext, arg: str) -> None:
+    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
     from nanohermes.ui import render
 
     rows = [("/" + c.name + (f" {c.usage}" if c.usage else ""), c.help) for c in ctx.registry.all()]
@@ -207,7 +210,7 @@ def _help(ctx: CommandContext, arg: str) -> None:
 
 @command("status", help="The version, model, endpoint, workspace, session, config files, mode and sandbox")
 def _status(ctx: CommandContext, arg: str) -> None:
-    from nanohermes import __version__
+    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
     from nanohermes.guard.sandbox import describe_availability
     from nanohermes.ui import render
 
@@ -237,6 +240,7 @@ def _status(ctx: CommandContext, arg: str) -> None:
 
 @command("tools", help="The tool pool: group, flags, output limit, source; hidden tools with the reason")
 def _tools(ctx: CommandContext, arg: str) -> None:
+    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
     from nanohermes.guard.permissions import blocked
     from nanohermes.ui import render
 
@@ -252,6 +256,7 @@ def _tools(ctx: CommandContext, arg: str) -> None:
 @command("mode", help=f"Show the permission mode, or switch it (Shift+Tab cycles {', '.join(CYCLE)})",
          usage="[name]")
 def _mode(ctx: CommandContext, arg: str) -> None:
+    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
     from nanohermes.ui import render
 
     runtime = ctx.agent.runtime
@@ -273,7 +278,6 @@ MODEL_LIST_SECS = 10.0  # how long /model waits for the endpoint's model list
 
 async def endpoint_models(llm: Any) -> tuple[list[str] | None, str]:
     """The endpoint's model ids, or None and why they could not be listed."""
-    import asyncio
 
     lister = getattr(llm, "list_models", None)
     if lister is None:
@@ -289,6 +293,7 @@ async def endpoint_models(llm: Any) -> tuple[list[str] | None, str]:
 @command("model", help="Show the model and the endpoint's models, or switch (checked against that list)",
          usage="[name]")
 async def _model(ctx: CommandContext, arg: str) -> None:
+    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
     from nanohermes.ui import render
 
     llm = ctx.agent.llm
@@ -314,6 +319,7 @@ async def _model(ctx: CommandContext, arg: str) -> None:
 
 @command("clear", help="Start a new conversation (the old one stays saved)")
 async def _clear(ctx: CommandContext, arg: str) -> None:
+    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
     from nanohermes.ui import render
 
     agent = ctx.agent
@@ -328,6 +334,7 @@ async def _clear(ctx: CommandContext, arg: str) -> None:
 
 @command("context", help="What fills the context: system prompt, tool specs, history, tool results")
 def _context(ctx: CommandContext, arg: str) -> None:
+    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
     from nanohermes.turn.meters import context_breakdown, format_context
     from nanohermes.ui import render
 
@@ -338,6 +345,7 @@ def _context(ctx: CommandContext, arg: str) -> None:
 
 @command("permissions", help="The mode and the allow/ask/deny rules in force, with where each came from")
 def _permissions(ctx: CommandContext, arg: str) -> None:
+    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
     from nanohermes.ui import render
 
     ctx.print(render.lines(ctx.agent.runtime.permissions_report()))
@@ -345,6 +353,7 @@ def _permissions(ctx: CommandContext, arg: str) -> None:
 
 @command("mcp", help="Each MCP server: status, number of tools, error")
 def _mcp(ctx: CommandContext, arg: str) -> None:
+    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
     from nanohermes.ui import render
 
     lines = ctx.built.mcp_lines() if ctx.built is not None else ["no MCP servers configured (config key mcp.servers)"]
@@ -353,6 +362,7 @@ def _mcp(ctx: CommandContext, arg: str) -> None:
 
 @command("cost", help="Tokens (and cost, when `prices` has the model) of the last turn and the session")
 def _cost(ctx: CommandContext, arg: str) -> None:
+    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
     from nanohermes.turn.meters import Meter, cost_report, format_cost
     from nanohermes.ui import render
 
@@ -363,6 +373,7 @@ def _cost(ctx: CommandContext, arg: str) -> None:
 
 @command("view", help="full: one line per tool call; compact: one label per batch", usage="[full|compact]")
 def _view(ctx: CommandContext, arg: str) -> None:
+    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
     from nanohermes.ui import render
 
     if arg and arg not in ("full", "compact"):
@@ -375,6 +386,7 @@ def _view(ctx: CommandContext, arg: str) -> None:
 
 @command("thinking", help="Show the model's reasoning whole, or fold it to one line", usage="[on|off]")
 def _thinking(ctx: CommandContext, arg: str) -> None:
+    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
     from nanohermes.ui import render
 
     if arg and arg not in ("on", "off"):
@@ -404,6 +416,7 @@ async def _compact(ctx: CommandContext, arg: str) -> None:
 @command("resume", help="List this project's saved sessions, numbered, or continue one", usage="[N|id]",
          fallback=True)
 async def _resume(ctx: CommandContext, arg: str) -> None:
+    # only /resume lists sessions
     from nanohermes.turn.session import find_session, list_sessions
     from nanohermes.ui import render
     from nanohermes.ui.sessions import format_sessions
@@ -437,6 +450,7 @@ async def _resume(ctx: CommandContext, arg: str) -> None:
 @command("memory", help="List the memories of this project and the global ones, or delete one",
          usage="[delete ID]", fallback=True)
 def _memory(ctx: CommandContext, arg: str) -> None:
+    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
     from nanohermes.tools.memory import delete_entry, list_entries, project_root
     from nanohermes.ui import render
 
@@ -460,6 +474,7 @@ def _memory(ctx: CommandContext, arg: str) -> None:
 
 async def _run_tool(ctx: CommandContext, name: str, **args: Any) -> str:
     """Run one of the session's tools for the person (their own command: nothing is asked)."""
+    # the tool contract loads with the agent, behind the first prompt
     from nanohermes.tools import Attempt, ToolContext, ToolError
 
     rt = ctx.agent.runtime
@@ -476,6 +491,7 @@ async def _run_tool(ctx: CommandContext, name: str, **args: Any) -> str:
 
 @command("tasks", help="The background tasks with their state; kill one", usage="[kill ID]")
 async def _tasks(ctx: CommandContext, arg: str) -> None:
+    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
     from nanohermes.ui import render
 
     words = arg.split()
@@ -506,8 +522,10 @@ def tool_results(agent: Agent) -> list[tuple[str, str, str]]:
 @command("show", help="A tool call's whole result (the rows show a preview); without N, the last calls",
          usage="[N]")
 def _show(ctx: CommandContext, arg: str) -> None:
+    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
     import re
 
+    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
     from nanohermes.ui import render
 
     results = tool_results(ctx.agent)
@@ -534,6 +552,4 @@ def _show(ctx: CommandContext, arg: str) -> None:
 
 
 def _warning_text(text: str) -> Any:
-    from rich.text import Text
-
     return Text(f"warning: {text}", style="yellow")

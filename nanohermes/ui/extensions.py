@@ -5,8 +5,12 @@ AGENTS.md) and /export (the conversation as Markdown, `export.py`)."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from rich.text import Text
 
 from nanohermes.ui.commands import CommandContext, Handler, Registry, command
 
@@ -17,6 +21,7 @@ if TYPE_CHECKING:
 
 @command("hooks", help="The hooks in force: event, matcher, command, timeout, and where each came from")
 def _hooks(ctx: CommandContext, arg: str) -> None:
+    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
     from nanohermes.ui import render
 
     runtime = ctx.agent.runtime
@@ -31,10 +36,7 @@ def _hooks(ctx: CommandContext, arg: str) -> None:
 @command("add-dir", help="Add a folder writes may reach without being protected (extra_write_roots), for this "
                          "session; MCP servers get it as a root", usage="PATH")
 async def _add_dir(ctx: CommandContext, arg: str) -> None:
-    import os
-
-    from rich.text import Text
-
+    # the agent's wiring (assemble) loads behind the first prompt, in the worker thread
     from nanohermes.assemble import mcp_roots
 
     if not arg.strip():
@@ -43,8 +45,6 @@ async def _add_dir(ctx: CommandContext, arg: str) -> None:
     def look() -> tuple[Path, bool]:  # file system calls, off the loop
         found = (ctx.workspace / os.path.expanduser(arg.strip())).resolve()
         return found, found.is_dir()
-
-    import asyncio
 
     folder, is_dir = await asyncio.to_thread(look)
     if not is_dir:
@@ -65,6 +65,7 @@ def install_custom_commands(registry: Registry, workspace: Path, reader: OwnRead
     """Add the workspace's and the user's custom commands, their files read through `reader`
     (the session's); returns the warnings to show. A command that cannot run is listed too,
     with why, and says so when typed."""
+    # the command files' reader loads behind the first prompt
     from nanohermes.extensions.custom_commands import discover
 
     found = discover(workspace, reader)
@@ -81,8 +82,6 @@ def install_custom_commands(registry: Registry, workspace: Path, reader: OwnRead
 
 def _refused(name: str, why: str) -> Handler:
     def handle(ctx: CommandContext, arg: str) -> None:
-        from rich.text import Text
-
         ctx.print(Text(f"/{name} cannot run: {why}", style="yellow"))
 
     return handle
@@ -90,8 +89,7 @@ def _refused(name: str, why: str) -> Handler:
 
 def _handler(cmd: CustomCommand) -> Handler:
     async def handle(ctx: CommandContext, arg: str) -> None:
-        from rich.text import Text
-
+        # the command files' reader loads behind the first prompt
         from nanohermes.extensions.custom_commands import prompt_for, run
 
         ready, text, notes = await prompt_for(cmd, arg, ctx.agent.runtime)
@@ -105,6 +103,7 @@ def _handler(cmd: CustomCommand) -> Handler:
 
 @command("init", help="Study the repository and write (or improve) AGENTS.md, in one turn")
 async def _init(ctx: CommandContext, arg: str) -> None:
+    # the command files' reader loads behind the first prompt
     from nanohermes.extensions.custom_commands import init_prompt
 
     await (ctx.submit or ctx.agent.ask)(init_prompt(ctx.workspace, arg))
@@ -112,6 +111,7 @@ async def _init(ctx: CommandContext, arg: str) -> None:
 
 @command("export", help="Write the conversation as Markdown to a file", usage="[file]")
 def _export(ctx: CommandContext, arg: str) -> None:
+    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
     from nanohermes.ui import render
 
     session = ctx.agent.session
@@ -119,13 +119,12 @@ def _export(ctx: CommandContext, arg: str) -> None:
     if not history:
         ctx.print(render.info("nothing to export yet"))
         return
+    # only /export writes a transcript out
     from nanohermes.turn.export import export, exported_line
 
     try:
         path = export(history, session.id, ctx.workspace, arg)
     except OSError as e:
-        from rich.text import Text
-
         ctx.print(Text(f"could not write {e.filename or arg}: {e.strerror or e}", style="red"))
         return
     ctx.print(render.info(exported_line(len(history), len(session.earlier), path)))

@@ -45,24 +45,37 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TextIO
 
-from nanohermes.common.controls import inert_json
-from nanohermes.common.errors import OutputClosed
-
-from nanohermes.common.events import (
-    ApprovalReply, ApprovalRequest, Event, FilesChanged, MessageAdded, ModelStarted, Notice, PermissionDenied,
-    ReasoningDelta, SandboxRefused, TextDelta, ToolFinished, ToolProgress, ToolStarted, TurnEnded, UsageUpdate,
-    event_to_dict,
-)
-from nanohermes.common.events import SubagentEvent
-from nanohermes.common.messages import Message, Usage
-from nanohermes.turn.meters import Meter
-from nanohermes.common.modes import CLAUDE_MODES, Mode
-from nanohermes.guard.redact import StreamRedactor, redact
-from nanohermes.ui.visible import escape_controls, status_of
 from nanohermes import __version__
 from nanohermes.common.arguments import parse_arguments
 from nanohermes.common.budget import Limits
-
+from nanohermes.common.controls import inert_json
+from nanohermes.common.errors import OutputClosed
+from nanohermes.common.events import (
+    ApprovalReply,
+    ApprovalRequest,
+    Event,
+    FilesChanged,
+    MessageAdded,
+    ModelStarted,
+    Notice,
+    PermissionDenied,
+    ReasoningDelta,
+    SandboxRefused,
+    SubagentEvent,
+    TextDelta,
+    ToolFinished,
+    ToolProgress,
+    ToolStarted,
+    TurnEnded,
+    UsageUpdate,
+    event_to_dict,
+)
+from nanohermes.common.messages import Message, Usage
+from nanohermes.common.modes import CLAUDE_MODES, Mode
+from nanohermes.guard.redact import StreamRedactor, redact
+from nanohermes.llm.thinktags import parts
+from nanohermes.turn.meters import Meter
+from nanohermes.ui.visible import escape_controls, status_of
 
 # The process has one stdout: once its reader is gone, it is gone for every sink.
 _closed = False
@@ -142,6 +155,7 @@ def _settle(stream: TextIO, secs: float, out: TextIO) -> None:
     discarding each one that does (read key by key, unechoed: a line being typed is not
     complete before its Enter), having said so on `out`."""
     try:
+        # termios: only a terminal's typed-ahead keys (an ImportError where there is none)
         import select
         import termios
 
@@ -179,6 +193,7 @@ def _discard_typed_ahead(stream: TextIO) -> None:
     """Drop the keys a terminal holds unread (a `y` typed while the model worked must not
     answer the question that comes next)."""
     try:
+        # termios: only a terminal's typed-ahead keys
         import termios
 
         if stream.isatty():
@@ -570,7 +585,6 @@ _EMPTY: dict[str, dict[str, Any]] = {"text": {"type": "text", "text": ""},
 def _said(m: Message) -> tuple[str, str]:
     """(the thinking, the answer) of the model's message, as it streamed: its reasoning field
     and the thinking written into its text (`llm.thinktags`), then the rest of its text."""
-    from nanohermes.llm.thinktags import parts
 
     thought, said = parts(m.content or "")
     return "\n".join(t for t in (m.reasoning, thought) if t), said

@@ -67,6 +67,7 @@ class TurnView:
 
     # lifecycle
     def start(self) -> None:
+        # rich's spinners: only once a turn shows one
         from rich.spinner import Spinner
 
         self._spinner = Spinner("dots", style="cyan")
@@ -208,6 +209,7 @@ class TurnView:
         self._blocks_shown = 0
 
     def _render(self) -> RenderableType:
+        # rich's spinners: only once a turn shows one
         from rich.spinner import Spinner
 
         parts: list[RenderableType] = []

@@ -14,18 +14,36 @@ from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Group, RenderableType
+from rich.markdown import Markdown
 from rich.panel import Panel
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from nanohermes.common.events import (
-    ApprovalRequest, ElicitationRequest, FilesChanged, ModelStarted, Notice, PermissionDenied, ReasoningDelta,
-    SandboxRefused, SubagentEvent, TextDelta, TodoUpdated, ToolFinished, ToolProgress, ToolRunning, ToolStarted, TurnEnded,
-    UsageUpdate, MessageAdded,
-)
 from nanohermes.common.budget import Limits, plural
-from nanohermes.guard.redact import redact
+from nanohermes.common.events import (
+    ApprovalRequest,
+    ElicitationRequest,
+    FilesChanged,
+    MessageAdded,
+    ModelStarted,
+    Notice,
+    PermissionDenied,
+    ReasoningDelta,
+    SandboxRefused,
+    SubagentEvent,
+    TextDelta,
+    TodoUpdated,
+    ToolFinished,
+    ToolProgress,
+    ToolRunning,
+    ToolStarted,
+    TurnEnded,
+    UsageUpdate,
+)
+from nanohermes.guard.redact import redact, settle
 from nanohermes.ui import visible
+from nanohermes.ui.visible import escape_controls
 
 if TYPE_CHECKING:
     from nanohermes.common.messages import Message
@@ -397,6 +415,7 @@ def approval(req: ApprovalRequest) -> Panel:
 def elicitation(req: ElicitationRequest) -> Panel:
     """An MCP server's question: its message, and the page to visit or the form's fields
     (all shown escaped: the text is the server's)."""
+    # only an MCP server's elicitation
     from nanohermes.turn.elicitation import fields
 
     body: list[RenderableType] = [Text(visible.escape_controls(req.message, newlines=True))]
@@ -585,8 +604,6 @@ class Trimmed:
     inner: RenderableType
 
     def __rich_console__(self, console: Any, options: Any) -> Iterable[Any]:
-        from rich.segment import Segment
-
         lines = console.render_lines(self.inner, options, pad=False)
         blank = [not "".join(seg.text for seg in line).strip() for line in lines]
         start = next((i for i, b in enumerate(blank) if not b), len(lines))
@@ -599,11 +616,6 @@ class Trimmed:
 def answer(markdown_text: str, *, streaming: bool = False) -> RenderableType:
     """The answer as Markdown, keys redacted; `streaming`: the unfinished end of an answer,
     shown without a tail that may be the start of a key."""
-    from rich.markdown import Markdown
-
-    from nanohermes.guard.redact import settle
-
-    from nanohermes.ui.visible import escape_controls
 
     text = settle(markdown_text)[0] if streaming else redact(markdown_text)
     # The model's text may carry escape sequences (clear the screen, write the clipboard):

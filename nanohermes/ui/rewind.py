@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Literal
 
+from rich.text import Text
+
 from nanohermes.ui.commands import CommandContext, command
 
 if TYPE_CHECKING:
@@ -17,12 +19,14 @@ _MODES = ("both", "files", "conversation")
 
 
 def _checkpoints(ctx: CommandContext) -> Checkpoints | None:
+    # the checkpoints load with the agent, behind the first prompt
     from nanohermes.turn.checkpoints import Checkpoints
 
     return next((h for h in ctx.agent.turn_hooks if isinstance(h, Checkpoints)), None)
 
 
 def _off(ctx: CommandContext) -> None:
+    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
     from nanohermes.ui import render
 
     ctx.print(render.info("checkpoints are off (config key checkpoints)"))
@@ -36,8 +40,7 @@ def resolver(ctx: CommandContext) -> Resolver | None:
         return None
 
     async def resolve(conflict: Conflict) -> Resolution:
-        from rich.text import Text
-
+        # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
         from nanohermes.ui import render
 
         now = "deleted it" if conflict.mine is None else "changed it"
@@ -57,6 +60,7 @@ def resolver(ctx: CommandContext) -> Resolver | None:
 @command("rewind", help="List the turns, or go back to before one: its files, its conversation, or both",
          usage="[turn] [both|files|conversation]")
 async def _rewind(ctx: CommandContext, arg: str) -> None:
+    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
     from nanohermes.ui import render
 
     cps = _checkpoints(ctx)
@@ -91,8 +95,6 @@ async def _rewind(ctx: CommandContext, arg: str) -> None:
     mode = words[1] if len(words) > 1 else "both"
     turn = next((t for t in turns if words[0].isdigit() and t.turn == int(words[0])), None)
     if turn is None or mode not in _MODES or len(words) > 2:
-        from rich.text import Text
-
         ctx.print(Text(f"usage: /rewind N [both|files|conversation], N one of "
                        f"{', '.join(str(t.turn) for t in turns)} (/rewind lists them)", style="red"))
         return
@@ -118,6 +120,7 @@ async def _redo(ctx: CommandContext, arg: str) -> None:
 
 
 async def _step(ctx: CommandContext, way: Literal["undo", "redo"]) -> None:
+    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
     from nanohermes.ui import render
 
     cps = _checkpoints(ctx)

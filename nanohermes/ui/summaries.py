@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from nanohermes.common.events import Event, ModelStarted, ToolFinished, ToolStarted, TurnEnded
 from nanohermes.common.messages import Message, Usage
+from nanohermes.llm.thinktags import visible
 
 if TYPE_CHECKING:
     from nanohermes.llm import LLM
@@ -106,7 +107,6 @@ class BatchSummarizer:
         done = await llm.complete([Message.system(INSTRUCTIONS), Message.user(description)], [], lambda piece: None)
         if self.on_usage is not None:
             self.on_usage(done.usage, llm.model)
-        from nanohermes.llm.thinktags import visible
 
         return visible(done.message.content or "")  # thinking written into the text is no part of the label
 

@@ -25,6 +25,8 @@ from prompt_toolkit.layout.controls import FormattedTextControl
 from rich.console import Console
 from rich.text import Text
 
+from nanohermes.config import describe_ask
+from nanohermes.guard.trust import decline_trust, trust_folder
 from nanohermes.ui.keyguard import KeyGuard, guarded, hint
 
 Answer = Literal["trust", "without", "interrupted"]
@@ -45,8 +47,6 @@ class TrustQuestion:
 
 
 def lines(q: TrustQuestion, max_keys: int = MAX_ASKS_SHOWN) -> list[str]:
-    from nanohermes.config import describe_ask
-
     shown = [describe_ask(k, v) for k, v in list(q.asks.items())[:max_keys]]
     if len(q.asks) > max_keys:
         shown.append(f"… and {len(q.asks) - max_keys} more keys")
@@ -113,7 +113,6 @@ async def choose(pt_input: Any = None, pt_output: Any = None,
 def settle(q: TrustQuestion, answer: Answer) -> Any:
     """Act on the answer (blocking file work: run it off the event loop). Returns the Start
     to build on: re-read after trusting, None to keep the one the question came with."""
-    from nanohermes.guard.trust import decline_trust, trust_folder
 
     if answer == "trust":
         trust_folder(q.workspace, q.user_file)

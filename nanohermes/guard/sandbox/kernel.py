@@ -41,6 +41,7 @@ class Kernel:
     only uses what is already there."""
 
     def __init__(self) -> None:
+        # ctypes: only when the kernel is asked for Landlock
         import ctypes
 
         self.ctypes = ctypes

@@ -7,13 +7,25 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 import tempfile
 from pathlib import Path
 
+from nanohermes.guard import programs
 from nanohermes.guard.sandbox.confinement import Confinement
 from nanohermes.guard.sandbox.kernel import (
-    AT_FDCWD, CLONE_NEWNS, CLONE_NEWUSER, MOVE_MOUNT_F_EMPTY_PATH, MOVE_MOUNT_T_EMPTY_PATH, MS_BIND, OPEN_TREE_CLONE,
-    SYS_MOVE_MOUNT, SYS_OPEN_TREE, SandboxError, fail, kern,
+    AT_FDCWD,
+    CLONE_NEWNS,
+    CLONE_NEWUSER,
+    MOVE_MOUNT_F_EMPTY_PATH,
+    MOVE_MOUNT_T_EMPTY_PATH,
+    MS_BIND,
+    OPEN_TREE_CLONE,
+    SYS_MOVE_MOUNT,
+    SYS_OPEN_TREE,
+    SandboxError,
+    fail,
+    kern,
 )
 
 
@@ -130,9 +142,6 @@ def cover_running(namespaces: tuple[int, int], files: list[tuple[str, int, int]]
     them, held since it started; their owner may enter them) and mounts the empty file over
     each one through a descriptor of it, if it is still the file the look found. Best
     effort: a file that changed again is covered at the next look."""
-    import subprocess
-
-    from nanohermes.guard import programs
 
     source = placeholder()
     k = kern()

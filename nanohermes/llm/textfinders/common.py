@@ -5,7 +5,9 @@ call values, Gemma 4's argument syntax, and whether a named tool is offered and 
 
 from __future__ import annotations
 
+import ast
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -153,7 +155,6 @@ def fits(name: str, args: dict[str, Any], schemas: Schemas) -> str:
 
 def python_call(node: ast.expr) -> Call:
     """A Python call of a tool, its arguments given by name as literals; Bad otherwise."""
-    import ast  # here: only an answer holding Python calls needs it
 
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print" and \
             len(node.args) == 1 and not node.keywords:
@@ -182,7 +183,6 @@ def python_call(node: ast.expr) -> Call:
 def json_value(value: Any) -> Any:
     """A Python literal as the JSON value it stands for (a tuple is a list); TypeError naming
     what has none (bytes, a set, a complex or infinite number, a dict keyed by other than text)."""
-    import math
 
     if value is None or isinstance(value, (str, bool, int)):
         return value
@@ -199,7 +199,6 @@ def json_value(value: Any) -> Any:
 
 def called(func: ast.expr) -> str:
     """The name a Python call calls (`read_file`, `default_api.read_file`), "" for another callee."""
-    import ast
 
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 

@@ -4,6 +4,7 @@ read, or raises `Bad` for a block of its format that cannot be taken."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from typing import Any
@@ -31,7 +32,6 @@ from nanohermes.llm.textfinders.common import (
     typed,
     xml_value,
 )
-
 
 _QWEN_FUNCTION = re.compile(r"<function=([^>\s]+)>(.*?)</function>", re.DOTALL)
 _QWEN_PARAM = re.compile(r"<parameter=([^>\s]+)>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.DOTALL)
@@ -286,8 +286,6 @@ _TOOL_CODE = re.compile(r"^[ \t]*```tool_code[ \t]*\n(.*?)\n?[ \t]*```[ \t]*$", 
 
 
 def _tool_code_blocks(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
-    import ast
-
     blocks: list[Block] = []
     for m in _TOOL_CODE.finditer(text):
         try:

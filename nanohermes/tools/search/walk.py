@@ -46,6 +46,7 @@ def _load_patterns(path: Path) -> list[_Pattern]:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []
+    # pathspec: only a walk that meets an ignore file
     from pathspec import GitIgnoreSpec
 
     out: list[_Pattern] = []

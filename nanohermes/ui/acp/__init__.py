@@ -31,6 +31,7 @@ __all__ = ["EXIT_OK", "EXIT_TERMINATED", "Options", "serve"]
 
 def serve(options: Options) -> int:
     """Serve the protocol on stdin and stdout until either ends; returns the exit status."""
+    # the ACP wire and server (the SDK): after the process's own streams are taken
     from nanohermes.ui.acp.wire import take_stdio
 
     stdio = take_stdio()  # before anything can print
@@ -55,9 +56,11 @@ def serve(options: Options) -> int:
 
 
 async def _serve(stdio: Stdio, options: Options) -> int:
+    # the ACP SDK and server: once the process's streams are taken
     from acp import Agent
     from acp.agent.connection import AgentSideConnection
 
+    # the ACP wire and server (the SDK): after the process's own streams are taken
     from nanohermes.ui.acp.server import Server
     from nanohermes.ui.acp.wire import StdioTransport
 

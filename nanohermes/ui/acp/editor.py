@@ -362,6 +362,7 @@ class EditorUI:
             return ElicitationReply("accept" if done else "decline" if done is False else "cancel")
         if caps is not None and caps.form is not None:
             return await self._form(request)
+        # only an MCP server's elicitation
         from nanohermes.turn.elicitation import fields
 
         wanted = fields(request.schema)

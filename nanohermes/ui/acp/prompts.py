@@ -22,12 +22,15 @@ from urllib.parse import unquote, urlparse
 
 from acp import schema as s
 
-from nanohermes.common.messages import Image
 import nanohermes.ui.acp.updates as updates
+from nanohermes.common.budget import clamp
+from nanohermes.common.errors import NanohermesError, UsageError
+from nanohermes.common.messages import Image
+from nanohermes.extensions import custom_commands
 
 if TYPE_CHECKING:
-    from nanohermes.turn.agent import TurnResult
     from nanohermes.config import Config
+    from nanohermes.turn.agent import TurnResult
     from nanohermes.ui.acp.state import Live
 
 INIT = updates.Command("init", "Study the repository and write (or improve) AGENTS.md, in one turn",
@@ -68,7 +71,6 @@ class Prompt:
 
 def prompt_input(blocks: list[Any], config: Config, workspace: Path) -> Prompt:
     """The prompt the blocks make (see the module's docstring)."""
-    from nanohermes.common.budget import clamp
 
     parts: list[str] = []
     files: list[str] = []
@@ -106,7 +108,7 @@ def commands_of(live: Live) -> list[updates.Command]:
     custom one, as it does in the REPL), in name order. Their files are read by the session's
     own reader, as running them reads them: one a read rule covers, or that cannot run, is
     not offered, and nothing of it reaches the editor."""
-    from nanohermes.extensions import custom_commands
+    # the REPL's commands (rich): only when an editor lists or runs one
     from nanohermes.ui.commands import load_commands
 
     builtins = load_commands()
@@ -126,8 +128,7 @@ async def run_prompt(live: Live, prompt: Prompt) -> str:
     is the model's), the embedded files after it; a command that cannot run here, or that
     ends without doing its job, is said in the answer. A prompt with images is the model's as
     it is."""
-    from nanohermes.extensions import custom_commands
-    from nanohermes.common.errors import NanohermesError, UsageError
+    # the REPL's commands (rich): only when an editor runs one
     from nanohermes.ui.commands import repl_command
 
     agent = live.agent

@@ -24,12 +24,23 @@ from acp import RequestError
 from acp import schema as s
 
 import nanohermes.ui.acp.updates as updates
+from nanohermes import __version__
+from nanohermes.assemble import build_agent
+from nanohermes.common.errors import NanohermesError, UsageError
 from nanohermes.common.modes import Mode
-from nanohermes.guard.redact import redact
-from nanohermes.ui.visible import escape_controls
+from nanohermes.config import describe_ask, load_config
+from nanohermes.guard import programs
+from nanohermes.guard.gate import writable_roots
+from nanohermes.guard.redact import protect, redact
+from nanohermes.guard.trust import decline_trust, trust_declined, trust_folder
+from nanohermes.llm.connect import check_base_url
+from nanohermes.tools import todo
+from nanohermes.tools.fileops import BUFFERS_KEY
+from nanohermes.turn.session import find_session
 from nanohermes.ui.acp.editor import ClientFiles, EditorUI, log
 from nanohermes.ui.acp.prompts import Prompt, commands_of, prompt_input, run_prompt
 from nanohermes.ui.acp.state import Live, Options, Trust
+from nanohermes.ui.visible import escape_controls
 
 if TYPE_CHECKING:
     from acp.agent.connection import AgentSideConnection
@@ -44,9 +55,6 @@ CLOSE_SECS = 10.0  # how long a session's close (MCP servers, tasks, hooks) may 
 
 def _error(e: BaseException) -> RequestError:
     """The JSON-RPC error of a run-ending error: its message, and the hint in `data`."""
-    from nanohermes.common.errors import NanohermesError
-    from nanohermes.guard.redact import redact
-
     if isinstance(e, NanohermesError):
         return RequestError(-32603, redact(e.message), {"hint": e.hint} if e.hint else None)
     return RequestError(-32603, f"internal error: {type(e).__name__}: {redact(str(e))}",
@@ -92,7 +100,6 @@ class Server:
     async def initialize(self, protocol_version: int, client_capabilities: s.ClientCapabilities | None = None,
                          client_info: s.Implementation | None = None, **kwargs: Any) -> s.InitializeResponse:
         self._handling()
-        from nanohermes import __version__
 
         # A missing clientCapabilities means none: no fs, no terminal.
         self.client = client_capabilities or s.ClientCapabilities(
@@ -116,10 +123,6 @@ class Server:
         return self._loaded(workspace, mcp)[0]
 
     def _loaded(self, workspace: Path, mcp: dict[str, Any]) -> tuple[Config, Any]:
-        from nanohermes.config import load_config
-        from nanohermes.llm.connect import check_base_url
-        from nanohermes.guard.redact import protect
-
         flags = dict(self.options.flags)
         if mcp:  # the editor's servers are the person's own, as a flag would give them
             flags["mcp"] = {**flags.get("mcp", {}), "servers": {**flags.get("mcp", {}).get("servers", {}), **mcp}}
@@ -138,9 +141,6 @@ class Server:
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
                            **kwargs: Any) -> s.LoadSessionResponse:
         self._handling()
-        from nanohermes.common.errors import UsageError
-        from nanohermes.turn.session import find_session
-
         if not self.options.save_session:
             raise RequestError(-32602, "sessions are not saved (--no-session), so none can be loaded",
                                {"hint": "start `nanohermes acp` without --no-session"})
@@ -157,7 +157,6 @@ class Server:
         tools = {t.name: t for t in live.built.agent.runtime.tools}
         for update in updates.replay(live.agent.session.history, tools, live.workspace):
             live.ui.send(update)
-        from nanohermes.tools import todo
 
         if items := todo.current(live.agent.session.state):
             live.ui.send(updates.plan(items))
@@ -166,11 +165,6 @@ class Server:
         return s.LoadSessionResponse(modes=updates.modes(live.built.agent.runtime.policy.mode))
 
     async def _open(self, workspace: Path, mcp: dict[str, Any], resume: Path | None) -> Live:
-        from nanohermes.assemble import build_agent
-        from nanohermes.common.errors import NanohermesError
-        from nanohermes.tools.fileops import BUFFERS_KEY
-        from nanohermes.guard.trust import trust_declined
-
         assert self.conn is not None
         try:
             config, loaded = await asyncio.to_thread(self._loaded, workspace, mcp)
@@ -185,9 +179,6 @@ class Server:
         agent = built.agent
         # Several sessions, perhaps in several folders, share this process: the programs
         # nanohermes starts for itself are found outside every one's writable roots.
-        from nanohermes.guard import programs
-        from nanohermes.guard.gate import writable_roots
-
         programs.keep(writable_roots(workspace, config))
         ui.session_id = agent.session.id or f"unsaved-{uuid.uuid4().hex[:12]}"
         ui.tools = lambda: built.agent.runtime.tools
@@ -298,9 +289,6 @@ class Server:
         """The folder-trust question, before the first prompt: a yes saves the folder as
         trusted and builds the session again with the project's keys; a no is remembered
         until the project asks for something else; a cancel asks again next time."""
-        from nanohermes.config import describe_ask
-        from nanohermes.guard.trust import decline_trust, trust_folder
-
         trust = live.trust
         assert trust is not None
         listed = "\n".join(f"- {describe_ask(k, v)}" for k, v in list(trust.asks.items())[:20])
@@ -321,8 +309,6 @@ class Server:
     async def _rebuild(self, live: Live) -> Live:
         """The session built again on the config read again (now trusted), in the same
         conversation (the transcript is continued, so its id stays)."""
-        from nanohermes.tools.fileops import BUFFERS_KEY
-
         path = live.agent.session.path
         resume = path if path is not None and path.exists() else None
         await self._close(live, keep_ui=True)

@@ -11,6 +11,7 @@ call's arguments (`edit_blocks`).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -23,6 +24,8 @@ from acp import schema as s
 from nanohermes.common.events import TodoItem, ToolFinished
 from nanohermes.common.messages import Message
 from nanohermes.common.modes import Mode
+from nanohermes.guard.pathrules import compute_target
+from nanohermes.llm.thinktags import ThinkSplit
 from nanohermes.ui.visible import escape_controls, status_of
 
 if TYPE_CHECKING:
@@ -139,7 +142,6 @@ def locations(tool: Tool | None, arguments: dict[str, Any] | str, workspace: Pat
     """The absolute paths a call touches, as the one resolver the gate judges them by gives
     them (`pathrules.compute_target`: `~`, `..`, links and Windows spellings resolved), with
     the line a read starts at."""
-    from nanohermes.guard.pathrules import compute_target
 
     if tool is None or tool.kind != "path" or not isinstance(arguments, dict):
         return []
@@ -241,7 +243,6 @@ def tool_end(call_id: str, ev: ToolFinished, workspace: Path, extra: list[Conten
 def replay(history: list[Message], tools: dict[str, Tool], workspace: Path) -> Iterator[Update]:
     """The updates a live session would have sent for `history`: each prompt, the thinking
     and answer of each model reply, each call with its result."""
-    import json
 
     ids: dict[str, str] = {}  # a call's id in the history -> in the updates (ids repeat across replies)
     edits: dict[str, list[s.FileEditToolCallContent]] = {}  # a call's id -> the diff blocks its arguments make
@@ -286,7 +287,6 @@ def replay(history: list[Message], tools: dict[str, Tool], workspace: Path) -> I
 def _answer(content: str) -> list[s.AgentThoughtChunk | s.AgentMessageChunk]:
     """A saved answer as it streamed: thinking written into its text as thought chunks
     (`llm.thinktags`), the rest as the answer."""
-    from nanohermes.llm.thinktags import ThinkSplit
 
     out: list[s.AgentThoughtChunk | s.AgentMessageChunk] = []
     split = ThinkSplit(lambda piece: out.append(message_chunk(piece)), lambda piece: out.append(thought_chunk(piece)))

@@ -92,6 +92,7 @@ def mcp_problem(message: dict[str, Any]) -> dict[str, Any] | None:
     servers = params.get("mcpServers") if isinstance(params, dict) else None
     if message.get("method") not in SESSION_OPENERS or "id" not in message or not isinstance(servers, list):
         return None
+    # the ACP schema and pydantic: only for a bad MCP server entry
     from acp import schema
     from pydantic import ValidationError
 

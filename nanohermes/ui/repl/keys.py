@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import re
 import signal
+import struct
+import termios
 from collections.abc import Iterator
 from typing import Any
 
@@ -73,8 +76,6 @@ class Terminal:
         back under it would echo the person's keys and keep them from the question."""
         fd = self.fd
         try:
-            import termios
-
             old = termios.tcgetattr(fd) if fd is not None else None
         except Exception:
             old = None
@@ -101,10 +102,6 @@ class Terminal:
         if self.fd is None:
             return 0
         try:
-            import fcntl
-            import struct
-            import termios
-
             count: int = struct.unpack("i", fcntl.ioctl(self.fd, termios.FIONREAD, b"\0\0\0\0"))[0]
             return count
         except Exception:

@@ -24,12 +24,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from prompt_toolkit.application import run_in_terminal
 from rich.console import Console, RenderableType
 from rich.text import Text
 
 from nanohermes.common.budget import Limits
+from nanohermes.common.errors import NanohermesError
 from nanohermes.common.modes import CYCLE, Mode
+from nanohermes.guard.redact import redact
 from nanohermes.ui.commands import CommandContext, Registry, load_commands
+from nanohermes.ui.extensions import install_custom_commands
+from nanohermes.ui.keyguard import KeyGuard
 from nanohermes.ui.repl.console import can_encode, make_console
 from nanohermes.ui.repl.keys import Foreground, Terminal
 from nanohermes.ui.repl.prompt import prompt_session
@@ -39,9 +44,9 @@ from nanohermes.ui.repl.welcome import STARTING, agent_toolbar, check_model, fal
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
 
-    from nanohermes.turn.agent import Agent
     from nanohermes.assemble import Built
     from nanohermes.config import Config
+    from nanohermes.turn.agent import Agent
     from nanohermes.ui.live import ReplUI
     from nanohermes.ui.summaries import BatchCall
     from nanohermes.ui.trust import TrustQuestion
@@ -99,6 +104,7 @@ class Repl:
         """The agent and its UI. Runs in a worker thread: these imports, the config models
         and the tool schemas are most of the start-up cost, and the prompt stays responsive
         meanwhile."""
+        # the question's modules load behind the first prompt
         from nanohermes.assemble import build_agent
         from nanohermes.ui.approval import Approver
         from nanohermes.ui.live import ReplUI, TurnView
@@ -158,9 +164,8 @@ class Repl:
         """The folder-trust question, before the agent is built with the project's keys. The
         first prompt is already up: it steps aside (keeping what was typed), the question
         is answered, and it comes back."""
+        # the trust question (rich's layout) only when a project asks for trusted keys
         from nanohermes.ui import trust
-        from nanohermes.ui.keyguard import KeyGuard
-
         if self.closing:
             return s
         session = self._session
@@ -201,9 +206,8 @@ class Repl:
     def refresh_commands(self) -> list[str]:
         """The custom commands, read again when one of their files was added, changed or
         removed since (so a new command needs no restart); returns the warnings of a read."""
+        # the command files' reader loads behind the first prompt
         from nanohermes.extensions.custom_commands import signature
-        from nanohermes.ui.extensions import install_custom_commands
-
         now = signature(self.workspace)
         if now == self._commands_seen:
             return []
@@ -244,8 +248,6 @@ class Repl:
         """Output can arrive while the prompt is showing (a batch label, an MCP server's
         warning): then it is printed above the prompt, which is redrawn below it."""
         if self.prompting:
-            from prompt_toolkit.application import run_in_terminal
-
             run_in_terminal(lambda: self.console.print(renderable))
         else:
             self.console.print(renderable)
@@ -253,9 +255,8 @@ class Repl:
     async def choose(self, options: list[tuple[str, str, str]]) -> str:
         """A question of a command (an undo's conflict): Esc and Ctrl-C pick the first option;
         keys typed before it could be read wait in the next prompt."""
+        # the question's modules load behind the first prompt
         from nanohermes.ui.approval import pick
-        from nanohermes.ui.keyguard import KeyGuard
-
         guard = KeyGuard(self.guard_secs, self.keep_typed)
         try:
             return await pick(options, escape=options[0][0], interrupt=options[0][0], guard=guard)
@@ -274,6 +275,7 @@ class Repl:
             self.partial = "\n".join(x for x in (self.partial, *lines, partial) if x)
 
     def on_label(self, label: str, batch: list[BatchCall]) -> None:
+        # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
         from nanohermes.ui import render
 
         if self.state.get("view") == "compact":
@@ -283,9 +285,6 @@ class Repl:
         self.fg.interrupt()
 
     def _show_error(self, err: BaseException) -> None:
-        from nanohermes.common.errors import NanohermesError
-        from nanohermes.guard.redact import redact
-
         if isinstance(err, NanohermesError):
             self.print(Text(f"error: {redact(err.message)}", style="red"))
             if err.hint:
@@ -539,6 +538,7 @@ class _TrustPause(Exception):
 def _warm_imports() -> None:
     def work() -> None:
         with contextlib.suppress(Exception):
+            # the warm-up thread's whole point: import what the first turn needs
             from nanohermes.llm.http import import_httpx
 
             import_httpx()  # what the first model call needs

@@ -7,17 +7,20 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from prompt_toolkit import PromptSession
+from prompt_toolkit.application import get_app
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.document import Document
+from prompt_toolkit.filters import Condition
+from prompt_toolkit.history import FileHistory, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.keys import Keys
 
-from nanohermes.common.dirs import state_home
+from nanohermes.common.dirs import open_private, state_home
+from nanohermes.guard.redact import redact
 from nanohermes.ui.commands import Registry
-
-if TYPE_CHECKING:
-    from prompt_toolkit import PromptSession
 
 PATH_COMPLETIONS = 200  # entries offered when completing an @path
 PASTE_LINES = 5  # a paste with more lines shows as one `[pasted N lines, S]` label (Ctrl-O expands it)
@@ -72,16 +75,11 @@ def prompt_session(registry: Registry, workspace: Callable[[], Path], pastes: Ca
                    cycle_mode: Callable[[], bool], toolbar: Callable[[], str]) -> PromptSession[str]:
     """The prompt's session. `pastes`: the labels of long pastes and their text (a paste adds
     one); `cycle_mode`: Shift+Tab, True when it changed the mode; `toolbar`: the bottom line."""
-    from prompt_toolkit import PromptSession
-    from prompt_toolkit.history import FileHistory, InMemoryHistory
-
     kb = KeyBindings()
 
     @kb.add("escape", "enter")
     def _newline(event: Any) -> None:
         event.current_buffer.insert_text("\n")
-
-    from prompt_toolkit.keys import Keys
 
     @kb.add(Keys.BracketedPaste)
     def _paste(event: Any) -> None:
@@ -121,21 +119,14 @@ def prompt_session(registry: Registry, workspace: Callable[[], Path], pastes: Ca
         """The input history: 0600, and a pasted key is stored redacted."""
 
         def store_string(self, string: str) -> None:
-            from nanohermes.guard.redact import redact
-
             super().store_string(redact(string))
 
     try:
-        from nanohermes.common.dirs import open_private
-
         path = state_home() / "history"
         open_private(path, "a").close()  # created 0600 before prompt-toolkit appends to it
         history: Any = _History(str(path))
     except OSError:
         history = InMemoryHistory()
-    from prompt_toolkit.application import get_app
-    from prompt_toolkit.filters import Condition
-
     # The /command menu opens as you type; @paths complete on Tab (a folder scan per key
     # would be noise).
     commands_typed = Condition(lambda: get_app().current_buffer.text.startswith("/"))

@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Any
 from rich.console import RenderableType
 from rich.text import Text
 
-from nanohermes.common.budget import Limits
+from nanohermes.common.budget import Limits, clamp
 from nanohermes.common.dirs import state_home
+from nanohermes.guard.redact import redact
 
 if TYPE_CHECKING:
     from nanohermes.config import Config
-    from nanohermes.turn.runtime import Runtime
     from nanohermes.tools.process import Finished
+    from nanohermes.turn.runtime import Runtime
 
 Print = Callable[[Any], None]
 
@@ -35,7 +36,6 @@ def expand_pastes(text: str, pastes: dict[str, str], runtime: Runtime, print: Pr
     rt = runtime
     if len(full) <= rt.limits.aggregate_chars or not used:
         return full
-    from nanohermes.guard.redact import redact
 
     folder = rt.session.folder / "pastes" if rt.session.folder is not None else state_home() / "pastes"
     for label, data in used:
@@ -48,7 +48,6 @@ def expand_pastes(text: str, pastes: dict[str, str], runtime: Runtime, print: Pr
             os.chmod(path, 0o600)
         except OSError as e:
             print(Text(f"the paste could not be saved ({e}); it is sent cut to the budget", style="yellow"))
-            from nanohermes.common.budget import clamp
 
             text = text.replace(label, clamp(data, rt.limits.aggregate_chars // max(1, len(used))))
             continue
@@ -62,6 +61,7 @@ def expand_pastes(text: str, pastes: dict[str, str], runtime: Runtime, print: Pr
 
 async def attach_files(text: str, runtime: Runtime, print: Print) -> str:
     """`@path` appends that file's content, bounded and noted exactly as read_file does."""
+    # the command files' reader loads behind the first prompt
     from nanohermes.extensions.custom_commands import attach
 
     text, notes = await attach(text, runtime)
@@ -84,9 +84,10 @@ def shell_run(command: str, workspace: Path, config: Config, limits: Limits) -> 
 def shell_report(command: str, fin: Finished, limits: Limits) -> tuple[list[RenderableType], str]:
     """What a finished `!command` shows the person, and what the conversation is told of it
     (so the model knows what they saw)."""
-    from nanohermes.common.budget import clamp
-    from nanohermes.turn.session import shell_context
+    # a tool module: only a person's own command (!) loads it; the session and the renderer load
+    # behind the first prompt
     from nanohermes.tools.process import describe_exit
+    from nanohermes.turn.session import shell_context
     from nanohermes.ui import render
 
     out = (fin.out.text() + fin.err.text()).rstrip("\n")

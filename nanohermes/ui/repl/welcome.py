@@ -5,6 +5,7 @@ bottom toolbar, and the built-in label of a batch of calls in the compact view."
 from __future__ import annotations
 
 import asyncio
+import difflib
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -13,14 +14,16 @@ from typing import TYPE_CHECKING, Any
 from rich.console import RenderableType
 from rich.text import Text
 
+from nanohermes.common.errors import AuthError, TimedOutError, UnreachableError
 from nanohermes.common.modes import Mode
-from nanohermes.ui.commands import GOAL_WARNING
+from nanohermes.guard.redact import redact
+from nanohermes.ui.commands import GOAL_WARNING, MODEL_LIST_SECS
 
 if TYPE_CHECKING:
-    from nanohermes.turn.agent import Agent
     from nanohermes.assemble import Built
-    from nanohermes.config import Config
     from nanohermes.common.messages import Usage
+    from nanohermes.config import Config
+    from nanohermes.turn.agent import Agent
     from nanohermes.ui.summaries import BatchCall
 
 STARTING = " nanohermes · starting…"  # the toolbar until the agent is built
@@ -43,6 +46,7 @@ def welcome(config: Config, workspace: Path, resume: Path | None, built: Built,
     out: list[RenderableType] = [Text(f"model: {config.model} at {config.base_url}", style="dim"),
                                  Text(f"workspace: {workspace}", style="dim")]
     if resume is not None:
+        # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
         from nanohermes.ui import render
 
         out.append(render.resumed(resume.stem, built.agent.session.history))
@@ -58,9 +62,6 @@ async def check_model(agent: Agent, out: Callable[[RenderableType], None], keyle
     """The endpoint, asked for its models at start behind the prompt: one that cannot be
     reached or refuses the key (unless the missing key was just said) is said at once, and
     a model it does not list is named, not at the first answer."""
-    from nanohermes.common.errors import AuthError, TimedOutError, UnreachableError
-    from nanohermes.ui.commands import MODEL_LIST_SECS
-
     lister = getattr(agent.llm, "list_models", None)
     if lister is None:
         return
@@ -69,8 +70,6 @@ async def check_model(agent: Agent, out: Callable[[RenderableType], None], keyle
         models = list(await asyncio.wait_for(lister(), MODEL_LIST_SECS))
     except (UnreachableError, TimedOutError, AuthError) as e:
         if not (keyless and isinstance(e, AuthError)):
-            from nanohermes.guard.redact import redact
-
             out(Text(f"warning: {redact(e.message)}", style="yellow"))
             out(Text(f"hint: {e.hint}", style="dim"))
         return
@@ -83,8 +82,6 @@ async def check_model(agent: Agent, out: Callable[[RenderableType], None], keyle
     except Exception:  # a list that cannot be had says nothing more here (doctor tells why)
         return
     if models and model not in models:
-        import difflib
-
         close = difflib.get_close_matches(model, models, n=3)
         out(Text(f"warning: the endpoint does not list the model {model!r}"
                  + (f"; did you mean {', '.join(close)}?" if close else "")
@@ -101,6 +98,7 @@ def toolbar(model: str, mode: str, history_chars: int, budget_chars: int, usage:
     tokens = f" · session {'~' if usage.estimated else ''}{usage.total_tokens:,} tokens" if usage.total_tokens else ""
     dollars = f" · ${cost:.4f}" if cost is not None else ""
     if window is not None and window["session_budget_chars_override"] is None:
+        # the turn's modules load with the agent, behind the first prompt
         from nanohermes.turn.window import short_tokens
 
         source = re.split(r"\W", str(window["source"]), maxsplit=1)[0].replace("known", "family")
@@ -116,6 +114,7 @@ def toolbar(model: str, mode: str, history_chars: int, budget_chars: int, usage:
 
 def agent_toolbar(agent: Agent, last: Usage | None) -> str:
     """The toolbar of a built agent (`last`: what the last request held, when counted)."""
+    # the turn's modules load with the agent, behind the first prompt
     from nanohermes.turn.meters import cost_of
 
     chars = sum(m.chars() for m in agent.session.history)  # what the budget and /context count
