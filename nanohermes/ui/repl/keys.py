@@ -63,7 +63,7 @@ class Terminal:
         self.held = False
         later, self._later = self._later, None
         if later is not None and self.fd is not None:
-            import termios
+            import termios  # POSIX only, as in turn_mode
 
             with contextlib.suppress(termios.error, OSError):
                 termios.tcsetattr(self.fd, termios.TCSANOW, later)
