@@ -14,6 +14,7 @@ import pytest
 
 from nanohermes.guard import sandbox
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
+from test_sandbox_git import evil, repo  # noqa: F401  (fixtures: the same repository and planted program)
 
 AVAIL = sandbox.probe()
 sandboxed = pytest.mark.skipif(not (AVAIL.landlock and AVAIL.namespaces),
@@ -38,26 +39,6 @@ NAMED = {".git file": ["sub/.git", ".cache/r"], ".git folder": ["sub/.git"], ".g
 def git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The person's own git, unconfined, as they would run it."""
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
-
-
-@pytest.fixture
-def repo(workspace: Path) -> Path:
-    for args in (("init", "-q"), ("config", "user.email", "t@example.com"), ("config", "user.name", "T")):
-        git(workspace, *args).check_returncode()
-    (workspace / "a.txt").write_text("one\n")
-    git(workspace, "add", "a.txt").check_returncode()
-    git(workspace, "commit", "-qm", "first").check_returncode()
-    return workspace
-
-
-@pytest.fixture
-def evil(tmp_path: Path) -> tuple[Path, Path]:
-    """A program that leaves a mark when anything runs it, outside the workspace."""
-    mark = tmp_path / "ran"
-    script = tmp_path / "evil.sh"
-    script.write_text(f"#!/bin/sh\necho ran >> {mark}\nexit 0\n")
-    script.chmod(0o755)
-    return script, mark
 
 
 @pytest.mark.parametrize("kind", list(PLANTS))
