@@ -63,6 +63,7 @@ from nanohermes.common.events import (
     SandboxRefused,
     SubagentEvent,
     TextDelta,
+    TextPending,
     ToolFinished,
     ToolProgress,
     ToolStarted,
@@ -423,6 +424,8 @@ class StreamJsonSink(Sink):
         if self.partial and isinstance(event, (TextDelta, ReasoningDelta)):
             self._piece(event)
             return
+        if isinstance(event, TextPending) or isinstance(getattr(event, "event", None), TextPending):
+            return  # a script reads the text once it is known as answer or thinking
         if isinstance(event, MessageAdded):
             usage, self._usage = self._usage, None
             message_id = None

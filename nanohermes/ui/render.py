@@ -33,6 +33,7 @@ from nanohermes.common.events import (
     SandboxRefused,
     SubagentEvent,
     TextDelta,
+    TextPending,
     TodoUpdated,
     ToolFinished,
     ToolProgress,
@@ -364,7 +365,7 @@ def subagent(ev: SubagentEvent, summary: str = "") -> RenderableType | None:
 
 def event(ev: Any, summary: str = "") -> RenderableType | None:
     """What the scrolling transcript shows for one event (None: nothing, or shown elsewhere)."""
-    if isinstance(ev, (ModelStarted, TextDelta, ReasoningDelta, ToolStarted, ToolRunning, ToolProgress, UsageUpdate,
+    if isinstance(ev, (ModelStarted, TextDelta, TextPending, ReasoningDelta, ToolStarted, ToolRunning, ToolProgress, UsageUpdate,
                        ApprovalRequest, MessageAdded)):
         return None  # the live area, the answer stream, the toolbar and the approval prompt show these
     if isinstance(ev, PermissionDenied):
