@@ -1,6 +1,8 @@
-"""Thinking a model writes into its answer's text (`<think>...</think>`): shown as thinking by
-`-p` (stream-json's `reasoning_delta`), never in its text answer or json's `result`, folded as
-thinking in the REPL, and kept in the history as the model sent it. And a reply whose only call
+"""Thinking a model writes into its answer's text (`<think>...</think>`, or a lone `</think>`
+after thinking whose opening tag the template put in the prompt): shown as thinking by `-p`
+(stream-json's `reasoning_delta`, while it streams too), never in its text answer or json's
+`result`, folded as thinking in the REPL (live and when a session is taken up again), apart from
+the answer in /export, and kept in the history as the model sent it. And a reply whose only call
 is in its thinking but incomplete: the model is told what is missing, within
 `limits.reasoning_call_retries`. Through the real command line, the REPL in a pty and the
 loopback fake server."""
@@ -238,3 +240,57 @@ def test_a_reply_is_held_only_while_the_conversation_allows_thinking_begun_in_th
     assert not may_open_in_prompt([*asked, Message("assistant", "Hello."), Message.user("more")])
     assert not may_open_in_prompt([*asked, Message("assistant", "", reasoning="hm"), Message.user("more")])
     assert not may_open_in_prompt([*asked, Message("assistant", THOUGHT + "4"), Message.user("more")])
+
+
+def test_export_shows_thinking_folded_apart_from_the_answer(turn: Any, server: FakeServer, workspace: Path) -> None:
+    server.add(Reply(text=THOUGHT + "The answer is 4."), Reply(text=LONE.replace("4.", "four.")),
+               Reply(reasoning="In its own field.", text="Third."))
+    for prompt in ("what is 2+2", "again", "once more"):
+        assert turn("-p", prompt, *(["--continue"] if prompt != "what is 2+2" else []), server=server).code == 0
+    r = turn("-p", "/export chat.md", "--continue", server=server)
+    assert r.code == 0, r.err
+    text = (workspace / "chat.md").read_text()
+    answers = text.split("## nanohermes\n\n")[1:]
+    assert [a.split("</details>\n\n")[1].split("\n\n## ")[0].strip() for a in answers] == ["The answer is 4.", "The answer is four.",
+                                                                        "Third."]
+    assert [a.split("\n\n")[0] for a in answers] == ["<details><summary>Thinking</summary>"] * 3
+    assert "think>" not in text and "2+2 is 4" in answers[0] and "In its own field." in answers[2]
+    assert len(server.requests) == 3  # no model call for an export
+    [kept, *_] = [m for m in server.requests[2]["messages"] if m["role"] == "assistant"]
+    assert kept["content"] == THOUGHT + "The answer is 4."  # the history keeps what the model sent
+
+
+def test_a_thinking_block_cannot_close_the_folded_section_early(workspace: Path) -> None:
+    from nanohermes.common.messages import Message
+    from nanohermes.turn.export import conversation_markdown
+
+    text = conversation_markdown([Message.user("q"), Message("assistant", "<think>\na </details> b\n</think>\nok")])
+    assert text.count("</details>") == 1 and text.rstrip().endswith("</details>\n\nok")
+
+
+def test_a_resumed_repl_shows_thinking_folded(term: Any, server: FakeServer, turn: Any) -> None:
+    server.add(Reply(text=LONE), Reply(text="again"))
+    assert turn("-p", "what is 2+2", server=server).code == 0
+    t = term(args=("--continue",))
+    t.wait("✻ thought for 2 lines")
+    t.wait("The answer is 4.")
+    assert "nothing to run" not in t.text and "think>" not in t.text
+    t.child.send("\x04")
+    assert t.exit_code() == 0
+
+
+def test_export_as_json_keeps_thinking_apart(turn: Any, server: FakeServer, workspace: Path) -> None:
+    server.add(Reply(text=LONE), Reply(tool_calls=(call("read_file", {"path": "a.txt"}, id="r"),)),
+               Reply(text=THOUGHT + "Done."))
+    (workspace / "a.txt").write_text("a\n")
+    assert turn("-p", "what is 2+2", server=server).code == 0
+    assert turn("-p", "read a.txt", "--continue", "--yes", server=server).code == 0
+    r = turn("-p", "/export out/chat.json", "--continue", server=server)
+    assert r.code == 0, r.err
+    messages = json.loads((workspace / "out" / "chat.json").read_text())["messages"]
+    assert [(m["role"], m["content"], m.get("thinking")) for m in messages if m["role"] != "tool"] == [
+        ("user", "what is 2+2", None), ("assistant", "The answer is 4.", LONE_THINKING),
+        ("user", "read a.txt", None), ("assistant", "", None),
+        ("assistant", "Done.", "\nThe user wants a number. 2+2 is 4.\n")]
+    [result] = [m for m in messages if m["role"] == "tool"]
+    assert result["tool_call_id"] == "r" and messages[3]["tool_calls"][0]["name"] == "read_file"

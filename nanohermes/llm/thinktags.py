@@ -230,6 +230,13 @@ def parts(answer: str) -> tuple[str, str]:
     return "".join(thought), "".join(said)
 
 
+def message_parts(m: Message) -> tuple[str, str]:
+    """(the thinking, the answer) of the model's message `m`, as it streamed: its thinking
+    field and the thinking written into its text, then the rest of its text."""
+    thought, said = parts(m.content or "")
+    return "\n".join(t for t in (m.reasoning, thought) if t), said
+
+
 def visible(answer: str) -> str:
     """`answer` without its thinking blocks."""
     return parts(answer)[1] if any(tag in answer for pair in THINK_TAGS for tag in pair) else answer
