@@ -208,6 +208,7 @@ class TurnView:
             self.print(out)
 
     def _flush_text(self) -> None:
+        self.pending = ""  # whatever of it was known came as text or thinking before this
         self._flush_reasoning()
         rest = self.blocks.flush()
         if rest.strip():
