@@ -137,6 +137,16 @@ def test_a_lone_closing_tag_ends_thinking_begun_in_the_prompt(turn: Any, server:
     assert kept["content"] == LONE  # the history keeps what the model sent
 
 
+@pytest.mark.parametrize("closing", ["</seed:think>", "</thinking>", "[/THINK]", "<channel|>"])
+def test_each_kind_of_thinking_tag_may_close_alone(turn: Any, server: FakeServer, closing: str) -> None:
+    server.add(Reply(text=f"Thinking it over.\n{closing}\n\nDone.", chunk_size=2))
+    r = turn("-p", "go", "--output-format", "stream-json", server=server)
+    lines = r.lines()
+    said = "".join(e["text"] for e in lines if e.get("type") == "text_delta")
+    thought = "".join(e["text"] for e in lines if e.get("type") == "reasoning_delta")
+    assert (r.code, said, thought, lines[-1]["result"]) == (0, "Done.", "Thinking it over.\n", "Done."), r.err
+
+
 @pytest.mark.parametrize("partial", [False, True], ids=["events", "partial-messages"])
 def test_stream_json_never_streams_it_as_answer(turn: Any, server: FakeServer, partial: bool) -> None:
     server.add(Reply(text=LONE, chunk_size=3))
