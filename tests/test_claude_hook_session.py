@@ -116,6 +116,18 @@ def test_a_claude_code_transcript_reader_reads_transcript_path(turn, server: Fak
     assert all('"role":"assistant"' in line for line in done.raw_lines if '"type":"assistant"' in line)
 
 
+@pytest.mark.parametrize("text", ["<think>\nlooked it up\n</think>\n\nIt is 4.", "looked it up\n</think>\n\nIt is 4."],
+                         ids=["block", "lone-closing-tag"])
+def test_thinking_written_into_the_answer_is_a_thinking_block_of_the_transcript(turn, server: FakeServer,  # type: ignore[no-untyped-def]
+                                                                               tmp_path: Path, text: str) -> None:
+    server.add(Reply(text=text))
+    ran = turn("-p", "2+2?", server=server, config={"hooks": hooks("Stop", "", copier(tmp_path, "stop.jsonl"))})
+    assert ran.code == 0, ran.err
+    got = TranscriptReader(tmp_path / "stop.jsonl").conversation()
+    assert [(role, kind, said.strip()) for role, kind, said in got] == [
+        ("user", "text", "2+2?"), ("assistant", "thinking", "looked it up"), ("assistant", "text", "It is 4.")]
+
+
 # The loop plugin's Stop hook, as it is written: the last assistant line found with grep, its
 # text blocks read with jq; the turn goes on until the model says the promise.
 LOOP = r"""#!/bin/bash

@@ -41,7 +41,7 @@ CASES: dict[str, tuple[list[Any], dict[str, Any], str, str]] = {
     "server overloaded": (
         [Fault(status=503, message="no capacity")], {},
         "the model endpoint answered 503: no capacity",
-        "hint: the model server is overloaded or down for maintenance (not retried: max_retries is 0)"),
+        "hint: the model server is overloaded"),  # the whole hint: tests/test_wording_cli.py
     "rate-limited": (
         [Fault(status=429, message="slow down")], {},
         "the model endpoint rate-limited the request (429: slow down)",

@@ -356,11 +356,13 @@ def test_parent_and_child_prompts_never_overlap(workspace: Path) -> None:
     assert (workspace / "p").read_text() == "parent" and (workspace / "c").read_text() == "child"
 
 
-def test_child_stopped_at_its_max_turns_reports_what_it_had(workspace: Path) -> None:
+@pytest.mark.parametrize("text", ["looking around", "<think>\nwhere?\n</think>\nlooking around",
+                                  "where?\n</think>\nlooking around"], ids=["said", "think-block", "lone-closing-tag"])
+def test_child_stopped_at_its_max_turns_reports_what_it_had(workspace: Path, text: str) -> None:
     agents = {"brief": {"description": "d", "tools": ["list_dir"], "max_turns": 1}}
     f = family(workspace, agents=agents,
                parent_script=[tool_reply(call("subagent", {"agent": "brief", "task": "t", "wait": True})), Reply(text="ok")],
-               child_script=[tool_reply(call("list_dir", {}), text="looking around")])
+               child_script=[tool_reply(call("list_dir", {}), text=text)])
     asyncio.run(f.parent.ask("go"))
     head, said, stopped = tool_results(f.parent)[0].split("\n")
     assert head.startswith("sub-agent agent-1 (brief) max_turns ") and said == "looking around"

@@ -397,13 +397,13 @@ def test_escape_sequences_in_an_answer_are_shown_not_sent_to_the_terminal() -> N
 def every_event() -> list[Any]:
     """One event of each type the core emits; a new type must be added here (and to render)."""
     from nanohermes.common.events import (
-        Event, FilesChanged, MessageAdded, ModelStarted, PermissionDenied, ReasoningDelta, SandboxRefused, ToolProgress,
-        ToolRunning, ToolStarted, UsageUpdate,
+        Event, FilesChanged, MessageAdded, ModelStarted, PermissionDenied, ReasoningDelta, SandboxRefused, TextPending,
+        ToolProgress, ToolRunning, ToolStarted, UsageUpdate,
     )
     from nanohermes.common.messages import Message
 
     events: list[Any] = [
-        ModelStarted(turn=1, model="m"), TextDelta(text="hi"), ReasoningDelta(text="hm"),
+        ModelStarted(turn=1, model="m"), TextDelta(text="hi"), TextPending(text="so"), ReasoningDelta(text="hm"),
         ToolStarted(call_id="c1", name="write_file", arguments={"path": "plan.txt"}, summary="plan.txt"),
         ToolRunning(call_id="c1", name="write_file"),
         ToolProgress(call_id="c1", name="run_command", text="1 MB so far", elapsed=1.0), finished("ok"),

@@ -64,7 +64,7 @@ NGINX_502 = (b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r
              b"</center>\r\n<hr><center>nginx/1.24.0</center>\r\n</body>\r\n</html>\r\n")
 
 # (id, what the endpoint answers, max_retries, what stderr says)
-ENDPOINTS: list[tuple[str, list[Raw], int, str]] = [
+ENDPOINTS: list[tuple[str, list[Raw | Fault], int, str]] = [
     ("html-not-a-stream", [Raw(body=b"<html><body>Sign in</body></html>", content_type="text/html; charset=utf-8")], 0,
      "nanohermes: error: the endpoint answered text/html, not an event stream; check base_url\nhint: {base} should be "
      "the API root of an OpenAI-compatible server (it usually ends in /v1), not a web page or proxy\n"),
@@ -76,11 +76,18 @@ ENDPOINTS: list[tuple[str, list[Raw], int, str]] = [
      "nanohermes: error: the model endpoint answered 502 Bad Gateway: 502 Bad Gateway\nhint: a proxy or gateway in "
      "front of the model server failed (not retried: max_retries is 0); check that the server behind it is up, then "
      "try again\n"),
+    ("overloaded", [Fault(status=503, message="no capacity")], 0,
+     "nanohermes: error: the model endpoint answered 503: no capacity\nhint: the model server is overloaded or down "
+     "for maintenance (not retried: max_retries is 0); try again later, or raise max_retries to wait longer\n"),
+    ("gateway-timed-out", [Fault(status=504, message="upstream timed out")], 0,
+     "nanohermes: error: the model endpoint answered 504: upstream timed out\nhint: a proxy or gateway in front of "
+     "the model server timed out waiting for the model server (not retried: max_retries is 0); check that the server "
+     "behind it is up, then try again\n"),
 ]
 
 
 @pytest.mark.parametrize("answers,retries,text", [r[1:] for r in ENDPOINTS], ids=[r[0] for r in ENDPOINTS])
-def test_an_endpoint_that_is_not_a_model_server_says(turn, server: FakeServer, answers: list[Raw], retries: int,  # type: ignore[no-untyped-def]
+def test_an_endpoint_that_is_not_a_model_server_says(turn, server: FakeServer, answers: list[Raw | Fault], retries: int,  # type: ignore[no-untyped-def]
                                                      text: str) -> None:
     server.add(*answers)
     r = turn("-p", "hi", server=server, config={"max_retries": retries})

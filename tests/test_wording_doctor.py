@@ -4,9 +4,12 @@ changes one row here."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
+from test_doctor_fixes import clone, doctor_in, line, tools_dir  # noqa: F401 (clone: the fixture)
 from wording_support import said
 
 from nanohermes.testing import FakeServer, Fault, Reply, call, tool_reply
@@ -64,3 +67,14 @@ def test_doctor_says_how_to_fix_a_scheme_mix_up(turn, server: FakeServer, tls_po
                 "[FAIL] endpoint: cannot reach {http} ({any}; the server speaks TLS: use https:// instead of http://)\n"
                 "       fix: set base_url to {https} (--base-url, OPENAI_BASE_URL or config); a TLS/plain-HTTP mix-up "
                 "is not retried", http=http, https=http.replace("http://", "https://")), r.out
+
+
+def test_doctor_says_why_an_rg_inside_the_workspace_is_not_run(clone: Path, tmp_path: Path) -> None:
+    system = tools_dir(tmp_path / "system", "git", "true", "sh", "bash", "env")
+    rg = clone / ".venv" / "bin" / "rg"
+    assert line(doctor_in(clone, f"{rg.parent}{os.pathsep}{system}"), "ripgrep") == (
+        f"[warn] ripgrep: {rg} is not run: it lies inside {clone}, which commands may write, so nanohermes does not "
+        "start it for itself (a command could have replaced it), and found no rg elsewhere on PATH; grep and glob use "
+        "the slower pure-Python backend fix: install ripgrep system-wide (apt-get install ripgrep, brew install "
+        "ripgrep, or a release from github.com/BurntSushi/ripgrep), or run a nanohermes installed outside this folder "
+        "(pipx install or uv tool install: see the README), which brings its own rg")

@@ -67,6 +67,41 @@ def test_a_symlink_that_appears_while_a_person_is_asked_says(workspace: Path, tm
         "the path and try again")
 
 
+# apply_patch: a link put in the judged path's place while the person is asked, met while
+# reading the file to patch (nothing changed yet) or while writing (what was written put back).
+SWAPPED_PATCH = [
+    ("add", "--- /dev/null\n+++ b/sub/f\n@@ -0,0 +1 @@\n+x\n", False,
+     "ERROR: cannot write sub/f: a symlink appeared in its path after it was checked; every file was restored: check "
+     "the path and try again"),
+    ("update", "*** Begin Patch\n*** Update File: sub/f\n@@\n-old\n+new\n*** End Patch\n", True,
+     "ERROR: cannot read sub/f: a symlink appeared in its path after it was checked; no file was changed: check the "
+     "path and try again"),
+]
+
+
+@pytest.mark.parametrize("diff,there,text", [r[1:] for r in SWAPPED_PATCH], ids=[r[0] for r in SWAPPED_PATCH])
+def test_a_symlink_that_appears_while_a_patch_is_asked_about_says(workspace: Path, tmp_path: Path, diff: str,
+                                                                 there: bool, text: str) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (workspace / "sub").mkdir()
+    if there:
+        (workspace / "sub" / "f").write_text("old\n")
+        (outside / "f").write_text("old\n")
+
+    class SwapWhileAsking(RecordingUI):
+        async def confirm(self, request: ApprovalRequest) -> object:  # type: ignore[override]
+            if (workspace / "sub" / "f").exists():
+                (workspace / "sub" / "f").unlink()
+            (workspace / "sub").rmdir()
+            (workspace / "sub").symlink_to(outside)
+            return await super().confirm(request)
+
+    rt = Runtime(tools=build_tools(), config=Config(), workspace=workspace, ui=SwapWhileAsking(answers=["yes"]),
+                 policy=Policy())
+    assert run_tool(rt, "apply_patch", diff=diff) == text
+
+
 def test_a_tool_that_cannot_say_what_it_touches_says(workspace: Path) -> None:
     from test_targets import Unsure
 

@@ -101,3 +101,25 @@ def test_agent_files_not_offered_say_why(turn, server: FakeServer, workspace: Pa
         f"nanohermes: warning: {workspace / '.claude' / 'agents'}: sub-agents not offered (reader): a project's agent "
         f"files are used only in a trusted project; to allow them, add \"{workspace.resolve()}\" to trusted_projects "
         "in your config"])
+
+
+def test_a_sub_agents_model_the_endpoint_does_not_serve_says(turn, home: Path) -> None:  # type: ignore[no-untyped-def]
+    from typing import Any
+
+    from nanohermes.testing import Fault
+
+    (home / ".claude" / "agents").mkdir(parents=True)
+    (home / ".claude" / "agents" / "helper.md").write_text("---\ndescription: Helps\nmodel: gpt-4o-mini\n---\nHelp.")
+
+    def serve(body: dict[str, Any]) -> Any:
+        if body["model"] != "fake-model":
+            return Fault(status=404, message=f"The model `{body['model']}` does not exist", code="model_not_found")
+        return script.pop(0)
+
+    script = [tool_reply(call("subagent", {"agent": "helper", "task": "help", "wait": True})),
+              Reply(text="child: helped"), Reply(text="parent: done")]
+    with FakeServer([serve] * 4, models_answer=Fault(status=404)) as server:
+        ran = turn("-p", "go", server=server)
+    assert [line for line in ran.err.splitlines() if "sub-agent helper" in line] == [
+        "nanohermes: warning: sub-agent helper: the endpoint does not serve model `gpt-4o-mini` (The model "
+        "`gpt-4o-mini` does not exist); fake-model is used instead"]

@@ -43,6 +43,16 @@ class TextDelta:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TextPending:
+    """A piece of a reply's first text not yet known to be answer or thinking (the reply may
+    begin inside thinking whose opening tag the template put in the prompt, `llm.thinktags`):
+    a front end may show it for now; the same text follows as a TextDelta or a ReasoningDelta
+    once it is known."""
+
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class ReasoningDelta:
     """A piece of the model's thinking: front ends show it apart (dimmed, folded), never as
     part of the answer."""
@@ -212,7 +222,7 @@ class SubagentEvent:
     event: Event  # a sub-agent's own sub-agents nest once more
 
 
-Event = (ModelStarted | TextDelta | ReasoningDelta | ToolStarted | ToolRunning | ToolProgress | ToolFinished | ApprovalRequest
+Event = (ModelStarted | TextDelta | TextPending | ReasoningDelta | ToolStarted | ToolRunning | ToolProgress | ToolFinished | ApprovalRequest
          | UsageUpdate | Notice | TurnEnded | TodoUpdated | SandboxRefused | PermissionDenied | MessageAdded
          | FilesChanged | SubagentEvent)
 

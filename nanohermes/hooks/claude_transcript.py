@@ -30,6 +30,7 @@ from nanohermes.common.arguments import parse_arguments
 from nanohermes.common.messages import Message, ToolCall, is_summary
 from nanohermes.common.dirs import open_private
 from nanohermes.guard.redact import redact
+from nanohermes.llm.thinktags import message_parts
 
 if TYPE_CHECKING:
     from nanohermes.common.budget import Limits
@@ -112,10 +113,11 @@ class ClaudeTranscript:
         if m.role != "assistant":
             return []
         blocks: list[dict[str, Any]] = []
-        if m.reasoning:
-            blocks.append({"type": "thinking", "thinking": m.reasoning, "signature": ""})
-        if m.content or not m.tool_calls:
-            blocks.append({"type": "text", "text": m.content or ""})
+        thinking, said = message_parts(m)  # thinking written into the text is a thinking block too, as it streamed
+        if thinking:
+            blocks.append({"type": "thinking", "thinking": thinking, "signature": ""})
+        if said or not m.tool_calls:
+            blocks.append({"type": "text", "text": said})
         for call in m.tool_calls:
             name, given = self.describe(call)
             blocks.append({"type": "tool_use", "id": call.id, "name": name, "input": given})

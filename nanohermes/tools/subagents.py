@@ -32,6 +32,7 @@ from nanohermes.common.messages import Message, Usage
 from nanohermes.guard.permissions import Policy, blocked, names_tool
 from nanohermes.guard.permissions.rules import GRANT_ORIGIN
 from nanohermes.guard.redact import redact
+from nanohermes.llm.thinktags import visible
 from nanohermes.tools.base import Attempt, Approval, Params, ReadOnlyTool, Tool, ToolContext, ToolError, about
 
 if TYPE_CHECKING:
@@ -292,7 +293,9 @@ class SubagentManager:
             if result.reason == "completed":
                 run.status, run.result = "completed", result.text
             else:
-                last = next((m.content for m in reversed(agent.session.history) if m.role == "assistant" and m.content), "")
+                # what it said last, without the thinking written into it, as a finished answer is
+                last = next((said for m in reversed(agent.session.history) if m.role == "assistant"
+                             and (said := visible(m.content or "")).strip()), "")
                 run.status = "max_turns"
                 run.result = (last or "") + f"\n[stopped after {plural(result.turns, 'model call')} (max_turns)]"
         except asyncio.CancelledError:

@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from nanohermes.common.budget import plural
 from nanohermes.common.errors import ContextTooLongError
-from nanohermes.common.events import UI, MessageAdded, ModelStarted, Notice, ReasoningDelta, TextDelta, TurnEnded
+from nanohermes.common.events import (
+    UI, MessageAdded, ModelStarted, Notice, ReasoningDelta, TextDelta, TextPending, TurnEnded,
+)
 from nanohermes.llm import LLM
-from nanohermes.llm.thinktags import visible
+from nanohermes.llm.thinktags import ThinkSplit, may_open_in_prompt, visible
 from nanohermes.common.messages import Completion, Image, Message, ToolCall, Usage
 from nanohermes.turn.runtime import INTERRUPTED, Runtime
 from nanohermes.turn.session import Session
@@ -187,11 +189,18 @@ class Agent:
         if self.compactor is not None:
             await self.compactor.before_call(self.session)
         while True:
+            # A reply may begin inside thinking whose opening tag the template put in the prompt
+            # (`llm.thinktags`): its first text waits (shown for now) until that is known.
+            messages = self.messages()
+            split = ThinkSplit(self._on_text, self._on_reasoning, lone=may_open_in_prompt(messages),
+                               held=lambda piece: self.ui.emit(TextPending(text=piece)))
             try:
-                return await self.llm.complete(self.messages(), self.runtime.specs(), self._on_text, self._on_reasoning)
+                return await self.llm.complete(messages, self.runtime.specs(), split.feed, split.apart)
             except ContextTooLongError:
                 if self.compactor is None or not await self.compactor.on_too_long(self.session):
                     raise
+            finally:
+                split.flush()  # the text held goes out as it is, however the call ended: nothing is lost
 
     def _on_text(self, piece: str) -> None:
         self._partial.append(piece)

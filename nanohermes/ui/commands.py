@@ -25,15 +25,19 @@ import asyncio
 import difflib
 import importlib
 import inspect
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
 from nanohermes import __version__
 from nanohermes.common.modes import CYCLE, Mode
+from nanohermes.guard.permissions import blocked
+from nanohermes.turn.session import find_session, list_sessions
 
 if TYPE_CHECKING:
     from nanohermes.assemble import Built
@@ -195,12 +199,19 @@ def _error_text(text: str) -> Any:
     return Text(text, style="red")
 
 
+def _render() -> ModuleType:
+    """The renderer, loaded by the first command that prints: rich's markdown and syntax (about
+    60 ms) load after the first prompt is drawn."""
+    from nanohermes.ui import render
+
+    return render
+
+
 # -- built-in commands ---------------------------------------------------------------------
 
 @command("help", help="List the commands and the keys")
 def _help(ctx: CommandContext, arg: str) -> None:
-    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
-    from nanohermes.ui import render
+    render = _render()
 
     rows = [("/" + c.name + (f" {c.usage}" if c.usage else ""), c.help) for c in ctx.registry.all()]
     ctx.print(render.help_table(rows))
@@ -210,9 +221,10 @@ def _help(ctx: CommandContext, arg: str) -> None:
 
 @command("status", help="The version, model, endpoint, workspace, session, config files, mode and sandbox")
 def _status(ctx: CommandContext, arg: str) -> None:
-    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
+    # the sandbox's probe of the kernel: only /status reports it
     from nanohermes.guard.sandbox import describe_availability
-    from nanohermes.ui import render
+
+    render = _render()
 
     agent, config = ctx.agent, ctx.config
     session = agent.session
@@ -240,9 +252,7 @@ def _status(ctx: CommandContext, arg: str) -> None:
 
 @command("tools", help="The tool pool: group, flags, output limit, source; hidden tools with the reason")
 def _tools(ctx: CommandContext, arg: str) -> None:
-    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
-    from nanohermes.guard.permissions import blocked
-    from nanohermes.ui import render
+    render = _render()
 
     runtime = ctx.agent.runtime
     rows = [render.ToolRow(name=t.name, group=t.group, read_only=render.flag(t, "read_only"),
@@ -256,8 +266,7 @@ def _tools(ctx: CommandContext, arg: str) -> None:
 @command("mode", help=f"Show the permission mode, or switch it (Shift+Tab cycles {', '.join(CYCLE)})",
          usage="[name]")
 def _mode(ctx: CommandContext, arg: str) -> None:
-    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
-    from nanohermes.ui import render
+    render = _render()
 
     runtime = ctx.agent.runtime
     if not arg:
@@ -293,8 +302,7 @@ async def endpoint_models(llm: Any) -> tuple[list[str] | None, str]:
 @command("model", help="Show the model and the endpoint's models, or switch (checked against that list)",
          usage="[name]")
 async def _model(ctx: CommandContext, arg: str) -> None:
-    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
-    from nanohermes.ui import render
+    render = _render()
 
     llm = ctx.agent.llm
     models, why = await endpoint_models(llm)
@@ -319,8 +327,7 @@ async def _model(ctx: CommandContext, arg: str) -> None:
 
 @command("clear", help="Start a new conversation (the old one stays saved)")
 async def _clear(ctx: CommandContext, arg: str) -> None:
-    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
-    from nanohermes.ui import render
+    render = _render()
 
     agent = ctx.agent
     if ctx.built is not None:  # the SessionEnd and SessionStart hooks fire around it
@@ -334,9 +341,10 @@ async def _clear(ctx: CommandContext, arg: str) -> None:
 
 @command("context", help="What fills the context: system prompt, tool specs, history, tool results")
 def _context(ctx: CommandContext, arg: str) -> None:
-    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
+    # the meters load with the first turn's view, after the first prompt is drawn
     from nanohermes.turn.meters import context_breakdown, format_context
-    from nanohermes.ui import render
+
+    render = _render()
 
     ctx.print(render.lines(format_context(context_breakdown(ctx.agent)).splitlines()))
     if ctx.built is not None:
@@ -345,16 +353,14 @@ def _context(ctx: CommandContext, arg: str) -> None:
 
 @command("permissions", help="The mode and the allow/ask/deny rules in force, with where each came from")
 def _permissions(ctx: CommandContext, arg: str) -> None:
-    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
-    from nanohermes.ui import render
+    render = _render()
 
     ctx.print(render.lines(ctx.agent.runtime.permissions_report()))
 
 
 @command("mcp", help="Each MCP server: status, number of tools, error")
 def _mcp(ctx: CommandContext, arg: str) -> None:
-    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
-    from nanohermes.ui import render
+    render = _render()
 
     lines = ctx.built.mcp_lines() if ctx.built is not None else ["no MCP servers configured (config key mcp.servers)"]
     ctx.print(render.lines(lines))
@@ -362,9 +368,10 @@ def _mcp(ctx: CommandContext, arg: str) -> None:
 
 @command("cost", help="Tokens (and cost, when `prices` has the model) of the last turn and the session")
 def _cost(ctx: CommandContext, arg: str) -> None:
-    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
+    # the meters load with the first turn's view, after the first prompt is drawn
     from nanohermes.turn.meters import Meter, cost_report, format_cost
-    from nanohermes.ui import render
+
+    render = _render()
 
     meter = ctx.meter if ctx.meter is not None else Meter()
     report = cost_report(meter.turn_by_model, ctx.agent.session.usage_by_model, ctx.config, ctx.agent.llm.model)
@@ -373,8 +380,7 @@ def _cost(ctx: CommandContext, arg: str) -> None:
 
 @command("view", help="full: one line per tool call; compact: one label per batch", usage="[full|compact]")
 def _view(ctx: CommandContext, arg: str) -> None:
-    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
-    from nanohermes.ui import render
+    render = _render()
 
     if arg and arg not in ("full", "compact"):
         ctx.print(_error_text(f"unknown view {arg!r}; choose full or compact"))
@@ -386,8 +392,7 @@ def _view(ctx: CommandContext, arg: str) -> None:
 
 @command("thinking", help="Show the model's reasoning whole, or fold it to one line", usage="[on|off]")
 def _thinking(ctx: CommandContext, arg: str) -> None:
-    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
-    from nanohermes.ui import render
+    render = _render()
 
     if arg and arg not in ("on", "off"):
         ctx.print(_error_text(f"unknown setting {arg!r}; choose on or off"))
@@ -417,9 +422,9 @@ async def _compact(ctx: CommandContext, arg: str) -> None:
          fallback=True)
 async def _resume(ctx: CommandContext, arg: str) -> None:
     # only /resume lists sessions
-    from nanohermes.turn.session import find_session, list_sessions
-    from nanohermes.ui import render
     from nanohermes.ui.sessions import format_sessions
+
+    render = _render()
 
     sessions = list_sessions(ctx.workspace)
     if not arg:
@@ -450,9 +455,10 @@ async def _resume(ctx: CommandContext, arg: str) -> None:
 @command("memory", help="List the memories of this project and the global ones, or delete one",
          usage="[delete ID]", fallback=True)
 def _memory(ctx: CommandContext, arg: str) -> None:
-    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
+    # the memory tool's module: only /memory reads the store outside a turn
     from nanohermes.tools.memory import delete_entry, list_entries, project_root
-    from nanohermes.ui import render
+
+    render = _render()
 
     words = arg.split()
     if words[:1] == ["delete"]:
@@ -491,8 +497,7 @@ async def _run_tool(ctx: CommandContext, name: str, **args: Any) -> str:
 
 @command("tasks", help="The background tasks with their state; kill one", usage="[kill ID]")
 async def _tasks(ctx: CommandContext, arg: str) -> None:
-    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
-    from nanohermes.ui import render
+    render = _render()
 
     words = arg.split()
     if words[:1] == ["kill"]:
@@ -522,11 +527,7 @@ def tool_results(agent: Agent) -> list[tuple[str, str, str]]:
 @command("show", help="A tool call's whole result (the rows show a preview); without N, the last calls",
          usage="[N]")
 def _show(ctx: CommandContext, arg: str) -> None:
-    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
-    import re
-
-    # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
-    from nanohermes.ui import render
+    render = _render()
 
     results = tool_results(ctx.agent)
     if not results:

@@ -1,7 +1,7 @@
 """REPL commands for the extension points: /hooks (the hooks in force), /add-dir (a folder for
 writes and for the MCP servers' roots), the custom commands read from Markdown files
 (installed into the registry once the workspace is known), /init (a turn that writes
-AGENTS.md) and /export (the conversation as Markdown, `export.py`)."""
+AGENTS.md) and /export (the conversation as Markdown or JSON, `export.py`)."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ async def _init(ctx: CommandContext, arg: str) -> None:
     await (ctx.submit or ctx.agent.ask)(init_prompt(ctx.workspace, arg))
 
 
-@command("export", help="Write the conversation as Markdown to a file", usage="[file]")
+@command("export", help="Write the conversation as Markdown (JSON for a .json name) to a file", usage="[file]")
 def _export(ctx: CommandContext, arg: str) -> None:
     # the renderer (rich's markdown and syntax, about 60 ms) loads after the first prompt is drawn
     from nanohermes.ui import render

@@ -63,6 +63,7 @@ from nanohermes.common.events import (
     SandboxRefused,
     SubagentEvent,
     TextDelta,
+    TextPending,
     ToolFinished,
     ToolProgress,
     ToolStarted,
@@ -73,7 +74,7 @@ from nanohermes.common.events import (
 from nanohermes.common.messages import Message, Usage
 from nanohermes.common.modes import CLAUDE_MODES, Mode
 from nanohermes.guard.redact import StreamRedactor, redact
-from nanohermes.llm.thinktags import parts
+from nanohermes.llm.thinktags import message_parts
 from nanohermes.turn.meters import Meter
 from nanohermes.ui.visible import escape_controls, status_of
 
@@ -423,6 +424,8 @@ class StreamJsonSink(Sink):
         if self.partial and isinstance(event, (TextDelta, ReasoningDelta)):
             self._piece(event)
             return
+        if isinstance(event, TextPending) or isinstance(getattr(event, "event", None), TextPending):
+            return  # a script reads the text once it is known as answer or thinking
         if isinstance(event, MessageAdded):
             usage, self._usage = self._usage, None
             message_id = None
@@ -489,7 +492,7 @@ class StreamJsonSink(Sink):
         tool calls), then its end: message_delta with the stop reason, message_stop. Returns
         the message's id."""
         self._message_start()
-        for kind, text in zip(("thinking", "text"), _said(m), strict=True):
+        for kind, text in zip(("thinking", "text"), message_parts(m), strict=True):
             if text and kind not in self._blocks:
                 self._text(kind, text)
         for c in m.tool_calls:  # one block each (its kind names the call, so two never share one)
@@ -511,7 +514,7 @@ class StreamJsonSink(Sink):
         not print (the prompt, the system prompt)."""
         if m.role == "assistant":
             blocks: list[dict[str, Any]] = []
-            thought, said = _said(m)
+            thought, said = message_parts(m)
             if thought:
                 blocks.append({"type": "thinking", "thinking": thought, "signature": ""})
             if said:
@@ -580,14 +583,6 @@ class StreamJsonSink(Sink):
 # How a content block of each kind starts in the Messages API's stream.
 _EMPTY: dict[str, dict[str, Any]] = {"text": {"type": "text", "text": ""},
                                      "thinking": {"type": "thinking", "thinking": "", "signature": ""}}
-
-
-def _said(m: Message) -> tuple[str, str]:
-    """(the thinking, the answer) of the model's message, as it streamed: its reasoning field
-    and the thinking written into its text (`llm.thinktags`), then the rest of its text."""
-
-    thought, said = parts(m.content or "")
-    return "\n".join(t for t in (m.reasoning, thought) if t), said
 
 
 def _input(arguments: str) -> dict[str, Any]:

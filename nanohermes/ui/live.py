@@ -19,7 +19,7 @@ from rich.text import Text
 
 from nanohermes.common.events import (
     ApprovalReply, ApprovalRequest, ElicitationReply, ElicitationRequest, Event, MessageAdded, ModelStarted,
-    ReasoningDelta, SubagentEvent, TextDelta, TodoUpdated, ToolFinished, ToolProgress, ToolRunning, ToolStarted, TurnEnded,
+    ReasoningDelta, SubagentEvent, TextDelta, TextPending, TodoUpdated, ToolFinished, ToolProgress, ToolRunning, ToolStarted, TurnEnded,
     UsageUpdate,
 )
 from nanohermes.turn.meters import Meter
@@ -51,6 +51,7 @@ class TurnView:
         self.typed_ahead = typed_ahead
         self.thinking = thinking  # show the model's reasoning whole (`/thinking on`) instead of folded
         self.reasoning = ""  # the current model call's thinking, until its answer or tool calls begin
+        self.pending = ""  # the reply's first text while not yet known to be answer or thinking
         self.blocks = render.MarkdownBlocks()
         self.running: dict[str, _Running] = {}
         self.summaries: dict[str, str] = {}
@@ -138,9 +139,14 @@ class TurnView:
             self._flush_text()
             self.model = ev.model
             self.waiting_since = time.monotonic()
+        elif isinstance(ev, TextPending):
+            self.waiting_since = None
+            self.pending += ev.text
         elif isinstance(ev, ReasoningDelta):
+            self.pending = ""  # known now: it comes again as what it is
             self.reasoning += ev.text
         elif isinstance(ev, TextDelta):
+            self.pending = ""
             self._flush_reasoning()
             self.waiting_since = None
             for block in self.blocks.feed(ev.text):
@@ -202,6 +208,7 @@ class TurnView:
             self.print(out)
 
     def _flush_text(self) -> None:
+        self.pending = ""  # whatever of it was known came as text or thinking before this
         self._flush_reasoning()
         rest = self.blocks.flush()
         if rest.strip():
@@ -217,6 +224,9 @@ class TurnView:
             parts.append(render.reasoning_live(self.reasoning))
         if self.blocks.pending.strip():
             parts.append(render.answer(self.blocks.pending, streaming=True))
+        if self.pending.strip():  # its last lines, as the answer streams: it may yet turn out to be thinking
+            rows = max(3, self.console.size.height // 2)
+            parts.append(render.answer("\n".join(self.pending.rstrip().split("\n")[-rows:]), streaming=True))
         now = time.monotonic()
         lines: list[RenderableType] = []
         if self.waiting_since is not None:

@@ -33,6 +33,7 @@ from nanohermes.common.events import (
     SandboxRefused,
     SubagentEvent,
     TextDelta,
+    TextPending,
     TodoUpdated,
     ToolFinished,
     ToolProgress,
@@ -42,6 +43,7 @@ from nanohermes.common.events import (
     UsageUpdate,
 )
 from nanohermes.guard.redact import redact, settle
+from nanohermes.llm.thinktags import message_parts
 from nanohermes.ui import visible
 from nanohermes.ui.visible import escape_controls
 
@@ -263,19 +265,25 @@ def resumed(session_id: str, history: Sequence[Message]) -> Text:
     """Where a resumed session left off: its size and its recent exchanges, the last answer
     at more length."""
     out = Text(f"resumed {session_id}: {plural(len(history), 'message')}", style="cyan")
-    turns: list[list[str]] = []  # [prompt, last answer to it]
+    turns: list[list[str]] = []  # [prompt, last answer to it, its thinking]
     for m in history:
         if m.role == "user" and m.content and not m.content.startswith("<"):  # not a summary or context
-            turns.append([m.content, ""])
-        elif m.role == "assistant" and m.content and turns:
-            turns[-1][1] = m.content
+            turns.append([m.content, "", ""])
+        elif m.role == "assistant" and turns:
+            thinking, said = message_parts(m)  # thinking shows folded, as it did live, never as tags in the answer
+            if said.strip():
+                turns[-1][1:] = [said, thinking]
     shown = turns[-RECAP_TURNS:]
-    for k, (prompt, answer) in enumerate(shown):
+    for k, (prompt, answer, thinking) in enumerate(shown):
         first = visible.escape_controls(redact(prompt)).strip().split("\n")[0]
         out.append("\n  › " + (first[:LINE_CHARS] + "…" if len(first) > LINE_CHARS else first), style="dim")
+        last = k == len(shown) - 1
+        if last and (folded := reasoning(thinking, shown=False)) is not None:
+            out.append("\n    ")
+            out.append_text(folded)
         if answer:
             out.append("\n")
-            out.append_text(fold(answer, RECAP_LINES if k == len(shown) - 1 else 1, style="dim", indent="    "))
+            out.append_text(fold(answer, RECAP_LINES if last else 1, style="dim", indent="    "))
     return out
 
 
@@ -364,7 +372,7 @@ def subagent(ev: SubagentEvent, summary: str = "") -> RenderableType | None:
 
 def event(ev: Any, summary: str = "") -> RenderableType | None:
     """What the scrolling transcript shows for one event (None: nothing, or shown elsewhere)."""
-    if isinstance(ev, (ModelStarted, TextDelta, ReasoningDelta, ToolStarted, ToolRunning, ToolProgress, UsageUpdate,
+    if isinstance(ev, (ModelStarted, TextDelta, TextPending, ReasoningDelta, ToolStarted, ToolRunning, ToolProgress, UsageUpdate,
                        ApprovalRequest, MessageAdded)):
         return None  # the live area, the answer stream, the toolbar and the approval prompt show these
     if isinstance(ev, PermissionDenied):

@@ -26,7 +26,7 @@ from acp import schema as s
 
 from nanohermes.common.events import (
     ApprovalReply, ApprovalRequest, ElicitationReply, ElicitationRequest, Event, Notice, ReasoningDelta,
-    SubagentEvent, TextDelta, TodoUpdated, ToolFinished, ToolProgress, ToolRunning, ToolStarted, TurnEnded,
+    SubagentEvent, TextDelta, TextPending, TodoUpdated, ToolFinished, ToolProgress, ToolRunning, ToolStarted, TurnEnded,
 )
 from nanohermes.common.modes import Mode
 from nanohermes.guard.redact import StreamRedactor, redact
@@ -163,6 +163,8 @@ class EditorUI:
             if piece := self._text.feed(event.text):
                 self.send(updates.message_chunk(piece))
             return
+        if isinstance(event, TextPending):
+            return  # an editor gets the text once it is known as answer or thinking (chunks are never taken back)
         if isinstance(event, ReasoningDelta):
             if (held := self._text.flush()):
                 self.send(updates.message_chunk(held))

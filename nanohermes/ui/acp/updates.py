@@ -289,7 +289,8 @@ def _answer(content: str) -> list[s.AgentThoughtChunk | s.AgentMessageChunk]:
     (`llm.thinktags`), the rest as the answer."""
 
     out: list[s.AgentThoughtChunk | s.AgentMessageChunk] = []
-    split = ThinkSplit(lambda piece: out.append(message_chunk(piece)), lambda piece: out.append(thought_chunk(piece)))
+    split = ThinkSplit(lambda piece: out.append(message_chunk(piece)), lambda piece: out.append(thought_chunk(piece)),
+                       lone=True)
     split.feed(content)
     split.flush()
     return out
