@@ -250,6 +250,25 @@ def test_a_reply_is_held_only_while_the_conversation_allows_thinking_begun_in_th
     assert not may_open_in_prompt([*asked, Message("assistant", "Hello."), Message.user("more")])
     assert not may_open_in_prompt([*asked, Message("assistant", "", reasoning="hm"), Message.user("more")])
     assert not may_open_in_prompt([*asked, Message("assistant", THOUGHT + "4"), Message.user("more")])
+    for hosted in ("gpt-4o", "openai/gpt-4.1-mini", "o3", "o4-mini", "claude-sonnet-4-5", "gemini-2.5-pro"):
+        assert not may_open_in_prompt(asked, hosted), hosted
+    for local in ("qwen3-30b-a3b", "deepseek-r1-distill-qwen-32b", "gpt-oss-20b", "fake-model", "pro3"):
+        assert may_open_in_prompt(asked, local), local
+
+
+@pytest.mark.parametrize("model,pieces", [("gpt-4o", "many"), ("fake-model", "one")])
+def test_a_hosted_models_first_reply_streams_as_it_comes(turn: Any, server: FakeServer, model: str,
+                                                        pieces: str) -> None:
+    """A hosted model's service never leaves a template's block half open, so its first reply is
+    not held; a model that may (one of unknown make) has its first text held until it is known."""
+    server.add(Reply(text="Four, as two and two make.", chunk_size=3))
+    r = turn("-p", "what is 2+2", "--base-url", server.base_url, "--model", model, "--output-format", "stream-json",
+             "--include-partial-messages")
+    assert r.code == 0, r.err
+    deltas = [e["event"]["delta"]["text"] for e in r.lines() if e.get("type") == "stream_event"
+              and e["event"]["type"] == "content_block_delta"]
+    assert "".join(deltas) == "Four, as two and two make."
+    assert (len(deltas) > 1) == (pieces == "many"), deltas
 
 
 def test_export_shows_thinking_folded_apart_from_the_answer(turn: Any, server: FakeServer, workspace: Path) -> None:

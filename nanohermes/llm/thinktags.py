@@ -12,12 +12,14 @@ stands outside code (a fence, a backtick span) and only blanks follow it on its 
 reply's text before it is thinking. Any other closing tag is prose. Since only that tag tells,
 the text a reply starts with is held until it is known (the tag, another tag, thinking in a field
 of its own, or the reply's end), unless the conversation already showed that the model sends no
-such tag (`may_open_in_prompt`). `llm.textfinders.drafts` reads the same tags for calls in
-thinking.
+such tag, or the model is a hosted one whose service keeps thinking out of the text (OpenAI's,
+Anthropic's, Google's: `may_open_in_prompt`), so their replies stream as they come.
+`llm.textfinders.drafts` reads the same tags for calls in thinking.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 from nanohermes.common.messages import Message
@@ -28,6 +30,9 @@ THINK_TAGS = (("<think>", "</think>"), ("<seed:think>", "</seed:think>"), ("<thi
 _PREFIXES = frozenset(tag[:n] for pair in THINK_TAGS for tag in pair for n in range(1, len(tag)))
 _LONGEST = max(len(tag) for pair in THINK_TAGS for tag in pair)
 _FENCES = ("```", "~~~")
+# Hosted models, named bare or behind a router's prefix (`openai/gpt-4o`): their services send
+# thinking apart or not at all, never a template's half-open block.
+_HOSTED = re.compile(r"(?:^|/)(?:gpt-(?!oss)|chatgpt|o[134](?:-|$)|claude|gemini)", re.IGNORECASE)
 
 
 class _LoneWatch:
@@ -206,10 +211,13 @@ def lone_closing(text: str) -> int:
     return -1 if at is None else at
 
 
-def may_open_in_prompt(messages: Sequence[Message]) -> bool:
-    """Whether the reply to `messages` may begin inside thinking whose opening tag the template
-    put in the prompt: yes unless the conversation's latest answer with text or thinking shows
-    the model does not (thinking in a field of its own, or text without a lone closing tag)."""
+def may_open_in_prompt(messages: Sequence[Message], model: str = "") -> bool:
+    """Whether the reply of `model` to `messages` may begin inside thinking whose opening tag the
+    template put in the prompt: yes unless the model is a hosted one (`_HOSTED`) or the
+    conversation's latest answer with text or thinking shows the model does not (thinking in a
+    field of its own, or text without a lone closing tag)."""
+    if _HOSTED.search(model):
+        return False
     for m in reversed(messages):
         if m.role != "assistant":
             continue

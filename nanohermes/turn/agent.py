@@ -192,7 +192,7 @@ class Agent:
             # A reply may begin inside thinking whose opening tag the template put in the prompt
             # (`llm.thinktags`): its first text waits (shown for now) until that is known.
             messages = self.messages()
-            split = ThinkSplit(self._on_text, self._on_reasoning, lone=may_open_in_prompt(messages),
+            split = ThinkSplit(self._on_text, self._on_reasoning, lone=may_open_in_prompt(messages, self.llm.model),
                                held=lambda piece: self.ui.emit(TextPending(text=piece)))
             try:
                 return await self.llm.complete(messages, self.runtime.specs(), split.feed, split.apart)
