@@ -161,13 +161,18 @@ def _read_rest(fd: int, head: bytes, max_bytes: int) -> bytes | None:
 BUFFER_BYTES = 256 * 1024  # the reader's buffer: most files are read into it whole, in one call
 
 
-def _read_in(dir_fd: int, name: str, buf: bytearray, max_bytes: int,
+_OPEN_FILE = os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_BINARY", 0)
+_OPEN_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+def _read_in(dir_fd: int, name: str, into: list[bytearray], max_bytes: int,
              reject: Callable[[bytes | bytearray, int], bool] | None) -> Read:
-    """One file of the folder open as `dir_fd`, read into `buf`, so that a file `reject`
-    drops is never copied out of it."""
-    fd = os.open(name, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_BINARY", 0), dir_fd=dir_fd)
+    """One file of the folder open as `dir_fd`, read into the buffer `into` holds, so that
+    a file `reject` drops is never copied out of it."""
+    fd = os.open(name, _OPEN_FILE, dir_fd=dir_fd)
     try:
-        got = os.readv(fd, [buf])
+        got = os.readv(fd, into)
+        buf = into[0]
         if got == len(buf):  # perhaps more than the buffer holds: read whole, or not at all
             data = _read_rest(fd, bytes(buf), max_bytes)
             return REJECTED if data is not None and reject is not None and reject(data, len(data)) else data
@@ -196,7 +201,7 @@ def _reads(rels: Iterable[str], base: str, max_bytes: int,
     of which hands the GIL over and back, and threads fighting over it cost more than reading
     in a row (measured: a quarter more CPU time, and no shorter wall time, on two cores).
     """
-    buf = bytearray(BUFFER_BYTES)
+    into = [bytearray(BUFFER_BYTES)]
     folder, dir_fd = None, -1
     try:
         for rel in rels:
@@ -206,7 +211,7 @@ def _reads(rels: Iterable[str], base: str, max_bytes: int,
                     os.close(dir_fd)
                 folder, dir_fd = parent, -1
                 try:
-                    dir_fd = os.open(base + parent if parent else base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                    dir_fd = os.open(base + parent if parent else base, _OPEN_FOLDER)
                 except OSError as e:
                     yield rel, e
                     continue
@@ -214,7 +219,7 @@ def _reads(rels: Iterable[str], base: str, max_bytes: int,
                 yield rel, OSError(f"cannot open the folder of {rel}")
                 continue
             try:
-                read = _read_in(dir_fd, name, buf, max_bytes, reject)
+                read = _read_in(dir_fd, name, into, max_bytes, reject)
             except OSError as e:
                 read = e
             yield rel, read
@@ -268,10 +273,11 @@ def scan(root: Path, rels: Iterable[str], matcher: Matcher, limits: Limits, know
     return res
 
 
-def scan_walk(root: Path, dirs: frozenset[str], keep: Callable[[str], bool], matcher: Matcher, lim: Limits,
-               cap: int, hopeless: Callable[[int, int], bool] | None = None) -> tuple[Scan, bool]:
+def scan_walk(root: Path, dirs: frozenset[str], keep: Callable[[str], bool] | None, matcher: Matcher, lim: Limits,
+              cap: int, hopeless: Callable[[int, int], bool] | None = None) -> tuple[Scan, bool]:
     """Walk and search together, stopping at the match cap or after `cap` walked files (or
-    when `hopeless` says so: then the walk counts as cut short)."""
+    when `hopeless` says so: then the walk counts as cut short). `keep`: which walked files
+    to search (None: all)."""
     walk = Capped(iter_walk(root, dirs), cap)
-    res = scan(root, (r for r in walk if keep(r)), matcher, lim, False, hopeless)
+    res = scan(root, walk if keep is None else filter(keep, walk), matcher, lim, False, hopeless)
     return res, walk.truncated or res.stopped

@@ -8,6 +8,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -285,11 +286,10 @@ class Capped:
         self.truncated = False
 
     def __iter__(self) -> Iterator[str]:
-        for k, item in enumerate(self.items):
-            if k >= self.cap:
-                self.truncated = True
-                return
-            yield item
+        items = iter(self.items)
+        yield from islice(items, self.cap)
+        if next(items, None) is not None:
+            self.truncated = True
 
 
 def walk_python(root: Path, ignore_dirs: frozenset[str], max_files: int) -> Walk:
