@@ -219,12 +219,12 @@ def _listing(directory: str) -> tuple[list[str], frozenset[str], bool]:
     try:
         with os.scandir(directory) as it:
             entries = list(it)
-    except OSError:
+        # Without following links both are False for a link; both come from the folder's listing
+        # itself (no stat) wherever the file system says an entry's type, as the common ones do.
+        keys = [e.name + "/" for e in entries if e.is_dir(follow_symlinks=False)]
+        keys += [e.name for e in entries if e.is_file(follow_symlinks=False)]
+    except OSError:  # unreadable, or gone since: walked as empty
         return [], frozenset(), False
-    # Without following links both are False for a link; both come from the folder's listing
-    # itself (no stat) wherever the file system says an entry's type, as the common ones do.
-    keys = [e.name + "/" for e in entries if e.is_dir(follow_symlinks=False)]
-    keys += [e.name for e in entries if e.is_file(follow_symlinks=False)]
     # Ignore files are read through a link, as ripgrep reads them; any `.git` marks a repository.
     found = _SPECIAL.intersection([e.name for e in entries])
     has_git = ".git" in found
