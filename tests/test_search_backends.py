@@ -137,3 +137,17 @@ def test_what_the_shared_answer_holds(tree: Path) -> None:
     assert notes.splitlines() == ["3 secret files with matches not shown (permissions.secret_files); grep one by its "
                                   "path to be asked for it", "2 files skipped: 1 larger than 1 MiB, 1 binary"]
     assert glob(tree, None, Limits(), pattern="**/o.py") == "sub/out/o.py"  # `/out/` is anchored: only the top one
+
+
+def test_the_quick_rejection_keeps_case_insensitive_matches_outside_ascii(tmp_path: Path) -> None:
+    # A case-insensitive k, s or i also matches the Kelvin sign, the long s and the dotted and
+    # dotless i: a file without an ASCII k, s or i can still match, so those letters are never
+    # the bytes a file is ruled out by. `zq` is: no file without one holds a match.
+    write(tmp_path, "folded.txt", "x \u212a\u0130\u017f\u017f y\nzq \u212a\u0131\u017f\u017f\n")
+    write(tmp_path, "plain.txt", "no such word\n")
+    limits = Limits()
+    assert grep(tmp_path, None, limits, pattern="KISS", case_insensitive=True) == \
+        "folded.txt:1:x \u212a\u0130\u017f\u017f y\nfolded.txt:2:zq \u212a\u0131\u017f\u017f"
+    assert grep(tmp_path, None, limits, pattern="ZQ KISS", case_insensitive=True) == \
+        "folded.txt:2:zq \u212a\u0131\u017f\u017f"
+    assert grep(tmp_path, None, limits, pattern="zq kiss") == "no matches for literal 'zq kiss' in . (2 files searched)"
