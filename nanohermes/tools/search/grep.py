@@ -108,9 +108,10 @@ class Grep(ReadOnlyTool[GrepParams]):
         def keep(rel: str) -> bool:
             return included(rel) and withheld.keeps(rel)
 
+        chosen = keep if args.include or withheld else None  # None: every walked file is searched
         try:
             with held(root) as (where, st):  # searched through `where`: what was judged, even if relinked since
-                return await self._search(args, ctx, matcher, where, st, shown, keep, withheld)
+                return await self._search(args, ctx, matcher, where, st, shown, chosen, withheld)
         except OSError as e:  # from opening the root; the search itself reports what it could not read
             if swapped(e):
                 raise ToolError(f"cannot search {shown}: a symlink appeared in its path after it was checked; "
@@ -118,7 +119,7 @@ class Grep(ReadOnlyTool[GrepParams]):
             raise ToolError(f"cannot search {shown}: {e.strerror}; check its permissions") from None
 
     async def _search(self, args: GrepParams, ctx: ToolContext, matcher: Matcher, root: Path, st: os.stat_result,
-                      shown: str, keep: Callable[[str], bool], withheld: Withheld) -> str:
+                      shown: str, keep: Callable[[str], bool] | None, withheld: Withheld) -> str:
         lim = ctx.limits
         if stat.S_ISREG(st.st_mode):
             res = await self.in_thread(scan, root.parent, [root.name], matcher, lim, False)
@@ -135,7 +136,8 @@ class Grep(ReadOnlyTool[GrepParams]):
         return _format_grep(args, ctx, shown_prefix(shown), shown, res, truncated, withheld=withheld)
 
     async def _with_ripgrep(self, rg: str, args: GrepParams, ctx: ToolContext, matcher: Matcher, root: Path,
-                            shown: str, keep: Callable[[str], bool], dirs: frozenset[str], withheld: Withheld) -> str:
+                            shown: str, keep: Callable[[str], bool] | None, dirs: frozenset[str],
+                            withheld: Withheld) -> str:
         """With read rules (`withheld`), `keep` holds more than the include glob: the walk's
         listing decides which of ripgrep's files are read, as it does for an include glob."""
         lim = ctx.limits
@@ -173,7 +175,7 @@ class Grep(ReadOnlyTool[GrepParams]):
             candidates = rg_paths(found, "\0")
             if listed:
                 listing: Walk = await tasks[1]
-                walked = [r for r in listing.files if keep(r)]
+                walked = listing.files if keep is None else [r for r in listing.files if keep(r)]
                 allowed: set[str] | None = set(walked)  # ripgrep's -g also admits ignored files
                 truncated, searched = listing.truncated, len(walked)
             elif total > lim.grep_max_files:

@@ -8,6 +8,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,6 +40,51 @@ _KIND_FILES = (".rgignore", ".ignore", ".gitignore")
 _GIT_KINDS = (2, 3)
 
 _Pattern = tuple[bool, "re.Pattern[str]"]  # (ignores?, regex over a dir-relative path)
+
+
+class _Rules:
+    """The patterns of one ignore file (or of git's two exclude files), the last that matches
+    deciding; `first` is one regex matching wherever any of them does, so that a path none of
+    them decides (most paths) costs one match instead of one per pattern."""
+
+    __slots__ = ("first", "patterns")
+
+    def __init__(self, patterns: list[_Pattern]) -> None:
+        self.patterns = patterns
+        self.first = _union(patterns) if len(patterns) > 1 else None
+
+    def __bool__(self) -> bool:
+        return bool(self.patterns)
+
+    def decide(self, probe: str, is_dir: bool) -> bool | None:
+        if self.first is not None and self.first.match(probe) is None:
+            return None
+        for ignores, rx in reversed(self.patterns):
+            m = rx.match(probe)
+            if m is None:
+                continue
+            # pathspec's regexes also match the contents of a directory (`foo/**` matches `foo/`);
+            # git decides a directory by its own path, so a bare "contents" match is not one.
+            if is_dir and m.end() == len(probe) and not m.groupdict().get("ps_d"):
+                continue
+            return ignores
+        return None
+
+
+def _union(patterns: list[_Pattern]) -> re.Pattern[str] | None:
+    """One regex that matches where any of `patterns` does (their groups made plain, so that
+    the names cannot clash), or None when they cannot be joined into one."""
+    flags = {rx.flags for _, rx in patterns}
+    if len(flags) != 1:
+        return None
+    joined = "|".join(f"(?:{rx.pattern.replace('(?P<ps_d>', '(?:')})" for _, rx in patterns)
+    try:
+        return re.compile(joined, flags.pop())
+    except re.error:
+        return None
+
+
+NO_RULES = _Rules([])
 
 
 def _load_patterns(path: Path) -> list[_Pattern]:
@@ -95,6 +141,9 @@ def global_excludes_file() -> Path:
     return xdg / "git" / "ignore"
 
 
+_SPECIAL = frozenset([*_KIND_FILES, ".git"])  # the names a folder's listing looks for
+
+
 @dataclass
 class _Level:
     """The ignore files of one directory, and how to express a walk path relative to it."""
@@ -102,36 +151,29 @@ class _Level:
     prefix: str  # prepended to the root-relative path (directories above the root)
     strip: int  # characters of the root-relative path to drop (the root and below)
     has_git: bool
-    kinds: tuple[list[_Pattern], list[_Pattern], list[_Pattern], list[_Pattern]]
+    kinds: tuple[_Rules, _Rules, _Rules, _Rules]
 
     @classmethod
-    def read(cls, directory: Path, prefix: str, strip: int, has_git: bool, names: set[str] | None) -> _Level | None:
-        rg, ig, gi = (_load_patterns(directory / f) if names is None or f in names else [] for f in _KIND_FILES)
+    def read(cls, directory: str, prefix: str, strip: int, has_git: bool, names: frozenset[str] | None) -> _Level | None:
+        """The level of `directory`, or None when it has no rules; `names`: which of its
+        ignore files exist (None: try each)."""
+        if names is not None and not names and not has_git:
+            return None  # most folders of a walk: nothing to read
+        folder = Path(directory)
+        rg, ig, gi = (_Rules(_load_patterns(folder / f)) if names is None or f in names else NO_RULES
+                      for f in _KIND_FILES)
         # The global file first: info/exclude, read after it, wins where both decide.
-        exclude = (_load_patterns(global_excludes_file()) + _load_patterns(_git_exclude_file(directory / ".git"))
-                   if has_git else [])
+        exclude = (_Rules(_load_patterns(global_excludes_file()) + _load_patterns(_git_exclude_file(folder / ".git")))
+                   if has_git else NO_RULES)
         if not has_git and not (rg or ig or gi):
             return None
         return cls(prefix, strip, has_git, (rg, ig, gi, exclude))
 
 
-def _decide(patterns: list[_Pattern], probe: str, is_dir: bool) -> bool | None:
-    for ignores, rx in reversed(patterns):
-        m = rx.match(probe)
-        if m is None:
-            continue
-        # pathspec's regexes also match the contents of a directory (`foo/**` matches `foo/`);
-        # git decides a directory by its own path, so a bare "contents" match is not one.
-        if is_dir and m.end() == len(probe) and not m.groupdict().get("ps_d"):
-            continue
-        return ignores
-    return None
-
-
 # The ignore files that decide a path below a folder, in the order they are asked: each kind
 # (highest precedence first), innermost folder first, git's kinds only up to the repository
-# root. Made once per folder of the walk; empty where no ignore file applies.
-_Plan = list[tuple[list[_Pattern], str, int]]  # (patterns, prefix, strip)
+# root. Made again only in a folder that adds ignore files; empty where none applies.
+_Plan = list[tuple[_Rules, str, int]]  # (rules, prefix, strip)
 
 
 def _plan(levels: list[_Level]) -> _Plan:
@@ -150,8 +192,8 @@ def _plan(levels: list[_Level]) -> _Plan:
 
 def _ignored(plan: _Plan, rel: str, is_dir: bool) -> bool:
     tail = "/" if is_dir else ""
-    for patterns, prefix, strip in plan:
-        verdict = _decide(patterns, prefix + rel[strip:] + tail, is_dir)
+    for rules, prefix, strip in plan:
+        verdict = rules.decide(prefix + rel[strip:] + tail, is_dir)
         if verdict is not None:
             return verdict
     return False
@@ -162,11 +204,35 @@ def _ancestor_levels(root: Path) -> list[_Level]:
     root = Path(os.path.realpath(root))  # ripgrep sees the physical path of its working folder
     for parent in root.parents:
         prefix = root.relative_to(parent).as_posix() + "/"
-        lv = _Level.read(parent, prefix, 0, os.path.lexists(parent / ".git"), None)
+        lv = _Level.read(str(parent), prefix, 0, os.path.lexists(parent / ".git"), None)
         if lv is not None:
             levels.append(lv)
     levels.reverse()  # outermost first, like the walk's own stack
     return levels
+
+
+def _listing(directory: str) -> tuple[list[str], frozenset[str], bool]:
+    """A folder's entries to walk, sorted: `name/` for a folder, `name` for a regular file,
+    links, `.git` and anything else left out; which ignore files it has; whether it holds a
+    `.git`. Sorting `name/` among the names makes a depth-first walk come out in the order
+    a sort of the whole paths would give."""
+    try:
+        with os.scandir(directory) as it:
+            entries = list(it)
+        # Without following links both are False for a link; both come from the folder's listing
+        # itself (no stat) wherever the file system says an entry's type, as the common ones do.
+        keys = [e.name + "/" for e in entries if e.is_dir(follow_symlinks=False)]
+        keys += [e.name for e in entries if e.is_file(follow_symlinks=False)]
+    except OSError:  # unreadable, or gone since: walked as empty
+        return [], frozenset(), False
+    # Ignore files are read through a link, as ripgrep reads them; any `.git` marks a repository.
+    found = _SPECIAL.intersection([e.name for e in entries])
+    has_git = ".git" in found
+    if has_git:
+        found -= {".git"}
+        keys = [k for k in keys if k != ".git/" and k != ".git"]
+    keys.sort()
+    return keys, found, has_git
 
 
 @dataclass
@@ -177,51 +243,38 @@ class Walk:
 
 
 def iter_walk(root: Path, ignore_dirs: frozenset[str], pruned: list[str] | None = None) -> Iterator[str]:
-    """Yield the root-relative paths of the walk's files in plain string order, lazily.
+    """Yield the root-relative paths of the walk's files in plain string order, lazily."""
+    top = os.path.join(root, "")
+    # One frame per folder being walked: its entries (an iterator left where the walk went
+    # down), its root-relative path ("" or ending in "/"), the levels and plan in force.
+    Frame = tuple[Iterator[str], str, list[_Level], _Plan]
 
-    Siblings are visited in the order of `name/` for folders and `name` for files, which makes
-    a depth-first walk come out in exactly the order a sort of the full paths would give.
-    """
+    def frame(rel: str, levels: list[_Level], plan: _Plan) -> Frame:
+        keys, names, has_git = _listing(top + rel)
+        lv = _Level.read(top + rel, "", len(rel), has_git, names)
+        if lv is not None:
+            levels = [*levels, lv]
+            plan = _plan(levels)
+        return iter(keys), rel, levels, plan
+
     base = _ancestor_levels(root)
-    Entries = Iterator[tuple[os.DirEntry[str], bool]]
-
-    def entries(directory: str, rel: str, levels: list[_Level]) -> tuple[Entries, list[_Level], _Plan]:
-        try:
-            with os.scandir(directory) as it:
-                found = [(e, e.is_dir(follow_symlinks=False)) for e in it]
-        except OSError:
-            return iter(()), levels, _plan(levels)
-        found.sort(key=lambda pair: pair[0].name + "/" if pair[1] else pair[0].name)
-        names = {e.name for e, _ in found}
-        lv = _Level.read(Path(directory), "", len(rel), ".git" in names, names)
-        inner = [*levels, lv] if lv is not None else levels
-        return iter(found), inner, _plan(inner)
-
-    stack = [(*entries(str(root), "", base), "")]
+    stack = [frame("", base, _plan(base))]
     while stack:
-        it, levels, plan, rel = stack[-1]
-        pair = next(it, None)
-        if pair is None:
-            stack.pop()
-            continue
-        e, is_dir = pair
-        name = e.name
-        if name == ".git" or e.is_symlink():
-            continue
-        child = rel + name
-        if is_dir:
-            if name in ignore_dirs or (plan and _ignored(plan, child, True)):
+        keys, rel, levels, plan = stack[-1]
+        for key in keys:
+            if key[-1] != "/":
+                if not plan or not _ignored(plan, rel + key, False):
+                    yield rel + key
+                continue
+            child = rel + key[:-1]
+            if key[:-1] in ignore_dirs or (plan and _ignored(plan, child, True)):
                 if pruned is not None:
                     pruned.append(child)
                 continue
-            stack.append((*entries(e.path, child + "/", levels), child + "/"))
+            stack.append(frame(rel + key, levels, plan))
+            break  # down into it; this folder's iterator goes on from here after it
         else:
-            try:
-                regular = e.is_file(follow_symlinks=False)
-            except OSError:
-                continue
-            if regular and not (plan and _ignored(plan, child, False)):
-                yield child
+            stack.pop()
 
 
 class Capped:
@@ -233,11 +286,10 @@ class Capped:
         self.truncated = False
 
     def __iter__(self) -> Iterator[str]:
-        for k, item in enumerate(self.items):
-            if k >= self.cap:
-                self.truncated = True
-                return
-            yield item
+        items = iter(self.items)
+        yield from islice(items, self.cap)
+        if next(items, None) is not None:
+            self.truncated = True
 
 
 def walk_python(root: Path, ignore_dirs: frozenset[str], max_files: int) -> Walk:
