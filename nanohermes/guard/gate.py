@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -189,6 +190,18 @@ class Gate:
         return self.host.confirm_lock
 
     # -- judging -----------------------------------------------------------------------------
+    def foresee(self, tool: Tool) -> None:
+        """A call of `tool` is coming (the model's answer is in, and the turn is about to run
+        it): when its processes may be confined, the sandbox's probe (processes of its own,
+        once per process) starts now in a background thread, so they run while the turn does
+        what comes before the call (the checkpoint's scan, loading the tool, judging it) rather
+        than after. Only a hint: the call is judged as ever, and waits for that probe."""
+        if not tool.spawns or self.config.sandbox.mode == "off" or self.host.policy.skip_permissions:
+            return
+        if not _probe_started.is_set():
+            _probe_started.set()
+            threading.Thread(target=_probe_sandbox, name="sandbox-probe", daemon=True).start()
+
     async def judge(self, tool: Tool, args: Params, ctx: ToolContext, summary: str) -> Grant | Refusal:
         """May this call run, and how confined? A Grant holds the call's Attempt; the context
         is not touched."""
@@ -508,6 +521,20 @@ def _judged(attempt: Attempt) -> Target:
     """The Target of an attempt the gate made (it always holds one)."""
     assert attempt.target is not None, "the gate's attempts hold the judged Target"
     return attempt.target
+
+
+# Set once a probe of the sandbox was started early (`Gate.foresee`): one per process.
+_probe_started = threading.Event()
+
+
+def _probe_sandbox() -> None:
+    try:
+        # the sandbox (ctypes, the probe): only a turn about to run a command, loaded off the loop
+        from nanohermes.guard.sandbox import probe
+
+        probe()
+    except Exception:  # the call's own probe, when it is judged, runs it again and reports it
+        pass
 
 
 def _tainted() -> list[str]:

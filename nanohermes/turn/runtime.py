@@ -173,6 +173,13 @@ class Runtime:
                 *describe_availability(self.config.sandbox.mode)]
 
     # -- running calls ---------------------------------------------------------------------
+    def foresee(self, calls: Sequence[ToolCall]) -> None:
+        """The model's answer holds these calls: what judging them needs that takes a while
+        starts now, in the background (`Gate.foresee`), while the turn settles before them."""
+        for call in calls:
+            if (tool := self._by_name.get(call.name)) is not None:
+                self.gate.foresee(tool)
+
     async def run_calls(self, calls: Sequence[ToolCall], results: dict[str, Message] | None = None) -> list[Message]:
         """Run one assistant message's calls. `results` fills in as calls finish, so a
         caller that is cancelled mid-way knows which calls still need an answer."""
