@@ -102,16 +102,25 @@ def _canonical(name: str) -> str:
 def without_own_venv(env: Mapping[str, str], roots: Iterable[str]) -> dict[str, str]:
     """`env` for a program nanohermes starts (a command, a hook, an MCP server): without
     nanohermes's own venv on PATH or in VIRTUAL_ENV (see the module), unless that venv lies
-    inside one of the writable `roots`."""
+    inside one of the writable `roots`. Whether the venv is nanohermes's own (its installed
+    packages read) is asked only when `env` names it: most starts (pipx's or uv's venv behind
+    a link in ~/.local/bin, no venv activated) have nothing to take out."""
     out = dict(env)
+    if sys.prefix == sys.base_prefix:
+        return out  # no venv
+    venv = os.path.realpath(sys.prefix)
+    scripts = {os.path.realpath(sysconfig.get_path("scripts")), os.path.join(venv, "bin")}
+    path = out.get("PATH", "").split(os.pathsep) if "PATH" in out else []
+    kept = [p for p in path if not (p and os.path.isabs(p) and os.path.realpath(p) in scripts)]
+    activated = bool(out.get("VIRTUAL_ENV")) and os.path.realpath(out["VIRTUAL_ENV"]) == venv
+    if len(kept) == len(path) and not activated:
+        return out
     prefix = own_venv()
     if prefix is None or any(prefix == r or prefix.startswith(r.rstrip("/") + "/") for r in roots):
         return out
-    scripts = {os.path.realpath(sysconfig.get_path("scripts")), os.path.join(prefix, "bin")}
     if "PATH" in out:
-        out["PATH"] = os.pathsep.join(p for p in out["PATH"].split(os.pathsep)
-                                      if not (p and os.path.isabs(p) and os.path.realpath(p) in scripts))
-    if out.get("VIRTUAL_ENV") and os.path.realpath(out["VIRTUAL_ENV"]) == prefix:
+        out["PATH"] = os.pathsep.join(kept)
+    if activated:
         for name in ("VIRTUAL_ENV", "VIRTUAL_ENV_PROMPT"):
             out.pop(name, None)
     return out
