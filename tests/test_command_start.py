@@ -82,3 +82,25 @@ def test_a_command_after_the_early_probe_runs_confined_in_its_own_processes(cli:
     # The shell is the namespace's second process, beside its init; nothing of the machine's shows.
     assert shown[:2] == ["2", "workspace-write"] and int(shown[2]) <= 4 and shown[3] == "refused", result
     assert not (workspace.parent / "outside.txt").exists()
+
+
+LOADED = """
+import sys
+from nanohermes.common.exits import at_exit
+at_exit(lambda: print("loaded", sorted(m for m in sys.modules if m.startswith("nanohermes.tools.patches")),
+                      file=sys.stderr))
+sys.argv = ["nanohermes", *sys.argv[1:]]
+from nanohermes.cli import main
+main()
+"""
+
+
+def test_an_ordinary_command_loads_no_reader_of_patches_sent_through_the_shell(server: FakeServer,
+                                                                              workspace: Path) -> None:
+    server.add(tool_reply(call("run_command", {"command": "echo ran"}, id="c1")), Reply(text="done"))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OPENAI_API_KEY": "k"}
+    p = subprocess.run([sys.executable, "-c", LOADED, "-p", "go", "--yes", "--base-url", server.base_url, "--model",
+                        "fake-model"], cwd=workspace, env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout == "done\n", p.stderr
+    assert "loaded []" in p.stderr, p.stderr
+    assert "ran" in next(m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool")
