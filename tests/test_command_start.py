@@ -87,15 +87,15 @@ def test_a_command_after_the_early_probe_runs_confined_in_its_own_processes(cli:
 LOADED = """
 import sys
 from nanohermes.common.exits import at_exit
-at_exit(lambda: print("loaded", sorted(m for m in sys.modules if m.startswith("nanohermes.tools.patches")),
-                      file=sys.stderr))
+at_exit(lambda: print("loaded", sorted(m for m in sys.modules if m.startswith("nanohermes.tools.patches")
+                                      or m == "nanohermes.tools.tasks"), file=sys.stderr))
 sys.argv = ["nanohermes", *sys.argv[1:]]
 from nanohermes.cli import main
 main()
 """
 
 
-def test_an_ordinary_command_loads_no_reader_of_patches_sent_through_the_shell(server: FakeServer,
+def test_an_ordinary_command_loads_neither_the_reader_of_patches_sent_through_the_shell_nor_the_task_manager(server: FakeServer,
                                                                               workspace: Path) -> None:
     server.add(tool_reply(call("run_command", {"command": "echo ran"}, id="c1")), Reply(text="done"))
     env = {**os.environ, "PYTHONPATH": str(REPO), "OPENAI_API_KEY": "k"}
@@ -104,3 +104,14 @@ def test_an_ordinary_command_loads_no_reader_of_patches_sent_through_the_shell(s
     assert p.returncode == 0 and p.stdout == "done\n", p.stderr
     assert "loaded []" in p.stderr, p.stderr
     assert "ran" in next(m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool")
+
+
+def test_a_background_command_still_starts_its_task(turn: Any, server: FakeServer, workspace: Path) -> None:
+    server.add(tool_reply(call("run_command", {"command": "echo bg > bg.txt", "background": True}, id="c1")),
+               tool_reply(call("task_list", {}, id="c2")), Reply(text="done"))
+    r = turn("-p", "go", "--yes", server=server)
+    assert r.code == 0 and r.out == "done\n", r.err
+    results = {m["tool_call_id"]: m["content"] for m in server.requests[2]["messages"] if m["role"] == "tool"}
+    assert results["c1"].startswith("started background task "), results
+    task_id = results["c1"].removeprefix("started background task ").split(":")[0]
+    assert task_id in results["c2"], results

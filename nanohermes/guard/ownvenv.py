@@ -20,7 +20,6 @@ import functools
 import os
 import re
 import sys
-import sysconfig
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -45,6 +44,9 @@ def holds_only_nanohermes() -> bool:
     apart, and only the requirements of those nanohermes needs are read: parsing every
     installed package's metadata (importlib's `Distribution.metadata`) cost tens of
     milliseconds at the first command of every run."""
+    # sysconfig: only where the environment names the venv (`without_own_venv`)
+    import sysconfig
+
     folders = sorted({sysconfig.get_path("purelib"), sysconfig.get_path("platlib")})
     installed: dict[str, str] = {}  # canonical name -> its metadata folder
     for folder in folders:
@@ -109,10 +111,17 @@ def without_own_venv(env: Mapping[str, str], roots: Iterable[str]) -> dict[str, 
     if sys.prefix == sys.base_prefix:
         return out  # no venv
     venv = os.path.realpath(sys.prefix)
-    scripts = {os.path.realpath(sysconfig.get_path("scripts")), os.path.join(venv, "bin")}
     path = out.get("PATH", "").split(os.pathsep) if "PATH" in out else []
-    kept = [p for p in path if not (p and os.path.isabs(p) and os.path.realpath(p) in scripts)]
+    inside = {p: real for p in path if p and os.path.isabs(p) and
+              ((real := os.path.realpath(p)) == venv or real.startswith(venv + os.sep))}
     activated = bool(out.get("VIRTUAL_ENV")) and os.path.realpath(out["VIRTUAL_ENV"]) == venv
+    if not inside and not activated:
+        return out  # the venv's scripts folder is inside it: PATH names no folder of it
+    # sysconfig: only where the environment names the venv
+    import sysconfig
+
+    scripts = {os.path.realpath(sysconfig.get_path("scripts")), os.path.join(venv, "bin")}
+    kept = [p for p in path if inside.get(p) not in scripts]
     if len(kept) == len(path) and not activated:
         return out
     prefix = own_venv()
