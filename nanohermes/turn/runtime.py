@@ -180,10 +180,10 @@ class Runtime:
         checkpoint's scan): meanwhile each is read (its arguments parsed, its tool's code
         loaded), and what judging it needs that takes a while starts in the background
         (`Gate.foresee`). Reading changes nothing; `run_calls` then runs them as read."""
+        for call in calls:  # first: the background work then overlaps the reading too
+            if (tool := self._by_name.get(call.name)) is not None:
+                self.gate.foresee(tool)
         self._read = [(call, self._prepare(call)) for call in calls]
-        for _, p in self._read:
-            if p.tool is not None:
-                self.gate.foresee(p.tool)
 
     async def run_calls(self, calls: Sequence[ToolCall], results: dict[str, Message] | None = None) -> list[Message]:
         """Run one assistant message's calls. `results` fills in as calls finish, so a
