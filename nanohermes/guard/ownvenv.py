@@ -111,21 +111,10 @@ def without_own_venv(env: Mapping[str, str], roots: Iterable[str]) -> dict[str, 
     if sys.prefix == sys.base_prefix:
         return out  # no venv
     venv = os.path.realpath(sys.prefix)
-    path = out.get("PATH", "").split(os.pathsep) if "PATH" in out else []
-    inside = {p: real for p in path if p and os.path.isabs(p) and
-              ((real := os.path.realpath(p)) == venv or real.startswith(venv + os.sep))}
+    path = out["PATH"].split(os.pathsep) if "PATH" in out else []
+    kept = _without_scripts(path, venv)
     activated = bool(out.get("VIRTUAL_ENV")) and os.path.realpath(out["VIRTUAL_ENV"]) == venv
-    if not inside and not activated:
-        return out  # the venv's scripts folder is inside it: PATH names no folder of it
-    # sysconfig: only where the environment names the venv
-    import sysconfig
-
-    scripts = {os.path.realpath(sysconfig.get_path("scripts")), os.path.join(venv, "bin")}
-    kept = [p for p in path if inside.get(p) not in scripts]
-    if len(kept) == len(path) and not activated:
-        return out
-    prefix = own_venv()
-    if prefix is None or any(prefix == r or prefix.startswith(r.rstrip("/") + "/") for r in roots):
+    if (len(kept) == len(path) and not activated) or not _own_outside(roots):
         return out
     if "PATH" in out:
         out["PATH"] = os.pathsep.join(kept)
@@ -133,3 +122,22 @@ def without_own_venv(env: Mapping[str, str], roots: Iterable[str]) -> dict[str, 
         for name in ("VIRTUAL_ENV", "VIRTUAL_ENV_PROMPT"):
             out.pop(name, None)
     return out
+
+
+def _without_scripts(path: list[str], venv: str) -> list[str]:
+    """The PATH entries `path` but the venv's scripts folder (however spelled)."""
+    inside = {p: real for p in path if p and os.path.isabs(p) and
+              ((real := os.path.realpath(p)) == venv or real.startswith(venv + os.sep))}
+    if not inside:
+        return path  # the scripts folder is inside the venv: PATH names no folder of it
+    # sysconfig: only where PATH names a folder of the venv
+    import sysconfig
+
+    scripts = {os.path.realpath(sysconfig.get_path("scripts")), os.path.join(venv, "bin")}
+    return [p for p in path if inside.get(p) not in scripts]
+
+
+def _own_outside(roots: Iterable[str]) -> bool:
+    """Is the running venv nanohermes's own, outside every one of `roots`?"""
+    prefix = own_venv()
+    return prefix is not None and not any(prefix == r or prefix.startswith(r.rstrip("/") + "/") for r in roots)
