@@ -118,6 +118,21 @@ def test_the_argv_codexs_shell_takes_is_read_as_the_patch_too(workspace: Path, c
     assert (workspace / "f.txt").read_text() == "two\n"
 
 
+def test_a_patch_whose_name_the_json_escapes_is_read_as_the_patch_too(workspace: Path) -> None:
+    # The arguments are JSON: `\u0061pply_patch` is apply_patch once decoded, as any letter may be.
+    (workspace / "f.txt").write_text("one\n")
+    rt = runtime(workspace)
+    assert not run(rt, "read_file", path="f.txt").startswith("ERROR")
+    text = json.dumps({"command": "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: f.txt\n@@\n-one\n+two\n"
+                                  "*** End Patch\nEOF\n"})
+    escaped = text.replace("apply", "\\u0061\\u0070\\u0070\\u006c\\u0079")
+    assert "pply" not in escaped and json.loads(escaped) == json.loads(text)
+    [out] = asyncio.run(rt.run_calls([ToolCall("c", "run_command", escaped)]))
+    done, note = (out.content or "").split("\n", 1)
+    assert done == "patched f.txt (1 hunk, +1 -1)" and "the apply_patch tool" in note
+    assert (workspace / "f.txt").read_text() == "two\n"
+
+
 def test_an_ordinary_command_naming_apply_patch_still_runs_as_a_command(workspace: Path) -> None:
     out = run(runtime(workspace), "run_command", command="echo apply_patch <<'EOF' && true")
     assert out.startswith("exit code: ") and "apply_patch tool" not in out

@@ -129,3 +129,45 @@ def test_a_venv_that_holds_the_persons_packages_too_stays_theirs(server: FakeSer
         assert (prefix, virtual_env) == (os.path.realpath(venv), str(venv))
     else:
         assert (prefix, virtual_env) == (os.path.realpath(sys.base_prefix), "None")
+
+
+# Counts the package metadata files a run opens (an audit hook sees every open), reported by
+# one of nanohermes's exit callbacks, which a finished -p run still runs.
+COUNT_METADATA = """
+import sys
+from nanohermes.common.exits import at_exit
+
+opened = []
+sys.addaudithook(lambda event, args: opened.append(str(args[0])) if event == "open" and
+                 str(args[0]).endswith(("/METADATA", "/requires.txt")) else None)
+at_exit(lambda: print("metadata read:", len(opened), file=sys.stderr))
+sys.argv = ["nanohermes", *sys.argv[1:]]
+from nanohermes.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("activated", [False, True], ids=["venv-not-on-path", "venv-activated"])
+def test_a_commands_start_reads_the_venvs_packages_only_when_its_environment_names_the_venv(
+        server: FakeServer, tmp_path: Path, workspace: Path, activated: bool) -> None:
+    """Whether the venv is nanohermes's own matters only when PATH or VIRTUAL_ENV name it:
+    otherwise (pipx's venv behind a link in ~/.local/bin, nothing activated) there is nothing
+    to take out, and no package's metadata is read to find out."""
+    persons = persons_python(tmp_path / "persons-bin")
+    server.add(tool_reply(call("run_command", {"command": PRINT_PREFIX}, id="c1")), Reply(text="done"))
+    own = [str(Path(sys.executable).parent)] if activated else []
+    env = {**os.environ, "PATH": os.pathsep.join([*own, str(persons), "/usr/bin", "/bin"]), "OPENAI_API_KEY": "k",
+           "PYTHONPATH": str(REPO)}
+    env.pop("VIRTUAL_ENV", None)
+    if activated:
+        env["VIRTUAL_ENV"] = sys.prefix
+    r = subprocess.run([sys.executable, "-c", COUNT_METADATA, "-p", "which python?", "--yes", "--base-url",
+                        server.base_url, "--model", "fake-model"], cwd=workspace, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    result = next(m["content"] for m in server.requests[1]["messages"] if m.get("tool_call_id") == "c1")
+    lines = result.splitlines()
+    prefix, virtual_env = lines[lines.index("stdout:") + 1].split()
+    assert (prefix, virtual_env) == (os.path.realpath(sys.base_prefix), "None")  # the person's python3 either way
+    read = int(r.stderr.split("metadata read: ")[1].split()[0])
+    assert (read > 0) == activated, r.stderr

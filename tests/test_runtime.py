@@ -196,3 +196,22 @@ def test_scripted_loop_ends_on_plain_answer(workspace: Path) -> None:
     assert (result.reason, result.text, result.turns, result.tool_calls) == ("completed", "empty dir", 2, 1)
     assert llm.violations == []
     assert [m.role for m in agent.session.history] == ["user", "assistant", "tool", "assistant"]
+
+
+def test_calls_read_ahead_run_as_read_and_are_read_again_after_the_pool_changed(workspace: Path) -> None:
+    """The agent has the runtime read a message's calls while the turn settles before them
+    (`foresee`); the run then uses that reading, unless the pool changed meanwhile (an MCP
+    server's tools came or went): then the calls are read with the pool in force."""
+    (workspace / "a.txt").write_text("alpha\n")
+    ui = RecordingUI()
+    rt = make_runtime(workspace, ui)
+    first = (tc("1", "read_file", '{"path": "a.txt"}'), tc("2", "sleeper", '{"seconds": "x"}'))
+    rt.foresee(first)
+    out = asyncio.run(rt.run_calls(first))
+    assert "alpha" in (out[0].content or "") and (out[1].content or "").startswith("ERROR: sleeper: ")
+
+    second = (tc("3", "read_file", '{"path": "a.txt"}'),)
+    rt.foresee(second)
+    rt.set_tools([ListDir(), TinyWrite()])
+    out = asyncio.run(rt.run_calls(second))
+    assert (out[0].content or "").startswith("ERROR: unknown tool `read_file`")

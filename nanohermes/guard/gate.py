@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -189,6 +190,21 @@ class Gate:
         return self.host.confirm_lock
 
     # -- judging -----------------------------------------------------------------------------
+    def foresee(self, tool: Tool) -> None:
+        """A call of `tool` is coming (the model's answer is in, and the turn is about to run
+        it): when its processes may be confined, what confining them first needs starts now in
+        a background thread (once per process): the sandbox's probe (processes of its own), then
+        the first look for the workspace's secret files (the slow one: later looks check only
+        what changed). They run while the turn does what comes before the call (the
+        checkpoint's scan, loading the tool, judging it) rather than after. Only a head start:
+        the call is judged and confined as ever, each step waiting for what this began."""
+        if not tool.spawns or self.config.sandbox.mode == "off" or self.host.policy.skip_permissions:
+            return
+        if not _foreseen.is_set():
+            _foreseen.set()
+            threading.Thread(target=_ready_sandbox, args=(self.workspace, self.host.policy.secret_files, self.limits),
+                             name="sandbox-ready", daemon=True).start()
+
     async def judge(self, tool: Tool, args: Params, ctx: ToolContext, summary: str) -> Grant | Refusal:
         """May this call run, and how confined? A Grant holds the call's Attempt; the context
         is not touched."""
@@ -508,6 +524,22 @@ def _judged(attempt: Attempt) -> Target:
     """The Target of an attempt the gate made (it always holds one)."""
     assert attempt.target is not None, "the gate's attempts hold the judged Target"
     return attempt.target
+
+
+# Set once the sandbox was readied early (`Gate.foresee`): once per process.
+_foreseen = threading.Event()
+
+
+def _ready_sandbox(workspace: Path, secret_files: tuple[str, ...], limits: Limits) -> None:
+    try:
+        # the sandbox (ctypes, the probe) and the secret files' look: only a turn about to run a command
+        from nanohermes.guard.sandbox import probe
+        from nanohermes.guard.withhold import look
+
+        probe()
+        look(workspace, secret_files, limits)  # fills the per-folder cache the call's own look then checks
+    except Exception:  # the call's own probe and look, when it is judged, run again and report it
+        pass
 
 
 def _tainted() -> list[str]:

@@ -20,7 +20,6 @@ import functools
 import os
 import re
 import sys
-import sysconfig
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -45,6 +44,9 @@ def holds_only_nanohermes() -> bool:
     apart, and only the requirements of those nanohermes needs are read: parsing every
     installed package's metadata (importlib's `Distribution.metadata`) cost tens of
     milliseconds at the first command of every run."""
+    # sysconfig: only where the environment names the venv (`without_own_venv`)
+    import sysconfig
+
     folders = sorted({sysconfig.get_path("purelib"), sysconfig.get_path("platlib")})
     installed: dict[str, str] = {}  # canonical name -> its metadata folder
     for folder in folders:
@@ -102,16 +104,40 @@ def _canonical(name: str) -> str:
 def without_own_venv(env: Mapping[str, str], roots: Iterable[str]) -> dict[str, str]:
     """`env` for a program nanohermes starts (a command, a hook, an MCP server): without
     nanohermes's own venv on PATH or in VIRTUAL_ENV (see the module), unless that venv lies
-    inside one of the writable `roots`."""
+    inside one of the writable `roots`. Whether the venv is nanohermes's own (its installed
+    packages read) is asked only when `env` names it: most starts (pipx's or uv's venv behind
+    a link in ~/.local/bin, no venv activated) have nothing to take out."""
     out = dict(env)
-    prefix = own_venv()
-    if prefix is None or any(prefix == r or prefix.startswith(r.rstrip("/") + "/") for r in roots):
+    if sys.prefix == sys.base_prefix:
+        return out  # no venv
+    venv = os.path.realpath(sys.prefix)
+    path = out["PATH"].split(os.pathsep) if "PATH" in out else []
+    kept = _without_scripts(path, venv)
+    activated = bool(out.get("VIRTUAL_ENV")) and os.path.realpath(out["VIRTUAL_ENV"]) == venv
+    if (len(kept) == len(path) and not activated) or not _own_outside(roots):
         return out
-    scripts = {os.path.realpath(sysconfig.get_path("scripts")), os.path.join(prefix, "bin")}
     if "PATH" in out:
-        out["PATH"] = os.pathsep.join(p for p in out["PATH"].split(os.pathsep)
-                                      if not (p and os.path.isabs(p) and os.path.realpath(p) in scripts))
-    if out.get("VIRTUAL_ENV") and os.path.realpath(out["VIRTUAL_ENV"]) == prefix:
+        out["PATH"] = os.pathsep.join(kept)
+    if activated:
         for name in ("VIRTUAL_ENV", "VIRTUAL_ENV_PROMPT"):
             out.pop(name, None)
     return out
+
+
+def _without_scripts(path: list[str], venv: str) -> list[str]:
+    """The PATH entries `path` but the venv's scripts folder (however spelled)."""
+    inside = {p: real for p in path if p and os.path.isabs(p) and
+              ((real := os.path.realpath(p)) == venv or real.startswith(venv + os.sep))}
+    if not inside:
+        return path  # the scripts folder is inside the venv: PATH names no folder of it
+    # sysconfig: only where PATH names a folder of the venv
+    import sysconfig
+
+    scripts = {os.path.realpath(sysconfig.get_path("scripts")), os.path.join(venv, "bin")}
+    return [p for p in path if inside.get(p) not in scripts]
+
+
+def _own_outside(roots: Iterable[str]) -> bool:
+    """Is the running venv nanohermes's own, outside every one of `roots`?"""
+    prefix = own_venv()
+    return prefix is not None and not any(prefix == r or prefix.startswith(r.rstrip("/") + "/") for r in roots)

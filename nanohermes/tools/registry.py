@@ -69,7 +69,9 @@ class BuiltinConventions:
     def reread(self, call: ToolCall, names: Container[str]) -> tuple[ToolCall, str] | None:
         if call.name != "run_command" or "apply_patch" not in names:
             return None
-        from nanohermes.tools.patches.command import NOTE, patch_call  # only for a call that reads as a patch
+        if "pply" not in call.arguments and "\\u" not in call.arguments:
+            return None  # names neither apply_patch nor applypatch, not even in JSON's escapes: a plain command
+        from nanohermes.tools.patches.command import NOTE, patch_call  # only for a call that may read as a patch
 
         patched = patch_call(call)
         return (patched, NOTE) if patched is not None else None

@@ -27,7 +27,6 @@ from nanohermes.tools.process import (
     secret_values,
     shell_argv,
 )
-from nanohermes.tools.tasks import start_task
 
 # `git` as a word of a command line (`/usr/bin/git`, `sh -c 'git diff'`), not `.gitignore` or `git-lfs`.
 _RUNS_GIT = re.compile(r"(?<![\w.-])git(?![\w.-])")
@@ -204,6 +203,9 @@ class RunCommand(Tool[RunCommandParams]):
         note += (f"\n(timeout_secs {timeout} was clamped to {clamped}, limit run_command_max_timeout_secs)"
                  if clamped != timeout else "")
         if args.background:
+            # the task manager: only a call that starts a background task
+            from nanohermes.tools.tasks import start_task
+
             limit = lim.task_timeout_secs if args.timeout_secs is None else min(lim.task_timeout_secs, clamped)
             return await start_task(ctx, attempt, args.command, cwd=cwd, timeout=limit) + note
         progress = _ProgressLines(ctx, self.name)

@@ -145,6 +145,7 @@ class Agent:
                     continue
                 pending, results = done.message.tool_calls, {}
                 calls += len(pending)
+                self.runtime.foresee(pending)  # while the turn settles
                 await self._settle()
                 for result in await self.runtime.run_calls(pending, results):
                     self._append(result)

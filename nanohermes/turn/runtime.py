@@ -109,6 +109,7 @@ class Runtime:
     _after: dict[str, str] = field(default_factory=dict, init=False)  # by call id, until its message
     _confirm_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
     _images: dict[str, tuple[Image, ...]] = field(default_factory=dict, init=False)  # by call id, until its message
+    _read: list[tuple[ToolCall, _Call]] = field(default_factory=list, init=False)  # read ahead (`foresee`)
 
     def __post_init__(self) -> None:
         self._by_name = {t.name: t for t in self.tools}
@@ -139,6 +140,7 @@ class Runtime:
         """Replace the pool, e.g. when MCP servers have started and their tools are known."""
         self.tools = tools
         self._by_name = {t.name: t for t in tools}
+        self._read = []  # read with the tools before: read again
 
     # -- what the model sees ---------------------------------------------------------------
     def visible_tools(self) -> list[Tool]:
@@ -173,11 +175,25 @@ class Runtime:
                 *describe_availability(self.config.sandbox.mode)]
 
     # -- running calls ---------------------------------------------------------------------
+    def foresee(self, calls: Sequence[ToolCall]) -> None:
+        """The model's answer holds these calls, and the turn settles before running them (a
+        checkpoint's scan): meanwhile each is read (its arguments parsed, its tool's code
+        loaded), and what judging it needs that takes a while starts in the background
+        (`Gate.foresee`). Reading changes nothing; `run_calls` then runs them as read."""
+        for call in calls:  # first: the background work then overlaps the reading too
+            if (tool := self._by_name.get(call.name)) is not None:
+                self.gate.foresee(tool)
+        self._read = [(call, self._prepare(call)) for call in calls]
+
     async def run_calls(self, calls: Sequence[ToolCall], results: dict[str, Message] | None = None) -> list[Message]:
         """Run one assistant message's calls. `results` fills in as calls finish, so a
         caller that is cancelled mid-way knows which calls still need an answer."""
         done = results if results is not None else {}
-        prepared = [self._prepare(c) for c in calls]
+        ahead, self._read = self._read, []
+        if len(ahead) == len(calls) and all(seen is call for (seen, _), call in zip(ahead, calls, strict=True)):
+            prepared = [p for _, p in ahead]
+        else:
+            prepared = [self._prepare(c) for c in calls]
         sem = asyncio.Semaphore(self.config.max_parallel_tools)  # batches run one after another
 
         async def one(p: _Call) -> None:

@@ -5,11 +5,11 @@ machine), and the lines that say so in `doctor` and `/permissions`."""
 
 from __future__ import annotations
 
-import functools
 import os
 import stat
 import subprocess
 import sys
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,15 +30,44 @@ if TYPE_CHECKING:
     from nanohermes.config import Config
 
 
-@functools.lru_cache(maxsize=1)
+# The probe's answer, once known (at most one), and the lock a second asker waits on while it runs.
+_probed: list[Availability] = []
+_probing = threading.Lock()
+
+
 def probe() -> Availability:
-    """Check once, for real, by starting `true` under each piece."""
+    """Check once, for real, by starting `true` confined. Safe from any thread: a probe already
+    running (the gate starts one early, in the background) is waited for, never run twice; one
+    that failed outright is run again by the next asker."""
+    with _probing:
+        if not _probed:
+            _probed.append(_probe())
+        return _probed[0]
+
+
+def _probe() -> Availability:
+    """One `true` under every piece at once: where that runs, each piece works (the common
+    case: one process). Where it fails, each piece is tried alone to tell which one is missing
+    and why."""
     if not LINUX:  # nothing to confine with (a Seatbelt policy for macOS is described in docs/sandbox.md)
         return Availability(abi=0, namespaces=False, landlock_error=f"not Linux ({sys.platform})",
                             namespace_error=f"not Linux ({sys.platform})")
     abi = landlock_abi()
-    ll_err = ns_err = ""
     true = programs.find("true") or "/bin/true"
+    if abi:
+        try:
+            _probe_run([true], Confinement("read-only", abi=abi, namespaces=True, pid=True))
+        except (OSError, subprocess.SubprocessError, SandboxError):
+            pass  # which piece failed, and why, is told apart below
+        else:
+            return Availability(abi=abi, namespaces=True, pid=True)
+    return _probe_pieces(abi, true)
+
+
+def _probe_pieces(abi: int, true: str) -> Availability:
+    """Landlock, then the namespaces with a PID namespace of their own, then without one, each
+    alone."""
+    ll_err = ns_err = ""
     if abi:
         try:
             _probe_run([true], Confinement("read-only", abi=abi, namespaces=False))

@@ -26,16 +26,25 @@ _NET = (r"Network is unreachable|Could not resolve host|Temporary failure in nam
 
 _BARE_WORD = 2  # the pattern of `bash: x: Permission denied`, whose word may be no path at all
 
-@functools.cache  # compiled when the first command's output is read, not at import
-def _refusal_patterns() -> tuple[list[re.Pattern[str]], re.Pattern[str]]:
-    paths = [
+# Words without which none of `_path_patterns` can match (each holds one of them, as written):
+# an output that has none, as most have, is read without compiling those patterns.
+_PATH_WORDS = ("Permission denied", "Read-only file system", "Operation not permitted", "EACCES", "EROFS", "EPERM")
+
+
+@functools.cache  # compiled when the first output that may name a refused path is read, not at import
+def _path_patterns() -> list[re.Pattern[str]]:
+    return [
         re.compile(r"['‘`\"]([^'’`\"\n]+)['’`\"]:? " + _DENIED),  # touch: cannot touch 'x': Permission denied
         re.compile(_DENIED + r"\]?:? ['‘\"]([^'’\"\n]+)['’\"]"),  # PermissionError: [Errno 13] Permission denied: 'x'
         re.compile(r"(?:^|\s)(/?[\w.~+@%/-][^\s:'\"]*): " + _DENIED, re.M),  # bash: x: Permission denied
         re.compile(r"['‘`\"]([^'’`\"\n]+)['’`\"] for (?:reading|writing): " + _DENIED),  # cp: cannot open 'x' for reading: ...
         re.compile(r"\b(?:EACCES|EROFS|EPERM):? ['\"]?(/[^\s'\"]+)"),  # node: Error: connect EACCES /x/s.sock
     ]
-    return paths, re.compile(_NET, re.I)
+
+
+@functools.cache  # compiled when the first command's output is read, not at import
+def _net_pattern() -> re.Pattern[str]:
+    return re.compile(_NET, re.I)
 
 SECRET_WITHHELD = "a secret file the sandbox withholds (permissions.secret_files)"
 
@@ -200,8 +209,7 @@ def _unnamed(text: str, found: _Found) -> None:
 def _network(text: str, command: str, conf: Confinement, failed: bool, found: _Found) -> None:
     """A network failure while the sandbox has no network; a refused connection to a server
     of the host (see `_loopback`)."""
-    _, net = _refusal_patterns()
-    if net.search(text):
+    if _net_pattern().search(text):
         found.add("network")
     elif conf.namespaces and _NOT_CONNECTED.search(text):
         _loopback(text, command, failed, found)
@@ -210,7 +218,9 @@ def _network(text: str, command: str, conf: Confinement, failed: bool, found: _F
 def _named_paths(text: str, conf: Confinement, cwd: Path, hidden_sockets: tuple[str, ...] | list[str],
                  found: _Found) -> None:
     """The refusals of paths the output names: nanohermes's own files, secret files, writes."""
-    for i, pattern in enumerate(_refusal_patterns()[0]):
+    if not any(word in text for word in _PATH_WORDS):
+        return
+    for i, pattern in enumerate(_path_patterns()):
         for m in pattern.finditer(text):
             raw = m.group(1).strip()
             if not raw or len(raw) > 4096:
