@@ -5,6 +5,7 @@ first shown open to a plain process (the control). Real processes, real /proc.""
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import secrets
 import subprocess
@@ -211,18 +212,20 @@ def test_a_copy_a_command_made_of_a_secret_file_that_appeared_is_kept_out_of_eve
     sandbox covers it); the copy is no secret file by name, yet its values reach the model
     through no tool: read_file and grep give them replaced."""
     value = "tok-" + secrets.token_hex(16)
-    held = tmp_path / "held"
-    os.mkfifo(held)
-    line = f"read go < {held}; cp .env notes/copy.txt"  # waits until the test has made .env
     (workspace / "notes").mkdir()
 
-    def put() -> None:
+    def put_in(held: Path) -> None:
         with open(held, "w") as f:  # opened once the command reads it: it has started
             (workspace / ".env").write_text(f"API_TOKEN={value}\n")
             f.write("go\n")
 
-    async def go() -> tuple[str, str, str]:
+    async def go(attempt: int) -> tuple[str, str, str]:
+        held = tmp_path / f"held{attempt}"
+        os.mkfifo(held)
+        line = f"read go < {held}; cp .env notes/copy.txt"  # waits until the test has made .env
+        (workspace / ".env").unlink(missing_ok=True)
         rt = make_runtime(workspace)  # goal mode: the command runs unasked, confined
+        put = functools.partial(put_in, held)
         putter = asyncio.create_task(asyncio.to_thread(put))
         if background:
             tid = await start_reading(rt, line)
@@ -237,7 +240,12 @@ def test_a_copy_a_command_made_of_a_secret_file_that_appeared_is_kept_out_of_eve
         await rt.close()
         return out, read, found
 
-    out, read, found = asyncio.run(go())
+    # The copy races the sandbox's cover of the new file (within a second): on a loaded machine the
+    # cover may come first and the copy fail, which leaves nothing to test, so the world is made again.
+    for attempt in range(5):
+        out, read, found = asyncio.run(go(attempt))
+        if "exit code: 0" in out or "Permission denied" not in out:
+            break
     assert "exit code: 0" in out, out
     assert (workspace / "notes" / "copy.txt").read_text() == f"API_TOKEN={value}\n"  # the copy holds it
     for result in (read, found):
