@@ -42,10 +42,8 @@ from nanohermes.common.events import UI, ApprovalReply, ApprovalRequest, Notice,
 from nanohermes.common.messages import Image
 from nanohermes.common.modes import Mode
 from nanohermes.guard.pathrules import command_read_rule, command_secret
-from nanohermes.guard.permissions import (
-    Basis, Denial, Policy, Rule, Target, Verdict, decide, policy_read_rules, reading_asked, reads_secret, unattended,
-)
-from nanohermes.guard.shellparse import ParseError, split
+from nanohermes.guard import permissions
+from nanohermes.guard.permissions import Basis, Denial, Policy, Rule, Target, Verdict, unattended
 from nanohermes.tools.base import Attempt, Params, Tool, ToolContext, ToolError, ToolResult
 from nanohermes.common.dirs import project_config_path
 from nanohermes.guard.gitmeta import git_dirs
@@ -238,7 +236,7 @@ class Gate:
         would print, and the path a read rule covers that it reads."""
         if not unattended(self.policy):
             target = replace(target, secret_read=await asyncio.to_thread(self._command_secret, target))
-        if rules := policy_read_rules(self.policy):
+        if rules := permissions.policy_read_rules(self.policy):
             # A path a read rule covers that the line names is refused or asked; one inside a
             # folder it reads whole is withheld by the sandbox, or found here where there is none.
             folders = not await asyncio.to_thread(self.policy.is_sandboxed)
@@ -251,7 +249,7 @@ class Gate:
                  hooked: PreToolUse | None) -> Verdict:
         """The rules' verdict, with the hooks' answer applied and a call only a person may let
         run asked of one."""
-        verdict = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
+        verdict = permissions.decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
         verdict = hooked.adjust(verdict) if hooked is not None else verdict
         # --dangerously-skip-permissions is a person's yes given in advance, to this call too.
         if verdict.decision != "deny" and not self.policy.skip_permissions and \
@@ -295,7 +293,7 @@ class Gate:
         Refusal of kind person. The check is skipped when reading the file is what needs the
         yes (a secret file, a read rule that asks): its error would quote the file (an edit's
         near miss) before anyone answered."""
-        if not reading_asked(self.policy, tool.name, _judged(attempt)) and \
+        if not permissions.reading_asked(self.policy, tool.name, _judged(attempt)) and \
                 (failed := await self._precheck(tool, args, ctx, attempt)) is not None:
             return failed
         learn = list(verdict.suggest or ()) or ([tool.suggest_rule(args)] if verdict.suggest is not None else [])
@@ -348,7 +346,7 @@ class Gate:
         if not learn or not all(rule in self.policy.allow for rule in learn):
             return None
         target = _judged(attempt)
-        now = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
+        now = permissions.decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
         if now.decision != "allow" or now.basis != "rule":
             return None
         try:
@@ -383,7 +381,7 @@ class Gate:
         """For a tool that reaches a further target mid-call (a redirect to another host):
         why the policy would not let it through unasked, or None."""
         def refusal(target: Target) -> str | None:
-            v = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
+            v = permissions.decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
             if v.decision == "allow":
                 return None
             return v.reason if v.decision == "deny" else f"it needs approval ({v.reason})"
@@ -394,7 +392,7 @@ class Gate:
         path the call reaches (see `Attempt.read_rule`)."""
         if tool.kind != "path" and tool.effect != "read":
             return None
-        rules = policy_read_rules(self.policy, tool.name).answered((*target.subjects, *target.aliases))
+        rules = permissions.policy_read_rules(self.policy, tool.name).answered((*target.subjects, *target.aliases))
         if not rules:
             return None
 
@@ -404,8 +402,11 @@ class Gate:
         return rule_of
 
     def _names_secret(self, line: str) -> bool:
+        # the shell analysis: at the first command line judged
+        from nanohermes.guard.shellparse import ParseError, split
+
         try:
-            return any(reads_secret(cmd, self.policy.secret_files) for cmd in split(line))
+            return any(permissions.reads_secret(cmd, self.policy.secret_files) for cmd in split(line))
         except ParseError:
             return False
 
