@@ -641,7 +641,7 @@ def limit_value(name: str, value: float | int) -> str:
 def render_limits(text: str, limits: Limits) -> str:
     """`{name}` of a Limits field replaced by its value, so a lowered limit is what the
     model reads; other braces are left as they are."""
-    names = set(Limits.names())
+    names = Limits.names()
 
     def sub(m: re.Match[str]) -> str:
         name = m.group(1)
