@@ -127,6 +127,8 @@ class Refusal:
 
 @dataclass(frozen=True)
 class Ran:
+    """What a call's run gave, as the runtime takes it from the gate."""
+
     text: str
     is_error: bool
     display: str | None
@@ -155,6 +157,8 @@ class Host(Protocol):
 
 @dataclass
 class Gate:
+    """May this call run, and how confined: judges each call, then runs it as judged."""
+
     host: Host
 
     @property

@@ -236,6 +236,8 @@ _R = TypeVar("_R")
 
 @dataclass(frozen=True, kw_only=True)
 class ToolResult:
+    """What a tool's run gives back: the model's text, and what people and the gate see of it."""
+
     text: str
     display: str | None = None  # for people only, e.g. the unified diff of an edit
     # What the OS sandbox refused during the call (a write to /x): the gate offers a person to

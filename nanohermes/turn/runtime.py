@@ -81,6 +81,8 @@ class ToolConventions(Protocol):
 
 @dataclass
 class _Call:
+    """One tool call of a message on its way through the runtime: read, judged, then run."""
+
     call: ToolCall
     tool: Tool | None = None
     args: Params | None = None
@@ -91,6 +93,8 @@ class _Call:
 
 @dataclass
 class Runtime:
+    """Runs a message's tool calls: parses, judges, batches, runs, clamps and persists them."""
+
     tools: list[Tool]  # the assembled pool, in pool order
     config: Config
     workspace: Path
