@@ -34,7 +34,8 @@ def report():
                              "nanohermes.guard.sandbox", "nanohermes.tools.process", "nanohermes.guard.sockets",
                              "nanohermes.tools.patches.unified", "nanohermes.tools.patches.begin_patch",
                              "nanohermes.guard.commands", "nanohermes.guard.shellparse",
-                             "nanohermes.guard.permissions.decision", "nanohermes.guard.permissions.lines"))
+                             "nanohermes.guard.permissions.decision", "nanohermes.guard.permissions.lines",
+                             "nanohermes.llm.textfinders.marked"))
     print("unused", unused, file=sys.stderr)
     print("collector", "on" if gc.isenabled() else "off", file=sys.stderr)
 
