@@ -35,7 +35,7 @@ def report():
                              "nanohermes.tools.patches.unified", "nanohermes.tools.patches.begin_patch",
                              "nanohermes.guard.commands", "nanohermes.guard.shellparse",
                              "nanohermes.guard.permissions.decision", "nanohermes.guard.permissions.lines",
-                             "nanohermes.llm.textfinders.marked"))
+                             "nanohermes.llm.textfinders.marked", "nanohermes.tools.todo"))
     print("unused", unused, file=sys.stderr)
     print("collector", "on" if gc.isenabled() else "off", file=sys.stderr)
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from nanohermes.common.budget import Limits
     from nanohermes.config import Config
     from nanohermes.common.messages import ToolCall
-    from nanohermes.tools.todo import KeptTodos
+    from nanohermes.tools.todo_list import KeptTodos
 
 
 def build_tools(config: Config | None = None, workspace: Path | None = None) -> list[Tool]:
@@ -52,7 +52,7 @@ def build_tools(config: Config | None = None, workspace: Path | None = None) -> 
 
 def kept_state() -> tuple[KeptTodos, ...]:
     """The parts of the tool state a session keeps with itself (`session.KeptState`)."""
-    from nanohermes.tools.todo import KEPT  # a tool module: imported when a session is made, not with the pool
+    from nanohermes.tools.todo_list import KEPT  # the list, not its tools: imported when a session is made
 
     return (KEPT,)
 
