@@ -90,7 +90,8 @@ import sys
 from nanohermes.common.exits import at_exit
 sys.argv = ["nanohermes", *sys.argv[1:]]
 at_exit(lambda: print("parts", sorted(m for m in ("nanohermes.guard.permissions.decision", "nanohermes.guard.commands",
-                                                  "nanohermes.guard.shellparse", "nanohermes.guard.permissions.lines")
+                                                  "nanohermes.guard.shellparse", "nanohermes.guard.permissions.lines",
+                                                  "nanohermes.guard.sandbox")
                                       if m in sys.modules), file=sys.stderr))
 from nanohermes.cli import main
 main()
@@ -98,8 +99,9 @@ main()
 
 
 def test_the_command_analysis_loads_with_the_first_command_judged(server: FakeServer, workspace: Path) -> None:
-    """A file read is judged without the shell analysis and the command catalogue; a command
-    loads them, and is judged by them (a read-only line runs unasked in the default mode)."""
+    """A file read is judged without the shell analysis and the command catalogue, and runs
+    without the sandbox; a command loads them, and is judged by them (a read-only line runs
+    unasked in the default mode, confined)."""
     (workspace / "notes.txt").write_text("plover\n")
     env = {**os.environ, "PYTHONPATH": str(REPO), "OPENAI_API_KEY": "k"}
     argv = [sys.executable, "-c", PARTS_PROBE, "-p", "go", "--base-url", server.base_url, "--model", "fake-model",
@@ -116,7 +118,8 @@ def test_the_command_analysis_loads_with_the_first_command_judged(server: FakeSe
     assert p.returncode == 0 and p.stdout == "ran\n", p.stderr
     assert "plover" in next(m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool")
     assert ("parts ['nanohermes.guard.commands', 'nanohermes.guard.permissions.decision', "
-            "'nanohermes.guard.permissions.lines', 'nanohermes.guard.shellparse']") in p.stderr, p.stderr
+            "'nanohermes.guard.permissions.lines', 'nanohermes.guard.sandbox', 'nanohermes.guard.shellparse']"
+            ) in p.stderr, p.stderr
 
 
 def test_the_collector_is_back_on_once_the_turn_runs(server: FakeServer, workspace: Path) -> None:

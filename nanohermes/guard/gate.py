@@ -447,9 +447,6 @@ class Gate:
     async def attempt(self, tool: Tool, grant: Grant, ctx: ToolContext) -> Ran:
         """Run the granted call in its attempt; on a sandbox refusal, ask once whether to run
         it again outside the sandbox."""
-        # the sandbox (ctypes, the probe): only a turn that confines a command
-        from nanohermes.guard.sandbox import SandboxError
-
         waited = grant.waited
         try:
             out = await tool.run(grant.args, ctx, grant.attempt)
@@ -458,12 +455,12 @@ class Gate:
                 waited += asked
         except ToolError as e:
             return Ran(f"ERROR: {e}", True, None, waited)
-        except SandboxError as e:
-            return Ran(f"ERROR: {e}; the command did not run. `nanohermes doctor` shows what the sandbox needs",
-                       True, None, waited)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # a tool bug must not end the turn
+            if _sandbox_failed(e):
+                return Ran(f"ERROR: {e}; the command did not run. `nanohermes doctor` shows what the sandbox needs",
+                           True, None, waited)
             return Ran(f"ERROR: {tool.name} failed unexpectedly: {type(e).__name__}: {e}", True, None, waited)
         if isinstance(out, ToolResult):
             return Ran(out.text, False, out.display, waited, out.images)
@@ -507,6 +504,14 @@ async def _detail(tool: Tool, args: Params, ctx: ToolContext, attempt: Attempt) 
     file tool's preview reads the file as the run will (an editor's buffer is read only from
     there), and a big diff keeps the loop free."""
     return await asyncio.to_thread(tool.approval_detail, args, ctx, attempt)
+
+
+def _sandbox_failed(e: Exception) -> bool:
+    """Is `e` the sandbox's own error (a command it could not confine)? Asked without loading
+    the sandbox (ctypes, the probe): only a sandbox that is loaded raises its error, and a turn
+    that confines no command never loads it."""
+    kernel = sys.modules.get("nanohermes.guard.sandbox.kernel")
+    return kernel is not None and isinstance(e, kernel.SandboxError)
 
 
 def _judged(attempt: Attempt) -> Target:
