@@ -35,7 +35,8 @@ def report():
                              "nanohermes.tools.patches.unified", "nanohermes.tools.patches.begin_patch",
                              "nanohermes.guard.commands", "nanohermes.guard.shellparse",
                              "nanohermes.guard.permissions.decision", "nanohermes.guard.permissions.lines",
-                             "nanohermes.llm.textfinders.marked", "nanohermes.tools.todo"))
+                             "nanohermes.llm.textfinders.marked", "nanohermes.tools.todo",
+                             "nanohermes.tools.toolsearch"))
     print("unused", unused, file=sys.stderr)
     print("collector", "on" if gc.isenabled() else "off", file=sys.stderr)
 

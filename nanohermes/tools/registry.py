@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nanohermes.tools.base import Tool
+from nanohermes.tools.offering import offered
 
 if TYPE_CHECKING:
     from nanohermes.common.budget import Limits
@@ -62,8 +63,6 @@ class BuiltinConventions:
 
     def offered(self, allowed: list[Tool], state: dict[str, Any], max_tools: int, limits: Limits,
                 notice: Callable[[str], None]) -> list[Tool]:
-        from nanohermes.tools.toolsearch import offered  # a tool module: imported with the first request, not the pool
-
         return offered(allowed, state, max_tools, limits, notice)
 
     def reread(self, call: ToolCall, names: Container[str]) -> tuple[ToolCall, str] | None:
