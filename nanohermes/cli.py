@@ -481,6 +481,8 @@ def _headless(prompt: str, fmt: str, config: Any, workspace: Path, verbose: bool
 
     def finish(result: str, reason: str, error: str | None = None) -> None:
         """The one way a run ends: its result object (json, stream-json), with the meters."""
+        if not ui.reports:  # text: the answer alone, already written
+            return
         # the meters: off the start of `--version`, --help and a usage error
         from nanohermes.turn.meters import context_breakdown, cost_report
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nanohermes.testing import FakeServer, Reply
+from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -32,7 +32,11 @@ def report():
                     or m in ("nanohermes.tools.files", "nanohermes.tools.patch", "nanohermes.tools.shell",
                              "nanohermes.tools.search.grep", "nanohermes.tools.git", "nanohermes.tools.web",
                              "nanohermes.guard.sandbox", "nanohermes.tools.process", "nanohermes.guard.sockets",
-                             "nanohermes.tools.patches.unified", "nanohermes.tools.patches.begin_patch"))
+                             "nanohermes.tools.patches.unified", "nanohermes.tools.patches.begin_patch",
+                             "nanohermes.guard.commands", "nanohermes.guard.shellparse",
+                             "nanohermes.guard.permissions.decision", "nanohermes.guard.permissions.lines",
+                             "nanohermes.llm.textfinders.marked", "nanohermes.tools.todo",
+                             "nanohermes.tools.toolsearch"))
     print("unused", unused, file=sys.stderr)
     print("collector", "on" if gc.isenabled() else "off", file=sys.stderr)
 
@@ -79,6 +83,44 @@ def test_a_p_turn_without_tool_calls_imports_no_pydantic_and_no_tool_code(server
                            capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
         assert p.returncode == 0 and p.stdout == text + "\n", p.stderr
         assert ("'pydantic'" in p.stderr) == loaded and "nanohermes.tools.files" not in p.stderr, p.stderr
+
+
+# Which parts of the safety core a run loaded, reported at its exit.
+PARTS_PROBE = """
+import sys
+from nanohermes.common.exits import at_exit
+sys.argv = ["nanohermes", *sys.argv[1:]]
+at_exit(lambda: print("parts", sorted(m for m in ("nanohermes.guard.permissions.decision", "nanohermes.guard.commands",
+                                                  "nanohermes.guard.shellparse", "nanohermes.guard.permissions.lines",
+                                                  "nanohermes.guard.sandbox")
+                                      if m in sys.modules), file=sys.stderr))
+from nanohermes.cli import main
+main()
+"""
+
+
+def test_the_command_analysis_loads_with_the_first_command_judged(server: FakeServer, workspace: Path) -> None:
+    """A file read is judged without the shell analysis and the command catalogue, and runs
+    without the sandbox; a command loads them, and is judged by them (a read-only line runs
+    unasked in the default mode, confined)."""
+    (workspace / "notes.txt").write_text("plover\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OPENAI_API_KEY": "k"}
+    argv = [sys.executable, "-c", PARTS_PROBE, "-p", "go", "--base-url", server.base_url, "--model", "fake-model",
+            "--no-session"]
+    server.add(tool_reply(call("read_file", {"path": "notes.txt"})), Reply(text="read"))
+    p = subprocess.run(argv, cwd=workspace, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                       timeout=60)
+    assert p.returncode == 0 and p.stdout == "read\n", p.stderr
+    assert "plover" in next(m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool")
+    assert "parts ['nanohermes.guard.permissions.decision']" in p.stderr, p.stderr
+    server.add(tool_reply(call("run_command", {"command": "cat notes.txt"})), Reply(text="ran"))
+    p = subprocess.run(argv, cwd=workspace, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                       timeout=60)
+    assert p.returncode == 0 and p.stdout == "ran\n", p.stderr
+    assert "plover" in next(m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool")
+    assert ("parts ['nanohermes.guard.commands', 'nanohermes.guard.permissions.decision', "
+            "'nanohermes.guard.permissions.lines', 'nanohermes.guard.sandbox', 'nanohermes.guard.shellparse']"
+            ) in p.stderr, p.stderr
 
 
 def test_the_collector_is_back_on_once_the_turn_runs(server: FakeServer, workspace: Path) -> None:

@@ -50,11 +50,12 @@ def test_a_start_declares_the_same_tools_without_importing_them(home: Path) -> N
     assert first["flags"] == built["flags"]
     assert "ReadFile" in built["kinds"] and not any(k.startswith("Deferred") for k in built["kinds"])
     assert all(k.startswith("Deferred[") for k in first["kinds"]) and len(first["kinds"]) == len(build_tools())
-    # No tool's module is imported: only the tool contract the pool is typed by, and the registry.
+    # No tool's module is imported: only the tool contract the pool is typed by, and the registry
+    # (with what a request offers of the pool).
     assert "nanohermes.tools.files" in built["loaded"]
     assert [m for m in first["loaded"] if m not in ("nanohermes.tools.skills", "nanohermes.tools.todo",
                                                    "nanohermes.tools.base", "nanohermes.tools.registry",
-                                                   "nanohermes.tools.declared")] == []
+                                                   "nanohermes.tools.declared", "nanohermes.tools.offering")] == []
 
 
 def test_a_declarations_file_broken_or_naming_other_modules_is_not_used(home: Path, tmp_path: Path) -> None:

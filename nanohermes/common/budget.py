@@ -108,7 +108,11 @@ class Limits:
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
+        """Every limit's name, in the table's order (listed once: each tool's description asks)."""
+        return LIMIT_NAMES if cls is Limits else tuple(f.name for f in fields(cls))
+
+
+LIMIT_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Limits))
 
 
 # Limits for which 0 is a meaning of its own (no grace, no redirect, nothing listed, no wait,

@@ -29,7 +29,7 @@ from nanohermes.common.budget import ZERO_ALLOWED, Limits
 from nanohermes.common.errors import ConfigError
 from nanohermes.common.modes import Effort, Mode, SandboxMode, Wire
 from nanohermes.common.plaindata import NOT_PLAIN, made
-from nanohermes.guard.permissions import DEFAULT_SECRET_FILES
+from nanohermes.guard.secrets import DEFAULT_SECRET_FILES
 
 _DIR_NAME = re.compile(r"[^/\\*?\[\]{}!]+")  # a plain folder name: no separators, no glob characters
 # Where each layer's permission rules came from: (allow, ask or deny; the rule's text) -> the

@@ -51,6 +51,8 @@ _NAME_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 @dataclass(frozen=True)
 class CustomCommand:
+    """A slash command read from a Markdown file."""
+
     name: str  # without the slash; folders joined by ":"
     path: Path
     project: bool  # from the workspace (written by the repository's author)
@@ -76,6 +78,8 @@ class CustomCommand:
 
 @dataclass
 class Found:
+    """The slash commands found in the command folders, and those that cannot run."""
+
     commands: dict[str, CustomCommand] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     # Commands that cannot run: their file was not read, or its front matter cannot be read.

@@ -43,10 +43,8 @@ from nanohermes.common.events import UI, ApprovalReply, ApprovalRequest, Notice,
 from nanohermes.common.messages import Image
 from nanohermes.common.modes import Mode
 from nanohermes.guard.pathrules import command_read_rule, command_secret
-from nanohermes.guard.permissions import (
-    Basis, Denial, Policy, Rule, Target, Verdict, decide, policy_read_rules, reading_asked, reads_secret, unattended,
-)
-from nanohermes.guard.shellparse import ParseError, split
+from nanohermes.guard import permissions
+from nanohermes.guard.permissions import Basis, Denial, Policy, Rule, Target, Verdict, unattended
 from nanohermes.tools.base import Attempt, Params, Tool, ToolContext, ToolError, ToolResult
 from nanohermes.common.dirs import project_config_path
 from nanohermes.guard.gitmeta import git_dirs
@@ -130,6 +128,8 @@ class Refusal:
 
 @dataclass(frozen=True)
 class Ran:
+    """What a call's run gave, as the runtime takes it from the gate."""
+
     text: str
     is_error: bool
     display: str | None
@@ -158,6 +158,8 @@ class Host(Protocol):
 
 @dataclass
 class Gate:
+    """May this call run, and how confined: judges each call, then runs it as judged."""
+
     host: Host
 
     @property
@@ -254,7 +256,7 @@ class Gate:
         would print, and the path a read rule covers that it reads."""
         if not unattended(self.policy):
             target = replace(target, secret_read=await asyncio.to_thread(self._command_secret, target))
-        if rules := policy_read_rules(self.policy):
+        if rules := permissions.policy_read_rules(self.policy):
             # A path a read rule covers that the line names is refused or asked; one inside a
             # folder it reads whole is withheld by the sandbox, or found here where there is none.
             folders = not await asyncio.to_thread(self.policy.is_sandboxed)
@@ -267,7 +269,7 @@ class Gate:
                  hooked: PreToolUse | None) -> Verdict:
         """The rules' verdict, with the hooks' answer applied and a call only a person may let
         run asked of one."""
-        verdict = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
+        verdict = permissions.decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
         verdict = hooked.adjust(verdict) if hooked is not None else verdict
         # --dangerously-skip-permissions is a person's yes given in advance, to this call too.
         if verdict.decision != "deny" and not self.policy.skip_permissions and \
@@ -311,7 +313,7 @@ class Gate:
         Refusal of kind person. The check is skipped when reading the file is what needs the
         yes (a secret file, a read rule that asks): its error would quote the file (an edit's
         near miss) before anyone answered."""
-        if not reading_asked(self.policy, tool.name, _judged(attempt)) and \
+        if not permissions.reading_asked(self.policy, tool.name, _judged(attempt)) and \
                 (failed := await self._precheck(tool, args, ctx, attempt)) is not None:
             return failed
         learn = list(verdict.suggest or ()) or ([tool.suggest_rule(args)] if verdict.suggest is not None else [])
@@ -364,7 +366,7 @@ class Gate:
         if not learn or not all(rule in self.policy.allow for rule in learn):
             return None
         target = _judged(attempt)
-        now = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
+        now = permissions.decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
         if now.decision != "allow" or now.basis != "rule":
             return None
         try:
@@ -399,7 +401,7 @@ class Gate:
         """For a tool that reaches a further target mid-call (a redirect to another host):
         why the policy would not let it through unasked, or None."""
         def refusal(target: Target) -> str | None:
-            v = decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
+            v = permissions.decide(self.policy, tool_name=tool.name, approval=tool.approval_for(args), target=target)
             if v.decision == "allow":
                 return None
             return v.reason if v.decision == "deny" else f"it needs approval ({v.reason})"
@@ -410,7 +412,7 @@ class Gate:
         path the call reaches (see `Attempt.read_rule`)."""
         if tool.kind != "path" and tool.effect != "read":
             return None
-        rules = policy_read_rules(self.policy, tool.name).answered((*target.subjects, *target.aliases))
+        rules = permissions.policy_read_rules(self.policy, tool.name).answered((*target.subjects, *target.aliases))
         if not rules:
             return None
 
@@ -420,8 +422,11 @@ class Gate:
         return rule_of
 
     def _names_secret(self, line: str) -> bool:
+        # the shell analysis: at the first command line judged
+        from nanohermes.guard.shellparse import ParseError, split
+
         try:
-            return any(reads_secret(cmd, self.policy.secret_files) for cmd in split(line))
+            return any(permissions.reads_secret(cmd, self.policy.secret_files) for cmd in split(line))
         except ParseError:
             return False
 
@@ -458,9 +463,6 @@ class Gate:
     async def attempt(self, tool: Tool, grant: Grant, ctx: ToolContext) -> Ran:
         """Run the granted call in its attempt; on a sandbox refusal, ask once whether to run
         it again outside the sandbox."""
-        # the sandbox (ctypes, the probe): only a turn that confines a command
-        from nanohermes.guard.sandbox import SandboxError
-
         waited = grant.waited
         try:
             out = await tool.run(grant.args, ctx, grant.attempt)
@@ -469,12 +471,12 @@ class Gate:
                 waited += asked
         except ToolError as e:
             return Ran(f"ERROR: {e}", True, None, waited)
-        except SandboxError as e:
-            return Ran(f"ERROR: {e}; the command did not run. `nanohermes doctor` shows what the sandbox needs",
-                       True, None, waited)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # a tool bug must not end the turn
+            if _sandbox_failed(e):
+                return Ran(f"ERROR: {e}; the command did not run. `nanohermes doctor` shows what the sandbox needs",
+                           True, None, waited)
             return Ran(f"ERROR: {tool.name} failed unexpectedly: {type(e).__name__}: {e}", True, None, waited)
         if isinstance(out, ToolResult):
             return Ran(out.text, False, out.display, waited, out.images)
@@ -518,6 +520,14 @@ async def _detail(tool: Tool, args: Params, ctx: ToolContext, attempt: Attempt) 
     file tool's preview reads the file as the run will (an editor's buffer is read only from
     there), and a big diff keeps the loop free."""
     return await asyncio.to_thread(tool.approval_detail, args, ctx, attempt)
+
+
+def _sandbox_failed(e: Exception) -> bool:
+    """Is `e` the sandbox's own error (a command it could not confine)? Asked without loading
+    the sandbox (ctypes, the probe): only a sandbox that is loaded raises its error, and a turn
+    that confines no command never loads it."""
+    kernel = sys.modules.get("nanohermes.guard.sandbox.kernel")
+    return kernel is not None and isinstance(e, kernel.SandboxError)
 
 
 def _judged(attempt: Attempt) -> Target:

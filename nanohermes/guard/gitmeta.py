@@ -43,6 +43,8 @@ from nanohermes.guard import programs
 
 @dataclass(frozen=True)
 class Metadata:
+    """Git's metadata a command must leave alone, as the sandbox binds it."""
+
     protected: tuple[Path, ...]  # exists: bound read-only for the command
     absent: tuple[Path, ...]  # does not exist: removed if the command makes it
     module_roots: tuple[Path, ...]  # folders where git keeps submodules' git folders (checked after)

@@ -24,16 +24,18 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from nanohermes.guard.commands import read_operands
 from nanohermes.guard.configfiles import project_file, why_protected
 from nanohermes.guard.gitmeta import metadata
 from nanohermes.guard.hosts import LookupTimeout, canonical_host
 from nanohermes.guard.hosts import resolve as resolve_host
 from nanohermes.guard.permissions import Effect, ReadRules, SubjectKind, Target
 from nanohermes.guard.secrets import holds_own_secret, name_matcher, own_secret
-from nanohermes.guard.shellparse import ParseError, SimpleCommand, Word, split
+
+if TYPE_CHECKING:
+    from nanohermes.guard.shellparse import SimpleCommand, Word
 
 
 class PathProblem(ValueError):
@@ -383,15 +385,27 @@ def _named_paths(w: Word, root: str, most: int) -> list[str]:
     return [os.path.join(root, m) for m in matches]
 
 
+
+def _simple_commands(command: str) -> list[SimpleCommand] | None:
+    """A command line's simple commands, None when the shell analysis cannot follow it."""
+    # the shell analysis and the command catalogue: at the first command line judged, never
+    # for a turn that runs no command
+    from nanohermes.guard.shellparse import ParseError, split
+
+    try:
+        return split(command)
+    except ParseError:
+        return None
+
+
 def command_protected(command: str, workspace: Path, *, cwd: Path | None = None,
                       extra_roots: list[str] | tuple[str, ...] = ()) -> str:
     """Why a command line's write (by `>`, `>>`, a file it writes as an operand: tee) is
     protected, or "" when none is. A target only known at run time (an expansion, a glob, a
     brace, `~+`), or after a `cd` whose folder is (the same, `-`, `popd`, or a relative folder
     while CDPATH may be set), counts as protected."""
-    try:
-        commands = split(command)
-    except ParseError:
+    commands = _simple_commands(command)
+    if commands is None:
         return ""  # asked anyway: an unparseable command is never allowed silently
     for cmd, base in _located(commands, command, workspace, cwd):
         for t in cmd.written:
@@ -462,10 +476,11 @@ def command_secret(command: str, workspace: Path, *, cwd: Path | None = None,
     patterns = tuple(patterns)
     if not patterns and not own:
         return ""
-    try:
-        commands = split(command)
-    except ParseError:
+    commands = _simple_commands(command)
+    if commands is None:
         return ""  # asked anyway
+    from nanohermes.guard.commands import read_operands  # loaded with the shell analysis, just above
+
     scan = _Scan(workspace, patterns, max_entries, max_secs, own)
     for cmd, base in _located(commands, command, workspace, cwd):
         words, recursive = read_operands(cmd)
@@ -497,10 +512,11 @@ def command_read_rule(command: str, workspace: Path, rules: ReadRules, *, cwd: P
     read rule covers: named, through a link or a glob, or (with `folders`: where no sandbox
     withholds it) inside a folder it reads whole; () when none is found within the bounds
     (the sandbox withholds what the look missed)."""
-    try:
-        commands = split(command)
-    except ParseError:
+    commands = _simple_commands(command)
+    if commands is None:
         return ()  # asked anyway
+    from nanohermes.guard.commands import read_operands  # loaded with the shell analysis, just above
+
     look = _RuleLook(workspace, rules, folders, max_entries, max_secs)
     for cmd, base in _located(commands, command, workspace, cwd):
         words, recursive = read_operands(cmd)

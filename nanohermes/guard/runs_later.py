@@ -32,17 +32,28 @@ import re
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from nanohermes.common.budget import plural
 from nanohermes.guard.configfiles import project_file
 from nanohermes.guard.gitmeta import GitStamp, git_entry_stamp, looks_bare, planted_git
 
-_CI = re.compile(r"(^|/)(\.github/workflows/[^/]+\.ya?ml|\.gitlab-ci\.ya?ml|\.circleci/config\.ya?ml|azure-pipelines\.ya?ml"
-                 r"|\.travis\.ya?ml|Jenkinsfile|bitbucket-pipelines\.ya?ml|\.buildkite/[^/]+|\.drone\.ya?ml"
-                 r"|\.woodpecker(\.ya?ml|/[^/]+)|\.gitea/workflows/[^/]+\.ya?ml|\.forgejo/workflows/[^/]+\.ya?ml)$")
-_HOOKS = re.compile(r"(^|/)(\.git/(modules/.+/)?hooks/[^/]+|\.husky/.+|\.githooks/[^/]+|\.pre-commit-config\.ya?ml"
-                    r"|lefthook\.ya?ml|\.lefthook\.ya?ml)$")
+# Where CI and hooks keep the files they run, compiled by `_places` the first time a turn changed a
+# file (a turn that changes none never needs them).
+_CI = (r"(^|/)(\.github/workflows/[^/]+\.ya?ml|\.gitlab-ci\.ya?ml|\.circleci/config\.ya?ml|azure-pipelines\.ya?ml"
+       r"|\.travis\.ya?ml|Jenkinsfile|bitbucket-pipelines\.ya?ml|\.buildkite/[^/]+|\.drone\.ya?ml"
+       r"|\.woodpecker(\.ya?ml|/[^/]+)|\.gitea/workflows/[^/]+\.ya?ml|\.forgejo/workflows/[^/]+\.ya?ml)$")
+_HOOKS = (r"(^|/)(\.git/(modules/.+/)?hooks/[^/]+|\.husky/.+|\.githooks/[^/]+|\.pre-commit-config\.ya?ml"
+          r"|lefthook\.ya?ml|\.lefthook\.ya?ml)$")
+
+
+@cache
+def _places() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The CI and hook patterns, compiled."""
+    return re.compile(_CI), re.compile(_HOOKS)
+
+
 _NAMES: dict[str, str] = {
     "Makefile": "a Makefile (runs at `make`)", "makefile": "a Makefile (runs at `make`)",
     "GNUmakefile": "a Makefile (runs at `make`)", ".envrc": "an .envrc (direnv runs it on entering the folder)",
@@ -122,9 +133,10 @@ def _by_place(path: str, name: str, hooks: tuple[str, ...]) -> str | None:
     """What runs the file at `path` by where it is, whatever it holds: a git hook, a CI
     workflow, a virtual environment's `.pth` file, a subfolder's project file; None for a file
     elsewhere."""
-    if _HOOKS.search(path) or any(path.startswith(h.rstrip("/") + "/") for h in hooks):
+    ci, hooks_at = _places()
+    if hooks_at.search(path) or any(path.startswith(h.rstrip("/") + "/") for h in hooks):
         return "a git hook (runs at your next commit, checkout or push)"
-    if _CI.search(path):
+    if ci.search(path):
         return "a CI workflow (runs at your next push)"
     if name.endswith(".pth") and ("site-packages/" in path or "dist-packages/" in path):
         return "a .pth file of a virtual environment (runs at every Python start there)"

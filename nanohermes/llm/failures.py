@@ -22,12 +22,12 @@ MODEL_HINT = ("/model in the REPL (or `nanohermes doctor`) lists the models the 
 AGAIN = "in the REPL send `continue`; a script runs `nanohermes --continue -p continue`"
 
 # What errors say in each provider's words (the context is full, a rate limit, a failing
-# server, a refused key) is in the quirk table, one entry a provider's wording.
-CONTEXT_OVERFLOW = matcher("overflow", "error")
+# server, a refused key) is in the quirk table, one entry a provider's wording; each pattern
+# is compiled the first time an error is read (`matcher` keeps it), never by an answer.
 
 
 def is_context_overflow(text: str) -> bool:
-    return bool(CONTEXT_OVERFLOW.search(text))
+    return bool(matcher("overflow", "error").search(text))
 
 
 def rate_limited(status: int, fields: str, message: str) -> bool:

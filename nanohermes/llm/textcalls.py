@@ -33,12 +33,12 @@ from typing import Any
 from nanohermes.common.messages import Message, ToolCall
 from nanohermes.llm.textfinders import (
     CALL_OPENING,
-    FIND,
     TAILS,
     TEXT_FORMATS,
     Bad,
     Block,
     Call,
+    Finder,
     Format,
     Schemas,
     blank,
@@ -58,7 +58,7 @@ _INLINE_CODE = re.compile(r"`[^`\n]+`")
 # Each format with the markers that announce it, tried in the table's order: the special-token
 # formats first (their tokens never stand in a Markdown example, so they are looked for in the
 # text as it is; DeepSeek's wrap the arguments in a fence of their own).
-_FINDERS = tuple((f.markers, f.special, format_of(qid), FIND[qid]) for qid, f in TEXT_FORMATS.items() if f.markers)
+_FINDERS = tuple((f.markers, f.special, format_of(qid), qid) for qid, f in TEXT_FORMATS.items() if f.markers)
 _TAILS = tuple((format_of(qid), TAILS[qid]) for qid, f in TEXT_FORMATS.items() if f.tail)
 
 
@@ -71,6 +71,14 @@ class Recovery:
     text: str = ""  # the answer's text without the blocks taken as calls
     format: Format | None = None
     problem: str = ""  # a block looked like a call but is not one that can run: why
+
+
+def _marked(qid: str) -> Finder:
+    """The finder of format `qid`, which has markers: loaded with the first answer holding one
+    (their patterns are many, and most answers hold no marker)."""
+    from nanohermes.llm.textfinders.marked import FIND
+
+    return FIND[qid]
 
 
 def _unfenced(text: str) -> str:
@@ -107,12 +115,12 @@ def recover(text: str, tools: Sequence[dict[str, Any] | str], *, drafts: bool = 
     schemas = schemas_of(tools)
     raw = text if drafts else blank(text, thinking(text))
     plain = _unfenced(raw)
-    for markers, special, fmt, find in _FINDERS:
+    for markers, special, fmt, qid in _FINDERS:
         seen = raw if special else plain
         if not any(mk in seen for mk in markers):
             continue
         try:
-            blocks, fmt = find(seen, schemas)
+            blocks, fmt = _marked(qid)(seen, schemas)
         except Bad as e:
             return Recovery(text=text, format=e.fmt or fmt, problem=str(e))
         return _taken(text, blocks, fmt, schemas, tail=False)

@@ -236,6 +236,8 @@ _R = TypeVar("_R")
 
 @dataclass(frozen=True, kw_only=True)
 class ToolResult:
+    """What a tool's run gives back: the model's text, and what people and the gate see of it."""
+
     text: str
     display: str | None = None  # for people only, e.g. the unified diff of an edit
     # What the OS sandbox refused during the call (a write to /x): the gate offers a person to
@@ -641,7 +643,7 @@ def limit_value(name: str, value: float | int) -> str:
 def render_limits(text: str, limits: Limits) -> str:
     """`{name}` of a Limits field replaced by its value, so a lowered limit is what the
     model reads; other braces are left as they are."""
-    names = set(Limits.names())
+    names = Limits.names()
 
     def sub(m: re.Match[str]) -> str:
         name = m.group(1)

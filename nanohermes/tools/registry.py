@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nanohermes.tools.base import Tool
+from nanohermes.tools.offering import offered
 
 if TYPE_CHECKING:
     from nanohermes.common.budget import Limits
     from nanohermes.config import Config
     from nanohermes.common.messages import ToolCall
-    from nanohermes.tools.todo import KeptTodos
+    from nanohermes.tools.todo_list import KeptTodos
 
 
 def build_tools(config: Config | None = None, workspace: Path | None = None) -> list[Tool]:
@@ -52,7 +53,7 @@ def build_tools(config: Config | None = None, workspace: Path | None = None) -> 
 
 def kept_state() -> tuple[KeptTodos, ...]:
     """The parts of the tool state a session keeps with itself (`session.KeptState`)."""
-    from nanohermes.tools.todo import KEPT  # a tool module: imported when a session is made, not with the pool
+    from nanohermes.tools.todo_list import KEPT  # the list, not its tools: imported when a session is made
 
     return (KEPT,)
 
@@ -62,8 +63,6 @@ class BuiltinConventions:
 
     def offered(self, allowed: list[Tool], state: dict[str, Any], max_tools: int, limits: Limits,
                 notice: Callable[[str], None]) -> list[Tool]:
-        from nanohermes.tools.toolsearch import offered  # a tool module: imported with the first request, not the pool
-
         return offered(allowed, state, max_tools, limits, notice)
 
     def reread(self, call: ToolCall, names: Container[str]) -> tuple[ToolCall, str] | None:

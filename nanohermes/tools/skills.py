@@ -27,6 +27,8 @@ SKILL_FILE = "SKILL.md"
 
 @dataclass(frozen=True)
 class Skill:
+    """A skill found on disk: its name, what it is for, its SKILL.md and whose it is."""
+
     name: str
     description: str
     path: Path  # the SKILL.md file
@@ -39,6 +41,8 @@ class Skill:
 
 @dataclass
 class SkillSet:
+    """The skills a session found, what finding them warned of, and their reader."""
+
     skills: list[Skill] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     reader: OwnReader | None = None  # what read them, and reads a skill's body when it is loaded

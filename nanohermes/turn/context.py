@@ -106,6 +106,8 @@ class DocFile:
 
 @dataclass
 class ProjectDocs:
+    """The instruction files read into the system prompt, and those skipped, with why."""
+
     files: list[DocFile] = field(default_factory=list)  # general first: global, root, ..., workspace
     text: str = ""  # the prompt section, empty when there is no file
     budget: int = 0
@@ -245,6 +247,8 @@ def import_steps(got: OwnText, level: int, depth: int, seen: set[str]) -> Iterat
 
 @dataclass
 class _Loading:
+    """The instruction files being read, with the imports they follow."""
+
     reader: OwnReader
     depth: int  # hops of imports followed
     texts: list[tuple[Path, str, Path | None, str]] = field(default_factory=list)
@@ -312,6 +316,8 @@ NESTED_PURPOSE = "nested instruction file"
 
 @dataclass(frozen=True)
 class _Nested:
+    """A subfolder's instruction file, found by a call working under it."""
+
     path: Path
     real: str
     shown: str  # from the workspace

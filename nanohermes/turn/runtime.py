@@ -25,7 +25,7 @@ from nanohermes.config import Config
 from nanohermes.guard import programs
 from nanohermes.guard.gate import DENIED, DENIED_PREFIX, Gate, Refusal, denied, writable_roots
 from nanohermes.guard.ownreads import OwnReader
-from nanohermes.guard.permissions import Policy, Rule, Target, blocked, describe
+from nanohermes.guard.permissions import Policy, Rule, Target, blocked
 from nanohermes.tools.base import Params, Tool, ToolContext, ToolError
 from nanohermes.turn import persisted
 from nanohermes.turn.session import Session
@@ -81,6 +81,8 @@ class ToolConventions(Protocol):
 
 @dataclass
 class _Call:
+    """One tool call of a message on its way through the runtime: read, judged, then run."""
+
     call: ToolCall
     tool: Tool | None = None
     args: Params | None = None
@@ -91,6 +93,8 @@ class _Call:
 
 @dataclass
 class Runtime:
+    """Runs a message's tool calls: parses, judges, batches, runs, clamps and persists them."""
+
     tools: list[Tool]  # the assembled pool, in pool order
     config: Config
     workspace: Path
@@ -169,6 +173,8 @@ class Runtime:
     def permissions_report(self) -> list[str]:
         """The rules in force and where each came from (the /permissions listing), and what
         the OS sandbox confines here."""
+        # the report and the sandbox's probe: only /permissions asks for them
+        from nanohermes.guard.permissions import describe
         from nanohermes.guard.sandbox import describe_availability
 
         return [*describe(self.policy, [(t.name, t.effect) for t in self.tools]),

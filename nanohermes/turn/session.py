@@ -216,6 +216,8 @@ def _answer_dangling(history: list[Message]) -> list[Message]:
 
 @dataclass
 class Transcript:
+    """A session's JSON-lines file: its meta line, then what the session appended."""
+
     path: Path
     meta: dict[str, Any] = field(default_factory=dict)
     _f: IO[str] | None = field(default=None, init=False, repr=False)
@@ -534,6 +536,8 @@ class Session:
 # -- finding sessions ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SessionInfo:
+    """A saved session as the listings show it (`/resume`, `--resume`)."""
+
     id: str
     path: Path
     title: str

@@ -229,6 +229,7 @@ class Sink:
     _streams: dict[str, StreamRedactor] = field(default_factory=dict)  # by agent id, "" for the main one
 
     fmt: ClassVar[str]
+    reports: ClassVar[bool] = True  # writes the run's result object (`finish`), with the session's meters
 
     def emit(self, event: Event) -> None:
         self.meter.on_event(event)
@@ -343,7 +344,8 @@ class Sink:
         }
 
     def finish(self, result: dict[str, Any]) -> None:
-        """The run is over (answered, stopped, failed or interrupted): `result` is its object."""
+        """The run is over (answered, stopped, failed or interrupted): `result` is its object
+        (one a sink that `reports` writes)."""
 
 
 @dataclass
@@ -352,6 +354,7 @@ class TextSink(Sink):
     model said between its tool calls and one line per call."""
 
     fmt: ClassVar[str] = "text"
+    reports: ClassVar[bool] = False  # the answer alone: no result object, so no meters to work out for one
     _step: list[str] = field(default_factory=list)  # the current model call's text
 
     def _show(self, event: Event) -> None:

@@ -39,21 +39,77 @@ commands, `nanohermes.guard.commands`, whose queries are re-exported here.
 
 from __future__ import annotations
 
-from nanohermes.guard.commands import (
-    CATALOGUE, ENTRIES, Command, Leading, Options, Reads, Wraps, git_globals, is_read_only, lookup, option_reads,
-    read_operands, reads_secret, unanalysable,
-)
-from nanohermes.guard.permissions.commands import suggest_command_rule
-from nanohermes.guard.permissions.decision import decide, policy_read_rules, read_verdict, reading_asked, secret_subjects
-from nanohermes.guard.permissions.lines import UNANALYSABLE_HELP, read_only_line
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
 from nanohermes.guard.permissions.policy import PROTECTED, Basis, Denial, Policy, Verdict, blocked, unattended, visible
 from nanohermes.guard.permissions.reading import READER, ReadRules, folders_of, read_rules
-from nanohermes.guard.permissions.report import describe
 from nanohermes.guard.permissions.rules import (
     DEFAULT_SECRET_FILES, MODE_BLOCKED_EFFECTS, Decision, Effect, Rule, SubjectKind, Target,
     escape_pattern, is_secret, match_command_text, match_domain, match_path, names_tool, real_pattern,
     rule_problem,
 )
+
+if TYPE_CHECKING:
+    from nanohermes.guard.commands import (
+        CATALOGUE, ENTRIES, Command, Leading, Options, Reads, Wraps, git_globals, is_read_only, lookup, option_reads,
+        read_operands, reads_secret, unanalysable,
+    )
+    from nanohermes.guard.permissions.commands import suggest_command_rule
+    from nanohermes.guard.permissions.decision import (
+        decide, policy_read_rules, read_verdict, reading_asked, secret_subjects,
+    )
+    from nanohermes.guard.permissions.lines import UNANALYSABLE_HELP, read_only_line
+    from nanohermes.guard.permissions.report import describe
+
+# The rest loads on first use: the decision steps, the command catalogue and the shell
+# analysis they read are a first call's to judge, and a turn that calls no tool (or
+# builds a policy, a tool list, a config) never needs them.
+_LATER = {
+    **dict.fromkeys(("CATALOGUE", "ENTRIES", "Command", "Leading", "Options", "Reads", "Wraps", "git_globals",
+                     "is_read_only", "lookup", "option_reads", "read_operands", "reads_secret", "unanalysable"),
+                    "catalogue"),
+    "suggest_command_rule": "commands",
+    **dict.fromkeys(("decide", "policy_read_rules", "read_verdict", "reading_asked", "secret_subjects"), "decision"),
+    **dict.fromkeys(("UNANALYSABLE_HELP", "read_only_line"), "lines"),
+    "describe": "report",
+}
+
+
+def _part(part: str | None) -> ModuleType | None:
+    """The module of a part that loads on first use (None: no such part)."""
+    if part == "catalogue":
+        import nanohermes.guard.commands as catalogue  # the command catalogue: at the first command judged
+
+        return catalogue
+    if part == "commands":
+        from nanohermes.guard.permissions import commands  # command rules: at the first command judged
+
+        return commands
+    if part == "decision":
+        from nanohermes.guard.permissions import decision  # the decision steps: at the first call judged
+
+        return decision
+    if part == "lines":
+        from nanohermes.guard.permissions import lines  # a command line's steps: at the first command judged
+
+        return lines
+    if part == "report":
+        from nanohermes.guard.permissions import report  # /permissions and the blocked-tool report
+
+        return report
+    return None
+
+
+def __getattr__(name: str) -> Any:
+    """A name of the parts that load on first use (`_LATER`), from its part."""
+    module = _part(_LATER.get(name))
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(module, name)
+    globals()[name] = value  # found once: later lookups skip this function
+    return value
+
 
 __all__ = [
     "Basis", "CATALOGUE", "Command", "DEFAULT_SECRET_FILES", "Decision", "Denial", "ENTRIES", "Effect", "Leading",

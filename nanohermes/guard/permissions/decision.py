@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from nanohermes.guard.hosts import host_matches
 from nanohermes.common.modes import Mode
-from nanohermes.guard.permissions.lines import decide_line
 from nanohermes.guard.permissions.policy import (
     Basis, Policy, Step, Verdict, blocked, blocked_by, protected_verdict, unasked, unattended,
 )
@@ -23,6 +22,10 @@ def decide(policy: Policy, *, tool_name: str, approval: str, target: Target) -> 
     `target` is what the call touches, already resolved by the caller (see `Target`): its
     subjects are what rule patterns are matched against, its kind says how."""
     if target.kind == "command" and target.subjects:
+        # a command line's steps, the shell analysis and the catalogue: at the first command
+        # judged (a turn that reads and writes files never needs them)
+        from nanohermes.guard.permissions.lines import decide_line
+
         return decide_line(policy, tool_name, target)
     call = call_of(policy, tool_name, approval, target)
     return next(v for step in STEPS if (v := step(call)) is not None)

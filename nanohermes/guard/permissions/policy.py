@@ -15,6 +15,8 @@ from nanohermes.guard.permissions.rules import DEFAULT_SECRET_FILES, MODE_BLOCKE
 
 @dataclass(frozen=True, kw_only=True)
 class Policy:
+    """What the session's mode, tool lists and rules say, for `decide` to judge calls by."""
+
     mode: Mode = Mode.DEFAULT
     auto_approve: bool = False
     allowed_tools: tuple[str, ...] = ()
@@ -63,6 +65,8 @@ Denial = Literal["rule", "mode", "plan", "protected", "unattended", "hook", "per
 
 @dataclass(frozen=True)
 class Verdict:
+    """What `decide` says of a call: allow, ask or deny, why, and on what basis."""
+
     decision: Decision
     reason: str = ""
     # For "ask": the rules an "always" answer should remember (empty: the tool's own

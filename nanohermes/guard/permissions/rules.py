@@ -96,6 +96,8 @@ GRANT_ORIGIN = "allowed-tools of /"
 
 @dataclass(frozen=True)
 class Rule:
+    """A permission rule: `tool` or `tool(pattern)`, and where it came from."""
+
     tool: str  # a tool name, or an MCP prefix such as mcp__server
     pattern: str | None = None
     origin: str = field(default="", compare=False)  # where it came from, for /permissions

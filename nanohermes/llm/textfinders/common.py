@@ -23,6 +23,8 @@ TEXT_FORMATS = {q.id: f for q, f in entries(TextFormat)}
 
 @dataclass(frozen=True)
 class Format:
+    """A text call format as the model is told of it: its name and a whole call in it."""
+
     name: str  # what the model is told its format is
     example: str  # a whole, well-formed call in it, for the error that asks for one
 

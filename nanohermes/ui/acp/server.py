@@ -34,7 +34,7 @@ from nanohermes.guard.gate import writable_roots
 from nanohermes.guard.redact import protect, redact
 from nanohermes.guard.trust import decline_trust, trust_declined, trust_folder
 from nanohermes.llm.connect import check_base_url
-from nanohermes.tools import todo
+from nanohermes.tools import todo_list
 from nanohermes.tools.fileops import BUFFERS_KEY
 from nanohermes.turn.session import find_session
 from nanohermes.ui.acp.editor import ClientFiles, EditorUI, log
@@ -158,7 +158,7 @@ class Server:
         for update in updates.replay(live.agent.session.history, tools, live.workspace):
             live.ui.send(update)
 
-        if items := todo.current(live.agent.session.state):
+        if items := todo_list.current(live.agent.session.state):
             live.ui.send(updates.plan(items))
         await live.ui.flush()
         self._after_open(live)
