@@ -383,7 +383,7 @@ class OwnReadsCheck:
     async def stopping(self, answer: str) -> str | None:
         return None
 
-    async def settled(self) -> None:
+    async def settled(self, changing: bool = False) -> None:
         return None
 
     async def ended(self) -> None:

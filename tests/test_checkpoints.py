@@ -246,12 +246,15 @@ def test_a_file_too_big_to_keep_is_named_and_left_alone(repo: Path) -> None:
 
 def test_a_workspace_with_too_many_files_is_not_checkpointed(repo: Path) -> None:
     ui = RecordingUI()
-    built = build(repo, ScriptedLLM([Reply(text="ok")]), ui, limits={"checkpoint_max_files": 3})
+    built = build(repo, ScriptedLLM([Reply(text="ok"), tool_reply(call("write_file", {"path": "a.txt", "content": "x"})),
+                                     Reply(text="made")]), ui, limits={"checkpoint_max_files": 3})
     ask(built, "hi")
+    assert not ui.of(Notice)  # a turn that only answers takes no scan
+    ask(built, "make a.txt")
     assert [n.text for n in ui.of(Notice) if n.level == "warning"] == [
         "checkpoints: the workspace has more than 3 files (limits.checkpoint_max_files); checkpoints are off for it; "
         "/rewind cannot undo this session's turns"]
-    assert "no checkpoints yet" in command(built, "/rewind")
+    assert "make a.txt" not in command(built, "/rewind")  # the turn the scan failed in is not kept
 
 
 def test_the_store_is_pruned_oldest_first(repo: Path) -> None:
@@ -302,7 +305,8 @@ def test_checkpoints_can_be_turned_off(repo: Path) -> None:
 
 
 def test_the_shadow_store_lives_outside_the_workspace(repo: Path, home: Path) -> None:
-    built = build(repo, ScriptedLLM([Reply(text="ok")]))
+    built = build(repo, ScriptedLLM([tool_reply(call("write_file", {"path": "untracked.txt", "content": "changed"})),
+                                     Reply(text="ok")]))
     ask(built, "hi")
     assert store_dir(repo).is_relative_to(home / ".local" / "share" / "nanohermes" / "checkpoints")
     assert (store_dir(repo) / "git" / "HEAD").exists()
@@ -389,13 +393,15 @@ def test_without_git_checkpoints_are_off_with_one_warning(repo: Path, tmp_path: 
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     ui = RecordingUI()
-    built = build(repo, ScriptedLLM([Reply(text="a"), Reply(text="b")]), ui)
+    write = tool_reply(call("write_file", {"path": "a.txt", "content": "x"}, id="w"))
+    built = build(repo, ScriptedLLM([write, Reply(text="a"), write, Reply(text="b")]), ui)
     monkeypatch.setenv("PATH", str(empty))
     ask(built, "one", "two")
     assert [n.text for n in ui.of(Notice) if n.level == "warning"] == [
         "checkpoints: git was not found on PATH (checkpoints need it; install git); /rewind cannot undo this "
         "session's turns"]
-    assert [m.content for m in built.agent.session.history] == ["one", "a", "two", "b"]  # the turns ran
+    assert [m.content for m in built.agent.session.history if m.role != "tool" and not m.tool_calls] == [
+        "one", "a", "two", "b"]  # the turns ran
 
 
 @pytest.mark.parametrize("where", ["subfolder of a repository", "not a repository"])

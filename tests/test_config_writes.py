@@ -310,8 +310,8 @@ def test_start_up_files_planted_in_any_workspace_venv_are_named(turn: Any, serve
 def test_the_look_for_start_up_files_is_bounded(turn: Any, server: FakeServer, workspace: Path) -> None:
     for name in ("a", "b", "c"):
         (workspace / name).mkdir()
-    server.add(Reply(text="done"))
-    r = turn("-p", "hi", "--output-format", "json", server=server, config={"limits": {"startup_scan_folders": 2}})
+    server.add(tool_reply(call("write_file", {"path": "a/new.txt", "content": "x"})), Reply(text="done"))
+    r = turn("-p", "hi", "--output-format", "json", "--yes", server=server, config={"limits": {"startup_scan_folders": 2}})
     assert r.code == 0, r.err
     assert ("the look for Python start-up files (.pth, sitecustomize.py) in the workspace stopped after 2 folders "
             "(limits.startup_scan_folders)") in r.err

@@ -288,7 +288,7 @@ class ShellFirst:
     async def stopping(self, answer: str) -> str | None:
         return None
 
-    async def settled(self) -> None:
+    async def settled(self, changing: bool = False) -> None:
         return None
 
     async def ended(self) -> None:

@@ -482,7 +482,7 @@ class Hooks:
             return None
         return prompt + (f"\n\n<hook-context>\n{o.context}\n</hook-context>" if o.context else "")
 
-    async def settled(self) -> None:
+    async def settled(self, changing: bool = False) -> None:
         return None  # the prompt hooks run to their end before the prompt goes out
 
     async def ended(self) -> None:

@@ -278,7 +278,7 @@ class TextCallCheck:
                 f"{'is' if len(names) == 1 else 'are'} in your thinking, where calls are drafts and never run. Nothing "
                 f"was run. If you meant to make {it}, send {it} now as tool {calls}; otherwise give your answer.")
 
-    async def settled(self) -> None:
+    async def settled(self, changing: bool = False) -> None:
         return None
 
     async def ended(self) -> None:

@@ -175,6 +175,10 @@ class TaskManager:
         if task.watcher is not None:
             await asyncio.wait({task.watcher})
 
+    def busy(self) -> bool:
+        """Whether a task still runs (the session's runtime asks: see `Runtime.busy`)."""
+        return any(t.ended is None for t in self.tasks.values())
+
     async def aclose(self) -> None:
         """Kill every task still running and wait for them to be reaped: the session is over."""
         running = [t for t in self.tasks.values() if t.ended is None]

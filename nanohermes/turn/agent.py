@@ -55,9 +55,10 @@ class TurnHooks(Protocol):
     async def stopping(self, answer: str) -> str | None:
         """A reason to keep working instead of ending the turn; None: the turn ends."""
 
-    async def settled(self) -> None:
-        """What `prompt_submitted` started in the background (a checkpoint) is done: awaited
-        before the turn's first tool call and before its Stop hooks."""
+    async def settled(self, changing: bool = False) -> None:
+        """What `prompt_submitted` started or put off (a checkpoint's scan) is done: awaited
+        before each batch of the turn's tool calls (`changing`: one of them may change files)
+        and before its Stop hooks."""
 
     async def ended(self) -> None:
         """The turn that took the prompt is over, however it ended (a checkpoint records what
@@ -123,6 +124,8 @@ class Agent:
         if hooked is None:
             return self._end("error", 0, 0, "")
         self._append(Message("user", hooked, images=images))
+        if self.runtime.busy():  # a background task may change files while the model answers
+            await self._settle(changing=True)
         turns = calls = 0
         pending: tuple[ToolCall, ...] = ()
         results: dict[str, Message] = {}
@@ -146,7 +149,7 @@ class Agent:
                 pending, results = done.message.tool_calls, {}
                 calls += len(pending)
                 self.runtime.foresee(pending)  # while the turn settles
-                await self._settle()
+                await self._settle(changing=self.runtime.may_change(pending))
                 for result in await self.runtime.run_calls(pending, results):
                     self._append(result)
                 pending = ()
@@ -172,9 +175,9 @@ class Agent:
             text = await hooks.prompt_submitted(text)
         return text
 
-    async def _settle(self) -> None:
+    async def _settle(self, changing: bool = False) -> None:
         for hooks in self.turn_hooks:
-            await hooks.settled()
+            await hooks.settled(changing)
 
     async def _stop_hooks(self, answer: Message) -> str | None:
         await self._settle()

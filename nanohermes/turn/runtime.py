@@ -191,6 +191,15 @@ class Runtime:
                 self.gate.foresee(tool)
         self._read = [(call, self._prepare(call)) for call in calls]
 
+    def busy(self) -> bool:
+        """Whether something the session keeps works on its own now (a background task)."""
+        return any(busy() for v in self.session.state.values() if callable(busy := getattr(v, "busy", None)))
+
+    def may_change(self, calls: Sequence[ToolCall]) -> bool:
+        """Whether running `calls` may change the workspace's files: a tool that does more than
+        read (by its kind, not by the arguments: a command judged read-only may still write)."""
+        return any((tool := self._by_name.get(c.name)) is not None and tool.effect != "read" for c in calls)
+
     async def run_calls(self, calls: Sequence[ToolCall], results: dict[str, Message] | None = None) -> list[Message]:
         """Run one assistant message's calls. `results` fills in as calls finish, so a
         caller that is cancelled mid-way knows which calls still need an answer."""

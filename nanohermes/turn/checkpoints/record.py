@@ -1,13 +1,17 @@
 """Checkpoints of a session: a scan before and after each turn (an agent's `TurnHooks`), so a
 turn records the paths it changed with both contents, and the way back (/undo, /rewind, /redo).
 
-The scan before each turn takes in whatever the person did between turns; the scan after it
-is the turn's own changes, recorded with both contents (pinned in the store, so they outlive
-the user's repository) in the session's `checkpoints.jsonl`. The scan after a turn names the
-files it made that run code later (`runs_later`: git hooks, CI workflows, package scripts,
-...) in `FilesChanged.runs_later` and a warning, and so does a look at the start-up files
-(`.pth`, `sitecustomize.py`) of the workspace's virtual environments, which the checkpoints
-leave out.
+The scan before each turn takes in whatever the person did between turns. It is taken when
+the turn is first about to run something that may change files (a write, a command, a
+sub-agent), or at its start while a background task runs: until then nothing of the turn's has
+changed any, and a turn that only answers or reads is recorded without a scan at all. The scan
+after it is the turn's own changes, recorded with both contents (pinned in the store, so they
+outlive the user's repository) in the session's `checkpoints.jsonl`. The scan after a turn
+names the files it made that run code later (`runs_later`: git hooks, CI workflows, package
+scripts, ...) in `FilesChanged.runs_later` and a warning, and so does a look at the start-up
+files (`.pth`, `sitecustomize.py`) of the workspace's virtual environments, which the
+checkpoints leave out. A Stop hook's changes count as the turn's when the turn ran something
+that could change files, else as the person's.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ class Checkpoints:
         self.restorer = Restorer(store, self.journal, session)
         self._warned: set[str] = set()
         self._warming: threading.Thread | None = None
+        self._waiting: Turn | None = None  # the turn running now, until something of it may change files
         self._pending: asyncio.Future[None] | None = None  # the scan before this turn, while it runs
         self._ending: asyncio.Future[None] | None = None  # the scan after the last turn, while it runs
         self._open: Turn | None = None  # the turn running now, once its scan before is taken
@@ -87,9 +92,9 @@ class Checkpoints:
 
     # -- around each turn ------------------------------------------------------------------
     async def prompt_submitted(self, prompt: str) -> str | None:
-        """Start the scan that takes in what changed since the last turn (the person's
-        edits). It runs while the model thinks (nothing changes files before its answer
-        arrives); `settled` waits for it before the first tool or Stop hook runs."""
+        """The turn begins: the scan that takes in what changed since the last turn (the
+        person's edits) waits until the turn is about to run something that may change files
+        (`settled(changing=True)`), since nothing of the turn's changes any before that."""
         await self.settled()  # a cancelled turn's scan may still be finishing
         if self._ending is not None:
             await asyncio.shield(self._ending)
@@ -99,12 +104,16 @@ class Checkpoints:
         history = len(self.session.history)
         turn = Turn(turn=(turns[-1].turn + 1 if turns else 1), prompt=prompt[:200], time=time.time(),  # for the listing
                     history=history, mark=mark(self.session.history, history), state=self.session.mark())
-        # Shielded from the turn: cancelling the turn must not leave the scan half-taken.
-        self._pending = asyncio.ensure_future(self._before(turn))
+        self._waiting = turn
         return prompt
 
-    async def settled(self) -> None:
-        """The scan before the current turn is taken (or failed, and said so)."""
+    async def settled(self, changing: bool = False) -> None:
+        """The scan before the current turn is taken (or failed, and said so), started first
+        when what runs next may change files (`changing`) and it was not yet."""
+        if changing and self._waiting is not None:
+            turn, self._waiting = self._waiting, None
+            # Shielded from the turn: cancelling the turn must not leave the scan half-taken.
+            self._pending = asyncio.ensure_future(self._before(turn))
         if self._pending is not None:
             await asyncio.shield(self._pending)
             self._pending = None
@@ -118,9 +127,7 @@ class Checkpoints:
             return
         self._warn_incomplete(self._startup)
         self._warn_unkept(scan)
-        self.turns().append(turn)
-        self.journal.write({"type": "turn", "turn": turn.turn, "prompt": turn.prompt, "time": turn.time,
-                     "history": turn.history, "mark": turn.mark, "state": self.session.saved_state(turn.state or {})})
+        self._write_turn(turn)
         self._open = turn
 
     async def stopping(self, answer: str) -> str | None:
@@ -130,6 +137,10 @@ class Checkpoints:
         """The turn is over (answered, stopped, failed or interrupted): the scan after it
         records what its tools and commands changed."""
         await self.settled()
+        if (quiet := self._waiting) is not None:  # nothing of it could change files: no scan to take
+            self._waiting = None
+            self._record_quiet(quiet)
+            return
         turn, self._open = self._open, None
         if turn is None:
             return
@@ -165,6 +176,20 @@ class Checkpoints:
                 f"{plural(len(later), 'file')} this turn created or changed {'runs' if one else 'run'} code later "
                 f"without anyone typing {'its' if one else 'their'} name; read {'it' if one else 'them'} before "
                 "the next commit, push, build or test run: " + "; ".join(later))))
+
+    def _record_quiet(self, turn: Turn) -> None:
+        """A turn that ran nothing that could change files, kept (its place in the
+        conversation, for /rewind) with no changes."""
+        turn.changes = []
+        self._write_turn(turn)
+        self.journal.write({"type": "ended", "turn": turn.turn, "commit": "", "changes": []})
+        self.emit(FilesChanged(turn=turn.turn, paths=()))
+
+    def _write_turn(self, turn: Turn) -> None:
+        self.turns().append(turn)
+        self.journal.write({"type": "turn", "turn": turn.turn, "prompt": turn.prompt, "time": turn.time,
+                            "history": turn.history, "mark": turn.mark,
+                            "state": self.session.saved_state(turn.state or {})})
 
     def _runs_later(self, changes: Iterable[Change]) -> tuple[str, ...]:
         """`path: why` for each file the turn created or changed that runs code later. A file
