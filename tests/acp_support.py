@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 import os
 import sys
@@ -20,11 +21,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from acp import PROTOCOL_VERSION, connect_to_agent, text_block
-from acp import schema as s
 
 from nanohermes.testing import FakeServer
 
+class OnFirstUse:
+    """A module imported when a test first reads a name of it. Every test process imports every
+    test module, and the ACP SDK (half a second of CPU: its schema is pydantic models) is needed
+    only by the processes that run an ACP test."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # pytest looks for its own marks on every name of a test module
+            raise AttributeError(name)
+        return getattr(importlib.import_module(self._name), name)
+
+
+acp = OnFirstUse("acp")
+s = OnFirstUse("acp.schema")
+helpers = OnFirstUse("acp.helpers")
 REPO = Path(__file__).resolve().parent.parent
 EXIT_SECS = 10  # how long a process may take to leave once its stdin is closed
 
@@ -130,14 +146,14 @@ class Agent:
     async def start(self, workspace: Path, editor_fs: bool = False, **caps: Any) -> tuple[s.InitializeResponse, str]:
         """initialize, then session/new in `workspace`: (the answer to initialize, the session id)."""
         fs = s.FileSystemCapabilities(read_text_file=editor_fs, write_text_file=editor_fs)
-        init = await self.conn.initialize(protocol_version=PROTOCOL_VERSION,
+        init = await self.conn.initialize(protocol_version=acp.PROTOCOL_VERSION,
                                           client_capabilities=s.ClientCapabilities(fs=fs, **caps))
         new = await self.conn.new_session(cwd=str(workspace), mcp_servers=[])
         return init, new.session_id
 
     async def ask(self, session_id: str, *text: str) -> str:
         """A prompt of text blocks; its stop reason."""
-        reply = await self.conn.prompt(session_id=session_id, prompt=[text_block(t) for t in text])
+        reply = await self.conn.prompt(session_id=session_id, prompt=[acp.text_block(t) for t in text])
         return str(reply.stop_reason)
 
     def messages(self) -> list[dict[str, Any]]:
@@ -175,7 +191,7 @@ async def agent(editor: Editor, workspace: Path, server: FakeServer | None, *arg
         reader.feed_eof()
 
     pumping = asyncio.get_running_loop().create_task(pump())
-    conn = connect_to_agent(editor, process.stdin, reader, use_unstable_protocol=True)  # forms
+    conn = acp.connect_to_agent(editor, process.stdin, reader, use_unstable_protocol=True)  # forms
     try:
         yield Agent(conn, process, lines, stderr)
     finally:

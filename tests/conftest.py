@@ -33,6 +33,24 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 # whatever that variable says, and skips what is up to date), every start reads it.
 compileall.compile_dir(str(REPO / "nanohermes"), quiet=1, workers=1)
 
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Iterator[None]:
+    """Keeps the test modules' compiled code between runs, whatever PYTHONDONTWRITEBYTECODE says.
+
+    Every xdist worker imports every test module, and pytest rewrites each module's asserts
+    before compiling it: several seconds of CPU per worker, on every run. pytest keeps the
+    rewritten code beside the module (`__pycache__/*-pytest-*.pyc`, checked against the source)
+    only when bytecode may be written; with that variable set, as many CI images set it, it
+    rewrites afresh each time. Writing is allowed while the suite collects and put back after,
+    so the tests themselves run under the flag the environment gave."""
+    saved = sys.dont_write_bytecode
+    sys.dont_write_bytecode = False
+    try:
+        return (yield)
+    finally:
+        sys.dont_write_bytecode = saved
+
 # A runner may set the terminal's size in the environment (pytest-xdist's workers set
 # COLUMNS=80 and LINES=24); rich and prompt-toolkit would size a pty's screen from it
 # instead of from the pty, and the screens the tests read would wrap elsewhere.

@@ -13,10 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import schema as s
-from acp import text_block
 
-from acp_support import Editor, agent, env_for
+from acp_support import Editor, acp, agent, env_for, s
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 
@@ -183,7 +181,7 @@ def test_an_unknown_or_unsaved_session_cannot_be_loaded(workspace: Path, server:
                 except RequestError as e:
                     codes.append(e.code)
             try:
-                await a.conn.prompt(session_id="nope", prompt=[text_block("hi")])
+                await a.conn.prompt(session_id="nope", prompt=[acp.text_block("hi")])
             except RequestError as e:
                 codes.append(e.code)
         return codes

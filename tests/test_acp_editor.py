@@ -10,11 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from acp import image_block, resource_block, resource_link_block, text_block
-from acp import schema as s
-from acp.helpers import embedded_text_resource
-
-from acp_support import REPO, Editor, agent
+from acp_support import REPO, Editor, acp, agent, helpers, s
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 DEMO = str(REPO / "tests" / "mcp" / "demo_server.py")
@@ -196,10 +192,10 @@ def test_a_prompt_of_files_links_and_images(workspace: Path, home: Path, server:
     user_config(home, {"images_to_model": True})
     server.add(Reply(text="seen"))
     editor = Editor()
-    blocks = [text_block("look at these"),
-              resource_block(embedded_text_resource(f"file://{workspace}/src/a.py", "print('selected')\n")),
-              resource_link_block("b.py", f"file://{workspace}/src/b.py"),
-              image_block(PNG, "image/png")]
+    blocks = [acp.text_block("look at these"),
+              acp.resource_block(helpers.embedded_text_resource(f"file://{workspace}/src/a.py", "print('selected')\n")),
+              acp.resource_link_block("b.py", f"file://{workspace}/src/b.py"),
+              acp.image_block(PNG, "image/png")]
 
     async def scenario() -> tuple[bool, str]:
         async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
@@ -229,15 +225,15 @@ def test_an_embedded_files_text_is_sent_as_it_is_never_read_for_mentions_or_argu
     commands.mkdir(parents=True)
     (commands / "review.md").write_text("Review this: [$ARGUMENTS]\n")
     planted = f"# see @{tmp_path}/private.txt and @~/notes.txt\n"
-    embedded = resource_block(embedded_text_resource(f"file://{workspace}/a.py", planted))
+    embedded = acp.resource_block(helpers.embedded_text_resource(f"file://{workspace}/a.py", planted))
     server.add(Reply(text="one"), Reply(text="two"))
     editor = Editor()
 
     async def scenario() -> list[str]:
         async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
             _, sid = await a.start(workspace)
-            first = await a.conn.prompt(session_id=sid, prompt=[text_block("explain @typed.txt"), embedded])
-            second = await a.conn.prompt(session_id=sid, prompt=[text_block("/review quickly"), embedded])
+            first = await a.conn.prompt(session_id=sid, prompt=[acp.text_block("explain @typed.txt"), embedded])
+            second = await a.conn.prompt(session_id=sid, prompt=[acp.text_block("/review quickly"), embedded])
             return [str(first.stop_reason), str(second.stop_reason)]
 
     assert run(scenario()) == ["end_turn", "end_turn"]
@@ -259,7 +255,7 @@ def test_an_image_the_model_cannot_take_is_left_out_and_said_so(workspace: Path,
     async def scenario() -> str:
         async with agent(editor, workspace, server, stderr=tmp_path / "err") as a:
             _, sid = await a.start(workspace)
-            reply = await a.conn.prompt(session_id=sid, prompt=[text_block("see"), image_block(PNG, "image/png")])
+            reply = await a.conn.prompt(session_id=sid, prompt=[acp.text_block("see"), acp.image_block(PNG, "image/png")])
             return str(reply.stop_reason)
 
     assert run(scenario()) == "end_turn"

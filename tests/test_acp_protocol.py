@@ -12,9 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from acp import schema as s
 
-from acp_support import REPO, Editor, agent, env_for
+from acp_support import REPO, Editor, agent, env_for, s
 from nanohermes.testing import FakeServer, Reply, call, tool_reply
 
 DEMO = str(REPO / "tests" / "mcp" / "demo_server.py")

@@ -88,10 +88,10 @@ def test_prompt_carries_docs_after_environment(tmp_path: Path, home: Path) -> No
     assert prompt.index(f"Workspace: {ws}") < prompt.index("# Project instructions (AGENTS.md, CLAUDE.md)") < prompt.index("# Skills")
 
 
-def test_cli_sends_the_chain_and_honours_a_lowered_limit(cli, server: FakeServer, tmp_path: Path, home: Path) -> None:
+def test_cli_sends_the_chain_and_honours_a_lowered_limit(turn, server: FakeServer, tmp_path: Path, home: Path) -> None:
     _cfg, root, ws, _ = nested_repo(tmp_path, home)
     server.add(Reply(text="ok"))
-    r = cli("-p", "hi", server=server, cwd=ws, config={"limits": {"project_docs_chars": 15}})
+    r = turn("-p", "hi", server=server, cwd=ws, config={"limits": {"project_docs_chars": 15}})
     assert r.code == 0, r.err
     system = server.requests[0]["messages"][0]["content"]
     assert "W" * 10 in system and "PPPPP\n… (5 chars of this file cut)" in system
@@ -135,11 +135,11 @@ def test_claude_md_files_count_against_the_same_budget(tmp_path: Path, home: Pat
     assert f"{ws / 'AGENTS.md'} kept 5 of 10 chars" in docs.note
 
 
-def test_cli_sends_claude_md_and_claude_local_md(cli, server: FakeServer, workspace: Path) -> None:
+def test_cli_sends_claude_md_and_claude_local_md(turn, server: FakeServer, workspace: Path) -> None:
     (workspace / "CLAUDE.md").write_text("Always answer in French.")
     (workspace / "CLAUDE.local.md").write_text("My name is Ada.")
     server.add(Reply(text="ok"))
-    r = cli("-p", "hi", server=server)
+    r = turn("-p", "hi", server=server)
     assert r.code == 0, r.err
     system = server.requests[0]["messages"][0]["content"]
     assert system.index("Always answer in French.") < system.index("My name is Ada.")

@@ -1,4 +1,5 @@
-"""Commands through the real `nanohermes -p` process: approvals, and no task outlives it."""
+"""Commands through `nanohermes -p`: approvals (the turn, in this process), and no task outlives the
+real process."""
 
 from __future__ import annotations
 
@@ -21,32 +22,32 @@ def tool_results(server: FakeServer, request: int) -> list[str]:
     return [m["content"] for m in server.requests[request]["messages"] if m["role"] == "tool"]
 
 
-def test_commit_is_refused_without_a_terminal_or_yes(cli, server: FakeServer, workspace: Path) -> None:
+def test_commit_is_refused_without_a_terminal_or_yes(turn, server: FakeServer, workspace: Path) -> None:
     for args in (["init", "-q"], ["config", "user.name", "A"], ["config", "user.email", "a@b.c"]):
         subprocess.run(["git", *args], cwd=workspace, check=True)
     (workspace / "a.txt").write_text("a\n")
     server.add(tool_reply(call("git_commit", {"message": "sneaky", "paths": ["a.txt"]})), Reply(text="ok"))
-    r = cli("-p", "commit it", server=server)
+    r = turn("-p", "commit it", server=server)
     assert r.code == 0, r.err
     assert tool_results(server, 1) == ["Denied by the user. Do not retry it; ask what to do instead."]
     log = subprocess.run(["git", "log"], cwd=workspace, capture_output=True, text=True)
     assert log.returncode != 0 and "does not have any commits yet" in log.stderr
 
 
-def test_commit_runs_with_yes(cli, server: FakeServer, workspace: Path) -> None:
+def test_commit_runs_with_yes(turn, server: FakeServer, workspace: Path) -> None:
     for args in (["init", "-q"], ["config", "user.name", "A"], ["config", "user.email", "a@b.c"]):
         subprocess.run(["git", *args], cwd=workspace, check=True)
     (workspace / "a.txt").write_text("a\n")
     server.add(tool_reply(call("git_commit", {"message": "approved", "paths": ["a.txt"]})), Reply(text="ok"))
-    r = cli("-p", "commit it", "--yes", server=server)
+    r = turn("-p", "commit it", "--yes", server=server)
     assert r.code == 0, r.err
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=workspace, capture_output=True, text=True).stdout.strip()
     assert tool_results(server, 1)[0].startswith(f"committed {head}\n")
 
 
-def test_command_is_refused_without_a_terminal_or_yes(cli, server: FakeServer, workspace: Path) -> None:
+def test_command_is_refused_without_a_terminal_or_yes(turn, server: FakeServer, workspace: Path) -> None:
     server.add(tool_reply(call("run_command", {"command": "touch made"})), Reply(text="ok"))
-    r = cli("-p", "go", server=server)
+    r = turn("-p", "go", server=server)
     assert r.code == 0, r.err
     assert tool_results(server, 1) == ["Denied by the user. Do not retry it; ask what to do instead."]
     assert not (workspace / "made").exists()

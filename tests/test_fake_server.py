@@ -3,16 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import openai
 import pytest
 
 from nanohermes.testing import FakeServer, FakeToolCall, Fault, Reply
+
+
+class _OnFirstUse:
+    """The openai SDK, imported when a test first uses it: every test process imports every
+    test module, and the SDK (half a second of CPU) is needed by this file alone."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # pytest looks for its own marks on every name of a test module
+            raise AttributeError(name)
+        return getattr(importlib.import_module("openai"), name)
+
+
+openai = _OnFirstUse()
 
 USER = [{"role": "user", "content": "hi"}]
 

@@ -124,18 +124,18 @@ def test_a_trusted_project_asks_too_and_offers_always(workspace: Path) -> None:
     assert request.rule == "memory_save"
 
 
-def test_another_projects_global_memory_is_shown_as_its_quoted_note(cli, tmp_path: Path, workspace: Path) -> None:
+def test_another_projects_global_memory_is_shown_as_its_quoted_note(turn, tmp_path: Path, workspace: Path) -> None:
     planter = tmp_path / "planter"
     planter.mkdir()
     # The control: a project the person trusted saves a global memory unattended.
     with FakeServer() as first:
         saves(first)
-        r = cli("-p", "remember", "--yes", server=first, cwd=planter, config=trusting(planter))
+        r = turn("-p", "remember", "--yes", server=first, cwd=planter, config=trusting(planter))
         assert r.code == 0, r.err
         assert result_of(first) == f"Remembered (#1, global): {PLANTED}"
     with FakeServer() as second:
         second.add(tool_reply(call("memory_search", {"query": "tests environment"}, id="find")), Reply(text="ok"))
-        r = cli("-p", "what do I know about tests?", server=second, cwd=workspace)
+        r = turn("-p", "what do I know about tests?", server=second, cwd=workspace)
         assert r.code == 0, r.err
         found = result_of(second, "find")
     lines = found.splitlines()
@@ -145,7 +145,7 @@ def test_another_projects_global_memory_is_shown_as_its_quoted_note(cli, tmp_pat
     # In the project that saved it, it is that project's own fact, as before.
     with FakeServer() as third:
         third.add(tool_reply(call("memory_search", {"query": "tests environment"}, id="find")), Reply(text="ok"))
-        r = cli("-p", "what do I know about tests?", server=third, cwd=planter)
+        r = turn("-p", "what do I know about tests?", server=third, cwd=planter)
         assert r.code == 0, r.err
         assert result_of(third, "find").splitlines()[1].endswith(f"#1] {PLANTED}")
 

@@ -9,6 +9,7 @@ its own parts included. What two modules both need moves to the module that owns
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import nanohermes
@@ -26,7 +27,16 @@ def modules(root: Path) -> dict[str, Path]:
 
 
 def import_graph(root: Path) -> dict[str, set[str]]:
-    """Module -> the modules of the same package it imports (anywhere in its file)."""
+    """Module -> the modules of the same package it imports (anywhere in its file).
+
+    Several tests read the whole package's graph: it is worked out once per process for the
+    files as they are (each one's path, time and size), and each caller gets its own copy."""
+    files = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(root.rglob("*.py")))
+    return {mod: set(targets) for mod, targets in _graph(root, files).items()}
+
+
+@functools.lru_cache(maxsize=4)
+def _graph(root: Path, files: tuple[tuple[str, int, int], ...]) -> dict[str, frozenset[str]]:
     mods = modules(root)
     top = root.name
 
@@ -58,7 +68,7 @@ def import_graph(root: Path) -> dict[str, set[str]]:
                 visit(child)
 
         visit(ast.parse(path.read_text(encoding="utf-8")))
-    return graph
+    return {mod: frozenset(targets) for mod, targets in graph.items()}
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -89,9 +89,9 @@ def test_p_without_a_terminal_writes_the_answer_exactly_and_stderr_escaped(
     assert escape_controls(PROJECT_KEY) in r.err
 
 
-def test_stream_json_keeps_every_character(cli: Any, server: FakeServer) -> None:
+def test_stream_json_keeps_every_character(turn: Any, server: FakeServer) -> None:
     script(server)
-    r = cli("-p", "go", "--output-format", "stream-json", server=server)
+    r = turn("-p", "go", "--output-format", "stream-json", server=server)
     assert r.code == 0, r.err
     assert [line["result"] for line in r.lines() if line["type"] == "result"] == [ANSWER]
     assert_inert(r.out)  # what JSON leaves raw (C1, bidi controls) is written as \u escapes

@@ -22,20 +22,20 @@ pytestmark = pytest.mark.skipif(not (AVAIL.landlock and AVAIL.namespaces),
 PY = sys.executable
 
 
-def allowed(cli: Any, server: FakeServer, command: str, timeout: int = 120) -> tuple[dict[str, Any], str]:
+def allowed(turn: Any, server: FakeServer, command: str, timeout: int = 120) -> tuple[dict[str, Any], str]:
     """The model runs `command`; an allow rule for it lets it run unasked, so confined. Returns
     the json result and the tool result the model got."""
     server.add(tool_reply(call("run_command", {"command": command, "timeout_secs": timeout}, id="w1")),
                Reply(text="done"))
-    r = cli("-p", "work", "--output-format", "json", server=server, stdin=None, timeout=timeout + 60,
+    r = turn("-p", "work", "--output-format", "json", server=server, stdin=None, timeout=timeout + 60,
             config={"permissions": {"allow": ["run_command"]}})
     assert r.code == 0, r.err
     messages = server.requests[-1]["messages"]
     return r.json(), next(m["content"] for m in messages if m["role"] == "tool")
 
 
-def ok(cli: Any, server: FakeServer, command: str, expect: str, timeout: int = 120) -> None:
-    data, out = allowed(cli, server, command, timeout)
+def ok(turn: Any, server: FakeServer, command: str, expect: str, timeout: int = 120) -> None:
+    data, out = allowed(turn, server, command, timeout)
     assert out.startswith("exit code: 0"), out
     assert expect in out, out
     assert data["sandbox_refusals"] == [], data["sandbox_refusals"]
@@ -57,12 +57,12 @@ asyncio.run(main())
 
 
 @pytest.mark.parametrize("family", ["4", "6"])
-def test_an_asyncio_server_on_loopback(cli: Any, server: FakeServer, workspace: Path, family: str) -> None:
+def test_an_asyncio_server_on_loopback(turn: Any, server: FakeServer, workspace: Path, family: str) -> None:
     (workspace / "serve.py").write_text(SERVE)
-    ok(cli, server, f"{PY} serve.py {family}", "echoed ping")
+    ok(turn, server, f"{PY} serve.py {family}", "echoed ping")
 
 
-def test_a_pytest_fixture_serving_http_on_port_0(cli: Any, server: FakeServer, workspace: Path) -> None:
+def test_a_pytest_fixture_serving_http_on_port_0(turn: Any, server: FakeServer, workspace: Path) -> None:
     (workspace / "test_http.py").write_text(textwrap.dedent("""
         import http.server, threading, urllib.request
         import pytest
@@ -82,7 +82,7 @@ def test_a_pytest_fixture_serving_http_on_port_0(cli: Any, server: FakeServer, w
         def test_fetch(url):
             assert urllib.request.urlopen(url, timeout=5).read() == b"served"
     """))
-    ok(cli, server, f"{PY} -m pytest -q -p no:cacheprovider test_http.py", "1 passed")
+    ok(turn, server, f"{PY} -m pytest -q -p no:cacheprovider test_http.py", "1 passed")
 
 
 MULTI = """
@@ -116,25 +116,25 @@ if __name__ == "__main__":
 
 
 @pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
-def test_multiprocessing_with_every_start_method(cli: Any, server: FakeServer, workspace: Path, method: str) -> None:
+def test_multiprocessing_with_every_start_method(turn: Any, server: FakeServer, workspace: Path, method: str) -> None:
     (workspace / "multi.py").write_text(MULTI)
-    ok(cli, server, f"{PY} multi.py {method}", f"all good with {method}")
+    ok(turn, server, f"{PY} multi.py {method}", f"all good with {method}")
 
 
-def test_dev_shm_is_private_to_the_call(cli: Any, server: FakeServer, workspace: Path) -> None:
+def test_dev_shm_is_private_to_the_call(turn: Any, server: FakeServer, workspace: Path) -> None:
     marker = Path("/dev/shm") / "nanohermes-test-not-leaked"
-    ok(cli, server, f"touch {marker} && ls /dev/shm", "nanohermes-test-not-leaked")
+    ok(turn, server, f"touch {marker} && ls /dev/shm", "nanohermes-test-not-leaked")
     assert not marker.exists()
 
 
-def test_make_with_cc(cli: Any, server: FakeServer, workspace: Path) -> None:
+def test_make_with_cc(turn: Any, server: FakeServer, workspace: Path) -> None:
     if shutil.which("make") is None or shutil.which("cc") is None:
         pytest.skip("make or cc is not installed")
     (workspace / "hello.c").write_text('#include <stdio.h>\nint main(void) { puts("built and ran"); return 0; }\n')
     (workspace / "Makefile").write_text("hello: hello.c\n\tcc -o hello hello.c\n")
-    ok(cli, server, "make && ./hello", "built and ran")
+    ok(turn, server, "make && ./hello", "built and ran")
 
 
-def test_a_venv_inside_the_workspace(cli: Any, server: FakeServer, workspace: Path) -> None:
-    ok(cli, server, f"{PY} -m venv --without-pip .venv && .venv/bin/python -c 'import sys; print(sys.prefix)'",
+def test_a_venv_inside_the_workspace(turn: Any, server: FakeServer, workspace: Path) -> None:
+    ok(turn, server, f"{PY} -m venv --without-pip .venv && .venv/bin/python -c 'import sys; print(sys.prefix)'",
        str(workspace / ".venv"))

@@ -66,9 +66,14 @@ def run_python(code: str, home: Path, *args: str, cwd: Path | None = None, cache
 
 
 def package_copy(dest: Path) -> Path:
-    """A copy of the nanohermes package in `dest` (its compiled files left behind), for a test
-    that changes the code itself; pass `dest` as `run_python`'s root."""
-    shutil.copytree(REPO / "nanohermes", dest / "nanohermes", ignore=shutil.ignore_patterns("__pycache__"))
+    """A copy of the nanohermes package in `dest`, for a test that changes the code itself; pass
+    `dest` as `run_python`'s root.
+
+    The compiled files come along, each file keeping its time (copy2), so a process importing
+    the copy does not compile the whole package again (with PYTHONDONTWRITEBYTECODE set it
+    would, at every start): Python checks each against its source's time and size, and a file
+    the test writes afresh is compiled from what it now says."""
+    shutil.copytree(REPO / "nanohermes", dest / "nanohermes")
     return dest
 
 
