@@ -122,6 +122,17 @@ def test_a_summary_is_without_the_thinking_written_into_it(workspace: Path, open
 
 # A template that put the opening tag in the prompt: the reply starts inside the block and only
 # its closing tag comes (DeepSeek-R1's distills, Qwen3's thinking templates).
+# A model whose template may put the opening tag in the prompt: its first reply waits until
+# its thinking is known (`thinktags.TEMPLATE_THINKERS`).
+THINKER = "qwen3-32b"
+
+
+def thinker(server: FakeServer) -> list[str]:
+    """The command line's endpoint and model for `THINKER` (the `turn` fixture's `server=` names
+    another model)."""
+    return ["--base-url", server.base_url, "--model", THINKER]
+
+
 LONE_THINKING = "The user wants a number.\nSo 2+2 is 4, nothing to run.\n"
 LONE = LONE_THINKING + "</think>\n\nThe answer is 4."
 
@@ -140,7 +151,7 @@ def test_a_lone_closing_tag_ends_thinking_begun_in_the_prompt(turn: Any, server:
 @pytest.mark.parametrize("closing", ["</seed:think>", "</thinking>", "[/THINK]", "<channel|>"])
 def test_each_kind_of_thinking_tag_may_close_alone(turn: Any, server: FakeServer, closing: str) -> None:
     server.add(Reply(text=f"Thinking it over.\n{closing}\n\nDone.", chunk_size=2))
-    r = turn("-p", "go", "--output-format", "stream-json", server=server)
+    r = turn("-p", "go", "--output-format", "stream-json", *thinker(server))
     lines = r.lines()
     said = "".join(e["text"] for e in lines if e.get("type") == "text_delta")
     thought = "".join(e["text"] for e in lines if e.get("type") == "reasoning_delta")
@@ -151,7 +162,7 @@ def test_each_kind_of_thinking_tag_may_close_alone(turn: Any, server: FakeServer
 def test_stream_json_never_streams_it_as_answer(turn: Any, server: FakeServer, partial: bool) -> None:
     server.add(Reply(text=LONE, chunk_size=3))
     r = turn("-p", "what is 2+2", "--output-format", "stream-json", *(["--include-partial-messages"] * partial),
-             server=server)
+             *thinker(server))
     assert r.code == 0, r.err
     lines = r.lines()
     if partial:
@@ -196,7 +207,7 @@ def test_a_call_in_thinking_begun_in_the_prompt_never_runs(turn: Any, server: Fa
 
 def test_the_repl_folds_thinking_begun_in_the_prompt(term: Any, server: FakeServer) -> None:
     server.add(Reply(text=LONE))
-    t = term()
+    t = term(args=("--model", THINKER))
     t.prompt()
     t.type("what is 2+2")
     t.wait("✻ thought for 2 lines")
@@ -216,7 +227,7 @@ def test_an_editor_gets_thinking_begun_in_the_prompt_as_thought(workspace: Path,
     live, replayed = Editor(), Editor()
 
     async def scenario() -> None:
-        async with agent(live, workspace, server, stderr=tmp_path / "err") as a:
+        async with agent(live, workspace, server, "--model", THINKER, stderr=tmp_path / "err") as a:
             _, sid = await a.start(workspace)
             assert await a.ask(sid, "2+2?") == "end_turn"
         async with agent(replayed, workspace, server, stderr=tmp_path / "err2") as a:
@@ -245,22 +256,25 @@ def test_a_reply_is_held_only_while_the_conversation_allows_thinking_begun_in_th
     from nanohermes.llm.thinktags import may_open_in_prompt
 
     asked = [Message.user("hi")]
-    assert may_open_in_prompt(asked)  # nothing known yet
-    assert may_open_in_prompt([*asked, Message("assistant", LONE), Message.user("more")])
-    assert not may_open_in_prompt([*asked, Message("assistant", "Hello."), Message.user("more")])
-    assert not may_open_in_prompt([*asked, Message("assistant", "", reasoning="hm"), Message.user("more")])
-    assert not may_open_in_prompt([*asked, Message("assistant", THOUGHT + "4"), Message.user("more")])
+    assert may_open_in_prompt(asked, "qwen3-32b")  # nothing known yet
+    assert may_open_in_prompt([*asked, Message("assistant", LONE), Message.user("more")], "qwen3-32b")
+    assert not may_open_in_prompt([*asked, Message("assistant", "Hello."), Message.user("more")], "qwen3-32b")
+    assert not may_open_in_prompt([*asked, Message("assistant", "", reasoning="hm"), Message.user("more")], "qwen3-32b")
+    assert not may_open_in_prompt([*asked, Message("assistant", THOUGHT + "4"), Message.user("more")], "qwen3-32b")
     for hosted in ("gpt-4o", "openai/gpt-4.1-mini", "o3", "o4-mini", "claude-sonnet-4-5", "gemini-2.5-pro"):
         assert not may_open_in_prompt(asked, hosted), hosted
-    for local in ("qwen3-30b-a3b", "deepseek-r1-distill-qwen-32b", "gpt-oss-20b", "fake-model", "pro3"):
-        assert may_open_in_prompt(asked, local), local
+    for thinker in ("qwen3-30b-a3b", "Qwen/QwQ-32B", "deepseek-r1-distill-qwen-32b", "kimi-k2-thinking", "phi-4-reasoning"):
+        assert may_open_in_prompt(asked, thinker), thinker
+    for other in ("gpt-oss-20b", "fake-model", "llama3.1:8b", "mistral-small", "openai/o3-thinking"):
+        assert not may_open_in_prompt(asked, other), other
 
 
-@pytest.mark.parametrize("model,pieces", [("gpt-4o", "many"), ("fake-model", "one")])
-def test_a_hosted_models_first_reply_streams_as_it_comes(turn: Any, server: FakeServer, model: str,
-                                                        pieces: str) -> None:
-    """A hosted model's service never leaves a template's block half open, so its first reply is
-    not held; a model that may (one of unknown make) has its first text held until it is known."""
+@pytest.mark.parametrize("model,pieces", [("gpt-4o", "many"), ("llama3.1:8b", "many"), ("qwen3-32b", "one")])
+def test_only_a_thinking_models_first_reply_waits_for_its_thinking_to_be_known(turn: Any, server: FakeServer,
+                                                                               model: str, pieces: str) -> None:
+    """A model whose template may put the opening tag in the prompt has its first text held until
+    it is known; any other's reply (a hosted one's, a local one of another make) streams as it
+    comes."""
     server.add(Reply(text="Four, as two and two make.", chunk_size=3))
     r = turn("-p", "what is 2+2", "--base-url", server.base_url, "--model", model, "--output-format", "stream-json",
              "--include-partial-messages")

@@ -11,9 +11,11 @@ the first thinking tag of the reply (no opening tag and no other closing tag cam
 stands outside code (a fence, a backtick span) and only blanks follow it on its line: all the
 reply's text before it is thinking. Any other closing tag is prose. Since only that tag tells,
 the text a reply starts with is held until it is known (the tag, another tag, thinking in a field
-of its own, or the reply's end), unless the conversation already showed that the model sends no
-such tag, or the model is a hosted one whose service keeps thinking out of the text (OpenAI's,
-Anthropic's, Google's: `may_open_in_prompt`), so their replies stream as they come.
+of its own, or the reply's end), for a model whose name says it may (`TEMPLATE_THINKERS`: Qwen3,
+QwQ, DeepSeek-R1 and its distills, GLM-Z1, Magistral, ... and any name with "think" or
+"reason"; not a hosted one, whose service keeps thinking out of the text), until the
+conversation shows that it does not (`may_open_in_prompt`). Other models' replies stream as
+they come; what a turn ends with is read whole and leaves such thinking out all the same.
 `llm.textfinders.drafts` reads the same tags for calls in thinking.
 """
 
@@ -30,6 +32,10 @@ THINK_TAGS = (("<think>", "</think>"), ("<seed:think>", "</seed:think>"), ("<thi
 _PREFIXES = frozenset(tag[:n] for pair in THINK_TAGS for tag in pair for n in range(1, len(tag)))
 _LONGEST = max(len(tag) for pair in THINK_TAGS for tag in pair)
 _FENCES = ("```", "~~~")
+# Models whose chat templates may put the opening tag in the prompt, by the names their
+# weights and servers go by (`Qwen/Qwen3-32B`, `qwen3:30b`, `deepseek-r1-distill-llama-70b`).
+TEMPLATE_THINKERS = re.compile(r"qwen3|qwq|deepseek-r1|r1-distill|deepseek-reasoner|glm-z1|glm-4\.[5-9]|magistral|"
+                               r"exaone-deep|seed-oss|minimax-m[12]|hermes-4|think|reason", re.IGNORECASE)
 # Hosted models, named bare or behind a router's prefix (`openai/gpt-4o`): their services send
 # thinking apart or not at all, never a template's half-open block.
 _HOSTED = re.compile(r"(?:^|/)(?:gpt-(?!oss)|chatgpt|o[134](?:-|$)|claude|gemini)", re.IGNORECASE)
@@ -213,10 +219,10 @@ def lone_closing(text: str) -> int:
 
 def may_open_in_prompt(messages: Sequence[Message], model: str = "") -> bool:
     """Whether the reply of `model` to `messages` may begin inside thinking whose opening tag the
-    template put in the prompt: yes unless the model is a hosted one (`_HOSTED`) or the
-    conversation's latest answer with text or thinking shows the model does not (thinking in a
-    field of its own, or text without a lone closing tag)."""
-    if _HOSTED.search(model):
+    template put in the prompt: when its name says it may (`TEMPLATE_THINKERS`, not a hosted
+    one), until the conversation's latest answer with text or thinking shows it does not
+    (thinking in a field of its own, or text without a lone closing tag)."""
+    if _HOSTED.search(model) or not TEMPLATE_THINKERS.search(model):
         return False
     for m in reversed(messages):
         if m.role != "assistant":
