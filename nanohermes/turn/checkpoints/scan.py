@@ -374,7 +374,7 @@ class Scanner:
             return self._hashed(self._update(paths, unkept), looked)
         kept = self._update(paths, unkept, "--info-only")
         found = self._hashed(kept, looked)
-        lost = self.shadow.missing(sorted({v.blob for v in found.values()}), borrow=True)
+        lost = self.shadow.unheld(sorted({v.blob for v in found.values()}), borrow=True)
         if lost:
             wanted = {p: v for p, v in found.items() if v.blob in lost}
             packed = write_blobs(self.shadow.git_dir / "objects" / "pack",

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nanohermes.guard import programs
+from nanohermes.turn.checkpoints.gitpack import held
 from nanohermes.turn.checkpoints.versions import CheckpointError
 from nanohermes.common.dirs import private_dir, write_private
 from nanohermes.guard.programs import GIT_OWN
@@ -110,6 +111,27 @@ class Shadow:
             return set()
         out = self.text("cat-file", "--batch-check", stdin="".join(f"{b}\n" for b in blobs).encode(), borrow=borrow)
         return {line.split(" ")[0] for line in out.splitlines() if line.endswith(" missing")}
+
+    def unheld(self, blobs: list[str], *, borrow: bool = False) -> set[str]:
+        """Which of these blobs the store (with `borrow`: nor the user's repository) does not
+        hold, read from their object folders without a git process (`gitpack.held`). For what
+        is about to be kept: a blob taken for missing that is there after all (in a pack
+        written since the look) costs a copy too many, never a content. The rest of what a
+        repository borrowing objects of its own (its alternates) may hold, git is asked."""
+        rest = set(blobs) - held(self.git_dir / "objects", blobs)
+        if rest and borrow and self.borrowed:
+            rest -= held(Path(self.borrowed), rest)
+            if rest and os.path.exists(os.path.join(self.borrowed, "info", "alternates")):
+                return self.missing(sorted(rest), borrow=True)
+        return rest
+
+    def add_ref(self, ref: str, commit: str) -> None:
+        """A new ref (`ref`, a name no other has) at `commit`, written as git writes a loose
+        ref (whole or not at all): a process fewer a turn."""
+        path = self.git_dir / ref
+        if not path.parent.is_dir():
+            private_dir(path.parent)
+        _put(path, f"{commit}\n")
 
 
 def _put(path: Path, text: str) -> None:

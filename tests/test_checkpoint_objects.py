@@ -1,0 +1,110 @@
+"""What the checkpoints keep, and how few git processes a turn costs keeping it: contents the
+user's repository holds (through its own alternates too) are read from it, never copied for a
+file that still has them, and copied in when a turn changes them, so an undo works once the
+repository and what it borrowed from are gone. A turn that changes a file starts no git process
+to learn what the store already holds, nor to name its checkpoint."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from nanohermes.turn.checkpoints import store_dir
+from nanohermes.turn.checkpoints.gitpack import blob_name, held
+from nanohermes.testing import Reply, ScriptedLLM, call, tool_reply
+from tests.test_checkpoints import ask, build, command, git, repo, tree  # noqa: F401  # `repo` is a fixture
+
+
+def _clone_shared(source: Path, into: Path) -> Path:
+    """A repository made with `git clone --shared`: its objects are the source's, borrowed."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    subprocess.run(["git", "clone", "-q", "--shared", str(source), str(into)], env=env, check=True, capture_output=True)
+    assert (into / ".git" / "objects" / "info" / "alternates").exists()
+    return into
+
+
+def test_contents_a_repository_borrows_are_copied_only_when_a_turn_names_them(tmp_path: Path, home: Path) -> None:
+    source = tmp_path / "source"
+    source.mkdir()
+    git(source, "init", "-q", "-b", "main")
+    for i in range(40):
+        (source / f"f{i}.txt").write_text(f"file {i}\n" * 20)
+    git(source, "add", "-A")
+    git(source, "commit", "-q", "-m", "files")
+    git(source, "repack", "-adq")
+    ws = _clone_shared(source, tmp_path / "ws")
+    for i in range(40):  # the clone's files hashed again by the first scan (their stat is not git's)
+        os.utime(ws / f"f{i}.txt", (1_000_000_000, 1_000_000_000))
+    before = tree(ws)
+    # 40 files copied from tracked ones (contents the repository borrows), one overwritten.
+    script = "mkdir copies && for i in $(seq 0 39); do cp f$i.txt copies/c$i.txt; done && printf new > f3.txt"
+    built = build(ws, ScriptedLLM([Reply(text="looked"), tool_reply(call("run_command", {"command": script})),
+                                   Reply(text="done")]))
+    ask(built, "look")
+    objects = store_dir(ws) / "git" / "objects"
+    contents = {blob_name(data) for path, data in before.items() if path.startswith("f")}
+    assert held(objects, contents) == set()  # scanned, found in what the repository borrows
+    ask(built, "copy")
+    assert built.checkpoints is not None and len(built.checkpoints.turns()[1].paths) == 41
+    assert held(objects, contents) == contents  # the turn's changes name each: kept for good
+    after = tree(ws)
+    shutil.rmtree(ws / ".git")
+    shutil.rmtree(source)
+    assert "restored 41 files to before turn 2" in command(built, "/undo")
+    assert tree(ws) == before
+    assert "41 files" in command(built, "/redo")
+    assert tree(ws) == after
+
+
+@pytest.mark.parametrize("count", [1, 40])
+def test_contents_only_the_repository_holds_are_copied_when_a_turn_changes_them(repo: Path, count: int) -> None:
+    """A few are kept as files of their own, many as one pack; either way the undo finds them
+    once the repository is gone."""
+    for i in range(count):
+        (repo / "many" / f"m{i}.txt").parent.mkdir(exist_ok=True)
+        (repo / "many" / f"m{i}.txt").write_text(f"committed {i}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "many")
+    git(repo, "repack", "-adq")
+    before = tree(repo)
+    built = build(repo, ScriptedLLM([tool_reply(call("run_command", {"command": "for f in many/*; do printf x > $f; done"})),
+                                     Reply(text="done")]))
+    ask(built, "overwrite")
+    objects = store_dir(repo) / "git" / "objects"
+    olds = {blob_name(before[f"many/m{i}.txt"]) for i in range(count)}
+    assert held(objects, olds) == olds
+    loose = {p.parent.name + p.name for p in objects.glob("??/*")}
+    assert (olds <= loose) == (count == 1)
+    shutil.rmtree(repo / ".git")
+    assert f"restored {count} file" in command(built, "/undo")
+    assert tree(repo) == before
+
+
+def test_a_turn_changing_a_file_again_asks_git_nothing_the_store_can_answer(repo: Path, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every git process nanohermes starts is logged by a `git` put first on PATH.
+    real = shutil.which("git")
+    assert real is not None
+    log = tmp_path / "git.log"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "git"
+    wrapper.write_text(f'#!/bin/sh\nfor a in "$@"; do case "$a" in -c|*=*) ;; *) echo "$a" >> {log}; break;; esac; done\n'
+                       f'exec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    edits = [tool_reply(call("run_command", {"command": f"printf 'edit {i}\\n' >> tracked.txt"})) for i in range(3)]
+    built = build(repo, ScriptedLLM([edits[0], Reply(text="1"), edits[1], Reply(text="2"), edits[2], Reply(text="3")]))
+    ask(built, "one", "two")
+    log.write_text("")
+    ask(built, "three")  # the old content of tracked.txt is the store's own (the turn before kept it)
+    started = log.read_text().split()
+    assert "diff-files" in started  # the log does see the checkpoints' git
+    assert not {"cat-file", "update-ref", "pack-objects", "unpack-objects", "index-pack"} & set(started), started
+    assert built.checkpoints is not None and [t.paths for t in built.checkpoints.turns()] == [["tracked.txt"]] * 3
+    assert "restored 1 file to before turn 3" in command(built, "/undo")
+    assert (repo / "tracked.txt").read_text().endswith("edit 1\n")
