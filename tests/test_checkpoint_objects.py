@@ -9,10 +9,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
+from nanohermes.common.events import FilesChanged, RecordingUI
 from nanohermes.turn.checkpoints import store_dir
 from nanohermes.turn.checkpoints.gitpack import blob_name, held
 from nanohermes.testing import Reply, ScriptedLLM, call, tool_reply
@@ -108,3 +110,27 @@ def test_a_turn_changing_a_file_again_asks_git_nothing_the_store_can_answer(repo
     assert built.checkpoints is not None and [t.paths for t in built.checkpoints.turns()] == [["tracked.txt"]] * 3
     assert "restored 1 file to before turn 3" in command(built, "/undo")
     assert (repo / "tracked.txt").read_text().endswith("edit 1\n")
+
+
+def test_a_file_a_turn_hides_by_putting_its_folders_time_back_is_still_its_change(repo: Path) -> None:
+    """Scans after the first read only the folders whose times moved; a command that makes a
+    file in a folder left alone for a while and puts the folder's modification time back
+    (its change time cannot be) does not hide the file from the turn's changes, nor from
+    the names of files that run code later, nor from the undo."""
+    (repo / "src" / "a").mkdir(parents=True)
+    (repo / "src" / "a" / "one.py").write_text("one\n")
+    folders = [repo, repo / "src", repo / "src" / "a"]
+    # Until every folder's last change is out of the racy window of the scans (three seconds).
+    while time.time_ns() - max(f.stat().st_ctime_ns for f in folders) < 3_500_000_000:
+        time.sleep(0.1)
+    back = (repo / "src" / "a").stat().st_mtime_ns
+    script = f"printf 'all:\\n\\ttrue\\n' > src/a/Makefile && touch -m -d @{back // 10**9}.{back % 10**9:09d} src/a"
+    ui = RecordingUI()
+    built = build(repo, ScriptedLLM([Reply(text="looked"), tool_reply(call("run_command", {"command": script})),
+                                     Reply(text="done")]), ui)
+    ask(built, "look first", "then hide")
+    assert [n.split(": ", 1)[0] for n in ui.of(FilesChanged)[-1].runs_later] == ["src/a/Makefile"]
+    assert (repo / "src" / "a").stat().st_mtime_ns == back  # to the nanosecond
+    assert built.checkpoints is not None and [t.paths for t in built.checkpoints.turns()] == [[], ["src/a/Makefile"]]
+    assert "restored 1 file to before turn 2: src/a/Makefile" in command(built, "/undo")
+    assert not (repo / "src" / "a" / "Makefile").exists()

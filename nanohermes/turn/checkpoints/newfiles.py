@@ -1,7 +1,9 @@
 """Which files may be new in a workspace since it was last looked at, told by its folders' times.
 
-A folder's modification time moves whenever an entry is added to it, removed or renamed, so a
-folder whose time has not moved since it was listed holds no new file. `Folders` lists every
+A folder's modification and change times move whenever an entry is added to it, removed or
+renamed, so a folder whose times have not moved since it was listed holds no new file. The change
+time counts because nothing sets it back: a command that puts a folder's modification time back
+after making a file in it does not hide the file. `Folders` lists every
 folder of the workspace once (`build`), and later (`news`) reads only the time of each folder,
 listing again only the folders whose time moved: the files and folders that appeared in them
 are the candidates, which git then sorts into new or already known. That is git's own
@@ -31,6 +33,7 @@ RACY_NS = 3_000_000_000
 @dataclass(frozen=True)
 class _Seen:
     mtime: int
+    ctime: int
     ino: int
     files: frozenset[str]
     folders: frozenset[str]
@@ -65,7 +68,7 @@ class Folders:
             except OSError:
                 self._forget(rel)
                 continue
-            if seen.settled and st.st_mtime_ns == seen.mtime and st.st_ino == seen.ino:
+            if seen.settled and (st.st_mtime_ns, st.st_ctime_ns, st.st_ino) == (seen.mtime, seen.ctime, seen.ino):
                 continue
             if not stat.S_ISDIR(st.st_mode):
                 self._forget(rel)
@@ -111,8 +114,9 @@ class Folders:
             after = os.lstat(self.root + rel if rel else self.root)
         except OSError:
             return None
-        settled = after.st_mtime_ns == st.st_mtime_ns and st.st_mtime_ns < started_ns - RACY_NS
-        seen = _Seen(st.st_mtime_ns, st.st_ino, frozenset(files), frozenset(folders), settled)
+        settled = (after.st_mtime_ns, after.st_ctime_ns) == (st.st_mtime_ns, st.st_ctime_ns) \
+            and max(st.st_mtime_ns, st.st_ctime_ns) < started_ns - RACY_NS
+        seen = _Seen(st.st_mtime_ns, st.st_ctime_ns, st.st_ino, frozenset(files), frozenset(folders), settled)
         self.seen[rel] = seen
         return seen
 
