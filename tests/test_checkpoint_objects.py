@@ -134,3 +134,25 @@ def test_a_file_a_turn_hides_by_putting_its_folders_time_back_is_still_its_chang
     assert built.checkpoints is not None and [t.paths for t in built.checkpoints.turns()] == [[], ["src/a/Makefile"]]
     assert "restored 1 file to before turn 2: src/a/Makefile" in command(built, "/undo")
     assert not (repo / "src" / "a" / "Makefile").exists()
+
+
+def test_many_files_in_a_few_folders_with_odd_names_are_found_and_come_back(repo: Path) -> None:
+    # Past a few dozen paths in a few folders, what the index holds for them is looked up in
+    # a listing of those folders alone: names that look like pathspec magic, globs or options
+    # are folders like any other.
+    folders = ["sp ace é", "-lead", "gl*b[1]?", ":(top)x", "a/b", "a/b/c"]
+    script = "; ".join(f"mkdir -p -- '{d}' && for i in $(seq 1 12); do printf \"made $i\" > '{d}'/f$i.txt; done"
+                       for d in folders)
+    (repo / "a").mkdir()
+    (repo / "a" / "kept.txt").write_text("not changed\n")
+    built = build(repo, ScriptedLLM([tool_reply(call("run_command", {"command": script})), Reply(text="done")]))
+    before = tree(repo)
+    ask(built, "make them")
+    after = tree(repo)
+    made = sorted(p for p in after if p not in before)
+    assert len(made) == 72 and "gl*b[1]?/f3.txt" in made and ":(top)x/f12.txt" in made
+    assert built.checkpoints is not None and built.checkpoints.turns()[0].paths == made
+    assert "restored 72 files to before turn 1" in command(built, "/undo")
+    assert tree(repo) == before
+    command(built, "/redo")
+    assert tree(repo) == after
