@@ -159,10 +159,15 @@ def held(objects_dir: Path, names: Iterable[str]) -> set[str]:
     """Which of these objects `objects_dir` (a repository's `objects`) holds as a loose file
     or in one of its packs. One found is there; one not found may still be reachable through
     the folder's alternates, or in a pack written since the look."""
-    rest: set[str] = set()
+    rest = set(names)
     found: set[str] = set()
-    for name in names:
-        (found if os.path.exists(os.path.join(objects_dir, name[:2], name[2:])) else rest).add(name)
+    for fan in {name[:2] for name in rest}:  # a listing of each folder they would be in: fewer calls than a stat each
+        try:
+            loose = os.listdir(os.path.join(objects_dir, fan))
+        except OSError:
+            continue
+        found.update(name for name in (fan + entry for entry in loose) if name in rest)
+    rest -= found
     if not rest:
         return found
     try:

@@ -43,7 +43,7 @@ _PATHSPEC_BATCH = 100
 _LISTED_FROM = 64
 # Paths in at most this many folders are looked up in a listing of those folders alone (git
 # matches every entry against each folder: past a few dozen, the whole listing costs less).
-_FOLDERS_UPTO = 24
+_FOLDERS_UPTO = 32
 # At most this many paths are named to `rev-parse` at once (each is an argument).
 _NAMED_UPTO = 1000
 # Above this many files to keep, their contents go into one pack rather than a file each.
