@@ -174,8 +174,18 @@ def default_before() -> str | None:
     return p.stdout.strip() or None
 
 
+def committed_again(ws: Path) -> None:
+    """The generated files put back as committed (the rows before edited some), so each
+    version's measure starts from the same clean tree; git's own index refreshed once the
+    files' times are out of its racy second."""
+    git(ws, "checkout", "-q", "--", "src")
+    time.sleep(1.1)
+    git(ws, "status", "--porcelain")
+
+
 def run_version(tree: Path, ws: Path, data: Path, files: int, runs: int) -> list[Row]:
-    """`measure` in a process of its own, importing nanohermes from `tree`."""
+    """`measure` in a process of its own, importing nanohermes from `tree`, from a clean tree."""
+    committed_again(ws)
     p = subprocess.run([sys.executable, __file__, "--measure", str(tree), "--ws", str(ws), "--data", str(data),
                         "--files", str(files), "--runs", str(runs)], capture_output=True, text=True, check=False)
     if p.returncode != 0:
