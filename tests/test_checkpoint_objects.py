@@ -156,3 +156,39 @@ def test_many_files_in_a_few_folders_with_odd_names_are_found_and_come_back(repo
     assert tree(repo) == before
     command(built, "/redo")
     assert tree(repo) == after
+
+
+FAKE_GITS = {
+    "a stray .git file": "printf 'not a repository' > sub/.git",
+    "a gitdir file naming no repository": "printf 'gitdir: ../nowhere\\n' > sub/.git",
+    "a gitdir file with a trailing space": "git init -q --bare real.git && printf 'gitdir: ../real.git \\n' > sub/.git",
+    "an empty .git folder": "mkdir sub/.git",
+    "a .git folder whose HEAD names nothing": "mkdir -p sub/.git/objects sub/.git/refs && printf 'junk\\n' > sub/.git/HEAD",
+}
+
+
+@pytest.mark.parametrize("fake", list(FAKE_GITS))
+def test_files_beside_a_git_entry_git_does_not_take_for_a_repository_are_the_turns_changes(repo: Path,
+                                                                                          fake: str) -> None:
+    """A folder holding a repository of its own is not kept (git does not enter it); one whose
+    `.git` git does not take for a repository is a folder like any other, so a turn cannot hide
+    the files it makes behind one."""
+    script = f"mkdir sub && {FAKE_GITS[fake]} && printf 'all:\\n\\ttrue\\n' > sub/Makefile"
+    ui = RecordingUI()
+    built = build(repo, ScriptedLLM([Reply(text="looked"), tool_reply(call("run_command", {"command": script})),
+                                     Reply(text="done")]), ui)
+    ask(built, "look first", "then make")  # the first scan asks git; the next ones read the folders
+    assert subprocess.run(["git", "-C", str(repo), "ls-files", "-o", "sub"], capture_output=True,
+                          text=True).stdout.splitlines() == ["sub/Makefile"]  # the control: git enters it
+    assert built.checkpoints is not None and "sub/Makefile" in built.checkpoints.turns()[1].paths
+    assert "sub/Makefile" in [n.split(": ", 1)[0] for n in ui.of(FilesChanged)[-1].runs_later]
+    command(built, "/undo")
+    assert not (repo / "sub" / "Makefile").exists()
+
+
+def test_a_repository_of_its_own_in_a_subfolder_is_left_out(repo: Path) -> None:
+    script = "git init -q sub && printf 'all:\\n\\ttrue\\n' > sub/Makefile && printf x > beside.txt"
+    built = build(repo, ScriptedLLM([Reply(text="looked"), tool_reply(call("run_command", {"command": script})),
+                                     Reply(text="done")]))
+    ask(built, "look first", "then make")
+    assert built.checkpoints is not None and built.checkpoints.turns()[1].paths == ["beside.txt"]

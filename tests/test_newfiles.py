@@ -7,6 +7,7 @@ scan a while later is one whose start (`started_ns`) is given a while later."""
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -28,12 +29,15 @@ def make(root: Path, *paths: str) -> None:
 
 def test_only_folders_whose_time_moved_are_read_and_give_their_new_names(tmp_path: Path) -> None:
     tmp_path = tmp_path / "root"
-    make(tmp_path, "a.txt", "src/m/one.py", "src/m/two.py", "docs/x.md", "node_modules/dep/i.js", "sub/.git/HEAD",
-         "sub/inner.txt")
+    make(tmp_path, "a.txt", "src/m/one.py", "src/m/two.py", "docs/x.md", "node_modules/dep/i.js", "sub/inner.txt",
+         "fake/.git", "fake/f.txt")
+    subprocess.run(["git", "init", "-q", str(tmp_path / "sub")], check=True,
+                   env={k: v for k, v in os.environ.items() if not k.startswith("GIT_")})
     (tmp_path / "linked").symlink_to(tmp_path / "src")
     folders = Folders(str(tmp_path), lambda rel: rel.rpartition("/")[2] == "node_modules")
     folders.build(later())
-    assert set(folders.seen) == {"", "src", "src/m", "docs"}  # not node_modules, sub (a repository), linked
+    # Not node_modules, sub (a repository), linked; fake's `.git` is no repository to git.
+    assert set(folders.seen) == {"", "src", "src/m", "docs", "fake"}
     assert all(s.settled for s in folders.seen.values())
     assert folders.news(later()) == []
     make(tmp_path, "src/m/three.py", "new/deep/er/f.txt")

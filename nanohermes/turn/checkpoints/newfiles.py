@@ -20,6 +20,7 @@ not go in), the folders `skip` names, and symbolic links (git does not follow th
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -121,7 +122,7 @@ class Folders:
         return seen
 
     def _skipped(self, rel: str, path: str) -> bool:
-        return self.skip(rel) or os.path.lexists(os.path.join(path, ".git"))
+        return self.skip(rel) or _nested_repository(path)
 
     def _forget(self, rel: str) -> None:
         """`rel` is gone (or no folder now): it and every folder below it."""
@@ -131,6 +132,51 @@ class Folders:
         below = rel + "/"
         for key in [k for k in self.seen if k == rel or k.startswith(below)]:
             del self.seen[key]
+
+
+def _nested_repository(folder: str) -> bool:
+    """Whether git surely takes `folder` for a repository of its own, which its listing of new
+    files does not enter: its `.git` is a git folder (or a `gitdir:` file naming one) as git
+    checks one, `HEAD` naming a ref or a commit beside `objects/` and `refs/`. Any other `.git`
+    (a stray file, an empty folder, a worktree's, a link) is entered: git enters the folder or
+    drops what it finds there when asked about it, and a turn cannot hide files behind a `.git`
+    git does not believe in."""
+    entry = os.path.join(folder, ".git")
+    try:
+        st = os.lstat(entry)
+        if stat.S_ISDIR(st.st_mode):
+            return _git_folder(entry)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > 4096:
+            return False
+        with open(entry, "rb") as f:
+            text = f.read(4096)
+    except OSError:
+        return False
+    named = text.rstrip(b"\r\n")  # as git reads it: only line ends are trimmed
+    if not named.startswith(b"gitdir: ") or b"\0" in named or len(named) == len(b"gitdir: "):
+        return False
+    return _git_folder(os.path.join(folder, os.fsdecode(named[len(b"gitdir: "):])))
+
+
+def _git_folder(path: str) -> bool:
+    """A git folder as git checks one (`HEAD` naming a ref or a commit, `objects/`, `refs/`),
+    without a `commondir` (a worktree's: not vouched for here)."""
+    try:
+        if os.path.lexists(os.path.join(path, "commondir")):
+            return False
+        if not all(os.access(os.path.join(path, d), os.X_OK) and os.path.isdir(os.path.join(path, d))
+                   for d in ("objects", "refs")):
+            return False
+        head = os.path.join(path, "HEAD")
+        if os.path.islink(head):
+            return os.readlink(head).startswith("refs/")
+        with open(head, "rb") as f:
+            text = f.read(256)
+    except OSError:
+        return False
+    if text.startswith(b"ref:"):
+        return text[4:].lstrip().startswith(b"refs/")
+    return re.fullmatch(rb"(?:[0-9a-f]{40}|[0-9a-f]{64})\s*", text) is not None
 
 
 def _join(folder: str, name: str) -> str:
