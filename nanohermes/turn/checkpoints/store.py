@@ -137,8 +137,7 @@ class Store:
         out = self.shadow.git("cat-file", "--batch", stdin="".join(f"{b}\n" for b in blobs).encode(), borrow=True)
         found: list[tuple[str, bytes]] = []
         at = 0
-        while at < len(out):
-            end = out.index(b"\n", at)
+        while (end := out.find(b"\n", at)) != -1:
             head = out[at:end].decode("ascii", "replace").split(" ")
             at = end + 1
             if len(head) == 3 and head[2].isdigit():  # "<name> <type> <size>", then the content; or "<name> missing"
