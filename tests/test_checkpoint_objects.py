@@ -192,3 +192,18 @@ def test_a_repository_of_its_own_in_a_subfolder_is_left_out(repo: Path) -> None:
                                      Reply(text="done")]))
     ask(built, "look first", "then make")
     assert built.checkpoints is not None and built.checkpoints.turns()[1].paths == ["beside.txt"]
+
+
+def test_files_a_turn_makes_in_a_folder_it_turns_into_a_repository_are_its_changes(repo: Path) -> None:
+    # git goes on listing new files in a folder whose files its index holds, repository or not.
+    (repo / "src").mkdir()
+    (repo / "src" / "a.py").write_text("a = 1\n")
+    script = "git init -q src && printf 'all:\\n\\ttrue\\n' > src/Makefile && printf x > top.txt"
+    ui = RecordingUI()
+    built = build(repo, ScriptedLLM([Reply(text="looked"), tool_reply(call("run_command", {"command": script})),
+                                     Reply(text="done")]), ui)
+    ask(built, "look first", "then make")
+    assert built.checkpoints is not None and built.checkpoints.turns()[1].paths == ["src/Makefile", "top.txt"]
+    assert [n.split(": ", 1)[0] for n in ui.of(FilesChanged)[-1].runs_later] == ["src/Makefile"]
+    command(built, "/undo")
+    assert not (repo / "src" / "Makefile").exists() and (repo / "src" / "a.py").exists()

@@ -110,7 +110,9 @@ class Folders:
                         continue
                     if not e.is_dir(follow_symlinks=False):
                         files.append(e.name)
-                    elif not self._skipped(_join(rel, e.name), e.path):
+                    elif _join(rel, e.name) in self.seen or not self._skipped(_join(rel, e.name), e.path):
+                        # One entered before stays entered when it becomes a repository: git goes
+                        # on listing new files in a folder whose files its index holds.
                         folders.append(e.name)
             after = os.lstat(self.root + rel if rel else self.root)
         except OSError:
