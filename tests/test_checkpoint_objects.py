@@ -16,7 +16,8 @@ import pytest
 
 from nanohermes.common.events import FilesChanged, RecordingUI
 from nanohermes.turn.checkpoints import store_dir
-from nanohermes.turn.checkpoints.gitpack import blob_name, held
+from nanohermes.turn.checkpoints.gitpack import blob_name, held, write_blobs, write_object
+from nanohermes.turn.checkpoints.shadow import Shadow
 from nanohermes.testing import Reply, ScriptedLLM, call, tool_reply
 from tests.test_checkpoints import ask, build, command, git, repo, tree  # noqa: F401  # `repo` is a fixture
 
@@ -207,3 +208,22 @@ def test_files_a_turn_makes_in_a_folder_it_turns_into_a_repository_are_its_chang
     assert [n.split(": ", 1)[0] for n in ui.of(FilesChanged)[-1].runs_later] == ["src/Makefile"]
     command(built, "/undo")
     assert not (repo / "src" / "Makefile").exists() and (repo / "src" / "a.py").exists()
+
+
+@pytest.mark.parametrize("count", [10, 1000])
+def test_what_the_store_holds_is_found_without_git_as_git_finds_it(tmp_path: Path, home: Path, count: int) -> None:
+    """A few names in a few packs are looked up in the packs' indexes; many in many packs are
+    asked of git: either way the answer is git's."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    shadow = Shadow(tmp_path / "store", ws, tmp_path / "store" / "index", None)
+    shadow.create()
+    objects = shadow.git_dir / "objects"
+    contents = [f"content {i}\n".encode() for i in range(2 * count)]
+    for i in range(25):  # packs a turn after another wrote
+        write_blobs(objects / "pack", [(blob_name(c), c) for c in contents[i::50]])
+    for c in contents[1::7]:
+        write_object(objects, "blob", c)
+    names = sorted({blob_name(c) for c in contents} | {blob_name(f"absent {i}".encode()) for i in range(count)})
+    assert shadow.unheld(names) == shadow.missing(names)
+    assert shadow.unheld(names) & {blob_name(c) for c in contents[1::7]} == set()

@@ -155,10 +155,20 @@ def write_object(objects_dir: Path, kind: str, content: bytes) -> str:
     return name
 
 
-def held(objects_dir: Path, names: Iterable[str]) -> set[str]:
+def pack_indexes(objects_dir: Path) -> list[str]:
+    """The indexes of the packs in `objects_dir` that git uses (those beside their pack)."""
+    try:
+        with os.scandir(objects_dir / "pack") as it:
+            return [e.path for e in it if e.name.endswith(".idx") and os.path.exists(e.path[:-4] + ".pack")]
+    except OSError:
+        return []
+
+
+def held(objects_dir: Path, names: Iterable[str], indexes: list[str] | None = None) -> set[str]:
     """Which of these objects `objects_dir` (a repository's `objects`) holds as a loose file
-    or in one of its packs. One found is there; one not found may still be reachable through
-    the folder's alternates, or in a pack written since the look."""
+    or in one of its packs (`indexes`: their `pack_indexes`, when already listed). One found
+    is there; one not found may still be reachable through the folder's alternates, or in a
+    pack written since the look."""
     rest = set(names)
     found: set[str] = set()
     for fan in {name[:2] for name in rest}:  # a listing of each folder they would be in: fewer calls than a stat each
@@ -170,18 +180,12 @@ def held(objects_dir: Path, names: Iterable[str]) -> set[str]:
     rest -= found
     if not rest:
         return found
-    try:
-        with os.scandir(objects_dir / "pack") as it:
-            indexes = [e.path for e in it if e.name.endswith(".idx")]
-    except OSError:
-        return found
-    for path in indexes:
+    for path in pack_indexes(objects_dir) if indexes is None else indexes:
         if not rest:
             break
-        if os.path.exists(path[:-4] + ".pack"):  # git uses a pack only beside its index
-            there = _in_index(path, rest)
-            found |= there
-            rest -= there
+        there = _in_index(path, rest)
+        found |= there
+        rest -= there
     return found
 
 
@@ -218,4 +222,4 @@ def _in_index(path: str, names: set[str]) -> set[str]:
     return found
 
 
-__all__ = ["blob_name", "held", "tree_of_blobs", "write_blobs", "write_object"]
+__all__ = ["blob_name", "held", "pack_indexes", "tree_of_blobs", "write_blobs", "write_object"]
