@@ -1,5 +1,6 @@
 """A pack written without git is one git reads: every blob back byte for byte, the pack and its
-index verified by git itself, read-only; a content that is not what its name says is left out."""
+index verified by git itself, read-only; a content that is not what its name says is left out.
+What a repository holds is found without git as git finds it: loose, or in a pack git wrote."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from nanohermes.turn.checkpoints.gitpack import blob_name, write_blobs
+from nanohermes.turn.checkpoints.gitpack import blob_name, held, write_blobs
 
 
 def git(repo: Path, *args: str, stdin: bytes | None = None) -> bytes:
@@ -44,3 +45,40 @@ def test_nothing_to_write_leaves_nothing(tmp_path: Path) -> None:
     pack_dir = tmp_path / ".git" / "objects" / "pack"
     assert write_blobs(pack_dir, [(blob_name(b"a"), b"b"), (blob_name(b"c"), None)]) == set()
     assert list(pack_dir.iterdir()) == []
+
+
+def test_what_a_repository_holds_is_found_loose_and_in_packs_git_wrote(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    objects = tmp_path / ".git" / "objects"
+    packed = [git(tmp_path, "hash-object", "-w", "--stdin", stdin=f"packed {i}\n".encode()).decode().strip()
+              for i in range(300)]
+    git(tmp_path, "pack-objects", "-q", str(objects / "pack" / "pack"), stdin="".join(f"{n}\n" for n in packed).encode())
+    git(tmp_path, "prune-packed")  # into one pack, the loose files gone
+    assert not list(objects.glob("??/*"))
+    loose = git(tmp_path, "hash-object", "-w", "--stdin", stdin=b"loose\n").decode().strip()
+    ours = blob_name(b"ours")
+    write_blobs(objects / "pack", [(ours, b"ours")])  # a second pack
+    absent = [blob_name(f"absent {i}".encode()) for i in range(50)]
+    names = [*packed, loose, ours, *absent]
+    expected = {*packed, loose, ours}
+    assert held(objects, names) == expected
+    # git agrees on each
+    checked = git(tmp_path, "cat-file", "--batch-check", stdin="".join(f"{n}\n" for n in names).encode()).decode()
+    assert {line.split(" ")[0] for line in checked.splitlines() if not line.endswith(" missing")} == expected
+
+
+def test_an_index_without_its_pack_or_not_an_index_holds_nothing(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    objects = tmp_path / ".git" / "objects"
+    name = blob_name(b"kept")
+    write_blobs(objects / "pack", [(name, b"kept")])
+    assert held(objects, [name]) == {name}
+    (pack,) = (objects / "pack").glob("*.pack")
+    pack.unlink()  # as a repack removing it leaves things for a moment
+    assert held(objects, [name]) == set()
+    (objects / "pack" / "junk.pack").write_bytes(b"")
+    (objects / "pack" / "junk.idx").write_bytes(b"not an index")
+    (objects / "pack" / "empty.pack").write_bytes(b"")
+    (objects / "pack" / "empty.idx").write_bytes(b"")
+    assert held(objects, [name]) == set()
+    assert held(tmp_path / "nowhere", [name]) == set()

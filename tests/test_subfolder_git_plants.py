@@ -7,6 +7,7 @@ sandbox, real CLI."""
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -169,3 +170,30 @@ def test_a_subfolders_git_link_led_to_a_planted_repository_is_taken_away(turn: A
     assert (repo / ".cache" / "good" / "HEAD").is_file()
     git(repo / "sub", "status")
     assert not mark.exists()
+
+
+@pytest.mark.parametrize("kind", ["folder", "bare"])
+def test_one_planted_in_a_folder_a_look_listed_is_named_whatever_its_times_say(
+        turn: Any, server: FakeServer, repo: Path, evil: tuple[Path, Path], kind: str) -> None:
+    """The look lists a folder again only when it changed since (its change time, which
+    nothing sets back): a plant in a folder listed long enough ago to be trusted is found
+    even when the command puts the folder's modification time back."""
+    script, _ = evil
+    old = repo / "old" / "deep"
+    old.mkdir(parents=True)
+    (old / "keep.txt").write_text("kept\n")
+    back = old.stat().st_mtime_ns
+    # Until every folder's last change is older than what a listing trusts (two seconds).
+    folders = [repo, repo / "old", old]
+    while time.time_ns() - max(f.stat().st_ctime_ns for f in folders) < 2_500_000_000:
+        time.sleep(0.1)
+    plant = {"folder": f"git init -q old/deep && git -C old/deep config core.fsmonitor {script}",
+             "bare": f"git init -q --bare old/deep && git --git-dir=old/deep config core.bare false && "
+                     f"git --git-dir=old/deep config core.fsmonitor {script}"}[kind]
+    server.add(tool_reply(call("run_command", {"command": f"{plant} && touch -m -d @{back // 10**9}.{back % 10**9:09d} old/deep old"})),
+               Reply(text="done"))
+    r = turn("-p", "go", "--output-format", "json", "--yes", server=server, stdin=None,
+             config={"sandbox": {"mode": "off"}})
+    assert r.code == 0, r.err
+    assert old.stat().st_mtime_ns == back  # to the nanosecond
+    assert [n.split(": ", 1)[0] for n in r.json()["runs_later"]] == [{"folder": "old/deep/.git", "bare": "old/deep"}[kind]]

@@ -394,14 +394,14 @@ def subfolder_gits(workspace: Path, max_folders: int) -> dict[str, GitStamp]:
     its stamp, not looking into `.git`, `node_modules` or a virtual environment's folder; at
     most `max_folders` folders (the turn's look for start-up files, `runs_later.startup_files`,
     has the same bound and says when it stopped). A folder unchanged since it was last listed
-    is only stat'ed (`_listed`)."""
+    is only stat'ed (`listed`)."""
     root = os.path.realpath(workspace)
     found: dict[str, GitStamp] = {}
     todo, seen = [root], 0
     while todo and seen < max_folders:
         folder = todo.pop()
         seen += 1
-        listing = _listed(folder)
+        listing = listed(folder)
         if listing is None or (folder != root and listing.venv):
             continue
         if folder != root and listing.bare:  # git takes the folder itself for a repository
@@ -433,7 +433,7 @@ _listings: dict[str, _Listing] = {}
 _RACY_NS = 2_000_000_000
 
 
-def _listed(folder: str) -> _Listing | None:
+def listed(folder: str) -> _Listing | None:
     """The folder's listing, from the cache while the folder is unchanged; None when it cannot
     be read."""
     try:

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from nanohermes.common.budget import plural
 from nanohermes.guard.configfiles import project_file
-from nanohermes.guard.gitmeta import GitStamp, git_entry_stamp, looks_bare, planted_git
+from nanohermes.guard.gitmeta import GitStamp, git_entry_stamp, listed, planted_git
 
 # Where CI and hooks keep the files they run, compiled by `_places` the first time a turn changed a
 # file (a turn that changes none never needs them).
@@ -150,7 +150,6 @@ def _by_place(path: str, name: str, hooks: tuple[str, ...]) -> str | None:
 
 _STARTUP = ("sitecustomize.py", "usercustomize.py")
 _SITE_DIRS = ("site-packages", "dist-packages")
-_NOT_ENTERED = (".git", "node_modules")  # hold no virtual environment worth the walk
 # Where a virtual environment keeps its site folders (POSIX, its lib64 twin, Windows).
 _VENV_SITES = ("lib/python*/site-packages", "lib/python*/dist-packages", "lib64/python*/site-packages",
                "Lib/site-packages")
@@ -172,7 +171,9 @@ def startup_files(workspace: Path, max_folders: int) -> Startup:
     """Every `.pth`, `sitecustomize.py` and `usercustomize.py` at the top of a site folder of
     the workspace: those of each virtual environment (a folder with `pyvenv.cfg`, not walked
     further) and of any `site-packages` or `dist-packages` folder. At most `max_folders`
-    folders are looked at; past that, what was found so far and the bound's note."""
+    folders are looked at; past that, what was found so far and the bound's note. A folder
+    unchanged since a look listed it is only stat'ed (`gitmeta.listed`): the look runs before
+    and after every turn."""
     root = os.path.realpath(workspace)
     sites: list[str] = []
     gits: dict[str, GitStamp] = {}
@@ -186,37 +187,24 @@ def startup_files(workspace: Path, max_folders: int) -> Startup:
             problem = (f"the look for Python start-up files (.pth, sitecustomize.py) in the workspace stopped after "
                        f"{plural(max_folders, 'folder')} (limits.startup_scan_folders)")
             break
-        try:
-            with os.scandir(folder) as it:
-                entries = list(it)
-        except OSError:
+        listing = listed(folder)  # from the last look's listing while the folder is unchanged
+        if listing is None:
             continue
-        if folder != root and looks_bare({e.name for e in entries}):  # a repository of its own
+        if folder != root and listing.bare:  # a repository of its own
             gits[folder] = git_entry_stamp(Path(folder))
             continue
-        if any(e.name == "pyvenv.cfg" for e in entries):
+        if listing.venv:
             for pattern in _VENV_SITES:
                 sites += globlib.glob(os.path.join(globlib.escape(folder), pattern))
             continue
-        _sort(entries, sites, todo, gits if folder != root else None)
+        if listing.git and folder != root:  # the workspace's own is `gitmeta.metadata`'s
+            gits[os.path.join(folder, ".git")] = git_entry_stamp(Path(folder, ".git"))
+        for name in listing.folders:  # not `.git` nor `node_modules`, which hold no virtual environment
+            (sites if name in _SITE_DIRS else todo).append(os.path.join(folder, name))
     files: dict[str, Stamp] = {}
     for site in dict.fromkeys(os.path.realpath(s) for s in sites):
         files.update(_site_files(site, root))
     return Startup(files, problem, gits)
-
-
-def _sort(entries: list[os.DirEntry[str]], sites: list[str], todo: list[str], gits: dict[str, GitStamp] | None) -> None:
-    """A folder's entries: its site folders, the folders to look into, and its `.git` (`gits`
-    None for the workspace's own, which `gitmeta.metadata` keeps)."""
-    for e in entries:
-        if e.name == ".git" and gits is not None:
-            gits[e.path] = git_entry_stamp(Path(e.path))
-        try:
-            if not e.is_dir(follow_symlinks=False) or e.name in _NOT_ENTERED:
-                continue
-        except OSError:
-            continue
-        (sites if e.name in _SITE_DIRS else todo).append(e.path)
 
 
 def _site_files(site: str, root: str) -> dict[str, Stamp]:

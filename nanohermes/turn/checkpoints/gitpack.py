@@ -9,11 +9,15 @@ version 2 pack and index, zlib-compressed whole objects, no deltas), so keeping 
 reading and compressing their bytes costs. Each blob is written only if its content still has
 the name the caller expects (git hashed the file before: a file changed since is left to the
 caller), and the pack and its index are made read-only, as git makes them.
+
+`held` answers the other way round, without a git process either: which objects a repository's
+object folder holds, loose or in a pack (looked up in the packs' indexes, mapped, not read).
 """
 
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 import struct
 import tempfile
@@ -22,6 +26,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 _BLOB = 3  # git's object type number of a blob
+_INDEX_V2 = b"\377tOc\0\0\0\2"  # a version 2 pack index starts so
 _COMPRESSION = 1  # zlib's fastest level: what git's own loose objects use by default is close to it
 
 
@@ -150,4 +155,71 @@ def write_object(objects_dir: Path, kind: str, content: bytes) -> str:
     return name
 
 
-__all__ = ["blob_name", "tree_of_blobs", "write_blobs", "write_object"]
+def pack_indexes(objects_dir: Path) -> list[str]:
+    """The indexes of the packs in `objects_dir` that git uses (those beside their pack)."""
+    try:
+        with os.scandir(objects_dir / "pack") as it:
+            return [e.path for e in it if e.name.endswith(".idx") and os.path.exists(e.path[:-4] + ".pack")]
+    except OSError:
+        return []
+
+
+def held(objects_dir: Path, names: Iterable[str], indexes: list[str] | None = None) -> set[str]:
+    """Which of these objects `objects_dir` (a repository's `objects`) holds as a loose file
+    or in one of its packs (`indexes`: their `pack_indexes`, when already listed). One found
+    is there; one not found may still be reachable through the folder's alternates, or in a
+    pack written since the look."""
+    rest = set(names)
+    found: set[str] = set()
+    for fan in {name[:2] for name in rest}:  # a listing of each folder they would be in: fewer calls than a stat each
+        try:
+            loose = os.listdir(os.path.join(objects_dir, fan))
+        except OSError:
+            continue
+        found.update(name for name in (fan + entry for entry in loose) if name in rest)
+    rest -= found
+    if not rest:
+        return found
+    for path in pack_indexes(objects_dir) if indexes is None else indexes:
+        if not rest:
+            break
+        there = _in_index(path, rest)
+        found |= there
+        rest -= there
+    return found
+
+
+def _in_index(path: str, names: set[str]) -> set[str]:
+    """Which of these names the version 2 pack index at `path` lists (a fan-out table by
+    first byte, then the names sorted: each found by bisection)."""
+    try:
+        with open(path, "rb") as f:
+            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # unreadable, or empty
+        return set()
+    found: set[str] = set()
+    with m:
+        if len(m) < 8 + 1024 or m[:8] != _INDEX_V2:
+            return found
+        fan = struct.unpack_from(">256I", m, 8)
+        base = 8 + 1024
+        if len(m) < base + 28 * fan[255]:  # names, CRCs, offsets
+            return found
+        for name in names:
+            want = bytes.fromhex(name)
+            lo, hi = (fan[want[0] - 1] if want[0] else 0), fan[want[0]]
+            while lo < hi:
+                mid = (lo + hi) // 2
+                at = base + 20 * mid
+                there = m[at:at + 20]
+                if there < want:
+                    lo = mid + 1
+                elif there > want:
+                    hi = mid
+                else:
+                    found.add(name)
+                    break
+    return found
+
+
+__all__ = ["blob_name", "held", "pack_indexes", "tree_of_blobs", "write_blobs", "write_object"]

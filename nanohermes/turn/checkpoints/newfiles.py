@@ -1,7 +1,9 @@
 """Which files may be new in a workspace since it was last looked at, told by its folders' times.
 
-A folder's modification time moves whenever an entry is added to it, removed or renamed, so a
-folder whose time has not moved since it was listed holds no new file. `Folders` lists every
+A folder's modification and change times move whenever an entry is added to it, removed or
+renamed, so a folder whose times have not moved since it was listed holds no new file. The change
+time counts because nothing sets it back: a command that puts a folder's modification time back
+after making a file in it does not hide the file. `Folders` lists every
 folder of the workspace once (`build`), and later (`news`) reads only the time of each folder,
 listing again only the folders whose time moved: the files and folders that appeared in them
 are the candidates, which git then sorts into new or already known. That is git's own
@@ -18,6 +20,7 @@ not go in), the folders `skip` names, and symbolic links (git does not follow th
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +34,7 @@ RACY_NS = 3_000_000_000
 @dataclass(frozen=True)
 class _Seen:
     mtime: int
+    ctime: int
     ino: int
     files: frozenset[str]
     folders: frozenset[str]
@@ -65,7 +69,7 @@ class Folders:
             except OSError:
                 self._forget(rel)
                 continue
-            if seen.settled and st.st_mtime_ns == seen.mtime and st.st_ino == seen.ino:
+            if seen.settled and (st.st_mtime_ns, st.st_ctime_ns, st.st_ino) == (seen.mtime, seen.ctime, seen.ino):
                 continue
             if not stat.S_ISDIR(st.st_mode):
                 self._forget(rel)
@@ -106,18 +110,21 @@ class Folders:
                         continue
                     if not e.is_dir(follow_symlinks=False):
                         files.append(e.name)
-                    elif not self._skipped(_join(rel, e.name), e.path):
+                    elif _join(rel, e.name) in self.seen or not self._skipped(_join(rel, e.name), e.path):
+                        # One entered before stays entered when it becomes a repository: git goes
+                        # on listing new files in a folder whose files its index holds.
                         folders.append(e.name)
             after = os.lstat(self.root + rel if rel else self.root)
         except OSError:
             return None
-        settled = after.st_mtime_ns == st.st_mtime_ns and st.st_mtime_ns < started_ns - RACY_NS
-        seen = _Seen(st.st_mtime_ns, st.st_ino, frozenset(files), frozenset(folders), settled)
+        settled = (after.st_mtime_ns, after.st_ctime_ns) == (st.st_mtime_ns, st.st_ctime_ns) \
+            and max(st.st_mtime_ns, st.st_ctime_ns) < started_ns - RACY_NS
+        seen = _Seen(st.st_mtime_ns, st.st_ctime_ns, st.st_ino, frozenset(files), frozenset(folders), settled)
         self.seen[rel] = seen
         return seen
 
     def _skipped(self, rel: str, path: str) -> bool:
-        return self.skip(rel) or os.path.lexists(os.path.join(path, ".git"))
+        return self.skip(rel) or _nested_repository(path)
 
     def _forget(self, rel: str) -> None:
         """`rel` is gone (or no folder now): it and every folder below it."""
@@ -127,6 +134,51 @@ class Folders:
         below = rel + "/"
         for key in [k for k in self.seen if k == rel or k.startswith(below)]:
             del self.seen[key]
+
+
+def _nested_repository(folder: str) -> bool:
+    """Whether git surely takes `folder` for a repository of its own, which its listing of new
+    files does not enter: its `.git` is a git folder (or a `gitdir:` file naming one) as git
+    checks one, `HEAD` naming a ref or a commit beside `objects/` and `refs/`. Any other `.git`
+    (a stray file, an empty folder, a worktree's, a link) is entered: git enters the folder or
+    drops what it finds there when asked about it, and a turn cannot hide files behind a `.git`
+    git does not believe in."""
+    entry = os.path.join(folder, ".git")
+    try:
+        st = os.lstat(entry)
+        if stat.S_ISDIR(st.st_mode):
+            return _git_folder(entry)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > 4096:
+            return False
+        with open(entry, "rb") as f:
+            text = f.read(4096)
+    except OSError:
+        return False
+    named = text.rstrip(b"\r\n")  # as git reads it: only line ends are trimmed
+    if not named.startswith(b"gitdir: ") or b"\0" in named or len(named) == len(b"gitdir: "):
+        return False
+    return _git_folder(os.path.join(folder, os.fsdecode(named[len(b"gitdir: "):])))
+
+
+def _git_folder(path: str) -> bool:
+    """A git folder as git checks one (`HEAD` naming a ref or a commit, `objects/`, `refs/`),
+    without a `commondir` (a worktree's: not vouched for here)."""
+    try:
+        if os.path.lexists(os.path.join(path, "commondir")):
+            return False
+        if not all(os.access(os.path.join(path, d), os.X_OK) and os.path.isdir(os.path.join(path, d))
+                   for d in ("objects", "refs")):
+            return False
+        head = os.path.join(path, "HEAD")
+        if os.path.islink(head):
+            return os.readlink(head).startswith("refs/")
+        with open(head, "rb") as f:
+            text = f.read(256)
+    except OSError:
+        return False
+    if text.startswith(b"ref:"):
+        return text[4:].lstrip().startswith(b"refs/")
+    return re.fullmatch(rb"(?:[0-9a-f]{40}|[0-9a-f]{64})\s*", text) is not None
 
 
 def _join(folder: str, name: str) -> str:

@@ -41,6 +41,9 @@ KEPT_INDEXES = 8
 _PATHSPEC_BATCH = 100
 # Above this many paths, one listing of the whole index beats pathspecs (git matches each one).
 _LISTED_FROM = 64
+# Paths in at most this many folders are looked up in a listing of those folders alone (git
+# matches every entry against each folder: past a few dozen, the whole listing costs less).
+_FOLDERS_UPTO = 32
 # At most this many paths are named to `rev-parse` at once (each is an argument).
 _NAMED_UPTO = 1000
 # Above this many files to keep, their contents go into one pack rather than a file each.
@@ -374,7 +377,7 @@ class Scanner:
             return self._hashed(self._update(paths, unkept), looked)
         kept = self._update(paths, unkept, "--info-only")
         found = self._hashed(kept, looked)
-        lost = self.shadow.missing(sorted({v.blob for v in found.values()}), borrow=True)
+        lost = self.shadow.unheld(sorted({v.blob for v in found.values()}), borrow=True)
         if lost:
             wanted = {p: v for p, v in found.items() if v.blob in lost}
             packed = write_blobs(self.shadow.git_dir / "objects" / "pack",
@@ -438,12 +441,15 @@ class Scanner:
 
     def _entries_of(self, paths: list[str], index: Path | None = None) -> dict[str, Version]:
         """What the index holds for these paths. Past a few dozen, git lists the whole index
-        once and each path is looked up in the listing (git matches every entry against every
-        path given as a pathspec)."""
+        once (or their few folders) and each path is looked up in the listing (git matches
+        every entry against every path given as a pathspec)."""
         if not paths:
             return {}
         if len(paths) > _LISTED_FROM:
-            return _looked_up(self.shadow.git("ls-files", "-s", "-z", index=index), paths)
+            # In a few folders (a formatter over one package): only theirs are listed.
+            folders = {p.rpartition("/")[0] for p in paths}
+            among = ("--", *sorted(folders)) if len(folders) <= _FOLDERS_UPTO and "" not in folders else ()
+            return _looked_up(self.shadow.git("ls-files", "-s", "-z", *among, index=index), paths)
         want = set(paths)
         out = b"".join(self.shadow.git("ls-files", "-s", "-z", "--", *paths[i:i + _PATHSPEC_BATCH], index=index)
                        for i in range(0, len(paths), _PATHSPEC_BATCH))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nanohermes.guard import programs
+from nanohermes.turn.checkpoints.gitpack import held, pack_indexes
 from nanohermes.turn.checkpoints.versions import CheckpointError
 from nanohermes.common.dirs import private_dir, write_private
 from nanohermes.guard.programs import GIT_OWN
@@ -29,6 +30,8 @@ _GIT_CONFIG = (*GIT_OWN, "-c", "core.autocrlf=false",
                "-c", "core.sharedRepository=0600")
 # info/attributes wins over every .gitattributes of the workspace: no line-ending or filter changes.
 _ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding -diff -merge\n"
+# Past this many lookups (names times packs), `unheld` asks git, whose lookup is quicker than Python's.
+_LOOKUPS_UPTO = 20_000
 # What `git init` writes (the work tree and the rest of the settings come with each command).
 _CONFIG = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n"
 
@@ -110,6 +113,32 @@ class Shadow:
             return set()
         out = self.text("cat-file", "--batch-check", stdin="".join(f"{b}\n" for b in blobs).encode(), borrow=borrow)
         return {line.split(" ")[0] for line in out.splitlines() if line.endswith(" missing")}
+
+    def unheld(self, blobs: list[str], *, borrow: bool = False) -> set[str]:
+        """Which of these blobs the store (with `borrow`: nor the user's repository) does not
+        hold, read from their object folders without a git process (`gitpack.held`). For what
+        is about to be kept: a blob taken for missing that is there after all (in a pack
+        written since the look) costs a copy too many, never a content. The rest of what a
+        repository borrowing objects of its own (its alternates) may hold, git is asked, and
+        so it is about many names in many packs, which it looks up faster."""
+        folders = [self.git_dir / "objects", *([Path(self.borrowed)] if borrow and self.borrowed else [])]
+        indexes = [pack_indexes(f) for f in folders]
+        if len(blobs) * sum(map(len, indexes)) > _LOOKUPS_UPTO:  # many names, many packs: git looks them up faster
+            return self.missing(blobs, borrow=borrow)
+        rest = set(blobs)
+        for folder, packs in zip(folders, indexes, strict=True):
+            rest -= held(folder, rest, packs) if rest else set()
+        if rest and borrow and self.borrowed and os.path.exists(os.path.join(self.borrowed, "info", "alternates")):
+            return self.missing(sorted(rest), borrow=True)
+        return rest
+
+    def add_ref(self, ref: str, commit: str) -> None:
+        """A new ref (`ref`, a name no other has) at `commit`, written as git writes a loose
+        ref (whole or not at all): a process fewer a turn."""
+        path = self.git_dir / ref
+        if not path.parent.is_dir():
+            private_dir(path.parent)
+        _put(path, f"{commit}\n")
 
 
 def _put(path: Path, text: str) -> None:

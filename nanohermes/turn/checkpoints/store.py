@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from nanohermes.common.budget import Limits
-from nanohermes.turn.checkpoints.gitpack import tree_of_blobs, write_object
+from nanohermes.turn.checkpoints.gitpack import blob_name, tree_of_blobs, write_blobs, write_object
 from nanohermes.turn.checkpoints.repository import repository
 from nanohermes.turn.checkpoints.scan import PACK_FROM, Scanner
 from nanohermes.turn.checkpoints.shadow import Shadow
@@ -119,35 +119,38 @@ class Store:
             text = (message[:200] or "checkpoint").encode("utf-8", "replace").replace(b"\0", b"")
             commit = write_object(objects, "commit", f"tree {tree}\nauthor {who}\ncommitter {who}\n\n".encode()
                                   + text + b"\n")
-            self.shadow.git("update-ref", f"{REF_PREFIX}{time.time_ns():020d}-{commit}", commit)  # names sort oldest first
+            self.shadow.add_ref(f"{REF_PREFIX}{time.time_ns():020d}-{commit}", commit)  # names sort oldest first
             return commit
 
     def _copy_in(self, blobs: list[str]) -> set[str]:
         """Copy into the store the blobs only the user's repository has; returns those found
         nowhere (the repository dropped them since they were seen: rare, and said on undo)."""
-        missing = self.shadow.missing(blobs)
+        missing = self.shadow.unheld(blobs)
         if missing and self.shadow.borrowed:
-            # Usually the user's repository has every one: copied at once. Only when that
-            # fails is each looked for, and those it has copied.
-            if self._copy(sorted(missing)):
-                return set()
-            there = sorted(missing - self.shadow.missing(sorted(missing), borrow=True))
-            if there:
-                self._copy(there)
-            missing = self.shadow.missing(sorted(missing))
+            missing = self._copy(sorted(missing))
         return missing
 
-    def _copy(self, blobs: list[str]) -> bool:
-        """Copy these blobs from the user's repository into the store; False when one is not there."""
-        p = self.shadow.run_git("pack-objects", "--stdout", "-q", "--window=0",
-                                stdin="".join(f"{b}\n" for b in blobs).encode(), borrow=True)
-        if p.returncode != 0:
-            return False
-        # Many are kept as the one pack they came in (a file each costs more than their
-        # bytes); a few as files, so that packs do not pile up turn after turn.
-        self.shadow.git(*(("index-pack", "--stdin") if len(blobs) > PACK_FROM else ("unpack-objects", "-q")),
-                        stdin=p.stdout)
-        return True
+    def _copy(self, blobs: list[str]) -> set[str]:
+        """Copy these blobs from the user's repository into the store, read in one `cat-file`;
+        returns those it does not have either. Many are kept as one pack (a file each costs
+        more than their bytes), a few as files, so that packs do not pile up turn after turn."""
+        out = self.shadow.git("cat-file", "--batch", stdin="".join(f"{b}\n" for b in blobs).encode(), borrow=True)
+        found: list[tuple[str, bytes]] = []
+        at = 0
+        while (end := out.find(b"\n", at)) != -1:
+            head = out[at:end].decode("ascii", "replace").split(" ")
+            at = end + 1
+            if len(head) == 3 and head[2].isdigit():  # "<name> <type> <size>", then the content; or "<name> missing"
+                size = int(head[2])
+                if head[1] == "blob":
+                    found.append((head[0], out[at:at + size]))
+                at += size + 1
+        if len(found) > PACK_FROM:
+            kept = write_blobs(self.git_dir / "objects" / "pack", found)
+        else:
+            kept = {name for name, data in found if blob_name(data) == name
+                    and write_object(self.git_dir / "objects", "blob", data) == name}
+        return set(blobs) - kept
 
     def read(self, version: Version) -> bytes:
         with self.lock:
