@@ -163,7 +163,8 @@ def test_a_secret_file_that_appears_while_a_task_runs_never_reaches_the_model(wo
     if how == "replaced by rename":
         env.write_text("OLD_TOKEN=tok-old-0123456789abcdef\n")
     # The control: a plain process that keeps reading gets the value once the file is there.
-    control = subprocess.Popen(["sh", "-c", f"for i in $(seq 200); do cat {env} 2>/dev/null; sleep 0.05; done"],
+    control = subprocess.Popen(["sh", "-c", f"for i in $(seq 200); do cat {env} 2>/dev/null; "
+                                f"grep -q {value} {env} 2>/dev/null && break; sleep 0.05; done"],
                                stdout=subprocess.PIPE, text=True)
 
     def put() -> None:
