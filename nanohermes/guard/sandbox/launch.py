@@ -16,7 +16,6 @@ import os
 import secrets
 import shutil
 import stat
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,9 @@ from nanohermes.guard.sandbox.kernel import (
     SYS_ADD_RULE, SYS_CREATE_RULESET, SYS_RESTRICT_SELF, SandboxError, drop_capabilities, fail, file_rights, fs_rights,
     kern, loopback_up, set_read_only, write_proc,
 )
-from nanohermes.guard.sandbox.mounts import cover, coverable, mount_plan, placeholder, placeholder_folder
+from nanohermes.guard.sandbox.mounts import (
+    cover, coverable, mount_plan, placeholder, placeholder_folder, private_temp_folder,
+)
 from nanohermes.guard.sandbox.pidns import split
 from nanohermes.guard.sandbox.refusals import Refused
 
@@ -407,17 +408,9 @@ def new_temp_folder() -> Path:
 _base: list[Path] = []
 
 def _temp_base() -> Path:
-    """`nanohermes-sandbox-UID` in the system's temporary folder, this user's own (0700, no link);
-    a fresh one of another name where that name is taken by someone or something else."""
+    """The private folder the calls' own temporary folders are made in (`private_temp_folder`)."""
     if _base:
         return _base[0]
-    folder = Path(tempfile.gettempdir()) / f"nanohermes-sandbox-{os.geteuid()}"
-    try:
-        os.mkdir(folder, 0o700)
-    except FileExistsError:
-        pass
-    st = os.lstat(folder)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
-        folder = Path(tempfile.mkdtemp(prefix="nanohermes-sandbox-"))
+    folder = private_temp_folder("nanohermes-sandbox")
     _base.append(folder)
     return folder

@@ -182,6 +182,20 @@ def _cover_by_descriptor(source: bytes, path: bytes, dev: int, ino: int) -> None
 
 _cover_file: bytes = b""
 
+def private_temp_folder(name: str) -> Path:
+    """`name-UID` in the system's temporary folder, this user's own (0700, no link); a fresh one
+    of another name where that name is taken by someone or something else."""
+    folder = Path(tempfile.gettempdir()) / f"{name}-{os.geteuid()}"
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        folder = Path(tempfile.mkdtemp(prefix=f"{name}-"))
+    return folder
+
+
 def placeholder() -> bytes:
     """An empty file no one may read or write (mode 0000), outside every writable root: one
     per user, kept in a private folder of the system's temporary folder and made again if it
@@ -190,15 +204,7 @@ def placeholder() -> bytes:
     global _cover_file
     if _cover_file and os.path.exists(_cover_file):
         return _cover_file
-    folder = Path(tempfile.gettempdir()) / f"nanohermes-withheld-{os.geteuid()}"
-    try:
-        os.mkdir(folder, 0o700)
-    except FileExistsError:
-        pass
-    st = os.lstat(folder)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
-        folder = Path(tempfile.mkdtemp(prefix="nanohermes-withheld-"))
-    path = folder / "secret"
+    path = private_temp_folder("nanohermes-withheld") / "secret"
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0)
         os.close(fd)
