@@ -22,18 +22,18 @@ cost growing with what changed.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from _versions import default_before, export
 
 REPO = Path(__file__).resolve().parent.parent
 GIT_ENV = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"}
@@ -161,17 +161,6 @@ def measure(ws: Path, data: Path, files: int, runs: int) -> list[Row]:
     return rows
 
 
-def export(rev: str, into: Path) -> Path:
-    """The tree of `rev`, written out of git into `into` (no checkout, no worktree)."""
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev], capture_output=True, check=True)
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(into, filter="data")
-    return into
-
-
-def default_before() -> str | None:
-    p = subprocess.run(["git", "-C", str(REPO), "merge-base", "HEAD", "main"], capture_output=True, text=True)
-    return p.stdout.strip() or None
 
 
 def committed_again(ws: Path) -> None:

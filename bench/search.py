@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import io
 import json
 import os
 import random
@@ -31,11 +30,12 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from _versions import default_before, export
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / ".data"
@@ -167,17 +167,6 @@ def rounds(sides: list[Callable[[], float]], repeat: int, warm: bool = True) -> 
     return got
 
 
-def export(rev: str, into: Path) -> Path:
-    """The tree of `rev`, written out of git into `into` (no checkout, no worktree)."""
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev], capture_output=True, check=True)
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(into, filter="data")
-    return into
-
-
-def default_before() -> str | None:
-    p = subprocess.run(["git", "-C", str(REPO), "merge-base", "HEAD", "main"], capture_output=True, text=True)
-    return p.stdout.strip() or None
 
 
 def main() -> None:

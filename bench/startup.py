@@ -28,7 +28,6 @@ no comparison with another version.
 from __future__ import annotations
 
 import argparse
-import io
 import itertools
 import json
 import os
@@ -37,11 +36,12 @@ import select
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from _versions import default_before, export
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -148,17 +148,6 @@ def rounds(sides: list[Callable[[], float]], runs: int, warm: bool = True) -> tu
     return medians, ratios
 
 
-def export(rev: str, into: Path) -> Path:
-    """The tree of `rev`, written out of git into `into` (no checkout, no worktree)."""
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev], capture_output=True, check=True)
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(into, filter="data")
-    return into
-
-
-def default_before() -> str | None:
-    p = subprocess.run(["git", "-C", str(REPO), "merge-base", "HEAD", "main"], capture_output=True, text=True)
-    return p.stdout.strip() or None
 
 
 def main() -> None:

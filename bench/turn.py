@@ -40,7 +40,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from startup import default_before, env, export  # noqa: E402
+from _versions import default_before, export  # noqa: E402
+from startup import env  # noqa: E402
 
 from nanohermes.testing import FakeServer, Reply, call, tool_reply  # noqa: E402
 
